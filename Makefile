@@ -1,0 +1,42 @@
+# One command each: `make reproduce` runs every notebook on the embedded default, `make test` runs the tests.
+# Both create a virtual environment in $(VENV) and install what they need, torch first
+# (a bare `torch` requirement would pull several GB of CUDA wheels on a CPU box).
+PYTHON  ?= python3
+VENV    ?= .venv
+TORCH   ?= torch==2.13.0
+PRESET  ?= default
+PYTEST_ARGS ?=
+PY      := $(VENV)/bin/python
+STAMP   := $(VENV)/.ddrl-installed
+# 2-core machines oversubscribe fast: one torch process at a time, with a bounded thread count.
+export OMP_NUM_THREADS ?= 2
+export TOKENIZERS_PARALLELISM ?= false
+export HF_HUB_OFFLINE ?= 1
+export MPLBACKEND ?= Agg
+
+.PHONY: install test test-slow reproduce smoke lint-notebooks clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "$(TORCH)"
+	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $@
+
+test: $(STAMP)
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+test-slow: $(STAMP)
+	$(PY) -m pytest -q -m slow $(PYTEST_ARGS)
+
+reproduce: $(STAMP)
+	$(PY) -m ddrl.reproduce --preset $(PRESET)
+
+smoke: $(STAMP)
+	$(PY) -m ddrl.reproduce --preset smoke
+
+clean:
+	rm -rf outputs .pytest_cache

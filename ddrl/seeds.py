@@ -1,0 +1,42 @@
+"""Seeds live here, in one visible place.
+
+Library functions never touch global random state: they take an explicit ``numpy.random.Generator``
+or ``torch.Generator``. Notebooks and entry points derive those generators from one integer seed
+with the helpers below, so a run is reproducible from its ``config.json`` alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+#: The default seed of every notebook and preset. Change it here (or pass ``seed=`` / ``-p seed N``).
+DEFAULT_SEED = 0
+
+#: Seeds used for the multi-seed tables (mean and 95% CI over these).
+TABLE_SEEDS = (0, 1, 2)
+
+
+def derive_seed(seed: int, *names: object) -> int:
+    """A child seed for a named purpose, stable across Python versions and processes.
+
+    ``derive_seed(0, "rollouts", step)`` and ``derive_seed(0, "eval")`` are independent streams, so
+    adding a new consumer of randomness never shifts the numbers another consumer draws.
+    """
+    h = hashlib.sha256(repr((int(seed),) + tuple(str(n) for n in names)).encode())
+    return int.from_bytes(h.digest()[:8], "little") & ((1 << 63) - 1)
+
+
+def numpy_generator(seed: int, *names: object) -> np.random.Generator:
+    """A NumPy generator for ``(seed, *names)``."""
+    return np.random.default_rng(derive_seed(seed, *names))
+
+
+def torch_generator(seed: int, *names: object, device: str = "cpu"):
+    """A ``torch.Generator`` on ``device`` for ``(seed, *names)``."""
+    import torch
+
+    g = torch.Generator(device=device)
+    g.manual_seed(derive_seed(seed, *names))
+    return g
