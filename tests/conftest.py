@@ -21,3 +21,37 @@ def shared_data() -> Path:
     if not (d / "MATH-TTT" / "test.json").is_file():
         pytest.skip(f"real benchmark data not found at {d} (set DDRL_SHARED_DATA or place shared/ beside the repo)")
     return d
+
+
+def make_tiny_lm(vocab_chars: str = "0123456789+-*=;", hidden: int = 32, layers: int = 2, seed: int = 0):
+    """A random tiny Qwen2 causal LM and a character tokenizer with a chat template (no downloads).
+
+    Only for tests of the machinery (sampling, losses, training steps), not for accuracy.
+    """
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+    specials = ["<pad>", "<eos>", "<|user|>", "<|assistant|>", "\\boxed{", "}"]
+    vocab = {t: i for i, t in enumerate(specials + list(vocab_chars))}
+    tk = Tokenizer(models.WordLevel(vocab, unk_token="<pad>"))
+    tk.pre_tokenizer = pre_tokenizers.Split(r"\\boxed\{|<\|user\|>|<\|assistant\|>|.", behavior="isolated")
+    tok = PreTrainedTokenizerFast(tokenizer_object=tk, pad_token="<pad>", eos_token="<eos>")
+    tok.add_special_tokens({"additional_special_tokens": ["<|user|>", "<|assistant|>"]})
+    tok.chat_template = (
+        "{% for m in messages %}{% if m['role'] == 'user' %}<|user|>{{ m['content'] }}{% endif %}{% endfor %}"
+        "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+    )
+    cfg = Qwen2Config(
+        vocab_size=len(vocab), hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, tie_word_embeddings=True,
+        pad_token_id=0, eos_token_id=1, bos_token_id=None,
+    )
+    torch.manual_seed(seed)
+    model = Qwen2ForCausalLM(cfg).eval()
+    return model, tok
+
+
+@pytest.fixture(scope="session")
+def tiny_lm():
+    return make_tiny_lm()
