@@ -1,0 +1,55 @@
+"""One plotting style for every notebook: seaborn, fixed method colours, no TeX needed."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.rcParams["text.usetex"] = False
+
+import seaborn as sns  # noqa: E402
+
+#: Fixed colours, so a method looks the same in every figure of every notebook.
+METHOD_COLORS = {
+    "no_adaptation": "#7f7f7f",
+    "ttrl": "#d62728",
+    "etmr": "#9467bd",
+    "grpo_no_std": "#ff7f0e",
+    "dae": "#bcbd22",
+    "bcs": "#17becf",
+    "bcs_dae": "#1f77b4",
+    "ddrl": "#2ca02c",
+    "ddrl_cor": "#2ca02c",
+    "additional_rl": "#8c564b",
+    "correct": "#2ca02c",
+    "incorrect": "#d62728",
+    "positive": "#2ca02c",
+    "negative": "#d62728",
+}
+
+#: Human-readable names for legends and tables.
+METHOD_LABELS = {
+    "no_adaptation": "No adaptation",
+    "ttrl": "TTRL",
+    "etmr": "ETMR",
+    "grpo_no_std": "GRPO w/o norm.",
+    "dae": "DAE",
+    "bcs": "BCS",
+    "bcs_dae": "BCS + DAE",
+    "ddrl": "DDRL (RL only)",
+    "ddrl_cor": "DDRL (BCS + DAE + COR)",
+    "additional_rl": "BCS + DAE + additional RL",
+}
+
+
+def set_style(context: str = "notebook") -> None:
+    """The companion's seaborn theme (call once at the top of a notebook)."""
+    sns.set_theme(context=context, style="whitegrid", palette="colorblind")
+    matplotlib.rcParams.update({"figure.dpi": 110, "savefig.dpi": 150, "axes.titleweight": "bold"})
+
+
+def color(method: str) -> str:
+    return METHOD_COLORS.get(method, "#333333")
+
+
+def label(method: str) -> str:
+    return METHOD_LABELS.get(method, method)

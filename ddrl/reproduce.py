@@ -1,0 +1,200 @@
+"""Run the companion's notebooks with papermill, as one reproducible batch job.
+
+    python -m ddrl.reproduce --preset {smoke,default,paper} [--only 03] [-p name value ...]
+
+- Notebooks are ``notebooks/NN_*.ipynb``; parameters come from ``params/<preset>/<notebook>.yaml`` and then
+  ``-p`` overrides (values parsed as YAML: ``-p lr 3e-5 -p seeds "[0, 1, 2]"``).
+- A parameter a notebook does not declare in its ``parameters`` cell is an error listing the valid ones.
+- Always ``kernel_name="python3"`` and the explicit working directory ``notebooks/``.
+- Output, under ``outputs/<preset>/``: executed notebooks, an HTML rendering of each, ``figures/``,
+  ``tables/``, ``metrics/``, ``timings.json`` and ``manifest.json`` (every artifact with its sha256, the
+  notebook that made it, its parameters and the git sha).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from ddrl.reporting import REPO, atomic_write_bytes, sha256_file
+
+NOTEBOOK_DIR = REPO / "notebooks"
+PARAMS_DIR = REPO / "params"
+PRESETS = ("smoke", "default", "paper")
+#: Parameters the runner itself sets in every notebook (each notebook declares them).
+RUNNER_PARAMS = ("preset", "output_dir")
+
+
+class ParameterError(ValueError):
+    """An unknown or malformed notebook parameter."""
+
+
+def discover(only: list[str] | None = None, notebook_dir: Path = NOTEBOOK_DIR) -> list[Path]:
+    """The numbered notebooks, in order; ``only`` keeps those whose name starts with one of its entries."""
+    found = sorted(notebook_dir.glob("[0-9][0-9]_*.ipynb"))
+    if only:
+        unknown = [o for o in only if not any(p.stem.startswith(o) for p in found)]
+        if unknown:
+            raise ParameterError(f"--only {unknown} matches no notebook; available: {[p.stem for p in found]}")
+        found = [p for p in found if any(p.stem.startswith(o) for o in only)]
+    return found
+
+
+def declared_parameters(notebook: Path) -> dict:
+    """Names and defaults of the notebook's ``parameters`` cell (via papermill's inspector)."""
+    import papermill
+
+    return {name: info["default"] for name, info in papermill.inspect_notebook(str(notebook)).items()}
+
+
+def load_preset(preset: str, notebook: Path, params_dir: Path = PARAMS_DIR) -> dict:
+    path = params_dir / preset / f"{notebook.stem}.yaml"
+    if not path.is_file():
+        return {}
+    values = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(values, dict):
+        raise ParameterError(f"{path}: expected a mapping of parameter names to values, got {type(values).__name__}")
+    return values
+
+
+def parse_overrides(pairs: list[list[str]] | None) -> dict:
+    return {name: yaml.safe_load(value) for name, value in (pairs or [])}
+
+
+def resolve_parameters(notebook: Path, preset_values: dict, overrides: dict, source: str) -> dict:
+    """Preset values then overrides, checked against the notebook's declared parameters.
+
+    Preset-file entries must all be declared by the notebook; a ``-p`` override is applied where the
+    notebook declares it (the caller checks that every override is declared by at least one notebook).
+    """
+    valid = declared_parameters(notebook)
+    unknown = sorted(set(preset_values) - set(valid))
+    if unknown:
+        raise ParameterError(
+            f"{source}: unknown parameter(s) {unknown} for {notebook.name}; valid parameters: {sorted(valid)}"
+        )
+    params = dict(preset_values)
+    params.update({k: v for k, v in overrides.items() if k in valid})
+    return params
+
+
+def git_sha() -> str | None:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def render_html(executed: Path) -> Path:
+    from nbconvert import HTMLExporter
+
+    body, _ = HTMLExporter().from_filename(str(executed))
+    out = executed.with_suffix(".html")
+    out.write_text(body)
+    return out
+
+
+def run_notebook(notebook: Path, params: dict, out_dir: Path, progress: bool = True) -> Path:
+    import papermill
+
+    executed = out_dir / notebook.name
+    papermill.execute_notebook(
+        str(notebook), str(executed), parameters=params, kernel_name="python3",
+        cwd=str(notebook.parent), progress_bar=progress, request_save_on_cell_execute=True,
+    )
+    return executed
+
+
+def build_manifest(out_dir: Path, runs: dict[str, dict]) -> dict:
+    """Every artifact under ``out_dir`` with sha256, size and the notebook that made it."""
+    entries = []
+    for stem, info in runs.items():
+        files = [(info["executed"], "executed-notebook"), (info["html"], "html")]
+        log = out_dir / "artifacts" / f"{stem}.jsonl"
+        if log.is_file():
+            files += [(str(out_dir / json.loads(line)["path"]), json.loads(line)["kind"])
+                      for line in log.read_text().splitlines() if line.strip()]
+        for path, kind in files:
+            p = Path(path)
+            entries.append({
+                "path": str(p.relative_to(out_dir)), "kind": kind, "notebook": stem,
+                "bytes": p.stat().st_size if p.exists() else None,
+                "sha256": sha256_file(p) if p.exists() else None,
+            })
+    return {
+        "git_sha": git_sha(),
+        "notebooks": {stem: {"parameters": info["parameters"], "seconds": info["seconds"]}
+                      for stem, info in runs.items()},
+        "artifacts": entries,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m ddrl.reproduce", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--preset", choices=PRESETS, default="default")
+    ap.add_argument("--only", action="append", help="notebook number or name prefix (repeatable), e.g. 03")
+    ap.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                    help="override a notebook parameter (value parsed as YAML)")
+    ap.add_argument("--output-dir", type=Path, default=None, help="default: outputs/<preset>")
+    ap.add_argument("--no-html", action="store_true", help="skip the HTML renderings")
+    args = ap.parse_args(argv)
+
+    out_dir = (args.output_dir or REPO / "outputs" / args.preset).resolve()
+    try:
+        notebooks = discover(args.only)
+        if not notebooks:
+            print(f"ddrl.reproduce: no notebooks in {NOTEBOOK_DIR} yet; nothing to run.")
+            return 0
+        overrides = parse_overrides(args.parameter)
+        declared = {nb.stem: declared_parameters(nb) for nb in notebooks}
+        for name in overrides:
+            if name in RUNNER_PARAMS:
+                raise ParameterError(f"-p {name}: set by the runner itself (use --preset / --output-dir)")
+            if not any(name in d for d in declared.values()):
+                valid = sorted(set().union(*[set(d) for d in declared.values()]) - set(RUNNER_PARAMS))
+                raise ParameterError(f"-p {name}: no selected notebook declares it; valid parameters: {valid}")
+        plan = []
+        for nb in notebooks:
+            params = resolve_parameters(nb, load_preset(args.preset, nb), overrides,
+                                        source=str(PARAMS_DIR / args.preset / f"{nb.stem}.yaml"))
+            params.update(preset=args.preset, output_dir=str(out_dir))
+            plan.append((nb, params))
+    except ParameterError as e:
+        print(f"ddrl.reproduce: {e}", file=sys.stderr)
+        return 2
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    print(f"ddrl.reproduce: preset {args.preset!r}, {len(plan)} notebook(s) -> {out_dir}")
+    runs: dict[str, dict] = {}
+    timings_path = out_dir / "timings.json"
+    status = 0
+    for nb, params in plan:
+        print(f"\n=== {nb.name} ===", flush=True)
+        start = time.perf_counter()
+        try:
+            executed = run_notebook(nb, params, out_dir)
+        except Exception as e:  # papermill raises PapermillExecutionError with the failing cell's traceback
+            print(f"ddrl.reproduce: {nb.name} failed: {e}", file=sys.stderr)
+            status = 1
+            break
+        html = None if args.no_html else render_html(executed)
+        seconds = time.perf_counter() - start
+        runs[nb.stem] = {"parameters": params, "seconds": round(seconds, 1), "executed": str(executed),
+                         "html": str(html) if html else str(executed)}
+        print(f"{nb.name}: {seconds:.1f} s", flush=True)
+        atomic_write_bytes(timings_path, json.dumps({k: v["seconds"] for k, v in runs.items()}, indent=2).encode())
+        atomic_write_bytes(out_dir / "manifest.json", json.dumps(build_manifest(out_dir, runs), indent=2).encode())
+    total = sum(v["seconds"] for v in runs.values())
+    print(f"\nddrl.reproduce: {len(runs)}/{len(plan)} notebook(s) in {total:.0f} s; manifest: {out_dir / 'manifest.json'}")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
