@@ -35,9 +35,9 @@ class ParameterError(ValueError):
     """An unknown or malformed notebook parameter."""
 
 
-def discover(only: list[str] | None = None, notebook_dir: Path = NOTEBOOK_DIR) -> list[Path]:
+def discover(only: list[str] | None = None, notebook_dir: Path | None = None) -> list[Path]:
     """The numbered notebooks, in order; ``only`` keeps those whose name starts with one of its entries."""
-    found = sorted(notebook_dir.glob("[0-9][0-9]_*.ipynb"))
+    found = sorted((notebook_dir or NOTEBOOK_DIR).glob("[0-9][0-9]_*.ipynb"))
     if only:
         unknown = [o for o in only if not any(p.stem.startswith(o) for p in found)]
         if unknown:
@@ -53,8 +53,8 @@ def declared_parameters(notebook: Path) -> dict:
     return {name: info["default"] for name, info in papermill.inspect_notebook(str(notebook)).items()}
 
 
-def load_preset(preset: str, notebook: Path, params_dir: Path = PARAMS_DIR) -> dict:
-    path = params_dir / preset / f"{notebook.stem}.yaml"
+def load_preset(preset: str, notebook: Path, params_dir: Path | None = None) -> dict:
+    path = (params_dir or PARAMS_DIR) / preset / f"{notebook.stem}.yaml"
     if not path.is_file():
         return {}
     values = yaml.safe_load(path.read_text()) or {}

@@ -1,0 +1,88 @@
+"""The papermill runner: parameter checking, presets, outputs and manifest (on a throwaway notebook)."""
+
+from __future__ import annotations
+
+import json
+
+import jupytext
+import pytest
+
+from ddrl import reproduce
+
+NOTEBOOK = '''# %% tags=["parameters"]
+preset = "default"
+output_dir = "../outputs/interactive"
+n = 3  # how many squares
+
+# %%
+from ddrl.reporting import Reporter
+import pandas as pd
+rep = Reporter(output_dir, "01_squares")
+df = pd.DataFrame({"x": list(range(n)), "y": [i * i for i in range(n)]})
+rep.table(df, "squares")
+rep.metrics({"n": n, "sum": int(df.y.sum())})
+'''
+
+
+@pytest.fixture
+def workspace(tmp_path, monkeypatch):
+    nb_dir, params_dir = tmp_path / "notebooks", tmp_path / "params"
+    nb_dir.mkdir()
+    nb = jupytext.reads(NOTEBOOK, fmt="py:percent")
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    jupytext.write(nb, nb_dir / "01_squares.ipynb")
+    (params_dir / "smoke").mkdir(parents=True)
+    (params_dir / "smoke" / "01_squares.yaml").write_text("n: 2\n")
+    monkeypatch.setattr(reproduce, "NOTEBOOK_DIR", nb_dir)
+    monkeypatch.setattr(reproduce, "PARAMS_DIR", params_dir)
+    return tmp_path
+
+
+def test_declared_parameters(workspace):
+    params = reproduce.declared_parameters(workspace / "notebooks" / "01_squares.ipynb")
+    assert set(params) == {"preset", "output_dir", "n"}
+
+
+def test_unknown_override_is_an_error_listing_valid_ones(workspace, capsys):
+    rc = reproduce.main(["--preset", "smoke", "-p", "m", "4", "--output-dir", str(workspace / "out")])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "-p m" in err and "'n'" in err
+
+
+def test_unknown_preset_entry_is_an_error(workspace, capsys):
+    (workspace / "params" / "smoke" / "01_squares.yaml").write_text("n: 2\nbogus: 1\n")
+    rc = reproduce.main(["--preset", "smoke", "--output-dir", str(workspace / "out")])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "bogus" in err and "01_squares.yaml" in err and "valid parameters" in err
+
+
+def test_runner_param_cannot_be_overridden(workspace, capsys):
+    assert reproduce.main(["-p", "output_dir", "/tmp/x"]) == 2
+    assert "set by the runner" in capsys.readouterr().err
+
+
+def test_only_must_match(workspace, capsys):
+    assert reproduce.main(["--only", "07"]) == 2
+
+
+def test_runs_and_writes_manifest(workspace):
+    out = workspace / "out"
+    rc = reproduce.main(["--preset", "smoke", "-p", "n", "5", "--output-dir", str(out)])
+    assert rc == 0
+    metrics = json.loads((out / "metrics" / "01_squares.json").read_text())
+    assert metrics == {"n": 5, "sum": 30}  # the -p override beat the preset file's n: 2
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["notebooks"]["01_squares"]["parameters"]["n"] == 5
+    kinds = {a["kind"] for a in manifest["artifacts"]}
+    assert {"executed-notebook", "html", "table", "metrics"} <= kinds
+    for a in manifest["artifacts"]:
+        assert a["bytes"] and len(a["sha256"]) == 64, a
+    assert (out / "01_squares.html").stat().st_size > 0
+
+
+def test_no_notebooks_says_so(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(reproduce, "NOTEBOOK_DIR", tmp_path)
+    assert reproduce.main([]) == 0
+    assert "no notebooks" in capsys.readouterr().out
