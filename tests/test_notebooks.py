@@ -1,0 +1,72 @@
+"""The companion's notebooks: stripped, paired with their jupytext sources, and runnable under papermill.
+
+The smoke run executes every notebook once with the smoke preset (CI budget: <= 5 minutes for all of them)
+through the real entry point, ``python -m ddrl.reproduce --preset smoke``, into a temporary directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import jupytext
+import nbformat
+import pytest
+
+from conftest import REPO
+
+NOTEBOOKS = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+pytestmark = pytest.mark.skipif(not NOTEBOOKS, reason="no notebooks yet")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_committed_notebook_is_stripped(path):
+    nb = nbformat.read(path, as_version=4)
+    dirty = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and (c.outputs or c.execution_count)]
+    assert not dirty, f"{path.name}: cells {dirty} carry outputs; run `nbstripout {path}`"
+    r = subprocess.run([sys.executable, "-m", "nbstripout", "--verify", str(path)], capture_output=True, text=True)
+    assert r.returncode == 0, f"nbstripout --verify {path.name}: {r.stdout}{r.stderr}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_jupytext_pair_in_sync(path):
+    py = path.with_suffix(".py")
+    assert py.is_file(), f"{py.name} (the jupytext py:percent twin of {path.name}) is missing"
+    a = jupytext.read(path)
+    b = jupytext.read(py)
+    src = lambda nb: [(c.cell_type, c.source.strip()) for c in nb.cells]  # noqa: E731
+    assert src(a) == src(b), f"{path.name} and {py.name} differ; run `jupytext --sync {py}`"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_parameters_cell_declares_runner_parameters(path):
+    from ddrl.reproduce import RUNNER_PARAMS, declared_parameters
+
+    params = declared_parameters(path)
+    assert set(RUNNER_PARAMS) <= set(params), f"{path.name} must declare {RUNNER_PARAMS} in its parameters cell"
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("smoke")
+    env = dict(os.environ, MPLBACKEND="Agg")
+    r = subprocess.run(
+        [sys.executable, "-m", "ddrl.reproduce", "--preset", "smoke", "--output-dir", str(out)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
+    )
+    assert r.returncode == 0, f"smoke run failed:\n{r.stdout[-4000:]}\n{r.stderr[-6000:]}"
+    return out
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_smoke_run_produces_metrics_and_artifacts(smoke_run, path):
+    metrics = smoke_run / "metrics" / f"{path.stem}.json"
+    assert metrics.is_file() and json.loads(metrics.read_text()), f"{metrics} missing or empty"
+    manifest = json.loads((smoke_run / "manifest.json").read_text())
+    mine = [a for a in manifest["artifacts"] if a["notebook"] == path.stem]
+    assert {"executed-notebook", "html", "metrics", "figure"} <= {a["kind"] for a in mine}
+    for a in mine:
+        f = smoke_run / a["path"]
+        assert f.is_file() and f.stat().st_size > 0, f"{a['path']} missing or empty"
