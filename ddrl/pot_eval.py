@@ -59,7 +59,8 @@ def _check_size(x: Any) -> Any:
 def _pow(a: Number, b: Number) -> Number:
     if abs(b) > MAX_EXPONENT:
         raise PoTError(f"exponent {b!r} exceeds MAX_EXPONENT={MAX_EXPONENT}")
-    if isinstance(a, int) and isinstance(b, int) and b > 0 and a.bit_length() * b > MAX_INT_BITS:
+    # |a|**b has at least (bits(a) - 1) * b + 1 bits; refuse before computing when that is already too many.
+    if isinstance(a, int) and isinstance(b, int) and b > 0 and (a.bit_length() - 1) * b + 1 > MAX_INT_BITS:
         raise PoTError(f"{a}**{b} would exceed MAX_INT_BITS={MAX_INT_BITS}")
     r = a**b
     if isinstance(r, complex):
