@@ -107,3 +107,58 @@ def test_vllm_backend_names_the_extra_when_missing(tiny_lm):
         pass
     with pytest.raises(ImportError, match=r"ddrl-companion\[vllm\]"):
         make_sampler("vllm", "some/model", None)
+
+
+# --- ETMR tree rollouts --------------------------------------------------------------------------------
+
+
+def test_fork_points_pick_top_entropy_positions():
+    from ddrl.sampling import fork_points
+
+    ent = [0.1, 0.9, 0.3, 0.9, 2.0]
+    assert fork_points(ent, 2) == [1, 3]  # position 4 (the final EOS) excluded; tie 1 vs 3 -> both kept
+    assert fork_points(ent, 2, exclude_final=False) == [1, 4]
+    assert fork_points(ent, 1) == [1]  # ties go to the earlier position
+    assert fork_points([0.5], 2) == []  # a one-token (EOS-only) response has no fork point
+    assert fork_points(ent, 0) == []
+    with pytest.raises(ValueError, match="forks"):
+        fork_points(ent, -1)
+
+
+def test_tree_leaf_count_prefixes_and_exact_token_count(tiny_lm):
+    from ddrl.sampling import fork_points, tree_sample
+
+    model, tok = tiny_lm
+    s = HFSampler(model, tok, batch_size=16)
+    prompts = _prompts(tok)[:2]
+    m, forks, branches, max_new = 3, 2, 2, 10
+    tree = tree_sample(s, prompts, m=m, forks=forks, branches=branches, max_new_tokens=max_new, seed=5)
+    for i in range(len(prompts)):
+        leaves, parent, pos = tree.leaves[i], tree.parent[i], tree.fork_position[i]
+        roots = leaves[:m]
+        expected_forks = sum(
+            len(fork_points(r.entropies, forks, exclude_final=r.finish_reason == "stop")) for r in roots
+        )
+        assert len(leaves) == m + branches * expected_forks
+        assert parent[:m] == [None] * m
+        generated = sum(r.num_tokens for r in roots)
+        for leaf, j, t in zip(leaves[m:], parent[m:], pos[m:]):
+            root = roots[j]
+            assert t in fork_points(root.entropies, forks, exclude_final=root.finish_reason == "stop")
+            assert leaf.token_ids[:t] == root.token_ids[:t] and leaf.logprobs[:t] == root.logprobs[:t]
+            assert len(leaf.token_ids) <= max_new and len(leaf.logprobs) == len(leaf.token_ids)
+            generated += leaf.num_tokens - t  # only the tokens after the fork were decoded
+        assert tree.generated_tokens[i] == generated
+
+
+def test_tree_with_full_forks_has_reported_leaf_count(tiny_lm):
+    """M=12, F=2, B=2 -> 60 leaves per question whenever every root has >= 3 tokens."""
+    from ddrl.sampling import tree_sample
+
+    model, tok = tiny_lm
+    s = HFSampler(model, tok, batch_size=64)
+    tree = tree_sample(s, _prompts(tok)[:1], m=12, forks=2, branches=2, max_new_tokens=8, seed=0)
+    roots = tree.leaves[0][:12]
+    assert all(r.num_tokens >= 3 for r in roots)  # holds for this seed: every root offers two fork points
+    assert len(tree.leaves[0]) == 60
+    assert tree.generated_tokens[0] < sum(leaf.num_tokens for leaf in tree.leaves[0])  # prefixes are shared
