@@ -1,0 +1,502 @@
+"""The paper's analyses of where spurious reward signals come from and how GRPO amplifies them.
+
+Source of the noise (paper Sec. 3.1, Fig. 2 and Fig. 6; appendix Fig. 5 and its equations):
+
+- :func:`answer_groups`        one row per (question, distinct answer): count, frequency x = count / N, correct
+- :func:`frequency_table`      fraction correct per frequency band, for distinct answers and for samples,
+                               with binomial confidence intervals (:func:`binomial_ci`)
+- :func:`class_conditional_kde`  p(x | C) and p(x | not C) with ``scipy.stats.gaussian_kde``
+- :func:`posterior`            Bayes' rule, p(C | x)
+- :func:`log_odds_decomposition`  log-posterior-odds = log-likelihood-ratio + log-prior-odds, and
+                               :func:`derivative` of it in x
+- :func:`ambiguous_region`     the x where p(C | x) lies in [lo, hi]
+
+Amplification (paper Sec. 3.2, Fig. 3a; Table 1):
+
+- :func:`grpo_closed_form`, :func:`fixed_closed_form`  advantage of a positive / negative rollout when m
+                               of K rewards are 1
+- :func:`advantage_curves`     closed form beside the advantage computed by :mod:`ddrl.advantages`
+- :func:`group_advantages`     per-rollout advantages of measured groups (pseudo-rewards, true correctness)
+- :func:`advantage_by_label`, :func:`advantage_mass_by_consensus`  how much advantage lands on wrong
+                               pseudo-labels, by consensus level
+
+And one pipeline (not pure: it samples): :func:`sample_and_grade`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+#: The testbed's frequency bands (inclusive counts out of N = 64), from rare answers to near-unanimous ones.
+BANDS_64: tuple[tuple[int, int], ...] = ((1, 4), (5, 12), (13, 24), (25, 40), (41, 64))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Frequency bands and confidence intervals
+# ---------------------------------------------------------------------------------------------------------
+
+
+def scale_bands(bands: Sequence[tuple[int, int]], n_from: int, n_to: int) -> tuple[tuple[int, int], ...]:
+    """Rescale inclusive count bands from N = ``n_from`` to N = ``n_to`` (upper edges rounded, then made
+    contiguous): ``scale_bands(BANDS_64, 64, 30) == ((1, 2), (3, 6), (7, 11), (12, 19), (20, 30))``.
+
+    Bands that collapse (an upper edge not above the previous one) are an error naming them.
+    """
+    if n_from < 1 or n_to < 1:
+        raise ValueError(f"scale_bands: n_from and n_to must be >= 1, got {n_from}, {n_to}")
+    out, lo = [], 1
+    for a, b in bands:
+        hi = n_to if b >= n_from else int(math.floor(b * n_to / n_from + 0.5))
+        if hi < lo:
+            raise ValueError(f"scale_bands: band ({a}, {b}) of N={n_from} is empty at N={n_to}")
+        out.append((lo, hi))
+        lo = hi + 1
+    return tuple(out)
+
+
+def check_bands(bands: Sequence[tuple[int, int]], n: int) -> None:
+    """Bands must be inclusive, increasing, non-overlapping count ranges within 1..n."""
+    prev = 0
+    for lo, hi in bands:
+        if not (prev < lo <= hi <= n):
+            raise ValueError(f"frequency bands must be increasing, non-overlapping ranges in 1..{n}; got {list(bands)}")
+        prev = hi
+
+
+def band_label(lo: int, hi: int) -> str:
+    return f"{lo}" if lo == hi else f"{lo}-{hi}"
+
+
+def binomial_ci(k: int, n: int, confidence: float = 0.95, method: str = "wilson") -> tuple[float, float]:
+    """Confidence interval for a proportion k / n: Wilson (default) or exact Clopper-Pearson
+    (``method="exact"``), both from ``scipy.stats.binomtest``. ``n == 0`` gives ``(nan, nan)``."""
+    from scipy.stats import binomtest
+
+    if n == 0:
+        return (math.nan, math.nan)
+    if not 0 <= k <= n:
+        raise ValueError(f"binomial_ci: need 0 <= k <= n, got k={k}, n={n}")
+    ci = binomtest(int(k), int(n)).proportion_ci(confidence_level=confidence, method=method)
+    return (float(ci.low), float(ci.high))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Frequency of answers vs correctness (Fig. 2 / Fig. 6)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def answer_groups(problems: Sequence[dict]) -> pd.DataFrame:
+    """One row per (problem, distinct answer): ``problem, answer, count, n, x = count / n, correct``.
+
+    Each problem is ``{"id", "keys": [voting key or None per sample], "correct": [bool per sample]}``;
+    samples without an answer (key None) are counted in ``n`` but form no group. An answer is correct
+    when its samples are (all samples sharing a key must agree on correctness; a mix is an error).
+    """
+    rows = []
+    for i, p in enumerate(problems):
+        keys, correct = p["keys"], p["correct"]
+        if len(keys) != len(correct):
+            raise ValueError(f"answer_groups: problem {p.get('id', i)!r} has {len(keys)} keys but {len(correct)} correct flags")
+        n = len(keys)
+        groups: dict[Any, list[bool]] = {}
+        for k, c in zip(keys, correct):
+            if k is not None:
+                groups.setdefault(k, []).append(bool(c))
+        for k, flags in groups.items():
+            if any(flags) != all(flags):
+                raise ValueError(f"answer_groups: problem {p.get('id', i)!r}, answer {k!r} is graded both right and wrong")
+            rows.append({"problem": p.get("id", i), "answer": k, "count": len(flags), "n": n,
+                         "x": len(flags) / n, "correct": flags[0]})
+    return pd.DataFrame(rows, columns=["problem", "answer", "count", "n", "x", "correct"])
+
+
+def frequency_table(groups: pd.DataFrame, bands: Sequence[tuple[int, int]], confidence: float = 0.95,
+                    method: str = "wilson") -> pd.DataFrame:
+    """Fraction correct per frequency band (paper Fig. 2 / Fig. 6), with binomial confidence intervals.
+
+    Per band (inclusive counts ``lo..hi``): ``n_distinct`` distinct answers whose count is in the band,
+    ``frac_correct`` of them (CI ``ci_low, ci_high``), ``n_samples`` samples carrying such answers and
+    ``frac_correct_samples`` (its CI treats samples as independent, so it is optimistic).
+    """
+    if len(groups):
+        check_bands(bands, int(groups["n"].max()))
+    rows = []
+    for lo, hi in bands:
+        sel = groups[(groups["count"] >= lo) & (groups["count"] <= hi)]
+        k, n = int(sel["correct"].sum()), len(sel)
+        ks, ns = int(sel.loc[sel["correct"], "count"].sum()), int(sel["count"].sum())
+        lo_ci, hi_ci = binomial_ci(k, n, confidence, method)
+        slo, shi = binomial_ci(ks, ns, confidence, method)
+        rows.append({
+            "band": band_label(lo, hi), "lo": lo, "hi": hi,
+            "n_distinct": n, "n_correct": k, "frac_correct": k / n if n else math.nan,
+            "ci_low": lo_ci, "ci_high": hi_ci,
+            "n_samples": ns, "frac_correct_samples": ks / ns if ns else math.nan,
+            "samples_ci_low": slo, "samples_ci_high": shi,
+        })
+    return pd.DataFrame(rows)
+
+
+def ambiguous_bands(table: pd.DataFrame, lo: float = 0.2, hi: float = 0.8) -> list[str]:
+    """The bands of a :func:`frequency_table` whose fraction correct lies in ``[lo, hi]`` (the paper's
+    "ambiguity region" read off the binned curve)."""
+    sel = table[(table["frac_correct"] >= lo) & (table["frac_correct"] <= hi)]
+    return list(sel["band"])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The Bayesian view (appendix Fig. 5 and its equations)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def kde_density(x: Sequence[float], grid: np.ndarray, bw_method: float | str | None = None,
+                reflect: bool = True) -> np.ndarray:
+    """A Gaussian KDE (``scipy.stats.gaussian_kde``) of samples ``x`` in [0, 1], evaluated on ``grid``.
+
+    With ``reflect`` the kernel mass that would fall outside [0, 1] is reflected back at both edges, so
+    the density integrates to 1 on [0, 1] and is not halved at x = 1 (where many correct answers sit).
+    Needs at least two distinct values.
+    """
+    from scipy.stats import gaussian_kde
+
+    x = np.asarray(x, dtype=float)
+    if x.size < 2 or np.unique(x).size < 2:
+        raise ValueError(f"kde_density: need at least two distinct frequencies, got {np.unique(x).tolist()}")
+    if np.any((x < 0) | (x > 1)):
+        raise ValueError("kde_density: frequencies must lie in [0, 1]")
+    kde = gaussian_kde(x, bw_method=bw_method)
+    g = np.asarray(grid, dtype=float)
+    dens = kde(g)
+    if reflect:
+        dens = dens + kde(-g) + kde(2.0 - g)
+    return dens
+
+
+def class_conditional_kde(groups: pd.DataFrame, grid: np.ndarray, bw_method: float | str | None = None,
+                          reflect: bool = True, weight: str = "distinct") -> dict[str, Any]:
+    """p(x | C) and p(x | not C) on ``grid`` (appendix Fig. 5, top), and the prior p(C).
+
+    ``weight="distinct"`` treats each distinct answer as one observation (the paper's unit);
+    ``"samples"`` repeats each answer ``count`` times (the view of a rollout drawn at random).
+    """
+    if weight not in ("distinct", "samples"):
+        raise ValueError(f"class_conditional_kde: weight must be 'distinct' or 'samples', got {weight!r}")
+    reps = groups["count"].to_numpy() if weight == "samples" else np.ones(len(groups), dtype=int)
+    x = np.repeat(groups["x"].to_numpy(dtype=float), reps)
+    c = np.repeat(groups["correct"].to_numpy(dtype=bool), reps)
+    return {
+        "grid": np.asarray(grid, dtype=float),
+        "p_x_c": kde_density(x[c], grid, bw_method, reflect),
+        "p_x_nc": kde_density(x[~c], grid, bw_method, reflect),
+        "prior": float(c.mean()),
+    }
+
+
+def posterior(p_x_c: np.ndarray, p_x_nc: np.ndarray, prior: float) -> np.ndarray:
+    """Bayes' rule (appendix Eq.): p(C|x) = p(x|C) p(C) / (p(x|C) p(C) + p(x|~C) (1 - p(C)))."""
+    if not 0.0 < prior < 1.0:
+        raise ValueError(f"posterior: prior p(C) must be in (0, 1), got {prior}")
+    a = np.asarray(p_x_c, dtype=float) * prior
+    b = np.asarray(p_x_nc, dtype=float) * (1.0 - prior)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(a + b > 0, a / (a + b), np.nan)
+
+
+def log_odds_decomposition(p_x_c: np.ndarray, p_x_nc: np.ndarray, prior: float) -> dict[str, np.ndarray]:
+    """The appendix's decomposition: log p(C|x)/(1-p(C|x)) = log p(x|C)/p(x|~C) + log p(C)/p(~C).
+
+    Returns ``log_likelihood_ratio`` (varies with x), ``log_prior_odds`` (a constant, broadcast) and
+    ``log_posterior_odds`` (their sum).
+    """
+    if not 0.0 < prior < 1.0:
+        raise ValueError(f"log_odds_decomposition: prior p(C) must be in (0, 1), got {prior}")
+    with np.errstate(divide="ignore"):
+        llr = np.log(np.asarray(p_x_c, dtype=float)) - np.log(np.asarray(p_x_nc, dtype=float))
+    lpo = np.full_like(llr, math.log(prior / (1.0 - prior)))
+    return {"log_likelihood_ratio": llr, "log_prior_odds": lpo, "log_posterior_odds": llr + lpo}
+
+
+def derivative(y: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """dy/dx on ``grid`` by central differences (``numpy.gradient``; one-sided at the ends).
+
+    Applied to the log-posterior-odds it is d/dx log p(x|C)/p(x|~C): the prior drops out, so the slope
+    says how fast evidence for correctness grows with frequency (appendix Fig. 5, bottom).
+    """
+    return np.gradient(np.asarray(y, dtype=float), np.asarray(grid, dtype=float))
+
+
+def ambiguous_region(grid: np.ndarray, post: np.ndarray, lo: float = 0.2, hi: float = 0.8) -> list[tuple[float, float]]:
+    """Intervals of ``grid`` where ``lo <= p(C|x) <= hi``: the ambiguity region, as ``[(x_start, x_end), ...]``
+    (grid points; a region touching an edge starts or ends there)."""
+    if not 0.0 <= lo <= hi <= 1.0:
+        raise ValueError(f"ambiguous_region: need 0 <= lo <= hi <= 1, got lo={lo}, hi={hi}")
+    grid, post = np.asarray(grid, dtype=float), np.asarray(post, dtype=float)
+    inside = (post >= lo) & (post <= hi)
+    out, start = [], None
+    for i, flag in enumerate(inside):
+        if flag and start is None:
+            start = i
+        if not flag and start is not None:
+            out.append((float(grid[start]), float(grid[i - 1])))
+            start = None
+    if start is not None:
+        out.append((float(grid[start]), float(grid[-1])))
+    return out
+
+
+def crossing(grid: np.ndarray, post: np.ndarray, level: float = 0.5) -> float:
+    """The first x where p(C|x) rises through ``level`` (linear interpolation); nan if it never does."""
+    grid, post = np.asarray(grid, dtype=float), np.asarray(post, dtype=float)
+    for i in range(1, len(grid)):
+        a, b = post[i - 1], post[i]
+        if np.isfinite(a) and np.isfinite(b) and a < level <= b:
+            return float(grid[i - 1] + (level - a) * (grid[i] - grid[i - 1]) / (b - a))
+    return math.nan
+
+
+def bayes_analysis(groups: pd.DataFrame, grid_points: int = 201, bw_method: float | str | None = None,
+                   lo: float = 0.2, hi: float = 0.8, weight: str = "distinct") -> dict[str, Any]:
+    """All of appendix Fig. 5 at once: densities, posterior, log-odds terms, derivative and the ambiguity
+    region, as ``{"curves": DataFrame over the grid, "prior", "region", "crossing"}``."""
+    grid = np.linspace(0.0, 1.0, grid_points)
+    kde = class_conditional_kde(groups, grid, bw_method=bw_method, weight=weight)
+    post = posterior(kde["p_x_c"], kde["p_x_nc"], kde["prior"])
+    terms = log_odds_decomposition(kde["p_x_c"], kde["p_x_nc"], kde["prior"])
+    curves = pd.DataFrame({"x": grid, "p_x_c": kde["p_x_c"], "p_x_nc": kde["p_x_nc"], "posterior": post, **terms,
+                           "d_log_odds_dx": derivative(terms["log_posterior_odds"], grid)})
+    return {"curves": curves, "prior": kde["prior"], "region": ambiguous_region(grid, post, lo, hi),
+            "crossing": crossing(grid, post, 0.5)}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Advantage amplification (Fig. 3a, Sec. 3.2)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def grpo_closed_form(m: int | np.ndarray, k: int, eps: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
+    """GRPO advantages of a positive and a negative rollout when ``m`` of ``k`` binary rewards are 1
+    (paper Fig. 3a): mean = m/k, unbiased std s = sqrt(m (k-m) / (k (k-1))),
+    A+ = (1 - m/k) / (s + eps), A- = -(m/k) / (s + eps). At m = 0 or m = k every advantage is 0.
+
+    Example: m = 16, k = 32 gives s = sqrt(256 / 992) and A+ = 0.5 / s = 0.984.
+    """
+    if k < 2:
+        raise ValueError(f"grpo_closed_form: k must be >= 2, got {k}")
+    m = np.asarray(m, dtype=float)
+    if np.any((m < 0) | (m > k)):
+        raise ValueError(f"grpo_closed_form: m must be in 0..{k}")
+    s = np.sqrt(m * (k - m) / (k * (k - 1)))
+    degenerate = (m == 0) | (m == k)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        a_pos = np.where(degenerate, 0.0, (1.0 - m / k) / (s + eps))
+        a_neg = np.where(degenerate, 0.0, -(m / k) / (s + eps))
+    return a_pos, a_neg
+
+
+def fixed_closed_form(m: int | np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """DDRL's debiased advantages (DAE): +1 for a positive, -1 for a negative, whatever m."""
+    m = np.asarray(m, dtype=float)
+    return np.ones_like(m), -np.ones_like(m)
+
+
+def grpo_no_std_closed_form(m: int | np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """GRPO without std normalisation (Table 1, "GRPO w/o norm."): A+ = 1 - m/k, A- = -m/k."""
+    m = np.asarray(m, dtype=float)
+    return 1.0 - m / k, -m / k
+
+
+CLOSED_FORMS: dict[str, Callable[..., tuple[np.ndarray, np.ndarray]]] = {
+    "grpo": grpo_closed_form, "grpo_no_std": grpo_no_std_closed_form, "fixed": fixed_closed_form,
+}
+
+
+def advantage_curves(k: int = 32, estimators: Sequence[str] = ("grpo", "fixed")) -> pd.DataFrame:
+    """Fig. 3a: for m = 1..k-1 positives out of k, the advantage of a positive and of a negative rollout,
+    closed form (``closed_pos``, ``closed_neg``) beside :mod:`ddrl.advantages` on a group with m ones
+    (``measured_pos``, ``measured_neg``). Long format: one row per (estimator, m)."""
+    from ddrl.advantages import get_advantage
+
+    rows = []
+    for name in estimators:
+        fn = get_advantage(name)
+        for m in range(1, k):
+            rewards = np.array([1.0] * m + [0.0] * (k - m))
+            adv = fn(rewards)
+            cp, cn = CLOSED_FORMS[name](m, k)
+            rows.append({"estimator": name, "m": m, "k": k, "closed_pos": float(cp), "closed_neg": float(cn),
+                         "measured_pos": float(adv[0]), "measured_neg": float(adv[-1])})
+    return pd.DataFrame(rows)
+
+
+def group_advantages(problems: Sequence[dict], k: int, estimators: Sequence[str] = ("grpo", "fixed"),
+                     selection: str = "random", seed: int = 0) -> pd.DataFrame:
+    """Per-rollout advantages of the TTRL training step on measured groups.
+
+    For each problem (``keys``, ``correct`` per sample, as in :func:`answer_groups`) the pseudo-label is
+    the majority vote over all N samples; ``k`` of them are selected (``ddrl.selection``, "random" as in
+    TTRL or "bcs"), rewarded 1 if they agree with the label, and given each estimator's advantage.
+    Rows: ``problem, consensus (label count / N), label_correct, reward, truly_correct`` and one column
+    per estimator. Groups whose selected rewards are all equal carry zero GRPO advantage and are kept.
+    """
+    from ddrl.advantages import get_advantage
+    from ddrl.selection import get_selection
+    from ddrl.seeds import numpy_generator
+
+    select = get_selection(selection)
+    rows = []
+    for i, p in enumerate(problems):
+        keys, correct = list(p["keys"]), list(p["correct"])
+        n = len(keys)
+        if n < k:
+            raise ValueError(f"group_advantages: problem {p.get('id', i)!r} has {n} samples, fewer than k={k}")
+        tally: dict[Any, int] = {}
+        for key in keys:
+            if key is not None:
+                tally[key] = tally.get(key, 0) + 1
+        if not tally:
+            continue  # no answer at all: no label, no reward signal
+        label = max(tally, key=lambda a: (tally[a], -keys.index(a)))  # earliest of tied answers
+        label_correct = any(c for kk, c in zip(keys, correct) if kk == label)
+        counts = [tally.get(kk, 0) if kk is not None else 0 for kk in keys]
+        idx = select(counts, k, numpy_generator(seed, "group_advantages", i))
+        rewards = np.array([1.0 if keys[j] == label else 0.0 for j in idx])
+        advs = {name: get_advantage(name)(rewards) for name in estimators}
+        for pos, j in enumerate(idx):
+            rows.append({"problem": p.get("id", i), "consensus": tally[label] / n, "label_count": tally[label],
+                         "label_correct": bool(label_correct), "reward": rewards[pos],
+                         "truly_correct": bool(correct[j]), **{name: float(a[pos]) for name, a in advs.items()}})
+    return pd.DataFrame(rows)
+
+
+def advantage_by_label(adv: pd.DataFrame, estimators: Sequence[str] = ("grpo", "fixed")) -> pd.DataFrame:
+    """Mean advantage of the positive (reward 1) rollouts in groups whose pseudo-label is right vs wrong.
+
+    Only groups with a mixed reward (some positives, some negatives) count: elsewhere every GRPO
+    advantage is 0. GRPO gives the few agreeing rollouts of a low-consensus (and often wrong) vote a
+    large positive advantage; fixed advantages give +1 regardless.
+    """
+    mixed = adv.groupby("problem")["reward"].transform(lambda r: 0 < r.sum() < len(r))
+    pos = adv[mixed.astype(bool) & (adv["reward"] == 1.0)]
+    rows = []
+    for label_correct, part in pos.groupby("label_correct"):
+        rows.append({"pseudo_label": "right" if label_correct else "wrong",
+                     "groups": part["problem"].nunique(), "positive_rollouts": len(part),
+                     **{f"mean_pos_adv_{name}": float(part[name].mean()) for name in estimators}})
+    return pd.DataFrame(rows)
+
+
+def advantage_mass_by_consensus(adv: pd.DataFrame, bands: Sequence[tuple[int, int]],
+                                estimators: Sequence[str] = ("grpo", "fixed")) -> pd.DataFrame:
+    """How much advantage lands on wrong pseudo-labels, by consensus level (label count out of N).
+
+    Per band and estimator: ``wrong_label_share`` = share of the groups whose label is wrong;
+    ``pos_mass_wrong_share_<est>`` = share of all positive advantage mass (sum of A > 0) that goes to
+    rollouts agreeing with a wrong label (spurious reinforcement); ``spurious_share_<est>`` = share of the
+    total |A| mass carried by rollouts whose pseudo-reward disagrees with their true correctness.
+    """
+    rows = []
+    for lo, hi in bands:
+        sel = adv[(adv["label_count"] >= lo) & (adv["label_count"] <= hi)]
+        row: dict[str, Any] = {"band": band_label(lo, hi), "lo": lo, "hi": hi,
+                               "groups": sel["problem"].nunique(), "rollouts": len(sel)}
+        g = sel.groupby("problem")["label_correct"].first()
+        row["wrong_label_share"] = float((~g).mean()) if len(g) else math.nan
+        spurious = sel["reward"].astype(bool) != sel["truly_correct"].astype(bool)
+        for name in estimators:
+            a = sel[name].to_numpy(dtype=float)
+            pos = np.clip(a, 0, None)
+            total_pos, total_abs = pos.sum(), np.abs(a).sum()
+            row[f"pos_mass_wrong_share_{name}"] = float(pos[~sel["label_correct"].to_numpy()].sum() / total_pos) if total_pos > 0 else math.nan
+            row[f"spurious_share_{name}"] = float(np.abs(a)[spurious.to_numpy()].sum() / total_abs) if total_abs > 0 else math.nan
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Pipeline: sample N answers per question and grade them (not pure; cached by the notebooks)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def grade_problem(texts: Sequence[str], truth: str, problem_id: Any = None) -> dict:
+    """Extract, vote and grade one question's sampled responses.
+
+    Returns ``{id, truth, answers, keys, correct, label, label_count, label_correct}``; every distinct
+    voting key is graded once against ``truth`` with :func:`ddrl.answers.is_equivalent` (math-verify).
+    """
+    from ddrl.answers import extract_boxed, is_equivalent
+    from ddrl.voting import majority_vote
+
+    answers = [extract_boxed(t) for t in texts]
+    vote = majority_vote(answers)
+    graded: dict[str, bool] = {}
+    for a, key in zip(answers, vote.keys):
+        if key is not None and key not in graded:
+            graded[key] = bool(is_equivalent(a, truth))
+    correct = [graded.get(key, False) if key is not None else False for key in vote.keys]
+    label_correct = False
+    if vote.label is not None:
+        # The winner is the earliest rollout whose key reaches the top count (majority_vote's tie-break).
+        label_key = vote.keys[vote.counts.index(vote.label_count)]
+        label_correct = graded[label_key]
+    return {"id": problem_id, "truth": truth, "answers": answers, "keys": list(vote.keys), "correct": correct,
+            "label": vote.label, "label_count": vote.label_count, "label_correct": label_correct}
+
+
+def sample_and_grade(model, tokenizer, records: Sequence[dict], n: int, *, temperature: float = 1.0,
+                     top_p: float = 1.0, max_new_tokens: int = 64, seed: int = 0, batch_size: int = 256,
+                     cue: str = "system", backend: str = "hf", progress: bool = False) -> list[dict]:
+    """Sample ``n`` responses per record with :mod:`ddrl.sampling` and grade them (:func:`grade_problem`).
+
+    ``records`` are ``{prompt, answer, id}``; the prompt is chat-formatted with
+    :func:`ddrl.prompts.format_prompt` (``cue`` placement). With ``backend="vllm"``, ``model`` is the
+    model's name or directory.
+    """
+    from tqdm.auto import tqdm
+
+    from ddrl.prompts import format_prompt
+    from ddrl.sampling import make_sampler
+
+    kwargs = {"batch_size": batch_size} if backend == "hf" else {}
+    sampler = make_sampler(backend, model, tokenizer, **kwargs)
+    prompts = [format_prompt(tokenizer, r["prompt"], cue=cue) for r in records]
+    rollouts = sampler.sample(prompts, n=n, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,
+                              seed=seed, progress=progress)
+    return [grade_problem([ro.text for ro in group], str(r["answer"]), r.get("id", i))
+            for i, (r, group) in enumerate(tqdm(list(zip(records, rollouts)), desc="grading", disable=not progress))]
+
+
+def svamp_problems(records: Sequence[dict]) -> list[dict]:
+    """SVAMP Codex rollouts (``ddrl.data.load_dataset("svamp_codex_rollouts")``) in the form of
+    :func:`answer_groups`: numeric answers are their own voting keys (None stays None)."""
+    return [{"id": r["id"], "keys": list(r["answers"]), "correct": [bool(c) for c in r["correct"]]} for r in records]
+
+
+def summary(problems: Sequence[dict]) -> dict[str, float]:
+    """Mean single-sample accuracy, majority-vote accuracy and the no-answer rate of graded problems."""
+    n_samples = sum(len(p["correct"]) for p in problems)
+    maj = []
+    for p in problems:
+        if "label_correct" in p:
+            maj.append(bool(p["label_correct"]))
+        else:  # SVAMP-style problems: vote here
+            tally: dict[Any, int] = {}
+            for key in p["keys"]:
+                if key is not None:
+                    tally[key] = tally.get(key, 0) + 1
+            if not tally:
+                maj.append(False)
+                continue
+            label = max(tally, key=lambda a: (tally[a], -p["keys"].index(a)))
+            maj.append(any(c for kk, c in zip(p["keys"], p["correct"]) if kk == label))
+    return {
+        "problems": len(problems),
+        "samples": n_samples,
+        "mean_accuracy": sum(sum(p["correct"]) for p in problems) / n_samples if n_samples else math.nan,
+        "maj_accuracy": float(np.mean(maj)) if maj else math.nan,
+        "no_answer_rate": sum(k is None for p in problems for k in p["keys"]) / n_samples if n_samples else math.nan,
+    }
