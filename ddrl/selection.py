@@ -1,0 +1,90 @@
+"""Which K of a prompt's N rollouts are trained on.
+
+TTRL votes on all N rollouts but trains on K of them, picked without looking at the answers
+(:func:`random_subset`). DDRL's balanced confidence-aware sampling (:func:`bcs`) instead keeps the
+most-agreed-with rollouts as positives and the least-agreed-with ones as negatives, and drops the
+ambiguous middle. Both return indices into the N rollouts; select by name with :func:`get_selection`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+__all__ = ["random_subset", "bcs", "SELECTIONS", "get_selection"]
+
+
+def _check_nk(n: int, k: int, where: str) -> None:
+    for name, v in (("n", n), ("k", k)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{where}: {name} must be an int, got {type(v).__name__}")
+    if not 1 <= k <= n:
+        raise ValueError(f"{where}: expected 1 <= k <= n, got n={n}, k={k}")
+
+
+def random_subset(n: int, k: int, rng: np.random.Generator) -> list[int]:
+    """TTRL's choice of trained rollouts: k of range(n) uniformly at random, without replacement, sorted.
+
+    The official TTRL code trains on the first k of its n i.i.d. samples, which is the same distribution
+    over subsets; drawing explicitly keeps the choice independent of how a sampler orders its outputs.
+    """
+    _check_nk(n, k, "random_subset")
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"random_subset: rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    return sorted(int(i) for i in rng.choice(n, size=k, replace=False))
+
+
+def bcs(counts: Sequence[int], k: int) -> list[int]:
+    """Balanced confidence-aware sampling (DDRL, Sec. BCS), exactly as the official DDRL code does it.
+
+    With counts[i] = how many of the N rollouts share rollout i's answer (0 for no answer) and
+    c* = max(counts):
+
+    1. order the rollouts by count, descending, with a *stable* sort (ties keep rollout order);
+    2. K+ = min(c*, floor(k / 2));
+    3. keep the first K+ ("positives") and the last k - K+ ("negatives") of that order.
+
+    Returned as [first K+ in sorted order] + [last k - K+ in sorted order]. Edge cases, all as in the
+    official code (see docs/semantics.md):
+
+    - Rollouts without an answer (count 0) sort last, so they are the first negatives to be kept.
+    - All rollouts without an answer: c* = 0, so K+ = 0 and the last k rollouts (by index) are kept.
+    - Answers tied for the top count: the K+ positive slots go to the tied rollouts in index order, so
+      they can mix the label with the tied runner-up (whose reward is 0); the label is the tied answer
+      seen first, which also comes first in the stable order.
+    - c* > N - k/2: the kept tail reaches into the majority, so some kept "negatives" carry the majority
+      answer. A slot does not decide a sign; the rollout's reward does (those get reward 1).
+    - c* < k/2: only c* positives, and k - c* negatives (the batch is unbalanced toward negatives).
+    """
+    counts = [int(c) for c in counts]
+    n = len(counts)
+    _check_nk(n, k, "bcs")
+    if any(c < 0 or c > n for c in counts):
+        raise ValueError(f"bcs: counts must lie in [0, {n}] (N = len(counts)), got {counts}")
+    order = sorted(range(n), key=lambda i: -counts[i])  # Python's sort is stable
+    k_pos = min(max(counts), k // 2)
+    return order[:k_pos] + order[n - (k - k_pos) :]
+
+
+def _random_selection(counts: Sequence[int], k: int, rng: np.random.Generator) -> list[int]:
+    return random_subset(len(counts), k, rng)
+
+
+def _bcs_selection(counts: Sequence[int], k: int, rng: np.random.Generator) -> list[int]:
+    return bcs(counts, k)
+
+
+#: name -> selection(counts, k, rng) -> indices; one signature for both so a trainer can switch by name.
+SELECTIONS: dict[str, Callable[[Sequence[int], int, np.random.Generator], list[int]]] = {
+    "random": _random_selection,
+    "bcs": _bcs_selection,
+}
+
+
+def get_selection(name: str) -> Callable[[Sequence[int], int, np.random.Generator], list[int]]:
+    """The selection rule called ``name`` ("random" = TTRL, "bcs" = DDRL), as ``f(counts, k, rng)``."""
+    try:
+        return SELECTIONS[name]
+    except KeyError:
+        raise KeyError(f"unknown selection {name!r}; expected one of {sorted(SELECTIONS)}") from None
