@@ -144,7 +144,9 @@ def compare(rows: Iterable[tuple[str, tuple | None, Any]]) -> "pd.DataFrame":
         r = get(key) if key is not None else Reported(None, "", "", "not a quantity the paper reports")
         out.append({"quantity": quantity, "paper": r.value, "measured": measured, "where": r.where,
                     "source": r.source, "note": r.note})
-    return pd.DataFrame(out)
+    df = pd.DataFrame(out)
+    df["paper"] = pd.Series([r["paper"] for r in out], dtype=object)  # keep None (not read) apart from NaN
+    return df
 
 
 def integrity_errors() -> list[str]:
