@@ -21,7 +21,7 @@ Where a file comes from, first match wins:
 1. ``data_dir=`` (an explicit argument): the file must be there, at the same relative path as in
    ``shared/data`` (``AIME-TTT/test.json``, ``rollouts/pot_svamp_codex_sc30_raw.jsonl``, ...);
 2. ``$DDRL_DATA_DIR``, same layout (a missing file there falls through to the cache);
-3. the download cache, ``$DDRL_CACHE_DIR`` or ``<repo>/.cache/data``;
+3. the download cache, ``$DDRL_CACHE_DIR/data`` (default ``<repo>/.cache/data``);
 4. a download from the file's source URL (or ``$DDRL_DATA_MIRROR``/``mirror=`` + relative path) into a
    temporary file that is renamed into the cache only once its sha256 matched.
 
@@ -146,8 +146,8 @@ def sha256_hex(data: bytes) -> str:
 
 
 def default_cache_dir() -> Path:
-    """``$DDRL_CACHE_DIR`` or ``<repo>/.cache/data``."""
-    return Path(os.environ.get(CACHE_DIR_ENV) or REPO_ROOT / ".cache" / "data")
+    """``$DDRL_CACHE_DIR/data``, by default ``<repo>/.cache/data`` (the same root as ddrl.reporting's cache)."""
+    return Path(os.environ.get(CACHE_DIR_ENV) or REPO_ROOT / ".cache") / "data"
 
 
 def read_verified(path: Path, file: DataFile) -> bytes:

@@ -309,6 +309,14 @@ def test_download_mirror_from_environment(loopback_server, monkeypatch, tmp_path
     assert handler.requests == ["/AMC-TTT/test.json"]
 
 
+def test_default_cache_is_under_ddrl_cache_dir(loopback_server, monkeypatch, tmp_path):
+    url, _ = loopback_server
+    monkeypatch.setenv(D.CACHE_DIR_ENV, str(tmp_path / "root"))
+    assert D.default_cache_dir() == tmp_path / "root" / "data"
+    D.load_dataset("aime2024", mirror=url)
+    assert (tmp_path / "root" / "data" / "AIME-TTT" / "test.json").is_file()
+
+
 def test_corrupted_download_is_refused_and_not_cached(loopback_server, tmp_path):
     url, handler = loopback_server
     handler.corrupt = True
