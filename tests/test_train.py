@@ -1,0 +1,215 @@
+"""Test-time RL trainer: ground truth never reaches training, resume == uninterrupted, every preset runs."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import make_tiny_lm
+from ddrl.runs import RunDir
+from ddrl.train import (
+    PRESETS, TrainConfig, collate, lr_factor, make_config, pseudo_rewards, response_logprobs,
+    step_question_indices, strip_truth, train,
+)
+from ddrl.voting import majority_vote
+
+RECORDS = [{"prompt": f"{i}+{i + 1}", "answer": str(2 * i + 1), "id": f"q{i}", "source": "toy"} for i in range(4)]
+
+# Small enough for seconds on one CPU core; lr large so that the updates visibly move the weights.
+TINY = dict(model="fixture", n_votes=16, k_train=8, prompts_per_step=2, episodes=1, max_new_tokens=12,
+            warmup_steps=1, lr=1e-3, mini_batch_size=8, micro_batch_size=4, sample_batch_size=64,
+            cor_m=8, cor_keep=2, cor_epochs=1, eval_n=4)
+
+
+def run(tmp_path, name, records=RECORDS, preset="ttrl", **kw):
+    model, tok = make_tiny_lm()
+    cfg = make_config(preset, **{**TINY, **kw})
+    return train(cfg, records, tmp_path / name, progress=False, model=model, tokenizer=tok)
+
+
+def weights(model):
+    return {n: p.detach().clone() for n, p in model.named_parameters()}
+
+
+def non_gt(rows):
+    return [{k: v for k, v in r.items() if not k.startswith(("gt/", "time/"))} for r in rows]
+
+
+def same(a, b):
+    """Equality of metric rows with NaN == NaN."""
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+# --- config --------------------------------------------------------------------------------------------
+
+
+def test_make_config_rejects_unknown_fields_and_lists_valid_ones():
+    with pytest.raises(ValueError, match=r"unknown TrainConfig field\(s\) \['lrr'\].*valid fields: seed, model"):
+        make_config("ttrl", lrr=1e-3)
+    with pytest.raises(ValueError, match="unknown preset 'tttrl'"):
+        make_config("tttrl")
+    with pytest.raises(ValueError, match="selection must be one of"):
+        make_config(selection="greedy")
+    with pytest.raises(ValueError, match="k_train <= n_votes"):
+        make_config(n_votes=8, k_train=16)
+
+
+def test_presets_are_the_papers_rows():
+    assert (make_config("ttrl").selection, make_config("ttrl").advantage, make_config("ttrl").cor) == ("random", "grpo", False)
+    d = make_config("ddrl")
+    assert (d.selection, d.advantage, d.cor) == ("bcs", "fixed", True)
+    assert make_config("no_adaptation").episodes == 0
+    assert make_config("grpo_no_std").advantage == "grpo_no_std"
+    assert (make_config("bcs_dae").selection, make_config("bcs_dae").advantage) == ("bcs", "fixed")
+    # every preset names only real fields
+    names = set(TrainConfig.__dataclass_fields__)
+    assert all(set(o) <= names for o in PRESETS.values())
+
+
+# --- pure pieces ---------------------------------------------------------------------------------------
+
+
+def test_pseudo_rewards_follow_the_label_key():
+    v = majority_vote(["3", "5", "05", None, "3", "5"])  # "5" and "05" share a key: 5 wins 3-2
+    np.testing.assert_array_equal(pseudo_rewards(v), [0, 1, 1, 0, 0, 1])
+    v = majority_vote(["7", "8"])  # tie -> first seen
+    np.testing.assert_array_equal(pseudo_rewards(v), [1, 0])
+    np.testing.assert_array_equal(pseudo_rewards(majority_vote([None, None])), [0, 0])
+
+
+def test_episode_order_covers_every_question_once():
+    for ep in range(3):
+        seen = [i for s in range(ep * 3, ep * 3 + 3) for i in step_question_indices(5, s, 7, 3)]
+        assert sorted(seen) == list(range(7))
+    assert step_question_indices(5, 0, 7, 3) != step_question_indices(5, 3, 7, 3)  # reshuffled per episode
+
+
+def test_lr_factor_warmup_then_cosine_then_extra():
+    assert lr_factor(0, 4, 20) == pytest.approx(0.25)
+    assert lr_factor(3, 4, 20) == pytest.approx(1.0)
+    assert lr_factor(4, 4, 20) == pytest.approx(1.0)
+    assert lr_factor(12, 4, 20) == pytest.approx(0.5)  # half-way through the cosine
+    assert 0 < lr_factor(19, 4, 20) < 0.02
+    assert lr_factor(20, 4, 20, extra_factor=0.3) == 0.3
+
+
+def test_strip_truth_removes_only_the_answer():
+    assert strip_truth(RECORDS[0]) == {"prompt": "0+1", "id": "q0", "source": "toy"}
+
+
+def test_response_logprobs_match_the_sampler(tiny_lm):
+    """Recomputed log-probs at T = 1 equal the sampler's, for mixed prompt and response lengths."""
+    from ddrl.sampling import HFSampler
+
+    model, tok = tiny_lm
+    s = HFSampler(model, tok, batch_size=16)
+    prompts = ["<|user|>12+3<|assistant|>", "<|user|>4<|assistant|>"]
+    rolls = s.sample(prompts, n=3, temperature=1.0, max_new_tokens=10, seed=1)
+    pids = [tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
+    P = [pids[r.prompt_index] for rs in rolls for r in rs]
+    R = [r.token_ids for rs in rolls for r in rs]
+    lp, mask, ent = response_logprobs(model, P, R, 1.0, tok.pad_token_id, with_entropy=True)
+    for b, r in enumerate(r for rs in rolls for r in rs):
+        n = len(r.token_ids)
+        assert mask[b].sum() == n
+        torch.testing.assert_close(lp[b, :n], torch.tensor(r.logprobs), atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(ent[b, :n], torch.tensor(r.entropies), atol=1e-4, rtol=1e-4)
+        assert (lp[b, n:] == 0).all()
+
+
+def test_collate_aligns_responses():
+    ids, attn, pos, mask = collate([[5, 6, 7], [8]], [[1], [2, 3]], pad_id=0, device="cpu")
+    assert ids.tolist() == [[5, 6, 7, 1, 0], [0, 0, 8, 2, 3]]
+    assert attn.tolist() == [[1, 1, 1, 1, 0], [0, 0, 1, 1, 1]]
+    assert pos[1].tolist()[2:] == [0, 1, 2]
+    assert mask.tolist() == [[1, 0], [1, 1]]
+
+
+# --- the acceptance tests of the issue ---------------------------------------------------------------------
+
+
+def test_shuffled_ground_truth_gives_identical_training(tmp_path):
+    rng = np.random.default_rng(0)
+    shuffled = [dict(r, answer=a) for r, a in zip(RECORDS, rng.permutation([r["answer"] for r in RECORDS]))]
+    wrong = [dict(r, answer="999") for r in RECORDS]
+    kw = dict(preset="ddrl", lr=3e-3, max_new_tokens=20, n_votes=24)  # RL and COR
+    a = run(tmp_path, "a", **kw)
+    b = run(tmp_path, "b", records=shuffled, **kw)
+    c = run(tmp_path, "c", records=wrong, **kw)
+    assert any(r["adv/pos_frac"] > 0 for r in a.metrics), "no positive reward at all: the test would be vacuous"
+    wa, wb, wc = weights(a.model), weights(b.model), weights(c.model)
+    assert any(not torch.equal(wa[n], p) for n, p in weights(make_tiny_lm()[0]).items()), "training changed nothing"
+    for n in wa:
+        assert torch.equal(wa[n], wb[n]) and torch.equal(wa[n], wc[n]), n
+    assert same(non_gt(a.metrics), non_gt(b.metrics)) and same(non_gt(a.metrics), non_gt(c.metrics))
+    assert all("gt/label_acc" in r for r in a.metrics)
+    assert a.cor["kept"] == b.cor["kept"] == c.cor["kept"] and a.cor["epoch_losses"] == c.cor["epoch_losses"]
+
+
+def test_resume_after_a_kill_equals_an_uninterrupted_run(tmp_path, monkeypatch):
+    kw = dict(episodes=2, seed=3)  # 4 steps
+    full = run(tmp_path, "full", **kw)
+    assert len(full.metrics) == 4
+
+    calls = {"n": 0}
+    original = RunDir.save_checkpoint
+
+    def dying(self, steps_done, *a, **k):
+        calls["n"] += 1
+        if calls["n"] == 3:  # killed after step 2's metrics were logged, before its checkpoint
+            raise KeyboardInterrupt
+        return original(self, steps_done, *a, **k)
+
+    monkeypatch.setattr(RunDir, "save_checkpoint", dying)
+    with pytest.raises(KeyboardInterrupt):
+        run(tmp_path, "resumed", **kw)
+    monkeypatch.setattr(RunDir, "save_checkpoint", original)
+    rd = RunDir(tmp_path / "resumed")
+    assert len(rd.read_metrics()) == 3 and rd.latest_checkpoint().name == "step_000002"
+
+    resumed = run(tmp_path, "resumed", **kw)  # same command again
+    wf, wr = weights(full.model), weights(resumed.model)
+    for n in wf:
+        torch.testing.assert_close(wr[n], wf[n], atol=1e-6, rtol=0)
+    assert [r["step"] for r in resumed.metrics] == [0, 1, 2, 3]
+    strip = lambda rows: [{k: v for k, v in r.items() if not k.startswith("time/")} for r in rows]
+    assert same(strip(resumed.metrics), strip(full.metrics))
+    assert same(strip(rd.read_metrics()), strip(full.metrics))
+    # and a finished run rerun is a no-op that returns the final weights
+    again = run(tmp_path, "resumed", **kw)
+    for n in wf:
+        torch.testing.assert_close(weights(again.model)[n], wf[n], atol=1e-6, rtol=0)
+
+
+def test_a_different_config_in_an_existing_run_dir_is_an_error(tmp_path):
+    run(tmp_path, "x", episodes=0)
+    with pytest.raises(ValueError, match=r"different config \(lr: 0.001 -> 0.002\)"):
+        run(tmp_path, "x", episodes=0, lr=2e-3)
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_one_rl_step_for_every_preset(tmp_path, preset):
+    res = run(tmp_path, preset, preset=preset, prompts_per_step=4)  # 4 questions, 4 per step: one step
+    cfg = make_config(preset, **TINY)
+    expected = 0 if cfg.episodes == 0 else 1 + math.ceil(cfg.extra_rl_fraction)
+    assert len(res.metrics) == expected
+    for row in res.metrics:
+        for key in ("adv/mean", "gt/label_acc", "gt/reward_acc", "rollout/entropy", "actor/kl", "actor/clip_frac",
+                    "tokens/trained", "time/step_s"):
+            assert key in row, key
+        assert row["tokens/trained"] > 0 and math.isfinite(row["actor/pg_loss"])
+    assert (res.cor is not None) == cfg.cor
+    assert RunDir(res.run_dir).finished()
+    if cfg.cor:
+        assert (res.run_dir / "rl" / "trainable.pt").exists() and res.cor_seconds > 0
+
+
+def test_lora_step_changes_only_the_adapter(tmp_path):
+    res = run(tmp_path, "lora", preset="ddrl", lora_rank=4, prompts_per_step=4)
+    trainable = [n for n, p in res.model.named_parameters() if p.requires_grad]
+    assert trainable and all("lora_" in n for n in trainable)
+    assert len(res.metrics) == 1
