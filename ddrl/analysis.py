@@ -20,7 +20,7 @@ Amplification (paper Sec. 3.2, Fig. 3a; Table 1):
 - :func:`advantage_by_label`, :func:`advantage_mass_by_consensus`  how much advantage lands on wrong
                                pseudo-labels, by consensus level
 
-And one pipeline (not pure: it samples): :func:`sample_and_grade`.
+Pipeline helpers (not pure: they sample or read files): :func:`sample_and_grade`, :func:`model_fingerprint`.
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def frequency_table(groups: pd.DataFrame, bands: Sequence[tuple[int, int]], conf
                     method: str = "wilson") -> pd.DataFrame:
     """Fraction correct per frequency band (paper Fig. 2 / Fig. 6), with binomial confidence intervals.
 
-    Per band (inclusive counts ``lo..hi``): ``n_distinct`` distinct answers whose count is in the band,
+    Per band (inclusive counts ``lo..hi``): ``x_mean`` (mean frequency of its answers), ``n_distinct`` distinct answers whose count is in the band,
     ``frac_correct`` of them (CI ``ci_low, ci_high``), ``n_samples`` samples carrying such answers and
     ``frac_correct_samples`` (its CI treats samples as independent, so it is optimistic).
     """
@@ -134,6 +134,7 @@ def frequency_table(groups: pd.DataFrame, bands: Sequence[tuple[int, int]], conf
         slo, shi = binomial_ci(ks, ns, confidence, method)
         rows.append({
             "band": band_label(lo, hi), "lo": lo, "hi": hi,
+            "x_mean": float(sel["x"].mean()) if n else (lo + hi) / 2 / max(int(groups["n"].max()), 1) if len(groups) else math.nan,
             "n_distinct": n, "n_correct": k, "frac_correct": k / n if n else math.nan,
             "ci_low": lo_ci, "ci_high": hi_ci,
             "n_samples": ns, "frac_correct_samples": ks / ns if ns else math.nan,
@@ -500,3 +501,33 @@ def summary(problems: Sequence[dict]) -> dict[str, float]:
         "maj_accuracy": float(np.mean(maj)) if maj else math.nan,
         "no_answer_rate": sum(k is None for p in problems for k in p["keys"]) / n_samples if n_samples else math.nan,
     }
+
+
+def subsample(problems: Sequence[dict], n: int) -> list[dict]:
+    """The first ``n`` samples of every problem (what the analysis would have seen with N = n); the
+    graded fields ``keys`` and ``correct`` are cut, vote fields are dropped (they depended on all N)."""
+    out = []
+    for i, p in enumerate(problems):
+        if n < 1 or n > len(p["keys"]):
+            raise ValueError(f"subsample: n must be in 1..{len(p['keys'])} (problem {p.get('id', i)!r}), got {n}")
+        out.append({"id": p.get("id", i), "keys": list(p["keys"][:n]), "correct": list(p["correct"][:n])})
+    return out
+
+
+def model_fingerprint(name: str) -> dict[str, str]:
+    """What identifies a model's weights for the rollout cache: the sha256 of every weight file of a local
+    directory (the testbed's ``build`` directory included), or the hub id itself for a remote model."""
+    from pathlib import Path
+
+    from ddrl.reporting import sha256_file
+
+    if name.startswith("testbed:"):
+        from ddrl.testbed import build
+
+        path = Path(build(name.split(":", 1)[1], progress=False))
+    else:
+        path = Path(name)
+    if not path.is_dir():
+        return {"model": name}
+    files = sorted(p for p in path.iterdir() if p.suffix in (".safetensors", ".bin", ".pt"))
+    return {"model": name, **{p.name: sha256_file(p) for p in files}}
