@@ -29,13 +29,13 @@ def make_tiny_lm(vocab_chars: str = "0123456789+-*=;", hidden: int = 32, layers:
     Only for tests of the machinery (sampling, losses, training steps), not for accuracy.
     """
     import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
     specials = ["<pad>", "<eos>", "<|user|>", "<|assistant|>", "\\boxed{", "}"]
     vocab = {t: i for i, t in enumerate(specials + list(vocab_chars))}
     tk = Tokenizer(models.WordLevel(vocab, unk_token="<pad>"))
-    tk.pre_tokenizer = pre_tokenizers.Split(r"\\boxed\{|<\|user\|>|<\|assistant\|>|.", behavior="isolated")
+    tk.pre_tokenizer = pre_tokenizers.Split(Regex(r"\\boxed\{|<\|user\|>|<\|assistant\|>|."), behavior="isolated")
     tok = PreTrainedTokenizerFast(tokenizer_object=tk, pad_token="<pad>", eos_token="<eos>")
     tok.add_special_tokens({"additional_special_tokens": ["<|user|>", "<|assistant|>"]})
     tok.chat_template = (
@@ -49,6 +49,7 @@ def make_tiny_lm(vocab_chars: str = "0123456789+-*=;", hidden: int = 32, layers:
     )
     torch.manual_seed(seed)
     model = Qwen2ForCausalLM(cfg).eval()
+    assert tok("1+2=3")["input_ids"] == [vocab[c] for c in "1+2=3"], "tiny tokenizer must split characters"
     return model, tok
 
 
