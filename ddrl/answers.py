@@ -226,13 +226,14 @@ class _Worker:
     def _read_line(self, deadline: float) -> bytes | None:
         """One line from the helper, or None on timeout / exit."""
         fd = self.proc.stdout.fileno()
+        poller = select.poll()  # not select.select: that fails for descriptors >= 1024
+        poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
         while b"\n" not in self._buf:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
-            readable, _, _ = select.select([fd], [], [], remaining)
-            if not readable:
-                return None
+            if not poller.poll(max(1, int(remaining * 1000))):
+                continue  # re-check the deadline
             chunk = os.read(fd, 65536)
             if not chunk:
                 return None  # the helper exited
@@ -256,7 +257,7 @@ class _Worker:
         """math-verify's verdict, or None when the helper ran past ``timeout`` or died."""
         deadline = time.monotonic() + timeout
         try:
-            self.proc.stdin.write(json.dumps([pred, label]).encode() + b"\n")
+            self.proc.stdin.write(json.dumps([pred, label, timeout]).encode() + b"\n")
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
             return None
@@ -295,14 +296,12 @@ class _Pool:
         self.idle: list[_Worker] = []
         self.pid = os.getpid()
 
-    def _reset_after_fork(self) -> None:
-        # A forked child must not talk to its parent's helpers; start its own.
-        if self.pid != os.getpid():
-            self.idle, self.pid = [], os.getpid()
+    def after_fork_in_child(self) -> None:
+        # A forked child must not talk to its parent's helpers (nor wait on a lock copied mid-use).
+        self.lock, self.idle, self.pid = threading.Lock(), [], os.getpid()
 
     def checkout(self) -> _Worker:
         with self.lock:
-            self._reset_after_fork()
             while self.idle:
                 w = self.idle.pop()
                 if w.alive():
@@ -312,7 +311,6 @@ class _Pool:
 
     def checkin(self, w: _Worker) -> None:
         with self.lock:
-            self._reset_after_fork()
             if len(self.idle) < _MAX_IDLE_WORKERS:
                 self.idle.append(w)
                 return
@@ -336,6 +334,15 @@ atexit.register(_POOL.close_all)
 # LRU cache: (pred, label) -> True / False, or the timeout (float) after which a comparison was abandoned.
 _CACHE: OrderedDict[tuple[str, str], bool | float] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    global _CACHE_LOCK
+    _CACHE_LOCK = threading.Lock()
+    _POOL.after_fork_in_child()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def clear_cache() -> None:
@@ -386,7 +393,8 @@ def is_equivalent(pred: str | None, label: str | None, timeout: float = 5.0) -> 
     ``timeout`` (seconds) is a hard wall-clock bound on step 2, enforced by killing the helper process, so
     it holds from any thread or worker process; a comparison that runs past it counts as not equivalent.
     (The one-off start of a helper is bounded separately by :data:`STARTUP_TIMEOUT`; see :func:`warm_up`.)
-    Never raises on garbage text. Verdicts are cached (LRU, 65,536 pairs).
+    Never raises on garbage text; raises RuntimeError only if no helper can start (math-verify missing).
+    Verdicts are cached (LRU, 65,536 pairs).
     """
     for name, value in (("pred", pred), ("label", label)):
         if value is not None and not isinstance(value, str):
@@ -454,11 +462,33 @@ def _exit_when_orphaned(parent: int) -> None:
             os._exit(0)
 
 
+def _cap_cpu_seconds(seconds: float) -> None:
+    """Let the kernel end this helper after ``seconds`` more CPU time (SIGXCPU), in case it is orphaned
+    while inside a long C-level computation that keeps the watchdog thread from running."""
+    import math
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    soft = int(usage.ru_utime + usage.ru_stime + math.ceil(seconds))
+    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+    except (ValueError, OSError):
+        pass
+
+
 def _worker_main() -> None:
-    """Loop of the helper process: read ``[pred, label]`` JSON lines, answer ``1`` or ``0``."""
+    """Loop of the helper process: read ``[pred, label, timeout]`` JSON lines, answer ``1`` or ``0``."""
     import logging
     import resource
 
+    # Only the protocol may write to the real stdout; anything a library prints goes nowhere.
+    out = os.fdopen(os.dup(1), "wb")
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    sys.stdout = open(os.devnull, "w")  # noqa: SIM115
     try:
         resource.setrlimit(resource.RLIMIT_AS, (GRADER_MEMORY_BYTES, GRADER_MEMORY_BYTES))
     except (ValueError, OSError):
@@ -467,12 +497,12 @@ def _worker_main() -> None:
     threading.Thread(target=_exit_when_orphaned, args=(os.getppid(),), daemon=True).start()
     import math_verify  # noqa: F401  (import before saying ready)
 
-    out = sys.stdout.buffer
     out.write(b"ready\n")
     out.flush()
     for line in sys.stdin.buffer:
         try:
-            pred, label = json.loads(line)
+            pred, label, timeout = json.loads(line)
+            _cap_cpu_seconds(float(timeout) + 10)  # the parent kills us before this
             ok = _math_verify_equal(pred, label)
         except BaseException:  # noqa: BLE001 - garbage in, "not equivalent" out
             ok = False
