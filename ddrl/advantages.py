@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["grpo", "grpo_no_std", "fixed", "ADVANTAGES", "get_advantage"]
+__all__ = ["grpo", "grpo_no_std", "fixed", "entropy_reshape", "clip_advantages", "RESHAPES", "ADVANTAGES",
+           "get_advantage"]
 
 
 def _as_group(rewards: Sequence[float] | np.ndarray, where: str) -> np.ndarray:
@@ -57,6 +58,38 @@ def fixed(rewards: Sequence[float] | np.ndarray) -> np.ndarray:
     if bad.size:
         raise ValueError(f"fixed(rewards): DAE expects binary rewards (0 or 1), got {bad.tolist()}")
     return 2.0 * r - 1.0
+
+
+def entropy_reshape(advantages: Sequence[float] | np.ndarray, mean_entropies: Sequence[float] | np.ndarray,
+                    eps: float = 1e-8) -> np.ndarray:
+    """ETTRL's entropy-based advantage reshaping (EAR, Liu et al. 2025, arXiv:2508.11356):
+    A_i <- A_i * (1 + (H - H_i) / H), with H_i the mean token entropy of response i and H the group mean.
+
+    Confident responses (low H_i) get larger advantages, uncertain ones smaller. Where the paper is silent:
+    H is the mean over the same (selected) group the advantages were computed on, and a group with H <= eps
+    (every response deterministic) is left unchanged.
+    """
+    a = np.asarray(advantages, dtype=np.float64)
+    h = np.asarray(mean_entropies, dtype=np.float64)
+    if a.shape != h.shape or a.ndim != 1:
+        raise ValueError(f"entropy_reshape: advantages {a.shape} and mean_entropies {h.shape} must be equal 1-D shapes")
+    if not (np.all(np.isfinite(h)) and np.all(h >= 0)):
+        raise ValueError(f"entropy_reshape: mean entropies must be finite and >= 0, got {h.tolist()}")
+    big_h = h.mean()
+    if big_h <= eps:
+        return a.copy()
+    return a * (1.0 + (big_h - h) / big_h)
+
+
+def clip_advantages(advantages: Sequence[float] | np.ndarray, bound: float = 2.0) -> np.ndarray:
+    """The clipped alternative to EAR named with it in ETTRL: A <- clip(A, -bound, bound)."""
+    if not bound > 0:
+        raise ValueError(f"clip_advantages(bound=...): expected bound > 0, got {bound}")
+    return np.clip(np.asarray(advantages, dtype=np.float64), -bound, bound)
+
+
+#: name -> optional transform applied after the advantage estimator ("none" leaves advantages as they are).
+RESHAPES = ("none", "entropy", "clip")
 
 
 #: name -> advantage function of one group's rewards.

@@ -88,3 +88,24 @@ def test_advantages_are_finite_on_binary_rewards(rewards: list[float]) -> None:
 def test_grpo_is_finite_on_real_rewards(rewards: list[float]) -> None:
     for f in (grpo, grpo_no_std):
         assert np.all(np.isfinite(f(rewards)))
+
+
+def test_entropy_reshape_hand_worked() -> None:
+    from ddrl.advantages import entropy_reshape
+
+    # H = mean(1, 3) = 2: the confident response (H_i = 1) is scaled by 1 + 1/2, the uncertain one by 1 - 1/2.
+    np.testing.assert_allclose(entropy_reshape([1.0, -1.0], [1.0, 3.0]), [1.5, -0.5])
+    np.testing.assert_allclose(entropy_reshape([0.7, -0.3], [2.0, 2.0]), [0.7, -0.3])  # equal entropies: unchanged
+    np.testing.assert_allclose(entropy_reshape([1.0, -1.0], [0.0, 0.0]), [1.0, -1.0])  # H = 0: unchanged
+    with pytest.raises(ValueError, match="shapes"):
+        entropy_reshape([1.0], [1.0, 2.0])
+    with pytest.raises(ValueError, match="entropies"):
+        entropy_reshape([1.0], [-1.0])
+
+
+def test_clip_advantages() -> None:
+    from ddrl.advantages import clip_advantages
+
+    assert clip_advantages([-5.48, 0.5, 3.0]).tolist() == [-2.0, 0.5, 2.0]
+    with pytest.raises(ValueError, match="bound"):
+        clip_advantages([1.0], bound=0)
