@@ -531,3 +531,80 @@ def model_fingerprint(name: str) -> dict[str, str]:
         return {"model": name}
     files = sorted(p for p in path.iterdir() if p.suffix in (".safetensors", ".bin", ".pt"))
     return {"model": name, **{p.name: sha256_file(p) for p in files}}
+
+
+def cached_rollouts(model_name: str, records: Sequence[dict], dataset: str, n: int, *, temperature: float = 1.0,
+                    top_p: float = 1.0, max_new_tokens: int = 64, seed: int = 0, batch_size: int = 512,
+                    cue: str = "auto", backend: str = "hf", device: str = "auto", progress: bool = False) -> list[dict]:
+    """:func:`sample_and_grade` through :func:`ddrl.reporting.cached`, keyed by the model's weight hashes
+    (:func:`model_fingerprint`), the question ids and every sampling parameter (notebooks 01 and 02 share
+    the cache). ``model_name`` is ``"testbed:<preset>"``, a hub id or a local directory."""
+    from ddrl.reporting import cached
+
+    def _sample() -> list[dict]:
+        from ddrl.train import load_model, resolve_cue
+
+        if backend == "vllm":
+            from transformers import AutoTokenizer
+
+            mdl, tok = model_name, AutoTokenizer.from_pretrained(model_name)
+        else:
+            mdl, tok = load_model(model_name, device=device, progress=progress)
+        return sample_and_grade(mdl, tok, records, n, temperature=temperature, top_p=top_p,
+                                max_new_tokens=max_new_tokens, seed=seed, batch_size=batch_size,
+                                cue=resolve_cue(cue, model_name), backend=backend, progress=progress)
+
+    key = {"what": "rollouts-v1", "weights": model_fingerprint(model_name), "dataset": dataset,
+           "questions": [r.get("id") for r in records], "n": n, "temperature": temperature, "top_p": top_p,
+           "max_new_tokens": max_new_tokens, "seed": seed, "cue": cue, "backend": backend, "batch_size": batch_size}
+    return cached(key, _sample, namespace="rollouts")
+
+
+def train_and_evaluate(preset: str, records: Sequence[dict], run_root: str, *, eval_n: int = 16,
+                       eval_temperature: float = 0.6, eval_top_p: float = 0.95, progress: bool = False,
+                       **overrides: Any) -> dict:
+    """Train one of :data:`ddrl.train.PRESETS` (e.g. "ttrl", "grpo_no_std") on ``records`` with
+    :func:`ddrl.train.train`, then evaluate pass@1 / maj@n (:func:`ddrl.evaluate.evaluate`).
+
+    Cached (:func:`ddrl.reporting.cached`) by the config, the base weights and the questions; the run
+    directory ``run_root/<preset>-<hash>`` also makes an interrupted run resume. Returns
+    ``{"preset", "pass@1", "maj@n", "rl_seconds", "steps", "final": last step's metrics}``.
+    """
+    from pathlib import Path
+
+    from ddrl.reporting import cached, content_key
+    from ddrl.train import make_config
+
+    cfg = make_config(preset, **overrides)
+    key = {"what": "train-eval-v1", "preset": preset, "config": {k: v for k, v in vars(cfg).items() if k != "threads"},
+           "weights": model_fingerprint(cfg.model), "questions": [r.get("id") for r in records],
+           "eval": [eval_n, eval_temperature, eval_top_p]}
+
+    def _run() -> dict:
+        from ddrl.evaluate import evaluate
+        from ddrl.train import resolve_cue, train
+
+        run_dir = Path(run_root) / f"{preset}-{content_key(key)[:12]}"
+        res = train(cfg, records, run_dir, progress=progress)
+        ev = evaluate(res.model, res.tokenizer, records, n=eval_n, temperature=eval_temperature, top_p=eval_top_p,
+                      max_new_tokens=cfg.max_new_tokens, seed=cfg.seed, cue=resolve_cue(cfg.cue, cfg.model),
+                      batch_size=cfg.sample_batch_size, progress=progress)
+        last = res.metrics[-1] if res.metrics else {}
+        return {"preset": preset, "pass@1": ev["pass@1"], "maj@n": ev["maj@n"], "rl_seconds": res.rl_seconds,
+                "steps": len(res.metrics), "final": {k: v for k, v in last.items() if isinstance(v, (int, float))}}
+
+    return cached(key, _run, namespace="train_eval")
+
+
+def resolve_data_dir(data_dir: str | None) -> str | None:
+    """``data_dir`` if given; else ``$DDRL_SHARED_DATA`` or ``<repo>/../shared/data`` when it holds the real
+    data; else None (``ddrl.data`` then looks in ``$DDRL_DATA_DIR``, its cache, and downloads)."""
+    import os
+    from pathlib import Path
+
+    from ddrl.reporting import REPO
+
+    if data_dir is not None:
+        return data_dir
+    candidate = Path(os.environ.get("DDRL_SHARED_DATA", REPO.parent / "shared" / "data"))
+    return str(candidate) if (candidate / "MATH-TTT").is_dir() or (candidate / "rollouts").is_dir() else None

@@ -71,9 +71,6 @@ interactive = True  # ipywidgets controls (presets set False: papermill draws th
 progress = True  # tqdm progress bars
 
 # %%
-import os
-from pathlib import Path
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -83,14 +80,12 @@ from ddrl import analysis as an
 from ddrl import paper
 from ddrl.data import load_dataset
 from ddrl.plotting import color, set_style
-from ddrl.reporting import REPO, Reporter, cached
+from ddrl.reporting import Reporter
 
 set_style()
 rep = Reporter(output_dir, "01_frequency_and_bayes")
 model_name = f"testbed:{testbed_preset}" if model == "testbed" else model
-if data_dir is None:  # the checkout's shared data, if present; else ddrl.data's own lookup (cache, download)
-    candidate = Path(os.environ.get("DDRL_SHARED_DATA", REPO.parent / "shared" / "data"))
-    data_dir = str(candidate) if (candidate / "rollouts").is_dir() else None
+data_dir = an.resolve_data_dir(data_dir)
 bands_n = an.scale_bands([tuple(b) for b in bands], 64, n_samples)
 print(f"model {model_name}, dataset {dataset}, {n_questions} questions x N={n_samples}; bands {bands_n}")
 
@@ -107,26 +102,9 @@ if dataset.startswith("testbed_"):
     records = load_dataset(dataset, n=n_questions, seed=seed)
 else:
     records = load_dataset(dataset, data_dir=data_dir)[:n_questions]
-
-
-def _sample():
-    from ddrl.train import load_model, resolve_cue
-
-    if backend == "vllm":
-        from transformers import AutoTokenizer
-
-        mdl, tok = model_name, AutoTokenizer.from_pretrained(model_name)
-    else:
-        mdl, tok = load_model(model_name, device=device, progress=progress)
-    return an.sample_and_grade(mdl, tok, records, n_samples, temperature=temperature, top_p=top_p,
-                               max_new_tokens=max_new_tokens, seed=seed, batch_size=batch_size,
-                               cue=resolve_cue(cue, model_name), backend=backend, progress=progress)
-
-
-key = {"what": "01-rollouts-v1", "weights": an.model_fingerprint(model_name), "dataset": dataset,
-       "questions": [r["id"] for r in records], "n": n_samples, "temperature": temperature, "top_p": top_p,
-       "max_new_tokens": max_new_tokens, "seed": seed, "cue": cue, "backend": backend, "batch_size": batch_size}
-problems = cached(key, _sample, namespace="rollouts")
+problems = an.cached_rollouts(model_name, records, dataset, n_samples, temperature=temperature, top_p=top_p,
+                             max_new_tokens=max_new_tokens, seed=seed, batch_size=batch_size, cue=cue,
+                             backend=backend, device=device, progress=progress)
 tb_summary = an.summary(problems)
 print({k: round(v, 4) if isinstance(v, float) else v for k, v in tb_summary.items()})
 

@@ -1,0 +1,337 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 02 · How GRPO amplifies spurious rewards (paper Fig. 3a, Table 1)
+#
+# TTRL trains on K = 32 of the N = 64 rollouts of a question with GRPO's group-relative advantage
+# A_i = (r_i − mean r) / (std r + ε). With binary rewards and m positives out of K, every positive gets
+#
+# $$A^+ = \frac{1-m/K}{s+\varepsilon},\qquad A^- = -\frac{m/K}{s+\varepsilon},\qquad
+# s=\sqrt{\frac{m(K-m)}{K(K-1)}}.$$
+#
+# **Few positives → a huge positive advantage.** In supervised RL a rare success deserves that. In
+# test-time RL the "positives" are the rollouts that agree with the majority vote, and few of them means
+# a *low-consensus* vote, the kind that is most often wrong (notebook 01). GRPO therefore pushes hardest
+# exactly where the pseudo-label is least reliable. DDRL's debiased advantage (DAE) uses fixed +1 / −1.
+#
+# This notebook shows (1) the closed form beside `ddrl.advantages` (Fig. 3a), (2) on real testbed
+# rollouts, how much advantage lands on wrong pseudo-labels, by consensus level, and (3) the Table 1
+# experiment, GRPO vs GRPO without std normalisation, trained on the testbed with `ddrl.train`.
+
+# %% tags=["parameters"]
+# --- runner (set by `python -m ddrl.reproduce`) ---
+preset = "default"  # which params/<preset>/ file the runner used
+output_dir = "../outputs/interactive"  # figures/, tables/, metrics/ go here
+seed = 0  # ddrl.seeds.DEFAULT_SEED
+
+# --- Fig. 3a ---
+k = 32  # K: rollouts per group that are trained on
+eps = 1e-6  # GRPO's epsilon in the std denominator
+
+# --- measured groups (the same cached rollouts as notebook 01) ---
+model = "testbed"  # "testbed" (the model of `testbed_preset`), a Hugging Face id or a local directory
+testbed_preset = "default"  # ddrl.testbed.build preset: "tiny" | "default"
+dataset = "testbed_test"  # ddrl.data dataset name
+n_questions = 200  # questions
+n_samples = 64  # N: rollouts per question for the vote
+temperature = 1.0  # rollout temperature
+top_p = 1.0  # nucleus
+max_new_tokens = 64  # response budget
+batch_size = 512  # sequences decoded together
+backend = "hf"  # "hf" or "vllm"
+cue = "auto"  # "auto" | "system" | "suffix" | "none"
+device = "auto"  # "auto" | "cpu" | "cuda"
+data_dir = None  # real data location (None: ddrl.data's lookup)
+selection = "random"  # which K of N are trained: "random" (TTRL) or "bcs" (DDRL)
+bands = [[1, 4], [5, 12], [13, 24], [25, 40], [41, 64]]  # consensus bands: label counts out of 64, rescaled for other N
+
+# --- Table 1 (GRPO vs GRPO w/o norm., trained on the testbed) ---
+table1 = True  # run the two training runs (cached)
+table1_questions = 32  # test questions adapted to (and evaluated on)
+table1_episodes = 2  # passes over those questions
+table1_prompts_per_step = 8  # questions per RL step
+table1_n_votes = 64  # N during training
+table1_k_train = 32  # K during training
+table1_eval_n = 16  # samples per question for pass@1 (the paper's 16)
+table1_lr = 3e-5  # learning rate (the trainer's testbed default)
+
+# --- notebook ---
+interactive = True  # ipywidgets controls (presets set False)
+progress = True  # tqdm progress bars
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from IPython.display import Markdown, display
+
+from ddrl import analysis as an
+from ddrl import paper
+from ddrl.data import load_dataset
+from ddrl.plotting import color, label, set_style
+from ddrl.reporting import Reporter, cache_root
+
+set_style()
+rep = Reporter(output_dir, "02_grpo_amplification")
+model_name = f"testbed:{testbed_preset}" if model == "testbed" else model
+data_dir = an.resolve_data_dir(data_dir)
+
+# %% [markdown]
+# ## 1. Advantage vs number of positives (Fig. 3a): closed form and `ddrl.advantages`
+
+# %%
+curves = an.advantage_curves(k, ("grpo", "grpo_no_std", "fixed"))
+max_gap = float(np.max(np.abs(curves[["closed_pos", "closed_neg"]].to_numpy()
+                              - curves[["measured_pos", "measured_neg"]].to_numpy())))
+print(f"max |closed form - ddrl.advantages| over m = 1..{k - 1}: {max_gap:.2e}")
+
+
+def draw_fig3a(k, m_mark=None, eps=eps):
+    c = an.advantage_curves(k, ("grpo", "grpo_no_std", "fixed"))
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for est, ls, name in (("grpo", "-", "ttrl"), ("grpo_no_std", "--", "grpo_no_std"), ("fixed", ":", "dae")):
+        part = c[c["estimator"] == est]
+        what = {"grpo": "GRPO", "grpo_no_std": "GRPO w/o norm.", "fixed": "fixed (DAE)"}[est]
+        ax.plot(part["m"], part["closed_pos"], ls, color=color("positive"), label=f"{what}: positive")
+        ax.plot(part["m"], part["closed_neg"], ls, color=color("negative"), label=f"{what}: negative")
+        ax.plot(part["m"], part["measured_pos"], ".", color=color("positive"), ms=3)
+        ax.plot(part["m"], part["measured_neg"], ".", color=color("negative"), ms=3)
+    if m_mark is not None:
+        a_pos, a_neg = an.grpo_closed_form(m_mark, k, eps)
+        ax.axvline(m_mark, color="grey", lw=0.8)
+        ax.annotate(f"m={m_mark}: A+={float(a_pos):.2f}, A-={float(a_neg):.2f}", (m_mark, float(a_pos)),
+                    textcoords="offset points", xytext=(8, 8), fontsize=8)
+    ax.axhline(0, color="grey", lw=0.6)
+    ax.set(xlabel=f"positives m out of K = {k}", ylabel="advantage", title="Fig. 3a: advantage vs positives")
+    ax.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.18))
+    fig.tight_layout()
+    return fig
+
+
+fig = draw_fig3a(k)
+rep.figure(fig, "fig3a_advantage_vs_positives", data=curves)
+plt.show()
+
+# %% [markdown]
+# Dots: `ddrl.advantages` on a group with m ones; lines: the closed form. Try the controls below (K, m).
+
+# %%
+if interactive:
+    try:
+        import ipywidgets as W
+
+        def _explore(K=k, m=1, eps_exp=-6):
+            draw_fig3a(K, min(m, K - 1), 10.0 ** eps_exp)
+            plt.show()
+
+        W.interact(_explore, K=W.IntSlider(value=k, min=4, max=128, step=2),
+                   m=W.IntSlider(value=1, min=1, max=127), eps_exp=W.IntSlider(value=-6, min=-8, max=0))
+    except ImportError:
+        pass
+
+# %% [markdown]
+# ## 2. Measured: where does the advantage go on real rollouts?
+#
+# The testbed's N = 64 rollouts per question (cached; the same as notebook 01). For each question the
+# pseudo-label is the majority vote over all 64, K = 32 rollouts are selected (`selection`), and each
+# gets its pseudo-reward and advantage. Knowing the truth we can split groups by whether the
+# pseudo-label is right.
+
+# %%
+if dataset.startswith("testbed_"):
+    records = load_dataset(dataset, n=n_questions, seed=seed)
+else:
+    records = load_dataset(dataset, data_dir=data_dir)[:n_questions]
+problems = an.cached_rollouts(model_name, records, dataset, n_samples, temperature=temperature, top_p=top_p,
+                             max_new_tokens=max_new_tokens, seed=seed, batch_size=batch_size, cue=cue,
+                             backend=backend, device=device, progress=progress)
+adv = an.group_advantages(problems, k, ("grpo", "grpo_no_std", "fixed"), selection=selection, seed=seed)
+by_label = an.advantage_by_label(adv, ("grpo", "grpo_no_std", "fixed"))
+rep.table(by_label, "positive_advantage_by_label")
+display(by_label.round(3))
+
+# %%
+bands_n = an.scale_bands([tuple(b) for b in bands], 64, n_samples)
+mass = an.advantage_mass_by_consensus(adv, bands_n, ("grpo", "grpo_no_std", "fixed"))
+rep.table(mass, "advantage_mass_by_consensus")
+display(mass.round(3))
+
+
+def draw_mass(mass, adv):
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    x = np.arange(len(mass))
+    ax = axes[0]
+    for j, (est, name) in enumerate((("grpo", "ttrl"), ("grpo_no_std", "grpo_no_std"), ("fixed", "dae"))):
+        ax.bar(x + (j - 1) * 0.27, mass[f"pos_mass_wrong_share_{est}"], width=0.27, color=color(name),
+               label={"grpo": "GRPO", "grpo_no_std": "GRPO w/o norm.", "fixed": "fixed ±1"}[est])
+    ax.plot(x, mass["wrong_label_share"], "kD", label="share of groups with a wrong label")
+    ax.set_xticks(x, [f"{b}\n({g} groups)" for b, g in zip(mass["band"], mass["groups"])])
+    ax.set(xlabel=f"consensus: label count out of N = {n_samples}", ylabel="share",
+           title="positive advantage mass on wrong pseudo-labels", ylim=(0, 1.05))
+    ax.legend(fontsize=8)
+    ax = axes[1]
+    mixed = adv.groupby("problem").filter(lambda g: 0 < g["reward"].sum() < len(g))
+    m_per = mixed.groupby("problem").agg(m=("reward", "sum"), right=("label_correct", "first"))
+    bins = np.arange(0.5, k + 1, 1)
+    ax.hist([m_per.loc[m_per["right"], "m"], m_per.loc[~m_per["right"], "m"]], bins=bins, stacked=True,
+            color=[color("correct"), color("incorrect")], label=["label right", "label wrong"])
+    ax2 = ax.twinx()
+    mm = np.arange(1, k)
+    ax2.plot(mm, an.grpo_closed_form(mm, k)[0], color="black", lw=1, label="GRPO A+ (closed form)")
+    ax2.set_ylabel("GRPO advantage of a positive")
+    ax2.grid(False)
+    ax.set(xlabel=f"positives m among the K = {k} trained rollouts", ylabel="groups",
+           title="where the groups are, and what GRPO pays them")
+    ax.legend(loc="upper center", fontsize=8)
+    ax2.legend(loc="upper right", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+fig = draw_mass(mass, adv)
+rep.figure(fig, "advantage_mass_by_consensus", data=mass)
+plt.show()
+
+# %% [markdown]
+# ## 3. Table 1: GRPO vs GRPO without normalisation, trained on the testbed
+#
+# Two short test-time RL runs with `ddrl.train` that differ only in the advantage ("ttrl" = GRPO,
+# "grpo_no_std" = r − mean r), then pass@1 and maj@16 on the adapted questions (`ddrl.evaluate`).
+# Runs are cached; at testbed scale they take a few minutes on CPU, so the default preset is short.
+
+# %%
+t1_rows = []
+if table1:
+    t1_records = load_dataset(dataset, n=table1_questions, seed=seed) if dataset.startswith("testbed_") else records[:table1_questions]
+    common = dict(model=model_name, seed=seed, episodes=table1_episodes, prompts_per_step=table1_prompts_per_step,
+                  n_votes=table1_n_votes, k_train=table1_k_train, lr=table1_lr, max_new_tokens=max_new_tokens,
+                  sample_batch_size=batch_size, device=device)
+    run_root = str(cache_root() / "runs" / "02_table1")
+    before = an.train_and_evaluate("no_adaptation", t1_records, run_root, eval_n=table1_eval_n, progress=progress,
+                                   **{**common, "episodes": 0})
+    for p in ("ttrl", "grpo_no_std"):
+        t1_rows.append(an.train_and_evaluate(p, t1_records, run_root, eval_n=table1_eval_n, progress=progress, **common))
+    table_1 = pd.DataFrame([{"method": label(r["preset"]) if r["preset"] != "ttrl" else "GRPO (TTRL)",
+                             "pass@1": r["pass@1"], f"maj@{table1_eval_n}": r["maj@n"], "steps": r["steps"],
+                             "rl_seconds": r["rl_seconds"]} for r in [before] + t1_rows])
+    bench = "AIME 2024"  # the paper's Table 1 is on real benchmarks; its numbers sit beside ours for reference
+    table_1["paper (Qwen2.5-Math-1.5B, AIME 2024)"] = [None] + [paper.value(("table1", "Qwen2.5-Math-1.5B", bench, p))
+                                                               for p in ("grpo", "grpo_no_std")]
+    rep.table(table_1, "table1_grpo_vs_no_norm")
+    display(table_1.round(3))
+
+# %% [markdown]
+# ## 4. Paper vs measured
+
+# %%
+a1 = float(an.grpo_closed_form(1, k)[0])
+a_half = float(an.grpo_closed_form(k // 2, k)[0])
+right = by_label.set_index("pseudo_label").reindex(["right", "wrong"])
+overall = an.advantage_mass_by_consensus(adv, ((1, n_samples),), ("grpo", "grpo_no_std", "fixed")).iloc[0]
+rows = [
+    ("K, trained rollouts per group", ("setting", "k_train"), k),
+    (f"GRPO advantage of the single positive (m=1 of {k})", ("fig3a", "grpo_pos_adv_m1_k32"), a1),
+    (f"GRPO advantage of a positive at m={k // 2} of {k}", None, a_half),
+    ("mean GRPO A+ of positives, wrong pseudo-label (testbed)", None, right.loc["wrong", "mean_pos_adv_grpo"]),
+    ("mean GRPO A+ of positives, right pseudo-label (testbed)", None, right.loc["right", "mean_pos_adv_grpo"]),
+    ("share of positive GRPO mass on wrong labels (testbed)", None, overall["pos_mass_wrong_share_grpo"]),
+    ("share of positive fixed-advantage mass on wrong labels (testbed)", None, overall["pos_mass_wrong_share_fixed"]),
+]
+for r in t1_rows:
+    rows.append((f"Table 1 pass@1 after {label(r['preset'])} (testbed)",
+                 ("table1", "Qwen2.5-Math-1.5B", "AIME 2024", "grpo" if r["preset"] == "ttrl" else "grpo_no_std"),
+                 r["pass@1"]))
+cmp = paper.compare(rows)
+rep.table(cmp, "paper_vs_measured")
+display(cmp[["quantity", "paper", "measured", "where"]])
+
+# %%
+metrics = {
+    "k": k, "closed_vs_ddrl_max_gap": max_gap, "grpo_pos_adv_m1": a1, f"grpo_pos_adv_m{k // 2}": a_half,
+    "grpo_pos_adv_half": a_half, "amplification_m1_over_half": a1 / a_half,
+    "n_questions": len(problems), "n_samples": n_samples, "selection": selection,
+    "groups_mixed_right": int(right.loc["right", "groups"]) if np.isfinite(right.loc["right", "groups"]) else 0,
+    "groups_mixed_wrong": int(right.loc["wrong", "groups"]) if np.isfinite(right.loc["wrong", "groups"]) else 0,
+    **{f"mean_pos_adv_{est}_{lab}": float(right.loc[lab, f"mean_pos_adv_{est}"])
+       for est in ("grpo", "grpo_no_std", "fixed") for lab in ("right", "wrong")},
+    **{f"pos_mass_wrong_share_{est}": float(overall[f"pos_mass_wrong_share_{est}"]) for est in ("grpo", "grpo_no_std", "fixed")},
+    **{f"spurious_share_{est}": float(overall[f"spurious_share_{est}"]) for est in ("grpo", "grpo_no_std", "fixed")},
+    "wrong_label_share": float(overall["wrong_label_share"]),
+    "mass_by_band": mass.to_dict(orient="records"),
+}
+if table1:
+    metrics |= {"table1_before_pass@1": before["pass@1"], **{f"table1_{r['preset']}_pass@1": r["pass@1"] for r in t1_rows},
+                **{f"table1_{r['preset']}_maj@n": r["maj@n"] for r in t1_rows}, "table1_episodes": table1_episodes,
+                "table1_questions": table1_questions}
+rep.metrics(metrics)
+
+# %% [markdown]
+# ## What we measured
+#
+# Generated from `metrics`; nothing below is typed in.
+
+# %%
+m = metrics
+lines = [
+    f"The closed form and `ddrl.advantages` agree to {m['closed_vs_ddrl_max_gap']:.1e} for every m of K = {k}. "
+    f"With one positive of {k}, GRPO gives it an advantage of {m['grpo_pos_adv_m1']:.2f}, "
+    f"{m['amplification_m1_over_half']:.1f}x the {m['grpo_pos_adv_half']:.2f} of a positive in an even split; fixed "
+    f"advantages give +1 in both cases. This is the amplification of paper Fig. 3a (its plotted values are "
+    f"{paper.fmt(('fig3a', 'grpo_pos_adv_m1_k32'))} in `ddrl.paper`; the equation is the paper's).",
+]
+wr, rr = m["mean_pos_adv_grpo_wrong"], m["mean_pos_adv_grpo_right"]
+if np.isfinite(wr) and np.isfinite(rr):
+    verdict = ("larger" if wr > rr else "not larger")
+    lines.append(
+        f"On {m['n_questions']} measured questions ({m['groups_mixed_wrong']} mixed groups with a wrong pseudo-label, "
+        f"{m['groups_mixed_right']} with a right one), a rollout agreeing with a *wrong* pseudo-label receives a mean GRPO "
+        f"advantage of {wr:.2f}, against {rr:.2f} when the label is right: {verdict}, "
+        + ("as the paper argues (wrong labels come from low consensus, where GRPO pays most)."
+           if wr > rr else "which does not reproduce the paper's amplification argument on these rollouts.")
+        + f" Under fixed advantages both are {m['mean_pos_adv_fixed_wrong']:.0f}.")
+else:
+    lines.append("Too few mixed groups with right and with wrong pseudo-labels were measured to compare their advantages "
+                 "(increase `n_questions`).")
+lines.append(
+    f"Of all positive advantage mass, {m['pos_mass_wrong_share_grpo']:.1%} lands on rollouts agreeing with a wrong "
+    f"pseudo-label under GRPO, {m['pos_mass_wrong_share_grpo_no_std']:.1%} without std normalisation and "
+    f"{m['pos_mass_wrong_share_fixed']:.1%} with fixed advantages ({m['wrong_label_share']:.0%} of the groups have a wrong "
+    "label). " + ("GRPO's normalisation thus concentrates reward on wrong labels, in line with the paper."
+                  if m["pos_mass_wrong_share_grpo"] > m["pos_mass_wrong_share_fixed"] else
+                  "GRPO does not put more of its positive mass on wrong labels than fixed advantages here, unlike the paper's argument."))
+if table1:
+    g, nn, b0 = m["table1_ttrl_pass@1"], m["table1_grpo_no_std_pass@1"], m["table1_before_pass@1"]
+    lines.append(
+        f"Table 1 on the testbed ({m['table1_questions']} questions, {m['table1_episodes']} episodes): pass@1 goes from "
+        f"{b0:.3f} (no adaptation) to {g:.3f} with GRPO and {nn:.3f} with GRPO w/o norm.; "
+        + ("removing the normalisation helps here, the direction the paper's Table 1 motivates."
+           if nn > g else "removing the normalisation does not help here.")
+        + f" The paper's Table 1 numbers are {paper.fmt(('table1', 'Qwen2.5-Math-1.5B', 'AIME 2024', 'grpo'))} in "
+        "`ddrl.paper` (not read), so only the direction can be compared; runs this short are noisy (one seed).")
+display(Markdown("\n\n".join(lines)))
+
+# %% [markdown]
+# ## Try this
+#
+# 1. With the sliders, find the m where GRPO's positive advantage equals +1. How does it move with K?
+# 2. Set `selection = "bcs"`. BCS keeps at most K/2 positives, the most frequent ones. What happens to the
+#    share of positive mass on wrong labels, and why?
+# 3. The negative advantage at m = K − 1 is as extreme as the positive one at m = 1. When does a *correct*
+#    minority answer get punished hardest?
+# 4. GRPO w/o norm. gives A+ = 1 − m/K: small when consensus is high. Is that what we want for a
+#    trustworthy pseudo-label? Compare with fixed ±1.
+# 5. Rerun Table 1 with more `table1_episodes` or another `seed`. Is the difference larger than the
+#    seed-to-seed spread?
