@@ -172,20 +172,27 @@ def validate_config(cfg: TrainConfig) -> None:
 
 
 def paper_overrides(model_preset: str, benchmark: str) -> dict[str, Any]:
-    """Overrides for the paper's full-scale runs: the settings shared by every run (N, K, temperatures,
-    warmup ratio, COR), plus per-model / per-benchmark settings from :mod:`ddrl.models` (a teammate's module;
-    imported lazily, and required for this function)."""
-    shared = {"model": model_preset, "n_votes": 64, "k_train": 32, "rollout_temperature": 1.0, "warmup_steps": -1,
-              "warmup_ratio": 0.03, "clip_ratio": 0.2, "kl_coef": 0.001, "eval_n": 16, "eval_temperature": 0.6,
-              "eval_top_p": 0.95, "cor_m": 128, "cor_epochs": 5, "cor_lr": 1e-5, "device": "auto"}
-    try:
-        from ddrl import models  # type: ignore[attr-defined]
-    except ImportError as e:
-        raise ImportError("paper_overrides needs ddrl/models.py (official per-model settings)") from e
-    fn = getattr(models, "train_overrides", None)
-    if fn is None:
-        raise AttributeError("ddrl.models has no train_overrides(model_preset, benchmark) -> dict")
-    return {**shared, **fn(model_preset, benchmark)}
+    """Overrides for the paper's full-scale runs, from the official per-model settings in
+    :mod:`ddrl.models` (``PRESETS[model_preset].settings(benchmark)``), mapped onto :class:`TrainConfig`.
+
+    ``micro_batch_size`` and ``sample_batch_size`` are memory knobs, not the paper's: set them for your GPU.
+    """
+    from ddrl.models import get_preset  # imported lazily: a teammate's module
+
+    s = get_preset(model_preset).settings(benchmark)
+    if s["lr"] is None:
+        raise ValueError(f"model preset {model_preset!r} has no official learning rate; pass lr= yourself")
+    return {
+        "model": model_preset, "cue": s["cue"], "dtype": s["dtype"], "device": "auto",
+        "lr": s["lr"], "episodes": s["episodes"], "prompts_per_step": s["prompts_per_step"],
+        "max_new_tokens": s["max_response_len"], "n_votes": s["n_votes"], "k_train": s["n_train"],
+        "rollout_temperature": s["rollout_temperature"], "rollout_top_p": s["rollout_top_p"],
+        "eval_n": s["eval_n"], "eval_temperature": s["eval_temperature"], "eval_top_p": s["eval_top_p"],
+        "warmup_steps": -1, "warmup_ratio": s["warmup_ratio"], "weight_decay": s["weight_decay"],
+        "adam_beta1": s["adam_betas"][0], "adam_beta2": s["adam_betas"][1], "grad_clip": s["grad_clip"],
+        "ppo_epochs": s["ppo_epochs"], "mini_batch_size": s["mini_batch_prompts"] * s["n_train"],
+        "micro_batch_size": 8, "clip_ratio": s["clip_ratio"], "dual_clip": s["dual_clip"], "kl_coef": s["kl_coef"],
+    }
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -218,10 +225,17 @@ def load_model(name: str, dtype: str = "float32", device: str = "auto", progress
         model, tok = load(build(name.split(":", 1)[1], progress=progress))
         model = model.to(torch_dtype)
     else:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        try:  # the teammates' loader: model presets, hub ids, local dirs, pad-token fixes
+            from ddrl.models import load_model as _load
+        except ImportError:
+            _load = None
+        if _load is not None:
+            model, tok = _load(name, dtype=dtype)
+        else:
+            from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        tok = AutoTokenizer.from_pretrained(name)
-        model = AutoModelForCausalLM.from_pretrained(name, dtype=torch_dtype)
+            tok = AutoTokenizer.from_pretrained(name)
+            model = AutoModelForCausalLM.from_pretrained(name, dtype=torch_dtype)
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     return model.to(resolve_device(device)), tok

@@ -213,3 +213,10 @@ def test_lora_step_changes_only_the_adapter(tmp_path):
     trainable = [n for n, p in res.model.named_parameters() if p.requires_grad]
     assert trainable and all("lora_" in n for n in trainable)
     assert len(res.metrics) == 1
+
+
+def test_paper_overrides_map_the_official_settings():
+    pytest.importorskip("ddrl.models")
+    cfg = make_config("ddrl", **__import__("ddrl.train", fromlist=["x"]).paper_overrides("qwen2.5-math-1.5b", "aime2024"))
+    assert (cfg.n_votes, cfg.k_train, cfg.cue, cfg.max_new_tokens, cfg.warmup_steps) == (64, 32, "system", 3072, -1)
+    assert cfg.lr == 5e-7 and cfg.warmup_ratio == 0.03 and cfg.cor
