@@ -309,7 +309,10 @@ lines.append(
     f"Of all positive advantage mass, {m['pos_mass_wrong_share_grpo']:.1%} lands on rollouts agreeing with a wrong "
     f"pseudo-label under GRPO, {m['pos_mass_wrong_share_grpo_no_std']:.1%} without std normalisation and "
     f"{m['pos_mass_wrong_share_fixed']:.1%} with fixed advantages ({m['wrong_label_share']:.0%} of the groups have a wrong "
-    "label). " + ("GRPO's normalisation thus concentrates reward on wrong labels, in line with the paper."
+    "label). " + ("Every measured group has a wrong label (or every one a right label), so this run cannot separate "
+                  "the estimators; increase `n_questions` or use a stronger model."
+                  if m["wrong_label_share"] in (0.0, 1.0) else
+                  "GRPO's normalisation thus concentrates reward on wrong labels, in line with the paper."
                   if m["pos_mass_wrong_share_grpo"] > m["pos_mass_wrong_share_fixed"] else
                   "GRPO does not put more of its positive mass on wrong labels than fixed advantages here, unlike the paper's argument."))
 if table1:
