@@ -85,7 +85,7 @@ def main() -> None:
             e = evaluate(model, tok, recs, n=cfg.eval_n, temperature=cfg.eval_temperature, top_p=cfg.eval_top_p,
                          max_new_tokens=cfg.max_new_tokens, seed=derive_seed(seed, "bench-eval", name), cue=cue,
                          batch_size=cfg.sample_batch_size)
-            out[name] = {"pass@1": e["pass@1"], f"maj@{cfg.eval_n}": e["maj@n"], "mean_tokens": e["mean_tokens"]}
+            out[name] = {"pass@1": e["pass@1"], "maj@n": e["maj@n"], "n": e["n"], "mean_tokens": e["mean_tokens"]}
         out["eval_seconds"] = time.perf_counter() - t0
         return out
 
@@ -141,7 +141,7 @@ def summarize(results: dict) -> None:
             continue
         s = {"seeds": len(per)}
         for qs in ("adapted", "heldout"):
-            for metric in ("pass@1", "maj@16"):
+            for metric in ("pass@1", "maj@n"):
                 vals = [p[qs][metric] for p in per if qs in p and metric in p[qs]]
                 if vals:
                     m, lo, hi = mean_ci(vals)
@@ -159,14 +159,14 @@ def print_table(results: dict) -> None:
     fmt = lambda d: "n/a" if d is None else (f"{100 * d['mean']:.1f} [{100 * d['ci95'][0]:.1f}, {100 * d['ci95'][1]:.1f}]"
                                              if d["ci95"][0] == d["ci95"][0] else f"{100 * d['mean']:.1f}")
     print(f"\n{'condition':<16} {'seeds':>5}  {'pass@1 adapted (95% CI)':<26} {'pass@1 held-out (95% CI)':<26} "
-          f"{'maj@16 adapted':<22} {'RL s':>6} {'COR s':>6}")
+          f"{'maj@n adapted (n=eval_n)':<22} {'RL s':>6} {'COR s':>6}")
     for cond in CONDITIONS:
         if cond not in s:
             continue
         c = s[cond]
         t = lambda k: f"{c[k]['mean']:.0f}" if k in c else "-"
         print(f"{LABELS[cond]:<16} {c['seeds']:>5}  {fmt(c.get('adapted/pass@1')):<26} {fmt(c.get('heldout/pass@1')):<26} "
-              f"{fmt(c.get('adapted/maj@16')):<22} {t('rl_seconds'):>6} {t('cor_seconds'):>6}")
+              f"{fmt(c.get('adapted/maj@n')):<22} {t('rl_seconds'):>6} {t('cor_seconds'):>6}")
 
 
 if __name__ == "__main__":

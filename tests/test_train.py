@@ -191,10 +191,23 @@ def test_a_different_config_in_an_existing_run_dir_is_an_error(tmp_path):
         run(tmp_path, "x", episodes=0, lr=2e-3)
 
 
+@pytest.fixture(scope="module")
+def testbed_tiny():
+    """The tiny testbed build (seconds; cached), and 4 test-split questions."""
+    from ddrl.testbed import build, generate_split
+
+    return build("tiny", progress=False), generate_split("test", 4, seed=0)
+
+
 @pytest.mark.parametrize("preset", sorted(PRESETS))
-def test_one_rl_step_for_every_preset(tmp_path, preset):
-    res = run(tmp_path, preset, preset=preset, prompts_per_step=4)  # 4 questions, 4 per step: one step
-    cfg = make_config(preset, **TINY)
+def test_one_rl_step_for_every_preset(tmp_path, preset, testbed_tiny):
+    """One end-to-end RL step (and COR where the preset has it) on the tiny testbed model."""
+    from ddrl.testbed import load
+
+    path, records = testbed_tiny
+    model, tok = load(path)
+    cfg = make_config(preset, **{**TINY, "model": "testbed:tiny", "prompts_per_step": 4, "max_new_tokens": 48})
+    res = train(cfg, records, tmp_path / preset, progress=False, model=model, tokenizer=tok)
     expected = 0 if cfg.episodes == 0 else 1 + math.ceil(cfg.extra_rl_fraction)
     assert len(res.metrics) == expected
     for row in res.metrics:
