@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-pytest.importorskip("verl", reason="verl is not installed (optional extra; build .venv-verl, see docs/scaling_out.md)")
+pytest.importorskip("verl.protocol", reason="verl is not installed (optional extra; build .venv-verl, see docs/scaling_out.md)")
 torch = pytest.importorskip("torch")
 
 from verl import DataProto  # noqa: E402

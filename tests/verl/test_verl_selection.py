@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-pytest.importorskip("verl", reason="verl is not installed (optional extra; build .venv-verl, see docs/scaling_out.md)")
+pytest.importorskip("verl.protocol", reason="verl is not installed (optional extra; build .venv-verl, see docs/scaling_out.md)")
 torch = pytest.importorskip("torch")
 
 from verl import DataProto  # noqa: E402
@@ -157,4 +157,4 @@ def test_reward_function_extracts_boxed_answer_and_grades_from_threads():
     with ThreadPoolExecutor(4) as pool:
         results = list(pool.map(lambda c: compute_score("aime", c[0], c[1], {}), cases))
     for (_, _, acc, pred), res in zip(cases, results):
-        assert res == {"score": acc, "acc": acc, "pred": pred}
+        assert res == {"score": acc, "acc": acc, "pred": pred, "index": -1}  # extra_info without "index"

@@ -7,6 +7,8 @@ where verl reads rewards (``rm_scores``), every key goes into the batch's non-te
 - ``pred``: the boxed answer (:func:`ddrl.answers.extract_boxed`; ``""`` when there is none). The DDRL
   trainer votes on these and *replaces* ``score`` with the 0/1 pseudo-reward, so ground truth never
   reaches the policy gradient during test-time training.
+- ``index``: ``extra_info["index"]`` (the question's row in the parquet; -1 if absent), so the COR stage
+  can join dumped rollouts back to their prompt messages (:mod:`ddrl.integrations.verl.cor`).
 - ``acc`` / ``score``: 1.0 if ``pred`` is equivalent to ``ground_truth`` (math-verify), else 0.0. Used as
   is for validation (verl reports it as test accuracy) and logged during training.
 
@@ -45,7 +47,7 @@ def compute_score(
     extra_info: dict | None = None,
     **kwargs: Any,
 ) -> dict[str, float | str]:
-    """``{"score": acc, "acc": acc, "pred": boxed answer or ""}`` for one response (verl's signature).
+    """``{"score": acc, "acc": acc, "pred": boxed answer or "", "index": question row}`` for one response (verl's signature).
 
     ``ground_truth`` may be None or empty (an unlabeled test-time set): then ``acc`` is 0.0.
     Extra keyword arguments that verl may pass (``reward_router_address`` ...) are ignored.
@@ -55,4 +57,5 @@ def compute_score(
     pred = extract_boxed(solution_str)
     truth = None if ground_truth is None else str(ground_truth)
     acc = 1.0 if (pred and truth and is_equivalent(pred, truth, timeout=grader_timeout())) else 0.0
-    return {"score": acc, "acc": acc, "pred": pred or ""}
+    index = (extra_info or {}).get("index", -1)
+    return {"score": acc, "acc": acc, "pred": pred or "", "index": int(index) if index is not None else -1}
