@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Build the separate verl test environment from scratch (CPU only; no CUDA torch, no vLLM).
+#   ddrl/integrations/verl/install_venv.sh [VENV_DIR]      (default: .venv-verl at the repo root)
+# Measured here: ~6.5 min on a shared 2-core box with a local wheel cache (torch 2 min, verl 3.5 min).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
+VENV=${1:-$ROOT/.venv-verl}
+PYTHON=${PYTHON:-python3}
+TORCH=${TORCH:-torch==2.13.0}
+start=$(date +%s)
+test -x "$VENV/bin/python" || "$PYTHON" -m venv "$VENV"
+PIP="$VENV/bin/python -m pip"
+$PIP install -q "$TORCH"                       # first, alone: the CPU wheel
+constraints=$(mktemp); trap 'rm -f "$constraints"' EXIT
+echo "$TORCH" > "$constraints"                  # nothing below may replace torch
+# verl 0.9.1 pins transformers>=5.5.3,<5.11 (not 5.11+); cachetools/uvicorn/fastapi are imported by
+# verl.trainer.main_ppo_v0 but not declared as dependencies.
+$PIP install -q -c "$constraints" "verl==0.9.1" cachetools uvicorn fastapi \
+    math-verify numpy scipy pandas tqdm pyyaml pytest pytest-timeout
+$PIP install -q --no-deps -e "$ROOT"
+"$VENV/bin/python" -c "import torch, verl; assert torch.__version__.startswith('${TORCH#torch==}'), torch.__version__; print('verl', verl.__version__, 'torch', torch.__version__)"
+echo "install_venv.sh: $VENV ready in $(( $(date +%s) - start )) s"
