@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the separate verl test environment from scratch (CPU only; no CUDA torch, no vLLM).
 #   ddrl/integrations/verl/install_venv.sh [VENV_DIR]      (default: .venv-verl at the repo root)
-# Measured here: ~6.5 min on a shared 2-core box with a local wheel cache (torch 2 min, verl 3.5 min).
+# Measured here (shared 2-core box): 183 s from scratch with a warm pip cache, ~6.5 min cold.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 VENV=${1:-$ROOT/.venv-verl}
