@@ -14,7 +14,7 @@ export TOKENIZERS_PARALLELISM ?= false
 export HF_HUB_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: install test test-slow reproduce smoke lint-notebooks clean
+.PHONY: install test test-slow test-verl reproduce smoke clean
 
 install: $(STAMP)
 
@@ -31,6 +31,15 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -q -m slow $(PYTEST_ARGS)
+
+# verl (multi-GPU scale-out) pins its own transformers: its tests run in a separate environment.
+VENV_VERL ?= .venv-verl
+$(VENV_VERL)/.ddrl-installed: pyproject.toml ddrl/integrations/verl/install_venv.sh
+	PYTHON=$(PYTHON) TORCH="$(TORCH)" bash ddrl/integrations/verl/install_venv.sh $(VENV_VERL)
+	touch $@
+
+test-verl: $(VENV_VERL)/.ddrl-installed
+	$(VENV_VERL)/bin/python -m pytest -q tests/verl -W ignore::UserWarning
 
 reproduce: $(STAMP)
 	$(PY) -m ddrl.reproduce --preset $(PRESET)

@@ -1,0 +1,141 @@
+"""Methods x seeds on adapted and held-out questions: the experiment loop behind notebooks 03-05 and
+``bench/train.py``.
+
+A *method* is a row of the paper's tables. Each maps to a trainer preset and to which weights of that run
+are evaluated, so one DDRL run (RL, then COR) serves three rows: BCS + DAE (its RL-only weights), DDRL
+(after COR) and, through its metrics, the training curves. Runs live in ``runs_root/<preset>-<hash of the
+config>`` so the same configuration is trained once and reused by every notebook (a finished run directory
+loads instantly; a killed one resumes). Evaluations are cached by content as well.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import pandas as pd
+
+from ddrl.reporting import cache_root, cached, content_key
+from ddrl.seeds import derive_seed
+
+#: method -> (trainer preset, weights to evaluate: "final" or "rl" = before COR, extra overrides)
+METHODS: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "no_adaptation": ("no_adaptation", "base", {}),
+    "ttrl": ("ttrl", "final", {}),
+    "etmr": ("etmr", "final", {}),
+    "grpo_no_std": ("grpo_no_std", "final", {}),
+    "dae": ("dae", "final", {}),
+    "bcs": ("bcs", "final", {}),
+    "bcs_dae": ("ddrl", "rl", {}),  # the RL-only weights of the DDRL run: identical to a BCS+DAE run
+    "ddrl": ("ddrl", "final", {}),  # BCS + DAE + COR
+    "additional_rl": ("ddrl_additional_rl", "final", {}),
+}
+
+
+@dataclass
+class Experiment:
+    """Shared setting of a comparison: which questions, which base config, where runs and caches go."""
+
+    adapted: Sequence[dict]  # questions the methods adapt on (and are evaluated on)
+    heldout: Sequence[dict] = ()  # same distribution, never adapted on
+    overrides: dict[str, Any] = field(default_factory=dict)  # TrainConfig overrides shared by every method
+    runs_root: Path | None = None  # default: <cache>/runs
+    progress: bool = True
+
+    def config(self, method: str, seed: int, **extra: Any):
+        from ddrl.train import make_config
+
+        if method not in METHODS:
+            raise ValueError(f"unknown method {method!r}; expected one of {sorted(METHODS)}")
+        preset, _, method_overrides = METHODS[method]
+        return make_config(preset, **{**self.overrides, **method_overrides, **extra, "seed": seed})
+
+    def run_dir(self, preset: str, cfg) -> Path:
+        """``runs_root/<preset>-<hash of config and questions>``: same setting, same directory."""
+        from ddrl.runs import fingerprint
+
+        key = content_key({"config": asdict(cfg), "questions": fingerprint(self.adapted)})
+        return Path(self.runs_root or cache_root() / "runs") / f"{preset}-{key[:16]}"
+
+    def train(self, method: str, seed: int, **extra: Any):
+        """Train (or load) the run behind ``method``; returns the trainer's :class:`~ddrl.train.RunResult`."""
+        from ddrl.train import train
+
+        cfg = self.config(method, seed, **extra)
+        return train(cfg, list(self.adapted), self.run_dir(METHODS[method][0], cfg), progress=self.progress)
+
+    def evaluate(self, model, tokenizer, cfg, seed: int, tag: str) -> dict[str, dict]:
+        """pass@1 and maj@n on the adapted and held-out questions (cached by ``tag``: run dir + weights)."""
+        from ddrl.evaluate import evaluate
+        from ddrl.train import resolve_cue
+
+        out = {}
+        for split, recs in (("adapted", self.adapted), ("heldout", self.heldout)):
+            if not recs:
+                continue
+            key = {"tag": tag, "split": split, "questions": [r.get("id") or r["prompt"] for r in recs],
+                   "n": cfg.eval_n, "T": cfg.eval_temperature, "top_p": cfg.eval_top_p,
+                   "max_new_tokens": cfg.max_new_tokens, "seed": seed}
+
+            def run(recs=recs, split=split):
+                t0 = time.perf_counter()
+                e = evaluate(model, tokenizer, recs, n=cfg.eval_n, temperature=cfg.eval_temperature,
+                             top_p=cfg.eval_top_p, max_new_tokens=cfg.max_new_tokens,
+                             seed=derive_seed(seed, "eval", split), cue=resolve_cue(cfg.cue, cfg.model),
+                             batch_size=cfg.sample_batch_size, progress=self.progress)
+                return {"pass@1": e["pass@1"], "maj@n": e["maj@n"], "mean_tokens": e["mean_tokens"],
+                        "eval_seconds": time.perf_counter() - t0}
+
+            out[split] = cached(key, run, namespace="evaluations")
+        return out
+
+    def run(self, method: str, seed: int, **extra: Any) -> list[dict]:
+        """Rows ``{method, seed, split, pass@1, maj@n, rl_seconds, cor_seconds, ...}`` for one method and seed."""
+        from ddrl.runs import RunDir
+        from ddrl.train import load_model
+
+        cfg = self.config(method, seed, **extra)
+        _, weights, _ = METHODS[method]
+        info: dict[str, Any] = {"rl_seconds": 0.0, "cor_seconds": 0.0, "run_dir": None}
+        if weights == "base":
+            model, tok = load_model(cfg.model, cfg.dtype, cfg.device)
+            tag = f"base:{cfg.model}"
+        else:
+            res = self.train(method, seed, **extra)
+            model, tok = res.model, res.tokenizer
+            if weights == "rl":
+                RunDir(res.run_dir).load_weights("rl", model)
+            info = {"rl_seconds": res.rl_seconds, "cor_seconds": res.cor_seconds if weights == "final" else 0.0,
+                    "run_dir": str(res.run_dir), "cor_kept": (res.cor or {}).get("num_kept") if weights == "final" else None}
+            tag = f"{res.run_dir}:{weights}"
+        evals = self.evaluate(model, tok, cfg, seed, tag)
+        return [{"method": method, "seed": seed, "split": split, **ev, **info, **extra} for split, ev in evals.items()]
+
+    def grid(self, methods: Sequence[str], seeds: Sequence[int], **extra: Any) -> pd.DataFrame:
+        """:meth:`run` for every method and seed, as one long DataFrame."""
+        rows = [row for seed in seeds for m in methods for row in self.run(m, seed, **extra)]
+        return pd.DataFrame(rows)
+
+    def training_curves(self, method: str, seeds: Sequence[int], **extra: Any) -> pd.DataFrame:
+        """Per-step training metrics (metrics.jsonl) of ``method``'s runs, one row per (seed, step)."""
+        frames = []
+        for seed in seeds:
+            res = self.train(method, seed, **extra)
+            df = pd.DataFrame(res.metrics)
+            df["method"], df["seed"] = method, seed
+            frames.append(df)
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def summarize(df: pd.DataFrame, metric: str = "pass@1", by: Sequence[str] = ("method", "split")) -> pd.DataFrame:
+    """Mean and 95% t-interval over seeds of ``metric`` for each group of ``by``."""
+    from ddrl.evaluate import mean_ci
+
+    rows = []
+    for keys, g in df.groupby(list(by), sort=False):
+        m, lo, hi = mean_ci(g[metric].tolist())
+        rows.append({**dict(zip(by, keys if isinstance(keys, tuple) else (keys,))), "seeds": len(g),
+                     "mean": m, "ci_lo": lo, "ci_hi": hi})
+    return pd.DataFrame(rows)
