@@ -1,0 +1,320 @@
+"""Pretraining the testbed model, and the cache that lets notebooks and tests reuse it.
+
+Every step draws fresh problems from the training distribution (1-4 operations), renders them through
+the tokenizer's chat template exactly as RL sampling will see them, and trains on the response tokens
+only (the chain, the box and ``<|end|>``). Sequences are packed into rows of ``pack_len`` tokens with
+restarting ``position_ids`` (Hugging Face's packed-sequence format: attention stays within a sequence),
+which saves the ~35% of compute that padding short and long chains to one length would waste.
+
+Because the useful regime is narrow (too few steps: pseudo-labels mostly wrong; too many: nothing left
+to learn at test time), training stops once majority vote over ``dev_samples`` samples on a small dev set
+drawn from the *test* distribution reaches ``target_dev_maj`` (checked every ``eval_every`` steps from
+``min_steps``), or at ``max_steps``.
+
+The result is cached under ``<cache>/testbed/<preset>-<hash>/`` where the hash covers the whole
+configuration and :data:`TESTBED_VERSION`; it is written to a temporary directory and renamed into place,
+so an interrupted build never leaves a half cache.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from ddrl.seeds import DEFAULT_SEED, derive_seed, numpy_generator
+from ddrl.testbed.model import build_model
+from ddrl.testbed.task import SPLITS, generate_split, sample_problems
+from ddrl.testbed.tokenizer import build_tokenizer
+
+#: Bump when a code change alters what a given configuration builds (invalidates every cached build).
+TESTBED_VERSION = 1
+
+REPO = Path(__file__).resolve().parents[2]
+META_FILE = "testbed.json"
+
+
+@dataclass(frozen=True)
+class PretrainConfig:
+    """Everything that determines a built testbed model."""
+
+    # model
+    hidden_size: int = 96
+    num_layers: int = 3
+    num_heads: int = 4
+    intermediate_size: int = 384
+    max_positions: int = 256
+    # optimisation
+    steps: int = 2000  # the most steps; early stopping usually ends sooner
+    batch_size: int = 128  # problems per step
+    lr: float = 3e-3
+    warmup_steps: int = 50
+    schedule: str = "cosine"  # "cosine" (to 0 at ``steps``) or "constant", after the warmup
+    betas: tuple[float, float] = (0.9, 0.98)
+    weight_decay: float = 0.01
+    grad_clip: float = 1.0
+    pack_len: int = 128
+    # early stopping on dev maj@k (test distribution); eval_every=0 disables it
+    eval_every: int = 100
+    min_steps: int = 600
+    target_dev_maj: float = 0.65
+    dev_questions: int = 64
+    dev_samples: int = 32
+    max_new_tokens: int = 96
+    seed: int = DEFAULT_SEED
+
+    def __post_init__(self) -> None:
+        if self.schedule not in ("cosine", "constant"):
+            raise ValueError(f"PretrainConfig.schedule must be 'cosine' or 'constant', got {self.schedule!r}")
+        for name in ("steps", "batch_size", "pack_len", "hidden_size", "num_layers", "num_heads"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"PretrainConfig.{name} must be >= 1, got {getattr(self, name)}")
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def config_hash(self) -> str:
+        """12 hex digits of sha256 over the configuration and :data:`TESTBED_VERSION`."""
+        blob = json.dumps({"version": TESTBED_VERSION, **self.to_dict()}, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+PRESETS: dict[str, PretrainConfig] = {
+    # For tests: a 2-layer width-32 model, 40 steps, no early stopping; a few seconds. Not competent.
+    "tiny": PretrainConfig(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, steps=40,
+                           batch_size=32, warmup_steps=5, eval_every=0, min_steps=0),
+    # What notebooks use: 446k parameters, stopped in the regime where the paper's phenomena show.
+    "default": PretrainConfig(),
+}
+
+
+def get_config(preset: str) -> PretrainConfig:
+    if preset not in PRESETS:
+        raise ValueError(f"testbed preset must be one of {sorted(PRESETS)}, got {preset!r}")
+    return PRESETS[preset]
+
+
+def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
+    """``cache_dir``, else ``$DDRL_CACHE_DIR``, else ``<repo>/.cache`` (gitignored); builds go in ``testbed/``."""
+    root = Path(cache_dir) if cache_dir is not None else Path(os.environ.get("DDRL_CACHE_DIR") or REPO / ".cache")
+    return root / "testbed"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Batches
+# ---------------------------------------------------------------------------------------------------------
+
+
+def encode_example(tokenizer, question: str, solution: str) -> tuple[list[int], list[int]]:
+    """``(prompt_ids, response_ids)``: the chat-formatted prompt (as ``ddrl.prompts.format_prompt`` renders
+    it) and the solution followed by the end-of-sequence token."""
+    prompt = tokenizer.apply_chat_template([{"role": "user", "content": question}], tokenize=False,
+                                           add_generation_prompt=True)
+    p = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    r = tokenizer(solution, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+    return p, r
+
+
+def pack_examples(examples: list[tuple[list[int], list[int]]], pack_len: int, pad_id: int):
+    """Pack ``(prompt_ids, response_ids)`` pairs into rows of ``pack_len`` tokens, in order.
+
+    Returns ``input_ids, position_ids, targets`` (LongTensors ``[rows, pack_len]``): positions restart at 0
+    for every sequence (so attention stays inside it), ``targets[t]`` is the next token when that token
+    belongs to the response, else -100. Padding at a row's end is its own segment with target -100.
+    """
+    rows: list[tuple[list[int], list[int], list[int]]] = []
+    ids, pos, tgt = [], [], []
+    for p, r in examples:
+        seq = p + r
+        if len(seq) > pack_len:
+            raise ValueError(f"an example of {len(seq)} tokens does not fit pack_len={pack_len}")
+        if len(ids) + len(seq) > pack_len:
+            rows.append((ids, pos, tgt))
+            ids, pos, tgt = [], [], []
+        ids += seq
+        pos += list(range(len(seq)))
+        tgt += [seq[j + 1] if j + 1 >= len(p) else -100 for j in range(len(seq) - 1)] + [-100]
+    rows.append((ids, pos, tgt))
+    n = len(rows)
+    input_ids = torch.full((n, pack_len), pad_id, dtype=torch.long)
+    position_ids = torch.zeros((n, pack_len), dtype=torch.long)
+    targets = torch.full((n, pack_len), -100, dtype=torch.long)
+    for i, (a, b, c) in enumerate(rows):
+        k = len(a)
+        input_ids[i, :k] = torch.tensor(a)
+        position_ids[i, :k] = torch.tensor(b)
+        position_ids[i, k:] = torch.arange(pack_len - k)
+        targets[i, :k] = torch.tensor(c)
+    return input_ids, position_ids, targets
+
+
+def lr_at(step: int, cfg: PretrainConfig) -> float:
+    """Linear warmup over ``warmup_steps``, then constant or cosine decay to 0 at ``cfg.steps``."""
+    if step < cfg.warmup_steps:
+        return cfg.lr * (step + 1) / cfg.warmup_steps
+    if cfg.schedule == "constant":
+        return cfg.lr
+    frac = (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps)
+    return cfg.lr * 0.5 * (1.0 + math.cos(math.pi * min(1.0, frac)))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Dev evaluation (sampling through the project's sampler, like every later step)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def sample_eval(model, tokenizer, records: list[dict], n: int, *, temperature: float = 1.0,
+                max_new_tokens: int = 96, seed: int = 0, batch_size: int = 512, progress: bool = False) -> dict:
+    """pass@1, maj@n and the no-box rate of ``n`` samples per record, plus the per-question answers.
+
+    Answers are integers, so a sample is correct iff its boxed answer's voting key equals the truth's.
+    """
+    from ddrl.answers import extract_boxed, voting_key
+    from ddrl.prompts import format_prompt
+    from ddrl.sampling import HFSampler
+    from ddrl.voting import majority_vote
+
+    sampler = HFSampler(model, tokenizer, batch_size=batch_size)
+    prompts = [format_prompt(tokenizer, r["prompt"], cue="none") for r in records]
+    rollouts = sampler.sample(prompts, n=n, temperature=temperature, top_p=1.0, max_new_tokens=max_new_tokens,
+                              seed=seed, progress=progress)
+    answers, correct, maj_correct, nobox = [], [], [], 0
+    for r, rs in zip(records, rollouts):
+        a = [extract_boxed(x.text) for x in rs]
+        truth = voting_key(str(r["answer"]))
+        vote = majority_vote(a)
+        answers.append(a)
+        correct.append([voting_key(x) == truth and x is not None for x in a])
+        maj_correct.append(vote.label is not None and voting_key(vote.label) == truth)
+        nobox += sum(voting_key(x) is None for x in a)
+    return {
+        "pass@1": float(np.mean([np.mean(c) for c in correct])),
+        f"maj@{n}": float(np.mean(maj_correct)),
+        "no_box_rate": nobox / (len(records) * n),
+        "answers": answers,
+        "correct": correct,
+    }
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Training and the cache
+# ---------------------------------------------------------------------------------------------------------
+
+
+def pretrain(cfg: PretrainConfig, progress: bool = True):
+    """Train a testbed model from scratch; returns ``(model, tokenizer, info)``. Deterministic for ``cfg``
+    (on one machine and thread count)."""
+    tokenizer = build_tokenizer(model_max_length=cfg.max_positions)
+    model = build_model(tokenizer, hidden_size=cfg.hidden_size, num_layers=cfg.num_layers, num_heads=cfg.num_heads,
+                        intermediate_size=cfg.intermediate_size, max_positions=cfg.max_positions,
+                        seed=derive_seed(cfg.seed, "testbed-init"))
+    decay = [p for p in model.parameters() if p.ndim >= 2]
+    no_decay = [p for p in model.parameters() if p.ndim < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr, betas=cfg.betas)
+    rng = numpy_generator(cfg.seed, "testbed-pretrain-data")
+    spec = SPLITS["train"]
+    dev = generate_split("dev", cfg.dev_questions, cfg.seed) if cfg.eval_every else []
+    history: list[dict] = []
+    stop_reason, step = "max_steps", 0
+    t0 = time.perf_counter()
+    bar = tqdm(range(cfg.steps), desc="pretraining testbed", unit="step", disable=not progress)
+    model.train()
+    for step in bar:
+        problems = sample_problems(spec.num_ops, spec.weights, cfg.batch_size, rng)
+        ids, pos, tgt = pack_examples([encode_example(tokenizer, q, s) for q, s in problems], cfg.pack_len,
+                                      tokenizer.pad_token_id)
+        for group in opt.param_groups:
+            group["lr"] = lr_at(step, cfg)
+        logits = model(input_ids=ids, position_ids=pos, use_cache=False).logits
+        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), tgt.flatten(), ignore_index=-100)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        opt.step()
+        done = step + 1
+        if done % 20 == 0:
+            bar.set_postfix(loss=f"{loss.item():.3f}")
+        if cfg.eval_every and done >= cfg.min_steps and done % cfg.eval_every == 0:
+            ev = sample_eval(model, tokenizer, dev, cfg.dev_samples, max_new_tokens=cfg.max_new_tokens,
+                             seed=derive_seed(cfg.seed, "testbed-dev", done))
+            model.train()
+            maj = ev[f"maj@{cfg.dev_samples}"]
+            history.append({"step": done, "loss": float(loss.item()), "dev_pass@1": ev["pass@1"],
+                            "dev_maj": maj, "dev_no_box": ev["no_box_rate"],
+                            "seconds": time.perf_counter() - t0})
+            bar.set_postfix(loss=f"{loss.item():.3f}", dev_pass1=f"{ev['pass@1']:.2f}", dev_maj=f"{maj:.2f}")
+            if maj >= cfg.target_dev_maj:
+                stop_reason = f"dev maj@{cfg.dev_samples} {maj:.3f} >= {cfg.target_dev_maj}"
+                break
+    bar.close()
+    model.eval()
+    info = {
+        "steps": step + 1,
+        "stop_reason": stop_reason,
+        "final_loss": float(loss.item()),
+        "dev_history": history,
+        "pretrain_seconds": time.perf_counter() - t0,
+        "num_threads": torch.get_num_threads(),
+        "num_parameters": sum(p.numel() for p in model.parameters()),
+    }
+    return model, tokenizer, info
+
+
+def build(preset: str = "default", cache_dir: str | os.PathLike | None = None, progress: bool = True,
+          config: PretrainConfig | None = None) -> Path:
+    """The directory of the built testbed (``save_pretrained`` format), building it on first use.
+
+    ``config`` overrides the preset's configuration (its name still prefixes the directory).
+    """
+    cfg = config if config is not None else get_config(preset)
+    root = cache_root(cache_dir)
+    final = root / f"{preset}-{cfg.config_hash()}"
+    if (final / META_FILE).is_file():
+        return final
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = root / f".tmp-{final.name}-{os.getpid()}-{time.time_ns()}"
+    try:
+        model, tokenizer, info = pretrain(cfg, progress=progress)
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        meta = {"preset": preset, "hash": cfg.config_hash(), "version": TESTBED_VERSION, "config": cfg.to_dict(),
+                "torch": torch.__version__, **info}
+        (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+        try:
+            os.rename(tmp, final)
+        except OSError:
+            if not (final / META_FILE).is_file():  # not a concurrent build that won the race
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def load(path: str | os.PathLike):
+    """``(model, tokenizer)`` from a built directory, through the Auto classes (the Hugging Face path)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = Path(path)
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"{path} is not a testbed build (no config.json); call ddrl.testbed.build() first")
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path)
+    model.eval()
+    return model, tokenizer
+
+
+def read_meta(path: str | os.PathLike) -> dict:
+    """The build's ``testbed.json``: configuration, steps, stop reason, dev history, pretraining seconds."""
+    return json.loads((Path(path) / META_FILE).read_text())

@@ -1,0 +1,221 @@
+"""The embedded testbed: task, tokenizer, Hugging Face loading, the cached deterministic build, the CLI."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from ddrl.testbed import build, generate_split, load, read_meta
+from ddrl.testbed.pretrain import PRESETS, PretrainConfig, encode_example, lr_at, pack_examples
+from ddrl.testbed.task import MAX_VALUE, evaluate_question, sample_chain, solution_text
+from ddrl.testbed.tokenizer import build_tokenizer
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+# --- task ---------------------------------------------------------------------------------------------
+
+
+def test_evaluate_question_left_to_right():
+    assert evaluate_question("47+38*2-9") == 161
+    assert evaluate_question("2+3*4") == 20  # left to right, not precedence
+    assert evaluate_question("10-4") == 6
+    with pytest.raises(ValueError, match="question"):
+        evaluate_question("2+")
+
+
+def test_solution_text_matches_issue_example():
+    assert solution_text(47, [("+", 38), ("*", 2), ("-", 9)]) == "47+38=85;85*2=170;170-9=161;\\boxed{161}"
+
+
+def _check_chain(question: str, answer: str, solution: str) -> None:
+    steps = solution.split(";")
+    assert steps[-1] == f"\\boxed{{{answer}}}"
+    value = None
+    for step in steps[:-1]:
+        lhs, rhs = step.split("=")
+        if value is not None:
+            assert lhs.startswith(str(value))
+        value = evaluate_question(lhs)
+        assert int(rhs) == value and 0 <= value <= MAX_VALUE
+    assert value == int(answer) == evaluate_question(question)
+
+
+@pytest.mark.parametrize("split,ops", [("train", {1, 2, 3, 4}), ("test", {4}), ("dev", {4})])
+def test_split_records_are_correct_and_shifted(split, ops):
+    recs = generate_split(split, 400, seed=3)
+    assert [r["id"] for r in recs[:2]] == [f"testbed-{split}-0", f"testbed-{split}-1"]
+    assert {r["source"] for r in recs} == {f"testbed-{split}"}
+    seen = set()
+    for r in recs:
+        assert set(r) == {"prompt", "answer", "source", "id"}
+        assert r["answer"] == str(evaluate_question(r["prompt"]))
+        seen.add(sum(r["prompt"].count(c) for c in "+-*"))
+    assert seen == ops
+
+
+def test_chains_stay_in_range_and_solutions_check():
+    rng = np.random.default_rng(0)
+    for _ in range(500):
+        start, steps = sample_chain(int(rng.integers(1, 6)), rng)
+        q = str(start) + "".join(f"{o}{b}" for o, b in steps)
+        _check_chain(q, str(evaluate_question(q)), solution_text(start, steps))
+
+
+def test_split_deterministic_and_prefix_stable():
+    a = generate_split("test", 50, seed=7)
+    assert a == generate_split("test", 50, seed=7)
+    assert a[:20] == generate_split("test", 20, seed=7)
+    assert a != generate_split("test", 50, seed=8)
+    assert [r["prompt"] for r in generate_split("dev", 20, 7)] != [r["prompt"] for r in a[:20]]
+
+
+def test_split_bad_input():
+    with pytest.raises(ValueError, match="split"):
+        generate_split("valid", 3, 0)
+    with pytest.raises(ValueError, match="n must be"):
+        generate_split("test", -1, 0)
+
+
+# --- tokenizer ----------------------------------------------------------------------------------------
+
+
+def test_tokenizer_round_trip_and_boxed_token():
+    tok = build_tokenizer()
+    text = "47+38=85;85*2=170;170-9=161;\\boxed{161}"
+    ids = tok(text, add_special_tokens=False)["input_ids"]
+    assert tok.decode(ids) == text
+    assert tok.convert_tokens_to_ids("\\boxed{") in ids
+    assert len(ids) == len(text) - len("\\boxed{") + 1
+    assert tok.unk_token_id not in ids
+    assert tok("a", add_special_tokens=False)["input_ids"] == [tok.unk_token_id]
+
+
+def test_chat_template_is_short_for_every_cue():
+    from ddrl.prompts import CUE_PLACEMENTS, format_prompt
+
+    tok = build_tokenizer()
+    for cue in CUE_PLACEMENTS:
+        assert format_prompt(tok, "47+38*2-9", cue=cue) == "<|user|>47+38*2-9<|assistant|>"
+    full = tok.apply_chat_template([{"role": "user", "content": "1+2"}, {"role": "assistant", "content": "1+2=3;\\boxed{3}"}],
+                                   tokenize=False)
+    assert full == "<|user|>1+2<|assistant|>1+2=3;\\boxed{3}<|end|>"
+
+
+def test_encode_example_is_the_template_rendering():
+    tok = build_tokenizer()
+    p, r = encode_example(tok, "1+2", "1+2=3;\\boxed{3}")
+    text = tok.apply_chat_template([{"role": "user", "content": "1+2"}, {"role": "assistant", "content": "1+2=3;\\boxed{3}"}],
+                                   tokenize=False)
+    assert p + r == tok(text, add_special_tokens=False)["input_ids"]
+    assert r[-1] == tok.eos_token_id
+
+
+# --- packing ------------------------------------------------------------------------------------------
+
+
+def test_packed_rows_attend_within_each_sequence():
+    from ddrl.testbed.model import build_model
+
+    tok = build_tokenizer()
+    model = build_model(tok, hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, max_positions=256, seed=0).eval()
+    examples = [encode_example(tok, q, solution_text(s, st)) for q, s, st in
+                [("5+3", 5, [("+", 3)]), ("12*3-4", 12, [("*", 3), ("-", 4)]), ("9-2", 9, [("-", 2)])]]
+    ids, pos, tgt = pack_examples(examples, 64, tok.pad_token_id)
+    assert ids.shape[0] == 1  # all three fit one row
+    with torch.no_grad():
+        packed = model(input_ids=ids, position_ids=pos, use_cache=False).logits[0]
+        start = 0
+        for p, r in examples:
+            seq = torch.tensor([p + r])
+            alone = model(input_ids=seq, use_cache=False).logits[0]
+            torch.testing.assert_close(packed[start : start + len(p) + len(r)], alone, atol=1e-5, rtol=1e-5)
+            # targets: next response token, -100 on the prompt and at the sequence end
+            t = tgt[0, start : start + len(p) + len(r)].tolist()
+            assert t == [-100] * (len(p) - 1) + r + [-100]
+            start += len(p) + len(r)
+
+
+def test_pack_rejects_too_long():
+    with pytest.raises(ValueError, match="pack_len"):
+        pack_examples([([1] * 10, [2] * 10)], 8, 0)
+
+
+def test_lr_schedule():
+    cfg = PretrainConfig(steps=110, warmup_steps=10, lr=1.0)
+    assert lr_at(0, cfg) == pytest.approx(0.1)
+    assert lr_at(10, cfg) == pytest.approx(1.0)
+    assert lr_at(60, cfg) == pytest.approx(0.5)
+    assert lr_at(110, cfg) == pytest.approx(0.0, abs=1e-12)
+
+
+# --- the build ----------------------------------------------------------------------------------------
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_tiny_build_deterministic_cached_and_loadable(tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer, Qwen2ForCausalLM
+
+    a = build("tiny", cache_dir=tmp_path / "a", progress=False)
+    b = build("tiny", cache_dir=tmp_path / "b", progress=False)  # from scratch again
+    assert _sha(a / "model.safetensors") == _sha(b / "model.safetensors")
+    assert a.name == b.name == f"tiny-{PRESETS['tiny'].config_hash()}"
+    assert not [p for p in a.parent.iterdir() if p.name.startswith(".tmp")]
+    mtime = (a / "model.safetensors").stat().st_mtime_ns
+    assert build("tiny", cache_dir=tmp_path / "a", progress=False) == a  # cached: not rebuilt
+    assert (a / "model.safetensors").stat().st_mtime_ns == mtime
+    meta = read_meta(a)
+    assert meta["steps"] == PRESETS["tiny"].steps and meta["pretrain_seconds"] < 30
+
+    tok = AutoTokenizer.from_pretrained(a)
+    model = AutoModelForCausalLM.from_pretrained(a)
+    assert isinstance(model, Qwen2ForCausalLM) and model.config.tie_word_embeddings
+    assert tok.eos_token_id == model.config.eos_token_id == model.generation_config.eos_token_id
+    from ddrl.prompts import format_prompt
+
+    assert format_prompt(tok, "1+2", cue="system") == "<|user|>1+2<|assistant|>"
+    model2, tok2 = load(a)
+    assert tok2.chat_template == tok.chat_template
+    ids = torch.tensor([tok("<|user|>1+2<|assistant|>", add_special_tokens=False)["input_ids"]])
+    with torch.no_grad():
+        torch.testing.assert_close(model(ids).logits, model2(ids).logits)
+    # the project's sampler runs on it
+    from ddrl.sampling import HFSampler
+
+    rs = HFSampler(model, tok, batch_size=8).sample(["<|user|>1+2<|assistant|>"], n=4, max_new_tokens=8, seed=0)
+    assert len(rs[0]) == 4 and all(len(r.token_ids) <= 8 for r in rs[0])
+
+
+def test_config_hash_changes_with_config():
+    assert PretrainConfig().config_hash() != PretrainConfig(lr=1e-3).config_hash()
+    assert PretrainConfig().config_hash() == PretrainConfig().config_hash()
+    with pytest.raises(ValueError, match="schedule"):
+        PretrainConfig(schedule="linear")
+
+
+def test_unknown_preset_and_missing_dir(tmp_path):
+    with pytest.raises(ValueError, match="preset"):
+        build("huge", cache_dir=tmp_path)
+    with pytest.raises(FileNotFoundError, match="config.json"):
+        load(tmp_path)
+
+
+def test_cli_builds_and_prints_path(tmp_path):
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+    out = subprocess.run([sys.executable, "-m", "ddrl.testbed", "build", "--preset", "tiny", "--cache-dir",
+                          str(tmp_path), "--quiet"], capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+    assert out.returncode == 0, out.stderr
+    path = Path(out.stdout.strip().splitlines()[-1])
+    assert (path / "model.safetensors").is_file() and path.parent == tmp_path / "testbed"
+    assert json.loads(out.stderr.strip().splitlines()[-1])["preset"] == "tiny"
