@@ -59,6 +59,13 @@ class TrainConfig:
     selection: str = "random"  # which K of N rollouts are trained: "random" (TTRL) | "bcs" (DDRL)
     advantage: str = "grpo"  # "grpo" (TTRL) | "grpo_no_std" | "fixed" (DDRL's DAE: +1 / -1)
     cor: bool = False  # consensus-based offline refinement after RL (DDRL's COR)
+    reshape: str = "none"  # advantage transform: "none" | "entropy" (ETTRL's EAR) | "clip" (to [-2, 2])
+
+    # --- how the voting rollouts are drawn ---
+    rollout: str = "iid"  # "iid": n_votes independent samples (TTRL); "etmr": entropy-fork trees (ETTRL's ETMR)
+    etmr_m: int = 12  # ETMR: root responses per question (leaves = m * (1 + forks * branches) = 60)
+    etmr_forks: int = 2  # ETMR: fork points per root, its highest-entropy tokens
+    etmr_branches: int = 2  # ETMR: continuations sampled from each fork
 
     # --- rollouts ---
     n_votes: int = 64  # N: rollouts sampled per question for the majority vote
@@ -122,12 +129,16 @@ PRESETS: dict[str, dict[str, Any]] = {
     "bcs_dae": {"selection": "bcs", "advantage": "fixed", "cor": False},
     "ddrl": {"selection": "bcs", "advantage": "fixed", "cor": True},
     "ddrl_additional_rl": {"selection": "bcs", "advantage": "fixed", "cor": False, "extra_rl_fraction": 0.1},
+    # ETTRL's baselines (Liu et al. 2025): tree rollouts vote and TTRL trains on K leaves; "etmr_ear" adds
+    # entropy-based advantage reshaping.
+    "etmr": {"rollout": "etmr", "selection": "random", "advantage": "grpo", "cor": False},
+    "etmr_ear": {"rollout": "etmr", "selection": "random", "advantage": "grpo", "reshape": "entropy", "cor": False},
 }
 
 #: The paper's row names for the presets (for tables and plots).
 PRESET_LABELS: dict[str, str] = {
     "no_adaptation": "No adaptation", "ttrl": "TTRL", "grpo_no_std": "GRPO w/o norm.", "dae": "DAE",
-    "bcs": "BCS", "bcs_dae": "BCS+DAE", "ddrl": "BCS+DAE+COR (DDRL)", "ddrl_additional_rl": "BCS+DAE + additional RL",
+    "bcs": "BCS", "bcs_dae": "BCS+DAE", "etmr": "ETMR", "etmr_ear": "ETMR + EAR", "ddrl": "BCS+DAE+COR (DDRL)", "ddrl_additional_rl": "BCS+DAE + additional RL",
 }
 
 CUES = ("system", "suffix", "none", "auto")
@@ -155,6 +166,14 @@ def validate_config(cfg: TrainConfig) -> None:
         raise ValueError(f"TrainConfig.selection must be one of {sorted(SELECTIONS)}, got {cfg.selection!r}")
     if cfg.advantage not in ADVANTAGES:
         raise ValueError(f"TrainConfig.advantage must be one of {sorted(ADVANTAGES)}, got {cfg.advantage!r}")
+    if cfg.rollout not in ("iid", "etmr"):
+        raise ValueError(f"TrainConfig.rollout must be 'iid' or 'etmr', got {cfg.rollout!r}")
+    from ddrl.advantages import RESHAPES
+
+    if cfg.reshape not in RESHAPES:
+        raise ValueError(f"TrainConfig.reshape must be one of {RESHAPES}, got {cfg.reshape!r}")
+    if cfg.rollout == "etmr" and min(cfg.etmr_m, cfg.etmr_forks, cfg.etmr_branches) < 1:
+        raise ValueError("TrainConfig.etmr_m, etmr_forks and etmr_branches must be >= 1 for rollout='etmr'")
     if cfg.cue not in CUES:
         raise ValueError(f"TrainConfig.cue must be one of {CUES}, got {cfg.cue!r}")
     if not 1 <= cfg.k_train <= cfg.n_votes:
@@ -385,8 +404,9 @@ def collect_rollouts(sampler, tokenizer, questions: Sequence[dict], cfg: TrainCo
 
     ``questions`` are records without ``answer`` (this function has no way to see ground truth).
     """
-    from ddrl.advantages import get_advantage
+    from ddrl.advantages import clip_advantages, entropy_reshape, get_advantage
     from ddrl.prompts import format_prompt
+    from ddrl.sampling import tree_sample
     from ddrl.selection import get_selection
     from ddrl.voting import majority_vote
 
@@ -395,16 +415,28 @@ def collect_rollouts(sampler, tokenizer, questions: Sequence[dict], cfg: TrainCo
     select, advantage_fn = get_selection(cfg.selection), get_advantage(cfg.advantage)
     prompts = [format_prompt(tokenizer, q["prompt"], cue) for q in questions]
     prompt_ids = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
-    rollouts = sampler.sample(prompts, n=cfg.n_votes, temperature=cfg.rollout_temperature, top_p=cfg.rollout_top_p,
-                              max_new_tokens=cfg.max_new_tokens, seed=derive_seed(cfg.seed, "rollouts", step),
-                              progress=progress)
+    seed = derive_seed(cfg.seed, "rollouts", step)
+    if cfg.rollout == "etmr":  # all leaves of each entropy-fork tree vote
+        tree = tree_sample(sampler, prompts, m=cfg.etmr_m, forks=cfg.etmr_forks, branches=cfg.etmr_branches,
+                           temperature=cfg.rollout_temperature, top_p=cfg.rollout_top_p,
+                           max_new_tokens=cfg.max_new_tokens, seed=seed, progress=progress)
+        rollouts, generated = tree.leaves, sum(tree.generated_tokens)
+    else:
+        rollouts = sampler.sample(prompts, n=cfg.n_votes, temperature=cfg.rollout_temperature,
+                                  top_p=cfg.rollout_top_p, max_new_tokens=cfg.max_new_tokens, seed=seed,
+                                  progress=progress)
+        generated = sum(r.num_tokens for rs in rollouts for r in rs)
     answers, votes, rewards, selected, samples, advs = [], [], [], [], [], []
     for q, rs in enumerate(rollouts):
         a = [extract_boxed(r.text) for r in rs]
         vote = majority_vote(a)
         rew = pseudo_rewards(vote)
-        idx = select(vote.counts, cfg.k_train, numpy_generator(cfg.seed, "select", step, q))
+        idx = select(vote.counts, min(cfg.k_train, len(rs)), numpy_generator(cfg.seed, "select", step, q))
         adv = np.asarray(advantage_fn(rew[idx]), dtype=np.float64)
+        if cfg.reshape == "entropy":
+            adv = entropy_reshape(adv, [float(np.mean(rs[i].entropies)) for i in idx])
+        elif cfg.reshape == "clip":
+            adv = clip_advantages(adv)
         for i, ai in zip(idx, adv):
             samples.append(TrainSample(prompt_ids[q], list(rs[i].token_ids), float(ai), float(rew[i]),
                                        list(rs[i].logprobs)))
@@ -423,6 +455,8 @@ def collect_rollouts(sampler, tokenizer, questions: Sequence[dict], cfg: TrainCo
         "adv/neg_frac": float((all_adv < 0).mean()),
         "rollout/entropy": float(np.mean(ents)) if ents else float("nan"),
         "rollout/len_mean": float(np.mean([r.num_tokens for r in flat])),
+        "rollout/generated_tokens": float(generated),  # tokens decoded this step (ETMR shares prefixes)
+        "rollout/voters_mean": float(np.mean([len(rs) for rs in rollouts])),
         "rollout/truncated_frac": float(np.mean([r.finish_reason == "length" for r in flat])),
         "rollout/no_answer_frac": float(np.mean([x is None for a in answers for x in a])),
         "tokens/sampled": int(sum(r.num_tokens for r in flat)),

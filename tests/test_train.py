@@ -221,6 +221,21 @@ def test_one_rl_step_for_every_preset(tmp_path, preset, testbed_tiny):
         assert (res.run_dir / "rl" / "trainable.pt").exists() and res.cor_seconds > 0
 
 
+def test_etmr_step_votes_on_tree_leaves_and_counts_decoded_tokens(tmp_path, testbed_tiny):
+    """ETMR: each question votes on its tree's leaves (<= m * (1 + forks * branches)) and the step's decoded
+    token count is below the total leaf length (shared prefixes are decoded once)."""
+    from ddrl.testbed import load
+
+    path, records = testbed_tiny
+    model, tok = load(path)
+    cfg = make_config("etmr", **{**TINY, "model": "testbed:tiny", "prompts_per_step": 4, "max_new_tokens": 48,
+                                 "etmr_m": 4, "etmr_forks": 2, "etmr_branches": 2, "k_train": 8})
+    row = train(cfg, records, tmp_path / "etmr", progress=False, model=model, tokenizer=tok).metrics[0]
+    assert 4 < row["rollout/voters_mean"] <= 4 * (1 + 2 * 2)
+    assert row["rollout/generated_tokens"] < row["rollout/voters_mean"] * 4 * row["rollout/len_mean"]
+    assert row["tokens/trained"] > 0
+
+
 def test_lora_step_changes_only_the_adapter(tmp_path):
     res = run(tmp_path, "lora", preset="ddrl", lora_rank=4, prompts_per_step=4)
     trainable = [n for n, p in res.model.named_parameters() if p.requires_grad]
