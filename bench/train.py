@@ -28,8 +28,9 @@ sys.path.insert(0, str(ROOT))
 from ddrl.experiments import Experiment, summarize  # noqa: E402
 
 #: benchmark condition -> experiments method
-CONDITIONS = {"no_adaptation": "no_adaptation", "ttrl": "ttrl", "ddrl_rl": "bcs_dae", "ddrl_cor": "ddrl"}
-LABELS = {"no_adaptation": "No adaptation", "ttrl": "TTRL", "ddrl_rl": "DDRL (RL only)", "ddrl_cor": "DDRL + COR"}
+CONDITIONS = {"no_adaptation": "no_adaptation", "ttrl": "ttrl", "etmr": "etmr", "ddrl_rl": "bcs_dae", "ddrl_cor": "ddrl"}
+LABELS = {"no_adaptation": "No adaptation", "ttrl": "TTRL", "etmr": "ETMR", "ddrl_rl": "DDRL (RL only)",
+          "ddrl_cor": "DDRL + COR"}
 
 
 def parse_overrides(items: list[str]) -> dict:
@@ -91,10 +92,11 @@ def main() -> None:
         print(f"pass@1 on {split} questions (mean [95% CI] over {len(args.seeds)} seeds)")
         for _, r in table[table.split == split].iterrows():
             print(f"  {LABELS[r.condition]:<16} {100 * r['mean']:5.1f}  [{100 * r.ci_lo:5.1f}, {100 * r.ci_hi:5.1f}]")
-    print("\nwall time per run (s, mean over seeds): RL / COR")
+    print("\nper run (mean over seeds): RL s / COR s / tokens decoded per RL step")
     for cond in args.conditions:
         sub = df[(df.condition == cond) & (df.split == "adapted")]
-        print(f"  {LABELS[cond]:<16} {sub.rl_seconds.mean():6.0f} / {sub.cor_seconds.mean():5.0f}")
+        print(f"  {LABELS[cond]:<16} {sub.rl_seconds.mean():6.0f} / {sub.cor_seconds.mean():5.0f} / "
+              f"{sub.tokens_per_step.mean():8.0f}")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+import numpy as np
 import pandas as pd
 
 from ddrl.reporting import cache_root, cached, content_key
@@ -98,7 +99,7 @@ class Experiment:
 
         cfg = self.config(method, seed, **extra)
         _, weights, _ = METHODS[method]
-        info: dict[str, Any] = {"rl_seconds": 0.0, "cor_seconds": 0.0, "run_dir": None}
+        info: dict[str, Any] = {"rl_seconds": 0.0, "cor_seconds": 0.0, "run_dir": None, "tokens_per_step": 0.0}
         if weights == "base":
             model, tok = load_model(cfg.model, cfg.dtype, cfg.device)
             tag = f"base:{cfg.model}"
@@ -108,7 +109,9 @@ class Experiment:
             if weights == "rl":
                 RunDir(res.run_dir).load_weights("rl", model)
             info = {"rl_seconds": res.rl_seconds, "cor_seconds": res.cor_seconds if weights == "final" else 0.0,
-                    "run_dir": str(res.run_dir), "cor_kept": (res.cor or {}).get("num_kept") if weights == "final" else None}
+                    "run_dir": str(res.run_dir), "cor_kept": (res.cor or {}).get("num_kept") if weights == "final" else None,
+                    "tokens_per_step": float(np.mean([m.get("rollout/generated_tokens", np.nan) for m in res.metrics]))
+                    if res.metrics else 0.0}
             tag = f"{res.run_dir}:{weights}"
         evals = self.evaluate(model, tok, cfg, seed, tag)
         return [{"method": method, "seed": seed, "split": split, **ev, **info, **extra} for split, ev in evals.items()]
