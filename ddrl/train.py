@@ -36,6 +36,7 @@ from tqdm.auto import tqdm
 
 from ddrl.answers import extract_boxed
 from ddrl.seeds import derive_seed, numpy_generator
+from ddrl.voting import pseudo_rewards  # the reward of Algorithm 1 (also imported from here by tests)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -281,16 +282,6 @@ def step_question_indices(seed: int, step: int, num_questions: int, prompts_per_
     episode, pos = divmod(step, spe)
     order = numpy_generator(seed, "episode-order", episode).permutation(num_questions)
     return [int(i) for i in order[pos * prompts_per_step : (pos + 1) * prompts_per_step]]
-
-
-def pseudo_rewards(vote) -> np.ndarray:
-    """TTRL's reward (paper Eq. for r_i): 1 iff rollout i's voting key equals the majority label's key,
-    else 0; all 0 when no rollout has an answer (label None)."""
-    if vote.label is None:
-        return np.zeros(len(vote.counts))
-    # The label is the earliest answer with the top count (ddrl.voting's tie rule).
-    label_key = next(k for k, c in zip(vote.keys, vote.counts) if c == vote.label_count and k is not None)
-    return np.array([1.0 if k == label_key else 0.0 for k in vote.keys])
 
 
 def lr_factor(step: int, warmup: int, total: int, extra_factor: float = 0.0) -> float:

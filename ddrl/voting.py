@@ -11,9 +11,11 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ddrl.answers import voting_key
 
-__all__ = ["Vote", "majority_vote"]
+__all__ = ["Vote", "majority_vote", "pseudo_rewards"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,7 @@ class Vote:
     label_count: int
     counts: list[int]
     keys: list[str | None] = field(default_factory=list)
+    label_key: str | None = None  # the label's voting key (None when the label is None)
 
     @property
     def n(self) -> int:
@@ -65,4 +68,12 @@ def majority_vote(answers: Sequence[str | None]) -> Vote:
         if c > best_count:
             best_key, best_count = k, c
     first = keys.index(best_key)
-    return Vote(label=answers[first].strip(), label_count=best_count, counts=counts, keys=keys)
+    return Vote(label=answers[first].strip(), label_count=best_count, counts=counts, keys=keys, label_key=best_key)
+
+
+def pseudo_rewards(vote: Vote) -> np.ndarray:
+    """TTRL's pseudo-reward r_i = 1[y_i = y*]: 1.0 where rollout i's voting key equals the label's, else
+    0.0; all 0.0 when no rollout has an answer (label None). Used by the trainer and the verl integration."""
+    if vote.label is None:
+        return np.zeros(len(vote.counts))
+    return np.array([1.0 if k == vote.label_key else 0.0 for k in vote.keys])

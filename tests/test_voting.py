@@ -11,7 +11,7 @@ from ddrl.voting import Vote, majority_vote
 
 def test_simple_majority() -> None:
     v = majority_vote(["3", "5", "3", "7", "3"])
-    assert v == Vote(label="3", label_count=3, counts=[3, 1, 3, 1, 3], keys=["3", "5", "3", "7", "3"])
+    assert v == Vote(label="3", label_count=3, counts=[3, 1, 3, 1, 3], keys=["3", "5", "3", "7", "3"], label_key="3")
     assert v.n == 5
     assert v.majority_ratio == pytest.approx(0.6)
 
@@ -75,3 +75,11 @@ def test_counts_are_consistent(answers: list[str | None]) -> None:
     else:
         winners = [i for i, c in enumerate(v.counts) if c == v.label_count]
         assert answers[winners[0]].strip() == v.label  # earliest of the top-count rollouts
+
+
+def test_pseudo_rewards_follow_the_label_key() -> None:
+    from ddrl.voting import pseudo_rewards
+
+    v = majority_vote(["7", None, "07", "8", "7.0"])  # "7", "07" and "7.0" share one voting key
+    assert pseudo_rewards(v).tolist() == [1.0, 0.0, 1.0, 0.0, 1.0]
+    assert pseudo_rewards(majority_vote([None, None])).tolist() == [0.0, 0.0]

@@ -18,10 +18,9 @@ import numpy as np
 import torch
 from verl import DataProto
 
-from ddrl.answers import voting_key
 from ddrl.seeds import numpy_generator
 from ddrl.selection import get_selection
-from ddrl.voting import Vote, majority_vote
+from ddrl.voting import Vote, majority_vote, pseudo_rewards
 
 __all__ = [
     "group_rows",
@@ -42,15 +41,6 @@ def group_rows(uids: Sequence[Any]) -> list[list[int]]:
     for i, u in enumerate(uids):
         groups.setdefault(u, []).append(i)
     return list(groups.values())
-
-
-def pseudo_rewards(vote: Vote) -> np.ndarray:
-    """TTRL's reward: 1.0 where a rollout's voting key equals the majority label's, else 0.0 (all 0.0
-    when no rollout has an answer). Same rule as the companion's single-machine trainer."""
-    if vote.label is None:
-        return np.zeros(vote.n)
-    label_key = voting_key(vote.label)
-    return np.array([1.0 if k == label_key else 0.0 for k in vote.keys])
 
 
 def expand_for_votes(gen_batch: DataProto, n_votes: int) -> tuple[DataProto, list[list[int]]]:
