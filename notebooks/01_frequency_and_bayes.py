@@ -78,7 +78,7 @@ from IPython.display import Markdown, display
 
 from ddrl import analysis as an
 from ddrl import paper
-from ddrl.data import load_dataset
+from ddrl.data import DataError, load_dataset
 from ddrl.plotting import color, set_style
 from ddrl.reporting import Reporter
 
@@ -126,7 +126,13 @@ display(table.round(3))
 
 # %%
 if svamp:
-    sv_records = load_dataset("svamp_codex_rollouts", data_dir=data_dir)[:svamp_questions]
+    try:
+        sv_records = load_dataset("svamp_codex_rollouts", data_dir=data_dir)[:svamp_questions]
+    except DataError as e:  # offline and no local copy: say so and go on with the testbed only
+        print(f"SVAMP rollouts unavailable, skipping the real-LLM analysis. {e}\n"
+              "Set DDRL_DATA_DIR (or the data_dir parameter) to a folder holding rollouts/, or go online.")
+        svamp = False
+if svamp:
     sv_problems = an.svamp_problems(sv_records)
     sv_bands = an.scale_bands([tuple(b) for b in bands], 64, 30)
     sv_groups = an.answer_groups(sv_problems)
