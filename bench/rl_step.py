@@ -18,8 +18,8 @@ Our step is :func:`ddrl.train.collect_rollouts` + :func:`ddrl.train.ppo_update` 
 body of :func:`ddrl.train.train`'s loop without checkpointing and ground-truth metrics. TRL's step is one
 optimizer step of ``GRPOTrainer.train`` (generation through ``transformers.generate``, no vLLM), timed by a
 callback; its generation time comes from TRL's own ``profiling_context`` timers. Each variant: one warm-up
-step, then the median of ``--repeats`` steps. Prints a table and writes ``bench/results/rl_step.json``.
-Run it alone (2 cores oversubscribe)::
+step, then the median of ``--repeats`` steps (``--profile DIR``: one more step under cProfile, not timed).
+Prints a table and writes ``bench/results/rl_step.json``. Run it alone (2 cores oversubscribe)::
 
     OMP_NUM_THREADS=2 flock /tmp/ddrl-cpu.lock .venv/bin/python bench/rl_step.py
 
@@ -95,7 +95,8 @@ def ours_steps(model_dir: Path, records: list[dict], n_votes: int, k_train: int,
             prof.dump_stats(str(profile))
         out.append({"step_s": t2 - t0, "generate_s": t1 - t0, "update_s": t2 - t1, "updates": upd["actor/updates"],
                     "sampled": sum(len(r) for r in ro.answers), "trained": len(ro.samples),
-                    "tokens_sampled": ro.metrics["tokens/sampled"], "tokens_trained": ro.metrics["tokens/trained"]})
+                    "tokens_sampled": ro.metrics["tokens/sampled"], "tokens_trained": ro.metrics["tokens/trained"],
+                    "threads": torch.get_num_threads()})
     return out
 
 
@@ -162,8 +163,9 @@ def trl_steps(model_dir: Path, prompts: list[str], group: int, max_new_tokens: i
                 self.prof = None
             gen = timers.get("GRPOTrainer.transformers.generate", float("nan"))
             rows.append({"step_s": dt, "generate_s": gen, "update_s": dt - gen,
-                         "score_s": timers.get("GRPOTrainer._generate_and_score_completions", float("nan")) - gen,
-                         "sampled": total, "trained": total, "updates": 1,
+                         # _prepare_inputs of the first micro-step: generation, rewards, reference log-probs
+                         "prepare_s": timers.get("GRPOTrainer._prepare_inputs", float("nan")),
+                         "sampled": total, "trained": total, "updates": 1, "threads": torch.get_num_threads(),
                          "timers": dict(timers)})
 
     model, tok = load(model_dir)
@@ -195,8 +197,9 @@ def trl_steps(model_dir: Path, prompts: list[str], group: int, max_new_tokens: i
 # ---------------------------------------------------------------------------------------------------------
 
 
-def summarize(rows: list[dict], warmup: int) -> dict:
-    timed = rows[warmup:]
+def summarize(rows: list[dict], warmup: int, repeats: int) -> dict:
+    """Medians over the ``repeats`` steps after ``warmup`` (a profiled extra step after them is not counted)."""
+    timed = rows[warmup : warmup + repeats]
     med = {k: statistics.median(r[k] for r in timed) for k in ("step_s", "generate_s", "update_s")}
     return {**{f"median_{k}": v for k, v in med.items()}, "steps": rows, "warmup_steps": warmup,
             "sampled": rows[-1]["sampled"], "trained": rows[-1]["trained"], "updates": rows[-1]["updates"]}
@@ -218,7 +221,8 @@ def main() -> None:
     ap.add_argument("--pairings", nargs="+", default=["a", "b", "real"], choices=["a", "b", "real"])
     ap.add_argument("--trl-gradient-checkpointing", action="store_true",
                     help="keep GRPOConfig's default gradient_checkpointing=True (off by default: ours does not checkpoint)")
-    ap.add_argument("--profile", default=None, help="directory for cProfile dumps of the last step of each run")
+    ap.add_argument("--profile", default=None,
+                    help="directory for cProfile dumps of one extra step per run (after the timed ones, not counted)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "rl_step.json"))
     args = ap.parse_args()
     if os.environ.get("OMP_NUM_THREADS"):
@@ -235,8 +239,8 @@ def main() -> None:
     records = generate_split("test", QUESTIONS, seed=0)
     _, tok = load(model_dir)
     prompts = [format_prompt(tok, r["prompt"], "none") for r in records]
-    steps = 1 + args.repeats
     prof_dir = Path(args.profile) if args.profile else None
+    steps = 1 + args.repeats + (1 if prof_dir else 0)  # warm-up, timed steps, a profiled step (not timed)
     if prof_dir:
         prof_dir.mkdir(parents=True, exist_ok=True)
 
@@ -266,7 +270,7 @@ def main() -> None:
         results[name] = {}
         for who, what, run in plan[name]:
             t = time.perf_counter()
-            res = summarize(run(), warmup=1)
+            res = summarize(run(), warmup=1, repeats=args.repeats)
             res["what"] = what
             results[name][who] = res
             print(f"[{name}] {who}: {what}: median {res['median_step_s']:.2f} s/step "
@@ -299,7 +303,7 @@ def main() -> None:
                   f"{x['median_generate_s']:9.2f} {x['median_update_s']:8.2f} {ratio:>9}")
     if prof_dir:
         for p in sorted(prof_dir.glob("*.prof")):
-            print(f"\n=== cProfile {p.stem} (last step, cumulative) ===")
+            print(f"\n=== cProfile {p.stem} (extra step, cumulative) ===")
             print(top_functions(p))
 
 
