@@ -1,0 +1,314 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 03 · Test-time training: no adaptation, TTRL, ETMR, DDRL (main table, Fig. 4)
+#
+# Every method adapts on the same unlabeled questions ("adapted") and is evaluated on them, the paper's
+# test-time setting, and on held-out questions of the same distribution it never saw, which tells
+# adaptation apart from memorising pseudo-labels.
+#
+# | row | what is trained | paper |
+# |---|---|---|
+# | No adaptation | nothing | baseline |
+# | TTRL | GRPO on a random K = 32 of N = 64 rollouts, reward = agreement with the majority vote | baseline |
+# | ETMR | TTRL, but the voting rollouts are entropy-fork trees (ETTRL) | baseline |
+# | BCS + DAE | DDRL's RL stage: balanced confidence-aware selection, fixed ±1 advantages | ablation |
+# | DDRL | BCS + DAE, then consensus-based offline refinement (COR) | the method |
+#
+# BCS + DAE is the RL-only checkpoint of the DDRL run, so it costs nothing extra. Every run goes through
+# `ddrl.experiments.Experiment` and is cached by its configuration, so notebooks 04 and 05 reuse these runs.
+# Sections: (1) the main table with seeds and 95% intervals, (2) mean-advantage dynamics TTRL vs DDRL
+# (paper Fig. 4), (3) pseudo-label and reward accuracy during training, (4) paper vs measured.
+
+# %% tags=["parameters"]
+# --- runner (set by `python -m ddrl.reproduce`) ---
+preset = "default"  # which params/<preset>/ file the runner used
+output_dir = "../outputs/interactive"  # figures/, tables/, metrics/ go here
+seed = 0  # ddrl.seeds.DEFAULT_SEED (the question draw; training seeds are `seeds`)
+
+# --- questions ---
+model = "testbed"  # "testbed" (the model of `testbed_preset`), a Hugging Face id, a ddrl.models preset or a directory
+testbed_preset = "default"  # ddrl.testbed.build preset: "tiny" | "default"
+dataset = "testbed_test"  # ddrl.data dataset name (testbed_test, math500, aime2024, amc)
+data_dir = None  # real data location (None: ddrl.data's lookup)
+n_adapted = 32  # questions adapted to (and evaluated on)
+n_heldout = 64  # further questions of the same split, never adapted to (0: none)
+
+# --- methods and seeds ---
+methods = ["no_adaptation", "ttrl", "etmr", "bcs_dae", "ddrl"]  # ddrl.experiments.METHODS
+seeds = [0, 1, 2]  # training seeds (one run per method and seed)
+
+# --- trainer (TrainConfig fields shared by every method; the same values in 04 and 05 share runs) ---
+paper_settings = None  # a ddrl.models preset (e.g. "qwen2.5-math-1.5b"): use its official settings instead of the knobs below
+episodes = 4  # passes over the adapted questions
+prompts_per_step = 8  # questions per RL step
+n_votes = 64  # N: rollouts voted on per question
+k_train = 32  # K: rollouts trained on per question
+lr = 3e-5  # peak learning rate (testbed default)
+eval_n = 16  # samples per question for pass@1 and maj@n (the paper's 16)
+cor_m = 128  # COR: M samples per question
+cor_keep = 4  # COR: agreeing rollouts kept per question
+etmr_m = 12  # ETMR: root responses per tree (leaves are 5x this)
+max_new_tokens = 64  # response budget
+sample_batch_size = 512  # sequences decoded together
+device = "auto"  # "auto" | "cpu" | "cuda"
+
+# --- notebook ---
+progress = True  # tqdm progress bars
+
+# %%
+import time
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from IPython.display import Markdown, display
+
+from ddrl import analysis as an
+from ddrl import paper
+from ddrl import tables as T
+from ddrl.data import load_dataset
+from ddrl.experiments import Experiment, summarize
+from ddrl.plotting import color, set_style
+from ddrl.reporting import Reporter
+from ddrl.train import paper_overrides
+
+label = T.method_label
+
+set_style()
+rep = Reporter(output_dir, "03_test_time_training")
+model_name = f"testbed:{testbed_preset}" if model == "testbed" else model
+t_start = time.perf_counter()
+
+if dataset.startswith("testbed_"):
+    records = load_dataset(dataset, n=n_adapted + n_heldout, seed=seed)
+else:
+    records = load_dataset(dataset, data_dir=an.resolve_data_dir(data_dir))[: n_adapted + n_heldout]
+adapted, heldout = records[:n_adapted], records[n_adapted:]
+
+if paper_settings:  # the official settings of the paper's launch scripts (GPU scale)
+    overrides = {**paper_overrides(paper_settings, dataset), "device": device, "sample_batch_size": sample_batch_size,
+                 "cor_m": cor_m, "cor_keep": cor_keep, "etmr_m": etmr_m}
+else:
+    overrides = dict(model=model_name, episodes=episodes, prompts_per_step=prompts_per_step, n_votes=n_votes,
+                     k_train=k_train, lr=lr, eval_n=eval_n, cor_m=cor_m, cor_keep=cor_keep, etmr_m=etmr_m,
+                     max_new_tokens=max_new_tokens, sample_batch_size=sample_batch_size, device=device)
+exp = Experiment(adapted, heldout, overrides=overrides, progress=progress)
+print(f"{len(adapted)} adapted + {len(heldout)} held-out questions; model {overrides['model']}; "
+      f"{exp.config('ttrl', seeds[0]).episodes} episodes")
+
+# %% [markdown]
+# ## 1. The main table: pass@1 and maj@n, mean and 95% t-interval over seeds
+#
+# pass@1: mean share of `eval_n` samples (T = 0.6, top-p 0.95) that are correct; maj@n: is the majority of
+# those samples correct. The interval is a t-interval over training seeds (`ddrl.experiments.summarize`),
+# so with 2-3 seeds it is wide: an honest picture of run-to-run spread.
+
+# %%
+df = exp.grid(methods, seeds)
+rep.table(df.drop(columns=["run_dir"]), "runs")
+pass1 = summarize(df, "pass@1", by=("method", "split"))
+majn = summarize(df, "maj@n", by=("method", "split"))
+PAPER_MODEL, PAPER_BENCH = "Qwen2.5-Math-1.5B", "MATH-500"
+paper_main = {m: T.paper_value(("main", PAPER_MODEL, PAPER_BENCH, m)) for m in methods}
+main_table = T.measured_vs_paper(pass1, methods, paper_main, labels=label,
+                                 paper_header=f"paper pass@1 ({PAPER_MODEL}, {PAPER_BENCH})")
+maj_cols = T.measured_vs_paper(majn, methods, {}, labels=label, metric=f"maj@{eval_n}")
+main_table = main_table.join(maj_cols.filter(like="maj@"))
+rep.table(main_table, "main_table")
+display(main_table)
+
+
+# %%
+def draw_main(pass1):
+    splits = list(dict.fromkeys(pass1["split"]))
+    fig, axes = plt.subplots(1, len(splits), figsize=(5.5 * len(splits), 3.8), squeeze=False)
+    for ax, s in zip(axes[0], splits):
+        part = pass1[pass1["split"] == s].set_index("method").reindex(methods)
+        x = np.arange(len(part))
+        err = np.vstack([part["mean"] - part["ci_lo"], part["ci_hi"] - part["mean"]])
+        ax.bar(x, part["mean"], color=[color(m) for m in part.index],
+               yerr=np.nan_to_num(err), capsize=4)
+        raw = df[df["split"] == s]
+        for i, m in enumerate(part.index):
+            ys = raw.loc[raw["method"] == m, "pass@1"]
+            ax.plot(np.full(len(ys), i) + np.linspace(-0.12, 0.12, len(ys)), ys, "k.", ms=4)
+        ax.set_xticks(x, [label(m) for m in part.index], rotation=20, ha="right")
+        ax.set(ylabel="pass@1", title=f"{s} questions ({len(adapted) if s == 'adapted' else len(heldout)})")
+    fig.suptitle("Test-time adaptation: mean, 95% interval and each seed (dots)")
+    fig.tight_layout()
+    return fig
+
+
+fig = draw_main(pass1)
+rep.figure(fig, "main_table_pass1", data=pass1)
+plt.show()
+
+# %% [markdown]
+# ## 2. Mean advantage during training: TTRL vs DDRL (paper Fig. 4)
+#
+# `adv/mean` is the mean advantage over a step's trained rollouts. GRPO centres every group, so TTRL's is 0
+# up to the ε in the std; DAE's fixed ±1 makes DDRL's `2·(selected reward) − 1`, which BCS keeps near or below
+# 0 (at most K/2 positives). A negative mean advantage pushes probability *away* from sampled answers on
+# balance, the "conservative" update the paper's Fig. 4 shows.
+
+# %%
+curve_methods = [m for m in ("ttrl", "etmr", "ddrl") if m in methods]
+curves = pd.concat([exp.training_curves(m, seeds) for m in curve_methods], ignore_index=True)
+fig4 = T.curve_band(curves, "adv/mean")
+
+
+def draw_band(ax, band, what):
+    for m, g in band.groupby("method", sort=False):
+        ax.plot(g["step"], g["mean"], color=color(m), label=label(m))
+        ax.fill_between(g["step"], g["lo"], g["hi"], color=color(m), alpha=0.2)
+    ax.set(xlabel="RL step", ylabel=what)
+
+
+fig, ax = plt.subplots(figsize=(6.5, 3.8))
+draw_band(ax, fig4[fig4["method"].isin(["ttrl", "ddrl"])], "mean advantage of trained rollouts")
+ax.axhline(0, color="grey", lw=0.7)
+ax.set_title("Fig. 4: mean advantage, TTRL vs DDRL (band: min-max over seeds)")
+ax.legend()
+fig.tight_layout()
+rep.figure(fig, "fig4_mean_advantage", data=fig4)
+plt.show()
+
+# %% [markdown]
+# ## 3. Pseudo-label and reward accuracy during training
+#
+# Ground truth is used here for diagnosis only (the trainer never sees it): `gt/label_acc` is the share of a
+# step's questions whose majority-vote label is right, `gt/reward_acc` the share of rollouts whose pseudo-reward
+# equals the true reward (docs/training.md). Rising label accuracy means the vote improves as the model
+# adapts; if it falls, the model is converging on wrong answers.
+
+# %%
+acc = pd.concat([T.curve_band(curves, "gt/label_acc").assign(metric="label accuracy"),
+                 T.curve_band(curves, "gt/reward_acc").assign(metric="reward accuracy")], ignore_index=True)
+fig, axes = plt.subplots(1, 2, figsize=(12, 3.8))
+for ax, (what, part) in zip(axes, acc.groupby("metric", sort=False)):
+    draw_band(ax, part, what)
+    ax.set_title(f"{what} during training")
+axes[0].legend()
+fig.tight_layout()
+rep.figure(fig, "label_reward_accuracy", data=acc)
+plt.show()
+
+# %% [markdown]
+# ## 4. Paper vs measured
+
+# %%
+def ci(m, split="adapted", s=pass1):
+    return T.lookup(s, method=m, split=split)
+
+
+splits = list(dict.fromkeys(pass1["split"]))
+n_steps = int(curves["step"].max()) + 1  # halves overlap only when there is a single step
+early_late = pd.concat([curves[curves["step"] < max(1, n_steps // 2)].assign(phase="first half"),
+                        curves[curves["step"] >= n_steps // 2].assign(phase="second half")])
+early_late = early_late.groupby(["method", "phase"])[["adv/mean", "gt/label_acc", "gt/reward_acc"]].mean()
+rows = []
+for m in methods:
+    for s in splits:
+        key = ("main", PAPER_MODEL, PAPER_BENCH, m) if s == "adapted" and ("main", PAPER_MODEL, PAPER_BENCH, m) in paper.PAPER else None
+        rows.append((f"pass@1 {label(m)}, {s} (testbed)", key, ci(m, s)[0]))
+rows.append(("DDRL relative gain over TTRL on adapted pass@1, % (testbed; paper: Qwen2.5-Math-1.5B)",
+             ("claim", "ddrl_relative_gain_qwen2.5-math-1.5b_pct"),
+             100 * (ci("ddrl")[0] / ci("ttrl")[0] - 1) if "ddrl" in methods and "ttrl" in methods and ci("ttrl")[0] > 0 else None))
+cmp = paper.compare(rows)
+cmp["paper"] = [T.paper_cell(v) if key is not None else T.NOT_REPORTED for v, (_, key, _) in zip(cmp["paper"], rows)]
+rep.table(cmp, "paper_vs_measured")
+display(cmp[["quantity", "paper", "measured", "where"]])
+
+# %%
+metrics = {
+    "n_adapted": len(adapted), "n_heldout": len(heldout), "seeds": list(seeds), "methods": list(methods),
+    "episodes": exp.config("ttrl", seeds[0]).episodes, "model": overrides["model"],
+    "pass1": {f"{r.method}/{r.split}": [r.mean, r.ci_lo, r.ci_hi] for r in pass1.itertuples()},
+    "majn": {f"{r.method}/{r.split}": [r.mean, r.ci_lo, r.ci_hi] for r in majn.itertuples()},
+    "rl_seconds_mean": df.groupby("method")["rl_seconds"].mean().to_dict(),
+    "cor_seconds_mean": df.groupby("method")["cor_seconds"].mean().to_dict(),
+    "curves": {f"{m}/{p}": early_late.loc[(m, p)].to_dict() for m, p in early_late.index},
+    "notebook_seconds": time.perf_counter() - t_start,
+}
+rep.metrics(metrics)
+
+# %% [markdown]
+# ## What we measured
+#
+# Generated from `metrics`; nothing below is typed in.
+
+# %%
+m = metrics
+P = {k: tuple(v) for k, v in m["pass1"].items()}
+lines = [f"On {m['n_adapted']} adapted and {m['n_heldout']} held-out questions ({m['model']}, {m['episodes']} episodes, "
+         f"{len(m['seeds'])} seeds), pass@1 on the adapted questions is: "
+         + "; ".join(f"{label(x)} {T.fmt_ci(*P[f'{x}/adapted'])}" for x in m["methods"]) + "."]
+if "no_adaptation" in methods and "ttrl" in methods:
+    rel = T.ci_relation(P["ttrl/adapted"], P["no_adaptation/adapted"])
+    lines.append(T.comparison_sentence("TTRL", P["ttrl/adapted"], "no adaptation", P["no_adaptation/adapted"])
+                 + f": this {T.agreement(rel, 'higher')} the paper, where TTRL improves over the base model.")
+if "ddrl" in methods and "ttrl" in methods:
+    for s in splits:
+        rel = T.ci_relation(P[f"ddrl/{s}"], P[f"ttrl/{s}"])
+        lines.append(f"On the {s} questions, " + T.comparison_sentence("DDRL", P[f"ddrl/{s}"], "TTRL", P[f"ttrl/{s}"])
+                     + f": this {T.agreement(rel, 'higher')} the paper's main claim that DDRL beats TTRL "
+                     f"(it reports a {paper.fmt(('claim', 'ddrl_relative_gain_qwen2.5-math-1.5b_pct'))}% relative gain on "
+                     f"{PAPER_MODEL}; its per-benchmark numbers are {T.NOT_RETRIEVED}).")
+if "ddrl" in methods and "bcs_dae" in methods:
+    rel = T.ci_relation(P["ddrl/adapted"], P["bcs_dae/adapted"])
+    lines.append("COR's own contribution: " + T.comparison_sentence("DDRL (after COR)", P["ddrl/adapted"], "BCS + DAE (before COR)",
+                                                                    P["bcs_dae/adapted"])
+                 + f"; this {T.agreement(rel, 'higher')} the paper's argument that refinement on consensus rollouts helps.")
+if "etmr" in methods and "ddrl" in methods:
+    rel = T.ci_relation(P["ddrl/adapted"], P["etmr/adapted"])
+    lines.append(T.comparison_sentence("DDRL", P["ddrl/adapted"], "ETMR", P["etmr/adapted"])
+                 + f"; this {T.agreement(rel, 'higher')} the paper, which reports DDRL above ETMR.")
+if heldout and "ttrl" in methods and "no_adaptation" in methods:
+    gain_a = P["ttrl/adapted"][0] - P["no_adaptation/adapted"][0]
+    gain_h = P["ttrl/heldout"][0] - P["no_adaptation/heldout"][0]
+    lines.append(f"TTRL's gain on held-out questions ({gain_h:+.3f}) is "
+                 + ("close to" if abs(gain_h - gain_a) < 0.02 else "smaller than" if gain_h < gain_a else "larger than")
+                 + f" its gain on the adapted ones ({gain_a:+.3f}): "
+                 + ("the adaptation transfers, it is not memorised pseudo-labels." if gain_h >= 0.5 * gain_a else
+                    "part of the adaptation is specific to the questions trained on."))
+C = m["curves"]
+if "ttrl" in curve_methods and "ddrl" in curve_methods:
+    t2, d1, d2 = (C["ttrl/second half"]["adv/mean"], C["ddrl/first half"]["adv/mean"], C["ddrl/second half"]["adv/mean"])
+    lines.append(f"Fig. 4: TTRL's mean advantage stays at {t2:+.3f} (GRPO centres every group), while DDRL's is "
+                 f"{d1:+.3f} in the first half of training and {d2:+.3f} in the second; "
+                 + ("negative, as in the paper's Fig. 4 (fixed −1 on the BCS negatives outweighs the +1s)."
+                    if d2 < 0 else "not negative, unlike the paper's Fig. 4: here BCS finds few enough disagreeing "
+                    "rollouts that the trained batch is mostly positive."))
+    la = {x: (C[f"{x}/first half"]["gt/label_acc"], C[f"{x}/second half"]["gt/label_acc"]) for x in curve_methods}
+    lines.append("Pseudo-label accuracy (first half → second half of training): "
+                 + "; ".join(f"{label(x)} {a:.2f} → {b:.2f}" for x, (a, b) in la.items()) + ". "
+                 + ("DDRL's labels end more accurate than TTRL's." if la["ddrl"][1] > la["ttrl"][1] else
+                    "DDRL's labels do not end more accurate than TTRL's here."))
+lines.append(f"The notebook took {m['notebook_seconds']:.0f} s (runs cached from earlier executions load instantly).")
+display(Markdown("\n\n".join(lines)))
+
+# %% [markdown]
+# ## Try this
+#
+# 1. Add seeds (`seeds = [0, 1, 2, 3, 4]`). Which differences in the main table survive, and which were noise?
+# 2. The held-out questions were never adapted to. Is the TTRL gain there as large as on the adapted ones?
+#    What would you expect if TTRL only memorised its pseudo-labels?
+# 3. In Fig. 4, DAE's mean advantage is `2·(selected reward) − 1`. With BCS capping positives at K/2, can it
+#    ever be positive? Check `reward/selected_mean` in `curves`.
+# 4. Plot `gt/fp_rate` (spurious positives) for TTRL and DDRL. Which one rewards wrong answers more as
+#    training goes on?
+# 5. Set `episodes = 8`. Does TTRL's label accuracy keep rising, or does it collapse onto wrong answers?

@@ -1,0 +1,97 @@
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from ddrl import tables as T
+from ddrl.experiments import summarize
+
+
+def _df():
+    # hand-worked: ttrl adapted seeds 0.2, 0.4 -> mean 0.3; ddrl adapted 0.5, 0.5 -> mean 0.5, zero-width CI
+    return pd.DataFrame([
+        {"method": "ttrl", "split": "adapted", "seed": 0, "pass@1": 0.2},
+        {"method": "ttrl", "split": "adapted", "seed": 1, "pass@1": 0.4},
+        {"method": "ddrl", "split": "adapted", "seed": 0, "pass@1": 0.5},
+        {"method": "ddrl", "split": "adapted", "seed": 1, "pass@1": 0.5},
+        {"method": "ttrl", "split": "heldout", "seed": 0, "pass@1": 0.1},
+        {"method": "ttrl", "split": "heldout", "seed": 1, "pass@1": 0.1},
+        {"method": "ddrl", "split": "heldout", "seed": 0, "pass@1": 0.3},
+        {"method": "ddrl", "split": "heldout", "seed": 1, "pass@1": 0.3},
+    ])
+
+
+def test_paper_cell_none_and_value():
+    assert T.paper_cell(None) == T.NOT_RETRIEVED
+    assert T.paper_cell(float("nan")) == T.NOT_RETRIEVED
+    assert T.paper_cell(0.1234) == "0.123"
+
+
+def test_paper_value_missing_key_is_none():
+    assert T.paper_value(("table2", "no such", "row")) is None
+    assert T.paper_value(("setting", "n_votes")) == 64
+
+
+def test_fmt_ci():
+    assert T.fmt_ci(0.5, 0.25, 0.75) == "0.500 [0.250, 0.750]"
+    assert T.fmt_ci(0.5, float("nan"), float("nan")) == "0.500"
+    assert T.fmt_ci(float("nan"), 0, 1) == "n/a"
+
+
+def test_ci_relation_cases():
+    assert T.ci_relation((0.6, 0.55, 0.65), (0.4, 0.35, 0.45)) == "higher"
+    assert T.ci_relation((0.4, 0.35, 0.45), (0.6, 0.55, 0.65)) == "lower"
+    assert T.ci_relation((0.5, 0.4, 0.6), (0.55, 0.5, 0.6)) == "overlap"
+    assert T.ci_relation((0.9, float("nan"), float("nan")), (0.1, 0.0, 0.2)) == "overlap"
+
+
+def test_agreement():
+    assert T.agreement("higher", "higher") == "agrees with"
+    assert T.agreement("lower", "higher") == "disagrees with"
+    assert T.agreement("overlap", "lower") == "neither confirms nor contradicts"
+    with pytest.raises(ValueError, match="expected"):
+        T.agreement("higher", "up")
+
+
+def test_lookup_and_measured_vs_paper():
+    s = summarize(_df(), "pass@1", by=("method", "split"))
+    m, lo, hi = T.lookup(s, method="ddrl", split="adapted")
+    assert (m, lo, hi) == (0.5, 0.5, 0.5)
+    m, lo, hi = T.lookup(s, method="ttrl", split="adapted")
+    assert m == pytest.approx(0.3) and lo < 0.2 and hi > 0.4  # t with 1 dof: half width 12.7 * 0.1
+    with pytest.raises(KeyError, match="expected one summary row"):
+        T.lookup(s, method="etmr", split="adapted")
+    with pytest.raises(KeyError, match="no column"):
+        T.lookup(s, arm="ttrl")
+    tab = T.measured_vs_paper(s, ["ttrl", "ddrl"], {"ttrl": None, "ddrl": 0.42}, labels={"ddrl": "DDRL"})
+    assert list(tab["method"]) == ["ttrl", "DDRL"]
+    assert list(tab["paper"]) == [T.NOT_RETRIEVED, "0.42"]
+    assert tab.loc[1, "pass@1 adapted (measured)"] == "0.500 [0.500, 0.500]"
+    assert tab.loc[1, "pass@1 heldout (measured)"] == "0.300 [0.300, 0.300]"
+    assert list(tab["seeds"]) == [2, 2]
+    with pytest.raises(KeyError, match="no summary rows"):
+        T.measured_vs_paper(s, ["etmr"], {})
+
+
+def test_comparison_sentence():
+    s = T.comparison_sentence("DDRL", (0.5, 0.45, 0.55), "TTRL", (0.3, 0.25, 0.35))
+    assert "above TTRL's 0.300" in s and "+0.200" in s
+    s = T.comparison_sentence("DDRL", (0.5, 0.2, 0.8), "TTRL", (0.3, 0.1, 0.5))
+    assert "overlap" in s
+
+
+def test_curve_band():
+    c = pd.DataFrame({"method": ["a"] * 4, "step": [0, 0, 1, 1], "seed": [0, 1, 0, 1], "adv/mean": [0.0, 1.0, -1.0, -3.0]})
+    b = T.curve_band(c, "adv/mean")
+    assert list(b["mean"]) == [0.5, -2.0] and list(b["lo"]) == [0.0, -3.0] and list(b["hi"]) == [1.0, -1.0]
+    assert math.isclose(b["seeds"].sum(), 4)
+    with pytest.raises(KeyError, match="no metric"):
+        T.curve_band(c, "gt/label_acc")
+
+
+def test_method_label_distinguishes_ddrl_from_rl_only():
+    assert T.method_label("ddrl") == "DDRL (BCS + DAE + COR)"
+    assert T.method_label("bcs_dae") == "BCS + DAE"
+    assert T.method_label("unknown") == "unknown"
