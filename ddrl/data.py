@@ -569,3 +569,13 @@ def load_dataset(
         for f in spec.files
     ]
     return spec.loader(blobs, progress=progress, **{**spec.options, **options})
+
+
+def load_questions(name: str, n: int | None = None, seed: int = 0, data_dir: Path | str | None = None,
+                   **kwargs: Any) -> list[dict]:
+    """The first ``n`` records of dataset ``name`` (all when ``n`` is None), the same call for every dataset:
+    the testbed splits are generated with ``n`` and ``seed``; files are read and cut to ``n``."""
+    if name.startswith("testbed_"):
+        return load_dataset(name, data_dir, n=256 if n is None else n, seed=seed, **kwargs)
+    records = load_dataset(name, data_dir, **kwargs)
+    return records if n is None else records[:n]

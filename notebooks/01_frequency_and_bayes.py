@@ -78,7 +78,7 @@ from IPython.display import Markdown, display
 
 from ddrl import analysis as an
 from ddrl import paper
-from ddrl.data import DataError, load_dataset
+from ddrl.data import DataError, load_dataset, load_questions
 from ddrl.plotting import color, set_style
 from ddrl.reporting import Reporter
 
@@ -98,10 +98,7 @@ print(f"model {model_name}, dataset {dataset}, {n_questions} questions x N={n_sa
 # The result is cached, keyed by the model's weight hashes and every sampling parameter.
 
 # %%
-if dataset.startswith("testbed_"):
-    records = load_dataset(dataset, n=n_questions, seed=seed)
-else:
-    records = load_dataset(dataset, data_dir=data_dir)[:n_questions]
+records = load_questions(dataset, n_questions, seed=seed, data_dir=data_dir)
 problems = an.cached_rollouts(model_name, records, dataset, n_samples, temperature=temperature, top_p=top_p,
                              max_new_tokens=max_new_tokens, seed=seed, batch_size=batch_size, cue=cue,
                              backend=backend, device=device, progress=progress)

@@ -80,7 +80,7 @@ from IPython.display import Markdown, display
 
 from ddrl import analysis as an
 from ddrl import paper
-from ddrl.data import load_dataset
+from ddrl.data import load_questions
 from ddrl.plotting import color, label, set_style
 from ddrl.reporting import Reporter, cache_root
 
@@ -151,10 +151,7 @@ if interactive:
 # pseudo-label is right.
 
 # %%
-if dataset.startswith("testbed_"):
-    records = load_dataset(dataset, n=n_questions, seed=seed)
-else:
-    records = load_dataset(dataset, data_dir=data_dir)[:n_questions]
+records = load_questions(dataset, n_questions, seed=seed, data_dir=data_dir)
 problems = an.cached_rollouts(model_name, records, dataset, n_samples, temperature=temperature, top_p=top_p,
                              max_new_tokens=max_new_tokens, seed=seed, batch_size=batch_size, cue=cue,
                              backend=backend, device=device, progress=progress)
@@ -215,7 +212,7 @@ plt.show()
 # %%
 t1_rows = []
 if table1:
-    t1_records = load_dataset(dataset, n=table1_questions, seed=seed) if dataset.startswith("testbed_") else records[:table1_questions]
+    t1_records = load_questions(dataset, table1_questions, seed=seed, data_dir=data_dir)
     common = dict(model=model_name, seed=seed, episodes=table1_episodes, prompts_per_step=table1_prompts_per_step,
                   n_votes=table1_n_votes, k_train=table1_k_train, lr=table1_lr, max_new_tokens=max_new_tokens,
                   sample_batch_size=batch_size, device=device)

@@ -480,3 +480,12 @@ def test_testbed_splits_through_the_registry():
     assert len(recs) == 8 and all(isinstance(r[k], str) for r in recs for k in D.RECORD_FIELDS)
     assert D.load_dataset("testbed_train", n=4, seed=3) == testbed.generate_split("train", 4, 3)
     assert len(D.load_dataset("testbed_train")) == D.DATASETS["testbed_train"].options["n"]
+
+
+def test_load_questions_cuts_files_and_generates_testbed(shared_data):
+    from ddrl.data import load_questions
+
+    assert len(load_questions("aime2024", 5, data_dir=shared_data)) == 5
+    assert len(load_questions("aime2024", None, data_dir=shared_data)) == 30
+    tb = load_questions("testbed_test", 7, seed=3)
+    assert len(tb) == 7 and tb == load_questions("testbed_test", 7, seed=3)
