@@ -1,0 +1,292 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 05 · What COR costs and buys: COR vs more RL (paper Table 3), refinement size (Table 6)
+#
+# COR (consensus-based offline refinement) runs once after RL: sample M = 128 answers per question, keep a
+# few rollouts that agree with the majority, fine-tune on them for a few epochs. Table 3 asks whether the
+# same gain could be had by simply training longer: it compares
+#
+# | row | what happens after the RL schedule |
+# |---|---|
+# | BCS + DAE | nothing (the RL-only weights of the DDRL run) |
+# | + additional RL | about 1/10 more RL steps (`extra_rl_fraction = 0.1`, constant lr `extra_rl_lr`) |
+# | + COR (= DDRL) | consensus-based offline refinement |
+#
+# with the wall-clock time each stage takes on this machine (`RunResult.rl_seconds`, `cor_seconds` and the
+# per-step `time/step_s` of the extra RL steps). Table 6 varies the refinement size. We read it as the number
+# of agreeing rollouts kept per question: the paper keeps k = 4 on MATH-500 (`cor_keep`), and "1x / 2x / 4x"
+# multiplies it (4, 8, 16). Every size starts from the same RL-only weights of the DDRL run and uses the same
+# COR samples (same seed), so only the size differs; 1x is the DDRL run itself (notebook 03's run).
+
+# %% tags=["parameters"]
+# --- runner (set by `python -m ddrl.reproduce`) ---
+preset = "default"  # which params/<preset>/ file the runner used
+output_dir = "../outputs/interactive"  # figures/, tables/, metrics/ go here
+seed = 0  # ddrl.seeds.DEFAULT_SEED (the question draw; training seeds are listed below)
+
+# --- questions (as in notebook 03) ---
+model = "testbed"  # "testbed" (the model of `testbed_preset`), a Hugging Face id, a ddrl.models preset or a directory
+testbed_preset = "default"  # ddrl.testbed.build preset: "tiny" | "default"
+dataset = "testbed_test"  # ddrl.data dataset name (testbed_test, math500, aime2024, amc)
+data_dir = None  # real data location (None: ddrl.data's lookup)
+n_adapted = 32  # questions adapted to (and evaluated on)
+n_heldout = 64  # further questions of the same split, never adapted to (0: none)
+
+# --- Table 3 ---
+table3_methods = ["bcs_dae", "additional_rl", "ddrl"]  # BCS+DAE, + additional RL, + COR
+table3_seeds = [0, 1]  # training seeds
+extra_rl_fraction = 0.1  # additional RL: this fraction of the RL steps again
+extra_rl_lr = 1e-5  # additional RL: constant learning rate
+
+# --- Table 6 ---
+size_multipliers = [1, 2, 4]  # refinement size: multiples of cor_keep (1 is the DDRL run itself)
+table6_seeds = [0, 1]  # training seeds
+
+# --- trainer (TrainConfig fields shared by every method; the same values in 04 and 05 share runs) ---
+paper_settings = None  # a ddrl.models preset (e.g. "qwen2.5-math-1.5b"): use its official settings instead of the knobs below
+episodes = 4  # passes over the adapted questions
+prompts_per_step = 8  # questions per RL step
+n_votes = 64  # N: rollouts voted on per question
+k_train = 32  # K: rollouts trained on per question
+lr = 3e-5  # peak learning rate (testbed default)
+eval_n = 16  # samples per question for pass@1 and maj@n (the paper's 16)
+cor_m = 128  # COR: M samples per question
+cor_keep = 4  # COR: agreeing rollouts kept per question
+etmr_m = 12  # ETMR: root responses per tree (leaves are 5x this)
+max_new_tokens = 64  # response budget
+sample_batch_size = 512  # sequences decoded together
+device = "auto"  # "auto" | "cpu" | "cuda"
+
+# --- notebook ---
+progress = True  # tqdm progress bars
+
+# %%
+import math
+import time
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from IPython.display import Markdown, display
+
+from ddrl import analysis as an
+from ddrl import tables as T
+from ddrl.data import load_dataset
+from ddrl.experiments import Experiment, summarize
+from ddrl.plotting import color, set_style
+from ddrl.reporting import Reporter, cached
+from ddrl.runs import RunDir
+from ddrl.seeds import derive_seed
+from ddrl.sft import consensus_refinement
+from ddrl.train import paper_overrides, resolve_cue, strip_truth
+
+label = T.method_label
+set_style()
+rep = Reporter(output_dir, "05_offpolicy_cost")
+model_name = f"testbed:{testbed_preset}" if model == "testbed" else model
+t_start = time.perf_counter()
+
+if dataset.startswith("testbed_"):
+    records = load_dataset(dataset, n=n_adapted + n_heldout, seed=seed)
+else:
+    records = load_dataset(dataset, data_dir=an.resolve_data_dir(data_dir))[: n_adapted + n_heldout]
+adapted, heldout = records[:n_adapted], records[n_adapted:]
+
+if paper_settings:  # the official settings of the paper's launch scripts (GPU scale)
+    overrides = {**paper_overrides(paper_settings, dataset), "device": device, "sample_batch_size": sample_batch_size,
+                 "cor_m": cor_m, "cor_keep": cor_keep, "etmr_m": etmr_m}
+else:
+    overrides = dict(model=model_name, episodes=episodes, prompts_per_step=prompts_per_step, n_votes=n_votes,
+                     k_train=k_train, lr=lr, eval_n=eval_n, cor_m=cor_m, cor_keep=cor_keep, etmr_m=etmr_m,
+                     max_new_tokens=max_new_tokens, sample_batch_size=sample_batch_size, device=device)
+exp = Experiment(adapted, heldout, overrides=overrides, progress=progress)
+print(f"{len(adapted)} adapted + {len(heldout)} held-out questions; model {overrides['model']}; "
+      f"{exp.config('ttrl', table3_seeds[0]).episodes} episodes")
+
+
+# %% [markdown]
+# ## 1. Table 3: COR vs additional RL, with wall-clock times
+#
+# The additional-RL run is its own run (the BCS + DAE schedule, then the extra steps); its extra time is the
+# sum of `time/step_s` over the steps past the schedule. COR time is sampling + SFT.
+
+# %%
+extra = dict(extra_rl_fraction=extra_rl_fraction, extra_rl_lr=extra_rl_lr)
+df3 = pd.concat([exp.grid([m], table3_seeds, **(extra if m == "additional_rl" else {})) for m in table3_methods],
+                ignore_index=True)
+rep.table(df3.drop(columns=["run_dir"]), "table3_runs")
+cfg = exp.config("bcs_dae", table3_seeds[0])
+base_steps = math.ceil(len(adapted) / cfg.prompts_per_step) * cfg.episodes
+if "additional_rl" in table3_methods:
+    add_curves = exp.training_curves("additional_rl", table3_seeds, **extra)
+    extra_s = add_curves[add_curves["step"] >= base_steps].groupby("seed")["time/step_s"].sum()
+    extra_steps = int((add_curves["step"] >= base_steps).sum() / len(table3_seeds))
+    base_s = add_curves[add_curves["step"] < base_steps].groupby("seed")["time/step_s"].sum()
+else:
+    extra_s, base_s, extra_steps = pd.Series(dtype=float), pd.Series(dtype=float), 0
+ddrl_rows = df3[(df3["method"] == "ddrl") & (df3["split"] == "adapted")]
+times = {
+    "bcs_dae": {"RL s": df3.loc[df3["method"] == "bcs_dae", "rl_seconds"].mean(), "after-RL s": 0.0},
+    "additional_rl": {"RL s": float(base_s.mean()) if len(base_s) else np.nan,
+                      "after-RL s": float(extra_s.mean()) if len(extra_s) else np.nan},
+    "ddrl": {"RL s": ddrl_rows["rl_seconds"].mean(), "after-RL s": ddrl_rows["cor_seconds"].mean()},
+}
+t3 = summarize(df3, "pass@1", by=("method", "split"))
+table_3 = T.measured_vs_paper(t3, table3_methods, {m: T.paper_value(("table3", m)) for m in table3_methods},
+                              labels=label, paper_header="paper pass@1 (Table 3)")
+table_3["RL s (measured)"] = [round(times[m]["RL s"], 1) for m in table3_methods]
+table_3["after-RL s (measured)"] = [round(times[m]["after-RL s"], 1) for m in table3_methods]
+table_3["paper time"] = T.NOT_RETRIEVED
+rep.table(table_3, "table3_cor_vs_additional_rl")
+display(table_3)
+print(f"RL schedule: {base_steps} steps; additional RL: {extra_steps} steps at lr {extra_rl_lr:g}")
+
+# %% [markdown]
+# ## 2. Table 6: refinement size
+#
+# COR from the RL-only weights of each DDRL run with `cor_keep x multiplier` agreeing rollouts per question
+# (fewer when fewer agree). The call is the trainer's own COR call (`ddrl.sft.consensus_refinement`, same
+# seed and settings), cached by run directory and size.
+
+# %%
+def refined(seed_: int, keep: int) -> list[dict]:
+    """Evaluation rows after COR with ``keep`` rollouts per question on the DDRL run's RL-only weights."""
+    res = exp.train("ddrl", seed_)
+    c = res.config
+    tag = f"{res.run_dir}:rl+cor_keep{keep}"
+
+    def run():
+        RunDir(res.run_dir).load_weights("rl", res.model)
+        t0 = time.perf_counter()
+        cor = consensus_refinement(
+            res.model, res.tokenizer, [strip_truth(r) for r in adapted], m=c.cor_m, keep=keep, epochs=c.cor_epochs,
+            lr=c.cor_lr, temperature=c.eval_temperature, top_p=c.eval_top_p, max_new_tokens=c.max_new_tokens,
+            seed=derive_seed(c.seed, "cor"), cue=resolve_cue(c.cue, c.model), batch_size=c.cor_batch_size,
+            sample_batch_size=c.sample_batch_size, weight_decay=c.weight_decay, grad_clip=c.grad_clip, progress=progress)
+        cor_s = time.perf_counter() - t0
+        ev = exp.evaluate(res.model, res.tokenizer, c, seed_, tag)
+        return [{"seed": seed_, "split": s, **e, "cor_seconds": cor_s, "cor_kept": cor.summary()["num_kept"]}
+                for s, e in ev.items()]
+
+    return cached({"tag": tag, "heldout": [r.get("id") or r["prompt"] for r in heldout]}, run, namespace="evaluations")
+
+
+rows6 = []
+for s in table6_seeds:
+    for mult in size_multipliers:
+        keep = cor_keep * mult
+        if mult == 1:  # the DDRL run itself
+            for r in exp.run("ddrl", s):
+                rows6.append({"seed": s, "split": r["split"], "pass@1": r["pass@1"], "maj@n": r["maj@n"],
+                              "cor_seconds": r["cor_seconds"], "cor_kept": r["cor_kept"], "size": "1x", "keep": keep})
+        else:
+            rows6 += [{**r, "size": f"{mult}x", "keep": keep} for r in refined(s, keep)]
+df6 = pd.DataFrame(rows6)
+rep.table(df6, "table6_runs")
+t6 = summarize(df6, "pass@1", by=("size", "split"))
+sizes = [f"{x}x" for x in size_multipliers]
+table_6 = T.measured_vs_paper(t6, sizes, {x: T.paper_value(("table6", x)) for x in sizes}, row_col="size",
+                              paper_header="paper pass@1 (Table 6)")
+table_6.insert(1, "kept per question", [cor_keep * x for x in size_multipliers])
+table_6["COR s (measured)"] = [round(df6.loc[(df6["size"] == x) & (df6["split"] == "adapted"), "cor_seconds"].mean(), 1) for x in sizes]
+table_6["rollouts kept, all questions (mean over seeds)"] = [df6.loc[(df6["size"] == x) & (df6["split"] == "adapted"), "cor_kept"].mean() for x in sizes]
+rep.table(table_6, "table6_refinement_size")
+display(table_6)
+
+# %%
+fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))
+ax = axes[0]
+part = t3[t3["split"] == "adapted"].set_index("method").reindex(table3_methods)
+x = np.arange(len(part))
+ax.bar(x, part["mean"], color=[color(mm) for mm in table3_methods],
+       yerr=np.nan_to_num(np.vstack([part["mean"] - part["ci_lo"], part["ci_hi"] - part["mean"]])), capsize=4)
+ax.set_xticks(x, [label(mm) for mm in table3_methods], rotation=15, ha="right")
+ax.set(ylabel="pass@1 (adapted)", title="Table 3: pass@1")
+ax = axes[1]
+ax.bar(x, [times[mm]["RL s"] for mm in table3_methods], color="#bbbbbb", label="RL schedule")
+ax.bar(x, [times[mm]["after-RL s"] for mm in table3_methods], bottom=[times[mm]["RL s"] for mm in table3_methods],
+       color=[color(mm) for mm in table3_methods], label="after RL (extra RL / COR)")
+ax.set_xticks(x, [label(mm) for mm in table3_methods], rotation=15, ha="right")
+ax.set(ylabel="wall-clock seconds", title="Table 3: measured cost")
+ax.legend(fontsize=8)
+ax = axes[2]
+for sp, g in t6.groupby("split", sort=False):
+    g = g.set_index("size").reindex(sizes)
+    ax.errorbar(size_multipliers, g["mean"], yerr=np.nan_to_num(np.vstack([g["mean"] - g["ci_lo"], g["ci_hi"] - g["mean"]])),
+                marker="o", capsize=4, label=sp)
+ax.set(xscale="log", xticks=size_multipliers, xticklabels=[f"{x}x ({cor_keep * x})" for x in size_multipliers],
+       xlabel="refinement size (kept per question)", ylabel="pass@1", title="Table 6: refinement size")
+ax.legend(fontsize=8)
+fig.tight_layout()
+rep.figure(fig, "table3_table6", data=pd.concat([t3.assign(table="3"), t6.assign(table="6")], ignore_index=True))
+plt.show()
+
+# %%
+metrics = {
+    "n_adapted": len(adapted), "n_heldout": len(heldout), "table3_seeds": list(table3_seeds),
+    "table6_seeds": list(table6_seeds), "base_steps": base_steps, "extra_steps": extra_steps,
+    "table3": {f"{r.method}/{r.split}": [r.mean, r.ci_lo, r.ci_hi] for r in t3.itertuples()},
+    "table6": {f"{r.size}/{r.split}": [r.mean, r.ci_lo, r.ci_hi] for r in t6.itertuples()},
+    "seconds": times, "cor_keep": cor_keep, "size_multipliers": list(size_multipliers),
+    "notebook_seconds": time.perf_counter() - t_start,
+}
+rep.metrics(metrics)
+
+# %% [markdown]
+# ## What we measured
+#
+# Generated from `metrics`; nothing below is typed in.
+
+# %%
+m = metrics
+P = {k: tuple(v) for k, v in m["table3"].items()}
+S = m["seconds"]
+lines = [f"Table 3 on {m['n_adapted']} adapted questions ({len(m['table3_seeds'])} seeds): "
+         + "; ".join(f"{label(x)} pass@1 {T.fmt_ci(*P[f'{x}/adapted'])}" for x in table3_methods)
+         + f". The paper's Table 3 values are {T.NOT_RETRIEVED}; we compare directions only."]
+if {"bcs_dae", "additional_rl", "ddrl"} <= set(table3_methods):
+    for sp in [x for x in ("adapted", "heldout") if f"ddrl/{x}" in P]:
+        rel = T.ci_relation(P[f"ddrl/{sp}"], P[f"additional_rl/{sp}"])
+        lines.append(f"On the {sp} questions, " + T.comparison_sentence("COR", P[f"ddrl/{sp}"], "additional RL", P[f"additional_rl/{sp}"])
+                     + f"; this {T.agreement(rel, 'higher')} the paper's case for COR over simply training longer.")
+    cor_s, add_s, rl_s = S["ddrl"]["after-RL s"], S["additional_rl"]["after-RL s"], S["bcs_dae"]["RL s"]
+    lines.append(f"Cost on this machine: the RL schedule ({m['base_steps']} steps) takes {rl_s:.0f} s; {m['extra_steps']} extra "
+                 f"RL steps take {add_s:.0f} s ({add_s / rl_s:.0%} of it) and COR takes {cor_s:.0f} s ({cor_s / rl_s:.0%}). "
+                 + ("COR is the cheaper of the two here." if cor_s < add_s else
+                    "COR is not cheaper than the extra RL here: at testbed scale sampling M answers per question "
+                    "costs as much as a few RL steps, while the paper's long responses and large models make RL "
+                    "steps far costlier."))
+Q = {k: tuple(v) for k, v in m["table6"].items()}
+sz = [f"{x}x" for x in m["size_multipliers"]]
+lines.append("Table 6 (refinement size, adapted pass@1): " + "; ".join(f"{x} ({m['cor_keep'] * int(x[:-1])} kept) "
+                                                                     f"{T.fmt_ci(*Q[f'{x}/adapted'])}" for x in sz) + ".")
+if len(sz) > 1:
+    rel = T.ci_relation(Q[f"{sz[-1]}/adapted"], Q[f"{sz[0]}/adapted"])
+    lines.append(f"Going from {sz[0]} to {sz[-1]}: " + T.comparison_sentence(sz[-1], Q[f"{sz[-1]}/adapted"], sz[0], Q[f"{sz[0]}/adapted"])
+                 + f". The paper's Table 6 numbers are {T.NOT_RETRIEVED}, so whether this matches its trend cannot be checked.")
+display(Markdown("\n\n".join(lines)))
+
+# %% [markdown]
+# ## Try this
+#
+# 1. COR's sampling of M = 128 answers per question is most of its cost. Set `cor_m = 32`: how much of the
+#    gain is left, and how much time is saved?
+# 2. Raise `extra_rl_fraction` until additional RL costs as much as COR. Does it then match COR's gain?
+# 3. With 16 kept rollouts per question, COR fine-tunes on many near-duplicates of the majority answer.
+#    What happens to diversity (pass@1 vs maj@n in `table6_runs`)?
+# 4. COR trusts the majority vote after RL. On which questions could it reinforce a wrong answer? (Hint: the
+#    label accuracy curves of notebook 03.)
