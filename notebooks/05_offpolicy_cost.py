@@ -79,6 +79,7 @@ import math
 import time
 
 import matplotlib.pyplot as plt
+from matplotlib.patches import Patch
 import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
@@ -217,12 +218,13 @@ ax.bar(x, part["mean"], color=[color(mm) for mm in table3_methods],
 ax.set_xticks(x, [label(mm) for mm in table3_methods], rotation=15, ha="right")
 ax.set(ylabel="pass@1 (adapted)", title="Table 3: pass@1")
 ax = axes[1]
-ax.bar(x, [times[mm]["RL s"] for mm in table3_methods], color="#bbbbbb", label="RL schedule")
+ax.bar(x, [times[mm]["RL s"] for mm in table3_methods], color="#bbbbbb")
 ax.bar(x, [times[mm]["after-RL s"] for mm in table3_methods], bottom=[times[mm]["RL s"] for mm in table3_methods],
-       color=[color(mm) for mm in table3_methods], label="after RL (extra RL / COR)")
+       color=[color(mm) for mm in table3_methods], hatch="//", edgecolor="white")
 ax.set_xticks(x, [label(mm) for mm in table3_methods], rotation=15, ha="right")
 ax.set(ylabel="wall-clock seconds", title="Table 3: measured cost")
-ax.legend(fontsize=8)
+ax.legend(handles=[Patch(facecolor="#bbbbbb", label="RL schedule"),
+                   Patch(facecolor="#666666", hatch="//", edgecolor="white", label="after RL (extra RL or COR)")], fontsize=8)
 ax = axes[2]
 for sp, g in t6.groupby("split", sort=False):
     g = g.set_index("size").reindex(sizes)
