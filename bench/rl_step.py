@@ -211,6 +211,20 @@ def top_functions(path: Path, n: int = 15) -> str:
     return buf.getvalue()
 
 
+def markdown_table(result: dict) -> str:
+    """The results of a run (the JSON this script writes) as the Markdown table of docs/benchmarks.md."""
+    lines = ["| pairing | trainer | sampled | trained | updates | s/step | generation s | rest s | TRL / ours |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for name, r in result["results"].items():
+        for who in ("ours", "trl"):
+            if who in r:
+                x = r[who]
+                ratio = f"{r['trl_over_ours']:.2f}x" if who == "trl" else ""
+                lines.append(f"| {name} | {who} | {x['sampled']} | {x['trained']} | {x['updates']} | "
+                             f"{x['median_step_s']:.2f} | {x['median_generate_s']:.2f} | {x['median_update_s']:.2f} | {ratio} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", default="default", help="testbed preset")
@@ -224,7 +238,12 @@ def main() -> None:
     ap.add_argument("--profile", default=None,
                     help="directory for cProfile dumps of one extra step per run (after the timed ones, not counted)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "rl_step.json"))
+    ap.add_argument("--markdown", default=None, metavar="JSON",
+                    help="only print the Markdown table of an earlier run's JSON (no measurement)")
     args = ap.parse_args()
+    if args.markdown:
+        print(markdown_table(json.loads(Path(args.markdown).read_text())))
+        return
     if os.environ.get("OMP_NUM_THREADS"):
         torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
     threads = torch.get_num_threads()
