@@ -173,7 +173,7 @@ fig4 = T.curve_band(curves, "adv/mean")
 
 def draw_band(ax, band, what):
     for m, g in band.groupby("method", sort=False):
-        ax.plot(g["step"], g["mean"], color=color(m), label=label(m))
+        ax.plot(g["step"], g["mean"], ".-", color=color(m), label=label(m))
         ax.fill_between(g["step"], g["lo"], g["hi"], color=color(m), alpha=0.2)
     ax.set(xlabel="RL step", ylabel=what)
 

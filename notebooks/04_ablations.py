@@ -179,10 +179,12 @@ for mth, g in s_sum[s_sum["split"] == "adapted"].groupby("method", sort=False):
     ax.errorbar(g["lr"], g["mean"], yerr=np.nan_to_num(np.vstack([g["mean"] - g["ci_lo"], g["ci_hi"] - g["mean"]])),
                 marker="o", capsize=4, color=color(mth), label=label(mth))
 ax.set(xscale="log", xlabel="peak learning rate", ylabel="pass@1 (adapted)", title="pass@1 vs learning rate")
+ax.set_xticks(sweep_lrs, [f"{x:g}" for x in sweep_lrs])
+ax.minorticks_off()
 ax.legend()
 ax = axes[1]
 for mth, g in band.groupby("method", sort=False):
-    ax.plot(g["step"], g["mean"], color=color(mth), label=label(mth))
+    ax.plot(g["step"], g["mean"], ".-", color=color(mth), label=label(mth))
     ax.fill_between(g["step"], g["lo"], g["hi"], color=color(mth), alpha=0.2)
 ax.set(xlabel="RL step", ylabel="pseudo-label accuracy", title=f"label accuracy at lr = {lr_hi:g}")
 ax.legend()
