@@ -7,8 +7,9 @@
 - A parameter a notebook does not declare in its ``parameters`` cell is an error listing the valid ones.
 - Always ``kernel_name="python3"`` and the explicit working directory ``notebooks/``.
 - Output, under ``outputs/<preset>/``: executed notebooks, an HTML rendering of each, ``figures/``,
-  ``tables/``, ``metrics/``, ``timings.json`` and ``manifest.json`` (every artifact with its sha256, the
-  notebook that made it, its parameters and the git sha).
+  ``tables/``, ``metrics/``, ``timings.json`` (wall seconds and peak resident memory of each notebook) and
+  ``manifest.json`` (every artifact with its sha256, the notebook that made it, its parameters and the git
+  sha).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import argparse
 import json
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -101,6 +103,55 @@ def render_html(executed: Path) -> Path:
     return out
 
 
+class PeakMemory:
+    """Peak resident memory (MiB) of this process plus all its descendants (the notebook's kernel), sampled
+    every ``interval`` seconds in a background thread while the ``with`` block runs.
+
+    The sum over the process tree at each sample, maximised over samples: what the job needs from the
+    machine. Sampling can miss a spike shorter than ``interval``; the kernel's own high-water mark is read
+    from ``/proc/<pid>/status`` (VmHWM) at each sample too, so a spike inside the kernel is still counted.
+    """
+
+    def __init__(self, interval: float = 0.25):
+        self.interval = interval
+        self.peak_mib = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @staticmethod
+    def _tree_mib() -> float:
+        import psutil
+
+        me = psutil.Process()
+        total = 0
+        for p in [me, *me.children(recursive=True)]:
+            try:
+                rss = p.memory_info().rss
+                try:  # the process's own high-water mark (Linux), which sampling cannot miss
+                    hwm = next(int(line.split()[1]) * 1024 for line in open(f"/proc/{p.pid}/status")
+                               if line.startswith("VmHWM:"))
+                    rss = max(rss, hwm) if p.pid != me.pid else rss
+                except (OSError, StopIteration, ValueError):
+                    pass
+                total += rss
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+        return total / 2**20
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak_mib = max(self.peak_mib, self._tree_mib())
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> "PeakMemory":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def run_notebook(notebook: Path, params: dict, out_dir: Path, progress: bool = True) -> Path:
     import papermill
 
@@ -130,8 +181,8 @@ def build_manifest(out_dir: Path, runs: dict[str, dict]) -> dict:
             })
     return {
         "git_sha": git_sha(),
-        "notebooks": {stem: {"parameters": info["parameters"], "seconds": info["seconds"]}
-                      for stem, info in runs.items()},
+        "notebooks": {stem: {"parameters": info["parameters"], "seconds": info["seconds"],
+                             "peak_rss_mib": info.get("peak_rss_mib")} for stem, info in runs.items()},
         "artifacts": entries,
     }
 
@@ -179,17 +230,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n=== {nb.name} ===", flush=True)
         start = time.perf_counter()
         try:
-            executed = run_notebook(nb, params, out_dir)
+            with PeakMemory() as mem:
+                executed = run_notebook(nb, params, out_dir)
         except Exception as e:  # papermill raises PapermillExecutionError with the failing cell's traceback
             print(f"ddrl.reproduce: {nb.name} failed: {e}", file=sys.stderr)
             status = 1
             break
         html = None if args.no_html else render_html(executed)
         seconds = time.perf_counter() - start
-        runs[nb.stem] = {"parameters": params, "seconds": round(seconds, 1), "executed": str(executed),
-                         "html": str(html) if html else str(executed)}
-        print(f"{nb.name}: {seconds:.1f} s", flush=True)
-        atomic_write_bytes(timings_path, json.dumps({k: v["seconds"] for k, v in runs.items()}, indent=2).encode())
+        runs[nb.stem] = {"parameters": params, "seconds": round(seconds, 1), "peak_rss_mib": round(mem.peak_mib),
+                         "executed": str(executed), "html": str(html) if html else str(executed)}
+        print(f"{nb.name}: {seconds:.1f} s, peak memory {mem.peak_mib:.0f} MiB", flush=True)
+        timings = {k: {"seconds": v["seconds"], "peak_rss_mib": v["peak_rss_mib"]} for k, v in runs.items()}
+        atomic_write_bytes(timings_path, json.dumps(timings, indent=2).encode())
         atomic_write_bytes(out_dir / "manifest.json", json.dumps(build_manifest(out_dir, runs), indent=2).encode())
     total = sum(v["seconds"] for v in runs.values())
     print(f"\nddrl.reproduce: {len(runs)}/{len(plan)} notebook(s) in {total:.0f} s; manifest: {out_dir / 'manifest.json'}")

@@ -86,3 +86,17 @@ def test_no_notebooks_says_so(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(reproduce, "NOTEBOOK_DIR", tmp_path)
     assert reproduce.main([]) == 0
     assert "no notebooks" in capsys.readouterr().out
+
+
+def test_peak_memory_counts_the_kernel_like_child_process():
+    """The runner's memory figure must include descendants (papermill's kernel is a child process)."""
+    import subprocess
+    import sys
+
+    from ddrl.reproduce import PeakMemory
+
+    code = "x = bytearray(300 * 2**20); x[::4096] = b'1' * len(x[::4096]); import time; time.sleep(1.0)"
+    alone = PeakMemory._tree_mib()  # this process, with whatever earlier tests imported
+    with PeakMemory(interval=0.05) as mem:
+        subprocess.run([sys.executable, "-c", code], check=True)
+    assert mem.peak_mib >= alone + 300, (alone, mem.peak_mib)
