@@ -173,14 +173,20 @@ def decode_positions(rollouts, batch_size: int) -> tuple[int, int]:
 def testbed_part(dev: torch.device, args) -> dict:
     from ddrl.prompts import format_prompt
     from ddrl.sampling import HFSampler
-    from ddrl.testbed import generate_split
+    from ddrl.testbed import generate_split, load
     from ddrl.train import make_config, train
 
-    model, tok = testbed_model(dev)
+    if args.testbed_dir:  # the trained testbed, built on the CPU and carried over (a save_pretrained dir)
+        model, tok = load(args.testbed_dir)
+        model = model.to(dev).eval()
+        what = f"trained default testbed ({Path(args.testbed_dir).name}, built on the CPU by ddrl.testbed.build)"
+    else:
+        model, tok = testbed_model(dev)
+        what = ("testbed default architecture (hidden 96, 3 layers, 4 heads), random initial weights: the "
+                "pretraining code (ddrl.testbed.pretrain) runs on the CPU only; pass --testbed-dir to time the "
+                "trained model")
     out: dict = {
-        "model": "testbed default architecture (hidden 96, 3 layers, 4 heads), random initial weights: the "
-                 "pretraining code (ddrl.testbed.pretrain) runs on the CPU only, so the trained default was "
-                 "not built on the GPU machine",
+        "model": what,
         "params": sum(p.numel() for p in model.parameters()), "dtype": "float32",
         "questions": args.questions, "n": args.n, "max_new_tokens": args.max_new_tokens, "temperature": 1.0,
         "sampling": [],
@@ -535,6 +541,8 @@ def main() -> None:
     ap.add_argument("--max-new-tokens", type=int, default=64)
     ap.add_argument("--batch-sizes", type=int, nargs="+", default=[512, 4096])
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--testbed-dir", help="a built testbed (python -m ddrl.testbed build) to time instead of "
+                    "random weights of its architecture")
     ap.add_argument("--rl-presets", nargs="+", default=["ttrl", "bcs_dae"])
     ap.add_argument("--rl-prompts", type=int, default=8)
     ap.add_argument("--rl-steps", type=int, default=4)
