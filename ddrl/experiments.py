@@ -132,6 +132,35 @@ class Experiment:
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
+#: Notebook knobs kept when ``paper_settings`` replaces the rest with the official settings: memory and
+#: size knobs for the user's machine, and the COR / ETMR sizes the notebooks vary.
+PAPER_KEEP = ("device", "sample_batch_size", "cor_m", "cor_keep", "etmr_m")
+
+
+def notebook_experiment(*, model: str, testbed_preset: str, dataset: str, data_dir: str | None, n_adapted: int,
+                        n_heldout: int, seed: int, paper_settings: str | None, trainer: dict[str, Any],
+                        progress: bool = True) -> Experiment:
+    """The setting shared by notebooks 03-05, built from their ``parameters`` cells.
+
+    Questions: the first ``n_adapted + n_heldout`` records of ``dataset`` (the testbed splits are generated
+    with ``seed``; real benchmarks are read from ``data_dir``, else ``../shared/data``, else ``ddrl.data``'s
+    lookup), the first ``n_adapted`` adapted on, the rest held out. ``model="testbed"`` means the testbed
+    model of ``testbed_preset``. ``trainer`` holds the notebook's :class:`~ddrl.train.TrainConfig` knobs,
+    shared by every method; with ``paper_settings`` (a :mod:`ddrl.models` preset) the official settings of
+    the paper's launch scripts replace them, except the knobs in :data:`PAPER_KEEP`.
+    """
+    from ddrl.analysis import resolve_data_dir
+    from ddrl.data import load_questions
+    from ddrl.train import paper_overrides
+
+    records = load_questions(dataset, n_adapted + n_heldout, seed=seed, data_dir=resolve_data_dir(data_dir))
+    if paper_settings:
+        overrides = {**paper_overrides(paper_settings, dataset), **{k: trainer[k] for k in PAPER_KEEP if k in trainer}}
+    else:
+        overrides = {"model": f"testbed:{testbed_preset}" if model == "testbed" else model, **trainer}
+    return Experiment(records[:n_adapted], records[n_adapted:], overrides=overrides, progress=progress)
+
+
 def summarize(df: pd.DataFrame, metric: str = "pass@1", by: Sequence[str] = ("method", "split")) -> pd.DataFrame:
     """Mean and 95% t-interval over seeds of ``metric`` for each group of ``by``."""
     from ddrl.evaluate import mean_ci

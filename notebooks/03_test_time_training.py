@@ -77,36 +77,25 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from ddrl import analysis as an
 from ddrl import paper
 from ddrl import tables as T
-from ddrl.data import load_dataset
-from ddrl.experiments import Experiment, summarize
+from ddrl.experiments import notebook_experiment, summarize
 from ddrl.plotting import color, set_style
 from ddrl.reporting import Reporter
-from ddrl.train import paper_overrides
 
 label = T.method_label
 
 set_style()
 rep = Reporter(output_dir, "03_test_time_training")
-model_name = f"testbed:{testbed_preset}" if model == "testbed" else model
 t_start = time.perf_counter()
 
-if dataset.startswith("testbed_"):
-    records = load_dataset(dataset, n=n_adapted + n_heldout, seed=seed)
-else:
-    records = load_dataset(dataset, data_dir=an.resolve_data_dir(data_dir))[: n_adapted + n_heldout]
-adapted, heldout = records[:n_adapted], records[n_adapted:]
-
-if paper_settings:  # the official settings of the paper's launch scripts (GPU scale)
-    overrides = {**paper_overrides(paper_settings, dataset), "device": device, "sample_batch_size": sample_batch_size,
-                 "cor_m": cor_m, "cor_keep": cor_keep, "etmr_m": etmr_m}
-else:
-    overrides = dict(model=model_name, episodes=episodes, prompts_per_step=prompts_per_step, n_votes=n_votes,
-                     k_train=k_train, lr=lr, eval_n=eval_n, cor_m=cor_m, cor_keep=cor_keep, etmr_m=etmr_m,
-                     max_new_tokens=max_new_tokens, sample_batch_size=sample_batch_size, device=device)
-exp = Experiment(adapted, heldout, overrides=overrides, progress=progress)
+exp = notebook_experiment(
+    model=model, testbed_preset=testbed_preset, dataset=dataset, data_dir=data_dir, n_adapted=n_adapted,
+    n_heldout=n_heldout, seed=seed, paper_settings=paper_settings, progress=progress,
+    trainer=dict(episodes=episodes, prompts_per_step=prompts_per_step, n_votes=n_votes, k_train=k_train, lr=lr,
+                 eval_n=eval_n, cor_m=cor_m, cor_keep=cor_keep, etmr_m=etmr_m, max_new_tokens=max_new_tokens,
+                 sample_batch_size=sample_batch_size, device=device))
+adapted, heldout, overrides = exp.adapted, exp.heldout, exp.overrides
 print(f"{len(adapted)} adapted + {len(heldout)} held-out questions; model {overrides['model']}; "
       f"{exp.config('ttrl', seeds[0]).episodes} episodes")
 

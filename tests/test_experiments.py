@@ -1,0 +1,29 @@
+"""The setting notebooks 03-05 share (``ddrl.experiments.notebook_experiment``)."""
+
+from __future__ import annotations
+
+from ddrl.experiments import PAPER_KEEP, notebook_experiment
+
+KNOBS = dict(episodes=2, prompts_per_step=4, n_votes=8, k_train=4, lr=1e-4, eval_n=2, cor_m=8, cor_keep=2,
+             etmr_m=2, max_new_tokens=32, sample_batch_size=64, device="cpu")
+
+
+def test_testbed_setting_splits_questions_and_names_the_model():
+    exp = notebook_experiment(model="testbed", testbed_preset="tiny", dataset="testbed_test", data_dir=None,
+                              n_adapted=3, n_heldout=2, seed=0, paper_settings=None, trainer=KNOBS, progress=False)
+    assert len(exp.adapted) == 3 and len(exp.heldout) == 2
+    ids = [r["id"] for r in [*exp.adapted, *exp.heldout]]
+    assert len(set(ids)) == 5, "adapted and held-out questions must not overlap"
+    assert exp.overrides == {"model": "testbed:tiny", **KNOBS}
+    cfg = exp.config("ddrl", seed=1)
+    assert (cfg.model, cfg.lr, cfg.n_votes, cfg.k_train, cfg.seed) == ("testbed:tiny", 1e-4, 8, 4, 1)
+
+
+def test_paper_settings_replace_the_knobs_but_keep_the_machine_ones(shared_data):
+    exp = notebook_experiment(model="testbed", testbed_preset="tiny", dataset="math500", data_dir=str(shared_data),
+                              n_adapted=4, n_heldout=0, seed=0, paper_settings="qwen2.5-math-1.5b", trainer=KNOBS,
+                              progress=False)
+    assert len(exp.adapted) == 4 and not exp.heldout
+    assert exp.overrides["model"] == "qwen2.5-math-1.5b"
+    assert exp.overrides["lr"] == 5e-7 and exp.overrides["n_votes"] == 64 and exp.overrides["k_train"] == 32
+    assert {k: exp.overrides[k] for k in PAPER_KEEP} == {k: KNOBS[k] for k in PAPER_KEEP}
