@@ -25,7 +25,6 @@ import copy
 import math
 import os
 import time
-from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Sequence
@@ -35,6 +34,8 @@ import torch
 from tqdm.auto import tqdm
 
 from ddrl.answers import extract_boxed
+from ddrl.models import get_preset
+from ddrl.models import load_model as load_pretrained
 from ddrl.seeds import derive_seed, numpy_generator
 from ddrl.voting import pseudo_rewards  # the reward of Algorithm 1 (also imported from here by tests)
 
@@ -197,8 +198,6 @@ def paper_overrides(model_preset: str, benchmark: str) -> dict[str, Any]:
 
     ``micro_batch_size`` and ``sample_batch_size`` are memory knobs, not the paper's: set them for your GPU.
     """
-    from ddrl.models import get_preset  # imported lazily: a teammate's module
-
     s = get_preset(model_preset).settings(benchmark)
     if s["lr"] is None:
         raise ValueError(f"model preset {model_preset!r} has no official learning rate; pass lr= yourself")
@@ -245,17 +244,7 @@ def load_model(name: str, dtype: str = "float32", device: str = "auto", progress
         model, tok = load(build(name.split(":", 1)[1], progress=progress))
         model = model.to(torch_dtype)
     else:
-        try:  # the teammates' loader: model presets, hub ids, local dirs, pad-token fixes
-            from ddrl.models import load_model as _load
-        except ImportError:
-            _load = None
-        if _load is not None:
-            model, tok = _load(name, dtype=dtype)
-        else:
-            from transformers import AutoModelForCausalLM, AutoTokenizer
-
-            tok = AutoTokenizer.from_pretrained(name)
-            model = AutoModelForCausalLM.from_pretrained(name, dtype=torch_dtype)
+        model, tok = load_pretrained(name, dtype=dtype)  # model presets, hub ids, local dirs, pad-token fixes
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     return model.to(resolve_device(device)), tok
