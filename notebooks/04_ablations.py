@@ -51,7 +51,7 @@ table2_seeds = [0, 1]  # training seeds
 
 # --- learning-rate sweep ---
 sweep_methods = ["ttrl", "bcs_dae"]  # TTRL vs DDRL's RL stage
-sweep_lrs = [3e-5, 3e-4]  # peak learning rates (the first is the shared default)
+sweep_lrs = [3e-5, 3e-4, 1e-3]  # peak learning rates (the first is the shared default)
 sweep_seeds = [0, 1]  # training seeds
 
 # --- trainer (TrainConfig fields shared by every method; the same values in 04 and 05 share runs) ---
