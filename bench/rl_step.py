@@ -23,7 +23,8 @@ Prints a table and writes ``bench/results/rl_step.json``. Run it alone (2 cores 
 
     OMP_NUM_THREADS=2 flock /tmp/ddrl-cpu.lock .venv/bin/python bench/rl_step.py
 
-Needs ``trl`` (with ``datasets``): ``pip install trl`` with torch and transformers pinned.
+Needs ``trl`` (with ``datasets``): ``.venv/bin/pip install -e ".[bench]"`` (torch is already installed, so the
+CPU wheel stays).
 """
 
 from __future__ import annotations

@@ -29,17 +29,79 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def peak_matmul_flops(n: int = 1024, repeats: int = 20) -> float:
-    """Best observed float32 FLOP/s of an n x n matmul (the CPU's practical arithmetic ceiling)."""
-    a, b = torch.randn(n, n), torch.randn(n, n)
+def peak_matmul_flops(n: int = 1024, repeats: int = 20, m: int | None = None, k: int | None = None) -> float:
+    """Best observed float32 FLOP/s of an ``[m, k] @ [k, n]`` matmul (square ``n`` by default: the CPU's
+    practical arithmetic ceiling; with the model's decode shapes: the ceiling at the sizes it really runs)."""
+    m, k = m or n, k or n
+    a, b = torch.randn(m, k), torch.randn(k, n)
     for _ in range(3):
         a @ b
     best = 0.0
     for _ in range(repeats):
         t = time.perf_counter()
         a @ b
-        best = max(best, 2 * n**3 / (time.perf_counter() - t))
+        best = max(best, 2 * m * k * n / (time.perf_counter() - t))
     return best
+
+
+def copy_bandwidth(mib: int = 256, repeats: int = 10) -> float:
+    """Best observed bytes/s of a large tensor copy, counting bytes read plus bytes written (the memory
+    ceiling that a decode step reading its KV cache runs against)."""
+    a = torch.randn(mib * 2**20 // 4)
+    b = torch.empty_like(a)
+    b.copy_(a)
+    best = 0.0
+    for _ in range(repeats):
+        t = time.perf_counter()
+        b.copy_(a)
+        best = max(best, 2 * a.numel() * 4 / (time.perf_counter() - t))
+    return best
+
+
+def bytes_per_token(model, context: float, batch_size: int) -> float:
+    """Bytes a decode step must read per generated token: the row's K and V cache at mean context in every
+    layer (float32), plus the weights, read once per step and shared by the ``batch_size`` rows."""
+    cfg = model.config
+    head_dim = cfg.hidden_size // cfg.num_attention_heads
+    kv = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * head_dim * 4 * context
+    weights = sum(p.numel() for p in model.parameters()) * 4
+    return kv + weights / batch_size
+
+
+#: torch op name fragments -> where the time goes (first match wins)
+OP_GROUPS = (("matmul (linear, bmm)", ("addmm", "mm", "matmul", "linear", "bmm")),
+             ("attention", ("scaled_dot_product", "attention", "softmax")),
+             ("sampling (top-p, draw, log-probs)", ("sort", "multinomial", "cumsum", "log_softmax", "exponential",
+                                                    "argmax", "gather", "scatter", "topk")),
+             ("norms and activations", ("rms", "pow", "rsqrt", "mean", "silu", "mul", "add", "sub", "div", "neg",
+                                        "cos", "sin")),
+             ("tensor bookkeeping (cat, copy, index, views)", ("cat", "copy", "index", "view", "reshape", "slice",
+                                                               "select", "expand", "transpose", "contiguous", "to",
+                                                               "empty", "fill", "zeros", "ones", "arange", "stack",
+                                                               "where", "clone", "masked", "unsqueeze", "squeeze")))
+
+
+def profile_call(fn) -> dict:
+    """Where one call's CPU time goes: torch's profiler (self CPU time of every op, grouped by
+    :data:`OP_GROUPS`) and the rest of the wall clock, which is Python and dispatch outside any op."""
+    from torch.profiler import ProfilerActivity, profile
+
+    t = time.perf_counter()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        fn()
+    wall = time.perf_counter() - t
+    events = [(e.key, e.self_cpu_time_total / 1e6, e.count) for e in prof.key_averages()]
+    groups: dict[str, float] = {}
+    for key, sec, _ in events:
+        name = key.lower().removeprefix("aten::")
+        group = next((g for g, frags in OP_GROUPS if any(f in name for f in frags)), "other ops")
+        groups[group] = groups.get(group, 0.0) + sec
+    ops = sum(groups.values())
+    groups["outside ops (Python loop, dispatch, profiler)"] = max(0.0, wall - ops)
+    top = sorted(events, key=lambda e: -e[1])[:12]
+    return {"wall_s": wall, "op_self_s": ops, "ops_called": sum(c for _, _, c in events),
+            "groups_s": dict(sorted(groups.items(), key=lambda kv: -kv[1])),
+            "top_ops": [{"op": k, "self_s": v, "calls": c} for k, v, c in top]}
 
 
 def flops_per_token(model, context: float) -> float:
@@ -70,6 +132,7 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=512)
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "sampling.json"))
+    ap.add_argument("--no-profile", action="store_true", help="skip the torch.profiler breakdown of one call")
     args = ap.parse_args()
     if os.environ.get("OMP_NUM_THREADS"):
         torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
@@ -114,6 +177,10 @@ def main() -> None:
     mean_len = toks_ours / len(jobs)
     fpt = flops_per_token(model, prompt_len + mean_len / 2)
     peak = peak_matmul_flops()
+    cfg = model.config  # the MLP up-projection at the decode shape: one row per sequence of the batch
+    peak_shape = peak_matmul_flops(n=cfg.intermediate_size, m=args.batch_size, k=cfg.hidden_size, repeats=200)
+    bandwidth = copy_bandwidth()
+    bpt = bytes_per_token(model, prompt_len + mean_len / 2, args.batch_size)
     rows = {
         "ddrl HFSampler": {"seconds": t_ours, "tokens": toks_ours},
         "model.generate": {"seconds": t_gen, "tokens": toks_gen},
@@ -123,12 +190,20 @@ def main() -> None:
         r["sequences_per_s"] = len(jobs) / r["seconds"]
         r["achieved_flops"] = r["tokens_per_s"] * fpt
         r["fraction_of_peak"] = r["achieved_flops"] / peak
+        r["fraction_of_shape_peak"] = r["achieved_flops"] / peak_shape
+        r["fraction_of_bandwidth_floor"] = r["tokens_per_s"] * bpt / bandwidth  # 1.0 = at the memory ceiling
+    profile = None if args.no_profile else profile_call(ours)
     result = {
         "setup": {"preset": args.preset, "questions": args.questions, "n": args.n, "batch_size": args.batch_size,
                   "max_new_tokens": args.max_new_tokens, "threads": torch.get_num_threads(),
                   "params": sum(p.numel() for p in model.parameters()), "mean_prompt_tokens": prompt_len,
                   "mean_response_tokens": mean_len},
         "flops_per_token": fpt, "peak_matmul_flops": peak, "results": rows,
+        "peak_matmul_flops_decode_shape": peak_shape,
+        "copy_bandwidth_Bps": bandwidth, "bytes_per_token": bpt,
+        "arithmetic_floor_tokens_per_s": peak / fpt, "bandwidth_floor_tokens_per_s": bandwidth / bpt,
+        "decode_shape": [args.batch_size, cfg.hidden_size, cfg.intermediate_size],
+        "profile_ours": profile,
         "speedup_vs_generate": rows["model.generate"]["seconds"] / rows["ddrl HFSampler"]["seconds"],
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
@@ -136,11 +211,24 @@ def main() -> None:
     print(f"{args.questions} questions x {args.n} samples, batch {args.batch_size}, {torch.get_num_threads()} threads; "
           f"model {result['setup']['params']:,} params, {fpt / 1e6:.2f} MFLOP/token, peak matmul "
           f"{peak / 1e9:.1f} GFLOP/s")
-    print(f"{'':<16} {'s':>7} {'tokens/s':>10} {'seq/s':>8} {'% of peak':>10}")
+    print(f"matmul at the decode shape {result['decode_shape']}: {peak_shape / 1e9:.1f} GFLOP/s; copy bandwidth "
+          f"{bandwidth / 1e9:.1f} GB/s (read + write); per token {fpt / 1e6:.2f} MFLOP and {bpt / 1e3:.1f} kB")
+    print(f"ceilings: arithmetic {peak / fpt:,.0f} tokens/s, memory {bandwidth / bpt:,.0f} tokens/s")
+    print(f"{'':<16} {'s':>7} {'tokens/s':>10} {'seq/s':>8} {'% of FLOP peak':>15} {'% of shape peak':>16} "
+          f"{'% of bandwidth':>15}")
     for name, r in rows.items():
         print(f"{name:<16} {r['seconds']:7.2f} {r['tokens_per_s']:10.0f} {r['sequences_per_s']:8.1f} "
-              f"{100 * r['fraction_of_peak']:9.2f}%")
+              f"{100 * r['fraction_of_peak']:14.2f}% {100 * r['fraction_of_shape_peak']:15.2f}% "
+              f"{100 * r['fraction_of_bandwidth_floor']:14.2f}%")
     print(f"HFSampler vs model.generate: {result['speedup_vs_generate']:.2f}x")
+    if profile:
+        print(f"\nwhere HFSampler's time goes (one profiled call, {profile['wall_s']:.2f} s wall, "
+              f"{profile['ops_called']:,} torch ops):")
+        for g, sec in profile["groups_s"].items():
+            print(f"  {g:<48} {sec:6.2f} s  {100 * sec / profile['wall_s']:5.1f}%")
+        print(f"unprofiled, that is {1e6 * t_ours / profile['ops_called']:.1f} us of wall time per torch op: at this "
+              "width the ops are too small to reach either ceiling, and the profiler's own per-op cost inflates "
+              "every group above (its wall is ~2x the unprofiled one)")
 
 
 if __name__ == "__main__":
