@@ -163,8 +163,14 @@ def run_notebook(notebook: Path, params: dict, out_dir: Path, progress: bool = T
     return executed
 
 
-def build_manifest(out_dir: Path, runs: dict[str, dict]) -> dict:
-    """Every artifact under ``out_dir`` with sha256, size and the notebook that made it."""
+def build_manifest(out_dir: Path, runs: dict[str, dict], previous: dict | None = None) -> dict:
+    """Every artifact under ``out_dir`` with sha256, size and the notebook that made it.
+
+    ``previous`` (the manifest already in ``out_dir``) keeps the entries of notebooks this run did not
+    execute, so ``--only 04`` into a full output directory updates notebook 04 and leaves the others listed.
+    Each notebook entry carries the git sha it was executed at.
+    """
+    sha = git_sha()
     entries = []
     for stem, info in runs.items():
         files = [(info["executed"], "executed-notebook"), (info["html"], "html")]
@@ -179,12 +185,13 @@ def build_manifest(out_dir: Path, runs: dict[str, dict]) -> dict:
                 "bytes": p.stat().st_size if p.exists() else None,
                 "sha256": sha256_file(p) if p.exists() else None,
             })
-    return {
-        "git_sha": git_sha(),
-        "notebooks": {stem: {"parameters": info["parameters"], "seconds": info["seconds"],
-                             "peak_rss_mib": info.get("peak_rss_mib")} for stem, info in runs.items()},
-        "artifacts": entries,
-    }
+    notebooks = {stem: {"parameters": info["parameters"], "seconds": info["seconds"],
+                        "peak_rss_mib": info.get("peak_rss_mib"), "git_sha": sha} for stem, info in runs.items()}
+    if previous:
+        kept = {k: v for k, v in previous.get("notebooks", {}).items() if k not in runs}
+        notebooks = {**kept, **notebooks}
+        entries = [a for a in previous.get("artifacts", []) if a.get("notebook") in kept] + entries
+    return {"git_sha": sha, "notebooks": dict(sorted(notebooks.items())), "artifacts": entries}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -224,7 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     print(f"ddrl.reproduce: preset {args.preset!r}, {len(plan)} notebook(s) -> {out_dir}")
     runs: dict[str, dict] = {}
-    timings_path = out_dir / "timings.json"
+    timings_path, manifest_path = out_dir / "timings.json", out_dir / "manifest.json"
+    previous = json.loads(manifest_path.read_text()) if manifest_path.is_file() else None
     status = 0
     for nb, params in plan:
         print(f"\n=== {nb.name} ===", flush=True)
@@ -241,9 +249,10 @@ def main(argv: list[str] | None = None) -> int:
         runs[nb.stem] = {"parameters": params, "seconds": round(seconds, 1), "peak_rss_mib": round(mem.peak_mib),
                          "executed": str(executed), "html": str(html) if html else str(executed)}
         print(f"{nb.name}: {seconds:.1f} s, peak memory {mem.peak_mib:.0f} MiB", flush=True)
-        timings = {k: {"seconds": v["seconds"], "peak_rss_mib": v["peak_rss_mib"]} for k, v in runs.items()}
+        manifest = build_manifest(out_dir, runs, previous)
+        timings = {k: {"seconds": v["seconds"], "peak_rss_mib": v["peak_rss_mib"]} for k, v in manifest["notebooks"].items()}
         atomic_write_bytes(timings_path, json.dumps(timings, indent=2).encode())
-        atomic_write_bytes(out_dir / "manifest.json", json.dumps(build_manifest(out_dir, runs), indent=2).encode())
+        atomic_write_bytes(manifest_path, json.dumps(manifest, indent=2).encode())
     total = sum(v["seconds"] for v in runs.values())
     print(f"\nddrl.reproduce: {len(runs)}/{len(plan)} notebook(s) in {total:.0f} s; manifest: {out_dir / 'manifest.json'}")
     return status

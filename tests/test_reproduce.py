@@ -82,6 +82,26 @@ def test_runs_and_writes_manifest(workspace):
     assert (out / "01_squares.html").stat().st_size > 0
 
 
+def test_rerunning_one_notebook_keeps_the_others_in_the_manifest(workspace):
+    nb_dir = workspace / "notebooks"
+    twin = (nb_dir / "01_squares.ipynb").read_text().replace("01_squares", "02_squares")
+    (nb_dir / "02_squares.ipynb").write_text(twin)
+    (workspace / "params" / "smoke" / "02_squares.yaml").write_text("n: 3\n")
+    out = workspace / "out"
+    assert reproduce.main(["--preset", "smoke", "--no-html", "--output-dir", str(out)]) == 0
+    first = json.loads((out / "manifest.json").read_text())
+    assert set(first["notebooks"]) == {"01_squares", "02_squares"}
+    assert reproduce.main(["--preset", "smoke", "--no-html", "--only", "02", "-p", "n", "4",
+                           "--output-dir", str(out)]) == 0
+    second = json.loads((out / "manifest.json").read_text())
+    assert set(second["notebooks"]) == {"01_squares", "02_squares"}
+    assert second["notebooks"]["01_squares"] == first["notebooks"]["01_squares"]
+    assert second["notebooks"]["02_squares"]["parameters"]["n"] == 4
+    assert {a["notebook"] for a in second["artifacts"]} == {"01_squares", "02_squares"}
+    assert any(a["path"] == "metrics/02_squares.json" for a in second["artifacts"])
+    assert set(json.loads((out / "timings.json").read_text())) == {"01_squares", "02_squares"}
+
+
 def test_no_notebooks_says_so(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(reproduce, "NOTEBOOK_DIR", tmp_path)
     assert reproduce.main([]) == 0
