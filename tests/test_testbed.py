@@ -155,6 +155,8 @@ def test_lr_schedule():
     assert lr_at(10, cfg) == pytest.approx(1.0)
     assert lr_at(60, cfg) == pytest.approx(0.5)
     assert lr_at(110, cfg) == pytest.approx(0.0, abs=1e-12)
+    step = PretrainConfig(steps=110, warmup_steps=10, lr=1.0, schedule="step", decay_step=50, decay_factor=0.25)
+    assert [lr_at(i, step) for i in (4, 10, 49, 50, 109)] == pytest.approx([0.5, 1.0, 1.0, 0.25, 0.25])
 
 
 # --- the build ----------------------------------------------------------------------------------------
@@ -202,6 +204,11 @@ def test_config_hash_changes_with_config():
     assert PretrainConfig().config_hash() == PretrainConfig().config_hash()
     with pytest.raises(ValueError, match="schedule"):
         PretrainConfig(schedule="linear")
+    base = PretrainConfig()
+    assert PretrainConfig(decay_step=123).config_hash() == base.config_hash(), "unused by the cosine schedule"
+    step = PretrainConfig(schedule="step")
+    assert step.config_hash() != base.config_hash()
+    assert PretrainConfig(schedule="step", decay_step=123).config_hash() != step.config_hash()
 
 
 def test_unknown_preset_and_missing_dir(tmp_path):

@@ -59,7 +59,10 @@ class PretrainConfig:
     batch_size: int = 128  # problems per step
     lr: float = 3e-3
     warmup_steps: int = 50
-    schedule: str = "cosine"  # "cosine" (to 0 at ``steps``) or "constant", after the warmup
+    schedule: str = "cosine"  # "cosine" (to 0 at ``steps``), "constant", or "step" (``lr`` until ``decay_step``,
+    #                           then ``lr * decay_factor``), after the warmup
+    decay_step: int = 800  # "step" schedule: where the rate drops
+    decay_factor: float = 0.5  # "step" schedule: the rate after the drop, as a fraction of ``lr``
     betas: tuple[float, float] = (0.9, 0.98)
     weight_decay: float = 0.01
     grad_clip: float = 1.0
@@ -75,8 +78,8 @@ class PretrainConfig:
     seed: int = DEFAULT_SEED
 
     def __post_init__(self) -> None:
-        if self.schedule not in ("cosine", "constant"):
-            raise ValueError(f"PretrainConfig.schedule must be 'cosine' or 'constant', got {self.schedule!r}")
+        if self.schedule not in ("cosine", "constant", "step"):
+            raise ValueError(f"PretrainConfig.schedule must be 'cosine', 'constant' or 'step', got {self.schedule!r}")
         for name in ("steps", "batch_size", "pack_len", "hidden_size", "num_layers", "num_heads"):
             if getattr(self, name) < 1:
                 raise ValueError(f"PretrainConfig.{name} must be >= 1, got {getattr(self, name)}")
@@ -86,7 +89,10 @@ class PretrainConfig:
 
     def config_hash(self) -> str:
         """12 hex digits of sha256 over the configuration and :data:`TESTBED_VERSION`."""
-        blob = json.dumps({"version": TESTBED_VERSION, **self.to_dict()}, sort_keys=True)
+        cfg = self.to_dict()
+        if self.schedule != "step":  # the drop's settings build nothing under other schedules (older hashes stay)
+            del cfg["decay_step"], cfg["decay_factor"]
+        blob = json.dumps({"version": TESTBED_VERSION, **cfg}, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
@@ -160,11 +166,14 @@ def pack_examples(examples: list[tuple[list[int], list[int]]], pack_len: int, pa
 
 
 def lr_at(step: int, cfg: PretrainConfig) -> float:
-    """Linear warmup over ``warmup_steps``, then constant or cosine decay to 0 at ``cfg.steps``."""
+    """Linear warmup over ``warmup_steps``, then constant, one step down at ``decay_step``, or cosine decay
+    to 0 at ``cfg.steps``."""
     if step < cfg.warmup_steps:
         return cfg.lr * (step + 1) / cfg.warmup_steps
     if cfg.schedule == "constant":
         return cfg.lr
+    if cfg.schedule == "step":
+        return cfg.lr * (cfg.decay_factor if step >= cfg.decay_step else 1.0)
     frac = (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps)
     return cfg.lr * 0.5 * (1.0 + math.cos(math.pi * min(1.0, frac)))
 
