@@ -119,21 +119,23 @@ class PeakMemory:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     @staticmethod
-    def _tree_mib() -> float:
+    def _high_water(pid: int) -> int:
+        """A process's own peak resident bytes (Linux ``VmHWM``), which sampling cannot miss; 0 if unknown."""
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                return next((int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:")), 0)
+        except (OSError, ValueError):
+            return 0
+
+    @classmethod
+    def _tree_mib(cls) -> float:
         import psutil
 
         me = psutil.Process()
-        total = 0
-        for p in [me, *me.children(recursive=True)]:
+        total = me.memory_info().rss  # the runner itself: current size (its import-time peak is not the job's)
+        for p in me.children(recursive=True):
             try:
-                rss = p.memory_info().rss
-                try:  # the process's own high-water mark (Linux), which sampling cannot miss
-                    hwm = next(int(line.split()[1]) * 1024 for line in open(f"/proc/{p.pid}/status")
-                               if line.startswith("VmHWM:"))
-                    rss = max(rss, hwm) if p.pid != me.pid else rss
-                except (OSError, StopIteration, ValueError):
-                    pass
-                total += rss
+                total += max(p.memory_info().rss, cls._high_water(p.pid))
             except (psutil.NoSuchProcess, psutil.AccessDenied):
                 continue
         return total / 2**20
