@@ -68,11 +68,12 @@ def bytes_per_token(model, context: float, batch_size: int) -> float:
     return kv + weights / batch_size
 
 
-#: torch op name fragments -> where the time goes (first match wins)
+#: torch op name fragments -> where the time goes (first match wins: sampling comes before attention so
+#: that the sampler's ``log_softmax`` is not counted as attention's ``softmax``)
 OP_GROUPS = (("matmul (linear, bmm)", ("addmm", "mm", "matmul", "linear", "bmm")),
-             ("attention", ("scaled_dot_product", "attention", "softmax")),
              ("sampling (top-p, draw, log-probs)", ("sort", "multinomial", "cumsum", "log_softmax", "exponential",
                                                     "argmax", "gather", "scatter", "topk")),
+             ("attention", ("scaled_dot_product", "attention", "softmax")),
              ("norms and activations", ("rms", "pow", "rsqrt", "mean", "silu", "mul", "add", "sub", "div", "neg",
                                         "cos", "sin")),
              ("tensor bookkeeping (cat, copy, index, views)", ("cat", "copy", "index", "view", "reshape", "slice",
