@@ -96,7 +96,9 @@ def kl_low_var(logp: torch.Tensor, ref_logp: torch.Tensor, mask: torch.Tensor) -
     """
     _check_same_shape("kl_low_var", logp=logp, ref_logp=ref_logp, mask=mask)
     d = (ref_logp - logp).clamp(-20.0, 20.0)
-    kl = (torch.exp(d) - d - 1.0).clamp(-10.0, 10.0)
+    # expm1(d) - d is exp(d) - d - 1 without the cancellation that made it -1e-16 for d ~ 1e-16 (expm1 is
+    # monotone and >= d, so this stays >= 0 in floating point too)
+    kl = (torch.expm1(d) - d).clamp(-10.0, 10.0)
     return kl * mask.to(kl.dtype)
 
 
