@@ -4,7 +4,7 @@
 A *method* is a row of the paper's tables. Each maps to a trainer preset and to which weights of that run
 are evaluated, so one DDRL run (RL, then COR) serves three rows: BCS + DAE (its RL-only weights), DDRL
 (after COR) and, through its metrics, the training curves. Runs live in ``runs_root/<preset>-<hash of the
-config>`` so the same configuration is trained once and reused by every notebook (a finished run directory
+config and the base weights>`` so the same configuration is trained once and reused by every notebook (a finished run directory
 loads instantly; a killed one resumes). Evaluations are cached by content as well.
 """
 
@@ -54,10 +54,15 @@ class Experiment:
         return make_config(preset, **{**self.overrides, **method_overrides, **extra, "seed": seed})
 
     def run_dir(self, preset: str, cfg) -> Path:
-        """``runs_root/<preset>-<hash of config and questions>``: same setting, same directory."""
+        """``runs_root/<preset>-<hash of config, base weights and questions>``: same setting, same directory.
+
+        The base model's weight hashes are part of the key (``cfg.model`` names ``testbed:default`` whatever its
+        build), so a rebuilt testbed never resumes or reuses a run trained from the previous weights."""
+        from ddrl.analysis import model_fingerprint
         from ddrl.runs import fingerprint
 
-        key = content_key({"config": asdict(cfg), "questions": fingerprint(self.adapted)})
+        key = content_key({"config": asdict(cfg), "weights": model_fingerprint(cfg.model),
+                           "questions": fingerprint(self.adapted)})
         return Path(self.runs_root or cache_root() / "runs") / f"{preset}-{key[:16]}"
 
     def train(self, method: str, seed: int, **extra: Any):
@@ -101,8 +106,10 @@ class Experiment:
         _, weights, _ = METHODS[method]
         info: dict[str, Any] = {"rl_seconds": 0.0, "cor_seconds": 0.0, "run_dir": None, "tokens_per_step": 0.0}
         if weights == "base":
+            from ddrl.analysis import model_fingerprint
+
             model, tok = load_model(cfg.model, cfg.dtype, cfg.device)
-            tag = f"base:{cfg.model}"
+            tag = f"base:{content_key(model_fingerprint(cfg.model))}"  # the weights, not just the name
         else:
             res = self.train(method, seed, **extra)
             model, tok = res.model, res.tokenizer

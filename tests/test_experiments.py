@@ -27,3 +27,17 @@ def test_paper_settings_replace_the_knobs_but_keep_the_machine_ones(shared_data)
     assert exp.overrides["model"] == "qwen2.5-math-1.5b"
     assert exp.overrides["lr"] == 5e-7 and exp.overrides["n_votes"] == 64 and exp.overrides["k_train"] == 32
     assert {k: exp.overrides[k] for k in PAPER_KEEP} == {k: KNOBS[k] for k in PAPER_KEEP}
+
+
+def test_run_dir_follows_the_base_weights_not_just_the_name(tmp_path, monkeypatch):
+    """A rebuilt testbed keeps the name ``testbed:tiny``; its runs must not be reused or resumed."""
+    import ddrl.analysis
+
+    exp = notebook_experiment(model="testbed", testbed_preset="tiny", dataset="testbed_test", data_dir=None,
+                              n_adapted=3, n_heldout=0, seed=0, paper_settings=None, trainer=KNOBS, progress=False)
+    cfg = exp.config("ttrl", seed=0)
+    monkeypatch.setattr(ddrl.analysis, "model_fingerprint", lambda name: {"model": name, "w": "a"})
+    a = exp.run_dir("ttrl", cfg)
+    assert exp.run_dir("ttrl", cfg) == a
+    monkeypatch.setattr(ddrl.analysis, "model_fingerprint", lambda name: {"model": name, "w": "b"})
+    assert exp.run_dir("ttrl", cfg) != a
