@@ -13,6 +13,7 @@ measure them now). Writes ``bench/results/testbed.json`` and prints a table. Run
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import platform
 import sys
@@ -30,7 +31,7 @@ import torch  # noqa: E402
 from ddrl.analysis import BANDS_64, scale_bands  # noqa: E402
 from ddrl.answers import voting_key  # noqa: E402
 from ddrl.testbed import build, generate_split, load, read_meta  # noqa: E402
-from ddrl.testbed.pretrain import sample_eval  # noqa: E402
+from ddrl.testbed.pretrain import PretrainConfig, get_config, sample_eval  # noqa: E402
 
 ACCEPT = {"pass@1": (0.25, 0.55), "maj_minus_pass": 0.15, "no_box_rate": 0.02, "band_low_max": 0.10,
           "band_high_min": 0.85, "default_seconds": 360, "tiny_seconds": 30}
@@ -52,6 +53,19 @@ def frequency_bands(answers: list[list[str | None]], truths: list[str], bands) -
     return stats
 
 
+def parse_set(items: list[str], base: PretrainConfig) -> PretrainConfig:
+    """``name=value`` overrides of a :class:`PretrainConfig`, typed like the field they replace."""
+    fields = {f.name: f for f in dataclasses.fields(PretrainConfig)}
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or name not in fields:
+            raise SystemExit(f"--set expects name=value with name a PretrainConfig field ({sorted(fields)}), got {item!r}")
+        cur = getattr(base, name)
+        out[name] = type(cur)(value) if not isinstance(cur, tuple) else tuple(float(v) for v in value.split(","))
+    return dataclasses.replace(base, **out)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", default="default")
@@ -59,16 +73,16 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=64)
     ap.add_argument("--max-new-tokens", type=int, default=96)
     ap.add_argument("--seed", type=int, default=0, help="test-split and sampling seed")
+    ap.add_argument("--set", nargs="*", default=[], metavar="NAME=VALUE",
+                    help="PretrainConfig overrides of the preset (e.g. seed=1 to check another seed)")
     ap.add_argument("--fresh", action="store_true", help="rebuild in a temporary cache to time pretraining now")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "testbed.json"))
     args = ap.parse_args()
 
+    config = parse_set(args.set, get_config(args.preset)) if args.set else None
     t = time.perf_counter()
-    if args.fresh:
-        tmp = tempfile.mkdtemp(prefix="ddrl-testbed-bench-")
-        path = build(args.preset, cache_dir=tmp)
-    else:
-        path = build(args.preset)
+    cache = tempfile.mkdtemp(prefix="ddrl-testbed-bench-") if args.fresh else None
+    path = build(args.preset, cache_dir=cache, config=config)
     build_call_s = time.perf_counter() - t
     meta = read_meta(path)
     model, tok = load(path)
@@ -86,6 +100,7 @@ def main() -> None:
         "preset": args.preset,
         "build_dir": str(path),
         "config_hash": meta["hash"],
+        "overrides": args.set,
         "pretrain_seconds": round(meta["pretrain_seconds"], 1),
         "pretrain_steps": meta["steps"],
         "stop_reason": meta["stop_reason"],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -14,7 +15,8 @@ import pytest
 import torch
 
 from ddrl.testbed import build, generate_split, load, read_meta
-from ddrl.testbed.pretrain import PRESETS, PretrainConfig, encode_example, lr_at, pack_examples
+from ddrl.testbed.pretrain import (PRESETS, PretrainConfig, ema_update, encode_example, lr_at, pack_examples,
+                                   pretrain)
 from ddrl.testbed.task import MAX_VALUE, evaluate_question, sample_chain, solution_text
 from ddrl.testbed.tokenizer import build_tokenizer
 
@@ -209,6 +211,39 @@ def test_config_hash_changes_with_config():
     step = PretrainConfig(schedule="step")
     assert step.config_hash() != base.config_hash()
     assert PretrainConfig(schedule="step", decay_step=123).config_hash() != step.config_hash()
+
+
+def test_ema_config_hash_and_validation():
+    base = PretrainConfig()
+    assert PretrainConfig(ema_decay=0.0).config_hash() == base.config_hash(), "off: older hashes stay"
+    assert PretrainConfig(ema_decay=0.99).config_hash() != base.config_hash()
+    assert PretrainConfig(ema_decay=0.99).config_hash() != PretrainConfig(ema_decay=0.995).config_hash()
+    for bad in (-0.1, 1.0):
+        with pytest.raises(ValueError, match="ema_decay"):
+            PretrainConfig(ema_decay=bad)
+
+
+def test_ema_update_is_the_moving_average():
+    a, m = torch.nn.Linear(3, 2), torch.nn.Linear(3, 2)
+    a0 = [p.detach().clone() for p in a.parameters()]
+    ema_update(a, m, 0.9, step=1000)  # the warmup (1001/1010 > 0.9) no longer binds
+    for p0, pa, pm in zip(a0, a.parameters(), m.parameters()):
+        torch.testing.assert_close(pa, 0.9 * p0 + 0.1 * pm)
+    a1 = [p.detach().clone() for p in a.parameters()]
+    ema_update(a, m, 0.9, step=0)  # first step: d = 1/10, mostly the new weights
+    for p1, pa, pm in zip(a1, a.parameters(), m.parameters()):
+        torch.testing.assert_close(pa, 0.1 * p1 + 0.9 * pm)
+
+
+def test_pretrain_with_average_returns_the_average():
+    """The returned model is the callback's model, which is the average, not the last iterate."""
+    cfg = dataclasses.replace(PRESETS["tiny"], steps=6, ema_decay=0.9)
+    seen = []
+    model, _, info = pretrain(cfg, progress=False, callback=lambda step, m: seen.append((step, m)))
+    assert [s for s, _ in seen] == list(range(1, 7)) and all(m is model for _, m in seen)
+    raw, _, _ = pretrain(dataclasses.replace(cfg, ema_decay=0.0), progress=False)
+    diffs = [(p - q).abs().max().item() for p, q in zip(model.parameters(), raw.parameters())]
+    assert max(diffs) > 0, "the average differs from the last iterate"
 
 
 def test_unknown_preset_and_missing_dir(tmp_path):
