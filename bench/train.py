@@ -79,7 +79,7 @@ def main() -> None:
     out = {
         "setup": {"adapted": args.adapted, "heldout": args.heldout, "overrides": exp.overrides, "seeds": args.seeds,
                   "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")},
-        "runs": df.drop(columns=["run_dir"]).to_dict(orient="records"),
+        "runs": json.loads(df.drop(columns=["run_dir"]).to_json(orient="records")),  # NaN -> null: valid JSON
         "pass@1": table.to_dict(orient="records"),
         "maj@16": maj.to_dict(orient="records"),
         "seconds": {f"{c}/{stat}": v for (c, stat), v in times.stack(future_stack=True).T.to_dict().items()}
