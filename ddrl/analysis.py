@@ -25,6 +25,7 @@ Pipeline helpers (not pure: they sample or read files): :func:`sample_and_grade`
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -514,12 +515,19 @@ def subsample(problems: Sequence[dict], n: int) -> list[dict]:
     return out
 
 
+@functools.lru_cache(maxsize=256)
+def _weight_file_sha256(path: str, size: int, mtime_ns: int) -> str:
+    """sha256 of a weight file, memoised per (path, size, mtime): a paper-scale checkpoint (GBs) is hashed once
+    per process, not once per cache lookup (every run directory and evaluation key asks for it)."""
+    from ddrl.reporting import sha256_file
+
+    return sha256_file(path)
+
+
 def model_fingerprint(name: str) -> dict[str, str]:
     """What identifies a model's weights for the rollout cache: the sha256 of every weight file of a local
     directory (the testbed's ``build`` directory included), or the hub id itself for a remote model."""
     from pathlib import Path
-
-    from ddrl.reporting import sha256_file
 
     if name.startswith("testbed:"):
         from ddrl.testbed import build
@@ -530,7 +538,9 @@ def model_fingerprint(name: str) -> dict[str, str]:
     if not path.is_dir():
         return {"model": name}
     files = sorted(p for p in path.iterdir() if p.suffix in (".safetensors", ".bin", ".pt"))
-    return {"model": name, **{p.name: sha256_file(p) for p in files}}
+    stats = {p: p.stat() for p in files}
+    return {"model": name, **{p.name: _weight_file_sha256(str(p.resolve()), st.st_size, st.st_mtime_ns)
+                              for p, st in stats.items()}}
 
 
 def cached_rollouts(model_name: str, records: Sequence[dict], dataset: str, n: int, *, temperature: float = 1.0,

@@ -229,3 +229,25 @@ def test_grade_problem_with_math_verify():
     p = an.grade_problem(texts, "2", "q")
     assert p["label_count"] == 2 and p["label_correct"]
     assert p["correct"] == [True, True, False, False] and p["keys"][3] is None
+
+
+def test_model_fingerprint_hashes_each_weight_file_once_and_follows_changes(tmp_path, monkeypatch):
+    import os
+
+    import ddrl.reporting
+    from ddrl.analysis import model_fingerprint
+
+    calls = []
+    real = ddrl.reporting.sha256_file
+    monkeypatch.setattr(ddrl.reporting, "sha256_file", lambda p: calls.append(p) or real(p))
+    w = tmp_path / "model.safetensors"
+    w.write_bytes(b"weights-a")
+    (tmp_path / "config.json").write_text("{}")  # not a weight file
+    a = model_fingerprint(str(tmp_path))
+    assert a == {"model": str(tmp_path), "model.safetensors": real(w)}
+    assert model_fingerprint(str(tmp_path)) == a and len(calls) == 1, "memoised: hashed once"
+    w.write_bytes(b"weights-b")
+    os.utime(w, ns=(w.stat().st_atime_ns, w.stat().st_mtime_ns + 10**9))  # a new mtime even on coarse clocks
+    b = model_fingerprint(str(tmp_path))
+    assert b["model.safetensors"] == real(w) != a["model.safetensors"] and len(calls) == 2
+    assert model_fingerprint("org/hub-model") == {"model": "org/hub-model"}
