@@ -1,8 +1,9 @@
 """Exploring the testbed's pretraining: the acceptance statistics of ``bench/testbed.py`` along one run.
 
 Trains one configuration (the early stop off) and snapshots, at ``--at`` steps, the raw weights and moving
-averages of them with each ``--ema`` decay (and the preset's ``ema_decay``) (computed alongside with :func:`ddrl.testbed.pretrain.ema_update`,
-which is exactly what ``PretrainConfig.ema_decay`` does, since averaging does not change the run). Then it
+averages of them with each ``--ema`` decay and the preset's ``ema_decay``. The averages are computed alongside
+the run, from the same initialisation with :func:`ddrl.testbed.pretrain.ema_update`, which is exactly what
+``PretrainConfig.ema_decay`` does (averaging does not change the run). Then it
 evaluates every snapshot on the test split like ``bench/testbed.py`` does (pass@1, maj@N, the no-box rate
 and the frequency bands) and writes one JSON row per snapshot. This is how the default's schedule and
 average were chosen (docs/testbed.md). Run it alone, e.g.::
@@ -28,7 +29,8 @@ import torch  # noqa: E402
 
 from ddrl.analysis import BANDS_64, scale_bands  # noqa: E402
 from ddrl.testbed import generate_split  # noqa: E402
-from ddrl.testbed.pretrain import ema_update, get_config, pretrain, sample_eval  # noqa: E402
+from ddrl.testbed.pretrain import ema_update, get_config, initial_model, pretrain, sample_eval  # noqa: E402
+from ddrl.testbed.tokenizer import build_tokenizer  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 from testbed import frequency_bands, parse_set  # noqa: E402
@@ -51,20 +53,19 @@ def main() -> None:
     # the run itself keeps no average (the averages here are the same computation, done alongside)
     cfg = dataclasses.replace(cfg, eval_every=0, steps=max(cfg.steps, max(args.at)), ema_decay=0.0)
     last = max(args.at)
-    averages = {d: None for d in decays}
+    tok = build_tokenizer(model_max_length=cfg.max_positions)
+    model = initial_model(cfg, tok)  # where pretrain starts; later the container snapshots are evaluated in
+    averages = {d: copy.deepcopy(model) for d in decays}
     snaps: dict[tuple[int, str], dict] = {}
 
     class Done(Exception):
         pass
 
-    def callback(step: int, model) -> None:
-        for d in averages:
-            if averages[d] is None:
-                averages[d] = copy.deepcopy(model)
-            else:
-                ema_update(averages[d], model, d, step - 1)
+    def callback(step: int, trained) -> None:
+        for d, average in averages.items():
+            ema_update(average, trained, d, step - 1)  # pretrain's own call, at its step index
         if step in args.at:
-            snaps[(step, "raw")] = copy.deepcopy(model.state_dict())
+            snaps[(step, "raw")] = copy.deepcopy(trained.state_dict())
             for d, m in averages.items():
                 snaps[(step, f"ema{d}")] = copy.deepcopy(m.state_dict())
         if step >= last:
@@ -76,11 +77,6 @@ def main() -> None:
     except Done:
         pass
     train_s = time.perf_counter() - t0
-    from ddrl.testbed.model import build_model
-    from ddrl.testbed.tokenizer import build_tokenizer
-    tok = build_tokenizer(model_max_length=cfg.max_positions)
-    model = build_model(tok, hidden_size=cfg.hidden_size, num_layers=cfg.num_layers, num_heads=cfg.num_heads,
-                        intermediate_size=cfg.intermediate_size, max_positions=cfg.max_positions, seed=0)
     recs = generate_split("test", args.questions, args.seed)
     truths = [r["answer"] for r in recs]
     bands = BANDS_64 if args.samples == 64 else scale_bands(BANDS_64, 64, args.samples)

@@ -246,6 +246,23 @@ def test_pretrain_with_average_returns_the_average():
     assert max(diffs) > 0, "the average differs from the last iterate"
 
 
+def test_average_computed_alongside_equals_the_built_in_one():
+    """bench/testbed_sweep.py averages a run with ema_decay=0 from ``initial_model``; that must be the model a
+    run with ema_decay > 0 returns."""
+    import copy
+
+    from ddrl.testbed.pretrain import initial_model
+    from ddrl.testbed.tokenizer import build_tokenizer
+
+    cfg = dataclasses.replace(PRESETS["tiny"], steps=6, ema_decay=0.9)
+    built_in, _, _ = pretrain(cfg, progress=False)
+    plain = dataclasses.replace(cfg, ema_decay=0.0)
+    average = copy.deepcopy(initial_model(plain, build_tokenizer(model_max_length=plain.max_positions)))
+    pretrain(plain, progress=False, callback=lambda step, m: ema_update(average, m, cfg.ema_decay, step - 1))
+    for p, q in zip(built_in.parameters(), average.parameters()):
+        torch.testing.assert_close(p, q, rtol=0, atol=0)
+
+
 def test_unknown_preset_and_missing_dir(tmp_path):
     with pytest.raises(ValueError, match="preset"):
         build("huge", cache_dir=tmp_path)

@@ -243,6 +243,13 @@ def ema_update(average: torch.nn.Module, model: torch.nn.Module, decay: float, s
             a.lerp_(p, 1.0 - d)
 
 
+def initial_model(cfg: PretrainConfig, tokenizer):
+    """The freshly initialised model pretraining starts from (deterministic for ``cfg.seed``)."""
+    return build_model(tokenizer, hidden_size=cfg.hidden_size, num_layers=cfg.num_layers, num_heads=cfg.num_heads,
+                       intermediate_size=cfg.intermediate_size, max_positions=cfg.max_positions,
+                       seed=derive_seed(cfg.seed, "testbed-init"))
+
+
 def pretrain(cfg: PretrainConfig, progress: bool = True, callback=None):
     """Train a testbed model from scratch; returns ``(model, tokenizer, info)``. Deterministic for ``cfg``
     (on one machine and thread count).
@@ -252,9 +259,7 @@ def pretrain(cfg: PretrainConfig, progress: bool = True, callback=None):
     the model that would be returned (for benchmarks that inspect checkpoints); it must not change it.
     """
     tokenizer = build_tokenizer(model_max_length=cfg.max_positions)
-    model = build_model(tokenizer, hidden_size=cfg.hidden_size, num_layers=cfg.num_layers, num_heads=cfg.num_heads,
-                        intermediate_size=cfg.intermediate_size, max_positions=cfg.max_positions,
-                        seed=derive_seed(cfg.seed, "testbed-init"))
+    model = initial_model(cfg, tokenizer)
     average = copy.deepcopy(model) if cfg.ema_decay else None
     decay = [p for p in model.parameters() if p.ndim >= 2]
     no_decay = [p for p in model.parameters() if p.ndim < 2]
