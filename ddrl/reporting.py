@@ -17,7 +17,6 @@ import hashlib
 import json
 import os
 import pickle
-import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
@@ -42,32 +41,187 @@ def content_key(obj: Any) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
 
 
+#: Bump when grading changes what a cached score or graded rollout would hold (ddrl.answers / ddrl.voting
+#: semantics). Every cached result that involves grading is keyed by :func:`grader_fingerprint`, which also
+#: holds the math-verify version and a hash of the grading source, so an edit there invalidates them too.
+GRADER_VERSION = 1
+_GRADER_SOURCES = ("answers.py", "voting.py")
+
+
+def grader_fingerprint() -> dict[str, Any]:
+    """What a graded result depends on besides its inputs: :data:`GRADER_VERSION`, the math-verify version
+    and the sha256 of the grading modules' source (``ddrl/answers.py``, ``ddrl/voting.py``)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        mv = version("math-verify")
+    except PackageNotFoundError:  # pragma: no cover
+        mv = None
+    here = Path(__file__).resolve().parent
+    src = hashlib.sha256(b"".join((here / f).read_bytes() for f in _GRADER_SOURCES)).hexdigest()[:16]
+    return {"grader_version": GRADER_VERSION, "math_verify": mv, "source": src}
+
+
+def records_key(records: Any, fields: tuple[str, ...] = ("id", "prompt", "answer")) -> str:
+    """sha256 of the records' ids, prompts and answers: a cached score is keyed by what it was graded on,
+    not only by question ids (testbed ids do not change with the seed that draws the questions)."""
+    h = hashlib.sha256()
+    for r in records:
+        h.update(json.dumps([r.get(f) for f in fields], default=str).encode() + b"\n")
+    return h.hexdigest()
+
+
+def disk_error(exc: BaseException, path: str | Path) -> BaseException:
+    """``exc`` re-described when the disk is full: an ``OSError(ENOSPC)`` naming ``path`` (torch's
+    ``RuntimeError`` / ``iostream error`` hides the errno in its context). Other errors are returned as is."""
+    import errno
+    import shutil
+
+    seen, e = [], exc
+    while e is not None and e not in seen:
+        seen.append(e)
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+            break
+        e = e.__cause__ or e.__context__
+    else:
+        e = None
+    full = e is not None
+    if not full and isinstance(exc, RuntimeError):  # torch/C++ stream errors carry no errno
+        try:
+            full = shutil.disk_usage(Path(path).parent).free < 16 * 2**20
+        except OSError:
+            full = False
+    if not full:
+        return exc
+    return OSError(errno.ENOSPC, f"No space left on device (ENOSPC) while writing {path}; free space there or "
+                                 f"point $DDRL_CACHE_DIR / --output-dir at a larger disk", str(path))
+
+
+def fsync_dir(path: str | Path) -> None:
+    """fsync a directory, so a rename inside it survives a power cut (no-op where unsupported)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def unique_tmp(path: str | Path) -> Path:
+    """A temporary sibling of ``path`` no other process or thread uses: ``.<name>.<pid>-<uuid>.tmp``."""
+    import uuid
+
+    path = Path(path)
+    return path.parent / f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:12]}.tmp"
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename (never a half-written file)."""
+    """Write ``data`` to ``path`` durably: a unique temporary file, fsync, ``os.replace``, fsync of the
+    directory. Never a half-written file; a full disk is an ``OSError(ENOSPC)`` naming ``path``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    tmp = unique_tmp(path)
     try:
-        with os.fdopen(fd, "wb") as f:
+        with open(tmp, "wb") as f:
             f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    except BaseException as e:
+        tmp.unlink(missing_ok=True)
+        err = disk_error(e, path)
+        if err is e:
+            raise
+        raise err from e
+    fsync_dir(path.parent)
+
+
+class LockBusy(RuntimeError):
+    """Another process owns a run directory or cache entry (raised only when not waiting for it)."""
+
+
+class owner_lock:
+    """Exclusive ownership of ``path`` (a run directory or cache entry) among processes: ``fcntl.flock`` on
+    ``<lock_file>``, which records the owner's pid. A second process waits for the owner (saying so once on
+    stderr, naming the path and the owner pid) or, with ``wait=False`` or after ``timeout`` seconds
+    (``$DDRL_LOCK_TIMEOUT``), raises :class:`LockBusy` with the same facts. The kernel drops the lock when
+    its owner dies (kill -9 included), so a stale lock file never blocks anyone."""
+
+    def __init__(self, lock_file: str | Path, what: str, wait: bool = True, timeout: float | None = None):
+        self.lock_file, self.what, self.wait = Path(lock_file), what, wait
+        env = os.environ.get("DDRL_LOCK_TIMEOUT")
+        self.timeout = timeout if timeout is not None else (float(env) if env else None)
+        self._fd: int | None = None
+
+    def owner(self) -> str:
+        try:
+            return self.lock_file.read_text().strip() or "unknown"
+        except OSError:
+            return "unknown"
+
+    def __enter__(self) -> "owner_lock":
+        import fcntl
+        import sys
+        import time
+
+        self.lock_file.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+        start, told = time.monotonic(), False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                waited = time.monotonic() - start
+                if not self.wait or (self.timeout is not None and waited >= self.timeout):
+                    os.close(fd)
+                    raise LockBusy(f"{self.what} is in use by another process (pid {self.owner()}, lock "
+                                   f"{self.lock_file}); wait for it to finish or use another $DDRL_CACHE_DIR") from None
+                if not told:
+                    print(f"ddrl: waiting for pid {self.owner()}, which owns {self.what} (lock {self.lock_file})",
+                          file=sys.stderr, flush=True)
+                    told = True
+                time.sleep(0.2)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd = fd
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import fcntl
+
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+
+def _load_pickle(path: Path) -> Any:
+    with open(path, "rb") as f:
+        return pickle.load(f)
 
 
 def cached(key: Any, fn: Callable[[], Any], namespace: str = "results", cache_dir: str | Path | None = None) -> Any:
     """Return ``fn()``, computing it only if no result is stored under ``(namespace, key)``.
 
     ``key`` describes everything the result depends on (parameters, model hash, code version); its
-    sha256 names the file. Results are pickled: only load caches you made yourself.
+    sha256 names the file. A stored result is read without writing anything (a read-only cache works).
+    Computing takes the entry's lock (:class:`owner_lock`): a second process asking for the same entry
+    waits, then reads the first one's result instead of computing it again. Results are pickled: only load
+    caches you made yourself.
     """
     path = Path(cache_dir or cache_root()) / namespace / f"{content_key(key)}.pkl"
     if path.is_file():
-        with open(path, "rb") as f:
-            return pickle.load(f)
-    value = fn()
-    atomic_write_bytes(path, pickle.dumps(value))
+        return _load_pickle(path)
+    with owner_lock(path.with_suffix(".lock"), f"cache entry {path}"):
+        if path.is_file():  # computed by the process we waited for
+            return _load_pickle(path)
+        value = fn()
+        atomic_write_bytes(path, pickle.dumps(value))
     return value
 
 

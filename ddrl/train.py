@@ -581,9 +581,7 @@ def train(config: TrainConfig, records: Sequence[dict], run_dir: str | Path, pro
 
     ``model`` / ``tokenizer`` may be passed in (tests, notebooks); otherwise ``config.model`` is loaded.
     """
-    from ddrl.evaluate import reward_counts, summarize_reward_counts
-    from ddrl.runs import RunDir, fingerprint
-    from ddrl.sampling import HFSampler
+    from ddrl.runs import RunDir
 
     validate_config(config)
     if len(records) == 0:
@@ -592,8 +590,20 @@ def train(config: TrainConfig, records: Sequence[dict], run_dir: str | Path, pro
         if "prompt" not in r:
             raise ValueError(f"train: record {i} has no 'prompt' field (expected {{prompt, answer, ...}})")
     _set_threads(config)
-    cfg = config
     rd = RunDir(run_dir)
+    if rd.finished():  # reading a finished run takes no lock and writes nothing (a read-only cache works)
+        return _train(config, records, rd, progress, model, tokenizer)
+    with rd.lock():  # one owner per run directory; a second process waits, then finds it finished
+        return _train(config, records, rd, progress, model, tokenizer)
+
+
+def _train(config: TrainConfig, records: Sequence[dict], rd, progress: bool, model, tokenizer) -> RunResult:
+    """:func:`train`'s body, run by the owner of ``rd`` (or on a finished ``rd``, which it only reads)."""
+    from ddrl.evaluate import reward_counts, summarize_reward_counts
+    from ddrl.runs import fingerprint
+    from ddrl.sampling import HFSampler
+
+    cfg = config
     device = resolve_device(cfg.device)
     rd.prepare({**asdict(cfg), "questions_fingerprint": fingerprint(records), "num_questions": len(records)},
                device=str(device))
@@ -620,15 +630,15 @@ def train(config: TrainConfig, records: Sequence[dict], run_dir: str | Path, pro
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, _LRLambda(warmup_steps(cfg, rl_steps), rl_steps, cfg.extra_rl_lr / cfg.lr))
 
-    if rd.finished():  # nothing to do: load the final weights and the record
+    if rd.finished():  # nothing to do: load the final weights and the record (one metrics row per step)
         result = rd.load_final(policy)
-        return RunResult(policy, tokenizer, cfg, rd.path, rd.read_metrics(), result.get("rl_seconds", 0.0),
+        metrics = rd.check_finished_metrics(result.get("steps", total))
+        return RunResult(policy, tokenizer, cfg, rd.path, metrics, result.get("rl_seconds", 0.0),
                          result.get("cor_seconds", 0.0), result.get("cor"))
 
     start, rl_seconds = 0, 0.0
-    ckpt = rd.latest_checkpoint()
-    if ckpt is not None:
-        state = rd.load_checkpoint(ckpt, policy, optimizer, scheduler)
+    state = rd.resume(policy, optimizer, scheduler)  # the newest checkpoint that loads (damaged ones are named)
+    if state is not None:
         start, rl_seconds = state["steps_done"], state["rl_seconds"]
     metrics = rd.truncate_metrics(start)
 
