@@ -543,13 +543,30 @@ def model_fingerprint(name: str) -> dict[str, str]:
                               for p, st in stats.items()}}
 
 
+def weights_sha256(model) -> str:
+    """sha256 of a model's parameters as they are in memory (names, dtypes, shapes and bytes): what an
+    evaluation of that model depends on, whatever run or tag it came from."""
+    import hashlib
+
+    import torch
+
+    h = hashlib.sha256()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            t = p.detach().to("cpu").contiguous().reshape(-1)
+            h.update(f"{name}:{t.dtype}:{tuple(p.shape)}".encode())
+            h.update(t.view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
+
+
 def cached_rollouts(model_name: str, records: Sequence[dict], dataset: str, n: int, *, temperature: float = 1.0,
                     top_p: float = 1.0, max_new_tokens: int = 64, seed: int = 0, batch_size: int = 512,
                     cue: str = "auto", backend: str = "hf", device: str = "auto", progress: bool = False) -> list[dict]:
     """:func:`sample_and_grade` through :func:`ddrl.reporting.cached`, keyed by the model's weight hashes
-    (:func:`model_fingerprint`), the question ids and every sampling parameter (notebooks 01 and 02 share
+    (:func:`model_fingerprint`), the questions' ids, prompts and answers, the grader
+    (:func:`ddrl.reporting.grader_fingerprint`) and every sampling parameter (notebooks 01 and 02 share
     the cache). ``model_name`` is ``"testbed:<preset>"``, a hub id or a local directory."""
-    from ddrl.reporting import cached
+    from ddrl.reporting import cached, grader_fingerprint, records_key
 
     def _sample() -> list[dict]:
         from ddrl.train import load_model, resolve_cue
@@ -564,8 +581,8 @@ def cached_rollouts(model_name: str, records: Sequence[dict], dataset: str, n: i
                                 max_new_tokens=max_new_tokens, seed=seed, batch_size=batch_size,
                                 cue=resolve_cue(cue, model_name), backend=backend, progress=progress)
 
-    key = {"what": "rollouts-v1", "weights": model_fingerprint(model_name), "dataset": dataset,
-           "questions": [r.get("id") for r in records], "n": n, "temperature": temperature, "top_p": top_p,
+    key = {"what": "rollouts-v2", "weights": model_fingerprint(model_name), "dataset": dataset,
+           "questions": records_key(records), "grader": grader_fingerprint(), "n": n, "temperature": temperature, "top_p": top_p,
            "max_new_tokens": max_new_tokens, "seed": seed, "cue": cue, "backend": backend, "batch_size": batch_size}
     return cached(key, _sample, namespace="rollouts")
 
@@ -576,18 +593,19 @@ def train_and_evaluate(preset: str, records: Sequence[dict], run_root: str, *, e
     """Train one of :data:`ddrl.train.PRESETS` (e.g. "ttrl", "grpo_no_std") on ``records`` with
     :func:`ddrl.train.train`, then evaluate pass@1 / maj@n (:func:`ddrl.evaluate.evaluate`).
 
-    Cached (:func:`ddrl.reporting.cached`) by the config, the base weights and the questions; the run
+    Cached (:func:`ddrl.reporting.cached`) by the config, the base weights, the questions (ids, prompts,
+    answers) and the grader; the run
     directory ``run_root/<preset>-<hash>`` also makes an interrupted run resume. Returns
     ``{"preset", "pass@1", "maj@n", "rl_seconds", "steps", "final": last step's metrics}``.
     """
     from pathlib import Path
 
-    from ddrl.reporting import cached, content_key
+    from ddrl.reporting import cached, content_key, grader_fingerprint, records_key
     from ddrl.train import make_config
 
     cfg = make_config(preset, **overrides)
-    key = {"what": "train-eval-v1", "preset": preset, "config": {k: v for k, v in vars(cfg).items() if k != "threads"},
-           "weights": model_fingerprint(cfg.model), "questions": [r.get("id") for r in records],
+    key = {"what": "train-eval-v2", "preset": preset, "config": {k: v for k, v in vars(cfg).items() if k != "threads"},
+           "weights": model_fingerprint(cfg.model), "questions": records_key(records), "grader": grader_fingerprint(),
            "eval": [eval_n, eval_temperature, eval_top_p]}
 
     def _run() -> dict:

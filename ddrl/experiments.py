@@ -18,7 +18,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from ddrl.reporting import cache_root, cached, content_key
+from ddrl.reporting import cache_root, cached, content_key, grader_fingerprint, records_key
 from ddrl.seeds import derive_seed
 
 #: method -> (trainer preset, weights to evaluate: "final" or "rl" = before COR, extra overrides)
@@ -54,15 +54,20 @@ class Experiment:
         return make_config(preset, **{**self.overrides, **method_overrides, **extra, "seed": seed})
 
     def run_dir(self, preset: str, cfg) -> Path:
-        """``runs_root/<preset>-<hash of config, base weights and questions>``: same setting, same directory.
+        """``runs_root/<preset>-<hash of config, base weights, questions, answers and grader>``: same setting,
+        same directory.
 
         The base model's weight hashes are part of the key (``cfg.model`` names ``testbed:default`` whatever its
-        build), so a rebuilt testbed never resumes or reuses a run trained from the previous weights."""
+        build), so a rebuilt testbed never resumes or reuses a run trained from the previous weights. The
+        answers and :func:`~ddrl.reporting.grader_fingerprint` are too: training never sees the answers, but the
+        run's ground-truth diagnostics (``gt/*`` in metrics.jsonl) are graded against them, and the vote uses
+        the grader's answer normalisation."""
         from ddrl.analysis import model_fingerprint
         from ddrl.runs import fingerprint
 
         key = content_key({"config": asdict(cfg), "weights": model_fingerprint(cfg.model),
-                           "questions": fingerprint(self.adapted)})
+                           "questions": fingerprint(self.adapted), "answers": records_key(self.adapted, ("answer",)),
+                           "grader": grader_fingerprint()})
         return Path(self.runs_root or cache_root() / "runs") / f"{preset}-{key[:16]}"
 
     def train(self, method: str, seed: int, **extra: Any):
@@ -72,18 +77,28 @@ class Experiment:
         cfg = self.config(method, seed, **extra)
         return train(cfg, list(self.adapted), self.run_dir(METHODS[method][0], cfg), progress=self.progress)
 
-    def evaluate(self, model, tokenizer, cfg, seed: int, tag: str) -> dict[str, dict]:
-        """pass@1 and maj@n on the adapted and held-out questions (cached by ``tag``: run dir + weights)."""
+    def evaluation_key(self, weights: dict, cfg, seed: int, split: str, recs: Sequence[dict]) -> dict:
+        """What an evaluation's scores depend on: the evaluated weights (:func:`~ddrl.analysis.weights_sha256`
+        of the model in memory), the questions' ids, prompts and answers, every sampling setting, the seed
+        and :func:`~ddrl.reporting.grader_fingerprint`. Nothing else may serve a cached score."""
+        return {"what": "evaluation-v2", "weights": weights, "split": split, "questions": records_key(recs),
+                "n": cfg.eval_n, "T": cfg.eval_temperature, "top_p": cfg.eval_top_p,
+                "max_new_tokens": cfg.max_new_tokens, "cue": cfg.cue, "batch_size": cfg.sample_batch_size,
+                "seed": seed, "grader": grader_fingerprint()}
+
+    def evaluate(self, model, tokenizer, cfg, seed: int, tag: str = "") -> dict[str, dict]:
+        """pass@1 and maj@n on the adapted and held-out questions, cached by content
+        (:meth:`evaluation_key`); ``tag`` only labels the evaluation in messages."""
+        from ddrl.analysis import weights_sha256
         from ddrl.evaluate import evaluate
         from ddrl.train import resolve_cue
 
         out = {}
+        weights = {"model": cfg.model, "sha256": weights_sha256(model)}
         for split, recs in (("adapted", self.adapted), ("heldout", self.heldout)):
             if not recs:
                 continue
-            key = {"tag": tag, "split": split, "questions": [r.get("id") or r["prompt"] for r in recs],
-                   "n": cfg.eval_n, "T": cfg.eval_temperature, "top_p": cfg.eval_top_p,
-                   "max_new_tokens": cfg.max_new_tokens, "seed": seed}
+            key = self.evaluation_key(weights, cfg, seed, split, recs)
 
             def run(recs=recs, split=split):
                 t0 = time.perf_counter()

@@ -87,7 +87,7 @@ from IPython.display import Markdown, display
 from ddrl import tables as T
 from ddrl.experiments import notebook_experiment, summarize
 from ddrl.plotting import color, set_style
-from ddrl.reporting import Reporter, cached
+from ddrl.reporting import Reporter, cached, grader_fingerprint, records_key
 from ddrl.runs import RunDir
 from ddrl.seeds import derive_seed
 from ddrl.sft import consensus_refinement
@@ -173,7 +173,8 @@ def refined(seed_: int, keep: int) -> list[dict]:
         return [{"seed": seed_, "split": s, **e, "cor_seconds": cor_s, "cor_kept": cor.summary()["num_kept"]}
                 for s, e in ev.items()]
 
-    return cached({"tag": tag, "heldout": [r.get("id") or r["prompt"] for r in heldout]}, run, namespace="evaluations")
+    return cached({"tag": tag, "heldout": records_key(heldout), "adapted": records_key(adapted),
+                   "grader": grader_fingerprint()}, run, namespace="evaluations")
 
 
 rows6 = []

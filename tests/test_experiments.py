@@ -41,3 +41,66 @@ def test_run_dir_follows_the_base_weights_not_just_the_name(tmp_path, monkeypatc
     assert exp.run_dir("ttrl", cfg) == a
     monkeypatch.setattr(ddrl.analysis, "model_fingerprint", lambda name: {"model": name, "w": "b"})
     assert exp.run_dir("ttrl", cfg) != a
+
+
+def test_no_cached_score_is_reused_when_seed_answers_or_grader_change(tmp_path, monkeypatch):
+    """Issue 19: evaluations were keyed by question ids only, so ``seed 1`` after ``seed 0`` (same testbed ids,
+    other questions) and records whose answers all changed still got the cached score."""
+    import ddrl.evaluate
+    import ddrl.reporting
+    from ddrl.data import load_questions
+    from ddrl.experiments import Experiment
+    from ddrl.train import load_model
+
+    monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path))
+    calls = []
+    real = ddrl.evaluate.evaluate
+
+    def counting(*args, **kwargs):
+        out = real(*args, **kwargs)
+        calls.append(out["pass@1"])
+        return out
+
+    monkeypatch.setattr(ddrl.evaluate, "evaluate", counting)
+    model, tok = load_model("testbed:tiny", device="cpu")
+    q0 = load_questions("testbed_test", 4, seed=0)
+    q1 = load_questions("testbed_test", 4, seed=1)
+    assert [r["id"] for r in q0] == [r["id"] for r in q1] and [r["prompt"] for r in q0] != [r["prompt"] for r in q1]
+
+    def score(records, seed=0):
+        exp = Experiment(records, overrides={**KNOBS, "model": "testbed:tiny"}, progress=False)
+        return exp.evaluate(model, tok, exp.config("no_adaptation", seed), seed, tag="base")["adapted"]["pass@1"]
+
+    first = score(q0)
+    assert score(q0) == first and len(calls) == 1  # same content: served from the cache
+    score(q1)  # the notebook's question seed: same ids, other questions
+    assert len(calls) == 2
+    score(q0, seed=1)  # the evaluation seed
+    assert len(calls) == 3
+    zeros = [{**r, "answer": "0"} for r in q0]
+    assert score(zeros) == calls[-1] and len(calls) == 4  # answers changed: graded again
+    monkeypatch.setattr(ddrl.reporting, "GRADER_VERSION", ddrl.reporting.GRADER_VERSION + 1)
+    score(q0)
+    assert len(calls) == 5  # grader changed: graded again
+    model2, _ = load_model("testbed:tiny", device="cpu")
+    with __import__("torch").no_grad():
+        next(model2.parameters()).add_(1e-3)
+    exp = Experiment(q0, overrides={**KNOBS, "model": "testbed:tiny"}, progress=False)
+    exp.evaluate(model2, tok, exp.config("no_adaptation", 0), 0, tag="base")
+    assert len(calls) == 6  # other weights under the same name and tag: evaluated again
+
+
+def test_cached_rollouts_key_on_prompts_answers_and_grader(tmp_path, monkeypatch):
+    import ddrl.analysis as an
+    import ddrl.reporting
+
+    monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path))
+    keys = []
+    monkeypatch.setattr(ddrl.reporting, "cached", lambda key, fn, namespace: keys.append(ddrl.reporting.content_key(key)))
+    recs = [{"id": 0, "prompt": "1+1", "answer": "2"}]
+    an.cached_rollouts("some/hub-model", recs, "x", 4)
+    an.cached_rollouts("some/hub-model", [{**recs[0], "prompt": "1+2"}], "x", 4)
+    an.cached_rollouts("some/hub-model", [{**recs[0], "answer": "3"}], "x", 4)
+    monkeypatch.setattr(ddrl.reporting, "GRADER_VERSION", ddrl.reporting.GRADER_VERSION + 1)
+    an.cached_rollouts("some/hub-model", recs, "x", 4)
+    assert len(set(keys)) == 4
