@@ -24,6 +24,7 @@ from pathlib import Path
 
 import yaml
 
+from ddrl.params import ParameterError, check_parameters
 from ddrl.reporting import REPO, atomic_write_bytes, sha256_file
 
 NOTEBOOK_DIR = REPO / "notebooks"
@@ -33,8 +34,6 @@ PRESETS = ("smoke", "default", "paper")
 RUNNER_PARAMS = ("preset", "output_dir")
 
 
-class ParameterError(ValueError):
-    """An unknown or malformed notebook parameter."""
 
 
 def discover(only: list[str] | None = None, notebook_dir: Path | None = None) -> list[Path]:
@@ -74,6 +73,7 @@ def resolve_parameters(notebook: Path, preset_values: dict, overrides: dict, sou
 
     Preset-file entries must all be declared by the notebook; a ``-p`` override is applied where the
     notebook declares it (the caller checks that every override is declared by at least one notebook).
+    Every value is then coerced to its declared type and checked (:func:`ddrl.params.check_parameters`).
     """
     valid = declared_parameters(notebook)
     unknown = sorted(set(preset_values) - set(valid))
@@ -83,7 +83,7 @@ def resolve_parameters(notebook: Path, preset_values: dict, overrides: dict, sou
         )
     params = dict(preset_values)
     params.update({k: v for k, v in overrides.items() if k in valid})
-    return params
+    return check_parameters(notebook.stem, valid, params)  # coerced to the declared types, or a ParameterError
 
 
 def git_sha() -> str | None:

@@ -1,0 +1,87 @@
+"""Notebook parameters are coerced to their declared types and checked before any work (issue 19)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from ddrl import reproduce
+from ddrl.params import ParameterError, check_parameter, check_parameters
+
+NB03 = reproduce.NOTEBOOK_DIR / "03_test_time_training.ipynb"
+
+
+@pytest.fixture(scope="module")
+def declared03():
+    return reproduce.declared_parameters(NB03)
+
+
+def resolve(declared, **overrides):
+    """What the runner does for ``--preset smoke --only 03 -p NAME VALUE`` (values as YAML strings)."""
+    parsed = reproduce.parse_overrides([[k, v] for k, v in overrides.items()])
+    return check_parameters("03_test_time_training", declared, {**reproduce.load_preset("smoke", NB03), **parsed})
+
+
+def test_yaml_strings_are_coerced_to_the_declared_float(declared03):
+    """YAML 1.1 reads ``1e-4`` as a string; the notebook declares ``lr = 3e-5``, a float."""
+    assert reproduce.parse_overrides([["lr", "1e-4"]]) == {"lr": "1e-4"}
+    params = resolve(declared03, lr="1e-4")
+    assert params["lr"] == 1e-4 and isinstance(params["lr"], float)
+    assert resolve(declared03, episodes="2.0")["episodes"] == 2  # a whole float is a whole number
+    assert resolve(declared03, seeds="[3]")["seeds"] == [3]
+
+
+@pytest.mark.parametrize("name, value, expected", [
+    ("episodes", "1.5", "a whole number"),
+    ("episodes", "0", "a whole number >= 1"),
+    ("seeds", "[]", "a non-empty list of whole numbers"),
+    ("seeds", "[0, 0]", "without repeats"),
+    ("seeds", "[0, -1]", ">= 0"),
+    ("methods", "[no_adaptation]", "at least one of 'ttrl', 'etmr', 'ddrl'"),
+    ("methods", "[ttrl, bogus]", "unknown: ['bogus']"),
+    ("lr", "fast", "a number"),
+    ("lr", "-1e-4", "a number in (0"),
+    ("lr", ".nan", "a number"),
+    ("progress", "maybe", "true or false"),
+    ("device", "gpu", '"cuda"'),
+    ("data_dir", "/no/such/dir", "an existing directory"),
+    ("testbed_preset", "huge", "['default', 'tiny']"),
+    ("paper_settings", "qwen", "ddrl.models presets"),
+])
+def test_bad_values_name_the_parameter_the_value_and_what_is_expected(declared03, name, value, expected):
+    with pytest.raises(ParameterError) as e:
+        resolve(declared03, **{name: value})
+    msg = str(e.value)
+    assert f"parameter {name} = " in msg and expected in msg, msg
+
+
+def test_trainer_knobs_are_checked_together(declared03):
+    with pytest.raises(ParameterError, match=r"k_train <= n_votes, got k_train=100, n_votes=8"):
+        resolve(declared03, k_train="100")
+
+
+def test_every_preset_file_passes_the_checks():
+    for preset in reproduce.PRESETS:
+        for nb in reproduce.discover():
+            reproduce.resolve_parameters(nb, reproduce.load_preset(preset, nb), {}, source=preset)
+
+
+def test_check_parameter_is_type_driven():
+    assert check_parameter("nb", "x", "3", '"a"') == "3"
+    with pytest.raises(ParameterError, match="expected a string"):
+        check_parameter("nb", "x", 3, '"a"')
+    assert check_parameter("nb", "anything", [1, "a"], "None") == [1, "a"]  # no declared type: no check
+    assert check_parameter("nb", "bands", [[1, 2], [3, 4]], "[[1, 4], [5, 12]]") == [[1, 2], [3, 4]]
+    with pytest.raises(ParameterError, match="non-empty list of"):
+        check_parameter("nb", "bands", [1, 2], "[[1, 4], [5, 12]]")
+
+
+def test_the_runner_refuses_a_bad_value_before_any_work(capsys, tmp_path):
+    """The command line of the issue: exit status 2 and one line naming the parameter, in seconds (no
+    testbed build, no notebook started, no output directory made)."""
+    t0 = time.perf_counter()
+    rc = reproduce.main(["--preset", "smoke", "--only", "03", "-p", "episodes", "1.5", "--output-dir", str(tmp_path / "o")])
+    assert rc == 2 and time.perf_counter() - t0 < 5
+    assert "parameter episodes = 1.5: expected a whole number" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
