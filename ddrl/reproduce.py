@@ -235,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     runs: dict[str, dict] = {}
     timings_path, manifest_path = out_dir / "timings.json", out_dir / "manifest.json"
     previous = json.loads(manifest_path.read_text()) if manifest_path.is_file() else None
-    status = 0
+    status, wrote_manifest = 0, False
     for nb, params in plan:
         print(f"\n=== {nb.name} ===", flush=True)
         start = time.perf_counter()
@@ -255,9 +255,16 @@ def main(argv: list[str] | None = None) -> int:
         timings = {k: {"seconds": v["seconds"], "peak_rss_mib": v["peak_rss_mib"]} for k, v in manifest["notebooks"].items()}
         atomic_write_bytes(timings_path, json.dumps(timings, indent=2).encode())
         atomic_write_bytes(manifest_path, json.dumps(manifest, indent=2).encode())
-    total = sum(v["seconds"] for v in runs.values())
-    print(f"\nddrl.reproduce: {len(runs)}/{len(plan)} notebook(s) in {total:.0f} s; manifest: {out_dir / 'manifest.json'}")
+        wrote_manifest = True
+    print("\n" + final_line(runs, len(plan), manifest_path, wrote_manifest))
     return status
+
+
+def final_line(runs: dict[str, dict], planned: int, manifest_path: Path, wrote_manifest: bool) -> str:
+    """The batch's last line: how many notebooks ran, and the manifest only if this batch wrote it."""
+    total = sum(v["seconds"] for v in runs.values())
+    where = f"manifest: {manifest_path}" if wrote_manifest else "no manifest written (no notebook finished)"
+    return f"ddrl.reproduce: {len(runs)}/{planned} notebook(s) in {total:.0f} s; {where}"
 
 
 if __name__ == "__main__":

@@ -120,3 +120,14 @@ def test_peak_memory_counts_the_kernel_like_child_process():
     with PeakMemory(interval=0.05) as mem:
         subprocess.run([sys.executable, "-c", code], check=True)
     assert mem.peak_mib >= alone + 300, (alone, mem.peak_mib)
+
+
+def test_a_failed_batch_does_not_print_a_manifest_it_never_wrote(workspace, capsys):
+    (workspace / "params" / "smoke" / "01_squares.yaml").write_text("n: -1\n")  # range(-1): runs, then fails below
+    nb = workspace / "notebooks" / "01_squares.ipynb"
+    nb.write_text(nb.read_text().replace("rep.metrics(", "assert n > 0, 'n must be positive'\\nrep.metrics("))
+    out = workspace / "out"
+    assert reproduce.main(["--preset", "smoke", "--no-html", "--output-dir", str(out)]) == 1
+    printed = capsys.readouterr().out
+    assert not (out / "manifest.json").exists()
+    assert "manifest.json" not in printed and "no manifest written" in printed
