@@ -1,0 +1,311 @@
+"""Issue 19, "nothing wrong without an error": two processes on one cache, damaged run files, read-only
+reads of finished results, a full disk. docs/reliability.md lists what each test proves."""
+
+from __future__ import annotations
+
+import builtins
+import errno
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import make_tiny_lm
+from ddrl.reporting import LockBusy, atomic_write_bytes, cached, owner_lock
+from ddrl.runs import DamagedRunError, RunDir
+from ddrl.train import make_config, train
+
+REPO = Path(__file__).resolve().parents[1]
+RECORDS = [{"prompt": f"{i}+{i + 1}", "answer": str(2 * i + 1), "id": f"q{i}"} for i in range(4)]
+TINY = dict(model="fixture", n_votes=16, k_train=8, prompts_per_step=2, episodes=2, max_new_tokens=12,
+            warmup_steps=1, lr=1e-3, mini_batch_size=8, micro_batch_size=4, sample_batch_size=64, seed=3)  # 4 steps
+
+
+def run(run_dir, **kw):
+    model, tok = make_tiny_lm()
+    return train(make_config("ttrl", **{**TINY, **kw}), RECORDS, run_dir, progress=False, model=model, tokenizer=tok)
+
+
+def strip(rows):
+    """Metric rows without timings, as JSON (so NaN == NaN)."""
+    return json.dumps([{k: v for k, v in r.items() if not k.startswith("time/")} for r in rows], sort_keys=True)
+
+
+def same_weights(a, b):
+    for (n, x), (_, y) in zip(a.named_parameters(), b.named_parameters()):
+        torch.testing.assert_close(x, y, atol=1e-6, rtol=0, msg=n)
+
+
+@pytest.fixture(scope="module")
+def full(tmp_path_factory):
+    """An uninterrupted 4-step run: what every damaged-and-resumed run must end equal to."""
+    return run(tmp_path_factory.mktemp("full") / "run")
+
+
+def killed_after(run_dir, checkpoints: int, monkeypatch):
+    """Start the run and kill it (KeyboardInterrupt) at its ``checkpoints + 1``-th checkpoint save."""
+    calls = {"n": 0}
+    original = RunDir.save_checkpoint
+
+    def dying(self, *a, **k):
+        calls["n"] += 1
+        if calls["n"] > checkpoints:
+            raise KeyboardInterrupt
+        return original(self, *a, **k)
+
+    monkeypatch.setattr(RunDir, "save_checkpoint", dying)
+    with pytest.raises(KeyboardInterrupt):
+        run(run_dir)
+    monkeypatch.setattr(RunDir, "save_checkpoint", original)
+    return RunDir(run_dir)
+
+
+# --- two processes on one cache ----------------------------------------------------------------------------
+
+CHILD = textwrap.dedent('''
+    import json, os, sys, time
+    from pathlib import Path
+    sys.path.insert(0, {tests!r})
+    from ddrl.experiments import Experiment
+    from ddrl.data import load_questions
+    go = Path({go!r})
+    records = load_questions("testbed_test", 6, seed=0)
+    knobs = dict(model="testbed:tiny", episodes=1, prompts_per_step=2, n_votes=8, k_train=4, eval_n=2,
+                 max_new_tokens=48, sample_batch_size=64, device="cpu")
+    exp = Experiment(records[:4], records[4:], overrides=knobs, progress=False)
+    (go.parent / f"ready-{{os.getpid()}}").touch()
+    while not go.exists():
+        time.sleep(0.01)
+    df = exp.grid(["ttrl", "no_adaptation"], [0, 1])
+    print("RESULT " + json.dumps(df[["method", "seed", "split", "pass@1", "maj@n"]].to_dict("records")))
+''')
+
+
+def test_two_processes_on_one_cache_share_runs_and_log_one_row_per_step(tmp_path, monkeypatch):
+    """Issue 19's trial: two runs of the same experiment at once on one ``DDRL_CACHE_DIR``. Before, one crashed
+    renaming ``ckpt/tmp-step_*`` / ``metrics.jsonl.tmp`` and the other left finished runs with duplicate rows.
+    Now the second waits for the owner of each run directory / cache entry and reads its result."""
+    from ddrl.testbed import build
+
+    env = {**os.environ, "DDRL_CACHE_DIR": str(tmp_path / "cache"), "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+    monkeypatch.setenv("DDRL_CACHE_DIR", env["DDRL_CACHE_DIR"])
+    build("tiny", progress=False)  # built once up front: the test is about runs and evaluations
+    go = tmp_path / "go"
+    code = CHILD.format(tests=str(REPO / "tests"), go=str(go))
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for _ in range(2)]
+    deadline = time.monotonic() + 120
+    while len(list(tmp_path.glob("ready-*"))) < 2 and time.monotonic() < deadline:  # both imported: start together
+        time.sleep(0.05)
+    go.touch()
+    outs = [p.communicate(timeout=540) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err[-3000:]
+    results = [json.loads(next(line for line in out.splitlines() if line.startswith("RESULT "))[7:]) for out, _ in outs]
+    assert results[0] == results[1], "the second process must read the first one's runs and scores"
+    assert any("ddrl: waiting for pid" in err for _, err in outs), "the processes never contended for an entry"
+
+    run_dirs = sorted((tmp_path / "cache" / "runs").iterdir())
+    assert len(run_dirs) == 2  # ttrl x 2 seeds (no_adaptation trains nothing)
+    for d in run_dirs:
+        rd = RunDir(d)
+        assert rd.finished(), d
+        steps = json.loads((d / "final" / "result.json").read_text())["steps"]
+        assert [r["step"] for r in rd.read_metrics()] == list(range(steps)), d
+        assert len(rd.metrics_path.read_text().splitlines()) == steps
+    leftovers = [p for p in (tmp_path / "cache").rglob("*") if p.name.endswith(".tmp") or "tmp-" in p.name]
+    assert not leftovers, leftovers
+
+
+def test_a_busy_owner_is_named_when_not_waiting(tmp_path):
+    lock = tmp_path / "entry.lock"
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f'''
+        import sys, time
+        sys.path.insert(0, {str(REPO)!r})
+        from ddrl.reporting import owner_lock
+        with owner_lock({str(lock)!r}, "x"):
+            print("held", flush=True)
+            time.sleep(30)
+    ''')], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(LockBusy, match=rf"cache entry E is in use by another process \(pid {holder.pid}, lock {lock}"):
+            owner_lock(lock, "cache entry E", wait=False).__enter__()
+        t0 = time.monotonic()
+        with pytest.raises(LockBusy, match=str(holder.pid)):
+            owner_lock(lock, "cache entry E", timeout=0.5).__enter__()
+        assert time.monotonic() - t0 < 5
+    finally:
+        holder.kill()
+        holder.wait()
+    with owner_lock(lock, "cache entry E", wait=False):  # a dead owner's lock is free at once (kill -9 included)
+        assert lock.read_text().strip() == str(os.getpid())
+
+
+# --- damaged run files ---------------------------------------------------------------------------------------
+
+
+def test_an_empty_checkpoint_is_named_and_the_run_falls_back(tmp_path, monkeypatch, full):
+    """Issue 19: an empty checkpoint file (a power cut) made every rerun fail with a bare EOFError."""
+    rd = killed_after(tmp_path / "r", 2, monkeypatch)
+    ckpt = rd.latest_checkpoint()
+    assert ckpt.name == "step_000002"
+    (ckpt / "trainable.pt").write_bytes(b"")
+    with pytest.warns(RuntimeWarning, match=rf"{ckpt / 'trainable.pt'} is damaged \(0 bytes"):
+        resumed = run(tmp_path / "r")
+    assert (rd.ckpt_dir.parent / "final").is_dir() and not rd.ckpt_dir.exists()
+    assert [r["step"] for r in resumed.metrics] == [0, 1, 2, 3]
+    assert strip(resumed.metrics) == strip(full.metrics) and strip(rd.read_metrics()) == strip(full.metrics)
+    same_weights(resumed.model, full.model)
+
+
+def test_damaged_checkpoint_loading_names_the_file(tmp_path):
+    model, _ = make_tiny_lm()
+    opt = torch.optim.AdamW(model.parameters(), lr=0.1)
+    rd = RunDir(tmp_path)
+    rd.log({"step": 0})
+    ckpt = rd.save_checkpoint(1, model, opt, None, {"steps_done": 1, "rl_seconds": 0.0})
+    data = (ckpt / "trainer.pt").read_bytes()
+    (ckpt / "trainer.pt").write_bytes(data[: len(data) // 2])  # truncated
+    with pytest.raises(DamagedRunError, match=str(ckpt / "trainer.pt")):
+        RunDir.load_checkpoint(ckpt, model, opt)
+    with pytest.warns(RuntimeWarning, match="trainer.pt is damaged"):
+        assert rd.resume(model, opt) is None
+    assert (rd.ckpt_dir / "damaged-step_000001").is_dir()  # kept for inspection, not deleted
+
+
+def test_a_corrupt_metrics_line_keeps_later_rows_and_is_named(tmp_path):
+    rd = RunDir(tmp_path)
+    for s in range(5):
+        rd.log({"step": s})
+    lines = rd.metrics_path.read_text().splitlines()
+    lines[1] = '{"step": 1, "x": '  # damaged in the middle
+    rd.metrics_path.write_text("\n".join(lines) + "\n")
+    with pytest.warns(RuntimeWarning, match=rf"{rd.metrics_path}: damaged line\(s\) \[2\] skipped"):
+        assert [r["step"] for r in rd.read_metrics()] == [0, 2, 3, 4]  # before: [0]
+    with pytest.raises(DamagedRunError, match=r"damaged line\(s\) \[2\].*missing step\(s\) \[1\]"):
+        rd.check_finished_metrics(5)
+
+
+def test_a_corrupt_metrics_line_before_the_checkpoint_restarts_the_run_cleanly(tmp_path, monkeypatch, full):
+    """Issue 19: a corrupt line in the middle of metrics.jsonl silently dropped every later row on resume."""
+    rd = killed_after(tmp_path / "r", 3, monkeypatch)  # checkpoint at step 3, rows 0..3 logged
+    lines = rd.metrics_path.read_text().splitlines()
+    lines[1] = lines[1][:20]
+    rd.metrics_path.write_text("\n".join(lines) + "\n")
+    with pytest.warns(RuntimeWarning, match=r"step\(s\) \[1\] are damaged or missing.*restarting from step 0"):
+        resumed = run(tmp_path / "r")
+    assert [r["step"] for r in rd.read_metrics()] == [0, 1, 2, 3]
+    assert strip(rd.read_metrics()) == strip(full.metrics)
+    same_weights(resumed.model, full.model)
+    assert list(rd.path.glob("metrics.jsonl.damaged-*")), "the damaged log is kept beside the new one"
+
+
+def test_a_finished_run_with_duplicate_rows_is_an_error_not_a_curve(tmp_path, full):
+    """What the old race left behind (29 rows for 15 steps) must not feed tables and figures."""
+    d = tmp_path / "r"
+    run(d)
+    rd = RunDir(d)
+    with open(rd.metrics_path, "a") as f:
+        f.write(rd.metrics_path.read_text().splitlines()[2] + "\n")
+    with pytest.raises(DamagedRunError, match=rf"{rd.metrics_path}: a finished run of 4 steps.*duplicated step\(s\) \[2\].*delete"):
+        run(d)
+
+
+# --- reading finished results writes nothing ------------------------------------------------------------------
+
+
+def snapshot(root: Path) -> dict:
+    return {str(p): (p.stat().st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest())
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_reading_a_finished_run_and_cache_writes_nothing(tmp_path, monkeypatch, full):
+    """Issue 19: finished runs rewrote env.json, so a filled read-only cache could not be used. We run as root
+    here (chmod would not stop root), so every open for writing and every rename is made to fail instead."""
+    d = tmp_path / "cache" / "runs" / "r"
+    first = run(d)
+    assert cached({"k": 1}, lambda: {"v": 42}, cache_dir=tmp_path / "cache") == {"v": 42}
+    before = snapshot(tmp_path / "cache")
+    real_open, real_os_open = builtins.open, os.open
+
+    def read_only_open(file, mode="r", *a, **k):
+        if any(c in mode for c in "wax+"):
+            raise PermissionError(errno.EACCES, "read-only cache (test)", str(file))
+        return real_open(file, mode, *a, **k)
+
+    def read_only_os_open(path, flags, *a, **k):
+        if flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+            raise PermissionError(errno.EACCES, "read-only cache (test)", str(path))
+        return real_os_open(path, flags, *a, **k)
+
+    monkeypatch.setattr(builtins, "open", read_only_open)
+    monkeypatch.setattr(os, "open", read_only_os_open)
+    monkeypatch.setattr(os, "replace", lambda *a: pytest.fail(f"os.replace{a} while reading"))
+    again = run(d)
+    assert cached({"k": 1}, lambda: pytest.fail("recomputed"), cache_dir=tmp_path / "cache") == {"v": 42}
+    monkeypatch.undo()
+    assert snapshot(tmp_path / "cache") == before
+    assert strip(again.metrics) == strip(first.metrics)
+    same_weights(again.model, first.model)
+
+
+# --- a full disk ------------------------------------------------------------------------------------------
+
+
+def full_disk_open(after_bytes: int = 0):
+    """``open`` whose files raise ENOSPC once ``after_bytes`` are written, as a full disk does."""
+    real_open = builtins.open
+
+    class Full:
+        def __init__(self, f):
+            self.f, self.n = f, 0
+
+        def write(self, b):
+            self.n += len(b)
+            if self.n > after_bytes:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return self.f.write(b)
+
+        def __getattr__(self, name):
+            return getattr(self.f, name)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+    def fake(file, mode="r", *a, **k):
+        f = real_open(file, mode, *a, **k)
+        return Full(f) if any(c in mode for c in "wa") else f
+
+    return fake
+
+
+def test_a_full_disk_names_enospc_and_the_path(tmp_path, monkeypatch):
+    """Issue 19: a full disk gave ``basic_ios::clear: iostream error``; now the error says ENOSPC and where."""
+    model, _ = make_tiny_lm()
+    opt = torch.optim.AdamW(model.parameters(), lr=0.1)
+    rd = RunDir(tmp_path / "run")
+    rd.path.mkdir()
+    monkeypatch.setattr(builtins, "open", full_disk_open(after_bytes=100))
+    with pytest.raises(OSError, match=r"ENOSPC.*run/ckpt/\.tmp-step_000001.*trainable\.pt") as e:
+        rd.save_checkpoint(1, model, opt, None, {"steps_done": 1, "rl_seconds": 0.0})
+    assert e.value.errno == errno.ENOSPC
+    with pytest.raises(OSError, match=rf"ENOSPC.*{rd.metrics_path}"):
+        rd.log({"step": 0, "pad": "x" * 200})
+    with pytest.raises(OSError, match=rf"ENOSPC.*{tmp_path / 'out' / 'manifest.json'}"):
+        atomic_write_bytes(tmp_path / "out" / "manifest.json", b"x" * 1000)
+    monkeypatch.undo()
+    assert rd.latest_checkpoint() is None  # nothing half-written was published
+    leftovers = [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp") or p.name.startswith(".")]
+    assert not leftovers, leftovers
