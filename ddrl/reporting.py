@@ -200,9 +200,20 @@ class owner_lock:
             self._fd = None
 
 
+_DAMAGED = object()
+
+
 def _load_pickle(path: Path) -> Any:
-    with open(path, "rb") as f:
-        return pickle.load(f)
+    """The stored result, or ``_DAMAGED`` (with a warning naming the file) when it does not unpickle."""
+    import warnings
+
+    try:
+        with open(path, "rb") as f:
+            return pickle.load(f)
+    except (EOFError, pickle.UnpicklingError, AttributeError, ImportError, IndexError, ValueError) as e:
+        warnings.warn(f"cache entry {path} is damaged ({path.stat().st_size} bytes; {type(e).__name__}: {e}); "
+                      "computing it again", RuntimeWarning, stacklevel=3)
+        return _DAMAGED
 
 
 def cached(key: Any, fn: Callable[[], Any], namespace: str = "results", cache_dir: str | Path | None = None) -> Any:
@@ -215,11 +226,11 @@ def cached(key: Any, fn: Callable[[], Any], namespace: str = "results", cache_di
     caches you made yourself.
     """
     path = Path(cache_dir or cache_root()) / namespace / f"{content_key(key)}.pkl"
-    if path.is_file():
-        return _load_pickle(path)
+    if path.is_file() and (value := _load_pickle(path)) is not _DAMAGED:
+        return value
     with owner_lock(path.with_suffix(".lock"), f"cache entry {path}"):
-        if path.is_file():  # computed by the process we waited for
-            return _load_pickle(path)
+        if path.is_file() and (value := _load_pickle(path)) is not _DAMAGED:  # computed by the process we waited for
+            return value
         value = fn()
         atomic_write_bytes(path, pickle.dumps(value))
     return value

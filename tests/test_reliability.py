@@ -84,7 +84,7 @@ CHILD = textwrap.dedent('''
     while not go.exists():
         time.sleep(0.01)
     df = exp.grid(["ttrl", "no_adaptation"], [0, 1])
-    print("RESULT " + json.dumps(df[["method", "seed", "split", "pass@1", "maj@n"]].to_dict("records")))
+    print("RESULT " + json.dumps(df[["method", "seed", "split", "pass@1", "maj@n", "rl_seconds", "eval_seconds"]].to_dict("records")))
 ''')
 
 
@@ -110,7 +110,9 @@ def test_two_processes_on_one_cache_share_runs_and_log_one_row_per_step(tmp_path
     for p, (out, err) in zip(procs, outs):
         assert p.returncode == 0, err[-3000:]
     results = [json.loads(next(line for line in out.splitlines() if line.startswith("RESULT "))[7:]) for out, _ in outs]
+    # wall times included: equal only if the second process read the first one's runs and evaluations
     assert results[0] == results[1], "the second process must read the first one's runs and scores"
+    assert all(r["eval_seconds"] > 0 for r in results[0])
     assert any("ddrl: waiting for pid" in err for _, err in outs), "the processes never contended for an entry"
 
     run_dirs = sorted((tmp_path / "cache" / "runs").iterdir())
@@ -309,3 +311,14 @@ def test_a_full_disk_names_enospc_and_the_path(tmp_path, monkeypatch):
     assert rd.latest_checkpoint() is None  # nothing half-written was published
     leftovers = [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp") or p.name.startswith(".")]
     assert not leftovers, leftovers
+
+
+def test_a_damaged_cache_entry_is_named_and_computed_again(tmp_path):
+    from ddrl.reporting import content_key
+
+    assert cached("k", lambda: [1, 2], cache_dir=tmp_path) == [1, 2]
+    path = tmp_path / "results" / f"{content_key('k')}.pkl"
+    path.write_bytes(path.read_bytes()[:5])
+    with pytest.warns(RuntimeWarning, match=rf"cache entry {path} is damaged"):
+        assert cached("k", lambda: [3], cache_dir=tmp_path) == [3]
+    assert cached("k", lambda: pytest.fail("recomputed"), cache_dir=tmp_path) == [3]

@@ -334,22 +334,23 @@ def build(preset: str = "default", cache_dir: str | os.PathLike | None = None, p
     if (final / META_FILE).is_file():
         return final
     root.mkdir(parents=True, exist_ok=True)
-    tmp = root / f".tmp-{final.name}-{os.getpid()}-{time.time_ns()}"
-    try:
-        model, tokenizer, info = pretrain(cfg, progress=progress)
-        model.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        meta = {"preset": preset, "hash": cfg.config_hash(), "version": TESTBED_VERSION, "config": cfg.to_dict(),
-                "torch": torch.__version__, **info}
-        (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+    from ddrl.reporting import owner_lock
+
+    with owner_lock(root / f"{final.name}.lock", f"testbed build {final}"):  # a second process waits, then reuses it
+        if (final / META_FILE).is_file():
+            return final
+        tmp = root / f".tmp-{final.name}-{os.getpid()}-{time.time_ns()}"
         try:
+            model, tokenizer, info = pretrain(cfg, progress=progress)
+            model.save_pretrained(tmp)
+            tokenizer.save_pretrained(tmp)
+            meta = {"preset": preset, "hash": cfg.config_hash(), "version": TESTBED_VERSION, "config": cfg.to_dict(),
+                    "torch": torch.__version__, **info}
+            (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
             os.rename(tmp, final)
-        except OSError:
-            if not (final / META_FILE).is_file():  # not a concurrent build that won the race
-                raise
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
     return final
 
 
