@@ -48,10 +48,23 @@ def discover(only: list[str] | None = None, notebook_dir: Path | None = None) ->
 
 
 def declared_parameters(notebook: Path) -> dict:
-    """Names and defaults of the notebook's ``parameters`` cell (via papermill's inspector)."""
-    import papermill
+    """Names and default source text of the notebook's ``parameters`` cell, as ``papermill.inspect_notebook``
+    reports them (a test checks they agree), read with ``json`` and ``ast``: importing papermill costs 3 s
+    (nbformat -> jsonschema compiles a grammar), and a bad ``-p`` value must fail at once."""
+    import ast
 
-    return {name: info["default"] for name, info in papermill.inspect_notebook(str(notebook)).items()}
+    nb = json.loads(Path(notebook).read_text())
+    cell = next((c for c in nb.get("cells", []) if "parameters" in c.get("metadata", {}).get("tags", [])), None)
+    if cell is None:
+        return {}
+    src = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+    out = {}
+    for node in ast.parse(src).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            out[node.targets[0].id] = ast.get_source_segment(src, node.value)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            out[node.target.id] = ast.get_source_segment(src, node.value)
+    return out
 
 
 def load_preset(preset: str, notebook: Path, params_dir: Path | None = None) -> dict:

@@ -131,3 +131,12 @@ def test_a_failed_batch_does_not_print_a_manifest_it_never_wrote(workspace, caps
     printed = capsys.readouterr().out
     assert not (out / "manifest.json").exists()
     assert "manifest.json" not in printed and "no manifest written" in printed
+
+
+def test_declared_parameters_agree_with_papermills_inspector():
+    """The runner reads parameters cells itself (papermill's import takes seconds); papermill is the reference."""
+    import papermill
+
+    for nb in reproduce.discover():
+        ref = {name: info["default"] for name, info in papermill.inspect_notebook(str(nb)).items()}
+        assert reproduce.declared_parameters(nb) == ref, nb.name
