@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ddrl.voting import Vote, majority_vote
+from ddrl.voting import Vote, count_votes, majority_vote, pseudo_rewards
 
 
 def test_simple_majority() -> None:
@@ -39,10 +39,11 @@ def test_integer_forms_vote_together_and_label_is_first_written_form() -> None:
     assert v.counts == [3, 2, 3, 3, 2]
 
 
-def test_latex_whitespace_votes_together() -> None:
-    v = majority_vote(["\\frac{1}{2}", "\\frac { 1 }{ 2 }", "\\dfrac{1}{2}", "0.5"])
+def test_equivalent_forms_vote_together() -> None:
+    v = majority_vote(["\\frac{1}{2}", "\\frac { 1 }{ 2 }", "\\dfrac{1}{2}", "0.5", "0.6"])
     assert v.label == "\\frac{1}{2}"
-    assert v.counts == [3, 3, 3, 1]  # 0.5 is a separate vote (see docs/semantics.md)
+    assert v.counts == [4, 4, 4, 4, 1]  # 0.5 joins by value (issue 15)
+    assert pseudo_rewards(v).tolist() == [1, 1, 1, 1, 0]
 
 
 def test_no_answers_at_all() -> None:
@@ -63,6 +64,7 @@ def test_bad_input() -> None:
 answer_lists = st.lists(st.one_of(st.none(), st.sampled_from(["1", "01", "2", "3.0", "3", "x", " x "])), min_size=1)
 
 
+@settings(deadline=None, max_examples=50)  # "x" vs "1" goes to math-verify
 @given(answer_lists)
 def test_counts_are_consistent(answers: list[str | None]) -> None:
     v = majority_vote(answers)
@@ -78,8 +80,95 @@ def test_counts_are_consistent(answers: list[str | None]) -> None:
 
 
 def test_pseudo_rewards_follow_the_label_key() -> None:
-    from ddrl.voting import pseudo_rewards
-
     v = majority_vote(["7", None, "07", "8", "7.0"])  # "7", "07" and "7.0" share one voting key
     assert pseudo_rewards(v).tolist() == [1.0, 0.0, 1.0, 0.0, 1.0]
     assert pseudo_rewards(majority_vote([None, None])).tolist() == [0.0, 0.0]
+
+
+# ------------------------------------------------------------------------------------ issue 15: equivalence
+
+
+SQRT3 = ["\\frac{\\sqrt{3}}{2}", "\\frac{\\sqrt3}{2}", "\\dfrac{\\sqrt{3}}{2}", "\\frac{1}{2}\\sqrt{3}", "\\sqrt{3}/2"]
+
+
+def test_equivalent_forms_of_the_label_get_reward_one_and_are_never_bcs_negatives() -> None:
+    """The false negatives BCS exists to prevent: a rare spelling of the majority answer."""
+    from ddrl.selection import bcs
+
+    n, k = 64, 32
+    # 40 rollouts in the common spelling, one in each rarer spelling, and 20 distinct wrong answers
+    answers = [SQRT3[0]] * 40 + SQRT3[1:] + [str(100 + i) for i in range(n - 40 - len(SQRT3[1:]))]
+    v = majority_vote(answers)
+    assert v.label == SQRT3[0] and v.label_count == 44
+    r = pseudo_rewards(v)
+    assert r[:44].tolist() == [1.0] * 44 and r[44:].tolist() == [0.0] * 20
+    assert set(v.counts[40:44]) == {44}
+    idx = bcs(v.counts, k)
+    negatives = idx[k // 2 :]
+    assert not any(40 <= i < 44 for i in negatives)  # a rare spelling is not picked as a "rare answer"
+    assert all(r[i] == 0.0 for i in negatives)
+    assert all(r[i] == 1.0 for i in idx[: k // 2])
+
+
+def test_label_is_the_first_written_form_and_equivalents_add_up_to_win() -> None:
+    # "2" is the most frequent single spelling, but sqrt(3)/2 has more votes once merged
+    answers = ["2", "2", "2", SQRT3[1], SQRT3[0], SQRT3[3], SQRT3[4]]
+    v = majority_vote(answers)
+    assert (v.label, v.label_count) == (SQRT3[1], 4)
+    assert pseudo_rewards(v).tolist() == [0, 0, 0, 1, 1, 1, 1]
+
+
+def test_distinct_values_whose_normalised_strings_collided_are_kept_apart() -> None:
+    # before issue 15, voting_key turned both into "14/5"; 1 4/5 is 9/5
+    v = majority_vote(["1\\frac{4}{5}", "\\frac{14}{5}", "\\frac{14}{5}", "\\frac{9}{5}", "1.8"])
+    assert (v.label, v.label_count) == ("1\\frac{4}{5}", 3)
+    assert v.counts == [3, 2, 2, 3, 3]
+    assert pseudo_rewards(v).tolist() == [1, 0, 0, 1, 1]
+    v = majority_vote(["\\frac{1}{2}3", "\\frac{1}{23}"])  # not both "1/23"
+    assert v.counts == [1, 1]
+
+
+def test_integers_never_reach_math_verify(monkeypatch) -> None:
+    from ddrl import answers, grader_pool
+
+    def boom(*args):  # noqa: ANN002
+        raise AssertionError("math-verify was called")
+
+    monkeypatch.setattr(grader_pool, "verify", boom)
+    answers.clear_cache()
+    v = majority_vote(["12", "-3", "012", None, "12.0", "7", "1/2", "0.5"])
+    assert v.counts == [3, 1, 3, 0, 3, 1, 2, 2]
+
+
+def test_a_pathological_answer_costs_a_bounded_time() -> None:
+    import time
+
+    from ddrl.answers import warm_up
+
+    warm_up()
+    tower = "9^{9^{9^{9^{9}}}}"
+    t0 = time.perf_counter()
+    v = majority_vote(["x+1", tower, "1+x", "x+2", "2+x", "y"], timeout=1.0)
+    assert time.perf_counter() - t0 < 2 * 1.0 + 6.0  # at most two timeouts, plus helper restarts
+    assert v.counts == [2, 1, 2, 2, 2, 1]
+    # first seen, it is skipped after two timeouts, and the others still merge
+    v = majority_vote([tower, "x+1", "1+x", "y", "x+1"], timeout=1.0)
+    assert v.counts == [1, 3, 3, 1, 3]
+
+
+def test_count_votes_on_numbers_is_the_same_vote() -> None:
+    """SVAMP's Codex answers are floats: they are their own keys."""
+    v = count_votes([None, 3.0, 4.0, 3.0, 4.0])
+    assert (v.label, v.label_count, v.tied) == (3.0, 2, True)
+    assert v.counts == [0, 2, 2, 2, 2]
+    assert count_votes([None, None]).label is None
+    with pytest.raises(ValueError, match="2 keys but 1 answers"):
+        count_votes(["a", "b"], ["a"])
+
+
+@settings(deadline=None, max_examples=50)  # "x" vs "1" goes to math-verify
+@given(answer_lists)
+def test_string_vote_equals_count_votes_on_its_cluster_keys(answers: list[str | None]) -> None:
+    from ddrl.voting import cluster_keys
+
+    assert majority_vote(answers) == count_votes(cluster_keys(answers), answers)
