@@ -21,6 +21,7 @@ import atexit
 import json
 import math
 import os
+import re
 import select
 import subprocess
 import sys
@@ -228,12 +229,62 @@ def _parse(answer: str) -> list:
     return out
 
 
+def _numeric_statement(expr) -> bool:
+    from sympy.core.relational import Relational
+    from sympy.logic.boolalg import BooleanAtom
+
+    return isinstance(expr, BooleanAtom) or (isinstance(expr, Relational) and not expr.free_symbols)
+
+
+_READ_SPECIALLY = re.compile(r"%|\\circ|\\text|\\mathrm|\\mbox|deg")
+
+
+def _plainly_different(a, b, texts: str) -> bool:
+    """A fast "not equivalent" that math-verify would also give, decided on the parsed values before its
+    slow symbolic comparison (which simplifies a - b; 30-270 ms for a number against a set or a formula):
+
+    - two numbers (expressions without free symbols) whose values differ by more than 1e-6 relative
+      (math-verify compares numbers exactly, or after rounding to 6 decimals);
+    - a number against a formula with free symbols (not an equation: ``y = 2`` vs ``2`` is left to it);
+    - a number against an interval or a union of intervals.
+
+    Answers with percentages, degrees or text, which math-verify reads specially (``9\\% = 9``), are left
+    to it, as is everything else (tuples, sets, matrices, equations)."""
+    from sympy import Expr, Interval, Union
+
+    if _READ_SPECIALLY.search(texts):
+        return False
+    a_num = isinstance(a, Expr) and not a.free_symbols
+    b_num = isinstance(b, Expr) and not b.free_symbols
+    if a_num and b_num:
+        try:
+            x, y = complex(a.evalf(30)), complex(b.evalf(30))
+        except (TypeError, ValueError, OverflowError):
+            return False
+        if not all(math.isfinite(v) for v in (x.real, x.imag, y.real, y.imag)):
+            return False
+        return abs(x - y) > 1e-6 * max(1.0, abs(x), abs(y))
+    if a_num or b_num:
+        other = b if a_num else a
+        if isinstance(other, Expr) and other.free_symbols:
+            return True
+        if isinstance(other, (Interval, Union)):
+            return True
+    return False
+
+
 def _math_verify_equal(pred: str, label: str) -> bool:
-    """math-verify with its own (signal-based) timeouts off; runs inside the helper process."""
+    """math-verify with its own (signal-based) timeouts off; runs inside the helper process.
+
+    A side that parses to a statement about numbers only (``5=97+7289``, ``3=3``: a relation without free
+    symbols) is not a value and is equivalent to nothing: math-verify would call any two such statements
+    equal (each has the same empty solution set)."""
     from math_verify import verify as mv_verify
 
     gold, target = _parse(label), _parse(pred)
-    if not gold or not target:
+    if not gold or not target or _numeric_statement(gold[0]) or _numeric_statement(target[0]):
+        return False
+    if _plainly_different(gold[0], target[0], label + pred):
         return False
     return bool(mv_verify(gold, target, timeout_seconds=None))
 

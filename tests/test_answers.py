@@ -355,3 +355,32 @@ def test_ground_truth_is_not_equivalent_to_another_benchmark_answer(benchmark_an
         if is_equivalent(b, a):
             mistakes.append((b, a))
     assert mistakes == []
+
+
+def test_fast_not_equivalent_screens_agree_with_math_verify(benchmark_answers: list[str]) -> None:
+    """The helper decides some pairs before math-verify's slow symbolic step (numbers far apart, a number
+    against a formula or an interval; numeric statements such as ``5=97+7289`` are no value). On real
+    answer pairs, the screened verdict must equal math-verify's own, except for numeric statements."""
+    from math_verify import verify
+
+    rng = np.random.default_rng(1)
+    pairs = [(benchmark_answers[int(i)], benchmark_answers[int(j)])
+             for i, j in rng.integers(0, len(benchmark_answers), size=(200, 2))]
+    pairs += [("0.3333333", "\\frac13"), ("9\\%", "9"), ("y = 2", "2"), ("\\pi", "3.1415926"), ("6-5i", "6 - 5i"),
+              ("\\{5\\}", "5"), ("x", "\\text{x}"), ("e", "2.718281828"), ("90^\\circ", "\\frac{\\pi}{2}")]
+    disagree = []
+    for pred, label in pairs:
+        gold, target = grader_pool._parse(label), grader_pool._parse(pred)
+        if not gold or not target or grader_pool._numeric_statement(gold[0]) or grader_pool._numeric_statement(target[0]):
+            continue
+        if grader_pool._math_verify_equal(pred, label) != bool(verify(gold, target, timeout_seconds=None)):
+            disagree.append((pred, label))
+    assert disagree == []
+
+
+def test_numeric_statements_are_equivalent_to_nothing() -> None:
+    """math-verify calls any two false numeric equations equal (the same empty solution set)."""
+    warm_up()
+    assert grader_pool.verify("5=97+7289", "2=00", 10.0) is False
+    assert grader_pool.verify("3=3", "3", 10.0) is False
+    assert grader_pool.verify("x=8", "8", 10.0) is True  # an equation in a variable is still an answer
