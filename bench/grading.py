@@ -17,8 +17,9 @@ Per step it times, in one process with a started math-verify helper:
 - ``vote_warm``: the same again (every verdict cached): what a second step on the same answers pays;
 - ``diagnostics``: ``ddrl.evaluate.reward_counts`` (the trainer's ground-truth metrics) after the vote;
 
-and counts the math-verify comparisons, how many prompts changed label count, and how many rollouts that
-the old vote gave reward 0 now get reward 1 (all of them equivalent to the label by construction).
+and counts the math-verify comparisons, how many prompts changed label count, how many labels are right
+before and after (the truth's spellings split the old vote, so a distractor could win), and how many
+rollouts changed reward (0 -> 1: another spelling of the label; 1 -> 0: the old label lost to a merged one).
 An all-integer step (AIME-style answers) checks that integers never reach math-verify.
 Writes ``bench/results/grading.json`` and prints a table::
 
@@ -130,6 +131,8 @@ def time_step(groups: list[list[str | None]], truths: list[str], counter: Counti
     for g, v, r, truth in zip(groups, new, rewards, truths):
         reward_counts(g, v.label, truth, r)
     diag_s = time.perf_counter() - t
+    old_right = sum(o.label is not None and A.is_equivalent(o.label, t) for o, t in zip(old, truths))
+    new_right = sum(v.label is not None and A.is_equivalent(v.label, t) for v, t in zip(new, truths))
     gained = sum(int(((pseudo_rewards(o) == 0) & (r == 1)).sum()) for o, r in zip(old, rewards))
     lost = sum(int(((pseudo_rewards(o) == 1) & (r == 0)).sum()) for o, r in zip(old, rewards))
     return {"old_ms": 1000 * old_s, "vote_cold_ms": 1000 * cold_s, "vote_warm_ms": 1000 * warm_s,
@@ -139,6 +142,7 @@ def time_step(groups: list[list[str | None]], truths: list[str], counter: Counti
                                                        for g in groups])),
             "clusters_per_prompt": float(np.mean([len({k for k in v.keys if k is not None}) for v in new])),
             "prompts_label_count_changed": sum(o.label_count != v.label_count for o, v in zip(old, new)),
+            "labels_correct_old": old_right, "labels_correct_new": new_right,
             "rollouts_reward_0_to_1": gained, "rollouts_reward_1_to_0": lost}
 
 
