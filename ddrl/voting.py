@@ -12,7 +12,7 @@ and the rewards are computed on the merged clusters, so ``\\frac{\\sqrt3}{2}`` a
 
 - :func:`count_votes`   the vote itself, on any hashable keys (None = no answer); also used for the
                         SVAMP Codex rollouts, whose answers are already numbers
-- :func:`majority_vote` extract-free entry point for answer strings: cluster, then :func:`count_votes`
+- :func:`majority_vote` the vote on extracted answer strings: :func:`cluster_keys`, then :func:`count_votes`
 - :func:`pseudo_rewards` r_i = 1[y_i = y*]
 """
 
