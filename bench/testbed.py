@@ -19,7 +19,6 @@ import platform
 import sys
 import tempfile
 import time
-from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,8 +27,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from ddrl.analysis import BANDS_64, scale_bands  # noqa: E402
-from ddrl.answers import voting_key  # noqa: E402
+from ddrl.analysis import BANDS_64, answer_groups, frequency_table, scale_bands, vote_and_grade  # noqa: E402
 from ddrl.testbed import build, generate_split, load, read_meta  # noqa: E402
 from ddrl.testbed.pretrain import PretrainConfig, get_config, sample_eval  # noqa: E402
 
@@ -39,18 +37,13 @@ ACCEPT = {"pass@1": (0.25, 0.55), "maj_minus_pass": 0.15, "no_box_rate": 0.02, "
 
 def frequency_bands(answers: list[list[str | None]], truths: list[str], bands) -> list[dict]:
     """For each band (lo, hi) of counts: how many distinct answers were seen lo..hi times, and the fraction
-    of them that are correct. Answers are grouped by voting key; no-box samples are not answers."""
-    stats = [{"band": f"{lo}-{hi}", "distinct_answers": 0, "correct": 0} for lo, hi in bands]
-    for a, t in zip(answers, truths):
-        truth = voting_key(t)
-        for key, c in Counter(voting_key(x) for x in a if voting_key(x) is not None).items():
-            for s, (lo, hi) in zip(stats, bands):
-                if lo <= c <= hi:
-                    s["distinct_answers"] += 1
-                    s["correct"] += int(key == truth)
-    for s in stats:
-        s["fraction_correct"] = s["correct"] / s["distinct_answers"] if s["distinct_answers"] else None
-    return stats
+    of them that are correct (:func:`ddrl.analysis.frequency_table`). Answers are grouped by the vote's
+    clusters and graded once each (:func:`ddrl.analysis.vote_and_grade`); no-box samples are not answers."""
+    problems = [vote_and_grade(a, t, i) for i, (a, t) in enumerate(zip(answers, truths))]
+    table = frequency_table(answer_groups(problems), bands)
+    return [{"band": f"{lo}-{hi}", "distinct_answers": int(row["n_distinct"]), "correct": int(row["n_correct"]),
+             "fraction_correct": float(row["frac_correct"]) if row["n_distinct"] else None}
+            for (lo, hi), (_, row) in zip(bands, table.iterrows())]
 
 
 def parse_set(items: list[str], base: PretrainConfig) -> PretrainConfig:
@@ -95,7 +88,7 @@ def main() -> None:
     sample_s = time.perf_counter() - t
     greedy = sample_eval(model, tok, recs, 1, temperature=0.0, max_new_tokens=args.max_new_tokens, seed=args.seed)
     bands = BANDS_64 if args.samples == 64 else scale_bands(BANDS_64, 64, args.samples)
-    distinct = [len({voting_key(x) for x in a if voting_key(x) is not None}) for a in ev["answers"]]
+    distinct = [len({k for k in p["keys"] if k is not None}) for p in map(vote_and_grade, ev["answers"], truths)]
     res = {
         "preset": args.preset,
         "build_dir": str(path),

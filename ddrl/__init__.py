@@ -3,7 +3,8 @@
 Modules map to the paper's parts:
 
 - :mod:`ddrl.answers`    answer extraction and equivalence (math-verify), voting keys
-- :mod:`ddrl.voting`     majority vote over N rollouts -> pseudo-label and per-rollout answer counts
+- :mod:`ddrl.grader_pool` math-verify in killable helper processes
+- :mod:`ddrl.voting`     majority vote over N rollouts (equivalent answers merged) -> pseudo-label, counts, rewards
 - :mod:`ddrl.selection`  which K of N rollouts are trained on (TTRL: random; DDRL: BCS)
 - :mod:`ddrl.advantages` GRPO, GRPO without std normalisation, DAE's fixed +-1
 - :mod:`ddrl.losses`     PPO clipped surrogate, k3 KL, SFT negative log-likelihood

@@ -348,6 +348,7 @@ def group_advantages(problems: Sequence[dict], k: int, estimators: Sequence[str]
     from ddrl.advantages import get_advantage
     from ddrl.selection import get_selection
     from ddrl.seeds import numpy_generator
+    from ddrl.voting import count_votes, pseudo_rewards
 
     select = get_selection(selection)
     rows = []
@@ -356,20 +357,15 @@ def group_advantages(problems: Sequence[dict], k: int, estimators: Sequence[str]
         n = len(keys)
         if n < k:
             raise ValueError(f"group_advantages: problem {p.get('id', i)!r} has {n} samples, fewer than k={k}")
-        tally: dict[Any, int] = {}
-        for key in keys:
-            if key is not None:
-                tally[key] = tally.get(key, 0) + 1
-        if not tally:
+        vote = count_votes(keys)  # the trainer's vote on the problem's (cluster) keys
+        if vote.label is None:
             continue  # no answer at all: no label, no reward signal
-        label = max(tally, key=lambda a: (tally[a], -keys.index(a)))  # earliest of tied answers
-        label_correct = any(c for kk, c in zip(keys, correct) if kk == label)
-        counts = [tally.get(kk, 0) if kk is not None else 0 for kk in keys]
-        idx = select(counts, k, numpy_generator(seed, "group_advantages", i))
-        rewards = np.array([1.0 if keys[j] == label else 0.0 for j in idx])
+        label_correct = correct[keys.index(vote.label_key)]
+        idx = select(vote.counts, k, numpy_generator(seed, "group_advantages", i))
+        rewards = pseudo_rewards(vote)[idx]
         advs = {name: get_advantage(name)(rewards) for name in estimators}
         for pos, j in enumerate(idx):
-            rows.append({"problem": p.get("id", i), "consensus": tally[label] / n, "label_count": tally[label],
+            rows.append({"problem": p.get("id", i), "consensus": vote.majority_ratio, "label_count": vote.label_count,
                          "label_correct": bool(label_correct), "reward": rewards[pos],
                          "truly_correct": bool(correct[j]), **{name: float(a[pos]) for name, a in advs.items()}})
     return pd.DataFrame(rows)
@@ -424,29 +420,29 @@ def advantage_mass_by_consensus(adv: pd.DataFrame, bands: Sequence[tuple[int, in
 # ---------------------------------------------------------------------------------------------------------
 
 
-def grade_problem(texts: Sequence[str], truth: str, problem_id: Any = None) -> dict:
-    """Extract, vote and grade one question's sampled responses.
+def vote_and_grade(answers: Sequence[str | None], truth: str, problem_id: Any = None) -> dict:
+    """Vote on and grade one question's extracted answers.
 
-    Returns ``{id, truth, answers, keys, correct, label, label_count, label_correct}``; every distinct
-    voting key is graded once against ``truth`` with :func:`ddrl.answers.is_equivalent` (math-verify).
+    Returns ``{id, truth, answers, keys, correct, label, label_count, label_correct}``: ``keys`` are the
+    vote's cluster keys (:func:`ddrl.voting.majority_vote`: equivalent answers share one), and every
+    cluster is graded once against ``truth`` (:func:`ddrl.answers.grade_answers`, math-verify).
     """
-    from ddrl.answers import extract_boxed, is_equivalent
+    from ddrl.answers import grade_answers
     from ddrl.voting import majority_vote
 
-    answers = [extract_boxed(t) for t in texts]
+    answers = list(answers)
     vote = majority_vote(answers)
-    graded: dict[str, bool] = {}
-    for a, key in zip(answers, vote.keys):
-        if key is not None and key not in graded:
-            graded[key] = bool(is_equivalent(a, truth))
-    correct = [graded.get(key, False) if key is not None else False for key in vote.keys]
-    label_correct = False
-    if vote.label is not None:
-        # The winner is the earliest rollout whose key reaches the top count (majority_vote's tie-break).
-        label_key = vote.keys[vote.counts.index(vote.label_count)]
-        label_correct = graded[label_key]
+    correct = grade_answers(answers, truth, vote.keys)
+    label_correct = vote.label is not None and correct[vote.keys.index(vote.label_key)]
     return {"id": problem_id, "truth": truth, "answers": answers, "keys": list(vote.keys), "correct": correct,
-            "label": vote.label, "label_count": vote.label_count, "label_correct": label_correct}
+            "label": vote.label, "label_count": vote.label_count, "label_correct": bool(label_correct)}
+
+
+def grade_problem(texts: Sequence[str], truth: str, problem_id: Any = None) -> dict:
+    """:func:`vote_and_grade` on the boxed answers of one question's sampled responses."""
+    from ddrl.answers import extract_boxed
+
+    return vote_and_grade([extract_boxed(t) for t in texts], truth, problem_id)
 
 
 def sample_and_grade(model, tokenizer, records: Sequence[dict], n: int, *, temperature: float = 1.0,
@@ -480,21 +476,16 @@ def svamp_problems(records: Sequence[dict]) -> list[dict]:
 
 def summary(problems: Sequence[dict]) -> dict[str, float]:
     """Mean single-sample accuracy, majority-vote accuracy and the no-answer rate of graded problems."""
+    from ddrl.voting import count_votes
+
     n_samples = sum(len(p["correct"]) for p in problems)
     maj = []
     for p in problems:
         if "label_correct" in p:
             maj.append(bool(p["label_correct"]))
-        else:  # SVAMP-style problems: vote here
-            tally: dict[Any, int] = {}
-            for key in p["keys"]:
-                if key is not None:
-                    tally[key] = tally.get(key, 0) + 1
-            if not tally:
-                maj.append(False)
-                continue
-            label = max(tally, key=lambda a: (tally[a], -p["keys"].index(a)))
-            maj.append(any(c for kk, c in zip(p["keys"], p["correct"]) if kk == label))
+        else:  # SVAMP-style problems: vote here, on their keys
+            vote = count_votes(p["keys"])
+            maj.append(vote.label is not None and p["correct"][p["keys"].index(vote.label_key)])
     return {
         "problems": len(problems),
         "samples": n_samples,

@@ -36,20 +36,20 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import math
 import os
 import tempfile
 import urllib.error
 import urllib.request
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
 from tqdm.auto import tqdm
 
+from ddrl import analysis
 from ddrl.pot_eval import program_answer
 from ddrl.seeds import DEFAULT_SEED
+from ddrl.voting import count_votes
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DATA_DIR_ENV = "DDRL_DATA_DIR"
@@ -424,28 +424,11 @@ def _svamp_loader(blobs: Sequence[tuple[Path, bytes]], progress: bool = False) -
 
 
 def first_seen_majority(answers: Sequence[Any]) -> tuple[Any, int, bool]:
-    """``(label, count, tied)``: the most frequent non-None answer, ties broken by first appearance
-    (``tied`` says whether another answer had the same count). ``(None, 0, False)`` if all are None."""
-    counts = Counter(a for a in answers if a is not None)
-    if not counts:
-        return None, 0, False
-    top = max(counts.values())
-    label = next(a for a in answers if a is not None and counts[a] == top)  # first seen among the top
-    tied = sum(1 for c in counts.values() if c == top) > 1
-    return label, top, tied
-
-
-def answer_frequencies(problems: Iterable[dict]) -> list[dict]:
-    """One row per (problem, distinct non-None answer): ``{id, answer, count, correct}``.
-
-    ``correct`` is read from the problem's own per-sample ``correct`` list.
-    """
-    rows = []
-    for p in problems:
-        counts = Counter(a for a in p["answers"] if a is not None)
-        right = {a for a, c in zip(p["answers"], p["correct"]) if a is not None and c}
-        rows += [{"id": p["id"], "answer": a, "count": n, "correct": a in right} for a, n in counts.items()]
-    return rows
+    """``(label, count, tied)``: the majority vote (:func:`ddrl.voting.count_votes`) on answers that are their
+    own keys (numbers): the most frequent non-None answer, ties broken by first appearance (``tied`` says
+    whether another answer had the same count). ``(None, 0, False)`` if all are None."""
+    vote = count_votes(list(answers))
+    return vote.label, vote.label_count, vote.tied
 
 
 #: The frequency bins of the rollouts README (inclusive ranges over 1..30).
@@ -453,26 +436,14 @@ SVAMP_FREQUENCY_BINS: tuple[tuple[int, int], ...] = ((1, 1), (2, 3), (4, 7), (8,
 
 
 def frequency_table(problems: Sequence[dict], bins: Sequence[tuple[int, int]] = SVAMP_FREQUENCY_BINS):
-    """Correctness by answer frequency, as a ``pandas.DataFrame`` with one row per bin ``(lo, hi)``:
-    ``n_distinct`` (distinct (problem, answer) pairs whose count is in the bin), ``frac_correct_distinct``,
-    ``n_samples`` (samples whose answer has such a count) and ``frac_correct_samples``."""
-    import pandas as pd
-
-    freqs = answer_frequencies(problems)
-    table = []
-    for lo, hi in bins:
-        sel = [r for r in freqs if lo <= r["count"] <= hi]
-        n_samples = sum(r["count"] for r in sel)
-        table.append(
-            {
-                "frequency": f"{lo}" if lo == hi else f"{lo}-{hi}",
-                "n_distinct": len(sel),
-                "frac_correct_distinct": sum(r["correct"] for r in sel) / len(sel) if sel else math.nan,
-                "n_samples": n_samples,
-                "frac_correct_samples": sum(r["count"] for r in sel if r["correct"]) / n_samples if n_samples else math.nan,
-            }
-        )
-    return pd.DataFrame(table)
+    """Correctness by answer frequency of ``{id, answers, correct}`` problems, in the rollouts README's
+    columns: :func:`ddrl.analysis.frequency_table` (the one implementation) renamed, one row per bin
+    ``(lo, hi)``: ``frequency``, ``n_distinct``, ``frac_correct_distinct``, ``n_samples``,
+    ``frac_correct_samples``."""
+    groups = analysis.answer_groups(analysis.svamp_problems(problems))
+    t = analysis.frequency_table(groups, bins)
+    return t.rename(columns={"band": "frequency", "frac_correct": "frac_correct_distinct"})[
+        ["frequency", "n_distinct", "frac_correct_distinct", "n_samples", "frac_correct_samples"]]
 
 
 def rollout_summary(problems: Sequence[dict]) -> dict[str, float]:
@@ -484,7 +455,7 @@ def rollout_summary(problems: Sequence[dict]) -> dict[str, float]:
         label, _, tied = first_seen_majority(p["answers"])
         maj_correct += is_correct(label, p["gt"])
         ties += tied
-    freqs = answer_frequencies(problems)
+    groups = analysis.answer_groups(analysis.svamp_problems(problems))
     return {
         "problems": len(problems),
         "samples": n_samples,
@@ -495,8 +466,8 @@ def rollout_summary(problems: Sequence[dict]) -> dict[str, float]:
         "ties_at_top": ties,
         "no_correct": sum(not any(p["correct"]) for p in problems),
         "all_correct": sum(all(p["correct"]) for p in problems),
-        "distinct_answers": len(freqs),
-        "distinct_correct": sum(r["correct"] for r in freqs),
+        "distinct_answers": len(groups),
+        "distinct_correct": int(groups["correct"].sum()),
     }
 
 

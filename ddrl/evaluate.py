@@ -10,12 +10,12 @@ top-p 0.95; pass@1 is the mean accuracy over the 16 samples, averaged over quest
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Sequence
 
 import numpy as np
 
-from ddrl.answers import extract_boxed, is_equivalent, voting_key
+from ddrl.answers import extract_boxed, grade_answers, is_equivalent, voting_key
+from ddrl.voting import majority_vote
 
 #: Upper edges of the answer-frequency bins used to split reward diagnostics. A rollout's answer
 #: frequency is the share of the N rollouts that gave its answer (0 for rollouts without an answer).
@@ -41,18 +41,9 @@ def pass_at_1(correct: Sequence[Sequence[bool]]) -> float:
 
 
 def majority_answer(answers: Sequence[str | None]) -> str | None:
-    """The most frequent answer by voting key (ties: the key seen first); None if no sample has an answer.
-    Returns a representative raw answer of the winning key. (Used for maj@n; training uses
-    :func:`ddrl.voting.majority_vote`.)"""
-    keys = [voting_key(a) for a in answers]
-    counts = Counter(k for k in keys if k is not None)
-    if not counts:
-        return None
-    best = max(counts.values())
-    for a, k in zip(answers, keys):
-        if k is not None and counts[k] == best:
-            return a
-    raise AssertionError("unreachable")
+    """The majority vote's label (:func:`ddrl.voting.majority_vote`: equivalent answers merged, ties to
+    the answer seen first), as its first rollout wrote it; None if no sample has an answer. (maj@n.)"""
+    return majority_vote(answers).label
 
 
 def maj_at_n(answers: Sequence[Sequence[str | None]], truths: Sequence[str]) -> float:
@@ -74,33 +65,28 @@ def reward_counts(answers: Sequence[str | None], label: str | None, truth: str,
                   pseudo_rewards: Sequence[float] | None = None) -> dict:
     """Confusion counts of one question's pseudo-rewards against the true rewards.
 
-    pseudo-reward: 1 iff the rollout's voting key equals the pseudo-label's (all 0 when the label is None);
-    true reward: 1 iff the rollout's answer is equivalent to the ground truth. Returns counts (so steps can
+    pseudo-reward: given (the trainer's), or 1 iff the rollout is in the cluster of the label's voting key
+    (all 0 when the label is None); true reward: 1 iff the rollout's answer cluster is equivalent to the
+    ground truth. Answer frequencies are the vote's cluster counts. Returns counts (so steps can
     be aggregated by summing) overall and per answer-frequency bin (:data:`FREQ_BINS`), plus whether the
     label itself is correct.
     """
     n = len(answers)
-    keys = [voting_key(a) for a in answers]
+    vote = majority_vote(answers)  # the trainer's clusters: frequencies count equivalent answers together
+    keys = vote.keys
     if pseudo_rewards is None:
         lk = voting_key(label) if label is not None else None
-        pseudo_rewards = [1.0 if (lk is not None and k == lk) else 0.0 for k in keys]
+        label_cluster = next((c for a, c in zip(answers, keys) if lk is not None and voting_key(a) == lk), None)
+        pseudo_rewards = [1.0 if (label_cluster is not None and k == label_cluster) else 0.0 for k in keys]
     if len(pseudo_rewards) != n:
         raise ValueError(f"reward_counts: {n} answers but {len(pseudo_rewards)} pseudo-rewards")
-    # Grade each distinct key once (math-verify is the slow part).
-    verdict: dict[str | None, bool] = {}
-    true = []
-    for a, k in zip(answers, keys):
-        if k not in verdict:
-            verdict[k] = grade(a, truth) if k is not None else False
-        true.append(verdict[k])
-    freq = Counter(k for k in keys if k is not None)
+    true = grade_answers(answers, truth, keys)  # each cluster graded once (math-verify is the slow part)
     out = {"n": n, "label_correct": int(label is not None and grade(label, truth)), "label_none": int(label is None),
            "tp": 0, "fp": 0, "tn": 0, "fn": 0, "bins": [{"tp": 0, "fp": 0, "tn": 0, "fn": 0} for _ in FREQ_BINS]}
-    for k, p, t in zip(keys, pseudo_rewards, true):
+    for count, p, t in zip(vote.counts, pseudo_rewards, true):  # count 0: no answer
         cell = ("t" if (p > 0.5) == t else "f") + ("p" if p > 0.5 else "n")
         out[cell] += 1
-        f = freq[k] / n if k is not None else 0.0
-        out["bins"][frequency_bin(f)][cell] += 1
+        out["bins"][frequency_bin(count / n)][cell] += 1
     return out
 
 
@@ -188,14 +174,9 @@ def evaluate(model, tokenizer, records: Sequence[dict], n: int = 16, temperature
     questions, correct_all, tokens = [], [], []
     for r, rs in zip(records, rollouts):
         answers = [extract_boxed(x.text) for x in rs]
-        verdict: dict[str | None, bool] = {}
-        correct = []
-        for a in answers:
-            k = voting_key(a)
-            if k not in verdict:
-                verdict[k] = grade(a, str(r["answer"])) if k is not None else False
-            correct.append(verdict[k])
-        maj = majority_answer(answers)
+        vote = majority_vote(answers)
+        correct = grade_answers(answers, str(r["answer"]), vote.keys)
+        maj = vote.label
         questions.append({
             "id": r.get("id"), "truth": str(r["answer"]), "answers": answers, "correct": correct,
             "accuracy": float(np.mean(correct)), "majority": maj,

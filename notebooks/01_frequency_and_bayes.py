@@ -93,8 +93,9 @@ print(f"model {model_name}, dataset {dataset}, {n_questions} questions x N={n_sa
 # ## 1. Sample N answers per question
 #
 # Each question is chat-formatted (`ddrl.prompts`), sampled N times (`ddrl.sampling`), each response's
-# `\boxed{}` answer extracted (`ddrl.answers.extract_boxed`), grouped by voting key (`ddrl.voting`) and
-# graded against the truth with math-verify (`ddrl.answers.is_equivalent`, once per distinct answer).
+# `\boxed{}` answer extracted (`ddrl.answers.extract_boxed`), voted on as the trainer does (`ddrl.voting`:
+# equivalent answers form one cluster) and graded against the truth with math-verify
+# (`ddrl.answers.grade_answers`, once per distinct answer).
 # The result is cached, keyed by the model's weight hashes and every sampling parameter.
 
 # %%

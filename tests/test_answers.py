@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from ddrl import answers
+from ddrl import answers, grader_pool
 from ddrl.answers import clear_cache, extract_boxed, is_equivalent, voting_key, warm_up
 
 # ------------------------------------------------------------------------------------ extract_boxed
@@ -33,6 +33,7 @@ from ddrl.answers import clear_cache, extract_boxed, is_equivalent, voting_key, 
         ("no box here: 25", None),
         ("", None),
         ("\\boxed{3} then cut off \\boxed{\\frac{1}{2}", None),  # last box unbalanced
+        ("\\boxed{5", None),  # cut off
         ("\\boxed 5", None),  # not a braced group
         ("\\boxedanswer{5}", None),  # a different control word
     ],
@@ -69,6 +70,9 @@ def test_extract_boxed_none_and_type() -> None:
         ("106^{\\circ}", "106^\\circ"),
         ("\\left( 3, \\frac{\\pi}{2} \\right)", "(3,\\frac{\\pi}{2})"),
         ("3\\,\\sqrt{2}", "3\\sqrt{2}"),
+        ("1\\frac{4}{5}", "\\frac{9}{5}"),  # a mixed number is its improper fraction
+        ("-2\\frac12", "-5/2"),
+        ("\\frac12x", "\\frac{1}{2}x"),
     ],
 )
 def test_voting_key_groups(a: str, b: str) -> None:
@@ -85,6 +89,11 @@ def test_voting_key_groups(a: str, b: str) -> None:
         ("x^{23}", "x^2 3"),
         ("a\\\\,b", "a,b"),  # \\ (line break) then a comma, not the \, spacing command
         ("\\rightarrow", "arrow"),  # \right is dropped only as a whole control word
+        ("1\\frac{4}{5}", "\\frac{14}{5}"),  # 9/5, not 14/5
+        ("1\\frac{4}{5}", "14/5"),
+        ("\\frac{1}{2}3", "\\frac{1}{23}"),  # a fraction inside a longer answer stays LaTeX
+        ("\\frac123", "1/23"),
+        ("x^\\frac{1}{2}", "x^1/2"),
     ],
 )
 def test_voting_key_separates(a: str, b: str) -> None:
@@ -99,7 +108,7 @@ def test_voting_key_values(answer: str, key: str) -> None:
     assert voting_key(answer) == key
 
 
-@pytest.mark.parametrize("answer", [None, "", "   ", "\\boxed{}", "$ $", "\\,"])
+@pytest.mark.parametrize("answer", [None, "", "   ", "\\boxed{}", "$ $", "\\,", "\\boxed{5", "x \\fbox{3"])
 def test_voting_key_no_answer(answer: str | None) -> None:
     assert voting_key(answer) is None
 
@@ -124,6 +133,11 @@ def test_voting_key_type() -> None:
         ("1+x", "x + 1"),
         ("\\sqrt{8}", "2\\sqrt{2}"),
         ("\\text{(C)}", "C"),
+        ("\\frac{\\sqrt3}{2}", "\\frac{\\sqrt{3}}{2}"),
+        ("1\\frac{4}{5}", "\\frac{9}{5}"),  # mixed numbers: key path ...
+        ("1\\frac{4}{5}", "1.8"),  # ... and plain-number path
+        ("1 \\frac{4}{5} + x", "x + 9/5"),  # ... and math-verify
+        ("0.3333333", "\\frac{1}{3}"),  # within math-verify's 6-decimal rounding
     ],
 )
 def test_is_equivalent_true(pred: str, label: str) -> None:
@@ -142,6 +156,11 @@ def test_is_equivalent_true(pred: str, label: str) -> None:
         ("\\boxed{}", "25"),
         ("}{garbage\\frac{", "25"),
         ("25", "}{garbage\\frac{"),
+        ("1\\frac{4}{5}", "\\frac{14}{5}"),
+        ("1\\frac{4}{5}", "\\frac{4}{5}"),
+        ("\\boxed{5", "5"),  # a cut-off box is no answer (extract_boxed agrees)
+        ("5", "\\boxed{5"),
+        ("0.333", "\\frac{1}{3}"),
     ],
 )
 def test_is_equivalent_false(pred: str, label: str) -> None:
@@ -157,8 +176,62 @@ def test_none_is_equivalent_to_nothing() -> None:
 def test_is_equivalent_bad_arguments() -> None:
     with pytest.raises(TypeError, match="pred"):
         is_equivalent(25, "25")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="timeout"):
-        is_equivalent("1", "2", timeout=0)
+    for bad in (0, -1.0, float("nan"), None, "5"):
+        with pytest.raises(ValueError, match="timeout"):
+            is_equivalent("1", "2", timeout=bad)  # type: ignore[arg-type]
+
+
+def test_infinite_timeout_means_no_limit() -> None:
+    """Issue 19: ``timeout=float("inf")`` raised OverflowError (and graded everything False in the helper)."""
+    clear_cache()
+    inf = float("inf")
+    assert is_equivalent("x+1", "1+x", timeout=inf) is True
+    assert is_equivalent("0.6", "\\frac{1}{2}", timeout=inf) is False
+    assert is_equivalent("25", "025", timeout=inf) is True
+
+
+def test_cut_off_box_is_no_answer_for_extraction_and_grading() -> None:
+    for text in ("\\boxed{5", "\\boxed{3} \\boxed{5"):
+        assert extract_boxed(text) is None
+        assert voting_key(text) is None
+        assert is_equivalent(text, "5") is False
+        assert is_equivalent(text, "3") is False
+
+
+def test_plain_numbers_are_compared_exactly_without_math_verify(monkeypatch) -> None:
+    def boom(*args):  # noqa: ANN002
+        raise AssertionError("math-verify was called")
+
+    clear_cache()
+    monkeypatch.setattr(grader_pool, "verify", boom)
+    assert is_equivalent("0.5", "1/2") is True
+    assert is_equivalent("\\frac{3}{2}", "1\\frac{1}{2}") is True
+    assert is_equivalent("7", "3/4") is False
+    assert is_equivalent("-12", "12") is False
+    assert answers.plain_number(voting_key("-1\\frac{4}{5}")) == answers.Fraction(-9, 5)
+    assert answers.plain_number("x") is None and answers.plain_number("1/0") is None
+
+
+def test_grade_answers_grades_each_distinct_key_once(monkeypatch) -> None:
+    calls = []
+    real = answers.is_equivalent
+
+    def counting(pred, label, timeout=5.0):  # noqa: ANN001, ANN202
+        calls.append(pred)
+        return real(pred, label, timeout)
+
+    monkeypatch.setattr(answers, "is_equivalent", counting)
+    got = answers.grade_answers(["025", "25", None, "7", "25.0", "\\boxed{5"], "25")
+    assert got == [True, True, False, False, True, False]
+    assert calls == ["025", "7"]
+    # with a vote's cluster keys, equivalent forms share one verdict
+    assert answers.grade_answers(["1/2", "0.5"], "0.5", keys=["a", "a"]) == [True, True]
+    with pytest.raises(ValueError, match="keys"):
+        answers.grade_answers(["1"], "1", keys=[])
+
+
+def test_grader_version_names_math_verify() -> None:
+    assert answers.GRADER_VERSION.startswith("2+math-verify-")
 
 
 def test_is_equivalent_caches() -> None:
@@ -267,7 +340,7 @@ def test_every_ground_truth_is_equivalent_to_itself_boxed(benchmark_answers: lis
 def test_math_verify_parses_every_ground_truth(benchmark_answers: list[str]) -> None:
     """The same, bypassing the textual fast path, so math-verify itself sees every label."""
     warm_up()
-    failures = [a for a in benchmark_answers if answers._verify_in_worker(a, a, 10.0) is not True]
+    failures = [a for a in benchmark_answers if grader_pool.verify(a, a, 10.0) is not True]
     assert failures == []
 
 
@@ -282,3 +355,32 @@ def test_ground_truth_is_not_equivalent_to_another_benchmark_answer(benchmark_an
         if is_equivalent(b, a):
             mistakes.append((b, a))
     assert mistakes == []
+
+
+def test_fast_not_equivalent_screens_agree_with_math_verify(benchmark_answers: list[str]) -> None:
+    """The helper decides some pairs before math-verify's slow symbolic step (numbers far apart, a number
+    against a formula or an interval; numeric statements such as ``5=97+7289`` are no value). On real
+    answer pairs, the screened verdict must equal math-verify's own, except for numeric statements."""
+    from math_verify import verify
+
+    rng = np.random.default_rng(1)
+    pairs = [(benchmark_answers[int(i)], benchmark_answers[int(j)])
+             for i, j in rng.integers(0, len(benchmark_answers), size=(200, 2))]
+    pairs += [("0.3333333", "\\frac13"), ("9\\%", "9"), ("y = 2", "2"), ("\\pi", "3.1415926"), ("6-5i", "6 - 5i"),
+              ("\\{5\\}", "5"), ("x", "\\text{x}"), ("e", "2.718281828"), ("90^\\circ", "\\frac{\\pi}{2}")]
+    disagree = []
+    for pred, label in pairs:
+        gold, target = grader_pool._parse(label), grader_pool._parse(pred)
+        if not gold or not target or grader_pool._numeric_statement(gold[0]) or grader_pool._numeric_statement(target[0]):
+            continue
+        if grader_pool._math_verify_equal(pred, label) != bool(verify(gold, target, timeout_seconds=None)):
+            disagree.append((pred, label))
+    assert disagree == []
+
+
+def test_numeric_statements_are_equivalent_to_nothing() -> None:
+    """math-verify calls any two false numeric equations equal (the same empty solution set)."""
+    warm_up()
+    assert grader_pool.verify("5=97+7289", "2=00", 10.0) is False
+    assert grader_pool.verify("3=3", "3", 10.0) is False
+    assert grader_pool.verify("x=8", "8", 10.0) is True  # an equation in a variable is still an answer

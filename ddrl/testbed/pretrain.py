@@ -199,12 +199,14 @@ def sample_eval(model, tokenizer, records: list[dict], n: int, *, temperature: f
                 max_new_tokens: int = 96, seed: int = 0, batch_size: int = 512, progress: bool = False) -> dict:
     """pass@1, maj@n and the no-box rate of ``n`` samples per record, plus the per-question answers.
 
-    Answers are integers, so a sample is correct iff its boxed answer's voting key equals the truth's.
+    Answers are integers, so a sample is correct iff its boxed answer's voting key equals the truth's, and
+    the vote groups by voting key too (:func:`ddrl.voting.count_votes`, no math-verify: the build, and so
+    the testbed model, does not depend on the grader).
     """
     from ddrl.answers import extract_boxed, voting_key
     from ddrl.prompts import format_prompt
     from ddrl.sampling import HFSampler
-    from ddrl.voting import majority_vote
+    from ddrl.voting import count_votes
 
     sampler = HFSampler(model, tokenizer, batch_size=batch_size)
     prompts = [format_prompt(tokenizer, r["prompt"], cue="none") for r in records]
@@ -214,7 +216,7 @@ def sample_eval(model, tokenizer, records: list[dict], n: int, *, temperature: f
     for r, rs in zip(records, rollouts):
         a = [extract_boxed(x.text) for x in rs]
         truth = voting_key(str(r["answer"]))
-        vote = majority_vote(a)
+        vote = count_votes([voting_key(x) for x in a], a)
         answers.append(a)
         correct.append([voting_key(x) == truth and x is not None for x in a])
         maj_correct.append(vote.label is not None and voting_key(vote.label) == truth)
