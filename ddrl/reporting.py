@@ -41,17 +41,18 @@ def content_key(obj: Any) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
 
 
-#: Bump when grading changes what a cached score or graded rollout would hold (ddrl.answers / ddrl.voting
-#: semantics). Every cached result that involves grading is keyed by :func:`grader_fingerprint`, which also
-#: holds the math-verify version and a hash of the grading source, so an edit there invalidates them too.
-GRADER_VERSION = 1
-_GRADER_SOURCES = ("answers.py", "voting.py")
+#: The grading modules whose source is hashed into :func:`grader_fingerprint`: an edit there invalidates
+#: every cached graded result, on top of :data:`ddrl.answers.GRADER_VERSION` (the one version number).
+_GRADER_SOURCES = ("answers.py", "voting.py", "grader_pool.py")
 
 
 def grader_fingerprint() -> dict[str, Any]:
-    """What a graded result depends on besides its inputs: :data:`GRADER_VERSION`, the math-verify version
-    and the sha256 of the grading modules' source (``ddrl/answers.py``, ``ddrl/voting.py``)."""
+    """What a graded result depends on besides its inputs: :data:`ddrl.answers.GRADER_VERSION`, the
+    math-verify version and the sha256 of the grading modules' source (``answers.py``, ``voting.py``,
+    ``grader_pool.py``)."""
     from importlib.metadata import PackageNotFoundError, version
+
+    from ddrl import answers
 
     try:
         mv = version("math-verify")
@@ -59,7 +60,7 @@ def grader_fingerprint() -> dict[str, Any]:
         mv = None
     here = Path(__file__).resolve().parent
     src = hashlib.sha256(b"".join((here / f).read_bytes() for f in _GRADER_SOURCES)).hexdigest()[:16]
-    return {"grader_version": GRADER_VERSION, "math_verify": mv, "source": src}
+    return {"grader_version": answers.GRADER_VERSION, "math_verify": mv, "source": src}
 
 
 def records_key(records: Any, fields: tuple[str, ...] = ("id", "prompt", "answer")) -> str:

@@ -47,6 +47,7 @@ def test_no_cached_score_is_reused_when_seed_answers_or_grader_change(tmp_path, 
     """Issue 19: evaluations were keyed by question ids only, so ``seed 1`` after ``seed 0`` (same testbed ids,
     other questions) and records whose answers all changed still got the cached score."""
     import ddrl.evaluate
+    import ddrl.answers
     import ddrl.reporting
     from ddrl.data import load_questions
     from ddrl.experiments import Experiment
@@ -79,7 +80,7 @@ def test_no_cached_score_is_reused_when_seed_answers_or_grader_change(tmp_path, 
     assert len(calls) == 3
     zeros = [{**r, "answer": "0"} for r in q0]
     assert score(zeros) == calls[-1] and len(calls) == 4  # answers changed: graded again
-    monkeypatch.setattr(ddrl.reporting, "GRADER_VERSION", ddrl.reporting.GRADER_VERSION + 1)
+    monkeypatch.setattr(ddrl.answers, "GRADER_VERSION", ddrl.answers.GRADER_VERSION + "-next")
     score(q0)
     assert len(calls) == 5  # grader changed: graded again
     model2, _ = load_model("testbed:tiny", device="cpu")
@@ -92,6 +93,7 @@ def test_no_cached_score_is_reused_when_seed_answers_or_grader_change(tmp_path, 
 
 def test_cached_rollouts_key_on_prompts_answers_and_grader(tmp_path, monkeypatch):
     import ddrl.analysis as an
+    import ddrl.answers
     import ddrl.reporting
 
     monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path))
@@ -101,6 +103,6 @@ def test_cached_rollouts_key_on_prompts_answers_and_grader(tmp_path, monkeypatch
     an.cached_rollouts("some/hub-model", recs, "x", 4)
     an.cached_rollouts("some/hub-model", [{**recs[0], "prompt": "1+2"}], "x", 4)
     an.cached_rollouts("some/hub-model", [{**recs[0], "answer": "3"}], "x", 4)
-    monkeypatch.setattr(ddrl.reporting, "GRADER_VERSION", ddrl.reporting.GRADER_VERSION + 1)
+    monkeypatch.setattr(ddrl.answers, "GRADER_VERSION", ddrl.answers.GRADER_VERSION + "-next")
     an.cached_rollouts("some/hub-model", recs, "x", 4)
     assert len(set(keys)) == 4
