@@ -1,8 +1,10 @@
 """Small pure helpers for notebooks 03-05: paper-vs-measured tables and sentences generated from numbers.
 
 Everything here works on the long frames of :func:`ddrl.experiments.summarize` (columns ``<by...>, seeds,
-mean, ci_lo, ci_hi``) and on plain floats; nothing trains or samples. A paper number that was not read is
-``None`` and is shown as :data:`NOT_RETRIEVED`, never filled in.
+mean, ci_lo, ci_hi``) and on plain floats; nothing trains or samples. The paper's numbers come from
+:mod:`ddrl.paper`; a quantity the paper does not report is shown as :data:`NOT_REPORTED`.
+:func:`direction_table` says, per difference the paper reports (e.g. DDRL - TTRL > 0), whether the measured
+difference has the same sign, and :func:`direction_sentences` states it in words.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from typing import Callable, Mapping, Sequence
 
 import pandas as pd
 
-NOT_RETRIEVED = "n/a (not retrieved)"
 NOT_REPORTED = "not reported"
 
 #: Row names of :data:`ddrl.experiments.METHODS` (note: "ddrl" is the full method, after COR).
@@ -21,6 +22,11 @@ METHOD_LABELS = {
     "dae": "DAE", "bcs": "BCS", "bcs_dae": "BCS + DAE", "ddrl": "DDRL (BCS + DAE + COR)",
     "additional_rl": "BCS + DAE + additional RL",
 }
+#: Table 1's "GRPO (w/o norm.)" row has two readings (see notebook 02): its caption's "removes the advantage
+#: normalization" (r - mean r, ``grpo_no_std``) and its text's "fixed, label-dependent advantage" (+1 / -1
+#: on the same random subset, no BCS: ``dae``).
+TABLE1_READINGS = {"grpo_no_std": "GRPO w/o norm., reading A (caption): r − mean r",
+                   "dae": "GRPO w/o norm., reading B (text): fixed ±1, random K (no BCS)"}
 
 
 def method_label(method: str) -> str:
@@ -29,7 +35,7 @@ def method_label(method: str) -> str:
 
 
 def paper_value(key: tuple) -> float | int | None:
-    """``ddrl.paper.value(key)``, or None when ``ddrl.paper`` has no entry for ``key`` (e.g. Tables 2, 3, 6)."""
+    """``ddrl.paper.value(key)``, or None when the paper reports no such quantity (no entry in ``ddrl.paper``)."""
     from ddrl import paper
 
     try:
@@ -39,9 +45,9 @@ def paper_value(key: tuple) -> float | int | None:
 
 
 def paper_cell(value: float | int | None, spec: str = ".3g") -> str:
-    """A paper number for a table cell: formatted, or :data:`NOT_RETRIEVED` for None."""
+    """A paper number for a table cell: formatted, or :data:`NOT_REPORTED` for None."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
-        return NOT_RETRIEVED
+        return NOT_REPORTED
     return format(value, spec)
 
 
@@ -87,7 +93,7 @@ def measured_vs_paper(summary: pd.DataFrame, rows: Sequence[str], paper: Mapping
                       labels: Callable[[str], str] | Mapping[str, str] | None = None,
                       paper_header: str = "paper", metric: str = "pass@1") -> pd.DataFrame:
     """One table row per entry of ``rows``: the measured mean [95% CI] per split (or one column without
-    ``split_col``), the number of seeds, and the paper's number beside it (:data:`NOT_RETRIEVED` if None)."""
+    ``split_col``), the number of seeds, and the paper's number beside it (:data:`NOT_REPORTED` if None)."""
     name = (labels if callable(labels) else (lambda r: (labels or {}).get(r, r)))
     splits = list(dict.fromkeys(summary[split_col])) if split_col else [None]
     out = []
@@ -136,3 +142,76 @@ def curve_band(curves: pd.DataFrame, metric: str, by: Sequence[str] = ("method",
         raise KeyError(f"training curves have no metric {metric!r}; see docs/training.md")
     g = curves.groupby(list(by))[metric]
     return pd.DataFrame({"mean": g.mean(), "lo": g.min(), "hi": g.max(), "seeds": g.count()}).reset_index()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Does the testbed reproduce the direction of each difference the paper reports?
+# ---------------------------------------------------------------------------------------------------------
+
+#: Verdicts of :func:`direction_reproduced`, and how :func:`direction_sentences` says them.
+DIRECTION_WORDS = {
+    "yes": "the same direction, with the 95% intervals apart: reproduced",
+    "same sign, within noise": "the same direction, but the 95% intervals overlap: not separated from noise",
+    "no, within noise": "the opposite direction (or none), with overlapping 95% intervals: not reproduced, "
+                        "but not contradicted beyond noise",
+    "no, intervals apart": "the opposite direction, with the 95% intervals apart: contradicted",
+    "paper: no difference": "a difference the paper reports as zero",
+}
+
+
+def direction_reproduced(paper_diff: float, a: tuple[float, float, float], b: tuple[float, float, float]) -> str:
+    """Whether the measured ``a - b`` (each ``(mean, lo, hi)``) has the sign of the paper's ``paper_diff``.
+
+    "yes": same sign and the 95% intervals apart; "same sign, within noise": same sign, intervals overlap (or
+    one seed); "no, within noise": opposite sign or zero, intervals overlap; "no, intervals apart": opposite
+    sign, intervals apart; "paper: no difference" when ``paper_diff`` is 0. The key of :data:`DIRECTION_WORDS`.
+    """
+    if paper_diff == 0:
+        return "paper: no difference"
+    measured = a[0] - b[0]
+    apart = ci_relation(a, b) != "overlap"
+    same = measured * paper_diff > 0
+    if same and apart:
+        return "yes"
+    if same:
+        return "same sign, within noise"
+    if apart:
+        return "no, intervals apart"
+    return "no, within noise"
+
+
+def direction_table(pairs: Sequence[tuple[str, str]], paper: Mapping[str, float],
+                    measured: Mapping[str, tuple[float, float, float]], labels: Callable[[str], str] = method_label,
+                    paper_unit: str = "points", measured_unit: str = "") -> pd.DataFrame:
+    """One row per ``(a, b)`` of ``pairs``: the paper's ``a - b`` (from ``paper``, the printed numbers), the
+    measured one (from ``measured[x] = (mean, lo, hi)``) and :func:`direction_reproduced`. A missing
+    paper or measured value is an error naming it."""
+    out = []
+    for a, b in pairs:
+        for x in (a, b):
+            if x not in paper or paper[x] is None:
+                raise KeyError(f"direction_table: no paper value for {x!r}; have {sorted(paper)}")
+            if x not in measured:
+                raise KeyError(f"direction_table: no measured value for {x!r}; have {sorted(measured)}")
+        pd_ = float(paper[a]) - float(paper[b])
+        out.append({"difference": f"{labels(a)} − {labels(b)}", f"paper ({paper_unit})": round(pd_, 3),
+                    f"measured{(' (' + measured_unit + ')') if measured_unit else ''}": round(measured[a][0] - measured[b][0], 4),
+                    "direction reproduced": direction_reproduced(pd_, measured[a], measured[b])})
+    return pd.DataFrame(out)
+
+
+def direction_sentences(table: pd.DataFrame) -> list[str]:
+    """Sentences for a :func:`direction_table`: one per row, then a count of the directions reproduced."""
+    paper_col = [c for c in table.columns if c.startswith("paper")][0]
+    meas_col = [c for c in table.columns if c.startswith("measured")][0]
+    out = []
+    for _, r in table.iterrows():
+        out.append(f"{r['difference']}: the paper reports {r[paper_col]:+g} {paper_col[7:-1]}, the testbed "
+                   f"{r[meas_col]:+.3f}, {DIRECTION_WORDS[r['direction reproduced']]}.")
+    same = int(table["direction reproduced"].isin(["yes", "same sign, within noise"]).sum())
+    apart = int((table["direction reproduced"] == "yes").sum())
+    summary = f"Of the paper's {len(table)} differences here, the testbed has the same sign for {same}"
+    if same:
+        summary += f" ({apart} of them with 95% intervals apart)"
+    out.append(summary + ".")
+    return out
