@@ -25,8 +25,8 @@ METHOD_LABELS = {
 #: Table 1's "GRPO (w/o norm.)" row has two readings (see notebook 02): its caption's "removes the advantage
 #: normalization" (r - mean r, ``grpo_no_std``) and its text's "fixed, label-dependent advantage" (+1 / -1
 #: on the same random subset, no BCS: ``dae``).
-TABLE1_READINGS = {"grpo_no_std": "GRPO w/o norm., reading A (caption): r − mean r",
-                   "dae": "GRPO w/o norm., reading B (text): fixed ±1, random K (no BCS)"}
+TABLE1_READINGS = {"grpo_no_std": "w/o norm. A (caption: mean-centred r)",
+                   "dae": "w/o norm. B (text: fixed ±1, no BCS)"}
 
 
 def method_label(method: str) -> str:
@@ -91,7 +91,7 @@ def lookup(summary: pd.DataFrame, **where) -> tuple[float, float, float]:
 def measured_vs_paper(summary: pd.DataFrame, rows: Sequence[str], paper: Mapping[str, float | None],
                       row_col: str = "method", split_col: str | None = "split",
                       labels: Callable[[str], str] | Mapping[str, str] | None = None,
-                      paper_header: str = "paper", metric: str = "pass@1") -> pd.DataFrame:
+                      paper_header: str = "paper", metric: str = "pass@1", paper_spec: str = ".3g") -> pd.DataFrame:
     """One table row per entry of ``rows``: the measured mean [95% CI] per split (or one column without
     ``split_col``), the number of seeds, and the paper's number beside it (:data:`NOT_REPORTED` if None)."""
     name = (labels if callable(labels) else (lambda r: (labels or {}).get(r, r)))
@@ -107,7 +107,7 @@ def measured_vs_paper(summary: pd.DataFrame, rows: Sequence[str], paper: Mapping
             col = f"{metric} (measured)" if s is None else f"{metric} {s} (measured)"
             rec[col] = fmt_ci(*p[["mean", "ci_lo", "ci_hi"]].iloc[0].astype(float)) if len(p) else "n/a"
         rec["seeds"] = int(part["seeds"].max())
-        rec[paper_header] = paper_cell(paper.get(r))
+        rec[paper_header] = paper_cell(paper.get(r), paper_spec)
         out.append(rec)
     return pd.DataFrame(out)
 
@@ -215,3 +215,31 @@ def direction_sentences(table: pd.DataFrame) -> list[str]:
         summary += f" ({apart} of them with 95% intervals apart)"
     out.append(summary + ".")
     return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Which of the paper's numbers stand beside a notebook's measurement
+# ---------------------------------------------------------------------------------------------------------
+
+#: ddrl.data benchmark names -> the paper's column names.
+PAPER_BENCHMARK = {"math500": "MATH-500", "amc": "AMC", "aime2024": "AIME 2024"}
+#: ddrl.models presets -> the paper's model names.
+PAPER_MODEL = {"qwen2.5-math-1.5b": "Qwen2.5-Math-1.5B", "qwen2.5-3b": "Qwen2.5-3B",
+               "llama-3.1-8b-instruct": "Llama-3.1-8B-Instruct"}
+
+
+def paper_reference(dataset: str, model: str | None) -> tuple[str, str]:
+    """``(paper model, paper benchmark)`` whose numbers a notebook run is shown beside: the run's own model and
+    benchmark where the paper has them, else Qwen2.5-Math-1.5B (the model of Tables 1, 4 and 6) and MATH-500
+    (the testbed's questions are MATH-500-like arithmetic)."""
+    return PAPER_MODEL.get(str(model or "").lower(), "Qwen2.5-Math-1.5B"), PAPER_BENCHMARK.get(dataset, "MATH-500")
+
+
+def paper_pass1(method: str, model: str, benchmark: str) -> float | None:
+    """The paper's pass@1 (%) of an experiments method: Table 2 (no adaptation, TTRL, ETMR, DDRL), else Table 3
+    (BCS, BCS + DAE); None where neither table has the row (e.g. DAE alone, additional RL)."""
+    for table in ("table2", "table3"):
+        v = paper_value((table, model, benchmark, method))
+        if v is not None:
+            return v
+    return None

@@ -129,3 +129,12 @@ def test_direction_table_and_sentences():
         T.direction_table([("bcs", "ttrl")], paper, measured)
     with pytest.raises(KeyError, match="no measured value"):
         T.direction_table([("ddrl", "ttrl")], paper, {"ttrl": (0.3, 0.3, 0.3)})
+
+
+def test_paper_reference_and_pass1():
+    assert T.paper_reference("testbed_test", "testbed") == ("Qwen2.5-Math-1.5B", "MATH-500")
+    assert T.paper_reference("aime2024", "llama-3.1-8b-instruct") == ("Llama-3.1-8B-Instruct", "AIME 2024")
+    assert T.paper_pass1("ddrl", "Qwen2.5-3B", "AMC") == 42.2  # Table 2
+    assert T.paper_pass1("bcs_dae", "Qwen2.5-Math-1.5B", "MATH-500") == 74.6  # Table 3
+    assert T.paper_pass1("etmr", "Llama-3.1-8B-Instruct", "AIME 2024") == 16.9
+    assert T.paper_pass1("dae", "Qwen2.5-Math-1.5B", "MATH-500") is None
