@@ -156,6 +156,7 @@ DIRECTION_WORDS = {
                         "but not contradicted beyond noise",
     "no, intervals apart": "the opposite direction, with the 95% intervals apart: contradicted",
     "paper: no difference": "a difference the paper reports as zero",
+    "not measured": "not measurable here (a row or band has no data)",
 }
 
 
@@ -164,11 +165,14 @@ def direction_reproduced(paper_diff: float, a: tuple[float, float, float], b: tu
 
     "yes": same sign and the 95% intervals apart; "same sign, within noise": same sign, intervals overlap (or
     one seed); "no, within noise": opposite sign or zero, intervals overlap; "no, intervals apart": opposite
-    sign, intervals apart; "paper: no difference" when ``paper_diff`` is 0. The key of :data:`DIRECTION_WORDS`.
+    sign, intervals apart; "paper: no difference" when ``paper_diff`` is 0; "not measured" when a mean is NaN.
+    The key of :data:`DIRECTION_WORDS`.
     """
     if paper_diff == 0:
         return "paper: no difference"
     measured = a[0] - b[0]
+    if math.isnan(measured):
+        return "not measured"
     apart = ci_relation(a, b) != "overlap"
     same = measured * paper_diff > 0
     if same and apart:

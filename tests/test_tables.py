@@ -109,6 +109,7 @@ def test_direction_reproduced_cases():
     assert T.direction_reproduced(+2.0, (0.4, 0.1, 0.7), up) == "no, within noise"
     assert T.direction_reproduced(+2.0, up, up) == "no, within noise"  # zero measured difference is not a match
     assert T.direction_reproduced(0.0, up, down) == "paper: no difference"
+    assert T.direction_reproduced(+1, (math.nan, math.nan, math.nan), down) == "not measured"
     assert set(T.DIRECTION_WORDS) >= {"yes", "same sign, within noise", "no, within noise", "no, intervals apart"}
 
 
