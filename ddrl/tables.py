@@ -186,10 +186,10 @@ def direction_reproduced(paper_diff: float, a: tuple[float, float, float], b: tu
 
 def direction_table(pairs: Sequence[tuple[str, str]], paper: Mapping[str, float],
                     measured: Mapping[str, tuple[float, float, float]], labels: Callable[[str], str] = method_label,
-                    paper_unit: str = "points", measured_unit: str = "") -> pd.DataFrame:
-    """One row per ``(a, b)`` of ``pairs``: the paper's ``a - b`` (from ``paper``, the printed numbers), the
-    measured one (from ``measured[x] = (mean, lo, hi)``) and :func:`direction_reproduced`. A missing
-    paper or measured value is an error naming it."""
+                    paper_unit: str = "points", measured_unit: str = "pass@1") -> pd.DataFrame:
+    """One row per ``(a, b)`` of ``pairs``: the paper's ``a - b`` (from ``paper``, the printed numbers, in
+    ``paper_unit``), the measured one (from ``measured[x] = (mean, lo, hi)``, in ``measured_unit``) and
+    :func:`direction_reproduced`. A missing paper or measured value is an error naming it."""
     out = []
     for a, b in pairs:
         for x in (a, b):
@@ -198,20 +198,18 @@ def direction_table(pairs: Sequence[tuple[str, str]], paper: Mapping[str, float]
             if x not in measured:
                 raise KeyError(f"direction_table: no measured value for {x!r}; have {sorted(measured)}")
         pd_ = float(paper[a]) - float(paper[b])
-        out.append({"difference": f"{labels(a)} − {labels(b)}", f"paper ({paper_unit})": round(pd_, 3),
-                    f"measured{(' (' + measured_unit + ')') if measured_unit else ''}": round(measured[a][0] - measured[b][0], 4),
+        out.append({"difference": f"{labels(a)} − {labels(b)}", "paper Δ": round(pd_, 3), "paper unit": paper_unit,
+                    "measured Δ": round(measured[a][0] - measured[b][0], 4), "measured unit": measured_unit,
                     "direction reproduced": direction_reproduced(pd_, measured[a], measured[b])})
     return pd.DataFrame(out)
 
 
 def direction_sentences(table: pd.DataFrame) -> list[str]:
     """Sentences for a :func:`direction_table`: one per row, then a count of the directions reproduced."""
-    paper_col = [c for c in table.columns if c.startswith("paper")][0]
-    meas_col = [c for c in table.columns if c.startswith("measured")][0]
     out = []
     for _, r in table.iterrows():
-        out.append(f"{r['difference']}: the paper reports {r[paper_col]:+g} {paper_col[7:-1]}, the testbed "
-                   f"{r[meas_col]:+.3f}, {DIRECTION_WORDS[r['direction reproduced']]}.")
+        out.append(f"{r['difference']}: the paper reports {r['paper Δ']:+g} {r['paper unit']}, the testbed "
+                   f"{r['measured Δ']:+.3f} {r['measured unit']}, {DIRECTION_WORDS[r['direction reproduced']]}.")
     same = int(table["direction reproduced"].isin(["yes", "same sign, within noise"]).sum())
     apart = int((table["direction reproduced"] == "yes").sum())
     summary = f"Of the paper's {len(table)} differences here, the testbed has the same sign for {same}"

@@ -151,7 +151,7 @@ measured_adapted = {x: T.lookup(pass1, method=x, split="adapted") for x in metho
 paper_pairs = [(a, b) for a, b in (("ttrl", "no_adaptation"), ("etmr", "ttrl"), ("ddrl", "ttrl"), ("ddrl", "etmr"),
                                    ("ddrl", "bcs_dae"), ("bcs_dae", "ttrl"))
                if a in methods and b in methods and paper_main[a] is not None and paper_main[b] is not None]
-directions = T.direction_table(paper_pairs, paper_main, measured_adapted, labels=label, measured_unit="pass@1")
+directions = T.direction_table(paper_pairs, paper_main, measured_adapted, labels=label)
 rep.table(directions, "main_table_directions")
 display(directions)
 display(Markdown(" ".join(T.direction_sentences(directions))))

@@ -118,12 +118,13 @@ def test_direction_table_and_sentences():
     measured = {"ttrl": (0.30, 0.28, 0.32), "ddrl": (0.50, 0.48, 0.52), "etmr": (0.55, 0.40, 0.70)}
     tab = T.direction_table([("ddrl", "ttrl"), ("ddrl", "etmr")], paper, measured)
     assert list(tab["difference"]) == ["DDRL (BCS + DAE + COR) − TTRL", "DDRL (BCS + DAE + COR) − ETMR"]
-    assert list(tab["paper (points)"]) == [7.7, 3.8]
-    assert list(tab["measured"]) == [0.2, -0.05]
+    assert list(tab["paper Δ"]) == [7.7, 3.8]
+    assert list(tab["measured Δ"]) == [0.2, -0.05]
+    assert set(tab["paper unit"]) == {"points"} and set(tab["measured unit"]) == {"pass@1"}
     assert list(tab["direction reproduced"]) == ["yes", "no, within noise"]
     lines = T.direction_sentences(tab)
     assert len(lines) == 3
-    assert "+7.7 points" in lines[0] and "+0.200" in lines[0] and "reproduced" in lines[0]
+    assert "+7.7 points" in lines[0] and "+0.200 pass@1" in lines[0] and "reproduced" in lines[0]
     assert "-0.050" in lines[1] and "not reproduced" in lines[1]
     assert lines[2] == "Of the paper's 2 differences here, the testbed has the same sign for 1 (1 of them with 95% intervals apart)."
     with pytest.raises(KeyError, match="no paper value for 'bcs'"):
