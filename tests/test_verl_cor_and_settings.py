@@ -1,4 +1,4 @@
-"""COR's selection (Algorithm 1) as the companion's trainer and the verl COR path share it; runs without verl."""
+"""The verl COR path (Algorithm 1) and the launcher's paper settings, from the main venv (no verl import)."""
 
 from __future__ import annotations
 
@@ -74,3 +74,18 @@ def test_select_cli_and_readme_variant(tmp_path):
     with pytest.raises(ValueError, match="one row per question"):
         cor.main(["select", "--samples", str(tmp_path / "short.parquet"), "--prompts", str(tmp_path / "train.parquet"),
                   "--out", str(tmp_path / "x.parquet"), "--keep", "1"])
+
+
+@pytest.mark.parametrize("model, paper_t", [("qwen2.5-math-1.5b", 1.0), ("qwen2.5-3b", 0.6), ("llama-3.1-8b-instruct", 0.6)])
+def test_verl_launch_rollout_temperature_scripts_or_paper(model, paper_t):
+    """The verl launcher's overrides (pure; no verl import): the scripts' 1.0 by default, the text's on request."""
+    from ddrl.integrations.verl import launch
+
+    def temp(**kw):
+        ov = launch.overrides(model, "amc", "data", "out", **kw)
+        return [o for o in ov if o.startswith("actor_rollout_ref.rollout.temperature=")]
+
+    assert temp() == ["actor_rollout_ref.rollout.temperature=1.0"]
+    assert temp(temperature="paper") == [f"actor_rollout_ref.rollout.temperature={paper_t}"]
+    with pytest.raises(ValueError, match="temperature"):
+        temp(temperature="0.6")
