@@ -151,9 +151,10 @@ def curve_band(curves: pd.DataFrame, metric: str, by: Sequence[str] = ("method",
 #: Verdicts of :func:`direction_reproduced`, and how :func:`direction_sentences` says them.
 DIRECTION_WORDS = {
     "yes": "the same direction, with the 95% intervals apart: reproduced",
-    "same sign, within noise": "the same direction, but the 95% intervals overlap: not separated from noise",
-    "no, within noise": "the opposite direction (or none), with overlapping 95% intervals: not reproduced, "
-                        "but not contradicted beyond noise",
+    "same sign, within noise": "the same direction, but not separated from noise (the 95% intervals overlap, or "
+                               "there is a single run and no interval)",
+    "no, within noise": "the opposite direction (or none), but within noise (overlapping 95% intervals, or a "
+                        "single run): not reproduced, not contradicted",
     "no, intervals apart": "the opposite direction, with the 95% intervals apart: contradicted",
     "paper: no difference": "a difference the paper reports as zero",
     "not measured": "not measurable here (a row or band has no data)",

@@ -298,8 +298,8 @@ if "ddrl" in methods and "ttrl" in methods:
         rel = T.ci_relation(P[f"ddrl/{s}"], P[f"ttrl/{s}"])
         lines.append(f"On the {s} questions, " + T.comparison_sentence("DDRL", P[f"ddrl/{s}"], "TTRL", P[f"ttrl/{s}"])
                      + f": this {T.agreement(rel, 'higher')} the paper's main claim that DDRL beats TTRL "
-                     f"(it reports {paper.fmt(('table2', PAPER_MODEL, PAPER_BENCH, 'ddrl'))} vs "
-                     f"{paper.fmt(('table2', PAPER_MODEL, PAPER_BENCH, 'ttrl'))} pass@1 on {PAPER_MODEL}, {PAPER_BENCH}, "
+                     f"(it reports {paper.fmt(('table2', PAPER_MODEL, PAPER_BENCH, 'ddrl'), '.1f')} vs "
+                     f"{paper.fmt(('table2', PAPER_MODEL, PAPER_BENCH, 'ttrl'), '.1f')} pass@1 on {PAPER_MODEL}, {PAPER_BENCH}, "
                      f"and a {paper.fmt(('claim', 'rel_gain_over_ttrl_pct', 'Qwen2.5-Math-1.5B'))}% relative gain in "
                      "average pass@1 on Qwen2.5-Math-1.5B).")
 if "ddrl" in methods and "bcs_dae" in methods:
