@@ -355,10 +355,10 @@ if table1:
     lines.append(f"Table 1 on the testbed ({m['table1_questions']} questions, {m['table1_episodes']} episodes, one seed): "
                  f"pass@1 goes from {b0:.3f} (no adaptation) to {g:.3f} with GRPO, "
                  + ", ".join(f"{m[f'table1_{p}_pass@1']:.3f} with {T.TABLE1_READINGS[p]}" for p in table1_readings)
-                 + f". The paper reports GRPO {paper.fmt(('table1', 'Qwen2.5-Math-1.5B', 'AIME 2024', 'grpo'))} and "
-                 f"w/o norm. {paper.fmt(('table1', 'Qwen2.5-Math-1.5B', 'AIME 2024', 'grpo_no_norm'))} on AIME 2024, "
-                 f"{paper.fmt(('table1', 'Qwen2.5-Math-1.5B', 'MATH-500', 'grpo'))} and "
-                 f"{paper.fmt(('table1', 'Qwen2.5-Math-1.5B', 'MATH-500', 'grpo_no_norm'))} on MATH-500 (Qwen2.5-Math-1.5B).")
+                 + f". The paper reports GRPO {paper.fmt(('table1', 'Qwen2.5-Math-1.5B', 'AIME 2024', 'grpo'), '.1f')} and "
+                 f"w/o norm. {paper.fmt(('table1', 'Qwen2.5-Math-1.5B', 'AIME 2024', 'grpo_no_norm'), '.1f')} on AIME 2024, "
+                 f"{paper.fmt(('table1', 'Qwen2.5-Math-1.5B', 'MATH-500', 'grpo'), '.1f')} and "
+                 f"{paper.fmt(('table1', 'Qwen2.5-Math-1.5B', 'MATH-500', 'grpo_no_norm'), '.1f')} on MATH-500 (Qwen2.5-Math-1.5B).")
     for p in table1_readings:
         diff = m[f"table1_{p}_pass@1"] - g
         sentence = f"{T.TABLE1_READINGS[p]} minus GRPO is {diff:+.3f}"
