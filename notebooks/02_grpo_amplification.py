@@ -255,7 +255,8 @@ if table1:
         pv = {p: paper.value(("table1", "Qwen2.5-Math-1.5B", bench, t1_paper_row[p])) for p in ["ttrl", *table1_readings]}
         d = T.direction_table([(p, "ttrl") for p in table1_readings], pv, t1_measured, labels=t1_names.get,
                               paper_unit="points")
-        t1_dirs.append(d.assign(**{"paper benchmark": bench}))
+        d["difference"] = d["difference"] + f" (paper: {bench})"
+        t1_dirs.append(d)
     table_1_dir = pd.concat(t1_dirs, ignore_index=True)
     rep.table(table_1_dir, "table1_directions")
     display(table_1_dir)
