@@ -89,3 +89,12 @@ def test_verl_launch_rollout_temperature_scripts_or_paper(model, paper_t):
     assert temp(temperature="paper") == [f"actor_rollout_ref.rollout.temperature={paper_t}"]
     with pytest.raises(ValueError, match="temperature"):
         temp(temperature="0.6")
+
+
+def test_readme_variant_keeps_every_rl_time_agreeing_rollout_uncapped(tmp_path):
+    recs = [{"output": f"r{i}", "ddrl_pseudo_reward": float(i % 2 == 0), "index": 0} for i in range(6)]
+    (tmp_path / "1.jsonl").write_text("\n".join(json.dumps(r) for r in recs))
+    rows = cor.consensus_rows(tmp_path, Q)
+    assert [r["messages"][-1]["content"] for r in rows] == ["r0", "r2", "r4"]  # no cap, no fresh samples
+    with pytest.raises(FileNotFoundError, match="rollout_data_dir"):
+        cor.consensus_rows(tmp_path / "none", Q)
