@@ -2,7 +2,8 @@
 
 One config dataclass, one training function, CleanRL style. Per step:
 
-1. take ``prompts_per_step`` unlabeled questions (a fresh deterministic shuffle of all of them per episode);
+1. take ``prompts_per_step`` unlabeled questions (a fresh deterministic shuffle of all of them per episode; with
+   ``drop_last``, as the official loader, the last partial step of an episode is dropped);
 2. sample N rollouts per question at the rollout temperature; extract each ``\\boxed{}`` answer;
 3. majority vote -> pseudo-label; pseudo-reward r_i = 1 iff rollout i's voting key equals the label's
    (all 0 when no rollout has an answer);
