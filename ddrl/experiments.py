@@ -154,14 +154,15 @@ class Experiment:
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-#: Notebook knobs kept when ``paper_settings`` replaces the rest with the official settings: memory and
-#: size knobs for the user's machine, and the COR / ETMR sizes the notebooks vary.
-PAPER_KEEP = ("device", "sample_batch_size", "cor_m", "cor_keep", "etmr_m")
+#: Notebook knobs kept when ``paper_settings`` replaces the rest with the paper's settings: memory and
+#: size knobs for the user's machine, and the COR M / ETMR sizes the notebooks vary. ``cor_keep`` is not
+#: kept: the paper's per-benchmark value (4 MATH-500, 16 AMC / AIME 2024) applies.
+PAPER_KEEP = ("device", "sample_batch_size", "cor_m", "etmr_m")
 
 
 def notebook_experiment(*, model: str, testbed_preset: str, dataset: str, data_dir: str | None, n_adapted: int,
                         n_heldout: int, seed: int, paper_settings: str | None, trainer: dict[str, Any],
-                        progress: bool = True) -> Experiment:
+                        progress: bool = True, paper_temperature: str = "paper") -> Experiment:
     """The setting shared by notebooks 03-05, built from their ``parameters`` cells.
 
     Questions: the first ``n_adapted + n_heldout`` records of ``dataset`` (the testbed splits are generated
@@ -169,7 +170,9 @@ def notebook_experiment(*, model: str, testbed_preset: str, dataset: str, data_d
     lookup), the first ``n_adapted`` adapted on, the rest held out. ``model="testbed"`` means the testbed
     model of ``testbed_preset``. ``trainer`` holds the notebook's :class:`~ddrl.train.TrainConfig` knobs,
     shared by every method; with ``paper_settings`` (a :mod:`ddrl.models` preset) the official settings of
-    the paper's launch scripts replace them, except the knobs in :data:`PAPER_KEEP`.
+    the paper's launch scripts and text replace them (:func:`ddrl.train.paper_overrides`; its rollout
+    temperature from the text or the scripts as ``paper_temperature`` says), except the knobs in
+    :data:`PAPER_KEEP`.
     """
     from ddrl.analysis import resolve_data_dir
     from ddrl.data import load_questions
@@ -177,7 +180,7 @@ def notebook_experiment(*, model: str, testbed_preset: str, dataset: str, data_d
 
     records = load_questions(dataset, n_adapted + n_heldout, seed=seed, data_dir=resolve_data_dir(data_dir))
     if paper_settings:
-        overrides = {**paper_overrides(paper_settings, dataset), **{k: trainer[k] for k in PAPER_KEEP if k in trainer}}
+        overrides = {**paper_overrides(paper_settings, dataset, paper_temperature), **{k: trainer[k] for k in PAPER_KEEP if k in trainer}}
     else:
         overrides = {"model": f"testbed:{testbed_preset}" if model == "testbed" else model, **trainer}
     return Experiment(records[:n_adapted], records[n_adapted:], overrides=overrides, progress=progress)

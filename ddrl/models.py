@@ -44,6 +44,8 @@ class ModelPreset:
     max_response_len: int = 3072  # 1024 * K with K=3 in every script
     n_votes: int = 64  # rollouts per question for the majority vote (ttrl.n_votes_per_prompt)
     n_train: int = 32  # rollouts per question trained on (ttrl.n_samples_per_prompt, rollout.n)
+    # The scripts' 1.0 for every model. The paper's text (Sec. 4.1) says 1.0 for math-specialised models and 0.6
+    # for the others: ddrl.train.paper_overrides(temperature="paper") uses the text, "scripts" this value.
     rollout_temperature: float = 1.0
     rollout_top_p: float = 1.0  # verl default
     # evaluation (rollout.val_kwargs; N=16 because K=3 <= 8 in the scripts)

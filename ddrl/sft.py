@@ -39,24 +39,31 @@ class CORResult:
         return d
 
 
-def consensus_examples(rollouts, keep: int) -> tuple[list[tuple[int, list[int]]], list[str | None], list[int], list[int]]:
-    """Select COR's training examples from ``rollouts`` (a list per question of :class:`ddrl.sampling.Rollout`).
-
-    For each question, the first ``keep`` rollouts (in sampling order, i.e. at random) whose voting key is the
-    majority label's; none when the label is None. Returns ``(examples, labels, label_counts, kept)`` where
-    ``examples`` holds ``(question_index, response_token_ids)``.
-    """
+def consensus_indices(texts: Sequence[str], keep: int) -> tuple[list[int], str | None, int]:
+    """COR's selection for one question (Algorithm 1, "add (q, y_j) if y_j = y*(q)", capped at ``keep``): the
+    indices of the first ``keep`` of ``texts`` (in sampling order, i.e. at random) whose boxed answer agrees
+    with the majority vote over all of them, the label and its count. None kept when no text has an answer."""
     from ddrl.train import pseudo_rewards
     from ddrl.voting import majority_vote
 
     if keep < 1:
+        raise ValueError(f"consensus_indices: keep must be >= 1, got {keep}")
+    vote = majority_vote([extract_boxed(t) for t in texts])
+    return [i for i, r in enumerate(pseudo_rewards(vote)) if r > 0][:keep], vote.label, vote.label_count
+
+
+def consensus_examples(rollouts, keep: int) -> tuple[list[tuple[int, list[int]]], list[str | None], list[int], list[int]]:
+    """Select COR's training examples from ``rollouts`` (a list per question of :class:`ddrl.sampling.Rollout`)
+    with :func:`consensus_indices`. Returns ``(examples, labels, label_counts, kept)`` where ``examples`` holds
+    ``(question_index, response_token_ids)``.
+    """
+    if keep < 1:
         raise ValueError(f"consensus_examples: keep must be >= 1, got {keep}")
     examples, labels, counts, kept = [], [], [], []
     for q, rs in enumerate(rollouts):
-        vote = majority_vote([extract_boxed(r.text) for r in rs])
-        agree = [i for i, r in enumerate(pseudo_rewards(vote)) if r > 0][:keep]
+        agree, label, count = consensus_indices([r.text for r in rs], keep)
         examples.extend((q, list(rs[i].token_ids)) for i in agree)
-        labels.append(vote.label), counts.append(vote.label_count), kept.append(len(agree))
+        labels.append(label), counts.append(count), kept.append(len(agree))
     return examples, labels, counts, kept
 
 

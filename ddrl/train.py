@@ -2,7 +2,8 @@
 
 One config dataclass, one training function, CleanRL style. Per step:
 
-1. take ``prompts_per_step`` unlabeled questions (a fresh deterministic shuffle of all of them per episode);
+1. take ``prompts_per_step`` unlabeled questions (a fresh deterministic shuffle of all of them per episode; with
+   ``drop_last``, as the official loader, the last partial step of an episode is dropped);
 2. sample N rollouts per question at the rollout temperature; extract each ``\\boxed{}`` answer;
 3. majority vote -> pseudo-label; pseudo-reward r_i = 1 iff rollout i's voting key equals the label's
    (all 0 when no rollout has an answer);
@@ -74,6 +75,7 @@ class TrainConfig:
     k_train: int = 32  # K: rollouts per question that are trained on
     prompts_per_step: int = 8  # questions per RL step
     episodes: int = 8  # passes over all the questions (0 = no adaptation)
+    drop_last: bool = False  # drop each episode's last partial step, as the official RL dataloader does
     rollout_temperature: float = 1.0  # sampling temperature of the RL rollouts (training logprobs use it too)
     rollout_top_p: float = 1.0  # nucleus of the RL rollouts
     max_new_tokens: int = 64  # response length limit (RL, COR and evaluation); the testbed needs ~50
@@ -113,15 +115,18 @@ class TrainConfig:
     cor_lr: float = 1e-5  # SFT learning rate (constant)
     cor_batch_size: int = 16  # sequences per SFT update
 
-    # --- "additional RL" (the paper's Table 3 comparison to COR) ---
+    # --- "additional RL" (the paper's Table 4 comparison to COR) ---
     extra_rl_fraction: float = 0.0  # continue RL for this fraction of the RL steps after the schedule ends
-    extra_rl_lr: float = 1e-5  # constant learning rate of those extra steps
+    extra_rl_lr: float | None = None  # constant learning rate of those extra steps; None = the run's peak `lr`
 
     # --- bookkeeping ---
     save_every: int = 1  # checkpoint every this many steps (the last step is always saved)
 
 
-#: Overrides of :class:`TrainConfig` for the paper's rows (Tables 1-2) and the COR comparison (Table 3).
+#: Overrides of :class:`TrainConfig` for the paper's rows (Tables 1-3) and the COR comparison (Table 4).
+#: Table 1's "GRPO (w/o norm.)" has two readings: ``grpo_no_std`` (r - mean r, the caption's "removes the
+#: normalization") and ``dae`` (fixed +1 / -1 on the random subset without BCS, the text's "fixed,
+#: label-dependent advantage").
 PRESETS: dict[str, dict[str, Any]] = {
     "no_adaptation": {"episodes": 0},
     "ttrl": {"selection": "random", "advantage": "grpo", "cor": False},
@@ -186,18 +191,35 @@ def validate_config(cfg: TrainConfig) -> None:
             raise ValueError(f"TrainConfig.{name} must be >= 1, got {getattr(cfg, name)}")
     if cfg.episodes < 0:
         raise ValueError(f"TrainConfig.episodes must be >= 0, got {cfg.episodes}")
+    if cfg.extra_rl_lr is not None and not cfg.extra_rl_lr > 0:
+        raise ValueError(f"TrainConfig.extra_rl_lr must be > 0 or None (= the peak lr), got {cfg.extra_rl_lr}")
     if cfg.cor_keep < 1:
         raise ValueError(f"TrainConfig.cor_keep must be >= 1, got {cfg.cor_keep}")
     if cfg.dtype not in ("float32", "bfloat16", "float16"):
         raise ValueError(f"TrainConfig.dtype must be float32, bfloat16 or float16, got {cfg.dtype!r}")
 
 
-def paper_overrides(model_preset: str, benchmark: str) -> dict[str, Any]:
+def paper_overrides(model_preset: str, benchmark: str, temperature: str = "paper") -> dict[str, Any]:
     """Overrides for the paper's full-scale runs, from the official per-model settings in
-    :mod:`ddrl.models` (``PRESETS[model_preset].settings(benchmark)``), mapped onto :class:`TrainConfig`.
+    :mod:`ddrl.models` (``PRESETS[model_preset].settings(benchmark)``), mapped onto :class:`TrainConfig`,
+    and the settings the paper's text states (:mod:`ddrl.paper`, Sec. 4.1):
+
+    - ``rollout_temperature``: ``temperature="paper"`` (default) takes the text's 1.0 for math-specialised
+      models and 0.6 for the others; ``"scripts"`` the official launch scripts' 1.0 for every model (the two
+      agree for Qwen2.5-Math-1.5B and differ for Qwen2.5-3B and Llama-3.1-8B-Instruct);
+    - COR: M = 128 samples, ``cor_keep`` = 4 for MATH-500 and 16 for AMC and AIME 2024, 5 epochs at 1e-5;
+    - ``drop_last=True``: each episode drops its last partial step, as the official RL dataloader does
+      (``StatefulDataLoader(..., drop_last=True)`` in verl's ``ray_trainer.py``), so an episode has
+      ``floor(questions / prompts_per_step)`` steps (AIME 2024: 3 of 8 questions per step, 6 questions unseen
+      per episode, a different 6 each episode as the order is reshuffled).
 
     ``micro_batch_size`` and ``sample_batch_size`` are memory knobs, not the paper's: set them for your GPU.
     """
+    from ddrl import paper
+
+    if temperature not in ("paper", "scripts"):
+        raise ValueError(f"paper_overrides: temperature must be 'paper' (the text) or 'scripts' (the official "
+                         f"launch scripts), got {temperature!r}")
     s = get_preset(model_preset).settings(benchmark)
     if s["lr"] is None:
         raise ValueError(f"model preset {model_preset!r} has no official learning rate; pass lr= yourself")
@@ -205,7 +227,11 @@ def paper_overrides(model_preset: str, benchmark: str) -> dict[str, Any]:
         "model": model_preset, "cue": s["cue"], "dtype": s["dtype"], "device": "auto",
         "lr": s["lr"], "episodes": s["episodes"], "prompts_per_step": s["prompts_per_step"],
         "max_new_tokens": s["max_response_len"], "n_votes": s["n_votes"], "k_train": s["n_train"],
-        "rollout_temperature": s["rollout_temperature"], "rollout_top_p": s["rollout_top_p"],
+        "rollout_temperature": (paper.rollout_temperature(model_preset) if temperature == "paper"
+                                else s["rollout_temperature"]),
+        "rollout_top_p": s["rollout_top_p"], "drop_last": bool(paper.value(("script", "drop_last"))),
+        "cor_m": paper.value(("setting", "cor_m")), "cor_keep": paper.setting_for("cor_keep", benchmark),
+        "cor_epochs": paper.value(("setting", "cor_epochs")), "cor_lr": paper.value(("setting", "cor_lr")),
         "eval_n": s["eval_n"], "eval_temperature": s["eval_temperature"], "eval_top_p": s["eval_top_p"],
         "warmup_steps": -1, "warmup_ratio": s["warmup_ratio"], "weight_decay": s["weight_decay"],
         "adam_beta1": s["adam_betas"][0], "adam_beta2": s["adam_betas"][1], "grad_clip": s["grad_clip"],
@@ -260,14 +286,23 @@ def strip_truth(record: dict) -> dict:
     return {k: v for k, v in record.items() if k != "answer"}
 
 
-def steps_per_episode(num_questions: int, prompts_per_step: int) -> int:
+def steps_per_episode(num_questions: int, prompts_per_step: int, drop_last: bool = False) -> int:
+    """RL steps per pass over the questions: ``ceil(questions / prompts_per_step)``, or with ``drop_last`` (the
+    official loader) ``floor``, which must leave at least one step."""
+    if drop_last:
+        if num_questions < prompts_per_step:
+            raise ValueError(f"drop_last=True with {num_questions} questions and prompts_per_step={prompts_per_step} "
+                             "leaves no RL step; lower prompts_per_step or set drop_last=False")
+        return num_questions // prompts_per_step
     return math.ceil(num_questions / prompts_per_step)
 
 
-def step_question_indices(seed: int, step: int, num_questions: int, prompts_per_step: int) -> list[int]:
+def step_question_indices(seed: int, step: int, num_questions: int, prompts_per_step: int,
+                          drop_last: bool = False) -> list[int]:
     """Indices of the questions of ``step``: episode ``e = step // steps_per_episode`` shuffles all questions
-    with ``(seed, "episode", e)`` and takes the step's slice (the last slice may be shorter)."""
-    spe = steps_per_episode(num_questions, prompts_per_step)
+    with ``(seed, "episode", e)`` and takes the step's slice (the last slice may be shorter, unless
+    ``drop_last``: then the questions past the last full step sit the episode out)."""
+    spe = steps_per_episode(num_questions, prompts_per_step, drop_last)
     episode, pos = divmod(step, spe)
     order = numpy_generator(seed, "episode-order", episode).permutation(num_questions)
     return [int(i) for i in order[pos * prompts_per_step : (pos + 1) * prompts_per_step]]
@@ -293,6 +328,12 @@ class _LRLambda:
 
     def __call__(self, step: int) -> float:
         return lr_factor(step, self.warmup, self.total, self.extra_factor)
+
+
+def extra_rl_factor(cfg: TrainConfig) -> float:
+    """The additional-RL learning rate over the peak one: 1 by default (``extra_rl_lr=None``: the extra steps
+    run at the run's own peak learning rate; the paper gives only their epochs and minutes, Table 4)."""
+    return 1.0 if cfg.extra_rl_lr is None else cfg.extra_rl_lr / cfg.lr
 
 
 def warmup_steps(cfg: TrainConfig, total_steps: int) -> int:
@@ -620,7 +661,7 @@ def _train(config: TrainConfig, records: Sequence[dict], rd, progress: bool, mod
     policy, ref = prepare_policy(model, cfg)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
 
-    spe = steps_per_episode(len(questions), cfg.prompts_per_step)
+    spe = steps_per_episode(len(questions), cfg.prompts_per_step, cfg.drop_last)
     rl_steps = spe * cfg.episodes
     extra_steps = math.ceil(cfg.extra_rl_fraction * rl_steps) if cfg.extra_rl_fraction > 0 else 0
     total = rl_steps + extra_steps
@@ -628,7 +669,7 @@ def _train(config: TrainConfig, records: Sequence[dict], rd, progress: bool, mod
     optimizer = torch.optim.AdamW(params, lr=cfg.lr, betas=(cfg.adam_beta1, cfg.adam_beta2), eps=cfg.adam_eps,
                                   weight_decay=cfg.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, _LRLambda(warmup_steps(cfg, rl_steps), rl_steps, cfg.extra_rl_lr / cfg.lr))
+        optimizer, _LRLambda(warmup_steps(cfg, rl_steps), rl_steps, extra_rl_factor(cfg)))
 
     if rd.finished():  # nothing to do: load the final weights and the record (one metrics row per step)
         result = rd.load_final(policy)
@@ -646,7 +687,7 @@ def _train(config: TrainConfig, records: Sequence[dict], rd, progress: bool, mod
     bar = tqdm(range(start, total), initial=start, total=total, desc="RL", unit="step", disable=not progress)
     for step in bar:
         t0 = time.perf_counter()
-        batch = step_question_indices(cfg.seed, step, len(questions), cfg.prompts_per_step)
+        batch = step_question_indices(cfg.seed, step, len(questions), cfg.prompts_per_step, cfg.drop_last)
         ro = collect_rollouts(sampler, tokenizer, [questions[i] for i in batch], cfg, step, cue)
         t1 = time.perf_counter()
         lr_now = optimizer.param_groups[0]["lr"]

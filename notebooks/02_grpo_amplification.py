@@ -29,7 +29,8 @@
 #
 # This notebook shows (1) the closed form beside `ddrl.advantages` (Fig. 3a), (2) on real testbed
 # rollouts, how much advantage lands on wrong pseudo-labels, by consensus level, and (3) the Table 1
-# experiment, GRPO vs GRPO without std normalisation, trained on the testbed with `ddrl.train`.
+# experiment, GRPO vs "GRPO (w/o norm.)", trained on the testbed with `ddrl.train`, in both readings of
+# that row (see section 3).
 
 # %% tags=["parameters"]
 # --- runner (set by `python -m ddrl.reproduce`) ---
@@ -59,7 +60,8 @@ selection = "random"  # which K of N are trained: "random" (TTRL) or "bcs" (DDRL
 bands = [[1, 4], [5, 12], [13, 24], [25, 40], [41, 64]]  # consensus bands: label counts out of 64, rescaled for other N
 
 # --- Table 1 (GRPO vs GRPO w/o norm., trained on the testbed) ---
-table1 = True  # run the two training runs (cached)
+table1 = True  # run the training runs (cached): GRPO and both readings of "w/o norm."
+table1_readings = ["grpo_no_std", "dae"]  # reading A (caption: r - mean r), reading B (text: fixed ±1, no BCS)
 table1_questions = 32  # test questions adapted to (and evaluated on)
 table1_episodes = 2  # passes over those questions
 table1_prompts_per_step = 8  # questions per RL step
@@ -80,6 +82,7 @@ from IPython.display import Markdown, display
 
 from ddrl import analysis as an
 from ddrl import paper
+from ddrl import tables as T
 from ddrl.data import load_questions
 from ddrl.plotting import color, label, set_style
 from ddrl.reporting import Reporter, cache_root
@@ -205,9 +208,20 @@ plt.show()
 # %% [markdown]
 # ## 3. Table 1: GRPO vs GRPO without normalisation, trained on the testbed
 #
-# Two short test-time RL runs with `ddrl.train` that differ only in the advantage ("ttrl" = GRPO,
-# "grpo_no_std" = r − mean r), then pass@1 and maj@16 on the adapted questions (`ddrl.evaluate`).
-# Runs are cached; at testbed scale they take a few minutes on CPU, so the default preset is short.
+# The paper's Table 1 (Qwen2.5-Math-1.5B, TTRL) compares GRPO with "GRPO (w/o norm.)". Its caption says
+# that row "removes the advantage normalization in GRPO"; its text calls it "a simple fixed advantage
+# scheme" with "constant, label-dependent values". The two are different estimators, so we run both:
+#
+# | row here | reading | advantage of a rollout with pseudo-reward r | trainer preset |
+# |---|---|---|---|
+# | GRPO (TTRL) | the paper's GRPO row | (r − mean r) / (std r + ε) | `ttrl` |
+# | w/o norm. A | the caption: normalisation removed | r − mean r | `grpo_no_std` |
+# | w/o norm. B | the text: fixed, label-dependent | +1 / −1 on the same random K (no BCS) | `dae` |
+#
+# Short test-time RL runs with `ddrl.train` that differ only in the advantage, then pass@1 and maj@n on
+# the adapted questions (`ddrl.evaluate`). Runs are cached; at testbed scale they take a few minutes on CPU.
+# The paper's numbers (in %, on AIME 2024 and MATH-500) stand beside ours for reference; both of its
+# readings get the same printed "w/o norm." numbers, since the paper ran only one of them.
 
 # %%
 t1_rows = []
@@ -219,16 +233,34 @@ if table1:
     run_root = str(cache_root() / "runs" / "02_table1")
     before = an.train_and_evaluate("no_adaptation", t1_records, run_root, eval_n=table1_eval_n, progress=progress,
                                    **{**common, "episodes": 0})
-    for p in ("ttrl", "grpo_no_std"):
+    for p in ["ttrl", *table1_readings]:
         t1_rows.append(an.train_and_evaluate(p, t1_records, run_root, eval_n=table1_eval_n, progress=progress, **common))
-    table_1 = pd.DataFrame([{"method": label(r["preset"]) if r["preset"] != "ttrl" else "GRPO (TTRL)",
-                             "pass@1": r["pass@1"], f"maj@{table1_eval_n}": r["maj@n"], "steps": r["steps"],
-                             "rl_seconds": r["rl_seconds"]} for r in [before] + t1_rows])
-    bench = "AIME 2024"  # the paper's Table 1 is on real benchmarks; its numbers sit beside ours for reference
-    table_1["paper (Qwen2.5-Math-1.5B, AIME 2024)"] = [None] + [paper.value(("table1", "Qwen2.5-Math-1.5B", bench, p))
-                                                               for p in ("grpo", "grpo_no_std")]
+    t1_names = {"no_adaptation": "No adaptation", "ttrl": "GRPO (TTRL)", **T.TABLE1_READINGS}
+    t1_paper_row = {"no_adaptation": None, "ttrl": "grpo", "grpo_no_std": "grpo_no_norm", "dae": "grpo_no_norm"}
+    table_1 = pd.DataFrame([{"row": t1_names[r["preset"]], "trainer preset": r["preset"],
+                             "pass@1 (measured)": r["pass@1"], f"maj@{table1_eval_n} (measured)": r["maj@n"],
+                             "steps": r["steps"], "rl_seconds": r["rl_seconds"]} for r in [before] + t1_rows])
+    for bench in ("AIME 2024", "MATH-500"):  # the paper's Table 1: Qwen2.5-Math-1.5B, pass@1 in %
+        table_1[f"paper pass@1 % ({bench})"] = [
+            T.paper_cell(None if t1_paper_row[r["preset"]] is None else
+                         paper.value(("table1", "Qwen2.5-Math-1.5B", bench, t1_paper_row[r["preset"]])), ".1f")
+            for r in [before] + t1_rows]
     rep.table(table_1, "table1_grpo_vs_no_norm")
     display(table_1.round(3))
+
+    # The difference the paper reports, w/o norm. - GRPO > 0 on both benchmarks: does the testbed have its sign?
+    t1_measured = {r["preset"]: (r["pass@1"], float("nan"), float("nan")) for r in t1_rows}  # one seed: no interval
+    t1_dirs = []
+    for bench in ("AIME 2024", "MATH-500"):
+        pv = {p: paper.value(("table1", "Qwen2.5-Math-1.5B", bench, t1_paper_row[p])) for p in ["ttrl", *table1_readings]}
+        d = T.direction_table([(p, "ttrl") for p in table1_readings], pv, t1_measured, labels=t1_names.get,
+                              paper_unit="points")
+        d["difference"] = d["difference"] + f" (paper: {bench})"
+        t1_dirs.append(d)
+    table_1_dir = pd.concat(t1_dirs, ignore_index=True)
+    rep.table(table_1_dir, "table1_directions")
+    display(table_1_dir)
+    display(Markdown(" ".join(T.direction_sentences(table_1_dir))))
 
 # %% [markdown]
 # ## 4. Paper vs measured
@@ -240,7 +272,7 @@ right = by_label.set_index("pseudo_label").reindex(["right", "wrong"])
 overall = an.advantage_mass_by_consensus(adv, ((1, n_samples),), ("grpo", "grpo_no_std", "fixed")).iloc[0]
 rows = [
     ("K, trained rollouts per group", ("setting", "k_train"), k),
-    (f"GRPO advantage of the single positive (m=1 of {k})", ("fig3a", "grpo_pos_adv_m1_k32"), a1),
+    (f"GRPO advantage of the single positive (m=1 of {k}; Fig. 3a plots it without printing values)", None, a1),
     (f"GRPO advantage of a positive at m={k // 2} of {k}", None, a_half),
     ("mean GRPO A+ of positives, wrong pseudo-label (testbed)", None, right.loc["wrong", "mean_pos_adv_grpo"]),
     ("mean GRPO A+ of positives, right pseudo-label (testbed)", None, right.loc["right", "mean_pos_adv_grpo"]),
@@ -248,9 +280,9 @@ rows = [
     ("share of positive fixed-advantage mass on wrong labels (testbed)", None, overall["pos_mass_wrong_share_fixed"]),
 ]
 for r in t1_rows:
-    rows.append((f"Table 1 pass@1 after {label(r['preset'])} (testbed)",
-                 ("table1", "Qwen2.5-Math-1.5B", "AIME 2024", "grpo" if r["preset"] == "ttrl" else "grpo_no_std"),
-                 r["pass@1"]))
+    for bench in ("AIME 2024", "MATH-500"):
+        rows.append((f"Table 1 pass@1 % after {t1_names[r['preset']]} (testbed; paper: {bench})",
+                     ("table1", "Qwen2.5-Math-1.5B", bench, t1_paper_row[r["preset"]]), 100 * r["pass@1"]))
 cmp = paper.compare(rows)
 rep.table(cmp, "paper_vs_measured")
 display(cmp[["quantity", "paper", "measured", "where"]])
@@ -271,6 +303,7 @@ metrics = {
 }
 if table1:
     metrics |= {"table1_before_pass@1": before["pass@1"], **{f"table1_{r['preset']}_pass@1": r["pass@1"] for r in t1_rows},
+                "table1_directions": table_1_dir.to_dict(orient="records"),
                 **{f"table1_{r['preset']}_maj@n": r["maj@n"] for r in t1_rows}, "table1_episodes": table1_episodes,
                 "table1_questions": table1_questions}
 rep.metrics(metrics)
@@ -286,8 +319,8 @@ lines = [
     f"The closed form and `ddrl.advantages` agree to {m['closed_vs_ddrl_max_gap']:.1e} for every m of K = {k}. "
     f"With one positive of {k}, GRPO gives it an advantage of {m['grpo_pos_adv_m1']:.2f}, "
     f"{m['amplification_m1_over_half']:.1f}x the {m['grpo_pos_adv_half']:.2f} of a positive in an even split; fixed "
-    f"advantages give +1 in both cases. This is the amplification of paper Fig. 3a (its plotted values are "
-    f"{paper.fmt(('fig3a', 'grpo_pos_adv_m1_k32'))} in `ddrl.paper`; the equation is the paper's).",
+    f"advantages give +1 in both cases. This is the amplification of paper Fig. 3a (the paper plots the curve "
+    "without printing its values; the equation is the paper's).",
 ]
 wr, rr = m["mean_pos_adv_grpo_wrong"], m["mean_pos_adv_grpo_right"]
 if np.isfinite(wr) and np.isfinite(rr):
@@ -317,19 +350,23 @@ lines.append(
                   if m["pos_mass_wrong_share_grpo"] > m["pos_mass_wrong_share_fixed"] else
                   "GRPO does not put more of its positive mass on wrong labels than fixed advantages here, unlike the paper's argument."))
 if table1:
-    g, nn, b0 = m["table1_ttrl_pass@1"], m["table1_grpo_no_std_pass@1"], m["table1_before_pass@1"]
+    g, b0 = m["table1_ttrl_pass@1"], m["table1_before_pass@1"]
     # binomial standard error over questions x samples (samples of one question are correlated: an underestimate)
     se = float(np.sqrt(max(g * (1 - g), 1e-12) / (m["table1_questions"] * table1_eval_n)))
-    lines.append(
-        f"Table 1 on the testbed ({m['table1_questions']} questions, {m['table1_episodes']} episodes): pass@1 goes from "
-        f"{b0:.3f} (no adaptation) to {g:.3f} with GRPO and {nn:.3f} with GRPO w/o norm.; "
-        + (f"the difference ({nn - g:+.3f}) is smaller than one standard error of pass@1 (about {se:.3f}), so the two "
-           "are indistinguishable at this scale."
-           if abs(nn - g) < se else
-           "removing the normalisation helps here, the direction the paper's Table 1 motivates."
-           if nn > g else "removing the normalisation does not help here.")
-        + f" The paper's Table 1 numbers are {paper.fmt(('table1', 'Qwen2.5-Math-1.5B', 'AIME 2024', 'grpo'))} in "
-        "`ddrl.paper` (not read), so only the direction can be compared; runs this short are noisy (one seed).")
+    lines.append(f"Table 1 on the testbed ({m['table1_questions']} questions, {m['table1_episodes']} episodes, one seed): "
+                 f"pass@1 goes from {b0:.3f} (no adaptation) to {g:.3f} with GRPO, "
+                 + ", ".join(f"{m[f'table1_{p}_pass@1']:.3f} with {T.TABLE1_READINGS[p]}" for p in table1_readings)
+                 + f". The paper reports GRPO {paper.fmt(('table1', 'Qwen2.5-Math-1.5B', 'AIME 2024', 'grpo'), '.1f')} and "
+                 f"w/o norm. {paper.fmt(('table1', 'Qwen2.5-Math-1.5B', 'AIME 2024', 'grpo_no_norm'), '.1f')} on AIME 2024, "
+                 f"{paper.fmt(('table1', 'Qwen2.5-Math-1.5B', 'MATH-500', 'grpo'), '.1f')} and "
+                 f"{paper.fmt(('table1', 'Qwen2.5-Math-1.5B', 'MATH-500', 'grpo_no_norm'), '.1f')} on MATH-500 (Qwen2.5-Math-1.5B).")
+    for p in table1_readings:
+        diff = m[f"table1_{p}_pass@1"] - g
+        sentence = f"{T.TABLE1_READINGS[p]} minus GRPO is {diff:+.3f}"
+        if abs(diff) < se:
+            sentence += f", less than one standard error of pass@1 (about {se:.3f}): indistinguishable at this scale"
+        lines.append(sentence + ".")
+    lines += T.direction_sentences(table_1_dir)
 display(Markdown("\n\n".join(lines)))
 
 # %% [markdown]

@@ -14,9 +14,9 @@
 # ---
 
 # %% [markdown]
-# # 04 · Ablations: which part of DDRL does what (paper Table 2), and a learning-rate sweep
+# # 04 · Ablations: which part of DDRL does what (paper Table 3), and a learning-rate sweep
 #
-# DDRL changes three things in TTRL. Table 2 adds them one at a time:
+# DDRL changes three things in TTRL. The paper's Table 3 adds them one at a time:
 #
 # | row | selection of the K trained rollouts | advantage | after RL |
 # |---|---|---|---|
@@ -24,7 +24,10 @@
 # | BCS | balanced, confidence-aware (at most K/2 agreeing) | GRPO | - |
 # | BCS + DAE | BCS | fixed +1 / −1 | - |
 # | BCS + DAE + COR (= DDRL) | BCS | fixed +1 / −1 | SFT on consensus rollouts |
-# | DAE alone (extra row) | random K of N | fixed +1 / −1 | - |
+# | DAE alone (extra row, not in Table 3) | random K of N | fixed +1 / −1 | - |
+#
+# "DAE alone" is also reading B of Table 1's "GRPO (w/o norm.)" row (fixed ±1 without BCS; notebook 02 runs
+# both readings).
 #
 # The second part sweeps the learning rate for TTRL and BCS + DAE: with aggressive updates GRPO's amplified
 # advantages on low-consensus (often wrong) pseudo-labels should hurt most, so this is where the methods
@@ -45,9 +48,9 @@ data_dir = None  # real data location (None: ddrl.data's lookup)
 n_adapted = 32  # questions adapted to (and evaluated on)
 n_heldout = 64  # further questions of the same split, never adapted to (0: none)
 
-# --- Table 2 ---
-table2_methods = ["ttrl", "bcs", "bcs_dae", "ddrl", "dae"]  # rows, in the paper's order, then DAE alone
-table2_seeds = [0, 1]  # training seeds
+# --- Table 3 (ablation) ---
+table3_methods = ["ttrl", "bcs", "bcs_dae", "ddrl", "dae"]  # rows, in the paper's order, then DAE alone
+table3_seeds = [0, 1]  # training seeds
 
 # --- learning-rate sweep ---
 sweep_methods = ["ttrl", "bcs_dae"]  # TTRL vs DDRL's RL stage
@@ -56,6 +59,7 @@ sweep_seeds = [0, 1]  # training seeds
 
 # --- trainer (TrainConfig fields shared by every method; the same values in 04 and 05 share runs) ---
 paper_settings = None  # a ddrl.models preset (e.g. "qwen2.5-math-1.5b"): use its official settings instead of the knobs below
+paper_temperature = "paper"  # with paper_settings: rollout temperature of the text ("paper": 1.0 math, 0.6 others) or "scripts" (1.0)
 episodes = 4  # passes over the adapted questions
 prompts_per_step = 8  # questions per RL step
 n_votes = 64  # N: rollouts voted on per question
@@ -92,30 +96,41 @@ t_start = time.perf_counter()
 
 exp = notebook_experiment(
     model=model, testbed_preset=testbed_preset, dataset=dataset, data_dir=data_dir, n_adapted=n_adapted,
-    n_heldout=n_heldout, seed=seed, paper_settings=paper_settings, progress=progress,
+    n_heldout=n_heldout, seed=seed, paper_settings=paper_settings, paper_temperature=paper_temperature, progress=progress,
     trainer=dict(episodes=episodes, prompts_per_step=prompts_per_step, n_votes=n_votes, k_train=k_train, lr=lr,
                  eval_n=eval_n, cor_m=cor_m, cor_keep=cor_keep, etmr_m=etmr_m, max_new_tokens=max_new_tokens,
                  sample_batch_size=sample_batch_size, device=device))
 adapted, heldout, overrides = exp.adapted, exp.heldout, exp.overrides
 print(f"{len(adapted)} adapted + {len(heldout)} held-out questions; model {overrides['model']}; "
-      f"{exp.config('ttrl', table2_seeds[0]).episodes} episodes")
+      f"{exp.config('ttrl', table3_seeds[0]).episodes} episodes")
 
 
 # %% [markdown]
-# ## 1. Table 2: adding BCS, DAE and COR to TTRL
+# ## 1. Table 3: adding BCS, DAE and COR to TTRL
 #
-# pass@1 (mean and 95% t-interval over seeds) on the adapted and held-out questions. The paper's Table 2
-# numbers were not retrieved (`ddrl.paper` has no entries for them), so the paper column says so.
+# pass@1 (mean and 95% t-interval over seeds) on the adapted and held-out questions, beside the paper's
+# Table 3 pass@1 (%) for the run's model and benchmark (the testbed is shown beside Qwen2.5-Math-1.5B on
+# MATH-500; `ddrl.tables.paper_reference`). Below it: for each component the paper adds, does the testbed
+# move pass@1 in the same direction?
 
 # %%
-df2 = exp.grid(table2_methods, table2_seeds)
-rep.table(df2.drop(columns=["run_dir"]), "table2_runs")
-t2 = summarize(df2, "pass@1", by=("method", "split"))
-paper_t2 = {m: T.paper_value(("table2", "Qwen2.5-Math-1.5B", "MATH-500", m)) for m in table2_methods}
-table_2 = T.measured_vs_paper(t2, table2_methods, paper_t2, labels=lambda m: "none (TTRL)" if m == "ttrl" else label(m),
-                              paper_header="paper pass@1 (Table 2)")
-rep.table(table_2, "table2_ablation")
-display(table_2)
+df3 = exp.grid(table3_methods, table3_seeds)
+rep.table(df3.drop(columns=["run_dir"]), "table3_runs")
+t3 = summarize(df3, "pass@1", by=("method", "split"))
+PAPER_MODEL, PAPER_BENCH = T.paper_reference(dataset, paper_settings)
+paper_t3 = {m: T.paper_value(("table3", PAPER_MODEL, PAPER_BENCH, m)) for m in table3_methods}
+table_3 = T.measured_vs_paper(t3, table3_methods, paper_t3, labels=lambda m: "none (TTRL)" if m == "ttrl" else label(m),
+                              paper_header=f"paper pass@1 % (Table 3, {PAPER_MODEL}, {PAPER_BENCH})", paper_spec=".1f")
+rep.table(table_3, "table3_ablation")
+display(table_3)
+
+measured3 = {x: T.lookup(t3, method=x, split="adapted") for x in table3_methods}
+pairs3 = [(a, b) for a, b in (("bcs", "ttrl"), ("bcs_dae", "bcs"), ("ddrl", "bcs_dae"), ("ddrl", "ttrl"))
+          if a in table3_methods and b in table3_methods]
+directions3 = T.direction_table(pairs3, paper_t3, measured3, labels=label)
+rep.table(directions3, "table3_directions")
+display(directions3)
+display(Markdown(" ".join(T.direction_sentences(directions3))))
 
 
 # %%
@@ -132,13 +147,13 @@ def draw_rows(ax, summ, rows, split, raw):
     ax.set(ylabel="pass@1", title=f"{split} questions")
 
 
-splits = list(dict.fromkeys(t2["split"]))
+splits = list(dict.fromkeys(t3["split"]))
 fig, axes = plt.subplots(1, len(splits), figsize=(5.5 * len(splits), 3.8), squeeze=False)
 for ax, s in zip(axes[0], splits):
-    draw_rows(ax, t2, table2_methods, s, df2)
-fig.suptitle("Table 2 ablation: mean, 95% interval and each seed (dots)")
+    draw_rows(ax, t3, table3_methods, s, df3)
+fig.suptitle("Table 3 ablation: mean, 95% interval and each seed (dots)")
 fig.tight_layout()
-rep.figure(fig, "table2_ablation", data=t2)
+rep.figure(fig, "table3_ablation", data=t3)
 plt.show()
 
 # %% [markdown]
@@ -154,7 +169,7 @@ rep.table(sweep.drop(columns=["run_dir"]), "lr_sweep_runs")
 s_sum = summarize(sweep, "pass@1", by=("method", "lr", "split"))
 sweep_table = s_sum.assign(method=s_sum["method"].map(label), lr=[f"{x:g}" for x in s_sum["lr"]],
                            **{"pass@1 (measured)": [T.fmt_ci(a, b, c) for a, b, c in s_sum[["mean", "ci_lo", "ci_hi"]].to_numpy()],
-                              "paper": T.NOT_RETRIEVED})[["method", "lr", "split", "seeds", "pass@1 (measured)", "paper"]]
+                              "paper": T.NOT_REPORTED})[["method", "lr", "split", "seeds", "pass@1 (measured)", "paper"]]
 rep.table(sweep_table, "lr_sweep")
 display(sweep_table)
 
@@ -182,14 +197,15 @@ rep.figure(fig, "lr_sweep", data=s_sum)
 plt.show()
 
 # %%
-P2 = {f"{r.method}/{r.split}": [r.mean, r.ci_lo, r.ci_hi] for r in t2.itertuples()}
+P3 = {f"{r.method}/{r.split}": [r.mean, r.ci_lo, r.ci_hi] for r in t3.itertuples()}
 PS = {f"{r.method}/{r.lr:g}/{r.split}": [r.mean, r.ci_lo, r.ci_hi] for r in s_sum.itertuples()}
 n_steps = int(hi_curves["step"].max()) + 1
 last = hi_curves[hi_curves["step"] >= n_steps // 2].groupby("method")["gt/label_acc"].mean().to_dict()
 metrics = {
-    "n_adapted": len(adapted), "n_heldout": len(heldout), "table2_seeds": list(table2_seeds),
-    "sweep_seeds": list(sweep_seeds), "sweep_lrs": list(sweep_lrs), "table2": P2, "sweep": PS,
-    "label_acc_second_half_at_max_lr": last, "episodes": exp.config("ttrl", table2_seeds[0]).episodes,
+    "n_adapted": len(adapted), "n_heldout": len(heldout), "table3_seeds": list(table3_seeds),
+    "sweep_seeds": list(sweep_seeds), "sweep_lrs": list(sweep_lrs), "table3": P3, "sweep": PS,
+    "paper_reference": [PAPER_MODEL, PAPER_BENCH], "table3_directions": directions3.to_dict(orient="records"),
+    "label_acc_second_half_at_max_lr": last, "episodes": exp.config("ttrl", table3_seeds[0]).episodes,
     "notebook_seconds": time.perf_counter() - t_start,
 }
 rep.metrics(metrics)
@@ -201,18 +217,22 @@ rep.metrics(metrics)
 
 # %%
 m = metrics
-P = {k: tuple(v) for k, v in m["table2"].items()}
-lines = [f"Table 2 on {m['n_adapted']} adapted questions ({len(m['table2_seeds'])} seeds, {m['episodes']} episodes), pass@1: "
-         + "; ".join(f"{'none (TTRL)' if x == 'ttrl' else label(x)} {T.fmt_ci(*P[f'{x}/adapted'])}" for x in table2_methods)
-         + f". The paper's Table 2 values are {T.NOT_RETRIEVED}, so only directions can be compared: the paper adds "
-         "each component because it improves on the row above."]
-steps = [("bcs", "ttrl", "adding BCS to TTRL"), ("bcs_dae", "bcs", "adding DAE to BCS"),
-         ("ddrl", "bcs_dae", "adding COR to BCS + DAE"), ("dae", "ttrl", "DAE alone instead of GRPO")]
-for a, b, what in steps:
+P = {k: tuple(v) for k, v in m["table3"].items()}
+lines = [f"Table 3 on {m['n_adapted']} adapted questions ({len(m['table3_seeds'])} seeds, {m['episodes']} episodes), pass@1: "
+         + "; ".join(f"{'none (TTRL)' if x == 'ttrl' else label(x)} {T.fmt_ci(*P[f'{x}/adapted'])}" for x in table3_methods)
+         + f". The paper's Table 3 ({PAPER_MODEL}, {PAPER_BENCH}) reads: "
+         + "; ".join(f"{'none (TTRL)' if x == 'ttrl' else label(x)} {paper_t3[x]:.1f}" for x in table3_methods
+                     if paper_t3[x] is not None) + "."]
+lines += T.direction_sentences(directions3)
+steps = [("bcs", "ttrl", "adding BCS to TTRL", "the paper's ablation (Table 3)"),
+         ("bcs_dae", "bcs", "adding DAE to BCS", "the paper's ablation (Table 3)"),
+         ("ddrl", "bcs_dae", "adding COR to BCS + DAE", "the paper's ablation (Table 3)"),
+         ("dae", "ttrl", "DAE alone instead of GRPO", "the paper's Table 1 (its 'w/o norm.' row, reading B)")]
+for a, b, what, where in steps:
     if f"{a}/adapted" in P and f"{b}/adapted" in P:
         rel = T.ci_relation(P[f"{a}/adapted"], P[f"{b}/adapted"])
         lines.append(f"{what[0].upper() + what[1:]}: " + T.comparison_sentence(label(a), P[f"{a}/adapted"], label(b), P[f"{b}/adapted"])
-                     + f"; this {T.agreement(rel, 'higher')} the paper's ablation.")
+                     + f"; this {T.agreement(rel, 'higher')} {where}.")
 S = {k: tuple(v) for k, v in m["sweep"].items()}
 if {"ttrl", "bcs_dae"} <= set(sweep_methods):
     for x in m["sweep_lrs"]:
@@ -252,4 +272,4 @@ display(Markdown("\n\n".join(lines)))
 #    the majority: what does that do to the mean advantage (`adv/mean` in the training curves)?
 # 3. BCS caps the positives at K/2. What would happen with a cap of K/4? (Look at `ddrl.selection.bcs`.)
 # 4. COR is the only component that needs no extra RL step. Compare its gain with its cost in notebook 05.
-# 5. Are two seeds enough to order the rows of Table 2? Add a third and see which intervals shrink.
+# 5. Are two seeds enough to order the rows of Table 3? Add a third and see which intervals shrink.

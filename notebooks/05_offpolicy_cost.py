@@ -14,23 +14,32 @@
 # ---
 
 # %% [markdown]
-# # 05 · What COR costs and buys: COR vs more RL (paper Table 3), refinement size (Table 6)
+# # 05 · What COR costs and buys: COR vs more RL (paper Table 4), refinement size (Table 6)
 #
 # COR (consensus-based offline refinement) runs once after RL: sample M = 128 answers per question, keep a
-# few rollouts that agree with the majority, fine-tune on them for a few epochs. Table 3 asks whether the
-# same gain could be had by simply training longer: it compares
+# few rollouts that agree with the majority, fine-tune on them for a few epochs. The paper's Table 4 asks
+# whether the same gain could be had by simply training longer: it compares
 #
 # | row | what happens after the RL schedule |
 # |---|---|
 # | BCS + DAE | nothing (the RL-only weights of the DDRL run) |
-# | + additional RL | about 1/10 more RL steps (`extra_rl_fraction = 0.1`, constant lr `extra_rl_lr`) |
+# | + additional RL | about 1/10 more RL steps (`extra_rl_fraction = 0.1`) at a constant learning rate |
 # | + COR (= DDRL) | consensus-based offline refinement |
 #
 # with the wall-clock time each stage takes on this machine (`RunResult.rl_seconds`, `cor_seconds` and the
-# per-step `time/step_s` of the extra RL steps). Table 6 varies the refinement size. We read it as the number
-# of agreeing rollouts kept per question: the paper keeps k = 4 on MATH-500 (`cor_keep`), and "1x / 2x / 4x"
-# multiplies it (4, 8, 16). Every size starts from the same RL-only weights of the DDRL run and uses the same
-# COR samples (same seed), so only the size differs; 1x is the DDRL run itself (notebook 03's run).
+# per-step `time/step_s` of the extra RL steps).
+#
+# **The additional RL's learning rate.** The paper gives only the extra epochs (8, 3, 1: a tenth of the 80,
+# 30, 10 episodes) and minutes, not their learning rate. By default (`extra_rl_lr = None`) the extra steps
+# run at the run's own peak RL learning rate (`lr`; 5e-7 at paper scale), held constant, so "more RL" is
+# the same RL continued. (Earlier versions used a constant 1e-5, 20x the paper's RL learning rate, which
+# tilted the comparison toward COR.) Set `extra_rl_lr` to compare other rates.
+#
+# Table 6 varies the refinement size. We read it as the number of agreeing rollouts kept per question: the
+# paper keeps 4 on MATH-500 and 16 on AMC and AIME 2024 (`cor_keep`; with `paper_settings` the paper's value
+# for the benchmark), and "1x / 2x / 4x" multiplies it. Every size starts from the same RL-only weights of
+# the DDRL run and uses the same COR samples (same seed), so only the size differs; 1x is the DDRL run itself
+# (notebook 03's run).
 
 # %% tags=["parameters"]
 # --- runner (set by `python -m ddrl.reproduce`) ---
@@ -46,11 +55,11 @@ data_dir = None  # real data location (None: ddrl.data's lookup)
 n_adapted = 32  # questions adapted to (and evaluated on)
 n_heldout = 64  # further questions of the same split, never adapted to (0: none)
 
-# --- Table 3 ---
-table3_methods = ["bcs_dae", "additional_rl", "ddrl"]  # BCS+DAE, + additional RL, + COR
-table3_seeds = [0, 1]  # training seeds
+# --- Table 4 (COR vs additional RL) ---
+table4_methods = ["bcs_dae", "additional_rl", "ddrl"]  # BCS+DAE, + additional RL, + COR
+table4_seeds = [0, 1]  # training seeds
 extra_rl_fraction = 0.1  # additional RL: this fraction of the RL steps again
-extra_rl_lr = 1e-5  # additional RL: constant learning rate
+extra_rl_lr = None  # additional RL: constant learning rate (None: the peak RL learning rate, lr)
 
 # --- Table 6 ---
 size_multipliers = [1, 2, 4]  # refinement size: multiples of cor_keep (1 is the DDRL run itself)
@@ -58,6 +67,7 @@ table6_seeds = [0, 1]  # training seeds
 
 # --- trainer (TrainConfig fields shared by every method; the same values in 04 and 05 share runs) ---
 paper_settings = None  # a ddrl.models preset (e.g. "qwen2.5-math-1.5b"): use its official settings instead of the knobs below
+paper_temperature = "paper"  # with paper_settings: rollout temperature of the text ("paper": 1.0 math, 0.6 others) or "scripts" (1.0)
 episodes = 4  # passes over the adapted questions
 prompts_per_step = 8  # questions per RL step
 n_votes = 64  # N: rollouts voted on per question
@@ -65,7 +75,7 @@ k_train = 32  # K: rollouts trained on per question
 lr = 3e-5  # peak learning rate (testbed default)
 eval_n = 16  # samples per question for pass@1 and maj@n (the paper's 16)
 cor_m = 128  # COR: M samples per question
-cor_keep = 4  # COR: agreeing rollouts kept per question
+cor_keep = 4  # COR: agreeing rollouts kept per question (with paper_settings: the paper's 4 MATH-500 / 16 AMC, AIME)
 etmr_m = 12  # ETMR: root responses per tree (leaves are 5x this)
 max_new_tokens = 64  # response budget
 sample_batch_size = 512  # sequences decoded together
@@ -91,7 +101,8 @@ from ddrl.reporting import Reporter, cached, grader_fingerprint, records_key
 from ddrl.runs import RunDir
 from ddrl.seeds import derive_seed
 from ddrl.sft import consensus_refinement
-from ddrl.train import resolve_cue, strip_truth
+from ddrl import paper
+from ddrl.train import extra_rl_factor, resolve_cue, steps_per_episode, strip_truth
 
 label = T.method_label
 set_style()
@@ -100,32 +111,37 @@ t_start = time.perf_counter()
 
 exp = notebook_experiment(
     model=model, testbed_preset=testbed_preset, dataset=dataset, data_dir=data_dir, n_adapted=n_adapted,
-    n_heldout=n_heldout, seed=seed, paper_settings=paper_settings, progress=progress,
+    n_heldout=n_heldout, seed=seed, paper_settings=paper_settings, paper_temperature=paper_temperature, progress=progress,
     trainer=dict(episodes=episodes, prompts_per_step=prompts_per_step, n_votes=n_votes, k_train=k_train, lr=lr,
                  eval_n=eval_n, cor_m=cor_m, cor_keep=cor_keep, etmr_m=etmr_m, max_new_tokens=max_new_tokens,
                  sample_batch_size=sample_batch_size, device=device))
 adapted, heldout, overrides = exp.adapted, exp.heldout, exp.overrides
 print(f"{len(adapted)} adapted + {len(heldout)} held-out questions; model {overrides['model']}; "
-      f"{exp.config('ttrl', table3_seeds[0]).episodes} episodes")
+      f"{exp.config('ttrl', table4_seeds[0]).episodes} episodes")
 
 
 # %% [markdown]
-# ## 1. Table 3: COR vs additional RL, with wall-clock times
+# ## 1. Table 4: COR vs additional RL, with wall-clock times
+#
+# Beside the paper's Table 4 (Qwen2.5-Math-1.5B; pass@1 in %, epochs, minutes on its GPUs) for the run's
+# benchmark (the testbed is shown beside MATH-500).
 #
 # The additional-RL run is its own run (the BCS + DAE schedule, then the extra steps); its extra time is the
 # sum of `time/step_s` over the steps past the schedule. COR time is sampling + SFT.
 
 # %%
 extra = dict(extra_rl_fraction=extra_rl_fraction, extra_rl_lr=extra_rl_lr)
-df3 = pd.concat([exp.grid([m], table3_seeds, **(extra if m == "additional_rl" else {})) for m in table3_methods],
+df3 = pd.concat([exp.grid([m], table4_seeds, **(extra if m == "additional_rl" else {})) for m in table4_methods],
                 ignore_index=True)
-rep.table(df3.drop(columns=["run_dir"]), "table3_runs")
-cfg = exp.config("bcs_dae", table3_seeds[0])
-base_steps = math.ceil(len(adapted) / cfg.prompts_per_step) * cfg.episodes
-if "additional_rl" in table3_methods:
-    add_curves = exp.training_curves("additional_rl", table3_seeds, **extra)
+rep.table(df3.drop(columns=["run_dir"]), "table4_runs")
+cfg = exp.config("bcs_dae", table4_seeds[0])
+base_steps = steps_per_episode(len(adapted), cfg.prompts_per_step, cfg.drop_last) * cfg.episodes
+cfg_add = exp.config("additional_rl", table4_seeds[0], **extra)
+extra_lr_used = cfg_add.lr * extra_rl_factor(cfg_add)  # the constant lr of the extra steps
+if "additional_rl" in table4_methods:
+    add_curves = exp.training_curves("additional_rl", table4_seeds, **extra)
     extra_s = add_curves[add_curves["step"] >= base_steps].groupby("seed")["time/step_s"].sum()
-    extra_steps = int((add_curves["step"] >= base_steps).sum() / len(table3_seeds))
+    extra_steps = int((add_curves["step"] >= base_steps).sum() / len(table4_seeds))
     base_s = add_curves[add_curves["step"] < base_steps].groupby("seed")["time/step_s"].sum()
 else:
     extra_s, base_s, extra_steps = pd.Series(dtype=float), pd.Series(dtype=float), 0
@@ -137,19 +153,40 @@ times = {
     "ddrl": {"RL s": ddrl_rows["rl_seconds"].mean(), "after-RL s": ddrl_rows["cor_seconds"].mean()},
 }
 t3 = summarize(df3, "pass@1", by=("method", "split"))
-table_3 = T.measured_vs_paper(t3, table3_methods, {m: T.paper_value(("table3", m)) for m in table3_methods},
-                              labels=label, paper_header="paper pass@1 (Table 3)")
-table_3["RL s (measured)"] = [round(times[m]["RL s"], 1) for m in table3_methods]
-table_3["after-RL s (measured)"] = [round(times[m]["after-RL s"], 1) for m in table3_methods]
-table_3["paper time"] = T.NOT_RETRIEVED
-rep.table(table_3, "table3_cor_vs_additional_rl")
-display(table_3)
-print(f"RL schedule: {base_steps} steps; additional RL: {extra_steps} steps at lr {extra_rl_lr:g}")
+_, PAPER_BENCH = T.paper_reference(dataset, paper_settings)
+paper_t4 = {q: {m: T.paper_value(("table4", PAPER_BENCH, m, q)) for m in table4_methods}
+            for q in ("pass@1", "epochs", "minutes")}
+table_4 = T.measured_vs_paper(t3, table4_methods, paper_t4["pass@1"], labels=label,
+                              paper_header=f"paper pass@1 % (Table 4, {PAPER_BENCH})", paper_spec=".1f")
+table_4["RL s (measured)"] = [round(times[m]["RL s"], 1) for m in table4_methods]
+table_4["after-RL s (measured)"] = [round(times[m]["after-RL s"], 1) for m in table4_methods]
+table_4["paper epochs after RL"] = [T.paper_cell(paper_t4["epochs"][m], "g") for m in table4_methods]
+table_4["paper minutes after RL"] = [T.paper_cell(paper_t4["minutes"][m], "g") for m in table4_methods]
+rep.table(table_4, "table4_cor_vs_additional_rl")
+display(table_4)
+print(f"RL schedule: {base_steps} steps at peak lr {cfg.lr:g}; additional RL: {extra_steps} steps at constant lr "
+      f"{extra_lr_used:g}" + (" (the run's own peak lr)" if extra_rl_lr is None else " (set by extra_rl_lr)"))
+
+# Directions of Table 4's differences: pass@1 on the adapted questions, and the after-RL cost.
+measured4 = {x: T.lookup(t3, method=x, split="adapted") for x in table4_methods}
+pairs4 = [(a, b) for a, b in (("ddrl", "bcs_dae"), ("additional_rl", "bcs_dae"), ("ddrl", "additional_rl"))
+          if a in table4_methods and b in table4_methods]
+directions4 = T.direction_table(pairs4, paper_t4["pass@1"], measured4, labels=label)
+if {"ddrl", "additional_rl"} <= set(table4_methods):
+    cost = T.direction_table([("additional_rl", "ddrl")], paper_t4["minutes"],
+                             {x: (times[x]["after-RL s"], math.nan, math.nan) for x in ("additional_rl", "ddrl")},
+                             labels=lambda x: f"after-RL time of {label(x)}", paper_unit="minutes",
+                             measured_unit="seconds")
+    directions4 = pd.concat([directions4, cost], ignore_index=True)
+rep.table(directions4, "table4_directions")
+display(directions4)
+display(Markdown(" ".join(T.direction_sentences(directions4))))
 
 # %% [markdown]
 # ## 2. Table 6: refinement size
 #
 # COR from the RL-only weights of each DDRL run with `cor_keep x multiplier` agreeing rollouts per question
+# (`cor_keep` as the run's config has it: with `paper_settings`, the paper's value for the benchmark)
 # (fewer when fewer agree). The call is the trainer's own COR call (`ddrl.sft.consensus_refinement`, same
 # seed and settings), cached by run directory and size.
 
@@ -177,10 +214,11 @@ def refined(seed_: int, keep: int) -> list[dict]:
                    "grader": grader_fingerprint()}, run, namespace="evaluations")
 
 
+keep_1x = exp.config("ddrl", table6_seeds[0]).cor_keep
 rows6 = []
 for s in table6_seeds:
     for mult in size_multipliers:
-        keep = cor_keep * mult
+        keep = keep_1x * mult
         if mult == 1:  # the DDRL run itself
             for r in exp.run("ddrl", s):
                 rows6.append({"seed": s, "split": r["split"], "pass@1": r["pass@1"], "maj@n": r["maj@n"],
@@ -191,29 +229,37 @@ df6 = pd.DataFrame(rows6)
 rep.table(df6, "table6_runs")
 t6 = summarize(df6, "pass@1", by=("size", "split"))
 sizes = [f"{x}x" for x in size_multipliers]
-table_6 = T.measured_vs_paper(t6, sizes, {x: T.paper_value(("table6", x)) for x in sizes}, row_col="size",
-                              paper_header="paper pass@1 (Table 6)")
-table_6.insert(1, "kept per question", [cor_keep * x for x in size_multipliers])
+paper_t6 = {x: T.paper_value(("table6", x, PAPER_BENCH)) for x in sizes}
+table_6 = T.measured_vs_paper(t6, sizes, paper_t6, row_col="size",
+                              paper_header=f"paper pass@1 % (Table 6, {PAPER_BENCH})", paper_spec=".1f")
+table_6.insert(1, "kept per question", [keep_1x * x for x in size_multipliers])
 table_6["COR s (measured)"] = [round(df6.loc[(df6["size"] == x) & (df6["split"] == "adapted"), "cor_seconds"].mean(), 1) for x in sizes]
 table_6["rollouts kept, all questions (mean over seeds)"] = [df6.loc[(df6["size"] == x) & (df6["split"] == "adapted"), "cor_kept"].mean() for x in sizes]
 rep.table(table_6, "table6_refinement_size")
 display(table_6)
 
+measured6 = {x: T.lookup(t6, size=x, split="adapted") for x in sizes}
+pairs6 = [(x, sizes[0]) for x in sizes[1:] if paper_t6[x] is not None and paper_t6[sizes[0]] is not None]
+directions6 = T.direction_table(pairs6, paper_t6, measured6, labels=str)
+rep.table(directions6, "table6_directions")
+display(directions6)
+display(Markdown(" ".join(T.direction_sentences(directions6))))
+
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))
 ax = axes[0]
-part = t3[t3["split"] == "adapted"].set_index("method").reindex(table3_methods)
+part = t3[t3["split"] == "adapted"].set_index("method").reindex(table4_methods)
 x = np.arange(len(part))
-ax.bar(x, part["mean"], color=[color(mm) for mm in table3_methods],
+ax.bar(x, part["mean"], color=[color(mm) for mm in table4_methods],
        yerr=np.nan_to_num(np.vstack([part["mean"] - part["ci_lo"], part["ci_hi"] - part["mean"]])), capsize=4)
-ax.set_xticks(x, [label(mm) for mm in table3_methods], rotation=15, ha="right")
-ax.set(ylabel="pass@1 (adapted)", title="Table 3: pass@1")
+ax.set_xticks(x, [label(mm) for mm in table4_methods], rotation=15, ha="right")
+ax.set(ylabel="pass@1 (adapted)", title="Table 4: pass@1")
 ax = axes[1]
-ax.bar(x, [times[mm]["RL s"] for mm in table3_methods], color="#bbbbbb")
-ax.bar(x, [times[mm]["after-RL s"] for mm in table3_methods], bottom=[times[mm]["RL s"] for mm in table3_methods],
-       color=[color(mm) for mm in table3_methods], hatch="//", edgecolor="white")
-ax.set_xticks(x, [label(mm) for mm in table3_methods], rotation=15, ha="right")
-ax.set(ylabel="wall-clock seconds", title="Table 3: measured cost")
+ax.bar(x, [times[mm]["RL s"] for mm in table4_methods], color="#bbbbbb")
+ax.bar(x, [times[mm]["after-RL s"] for mm in table4_methods], bottom=[times[mm]["RL s"] for mm in table4_methods],
+       color=[color(mm) for mm in table4_methods], hatch="//", edgecolor="white")
+ax.set_xticks(x, [label(mm) for mm in table4_methods], rotation=15, ha="right")
+ax.set(ylabel="wall-clock seconds", title="Table 4: measured cost")
 ax.legend(handles=[Patch(facecolor="#bbbbbb", label="RL schedule"),
                    Patch(facecolor="#666666", hatch="//", edgecolor="white", label="after RL (extra RL or COR)")], fontsize=8)
 ax = axes[2]
@@ -221,20 +267,23 @@ for sp, g in t6.groupby("split", sort=False):
     g = g.set_index("size").reindex(sizes)
     ax.errorbar(size_multipliers, g["mean"], yerr=np.nan_to_num(np.vstack([g["mean"] - g["ci_lo"], g["ci_hi"] - g["mean"]])),
                 marker="o", capsize=4, label=sp)
-ax.set(xscale="log", xticks=size_multipliers, xticklabels=[f"{x}x ({cor_keep * x})" for x in size_multipliers],
+ax.set(xscale="log", xticks=size_multipliers, xticklabels=[f"{x}x ({keep_1x * x})" for x in size_multipliers],
        xlabel="refinement size (kept per question)", ylabel="pass@1", title="Table 6: refinement size")
 ax.legend(fontsize=8)
 fig.tight_layout()
-rep.figure(fig, "table3_table6", data=pd.concat([t3.assign(table="3"), t6.assign(table="6")], ignore_index=True))
+rep.figure(fig, "table4_table6", data=pd.concat([t3.assign(table="4"), t6.assign(table="6")], ignore_index=True))
 plt.show()
 
 # %%
 metrics = {
-    "n_adapted": len(adapted), "n_heldout": len(heldout), "table3_seeds": list(table3_seeds),
+    "n_adapted": len(adapted), "n_heldout": len(heldout), "table4_seeds": list(table4_seeds),
     "table6_seeds": list(table6_seeds), "base_steps": base_steps, "extra_steps": extra_steps,
-    "table3": {f"{r.method}/{r.split}": [r.mean, r.ci_lo, r.ci_hi] for r in t3.itertuples()},
+    "table4": {f"{r.method}/{r.split}": [r.mean, r.ci_lo, r.ci_hi] for r in t3.itertuples()},
+    "extra_rl_lr_used": extra_lr_used, "rl_peak_lr": cfg.lr, "paper_benchmark": PAPER_BENCH,
+    "table4_directions": directions4.to_dict(orient="records"),
+    "table6_directions": directions6.to_dict(orient="records"),
     "table6": {f"{r.size}/{r.split}": [r.mean, r.ci_lo, r.ci_hi] for r in t6.itertuples()},
-    "seconds": times, "cor_keep": cor_keep, "size_multipliers": list(size_multipliers),
+    "seconds": times, "cor_keep": keep_1x, "size_multipliers": list(size_multipliers),
     "notebook_seconds": time.perf_counter() - t_start,
 }
 rep.metrics(metrics)
@@ -246,12 +295,17 @@ rep.metrics(metrics)
 
 # %%
 m = metrics
-P = {k: tuple(v) for k, v in m["table3"].items()}
+P = {k: tuple(v) for k, v in m["table4"].items()}
 S = m["seconds"]
-lines = [f"Table 3 on {m['n_adapted']} adapted questions ({len(m['table3_seeds'])} seeds): "
-         + "; ".join(f"{label(x)} pass@1 {T.fmt_ci(*P[f'{x}/adapted'])}" for x in table3_methods)
-         + f". The paper's Table 3 values are {T.NOT_RETRIEVED}; we compare directions only."]
-if {"bcs_dae", "additional_rl", "ddrl"} <= set(table3_methods):
+lines = [f"Table 4 on {m['n_adapted']} adapted questions ({len(m['table4_seeds'])} seeds): "
+         + "; ".join(f"{label(x)} pass@1 {T.fmt_ci(*P[f'{x}/adapted'])}" for x in table4_methods)
+         + f". The paper's Table 4 on {PAPER_BENCH} (Qwen2.5-Math-1.5B) reads: "
+         + "; ".join(f"{label(x)} {paper_t4['pass@1'][x]:.1f}" for x in table4_methods if paper_t4["pass@1"][x] is not None)
+         + "."]
+lines.append(f"The additional RL ran {m['extra_steps']} steps at a constant learning rate of {m['extra_rl_lr_used']:g}, "
+             f"against the RL schedule's peak of {m['rl_peak_lr']:g}.")
+lines += T.direction_sentences(directions4)
+if {"bcs_dae", "additional_rl", "ddrl"} <= set(table4_methods):
     for sp in [x for x in ("adapted", "heldout") if f"ddrl/{x}" in P]:
         rel = T.ci_relation(P[f"ddrl/{sp}"], P[f"additional_rl/{sp}"])
         lines.append(f"On the {sp} questions, " + T.comparison_sentence("COR", P[f"ddrl/{sp}"], "additional RL", P[f"additional_rl/{sp}"])
@@ -270,7 +324,8 @@ lines.append("Table 6 (refinement size, adapted pass@1): " + "; ".join(f"{x} ({m
 if len(sz) > 1:
     rel = T.ci_relation(Q[f"{sz[-1]}/adapted"], Q[f"{sz[0]}/adapted"])
     lines.append(f"Going from {sz[0]} to {sz[-1]}: " + T.comparison_sentence(sz[-1], Q[f"{sz[-1]}/adapted"], sz[0], Q[f"{sz[0]}/adapted"])
-                 + f". The paper's Table 6 numbers are {T.NOT_RETRIEVED}, so whether this matches its trend cannot be checked.")
+                 + ".")
+    lines += T.direction_sentences(directions6)
 display(Markdown("\n\n".join(lines)))
 
 # %% [markdown]

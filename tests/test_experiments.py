@@ -27,6 +27,17 @@ def test_paper_settings_replace_the_knobs_but_keep_the_machine_ones(shared_data)
     assert exp.overrides["model"] == "qwen2.5-math-1.5b"
     assert exp.overrides["lr"] == 5e-7 and exp.overrides["n_votes"] == 64 and exp.overrides["k_train"] == 32
     assert {k: exp.overrides[k] for k in PAPER_KEEP} == {k: KNOBS[k] for k in PAPER_KEEP}
+    # the paper's COR keep for MATH-500 (4), not the notebook's knob (2); its rollout temperature and loader
+    assert exp.overrides["cor_keep"] == 4 and exp.overrides["drop_last"] is True
+    assert exp.overrides["rollout_temperature"] == 1.0
+    exp = notebook_experiment(model="testbed", testbed_preset="tiny", dataset="math500", data_dir=str(shared_data),
+                              n_adapted=4, n_heldout=0, seed=0, paper_settings="qwen2.5-3b", trainer=KNOBS,
+                              progress=False)
+    assert exp.overrides["rollout_temperature"] == 0.6
+    exp = notebook_experiment(model="testbed", testbed_preset="tiny", dataset="math500", data_dir=str(shared_data),
+                              n_adapted=4, n_heldout=0, seed=0, paper_settings="qwen2.5-3b", trainer=KNOBS,
+                              progress=False, paper_temperature="scripts")
+    assert exp.overrides["rollout_temperature"] == 1.0
 
 
 def test_run_dir_follows_the_base_weights_not_just_the_name(tmp_path, monkeypatch):

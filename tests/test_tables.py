@@ -24,13 +24,14 @@ def _df():
 
 
 def test_paper_cell_none_and_value():
-    assert T.paper_cell(None) == T.NOT_RETRIEVED
-    assert T.paper_cell(float("nan")) == T.NOT_RETRIEVED
+    assert T.paper_cell(None) == T.NOT_REPORTED
+    assert T.paper_cell(float("nan")) == T.NOT_REPORTED
     assert T.paper_cell(0.1234) == "0.123"
 
 
 def test_paper_value_missing_key_is_none():
     assert T.paper_value(("table2", "no such", "row")) is None
+    assert T.paper_value(("table2", "Qwen2.5-Math-1.5B", "MATH-500", "ddrl")) == 80.7
     assert T.paper_value(("setting", "n_votes")) == 64
 
 
@@ -67,7 +68,7 @@ def test_lookup_and_measured_vs_paper():
         T.lookup(s, arm="ttrl")
     tab = T.measured_vs_paper(s, ["ttrl", "ddrl"], {"ttrl": None, "ddrl": 0.42}, labels={"ddrl": "DDRL"})
     assert list(tab["method"]) == ["ttrl", "DDRL"]
-    assert list(tab["paper"]) == [T.NOT_RETRIEVED, "0.42"]
+    assert list(tab["paper"]) == [T.NOT_REPORTED, "0.42"]
     assert tab.loc[1, "pass@1 adapted (measured)"] == "0.500 [0.500, 0.500]"
     assert tab.loc[1, "pass@1 heldout (measured)"] == "0.300 [0.300, 0.300]"
     assert list(tab["seeds"]) == [2, 2]
@@ -95,3 +96,47 @@ def test_method_label_distinguishes_ddrl_from_rl_only():
     assert T.method_label("ddrl") == "DDRL (BCS + DAE + COR)"
     assert T.method_label("bcs_dae") == "BCS + DAE"
     assert T.method_label("unknown") == "unknown"
+
+
+def test_direction_reproduced_cases():
+    up, down = (0.6, 0.55, 0.65), (0.4, 0.35, 0.45)
+    wide_up = (0.6, 0.3, 0.9)
+    assert T.direction_reproduced(+2.0, up, down) == "yes"
+    assert T.direction_reproduced(-2.0, down, up) == "yes"
+    assert T.direction_reproduced(+2.0, wide_up, down) == "same sign, within noise"
+    assert T.direction_reproduced(+2.0, (0.6, math.nan, math.nan), down) == "same sign, within noise"  # one seed
+    assert T.direction_reproduced(+2.0, down, up) == "no, intervals apart"
+    assert T.direction_reproduced(+2.0, (0.4, 0.1, 0.7), up) == "no, within noise"
+    assert T.direction_reproduced(+2.0, up, up) == "no, within noise"  # zero measured difference is not a match
+    assert T.direction_reproduced(0.0, up, down) == "paper: no difference"
+    assert T.direction_reproduced(+1, (math.nan, math.nan, math.nan), down) == "not measured"
+    assert set(T.DIRECTION_WORDS) >= {"yes", "same sign, within noise", "no, within noise", "no, intervals apart"}
+
+
+def test_direction_table_and_sentences():
+    paper = {"ttrl": 73.0, "ddrl": 80.7, "etmr": 76.9}
+    measured = {"ttrl": (0.30, 0.28, 0.32), "ddrl": (0.50, 0.48, 0.52), "etmr": (0.55, 0.40, 0.70)}
+    tab = T.direction_table([("ddrl", "ttrl"), ("ddrl", "etmr")], paper, measured)
+    assert list(tab["difference"]) == ["DDRL (BCS + DAE + COR) − TTRL", "DDRL (BCS + DAE + COR) − ETMR"]
+    assert list(tab["paper Δ"]) == [7.7, 3.8]
+    assert list(tab["measured Δ"]) == [0.2, -0.05]
+    assert set(tab["paper unit"]) == {"points"} and set(tab["measured unit"]) == {"pass@1"}
+    assert list(tab["direction reproduced"]) == ["yes", "no, within noise"]
+    lines = T.direction_sentences(tab)
+    assert len(lines) == 3
+    assert "+7.7 points" in lines[0] and "+0.200 pass@1" in lines[0] and "reproduced" in lines[0]
+    assert "-0.050" in lines[1] and "not reproduced" in lines[1]
+    assert lines[2] == "Of the paper's 2 differences here, the testbed has the same sign for 1 (1 of them with 95% intervals apart)."
+    with pytest.raises(KeyError, match="no paper value for 'bcs'"):
+        T.direction_table([("bcs", "ttrl")], paper, measured)
+    with pytest.raises(KeyError, match="no measured value"):
+        T.direction_table([("ddrl", "ttrl")], paper, {"ttrl": (0.3, 0.3, 0.3)})
+
+
+def test_paper_reference_and_pass1():
+    assert T.paper_reference("testbed_test", "testbed") == ("Qwen2.5-Math-1.5B", "MATH-500")
+    assert T.paper_reference("aime2024", "llama-3.1-8b-instruct") == ("Llama-3.1-8B-Instruct", "AIME 2024")
+    assert T.paper_pass1("ddrl", "Qwen2.5-3B", "AMC") == 42.2  # Table 2
+    assert T.paper_pass1("bcs_dae", "Qwen2.5-Math-1.5B", "MATH-500") == 74.6  # Table 3
+    assert T.paper_pass1("etmr", "Llama-3.1-8B-Instruct", "AIME 2024") == 16.9
+    assert T.paper_pass1("dae", "Qwen2.5-Math-1.5B", "MATH-500") is None

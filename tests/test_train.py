@@ -248,3 +248,54 @@ def test_paper_overrides_map_the_official_settings():
     cfg = make_config("ddrl", **__import__("ddrl.train", fromlist=["x"]).paper_overrides("qwen2.5-math-1.5b", "aime2024"))
     assert (cfg.n_votes, cfg.k_train, cfg.cue, cfg.max_new_tokens, cfg.warmup_steps) == (64, 32, "system", 3072, -1)
     assert cfg.lr == 5e-7 and cfg.warmup_ratio == 0.03 and cfg.cor
+
+
+@pytest.mark.parametrize("benchmark, keep", [("math500", 4), ("amc", 16), ("aime2024", 16)])
+def test_paper_overrides_cor_keep_per_benchmark(benchmark, keep):
+    """Sec. 4.1: COR keeps 4 samples per prompt on MATH-500 and 16 on AMC and AIME 2024 (M = 128, 5 epochs, 1e-5)."""
+    from ddrl.train import paper_overrides
+
+    cfg = make_config("ddrl", **paper_overrides("qwen2.5-math-1.5b", benchmark))
+    assert (cfg.cor_keep, cfg.cor_m, cfg.cor_epochs, cfg.cor_lr) == (keep, 128, 5, 1e-5)
+
+
+@pytest.mark.parametrize("model, paper_t", [("qwen2.5-math-1.5b", 1.0), ("qwen2.5-3b", 0.6),
+                                            ("llama-3.1-8b-instruct", 0.6)])
+def test_paper_overrides_rollout_temperature_paper_or_scripts(model, paper_t):
+    """The text: 1.0 for math-specialised models, 0.6 for the others; the official scripts: 1.0 for all."""
+    from ddrl.models import get_preset
+    from ddrl.train import paper_overrides
+
+    assert paper_overrides(model, "amc")["rollout_temperature"] == paper_t
+    assert paper_overrides(model, "amc", temperature="scripts")["rollout_temperature"] == 1.0
+    assert get_preset(model).rollout_temperature == 1.0
+    with pytest.raises(ValueError, match="temperature must be 'paper'"):
+        paper_overrides(model, "amc", temperature="0.6")
+
+
+def test_drop_last_follows_the_official_loader():
+    from ddrl.train import paper_overrides, steps_per_episode
+
+    assert paper_overrides("qwen2.5-3b", "aime2024")["drop_last"] is True
+    # official batch sizes: AIME 30 questions / 8 (Qwen2.5-Math) -> 3 steps, AMC 83 / 8 -> 10, MATH-500 500 / 32 -> 15
+    assert [steps_per_episode(n, b, True) for n, b in ((30, 8), (83, 8), (500, 32))] == [3, 10, 15]
+    assert [steps_per_episode(n, b) for n, b in ((30, 8), (83, 8), (500, 32))] == [4, 11, 16]
+    for ep in range(3):
+        steps = [step_question_indices(5, s, 30, 8, drop_last=True) for s in range(ep * 3, ep * 3 + 3)]
+        assert all(len(x) == 8 for x in steps) and len(set(sum(steps, []))) == 24
+    with pytest.raises(ValueError, match="leaves no RL step"):
+        steps_per_episode(4, 8, drop_last=True)
+
+
+def test_additional_rl_runs_at_the_peak_learning_rate_by_default(tmp_path):
+    """ddrl_additional_rl: the extra steps run at the run's own peak lr (not a constant 1e-5) unless extra_rl_lr is set."""
+    from ddrl.train import extra_rl_factor
+
+    cfg = make_config("ddrl_additional_rl", lr=5e-7)
+    assert cfg.extra_rl_lr is None and extra_rl_factor(cfg) == 1.0
+    assert extra_rl_factor(make_config("ddrl_additional_rl", lr=5e-7, extra_rl_lr=1e-5)) == pytest.approx(20.0)
+    with pytest.raises(ValueError, match="extra_rl_lr"):
+        make_config("ddrl_additional_rl", extra_rl_lr=0.0)
+    res = run(tmp_path, "extra", preset="ddrl_additional_rl", prompts_per_step=2)  # 2 RL steps + ceil(0.2) = 1 extra
+    assert len(res.metrics) == 3
+    assert res.metrics[-1]["lr"] == pytest.approx(TINY["lr"])

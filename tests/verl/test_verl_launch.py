@@ -112,8 +112,8 @@ def test_cor_sft_command_keys_exist_in_verl_sft_config(tmp_path):
     from hydra.core.global_hydra import GlobalHydra
 
     text = (ROOT / "examples" / "verl" / "cor_sft.sh").read_text()
-    keys = re.findall(r"\b((?:data|model|trainer)\.[a-z_.]+)=", text)
-    assert {"data.messages_key", "model.path", "trainer.total_epochs"} <= set(keys)
+    keys = re.findall(r"\b((?:data|model|optim|trainer)\.[a-z_.]+)=", text)
+    assert {"data.messages_key", "model.path", "optim.lr", "trainer.total_epochs"} <= set(keys)
     GlobalHydra.instance().clear()
     with initialize_config_module("verl.trainer.config", version_base=None):
         cfg = compose("sft_trainer_engine", overrides=[f"{k}=1" for k in keys])

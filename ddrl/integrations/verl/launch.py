@@ -5,6 +5,9 @@
 
 The per-model values come from :data:`ddrl.models.PRESETS` (the official DDRL scripts'); the GPU counts
 from the official scripts (:data:`OFFICIAL_GPUS`). docs/scaling_out.md maps every override to its source.
+One setting differs between the scripts and the paper's text: the rollout temperature (scripts: 1.0 for every
+model; text: 1.0 for math-specialised models, 0.6 for the others). ``--temperature scripts`` (default, this
+launcher reproduces the scripts) or ``--temperature paper`` chooses.
 """
 
 from __future__ import annotations
@@ -39,12 +42,18 @@ def overrides(
     method: str = "ddrl",
     n_gpus: int | None = None,
     model_path: str | None = None,
+    temperature: str = "scripts",
 ) -> list[str]:
     """Hydra overrides (``key=value``) for one paper run on ``ddrl_ppo_trainer.yaml``.
 
     ``data_dir/<benchmark>/{train,test}.parquet`` come from :mod:`ddrl.integrations.verl.data`.
-    ``model_path`` replaces the preset's hub id (e.g. a local copy).
+    ``model_path`` replaces the preset's hub id (e.g. a local copy). ``temperature``: the rollout temperature
+    of the official scripts ("scripts", 1.0) or of the paper's text ("paper": 1.0 math models, 0.6 others).
     """
+    from ddrl import paper
+
+    if temperature not in ("scripts", "paper"):
+        raise ValueError(f"temperature must be 'scripts' or 'paper', got {temperature!r}")
     if method not in METHODS:
         raise ValueError(f"method must be one of {sorted(METHODS)}, got {method!r}")
     if benchmark not in BENCHMARKS:
@@ -53,6 +62,7 @@ def overrides(
     if p.hub_id is None or p.lr is None:
         raise ValueError(f"model preset {model!r} has no official verl settings (hub id / lr)")
     selection, adv = METHODS[method]
+    rollout_t = p.rollout_temperature if temperature == "scripts" else paper.rollout_temperature(model)
     gpus = n_gpus if n_gpus is not None else OFFICIAL_GPUS[(model, benchmark)]
     seq = p.max_prompt_len + p.max_response_len
     data, out = Path(data_dir) / benchmark, Path(out_dir) / f"{method}-{model}-{benchmark}"
@@ -89,7 +99,7 @@ def overrides(
         "actor_rollout_ref.ref.fsdp_config.param_offload=True",
         f"{r}.name=vllm",
         f"{r}.n={p.n_train}",
-        f"{r}.temperature={p.rollout_temperature}",
+        f"{r}.temperature={rollout_t}",
         f"{r}.top_p={p.rollout_top_p}",
         f"{r}.tensor_model_parallel_size=1",
         f"{r}.gpu_memory_utilization=0.8",
@@ -155,9 +165,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--method", default="ddrl", choices=sorted(METHODS))
     ap.add_argument("--n-gpus", type=int, default=None, help="GPUs on the node (default: the official script's)")
     ap.add_argument("--model-path", default=None, help="local model directory instead of the hub id")
+    ap.add_argument("--temperature", default="scripts", choices=("scripts", "paper"),
+                    help="rollout temperature: the official scripts' 1.0, or the paper's text (0.6 for non-math models)")
     ap.add_argument("--print-config", action="store_true", help="compose, validate, print the config, and exit")
     args = ap.parse_args(argv)
-    ov = overrides(args.model, args.benchmark, args.data_dir, args.out, args.method, args.n_gpus, args.model_path)
+    ov = overrides(args.model, args.benchmark, args.data_dir, args.out, args.method, args.n_gpus, args.model_path,
+                   args.temperature)
     config = compose(ov + extra)
     validate(config)
     if args.print_config:
