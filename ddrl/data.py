@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from tqdm.auto import tqdm
+from ddrl.progress import tqdm
 
 from ddrl.pot_eval import program_answer
 from ddrl.seeds import DEFAULT_SEED
