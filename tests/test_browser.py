@@ -19,7 +19,6 @@ import hashlib
 import json
 import os
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
