@@ -83,6 +83,10 @@ def stop_jupyter(proc: subprocess.Popen, url: str, token: str) -> None:
         pass
 
 
+def _raise_keyboard_interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 @pytest.fixture(scope="module")
 def jupyterlab(tmp_path_factory):
     """``(url, token, root)`` of a JupyterLab serving a fresh temporary root; stopped on teardown."""
@@ -108,6 +112,8 @@ def jupyterlab(tmp_path_factory):
            "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "JUPYTER_CONFIG_DIR": str(home / "config"),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
            "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
+    # SIGTERM (a CI timeout, `kill`) becomes KeyboardInterrupt, so the teardown below still stops the server.
+    previous = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
     log = open(base / "jupyterlab.log", "wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
@@ -130,20 +136,29 @@ def jupyterlab(tmp_path_factory):
         yield url, token, root
     finally:
         stop_jupyter(proc, url, token)
+        signal.signal(signal.SIGTERM, previous)
         log.close()
         assert proc.poll() is not None, "JupyterLab is still running after shutdown"
 
 
 @pytest.fixture(scope="module")
-def page(jupyterlab):
+def browser(jupyterlab):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-dev-shm-usage"])
         try:
-            yield browser.new_page(viewport={"width": 1400, "height": 1100})
+            yield browser
         finally:
             browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh page per notebook (the lab workspace is reset on load, so no earlier tab is reopened)."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1100})
+    yield page
+    page.close()
 
 
 def prepare(stem: str, root: Path, out: Path) -> Path:
@@ -206,12 +221,15 @@ def test_notebook_runs_and_widget_redraws(jupyterlab, page, tmp_path, stem, slid
     short = stem[:2]
     nb_path = prepare(stem, root, tmp_path / "outputs")
     t0 = time.perf_counter()
-    page.goto(f"{url}/lab/tree/{nb_path.name}?token={token}")
+    page.goto(f"{url}/lab/tree/{nb_path.name}?reset&token={token}")
     page.wait_for_function(
         """(name) => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
              const k = w && w.context && w.context.path.endsWith(name) && w.sessionContext.session
                        && w.sessionContext.session.kernel;
              return k && k.status === 'idle'; }""", arg=nb_path.name, timeout=120_000)
+    # Everything below is looked up inside this notebook's panel only.
+    panel = page.locator("#" + page.evaluate("() => window.jupyterapp.shell.currentWidget.id"))
+    assert panel.locator(".jp-Notebook").count() == 1
     ok = page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
     cells = page.evaluate(CELL_OUTPUTS_JS)
     errors = [(i, o.get("ename"), o.get("evalue")) for i, c in enumerate(cells) for o in c["outputs"]
@@ -224,7 +242,7 @@ def test_notebook_runs_and_widget_redraws(jupyterlab, page, tmp_path, stem, slid
     page.screenshot(path=str(SCREENSHOTS / f"{short}_run_all.png"), full_page=True)
 
     # Figures: every static PNG output (and the widget's) was decoded by the browser.
-    imgs = page.locator(".jp-Notebook .jp-OutputArea-output img")
+    imgs = panel.locator(".jp-OutputArea-output img")
     n = imgs.count()
     assert n >= 2, f"{stem}: only {n} figure(s) rendered"
     widths = imgs.evaluate_all("(els) => els.map((e) => e.complete ? e.naturalWidth : 0)")
@@ -233,7 +251,7 @@ def test_notebook_runs_and_widget_redraws(jupyterlab, page, tmp_path, stem, slid
     imgs.first.screenshot(path=str(SCREENSHOTS / f"{short}_first_figure.png"))
 
     # The interact controls: drag one slider, the figure must change.
-    cell = page.locator(".jp-Notebook .jp-Cell", has=page.locator(".widget-interact")).first
+    cell = panel.locator(".jp-Cell", has=page.locator(".widget-interact")).first
     cell.scroll_into_view_if_needed()
     before = widget_png(page, cell)
     cell.screenshot(path=str(SCREENSHOTS / f"{short}_widget_before.png"))
