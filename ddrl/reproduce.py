@@ -206,7 +206,9 @@ class LiveProgress:
         self._saved_env: str | None = None
 
     def cell_started(self, index: int, total: int, source: str) -> None:
-        first = next((ln.strip() for ln in source.splitlines() if ln.strip() and not ln.startswith("#")), "")
+        lines = [ln.strip() for ln in source.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+        # The first line that does something (an imports cell is named by what follows its imports).
+        first = next((ln for ln in lines if not ln.startswith(("import ", "from "))), lines[0] if lines else "")
         self.cell, self.cell_start = (index, total, first), time.monotonic()
         self._bar_offset = self.path.stat().st_size if self.path.exists() else 0  # older bars are done
 
