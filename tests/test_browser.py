@@ -24,6 +24,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -133,6 +134,8 @@ def jupyterlab(tmp_path_factory):
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"JupyterLab did not answer on {url} within 90 s")
                 time.sleep(0.5)
+        with pytest.raises(urllib.error.HTTPError, match="403"):  # the token is required
+            urllib.request.urlopen(f"{url}/api/contents", timeout=5)
         yield url, token, root
     finally:
         stop_jupyter(proc, url, token)
