@@ -14,7 +14,7 @@ export TOKENIZERS_PARALLELISM ?= false
 export HF_HUB_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: install test test-slow test-verl reproduce smoke clean
+.PHONY: install test test-slow test-browser test-verl reproduce smoke clean
 
 install: $(STAMP)
 
@@ -31,6 +31,15 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -q -m slow $(PYTEST_ARGS)
+
+# JupyterLab in a real browser (tests/test_browser.py): Debian's Chromium (apt, never a Playwright download)
+# and the `browser` extra (playwright). Screenshots land in outputs/browser/.
+CHROMIUM ?= /usr/bin/chromium
+SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+test-browser: $(STAMP)
+	test -x $(CHROMIUM) || ($(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium)
+	$(PY) -c "import playwright" 2>/dev/null || $(PY) -m pip install -q -e ".[browser]"
+	DDRL_CHROMIUM=$(CHROMIUM) $(PY) -m pytest -q -m browser $(PYTEST_ARGS)
 
 # verl (multi-GPU scale-out) pins its own transformers: its tests run in a separate environment.
 VENV_VERL ?= .venv-verl

@@ -454,7 +454,7 @@ def sample_and_grade(model, tokenizer, records: Sequence[dict], n: int, *, tempe
     :func:`ddrl.prompts.format_prompt` (``cue`` placement). With ``backend="vllm"``, ``model`` is the
     model's name or directory.
     """
-    from tqdm.auto import tqdm
+    from ddrl.progress import tqdm
 
     from ddrl.prompts import format_prompt
     from ddrl.sampling import make_sampler

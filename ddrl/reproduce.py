@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -168,14 +169,148 @@ class PeakMemory:
 
 
 def run_notebook(notebook: Path, params: dict, out_dir: Path, progress: bool = True) -> Path:
+    """Execute ``notebook`` with papermill into ``out_dir``; ``progress`` is papermill's own per-cell bar
+    (off when a :class:`LiveProgress` reports instead). Cell starts are reported to the active
+    :class:`LiveProgress`, if any."""
     import papermill
 
     executed = out_dir / notebook.name
     papermill.execute_notebook(
-        str(notebook), str(executed), parameters=params, kernel_name="python3",
+        str(notebook), str(executed), parameters=params, kernel_name="python3", engine_name=_tracking_engine(),
         cwd=str(notebook.parent), progress_bar=progress, request_save_on_cell_execute=True,
     )
     return executed
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Live progress: what the kernel is doing, one line every few seconds, and the final summary table
+# ---------------------------------------------------------------------------------------------------------
+
+
+def format_seconds(seconds: float) -> str:
+    """``75.2`` -> ``"1:15"``, ``3725`` -> ``"1:02:05"``."""
+    m, s = divmod(int(round(seconds)), 60)
+    h, m = divmod(m, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+class LiveProgress:
+    """While a notebook runs, print one status line every ``interval`` seconds: elapsed time, the cell being
+    executed (index, how long it has run, its first line), the kernel's latest ``ddrl`` progress bar (count,
+    rate and tqdm's ETA) and, when the previous run's time is known, the time that should be left.
+
+    The bars reach the runner through a file: ``$DDRL_PROGRESS_FILE`` is set for the kernel (it inherits the
+    runner's environment) and :func:`ddrl.progress.tqdm` writes text bars there (see that module).
+    """
+
+    def __init__(self, name: str, interval: float = 10.0, expected_s: float | None = None, stream=None):
+        import tempfile
+
+        self.name, self.interval, self.expected_s = name, interval, expected_s
+        self.stream = stream or sys.stdout
+        fd, path = tempfile.mkstemp(prefix=f"ddrl-progress-{name}-", suffix=".txt")
+        os.close(fd)
+        self.path = Path(path)
+        self.cell: tuple[int, int, str] | None = None  # (index among code cells, their number, first line)
+        self.cell_start = self.start = time.monotonic()
+        self._bar_offset = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._saved_env: str | None = None
+
+    def cell_started(self, index: int, total: int, source: str) -> None:
+        lines = [ln.strip() for ln in source.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+        # The first line that does something (an imports cell is named by what follows its imports).
+        first = next((ln for ln in lines if not ln.startswith(("import ", "from "))), lines[0] if lines else "")
+        self.cell, self.cell_start = (index, total, first), time.monotonic()
+        self._bar_offset = self.path.stat().st_size if self.path.exists() else 0  # older bars are done
+
+    def status_line(self) -> str:
+        from ddrl.progress import latest_bar
+
+        now = time.monotonic()
+        parts = [f"  [{self.name} {format_seconds(now - self.start)}]"]
+        if self.cell:
+            i, n, first = self.cell
+            parts.append(f"code cell {i + 1}/{n} ({format_seconds(now - self.cell_start)}): {first[:50]}")
+        bar = latest_bar(self.path, since=self._bar_offset)
+        if bar:
+            parts.append(f"| {bar}")
+        if self.expected_s:
+            left = self.expected_s - (now - self.start)
+            parts.append(f"| ~{format_seconds(left)} left by the last run" if left > 0
+                         else f"| {format_seconds(-left)} over the last run's {format_seconds(self.expected_s)}")
+        return " ".join(parts)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            print(self.status_line(), file=self.stream, flush=True)
+
+    def __enter__(self) -> "LiveProgress":
+        from ddrl.progress import PROGRESS_FILE_ENV
+
+        self._saved_env = os.environ.get(PROGRESS_FILE_ENV)
+        os.environ[PROGRESS_FILE_ENV] = str(self.path)
+        _ACTIVE.append(self)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        from ddrl.progress import PROGRESS_FILE_ENV
+
+        self._stop.set()
+        self._thread.join()
+        _ACTIVE.remove(self)
+        if self._saved_env is None:
+            os.environ.pop(PROGRESS_FILE_ENV, None)
+        else:
+            os.environ[PROGRESS_FILE_ENV] = self._saved_env
+        self.path.unlink(missing_ok=True)
+
+
+_ACTIVE: list[LiveProgress] = []
+
+
+def _tracking_engine() -> str:
+    """Register and name a papermill engine that reports each cell start to the active LiveProgress."""
+    from papermill.engines import NBClientEngine, papermill_engines
+
+    class TrackingEngine(NBClientEngine):
+        @classmethod
+        def execute_managed_notebook(cls, nb_man, kernel_name, **kwargs):
+            cell_start = nb_man.cell_start
+
+            code = [i for i, c in enumerate(nb_man.nb.cells) if c.cell_type == "code"]
+
+            def report(cell, cell_index=None, **kw):
+                if cell_index in code:
+                    for live in _ACTIVE:
+                        live.cell_started(code.index(cell_index), len(code), cell.source)
+                return cell_start(cell, cell_index, **kw)
+
+            nb_man.cell_start = report
+            return super().execute_managed_notebook(nb_man, kernel_name, **kwargs)
+
+    papermill_engines.register("ddrl", TrackingEngine)
+    return "ddrl"
+
+
+def summary_table(names: list[str], runs: dict[str, dict], failed: dict[str, str]) -> str:
+    """Every planned notebook's status, wall time and peak memory, as a GitHub-style table."""
+    from tabulate import tabulate
+
+    rows = []
+    for name in names:
+        if name in runs:
+            r = runs[name]
+            rows.append([name, "ok", f"{r['seconds']:.1f}", r["peak_rss_mib"]])
+        elif name in failed:
+            rows.append([name, f"FAILED: {failed[name]}"[:70], "", ""])
+        else:
+            rows.append([name, "not run", "", ""])
+    total = sum(r["seconds"] for r in runs.values())
+    rows.append(["total", f"{len(runs)}/{len(names)} ok", f"{total:.1f}", max((r["peak_rss_mib"] for r in runs.values()), default="")])
+    return tabulate(rows, headers=["notebook", "status", "seconds", "peak MiB"], tablefmt="github", disable_numparse=True)
 
 
 def build_manifest(out_dir: Path, runs: dict[str, dict], previous: dict | None = None) -> dict:
@@ -217,6 +352,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="override a notebook parameter (value parsed as YAML)")
     ap.add_argument("--output-dir", type=Path, default=None, help="default: outputs/<preset>")
     ap.add_argument("--no-html", action="store_true", help="skip the HTML renderings")
+    ap.add_argument("--progress-interval", type=float, default=10.0, metavar="SECONDS",
+                    help="seconds between two status lines of a running notebook (default 10)")
     args = ap.parse_args(argv)
 
     out_dir = (args.output_dir or REPO / "outputs" / args.preset).resolve()
@@ -248,15 +385,19 @@ def main(argv: list[str] | None = None) -> int:
     runs: dict[str, dict] = {}
     timings_path, manifest_path = out_dir / "timings.json", out_dir / "manifest.json"
     previous = json.loads(manifest_path.read_text()) if manifest_path.is_file() else None
+    last_seconds = {k: v.get("seconds") for k, v in (previous or {}).get("notebooks", {}).items()}
+    failed: dict[str, str] = {}
     status, wrote_manifest = 0, False
     for nb, params in plan:
-        print(f"\n=== {nb.name} ===", flush=True)
+        expected = last_seconds.get(nb.stem)
+        print(f"\n=== {nb.name} ===" + (f" (last run: {format_seconds(expected)})" if expected else ""), flush=True)
         start = time.perf_counter()
         try:
-            with PeakMemory() as mem:
-                executed = run_notebook(nb, params, out_dir)
+            with PeakMemory() as mem, LiveProgress(nb.stem[:2], args.progress_interval, expected):
+                executed = run_notebook(nb, params, out_dir, progress=False)
         except Exception as e:  # papermill raises PapermillExecutionError with the failing cell's traceback
             print(f"ddrl.reproduce: {nb.name} failed: {e}", file=sys.stderr)
+            failed[nb.stem] = getattr(e, "ename", type(e).__name__) + f" after {time.perf_counter() - start:.0f} s"
             status = 1
             break
         html = None if args.no_html else render_html(executed)
@@ -269,6 +410,7 @@ def main(argv: list[str] | None = None) -> int:
         atomic_write_bytes(timings_path, json.dumps(timings, indent=2).encode())
         atomic_write_bytes(manifest_path, json.dumps(manifest, indent=2).encode())
         wrote_manifest = True
+    print("\n" + summary_table([nb.stem for nb, _ in plan], runs, failed), flush=True)
     print("\n" + final_line(runs, len(plan), manifest_path, wrote_manifest))
     return status
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
 import torch
-from tqdm.auto import tqdm
+from ddrl.progress import tqdm
 
 from ddrl.seeds import derive_seed, torch_generator
 

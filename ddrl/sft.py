@@ -15,7 +15,7 @@ from typing import Sequence
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
+from ddrl.progress import tqdm
 
 from ddrl.answers import extract_boxed
 from ddrl.seeds import numpy_generator

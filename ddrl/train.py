@@ -32,7 +32,7 @@ from typing import Any, Sequence
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
+from ddrl.progress import tqdm
 
 from ddrl.answers import extract_boxed
 from ddrl.models import get_preset

@@ -7,9 +7,14 @@ import gzip
 import hashlib
 import http.server
 import json
+import os
+import re
 import shutil
 import socket
+import subprocess
+import sys
 import threading
+import zipfile
 from collections import Counter
 from pathlib import Path
 
@@ -17,6 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import REPO
 from ddrl import data as D
 from ddrl.pot_eval import MAX_EXPONENT, MAX_INT_BITS, program_answer
 
@@ -171,13 +177,18 @@ def _git_blob_id(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
-@pytest.mark.parametrize("name, file", [("aime2024", D.AIME_FILE), ("amc", D.AMC_FILE), ("math500", D.MATH_FILE)])
-def test_registered_hashes_match_the_shared_copies(shared_data, name, file):
+def _file(name: str) -> D.DataFile:
+    (file,) = D.get_dataset(name).files
+    return file
+
+
+@pytest.mark.parametrize("name", ["aime2024", "amc", "math500"])
+def test_registered_hashes_match_the_shared_copies(shared_data, name):
+    file = _file(name)
     raw = (shared_data / file.relpath).read_bytes()
     assert hashlib.sha256(raw).hexdigest() == file.sha256
     assert _git_blob_id(raw) == file.git_blob  # the source repository's blob: byte-identical copy
-    assert file.url.endswith(f"/{D.TTRL_COMMIT}/verl/data/{file.relpath}")
-    assert D.get_dataset(name).files == (file,)
+    assert file.url.endswith(f"/verl/data/{file.relpath}")
 
 
 def test_benchmarks_load_with_expected_contents(shared_data):
@@ -222,7 +233,7 @@ def test_corrupted_local_copy_is_refused(shared_data, tmp_path):
     with pytest.raises(D.ChecksumError) as e:
         D.load_dataset("aime2024", tmp_path)
     msg = str(e.value)
-    assert str(dst) in msg and D.AIME_FILE.sha256 in msg and actual in msg
+    assert str(dst) in msg and _file("aime2024").sha256 in msg and actual in msg
 
 
 def test_gzip_copy_is_checked_on_decompressed_bytes(shared_data, tmp_path):
@@ -296,7 +307,7 @@ def test_download_verifies_and_caches(loopback_server, tmp_path):
     recs = D.load_dataset("aime2024", cache_dir=cache, mirror=url)
     assert len(recs) == 30 and handler.requests == ["/AIME-TTT/test.json"]
     cached = cache / "AIME-TTT" / "test.json"
-    assert hashlib.sha256(cached.read_bytes()).hexdigest() == D.AIME_FILE.sha256
+    assert hashlib.sha256(cached.read_bytes()).hexdigest() == _file("aime2024").sha256
     assert [p.name for p in cached.parent.iterdir()] == ["test.json"]  # no temporary file left
     assert D.load_dataset("aime2024", cache_dir=cache, mirror=url) == recs
     assert len(handler.requests) == 1  # the second load read the cache
@@ -325,9 +336,9 @@ def test_corrupted_download_is_refused_and_not_cached(loopback_server, tmp_path)
         D.load_dataset("math500", cache_dir=cache, mirror=url)
     msg = str(e.value)
     assert f"{url}/MATH-TTT/test.json" in msg and "MATH-TTT/test.json" in msg
-    assert f"expected {D.MATH_FILE.sha256}, got " in msg
+    assert f"expected {_file('math500').sha256}, got " in msg
     actual = msg.split("got ")[1][:64]
-    assert len(actual) == 64 and actual != D.MATH_FILE.sha256
+    assert len(actual) == 64 and actual != _file("math500").sha256
     assert list((cache / "MATH-TTT").iterdir()) == []  # neither the file nor a temporary copy
     handler.corrupt = False
     assert len(D.load_dataset("math500", cache_dir=cache, mirror=url)) == 500  # a good copy is accepted
@@ -357,13 +368,12 @@ def test_unreachable_source_is_a_clear_error(tmp_path):
         D.load_dataset("aime2024", cache_dir=tmp_path, mirror=f"http://127.0.0.1:{port}")
 
 
-def test_real_source_urls_are_pinned():
-    assert D.SVAMP_RAW_FILE.url == (
-        "https://raw.githubusercontent.com/TIGER-AI-Lab/Program-of-Thoughts/"
-        "7a435da4bfb52fb2646924b02322b71e897a69e2/outputs/svamp_sc_s0_e-1_11_08_14_02.jsonl"
-    )
-    for f in (D.AIME_FILE, D.AMC_FILE, D.MATH_FILE):
-        assert f.url.startswith("https://raw.githubusercontent.com/PRIME-RL/TTRL/3e2cc93")
+def test_real_source_urls_are_pinned_to_one_commit_per_repository():
+    urls = {name: _file(name).url for name in ("aime2024", "amc", "math500", "svamp_codex_rollouts")}
+    commits = {name: re.search(r"/([0-9a-f]{40})/", u).group(1) for name, u in urls.items()}
+    assert all(u.startswith("https://raw.githubusercontent.com/PRIME-RL/TTRL/") for n, u in urls.items() if n != "svamp_codex_rollouts")
+    assert len({commits["aime2024"], commits["amc"], commits["math500"]}) == 1  # the TTRL files: one snapshot
+    assert urls["svamp_codex_rollouts"].startswith("https://raw.githubusercontent.com/TIGER-AI-Lab/Program-of-Thoughts/")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -489,3 +499,110 @@ def test_load_questions_cuts_files_and_generates_testbed(shared_data):
     assert len(load_questions("aime2024", None, data_dir=shared_data)) == 30
     tb = load_questions("testbed_test", 7, seed=3)
     assert len(tb) == 7 and tb == load_questions("testbed_test", 7, seed=3)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The registry file: data/registry.yaml
+# ---------------------------------------------------------------------------------------------------------
+
+REGISTRY = REPO / "data" / "registry.yaml"
+
+
+def test_registry_file_is_what_load_dataset_uses():
+    import yaml
+
+    doc = yaml.safe_load(REGISTRY.read_text())["datasets"]
+    assert D.registry_path() == REGISTRY
+    assert list(D.DATASETS) == list(doc)
+    for name, entry in doc.items():
+        spec = D.get_dataset(name)
+        assert spec.num_records == entry["records"] and spec.license == entry["license"] and spec.license
+        assert [(f.relpath, f.url, f.sha256) for f in spec.files] == [(f["path"], f["url"], f["sha256"]) for f in entry["files"]]
+        assert list(spec.fields) == entry["fields"] == list(D.PARSERS[entry["format"]].fields)
+
+
+def _registry_text(tmp_path, edit):
+    import yaml
+
+    doc = yaml.safe_load(REGISTRY.read_text())
+    edit(doc["datasets"])
+    path = tmp_path / "registry.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["amc"]["files"][0].pop("sha256"), r"dataset 'amc', file 0: field 'sha256' must be a non-empty string"),
+    (lambda d: d["amc"]["files"][0].update(sha256="abc"), r"'sha256' must be 64 lowercase hex digits, got 'abc'"),
+    (lambda d: d["math500"]["files"][0].update(url="https://example.org/main/test.json"),
+     r"dataset 'math500', file 0: field 'url' must be an https URL pinned to a commit"),
+    (lambda d: d["aime2024"].update(format="parquet"), r"dataset 'aime2024': format 'parquet' has no parser; known: ttt_json"),
+    (lambda d: d["aime2024"].update(fields=["prompt"]), r"fields \['prompt'\] differ from what the 'ttt_json' parser reads"),
+    (lambda d: d["aime2024"].pop("license"), r"dataset 'aime2024': field 'license' is missing"),
+    (lambda d: d["aime2024"].update(records="30"), r"dataset 'aime2024': field 'records' has the wrong type"),
+    (lambda d: d["aime2024"].update(homepage="x"), r"dataset 'aime2024': unknown field\(s\) \['homepage'\]"),
+])
+def test_malformed_registry_is_a_clear_error(tmp_path, edit, message):
+    path = _registry_text(tmp_path, edit)
+    with pytest.raises(D.RegistryError, match=message) as e:
+        D.load_registry(path)
+    assert str(path) in str(e.value)
+
+
+def test_a_new_dataset_is_one_registry_entry(tmp_path, shared_data):
+    """Adding a dataset in an existing format takes one entry: here AMC again under another name."""
+    path = _registry_text(tmp_path, lambda d: d.update(amc_copy={**d["amc"], "description": "a second entry"}))
+    spec = D.load_registry(path)["amc_copy"]
+    assert len(spec.loader([D.locate(f, shared_data) for f in spec.files])) == 83
+
+
+def test_registry_is_the_only_place_urls_and_hashes_are_written():
+    """No other file of the repository (code, docs, tests, notebooks) writes a dataset's URL, its commit, its
+    upstream path, sha256 or blob id (not even 8 hex digits of one)."""
+    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                           capture_output=True, text=True, check=True).stdout.split()
+    needles = {}
+    for spec in D.DATASETS.values():
+        for f in spec.files:
+            commit, upstream_path = re.search(r"/([0-9a-f]{40})/(.+)$", f.url).groups()
+            needles |= {f.url: spec.name, commit: spec.name, upstream_path: spec.name,
+                        f.sha256[:8]: spec.name, f.sha256[-8:]: spec.name}
+            if f.git_blob:
+                needles[f.git_blob[:8]] = spec.name
+    offenders = []
+    for rel in files:
+        p = REPO / rel
+        if rel == "data/registry.yaml" or p.is_symlink() or not p.is_file():
+            continue
+        text = p.read_bytes().decode("utf-8", errors="ignore")
+        offenders += [(rel, needle, name) for needle, name in needles.items() if needle in text]
+    assert not offenders, f"dataset URLs/hashes written outside data/registry.yaml: {offenders}"
+
+
+def test_wheel_carries_the_registry(tmp_path):
+    """Built as a wheel (from a copy of the sources) and imported from outside the repository, ddrl.data
+    finds the packaged registry (ddrl/registry.yaml, a symlink in the repository, a real file in the wheel)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, src / name)
+    for name in ("ddrl", "data"):
+        shutil.copytree(REPO / name, src / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:  # build in this environment when its setuptools can (pyproject needs >= 77), else let pip isolate it
+        own_setuptools = int(version("setuptools").split(".")[0]) >= 77
+    except PackageNotFoundError:
+        own_setuptools = False
+    isolation = ["--no-build-isolation"] if own_setuptools else []
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "-q", *isolation,
+                        "-w", str(tmp_path / "dist")], capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        assert z.read("ddrl/registry.yaml") == REGISTRY.read_bytes()
+        z.extractall(tmp_path / "site")
+    code = "import ddrl.data as D; print(D.registry_path()); print(len(D.DATASETS))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(tmp_path / "site")}, check=True).stdout.split()
+    assert out == [str(tmp_path / "site" / "ddrl" / "registry.yaml"), str(len(D.DATASETS))]

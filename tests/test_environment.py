@@ -21,7 +21,8 @@ def _norm(name: str) -> str:
 
 def pyproject_requirements() -> dict[str, Requirement]:
     data = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    reqs = list(data["dependencies"]) + list(data["optional-dependencies"]["dev"])
+    extras = data["optional-dependencies"]
+    reqs = list(data["dependencies"]) + list(extras["dev"]) + list(extras["browser"])
     return {_norm(Requirement(r).name): Requirement(r) for r in reqs}
 
 

@@ -140,3 +140,58 @@ def test_declared_parameters_agree_with_papermills_inspector():
     for nb in reproduce.discover():
         ref = {name: info["default"] for name, info in papermill.inspect_notebook(str(nb)).items()}
         assert reproduce.declared_parameters(nb) == ref, nb.name
+
+
+def test_progress_bars_go_to_the_progress_file(tmp_path, monkeypatch):
+    from ddrl import progress
+
+    path = tmp_path / "bars.txt"
+    monkeypatch.setenv(progress.PROGRESS_FILE_ENV, str(path))
+    for _ in progress.tqdm(range(7), desc="grading", mininterval=0):
+        pass
+    bar = progress.latest_bar(path)
+    assert bar.startswith("grading: 100% 7/7 ["), bar
+    assert progress.latest_bar(path, since=path.stat().st_size) is None  # nothing new after that point
+    monkeypatch.delenv(progress.PROGRESS_FILE_ENV)
+    assert progress.latest_bar(tmp_path / "missing.txt") is None
+
+
+def test_summary_table_lists_every_planned_notebook():
+    table = reproduce.summary_table(
+        ["01_a", "02_b", "03_c"], {"01_a": {"seconds": 12.3, "peak_rss_mib": 800}}, {"02_b": "ValueError after 4 s"})
+    lines = table.splitlines()
+    assert [c.strip() for c in lines[0].split("|")[1:5]] == ["notebook", "status", "seconds", "peak MiB"]
+    assert "01_a" in lines[2] and " ok " in lines[2] and "12.3" in lines[2] and "800" in lines[2]
+    assert "FAILED: ValueError after 4 s" in lines[3] and "not run" in lines[4]
+    assert "1/3 ok" in lines[5]
+
+
+SLOW_NOTEBOOK = '''# %% tags=["parameters"]
+preset = "default"
+output_dir = "../outputs/interactive"
+
+# %%
+import time
+from ddrl.progress import tqdm
+for _ in tqdm(range(8), desc="busy work", mininterval=0):
+    time.sleep(0.25)
+'''
+
+
+def test_live_progress_reports_cell_and_kernel_bar(workspace, capsys):
+    """A running notebook prints status lines naming the code cell and the kernel's ddrl bar, then the summary."""
+    nb = jupytext.reads(SLOW_NOTEBOOK, fmt="py:percent")
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    jupytext.write(nb, workspace / "notebooks" / "02_slow.ipynb")
+    out = workspace / "out"
+    rc = reproduce.main(["--preset", "smoke", "--only", "02", "--no-html", "--progress-interval", "0.5",
+                         "--output-dir", str(out)])
+    assert rc == 0
+    text = capsys.readouterr().out
+    status = [ln for ln in text.splitlines() if ln.startswith("  [02 ")]  # 3 code cells: + injected parameters
+    assert any("code cell 3/3" in ln and "busy work:" in ln and "/8 [" in ln for ln in status), text
+    assert "| 02_slow " in text and "| total " in text
+    import nbformat
+
+    outputs = [o for c in nbformat.read(out / "02_slow.ipynb", as_version=4).cells for o in c.get("outputs", [])]
+    assert not any("busy work" in json.dumps(o) for o in outputs)  # the bars did not land in the notebook

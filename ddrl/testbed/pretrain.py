@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
+from ddrl.progress import tqdm
 
 from ddrl.seeds import DEFAULT_SEED, derive_seed, numpy_generator
 from ddrl.testbed.model import build_model
