@@ -35,6 +35,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0, help="sampling seed (questions: data seed 0)")
     ap.add_argument("--testbed", default="default")
     ap.add_argument("--out", default=str(ROOT / "results" / "regimes_base.json"))
+    ap.add_argument("--merge", nargs="+", default=None, metavar="JSON",
+                    help="measure nothing: merge the candidates of earlier outputs, then select")
     args = ap.parse_args()
 
     import numpy as np
@@ -46,10 +48,15 @@ def main() -> None:
     from ddrl.train import load_model, resolve_cue
 
     name = f"testbed:{args.testbed}"
+    out = []
+    if args.merge:
+        parts = [json.loads(Path(p).read_text()) for p in args.merge]
+        if len({json.dumps(p["weights"], sort_keys=True) for p in parts}) != 1:
+            raise SystemExit(f"--merge: {args.merge} were measured on different weights")
+        out = sorted((c for p in parts for c in p["candidates"]), key=lambda c: c["num_ops"])
     model, tok = load_model(name, "float32", "cpu")
     cue = resolve_cue("auto", name)
-    out = []
-    for k in args.ops or CANDIDATE_OPS:
+    for k in ([] if args.merge else args.ops or CANDIDATE_OPS):
         recs = candidate_records(k, args.n)
         t0 = time.perf_counter()
         vote = evaluate(model, tok, recs, n=64, temperature=1.0, top_p=1.0, max_new_tokens=MAX_NEW_TOKENS,
@@ -78,6 +85,9 @@ def main() -> None:
         for r in regimes:  # the base properties on exactly the questions each regime adapts on
             row = next(b for b in out if b["num_ops"] == r["num_ops"])
             n = r["n_adapted"]
+            if n > row["n_questions"]:
+                raise ValueError(f"{r['name']} adapts on {n} questions but only {row['n_questions']} of "
+                                 f"{r['num_ops']} operations were measured; rerun with --n {n}")
             pq = row["per_question"]
             r["base"] = {"n_questions": n, "pass@1": float(np.mean(pq["pass@1"][:n])),
                          "maj@64": float(np.mean(pq["majority_correct"][:n])),
