@@ -76,12 +76,13 @@ def select_regimes(base: Sequence[dict]) -> dict[str, int]:
     """
     by_ops = {int(b["num_ops"]): b for b in base}
     ops = sorted(by_ops)
+    maj = {k: round(by_ops[k]["maj@64"], 3) for k in ops}
     aime = [k for k in ops if by_ops[k]["maj@64"] <= AIME_MAJ_MAX]
     math = [k for k in ops if by_ops[k]["maj@64"] >= MATH_MAJ_MIN]
     if not aime:
-        raise ValueError(f"no candidate has base maj@64 <= {AIME_MAJ_MAX} (AIME-like): {by_ops}")
+        raise ValueError(f"no candidate has base maj@64 <= {AIME_MAJ_MAX} (AIME-like); maj@64 by operations: {maj}")
     if not math:
-        raise ValueError(f"no candidate has base maj@64 >= {MATH_MAJ_MIN} (MATH-500-like): {by_ops}")
+        raise ValueError(f"no candidate has base maj@64 >= {MATH_MAJ_MIN} (MATH-500-like); maj@64 by operations: {maj}")
     a, m = min(aime), max(math)
     middle = [k for k in ops if m < k < a]
     if not middle:
