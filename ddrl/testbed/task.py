@@ -123,9 +123,17 @@ def generate_split(split: str, n: int, seed: int) -> list[dict]:
     """
     if split not in SPLITS:
         raise ValueError(f"split must be one of {sorted(SPLITS)}, got {split!r}")
+    return generate_records(SPLITS[split], n, seed, split)
+
+
+def generate_records(spec: SplitSpec, n: int, seed: int, split: str) -> list[dict]:
+    """``n`` records of chains drawn from ``spec``, from the random stream named ``split`` (ids
+    ``testbed-<split>-<i>``). :func:`generate_split` is this with a registered spec; the claims study's
+    regimes (``ddrl.regimes``) use it for other operation counts."""
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
-    spec = SPLITS[split]
+    if len(spec.num_ops) != len(spec.weights) or min(spec.num_ops) < 1 or abs(sum(spec.weights) - 1) > 1e-9:
+        raise ValueError(f"spec must pair operation counts >= 1 with weights summing to 1, got {spec}")
     rng = numpy_generator(seed, "testbed", split)
     records = []
     for i in range(n):

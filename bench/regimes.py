@@ -1,0 +1,112 @@
+"""Measure the base testbed model on candidate difficulties and pick the claims study's regimes by the rule of
+``ddrl.regimes`` (stated in advance in results/plan.md; no method is run here).
+
+For each candidate (chains of 3, 4, 5, 6 operations; the first ``--n`` questions of each ``ops<k>`` stream):
+maj@64 and consensus (the majority answer's share of 64 samples at the RL rollout temperature 1.0, top-p 1)
+and pass@1 (16 samples, T = 0.6, top-p 0.95), per question and overall. Writes ``results/regimes_base.json``::
+
+    OMP_NUM_THREADS=2 python bench/regimes.py            # ~2-4 min on 2 cores once the testbed is built
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def consensus(answers: list) -> float:
+    """Share of samples that give the most common (boxed) answer; a missing answer never counts as one."""
+    c = Counter(a for a in answers if a is not None)
+    return max(c.values()) / len(answers) if c else 0.0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ops", type=int, nargs="+", default=None, help="candidate operation counts")
+    ap.add_argument("--n", type=int, default=256, help="questions per candidate")
+    ap.add_argument("--seed", type=int, default=0, help="sampling seed (questions: data seed 0)")
+    ap.add_argument("--testbed", default="default")
+    ap.add_argument("--out", default=str(ROOT / "results" / "regimes_base.json"))
+    ap.add_argument("--merge", nargs="+", default=None, metavar="JSON",
+                    help="measure nothing: merge the candidates of earlier outputs, then select")
+    args = ap.parse_args()
+
+    import numpy as np
+
+    from ddrl.analysis import model_fingerprint
+    from ddrl.evaluate import evaluate
+    from ddrl.regimes import CANDIDATE_OPS, MAX_NEW_TOKENS, candidate_records, make_regimes, select_regimes
+    from ddrl.seeds import derive_seed
+    from ddrl.train import load_model, resolve_cue
+
+    name = f"testbed:{args.testbed}"
+    out = []
+    if args.merge:
+        parts = [json.loads(Path(p).read_text()) for p in args.merge]
+        if len({json.dumps(p["weights"], sort_keys=True) for p in parts}) != 1:
+            raise SystemExit(f"--merge: {args.merge} were measured on different weights")
+        out = sorted((c for p in parts for c in p["candidates"]), key=lambda c: c["num_ops"])
+    model, tok = load_model(name, "float32", "cpu")
+    cue = resolve_cue("auto", name)
+    for k in ([] if args.merge else args.ops or CANDIDATE_OPS):
+        recs = candidate_records(k, args.n)
+        t0 = time.perf_counter()
+        vote = evaluate(model, tok, recs, n=64, temperature=1.0, top_p=1.0, max_new_tokens=MAX_NEW_TOKENS,
+                        seed=derive_seed(args.seed, "regimes", k, "vote"), cue=cue, batch_size=512)
+        p1 = evaluate(model, tok, recs, n=16, temperature=0.6, top_p=0.95, max_new_tokens=MAX_NEW_TOKENS,
+                      seed=derive_seed(args.seed, "regimes", k, "pass1"), cue=cue, batch_size=512)
+        cons = [consensus(q["answers"]) for q in vote["questions"]]
+        counts = np.array([c * 64 for c in cons])
+        row = {
+            "num_ops": k, "n_questions": len(recs), "maj@64": vote["maj@n"], "pass@1": p1["pass@1"],
+            "pass@1_T1": vote["pass@1"], "mean_consensus": float(np.mean(cons)),
+            "share_consensus_le_5_of_64": float(np.mean(counts <= 5)),
+            "share_consensus_ge_45_of_64": float(np.mean(counts >= 45)),
+            "mean_tokens": vote["mean_tokens"], "seconds": time.perf_counter() - t0,
+            "per_question": {"id": [q["id"] for q in p1["questions"]],
+                             "pass@1": [q["accuracy"] for q in p1["questions"]],
+                             "consensus": cons,
+                             "majority_correct": [bool(q["majority_correct"]) for q in vote["questions"]]},
+        }
+        out.append(row)
+        print(f"{k} ops: maj@64 {row['maj@64']:.3f}  pass@1 {row['pass@1']:.3f}  consensus {row['mean_consensus']:.3f}"
+              f"  ({row['seconds']:.0f} s)", flush=True)
+    try:
+        selected = select_regimes(out)
+        regimes = [r.to_dict() for r in make_regimes(selected)]
+        for r in regimes:  # the base properties on exactly the questions each regime adapts on
+            row = next(b for b in out if b["num_ops"] == r["num_ops"])
+            n = r["n_adapted"]
+            if n > row["n_questions"]:
+                raise ValueError(f"{r['name']} adapts on {n} questions but only {row['n_questions']} of "
+                                 f"{r['num_ops']} operations were measured; rerun with --n {n}")
+            pq = row["per_question"]
+            r["base"] = {"n_questions": n, "pass@1": float(np.mean(pq["pass@1"][:n])),
+                         "maj@64": float(np.mean(pq["majority_correct"][:n])),
+                         "mean_consensus": float(np.mean(pq["consensus"][:n]))}
+    except ValueError as e:
+        selected, regimes = {"error": str(e)}, []
+    result = {"model": name, "weights": model_fingerprint(name), "sampling_seed": args.seed, "data_seed": 0,
+              "rule": "ddrl.regimes.select_regimes (AIME-like: fewest ops with maj@64 <= 0.35; MATH-500-like: "
+                      "most ops with maj@64 >= 0.70; AMC-like: between them, maj@64 closest to 0.5)",
+              "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"), "candidates": out, "selected": selected,
+              "regimes": regimes}
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps(selected))
+    for r in regimes:
+        print(f"  {r['name']:<20} {r['num_ops']} ops, {r['n_adapted']} questions, {r['episodes']} episodes, "
+              f"lr {r['lr']:.0e}: base maj@64 {r['base']['maj@64']:.3f}, pass@1 {r['base']['pass@1']:.3f}")
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    main()

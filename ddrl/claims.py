@@ -1,0 +1,232 @@
+"""The claims study (issue 17): the paper's claims with ids, the ``results/claims.json`` schema, the scorecard.
+
+Each claim is a signed effect whose 95% interval decides it by :func:`ddrl.stats.verdict`. ``paper`` holds
+the paper's own number(s) for the effect, read from its LaTeX (``../shared/paper/``; table and benchmark in
+``where``), as the difference the claim is about, in pass@1 points unless ``metric`` says otherwise.
+The pre-registration (regimes, seeds, questions, analysis) is ``results/plan.md``; this module is the
+machine-readable half of it plus the renderer of the results.
+
+``results/claims.json`` is a list of entries (one per claim x regime)::
+
+    {id, claim, regime, metric, paper, estimate, ci_low, ci_high, n_seeds, n_questions, verdict}
+
+``paper`` a number or null (no number in the paper), ``estimate``/``ci_*`` in the metric's units (pass@1 in
+percentage points), ``verdict`` one of :data:`ddrl.stats.VERDICTS`. :func:`validate` checks exactly this.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ddrl.stats import NO_EFFECT_MARGIN, VERDICTS, verdict
+
+FIELDS = ("id", "claim", "regime", "metric", "paper", "estimate", "ci_low", "ci_high", "n_seeds", "n_questions",
+          "verdict")
+REGIMES = ("base", "aime_like", "amc_like", "math500_like", "amc_like_small_lr", "amc_like_weak_base")
+#: regime -> the paper's benchmark whose number stands beside it
+BENCHMARK = {"aime_like": "AIME 2024", "amc_like": "AMC", "math500_like": "MATH-500", "amc_like_small_lr": "AMC"}
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One pre-registered claim: what is compared, where, and what the paper reports (Qwen2.5-Math-1.5B)."""
+
+    id: str
+    claim: str
+    metric: str  # how the effect is measured (units in brackets)
+    regimes: tuple[str, ...]
+    paper: dict  # regime -> the paper's effect (None: the paper gives no number)
+    paper_sign: int  # +1 / -1 signed claim, 0 null claim ("barely matters")
+    where: str  # the paper's table / figure / section
+    margin: float = NO_EFFECT_MARGIN
+
+
+def _d(a: float, b: float) -> float:
+    return round(a - b, 1)
+
+
+#: The paper's Qwen2.5-Math-1.5B numbers (tabs/main_res.tex, tabs/abla.tex, tabs/sft_cost.tex, appendix).
+_TTRL = {"aime_like": 15.8, "amc_like": 48.9, "math500_like": 73.0}
+_ETMR = {"aime_like": 21.0, "amc_like": 50.8, "math500_like": 76.9}
+_BCS = {"aime_like": 17.3, "amc_like": 46.9, "math500_like": 74.1}
+_BCS_DAE = {"aime_like": 20.2, "amc_like": 46.3, "math500_like": 74.6}
+_DDRL = {"aime_like": 25.0, "amc_like": 52.9, "math500_like": 80.7}
+_EXTRA_RL = {"aime_like": 19.2, "amc_like": 46.9, "math500_like": 74.4}
+_SIZE_4X = {"aime_like": 25.3, "amc_like": 53.0, "math500_like": 80.8}
+_NO_NORM = {"aime_like": 20.6, "math500_like": 75.0}  # Table 1 (AIME2024, "MATH")
+THREE = ("aime_like", "amc_like", "math500_like")
+
+CLAIMS: tuple[Claim, ...] = (
+    Claim("F1", "answers seen <= 5 of 64 times are mostly wrong", "50 - accuracy of answers seen <= 5/64 [points]",
+          ("base",), {"base": None}, +1, "Sec. 2.2, Fig. 2; appendix Fig. 7 (bands <=5 and >=45)"),
+    Claim("F2", "answers seen >= 45 of 64 times are mostly right", "accuracy of answers seen >= 45/64 - 50 [points]",
+          ("base",), {"base": None}, +1, "Sec. 2.2, Fig. 2; appendix Fig. 7"),
+    Claim("F3", "the middle band is ambiguous: less reliable than the top band",
+          "accuracy(>= 45/64) - accuracy(6-44/64) [points]", ("base",), {"base": None}, +1, "Sec. 2.2, Fig. 2"),
+    Claim("G1", "GRPO gives larger positive advantages when the pseudo-label is wrong",
+          "mean GRPO advantage of positives, wrong - right pseudo-label [advantage x 100]", ("base",),
+          {"base": None}, +1, "Sec. 2.3, Fig. 3a"),
+    Claim("T1", "removing GRPO's normalisation helps TTRL", "pass@1 GRPO w/o norm. - GRPO [points]",
+          ("aime_like", "math500_like"), {k: _d(_NO_NORM[k], _TTRL[k]) for k in _NO_NORM}, +1, "Table 1"),
+    Claim("M1", "DDRL beats TTRL", "pass@1 DDRL - TTRL [points]", THREE + ("amc_like_small_lr",),
+          {**{k: _d(_DDRL[k], _TTRL[k]) for k in THREE}, "amc_like_small_lr": _d(_DDRL["amc_like"], _TTRL["amc_like"])},
+          +1, "Table 2"),
+    Claim("M2", "DDRL is at least as good as ETMR", "pass@1 DDRL - ETMR [points]", THREE,
+          {k: _d(_DDRL[k], _ETMR[k]) for k in THREE}, +1, "Table 2"),
+    Claim("A1", "BCS alone changes TTRL (paper: + on AIME/MATH, - on AMC)", "pass@1 BCS - TTRL [points]", THREE,
+          {k: _d(_BCS[k], _TTRL[k]) for k in THREE}, +1, "Table 3"),
+    Claim("A2", "adding DAE to BCS helps", "pass@1 BCS+DAE - BCS [points]", THREE,
+          {k: _d(_BCS_DAE[k], _BCS[k]) for k in THREE}, +1, "Table 3"),
+    Claim("A3", "adding COR to BCS+DAE helps", "pass@1 DDRL - BCS+DAE [points]", THREE,
+          {k: _d(_DDRL[k], _BCS_DAE[k]) for k in THREE}, +1, "Table 3, Table 4"),
+    Claim("D1", "on AIME, DDRL's mean advantage stays negative", "- mean advantage of DDRL over training [x 100]",
+          ("aime_like",), {"aime_like": None}, +1, "Sec. 5.4, Fig. 4a", margin=5.0),
+    Claim("D2", "on MATH-500, DDRL's mean advantage rises from negative to positive",
+          "mean advantage, last - first quarter of training, DDRL [x 100]", ("math500_like",),
+          {"math500_like": None}, +1, "Sec. 5.4, Fig. 4b", margin=5.0),
+    Claim("C1", "COR beats additional RL", "pass@1 (BCS+DAE+COR) - (BCS+DAE+additional RL) [points]", THREE,
+          {k: _d(_DDRL[k], _EXTRA_RL[k]) for k in THREE}, +1, "Table 4"),
+    Claim("C2", "COR costs a fraction of additional RL", "wall time additional RL - COR [% of the RL phase]", THREE,
+          {"aime_like": None, "amc_like": None, "math500_like": None}, +1,
+          "Table 4 (15/42/72 min vs 3/3/5 min; RL phase time not given)"),
+    Claim("R1", "refinement size barely matters", "pass@1 COR 4x - COR 1x kept rollouts [points]", THREE,
+          {k: _d(_SIZE_4X[k], _DDRL[k]) for k in THREE}, 0, "Table 6"),
+    Claim("S1", "DDRL's gain over TTRL is larger with a stronger base model",
+          "(DDRL - TTRL) default testbed - (DDRL - TTRL) weaker testbed [points]", ("amc_like",),
+          {"amc_like": _d(52.9 - 48.9, 42.2 - 40.7)}, +1,
+          "Sec. 5.2 (Qwen2.5-Math-1.5B vs Qwen2.5-3B on AMC); Table 5 (7B: +0.9 on AMC) is in tension"),
+    Claim("H1", "(ours) adaptation transfers to held-out questions",
+          "held-out pass@1 DDRL - no adaptation [points]", THREE, {k: None for k in THREE}, +1,
+          "not in the paper (TTRL adapts on the test set itself)"),
+)
+
+
+def get(claim_id: str) -> Claim:
+    for c in CLAIMS:
+        if c.id == claim_id:
+            return c
+    raise KeyError(f"unknown claim {claim_id!r}; ids: {[c.id for c in CLAIMS]}")
+
+
+def entry(claim_id: str, regime: str, estimate: float, ci_low: float, ci_high: float, n_seeds: int,
+          n_questions: int) -> dict:
+    """One ``claims.json`` entry, its verdict computed by the pre-registered rule (never typed in)."""
+    c = get(claim_id)
+    if regime not in c.regimes:
+        raise ValueError(f"claim {claim_id} is registered for regimes {c.regimes}, not {regime!r}")
+    return {"id": c.id, "claim": c.claim, "regime": regime, "metric": c.metric, "paper": c.paper.get(regime),
+            "estimate": float(estimate), "ci_low": float(ci_low), "ci_high": float(ci_high),
+            "n_seeds": int(n_seeds), "n_questions": int(n_questions),
+            "verdict": verdict(ci_low, ci_high, paper_sign(c, regime), c.margin)}
+
+
+def paper_sign(c: Claim, regime: str) -> int:
+    """The sign the verdict tests: the sign of the paper's number in the benchmark the regime stands for
+    (A1's AMC is -2.0), else the claim's stated sign; null claims (R1) stay 0."""
+    p = c.paper.get(regime)
+    if c.paper_sign == 0 or p is None or p == 0:
+        return c.paper_sign
+    return 1 if p > 0 else -1
+
+
+def validate(entries, where: str = "claims") -> list[dict]:
+    """Check a claims list against the schema; raise ``ValueError`` naming the entry and field."""
+    if not isinstance(entries, list):
+        raise ValueError(f"{where}: expected a list of claim entries, got {type(entries).__name__}")
+    for i, e in enumerate(entries):
+        if not isinstance(e, dict):
+            raise ValueError(f"{where}[{i}]: expected an object, got {type(e).__name__}")
+        missing = [f for f in FIELDS if f not in e]
+        if missing:
+            raise ValueError(f"{where}[{i}] ({e.get('id')}): missing field(s) {missing}; expected {list(FIELDS)}")
+        for f in ("estimate", "ci_low", "ci_high"):
+            if not isinstance(e[f], (int, float)) or not np.isfinite(e[f]):
+                raise ValueError(f"{where}[{i}] ({e['id']}): {f} must be a finite number, got {e[f]!r}")
+        if e["paper"] is not None and not isinstance(e["paper"], (int, float)):
+            raise ValueError(f"{where}[{i}] ({e['id']}): paper must be a number or null, got {e['paper']!r}")
+        if not e["ci_low"] <= e["estimate"] <= e["ci_high"]:
+            raise ValueError(f"{where}[{i}] ({e['id']}): need ci_low <= estimate <= ci_high, got "
+                             f"{e['ci_low']} / {e['estimate']} / {e['ci_high']}")
+        if e["verdict"] not in VERDICTS:
+            raise ValueError(f"{where}[{i}] ({e['id']}): verdict must be one of {VERDICTS}, got {e['verdict']!r}")
+        for f in ("n_seeds", "n_questions"):
+            if not isinstance(e[f], int) or e[f] < 1:
+                raise ValueError(f"{where}[{i}] ({e['id']}): {f} must be a positive integer, got {e[f]!r}")
+    return entries
+
+
+def load(path: str | Path) -> list[dict] | None:
+    """The committed results, validated; None when the study has not been run (no file)."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    return validate(json.loads(path.read_text()), str(path))
+
+
+def scorecard(entries: Sequence[dict]) -> pd.DataFrame:
+    """The scorecard table: one row per claim x regime, the paper's number beside the testbed's."""
+    df = pd.DataFrame(validate(list(entries)))
+    df["half_width"] = (df.ci_high - df.ci_low) / 2
+    df["testbed"] = [f"{e:+.1f} [{lo:+.1f}, {hi:+.1f}]" for e, lo, hi in zip(df.estimate, df.ci_low, df.ci_high)]
+    df["paper_"] = [("n/a" if p is None or pd.isna(p) else f"{p:+.1f}") for p in df.paper]
+    out = df[["id", "claim", "regime", "metric", "paper_", "testbed", "half_width", "n_seeds", "n_questions",
+              "verdict"]].rename(columns={"paper_": "paper"})
+    return out.reset_index(drop=True)
+
+
+VERDICT_COLORS = {"reproduced": "#2ca02c", "contradicted": "#d62728", "no effect": "#1f77b4",
+                  "not resolved": "#7f7f7f"}
+
+
+def scorecard_figure(entries: Sequence[dict]):
+    """Forest plot: each claim x regime's estimate and 95% interval coloured by verdict, the paper's number
+    as a hollow diamond, the +-1 point no-effect band shaded. Returns the matplotlib figure."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    df = pd.DataFrame(validate(list(entries)))
+    df["label"] = df.id + "  " + df.regime
+    n = len(df)
+    fig, ax = plt.subplots(figsize=(7.5, 0.38 * n + 1.4))
+    y = np.arange(n)[::-1]
+    ax.axvspan(-NO_EFFECT_MARGIN, NO_EFFECT_MARGIN, color="#dddddd", zorder=0, label="no-effect band (+-1)")
+    ax.axvline(0, color="black", lw=0.8)
+    for yi, (_, r) in zip(y, df.iterrows()):
+        col = VERDICT_COLORS[r.verdict]
+        ax.plot([r.ci_low, r.ci_high], [yi, yi], color=col, lw=2.2)
+        ax.plot(r.estimate, yi, "o", color=col)
+        if r.paper is not None and not pd.isna(r.paper):
+            ax.plot(r.paper, yi, "D", mfc="none", mec="black", ms=6)
+    ax.set_yticks(y, df.label)
+    ax.set_xlabel("effect (pass@1 points unless the claim's metric says otherwise)")
+    handles = [plt.Line2D([], [], color=c, marker="o", lw=2, label=v) for v, c in VERDICT_COLORS.items()]
+    handles.append(plt.Line2D([], [], ls="", marker="D", mfc="none", mec="black", label="paper"))
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.12 - 1.0 / max(n, 1)), ncol=5, fontsize=8,
+              frameon=False)
+    sns.despine(ax=ax, left=True)
+    fig.tight_layout()
+    return fig
+
+
+def render(entries: Sequence[dict], out_dir: str | Path, name: str = "claims_scorecard") -> dict[str, Path]:
+    """Write the scorecard as Markdown + CSV and the figure as PNG + PDF under ``out_dir``."""
+    import matplotlib.pyplot as plt
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    table = scorecard(entries)
+    paths = {"csv": out_dir / f"{name}.csv", "md": out_dir / f"{name}.md", "png": out_dir / f"{name}.png",
+             "pdf": out_dir / f"{name}.pdf"}
+    table.to_csv(paths["csv"], index=False)
+    paths["md"].write_text(table.to_markdown(index=False, floatfmt=".1f") + "\n")
+    fig = scorecard_figure(entries)
+    for ext in ("png", "pdf"):
+        fig.savefig(paths[ext], dpi=150, bbox_inches="tight")
+    plt.close(fig)
+    return paths

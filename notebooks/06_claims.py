@@ -1,0 +1,177 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 06 · The claims study: every claim of the paper, decided on the testbed
+#
+# The paper reports one run per cell, without seeds or intervals. This notebook shows the study that
+# decides its claims on a model you can train yourself (issue 17): the claims with ids (`ddrl.claims`),
+# regimes that stand for AIME 2024, AMC and MATH-500 picked from the *base* model's properties only
+# (`ddrl.regimes`, `bench/regimes.py`), a paired seeds x questions design with hierarchical-bootstrap
+# intervals and a power analysis (`ddrl.stats`, `bench/claims_power.py`), and the pre-registered verdict
+# rule (`results/plan.md`, committed before any comparison ran):
+#
+# | verdict | 95% interval of the effect |
+# |---|---|
+# | reproduced | excludes 0 on the paper's side |
+# | contradicted | excludes 0 on the other side |
+# | no effect | inside +-1 point |
+# | not resolved | otherwise |
+#
+# By default it renders from the committed results in `results/` in seconds; nothing is trained here.
+
+# %% tags=["parameters"]
+# --- runner (set by `python -m ddrl.reproduce`) ---
+preset = "default"  # which params/<preset>/ file the runner used
+output_dir = "../outputs/interactive"  # figures/, tables/, metrics/ go here
+seed = 0  # ddrl.seeds.DEFAULT_SEED (unused: this notebook only reads committed results)
+
+# --- committed results ---
+results_dir = "../results"  # regimes_base.json, power.json, claims.json (relative to notebooks/)
+claims_file = "claims.json"  # the study's scorecard; absent until the study has run
+
+# %%
+import json
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+from IPython.display import Markdown, display
+
+from ddrl import claims as C
+from ddrl.plotting import set_style
+from ddrl.reporting import Reporter
+
+set_style()
+rep = Reporter(output_dir, "06_claims")
+R = Path(results_dir)
+for f in ("regimes_base.json", "power.json"):
+    if not (R / f).is_file():
+        raise FileNotFoundError(f"{R / f} missing: results_dir must hold the committed design results "
+                                f"(bench/regimes.py and bench/claims_power.py write them)")
+base = json.loads((R / "regimes_base.json").read_text())
+power = json.loads((R / "power.json").read_text())
+results = C.load(R / claims_file)
+
+# %% [markdown]
+# ## The regimes: the base model on chains of 3-6 operations
+#
+# Measured before any method runs (64 samples at T = 1 for consensus and maj@64, 16 at T = 0.6 for pass@1).
+# The rule, stated in advance: AIME-like = the fewest operations with maj@64 <= 0.35, MATH-500-like = the
+# most with maj@64 >= 0.70, AMC-like = between them, maj@64 closest to 0.5.
+
+# %%
+cand = pd.DataFrame([{k: c[k] for k in ("num_ops", "n_questions", "maj@64", "pass@1", "mean_consensus",
+                                        "share_consensus_le_5_of_64", "share_consensus_ge_45_of_64")}
+                     for c in base["candidates"]])
+regimes = pd.DataFrame([{**{k: r[k] for k in ("name", "stands_for", "num_ops", "n_adapted", "episodes", "lr")},
+                         **{f"base {k}": v for k, v in r["base"].items() if k != "n_questions"}}
+                        for r in base["regimes"]])
+rep.table(cand, "regime_candidates")
+rep.table(regimes, "regimes")
+display(cand.round(3), regimes.round(3))
+long = cand.melt(id_vars="num_ops", value_vars=["maj@64", "pass@1", "mean_consensus"], var_name="metric")
+fig, ax = plt.subplots(figsize=(5.5, 3.5))
+sns.lineplot(data=long, x="num_ops", y="value", hue="metric", marker="o", ax=ax)
+ax.axhline(0.35, ls=":", color="grey")
+ax.axhline(0.70, ls=":", color="grey")
+ax.set(xlabel="operations per chain", ylabel="base model", title="Question difficulty sets the regime")
+rep.figure(fig, "regime_candidates", data=long)
+plt.show()
+
+# %% [markdown]
+# ## Power: how many seeds and questions a 2-point half-width needs
+#
+# Variance components from the pilot already in the repository (`bench/results/train.json`: 3 seeds, 64
+# questions, run-level only) and the measured evaluation noise; the question and interaction components are
+# assumptions until the study's first stage measures them (see `results/plan.md`).
+
+# %%
+rows = []
+for name, reg in power["regimes"].items():
+    for cls, c in reg["classes"].items():
+        for t in c["table"]:
+            if t["questions"] == reg["n_adapted"]:
+                rows.append({"regime": name, "comparison": cls, "seeds": t["seeds"], "half_width": t["half_width"],
+                             "mde": t["mde"]})
+pw = pd.DataFrame(rows)
+g = sns.relplot(data=pw, x="seeds", y="half_width", hue="comparison", col="regime", kind="line", marker="o",
+                height=3, aspect=1.0, facet_kws={"sharey": True})
+for ax in g.axes.flat:
+    ax.axhline(2.0, ls="--", color="black", lw=0.8)
+    ax.set(xscale="log", yscale="log")
+g.set_axis_labels("seeds", "predicted 95% half-width (points)")
+rep.figure(g.figure, "power", data=pw)
+plt.show()
+need = pw[pw.half_width <= 2.0].groupby(["regime", "comparison"]).seeds.min().unstack()
+display(need)
+
+# %% [markdown]
+# ## The scorecard
+
+# %%
+if results is None:
+    msg = (f"**The study has not been run yet**: `{R / claims_file}` does not exist. The plan is committed "
+           f"(`results/plan.md`); the comparisons run after the parallel runner and the safe caches have landed.")
+    scorecard = None
+else:
+    scorecard = C.scorecard(results)
+    rep.table(scorecard, "scorecard", floatfmt=".1f")
+    fig = C.scorecard_figure(results)
+    rep.figure(fig, "scorecard", data=pd.DataFrame(results))
+    plt.show()
+    display(scorecard)
+    msg = ""
+display(Markdown(msg)) if msg else None
+
+# %% [markdown]
+# ## What we measured
+
+# %%
+sel = base["selected"]
+b = power["budget"]
+br = {n: r["classes"]["between_run"] for n, r in power["regimes"].items()}
+lines = [
+    "Regimes from the base model only: " + "; ".join(
+        f"{r['name']} = {r['num_ops']}-operation chains ({r['n_adapted']} questions, {r['episodes']} episodes, "
+        f"lr {r['lr']:.0e}; base maj@64 {r['base']['maj@64']:.2f}, pass@1 {r['base']['pass@1']:.2f})"
+        for r in base["regimes"]) + ".",
+    "Power: between-run comparisons (e.g. DDRL vs TTRL) need " + "; ".join(
+        f"{(c['cheapest_design'] or {}).get('seeds', '> 64')} seeds at "
+        f"{(c['cheapest_design'] or {}).get('questions', '-')} questions in {n}" for n, c in br.items())
+    + " for a 95% half-width <= 2 points, because the pilot's run-to-run spread is large (seed variance "
+    + ", ".join(f"{c['components']['seed']:.0f}" for c in br.values()) + " points^2).",
+    f"Budget: every claim's runs cost ~{b['total_minutes_per_seed']:.0f} min per seed on 2 cores today, so the "
+    f"4-hour study affords {b['seeds_in_budget_today']} seeds ({b['seeds_in_budget_2x_runner']} with a 2x faster "
+    "runner): fewer than the between-run comparisons need, as `results/plan.md` says.",
+]
+if results is not None:
+    counts = pd.Series([e["verdict"] for e in results]).value_counts().to_dict()
+    lines.append("Verdicts: " + ", ".join(f"{v} {counts.get(v, 0)}" for v in C.VERDICTS) + ".")
+else:
+    lines.append("No verdicts yet: the study has not been run.")
+rep.metrics({"regimes": sel, "budget": b, "study_run": results is not None,
+             "verdicts": None if results is None else [e["verdict"] for e in results]})
+display(Markdown("\n\n".join(lines)))
+
+# %% [markdown]
+# ## Try this
+#
+# 1. Which variance component limits the half-width? Recompute `ddrl.stats.power_table` with the seed
+#    component halved: how many seeds does DDRL vs TTRL need then?
+# 2. Why does COR vs its own RL weights (A3) need so few seeds compared with DDRL vs TTRL (M1)?
+# 3. The regimes are chosen from the base model only. What could go wrong if they were chosen after seeing
+#    which regime shows the largest DDRL gain?

@@ -1,0 +1,38 @@
+"""ddrl.regimes: the pre-stated rule that picks regimes from base-model properties, and their questions."""
+
+from __future__ import annotations
+
+import pytest
+
+from ddrl import regimes
+
+
+def base(*pairs):
+    """Synthetic base properties (test input): (num_ops, maj@64)."""
+    return [{"num_ops": k, "maj@64": m} for k, m in pairs]
+
+
+def test_rule_picks_fewest_hard_most_easy_and_middle_closest_to_half():
+    sel = regimes.select_regimes(base((3, 0.85), (4, 0.72), (5, 0.45), (6, 0.6), (7, 0.3), (8, 0.1)))
+    assert sel == {"aime_like": 7, "amc_like": 5, "math500_like": 4}
+
+def test_rule_errors_name_the_missing_regime():
+    with pytest.raises(ValueError, match="AIME-like"):
+        regimes.select_regimes(base((3, 0.9), (4, 0.6)))
+    with pytest.raises(ValueError, match="MATH-500-like"):
+        regimes.select_regimes(base((4, 0.6), (5, 0.2)))
+    with pytest.raises(ValueError, match="AMC-like"):
+        regimes.select_regimes(base((3, 0.8), (4, 0.3)))
+
+
+def test_regime_questions_are_fixed_disjoint_and_of_the_right_length():
+    r = regimes.make_regimes({"aime_like": 6, "amc_like": 5, "math500_like": 3})
+    assert [x.name for x in r] == ["aime_like", "amc_like", "math500_like", "amc_like_small_lr"]
+    assert r[3].lr == pytest.approx(r[1].lr / 10) and r[3].episodes > r[1].episodes
+    adapted, held = r[0].records()
+    assert len(adapted) == 64 and len(held) == 128
+    assert not {q["id"] for q in adapted} & {q["id"] for q in held}
+    assert all(q["prompt"].count("+") + q["prompt"].count("-") + q["prompt"].count("*") == 6 for q in adapted)
+    assert r[0].records() == (adapted, held)  # deterministic
+    assert regimes.candidate_records(6, 64) == adapted  # what bench/regimes.py measured is what is adapted on
+    assert r[2].n_adapted >= regimes.MATH_MIN_QUESTIONS
