@@ -40,15 +40,16 @@ BUDGET_MINUTES = 240
 def pilot_seed_variances(train: dict) -> dict[str, list[float]]:
     import pandas as pd
 
-    df = pd.DataFrame(train["runs"])
+    # bench/results/train.json predates the method names: its "ddrl_rl"/"ddrl_cor" are bcs_dae/ddrl
+    df = pd.DataFrame(train["runs"]).replace({"condition": {"ddrl_rl": "bcs_dae", "ddrl_cor": "ddrl"}})
     w = {s: df[df.split == s].pivot(index="seed", columns="condition", values="pass@1") * 100
          for s in ("adapted", "heldout")}
-    trained = ["ttrl", "etmr", "ddrl_rl", "ddrl_cor"]
+    trained = ["ttrl", "etmr", "bcs_dae", "ddrl"]
     between = [float((w["adapted"][a] - w["adapted"][b]).var(ddof=1))
-               for a, b in itertools.combinations(trained, 2) if {a, b} != {"ddrl_rl", "ddrl_cor"}]
+               for a, b in itertools.combinations(trained, 2) if {a, b} != {"bcs_dae", "ddrl"}]
     return {"between_run": between,
-            "within_run": [float((w["adapted"]["ddrl_cor"] - w["adapted"]["ddrl_rl"]).var(ddof=1))],
-            "heldout_transfer": [float((w["heldout"]["ddrl_cor"] - w["heldout"]["no_adaptation"]).var(ddof=1))]}
+            "within_run": [float((w["adapted"]["ddrl"] - w["adapted"]["bcs_dae"]).var(ddof=1))],
+            "heldout_transfer": [float((w["heldout"]["ddrl"] - w["heldout"]["no_adaptation"]).var(ddof=1))]}
 
 
 def budget(regimes: list[dict]) -> dict:

@@ -26,11 +26,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from ddrl.experiments import Experiment, summarize  # noqa: E402
+from ddrl.plotting import label  # noqa: E402
 
-#: benchmark condition -> experiments method
-CONDITIONS = {"no_adaptation": "no_adaptation", "ttrl": "ttrl", "etmr": "etmr", "ddrl_rl": "bcs_dae", "ddrl_cor": "ddrl"}
-LABELS = {"no_adaptation": "No adaptation", "ttrl": "TTRL", "etmr": "ETMR", "ddrl_rl": "DDRL (RL only)",
-          "ddrl_cor": "DDRL + COR"}
+#: benchmark conditions: ddrl.experiments.METHODS names ("bcs_dae" = the DDRL run's RL-only weights)
+CONDITIONS = ["no_adaptation", "ttrl", "etmr", "bcs_dae", "ddrl"]
 
 
 def parse_overrides(items: list[str]) -> dict:
@@ -50,7 +49,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--adapted", type=int, default=64, help="test questions adapted on")
     ap.add_argument("--heldout", type=int, default=128, help="further test questions, never adapted on")
-    ap.add_argument("--conditions", nargs="+", default=list(CONDITIONS), choices=list(CONDITIONS))
+    ap.add_argument("--conditions", nargs="+", default=CONDITIONS, choices=CONDITIONS)
     ap.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE", help="TrainConfig overrides for all runs")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "train.json"))
     ap.add_argument("--progress", action="store_true")
@@ -65,7 +64,7 @@ def main() -> None:
     for seed in args.seeds:
         for cond in args.conditions:
             t0 = time.perf_counter()
-            for row in exp.run(CONDITIONS[cond], seed):
+            for row in exp.run(cond, seed):
                 rows.append({**row, "condition": cond, "wall_seconds": time.perf_counter() - t0})
             print(f"seed {seed} {cond}: " + ", ".join(
                 f"{r['split']} pass@1 {r['pass@1']:.3f}" for r in rows if r["seed"] == seed and r["condition"] == cond),
@@ -91,11 +90,11 @@ def main() -> None:
     for split in ("adapted", "heldout"):
         print(f"pass@1 on {split} questions (mean [95% CI] over {len(args.seeds)} seeds)")
         for _, r in table[table.split == split].iterrows():
-            print(f"  {LABELS[r.condition]:<16} {100 * r['mean']:5.1f}  [{100 * r.ci_lo:5.1f}, {100 * r.ci_hi:5.1f}]")
+            print(f"  {label(r.condition):<24} {100 * r['mean']:5.1f}  [{100 * r.ci_lo:5.1f}, {100 * r.ci_hi:5.1f}]")
     print("\nper run (mean over seeds): RL s / COR s / tokens decoded per RL step")
     for cond in args.conditions:
         sub = df[(df.condition == cond) & (df.split == "adapted")]
-        print(f"  {LABELS[cond]:<16} {sub.rl_seconds.mean():6.0f} / {sub.cor_seconds.mean():5.0f} / "
+        print(f"  {label(cond):<24} {sub.rl_seconds.mean():6.0f} / {sub.cor_seconds.mean():5.0f} / "
               f"{sub.tokens_per_step.mean():8.0f}")
 
 

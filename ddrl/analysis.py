@@ -616,8 +616,9 @@ def train_and_evaluate(preset: str, records: Sequence[dict], run_root: str, *, e
 
 
 def resolve_data_dir(data_dir: str | None) -> str | None:
-    """``data_dir`` if given; else ``$DDRL_SHARED_DATA`` or ``<repo>/../shared/data`` when it holds the real
-    data; else None (``ddrl.data`` then looks in ``$DDRL_DATA_DIR``, its cache, and downloads)."""
+    """``data_dir`` if given; else ``$DDRL_DATA_DIR`` or ``<repo>/../shared/data`` when it holds the real
+    data; else None (``ddrl.data`` then looks in its cache and downloads). ``DDRL_DATA_DIR`` is the one
+    environment variable for where data lives (:data:`ddrl.data.DATA_DIR_ENV`)."""
     import os
     from pathlib import Path
 
@@ -625,5 +626,7 @@ def resolve_data_dir(data_dir: str | None) -> str | None:
 
     if data_dir is not None:
         return data_dir
-    candidate = Path(os.environ.get("DDRL_SHARED_DATA", REPO.parent / "shared" / "data"))
+    from ddrl.data import DATA_DIR_ENV
+
+    candidate = Path(os.environ.get(DATA_DIR_ENV) or REPO.parent / "shared" / "data")
     return str(candidate) if (candidate / "MATH-TTT").is_dir() or (candidate / "rollouts").is_dir() else None

@@ -31,7 +31,7 @@ METHODS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "bcs": ("bcs", "final", {}),
     "bcs_dae": ("ddrl", "rl", {}),  # the RL-only weights of the DDRL run: identical to a BCS+DAE run
     "ddrl": ("ddrl", "final", {}),  # BCS + DAE + COR
-    "additional_rl": ("ddrl_additional_rl", "final", {}),
+    "additional_rl": ("additional_rl", "final", {}),
 }
 
 

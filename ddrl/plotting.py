@@ -18,7 +18,6 @@ METHOD_COLORS = {
     "bcs": "#17becf",
     "bcs_dae": "#1f77b4",
     "ddrl": "#2ca02c",
-    "ddrl_cor": "#2ca02c",
     "additional_rl": "#8c564b",
     "correct": "#2ca02c",
     "incorrect": "#d62728",
@@ -26,17 +25,19 @@ METHOD_COLORS = {
     "negative": "#d62728",
 }
 
-#: Human-readable names for legends and tables.
+#: The one table of human-readable method names (legends, tables, sentences, bench output). Keys are the
+#: names of :data:`ddrl.experiments.METHODS`, which equal the trainer's presets (:data:`ddrl.train.PRESETS`);
+#: "ddrl" is always the full method (BCS + DAE, then COR) and "bcs_dae" its RL-only weights.
 METHOD_LABELS = {
     "no_adaptation": "No adaptation",
     "ttrl": "TTRL",
     "etmr": "ETMR",
+    "etmr_ear": "ETMR + EAR",
     "grpo_no_std": "GRPO w/o norm.",
     "dae": "DAE",
     "bcs": "BCS",
     "bcs_dae": "BCS + DAE",
-    "ddrl": "DDRL (RL only)",
-    "ddrl_cor": "DDRL (BCS + DAE + COR)",
+    "ddrl": "DDRL (BCS + DAE + COR)",
     "additional_rl": "BCS + DAE + additional RL",
 }
 
@@ -52,4 +53,5 @@ def color(method: str) -> str:
 
 
 def label(method: str) -> str:
+    """The paper's row name of a method (unknown names are returned unchanged)."""
     return METHOD_LABELS.get(method, method)

@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import pickle
+import subprocess
 from pathlib import Path
 from typing import Any, Callable
 
@@ -279,3 +280,13 @@ class Reporter:
         path = self.output_dir / "metrics" / f"{self.notebook}.json"
         atomic_write_bytes(path, json.dumps(values, indent=2, sort_keys=True, default=float).encode())
         return self._record(path, "metrics")
+
+
+def git_sha(cwd: str | Path | None = None) -> str | None:
+    """``git rev-parse HEAD`` of the repository holding this package (None outside git)."""
+    cwd = cwd or Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None

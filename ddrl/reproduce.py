@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -26,7 +25,7 @@ from pathlib import Path
 import yaml
 
 from ddrl.params import ParameterError, check_parameters
-from ddrl.reporting import REPO, atomic_write_bytes, sha256_file
+from ddrl.reporting import REPO, atomic_write_bytes, git_sha, sha256_file
 
 NOTEBOOK_DIR = REPO / "notebooks"
 PARAMS_DIR = REPO / "params"
@@ -99,13 +98,6 @@ def resolve_parameters(notebook: Path, preset_values: dict, overrides: dict, sou
     params.update({k: v for k, v in overrides.items() if k in valid})
     return check_parameters(notebook.stem, valid, params)  # coerced to the declared types, or a ParameterError
 
-
-def git_sha() -> str | None:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
 
 
 def render_html(executed: Path) -> Path:

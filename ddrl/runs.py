@@ -26,7 +26,6 @@ import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -34,7 +33,7 @@ from typing import Any, Iterable
 
 import torch
 
-from ddrl.reporting import atomic_write_bytes, disk_error, fsync_dir, owner_lock, unique_tmp
+from ddrl.reporting import atomic_write_bytes, disk_error, fsync_dir, git_sha, owner_lock, unique_tmp
 
 CONFIG_FILE = "config.json"
 ENV_FILE = "env.json"
@@ -46,16 +45,6 @@ LOCK_FILE = ".lock"
 
 class DamagedRunError(ValueError):
     """A run directory's files are damaged in a way no fallback can repair without retraining."""
-
-
-def git_sha(cwd: str | Path | None = None) -> str | None:
-    """``git rev-parse HEAD`` of the repository holding this package (None outside git)."""
-    cwd = cwd or Path(__file__).resolve().parent
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
 
 
 def environment(device: str | None = None) -> dict[str, Any]:

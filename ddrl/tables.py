@@ -14,14 +14,10 @@ from typing import Callable, Mapping, Sequence
 
 import pandas as pd
 
+from ddrl.plotting import METHOD_LABELS, label  # noqa: F401  (re-exported for notebooks)
+
 NOT_REPORTED = "not reported"
 
-#: Row names of :data:`ddrl.experiments.METHODS` (note: "ddrl" is the full method, after COR).
-METHOD_LABELS = {
-    "no_adaptation": "No adaptation", "ttrl": "TTRL", "etmr": "ETMR", "grpo_no_std": "GRPO w/o norm.",
-    "dae": "DAE", "bcs": "BCS", "bcs_dae": "BCS + DAE", "ddrl": "DDRL (BCS + DAE + COR)",
-    "additional_rl": "BCS + DAE + additional RL",
-}
 #: Table 1's "GRPO (w/o norm.)" row has two readings (see notebook 02): its caption's "removes the advantage
 #: normalization" (r - mean r, ``grpo_no_std``) and its text's "fixed, label-dependent advantage" (+1 / -1
 #: on the same random subset, no BCS: ``dae``).
@@ -29,9 +25,7 @@ TABLE1_READINGS = {"grpo_no_std": "w/o norm. A (caption: mean-centred r)",
                    "dae": "w/o norm. B (text: fixed ±1, no BCS)"}
 
 
-def method_label(method: str) -> str:
-    """The paper's row name of an experiments method (unknown names are returned unchanged)."""
-    return METHOD_LABELS.get(method, method)
+method_label = label  # the one table of method names lives in ddrl.plotting
 
 
 def paper_value(key: tuple) -> float | int | None:

@@ -135,17 +135,11 @@ PRESETS: dict[str, dict[str, Any]] = {
     "bcs": {"selection": "bcs", "advantage": "grpo", "cor": False},
     "bcs_dae": {"selection": "bcs", "advantage": "fixed", "cor": False},
     "ddrl": {"selection": "bcs", "advantage": "fixed", "cor": True},
-    "ddrl_additional_rl": {"selection": "bcs", "advantage": "fixed", "cor": False, "extra_rl_fraction": 0.1},
+    "additional_rl": {"selection": "bcs", "advantage": "fixed", "cor": False, "extra_rl_fraction": 0.1},
     # ETTRL's baselines (Liu et al. 2025): tree rollouts vote and TTRL trains on K leaves; "etmr_ear" adds
     # entropy-based advantage reshaping.
     "etmr": {"rollout": "etmr", "selection": "random", "advantage": "grpo", "cor": False},
     "etmr_ear": {"rollout": "etmr", "selection": "random", "advantage": "grpo", "reshape": "entropy", "cor": False},
-}
-
-#: The paper's row names for the presets (for tables and plots).
-PRESET_LABELS: dict[str, str] = {
-    "no_adaptation": "No adaptation", "ttrl": "TTRL", "grpo_no_std": "GRPO w/o norm.", "dae": "DAE",
-    "bcs": "BCS", "bcs_dae": "BCS+DAE", "etmr": "ETMR", "etmr_ear": "ETMR + EAR", "ddrl": "BCS+DAE+COR (DDRL)", "ddrl_additional_rl": "BCS+DAE + additional RL",
 }
 
 CUES = ("system", "suffix", "none", "auto")

@@ -44,7 +44,7 @@ model = "testbed"  # "testbed" (the testbed model of `testbed_preset`), a Huggin
 testbed_preset = "default"  # ddrl.testbed.build preset: "tiny" | "default"
 dataset = "testbed_test"  # any ddrl.data dataset name (testbed_test, math500, aime2024, amc, ...)
 n_questions = 200  # questions analysed (a prefix of the dataset)
-data_dir = None  # where the real data lies (None: $DDRL_SHARED_DATA, ../../shared/data, then the download cache)
+data_dir = None  # where the real data lies (None: $DDRL_DATA_DIR, ../../shared/data, then the download cache)
 
 # --- sampling ---
 n_samples = 64  # N: samples per question (the paper's 64)

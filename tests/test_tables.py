@@ -92,7 +92,7 @@ def test_curve_band():
         T.curve_band(c, "gt/label_acc")
 
 
-def test_method_label_distinguishes_ddrl_from_rl_only():
+def test_method_label_distinguishes_ddrl_from_rl_only():  # tables re-exports ddrl.plotting.label
     assert T.method_label("ddrl") == "DDRL (BCS + DAE + COR)"
     assert T.method_label("bcs_dae") == "BCS + DAE"
     assert T.method_label("unknown") == "unknown"

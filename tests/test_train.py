@@ -288,14 +288,14 @@ def test_drop_last_follows_the_official_loader():
 
 
 def test_additional_rl_runs_at_the_peak_learning_rate_by_default(tmp_path):
-    """ddrl_additional_rl: the extra steps run at the run's own peak lr (not a constant 1e-5) unless extra_rl_lr is set."""
+    """additional_rl: the extra steps run at the run's own peak lr (not a constant 1e-5) unless extra_rl_lr is set."""
     from ddrl.train import extra_rl_factor
 
-    cfg = make_config("ddrl_additional_rl", lr=5e-7)
+    cfg = make_config("additional_rl", lr=5e-7)
     assert cfg.extra_rl_lr is None and extra_rl_factor(cfg) == 1.0
-    assert extra_rl_factor(make_config("ddrl_additional_rl", lr=5e-7, extra_rl_lr=1e-5)) == pytest.approx(20.0)
+    assert extra_rl_factor(make_config("additional_rl", lr=5e-7, extra_rl_lr=1e-5)) == pytest.approx(20.0)
     with pytest.raises(ValueError, match="extra_rl_lr"):
-        make_config("ddrl_additional_rl", extra_rl_lr=0.0)
-    res = run(tmp_path, "extra", preset="ddrl_additional_rl", prompts_per_step=2)  # 2 RL steps + ceil(0.2) = 1 extra
+        make_config("additional_rl", extra_rl_lr=0.0)
+    res = run(tmp_path, "extra", preset="additional_rl", prompts_per_step=2)  # 2 RL steps + ceil(0.2) = 1 extra
     assert len(res.metrics) == 3
     assert res.metrics[-1]["lr"] == pytest.approx(TINY["lr"])
