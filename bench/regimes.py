@@ -15,17 +15,17 @@ import json
 import os
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from ddrl.voting import count_votes  # noqa: E402
+
 
 def consensus(answers: list) -> float:
     """Share of samples that give the most common (boxed) answer; a missing answer never counts as one."""
-    c = Counter(a for a in answers if a is not None)
-    return max(c.values()) / len(answers) if c else 0.0
+    return count_votes(answers).majority_ratio
 
 
 def main() -> None:

@@ -36,3 +36,12 @@ def test_one_git_sha_and_one_data_env_variable():
     users = [p.relative_to(REPO).as_posix() for p in [*PKG.rglob("*.py"), *(REPO / "tests").glob("*.py")]
              if "DDRL_SHARED_DATA" in p.read_text() and p.name != "test_structure.py"]
     assert users == []
+
+
+def test_votes_are_counted_only_in_voting():
+    """No Counter/most_common tally of answers outside ddrl/voting.py (package, bench, notebooks)."""
+    hits = []
+    for path in [*PKG.rglob("*.py"), *(REPO / "bench").glob("*.py"), *(REPO / "notebooks").glob("*.py")]:
+        if path.name != "voting.py" and re.search(r"\bCounter\(|most_common\(", path.read_text()):
+            hits.append(path.relative_to(REPO).as_posix())
+    assert hits == []
