@@ -45,7 +45,8 @@ def main() -> None:
     from ddrl.evaluate import evaluate
     from ddrl.regimes import CANDIDATE_OPS, MAX_NEW_TOKENS, candidate_records, make_regimes, select_regimes
     from ddrl.seeds import derive_seed
-    from ddrl.train import load_model, resolve_cue
+    from ddrl.models import load_model
+    from ddrl.train import resolve_cue
 
     name = f"testbed:{args.testbed}"
     out = []

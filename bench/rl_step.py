@@ -110,7 +110,7 @@ def majority_agreement_reward(prompts, completions, **kwargs) -> list[float]:
     """TTRL's pseudo-reward as a TRL reward function: group the completions by prompt, majority-vote the
     ``\\boxed{}`` answers of each group, reward 1 for agreeing with the vote (the same code as ours)."""
     from ddrl.answers import extract_boxed
-    from ddrl.train import pseudo_rewards
+    from ddrl.voting import pseudo_rewards
     from ddrl.voting import majority_vote
 
     groups: dict[str, list[int]] = defaultdict(list)

@@ -26,12 +26,29 @@ Pipeline helpers (not pure: they sample or read files): :func:`sample_and_grade`
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import torch
+from scipy.stats import binomtest, gaussian_kde
+
+from ddrl.advantages import get_advantage
+from ddrl.answers import extract_boxed, grade_answers
+from ddrl.evaluate import evaluate
+from ddrl.models import load_model
+from ddrl.progress import tqdm
+from ddrl.prompts import format_prompt
+from ddrl.reporting import cached, content_key, grader_fingerprint, records_key, sha256_file
+from ddrl.sampling import make_sampler
+from ddrl.seeds import numpy_generator
+from ddrl.selection import get_selection
+from ddrl.train import make_config, resolve_cue, train
+from ddrl.voting import count_votes, majority_vote, pseudo_rewards
 
 #: The testbed's frequency bands (inclusive counts out of N = 64), from rare answers to near-unanimous ones.
 BANDS_64: tuple[tuple[int, int], ...] = ((1, 4), (5, 12), (13, 24), (25, 40), (41, 64))
@@ -76,7 +93,6 @@ def band_label(lo: int, hi: int) -> str:
 def binomial_ci(k: int, n: int, confidence: float = 0.95, method: str = "wilson") -> tuple[float, float]:
     """Confidence interval for a proportion k / n: Wilson (default) or exact Clopper-Pearson
     (``method="exact"``), both from ``scipy.stats.binomtest``. ``n == 0`` gives ``(nan, nan)``."""
-    from scipy.stats import binomtest
 
     if n == 0:
         return (math.nan, math.nan)
@@ -164,7 +180,6 @@ def kde_density(x: Sequence[float], grid: np.ndarray, bw_method: float | str | N
     the density integrates to 1 on [0, 1] and is not halved at x = 1 (where many correct answers sit).
     Needs at least two distinct values.
     """
-    from scipy.stats import gaussian_kde
 
     x = np.asarray(x, dtype=float)
     if x.size < 2 or np.unique(x).size < 2:
@@ -321,7 +336,6 @@ def advantage_curves(k: int = 32, estimators: Sequence[str] = ("grpo", "fixed"))
     """Fig. 3a: for m = 1..k-1 positives out of k, the advantage of a positive and of a negative rollout,
     closed form (``closed_pos``, ``closed_neg``) beside :mod:`ddrl.advantages` on a group with m ones
     (``measured_pos``, ``measured_neg``). Long format: one row per (estimator, m)."""
-    from ddrl.advantages import get_advantage
 
     rows = []
     for name in estimators:
@@ -345,10 +359,6 @@ def group_advantages(problems: Sequence[dict], k: int, estimators: Sequence[str]
     Rows: ``problem, consensus (label count / N), label_correct, reward, truly_correct`` and one column
     per estimator. Groups whose selected rewards are all equal carry zero GRPO advantage and are kept.
     """
-    from ddrl.advantages import get_advantage
-    from ddrl.selection import get_selection
-    from ddrl.seeds import numpy_generator
-    from ddrl.voting import count_votes, pseudo_rewards
 
     select = get_selection(selection)
     rows = []
@@ -427,8 +437,6 @@ def vote_and_grade(answers: Sequence[str | None], truth: str, problem_id: Any = 
     vote's cluster keys (:func:`ddrl.voting.majority_vote`: equivalent answers share one), and every
     cluster is graded once against ``truth`` (:func:`ddrl.answers.grade_answers`, math-verify).
     """
-    from ddrl.answers import grade_answers
-    from ddrl.voting import majority_vote
 
     answers = list(answers)
     vote = majority_vote(answers)
@@ -440,7 +448,6 @@ def vote_and_grade(answers: Sequence[str | None], truth: str, problem_id: Any = 
 
 def grade_problem(texts: Sequence[str], truth: str, problem_id: Any = None) -> dict:
     """:func:`vote_and_grade` on the boxed answers of one question's sampled responses."""
-    from ddrl.answers import extract_boxed
 
     return vote_and_grade([extract_boxed(t) for t in texts], truth, problem_id)
 
@@ -454,10 +461,7 @@ def sample_and_grade(model, tokenizer, records: Sequence[dict], n: int, *, tempe
     :func:`ddrl.prompts.format_prompt` (``cue`` placement). With ``backend="vllm"``, ``model`` is the
     model's name or directory.
     """
-    from ddrl.progress import tqdm
 
-    from ddrl.prompts import format_prompt
-    from ddrl.sampling import make_sampler
 
     kwargs = {"batch_size": batch_size} if backend == "hf" else {}
     sampler = make_sampler(backend, model, tokenizer, **kwargs)
@@ -476,7 +480,6 @@ def svamp_problems(records: Sequence[dict]) -> list[dict]:
 
 def summary(problems: Sequence[dict]) -> dict[str, float]:
     """Mean single-sample accuracy, majority-vote accuracy and the no-answer rate of graded problems."""
-    from ddrl.voting import count_votes
 
     n_samples = sum(len(p["correct"]) for p in problems)
     maj = []
@@ -510,7 +513,6 @@ def subsample(problems: Sequence[dict], n: int) -> list[dict]:
 def _weight_file_sha256(path: str, size: int, mtime_ns: int) -> str:
     """sha256 of a weight file, memoised per (path, size, mtime): a paper-scale checkpoint (GBs) is hashed once
     per process, not once per cache lookup (every run directory and evaluation key asks for it)."""
-    from ddrl.reporting import sha256_file
 
     return sha256_file(path)
 
@@ -518,7 +520,6 @@ def _weight_file_sha256(path: str, size: int, mtime_ns: int) -> str:
 def model_fingerprint(name: str) -> dict[str, str]:
     """What identifies a model's weights for the rollout cache: the sha256 of every weight file of a local
     directory (the testbed's ``build`` directory included), or the hub id itself for a remote model."""
-    from pathlib import Path
 
     if name.startswith("testbed:"):
         from ddrl.testbed import build
@@ -537,9 +538,7 @@ def model_fingerprint(name: str) -> dict[str, str]:
 def weights_sha256(model) -> str:
     """sha256 of a model's parameters as they are in memory (names, dtypes, shapes and bytes): what an
     evaluation of that model depends on, whatever run or tag it came from."""
-    import hashlib
 
-    import torch
 
     h = hashlib.sha256()
     with torch.no_grad():
@@ -557,17 +556,15 @@ def cached_rollouts(model_name: str, records: Sequence[dict], dataset: str, n: i
     (:func:`model_fingerprint`), the questions' ids, prompts and answers, the grader
     (:func:`ddrl.reporting.grader_fingerprint`) and every sampling parameter (notebooks 01 and 02 share
     the cache). ``model_name`` is ``"testbed:<preset>"``, a hub id or a local directory."""
-    from ddrl.reporting import cached, grader_fingerprint, records_key
 
     def _sample() -> list[dict]:
-        from ddrl.train import load_model, resolve_cue
 
         if backend == "vllm":
             from transformers import AutoTokenizer
 
             mdl, tok = model_name, AutoTokenizer.from_pretrained(model_name)
         else:
-            mdl, tok = load_model(model_name, device=device, progress=progress)
+            mdl, tok = load_model(model_name, "float32", device, progress=progress)
         return sample_and_grade(mdl, tok, records, n, temperature=temperature, top_p=top_p,
                                 max_new_tokens=max_new_tokens, seed=seed, batch_size=batch_size,
                                 cue=resolve_cue(cue, model_name), backend=backend, progress=progress)
@@ -589,10 +586,7 @@ def train_and_evaluate(preset: str, records: Sequence[dict], run_root: str, *, e
     directory ``run_root/<preset>-<hash>`` also makes an interrupted run resume. Returns
     ``{"preset", "pass@1", "maj@n", "rl_seconds", "steps", "final": last step's metrics}``.
     """
-    from pathlib import Path
 
-    from ddrl.reporting import cached, content_key, grader_fingerprint, records_key
-    from ddrl.train import make_config
 
     cfg = make_config(preset, **overrides)
     key = {"what": "train-eval-v2", "preset": preset, "config": {k: v for k, v in vars(cfg).items() if k != "threads"},
@@ -600,8 +594,6 @@ def train_and_evaluate(preset: str, records: Sequence[dict], run_root: str, *, e
            "eval": [eval_n, eval_temperature, eval_top_p]}
 
     def _run() -> dict:
-        from ddrl.evaluate import evaluate
-        from ddrl.train import resolve_cue, train
 
         run_dir = Path(run_root) / f"{preset}-{content_key(key)[:12]}"
         res = train(cfg, records, run_dir, progress=progress)
@@ -613,20 +605,3 @@ def train_and_evaluate(preset: str, records: Sequence[dict], run_root: str, *, e
                 "steps": len(res.metrics), "final": {k: v for k, v in last.items() if isinstance(v, (int, float))}}
 
     return cached(key, _run, namespace="train_eval")
-
-
-def resolve_data_dir(data_dir: str | None) -> str | None:
-    """``data_dir`` if given; else ``$DDRL_DATA_DIR`` or ``<repo>/../shared/data`` when it holds the real
-    data; else None (``ddrl.data`` then looks in its cache and downloads). ``DDRL_DATA_DIR`` is the one
-    environment variable for where data lives (:data:`ddrl.data.DATA_DIR_ENV`)."""
-    import os
-    from pathlib import Path
-
-    from ddrl.reporting import REPO
-
-    if data_dir is not None:
-        return data_dir
-    from ddrl.data import DATA_DIR_ENV
-
-    candidate = Path(os.environ.get(DATA_DIR_ENV) or REPO.parent / "shared" / "data")
-    return str(candidate) if (candidate / "MATH-TTT").is_dir() or (candidate / "rollouts").is_dir() else None

@@ -40,11 +40,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ddrl.progress import tqdm
+import yaml
 
 from ddrl import analysis
 from ddrl.pot_eval import program_answer
+from ddrl.progress import tqdm
 from ddrl.seeds import DEFAULT_SEED
+from ddrl.testbed import generate_split
 from ddrl.voting import count_votes
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -122,6 +124,16 @@ def sha256_hex(data: bytes) -> str:
 def default_cache_dir() -> Path:
     """``$DDRL_CACHE_DIR/data``, by default ``<repo>/.cache/data`` (the same root as ddrl.reporting's cache)."""
     return Path(os.environ.get(CACHE_DIR_ENV) or REPO_ROOT / ".cache") / "data"
+
+
+def resolve_data_dir(data_dir: str | None) -> str | None:
+    """``data_dir`` if given; else ``$DDRL_DATA_DIR`` (:data:`DATA_DIR_ENV`, the one environment variable for
+    where data lives) or ``<repo>/../shared/data`` when it holds the real data; else None (:func:`locate`
+    then looks in the cache and downloads)."""
+    if data_dir is not None:
+        return data_dir
+    candidate = Path(os.environ.get(DATA_DIR_ENV) or REPO_ROOT.parent / "shared" / "data")
+    return str(candidate) if (candidate / "MATH-TTT").is_dir() or (candidate / "rollouts").is_dir() else None
 
 
 def read_verified(path: Path, file: DataFile) -> bytes:
@@ -449,7 +461,6 @@ def rollout_summary(problems: Sequence[dict]) -> dict[str, float]:
 
 def _load_testbed(blobs: Sequence[tuple[Path, bytes]], expected: int | None, split: str, n: int,
                   seed: int = DEFAULT_SEED, progress: bool = False) -> list[dict]:
-    from ddrl.testbed import generate_split  # lazy: the testbed pulls in transformers
 
     return validate_records(generate_split(split, n, seed), f"ddrl.testbed.generate_split({split!r})", expected=n)
 
@@ -511,7 +522,6 @@ def _parse_file(entry: Any, where: str) -> DataFile:
 def load_registry(path: Path | str | None = None) -> dict[str, DatasetSpec]:
     """The datasets of a registry file (default :func:`registry_path`), each entry checked: a missing or
     malformed field is a :class:`RegistryError` naming the file, the dataset and the field."""
-    import yaml
 
     path = Path(path) if path is not None else registry_path()
     try:

@@ -13,8 +13,11 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
+from scipy import stats
 
 from ddrl.answers import extract_boxed, grade_answers, is_equivalent, voting_key
+from ddrl.prompts import format_prompt
+from ddrl.sampling import HFSampler
 from ddrl.voting import majority_vote
 
 #: Upper edges of the answer-frequency bins used to split reward diagnostics. A rollout's answer
@@ -136,7 +139,6 @@ def summarize_reward_counts(per_question: Sequence[dict], prefix: str = "gt/") -
 
 def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
     """Mean and a two-sided t-interval ``(mean, low, high)``; the interval is (nan, nan) for one value."""
-    from scipy import stats
 
     x = np.asarray(values, dtype=float)
     m = float(x.mean())
@@ -160,8 +162,6 @@ def evaluate(model, tokenizer, records: Sequence[dict], n: int = 16, temperature
     question entry has ``id, truth, answers, correct, accuracy, majority, majority_correct``.
     ``sampler`` defaults to :class:`ddrl.sampling.HFSampler` on ``model`` (``batch_size`` sequences at once).
     """
-    from ddrl.prompts import format_prompt
-    from ddrl.sampling import HFSampler
 
     for i, r in enumerate(records):
         for f in ("prompt", "answer"):

@@ -115,7 +115,7 @@ class Experiment:
     def run(self, method: str, seed: int, **extra: Any) -> list[dict]:
         """Rows ``{method, seed, split, pass@1, maj@n, rl_seconds, cor_seconds, ...}`` for one method and seed."""
         from ddrl.runs import RunDir
-        from ddrl.train import load_model
+        from ddrl.models import load_model
 
         cfg = self.config(method, seed, **extra)
         _, weights, _ = METHODS[method]
@@ -170,13 +170,13 @@ def notebook_experiment(*, model: str, testbed_preset: str, dataset: str, data_d
     lookup), the first ``n_adapted`` adapted on, the rest held out. ``model="testbed"`` means the testbed
     model of ``testbed_preset``. ``trainer`` holds the notebook's :class:`~ddrl.train.TrainConfig` knobs,
     shared by every method; with ``paper_settings`` (a :mod:`ddrl.models` preset) the official settings of
-    the paper's launch scripts and text replace them (:func:`ddrl.train.paper_overrides`; its rollout
+    the paper's launch scripts and text replace them (:func:`ddrl.models.paper_overrides`; its rollout
     temperature from the text or the scripts as ``paper_temperature`` says), except the knobs in
     :data:`PAPER_KEEP`.
     """
-    from ddrl.analysis import resolve_data_dir
+    from ddrl.data import resolve_data_dir
     from ddrl.data import load_questions
-    from ddrl.train import paper_overrides
+    from ddrl.models import paper_overrides
 
     records = load_questions(dataset, n_adapted + n_heldout, seed=seed, data_dir=resolve_data_dir(data_dir))
     if paper_settings:

@@ -17,6 +17,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
+import torch
+from huggingface_hub import constants as hub_constants
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from ddrl import paper
+
 DDRL_COMMIT = "a8270bf4f380ffb5e91cd877ff66e985f33d89c0"
 BENCHMARKS = ("aime2024", "amc", "math500")
 
@@ -45,7 +51,7 @@ class ModelPreset:
     n_votes: int = 64  # rollouts per question for the majority vote (ttrl.n_votes_per_prompt)
     n_train: int = 32  # rollouts per question trained on (ttrl.n_samples_per_prompt, rollout.n)
     # The scripts' 1.0 for every model. The paper's text (Sec. 4.1) says 1.0 for math-specialised models and 0.6
-    # for the others: ddrl.train.paper_overrides(temperature="paper") uses the text, "scripts" this value.
+    # for the others: paper_overrides(temperature="paper") uses the text, "scripts" this value.
     rollout_temperature: float = 1.0
     rollout_top_p: float = 1.0  # verl default
     # evaluation (rollout.val_kwargs; N=16 because K=3 <= 8 in the scripts)
@@ -183,13 +189,18 @@ def resolve_model_source(name_or_path: str | os.PathLike) -> str:
 
 
 def _torch_dtype(dtype: Any):
-    import torch
-
     if dtype is None or dtype == "auto" or isinstance(dtype, torch.dtype):
         return dtype
     if isinstance(dtype, str) and isinstance(getattr(torch, dtype, None), torch.dtype):
         return getattr(torch, dtype)
     raise ValueError(f"dtype must be None, 'auto', a torch.dtype or its name (e.g. 'bfloat16'), got {dtype!r}")
+
+
+def resolve_device(device: str) -> torch.device:
+    """``"auto"``: CUDA when available, else CPU; any other name as given."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
 
 
 def load_model(
@@ -199,6 +210,7 @@ def load_model(
     *,
     revision: str | None = None,
     trust_remote_code: bool = False,
+    progress: bool = False,
 ):
     """``(model, tokenizer)`` for a preset name, a hub id or a local ``save_pretrained`` directory.
 
@@ -208,10 +220,19 @@ def load_model(
     the model's vocabulary) gets its eos token as pad token, and padding goes on the left (decoder-only
     generation). Failure is a :class:`ModelLoadError` naming
     the source and, for hub ids, the ``HF_HUB_OFFLINE`` setting.
-    """
-    from huggingface_hub import constants as hub_constants
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    ``"testbed:<preset>"`` builds (or reuses) that testbed preset (:func:`ddrl.testbed.build`) and loads it in
+    ``dtype`` (float32 when None). ``device="auto"`` is CUDA when available (:func:`resolve_device`).
+    """
+    name = str(name_or_path)
+    if name.startswith("testbed:"):
+        from ddrl.testbed import build, load  # the testbed builds on first use (it imports the sampler)
+
+        model, tok = load(build(name.split(":", 1)[1], progress=progress))
+        model = model.to(_torch_dtype(dtype) if dtype not in (None, "auto") else torch.float32)
+        if tok.pad_token_id is None:
+            tok.pad_token = tok.eos_token
+        return model.to(resolve_device(device)), tok
     source = resolve_model_source(name_or_path)
     torch_dtype = _torch_dtype(dtype)
     local = Path(source).expanduser()
@@ -238,6 +259,45 @@ def load_model(
     if tokenizer.pad_token_id is None or tokenizer.pad_token_id >= vocab:
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "left"
-    model.to(device)
+    model.to(resolve_device(device))
     model.eval()
     return model, tokenizer
+
+
+def paper_overrides(model_preset: str, benchmark: str, temperature: str = "paper") -> dict[str, Any]:
+    """Overrides for the paper's full-scale runs, from the official per-model settings in
+    :mod:`ddrl.models` (``PRESETS[model_preset].settings(benchmark)``), mapped onto :class:`ddrl.train.TrainConfig`,
+    and the settings the paper's text states (:mod:`ddrl.paper`, Sec. 4.1):
+
+    - ``rollout_temperature``: ``temperature="paper"`` (default) takes the text's 1.0 for math-specialised
+      models and 0.6 for the others; ``"scripts"`` the official launch scripts' 1.0 for every model (the two
+      agree for Qwen2.5-Math-1.5B and differ for Qwen2.5-3B and Llama-3.1-8B-Instruct);
+    - COR: M = 128 samples, ``cor_keep`` = 4 for MATH-500 and 16 for AMC and AIME 2024, 5 epochs at 1e-5;
+    - ``drop_last=True``: each episode drops its last partial step, as the official RL dataloader does
+      (``StatefulDataLoader(..., drop_last=True)`` in verl's ``ray_trainer.py``), so an episode has
+      ``floor(questions / prompts_per_step)`` steps (AIME 2024: 3 of 8 questions per step, 6 questions unseen
+      per episode, a different 6 each episode as the order is reshuffled).
+
+    ``micro_batch_size`` and ``sample_batch_size`` are memory knobs, not the paper's: set them for your GPU.
+    """
+    if temperature not in ("paper", "scripts"):
+        raise ValueError(f"paper_overrides: temperature must be 'paper' (the text) or 'scripts' (the official "
+                         f"launch scripts), got {temperature!r}")
+    s = get_preset(model_preset).settings(benchmark)
+    if s["lr"] is None:
+        raise ValueError(f"model preset {model_preset!r} has no official learning rate; pass lr= yourself")
+    return {
+        "model": model_preset, "cue": s["cue"], "dtype": s["dtype"], "device": "auto",
+        "lr": s["lr"], "episodes": s["episodes"], "prompts_per_step": s["prompts_per_step"],
+        "max_new_tokens": s["max_response_len"], "n_votes": s["n_votes"], "k_train": s["n_train"],
+        "rollout_temperature": (paper.rollout_temperature(model_preset) if temperature == "paper"
+                                else s["rollout_temperature"]),
+        "rollout_top_p": s["rollout_top_p"], "drop_last": bool(paper.value(("script", "drop_last"))),
+        "cor_m": paper.value(("setting", "cor_m")), "cor_keep": paper.setting_for("cor_keep", benchmark),
+        "cor_epochs": paper.value(("setting", "cor_epochs")), "cor_lr": paper.value(("setting", "cor_lr")),
+        "eval_n": s["eval_n"], "eval_temperature": s["eval_temperature"], "eval_top_p": s["eval_top_p"],
+        "warmup_steps": -1, "warmup_ratio": s["warmup_ratio"], "weight_decay": s["weight_decay"],
+        "adam_beta1": s["adam_betas"][0], "adam_beta2": s["adam_betas"][1], "grad_clip": s["grad_clip"],
+        "ppo_epochs": s["ppo_epochs"], "mini_batch_size": s["mini_batch_prompts"] * s["n_train"],
+        "micro_batch_size": 8, "clip_ratio": s["clip_ratio"], "dual_clip": s["dual_clip"], "kl_coef": s["kl_coef"],
+    }

@@ -29,6 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+import pandas as pd
+
+from ddrl.reporting import REPO
+
 ARXIV_ID = "2604.21327"
 TEX_NAME = "000_45b6899f74069425.txt"
 CODE_COMMIT = "a8270bf4f380ffb5e91cd877ff66e985f33d89c0"  # yuyongcan/DDRL (launch scripts read there)
@@ -252,7 +256,6 @@ def compare(rows: Iterable[tuple[str, tuple | None, Any]]) -> "pd.DataFrame":
 
     Columns: quantity, paper (None where the paper reports no such quantity), measured, where, source, note.
     """
-    import pandas as pd
 
     out = []
     for quantity, key, measured in rows:
@@ -289,7 +292,6 @@ TABLE_LABELS = {1: "tab:adv_cmp", 2: "tab:main", 3: "tab:abla", 4: "tab:offpolic
 
 def tex_path() -> Path:
     """Where the LaTeX file is looked for: ``$DDRL_PAPER_TEX``, else ``<repo>/../shared/paper/<file>``."""
-    from ddrl.reporting import REPO
 
     return Path(os.environ.get("DDRL_PAPER_TEX", REPO.parent / "shared" / "paper" / TEX_NAME))
 

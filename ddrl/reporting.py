@@ -13,13 +13,23 @@ inputs, so a rerun with the same parameters reuses them.
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import hashlib
 import json
 import os
 import pickle
+import shutil
 import subprocess
+import sys
+import time
+import uuid
+import warnings
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Callable
+
+from ddrl import answers
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -51,9 +61,7 @@ def grader_fingerprint() -> dict[str, Any]:
     """What a graded result depends on besides its inputs: :data:`ddrl.answers.GRADER_VERSION`, the
     math-verify version and the sha256 of the grading modules' source (``answers.py``, ``voting.py``,
     ``grader_pool.py``)."""
-    from importlib.metadata import PackageNotFoundError, version
 
-    from ddrl import answers
 
     try:
         mv = version("math-verify")
@@ -76,8 +84,6 @@ def records_key(records: Any, fields: tuple[str, ...] = ("id", "prompt", "answer
 def disk_error(exc: BaseException, path: str | Path) -> BaseException:
     """``exc`` re-described when the disk is full: an ``OSError(ENOSPC)`` naming ``path`` (torch's
     ``RuntimeError`` / ``iostream error`` hides the errno in its context). Other errors are returned as is."""
-    import errno
-    import shutil
 
     seen, e = [], exc
     while e is not None and e not in seen:
@@ -115,7 +121,6 @@ def fsync_dir(path: str | Path) -> None:
 
 def unique_tmp(path: str | Path) -> Path:
     """A temporary sibling of ``path`` no other process or thread uses: ``.<name>.<pid>-<uuid>.tmp``."""
-    import uuid
 
     path = Path(path)
     return path.parent / f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:12]}.tmp"
@@ -166,9 +171,6 @@ class owner_lock:
             return "unknown"
 
     def __enter__(self) -> "owner_lock":
-        import fcntl
-        import sys
-        import time
 
         self.lock_file.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
@@ -194,7 +196,6 @@ class owner_lock:
         return self
 
     def __exit__(self, *exc) -> None:
-        import fcntl
 
         if self._fd is not None:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
@@ -207,7 +208,6 @@ _DAMAGED = object()
 
 def _load_pickle(path: Path) -> Any:
     """The stored result, or ``_DAMAGED`` (with a warning naming the file) when it does not unpickle."""
-    import warnings
 
     try:
         with open(path, "rb") as f:

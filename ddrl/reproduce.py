@@ -15,16 +15,24 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
 
+import papermill
+import psutil
 import yaml
+from nbconvert import HTMLExporter
+from papermill.engines import NBClientEngine, papermill_engines
+from tabulate import tabulate
 
 from ddrl.params import ParameterError, check_parameters
+from ddrl.progress import PROGRESS_FILE_ENV, latest_bar
 from ddrl.reporting import REPO, atomic_write_bytes, git_sha, sha256_file
 
 NOTEBOOK_DIR = REPO / "notebooks"
@@ -51,7 +59,6 @@ def declared_parameters(notebook: Path) -> dict:
     """Names and default source text of the notebook's ``parameters`` cell, as ``papermill.inspect_notebook``
     reports them (a test checks they agree), read with ``json`` and ``ast``: importing papermill costs 3 s
     (nbformat -> jsonschema compiles a grammar), and a bad ``-p`` value must fail at once."""
-    import ast
 
     nb = json.loads(Path(notebook).read_text())
     cell = next((c for c in nb.get("cells", []) if "parameters" in c.get("metadata", {}).get("tags", [])), None)
@@ -101,7 +108,6 @@ def resolve_parameters(notebook: Path, preset_values: dict, overrides: dict, sou
 
 
 def render_html(executed: Path) -> Path:
-    from nbconvert import HTMLExporter
 
     body, _ = HTMLExporter().from_filename(str(executed))
     out = executed.with_suffix(".html")
@@ -135,7 +141,6 @@ class PeakMemory:
 
     @classmethod
     def _tree_mib(cls) -> float:
-        import psutil
 
         me = psutil.Process()
         total = me.memory_info().rss  # the runner itself: current size (its import-time peak is not the job's)
@@ -164,7 +169,6 @@ def run_notebook(notebook: Path, params: dict, out_dir: Path, progress: bool = T
     """Execute ``notebook`` with papermill into ``out_dir``; ``progress`` is papermill's own per-cell bar
     (off when a :class:`LiveProgress` reports instead). Cell starts are reported to the active
     :class:`LiveProgress`, if any."""
-    import papermill
 
     executed = out_dir / notebook.name
     papermill.execute_notebook(
@@ -196,7 +200,6 @@ class LiveProgress:
     """
 
     def __init__(self, name: str, interval: float = 10.0, expected_s: float | None = None, stream=None):
-        import tempfile
 
         self.name, self.interval, self.expected_s = name, interval, expected_s
         self.stream = stream or sys.stdout
@@ -218,7 +221,6 @@ class LiveProgress:
         self._bar_offset = self.path.stat().st_size if self.path.exists() else 0  # older bars are done
 
     def status_line(self) -> str:
-        from ddrl.progress import latest_bar
 
         now = time.monotonic()
         parts = [f"  [{self.name} {format_seconds(now - self.start)}]"]
@@ -239,7 +241,6 @@ class LiveProgress:
             print(self.status_line(), file=self.stream, flush=True)
 
     def __enter__(self) -> "LiveProgress":
-        from ddrl.progress import PROGRESS_FILE_ENV
 
         self._saved_env = os.environ.get(PROGRESS_FILE_ENV)
         os.environ[PROGRESS_FILE_ENV] = str(self.path)
@@ -248,7 +249,6 @@ class LiveProgress:
         return self
 
     def __exit__(self, *exc) -> None:
-        from ddrl.progress import PROGRESS_FILE_ENV
 
         self._stop.set()
         self._thread.join()
@@ -265,7 +265,6 @@ _ACTIVE: list[LiveProgress] = []
 
 def _tracking_engine() -> str:
     """Register and name a papermill engine that reports each cell start to the active LiveProgress."""
-    from papermill.engines import NBClientEngine, papermill_engines
 
     class TrackingEngine(NBClientEngine):
         @classmethod
@@ -289,7 +288,6 @@ def _tracking_engine() -> str:
 
 def summary_table(names: list[str], runs: dict[str, dict], failed: dict[str, str]) -> str:
     """Every planned notebook's status, wall time and peak memory, as a GitHub-style table."""
-    from tabulate import tabulate
 
     rows = []
     for name in names:

@@ -22,16 +22,21 @@ it can restore exactly; reading a finished run writes nothing.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import pickle
 import platform
 import shutil
 import sys
 import warnings
+import zipfile
 from pathlib import Path
 from typing import Any, Iterable
 
+import numpy
 import torch
+import transformers
 
 from ddrl.reporting import atomic_write_bytes, disk_error, fsync_dir, git_sha, owner_lock, unique_tmp
 
@@ -49,8 +54,6 @@ class DamagedRunError(ValueError):
 
 def environment(device: str | None = None) -> dict[str, Any]:
     """Versions and machine facts that can change a run's numbers."""
-    import numpy
-    import transformers
 
     env: dict[str, Any] = {
         "python": sys.version.split()[0],
@@ -373,8 +376,6 @@ def durable_torch_save(obj: Any, path: Path) -> None:
 def _torch_load(path: Path, weights_only: bool) -> Any:
     """``torch.load`` on CPU; an empty, truncated or otherwise unreadable file is a :class:`DamagedRunError`
     naming it (torch says only ``EOFError`` or ``PytorchStreamReader failed``)."""
-    import pickle
-    import zipfile
 
     try:
         return torch.load(path, map_location="cpu", weights_only=weights_only)
@@ -403,7 +404,6 @@ def load_trainable_state_dict(model, weights: dict[str, torch.Tensor]) -> None:
 def fingerprint(records: Iterable[dict], fields: tuple[str, ...] = ("id", "prompt")) -> str:
     """A short hash of the questions a run adapts on (stored in config.json, so resuming on other
     questions is caught). Ground truth is deliberately not part of it."""
-    import hashlib
 
     h = hashlib.sha256()
     for r in records:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 
 import numpy as np
+import torch
 
 #: The default seed of every notebook and preset. Change it here (or pass ``seed=`` / ``-p seed N``).
 DEFAULT_SEED = 0
@@ -35,7 +36,6 @@ def numpy_generator(seed: int, *names: object) -> np.random.Generator:
 
 def torch_generator(seed: int, *names: object, device: str = "cpu"):
     """A ``torch.Generator`` on ``device`` for ``(seed, *names)``."""
-    import torch
 
     g = torch.Generator(device=device)
     g.manual_seed(derive_seed(seed, *names))

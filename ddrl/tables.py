@@ -15,6 +15,7 @@ from typing import Callable, Mapping, Sequence
 import pandas as pd
 
 from ddrl.plotting import METHOD_LABELS, label  # noqa: F401  (re-exported for notebooks)
+from ddrl import paper
 
 NOT_REPORTED = "not reported"
 
@@ -30,7 +31,6 @@ method_label = label  # the one table of method names lives in ddrl.plotting
 
 def paper_value(key: tuple) -> float | int | None:
     """``ddrl.paper.value(key)``, or None when the paper reports no such quantity (no entry in ``ddrl.paper``)."""
-    from ddrl import paper
 
     try:
         return paper.value(key)

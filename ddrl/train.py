@@ -13,7 +13,7 @@ One config dataclass, one training function, CleanRL style. Per step:
    gradient clipping, AdamW with linear warmup and cosine decay;
 7. log metrics (ground-truth diagnostics computed *after* the update, from the answers alone), checkpoint.
 
-After the RL steps, ``cor=True`` runs consensus-based offline refinement (:mod:`ddrl.sft`).
+After the RL steps, ``cor=True`` runs consensus-based off-policy refinement (:mod:`ddrl.cor`).
 
 Ground truth never reaches steps 1-6: :func:`train` splits every record into the question (everything but
 ``answer``) and the truth, and only :mod:`ddrl.evaluate`'s metric functions see the truth
@@ -35,10 +35,10 @@ import torch
 from ddrl.progress import tqdm
 
 from ddrl.answers import extract_boxed
-from ddrl.models import get_preset
-from ddrl.models import load_model as load_pretrained
+from ddrl.logprobs import response_logprobs
+from ddrl.models import load_model, resolve_device
 from ddrl.seeds import derive_seed, numpy_generator
-from ddrl.voting import pseudo_rewards  # the reward of Algorithm 1 (also imported from here by tests)
+from ddrl.voting import pseudo_rewards  # the reward of Algorithm 1
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -61,7 +61,7 @@ class TrainConfig:
     # --- algorithm (the paper's rows differ only here) ---
     selection: str = "random"  # which K of N rollouts are trained: "random" (TTRL) | "bcs" (DDRL)
     advantage: str = "grpo"  # "grpo" (TTRL) | "grpo_no_std" | "fixed" (DDRL's DAE: +1 / -1)
-    cor: bool = False  # consensus-based offline refinement after RL (DDRL's COR)
+    cor: bool = False  # consensus-based off-policy refinement after RL (DDRL's COR)
     reshape: str = "none"  # advantage transform: "none" | "entropy" (ETTRL's EAR) | "clip" (to [-2, 2])
 
     # --- how the voting rollouts are drawn ---
@@ -108,7 +108,7 @@ class TrainConfig:
     eval_temperature: float = 0.6
     eval_top_p: float = 0.95
 
-    # --- COR: consensus-based offline refinement ---
+    # --- COR: consensus-based off-policy refinement ---
     cor_m: int = 128  # M: samples per question for the vote
     cor_keep: int = 4  # k: agreeing rollouts kept per question (4 or 16 in the paper)
     cor_epochs: int = 5  # E: SFT epochs
@@ -193,56 +193,9 @@ def validate_config(cfg: TrainConfig) -> None:
         raise ValueError(f"TrainConfig.dtype must be float32, bfloat16 or float16, got {cfg.dtype!r}")
 
 
-def paper_overrides(model_preset: str, benchmark: str, temperature: str = "paper") -> dict[str, Any]:
-    """Overrides for the paper's full-scale runs, from the official per-model settings in
-    :mod:`ddrl.models` (``PRESETS[model_preset].settings(benchmark)``), mapped onto :class:`TrainConfig`,
-    and the settings the paper's text states (:mod:`ddrl.paper`, Sec. 4.1):
-
-    - ``rollout_temperature``: ``temperature="paper"`` (default) takes the text's 1.0 for math-specialised
-      models and 0.6 for the others; ``"scripts"`` the official launch scripts' 1.0 for every model (the two
-      agree for Qwen2.5-Math-1.5B and differ for Qwen2.5-3B and Llama-3.1-8B-Instruct);
-    - COR: M = 128 samples, ``cor_keep`` = 4 for MATH-500 and 16 for AMC and AIME 2024, 5 epochs at 1e-5;
-    - ``drop_last=True``: each episode drops its last partial step, as the official RL dataloader does
-      (``StatefulDataLoader(..., drop_last=True)`` in verl's ``ray_trainer.py``), so an episode has
-      ``floor(questions / prompts_per_step)`` steps (AIME 2024: 3 of 8 questions per step, 6 questions unseen
-      per episode, a different 6 each episode as the order is reshuffled).
-
-    ``micro_batch_size`` and ``sample_batch_size`` are memory knobs, not the paper's: set them for your GPU.
-    """
-    from ddrl import paper
-
-    if temperature not in ("paper", "scripts"):
-        raise ValueError(f"paper_overrides: temperature must be 'paper' (the text) or 'scripts' (the official "
-                         f"launch scripts), got {temperature!r}")
-    s = get_preset(model_preset).settings(benchmark)
-    if s["lr"] is None:
-        raise ValueError(f"model preset {model_preset!r} has no official learning rate; pass lr= yourself")
-    return {
-        "model": model_preset, "cue": s["cue"], "dtype": s["dtype"], "device": "auto",
-        "lr": s["lr"], "episodes": s["episodes"], "prompts_per_step": s["prompts_per_step"],
-        "max_new_tokens": s["max_response_len"], "n_votes": s["n_votes"], "k_train": s["n_train"],
-        "rollout_temperature": (paper.rollout_temperature(model_preset) if temperature == "paper"
-                                else s["rollout_temperature"]),
-        "rollout_top_p": s["rollout_top_p"], "drop_last": bool(paper.value(("script", "drop_last"))),
-        "cor_m": paper.value(("setting", "cor_m")), "cor_keep": paper.setting_for("cor_keep", benchmark),
-        "cor_epochs": paper.value(("setting", "cor_epochs")), "cor_lr": paper.value(("setting", "cor_lr")),
-        "eval_n": s["eval_n"], "eval_temperature": s["eval_temperature"], "eval_top_p": s["eval_top_p"],
-        "warmup_steps": -1, "warmup_ratio": s["warmup_ratio"], "weight_decay": s["weight_decay"],
-        "adam_beta1": s["adam_betas"][0], "adam_beta2": s["adam_betas"][1], "grad_clip": s["grad_clip"],
-        "ppo_epochs": s["ppo_epochs"], "mini_batch_size": s["mini_batch_prompts"] * s["n_train"],
-        "micro_batch_size": 8, "clip_ratio": s["clip_ratio"], "dual_clip": s["dual_clip"], "kl_coef": s["kl_coef"],
-    }
-
-
 # ---------------------------------------------------------------------------------------------------------
-# Model loading
+# Prompt cue (models are loaded by ddrl.models.load_model)
 # ---------------------------------------------------------------------------------------------------------
-
-
-def resolve_device(device: str) -> torch.device:
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
 
 
 def resolve_cue(cue: str, model_name: str) -> str:
@@ -253,21 +206,6 @@ def resolve_cue(cue: str, model_name: str) -> str:
     if model_name.startswith("testbed:"):
         return "none"
     return "system" if "math" in model_name.lower() else "suffix"
-
-
-def load_model(name: str, dtype: str = "float32", device: str = "auto", progress: bool = False):
-    """``(model, tokenizer)`` for ``"testbed:<preset>"`` or a Hugging Face id / path."""
-    torch_dtype = getattr(torch, dtype)
-    if name.startswith("testbed:"):
-        from ddrl.testbed import build, load
-
-        model, tok = load(build(name.split(":", 1)[1], progress=progress))
-        model = model.to(torch_dtype)
-    else:
-        model, tok = load_pretrained(name, dtype=dtype)  # model presets, hub ids, local dirs, pad-token fixes
-    if tok.pad_token_id is None:
-        tok.pad_token = tok.eos_token
-    return model.to(resolve_device(device)), tok
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -339,52 +277,6 @@ def warmup_steps(cfg: TrainConfig, total_steps: int) -> int:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def collate(prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]], pad_id: int, device):
-    """Left-padded prompts followed by right-padded responses, so every response starts in the same column.
-
-    Returns ``input_ids, attention_mask, position_ids`` of shape (B, W + R) and the response ``mask`` (B, R).
-    """
-    if len(prompts) != len(responses):
-        raise ValueError(f"collate: {len(prompts)} prompts but {len(responses)} responses")
-    b = len(prompts)
-    w = max(len(p) for p in prompts)
-    r = max(len(x) for x in responses)
-    ids = torch.full((b, w + r), pad_id, dtype=torch.long)
-    attn = torch.zeros((b, w + r), dtype=torch.long)
-    for i, (p, x) in enumerate(zip(prompts, responses)):
-        ids[i, w - len(p) : w] = torch.as_tensor(list(p), dtype=torch.long)
-        ids[i, w : w + len(x)] = torch.as_tensor(list(x), dtype=torch.long)
-        attn[i, w - len(p) : w + len(x)] = 1
-    pos = (attn.cumsum(-1) - 1).clamp(min=0)
-    mask = attn[:, w:].clone()
-    return ids.to(device), attn.to(device), pos.to(device), mask.to(device)
-
-
-def response_logprobs(model, prompts, responses, temperature: float, pad_id: int, with_entropy: bool = False):
-    """Per-token log-probs of ``responses`` given ``prompts`` under ``softmax(logits / temperature)``
-    (verl divides logits by the rollout temperature, so with T = 1 these are the sampler's log-probs).
-
-    Returns ``(logp, mask, entropy)``, each (B, R); ``entropy`` is None unless ``with_entropy``. Only the
-    response positions' logits are materialised (``logits_to_keep``).
-    """
-    device = next(model.parameters()).device
-    ids, attn, pos, mask = collate(prompts, responses, pad_id, device)
-    r = mask.shape[1]
-    logits = model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=False,
-                   logits_to_keep=r + 1).logits[:, :-1, :].float()
-    if temperature > 0:
-        logits = logits / temperature
-    logz = torch.logsumexp(logits, dim=-1)
-    targets = ids[:, -r:]
-    logp = logits.gather(-1, targets[..., None]).squeeze(-1) - logz
-    logp = logp * mask
-    entropy = None
-    if with_entropy:
-        p = torch.softmax(logits, dim=-1)
-        entropy = (logz - (p * logits).sum(-1)) * mask
-    return logp, mask, entropy
-
-
 # ---------------------------------------------------------------------------------------------------------
 # One RL step
 # ---------------------------------------------------------------------------------------------------------
@@ -421,7 +313,7 @@ def collect_rollouts(sampler, tokenizer, questions: Sequence[dict], cfg: TrainCo
     """
     from ddrl.advantages import clip_advantages, entropy_reshape, get_advantage
     from ddrl.prompts import format_prompt
-    from ddrl.sampling import tree_sample
+    from ddrl.etmr import tree_sample
     from ddrl.selection import get_selection
     from ddrl.voting import majority_vote
 
@@ -585,7 +477,7 @@ class RunResult:
     metrics: list[dict] = field(default_factory=list)  # one dict per RL step (as in metrics.jsonl)
     rl_seconds: float = 0.0  # wall time of the RL steps (summed over restarts)
     cor_seconds: float = 0.0  # wall time of COR (sampling + SFT)
-    cor: dict | None = None  # COR statistics (ddrl.sft.CORResult as a dict)
+    cor: dict | None = None  # COR statistics (ddrl.cor.CORResult as a dict)
 
 
 def _set_threads(cfg: TrainConfig) -> None:
@@ -707,7 +599,7 @@ def _train(config: TrainConfig, records: Sequence[dict], rd, progress: bool, mod
 
     cor_stats, cor_seconds = None, 0.0
     if cfg.cor:
-        from ddrl.sft import consensus_refinement
+        from ddrl.cor import consensus_refinement
 
         rd.save_weights("rl", policy)  # the RL-only model, for comparisons with and without COR
         t0 = time.perf_counter()

@@ -79,14 +79,14 @@ from IPython.display import Markdown, display
 from ddrl import analysis as an
 from ddrl import paper
 from ddrl import tables as T
-from ddrl.data import DataError, load_dataset, load_questions
+from ddrl.data import DataError, load_dataset, load_questions, resolve_data_dir
 from ddrl.plotting import color, set_style
 from ddrl.reporting import Reporter
 
 set_style()
 rep = Reporter(output_dir, "01_frequency_and_bayes")
 model_name = f"testbed:{testbed_preset}" if model == "testbed" else model
-data_dir = an.resolve_data_dir(data_dir)
+data_dir = resolve_data_dir(data_dir)
 bands_n = an.scale_bands([tuple(b) for b in bands], 64, n_samples)
 print(f"model {model_name}, dataset {dataset}, {n_questions} questions x N={n_samples}; bands {bands_n}")
 

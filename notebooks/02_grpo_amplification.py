@@ -83,14 +83,14 @@ from IPython.display import Markdown, display
 from ddrl import analysis as an
 from ddrl import paper
 from ddrl import tables as T
-from ddrl.data import load_questions
+from ddrl.data import load_questions, resolve_data_dir
 from ddrl.plotting import color, label, set_style
 from ddrl.reporting import Reporter, cache_root
 
 set_style()
 rep = Reporter(output_dir, "02_grpo_amplification")
 model_name = f"testbed:{testbed_preset}" if model == "testbed" else model
-data_dir = an.resolve_data_dir(data_dir)
+data_dir = resolve_data_dir(data_dir)
 
 # %% [markdown]
 # ## 1. Advantage vs number of positives (Fig. 3a): closed form and `ddrl.advantages`

@@ -26,7 +26,7 @@
 # | TTRL | GRPO on a random K = 32 of N = 64 rollouts, reward = agreement with the majority vote | baseline |
 # | ETMR | TTRL, but the voting rollouts are entropy-fork trees (ETTRL) | baseline |
 # | BCS + DAE | DDRL's RL stage: balanced confidence-aware selection, fixed ±1 advantages | ablation |
-# | DDRL | BCS + DAE, then consensus-based offline refinement (COR) | the method |
+# | DDRL | BCS + DAE, then consensus-based off-policy refinement (COR) | the method |
 #
 # BCS + DAE is the RL-only checkpoint of the DDRL run, so it costs nothing extra. Every run goes through
 # `ddrl.experiments.Experiment` and is cached by its configuration, so notebooks 04 and 05 reuse these runs.

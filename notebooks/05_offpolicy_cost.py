@@ -16,7 +16,7 @@
 # %% [markdown]
 # # 05 · What COR costs and buys: COR vs more RL (paper Table 4), refinement size (Table 6)
 #
-# COR (consensus-based offline refinement) runs once after RL: sample M = 128 answers per question, keep a
+# COR (consensus-based off-policy refinement) runs once after RL: sample M = 128 answers per question, keep a
 # few rollouts that agree with the majority, fine-tune on them for a few epochs. The paper's Table 4 asks
 # whether the same gain could be had by simply training longer: it compares
 #
@@ -24,7 +24,7 @@
 # |---|---|
 # | BCS + DAE | nothing (the RL-only weights of the DDRL run) |
 # | + additional RL | about 1/10 more RL steps (`extra_rl_fraction = 0.1`) at a constant learning rate |
-# | + COR (= DDRL) | consensus-based offline refinement |
+# | + COR (= DDRL) | consensus-based off-policy refinement |
 #
 # with the wall-clock time each stage takes on this machine (`RunResult.rl_seconds`, `cor_seconds` and the
 # per-step `time/step_s` of the extra RL steps).
@@ -100,7 +100,7 @@ from ddrl.plotting import color, set_style
 from ddrl.reporting import Reporter, cached, grader_fingerprint, records_key
 from ddrl.runs import RunDir
 from ddrl.seeds import derive_seed
-from ddrl.sft import consensus_refinement
+from ddrl.cor import consensus_refinement
 from ddrl import paper
 from ddrl.train import extra_rl_factor, resolve_cue, steps_per_episode, strip_truth
 
@@ -187,7 +187,7 @@ display(Markdown(" ".join(T.direction_sentences(directions4))))
 #
 # COR from the RL-only weights of each DDRL run with `cor_keep x multiplier` agreeing rollouts per question
 # (`cor_keep` as the run's config has it: with `paper_settings`, the paper's value for the benchmark)
-# (fewer when fewer agree). The call is the trainer's own COR call (`ddrl.sft.consensus_refinement`, same
+# (fewer when fewer agree). The call is the trainer's own COR call (`ddrl.cor.consensus_refinement`, same
 # seed and settings), cached by run directory and size.
 
 # %%

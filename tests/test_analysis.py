@@ -234,12 +234,12 @@ def test_grade_problem_with_math_verify():
 def test_model_fingerprint_hashes_each_weight_file_once_and_follows_changes(tmp_path, monkeypatch):
     import os
 
-    import ddrl.reporting
+    import ddrl.analysis as where
     from ddrl.analysis import model_fingerprint
 
     calls = []
-    real = ddrl.reporting.sha256_file
-    monkeypatch.setattr(ddrl.reporting, "sha256_file", lambda p: calls.append(p) or real(p))
+    real = where.sha256_file
+    monkeypatch.setattr(where, "sha256_file", lambda p: calls.append(p) or real(p))
     w = tmp_path / "model.safetensors"
     w.write_bytes(b"weights-a")
     (tmp_path / "config.json").write_text("{}")  # not a weight file

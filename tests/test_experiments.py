@@ -62,7 +62,7 @@ def test_no_cached_score_is_reused_when_seed_answers_or_grader_change(tmp_path, 
     import ddrl.reporting
     from ddrl.data import load_questions
     from ddrl.experiments import Experiment
-    from ddrl.train import load_model
+    from ddrl.models import load_model
 
     monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path))
     calls = []
@@ -109,7 +109,7 @@ def test_cached_rollouts_key_on_prompts_answers_and_grader(tmp_path, monkeypatch
 
     monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path))
     keys = []
-    monkeypatch.setattr(ddrl.reporting, "cached", lambda key, fn, namespace: keys.append(ddrl.reporting.content_key(key)))
+    monkeypatch.setattr(an, "cached", lambda key, fn, namespace: keys.append(ddrl.reporting.content_key(key)))
     recs = [{"id": 0, "prompt": "1+1", "answer": "2"}]
     an.cached_rollouts("some/hub-model", recs, "x", 4)
     an.cached_rollouts("some/hub-model", [{**recs[0], "prompt": "1+2"}], "x", 4)

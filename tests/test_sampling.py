@@ -113,7 +113,7 @@ def test_vllm_backend_names_the_extra_when_missing(tiny_lm):
 
 
 def test_fork_points_pick_top_entropy_positions():
-    from ddrl.sampling import fork_points
+    from ddrl.etmr import fork_points
 
     ent = [0.1, 0.9, 0.3, 0.9, 2.0]
     assert fork_points(ent, 2) == [1, 3]  # position 4 (the final EOS) excluded; tie 1 vs 3 -> both kept
@@ -126,7 +126,7 @@ def test_fork_points_pick_top_entropy_positions():
 
 
 def test_tree_leaf_count_prefixes_and_exact_token_count(tiny_lm):
-    from ddrl.sampling import fork_points, tree_sample
+    from ddrl.etmr import fork_points, tree_sample
 
     model, tok = tiny_lm
     s = HFSampler(model, tok, batch_size=16)
@@ -153,7 +153,7 @@ def test_tree_leaf_count_prefixes_and_exact_token_count(tiny_lm):
 
 def test_tree_with_full_forks_has_reported_leaf_count(tiny_lm):
     """M=12, F=2, B=2 -> 60 leaves per question whenever every root has >= 3 tokens."""
-    from ddrl.sampling import tree_sample
+    from ddrl.etmr import tree_sample
 
     model, tok = tiny_lm
     s = HFSampler(model, tok, batch_size=64)

@@ -11,11 +11,9 @@ import torch
 
 from conftest import make_tiny_lm
 from ddrl.runs import RunDir
-from ddrl.train import (
-    PRESETS, TrainConfig, collate, lr_factor, make_config, pseudo_rewards, response_logprobs,
-    step_question_indices, strip_truth, train,
-)
-from ddrl.voting import majority_vote
+from ddrl.logprobs import collate, response_logprobs
+from ddrl.train import PRESETS, TrainConfig, lr_factor, make_config, step_question_indices, strip_truth, train
+from ddrl.voting import majority_vote, pseudo_rewards
 
 RECORDS = [{"prompt": f"{i}+{i + 1}", "answer": str(2 * i + 1), "id": f"q{i}", "source": "toy"} for i in range(4)]
 
@@ -245,7 +243,7 @@ def test_lora_step_changes_only_the_adapter(tmp_path):
 
 def test_paper_overrides_map_the_official_settings():
     pytest.importorskip("ddrl.models")
-    cfg = make_config("ddrl", **__import__("ddrl.train", fromlist=["x"]).paper_overrides("qwen2.5-math-1.5b", "aime2024"))
+    cfg = make_config("ddrl", **__import__("ddrl.models", fromlist=["x"]).paper_overrides("qwen2.5-math-1.5b", "aime2024"))
     assert (cfg.n_votes, cfg.k_train, cfg.cue, cfg.max_new_tokens, cfg.warmup_steps) == (64, 32, "system", 3072, -1)
     assert cfg.lr == 5e-7 and cfg.warmup_ratio == 0.03 and cfg.cor
 
@@ -253,7 +251,7 @@ def test_paper_overrides_map_the_official_settings():
 @pytest.mark.parametrize("benchmark, keep", [("math500", 4), ("amc", 16), ("aime2024", 16)])
 def test_paper_overrides_cor_keep_per_benchmark(benchmark, keep):
     """Sec. 4.1: COR keeps 4 samples per prompt on MATH-500 and 16 on AMC and AIME 2024 (M = 128, 5 epochs, 1e-5)."""
-    from ddrl.train import paper_overrides
+    from ddrl.models import paper_overrides
 
     cfg = make_config("ddrl", **paper_overrides("qwen2.5-math-1.5b", benchmark))
     assert (cfg.cor_keep, cfg.cor_m, cfg.cor_epochs, cfg.cor_lr) == (keep, 128, 5, 1e-5)
@@ -264,7 +262,7 @@ def test_paper_overrides_cor_keep_per_benchmark(benchmark, keep):
 def test_paper_overrides_rollout_temperature_paper_or_scripts(model, paper_t):
     """The text: 1.0 for math-specialised models, 0.6 for the others; the official scripts: 1.0 for all."""
     from ddrl.models import get_preset
-    from ddrl.train import paper_overrides
+    from ddrl.models import paper_overrides
 
     assert paper_overrides(model, "amc")["rollout_temperature"] == paper_t
     assert paper_overrides(model, "amc", temperature="scripts")["rollout_temperature"] == 1.0
@@ -274,7 +272,8 @@ def test_paper_overrides_rollout_temperature_paper_or_scripts(model, paper_t):
 
 
 def test_drop_last_follows_the_official_loader():
-    from ddrl.train import paper_overrides, steps_per_episode
+    from ddrl.models import paper_overrides
+    from ddrl.train import steps_per_episode
 
     assert paper_overrides("qwen2.5-3b", "aime2024")["drop_last"] is True
     # official batch sizes: AIME 30 questions / 8 (Qwen2.5-Math) -> 3 steps, AMC 83 / 8 -> 10, MATH-500 500 / 32 -> 15

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from ddrl.integrations.verl import cor
-from ddrl.sft import consensus_indices
+from ddrl.cor import consensus_indices
 
 Q = [[{"role": "user", "content": "q0"}], [{"role": "user", "content": "q1"}], [{"role": "user", "content": "q2"}]]
 # q0: majority 7 (3 of 5), q1: majority 2 (4 of 5; only 2 kept), q2: no answer at all

@@ -34,12 +34,18 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from ddrl.progress import tqdm
+from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from ddrl.answers import extract_boxed, voting_key
+from ddrl.progress import tqdm
+from ddrl.prompts import format_prompt
+from ddrl.reporting import owner_lock
+from ddrl.sampling import HFSampler
 from ddrl.seeds import DEFAULT_SEED, derive_seed, numpy_generator
 from ddrl.testbed.model import build_model
 from ddrl.testbed.task import SPLITS, generate_split, sample_problems
 from ddrl.testbed.tokenizer import build_tokenizer
+from ddrl.voting import count_votes
 
 #: Bump when a code change alters what a given configuration builds (invalidates every cached build).
 TESTBED_VERSION = 1
@@ -203,10 +209,6 @@ def sample_eval(model, tokenizer, records: list[dict], n: int, *, temperature: f
     the vote groups by voting key too (:func:`ddrl.voting.count_votes`, no math-verify: the build, and so
     the testbed model, does not depend on the grader).
     """
-    from ddrl.answers import extract_boxed, voting_key
-    from ddrl.prompts import format_prompt
-    from ddrl.sampling import HFSampler
-    from ddrl.voting import count_votes
 
     sampler = HFSampler(model, tokenizer, batch_size=batch_size)
     prompts = [format_prompt(tokenizer, r["prompt"], cue="none") for r in records]
@@ -336,7 +338,6 @@ def build(preset: str = "default", cache_dir: str | os.PathLike | None = None, p
     if (final / META_FILE).is_file():
         return final
     root.mkdir(parents=True, exist_ok=True)
-    from ddrl.reporting import owner_lock
 
     with owner_lock(root / f"{final.name}.lock", f"testbed build {final}"):  # a second process waits, then reuses it
         if (final / META_FILE).is_file():
@@ -358,7 +359,6 @@ def build(preset: str = "default", cache_dir: str | os.PathLike | None = None, p
 
 def load(path: str | os.PathLike):
     """``(model, tokenizer)`` from a built directory, through the Auto classes (the Hugging Face path)."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     path = Path(path)
     if not (path / "config.json").is_file():

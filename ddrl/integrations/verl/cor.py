@@ -7,7 +7,7 @@ response as the assistant turn, for verl's SFT trainer with ``data.messages_key=
   question from the RL-adapted model (:func:`sample_responses`, vLLM, at the evaluation settings T = 0.6,
   top-p 0.95 as the companion's trainer does), majority-vote them, and keep the responses that agree with
   the vote, at most ``keep`` per question (Sec. 4.1: 4 for MATH-500, 16 for AMC and AIME 2024). The
-  selection is :func:`ddrl.sft.consensus_indices`, the same function the companion's own COR uses.
+  selection is :func:`ddrl.cor.consensus_indices`, the same function the companion's own COR uses.
 - ``readme`` (the official code's README variant, kept as a named option): the rollouts verl dumped to
   ``trainer.rollout_data_dir`` *during* RL whose pseudo-reward is 1, every one of them (no cap, no fresh
   samples), as ``github.com/yuyongcan/DDRL``'s README suggests feeding to an external SFT framework.
@@ -47,7 +47,7 @@ def algorithm1_rows(prompts: Sequence, responses: Sequence[Sequence[str]], keep:
 
     Returns ``(rows, stats)``: SFT rows ``{"messages": [...]}`` and per question ``{index, label, label_count,
     m, kept}``. A count mismatch is an error naming both lengths."""
-    from ddrl.sft import consensus_indices
+    from ddrl.cor import consensus_indices
 
     if len(prompts) != len(responses):
         raise ValueError(f"algorithm1_rows: {len(prompts)} prompts but responses for {len(responses)} questions")

@@ -1,4 +1,4 @@
-"""COR, consensus-based offline refinement (DDRL): after RL, fine-tune on the model's own consensus.
+"""COR, consensus-based off-policy refinement (DDRL): after RL, fine-tune on the model's own consensus.
 
 For every question: sample M responses at the evaluation settings (T = 0.6, top-p 0.95), majority-vote,
 and keep up to ``keep`` rollouts whose answer agrees with the majority label (fewer if fewer agree, none
@@ -15,10 +15,15 @@ from typing import Sequence
 
 import numpy as np
 import torch
-from ddrl.progress import tqdm
 
 from ddrl.answers import extract_boxed
+from ddrl.logprobs import response_logprobs
+from ddrl.losses import sft_nll
+from ddrl.progress import tqdm
+from ddrl.prompts import format_prompt
+from ddrl.sampling import HFSampler
 from ddrl.seeds import numpy_generator
+from ddrl.voting import majority_vote, pseudo_rewards
 
 
 @dataclass
@@ -43,9 +48,6 @@ def consensus_indices(texts: Sequence[str], keep: int) -> tuple[list[int], str |
     """COR's selection for one question (Algorithm 1, "add (q, y_j) if y_j = y*(q)", capped at ``keep``): the
     indices of the first ``keep`` of ``texts`` (in sampling order, i.e. at random) whose boxed answer agrees
     with the majority vote over all of them, the label and its count. None kept when no text has an answer."""
-    from ddrl.train import pseudo_rewards
-    from ddrl.voting import majority_vote
-
     if keep < 1:
         raise ValueError(f"consensus_indices: keep must be >= 1, got {keep}")
     vote = majority_vote([extract_boxed(t) for t in texts])
@@ -79,11 +81,6 @@ def consensus_refinement(model, tokenizer, records: Sequence[dict], m: int = 128
     at constant ``lr``, gradient clipping ``grad_clip``, loss :func:`ddrl.losses.sft_nll` (token-mean NLL of
     response tokens; prompt tokens are context only).
     """
-    from ddrl.losses import sft_nll
-    from ddrl.prompts import format_prompt
-    from ddrl.sampling import HFSampler
-    from ddrl.train import response_logprobs
-
     for i, r in enumerate(records):
         if "prompt" not in r:
             raise ValueError(f"consensus_refinement: record {i} has no 'prompt' field")
