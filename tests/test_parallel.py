@@ -61,14 +61,19 @@ def assert_same(a: pd.DataFrame, b: pd.DataFrame) -> None:
 
 @pytest.fixture(scope="module")
 def serial(tmp_path_factory):
-    """The serial path's grid (its own cache, so the pool cannot reuse a cached evaluation)."""
+    """The serial path's grid (its own cache, so the pool cannot reuse a cached evaluation), in one thread
+    like the pool's workers. At two threads the numbers differ in float rounding (matmul reductions split
+    differently), which is why env.json records ``torch_threads`` beside every run."""
     root = tmp_path_factory.mktemp("serial")
     mp = pytest.MonkeyPatch()
     mp.setenv("DDRL_CACHE_DIR", str(root / "cache"))
+    mp.setenv("OMP_NUM_THREADS", "1")  # the workers' thread count: float reductions depend on it
+    threads = torch.get_num_threads()
     try:
         yield experiment(root / "runs", workers=1).grid(METHODS, SEEDS)
     finally:
         mp.undo()
+        torch.set_num_threads(threads)
 
 
 def test_default_workers():
