@@ -60,9 +60,10 @@ MICRO_BATCH = 64
 
 
 def ours_steps(model_dir: Path, records: list[dict], n_votes: int, k_train: int, mini_batch: int,
-               max_new_tokens: int, steps: int, profile: Path | None = None) -> list[dict]:
+               max_new_tokens: int, steps: int, profile: Path | None = None, lean: bool = True) -> list[dict]:
     """``steps`` RL steps of the companion's trainer on the same 8 questions; per step its wall time and the
-    trainer's own sample / update split (``time/sample_s`` and ``time/update_s`` as :func:`train` logs them)."""
+    trainer's own sample / update split (``time/sample_s`` and ``time/update_s`` as :func:`train` logs them).
+    ``lean=False`` runs every pass of the update (``ppo_update(..., lean=False)``, the update before issue 16)."""
     from ddrl.testbed import load
     from ddrl.sampling import HFSampler
     from ddrl.train import (_LRLambda, collect_rollouts, make_config, ppo_update, prepare_policy, strip_truth,
@@ -88,7 +89,7 @@ def ours_steps(model_dir: Path, records: list[dict], n_votes: int, k_train: int,
         t0 = time.perf_counter()
         ro = collect_rollouts(sampler, tok, questions, cfg, step, "none")
         t1 = time.perf_counter()
-        upd = ppo_update(policy, ref, ro.samples, cfg, opt, step, pad_id)
+        upd = ppo_update(policy, ref, ro.samples, cfg, opt, step, pad_id, lean=lean)
         sched.step()
         t2 = time.perf_counter()
         if prof:
@@ -217,7 +218,7 @@ def markdown_table(result: dict) -> str:
     lines = ["| pairing | trainer | sampled | trained | updates | s/step | generation s | rest s | TRL / ours |",
              "|---|---|---|---|---|---|---|---|---|"]
     for name, r in result["results"].items():
-        for who in ("ours", "trl"):
+        for who in ("ours", "ours_full", "trl"):
             if who in r:
                 x = r[who]
                 ratio = f"{r['trl_over_ours']:.2f}x" if who == "trl" else ""
@@ -272,6 +273,9 @@ def main() -> None:
         "a": [("ours", f"sample {args.n} / train {args.n}, 1 update",
                lambda: ours_steps(model_dir, records, args.n, args.n, QUESTIONS * args.n, args.max_new_tokens, steps,
                                   prof("a_ours"))),
+              ("ours_full", f"sample {args.n} / train {args.n}, 1 update, every pass (lean=False)",
+               lambda: ours_steps(model_dir, records, args.n, args.n, QUESTIONS * args.n, args.max_new_tokens, steps,
+                                  prof("a_ours_full"), lean=False)),
               ("trl", f"group {args.n} (sample {args.n} / train {args.n}), 1 update",
                lambda: trl_steps(model_dir, prompts, args.n, args.max_new_tokens, steps,
                                  args.trl_gradient_checkpointing, prof("a_trl")))],
@@ -289,14 +293,18 @@ def main() -> None:
     for name in args.pairings:
         results[name] = {}
         for who, what, run in plan[name]:
-            t = time.perf_counter()
+            t, load_before = time.perf_counter(), os.getloadavg()
             res = summarize(run(), warmup=1, repeats=args.repeats)
             res["what"] = what
+            res["loadavg_before"], res["loadavg_after"] = load_before, os.getloadavg()  # the machine is shared
             results[name][who] = res
             print(f"[{name}] {who}: {what}: median {res['median_step_s']:.2f} s/step "
                   f"(run {time.perf_counter() - t:.0f} s)", flush=True)
         if "trl" in results[name]:
             results[name]["trl_over_ours"] = results[name]["trl"]["median_step_s"] / results[name]["ours"]["median_step_s"]
+        if "ours_full" in results[name]:
+            results[name]["full_over_lean"] = (results[name]["ours_full"]["median_update_s"]
+                                               / results[name]["ours"]["median_update_s"])
 
     result = {
         "setup": {"preset": args.preset, "questions": QUESTIONS, "n": args.n, "k": args.k,
@@ -314,7 +322,7 @@ def main() -> None:
     print(f"{'pairing':<8} {'trainer':<6} {'sampled':>7} {'trained':>7} {'upd':>4} {'s/step':>8} {'generate':>9} "
           f"{'rest':>8} {'TRL/ours':>9}")
     for name, r in results.items():
-        for who in ("ours", "trl"):
+        for who in ("ours", "ours_full", "trl"):
             if who not in r:
                 continue
             x = r[who]

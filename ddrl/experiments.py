@@ -11,13 +11,14 @@ loads instantly; a killed one resumes). Evaluations are cached by content as wel
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 
+from ddrl.parallel import default_workers, run_pool
 from ddrl.reporting import cache_root, cached, content_key, grader_fingerprint, records_key
 from ddrl.seeds import derive_seed
 
@@ -44,6 +45,7 @@ class Experiment:
     overrides: dict[str, Any] = field(default_factory=dict)  # TrainConfig overrides shared by every method
     runs_root: Path | None = None  # default: <cache>/runs
     progress: bool = True
+    workers: int | None = None  # processes for a grid's independent runs; None = ddrl.parallel.default_workers
 
     def config(self, method: str, seed: int, **extra: Any):
         from ddrl.train import make_config
@@ -139,9 +141,39 @@ class Experiment:
         return [{"method": method, "seed": seed, "split": split, **ev, **info, **extra} for split, ev in evals.items()]
 
     def grid(self, methods: Sequence[str], seeds: Sequence[int], **extra: Any) -> pd.DataFrame:
-        """:meth:`run` for every method and seed, as one long DataFrame."""
-        rows = [row for seed in seeds for m in methods for row in self.run(m, seed, **extra)]
+        """:meth:`run` for every method and seed, as one long DataFrame.
+
+        With ``workers`` > 1 (by default one per core on a CPU, when there are >= 2 independent runs) the runs
+        go to :func:`ddrl.parallel.run_pool`: the (method, seed) pairs that share a run directory (``bcs_dae``
+        and ``ddrl`` are one run) form one job, and the rows come back in the serial order."""
+        pairs = [(m, seed) for seed in seeds for m in methods]
+        groups = self.independent_runs(pairs, **extra)
+        workers = self.workers if self.workers is not None else default_workers(len(groups), self._device(extra))
+        if workers <= 1:  # the serial path
+            rows = [row for m, seed in pairs for row in self.run(m, seed, **extra)]
+        else:
+            quiet = replace(self, progress=False, workers=1)
+            done = run_pool(_run_pairs, [(quiet, g, extra) for g in groups], workers, desc="runs",
+                            progress=self.progress)
+            by_pair = {pair: rows for group in done for pair, rows in group}
+            rows = [row for pair in pairs for row in by_pair[pair]]
         return pd.DataFrame(rows)
+
+    def independent_runs(self, pairs: Sequence[tuple[str, int]], **extra: Any) -> list[list[tuple[str, int]]]:
+        """``pairs`` grouped by the run directory they train (or, for untrained methods, by method and seed),
+        in first-seen order: the jobs that can run at the same time without waiting on each other."""
+        groups: dict[Any, list[tuple[str, int]]] = {}
+        for m, seed in pairs:
+            cfg = self.config(m, seed, **extra)
+            preset, weights, _ = METHODS[m]
+            key = ("base", m, seed) if weights == "base" else self.run_dir(preset, cfg)
+            groups.setdefault(key, []).append((m, seed))
+        return list(groups.values())
+
+    def _device(self, extra: dict) -> str:
+        from ddrl.models import resolve_device
+
+        return str(resolve_device({**self.overrides, **extra}.get("device", "auto")))
 
     def training_curves(self, method: str, seeds: Sequence[int], **extra: Any) -> pd.DataFrame:
         """Per-step training metrics (metrics.jsonl) of ``method``'s runs, one row per (seed, step)."""
@@ -152,6 +184,12 @@ class Experiment:
             df["method"], df["seed"] = method, seed
             frames.append(df)
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _run_pairs(job: tuple[Experiment, list[tuple[str, int]], dict[str, Any]]) -> list[tuple[tuple[str, int], list[dict]]]:
+    """A pool worker's job (:meth:`Experiment.grid`): :meth:`Experiment.run` for pairs sharing one run."""
+    exp, pairs, extra = job
+    return [((m, seed), exp.run(m, seed, **extra)) for m, seed in pairs]
 
 
 #: Notebook knobs kept when ``paper_settings`` replaces the rest with the paper's settings: memory and

@@ -48,7 +48,8 @@ def response_logprobs(model, prompts, responses, temperature: float, pad_id: int
     logp = logits.gather(-1, targets[..., None]).squeeze(-1) - logz
     logp = logp * mask
     entropy = None
-    if with_entropy:
-        p = torch.softmax(logits, dim=-1)
-        entropy = (logz - (p * logits).sum(-1)) * mask
+    if with_entropy:  # a diagnostic: never part of a gradient
+        with torch.no_grad():
+            p = torch.softmax(logits, dim=-1)
+            entropy = (logz - (p * logits).sum(-1)) * mask
     return logp, mask, entropy

@@ -42,7 +42,7 @@ def _methods(v):
 
 
 def _testbed_preset(v):
-    from ddrl.testbed.pretrain import PRESETS
+    from ddrl.testbed.config import PRESETS
 
     return None if v in PRESETS else f"one of the testbed presets {sorted(PRESETS)}"
 

@@ -378,7 +378,7 @@ def _chunks(seq: Sequence, size: int):
 
 
 def ppo_update(policy, ref_model, samples: Sequence[TrainSample], cfg: TrainConfig, optimizer, step: int,
-               pad_id: int) -> dict[str, float]:
+               pad_id: int, lean: bool = True) -> dict[str, float]:
     """Step 6: ``ppo_epochs`` passes of mini-batch PPO updates on ``samples``.
 
     old log-probs come from the policy before any update of this step and reference log-probs from the
@@ -386,33 +386,58 @@ def ppo_update(policy, ref_model, samples: Sequence[TrainSample], cfg: TrainConf
     both in a no-grad pass. The loss is ``policy_loss + kl_coef * token-mean k3 KL``; gradients accumulate
     over micro-batches weighted by their share of the mini-batch's tokens, so the update equals one
     token-mean over the whole mini-batch.
+
+    Passes whose result is known are skipped (docs/benchmarks.md, "A leaner update"):
+
+    - the reference pass when ``kl_coef == 0`` (the KL term is multiplied by 0; ``actor/kl`` is then NaN);
+    - the old-log-prob pass for the first mini-batch of the first epoch: no update has happened yet, so
+      the old log-probs are the policy's own, and the gradient pass's ``logp.detach()`` is used (as verl does
+      on-policy). This is the same quantity computed once instead of twice; the two passes pad their rows
+      to different widths, so they agree to float32 rounding (~1e-7), not bitwise (tests/test_train.py).
+      The sampler's log-probs are *not* used: they come from KV-cached decoding and differ by ~1e-6.
+
+    ``lean=False`` runs every pass (the update before this change), for tests and ``bench/rl_step.py``.
     """
     from ddrl.losses import kl_low_var, masked_token_mean, policy_loss
 
     T = cfg.rollout_temperature
     prompts = [s.prompt_ids for s in samples]
     responses = [s.response_ids for s in samples]
-    old_lp: list[torch.Tensor] = []
-    ref_lp: list[torch.Tensor] = []
-    ent_sum, diff_sum, ntok = 0.0, 0.0, 0
+    orders = [numpy_generator(cfg.seed, "minibatch", step, epoch).permutation(len(samples))
+              for epoch in range(cfg.ppo_epochs)]
+    on_policy = {int(i) for i in orders[0][: cfg.mini_batch_size]} if lean else set()
+    use_ref = cfg.kl_coef != 0 or not lean
+    old_lp: dict[int, torch.Tensor] = {}
+    ref_lp: dict[int, torch.Tensor] = {}
+    stats = {"ent_sum": 0.0, "diff_sum": 0.0, "ntok": 0}
+
+    def diagnostics(idx, lp, mask, ent) -> None:
+        """``actor/entropy`` and ``actor/old_logp_vs_sampler`` of the rows ``idx`` (pre-update log-probs)."""
+        for j, i in enumerate(idx):
+            n = len(responses[i])
+            stats["diff_sum"] += float((lp[j, :n].cpu() - torch.tensor(samples[i].sampler_logprobs)).abs().sum())
+        stats["ent_sum"] += float(ent.sum())
+        stats["ntok"] += int(mask.sum())
+
     was_training = policy.training
     policy.eval()
     with torch.no_grad():
-        for idx in _chunks(range(len(samples)), cfg.micro_batch_size):
+        rest = [i for i in range(len(samples)) if i not in on_policy]
+        for idx in _chunks(rest, cfg.micro_batch_size):
             p, r = [prompts[i] for i in idx], [responses[i] for i in idx]
             lp, mask, ent = response_logprobs(policy, p, r, T, pad_id, with_entropy=True)
+            for j, i in enumerate(idx):
+                old_lp[i] = lp[j, : len(responses[i])].cpu()
+            diagnostics(idx, lp, mask, ent)
+        for idx in _chunks(range(len(samples)) if use_ref else [], cfg.micro_batch_size):
+            p, r = [prompts[i] for i in idx], [responses[i] for i in idx]
             if ref_model is not None:
                 rlp, _, _ = response_logprobs(ref_model, p, r, T, pad_id)
             else:
                 with policy.disable_adapter():
                     rlp, _, _ = response_logprobs(policy, p, r, T, pad_id)
             for j, i in enumerate(idx):
-                n = len(responses[i])
-                old_lp.append(lp[j, :n].cpu())
-                ref_lp.append(rlp[j, :n].cpu())
-                diff_sum += float((lp[j, :n].cpu() - torch.tensor(samples[i].sampler_logprobs)).abs().sum())
-            ent_sum += float(ent.sum())
-            ntok += int(mask.sum())
+                ref_lp[i] = rlp[j, : len(responses[i])].cpu()
     policy.train(was_training)
 
     def pad(rows: list[torch.Tensor], width: int) -> torch.Tensor:
@@ -426,25 +451,32 @@ def ppo_update(policy, ref_model, samples: Sequence[TrainSample], cfg: TrainConf
     sums = {"pg_loss": 0.0, "kl": 0.0, "clipfrac": 0.0, "clipfrac_lower": 0.0, "ppo_kl": 0.0}
     grad_norms, updates = [], 0
     policy.train()
-    for epoch in range(cfg.ppo_epochs):
-        order = numpy_generator(cfg.seed, "minibatch", step, epoch).permutation(len(samples))
-        for mb in _chunks(order, cfg.mini_batch_size):
+    for epoch, order in enumerate(orders):
+        for mb_index, mb in enumerate(_chunks(order, cfg.mini_batch_size)):
+            first = lean and epoch == 0 and mb_index == 0  # the policy has not been updated yet this step
             optimizer.zero_grad(set_to_none=True)
             mb_tokens = sum(len(responses[i]) for i in mb)
             for micro in _chunks(mb, cfg.micro_batch_size):
                 p, r = [prompts[i] for i in micro], [responses[i] for i in micro]
-                logp, mask, _ = response_logprobs(policy, p, r, T, pad_id)
+                logp, mask, ent = response_logprobs(policy, p, r, T, pad_id, with_entropy=first)
                 width = mask.shape[1]
-                old = pad([old_lp[i] for i in micro], width).to(device)
-                ref = pad([ref_lp[i] for i in micro], width).to(device)
+                if first:
+                    old = logp.detach()
+                    diagnostics(micro, old, mask, ent)
+                else:
+                    old = pad([old_lp[i] for i in micro], width).to(device)
                 adv = torch.tensor([samples[i].advantage for i in micro], dtype=torch.float32, device=device)
                 pg, m = policy_loss(logp, old, adv, mask, clip=cfg.clip_ratio, dual_clip=cfg.dual_clip)
-                kl = masked_token_mean(kl_low_var(logp, ref, mask), mask)
-                loss = pg + cfg.kl_coef * kl
+                if use_ref:
+                    ref = pad([ref_lp[i] for i in micro], width).to(device)
+                    kl = masked_token_mean(kl_low_var(logp, ref, mask), mask)
+                    loss = pg + cfg.kl_coef * kl
+                else:
+                    kl, loss = None, pg
                 share = int(mask.sum()) / mb_tokens
                 (loss * share).backward()
                 sums["pg_loss"] += pg.item() * share
-                sums["kl"] += kl.item() * share
+                sums["kl"] += (kl.item() if kl is not None else float("nan")) * share
                 for k in ("clipfrac", "clipfrac_lower", "ppo_kl"):
                     sums[k] += m[k] * share
             grad_norms.append(float(torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)))
@@ -455,8 +487,8 @@ def ppo_update(policy, ref_model, samples: Sequence[TrainSample], cfg: TrainConf
     out["actor/clip_frac"] = out.pop("actor/clipfrac")
     out["actor/dual_clip_frac"] = out.pop("actor/clipfrac_lower")
     out["actor/grad_norm"] = float(np.mean(grad_norms)) if grad_norms else float("nan")
-    out["actor/entropy"] = ent_sum / max(ntok, 1)
-    out["actor/old_logp_vs_sampler"] = diff_sum / max(ntok, 1)
+    out["actor/entropy"] = stats["ent_sum"] / max(stats["ntok"], 1)
+    out["actor/old_logp_vs_sampler"] = stats["diff_sum"] / max(stats["ntok"], 1)
     out["actor/updates"] = updates
     return out
 

@@ -10,9 +10,19 @@ notebook runs on a 2-core CPU with no downloads and still takes the Hugging Face
 
 from __future__ import annotations
 
-from ddrl.testbed.pretrain import PRESETS, PretrainConfig, build, load, read_meta
-from ddrl.testbed.task import SPLITS, evaluate_question, generate_split, solution_text
-from ddrl.testbed.tokenizer import build_tokenizer
+import importlib
+
+# Names -> the submodule that defines them, imported on first use (PEP 562), so that ``ddrl.testbed.config``
+# (the presets) can be read without importing torch and transformers.
+_WHERE = {"PRESETS": "config", "PretrainConfig": "config", "build": "pretrain", "load": "pretrain",
+          "read_meta": "pretrain", "SPLITS": "task", "evaluate_question": "task", "generate_split": "task",
+          "solution_text": "task", "build_tokenizer": "tokenizer"}
+
+
+def __getattr__(name: str):
+    if name in _WHERE:
+        return getattr(importlib.import_module(f"ddrl.testbed.{_WHERE[name]}"), name)
+    raise AttributeError(f"module 'ddrl.testbed' has no attribute {name!r}")
 
 __all__ = ["PRESETS", "PretrainConfig", "SPLITS", "build", "build_tokenizer", "evaluate_question",
            "generate_split", "load", "read_meta", "solution_text"]

@@ -1,0 +1,113 @@
+"""Runs per hour: one batch of independent runs, serial (one process, 2 threads) vs a pool of single-thread
+workers (:mod:`ddrl.parallel`), measured in the same invocation.
+
+The batch is :meth:`ddrl.experiments.Experiment.grid` -- what notebooks 03-05 call -- over ``--methods`` x
+``--seeds`` (default TTRL and DAE x 4 seeds = 8 independent runs) on the testbed (``--preset``, default
+``default``; each run trains on the first ``--adapted`` test questions for ``--episodes`` episodes with the
+default :class:`~ddrl.train.TrainConfig` otherwise, then evaluates pass@1 on them). Each mode runs in a fresh
+subprocess with its own empty run and evaluation cache (the built testbed is linked in), so nothing is reused
+between modes; the wall time includes starting the workers. The machine may be shared: ``os.getloadavg()`` is
+recorded before and after each mode. Writes ``bench/results/runs_per_hour.json``::
+
+    .venv/bin/python bench/runs_per_hour.py            # serial with 2 threads vs 2 workers x 1 thread
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def batch(args) -> dict:
+    """One mode, in this process: the grid's wall time and its scores."""
+    import torch
+
+    from ddrl.experiments import Experiment
+    from ddrl.testbed import generate_split
+
+    records = generate_split("test", args.adapted, seed=0)
+    exp = Experiment(records, (), overrides={"model": f"testbed:{args.preset}", "episodes": args.episodes,
+                                             "device": "cpu"},
+                     progress=False, workers=args.workers)
+    t0 = time.perf_counter()
+    df = exp.grid(args.methods, args.seeds)
+    wall = time.perf_counter() - t0
+    return {"wall_s": wall, "runs": len(df), "threads": torch.get_num_threads(), "workers": args.workers,
+            "rl_seconds_sum": float(df["rl_seconds"].sum()),
+            "scores": df[["method", "seed", "pass@1", "maj@n", "tokens_per_step"]].to_dict("records")}
+
+
+def measure(mode: str, workers: int, threads: int, args, testbed_cache: Path) -> dict:
+    """Run :func:`batch` in a fresh subprocess with an empty cache (except the linked testbed builds)."""
+    with tempfile.TemporaryDirectory(prefix=f"runs_per_hour-{mode}-") as tmp:
+        (Path(tmp) / "testbed").symlink_to(testbed_cache)
+        env = {**os.environ, "DDRL_CACHE_DIR": tmp, "OMP_NUM_THREADS": str(threads), "PYTHONPATH": str(ROOT)}
+        env.pop("DDRL_PROGRESS_FILE", None)
+        cmd = [sys.executable, __file__, "--batch", "--workers", str(workers), "--preset", args.preset,
+               "--adapted", str(args.adapted), "--episodes", str(args.episodes), "--methods", *args.methods,
+               "--seeds", *map(str, args.seeds)]
+        load_before = os.getloadavg()
+        t0 = time.perf_counter()
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        total = time.perf_counter() - t0
+        if out.returncode:
+            raise SystemExit(f"{mode} batch failed:\n{out.stderr[-3000:]}")
+        res = json.loads(out.stdout.strip().splitlines()[-1])
+        return {"mode": mode, "process_s": total, **res, "omp_threads": threads,
+                "loadavg_before": load_before, "loadavg_after": os.getloadavg()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--preset", default="default", help="testbed preset")
+    ap.add_argument("--methods", nargs="+", default=["ttrl", "dae"])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3])
+    ap.add_argument("--adapted", type=int, default=16, help="test questions each run adapts on (and is scored on)")
+    ap.add_argument("--episodes", type=int, default=2)
+    ap.add_argument("--workers", type=int, default=2, help="pool size")
+    ap.add_argument("--threads", type=int, default=2, help="threads of the serial process")
+    ap.add_argument("--batch", action="store_true", help=argparse.SUPPRESS)  # internal: one mode, JSON on stdout
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "runs_per_hour.json"))
+    args = ap.parse_args()
+    if args.batch:
+        print(json.dumps(batch(args)))
+        return
+
+    from ddrl.testbed import build
+
+    testbed_cache = build(args.preset, progress=True).parent
+    modes = [measure("serial", 1, args.threads, args, testbed_cache),
+             measure("pool", args.workers, 1, args, testbed_cache)]
+    serial, pool = modes
+    runs = len(args.methods) * len(args.seeds)
+    for m in modes:
+        m["runs_per_hour"] = runs * 3600 / m["process_s"]
+    same = serial["scores"] == pool["scores"]
+    result = {
+        "setup": {"preset": args.preset, "methods": args.methods, "seeds": args.seeds, "runs": runs,
+                  "adapted": args.adapted, "episodes": args.episodes, "cpu_count": os.cpu_count(),
+                  "note": "machine shared with other jobs: see loadavg_before/after of each mode"},
+        "modes": modes,
+        "pool_over_serial": serial["process_s"] / pool["process_s"],
+        "same_scores": same,
+    }
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    for m in modes:
+        print(f"{m['mode']:<7} workers {m['workers']} x {m['omp_threads']} thread(s): {m['process_s']:7.1f} s for "
+              f"{runs} runs = {m['runs_per_hour']:6.1f} runs/h (load {m['loadavg_before'][0]:.2f} -> "
+              f"{m['loadavg_after'][0]:.2f})")
+    print(f"pool / serial runs per hour: {result['pool_over_serial']:.2f}x; identical scores: {same}")
+
+
+if __name__ == "__main__":
+    main()

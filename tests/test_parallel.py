@@ -1,0 +1,137 @@
+"""Parallel runs (ddrl.parallel through Experiment.grid): the same numbers as the serial path, and a killed
+batch resumes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from ddrl.experiments import notebook_experiment
+from ddrl.parallel import default_workers, run_pool
+
+KNOBS = dict(episodes=1, prompts_per_step=2, n_votes=8, k_train=4, lr=1e-3, warmup_steps=1, eval_n=2, cor_m=4,
+             cor_keep=2, cor_epochs=1, max_new_tokens=32, sample_batch_size=64, mini_batch_size=4,
+             micro_batch_size=4, device="cpu")
+METHODS = ["ttrl", "bcs_dae", "ddrl"]  # bcs_dae and ddrl share one run directory: one job
+SEEDS = [0, 1]
+SCORES = ["method", "seed", "split", "pass@1", "maj@n", "mean_tokens", "cor_kept", "tokens_per_step"]
+
+
+def experiment(runs_root: Path, workers: int | None):
+    exp = notebook_experiment(model="testbed", testbed_preset="tiny", dataset="testbed_test", data_dir=None,
+                              n_adapted=4, n_heldout=2, seed=0, paper_settings=None, trainer=KNOBS, progress=False)
+    exp.runs_root, exp.workers = runs_root, workers
+    return exp
+
+
+def final_weights(df: pd.DataFrame) -> dict[str, dict[str, torch.Tensor]]:
+    out = {}
+    for d in sorted(set(df["run_dir"].dropna())):
+        out[Path(d).name] = torch.load(Path(d) / "final" / "trainable.pt", weights_only=True)
+    return out
+
+
+def metrics(df: pd.DataFrame) -> dict[str, list[dict]]:
+    import json
+
+    out = {}
+    for d in sorted(set(df["run_dir"].dropna())):
+        rows = [json.loads(x) for x in (Path(d) / "metrics.jsonl").read_text().splitlines()]
+        out[Path(d).name] = [{k: v for k, v in r.items() if not k.startswith("time/")} for r in rows]
+    return out
+
+
+def assert_same(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    pd.testing.assert_frame_equal(a[SCORES].reset_index(drop=True), b[SCORES].reset_index(drop=True))
+    assert metrics(a) == metrics(b)
+    wa, wb = final_weights(a), final_weights(b)
+    assert wa.keys() == wb.keys() and len(wa) == len(SEEDS) * 2
+    for run in wa:
+        for n in wa[run]:
+            assert torch.equal(wa[run][n], wb[run][n]), (run, n)
+
+
+@pytest.fixture(scope="module")
+def serial(tmp_path_factory):
+    """The serial path's grid (its own cache, so the pool cannot reuse a cached evaluation), in one thread
+    like the pool's workers. At two threads the numbers differ in float rounding (matmul reductions split
+    differently), which is why env.json records ``torch_threads`` beside every run."""
+    root = tmp_path_factory.mktemp("serial")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("DDRL_CACHE_DIR", str(root / "cache"))
+    mp.setenv("OMP_NUM_THREADS", "1")  # the workers' thread count: float reductions depend on it
+    threads = torch.get_num_threads()
+    try:
+        yield experiment(root / "runs", workers=1).grid(METHODS, SEEDS)
+    finally:
+        mp.undo()
+        torch.set_num_threads(threads)
+
+
+def test_default_workers():
+    assert default_workers(1) == 1 and default_workers(8, "cuda") == 1 and default_workers(0) == 1
+    assert 1 <= default_workers(8) <= min(8, os.cpu_count() or 1)
+
+
+def test_run_pool_keeps_the_jobs_order_and_raises_a_jobs_error():
+    assert run_pool(abs, [-3, 1, -2], workers=2, progress=False) == [3, 1, 2]
+    with pytest.raises(TypeError):
+        run_pool(abs, [-1, "x"], workers=2, progress=False)
+    with pytest.raises(ValueError, match="workers must be >= 1"):
+        run_pool(abs, [1], workers=0)
+
+
+def test_grid_groups_runs_sharing_a_directory(tmp_path):
+    exp = experiment(tmp_path / "runs", workers=2)
+    groups = exp.independent_runs([(m, s) for s in SEEDS for m in ["no_adaptation", *METHODS]])
+    assert groups == [[("no_adaptation", 0)], [("ttrl", 0)], [("bcs_dae", 0), ("ddrl", 0)],
+                      [("no_adaptation", 1)], [("ttrl", 1)], [("bcs_dae", 1), ("ddrl", 1)]]
+
+
+def test_a_pool_of_two_gives_the_serial_numbers(serial, tmp_path, monkeypatch):
+    """Same rows, metrics.jsonl and final weights (bitwise) from 2 single-thread workers as from the serial
+    path in one thread: a run's numbers depend on its seed, not on the worker that ran it."""
+    monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path / "cache"))
+    assert_same(experiment(tmp_path / "runs", workers=2).grid(METHODS, SEEDS), serial)
+
+
+KILLED_BATCH = """
+import sys
+sys.path.insert(0, {tests!r})
+from pathlib import Path
+from test_parallel import METHODS, SEEDS, experiment
+experiment(Path({runs!r}), workers=2).grid(METHODS, SEEDS)
+"""
+
+
+def test_a_killed_batch_resumes(serial, tmp_path, monkeypatch):
+    """SIGKILL the whole batch (parent and workers) once a first run has finished; rerunning the grid keeps the
+    finished run (not retrained) and ends with the serial path's numbers."""
+    monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path / "cache"))
+    runs = tmp_path / "runs"
+    code = KILLED_BATCH.format(tests=str(Path(__file__).parent), runs=str(runs))
+    proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True, env=os.environ.copy(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    finished: list[Path] = []
+    try:
+        while not finished and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+            finished = list(runs.glob("*/final/result.json"))
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert finished, "no run finished before the batch ended or the deadline"
+    assert len(list(runs.glob("*/final/result.json"))) < len(SEEDS) * 2, "the batch finished before the kill"
+    stamp = {p: p.stat().st_mtime_ns for p in finished}
+    again = experiment(runs, workers=2).grid(METHODS, SEEDS)
+    assert {p: p.stat().st_mtime_ns for p in finished} == stamp, "a finished run was retrained"
+    assert_same(again, serial)
