@@ -174,7 +174,8 @@ def testbed_part(dev: torch.device, args) -> dict:
     from ddrl.prompts import format_prompt
     from ddrl.sampling import HFSampler
     from ddrl.testbed import generate_split, load
-    from ddrl.train import make_config, train
+    from ddrl.config import make_config
+    from ddrl.train import train
 
     if args.testbed_dir:  # the trained testbed, built on the CPU and carried over (a save_pretrained dir)
         model, tok = load(args.testbed_dir)
@@ -402,7 +403,8 @@ def big_sampling(model, config, dev: torch.device, args, bw: float, flops_peak: 
 
 
 def big_update(model, config, dev: torch.device, args, flops_peak: float) -> dict:
-    from ddrl.train import TrainSample, make_config, ppo_update, prepare_policy
+    from ddrl.config import make_config
+    from ddrl.train import TrainSample, ppo_update, prepare_policy
 
     g = torch.Generator().manual_seed(2)
     prompt = torch.randint(0, config.vocab_size, (args.big_prompt_len,), generator=g).tolist()

@@ -41,12 +41,12 @@ def main() -> None:
 
     import numpy as np
 
-    from ddrl.analysis import model_fingerprint
+    from ddrl.experiments import model_fingerprint
     from ddrl.evaluate import evaluate
     from ddrl.regimes import CANDIDATE_OPS, MAX_NEW_TOKENS, candidate_records, make_regimes, select_regimes
     from ddrl.seeds import derive_seed
     from ddrl.models import load_model
-    from ddrl.train import resolve_cue
+    from ddrl.config import resolve_cue
 
     name = f"testbed:{args.testbed}"
     out = []

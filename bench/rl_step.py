@@ -66,8 +66,8 @@ def ours_steps(model_dir: Path, records: list[dict], n_votes: int, k_train: int,
     ``lean=False`` runs every pass of the update (``ppo_update(..., lean=False)``, the update before issue 16)."""
     from ddrl.testbed import load
     from ddrl.sampling import HFSampler
-    from ddrl.train import (_LRLambda, collect_rollouts, make_config, ppo_update, prepare_policy, strip_truth,
-                            warmup_steps)
+    from ddrl.config import make_config
+    from ddrl.train import _LRLambda, collect_rollouts, ppo_update, prepare_policy, strip_truth, warmup_steps
 
     cfg = make_config(n_votes=n_votes, k_train=k_train, mini_batch_size=mini_batch, micro_batch_size=MICRO_BATCH,
                       prompts_per_step=len(records), max_new_tokens=max_new_tokens, lr=LR, weight_decay=WEIGHT_DECAY,

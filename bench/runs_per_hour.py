@@ -4,7 +4,7 @@ workers (:mod:`ddrl.parallel`), measured in the same invocation.
 The batch is :meth:`ddrl.experiments.Experiment.grid` -- what notebooks 03-05 call -- over ``--methods`` x
 ``--seeds`` (default TTRL and DAE x 4 seeds = 8 independent runs) on the testbed (``--preset``, default
 ``default``; each run trains on the first ``--adapted`` test questions for ``--episodes`` episodes with the
-default :class:`~ddrl.train.TrainConfig` otherwise, then evaluates pass@1 on them). Each mode runs in a fresh
+default :class:`~ddrl.config.TrainConfig` otherwise, then evaluates pass@1 on them). Each mode runs in a fresh
 subprocess with its own empty run and evaluation cache (the built testbed is linked in), so nothing is reused
 between modes; the wall time includes starting the workers. The machine may be shared: ``os.getloadavg()`` is
 recorded before and after each mode. Writes ``bench/results/runs_per_hour.json``::

@@ -20,34 +20,25 @@ Amplification (paper Sec. 3.2, Fig. 3a; Table 1):
 - :func:`advantage_by_label`, :func:`advantage_mass_by_consensus`  how much advantage lands on wrong
                                pseudo-labels, by consensus level
 
-Pipeline helpers (not pure: they sample or read files): :func:`sample_and_grade`, :func:`model_fingerprint`.
+Grading: :func:`vote_and_grade` / :func:`grade_problem` vote on and grade one question's answers. The
+sampling/caching/training pipeline that feeds these analyses (:func:`ddrl.experiments.cached_rollouts`,
+model fingerprints) lives in :mod:`ddrl.experiments`.
 """
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import math
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import torch
 from scipy.stats import binomtest, gaussian_kde
 
 from ddrl.advantages import get_advantage
 from ddrl.answers import extract_boxed, grade_answers
-from ddrl.evaluate import evaluate
-from ddrl.models import load_model
-from ddrl.progress import tqdm
-from ddrl.prompts import format_prompt
-from ddrl.reporting import cached, content_key, grader_fingerprint, records_key, sha256_file
-from ddrl.sampling import make_sampler
 from ddrl.seeds import numpy_generator
 from ddrl.selection import get_selection
-from ddrl.train import make_config, resolve_cue, train
 from ddrl.voting import count_votes, majority_vote, pseudo_rewards
 
 #: The testbed's frequency bands (inclusive counts out of N = 64), from rare answers to near-unanimous ones.
@@ -426,7 +417,7 @@ def advantage_mass_by_consensus(adv: pd.DataFrame, bands: Sequence[tuple[int, in
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Pipeline: sample N answers per question and grade them (not pure; cached by the notebooks)
+# Grading one question's sampled answers (the sampling pipeline is in ddrl.experiments)
 # ---------------------------------------------------------------------------------------------------------
 
 
@@ -450,26 +441,6 @@ def grade_problem(texts: Sequence[str], truth: str, problem_id: Any = None) -> d
     """:func:`vote_and_grade` on the boxed answers of one question's sampled responses."""
 
     return vote_and_grade([extract_boxed(t) for t in texts], truth, problem_id)
-
-
-def sample_and_grade(model, tokenizer, records: Sequence[dict], n: int, *, temperature: float = 1.0,
-                     top_p: float = 1.0, max_new_tokens: int = 64, seed: int = 0, batch_size: int = 256,
-                     cue: str = "system", backend: str = "hf", progress: bool = False) -> list[dict]:
-    """Sample ``n`` responses per record with :mod:`ddrl.sampling` and grade them (:func:`grade_problem`).
-
-    ``records`` are ``{prompt, answer, id}``; the prompt is chat-formatted with
-    :func:`ddrl.prompts.format_prompt` (``cue`` placement). With ``backend="vllm"``, ``model`` is the
-    model's name or directory.
-    """
-
-
-    kwargs = {"batch_size": batch_size} if backend == "hf" else {}
-    sampler = make_sampler(backend, model, tokenizer, **kwargs)
-    prompts = [format_prompt(tokenizer, r["prompt"], cue=cue) for r in records]
-    rollouts = sampler.sample(prompts, n=n, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,
-                              seed=seed, progress=progress)
-    return [grade_problem([ro.text for ro in group], str(r["answer"]), r.get("id", i))
-            for i, (r, group) in enumerate(tqdm(list(zip(records, rollouts)), desc="grading", disable=not progress))]
 
 
 def svamp_problems(records: Sequence[dict]) -> list[dict]:
@@ -507,101 +478,3 @@ def subsample(problems: Sequence[dict], n: int) -> list[dict]:
             raise ValueError(f"subsample: n must be in 1..{len(p['keys'])} (problem {p.get('id', i)!r}), got {n}")
         out.append({"id": p.get("id", i), "keys": list(p["keys"][:n]), "correct": list(p["correct"][:n])})
     return out
-
-
-@functools.lru_cache(maxsize=256)
-def _weight_file_sha256(path: str, size: int, mtime_ns: int) -> str:
-    """sha256 of a weight file, memoised per (path, size, mtime): a paper-scale checkpoint (GBs) is hashed once
-    per process, not once per cache lookup (every run directory and evaluation key asks for it)."""
-
-    return sha256_file(path)
-
-
-def model_fingerprint(name: str) -> dict[str, str]:
-    """What identifies a model's weights for the rollout cache: the sha256 of every weight file of a local
-    directory (the testbed's ``build`` directory included), or the hub id itself for a remote model."""
-
-    if name.startswith("testbed:"):
-        from ddrl.testbed import build
-
-        path = Path(build(name.split(":", 1)[1], progress=False))
-    else:
-        path = Path(name)
-    if not path.is_dir():
-        return {"model": name}
-    files = sorted(p for p in path.iterdir() if p.suffix in (".safetensors", ".bin", ".pt"))
-    stats = {p: p.stat() for p in files}
-    return {"model": name, **{p.name: _weight_file_sha256(str(p.resolve()), st.st_size, st.st_mtime_ns)
-                              for p, st in stats.items()}}
-
-
-def weights_sha256(model) -> str:
-    """sha256 of a model's parameters as they are in memory (names, dtypes, shapes and bytes): what an
-    evaluation of that model depends on, whatever run or tag it came from."""
-
-
-    h = hashlib.sha256()
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            t = p.detach().to("cpu").contiguous().reshape(-1)
-            h.update(f"{name}:{t.dtype}:{tuple(p.shape)}".encode())
-            h.update(t.view(torch.uint8).numpy().tobytes())
-    return h.hexdigest()
-
-
-def cached_rollouts(model_name: str, records: Sequence[dict], dataset: str, n: int, *, temperature: float = 1.0,
-                    top_p: float = 1.0, max_new_tokens: int = 64, seed: int = 0, batch_size: int = 512,
-                    cue: str = "auto", backend: str = "hf", device: str = "auto", progress: bool = False) -> list[dict]:
-    """:func:`sample_and_grade` through :func:`ddrl.reporting.cached`, keyed by the model's weight hashes
-    (:func:`model_fingerprint`), the questions' ids, prompts and answers, the grader
-    (:func:`ddrl.reporting.grader_fingerprint`) and every sampling parameter (notebooks 01 and 02 share
-    the cache). ``model_name`` is ``"testbed:<preset>"``, a hub id or a local directory."""
-
-    def _sample() -> list[dict]:
-
-        if backend == "vllm":
-            from transformers import AutoTokenizer
-
-            mdl, tok = model_name, AutoTokenizer.from_pretrained(model_name)
-        else:
-            mdl, tok = load_model(model_name, "float32", device, progress=progress)
-        return sample_and_grade(mdl, tok, records, n, temperature=temperature, top_p=top_p,
-                                max_new_tokens=max_new_tokens, seed=seed, batch_size=batch_size,
-                                cue=resolve_cue(cue, model_name), backend=backend, progress=progress)
-
-    key = {"what": "rollouts-v2", "weights": model_fingerprint(model_name), "dataset": dataset,
-           "questions": records_key(records), "grader": grader_fingerprint(), "n": n, "temperature": temperature, "top_p": top_p,
-           "max_new_tokens": max_new_tokens, "seed": seed, "cue": cue, "backend": backend, "batch_size": batch_size}
-    return cached(key, _sample, namespace="rollouts")
-
-
-def train_and_evaluate(preset: str, records: Sequence[dict], run_root: str, *, eval_n: int = 16,
-                       eval_temperature: float = 0.6, eval_top_p: float = 0.95, progress: bool = False,
-                       **overrides: Any) -> dict:
-    """Train one of :data:`ddrl.train.PRESETS` (e.g. "ttrl", "grpo_no_std") on ``records`` with
-    :func:`ddrl.train.train`, then evaluate pass@1 / maj@n (:func:`ddrl.evaluate.evaluate`).
-
-    Cached (:func:`ddrl.reporting.cached`) by the config, the base weights, the questions (ids, prompts,
-    answers) and the grader; the run
-    directory ``run_root/<preset>-<hash>`` also makes an interrupted run resume. Returns
-    ``{"preset", "pass@1", "maj@n", "rl_seconds", "steps", "final": last step's metrics}``.
-    """
-
-
-    cfg = make_config(preset, **overrides)
-    key = {"what": "train-eval-v2", "preset": preset, "config": {k: v for k, v in vars(cfg).items() if k != "threads"},
-           "weights": model_fingerprint(cfg.model), "questions": records_key(records), "grader": grader_fingerprint(),
-           "eval": [eval_n, eval_temperature, eval_top_p]}
-
-    def _run() -> dict:
-
-        run_dir = Path(run_root) / f"{preset}-{content_key(key)[:12]}"
-        res = train(cfg, records, run_dir, progress=progress)
-        ev = evaluate(res.model, res.tokenizer, records, n=eval_n, temperature=eval_temperature, top_p=eval_top_p,
-                      max_new_tokens=cfg.max_new_tokens, seed=cfg.seed, cue=resolve_cue(cfg.cue, cfg.model),
-                      batch_size=cfg.sample_batch_size, progress=progress)
-        last = res.metrics[-1] if res.metrics else {}
-        return {"preset": preset, "pass@1": ev["pass@1"], "maj@n": ev["maj@n"], "rl_seconds": res.rl_seconds,
-                "steps": len(res.metrics), "final": {k: v for k, v in last.items() if isinstance(v, (int, float))}}
-
-    return cached(key, _run, namespace="train_eval")

@@ -215,7 +215,6 @@ def voting_key(answer: str | None) -> str | None:
     return number if number is not None else s
 
 
-
 def plain_number(key: str | None) -> Fraction | None:
     """The exact value of a voting key that is a plain number (a canonical decimal such as ``"-2.5"``, or
     ``"a/b"`` with integers a, b != 0), else None. ``plain_number(voting_key("1\\frac{4}{5}")) == 9/5``."""

@@ -12,7 +12,6 @@ from ddrl.sampling import Rollout
 from ddrl.seeds import derive_seed
 
 
-
 @dataclass
 class TreeRollouts:
     """The leaves of one entropy-fork tree per prompt, and what they cost.

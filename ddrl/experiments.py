@@ -1,5 +1,6 @@
 """Methods x seeds on adapted and held-out questions: the experiment loop behind notebooks 03-05 and
-``bench/train.py``.
+``bench/train.py``, and the sampling/caching pipeline of notebooks 01-02 (:func:`cached_rollouts`,
+:func:`sample_and_grade`, :func:`model_fingerprint`, :func:`weights_sha256`, :func:`train_and_evaluate`).
 
 A *method* is a row of the paper's tables. Each maps to a trainer preset and to which weights of that run
 are evaluated, so one DDRL run (RL, then COR) serves three rows: BCS + DAE (its RL-only weights), DDRL
@@ -10,6 +11,8 @@ loads instantly; a killed one resumes). Evaluations are cached by content as wel
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -17,10 +20,23 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
+import torch
+from transformers import AutoTokenizer
 
+from ddrl import testbed
+from ddrl.analysis import grade_problem
+from ddrl.data import load_questions, resolve_data_dir
+from ddrl.evaluate import evaluate, mean_ci
+from ddrl.models import load_model, paper_overrides, resolve_device
 from ddrl.parallel import default_workers, run_pool
-from ddrl.reporting import cache_root, cached, content_key, grader_fingerprint, records_key
+from ddrl.progress import tqdm
+from ddrl.prompts import format_prompt
+from ddrl.reporting import cache_root, cached, content_key, grader_fingerprint, records_key, sha256_file
+from ddrl.runs import RunDir, fingerprint
+from ddrl.sampling import make_sampler
 from ddrl.seeds import derive_seed
+from ddrl.config import make_config, resolve_cue
+from ddrl.train import train
 
 #: method -> (trainer preset, weights to evaluate: "final" or "rl" = before COR, extra overrides)
 METHODS: dict[str, tuple[str, str, dict[str, Any]]] = {
@@ -39,7 +55,6 @@ METHODS: dict[str, tuple[str, str, dict[str, Any]]] = {
 @dataclass
 class Experiment:
     """Shared setting of a comparison: which questions, which base config, where runs and caches go."""
-
     adapted: Sequence[dict]  # questions the methods adapt on (and are evaluated on)
     heldout: Sequence[dict] = ()  # same distribution, never adapted on
     overrides: dict[str, Any] = field(default_factory=dict)  # TrainConfig overrides shared by every method
@@ -48,8 +63,6 @@ class Experiment:
     workers: int | None = None  # processes for a grid's independent runs; None = ddrl.parallel.default_workers
 
     def config(self, method: str, seed: int, **extra: Any):
-        from ddrl.train import make_config
-
         if method not in METHODS:
             raise ValueError(f"unknown method {method!r}; expected one of {sorted(METHODS)}")
         preset, _, method_overrides = METHODS[method]
@@ -64,9 +77,6 @@ class Experiment:
         answers and :func:`~ddrl.reporting.grader_fingerprint` are too: training never sees the answers, but the
         run's ground-truth diagnostics (``gt/*`` in metrics.jsonl) are graded against them, and the vote uses
         the grader's answer normalisation."""
-        from ddrl.analysis import model_fingerprint
-        from ddrl.runs import fingerprint
-
         key = content_key({"config": asdict(cfg), "weights": model_fingerprint(cfg.model),
                            "questions": fingerprint(self.adapted), "answers": records_key(self.adapted, ("answer",)),
                            "grader": grader_fingerprint()})
@@ -74,13 +84,11 @@ class Experiment:
 
     def train(self, method: str, seed: int, **extra: Any):
         """Train (or load) the run behind ``method``; returns the trainer's :class:`~ddrl.train.RunResult`."""
-        from ddrl.train import train
-
         cfg = self.config(method, seed, **extra)
         return train(cfg, list(self.adapted), self.run_dir(METHODS[method][0], cfg), progress=self.progress)
 
     def evaluation_key(self, weights: dict, cfg, seed: int, split: str, recs: Sequence[dict]) -> dict:
-        """What an evaluation's scores depend on: the evaluated weights (:func:`~ddrl.analysis.weights_sha256`
+        """What an evaluation's scores depend on: the evaluated weights (:func:`weights_sha256`
         of the model in memory), the questions' ids, prompts and answers, every sampling setting, the seed
         and :func:`~ddrl.reporting.grader_fingerprint`. Nothing else may serve a cached score."""
         return {"what": "evaluation-v2", "weights": weights, "split": split, "questions": records_key(recs),
@@ -91,10 +99,6 @@ class Experiment:
     def evaluate(self, model, tokenizer, cfg, seed: int, tag: str = "") -> dict[str, dict]:
         """pass@1 and maj@n on the adapted and held-out questions, cached by content
         (:meth:`evaluation_key`); ``tag`` only labels the evaluation in messages."""
-        from ddrl.analysis import weights_sha256
-        from ddrl.evaluate import evaluate
-        from ddrl.train import resolve_cue
-
         out = {}
         weights = {"model": cfg.model, "sha256": weights_sha256(model)}
         for split, recs in (("adapted", self.adapted), ("heldout", self.heldout)):
@@ -116,15 +120,10 @@ class Experiment:
 
     def run(self, method: str, seed: int, **extra: Any) -> list[dict]:
         """Rows ``{method, seed, split, pass@1, maj@n, rl_seconds, cor_seconds, ...}`` for one method and seed."""
-        from ddrl.runs import RunDir
-        from ddrl.models import load_model
-
         cfg = self.config(method, seed, **extra)
         _, weights, _ = METHODS[method]
         info: dict[str, Any] = {"rl_seconds": 0.0, "cor_seconds": 0.0, "run_dir": None, "tokens_per_step": 0.0}
         if weights == "base":
-            from ddrl.analysis import model_fingerprint
-
             model, tok = load_model(cfg.model, cfg.dtype, cfg.device)
             tag = f"base:{content_key(model_fingerprint(cfg.model))}"  # the weights, not just the name
         else:
@@ -171,8 +170,6 @@ class Experiment:
         return list(groups.values())
 
     def _device(self, extra: dict) -> str:
-        from ddrl.models import resolve_device
-
         return str(resolve_device({**self.overrides, **extra}.get("device", "auto")))
 
     def training_curves(self, method: str, seeds: Sequence[int], **extra: Any) -> pd.DataFrame:
@@ -206,16 +203,12 @@ def notebook_experiment(*, model: str, testbed_preset: str, dataset: str, data_d
     Questions: the first ``n_adapted + n_heldout`` records of ``dataset`` (the testbed splits are generated
     with ``seed``; real benchmarks are read from ``data_dir``, else ``../shared/data``, else ``ddrl.data``'s
     lookup), the first ``n_adapted`` adapted on, the rest held out. ``model="testbed"`` means the testbed
-    model of ``testbed_preset``. ``trainer`` holds the notebook's :class:`~ddrl.train.TrainConfig` knobs,
+    model of ``testbed_preset``. ``trainer`` holds the notebook's :class:`~ddrl.config.TrainConfig` knobs,
     shared by every method; with ``paper_settings`` (a :mod:`ddrl.models` preset) the official settings of
     the paper's launch scripts and text replace them (:func:`ddrl.models.paper_overrides`; its rollout
     temperature from the text or the scripts as ``paper_temperature`` says), except the knobs in
     :data:`PAPER_KEEP`.
     """
-    from ddrl.data import resolve_data_dir
-    from ddrl.data import load_questions
-    from ddrl.models import paper_overrides
-
     records = load_questions(dataset, n_adapted + n_heldout, seed=seed, data_dir=resolve_data_dir(data_dir))
     if paper_settings:
         overrides = {**paper_overrides(paper_settings, dataset, paper_temperature), **{k: trainer[k] for k in PAPER_KEEP if k in trainer}}
@@ -226,11 +219,120 @@ def notebook_experiment(*, model: str, testbed_preset: str, dataset: str, data_d
 
 def summarize(df: pd.DataFrame, metric: str = "pass@1", by: Sequence[str] = ("method", "split")) -> pd.DataFrame:
     """Mean and 95% t-interval over seeds of ``metric`` for each group of ``by``."""
-    from ddrl.evaluate import mean_ci
-
     rows = []
     for keys, g in df.groupby(list(by), sort=False):
         m, lo, hi = mean_ci(g[metric].tolist())
         rows.append({**dict(zip(by, keys if isinstance(keys, tuple) else (keys,))), "seeds": len(g),
                      "mean": m, "ci_lo": lo, "ci_hi": hi})
     return pd.DataFrame(rows)
+
+# ---------------------------------------------------------------------------------------------------------
+# The sampling / caching pipeline of notebooks 01-02: sample N answers per question, grade, cache by content
+# ---------------------------------------------------------------------------------------------------------
+
+
+def sample_and_grade(model, tokenizer, records: Sequence[dict], n: int, *, temperature: float = 1.0,
+                     top_p: float = 1.0, max_new_tokens: int = 64, seed: int = 0, batch_size: int = 256,
+                     cue: str = "system", backend: str = "hf", progress: bool = False) -> list[dict]:
+    """Sample ``n`` responses per record with :mod:`ddrl.sampling` and grade them (:func:`ddrl.analysis.grade_problem`).
+
+    ``records`` are ``{prompt, answer, id}``; the prompt is chat-formatted with
+    :func:`ddrl.prompts.format_prompt` (``cue`` placement). With ``backend="vllm"``, ``model`` is the
+    model's name or directory.
+    """
+
+    kwargs = {"batch_size": batch_size} if backend == "hf" else {}
+    sampler = make_sampler(backend, model, tokenizer, **kwargs)
+    prompts = [format_prompt(tokenizer, r["prompt"], cue=cue) for r in records]
+    rollouts = sampler.sample(prompts, n=n, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,
+                              seed=seed, progress=progress)
+    return [grade_problem([ro.text for ro in group], str(r["answer"]), r.get("id", i))
+            for i, (r, group) in enumerate(tqdm(list(zip(records, rollouts)), desc="grading", disable=not progress))]
+
+
+@functools.lru_cache(maxsize=256)
+def _weight_file_sha256(path: str, size: int, mtime_ns: int) -> str:
+    """sha256 of a weight file, memoised per (path, size, mtime): a paper-scale checkpoint (GBs) is hashed once
+    per process, not once per cache lookup (every run directory and evaluation key asks for it)."""
+    return sha256_file(path)
+
+
+def model_fingerprint(name: str) -> dict[str, str]:
+    """What identifies a model's weights for the rollout cache: the sha256 of every weight file of a local
+    directory (the testbed's ``build`` directory included), or the hub id itself for a remote model."""
+    if name.startswith("testbed:"):
+        path = Path(testbed.build(name.split(":", 1)[1], progress=False))
+    else:
+        path = Path(name)
+    if not path.is_dir():
+        return {"model": name}
+    files = sorted(p for p in path.iterdir() if p.suffix in (".safetensors", ".bin", ".pt"))
+    stats = {p: p.stat() for p in files}
+    return {"model": name, **{p.name: _weight_file_sha256(str(p.resolve()), st.st_size, st.st_mtime_ns)
+                              for p, st in stats.items()}}
+
+
+def weights_sha256(model) -> str:
+    """sha256 of a model's parameters as they are in memory (names, dtypes, shapes and bytes): what an
+    evaluation of that model depends on, whatever run or tag it came from."""
+    h = hashlib.sha256()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            t = p.detach().to("cpu").contiguous().reshape(-1)
+            h.update(f"{name}:{t.dtype}:{tuple(p.shape)}".encode())
+            h.update(t.view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
+
+
+def cached_rollouts(model_name: str, records: Sequence[dict], dataset: str, n: int, *, temperature: float = 1.0,
+                    top_p: float = 1.0, max_new_tokens: int = 64, seed: int = 0, batch_size: int = 512,
+                    cue: str = "auto", backend: str = "hf", device: str = "auto", progress: bool = False) -> list[dict]:
+    """:func:`sample_and_grade` through :func:`ddrl.reporting.cached`, keyed by the model's weight hashes
+    (:func:`model_fingerprint`), the questions' ids, prompts and answers, the grader
+    (:func:`ddrl.reporting.grader_fingerprint`) and every sampling parameter (notebooks 01 and 02 share
+    the cache). ``model_name`` is ``"testbed:<preset>"``, a hub id or a local directory."""
+    def _sample() -> list[dict]:
+
+        if backend == "vllm":
+            mdl, tok = model_name, AutoTokenizer.from_pretrained(model_name)
+        else:
+            mdl, tok = load_model(model_name, "float32", device, progress=progress)
+        return sample_and_grade(mdl, tok, records, n, temperature=temperature, top_p=top_p,
+                                max_new_tokens=max_new_tokens, seed=seed, batch_size=batch_size,
+                                cue=resolve_cue(cue, model_name), backend=backend, progress=progress)
+
+    key = {"what": "rollouts-v2", "weights": model_fingerprint(model_name), "dataset": dataset,
+           "questions": records_key(records), "grader": grader_fingerprint(), "n": n, "temperature": temperature, "top_p": top_p,
+           "max_new_tokens": max_new_tokens, "seed": seed, "cue": cue, "backend": backend, "batch_size": batch_size}
+    return cached(key, _sample, namespace="rollouts")
+
+
+def train_and_evaluate(preset: str, records: Sequence[dict], run_root: str, *, eval_n: int = 16,
+                       eval_temperature: float = 0.6, eval_top_p: float = 0.95, progress: bool = False,
+                       **overrides: Any) -> dict:
+    """Train one of :data:`ddrl.config.PRESETS` (e.g. "ttrl", "grpo_no_std") on ``records`` with
+    :func:`ddrl.train.train`, then evaluate pass@1 / maj@n (:func:`ddrl.evaluate.evaluate`).
+
+    Cached (:func:`ddrl.reporting.cached`) by the config, the base weights, the questions (ids, prompts,
+    answers) and the grader; the run
+    directory ``run_root/<preset>-<hash>`` also makes an interrupted run resume. Returns
+    ``{"preset", "pass@1", "maj@n", "rl_seconds", "steps", "final": last step's metrics}``.
+    """
+
+    cfg = make_config(preset, **overrides)
+    key = {"what": "train-eval-v2", "preset": preset, "config": {k: v for k, v in vars(cfg).items() if k != "threads"},
+           "weights": model_fingerprint(cfg.model), "questions": records_key(records), "grader": grader_fingerprint(),
+           "eval": [eval_n, eval_temperature, eval_top_p]}
+
+    def _run() -> dict:
+
+        run_dir = Path(run_root) / f"{preset}-{content_key(key)[:12]}"
+        res = train(cfg, records, run_dir, progress=progress)
+        ev = evaluate(res.model, res.tokenizer, records, n=eval_n, temperature=eval_temperature, top_p=eval_top_p,
+                      max_new_tokens=cfg.max_new_tokens, seed=cfg.seed, cue=resolve_cue(cfg.cue, cfg.model),
+                      batch_size=cfg.sample_batch_size, progress=progress)
+        last = res.metrics[-1] if res.metrics else {}
+        return {"preset": preset, "pass@1": ev["pass@1"], "maj@n": ev["maj@n"], "rl_seconds": res.rl_seconds,
+                "steps": len(res.metrics), "final": {k: v for k, v in last.items() if isinstance(v, (int, float))}}
+
+    return cached(key, _run, namespace="train_eval")

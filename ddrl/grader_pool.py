@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import atexit
 import json
+import logging
 import math
 import os
 import re
+import resource
 import select
 import subprocess
 import sys
@@ -300,8 +302,6 @@ def _cap_cpu_seconds(seconds: float) -> None:
     """Let the kernel end this helper after ``seconds`` more CPU time (SIGXCPU), in case it is orphaned
     while inside a long C-level computation that keeps the watchdog thread from running. No cap for an
     infinite ``seconds``."""
-    import resource
-
     if not math.isfinite(seconds):
         return
     usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -317,9 +317,6 @@ def _cap_cpu_seconds(seconds: float) -> None:
 
 def _worker_main() -> None:
     """Loop of the helper process: read ``[pred, label, timeout]`` JSON lines, answer ``1`` or ``0``."""
-    import logging
-    import resource
-
     # Only the protocol may write to the real stdout; anything a library prints goes nowhere.
     out = os.fdopen(os.dup(1), "wb")
     devnull = os.open(os.devnull, os.O_WRONLY)

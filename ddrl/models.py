@@ -21,7 +21,7 @@ import torch
 from huggingface_hub import constants as hub_constants
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from ddrl import paper
+from ddrl import paper, testbed
 
 DDRL_COMMIT = "a8270bf4f380ffb5e91cd877ff66e985f33d89c0"
 BENCHMARKS = ("aime2024", "amc", "math500")
@@ -180,11 +180,7 @@ def resolve_model_source(name_or_path: str | os.PathLike) -> str:
         preset = PRESETS[name]
         if preset.hub_id is not None:
             return preset.hub_id
-        try:
-            from ddrl.testbed import build
-        except ImportError as e:
-            raise ModelLoadError(f"preset {name!r} needs ddrl.testbed.build(), which is not available: {e}") from e
-        return str(build(progress=False))
+        return str(testbed.build(progress=False))
     return name
 
 
@@ -226,9 +222,7 @@ def load_model(
     """
     name = str(name_or_path)
     if name.startswith("testbed:"):
-        from ddrl.testbed import build, load  # the testbed builds on first use (it imports the sampler)
-
-        model, tok = load(build(name.split(":", 1)[1], progress=progress))
+        model, tok = testbed.load(testbed.build(name.split(":", 1)[1], progress=progress))
         model = model.to(_torch_dtype(dtype) if dtype not in (None, "auto") else torch.float32)
         if tok.pad_token_id is None:
             tok.pad_token = tok.eos_token
@@ -266,7 +260,7 @@ def load_model(
 
 def paper_overrides(model_preset: str, benchmark: str, temperature: str = "paper") -> dict[str, Any]:
     """Overrides for the paper's full-scale runs, from the official per-model settings in
-    :mod:`ddrl.models` (``PRESETS[model_preset].settings(benchmark)``), mapped onto :class:`ddrl.train.TrainConfig`,
+    :mod:`ddrl.models` (``PRESETS[model_preset].settings(benchmark)``), mapped onto :class:`ddrl.config.TrainConfig`,
     and the settings the paper's text states (:mod:`ddrl.paper`, Sec. 4.1):
 
     - ``rollout_temperature``: ``temperature="paper"`` (default) takes the text's 1.0 for math-specialised

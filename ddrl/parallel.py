@@ -16,7 +16,9 @@ worker computes with one thread, so a run's numbers do not depend on which worke
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
+from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 from typing import Any, Callable, Sequence
 
 from ddrl.progress import tqdm
@@ -67,9 +69,6 @@ def run_pool(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int, desc: 
                 out.append(fn(job))
                 bar.update()
             return out
-        import multiprocessing as mp
-        from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
-
         results: list[Any] = [None] * len(jobs)
         with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=mp.get_context("spawn"),
                                  initializer=init_worker) as pool:

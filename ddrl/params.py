@@ -4,7 +4,7 @@ A notebook declares its parameters, with defaults, in its ``parameters`` cell; t
 parameter's type (``lr = 3e-5`` is a float, ``seeds = [0, 1, 2]`` a list of ints). :func:`check_parameters`
 coerces what YAML gave (``-p lr 1e-4`` reads as the *string* ``"1e-4"`` in YAML 1.1) and checks each value
 against that type and the constraints in :data:`RULES` (ranges, choices, non-empty lists), then the trainer
-knobs together through :func:`ddrl.train.validate_config`. Every error names the notebook, the parameter,
+knobs together through :func:`ddrl.config.validate_config`. Every error names the notebook, the parameter,
 the value given and what is expected.
 """
 
@@ -12,7 +12,12 @@ from __future__ import annotations
 
 import ast
 import math
+from dataclasses import fields
+from pathlib import Path
 from typing import Any, Callable
+
+from ddrl.config import TrainConfig, make_config, validate_config
+from ddrl.testbed.config import PRESETS as TESTBED_PRESETS
 
 
 class ParameterError(ValueError):
@@ -34,6 +39,8 @@ def _choice(*options: str) -> Callable[[Any], str | None]:
     return lambda v: None if v in options else f"one of {list(options)}"
 
 
+# ddrl.experiments and ddrl.models import torch and transformers (seconds): only a parameter that names a
+# method or a model preset pays for them, so a bad value of any other parameter fails at once.
 def _methods(v):
     from ddrl.experiments import METHODS
 
@@ -42,9 +49,7 @@ def _methods(v):
 
 
 def _testbed_preset(v):
-    from ddrl.testbed.config import PRESETS
-
-    return None if v in PRESETS else f"one of the testbed presets {sorted(PRESETS)}"
+    return None if v in TESTBED_PRESETS else f"one of the testbed presets {sorted(TESTBED_PRESETS)}"
 
 
 def _paper_settings(v):
@@ -54,8 +59,6 @@ def _paper_settings(v):
 
 
 def _data_dir(v):
-    from pathlib import Path
-
     if v is None:
         return None
     if not isinstance(v, str):
@@ -219,12 +222,8 @@ def _check(notebook: str, name: str, value: Any, default_source: str, deferred: 
 
 
 def check_trainer_knobs(notebook: str, params: dict) -> None:
-    """The :class:`ddrl.train.TrainConfig` fields among ``params``, checked together
-    (:func:`ddrl.train.validate_config`: e.g. ``k_train <= n_votes``), before any work."""
-    from dataclasses import fields
-
-    from ddrl.train import TrainConfig, make_config, validate_config
-
+    """The :class:`ddrl.config.TrainConfig` fields among ``params``, checked together
+    (:func:`ddrl.config.validate_config`: e.g. ``k_train <= n_votes``), before any work."""
     names = {f.name for f in fields(TrainConfig)} - {"model", "seed"}
     knobs = {k: v for k, v in params.items() if k in names}
     if not knobs:

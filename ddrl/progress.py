@@ -14,6 +14,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from tqdm.auto import tqdm as auto_tqdm
+from tqdm.std import tqdm as text_tqdm
+
 PROGRESS_FILE_ENV = "DDRL_PROGRESS_FILE"
 #: Seconds between two writes of one text bar (tqdm's ``mininterval``) in batch runs.
 FILE_MININTERVAL = 1.0
@@ -29,16 +32,12 @@ def tqdm(*args: Any, **kwargs: Any):
     """``tqdm.auto.tqdm(*args, **kwargs)``, or a text bar written to ``$DDRL_PROGRESS_FILE`` when that is set."""
     path = os.environ.get(PROGRESS_FILE_ENV)
     if not path:
-        from tqdm.auto import tqdm as auto
-
-        return auto(*args, **kwargs)
-    from tqdm.std import tqdm as text
-
+        return auto_tqdm(*args, **kwargs)
     if path not in _streams:
         _streams[path] = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - lives with the kernel
     kwargs.setdefault("mininterval", FILE_MININTERVAL)
     kwargs.setdefault("bar_format", FILE_BAR_FORMAT)
-    return text(*args, file=_streams[path], **kwargs)
+    return text_tqdm(*args, file=_streams[path], **kwargs)
 
 
 def latest_bar(path: str | Path, since: int = 0, tail: int = 8192) -> str | None:

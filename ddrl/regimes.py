@@ -44,7 +44,7 @@ class Regime:
     n_adapted: int
     n_heldout: int
     episodes: int
-    lr: float = 3e-5  # ddrl.train.TrainConfig's default
+    lr: float = 3e-5  # ddrl.config.TrainConfig's default
     overrides: dict = field(default_factory=dict)
 
     def split(self) -> str:

@@ -62,7 +62,6 @@ def grader_fingerprint() -> dict[str, Any]:
     math-verify version and the sha256 of the grading modules' source (``answers.py``, ``voting.py``,
     ``grader_pool.py``)."""
 
-
     try:
         mv = version("math-verify")
     except PackageNotFoundError:  # pragma: no cover

@@ -24,11 +24,8 @@ import threading
 import time
 from pathlib import Path
 
-import papermill
 import psutil
 import yaml
-from nbconvert import HTMLExporter
-from papermill.engines import NBClientEngine, papermill_engines
 from tabulate import tabulate
 
 from ddrl.params import ParameterError, check_parameters
@@ -40,8 +37,6 @@ PARAMS_DIR = REPO / "params"
 PRESETS = ("smoke", "default", "paper")
 #: Parameters the runner itself sets in every notebook (each notebook declares them).
 RUNNER_PARAMS = ("preset", "output_dir")
-
-
 
 
 def discover(only: list[str] | None = None, notebook_dir: Path | None = None) -> list[Path]:
@@ -106,8 +101,8 @@ def resolve_parameters(notebook: Path, preset_values: dict, overrides: dict, sou
     return check_parameters(notebook.stem, valid, params)  # coerced to the declared types, or a ParameterError
 
 
-
 def render_html(executed: Path) -> Path:
+    from nbconvert import HTMLExporter  # papermill and nbconvert load in seconds: after the parameter check
 
     body, _ = HTMLExporter().from_filename(str(executed))
     out = executed.with_suffix(".html")
@@ -169,6 +164,7 @@ def run_notebook(notebook: Path, params: dict, out_dir: Path, progress: bool = T
     """Execute ``notebook`` with papermill into ``out_dir``; ``progress`` is papermill's own per-cell bar
     (off when a :class:`LiveProgress` reports instead). Cell starts are reported to the active
     :class:`LiveProgress`, if any."""
+    import papermill  # seconds to import (nbformat's schema): after the parameter check
 
     executed = out_dir / notebook.name
     papermill.execute_notebook(
@@ -265,6 +261,7 @@ _ACTIVE: list[LiveProgress] = []
 
 def _tracking_engine() -> str:
     """Register and name a papermill engine that reports each cell start to the active LiveProgress."""
+    from papermill.engines import NBClientEngine, papermill_engines
 
     class TrackingEngine(NBClientEngine):
         @classmethod

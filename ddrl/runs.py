@@ -192,8 +192,6 @@ class RunDir:
         them. A file with damaged lines is first copied to ``metrics.jsonl.damaged-<pid>`` (never destroyed)."""
         rows, damaged = self.scan_metrics()
         if damaged:
-            import shutil
-
             shutil.copyfile(self.metrics_path, self.path / f"{METRICS_FILE}.damaged-{os.getpid()}")
         by_step = {r["step"]: r for r in rows if r["step"] < steps}  # a rerun step's later row wins
         rows = [by_step[s] for s in sorted(by_step)]

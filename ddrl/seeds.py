@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 
 import numpy as np
-import torch
 
 #: The default seed of every notebook and preset. Change it here (or pass ``seed=`` / ``-p seed N``).
 DEFAULT_SEED = 0
@@ -36,6 +35,7 @@ def numpy_generator(seed: int, *names: object) -> np.random.Generator:
 
 def torch_generator(seed: int, *names: object, device: str = "cpu"):
     """A ``torch.Generator`` on ``device`` for ``(seed, *names)``."""
+    import torch  # here, not at the top: the parameter check (ddrl.params -> ddrl.seeds) must not load torch
 
     g = torch.Generator(device=device)
     g.manual_seed(derive_seed(seed, *names))

@@ -80,6 +80,7 @@ from ddrl import analysis as an
 from ddrl import paper
 from ddrl import tables as T
 from ddrl.data import DataError, load_dataset, load_questions, resolve_data_dir
+from ddrl.experiments import cached_rollouts
 from ddrl.plotting import color, set_style
 from ddrl.reporting import Reporter
 
@@ -101,7 +102,7 @@ print(f"model {model_name}, dataset {dataset}, {n_questions} questions x N={n_sa
 
 # %%
 records = load_questions(dataset, n_questions, seed=seed, data_dir=data_dir)
-problems = an.cached_rollouts(model_name, records, dataset, n_samples, temperature=temperature, top_p=top_p,
+problems = cached_rollouts(model_name, records, dataset, n_samples, temperature=temperature, top_p=top_p,
                              max_new_tokens=max_new_tokens, seed=seed, batch_size=batch_size, cue=cue,
                              backend=backend, device=device, progress=progress)
 tb_summary = an.summary(problems)

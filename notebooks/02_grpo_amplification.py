@@ -84,6 +84,7 @@ from ddrl import analysis as an
 from ddrl import paper
 from ddrl import tables as T
 from ddrl.data import load_questions, resolve_data_dir
+from ddrl.experiments import cached_rollouts, train_and_evaluate
 from ddrl.plotting import color, label, set_style
 from ddrl.reporting import Reporter, cache_root
 
@@ -155,7 +156,7 @@ if interactive:
 
 # %%
 records = load_questions(dataset, n_questions, seed=seed, data_dir=data_dir)
-problems = an.cached_rollouts(model_name, records, dataset, n_samples, temperature=temperature, top_p=top_p,
+problems = cached_rollouts(model_name, records, dataset, n_samples, temperature=temperature, top_p=top_p,
                              max_new_tokens=max_new_tokens, seed=seed, batch_size=batch_size, cue=cue,
                              backend=backend, device=device, progress=progress)
 adv = an.group_advantages(problems, k, ("grpo", "grpo_no_std", "fixed"), selection=selection, seed=seed)
@@ -231,10 +232,10 @@ if table1:
                   n_votes=table1_n_votes, k_train=table1_k_train, lr=table1_lr, max_new_tokens=max_new_tokens,
                   sample_batch_size=batch_size, device=device)
     run_root = str(cache_root() / "runs" / "02_table1")
-    before = an.train_and_evaluate("no_adaptation", t1_records, run_root, eval_n=table1_eval_n, progress=progress,
+    before = train_and_evaluate("no_adaptation", t1_records, run_root, eval_n=table1_eval_n, progress=progress,
                                    **{**common, "episodes": 0})
     for p in ["ttrl", *table1_readings]:
-        t1_rows.append(an.train_and_evaluate(p, t1_records, run_root, eval_n=table1_eval_n, progress=progress, **common))
+        t1_rows.append(train_and_evaluate(p, t1_records, run_root, eval_n=table1_eval_n, progress=progress, **common))
     t1_names = {"no_adaptation": "No adaptation", "ttrl": "GRPO (TTRL)", **T.TABLE1_READINGS}
     t1_paper_row = {"no_adaptation": None, "ttrl": "grpo", "grpo_no_std": "grpo_no_norm", "dae": "grpo_no_norm"}
     table_1 = pd.DataFrame([{"row": t1_names[r["preset"]], "trainer preset": r["preset"],

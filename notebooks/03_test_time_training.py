@@ -83,7 +83,7 @@ from IPython.display import Markdown, display
 from ddrl import analysis as an
 from ddrl import paper
 from ddrl import tables as T
-from ddrl.experiments import notebook_experiment, summarize
+from ddrl.experiments import cached_rollouts, notebook_experiment, summarize
 from ddrl.plotting import color, set_style
 from ddrl.reporting import Reporter
 
@@ -133,7 +133,7 @@ cfg0 = exp.config("ttrl", seeds[0])
 base_maj = {}
 for split_name, recs in (("adapted", adapted), ("heldout", heldout)):
     if len(recs):
-        voting = an.cached_rollouts(cfg0.model, recs, dataset, cfg0.n_votes, temperature=cfg0.rollout_temperature,
+        voting = cached_rollouts(cfg0.model, recs, dataset, cfg0.n_votes, temperature=cfg0.rollout_temperature,
                                     top_p=cfg0.rollout_top_p, max_new_tokens=cfg0.max_new_tokens, seed=seed,
                                     batch_size=cfg0.sample_batch_size, cue=cfg0.cue, device=cfg0.device,
                                     progress=progress)

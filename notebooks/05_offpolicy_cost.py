@@ -102,7 +102,8 @@ from ddrl.runs import RunDir
 from ddrl.seeds import derive_seed
 from ddrl.cor import consensus_refinement
 from ddrl import paper
-from ddrl.train import extra_rl_factor, resolve_cue, steps_per_episode, strip_truth
+from ddrl.config import resolve_cue
+from ddrl.train import extra_rl_factor, steps_per_episode, strip_truth
 
 label = T.method_label
 set_style()

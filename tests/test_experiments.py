@@ -42,24 +42,24 @@ def test_paper_settings_replace_the_knobs_but_keep_the_machine_ones(shared_data)
 
 def test_run_dir_follows_the_base_weights_not_just_the_name(tmp_path, monkeypatch):
     """A rebuilt testbed keeps the name ``testbed:tiny``; its runs must not be reused or resumed."""
-    import ddrl.analysis
+    import ddrl.experiments
 
     exp = notebook_experiment(model="testbed", testbed_preset="tiny", dataset="testbed_test", data_dir=None,
                               n_adapted=3, n_heldout=0, seed=0, paper_settings=None, trainer=KNOBS, progress=False)
     cfg = exp.config("ttrl", seed=0)
-    monkeypatch.setattr(ddrl.analysis, "model_fingerprint", lambda name: {"model": name, "w": "a"})
+    monkeypatch.setattr(ddrl.experiments, "model_fingerprint", lambda name: {"model": name, "w": "a"})
     a = exp.run_dir("ttrl", cfg)
     assert exp.run_dir("ttrl", cfg) == a
-    monkeypatch.setattr(ddrl.analysis, "model_fingerprint", lambda name: {"model": name, "w": "b"})
+    monkeypatch.setattr(ddrl.experiments, "model_fingerprint", lambda name: {"model": name, "w": "b"})
     assert exp.run_dir("ttrl", cfg) != a
 
 
 def test_no_cached_score_is_reused_when_seed_answers_or_grader_change(tmp_path, monkeypatch):
     """Issue 19: evaluations were keyed by question ids only, so ``seed 1`` after ``seed 0`` (same testbed ids,
     other questions) and records whose answers all changed still got the cached score."""
-    import ddrl.evaluate
     import ddrl.answers
-    import ddrl.reporting
+    import ddrl.evaluate
+    import ddrl.experiments
     from ddrl.data import load_questions
     from ddrl.experiments import Experiment
     from ddrl.models import load_model
@@ -73,7 +73,7 @@ def test_no_cached_score_is_reused_when_seed_answers_or_grader_change(tmp_path, 
         calls.append(out["pass@1"])
         return out
 
-    monkeypatch.setattr(ddrl.evaluate, "evaluate", counting)
+    monkeypatch.setattr(ddrl.experiments, "evaluate", counting)
     model, tok = load_model("testbed:tiny", device="cpu")
     q0 = load_questions("testbed_test", 4, seed=0)
     q1 = load_questions("testbed_test", 4, seed=1)
@@ -103,7 +103,7 @@ def test_no_cached_score_is_reused_when_seed_answers_or_grader_change(tmp_path, 
 
 
 def test_cached_rollouts_key_on_prompts_answers_and_grader(tmp_path, monkeypatch):
-    import ddrl.analysis as an
+    import ddrl.experiments as an
     import ddrl.answers
     import ddrl.reporting
 

@@ -20,7 +20,8 @@ import torch
 from conftest import make_tiny_lm
 from ddrl.reporting import LockBusy, atomic_write_bytes, cached, owner_lock
 from ddrl.runs import DamagedRunError, RunDir
-from ddrl.train import make_config, train
+from ddrl.config import make_config
+from ddrl.train import train
 
 REPO = Path(__file__).resolve().parents[1]
 RECORDS = [{"prompt": f"{i}+{i + 1}", "answer": str(2 * i + 1), "id": f"q{i}"} for i in range(4)]

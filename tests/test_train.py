@@ -12,7 +12,8 @@ import torch
 from conftest import make_tiny_lm
 from ddrl.runs import RunDir
 from ddrl.logprobs import collate, response_logprobs
-from ddrl.train import PRESETS, TrainConfig, lr_factor, make_config, step_question_indices, strip_truth, train
+from ddrl.config import PRESETS, TrainConfig, make_config
+from ddrl.train import lr_factor, step_question_indices, strip_truth, train
 from ddrl.voting import majority_vote, pseudo_rewards
 
 RECORDS = [{"prompt": f"{i}+{i + 1}", "answer": str(2 * i + 1), "id": f"q{i}", "source": "toy"} for i in range(4)]
@@ -313,7 +314,8 @@ def test_lean_update_skips_known_passes_and_keeps_the_loss(testbed_tiny, kl_coef
 
     from ddrl.sampling import HFSampler
     from ddrl.testbed import load
-    from ddrl.train import collect_rollouts, ppo_update, prepare_policy, resolve_cue
+    from ddrl.config import resolve_cue
+    from ddrl.train import collect_rollouts, ppo_update, prepare_policy
 
     path, records = testbed_tiny
     model, tok = load(path)
