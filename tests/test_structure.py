@@ -208,3 +208,30 @@ def test_no_module_over_max_lines():
     lengths = {p.relative_to(REPO).as_posix(): len(p.read_text().splitlines()) for p in PKG.rglob("*.py")}
     assert lengths["ddrl/analysis.py"] > 100  # the scan reads the package
     assert {p: n for p, n in lengths.items() if n > MAX_LINES} == {}
+
+
+def _sources() -> list[Path]:
+    return [*PKG.rglob("*.py"), *(REPO / "bench").glob("*.py"), *(REPO / "notebooks").glob("*.py")]
+
+
+def test_fraction_correct_by_band_is_computed_once():
+    """Only ddrl.analysis.frequency_table bins answers by count (``count >= lo``/``<= hi``) and builds the
+    ``frac_correct`` column; data.frequency_table, bench/testbed.py and notebook 01 read it."""
+    binning = re.compile(r'\["count"\]\s*>=\s*lo|"frac_correct":\s*k\s*/')
+    hits = sorted(p.relative_to(REPO).as_posix() for p in _sources() if binning.search(p.read_text()))
+    assert hits == ["ddrl/analysis.py"]
+    for rel in ("ddrl/data.py", "bench/testbed.py"):
+        assert "frequency_table(" in (REPO / rel).read_text()
+
+
+def test_each_distinct_answer_is_graded_once_by_one_function():
+    """Lists of answers are graded by ddrl.answers.grade_answers (one math-verify call per distinct answer);
+    single comparisons (evaluate.grade, the vote's clustering, verl's per-response reward, the grading
+    benchmark) call is_equivalent directly."""
+    defs = [p.relative_to(REPO).as_posix() for p in _sources() if re.search(r"^def grade_answers\(", p.read_text(), re.M)]
+    assert defs == ["ddrl/answers.py"]
+    callers = sorted(p.relative_to(REPO).as_posix() for p in _sources() if "is_equivalent(" in p.read_text())
+    assert callers == ["bench/grading.py", "ddrl/answers.py", "ddrl/evaluate.py", "ddrl/integrations/verl/reward.py",
+                       "ddrl/voting.py"]
+    for rel in ("ddrl/evaluate.py", "ddrl/analysis.py"):
+        assert "grade_answers(" in (REPO / rel).read_text()
