@@ -235,3 +235,13 @@ def test_each_distinct_answer_is_graded_once_by_one_function():
                        "ddrl/voting.py"]
     for rel in ("ddrl/evaluate.py", "ddrl/analysis.py"):
         assert "grade_answers(" in (REPO / rel).read_text()
+
+
+def test_architecture_doc_lists_every_module_and_no_other():
+    doc = (REPO / "docs" / "architecture.md").read_text()
+    listed = set(re.findall(r"^\| `(ddrl/[\w/]+(?:\.py|/))` \|", doc, re.M))
+    modules = {p.relative_to(REPO).as_posix() for p in PKG.glob("*.py") if p.name != "__init__.py"}
+    packages = {p.parent.relative_to(REPO).as_posix() + "/" for p in PKG.glob("*/*/__init__.py")}
+    packages |= {p.parent.relative_to(REPO).as_posix() + "/" for p in PKG.glob("*/__init__.py")
+                 if not any(q.startswith(p.parent.relative_to(REPO).as_posix() + "/") for q in packages)}
+    assert listed == modules | packages, (sorted(modules | packages - listed), sorted(listed - modules - packages))
