@@ -14,7 +14,7 @@ export TOKENIZERS_PARALLELISM ?= false
 export HF_HUB_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: install test test-slow test-browser test-verl reproduce smoke clean
+.PHONY: install test test-fast test-e2e test-slow test-browser test-verl reproduce smoke clean
 
 install: $(STAMP)
 
@@ -26,8 +26,15 @@ $(STAMP): pyproject.toml
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@
 
-test: $(STAMP)
+# Fast tier (pure functions, tiny-model machinery), then the e2e tier (every notebook's smoke run, one RL
+# step per preset). `make test-fast` / `make test-e2e` run one tier.
+test: test-fast test-e2e
+
+test-fast: $(STAMP)
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+test-e2e: $(STAMP)
+	$(PY) -m pytest -q -m e2e $(PYTEST_ARGS)
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -q -m slow $(PYTEST_ARGS)

@@ -156,7 +156,8 @@ def test_a_file_is_not_a_model(tmp_path):
 
 
 def test_testbed_preset_loads_what_the_testbed_builds(saved_tiny, monkeypatch):
-    testbed = pytest.importorskip("ddrl.testbed")
+    from ddrl import testbed
+
     monkeypatch.setattr(testbed, "build", lambda progress=True, **kw: saved_tiny[0], raising=False)
     model, _ = M.load_model("testbed")
     assert model.config.num_hidden_layers == 2

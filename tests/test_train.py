@@ -198,6 +198,7 @@ def testbed_tiny():
     return build("tiny", progress=False), generate_split("test", 4, seed=0)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("preset", sorted(PRESETS))
 def test_one_rl_step_for_every_preset(tmp_path, preset, testbed_tiny):
     """One end-to-end RL step (and COR where the preset has it) on the tiny testbed model."""
@@ -242,9 +243,24 @@ def test_lora_step_changes_only_the_adapter(tmp_path):
     assert len(res.metrics) == 1
 
 
+#: TrainConfig field -> the paper's stated setting (ddrl.paper, Sec. 4.1 / 3) its default is.
+PAPER_DEFAULTS = {"n_votes": "n_votes", "k_train": "k_train", "eval_n": "eval_samples", "eval_temperature": "eval_temperature",
+                  "eval_top_p": "eval_top_p", "cor_m": "cor_m", "cor_keep": "cor_keep_math500", "cor_epochs": "cor_epochs",
+                  "cor_lr": "cor_lr"}
+
+
+def test_trainconfig_defaults_are_the_papers_stated_settings():
+    """The defaults that claim to be the paper's are the numbers ddrl.paper reads from its LaTeX (not literals)."""
+    from ddrl import paper
+
+    cfg = TrainConfig()
+    assert {f: getattr(cfg, f) for f in PAPER_DEFAULTS} == {f: paper.value(("setting", k)) for f, k in PAPER_DEFAULTS.items()}
+
+
 def test_paper_overrides_map_the_official_settings():
-    pytest.importorskip("ddrl.models")
-    cfg = make_config("ddrl", **__import__("ddrl.models", fromlist=["x"]).paper_overrides("qwen2.5-math-1.5b", "aime2024"))
+    from ddrl.models import paper_overrides
+
+    cfg = make_config("ddrl", **paper_overrides("qwen2.5-math-1.5b", "aime2024"))
     assert (cfg.n_votes, cfg.k_train, cfg.cue, cfg.max_new_tokens, cfg.warmup_steps) == (64, 32, "system", 3072, -1)
     assert cfg.lr == 5e-7 and cfg.warmup_ratio == 0.03 and cfg.cor
 
@@ -262,8 +278,7 @@ def test_paper_overrides_cor_keep_per_benchmark(benchmark, keep):
                                             ("llama-3.1-8b-instruct", 0.6)])
 def test_paper_overrides_rollout_temperature_paper_or_scripts(model, paper_t):
     """The text: 1.0 for math-specialised models, 0.6 for the others; the official scripts: 1.0 for all."""
-    from ddrl.models import get_preset
-    from ddrl.models import paper_overrides
+    from ddrl.models import get_preset, paper_overrides
 
     assert paper_overrides(model, "amc")["rollout_temperature"] == paper_t
     assert paper_overrides(model, "amc", temperature="scripts")["rollout_temperature"] == 1.0
