@@ -17,12 +17,13 @@ import numpy as np
 import torch
 
 from ddrl.answers import extract_boxed
+from ddrl.config import TrainConfig, resolve_cue
 from ddrl.logprobs import response_logprobs
 from ddrl.losses import sft_nll
 from ddrl.progress import tqdm
 from ddrl.prompts import format_prompt
 from ddrl.sampling import HFSampler
-from ddrl.seeds import numpy_generator
+from ddrl.seeds import derive_seed, numpy_generator
 from ddrl.voting import majority_vote, pseudo_rewards
 
 
@@ -118,3 +119,18 @@ def consensus_refinement(model, tokenizer, records: Sequence[dict], m: int = 128
         model.train(was_training)
     result.sft_seconds = time.perf_counter() - t1
     return result
+
+
+def refine_with_config(model, tokenizer, questions: Sequence[dict], cfg: TrainConfig, keep: int | None = None,
+                       progress: bool = False) -> CORResult:
+    """:func:`consensus_refinement` with a run's settings, as the trainer calls it after RL (Algorithm 1's
+    last stage): M = ``cfg.cor_m`` samples at the evaluation settings, ``keep`` (default ``cfg.cor_keep``)
+    agreeing rollouts per question, ``cfg.cor_epochs`` epochs at ``cfg.cor_lr``, the seed derived from
+    ``cfg.seed`` and "cor", the run's cue, batch sizes, weight decay and gradient clipping. ``questions``
+    carry no ground truth (:func:`ddrl.train.strip_truth`)."""
+    return consensus_refinement(
+        model, tokenizer, questions, m=cfg.cor_m, keep=cfg.cor_keep if keep is None else keep, epochs=cfg.cor_epochs,
+        lr=cfg.cor_lr, temperature=cfg.eval_temperature, top_p=cfg.eval_top_p, max_new_tokens=cfg.max_new_tokens,
+        seed=derive_seed(cfg.seed, "cor"), cue=resolve_cue(cfg.cue, cfg.model), batch_size=cfg.cor_batch_size,
+        sample_batch_size=cfg.sample_batch_size, weight_decay=cfg.weight_decay, grad_clip=cfg.grad_clip,
+        progress=progress)

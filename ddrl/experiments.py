@@ -194,6 +194,14 @@ def _run_pairs(job: tuple[Experiment, list[tuple[str, int]], dict[str, Any]]) ->
 #: kept: the paper's per-benchmark value (4 MATH-500, 16 AMC / AIME 2024) applies.
 PAPER_KEEP = ("device", "sample_batch_size", "cor_m", "etmr_m")
 
+#: The trainer settings notebooks 03-05 share (their ``trainer=`` knobs): the same names, defaults and preset
+#: values in the three notebooks (tests/test_experiments.py checks it), so they train and reuse the same runs.
+TRAINER_KNOBS = ("episodes", "prompts_per_step", "n_votes", "k_train", "lr", "eval_n", "cor_m", "cor_keep", "etmr_m",
+                 "max_new_tokens", "sample_batch_size", "device")
+#: The rest of the shared setting: which model and questions (:func:`notebook_experiment`'s other arguments).
+SETTING_KNOBS = ("model", "testbed_preset", "dataset", "data_dir", "n_adapted", "n_heldout", "seed", "paper_settings",
+                 "paper_temperature")
+
 
 def notebook_experiment(*, model: str, testbed_preset: str, dataset: str, data_dir: str | None, n_adapted: int,
                         n_heldout: int, seed: int, paper_settings: str | None, trainer: dict[str, Any],
@@ -207,8 +215,12 @@ def notebook_experiment(*, model: str, testbed_preset: str, dataset: str, data_d
     shared by every method; with ``paper_settings`` (a :mod:`ddrl.models` preset) the official settings of
     the paper's launch scripts and text replace them (:func:`ddrl.models.paper_overrides`; its rollout
     temperature from the text or the scripts as ``paper_temperature`` says), except the knobs in
-    :data:`PAPER_KEEP`.
+    :data:`PAPER_KEEP`. ``trainer`` must set every knob of :data:`TRAINER_KNOBS` (other TrainConfig fields may
+    be added; an unknown name is an error of :func:`ddrl.config.make_config`).
     """
+    missing = [k for k in TRAINER_KNOBS if k not in trainer]
+    if missing:
+        raise ValueError(f"notebook_experiment: trainer lacks {missing}; notebooks 03-05 set all of {TRAINER_KNOBS}")
     records = load_questions(dataset, n_adapted + n_heldout, seed=seed, data_dir=resolve_data_dir(data_dir))
     if paper_settings:
         overrides = {**paper_overrides(paper_settings, dataset, paper_temperature), **{k: trainer[k] for k in PAPER_KEEP if k in trainer}}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import matplotlib
+import numpy as np
 
 matplotlib.rcParams["text.usetex"] = False
 
@@ -55,3 +56,9 @@ def color(method: str) -> str:
 def label(method: str) -> str:
     """The paper's row name of a method (unknown names are returned unchanged)."""
     return METHOD_LABELS.get(method, method)
+
+
+def ci_yerr(summary) -> np.ndarray:
+    """Matplotlib's ``yerr`` (2 x n: lengths below and above) for rows ``mean, ci_lo, ci_hi`` of
+    :func:`ddrl.experiments.summarize`; an undefined interval (one seed: NaN) draws no bar."""
+    return np.nan_to_num(np.vstack([summary["mean"] - summary["ci_lo"], summary["ci_hi"] - summary["mean"]]))

@@ -37,7 +37,7 @@ import torch
 from ddrl.advantages import clip_advantages, entropy_reshape, get_advantage
 from ddrl.answers import extract_boxed
 from ddrl.config import TrainConfig, resolve_cue, validate_config
-from ddrl.cor import consensus_refinement
+from ddrl.cor import refine_with_config
 from ddrl.etmr import tree_sample
 from ddrl.evaluate import reward_counts, summarize_reward_counts
 from ddrl.logprobs import response_logprobs
@@ -462,12 +462,7 @@ def _train(config: TrainConfig, records: Sequence[dict], rd, progress: bool, mod
     if cfg.cor:
         rd.save_weights("rl", policy)  # the RL-only model, for comparisons with and without COR
         t0 = time.perf_counter()
-        res = consensus_refinement(
-            policy, tokenizer, questions, m=cfg.cor_m, keep=cfg.cor_keep, epochs=cfg.cor_epochs, lr=cfg.cor_lr,
-            temperature=cfg.eval_temperature, top_p=cfg.eval_top_p, max_new_tokens=cfg.max_new_tokens,
-            seed=derive_seed(cfg.seed, "cor"), cue=cue, batch_size=cfg.cor_batch_size,
-            sample_batch_size=cfg.sample_batch_size, weight_decay=cfg.weight_decay, grad_clip=cfg.grad_clip,
-            progress=progress)
+        res = refine_with_config(policy, tokenizer, questions, cfg, progress=progress)
         cor_seconds = time.perf_counter() - t0
         cor_stats = res.summary()
     rd.save_final(policy, tokenizer, {"rl_seconds": rl_seconds, "cor_seconds": cor_seconds, "cor": cor_stats,

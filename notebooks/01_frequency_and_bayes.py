@@ -210,6 +210,12 @@ fig_data = pd.concat([t.assign(dataset=name, N=n) for name, (t, n) in tables.ite
 rep.figure(fig, "frequency_vs_correct", data=fig_data)
 plt.show()
 
+# %% [markdown]
+# **What to look for.** Read each panel from left to right. Rare answers (small x) should be mostly wrong and
+# near-unanimous ones mostly right; the bands whose fraction correct lies between the dotted lines are the
+# medium-frequency regime where a majority label is least trustworthy (the grey span, read off the dashed KDE
+# posterior). The shaded band is the 95% Wilson interval: a dot with a small n above it says little.
+
 # %%
 def draw_bayes(bayes):
     """Appendix Fig. 5: densities, log-odds decomposition and its derivative, one column per dataset."""
@@ -244,6 +250,12 @@ if any(b is not None for b in bayes.values()):
     curves = pd.concat([b["curves"].assign(dataset=k) for k, b in bayes.items() if b is not None])
     rep.figure(fig, "bayes_decomposition", data=curves)
     plt.show()
+
+# %% [markdown]
+# **What to look for.** Top row: where p(x | correct) overtakes p(x | incorrect), a frequency starts to favour
+# "correct". Middle row: the log-posterior odds are the log-likelihood ratio shifted by the (constant) log-prior
+# odds, so a low prior moves the 50% crossing to higher x. Bottom row: the peak of the derivative is the frequency
+# at which one more agreeing sample changes the belief most.
 
 # %% [markdown]
 # ## 4. Try it yourself (interactive)

@@ -130,6 +130,12 @@ rep.figure(fig, "fig3a_advantage_vs_positives", data=curves)
 plt.show()
 
 # %% [markdown]
+# **What to look for.** GRPO's advantage of a positive rollout grows as m, the number of positives among K,
+# shrinks (largest at m = 1): the fewer rollouts agree with the label, the harder each is pushed, and low
+# agreement is where wrong labels are common. Fixed (DAE) advantages stay at +1 and −1 for every m. The dots
+# lying on the lines check `ddrl.advantages` against the closed form.
+
+# %% [markdown]
 # Dots: `ddrl.advantages` on a group with m ones; lines: the closed form. Try the controls below (K, m).
 
 # %%
@@ -205,6 +211,12 @@ def draw_mass(mass, adv):
 fig = draw_mass(mass, adv)
 rep.figure(fig, "advantage_mass_by_consensus", data=mass)
 plt.show()
+
+# %% [markdown]
+# **What to look for.** Left: in each consensus band, compare the three bars (the share of positive advantage mass
+# that lands on wrong labels) with the diamond (the share of groups whose label is wrong): a bar above its diamond
+# means the estimator pays wrong labels more than their share. Right: where the mixed groups sit in m, coloured
+# by whether their label is right, under GRPO's payment per positive (line).
 
 # %% [markdown]
 # ## 3. Table 1: GRPO vs GRPO without normalisation, trained on the testbed
@@ -325,31 +337,34 @@ lines = [
 ]
 wr, rr = m["mean_pos_adv_grpo_wrong"], m["mean_pos_adv_grpo_right"]
 if np.isfinite(wr) and np.isfinite(rr):
-    verdict = ("larger" if wr > rr else "not larger")
+    verdict = "not larger, which does not reproduce the paper's amplification argument on these rollouts."
+    if wr > rr:
+        verdict = "larger, as the paper argues (wrong labels come from low consensus, where GRPO pays most)."
     lines.append(
         f"On {m['n_questions']} measured questions ({m['groups_mixed_wrong']} mixed groups with a wrong pseudo-label, "
         f"{m['groups_mixed_right']} with a right one), a rollout agreeing with a *wrong* pseudo-label receives a mean GRPO "
-        f"advantage of {wr:.2f}, against {rr:.2f} when the label is right: {verdict}, "
-        + ("as the paper argues (wrong labels come from low consensus, where GRPO pays most)."
-           if wr > rr else "which does not reproduce the paper's amplification argument on these rollouts.")
-        + f" Under fixed advantages both are {m['mean_pos_adv_fixed_wrong']:.0f}.")
+        f"advantage of {wr:.2f}, against {rr:.2f} when the label is right: {verdict}"
+        f" Under fixed advantages both are {m['mean_pos_adv_fixed_wrong']:.0f}.")
 else:
     lines.append("Too few mixed groups with right and with wrong pseudo-labels were measured to compare their advantages "
                  "(increase `n_questions`).")
+mass_reading = ("GRPO does not put more of its positive mass on wrong labels than fixed advantages here, unlike the "
+                "paper's argument.")
+if m["pos_mass_wrong_share_grpo"] > m["pos_mass_wrong_share_fixed"]:
+    std_part = ("on these rollouts the std normalisation itself does not add to it (the mean-centring already does), "
+                "which the paper's Fig. 3a argument does not predict.")
+    if m["pos_mass_wrong_share_grpo"] > m["pos_mass_wrong_share_grpo_no_std"]:
+        std_part = "std normalisation adds to it."
+    mass_reading = ("Group-relative advantages thus concentrate reward on wrong labels compared with fixed ones, in line "
+                    "with the paper; " + std_part)
+if m["wrong_label_share"] in (0.0, 1.0):
+    mass_reading = ("Every measured group has a wrong label (or every one a right label), so this run cannot separate "
+                    "the estimators; increase `n_questions` or use a stronger model.")
 lines.append(
     f"Of all positive advantage mass, {m['pos_mass_wrong_share_grpo']:.1%} lands on rollouts agreeing with a wrong "
     f"pseudo-label under GRPO, {m['pos_mass_wrong_share_grpo_no_std']:.1%} without std normalisation and "
     f"{m['pos_mass_wrong_share_fixed']:.1%} with fixed advantages ({m['wrong_label_share']:.0%} of the groups have a wrong "
-    "label). " + ("Every measured group has a wrong label (or every one a right label), so this run cannot separate "
-                  "the estimators; increase `n_questions` or use a stronger model."
-                  if m["wrong_label_share"] in (0.0, 1.0) else
-                  ("Group-relative advantages thus concentrate reward on wrong labels compared with fixed ones, in line "
-                   "with the paper; " + ("std normalisation adds to it." if m["pos_mass_wrong_share_grpo"] >
-                                         m["pos_mass_wrong_share_grpo_no_std"] else
-                                         "on these rollouts the std normalisation itself does not add to it (the "
-                                         "mean-centring already does), which the paper's Fig. 3a argument does not predict."))
-                  if m["pos_mass_wrong_share_grpo"] > m["pos_mass_wrong_share_fixed"] else
-                  "GRPO does not put more of its positive mass on wrong labels than fixed advantages here, unlike the paper's argument."))
+    "label). " + mass_reading)
 if table1:
     g, b0 = m["table1_ttrl_pass@1"], m["table1_before_pass@1"]
     # binomial standard error over questions x samples (samples of one question are correlated: an underestimate)

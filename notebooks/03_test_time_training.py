@@ -84,7 +84,7 @@ from ddrl import analysis as an
 from ddrl import paper
 from ddrl import tables as T
 from ddrl.experiments import cached_rollouts, notebook_experiment, summarize
-from ddrl.plotting import color, set_style
+from ddrl.plotting import ci_yerr, color, set_style
 from ddrl.reporting import Reporter
 
 label = T.method_label
@@ -164,9 +164,7 @@ def draw_main(pass1):
     for ax, s in zip(axes[0], splits):
         part = pass1[pass1["split"] == s].set_index("method").reindex(methods)
         x = np.arange(len(part))
-        err = np.vstack([part["mean"] - part["ci_lo"], part["ci_hi"] - part["mean"]])
-        ax.bar(x, part["mean"], color=[color(m) for m in part.index],
-               yerr=np.nan_to_num(err), capsize=4)
+        ax.bar(x, part["mean"], color=[color(m) for m in part.index], yerr=ci_yerr(part), capsize=4)
         raw = df[df["split"] == s]
         for i, m in enumerate(part.index):
             ys = raw.loc[raw["method"] == m, "pass@1"]
@@ -181,6 +179,11 @@ def draw_main(pass1):
 fig = draw_main(pass1)
 rep.figure(fig, "main_table_pass1", data=pass1)
 plt.show()
+
+# %% [markdown]
+# **What to look for.** Compare each method's bar with "No adaptation" and with TTRL, and whether the 95%
+# intervals overlap (with 2-3 seeds they are wide; the dots are the individual seeds). The held-out panel asks
+# whether a gain on the adapted questions carries over to questions never trained on.
 
 # %% [markdown]
 # ## 2. Mean advantage during training: TTRL vs DDRL (paper Fig. 4)
@@ -213,6 +216,10 @@ rep.figure(fig, "fig4_mean_advantage", data=fig4)
 plt.show()
 
 # %% [markdown]
+# **What to look for.** TTRL's line should sit at 0 (GRPO centres every group). DDRL's sign is the point of the
+# paper's Fig. 4: below 0 means the update pushes probability away from sampled answers on balance.
+
+# %% [markdown]
 # ## 3. Pseudo-label and reward accuracy during training
 #
 # Ground truth is used here for diagnosis only (the trainer never sees it): `gt/label_acc` is the share of a
@@ -231,6 +238,10 @@ axes[0].legend()
 fig.tight_layout()
 rep.figure(fig, "label_reward_accuracy", data=acc)
 plt.show()
+
+# %% [markdown]
+# **What to look for.** Whether label accuracy rises over training (the vote improves as the model adapts) or
+# falls (the model converges on wrong answers), and whether DDRL's line ends above TTRL's.
 
 # %% [markdown]
 # ## 4. Paper vs measured
@@ -318,24 +329,31 @@ if heldout and "ttrl" in methods and "no_adaptation" in methods:
         lines.append(f"TTRL did not improve pass@1 on the adapted questions ({gain_a:+.3f}); on held-out ones it changed "
                      f"by {gain_h:+.3f}, so there is no adaptation gain whose transfer could be judged.")
     else:
-        lines.append(f"TTRL's gain on held-out questions ({gain_h:+.3f}) is "
-                     + ("close to" if abs(gain_h - gain_a) < 0.02 else "smaller than" if gain_h < gain_a else "larger than")
-                     + f" its gain on the adapted ones ({gain_a:+.3f}): "
-                     + ("the adaptation transfers, it is not memorised pseudo-labels." if gain_h >= 0.5 * gain_a else
-                        "part of the adaptation is specific to the questions trained on."))
+        relation = "larger than"
+        if gain_h < gain_a:
+            relation = "smaller than"
+        if abs(gain_h - gain_a) < 0.02:
+            relation = "close to"
+        reading = "part of the adaptation is specific to the questions trained on."
+        if gain_h >= 0.5 * gain_a:
+            reading = "the adaptation transfers, it is not memorised pseudo-labels."
+        lines.append(f"TTRL's gain on held-out questions ({gain_h:+.3f}) is {relation} its gain on the adapted ones "
+                     f"({gain_a:+.3f}): {reading}")
 C = m["curves"]
 if "ttrl" in curve_methods and "ddrl" in curve_methods:
     t2, d1, d2 = (C["ttrl/second half"]["adv/mean"], C["ddrl/first half"]["adv/mean"], C["ddrl/second half"]["adv/mean"])
+    sign = ("not negative, unlike the paper's Fig. 4: here BCS finds few enough disagreeing rollouts that the "
+            "trained batch is mostly positive.")
+    if d2 < 0:
+        sign = "negative, as in the paper's Fig. 4 (fixed −1 on the BCS negatives outweighs the +1s)."
     lines.append(f"Fig. 4: TTRL's mean advantage stays at {t2:+.3f} (GRPO centres every group), while DDRL's is "
-                 f"{d1:+.3f} in the first half of training and {d2:+.3f} in the second; "
-                 + ("negative, as in the paper's Fig. 4 (fixed −1 on the BCS negatives outweighs the +1s)."
-                    if d2 < 0 else "not negative, unlike the paper's Fig. 4: here BCS finds few enough disagreeing "
-                    "rollouts that the trained batch is mostly positive."))
+                 f"{d1:+.3f} in the first half of training and {d2:+.3f} in the second; {sign}")
     la = {x: (C[f"{x}/first half"]["gt/label_acc"], C[f"{x}/second half"]["gt/label_acc"]) for x in curve_methods}
+    ending = "DDRL's labels do not end more accurate than TTRL's here."
+    if la["ddrl"][1] > la["ttrl"][1]:
+        ending = "DDRL's labels end more accurate than TTRL's."
     lines.append("Pseudo-label accuracy (first half → second half of training): "
-                 + "; ".join(f"{label(x)} {a:.2f} → {b:.2f}" for x, (a, b) in la.items()) + ". "
-                 + ("DDRL's labels end more accurate than TTRL's." if la["ddrl"][1] > la["ttrl"][1] else
-                    "DDRL's labels do not end more accurate than TTRL's here."))
+                 + "; ".join(f"{label(x)} {a:.2f} → {b:.2f}" for x, (a, b) in la.items()) + f". {ending}")
 for s_name, v in m["base_maj_at_n_votes"].items():
     best = max(P[f"{x}/{s_name}"][0] for x in m["methods"] if f"{x}/{s_name}" in P)
     sentence = (f"On the {s_name} questions the base model's majority vote over its {m['n_votes']} voting samples is "

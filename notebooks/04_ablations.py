@@ -86,7 +86,7 @@ from IPython.display import Markdown, display
 
 from ddrl import tables as T
 from ddrl.experiments import notebook_experiment, summarize
-from ddrl.plotting import color, set_style
+from ddrl.plotting import ci_yerr, color, set_style
 from ddrl.reporting import Reporter
 
 label = T.method_label
@@ -137,8 +137,7 @@ display(Markdown(" ".join(T.direction_sentences(directions3))))
 def draw_rows(ax, summ, rows, split, raw):
     part = summ[summ["split"] == split].set_index("method").reindex(rows)
     x = np.arange(len(rows))
-    err = np.vstack([part["mean"] - part["ci_lo"], part["ci_hi"] - part["mean"]])
-    ax.bar(x, part["mean"], color=[color(m) for m in rows], yerr=np.nan_to_num(err), capsize=4)
+    ax.bar(x, part["mean"], color=[color(m) for m in rows], yerr=ci_yerr(part), capsize=4)
     r = raw[raw["split"] == split]
     for i, m in enumerate(rows):
         ys = r.loc[r["method"] == m, "pass@1"]
@@ -155,6 +154,11 @@ fig.suptitle("Table 3 ablation: mean, 95% interval and each seed (dots)")
 fig.tight_layout()
 rep.figure(fig, "table3_ablation", data=t3)
 plt.show()
+
+# %% [markdown]
+# **What to look for.** Read the rows in the paper's order (TTRL, + BCS, + BCS + DAE, + COR = DDRL; DAE alone
+# last): if the paper's ablation holds here, each added component moves the bar up; overlapping intervals mean
+# the seeds cannot tell two rows apart.
 
 # %% [markdown]
 # ## 2. Learning-rate sweep: TTRL vs BCS + DAE
@@ -180,8 +184,7 @@ band = T.curve_band(hi_curves, "gt/label_acc")
 fig, axes = plt.subplots(1, 2, figsize=(12, 3.8))
 ax = axes[0]
 for mth, g in s_sum[s_sum["split"] == "adapted"].groupby("method", sort=False):
-    ax.errorbar(g["lr"], g["mean"], yerr=np.nan_to_num(np.vstack([g["mean"] - g["ci_lo"], g["ci_hi"] - g["mean"]])),
-                marker="o", capsize=4, color=color(mth), label=label(mth))
+    ax.errorbar(g["lr"], g["mean"], yerr=ci_yerr(g), marker="o", capsize=4, color=color(mth), label=label(mth))
 ax.set(xscale="log", xlabel="peak learning rate", ylabel="pass@1 (adapted)", title="pass@1 vs learning rate")
 ax.set_xticks(sweep_lrs, [f"{x:g}" for x in sweep_lrs])
 ax.minorticks_off()
@@ -195,6 +198,10 @@ ax.legend()
 fig.tight_layout()
 rep.figure(fig, "lr_sweep", data=s_sum)
 plt.show()
+
+# %% [markdown]
+# **What to look for.** Left: which method loses more pass@1 as the learning rate grows (the paper argues
+# TTRL does). Right: at the largest rate, whether pseudo-label accuracy drifts down during training.
 
 # %%
 P3 = {f"{r.method}/{r.split}": [r.mean, r.ci_lo, r.ci_hi] for r in t3.itertuples()}
@@ -249,13 +256,13 @@ if {"ttrl", "bcs_dae"} <= set(sweep_methods):
         elif abs(drop["bcs_dae"] - drop["ttrl"]) < 0.01:
             verdict = "the two change alike (within 0.01), so stability does not separate them here."
         else:
-            apart = T.ci_relation(S[f"bcs_dae/{hi:g}/adapted"], S[f"ttrl/{hi:g}/adapted"]) != "overlap"
-            verdict = (("TTRL loses more than BCS + DAE, the direction the paper's argument predicts"
-                        if drop["bcs_dae"] > drop["ttrl"] else
-                        "BCS + DAE loses more than TTRL, contrary to what the paper's argument predicts")
-                       + f"; at lr {hi:g} the two methods' 95% intervals "
-                       + ("are apart." if apart else
-                          f"overlap, so with {len(m['sweep_seeds'])} seeds this is a direction, not a separation."))
+            direction = "BCS + DAE loses more than TTRL, contrary to what the paper's argument predicts"
+            if drop["bcs_dae"] > drop["ttrl"]:
+                direction = "TTRL loses more than BCS + DAE, the direction the paper's argument predicts"
+            intervals = f"overlap, so with {len(m['sweep_seeds'])} seeds this is a direction, not a separation."
+            if T.ci_relation(S[f"bcs_dae/{hi:g}/adapted"], S[f"ttrl/{hi:g}/adapted"]) != "overlap":
+                intervals = "are apart."
+            verdict = f"{direction}; at lr {hi:g} the two methods' 95% intervals {intervals}"
         lines.append(f"Going from lr {lo:g} to {hi:g} changes pass@1 by {drop['ttrl']:+.3f} for TTRL and "
                      f"{drop['bcs_dae']:+.3f} for BCS + DAE: {verdict}")
     la = m["label_acc_second_half_at_max_lr"]

@@ -96,13 +96,11 @@ from IPython.display import Markdown, display
 
 from ddrl import tables as T
 from ddrl.experiments import notebook_experiment, summarize
-from ddrl.plotting import color, set_style
+from ddrl.plotting import ci_yerr, color, set_style
 from ddrl.reporting import Reporter, cached, grader_fingerprint, records_key
 from ddrl.runs import RunDir
-from ddrl.seeds import derive_seed
-from ddrl.cor import consensus_refinement
+from ddrl.cor import refine_with_config
 from ddrl import paper
-from ddrl.config import resolve_cue
 from ddrl.train import extra_rl_factor, steps_per_episode, strip_truth
 
 label = T.method_label
@@ -188,7 +186,7 @@ display(Markdown(" ".join(T.direction_sentences(directions4))))
 #
 # COR from the RL-only weights of each DDRL run with `cor_keep x multiplier` agreeing rollouts per question
 # (`cor_keep` as the run's config has it: with `paper_settings`, the paper's value for the benchmark)
-# (fewer when fewer agree). The call is the trainer's own COR call (`ddrl.cor.consensus_refinement`, same
+# (fewer when fewer agree). The call is the trainer's own COR call (`ddrl.cor.refine_with_config`, same
 # seed and settings), cached by run directory and size.
 
 # %%
@@ -201,11 +199,8 @@ def refined(seed_: int, keep: int) -> list[dict]:
     def run():
         RunDir(res.run_dir).load_weights("rl", res.model)
         t0 = time.perf_counter()
-        cor = consensus_refinement(
-            res.model, res.tokenizer, [strip_truth(r) for r in adapted], m=c.cor_m, keep=keep, epochs=c.cor_epochs,
-            lr=c.cor_lr, temperature=c.eval_temperature, top_p=c.eval_top_p, max_new_tokens=c.max_new_tokens,
-            seed=derive_seed(c.seed, "cor"), cue=resolve_cue(c.cue, c.model), batch_size=c.cor_batch_size,
-            sample_batch_size=c.sample_batch_size, weight_decay=c.weight_decay, grad_clip=c.grad_clip, progress=progress)
+        cor = refine_with_config(res.model, res.tokenizer, [strip_truth(r) for r in adapted], c, keep=keep,
+                                 progress=progress)
         cor_s = time.perf_counter() - t0
         ev = exp.evaluate(res.model, res.tokenizer, c, seed_, tag)
         return [{"seed": seed_, "split": s, **e, "cor_seconds": cor_s, "cor_kept": cor.summary()["num_kept"]}
@@ -252,7 +247,7 @@ ax = axes[0]
 part = t3[t3["split"] == "adapted"].set_index("method").reindex(table4_methods)
 x = np.arange(len(part))
 ax.bar(x, part["mean"], color=[color(mm) for mm in table4_methods],
-       yerr=np.nan_to_num(np.vstack([part["mean"] - part["ci_lo"], part["ci_hi"] - part["mean"]])), capsize=4)
+       yerr=ci_yerr(part), capsize=4)
 ax.set_xticks(x, [label(mm) for mm in table4_methods], rotation=15, ha="right")
 ax.set(ylabel="pass@1 (adapted)", title="Table 4: pass@1")
 ax = axes[1]
@@ -266,14 +261,18 @@ ax.legend(handles=[Patch(facecolor="#bbbbbb", label="RL schedule"),
 ax = axes[2]
 for sp, g in t6.groupby("split", sort=False):
     g = g.set_index("size").reindex(sizes)
-    ax.errorbar(size_multipliers, g["mean"], yerr=np.nan_to_num(np.vstack([g["mean"] - g["ci_lo"], g["ci_hi"] - g["mean"]])),
-                marker="o", capsize=4, label=sp)
+    ax.errorbar(size_multipliers, g["mean"], yerr=ci_yerr(g), marker="o", capsize=4, label=sp)
 ax.set(xscale="log", xticks=size_multipliers, xticklabels=[f"{x}x ({keep_1x * x})" for x in size_multipliers],
        xlabel="refinement size (kept per question)", ylabel="pass@1", title="Table 6: refinement size")
 ax.legend(fontsize=8)
 fig.tight_layout()
 rep.figure(fig, "table4_table6", data=pd.concat([t3.assign(table="4"), t6.assign(table="6")], ignore_index=True))
 plt.show()
+
+# %% [markdown]
+# **What to look for.** Left: whether COR (= DDRL) beats the same budget spent on more RL. Middle: what each
+# costs in wall-clock seconds on this machine (the hatched part is the stage after RL). Right: whether keeping
+# more agreeing rollouts per question helps, on adapted and held-out questions.
 
 # %%
 metrics = {
@@ -312,12 +311,13 @@ if {"bcs_dae", "additional_rl", "ddrl"} <= set(table4_methods):
         lines.append(f"On the {sp} questions, " + T.comparison_sentence("COR", P[f"ddrl/{sp}"], "additional RL", P[f"additional_rl/{sp}"])
                      + f"; this {T.agreement(rel, 'higher')} the paper's case for COR over simply training longer.")
     cor_s, add_s, rl_s = S["ddrl"]["after-RL s"], S["additional_rl"]["after-RL s"], S["bcs_dae"]["RL s"]
+    cheaper = ("COR is not cheaper than the extra RL here: at testbed scale sampling M answers per question costs as "
+               "much as a few RL steps, while the paper's long responses and large models make RL steps far costlier.")
+    if cor_s < add_s:
+        cheaper = "COR is the cheaper of the two here."
     lines.append(f"Cost on this machine: the RL schedule ({m['base_steps']} steps) takes {rl_s:.0f} s; {m['extra_steps']} extra "
                  f"RL steps take {add_s:.0f} s ({add_s / rl_s:.0%} of it) and COR takes {cor_s:.0f} s ({cor_s / rl_s:.0%}). "
-                 + ("COR is the cheaper of the two here." if cor_s < add_s else
-                    "COR is not cheaper than the extra RL here: at testbed scale sampling M answers per question "
-                    "costs as much as a few RL steps, while the paper's long responses and large models make RL "
-                    "steps far costlier."))
+                 + cheaper)
 Q = {k: tuple(v) for k, v in m["table6"].items()}
 sz = [f"{x}x" for x in m["size_multipliers"]]
 lines.append("Table 6 (refinement size, adapted pass@1): " + "; ".join(f"{x} ({m['cor_keep'] * int(x[:-1])} kept) "

@@ -117,3 +117,43 @@ def test_cached_rollouts_key_on_prompts_answers_and_grader(tmp_path, monkeypatch
     monkeypatch.setattr(ddrl.answers, "GRADER_VERSION", ddrl.answers.GRADER_VERSION + "-next")
     an.cached_rollouts("some/hub-model", recs, "x", 4)
     assert len(set(keys)) == 4
+
+
+def test_a_missing_trainer_knob_is_named():
+    import pytest
+
+    with pytest.raises(ValueError, match=r"trainer lacks \['lr'\]"):
+        notebook_experiment(model="testbed", testbed_preset="tiny", dataset="testbed_test", data_dir=None, n_adapted=3,
+                            n_heldout=2, seed=0, paper_settings=None, trainer={k: v for k, v in KNOBS.items() if k != "lr"})
+
+
+SHARING = ("03_test_time_training", "04_ablations", "05_offpolicy_cost")
+
+
+def test_notebooks_03_to_05_share_their_trainer_settings():
+    """Same knob names and defaults in the three parameters cells, the same value in every preset file that sets
+    one, and each notebook passes exactly TRAINER_KNOBS as ``trainer=`` (so the three train the same runs)."""
+    import ast
+    import re
+
+    import yaml
+
+    from conftest import REPO
+    from ddrl.experiments import SETTING_KNOBS, TRAINER_KNOBS
+    from ddrl.reproduce import declared_parameters
+
+    knobs = (*TRAINER_KNOBS, *SETTING_KNOBS)
+    declared = {nb: declared_parameters(REPO / "notebooks" / f"{nb}.ipynb") for nb in SHARING}
+    for k in knobs:
+        assert len({declared[nb][k] for nb in SHARING}) == 1, (k, {nb: declared[nb][k] for nb in SHARING})
+    for preset_dir in sorted((REPO / "params").iterdir()):
+        values = {nb: yaml.safe_load((preset_dir / f"{nb}.yaml").read_text()) or {} for nb in SHARING}
+        for k in knobs:  # the value each notebook runs with: the preset's, else its declared default
+            got = {nb: repr(values[nb][k] if k in values[nb] else ast.literal_eval(declared[nb][k])) for nb in SHARING}
+            assert len(set(got.values())) == 1, (preset_dir.name, k, got)
+    for nb in SHARING:
+        src = (REPO / "notebooks" / f"{nb}.py").read_text()
+        call = re.search(r"trainer=(dict\([^)]*\))", src)
+        assert call, nb
+        names = [kw.arg for kw in ast.parse(call.group(1), mode="eval").body.keywords]
+        assert names == list(TRAINER_KNOBS), (nb, names)

@@ -245,3 +245,28 @@ def test_architecture_doc_lists_every_module_and_no_other():
     packages |= {p.parent.relative_to(REPO).as_posix() + "/" for p in PKG.glob("*/__init__.py")
                  if not any(q.startswith(p.parent.relative_to(REPO).as_posix() + "/") for q in packages)}
     assert listed == modules | packages, (sorted(modules | packages - listed), sorted(listed - modules - packages))
+
+
+def test_notebook_sentences_use_plain_ifs_not_nested_conditional_expressions():
+    """Result sentences read like a lecture: a choice between readings is a plain ``if`` (issue 18, item 3)."""
+    nested = []
+    for path in sorted((REPO / "notebooks").glob("0[1-5]_*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.IfExp) and any(isinstance(n, ast.IfExp) for n in ast.walk(node) if n is not node):
+                nested.append(f"{path.name}:{node.lineno}")
+    assert nested == []
+
+
+def test_every_saved_figure_is_followed_by_what_to_look_for():
+    """A short static markdown cell after each figure cell (``rep.figure``) says what to look for."""
+    import jupytext
+
+    missing = []
+    for path in sorted((REPO / "notebooks").glob("0[1-5]_*.py")):
+        cells = jupytext.read(path).cells
+        for i, c in enumerate(cells):
+            if c.cell_type == "code" and "rep.figure(" in c.source:
+                nxt = cells[i + 1] if i + 1 < len(cells) else None
+                if nxt is None or nxt.cell_type != "markdown" or "What to look for" not in nxt.source:
+                    missing.append(f"{path.name} cell {i}")
+    assert missing == []

@@ -140,3 +140,13 @@ def test_paper_reference_and_pass1():
     assert T.paper_pass1("bcs_dae", "Qwen2.5-Math-1.5B", "MATH-500") == 74.6  # Table 3
     assert T.paper_pass1("etmr", "Llama-3.1-8B-Instruct", "AIME 2024") == 16.9
     assert T.paper_pass1("dae", "Qwen2.5-Math-1.5B", "MATH-500") is None
+
+
+def test_ci_yerr_is_the_distance_to_each_end_and_no_bar_without_an_interval():
+    import numpy as np
+    import pandas as pd
+
+    from ddrl.plotting import ci_yerr
+
+    s = pd.DataFrame({"mean": [0.5, 0.3], "ci_lo": [0.4, np.nan], "ci_hi": [0.7, np.nan]})
+    assert np.allclose(ci_yerr(s), [[0.1, 0.0], [0.2, 0.0]])
