@@ -145,6 +145,24 @@ def load_regimes(path: str | Path = RESULTS / "regimes_base.json", scale: Scale 
     return out
 
 
+def check_weights(path: str | Path = RESULTS / "regimes_base.json", scale: Scale = SCALES["default"]) -> None:
+    """The regimes were measured on one build of the base model (``weights`` in ``regimes_base.json``); a study
+    on other weights would not be the registered one. Raises ``ValueError`` naming both hashes (a rebuilt
+    testbed differs bitwise: 1 vs 2 threads). Scales with their own ``model`` knob (smoke) are not checked."""
+    from ddrl.analysis import model_fingerprint
+
+    if "model" in scale.knobs:
+        return
+    measured = json.loads(Path(path).read_text()).get("weights", {})
+    have = model_fingerprint(measured.get("model", "testbed:default"))
+    diff = {k: (v, have.get(k)) for k, v in measured.items() if have.get(k) != v}
+    if diff:
+        raise ValueError(f"{path}: the regimes were measured on other base weights than this machine's "
+                         f"{measured.get('model')}: {diff} (measured, here). Use the measured build (copy its "
+                         "directory into <cache>/testbed/) or re-measure the regimes (bench/regimes.py) and amend "
+                         "results/plan.md before stage 1.")
+
+
 def experiment(regime: Regime, scale: Scale, heldout: bool, runs_root: str | Path | None = None):
     """The :class:`~ddrl.experiments.Experiment` of a regime: its adapted questions (and held-out ones when
     ``heldout``), the regime's trainer overrides, then the scale's knobs. Held-out questions do not enter the
@@ -512,6 +530,34 @@ def _run_level_claim(cid: str, regime: str, steps: pd.DataFrame, cor: dict[tuple
 
 
 # ---------------------------------------------------------------------------------------------------------
+# The whole study in one call (notebook 06's ``study`` and ``smoke`` presets)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, results_dir: str | Path,
+              budget_min: float | None = None, runs_root: str | Path | None = None, workers: int | None = None,
+              progress: bool = True) -> dict:
+    """Stage 1, its analysis (``stage1.json``: variance components and seeds, no means), stage 2 with what is
+    left of ``budget_min``, then every claim (``claims.json``); resumable (rerun after a kill: written jobs
+    are skipped, finished runs load). One progress bar per stage. Returns what was written and run."""
+    results_dir = Path(results_dir)
+    check_weights(results_dir / "regimes_base.json" if (results_dir / "regimes_base.json").is_file()
+                  else RESULTS / "regimes_base.json", scale)
+    end = time.time() + 60 * budget_min if budget_min is not None else None
+    left = lambda: None if end is None else max(1e-3, (end - time.time()) / 60)  # noqa: E731
+    s1 = run_jobs(stage1_jobs(list(regimes), scale), scale, runs_dir, runs_root, left(), workers, progress,
+                  desc="study stage 1")
+    stage1 = analyse_stage1(runs_dir, regimes, scale)
+    _write_json(results_dir / "stage1.json", stage1)
+    s2 = run_jobs(stage2_jobs(list(regimes), scale, stage1["seeds"]), scale, runs_dir, runs_root, left(), workers,
+                  progress, desc="study stage 2")
+    entries, missing = analyse_claims(runs_dir, regimes)
+    _write_json(results_dir / "claims.json", entries)
+    status = pd.Series([d["status"] for d in s1 + s2], dtype=object).value_counts().to_dict()
+    return {"stage1": stage1, "claims": entries, "missing": missing, "jobs": status}
+
+
+# ---------------------------------------------------------------------------------------------------------
 # CLI
 # ---------------------------------------------------------------------------------------------------------
 
@@ -540,6 +586,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     scale = SCALES[args.scale]
     regimes = load_regimes(scale=scale, names=args.regimes)
     stage1_file, claims_file = args.results / "stage1.json", args.results / "claims.json"
+    if args.stage:
+        try:
+            check_weights(scale=scale)
+        except ValueError as e:
+            print(f"ddrl.study: {e}", file=sys.stderr)
+            return 2
     if args.stage == 1:
         jobs = stage1_jobs(list(regimes), scale)
     elif args.stage == 2:
