@@ -183,6 +183,10 @@ def test_smoke_study_writes_per_question_rows_and_valid_claims(smoke):
     got = {e["id"] for e in entries}
     assert got == {"M1", "M2", "A1", "A2", "A3", "C1", "C2", "T1", "R1", "H1", "D2"}
     assert all(e["n_seeds"] == 2 for e in entries)
+    from ddrl.claims import render
+
+    paths = render(entries, root / "render")  # the scorecard renders from the smoke path's claims
+    assert all(p.stat().st_size > 0 for p in paths.values())
 
 
 def test_a_rerun_skips_written_jobs(smoke):
@@ -249,3 +253,19 @@ def test_the_study_refuses_other_base_weights_than_the_measured_ones(tmp_path, m
     with pytest.raises(ValueError, match="measured on other base weights"):
         study.check_weights()
     study.check_weights(scale=SMOKE)  # the smoke scale names its own model
+
+
+def test_notebook_06_renders_the_committed_results(tmp_path):
+    """``make test`` renders notebook 06 from the committed results (the default preset trains nothing)."""
+    from conftest import REPO
+
+    r = subprocess.run([sys.executable, "-m", "ddrl.reproduce", "--preset", "default", "--only", "06", "--output-dir",
+                        str(tmp_path), "--no-html"], cwd=REPO, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "MPLBACKEND": "Agg"})
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    m = json.loads((tmp_path / "metrics" / "06_claims.json").read_text())
+    committed = (REPO / "results" / "claims.json").is_file()
+    assert m["study_run"] is committed and m["study_jobs"] is None  # rendered, nothing run
+    assert all((tmp_path / "figures" / f"{n}.png").stat().st_size > 0 for n in ("regime_candidates", "power"))
+    if committed:
+        assert len(m["verdicts"]) == len(json.loads((REPO / "results" / "claims.json").read_text()))
