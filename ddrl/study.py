@@ -36,8 +36,17 @@ Readings of the plan (written down here, chosen from the text, never from method
   stage-1 count; in each phase claim by claim in the order M1 > M2 > A1 > A2 > A3 > C1 > T1 > H1 > lr/10 (M1 at
   lr/10) and, within a claim, round-robin over its regimes one seed at a time. R1 (COR keeping 4x rollouts,
   from the DDRL run's RL-only weights, not in the priority list; "needs no extra seeds") closes phase (a) and
-  runs on the stage-1 seeds only. Base claims F1-F3 and G1 are computed by ``bench``/notebooks 01-02 machinery
-  and are not part of this runner yet (see the report).
+  runs on the stage-1 seeds only. The base-model claims (F1-F3, G1; "need no extra seeds") follow R1: N = 64
+  rollouts per question at the RL rollout temperature (T = 1.0, top-p 1) on each of the three regimes'
+  adapted questions (448 together), sampling seeds 0 and 1 (the fewest the bootstrap takes; the plan names no
+  count), cached with notebooks 01-02's rollouts (:func:`ddrl.analysis.cached_rollouts`).
+- **F1-F3**: per (sampling seed, question) the share of correct answers among the question's distinct answers
+  in a band (counts <= 5, 6-44, >= 45 of 64); questions with no answer in a band in some seed are left out of
+  that claim (F3: of either band); regime ``base`` pools the three regimes' questions.
+- **G1**: per (seed, question) the mean GRPO advantage of the positive rollouts among K = 32 randomly selected
+  (TTRL's step, :func:`ddrl.analysis.group_advantages`), questions with mixed rewards only; effect = mean over
+  wrong-label cells - mean over right-label cells (x 100); interval: percentile bootstrap over questions
+  (each question keeps its seeds' cells), 4000 replicates.
 - **C2** wall times are the pool's: each run on one core with one thread, two runs at a time on 2 cores (the
   plan asks for one run at a time; a wall-time amendment may rerun the C-runs alone). Additional RL time = the
   additional-RL run's steps past the RL schedule; COR time = the DDRL run's COR; RL phase = the DDRL run's RL.
@@ -92,6 +101,10 @@ PAIRED: dict[str, tuple[str, str, str]] = {
 STAGE1_COMPARISONS = {"ddrl-ttrl": ("ddrl", "ttrl"), "ddrl-no_adaptation": ("ddrl", "no_adaptation"),
                       "ttrl-no_adaptation": ("ttrl", "no_adaptation")}
 QUESTION_COLUMNS = ("regime", "method", "seed", "split", "question", "pass@1")
+BASE = "base"  # F1-F3, G1: the base model's rollouts on each regime's adapted questions
+BASE_SEEDS = 2  # sampling seeds of the base rollouts (the fewest the seeds x questions bootstrap takes)
+#: F1-F3's answer-count bands at N = 64 (Sec. 2.2: <= 5 mostly wrong, >= 45 mostly right, the middle between)
+BANDS_64 = ((1, 5), (6, 44), (45, 64))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -233,6 +246,10 @@ def stage2_jobs(regimes: Sequence[str], scale: Scale, seeds: dict[str, int]) -> 
                 for r in THREE:
                     if r in regimes:
                         _add(jobs, seen, r, seed, (COR_4X,), "R1")
+            for seed in range(min(BASE_SEEDS, scale.stage1_seeds)):
+                for r in THREE:
+                    if r in regimes:
+                        _add(jobs, seen, r, seed, (BASE,), "F/G")
     return jobs
 
 
@@ -331,6 +348,52 @@ def steps_frame(run_dir: str | Path, cfg, n_questions: int, regime: str, method:
     return df
 
 
+def base_paths(out_dir: str | Path, regime: str, seed: int) -> tuple[Path, Path]:
+    d = Path(out_dir) / BASE / regime
+    return d / f"seed{seed:02d}-groups.csv", d / f"seed{seed:02d}-g1.csv"
+
+
+def base_frames(problems: Sequence[dict], regime: str, seed: int, k: int, key: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """F1-F3's answer groups (one row per question x distinct answer: count of N, correct) and G1's per-question
+    mean GRPO advantage of the positive rollouts among ``k`` selected (NaN without mixed rewards)."""
+    from ddrl.analysis import answer_groups, group_advantages
+
+    groups = answer_groups(problems).rename(columns={"problem": "question"}).drop(columns=["answer"])
+    adv = group_advantages(problems, k, ("grpo",), "random", seed)
+    rows = []
+    for q, g in adv.groupby("problem", sort=False):
+        mixed = 0 < g["reward"].sum() < len(g)
+        rows.append({"question": q, "label_correct": bool(g["label_correct"].iloc[0]), "consensus": g["consensus"].iloc[0],
+                     "pos_adv_grpo": float(g.loc[g["reward"] == 1.0, "grpo"].mean()) if mixed else np.nan})
+    g1 = pd.DataFrame(rows, columns=["question", "label_correct", "consensus", "pos_adv_grpo"])
+    for df in (groups, g1):
+        df.insert(0, "seed", seed)
+        df.insert(0, "regime", regime)
+        df["key"] = key
+    return groups, g1
+
+
+def run_base_job(regime: Regime, scale: Scale, seed: int, out_dir: str | Path) -> str:
+    """The base model's N rollouts per adapted question (sampling seed ``seed``), graded and cached, as CSVs."""
+    from ddrl.analysis import cached_rollouts, model_fingerprint
+
+    exp = experiment(regime, scale, False)
+    cfg = exp.config("ttrl", seed)
+    settings = {"n": cfg.n_votes, "temperature": cfg.rollout_temperature, "top_p": cfg.rollout_top_p,
+                "max_new_tokens": cfg.max_new_tokens, "seed": seed, "batch_size": cfg.sample_batch_size, "cue": cfg.cue}
+    key = content_key({"what": "study-base-v1", "model": model_fingerprint(cfg.model), "regime": regime.to_dict(),
+                       "adapted": records_key(exp.adapted), "k": cfg.k_train, "grader": grader_fingerprint(),
+                       **settings})[:20]
+    gpath, apath = base_paths(out_dir, regime.name, seed)
+    if _done(gpath, key) and _done(apath, key):
+        return "loaded"
+    problems = cached_rollouts(cfg.model, list(exp.adapted), f"study-{regime.name}", device=cfg.device, **settings)
+    groups, g1 = base_frames(problems, regime.name, seed, cfg.k_train, key)
+    atomic_write_bytes(gpath, groups.to_csv(index=False).encode())
+    atomic_write_bytes(apath, g1.to_csv(index=False).encode())
+    return "ran"
+
+
 def run_job(job: tuple[Job, str, str, str | None, float | None]) -> dict:
     """A pool worker's job: skip if past the deadline or already written; else every method of the job."""
     j, scale_name, out_dir, runs_root, deadline = job
@@ -339,6 +402,8 @@ def run_job(job: tuple[Job, str, str, str | None, float | None]) -> dict:
     scale = SCALES[scale_name]
     regime = load_regimes(scale=scale, names=[j.regime])[j.regime]
     status = "loaded"
+    if j.methods == (BASE,):
+        return {"job": asdict(j), "status": run_base_job(regime, scale, j.seed, out_dir)}
     for m in j.methods:
         key = job_key(regime, scale, m, j.seed)
         path = csv_path(out_dir, j.regime, m, j.seed)
@@ -466,6 +531,68 @@ def _seed_interval(values: Sequence[float]) -> tuple[float, float, float] | None
     return mean_ci(values)
 
 
+def load_base(out_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The base rollouts' answer groups and G1 rows of every regime and sampling seed under ``out_dir``."""
+    base = Path(out_dir) / BASE
+    read = lambda pat: pd.concat([pd.read_csv(p, dtype={"question": str}) for p in sorted(base.glob(pat))],  # noqa: E731
+                                 ignore_index=True) if list(base.glob(pat)) else pd.DataFrame()
+    return read("*/seed*-groups.csv"), read("*/seed*-g1.csv")
+
+
+def band_matrix(groups: pd.DataFrame, band: tuple[int, int], n: int) -> pd.DataFrame:
+    """seeds x questions: share of correct answers among a question's distinct answers whose count (of ``n``)
+    lies in ``band`` (given at N = 64, rescaled to ``n``); questions lacking such an answer in any seed dropped."""
+    from ddrl.analysis import scale_bands
+
+    lo, hi = scale_bands(BANDS_64, 64, n)[BANDS_64.index(band)]
+    g = groups[(groups["count"] >= lo) & (groups["count"] <= hi)]
+    m = g.assign(q=g.regime + "/" + g.question.astype(str)).pivot_table(index="seed", columns="q", values="correct",
+                                                                        aggfunc="mean")
+    return m.dropna(axis=1)
+
+
+def base_claim(cid: str, groups: pd.DataFrame, g1: pd.DataFrame, n_boot: int = 4000) -> dict | None:
+    """F1-F3 (hierarchical bootstrap over sampling seeds x questions) and G1 (bootstrap over questions), regime
+    ``base``; None when fewer than 2 seeds or questions carry the effect."""
+    from ddrl.claims import entry
+    from ddrl.seeds import derive_seed
+    from ddrl.stats import hierarchical_bootstrap
+
+    rng = np.random.default_rng(derive_seed(0, "claims", cid, BASE))
+    if cid in ("F1", "F2", "F3"):
+        if groups.empty:
+            return None
+        n = int(groups["n"].iloc[0])
+        low, mid, high = (band_matrix(groups, b, n) for b in BANDS_64)
+        if cid == "F1":
+            d = 50 - 100 * low
+        elif cid == "F2":
+            d = 100 * high - 50
+        else:
+            cols = sorted(set(high.columns) & set(mid.columns))
+            d = 100 * (high[cols] - mid[cols])
+        if d.shape[0] < 2 or d.shape[1] < 2:
+            return None
+        iv = hierarchical_bootstrap(d.to_numpy(), rng, n_boot)
+        return entry(cid, BASE, iv.estimate, iv.ci_low, iv.ci_high, iv.n_seeds, iv.n_questions)
+    if g1.empty:
+        return None
+    g = g1.dropna(subset=["pos_adv_grpo"]).assign(q=lambda x: x.regime + "/" + x.question.astype(str))
+    if g.empty or g.label_correct.nunique() < 2 or g.seed.nunique() < 2:
+        return None
+    qs = np.array(sorted(g.q.unique()))
+    by_q = {q: part for q, part in g.groupby("q")}
+
+    def effect(frame: pd.DataFrame) -> float:
+        w, r = frame[~frame.label_correct.astype(bool)], frame[frame.label_correct.astype(bool)]
+        return 100 * (w.pos_adv_grpo.mean() - r.pos_adv_grpo.mean()) if len(w) and len(r) else np.nan
+
+    est = effect(g)
+    reps = [effect(pd.concat([by_q[q] for q in rng.choice(qs, len(qs))])) for _ in range(n_boot)]
+    lo, hi = np.nanquantile(reps, [0.025, 0.975])
+    return entry(cid, BASE, est, min(lo, est), max(hi, est), g.seed.nunique(), len(qs))
+
+
 def analyse_claims(out_dir: str | Path, regimes: dict[str, Regime], n_boot: int = 4000) -> tuple[list[dict], list[str]]:
     """Every claim's estimate, 95% interval and verdict (:func:`ddrl.claims.entry`) from the runs under
     ``out_dir``; returns (entries with ``half_width``, the claim x regime cells that lack runs)."""
@@ -476,9 +603,18 @@ def analyse_claims(out_dir: str | Path, regimes: dict[str, Regime], n_boot: int 
     df, steps = load_questions(out_dir), load_steps(out_dir)
     dd = df[(df.method == "ddrl") & (df.split == "adapted")]
     cor = {(r, int(seed)): float(g["cor_seconds"].iloc[0]) for (r, seed), g in dd.groupby(["regime", "seed"])}
+    groups, g1 = load_base(out_dir)
     entries, missing = [], []
     for c in CLAIMS:
         for r in c.regimes:
+            if r == BASE:
+                e = base_claim(c.id, groups, g1, n_boot)
+                if e is None:
+                    missing.append(f"{c.id} base: no base rollouts (or fewer than 2 seeds / questions in its band)")
+                else:
+                    e["half_width"] = (e["ci_high"] - e["ci_low"]) / 2
+                    entries.append(e)
+                continue
             if r not in regimes:
                 missing.append(f"{c.id} {r}: regime not in this study")
                 continue

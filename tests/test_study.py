@@ -46,7 +46,8 @@ def test_stage2_jobs_priority_seeds_and_no_repeats():
     first_new_seed = next(i for i, j in enumerate(jobs) if j.seed >= 6)
     assert all(j.seed < 6 for j in jobs[:first_new_seed]) and jobs[0].label == "M2"
     labels_a = [j.label for j in jobs[:first_new_seed]]
-    assert labels_a == sorted(labels_a, key=["M2", "A1", "A2", "C1", "T1", "lr/10", "R1"].index)
+    assert labels_a == sorted(labels_a, key=["M2", "A1", "A2", "C1", "T1", "lr/10", "R1", "F/G"].index)
+    assert {(j.regime, j.seed) for j in jobs if j.methods == (study.BASE,)} == {(r, s) for r in study.THREE for s in (0, 1)}
     assert {m for r, s, m in cells if r == "amc_like_small_lr"} == {"ttrl", "ddrl"}  # M1 at lr/10 only
     assert {r for r, s, m in cells if m == "grpo_no_std"} == {"aime_like", "math500_like"}  # T1's regimes
     assert max(s for r, s, m in cells if m == study.COR_4X) == 5  # R1 on the stage-1 seeds only
@@ -168,6 +169,7 @@ def test_smoke_study_writes_per_question_rows_and_valid_claims(smoke):
     root, reg = smoke["root"], smoke["regimes"]["math500_like"]
     assert {d["status"] for d in smoke["s1"] + smoke["s2"]} == {"ran"}
     df = study.load_questions(root / "runs")
+    assert len(list((root / "runs" / "base" / "math500_like").glob("seed0?-*.csv"))) == 4  # F/G: 2 seeds x 2 files
     assert set(df.method) == {"no_adaptation", "ttrl", "ddrl", "etmr", "bcs", "bcs_dae", "additional_rl",
                               "grpo_no_std", study.COR_4X}
     for (m, s), g in df.groupby(["method", "seed"]):
@@ -181,7 +183,8 @@ def test_smoke_study_writes_per_question_rows_and_valid_claims(smoke):
     entries, missing = study.analyse_claims(root / "runs", smoke["regimes"])
     validate(entries)
     got = {e["id"] for e in entries}
-    assert got == {"M1", "M2", "A1", "A2", "A3", "C1", "C2", "T1", "R1", "H1", "D2"}
+    assert got - {"F1", "F2", "F3", "G1"} == {"M1", "M2", "A1", "A2", "A3", "C1", "C2", "T1", "R1", "H1", "D2"}
+    assert "F1" in got  # the tiny model's base answers are all rare: F1 only
     assert all(e["n_seeds"] == 2 for e in entries)
     from ddrl.claims import render
 
@@ -269,3 +272,30 @@ def test_notebook_06_renders_the_committed_results(tmp_path):
     assert all((tmp_path / "figures" / f"{n}.png").stat().st_size > 0 for n in ("regime_candidates", "power"))
     if committed:
         assert len(m["verdicts"]) == len(json.loads((REPO / "results" / "claims.json").read_text()))
+
+
+def test_base_claims_on_synthetic_answer_groups():
+    """F1-F3 and G1 from answer groups with a known structure: answers seen <= 5/64 wrong 80% of the time, >= 45/64
+    right 90%, the middle right half the time; GRPO's positive advantage larger under wrong labels."""
+    rng = np.random.default_rng(0)
+    rows, g1 = [], []
+    for seed in (0, 1):
+        for q in range(40):
+            for count, p_right in ((3, 0.2), (2, 0.2), (20, 0.5), (48, 0.9)):
+                if count == 48 and q % 2:  # half the questions have no top-band answer
+                    continue
+                rows.append({"regime": "amc_like", "seed": seed, "question": f"q{q}", "count": count, "n": 64,
+                             "correct": bool(rng.random() < p_right)})
+            wrong = bool(q % 3 == 0)
+            g1.append({"regime": "amc_like", "seed": seed, "question": f"q{q}", "label_correct": not wrong,
+                       "pos_adv_grpo": (1.5 if wrong else 0.5) + rng.normal(0, 0.1)})
+    groups, g1 = pd.DataFrame(rows), pd.DataFrame(g1)
+    high = study.band_matrix(groups, (45, 64), 64)
+    assert high.shape == (2, 20)  # questions without a top-band answer are left out
+    f1, f2, f3, g = (study.base_claim(c, groups, g1, n_boot=400) for c in ("F1", "F2", "F3", "G1"))
+    validate([f1, f2, f3, g])
+    assert 20 < f1["estimate"] < 40 and f1["verdict"] == "reproduced"  # ~ 50 - 20
+    assert 30 < f2["estimate"] < 50 and f2["verdict"] == "reproduced"  # ~ 90 - 50
+    assert f3["n_questions"] == 20 and f3["estimate"] > 0
+    assert 90 < g["estimate"] < 110 and g["ci_low"] > 0 and g["n_seeds"] == 2 and g["n_questions"] == 40
+    assert study.base_claim("G1", groups, g1.assign(label_correct=True)) is None  # no wrong labels: no effect to take
