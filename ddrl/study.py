@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -75,10 +74,8 @@ STAGE1_METHODS = ("no_adaptation", "ttrl", "ddrl")
 THREE = ("aime_like", "amc_like", "math500_like")
 SMALL_LR = "amc_like_small_lr"
 COR_4X = "ddrl_cor4x"  # R1: COR keeping 4x the rollouts, from the DDRL run's RL-only weights
-#: Methods evaluated on the held-out questions too (H1: DDRL vs no adaptation, TTRL alongside).
+#: Methods evaluated on the held-out questions too in the three regimes (H1: DDRL vs no adaptation, TTRL alongside).
 HELDOUT_METHODS = ("no_adaptation", "ttrl", "ddrl")
-#: Methods sharing the DDRL run (its RL-only weights, its final weights, COR 4x from its RL-only weights).
-DDRL_RUN = ("bcs_dae", "ddrl", COR_4X)
 #: Stage 2's priority (plan Sec. 6.2): (claim label, methods it adds, regimes it runs in).
 PRIORITY: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("M1", ("ttrl", "ddrl"), THREE),
@@ -105,6 +102,11 @@ BASE = "base"  # F1-F3, G1: the base model's rollouts on each regime's adapted q
 BASE_SEEDS = 2  # sampling seeds of the base rollouts (the fewest the seeds x questions bootstrap takes)
 #: F1-F3's answer-count bands at N = 64 (Sec. 2.2: <= 5 mostly wrong, >= 45 mostly right, the middle between)
 BANDS_64 = ((1, 5), (6, 44), (45, 64))
+
+
+def wants_heldout(regime: str, method: str) -> bool:
+    """Is this run evaluated on the held-out questions too? H1's methods in H1's regimes (the three)."""
+    return method in HELDOUT_METHODS and regime in THREE
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -267,7 +269,7 @@ def job_key(regime: Regime, scale: Scale, method: str, seed: int) -> str:
     and answers (held-out ones where evaluated), COR 4x's keep, the grader."""
     from ddrl.analysis import model_fingerprint
 
-    exp = experiment(regime, scale, method in HELDOUT_METHODS)
+    exp = experiment(regime, scale, wants_heldout(regime.name, method))
     cfg = exp.config("ddrl" if method == COR_4X else method, seed)
     return content_key({"what": "study-run-v1", "regime": regime.to_dict(), "method": method, "seed": seed,
                         "config": asdict(cfg), "weights": model_fingerprint(cfg.model),
@@ -279,7 +281,7 @@ def _done(path: Path, key: str) -> bool:
     if not path.is_file():
         return False
     try:
-        return set(pd.read_csv(path, usecols=["key"])["key"]) == {key}
+        return set(pd.read_csv(path, usecols=["key"], dtype=str)["key"]) == {key}
     except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError):
         return False  # damaged or foreign: recomputed (from the runs and caches, not retrained)
 
@@ -410,7 +412,7 @@ def run_job(job: tuple[Job, str, str, str | None, float | None]) -> dict:
         if _done(path, key):
             continue
         status = "ran"
-        exp = experiment(regime, scale, m in HELDOUT_METHODS, runs_root)
+        exp = experiment(regime, scale, wants_heldout(j.regime, m), runs_root)
         if m == COR_4X:
             rows = cor_size_rows(exp, j.seed, 4 * exp.config("ddrl", j.seed).cor_keep)
         else:
