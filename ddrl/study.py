@@ -169,7 +169,17 @@ def check_weights(path: str | Path = RESULTS / "regimes_base.json", scale: Scale
     if "model" in scale.knobs:
         return
     measured = json.loads(Path(path).read_text()).get("weights", {})
-    have = model_fingerprint(measured.get("model", "testbed:default"))
+    name = measured.get("model", "testbed:default")
+    if name.startswith("testbed:"):  # never build a testbed here: a fresh build differs from the measured one
+        from ddrl.testbed.pretrain import META_FILE, cache_root, get_config
+
+        preset = name.split(":", 1)[1]
+        built = cache_root() / f"{preset}-{get_config(preset).config_hash()}"
+        if not (built / META_FILE).is_file():
+            raise ValueError(f"{name} is not built in {cache_root()}; the regimes were measured on the build whose "
+                             f"weights {path} names ({measured}). Copy that build's directory to {built} "
+                             "(or re-measure the regimes on a new build and amend results/plan.md).")
+    have = model_fingerprint(name)
     diff = {k: (v, have.get(k)) for k, v in measured.items() if have.get(k) != v}
     if diff:
         raise ValueError(f"{path}: the regimes were measured on other base weights than this machine's "

@@ -248,7 +248,13 @@ def test_a_killed_study_resumes_without_retraining(tmp_path):
 def test_the_study_refuses_other_base_weights_than_the_measured_ones(tmp_path, monkeypatch):
     import ddrl.analysis
 
+    import ddrl.testbed.pretrain as pt
+
     base = json.loads((study.RESULTS / "regimes_base.json").read_text())
+    monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path))
+    built = pt.cache_root() / f"default-{pt.get_config('default').config_hash()}"
+    built.mkdir(parents=True)
+    (built / pt.META_FILE).write_text("{}")  # a build is present (its weights are faked below)
     monkeypatch.setattr(ddrl.analysis, "model_fingerprint", lambda name: {**base["weights"]})
     study.check_weights()
     monkeypatch.setattr(ddrl.analysis, "model_fingerprint",
@@ -299,3 +305,12 @@ def test_base_claims_on_synthetic_answer_groups():
     assert f3["n_questions"] == 20 and f3["estimate"] > 0
     assert 90 < g["estimate"] < 110 and g["ci_low"] > 0 and g["n_seeds"] == 2 and g["n_questions"] == 40
     assert study.base_claim("G1", groups, g1.assign(label_correct=True)) is None  # no wrong labels: no effect to take
+
+
+def test_the_study_never_builds_the_base_testbed(tmp_path, monkeypatch):
+    import ddrl.testbed.pretrain as pt
+
+    monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path))  # no build here
+    monkeypatch.setattr(pt, "build", lambda *a, **k: pytest.fail("check_weights must not build a testbed"))
+    with pytest.raises(ValueError, match="testbed:default is not built in"):
+        study.check_weights()
