@@ -48,9 +48,9 @@ claims_file = "claims.json"  # the study's scorecard; absent until the study has
 # --- rerunning the study (preset `study`; `smoke` runs its smoke path) ---
 run_study = False  # run the study's jobs (ddrl.study) before rendering; finished runs and written CSVs are reused
 study_scale = "default"  # ddrl.study.SCALES: "default" (the registered study) or "smoke" (tiny testbed, 2 seeds)
-study_regimes = []  # regimes to run ([] = every regime of regimes_base.json)
+study_regimes = []  # regimes to run (empty: every regime of regimes_base.json)
 study_budget_min = 240.0  # wall-time budget of both stages (jobs starting later are skipped; rerun to continue)
-study_dir = ""  # where runs/, stage1.json and claims.json go ("" = results_dir; the smoke scale: <output_dir>/study)
+study_dir = ""  # where runs/, stage1.json and claims.json go (empty: results_dir; the smoke scale: <output_dir>/study)
 
 # %%
 import json
