@@ -1,5 +1,6 @@
 """Runs per hour: one batch of independent runs, serial (one process, 2 threads) vs a pool of single-thread
-workers (:mod:`ddrl.parallel`), measured in the same invocation.
+workers (:mod:`ddrl.parallel`), and the same serial batch on the code of ``--baseline-ref`` (the commit before
+issue 16's changes: full three-pass update, no pool), all measured in the same invocation.
 
 The batch is :meth:`ddrl.experiments.Experiment.grid` -- what notebooks 03-05 call -- over ``--methods`` x
 ``--seeds`` (default TTRL and DAE x 4 seeds = 8 independent runs) on the testbed (``--preset``, default
@@ -9,7 +10,10 @@ subprocess with its own empty run and evaluation cache (the built testbed is lin
 between modes; the wall time includes starting the workers. The machine may be shared: ``os.getloadavg()`` is
 recorded before and after each mode. Writes ``bench/results/runs_per_hour.json``::
 
-    .venv/bin/python bench/runs_per_hour.py            # serial with 2 threads vs 2 workers x 1 thread
+    .venv/bin/python bench/runs_per_hour.py            # baseline ref, serial 2 threads, 2 workers x 1 thread
+
+The baseline is checked out with ``git worktree add --detach`` into a temporary directory and imported
+instead of this tree (``PYTHONPATH``); its run and evaluation caches are empty like the other modes'.
 """
 
 from __future__ import annotations
@@ -24,33 +28,37 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, os.environ.get("DDRL_BENCH_CODE", str(ROOT)))  # the code a mode measures (see measure)
 
 
 def batch(args) -> dict:
     """One mode, in this process: the grid's wall time and its scores."""
     import torch
 
+    import ddrl
     from ddrl.experiments import Experiment
     from ddrl.testbed import generate_split
 
     records = generate_split("test", args.adapted, seed=0)
+    kwargs = {"workers": args.workers} if "workers" in Experiment.__dataclass_fields__ else {}  # older code: serial
     exp = Experiment(records, (), overrides={"model": f"testbed:{args.preset}", "episodes": args.episodes,
                                              "device": "cpu"},
-                     progress=False, workers=args.workers)
+                     progress=False, **kwargs)
     t0 = time.perf_counter()
     df = exp.grid(args.methods, args.seeds)
     wall = time.perf_counter() - t0
-    return {"wall_s": wall, "runs": len(df), "threads": torch.get_num_threads(), "workers": args.workers,
+    return {"wall_s": wall, "ddrl_imported_from": str(Path(ddrl.__file__).parent), "runs": len(df), "threads": torch.get_num_threads(), "workers": args.workers,
             "rl_seconds_sum": float(df["rl_seconds"].sum()),
             "scores": df[["method", "seed", "pass@1", "maj@n", "tokens_per_step"]].to_dict("records")}
 
 
-def measure(mode: str, workers: int, threads: int, args, testbed_cache: Path) -> dict:
-    """Run :func:`batch` in a fresh subprocess with an empty cache (except the linked testbed builds)."""
+def measure(mode: str, workers: int, threads: int, args, testbed_cache: Path, code: Path = ROOT) -> dict:
+    """Run :func:`batch` in a fresh subprocess with an empty cache (except the linked testbed builds),
+    importing ``ddrl`` from ``code`` (this tree, or a checkout of the baseline)."""
     with tempfile.TemporaryDirectory(prefix=f"runs_per_hour-{mode}-") as tmp:
         (Path(tmp) / "testbed").symlink_to(testbed_cache)
-        env = {**os.environ, "DDRL_CACHE_DIR": tmp, "OMP_NUM_THREADS": str(threads), "PYTHONPATH": str(ROOT)}
+        env = {**os.environ, "DDRL_CACHE_DIR": tmp, "OMP_NUM_THREADS": str(threads), "PYTHONPATH": str(code),
+               "DDRL_BENCH_CODE": str(code)}
         env.pop("DDRL_PROGRESS_FILE", None)
         cmd = [sys.executable, __file__, "--batch", "--workers", str(workers), "--preset", args.preset,
                "--adapted", str(args.adapted), "--episodes", str(args.episodes), "--methods", *args.methods,
@@ -62,7 +70,8 @@ def measure(mode: str, workers: int, threads: int, args, testbed_cache: Path) ->
         if out.returncode:
             raise SystemExit(f"{mode} batch failed:\n{out.stderr[-3000:]}")
         res = json.loads(out.stdout.strip().splitlines()[-1])
-        return {"mode": mode, "process_s": total, **res, "omp_threads": threads,
+        return {"mode": mode, "code": str(code) if code != ROOT else "this tree", "process_s": total, **res,
+                "omp_threads": threads,
                 "loadavg_before": load_before, "loadavg_after": os.getloadavg()}
 
 
@@ -75,6 +84,8 @@ def main() -> None:
     ap.add_argument("--episodes", type=int, default=2)
     ap.add_argument("--workers", type=int, default=2, help="pool size")
     ap.add_argument("--threads", type=int, default=2, help="threads of the serial process")
+    ap.add_argument("--baseline-ref", default="8d2ebce",
+                    help="git commit measured as today's code (serial); '' skips it. Default: main before issue 16")
     ap.add_argument("--batch", action="store_true", help=argparse.SUPPRESS)  # internal: one mode, JSON on stdout
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "runs_per_hour.json"))
     args = ap.parse_args()
@@ -85,9 +96,21 @@ def main() -> None:
     from ddrl.testbed import build
 
     testbed_cache = build(args.preset, progress=True).parent
-    modes = [measure("serial", 1, args.threads, args, testbed_cache),
-             measure("pool", args.workers, 1, args, testbed_cache)]
-    serial, pool = modes
+    modes = []
+    if args.baseline_ref:
+        with tempfile.TemporaryDirectory(prefix="runs_per_hour-baseline-") as tmp:
+            code = Path(tmp) / "code"
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(code), args.baseline_ref],
+                           check=True)
+            try:
+                modes.append(measure("baseline", 1, args.threads, args, testbed_cache, code=code))
+                modes[-1]["ref"] = args.baseline_ref
+            finally:
+                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(code)], check=False)
+    modes += [measure("serial", 1, args.threads, args, testbed_cache),
+              measure("pool", args.workers, 1, args, testbed_cache)]
+    serial, pool = modes[-2:]
+    baseline = modes[0] if args.baseline_ref else None
     runs = len(args.methods) * len(args.seeds)
     for m in modes:
         m["runs_per_hour"] = runs * 3600 / m["process_s"]
@@ -98,6 +121,8 @@ def main() -> None:
                   "note": "machine shared with other jobs: see loadavg_before/after of each mode"},
         "modes": modes,
         "pool_over_serial": serial["process_s"] / pool["process_s"],
+        "pool_over_baseline": baseline["process_s"] / pool["process_s"] if baseline else None,
+        "serial_over_baseline": baseline["process_s"] / serial["process_s"] if baseline else None,
         "same_scores": same,
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
@@ -107,6 +132,8 @@ def main() -> None:
               f"{runs} runs = {m['runs_per_hour']:6.1f} runs/h (load {m['loadavg_before'][0]:.2f} -> "
               f"{m['loadavg_after'][0]:.2f})")
     print(f"pool / serial runs per hour: {result['pool_over_serial']:.2f}x; identical scores: {same}")
+    if baseline:
+        print(f"pool / baseline ({args.baseline_ref}) runs per hour: {result['pool_over_baseline']:.2f}x")
 
 
 if __name__ == "__main__":

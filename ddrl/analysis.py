@@ -123,6 +123,12 @@ def answer_groups(problems: Sequence[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["problem", "answer", "count", "n", "x", "correct"])
 
 
+def in_band(groups: pd.DataFrame, lo: int, hi: int) -> pd.DataFrame:
+    """The rows of :func:`answer_groups` whose count lies in the band ``lo..hi`` (inclusive): the one definition
+    of "an answer in a frequency band" (:func:`frequency_table`, the claims study's per-question bands)."""
+    return groups[(groups["count"] >= lo) & (groups["count"] <= hi)]
+
+
 def frequency_table(groups: pd.DataFrame, bands: Sequence[tuple[int, int]], confidence: float = 0.95,
                     method: str = "wilson") -> pd.DataFrame:
     """Fraction correct per frequency band (paper Fig. 2 / Fig. 6), with binomial confidence intervals.
@@ -135,7 +141,7 @@ def frequency_table(groups: pd.DataFrame, bands: Sequence[tuple[int, int]], conf
         check_bands(bands, int(groups["n"].max()))
     rows = []
     for lo, hi in bands:
-        sel = groups[(groups["count"] >= lo) & (groups["count"] <= hi)]
+        sel = in_band(groups, lo, hi)
         k, n = int(sel["correct"].sum()), len(sel)
         ks, ns = int(sel.loc[sel["correct"], "count"].sum()), int(sel["count"].sum())
         lo_ci, hi_ci = binomial_ci(k, n, confidence, method)

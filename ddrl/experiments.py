@@ -90,15 +90,20 @@ class Experiment:
     def evaluation_key(self, weights: dict, cfg, seed: int, split: str, recs: Sequence[dict]) -> dict:
         """What an evaluation's scores depend on: the evaluated weights (:func:`weights_sha256`
         of the model in memory), the questions' ids, prompts and answers, every sampling setting, the seed
-        and :func:`~ddrl.reporting.grader_fingerprint`. Nothing else may serve a cached score."""
-        return {"what": "evaluation-v2", "weights": weights, "split": split, "questions": records_key(recs),
+        and :func:`~ddrl.reporting.grader_fingerprint`. Nothing else may serve a cached score. (v3: the cached
+        value holds the per-question accuracies too, so v2 entries, which lack them, are not read.)"""
+        return {"what": "evaluation-v3", "weights": weights, "split": split, "questions": records_key(recs),
                 "n": cfg.eval_n, "T": cfg.eval_temperature, "top_p": cfg.eval_top_p,
                 "max_new_tokens": cfg.max_new_tokens, "cue": cfg.cue, "batch_size": cfg.sample_batch_size,
                 "seed": seed, "grader": grader_fingerprint()}
 
     def evaluate(self, model, tokenizer, cfg, seed: int, tag: str = "") -> dict[str, dict]:
         """pass@1 and maj@n on the adapted and held-out questions, cached by content
-        (:meth:`evaluation_key`); ``tag`` only labels the evaluation in messages."""
+        (:meth:`evaluation_key`); ``tag`` only labels the evaluation in messages.
+
+        Each split's value also holds ``per_question = {"id": [...], "pass@1": [...]}``: every question's
+        pass@1 (the mean accuracy of its ``eval_n`` samples), in the records' order, what the claims study's
+        paired differences are taken over (``results/plan.md`` Sec. 3)."""
         out = {}
         weights = {"model": cfg.model, "sha256": weights_sha256(model)}
         for split, recs in (("adapted", self.adapted), ("heldout", self.heldout)):
@@ -113,13 +118,17 @@ class Experiment:
                              seed=derive_seed(seed, "eval", split), cue=resolve_cue(cfg.cue, cfg.model),
                              batch_size=cfg.sample_batch_size, progress=self.progress)
                 return {"pass@1": e["pass@1"], "maj@n": e["maj@n"], "mean_tokens": e["mean_tokens"],
-                        "eval_seconds": time.perf_counter() - t0}
+                        "eval_seconds": time.perf_counter() - t0,
+                        "per_question": {"id": [q["id"] for q in e["questions"]],
+                                         "pass@1": [q["accuracy"] for q in e["questions"]]}}
 
             out[split] = cached(key, run, namespace="evaluations")
         return out
 
-    def run(self, method: str, seed: int, **extra: Any) -> list[dict]:
-        """Rows ``{method, seed, split, pass@1, maj@n, rl_seconds, cor_seconds, ...}`` for one method and seed."""
+    def run(self, method: str, seed: int, *, per_question: bool = False, **extra: Any) -> list[dict]:
+        """Rows ``{method, seed, split, pass@1, maj@n, rl_seconds, cor_seconds, ...}`` for one method and seed;
+        with ``per_question`` each row also holds ``per_question = {"id", "pass@1"}`` (see :meth:`evaluate`;
+        :func:`question_rows` makes them a long table)."""
         cfg = self.config(method, seed, **extra)
         _, weights, _ = METHODS[method]
         info: dict[str, Any] = {"rl_seconds": 0.0, "cor_seconds": 0.0, "run_dir": None, "tokens_per_step": 0.0}
@@ -137,7 +146,8 @@ class Experiment:
                     if res.metrics else 0.0}
             tag = f"{res.run_dir}:{weights}"
         evals = self.evaluate(model, tok, cfg, seed, tag)
-        return [{"method": method, "seed": seed, "split": split, **ev, **info, **extra} for split, ev in evals.items()]
+        return [{"method": method, "seed": seed, "split": split, **{k: v for k, v in ev.items() if per_question or k != "per_question"},
+                 **info, **extra} for split, ev in evals.items()]
 
     def grid(self, methods: Sequence[str], seeds: Sequence[int], **extra: Any) -> pd.DataFrame:
         """:meth:`run` for every method and seed, as one long DataFrame.
@@ -227,6 +237,23 @@ def notebook_experiment(*, model: str, testbed_preset: str, dataset: str, data_d
     else:
         overrides = {"model": f"testbed:{testbed_preset}" if model == "testbed" else model, **trainer}
     return Experiment(records[:n_adapted], records[n_adapted:], overrides=overrides, progress=progress)
+
+
+def question_rows(rows: Sequence[dict], keep: Sequence[str] = ("method", "seed", "split")) -> pd.DataFrame:
+    """Long table ``{method, seed, split, question, pass@1}`` (one row per question) from :meth:`Experiment.run`
+    rows made with ``per_question=True``: the seed x question x method layout of the paired design
+    (:func:`ddrl.stats.paired_differences` with ``question="question", value="pass@1"``)."""
+    frames = []
+    for r in rows:
+        if "per_question" not in r:
+            raise ValueError(f"question_rows: row {({k: r.get(k) for k in keep})} has no per_question values; "
+                             "make it with Experiment.run(..., per_question=True)")
+        pq = r["per_question"]
+        f = pd.DataFrame({"question": pq["id"], "pass@1": pq["pass@1"]})
+        for k in reversed(keep):
+            f.insert(0, k, r[k])
+        frames.append(f)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*keep, "question", "pass@1"])
 
 
 def summarize(df: pd.DataFrame, metric: str = "pass@1", by: Sequence[str] = ("method", "split")) -> pd.DataFrame:

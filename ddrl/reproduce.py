@@ -34,7 +34,7 @@ from ddrl.reporting import REPO, atomic_write_bytes, git_sha, sha256_file
 
 NOTEBOOK_DIR = REPO / "notebooks"
 PARAMS_DIR = REPO / "params"
-PRESETS = ("smoke", "default", "paper")
+PRESETS = ("smoke", "default", "paper", "study")  # study: notebook 06 only (--only 06)
 #: Parameters the runner itself sets in every notebook (each notebook declares them).
 RUNNER_PARAMS = ("preset", "output_dir")
 

@@ -30,7 +30,10 @@
 # | no effect | inside +-1 point |
 # | not resolved | otherwise |
 #
-# By default it renders from the committed results in `results/` in seconds; nothing is trained here.
+# By default it renders from the committed results in `results/` in seconds; nothing is trained here. The `study`
+# preset (`python -m ddrl.reproduce --preset study --only 06`) reruns the whole study through the parallel
+# runner (`ddrl.study`: stage 1, its variance-only analysis, stage 2, the claims), resumable after a kill;
+# the `smoke` preset runs the same path on the tiny testbed in about a minute.
 
 # %% tags=["parameters"]
 # --- runner (set by `python -m ddrl.reproduce`) ---
@@ -41,6 +44,13 @@ seed = 0  # ddrl.seeds.DEFAULT_SEED (unused: this notebook only reads committed 
 # --- committed results ---
 results_dir = "../results"  # regimes_base.json, power.json, claims.json (relative to notebooks/)
 claims_file = "claims.json"  # the study's scorecard; absent until the study has run
+
+# --- rerunning the study (preset `study`; `smoke` runs its smoke path) ---
+run_study = False  # run the study's jobs (ddrl.study) before rendering; finished runs and written CSVs are reused
+study_scale = "default"  # ddrl.study.SCALES: "default" (the registered study) or "smoke" (tiny testbed, 2 seeds)
+study_regimes = []  # regimes to run (empty: every regime of regimes_base.json)
+study_budget_min = 240.0  # wall-time budget of both stages (jobs starting later are skipped; rerun to continue)
+study_dir = ""  # where runs/, stage1.json and claims.json go (empty: results_dir; the smoke scale: <output_dir>/study)
 
 # %%
 import json
@@ -64,7 +74,27 @@ for f in ("regimes_base.json", "power.json"):
                                 f"(bench/regimes.py and bench/claims_power.py write them)")
 base = json.loads((R / "regimes_base.json").read_text())
 power = json.loads((R / "power.json").read_text())
-results = C.load(R / claims_file)
+D = Path(study_dir) if study_dir else (Path(output_dir) / "study" if study_scale != "default" else R)
+
+# %% [markdown]
+# ## Rerunning the study (presets `study` and `smoke` only)
+#
+# Stage 1 (seeds 0-5 of no adaptation, TTRL and DDRL in the three regimes), then only the *variance components*
+# of its paired differences, which set the seeds per regime (`stage1.json`; no mean is computed or shown before
+# the end, plan Sec. 6), then stage 2 in the plan's priority order, then every claim (`claims.json`). One
+# progress bar per stage; killed and rerun, it continues where it stopped.
+
+# %%
+study_log = None
+if run_study:
+    from ddrl import study as ST
+
+    scale = ST.SCALES[study_scale]
+    regs = ST.load_regimes(R / "regimes_base.json", scale, study_regimes or None)
+    study_log = ST.run_study(regs, scale, D / "runs", D, budget_min=study_budget_min)
+    display(Markdown(f"Study jobs: {study_log['jobs']}; seeds per regime from stage 1: {study_log['stage1']['seeds']}. "
+                     + (f"Not computed: {'; '.join(study_log['missing'])}." if study_log["missing"] else "")))
+results = C.load(D / claims_file)
 
 # %% [markdown]
 # ## The regimes: the base model on chains of 3-6 operations
@@ -124,7 +154,7 @@ display(need)
 
 # %%
 if results is None:
-    msg = (f"**The study has not been run yet**: `{R / claims_file}` does not exist. The plan is committed "
+    msg = (f"**The study has not been run yet**: `{D / claims_file}` does not exist. The plan is committed "
            f"(`results/plan.md`); the comparisons run after the parallel runner and the safe caches have landed.")
     scorecard = None
 else:
@@ -163,7 +193,8 @@ if results is not None:
     lines.append("Verdicts: " + ", ".join(f"{v} {counts.get(v, 0)}" for v in C.VERDICTS) + ".")
 else:
     lines.append("No verdicts yet: the study has not been run.")
-rep.metrics({"regimes": sel, "budget": b, "study_run": results is not None,
+rep.metrics({"regimes": sel, "budget": b, "study_run": results is not None, "study_scale": study_scale,
+             "study_jobs": None if study_log is None else study_log["jobs"],
              "verdicts": None if results is None else [e["verdict"] for e in results]})
 display(Markdown("\n\n".join(lines)))
 

@@ -157,3 +157,29 @@ def test_notebooks_03_to_05_share_their_trainer_settings():
         assert call, nb
         names = [kw.arg for kw in ast.parse(call.group(1), mode="eval").body.keywords]
         assert names == list(TRAINER_KNOBS), (nb, names)
+
+
+def test_run_records_per_question_pass_at_1(tmp_path, monkeypatch):
+    """Per-question evaluation rows (claims study, plan Sec. 3): one pass@1 per question, in the records' order,
+    whose mean is the run's pass@1; run-level rows stay as they were unless asked for them."""
+    import numpy as np
+
+    from ddrl.experiments import question_rows
+
+    monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path))
+    exp = notebook_experiment(model="testbed", testbed_preset="tiny", dataset="testbed_test", data_dir=None,
+                              n_adapted=3, n_heldout=2, seed=0, paper_settings=None, trainer=KNOBS, progress=False)
+    plain = exp.run("no_adaptation", 0)
+    assert all("per_question" not in r for r in plain)
+    rows = exp.run("no_adaptation", 0, per_question=True)  # served from the evaluation cache
+    for r, split in zip(rows, (exp.adapted, exp.heldout)):
+        pq = r["per_question"]
+        assert pq["id"] == [q["id"] for q in split]
+        assert all(x in (0.0, 0.5, 1.0) for x in pq["pass@1"])  # eval_n = 2 samples per question
+        assert np.mean(pq["pass@1"]) == r["pass@1"]
+    long = question_rows(rows)
+    assert list(long.columns) == ["method", "seed", "split", "question", "pass@1"] and len(long) == 5
+    import pytest
+
+    with pytest.raises(ValueError, match="per_question=True"):
+        question_rows(plain)

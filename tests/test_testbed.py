@@ -168,6 +168,32 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def test_build_computes_with_build_threads_whatever_the_callers_count(tmp_path):
+    """The weights do not depend on the caller's thread count (a pool worker runs under 1): the build runs
+    under BUILD_THREADS and restores the caller's count; a cached build made under another count is rebuilt."""
+    from ddrl.testbed.config import BUILD_THREADS
+
+    before = torch.get_num_threads()
+    try:
+        shas = []
+        for i, threads in enumerate((1, 3)):
+            torch.set_num_threads(threads)
+            path = build("tiny", cache_dir=tmp_path / str(i), progress=False)
+            assert torch.get_num_threads() == threads, "the caller's thread count is restored"
+            assert read_meta(path)["num_threads"] == BUILD_THREADS
+            shas.append(_sha(path / "model.safetensors"))
+        assert shas[0] == shas[1]
+        meta_file = path / "testbed.json"
+        meta = json.loads(meta_file.read_text())
+        meta["num_threads"] = BUILD_THREADS + 1  # as a build made before the count was fixed
+        meta_file.write_text(json.dumps(meta))
+        assert build("tiny", cache_dir=tmp_path / "1", progress=False) == path
+        assert read_meta(path)["num_threads"] == BUILD_THREADS, "a build under another thread count is rebuilt"
+        assert not [p for p in path.parent.iterdir() if p.name.startswith((".tmp", ".stale"))]
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_tiny_build_deterministic_cached_and_loadable(tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer, Qwen2ForCausalLM
 

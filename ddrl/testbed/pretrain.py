@@ -39,7 +39,7 @@ from ddrl.prompts import format_prompt
 from ddrl.reporting import owner_lock
 from ddrl.sampling import HFSampler
 from ddrl.seeds import derive_seed, numpy_generator
-from ddrl.testbed.config import PRESETS, TESTBED_VERSION, PretrainConfig, get_config  # noqa: F401 (re-exported)
+from ddrl.testbed.config import BUILD_THREADS, PRESETS, TESTBED_VERSION, PretrainConfig, get_config  # noqa: F401
 from ddrl.testbed.model import build_model
 from ddrl.testbed.task import SPLITS, generate_split, sample_problems
 from ddrl.testbed.tokenizer import build_tokenizer
@@ -176,7 +176,7 @@ def initial_model(cfg: PretrainConfig, tokenizer):
 
 def pretrain(cfg: PretrainConfig, progress: bool = True, callback=None):
     """Train a testbed model from scratch; returns ``(model, tokenizer, info)``. Deterministic for ``cfg``
-    (on one machine and thread count).
+    on one machine and thread count (:func:`build` fixes the count to :data:`BUILD_THREADS`).
 
     With ``cfg.ema_decay > 0`` the returned model (and the one the dev early stop evaluates) is the moving
     average of the weights. ``callback(step, model)``, if given, is called after every optimizer step with
@@ -255,26 +255,42 @@ def build(preset: str = "default", cache_dir: str | os.PathLike | None = None, p
     cfg = config if config is not None else get_config(preset)
     root = cache_root(cache_dir)
     final = root / f"{preset}-{cfg.config_hash()}"
-    if (final / META_FILE).is_file():
+    if _current(final):
         return final
     root.mkdir(parents=True, exist_ok=True)
 
     with owner_lock(root / f"{final.name}.lock", f"testbed build {final}"):  # a second process waits, then reuses it
-        if (final / META_FILE).is_file():
+        if _current(final):
             return final
         tmp = root / f".tmp-{final.name}-{os.getpid()}-{time.time_ns()}"
+        threads = torch.get_num_threads()
         try:
+            torch.set_num_threads(BUILD_THREADS)
             model, tokenizer, info = pretrain(cfg, progress=progress)
             model.save_pretrained(tmp)
             tokenizer.save_pretrained(tmp)
             meta = {"preset": preset, "hash": cfg.config_hash(), "version": TESTBED_VERSION, "config": cfg.to_dict(),
                     "torch": torch.__version__, **info}
             (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+            if final.exists():  # a build made under another thread count (before BUILD_THREADS): replace it
+                stale = root / f".stale-{final.name}-{os.getpid()}-{time.time_ns()}"
+                os.rename(final, stale)
+                shutil.rmtree(stale, ignore_errors=True)
             os.rename(tmp, final)
         finally:
+            torch.set_num_threads(threads)
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
     return final
+
+
+def _current(path: Path) -> bool:
+    """A finished build made with :data:`BUILD_THREADS` threads (older caches may hold one made under another
+    thread count, whose weights differ: those are rebuilt)."""
+    try:
+        return read_meta(path).get("num_threads") == BUILD_THREADS
+    except (OSError, ValueError):
+        return False
 
 
 def load(path: str | os.PathLike):

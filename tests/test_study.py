@@ -1,0 +1,316 @@
+"""The claims study's runner (ddrl.study): job lists from the plan, the smoke path end to end, resume after a kill,
+the wall-time budget, and an analysis that reads exactly what it should.
+
+The synthetic per-question tables below are TEST INPUT made up here, never results and never committed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ddrl import study
+from ddrl.claims import validate
+from ddrl.stats import paired_differences, variance_components
+
+SMOKE = study.SCALES["smoke"]
+ONE = ["math500_like"]  # one regime keeps the end-to-end tests fast
+
+
+def test_stage1_jobs_follow_the_plan():
+    jobs = study.stage1_jobs(["aime_like", "amc_like", "math500_like", "amc_like_small_lr"], study.SCALES["default"])
+    cells = [(j.regime, j.seed, m) for j in jobs for m in j.methods]
+    assert len(cells) == len(set(cells)) == 6 * 3 * 3  # seeds 0-5 x three regimes x (none, TTRL, DDRL)
+    assert {m for _, _, m in cells} == {"no_adaptation", "ttrl", "ddrl"}
+    assert {r for r, _, _ in cells} == {"aime_like", "amc_like", "math500_like"}  # lr/10 is not in stage 1
+    assert [j.seed for j in jobs] == sorted(j.seed for j in jobs)  # one seed at a time, round-robin over regimes
+
+
+def test_stage2_jobs_priority_seeds_and_no_repeats():
+    regs = ["aime_like", "amc_like", "math500_like", "amc_like_small_lr"]
+    scale = study.SCALES["default"]
+    seeds = {"aime_like": 8, "amc_like": 7, "math500_like": 6}
+    s1 = {(j.regime, j.seed, m) for j in study.stage1_jobs(regs, scale) for m in j.methods}
+    jobs = study.stage2_jobs(regs, scale, seeds)
+    cells = [(j.regime, j.seed, m) for j in jobs for m in j.methods]
+    assert len(cells) == len(set(cells)) and not set(cells) & s1
+    # phase (a) first: the stage-1 seeds get every method before any seed >= 6
+    first_new_seed = next(i for i, j in enumerate(jobs) if j.seed >= 6)
+    assert all(j.seed < 6 for j in jobs[:first_new_seed]) and jobs[0].label == "M2"
+    labels_a = [j.label for j in jobs[:first_new_seed]]
+    assert labels_a == sorted(labels_a, key=["M2", "A1", "A2", "C1", "T1", "lr/10", "R1", "F/G"].index)
+    assert {(j.regime, j.seed) for j in jobs if j.methods == (study.BASE,)} == {(r, s) for r in study.THREE for s in (0, 1)}
+    assert {m for r, s, m in cells if r == "amc_like_small_lr"} == {"ttrl", "ddrl"}  # M1 at lr/10 only
+    assert {r for r, s, m in cells if m == "grpo_no_std"} == {"aime_like", "math500_like"}  # T1's regimes
+    assert max(s for r, s, m in cells if m == study.COR_4X) == 5  # R1 on the stage-1 seeds only
+    for r, n in seeds.items():
+        assert max(s for rr, s, m in cells if rr == r) == n - 1
+    assert max(s for rr, s, m in cells if rr == "amc_like_small_lr") == seeds["amc_like"] - 1  # same questions
+    # phase (b): M1's extra seeds before M2's
+    b = [j for j in jobs[first_new_seed:]]
+    assert b[0].label == "M1" and [j.label for j in b].index("M2") > max(i for i, j in enumerate(b) if j.label == "M1")
+    with pytest.raises(ValueError, match="no seed count for regime 'math500_like'"):
+        study.stage2_jobs(regs, scale, {"aime_like": 8, "amc_like": 7})
+
+
+def test_regimes_come_from_the_committed_measurements():
+    regs = study.load_regimes()
+    base = json.loads((study.RESULTS / "regimes_base.json").read_text())
+    assert {r.name: (r.num_ops, r.n_adapted, r.episodes, r.lr) for r in regs.values()} == {
+        r["name"]: (r["num_ops"], r["n_adapted"], r["episodes"], r["lr"]) for r in base["regimes"]}
+    exp = study.experiment(regs["amc_like_small_lr"], study.SCALES["default"], heldout=True)
+    cfg = exp.config("ttrl", 0)
+    assert (cfg.lr, cfg.episodes, cfg.max_new_tokens, cfg.n_votes, cfg.k_train) == (3e-6, 16, 96, 64, 32)
+    assert len(exp.adapted) == 128 and len(exp.heldout) == 128
+    with pytest.raises(ValueError, match=r"unknown regime\(s\) \['nope'\]"):
+        study.load_regimes(names=["nope"])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Analysis on synthetic per-question tables (known answers)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def synthetic(out: Path, methods: dict[str, float], seeds=range(4), n_q=12, regime="math500_like", rng_seed=0,
+              splits=("adapted",)) -> pd.DataFrame:
+    """Method CSVs with pass@1 = base + shift + seed effect + question effect + noise (clipped to [0, 1])."""
+    rng = np.random.default_rng(rng_seed)
+    q_eff = rng.normal(0.5, 0.15, n_q)
+    frames = []
+    for m, shift in methods.items():
+        for s in seeds:
+            s_eff = rng.normal(0, 0.01)
+            for split in splits:
+                p = np.clip(q_eff + shift + s_eff + rng.normal(0, 0.05, n_q), 0, 1)
+                df = pd.DataFrame({"regime": regime, "method": m, "seed": s, "split": split,
+                                   "question": [f"q{i}" for i in range(n_q)], "pass@1": p, "cor_seconds": 10.0,
+                                   "key": "synthetic"})
+                frames.append(df)
+            path = study.csv_path(out, regime, m, s)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            pd.concat([f for f in frames if (f.method.iloc[0], f.seed.iloc[0]) == (m, s)]).to_csv(path, index=False)
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_stage1_analysis_writes_components_and_seeds_but_no_means(tmp_path):
+    df = synthetic(tmp_path, {"no_adaptation": 0.0, "ttrl": 0.05, "ddrl": 0.12})
+    regs = study.load_regimes(scale=study.SCALES["default"], names=ONE)
+    res = study.analyse_stage1(tmp_path, regs, study.SCALES["default"])
+    d = 100 * paired_differences(df, "ddrl", "ttrl", value="pass@1")
+    vc = variance_components(d.to_numpy())
+    got = res["regimes"]["math500_like"]["ddrl-ttrl"]["components"]
+    assert (got["seed"], got["question"], got["cell"]) == pytest.approx((vc.seed, vc.question, vc.cell))
+    assert res["seeds"]["math500_like"] >= 2
+
+    def keys(o):
+        if isinstance(o, dict):
+            for k, v in o.items():
+                yield k
+                yield from keys(v)
+        elif isinstance(o, list):
+            for v in o:
+                yield from keys(v)
+
+    text = json.dumps(res)
+    assert not [k for k in keys(res) if any(w in k.lower() for w in ("mean", "estimate", "pass@1", "ci_", "acc"))]
+    # the mean difference (7 points) and the methods' means appear nowhere
+    for m in (float(d.to_numpy().mean()), *(100 * df[df.method == x]["pass@1"].mean() for x in ("ttrl", "ddrl"))):
+        assert f"{m:.3f}"[:5] not in text
+
+
+def test_claims_analysis_on_known_differences(tmp_path):
+    df = synthetic(tmp_path, {"no_adaptation": 0.0, "ttrl": 0.0, "ddrl": 0.15, "etmr": 0.15},
+                   splits=("adapted", "heldout"))
+    regs = study.load_regimes(names=ONE)
+    entries, missing = study.analyse_claims(tmp_path, regs, n_boot=400)
+    validate(entries)
+    by = {e["id"]: e for e in entries}
+    assert set(by) == {"M1", "M2", "H1"}
+    a = df[df.split == "adapted"]
+    direct = 100 * (a[a.method == "ddrl"]["pass@1"].mean() - a[a.method == "ttrl"]["pass@1"].mean())
+    assert by["M1"]["estimate"] == pytest.approx(direct) and direct > 10  # ~ +15 points, clipped at 1
+    assert by["M1"]["verdict"] == "reproduced" and by["M1"]["ci_low"] > 0
+    assert abs(by["M2"]["estimate"]) < 3 and by["M1"]["n_seeds"] == 4 and by["M1"]["n_questions"] == 12
+    assert by["H1"]["n_questions"] == 12 and by["H1"]["estimate"] > 10  # held-out split: DDRL vs no adaptation
+    assert by["M1"]["half_width"] == pytest.approx((by["M1"]["ci_high"] - by["M1"]["ci_low"]) / 2)
+    assert any(m.startswith("A1 math500_like") for m in missing)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The smoke path end to end (tiny testbed), resume after a kill, the budget
+# ---------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    root = tmp_path_factory.mktemp("study")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("DDRL_CACHE_DIR", str(root / "cache"))
+    try:
+        regs = study.load_regimes(scale=SMOKE, names=ONE)
+        s1 = study.run_jobs(study.stage1_jobs(ONE, SMOKE), SMOKE, root / "runs", root / "rr", workers=2, progress=False)
+        stage1 = study.analyse_stage1(root / "runs", regs, SMOKE)
+        s2 = study.run_jobs(study.stage2_jobs(ONE, SMOKE, stage1["seeds"]), SMOKE, root / "runs", root / "rr",
+                            workers=2, progress=False)
+        yield {"root": root, "regimes": regs, "stage1": stage1, "s1": s1, "s2": s2}
+    finally:
+        mp.undo()
+
+
+def test_smoke_study_writes_per_question_rows_and_valid_claims(smoke):
+    root, reg = smoke["root"], smoke["regimes"]["math500_like"]
+    assert {d["status"] for d in smoke["s1"] + smoke["s2"]} == {"ran"}
+    df = study.load_questions(root / "runs")
+    assert len(list((root / "runs" / "base" / "math500_like").glob("seed0?-*.csv"))) == 4  # F/G: 2 seeds x 2 files
+    assert set(df.method) == {"no_adaptation", "ttrl", "ddrl", "etmr", "bcs", "bcs_dae", "additional_rl",
+                              "grpo_no_std", study.COR_4X}
+    for (m, s), g in df.groupby(["method", "seed"]):
+        n = reg.n_adapted + (reg.n_heldout if study.wants_heldout("math500_like", m) else 0)
+        assert len(g) == n and g["pass@1"].between(0, 1).all(), (m, s)
+        assert (g[g.split == "adapted"].question.tolist() == [r["id"] for r in reg.records()[0]])
+    steps = study.load_steps(root / "runs")
+    extra = steps[(steps.method == "additional_rl") & (steps.phase == "extra")]
+    assert len(extra) >= 1 and steps["adv/mean"].notna().all()
+    assert smoke["stage1"]["seeds"] == {"math500_like": 2}
+    entries, missing = study.analyse_claims(root / "runs", smoke["regimes"])
+    validate(entries)
+    got = {e["id"] for e in entries}
+    assert got - {"F1", "F2", "F3", "G1"} == {"M1", "M2", "A1", "A2", "A3", "C1", "C2", "T1", "R1", "H1", "D2"}
+    assert "F1" in got  # the tiny model's base answers are all rare: F1 only
+    assert all(e["n_seeds"] == 2 for e in entries)
+    from ddrl.claims import render
+
+    paths = render(entries, root / "render")  # the scorecard renders from the smoke path's claims
+    assert all(p.stat().st_size > 0 for p in paths.values())
+
+
+def test_a_rerun_skips_written_jobs(smoke):
+    root = smoke["root"]
+    files = {p: p.stat().st_mtime_ns for p in (root / "runs").rglob("*.csv")}
+    mp = pytest.MonkeyPatch()
+    mp.setenv("DDRL_CACHE_DIR", str(root / "cache"))
+    try:
+        again = study.run_jobs(study.stage1_jobs(ONE, SMOKE), SMOKE, root / "runs", root / "rr", workers=1,
+                               progress=False)
+    finally:
+        mp.undo()
+    assert {d["status"] for d in again} == {"loaded"}
+    assert {p: p.stat().st_mtime_ns for p in (root / "runs").rglob("*.csv")} == files
+
+
+def test_a_spent_budget_starts_no_job(tmp_path, monkeypatch):
+    monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path / "cache"))
+    jobs = study.stage1_jobs(ONE, SMOKE)
+    t = time.time()
+    clock = iter([t] + [t + 3600] * len(jobs))  # the deadline is set at t + 1 min; every job starts an hour later
+    monkeypatch.setattr(study.time, "time", lambda: next(clock))
+    out = study.run_jobs(jobs, SMOKE, tmp_path / "runs", tmp_path / "rr", budget_min=1, workers=1, progress=False)
+    assert {d["status"] for d in out} == {"skipped (budget)"} and not (tmp_path / "runs").exists()
+    with pytest.raises(ValueError, match="budget_min must be > 0"):
+        study.run_jobs(jobs, SMOKE, tmp_path / "runs", budget_min=0)
+
+
+def test_a_killed_study_resumes_without_retraining(tmp_path):
+    """SIGKILL the CLI (parent and workers) once a first run has finished; the rerun keeps it (not retrained)
+    and writes every CSV."""
+    env = {**os.environ, "DDRL_CACHE_DIR": str(tmp_path / "cache")}
+    cmd = [sys.executable, "-m", "ddrl.study", "--stage", "1", "--scale", "smoke", "--regimes", *ONE, "--out",
+           str(tmp_path / "runs"), "--results", str(tmp_path), "--runs-root", str(tmp_path / "rr"), "--workers", "2",
+           "--no-progress"]
+    proc = subprocess.Popen(cmd, start_new_session=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    runs = tmp_path / "rr"
+    deadline = time.monotonic() + 300
+    finished: list[Path] = []
+    try:
+        while not finished and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+            finished = list(runs.glob("*/final/result.json"))
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert finished, "no run finished before the study ended or the deadline"
+    assert len(list(runs.glob("*/final/result.json"))) < 2 * 2, "the stage finished before the kill"
+    stamp = {p: p.stat().st_mtime_ns for p in finished}
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert {p: p.stat().st_mtime_ns for p in finished} == stamp, "a finished run was retrained"
+    assert len(list((tmp_path / "runs" / "math500_like").glob("*-seed0?.csv"))) == 3 * 2
+
+
+def test_the_study_refuses_other_base_weights_than_the_measured_ones(tmp_path, monkeypatch):
+    import ddrl.experiments
+
+    import ddrl.testbed.pretrain as pt
+
+    base = json.loads((study.RESULTS / "regimes_base.json").read_text())
+    monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path))
+    built = pt.cache_root() / f"default-{pt.get_config('default').config_hash()}"
+    built.mkdir(parents=True)
+    (built / pt.META_FILE).write_text("{}")  # a build is present (its weights are faked below)
+    monkeypatch.setattr(ddrl.experiments, "model_fingerprint", lambda name: {**base["weights"]})
+    study.check_weights()
+    monkeypatch.setattr(ddrl.experiments, "model_fingerprint",
+                        lambda name: {**base["weights"], "model.safetensors": "abc"})
+    with pytest.raises(ValueError, match="measured on other base weights"):
+        study.check_weights()
+    study.check_weights(scale=SMOKE)  # the smoke scale names its own model
+
+
+def test_notebook_06_renders_the_committed_results(tmp_path):
+    """``make test`` renders notebook 06 from the committed results (the default preset trains nothing)."""
+    from conftest import REPO
+
+    r = subprocess.run([sys.executable, "-m", "ddrl.reproduce", "--preset", "default", "--only", "06", "--output-dir",
+                        str(tmp_path), "--no-html"], cwd=REPO, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "MPLBACKEND": "Agg"})
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    m = json.loads((tmp_path / "metrics" / "06_claims.json").read_text())
+    committed = (REPO / "results" / "claims.json").is_file()
+    assert m["study_run"] is committed and m["study_jobs"] is None  # rendered, nothing run
+    assert all((tmp_path / "figures" / f"{n}.png").stat().st_size > 0 for n in ("regime_candidates", "power"))
+    if committed:
+        assert len(m["verdicts"]) == len(json.loads((REPO / "results" / "claims.json").read_text()))
+
+
+def test_base_claims_on_synthetic_answer_groups():
+    """F1-F3 and G1 from answer groups with a known structure: answers seen <= 5/64 wrong 80% of the time, >= 45/64
+    right 90%, the middle right half the time; GRPO's positive advantage larger under wrong labels."""
+    rng = np.random.default_rng(0)
+    rows, g1 = [], []
+    for seed in (0, 1):
+        for q in range(40):
+            for count, p_right in ((3, 0.2), (2, 0.2), (20, 0.5), (48, 0.9)):
+                if count == 48 and q % 2:  # half the questions have no top-band answer
+                    continue
+                rows.append({"regime": "amc_like", "seed": seed, "question": f"q{q}", "count": count, "n": 64,
+                             "correct": bool(rng.random() < p_right)})
+            wrong = bool(q % 3 == 0)
+            g1.append({"regime": "amc_like", "seed": seed, "question": f"q{q}", "label_correct": not wrong,
+                       "pos_adv_grpo": (1.5 if wrong else 0.5) + rng.normal(0, 0.1)})
+    groups, g1 = pd.DataFrame(rows), pd.DataFrame(g1)
+    high = study.band_matrix(groups, (45, 64), 64)
+    assert high.shape == (2, 20)  # questions without a top-band answer are left out
+    f1, f2, f3, g = (study.base_claim(c, groups, g1, n_boot=400) for c in ("F1", "F2", "F3", "G1"))
+    validate([f1, f2, f3, g])
+    assert 20 < f1["estimate"] < 40 and f1["verdict"] == "reproduced"  # ~ 50 - 20
+    assert 30 < f2["estimate"] < 50 and f2["verdict"] == "reproduced"  # ~ 90 - 50
+    assert f3["n_questions"] == 20 and f3["estimate"] > 0
+    assert 90 < g["estimate"] < 110 and g["ci_low"] > 0 and g["n_seeds"] == 2 and g["n_questions"] == 40
+    assert study.base_claim("G1", groups, g1.assign(label_correct=True)) is None  # no wrong labels: no effect to take
+
+
+def test_the_study_never_builds_the_base_testbed(tmp_path, monkeypatch):
+    import ddrl.testbed.pretrain as pt
+
+    monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path))  # no build here
+    monkeypatch.setattr(pt, "build", lambda *a, **k: pytest.fail("check_weights must not build a testbed"))
+    with pytest.raises(ValueError, match="testbed:default is not built in"):
+        study.check_weights()
