@@ -119,14 +119,6 @@ def test_cached_rollouts_key_on_prompts_answers_and_grader(tmp_path, monkeypatch
     assert len(set(keys)) == 4
 
 
-def test_a_missing_trainer_knob_is_named():
-    import pytest
-
-    with pytest.raises(ValueError, match=r"trainer lacks \['lr'\]"):
-        notebook_experiment(model="testbed", testbed_preset="tiny", dataset="testbed_test", data_dir=None, n_adapted=3,
-                            n_heldout=2, seed=0, paper_settings=None, trainer={k: v for k, v in KNOBS.items() if k != "lr"})
-
-
 SHARING = ("03_test_time_training", "04_ablations", "05_offpolicy_cost")
 
 
@@ -147,7 +139,8 @@ def test_notebooks_03_to_05_share_their_trainer_settings():
     for k in knobs:
         assert len({declared[nb][k] for nb in SHARING}) == 1, (k, {nb: declared[nb][k] for nb in SHARING})
     for preset_dir in sorted((REPO / "params").iterdir()):
-        values = {nb: yaml.safe_load((preset_dir / f"{nb}.yaml").read_text()) or {} for nb in SHARING}
+        files = {nb: preset_dir / f"{nb}.yaml" for nb in SHARING}  # a preset may run only other notebooks (study)
+        values = {nb: (yaml.safe_load(f.read_text()) or {}) if f.is_file() else {} for nb, f in files.items()}
         for k in knobs:  # the value each notebook runs with: the preset's, else its declared default
             got = {nb: repr(values[nb][k] if k in values[nb] else ast.literal_eval(declared[nb][k])) for nb in SHARING}
             assert len(set(got.values())) == 1, (preset_dir.name, k, got)
