@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import seaborn as sns
 
 from ddrl.paper import value
 from ddrl.stats import NO_EFFECT_MARGIN, VERDICTS, verdict
@@ -200,8 +202,6 @@ VERDICT_COLORS = {"reproduced": "#2ca02c", "contradicted": "#d62728", "no effect
 def scorecard_figure(entries: Sequence[dict]):
     """Forest plot: each claim x regime's estimate and 95% interval coloured by verdict, the paper's number
     as a hollow diamond, the +-1 point no-effect band shaded. Returns the matplotlib figure."""
-    import matplotlib.pyplot as plt
-    import seaborn as sns
 
     df = pd.DataFrame(validate(list(entries)))
     df["label"] = df.id + "  " + df.regime
@@ -229,7 +229,6 @@ def scorecard_figure(entries: Sequence[dict]):
 
 def render(entries: Sequence[dict], out_dir: str | Path, name: str = "claims_scorecard") -> dict[str, Path]:
     """Write the scorecard as Markdown + CSV and the figure as PNG + PDF under ``out_dir``."""
-    import matplotlib.pyplot as plt
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -159,12 +159,7 @@ LAZY_OK = {
     ("ddrl/grader_pool.py", "sympy"): "as above",
     ("ddrl/grader_pool.py", "sympy.core.relational"): "as above",
     ("ddrl/grader_pool.py", "sympy.logic.boolalg"): "as above",
-    ("ddrl/claims.py", "matplotlib.pyplot"): "the claims study's module (another issue owns it)",
-    ("ddrl/claims.py", "seaborn"): "as above",
 }
-#: The claims study's runner (ddrl/study.py, merged from main while issue 18 was open; another issue owns it):
-#: its imports were renamed only. Its lazy imports and its length are left to that work.
-LAZY_OK_UNDER_STUDY = ("ddrl/study.py",)
 #: The verl integration runs in its own environment (.venv-verl, `make test-verl`); left as it is.
 LAZY_OK_UNDER = ("ddrl/integrations/verl/",)
 
@@ -189,7 +184,7 @@ def test_imports_are_at_module_top_except_optional_heavy_packages():
     assert ("ddrl/train.py", "peft") in found  # the scan sees imports inside functions
     bad = [f"{rel}: {mod}" for rel, mod in found
            if mod.split(".")[0] not in OPTIONAL and (rel, mod) not in LAZY_OK and not rel.startswith(LAZY_OK_UNDER)
-           and rel not in LAZY_OK_UNDER_STUDY]
+]
     assert bad == []
     stale = [k for k in LAZY_OK if k not in found]
     assert stale == [], "LAZY_OK entries no longer needed"
@@ -211,7 +206,7 @@ MAX_LINES = 500
 def test_no_module_over_max_lines():
     lengths = {p.relative_to(REPO).as_posix(): len(p.read_text().splitlines()) for p in PKG.rglob("*.py")}
     assert lengths["ddrl/analysis.py"] > 100  # the scan reads the package
-    assert {p: n for p, n in lengths.items() if n > MAX_LINES and p not in LAZY_OK_UNDER_STUDY} == {}
+    assert {p: n for p, n in lengths.items() if n > MAX_LINES} == {}
 
 
 def _sources() -> list[Path]:

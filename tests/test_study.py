@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ddrl import study
+from ddrl import study, study_analysis, study_plan
 from ddrl.claims import validate
 from ddrl.stats import paired_differences, variance_components
 
@@ -47,7 +47,7 @@ def test_stage2_jobs_priority_seeds_and_no_repeats():
     assert all(j.seed < 6 for j in jobs[:first_new_seed]) and jobs[0].label == "M2"
     labels_a = [j.label for j in jobs[:first_new_seed]]
     assert labels_a == sorted(labels_a, key=["M2", "A1", "A2", "C1", "T1", "lr/10", "R1", "F/G"].index)
-    assert {(j.regime, j.seed) for j in jobs if j.methods == (study.BASE,)} == {(r, s) for r in study.THREE for s in (0, 1)}
+    assert {(j.regime, j.seed) for j in jobs if j.methods == (study.BASE,)} == {(r, s) for r in study_plan.THREE for s in (0, 1)}
     assert {m for r, s, m in cells if r == "amc_like_small_lr"} == {"ttrl", "ddrl"}  # M1 at lr/10 only
     assert {r for r, s, m in cells if m == "grpo_no_std"} == {"aime_like", "math500_like"}  # T1's regimes
     assert max(s for r, s, m in cells if m == study.COR_4X) == 5  # R1 on the stage-1 seeds only
@@ -168,7 +168,7 @@ def smoke(tmp_path_factory):
 def test_smoke_study_writes_per_question_rows_and_valid_claims(smoke):
     root, reg = smoke["root"], smoke["regimes"]["math500_like"]
     assert {d["status"] for d in smoke["s1"] + smoke["s2"]} == {"ran"}
-    df = study.load_questions(root / "runs")
+    df = study_analysis.load_questions(root / "runs")
     assert len(list((root / "runs" / "base" / "math500_like").glob("seed0?-*.csv"))) == 4  # F/G: 2 seeds x 2 files
     assert set(df.method) == {"no_adaptation", "ttrl", "ddrl", "etmr", "bcs", "bcs_dae", "additional_rl",
                               "grpo_no_std", study.COR_4X}
@@ -176,7 +176,7 @@ def test_smoke_study_writes_per_question_rows_and_valid_claims(smoke):
         n = reg.n_adapted + (reg.n_heldout if study.wants_heldout("math500_like", m) else 0)
         assert len(g) == n and g["pass@1"].between(0, 1).all(), (m, s)
         assert (g[g.split == "adapted"].question.tolist() == [r["id"] for r in reg.records()[0]])
-    steps = study.load_steps(root / "runs")
+    steps = study_analysis.load_steps(root / "runs")
     extra = steps[(steps.method == "additional_rl") & (steps.phase == "extra")]
     assert len(extra) >= 1 and steps["adv/mean"].notna().all()
     assert smoke["stage1"]["seeds"] == {"math500_like": 2}
@@ -246,8 +246,6 @@ def test_a_killed_study_resumes_without_retraining(tmp_path):
 
 
 def test_the_study_refuses_other_base_weights_than_the_measured_ones(tmp_path, monkeypatch):
-    import ddrl.experiments
-
     import ddrl.testbed.pretrain as pt
 
     base = json.loads((study.RESULTS / "regimes_base.json").read_text())
@@ -255,9 +253,9 @@ def test_the_study_refuses_other_base_weights_than_the_measured_ones(tmp_path, m
     built = pt.cache_root() / f"default-{pt.get_config('default').config_hash()}"
     built.mkdir(parents=True)
     (built / pt.META_FILE).write_text("{}")  # a build is present (its weights are faked below)
-    monkeypatch.setattr(ddrl.experiments, "model_fingerprint", lambda name: {**base["weights"]})
+    monkeypatch.setattr(study_plan, "model_fingerprint", lambda name: {**base["weights"]})
     study.check_weights()
-    monkeypatch.setattr(ddrl.experiments, "model_fingerprint",
+    monkeypatch.setattr(study_plan, "model_fingerprint",
                         lambda name: {**base["weights"], "model.safetensors": "abc"})
     with pytest.raises(ValueError, match="measured on other base weights"):
         study.check_weights()
@@ -296,15 +294,15 @@ def test_base_claims_on_synthetic_answer_groups():
             g1.append({"regime": "amc_like", "seed": seed, "question": f"q{q}", "label_correct": not wrong,
                        "pos_adv_grpo": (1.5 if wrong else 0.5) + rng.normal(0, 0.1)})
     groups, g1 = pd.DataFrame(rows), pd.DataFrame(g1)
-    high = study.band_matrix(groups, (45, 64), 64)
+    high = study_analysis.band_matrix(groups, (45, 64), 64)
     assert high.shape == (2, 20)  # questions without a top-band answer are left out
-    f1, f2, f3, g = (study.base_claim(c, groups, g1, n_boot=400) for c in ("F1", "F2", "F3", "G1"))
+    f1, f2, f3, g = (study_analysis.base_claim(c, groups, g1, n_boot=400) for c in ("F1", "F2", "F3", "G1"))
     validate([f1, f2, f3, g])
     assert 20 < f1["estimate"] < 40 and f1["verdict"] == "reproduced"  # ~ 50 - 20
     assert 30 < f2["estimate"] < 50 and f2["verdict"] == "reproduced"  # ~ 90 - 50
     assert f3["n_questions"] == 20 and f3["estimate"] > 0
     assert 90 < g["estimate"] < 110 and g["ci_low"] > 0 and g["n_seeds"] == 2 and g["n_questions"] == 40
-    assert study.base_claim("G1", groups, g1.assign(label_correct=True)) is None  # no wrong labels: no effect to take
+    assert study_analysis.base_claim("G1", groups, g1.assign(label_correct=True)) is None  # no wrong labels: no effect to take
 
 
 def test_the_study_never_builds_the_base_testbed(tmp_path, monkeypatch):

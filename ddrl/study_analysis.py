@@ -1,0 +1,232 @@
+"""The claims study's analysis (plan Sec. 4 and 6): the per-run CSVs read back, stage 1's variance
+components and seeds per regime (never a mean), and every claim's estimate, interval and verdict for
+``results/claims.json``."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ddrl.analysis import in_band, scale_bands
+from ddrl.claims import CLAIMS, entry, validate
+from ddrl.evaluate import mean_ci
+from ddrl.regimes import Regime
+from ddrl.seeds import derive_seed
+from ddrl.stats import (choose_design, eval_noise_variance, hierarchical_bootstrap, paired_differences, power_table,
+                        predicted_half_width, variance_components)
+from ddrl.study_plan import BANDS_64, BASE, PAIRED, QUESTION_COLUMNS, STAGE1_COMPARISONS, STEP_COLUMNS, THREE, Scale
+
+# ---------------------------------------------------------------------------------------------------------
+# Reading the results
+# ---------------------------------------------------------------------------------------------------------
+
+
+def load_questions(out_dir: str | Path) -> pd.DataFrame:
+    """Every method CSV under ``out_dir`` as one long table (regime, method, seed, split, question, pass@1, ...)."""
+    files = sorted(p for p in Path(out_dir).glob("*/*.csv") if not p.name.endswith("-steps.csv"))
+    if not files:
+        return pd.DataFrame(columns=list(QUESTION_COLUMNS))
+    return pd.concat([pd.read_csv(p, dtype={"question": str}) for p in files], ignore_index=True)
+
+
+def load_steps(out_dir: str | Path) -> pd.DataFrame:
+    files = sorted(Path(out_dir).glob("*/*-steps.csv"))
+    if not files:
+        return pd.DataFrame(columns=["regime", "method", "seed", *STEP_COLUMNS, "phase"])
+    return pd.concat([pd.read_csv(p) for p in files], ignore_index=True)
+
+
+def _matrix(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> pd.DataFrame | None:
+    """The seeds x questions matrix of (a - b) pass@1 in points over the seeds both methods have; None if
+    fewer than 2 such seeds."""
+
+    sub = df[(df.regime == regime) & (df.split == split) & df.method.isin([a, b])]
+    common = sorted(set(sub[sub.method == a].seed) & set(sub[sub.method == b].seed))
+    if len(common) < 2:
+        return None
+    return 100 * paired_differences(sub[sub.seed.isin(common)], a, b, value="pass@1")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Stage-1 analysis: variance components and seeds, never a mean (plan Sec. 6)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def analyse_stage1(out_dir: str | Path, regimes: dict[str, Regime], scale: Scale, seeds_range=range(2, 65)) -> dict:
+    """Variance components (points^2) of the stage-1 comparisons and the seeds per regime from
+    :func:`ddrl.stats.choose_design` on DDRL - TTRL at the regime's adapted questions. Holds no mean, estimate
+    or interval of any method or difference (plan Sec. 6: the means are not looked at until the end)."""
+
+    df = load_questions(out_dir)
+    n_eval = int(scale.knobs.get("eval_n", 16))
+    out: dict[str, Any] = {"what": "stage-1 variance components (plan Sec. 6); no means by design",
+                           "units": "pass@1 points^2", "regimes": {}, "seeds": {}}
+    for name in THREE:
+        if name not in regimes:
+            continue
+        reg, comps = regimes[name], {}
+        for label, (a, b) in STAGE1_COMPARISONS.items():
+            d = _matrix(df, name, a, b, "adapted")
+            if d is None:
+                continue
+            sub = df[(df.regime == name) & (df.split == "adapted")]
+            pa = sub[sub.method == a].groupby("question")["pass@1"].mean().reindex(d.columns)
+            pb = sub[sub.method == b].groupby("question")["pass@1"].mean().reindex(d.columns)
+            vc = variance_components(d.to_numpy(), eval_var=1e4 * eval_noise_variance(pa, pb, n_eval),
+                                     source=f"stage 1: {d.shape[0]} seeds x {d.shape[1]} questions")
+            comps[label] = {"components": {k: v for k, v in asdict(vc).items()}, "n_seeds": int(d.shape[0]),
+                            "n_questions": int(d.shape[1])}
+            if label == "ddrl-ttrl":
+                design = choose_design(power_table(vc, seeds_range, [reg.n_adapted]))
+                n = int(design["seeds"]) if design else max(seeds_range)
+                out["seeds"][name] = min(n, scale.max_seeds)
+                comps[label].update({"design": None if design is None else
+                                     {"seeds": int(design["seeds"]), "questions": int(design["questions"]),
+                                      "half_width": float(design["half_width"])},
+                                     "half_width_at_seeds": predicted_half_width(vc, max(2, out["seeds"][name]),
+                                                                                 reg.n_adapted)})
+        if comps:
+            out["regimes"][name] = comps
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Final analysis: every claim with runs -> claims.json (plan Sec. 4)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _seed_interval(values: Sequence[float]) -> tuple[float, float, float] | None:
+
+    if len(values) < 2:
+        return None
+    return mean_ci(values)
+
+
+def load_base(out_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The base rollouts' answer groups and G1 rows of every regime and sampling seed under ``out_dir``."""
+    base = Path(out_dir) / BASE
+    read = lambda pat: pd.concat([pd.read_csv(p, dtype={"question": str}) for p in sorted(base.glob(pat))],  # noqa: E731
+                                 ignore_index=True) if list(base.glob(pat)) else pd.DataFrame()
+    return read("*/seed*-groups.csv"), read("*/seed*-g1.csv")
+
+
+def band_matrix(groups: pd.DataFrame, band: tuple[int, int], n: int) -> pd.DataFrame:
+    """seeds x questions: share of correct answers among a question's distinct answers whose count (of ``n``)
+    lies in ``band`` (given at N = 64, rescaled to ``n``); questions lacking such an answer in any seed dropped."""
+
+    lo, hi = scale_bands(BANDS_64, 64, n)[BANDS_64.index(band)]
+    g = in_band(groups, lo, hi)
+    m = g.assign(q=g.regime + "/" + g.question.astype(str)).pivot_table(index="seed", columns="q", values="correct",
+                                                                        aggfunc="mean")
+    return m.dropna(axis=1)
+
+
+def base_claim(cid: str, groups: pd.DataFrame, g1: pd.DataFrame, n_boot: int = 4000) -> dict | None:
+    """F1-F3 (hierarchical bootstrap over sampling seeds x questions) and G1 (bootstrap over questions), regime
+    ``base``; None when fewer than 2 seeds or questions carry the effect."""
+
+    rng = np.random.default_rng(derive_seed(0, "claims", cid, BASE))
+    if cid in ("F1", "F2", "F3"):
+        if groups.empty:
+            return None
+        n = int(groups["n"].iloc[0])
+        low, mid, high = (band_matrix(groups, b, n) for b in BANDS_64)
+        if cid == "F1":
+            d = 50 - 100 * low
+        elif cid == "F2":
+            d = 100 * high - 50
+        else:
+            cols = sorted(set(high.columns) & set(mid.columns))
+            d = 100 * (high[cols] - mid[cols])
+        if d.shape[0] < 2 or d.shape[1] < 2:
+            return None
+        iv = hierarchical_bootstrap(d.to_numpy(), rng, n_boot)
+        return entry(cid, BASE, iv.estimate, iv.ci_low, iv.ci_high, iv.n_seeds, iv.n_questions)
+    if g1.empty:
+        return None
+    g = g1.dropna(subset=["pos_adv_grpo"]).assign(q=lambda x: x.regime + "/" + x.question.astype(str))
+    if g.empty or g.label_correct.nunique() < 2 or g.seed.nunique() < 2:
+        return None
+    qs = np.array(sorted(g.q.unique()))
+    by_q = {q: part for q, part in g.groupby("q")}
+
+    def effect(frame: pd.DataFrame) -> float:
+        w, r = frame[~frame.label_correct.astype(bool)], frame[frame.label_correct.astype(bool)]
+        return 100 * (w.pos_adv_grpo.mean() - r.pos_adv_grpo.mean()) if len(w) and len(r) else np.nan
+
+    est = effect(g)
+    reps = [effect(pd.concat([by_q[q] for q in rng.choice(qs, len(qs))])) for _ in range(n_boot)]
+    lo, hi = np.nanquantile(reps, [0.025, 0.975])
+    return entry(cid, BASE, est, min(lo, est), max(hi, est), g.seed.nunique(), len(qs))
+
+
+def analyse_claims(out_dir: str | Path, regimes: dict[str, Regime], n_boot: int = 4000) -> tuple[list[dict], list[str]]:
+    """Every claim's estimate, 95% interval and verdict (:func:`ddrl.claims.entry`) from the runs under
+    ``out_dir``; returns (entries with ``half_width``, the claim x regime cells that lack runs)."""
+
+    df, steps = load_questions(out_dir), load_steps(out_dir)
+    dd = df[(df.method == "ddrl") & (df.split == "adapted")]
+    cor = {(r, int(seed)): float(g["cor_seconds"].iloc[0]) for (r, seed), g in dd.groupby(["regime", "seed"])}
+    groups, g1 = load_base(out_dir)
+    entries, missing = [], []
+    for c in CLAIMS:
+        for r in c.regimes:
+            if r == BASE:
+                e = base_claim(c.id, groups, g1, n_boot)
+                if e is None:
+                    missing.append(f"{c.id} base: no base rollouts (or fewer than 2 seeds / questions in its band)")
+                else:
+                    e["half_width"] = (e["ci_high"] - e["ci_low"]) / 2
+                    entries.append(e)
+                continue
+            if r not in regimes:
+                missing.append(f"{c.id} {r}: regime not in this study")
+                continue
+            e = None
+            if c.id in PAIRED:
+                a, b, split = PAIRED[c.id]
+                d = _matrix(df, r, a, b, split)
+                if d is not None:
+                    iv = hierarchical_bootstrap(d.to_numpy(), np.random.default_rng(derive_seed(0, "claims", c.id, r)),
+                                                n_boot)
+                    e = entry(c.id, r, iv.estimate, iv.ci_low, iv.ci_high, iv.n_seeds, iv.n_questions)
+            elif c.id in ("D1", "D2", "C2"):
+                e = _run_level_claim(c.id, r, steps, cor, regimes[r])
+            if e is None:
+                missing.append(f"{c.id} {r}: fewer than 2 seeds with the runs it needs")
+                continue
+            e["half_width"] = (e["ci_high"] - e["ci_low"]) / 2
+            entries.append(e)
+    return validate(entries), missing
+
+
+def _run_level_claim(cid: str, regime: str, steps: pd.DataFrame, cor: dict[tuple[str, int], float],
+                      reg: Regime) -> dict | None:
+    """D1, D2 (DDRL's mean advantage per step x 100) and C2 (wall time, % of the RL phase; ``cor`` = the DDRL
+    runs' COR seconds by (regime, seed)), a t-interval over seeds (plan Sec. 4)."""
+
+    s = steps[steps.regime == regime]
+    dd = s[(s.method == "ddrl") & (s.phase == "rl")]
+    vals = []
+    if cid in ("D1", "D2"):
+        for _, g in dd.groupby("seed"):
+            adv = g.sort_values("step")["adv/mean"].to_numpy(dtype=float)
+            if cid == "D1":
+                vals.append(-100 * adv.mean())
+            else:
+                q = max(1, len(adv) // 4)
+                vals.append(100 * (adv[-q:].mean() - adv[:q].mean()))
+    else:  # C2
+        ex = s[(s.method == "additional_rl") & (s.phase == "extra")].groupby("seed")["time/step_s"].sum()
+        rl = dd.groupby("seed")["time/step_s"].sum()
+        for seed in sorted(set(ex.index) & set(rl.index)):
+            if (regime, int(seed)) in cor:
+                vals.append(100 * (ex[seed] - cor[regime, int(seed)]) / rl[seed])
+    ci = _seed_interval(vals)
+    if ci is None:
+        return None
+    return entry(cid, regime, ci[0], ci[1], ci[2], len(vals), reg.n_adapted)

@@ -1,0 +1,242 @@
+"""The claims study's design as ``results/plan.md`` registers it: the methods, claims and comparisons, the
+scales, the regimes (from ``results/regimes_base.json``) and the job lists of stages 1 and 2.
+
+Readings of the plan (written down here, chosen from the text, never from method results):
+
+- **Regimes**: ``results/regimes_base.json`` ``regimes`` (:class:`ddrl.regimes.Regime`: operations, adapted and
+  held-out counts, episodes, lr; max_new_tokens 96 and every other TrainConfig field at its default, Sec. 2).
+  The weaker-base regime of S1 needs a second testbed build that does not exist yet (plan Sec. 8): S1 has no
+  jobs and no entry in ``claims.json`` until it is built and measured.
+- **Stage 1** (Sec. 6.1): seeds 0-5 of no adaptation, TTRL and DDRL in the three regimes. These three are also
+  H1's methods, so their runs are evaluated on the held-out questions too (one model load per run).
+  Only the DDRL run's final weights (= DDRL) are evaluated; its RL-only weights (BCS+DAE) in stage 2 (A2).
+- **Stage 1 analysis**: variance components of the paired differences DDRL - TTRL (the between-run class that
+  sets the seeds), DDRL - no adaptation and TTRL - no adaptation (pass@1 points^2), never a mean; the seeds per
+  regime = ``choose_design`` over 2-64 seeds at the regime's adapted questions for DDRL - TTRL; if no design
+  up to 64 seeds meets 2.0 points, 64 (the budget then decides). The lr/10 regime (not in stage 1) uses the
+  AMC-like count (same questions).
+- **Stage 2** (Sec. 6.2): phase (a) the remaining methods on the stage-1 seeds, phase (b) more seeds up to the
+  stage-1 count; in each phase claim by claim in the order M1 > M2 > A1 > A2 > A3 > C1 > T1 > H1 > lr/10 (M1 at
+  lr/10) and, within a claim, round-robin over its regimes one seed at a time. R1 (COR keeping 4x rollouts,
+  from the DDRL run's RL-only weights, not in the priority list; "needs no extra seeds") closes phase (a) and
+  runs on the stage-1 seeds only. The base-model claims (F1-F3, G1; "need no extra seeds") follow R1: N = 64
+  rollouts per question at the RL rollout temperature (T = 1.0, top-p 1) on each of the three regimes'
+  adapted questions (448 together), sampling seeds 0 and 1 (the fewest the bootstrap takes; the plan names no
+  count), cached with notebooks 01-02's rollouts (:func:`ddrl.experiments.cached_rollouts`).
+- **F1-F3**: per (sampling seed, question) the share of correct answers among the question's distinct answers
+  in a band (counts <= 5, 6-44, >= 45 of 64); questions with no answer in a band in some seed are left out of
+  that claim (F3: of either band); regime ``base`` pools the three regimes' questions.
+- **G1**: per (seed, question) the mean GRPO advantage of the positive rollouts among K = 32 randomly selected
+  (TTRL's step, :func:`ddrl.analysis.group_advantages`), questions with mixed rewards only; effect = mean over
+  wrong-label cells - mean over right-label cells (x 100); interval: percentile bootstrap over questions
+  (each question keeps its seeds' cells), 4000 replicates.
+- **C2** wall times are the pool's: each run on one core with one thread, two runs at a time on 2 cores (the
+  plan asks for one run at a time; a wall-time amendment may rerun the C-runs alone). Additional RL time = the
+  additional-RL run's steps past the RL schedule; COR time = the DDRL run's COR; RL phase = the DDRL run's RL.
+- **Units**: pass@1 differences in points (x 100); D1/D2 advantage x 100; C2 % of the RL phase.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from ddrl.experiments import Experiment, model_fingerprint
+from ddrl.regimes import Regime
+from ddrl.reporting import REPO
+from ddrl.testbed.pretrain import META_FILE, cache_root, get_config
+
+RESULTS = REPO / "results"
+STAGE1_METHODS = ("no_adaptation", "ttrl", "ddrl")
+THREE = ("aime_like", "amc_like", "math500_like")
+SMALL_LR = "amc_like_small_lr"
+COR_4X = "ddrl_cor4x"  # R1: COR keeping 4x the rollouts, from the DDRL run's RL-only weights
+#: Methods evaluated on the held-out questions too in the three regimes (H1: DDRL vs no adaptation, TTRL alongside).
+HELDOUT_METHODS = ("no_adaptation", "ttrl", "ddrl")
+#: Stage 2's priority (plan Sec. 6.2): (claim label, methods it adds, regimes it runs in).
+PRIORITY: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
+    ("M1", ("ttrl", "ddrl"), THREE),
+    ("M2", ("etmr",), THREE),
+    ("A1", ("bcs",), THREE),
+    ("A2", ("bcs_dae",), THREE),
+    ("A3", (), THREE),  # DDRL - BCS+DAE: both already scheduled by M1 and A2
+    ("C1", ("additional_rl",), THREE),
+    ("T1", ("grpo_no_std",), ("aime_like", "math500_like")),
+    ("H1", ("no_adaptation",), THREE),
+    ("lr/10", ("ttrl", "ddrl"), (SMALL_LR,)),
+)
+#: pass@1 claims: id -> (method a, method b, split); the effect is a - b per seed and question, in points.
+PAIRED: dict[str, tuple[str, str, str]] = {
+    "M1": ("ddrl", "ttrl", "adapted"), "M2": ("ddrl", "etmr", "adapted"), "A1": ("bcs", "ttrl", "adapted"),
+    "A2": ("bcs_dae", "bcs", "adapted"), "A3": ("ddrl", "bcs_dae", "adapted"), "C1": ("ddrl", "additional_rl", "adapted"),
+    "T1": ("grpo_no_std", "ttrl", "adapted"), "R1": (COR_4X, "ddrl", "adapted"), "H1": ("ddrl", "no_adaptation", "heldout"),
+}
+#: Stage-1 comparisons whose variance components are measured (the first sets the seeds).
+STAGE1_COMPARISONS = {"ddrl-ttrl": ("ddrl", "ttrl"), "ddrl-no_adaptation": ("ddrl", "no_adaptation"),
+                      "ttrl-no_adaptation": ("ttrl", "no_adaptation")}
+STEP_COLUMNS = ("step", "episode", "lr", "adv/mean", "label/majority_ratio", "gt/label_acc", "time/step_s")
+QUESTION_COLUMNS = ("regime", "method", "seed", "split", "question", "pass@1")
+BASE = "base"  # F1-F3, G1: the base model's rollouts on each regime's adapted questions
+BASE_SEEDS = 2  # sampling seeds of the base rollouts (the fewest the seeds x questions bootstrap takes)
+#: F1-F3's answer-count bands at N = 64 (Sec. 2.2: <= 5 mostly wrong, >= 45 mostly right, the middle between)
+BANDS_64 = ((1, 5), (6, 44), (45, 64))
+
+
+def wants_heldout(regime: str, method: str) -> bool:
+    """Is this run evaluated on the held-out questions too? H1's methods in H1's regimes (the three)."""
+    return method in HELDOUT_METHODS and regime in THREE
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Scale and regimes
+# ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Scale:
+    """How big the study is: the registered one (``default``) or the tiny testbed's smoke path."""
+
+    name: str
+    stage1_seeds: int = 6  # seeds 0..stage1_seeds-1 (plan Sec. 6.1)
+    max_seeds: int = 64  # cap of the seeds per regime (the power table's largest design)
+    knobs: dict = field(default_factory=dict)  # TrainConfig overrides on top of each regime's own
+    n_adapted: int | None = None  # None: the regime's own counts and episodes
+    n_heldout: int | None = None
+    episodes: int | None = None
+
+
+SCALES = {
+    "default": Scale("default"),
+    "smoke": Scale("smoke", stage1_seeds=2, max_seeds=2, n_adapted=4, n_heldout=2, episodes=1,
+                   knobs=dict(model="testbed:tiny", prompts_per_step=2, n_votes=8, k_train=4, lr=1e-3, warmup_steps=1,
+                              eval_n=2, cor_m=4, cor_keep=2, cor_epochs=1, etmr_m=2, max_new_tokens=32,
+                              sample_batch_size=64, mini_batch_size=4, micro_batch_size=4, device="cpu")),
+}
+
+
+def load_regimes(path: str | Path = RESULTS / "regimes_base.json", scale: Scale = SCALES["default"],
+                 names: Sequence[str] | None = None) -> dict[str, Regime]:
+    """The study's regimes from the committed base measurements (plan Sec. 2), resized for ``scale``."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: the regimes' base measurements (bench/regimes.py writes them) are missing")
+    data = json.loads(path.read_text())
+    if "regimes" not in data:
+        raise ValueError(f"{path}: no 'regimes' list (expected the output of bench/regimes.py --merge)")
+    out = {}
+    for r in data["regimes"]:
+        reg = Regime(**{k: r[k] for k in ("name", "stands_for", "num_ops", "n_adapted", "n_heldout", "episodes", "lr",
+                                          "overrides")})
+        if scale.n_adapted is not None:
+            reg = replace(reg, n_adapted=scale.n_adapted, n_heldout=scale.n_heldout, episodes=scale.episodes)
+        out[reg.name] = reg
+    if names:
+        unknown = sorted(set(names) - set(out))
+        if unknown:
+            raise ValueError(f"unknown regime(s) {unknown}; {path} defines {sorted(out)}")
+        out = {n: out[n] for n in out if n in names}
+    return out
+
+
+def check_weights(path: str | Path = RESULTS / "regimes_base.json", scale: Scale = SCALES["default"]) -> None:
+    """The regimes were measured on one build of the base model (``weights`` in ``regimes_base.json``); a study
+    on other weights would not be the registered one. Raises ``ValueError`` naming both hashes (a rebuilt
+    testbed differs bitwise: 1 vs 2 threads). Scales with their own ``model`` knob (smoke) are not checked."""
+
+    if "model" in scale.knobs:
+        return
+    measured = json.loads(Path(path).read_text()).get("weights", {})
+    name = measured.get("model", "testbed:default")
+    if name.startswith("testbed:"):  # never build a testbed here: a fresh build differs from the measured one
+
+        preset = name.split(":", 1)[1]
+        built = cache_root() / f"{preset}-{get_config(preset).config_hash()}"
+        if not (built / META_FILE).is_file():
+            raise ValueError(f"{name} is not built in {cache_root()}; the regimes were measured on the build whose "
+                             f"weights {path} names ({measured}). Copy that build's directory to {built} "
+                             "(or re-measure the regimes on a new build and amend results/plan.md).")
+    have = model_fingerprint(name)
+    diff = {k: (v, have.get(k)) for k, v in measured.items() if have.get(k) != v}
+    if diff:
+        raise ValueError(f"{path}: the regimes were measured on other base weights than this machine's "
+                         f"{measured.get('model')}: {diff} (measured, here). Use the measured build (copy its "
+                         "directory into <cache>/testbed/) or re-measure the regimes (bench/regimes.py) and amend "
+                         "results/plan.md before stage 1.")
+
+
+def experiment(regime: Regime, scale: Scale, heldout: bool, runs_root: str | Path | None = None):
+    """The :class:`~ddrl.experiments.Experiment` of a regime: its adapted questions (and held-out ones when
+    ``heldout``), the regime's trainer overrides, then the scale's knobs. Held-out questions do not enter the
+    run's key, so methods with and without them share their runs."""
+
+    adapted, held = regime.records()
+    return Experiment(adapted, held if heldout else (), overrides={**regime.trainer_overrides(), **scale.knobs},
+                      runs_root=Path(runs_root) if runs_root else None, progress=False, workers=1)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The job list
+# ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Job:
+    regime: str
+    seed: int
+    methods: tuple[str, ...]
+    label: str  # the claim that scheduled it
+
+
+def _add(jobs: list[Job], seen: set, regime: str, seed: int, methods: Iterable[str], label: str) -> None:
+    new = tuple(m for m in methods if (regime, seed, m) not in seen)
+    if new:
+        seen.update((regime, seed, m) for m in new)
+        jobs.append(Job(regime, seed, new, label))
+
+
+def stage1_jobs(regimes: Sequence[str], scale: Scale) -> list[Job]:
+    """Stage 1: seeds 0..5 (``scale.stage1_seeds``) of no adaptation, TTRL and DDRL, one seed at a time
+    round-robin over the regimes (AIME-, AMC-, MATH-500-like; the lr/10 regime is not in stage 1)."""
+    jobs: list[Job] = []
+    seen: set = set()
+    for seed in range(scale.stage1_seeds):
+        for r in regimes:
+            if r in THREE:
+                for m in STAGE1_METHODS:
+                    _add(jobs, seen, r, seed, (m,), "stage1")
+    return jobs
+
+
+def stage2_jobs(regimes: Sequence[str], scale: Scale, seeds: dict[str, int]) -> list[Job]:
+    """Stage 2 after stage 1 (whose jobs are marked seen): phase (a) the stage-1 seeds, phase (b) seeds up to
+    ``seeds[regime]``; claim by claim (:data:`PRIORITY`), round-robin over regimes one seed at a time. R1
+    closes phase (a). See the module docstring."""
+    jobs: list[Job] = []
+    seen: set = {(j.regime, j.seed, m) for j in stage1_jobs(regimes, scale) for m in j.methods}
+    n1 = scale.stage1_seeds
+
+    def n_seeds(r: str) -> int:
+        n = seeds.get(r, seeds.get("amc_like") if r == SMALL_LR else None)
+        if n is None:
+            raise ValueError(f"stage 2: no seed count for regime {r!r} (results/stage1.json has {sorted(seeds)})")
+        return min(int(n), scale.max_seeds)
+
+    for lo, hi in ((0, lambda r: n1), (n1, n_seeds)):
+        for label, methods, where in PRIORITY:
+            rs = [r for r in where if r in regimes]
+            for seed in range(lo, max([hi(r) for r in rs], default=0)):
+                for r in rs:
+                    if seed < hi(r):
+                        _add(jobs, seen, r, seed, methods, label)
+        if lo == 0:
+            for seed in range(n1):
+                for r in THREE:
+                    if r in regimes:
+                        _add(jobs, seen, r, seed, (COR_4X,), "R1")
+            for seed in range(min(BASE_SEEDS, scale.stage1_seeds)):
+                for r in THREE:
+                    if r in regimes:
+                        _add(jobs, seen, r, seed, (BASE,), "F/G")
+    return jobs
