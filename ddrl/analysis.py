@@ -447,7 +447,7 @@ def grade_problem(texts: Sequence[str], truth: str, problem_id: Any = None) -> d
 
 def sample_and_grade(model, tokenizer, records: Sequence[dict], n: int, *, temperature: float = 1.0,
                      top_p: float = 1.0, max_new_tokens: int = 64, seed: int = 0, batch_size: int = 256,
-                     cue: str = "system", backend: str = "hf", progress: bool = False) -> list[dict]:
+                     cue: str = "system", backend: str = "auto", progress: bool = False) -> list[dict]:
     """Sample ``n`` responses per record with :mod:`ddrl.sampling` and grade them (:func:`grade_problem`).
 
     ``records`` are ``{prompt, answer, id}``; the prompt is chat-formatted with
@@ -459,7 +459,7 @@ def sample_and_grade(model, tokenizer, records: Sequence[dict], n: int, *, tempe
     from ddrl.prompts import format_prompt
     from ddrl.sampling import make_sampler
 
-    kwargs = {"batch_size": batch_size} if backend == "hf" else {}
+    kwargs = {"batch_size": batch_size} if backend != "vllm" else {}
     sampler = make_sampler(backend, model, tokenizer, **kwargs)
     prompts = [format_prompt(tokenizer, r["prompt"], cue=cue) for r in records]
     rollouts = sampler.sample(prompts, n=n, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,

@@ -1,8 +1,11 @@
 """Sampling N rollouts per prompt, with the log-probs and entropies that training and analysis need.
 
-One interface, two backends:
+One interface, three backends (:func:`make_sampler`):
 
-- :class:`HFSampler` (default, CPU or GPU): any Hugging Face causal LM. Batched, left-padded, with a KV
+- :class:`ddrl.fast_sampling.StaticCacheSampler` (default for Qwen2 and Llama models, CPU or GPU): the same
+  output as HFSampler from a lean static-KV-cache decode loop; ``make_sampler("auto", ...)`` picks it where
+  it supports the model and HFSampler otherwise.
+- :class:`HFSampler` (the reference and the fallback, CPU or GPU): any Hugging Face causal LM. Batched, left-padded, with a KV
   cache, chunked so memory stays bounded, driven by an explicit ``torch.Generator`` so a ``seed`` fixes
   every draw. Written as a short decoding loop over ``model(...)`` rather than ``model.generate`` because
   we need, per sampled token, its log-prob under the *sampling* distribution (after temperature and top-p)
@@ -17,6 +20,7 @@ Both return, for every prompt, ``n`` :class:`Rollout` objects.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
@@ -411,14 +415,28 @@ def tree_sample(
     return TreeRollouts(leaves, generated, parent, position)
 
 
-BACKENDS = ("hf", "vllm")
+BACKENDS = ("auto", "hf", "fast", "vllm")
 
 
 def make_sampler(backend: str, model, tokenizer, **kwargs) -> Sampler:
-    """``"hf"``: ``HFSampler(model, tokenizer, **kwargs)``; ``"vllm"``: ``VLLMSampler(model, tokenizer, **kwargs)``
-    where ``model`` is then a hub id or a local directory."""
+    """``"hf"``: ``HFSampler(model, tokenizer, **kwargs)``; ``"fast"``: :class:`ddrl.fast_sampling.StaticCacheSampler`
+    (Qwen2/Llama only, same output); ``"auto"``: ``"fast"`` where it supports the model, else ``"hf"``, unless the
+    environment variable ``DDRL_SAMPLER`` (``hf`` or ``fast``) forces one (to compare them without code changes);
+    ``"vllm"``: ``VLLMSampler(model, tokenizer, **kwargs)`` where ``model`` is then a hub id or a local directory."""
+    if backend == "auto":
+        backend = os.environ.get("DDRL_SAMPLER") or "auto"
+        if backend not in ("auto", "hf", "fast"):
+            raise ValueError(f"DDRL_SAMPLER must be 'auto', 'hf' or 'fast', got {backend!r}")
+        if backend == "auto":
+            from ddrl.fast_sampling import unsupported_reason
+
+            backend = "fast" if unsupported_reason(model) is None else "hf"
     if backend == "hf":
         return HFSampler(model, tokenizer, **kwargs)
+    if backend == "fast":
+        from ddrl.fast_sampling import StaticCacheSampler
+
+        return StaticCacheSampler(model, tokenizer, **kwargs)
     if backend == "vllm":
         return VLLMSampler(model, tokenizer, **kwargs)
     raise ValueError(f"sampling backend must be one of {BACKENDS}, got {backend!r}")

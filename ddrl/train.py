@@ -675,7 +675,7 @@ def _train(config: TrainConfig, records: Sequence[dict], rd, progress: bool, mod
     """:func:`train`'s body, run by the owner of ``rd`` (or on a finished ``rd``, which it only reads)."""
     from ddrl.evaluate import reward_counts, summarize_reward_counts
     from ddrl.runs import fingerprint
-    from ddrl.sampling import HFSampler
+    from ddrl.sampling import make_sampler
 
     cfg = config
     device = resolve_device(cfg.device)
@@ -716,7 +716,7 @@ def _train(config: TrainConfig, records: Sequence[dict], rd, progress: bool, mod
         start, rl_seconds = state["steps_done"], state["rl_seconds"]
     metrics = rd.truncate_metrics(start)
 
-    sampler = HFSampler(policy, tokenizer, batch_size=cfg.sample_batch_size)
+    sampler = make_sampler("auto", policy, tokenizer, batch_size=cfg.sample_batch_size)
     bar = tqdm(range(start, total), initial=start, total=total, desc="RL", unit="step", disable=not progress)
     for step in bar:
         t0 = time.perf_counter()
