@@ -46,7 +46,8 @@ def unsupported_reason(model) -> str | None:
     mtype = getattr(cfg, "model_type", None)
     if mtype not in SUPPORTED_MODEL_TYPES:
         return f"model_type {mtype!r} is not one of {SUPPORTED_MODEL_TYPES}"
-    if getattr(cfg, "use_sliding_window", False) or any(t != "full_attention" for t in getattr(cfg, "layer_types", None) or []):
+    layer_types = getattr(cfg, "layer_types", None) or []
+    if getattr(cfg, "use_sliding_window", False) or any(t != "full_attention" for t in layer_types):
         return "sliding-window attention is not implemented"
     if getattr(cfg, "hidden_act", None) != "silu":
         return f"hidden_act {getattr(cfg, 'hidden_act', None)!r} is not 'silu'"
@@ -65,17 +66,20 @@ def unsupported_reason(model) -> str | None:
 
 
 def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-    """RMSNorm exactly as Hugging Face's Qwen2/Llama compute it (in float32, weight applied in the input dtype)."""
+    """RMSNorm as Hugging Face's Qwen2/Llama compute it (in float32, weight applied in the input dtype); for
+    float32 inputs the same formula as one fused op."""
+    if x.dtype == torch.float32 and weight.dtype == torch.float32:
+        return F.rms_norm(x, (x.shape[-1],), weight, eps)
     dtype = x.dtype
     x = x.float()
     x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
     return weight * x.to(dtype)
 
 
-def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotary position embedding (HF's ``apply_rotary_pos_emb``: ``x * cos + rotate_half(x) * sin``)."""
-    half = x.shape[-1] // 2
-    return x * cos + torch.cat((-x[..., half:], x[..., :half]), dim=-1) * sin
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin_signed: torch.Tensor) -> torch.Tensor:
+    """Rotary position embedding, HF's ``x * cos + rotate_half(x) * sin`` with ``rotate_half(x) * sin`` written
+    as ``roll(x, half) * sin_signed`` (``sin_signed`` = sin with its first half negated: the same products)."""
+    return x * cos + x.roll(x.shape[-1] // 2, dims=-1) * sin_signed
 
 
 def _bias(linears) -> torch.Tensor | None:
@@ -126,12 +130,12 @@ class StaticCacheSampler:
     Same interface, output and seed semantics as :class:`ddrl.sampling.HFSampler` (``batch_size`` sequences
     per chunk, one generator per chunk derived from ``seed``); results are a deterministic function of
     ``(seed, batch_size)``, the weights and the thread count. ``compact_fraction``: compact the batch and its
-    cache when at least this fraction of the rows being decoded has finished (0 compacts at every finished
-    row; compaction copies the rows' response K/V only).
+    cache when at least this fraction of the rows being decoded has finished (0: at every step where a row
+    finishes; compaction copies only the K/V of the rows that move into finished rows' slots).
     """
 
     def __init__(self, model, tokenizer, batch_size: int = 256, device: str | torch.device | None = None,
-                 compact_fraction: float = 0.5):
+                 compact_fraction: float = 0.0):
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         if not 0.0 <= compact_fraction <= 1.0:
@@ -194,7 +198,7 @@ class StaticCacheSampler:
         return out  # type: ignore[return-value]
 
     @torch.inference_mode()
-    def _decode(self, w: _Weights, batch_ids, temperature, top_p, limits, generator):
+    def _decode(self, w: _Weights, batch_ids, temperature, top_p, limits, g: torch.Generator):
         dev, bsz = self.device, len(batch_ids)
         width, steps = max(len(ids) for ids in batch_ids), max(limits)
         # Rows with the same prompt (the n samples of a question) share it: each distinct prompt is prefilled once
@@ -235,7 +239,7 @@ class StaticCacheSampler:
             if temperature == 0:
                 tok = logp.argmax(dim=-1)
             else:  # torch.multinomial(p, 1) == argmax(p / q), q ~ Exp(1) drawn for the whole chunk (HFSampler's draws)
-                q = torch.empty((bsz, logp.shape[-1]), dtype=logp.dtype, device=dev).exponential_(1, generator=generator)
+                q = torch.empty((bsz, logp.shape[-1]), dtype=logp.dtype, device=dev).exponential_(1, generator=g)
                 tok = (logp.exp() / q[rows]).argmax(dim=-1)
             live = ~finished
             idx = rows[live]
@@ -250,11 +254,15 @@ class StaticCacheSampler:
             if n_fin == len(rows):
                 break
             if n_fin and n_fin >= self.compact_fraction * len(rows):  # finished rows leave the batch
-                keep = (~finished).nonzero().squeeze(1)
-                m = len(keep)
-                for k, v in resp_cache:  # advanced indexing reads a copy first: safe in place
-                    k[:m, :, :t] = k[keep, :, :t]
-                    v[:m, :, :t] = v[keep, :, :t]
+                # Swap-remove: rows still decoded past the new end move into the finished rows' slots before
+                # it, so only those rows' K/V are copied (the batch order changes; ``rows`` keeps track).
+                m = len(rows) - n_fin
+                holes, movers = finished[:m].nonzero().squeeze(1), (~finished[m:]).nonzero().squeeze(1) + m
+                keep = torch.arange(m, device=dev)
+                keep[holes] = movers
+                for k, v in resp_cache:
+                    k[holes, :, :t] = k[movers, :, :t]
+                    v[holes, :, :t] = v[movers, :, :t]
                 rows, tok, next_pos, finished = rows[keep], tok[keep], next_pos[keep], finished[keep]
                 att = _SharedPromptAttention(prompt_cache, prompt_bias, group[rows])
             m = len(rows)
@@ -273,11 +281,14 @@ class StaticCacheSampler:
 
 
 def _rope_tables(w: _Weights, n_pos: int, device) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos and sin of every position ``< n_pos`` (``[n_pos, head_dim]``), computed as HF's rotary module does
-    (float32 ``position * inv_freq``, duplicated halves, times ``attention_scaling``), in the weights' dtype."""
+    """cos and signed sin (first half negated, see :func:`_rotate`) of every position ``< n_pos``
+    (``[n_pos, head_dim]``), computed as HF's rotary module does (float32 ``position * inv_freq``, duplicated
+    halves, times ``attention_scaling``), in the weights' dtype."""
     freqs = torch.arange(n_pos, device=device, dtype=torch.float32)[:, None] * w.inv_freq.to(device)[None, :]
     emb = torch.cat((freqs, freqs), dim=-1)
-    return (emb.cos() * w.rope_scale).to(w.dtype), (emb.sin() * w.rope_scale).to(w.dtype)
+    sin = emb.sin() * w.rope_scale
+    sin[:, : freqs.shape[1]] *= -1
+    return (emb.cos() * w.rope_scale).to(w.dtype), sin.to(w.dtype)
 
 
 class _PrefillAttention:
@@ -339,22 +350,30 @@ class _SharedPromptAttention:
         return (op + pr @ rv[:, :, : t + 1]).reshape(bsz, n_heads, 1, hd)
 
 
+def _linear_residual(h: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """``h + linear(x, weight, bias)`` for 2-D ``h`` and ``x``, the residual add done by the matmul (beta = 1)."""
+    return torch.addmm(h if bias is None else h + bias, x, weight.t())
+
+
 def _forward(w: _Weights, ids, cos, sin, attend) -> torch.Tensor:
-    """Logits of the last position after running ``ids`` ``[B, S]`` through the model; ``cos``/``sin``:
-    ``[B, S, head_dim]``; ``attend(layer, q, k, v)`` (rotated, ``[B, heads, S, head_dim]``) stores K/V and
-    returns the attention output ``[B, heads, S, head_dim]``."""
+    """Logits of the last position after running ``ids`` ``[B, S]`` through the model.
+
+    ``cos``/``sin``: ``[B, S, head_dim]`` (``sin`` signed, see :func:`_rope_tables`); ``attend(layer, q, k, v)``
+    (rotated, ``[B, heads, S, head_dim]``) stores K/V and returns the attention output ``[B, heads, S, head_dim]``.
+    """
     bsz, seq = ids.shape
     nh, nkv, hd = w.n_heads, w.n_kv, w.head_dim
     cos, sin = cos[:, None], sin[:, None]  # [B, 1, S, D]
-    h = F.embedding(ids, w.embed)
+    h = F.embedding(ids, w.embed).view(bsz * seq, -1)  # 2-D, so that residual adds fuse into the matmuls
     for i, L in enumerate(w.layers):
         x = _rms_norm(h, L["ln1"], L["eps1"])
         qkv = F.linear(x, L["w_qkv"], L["b_qkv"]).view(bsz, seq, nh + 2 * nkv, hd).transpose(1, 2)
         qk = _rotate(qkv[:, : nh + nkv], cos, sin)  # q and k rotated together: [B, nh + nkv, S, D]
-        att = attend(i, qk[:, :nh], qk[:, nh:], qkv[:, nh + nkv :])
-        h = h + F.linear(att.transpose(1, 2).reshape(bsz, seq, nh * hd), L["w_o"], L["b_o"])
+        att = attend(i, qk[:, :nh], qk[:, nh:], qkv[:, nh + nkv :]).transpose(1, 2).reshape(bsz * seq, nh * hd)
+        h = _linear_residual(h, att, L["w_o"], L["b_o"])
         x = _rms_norm(h, L["ln2"], L["eps2"])
         gate, up = F.linear(x, L["w_gu"], L["b_gu"]).chunk(2, dim=-1)
-        h = h + F.linear(F.silu(gate) * up, L["w_d"], L["b_d"])
+        h = _linear_residual(h, F.silu(gate) * up, L["w_d"], L["b_d"])
+    h = h.view(bsz, seq, -1)
     x = _rms_norm(h[:, -1], w.norm, w.norm_eps)
     return F.linear(x, w.head, w.head_bias)

@@ -5,16 +5,16 @@ One interface, three backends (:func:`make_sampler`):
 - :class:`ddrl.fast_sampling.StaticCacheSampler` (default for Qwen2 and Llama models, CPU or GPU): the same
   output as HFSampler from a lean static-KV-cache decode loop; ``make_sampler("auto", ...)`` picks it where
   it supports the model and HFSampler otherwise.
-- :class:`HFSampler` (the reference and the fallback, CPU or GPU): any Hugging Face causal LM. Batched, left-padded, with a KV
-  cache, chunked so memory stays bounded, driven by an explicit ``torch.Generator`` so a ``seed`` fixes
-  every draw. Written as a short decoding loop over ``model(...)`` rather than ``model.generate`` because
-  we need, per sampled token, its log-prob under the *sampling* distribution (after temperature and top-p)
+- :class:`HFSampler` (the reference and the fallback, CPU or GPU): any Hugging Face causal LM. Batched,
+  left-padded, with a KV cache, chunked so memory stays bounded, driven by an explicit ``torch.Generator``
+  so a ``seed`` fixes every draw. Written as a short decoding loop over ``model(...)`` rather than
+  ``model.generate`` because we need, per sampled token, its log-prob under the *sampling* distribution (after temperature and top-p)
   and that distribution's entropy (ETMR forks at high-entropy tokens; the trainer logs entropy).
 - :class:`VLLMSampler` (GPU, optional extra ``vllm``): the same call on a vLLM engine, with
   ``logprobs_mode="processed_logprobs"`` so the log-probs mean the same thing; weights are pushed to the
   engine after each update with :meth:`VLLMSampler.update_weights`.
 
-Both return, for every prompt, ``n`` :class:`Rollout` objects.
+All return, for every prompt, ``n`` :class:`Rollout` objects.
 """
 
 from __future__ import annotations
