@@ -187,18 +187,22 @@ class StaticCacheSampler:
         jobs = [(i, j) for i in range(len(prompt_ids)) for j in range(n)]
         out: list[list[Rollout | None]] = [[None] * n for _ in prompt_ids]
         weights = _Weights(self.model)
+        # the rows' response K/V, allocated once per call and reused by every chunk (fresh pages cost faults)
+        shape = (min(self.batch_size, len(jobs)), weights.n_kv, max(limits), weights.head_dim)
+        resp_cache = [tuple(torch.empty(shape, dtype=weights.dtype, device=self.device) for _ in "kv")
+                      for _ in weights.layers]
         for c, start in enumerate(tqdm(range(0, len(jobs), self.batch_size), desc="sampling", unit="batch",
                                        disable=not progress)):
             chunk = jobs[start : start + self.batch_size]
             g = torch_generator(seed, "hf-sample", c, device=str(self.device))  # HFSampler's stream, chunk by chunk
-            rows = self._decode(weights, [prompt_ids[i] for i, _ in chunk], temperature, top_p,
+            rows = self._decode(weights, resp_cache, [prompt_ids[i] for i, _ in chunk], temperature, top_p,
                                 [limits[i] for i, _ in chunk], g)
             for (i, j), (toks, lps, ents, finish) in zip(chunk, rows):
                 out[i][j] = Rollout(i, toks, self.tokenizer.decode(toks, skip_special_tokens=True), lps, finish, ents)
         return out  # type: ignore[return-value]
 
     @torch.inference_mode()
-    def _decode(self, w: _Weights, batch_ids, temperature, top_p, limits, g: torch.Generator):
+    def _decode(self, w: _Weights, resp_cache, batch_ids, temperature, top_p, limits, g: torch.Generator):
         dev, bsz = self.device, len(batch_ids)
         width, steps = max(len(ids) for ids in batch_ids), max(limits)
         # Rows with the same prompt (the n samples of a question) share it: each distinct prompt is prefilled once
@@ -216,7 +220,7 @@ class StaticCacheSampler:
         cos, sin = _rope_tables(w, int(pos.max()) + steps + 1, dev)
         kv = lambda n, t: torch.empty((n, w.n_kv, t, w.head_dim), dtype=w.dtype, device=dev)  # noqa: E731
         prompt_cache = [(kv(n_u, width), kv(n_u, width)) for _ in w.layers]
-        resp_cache = [(kv(bsz, steps), kv(bsz, steps)) for _ in w.layers]
+        resp_cache = [(k[:bsz], v[:bsz]) for k, v in resp_cache]  # positions < steps are used
         eos = torch.as_tensor(self.eos_ids, device=dev)
         limit = torch.as_tensor(limits, device=dev)
 
