@@ -22,7 +22,7 @@ from ddrl.logprobs import response_logprobs
 from ddrl.losses import sft_nll
 from ddrl.progress import tqdm
 from ddrl.prompts import format_prompt
-from ddrl.sampling import HFSampler
+from ddrl.sampling import make_sampler
 from ddrl.seeds import derive_seed, numpy_generator
 from ddrl.voting import majority_vote, pseudo_rewards
 
@@ -86,7 +86,7 @@ def consensus_refinement(model, tokenizer, records: Sequence[dict], m: int = 128
         if "prompt" not in r:
             raise ValueError(f"consensus_refinement: record {i} has no 'prompt' field")
     t0 = time.perf_counter()
-    sampler = sampler or HFSampler(model, tokenizer, batch_size=sample_batch_size)
+    sampler = sampler or make_sampler("auto", model, tokenizer, batch_size=sample_batch_size)
     prompts = [format_prompt(tokenizer, r["prompt"], cue) for r in records]
     prompt_ids = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
     rollouts = sampler.sample(prompts, n=m, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,

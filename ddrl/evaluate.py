@@ -17,7 +17,7 @@ from scipy import stats
 
 from ddrl.answers import extract_boxed, grade_answers, is_equivalent, voting_key
 from ddrl.prompts import format_prompt
-from ddrl.sampling import HFSampler
+from ddrl.sampling import make_sampler
 from ddrl.voting import majority_vote
 
 #: Upper edges of the answer-frequency bins used to split reward diagnostics. A rollout's answer
@@ -160,14 +160,14 @@ def evaluate(model, tokenizer, records: Sequence[dict], n: int = 16, temperature
 
     Returns ``{"pass@1", "maj@n", "n", "num_questions", "mean_tokens", "questions": [...]}`` where each
     question entry has ``id, truth, answers, correct, accuracy, majority, majority_correct``.
-    ``sampler`` defaults to :class:`ddrl.sampling.HFSampler` on ``model`` (``batch_size`` sequences at once).
+    ``sampler`` defaults to ``ddrl.sampling.make_sampler("auto", ...)`` on ``model`` (``batch_size`` sequences at once).
     """
 
     for i, r in enumerate(records):
         for f in ("prompt", "answer"):
             if f not in r:
                 raise ValueError(f"evaluate: record {i} has no {f!r} field (expected {{prompt, answer, ...}})")
-    sampler = sampler or HFSampler(model, tokenizer, batch_size=batch_size)
+    sampler = sampler or make_sampler("auto", model, tokenizer, batch_size=batch_size)
     prompts = [format_prompt(tokenizer, r["prompt"], cue) for r in records]
     rollouts = sampler.sample(prompts, n=n, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,
                               seed=seed, progress=progress)

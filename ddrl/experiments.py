@@ -269,7 +269,7 @@ def summarize(df: pd.DataFrame, metric: str = "pass@1", by: Sequence[str] = ("me
 
 def sample_and_grade(model, tokenizer, records: Sequence[dict], n: int, *, temperature: float = 1.0,
                      top_p: float = 1.0, max_new_tokens: int = 64, seed: int = 0, batch_size: int = 256,
-                     cue: str = "system", backend: str = "hf", progress: bool = False) -> list[dict]:
+                     cue: str = "system", backend: str = "auto", progress: bool = False) -> list[dict]:
     """Sample ``n`` responses per record with :mod:`ddrl.sampling` and grade them (:func:`ddrl.analysis.grade_problem`).
 
     ``records`` are ``{prompt, answer, id}``; the prompt is chat-formatted with

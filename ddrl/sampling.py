@@ -1,117 +1,34 @@
 """Sampling N rollouts per prompt, with the log-probs and entropies that training and analysis need.
 
-One interface, two backends:
+One interface, three backends (:func:`make_sampler`):
 
-- :class:`HFSampler` (default, CPU or GPU): any Hugging Face causal LM. Batched, left-padded, with a KV
-  cache, chunked so memory stays bounded, driven by an explicit ``torch.Generator`` so a ``seed`` fixes
-  every draw. Written as a short decoding loop over ``model(...)`` rather than ``model.generate`` because
-  we need, per sampled token, its log-prob under the *sampling* distribution (after temperature and top-p)
+- :class:`ddrl.fast_sampling.StaticCacheSampler` (default for Qwen2 and Llama models, CPU or GPU): the same
+  output as HFSampler from a lean static-KV-cache decode loop; ``make_sampler("auto", ...)`` picks it where
+  it supports the model and HFSampler otherwise.
+- :class:`HFSampler` (the reference and the fallback, CPU or GPU): any Hugging Face causal LM. Batched,
+  left-padded, with a KV cache, chunked so memory stays bounded, driven by an explicit ``torch.Generator``
+  so a ``seed`` fixes every draw. Written as a short decoding loop over ``model(...)`` rather than
+  ``model.generate`` because we need, per sampled token, its log-prob under the *sampling* distribution (after temperature and top-p)
   and that distribution's entropy (ETMR forks at high-entropy tokens; the trainer logs entropy).
 - :class:`VLLMSampler` (GPU, optional extra ``vllm``): the same call on a vLLM engine, with
   ``logprobs_mode="processed_logprobs"`` so the log-probs mean the same thing; weights are pushed to the
   engine after each update with :meth:`VLLMSampler.update_weights`.
 
-Both return, for every prompt, ``n`` :class:`Rollout` objects.
+All return, for every prompt, ``n`` :class:`~ddrl.rollouts.Rollout` objects.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+import os
+from typing import Sequence
 
 import torch
+
+from ddrl.fast_sampling import StaticCacheSampler, unsupported_reason
 from ddrl.progress import tqdm
-
+from ddrl.rollouts import (Rollout, Sampler, entropy_from_logprobs, eos_ids, sampling_logprobs,  # noqa: F401
+                           sequence_logprob)  # Rollout, Sampler, sequence_logprob: re-exported (their old home)
 from ddrl.seeds import derive_seed, torch_generator
-
-
-@dataclass
-class Rollout:
-    """One sampled response to one prompt.
-
-    ``token_ids`` are the response tokens only (the end-of-sequence token included when the model emitted
-    one); ``logprobs[t]`` is the log-probability of ``token_ids[t]`` under the distribution it was drawn
-    from (after temperature and top-p); ``entropies[t]`` is that distribution's entropy in nats (None for
-    backends that cannot report it).
-    """
-
-    prompt_index: int
-    token_ids: list[int]
-    text: str
-    logprobs: list[float]
-    finish_reason: str  # "stop" (end-of-sequence emitted) or "length" (max_new_tokens reached)
-    entropies: list[float] | None = field(default=None, repr=False)
-
-    @property
-    def num_tokens(self) -> int:
-        return len(self.token_ids)
-
-
-class Sampler(Protocol):
-    def sample(
-        self,
-        prompts: Sequence[str],
-        n: int,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        max_new_tokens: int = 256,
-        seed: int = 0,
-        progress: bool = False,
-    ) -> list[list[Rollout]]: ...
-
-    def update_weights(self, model) -> None: ...
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The sampling distribution: temperature, then top-p (the order vLLM and Hugging Face use).
-# ---------------------------------------------------------------------------------------------------------
-
-
-def sampling_logprobs(logits: torch.Tensor, temperature: float, top_p: float) -> torch.Tensor:
-    """Log-probabilities of the distribution tokens are drawn from: ``softmax(logits / T)`` restricted to
-    the smallest set of most likely tokens whose mass reaches ``top_p`` (nucleus), renormalised.
-
-    ``temperature == 0`` means greedy decoding; the returned distribution is then the untempered one
-    (T = 1) so that log-probs and entropies stay finite and meaningful.
-    """
-    if temperature < 0:
-        raise ValueError(f"temperature must be >= 0, got {temperature}")
-    if not 0.0 < top_p <= 1.0:
-        raise ValueError(f"top_p must be in (0, 1], got {top_p}")
-    logits = logits.float()
-    if temperature > 0:
-        logits = logits / temperature
-    if top_p < 1.0:
-        sorted_logits, order = logits.sort(dim=-1, descending=True)
-        probs = sorted_logits.softmax(dim=-1)
-        # Drop a token when the mass strictly before it already reaches top_p (the first token always stays).
-        drop = (probs.cumsum(dim=-1) - probs) >= top_p
-        sorted_logits = sorted_logits.masked_fill(drop, float("-inf"))
-        logits = torch.full_like(logits, float("-inf")).scatter(-1, order, sorted_logits)
-    return logits.log_softmax(dim=-1)
-
-
-def entropy_from_logprobs(logp: torch.Tensor) -> torch.Tensor:
-    """Entropy ``-sum p log p`` in nats along the last axis; tokens with p = 0 contribute 0."""
-    p = logp.exp()
-    return -torch.where(p > 0, p * logp, torch.zeros_like(p)).sum(dim=-1)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Hugging Face backend
-# ---------------------------------------------------------------------------------------------------------
-
-
-def _eos_ids(model, tokenizer) -> list[int]:
-    ids: set[int] = set()
-    for src in (getattr(getattr(model, "generation_config", None), "eos_token_id", None), tokenizer.eos_token_id):
-        if src is None:
-            continue
-        ids.update([src] if isinstance(src, int) else list(src))
-    if not ids:
-        raise ValueError("neither the tokenizer nor the model's generation_config defines an eos_token_id")
-    return sorted(ids)
 
 
 class HFSampler:
@@ -129,7 +46,7 @@ class HFSampler:
         self.tokenizer = tokenizer
         self.batch_size = batch_size
         self.device = torch.device(device) if device is not None else next(model.parameters()).device
-        self.eos_ids = _eos_ids(model, tokenizer)
+        self.eos_ids = eos_ids(model, tokenizer)
         pad = tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else self.eos_ids[0]
 
@@ -321,19 +238,24 @@ class VLLMSampler:
         return out
 
 
-BACKENDS = ("hf", "vllm")
+BACKENDS = ("auto", "hf", "fast", "vllm")
 
 
 def make_sampler(backend: str, model, tokenizer, **kwargs) -> Sampler:
-    """``"hf"``: ``HFSampler(model, tokenizer, **kwargs)``; ``"vllm"``: ``VLLMSampler(model, tokenizer, **kwargs)``
-    where ``model`` is then a hub id or a local directory."""
+    """``"hf"``: ``HFSampler(model, tokenizer, **kwargs)``; ``"fast"``: :class:`ddrl.fast_sampling.StaticCacheSampler`
+    (Qwen2/Llama only, same output); ``"auto"``: ``"fast"`` where it supports the model, else ``"hf"``, unless the
+    environment variable ``DDRL_SAMPLER`` (``hf`` or ``fast``) forces one (to compare them without code changes);
+    ``"vllm"``: ``VLLMSampler(model, tokenizer, **kwargs)`` where ``model`` is then a hub id or a local directory."""
+    if backend == "auto":
+        backend = os.environ.get("DDRL_SAMPLER") or "auto"
+        if backend not in ("auto", "hf", "fast"):
+            raise ValueError(f"DDRL_SAMPLER must be 'auto', 'hf' or 'fast', got {backend!r}")
+        if backend == "auto":
+            backend = "fast" if unsupported_reason(model) is None else "hf"
     if backend == "hf":
         return HFSampler(model, tokenizer, **kwargs)
+    if backend == "fast":
+        return StaticCacheSampler(model, tokenizer, **kwargs)
     if backend == "vllm":
         return VLLMSampler(model, tokenizer, **kwargs)
     raise ValueError(f"sampling backend must be one of {BACKENDS}, got {backend!r}")
-
-
-def sequence_logprob(rollout: Rollout) -> float:
-    """Sum of the rollout's token log-probs (its log-likelihood under the sampling distribution)."""
-    return float(math.fsum(rollout.logprobs))

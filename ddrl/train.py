@@ -46,7 +46,7 @@ from ddrl.models import load_model, resolve_device
 from ddrl.progress import tqdm
 from ddrl.prompts import format_prompt
 from ddrl.runs import RunDir, fingerprint
-from ddrl.sampling import HFSampler
+from ddrl.sampling import make_sampler
 from ddrl.seeds import derive_seed, numpy_generator
 from ddrl.selection import get_selection
 from ddrl.voting import majority_vote, pseudo_rewards  # the reward of Algorithm 1 and the vote
@@ -426,7 +426,7 @@ def _train(config: TrainConfig, records: Sequence[dict], rd, progress: bool, mod
         start, rl_seconds = state["steps_done"], state["rl_seconds"]
     metrics = rd.truncate_metrics(start)
 
-    sampler = HFSampler(policy, tokenizer, batch_size=cfg.sample_batch_size)
+    sampler = make_sampler("auto", policy, tokenizer, batch_size=cfg.sample_batch_size)
     bar = tqdm(range(start, total), initial=start, total=total, desc="RL", unit="step", disable=not progress)
     for step in bar:
         t0 = time.perf_counter()
