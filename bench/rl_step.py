@@ -63,9 +63,10 @@ def ours_steps(model_dir: Path, records: list[dict], n_votes: int, k_train: int,
                max_new_tokens: int, steps: int, profile: Path | None = None, lean: bool = True) -> list[dict]:
     """``steps`` RL steps of the companion's trainer on the same 8 questions; per step its wall time and the
     trainer's own sample / update split (``time/sample_s`` and ``time/update_s`` as :func:`train` logs them).
-    ``lean=False`` runs every pass of the update (``ppo_update(..., lean=False)``, the update before issue 16)."""
+    ``lean=False`` is the trainer before issue 16: every pass of the update (``ppo_update(..., lean=False)``) and
+    HFSampler; ``lean=True`` the trainer today (lean update, ``make_sampler("auto")``: StaticCacheSampler here)."""
     from ddrl.testbed import load
-    from ddrl.sampling import HFSampler
+    from ddrl.sampling import make_sampler
     from ddrl.config import make_config
     from ddrl.train import _LRLambda, collect_rollouts, ppo_update, prepare_policy, strip_truth, warmup_steps
 
@@ -79,7 +80,7 @@ def ours_steps(model_dir: Path, records: list[dict], n_votes: int, k_train: int,
     opt = torch.optim.AdamW(params, lr=cfg.lr, betas=(cfg.adam_beta1, cfg.adam_beta2), eps=cfg.adam_eps,
                             weight_decay=cfg.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, _LRLambda(warmup_steps(cfg, 64), 64, 0.0))
-    sampler = HFSampler(policy, tok, batch_size=cfg.sample_batch_size)
+    sampler = make_sampler("auto" if lean else "hf", policy, tok, batch_size=cfg.sample_batch_size)
     questions = [strip_truth(r) for r in records]
     out = []
     for step in range(steps):
