@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from ddrl.progress import tqdm
-from ddrl.rollouts import Rollout, entropy_from_logprobs, eos_ids, sampling_logprobs
+from ddrl.rollouts import LocalSampler, Rollout, entropy_from_logprobs, request_limits, sampling_logprobs
 from ddrl.seeds import torch_generator
 
 SUPPORTED_MODEL_TYPES = ("qwen2", "llama")
@@ -124,10 +124,11 @@ class _Weights:
         self.dtype = self.embed.dtype
 
 
-class StaticCacheSampler:
+class StaticCacheSampler(LocalSampler):
     """Batched sampling from a Hugging Face Qwen2/Llama causal LM with its own lean decode loop.
 
-    Same interface, output and seed semantics as :class:`ddrl.sampling.HFSampler` (``batch_size`` sequences
+    Same interface, output and seed semantics as :class:`ddrl.sampling.HFSampler` (the set-up, ``encode`` and
+    ``sample`` of both are :class:`~ddrl.rollouts.LocalSampler`'s; ``batch_size`` sequences
     per chunk, one generator per chunk derived from ``seed``); results are a deterministic function of
     ``(seed, batch_size)``, the weights and the thread count. ``compact_fraction``: compact the batch and its
     cache when at least this fraction of the rows being decoded has finished (0: at every step where a row
@@ -136,21 +137,13 @@ class StaticCacheSampler:
 
     def __init__(self, model, tokenizer, batch_size: int = 256, device: str | torch.device | None = None,
                  compact_fraction: float = 0.0):
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         if not 0.0 <= compact_fraction <= 1.0:
             raise ValueError(f"compact_fraction must be in [0, 1], got {compact_fraction}")
         reason = unsupported_reason(model)
         if reason is not None:
             raise ValueError(f"StaticCacheSampler cannot run this model: {reason} (use the 'hf' backend)")
-        self.model = model
-        self.tokenizer = tokenizer
-        self.batch_size = batch_size
+        super().__init__(model, tokenizer, batch_size, device)
         self.compact_fraction = compact_fraction
-        self.device = torch.device(device) if device is not None else next(model.parameters()).device
-        self.eos_ids = eos_ids(model, tokenizer)
-        pad = tokenizer.pad_token_id
-        self.pad_id = pad if pad is not None else self.eos_ids[0]
 
     def update_weights(self, model) -> None:
         """Samples from the live model; weights are read afresh at every :meth:`sample_ids` call."""
@@ -159,31 +152,15 @@ class StaticCacheSampler:
             raise ValueError(f"StaticCacheSampler cannot run this model: {reason}")
         self.model = model
 
-    def encode(self, prompts: Sequence[str]) -> list[list[int]]:
-        """Token ids of already chat-formatted prompts (the template carries any BOS token)."""
-        return [self.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
-
-    def sample(self, prompts: Sequence[str], n: int, temperature: float = 1.0, top_p: float = 1.0,
-               max_new_tokens: int = 256, seed: int = 0, progress: bool = False) -> list[list[Rollout]]:
-        """``n`` rollouts for every prompt (a list per prompt, in prompt order)."""
-        return self.sample_ids(self.encode(prompts), n, temperature, top_p, max_new_tokens, seed, progress)
-
     def sample_ids(self, prompt_ids: Sequence[Sequence[int]], n: int, temperature: float = 1.0, top_p: float = 1.0,
                    max_new_tokens: int | Sequence[int] = 256, seed: int = 0,
                    progress: bool = False) -> list[list[Rollout]]:
         """Like :meth:`sample`, from token ids; ``max_new_tokens`` may be one limit per prompt."""
-        if n < 1:
-            raise ValueError(f"n must be >= 1, got {n}")
+        limits = request_limits(prompt_ids, n, max_new_tokens)
         if temperature < 0:
             raise ValueError(f"temperature must be >= 0, got {temperature}")
         if not 0.0 < top_p <= 1.0:
             raise ValueError(f"top_p must be in (0, 1], got {top_p}")
-        limits = [max_new_tokens] * len(prompt_ids) if isinstance(max_new_tokens, int) else list(max_new_tokens)
-        if len(limits) != len(prompt_ids) or min(limits, default=1) < 1:
-            raise ValueError(f"max_new_tokens must be >= 1 (one int, or one per prompt), got {max_new_tokens}")
-        for i, ids in enumerate(prompt_ids):
-            if len(ids) == 0:
-                raise ValueError(f"prompt {i} is empty after tokenization")
         jobs = [(i, j) for i in range(len(prompt_ids)) for j in range(n)]
         out: list[list[Rollout | None]] = [[None] * n for _ in prompt_ids]
         weights = _Weights(self.model)

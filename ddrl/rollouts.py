@@ -104,3 +104,52 @@ def eos_ids(model, tokenizer) -> list[int]:
 def sequence_logprob(rollout: Rollout) -> float:
     """Sum of the rollout's token log-probs (its log-likelihood under the sampling distribution)."""
     return float(math.fsum(rollout.logprobs))
+
+
+def request_limits(prompt_ids: Sequence[Sequence[int]], n: int, max_new_tokens: int | Sequence[int]) -> list[int]:
+    """The per-prompt token limits of a ``sample_ids`` request, after checking it: ``n >= 1``, one limit
+    (or one per prompt) each >= 1, and no empty prompt. Shared by every sampler so they refuse alike."""
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    limits = [max_new_tokens] * len(prompt_ids) if isinstance(max_new_tokens, int) else list(max_new_tokens)
+    if len(limits) != len(prompt_ids) or min(limits, default=1) < 1:
+        raise ValueError(f"max_new_tokens must be >= 1 (one int, or one per prompt), got {max_new_tokens}")
+    for i, ids in enumerate(prompt_ids):
+        if len(ids) == 0:
+            raise ValueError(f"prompt {i} is empty after tokenization")
+    return limits
+
+
+class LocalSampler:
+    """What the samplers that run a Hugging Face model in this process share (:class:`ddrl.sampling.HFSampler`,
+    :class:`ddrl.fast_sampling.StaticCacheSampler`): the model, its tokenizer, ``batch_size`` sequences decoded
+    together, the device, the end-of-sequence and pad ids, :meth:`encode` and :meth:`sample`. Subclasses
+    implement ``sample_ids`` and ``update_weights``."""
+
+    def __init__(self, model, tokenizer, batch_size: int = 256, device: str | torch.device | None = None):
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.batch_size = batch_size
+        self.device = torch.device(device) if device is not None else next(model.parameters()).device
+        self.eos_ids = eos_ids(model, tokenizer)
+        pad = tokenizer.pad_token_id
+        self.pad_id = pad if pad is not None else self.eos_ids[0]
+
+    def encode(self, prompts: Sequence[str]) -> list[list[int]]:
+        """Token ids of already chat-formatted prompts (the template carries any BOS token)."""
+        return [self.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+
+    def sample(
+        self,
+        prompts: Sequence[str],
+        n: int,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        max_new_tokens: int = 256,
+        seed: int = 0,
+        progress: bool = False,
+    ) -> list[list[Rollout]]:
+        """``n`` rollouts for every prompt (a list per prompt, in prompt order)."""
+        return self.sample_ids(self.encode(prompts), n, temperature, top_p, max_new_tokens, seed, progress)

@@ -26,12 +26,12 @@ import torch
 
 from ddrl.fast_sampling import StaticCacheSampler, unsupported_reason
 from ddrl.progress import tqdm
-from ddrl.rollouts import (Rollout, Sampler, entropy_from_logprobs, eos_ids, sampling_logprobs,  # noqa: F401
-                           sequence_logprob)  # Rollout, Sampler, sequence_logprob: re-exported (their old home)
+from ddrl.rollouts import (LocalSampler, Rollout, Sampler, entropy_from_logprobs, request_limits,  # noqa: F401
+                           sampling_logprobs, sequence_logprob)  # Rollout, Sampler, sequence_logprob: re-exported (their old home)
 from ddrl.seeds import derive_seed, torch_generator
 
 
-class HFSampler:
+class HFSampler(LocalSampler):
     """Batched sampling from a Hugging Face causal LM with a KV cache.
 
     ``batch_size`` is the number of sequences decoded together; the ``len(prompts) * n`` sequences are cut
@@ -39,37 +39,9 @@ class HFSampler:
     cached positions. Results are a deterministic function of ``(seed, batch_size)`` and the weights.
     """
 
-    def __init__(self, model, tokenizer, batch_size: int = 256, device: str | torch.device | None = None):
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        self.model = model
-        self.tokenizer = tokenizer
-        self.batch_size = batch_size
-        self.device = torch.device(device) if device is not None else next(model.parameters()).device
-        self.eos_ids = eos_ids(model, tokenizer)
-        pad = tokenizer.pad_token_id
-        self.pad_id = pad if pad is not None else self.eos_ids[0]
-
     def update_weights(self, model) -> None:
         """The HF backend samples from the training model itself; nothing to copy."""
         self.model = model
-
-    def encode(self, prompts: Sequence[str]) -> list[list[int]]:
-        """Token ids of already chat-formatted prompts (the template carries any BOS token)."""
-        return [self.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
-
-    def sample(
-        self,
-        prompts: Sequence[str],
-        n: int,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        max_new_tokens: int = 256,
-        seed: int = 0,
-        progress: bool = False,
-    ) -> list[list[Rollout]]:
-        """``n`` rollouts for every prompt (a list per prompt, in prompt order)."""
-        return self.sample_ids(self.encode(prompts), n, temperature, top_p, max_new_tokens, seed, progress)
 
     def sample_ids(
         self,
@@ -85,14 +57,7 @@ class HFSampler:
 
         ``max_new_tokens`` may be one limit per prompt (a continuation gets what its prefix left over).
         """
-        if n < 1:
-            raise ValueError(f"n must be >= 1, got {n}")
-        limits = [max_new_tokens] * len(prompt_ids) if isinstance(max_new_tokens, int) else list(max_new_tokens)
-        if len(limits) != len(prompt_ids) or min(limits, default=1) < 1:
-            raise ValueError(f"max_new_tokens must be >= 1 (one int, or one per prompt), got {max_new_tokens}")
-        for i, ids in enumerate(prompt_ids):
-            if len(ids) == 0:
-                raise ValueError(f"prompt {i} is empty after tokenization")
+        limits = request_limits(prompt_ids, n, max_new_tokens)
         jobs = [(i, j) for i in range(len(prompt_ids)) for j in range(n)]
         out: list[list[Rollout | None]] = [[None] * n for _ in prompt_ids]
         chunks = range(0, len(jobs), self.batch_size)
