@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -56,3 +59,20 @@ def make_tiny_lm(vocab_chars: str = "0123456789+-*=;", hidden: int = 32, layers:
 @pytest.fixture(scope="session")
 def tiny_lm():
     return make_tiny_lm()
+
+
+def kill_after_first_run(cmd: list[str], env: dict, runs: Path, deadline_s: float = 300) -> list[Path]:
+    """Start ``cmd`` in its own process group, SIGKILL the whole group (parent and pool workers) as soon as a
+    first run directory under ``runs`` has finished, and return the finished runs' ``result.json`` paths
+    (empty if the command ended or the deadline passed first)."""
+    proc = subprocess.Popen(cmd, start_new_session=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + deadline_s
+    finished: list[Path] = []
+    try:
+        while not finished and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+            finished = list(runs.glob("*/final/result.json"))
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    return finished

@@ -4,14 +4,12 @@ batch resumes."""
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import kill_after_first_run
 import torch
 
 from ddrl.experiments import notebook_experiment
@@ -118,17 +116,7 @@ def test_a_killed_batch_resumes(serial, tmp_path, monkeypatch):
     monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path / "cache"))
     runs = tmp_path / "runs"
     code = KILLED_BATCH.format(tests=str(Path(__file__).parent), runs=str(runs))
-    proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True, env=os.environ.copy(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 300
-    finished: list[Path] = []
-    try:
-        while not finished and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.2)
-            finished = list(runs.glob("*/final/result.json"))
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    finished = kill_after_first_run([sys.executable, "-c", code], os.environ.copy(), runs)
     assert finished, "no run finished before the batch ended or the deadline"
     assert len(list(runs.glob("*/final/result.json"))) < len(SEEDS) * 2, "the batch finished before the kill"
     stamp = {p: p.stat().st_mtime_ns for p in finished}

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import kill_after_first_run
 
 from ddrl import study, study_analysis, study_plan
 from ddrl.claims import validate
@@ -225,17 +225,8 @@ def test_a_killed_study_resumes_without_retraining(tmp_path):
     cmd = [sys.executable, "-m", "ddrl.study", "--stage", "1", "--scale", "smoke", "--regimes", *ONE, "--out",
            str(tmp_path / "runs"), "--results", str(tmp_path), "--runs-root", str(tmp_path / "rr"), "--workers", "2",
            "--no-progress"]
-    proc = subprocess.Popen(cmd, start_new_session=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     runs = tmp_path / "rr"
-    deadline = time.monotonic() + 300
-    finished: list[Path] = []
-    try:
-        while not finished and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.2)
-            finished = list(runs.glob("*/final/result.json"))
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    finished = kill_after_first_run(cmd, env, runs)
     assert finished, "no run finished before the study ended or the deadline"
     assert len(list(runs.glob("*/final/result.json"))) < 2 * 2, "the stage finished before the kill"
     stamp = {p: p.stat().st_mtime_ns for p in finished}
