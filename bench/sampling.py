@@ -34,31 +34,42 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def peak_matmul_flops(n: int = 1024, repeats: int = 20, m: int | None = None, k: int | None = None) -> float:
+def sync(device: str = "cpu") -> None:
+    """Wait for the device's queued work (CUDA runs asynchronously; a host clock read before it is wrong)."""
+    if str(device).startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def peak_matmul_flops(n: int = 1024, repeats: int = 20, m: int | None = None, k: int | None = None,
+                      device: str = "cpu") -> float:
     """Best observed float32 FLOP/s of an ``[m, k] @ [k, n]`` matmul (square ``n`` by default: the CPU's
     practical arithmetic ceiling; with the model's decode shapes: the ceiling at the sizes it really runs)."""
     m, k = m or n, k or n
-    a, b = torch.randn(m, k), torch.randn(k, n)
+    a, b = torch.randn(m, k, device=device), torch.randn(k, n, device=device)
     for _ in range(3):
         a @ b
+    sync(device)
     best = 0.0
     for _ in range(repeats):
         t = time.perf_counter()
         a @ b
+        sync(device)
         best = max(best, 2 * m * k * n / (time.perf_counter() - t))
     return best
 
 
-def copy_bandwidth(mib: int = 256, repeats: int = 10) -> float:
+def copy_bandwidth(mib: int = 256, repeats: int = 10, device: str = "cpu") -> float:
     """Best observed bytes/s of a large tensor copy, counting bytes read plus bytes written (the memory
     ceiling that a decode step reading its KV cache runs against)."""
-    a = torch.randn(mib * 2**20 // 4)
+    a = torch.randn(mib * 2**20 // 4, device=device)
     b = torch.empty_like(a)
     b.copy_(a)
+    sync(device)
     best = 0.0
     for _ in range(repeats):
         t = time.perf_counter()
         b.copy_(a)
+        sync(device)
         best = max(best, 2 * a.numel() * 4 / (time.perf_counter() - t))
     return best
 
@@ -120,11 +131,13 @@ def flops_per_token(model, context: float) -> float:
     return 2 * (body + head) + 2 * attn
 
 
-def time_it(fn, repeats: int) -> float:
+def time_it(fn, repeats: int, device: str = "cpu") -> float:
     best = float("inf")
     for _ in range(repeats):
+        sync(device)
         t = time.perf_counter()
         fn()
+        sync(device)
         best = min(best, time.perf_counter() - t)
     return best
 
@@ -139,7 +152,10 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "sampling.json"))
     ap.add_argument("--no-profile", action="store_true", help="skip the torch.profiler breakdown of one call")
+    ap.add_argument("--device", default="cpu", help="cpu (the default) or cuda: the same samplers on a GPU (the "
+                    "CPU profile is skipped there; ceilings are the GPU's float32 matmul and copy)")
     args = ap.parse_args()
+    dev = args.device
     if os.environ.get("OMP_NUM_THREADS"):
         torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
@@ -149,7 +165,7 @@ def main() -> None:
     from ddrl.testbed import build, generate_split, load
 
     model, tok = load(build(args.preset, progress=False))
-    model.eval()
+    model.eval().to(dev)
     prompts = [format_prompt(tok, r["prompt"], "none") for r in generate_split("test", args.questions, seed=0)]
     sampler = HFSampler(model, tok, batch_size=args.batch_size)
     fast = StaticCacheSampler(model, tok, batch_size=args.batch_size)
@@ -170,7 +186,7 @@ def main() -> None:
         torch.manual_seed(0)
         for s in range(0, len(jobs), args.batch_size):
             chunk = jobs[s : s + args.batch_size]
-            enc = tok.pad({"input_ids": chunk}, return_tensors="pt")
+            enc = tok.pad({"input_ids": chunk}, return_tensors="pt").to(dev)
             with torch.inference_mode():
                 out = model.generate(**enc, do_sample=True, temperature=1.0, top_p=1.0, top_k=0,
                                      max_new_tokens=args.max_new_tokens, pad_token_id=tok.pad_token_id)
@@ -186,7 +202,7 @@ def main() -> None:
     for _ in range(args.repeats):  # interleaved, so that a change of load hits all three alike
         for name, fn in fns.items():
             load_before = os.getloadavg()[0]
-            best[name] = min(best[name], time_it(fn, 1))
+            best[name] = min(best[name], time_it(fn, 1, dev))
             loads[name].append([load_before, os.getloadavg()[0]])
     t_ours, t_fast, t_gen = best["ddrl HFSampler"], best["ddrl StaticCacheSampler"], best["model.generate"]
     toks_ours = sum(r.num_tokens for rs in box["ours"] for r in rs)
@@ -196,10 +212,11 @@ def main() -> None:
     prompt_len = sum(len(i) for i in ids) / len(ids)
     mean_len = toks_ours / len(jobs)
     fpt = flops_per_token(model, prompt_len + mean_len / 2)
-    peak = peak_matmul_flops()
+    peak = peak_matmul_flops(device=dev)
     cfg = model.config  # the MLP up-projection at the decode shape: one row per sequence of the batch
-    peak_shape = peak_matmul_flops(n=cfg.intermediate_size, m=args.batch_size, k=cfg.hidden_size, repeats=200)
-    bandwidth = copy_bandwidth()
+    peak_shape = peak_matmul_flops(n=cfg.intermediate_size, m=args.batch_size, k=cfg.hidden_size, repeats=200,
+                                   device=dev)
+    bandwidth = copy_bandwidth(device=dev)
     bpt = bytes_per_token(model, prompt_len + mean_len / 2, args.batch_size)
     rows = {
         "ddrl StaticCacheSampler": {"seconds": t_fast, "tokens": toks_fast},
@@ -216,10 +233,11 @@ def main() -> None:
     for name, r in rows.items():
         r["tokens_per_s_vs_generate"] = r["tokens_per_s"] / rows["model.generate"]["tokens_per_s"]
         r["loadavg_1min_before_after"] = loads[name]
-    profile = None if args.no_profile else profile_call(ours_fast)
+    profile = None if args.no_profile or dev != "cpu" else profile_call(ours_fast)
     result = {
         "setup": {"preset": args.preset, "questions": args.questions, "n": args.n, "batch_size": args.batch_size,
-                  "max_new_tokens": args.max_new_tokens, "threads": torch.get_num_threads(),
+                  "max_new_tokens": args.max_new_tokens, "threads": torch.get_num_threads(), "device": dev,
+                  "device_name": torch.cuda.get_device_name() if dev.startswith("cuda") else "cpu",
                   "params": sum(p.numel() for p in model.parameters()), "mean_prompt_tokens": prompt_len,
                   "mean_response_tokens": mean_len},
         "flops_per_token": fpt, "peak_matmul_flops": peak, "results": rows,

@@ -59,14 +59,16 @@ def csv_path(out_dir: str | Path, regime: str, method: str, seed: int, steps: bo
 
 def job_key(regime: Regime, scale: Scale, method: str, seed: int) -> str:
     """What a method's CSV depends on: the regime, the full TrainConfig, the base weights, the questions
-    and answers (held-out ones where evaluated), COR 4x's keep, the grader."""
+    and answers (held-out ones where evaluated), COR 4x's keep, the grader, and the kind of device that
+    computes it (``cpu`` or ``cuda``: a GPU's kernels round differently, so its runs are other runs)."""
 
     exp = experiment(regime, scale, wants_heldout(regime.name, method))
     cfg = exp.config("ddrl" if method == COR_4X else method, seed)
     return content_key({"what": "study-run-v1", "regime": regime.to_dict(), "method": method, "seed": seed,
                         "config": asdict(cfg), "weights": model_fingerprint(cfg.model),
                         "adapted": records_key(exp.adapted), "heldout": records_key(exp.heldout),
-                        "keep": 4 * cfg.cor_keep if method == COR_4X else None, "grader": grader_fingerprint()})[:20]
+                        "keep": 4 * cfg.cor_keep if method == COR_4X else None, "grader": grader_fingerprint(),
+                        "device": resolve_device(cfg.device).type})[:20]
 
 
 def _done(path: Path, key: str) -> bool:
@@ -166,7 +168,7 @@ def run_base_job(regime: Regime, scale: Scale, seed: int, out_dir: str | Path) -
                 "max_new_tokens": cfg.max_new_tokens, "seed": seed, "batch_size": cfg.sample_batch_size, "cue": cfg.cue}
     key = content_key({"what": "study-base-v1", "model": model_fingerprint(cfg.model), "regime": regime.to_dict(),
                        "adapted": records_key(exp.adapted), "k": cfg.k_train, "grader": grader_fingerprint(),
-                       **settings})[:20]
+                       "device": resolve_device(cfg.device).type, **settings})[:20]
     gpath, apath = base_paths(out_dir, regime.name, seed)
     if _done(gpath, key) and _done(apath, key):
         return "loaded"
