@@ -40,6 +40,24 @@ def load_steps(out_dir: str | Path) -> pd.DataFrame:
     return pd.concat([pd.read_csv(p) for p in files], ignore_index=True)
 
 
+def progress(out_dir: str | Path) -> pd.DataFrame:
+    """How far the study has got, from the file names alone (no result is read): one row per regime x method
+    with the seeds whose CSV is written (the base model's rollouts as method ``base``)."""
+    rows = []
+    for p in sorted(Path(out_dir).glob("*/*-seed*.csv")):
+        if p.name.endswith("-steps.csv"):
+            continue
+        method, seed = p.stem.rsplit("-seed", 1)
+        rows.append({"regime": p.parent.name, "method": method, "seed": int(seed)})
+    for p in sorted((Path(out_dir) / BASE).glob("*/seed*-groups.csv")):
+        rows.append({"regime": p.parent.name, "method": BASE, "seed": int(p.name[4:6])})
+    if not rows:
+        return pd.DataFrame(columns=["regime", "method", "n_seeds", "seeds"])
+    df = pd.DataFrame(rows).sort_values(["regime", "method", "seed"])
+    return (df.groupby(["regime", "method"], sort=False)["seed"]
+            .agg(n_seeds="count", seeds=lambda s: ",".join(map(str, s))).reset_index())
+
+
 def _matrix(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> pd.DataFrame | None:
     """The seeds x questions matrix of (a - b) pass@1 in points over the seeds both methods have; None if
     fewer than 2 such seeds."""

@@ -150,12 +150,39 @@ need = pw[pw.half_width <= 2.0].groupby(["regime", "comparison"]).seeds.min().un
 display(need)
 
 # %% [markdown]
+# ## How far the study has got
+#
+# Read from the file names under `runs/` (no result is opened): the seeds written per regime and method. Once
+# stage 1 is complete, `stage1.json` holds the *measured* variance components of its paired differences (never a
+# mean), which replace the pilot's assumptions above and set the seeds per regime for stage 2.
+
+# %%
+from ddrl.study_analysis import progress
+
+prog = progress(D / "runs")
+stage1 = json.loads((D / "stage1.json").read_text()) if (D / "stage1.json").is_file() else None
+if prog.empty:
+    display(Markdown(f"No run of the study is written under `{D / 'runs'}` yet."))
+else:
+    rep.table(prog, "study_progress")
+    display(prog)
+if stage1 is not None:
+    comp = pd.DataFrame([{"regime": r, "comparison": cmp, "seeds": v["n_seeds"], "questions": v["n_questions"],
+                          **{k: v["components"][k] for k in ("seed", "question", "cell")}}
+                         for r, cs in stage1["regimes"].items() for cmp, v in cs.items()])
+    rep.table(comp, "stage1_components", floatfmt=".1f")
+    display(Markdown(f"Stage-1 variance components (pass@1 points^2); seeds per regime for stage 2: "
+                     f"{stage1['seeds']}."), comp.round(1))
+
+# %% [markdown]
 # ## The scorecard
 
 # %%
 if results is None:
-    msg = (f"**The study has not been run yet**: `{D / claims_file}` does not exist. The plan is committed "
-           f"(`results/plan.md`); the comparisons run after the parallel runner and the safe caches have landed.")
+    msg = (f"**No scorecard yet**: `{D / claims_file}` does not exist. The plan is committed (`results/plan.md`); "
+           + ("no run of the study is written yet." if prog.empty else
+              f"{int(prog.n_seeds.sum())} method x seed CSVs are written (table above); the claims are computed "
+              "once the study is complete, never from a partial one."))
     scorecard = None
 else:
     scorecard = C.scorecard(results)
@@ -192,9 +219,11 @@ if results is not None:
     counts = pd.Series([e["verdict"] for e in results]).value_counts().to_dict()
     lines.append("Verdicts: " + ", ".join(f"{v} {counts.get(v, 0)}" for v in C.VERDICTS) + ".")
 else:
-    lines.append("No verdicts yet: the study has not been run.")
+    lines.append("No verdicts yet: " + ("the study has not been run." if prog.empty else
+                 f"the study is under way ({int(prog.n_seeds.sum())} method x seed CSVs written)."))
 rep.metrics({"regimes": sel, "budget": b, "study_run": results is not None, "study_scale": study_scale,
              "study_jobs": None if study_log is None else study_log["jobs"],
+             "study_csvs": int(prog.n_seeds.sum()) if not prog.empty else 0, "stage1_seeds": (stage1 or {}).get("seeds"),
              "verdicts": None if results is None else [e["verdict"] for e in results]})
 display(Markdown("\n\n".join(lines)))
 

@@ -303,3 +303,20 @@ def test_the_study_never_builds_the_base_testbed(tmp_path, monkeypatch):
     monkeypatch.setattr(pt, "build", lambda *a, **k: pytest.fail("check_weights must not build a testbed"))
     with pytest.raises(ValueError, match="testbed:default is not built in"):
         study.check_weights()
+
+
+def test_progress_counts_written_csvs_from_their_names_only(tmp_path):
+    """The progress table (notebook 06, docs/results.md) reads file names, never a result: a CSV whose
+    content is not even a table still counts as written; steps CSVs and other files do not."""
+    for rel in ("amc_like/ttrl-seed00.csv", "amc_like/ttrl-seed02.csv", "amc_like/ttrl-seed00-steps.csv",
+                "amc_like/ddrl-seed01.csv", "math500_like/no_adaptation-seed10.csv", "amc_like/notes.txt",
+                "base/amc_like/seed00-groups.csv", "base/amc_like/seed00-g1.csv", "base/amc_like/seed01-groups.csv"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("not a table")
+    got = study_analysis.progress(tmp_path).set_index(["regime", "method"])
+    assert got.loc[("amc_like", "ttrl")].tolist() == [2, "0,2"]
+    assert got.loc[("amc_like", "ddrl")].tolist() == [1, "1"]
+    assert got.loc[("math500_like", "no_adaptation")].tolist() == [1, "10"]
+    assert got.loc[("amc_like", "base")].tolist() == [2, "0,1"]
+    assert len(got) == 4
+    assert study_analysis.progress(tmp_path / "nothing").empty
