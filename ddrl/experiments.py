@@ -297,7 +297,7 @@ def model_fingerprint(name: str) -> dict[str, str]:
     """What identifies a model's weights for the rollout cache: the sha256 of every weight file of a local
     directory (the testbed's ``build`` directory included), or the hub id itself for a remote model."""
     if name.startswith("testbed:"):
-        path = Path(testbed.build(name.split(":", 1)[1], progress=False))
+        path = Path(testbed.build(name.split(":", 1)[1], progress=True))
     else:
         path = Path(name)
     if not path.is_dir():

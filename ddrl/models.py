@@ -180,7 +180,7 @@ def resolve_model_source(name_or_path: str | os.PathLike) -> str:
         preset = PRESETS[name]
         if preset.hub_id is not None:
             return preset.hub_id
-        return str(testbed.build(progress=False))
+        return str(testbed.build(progress=True))
     return name
 
 

@@ -156,6 +156,22 @@ def test_progress_bars_go_to_the_progress_file(tmp_path, monkeypatch):
     assert progress.latest_bar(tmp_path / "missing.txt") is None
 
 
+def test_a_testbed_build_made_on_first_use_shows_its_bar(tmp_path, monkeypatch):
+    """The first notebook builds the default testbed (minutes) inside ``model_fingerprint``; its bar reaches the
+    runner's status line through the progress file. A build already made shows none."""
+    from ddrl import progress
+    from ddrl.experiments import model_fingerprint
+
+    path = tmp_path / "bars.txt"
+    monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv(progress.PROGRESS_FILE_ENV, str(path))
+    model_fingerprint("testbed:tiny")
+    assert progress.latest_bar(path).startswith("pretraining testbed: 100%"), path.read_text()[-300:]
+    size = path.stat().st_size
+    model_fingerprint("testbed:tiny")  # cached: no new bar
+    assert progress.latest_bar(path, since=size) is None
+
+
 def test_summary_table_lists_every_planned_notebook():
     table = reproduce.summary_table(
         ["01_a", "02_b", "03_c"], {"01_a": {"seconds": 12.3, "peak_rss_mib": 800}}, {"02_b": "ValueError after 4 s"})
