@@ -8,6 +8,7 @@ per-run CSVs into ``results/stage1.json`` and ``results/claims.json`` is :mod:`d
     python -m ddrl.study --analyse stage1        # variance components + seeds per regime -> results/stage1.json
     python -m ddrl.study --stage 2 [--budget-min N]                            # the rest, in the plan's priority order
     python -m ddrl.study --analyse claims        # every claim's estimate, interval, verdict -> results/claims.json
+    python -m ddrl.study --status                # CSVs written per stage and the measured worker time left
 
 Runs go through :func:`ddrl.parallel.run_pool` (one single-thread worker per core, one progress bar). A job is
 one regime x seed x the methods of one claim that share a run; it trains (or loads) the run through
@@ -43,7 +44,7 @@ from ddrl.regimes import Regime
 from ddrl.reporting import atomic_write_bytes, cached, content_key, grader_fingerprint, records_key
 from ddrl.runs import RunDir
 from ddrl.seeds import derive_seed
-from ddrl.study_analysis import analyse_claims, analyse_stage1
+from ddrl.study_analysis import analyse_claims, analyse_stage1, progress, run_minutes
 from ddrl.study_plan import (BASE, COR_4X, RESULTS, SCALES, STEP_COLUMNS, Job, Scale, check_weights, experiment,
                              load_regimes, stage1_jobs, stage2_jobs, wants_heldout)
 from ddrl.train import steps_per_episode, strip_truth
@@ -254,6 +255,40 @@ def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, re
 
 
 # ---------------------------------------------------------------------------------------------------------
+# Where the study stands (``--status``): written CSVs and the measured cost of what is left
+# ---------------------------------------------------------------------------------------------------------
+
+
+def status_text(out_dir: str | Path, regimes: dict[str, Regime], scale: Scale, stage1_file: Path, workers: int) -> str:
+    """Stage by stage: jobs written / planned and the worker time left, estimated from the measured minutes of
+    the written CSVs of the same regime and method (of the method in any regime when none; no estimate when
+    the method has never run). Reads file names and time columns only, never a score."""
+    from tabulate import tabulate
+
+    prog, mins = progress(out_dir), run_minutes(out_dir)
+    per_cell = mins.groupby(["regime", "method"])["minutes"].mean().to_dict()
+    per_method = mins.groupby("method")["minutes"].mean().to_dict()
+    lines = [tabulate(prog, headers="keys", tablefmt="github", showindex=False) if not prog.empty
+             else f"no CSV under {out_dir} yet"]
+    stages = [("stage 1", stage1_jobs(list(regimes), scale))]
+    if stage1_file.is_file():
+        stages.append(("stage 2", stage2_jobs(list(regimes), scale, json.loads(stage1_file.read_text())["seeds"])))
+    for name, jobs in stages:
+        todo = [(j.regime, m, j.seed) for j in jobs for m in j.methods
+                if m != BASE and not csv_path(out_dir, j.regime, m, j.seed).is_file()]
+        cells = sum(m != BASE for j in jobs for m in j.methods)
+        known = [per_cell.get((r, m), per_method.get(m)) for r, m, _ in todo]
+        left = sum(k for k in known if k is not None)
+        unknown = sum(k is None for k in known)
+        lines.append(f"{name}: {cells - len(todo)}/{cells} method x seed CSVs written; ~{left / 60:.1f} worker-hours "
+                     f"left (~{left / 60 / max(workers, 1):.1f} h on {workers} workers)"
+                     + (f", plus {unknown} runs of methods not yet measured" if unknown else ""))
+    if not stage1_file.is_file():
+        lines.append(f"stage 2: not planned yet ({stage1_file} is written by --analyse stage1 after stage 1)")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------------------
 # CLI
 # ---------------------------------------------------------------------------------------------------------
 
@@ -267,6 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.study", description=__doc__.split("\n\n")[0])
     what = ap.add_mutually_exclusive_group(required=True)
     what.add_argument("--stage", type=int, choices=(1, 2), help="run a stage's jobs (resumable)")
+    what.add_argument("--status", action="store_true", help="jobs written per stage and the measured time left")
     what.add_argument("--analyse", choices=("stage1", "claims"), help="stage1: variance components and seeds "
                       "(no means) -> stage1.json; claims: every claim -> claims.json")
     ap.add_argument("--scale", choices=sorted(SCALES), default="default")
@@ -282,6 +318,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     scale = SCALES[args.scale]
     regimes = load_regimes(scale=scale, names=args.regimes)
     stage1_file, claims_file = args.results / "stage1.json", args.results / "claims.json"
+    if args.status:
+        workers = args.workers or default_workers(99, str(resolve_device(scale.knobs.get("device", "auto"))))
+        print(status_text(args.out, regimes, scale, stage1_file, workers))
+        return 0
     if args.stage:
         try:
             check_weights(scale=scale)

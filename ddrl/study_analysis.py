@@ -58,6 +58,23 @@ def progress(out_dir: str | Path) -> pd.DataFrame:
             .agg(n_seeds="count", seeds=lambda s: ",".join(map(str, s))).reset_index())
 
 
+TIME_COLUMNS = ("rl_seconds", "cor_seconds", "eval_seconds")
+
+
+def run_minutes(out_dir: str | Path) -> pd.DataFrame:
+    """Measured worker minutes of every written method CSV (RL + COR + each split's evaluation), one row per
+    regime x method x seed; only the run-level time columns are read (never a score)."""
+    rows = []
+    for p in sorted(Path(out_dir).glob("*/*-seed*.csv")):
+        if p.name.endswith("-steps.csv"):
+            continue
+        t = pd.read_csv(p, usecols=["regime", "method", "seed", "split", *TIME_COLUMNS]).drop_duplicates("split")
+        rows.append({"regime": t.regime.iloc[0], "method": t.method.iloc[0], "seed": int(t.seed.iloc[0]),
+                     "minutes": float(t.rl_seconds.fillna(0).iloc[0] + t.cor_seconds.fillna(0).iloc[0]
+                                      + t.eval_seconds.fillna(0).sum()) / 60})
+    return pd.DataFrame(rows, columns=["regime", "method", "seed", "minutes"])
+
+
 def _matrix(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> pd.DataFrame | None:
     """The seeds x questions matrix of (a - b) pass@1 in points over the seeds both methods have; None if
     fewer than 2 such seeds."""

@@ -320,3 +320,23 @@ def test_progress_counts_written_csvs_from_their_names_only(tmp_path):
     assert got.loc[("amc_like", "base")].tolist() == [2, "0,1"]
     assert len(got) == 4
     assert study_analysis.progress(tmp_path / "nothing").empty
+
+
+def test_status_counts_written_jobs_and_prices_the_rest_from_measured_times(tmp_path):
+    """``--status``: stage 1's jobs written vs planned, and the time left from the written CSVs' own run-level
+    times (same regime and method; the method's mean elsewhere; unknown methods counted apart)."""
+    regs = study.load_regimes(names=["amc_like", "math500_like"])
+    for regime, method, seed, rl in (("amc_like", "ttrl", 0, 600.0), ("amc_like", "ttrl", 1, 840.0),
+                                     ("math500_like", "ttrl", 0, 300.0)):
+        rows = pd.DataFrame({"regime": regime, "method": method, "seed": seed, "split": ["adapted", "heldout"],
+                             "question": ["q0", "q1"], "pass@1": [0.5, 0.5], "eval_seconds": [30.0, 30.0],
+                             "rl_seconds": rl, "cor_seconds": 0.0})
+        path = study.csv_path(tmp_path, regime, method, seed)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        rows.to_csv(path, index=False)
+    text = study.status_text(tmp_path, regs, study.SCALES["default"], tmp_path / "stage1.json", workers=2)
+    assert "stage 1: 3/36 method x seed CSVs written" in text, text
+    # ttrl left: amc 4 seeds x 13 min (mean of 11 and 15) + math500 5 x 6 min = 82 min; ddrl and
+    # no_adaptation have never run: 12 + 12 runs not priced
+    assert "~1.4 worker-hours left (~0.7 h on 2 workers), plus 24 runs of methods not yet measured" in text, text
+    assert "stage 2: not planned yet" in text
