@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any, Callable, Sequence
 
 from ddrl.progress import tqdm
@@ -75,7 +75,7 @@ def run_pool(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int, desc: 
             futures = {pool.submit(fn, job): i for i, job in enumerate(jobs)}
             pending = set(futures)
             while pending:
-                done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)  # the bar counts each finished job
                 for f in done:
                     if f.exception() is not None:
                         for p in pending:

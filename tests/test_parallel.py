@@ -123,3 +123,27 @@ def test_a_killed_batch_resumes(serial, tmp_path, monkeypatch):
     again = experiment(runs, workers=2).grid(METHODS, SEEDS)
     assert {p: p.stat().st_mtime_ns for p in finished} == stamp, "a finished run was retrained"
     assert_same(again, serial)
+
+
+def test_the_pool_bar_counts_each_job_as_it_finishes(tmp_path, monkeypatch):
+    """The batch bar (read by `make reproduce`'s status line and visible in a study's log) moves when a job
+    finishes, not only when the whole batch has: with a quick and a slow job, it reads 1/2 while the slow
+    one still runs."""
+    import threading
+    import time
+
+    from ddrl import progress
+
+    path = tmp_path / "bars.txt"
+    monkeypatch.setenv(progress.PROGRESS_FILE_ENV, str(path))
+    batch = threading.Thread(target=run_pool, args=(time.sleep, [0.0, 12.0], 2), kwargs={"desc": "batch"})
+    batch.start()
+    seen, deadline = None, time.time() + 11
+    while time.time() < deadline and batch.is_alive():
+        seen = progress.latest_bar(path)
+        if seen and "1/2" in seen:
+            break
+        time.sleep(0.2)
+    alive = batch.is_alive()
+    batch.join()
+    assert alive and seen and seen.startswith("batch:  50% 1/2"), seen
