@@ -6,6 +6,11 @@ maj@64 and consensus (the majority answer's share of 64 samples at the RL rollou
 and pass@1 (16 samples, T = 0.6, top-p 0.95), per question and overall. Writes ``results/regimes_base.json``::
 
     OMP_NUM_THREADS=2 python bench/regimes.py            # ~2-4 min on 2 cores once the testbed is built
+
+Claim S1's weaker base (plan Sec. 2) is measured the same way on the AMC-like regime's questions, on the
+testbed preset ``weak`` (built on first use), into ``results/regimes_weak.json``; no selection is made::
+
+    OMP_NUM_THREADS=2 python bench/regimes.py --weak
 """
 
 from __future__ import annotations
@@ -34,7 +39,9 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=256, help="questions per candidate")
     ap.add_argument("--seed", type=int, default=0, help="sampling seed (questions: data seed 0)")
     ap.add_argument("--testbed", default="default")
-    ap.add_argument("--out", default=str(ROOT / "results" / "regimes_base.json"))
+    ap.add_argument("--out", default=None, help="default results/regimes_base.json (--weak: results/regimes_weak.json)")
+    ap.add_argument("--weak", action="store_true", help="claim S1: the weaker base build on the AMC-like regime of "
+                    "results/regimes_base.json (its operations and adapted questions)")
     ap.add_argument("--merge", nargs="+", default=None, metavar="JSON",
                     help="measure nothing: merge the candidates of earlier outputs, then select")
     args = ap.parse_args()
@@ -43,12 +50,21 @@ def main() -> None:
 
     from ddrl.experiments import model_fingerprint
     from ddrl.evaluate import evaluate
-    from ddrl.regimes import CANDIDATE_OPS, MAX_NEW_TOKENS, candidate_records, make_regimes, select_regimes
+    from ddrl.regimes import (CANDIDATE_OPS, MAX_NEW_TOKENS, WEAK_TESTBED, Regime, candidate_records, make_regimes,
+                              select_regimes, weak_base_regime)
     from ddrl.seeds import derive_seed
     from ddrl.models import load_model
     from ddrl.config import resolve_cue
 
     name = f"testbed:{args.testbed}"
+    out_path = args.out or str(ROOT / "results" / ("regimes_weak.json" if args.weak else "regimes_base.json"))
+    amc = None
+    if args.weak:  # the AMC-like regime as registered, measured on the weaker build
+        reg = next(r for r in json.loads((ROOT / "results" / "regimes_base.json").read_text())["regimes"]
+                   if r["name"] == "amc_like")
+        amc = Regime(**{k: reg[k] for k in ("name", "stands_for", "num_ops", "n_adapted", "n_heldout", "episodes",
+                                            "lr", "overrides")})
+        name, args.ops, args.n = WEAK_TESTBED, [amc.num_ops], amc.n_adapted
     out = []
     if args.merge:
         parts = [json.loads(Path(p).read_text()) for p in args.merge]
@@ -81,8 +97,8 @@ def main() -> None:
         print(f"{k} ops: maj@64 {row['maj@64']:.3f}  pass@1 {row['pass@1']:.3f}  consensus {row['mean_consensus']:.3f}"
               f"  ({row['seconds']:.0f} s)", flush=True)
     try:
-        selected = select_regimes(out)
-        regimes = [r.to_dict() for r in make_regimes(selected)]
+        selected = {amc.name: amc.num_ops} if amc else select_regimes(out)
+        regimes = [weak_base_regime(amc).to_dict()] if amc else [r.to_dict() for r in make_regimes(selected)]
         for r in regimes:  # the base properties on exactly the questions each regime adapts on
             row = next(b for b in out if b["num_ops"] == r["num_ops"])
             n = r["n_adapted"]
@@ -96,12 +112,13 @@ def main() -> None:
     except ValueError as e:
         selected, regimes = {"error": str(e)}, []
     result = {"model": name, "weights": model_fingerprint(name), "sampling_seed": args.seed, "data_seed": 0,
-              "rule": "ddrl.regimes.select_regimes (AIME-like: fewest ops with maj@64 <= 0.35; MATH-500-like: "
+              "rule": "claim S1: the AMC-like regime on the weaker base build (no selection)" if amc else
+                      "ddrl.regimes.select_regimes (AIME-like: fewest ops with maj@64 <= 0.35; MATH-500-like: "
                       "most ops with maj@64 >= 0.70; AMC-like: between them, maj@64 closest to 0.5)",
               "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"), "candidates": out, "selected": selected,
               "regimes": regimes}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+    Path(out_path).parent.mkdir(parents=True, exist_ok=True)
+    Path(out_path).write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(selected))
     for r in regimes:
         print(f"  {r['name']:<20} {r['num_ops']} ops, {r['n_adapted']} questions, {r['episodes']} episodes, "

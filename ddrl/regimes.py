@@ -20,7 +20,7 @@ learning rate 5e-7 for the Qwen models. The rule (stated before measuring, in ``
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Sequence
 
 from ddrl.testbed.task import SplitSpec, generate_records
@@ -32,6 +32,9 @@ MAX_NEW_TOKENS = 96
 AIME_MAJ_MAX = 0.35
 MATH_MAJ_MIN = 0.70
 MATH_MIN_QUESTIONS = 256
+#: Claim S1's regime: the AMC-like regime on the weaker base build (testbed preset ``weak``).
+WEAK_REGIME = "amc_like_weak_base"
+WEAK_TESTBED = "testbed:weak"
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,14 @@ def select_regimes(base: Sequence[dict]) -> dict[str, int]:
         raise ValueError(f"no candidate lies between MATH-500-like ({m} ops) and AIME-like ({a} ops) for AMC-like")
     amc = min(middle, key=lambda k: (abs(by_ops[k]["maj@64"] - 0.5), k))
     return {"aime_like": a, "amc_like": amc, "math500_like": m}
+
+
+def weak_base_regime(amc: Regime) -> Regime:
+    """Claim S1's regime (plan Sec. 2): the AMC-like questions, sizes and schedule, adapted from the weaker
+    base build instead of the default one; its base properties are measured on that build
+    (``bench/regimes.py --weak``) before any of its method runs."""
+    return replace(amc, name=WEAK_REGIME, stands_for="AMC with a weaker base model (claim S1)",
+                   overrides={**amc.overrides, "model": WEAK_TESTBED})
 
 
 def make_regimes(selected: dict[str, int], default_lr: float = 3e-5) -> list[Regime]:

@@ -33,6 +33,7 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
+from tabulate import tabulate
 
 from ddrl.analysis import answer_groups, group_advantages
 from ddrl.config import resolve_cue
@@ -263,8 +264,6 @@ def status_text(out_dir: str | Path, regimes: dict[str, Regime], scale: Scale, s
     """Stage by stage: jobs written / planned and the worker time left, estimated from the measured minutes of
     the written CSVs of the same regime and method (of the method in any regime when none; no estimate when
     the method has never run). Reads file names and time columns only, never a score."""
-    from tabulate import tabulate
-
     prog, mins = progress(out_dir), run_minutes(out_dir)
     per_cell = mins.groupby(["regime", "method"])["minutes"].mean().to_dict()
     per_method = mins.groupby("method")["minutes"].mean().to_dict()

@@ -14,7 +14,7 @@ import pandas as pd
 from ddrl.analysis import in_band, scale_bands
 from ddrl.claims import CLAIMS, entry, validate
 from ddrl.evaluate import mean_ci
-from ddrl.regimes import Regime
+from ddrl.regimes import WEAK_REGIME, Regime
 from ddrl.seeds import derive_seed
 from ddrl.stats import (choose_design, eval_noise_variance, hierarchical_bootstrap, paired_differences, power_table,
                         predicted_half_width, variance_components)
@@ -84,6 +84,20 @@ def _matrix(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> pd.Dat
     if len(common) < 2:
         return None
     return 100 * paired_differences(sub[sub.seed.isin(common)], a, b, value="pass@1")
+
+
+def s1_matrix(df: pd.DataFrame, regime: str) -> pd.DataFrame | None:
+    """Claim S1 (plan Sec. 4): the seeds x questions matrix of (DDRL - TTRL) on the default base minus the same
+    on the weaker base (:data:`~ddrl.regimes.WEAK_REGIME`: same questions and seed ids, independent runs), in
+    points, over the seeds and questions both have; None with fewer than 2 such seeds."""
+    strong, weak = _matrix(df, regime, "ddrl", "ttrl", "adapted"), _matrix(df, WEAK_REGIME, "ddrl", "ttrl", "adapted")
+    if strong is None or weak is None:
+        return None
+    seeds = [s for s in strong.index if s in set(weak.index)]
+    qs = [q for q in strong.columns if q in set(weak.columns)]
+    if len(seeds) < 2 or not qs:
+        return None
+    return strong.loc[seeds, qs] - weak.loc[seeds, qs]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -221,16 +235,21 @@ def analyse_claims(out_dir: str | Path, regimes: dict[str, Regime], n_boot: int 
             if r not in regimes:
                 missing.append(f"{c.id} {r}: regime not in this study")
                 continue
-            e = None
+            e, d = None, None
             if c.id in PAIRED:
                 a, b, split = PAIRED[c.id]
                 d = _matrix(df, r, a, b, split)
-                if d is not None:
-                    iv = hierarchical_bootstrap(d.to_numpy(), np.random.default_rng(derive_seed(0, "claims", c.id, r)),
-                                                n_boot)
-                    e = entry(c.id, r, iv.estimate, iv.ci_low, iv.ci_high, iv.n_seeds, iv.n_questions)
+            elif c.id == "S1":
+                if WEAK_REGIME not in regimes:
+                    missing.append(f"S1 {r}: the weaker base is not built and measured (bench/regimes.py --weak)")
+                    continue
+                d = s1_matrix(df, r)
             elif c.id in ("D1", "D2", "C2"):
                 e = _run_level_claim(c.id, r, steps, cor, regimes[r])
+            if d is not None:  # a seeds x questions matrix of differences (points)
+                iv = hierarchical_bootstrap(d.to_numpy(), np.random.default_rng(derive_seed(0, "claims", c.id, r)),
+                                            n_boot)
+                e = entry(c.id, r, iv.estimate, iv.ci_low, iv.ci_high, iv.n_seeds, iv.n_questions)
             if e is None:
                 missing.append(f"{c.id} {r}: fewer than 2 seeds with the runs it needs")
                 continue

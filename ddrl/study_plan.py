@@ -5,8 +5,9 @@ Readings of the plan (written down here, chosen from the text, never from method
 
 - **Regimes**: ``results/regimes_base.json`` ``regimes`` (:class:`ddrl.regimes.Regime`: operations, adapted and
   held-out counts, episodes, lr; max_new_tokens 96 and every other TrainConfig field at its default, Sec. 2).
-  The weaker-base regime of S1 needs a second testbed build that does not exist yet (plan Sec. 8): S1 has no
-  jobs and no entry in ``claims.json`` until it is built and measured.
+  The weaker-base regime of S1 (``amc_like_weak_base``: the AMC-like regime on the testbed preset ``weak``) is
+  read from ``results/regimes_weak.json`` (``bench/regimes.py --weak``) when that file exists; until it is
+  built and measured, S1 has no jobs and no entry in ``claims.json``. It uses the AMC-like seed count.
 - **Stage 1** (Sec. 6.1): seeds 0-5 of no adaptation, TTRL and DDRL in the three regimes. These three are also
   H1's methods, so their runs are evaluated on the held-out questions too (one model load per run).
   Only the DDRL run's final weights (= DDRL) are evaluated; its RL-only weights (BCS+DAE) in stage 2 (A2).
@@ -17,7 +18,7 @@ Readings of the plan (written down here, chosen from the text, never from method
   AMC-like count (same questions).
 - **Stage 2** (Sec. 6.2): phase (a) the remaining methods on the stage-1 seeds, phase (b) more seeds up to the
   stage-1 count; in each phase claim by claim in the order M1 > M2 > A1 > A2 > A3 > C1 > T1 > H1 > lr/10 (M1 at
-  lr/10) and, within a claim, round-robin over its regimes one seed at a time. R1 (COR keeping 4x rollouts,
+  lr/10) > S1 (TTRL and DDRL on the weaker base) and, within a claim, round-robin over its regimes one seed at a time. R1 (COR keeping 4x rollouts,
   from the DDRL run's RL-only weights, not in the priority list; "needs no extra seeds") closes phase (a) and
   runs on the stage-1 seeds only. The base-model claims (F1-F3, G1; "need no extra seeds") follow R1: N = 64
   rollouts per question at the RL rollout temperature (T = 1.0, top-p 1) on each of the three regimes'
@@ -44,7 +45,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ddrl.experiments import Experiment, model_fingerprint
-from ddrl.regimes import Regime
+from ddrl.regimes import WEAK_REGIME, Regime
 from ddrl.reporting import REPO
 from ddrl.testbed.pretrain import META_FILE, cache_root, get_config
 
@@ -66,7 +67,10 @@ PRIORITY: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("T1", ("grpo_no_std",), ("aime_like", "math500_like")),
     ("H1", ("no_adaptation",), THREE),
     ("lr/10", ("ttrl", "ddrl"), (SMALL_LR,)),
+    ("S1", ("ttrl", "ddrl"), (WEAK_REGIME,)),
 )
+#: Regimes on the AMC-like questions, which take the AMC-like seed count.
+AMC_SEEDED = (SMALL_LR, WEAK_REGIME)
 #: pass@1 claims: id -> (method a, method b, split); the effect is a - b per seed and question, in points.
 PAIRED: dict[str, tuple[str, str, str]] = {
     "M1": ("ddrl", "ttrl", "adapted"), "M2": ("ddrl", "etmr", "adapted"), "A1": ("bcs", "ttrl", "adapted"),
@@ -118,15 +122,18 @@ SCALES = {
 
 def load_regimes(path: str | Path = RESULTS / "regimes_base.json", scale: Scale = SCALES["default"],
                  names: Sequence[str] | None = None) -> dict[str, Regime]:
-    """The study's regimes from the committed base measurements (plan Sec. 2), resized for ``scale``."""
+    """The study's regimes from the committed base measurements (plan Sec. 2), resized for ``scale``; S1's
+    weaker-base regime too when ``regimes_weak.json`` lies beside ``path``."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: the regimes' base measurements (bench/regimes.py writes them) are missing")
     data = json.loads(path.read_text())
     if "regimes" not in data:
         raise ValueError(f"{path}: no 'regimes' list (expected the output of bench/regimes.py --merge)")
+    weak = weak_path(path)
+    listed = data["regimes"] + (json.loads(weak.read_text()).get("regimes", []) if weak.is_file() else [])
     out = {}
-    for r in data["regimes"]:
+    for r in listed:
         reg = Regime(**{k: r[k] for k in ("name", "stands_for", "num_ops", "n_adapted", "n_heldout", "episodes", "lr",
                                           "overrides")})
         if scale.n_adapted is not None:
@@ -140,13 +147,25 @@ def load_regimes(path: str | Path = RESULTS / "regimes_base.json", scale: Scale 
     return out
 
 
+def weak_path(path: str | Path) -> Path:
+    """Where S1's weaker-base measurements lie: ``regimes_weak.json`` beside ``regimes_base.json``."""
+    return Path(path).with_name("regimes_weak.json")
+
+
 def check_weights(path: str | Path = RESULTS / "regimes_base.json", scale: Scale = SCALES["default"]) -> None:
-    """The regimes were measured on one build of the base model (``weights`` in ``regimes_base.json``); a study
-    on other weights would not be the registered one. Raises ``ValueError`` naming both hashes (a rebuilt
-    testbed differs bitwise: 1 vs 2 threads). Scales with their own ``model`` knob (smoke) are not checked."""
+    """The regimes were measured on one build of the base model (``weights`` in ``regimes_base.json``; S1's
+    weaker base in ``regimes_weak.json``, when present); a study on other weights would not be the registered
+    one. Raises ``ValueError`` naming both hashes (a rebuilt testbed differs bitwise: 1 vs 2 threads). Scales
+    with their own ``model`` knob (smoke) are not checked."""
 
     if "model" in scale.knobs:
         return
+    for p in (Path(path), weak_path(path)):
+        if p == Path(path) or p.is_file():
+            _check_build(p)
+
+
+def _check_build(path: Path) -> None:
     measured = json.loads(Path(path).read_text()).get("weights", {})
     name = measured.get("model", "testbed:default")
     if name.startswith("testbed:"):  # never build a testbed here: a fresh build differs from the measured one
@@ -218,7 +237,7 @@ def stage2_jobs(regimes: Sequence[str], scale: Scale, seeds: dict[str, int]) -> 
     n1 = scale.stage1_seeds
 
     def n_seeds(r: str) -> int:
-        n = seeds.get(r, seeds.get("amc_like") if r == SMALL_LR else None)
+        n = seeds.get(r, seeds.get("amc_like") if r in AMC_SEEDED else None)
         if n is None:
             raise ValueError(f"stage 2: no seed count for regime {r!r} (results/stage1.json has {sorted(seeds)})")
         return min(int(n), scale.max_seeds)

@@ -251,6 +251,13 @@ def test_the_study_refuses_other_base_weights_than_the_measured_ones(tmp_path, m
     with pytest.raises(ValueError, match="measured on other base weights"):
         study.check_weights()
     study.check_weights(scale=SMOKE)  # the smoke scale names its own model
+    # S1's weaker base, once measured, is checked the same way: not built here -> refused, naming it
+    monkeypatch.setattr(study_plan, "model_fingerprint", lambda name: {**base["weights"]})
+    (tmp_path / "regimes_base.json").write_text(json.dumps(base))
+    (tmp_path / "regimes_weak.json").write_text(json.dumps({"weights": {"model": "testbed:weak", "model.safetensors": "x"},
+                                                            "regimes": []}))
+    with pytest.raises(ValueError, match="testbed:weak is not built"):
+        study.check_weights(tmp_path / "regimes_base.json")
 
 
 def test_notebook_06_renders_the_committed_results(tmp_path):
@@ -340,3 +347,49 @@ def test_status_counts_written_jobs_and_prices_the_rest_from_measured_times(tmp_
     # no_adaptation have never run: 12 + 12 runs not priced
     assert "~1.4 worker-hours left (~0.7 h on 2 workers), plus 24 runs of methods not yet measured" in text, text
     assert "stage 2: not planned yet" in text
+
+
+def test_s1_weaker_base_regime_jobs_and_difference_of_differences(tmp_path):
+    """S1 (plan Sec. 2, 4): the weaker base is the default build stopped at dev pass@1 0.30; its regime is the
+    AMC-like one on that build, read from regimes_weak.json beside regimes_base.json; its TTRL and DDRL runs
+    come last in each phase with the AMC-like seed count; the effect is (DDRL - TTRL) on the default base minus
+    the same on the weaker base, per seed and question."""
+    import dataclasses
+
+    from ddrl.regimes import WEAK_REGIME, weak_base_regime
+    from ddrl.testbed.config import PRESETS
+
+    d, w = PRESETS["default"], PRESETS["weak"]
+    assert {f.name for f in dataclasses.fields(d) if getattr(d, f.name) != getattr(w, f.name)} == {"target_dev_pass1"}
+    assert w.target_dev_pass1 == 0.30 and w.config_hash() != d.config_hash()
+
+    committed = study_plan.RESULTS / "regimes_base.json"
+    (tmp_path / "regimes_base.json").write_text(committed.read_text())
+    assert WEAK_REGIME not in study.load_regimes(tmp_path / "regimes_base.json")  # not measured: no S1 regime
+    amc = study.load_regimes(names=["amc_like"])["amc_like"]
+    weak = {**weak_base_regime(amc).to_dict(), "base": {"n_questions": amc.n_adapted}}
+    (tmp_path / "regimes_weak.json").write_text(json.dumps({"model": "testbed:weak", "regimes": [weak]}))
+    regs = study.load_regimes(tmp_path / "regimes_base.json")
+    assert regs[WEAK_REGIME].records() == amc.records()  # the same questions
+    assert experiment_model(regs[WEAK_REGIME]) == "testbed:weak" and experiment_model(amc) == "testbed:default"
+
+    jobs = study.stage2_jobs(list(regs), study.SCALES["default"], {"aime_like": 7, "amc_like": 8, "math500_like": 6})
+    s1 = [(j.seed, j.methods) for j in jobs if j.regime == WEAK_REGIME]
+    assert {j.label for j in jobs if j.regime == WEAK_REGIME} == {"S1"}
+    assert sorted(s for s, _ in s1) == list(range(8)) and all(m == ("ttrl", "ddrl") for _, m in s1)
+    phase_a = [j.label for j in jobs if j.seed < 6]
+    assert phase_a.index("S1") > max(i for i, lab in enumerate(phase_a) if lab == "lr/10")
+
+    synthetic(tmp_path / "runs", {"ttrl": 0.0, "ddrl": 0.15}, regime="amc_like")
+    synthetic(tmp_path / "runs", {"ttrl": 0.0, "ddrl": 0.05}, regime=WEAK_REGIME, rng_seed=1)
+    df = study_analysis.load_questions(tmp_path / "runs")
+    direct = study_analysis.s1_matrix(df, "amc_like").to_numpy().mean()
+    entries, missing = study.analyse_claims(tmp_path / "runs", regs, n_boot=400)
+    s1e = next(e for e in entries if e["id"] == "S1")
+    assert s1e["regime"] == "amc_like" and s1e["estimate"] == pytest.approx(direct) and 5 < direct < 15
+    _, missing = study.analyse_claims(tmp_path / "runs", {"amc_like": amc}, n_boot=100)
+    assert any(m.startswith("S1 amc_like: the weaker base is not built") for m in missing)
+
+
+def experiment_model(regime) -> str:
+    return study_plan.experiment(regime, study.SCALES["default"], False).config("ttrl", 0).model
