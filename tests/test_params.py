@@ -46,7 +46,7 @@ def test_yaml_strings_are_coerced_to_the_declared_float(declared03):
     ("progress", "maybe", "true or false"),
     ("device", "gpu", '"cuda"'),
     ("data_dir", "/no/such/dir", "an existing directory"),
-    ("testbed_preset", "huge", "['default', 'tiny']"),
+    ("testbed_preset", "huge", "['default', 'tiny', 'weak']"),
     ("paper_settings", "qwen", "ddrl.models presets"),
 ])
 def test_bad_values_name_the_parameter_the_value_and_what_is_expected(declared03, name, value, expected):
