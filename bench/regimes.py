@@ -50,8 +50,9 @@ def main() -> None:
 
     from ddrl.experiments import model_fingerprint
     from ddrl.evaluate import evaluate
-    from ddrl.regimes import (CANDIDATE_OPS, MAX_NEW_TOKENS, WEAK_TESTBED, Regime, candidate_records, make_regimes,
+    from ddrl.regimes import (CANDIDATE_OPS, MAX_NEW_TOKENS, WEAK_TESTBED, candidate_records, make_regimes,
                               select_regimes, weak_base_regime)
+    from ddrl.study_plan import load_regimes
     from ddrl.seeds import derive_seed
     from ddrl.models import load_model
     from ddrl.config import resolve_cue
@@ -60,10 +61,7 @@ def main() -> None:
     out_path = args.out or str(ROOT / "results" / ("regimes_weak.json" if args.weak else "regimes_base.json"))
     amc = None
     if args.weak:  # the AMC-like regime as registered, measured on the weaker build
-        reg = next(r for r in json.loads((ROOT / "results" / "regimes_base.json").read_text())["regimes"]
-                   if r["name"] == "amc_like")
-        amc = Regime(**{k: reg[k] for k in ("name", "stands_for", "num_ops", "n_adapted", "n_heldout", "episodes",
-                                            "lr", "overrides")})
+        amc = load_regimes(ROOT / "results" / "regimes_base.json", names=["amc_like"])["amc_like"]
         name, args.ops, args.n = WEAK_TESTBED, [amc.num_ops], amc.n_adapted
     out = []
     if args.merge:

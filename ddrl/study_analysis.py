@@ -25,9 +25,15 @@ from ddrl.study_plan import BANDS_64, BASE, PAIRED, QUESTION_COLUMNS, STAGE1_COM
 # ---------------------------------------------------------------------------------------------------------
 
 
+def method_csvs(out_dir: str | Path) -> list[Path]:
+    """Every method CSV under ``out_dir`` (``<regime>/<method>-seedNN.csv``, :func:`ddrl.study.csv_path`), sorted;
+    not the per-step ones nor the base model's (``base/<regime>/``)."""
+    return sorted(p for p in Path(out_dir).glob("*/*-seed*.csv") if not p.name.endswith("-steps.csv"))
+
+
 def load_questions(out_dir: str | Path) -> pd.DataFrame:
     """Every method CSV under ``out_dir`` as one long table (regime, method, seed, split, question, pass@1, ...)."""
-    files = sorted(p for p in Path(out_dir).glob("*/*.csv") if not p.name.endswith("-steps.csv"))
+    files = method_csvs(out_dir)
     if not files:
         return pd.DataFrame(columns=list(QUESTION_COLUMNS))
     return pd.concat([pd.read_csv(p, dtype={"question": str}) for p in files], ignore_index=True)
@@ -44,13 +50,11 @@ def progress(out_dir: str | Path) -> pd.DataFrame:
     """How far the study has got, from the file names alone (no result is read): one row per regime x method
     with the seeds whose CSV is written (the base model's rollouts as method ``base``)."""
     rows = []
-    for p in sorted(Path(out_dir).glob("*/*-seed*.csv")):
-        if p.name.endswith("-steps.csv"):
-            continue
+    for p in method_csvs(out_dir):
         method, seed = p.stem.rsplit("-seed", 1)
         rows.append({"regime": p.parent.name, "method": method, "seed": int(seed)})
-    for p in sorted((Path(out_dir) / BASE).glob("*/seed*-groups.csv")):
-        rows.append({"regime": p.parent.name, "method": BASE, "seed": int(p.name[4:6])})
+    for p in sorted((Path(out_dir) / BASE).glob("*/seed*-groups.csv")):  # seedNN-groups.csv (study.base_paths)
+        rows.append({"regime": p.parent.name, "method": BASE, "seed": int(p.name.removeprefix("seed").split("-")[0])})
     if not rows:
         return pd.DataFrame(columns=["regime", "method", "n_seeds", "seeds"])
     df = pd.DataFrame(rows).sort_values(["regime", "method", "seed"])
@@ -65,9 +69,7 @@ def run_minutes(out_dir: str | Path) -> pd.DataFrame:
     """Measured worker minutes of every written method CSV (RL + COR + each split's evaluation), one row per
     regime x method x seed; only the run-level time columns are read (never a score)."""
     rows = []
-    for p in sorted(Path(out_dir).glob("*/*-seed*.csv")):
-        if p.name.endswith("-steps.csv"):
-            continue
+    for p in method_csvs(out_dir):
         t = pd.read_csv(p, usecols=["regime", "method", "seed", "split", *TIME_COLUMNS]).drop_duplicates("split")
         rows.append({"regime": t.regime.iloc[0], "method": t.method.iloc[0], "seed": int(t.seed.iloc[0]),
                      "minutes": float(t.rl_seconds.fillna(0).iloc[0] + t.cor_seconds.fillna(0).iloc[0]

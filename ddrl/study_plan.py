@@ -18,9 +18,9 @@ Readings of the plan (written down here, chosen from the text, never from method
   AMC-like count (same questions).
 - **Stage 2** (Sec. 6.2): phase (a) the remaining methods on the stage-1 seeds, phase (b) more seeds up to the
   stage-1 count; in each phase claim by claim in the order M1 > M2 > A1 > A2 > A3 > C1 > T1 > H1 > lr/10 (M1 at
-  lr/10) > S1 (TTRL and DDRL on the weaker base) and, within a claim, round-robin over its regimes one seed at a time. R1 (COR keeping 4x rollouts,
-  from the DDRL run's RL-only weights, not in the priority list; "needs no extra seeds") closes phase (a) and
-  runs on the stage-1 seeds only. The base-model claims (F1-F3, G1; "need no extra seeds") follow R1: N = 64
+  lr/10) > S1 (TTRL and DDRL on the weaker base) and, within a claim, round-robin over its regimes one seed at
+  a time. R1 (COR keeping 4x rollouts, from the DDRL run's RL-only weights, not in the priority list; "needs
+  no extra seeds") closes phase (a) and runs on the stage-1 seeds only. The base-model claims (F1-F3, G1; "need no extra seeds") follow R1: N = 64
   rollouts per question at the RL rollout temperature (T = 1.0, top-p 1) on each of the three regimes'
   adapted questions (448 together), sampling seeds 0 and 1 (the fewest the bootstrap takes; the plan names no
   count), cached with notebooks 01-02's rollouts (:func:`ddrl.experiments.cached_rollouts`).
@@ -160,9 +160,9 @@ def check_weights(path: str | Path = RESULTS / "regimes_base.json", scale: Scale
 
     if "model" in scale.knobs:
         return
-    for p in (Path(path), weak_path(path)):
-        if p == Path(path) or p.is_file():
-            _check_build(p)
+    _check_build(Path(path))
+    if weak_path(path).is_file():
+        _check_build(weak_path(path))
 
 
 def _check_build(path: Path) -> None:
