@@ -19,8 +19,10 @@ Readings of the plan (written down here, chosen from the text, never from method
 - **Stage 2** (Sec. 6.2): phase (a) the remaining methods on the stage-1 seeds, phase (b) more seeds up to the
   stage-1 count; in each phase claim by claim in the order M1 > M2 > A1 > A2 > A3 > C1 > T1 > H1 > lr/10 (M1 at
   lr/10) > S1 (TTRL and DDRL on the weaker base) and, within a claim, round-robin over its regimes one seed at
-  a time. R1 (COR keeping 4x rollouts, from the DDRL run's RL-only weights, not in the priority list; "needs
-  no extra seeds") closes phase (a) and runs on the stage-1 seeds only. The base-model claims (F1-F3, G1; "need no extra seeds") follow R1: N = 64
+  a time. Phase (a) opens (plan Amendment 3, a cost order fixed before any stage-2 run) with the jobs that
+  train nothing new, on the stage-1 seeds: BCS+DAE (the DDRL runs' RL-only weights: A3 within-run, A2's first
+  half), then R1 (COR keeping 4x rollouts from those weights; "needs no extra seeds", stage-1 seeds only), then
+  the base-model claims (F1-F3, G1; "need no extra seeds"): N = 64
   rollouts per question at the RL rollout temperature (T = 1.0, top-p 1) on each of the three regimes'
   adapted questions (448 together), sampling seeds 0 and 1 (the fewest the bootstrap takes; the plan names no
   count), cached with notebooks 01-02's rollouts (:func:`ddrl.experiments.cached_rollouts`).
@@ -84,6 +86,9 @@ STEP_COLUMNS = ("step", "episode", "lr", "adv/mean", "label/majority_ratio", "gt
 QUESTION_COLUMNS = ("regime", "method", "seed", "split", "question", "pass@1")
 BASE = "base"  # F1-F3, G1: the base model's rollouts on each regime's adapted questions
 BASE_SEEDS = 2  # sampling seeds of the base rollouts (the fewest the seeds x questions bootstrap takes)
+#: Stage 2 phase (a) opens with the jobs that need no new RL run (plan Amendment 3): (claim, method, seeds).
+#: BCS+DAE is the DDRL run's RL-only weights (A3 within-run), COR 4x refines them (R1), base rollouts (F, G).
+DERIVED_FIRST = (("A3", "bcs_dae", None), ("R1", COR_4X, None), ("F/G", BASE, BASE_SEEDS))  # None: all stage-1 seeds
 #: F1-F3's answer-count bands at N = 64 (Sec. 2.2: <= 5 mostly wrong, >= 45 mostly right, the middle between)
 BANDS_64 = ((1, 5), (6, 44), (45, 64))
 
@@ -243,19 +248,16 @@ def stage2_jobs(regimes: Sequence[str], scale: Scale, seeds: dict[str, int]) -> 
         return min(int(n), scale.max_seeds)
 
     for lo, hi in ((0, lambda r: n1), (n1, n_seeds)):
+        if lo == 0:  # plan Amendment 3: what reuses the stage-1 runs (no new RL run) comes first
+            for label, method, n in DERIVED_FIRST:
+                for seed in range(n1 if n is None else min(n, n1)):
+                    for r in THREE:
+                        if r in regimes:
+                            _add(jobs, seen, r, seed, (method,), label)
         for label, methods, where in PRIORITY:
             rs = [r for r in where if r in regimes]
             for seed in range(lo, max([hi(r) for r in rs], default=0)):
                 for r in rs:
                     if seed < hi(r):
                         _add(jobs, seen, r, seed, methods, label)
-        if lo == 0:
-            for seed in range(n1):
-                for r in THREE:
-                    if r in regimes:
-                        _add(jobs, seen, r, seed, (COR_4X,), "R1")
-            for seed in range(min(BASE_SEEDS, scale.stage1_seeds)):
-                for r in THREE:
-                    if r in regimes:
-                        _add(jobs, seen, r, seed, (BASE,), "F/G")
     return jobs

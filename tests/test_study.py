@@ -44,9 +44,11 @@ def test_stage2_jobs_priority_seeds_and_no_repeats():
     assert len(cells) == len(set(cells)) and not set(cells) & s1
     # phase (a) first: the stage-1 seeds get every method before any seed >= 6
     first_new_seed = next(i for i, j in enumerate(jobs) if j.seed >= 6)
-    assert all(j.seed < 6 for j in jobs[:first_new_seed]) and jobs[0].label == "M2"
+    assert all(j.seed < 6 for j in jobs[:first_new_seed])
     labels_a = [j.label for j in jobs[:first_new_seed]]
-    assert labels_a == sorted(labels_a, key=["M2", "A1", "A2", "C1", "T1", "lr/10", "R1", "F/G"].index)
+    # Amendment 3: the jobs that train nothing new (BCS+DAE = DDRL's RL-only weights, COR 4x, base rollouts) first
+    assert labels_a == sorted(labels_a, key=["A3", "R1", "F/G", "M2", "A1", "C1", "T1", "lr/10"].index)
+    assert [j.methods for j in jobs[:18]] == [("bcs_dae",)] * 18 and "A2" not in labels_a
     assert {(j.regime, j.seed) for j in jobs if j.methods == (study.BASE,)} == {(r, s) for r in study_plan.THREE for s in (0, 1)}
     assert {m for r, s, m in cells if r == "amc_like_small_lr"} == {"ttrl", "ddrl"}  # M1 at lr/10 only
     assert {r for r, s, m in cells if m == "grpo_no_std"} == {"aime_like", "math500_like"}  # T1's regimes
