@@ -181,8 +181,8 @@ if stage1 is not None:
 if results is None:
     msg = (f"**No scorecard yet**: `{D / claims_file}` does not exist. The plan is committed (`results/plan.md`); "
            + ("no run of the study is written yet." if prog.empty else
-              f"{int(prog.n_seeds.sum())} method x seed CSVs are written (table above); the claims are computed "
-              "once the study is complete, never from a partial one."))
+              f"{int(prog.n_seeds.sum())} method x seed CSVs are written (table above); the scorecard is computed "
+              "when the budget is spent (plan Sec. 6.3 and Amendment 4), from every CSV written by then."))
     scorecard = None
 else:
     scorecard = C.scorecard(results)
