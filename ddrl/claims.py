@@ -27,6 +27,7 @@ import pandas as pd
 import seaborn as sns
 
 from ddrl.paper import value
+from ddrl.reporting import save_figure
 from ddrl.stats import NO_EFFECT_MARGIN, VERDICTS, verdict
 
 FIELDS = ("id", "claim", "regime", "metric", "paper", "estimate", "ci_low", "ci_high", "n_seeds", "n_questions",
@@ -199,31 +200,44 @@ VERDICT_COLORS = {"reproduced": "#2ca02c", "contradicted": "#d62728", "no effect
                   "not resolved": "#7f7f7f"}
 
 
+def unit(metric: str) -> str:
+    """The units of a claim's metric: the text in its last brackets (``"pass@1 DDRL - TTRL [points]"`` ->
+    ``"points"``)."""
+    return metric[metric.rindex("[") + 1:metric.rindex("]")] if "[" in metric else "points"
+
+
 def scorecard_figure(entries: Sequence[dict]):
-    """Forest plot: each claim x regime's estimate and 95% interval coloured by verdict, the paper's number
-    as a hollow diamond, the +-1 point no-effect band shaded. Returns the matplotlib figure."""
+    """Forest plot, one panel per unit (points first): each claim x regime's estimate and 95% interval coloured
+    by verdict, the paper's number as a hollow diamond, the +-1 no-effect band shaded in the points panel.
+    Returns the matplotlib figure."""
 
     df = pd.DataFrame(validate(list(entries)))
     df["label"] = df.id + "  " + df.regime
-    n = len(df)
-    fig, ax = plt.subplots(figsize=(7.5, 0.38 * n + 1.4))
-    y = np.arange(n)[::-1]
-    ax.axvspan(-NO_EFFECT_MARGIN, NO_EFFECT_MARGIN, color="#dddddd", zorder=0, label="no-effect band (+-1)")
-    ax.axvline(0, color="black", lw=0.8)
-    for yi, (_, r) in zip(y, df.iterrows()):
-        col = VERDICT_COLORS[r.verdict]
-        ax.plot([r.ci_low, r.ci_high], [yi, yi], color=col, lw=2.2)
-        ax.plot(r.estimate, yi, "o", color=col)
-        if r.paper is not None and not pd.isna(r.paper):
-            ax.plot(r.paper, yi, "D", mfc="none", mec="black", ms=6)
-    ax.set_yticks(y, df.label)
-    ax.set_xlabel("effect (pass@1 points unless the claim's metric says otherwise)")
+    df["unit"] = df.metric.map(unit)
+    units = sorted(df.unit.unique(), key=lambda u: (u != "points", u))
+    sizes = [int((df.unit == u).sum()) for u in units]
+    fig, axes = plt.subplots(len(units), 1, figsize=(7.5, 0.36 * len(df) + 1.1 * len(units) + 0.6), squeeze=False,
+                             gridspec_kw={"height_ratios": [n + 1.2 for n in sizes]})
+    for ax, u in zip(axes[:, 0], units):
+        d = df[df.unit == u]
+        y = np.arange(len(d))[::-1]
+        if u == "points":
+            ax.axvspan(-NO_EFFECT_MARGIN, NO_EFFECT_MARGIN, color="#dddddd", zorder=0)
+        ax.axvline(0, color="black", lw=0.8)
+        for yi, (_, r) in zip(y, d.iterrows()):
+            col = VERDICT_COLORS[r.verdict]
+            ax.plot([r.ci_low, r.ci_high], [yi, yi], color=col, lw=2.2)
+            ax.plot(r.estimate, yi, "o", color=col)
+            if r.paper is not None and not pd.isna(r.paper):
+                ax.plot(r.paper, yi, "D", mfc="none", mec="black", ms=6)
+        ax.set_yticks(y, d.label)
+        ax.set_ylim(-0.7, len(d) - 0.3)
+        ax.set_xlabel(f"effect [{u}]" + (" (grey: the +-1 no-effect band)" if u == "points" else ""))
+        sns.despine(ax=ax, left=True)
     handles = [plt.Line2D([], [], color=c, marker="o", lw=2, label=v) for v, c in VERDICT_COLORS.items()]
     handles.append(plt.Line2D([], [], ls="", marker="D", mfc="none", mec="black", label="paper"))
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.12 - 1.0 / max(n, 1)), ncol=5, fontsize=8,
-              frameon=False)
-    sns.despine(ax=ax, left=True)
-    fig.tight_layout()
+    fig.legend(handles=handles, loc="lower center", ncol=5, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
     return fig
 
 
@@ -233,12 +247,10 @@ def render(entries: Sequence[dict], out_dir: str | Path, name: str = "claims_sco
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     table = scorecard(entries)
-    paths = {"csv": out_dir / f"{name}.csv", "md": out_dir / f"{name}.md", "png": out_dir / f"{name}.png",
-             "pdf": out_dir / f"{name}.pdf"}
+    paths = {"csv": out_dir / f"{name}.csv", "md": out_dir / f"{name}.md"}
     table.to_csv(paths["csv"], index=False)
     paths["md"].write_text(table.to_markdown(index=False, floatfmt=".1f") + "\n")
     fig = scorecard_figure(entries)
-    for ext in ("png", "pdf"):
-        fig.savefig(paths[ext], dpi=150, bbox_inches="tight")
+    paths.update(save_figure(fig, out_dir, name))
     plt.close(fig)
     return paths

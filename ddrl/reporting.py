@@ -237,6 +237,16 @@ def cached(key: Any, fn: Callable[[], Any], namespace: str = "results", cache_di
     return value
 
 
+def save_figure(fig, out_dir: str | Path, name: str) -> dict[str, Path]:
+    """Save ``fig`` as ``<out_dir>/<name>.png`` and ``.pdf`` (150 dpi, tight): the one way figures are written."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {ext: out_dir / f"{name}.{ext}" for ext in ("png", "pdf")}
+    for p in paths.values():
+        fig.savefig(p, dpi=150, bbox_inches="tight")
+    return paths
+
+
 class Reporter:
     """Writes one notebook's artifacts under ``output_dir`` and records each in ``artifacts/<notebook>.jsonl``."""
 
@@ -255,10 +265,8 @@ class Reporter:
     def figure(self, fig, name: str, data=None) -> Path:
         """Save ``fig`` as PNG and PDF (and ``data``, a DataFrame, as the CSV behind it)."""
         d = self.output_dir / "figures"
-        d.mkdir(parents=True, exist_ok=True)
-        for ext in ("png", "pdf"):
-            fig.savefig(d / f"{name}.{ext}", dpi=150, bbox_inches="tight")
-            self._record(d / f"{name}.{ext}", "figure")
+        for p in save_figure(fig, d, name).values():
+            self._record(p, "figure")
         if data is not None:
             data.to_csv(d / f"{name}.csv", index=False)
             self._record(d / f"{name}.csv", "figure-data")

@@ -42,10 +42,11 @@ from ddrl.experiments import cached_rollouts, model_fingerprint, question_rows
 from ddrl.models import resolve_device
 from ddrl.parallel import default_workers, run_pool
 from ddrl.regimes import Regime
-from ddrl.reporting import atomic_write_bytes, cached, content_key, grader_fingerprint, records_key
+from ddrl.reporting import REPO, atomic_write_bytes, cached, content_key, grader_fingerprint, records_key
 from ddrl.runs import RunDir
 from ddrl.seeds import derive_seed
 from ddrl.study_analysis import analyse_claims, analyse_stage1, progress, run_minutes
+from ddrl.study_figures import render_results
 from ddrl.study_plan import (BASE, COR_4X, RESULTS, SCALES, STEP_COLUMNS, Job, Scale, check_weights, experiment,
                              load_regimes, stage1_jobs, stage2_jobs, wants_heldout)
 from ddrl.train import steps_per_episode, strip_truth
@@ -310,6 +311,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=None, help="default: one per core (ddrl.parallel)")
     ap.add_argument("--out", type=Path, default=RESULTS / "runs", help="per-run CSVs (default results/runs)")
     ap.add_argument("--results", type=Path, default=RESULTS, help="stage1.json / claims.json go here")
+    ap.add_argument("--docs", type=Path, default=REPO / "docs" / "results",
+                    help="--analyse claims also renders the scorecard and figures here (default docs/results)")
     ap.add_argument("--runs-root", type=Path, default=None, help="run directories (default: <cache>/runs)")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
@@ -351,6 +354,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     hw = [e["half_width"] for e in entries]
     print(f"ddrl.study: {len(entries)} claim x regime entries -> {claims_file}"
           + (f"; half-widths {min(hw):.1f}-{max(hw):.1f}" if hw else ""))
+    if entries:
+        paths = render_results(entries, args.out, args.docs)
+        print(f"ddrl.study: scorecard and figures -> {args.docs} ({', '.join(sorted(p.name for p in paths.values()))})")
     if missing:
         print("not computed:\n  " + "\n  ".join(missing))
     return 0

@@ -195,6 +195,31 @@ else:
 display(Markdown(msg)) if msg else None
 
 # %% [markdown]
+# ## Two of the paper's figures, measured on the testbed
+#
+# Left, the paper's Fig. 4 (claims D1, D2): the mean advantage of each RL batch during training, TTRL against
+# DDRL, the mean over seeds with a 95% band. GRPO's normalisation centres every group, so TTRL's curve sits at 0
+# by construction; DDRL's fixed +1/-1 advantages let the balance of positive and negative samples show. Right, the
+# paper's Fig. 2 (claims F1-F3): how often a distinct answer of the base model is right, by how many of its 64
+# samples gave it, with the bands of the claims shaded (<= 5 red, >= 45 green). Drawn only once the scorecard
+# exists (plan, Amendment 4).
+
+# %%
+from ddrl.study_analysis import load_base, load_steps
+from ddrl.study_figures import advantage_dynamics, advantage_dynamics_figure, band_accuracy, band_accuracy_figure
+
+if results is not None:
+    steps, (groups, _) = load_steps(D / "runs"), load_base(D / "runs")
+    fig = advantage_dynamics_figure(steps)
+    if fig is not None:
+        rep.figure(fig, "advantage_dynamics", data=advantage_dynamics(steps))
+        plt.show()
+    fig = band_accuracy_figure(groups)
+    if fig is not None:
+        rep.figure(fig, "base_bands", data=band_accuracy(groups))
+        plt.show()
+
+# %% [markdown]
 # ## What we measured
 
 # %%

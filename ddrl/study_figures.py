@@ -1,0 +1,129 @@
+"""The claims study's figures, for ``docs/results/`` and notebook 06 (seaborn; each saved as PNG and PDF).
+
+- :func:`ddrl.claims.scorecard_figure`: every claim's estimate and 95% interval, coloured by verdict;
+- :func:`advantage_dynamics_figure`: TTRL's and DDRL's mean advantage per RL step, the mean over seeds with a
+  95% band (the paper's Fig. 4; claims D1, D2);
+- :func:`band_accuracy_figure`: the base model's distinct answers, share correct by how many of the N = 64
+  samples gave them (the paper's Fig. 2; claims F1-F3).
+
+:func:`render_results` writes all of them from the committed results (``results/claims.json`` and
+``results/runs/``); ``python -m ddrl.study --analyse claims`` calls it after writing the scorecard.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from ddrl import claims as C
+from ddrl.analysis import binomial_ci
+from ddrl.plotting import color, label
+from ddrl.reporting import save_figure
+from ddrl.study_analysis import load_base, load_steps
+from ddrl.study_plan import BANDS_64, THREE
+
+#: Answer-count bins (of 64) for :func:`band_accuracy_figure`: finer than F1-F3's bands, with their edges.
+COUNT_BINS_64 = ((1, 1), (2, 5), (6, 14), (15, 24), (25, 34), (35, 44), (45, 54), (55, 64))
+
+
+def advantage_dynamics(steps: pd.DataFrame, methods: Sequence[str] = ("ttrl", "ddrl"),
+                       regimes: Sequence[str] = THREE) -> pd.DataFrame:
+    """The RL-phase rows of the per-step CSVs (:func:`ddrl.study_analysis.load_steps`) of ``methods`` in
+    ``regimes``: one row per regime x method x seed x step with ``adv/mean`` (the batch's mean advantage)."""
+    s = steps[(steps.phase == "rl") & steps.method.isin(methods) & steps.regime.isin(regimes)]
+    return s[["regime", "method", "seed", "step", "adv/mean"]].reset_index(drop=True)
+
+
+def advantage_dynamics_figure(steps: pd.DataFrame, methods: Sequence[str] = ("ttrl", "ddrl"),
+                              regimes: Sequence[str] = THREE):
+    """One panel per regime that has runs: the mean advantage per RL step of each method, the mean over seeds
+    and a 95% bootstrap band (seaborn, ``seed=0``). None when no run of ``methods`` is written."""
+    d = advantage_dynamics(steps, methods, regimes)
+    present = [r for r in regimes if r in set(d.regime)]
+    if not present:
+        return None
+    fig, axes = plt.subplots(1, len(present), figsize=(4.3 * len(present), 3.4), squeeze=False)
+    for ax, r in zip(axes[0], present):
+        dr = d[d.regime == r]
+        n_seeds = dr.groupby("method").seed.nunique()
+        name = {m: f"{label(m)} ({n_seeds.get(m, 0)} seeds)" for m in methods}
+        sns.lineplot(dr.assign(method=dr.method.map(name)), x="step", y="adv/mean", hue="method",
+                     hue_order=[name[m] for m in methods], palette={name[m]: color(m) for m in methods},
+                     errorbar=("ci", 95), seed=0, ax=ax)
+        ax.axhline(0, color="black", lw=0.8)
+        bench = C.BENCHMARK.get(r)
+        ax.set(title=f"{r}" + (f" (stands for {bench})" if bench else ""), xlabel="RL step",
+               ylabel="mean advantage of the batch")
+        ax.legend(title=None, fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def band_accuracy(groups: pd.DataFrame, bins: Sequence[tuple[int, int]] = COUNT_BINS_64) -> pd.DataFrame:
+    """Per regime and count bin (given at N = 64; groups sampled at another N are rescaled to 64), the share
+    of correct answers among the base model's distinct answers whose count lies in the bin, the number of such
+    answers and a Wilson 95% interval."""
+    rows = []
+    g = groups.assign(count64=np.round(64 * groups["count"] / groups["n"]).astype(int).clip(1, 64))
+    for r, gr in g.groupby("regime", sort=False):
+        for lo, hi in bins:
+            sel = gr[(gr.count64 >= lo) & (gr.count64 <= hi)]
+            k, n = int(sel.correct.astype(bool).sum()), len(sel)
+            ci = binomial_ci(k, n) if n else (np.nan, np.nan)
+            rows.append({"regime": r, "bin": f"{lo}" if lo == hi else f"{lo}-{hi}", "lo": lo, "hi": hi,
+                         "answers": n, "accuracy": k / n if n else np.nan, "ci_lo": ci[0], "ci_hi": ci[1]})
+    return pd.DataFrame(rows, columns=["regime", "bin", "lo", "hi", "answers", "accuracy", "ci_lo", "ci_hi"])
+
+
+def band_accuracy_figure(groups: pd.DataFrame):
+    """Share correct of the base model's answers by count bin, one line per regime with Wilson 95% bars; the
+    claims' bands (<= 5, 6-44, >= 45 of 64) shaded. None without base rollouts."""
+    if groups.empty:
+        return None
+    t = band_accuracy(groups)
+    fig, ax = plt.subplots(figsize=(7.0, 3.6))
+    bins = list(dict.fromkeys(t.bin))
+    x = {b: i for i, b in enumerate(bins)}
+    for (lo, hi), shade in zip(BANDS_64, ("#f4cccc", "#eeeeee", "#d9ead3")):
+        idx = [x[b] for b, blo, bhi in zip(t.bin, t.lo, t.hi) if lo <= blo and bhi <= hi]
+        if idx:
+            ax.axvspan(min(idx) - 0.5, max(idx) + 0.5, color=shade, zorder=0)
+    palette = sns.color_palette("colorblind", t.regime.nunique())
+    for (r, tr), col, dx in zip(t.groupby("regime", sort=False), palette, np.linspace(-0.15, 0.15, t.regime.nunique())):
+        xs = np.array([x[b] for b in tr.bin]) + dx
+        ax.errorbar(xs, 100 * tr.accuracy, yerr=100 * np.nan_to_num(np.vstack([tr.accuracy - tr.ci_lo, tr.ci_hi - tr.accuracy])),
+                    marker="o", color=col, capsize=2, label=f"{r} ({int(tr.answers.sum())} answers)")
+    ax.axhline(50, color="black", lw=0.8, ls=":")
+    ax.set_xticks(range(len(bins)), bins)
+    ax.set(xlabel="samples (of 64) giving the answer", ylabel="answers correct (%)", ylim=(-3, 103),
+           title="Base model: how often an answer is right, by how often it is sampled")
+    ax.legend(fontsize=8, loc="upper left")
+    sns.despine(ax=ax)
+    fig.tight_layout()
+    return fig
+
+
+def _save(fig, out_dir: Path, name: str) -> dict[str, Path]:
+    paths = save_figure(fig, out_dir, name)
+    plt.close(fig)
+    return paths
+
+
+def render_results(entries: Sequence[dict], runs_dir: str | Path, out_dir: str | Path) -> dict[str, Path]:
+    """The scorecard (:func:`ddrl.claims.render`: Markdown, CSV, PNG, PDF) and, where their runs exist, the
+    advantage-dynamics and base-band figures, all under ``out_dir``; returns every path written."""
+    out_dir = Path(out_dir)
+    paths = {f"scorecard.{k}": p for k, p in C.render(entries, out_dir).items()}
+    fig = advantage_dynamics_figure(load_steps(runs_dir))
+    if fig is not None:
+        paths.update({f"advantage_dynamics.{k}": p for k, p in _save(fig, out_dir, "advantage_dynamics").items()})
+    groups, _ = load_base(runs_dir)
+    fig = band_accuracy_figure(groups)
+    if fig is not None:
+        paths.update({f"base_bands.{k}": p for k, p in _save(fig, out_dir, "base_bands").items()})
+    return paths

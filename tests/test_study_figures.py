@@ -1,0 +1,66 @@
+"""ddrl.study_figures: the claims study's figures from per-run CSVs. Every frame here is SYNTHETIC TEST INPUT."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ddrl import claims, study_figures as F
+
+
+def synthetic_steps(regimes=("aime_like", "math500_like"), seeds=3, steps=6) -> pd.DataFrame:
+    rows = []
+    for r in regimes:
+        for m, drift in (("ttrl", 0.0), ("ddrl", 0.1), ("etmr", 0.5)):
+            for s in range(seeds):
+                for t in range(steps + 1):  # the last step is past the RL schedule (additional RL's phase)
+                    rows.append({"regime": r, "method": m, "seed": s, "step": t, "adv/mean": -0.3 + drift * t,
+                                 "phase": "rl" if t < steps else "extra"})
+    return pd.DataFrame(rows)
+
+
+def test_advantage_dynamics_keeps_the_rl_steps_of_the_asked_methods():
+    d = F.advantage_dynamics(synthetic_steps(), methods=("ttrl", "ddrl"), regimes=("math500_like",))
+    assert set(d.method) == {"ttrl", "ddrl"} and set(d.regime) == {"math500_like"}
+    assert d.step.max() == 5 and len(d) == 2 * 3 * 6
+    fig = F.advantage_dynamics_figure(synthetic_steps())
+    assert len(fig.axes) == 2  # one panel per regime with runs
+    assert F.advantage_dynamics_figure(synthetic_steps(), regimes=("amc_like",)) is None
+
+
+def test_band_accuracy_counts_and_rescales_to_64():
+    groups = pd.DataFrame({"regime": "amc_like", "seed": 0, "question": ["a", "a", "b", "b", "c"],
+                           "count": [1, 50, 3, 20, 8], "n": [64, 64, 64, 64, 16],  # 8 of 16 = 32 of 64
+                           "correct": [False, True, False, True, True]})
+    t = F.band_accuracy(groups).set_index("bin")
+    assert t.loc["1", "answers"] == 1 and t.loc["1", "accuracy"] == 0.0
+    assert t.loc["2-5", "answers"] == 1 and t.loc["45-54", "accuracy"] == 1.0
+    assert t.loc["25-34", "answers"] == 1 and t.loc["15-24", "answers"] == 1
+    assert np.isnan(t.loc["55-64", "accuracy"]) and t.loc["55-64", "answers"] == 0
+    assert (t.ci_lo.dropna() <= t.accuracy.dropna()).all()
+    assert F.band_accuracy_figure(groups) is not None and F.band_accuracy_figure(pd.DataFrame()) is None
+
+
+def test_scorecard_panels_by_unit():
+    assert claims.unit("pass@1 DDRL - TTRL [points]") == "points"
+    assert claims.unit("wall time additional RL - COR [% of the RL phase]") == "% of the RL phase"
+    entries = [claims.entry("M1", "aime_like", 5.0, 3.2, 6.8, 8, 64),
+               claims.entry("C2", "amc_like", 40.0, 30.0, 50.0, 4, 128)]
+    fig = claims.scorecard_figure(entries)
+    assert len(fig.axes) == 2 and fig.axes[0].get_xlabel().startswith("effect [points]")
+
+
+def test_render_results_writes_every_figure(tmp_path):
+    runs = tmp_path / "runs"
+    for (r, m), g in synthetic_steps().groupby(["regime", "method"]):
+        for s, gs in g.groupby("seed"):
+            p = runs / r / f"{m}-seed{s:02d}-steps.csv"
+            p.parent.mkdir(parents=True, exist_ok=True)
+            gs.to_csv(p, index=False)
+    paths = F.render_results([claims.entry("M1", "aime_like", 5.0, 3.2, 6.8, 8, 64)], runs, tmp_path / "docs")
+    assert {"scorecard.png", "scorecard.md", "advantage_dynamics.png", "advantage_dynamics.pdf"} <= set(paths)
+    assert "base_bands.png" not in paths  # no base rollouts written
+    assert all(p.stat().st_size > 0 for p in paths.values())
+    with pytest.raises(ValueError, match="missing field"):
+        F.render_results([{"id": "M1"}], runs, tmp_path / "docs")
