@@ -28,7 +28,7 @@ import seaborn as sns
 
 from ddrl.paper import value
 from ddrl.reporting import save_figure
-from ddrl.stats import NO_EFFECT_MARGIN, VERDICTS, verdict
+from ddrl.stats import NO_EFFECT_MARGIN, VERDICTS, detectable_effect, verdict
 
 FIELDS = ("id", "claim", "regime", "metric", "paper", "estimate", "ci_low", "ci_high", "n_seeds", "n_questions",
           "verdict")
@@ -186,12 +186,14 @@ def load(path: str | Path) -> list[dict] | None:
 
 
 def scorecard(entries: Sequence[dict]) -> pd.DataFrame:
-    """The scorecard table: one row per claim x regime, the paper's number beside the testbed's."""
+    """The scorecard table: one row per claim x regime, the paper's number beside the testbed's, the 95%
+    half-width reached and the minimum detectable effect it implies (80% power, :func:`ddrl.stats.detectable_effect`)."""
     df = pd.DataFrame(validate(list(entries)))
     df["half_width"] = (df.ci_high - df.ci_low) / 2
+    df["mde"] = df.half_width.map(detectable_effect)
     df["testbed"] = [f"{e:+.1f} [{lo:+.1f}, {hi:+.1f}]" for e, lo, hi in zip(df.estimate, df.ci_low, df.ci_high)]
     df["paper_"] = [("n/a" if p is None or pd.isna(p) else f"{p:+.1f}") for p in df.paper]
-    out = df[["id", "claim", "regime", "metric", "paper_", "testbed", "half_width", "n_seeds", "n_questions",
+    out = df[["id", "claim", "regime", "metric", "paper_", "testbed", "half_width", "mde", "n_seeds", "n_questions",
               "verdict"]].rename(columns={"paper_": "paper"})
     return out.reset_index(drop=True)
 

@@ -60,6 +60,7 @@ def test_render_writes_table_and_figure(tmp_path):
     table = claims.scorecard(synthetic_entries())
     assert list(table.verdict) == [e["verdict"] for e in synthetic_entries()]
     assert table.half_width.iloc[0] == pytest.approx(1.8)
+    assert table.mde.iloc[0] == pytest.approx(1.8 * (1.959964 + 0.841621) / 1.959964, rel=1e-5)
 
 
 def test_load_reports_absent_results(tmp_path):

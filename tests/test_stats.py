@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.stats as sps
 
 from ddrl import stats
 
@@ -114,3 +115,15 @@ def test_verdict_refuses_bad_input():
         stats.verdict(2.0, 1.0, 1)
     with pytest.raises(ValueError, match="paper_sign"):
         stats.verdict(0.0, 1.0, 2)
+
+
+def test_detectable_effect_is_found_with_the_stated_power():
+    """A true effect equal to the MDE gives an interval of the measured half-width that excludes 0 with the
+    stated power: P(estimate - hw > 0) with estimate ~ N(mde, (hw / z)^2)."""
+    for hw, power in ((2.0, 0.8), (3.5, 0.9)):
+        mde = stats.detectable_effect(hw, power)
+        se = hw / sps.norm.ppf(0.975)
+        assert sps.norm.sf((hw - mde) / se) == pytest.approx(power)
+    rng = np.random.default_rng(0)
+    est = rng.normal(stats.detectable_effect(2.0), 2.0 / 1.959964, 200_000)
+    assert np.mean(est - 2.0 > 0) == pytest.approx(0.8, abs=0.005)
