@@ -64,3 +64,18 @@ def test_render_results_writes_every_figure(tmp_path):
     assert all(p.stat().st_size > 0 for p in paths.values())
     with pytest.raises(ValueError, match="missing field"):
         F.render_results([{"id": "M1"}], runs, tmp_path / "docs")
+
+
+def test_docs_results_shows_the_committed_scorecard():
+    """docs/results.md quotes the scorecard rendered from the committed results/claims.json verbatim (its
+    numbers are never typed in), and the rendered files under docs/results/ are the committed claims' own."""
+    from conftest import REPO
+
+    entries = claims.load(REPO / "results" / "claims.json")
+    if entries is None:
+        pytest.skip("results/claims.json is not committed yet: no scorecard to check")
+    table = claims.scorecard(entries).to_markdown(index=False, floatfmt=".1f")
+    assert table in (REPO / "docs" / "results.md").read_text(), "docs/results.md: scorecard differs from claims.json"
+    assert (REPO / "docs" / "results" / "claims_scorecard.md").read_text().strip() == table.strip()
+    for name in ("claims_scorecard", "advantage_dynamics"):
+        assert (REPO / "docs" / "results" / f"{name}.png").stat().st_size > 0
