@@ -261,13 +261,34 @@ def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, re
 # ---------------------------------------------------------------------------------------------------------
 
 
+#: Pricing a method that has not run yet by one that has (``--status`` only, never an analysis): same trainer
+#: loop and sampling, so about the same time; additional RL = the DDRL run's RL plus 10% more steps.
+COST_PROXY = {"etmr": ("ttrl", 1.0), "bcs": ("ttrl", 1.0), "grpo_no_std": ("ttrl", 1.0), "additional_rl": ("ddrl", 1.1)}
+
+
+def estimate_minutes(mins: pd.DataFrame, regimes: dict[str, Regime], regime: str, method: str) -> tuple[float | None, bool]:
+    """Worker minutes of one ``method`` run in ``regime`` from the measured ones (:func:`run_minutes`): the mean
+    of the same regime and method; else of the method (or its :data:`COST_PROXY`, times its factor) in a regime
+    with the same questions (operations), scaled by episodes x questions; else the method's mean anywhere.
+    Returns (minutes or None, whether a proxy or another regime priced it)."""
+    mean = mins.groupby(["regime", "method"])["minutes"].mean().to_dict()
+    if (regime, method) in mean:
+        return mean[(regime, method)], False
+    r = regimes[regime]
+    for m, factor in ((method, 1.0), COST_PROXY.get(method, (None, 0.0))):
+        near = [(q, v) for (q, mm), v in mean.items() if mm == m and q in regimes and regimes[q].num_ops == r.num_ops]
+        if near:
+            q, v = near[0]
+            return v * factor * (r.episodes * r.n_adapted) / (regimes[q].episodes * regimes[q].n_adapted), True
+    anywhere = mins[mins.method == method]["minutes"]
+    return (float(anywhere.mean()), True) if len(anywhere) else (None, False)
+
+
 def status_text(out_dir: str | Path, regimes: dict[str, Regime], scale: Scale, stage1_file: Path, workers: int) -> str:
-    """Stage by stage: jobs written / planned and the worker time left, estimated from the measured minutes of
-    the written CSVs of the same regime and method (of the method in any regime when none; no estimate when
-    the method has never run). Reads file names and time columns only, never a score."""
+    """Stage by stage: jobs written / planned and the worker time left, estimated by :func:`estimate_minutes`
+    from the measured minutes of the written CSVs (no estimate when neither the method nor its proxy has run).
+    Reads file names and time columns only, never a score."""
     prog, mins = progress(out_dir), run_minutes(out_dir)
-    per_cell = mins.groupby(["regime", "method"])["minutes"].mean().to_dict()
-    per_method = mins.groupby("method")["minutes"].mean().to_dict()
     lines = [tabulate(prog, headers="keys", tablefmt="github", showindex=False) if not prog.empty
              else f"no CSV under {out_dir} yet"]
     stages = [("stage 1", stage1_jobs(list(regimes), scale))]
@@ -277,11 +298,13 @@ def status_text(out_dir: str | Path, regimes: dict[str, Regime], scale: Scale, s
         todo = [(j.regime, m, j.seed) for j in jobs for m in j.methods
                 if m != BASE and not csv_path(out_dir, j.regime, m, j.seed).is_file()]
         cells = sum(m != BASE for j in jobs for m in j.methods)
-        known = [per_cell.get((r, m), per_method.get(m)) for r, m, _ in todo]
-        left = sum(k for k in known if k is not None)
-        unknown = sum(k is None for k in known)
+        known = [estimate_minutes(mins, regimes, r, m) for r, m, _ in todo]
+        left = sum(k for k, _ in known if k is not None)
+        unknown = sum(k is None for k, _ in known)
+        proxied = sum(p for k, p in known if k is not None)
         lines.append(f"{name}: {cells - len(todo)}/{cells} method x seed CSVs written; ~{left / 60:.1f} worker-hours "
-                     f"left (~{left / 60 / max(workers, 1):.1f} h on {workers} workers)"
+                     f"left (~{left / 60 / max(workers, 1):.1f} h on {workers} workers"
+                     + (f"; {proxied} runs priced by a proxy method or regime" if proxied else "") + ")"
                      + (f", plus {unknown} runs of methods not yet measured" if unknown else ""))
     if not stage1_file.is_file():
         lines.append(f"stage 2: not planned yet ({stage1_file} is written by --analyse stage1 after stage 1)")

@@ -349,6 +349,14 @@ def test_status_counts_written_jobs_and_prices_the_rest_from_measured_times(tmp_
     # no_adaptation have never run: 12 + 12 runs not priced
     assert "~1.4 worker-hours left (~0.7 h on 2 workers), plus 24 runs of methods not yet measured" in text, text
     assert "stage 2: not planned yet" in text
+    # a method that never ran is priced by its proxy in a regime with the same questions, scaled by episodes
+    regs = study.load_regimes(names=["amc_like", "amc_like_small_lr", "math500_like"])
+    mins = study.run_minutes(tmp_path)
+    amc_ttrl = mins[(mins.regime == "amc_like") & (mins.method == "ttrl")].minutes.mean()
+    assert study.estimate_minutes(mins, regs, "amc_like", "ttrl") == (pytest.approx(amc_ttrl), False)
+    est, proxy = study.estimate_minutes(mins, regs, "amc_like_small_lr", "etmr")
+    assert proxy and est == pytest.approx(amc_ttrl * regs["amc_like_small_lr"].episodes / regs["amc_like"].episodes)
+    assert study.estimate_minutes(mins, regs, "math500_like", "ddrl") == (None, False)  # neither it nor a proxy ran
 
 
 def test_s1_weaker_base_regime_jobs_and_difference_of_differences(tmp_path):
