@@ -18,7 +18,8 @@ from ddrl.regimes import WEAK_REGIME, Regime
 from ddrl.seeds import derive_seed
 from ddrl.stats import (choose_design, eval_noise_variance, hierarchical_bootstrap, paired_differences, power_table,
                         predicted_half_width, variance_components)
-from ddrl.study_plan import BANDS_64, BASE, PAIRED, QUESTION_COLUMNS, STAGE1_COMPARISONS, STEP_COLUMNS, THREE, Scale
+from ddrl.study_plan import (BANDS_64, BASE, PAIRED, QUESTION_COLUMNS, REUSES_RUN, STAGE1_COMPARISONS, STEP_COLUMNS,
+                             THREE, Scale)
 
 # ---------------------------------------------------------------------------------------------------------
 # Reading the results
@@ -66,14 +67,15 @@ TIME_COLUMNS = ("rl_seconds", "cor_seconds", "eval_seconds")
 
 
 def run_minutes(out_dir: str | Path) -> pd.DataFrame:
-    """Measured worker minutes of every written method CSV (RL + COR + each split's evaluation), one row per
-    regime x method x seed; only the run-level time columns are read (never a score)."""
+    """Measured worker minutes of every written method CSV (RL + COR + each split's evaluation; no RL for the
+    methods that reuse the DDRL run's RL, :data:`~ddrl.study_plan.REUSES_RUN`), one row per regime x method x
+    seed; only the run-level time columns are read (never a score)."""
     rows = []
     for p in method_csvs(out_dir):
         t = pd.read_csv(p, usecols=["regime", "method", "seed", "split", *TIME_COLUMNS]).drop_duplicates("split")
+        rl = 0.0 if t.method.iloc[0] in REUSES_RUN else t.rl_seconds.fillna(0).iloc[0]  # the DDRL run's, not this job's
         rows.append({"regime": t.regime.iloc[0], "method": t.method.iloc[0], "seed": int(t.seed.iloc[0]),
-                     "minutes": float(t.rl_seconds.fillna(0).iloc[0] + t.cor_seconds.fillna(0).iloc[0]
-                                      + t.eval_seconds.fillna(0).sum()) / 60})
+                     "minutes": float(rl + t.cor_seconds.fillna(0).iloc[0] + t.eval_seconds.fillna(0).sum()) / 60})
     return pd.DataFrame(rows, columns=["regime", "method", "seed", "minutes"])
 
 

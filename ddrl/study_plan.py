@@ -89,6 +89,9 @@ BASE_SEEDS = 2  # sampling seeds of the base rollouts (the fewest the seeds x qu
 #: Stage 2 phase (a) opens with the jobs that need no new RL run (plan Amendment 3): (claim, method, seeds).
 #: BCS+DAE is the DDRL run's RL-only weights (A3 within-run), COR 4x refines them (R1), base rollouts (F, G).
 DERIVED_FIRST = (("A3", "bcs_dae", None), ("R1", COR_4X, None), ("F/G", BASE, BASE_SEEDS))  # None: all stage-1 seeds
+#: Methods whose job trains no RL of its own: it reuses the DDRL run of the same seed (their CSVs repeat its
+#: ``rl_seconds``, which is not their cost).
+REUSES_RUN = ("bcs_dae", COR_4X)
 #: F1-F3's answer-count bands at N = 64 (Sec. 2.2: <= 5 mostly wrong, >= 45 mostly right, the middle between)
 BANDS_64 = ((1, 5), (6, 44), (45, 64))
 

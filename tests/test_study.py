@@ -357,6 +357,12 @@ def test_status_counts_written_jobs_and_prices_the_rest_from_measured_times(tmp_
     est, proxy = study.estimate_minutes(mins, regs, "amc_like_small_lr", "etmr")
     assert proxy and est == pytest.approx(amc_ttrl * regs["amc_like_small_lr"].episodes / regs["amc_like"].episodes)
     assert study.estimate_minutes(mins, regs, "math500_like", "ddrl") == (None, False)  # neither it nor a proxy ran
+    # BCS+DAE reuses the DDRL run: its CSV repeats that run's rl_seconds, which is not its cost
+    rows = pd.DataFrame({"regime": "amc_like", "method": "bcs_dae", "seed": 0, "split": ["adapted"], "question": ["q0"],
+                         "pass@1": [0.5], "eval_seconds": [30.0], "rl_seconds": 600.0, "cor_seconds": 0.0})
+    rows.to_csv(study.csv_path(tmp_path, "amc_like", "bcs_dae", 0), index=False)
+    mins = study.run_minutes(tmp_path)
+    assert mins[mins.method == "bcs_dae"].minutes.tolist() == [0.5]
 
 
 def test_s1_weaker_base_regime_jobs_and_difference_of_differences(tmp_path):
