@@ -378,7 +378,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"ddrl.study: {len(entries)} claim x regime entries -> {claims_file}"
           + (f"; half-widths {min(hw):.1f}-{max(hw):.1f}" if hw else ""))
     if entries:
-        paths = render_results(entries, args.out, args.docs)
+        paths = render_results(entries, args.out, args.docs, missing)
         print(f"ddrl.study: scorecard and figures -> {args.docs} ({', '.join(sorted(p.name for p in paths.values()))})")
     if missing:
         print("not computed:\n  " + "\n  ".join(missing))

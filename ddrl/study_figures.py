@@ -114,11 +114,15 @@ def _save(fig, out_dir: Path, name: str) -> dict[str, Path]:
     return paths
 
 
-def render_results(entries: Sequence[dict], runs_dir: str | Path, out_dir: str | Path) -> dict[str, Path]:
-    """The scorecard (:func:`ddrl.claims.render`: Markdown, CSV, PNG, PDF) and, where their runs exist, the
-    advantage-dynamics and base-band figures, all under ``out_dir``; returns every path written."""
+def render_results(entries: Sequence[dict], runs_dir: str | Path, out_dir: str | Path,
+                   missing: Sequence[str] = ()) -> dict[str, Path]:
+    """The scorecard (:func:`ddrl.claims.render`: Markdown, CSV, PNG, PDF), the claim x regime cells not computed
+    yet (``missing``, from :func:`ddrl.study_analysis.analyse_claims`, as ``claims_missing.md``) and, where their
+    runs exist, the advantage-dynamics and base-band figures, all under ``out_dir``; returns every path written."""
     out_dir = Path(out_dir)
     paths = {f"scorecard.{k}": p for k, p in C.render(entries, out_dir).items()}
+    paths["missing.md"] = out_dir / "claims_missing.md"
+    paths["missing.md"].write_text("".join(f"- {m}\n" for m in missing) or "- none: every claim x regime is computed\n")
     fig = advantage_dynamics_figure(load_steps(runs_dir))
     if fig is not None:
         paths.update({f"advantage_dynamics.{k}": p for k, p in _save(fig, out_dir, "advantage_dynamics").items()})

@@ -58,7 +58,9 @@ def test_render_results_writes_every_figure(tmp_path):
             p = runs / r / f"{m}-seed{s:02d}-steps.csv"
             p.parent.mkdir(parents=True, exist_ok=True)
             gs.to_csv(p, index=False)
-    paths = F.render_results([claims.entry("M1", "aime_like", 5.0, 3.2, 6.8, 8, 64)], runs, tmp_path / "docs")
+    paths = F.render_results([claims.entry("M1", "aime_like", 5.0, 3.2, 6.8, 8, 64)], runs, tmp_path / "docs",
+                             missing=["M2 aime_like: fewer than 2 seeds with the runs it needs"])
+    assert paths["missing.md"].read_text() == "- M2 aime_like: fewer than 2 seeds with the runs it needs\n"
     assert {"scorecard.png", "scorecard.md", "advantage_dynamics.png", "advantage_dynamics.pdf"} <= set(paths)
     assert "base_bands.png" not in paths  # no base rollouts written
     assert all(p.stat().st_size > 0 for p in paths.values())
