@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import threading
+import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any, Callable, Sequence
 
@@ -40,11 +42,22 @@ def default_workers(n_jobs: int, device: str = "cpu") -> int:
     return max(1, min(available_cores(), n_jobs))
 
 
+def _exit_with_parent(parent: int, every_s: float = 1.0) -> None:
+    """A worker's watchdog: end the worker once its parent is gone (the OS re-parents it). A killed batch
+    (``kill`` of the main process, a notebook kernel restarted) must not leave workers training on: their runs
+    resume from the last checkpoint when the batch is rerun."""
+    while True:
+        time.sleep(every_s)
+        if os.getppid() != parent:
+            os._exit(1)
+
+
 def init_worker() -> None:
     """Run once in each worker before any job: one compute thread (set before torch is first imported,
-    so OpenMP's pool starts with one thread too)."""
+    so OpenMP's pool starts with one thread too), and a watchdog that ends the worker with its parent."""
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
     import torch
 
     torch.set_num_threads(1)

@@ -147,3 +147,46 @@ def test_the_pool_bar_counts_each_job_as_it_finishes(tmp_path, monkeypatch):
     alive = batch.is_alive()
     batch.join()
     assert alive and seen and seen.startswith("batch:  50% 1/2"), seen
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux) to list the workers")
+def test_workers_end_when_the_batch_process_is_killed():
+    """Killing the process that runs the pool (as a study is stopped) ends its workers too: they must not go on
+    training unseen (their runs resume from checkpoints when the batch is rerun)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    code = "import time\nfrom ddrl.parallel import run_pool\nrun_pool(time.sleep, [120.0, 120.0], 2, progress=False)"
+    batch = subprocess.Popen([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1])
+    try:
+        deadline = time.time() + 90
+        workers: list[int] = []
+        while time.time() < deadline and len(workers) < 2:
+            time.sleep(0.5)
+            workers = [c for c in _children(batch.pid) if "spawn_main" in Path(f"/proc/{c}/cmdline").read_text()]
+        assert len(workers) == 2, workers
+        time.sleep(3)  # the workers have run their initializer (watchdog started) and picked up the jobs
+        batch.send_signal(signal.SIGKILL)
+        batch.wait()
+        deadline = time.time() + 15
+        while time.time() < deadline and any(Path(f"/proc/{w}").exists() for w in workers):
+            time.sleep(0.5)
+        alive = [w for w in workers if Path(f"/proc/{w}").exists()
+                 and Path(f"/proc/{w}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
+        assert not alive, f"workers {alive} outlived their killed parent"
+    finally:
+        batch.kill()
