@@ -21,7 +21,7 @@ import pandas as pd
 import seaborn as sns
 
 from ddrl import claims as C
-from ddrl.analysis import binomial_ci
+from ddrl.analysis import frequency_table
 from ddrl.plotting import color, label
 from ddrl.reporting import save_figure
 from ddrl.study_analysis import load_base, load_steps
@@ -67,17 +67,13 @@ def advantage_dynamics_figure(steps: pd.DataFrame, methods: Sequence[str] = ("tt
 def band_accuracy(groups: pd.DataFrame, bins: Sequence[tuple[int, int]] = COUNT_BINS_64) -> pd.DataFrame:
     """Per regime and count bin (given at N = 64; groups sampled at another N are rescaled to 64), the share
     of correct answers among the base model's distinct answers whose count lies in the bin, the number of such
-    answers and a Wilson 95% interval."""
-    rows = []
-    g = groups.assign(count64=np.round(64 * groups["count"] / groups["n"]).astype(int).clip(1, 64))
-    for r, gr in g.groupby("regime", sort=False):
-        for lo, hi in bins:
-            sel = gr[(gr.count64 >= lo) & (gr.count64 <= hi)]
-            k, n = int(sel.correct.astype(bool).sum()), len(sel)
-            ci = binomial_ci(k, n) if n else (np.nan, np.nan)
-            rows.append({"regime": r, "bin": f"{lo}" if lo == hi else f"{lo}-{hi}", "lo": lo, "hi": hi,
-                         "answers": n, "accuracy": k / n if n else np.nan, "ci_lo": ci[0], "ci_hi": ci[1]})
-    return pd.DataFrame(rows, columns=["regime", "bin", "lo", "hi", "answers", "accuracy", "ci_lo", "ci_hi"])
+    answers and a Wilson 95% interval: :func:`ddrl.analysis.frequency_table` per regime."""
+    count64 = np.round(64 * groups["count"] / groups["n"]).astype(int).clip(1, 64)
+    g = groups.assign(count=count64, n=64, x=count64 / 64, correct=groups["correct"].astype(bool))
+    cols = {"band": "bin", "n_distinct": "answers", "frac_correct": "accuracy", "ci_low": "ci_lo", "ci_high": "ci_hi"}
+    tables = [frequency_table(gr, bins).assign(regime=r) for r, gr in g.groupby("regime", sort=False)]
+    out = pd.concat(tables, ignore_index=True).rename(columns=cols) if tables else pd.DataFrame(columns=list(cols.values()))
+    return out.reindex(columns=["regime", "bin", "lo", "hi", "answers", "accuracy", "ci_lo", "ci_hi"])
 
 
 def band_accuracy_figure(groups: pd.DataFrame):
