@@ -298,7 +298,8 @@ def status_text(out_dir: str | Path, regimes: dict[str, Regime], scale: Scale, s
         todo = [(j.regime, m, j.seed) for j in jobs for m in j.methods
                 if m != BASE and not csv_path(out_dir, j.regime, m, j.seed).is_file()]
         cells = sum(m != BASE for j in jobs for m in j.methods)
-        known = [estimate_minutes(mins, regimes, r, m) for r, m, _ in todo]
+        price = {(r, m): estimate_minutes(mins, regimes, r, m) for r, m in {(r, m) for r, m, _ in todo}}
+        known = [price[(r, m)] for r, m, _ in todo]
         left = sum(k for k, _ in known if k is not None)
         unknown = sum(k is None for k, _ in known)
         proxied = sum(p for k, p in known if k is not None)
@@ -334,8 +335,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=None, help="default: one per core (ddrl.parallel)")
     ap.add_argument("--out", type=Path, default=RESULTS / "runs", help="per-run CSVs (default results/runs)")
     ap.add_argument("--results", type=Path, default=RESULTS, help="stage1.json / claims.json go here")
-    ap.add_argument("--docs", type=Path, default=REPO / "docs" / "results",
-                    help="--analyse claims also renders the scorecard and figures here (default docs/results)")
+    ap.add_argument("--docs", type=Path, default=None, help="--analyse claims also renders the scorecard and "
+                    "figures here (default: docs/results for the committed results, else <results>/figures)")
     ap.add_argument("--runs-root", type=Path, default=None, help="run directories (default: <cache>/runs)")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
@@ -378,8 +379,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"ddrl.study: {len(entries)} claim x regime entries -> {claims_file}"
           + (f"; half-widths {min(hw):.1f}-{max(hw):.1f}" if hw else ""))
     if entries:
-        paths = render_results(entries, args.out, args.docs, missing)
-        print(f"ddrl.study: scorecard and figures -> {args.docs} ({', '.join(sorted(p.name for p in paths.values()))})")
+        docs = args.docs or (REPO / "docs" / "results" if args.results == RESULTS else args.results / "figures")
+        paths = render_results(entries, args.out, docs, missing)
+        print(f"ddrl.study: scorecard and figures -> {docs} ({', '.join(sorted(p.name for p in paths.values()))})")
     if missing:
         print("not computed:\n  " + "\n  ".join(missing))
     return 0

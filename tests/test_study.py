@@ -194,6 +194,21 @@ def test_smoke_study_writes_per_question_rows_and_valid_claims(smoke):
     assert all(p.stat().st_size > 0 for p in paths.values())
 
 
+def test_cli_claims_renders_beside_its_results_not_into_the_docs(smoke, capsys):
+    """``--analyse claims`` with another ``--results`` renders under ``<results>/figures``; only the committed
+    results render into docs/results/ (a smoke run must never overwrite the published scorecard)."""
+    from conftest import REPO
+
+    root = smoke["root"]
+    docs = REPO / "docs" / "results" / "claims_scorecard.md"
+    before = docs.stat().st_mtime_ns if docs.is_file() else None
+    assert study.main(["--analyse", "claims", "--scale", "smoke", "--regimes", *ONE, "--out", str(root / "runs"),
+                       "--results", str(root / "res")]) == 0
+    assert (root / "res" / "claims.json").is_file() and (root / "res" / "figures" / "claims_scorecard.png").is_file()
+    assert (docs.stat().st_mtime_ns if docs.is_file() else None) == before
+    assert str(root / "res" / "figures") in capsys.readouterr().out
+
+
 def test_a_rerun_skips_written_jobs(smoke):
     root = smoke["root"]
     files = {p: p.stat().st_mtime_ns for p in (root / "runs").rglob("*.csv")}
