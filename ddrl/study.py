@@ -162,8 +162,9 @@ def base_frames(problems: Sequence[dict], regime: str, seed: int, k: int, key: s
     return groups, g1
 
 
-def run_base_job(regime: Regime, scale: Scale, seed: int, out_dir: str | Path) -> str:
-    """The base model's N rollouts per adapted question (sampling seed ``seed``), graded and cached, as CSVs."""
+def base_job(regime: Regime, scale: Scale, seed: int):
+    """The base rollouts' experiment, config, sampling settings and content key (what their CSVs depend on:
+    the base weights, the regime and its questions, the sampling settings, K, the grader, the device kind)."""
 
     exp = experiment(regime, scale, False)
     cfg = exp.config("ttrl", seed)
@@ -172,6 +173,13 @@ def run_base_job(regime: Regime, scale: Scale, seed: int, out_dir: str | Path) -
     key = content_key({"what": "study-base-v1", "model": model_fingerprint(cfg.model), "regime": regime.to_dict(),
                        "adapted": records_key(exp.adapted), "k": cfg.k_train, "grader": grader_fingerprint(),
                        "device": resolve_device(cfg.device).type, **settings})[:20]
+    return exp, cfg, settings, key
+
+
+def run_base_job(regime: Regime, scale: Scale, seed: int, out_dir: str | Path) -> str:
+    """The base model's N rollouts per adapted question (sampling seed ``seed``), graded and cached, as CSVs."""
+
+    exp, cfg, settings, key = base_job(regime, scale, seed)
     gpath, apath = base_paths(out_dir, regime.name, seed)
     if _done(gpath, key) and _done(apath, key):
         return "loaded"

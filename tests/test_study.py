@@ -424,3 +424,36 @@ def test_s1_weaker_base_regime_jobs_and_difference_of_differences(tmp_path):
 
 def experiment_model(regime) -> str:
     return study_plan.experiment(regime, study.SCALES["default"], False).config("ttrl", 0).model
+
+
+def test_every_committed_run_is_current_under_this_code(monkeypatch):
+    """The committed CSVs under results/runs/ are the study. Each carries the content key of what it depends on
+    (regime, the full TrainConfig, questions, grader, device kind, base weights: ``study.job_key``,
+    ``study.base_job``). A change to any of those (a new TrainConfig field or default, another question
+    generator, a grader change) makes every committed CSV stale: the next ``--stage`` would recompute the whole
+    study (~12 worker-hours so far) and until then the scorecard would mix runs computed two ways. This test
+    makes such a change fail in CI instead. Trainer numerics are not in the key: a change to them needs a plan
+    amendment and a new ``"what"`` version in ``job_key`` (issue 16's note), which this test then flags too."""
+
+    base = json.loads((study.RESULTS / "regimes_base.json").read_text())
+    monkeypatch.setattr(study, "model_fingerprint", lambda name: {**base["weights"]})  # the measured weights
+    scale = study.SCALES["default"]
+    regs = study.load_regimes(scale=scale)
+    runs = study.RESULTS / "runs"
+    stale, n = [], 0
+    for p in sorted(runs.glob("*/*-seed[0-9][0-9].csv")):
+        method, seed = p.stem.rsplit("-seed", 1)
+        key = study.job_key(regs[p.parent.name], scale, method, int(seed))
+        for q in (p, p.with_name(p.stem + "-steps.csv")):
+            if q.is_file():
+                n += 1
+                if set(pd.read_csv(q, usecols=["key"], dtype=str)["key"]) != {key}:
+                    stale.append(str(q.relative_to(runs)))
+    for p in sorted((runs / study.BASE).glob("*/seed[0-9][0-9]-groups.csv")):
+        key = study.base_job(regs[p.parent.name], scale, int(p.name[4:6]))[3]
+        for q in (p, p.with_name(p.name.replace("-groups", "-g1"))):
+            n += 1
+            if set(pd.read_csv(q, usecols=["key"], dtype=str)["key"]) != {key}:
+                stale.append(str(q.relative_to(runs)))
+    assert n >= 200, f"only {n} committed study CSVs found under {runs}"
+    assert not stale, f"{len(stale)} of {n} committed study CSVs no longer match this code's keys: {stale[:5]}"
