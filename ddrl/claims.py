@@ -174,6 +174,8 @@ def validate(entries, where: str = "claims") -> list[dict]:
         for f in ("n_seeds", "n_questions"):
             if not isinstance(e[f], int) or e[f] < 1:
                 raise ValueError(f"{where}[{i}] ({e['id']}): {f} must be a positive integer, got {e[f]!r}")
+        if not isinstance(e.get("note", ""), str):
+            raise ValueError(f"{where}[{i}] ({e['id']}): note (optional) must be a string, got {e['note']!r}")
     return entries
 
 
@@ -185,6 +187,13 @@ def load(path: str | Path) -> list[dict] | None:
     return validate(json.loads(path.read_text()), str(path))
 
 
+def floor_marks(df: pd.DataFrame) -> pd.Series:
+    """The mark `` (floor)`` for the entries whose ``note`` says both methods sat at pass@1 0 everywhere
+    (:func:`ddrl.study_analysis.at_floor`), else "": shown beside the verdict, which stays the rule's."""
+    notes = df["note"] if "note" in df else pd.Series("", index=df.index)
+    return notes.map(lambda n: " (floor)" if isinstance(n, str) and n.startswith("floor") else "")
+
+
 def scorecard(entries: Sequence[dict]) -> pd.DataFrame:
     """The scorecard table: one row per claim x regime, the paper's number beside the testbed's, the 95%
     half-width reached and the minimum detectable effect it implies (80% power, :func:`ddrl.stats.detectable_effect`)."""
@@ -193,6 +202,7 @@ def scorecard(entries: Sequence[dict]) -> pd.DataFrame:
     df["mde"] = df.half_width.map(detectable_effect)
     df["testbed"] = [f"{e:+.1f} [{lo:+.1f}, {hi:+.1f}]" for e, lo, hi in zip(df.estimate, df.ci_low, df.ci_high)]
     df["paper_"] = [("n/a" if p is None or pd.isna(p) else f"{p:+.1f}") for p in df.paper]
+    df["verdict"] = df.verdict + floor_marks(df)
     out = df[["id", "claim", "regime", "metric", "paper_", "testbed", "half_width", "mde", "n_seeds", "n_questions",
               "verdict"]].rename(columns={"paper_": "paper"})
     return out.reset_index(drop=True)
@@ -214,7 +224,7 @@ def scorecard_figure(entries: Sequence[dict]):
     Returns the matplotlib figure."""
 
     df = pd.DataFrame(validate(list(entries)))
-    df["label"] = df.id + "  " + df.regime
+    df["label"] = df.id + "  " + df.regime + floor_marks(df)
     df["unit"] = df.metric.map(unit)
     units = sorted(df.unit.unique(), key=lambda u: (u != "points", u))
     sizes = [int((df.unit == u).sum()) for u in units]

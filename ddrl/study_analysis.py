@@ -90,6 +90,20 @@ def _matrix(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> pd.Dat
     return 100 * paired_differences(sub[sub.seed.isin(common)], a, b, value="pass@1")
 
 
+FLOOR_NOTE = "floor: both methods score pass@1 0 on every question of every seed; the regime cannot test this claim"
+
+
+def at_floor(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> bool:
+    """True when methods ``a`` and ``b`` both have pass@1 0 on every question of every seed they share: their
+    difference is 0 with a zero-width interval, which the verdict rule reads as *no effect* (or, for a null
+    claim, *reproduced*) although such a regime cannot tell the methods apart. Marked, never re-decided."""
+
+    sub = df[(df.regime == regime) & (df.split == split) & df.method.isin([a, b])]
+    common = set(sub[sub.method == a].seed) & set(sub[sub.method == b].seed)
+    vals = sub[sub.seed.isin(common)]["pass@1"]
+    return bool(len(vals)) and bool((vals == 0).all())
+
+
 def s1_matrix(df: pd.DataFrame, regime: str) -> pd.DataFrame | None:
     """Claim S1 (plan Sec. 4): the seeds x questions matrix of (DDRL - TTRL) on the default base minus the same
     on the weaker base (:data:`~ddrl.regimes.WEAK_REGIME`: same questions and seed ids, independent runs), in
@@ -254,6 +268,8 @@ def analyse_claims(out_dir: str | Path, regimes: dict[str, Regime], n_boot: int 
                 iv = hierarchical_bootstrap(d.to_numpy(), np.random.default_rng(derive_seed(0, "claims", c.id, r)),
                                             n_boot)
                 e = entry(c.id, r, iv.estimate, iv.ci_low, iv.ci_high, iv.n_seeds, iv.n_questions)
+                if c.id in PAIRED and at_floor(df, r, *PAIRED[c.id]):
+                    e["note"] = FLOOR_NOTE
             if e is None:
                 missing.append(f"{c.id} {r}: fewer than 2 seeds with the runs it needs")
                 continue

@@ -18,7 +18,7 @@ import pytest
 from conftest import kill_after_first_run
 
 from ddrl import study, study_analysis, study_plan
-from ddrl.claims import validate
+from ddrl.claims import scorecard, scorecard_figure, validate
 from ddrl.stats import paired_differences, variance_components
 
 SMOKE = study.SCALES["smoke"]
@@ -144,6 +144,22 @@ def test_claims_analysis_on_known_differences(tmp_path):
     assert by["H1"]["n_questions"] == 12 and by["H1"]["estimate"] > 10  # held-out split: DDRL vs no adaptation
     assert by["M1"]["half_width"] == pytest.approx((by["M1"]["ci_high"] - by["M1"]["ci_low"]) / 2)
     assert any(m.startswith("A1 math500_like") for m in missing)
+
+
+def test_a_claim_whose_methods_both_sit_at_the_floor_is_marked_not_redecided(tmp_path):
+    # TTRL and DDRL clipped to pass@1 0 everywhere (the AIME-like regime's situation); no adaptation is not
+    synthetic(tmp_path, {"no_adaptation": 0.0, "ttrl": -2.0, "ddrl": -2.0}, splits=("adapted", "heldout"))
+    entries, _ = study.analyse_claims(tmp_path, study.load_regimes(names=ONE), n_boot=200)
+    by = {e["id"]: e for e in entries}
+    m1, h1 = by["M1"], by["H1"]
+    assert (m1["estimate"], m1["ci_low"], m1["ci_high"]) == (0.0, 0.0, 0.0)
+    assert m1["verdict"] == "no effect"  # the registered rule, unchanged
+    assert m1["note"] == study_analysis.FLOOR_NOTE and "note" not in h1  # H1 compares with no adaptation (> 0)
+    table = scorecard(validate(entries)).set_index("id")
+    assert table.loc["M1", "verdict"] == "no effect (floor)" and table.loc["H1", "verdict"] == "contradicted"
+    with pytest.raises(ValueError, match=r"note \(optional\) must be a string"):
+        validate([{**m1, "note": 3}])
+    scorecard_figure(entries)  # the figure labels it too (and does not trip over the mark)
 
 
 # ---------------------------------------------------------------------------------------------------------
