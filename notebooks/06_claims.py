@@ -30,6 +30,10 @@
 # | no effect | inside +-1 point |
 # | not resolved | otherwise |
 #
+# A verdict marked *(floor)* is the rule's verdict for a regime where both methods score pass@1 0 on every
+# question of every seed: the difference is exactly 0, so the rule says *no effect*, but such a regime cannot
+# tell the methods apart (`ddrl.study_analysis.at_floor`).
+#
 # By default it renders from the committed results in `results/` in seconds; nothing is trained here. The `study`
 # preset (`python -m ddrl.reproduce --preset study --only 06`) reruns the whole study through the parallel
 # runner (`ddrl.study`: stage 1, its variance-only analysis, stage 2, the claims), resumable after a kill;
