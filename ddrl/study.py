@@ -41,7 +41,7 @@ from ddrl.cor import consensus_refinement
 from ddrl.experiments import cached_rollouts, model_fingerprint, question_rows
 from ddrl.models import resolve_device
 from ddrl.parallel import default_workers, run_pool
-from ddrl.regimes import Regime
+from ddrl.regimes import WEAK_REGIME, Regime
 from ddrl.reporting import REPO, atomic_write_bytes, cached, content_key, grader_fingerprint, records_key
 from ddrl.runs import RunDir
 from ddrl.seeds import derive_seed
@@ -292,6 +292,25 @@ def estimate_minutes(mins: pd.DataFrame, regimes: dict[str, Regime], regime: str
     return (float(anywhere.mean()), True) if len(anywhere) else (None, False)
 
 
+def milestones(jobs: Sequence[Job], out_dir: str | Path, price: dict, n1: int, workers: int) -> pd.DataFrame:
+    """When each claim's runs of each phase are done, in the job order the study runs them: one row per
+    (phase, claim) with runs left and the hours from now on ``workers`` workers at which its last run ends
+    (cumulative worker time / workers; runs nobody can price yet count 0 and are counted in ``unpriced``)."""
+    rows, total = {}, 0.0
+    for j in jobs:
+        for m in j.methods:
+            if m == BASE or csv_path(out_dir, j.regime, m, j.seed).is_file():
+                continue
+            k = price[(j.regime, m)][0]
+            total += k or 0.0
+            r = rows.setdefault(("a" if j.seed < n1 else "b", j.label), {"runs_left": 0, "unpriced": 0})
+            r["runs_left"] += 1
+            r["unpriced"] += k is None
+            r["done_after_h"] = round(total / 60 / max(workers, 1), 1)
+    return pd.DataFrame([{"phase": ph, "claim": lab, **r} for (ph, lab), r in rows.items()],
+                        columns=["phase", "claim", "runs_left", "unpriced", "done_after_h"])
+
+
 def status_text(out_dir: str | Path, regimes: dict[str, Regime], scale: Scale, stage1_file: Path, workers: int) -> str:
     """Stage by stage: jobs written / planned and the worker time left, estimated by :func:`estimate_minutes`
     from the measured minutes of the written CSVs (no estimate when neither the method nor its proxy has run).
@@ -315,6 +334,14 @@ def status_text(out_dir: str | Path, regimes: dict[str, Regime], scale: Scale, s
                      f"left (~{left / 60 / max(workers, 1):.1f} h on {workers} workers"
                      + (f"; {proxied} runs priced by a proxy method or regime" if proxied else "") + ")"
                      + (f", plus {unknown} runs of methods not yet measured" if unknown else ""))
+        if name == "stage 2" and todo:
+            ms = milestones(jobs, out_dir, price, scale.stage1_seeds, workers)
+            lines.append(f"stage 2 milestones (phase a: stage-1 seeds, b: more seeds; hours from now on {workers} "
+                         "workers, in the order the study runs them):\n"
+                         + tabulate(ms, headers="keys", tablefmt="github", showindex=False))
+            if WEAK_REGIME not in regimes:
+                lines.append("S1 has no jobs yet: its weaker base is not built and measured "
+                             "(OMP_NUM_THREADS=2 python bench/regimes.py --weak, ~10 min)")
     if not stage1_file.is_file():
         lines.append(f"stage 2: not planned yet ({stage1_file} is written by --analyse stage1 after stage 1)")
     return "\n".join(lines)

@@ -394,6 +394,21 @@ def test_status_counts_written_jobs_and_prices_the_rest_from_measured_times(tmp_
     rows.to_csv(study.csv_path(tmp_path, "amc_like", "bcs_dae", 0), index=False)
     mins = study.run_minutes(tmp_path)
     assert mins[mins.method == "bcs_dae"].minutes.tolist() == [0.5]
+    # stage 2 planned: its milestones, in job order, add up to the runs and the time left
+    (tmp_path / "stage1.json").write_text(json.dumps({"seeds": {"amc_like": 8, "math500_like": 7}}))
+    regs = study.load_regimes(names=["amc_like", "math500_like"])
+    text = study.status_text(tmp_path, regs, study.SCALES["default"], tmp_path / "stage1.json", workers=2)
+    jobs = study.stage2_jobs(list(regs), study.SCALES["default"], {"amc_like": 8, "math500_like": 7})
+    mins = study.run_minutes(tmp_path)
+    price = {(j.regime, m): study.estimate_minutes(mins, regs, j.regime, m) for j in jobs for m in j.methods}
+    ms = study.milestones(jobs, tmp_path, price, study.SCALES["default"].stage1_seeds, workers=2)
+    todo = [(j, m) for j in jobs for m in j.methods
+            if m != "base" and not study.csv_path(tmp_path, j.regime, m, j.seed).is_file()]
+    assert ms.runs_left.sum() == len(todo) and ms.unpriced.sum() == sum(price[j.regime, m][0] is None for j, m in todo)
+    assert list(ms.done_after_h) == sorted(ms.done_after_h)  # cumulative, in the order the jobs run
+    assert ms.done_after_h.iloc[-1] == round(sum(price[j.regime, m][0] or 0 for j, m in todo) / 120, 1)
+    assert set(ms.phase) == {"a", "b"} and ms.claim.iloc[0] == "A3"  # phase (a) opens with BCS+DAE (Amendment 3)
+    assert "stage 2 milestones" in text and "S1 has no jobs yet" in text
 
 
 def test_s1_weaker_base_regime_jobs_and_difference_of_differences(tmp_path):
