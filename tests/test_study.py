@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -65,9 +66,12 @@ def test_stage2_jobs_priority_seeds_and_no_repeats():
 
 def test_regimes_come_from_the_committed_measurements():
     regs = study.load_regimes()
-    base = json.loads((study.RESULTS / "regimes_base.json").read_text())
+    measured = json.loads((study.RESULTS / "regimes_base.json").read_text())["regimes"]
+    weak = study_plan.weak_path(study.RESULTS / "regimes_base.json")
+    if weak.is_file():  # S1's weaker base, once built and measured
+        measured += json.loads(weak.read_text())["regimes"]
     assert {r.name: (r.num_ops, r.n_adapted, r.episodes, r.lr) for r in regs.values()} == {
-        r["name"]: (r["num_ops"], r["n_adapted"], r["episodes"], r["lr"]) for r in base["regimes"]}
+        r["name"]: (r["num_ops"], r["n_adapted"], r["episodes"], r["lr"]) for r in measured}
     exp = study.experiment(regs["amc_like_small_lr"], study.SCALES["default"], heldout=True)
     cfg = exp.config("ttrl", 0)
     assert (cfg.lr, cfg.episodes, cfg.max_new_tokens, cfg.n_votes, cfg.k_train) == (3e-6, 16, 96, 64, 32)
@@ -277,13 +281,25 @@ def test_the_study_refuses_other_base_weights_than_the_measured_ones(tmp_path, m
     built = pt.cache_root() / f"default-{pt.get_config('default').config_hash()}"
     built.mkdir(parents=True)
     (built / pt.META_FILE).write_text("{}")  # a build is present (its weights are faked below)
+    only = tmp_path / "only" / "regimes_base.json"  # the default base alone (the committed results add S1's)
+    only.parent.mkdir()
+    only.write_text(json.dumps(base))
     monkeypatch.setattr(study_plan, "model_fingerprint", lambda name: {**base["weights"]})
-    study.check_weights()
+    study.check_weights(only)
     monkeypatch.setattr(study_plan, "model_fingerprint",
                         lambda name: {**base["weights"], "model.safetensors": "abc"})
     with pytest.raises(ValueError, match="measured on other base weights"):
-        study.check_weights()
+        study.check_weights(only)
     study.check_weights(scale=SMOKE)  # the smoke scale names its own model
+    if study_plan.weak_path(study.RESULTS / "regimes_base.json").is_file():  # the committed pair, both builds here
+        weak = json.loads(study_plan.weak_path(study.RESULTS / "regimes_base.json").read_text())
+        wbuilt = pt.cache_root() / f"weak-{pt.get_config('weak').config_hash()}"
+        wbuilt.mkdir(parents=True)
+        (wbuilt / pt.META_FILE).write_text("{}")
+        monkeypatch.setattr(study_plan, "model_fingerprint",
+                            lambda name: {**(weak if name == "testbed:weak" else base)["weights"]})
+        study.check_weights()
+        shutil.rmtree(wbuilt)
     # S1's weaker base, once measured, is checked the same way: not built here -> refused, naming it
     monkeypatch.setattr(study_plan, "model_fingerprint", lambda name: {**base["weights"]})
     (tmp_path / "regimes_base.json").write_text(json.dumps(base))
