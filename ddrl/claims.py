@@ -187,11 +187,14 @@ def load(path: str | Path) -> list[dict] | None:
     return validate(json.loads(path.read_text()), str(path))
 
 
+FLOOR_NOTE = "floor: both methods score pass@1 0 on every question of every seed; the regime cannot test this claim"
+
+
 def floor_marks(df: pd.DataFrame) -> pd.Series:
     """The mark `` (floor)`` for the entries whose ``note`` says both methods sat at pass@1 0 everywhere
     (:func:`ddrl.study_analysis.at_floor`), else "": shown beside the verdict, which stays the rule's."""
     notes = df["note"] if "note" in df else pd.Series("", index=df.index)
-    return notes.map(lambda n: " (floor)" if isinstance(n, str) and n.startswith("floor") else "")
+    return notes.map(lambda n: " (floor)" if n == FLOOR_NOTE else "")
 
 
 def scorecard(entries: Sequence[dict]) -> pd.DataFrame:

@@ -292,21 +292,18 @@ def estimate_minutes(mins: pd.DataFrame, regimes: dict[str, Regime], regime: str
     return (float(anywhere.mean()), True) if len(anywhere) else (None, False)
 
 
-def milestones(jobs: Sequence[Job], out_dir: str | Path, price: dict, n1: int, workers: int) -> pd.DataFrame:
-    """When each claim's runs of each phase are done, in the job order the study runs them: one row per
-    (phase, claim) with runs left and the hours from now on ``workers`` workers at which its last run ends
-    (cumulative worker time / workers; runs nobody can price yet count 0 and are counted in ``unpriced``)."""
+def milestones(todo: Sequence[tuple[Job, str]], price: dict, n1: int, workers: int) -> pd.DataFrame:
+    """When each claim's runs of each phase are done, for the (job, method) runs left in the order the study
+    runs them: one row per (phase, claim) with runs left and the hours from now on ``workers`` workers at which
+    its last run ends (cumulative worker time / workers; runs nobody can price yet count 0, in ``unpriced``)."""
     rows, total = {}, 0.0
-    for j in jobs:
-        for m in j.methods:
-            if m == BASE or csv_path(out_dir, j.regime, m, j.seed).is_file():
-                continue
-            k = price[(j.regime, m)][0]
-            total += k or 0.0
-            r = rows.setdefault(("a" if j.seed < n1 else "b", j.label), {"runs_left": 0, "unpriced": 0})
-            r["runs_left"] += 1
-            r["unpriced"] += k is None
-            r["done_after_h"] = round(total / 60 / max(workers, 1), 1)
+    for j, m in todo:
+        k = price[(j.regime, m)][0]
+        total += k or 0.0
+        r = rows.setdefault(("a" if j.seed < n1 else "b", j.label), {"runs_left": 0, "unpriced": 0})
+        r["runs_left"] += 1
+        r["unpriced"] += k is None
+        r["done_after_h"] = round(total / 60 / max(workers, 1), 1)
     return pd.DataFrame([{"phase": ph, "claim": lab, **r} for (ph, lab), r in rows.items()],
                         columns=["phase", "claim", "runs_left", "unpriced", "done_after_h"])
 
@@ -322,11 +319,11 @@ def status_text(out_dir: str | Path, regimes: dict[str, Regime], scale: Scale, s
     if stage1_file.is_file():
         stages.append(("stage 2", stage2_jobs(list(regimes), scale, json.loads(stage1_file.read_text())["seeds"])))
     for name, jobs in stages:
-        todo = [(j.regime, m, j.seed) for j in jobs for m in j.methods
+        todo = [(j, m) for j in jobs for m in j.methods
                 if m != BASE and not csv_path(out_dir, j.regime, m, j.seed).is_file()]
         cells = sum(m != BASE for j in jobs for m in j.methods)
-        price = {(r, m): estimate_minutes(mins, regimes, r, m) for r, m in {(r, m) for r, m, _ in todo}}
-        known = [price[(r, m)] for r, m, _ in todo]
+        price = {(r, m): estimate_minutes(mins, regimes, r, m) for r, m in {(j.regime, m) for j, m in todo}}
+        known = [price[(j.regime, m)] for j, m in todo]
         left = sum(k for k, _ in known if k is not None)
         unknown = sum(k is None for k, _ in known)
         proxied = sum(p for k, p in known if k is not None)
@@ -335,7 +332,7 @@ def status_text(out_dir: str | Path, regimes: dict[str, Regime], scale: Scale, s
                      + (f"; {proxied} runs priced by a proxy method or regime" if proxied else "") + ")"
                      + (f", plus {unknown} runs of methods not yet measured" if unknown else ""))
         if name == "stage 2" and todo:
-            ms = milestones(jobs, out_dir, price, scale.stage1_seeds, workers)
+            ms = milestones(todo, price, scale.stage1_seeds, workers)
             lines.append(f"stage 2 milestones (phase a: stage-1 seeds, b: more seeds; hours from now on {workers} "
                          "workers, in the order the study runs them):\n"
                          + tabulate(ms, headers="keys", tablefmt="github", showindex=False))

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ddrl.analysis import in_band, scale_bands
-from ddrl.claims import CLAIMS, entry, validate
+from ddrl.claims import CLAIMS, FLOOR_NOTE, entry, validate
 from ddrl.evaluate import mean_ci
 from ddrl.regimes import WEAK_REGIME, Regime
 from ddrl.seeds import derive_seed
@@ -83,14 +83,16 @@ def _matrix(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> pd.Dat
     """The seeds x questions matrix of (a - b) pass@1 in points over the seeds both methods have; None if
     fewer than 2 such seeds."""
 
-    sub = df[(df.regime == regime) & (df.split == split) & df.method.isin([a, b])]
-    common = sorted(set(sub[sub.method == a].seed) & set(sub[sub.method == b].seed))
-    if len(common) < 2:
+    sub = _shared_seeds(df, regime, a, b, split)
+    if sub.seed.nunique() < 2:
         return None
-    return 100 * paired_differences(sub[sub.seed.isin(common)], a, b, value="pass@1")
+    return 100 * paired_differences(sub, a, b, value="pass@1")
 
 
-FLOOR_NOTE = "floor: both methods score pass@1 0 on every question of every seed; the regime cannot test this claim"
+def _shared_seeds(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> pd.DataFrame:
+    """The rows of methods ``a`` and ``b`` in ``regime`` / ``split`` over the seeds both have."""
+    sub = df[(df.regime == regime) & (df.split == split) & df.method.isin([a, b])]
+    return sub[sub.seed.isin(set(sub[sub.method == a].seed) & set(sub[sub.method == b].seed))]
 
 
 def at_floor(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> bool:
@@ -98,9 +100,7 @@ def at_floor(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> bool:
     difference is 0 with a zero-width interval, which the verdict rule reads as *no effect* (or, for a null
     claim, *reproduced*) although such a regime cannot tell the methods apart. Marked, never re-decided."""
 
-    sub = df[(df.regime == regime) & (df.split == split) & df.method.isin([a, b])]
-    common = set(sub[sub.method == a].seed) & set(sub[sub.method == b].seed)
-    vals = sub[sub.seed.isin(common)]["pass@1"]
+    vals = _shared_seeds(df, regime, a, b, split)["pass@1"]
     return bool(len(vals)) and bool((vals == 0).all())
 
 

@@ -417,9 +417,9 @@ def test_status_counts_written_jobs_and_prices_the_rest_from_measured_times(tmp_
     jobs = study.stage2_jobs(list(regs), study.SCALES["default"], {"amc_like": 8, "math500_like": 7})
     mins = study.run_minutes(tmp_path)
     price = {(j.regime, m): study.estimate_minutes(mins, regs, j.regime, m) for j in jobs for m in j.methods}
-    ms = study.milestones(jobs, tmp_path, price, study.SCALES["default"].stage1_seeds, workers=2)
     todo = [(j, m) for j in jobs for m in j.methods
             if m != "base" and not study.csv_path(tmp_path, j.regime, m, j.seed).is_file()]
+    ms = study.milestones(todo, price, study.SCALES["default"].stage1_seeds, workers=2)
     assert ms.runs_left.sum() == len(todo) and ms.unpriced.sum() == sum(price[j.regime, m][0] is None for j, m in todo)
     assert list(ms.done_after_h) == sorted(ms.done_after_h)  # cumulative, in the order the jobs run
     assert ms.done_after_h.iloc[-1] == round(sum(price[j.regime, m][0] or 0 for j, m in todo) / 120, 1)
@@ -494,13 +494,13 @@ def test_every_committed_run_is_current_under_this_code(monkeypatch):
         for q in (p, p.with_name(p.stem + "-steps.csv")):
             if q.is_file():
                 n += 1
-                if set(pd.read_csv(q, usecols=["key"], dtype=str)["key"]) != {key}:
+                if not study._done(q, key):
                     stale.append(str(q.relative_to(runs)))
     for p in sorted((runs / study.BASE).glob("*/seed[0-9][0-9]-groups.csv")):
         key = study.base_job(regs[p.parent.name], scale, int(p.name[4:6]))[3]
         for q in (p, p.with_name(p.name.replace("-groups", "-g1"))):
             n += 1
-            if set(pd.read_csv(q, usecols=["key"], dtype=str)["key"]) != {key}:
+            if not study._done(q, key):
                 stale.append(str(q.relative_to(runs)))
     assert n >= 200, f"only {n} committed study CSVs found under {runs}"
     assert not stale, f"{len(stale)} of {n} committed study CSVs no longer match this code's keys: {stale[:5]}"
