@@ -483,9 +483,10 @@ def test_every_committed_run_is_current_under_this_code(monkeypatch):
     amendment and a new ``"what"`` version in ``job_key`` (issue 16's note), which this test then flags too."""
 
     measured = {}  # model name -> the weights its regimes were measured on (the default base; S1's weaker one)
-    for f in ("regimes_base.json", "regimes_weak.json"):
-        if (study.RESULTS / f).is_file():
-            w = json.loads((study.RESULTS / f).read_text())["weights"]
+    base_file = study.RESULTS / "regimes_base.json"
+    for f in (base_file, study_plan.weak_path(base_file)):
+        if f.is_file():
+            w = json.loads(f.read_text())["weights"]
             measured[w["model"]] = w
     monkeypatch.setattr(study, "model_fingerprint", lambda name: {**measured[name]})
     scale = study.SCALES["default"]
