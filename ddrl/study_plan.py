@@ -138,8 +138,8 @@ def load_regimes(path: str | Path = RESULTS / "regimes_base.json", scale: Scale 
     data = json.loads(path.read_text())
     if "regimes" not in data:
         raise ValueError(f"{path}: no 'regimes' list (expected the output of bench/regimes.py --merge)")
-    weak = weak_path(path)
-    listed = data["regimes"] + (json.loads(weak.read_text()).get("regimes", []) if weak.is_file() else [])
+    listed = data["regimes"] + [r for f in measurement_files(path)[1:]
+                                for r in json.loads(f.read_text()).get("regimes", [])]
     out = {}
     for r in listed:
         reg = Regime(**{k: r[k] for k in ("name", "stands_for", "num_ops", "n_adapted", "n_heldout", "episodes", "lr",
@@ -160,6 +160,12 @@ def weak_path(path: str | Path) -> Path:
     return Path(path).with_name("regimes_weak.json")
 
 
+def measurement_files(path: str | Path) -> list[Path]:
+    """The base-measurement files the study reads: ``path`` (the default base), then S1's weaker base
+    (``weak_path``) when it lies beside it."""
+    return [Path(path)] + [w for w in (weak_path(path),) if w.is_file()]
+
+
 def check_weights(path: str | Path = RESULTS / "regimes_base.json", scale: Scale = SCALES["default"]) -> None:
     """The regimes were measured on one build of the base model (``weights`` in ``regimes_base.json``; S1's
     weaker base in ``regimes_weak.json``, when present); a study on other weights would not be the registered
@@ -168,9 +174,8 @@ def check_weights(path: str | Path = RESULTS / "regimes_base.json", scale: Scale
 
     if "model" in scale.knobs:
         return
-    _check_build(Path(path))
-    if weak_path(path).is_file():
-        _check_build(weak_path(path))
+    for f in measurement_files(path):
+        _check_build(f)
 
 
 def _check_build(path: Path) -> None:

@@ -66,10 +66,8 @@ def test_stage2_jobs_priority_seeds_and_no_repeats():
 
 def test_regimes_come_from_the_committed_measurements():
     regs = study.load_regimes()
-    measured = json.loads((study.RESULTS / "regimes_base.json").read_text())["regimes"]
-    weak = study_plan.weak_path(study.RESULTS / "regimes_base.json")
-    if weak.is_file():  # S1's weaker base, once built and measured
-        measured += json.loads(weak.read_text())["regimes"]
+    measured = [r for f in study_plan.measurement_files(study.RESULTS / "regimes_base.json")  # S1's weaker base too
+                for r in json.loads(f.read_text())["regimes"]]
     assert {r.name: (r.num_ops, r.n_adapted, r.episodes, r.lr) for r in regs.values()} == {
         r["name"]: (r["num_ops"], r["n_adapted"], r["episodes"], r["lr"]) for r in measured}
     exp = study.experiment(regs["amc_like_small_lr"], study.SCALES["default"], heldout=True)
@@ -484,10 +482,9 @@ def test_every_committed_run_is_current_under_this_code(monkeypatch):
 
     measured = {}  # model name -> the weights its regimes were measured on (the default base; S1's weaker one)
     base_file = study.RESULTS / "regimes_base.json"
-    for f in (base_file, study_plan.weak_path(base_file)):
-        if f.is_file():
-            w = json.loads(f.read_text())["weights"]
-            measured[w["model"]] = w
+    for f in study_plan.measurement_files(base_file):
+        w = json.loads(f.read_text())["weights"]
+        measured[w["model"]] = w
     monkeypatch.setattr(study, "model_fingerprint", lambda name: {**measured[name]})
     scale = study.SCALES["default"]
     regs = study.load_regimes(scale=scale)
