@@ -289,8 +289,9 @@ def test_the_study_refuses_other_base_weights_than_the_measured_ones(tmp_path, m
     with pytest.raises(ValueError, match="measured on other base weights"):
         study.check_weights(only)
     study.check_weights(scale=SMOKE)  # the smoke scale names its own model
-    if study_plan.weak_path(study.RESULTS / "regimes_base.json").is_file():  # the committed pair, both builds here
-        weak = json.loads(study_plan.weak_path(study.RESULTS / "regimes_base.json").read_text())
+    weak_file = study_plan.weak_path(study.RESULTS / "regimes_base.json")
+    if weak_file.is_file():  # the committed pair, both builds here
+        weak = json.loads(weak_file.read_text())
         wbuilt = pt.cache_root() / f"weak-{pt.get_config('weak').config_hash()}"
         wbuilt.mkdir(parents=True)
         (wbuilt / pt.META_FILE).write_text("{}")
