@@ -48,7 +48,7 @@ from ddrl.seeds import derive_seed
 from ddrl.study_analysis import analyse_claims, analyse_stage1, progress, run_minutes
 from ddrl.study_figures import render_results
 from ddrl.study_plan import (BASE, COR_4X, RESULTS, SCALES, STEP_COLUMNS, Job, Scale, check_weights, experiment,
-                             load_regimes, stage1_jobs, stage2_jobs, wants_heldout)
+                             export_base_models, load_regimes, regimes_path, stage1_jobs, stage2_jobs, wants_heldout)
 from ddrl.train import steps_per_episode, strip_truth
 
 # ---------------------------------------------------------------------------------------------------------
@@ -248,8 +248,7 @@ def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, re
     left of ``budget_min``, then every claim (``claims.json``); resumable (rerun after a kill: written jobs
     are skipped, finished runs load). One progress bar per stage. Returns what was written and run."""
     results_dir = Path(results_dir)
-    check_weights(results_dir / "regimes_base.json" if (results_dir / "regimes_base.json").is_file()
-                  else RESULTS / "regimes_base.json", scale)
+    check_weights(regimes_path(results_dir), scale)
     end = time.time() + 60 * budget_min if budget_min is not None else None
     left = lambda: None if end is None else max(1e-3, (end - time.time()) / 60)  # noqa: E731
     s1 = run_jobs(stage1_jobs(list(regimes), scale), scale, runs_dir, runs_root, left(), workers, progress,
@@ -361,6 +360,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     what.add_argument("--status", action="store_true", help="jobs written per stage and the measured time left")
     what.add_argument("--analyse", choices=("stage1", "claims"), help="stage1: variance components and seeds "
                       "(no means) -> stage1.json; claims: every claim -> claims.json")
+    what.add_argument("--export-base", action="store_true", help="copy the measured base builds from this "
+                      "machine's testbed cache into results/base_models/ (to commit: then any CPU runs the study)")
     ap.add_argument("--scale", choices=sorted(SCALES), default="default")
     ap.add_argument("--regimes", nargs="+", default=None, help="default: every regime of regimes_base.json")
     ap.add_argument("--budget-min", type=float, default=None, help="wall-time budget; later jobs are skipped")
@@ -374,15 +375,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     scale = SCALES[args.scale]
-    regimes = load_regimes(scale=scale, names=args.regimes)
+    regimes = load_regimes(regimes_path(args.results), scale=scale, names=args.regimes)
     stage1_file, claims_file = args.results / "stage1.json", args.results / "claims.json"
     if args.status:
         workers = args.workers or default_workers(99, str(resolve_device(scale.knobs.get("device", "auto"))))
         print(status_text(args.out, regimes, scale, stage1_file, workers))
         return 0
+    if args.export_base:
+        try:
+            paths = export_base_models(regimes_path(args.results))
+        except ValueError as e:
+            print(f"ddrl.study: {e}", file=sys.stderr)
+            return 2
+        print("ddrl.study: the measured base builds -> " + ", ".join(str(p) for p in paths))
+        return 0
     if args.stage:
         try:
-            check_weights(scale=scale)
+            check_weights(regimes_path(args.results), scale=scale)
         except ValueError as e:
             print(f"ddrl.study: {e}", file=sys.stderr)
             return 2

@@ -42,16 +42,22 @@ Readings of the plan (written down here, chosen from the text, never from method
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Sequence
 
 from ddrl.experiments import Experiment, model_fingerprint
 from ddrl.regimes import WEAK_REGIME, Regime
-from ddrl.reporting import REPO
+from ddrl.reporting import REPO, owner_lock
 from ddrl.testbed.pretrain import META_FILE, cache_root, get_config
 
 RESULTS = REPO / "results"
+#: The measured base builds, committed (``python -m ddrl.study --export-base``): a testbed build's bits depend on
+#: the CPU it was trained on (docs/testbed.md), so a machine of another kind installs these instead of building.
+BASE_MODELS = RESULTS / "base_models"
 STAGE1_METHODS = ("no_adaptation", "ttrl", "ddrl")
 THREE = ("aime_like", "amc_like", "math500_like")
 SMALL_LR = "amc_like_small_lr"
@@ -155,6 +161,13 @@ def load_regimes(path: str | Path = RESULTS / "regimes_base.json", scale: Scale 
     return out
 
 
+def regimes_path(results_dir: str | Path) -> Path:
+    """The base measurements a study reads: ``results_dir``'s own ``regimes_base.json`` (a replication on
+    other weights, plan Amendment 5), else the registered one."""
+    own = Path(results_dir) / "regimes_base.json"
+    return own if own.is_file() else RESULTS / "regimes_base.json"
+
+
 def weak_path(path: str | Path) -> Path:
     """Where S1's weaker-base measurements lie: ``regimes_weak.json`` beside ``regimes_base.json``."""
     return Path(path).with_name("regimes_weak.json")
@@ -181,21 +194,84 @@ def check_weights(path: str | Path = RESULTS / "regimes_base.json", scale: Scale
 def _check_build(path: Path) -> None:
     measured = json.loads(Path(path).read_text()).get("weights", {})
     name = measured.get("model", "testbed:default")
-    if name.startswith("testbed:"):  # never build a testbed here: a fresh build differs from the measured one
-
-        preset = name.split(":", 1)[1]
-        built = cache_root() / f"{preset}-{get_config(preset).config_hash()}"
-        if not (built / META_FILE).is_file():
-            raise ValueError(f"{name} is not built in {cache_root()}; the regimes were measured on the build whose "
-                             f"weights {path} names ({measured}). Copy that build's directory to {built} "
-                             "(or re-measure the regimes on a new build and amend results/plan.md).")
+    built = _cache_dir(name)
+    pinned = BASE_MODELS / built.name if built else None
+    if built and not (built / META_FILE).is_file():  # never build a testbed here: a fresh build differs
+        if not _install(pinned, built, measured):
+            raise ValueError(f"{name} is not built in {cache_root()} and {pinned} holds no committed build; the "
+                             f"regimes were measured on the build whose weights {path} names ({measured}). Copy "
+                             f"that build's directory to {built} (or re-measure the regimes on a new build and "
+                             "amend results/plan.md).")
     have = model_fingerprint(name)
     diff = {k: (v, have.get(k)) for k, v in measured.items() if have.get(k) != v}
     if diff:
+        fix = (f"The committed build {pinned} has the measured weights: move {built} aside (it is this CPU's "
+               "build) and rerun, which installs it." if pinned and (pinned / META_FILE).is_file() else
+               "Use the measured build (copy its directory into <cache>/testbed/) or re-measure the regimes "
+               "(bench/regimes.py) and amend results/plan.md before stage 1.")
         raise ValueError(f"{path}: the regimes were measured on other base weights than this machine's "
-                         f"{measured.get('model')}: {diff} (measured, here). Use the measured build (copy its "
-                         "directory into <cache>/testbed/) or re-measure the regimes (bench/regimes.py) and amend "
-                         "results/plan.md before stage 1.")
+                         f"{measured.get('model')}: {diff} (measured, here). {fix}")
+
+
+def _cache_dir(name: str) -> Path | None:
+    """The testbed cache directory of ``testbed:<preset>`` (None for any other model)."""
+    if not name.startswith("testbed:"):
+        return None
+    preset = name.split(":", 1)[1]
+    return cache_root() / f"{preset}-{get_config(preset).config_hash()}"
+
+
+def _weights(directory: Path, name: str) -> dict:
+    """``model_fingerprint`` of a build directory under the model's name (the sha256 of each weight file)."""
+    return {**model_fingerprint(str(directory)), "model": name}
+
+
+def _install(pinned: Path | None, built: Path, measured: dict) -> bool:
+    """Copy the committed build ``pinned`` into the testbed cache as ``built`` when its weights are the measured
+    ones (raises naming both otherwise); False when nothing is committed. Atomic (a temporary copy renamed
+    into place) and under the build's lock, so a concurrent build or install waits."""
+    if pinned is None or not (pinned / META_FILE).is_file():
+        return False
+    got = _weights(pinned, measured.get("model", ""))
+    if got != measured:
+        raise ValueError(f"{pinned}: the committed build's weights {got} are not the measured {measured}")
+    built.parent.mkdir(parents=True, exist_ok=True)
+    with owner_lock(built.parent / f"{built.name}.lock", f"testbed install {built}"):
+        if not (built / META_FILE).is_file():
+            _copy_dir(pinned, built)
+    return True
+
+
+def _copy_dir(src: Path, dest: Path) -> None:
+    """``src``'s files into a new directory ``dest``, written beside it under a temporary name, then renamed."""
+    tmp = dest.parent / f".tmp-{dest.name}-{os.getpid()}-{time.time_ns()}"
+    try:
+        shutil.copytree(src, tmp)
+        os.rename(tmp, dest)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def export_base_models(path: str | Path = RESULTS / "regimes_base.json", dest: Path | None = None) -> list[Path]:
+    """Copy the measured base builds (``measurement_files(path)``) from this machine's testbed cache into
+    ``dest`` (default :data:`BASE_MODELS`, committed) once :func:`check_weights` finds them the measured ones;
+    a build already there with the same weights is kept. Returns the committed directories."""
+    dest = Path(dest) if dest is not None else BASE_MODELS
+    check_weights(path)
+    out = []
+    for f in measurement_files(path):
+        measured = json.loads(f.read_text())["weights"]
+        built = _cache_dir(measured["model"])
+        if built is None:
+            raise ValueError(f"{f}: {measured['model']} is not a testbed build; only testbed builds are committed")
+        target = dest / built.name
+        if not (target / META_FILE).is_file() or _weights(target, measured["model"]) != measured:
+            if target.exists():
+                shutil.rmtree(target)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _copy_dir(built, target)
+        out.append(target)
+    return out
 
 
 def experiment(regime: Regime, scale: Scale, heldout: bool, runs_root: str | Path | None = None):

@@ -276,6 +276,7 @@ def test_the_study_refuses_other_base_weights_than_the_measured_ones(tmp_path, m
 
     base = json.loads((study.RESULTS / "regimes_base.json").read_text())
     monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(study_plan, "BASE_MODELS", tmp_path / "none")  # no committed build (tested below)
     built = pt.cache_root() / f"default-{pt.get_config('default').config_hash()}"
     built.mkdir(parents=True)
     (built / pt.META_FILE).write_text("{}")  # a build is present (its weights are faked below)
@@ -355,9 +356,56 @@ def test_the_study_never_builds_the_base_testbed(tmp_path, monkeypatch):
     import ddrl.testbed.pretrain as pt
 
     monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path))  # no build here
+    monkeypatch.setattr(study_plan, "BASE_MODELS", tmp_path / "none")  # and none committed
     monkeypatch.setattr(pt, "build", lambda *a, **k: pytest.fail("check_weights must not build a testbed"))
     with pytest.raises(ValueError, match="testbed:default is not built in"):
         study.check_weights()
+
+
+def test_a_committed_base_build_is_installed_on_another_cpu_and_exported_only_when_measured(tmp_path, monkeypatch):
+    """A testbed build's bits depend on the CPU (docs/testbed.md): the measured builds are committed under
+    results/base_models/ and installed into an empty cache instead of built; a cache holding another build,
+    or a committed build with other weights, is refused by name; --export-base copies only measured weights."""
+    import hashlib
+
+    import ddrl.testbed.pretrain as pt
+
+    monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(study_plan, "BASE_MODELS", tmp_path / "pins")
+    monkeypatch.setattr(pt, "pretrain", lambda *a, **k: pytest.fail("the study must not build a testbed"))
+    name = f"default-{pt.get_config('default').config_hash()}"
+    pin, cached = tmp_path / "pins" / name, pt.cache_root() / name
+    pin.mkdir(parents=True)
+    (pin / pt.META_FILE).write_text(json.dumps({"num_threads": pt.BUILD_THREADS}))
+    (pin / "model.safetensors").write_bytes(b"the measured bits")
+    (pin / "config.json").write_text("{}")
+    measured = {"model": "testbed:default", "model.safetensors": hashlib.sha256(b"the measured bits").hexdigest()}
+    regimes = tmp_path / "results" / "regimes_base.json"
+    regimes.parent.mkdir()
+    regimes.write_text(json.dumps({"weights": measured, "regimes": []}))
+
+    study.check_weights(regimes)  # installs the committed build
+    assert (cached / "model.safetensors").read_bytes() == b"the measured bits" and (cached / "config.json").is_file()
+    assert not [p for p in cached.parent.iterdir() if p.name.startswith(".tmp-")]
+    study.check_weights(regimes)  # installed once: the second check reads it
+
+    exported = study.main(["--export-base", "--results", str(regimes.parent)])
+    assert exported == 0 and (pin / "model.safetensors").read_bytes() == b"the measured bits"
+    assert study_plan.export_base_models(regimes, tmp_path / "out") == [tmp_path / "out" / name]
+    assert sorted(p.name for p in (tmp_path / "out" / name).iterdir()) == sorted(p.name for p in cached.iterdir())
+
+    (cached / "model.safetensors").write_bytes(b"this CPU's own build")  # another machine's build in the cache
+    with pytest.raises(ValueError, match=f"committed build {pin} has the measured weights: move {cached} aside"):
+        study.check_weights(regimes)
+    with pytest.raises(ValueError, match="measured on other base weights"):
+        study_plan.export_base_models(regimes, tmp_path / "out2")
+    assert not (tmp_path / "out2").exists()  # nothing exported from unmeasured weights
+
+    shutil.rmtree(cached)
+    (pin / "model.safetensors").write_bytes(b"a committed build with other bits")
+    with pytest.raises(ValueError, match=f"{pin}: the committed build's weights"):
+        study.check_weights(regimes)
+    assert not cached.exists()  # nothing installed
 
 
 def test_progress_counts_written_csvs_from_their_names_only(tmp_path):
