@@ -408,6 +408,19 @@ def test_a_committed_base_build_is_installed_on_another_cpu_and_exported_only_wh
     assert not cached.exists()  # nothing installed
 
 
+def test_a_results_dir_with_its_own_regimes_is_a_replication_read_instead_of_the_registered(tmp_path, capsys):
+    """plan Amendment 5: --results naming a directory with its own regimes_base.json (another build's weights)
+    reads those regimes; without one, the registered file."""
+    assert study_plan.regimes_path(tmp_path) == study.RESULTS / "regimes_base.json"
+    reg = json.loads((study.RESULTS / "regimes_base.json").read_text())
+    own = tmp_path / "regimes_base.json"
+    own.write_text(json.dumps({"weights": {"model": "testbed:default", "model.safetensors": "other"},
+                               "regimes": [r for r in reg["regimes"] if r["name"] == "math500_like"]}))
+    assert study_plan.regimes_path(tmp_path) == own
+    assert study.main(["--status", "--results", str(tmp_path), "--out", str(tmp_path / "runs")]) == 0
+    assert "stage 1: 0/18 method x seed CSVs" in capsys.readouterr().out  # 1 regime x 3 methods x 6 seeds, not 54
+
+
 def test_progress_counts_written_csvs_from_their_names_only(tmp_path):
     """The progress table (notebook 06, docs/results.md) reads file names, never a result: a CSV whose
     content is not even a table still counts as written; steps CSVs and other files do not."""
