@@ -195,7 +195,7 @@ def _check_build(path: Path) -> None:
     measured = json.loads(Path(path).read_text()).get("weights", {})
     name = measured.get("model", "testbed:default")
     built = _cache_dir(name)
-    pinned = BASE_MODELS / built.name if built else None
+    pinned = _pin_dir(built, measured) if built else None
     if built and not (built / META_FILE).is_file():  # never build a testbed here: a fresh build differs
         if not _install(pinned, built, measured):
             raise ValueError(f"{name} is not built in {cache_root()} and {pinned} holds no committed build; the "
@@ -219,6 +219,12 @@ def _cache_dir(name: str) -> Path | None:
         return None
     preset = name.split(":", 1)[1]
     return cache_root() / f"{preset}-{get_config(preset).config_hash()}"
+
+
+def _pin_dir(built: Path, measured: dict) -> Path:
+    """Where the committed copy of a build lies: its cache name plus its weights' sha256 prefix, so builds of
+    one configuration on different CPUs (the registered study's, a replication's) never share a directory."""
+    return BASE_MODELS / f"{built.name}-{measured.get('model.safetensors', 'unknown')[:12]}"
 
 
 def _weights(directory: Path, name: str) -> dict:
@@ -264,7 +270,7 @@ def export_base_models(path: str | Path = RESULTS / "regimes_base.json", dest: P
         built = _cache_dir(measured["model"])
         if built is None:
             raise ValueError(f"{f}: {measured['model']} is not a testbed build; only testbed builds are committed")
-        target = dest / built.name
+        target = dest / _pin_dir(built, measured).name
         if not (target / META_FILE).is_file() or _weights(target, measured["model"]) != measured:
             if target.exists():
                 shutil.rmtree(target)

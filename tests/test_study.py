@@ -374,12 +374,13 @@ def test_a_committed_base_build_is_installed_on_another_cpu_and_exported_only_wh
     monkeypatch.setattr(study_plan, "BASE_MODELS", tmp_path / "pins")
     monkeypatch.setattr(pt, "pretrain", lambda *a, **k: pytest.fail("the study must not build a testbed"))
     name = f"default-{pt.get_config('default').config_hash()}"
-    pin, cached = tmp_path / "pins" / name, pt.cache_root() / name
+    sha = hashlib.sha256(b"the measured bits").hexdigest()
+    pin, cached = tmp_path / "pins" / f"{name}-{sha[:12]}", pt.cache_root() / name  # the pin names its weights
     pin.mkdir(parents=True)
     (pin / pt.META_FILE).write_text(json.dumps({"num_threads": pt.BUILD_THREADS}))
     (pin / "model.safetensors").write_bytes(b"the measured bits")
     (pin / "config.json").write_text("{}")
-    measured = {"model": "testbed:default", "model.safetensors": hashlib.sha256(b"the measured bits").hexdigest()}
+    measured = {"model": "testbed:default", "model.safetensors": sha}
     regimes = tmp_path / "results" / "regimes_base.json"
     regimes.parent.mkdir()
     regimes.write_text(json.dumps({"weights": measured, "regimes": []}))
@@ -391,8 +392,8 @@ def test_a_committed_base_build_is_installed_on_another_cpu_and_exported_only_wh
 
     exported = study.main(["--export-base", "--results", str(regimes.parent)])
     assert exported == 0 and (pin / "model.safetensors").read_bytes() == b"the measured bits"
-    assert study_plan.export_base_models(regimes, tmp_path / "out") == [tmp_path / "out" / name]
-    assert sorted(p.name for p in (tmp_path / "out" / name).iterdir()) == sorted(p.name for p in cached.iterdir())
+    assert study_plan.export_base_models(regimes, tmp_path / "out") == [tmp_path / "out" / pin.name]
+    assert sorted(p.name for p in (tmp_path / "out" / pin.name).iterdir()) == sorted(p.name for p in cached.iterdir())
 
     (cached / "model.safetensors").write_bytes(b"this CPU's own build")  # another machine's build in the cache
     with pytest.raises(ValueError, match=f"committed build {pin} has the measured weights: move {cached} aside"):
