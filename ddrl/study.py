@@ -27,7 +27,7 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -365,6 +365,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--scale", choices=sorted(SCALES), default="default")
     ap.add_argument("--regimes", nargs="+", default=None, help="default: every regime of regimes_base.json")
     ap.add_argument("--budget-min", type=float, default=None, help="wall-time budget; later jobs are skipped")
+    ap.add_argument("--stage1-seeds", type=int, default=None, help="stage 1's seeds 0..N-1 (default: the scale's, the "
+                    "plan's 6; Amendment 5's replication runs more)")
     ap.add_argument("--workers", type=int, default=None, help="default: one per core (ddrl.parallel)")
     ap.add_argument("--out", type=Path, default=RESULTS / "runs", help="per-run CSVs (default results/runs)")
     ap.add_argument("--results", type=Path, default=RESULTS, help="stage1.json / claims.json go here")
@@ -375,6 +377,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     scale = SCALES[args.scale]
+    if args.stage1_seeds is not None:  # only which seeds stage 1 lists: the runs and their keys stay the scale's
+        scale = replace(scale, stage1_seeds=args.stage1_seeds)
     regimes = load_regimes(regimes_path(args.results), scale=scale, names=args.regimes)
     stage1_file, claims_file = args.results / "stage1.json", args.results / "claims.json"
     if args.status:

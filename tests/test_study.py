@@ -420,6 +420,8 @@ def test_a_results_dir_with_its_own_regimes_is_a_replication_read_instead_of_the
     assert study_plan.regimes_path(tmp_path) == own
     assert study.main(["--status", "--results", str(tmp_path), "--out", str(tmp_path / "runs")]) == 0
     assert "stage 1: 0/18 method x seed CSVs" in capsys.readouterr().out  # 1 regime x 3 methods x 6 seeds, not 54
+    assert study.main(["--status", "--results", str(tmp_path), "--out", str(tmp_path / "runs"), "--stage1-seeds", "12"]) == 0
+    assert "stage 1: 0/36 method x seed CSVs" in capsys.readouterr().out  # the replication's 12 seeds
 
 
 def test_progress_counts_written_csvs_from_their_names_only(tmp_path):
