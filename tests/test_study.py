@@ -536,24 +536,34 @@ def experiment_model(regime) -> str:
     return study_plan.experiment(regime, study.SCALES["default"], False).config("ttrl", 0).model
 
 
-def test_every_committed_run_is_current_under_this_code(monkeypatch):
+#: Every committed study: (results dir, its per-run CSVs, the fewest CSVs it must hold). The registered study and
+#: Amendment 5's replication on the Xeon build, each keyed against the weights its own regimes file names.
+COMMITTED_STUDIES = (
+    (study.RESULTS, study.RESULTS / "runs", 200),
+    (study.RESULTS / "replication_xeon", study.RESULTS / "replication_xeon" / "runs", 120),
+)
+
+
+@pytest.mark.parametrize("results_dir,runs,min_files", COMMITTED_STUDIES,
+                         ids=[str(r.relative_to(study.RESULTS.parent)) for _, r, _ in COMMITTED_STUDIES])
+def test_every_committed_run_is_current_under_this_code(monkeypatch, results_dir, runs, min_files):
     """The committed CSVs under results/runs/ are the study. Each carries the content key of what it depends on
     (regime, the full TrainConfig, questions, grader, device kind, base weights: ``study.job_key``,
     ``study.base_job``). A change to any of those (a new TrainConfig field or default, another question
     generator, a grader change) makes every committed CSV stale: the next ``--stage`` would recompute the whole
     study (~12 worker-hours so far) and until then the scorecard would mix runs computed two ways. This test
     makes such a change fail in CI instead. Trainer numerics are not in the key: a change to them needs a plan
-    amendment and a new ``"what"`` version in ``job_key`` (issue 16's note), which this test then flags too."""
+    amendment and a new ``"what"`` version in ``job_key`` (issue 16's note), which this test then flags too.
+    A replication (plan Amendment 5) is keyed against the weights of its own ``regimes_base.json``."""
 
     measured = {}  # model name -> the weights its regimes were measured on (the default base; S1's weaker one)
-    base_file = study.RESULTS / "regimes_base.json"
+    base_file = study_plan.regimes_path(results_dir)
     for f in study_plan.measurement_files(base_file):
         w = json.loads(f.read_text())["weights"]
         measured[w["model"]] = w
     monkeypatch.setattr(study, "model_fingerprint", lambda name: {**measured[name]})
     scale = study.SCALES["default"]
-    regs = study.load_regimes(scale=scale)
-    runs = study.RESULTS / "runs"
+    regs = study.load_regimes(base_file, scale=scale)
     stale, n = [], 0
     for p in sorted(runs.glob("*/*-seed[0-9][0-9].csv")):
         method, seed = p.stem.rsplit("-seed", 1)
@@ -569,5 +579,5 @@ def test_every_committed_run_is_current_under_this_code(monkeypatch):
             n += 1
             if not study._done(q, key):
                 stale.append(str(q.relative_to(runs)))
-    assert n >= 200, f"only {n} committed study CSVs found under {runs}"
+    assert n >= min_files, f"only {n} committed study CSVs found under {runs}"
     assert not stale, f"{len(stale)} of {n} committed study CSVs no longer match this code's keys: {stale[:5]}"
