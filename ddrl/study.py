@@ -48,7 +48,8 @@ from ddrl.seeds import derive_seed
 from ddrl.study_analysis import analyse_claims, analyse_stage1, progress, run_minutes
 from ddrl.study_figures import render_results
 from ddrl.study_plan import (BASE, COR_4X, RESULTS, SCALES, STEP_COLUMNS, Job, Scale, check_weights, experiment,
-                             export_base_models, load_regimes, regimes_path, stage1_jobs, stage2_jobs, wants_heldout)
+                             export_base_models, load_regimes, regimes_path, stage1_jobs, stage2_jobs, wants_heldout,
+                             write_replication)
 from ddrl.train import steps_per_episode, strip_truth
 
 # ---------------------------------------------------------------------------------------------------------
@@ -362,6 +363,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                       "(no means) -> stage1.json; claims: every claim -> claims.json")
     what.add_argument("--export-base", action="store_true", help="copy the measured base builds from this "
                       "machine's testbed cache into results/base_models/ (to commit: then any CPU runs the study)")
+    what.add_argument("--new-replication", metavar="NOTE",
+                      help="write <results>/regimes_base.json for a replication on this machine's build (the "
+                           "registered regimes named by --regimes, verbatim), then stop")
     ap.add_argument("--scale", choices=sorted(SCALES), default="default")
     ap.add_argument("--regimes", nargs="+", default=None, help="default: every regime of regimes_base.json")
     ap.add_argument("--budget-min", type=float, default=None, help="wall-time budget; later jobs are skipped")
@@ -379,6 +383,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     scale = SCALES[args.scale]
     if args.stage1_seeds is not None:  # only which seeds stage 1 lists: the runs and their keys stay the scale's
         scale = replace(scale, stage1_seeds=args.stage1_seeds)
+    if args.new_replication:
+        try:
+            path = write_replication(args.results, args.new_replication, args.regimes)
+        except (ValueError, FileExistsError) as e:
+            print(f"ddrl.study: {e}", file=sys.stderr)
+            return 2
+        print(f"ddrl.study: a replication's regimes on this machine's build -> {path}")
+        return 0
     regimes = load_regimes(regimes_path(args.results), scale=scale, names=args.regimes)
     stage1_file, claims_file = args.results / "stage1.json", args.results / "claims.json"
     if args.status:

@@ -280,6 +280,32 @@ def export_base_models(path: str | Path = RESULTS / "regimes_base.json", dest: P
     return out
 
 
+def write_replication(results_dir: str | Path, note: str, names: Sequence[str] | None = None,
+                      registered: str | Path = RESULTS / "regimes_base.json") -> Path:
+    """A replication's ``regimes_base.json`` (plan Amendments 5 and 6): the registered regimes verbatim (the
+    ones in ``names``, default all; operations, questions, episodes, lr: never re-selected on the new build),
+    keyed to the weights of the default testbed as this machine's cache holds it (``model_fingerprint``: built
+    here if absent), with the registered weights beside them and ``note``. Refuses to overwrite an existing
+    file (a replication's key is fixed once its runs exist) and to write one on the registered weights."""
+    dest = Path(results_dir) / "regimes_base.json"
+    if dest.is_file():
+        raise FileExistsError(f"{dest} exists: a replication's regimes are written once, before its runs")
+    reg = json.loads(Path(registered).read_text())
+    regimes = [r for r in reg["regimes"] if names is None or r["name"] in names]
+    unknown = sorted(set(names or ()) - {r["name"] for r in regimes})
+    if unknown:
+        raise ValueError(f"unknown regime(s) {unknown}; {registered} defines {[r['name'] for r in reg['regimes']]}")
+    weights = model_fingerprint(reg["model"])
+    if weights == reg["weights"]:
+        raise ValueError(f"this machine's {reg['model']} has the registered weights: continue the registered "
+                         "study instead of replicating it")
+    out = {"model": reg["model"], "weights": weights, "replication": note, "registered_weights": reg["weights"],
+           "regimes": regimes}
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(json.dumps(out, indent=1) + "\n")
+    return dest
+
+
 def experiment(regime: Regime, scale: Scale, heldout: bool, runs_root: str | Path | None = None):
     """The :class:`~ddrl.experiments.Experiment` of a regime: its adapted questions (and held-out ones when
     ``heldout``), the regime's trainer overrides, then the scale's knobs. Held-out questions do not enter the
