@@ -269,3 +269,85 @@ def render(entries: Sequence[dict], out_dir: str | Path, name: str = "claims_sco
     paths.update(save_figure(fig, out_dir, name))
     plt.close(fig)
     return paths
+
+
+def _interval(e: dict) -> str:
+    return f"{e['estimate']:+.1f} [{e['ci_low']:+.1f}, {e['ci_high']:+.1f}]"
+
+
+def replication_table(studies: dict[str, Sequence[dict]]) -> pd.DataFrame:
+    """The same claim x regime in several studies side by side (plan Amendments 5-6: replications on other builds
+    of the base model, never pooled). ``studies`` maps a name to its claims entries, the registered study first;
+    one row per claim x regime of any study *after* the first (the replications), with the paper's number and,
+    per study, the estimate [95% interval], seeds and verdict (``-`` where a study has no such entry). The
+    comparison is descriptive: each study's verdict is its own."""
+
+    names = list(studies)
+    if len(names) < 2:
+        raise ValueError(f"replication_table needs the registered study and at least one replication, got {names}")
+    by = {n: {(e["id"], e["regime"]): e for e in validate(list(studies[n]), where=n)} for n in names}
+    keys = list(dict.fromkeys(k for n in names[1:] for k in by[n]))
+    rows = []
+    for k in keys:
+        first = next(by[n][k] for n in names if k in by[n])
+        row = {"id": k[0], "regime": k[1], "metric": first["metric"],
+               "paper": "n/a" if first["paper"] is None else f"{first['paper']:+.1f}"}
+        for n in names:
+            e = by[n].get(k)
+            row[n] = _interval(e) if e else "-"
+            row[f"{n} seeds"] = e["n_seeds"] if e else "-"
+            row[f"{n} verdict"] = e["verdict"] if e else "-"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def replication_figure(studies: dict[str, Sequence[dict]]):
+    """Forest plot of :func:`replication_table`'s rows: per claim x regime one interval per study (colour), the
+    paper's number as a hollow diamond. Returns the matplotlib figure."""
+
+    table = replication_table(studies)  # validates and picks the rows
+    keys = list(zip(table.id, table.regime))
+    names = list(studies)
+    colors = dict(zip(names, sns.color_palette("colorblind", len(names))))
+    by = {n: {(e["id"], e["regime"]): e for e in studies[n]} for n in names}
+    fig, ax = plt.subplots(figsize=(7.5, 0.55 * len(keys) * len(names) / 2 + 1.6))
+    step = 0.7 / max(len(names) - 1, 1)
+    for i, k in enumerate(keys):
+        y0 = len(keys) - 1 - i
+        for j, n in enumerate(names):
+            e = by[n].get(k)
+            if e is None:
+                continue
+            y = y0 + 0.35 - j * step
+            ax.plot([e["ci_low"], e["ci_high"]], [y, y], color=colors[n], lw=2.2)
+            ax.plot(e["estimate"], y, "o", color=colors[n])
+        paper = next(by[n][k]["paper"] for n in names if k in by[n])
+        if paper is not None:
+            ax.plot(paper, y0, "D", mfc="none", mec="black", ms=6)
+    ax.axvspan(-NO_EFFECT_MARGIN, NO_EFFECT_MARGIN, color="#dddddd", zorder=0)
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_yticks(range(len(keys))[::-1], [f"{i}  {r}" for i, r in keys])
+    ax.set_xlabel("effect, in each metric's units (grey: the +-1 no-effect band)")
+    handles = [plt.Line2D([], [], color=colors[n], marker="o", lw=2, label=n) for n in names]
+    handles.append(plt.Line2D([], [], ls="", marker="D", mfc="none", mec="black", label="paper"))
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=len(handles), fontsize=8,
+              frameon=False)
+    sns.despine(ax=ax, left=True)
+    fig.tight_layout()
+    return fig
+
+
+def render_replication(studies: dict[str, Sequence[dict]], out_dir: str | Path,
+                       name: str = "replication_vs_registered") -> dict[str, Path]:
+    """Write :func:`replication_table` as Markdown + CSV and :func:`replication_figure` as PNG + PDF."""
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    table = replication_table(studies)
+    paths = {"csv": out_dir / f"{name}.csv", "md": out_dir / f"{name}.md"}
+    table.to_csv(paths["csv"], index=False)
+    paths["md"].write_text(table.to_markdown(index=False) + "\n")
+    fig = replication_figure(studies)
+    paths.update(save_figure(fig, out_dir, name))
+    plt.close(fig)
+    return paths

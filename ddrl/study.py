@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 from tabulate import tabulate
 
+from ddrl import claims as C
 from ddrl.analysis import answer_groups, group_advantages
 from ddrl.config import resolve_cue
 from ddrl.cor import consensus_refinement
@@ -438,6 +439,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if entries:
         docs = args.docs or (REPO / "docs" / "results" if args.results == RESULTS else args.results / "figures")
         paths = render_results(entries, args.out, docs, missing)
+        registered = C.load(RESULTS / "claims.json")
+        if "registered_weights" in json.loads(regimes_path(args.results).read_text()) and registered:
+            paths.update({f"replication.{k}": p for k, p in
+                          C.render_replication({"registered": registered, args.results.name: entries}, docs).items()})
         print(f"ddrl.study: scorecard and figures -> {docs} ({', '.join(sorted(p.name for p in paths.values()))})")
     if missing:
         print("not computed:\n  " + "\n  ".join(missing))

@@ -224,6 +224,28 @@ if results is not None:
         plt.show()
 
 # %% [markdown]
+# ## Replications on other builds of the base model
+#
+# The testbed's pretraining gives other weights on another CPU (`docs/testbed.md`), and the registered study's
+# build was never committed, so later sessions ran pre-registered replications (plan Amendments 5 and 6): the
+# registered regimes verbatim on a second draw of the base model, never pooled with the registered study. Each
+# has its own verdicts; set beside the registered estimate, the comparison is descriptive.
+
+# %%
+replications = {p.parent.name: C.load(p) for p in sorted(D.glob("replication_*/claims.json"))}
+if results is not None:
+    for name, entries in replications.items():
+        if entries:
+            table = C.replication_table({"registered": results, name: entries})
+            rep.table(table, f"{name}_vs_registered")
+            fig = C.replication_figure({"registered": results, name: entries})
+            rep.figure(fig, f"{name}_vs_registered", data=table)
+            plt.show()
+            display(table)
+if not any(replications.values()):
+    display(Markdown("No replication has a scorecard yet."))
+
+# %% [markdown]
 # ## What we measured
 
 # %%

@@ -323,6 +323,8 @@ def test_notebook_06_renders_the_committed_results(tmp_path):
     assert all((tmp_path / "figures" / f"{n}.png").stat().st_size > 0 for n in ("regime_candidates", "power"))
     if committed:
         assert len(m["verdicts"]) == len(json.loads((REPO / "results" / "claims.json").read_text()))
+        for rep in (REPO / "results").glob("replication_*/claims.json"):  # plan Amendments 5-6, beside the registered
+            assert (tmp_path / "figures" / f"{rep.parent.name}_vs_registered.png").stat().st_size > 0
 
 
 def test_base_claims_on_synthetic_answer_groups():
@@ -422,6 +424,28 @@ def test_a_results_dir_with_its_own_regimes_is_a_replication_read_instead_of_the
     assert "stage 1: 0/18 method x seed CSVs" in capsys.readouterr().out  # 1 regime x 3 methods x 6 seeds, not 54
     assert study.main(["--status", "--results", str(tmp_path), "--out", str(tmp_path / "runs"), "--stage1-seeds", "12"]) == 0
     assert "stage 1: 0/36 method x seed CSVs" in capsys.readouterr().out  # the replication's 12 seeds
+
+
+def test_new_replication_copies_the_registered_regimes_onto_this_machines_weights(tmp_path, monkeypatch, capsys):
+    """plan Amendment 6: ``--new-replication`` writes the registered regimes verbatim (those named), keyed to this
+    machine's build, once; it refuses an unknown regime, a second write and the registered weights themselves."""
+    reg = json.loads((study.RESULTS / "regimes_base.json").read_text())
+    here = {"model": "testbed:default", "model.safetensors": "this-cpu"}
+    monkeypatch.setattr(study_plan, "model_fingerprint", lambda name: {**here})
+    out = tmp_path / "rep"
+    assert study.main(["--new-replication", "a note", "--regimes", "amc_like_small_lr", "--results", str(out)]) == 0
+    got = json.loads((out / "regimes_base.json").read_text())
+    assert got["weights"] == here and got["registered_weights"] == reg["weights"] and got["replication"] == "a note"
+    assert got["regimes"] == [r for r in reg["regimes"] if r["name"] == "amc_like_small_lr"]
+    assert list(study_plan.load_regimes(study_plan.regimes_path(out))) == ["amc_like_small_lr"]
+    assert study.main(["--new-replication", "again", "--results", str(out)]) == 2
+    assert "written once" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="unknown regime"):
+        study_plan.write_replication(tmp_path / "x", "n", ["amc_like", "gsm8k_like"])
+    monkeypatch.setattr(study_plan, "model_fingerprint", lambda name: {**reg["weights"]})
+    with pytest.raises(ValueError, match="continue the registered study"):
+        study_plan.write_replication(tmp_path / "y", "n")
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
 
 
 def test_progress_counts_written_csvs_from_their_names_only(tmp_path):

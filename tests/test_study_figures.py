@@ -81,3 +81,32 @@ def test_docs_results_shows_the_committed_scorecard():
     assert (REPO / "docs" / "results" / "claims_scorecard.md").read_text().strip() == table.strip()
     for name in ("claims_scorecard", "advantage_dynamics"):
         assert (REPO / "docs" / "results" / f"{name}.png").stat().st_size > 0
+
+
+def test_replication_table_sets_each_study_beside_the_registered_one():
+    reg = [claims.entry("M1", "amc_like", -0.2, -2.0, 1.6, 19, 128), claims.entry("M2", "amc_like", 1.0, -3.0, 5.0, 6, 128)]
+    rep = [claims.entry("M1", "amc_like", -1.9, -4.5, 0.7, 12, 128), claims.entry("H1", "amc_like", -5.5, -9.6, -1.5, 12, 128)]
+    t = claims.replication_table({"registered": reg, "rep": rep})
+    assert list(zip(t.id, t.regime)) == [("M1", "amc_like"), ("H1", "amc_like")]  # the replication's rows only
+    m1 = t.iloc[0]
+    assert (m1.paper, m1.registered, m1["registered seeds"], m1.rep) == ("+4.0", "-0.2 [-2.0, +1.6]", 19, "-1.9 [-4.5, +0.7]")
+    assert m1["rep verdict"] == "not resolved" and t.iloc[1].registered == "-" and t.iloc[1].paper == "n/a"
+    fig = claims.replication_figure({"registered": reg, "rep": rep})
+    assert len(fig.axes[0].get_yticklabels()) == 2
+    with pytest.raises(ValueError, match="at least one replication"):
+        claims.replication_table({"registered": reg})
+
+
+@pytest.mark.parametrize("name", ["replication_xeon", "replication_c49d"])
+def test_docs_results_shows_each_committed_replication_beside_the_registered_study(name):
+    """A replication's comparison table (plan Amendments 5-6) is rendered from the committed claims files and
+    quoted verbatim by docs/results.md."""
+    from conftest import REPO
+
+    rep = claims.load(REPO / "results" / name / "claims.json")
+    if rep is None:
+        pytest.skip(f"results/{name}/claims.json is not committed yet")
+    table = claims.replication_table({"registered": claims.load(REPO / "results" / "claims.json"), name: rep})
+    md = table.to_markdown(index=False)
+    assert (REPO / "results" / name / "figures" / "replication_vs_registered.md").read_text().strip() == md.strip()
+    assert md in (REPO / "docs" / "results.md").read_text(), f"docs/results.md: {name}'s table differs"
