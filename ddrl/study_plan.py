@@ -206,7 +206,9 @@ def _check_build(path: Path) -> None:
     diff = {k: (v, have.get(k)) for k, v in measured.items() if have.get(k) != v}
     if diff:
         fix = (f"The committed build {pinned} has the measured weights: move {built} aside (it is this CPU's "
-               "build) and rerun, which installs it." if pinned and (pinned / META_FILE).is_file() else
+               "build) and rerun, which installs it, or give this study its own cache (DDRL_CACHE_DIR=<dir>): builds "
+               "of one configuration share a cache directory, so a replication's build and the registered one "
+               "cannot sit in one cache." if pinned and (pinned / META_FILE).is_file() else
                "Use the measured build (copy its directory into <cache>/testbed/) or re-measure the regimes "
                "(bench/regimes.py) and amend results/plan.md before stage 1.")
         raise ValueError(f"{path}: the regimes were measured on other base weights than this machine's "
