@@ -566,6 +566,7 @@ def experiment_model(regime) -> str:
 COMMITTED_STUDIES = (
     (study.RESULTS, study.RESULTS / "runs", 200),
     (study.RESULTS / "replication_xeon", study.RESULTS / "replication_xeon" / "runs", 120),
+    (study.RESULTS / "replication_c49d", study.RESULTS / "replication_c49d" / "runs", 12),
 )
 
 
