@@ -351,3 +351,17 @@ def render_replication(studies: dict[str, Sequence[dict]], out_dir: str | Path,
     paths.update(save_figure(fig, out_dir, name))
     plt.close(fig)
     return paths
+
+
+def render_replications(results: str | Path, registered: Sequence[dict],
+                        name: str = "replication_vs_registered") -> dict[str, Path]:
+    """:func:`render_replication` for every committed replication (``<results>/replication_*/claims.json``)
+    against ``registered``, into each one's ``figures/``: a new registered scorecard moves every side-by-side
+    table, which docs/results.md quotes. Keys are ``<replication>.<kind>``."""
+
+    paths = {}
+    for f in sorted(Path(results).glob("replication_*/claims.json")):
+        rep = f.parent.name
+        out = render_replication({"registered": registered, rep: load(f)}, f.parent / "figures", name)
+        paths.update({f"{rep}.{k}": v for k, v in out.items()})
+    return paths

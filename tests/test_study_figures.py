@@ -97,6 +97,22 @@ def test_replication_table_sets_each_study_beside_the_registered_one():
         claims.replication_table({"registered": reg})
 
 
+def test_a_new_registered_scorecard_rerenders_every_committed_replication(tmp_path):
+    import json
+
+    rep = [claims.entry("M1", "amc_like", -1.9, -4.5, 0.7, 12, 128)]
+    for name in ("replication_a", "replication_b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "claims.json").write_text(json.dumps(rep))
+    (tmp_path / "replication_c").mkdir()  # no claims.json yet: nothing to set beside the registered study
+    reg = [claims.entry("M1", "amc_like", -0.0, -1.6, 1.6, 46, 128)]
+    paths = claims.render_replications(tmp_path, reg)
+    assert sorted(paths) == [f"replication_{n}.{k}" for n in "ab" for k in ("csv", "md", "pdf", "png")]
+    md = (tmp_path / "replication_a" / "figures" / "replication_vs_registered.md").read_text()
+    assert md.strip() == claims.replication_table({"registered": reg, "replication_a": rep}).to_markdown(index=False)
+    assert "-0.0 [-1.6, +1.6]" in md and not (tmp_path / "replication_c" / "figures").exists()
+
+
 @pytest.mark.parametrize("name", ["replication_xeon", "replication_c49d"])
 def test_docs_results_shows_each_committed_replication_beside_the_registered_study(name):
     """A replication's comparison table (plan Amendments 5-6) is rendered from the committed claims files and
