@@ -439,10 +439,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if entries:
         docs = args.docs or (REPO / "docs" / "results" if args.results == RESULTS else args.results / "figures")
         paths = render_results(entries, args.out, docs, missing)
-        registered = C.load(RESULTS / "claims.json")
         if args.results == RESULTS:  # the registered scorecard changed: so did every replication's side by side
             paths.update(C.render_replications(RESULTS, entries))
-        elif "registered_weights" in json.loads(regimes_path(args.results).read_text()) and registered:
+        elif ("registered_weights" in json.loads(regimes_path(args.results).read_text())
+              and (registered := C.load(RESULTS / "claims.json"))):
             paths.update({f"replication.{k}": p for k, p in
                           C.render_replication({"registered": registered, args.results.name: entries}, docs).items()})
         print(f"ddrl.study: scorecard and figures -> {docs} ({', '.join(sorted(p.name for p in paths.values()))})")
