@@ -104,6 +104,29 @@ def at_floor(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> bool:
     return bool(len(vals)) and bool((vals == 0).all())
 
 
+def seed_directions(df: pd.DataFrame, pairs: dict[str, tuple[str, str, str]] = PAIRED) -> pd.DataFrame:
+    """For every pass@1 claim (``pairs``: id -> (a, b, split)) and regime with >= 2 shared seeds: each method's
+    mean pass@1 (points) and, per seed, the mean over questions of a - b: in how many seeds ``a`` is ahead,
+    behind or level, and the smallest and largest such difference. A descriptive view beside the
+    scorecard's interval (how consistent the sign is across seeds), not a second test: no verdict uses it."""
+
+    rows = []
+    for cid, (a, b, split) in pairs.items():
+        for r in sorted(set(df.regime)):
+            d = _matrix(df, r, a, b, split)
+            if d is None:
+                continue
+            per_seed = d.mean(axis=1)
+            sub = _shared_seeds(df, r, a, b, split)
+            means = 100 * sub.groupby("method")["pass@1"].mean()
+            rows.append({"id": cid, "regime": r, "a": a, "b": b, "n_seeds": len(per_seed),
+                         "mean_a": means[a], "mean_b": means[b], "ahead": int((per_seed > 0).sum()),
+                         "behind": int((per_seed < 0).sum()), "level": int((per_seed == 0).sum()),
+                         "min": per_seed.min(), "max": per_seed.max()})
+    cols = ["id", "regime", "a", "b", "n_seeds", "mean_a", "mean_b", "ahead", "behind", "level", "min", "max"]
+    return pd.DataFrame(rows, columns=cols)
+
+
 def s1_matrix(df: pd.DataFrame, regime: str) -> pd.DataFrame | None:
     """Claim S1 (plan Sec. 4): the seeds x questions matrix of (DDRL - TTRL) on the default base minus the same
     on the weaker base (:data:`~ddrl.regimes.WEAK_REGIME`: same questions and seed ids, independent runs), in

@@ -24,7 +24,7 @@ from ddrl import claims as C
 from ddrl.analysis import frequency_table
 from ddrl.plotting import color, label
 from ddrl.reporting import save_figure
-from ddrl.study_analysis import load_base, load_steps
+from ddrl.study_analysis import load_base, load_questions, load_steps, seed_directions
 from ddrl.study_plan import BANDS_64, THREE
 
 #: Answer-count bins (of 64) for :func:`band_accuracy_figure`: finer than F1-F3's bands, with their edges.
@@ -114,11 +114,18 @@ def render_results(entries: Sequence[dict], runs_dir: str | Path, out_dir: str |
                    missing: Sequence[str] = ()) -> dict[str, Path]:
     """The scorecard (:func:`ddrl.claims.render`: Markdown, CSV, PNG, PDF), the claim x regime cells not computed
     yet (``missing``, from :func:`ddrl.study_analysis.analyse_claims`, as ``claims_missing.md``) and, where their
-    runs exist, the advantage-dynamics and base-band figures, all under ``out_dir``; returns every path written."""
+    runs exist, the pass@1 claims seed by seed (:func:`ddrl.study_analysis.seed_directions`, as
+    ``claims_seeds.md`` and ``.csv``), the advantage-dynamics and base-band figures, all under ``out_dir``;
+    returns every path written."""
     out_dir = Path(out_dir)
     paths = {f"scorecard.{k}": p for k, p in C.render(entries, out_dir).items()}
     paths["missing.md"] = out_dir / "claims_missing.md"
     paths["missing.md"].write_text("".join(f"- {m}\n" for m in missing) or "- none: every claim x regime is computed\n")
+    seeds = seed_directions(load_questions(runs_dir))
+    if not seeds.empty:
+        paths["seeds.csv"], paths["seeds.md"] = out_dir / "claims_seeds.csv", out_dir / "claims_seeds.md"
+        seeds.to_csv(paths["seeds.csv"], index=False)
+        paths["seeds.md"].write_text(seeds.to_markdown(index=False, floatfmt="+.1f") + "\n")
     fig = advantage_dynamics_figure(load_steps(runs_dir))
     if fig is not None:
         paths.update({f"advantage_dynamics.{k}": p for k, p in _save(fig, out_dir, "advantage_dynamics").items()})

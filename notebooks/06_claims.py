@@ -199,6 +199,22 @@ else:
 display(Markdown(msg)) if msg else None
 
 # %% [markdown]
+# ### Seed by seed
+#
+# The scorecard's interval pools seeds and questions. Below, each pass@1 claim again, one training seed at a
+# time: the mean pass@1 of both methods over the seeds they share, and in how many seeds the first is ahead of
+# the second (the mean over questions of a - b), behind, or level, with the smallest and largest per-seed
+# difference (points). A view of how consistent the sign is, not a second test: the verdict is the scorecard's.
+
+# %%
+from ddrl.study_analysis import load_questions, seed_directions
+
+if results is not None:
+    by_seed = seed_directions(load_questions(D / "runs"))
+    rep.table(by_seed, "claims_seeds", floatfmt="+.1f")
+    display(by_seed.round(1))
+
+# %% [markdown]
 # ## Two of the paper's figures, measured on the testbed
 #
 # Left, the paper's Fig. 4 (claims D1, D2): the mean advantage of each RL batch during training, TTRL against

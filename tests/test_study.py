@@ -164,6 +164,23 @@ def test_a_claim_whose_methods_both_sit_at_the_floor_is_marked_not_redecided(tmp
     scorecard_figure(entries)  # the figure labels it too (and does not trip over the mark)
 
 
+def test_seed_directions_counts_each_seeds_sign_and_the_methods_means():
+    # DDRL - TTRL per seed (mean over 2 questions): seed 0 +0.25, seed 1 -0.5, seed 2 0; ETMR on seed 0 only
+    rows = [("ttrl", 0, "q1", 0.5), ("ttrl", 0, "q2", 0.5), ("ddrl", 0, "q1", 1.0), ("ddrl", 0, "q2", 0.5),
+            ("ttrl", 1, "q1", 1.0), ("ttrl", 1, "q2", 1.0), ("ddrl", 1, "q1", 0.5), ("ddrl", 1, "q2", 0.5),
+            ("ttrl", 2, "q1", 0.0), ("ttrl", 2, "q2", 0.25), ("ddrl", 2, "q1", 0.25), ("ddrl", 2, "q2", 0.0),
+            ("etmr", 0, "q1", 0.0), ("etmr", 0, "q2", 0.0)]
+    df = pd.DataFrame([{"regime": "amc_like", "method": m, "seed": s, "split": "adapted", "question": q, "pass@1": v}
+                       for m, s, q, v in rows])
+    t = study_analysis.seed_directions(df)
+    assert list(t.id) == ["M1"]  # M2 has one shared seed: no row; the other claims have no runs
+    m1 = t.iloc[0]
+    assert (m1.a, m1.b, m1.n_seeds, m1.ahead, m1.behind, m1.level) == ("ddrl", "ttrl", 3, 1, 1, 1)
+    assert (m1["min"], m1["max"]) == pytest.approx((-50.0, 25.0))
+    assert (m1.mean_a, m1.mean_b) == pytest.approx((100 * 2.75 / 6, 100 * 3.25 / 6))
+    assert study_analysis.seed_directions(df[df.method == "etmr"]).empty
+
+
 # ---------------------------------------------------------------------------------------------------------
 # The smoke path end to end (tiny testbed), resume after a kill, the budget
 # ---------------------------------------------------------------------------------------------------------

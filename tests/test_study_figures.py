@@ -63,7 +63,17 @@ def test_render_results_writes_every_figure(tmp_path):
     assert paths["missing.md"].read_text() == "- M2 aime_like: fewer than 2 seeds with the runs it needs\n"
     assert {"scorecard.png", "scorecard.md", "advantage_dynamics.png", "advantage_dynamics.pdf"} <= set(paths)
     assert "base_bands.png" not in paths  # no base rollouts written
+    assert "seeds.md" not in paths  # no method CSV written: no pass@1 claim to show seed by seed
     assert all(p.stat().st_size > 0 for p in paths.values())
+    (runs / "amc_like").mkdir()
+    for m, v in (("ttrl", 0.5), ("ddrl", 0.75)):  # DDRL ahead by 25 points in both seeds
+        for s in (0, 1):
+            pd.DataFrame({"regime": "amc_like", "method": m, "seed": s, "split": "adapted", "question": ["q1", "q2"],
+                          "pass@1": v}).to_csv(runs / "amc_like" / f"{m}-seed{s:02d}.csv", index=False)
+    paths = F.render_results([claims.entry("M1", "amc_like", 25.0, 25.0, 25.0, 2, 2)], runs, tmp_path / "docs")
+    seeds = pd.read_csv(paths["seeds.csv"])
+    assert seeds[["id", "regime", "n_seeds", "ahead", "behind", "min", "max"]].values.tolist() == [["M1", "amc_like", 2, 2, 0, 25.0, 25.0]]
+    assert "| M1   | amc_like |" in paths["seeds.md"].read_text()
     with pytest.raises(ValueError, match="missing field"):
         F.render_results([{"id": "M1"}], runs, tmp_path / "docs")
 
