@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ddrl.analysis import in_band, scale_bands
-from ddrl.claims import CLAIMS, FLOOR_NOTE, entry, validate
+from ddrl.claims import CLAIMS, FLOOR_NOTE, entry, get, validate
 from ddrl.evaluate import mean_ci
 from ddrl.regimes import WEAK_REGIME, Regime
 from ddrl.seeds import derive_seed
@@ -105,14 +105,14 @@ def at_floor(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> bool:
 
 
 def seed_directions(df: pd.DataFrame, pairs: dict[str, tuple[str, str, str]] = PAIRED) -> pd.DataFrame:
-    """For every pass@1 claim (``pairs``: id -> (a, b, split)) and regime with >= 2 shared seeds: each method's
-    mean pass@1 (points) and, per seed, the mean over questions of a - b: in how many seeds ``a`` is ahead,
-    behind or level, and the smallest and largest such difference. A descriptive view beside the
+    """For every pass@1 claim (``pairs``: id -> (a, b, split)) and each of its regimes with >= 2 shared seeds:
+    each method's mean pass@1 (points) and, per seed, the mean over questions of a - b: in how many seeds ``a``
+    is ahead, behind or level, and the smallest and largest such difference. A descriptive view beside the
     scorecard's interval (how consistent the sign is across seeds), not a second test: no verdict uses it."""
 
-    rows = []
+    rows, present = [], set(df.regime)
     for cid, (a, b, split) in pairs.items():
-        for r in sorted(set(df.regime)):
+        for r in (r for r in get(cid).regimes if r in present):  # the claim's own regimes, as the scorecard
             d = _matrix(df, r, a, b, split)
             if d is None:
                 continue
