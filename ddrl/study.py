@@ -39,7 +39,7 @@ from ddrl import claims as C
 from ddrl.analysis import answer_groups, group_advantages
 from ddrl.config import resolve_cue
 from ddrl.cor import consensus_refinement
-from ddrl.experiments import cached_rollouts, model_fingerprint, question_rows
+from ddrl.experiments import METHODS, cached_rollouts, model_fingerprint, question_rows
 from ddrl.models import resolve_device
 from ddrl.parallel import default_workers, run_pool
 from ddrl.regimes import WEAK_REGIME, Regime
@@ -48,9 +48,9 @@ from ddrl.runs import RunDir
 from ddrl.seeds import derive_seed
 from ddrl.study_analysis import analyse_claims, analyse_stage1, progress, run_minutes
 from ddrl.study_figures import render_results
-from ddrl.study_plan import (BASE, COR_4X, RESULTS, SCALES, STEP_COLUMNS, Job, Scale, check_weights, experiment,
-                             export_base_models, load_regimes, regimes_path, stage1_jobs, stage2_jobs, wants_heldout,
-                             write_replication)
+from ddrl.study_plan import (BASE, COR_4X, RESULTS, REUSES_RUN, SCALES, STEP_COLUMNS, Job, Scale, check_weights, experiment,
+                             export_base_models, is_built, load_regimes, regimes_path, stage1_jobs, stage2_jobs,
+                             wants_heldout, write_replication)
 from ddrl.train import steps_per_episode, strip_truth
 
 # ---------------------------------------------------------------------------------------------------------
@@ -293,14 +293,37 @@ def estimate_minutes(mins: pd.DataFrame, regimes: dict[str, Regime], regime: str
     return (float(anywhere.mean()), True) if len(anywhere) else (None, False)
 
 
-def milestones(todo: Sequence[tuple[Job, str]], price: dict, n1: int, workers: int) -> pd.DataFrame:
+def retrain_minutes(out_dir: str | Path, todo: Sequence[tuple[Job, str]], regimes: dict[str, Regime], scale: Scale,
+                    runs_root: str | Path | None = None) -> dict[tuple[str, int], float]:
+    """Worker minutes a job of a method that reuses the DDRL run (:data:`~ddrl.study_plan.REUSES_RUN`) adds
+    when that run is not finished in this cache: the job then retrains it (RL and COR), at the times its
+    committed ``ddrl`` CSV measured. By (regime, seed); 0 when the run is cached or its CSV is not written yet (then the
+    DDRL job itself is left and priced). Reads the cache's run directories and time columns, never a score."""
+    out, exps = {}, {}
+    for j, m in todo:
+        if m not in REUSES_RUN or (j.regime, j.seed) in out:
+            continue
+        if j.regime not in exps:
+            exps[j.regime] = experiment(regimes[j.regime], scale, False, runs_root)
+        exp = exps[j.regime]
+        path, cfg = csv_path(out_dir, j.regime, "ddrl", j.seed), exp.config("ddrl", j.seed)
+        # no base in the cache, no run on it (and never build the base to look: --status must stay cheap)
+        cached_run = is_built(cfg.model) and RunDir(exp.run_dir(METHODS["ddrl"][0], cfg)).finished()
+        out[(j.regime, j.seed)] = 0.0 if cached_run or not path.is_file() else \
+            float(pd.read_csv(path, usecols=["rl_seconds", "cor_seconds"]).iloc[0].sum()) / 60
+    return out
+
+
+def milestones(todo: Sequence[tuple[Job, str]], price: dict, n1: int, workers: int,
+               retrain: dict[tuple[str, int], float] | None = None) -> pd.DataFrame:
     """When each claim's runs of each phase are done, for the (job, method) runs left in the order the study
     runs them: one row per (phase, claim) with runs left and the hours from now on ``workers`` workers at which
-    its last run ends (cumulative worker time / workers; runs nobody can price yet count 0, in ``unpriced``)."""
+    its last run ends (cumulative worker time / workers; runs nobody can price yet count 0, in ``unpriced``).
+    ``retrain`` (:func:`retrain_minutes`) adds the DDRL runs that reusing jobs must retrain."""
     rows, total = {}, 0.0
     for j, m in todo:
         k = price[(j.regime, m)][0]
-        total += k or 0.0
+        total += (k or 0.0) + ((retrain or {}).get((j.regime, j.seed), 0.0) if m in REUSES_RUN else 0.0)
         r = rows.setdefault(("a" if j.seed < n1 else "b", j.label), {"runs_left": 0, "unpriced": 0})
         r["runs_left"] += 1
         r["unpriced"] += k is None
@@ -309,7 +332,8 @@ def milestones(todo: Sequence[tuple[Job, str]], price: dict, n1: int, workers: i
                         columns=["phase", "claim", "runs_left", "unpriced", "done_after_h"])
 
 
-def status_text(out_dir: str | Path, regimes: dict[str, Regime], scale: Scale, stage1_file: Path, workers: int) -> str:
+def status_text(out_dir: str | Path, regimes: dict[str, Regime], scale: Scale, stage1_file: Path, workers: int,
+                runs_root: str | Path | None = None) -> str:
     """Stage by stage: jobs written / planned and the worker time left, estimated by :func:`estimate_minutes`
     from the measured minutes of the written CSVs (no estimate when neither the method nor its proxy has run).
     Reads file names and time columns only, never a score."""
@@ -324,16 +348,21 @@ def status_text(out_dir: str | Path, regimes: dict[str, Regime], scale: Scale, s
                 if m != BASE and not csv_path(out_dir, j.regime, m, j.seed).is_file()]
         cells = sum(m != BASE for j in jobs for m in j.methods)
         price = {(r, m): estimate_minutes(mins, regimes, r, m) for r, m in {(j.regime, m) for j, m in todo}}
+        retrain = retrain_minutes(out_dir, todo, regimes, scale, runs_root)
         known = [price[(j.regime, m)] for j, m in todo]
-        left = sum(k for k, _ in known if k is not None)
+        left = sum(k for k, _ in known if k is not None) + sum(retrain.values())
         unknown = sum(k is None for k, _ in known)
         proxied = sum(p for k, p in known if k is not None)
         lines.append(f"{name}: {cells - len(todo)}/{cells} method x seed CSVs written; ~{left / 60:.1f} worker-hours "
                      f"left (~{left / 60 / max(workers, 1):.1f} h on {workers} workers"
                      + (f"; {proxied} runs priced by a proxy method or regime" if proxied else "") + ")"
                      + (f", plus {unknown} runs of methods not yet measured" if unknown else ""))
+        if any(retrain.values()):
+            lines.append(f"  of which ~{sum(retrain.values()) / 60:.1f} worker-hours retrain "
+                         f"{sum(v > 0 for v in retrain.values())} DDRL runs that {'/'.join(REUSES_RUN)} jobs reuse and "
+                         "this cache lacks")
         if name == "stage 2" and todo:
-            ms = milestones(todo, price, scale.stage1_seeds, workers)
+            ms = milestones(todo, price, scale.stage1_seeds, workers, retrain)
             lines.append(f"stage 2 milestones (phase a: stage-1 seeds, b: more seeds; hours from now on {workers} "
                          "workers, in the order the study runs them):\n"
                          + tabulate(ms, headers="keys", tablefmt="github", showindex=False))
@@ -396,7 +425,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     stage1_file, claims_file = args.results / "stage1.json", args.results / "claims.json"
     if args.status:
         workers = args.workers or default_workers(99, str(resolve_device(scale.knobs.get("device", "auto"))))
-        print(status_text(args.out, regimes, scale, stage1_file, workers))
+        print(status_text(args.out, regimes, scale, stage1_file, workers, args.runs_root))
         return 0
     if args.export_base:
         try:

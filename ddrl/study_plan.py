@@ -215,6 +215,13 @@ def _check_build(path: Path) -> None:
                          f"{measured.get('model')}: {diff} (measured, here). {fix}")
 
 
+def is_built(name: str) -> bool:
+    """Whether ``name``'s weights are on this machine without building anything: False only for a testbed whose
+    build is not in the cache (:func:`~ddrl.experiments.model_fingerprint` would pretrain it)."""
+    built = _cache_dir(name)
+    return built is None or (built / META_FILE).is_file()
+
+
 def _cache_dir(name: str) -> Path | None:
     """The testbed cache directory of ``testbed:<preset>`` (None for any other model)."""
     if not name.startswith("testbed:"):

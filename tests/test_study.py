@@ -528,6 +528,16 @@ def test_status_counts_written_jobs_and_prices_the_rest_from_measured_times(tmp_
     assert ms.runs_left.sum() == len(todo) and ms.unpriced.sum() == sum(price[j.regime, m][0] is None for j, m in todo)
     assert list(ms.done_after_h) == sorted(ms.done_after_h)  # cumulative, in the order the jobs run
     assert ms.done_after_h.iloc[-1] == round(sum(price[j.regime, m][0] or 0 for j, m in todo) / 120, 1)
+    # a BCS+DAE job whose DDRL run is not in the cache retrains it: RL + COR as its ddrl CSV measured them
+    rows.assign(method="ddrl", seed=1, rl_seconds=480.0, cor_seconds=60.0).to_csv(
+        study.csv_path(tmp_path, "amc_like", "ddrl", 1), index=False)
+    retrain = study.retrain_minutes(tmp_path, todo, regs, study.SCALES["default"], runs_root=tmp_path / "no-runs")
+    assert retrain[("amc_like", 1)] == 9.0 and retrain[("amc_like", 2)] == 0.0  # seed 2: its DDRL job is left
+    assert set(retrain) == {(j.regime, j.seed) for j, m in todo if m in study_plan.REUSES_RUN}
+    ms2 = study.milestones(todo, price, study.SCALES["default"].stage1_seeds, workers=2, retrain=retrain)
+    assert ms2.done_after_h.iloc[-1] == round((sum(price[j.regime, m][0] or 0 for j, m in todo)
+                                               + sum(retrain[j.regime, j.seed] for j, m in todo
+                                                     if m in study_plan.REUSES_RUN)) / 120, 1)
     assert set(ms.phase) == {"a", "b"} and ms.claim.iloc[0] == "A3"  # phase (a) opens with BCS+DAE (Amendment 3)
     assert "stage 2 milestones" in text and "S1 has no jobs yet" in text
 
