@@ -319,11 +319,12 @@ def milestones(todo: Sequence[tuple[Job, str]], price: dict, n1: int, workers: i
     """When each claim's runs of each phase are done, for the (job, method) runs left in the order the study
     runs them: one row per (phase, claim) with runs left and the hours from now on ``workers`` workers at which
     its last run ends (cumulative worker time / workers; runs nobody can price yet count 0, in ``unpriced``).
-    ``retrain`` (:func:`retrain_minutes`) adds the DDRL runs that reusing jobs must retrain."""
-    rows, total = {}, 0.0
+    ``retrain`` (:func:`retrain_minutes`) adds each DDRL run that reusing jobs must retrain, to the first of
+    them (the later ones find it cached)."""
+    rows, total, retrain = {}, 0.0, dict(retrain or {})
     for j, m in todo:
         k = price[(j.regime, m)][0]
-        total += (k or 0.0) + ((retrain or {}).get((j.regime, j.seed), 0.0) if m in REUSES_RUN else 0.0)
+        total += (k or 0.0) + (retrain.pop((j.regime, j.seed), 0.0) if m in REUSES_RUN else 0.0)
         r = rows.setdefault(("a" if j.seed < n1 else "b", j.label), {"runs_left": 0, "unpriced": 0})
         r["runs_left"] += 1
         r["unpriced"] += k is None

@@ -196,7 +196,7 @@ def _check_build(path: Path) -> None:
     name = measured.get("model", "testbed:default")
     built = _cache_dir(name)
     pinned = _pin_dir(built, measured) if built else None
-    if built and not (built / META_FILE).is_file():  # never build a testbed here: a fresh build differs
+    if not is_built(name):  # never build a testbed here: a fresh build differs
         if not _install(pinned, built, measured):
             raise ValueError(f"{name} is not built in {cache_root()} and {pinned} holds no committed build; the "
                              f"regimes were measured on the build whose weights {path} names ({measured}). Copy "

@@ -536,8 +536,13 @@ def test_status_counts_written_jobs_and_prices_the_rest_from_measured_times(tmp_
     assert set(retrain) == {(j.regime, j.seed) for j, m in todo if m in study_plan.REUSES_RUN}
     ms2 = study.milestones(todo, price, study.SCALES["default"].stage1_seeds, workers=2, retrain=retrain)
     assert ms2.done_after_h.iloc[-1] == round((sum(price[j.regime, m][0] or 0 for j, m in todo)
-                                               + sum(retrain[j.regime, j.seed] for j, m in todo
-                                                     if m in study_plan.REUSES_RUN)) / 120, 1)
+                                               + sum(retrain.values())) / 120, 1)
+    # a run two reusing jobs share (BCS+DAE and COR 4x of one seed) is retrained once: the second finds it cached
+    twice = [(j, m) for j, m in todo if m in study_plan.REUSES_RUN and (j.regime, j.seed) == ("amc_like", 1)]
+    assert sorted(m for _, m in twice) == ["bcs_dae", study_plan.COR_4X]
+    flat = {("amc_like", "bcs_dae"): (30.0, False), ("amc_like", study_plan.COR_4X): (30.0, False)}
+    ms3 = study.milestones(twice, flat, 6, workers=1, retrain={("amc_like", 1): 60.0})
+    assert ms3.done_after_h.iloc[-1] == 2.0  # 30 + 30 + the 60-min retrain once (twice would be 3.0)
     assert set(ms.phase) == {"a", "b"} and ms.claim.iloc[0] == "A3"  # phase (a) opens with BCS+DAE (Amendment 3)
     assert "stage 2 milestones" in text and "S1 has no jobs yet" in text
 
