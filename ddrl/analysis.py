@@ -16,7 +16,8 @@ Amplification (paper Sec. 3.2, Fig. 3a; Table 1):
 - :func:`grpo_closed_form`, :func:`fixed_closed_form`  advantage of a positive / negative rollout when m
                                of K rewards are 1
 - :func:`advantage_curves`     closed form beside the advantage computed by :mod:`ddrl.advantages`
-- :func:`group_advantages`     per-rollout advantages of measured groups (pseudo-rewards, true correctness)
+- :func:`group_advantages`     per-rollout advantages of measured groups (pseudo-rewards, true correctness);
+                               :func:`select_and_reward` one question's vote, selection and rewards
 - :func:`advantage_by_label`, :func:`advantage_mass_by_consensus`  how much advantage lands on wrong
                                pseudo-labels, by consensus level
 
@@ -346,6 +347,19 @@ def advantage_curves(k: int = 32, estimators: Sequence[str] = ("grpo", "fixed"))
     return pd.DataFrame(rows)
 
 
+def select_and_reward(keys: Sequence[Any], k: int, selection: str, rng: np.random.Generator):
+    """One question's training signal as the trainer builds it (Algorithm 1, steps 3-5): the majority vote
+    on its N voting keys (``None`` = no answer), the ``k`` rollouts ``selection`` keeps (``ddrl.selection``:
+    "random" = TTRL, "bcs" = DDRL) and their pseudo-rewards. Returns ``(vote, indices, rewards)``, or None
+    when no rollout has an answer (no label). Shared by :func:`group_advantages` and
+    :func:`ddrl.study_analysis.selection_errors`."""
+    vote = count_votes(list(keys))
+    if vote.label is None:
+        return None
+    idx = get_selection(selection)(vote.counts, k, rng)
+    return vote, idx, pseudo_rewards(vote)[idx]
+
+
 def group_advantages(problems: Sequence[dict], k: int, estimators: Sequence[str] = ("grpo", "fixed"),
                      selection: str = "random", seed: int = 0) -> pd.DataFrame:
     """Per-rollout advantages of the TTRL training step on measured groups.
@@ -357,19 +371,16 @@ def group_advantages(problems: Sequence[dict], k: int, estimators: Sequence[str]
     per estimator. Groups whose selected rewards are all equal carry zero GRPO advantage and are kept.
     """
 
-    select = get_selection(selection)
     rows = []
     for i, p in enumerate(problems):
         keys, correct = list(p["keys"]), list(p["correct"])
-        n = len(keys)
-        if n < k:
-            raise ValueError(f"group_advantages: problem {p.get('id', i)!r} has {n} samples, fewer than k={k}")
-        vote = count_votes(keys)  # the trainer's vote on the problem's (cluster) keys
-        if vote.label is None:
+        if len(keys) < k:
+            raise ValueError(f"group_advantages: problem {p.get('id', i)!r} has {len(keys)} samples, fewer than k={k}")
+        step = select_and_reward(keys, k, selection, numpy_generator(seed, "group_advantages", i))
+        if step is None:
             continue  # no answer at all: no label, no reward signal
+        vote, idx, rewards = step
         label_correct = correct[keys.index(vote.label_key)]
-        idx = select(vote.counts, k, numpy_generator(seed, "group_advantages", i))
-        rewards = pseudo_rewards(vote)[idx]
         advs = {name: get_advantage(name)(rewards) for name in estimators}
         for pos, j in enumerate(idx):
             rows.append({"problem": p.get("id", i), "consensus": vote.majority_ratio, "label_count": vote.label_count,

@@ -11,14 +11,14 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from ddrl.analysis import in_band, scale_bands
+from ddrl.analysis import in_band, scale_bands, select_and_reward
 from ddrl.claims import CLAIMS, FLOOR_NOTE, entry, get, validate
 from ddrl.evaluate import mean_ci
 from ddrl.regimes import WEAK_REGIME, Regime
 from ddrl.seeds import derive_seed
 from ddrl.stats import (choose_design, eval_noise_variance, hierarchical_bootstrap, paired_differences, power_table,
                         predicted_half_width, variance_components)
-from ddrl.study_plan import (BANDS_64, BASE, PAIRED, QUESTION_COLUMNS, REUSES_RUN, STAGE1_COMPARISONS, STEP_COLUMNS,
+from ddrl.study_plan import (BANDS_64, BASE, SELECTION_K, SELECTION_ORDERS, PAIRED, QUESTION_COLUMNS, REUSES_RUN, STAGE1_COMPARISONS, STEP_COLUMNS,
                              THREE, Scale)
 
 # ---------------------------------------------------------------------------------------------------------
@@ -215,11 +215,79 @@ def band_matrix(groups: pd.DataFrame, band: tuple[int, int], n: int) -> pd.DataF
     return m.dropna(axis=1)
 
 
+def selection_errors(groups: pd.DataFrame, k64: int = SELECTION_K, orders: int = SELECTION_ORDERS) -> pd.DataFrame:
+    """E1, E2 (plan Amendment 8): what TTRL's random K and DDRL's BCS keep of each question's N base rollouts.
+
+    ``groups`` are :func:`load_base`'s answer groups (count of N and correctness per distinct answer; the
+    rollouts without an answer are N minus their sum). K is ``k64`` at N = 64, rescaled to the groups' N (as the
+    bands of F1-F3 are; the smoke scale samples N = 8, K = 4). Each question's rollouts are rebuilt, put in ``orders``
+    random orders (the vote and BCS break ties by order; :func:`~ddrl.analysis.select_and_reward` votes,
+    selects and rewards them as the trainer does), the same orders for both rules, from
+    ``derive_seed(0, "claims", "selection", regime, seed)``. One row per (regime, seed, question, rule), sums
+    over the orders: ``neg`` selected reward-0 rollouts, ``fn`` of them correct (false negatives), ``fp``
+    selected reward-1 rollouts that are wrong (false positives), ``kept`` selected rollouts. Questions whose
+    rollouts carry no answer at all (no label) are left out."""
+
+    rules = ("random", "bcs")
+    rows = []
+    for (regime, seed), part in groups.groupby(["regime", "seed"], sort=True):
+        rng = np.random.default_rng(derive_seed(0, "claims", "selection", regime, int(seed)))
+        for q, g in part.groupby("question", sort=True):
+            n = int(g["n"].iloc[0])
+            k = max(1, round(k64 * n / 64))
+            keys = np.repeat(np.arange(len(g)), g["count"].to_numpy()).tolist()
+            correct = np.repeat(g["correct"].to_numpy(dtype=bool), g["count"].to_numpy())
+            missing = n - len(keys)
+            if missing < 0:
+                raise ValueError(f"selection_errors: {regime} seed {seed} question {q!r}: answer counts sum to "
+                                 f"{len(keys)}, more than N = {n}")
+            if missing == n:
+                continue  # no answer at all: no label
+            keys += [None] * missing
+            correct = np.concatenate([correct, np.zeros(missing, dtype=bool)])
+            tot = {r: np.zeros(4, dtype=int) for r in rules}
+            for _ in range(orders):
+                perm = rng.permutation(n)
+                ks, cs = [keys[i] for i in perm], correct[perm]
+                for r in rules:
+                    _, idx, rew = select_and_reward(ks, k, r, rng)
+                    truth, neg = cs[idx], rew == 0
+                    tot[r] += (neg.sum(), (neg & truth).sum(), (~neg & ~truth).sum(), len(idx))
+            for r in rules:
+                rows.append({"regime": regime, "seed": int(seed), "question": q, "rule": r,
+                             **dict(zip(("neg", "fn", "fp", "kept"), tot[r].tolist()))})
+    return pd.DataFrame(rows, columns=["regime", "seed", "question", "rule", "neg", "fn", "fp", "kept"])
+
+
+def selection_matrix(sel: pd.DataFrame, cid: str) -> pd.DataFrame:
+    """seeds x questions of E1's or E2's effect (points; random - BCS) from :func:`selection_errors`. E1 drops
+    the questions where either rule keeps no reward-0 rollout in some seed."""
+
+    s = sel.assign(q=sel.regime + "/" + sel.question.astype(str))
+    if cid == "E1":
+        s = s.assign(v=100 * s.fn / s.neg.where(s.neg > 0))  # share of the kept negatives that are correct
+    elif cid == "E2":
+        s = s.assign(v=100 * s.fp / s.kept)  # share of the kept rollouts that are false positives
+    else:
+        raise ValueError(f"selection_matrix: claim must be 'E1' or 'E2', got {cid!r}")
+    m = s.pivot_table(index="seed", columns=["q", "rule"], values="v", aggfunc="first", dropna=False)
+    d = m.xs("random", axis=1, level="rule") - m.xs("bcs", axis=1, level="rule")
+    return d.dropna(axis=1)
+
+
 def base_claim(cid: str, groups: pd.DataFrame, g1: pd.DataFrame, n_boot: int = 4000) -> dict | None:
-    """F1-F3 (hierarchical bootstrap over sampling seeds x questions) and G1 (bootstrap over questions), regime
-    ``base``; None when fewer than 2 seeds or questions carry the effect."""
+    """F1-F3 and E1-E2 (hierarchical bootstrap over sampling seeds x questions) and G1 (bootstrap over
+    questions), regime ``base``; None when fewer than 2 seeds or questions carry the effect."""
 
     rng = np.random.default_rng(derive_seed(0, "claims", cid, BASE))
+    if cid in ("E1", "E2"):
+        if groups.empty:
+            return None
+        d = selection_matrix(selection_errors(groups), cid)
+        if d.shape[0] < 2 or d.shape[1] < 2:
+            return None
+        iv = hierarchical_bootstrap(d.to_numpy(), rng, n_boot)
+        return entry(cid, BASE, iv.estimate, iv.ci_low, iv.ci_high, iv.n_seeds, iv.n_questions)
     if cid in ("F1", "F2", "F3"):
         if groups.empty:
             return None

@@ -100,6 +100,10 @@ DERIVED_FIRST = (("A3", "bcs_dae", None), ("R1", COR_4X, None), ("F/G", BASE, BA
 REUSES_RUN = ("bcs_dae", COR_4X)
 #: F1-F3's answer-count bands at N = 64 (Sec. 2.2: <= 5 mostly wrong, >= 45 mostly right, the middle between)
 BANDS_64 = ((1, 5), (6, 44), (45, 64))
+#: E1, E2 (plan Amendment 8): K of the selection rules compared on the base rollouts, and how many random orders
+#: of a question's rollouts each (seed, question) is averaged over (BCS and the vote break ties by order).
+SELECTION_K = 32
+SELECTION_ORDERS = 64
 
 
 def wants_heldout(regime: str, method: str) -> bool:

@@ -220,7 +220,7 @@ def test_smoke_study_writes_per_question_rows_and_valid_claims(smoke):
     entries, missing = study.analyse_claims(root / "runs", smoke["regimes"])
     validate(entries)
     got = {e["id"] for e in entries}
-    assert got - {"F1", "F2", "F3", "G1"} == {"M1", "M2", "A1", "A2", "A3", "C1", "C2", "T1", "R1", "H1", "D2"}
+    assert got - {"F1", "F2", "F3", "G1", "E1", "E2"} == {"M1", "M2", "A1", "A2", "A3", "C1", "C2", "T1", "R1", "H1", "D2"}
     assert "F1" in got  # the tiny model's base answers are all rare: F1 only
     assert all(e["n_seeds"] == 2 for e in entries)
     from ddrl.claims import render
@@ -369,6 +369,46 @@ def test_base_claims_on_synthetic_answer_groups():
     assert f3["n_questions"] == 20 and f3["estimate"] > 0
     assert 90 < g["estimate"] < 110 and g["ci_low"] > 0 and g["n_seeds"] == 2 and g["n_questions"] == 40
     assert study_analysis.base_claim("G1", groups, g1.assign(label_correct=True)) is None  # no wrong labels: no effect to take
+
+
+def _selection_groups(kinds: dict[str, int], seeds=(0, 1)) -> pd.DataFrame:
+    """Answer groups of N = 64 with a known selection: kind "A" = wrong label seen 10 times, the correct answer 6
+    times, 48 wrong singletons; "B" = right label seen 50 times, 14 wrong singletons; "C" = all 64 agree (right)."""
+    shapes = {"A": [(10, False), (6, True)] + [(1, False)] * 48, "B": [(50, True)] + [(1, False)] * 14,
+              "C": [(64, True)]}
+    rows = [{"regime": "amc_like", "seed": seed, "question": f"{kind}{i}", "count": c, "n": 64, "correct": ok}
+            for seed in seeds for kind, m in kinds.items() for i in range(m) for c, ok in shapes[kind]]
+    return pd.DataFrame(rows)
+
+
+def test_selection_errors_by_hand():
+    """E1, E2 (plan Amendment 8) where the answer is known by hand. Kind A (wrong label c* = 10, the truth a
+    minority of 6, 48 wrong singletons): BCS keeps all 10 label copies (FP 10 of 32) and 22 singletons (no correct
+    answer among its negatives); random keeps 5 label copies and 27 others in expectation, 3 of them correct
+    (FN share 3/27 = 11.1%). Kind B (right label c* = 50): no false reward either way; BCS's tail reaches into
+    the majority (2 of its last 16 carry the label: reward 1, not negatives). Kind C: no rollout of reward 0."""
+    sel = study_analysis.selection_errors(_selection_groups({"A": 3, "B": 2, "C": 1}), orders=64)
+    one = lambda kind, rule: sel[(sel.question == f"{kind}0") & (sel.rule == rule)].iloc[0]  # noqa: E731
+    a_bcs, b_bcs, c_bcs = one("A", "bcs"), one("B", "bcs"), one("C", "bcs")
+    assert (a_bcs.kept, a_bcs.fp, a_bcs.neg, a_bcs.fn) == (64 * 32, 64 * 10, 64 * 22, 0)
+    assert (b_bcs.fp, b_bcs.neg, b_bcs.fn) == (0, 64 * 14, 0) and c_bcs.neg == 0
+    a_rnd = one("A", "random")
+    assert abs(a_rnd.fp / 64 - 5) < 0.5 and abs(a_rnd.neg / 64 - 27) < 0.5 and abs(a_rnd.fn / a_rnd.neg - 3 / 27) < 0.03
+    e1 = study_analysis.selection_matrix(sel, "E1")
+    assert e1.shape == (2, 5)  # kind C dropped: random keeps no reward-0 rollout there
+    a_cols = [c for c in e1.columns if "/A" in c]
+    assert np.allclose(e1[a_cols], 100 * 3 / 27, atol=3) and np.allclose(e1.drop(columns=a_cols), 0)
+    e2 = study_analysis.selection_matrix(sel, "E2")
+    assert e2.shape == (2, 6) and np.allclose(e2[a_cols], 100 * (5 - 10) / 32, atol=2)
+    # the claims: E1 reproduced (BCS's negatives hold fewer correct answers), E2 contradicted (BCS keeps more FPs)
+    groups = _selection_groups({"A": 10, "B": 10})
+    e1, e2 = (study_analysis.base_claim(c, groups, pd.DataFrame(), n_boot=400) for c in ("E1", "E2"))
+    validate([e1, e2])
+    assert 4 < e1["estimate"] < 7.5 and e1["verdict"] == "reproduced" and e1["n_questions"] == 20
+    assert -9.5 < e2["estimate"] < -6 and e2["verdict"] == "contradicted"
+    # the same orders and subsets for the same inputs: a pure function of the groups
+    again = study_analysis.selection_errors(_selection_groups({"A": 3, "B": 2, "C": 1}), orders=64)
+    pd.testing.assert_frame_equal(sel, again)
 
 
 def test_the_study_never_builds_the_base_testbed(tmp_path, monkeypatch):
