@@ -225,8 +225,8 @@ def selection_errors(groups: pd.DataFrame, k64: int = SELECTION_K, orders: int =
     selects and rewards them as the trainer does), the same orders for both rules, from
     ``derive_seed(0, "claims", "selection", regime, seed)``. One row per (regime, seed, question, rule), sums
     over the orders: ``neg`` selected reward-0 rollouts, ``fn`` of them correct (false negatives), ``fp``
-    selected reward-1 rollouts that are wrong (false positives), ``kept`` selected rollouts. Questions whose
-    rollouts carry no answer at all (no label) are left out."""
+    selected reward-1 rollouts that are wrong (false positives), ``kept`` selected rollouts; ``label_count`` is
+    the label's count c* of ``n``. Questions whose rollouts carry no answer at all (no label) are left out."""
 
     rules = ("random", "bcs")
     rows = []
@@ -254,9 +254,11 @@ def selection_errors(groups: pd.DataFrame, k64: int = SELECTION_K, orders: int =
                     truth, neg = cs[idx], rew == 0
                     tot[r] += (neg.sum(), (neg & truth).sum(), (~neg & ~truth).sum(), len(idx))
             for r in rules:
-                rows.append({"regime": regime, "seed": int(seed), "question": q, "rule": r,
+                rows.append({"regime": regime, "seed": int(seed), "question": q, "rule": r, "n": n,
+                             "label_count": int(g["count"].max()), "orders": orders,
                              **dict(zip(("neg", "fn", "fp", "kept"), tot[r].tolist()))})
-    return pd.DataFrame(rows, columns=["regime", "seed", "question", "rule", "neg", "fn", "fp", "kept"])
+    return pd.DataFrame(rows, columns=["regime", "seed", "question", "rule", "n", "label_count", "orders", "neg", "fn",
+                                       "fp", "kept"])
 
 
 def selection_matrix(sel: pd.DataFrame, cid: str) -> pd.DataFrame:
@@ -275,15 +277,17 @@ def selection_matrix(sel: pd.DataFrame, cid: str) -> pd.DataFrame:
     return d.dropna(axis=1)
 
 
-def base_claim(cid: str, groups: pd.DataFrame, g1: pd.DataFrame, n_boot: int = 4000) -> dict | None:
+def base_claim(cid: str, groups: pd.DataFrame, g1: pd.DataFrame, n_boot: int = 4000,
+               sel: pd.DataFrame | None = None) -> dict | None:
     """F1-F3 and E1-E2 (hierarchical bootstrap over sampling seeds x questions) and G1 (bootstrap over
-    questions), regime ``base``; None when fewer than 2 seeds or questions carry the effect."""
+    questions), regime ``base``; None when fewer than 2 seeds or questions carry the effect. ``sel``:
+    :func:`selection_errors` of ``groups`` when already computed (E1 and E2 share it)."""
 
     rng = np.random.default_rng(derive_seed(0, "claims", cid, BASE))
     if cid in ("E1", "E2"):
         if groups.empty:
             return None
-        d = selection_matrix(selection_errors(groups), cid)
+        d = selection_matrix(selection_errors(groups) if sel is None else sel, cid)
         if d.shape[0] < 2 or d.shape[1] < 2:
             return None
         iv = hierarchical_bootstrap(d.to_numpy(), rng, n_boot)
@@ -330,11 +334,12 @@ def analyse_claims(out_dir: str | Path, regimes: dict[str, Regime], n_boot: int 
     dd = df[(df.method == "ddrl") & (df.split == "adapted")]
     cor = {(r, int(seed)): float(g["cor_seconds"].iloc[0]) for (r, seed), g in dd.groupby(["regime", "seed"])}
     groups, g1 = load_base(out_dir)
+    sel = selection_errors(groups) if not groups.empty else None  # E1, E2
     entries, missing = [], []
     for c in CLAIMS:
         for r in c.regimes:
             if r == BASE:
-                e = base_claim(c.id, groups, g1, n_boot)
+                e = base_claim(c.id, groups, g1, n_boot, sel)
                 if e is None:
                     missing.append(f"{c.id} base: no base rollouts (or fewer than 2 seeds / questions in its band)")
                 else:

@@ -4,7 +4,9 @@
 - :func:`advantage_dynamics_figure`: TTRL's and DDRL's mean advantage per RL step, the mean over seeds with a
   95% band (the paper's Fig. 4; claims D1, D2);
 - :func:`band_accuracy_figure`: the base model's distinct answers, share correct by how many of the N = 64
-  samples gave them (the paper's Fig. 2; claims F1-F3).
+  samples gave them (the paper's Fig. 2; claims F1-F3);
+- :func:`selection_errors_figure`: what TTRL's random K and BCS keep of the base rollouts, by the label's count
+  (false positives per question, correct answers among the negatives; claims E1, E2).
 
 :func:`render_results` writes all of them from the committed results (``results/claims.json`` and
 ``results/runs/``); ``python -m ddrl.study --analyse claims`` calls it after writing the scorecard.
@@ -24,7 +26,7 @@ from ddrl import claims as C
 from ddrl.analysis import frequency_table
 from ddrl.plotting import color, label
 from ddrl.reporting import save_figure
-from ddrl.study_analysis import load_base, load_questions, load_steps, seed_directions
+from ddrl.study_analysis import load_base, load_questions, load_steps, seed_directions, selection_errors
 from ddrl.study_plan import BANDS_64, THREE
 
 #: Answer-count bins (of 64) for :func:`band_accuracy_figure`: finer than F1-F3's bands, with their edges.
@@ -104,6 +106,54 @@ def band_accuracy_figure(groups: pd.DataFrame):
     return fig
 
 
+#: selection rule -> (the method whose colour it takes, its legend label)
+RULE_METHOD = {"random": ("ttrl", "random K of N (TTRL)"), "bcs": ("bcs", "BCS (DDRL)")}
+
+
+def selection_by_label_count(sel: pd.DataFrame, bins: Sequence[tuple[int, int]] = COUNT_BINS_64) -> pd.DataFrame:
+    """Per selection rule and bin of the label's count c* (given at N = 64, rescaled from the groups' N), from
+    :func:`ddrl.study_analysis.selection_errors`: the questions in the bin, the mean false positives kept per
+    question (of K) and the share of correct answers among all kept reward-0 rollouts (%; NaN without any)."""
+    c64 = np.round(64 * sel["label_count"] / sel["n"]).astype(int).clip(1, 64)
+    rows = []
+    for rule in RULE_METHOD:
+        s = sel[sel.rule == rule]
+        for lo, hi in bins:
+            b = s[(c64[s.index] >= lo) & (c64[s.index] <= hi)]
+            neg = b.neg.sum()
+            rows.append({"rule": rule, "bin": f"{lo}" if lo == hi else f"{lo}-{hi}", "lo": lo, "hi": hi,
+                         "questions": len(b), "fp_per_question": (b.fp / b.orders).mean() if len(b) else np.nan,
+                         "fn_share": 100 * b.fn.sum() / neg if neg else np.nan})
+    return pd.DataFrame(rows)
+
+
+def selection_errors_figure(sel: pd.DataFrame):
+    """Two panels by the label's count c*: false positives kept per question (E2) and the share of correct
+    answers among the kept negatives (E1), TTRL's random K beside BCS. None without rows."""
+    if sel.empty:
+        return None
+    t = selection_by_label_count(sel)
+    t = t[t.bin.isin(set(t.bin[t.questions > 0]))]  # bins no question's label falls in are left out
+    bins = list(dict.fromkeys(t.bin))
+    fig, axes = plt.subplots(1, 2, figsize=(10.0, 3.6))
+    for ax, col, ylab in ((axes[0], "fp_per_question", "false positives kept per question (of K = 32)"),
+                          (axes[1], "fn_share", "correct answers among kept negatives (%)")):
+        for rule, (m, name) in RULE_METHOD.items():
+            tr = t[t.rule == rule]
+            ax.plot(range(len(bins)), tr[col], marker="o", color=color(m), label=name)
+        ax.set_xticks(range(len(bins)), bins, fontsize=8)
+        ax.set(xlabel="samples (of 64) giving the pseudo-label, c*", ylabel=ylab)
+        sns.despine(ax=ax)
+    n_q = t[t.rule == "bcs"].set_index("bin").questions
+    axes[0].set_title("E2: BCS keeps min(c*, 16) label copies, random c*/2", fontsize=9)
+    axes[1].set_title("E1: BCS takes its negatives from the rarest answers", fontsize=9)
+    axes[0].legend(fontsize=8)
+    fig.suptitle(f"Base rollouts: {int(n_q.sum())} question x sampling-seed cells ({sel.regime.nunique()} regimes, "
+                 f"{sel.seed.nunique()} seeds), each averaged over {int(sel.orders.max())} orders", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
 def _save(fig, out_dir: Path, name: str) -> dict[str, Path]:
     paths = save_figure(fig, out_dir, name)
     plt.close(fig)
@@ -133,4 +183,9 @@ def render_results(entries: Sequence[dict], runs_dir: str | Path, out_dir: str |
     fig = band_accuracy_figure(groups)
     if fig is not None:
         paths.update({f"base_bands.{k}": p for k, p in _save(fig, out_dir, "base_bands").items()})
+        sel = selection_errors(groups)
+        paths["selection.csv"] = out_dir / "selection_errors.csv"
+        selection_by_label_count(sel).to_csv(paths["selection.csv"], index=False)
+        fig = selection_errors_figure(sel)
+        paths.update({f"selection_errors.{k}": p for k, p in _save(fig, out_dir, "selection_errors").items()})
     return paths

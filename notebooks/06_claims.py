@@ -240,6 +240,26 @@ if results is not None:
         plt.show()
 
 # %% [markdown]
+# ## What BCS keeps of the base rollouts (claims E1, E2)
+#
+# The paper's appendix explains DDRL by what BCS selects: its negatives are the rarest answers, so fewer
+# correct answers get a negative reward (E1), and low-consensus (often wrong) labels are "less likely to be
+# selected" (E2). Both are properties of the selection rule on the base model's 64 rollouts per question, no
+# training involved (plan Amendment 8). Left, the false positives kept per question by the label's count c*:
+# BCS keeps min(c*, 16) copies of the label where random K keeps c*/2, so below c* = 32 it keeps *more* of a
+# wrong label. Right, the share of correct answers among the kept negatives: lower under BCS, as the paper says.
+
+# %%
+from ddrl.study_analysis import selection_errors
+from ddrl.study_figures import selection_by_label_count, selection_errors_figure
+
+if results is not None and not groups.empty:
+    kept = selection_errors(groups)
+    fig = selection_errors_figure(kept)
+    rep.figure(fig, "selection_errors", data=selection_by_label_count(kept))
+    plt.show()
+
+# %% [markdown]
 # ## Replications on other builds of the base model
 #
 # The testbed's pretraining gives other weights on another CPU (`docs/testbed.md`), and the registered study's

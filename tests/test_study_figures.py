@@ -42,6 +42,26 @@ def test_band_accuracy_counts_and_rescales_to_64():
     assert F.band_accuracy_figure(groups) is not None and F.band_accuracy_figure(pd.DataFrame()) is None
 
 
+def test_selection_by_label_count_bins_each_rule_by_the_labels_count(tmp_path):
+    """E1/E2's figure: a wrong label seen 10 times (BCS keeps its 10 copies, random 5; the truth, seen 6 times,
+    never among BCS's negatives) lands in bin 6-14; a right label seen 50 times (no false reward) in 45-54."""
+    shapes = {"A": [(10, False), (6, True)] + [(1, False)] * 48, "B": [(50, True)] + [(1, False)] * 14}
+    groups = pd.DataFrame([{"regime": "amc_like", "seed": s, "question": f"{k}{i}", "count": c, "n": 64, "correct": ok}
+                           for s in (0, 1) for k, shape in shapes.items() for i in range(3) for c, ok in shape])
+    from ddrl.study_analysis import selection_errors
+
+    sel = selection_errors(groups, orders=32)
+    t = F.selection_by_label_count(sel).set_index(["rule", "bin"])
+    assert t.loc[("bcs", "6-14"), "fp_per_question"] == 10 and t.loc[("bcs", "6-14"), "fn_share"] == 0
+    assert abs(t.loc[("random", "6-14"), "fp_per_question"] - 5) < 0.5
+    assert abs(t.loc[("random", "6-14"), "fn_share"] - 100 * 3 / 27) < 3
+    assert t.loc[("bcs", "45-54"), "fp_per_question"] == 0 and t.loc[("bcs", "45-54"), "questions"] == 6
+    assert t.loc[("bcs", "1"), "questions"] == 0 and np.isnan(t.loc[("bcs", "1"), "fp_per_question"])
+    fig = F.selection_errors_figure(sel)
+    assert [tick.get_text() for tick in fig.axes[0].get_xticklabels()] == ["6-14", "45-54"]  # empty bins left out
+    assert F.selection_errors_figure(sel.iloc[:0]) is None
+
+
 def test_scorecard_panels_by_unit():
     assert claims.unit("pass@1 DDRL - TTRL [points]") == "points"
     assert claims.unit("wall time additional RL - COR [% of the RL phase]") == "% of the RL phase"
@@ -62,7 +82,7 @@ def test_render_results_writes_every_figure(tmp_path):
                              missing=["M2 aime_like: fewer than 2 seeds with the runs it needs"])
     assert paths["missing.md"].read_text() == "- M2 aime_like: fewer than 2 seeds with the runs it needs\n"
     assert {"scorecard.png", "scorecard.md", "advantage_dynamics.png", "advantage_dynamics.pdf"} <= set(paths)
-    assert "base_bands.png" not in paths  # no base rollouts written
+    assert "base_bands.png" not in paths and "selection_errors.png" not in paths  # no base rollouts written
     assert "seeds.md" not in paths  # no method CSV written: no pass@1 claim to show seed by seed
     assert all(p.stat().st_size > 0 for p in paths.values())
     (runs / "amc_like").mkdir()
