@@ -18,7 +18,7 @@ from ddrl.regimes import WEAK_REGIME, Regime
 from ddrl.seeds import derive_seed
 from ddrl.stats import (choose_design, eval_noise_variance, hierarchical_bootstrap, paired_differences, power_table,
                         predicted_half_width, variance_components)
-from ddrl.study_plan import (BANDS_64, BASE, SELECTION_K, SELECTION_ORDERS, PAIRED, QUESTION_COLUMNS, REUSES_RUN, STAGE1_COMPARISONS, STEP_COLUMNS,
+from ddrl.study_plan import (BANDS_64, BASE, SELECTION_K, SELECTION_ORDERS, SHARES_DDRL_RL, PAIRED, QUESTION_COLUMNS, REUSES_RUN, STAGE1_COMPARISONS, STEP_COLUMNS,
                              THREE, Scale)
 
 # ---------------------------------------------------------------------------------------------------------
@@ -93,6 +93,46 @@ def _shared_seeds(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> 
     """The rows of methods ``a`` and ``b`` in ``regime`` / ``split`` over the seeds both have."""
     sub = df[(df.regime == regime) & (df.split == split) & df.method.isin([a, b])]
     return sub[sub.seed.isin(set(sub[sub.method == a].seed) & set(sub[sub.method == b].seed))]
+
+
+#: What a run's RL trajectory is compared on: the schedule and the logged per-step signal (plan Amendment 9).
+TRAJECTORY = ("step", "episode", "lr", "adv/mean", "label/majority_ratio", "gt/label_acc")
+
+
+def rl_divergence(steps: pd.DataFrame, methods: Sequence[str] = SHARES_DDRL_RL) -> pd.DataFrame:
+    """Each run of ``methods`` beside the DDRL run of its regime and seed (:func:`load_steps`): one row
+    ``regime, method, seed, rl_steps, diverged_at``, where ``diverged_at`` is the first RL step at which its
+    logged trajectory (the columns of :data:`TRAJECTORY` it has; NaN matches NaN) differs from the DDRL run's, or -1 where it agrees
+    at every step. Different RL lengths count as diverging at the shorter length. Plan Amendment 9."""
+
+    rl = steps[steps.phase == "rl"]
+    cols = [c for c in TRAJECTORY if c in rl.columns]
+    ref = {k: g.sort_values("step")[cols].reset_index(drop=True)
+           for k, g in rl[rl.method == "ddrl"].groupby(["regime", "seed"])}
+    rows = []
+    for (regime, method, seed), g in rl[rl.method.isin(methods)].groupby(["regime", "method", "seed"]):
+        if (regime, seed) not in ref:
+            continue
+        a, b = g.sort_values("step")[cols].reset_index(drop=True), ref[regime, seed]
+        n = min(len(a), len(b))
+        x, y = a.iloc[:n], b.iloc[:n]
+        diff = ((x != y) & ~(x.isna() & y.isna())).any(axis=1)
+        at = int(x.step[diff].iloc[0]) if diff.any() else (n if len(a) != len(b) else -1)
+        rows.append({"regime": regime, "method": method, "seed": int(seed), "rl_steps": len(a), "diverged_at": at})
+    return pd.DataFrame(rows, columns=["regime", "method", "seed", "rl_steps", "diverged_at"])
+
+
+def claim_on_seeds(df: pd.DataFrame, cid: str, regime: str, seeds: Sequence[int], n_boot: int = 4000) -> dict | None:
+    """A pass@1 claim (:data:`PAIRED`) on a subset of its seeds, by the registered bootstrap and rule: a
+    descriptive sensitivity check (plan Amendment 9: C1 on the seeds whose pairs share the RL phase); None
+    with fewer than 2 such seeds."""
+
+    a, b, split = PAIRED[cid]
+    d = _matrix(df[df.seed.isin(set(seeds))], regime, a, b, split)
+    if d is None:
+        return None
+    iv = hierarchical_bootstrap(d.to_numpy(), np.random.default_rng(derive_seed(0, "claims", cid, regime)), n_boot)
+    return entry(cid, regime, iv.estimate, iv.ci_low, iv.ci_high, iv.n_seeds, iv.n_questions)
 
 
 def at_floor(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> bool:

@@ -26,7 +26,8 @@ from ddrl import claims as C
 from ddrl.analysis import frequency_table
 from ddrl.plotting import color, label
 from ddrl.reporting import save_figure
-from ddrl.study_analysis import load_base, load_questions, load_steps, seed_directions, selection_errors
+from ddrl.study_analysis import (claim_on_seeds, load_base, load_questions, load_steps, rl_divergence, seed_directions,
+                                 selection_errors)
 from ddrl.study_plan import BANDS_64, THREE
 
 #: Answer-count bins (of 64) for :func:`band_accuracy_figure`: finer than F1-F3's bands, with their edges.
@@ -154,6 +155,32 @@ def selection_errors_figure(sel: pd.DataFrame):
     return fig
 
 
+def divergence_report(df: pd.DataFrame, steps: pd.DataFrame, entries: Sequence[dict]) -> tuple[pd.DataFrame, str]:
+    """Plan Amendment 9: every BCS+DAE / additional-RL run beside its seed's DDRL run
+    (:func:`ddrl.study_analysis.rl_divergence`) and, in each regime where an additional-RL run left the DDRL
+    trajectory, C1 on the seeds whose pairs agree at every step beside the registered C1 (``entries``):
+    returns (the divergence table, its Markdown page). Descriptive: the verdict is the registered one's."""
+    div = rl_divergence(steps)
+    gone = div[div.diverged_at >= 0]
+    lines = ["# RL phases shared with the DDRL run (plan Amendment 9)", "",
+             f"{len(div)} BCS+DAE / additional-RL runs compared step by step with their seed's DDRL run; "
+             f"{len(gone)} left its trajectory.", ""]
+    if not gone.empty:
+        lines += [gone.to_markdown(index=False), ""]
+        rows = []
+        reg = {(e["id"], e["regime"]): e for e in entries}
+        for r in sorted(set(gone[gone.method == "additional_rl"].regime)):
+            ok = div[(div.regime == r) & (div.method == "additional_rl") & (div.diverged_at < 0)].seed.tolist()
+            e, full = claim_on_seeds(df, "C1", r, ok), reg.get(("C1", r))
+            show = lambda x: "-" if x is None else f"{x['estimate']:+.1f} [{x['ci_low']:+.1f}, {x['ci_high']:+.1f}] ({x['n_seeds']} seeds, {x['verdict']})"  # noqa: E731
+            rows.append({"regime": r, "C1, every seed (registered)": show(full), "C1, seeds whose pair agrees": show(e),
+                         "diverged seeds": ", ".join(str(s) for s in gone[(gone.regime == r) & (gone.method == "additional_rl")].seed)})
+        if rows:
+            lines += ["C1 on the seeds whose additional-RL run repeats the DDRL run's RL phase at every step, beside the "
+                      "registered estimate (descriptive):", "", pd.DataFrame(rows).to_markdown(index=False), ""]
+    return div, "\n".join(lines)
+
+
 def _save(fig, out_dir: Path, name: str) -> dict[str, Path]:
     paths = save_figure(fig, out_dir, name)
     plt.close(fig)
@@ -165,18 +192,26 @@ def render_results(entries: Sequence[dict], runs_dir: str | Path, out_dir: str |
     """The scorecard (:func:`ddrl.claims.render`: Markdown, CSV, PNG, PDF), the claim x regime cells not computed
     yet (``missing``, from :func:`ddrl.study_analysis.analyse_claims`, as ``claims_missing.md``) and, where their
     runs exist, the pass@1 claims seed by seed (:func:`ddrl.study_analysis.seed_directions`, as
-    ``claims_seeds.md`` and ``.csv``), the advantage-dynamics and base-band figures, all under ``out_dir``;
-    returns every path written."""
+    ``claims_seeds.md`` and ``.csv``), the runs meant to share the DDRL run's RL phase (:func:`divergence_report`,
+    ``rl_divergence.md`` and ``.csv``), the advantage-dynamics, base-band and selection figures, all under
+    ``out_dir``; returns every path written."""
     out_dir = Path(out_dir)
     paths = {f"scorecard.{k}": p for k, p in C.render(entries, out_dir).items()}
     paths["missing.md"] = out_dir / "claims_missing.md"
     paths["missing.md"].write_text("".join(f"- {m}\n" for m in missing) or "- none: every claim x regime is computed\n")
-    seeds = seed_directions(load_questions(runs_dir))
+    questions = load_questions(runs_dir)
+    seeds = seed_directions(questions)
     if not seeds.empty:
         paths["seeds.csv"], paths["seeds.md"] = out_dir / "claims_seeds.csv", out_dir / "claims_seeds.md"
         seeds.to_csv(paths["seeds.csv"], index=False)
         paths["seeds.md"].write_text(seeds.to_markdown(index=False, floatfmt="+.1f") + "\n")
-    fig = advantage_dynamics_figure(load_steps(runs_dir))
+    steps = load_steps(runs_dir)
+    div, page = divergence_report(questions, steps, entries)
+    if not div.empty:
+        paths["divergence.csv"], paths["divergence.md"] = out_dir / "rl_divergence.csv", out_dir / "rl_divergence.md"
+        div.to_csv(paths["divergence.csv"], index=False)
+        paths["divergence.md"].write_text(page)
+    fig = advantage_dynamics_figure(steps)
     if fig is not None:
         paths.update({f"advantage_dynamics.{k}": p for k, p in _save(fig, out_dir, "advantage_dynamics").items()})
     groups, _ = load_base(runs_dir)

@@ -100,6 +100,15 @@ DERIVED_FIRST = (("A3", "bcs_dae", None), ("R1", COR_4X, None), ("F/G", BASE, BA
 REUSES_RUN = ("bcs_dae", COR_4X)
 #: F1-F3's answer-count bands at N = 64 (Sec. 2.2: <= 5 mostly wrong, >= 45 mostly right, the middle between)
 BANDS_64 = ((1, 5), (6, 44), (45, 64))
+#: Methods whose RL phase is, by design, the DDRL run's of the same regime and seed: BCS+DAE *is* that run's
+#: RL-only weights (A3 within-run) and additional RL repeats its BCS + DAE schedule, then 10% more (C1).
+SHARES_DDRL_RL = ("bcs_dae", "additional_rl")
+#: Pairs whose RL phase left the DDRL run's (plan Amendment 9): (regime, method, seed) -> the first RL step whose
+#: logged majority ratio or mean advantage differs. Every other committed pair agrees at every step (a test).
+KNOWN_DIVERGENCES: dict[tuple[str, str, int], int] = {
+    ("amc_like", "additional_rl", 6): 71, ("amc_like", "additional_rl", 7): 57, ("amc_like", "additional_rl", 8): 104,
+    ("amc_like", "additional_rl", 9): 61, ("amc_like", "additional_rl", 12): 63, ("amc_like", "additional_rl", 13): 103,
+}
 #: E1, E2 (plan Amendment 8): K of the selection rules compared on the base rollouts, and how many random orders
 #: of a question's rollouts each (seed, question) is averaged over (BCS and the vote break ties by order).
 SELECTION_K = 32

@@ -156,3 +156,25 @@ def test_docs_results_shows_each_committed_replication_beside_the_registered_stu
     md = table.to_markdown(index=False)
     assert (REPO / "results" / name / "figures" / "replication_vs_registered.md").read_text().strip() == md.strip()
     assert md in (REPO / "docs" / "results.md").read_text(), f"docs/results.md: {name}'s table differs"
+
+
+def test_divergence_report_lists_diverged_pairs_and_c1_on_the_agreeing_seeds():
+    """Plan Amendment 9: seed 2's additional-RL run leaves the DDRL trajectory at step 1; C1 beside the registered
+    estimate on seeds 0, 1 alone (DDRL ahead by 10 points there, by 40 in seed 2)."""
+    steps, rows = [], []
+    for s in range(3):
+        for m in ("ddrl", "additional_rl"):
+            adv = [0.1, 0.9 if (m, s) == ("additional_rl", 2) else 0.2]
+            steps.append(pd.DataFrame({"regime": "amc_like", "method": m, "seed": s, "step": [0, 1], "episode": 0,
+                                       "lr": 1e-5, "adv/mean": adv, "label/majority_ratio": 0.5, "gt/label_acc": 1.0,
+                                       "phase": "rl"}))
+            v = (0.6 if s < 2 else 0.9) if m == "ddrl" else 0.5
+            rows.append(pd.DataFrame({"regime": "amc_like", "method": m, "seed": s, "split": "adapted",
+                                      "question": ["q1", "q2", "q3"], "pass@1": [v, v + 0.01 * s, v]}))
+    full = claims.entry("C1", "amc_like", 20.0, 0.0, 40.0, 3, 3)
+    div, page = F.divergence_report(pd.concat(rows), pd.concat(steps), [full])
+    assert div.set_index("seed").diverged_at.to_dict() == {0: -1, 1: -1, 2: 1}
+    assert "3 BCS+DAE / additional-RL runs compared" in page and "1 left its trajectory" in page
+    assert "| amc_like | +20.0 [+0.0, +40.0] (3 seeds, not resolved) | +10.0 [+10.0, +10.0] (2 seeds, reproduced) |" in page
+    _, quiet = F.divergence_report(pd.concat(rows), pd.concat(steps)[lambda d: d.seed < 2], [full])
+    assert "0 left its trajectory" in quiet and "C1 on the seeds" not in quiet
