@@ -49,7 +49,7 @@ def test_votes_are_counted_only_in_voting():
 
 #: Functions that vote and must do it through ddrl.voting (issue 18: what ddrl/voting.py says is what they do).
 VOTERS = {"ddrl/evaluate.py": ["majority_answer"], "ddrl/data.py": ["first_seen_majority"],
-          "ddrl/analysis.py": ["group_advantages", "summary"]}
+          "ddrl/analysis.py": ["select_and_reward", "summary"]}  # group_advantages votes through select_and_reward
 
 
 def test_voters_call_ddrl_voting():
