@@ -18,8 +18,8 @@ from ddrl.regimes import WEAK_REGIME, Regime
 from ddrl.seeds import derive_seed
 from ddrl.stats import (choose_design, eval_noise_variance, hierarchical_bootstrap, paired_differences, power_table,
                         predicted_half_width, variance_components)
-from ddrl.study_plan import (BANDS_64, BASE, SELECTION_K, SELECTION_ORDERS, SHARES_DDRL_RL, PAIRED, QUESTION_COLUMNS, REUSES_RUN, STAGE1_COMPARISONS, STEP_COLUMNS,
-                             THREE, Scale)
+from ddrl.study_plan import (BANDS_64, BASE, PAIRED, QUESTION_COLUMNS, REUSES_RUN, SELECTION_K, SELECTION_ORDERS,
+                             SHARES_DDRL_RL, STAGE1_COMPARISONS, STEP_COLUMNS, THREE, Scale)
 
 # ---------------------------------------------------------------------------------------------------------
 # Reading the results
@@ -102,8 +102,9 @@ TRAJECTORY = ("step", "episode", "lr", "adv/mean", "label/majority_ratio", "gt/l
 def rl_divergence(steps: pd.DataFrame, methods: Sequence[str] = SHARES_DDRL_RL) -> pd.DataFrame:
     """Each run of ``methods`` beside the DDRL run of its regime and seed (:func:`load_steps`): one row
     ``regime, method, seed, rl_steps, diverged_at``, where ``diverged_at`` is the first RL step at which its
-    logged trajectory (the columns of :data:`TRAJECTORY` it has; NaN matches NaN) differs from the DDRL run's, or -1 where it agrees
-    at every step. Different RL lengths count as diverging at the shorter length. Plan Amendment 9."""
+    logged trajectory (the columns of :data:`TRAJECTORY` it has; NaN matches NaN) differs from the DDRL run's,
+    or -1 where it agrees at every step. Different RL lengths count as diverging at the shorter length. Plan
+    Amendment 9."""
 
     rl = steps[steps.phase == "rl"]
     cols = [c for c in TRAJECTORY if c in rl.columns]
@@ -259,9 +260,9 @@ def selection_errors(groups: pd.DataFrame, k64: int = SELECTION_K, orders: int =
     """E1, E2 (plan Amendment 8): what TTRL's random K and DDRL's BCS keep of each question's N base rollouts.
 
     ``groups`` are :func:`load_base`'s answer groups (count of N and correctness per distinct answer; the
-    rollouts without an answer are N minus their sum). K is ``k64`` at N = 64, rescaled to the groups' N (as the
-    bands of F1-F3 are; the smoke scale samples N = 8, K = 4). Each question's rollouts are rebuilt, put in ``orders``
-    random orders (the vote and BCS break ties by order; :func:`~ddrl.analysis.select_and_reward` votes,
+    rollouts without an answer are N minus their sum). K is ``k64`` at N = 64, rescaled to the groups' N (as
+    the bands of F1-F3 are; the smoke scale samples N = 8, K = 4). Each question's rollouts are rebuilt, put in
+    ``orders`` random orders (the vote and BCS break ties by order; :func:`~ddrl.analysis.select_and_reward` votes,
     selects and rewards them as the trainer does), the same orders for both rules, from
     ``derive_seed(0, "claims", "selection", regime, seed)``. One row per (regime, seed, question, rule), sums
     over the orders: ``neg`` selected reward-0 rollouts, ``fn`` of them correct (false negatives), ``fp``

@@ -155,6 +155,11 @@ def selection_errors_figure(sel: pd.DataFrame):
     return fig
 
 
+def _entry_text(e: dict | None) -> str:
+    return "-" if e is None else (f"{e['estimate']:+.1f} [{e['ci_low']:+.1f}, {e['ci_high']:+.1f}] "
+                                  f"({e['n_seeds']} seeds, {e['verdict']})")
+
+
 def divergence_report(df: pd.DataFrame, steps: pd.DataFrame, entries: Sequence[dict]) -> tuple[pd.DataFrame, str]:
     """Plan Amendment 9: every BCS+DAE / additional-RL run beside its seed's DDRL run
     (:func:`ddrl.study_analysis.rl_divergence`) and, in each regime where an additional-RL run left the DDRL
@@ -169,15 +174,16 @@ def divergence_report(df: pd.DataFrame, steps: pd.DataFrame, entries: Sequence[d
         lines += [gone.to_markdown(index=False), ""]
         rows = []
         reg = {(e["id"], e["regime"]): e for e in entries}
+        extra = div[div.method == "additional_rl"]
         for r in sorted(set(gone[gone.method == "additional_rl"].regime)):
-            ok = div[(div.regime == r) & (div.method == "additional_rl") & (div.diverged_at < 0)].seed.tolist()
-            e, full = claim_on_seeds(df, "C1", r, ok), reg.get(("C1", r))
-            show = lambda x: "-" if x is None else f"{x['estimate']:+.1f} [{x['ci_low']:+.1f}, {x['ci_high']:+.1f}] ({x['n_seeds']} seeds, {x['verdict']})"  # noqa: E731
-            rows.append({"regime": r, "C1, every seed (registered)": show(full), "C1, seeds whose pair agrees": show(e),
-                         "diverged seeds": ", ".join(str(s) for s in gone[(gone.regime == r) & (gone.method == "additional_rl")].seed)})
+            ok = extra[(extra.regime == r) & (extra.diverged_at < 0)].seed.tolist()
+            left = extra[(extra.regime == r) & (extra.diverged_at >= 0)].seed.tolist()
+            rows.append({"regime": r, "C1, every seed (registered)": _entry_text(reg.get(("C1", r))),
+                         "C1, seeds whose pair agrees": _entry_text(claim_on_seeds(df, "C1", r, ok)),
+                         "diverged seeds": ", ".join(str(s) for s in left)})
         if rows:
-            lines += ["C1 on the seeds whose additional-RL run repeats the DDRL run's RL phase at every step, beside the "
-                      "registered estimate (descriptive):", "", pd.DataFrame(rows).to_markdown(index=False), ""]
+            lines += ["C1 on the seeds whose additional-RL run repeats the DDRL run's RL phase at every step, beside "
+                      "the registered estimate (descriptive):", "", pd.DataFrame(rows).to_markdown(index=False), ""]
     return div, "\n".join(lines)
 
 
