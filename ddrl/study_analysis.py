@@ -95,6 +95,13 @@ def _shared_seeds(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> 
     return sub[sub.seed.isin(set(sub[sub.method == a].seed) & set(sub[sub.method == b].seed))]
 
 
+def bootstrap_entry(cid: str, regime: str, d: pd.DataFrame, n_boot: int = 4000) -> dict:
+    """The registered interval of a seeds x questions matrix of differences (plan Sec. 4): the hierarchical
+    bootstrap with the claim's own stream ``derive_seed(0, "claims", cid, regime)``, as a ``claims.json`` entry."""
+    iv = hierarchical_bootstrap(d.to_numpy(), np.random.default_rng(derive_seed(0, "claims", cid, regime)), n_boot)
+    return entry(cid, regime, iv.estimate, iv.ci_low, iv.ci_high, iv.n_seeds, iv.n_questions)
+
+
 #: What a run's RL trajectory is compared on: the schedule and the logged per-step signal (plan Amendment 9).
 TRAJECTORY = ("step", "episode", "lr", "adv/mean", "label/majority_ratio", "gt/label_acc")
 
@@ -130,10 +137,7 @@ def claim_on_seeds(df: pd.DataFrame, cid: str, regime: str, seeds: Sequence[int]
 
     a, b, split = PAIRED[cid]
     d = _matrix(df[df.seed.isin(set(seeds))], regime, a, b, split)
-    if d is None:
-        return None
-    iv = hierarchical_bootstrap(d.to_numpy(), np.random.default_rng(derive_seed(0, "claims", cid, regime)), n_boot)
-    return entry(cid, regime, iv.estimate, iv.ci_low, iv.ci_high, iv.n_seeds, iv.n_questions)
+    return None if d is None else bootstrap_entry(cid, regime, d, n_boot)
 
 
 def at_floor(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> bool:
@@ -318,39 +322,37 @@ def selection_matrix(sel: pd.DataFrame, cid: str) -> pd.DataFrame:
     return d.dropna(axis=1)
 
 
+def _band_effect(groups: pd.DataFrame, cid: str) -> pd.DataFrame:
+    """seeds x questions of F1's, F2's or F3's effect (points) from the base answer groups (:func:`band_matrix`)."""
+    n = int(groups["n"].iloc[0])
+    low, mid, high = (band_matrix(groups, b, n) for b in BANDS_64)
+    if cid == "F1":
+        return 50 - 100 * low
+    if cid == "F2":
+        return 100 * high - 50
+    cols = sorted(set(high.columns) & set(mid.columns))
+    return 100 * (high[cols] - mid[cols])
+
+
 def base_claim(cid: str, groups: pd.DataFrame, g1: pd.DataFrame, n_boot: int = 4000,
                sel: pd.DataFrame | None = None) -> dict | None:
     """F1-F3 and E1-E2 (hierarchical bootstrap over sampling seeds x questions) and G1 (bootstrap over
     questions), regime ``base``; None when fewer than 2 seeds or questions carry the effect. ``sel``:
     :func:`selection_errors` of ``groups`` when already computed (E1 and E2 share it)."""
 
-    rng = np.random.default_rng(derive_seed(0, "claims", cid, BASE))
-    if cid in ("E1", "E2"):
+    if cid in ("E1", "E2", "F1", "F2", "F3"):
         if groups.empty:
             return None
-        d = selection_matrix(selection_errors(groups) if sel is None else sel, cid)
-        if d.shape[0] < 2 or d.shape[1] < 2:
-            return None
-        iv = hierarchical_bootstrap(d.to_numpy(), rng, n_boot)
-        return entry(cid, BASE, iv.estimate, iv.ci_low, iv.ci_high, iv.n_seeds, iv.n_questions)
-    if cid in ("F1", "F2", "F3"):
-        if groups.empty:
-            return None
-        n = int(groups["n"].iloc[0])
-        low, mid, high = (band_matrix(groups, b, n) for b in BANDS_64)
-        if cid == "F1":
-            d = 50 - 100 * low
-        elif cid == "F2":
-            d = 100 * high - 50
+        if cid in ("E1", "E2"):
+            d = selection_matrix(selection_errors(groups) if sel is None else sel, cid)
         else:
-            cols = sorted(set(high.columns) & set(mid.columns))
-            d = 100 * (high[cols] - mid[cols])
+            d = _band_effect(groups, cid)
         if d.shape[0] < 2 or d.shape[1] < 2:
             return None
-        iv = hierarchical_bootstrap(d.to_numpy(), rng, n_boot)
-        return entry(cid, BASE, iv.estimate, iv.ci_low, iv.ci_high, iv.n_seeds, iv.n_questions)
+        return bootstrap_entry(cid, BASE, d, n_boot)
     if g1.empty:
         return None
+    rng = np.random.default_rng(derive_seed(0, "claims", cid, BASE))
     g = g1.dropna(subset=["pos_adv_grpo"]).assign(q=lambda x: x.regime + "/" + x.question.astype(str))
     if g.empty or g.label_correct.nunique() < 2 or g.seed.nunique() < 2:
         return None
@@ -402,9 +404,7 @@ def analyse_claims(out_dir: str | Path, regimes: dict[str, Regime], n_boot: int 
             elif c.id in ("D1", "D2", "C2"):
                 e = _run_level_claim(c.id, r, steps, cor, regimes[r])
             if d is not None:  # a seeds x questions matrix of differences (points)
-                iv = hierarchical_bootstrap(d.to_numpy(), np.random.default_rng(derive_seed(0, "claims", c.id, r)),
-                                            n_boot)
-                e = entry(c.id, r, iv.estimate, iv.ci_low, iv.ci_high, iv.n_seeds, iv.n_questions)
+                e = bootstrap_entry(c.id, r, d, n_boot)
                 if c.id in PAIRED and at_floor(df, r, *PAIRED[c.id]):
                     e["note"] = FLOOR_NOTE
             if e is None:

@@ -156,8 +156,7 @@ def selection_errors_figure(sel: pd.DataFrame):
 
 
 def _entry_text(e: dict | None) -> str:
-    return "-" if e is None else (f"{e['estimate']:+.1f} [{e['ci_low']:+.1f}, {e['ci_high']:+.1f}] "
-                                  f"({e['n_seeds']} seeds, {e['verdict']})")
+    return "-" if e is None else f"{C._interval(e)} ({e['n_seeds']} seeds, {e['verdict']})"
 
 
 def divergence_report(df: pd.DataFrame, steps: pd.DataFrame, entries: Sequence[dict]) -> tuple[pd.DataFrame, str]:
@@ -221,8 +220,8 @@ def render_results(entries: Sequence[dict], runs_dir: str | Path, out_dir: str |
     if fig is not None:
         paths.update({f"advantage_dynamics.{k}": p for k, p in _save(fig, out_dir, "advantage_dynamics").items()})
     groups, _ = load_base(runs_dir)
-    fig = band_accuracy_figure(groups)
-    if fig is not None:
+    if not groups.empty:  # the base rollouts: F1-F3's bands, E1-E2's selection
+        fig = band_accuracy_figure(groups)
         paths.update({f"base_bands.{k}": p for k, p in _save(fig, out_dir, "base_bands").items()})
         sel = selection_errors(groups)
         paths["selection.csv"] = out_dir / "selection_errors.csv"
