@@ -75,7 +75,7 @@ def main() -> None:
     config = parse_set(args.set, get_config(args.preset)) if args.set else None
     t = time.perf_counter()
     cache = tempfile.mkdtemp(prefix="ddrl-testbed-bench-") if args.fresh else None
-    path = build(args.preset, cache_dir=cache, config=config)
+    path = build(args.preset, cache_dir=cache, config=config, source="pretrain" if args.fresh else None)
     build_call_s = time.perf_counter() - t
     meta = read_meta(path)
     model, tok = load(path)

@@ -42,9 +42,7 @@ Readings of the plan (written down here, chosen from the text, never from method
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -52,12 +50,13 @@ from typing import Iterable, Sequence
 from ddrl.experiments import Experiment, model_fingerprint
 from ddrl.regimes import WEAK_REGIME, Regime
 from ddrl.reporting import REPO, owner_lock
-from ddrl.testbed.pretrain import META_FILE, cache_root, get_config
+from ddrl.testbed.pretrain import (COMMITTED, META_FILE, cache_root, committed_dir, copy_build, get_config,
+                                  install_build)
 
 RESULTS = REPO / "results"
 #: The measured base builds, committed (``python -m ddrl.study --export-base``): a testbed build's bits depend on
 #: the CPU it was trained on (docs/testbed.md), so a machine of another kind installs these instead of building.
-BASE_MODELS = RESULTS / "base_models"
+BASE_MODELS = COMMITTED  # results/base_models
 STAGE1_METHODS = ("no_adaptation", "ttrl", "ddrl")
 THREE = ("aime_like", "amc_like", "math500_like")
 SMALL_LR = "amc_like_small_lr"
@@ -247,7 +246,7 @@ def _cache_dir(name: str) -> Path | None:
 def _pin_dir(built: Path, measured: dict) -> Path:
     """Where the committed copy of a build lies: its cache name plus its weights' sha256 prefix, so builds of
     one configuration on different CPUs (the registered study's, a replication's) never share a directory."""
-    return BASE_MODELS / f"{built.name}-{measured.get('model.safetensors', 'unknown')[:12]}"
+    return committed_dir(built.name, measured.get("model.safetensors", "unknown"), BASE_MODELS)
 
 
 def _weights(directory: Path, name: str) -> dict:
@@ -257,28 +256,15 @@ def _weights(directory: Path, name: str) -> dict:
 
 def _install(pinned: Path | None, built: Path, measured: dict) -> bool:
     """Copy the committed build ``pinned`` into the testbed cache as ``built`` when its weights are the measured
-    ones (raises naming both otherwise); False when nothing is committed. Atomic (a temporary copy renamed
-    into place) and under the build's lock, so a concurrent build or install waits."""
+    ones (raises naming both otherwise); False when nothing is committed. Atomic and under the build's lock
+    (:func:`ddrl.testbed.pretrain.install_build`), so a concurrent build or install waits."""
     if pinned is None or not (pinned / META_FILE).is_file():
         return False
-    got = _weights(pinned, measured.get("model", ""))
-    if got != measured:
-        raise ValueError(f"{pinned}: the committed build's weights {got} are not the measured {measured}")
     built.parent.mkdir(parents=True, exist_ok=True)
     with owner_lock(built.parent / f"{built.name}.lock", f"testbed install {built}"):
         if not (built / META_FILE).is_file():
-            _copy_dir(pinned, built)
+            install_build(pinned, built, {k: v for k, v in measured.items() if k != "model"})
     return True
-
-
-def _copy_dir(src: Path, dest: Path) -> None:
-    """``src``'s files into a new directory ``dest``, written beside it under a temporary name, then renamed."""
-    tmp = dest.parent / f".tmp-{dest.name}-{os.getpid()}-{time.time_ns()}"
-    try:
-        shutil.copytree(src, tmp)
-        os.rename(tmp, dest)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def export_base_models(path: str | Path = RESULTS / "regimes_base.json", dest: Path | None = None) -> list[Path]:
@@ -298,7 +284,7 @@ def export_base_models(path: str | Path = RESULTS / "regimes_base.json", dest: P
             if target.exists():
                 shutil.rmtree(target)
             target.parent.mkdir(parents=True, exist_ok=True)
-            _copy_dir(built, target)
+            copy_build(built, target)
         out.append(target)
     return out
 

@@ -263,7 +263,8 @@ if results is not None and not groups.empty:
 # ## Replications on other builds of the base model
 #
 # The testbed's pretraining gives other weights on another CPU (`docs/testbed.md`), and the registered study's
-# build was never committed, so later sessions ran pre-registered replications (plan Amendments 5 and 6): the
+# build was not committed as files until plan Amendment 7, so sessions in between ran pre-registered
+# replications (plan Amendments 5 and 6): the
 # registered regimes verbatim on a second draw of the base model, never pooled with the registered study. Each
 # has its own verdicts; set beside the registered estimate, the comparison is descriptive.
 

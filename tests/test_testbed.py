@@ -227,6 +227,70 @@ def test_tiny_build_deterministic_cached_and_loadable(tmp_path):
     assert len(rs[0]) == 4 and all(len(r.token_ids) <= 8 for r in rs[0])
 
 
+def test_build_installs_the_committed_reference_build_instead_of_pretraining(tmp_path, monkeypatch):
+    """A missing build whose configuration has a committed reference build (the weights a reference file
+    names) is installed, not pretrained, so every CPU adapts the same bits; ``source="pretrain"`` (or
+    ``$DDRL_TESTBED=pretrain``) pretrains; a committed copy with other bits is refused, nothing installed."""
+    import ddrl.testbed.pretrain as pt
+
+    class Pretrained(Exception):
+        pass
+
+    def no_pretraining(*a, **k):
+        raise Pretrained
+
+    monkeypatch.setattr(pt, "pretrain", no_pretraining)
+    monkeypatch.delenv("DDRL_TESTBED", raising=False)
+    name = f"tiny-{PRESETS['tiny'].config_hash()}"
+    sha = hashlib.sha256(b"the reference bits").hexdigest()
+    pin = tmp_path / "committed" / f"{name}-{sha[:12]}"
+    pin.mkdir(parents=True)
+    (pin / "model.safetensors").write_bytes(b"the reference bits")
+    (pin / "testbed.json").write_text(json.dumps({"num_threads": pt.BUILD_THREADS}))
+    ref = tmp_path / "regimes_base.json"
+    ref.write_text(json.dumps({"weights": {"model": "testbed:tiny", "model.safetensors": sha}}))
+    monkeypatch.setattr(pt, "COMMITTED", tmp_path / "committed")
+    monkeypatch.setattr(pt, "REFERENCE_FILES", (tmp_path / "absent.json", ref))
+
+    assert pt.reference_build("tiny", PRESETS["tiny"]) == (pin, {"model.safetensors": sha})
+    assert pt.reference_build("default", PRESETS["default"]) is None  # the file names another preset
+    got = build("tiny", cache_dir=tmp_path / "a", progress=False)
+    assert got.name == name and (got / "model.safetensors").read_bytes() == b"the reference bits"
+    assert not [p for p in got.parent.iterdir() if p.name.startswith(".tmp")]
+    assert build("tiny", cache_dir=tmp_path / "a", progress=False) == got  # installed once, then read
+
+    with pytest.raises(Pretrained):
+        build("tiny", cache_dir=tmp_path / "b", progress=False, source="pretrain")
+    monkeypatch.setenv("DDRL_TESTBED", "pretrain")
+    with pytest.raises(Pretrained):
+        build("tiny", cache_dir=tmp_path / "c", progress=False)
+    monkeypatch.setenv("DDRL_TESTBED", "download")
+    with pytest.raises(ValueError, match=r"'download' \(argument or \$DDRL_TESTBED\): expected one of"):
+        build("tiny", cache_dir=tmp_path / "d", progress=False)
+    monkeypatch.delenv("DDRL_TESTBED")
+
+    (pin / "model.safetensors").write_bytes(b"damaged")  # e.g. a Git LFS pointer instead of the weights
+    with pytest.raises(ValueError, match=f"{pin}: the committed build's weights"):
+        build("tiny", cache_dir=tmp_path / "e", progress=False)
+    assert not (tmp_path / "e" / "testbed" / name).exists()
+    monkeypatch.setattr(pt, "REFERENCE_FILES", (tmp_path / "absent.json",))  # nothing committed: pretrain
+    with pytest.raises(Pretrained):
+        build("tiny", cache_dir=tmp_path / "f", progress=False)
+
+
+def test_the_default_and_weak_presets_have_their_committed_reference_builds():
+    """The committed reference builds are intact (their weights hash to what results/regimes_*.json name), so a
+    fresh machine installs the claims study's base instead of pretraining its own CPU's bits."""
+    import ddrl.testbed.pretrain as pt
+
+    for preset in ("default", "weak"):
+        ref = pt.reference_build(preset, PRESETS[preset])
+        assert ref is not None, f"no committed reference build of the {preset!r} preset's configuration"
+        where, weights = ref
+        assert pt.weight_sha256s(where) == weights, f"{where} does not hold the weights the reference file names"
+        assert read_meta(where)["hash"] == PRESETS[preset].config_hash()
+
+
 def test_config_hash_changes_with_config():
     assert PretrainConfig().config_hash() != PretrainConfig(lr=1e-3).config_hash()
     assert PretrainConfig().config_hash() == PretrainConfig().config_hash()

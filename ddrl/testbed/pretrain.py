@@ -16,12 +16,15 @@ this regime the raw iterate jitters into confidently wrong answers, which the av
 
 The result is cached under ``<cache>/testbed/<preset>-<hash>/`` where the hash covers the whole
 configuration and :data:`TESTBED_VERSION`; it is written to a temporary directory and renamed into place,
-so an interrupted build never leaves a half cache.
+so an interrupted build never leaves a half cache. Pretraining is deterministic on one CPU but not across CPUs
+(docs/testbed.md), so :func:`build` installs the *committed* reference build of a preset (the claims study's
+base, ``results/base_models/``) where one exists, and pretrains only where none does or when asked to.
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import math
 import os
@@ -246,12 +249,89 @@ def pretrain(cfg: PretrainConfig, progress: bool = True, callback=None):
     return model, tokenizer, info
 
 
-def build(preset: str = "default", cache_dir: str | os.PathLike | None = None, progress: bool = True,
-          config: PretrainConfig | None = None) -> Path:
-    """The directory of the built testbed (``save_pretrained`` format), building it on first use.
+# ---------------------------------------------------------------------------------------------------------
+# Committed builds
+# ---------------------------------------------------------------------------------------------------------
 
+#: Builds committed as files, ``<preset>-<config hash>-<sha256 of model.safetensors, 12 hex>/``: a build's bits
+#: depend on the CPU that pretrained it (docs/testbed.md), so a committed one is the same on every machine.
+COMMITTED = REPO / "results" / "base_models"
+#: The files that name a preset's *reference* build: the weights the claims study measured its regimes on
+#: (``{"weights": {"model": "testbed:<preset>", "model.safetensors": <sha256>}}``).
+REFERENCE_FILES = (REPO / "results" / "regimes_base.json", REPO / "results" / "regimes_weak.json")
+#: ``build``'s source of a missing build: ``committed`` installs the reference build when one is committed for
+#: the preset's configuration (else pretrains), ``pretrain`` always pretrains on this CPU.
+SOURCES = ("committed", "pretrain")
+
+
+def weight_sha256s(directory: str | os.PathLike) -> dict[str, str]:
+    """sha256 of each weight file (``.safetensors``, ``.bin``, ``.pt``) of a build directory, by file name."""
+    out = {}
+    for f in sorted(Path(directory).iterdir()):
+        if f.suffix in (".safetensors", ".bin", ".pt"):
+            h = hashlib.sha256()
+            with open(f, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+            out[f.name] = h.hexdigest()
+    return out
+
+
+def committed_dir(name: str, sha256: str, root: Path | None = None) -> Path:
+    """Where the committed copy of the build ``name`` (``<preset>-<config hash>``) with these weights lies."""
+    return (COMMITTED if root is None else Path(root)) / f"{name}-{sha256[:12]}"
+
+
+def reference_build(preset: str, cfg: PretrainConfig) -> tuple[Path, dict[str, str]] | None:
+    """The committed reference build of ``preset`` at configuration ``cfg`` (see :data:`REFERENCE_FILES`) and
+    its weights (file name -> sha256), or None when this configuration has none committed."""
+    for f in REFERENCE_FILES:
+        if not f.is_file():
+            continue
+        weights = json.loads(f.read_text()).get("weights", {})
+        if weights.get("model") != f"testbed:{preset}" or "model.safetensors" not in weights:
+            continue
+        where = committed_dir(f"{preset}-{cfg.config_hash()}", weights["model.safetensors"])
+        if (where / META_FILE).is_file():
+            return where, {k: v for k, v in weights.items() if k != "model"}
+    return None
+
+
+def copy_build(src: Path, dest: Path) -> None:
+    """``src``'s files into a new directory ``dest``, written beside it under a temporary name, then renamed
+    (a reader never sees half a build)."""
+    tmp = dest.parent / f".tmp-{dest.name}-{os.getpid()}-{time.time_ns()}"
+    try:
+        shutil.copytree(src, tmp)
+        os.rename(tmp, dest)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def install_build(src: Path, dest: Path, weights: dict[str, str]) -> None:
+    """Copy the committed build ``src`` to ``dest`` once its weight files hash to ``weights`` (file name ->
+    sha256); raises ``ValueError`` naming both otherwise (a damaged copy, a Git LFS pointer). The caller holds
+    ``dest``'s build lock."""
+    got = weight_sha256s(src)
+    if got != weights:
+        raise ValueError(f"{src}: the committed build's weights {got} are not the measured {weights}")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    copy_build(src, dest)
+
+
+def build(preset: str = "default", cache_dir: str | os.PathLike | None = None, progress: bool = True,
+          config: PretrainConfig | None = None, source: str | None = None) -> Path:
+    """The directory of the built testbed (``save_pretrained`` format), made on first use.
+
+    A missing build is installed from the committed reference build when ``source`` is ``"committed"`` (the
+    default, or ``$DDRL_TESTBED``) and one is committed for this configuration (:func:`reference_build`: the
+    claims study's base, so every machine adapts the same bits); otherwise it is pretrained here, on this CPU
+    (``source="pretrain"``; give it its own cache, as a build already in the cache is reused whatever made it).
     ``config`` overrides the preset's configuration (its name still prefixes the directory).
     """
+    source = source or os.environ.get("DDRL_TESTBED") or "committed"
+    if source not in SOURCES:
+        raise ValueError(f"testbed source {source!r} (argument or $DDRL_TESTBED): expected one of {SOURCES}")
     cfg = config if config is not None else get_config(preset)
     root = cache_root(cache_dir)
     final = root / f"{preset}-{cfg.config_hash()}"
@@ -261,6 +341,11 @@ def build(preset: str = "default", cache_dir: str | os.PathLike | None = None, p
 
     with owner_lock(root / f"{final.name}.lock", f"testbed build {final}"):  # a second process waits, then reuses it
         if _current(final):
+            return final
+        reference = reference_build(preset, cfg) if source == "committed" and not final.exists() else None
+        if reference is not None:
+            src, weights = reference
+            install_build(src, final, weights)
             return final
         tmp = root / f".tmp-{final.name}-{os.getpid()}-{time.time_ns()}"
         threads = torch.get_num_threads()
