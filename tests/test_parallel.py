@@ -127,25 +127,31 @@ def test_a_killed_batch_resumes(serial, tmp_path, monkeypatch):
 
 def test_the_pool_bar_counts_each_job_as_it_finishes(tmp_path, monkeypatch):
     """The batch bar (read by `make reproduce`'s status line and visible in a study's log) moves when a job
-    finishes, not only when the whole batch has: with a quick and a slow job, it reads 1/2 while the slow
-    one still runs."""
+    finishes, not only when the whole batch has: with a quick job and one that waits until the test has read
+    the bar, it reads 1/2 while the second still runs. (No fixed sleep: on a loaded machine the workers' start
+    alone can take longer than one; the second job ends when the test lets it, or after 120 s.)"""
+    import os
     import threading
     import time
 
     from ddrl import progress
 
-    path = tmp_path / "bars.txt"
+    path, release = tmp_path / "bars.txt", tmp_path / "release"
     monkeypatch.setenv(progress.PROGRESS_FILE_ENV, str(path))
-    batch = threading.Thread(target=run_pool, args=(time.sleep, [0.0, 12.0], 2), kwargs={"desc": "batch"})
+    jobs = ["true", f"timeout 120 sh -c 'until [ -e {release} ]; do sleep 0.1; done'"]
+    batch = threading.Thread(target=run_pool, args=(os.system, jobs, 2), kwargs={"desc": "batch"})
     batch.start()
-    seen, deadline = None, time.time() + 11
-    while time.time() < deadline and batch.is_alive():
-        seen = progress.latest_bar(path)
-        if seen and "1/2" in seen:
-            break
-        time.sleep(0.2)
-    alive = batch.is_alive()
-    batch.join()
+    seen, deadline = None, time.time() + 110
+    try:
+        while time.time() < deadline and batch.is_alive():
+            seen = progress.latest_bar(path)
+            if seen and "1/2" in seen:
+                break
+            time.sleep(0.2)
+        alive = batch.is_alive()
+    finally:
+        release.touch()
+        batch.join()
     assert alive and seen and seen.startswith("batch:  50% 1/2"), seen
 
 
