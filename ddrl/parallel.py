@@ -81,6 +81,7 @@ def run_pool(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int, desc: 
             for job in jobs:
                 out.append(fn(job))
                 bar.update()
+                bar.refresh()
             return out
         results: list[Any] = [None] * len(jobs)
         with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=mp.get_context("spawn"),
@@ -96,6 +97,7 @@ def run_pool(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int, desc: 
                         raise f.exception()
                     results[futures[f]] = f.result()
                     bar.update()
+                    bar.refresh()  # shown now, not at tqdm's next mininterval: jobs are few and long
         return results
     finally:
         bar.close()

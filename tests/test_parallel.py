@@ -129,7 +129,9 @@ def test_the_pool_bar_counts_each_job_as_it_finishes(tmp_path, monkeypatch):
     """The batch bar (read by `make reproduce`'s status line and visible in a study's log) moves when a job
     finishes, not only when the whole batch has: with a quick job and one that waits until the test has read
     the bar, it reads 1/2 while the second still runs. (No fixed sleep: on a loaded machine the workers' start
-    alone can take longer than one; the second job ends when the test lets it, or after 120 s.)"""
+    alone can take longer than one; the second job ends when the test lets it, or after 120 s. ``run_pool``
+    refreshes the bar at each finished job: tqdm alone skips an update that comes within its ``mininterval``
+    of the last print, 1 s in batch runs, and a quick first job then showed 0/2 until the batch ended.)"""
     import os
     import threading
     import time
