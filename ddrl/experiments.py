@@ -31,7 +31,8 @@ from ddrl.models import load_model, paper_overrides, resolve_device
 from ddrl.parallel import default_workers, run_pool
 from ddrl.progress import tqdm
 from ddrl.prompts import format_prompt
-from ddrl.reporting import cache_root, cached, content_key, grader_fingerprint, records_key, sha256_file
+from ddrl.reporting import (cache_root, cached, content_key, grader_fingerprint, records_key, sha256_file,
+                            weight_files)
 from ddrl.runs import RunDir, fingerprint
 from ddrl.sampling import make_sampler
 from ddrl.seeds import derive_seed
@@ -302,8 +303,7 @@ def model_fingerprint(name: str) -> dict[str, str]:
         path = Path(name)
     if not path.is_dir():
         return {"model": name}
-    files = sorted(p for p in path.iterdir() if p.suffix in (".safetensors", ".bin", ".pt"))
-    stats = {p: p.stat() for p in files}
+    stats = {p: p.stat() for p in weight_files(path)}
     return {"model": name, **{p.name: _weight_file_sha256(str(p.resolve()), st.st_size, st.st_mtime_ns)
                               for p, st in stats.items()}}
 

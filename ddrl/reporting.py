@@ -39,6 +39,15 @@ def cache_root() -> Path:
     return Path(os.environ.get("DDRL_CACHE_DIR", REPO / ".cache"))
 
 
+#: What counts as a weight file of a model directory (what a fingerprint of its weights hashes).
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt")
+
+
+def weight_files(directory: str | Path) -> list[Path]:
+    """The weight files of a model directory (:data:`WEIGHT_SUFFIXES`), sorted by name."""
+    return sorted(p for p in Path(directory).iterdir() if p.suffix in WEIGHT_SUFFIXES)
+
+
 def sha256_file(path: str | Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:

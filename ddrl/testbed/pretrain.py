@@ -24,7 +24,6 @@ base, ``results/base_models/``) where one exists, and pretrains only where none 
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import math
 import os
@@ -39,7 +38,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from ddrl.answers import extract_boxed, voting_key
 from ddrl.progress import tqdm
 from ddrl.prompts import format_prompt
-from ddrl.reporting import owner_lock
+from ddrl.reporting import owner_lock, sha256_file, weight_files
 from ddrl.sampling import HFSampler
 from ddrl.seeds import derive_seed, numpy_generator
 from ddrl.testbed.config import BUILD_THREADS, PRESETS, TESTBED_VERSION, PretrainConfig, get_config  # noqa: F401
@@ -265,16 +264,8 @@ SOURCES = ("committed", "pretrain")
 
 
 def weight_sha256s(directory: str | os.PathLike) -> dict[str, str]:
-    """sha256 of each weight file (``.safetensors``, ``.bin``, ``.pt``) of a build directory, by file name."""
-    out = {}
-    for f in sorted(Path(directory).iterdir()):
-        if f.suffix in (".safetensors", ".bin", ".pt"):
-            h = hashlib.sha256()
-            with open(f, "rb") as fh:
-                for block in iter(lambda: fh.read(1 << 20), b""):
-                    h.update(block)
-            out[f.name] = h.hexdigest()
-    return out
+    """sha256 of each weight file of a build directory (:func:`ddrl.reporting.weight_files`), by file name."""
+    return {f.name: sha256_file(f) for f in weight_files(directory)}
 
 
 def committed_dir(name: str, sha256: str, root: Path | None = None) -> Path:
