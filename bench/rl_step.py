@@ -59,6 +59,17 @@ MICRO_BATCH = 64
 # ---------------------------------------------------------------------------------------------------------
 
 
+def hf_logprobs(fn):
+    """``fn`` with the update's log-probs computed by the Hugging Face forward (``DDRL_LOGPROBS=hf``): the
+    trainer before the shared-prompt forward (``ddrl.logprobs``)."""
+    from ddrl.logprobs import pinned_backend
+
+    def run(*a, **k):
+        with pinned_backend("hf"):
+            return fn(*a, **k)
+    return run
+
+
 def ours_steps(model_dir: Path, records: list[dict], n_votes: int, k_train: int, mini_batch: int,
                max_new_tokens: int, steps: int, profile: Path | None = None, lean: bool = True) -> list[dict]:
     """``steps`` RL steps of the companion's trainer on the same 8 questions; per step its wall time and the
@@ -219,7 +230,7 @@ def markdown_table(result: dict) -> str:
     lines = ["| pairing | trainer | sampled | trained | updates | s/step | generation s | rest s | TRL / ours |",
              "|---|---|---|---|---|---|---|---|---|"]
     for name, r in result["results"].items():
-        for who in ("ours", "ours_full", "trl"):
+        for who in ("ours", "ours_hf", "ours_full", "trl"):
             if who in r:
                 x = r[who]
                 ratio = f"{r['trl_over_ours']:.2f}x" if who == "trl" else ""
@@ -274,9 +285,12 @@ def main() -> None:
         "a": [("ours", f"sample {args.n} / train {args.n}, 1 update",
                lambda: ours_steps(model_dir, records, args.n, args.n, QUESTIONS * args.n, args.max_new_tokens, steps,
                                   prof("a_ours"))),
-              ("ours_full", f"sample {args.n} / train {args.n}, 1 update, every pass (lean=False)",
-               lambda: ours_steps(model_dir, records, args.n, args.n, QUESTIONS * args.n, args.max_new_tokens, steps,
-                                  prof("a_ours_full"), lean=False)),
+              ("ours_hf", f"sample {args.n} / train {args.n}, 1 update, log-probs by the HF forward (DDRL_LOGPROBS=hf)",
+               lambda: hf_logprobs(ours_steps)(model_dir, records, args.n, args.n, QUESTIONS * args.n,
+                                               args.max_new_tokens, steps, prof("a_ours_hf"))),
+              ("ours_full", f"sample {args.n} / train {args.n}, 1 update, every pass (lean=False), HF forward",
+               lambda: hf_logprobs(ours_steps)(model_dir, records, args.n, args.n, QUESTIONS * args.n,
+                                               args.max_new_tokens, steps, prof("a_ours_full"), lean=False)),
               ("trl", f"group {args.n} (sample {args.n} / train {args.n}), 1 update",
                lambda: trl_steps(model_dir, prompts, args.n, args.max_new_tokens, steps,
                                  args.trl_gradient_checkpointing, prof("a_trl")))],
@@ -303,6 +317,12 @@ def main() -> None:
                   f"(run {time.perf_counter() - t:.0f} s)", flush=True)
         if "trl" in results[name]:
             results[name]["trl_over_ours"] = results[name]["trl"]["median_step_s"] / results[name]["ours"]["median_step_s"]
+        if "ours_hf" in results[name]:
+            results[name]["hf_over_shared"] = (results[name]["ours_hf"]["median_update_s"]
+                                               / results[name]["ours"]["median_update_s"])
+            if "trl" in results[name]:
+                results[name]["trl_over_ours_hf"] = (results[name]["trl"]["median_step_s"]
+                                                     / results[name]["ours_hf"]["median_step_s"])
         if "ours_full" in results[name]:
             results[name]["full_over_lean"] = (results[name]["ours_full"]["median_update_s"]
                                                / results[name]["ours"]["median_update_s"])
@@ -323,7 +343,7 @@ def main() -> None:
     print(f"{'pairing':<8} {'trainer':<6} {'sampled':>7} {'trained':>7} {'upd':>4} {'s/step':>8} {'generate':>9} "
           f"{'rest':>8} {'TRL/ours':>9}")
     for name, r in results.items():
-        for who in ("ours", "ours_full", "trl"):
+        for who in ("ours", "ours_hf", "ours_full", "trl"):
             if who not in r:
                 continue
             x = r[who]

@@ -27,6 +27,7 @@ from ddrl import testbed
 from ddrl.analysis import grade_problem
 from ddrl.data import load_questions, resolve_data_dir
 from ddrl.evaluate import evaluate, mean_ci
+from ddrl.logprobs import backend_key
 from ddrl.models import load_model, paper_overrides, resolve_device
 from ddrl.parallel import default_workers, run_pool
 from ddrl.progress import tqdm
@@ -77,10 +78,11 @@ class Experiment:
         build), so a rebuilt testbed never resumes or reuses a run trained from the previous weights. The
         answers and :func:`~ddrl.reporting.grader_fingerprint` are too: training never sees the answers, but the
         run's ground-truth diagnostics (``gt/*`` in metrics.jsonl) are graded against them, and the vote uses
-        the grader's answer normalisation."""
+        the grader's answer normalisation. So is the log-prob backend unless it is ``"hf"``
+        (:func:`ddrl.logprobs.backend_key`): the other rounds the update's gradients differently."""
         key = content_key({"config": asdict(cfg), "weights": model_fingerprint(cfg.model),
                            "questions": fingerprint(self.adapted), "answers": records_key(self.adapted, ("answer",)),
-                           "grader": grader_fingerprint()})
+                           "grader": grader_fingerprint(), **backend_key()})
         return Path(self.runs_root or cache_root() / "runs") / f"{preset}-{key[:16]}"
 
     def train(self, method: str, seed: int, **extra: Any):

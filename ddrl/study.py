@@ -40,6 +40,7 @@ from ddrl.analysis import answer_groups, group_advantages
 from ddrl.config import resolve_cue
 from ddrl.cor import consensus_refinement
 from ddrl.experiments import METHODS, cached_rollouts, model_fingerprint, question_rows
+from ddrl.logprobs import pinned_backend
 from ddrl.models import resolve_device
 from ddrl.parallel import default_workers, run_pool
 from ddrl.regimes import WEAK_REGIME, Regime
@@ -193,7 +194,16 @@ def run_base_job(regime: Regime, scale: Scale, seed: int, out_dir: str | Path) -
 
 
 def run_job(job: tuple[Job, str, str, str | None, float | None]) -> dict:
-    """A pool worker's job: skip if past the deadline or already written; else every method of the job."""
+    """A pool worker's job: skip if past the deadline or already written; else every method of the job.
+
+    The update's log-probs are computed the ``"hf"`` way (:func:`ddrl.logprobs.pinned_backend`), as for every
+    run of the study before the shared-prompt forward existed: its gradients round differently, so a run
+    computed the other way would follow another trajectory (the plan's Amendment 10)."""
+    with pinned_backend("hf"):
+        return _run_job(job)
+
+
+def _run_job(job: tuple[Job, str, str, str | None, float | None]) -> dict:
     j, scale_name, out_dir, runs_root, deadline = job
     if deadline is not None and time.time() > deadline:
         return {"job": asdict(j), "status": "skipped (budget)"}
@@ -308,7 +318,8 @@ def retrain_minutes(out_dir: str | Path, todo: Sequence[tuple[Job, str]], regime
         exp = exps[j.regime]
         path, cfg = csv_path(out_dir, j.regime, "ddrl", j.seed), exp.config("ddrl", j.seed)
         # no base in the cache, no run on it (and never build the base to look: --status must stay cheap)
-        cached_run = is_built(cfg.model) and RunDir(exp.run_dir(METHODS["ddrl"][0], cfg)).finished()
+        with pinned_backend("hf"):  # the run directory run_job would use
+            cached_run = is_built(cfg.model) and RunDir(exp.run_dir(METHODS["ddrl"][0], cfg)).finished()
         out[(j.regime, j.seed)] = 0.0 if cached_run or not path.is_file() else \
             float(pd.read_csv(path, usecols=["rl_seconds", "cor_seconds"]).iloc[0].sum()) / 60
     return out
