@@ -196,6 +196,9 @@ def shared_prompt_response_logprobs(model, prompts, responses, temperature: floa
     kw = _cache_kwarg(model)
     first = model(input_ids=pids, attention_mask=pattn, position_ids=ppos, use_cache=True, logits_to_keep=1,
                   **{kw: cache}).logits[:, -1:, :]
+    if cache.get_seq_length() != w:  # e.g. gradient checkpointing turns the cache off
+        raise RuntimeError(f"shared-prompt log-probs: the prompt pass cached {cache.get_seq_length()} of {w} "
+                           "positions (gradient checkpointing on?); set DDRL_LOGPROBS=hf")
     cache.batch_select_indices(rows)
     attn = torch.cat([pattn[rows], mask], dim=1)  # as collate's: each row's prompt and response tokens
     pos = pattn.sum(-1)[rows][:, None] + torch.arange(r, device=device)[None, :]

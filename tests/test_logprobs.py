@@ -170,3 +170,12 @@ def test_run_directories_of_hf_runs_keep_their_keys(monkeypatch, tmp_path):
     assert exp.run_dir("ttrl", cfg) == tmp_path / f"ttrl-{old[:16]}"
     monkeypatch.setenv("DDRL_LOGPROBS", "auto")
     assert exp.run_dir("ttrl", cfg) != tmp_path / f"ttrl-{old[:16]}"
+
+
+def test_a_prompt_pass_that_caches_nothing_is_refused():
+    """Gradient checkpointing makes a Hugging Face model drop ``use_cache``: the responses would then attend to
+    no prompt, so the shared-prompt forward refuses (instead of returning wrong log-probs)."""
+    model = _llama().train()
+    model.gradient_checkpointing_enable()
+    with pytest.raises(RuntimeError, match="DDRL_LOGPROBS=hf"):
+        L.shared_prompt_response_logprobs(model, PROMPTS, RESPONSES, 1.0, 0)
