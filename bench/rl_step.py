@@ -14,6 +14,10 @@ pairings are measured, plus ours as configured:
   ``num_generations=32`` (sample 32 / train 32: TRL samples half as much);
 - ``real``: ours at the default ``TrainConfig`` (sample 64 / train 32, mini-batches of 64: four updates).
 
+Pairing ``a`` also times two earlier versions of ours on the same work: ``ours_hf`` (today's trainer with the
+update's log-probs by the Hugging Face forward, ``DDRL_LOGPROBS=hf``) and ``ours_full`` (the trainer before
+issue 16: every pass of the update, HFSampler, the HF forward).
+
 Our step is :func:`ddrl.train.collect_rollouts` + :func:`ddrl.train.ppo_update` + the LR scheduler, the
 body of :func:`ddrl.train.train`'s loop without checkpointing and ground-truth metrics. TRL's step is one
 optimizer step of ``GRPOTrainer.train`` (generation through ``transformers.generate``, no vLLM), timed by a
