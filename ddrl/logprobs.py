@@ -117,14 +117,20 @@ def shared_prompt_unsupported_reason(model) -> str | None:
     return unsupported_reason(_base_model(model))
 
 
+def _env_choice() -> str:
+    """``DDRL_LOGPROBS`` (default ``auto``), refused by name unless one of :data:`LOGPROB_BACKENDS`."""
+    choice = os.environ.get("DDRL_LOGPROBS") or "auto"
+    if choice not in LOGPROB_BACKENDS:
+        raise ValueError(f"DDRL_LOGPROBS must be one of {LOGPROB_BACKENDS}, got {choice!r}")
+    return choice
+
+
 def logprob_backend(model) -> str:
     """``"hf"`` or ``"shared-prompt"`` for ``model``: the environment variable ``DDRL_LOGPROBS`` (one of
     :data:`LOGPROB_BACKENDS`; default ``auto``) forces one; ``auto`` picks ``"shared-prompt"`` where
     :func:`shared_prompt_unsupported_reason` finds nothing against it. Forcing ``"shared-prompt"`` on a model it
     does not support raises."""
-    choice = os.environ.get("DDRL_LOGPROBS") or "auto"
-    if choice not in LOGPROB_BACKENDS:
-        raise ValueError(f"DDRL_LOGPROBS must be one of {LOGPROB_BACKENDS}, got {choice!r}")
+    choice = _env_choice()
     if choice == "hf":
         return "hf"
     reason = shared_prompt_unsupported_reason(model)
@@ -136,7 +142,7 @@ def logprob_backend(model) -> str:
 def backend_key() -> dict:
     """What a cached run's key records of the log-prob backend: nothing when ``DDRL_LOGPROBS=hf`` (so the runs
     computed before the shared-prompt forward existed, all ``"hf"``, keep their keys), else the choice."""
-    choice = os.environ.get("DDRL_LOGPROBS") or "auto"
+    choice = _env_choice()
     return {} if choice == "hf" else {"logprobs": choice}
 
 
