@@ -17,7 +17,6 @@ Two implementations of the same quantity, picked by :func:`logprob_backend`:
 from __future__ import annotations
 
 import contextlib
-import inspect
 import os
 from typing import Iterator, Sequence
 
@@ -25,6 +24,7 @@ import torch
 from transformers import DynamicCache
 
 from ddrl.fast_sampling import unsupported_reason
+from ddrl.hf_compat import base_model, cache_kwarg
 
 #: what ``DDRL_LOGPROBS`` / :func:`logprob_backend` accept
 LOGPROB_BACKENDS = ("auto", "hf", "shared-prompt")
@@ -95,18 +95,6 @@ def hf_response_logprobs(model, prompts, responses, temperature: float, pad_id: 
     return _token_logprobs(logits, ids[:, -r:], mask, temperature, with_entropy)
 
 
-def _base_model(model):
-    """The Hugging Face model under a PEFT wrapper (the wrapper itself otherwise)."""
-    return model.get_base_model() if hasattr(model, "get_base_model") else model
-
-
-def _cache_kwarg(model) -> str:
-    """The name under which this model's ``forward`` takes a KV cache (``cache`` since transformers 5.x's
-    rename, ``past_key_values`` before)."""
-    params = inspect.signature(_base_model(model).forward).parameters
-    return "cache" if "cache" in params else "past_key_values"
-
-
 def shared_prompt_unsupported_reason(model) -> str | None:
     """Why ``"shared-prompt"`` is not used for ``model`` (None when it is): the model under any PEFT wrapper must
     be one :class:`ddrl.fast_sampling.StaticCacheSampler` supports (a Hugging Face Qwen2 or Llama with full
@@ -114,7 +102,7 @@ def shared_prompt_unsupported_reason(model) -> str | None:
     full-sequence pass) and transformers must offer ``DynamicCache.batch_select_indices``."""
     if not hasattr(DynamicCache, "batch_select_indices"):
         return "this transformers' DynamicCache has no batch_select_indices"
-    return unsupported_reason(_base_model(model))
+    return unsupported_reason(base_model(model))
 
 
 def _env_choice() -> str:
@@ -196,10 +184,10 @@ def shared_prompt_response_logprobs(model, prompts, responses, temperature: floa
     pids, pattn, rids, mask = pids.to(device), pattn.to(device), rids.to(device), mask.to(device)
     ppos = (pattn.cumsum(-1) - 1).clamp(min=0)
     try:
-        cache = DynamicCache(config=_base_model(model).config)
+        cache = DynamicCache(config=base_model(model).config)
     except TypeError:  # transformers before the config argument
         cache = DynamicCache()
-    kw = _cache_kwarg(model)
+    kw = cache_kwarg(model)
     first = model(input_ids=pids, attention_mask=pattn, position_ids=ppos, use_cache=True, logits_to_keep=1,
                   **{kw: cache}).logits[:, -1:, :]
     if cache.get_seq_length() != w:  # e.g. gradient checkpointing turns the cache off

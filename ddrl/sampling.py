@@ -25,6 +25,7 @@ from typing import Sequence
 import torch
 
 from ddrl.fast_sampling import StaticCacheSampler, unsupported_reason
+from ddrl.hf_compat import cache_kwarg, output_cache
 from ddrl.progress import tqdm
 from ddrl.rollouts import (LocalSampler, Rollout, Sampler, entropy_from_logprobs, request_limits,  # noqa: F401
                            sampling_logprobs, sequence_logprob)  # Rollout, Sampler, sequence_logprob: re-exported (their old home)
@@ -88,9 +89,10 @@ class HFSampler(LocalSampler):
         input_ids, attn = input_ids.to(dev), attn.to(dev)
         pos = (attn.cumsum(-1) - 1).clamp(min=0)
         eos = torch.as_tensor(self.eos_ids, device=dev)
+        kw = cache_kwarg(self.model)  # `cache` in transformers 5.x, `past_key_values` before
 
         out = self.model(input_ids=input_ids, attention_mask=attn, position_ids=pos, use_cache=True, logits_to_keep=1)
-        past, logits, next_pos = out.past_key_values, out.logits[:, -1, :], pos[:, -1] + 1
+        past, logits, next_pos = output_cache(out), out.logits[:, -1, :], pos[:, -1] + 1
         finished = torch.zeros(bsz, dtype=torch.bool, device=dev)
         limit = torch.as_tensor(limits, device=dev)
         toks, lps, ents = [], [], []
@@ -110,9 +112,9 @@ class HFSampler(LocalSampler):
             attn = torch.cat([attn, torch.ones((bsz, 1), dtype=attn.dtype, device=dev)], dim=1)
             out = self.model(
                 input_ids=tok[:, None], attention_mask=attn, position_ids=next_pos[:, None],
-                past_key_values=past, use_cache=True,
+                use_cache=True, **{kw: past},
             )
-            past, logits, next_pos = out.past_key_values, out.logits[:, -1, :], next_pos + 1
+            past, logits, next_pos = output_cache(out), out.logits[:, -1, :], next_pos + 1
 
         tok_m = torch.stack(toks, 1).cpu()
         lp_m = torch.stack(lps, 1).cpu().tolist()

@@ -176,6 +176,7 @@ def test_a_prompt_pass_that_caches_nothing_is_refused():
     """Gradient checkpointing makes a Hugging Face model drop ``use_cache``: the responses would then attend to
     no prompt, so the shared-prompt forward refuses (instead of returning wrong log-probs)."""
     model = _llama().train()
-    model.gradient_checkpointing_enable()
+    # transformers 5.x renamed it (the old name warns of its removal in v6)
+    (getattr(model, "activation_checkpointing_enable", None) or model.gradient_checkpointing_enable)()
     with pytest.raises(RuntimeError, match="DDRL_LOGPROBS=hf"):
         L.shared_prompt_response_logprobs(model, PROMPTS, RESPONSES, 1.0, 0)
