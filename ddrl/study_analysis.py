@@ -4,7 +4,7 @@ components and seeds per regime (never a mean), and every claim's estimate, inte
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -16,8 +16,8 @@ from ddrl.claims import CLAIMS, FLOOR_NOTE, entry, get, validate
 from ddrl.evaluate import mean_ci
 from ddrl.regimes import WEAK_REGIME, Regime
 from ddrl.seeds import derive_seed
-from ddrl.stats import (choose_design, eval_noise_variance, hierarchical_bootstrap, paired_differences, power_table,
-                        predicted_half_width, variance_components)
+from ddrl.stats import (TARGET_HALF_WIDTH, choose_design, eval_noise_variance, hierarchical_bootstrap,
+                        paired_differences, power_table, predicted_half_width, variance_components)
 from ddrl.study_plan import (BANDS_64, BASE, PAIRED, QUESTION_COLUMNS, REUSES_RUN, SELECTION_K, SELECTION_ORDERS,
                              SHARES_DDRL_RL, STAGE1_COMPARISONS, STEP_COLUMNS, THREE, Scale)
 
@@ -184,6 +184,56 @@ def s1_matrix(df: pd.DataFrame, regime: str) -> pd.DataFrame | None:
     if len(seeds) < 2 or not qs:
         return None
     return strong.loc[seeds, qs] - weak.loc[seeds, qs]
+
+
+def claim_matrix(df: pd.DataFrame, cid: str, regime: str) -> pd.DataFrame | None:
+    """The seeds x questions matrix of differences (points) that a pass@1 claim's interval is bootstrapped from:
+    :data:`PAIRED` claims' (a - b), S1's difference of differences (:func:`s1_matrix`); None for other claims or
+    with fewer than 2 seeds."""
+    if cid in PAIRED:
+        return _matrix(df, regime, *PAIRED[cid])
+    return s1_matrix(df, regime) if cid == "S1" else None
+
+
+def power_shortfall(df: pd.DataFrame, entries: Sequence[dict], target: float = TARGET_HALF_WIDTH,
+                    max_seeds: int = 1000, max_questions: int = 100_000) -> pd.DataFrame:
+    """Why a pass@1 comparison missed the plan's half-width ``target`` (descriptive, after the fact; no verdict
+    uses it): for each entry of ``entries`` from a seeds x questions matrix (:func:`claim_matrix`) whose
+    interval's half-width exceeds ``target``, the variance components of its final matrix (as SDs in points,
+    :func:`ddrl.stats.variance_components`), the half-width they predict at the design that ran (beside the
+    bootstrap's), the floor that more seeds alone cannot pass (``t sqrt(var_question / Q)``: unlimited seeds),
+    and the seeds (at these questions) or questions (at these seeds) the target would have needed. ``None``
+    where no count up to ``max_seeds`` / ``max_questions`` reaches it."""
+
+    def smallest(f, lo: int, hi: int) -> int | None:  # the smallest n in [lo, hi] with f(n) <= target (f decreasing)
+        if f(hi) > target:
+            return None
+        while lo < hi:
+            mid = (lo + hi) // 2
+            lo, hi = (mid + 1, hi) if f(mid) > target else (lo, mid)
+        return lo
+
+    rows = []
+    for e in entries:
+        hw = (e["ci_high"] - e["ci_low"]) / 2
+        if hw <= target:
+            continue
+        d = claim_matrix(df, e["id"], e["regime"])
+        if d is None:
+            continue
+        S, Q = d.shape
+        vc = variance_components(d.to_numpy())
+        rows.append({
+            "id": e["id"], "regime": e["regime"], "n_seeds": S, "n_questions": Q, "half_width": hw,
+            "predicted_half_width": predicted_half_width(vc, S, Q),
+            "sd_seed": float(np.sqrt(vc.seed)), "sd_question": float(np.sqrt(vc.question)), "sd_cell": float(np.sqrt(vc.cell)),
+            "half_width_unlimited_seeds": predicted_half_width(replace(vc, seed=0.0, cell=0.0), 2, Q),
+            "seeds_needed": smallest(lambda n: predicted_half_width(vc, n, Q), 2, max_seeds),
+            "questions_needed": smallest(lambda n: predicted_half_width(vc, S, n), 2, max_questions),
+        })
+    cols = ["id", "regime", "n_seeds", "n_questions", "half_width", "predicted_half_width", "sd_seed", "sd_question",
+            "sd_cell", "half_width_unlimited_seeds", "seeds_needed", "questions_needed"]
+    return pd.DataFrame(rows, columns=cols).astype({"seeds_needed": "Int64", "questions_needed": "Int64"})
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -393,14 +443,11 @@ def analyse_claims(out_dir: str | Path, regimes: dict[str, Regime], n_boot: int 
                 missing.append(f"{c.id} {r}: regime not in this study")
                 continue
             e, d = None, None
-            if c.id in PAIRED:
-                a, b, split = PAIRED[c.id]
-                d = _matrix(df, r, a, b, split)
-            elif c.id == "S1":
-                if WEAK_REGIME not in regimes:
-                    missing.append(f"S1 {r}: the weaker base is not built and measured (bench/regimes.py --weak)")
-                    continue
-                d = s1_matrix(df, r)
+            if c.id == "S1" and WEAK_REGIME not in regimes:
+                missing.append(f"S1 {r}: the weaker base is not built and measured (bench/regimes.py --weak)")
+                continue
+            if c.id in PAIRED or c.id == "S1":
+                d = claim_matrix(df, c.id, r)
             elif c.id in ("D1", "D2", "C2"):
                 e = _run_level_claim(c.id, r, steps, cor, regimes[r])
             if d is not None:  # a seeds x questions matrix of differences (points)

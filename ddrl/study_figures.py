@@ -26,8 +26,9 @@ from ddrl import claims as C
 from ddrl.analysis import frequency_table
 from ddrl.plotting import color, label
 from ddrl.reporting import save_figure
-from ddrl.study_analysis import (claim_on_seeds, load_base, load_questions, load_steps, rl_divergence, seed_directions,
-                                 selection_errors)
+from ddrl.stats import TARGET_HALF_WIDTH
+from ddrl.study_analysis import (claim_on_seeds, load_base, load_questions, load_steps, power_shortfall, rl_divergence,
+                                 seed_directions, selection_errors)
 from ddrl.study_plan import BANDS_64, THREE
 
 #: Answer-count bins (of 64) for :func:`band_accuracy_figure`: finer than F1-F3's bands, with their edges.
@@ -186,6 +187,23 @@ def divergence_report(df: pd.DataFrame, steps: pd.DataFrame, entries: Sequence[d
     return div, "\n".join(lines)
 
 
+def shortfall_page(short: pd.DataFrame) -> str:
+    """The Markdown page of :func:`ddrl.study_analysis.power_shortfall`: which pass@1 comparisons missed the plan's
+    half-width and what design their own variance components say would have reached it."""
+    lines = [f"# Comparisons whose 95% half-width exceeds {TARGET_HALF_WIDTH:.1f} points (descriptive)", "",
+             "Variance components (as SDs, points) of each comparison's final seeds x questions matrix "
+             "(`ddrl.stats.variance_components`): `sd_seed` a run's shift common to all its questions, `sd_question` "
+             "how much the true difference varies between questions, `sd_cell` the rest (seed x question and "
+             "evaluation noise). `predicted_half_width` is what they predict for the design that ran (the "
+             "registered interval is the bootstrap's `half_width`); `half_width_unlimited_seeds` the floor more "
+             "seeds alone cannot pass at these questions; `seeds_needed` (at these questions) and "
+             "`questions_needed` (at these seeds) the smallest counts predicted to reach the target, empty where "
+             "none does. No verdict uses this page.", ""]
+    if short.empty:
+        return "\n".join(lines + ["- none: every pass@1 comparison reached the target", ""])
+    return "\n".join(lines + [short.to_markdown(index=False, floatfmt=".1f"), ""])
+
+
 def _save(fig, out_dir: Path, name: str) -> dict[str, Path]:
     paths = save_figure(fig, out_dir, name)
     plt.close(fig)
@@ -197,7 +215,9 @@ def render_results(entries: Sequence[dict], runs_dir: str | Path, out_dir: str |
     """The scorecard (:func:`ddrl.claims.render`: Markdown, CSV, PNG, PDF), the claim x regime cells not computed
     yet (``missing``, from :func:`ddrl.study_analysis.analyse_claims`, as ``claims_missing.md``) and, where their
     runs exist, the pass@1 claims seed by seed (:func:`ddrl.study_analysis.seed_directions`, as
-    ``claims_seeds.md`` and ``.csv``), the runs meant to share the DDRL run's RL phase (:func:`divergence_report`,
+    ``claims_seeds.md`` and ``.csv``), the comparisons that missed the plan's half-width and the design their variance
+    components say would have reached it (:func:`ddrl.study_analysis.power_shortfall`, ``power_shortfall.md`` and
+    ``.csv``), the runs meant to share the DDRL run's RL phase (:func:`divergence_report`,
     ``rl_divergence.md`` and ``.csv``), the advantage-dynamics, base-band and selection figures, all under
     ``out_dir``; returns every path written."""
     out_dir = Path(out_dir)
@@ -210,6 +230,10 @@ def render_results(entries: Sequence[dict], runs_dir: str | Path, out_dir: str |
         paths["seeds.csv"], paths["seeds.md"] = out_dir / "claims_seeds.csv", out_dir / "claims_seeds.md"
         seeds.to_csv(paths["seeds.csv"], index=False)
         paths["seeds.md"].write_text(seeds.to_markdown(index=False, floatfmt="+.1f") + "\n")
+    short = power_shortfall(questions, entries)
+    paths["shortfall.csv"], paths["shortfall.md"] = out_dir / "power_shortfall.csv", out_dir / "power_shortfall.md"
+    short.to_csv(paths["shortfall.csv"], index=False)
+    paths["shortfall.md"].write_text(shortfall_page(short))
     steps = load_steps(runs_dir)
     div, page = divergence_report(questions, steps, entries)
     if not div.empty:

@@ -20,7 +20,7 @@ from conftest import kill_after_first_run
 
 from ddrl import study, study_analysis, study_plan
 from ddrl.claims import scorecard, scorecard_figure, validate
-from ddrl.stats import paired_differences, variance_components
+from ddrl.stats import paired_differences, predicted_half_width, variance_components
 
 SMOKE = study.SCALES["smoke"]
 ONE = ["math500_like"]  # one regime keeps the end-to-end tests fast
@@ -587,6 +587,43 @@ def test_status_counts_written_jobs_and_prices_the_rest_from_measured_times(tmp_
     assert ms3.done_after_h.iloc[-1] == 2.0  # 30 + 30 + the 60-min retrain once (twice would be 3.0)
     assert set(ms.phase) == {"a", "b"} and ms.claim.iloc[0] == "A3"  # phase (a) opens with BCS+DAE (Amendment 3)
     assert "stage 2 milestones" in text and "S1 has no jobs yet" in text
+
+
+def _pair_table(diff: np.ndarray, regime="amc_like") -> pd.DataFrame:
+    """TTRL at pass@1 0.5 and DDRL at 0.5 + ``diff`` (seeds x questions, in [0, 1] units) as a question table."""
+    rows = []
+    for s in range(diff.shape[0]):
+        for q in range(diff.shape[1]):
+            rows += [{"regime": regime, "method": "ttrl", "seed": s, "split": "adapted", "question": f"q{q}", "pass@1": 0.5},
+                     {"regime": regime, "method": "ddrl", "seed": s, "split": "adapted", "question": f"q{q}",
+                      "pass@1": 0.5 + diff[s, q]}]
+    return pd.DataFrame(rows)
+
+
+def test_power_shortfall_says_whether_seeds_or_questions_would_have_reached_the_target():
+    """A comparison whose true difference varies between questions (SD 10 points, 20 questions) cannot reach a
+    2-point half-width with more seeds, only with ~100 questions; one with a run-level shift (SD 5 points,
+    4 seeds) needs seeds, and no number of questions helps. Comparisons inside the target are not listed."""
+    rng = np.random.default_rng(0)
+    by_question = rng.normal(0, 0.10, 20)[None, :] + rng.normal(0, 0.01, (6, 20))
+    by_seed = np.array([-0.06, -0.02, 0.02, 0.06])[:, None] + rng.normal(0, 0.01, (4, 50))  # SD 5.2 points
+    df = pd.concat([_pair_table(by_question, "amc_like"), _pair_table(by_seed, "math500_like")], ignore_index=True)
+    entries = [{"id": "M1", "regime": "amc_like", "ci_low": -4.5, "ci_high": 4.5},
+               {"id": "M1", "regime": "math500_like", "ci_low": -5.0, "ci_high": 5.0},
+               {"id": "M1", "regime": "aime_like", "ci_low": -1.9, "ci_high": 1.9}]  # inside the target: not listed
+    short = study_analysis.power_shortfall(df, entries).set_index("regime")
+    assert set(short.index) == {"amc_like", "math500_like"}
+    q, s = short.loc["amc_like"], short.loc["math500_like"]
+    assert (q.n_seeds, q.n_questions, s.n_seeds, s.n_questions) == (6, 20, 4, 50)
+    assert 8 < q.sd_question < 12 and q.sd_seed < 1 and 4.5 < s.sd_seed < 6
+    assert q.half_width_unlimited_seeds > 2 and pd.isna(q.seeds_needed)  # the questions' spread alone exceeds 2
+    assert 50 < q.questions_needed < 200
+    assert s.half_width_unlimited_seeds < 1 and pd.isna(s.questions_needed) and s.seeds_needed > 4
+    d = 100 * by_question
+    vc = variance_components(d)
+    assert q.predicted_half_width == pytest.approx(predicted_half_width(vc, 6, 20))
+    assert predicted_half_width(vc, 6, int(q.questions_needed)) <= 2 < predicted_half_width(vc, 6, int(q.questions_needed) - 1)
+    assert study_analysis.power_shortfall(df, entries[2:]).empty
 
 
 def test_s1_weaker_base_regime_jobs_and_difference_of_differences(tmp_path):

@@ -84,6 +84,7 @@ def test_render_results_writes_every_figure(tmp_path):
     assert {"scorecard.png", "scorecard.md", "advantage_dynamics.png", "advantage_dynamics.pdf"} <= set(paths)
     assert "base_bands.png" not in paths and "selection_errors.png" not in paths  # no base rollouts written
     assert "seeds.md" not in paths  # no method CSV written: no pass@1 claim to show seed by seed
+    assert "none: every pass@1 comparison reached the target" in paths["shortfall.md"].read_text()
     assert all(p.stat().st_size > 0 for p in paths.values())
     (runs / "amc_like").mkdir()
     for m, v in (("ttrl", 0.5), ("ddrl", 0.75)):  # DDRL ahead by 25 points in both seeds
