@@ -195,8 +195,12 @@ def claim_matrix(df: pd.DataFrame, cid: str, regime: str) -> pd.DataFrame | None
     return s1_matrix(df, regime) if cid == "S1" else None
 
 
+#: How far :func:`power_shortfall` searches for the seeds or questions that would reach the target.
+SHORTFALL_MAX_SEEDS, SHORTFALL_MAX_QUESTIONS = 1000, 100_000
+
+
 def power_shortfall(df: pd.DataFrame, entries: Sequence[dict], target: float = TARGET_HALF_WIDTH,
-                    max_seeds: int = 1000, max_questions: int = 100_000) -> pd.DataFrame:
+                    max_seeds: int = SHORTFALL_MAX_SEEDS, max_questions: int = SHORTFALL_MAX_QUESTIONS) -> pd.DataFrame:
     """Why a pass@1 comparison missed the plan's half-width ``target`` (descriptive, after the fact; no verdict
     uses it): for each entry of ``entries`` from a seeds x questions matrix (:func:`claim_matrix`) whose
     interval's half-width exceeds ``target``, the variance components of its final matrix (as SDs in points,

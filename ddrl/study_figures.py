@@ -27,8 +27,9 @@ from ddrl.analysis import frequency_table
 from ddrl.plotting import color, label
 from ddrl.reporting import save_figure
 from ddrl.stats import TARGET_HALF_WIDTH
-from ddrl.study_analysis import (claim_on_seeds, load_base, load_questions, load_steps, power_shortfall, rl_divergence,
-                                 seed_directions, selection_errors)
+from ddrl.study_analysis import (SHORTFALL_MAX_QUESTIONS, SHORTFALL_MAX_SEEDS, claim_on_seeds, load_base,
+                                 load_questions, load_steps, power_shortfall, rl_divergence, seed_directions,
+                                 selection_errors)
 from ddrl.study_plan import BANDS_64, THREE
 
 #: Answer-count bins (of 64) for :func:`band_accuracy_figure`: finer than F1-F3's bands, with their edges.
@@ -197,11 +198,15 @@ def shortfall_page(short: pd.DataFrame) -> str:
              "evaluation noise). `predicted_half_width` is what they predict for the design that ran (the "
              "registered interval is the bootstrap's `half_width`); `half_width_unlimited_seeds` the floor more "
              "seeds alone cannot pass at these questions; `seeds_needed` (at these questions) and "
-             "`questions_needed` (at these seeds) the smallest counts predicted to reach the target, empty where "
-             "none does. No verdict uses this page.", ""]
+             "`questions_needed` (at these seeds) the smallest counts predicted to reach the target ("
+             f"searched up to {SHORTFALL_MAX_SEEDS:,} seeds and {SHORTFALL_MAX_QUESTIONS:,} questions; `none` where "
+             "none does). No verdict uses this page.", ""]
     if short.empty:
         return "\n".join(lines + ["- none: every pass@1 comparison reached the target", ""])
-    return "\n".join(lines + [short.to_markdown(index=False, floatfmt=".1f"), ""])
+    shown = short.astype({c: object for c in ("seeds_needed", "questions_needed")})
+    for c in ("seeds_needed", "questions_needed"):
+        shown[c] = ["none" if pd.isna(v) else str(int(v)) for v in short[c]]
+    return "\n".join(lines + [shown.to_markdown(index=False, floatfmt=".1f"), ""])
 
 
 def _save(fig, out_dir: Path, name: str) -> dict[str, Path]:
