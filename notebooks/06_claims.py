@@ -210,9 +210,29 @@ display(Markdown(msg)) if msg else None
 from ddrl.study_analysis import load_questions, seed_directions
 
 if results is not None:
-    by_seed = seed_directions(load_questions(D / "runs"))
+    questions = load_questions(D / "runs")
+    by_seed = seed_directions(questions)
     rep.table(by_seed, "claims_seeds", floatfmt="+.1f")
     display(by_seed.round(1))
+
+# %% [markdown]
+# ### Where the 2-point half-width was not reached, and what would have reached it
+#
+# The plan sized the seeds so that every pass@1 difference would reach a 95% half-width of 2 points. For each
+# comparison that did not, its own seeds x questions matrix is split into variance components (SDs in points):
+# `sd_seed`, a run's shift common to all its questions, which more seeds average out; `sd_question`, how much
+# the true difference varies between questions, which only more questions average out; `sd_cell`, the rest.
+# `half_width_unlimited_seeds` is the floor more seeds cannot pass; `seeds_needed` / `questions_needed` the
+# smallest counts the components predict would reach 2 points (`<NA>`: none does). Descriptive, after the fact:
+# no verdict uses it.
+
+# %%
+from ddrl.study_analysis import power_shortfall
+
+if results is not None:
+    shortfall = power_shortfall(questions, results)
+    rep.table(shortfall, "power_shortfall", floatfmt=".1f")
+    display(shortfall.round(1) if not shortfall.empty else Markdown("Every pass@1 comparison reached 2 points."))
 
 # %% [markdown]
 # ## Two of the paper's figures, measured on the testbed
@@ -306,6 +326,12 @@ lines = [
 if results is not None:
     counts = pd.Series([e["verdict"] for e in results]).value_counts().to_dict()
     lines.append("Verdicts: " + ", ".join(f"{v} {counts.get(v, 0)}" for v in C.VERDICTS) + ".")
+    if not shortfall.empty:
+        never = shortfall[shortfall.seeds_needed.isna()]
+        lines.append(f"{len(shortfall)} pass@1 comparison(s) missed the 2-point half-width: "
+                     + ", ".join(f"{r.id} {r.regime} ({r.half_width:.1f})" for r in shortfall.itertuples())
+                     + (f"; for {', '.join(f'{r.id} {r.regime}' for r in never.itertuples())} no number of seeds "
+                        "would reach it on these questions" if not never.empty else "") + ".")
 else:
     lines.append("No verdicts yet: " + ("the study has not been run." if prog.empty else
                  f"the study is under way ({int(prog.n_seeds.sum())} method x seed CSVs written)."))
