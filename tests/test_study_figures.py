@@ -114,6 +114,22 @@ def test_docs_results_shows_the_committed_scorecard():
         assert (REPO / "docs" / "results" / f"{name}.png").stat().st_size > 0
 
 
+def test_docs_results_shows_the_committed_power_shortfall():
+    """docs/results.md's Power section quotes the shortfall table that power_shortfall computes from the committed
+    runs and claims (and that --analyse claims wrote to docs/results/power_shortfall.md) verbatim."""
+    from conftest import REPO
+
+    from ddrl.study_analysis import load_questions, power_shortfall
+
+    entries = claims.load(REPO / "results" / "claims.json")
+    if entries is None:
+        pytest.skip("results/claims.json is not committed yet")
+    page = F.shortfall_page(power_shortfall(load_questions(REPO / "results" / "runs"), entries))
+    assert (REPO / "docs" / "results" / "power_shortfall.md").read_text() == page
+    table = page[page.index("| id"):].strip()
+    assert table in (REPO / "docs" / "results.md").read_text(), "docs/results.md: power shortfall table differs"
+
+
 def test_replication_table_sets_each_study_beside_the_registered_one():
     reg = [claims.entry("M1", "amc_like", -0.2, -2.0, 1.6, 19, 128), claims.entry("M2", "amc_like", 1.0, -3.0, 5.0, 6, 128)]
     rep = [claims.entry("M1", "amc_like", -1.9, -4.5, 0.7, 12, 128), claims.entry("H1", "amc_like", -5.5, -9.6, -1.5, 12, 128)]
