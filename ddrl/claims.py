@@ -343,6 +343,12 @@ def replication_figure(studies: dict[str, Sequence[dict]]):
     return fig
 
 
+def replication_markdown(table: pd.DataFrame) -> str:
+    """:func:`replication_table` as Markdown, every cell as written: without ``disable_numparse`` tabulate reads a
+    column of signed strings such as the paper's ``+4.0`` as numbers and prints ``4``."""
+    return table.to_markdown(index=False, disable_numparse=True)
+
+
 def render_replication(studies: dict[str, Sequence[dict]], out_dir: str | Path,
                        name: str = "replication_vs_registered") -> dict[str, Path]:
     """Write :func:`replication_table` as Markdown + CSV and :func:`replication_figure` as PNG + PDF."""
@@ -352,7 +358,7 @@ def render_replication(studies: dict[str, Sequence[dict]], out_dir: str | Path,
     table = replication_table(studies)
     paths = {"csv": out_dir / f"{name}.csv", "md": out_dir / f"{name}.md"}
     table.to_csv(paths["csv"], index=False)
-    paths["md"].write_text(table.to_markdown(index=False) + "\n")
+    paths["md"].write_text(replication_markdown(table) + "\n")
     fig = replication_figure(studies)
     paths.update(save_figure(fig, out_dir, name))
     plt.close(fig)

@@ -156,8 +156,8 @@ def test_a_new_registered_scorecard_rerenders_every_committed_replication(tmp_pa
     paths = claims.render_replications(tmp_path, reg)
     assert sorted(paths) == [f"replication_{n}.{k}" for n in "ab" for k in ("csv", "md", "pdf", "png")]
     md = (tmp_path / "replication_a" / "figures" / "replication_vs_registered.md").read_text()
-    assert md.strip() == claims.replication_table({"registered": reg, "replication_a": rep}).to_markdown(index=False)
-    assert "-0.0 [-1.6, +1.6]" in md and not (tmp_path / "replication_c" / "figures").exists()
+    assert md.strip() == claims.replication_markdown(claims.replication_table({"registered": reg, "replication_a": rep}))
+    assert "-0.0 [-1.6, +1.6]" in md and "| +4.0 " in md and not (tmp_path / "replication_c" / "figures").exists()
 
 
 @pytest.mark.parametrize("name", ["replication_xeon", "replication_c49d"])
@@ -170,7 +170,7 @@ def test_docs_results_shows_each_committed_replication_beside_the_registered_stu
     if rep is None:
         pytest.skip(f"results/{name}/claims.json is not committed yet")
     table = claims.replication_table({"registered": claims.load(REPO / "results" / "claims.json"), name: rep})
-    md = table.to_markdown(index=False)
+    md = claims.replication_markdown(table)
     assert (REPO / "results" / name / "figures" / "replication_vs_registered.md").read_text().strip() == md.strip()
     assert md in (REPO / "docs" / "results.md").read_text(), f"docs/results.md: {name}'s table differs"
 
