@@ -23,9 +23,7 @@ def cache_kwarg(model) -> str:
 
 
 def output_cache(out):
-    """The KV cache a model's forward returned: ``out.cache`` where the output class has the field,
-    ``out.past_key_values`` otherwise (reading the old name on a new output warns of its removal)."""
-    fields = out.keys() if hasattr(out, "keys") else ()
-    if "cache" in fields or "cache" in getattr(type(out), "__dataclass_fields__", {}):
-        return out.cache
-    return out.past_key_values
+    """The KV cache a model's forward returned: ``out.cache`` where the output class (a dataclass) has the field,
+    even when empty; ``out.past_key_values`` otherwise (reading the old name on a new output warns of its
+    removal)."""
+    return out.cache if "cache" in getattr(type(out), "__dataclass_fields__", {}) else out.past_key_values

@@ -131,12 +131,11 @@ def rl_divergence(steps: pd.DataFrame, methods: Sequence[str] = SHARES_DDRL_RL) 
 
 
 def claim_on_seeds(df: pd.DataFrame, cid: str, regime: str, seeds: Sequence[int], n_boot: int = 4000) -> dict | None:
-    """A pass@1 claim (:data:`PAIRED`) on a subset of its seeds, by the registered bootstrap and rule: a
+    """A pass@1 claim (:func:`claim_matrix`) on a subset of its seeds, by the registered bootstrap and rule: a
     descriptive sensitivity check (plan Amendment 9: C1 on the seeds whose pairs share the RL phase); None
     with fewer than 2 such seeds."""
 
-    a, b, split = PAIRED[cid]
-    d = _matrix(df[df.seed.isin(set(seeds))], regime, a, b, split)
+    d = claim_matrix(df[df.seed.isin(set(seeds))], cid, regime)
     return None if d is None else bootstrap_entry(cid, regime, d, n_boot)
 
 

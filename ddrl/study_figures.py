@@ -203,9 +203,8 @@ def shortfall_page(short: pd.DataFrame) -> str:
              "none does). No verdict uses this page.", ""]
     if short.empty:
         return "\n".join(lines + ["- none: every pass@1 comparison reached the target", ""])
-    shown = short.astype({c: object for c in ("seeds_needed", "questions_needed")})
-    for c in ("seeds_needed", "questions_needed"):
-        shown[c] = ["none" if pd.isna(v) else str(int(v)) for v in short[c]]
+    shown = short.assign(**{c: ["none" if pd.isna(v) else str(int(v)) for v in short[c]]
+                            for c in ("seeds_needed", "questions_needed")})
     return "\n".join(lines + [shown.to_markdown(index=False, floatfmt=".1f"), ""])
 
 
