@@ -7,17 +7,19 @@ Three parts, one run (results: ``bench/results/gpu.json``):
 2. **The testbed model** (``ddrl.testbed``'s ``default`` architecture, 446k parameters). The pretraining code
    runs on the CPU only, so this is the default configuration with the *random initial weights* pretraining
    starts from (``build_model`` with the same seed), float32 as the trainer loads it. Measured:
-   ``ddrl.sampling.HFSampler`` at the pipeline's shape (64 samples x 64 test questions, T = 1.0, 64 new
-   tokens) with the trainer's ``sample_batch_size`` (512) and with all 4096 sequences in one batch; and
+   ``ddrl.sampling.HFSampler`` (the reference) and ``ddrl.fast_sampling.StaticCacheSampler`` (the default for
+   Qwen2/Llama since issue 16; ``--samplers``) at the pipeline's shape (64 samples x 64 test questions,
+   T = 1.0, 64 new tokens) with the trainer's ``sample_batch_size`` (512) and with all 4096 sequences in one batch; and
    seconds per test-time RL step of ``ddrl.train.train`` itself (presets ``ttrl`` and ``bcs_dae``, the RL
    part of ``ddrl``: 8 questions x 64 samples, vote, keep 32, update), median over the steps after the first.
 3. **Paper scale**: a Qwen2.5-1.5B-architecture ``Qwen2ForCausalLM`` built from its configuration (written
    out below, no download) with random weights, bf16. Random weights never stop, so every decode runs to
-   ``--big-new-tokens``. Measured: HFSampler decode throughput (64 samples x 1 and x 8 prompts of random
-   tokens), the decode step split into prefill and per-step time, the per-step floor
+   ``--big-new-tokens``. Measured: HFSampler and StaticCacheSampler decode throughput (64 samples x 1 and x 8
+   prompts of random tokens), each sampler's per-token log-probs against one full HF forward pass (bf16
+   rounding), the decode step split into prefill and per-step time, the per-step floor
    ``(weight bytes + KV-cache bytes read) / copy bandwidth`` and the ratio floor / measured step; one RL
-   update (``ddrl.train.ppo_update``: old and reference log-probs, clipped surrogate + KL, backward, AdamW
-   step) over one question's 32-sequence group, with peak GPU memory.
+   update (``ddrl.train.ppo_update``: reference log-probs, clipped surrogate + KL, backward, AdamW step) over
+   one question's 32-sequence group, with peak GPU memory, the lean default and every pass (``lean=False``).
 
 All timings synchronise the device around the region, follow a warm-up, and are medians. On the GPU machine:
 
@@ -158,6 +160,39 @@ def testbed_model(dev: torch.device):
     return model.to(dev).eval(), tok
 
 
+def sampler_class(name: str):
+    """``hf``: :class:`ddrl.sampling.HFSampler` (the reference, HF's forward with a growing cache); ``fast``:
+    :class:`ddrl.fast_sampling.StaticCacheSampler` (issue 16: preallocated cache, fused projections, finished
+    rows leave the batch), the one ``make_sampler("auto")`` picks for Qwen2/Llama."""
+    from ddrl.fast_sampling import StaticCacheSampler
+    from ddrl.sampling import HFSampler
+
+    return {"hf": HFSampler, "fast": StaticCacheSampler}[name]
+
+
+def forward_agreement(model, prompt_ids, rollouts, dev: torch.device, rows: int = 4) -> dict:
+    """How far a sampler's per-token log-probs and entropies (T = 1, top-p 1) are from one full-sequence HF
+    forward pass over prompt + response, on the first ``rows`` rollouts of the first prompt: max and mean
+    absolute difference. In float32 the CPU tests hold both samplers to 1e-4; in bf16 both differ from the
+    full forward by bf16 rounding (cached vs uncached attention), which is what this measures."""
+    from ddrl.sampling import entropy_from_logprobs, sampling_logprobs
+
+    diffs_lp, diffs_ent = [], []
+    for r in rollouts[0][:rows]:
+        ids = torch.tensor([list(prompt_ids[0]) + r.token_ids], device=dev)
+        with torch.inference_mode():
+            logits = model(input_ids=ids).logits[0, len(prompt_ids[0]) - 1 : -1].float()
+        logp = sampling_logprobs(logits, 1.0, 1.0)
+        ref_lp = logp.gather(1, torch.tensor(r.token_ids, device=dev)[:, None]).squeeze(1).cpu()
+        ref_ent = entropy_from_logprobs(logp).cpu()
+        diffs_lp.append((ref_lp - torch.tensor(r.logprobs)).abs())
+        diffs_ent.append((ref_ent - torch.tensor(r.entropies)).abs())
+    lp, ent = torch.cat(diffs_lp), torch.cat(diffs_ent)
+    return {"rows": rows, "tokens": int(lp.numel()), "logprob_max_abs": float(lp.max()),
+            "logprob_mean_abs": float(lp.mean()), "entropy_max_abs": float(ent.max()),
+            "entropy_mean_abs": float(ent.mean())}
+
+
 def decode_positions(rollouts, batch_size: int) -> tuple[int, int]:
     """``(generated tokens, decoded positions)``: the second counts every row of every decode step, since
     HFSampler decodes a chunk until its longest row ends (finished rows ride along as padding)."""
@@ -172,9 +207,9 @@ def decode_positions(rollouts, batch_size: int) -> tuple[int, int]:
 
 def testbed_part(dev: torch.device, args) -> dict:
     from ddrl.prompts import format_prompt
-    from ddrl.sampling import HFSampler
     from ddrl.testbed import generate_split, load
     from ddrl.config import make_config
+    from ddrl.sampling import make_sampler
     from ddrl.train import train
 
     if args.testbed_dir:  # the trained testbed, built on the CPU and carried over (a save_pretrained dir)
@@ -194,8 +229,8 @@ def testbed_part(dev: torch.device, args) -> dict:
     }
     records = generate_split("test", max(args.questions, args.rl_prompts * args.rl_steps), seed=0)
     prompts = [format_prompt(tok, r["prompt"], "none") for r in records[: args.questions]]
-    for bs in args.batch_sizes:
-        sampler = HFSampler(model, tok, batch_size=bs)
+    for name, bs in [(name, bs) for name in args.samplers for bs in args.batch_sizes]:
+        sampler = sampler_class(name)(model, tok, batch_size=bs)
         box = {}
 
         def go():
@@ -207,12 +242,12 @@ def testbed_part(dev: torch.device, args) -> dict:
         gen, pos = decode_positions(box["r"], bs)
         seqs = len(prompts) * args.n
         out["sampling"].append({
-            "batch_size": bs, "seconds": t, "times": times, "sequences": seqs, "generated_tokens": gen,
+            "sampler": name, "batch_size": bs, "seconds": t, "times": times, "sequences": seqs, "generated_tokens": gen,
             "decoded_positions": pos, "tokens_per_s": gen / t, "positions_per_s": pos / t,
             "sequences_per_s": seqs / t, "mean_response_tokens": gen / seqs,
             "stop_frac": sum(r.finish_reason == "stop" for rs in box["r"] for r in rs) / seqs,
             "peak_gib": peak_gib(dev)})
-        print(f"  testbed sampling batch {bs}: {t:.3f} s, {gen / t:,.0f} tokens/s", flush=True)
+        print(f"  testbed sampling ({name}) batch {bs}: {t:.3f} s, {gen / t:,.0f} tokens/s", flush=True)
 
     out["rl_steps"] = []
     for preset in args.rl_presets:
@@ -233,7 +268,7 @@ def testbed_part(dev: torch.device, args) -> dict:
             return statistics.median(r[key] for r in timed_rows)
 
         out["rl_steps"].append({
-            "preset": preset, "steps": len(rows), "timed_steps": len(timed_rows),
+            "preset": preset, "sampler": type(make_sampler("auto", model, tok)).__name__, "steps": len(rows), "timed_steps": len(timed_rows),
             "prompts_per_step": cfg.prompts_per_step, "n_votes": cfg.n_votes, "k_train": cfg.k_train,
             "mini_batch_size": cfg.mini_batch_size, "micro_batch_size": cfg.micro_batch_size,
             "sample_batch_size": cfg.sample_batch_size,
@@ -327,7 +362,7 @@ def kernel_profile(run, tokens: int) -> dict:
 
 
 def big_sampling(model, config, dev: torch.device, args, bw: float, flops_peak: float) -> list[dict]:
-    from ddrl.sampling import HFSampler, entropy_from_logprobs, sampling_logprobs
+    from ddrl.sampling import entropy_from_logprobs, sampling_logprobs
 
     tok = IdTokenizer(config.eos_token_id)
     g = torch.Generator().manual_seed(1)
@@ -335,11 +370,13 @@ def big_sampling(model, config, dev: torch.device, args, bw: float, flops_peak: 
     kvb = kv_bytes_per_position(config)
     nparams = sum(p.numel() for p in model.parameters())
     rows = []
-    for n_prompts in args.big_prompts:
-        prompt_ids = [torch.randint(0, config.vocab_size, (args.big_prompt_len,), generator=g).tolist()
-                      for _ in range(n_prompts)]
+    prompts = {n: [torch.randint(0, config.vocab_size, (args.big_prompt_len,), generator=g).tolist()
+                   for _ in range(n)] for n in args.big_prompts}
+    tokens_by: dict = {}
+    for name, n_prompts in [(name, n) for n in args.big_prompts for name in args.samplers]:
+        prompt_ids = prompts[n_prompts]
         bsz = n_prompts * args.big_n
-        sampler = HFSampler(model, tok, batch_size=bsz)
+        sampler = sampler_class(name)(model, tok, batch_size=bsz)
         box = {}
 
         def run(new):
@@ -362,7 +399,7 @@ def big_sampling(model, config, dev: torch.device, args, bw: float, flops_peak: 
         step_flops = bsz * (2 * nparams + 4 * config.num_hidden_layers * mean_ctx * config.num_attention_heads * head_dim)
         floor_flops = step_flops / flops_peak
         row = {
-            "prompts": n_prompts, "n": args.big_n, "batch": bsz, "prompt_len": args.big_prompt_len,
+            "sampler": name, "prompts": n_prompts, "n": args.big_n, "batch": bsz, "prompt_len": args.big_prompt_len,
             "new_tokens": steps, "seconds": t_full, "times": times, "prefill_s": t_pre,
             "decode_step_s": step_s, "decoded_tokens": bsz * steps, "tokens_per_s": bsz * steps / t_full,
             "decode_tokens_per_s": bsz / step_s, "sequences_per_s": bsz / t_full,
@@ -383,6 +420,11 @@ def big_sampling(model, config, dev: torch.device, args, bw: float, flops_peak: 
 
         row["sampling_math_s"], _ = median_time(head, dev, repeats=5, warmup=2)
         del logits
+        row["forward_agreement"] = forward_agreement(model, prompt_ids, box["r"], dev)
+        tokens_by[name, n_prompts] = [r.token_ids for rs in box["r"] for r in rs]
+        if name != "hf" and ("hf", n_prompts) in tokens_by:  # same seed: equal tokens unless rounding flips a draw
+            ref = tokens_by["hf", n_prompts]
+            row["rollouts_identical_to_hf"] = sum(a == b for a, b in zip(ref, tokens_by[name, n_prompts])) / len(ref)
         # GPU busy time per decode step: kernel time in a profile of a short decode, minus a prefill-only one.
         if dev.type == "cuda" and args.profile_tokens > 1:
             try:
@@ -392,7 +434,7 @@ def big_sampling(model, config, dev: torch.device, args, bw: float, flops_peak: 
                 row["profile_error"] = traceback.format_exc()
                 print(row["profile_error"], file=sys.stderr, flush=True)
         rows.append(row)
-        print(f"  1.5B decode batch {bsz}: {row['decode_tokens_per_s']:,.0f} tokens/s, step "
+        print(f"  1.5B decode ({name}) batch {bsz}: {row['decode_tokens_per_s']:,.0f} tokens/s, step "
               f"{1e3 * step_s:.1f} ms (runs {', '.join(f'{x:.2f}' for x in times)} s), bandwidth floor "
               f"{1e3 * floor_bw:.2f} ms ({100 * row['bandwidth_ratio']:.1f}%), kernels "
               f"{1e3 * row.get('kernel_s_per_step', float('nan')):.1f} ms/step", flush=True)
@@ -424,6 +466,11 @@ def big_update(model, config, dev: torch.device, args, flops_peak: float) -> dic
             t_warm, _ = timed(lambda: ppo_update(policy, ref, samples, cfg, opt, 0, config.eos_token_id), dev)
             t, times = median_time(lambda: ppo_update(policy, ref, samples, cfg, opt, 0, config.eos_token_id), dev,
                                    repeats=args.repeats, warmup=0)
+            # Every pass, as before issue 16's leaner update (it also runs the old-log-prob pass, whose result
+            # on the first mini-batch equals the gradient pass's detached log-probs).
+            t_full, times_full = median_time(
+                lambda: ppo_update(policy, ref, samples, cfg, opt, 0, config.eos_token_id, lean=False), dev,
+                repeats=args.repeats, warmup=1)
             break
         except torch.OutOfMemoryError:
             opt.zero_grad(set_to_none=True)
@@ -441,18 +488,23 @@ def big_update(model, config, dev: torch.device, args, flops_peak: float) -> dic
     head_dim = config.hidden_size // config.num_attention_heads
     attn = args.big_group * config.num_hidden_layers * 2 * L * L * config.num_attention_heads * head_dim  # causal
     fwd = 2 * (nparams - emb) * tokens + 2 * emb * resp + attn
-    flops = 5 * fwd  # old + reference + policy forward, backward = 2 forwards
+    # lean (the default since issue 16): reference + policy forward + backward (= 2 forwards), one mini-batch
+    # per step so no old-log-prob pass; lean=False adds the old-log-prob forward
+    flops, flops_full = 4 * fwd, 5 * fwd
     out = {
         "group": args.big_group, "prompt_len": args.big_prompt_len, "response_len": args.big_response_len,
         "micro_batch_size": micro, "mini_batch_size": args.big_group, "optimizer": "AdamW (bf16 states)",
         "seconds": t, "times": times, "first_s": t_warm, "tokens": tokens,
         "tokens_per_s": tokens / t, "flops": flops, "achieved_flops": flops / t, "mfu": flops / t / flops_peak,
         "static_gib": static, "peak_gib": peak_gib(dev),
-        "note": "ppo_update over one question's group: no-grad old and reference log-probs (reference = a "
-                "frozen copy), policy forward + backward per micro-batch, grad clip, one AdamW step; "
-                "FLOPs = 5 forwards (2 x params x tokens, LM head on response positions, causal attention)",
+        "full_seconds": t_full, "full_times": times_full, "full_mfu": flops_full / t_full / flops_peak,
+        "full_over_lean": t_full / t,
+        "note": "ppo_update over one question's group (one mini-batch): no-grad reference log-probs (reference "
+                "= a frozen copy), policy forward + backward per micro-batch, grad clip, one AdamW step; "
+                "FLOPs = 4 forwards (2 x params x tokens, LM head on response positions, causal attention). "
+                "full_*: lean=False, every pass (+ the old-log-prob forward: 5 forwards)",
     }
-    print(f"  1.5B RL update ({args.big_group} x {L} tokens, micro {micro}): {t:.2f} s, "
+    print(f"  1.5B RL update ({args.big_group} x {L} tokens, micro {micro}): {t:.2f} s (every pass: {t_full:.2f} s), "
           f"MFU {100 * out['mfu']:.1f}%, peak {out['peak_gib']} GiB", flush=True)
     del ref, opt
     return out
@@ -485,41 +537,55 @@ def markdown(res: dict) -> str:
     tb = res.get("testbed")
     if tb:
         lines += [f"Testbed ({tb['params']:,} params, {tb['dtype']}), {tb['questions']} questions x {tb['n']} "
-                  f"samples, T = 1.0, {tb['max_new_tokens']} new tokens, HFSampler:", "",
-                  "| sample batch | s | tokens/s | decoded positions/s | sequences/s | mean response | peak GiB |",
-                  "|---|---|---|---|---|---|---|"]
+                  f"samples, T = 1.0, {tb['max_new_tokens']} new tokens:", "",
+                  "| sampler | sample batch | s | tokens/s | decoded positions/s | sequences/s | mean response | peak GiB |",
+                  "|---|---|---|---|---|---|---|---|"]
         for r in tb["sampling"]:
-            lines.append(f"| {r['batch_size']} | {r['seconds']:.2f} | {r['tokens_per_s']:,.0f} | "
+            lines.append(f"| {r.get('sampler', 'hf')} | {r['batch_size']} | {r['seconds']:.2f} | {r['tokens_per_s']:,.0f} | "
                          f"{r['positions_per_s']:,.0f} | {r['sequences_per_s']:,.0f} | "
                          f"{r['mean_response_tokens']:.1f} | {_f(r['peak_gib'])} |")
         lines += ["", "Testbed test-time RL step (`ddrl.train.train`, median of the steps after the first):", "",
-                  "| preset | questions x N -> K | step s | sampling s | update s | metrics s | updates | first step s |",
-                  "|---|---|---|---|---|---|---|---|"]
+                  "| preset | sampler | questions x N -> K | step s | sampling s | update s | metrics s | updates | "
+                  "first step s |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         for r in tb["rl_steps"]:
-            lines.append(f"| {r['preset']} | {r['prompts_per_step']} x {r['n_votes']} -> {r['k_train']} | "
+            lines.append(f"| {r['preset']} | {r.get('sampler', 'HFSampler')} | {r['prompts_per_step']} x {r['n_votes']} -> {r['k_train']} | "
                          f"{r['step_s']:.2f} | {r['sample_s']:.2f} | {r['update_s']:.2f} | {r['metrics_s']:.3f} | "
                          f"{r['updates_per_step']} | {r['first_step_s']:.2f} |")
         lines.append("")
     big = res.get("paper_scale")
     if big:
         lines += [f"Paper scale: {big['model']} ({big['params'] / 1e9:.2f} B params, "
-                  f"{big['weight_bytes'] / 1e9:.2f} GB of weights), HFSampler decode:", "",
-                  "| batch | prompt + new | s | decode tokens/s | step ms | GPU kernels ms/step | launches/step | "
-                  "sampling math ms | bandwidth floor ms | floor / step | FLOP floor ms | peak GiB |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                  f"{big['weight_bytes'] / 1e9:.2f} GB of weights), decode:", "",
+                  "| sampler | batch | prompt + new | s | decode tokens/s | step ms | GPU kernels ms/step | launches/step | "
+                  "sampling math ms | bandwidth floor ms | floor / step | FLOP floor ms | peak GiB | "
+                  "log-prob vs forward, max / mean |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in big["sampling"]:
-            lines.append(f"| {r['batch']} ({r['prompts']} x {r['n']}) | {r['prompt_len']} + {r['new_tokens']} | "
+            fa = r.get("forward_agreement") or {}
+            agree = f"{fa['logprob_max_abs']:.3f} / {fa['logprob_mean_abs']:.4f}" if fa else "-"
+            lines.append(f"| {r.get('sampler', 'hf')} | {r['batch']} ({r['prompts']} x {r['n']}) | {r['prompt_len']} + {r['new_tokens']} | "
                          f"{r['seconds']:.2f} | {r['decode_tokens_per_s']:,.0f} | {1e3 * r['decode_step_s']:.1f} | "
                          f"{_ms(r.get('kernel_s_per_step'))} | {r.get('kernels_per_step', float('nan')):.0f} | "
                          f"{1e3 * r['sampling_math_s']:.1f} | "
                          f"{1e3 * r['bandwidth_floor_step_s']:.2f} | {100 * r['bandwidth_ratio']:.1f}% | "
-                         f"{1e3 * r['flops_floor_step_s']:.2f} | {_f(r['peak_gib'])} |")
+                         f"{1e3 * r['flops_floor_step_s']:.2f} | {_f(r['peak_gib'])} | {agree} |")
         u = big.get("update")
         if u:
-            lines += ["", "| RL update | s | tokens/s | MFU | static GiB | peak GiB |", "|---|---|---|---|---|---|",
-                      f"| {u['group']} x ({u['prompt_len']} + {u['response_len']}) tokens, micro-batch "
-                      f"{u['micro_batch_size']}, one AdamW step | {u['seconds']:.2f} | {u['tokens_per_s']:,.0f} | "
+            what = (f"{u['group']} x ({u['prompt_len']} + {u['response_len']}) tokens, micro-batch "
+                    f"{u['micro_batch_size']}, one AdamW step")
+            lines += ["", "| RL update | passes | s | tokens/s | MFU | static GiB | peak GiB |",
+                      "|---|---|---|---|---|---|---|",
+                      f"| {what} | lean (default) | {u['seconds']:.2f} | {u['tokens_per_s']:,.0f} | "
                       f"{100 * u['mfu']:.1f}% | {_f(u['static_gib'])} | {_f(u['peak_gib'])} |"]
+            if "full_seconds" in u:
+                lines.append(f"| {what} | every pass (`lean=False`) | {u['full_seconds']:.2f} | "
+                             f"{u['tokens'] / u['full_seconds']:,.0f} | {100 * u['full_mfu']:.1f}% | - | - |")
+        big_rows = {(r.get("sampler", "hf"), r["batch"]): r for r in big["sampling"]}
+        ratios = [f"batch {b}: {big_rows['fast', b]['decode_tokens_per_s'] / r['decode_tokens_per_s']:.2f}x"
+                  for (name, b), r in big_rows.items() if name == "hf" and ("fast", b) in big_rows]
+        if ratios:
+            lines += ["", "StaticCacheSampler / HFSampler decode tokens/s: " + ", ".join(ratios)]
     if res.get("errors"):
         lines += ["", "Errors: " + "; ".join(f"{k}: {v.splitlines()[-1]}" for k, v in res["errors"].items())]
     return "\n".join(lines)
@@ -545,6 +611,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--testbed-dir", help="a built testbed (python -m ddrl.testbed build) to time instead of "
                     "random weights of its architecture")
+    ap.add_argument("--samplers", nargs="+", default=["hf", "fast"], choices=["hf", "fast"],
+                    help="hf: HFSampler (the reference); fast: StaticCacheSampler (the default for Qwen2/Llama)")
     ap.add_argument("--rl-presets", nargs="+", default=["ttrl", "bcs_dae"])
     ap.add_argument("--rl-prompts", type=int, default=8)
     ap.add_argument("--rl-steps", type=int, default=4)

@@ -145,6 +145,8 @@ def time_it(fn, repeats: int, device: str = "cpu") -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", default="default", help="testbed preset")
+    ap.add_argument("--testbed-dir", default=None, help="a built testbed directory to load instead of building "
+                    "--preset (e.g. one carried to a GPU machine, where pretraining would run on its CPU)")
     ap.add_argument("--questions", type=int, default=64)
     ap.add_argument("--n", type=int, default=64)
     ap.add_argument("--max-new-tokens", type=int, default=64)
@@ -164,7 +166,7 @@ def main() -> None:
     from ddrl.sampling import HFSampler
     from ddrl.testbed import build, generate_split, load
 
-    model, tok = load(build(args.preset, progress=False))
+    model, tok = load(args.testbed_dir or build(args.preset, progress=False))
     model.eval().to(dev)
     prompts = [format_prompt(tok, r["prompt"], "none") for r in generate_split("test", args.questions, seed=0)]
     sampler = HFSampler(model, tok, batch_size=args.batch_size)
@@ -235,7 +237,7 @@ def main() -> None:
         r["loadavg_1min_before_after"] = loads[name]
     profile = None if args.no_profile or dev != "cpu" else profile_call(ours_fast)
     result = {
-        "setup": {"preset": args.preset, "questions": args.questions, "n": args.n, "batch_size": args.batch_size,
+        "setup": {"preset": args.preset, "testbed_dir": args.testbed_dir, "questions": args.questions, "n": args.n, "batch_size": args.batch_size,
                   "max_new_tokens": args.max_new_tokens, "threads": torch.get_num_threads(), "device": dev,
                   "device_name": torch.cuda.get_device_name() if dev.startswith("cuda") else "cpu",
                   "params": sum(p.numel() for p in model.parameters()), "mean_prompt_tokens": prompt_len,
