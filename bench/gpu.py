@@ -576,7 +576,7 @@ def markdown(res: dict) -> str:
                     f"{u['micro_batch_size']}, one AdamW step")
             lines += ["", "| RL update | passes | s | tokens/s | MFU | static GiB | peak GiB |",
                       "|---|---|---|---|---|---|---|",
-                      f"| {what} | lean (default) | {u['seconds']:.2f} | {u['tokens_per_s']:,.0f} | "
+                      f"| {what} | {'lean (default)' if 'full_seconds' in u else 'every pass (before the lean update)'} | {u['seconds']:.2f} | {u['tokens_per_s']:,.0f} | "
                       f"{100 * u['mfu']:.1f}% | {_f(u['static_gib'])} | {_f(u['peak_gib'])} |"]
             if "full_seconds" in u:
                 lines.append(f"| {what} | every pass (`lean=False`) | {u['full_seconds']:.2f} | "
