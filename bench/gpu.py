@@ -519,7 +519,12 @@ def big_part(dev: torch.device, args, mach: dict) -> dict:
         "params": sum(p.numel() for p in model.parameters()), "weight_bytes": weight_bytes(model),
         "attn_implementation": getattr(model.config, "_attn_implementation", None),
     }
-    out["sampling"] = big_sampling(model, config, dev, args, mach["copy_bandwidth_Bps"], mach["matmul_bf16_flops"])
+    from ddrl.logprobs import logprob_backend
+
+    out["logprobs"] = logprob_backend(model)  # DDRL_LOGPROBS=auto picks shared-prompt for Qwen2; =hf forces HF's
+    if "paper" in args.parts.split(","):  # "paper-update" times the update alone
+        out["sampling"] = big_sampling(model, config, dev, args, mach["copy_bandwidth_Bps"],
+                                       mach["matmul_bf16_flops"])
     out["update"] = big_update(model, config, dev, args, mach["matmul_bf16_flops"])
     return out
 
@@ -555,7 +560,9 @@ def markdown(res: dict) -> str:
         lines.append("")
     big = res.get("paper_scale")
     if big:
+        big.setdefault("sampling", [])
         lines += [f"Paper scale: {big['model']} ({big['params'] / 1e9:.2f} B params, "
+                  f"update log-probs: {big.get('logprobs', 'hf')}, "
                   f"{big['weight_bytes'] / 1e9:.2f} GB of weights), decode:", "",
                   "| sampler | batch | prompt + new | s | decode tokens/s | step ms | GPU kernels ms/step | launches/step | "
                   "sampling math ms | bandwidth floor ms | floor / step | FLOP floor ms | peak GiB | "
@@ -603,7 +610,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--quick", action="store_true", help="tiny shapes: a plumbing check (CPU)")
-    ap.add_argument("--parts", default="testbed,paper", help="comma-separated: testbed, paper")
+    ap.add_argument("--parts", default="testbed,paper",
+                    help="comma-separated: testbed, paper (1.5B decode and update), paper-update (the update alone)")
     ap.add_argument("--questions", type=int, default=64)
     ap.add_argument("--n", type=int, default=64)
     ap.add_argument("--max-new-tokens", type=int, default=64)
@@ -658,7 +666,7 @@ def main() -> None:
     parts = args.parts.split(",")
     for name, key, fn in (("testbed", "testbed", lambda: testbed_part(dev, args)),
                           ("paper", "paper_scale", lambda: big_part(dev, args, res["machine"]))):
-        if name not in parts:
+        if name not in parts and not (name == "paper" and "paper-update" in parts):
             continue
         try:
             res[key] = fn()
