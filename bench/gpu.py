@@ -562,7 +562,7 @@ def markdown(res: dict) -> str:
     if big:
         big.setdefault("sampling", [])
         lines += [f"Paper scale: {big['model']} ({big['params'] / 1e9:.2f} B params, "
-                  f"update log-probs: {big.get('logprobs', 'hf')}, "
+                  f"update log-probs: {big.get('logprobs', 'not recorded')}, "
                   f"{big['weight_bytes'] / 1e9:.2f} GB of weights), decode:", "",
                   "| sampler | batch | prompt + new | s | decode tokens/s | step ms | GPU kernels ms/step | launches/step | "
                   "sampling math ms | bandwidth floor ms | floor / step | FLOP floor ms | peak GiB | "

@@ -116,14 +116,19 @@ def _env_choice() -> str:
 def logprob_backend(model) -> str:
     """``"hf"`` or ``"shared-prompt"`` for ``model``: the environment variable ``DDRL_LOGPROBS`` (one of
     :data:`LOGPROB_BACKENDS`; default ``auto``) forces one; ``auto`` picks ``"shared-prompt"`` where
-    :func:`shared_prompt_unsupported_reason` finds nothing against it. Forcing ``"shared-prompt"`` on a model it
-    does not support raises."""
+    :func:`shared_prompt_unsupported_reason` finds nothing against it and the model is on the CPU. On a GPU
+    ``auto`` keeps the HF forward: there the shared-prompt pass made the update slower, not faster (H100,
+    Qwen2.5-1.5B architecture, one question's 32 rows of 128 + 1024 tokens: 2.59 s vs 1.67 s per update;
+    docs/benchmarks.md, GPU section), while on 2 CPU cores it is the faster one. Forcing ``"shared-prompt"``
+    on a model it does not support raises."""
     choice = _env_choice()
     if choice == "hf":
         return "hf"
     reason = shared_prompt_unsupported_reason(model)
     if choice == "shared-prompt" and reason is not None:
         raise ValueError(f"DDRL_LOGPROBS=shared-prompt, but this model is not supported: {reason}")
+    if choice == "auto" and next(model.parameters()).device.type != "cpu":
+        return "hf"
     return "shared-prompt" if reason is None else "hf"
 
 

@@ -154,6 +154,10 @@ def test_backend_selection_and_fallback(testbed, monkeypatch):
     monkeypatch.delenv("DDRL_SAMPLER", raising=False)
     assert isinstance(make_sampler("auto", model, tok, batch_size=4), StaticCacheSampler)
     assert isinstance(make_sampler("hf", model, tok, batch_size=4), HFSampler)
+    # off the CPU auto keeps HFSampler (slower there at paper scale); DDRL_SAMPLER=fast still forces it
+    assert isinstance(make_sampler("auto", model, tok, device="meta"), HFSampler)
+    monkeypatch.setenv("DDRL_SAMPLER", "fast")
+    assert isinstance(make_sampler("auto", model, tok, device="meta"), StaticCacheSampler)
     monkeypatch.setenv("DDRL_SAMPLER", "hf")
     assert isinstance(make_sampler("auto", model, tok), HFSampler)
     monkeypatch.setenv("DDRL_SAMPLER", "tgi")

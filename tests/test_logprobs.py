@@ -4,6 +4,7 @@ LoRA adapter; the backend choice, its pin and its place in run keys."""
 
 from __future__ import annotations
 
+import copy
 import os
 
 import pytest
@@ -108,6 +109,16 @@ def test_the_backend_choice(monkeypatch, tiny_lm):
         L.logprob_backend(model)
     monkeypatch.setenv("DDRL_LOGPROBS", "hf")
     assert L.logprob_backend(model) == "hf"
+
+
+def test_auto_keeps_the_hf_forward_off_the_cpu(monkeypatch, tiny_lm):
+    """auto picks shared-prompt on the CPU only (on a GPU it measured slower); forcing it still works there."""
+    model, _, _ = _qwen2(tiny_lm)
+    off_cpu = copy.deepcopy(model).to("meta")  # parameters on a non-CPU device, nothing allocated
+    monkeypatch.delenv("DDRL_LOGPROBS", raising=False)
+    assert L.logprob_backend(model) == "shared-prompt" and L.logprob_backend(off_cpu) == "hf"
+    monkeypatch.setenv("DDRL_LOGPROBS", "shared-prompt")
+    assert L.logprob_backend(off_cpu) == "shared-prompt"
 
 
 def test_response_logprobs_dispatches(monkeypatch, tiny_lm):
