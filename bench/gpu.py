@@ -268,7 +268,8 @@ def testbed_part(dev: torch.device, args) -> dict:
             return statistics.median(r[key] for r in timed_rows)
 
         out["rl_steps"].append({
-            "preset": preset, "sampler": type(make_sampler("auto", model, tok)).__name__, "steps": len(rows), "timed_steps": len(timed_rows),
+            "preset": preset, "sampler": type(make_sampler("auto", model, tok)).__name__,
+            "steps": len(rows), "timed_steps": len(timed_rows),
             "prompts_per_step": cfg.prompts_per_step, "n_votes": cfg.n_votes, "k_train": cfg.k_train,
             "mini_batch_size": cfg.mini_batch_size, "micro_batch_size": cfg.micro_batch_size,
             "sample_batch_size": cfg.sample_batch_size,
@@ -546,7 +547,8 @@ def markdown(res: dict) -> str:
                   "| sampler | sample batch | s | tokens/s | decoded positions/s | sequences/s | mean response | peak GiB |",
                   "|---|---|---|---|---|---|---|---|"]
         for r in tb["sampling"]:
-            lines.append(f"| {r.get('sampler', 'hf')} | {r['batch_size']} | {r['seconds']:.2f} | {r['tokens_per_s']:,.0f} | "
+            lines.append(f"| {r.get('sampler', 'hf')} | {r['batch_size']} | {r['seconds']:.2f} | "
+                         f"{r['tokens_per_s']:,.0f} | "
                          f"{r['positions_per_s']:,.0f} | {r['sequences_per_s']:,.0f} | "
                          f"{r['mean_response_tokens']:.1f} | {_f(r['peak_gib'])} |")
         lines += ["", "Testbed test-time RL step (`ddrl.train.train`, median of the steps after the first):", "",
@@ -554,7 +556,8 @@ def markdown(res: dict) -> str:
                   "first step s |",
                   "|---|---|---|---|---|---|---|---|---|"]
         for r in tb["rl_steps"]:
-            lines.append(f"| {r['preset']} | {r.get('sampler', 'HFSampler')} | {r['prompts_per_step']} x {r['n_votes']} -> {r['k_train']} | "
+            lines.append(f"| {r['preset']} | {r.get('sampler', 'HFSampler')} | "
+                         f"{r['prompts_per_step']} x {r['n_votes']} -> {r['k_train']} | "
                          f"{r['step_s']:.2f} | {r['sample_s']:.2f} | {r['update_s']:.2f} | {r['metrics_s']:.3f} | "
                          f"{r['updates_per_step']} | {r['first_step_s']:.2f} |")
         lines.append("")
@@ -562,16 +565,18 @@ def markdown(res: dict) -> str:
     if big:
         big.setdefault("sampling", [])
         lines += [f"Paper scale: {big['model']} ({big['params'] / 1e9:.2f} B params, "
-                  f"update log-probs: {big.get('logprobs', 'not recorded')}, "
-                  f"{big['weight_bytes'] / 1e9:.2f} GB of weights), decode:", "",
-                  "| sampler | batch | prompt + new | s | decode tokens/s | step ms | GPU kernels ms/step | launches/step | "
-                  "sampling math ms | bandwidth floor ms | floor / step | FLOP floor ms | peak GiB | "
-                  "log-prob vs forward, max / mean |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                  f"{big['weight_bytes'] / 1e9:.2f} GB of weights); update log-probs: "
+                  f"{big.get('logprobs', 'not recorded')}."]
+        if big["sampling"]:
+            lines += ["", "| sampler | batch | prompt + new | s | decode tokens/s | step ms | GPU kernels ms/step | "
+                      "launches/step | sampling math ms | bandwidth floor ms | floor / step | FLOP floor ms | "
+                      "peak GiB | log-prob vs forward, max / mean |",
+                      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in big["sampling"]:
             fa = r.get("forward_agreement") or {}
             agree = f"{fa['logprob_max_abs']:.3f} / {fa['logprob_mean_abs']:.4f}" if fa else "-"
-            lines.append(f"| {r.get('sampler', 'hf')} | {r['batch']} ({r['prompts']} x {r['n']}) | {r['prompt_len']} + {r['new_tokens']} | "
+            lines.append(f"| {r.get('sampler', 'hf')} | {r['batch']} ({r['prompts']} x {r['n']}) | "
+                         f"{r['prompt_len']} + {r['new_tokens']} | "
                          f"{r['seconds']:.2f} | {r['decode_tokens_per_s']:,.0f} | {1e3 * r['decode_step_s']:.1f} | "
                          f"{_ms(r.get('kernel_s_per_step'))} | {r.get('kernels_per_step', float('nan')):.0f} | "
                          f"{1e3 * r['sampling_math_s']:.1f} | "
@@ -583,7 +588,8 @@ def markdown(res: dict) -> str:
                     f"{u['micro_batch_size']}, one AdamW step")
             lines += ["", "| RL update | passes | s | tokens/s | MFU | static GiB | peak GiB |",
                       "|---|---|---|---|---|---|---|",
-                      f"| {what} | {'lean (default)' if 'full_seconds' in u else 'every pass (before the lean update)'} | {u['seconds']:.2f} | {u['tokens_per_s']:,.0f} | "
+                      f"| {what} | {'lean (default)' if 'full_seconds' in u else 'every pass (before the lean update)'} | "
+                      f"{u['seconds']:.2f} | {u['tokens_per_s']:,.0f} | "
                       f"{100 * u['mfu']:.1f}% | {_f(u['static_gib'])} | {_f(u['peak_gib'])} |"]
             if "full_seconds" in u:
                 lines.append(f"| {what} | every pass (`lean=False`) | {u['full_seconds']:.2f} | "
