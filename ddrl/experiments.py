@@ -28,7 +28,7 @@ from ddrl.analysis import grade_problem
 from ddrl.data import load_questions, resolve_data_dir
 from ddrl.evaluate import evaluate, mean_ci
 from ddrl.logprobs import backend_key
-from ddrl.models import load_model, paper_overrides, resolve_device
+from ddrl.models import device_key, load_model, paper_overrides, resolve_device
 from ddrl.parallel import default_workers, run_pool
 from ddrl.progress import tqdm
 from ddrl.prompts import format_prompt
@@ -79,10 +79,11 @@ class Experiment:
         answers and :func:`~ddrl.reporting.grader_fingerprint` are too: training never sees the answers, but the
         run's ground-truth diagnostics (``gt/*`` in metrics.jsonl) are graded against them, and the vote uses
         the grader's answer normalisation. So is the log-prob backend unless it is ``"hf"``
-        (:func:`ddrl.logprobs.backend_key`): the other rounds the update's gradients differently."""
+        (:func:`ddrl.logprobs.backend_key`): the other rounds the update's gradients differently; and so is the
+        device kind unless it is the CPU (:func:`ddrl.models.device_key`)."""
         key = content_key({"config": asdict(cfg), "weights": model_fingerprint(cfg.model),
                            "questions": fingerprint(self.adapted), "answers": records_key(self.adapted, ("answer",)),
-                           "grader": grader_fingerprint(), **backend_key()})
+                           "grader": grader_fingerprint(), **backend_key(), **device_key(cfg.device)})
         return Path(self.runs_root or cache_root() / "runs") / f"{preset}-{key[:16]}"
 
     def train(self, method: str, seed: int, **extra: Any):
@@ -93,12 +94,13 @@ class Experiment:
     def evaluation_key(self, weights: dict, cfg, seed: int, split: str, recs: Sequence[dict]) -> dict:
         """What an evaluation's scores depend on: the evaluated weights (:func:`weights_sha256`
         of the model in memory), the questions' ids, prompts and answers, every sampling setting, the seed
-        and :func:`~ddrl.reporting.grader_fingerprint`. Nothing else may serve a cached score. (v3: the cached
+        and :func:`~ddrl.reporting.grader_fingerprint`, and the device kind off the CPU
+        (:func:`ddrl.models.device_key`). Nothing else may serve a cached score. (v3: the cached
         value holds the per-question accuracies too, so v2 entries, which lack them, are not read.)"""
         return {"what": "evaluation-v3", "weights": weights, "split": split, "questions": records_key(recs),
                 "n": cfg.eval_n, "T": cfg.eval_temperature, "top_p": cfg.eval_top_p,
                 "max_new_tokens": cfg.max_new_tokens, "cue": cfg.cue, "batch_size": cfg.sample_batch_size,
-                "seed": seed, "grader": grader_fingerprint()}
+                "seed": seed, "grader": grader_fingerprint(), **device_key(cfg.device)}
 
     def evaluate(self, model, tokenizer, cfg, seed: int, tag: str = "") -> dict[str, dict]:
         """pass@1 and maj@n on the adapted and held-out questions, cached by content
@@ -327,8 +329,8 @@ def cached_rollouts(model_name: str, records: Sequence[dict], dataset: str, n: i
                     cue: str = "auto", backend: str = "hf", device: str = "auto", progress: bool = False) -> list[dict]:
     """:func:`sample_and_grade` through :func:`ddrl.reporting.cached`, keyed by the model's weight hashes
     (:func:`model_fingerprint`), the questions' ids, prompts and answers, the grader
-    (:func:`ddrl.reporting.grader_fingerprint`) and every sampling parameter (notebooks 01 and 02 share
-    the cache). ``model_name`` is ``"testbed:<preset>"``, a hub id or a local directory."""
+    (:func:`ddrl.reporting.grader_fingerprint`), every sampling parameter and the device kind off the CPU
+    (:func:`ddrl.models.device_key`; notebooks 01 and 02 share the cache). ``model_name`` is ``"testbed:<preset>"``, a hub id or a local directory."""
     def _sample() -> list[dict]:
 
         if backend == "vllm":
@@ -341,7 +343,8 @@ def cached_rollouts(model_name: str, records: Sequence[dict], dataset: str, n: i
 
     key = {"what": "rollouts-v2", "weights": model_fingerprint(model_name), "dataset": dataset,
            "questions": records_key(records), "grader": grader_fingerprint(), "n": n, "temperature": temperature, "top_p": top_p,
-           "max_new_tokens": max_new_tokens, "seed": seed, "cue": cue, "backend": backend, "batch_size": batch_size}
+           "max_new_tokens": max_new_tokens, "seed": seed, "cue": cue, "backend": backend, "batch_size": batch_size,
+           **device_key(device)}
     return cached(key, _sample, namespace="rollouts")
 
 
@@ -360,7 +363,7 @@ def train_and_evaluate(preset: str, records: Sequence[dict], run_root: str, *, e
     cfg = make_config(preset, **overrides)
     key = {"what": "train-eval-v2", "preset": preset, "config": {k: v for k, v in vars(cfg).items() if k != "threads"},
            "weights": model_fingerprint(cfg.model), "questions": records_key(records), "grader": grader_fingerprint(),
-           "eval": [eval_n, eval_temperature, eval_top_p]}
+           "eval": [eval_n, eval_temperature, eval_top_p], **device_key(cfg.device)}
 
     def _run() -> dict:
 

@@ -176,3 +176,28 @@ def test_run_records_per_question_pass_at_1(tmp_path, monkeypatch):
 
     with pytest.raises(ValueError, match="per_question=True"):
         question_rows(plain)
+
+
+def test_keys_name_the_device_kind_off_the_cpu(tmp_path, monkeypatch):
+    """A GPU draws and rounds differently: its runs, evaluations and rollouts get other keys than the CPU's for
+    the same config, while CPU keys stay as they were (``device_key`` adds nothing there)."""
+    import torch
+
+    import ddrl.models
+    from ddrl import experiments as E
+    from ddrl.models import device_key
+
+    assert device_key("cpu") == {} and device_key("cuda") == {"device": "cuda"}
+    monkeypatch.setattr(E, "model_fingerprint", lambda name: {"model": name, "weights": "w"})
+    recs = [{"id": "q0", "prompt": "1+2", "answer": "3"}]
+    exp = E.Experiment(adapted=recs, runs_root=tmp_path)
+    cfg = exp.config("ttrl", 0)
+    assert cfg.device == "auto"
+    weights = {"model": cfg.model, "sha256": "s"}
+    real = ddrl.models.resolve_device
+    monkeypatch.setattr(ddrl.models, "resolve_device", lambda d: torch.device("cpu") if d == "auto" else real(d))
+    on_cpu = exp.run_dir("ttrl", cfg), exp.evaluation_key(weights, cfg, 0, "adapted", recs)
+    assert "device" not in on_cpu[1]
+    monkeypatch.setattr(ddrl.models, "resolve_device", lambda d: torch.device("cuda") if d == "auto" else real(d))
+    on_gpu = exp.run_dir("ttrl", cfg), exp.evaluation_key(weights, cfg, 0, "adapted", recs)
+    assert on_gpu[0] != on_cpu[0] and on_gpu[1] == {**on_cpu[1], "device": "cuda"}
