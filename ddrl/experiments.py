@@ -330,7 +330,8 @@ def cached_rollouts(model_name: str, records: Sequence[dict], dataset: str, n: i
     """:func:`sample_and_grade` through :func:`ddrl.reporting.cached`, keyed by the model's weight hashes
     (:func:`model_fingerprint`), the questions' ids, prompts and answers, the grader
     (:func:`ddrl.reporting.grader_fingerprint`), every sampling parameter and the device kind off the CPU
-    (:func:`ddrl.models.device_key`; notebooks 01 and 02 share the cache). ``model_name`` is ``"testbed:<preset>"``, a hub id or a local directory."""
+    (:func:`ddrl.models.device_key`; notebooks 01 and 02 share the cache). ``model_name`` is
+    ``"testbed:<preset>"``, a hub id or a local directory."""
     def _sample() -> list[dict]:
 
         if backend == "vllm":

@@ -203,8 +203,8 @@ def device_key(device: str) -> dict:
     """What a cache key records of the device that computes a result: nothing on the CPU, ``{"device": kind}``
     elsewhere (``cuda``, ...). A GPU's kernels round differently and its generators draw other numbers, so the
     same config, weights and seed give another run (a DDRL run on an H200 ended 6.5 points below the CPU run of
-    the same study job, docs/benchmarks.md); keys computed on the CPU before this existed stay as they were. ``device`` as
-    in a config: ``"auto"`` is resolved on this machine (:func:`resolve_device`)."""
+    the same study job, docs/benchmarks.md); keys computed on the CPU before this existed stay as they were.
+    ``device`` as in a config: ``"auto"`` is resolved on this machine (:func:`resolve_device`)."""
     kind = resolve_device(device).type
     return {} if kind == "cpu" else {"device": kind}
 
