@@ -673,11 +673,12 @@ def experiment_model(regime) -> str:
 
 
 #: Every committed study: (results dir, its per-run CSVs, the fewest CSVs it must hold). The registered study and
-#: Amendment 5's replication on the Xeon build, each keyed against the weights its own regimes file names.
+#: Amendment 5's replication on the Xeon build and Amendment 6's on c49d994e (complete), each keyed against the
+#: weights its own regimes file names.
 COMMITTED_STUDIES = (
     (study.RESULTS, study.RESULTS / "runs", 200),
     (study.RESULTS / "replication_xeon", study.RESULTS / "replication_xeon" / "runs", 120),
-    (study.RESULTS / "replication_c49d", study.RESULTS / "replication_c49d" / "runs", 12),
+    (study.RESULTS / "replication_c49d", study.RESULTS / "replication_c49d" / "runs", 76),  # complete: 38 runs
 )
 
 
