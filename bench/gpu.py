@@ -522,7 +522,7 @@ def big_part(dev: torch.device, args, mach: dict) -> dict:
     }
     from ddrl.logprobs import logprob_backend
 
-    out["logprobs"] = logprob_backend(model)  # DDRL_LOGPROBS=auto picks shared-prompt for Qwen2; =hf forces HF's
+    out["logprobs"] = logprob_backend(model)  # DDRL_LOGPROBS: auto (HF forward on a GPU), hf, shared-prompt
     if "paper" in args.parts.split(","):  # "paper-update" times the update alone
         out["sampling"] = big_sampling(model, config, dev, args, mach["copy_bandwidth_Bps"],
                                        mach["matmul_bf16_flops"])
