@@ -237,7 +237,8 @@ def main() -> None:
         r["loadavg_1min_before_after"] = loads[name]
     profile = None if args.no_profile or dev != "cpu" else profile_call(ours_fast)
     result = {
-        "setup": {"preset": args.preset, "testbed_dir": args.testbed_dir, "questions": args.questions, "n": args.n, "batch_size": args.batch_size,
+        "setup": {"preset": args.preset, "testbed_dir": args.testbed_dir, "questions": args.questions, "n": args.n,
+                  "batch_size": args.batch_size,
                   "max_new_tokens": args.max_new_tokens, "threads": torch.get_num_threads(), "device": dev,
                   "device_name": torch.cuda.get_device_name() if dev.startswith("cuda") else "cpu",
                   "params": sum(p.numel() for p in model.parameters()), "mean_prompt_tokens": prompt_len,

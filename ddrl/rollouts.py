@@ -120,6 +120,11 @@ def request_limits(prompt_ids: Sequence[Sequence[int]], n: int, max_new_tokens: 
     return limits
 
 
+def sampler_device(model, device: str | torch.device | None = None) -> torch.device:
+    """The device a sampler of ``model`` decodes on: ``device`` when given, else where the model's weights are."""
+    return torch.device(device) if device is not None else next(model.parameters()).device
+
+
 class LocalSampler:
     """What the samplers that run a Hugging Face model in this process share (:class:`ddrl.sampling.HFSampler`,
     :class:`ddrl.fast_sampling.StaticCacheSampler`): the model, its tokenizer, ``batch_size`` sequences decoded
@@ -132,7 +137,7 @@ class LocalSampler:
         self.model = model
         self.tokenizer = tokenizer
         self.batch_size = batch_size
-        self.device = torch.device(device) if device is not None else next(model.parameters()).device
+        self.device = sampler_device(model, device)
         self.eos_ids = eos_ids(model, tokenizer)
         pad = tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else self.eos_ids[0]

@@ -28,7 +28,7 @@ from ddrl.fast_sampling import StaticCacheSampler, unsupported_reason
 from ddrl.hf_compat import cache_kwarg, output_cache
 from ddrl.progress import tqdm
 from ddrl.rollouts import (LocalSampler, Rollout, Sampler, entropy_from_logprobs, request_limits,  # noqa: F401
-                           sampling_logprobs, sequence_logprob)  # Rollout, Sampler, sequence_logprob: re-exported (their old home)
+                           sampler_device, sampling_logprobs, sequence_logprob)  # Rollout, Sampler, sequence_logprob: re-exported (their old home)
 from ddrl.seeds import derive_seed, torch_generator
 
 
@@ -224,8 +224,8 @@ def make_sampler(backend: str, model, tokenizer, **kwargs) -> Sampler:
         if backend not in ("auto", "hf", "fast"):
             raise ValueError(f"DDRL_SAMPLER must be 'auto', 'hf' or 'fast', got {backend!r}")
         if backend == "auto":
-            device = torch.device(kwargs.get("device") or next(model.parameters()).device)
-            backend = "fast" if unsupported_reason(model) is None and device.type == "cpu" else "hf"
+            on_cpu = sampler_device(model, kwargs.get("device")).type == "cpu"
+            backend = "fast" if unsupported_reason(model) is None and on_cpu else "hf"
     if backend == "hf":
         return HFSampler(model, tokenizer, **kwargs)
     if backend == "fast":
