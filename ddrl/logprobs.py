@@ -12,6 +12,9 @@ Two implementations of the same quantity, picked by :func:`logprob_backend`:
   log-probs are bitwise those of ``"hf"`` and the gradients agree to ~1e-6 relative (float sums in
   another order), which is enough for a chaotic RL trajectory to take another path: the claims study
   pins ``"hf"`` (:func:`pinned_backend`) so that all its runs are computed one way.
+
+Under ``auto`` the update may also skip its no-grad pass over the policy and take the old log-probs from the
+sampler (:func:`old_logprobs_from_sampler`); ``hf`` and ``shared-prompt`` always recompute them.
 """
 
 from __future__ import annotations
@@ -132,11 +135,33 @@ def logprob_backend(model) -> str:
     return "shared-prompt" if reason is None else "hf"
 
 
+def old_logprobs_from_sampler(model, temperature: float, top_p: float) -> bool:
+    """Whether the PPO update takes its *old* log-probs (the policy's before this step's update) from the
+    sampler's own per-token log-probs instead of a no-grad pass over the rollouts.
+
+    The two are the same quantity, log softmax(logits / T) of the policy that sampled, whenever the sampler
+    reports the full distribution (``top_p = 1``; with a nucleus it reports the renormalised one) at a
+    temperature > 0; a KV-cached decode and a full forward of a float32 model on the CPU agree to ~1e-6 per
+    token (``actor/old_logp_vs_sampler`` logs it), and PPO's ratio is then taken against the behaviour policy
+    exactly as it sampled. Only ``DDRL_LOGPROBS=auto`` uses them, and only for a float32 model on the CPU: in
+    bfloat16 or on a GPU the sampler's log-probs differ from the update's forward by far more (0.07 max on an
+    H100, docs/benchmarks.md), which is why verl recomputes them. ``hf`` and ``shared-prompt`` recompute, so
+    the claims study (pinned to ``hf``) computes as registered."""
+    if _env_choice() != "auto":
+        return False
+    p = next(model.parameters())
+    return p.device.type == "cpu" and p.dtype == torch.float32 and temperature > 0 and top_p >= 1.0
+
+
 def backend_key() -> dict:
     """What a cached run's key records of the log-prob backend: nothing when ``DDRL_LOGPROBS=hf`` (so the runs
-    computed before the shared-prompt forward existed, all ``"hf"``, keep their keys), else the choice."""
+    computed before the shared-prompt forward existed, all ``"hf"``, keep their keys), else the choice; under
+    ``auto`` also that the old log-probs may come from the sampler (:func:`old_logprobs_from_sampler`), so runs
+    computed before that rule get other keys."""
     choice = _env_choice()
-    return {} if choice == "hf" else {"logprobs": choice}
+    if choice == "hf":
+        return {}
+    return {"logprobs": choice, **({"old_logprobs": "sampler"} if choice == "auto" else {})}
 
 
 @contextlib.contextmanager

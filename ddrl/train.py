@@ -40,7 +40,7 @@ from ddrl.config import TrainConfig, resolve_cue, validate_config
 from ddrl.cor import refine_with_config
 from ddrl.etmr import tree_sample
 from ddrl.evaluate import reward_counts, summarize_reward_counts
-from ddrl.logprobs import response_logprobs
+from ddrl.logprobs import old_logprobs_from_sampler, response_logprobs
 from ddrl.losses import kl_low_var, masked_token_mean, policy_loss
 from ddrl.models import load_model, resolve_device
 from ddrl.progress import tqdm
@@ -130,6 +130,7 @@ class TrainSample:
     advantage: float
     reward: float
     sampler_logprobs: list[float]
+    sampler_entropies: list[float] | None = None  # per token, of the distribution sampled from (None: not reported)
 
 
 @dataclass
@@ -179,7 +180,7 @@ def collect_rollouts(sampler, tokenizer, questions: Sequence[dict], cfg: TrainCo
             adv = clip_advantages(adv)
         for i, ai in zip(idx, adv):
             samples.append(TrainSample(prompt_ids[q], list(rs[i].token_ids), float(ai), float(rew[i]),
-                                       list(rs[i].logprobs)))
+                                       list(rs[i].logprobs), None if rs[i].entropies is None else list(rs[i].entropies)))
         answers.append(a), votes.append(vote), rewards.append(rew), selected.append(list(idx)), advs.append(adv)
     flat = [r for rs in rollouts for r in rs]
     ents = [e for r in flat if r.entropies for e in r.entropies]
@@ -226,8 +227,12 @@ def ppo_update(policy, ref_model, samples: Sequence[TrainSample], cfg: TrainConf
     - the old-log-prob pass for the first mini-batch of the first epoch: no update has happened yet, so
       the old log-probs are the policy's own, and the gradient pass's ``logp.detach()`` is used (as verl does
       on-policy). This is the same quantity computed once instead of twice; the two passes pad their rows
-      to different widths, so they agree to float32 rounding (~1e-7), not bitwise (tests/test_train.py).
-      The sampler's log-probs are *not* used: they come from KV-cached decoding and differ by ~1e-6.
+      to different widths, so they agree to float32 rounding (~1e-7), not bitwise (tests/test_train.py);
+    - the whole old-log-prob pass where :func:`ddrl.logprobs.old_logprobs_from_sampler` allows it
+      (``DDRL_LOGPROBS=auto``, a float32 policy on the CPU, ``top_p = 1``): every sample's old log-probs are
+      then the sampler's (``TrainSample.sampler_logprobs``, the same distribution from a KV-cached decode,
+      ~1e-6 apart), and ``actor/entropy`` is the sampler's entropy of the trained tokens;
+      ``actor/old_logp_vs_sampler`` is measured on the first mini-batch's gradient pass.
 
     ``lean=False`` runs every pass (the update before this change), for tests and ``bench/rl_step.py``.
     """
@@ -236,24 +241,35 @@ def ppo_update(policy, ref_model, samples: Sequence[TrainSample], cfg: TrainConf
     responses = [s.response_ids for s in samples]
     orders = [numpy_generator(cfg.seed, "minibatch", step, epoch).permutation(len(samples))
               for epoch in range(cfg.ppo_epochs)]
+    from_sampler = lean and old_logprobs_from_sampler(policy, T, cfg.rollout_top_p) and all(
+        s.sampler_entropies is not None and len(s.sampler_logprobs) == len(s.response_ids) for s in samples)
     on_policy = {int(i) for i in orders[0][: cfg.mini_batch_size]} if lean else set()
     use_ref = cfg.kl_coef != 0 or not lean
     old_lp: dict[int, torch.Tensor] = {}
     ref_lp: dict[int, torch.Tensor] = {}
-    stats = {"ent_sum": 0.0, "diff_sum": 0.0, "ntok": 0}
+    stats = {"ent_sum": 0.0, "ent_ntok": 0, "diff_sum": 0.0, "diff_ntok": 0}
 
     def diagnostics(idx, lp, mask, ent) -> None:
-        """``actor/entropy`` and ``actor/old_logp_vs_sampler`` of the rows ``idx`` (pre-update log-probs)."""
+        """``actor/old_logp_vs_sampler`` (and, unless the sampler's entropies serve, ``actor/entropy``) of the
+        rows ``idx`` (pre-update log-probs)."""
         for j, i in enumerate(idx):
             n = len(responses[i])
             stats["diff_sum"] += float((lp[j, :n].cpu() - torch.tensor(samples[i].sampler_logprobs)).abs().sum())
-        stats["ent_sum"] += float(ent.sum())
-        stats["ntok"] += int(mask.sum())
+        stats["diff_ntok"] += int(mask.sum())
+        if not from_sampler:
+            stats["ent_sum"] += float(ent.sum())
+            stats["ent_ntok"] += int(mask.sum())
+
+    if from_sampler:  # the old log-probs are the sampler's: no no-grad pass over the policy
+        for i, s in enumerate(samples):
+            old_lp[i] = torch.tensor(s.sampler_logprobs, dtype=torch.float32)
+            stats["ent_sum"] += float(sum(s.sampler_entropies))
+            stats["ent_ntok"] += len(s.sampler_entropies)
 
     was_training = policy.training
     policy.eval()
     with torch.no_grad():
-        rest = [i for i in range(len(samples)) if i not in on_policy]
+        rest = [i for i in range(len(samples)) if i not in on_policy and i not in old_lp]
         for idx in _chunks(rest, cfg.micro_batch_size):
             p, r = [prompts[i] for i in idx], [responses[i] for i in idx]
             lp, mask, ent = response_logprobs(policy, p, r, T, pad_id, with_entropy=True)
@@ -289,11 +305,12 @@ def ppo_update(policy, ref_model, samples: Sequence[TrainSample], cfg: TrainConf
             mb_tokens = sum(len(responses[i]) for i in mb)
             for micro in _chunks(mb, cfg.micro_batch_size):
                 p, r = [prompts[i] for i in micro], [responses[i] for i in micro]
-                logp, mask, ent = response_logprobs(policy, p, r, T, pad_id, with_entropy=first)
+                logp, mask, ent = response_logprobs(policy, p, r, T, pad_id, with_entropy=first and not from_sampler)
                 width = mask.shape[1]
                 if first:
+                    diagnostics(micro, logp.detach(), mask, ent)
+                if first and not from_sampler:
                     old = logp.detach()
-                    diagnostics(micro, old, mask, ent)
                 else:
                     old = pad([old_lp[i] for i in micro], width).to(device)
                 adv = torch.tensor([samples[i].advantage for i in micro], dtype=torch.float32, device=device)
@@ -318,8 +335,8 @@ def ppo_update(policy, ref_model, samples: Sequence[TrainSample], cfg: TrainConf
     out["actor/clip_frac"] = out.pop("actor/clipfrac")
     out["actor/dual_clip_frac"] = out.pop("actor/clipfrac_lower")
     out["actor/grad_norm"] = float(np.mean(grad_norms)) if grad_norms else float("nan")
-    out["actor/entropy"] = stats["ent_sum"] / max(stats["ntok"], 1)
-    out["actor/old_logp_vs_sampler"] = stats["diff_sum"] / max(stats["ntok"], 1)
+    out["actor/entropy"] = stats["ent_sum"] / max(stats["ent_ntok"], 1)
+    out["actor/old_logp_vs_sampler"] = stats["diff_sum"] / max(stats["diff_ntok"], 1)
     out["actor/updates"] = updates
     return out
 

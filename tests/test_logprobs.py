@@ -142,7 +142,7 @@ def test_pinned_backend_restores_the_environment(monkeypatch):
     monkeypatch.setenv("DDRL_LOGPROBS", "auto")
     with L.pinned_backend("hf"):
         assert os.environ["DDRL_LOGPROBS"] == "hf" and L.backend_key() == {}
-    assert os.environ["DDRL_LOGPROBS"] == "auto" and L.backend_key() == {"logprobs": "auto"}
+    assert os.environ["DDRL_LOGPROBS"] == "auto" and L.backend_key() == {"logprobs": "auto", "old_logprobs": "sampler"}
     monkeypatch.delenv("DDRL_LOGPROBS")
     with L.pinned_backend("shared-prompt"):
         assert L.backend_key() == {"logprobs": "shared-prompt"}

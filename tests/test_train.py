@@ -343,6 +343,8 @@ def test_lean_update_skips_known_passes_and_keeps_the_loss(testbed_tiny, kl_coef
 
     import ddrl.train as T
 
+    monkeypatch.setenv("DDRL_LOGPROBS", "shared-prompt")  # old log-probs recomputed (the sampler's: next test)
+
     def update(lean):
         policy, ref = prepare_policy(copy.deepcopy(model), cfg)
         calls = {"policy": 0, "ref": 0}
@@ -368,3 +370,84 @@ def test_lean_update_skips_known_passes_and_keeps_the_loss(testbed_tiny, kl_coef
     for k in ("actor/pg_loss", "actor/clip_frac", "actor/grad_norm", "actor/entropy"):
         assert lean[k] == pytest.approx(full[k], rel=1e-6, abs=1e-9), k
     assert math.isnan(lean["actor/kl"]) if kl_coef == 0 else lean["actor/kl"] == pytest.approx(full["actor/kl"], rel=1e-6)
+
+
+def test_old_logprobs_from_the_sampler_skip_the_no_grad_pass(testbed_tiny, monkeypatch):
+    """Under DDRL_LOGPROBS=auto a float32 CPU policy sampled at top-p 1 takes every old log-prob from the sampler
+    (ddrl.logprobs.old_logprobs_from_sampler): the no-grad policy pass disappears, and the update equals the one
+    that recomputes them up to the ~1e-6 by which a KV-cached decode and a full forward differ. With a nucleus
+    (top-p < 1) the sampler reports another distribution, so the pass is run.
+
+    Tolerances: measured here, the updated weights differ by 4e-7 (the update moves them by 4e-3), pg_loss by
+    1.4e-6 relative, the KL by 3e-7, and old log-probs and sampler's by 1.3e-7 per token; asserted 1e-6 absolute
+    for the weights and 1e-5 relative for the metrics."""
+    import copy
+
+    import ddrl.train as T
+    from ddrl.config import resolve_cue
+    from ddrl.sampling import HFSampler
+    from ddrl.testbed import load
+    from ddrl.train import collect_rollouts, ppo_update, prepare_policy
+
+    path, records = testbed_tiny
+    model, tok = load(path)
+
+    def rollouts(top_p):
+        cfg = make_config("ttrl", **{**TINY, "model": "testbed:tiny", "prompts_per_step": 4, "max_new_tokens": 48,
+                                     "rollout_top_p": top_p})
+        return cfg, collect_rollouts(HFSampler(model, tok, 64), tok, [strip_truth(r) for r in records], cfg, 0,
+                                     resolve_cue(cfg.cue, cfg.model))
+
+    def update(cfg, ro, backend):
+        monkeypatch.setenv("DDRL_LOGPROBS", backend)
+        policy, ref = prepare_policy(copy.deepcopy(model), cfg)
+        calls = {"policy": 0, "ref": 0}
+
+        def counted(m, *a, **k):
+            calls["ref" if m is ref else "policy"] += 1
+            return response_logprobs(m, *a, **k)
+
+        monkeypatch.setattr(T, "response_logprobs", counted)
+        opt = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=cfg.lr)
+        return ppo_update(policy, ref, ro.samples, cfg, opt, 0, tok.pad_token_id), weights(policy), calls
+
+    cfg, ro = rollouts(1.0)
+    n_micro = math.ceil(len(ro.samples) / cfg.micro_batch_size)
+    first_mb = cfg.mini_batch_size // cfg.micro_batch_size
+    assert n_micro > first_mb, "needs more than one mini-batch to test anything"
+    recomputed, w_rec, c_rec = update(cfg, ro, "shared-prompt")
+    reused, w_reu, c_reu = update(cfg, ro, "auto")
+    assert c_rec == {"policy": 2 * n_micro - first_mb, "ref": n_micro}
+    assert c_reu == {"policy": n_micro, "ref": n_micro}  # the gradient passes only
+    assert max(float((w_rec[n] - p).abs().max()) for n, p in weights(model).items()) > 1e-4, "the update moved nothing"
+    for n in w_rec:
+        torch.testing.assert_close(w_reu[n], w_rec[n], atol=1e-6, rtol=0)
+    for k in ("actor/pg_loss", "actor/kl", "actor/grad_norm", "actor/entropy"):
+        assert reused[k] == pytest.approx(recomputed[k], rel=1e-5, abs=1e-9), k
+    assert 0 < reused["actor/old_logp_vs_sampler"] < 1e-5
+
+    cfg, ro = rollouts(0.9)  # a nucleus: the sampler's log-probs are of the renormalised distribution
+    _, _, calls = update(cfg, ro, "auto")
+    assert calls == {"policy": 2 * n_micro - first_mb, "ref": n_micro}
+
+
+def test_old_logprobs_come_from_the_sampler_only_where_they_are_the_same_quantity(testbed_tiny, monkeypatch):
+    from ddrl.logprobs import old_logprobs_from_sampler
+    from ddrl.testbed import load
+
+    model, _ = load(testbed_tiny[0])
+    monkeypatch.delenv("DDRL_LOGPROBS", raising=False)
+    assert old_logprobs_from_sampler(model, 1.0, 1.0) and old_logprobs_from_sampler(model, 0.6, 1.0)
+    assert not old_logprobs_from_sampler(model, 1.0, 0.95)  # a nucleus
+    assert not old_logprobs_from_sampler(model, 0.0, 1.0)  # greedy: no distribution sampled
+    assert not old_logprobs_from_sampler(copy_to(model, dtype=torch.bfloat16), 1.0, 1.0)
+    assert not old_logprobs_from_sampler(copy_to(model, device="meta"), 1.0, 1.0)  # off the CPU
+    for pinned in ("hf", "shared-prompt"):
+        monkeypatch.setenv("DDRL_LOGPROBS", pinned)
+        assert not old_logprobs_from_sampler(model, 1.0, 1.0)
+
+
+def copy_to(model, **kw):
+    import copy
+
+    return copy.deepcopy(model).to(**kw)
