@@ -23,9 +23,13 @@ body of :func:`ddrl.train.train`'s loop without checkpointing and ground-truth m
 optimizer step of ``GRPOTrainer.train`` (generation through ``transformers.generate``, no vLLM), timed by a
 callback; its generation time comes from TRL's own ``profiling_context`` timers. Each variant: one warm-up
 step, then the median of ``--repeats`` steps (``--profile DIR``: one more step under cProfile, not timed).
-Prints a table and writes ``bench/results/rl_step.json``. Run it alone (2 cores oversubscribe)::
+This machine's speed drifts by 10-25% between minutes, so a single sequence of trainers can move their ratio by
+that much; ``--rounds R`` runs the trainers R times in alternating order (A B, B A, ...) and reports the
+median and every round's TRL / ours. Prints a table and writes ``bench/results/rl_step.json``. Run it alone
+(2 cores oversubscribe)::
 
     OMP_NUM_THREADS=2 flock /tmp/ddrl-cpu.lock .venv/bin/python bench/rl_step.py
+    OMP_NUM_THREADS=2 .venv/bin/python bench/rl_step.py --pairings a --trainers ours trl --rounds 6
 
 Needs ``trl`` (with ``datasets``): ``.venv/bin/pip install -e ".[bench]"`` (torch is already installed, so the
 CPU wheel stays).
@@ -37,6 +41,7 @@ import argparse
 import cProfile
 import io
 import json
+import math
 import os
 import pstats
 import statistics
@@ -223,6 +228,30 @@ def summarize(rows: list[dict], warmup: int, repeats: int) -> dict:
             "sampled": rows[-1]["sampled"], "trained": rows[-1]["trained"], "updates": rows[-1]["updates"]}
 
 
+def geometric_mean_ci(ratios: list[float]) -> tuple[float, float, float]:
+    """Geometric mean of per-round ratios and its 95% t-interval (on the log ratios, rounds as independent
+    replicates)."""
+    from scipy import stats
+
+    logs = [math.log(x) for x in ratios]
+    m, se = statistics.mean(logs), statistics.stdev(logs) / math.sqrt(len(logs))
+    t = float(stats.t.ppf(0.975, len(logs) - 1))
+    return math.exp(m), math.exp(m - t * se), math.exp(m + t * se)
+
+
+def merge_rounds(rounds: list[dict]) -> dict:
+    """Each trainer's results over ``--rounds``: the medians over rounds of its per-round medians (the first
+    round's step rows and descriptions are kept; every round's summary is under ``rounds``)."""
+    out = {}
+    for who in rounds[0]:
+        runs = [r[who] for r in rounds]
+        out[who] = {**runs[0], **{k: statistics.median(x[k] for x in runs)
+                                  for k in ("median_step_s", "median_generate_s", "median_update_s")},
+                    "rounds": [{k: x[k] for k in ("median_step_s", "median_generate_s", "median_update_s",
+                                                  "loadavg_before", "loadavg_after")} for x in runs]}
+    return out
+
+
 def top_functions(path: Path, n: int = 15) -> str:
     buf = io.StringIO()
     pstats.Stats(str(path), stream=buf).sort_stats("cumulative").print_stats(n)
@@ -253,6 +282,12 @@ def main() -> None:
     ap.add_argument("--pairings", nargs="+", default=["a", "b", "real"], choices=["a", "b", "real"])
     ap.add_argument("--trl-gradient-checkpointing", action="store_true",
                     help="keep GRPOConfig's default gradient_checkpointing=True (off by default: ours does not checkpoint)")
+    ap.add_argument("--trainers", nargs="+", default=None, choices=["ours", "ours_hf", "ours_full", "trl"],
+                    help="run only these of each pairing's trainers (default: all)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="run each pairing's trainers this many times, in alternating order (A B, B A, ...), and take "
+                         "every ratio per round: a drift of the machine's speed then weighs on both trainers alike. "
+                         "Each trainer's numbers are then the medians over rounds of its per-round medians")
     ap.add_argument("--profile", default=None,
                     help="directory for cProfile dumps of one extra step per run (after the timed ones, not counted)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "rl_step.json"))
@@ -308,33 +343,47 @@ def main() -> None:
                   lambda: ours_steps(model_dir, records, args.n, args.k, 64, args.max_new_tokens, steps,
                                      prof("real_ours")))],
     }
+    if args.rounds < 1:
+        raise SystemExit(f"--rounds must be >= 1, got {args.rounds}")
     results: dict = {}
     for name in args.pairings:
-        results[name] = {}
-        for who, what, run in plan[name]:
-            t, load_before = time.perf_counter(), os.getloadavg()
-            res = summarize(run(), warmup=1, repeats=args.repeats)
-            res["what"] = what
-            res["loadavg_before"], res["loadavg_after"] = load_before, os.getloadavg()  # the machine is shared
-            results[name][who] = res
-            print(f"[{name}] {who}: {what}: median {res['median_step_s']:.2f} s/step "
-                  f"(run {time.perf_counter() - t:.0f} s)", flush=True)
-        if "trl" in results[name]:
-            results[name]["trl_over_ours"] = results[name]["trl"]["median_step_s"] / results[name]["ours"]["median_step_s"]
-        if "ours_hf" in results[name]:
+        entries = [e for e in plan[name] if args.trainers is None or e[0] in args.trainers]
+        rounds: list[dict] = []
+        for rnd in range(args.rounds):
+            this: dict = {}
+            for who, what, run in (entries if rnd % 2 == 0 else entries[::-1]):
+                t, load_before = time.perf_counter(), os.getloadavg()
+                res = summarize(run(), warmup=1, repeats=args.repeats)
+                res["what"] = what
+                res["loadavg_before"], res["loadavg_after"] = load_before, os.getloadavg()  # the machine is shared
+                this[who] = res
+                print(f"[{name}] round {rnd + 1}/{args.rounds} {who}: {what}: median {res['median_step_s']:.2f} s/step "
+                      f"(run {time.perf_counter() - t:.0f} s)", flush=True)
+            rounds.append(this)
+        results[name] = rounds[0] if args.rounds == 1 else merge_rounds(rounds)
+        if "trl" in results[name] and "ours" in results[name]:
+            per_round = [r["trl"]["median_step_s"] / r["ours"]["median_step_s"] for r in rounds]
+            results[name]["trl_over_ours"] = statistics.median(per_round)
+            if args.rounds > 1:
+                gm, lo, hi = geometric_mean_ci(per_round)
+                results[name].update({"trl_over_ours_rounds": per_round, "trl_over_ours_geomean": gm,
+                                      "trl_over_ours_geomean_ci95": [lo, hi]})
+                print(f"[{name}] TRL / ours per round: {', '.join(f'{x:.2f}' for x in per_round)}; median "
+                      f"{statistics.median(per_round):.2f}, geometric mean {gm:.2f} [{lo:.2f}, {hi:.2f}]", flush=True)
+        if "ours_hf" in results[name] and "ours" in results[name]:
             results[name]["hf_over_shared"] = (results[name]["ours_hf"]["median_update_s"]
                                                / results[name]["ours"]["median_update_s"])
             if "trl" in results[name]:
                 results[name]["trl_over_ours_hf"] = (results[name]["trl"]["median_step_s"]
                                                      / results[name]["ours_hf"]["median_step_s"])
-        if "ours_full" in results[name]:
+        if "ours_full" in results[name] and "ours" in results[name]:
             results[name]["full_over_lean"] = (results[name]["ours_full"]["median_update_s"]
                                                / results[name]["ours"]["median_update_s"])
 
     result = {
         "setup": {"preset": args.preset, "questions": QUESTIONS, "n": args.n, "k": args.k,
                   "max_new_tokens": args.max_new_tokens, "temperature": 1.0, "lr": LR, "kl_coef": KL_COEF,
-                  "micro_batch": MICRO_BATCH, "threads": threads, "repeats": args.repeats,
+                  "micro_batch": MICRO_BATCH, "threads": threads, "repeats": args.repeats, "rounds": args.rounds,
                   "trl_gradient_checkpointing": args.trl_gradient_checkpointing, "trl": trl.__version__,
                   "transformers": transformers.__version__, "torch": torch.__version__},
         "results": results,
