@@ -26,6 +26,16 @@ def shared_data() -> Path:
     return d
 
 
+def load_bench(name: str):
+    """``bench/<name>.py`` as a module (the bench scripts are scripts, not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", REPO / "bench" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def make_tiny_lm(vocab_chars: str = "0123456789+-*=;", hidden: int = 32, layers: int = 2, seed: int = 0):
     """A random tiny Qwen2 causal LM and a character tokenizer with a chat template (no downloads).
 

@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
+from conftest import load_bench
 from ddrl.testbed.pretrain import PRESETS
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_testbed", REPO / "bench" / "testbed.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("testbed")
 
 
 def test_frequency_bands_count_distinct_answers_by_votes(bench):
