@@ -23,9 +23,10 @@ body of :func:`ddrl.train.train`'s loop without checkpointing and ground-truth m
 optimizer step of ``GRPOTrainer.train`` (generation through ``transformers.generate``, no vLLM), timed by a
 callback; its generation time comes from TRL's own ``profiling_context`` timers. Each variant: one warm-up
 step, then the median of ``--repeats`` steps (``--profile DIR``: one more step under cProfile, not timed).
-This machine's speed drifts by 10-25% between minutes, so a single sequence of trainers can move their ratio by
-that much; ``--rounds R`` runs the trainers R times in alternating order (A B, B A, ...) and reports the
-median and every round's TRL / ours. Prints a table and writes ``bench/results/rl_step.json``. Run it alone
+On the 2-core box one trainer's step time moved by up to 1.5x within minutes (docs/benchmarks.md), so a single
+sequence of trainers can move their ratio by that much; ``--rounds R`` runs the trainers R times in
+alternating order (A B, B A, ...) and reports every round's TRL / ours, their median and their geometric mean
+with a 95% interval. Prints a table and writes ``bench/results/rl_step.json``. Run it alone
 (2 cores oversubscribe)::
 
     OMP_NUM_THREADS=2 flock /tmp/ddrl-cpu.lock .venv/bin/python bench/rl_step.py
