@@ -316,6 +316,43 @@ def test_additional_rl_runs_at_the_peak_learning_rate_by_default(tmp_path):
     assert res.metrics[-1]["lr"] == pytest.approx(TINY["lr"])
 
 
+def step_rollouts(testbed_tiny, **overrides):
+    """The tiny testbed, a TTRL config (4 prompts per step, so several mini-batches) and its first step's rollouts."""
+    from ddrl.config import resolve_cue
+    from ddrl.sampling import HFSampler
+    from ddrl.testbed import load
+    from ddrl.train import collect_rollouts
+
+    path, records = testbed_tiny
+    model, tok = load(path)
+    cfg = make_config("ttrl", **{**TINY, "model": "testbed:tiny", "prompts_per_step": 4, "max_new_tokens": 48,
+                                 **overrides})
+    ro = collect_rollouts(HFSampler(model, tok, 64), tok, [strip_truth(r) for r in records], cfg, 0,
+                          resolve_cue(cfg.cue, cfg.model))
+    return model, tok, cfg, ro
+
+
+def counted_update(model, tok, cfg, ro, monkeypatch, lean=True):
+    """One ``ppo_update`` of a fresh copy of ``model`` on ``ro``'s samples: its metrics, the updated weights and
+    how many log-prob passes (one per micro-batch, whichever backend computes it) ran on the policy and on the
+    reference."""
+    import copy
+
+    import ddrl.train as T
+
+    policy, ref = T.prepare_policy(copy.deepcopy(model), cfg)
+    calls = {"policy": 0, "ref": 0}
+
+    def counted(m, *a, **k):
+        calls["ref" if m is ref else "policy"] += 1
+        return response_logprobs(m, *a, **k)
+
+    monkeypatch.setattr(T, "response_logprobs", counted)
+    opt = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=cfg.lr)
+    out = T.ppo_update(policy, ref, ro.samples, cfg, opt, 0, tok.pad_token_id, lean=lean)
+    return out, weights(policy), calls
+
+
 @pytest.mark.parametrize("kl_coef", [0.001, 0.0])
 def test_lean_update_skips_known_passes_and_keeps_the_loss(testbed_tiny, kl_coef, monkeypatch):
     """The lean PPO update (no reference pass when kl_coef = 0; the first mini-batch's old log-probs taken from
@@ -325,41 +362,13 @@ def test_lean_update_skips_known_passes_and_keeps_the_loss(testbed_tiny, kl_coef
     pad their micro-batches to different widths, so they agree to float32 rounding, not bitwise; the
     updated weights must agree to 1e-6 (the update itself moves them by ~4e-3 here; measured difference ~2e-8)
     and the losses to 1e-6 relative."""
-    import copy
-
-    from ddrl.sampling import HFSampler
-    from ddrl.testbed import load
-    from ddrl.config import resolve_cue
-    from ddrl.train import collect_rollouts, ppo_update, prepare_policy
-
-    path, records = testbed_tiny
-    model, tok = load(path)
-    cfg = make_config("ttrl", **{**TINY, "model": "testbed:tiny", "prompts_per_step": 4, "max_new_tokens": 48,
-                                 "kl_coef": kl_coef})
-    ro = collect_rollouts(HFSampler(model, tok, 64), tok, [strip_truth(r) for r in records], cfg, 0,
-                          resolve_cue(cfg.cue, cfg.model))
+    model, tok, cfg, ro = step_rollouts(testbed_tiny, kl_coef=kl_coef)
     n_micro = math.ceil(len(ro.samples) / cfg.micro_batch_size)  # 32 samples / 4 = 8 micro-batches
     assert len(ro.samples) // cfg.mini_batch_size >= 2, "needs more than one mini-batch to test anything"
-
-    import ddrl.train as T
-
     monkeypatch.setenv("DDRL_LOGPROBS", "shared-prompt")  # old log-probs recomputed (the sampler's: next test)
 
-    def update(lean):
-        policy, ref = prepare_policy(copy.deepcopy(model), cfg)
-        calls = {"policy": 0, "ref": 0}
-
-        def counted(m, *a, **k):  # one log-prob pass of a micro-batch, whichever backend computes it
-            calls["ref" if m is ref else "policy"] += 1
-            return response_logprobs(m, *a, **k)
-
-        monkeypatch.setattr(T, "response_logprobs", counted)
-        opt = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=cfg.lr)
-        out = ppo_update(policy, ref, ro.samples, cfg, opt, 0, tok.pad_token_id, lean=lean)
-        return out, weights(policy), calls
-
-    full, w_full, c_full = update(False)
-    lean, w_lean, c_lean = update(True)
+    full, w_full, c_full = counted_update(model, tok, cfg, ro, monkeypatch, lean=False)
+    lean, w_lean, c_lean = counted_update(model, tok, cfg, ro, monkeypatch, lean=True)
     first_mb = cfg.mini_batch_size // cfg.micro_batch_size
     assert c_full == {"policy": 2 * n_micro, "ref": n_micro}
     assert c_lean == {"policy": 2 * n_micro - first_mb, "ref": n_micro if kl_coef else 0}
@@ -381,37 +390,11 @@ def test_old_logprobs_from_the_sampler_skip_the_no_grad_pass(testbed_tiny, monke
     Tolerances: measured here, the updated weights differ by 4e-7 (the update moves them by 4e-3), pg_loss by
     1.4e-6 relative, the KL by 3e-7, and old log-probs and sampler's by 1.3e-7 per token; asserted 1e-6 absolute
     for the weights and 1e-5 relative for the metrics."""
-    import copy
-
-    import ddrl.train as T
-    from ddrl.config import resolve_cue
-    from ddrl.sampling import HFSampler
-    from ddrl.testbed import load
-    from ddrl.train import collect_rollouts, ppo_update, prepare_policy
-
-    path, records = testbed_tiny
-    model, tok = load(path)
-
-    def rollouts(top_p):
-        cfg = make_config("ttrl", **{**TINY, "model": "testbed:tiny", "prompts_per_step": 4, "max_new_tokens": 48,
-                                     "rollout_top_p": top_p})
-        return cfg, collect_rollouts(HFSampler(model, tok, 64), tok, [strip_truth(r) for r in records], cfg, 0,
-                                     resolve_cue(cfg.cue, cfg.model))
-
     def update(cfg, ro, backend):
         monkeypatch.setenv("DDRL_LOGPROBS", backend)
-        policy, ref = prepare_policy(copy.deepcopy(model), cfg)
-        calls = {"policy": 0, "ref": 0}
+        return counted_update(model, tok, cfg, ro, monkeypatch)
 
-        def counted(m, *a, **k):
-            calls["ref" if m is ref else "policy"] += 1
-            return response_logprobs(m, *a, **k)
-
-        monkeypatch.setattr(T, "response_logprobs", counted)
-        opt = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=cfg.lr)
-        return ppo_update(policy, ref, ro.samples, cfg, opt, 0, tok.pad_token_id), weights(policy), calls
-
-    cfg, ro = rollouts(1.0)
+    model, tok, cfg, ro = step_rollouts(testbed_tiny, rollout_top_p=1.0)
     n_micro = math.ceil(len(ro.samples) / cfg.micro_batch_size)
     first_mb = cfg.mini_batch_size // cfg.micro_batch_size
     assert n_micro > first_mb, "needs more than one mini-batch to test anything"
@@ -426,7 +409,7 @@ def test_old_logprobs_from_the_sampler_skip_the_no_grad_pass(testbed_tiny, monke
         assert reused[k] == pytest.approx(recomputed[k], rel=1e-5, abs=1e-9), k
     assert 0 < reused["actor/old_logp_vs_sampler"] < 1e-5
 
-    cfg, ro = rollouts(0.9)  # a nucleus: the sampler's log-probs are of the renormalised distribution
+    _, _, cfg, ro = step_rollouts(testbed_tiny, rollout_top_p=0.9)  # a nucleus: the renormalised distribution
     _, _, calls = update(cfg, ro, "auto")
     assert calls == {"policy": 2 * n_micro - first_mb, "ref": n_micro}
 
