@@ -3,27 +3,40 @@
 On a small CPU box, two processes with one thread each get more done than one process with two threads
 (decoding a small model is memory- and overhead-bound, and one thread per process removes the threads'
 synchronisation; docs/benchmarks.md, "Runs per hour"). :func:`run_pool` maps a picklable function over jobs
-in ``workers`` fresh (``spawn``) processes, each with ``OMP_NUM_THREADS=1`` and ``torch.set_num_threads(1)``,
+in ``workers`` ``spawn``-ed processes, each with ``OMP_NUM_THREADS=1`` and ``torch.set_num_threads(1)``,
 and returns the results in the jobs' order.
+
+The workers outlive a batch: the next :func:`run_pool` call of the process reuses them if nothing they
+inherited at their start has changed (the worker count, the environment, the working directory,
+``sys.path``: :func:`pool_key`), so a notebook's successive ``Experiment.grid`` calls pay the workers' start
+(a fresh Python, importing torch, transformers and ``ddrl``: ~5 s on 2 cores) once. A pool left idle for
+:data:`IDLE_S` seconds ends its workers; an interrupted batch (Ctrl-C, a kernel interrupt) kills them at once, so
+they do not train on unseen.
 
 What makes this safe and resumable is not here but in the run directories the jobs write
 (:class:`ddrl.runs.RunDir`): every file is written atomically, one process owns a run directory while it
 trains (a second one waits on its lock, then finds it finished), and a killed run resumes from its last
 checkpoint. So a batch killed midway is rerun by calling :func:`run_pool` again: finished runs load, broken
 ones resume. Determinism: every random draw of a run derives from its seed (:mod:`ddrl.seeds`), and every
-worker computes with one thread, so a run's numbers do not depend on which worker runs it.
+worker computes with one thread, so a run's numbers do not depend on which worker runs it, nor on what it ran
+before.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import sys
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Sequence
 
 from ddrl.progress import tqdm
+
+#: Seconds an idle pool keeps its workers for the process's next batch before they exit.
+IDLE_S = 300.0
 
 
 def available_cores() -> int:
@@ -63,13 +76,76 @@ def init_worker() -> None:
     torch.set_num_threads(1)
 
 
+class _Pool:
+    """The process's one reusable pool: at most one batch at a time uses it (:func:`run_pool` holds
+    ``batch``), and its idle timer ends it ``IDLE_S`` seconds after the last batch unless a batch came since."""
+
+    batch = threading.Lock()  # one batch at a time per process (two would share the cores anyway)
+    state = threading.Lock()  # guards the fields below against the idle timer's thread
+    executor: ProcessPoolExecutor | None = None
+    key: tuple | None = None
+    generation = 0  # bumped by every batch; a timer started before the last batch does nothing
+
+
+def pool_key(workers: int) -> tuple:
+    """What a worker takes from its parent when it starts and a job may depend on: the number of workers,
+    the environment (``DDRL_*`` variables choose backends, caches and data; :func:`ddrl.study` pins
+    ``DDRL_LOGPROBS`` through it), the working directory and ``sys.path``. A pool is reused only under the
+    same key."""
+    return workers, tuple(sorted(os.environ.items())), os.getcwd(), tuple(sys.path)
+
+
+def _acquire(workers: int) -> ProcessPoolExecutor:
+    key = pool_key(workers)
+    with _Pool.state:
+        _Pool.generation += 1
+        if _Pool.executor is not None and _Pool.key != key:
+            _end(kill=False)
+        if _Pool.executor is None:
+            _Pool.executor = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
+                                                 initializer=init_worker)
+            _Pool.key = key
+        return _Pool.executor
+
+
+def _end(kill: bool) -> None:
+    """End the pool's workers (caller holds ``_Pool.state``): politely once they are idle, or at once."""
+    ex, _Pool.executor, _Pool.key = _Pool.executor, None, None
+    if ex is None:
+        return
+    if kill:
+        for proc in list((getattr(ex, "_processes", None) or {}).values()):
+            proc.terminate()
+    ex.shutdown(wait=not kill, cancel_futures=True)
+
+
+def _end_if_idle(generation: int) -> None:
+    with _Pool.state:
+        if _Pool.generation == generation:
+            _end(kill=False)
+
+
+def shutdown_pool(kill: bool = False) -> None:
+    """End the reusable pool's workers now (``kill``: without waiting for running jobs)."""
+    with _Pool.state:
+        _end(kill)
+
+
+def pool_pids() -> list[int]:
+    """The reusable pool's worker process ids (empty when there is none)."""
+    with _Pool.state:
+        ex = _Pool.executor
+        return sorted((getattr(ex, "_processes", None) or {}).keys()) if ex is not None else []
+
+
 def run_pool(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int, desc: str = "runs",
              progress: bool = True) -> list[Any]:
     """``[fn(job) for job in jobs]``, computed by ``workers`` single-thread processes (in this process when
-    ``workers <= 1``), with one tqdm bar counting finished jobs.
+    ``workers <= 1`` or there is one job), with one tqdm bar counting finished jobs.
 
     ``fn`` must be a module-level function and ``jobs`` picklable. The first job that raises cancels the
-    jobs not yet started and its exception is raised here (what the other jobs finished stays on disk).
+    jobs not yet started, the running ones finish (what they finish stays on disk), and its exception is
+    raised here. Interrupting the call (KeyboardInterrupt) kills the workers.
     """
     if workers < 1:
         raise ValueError(f"run_pool: workers must be >= 1, got {workers}")
@@ -83,21 +159,42 @@ def run_pool(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int, desc: 
                 bar.update()
                 bar.refresh()
             return out
-        results: list[Any] = [None] * len(jobs)
-        with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=mp.get_context("spawn"),
-                                 initializer=init_worker) as pool:
-            futures = {pool.submit(fn, job): i for i, job in enumerate(jobs)}
-            pending = set(futures)
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)  # the bar counts each finished job
-                for f in done:
-                    if f.exception() is not None:
-                        for p in pending:
-                            p.cancel()
-                        raise f.exception()
-                    results[futures[f]] = f.result()
-                    bar.update()
-                    bar.refresh()  # shown now, not at tqdm's next mininterval: jobs are few and long
-        return results
+        with _Pool.batch:
+            return _run_batch(fn, jobs, workers, bar)
     finally:
         bar.close()
+
+
+def _run_batch(fn: Callable[[Any], Any], jobs: list[Any], workers: int, bar) -> list[Any]:
+    results: list[Any] = [None] * len(jobs)
+    error: BaseException | None = None
+    pool = _acquire(workers)
+    try:
+        futures = {pool.submit(fn, job): i for i, job in enumerate(jobs)}
+        pending = set(futures)
+        while pending and error is None:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)  # the bar counts each finished job
+            for f in done:
+                if f.exception() is not None:
+                    error = error or f.exception()
+                    continue
+                results[futures[f]] = f.result()
+                bar.update()
+                bar.refresh()  # shown now, not at tqdm's next mininterval: jobs are few and long
+        if error is not None:
+            for f in pending:
+                f.cancel()
+            wait(pending)  # the jobs already running finish: their runs are on disk for the rerun
+    except BaseException:  # interrupted: the workers must not go on training unseen
+        shutdown_pool(kill=True)
+        raise
+    with _Pool.state:
+        if isinstance(error, BrokenProcessPool):  # a worker died (killed, out of memory): start afresh next time
+            _end(kill=True)
+        elif _Pool.executor is pool:
+            timer = threading.Timer(IDLE_S, _end_if_idle, args=(_Pool.generation,))
+            timer.daemon = True
+            timer.start()
+    if error is not None:
+        raise error
+    return results

@@ -13,7 +13,8 @@ from conftest import kill_after_first_run
 import torch
 
 from ddrl.experiments import notebook_experiment
-from ddrl.parallel import default_workers, run_pool
+from ddrl import parallel
+from ddrl.parallel import default_workers, pool_pids, run_pool, shutdown_pool
 
 KNOBS = dict(episodes=1, prompts_per_step=2, n_votes=8, k_train=4, lr=1e-3, warmup_steps=1, eval_n=2, cor_m=4,
              cor_keep=2, cor_epochs=1, max_new_tokens=32, sample_batch_size=64, mini_batch_size=4,
@@ -74,6 +75,35 @@ def serial(tmp_path_factory):
         torch.set_num_threads(threads)
 
 
+@pytest.fixture(autouse=True)
+def no_pool_left():
+    """Each test starts and ends without the reusable pool (its idle workers would outlive the test)."""
+    shutdown_pool()
+    yield
+    shutdown_pool()
+
+
+def worker_view(name: str) -> tuple[int, str | None]:
+    """A job that says which process ran it and what it sees of the environment variable ``name``."""
+    import time
+
+    time.sleep(0.2)  # long enough that both workers take jobs
+    return os.getpid(), os.environ.get(name)
+
+
+def _ended(pids: list[int], within_s: float) -> bool:
+    import time
+
+    deadline = time.time() + within_s
+    while time.time() < deadline:
+        alive = [p for p in pids if Path(f"/proc/{p}").exists()
+                 and Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
+        if not alive:
+            return True
+        time.sleep(0.2)
+    return False
+
+
 def test_default_workers():
     assert default_workers(1) == 1 and default_workers(8, "cuda") == 1 and default_workers(0) == 1
     assert 1 <= default_workers(8) <= min(8, os.cpu_count() or 1)
@@ -85,6 +115,31 @@ def test_run_pool_keeps_the_jobs_order_and_raises_a_jobs_error():
         run_pool(abs, [-1, "x"], workers=2, progress=False)
     with pytest.raises(ValueError, match="workers must be >= 1"):
         run_pool(abs, [1], workers=0)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux) to see the workers end")
+def test_batches_reuse_the_workers_until_what_they_inherit_changes(monkeypatch):
+    """A second batch runs on the first batch's workers (no new start: ~5 s per ``Experiment.grid`` call on 2
+    cores); once the environment has changed (as ``ddrl.study`` pins ``DDRL_LOGPROBS``) the next batch gets
+    new workers that see the new value, and the old ones end."""
+    monkeypatch.setenv("DDRL_TEST_POOL", "a")
+    first = run_pool(worker_view, ["DDRL_TEST_POOL"] * 4, 2, progress=False)
+    pids = pool_pids()
+    assert len(pids) == 2 and {p for p, _ in first} <= set(pids) and {v for _, v in first} == {"a"}
+    second = run_pool(worker_view, ["DDRL_TEST_POOL"] * 4, 2, progress=False)
+    assert pool_pids() == pids and {p for p, _ in second} <= set(pids) and {v for _, v in second} == {"a"}
+    monkeypatch.setenv("DDRL_TEST_POOL", "b")
+    third = run_pool(worker_view, ["DDRL_TEST_POOL"] * 4, 2, progress=False)
+    assert {v for _, v in third} == {"b"} and not {p for p, _ in third} & set(pids)
+    assert _ended(pids, 15), "the workers of the old environment did not end"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux) to see the workers end")
+def test_an_idle_pool_ends_its_workers(monkeypatch):
+    monkeypatch.setattr(parallel, "IDLE_S", 0.5)
+    run_pool(worker_view, ["HOME"] * 2, 2, progress=False)
+    pids = pool_pids()
+    assert len(pids) == 2 and _ended(pids, 20) and pool_pids() == []
 
 
 def test_grid_groups_runs_sharing_a_directory(tmp_path):
@@ -196,5 +251,33 @@ def test_workers_end_when_the_batch_process_is_killed():
         alive = [w for w in workers if Path(f"/proc/{w}").exists()
                  and Path(f"/proc/{w}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
         assert not alive, f"workers {alive} outlived their killed parent"
+    finally:
+        batch.kill()
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux) to list the workers")
+def test_an_interrupted_batch_kills_its_workers():
+    """Ctrl-C (SIGINT to the batch's process, as a notebook kernel is interrupted) ends the call at once with
+    KeyboardInterrupt and kills the workers, instead of waiting for their jobs (here 120 s) to finish."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    code = "import time\nfrom ddrl.parallel import run_pool\nrun_pool(time.sleep, [120.0, 120.0], 2, progress=False)"
+    batch = subprocess.Popen([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1],
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 90
+        workers: list[int] = []
+        while time.time() < deadline and len(workers) < 2:
+            time.sleep(0.5)
+            workers = [c for c in _children(batch.pid) if "spawn_main" in Path(f"/proc/{c}/cmdline").read_text()]
+        assert len(workers) == 2, workers
+        time.sleep(3)  # the workers have picked up the jobs
+        batch.send_signal(signal.SIGINT)
+        _, err = batch.communicate(timeout=30)
+        assert batch.returncode != 0 and "KeyboardInterrupt" in err, err[-2000:]
+        assert _ended(workers, 15), "the workers outlived the interrupted batch"
     finally:
         batch.kill()
