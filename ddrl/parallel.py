@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import signal
 import sys
 import threading
 import time
@@ -67,9 +68,13 @@ def _exit_with_parent(parent: int, every_s: float = 1.0) -> None:
 
 def init_worker() -> None:
     """Run once in each worker before any job: one compute thread (set before torch is first imported,
-    so OpenMP's pool starts with one thread too), and a watchdog that ends the worker with its parent."""
+    so OpenMP's pool starts with one thread too), a watchdog that ends the worker with its parent, and SIGINT
+    ignored: Jupyter interrupts a kernel, and shuts it down, by signalling its whole process group, and a kept
+    worker must not die of an interrupt meant for another cell (:func:`run_pool` kills the workers of a batch
+    that is itself interrupted)."""
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
     import torch
 
@@ -165,12 +170,25 @@ def run_pool(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int, desc: 
         bar.close()
 
 
+def _submit(fn: Callable[[Any], Any], jobs: list[Any], workers: int) -> tuple[ProcessPoolExecutor, dict]:
+    """Every job submitted to the kept pool, or to a new one if a worker of the kept pool has died since its
+    last batch (killed, out of memory: the pool is then broken)."""
+    for attempt in range(2):
+        pool = _acquire(workers)
+        try:
+            return pool, {pool.submit(fn, job): i for i, job in enumerate(jobs)}
+        except BrokenProcessPool:
+            if attempt:
+                raise
+            shutdown_pool(kill=True)
+    raise AssertionError("unreachable")
+
+
 def _run_batch(fn: Callable[[Any], Any], jobs: list[Any], workers: int, bar) -> list[Any]:
     results: list[Any] = [None] * len(jobs)
     error: BaseException | None = None
-    pool = _acquire(workers)
     try:
-        futures = {pool.submit(fn, job): i for i, job in enumerate(jobs)}
+        pool, futures = _submit(fn, jobs, workers)
         pending = set(futures)
         while pending and error is None:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)  # the bar counts each finished job

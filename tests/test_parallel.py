@@ -3,8 +3,12 @@ batch resumes."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -85,15 +89,12 @@ def no_pool_left():
 
 def worker_view(name: str) -> tuple[int, str | None]:
     """A job that says which process ran it and what it sees of the environment variable ``name``."""
-    import time
-
     time.sleep(0.2)  # long enough that both workers take jobs
     return os.getpid(), os.environ.get(name)
 
 
 def _ended(pids: list[int], within_s: float) -> bool:
-    import time
-
+    """Whether the processes ``pids`` have all ended (gone or zombies) within ``within_s`` seconds."""
     deadline = time.time() + within_s
     while time.time() < deadline:
         alive = [p for p in pids if Path(f"/proc/{p}").exists()
@@ -132,6 +133,25 @@ def test_batches_reuse_the_workers_until_what_they_inherit_changes(monkeypatch):
     third = run_pool(worker_view, ["DDRL_TEST_POOL"] * 4, 2, progress=False)
     assert {v for _, v in third} == {"b"} and not {p for p, _ in third} & set(pids)
     assert _ended(pids, 15), "the workers of the old environment did not end"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux) to see the workers end")
+def test_kept_workers_survive_an_interrupt_and_a_dead_one_is_replaced():
+    """Jupyter interrupts (and shuts down) a kernel by sending SIGINT to its whole process group: the kept
+    workers ignore it (once they died of it, and the next grid call failed with BrokenProcessPool). A worker
+    that died while idle (killed, out of memory) is replaced by a new pool at the next batch."""
+    run_pool(worker_view, ["HOME"] * 4, 2, progress=False)
+    pids = pool_pids()
+    for p in pids:
+        os.kill(p, signal.SIGINT)
+    time.sleep(1)
+    again = run_pool(worker_view, ["HOME"] * 4, 2, progress=False)
+    assert pool_pids() == pids and {p for p, _ in again} <= set(pids)
+    os.kill(pids[0], signal.SIGKILL)
+    assert _ended(pids[:1], 15)
+    time.sleep(1)  # the executor's manager thread marks the pool broken
+    third = run_pool(worker_view, ["HOME"] * 4, 2, progress=False)
+    assert [v for _, v in third] == [os.environ["HOME"]] * 4 and not set(pool_pids()) & set(pids)
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux) to see the workers end")
@@ -187,9 +207,7 @@ def test_the_pool_bar_counts_each_job_as_it_finishes(tmp_path, monkeypatch):
     alone can take longer than one; the second job ends when the test lets it, or after 120 s. ``run_pool``
     refreshes the bar at each finished job: tqdm alone skips an update that comes within its ``mininterval``
     of the last print, 1 s in batch runs, and a quick first job then showed 0/2 until the batch ended.)"""
-    import os
     import threading
-    import time
 
     from ddrl import progress
 
@@ -224,48 +242,14 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux) to list the workers")
-def test_workers_end_when_the_batch_process_is_killed():
-    """Killing the process that runs the pool (as a study is stopped) ends its workers too: they must not go on
-    training unseen (their runs resume from checkpoints when the batch is rerun)."""
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    code = "import time\nfrom ddrl.parallel import run_pool\nrun_pool(time.sleep, [120.0, 120.0], 2, progress=False)"
-    batch = subprocess.Popen([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1])
-    try:
-        deadline = time.time() + 90
-        workers: list[int] = []
-        while time.time() < deadline and len(workers) < 2:
-            time.sleep(0.5)
-            workers = [c for c in _children(batch.pid) if "spawn_main" in Path(f"/proc/{c}/cmdline").read_text()]
-        assert len(workers) == 2, workers
-        time.sleep(3)  # the workers have run their initializer (watchdog started) and picked up the jobs
-        batch.send_signal(signal.SIGKILL)
-        batch.wait()
-        deadline = time.time() + 15
-        while time.time() < deadline and any(Path(f"/proc/{w}").exists() for w in workers):
-            time.sleep(0.5)
-        alive = [w for w in workers if Path(f"/proc/{w}").exists()
-                 and Path(f"/proc/{w}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
-        assert not alive, f"workers {alive} outlived their killed parent"
-    finally:
-        batch.kill()
+SLEEPING_BATCH = "import time\nfrom ddrl.parallel import run_pool\nrun_pool(time.sleep, [120.0, 120.0], 2, progress=False)"
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux) to list the workers")
-def test_an_interrupted_batch_kills_its_workers():
-    """Ctrl-C (SIGINT to the batch's process, as a notebook kernel is interrupted) ends the call at once with
-    KeyboardInterrupt and kills the workers, instead of waiting for their jobs (here 120 s) to finish."""
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    code = "import time\nfrom ddrl.parallel import run_pool\nrun_pool(time.sleep, [120.0, 120.0], 2, progress=False)"
-    batch = subprocess.Popen([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1],
+@contextlib.contextmanager
+def sleeping_batch():
+    """A process running a pool batch of two 120-s sleeps, yielded once its two workers have started (and run
+    their initializer, so the watchdog is on) and picked up the jobs; killed on the way out."""
+    batch = subprocess.Popen([sys.executable, "-c", SLEEPING_BATCH], cwd=Path(__file__).resolve().parents[1],
                              stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.time() + 90
@@ -274,10 +258,28 @@ def test_an_interrupted_batch_kills_its_workers():
             time.sleep(0.5)
             workers = [c for c in _children(batch.pid) if "spawn_main" in Path(f"/proc/{c}/cmdline").read_text()]
         assert len(workers) == 2, workers
-        time.sleep(3)  # the workers have picked up the jobs
+        time.sleep(3)
+        yield batch, workers
+    finally:
+        batch.kill()
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux) to list the workers")
+def test_workers_end_when_the_batch_process_is_killed():
+    """Killing the process that runs the pool (as a study is stopped) ends its workers too: they must not go on
+    training unseen (their runs resume from checkpoints when the batch is rerun)."""
+    with sleeping_batch() as (batch, workers):
+        batch.send_signal(signal.SIGKILL)
+        batch.communicate()
+        assert _ended(workers, 15), "the workers outlived their killed parent"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux) to list the workers")
+def test_an_interrupted_batch_kills_its_workers():
+    """Ctrl-C (SIGINT to the batch's process, as a notebook kernel is interrupted) ends the call at once with
+    KeyboardInterrupt and kills the workers, instead of waiting for their jobs (here 120 s) to finish."""
+    with sleeping_batch() as (batch, workers):
         batch.send_signal(signal.SIGINT)
         _, err = batch.communicate(timeout=30)
         assert batch.returncode != 0 and "KeyboardInterrupt" in err, err[-2000:]
         assert _ended(workers, 15), "the workers outlived the interrupted batch"
-    finally:
-        batch.kill()
