@@ -1,6 +1,8 @@
-"""Runs per hour: one batch of independent runs, serial (one process, 2 threads) vs a pool of single-thread
-workers (:mod:`ddrl.parallel`), and the same serial batch on the code of ``--baseline-ref`` (the commit before
-issue 16's changes: full three-pass update, no pool), all measured in the same invocation.
+"""Runs per hour: one batch of independent runs, serial (one process) vs a pool of single-thread workers
+(:mod:`ddrl.parallel`), and the same serial batch on the code of ``--baseline-ref`` (the commit before issue 16's
+changes: full three-pass update, no pool, 2 threads), all measured in the same invocation. (Since 2026-11-26
+``Experiment`` computes CPU runs with one thread wherever they run, so today's serial mode is one process at one
+thread; the results recorded before that, ``serial`` at 2 threads, predate it.)
 
 The batch is :meth:`ddrl.experiments.Experiment.grid` -- what notebooks 03-05 call -- over ``--methods`` x
 ``--seeds`` (default TTRL and DAE x 4 seeds = 8 independent runs) on the testbed (``--preset``, default
@@ -10,7 +12,7 @@ subprocess with its own empty run and evaluation cache (the built testbed is lin
 between modes; the wall time includes starting the workers. The machine may be shared: ``os.getloadavg()`` is
 recorded before and after each mode. Writes ``bench/results/runs_per_hour.json``::
 
-    .venv/bin/python bench/runs_per_hour.py            # baseline ref, serial 2 threads, 2 workers x 1 thread
+    .venv/bin/python bench/runs_per_hour.py            # baseline ref (2 threads), serial, 2 workers x 1 thread
 
 The baseline is checked out with ``git worktree add --detach`` into a temporary directory and imported
 instead of this tree (``PYTHONPATH``); its run and evaluation caches are empty like the other modes'.

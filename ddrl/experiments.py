@@ -11,6 +11,7 @@ loads instantly; a killed one resumes). Evaluations are cached by content as wel
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import time
@@ -29,7 +30,7 @@ from ddrl.data import load_questions, resolve_data_dir
 from ddrl.evaluate import evaluate, mean_ci
 from ddrl.logprobs import backend_key
 from ddrl.models import device_key, load_model, paper_overrides, resolve_device
-from ddrl.parallel import default_workers, run_pool
+from ddrl.parallel import compute_threads, default_workers, run_pool
 from ddrl.progress import tqdm
 from ddrl.prompts import format_prompt
 from ddrl.reporting import (cache_root, cached, content_key, grader_fingerprint, records_key, sha256_file,
@@ -87,9 +88,19 @@ class Experiment:
         return Path(self.runs_root or cache_root() / "runs") / f"{preset}-{key[:16]}"
 
     def train(self, method: str, seed: int, **extra: Any):
-        """Train (or load) the run behind ``method``; returns the trainer's :class:`~ddrl.train.RunResult`."""
+        """Train (or load) the run behind ``method``; returns the trainer's :class:`~ddrl.train.RunResult`.
+        On the CPU it computes with one thread (:meth:`threads`)."""
         cfg = self.config(method, seed, **extra)
-        return train(cfg, list(self.adapted), self.run_dir(METHODS[method][0], cfg), progress=self.progress)
+        with self.threads(extra):
+            return train(cfg, list(self.adapted), self.run_dir(METHODS[method][0], cfg), progress=self.progress)
+
+    def threads(self, extra: dict[str, Any] | None = None):
+        """The compute-thread count of this experiment's work: on the CPU one thread, in a pool worker and in
+        this process alike (:func:`ddrl.parallel.compute_threads`), so a run's and an evaluation's numbers do
+        not depend on whether they were computed alone or in a batch (the cache keys do not name a thread
+        count; docs/reliability.md). A config's explicit ``threads`` still applies to its training. Other
+        devices: unchanged."""
+        return compute_threads(1) if self._device(extra or {}).startswith("cpu") else contextlib.nullcontext()
 
     def evaluation_key(self, weights: dict, cfg, seed: int, split: str, recs: Sequence[dict]) -> dict:
         """What an evaluation's scores depend on: the evaluated weights (:func:`weights_sha256`
@@ -127,13 +138,18 @@ class Experiment:
                         "per_question": {"id": [q["id"] for q in e["questions"]],
                                          "pass@1": [q["accuracy"] for q in e["questions"]]}}
 
-            out[split] = cached(key, run, namespace="evaluations")
+            with self.threads({"device": cfg.device}):
+                out[split] = cached(key, run, namespace="evaluations")
         return out
 
     def run(self, method: str, seed: int, *, per_question: bool = False, **extra: Any) -> list[dict]:
         """Rows ``{method, seed, split, pass@1, maj@n, rl_seconds, cor_seconds, ...}`` for one method and seed;
         with ``per_question`` each row also holds ``per_question = {"id", "pass@1"}`` (see :meth:`evaluate`;
         :func:`question_rows` makes them a long table)."""
+        with self.threads(extra):
+            return self._run(method, seed, per_question, **extra)
+
+    def _run(self, method: str, seed: int, per_question: bool, **extra: Any) -> list[dict]:
         cfg = self.config(method, seed, **extra)
         _, weights, _ = METHODS[method]
         info: dict[str, Any] = {"rl_seconds": 0.0, "cor_seconds": 0.0, "run_dir": None, "tokens_per_step": 0.0}

@@ -24,6 +24,7 @@ before.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
 import signal
@@ -32,7 +33,7 @@ import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from ddrl.progress import tqdm
 
@@ -64,6 +65,30 @@ def _exit_with_parent(parent: int, every_s: float = 1.0) -> None:
         time.sleep(every_s)
         if os.getppid() != parent:
             os._exit(1)
+
+
+@contextlib.contextmanager
+def compute_threads(n: int) -> Iterator[None]:
+    """Compute with ``n`` threads inside the block: torch's intra-op count and ``OMP_NUM_THREADS`` (which
+    :func:`ddrl.train.train` reads when its config leaves ``threads`` at 0); both restored on the way out.
+
+    A CPU computation's numbers depend on the thread count at float-rounding level (matmul reductions split
+    differently), and over an RL run that can grow into different sampled tokens, so whatever must give the
+    same numbers wherever it runs fixes its count: every CPU run of :class:`ddrl.experiments.Experiment` (one,
+    as in a pool worker) and every testbed build (:data:`ddrl.testbed.config.BUILD_THREADS`)."""
+    import torch
+
+    before, env = torch.get_num_threads(), os.environ.get("OMP_NUM_THREADS")
+    os.environ["OMP_NUM_THREADS"] = str(n)
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+        if env is None:
+            os.environ.pop("OMP_NUM_THREADS", None)
+        else:
+            os.environ["OMP_NUM_THREADS"] = env
 
 
 def init_worker() -> None:

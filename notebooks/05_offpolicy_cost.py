@@ -206,8 +206,9 @@ def refined(seed_: int, keep: int) -> list[dict]:
         return [{"seed": seed_, "split": s, **e, "cor_seconds": cor_s, "cor_kept": cor.summary()["num_kept"]}
                 for s, e in ev.items()]
 
-    return cached({"tag": tag, "heldout": records_key(heldout), "adapted": records_key(adapted),
-                   "grader": grader_fingerprint()}, run, namespace="evaluations")
+    with exp.threads():  # one compute thread on the CPU, as the grid's runs (Experiment.threads)
+        return cached({"tag": tag, "heldout": records_key(heldout), "adapted": records_key(adapted),
+                       "grader": grader_fingerprint()}, run, namespace="evaluations")
 
 
 keep_1x = exp.config("ddrl", table6_seeds[0]).cor_keep

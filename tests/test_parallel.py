@@ -18,7 +18,7 @@ import torch
 
 from ddrl.experiments import notebook_experiment
 from ddrl import parallel
-from ddrl.parallel import default_workers, pool_pids, run_pool, shutdown_pool
+from ddrl.parallel import compute_threads, default_workers, pool_pids, run_pool, shutdown_pool
 
 KNOBS = dict(episodes=1, prompts_per_step=2, n_votes=8, k_train=4, lr=1e-3, warmup_steps=1, eval_n=2, cor_m=4,
              cor_keep=2, cor_epochs=1, max_new_tokens=32, sample_batch_size=64, mini_batch_size=4,
@@ -64,16 +64,21 @@ def assert_same(a: pd.DataFrame, b: pd.DataFrame) -> None:
 
 @pytest.fixture(scope="module")
 def serial(tmp_path_factory):
-    """The serial path's grid (its own cache, so the pool cannot reuse a cached evaluation), in one thread
-    like the pool's workers. At two threads the numbers differ in float rounding (matmul reductions split
-    differently), which is why env.json records ``torch_threads`` beside every run."""
+    """The serial path's grid (its own cache, so the pool cannot reuse a cached evaluation) in a process set
+    to two threads. ``Experiment`` computes CPU runs and evaluations with one thread wherever they run
+    (``Experiment.threads``): at two threads the numbers differ in float rounding (matmul reductions split
+    differently), and the run directories and evaluations are keyed without a thread count. Before that, this
+    fixture had to set ``OMP_NUM_THREADS=1`` to match the pool. The caller's thread settings come back."""
     root = tmp_path_factory.mktemp("serial")
     mp = pytest.MonkeyPatch()
     mp.setenv("DDRL_CACHE_DIR", str(root / "cache"))
-    mp.setenv("OMP_NUM_THREADS", "1")  # the workers' thread count: float reductions depend on it
+    mp.setenv("OMP_NUM_THREADS", "2")
     threads = torch.get_num_threads()
+    torch.set_num_threads(2)
     try:
-        yield experiment(root / "runs", workers=1).grid(METHODS, SEEDS)
+        df = experiment(root / "runs", workers=1).grid(METHODS, SEEDS)
+        assert torch.get_num_threads() == 2 and os.environ["OMP_NUM_THREADS"] == "2", "thread settings not restored"
+        yield df
     finally:
         mp.undo()
         torch.set_num_threads(threads)
@@ -103,6 +108,14 @@ def _ended(pids: list[int], within_s: float) -> bool:
             return True
         time.sleep(0.2)
     return False
+
+
+def test_compute_threads_sets_both_counts_and_restores_them(monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    before = torch.get_num_threads()
+    with compute_threads(1):
+        assert torch.get_num_threads() == 1 and os.environ["OMP_NUM_THREADS"] == "1"
+    assert torch.get_num_threads() == before and "OMP_NUM_THREADS" not in os.environ
 
 
 def test_default_workers():
@@ -171,7 +184,7 @@ def test_grid_groups_runs_sharing_a_directory(tmp_path):
 
 def test_a_pool_of_two_gives_the_serial_numbers(serial, tmp_path, monkeypatch):
     """Same rows, metrics.jsonl and final weights (bitwise) from 2 single-thread workers as from the serial
-    path in one thread: a run's numbers depend on its seed, not on the worker that ran it."""
+    path in a two-thread process: a run's numbers depend on its seed, not on where it ran."""
     monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path / "cache"))
     assert_same(experiment(tmp_path / "runs", workers=2).grid(METHODS, SEEDS), serial)
 

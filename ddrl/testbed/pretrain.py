@@ -36,6 +36,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from ddrl.answers import extract_boxed, voting_key
+from ddrl.parallel import compute_threads
 from ddrl.progress import tqdm
 from ddrl.prompts import format_prompt
 from ddrl.reporting import owner_lock, sha256_file, weight_files
@@ -339,10 +340,9 @@ def build(preset: str = "default", cache_dir: str | os.PathLike | None = None, p
             install_build(src, final, weights)
             return final
         tmp = root / f".tmp-{final.name}-{os.getpid()}-{time.time_ns()}"
-        threads = torch.get_num_threads()
         try:
-            torch.set_num_threads(BUILD_THREADS)
-            model, tokenizer, info = pretrain(cfg, progress=progress)
+            with compute_threads(BUILD_THREADS):
+                model, tokenizer, info = pretrain(cfg, progress=progress)
             model.save_pretrained(tmp)
             tokenizer.save_pretrained(tmp)
             meta = {"preset": preset, "hash": cfg.config_hash(), "version": TESTBED_VERSION, "config": cfg.to_dict(),
@@ -354,7 +354,6 @@ def build(preset: str = "default", cache_dir: str | os.PathLike | None = None, p
                 shutil.rmtree(stale, ignore_errors=True)
             os.rename(tmp, final)
         finally:
-            torch.set_num_threads(threads)
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
     return final
