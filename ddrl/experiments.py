@@ -39,7 +39,8 @@ from ddrl.runs import RunDir, fingerprint
 from ddrl.sampling import make_sampler
 from ddrl.seeds import derive_seed
 from ddrl.config import make_config, resolve_cue
-from ddrl.train import train
+from ddrl.cor import refine_with_config
+from ddrl.train import strip_truth, train
 
 #: method -> (trainer preset, weights to evaluate: "final" or "rl" = before COR, extra overrides)
 METHODS: dict[str, tuple[str, str, dict[str, Any]]] = {
@@ -169,6 +170,30 @@ class Experiment:
         evals = self.evaluate(model, tok, cfg, seed, tag)
         return [{"method": method, "seed": seed, "split": split, **{k: v for k, v in ev.items() if per_question or k != "per_question"},
                  **info, **extra} for split, ev in evals.items()]
+
+    def refined(self, seed: int, keep: int) -> list[dict]:
+        """Refinement size (Table 6; claim R1): COR keeping ``keep`` agreeing rollouts per question, run from
+        the RL-only weights of ``seed``'s DDRL run with the trainer's own COR call and settings
+        (:func:`ddrl.cor.refine_with_config`), then evaluated (:meth:`evaluate`). Rows ``{seed, split, pass@1,
+        maj@n, ..., per_question, rl_seconds, cor_seconds, cor_kept, run_dir}``, one per split, cached by the
+        run, ``keep``, the questions and the grader (notebook 05 and the claims study share the entries)."""
+        res = self.train("ddrl", seed)
+        c = res.config
+
+        def run():
+            RunDir(res.run_dir).load_weights("rl", res.model)
+            t0 = time.perf_counter()
+            cor = refine_with_config(res.model, res.tokenizer, [strip_truth(r) for r in self.adapted], c, keep=keep,
+                                     progress=self.progress)
+            cor_s = time.perf_counter() - t0
+            ev = self.evaluate(res.model, res.tokenizer, c, seed, f"{res.run_dir}:rl+cor_keep{keep}")
+            return [{"seed": seed, "split": s, **e, "rl_seconds": res.rl_seconds, "cor_seconds": cor_s,
+                     "cor_kept": cor.summary()["num_kept"], "run_dir": str(res.run_dir)} for s, e in ev.items()]
+
+        with self.threads({"device": c.device}):
+            return cached({"what": "cor-size-v1", "run": Path(res.run_dir).name, "keep": keep,
+                           "adapted": records_key(self.adapted), "heldout": records_key(self.heldout),
+                           "grader": grader_fingerprint()}, run, namespace="evaluations")
 
     def grid(self, methods: Sequence[str], seeds: Sequence[int], **extra: Any) -> pd.DataFrame:
         """:meth:`run` for every method and seed, as one long DataFrame.

@@ -37,8 +37,6 @@ from tabulate import tabulate
 
 from ddrl import claims as C
 from ddrl.analysis import answer_groups, group_advantages
-from ddrl.config import resolve_cue
-from ddrl.cor import consensus_refinement
 from ddrl.experiments import METHODS, cached_rollouts, model_fingerprint, question_rows
 from ddrl.logprobs import pinned_backend
 from ddrl.models import resolve_device
@@ -46,13 +44,12 @@ from ddrl.parallel import default_workers, run_pool
 from ddrl.regimes import WEAK_REGIME, Regime
 from ddrl.reporting import REPO, atomic_write_bytes, cached, content_key, grader_fingerprint, records_key
 from ddrl.runs import RunDir
-from ddrl.seeds import derive_seed
 from ddrl.study_analysis import analyse_claims, analyse_stage1, progress, run_minutes
 from ddrl.study_figures import render_results
 from ddrl.study_plan import (BASE, COR_4X, RESULTS, REUSES_RUN, SCALES, STEP_COLUMNS, Job, Scale, check_weights, experiment,
                              export_base_models, is_built, load_regimes, regimes_path, stage1_jobs, stage2_jobs,
                              wants_heldout, write_replication)
-from ddrl.train import steps_per_episode, strip_truth
+from ddrl.train import steps_per_episode
 
 # ---------------------------------------------------------------------------------------------------------
 # One job: train / load, evaluate, write the CSVs
@@ -87,29 +84,9 @@ def _done(path: Path, key: str) -> bool:
 
 
 def cor_size_rows(exp, seed: int, keep: int) -> list[dict]:
-    """R1 (Table 6): COR keeping ``keep`` rollouts per question from the DDRL run's RL-only weights, with the
-    trainer's own COR call and settings (as notebook 05's Table 6), then evaluated; cached by run and keep."""
-
-
-    res = exp.train("ddrl", seed)
-    c = res.config
-
-    def run():
-        RunDir(res.run_dir).load_weights("rl", res.model)
-        t0 = time.perf_counter()
-        cor = consensus_refinement(
-            res.model, res.tokenizer, [strip_truth(r) for r in exp.adapted], m=c.cor_m, keep=keep, epochs=c.cor_epochs,
-            lr=c.cor_lr, temperature=c.eval_temperature, top_p=c.eval_top_p, max_new_tokens=c.max_new_tokens,
-            seed=derive_seed(c.seed, "cor"), cue=resolve_cue(c.cue, c.model), batch_size=c.cor_batch_size,
-            sample_batch_size=c.sample_batch_size, weight_decay=c.weight_decay, grad_clip=c.grad_clip)
-        cor_s = time.perf_counter() - t0
-        ev = exp.evaluate(res.model, res.tokenizer, c, seed, f"{res.run_dir}:rl+cor_keep{keep}")
-        return [{"method": COR_4X, "seed": seed, "split": s, **e, "rl_seconds": res.rl_seconds, "cor_seconds": cor_s,
-                 "cor_kept": cor.summary()["num_kept"], "run_dir": str(res.run_dir)} for s, e in ev.items()]
-
-    return cached({"what": "cor-size-v1", "run": Path(res.run_dir).name, "keep": keep,
-                   "adapted": records_key(exp.adapted), "heldout": records_key(exp.heldout),
-                   "grader": grader_fingerprint()}, run, namespace="evaluations")
+    """R1 (Table 6): :meth:`ddrl.experiments.Experiment.refined` (COR keeping ``keep`` rollouts per question
+    from the DDRL run's RL-only weights, evaluated; as notebook 05's Table 6), its rows named ``COR_4X``."""
+    return [{**r, "method": COR_4X} for r in exp.refined(seed, keep)]
 
 
 def question_frame(rows: Sequence[dict], regime: str, key: str) -> pd.DataFrame:

@@ -97,11 +97,9 @@ from IPython.display import Markdown, display
 from ddrl import tables as T
 from ddrl.experiments import notebook_experiment, summarize
 from ddrl.plotting import ci_yerr, color, set_style
-from ddrl.reporting import Reporter, cached, grader_fingerprint, records_key
-from ddrl.runs import RunDir
-from ddrl.cor import refine_with_config
+from ddrl.reporting import Reporter
 from ddrl import paper
-from ddrl.train import extra_rl_factor, steps_per_episode, strip_truth
+from ddrl.train import extra_rl_factor, steps_per_episode
 
 label = T.method_label
 set_style()
@@ -186,31 +184,10 @@ display(Markdown(" ".join(T.direction_sentences(directions4))))
 #
 # COR from the RL-only weights of each DDRL run with `cor_keep x multiplier` agreeing rollouts per question
 # (`cor_keep` as the run's config has it: with `paper_settings`, the paper's value for the benchmark)
-# (fewer when fewer agree). The call is the trainer's own COR call (`ddrl.cor.refine_with_config`, same
-# seed and settings), cached by run directory and size.
+# (fewer when fewer agree): `exp.refined(seed, keep)`, the trainer's own COR call (`ddrl.cor.refine_with_config`,
+# same seed and settings) then evaluated, cached by run directory and size and shared with the claims study's R1.
 
 # %%
-def refined(seed_: int, keep: int) -> list[dict]:
-    """Evaluation rows after COR with ``keep`` rollouts per question on the DDRL run's RL-only weights."""
-    res = exp.train("ddrl", seed_)
-    c = res.config
-    tag = f"{res.run_dir}:rl+cor_keep{keep}"
-
-    def run():
-        RunDir(res.run_dir).load_weights("rl", res.model)
-        t0 = time.perf_counter()
-        cor = refine_with_config(res.model, res.tokenizer, [strip_truth(r) for r in adapted], c, keep=keep,
-                                 progress=progress)
-        cor_s = time.perf_counter() - t0
-        ev = exp.evaluate(res.model, res.tokenizer, c, seed_, tag)
-        return [{"seed": seed_, "split": s, **e, "cor_seconds": cor_s, "cor_kept": cor.summary()["num_kept"]}
-                for s, e in ev.items()]
-
-    with exp.threads():  # one compute thread on the CPU, as the grid's runs (Experiment.threads)
-        return cached({"tag": tag, "heldout": records_key(heldout), "adapted": records_key(adapted),
-                       "grader": grader_fingerprint()}, run, namespace="evaluations")
-
-
 keep_1x = exp.config("ddrl", table6_seeds[0]).cor_keep
 rows6 = []
 for s in table6_seeds:
@@ -221,7 +198,8 @@ for s in table6_seeds:
                 rows6.append({"seed": s, "split": r["split"], "pass@1": r["pass@1"], "maj@n": r["maj@n"],
                               "cor_seconds": r["cor_seconds"], "cor_kept": r["cor_kept"], "size": "1x", "keep": keep})
         else:
-            rows6 += [{**r, "size": f"{mult}x", "keep": keep} for r in refined(s, keep)]
+            rows6 += [{**{k: r[k] for k in ("seed", "split", "pass@1", "maj@n", "cor_seconds", "cor_kept")},
+                       "size": f"{mult}x", "keep": keep} for r in exp.refined(s, keep)]
 df6 = pd.DataFrame(rows6)
 rep.table(df6, "table6_runs")
 t6 = summarize(df6, "pass@1", by=("size", "split"))

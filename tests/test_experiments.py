@@ -201,3 +201,27 @@ def test_keys_name_the_device_kind_off_the_cpu(tmp_path, monkeypatch):
     monkeypatch.setattr(ddrl.models, "resolve_device", lambda d: torch.device("cuda") if d == "auto" else real(d))
     on_gpu = exp.run_dir("ttrl", cfg), exp.evaluation_key(weights, cfg, 0, "adapted", recs)
     assert on_gpu[0] != on_cpu[0] and on_gpu[1] == {**on_cpu[1], "device": "cuda"}
+
+
+def test_refined_runs_cor_at_another_size_once_and_matches_the_run_at_its_own(tmp_path, monkeypatch):
+    """``Experiment.refined`` (Table 6, claim R1): COR from the DDRL run's RL-only weights with ``keep``
+    rollouts per question, evaluated; at the run's own ``cor_keep`` it reproduces the DDRL run's final
+    pass@1 (the same COR call and seed), a second call is served from the cache without refining again."""
+    import pytest
+
+    from ddrl import experiments as E
+
+    monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path))
+    knobs = {**KNOBS, "episodes": 1}
+    exp = notebook_experiment(model="testbed", testbed_preset="tiny", dataset="testbed_test", data_dir=None,
+                              n_adapted=4, n_heldout=2, seed=0, paper_settings=None, trainer=knobs, progress=False)
+    keep = exp.config("ddrl", 0).cor_keep
+    same = exp.refined(0, keep)
+    ddrl = exp.run("ddrl", 0)
+    assert [r["split"] for r in same] == ["adapted", "heldout"]
+    assert [r["pass@1"] for r in same] == [r["pass@1"] for r in ddrl]
+    assert [r["cor_kept"] for r in same] == [r["cor_kept"] for r in ddrl]
+    bigger = exp.refined(0, 2 * keep)
+    assert all(0 < r["cor_kept"] <= 2 * keep * len(exp.adapted) for r in bigger)
+    monkeypatch.setattr(E, "refine_with_config", lambda *a, **k: pytest.fail("refined again instead of cached"))
+    assert exp.refined(0, 2 * keep) == bigger
