@@ -8,7 +8,10 @@ seeds change rollouts, selection, mini-batch order and evaluation samples.
 The loop is :class:`ddrl.experiments.Experiment`, the same one notebook 03 uses, so runs and evaluations are
 shared through the cache (``$DDRL_CACHE_DIR``, default ``.cache/``): a rerun resumes, and the notebook reuses
 what this script trained. DDRL (RL only) is the RL-only checkpoint of the DDRL run, so one run gives both
-rows. Writes ``bench/results/train.json`` and prints a table. Run it under the shared CPU lock::
+rows. Writes ``bench/results/train.json`` and prints a table. The runs go one after another in this process,
+each computing with one thread (the ``Experiment`` fixes that on the CPU, so they are the notebooks' runs
+bit for bit; docs/reliability.md): the times in the committed ``train.json`` were measured before that, at
+``OMP_NUM_THREADS=2``. Run it under the shared CPU lock::
 
     OMP_NUM_THREADS=2 flock /tmp/ddrl-cpu.lock .venv/bin/python bench/train.py --seeds 0 1 2
 """
