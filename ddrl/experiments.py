@@ -17,7 +17,7 @@ import hashlib
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -198,21 +198,29 @@ class Experiment:
     def grid(self, methods: Sequence[str], seeds: Sequence[int], **extra: Any) -> pd.DataFrame:
         """:meth:`run` for every method and seed, as one long DataFrame.
 
-        With ``workers`` > 1 (by default one per core on a CPU, when there are >= 2 independent runs) the runs
-        go to :func:`ddrl.parallel.run_pool`: the (method, seed) pairs that share a run directory (``bcs_dae``
-        and ``ddrl`` are one run) form one job, and the rows come back in the serial order."""
+        The (method, seed) pairs that share a run directory (``bcs_dae`` and ``ddrl`` are one run) form one
+        job; the jobs go to :meth:`map` (a pool of workers on a CPU) and the rows come back in the serial
+        order."""
         pairs = [(m, seed) for seed in seeds for m in methods]
-        groups = self.independent_runs(pairs, **extra)
-        workers = self.workers if self.workers is not None else default_workers(len(groups), self._device(extra))
+        done = self.map(_run_pairs, [(g, extra) for g in self.independent_runs(pairs, **extra)], extra)
+        by_pair = {pair: rows for group in done for pair, rows in group}
+        return pd.DataFrame([row for pair in pairs for row in by_pair[pair]])
+
+    def refined_grid(self, seeds: Sequence[int], keeps: Sequence[int]) -> dict[tuple[int, int], list[dict]]:
+        """:meth:`refined` for every seed and refinement size, through :meth:`map`: ``{(seed, keep): rows}``."""
+        jobs = [(seed, keep) for seed in seeds for keep in keeps]
+        return dict(zip(jobs, self.map(_refine, jobs, {}, desc="refinements")))
+
+    def map(self, fn: Callable[[Experiment, Any], Any], items: Sequence[Any], extra: dict[str, Any],
+            desc: str = "runs") -> list[Any]:
+        """``[fn(self, item) for item in items]``, independent jobs: with ``workers`` > 1 (by default one per
+        core on a CPU, when there are >= 2 jobs) in :func:`ddrl.parallel.run_pool`'s single-thread workers
+        (each gets a quiet copy of this experiment), else here. ``fn`` is a module-level function."""
+        workers = self.workers if self.workers is not None else default_workers(len(items), self._device(extra))
         if workers <= 1:  # the serial path
-            rows = [row for m, seed in pairs for row in self.run(m, seed, **extra)]
-        else:
-            quiet = replace(self, progress=False, workers=1)
-            done = run_pool(_run_pairs, [(quiet, g, extra) for g in groups], workers, desc="runs",
-                            progress=self.progress)
-            by_pair = {pair: rows for group in done for pair, rows in group}
-            rows = [row for pair in pairs for row in by_pair[pair]]
-        return pd.DataFrame(rows)
+            return [fn(self, item) for item in items]
+        quiet = replace(self, progress=False, workers=1)
+        return run_pool(_apply, [(fn, quiet, item) for item in items], workers, desc=desc, progress=self.progress)
 
     def independent_runs(self, pairs: Sequence[tuple[str, int]], **extra: Any) -> list[list[tuple[str, int]]]:
         """``pairs`` grouped by the run directory they train (or, for untrained methods, by method and seed),
@@ -239,10 +247,21 @@ class Experiment:
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def _run_pairs(job: tuple[Experiment, list[tuple[str, int]], dict[str, Any]]) -> list[tuple[tuple[str, int], list[dict]]]:
-    """A pool worker's job (:meth:`Experiment.grid`): :meth:`Experiment.run` for pairs sharing one run."""
-    exp, pairs, extra = job
+def _apply(job: tuple[Callable[[Experiment, Any], Any], Experiment, Any]) -> Any:
+    """A pool worker's job (:meth:`Experiment.map`)."""
+    fn, exp, item = job
+    return fn(exp, item)
+
+
+def _run_pairs(exp: Experiment, job: tuple[list[tuple[str, int]], dict[str, Any]]) -> list[tuple[tuple[str, int], list[dict]]]:
+    """:meth:`Experiment.run` for (method, seed) pairs sharing one run (:meth:`Experiment.grid`)."""
+    pairs, extra = job
     return [((m, seed), exp.run(m, seed, **extra)) for m, seed in pairs]
+
+
+def _refine(exp: Experiment, job: tuple[int, int]) -> list[dict]:
+    """:meth:`Experiment.refined` for one (seed, keep) (:meth:`Experiment.refined_grid`)."""
+    return exp.refined(*job)
 
 
 #: Notebook knobs kept when ``paper_settings`` replaces the rest with the paper's settings: memory and

@@ -185,21 +185,19 @@ display(Markdown(" ".join(T.direction_sentences(directions4))))
 # COR from the RL-only weights of each DDRL run with `cor_keep x multiplier` agreeing rollouts per question
 # (`cor_keep` as the run's config has it: with `paper_settings`, the paper's value for the benchmark)
 # (fewer when fewer agree): `exp.refined(seed, keep)`, the trainer's own COR call (`ddrl.cor.refine_with_config`,
-# same seed and settings) then evaluated, cached by run directory and size and shared with the claims study's R1.
+# same seed and settings) then evaluated, cached by run directory and size and shared with the claims study's R1;
+# `exp.refined_grid` runs the seeds x sizes in the pool.
 
 # %%
 keep_1x = exp.config("ddrl", table6_seeds[0]).cor_keep
+others = exp.refined_grid(table6_seeds, [keep_1x * m for m in size_multipliers if m != 1])  # in the pool
 rows6 = []
 for s in table6_seeds:
     for mult in size_multipliers:
         keep = keep_1x * mult
-        if mult == 1:  # the DDRL run itself
-            for r in exp.run("ddrl", s):
-                rows6.append({"seed": s, "split": r["split"], "pass@1": r["pass@1"], "maj@n": r["maj@n"],
-                              "cor_seconds": r["cor_seconds"], "cor_kept": r["cor_kept"], "size": "1x", "keep": keep})
-        else:
-            rows6 += [{**{k: r[k] for k in ("seed", "split", "pass@1", "maj@n", "cor_seconds", "cor_kept")},
-                       "size": f"{mult}x", "keep": keep} for r in exp.refined(s, keep)]
+        rows = exp.run("ddrl", s) if mult == 1 else others[(s, keep)]  # 1x: the DDRL run itself
+        rows6 += [{"seed": s, **{k: r[k] for k in ("split", "pass@1", "maj@n", "cor_seconds", "cor_kept")},
+                   "size": f"{mult}x", "keep": keep} for r in rows]
 df6 = pd.DataFrame(rows6)
 rep.table(df6, "table6_runs")
 t6 = summarize(df6, "pass@1", by=("size", "split"))

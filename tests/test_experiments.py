@@ -206,7 +206,8 @@ def test_keys_name_the_device_kind_off_the_cpu(tmp_path, monkeypatch):
 def test_refined_runs_cor_at_another_size_once_and_matches_the_run_at_its_own(tmp_path, monkeypatch):
     """``Experiment.refined`` (Table 6, claim R1): COR from the DDRL run's RL-only weights with ``keep``
     rollouts per question, evaluated; at the run's own ``cor_keep`` it reproduces the DDRL run's final
-    pass@1 (the same COR call and seed), a second call is served from the cache without refining again."""
+    pass@1 (the same COR call and seed), a second call is served from the cache without refining again, and
+    ``refined_grid`` gives the same rows from the pool's workers."""
     import pytest
 
     from ddrl import experiments as E
@@ -223,5 +224,7 @@ def test_refined_runs_cor_at_another_size_once_and_matches_the_run_at_its_own(tm
     assert [r["cor_kept"] for r in same] == [r["cor_kept"] for r in ddrl]
     bigger = exp.refined(0, 2 * keep)
     assert all(0 < r["cor_kept"] <= 2 * keep * len(exp.adapted) for r in bigger)
+    exp.workers = 2  # refined_grid through the pool: the workers read the same cache entries
+    assert exp.refined_grid([0], [keep, 2 * keep]) == {(0, keep): same, (0, 2 * keep): bigger}
     monkeypatch.setattr(E, "refine_with_config", lambda *a, **k: pytest.fail("refined again instead of cached"))
     assert exp.refined(0, 2 * keep) == bigger
