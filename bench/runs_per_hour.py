@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -88,6 +89,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2, help="threads of the serial process")
     ap.add_argument("--baseline-ref", default="8d2ebce",
                     help="git commit measured as today's code (serial); '' skips it. Default: main before issue 16")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="> 1: baseline and pool only, R times in alternating order (baseline pool, pool baseline, "
+                         "...); reports every round's ratio and their geometric mean with a 95%% t-interval")
     ap.add_argument("--batch", action="store_true", help=argparse.SUPPRESS)  # internal: one mode, JSON on stdout
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "runs_per_hour.json"))
     args = ap.parse_args()
@@ -98,6 +102,8 @@ def main() -> None:
     from ddrl.testbed import build
 
     testbed_cache = build(args.preset, progress=True).parent
+    if args.rounds > 1:
+        return alternate(args, testbed_cache)
     modes = []
     if args.baseline_ref:
         with tempfile.TemporaryDirectory(prefix="runs_per_hour-baseline-") as tmp:
@@ -136,6 +142,47 @@ def main() -> None:
     print(f"pool / serial runs per hour: {result['pool_over_serial']:.2f}x; identical scores: {same}")
     if baseline:
         print(f"pool / baseline ({args.baseline_ref}) runs per hour: {result['pool_over_baseline']:.2f}x")
+
+
+def alternate(args, testbed_cache: Path) -> None:
+    """``--rounds R``: the baseline and the pool, R times in alternating order, each mode in a fresh process with
+    an empty cache as in a single run; the ratio of each round and their geometric mean with a 95% t-interval
+    (``bench/rl_step.py``'s :func:`geometric_mean_ci`). On a machine whose speed drifts by up to 1.5x within
+    minutes, one sequence of modes cannot decide a ratio threshold (docs/benchmarks.md)."""
+    if not args.baseline_ref:
+        raise SystemExit("--rounds needs a baseline (--baseline-ref)")
+    sys.path.insert(0, str(Path(__file__).parent))
+    from rl_step import geometric_mean_ci
+
+    rounds = []
+    with tempfile.TemporaryDirectory(prefix="runs_per_hour-baseline-") as tmp:
+        code = Path(tmp) / "code"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(code), args.baseline_ref],
+                       check=True)
+        try:
+            for r in range(args.rounds):
+                order = ("baseline", "pool") if r % 2 == 0 else ("pool", "baseline")
+                got = {m: measure("baseline", 1, args.threads, args, testbed_cache, code=code) if m == "baseline"
+                       else measure("pool", args.workers, 1, args, testbed_cache) for m in order}
+                ratio = got["baseline"]["process_s"] / got["pool"]["process_s"]
+                rounds.append({"order": list(order), "ratio": ratio, **got})
+                print(f"round {r}: baseline {got['baseline']['process_s']:.1f} s, pool {got['pool']['process_s']:.1f} s: "
+                      f"{ratio:.2f}x (load {got[order[0]]['loadavg_before'][0]:.2f} -> "
+                      f"{got[order[1]]['loadavg_after'][0]:.2f})", flush=True)
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(code)], check=False)
+    ratios = [x["ratio"] for x in rounds]
+    gm, lo, hi = geometric_mean_ci(ratios)
+    same = all(x["baseline"]["scores"] == x["pool"]["scores"] == rounds[0]["pool"]["scores"] for x in rounds)
+    result = {"setup": {"preset": args.preset, "methods": args.methods, "seeds": args.seeds,
+                        "runs": len(args.methods) * len(args.seeds), "adapted": args.adapted, "episodes": args.episodes,
+                        "cpu_count": os.cpu_count(), "baseline_ref": args.baseline_ref, "rounds": args.rounds},
+              "rounds": rounds, "ratios": ratios, "median_ratio": statistics.median(ratios),
+              "pool_over_baseline": {"geometric_mean": gm, "ci95": [lo, hi]}, "same_scores": same}
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    print(f"pool / baseline ({args.baseline_ref}) runs per hour over {args.rounds} rounds: geometric mean {gm:.2f}x "
+          f"[{lo:.2f}, {hi:.2f}], median {statistics.median(ratios):.2f}x; identical scores: {same}")
 
 
 if __name__ == "__main__":
