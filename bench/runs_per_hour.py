@@ -21,6 +21,7 @@ instead of this tree (``PYTHONPATH``); its run and evaluation caches are empty l
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -29,6 +30,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, os.environ.get("DDRL_BENCH_CODE", str(ROOT)))  # the code a mode measures (see measure)
@@ -78,6 +80,31 @@ def measure(mode: str, workers: int, threads: int, args, testbed_cache: Path, co
                 "loadavg_before": load_before, "loadavg_after": os.getloadavg()}
 
 
+@contextlib.contextmanager
+def baseline_checkout(ref: str) -> Iterator[Path]:
+    """The code of ``ref`` in a temporary ``git worktree`` (removed on the way out), imported by the baseline
+    mode instead of this tree."""
+    with tempfile.TemporaryDirectory(prefix="runs_per_hour-baseline-") as tmp:
+        code = Path(tmp) / "code"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(code), ref], check=True)
+        try:
+            yield code
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(code)], check=False)
+
+
+def setup(args) -> dict:
+    """What a result was measured on (the batch and the machine)."""
+    return {"preset": args.preset, "methods": args.methods, "seeds": args.seeds,
+            "runs": len(args.methods) * len(args.seeds), "adapted": args.adapted, "episodes": args.episodes,
+            "cpu_count": os.cpu_count()}
+
+
+def write_result(args, result: dict) -> None:
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", default="default", help="testbed preset")
@@ -106,15 +133,9 @@ def main() -> None:
         return alternate(args, testbed_cache)
     modes = []
     if args.baseline_ref:
-        with tempfile.TemporaryDirectory(prefix="runs_per_hour-baseline-") as tmp:
-            code = Path(tmp) / "code"
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(code), args.baseline_ref],
-                           check=True)
-            try:
-                modes.append(measure("baseline", 1, args.threads, args, testbed_cache, code=code))
-                modes[-1]["ref"] = args.baseline_ref
-            finally:
-                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(code)], check=False)
+        with baseline_checkout(args.baseline_ref) as code:
+            modes.append(measure("baseline", 1, args.threads, args, testbed_cache, code=code))
+            modes[-1]["ref"] = args.baseline_ref
     modes += [measure("serial", 1, args.threads, args, testbed_cache),
               measure("pool", args.workers, 1, args, testbed_cache)]
     serial, pool = modes[-2:]
@@ -124,17 +145,14 @@ def main() -> None:
         m["runs_per_hour"] = runs * 3600 / m["process_s"]
     same = serial["scores"] == pool["scores"]
     result = {
-        "setup": {"preset": args.preset, "methods": args.methods, "seeds": args.seeds, "runs": runs,
-                  "adapted": args.adapted, "episodes": args.episodes, "cpu_count": os.cpu_count(),
-                  "note": "machine shared with other jobs: see loadavg_before/after of each mode"},
+        "setup": {**setup(args), "note": "machine shared with other jobs: see loadavg_before/after of each mode"},
         "modes": modes,
         "pool_over_serial": serial["process_s"] / pool["process_s"],
         "pool_over_baseline": baseline["process_s"] / pool["process_s"] if baseline else None,
         "serial_over_baseline": baseline["process_s"] / serial["process_s"] if baseline else None,
         "same_scores": same,
     }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    write_result(args, result)
     for m in modes:
         print(f"{m['mode']:<7} workers {m['workers']} x {m['omp_threads']} thread(s): {m['process_s']:7.1f} s for "
               f"{runs} runs = {m['runs_per_hour']:6.1f} runs/h (load {m['loadavg_before'][0]:.2f} -> "
@@ -155,32 +173,23 @@ def alternate(args, testbed_cache: Path) -> None:
     from rl_step import geometric_mean_ci
 
     rounds = []
-    with tempfile.TemporaryDirectory(prefix="runs_per_hour-baseline-") as tmp:
-        code = Path(tmp) / "code"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(code), args.baseline_ref],
-                       check=True)
-        try:
-            for r in range(args.rounds):
-                order = ("baseline", "pool") if r % 2 == 0 else ("pool", "baseline")
-                got = {m: measure("baseline", 1, args.threads, args, testbed_cache, code=code) if m == "baseline"
-                       else measure("pool", args.workers, 1, args, testbed_cache) for m in order}
-                ratio = got["baseline"]["process_s"] / got["pool"]["process_s"]
-                rounds.append({"order": list(order), "ratio": ratio, **got})
-                print(f"round {r}: baseline {got['baseline']['process_s']:.1f} s, pool {got['pool']['process_s']:.1f} s: "
-                      f"{ratio:.2f}x (load {got[order[0]]['loadavg_before'][0]:.2f} -> "
-                      f"{got[order[1]]['loadavg_after'][0]:.2f})", flush=True)
-        finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(code)], check=False)
+    with baseline_checkout(args.baseline_ref) as code:
+        for r in range(args.rounds):
+            order = ("baseline", "pool") if r % 2 == 0 else ("pool", "baseline")
+            got = {m: measure("baseline", 1, args.threads, args, testbed_cache, code=code) if m == "baseline"
+                   else measure("pool", args.workers, 1, args, testbed_cache) for m in order}
+            ratio = got["baseline"]["process_s"] / got["pool"]["process_s"]
+            rounds.append({"order": list(order), "ratio": ratio, **got})
+            print(f"round {r}: baseline {got['baseline']['process_s']:.1f} s, pool {got['pool']['process_s']:.1f} s: "
+                  f"{ratio:.2f}x (load {got[order[0]]['loadavg_before'][0]:.2f} -> "
+                  f"{got[order[1]]['loadavg_after'][0]:.2f})", flush=True)
     ratios = [x["ratio"] for x in rounds]
     gm, lo, hi = geometric_mean_ci(ratios)
     same = all(x["baseline"]["scores"] == x["pool"]["scores"] == rounds[0]["pool"]["scores"] for x in rounds)
-    result = {"setup": {"preset": args.preset, "methods": args.methods, "seeds": args.seeds,
-                        "runs": len(args.methods) * len(args.seeds), "adapted": args.adapted, "episodes": args.episodes,
-                        "cpu_count": os.cpu_count(), "baseline_ref": args.baseline_ref, "rounds": args.rounds},
+    result = {"setup": {**setup(args), "baseline_ref": args.baseline_ref, "rounds": args.rounds},
               "rounds": rounds, "ratios": ratios, "median_ratio": statistics.median(ratios),
               "pool_over_baseline": {"geometric_mean": gm, "ci95": [lo, hi]}, "same_scores": same}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    write_result(args, result)
     print(f"pool / baseline ({args.baseline_ref}) runs per hour over {args.rounds} rounds: geometric mean {gm:.2f}x "
           f"[{lo:.2f}, {hi:.2f}], median {statistics.median(ratios):.2f}x; identical scores: {same}")
 
