@@ -7,6 +7,7 @@ per-run CSVs into ``results/stage1.json`` and ``results/claims.json`` is :mod:`d
     python -m ddrl.study --stage 1 [--budget-min N] [--regimes aime_like ...]   # no adaptation, TTRL, DDRL, seeds 0-5
     python -m ddrl.study --analyse stage1        # variance components + seeds per regime -> results/stage1.json
     python -m ddrl.study --stage 2 [--budget-min N]                            # the rest, in the plan's priority order
+    python -m ddrl.study --heldout-x             # H1x (plan Amendment 11): H1 on 1,536 fresh held-out questions
     python -m ddrl.study --analyse claims        # every claim's estimate, interval, verdict -> results/claims.json
     python -m ddrl.study --status                # CSVs written per stage and the measured worker time left
 
@@ -46,9 +47,10 @@ from ddrl.reporting import REPO, atomic_write_bytes, cached, content_key, grader
 from ddrl.runs import RunDir
 from ddrl.study_analysis import analyse_claims, analyse_stage1, progress, run_minutes
 from ddrl.study_figures import render_results
-from ddrl.study_plan import (BASE, COR_4X, RESULTS, REUSES_RUN, SCALES, STEP_COLUMNS, Job, Scale, check_weights, experiment,
-                             export_base_models, is_built, load_regimes, regimes_path, stage1_jobs, stage2_jobs,
-                             wants_heldout, write_replication)
+from ddrl.study_plan import (BASE, COR_4X, HELDOUT_X, RESULTS, REUSES_RUN, SCALES, STEP_COLUMNS, Job, Scale,
+                             check_weights, experiment, export_base_models, heldout_x_jobs, heldout_x_records,
+                             is_built, load_regimes, regimes_path, stage1_jobs, stage2_jobs, wants_heldout,
+                             write_replication)
 from ddrl.train import steps_per_episode
 
 # ---------------------------------------------------------------------------------------------------------
@@ -170,6 +172,49 @@ def run_base_job(regime: Regime, scale: Scale, seed: int, out_dir: str | Path) -
     return "ran"
 
 
+def heldout_x_path(out_dir: str | Path, regime: str, method: str, seed: int) -> Path:
+    """H1x's CSV of a method and seed (plan Amendment 11), apart from the registered runs' CSVs."""
+    return Path(out_dir) / HELDOUT_X / regime / f"{method}-seed{seed:02d}.csv"
+
+
+def heldout_x_key(regime: Regime, scale: Scale, method: str, seed: int, held: Sequence[dict]) -> str:
+    """What an H1x CSV depends on: everything the method's registered CSV does (:func:`job_key`) and the fresh
+    questions with their answers."""
+    return content_key({"what": "study-heldout-x-v1", "run": job_key(regime, scale, method, seed),
+                        "questions": records_key(held)})[:20]
+
+
+def same_as_registered(adapted: pd.DataFrame, registered: Path) -> bool | None:
+    """Whether a run's adapted per-question pass@1 (``adapted``: :func:`question_frame` rows of split
+    ``adapted``) equals the committed CSV ``registered``'s on every question; None when that CSV is absent."""
+    if not registered.is_file():
+        return None
+    reg = pd.read_csv(registered, dtype={"question": str})
+    reg = reg[reg.split == "adapted"].set_index("question")["pass@1"]
+    ours = adapted.set_index("question")["pass@1"]
+    return bool(len(ours) == len(reg) and ours.index.equals(reg.index) and (ours.to_numpy() == reg.to_numpy()).all())
+
+
+def run_heldout_x_job(j: Job, regime: Regime, scale: Scale, out_dir: str | Path, runs_root: str | Path | None) -> str:
+    """H1x (plan Amendment 11): each of the job's methods trained (or loaded) as the study does and evaluated on
+    the regime's fresh held-out questions (:func:`~ddrl.study_plan.heldout_x_records`); one CSV per method of
+    split ``heldout_x``, with ``registered_reproduced``: whether the run's adapted pass@1 equals the committed
+    run's (:func:`same_as_registered`). Returns "ran" or "loaded"."""
+
+    held = heldout_x_records(regime, scale.n_heldout_x)
+    exp, status = experiment(regime, scale, True, runs_root, held=held), "loaded"
+    for m in j.methods:
+        key, path = heldout_x_key(regime, scale, m, j.seed, held), heldout_x_path(out_dir, j.regime, m, j.seed)
+        if _done(path, key):
+            continue
+        status = "ran"
+        df = question_frame(exp.run(m, j.seed, per_question=True), j.regime, key)
+        reproduced = same_as_registered(df[df.split == "adapted"], csv_path(out_dir, j.regime, m, j.seed))
+        df = df[df.split == "heldout"].assign(split=HELDOUT_X, registered_reproduced=reproduced)
+        atomic_write_bytes(path, df.to_csv(index=False).encode())
+    return status
+
+
 def run_job(job: tuple[Job, str, str, str | None, float | None]) -> dict:
     """A pool worker's job: skip if past the deadline or already written; else every method of the job.
 
@@ -189,6 +234,8 @@ def _run_job(job: tuple[Job, str, str, str | None, float | None]) -> dict:
     status = "loaded"
     if j.methods == (BASE,):
         return {"job": asdict(j), "status": run_base_job(regime, scale, j.seed, out_dir)}
+    if j.label == "H1x":
+        return {"job": asdict(j), "status": run_heldout_x_job(j, regime, scale, out_dir, runs_root)}
     for m in j.methods:
         key = job_key(regime, scale, m, j.seed)
         path = csv_path(out_dir, j.regime, m, j.seed)
@@ -233,8 +280,8 @@ def run_jobs(jobs: Sequence[Job], scale: Scale, out_dir: str | Path, runs_root: 
 def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, results_dir: str | Path,
               budget_min: float | None = None, runs_root: str | Path | None = None, workers: int | None = None,
               progress: bool = True) -> dict:
-    """Stage 1, its analysis (``stage1.json``: variance components and seeds, no means), stage 2 with what is
-    left of ``budget_min``, then every claim (``claims.json``); resumable (rerun after a kill: written jobs
+    """Stage 1, its analysis (``stage1.json``: variance components and seeds, no means), stage 2 and H1x (plan
+    Amendment 11) with what is left of ``budget_min``, then every claim (``claims.json``); resumable (rerun after a kill: written jobs
     are skipped, finished runs load). One progress bar per stage. Returns what was written and run."""
     results_dir = Path(results_dir)
     check_weights(regimes_path(results_dir), scale)
@@ -246,9 +293,11 @@ def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, re
     _write_json(results_dir / "stage1.json", stage1)
     s2 = run_jobs(stage2_jobs(list(regimes), scale, stage1["seeds"]), scale, runs_dir, runs_root, left(), workers,
                   progress, desc="study stage 2")
+    s3 = run_jobs(heldout_x_jobs(list(regimes), scale), scale, runs_dir, runs_root, left(), workers, progress,
+                  desc="study H1x")
     entries, missing = analyse_claims(runs_dir, regimes)
     _write_json(results_dir / "claims.json", entries)
-    status = pd.Series([d["status"] for d in s1 + s2], dtype=object).value_counts().to_dict()
+    status = pd.Series([d["status"] for d in s1 + s2 + s3], dtype=object).value_counts().to_dict()
     return {"stage1": stage1, "claims": entries, "missing": missing, "jobs": status}
 
 
@@ -377,6 +426,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.study", description=__doc__.split("\n\n")[0])
     what = ap.add_mutually_exclusive_group(required=True)
     what.add_argument("--stage", type=int, choices=(1, 2), help="run a stage's jobs (resumable)")
+    what.add_argument("--heldout-x", action="store_true", help="H1x (plan Amendment 11): DDRL and no adaptation "
+                      "on fresh held-out questions (resumable)")
     what.add_argument("--status", action="store_true", help="jobs written per stage and the measured time left")
     what.add_argument("--analyse", choices=("stage1", "claims"), help="stage1: variance components and seeds "
                       "(no means) -> stage1.json; claims: every claim -> claims.json")
@@ -424,7 +475,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         print("ddrl.study: the measured base builds -> " + ", ".join(str(p) for p in paths))
         return 0
-    if args.stage:
+    if args.stage or args.heldout_x:
         try:
             check_weights(regimes_path(args.results), scale=scale)
         except ValueError as e:
@@ -437,12 +488,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"ddrl.study: {stage1_file} missing: run --stage 1 and --analyse stage1 first", file=sys.stderr)
             return 2
         jobs = stage2_jobs(list(regimes), scale, json.loads(stage1_file.read_text())["seeds"])
-    if args.stage:
+    elif args.heldout_x:
+        jobs = heldout_x_jobs(list(regimes), scale)
+    if args.stage or args.heldout_x:
+        what = f"stage {args.stage}" if args.stage else "H1x"
         t0 = time.perf_counter()
         done = run_jobs(jobs, scale, args.out, args.runs_root, args.budget_min, args.workers,
-                        progress=not args.no_progress, desc=f"study stage {args.stage}")
-        counts = pd.Series([d["status"] for d in done]).value_counts().to_dict()
-        print(f"ddrl.study: stage {args.stage}, {len(jobs)} jobs in {time.perf_counter() - t0:.0f} s: {counts}")
+                        progress=not args.no_progress, desc=f"study {what}")
+        counts = pd.Series([d["status"] for d in done], dtype=object).value_counts().to_dict()
+        print(f"ddrl.study: {what}, {len(jobs)} jobs in {time.perf_counter() - t0:.0f} s: {counts}")
         return 0
     if args.analyse == "stage1":
         res = analyse_stage1(args.out, regimes, scale)

@@ -18,8 +18,8 @@ from ddrl.regimes import WEAK_REGIME, Regime
 from ddrl.seeds import derive_seed
 from ddrl.stats import (TARGET_HALF_WIDTH, choose_design, eval_noise_variance, hierarchical_bootstrap,
                         paired_differences, power_table, predicted_half_width, variance_components)
-from ddrl.study_plan import (BANDS_64, BASE, PAIRED, QUESTION_COLUMNS, REUSES_RUN, SELECTION_K, SELECTION_ORDERS,
-                             SHARES_DDRL_RL, STAGE1_COMPARISONS, STEP_COLUMNS, THREE, Scale)
+from ddrl.study_plan import (BANDS_64, BASE, HELDOUT_X, PAIRED, QUESTION_COLUMNS, REUSES_RUN, SELECTION_K,
+                             SELECTION_ORDERS, SHARES_DDRL_RL, STAGE1_COMPARISONS, STEP_COLUMNS, THREE, Scale)
 
 # ---------------------------------------------------------------------------------------------------------
 # Reading the results
@@ -33,8 +33,9 @@ def method_csvs(out_dir: str | Path) -> list[Path]:
 
 
 def load_questions(out_dir: str | Path) -> pd.DataFrame:
-    """Every method CSV under ``out_dir`` as one long table (regime, method, seed, split, question, pass@1, ...)."""
-    files = method_csvs(out_dir)
+    """Every method CSV under ``out_dir`` as one long table (regime, method, seed, split, question, pass@1, ...),
+    H1x's (``heldout_x/<regime>/``, split ``heldout_x``, plan Amendment 11) included."""
+    files = method_csvs(out_dir) + sorted(Path(out_dir).glob(f"{HELDOUT_X}/*/*-seed*.csv"))
     if not files:
         return pd.DataFrame(columns=list(QUESTION_COLUMNS))
     return pd.concat([pd.read_csv(p, dtype={"question": str}) for p in files], ignore_index=True)

@@ -36,6 +36,9 @@ Readings of the plan (written down here, chosen from the text, never from method
 - **C2** wall times are the pool's: each run on one core with one thread, two runs at a time on 2 cores (the
   plan asks for one run at a time; a wall-time amendment may rerun the C-runs alone). Additional RL time = the
   additional-RL run's steps past the RL schedule; COR time = the DDRL run's COR; RL phase = the DDRL run's RL.
+- **H1x** (plan Amendment 11): H1's estimand on 1,536 fresh held-out questions per regime
+  (:func:`heldout_x_records`), AMC-like seeds 0-7 (retrained) and MATH-500-like seeds 19-45 (weights kept),
+  written to ``results/runs/heldout_x/<regime>/`` (:data:`HELDOUT_X`), beside the registered H1.
 - **Units**: pass@1 differences in points (x 100); D1/D2 advantage x 100; C2 % of the RL phase.
 """
 
@@ -48,7 +51,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ddrl.experiments import Experiment, model_fingerprint
-from ddrl.regimes import WEAK_REGIME, Regime
+from ddrl.regimes import WEAK_REGIME, Regime, candidate_records
 from ddrl.reporting import REPO, owner_lock
 from ddrl.testbed.pretrain import (COMMITTED, META_FILE, cache_root, committed_dir, copy_build, get_config,
                                   install_build)
@@ -76,6 +79,10 @@ PRIORITY: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("lr/10", ("ttrl", "ddrl"), (SMALL_LR,)),
     ("S1", ("ttrl", "ddrl"), (WEAK_REGIME,)),
 )
+#: H1x (plan Amendment 11): H1's methods and estimand on fresh held-out questions; its split name, CSV folder
+#: (``<runs>/heldout_x/<regime>/``) and the regimes and seeds it is measured on (by scale, below).
+HELDOUT_X = "heldout_x"
+HELDOUT_X_METHODS = ("ddrl", "no_adaptation")
 #: Regimes on the AMC-like questions, which take the AMC-like seed count.
 AMC_SEEDED = (SMALL_LR, WEAK_REGIME)
 #: pass@1 claims: id -> (method a, method b, split); the effect is a - b per seed and question, in points.
@@ -83,6 +90,7 @@ PAIRED: dict[str, tuple[str, str, str]] = {
     "M1": ("ddrl", "ttrl", "adapted"), "M2": ("ddrl", "etmr", "adapted"), "A1": ("bcs", "ttrl", "adapted"),
     "A2": ("bcs_dae", "bcs", "adapted"), "A3": ("ddrl", "bcs_dae", "adapted"), "C1": ("ddrl", "additional_rl", "adapted"),
     "T1": ("grpo_no_std", "ttrl", "adapted"), "R1": (COR_4X, "ddrl", "adapted"), "H1": ("ddrl", "no_adaptation", "heldout"),
+    "H1x": ("ddrl", "no_adaptation", HELDOUT_X),
 }
 #: Stage-1 comparisons whose variance components are measured (the first sets the seeds).
 STAGE1_COMPARISONS = {"ddrl-ttrl": ("ddrl", "ttrl"), "ddrl-no_adaptation": ("ddrl", "no_adaptation"),
@@ -136,11 +144,16 @@ class Scale:
     n_adapted: int | None = None  # None: the regime's own counts and episodes
     n_heldout: int | None = None
     episodes: int | None = None
+    n_heldout_x: int = 1536  # H1x's fresh held-out questions per regime (plan Amendment 11)
+    #: H1x's seeds per regime (Amendment 11: AMC-like 0-7 retrained, MATH-500-like 19-45 whose weights are kept)
+    heldout_x_seeds: dict = field(default_factory=lambda: {"amc_like": tuple(range(8)),
+                                                           "math500_like": tuple(range(19, 46))})
 
 
 SCALES = {
     "default": Scale("default"),
     "smoke": Scale("smoke", stage1_seeds=2, max_seeds=2, n_adapted=4, n_heldout=2, episodes=1,
+                   n_heldout_x=3, heldout_x_seeds={"math500_like": (0, 1)},
                    knobs=dict(model="testbed:tiny", prompts_per_step=2, n_votes=8, k_train=4, lr=1e-3, warmup_steps=1,
                               eval_n=2, cor_m=4, cor_keep=2, cor_epochs=1, etmr_m=2, max_new_tokens=32,
                               sample_batch_size=64, mini_batch_size=4, micro_batch_size=4, device="cpu")),
@@ -315,14 +328,32 @@ def write_replication(results_dir: str | Path, note: str, names: Sequence[str] |
     return dest
 
 
-def experiment(regime: Regime, scale: Scale, heldout: bool, runs_root: str | Path | None = None):
+def experiment(regime: Regime, scale: Scale, heldout: bool, runs_root: str | Path | None = None,
+               held: Sequence[dict] | None = None):
     """The :class:`~ddrl.experiments.Experiment` of a regime: its adapted questions (and held-out ones when
-    ``heldout``), the regime's trainer overrides, then the scale's knobs. Held-out questions do not enter the
-    run's key, so methods with and without them share their runs."""
+    ``heldout``: the registered ones, or ``held`` when given, as H1x's), the regime's trainer overrides, then
+    the scale's knobs. Held-out questions do not enter the run's key, so methods with and without them share
+    their runs."""
 
-    adapted, held = regime.records()
+    adapted, registered = regime.records()
+    held = registered if held is None else list(held)
     return Experiment(adapted, held if heldout else (), overrides={**regime.trainer_overrides(), **scale.knobs},
                       runs_root=Path(runs_root) if runs_root else None, progress=False, workers=1)
+
+
+def heldout_x_records(regime: Regime, n: int) -> list[dict]:
+    """H1x's ``n`` fresh held-out questions (plan Amendment 11): the regime's question stream continued past its
+    adapted and registered held-out records, skipping every prompt equal to one of those, the first ``n`` kept."""
+
+    seen_n = regime.n_adapted + regime.n_heldout
+    seen = {r["prompt"] for r in candidate_records(regime.num_ops, seen_n)}
+    out, m = [], seen_n + n
+    while True:
+        recs = candidate_records(regime.num_ops, m)
+        out = [r for r in recs[seen_n:] if r["prompt"] not in seen][:n]
+        if len(out) == n:
+            return out
+        m += n  # repeats were skipped: draw further along the same stream
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -386,3 +417,10 @@ def stage2_jobs(regimes: Sequence[str], scale: Scale, seeds: dict[str, int]) -> 
                     if seed < hi(r):
                         _add(jobs, seen, r, seed, methods, label)
     return jobs
+
+
+def heldout_x_jobs(regimes: Sequence[str], scale: Scale) -> list[Job]:
+    """H1x's jobs (plan Amendment 11), one per regime x seed, each evaluating :data:`HELDOUT_X_METHODS` on the
+    fresh questions (label ``"H1x"``); the regimes whose DDRL runs must be trained (AMC-like's) first."""
+    order = sorted((r for r in scale.heldout_x_seeds if r in regimes), key=lambda r: r != "amc_like")
+    return [Job(r, s, HELDOUT_X_METHODS, "H1x") for r in order for s in scale.heldout_x_seeds[r]]

@@ -197,7 +197,9 @@ def smoke(tmp_path_factory):
         stage1 = study.analyse_stage1(root / "runs", regs, SMOKE)
         s2 = study.run_jobs(study.stage2_jobs(ONE, SMOKE, stage1["seeds"]), SMOKE, root / "runs", root / "rr",
                             workers=2, progress=False)
-        yield {"root": root, "regimes": regs, "stage1": stage1, "s1": s1, "s2": s2}
+        s3 = study.run_jobs(study.heldout_x_jobs(ONE, SMOKE), SMOKE, root / "runs", root / "rr", workers=2,
+                            progress=False)
+        yield {"root": root, "regimes": regs, "stage1": stage1, "s1": s1, "s2": s2, "s3": s3}
     finally:
         mp.undo()
 
@@ -206,6 +208,7 @@ def test_smoke_study_writes_per_question_rows_and_valid_claims(smoke):
     root, reg = smoke["root"], smoke["regimes"]["math500_like"]
     assert {d["status"] for d in smoke["s1"] + smoke["s2"]} == {"ran"}
     df = study_analysis.load_questions(root / "runs")
+    df = df[df.split != study.HELDOUT_X]  # H1x's CSVs: test_smoke_heldout_x_...
     assert len(list((root / "runs" / "base" / "math500_like").glob("seed0?-*.csv"))) == 4  # F/G: 2 seeds x 2 files
     assert set(df.method) == {"no_adaptation", "ttrl", "ddrl", "etmr", "bcs", "bcs_dae", "additional_rl",
                               "grpo_no_std", study.COR_4X}
@@ -220,13 +223,55 @@ def test_smoke_study_writes_per_question_rows_and_valid_claims(smoke):
     entries, missing = study.analyse_claims(root / "runs", smoke["regimes"])
     validate(entries)
     got = {e["id"] for e in entries}
-    assert got - {"F1", "F2", "F3", "G1", "E1", "E2"} == {"M1", "M2", "A1", "A2", "A3", "C1", "C2", "T1", "R1", "H1", "D2"}
+    assert got - {"F1", "F2", "F3", "G1", "E1", "E2"} == {"M1", "M2", "A1", "A2", "A3", "C1", "C2", "T1", "R1", "H1", "H1x", "D2"}
     assert "F1" in got  # the tiny model's base answers are all rare: F1 only
     assert all(e["n_seeds"] == 2 for e in entries)
     from ddrl.claims import render
 
     paths = render(entries, root / "render")  # the scorecard renders from the smoke path's claims
     assert all(p.stat().st_size > 0 for p in paths.values())
+
+
+def test_smoke_heldout_x_evaluates_the_registered_runs_on_fresh_questions(smoke):
+    """H1x (plan Amendment 11): DDRL and no adaptation of each seed, evaluated on the fresh questions only, from
+    the very runs the registered CSVs came from (their adapted pass@1 reproduced), into its own folder."""
+    root, reg = smoke["root"], smoke["regimes"]["math500_like"]
+    assert [d["status"] for d in smoke["s3"]] == ["ran", "ran"]
+    fresh = [r["id"] for r in study.heldout_x_records(reg, SMOKE.n_heldout_x)]
+    for m in study_plan.HELDOUT_X_METHODS:
+        for seed in (0, 1):
+            x = pd.read_csv(study.heldout_x_path(root / "runs", "math500_like", m, seed), dtype={"question": str})
+            assert set(x.split) == {study.HELDOUT_X} and x.question.tolist() == fresh
+            assert x.registered_reproduced.all(), (m, seed)  # the same run, loaded: its adapted pass@1 equals the CSV's
+            if m == "ddrl":  # the registered run's directory
+                assert x.run.iloc[0] == pd.read_csv(study.csv_path(root / "runs", "math500_like", m, seed)).run.iloc[0]
+    df = study_analysis.load_questions(root / "runs")
+    assert len(df[df.split == study.HELDOUT_X]) == 2 * 2 * SMOKE.n_heldout_x
+    entries, _ = study.analyse_claims(root / "runs", smoke["regimes"])
+    (h1x,) = [e for e in entries if e["id"] == "H1x"]
+    assert (h1x["n_seeds"], h1x["n_questions"]) == (2, SMOKE.n_heldout_x)
+
+
+def test_heldout_x_records_are_fresh_and_skip_repeats():
+    """Amendment 11's questions: the stream after the adapted and registered held-out records, no prompt of
+    those again, the first n (the same first n whatever n), repeats skipped (one operation: few distinct chains)."""
+    from ddrl.regimes import Regime, candidate_records
+
+    reg = Regime("r", "x", num_ops=1, n_adapted=40, n_heldout=20, episodes=1)
+    seen = {r["prompt"] for r in candidate_records(1, 60)}
+    x = study.heldout_x_records(reg, 200)
+    stream = candidate_records(1, 60 + 400)[60:]
+    assert len(x) == 200 and not {r["prompt"] for r in x} & seen
+    assert x == [r for r in stream if r["prompt"] not in seen][:200]
+    assert any(r["prompt"] in seen for r in stream[:200])  # the case: some repeats were skipped
+    assert study.heldout_x_records(reg, 50) == x[:50]
+
+
+def test_heldout_x_jobs_train_amc_first():
+    jobs = study.heldout_x_jobs(["math500_like", "amc_like", "aime_like"], study.SCALES["default"])
+    assert [(j.regime, j.seed) for j in jobs] == [("amc_like", s) for s in range(8)] + \
+        [("math500_like", s) for s in range(19, 46)]
+    assert {j.methods for j in jobs} == {("ddrl", "no_adaptation")} and {j.label for j in jobs} == {"H1x"}
 
 
 def test_cli_claims_renders_beside_its_results_not_into_the_docs(smoke, capsys):
@@ -717,6 +762,14 @@ def test_every_committed_run_is_current_under_this_code(monkeypatch, results_dir
             n += 1
             if not study._done(q, key):
                 stale.append(str(q.relative_to(runs)))
+    fresh = {}  # H1x (plan Amendment 11): keyed by the run's key and its fresh questions
+    for p in sorted((runs / study.HELDOUT_X).glob("*/*-seed[0-9][0-9].csv")):
+        method, seed = p.stem.rsplit("-seed", 1)
+        reg = regs[p.parent.name]
+        held = fresh.setdefault(reg.name, study.heldout_x_records(reg, scale.n_heldout_x))
+        n += 1
+        if not study._done(p, study.heldout_x_key(reg, scale, method, int(seed), held)):
+            stale.append(str(p.relative_to(runs)))
     assert n >= min_files, f"only {n} committed study CSVs found under {runs}"
     assert not stale, f"{len(stale)} of {n} committed study CSVs no longer match this code's keys: {stale[:5]}"
 
