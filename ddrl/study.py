@@ -409,6 +409,10 @@ def status_text(out_dir: str | Path, regimes: dict[str, Regime], scale: Scale, s
                              "(OMP_NUM_THREADS=2 python bench/regimes.py --weak, ~10 min)")
     if not stage1_file.is_file():
         lines.append(f"stage 2: not planned yet ({stage1_file} is written by --analyse stage1 after stage 1)")
+    hx = [(j, m) for j in heldout_x_jobs(list(regimes), scale) for m in j.methods]
+    if hx:  # evaluations of (mostly) finished runs: counted, not priced
+        done = sum(heldout_x_path(out_dir, j.regime, m, j.seed).is_file() for j, m in hx)
+        lines.append(f"H1x (plan Amendment 11): {done}/{len(hx)} method x seed CSVs written (--heldout-x)")
     return "\n".join(lines)
 
 
