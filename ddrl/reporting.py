@@ -247,12 +247,14 @@ def cached(key: Any, fn: Callable[[], Any], namespace: str = "results", cache_di
 
 
 def save_figure(fig, out_dir: str | Path, name: str) -> dict[str, Path]:
-    """Save ``fig`` as ``<out_dir>/<name>.png`` and ``.pdf`` (150 dpi, tight): the one way figures are written."""
+    """Save ``fig`` as ``<out_dir>/<name>.png`` and ``.pdf`` (150 dpi, tight): the one way figures are written.
+    The PDF carries no creation date, so rendering the same figure again writes the same bytes (a committed
+    figure changes in git only when what it shows does)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {ext: out_dir / f"{name}.{ext}" for ext in ("png", "pdf")}
-    for p in paths.values():
-        fig.savefig(p, dpi=150, bbox_inches="tight")
+    for ext, p in paths.items():
+        fig.savefig(p, dpi=150, bbox_inches="tight", metadata={"CreationDate": None} if ext == "pdf" else None)
     return paths
 
 

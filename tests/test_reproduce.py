@@ -211,3 +211,17 @@ def test_live_progress_reports_cell_and_kernel_bar(workspace, capsys):
 
     outputs = [o for c in nbformat.read(out / "02_slow.ipynb", as_version=4).cells for o in c.get("outputs", [])]
     assert not any("busy work" in json.dumps(o) for o in outputs)  # the bars did not land in the notebook
+
+
+def test_a_figure_rendered_twice_writes_the_same_pdf(tmp_path):
+    """save_figure's PDF carries no creation date: re-rendering a committed figure leaves its bytes (and git) as
+    they were unless what it shows changed."""
+    import matplotlib.pyplot as plt
+
+    from ddrl.reporting import save_figure
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0])
+    a, b = save_figure(fig, tmp_path / "a", "f")["pdf"], save_figure(fig, tmp_path / "b", "f")["pdf"]
+    plt.close(fig)
+    assert b"/CreationDate" not in a.read_bytes() and a.read_bytes() == b.read_bytes()
