@@ -127,8 +127,8 @@ CLAIMS: tuple[Claim, ...] = (
           "held-out pass@1 DDRL - no adaptation [points]", THREE, {k: None for k in THREE}, +1,
           "not in the paper (TTRL adapts on the test set itself)"),
     Claim("H1x", "(ours) adaptation transfers to held-out questions (1,536 fresh ones)",
-          "held-out pass@1 DDRL - no adaptation, 1,536 fresh questions [points]", ("amc_like", "math500_like"),
-          {"amc_like": None, "math500_like": None}, +1, "not in the paper; plan Amendment 11 (H1's power)"),
+          "held-out pass@1 DDRL - no adaptation, 1,536 fresh questions [points]", THREE, {k: None for k in THREE}, +1,
+          "not in the paper; plan Amendments 11, 12 (H1's power)"),
 )
 
 

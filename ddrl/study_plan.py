@@ -36,8 +36,8 @@ Readings of the plan (written down here, chosen from the text, never from method
 - **C2** wall times are the pool's: each run on one core with one thread, two runs at a time on 2 cores (the
   plan asks for one run at a time; a wall-time amendment may rerun the C-runs alone). Additional RL time = the
   additional-RL run's steps past the RL schedule; COR time = the DDRL run's COR; RL phase = the DDRL run's RL.
-- **H1x** (plan Amendment 11): H1's estimand on 1,536 fresh held-out questions per regime
-  (:func:`heldout_x_records`), AMC-like seeds 0-7 (retrained) and MATH-500-like seeds 19-45 (weights kept),
+- **H1x** (plan Amendments 11, 12): H1's estimand on 1,536 fresh held-out questions per regime
+  (:func:`heldout_x_records`), AMC-like seeds 0-7 and AIME-like 0-5 (retrained), MATH-500-like 19-45 (weights kept),
   written to ``results/runs/heldout_x/<regime>/`` (:data:`HELDOUT_X`), beside the registered H1.
 - **Units**: pass@1 differences in points (x 100); D1/D2 advantage x 100; C2 % of the RL phase.
 """
@@ -145,8 +145,9 @@ class Scale:
     n_heldout: int | None = None
     episodes: int | None = None
     n_heldout_x: int = 1536  # H1x's fresh held-out questions per regime (plan Amendment 11)
-    #: H1x's seeds per regime (Amendment 11: AMC-like 0-7 retrained, MATH-500-like 19-45 whose weights are kept)
-    heldout_x_seeds: dict = field(default_factory=lambda: {"amc_like": tuple(range(8)),
+    #: H1x's seeds per regime (Amendment 11: AMC-like 0-7 retrained, MATH-500-like 19-45 whose weights are kept;
+    #: Amendment 12: AIME-like 0-5 retrained), the regimes that train listed first (the order jobs run in)
+    heldout_x_seeds: dict = field(default_factory=lambda: {"amc_like": tuple(range(8)), "aime_like": tuple(range(6)),
                                                            "math500_like": tuple(range(19, 46))})
 
 
@@ -420,7 +421,8 @@ def stage2_jobs(regimes: Sequence[str], scale: Scale, seeds: dict[str, int]) -> 
 
 
 def heldout_x_jobs(regimes: Sequence[str], scale: Scale) -> list[Job]:
-    """H1x's jobs (plan Amendment 11), one per regime x seed, each evaluating :data:`HELDOUT_X_METHODS` on the
-    fresh questions (label ``"H1x"``); the regimes whose DDRL runs must be trained (AMC-like's) first."""
-    order = sorted((r for r in scale.heldout_x_seeds if r in regimes), key=lambda r: r != "amc_like")
-    return [Job(r, s, HELDOUT_X_METHODS, "H1x") for r in order for s in scale.heldout_x_seeds[r]]
+    """H1x's jobs (plan Amendments 11 and 12), one per regime x seed, each evaluating :data:`HELDOUT_X_METHODS` on
+    the fresh questions (label ``"H1x"``), in the order of ``scale.heldout_x_seeds`` (the regimes whose DDRL runs
+    must be trained first)."""
+    return [Job(r, s, HELDOUT_X_METHODS, "H1x") for r, seeds in scale.heldout_x_seeds.items() if r in regimes
+            for s in seeds]

@@ -267,10 +267,10 @@ def test_heldout_x_records_are_fresh_and_skip_repeats():
     assert study.heldout_x_records(reg, 50) == x[:50]
 
 
-def test_heldout_x_jobs_train_amc_first():
+def test_heldout_x_jobs_train_first_then_load():
     jobs = study.heldout_x_jobs(["math500_like", "amc_like", "aime_like"], study.SCALES["default"])
     assert [(j.regime, j.seed) for j in jobs] == [("amc_like", s) for s in range(8)] + \
-        [("math500_like", s) for s in range(19, 46)]
+        [("aime_like", s) for s in range(6)] + [("math500_like", s) for s in range(19, 46)]
     assert {j.methods for j in jobs} == {("ddrl", "no_adaptation")} and {j.label for j in jobs} == {"H1x"}
 
 
