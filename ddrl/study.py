@@ -7,7 +7,7 @@ per-run CSVs into ``results/stage1.json`` and ``results/claims.json`` is :mod:`d
     python -m ddrl.study --stage 1 [--budget-min N] [--regimes aime_like ...]   # no adaptation, TTRL, DDRL, seeds 0-5
     python -m ddrl.study --analyse stage1        # variance components + seeds per regime -> results/stage1.json
     python -m ddrl.study --stage 2 [--budget-min N]                            # the rest, in the plan's priority order
-    python -m ddrl.study --heldout-x             # H1x (plan Amendment 11): H1 on 1,536 fresh held-out questions
+    python -m ddrl.study --heldout-x             # H1x (plan Amendments 11, 12): H1 on 1,536 fresh held-out questions
     python -m ddrl.study --analyse claims        # every claim's estimate, interval, verdict -> results/claims.json
     python -m ddrl.study --status                # CSVs written per stage and the measured worker time left
 
@@ -196,7 +196,7 @@ def same_as_registered(adapted: pd.DataFrame, registered: Path) -> bool | None:
 
 
 def run_heldout_x_job(j: Job, regime: Regime, scale: Scale, out_dir: str | Path, runs_root: str | Path | None) -> str:
-    """H1x (plan Amendment 11): each of the job's methods trained (or loaded) as the study does and evaluated on
+    """H1x (plan Amendments 11, 12): each of the job's methods trained (or loaded) as the study does and evaluated on
     the regime's fresh held-out questions (:func:`~ddrl.study_plan.heldout_x_records`); one CSV per method of
     split ``heldout_x``, with ``registered_reproduced``: whether the run's adapted pass@1 equals the committed
     run's (:func:`same_as_registered`). Returns "ran" or "loaded"."""
@@ -281,8 +281,9 @@ def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, re
               budget_min: float | None = None, runs_root: str | Path | None = None, workers: int | None = None,
               progress: bool = True) -> dict:
     """Stage 1, its analysis (``stage1.json``: variance components and seeds, no means), stage 2 and H1x (plan
-    Amendment 11) with what is left of ``budget_min``, then every claim (``claims.json``); resumable (rerun after a kill: written jobs
-    are skipped, finished runs load). One progress bar per stage. Returns what was written and run."""
+    Amendments 11, 12) with what is left of ``budget_min``, then every claim (``claims.json``); resumable (rerun
+    after a kill: written jobs are skipped, finished runs load). One progress bar per stage. Returns what was
+    written and run."""
     results_dir = Path(results_dir)
     check_weights(regimes_path(results_dir), scale)
     end = time.time() + 60 * budget_min if budget_min is not None else None
@@ -412,7 +413,7 @@ def status_text(out_dir: str | Path, regimes: dict[str, Regime], scale: Scale, s
     hx = [(j, m) for j in heldout_x_jobs(list(regimes), scale) for m in j.methods]
     if hx:  # evaluations of (mostly) finished runs: counted, not priced
         done = sum(heldout_x_path(out_dir, j.regime, m, j.seed).is_file() for j, m in hx)
-        lines.append(f"H1x (plan Amendment 11): {done}/{len(hx)} method x seed CSVs written (--heldout-x)")
+        lines.append(f"H1x (plan Amendments 11, 12): {done}/{len(hx)} method x seed CSVs written (--heldout-x)")
     return "\n".join(lines)
 
 
@@ -430,7 +431,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.study", description=__doc__.split("\n\n")[0])
     what = ap.add_mutually_exclusive_group(required=True)
     what.add_argument("--stage", type=int, choices=(1, 2), help="run a stage's jobs (resumable)")
-    what.add_argument("--heldout-x", action="store_true", help="H1x (plan Amendment 11): DDRL and no adaptation "
+    what.add_argument("--heldout-x", action="store_true", help="H1x (plan Amendments 11, 12): DDRL and no adaptation "
                       "on fresh held-out questions (resumable)")
     what.add_argument("--status", action="store_true", help="jobs written per stage and the measured time left")
     what.add_argument("--analyse", choices=("stage1", "claims"), help="stage1: variance components and seeds "
