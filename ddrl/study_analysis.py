@@ -27,7 +27,7 @@ from ddrl.study_plan import (BANDS_64, BASE, HELDOUT_X, PAIRED, QUESTION_COLUMNS
 
 
 def method_csvs(out_dir: str | Path) -> list[Path]:
-    """Every method CSV under ``out_dir`` (``<regime>/<method>-seedNN.csv``, :func:`ddrl.study.csv_path`), sorted;
+    """Every method CSV under ``out_dir`` (``<regime>/<method>-seedNN.csv``, :func:`ddrl.study_plan.csv_path`), sorted;
     not the per-step ones nor the base model's (``base/<regime>/``)."""
     return sorted(p for p in Path(out_dir).glob("*/*-seed*.csv") if not p.name.endswith("-steps.csv"))
 

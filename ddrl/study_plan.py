@@ -342,6 +342,16 @@ def experiment(regime: Regime, scale: Scale, heldout: bool, runs_root: str | Pat
                       runs_root=Path(runs_root) if runs_root else None, progress=False, workers=1)
 
 
+def csv_path(out_dir: str | Path, regime: str, method: str, seed: int, steps: bool = False) -> Path:
+    """A method's per-question CSV of one seed (its per-step one with ``steps``): ``<out>/<regime>/``."""
+    return Path(out_dir) / regime / f"{method}-seed{seed:02d}{'-steps' if steps else ''}.csv"
+
+
+def heldout_x_path(out_dir: str | Path, regime: str, method: str, seed: int) -> Path:
+    """H1x's CSV of a method and seed (plan Amendment 11), apart from the registered runs' CSVs."""
+    return Path(out_dir) / HELDOUT_X / regime / f"{method}-seed{seed:02d}.csv"
+
+
 def heldout_x_records(regime: Regime, n: int) -> list[dict]:
     """H1x's ``n`` fresh held-out questions (plan Amendment 11): the regime's question stream continued past its
     adapted and registered held-out records, skipping every prompt equal to one of those, the first ``n`` kept."""

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 from conftest import kill_after_first_run
 
-from ddrl import study, study_analysis, study_plan
+from ddrl import study, study_analysis, study_plan, study_status
 from ddrl.claims import scorecard, scorecard_figure, validate
 from ddrl.stats import paired_differences, predicted_half_width, variance_components
 
@@ -582,7 +582,7 @@ def test_status_counts_written_jobs_and_prices_the_rest_from_measured_times(tmp_
         path = study.csv_path(tmp_path, regime, method, seed)
         path.parent.mkdir(parents=True, exist_ok=True)
         rows.to_csv(path, index=False)
-    text = study.status_text(tmp_path, regs, study.SCALES["default"], tmp_path / "stage1.json", workers=2)
+    text = study_status.status_text(tmp_path, regs, study.SCALES["default"], tmp_path / "stage1.json", workers=2)
     assert "stage 1: 3/36 method x seed CSVs written" in text, text
     # ttrl left: amc 4 seeds x 13 min (mean of 11 and 15) + math500 5 x 6 min = 82 min; ddrl and
     # no_adaptation have never run: 12 + 12 runs not priced
@@ -591,45 +591,45 @@ def test_status_counts_written_jobs_and_prices_the_rest_from_measured_times(tmp_
     assert "H1x (plan Amendments 11, 12): 0/70 method x seed CSVs written" in text  # AMC-like 8 + MATH-500-like 27 seeds
     # a method that never ran is priced by its proxy in a regime with the same questions, scaled by episodes
     regs = study.load_regimes(names=["amc_like", "amc_like_small_lr", "math500_like"])
-    mins = study.run_minutes(tmp_path)
+    mins = study_analysis.run_minutes(tmp_path)
     amc_ttrl = mins[(mins.regime == "amc_like") & (mins.method == "ttrl")].minutes.mean()
-    assert study.estimate_minutes(mins, regs, "amc_like", "ttrl") == (pytest.approx(amc_ttrl), False)
-    est, proxy = study.estimate_minutes(mins, regs, "amc_like_small_lr", "etmr")
+    assert study_status.estimate_minutes(mins, regs, "amc_like", "ttrl") == (pytest.approx(amc_ttrl), False)
+    est, proxy = study_status.estimate_minutes(mins, regs, "amc_like_small_lr", "etmr")
     assert proxy and est == pytest.approx(amc_ttrl * regs["amc_like_small_lr"].episodes / regs["amc_like"].episodes)
-    assert study.estimate_minutes(mins, regs, "math500_like", "ddrl") == (None, False)  # neither it nor a proxy ran
+    assert study_status.estimate_minutes(mins, regs, "math500_like", "ddrl") == (None, False)  # neither it nor a proxy ran
     # BCS+DAE reuses the DDRL run: its CSV repeats that run's rl_seconds, which is not its cost
     rows = pd.DataFrame({"regime": "amc_like", "method": "bcs_dae", "seed": 0, "split": ["adapted"], "question": ["q0"],
                          "pass@1": [0.5], "eval_seconds": [30.0], "rl_seconds": 600.0, "cor_seconds": 0.0})
     rows.to_csv(study.csv_path(tmp_path, "amc_like", "bcs_dae", 0), index=False)
-    mins = study.run_minutes(tmp_path)
+    mins = study_analysis.run_minutes(tmp_path)
     assert mins[mins.method == "bcs_dae"].minutes.tolist() == [0.5]
     # stage 2 planned: its milestones, in job order, add up to the runs and the time left
     (tmp_path / "stage1.json").write_text(json.dumps({"seeds": {"amc_like": 8, "math500_like": 7}}))
     regs = study.load_regimes(names=["amc_like", "math500_like"])
-    text = study.status_text(tmp_path, regs, study.SCALES["default"], tmp_path / "stage1.json", workers=2)
+    text = study_status.status_text(tmp_path, regs, study.SCALES["default"], tmp_path / "stage1.json", workers=2)
     jobs = study.stage2_jobs(list(regs), study.SCALES["default"], {"amc_like": 8, "math500_like": 7})
-    mins = study.run_minutes(tmp_path)
-    price = {(j.regime, m): study.estimate_minutes(mins, regs, j.regime, m) for j in jobs for m in j.methods}
+    mins = study_analysis.run_minutes(tmp_path)
+    price = {(j.regime, m): study_status.estimate_minutes(mins, regs, j.regime, m) for j in jobs for m in j.methods}
     todo = [(j, m) for j in jobs for m in j.methods
             if m != "base" and not study.csv_path(tmp_path, j.regime, m, j.seed).is_file()]
-    ms = study.milestones(todo, price, study.SCALES["default"].stage1_seeds, workers=2)
+    ms = study_status.milestones(todo, price, study.SCALES["default"].stage1_seeds, workers=2)
     assert ms.runs_left.sum() == len(todo) and ms.unpriced.sum() == sum(price[j.regime, m][0] is None for j, m in todo)
     assert list(ms.done_after_h) == sorted(ms.done_after_h)  # cumulative, in the order the jobs run
     assert ms.done_after_h.iloc[-1] == round(sum(price[j.regime, m][0] or 0 for j, m in todo) / 120, 1)
     # a BCS+DAE job whose DDRL run is not in the cache retrains it: RL + COR as its ddrl CSV measured them
     rows.assign(method="ddrl", seed=1, rl_seconds=480.0, cor_seconds=60.0).to_csv(
         study.csv_path(tmp_path, "amc_like", "ddrl", 1), index=False)
-    retrain = study.retrain_minutes(tmp_path, todo, regs, study.SCALES["default"], runs_root=tmp_path / "no-runs")
+    retrain = study_status.retrain_minutes(tmp_path, todo, regs, study.SCALES["default"], runs_root=tmp_path / "no-runs")
     assert retrain[("amc_like", 1)] == 9.0 and retrain[("amc_like", 2)] == 0.0  # seed 2: its DDRL job is left
     assert set(retrain) == {(j.regime, j.seed) for j, m in todo if m in study_plan.REUSES_RUN}
-    ms2 = study.milestones(todo, price, study.SCALES["default"].stage1_seeds, workers=2, retrain=retrain)
+    ms2 = study_status.milestones(todo, price, study.SCALES["default"].stage1_seeds, workers=2, retrain=retrain)
     assert ms2.done_after_h.iloc[-1] == round((sum(price[j.regime, m][0] or 0 for j, m in todo)
                                                + sum(retrain.values())) / 120, 1)
     # a run two reusing jobs share (BCS+DAE and COR 4x of one seed) is retrained once: the second finds it cached
     twice = [(j, m) for j, m in todo if m in study_plan.REUSES_RUN and (j.regime, j.seed) == ("amc_like", 1)]
     assert sorted(m for _, m in twice) == ["bcs_dae", study_plan.COR_4X]
     flat = {("amc_like", "bcs_dae"): (30.0, False), ("amc_like", study_plan.COR_4X): (30.0, False)}
-    ms3 = study.milestones(twice, flat, 6, workers=1, retrain={("amc_like", 1): 60.0})
+    ms3 = study_status.milestones(twice, flat, 6, workers=1, retrain={("amc_like", 1): 60.0})
     assert ms3.done_after_h.iloc[-1] == 2.0  # 30 + 30 + the 60-min retrain once (twice would be 3.0)
     assert set(ms.phase) == {"a", "b"} and ms.claim.iloc[0] == "A3"  # phase (a) opens with BCS+DAE (Amendment 3)
     assert "stage 2 milestones" in text and "S1 has no jobs yet" in text
