@@ -255,7 +255,11 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-SLEEPING_BATCH = ("import faulthandler, signal, time\nfaulthandler.register(signal.SIGUSR1, all_threads=True)\n"
+#: A batch that, like a notebook kernel, turns SIGINT into KeyboardInterrupt: Python installs that handler only
+#: when SIGINT is not ignored at its start, and a test run started in the background (``make test &``: bash's
+#: asynchronous commands ignore SIGINT) would hand the ignore down to it. SIGUSR1 dumps every thread's stack.
+SLEEPING_BATCH = ("import faulthandler, signal, time\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
+                  "faulthandler.register(signal.SIGUSR1, all_threads=True)\n"
                   "from ddrl.parallel import run_pool\nrun_pool(time.sleep, [120.0, 120.0], 2, progress=False)")
 
 
@@ -296,8 +300,8 @@ def test_an_interrupted_batch_kills_its_workers():
         batch.send_signal(signal.SIGINT)
         try:
             _, err = batch.communicate(timeout=30)
-        except subprocess.TimeoutExpired:  # seen once in a clean-clone run (2026-11-26), not reproduced since:
-            batch.send_signal(signal.SIGUSR1)  # every thread's stack to stderr (faulthandler), then fail with it
+        except subprocess.TimeoutExpired:  # stuck: every thread's stack to stderr (faulthandler), fail with it
+            batch.send_signal(signal.SIGUSR1)
             time.sleep(2)
             batch.kill()
             _, err = batch.communicate()
