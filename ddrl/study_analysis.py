@@ -27,15 +27,20 @@ from ddrl.study_plan import (BANDS_64, BASE, HELDOUT_X, PAIRED, QUESTION_COLUMNS
 
 
 def method_csvs(out_dir: str | Path) -> list[Path]:
-    """Every method CSV under ``out_dir`` (``<regime>/<method>-seedNN.csv``, :func:`ddrl.study_plan.csv_path`), sorted;
-    not the per-step ones nor the base model's (``base/<regime>/``)."""
+    """Every method CSV under ``out_dir`` (``<regime>/<method>-seedNN.csv``, :func:`ddrl.study_plan.csv_path`),
+    sorted; not the per-step ones nor the base model's (``base/<regime>/``) nor H1x's (:func:`heldout_x_csvs`)."""
     return sorted(p for p in Path(out_dir).glob("*/*-seed*.csv") if not p.name.endswith("-steps.csv"))
+
+
+def heldout_x_csvs(out_dir: str | Path) -> list[Path]:
+    """H1x's method CSVs under ``out_dir`` (plan Amendments 11, 12; :func:`ddrl.study_plan.heldout_x_path`), sorted."""
+    return method_csvs(Path(out_dir) / HELDOUT_X)
 
 
 def load_questions(out_dir: str | Path) -> pd.DataFrame:
     """Every method CSV under ``out_dir`` as one long table (regime, method, seed, split, question, pass@1, ...),
-    H1x's (``heldout_x/<regime>/``, split ``heldout_x``, plan Amendment 11) included."""
-    files = method_csvs(out_dir) + sorted(Path(out_dir).glob(f"{HELDOUT_X}/*/*-seed*.csv"))
+    H1x's (split ``heldout_x``) included."""
+    files = method_csvs(out_dir) + heldout_x_csvs(out_dir)
     if not files:
         return pd.DataFrame(columns=list(QUESTION_COLUMNS))
     return pd.concat([pd.read_csv(p, dtype={"question": str}) for p in files], ignore_index=True)

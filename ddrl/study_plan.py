@@ -348,8 +348,9 @@ def csv_path(out_dir: str | Path, regime: str, method: str, seed: int, steps: bo
 
 
 def heldout_x_path(out_dir: str | Path, regime: str, method: str, seed: int) -> Path:
-    """H1x's CSV of a method and seed (plan Amendment 11), apart from the registered runs' CSVs."""
-    return Path(out_dir) / HELDOUT_X / regime / f"{method}-seed{seed:02d}.csv"
+    """H1x's CSV of a method and seed (plan Amendment 11): :func:`csv_path` under ``<out>/heldout_x/``, apart
+    from the registered runs' CSVs."""
+    return csv_path(Path(out_dir) / HELDOUT_X, regime, method, seed)
 
 
 def heldout_x_records(regime: Regime, n: int) -> list[dict]:

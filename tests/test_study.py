@@ -764,7 +764,7 @@ def test_every_committed_run_is_current_under_this_code(monkeypatch, results_dir
             if not study._done(q, key):
                 stale.append(str(q.relative_to(runs)))
     fresh = {}  # H1x (plan Amendment 11): keyed by the run's key and its fresh questions
-    for p in sorted((runs / study.HELDOUT_X).glob("*/*-seed[0-9][0-9].csv")):
+    for p in study_analysis.heldout_x_csvs(runs):
         method, seed = p.stem.rsplit("-seed", 1)
         reg = regs[p.parent.name]
         held = fresh.setdefault(reg.name, study.heldout_x_records(reg, scale.n_heldout_x))
