@@ -13,7 +13,7 @@ the comparison of means; the seeds are independent runs on each side). Verdict p
 in docs/benchmarks.md registers it: *shifted* (interval excludes 0), *same within 1 point* (interval inside
 [-1, 1]), *not resolved* (otherwise). Also printed: the minimum detectable shift at 80% power.
 
-    python bench/gpu_vs_cpu.py --gpu bench/results/gpu_vs_cpu/runs --out bench/results/gpu_vs_cpu/summary.json
+    python bench/gpu_vs_cpu.py --gpu bench/results/gpu_vs_cpu/gpu_runs.tgz --out bench/results/gpu_vs_cpu/summary.json
     python bench/gpu_vs_cpu.py --predict 20     # the half-widths G complete GPU seeds would give (the plan's)
 """
 from __future__ import annotations
@@ -21,6 +21,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import tarfile
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -83,7 +85,7 @@ def predict(n_gpu: int, cpu: pd.DataFrame) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--gpu", type=Path, help="the GPU call's --out folder (holds math500_like/*.csv)")
+    p.add_argument("--gpu", type=Path, help="the GPU call's --out folder (holds math500_like/*.csv) or a .tgz of it")
     p.add_argument("--cpu", type=Path, default=CPU_RUNS)
     p.add_argument("--predict", type=int, help="print the half-widths this many GPU seeds would give, then stop")
     p.add_argument("--out", type=Path, help="write the summary JSON here")
@@ -94,7 +96,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if a.gpu is None:
         p.error("--gpu or --predict is required")
-    gpu = seed_means(a.gpu)
+    if a.gpu.is_file():  # the call's CSVs as they came back: a tarball of <regime>/*.csv
+        with tempfile.TemporaryDirectory() as tmp, tarfile.open(a.gpu) as tar:
+            tar.extractall(tmp, filter="data")
+            gpu = seed_means(Path(tmp))
+    else:
+        gpu = seed_means(a.gpu)
     if len(gpu) < 2:
         raise SystemExit(f"{a.gpu}: {len(gpu)} complete GPU seed(s); the comparison needs at least 2")
     res = compare(gpu, cpu)
