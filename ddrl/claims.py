@@ -129,6 +129,12 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("H1x", "(ours) adaptation transfers to held-out questions (1,536 fresh ones)",
           "held-out pass@1 DDRL - no adaptation, 1,536 fresh questions [points]", THREE, {k: None for k in THREE}, +1,
           "not in the paper; plan Amendments 11, 12 (H1's power)"),
+    Claim("H1xT", "(ours) adaptation transfers to held-out questions: TTRL (1,536 fresh ones)",
+          "held-out pass@1 TTRL - no adaptation, 1,536 fresh questions [points]", THREE, {k: None for k in THREE}, +1,
+          "not in the paper; plan Amendment 13 (H1's TTRL, reported alongside, at H1x's power)"),
+    Claim("H1xD", "(ours) DDRL transfers to held-out questions at least as well as TTRL (1,536 fresh ones)",
+          "held-out pass@1 DDRL - TTRL, 1,536 fresh questions [points]", THREE, {k: None for k in THREE}, +1,
+          "not in the paper; plan Amendment 13 (the sign of M1)"),
 )
 
 
