@@ -51,7 +51,9 @@ def available_cores() -> int:
 
 def default_workers(n_jobs: int, device: str = "cpu") -> int:
     """Workers for ``n_jobs`` independent runs: one per available core, at most one per job; 1 (the serial
-    path) for a single job or when the runs use an accelerator (one GPU is not shared between processes)."""
+    path) for a single job or when the runs use an accelerator. One GPU *can* be shared: 8 testbed workers on one
+    H100 ran 4.3x one worker's stage-1 seeds (docs/benchmarks.md), so pass ``workers`` for that; the default
+    stays 1 because a paper-scale run needs the GPU's memory to itself."""
     if n_jobs < 2 or not str(device).startswith("cpu"):
         return 1
     return max(1, min(available_cores(), n_jobs))

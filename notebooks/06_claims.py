@@ -55,6 +55,7 @@ study_scale = "default"  # ddrl.study.SCALES: "default" (the registered study) o
 study_regimes = []  # regimes to run (empty: every regime of regimes_base.json)
 study_budget_min = 240.0  # wall-time budget of both stages (jobs starting later are skipped; rerun to continue)
 study_dir = ""  # where runs/, stage1.json and claims.json go (empty: results_dir; the smoke scale: <output_dir>/study)
+study_workers = 0  # worker processes (0: one per core on the CPU, 1 on a GPU; 8 share one H100 at ~4x, docs/benchmarks.md)
 
 # %%
 import json
@@ -95,7 +96,7 @@ if run_study:
 
     scale = ST.SCALES[study_scale]
     regs = ST.load_regimes(R / "regimes_base.json", scale, study_regimes or None)
-    study_log = ST.run_study(regs, scale, D / "runs", D, budget_min=study_budget_min)
+    study_log = ST.run_study(regs, scale, D / "runs", D, budget_min=study_budget_min, workers=study_workers or None)
     display(Markdown(f"Study jobs: {study_log['jobs']}; seeds per regime from stage 1: {study_log['stage1']['seeds']}. "
                      + (f"Not computed: {'; '.join(study_log['missing'])}." if study_log["missing"] else "")))
 results = C.load(D / claims_file)
