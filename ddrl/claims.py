@@ -135,6 +135,12 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("H1xD", "(ours) DDRL transfers to held-out questions at least as well as TTRL (1,536 fresh ones)",
           "held-out pass@1 DDRL - TTRL, 1,536 fresh questions [points]", THREE, {k: None for k in THREE}, +1,
           "not in the paper; plan Amendment 13 (the sign of M1)"),
+    Claim("H1xC", "(ours) COR does not cost held-out accuracy (1,536 fresh ones)",
+          "held-out pass@1 DDRL - BCS+DAE, 1,536 fresh questions [points]", THREE, {k: None for k in THREE}, +1,
+          "not in the paper; plan Amendment 14 (H1xD's COR part; A3's sign)"),
+    Claim("H1xR", "(ours) BCS + DAE do not cost held-out accuracy against TTRL (1,536 fresh ones)",
+          "held-out pass@1 BCS+DAE - TTRL, 1,536 fresh questions [points]", THREE, {k: None for k in THREE}, +1,
+          "not in the paper; plan Amendment 14 (H1xD's RL-phase part; the sign of A1 + A2)"),
 )
 
 

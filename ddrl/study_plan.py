@@ -36,7 +36,8 @@ Readings of the plan (written down here, chosen from the text, never from method
 - **C2** wall times are the pool's: each run on one core with one thread, two runs at a time on 2 cores (the
   plan asks for one run at a time; a wall-time amendment may rerun the C-runs alone). Additional RL time = the
   additional-RL run's steps past the RL schedule; COR time = the DDRL run's COR; RL phase = the DDRL run's RL.
-- **H1x** (plan Amendments 11, 12; TTRL added by 13 for H1xT and H1xD): H1's estimand on 1,536 fresh held-out questions per regime
+- **H1x** (plan Amendments 11, 12; TTRL added by 13 for H1xT and H1xD, BCS+DAE by 14 for H1xC and H1xR): H1's
+  estimand on 1,536 fresh held-out questions per regime
   (:func:`heldout_x_records`), AMC-like seeds 0-7 and AIME-like 0-5 (retrained), MATH-500-like 19-45 (weights kept),
   written to ``results/runs/heldout_x/<regime>/`` (:data:`HELDOUT_X`), beside the registered H1.
 - **Units**: pass@1 differences in points (x 100); D1/D2 advantage x 100; C2 % of the RL phase.
@@ -81,9 +82,10 @@ PRIORITY: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
 )
 #: H1x (plan Amendment 11): H1's methods and estimand on fresh held-out questions; its split name, CSV folder
 #: (``<runs>/heldout_x/<regime>/``) and the regimes and seeds it is measured on (by scale, below). TTRL joined
-#: it in Amendment 13 (H1xT, H1xD), last in each job: a job's DDRL and no adaptation run first.
+#: it in Amendment 13 (H1xT, H1xD) and BCS+DAE (the DDRL run's RL-only weights) in 14 (H1xC, H1xR), each after
+#: the methods before it: a job's DDRL runs (or loads) first.
 HELDOUT_X = "heldout_x"
-HELDOUT_X_METHODS = ("ddrl", "no_adaptation", "ttrl")
+HELDOUT_X_METHODS = ("ddrl", "no_adaptation", "ttrl", "bcs_dae")
 #: Regimes on the AMC-like questions, which take the AMC-like seed count.
 AMC_SEEDED = (SMALL_LR, WEAK_REGIME)
 #: pass@1 claims: id -> (method a, method b, split); the effect is a - b per seed and question, in points.
@@ -93,6 +95,7 @@ PAIRED: dict[str, tuple[str, str, str]] = {
     "T1": ("grpo_no_std", "ttrl", "adapted"), "R1": (COR_4X, "ddrl", "adapted"), "H1": ("ddrl", "no_adaptation", "heldout"),
     "H1x": ("ddrl", "no_adaptation", HELDOUT_X),
     "H1xT": ("ttrl", "no_adaptation", HELDOUT_X), "H1xD": ("ddrl", "ttrl", HELDOUT_X),  # plan Amendment 13
+    "H1xC": ("ddrl", "bcs_dae", HELDOUT_X), "H1xR": ("bcs_dae", "ttrl", HELDOUT_X),  # plan Amendment 14
 }
 #: Stage-1 comparisons whose variance components are measured (the first sets the seeds).
 STAGE1_COMPARISONS = {"ddrl-ttrl": ("ddrl", "ttrl"), "ddrl-no_adaptation": ("ddrl", "no_adaptation"),
@@ -434,7 +437,7 @@ def stage2_jobs(regimes: Sequence[str], scale: Scale, seeds: dict[str, int]) -> 
 
 
 def heldout_x_jobs(regimes: Sequence[str], scale: Scale) -> list[Job]:
-    """H1x's jobs (plan Amendments 11-13), one per regime x seed, each evaluating :data:`HELDOUT_X_METHODS` on
+    """H1x's jobs (plan Amendments 11-14), one per regime x seed, each evaluating :data:`HELDOUT_X_METHODS` on
     the fresh questions (label ``"H1x"``), in the order of ``scale.heldout_x_seeds`` (the regimes whose DDRL runs
     must be trained first)."""
     return [Job(r, s, HELDOUT_X_METHODS, "H1x") for r, seeds in scale.heldout_x_seeds.items() if r in regimes

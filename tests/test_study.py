@@ -223,7 +223,7 @@ def test_smoke_study_writes_per_question_rows_and_valid_claims(smoke):
     entries, missing = study.analyse_claims(root / "runs", smoke["regimes"])
     validate(entries)
     got = {e["id"] for e in entries}
-    assert got - {"F1", "F2", "F3", "G1", "E1", "E2"} == {"M1", "M2", "A1", "A2", "A3", "C1", "C2", "T1", "R1", "H1", "H1x", "H1xT", "H1xD", "D2"}
+    assert got - {"F1", "F2", "F3", "G1", "E1", "E2"} == {"M1", "M2", "A1", "A2", "A3", "C1", "C2", "T1", "R1", "H1", "H1x", "H1xT", "H1xD", "H1xC", "H1xR", "D2"}
     assert "F1" in got  # the tiny model's base answers are all rare: F1 only
     assert all(e["n_seeds"] == 2 for e in entries)
     from ddrl.claims import render
@@ -233,8 +233,8 @@ def test_smoke_study_writes_per_question_rows_and_valid_claims(smoke):
 
 
 def test_smoke_heldout_x_evaluates_the_registered_runs_on_fresh_questions(smoke):
-    """H1x (plan Amendments 11, 13): DDRL, no adaptation and TTRL of each seed, evaluated on the fresh questions only, from
-    the very runs the registered CSVs came from (their adapted pass@1 reproduced), into its own folder."""
+    """H1x (plan Amendments 11, 13, 14): DDRL, no adaptation, TTRL and BCS+DAE of each seed, evaluated on the fresh
+    questions only, from the very runs the registered CSVs came from (their adapted pass@1 reproduced), into its own folder."""
     root, reg = smoke["root"], smoke["regimes"]["math500_like"]
     assert [d["status"] for d in smoke["s3"]] == ["ran", "ran"]
     fresh = [r["id"] for r in study.heldout_x_records(reg, SMOKE.n_heldout_x)]
@@ -248,7 +248,7 @@ def test_smoke_heldout_x_evaluates_the_registered_runs_on_fresh_questions(smoke)
     df = study_analysis.load_questions(root / "runs")
     assert len(df[df.split == study.HELDOUT_X]) == len(study_plan.HELDOUT_X_METHODS) * 2 * SMOKE.n_heldout_x
     entries, _ = study.analyse_claims(root / "runs", smoke["regimes"])
-    for cid in ("H1x", "H1xT", "H1xD"):  # Amendment 13 added TTRL: H1xT, H1xD
+    for cid in ("H1x", "H1xT", "H1xD", "H1xC", "H1xR"):  # Amendments 13, 14 added TTRL and BCS+DAE
         (e,) = [e for e in entries if e["id"] == cid]
         assert (e["n_seeds"], e["n_questions"]) == (2, SMOKE.n_heldout_x), cid
 
@@ -272,7 +272,7 @@ def test_heldout_x_jobs_train_first_then_load():
     jobs = study.heldout_x_jobs(["math500_like", "amc_like", "aime_like"], study.SCALES["default"])
     assert [(j.regime, j.seed) for j in jobs] == [("amc_like", s) for s in range(8)] + \
         [("aime_like", s) for s in range(6)] + [("math500_like", s) for s in range(19, 46)]
-    assert {j.methods for j in jobs} == {("ddrl", "no_adaptation", "ttrl")} and {j.label for j in jobs} == {"H1x"}
+    assert {j.methods for j in jobs} == {("ddrl", "no_adaptation", "ttrl", "bcs_dae")} and {j.label for j in jobs} == {"H1x"}
 
 
 def test_cli_claims_renders_beside_its_results_not_into_the_docs(smoke, capsys):
@@ -589,7 +589,7 @@ def test_status_counts_written_jobs_and_prices_the_rest_from_measured_times(tmp_
     # no_adaptation have never run: 12 + 12 runs not priced
     assert "~1.4 worker-hours left (~0.7 h on 2 workers), plus 24 runs of methods not yet measured" in text, text
     assert "stage 2: not planned yet" in text
-    assert "H1x (plan Amendments 11-13): 0/105 method x seed CSVs written" in text  # (AMC-like 8 + MATH-500-like 27) x 3
+    assert "H1x (plan Amendments 11-14): 0/140 method x seed CSVs written" in text  # (AMC-like 8 + MATH-500-like 27) x 4
     # a method that never ran is priced by its proxy in a regime with the same questions, scaled by episodes
     regs = study.load_regimes(names=["amc_like", "amc_like_small_lr", "math500_like"])
     mins = study_analysis.run_minutes(tmp_path)
