@@ -78,6 +78,12 @@ _S1 = _d(_DDRL["amc_like"] - _TTRL["amc_like"],
          value(("table2", _WEAK, "AMC", "ddrl")) - value(("table2", _WEAK, "AMC", "ttrl")))
 THREE = _REG3
 
+
+def _ours(cid: str, claim: str, metric: str, source: str) -> Claim:
+    """A claim of ours (H1 and its H1x family): measured in the three regimes, no paper number, sign +1."""
+    return Claim(cid, claim, metric, THREE, {k: None for k in THREE}, +1, source)
+
+
 CLAIMS: tuple[Claim, ...] = (
     Claim("F1", "answers seen <= 5 of 64 times are mostly wrong", "50 - accuracy of answers seen <= 5/64 [points]",
           ("base",), {"base": None}, +1, "Sec. 2.2, Fig. 2; appendix Fig. 7 (bands <=5 and >=45)"),
@@ -123,23 +129,22 @@ CLAIMS: tuple[Claim, ...] = (
           "(DDRL - TTRL) default testbed - (DDRL - TTRL) weaker testbed [points]", ("amc_like",),
           {"amc_like": _S1}, +1,
           "Sec. 5.2 (Qwen2.5-Math-1.5B vs Qwen2.5-3B on AMC); Table 5 (7B: +0.9 on AMC) is in tension"),
-    Claim("H1", "(ours) adaptation transfers to held-out questions",
-          "held-out pass@1 DDRL - no adaptation [points]", THREE, {k: None for k in THREE}, +1,
+    _ours("H1", "(ours) adaptation transfers to held-out questions", "held-out pass@1 DDRL - no adaptation [points]",
           "not in the paper (TTRL adapts on the test set itself)"),
-    Claim("H1x", "(ours) adaptation transfers to held-out questions (1,536 fresh ones)",
-          "held-out pass@1 DDRL - no adaptation, 1,536 fresh questions [points]", THREE, {k: None for k in THREE}, +1,
+    _ours("H1x", "(ours) adaptation transfers to held-out questions (1,536 fresh ones)",
+          "held-out pass@1 DDRL - no adaptation, 1,536 fresh questions [points]",
           "not in the paper; plan Amendments 11, 12 (H1's power)"),
-    Claim("H1xT", "(ours) adaptation transfers to held-out questions: TTRL (1,536 fresh ones)",
-          "held-out pass@1 TTRL - no adaptation, 1,536 fresh questions [points]", THREE, {k: None for k in THREE}, +1,
+    _ours("H1xT", "(ours) adaptation transfers to held-out questions: TTRL (1,536 fresh ones)",
+          "held-out pass@1 TTRL - no adaptation, 1,536 fresh questions [points]",
           "not in the paper; plan Amendment 13 (H1's TTRL, reported alongside, at H1x's power)"),
-    Claim("H1xD", "(ours) DDRL transfers to held-out questions at least as well as TTRL (1,536 fresh ones)",
-          "held-out pass@1 DDRL - TTRL, 1,536 fresh questions [points]", THREE, {k: None for k in THREE}, +1,
+    _ours("H1xD", "(ours) DDRL transfers to held-out questions at least as well as TTRL (1,536 fresh ones)",
+          "held-out pass@1 DDRL - TTRL, 1,536 fresh questions [points]",
           "not in the paper; plan Amendment 13 (the sign of M1)"),
-    Claim("H1xC", "(ours) COR does not cost held-out accuracy (1,536 fresh ones)",
-          "held-out pass@1 DDRL - BCS+DAE, 1,536 fresh questions [points]", THREE, {k: None for k in THREE}, +1,
+    _ours("H1xC", "(ours) COR does not cost held-out accuracy (1,536 fresh ones)",
+          "held-out pass@1 DDRL - BCS+DAE, 1,536 fresh questions [points]",
           "not in the paper; plan Amendment 14 (H1xD's COR part; A3's sign)"),
-    Claim("H1xR", "(ours) BCS + DAE do not cost held-out accuracy against TTRL (1,536 fresh ones)",
-          "held-out pass@1 BCS+DAE - TTRL, 1,536 fresh questions [points]", THREE, {k: None for k in THREE}, +1,
+    _ours("H1xR", "(ours) BCS + DAE do not cost held-out accuracy against TTRL (1,536 fresh ones)",
+          "held-out pass@1 BCS+DAE - TTRL, 1,536 fresh questions [points]",
           "not in the paper; plan Amendment 14 (H1xD's RL-phase part; the sign of A1 + A2)"),
 )
 
