@@ -29,6 +29,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ddrl.stats import detectable_effect
+
 ROOT = Path(__file__).resolve().parents[1]
 CPU_RUNS = ROOT / "results" / "runs"
 REGIME = "math500_like"
@@ -52,15 +54,13 @@ def seed_means(runs_dir: Path, regime: str = REGIME) -> pd.DataFrame:
 
 def welch(a: np.ndarray, b: np.ndarray) -> dict:
     """mean(a) - mean(b) with Welch's 95% interval (``scipy.stats.ttest_ind``, unequal variances), the verdict of
-    the plan's rule and the shift detectable at 80% power (two-sided 5%, the interval's t and standard error)."""
+    the plan's rule and the shift detectable at 80% power (:func:`ddrl.stats.detectable_effect`, as the scorecard's
+    ``mde``)."""
     a, b = np.asarray(a, float), np.asarray(b, float)
-    test = stats.ttest_ind(a, b, equal_var=False)
-    lo, hi = test.confidence_interval(0.95)
-    t = stats.t.ppf(0.975, test.df)
-    se = (hi - lo) / (2 * t)
+    lo, hi = stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
     verdict = "shifted" if (lo > 0 or hi < 0) else "same within 1 point" if (lo >= -1 and hi <= 1) else "not resolved"
     return {"estimate": a.mean() - b.mean(), "ci_low": lo, "ci_high": hi, "half_width": (hi - lo) / 2,
-            "mde_80": (t + stats.norm.ppf(0.8)) * se, "n_gpu": len(a), "n_cpu": len(b),
+            "mde_80": detectable_effect((hi - lo) / 2), "n_gpu": len(a), "n_cpu": len(b),
             "sd_gpu": a.std(ddof=1), "sd_cpu": b.std(ddof=1), "verdict": verdict}
 
 
@@ -77,8 +77,8 @@ def predict(n_gpu: int, cpu: pd.DataFrame) -> dict:
     out = {}
     for k, x in cols.items():
         sd = x.std(ddof=1)
-        se = sd * math.sqrt(1 / n_gpu + 1 / len(x))
-        out[k] = {"sd_cpu": sd, "half_width": 1.96 * se, "mde_80": 2.80 * se}
+        hw = 1.96 * sd * math.sqrt(1 / n_gpu + 1 / len(x))  # the plan's normal approximation
+        out[k] = {"sd_cpu": sd, "half_width": hw, "mde_80": detectable_effect(hw)}
     return out
 
 
