@@ -151,8 +151,9 @@ class Scale:
     episodes: int | None = None
     n_heldout_x: int = 1536  # H1x's fresh held-out questions per regime (plan Amendment 11)
     #: H1x's seeds per regime (Amendment 11: AMC-like 0-7 retrained, MATH-500-like 19-45 whose weights are kept;
-    #: Amendment 12: AIME-like 0-5 retrained), the regimes that train listed first (the order jobs run in)
-    heldout_x_seeds: dict = field(default_factory=lambda: {"amc_like": tuple(range(8)), "aime_like": tuple(range(6)),
+    #: Amendment 12: AIME-like 0-5 retrained; Amendment 15: AMC-like 8-18 too, its registered 19 seeds), the
+    #: regimes that train listed first (the order jobs run in)
+    heldout_x_seeds: dict = field(default_factory=lambda: {"amc_like": tuple(range(19)), "aime_like": tuple(range(6)),
                                                            "math500_like": tuple(range(19, 46))})
 
 

@@ -270,7 +270,7 @@ def test_heldout_x_records_are_fresh_and_skip_repeats():
 
 def test_heldout_x_jobs_train_first_then_load():
     jobs = study.heldout_x_jobs(["math500_like", "amc_like", "aime_like"], study.SCALES["default"])
-    assert [(j.regime, j.seed) for j in jobs] == [("amc_like", s) for s in range(8)] + \
+    assert [(j.regime, j.seed) for j in jobs] == [("amc_like", s) for s in range(19)] + \
         [("aime_like", s) for s in range(6)] + [("math500_like", s) for s in range(19, 46)]
     assert {j.methods for j in jobs} == {("ddrl", "no_adaptation", "ttrl", "bcs_dae")} and {j.label for j in jobs} == {"H1x"}
 
