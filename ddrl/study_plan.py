@@ -37,8 +37,8 @@ Readings of the plan (written down here, chosen from the text, never from method
   plan asks for one run at a time; a wall-time amendment may rerun the C-runs alone). Additional RL time = the
   additional-RL run's steps past the RL schedule; COR time = the DDRL run's COR; RL phase = the DDRL run's RL.
 - **H1x** (plan Amendments 11, 12; TTRL added by 13 for H1xT and H1xD, BCS+DAE by 14 for H1xC and H1xR): H1's
-  estimand on 1,536 fresh held-out questions per regime
-  (:func:`heldout_x_records`), AMC-like seeds 0-7 and AIME-like 0-5 (retrained), MATH-500-like 19-45 (weights kept),
+  estimand on 1,536 fresh held-out questions per regime (:func:`heldout_x_records`), AMC-like seeds 0-18 (0-7 by
+  Amendment 11, 8-18 by 15) and AIME-like 0-5 (retrained), MATH-500-like 19-45 (weights kept),
   written to ``results/runs/heldout_x/<regime>/`` (:data:`HELDOUT_X`), beside the registered H1.
 - **Units**: pass@1 differences in points (x 100); D1/D2 advantage x 100; C2 % of the RL phase.
 """
@@ -438,7 +438,7 @@ def stage2_jobs(regimes: Sequence[str], scale: Scale, seeds: dict[str, int]) -> 
 
 
 def heldout_x_jobs(regimes: Sequence[str], scale: Scale) -> list[Job]:
-    """H1x's jobs (plan Amendments 11-14), one per regime x seed, each evaluating :data:`HELDOUT_X_METHODS` on
+    """H1x's jobs (plan Amendments 11-15), one per regime x seed, each evaluating :data:`HELDOUT_X_METHODS` on
     the fresh questions (label ``"H1x"``), in the order of ``scale.heldout_x_seeds`` (the regimes whose DDRL runs
     must be trained first)."""
     return [Job(r, s, HELDOUT_X_METHODS, "H1x") for r, seeds in scale.heldout_x_seeds.items() if r in regimes
