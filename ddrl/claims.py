@@ -68,7 +68,7 @@ def _row(table: str, method: str, regimes: tuple[str, ...] = _REG3) -> dict[str,
     return {r: value((table, _Q15, BENCHMARK[r], method)) for r in regimes}
 
 
-_TTRL, _ETMR, _DDRL = _row("table2", "ttrl"), _row("table2", "etmr"), _row("table2", "ddrl")
+_NONE, _TTRL, _ETMR, _DDRL = (_row("table2", m) for m in ("no_adaptation", "ttrl", "etmr", "ddrl"))
 _BCS, _BCS_DAE = _row("table3", "bcs"), _row("table3", "bcs_dae")
 _EXTRA_RL = _row("table4", "additional_rl")
 _SIZE_4X = _row("table6", "4x")
@@ -102,6 +102,13 @@ CLAIMS: tuple[Claim, ...] = (
           {"base": None}, +1, "appendix, 'Why is DDRL effective?', false positives (plan Amendment 8)"),
     Claim("T1", "removing GRPO's normalisation helps TTRL", "pass@1 GRPO w/o norm. - GRPO [points]",
           ("aime_like", "math500_like"), {k: _d(_NO_NORM[k], _TTRL[k]) for k in _NO_NORM}, +1, "Table 1"),
+    # P1, P2: plan Amendment 16 (added after the study; Table 2's gains over the untrained model)
+    Claim("P1", "TTRL improves on no adaptation", "pass@1 TTRL - no adaptation [points]", THREE + ("amc_like_small_lr",),
+          {**{k: _d(_TTRL[k], _NONE[k]) for k in THREE}, "amc_like_small_lr": _d(_TTRL["amc_like"], _NONE["amc_like"])},
+          +1, "Table 2"),
+    Claim("P2", "DDRL improves on no adaptation", "pass@1 DDRL - no adaptation [points]", THREE + ("amc_like_small_lr",),
+          {**{k: _d(_DDRL[k], _NONE[k]) for k in THREE}, "amc_like_small_lr": _d(_DDRL["amc_like"], _NONE["amc_like"])},
+          +1, "Table 2"),
     Claim("M1", "DDRL beats TTRL", "pass@1 DDRL - TTRL [points]", THREE + ("amc_like_small_lr",),
           {**{k: _d(_DDRL[k], _TTRL[k]) for k in THREE}, "amc_like_small_lr": _d(_DDRL["amc_like"], _TTRL["amc_like"])},
           +1, "Table 2"),

@@ -18,7 +18,7 @@ from ddrl.regimes import WEAK_REGIME, Regime
 from ddrl.seeds import derive_seed
 from ddrl.stats import (TARGET_HALF_WIDTH, choose_design, eval_noise_variance, hierarchical_bootstrap,
                         paired_differences, power_table, predicted_half_width, variance_components)
-from ddrl.study_plan import (BANDS_64, BASE, HELDOUT_X, PAIRED, QUESTION_COLUMNS, REUSES_RUN, SELECTION_K,
+from ddrl.study_plan import (BANDS_64, BASE, HELDOUT_X, PAIRED, QUESTION_COLUMNS, REUSES_RUN, SAME_BASE, SELECTION_K,
                              SELECTION_ORDERS, SHARES_DDRL_RL, STAGE1_COMPARISONS, STEP_COLUMNS, THREE, Scale)
 
 # ---------------------------------------------------------------------------------------------------------
@@ -96,8 +96,13 @@ def _matrix(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> pd.Dat
 
 
 def _shared_seeds(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> pd.DataFrame:
-    """The rows of methods ``a`` and ``b`` in ``regime`` / ``split`` over the seeds both have."""
+    """The rows of methods ``a`` and ``b`` in ``regime`` / ``split`` over the seeds both have; a regime of
+    :data:`~ddrl.study_plan.SAME_BASE` without no-adaptation rows of its own takes its base regime's."""
     sub = df[(df.regime == regime) & (df.split == split) & df.method.isin([a, b])]
+    none = "no_adaptation"
+    if none in (a, b) and regime in SAME_BASE and not (sub.method == none).any():
+        base = df[(df.regime == SAME_BASE[regime]) & (df.split == split) & (df.method == none)]
+        sub = pd.concat([sub, base.assign(regime=regime)], ignore_index=True)
     return sub[sub.seed.isin(set(sub[sub.method == a].seed) & set(sub[sub.method == b].seed))]
 
 

@@ -6,7 +6,9 @@
 - :func:`band_accuracy_figure`: the base model's distinct answers, share correct by how many of the N = 64
   samples gave them (the paper's Fig. 2; claims F1-F3);
 - :func:`selection_errors_figure`: what TTRL's random K and BCS keep of the base rollouts, by the label's count
-  (false positives per question, correct answers among the negatives; claims E1, E2).
+  (false positives per question, correct answers among the negatives; claims E1, E2);
+- :func:`transfer_figure`: pass@1 of no adaptation, TTRL, BCS+DAE and DDRL on the adapted questions beside the
+  1,536 fresh held-out ones, per regime (claims H1x, H1xT, H1xD, H1xC, H1xR; plan Amendments 11-15).
 
 :func:`render_results` writes all of them from the committed results (``results/claims.json`` and
 ``results/runs/``); ``python -m ddrl.study --analyse claims`` calls it after writing the scorecard.
@@ -30,7 +32,7 @@ from ddrl.stats import TARGET_HALF_WIDTH
 from ddrl.study_analysis import (SHORTFALL_MAX_QUESTIONS, SHORTFALL_MAX_SEEDS, claim_on_seeds, load_base,
                                  load_questions, load_steps, power_shortfall, rl_divergence, seed_directions,
                                  selection_errors)
-from ddrl.study_plan import BANDS_64, THREE
+from ddrl.study_plan import BANDS_64, HELDOUT_X, THREE
 
 #: Answer-count bins (of 64) for :func:`band_accuracy_figure`: finer than F1-F3's bands, with their edges.
 COUNT_BINS_64 = ((1, 1), (2, 5), (6, 14), (15, 24), (25, 34), (35, 44), (45, 54), (55, 64))
@@ -157,6 +159,58 @@ def selection_errors_figure(sel: pd.DataFrame):
     return fig
 
 
+#: :func:`transfer_figure`'s methods, in the order DDRL builds up (no adaptation, + RL, + BCS and DAE, + COR).
+TRANSFER_METHODS = ("no_adaptation", "ttrl", "bcs_dae", "ddrl")
+#: :func:`transfer`'s two question sets: the regime's adapted questions, H1x's fresh held-out ones.
+TRANSFER_SPLITS = {"adapted": "adapted questions", HELDOUT_X: "fresh held-out questions"}
+
+
+def transfer(questions: pd.DataFrame, methods: Sequence[str] = TRANSFER_METHODS,
+             regimes: Sequence[str] = THREE) -> pd.DataFrame:
+    """Per regime x method x seed, pass@1 (points, the mean over questions) on the adapted questions (the
+    registered runs' split ``adapted``) and on H1x's fresh held-out questions (split ``heldout_x``), for the seeds
+    that have an H1x CSV of that method, so both columns average the same seeds. The adapted numbers are the
+    registered runs'; an H1x run retrained on another machine kind may have left their trajectory (its
+    ``registered_reproduced``), so the two columns are a run of the seed each, not always the same run. Columns:
+    regime, method, seed, split, pass@1."""
+    q = questions[questions.method.isin(methods) & questions.regime.isin(regimes)]
+    held = q[q.split == HELDOUT_X]
+    seeds = held[["regime", "method", "seed"]].drop_duplicates()
+    both = q[q.split.isin(list(TRANSFER_SPLITS))].merge(seeds, on=["regime", "method", "seed"])
+    t = both.groupby(["regime", "method", "seed", "split"], as_index=False)["pass@1"].mean()
+    return t.assign(**{"pass@1": 100 * t["pass@1"]})
+
+
+def transfer_figure(questions: pd.DataFrame, methods: Sequence[str] = TRANSFER_METHODS,
+                    regimes: Sequence[str] = THREE):
+    """One panel per regime with H1x runs: each method's pass@1 on the adapted and on the fresh held-out
+    questions (:func:`transfer`), the mean over seeds with a 95% bootstrap interval over seeds (seaborn,
+    ``seed=0``). The claims' paired intervals are the scorecard's; this shows the levels. None without H1x CSVs."""
+    t = transfer(questions, methods, regimes)
+    present = [r for r in regimes if r in set(t.regime)]
+    if not present:
+        return None
+    t = t.assign(split=t.split.map(TRANSFER_SPLITS), method=t.method.map(label))
+    order, hue_order = list(TRANSFER_SPLITS.values()), [label(m) for m in methods]
+    palette = {label(m): color(m) for m in methods}
+    fig, axes = plt.subplots(1, len(present), figsize=(4.3 * len(present), 3.6), squeeze=False)
+    for ax, r in zip(axes[0], present):
+        tr = t[t.regime == r]
+        sns.pointplot(tr, x="split", y="pass@1", hue="method", order=order, hue_order=hue_order, palette=palette,
+                      errorbar=("ci", 95), seed=0, dodge=0.45, linestyle="none", markersize=5, capsize=0.08,
+                      err_kws={"linewidth": 1.2}, ax=ax)
+        n = tr.groupby("method").seed.nunique()
+        ax.set(xlabel="", ylabel="pass@1 (%)", title=f"{r} ({n.min()}-{n.max()} seeds)" if n.min() != n.max()
+               else f"{r} ({n.min()} seeds)")
+        ax.legend().remove()
+        sns.despine(ax=ax)
+    handles, names = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="lower center", ncol=len(names), fontsize=8, frameon=False)
+    fig.suptitle("What adaptation does on the questions it trained on and on fresh ones (H1x)", fontsize=10)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    return fig
+
+
 def _entry_text(e: dict | None) -> str:
     return "-" if e is None else f"{C._interval(e)} ({e['n_seeds']} seeds, {e['verdict']})"
 
@@ -222,7 +276,8 @@ def render_results(entries: Sequence[dict], runs_dir: str | Path, out_dir: str |
     ``claims_seeds.md`` and ``.csv``), the comparisons that missed the plan's half-width and the design their variance
     components say would have reached it (:func:`ddrl.study_analysis.power_shortfall`, ``power_shortfall.md`` and
     ``.csv``), the runs meant to share the DDRL run's RL phase (:func:`divergence_report`,
-    ``rl_divergence.md`` and ``.csv``), the advantage-dynamics, base-band and selection figures, all under
+    ``rl_divergence.md`` and ``.csv``), the advantage-dynamics, base-band, selection and held-out transfer
+    figures (the last with its data, ``heldout_transfer.csv``), all under
     ``out_dir``; returns every path written."""
     out_dir = Path(out_dir)
     paths = {f"scorecard.{k}": p for k, p in C.render(entries, out_dir).items()}
@@ -256,4 +311,9 @@ def render_results(entries: Sequence[dict], runs_dir: str | Path, out_dir: str |
         selection_by_label_count(sel).to_csv(paths["selection.csv"], index=False)
         fig = selection_errors_figure(sel)
         paths.update({f"selection_errors.{k}": p for k, p in _save(fig, out_dir, "selection_errors").items()})
+    fig = transfer_figure(questions)
+    if fig is not None:  # H1x's levels: adapted beside fresh held-out questions
+        paths["transfer.csv"] = out_dir / "heldout_transfer.csv"
+        transfer(questions).to_csv(paths["transfer.csv"], index=False)
+        paths.update({f"heldout_transfer.{k}": p for k, p in _save(fig, out_dir, "heldout_transfer").items()})
     return paths

@@ -88,8 +88,13 @@ HELDOUT_X = "heldout_x"
 HELDOUT_X_METHODS = ("ddrl", "no_adaptation", "ttrl", "bcs_dae")
 #: Regimes on the AMC-like questions, which take the AMC-like seed count.
 AMC_SEEDED = (SMALL_LR, WEAK_REGIME)
+#: Regimes whose untrained model is another regime's: the same base weights, adapted questions and evaluation
+#: (``eval_n``, sampling, seeds ``derive_seed(seed, "eval", split)``), only the RL settings differ, so their
+#: no-adaptation rows are that regime's (plan Amendment 16: P1, P2 at lr/10).
+SAME_BASE = {SMALL_LR: "amc_like"}
 #: pass@1 claims: id -> (method a, method b, split); the effect is a - b per seed and question, in points.
 PAIRED: dict[str, tuple[str, str, str]] = {
+    "P1": ("ttrl", "no_adaptation", "adapted"), "P2": ("ddrl", "no_adaptation", "adapted"),  # plan Amendment 16
     "M1": ("ddrl", "ttrl", "adapted"), "M2": ("ddrl", "etmr", "adapted"), "A1": ("bcs", "ttrl", "adapted"),
     "A2": ("bcs_dae", "bcs", "adapted"), "A3": ("ddrl", "bcs_dae", "adapted"), "C1": ("ddrl", "additional_rl", "adapted"),
     "T1": ("grpo_no_std", "ttrl", "adapted"), "R1": (COR_4X, "ddrl", "adapted"), "H1": ("ddrl", "no_adaptation", "heldout"),

@@ -281,6 +281,25 @@ if results is not None and not groups.empty:
     plt.show()
 
 # %% [markdown]
+# ## Adapted questions and fresh ones (claims P1, P2 and H1x)
+#
+# Test-time RL trains on the questions it is tested on. Left of each panel, pass@1 on those adapted questions
+# (the registered runs); right, on 1,536 fresh questions of the same kind that no run trained on (plan
+# Amendments 11-15), for the untrained model, TTRL, BCS+DAE (DDRL's RL phase) and DDRL, averaged over the H1x
+# seeds with a 95% interval over seeds. The paper's Table 2 has the left half only (its gains over the
+# untrained model: claims P1, P2); the right half is ours (H1x and its family). The claims' intervals are the
+# scorecard's paired ones; this figure shows the levels they are differences of.
+
+# %%
+from ddrl.study_figures import transfer, transfer_figure
+
+if results is not None:
+    fig = transfer_figure(questions)
+    if fig is not None:
+        rep.figure(fig, "heldout_transfer", data=transfer(questions))
+        plt.show()
+
+# %% [markdown]
 # ## Replications on other builds of the base model
 #
 # The testbed's pretraining gives other weights on another CPU (`docs/testbed.md`), and the registered study's

@@ -137,8 +137,11 @@ def test_claims_analysis_on_known_differences(tmp_path):
     entries, missing = study.analyse_claims(tmp_path, regs, n_boot=400)
     validate(entries)
     by = {e["id"]: e for e in entries}
-    assert set(by) == {"M1", "M2", "H1"}
+    assert set(by) == {"P1", "P2", "M1", "M2", "H1"}
     a = df[df.split == "adapted"]
+    none = a[a.method == "no_adaptation"]["pass@1"].mean()
+    assert by["P2"]["estimate"] == pytest.approx(100 * (a[a.method == "ddrl"]["pass@1"].mean() - none))  # Amendment 16
+    assert by["P2"]["verdict"] == "reproduced" and abs(by["P1"]["estimate"]) < 3
     direct = 100 * (a[a.method == "ddrl"]["pass@1"].mean() - a[a.method == "ttrl"]["pass@1"].mean())
     assert by["M1"]["estimate"] == pytest.approx(direct) and direct > 10  # ~ +15 points, clipped at 1
     assert by["M1"]["verdict"] == "reproduced" and by["M1"]["ci_low"] > 0
@@ -146,6 +149,24 @@ def test_claims_analysis_on_known_differences(tmp_path):
     assert by["H1"]["n_questions"] == 12 and by["H1"]["estimate"] > 10  # held-out split: DDRL vs no adaptation
     assert by["M1"]["half_width"] == pytest.approx((by["M1"]["ci_high"] - by["M1"]["ci_low"]) / 2)
     assert any(m.startswith("A1 math500_like") for m in missing)
+
+
+def test_lr10_compares_with_the_amc_like_untrained_model(tmp_path):
+    """P1, P2 at lr/10 (plan Amendment 16): the regime has no no-adaptation runs; AMC-like's, the same base on
+    the same questions with the same evaluation seeds, stand in (``SAME_BASE``). A regime with its own never borrows."""
+    amc = synthetic(tmp_path, {"no_adaptation": 0.0}, regime="amc_like")
+    lr10 = synthetic(tmp_path, {"ttrl": 0.1, "ddrl": 0.2}, regime="amc_like_small_lr", rng_seed=1)
+    df = study_analysis.load_questions(tmp_path)
+    d = study_analysis.claim_matrix(df, "P2", "amc_like_small_lr")
+    want = 100 * (lr10[lr10.method == "ddrl"].set_index(["seed", "question"])["pass@1"]
+                  - amc.set_index(["seed", "question"])["pass@1"])
+    assert d.shape == (4, 12) and np.allclose(d.stack().sort_index().to_numpy(), want.sort_index().to_numpy())
+    assert study_analysis.claim_matrix(df, "M1", "amc_like_small_lr").shape == (4, 12)  # its own runs, as before
+    assert study_analysis.claim_matrix(df, "P2", "amc_like") is None  # AMC-like has no DDRL here: nothing borrowed
+    own = df[df.method == "no_adaptation"].assign(regime="amc_like_small_lr", **{"pass@1": 0.0})
+    d_own = study_analysis.claim_matrix(pd.concat([df, own]), "P2", "amc_like_small_lr")
+    assert np.allclose(d_own.to_numpy(), 100 * lr10[lr10.method == "ddrl"].pivot(index="seed", columns="question",
+                                                                               values="pass@1").to_numpy())
 
 
 def test_a_claim_whose_methods_both_sit_at_the_floor_is_marked_not_redecided(tmp_path):
@@ -223,7 +244,8 @@ def test_smoke_study_writes_per_question_rows_and_valid_claims(smoke):
     entries, missing = study.analyse_claims(root / "runs", smoke["regimes"])
     validate(entries)
     got = {e["id"] for e in entries}
-    assert got - {"F1", "F2", "F3", "G1", "E1", "E2"} == {"M1", "M2", "A1", "A2", "A3", "C1", "C2", "T1", "R1", "H1", "H1x", "H1xT", "H1xD", "H1xC", "H1xR", "D2"}
+    assert got - {"F1", "F2", "F3", "G1", "E1", "E2"} == {"P1", "P2", "M1", "M2", "A1", "A2", "A3", "C1", "C2", "T1", "R1", "H1", "H1x", "H1xT", "H1xD", "H1xC", "H1xR",
+                                                               "D2"}
     assert "F1" in got  # the tiny model's base answers are all rare: F1 only
     assert all(e["n_seeds"] == 2 for e in entries)
     from ddrl.claims import render

@@ -62,6 +62,31 @@ def test_selection_by_label_count_bins_each_rule_by_the_labels_count(tmp_path):
     assert F.selection_errors_figure(sel.iloc[:0]) is None
 
 
+def synthetic_transfer() -> pd.DataFrame:
+    """Two seeds of four methods: adapted rows for seeds 0-2 (the registered runs), H1x rows for seeds 0-1 only;
+    a method's pass@1 is ``level`` on every question, the held-out one 10 points lower."""
+    rows = []
+    for m, level in (("no_adaptation", 0.5), ("ttrl", 0.6), ("bcs_dae", 0.6), ("ddrl", 0.7), ("etmr", 0.9)):
+        for s in (0, 1, 2):
+            for split, drop, qs in (("adapted", 0.0, ("a1", "a2")), ("heldout", 0.3, ("h1",)), ("heldout_x", 0.1, ("x1", "x2", "x3"))):
+                if split == "heldout_x" and (s == 2 or m == "etmr"):
+                    continue
+                rows += [{"regime": "amc_like", "method": m, "seed": s, "split": split, "question": q,
+                          "pass@1": level - drop} for q in qs]
+    return pd.DataFrame(rows)
+
+
+def test_transfer_averages_the_h1x_seeds_on_both_question_sets():
+    t = F.transfer(synthetic_transfer())
+    assert set(t.method) == set(F.TRANSFER_METHODS) and set(t.split) == {"adapted", "heldout_x"}  # no ETMR, no H1
+    assert set(t.seed) == {0, 1}  # seed 2 has no H1x CSV: left out of both columns
+    v = t.set_index(["method", "seed", "split"])["pass@1"]
+    assert v[("ddrl", 0, "adapted")] == pytest.approx(70.0) and v[("ddrl", 1, "heldout_x")] == pytest.approx(60.0)
+    fig = F.transfer_figure(synthetic_transfer())
+    assert len(fig.axes) == 1 and fig.axes[0].get_title() == "amc_like (2 seeds)"
+    assert F.transfer_figure(synthetic_transfer().query("split != 'heldout_x'")) is None
+
+
 def test_scorecard_panels_by_unit():
     assert claims.unit("pass@1 DDRL - TTRL [points]") == "points"
     assert claims.unit("wall time additional RL - COR [% of the RL phase]") == "% of the RL phase"
@@ -83,6 +108,7 @@ def test_render_results_writes_every_figure(tmp_path):
     assert paths["missing.md"].read_text() == "- M2 aime_like: fewer than 2 seeds with the runs it needs\n"
     assert {"scorecard.png", "scorecard.md", "advantage_dynamics.png", "advantage_dynamics.pdf"} <= set(paths)
     assert "base_bands.png" not in paths and "selection_errors.png" not in paths  # no base rollouts written
+    assert "heldout_transfer.png" not in paths  # no H1x CSV written
     assert "seeds.md" not in paths  # no method CSV written: no pass@1 claim to show seed by seed
     assert "none: every pass@1 comparison reached the target" in paths["shortfall.md"].read_text()
     assert all(p.stat().st_size > 0 for p in paths.values())
