@@ -611,7 +611,7 @@ def test_status_counts_written_jobs_and_prices_the_rest_from_measured_times(tmp_
     # no_adaptation have never run: 12 + 12 runs not priced
     assert "~1.4 worker-hours left (~0.7 h on 2 workers), plus 24 runs of methods not yet measured" in text, text
     assert "stage 2: not planned yet" in text
-    assert "H1x (plan Amendments 11-14): 0/140 method x seed CSVs written" in text  # (AMC-like 8 + MATH-500-like 27) x 4
+    assert "H1x (plan Amendments 11-15): 0/184 method x seed CSVs written" in text  # (AMC-like 19 + MATH-500-like 27) x 4
     # a method that never ran is priced by its proxy in a regime with the same questions, scaled by episodes
     regs = study.load_regimes(names=["amc_like", "amc_like_small_lr", "math500_like"])
     mins = study_analysis.run_minutes(tmp_path)
