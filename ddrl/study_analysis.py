@@ -21,9 +21,7 @@ from ddrl.stats import (TARGET_HALF_WIDTH, choose_design, eval_noise_variance, h
 from ddrl.study_plan import (BANDS_64, BASE, HELDOUT_X, PAIRED, QUESTION_COLUMNS, REUSES_RUN, SAME_BASE, SELECTION_K,
                              SELECTION_ORDERS, SHARES_DDRL_RL, STAGE1_COMPARISONS, STEP_COLUMNS, THREE, Scale)
 
-# ---------------------------------------------------------------------------------------------------------
-# Reading the results
-# ---------------------------------------------------------------------------------------------------------
+# --- Reading the results ----------------------------------------------------------------------------------
 
 
 def method_csvs(out_dir: str | Path) -> list[Path]:
@@ -99,9 +97,8 @@ def _shared_seeds(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> 
     """The rows of methods ``a`` and ``b`` in ``regime`` / ``split`` over the seeds both have; a regime of
     :data:`~ddrl.study_plan.SAME_BASE` without no-adaptation rows of its own takes its base regime's."""
     sub = df[(df.regime == regime) & (df.split == split) & df.method.isin([a, b])]
-    none = "no_adaptation"
-    if none in (a, b) and regime in SAME_BASE and not (sub.method == none).any():
-        base = df[(df.regime == SAME_BASE[regime]) & (df.split == split) & (df.method == none)]
+    if "no_adaptation" in (a, b) and regime in SAME_BASE and not (sub.method == "no_adaptation").any():
+        base = df[(df.regime == SAME_BASE[regime]) & (df.split == split) & (df.method == "no_adaptation")]
         sub = pd.concat([sub, base.assign(regime=regime)], ignore_index=True)
     return sub[sub.seed.isin(set(sub[sub.method == a].seed) & set(sub[sub.method == b].seed))]
 
@@ -250,9 +247,7 @@ def power_shortfall(df: pd.DataFrame, entries: Sequence[dict], target: float = T
     return pd.DataFrame(rows, columns=cols).astype({"seeds_needed": "Int64", "questions_needed": "Int64"})
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Stage-1 analysis: variance components and seeds, never a mean (plan Sec. 6)
-# ---------------------------------------------------------------------------------------------------------
+# --- Stage-1 analysis: variance components and seeds, never a mean (plan Sec. 6) --------------------------
 
 
 def analyse_stage1(out_dir: str | Path, regimes: dict[str, Regime], scale: Scale, seeds_range=range(2, 65)) -> dict:
@@ -293,9 +288,7 @@ def analyse_stage1(out_dir: str | Path, regimes: dict[str, Regime], scale: Scale
     return out
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Final analysis: every claim with runs -> claims.json (plan Sec. 4)
-# ---------------------------------------------------------------------------------------------------------
+# --- Final analysis: every claim with runs -> claims.json (plan Sec. 4) -----------------------------------
 
 
 def _seed_interval(values: Sequence[float]) -> tuple[float, float, float] | None:
