@@ -369,3 +369,6 @@ display(Markdown("\n\n".join(lines)))
 # 2. Why does COR vs its own RL weights (A3) need so few seeds compared with DDRL vs TTRL (M1)?
 # 3. The regimes are chosen from the base model only. What could go wrong if they were chosen after seeing
 #    which regime shows the largest DDRL gain?
+# 4. In the figure of adapted and fresh held-out questions, how much of DDRL's held-out loss against TTRL
+#    comes from COR and how much from its RL phase (claims H1xC and H1xR)? Why can the two claims' intervals
+#    be narrower than H1xD's, of which they are the parts?
