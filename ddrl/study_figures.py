@@ -32,7 +32,7 @@ from ddrl.stats import TARGET_HALF_WIDTH
 from ddrl.study_analysis import (SHORTFALL_MAX_QUESTIONS, SHORTFALL_MAX_SEEDS, claim_on_seeds, load_base,
                                  load_questions, load_steps, power_shortfall, rl_divergence, seed_directions,
                                  selection_errors)
-from ddrl.study_plan import BANDS_64, HELDOUT_X, THREE
+from ddrl.study_plan import BANDS_64, HELDOUT_X, SMALL_LR, THREE
 
 #: Answer-count bins (of 64) for :func:`band_accuracy_figure`: finer than F1-F3's bands, with their edges.
 COUNT_BINS_64 = ((1, 1), (2, 5), (6, 14), (15, 24), (25, 34), (35, 44), (45, 54), (55, 64))
@@ -211,6 +211,30 @@ def transfer_figure(questions: pd.DataFrame, methods: Sequence[str] = TRANSFER_M
     return fig
 
 
+def pseudo_labels_by_episode(steps: pd.DataFrame, methods: Sequence[str] = ("ttrl", "ddrl"),
+                             regimes: Sequence[str] = (*THREE, SMALL_LR)) -> pd.DataFrame:
+    """Per regime x method x episode of the RL phase (per-step CSVs, :func:`ddrl.study_analysis.load_steps`): the
+    mean over seeds and steps of the vote's confidence (``label/majority_ratio``, c*/N) and of the share of a
+    step's questions whose pseudo-label is correct (``gt/label_acc``). Every episode visits each adapted question
+    once, so episodes compare the same questions. Descriptive: no claim uses it."""
+    s = steps[(steps.phase == "rl") & steps.method.isin(methods) & steps.regime.isin(regimes)]
+    g = s.groupby(["regime", "method", "episode"], as_index=False)
+    return g.agg(n_seeds=("seed", "nunique"), majority_ratio=("label/majority_ratio", "mean"),
+                 label_acc=("gt/label_acc", "mean"))
+
+
+def pseudo_label_drift(by_episode: pd.DataFrame) -> pd.DataFrame:
+    """:func:`pseudo_labels_by_episode`'s first and last episode side by side, one row per regime x method: does
+    the vote grow more confident (majority ratio) while its labels grow more or less often right (label acc)?"""
+    rows = []
+    for (r, m), g in by_episode.groupby(["regime", "method"], sort=False):
+        a, b = g.loc[g.episode.idxmin()], g.loc[g.episode.idxmax()]
+        rows.append({"regime": r, "method": m, "episodes": len(g), "seeds": int(g.n_seeds.max()),
+                     "majority_ratio_first": a.majority_ratio, "majority_ratio_last": b.majority_ratio,
+                     "label_acc_first": a.label_acc, "label_acc_last": b.label_acc})
+    return pd.DataFrame(rows)
+
+
 def _entry_text(e: dict | None) -> str:
     return "-" if e is None else f"{C._interval(e)} ({e['n_seeds']} seeds, {e['verdict']})"
 
@@ -276,7 +300,9 @@ def render_results(entries: Sequence[dict], runs_dir: str | Path, out_dir: str |
     ``claims_seeds.md`` and ``.csv``), the comparisons that missed the plan's half-width and the design their variance
     components say would have reached it (:func:`ddrl.study_analysis.power_shortfall`, ``power_shortfall.md`` and
     ``.csv``), the runs meant to share the DDRL run's RL phase (:func:`divergence_report`,
-    ``rl_divergence.md`` and ``.csv``), the advantage-dynamics, base-band, selection and held-out transfer
+    ``rl_divergence.md`` and ``.csv``), the pseudo-labels' confidence and correctness by episode
+    (:func:`pseudo_labels_by_episode`, ``pseudo_labels.csv``; first and last episode in ``pseudo_labels.md``),
+    the advantage-dynamics, base-band, selection and held-out transfer
     figures (the last with its data, ``heldout_transfer.csv``), all under
     ``out_dir``; returns every path written."""
     out_dir = Path(out_dir)
@@ -302,6 +328,11 @@ def render_results(entries: Sequence[dict], runs_dir: str | Path, out_dir: str |
     fig = advantage_dynamics_figure(steps)
     if fig is not None:
         paths.update({f"advantage_dynamics.{k}": p for k, p in _save(fig, out_dir, "advantage_dynamics").items()})
+    labels = pseudo_labels_by_episode(steps)
+    if not labels.empty:  # the vote's confidence and correctness over the episodes (descriptive)
+        paths["labels.csv"], paths["labels.md"] = out_dir / "pseudo_labels.csv", out_dir / "pseudo_labels.md"
+        labels.to_csv(paths["labels.csv"], index=False)
+        paths["labels.md"].write_text(pseudo_label_drift(labels).to_markdown(index=False, floatfmt=".3f") + "\n")
     groups, _ = load_base(runs_dir)
     if not groups.empty:  # the base rollouts: F1-F3's bands, E1-E2's selection
         fig = band_accuracy_figure(groups)

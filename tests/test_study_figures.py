@@ -16,7 +16,8 @@ def synthetic_steps(regimes=("aime_like", "math500_like"), seeds=3, steps=6) -> 
             for s in range(seeds):
                 for t in range(steps + 1):  # the last step is past the RL schedule (additional RL's phase)
                     rows.append({"regime": r, "method": m, "seed": s, "step": t, "adv/mean": -0.3 + drift * t,
-                                 "phase": "rl" if t < steps else "extra"})
+                                 "phase": "rl" if t < steps else "extra", "episode": t // 3,
+                                 "label/majority_ratio": 0.5 + 0.05 * t, "gt/label_acc": 0.6})
     return pd.DataFrame(rows)
 
 
@@ -27,6 +28,19 @@ def test_advantage_dynamics_keeps_the_rl_steps_of_the_asked_methods():
     fig = F.advantage_dynamics_figure(synthetic_steps())
     assert len(fig.axes) == 2  # one panel per regime with runs
     assert F.advantage_dynamics_figure(synthetic_steps(), regimes=("amc_like",)) is None
+
+
+def test_pseudo_labels_by_episode_compare_the_first_and_last_visit_of_the_questions():
+    rows = [{"regime": "amc_like", "method": m, "seed": s, "step": t, "episode": t // 2, "phase": "rl",
+             "label/majority_ratio": 0.5 + 0.1 * (t // 2), "gt/label_acc": 0.7 - 0.05 * (t // 2) + (0.1 if m == "ddrl" else 0)}
+            for m in ("ttrl", "ddrl", "etmr") for s in (0, 1) for t in range(6)]
+    rows.append({**rows[0], "step": 6, "phase": "extra", "gt/label_acc": 0.0})  # additional RL's steps: not RL phase
+    by_ep = F.pseudo_labels_by_episode(pd.DataFrame(rows))
+    assert set(by_ep.method) == {"ttrl", "ddrl"} and by_ep.episode.tolist().count(2) == 2 and (by_ep.n_seeds == 2).all()
+    d = F.pseudo_label_drift(by_ep).set_index("method")
+    assert d.loc["ttrl", "episodes"] == 3 and d.loc["ttrl", "majority_ratio_first"] == pytest.approx(0.5)
+    assert d.loc["ttrl", "majority_ratio_last"] == pytest.approx(0.7) and d.loc["ttrl", "label_acc_last"] == pytest.approx(0.6)
+    assert d.loc["ddrl", "label_acc_first"] == pytest.approx(0.8)
 
 
 def test_band_accuracy_counts_and_rescales_to_64():
@@ -106,7 +120,7 @@ def test_render_results_writes_every_figure(tmp_path):
     paths = F.render_results([claims.entry("M1", "aime_like", 5.0, 3.2, 6.8, 8, 64)], runs, tmp_path / "docs",
                              missing=["M2 aime_like: fewer than 2 seeds with the runs it needs"])
     assert paths["missing.md"].read_text() == "- M2 aime_like: fewer than 2 seeds with the runs it needs\n"
-    assert {"scorecard.png", "scorecard.md", "advantage_dynamics.png", "advantage_dynamics.pdf"} <= set(paths)
+    assert {"scorecard.png", "scorecard.md", "advantage_dynamics.png", "advantage_dynamics.pdf", "labels.md"} <= set(paths)
     assert "base_bands.png" not in paths and "selection_errors.png" not in paths  # no base rollouts written
     assert "heldout_transfer.png" not in paths  # no H1x CSV written
     assert "seeds.md" not in paths  # no method CSV written: no pass@1 claim to show seed by seed
