@@ -261,6 +261,23 @@ if results is not None:
         plt.show()
 
 # %% [markdown]
+# ### The vote during training: more confident, and right as often?
+#
+# Each RL episode votes once on every adapted question, so the first and the last episode compare the same
+# questions. Below, per regime and method, the mean over seeds of the vote's confidence (`majority_ratio`, c*/N)
+# and of the share of questions whose pseudo-label is correct (`label_acc`), first episode beside last
+# (descriptive, computed after the study; no claim uses it). Confidence that rises while label accuracy falls
+# is the spurious amplification the paper describes.
+
+# %%
+from ddrl.study_figures import pseudo_label_drift, pseudo_labels_by_episode
+
+if results is not None:
+    drift = pseudo_label_drift(pseudo_labels_by_episode(steps))
+    rep.table(drift, "pseudo_labels", floatfmt=".3f")
+    display(drift.round(3))
+
+# %% [markdown]
 # ## What BCS keeps of the base rollouts (claims E1, E2)
 #
 # The paper's appendix explains DDRL by what BCS selects: its negatives are the rarest answers, so fewer
