@@ -79,6 +79,9 @@ _S1 = _d(_DDRL["amc_like"] - _TTRL["amc_like"],
 THREE = _REG3
 
 
+_WITH_SMALL_LR = THREE + ("amc_like_small_lr",)  # M1, P1, P2: the three regimes and AMC-like at lr/10
+
+
 def _with_small_lr(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
     """The paper's a - b per regime of :data:`THREE`, and at lr/10 AMC's (the regime's questions are AMC-like)."""
     d = {k: _d(a[k], b[k]) for k in THREE}
@@ -109,11 +112,11 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("T1", "removing GRPO's normalisation helps TTRL", "pass@1 GRPO w/o norm. - GRPO [points]",
           ("aime_like", "math500_like"), {k: _d(_NO_NORM[k], _TTRL[k]) for k in _NO_NORM}, +1, "Table 1"),
     # P1, P2: plan Amendment 16 (added after the study; Table 2's gains over the untrained model)
-    Claim("P1", "TTRL improves on no adaptation", "pass@1 TTRL - no adaptation [points]", THREE + ("amc_like_small_lr",),
+    Claim("P1", "TTRL improves on no adaptation", "pass@1 TTRL - no adaptation [points]", _WITH_SMALL_LR,
           _with_small_lr(_TTRL, _NONE), +1, "Table 2"),
-    Claim("P2", "DDRL improves on no adaptation", "pass@1 DDRL - no adaptation [points]", THREE + ("amc_like_small_lr",),
+    Claim("P2", "DDRL improves on no adaptation", "pass@1 DDRL - no adaptation [points]", _WITH_SMALL_LR,
           _with_small_lr(_DDRL, _NONE), +1, "Table 2"),
-    Claim("M1", "DDRL beats TTRL", "pass@1 DDRL - TTRL [points]", THREE + ("amc_like_small_lr",),
+    Claim("M1", "DDRL beats TTRL", "pass@1 DDRL - TTRL [points]", _WITH_SMALL_LR,
           _with_small_lr(_DDRL, _TTRL), +1, "Table 2"),
     Claim("M2", "DDRL is at least as good as ETMR", "pass@1 DDRL - ETMR [points]", THREE,
           {k: _d(_DDRL[k], _ETMR[k]) for k in THREE}, +1, "Table 2"),

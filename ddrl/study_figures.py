@@ -181,12 +181,11 @@ def transfer(questions: pd.DataFrame, methods: Sequence[str] = TRANSFER_METHODS,
     return t.assign(**{"pass@1": 100 * t["pass@1"]})
 
 
-def transfer_figure(questions: pd.DataFrame, methods: Sequence[str] = TRANSFER_METHODS,
-                    regimes: Sequence[str] = THREE):
+def transfer_figure(t: pd.DataFrame, methods: Sequence[str] = TRANSFER_METHODS, regimes: Sequence[str] = THREE):
     """One panel per regime with H1x runs: each method's pass@1 on the adapted and on the fresh held-out
-    questions (:func:`transfer`), the mean over seeds with a 95% bootstrap interval over seeds (seaborn,
-    ``seed=0``). The claims' paired intervals are the scorecard's; this shows the levels. None without H1x CSVs."""
-    t = transfer(questions, methods, regimes)
+    questions (``t``: :func:`transfer`'s table, which the caller also saves), the mean over seeds with a 95%
+    bootstrap interval over seeds (seaborn, ``seed=0``). The claims' paired intervals are the scorecard's; this
+    shows the levels. None without H1x rows."""
     present = [r for r in regimes if r in set(t.regime)]
     if not present:
         return None
@@ -342,9 +341,10 @@ def render_results(entries: Sequence[dict], runs_dir: str | Path, out_dir: str |
         selection_by_label_count(sel).to_csv(paths["selection.csv"], index=False)
         fig = selection_errors_figure(sel)
         paths.update({f"selection_errors.{k}": p for k, p in _save(fig, out_dir, "selection_errors").items()})
-    fig = transfer_figure(questions)
+    levels = transfer(questions)
+    fig = transfer_figure(levels)
     if fig is not None:  # H1x's levels: adapted beside fresh held-out questions
         paths["transfer.csv"] = out_dir / "heldout_transfer.csv"
-        transfer(questions).to_csv(paths["transfer.csv"], index=False)
+        levels.to_csv(paths["transfer.csv"], index=False)
         paths.update({f"heldout_transfer.{k}": p for k, p in _save(fig, out_dir, "heldout_transfer").items()})
     return paths

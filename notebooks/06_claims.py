@@ -311,9 +311,10 @@ if results is not None and not groups.empty:
 from ddrl.study_figures import transfer, transfer_figure
 
 if results is not None:
-    fig = transfer_figure(questions)
+    levels = transfer(questions)
+    fig = transfer_figure(levels)
     if fig is not None:
-        rep.figure(fig, "heldout_transfer", data=transfer(questions))
+        rep.figure(fig, "heldout_transfer", data=levels)
         plt.show()
 
 # %% [markdown]

@@ -96,9 +96,9 @@ def test_transfer_averages_the_h1x_seeds_on_both_question_sets():
     assert set(t.seed) == {0, 1}  # seed 2 has no H1x CSV: left out of both columns
     v = t.set_index(["method", "seed", "split"])["pass@1"]
     assert v[("ddrl", 0, "adapted")] == pytest.approx(70.0) and v[("ddrl", 1, "heldout_x")] == pytest.approx(60.0)
-    fig = F.transfer_figure(synthetic_transfer())
+    fig = F.transfer_figure(F.transfer(synthetic_transfer()))
     assert len(fig.axes) == 1 and fig.axes[0].get_title() == "amc_like (2 seeds)"
-    assert F.transfer_figure(synthetic_transfer().query("split != 'heldout_x'")) is None
+    assert F.transfer_figure(F.transfer(synthetic_transfer().query("split != 'heldout_x'"))) is None
 
 
 def test_scorecard_panels_by_unit():
