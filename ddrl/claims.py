@@ -159,6 +159,12 @@ CLAIMS: tuple[Claim, ...] = (
     _ours("H1xR", "(ours) BCS + DAE do not cost held-out accuracy against TTRL (1,536 fresh ones)",
           "held-out pass@1 BCS+DAE - TTRL, 1,536 fresh questions [points]",
           "not in the paper; plan Amendment 14 (H1xD's RL-phase part; the sign of A1 + A2)"),
+    Claim("H1xB", "(ours) BCS alone does not cost held-out accuracy against TTRL (1,536 fresh ones)",
+          "held-out pass@1 BCS - TTRL, 1,536 fresh questions [points]", ("amc_like",), {"amc_like": None}, +1,
+          "not in the paper; plan Amendment 17 (H1xR's BCS part; A1 on fresh questions)"),
+    Claim("H1xA", "(ours) adding DAE to BCS does not cost held-out accuracy (1,536 fresh ones)",
+          "held-out pass@1 BCS+DAE - BCS, 1,536 fresh questions [points]", ("amc_like",), {"amc_like": None}, +1,
+          "not in the paper; plan Amendment 17 (H1xR's DAE part; A2 on fresh questions)"),
 )
 
 

@@ -159,8 +159,9 @@ def selection_errors_figure(sel: pd.DataFrame):
     return fig
 
 
-#: :func:`transfer_figure`'s methods, in the order DDRL builds up (no adaptation, + RL, + BCS and DAE, + COR).
-TRANSFER_METHODS = ("no_adaptation", "ttrl", "bcs_dae", "ddrl")
+#: :func:`transfer_figure`'s methods, in the order DDRL builds up (no adaptation, + RL, + BCS, + DAE, + COR;
+#: BCS alone has H1x runs in AMC-like only, plan Amendment 17).
+TRANSFER_METHODS = ("no_adaptation", "ttrl", "bcs", "bcs_dae", "ddrl")
 #: :func:`transfer`'s two question sets: the regime's adapted questions, H1x's fresh held-out ones.
 TRANSFER_SPLITS = {"adapted": "adapted questions", HELDOUT_X: "fresh held-out questions"}
 

@@ -101,6 +101,7 @@ PAIRED: dict[str, tuple[str, str, str]] = {
     "H1x": ("ddrl", "no_adaptation", HELDOUT_X),
     "H1xT": ("ttrl", "no_adaptation", HELDOUT_X), "H1xD": ("ddrl", "ttrl", HELDOUT_X),  # plan Amendment 13
     "H1xC": ("ddrl", "bcs_dae", HELDOUT_X), "H1xR": ("bcs_dae", "ttrl", HELDOUT_X),  # plan Amendment 14
+    "H1xB": ("bcs", "ttrl", HELDOUT_X), "H1xA": ("bcs_dae", "bcs", HELDOUT_X),  # plan Amendment 17 (AMC-like)
 }
 #: Stage-1 comparisons whose variance components are measured (the first sets the seeds).
 STAGE1_COMPARISONS = {"ddrl-ttrl": ("ddrl", "ttrl"), "ddrl-no_adaptation": ("ddrl", "no_adaptation"),
@@ -160,12 +161,15 @@ class Scale:
     #: regimes that train listed first (the order jobs run in)
     heldout_x_seeds: dict = field(default_factory=lambda: {"amc_like": tuple(range(19)), "aime_like": tuple(range(6)),
                                                            "math500_like": tuple(range(19, 46))})
+    #: Methods H1x adds in some regimes only, after :data:`HELDOUT_X_METHODS`: BCS in AMC-like (Amendment 17:
+    #: claims H1xB and H1xA split H1xR there)
+    heldout_x_extra: dict = field(default_factory=lambda: {"amc_like": ("bcs",)})
 
 
 SCALES = {
     "default": Scale("default"),
     "smoke": Scale("smoke", stage1_seeds=2, max_seeds=2, n_adapted=4, n_heldout=2, episodes=1,
-                   n_heldout_x=3, heldout_x_seeds={"math500_like": (0, 1)},
+                   n_heldout_x=3, heldout_x_seeds={"math500_like": (0, 1)}, heldout_x_extra={"math500_like": ("bcs",)},
                    knobs=dict(model="testbed:tiny", prompts_per_step=2, n_votes=8, k_train=4, lr=1e-3, warmup_steps=1,
                               eval_n=2, cor_m=4, cor_keep=2, cor_epochs=1, etmr_m=2, max_new_tokens=32,
                               sample_batch_size=64, mini_batch_size=4, micro_batch_size=4, device="cpu")),
@@ -443,8 +447,8 @@ def stage2_jobs(regimes: Sequence[str], scale: Scale, seeds: dict[str, int]) -> 
 
 
 def heldout_x_jobs(regimes: Sequence[str], scale: Scale) -> list[Job]:
-    """H1x's jobs (plan Amendments 11-15), one per regime x seed, each evaluating :data:`HELDOUT_X_METHODS` on
-    the fresh questions (label ``"H1x"``), in the order of ``scale.heldout_x_seeds`` (the regimes whose DDRL runs
-    must be trained first)."""
-    return [Job(r, s, HELDOUT_X_METHODS, "H1x") for r, seeds in scale.heldout_x_seeds.items() if r in regimes
-            for s in seeds]
+    """H1x's jobs (plan Amendments 11-17), one per regime x seed, each evaluating :data:`HELDOUT_X_METHODS` (and
+    the regime's ``scale.heldout_x_extra``) on the fresh questions (label ``"H1x"``), in the order of
+    ``scale.heldout_x_seeds`` (the regimes whose DDRL runs must be trained first)."""
+    return [Job(r, s, HELDOUT_X_METHODS + scale.heldout_x_extra.get(r, ()), "H1x")
+            for r, seeds in scale.heldout_x_seeds.items() if r in regimes for s in seeds]

@@ -255,12 +255,15 @@ def test_smoke_study_writes_per_question_rows_and_valid_claims(smoke):
 
 
 def test_smoke_heldout_x_evaluates_the_registered_runs_on_fresh_questions(smoke):
-    """H1x (plan Amendments 11, 13, 14): DDRL, no adaptation, TTRL and BCS+DAE of each seed, evaluated on the fresh
-    questions only, from the very runs the registered CSVs came from (their adapted pass@1 reproduced), into its own folder."""
+    """H1x (plan Amendments 11, 13, 14, 17): DDRL, no adaptation, TTRL and BCS+DAE of each seed (and BCS, which the
+    smoke scale adds where the registered one adds it to AMC-like), evaluated on the fresh questions only, from the
+    very runs the registered CSVs came from (their adapted pass@1 reproduced), into its own folder."""
     root, reg = smoke["root"], smoke["regimes"]["math500_like"]
     assert [d["status"] for d in smoke["s3"]] == ["ran", "ran"]
     fresh = [r["id"] for r in study.heldout_x_records(reg, SMOKE.n_heldout_x)]
-    for m in study_plan.HELDOUT_X_METHODS:
+    methods = study_plan.HELDOUT_X_METHODS + SMOKE.heldout_x_extra["math500_like"]
+    assert methods[-1] == "bcs"
+    for m in methods:
         for seed in (0, 1):
             x = pd.read_csv(study.heldout_x_path(root / "runs", "math500_like", m, seed), dtype={"question": str})
             assert set(x.split) == {study.HELDOUT_X} and x.question.tolist() == fresh
@@ -268,7 +271,11 @@ def test_smoke_heldout_x_evaluates_the_registered_runs_on_fresh_questions(smoke)
             if m == "ddrl":  # the registered run's directory
                 assert x.run.iloc[0] == pd.read_csv(study.csv_path(root / "runs", "math500_like", m, seed)).run.iloc[0]
     df = study_analysis.load_questions(root / "runs")
-    assert len(df[df.split == study.HELDOUT_X]) == len(study_plan.HELDOUT_X_METHODS) * 2 * SMOKE.n_heldout_x
+    assert len(df[df.split == study.HELDOUT_X]) == len(methods) * 2 * SMOKE.n_heldout_x
+    # H1xB + H1xA = H1xR, seed by seed and question by question (Amendment 17's decomposition)
+    m = {p: study_analysis._matrix(df, "math500_like", a, b, study.HELDOUT_X)
+         for p, (a, b) in (("B", ("bcs", "ttrl")), ("A", ("bcs_dae", "bcs")), ("R", ("bcs_dae", "ttrl")))}
+    assert m["R"].shape == (2, SMOKE.n_heldout_x) and np.allclose(m["B"] + m["A"], m["R"])
     entries, _ = study.analyse_claims(root / "runs", smoke["regimes"])
     for cid in ("H1x", "H1xT", "H1xD", "H1xC", "H1xR"):  # Amendments 13, 14 added TTRL and BCS+DAE
         (e,) = [e for e in entries if e["id"] == cid]
@@ -294,7 +301,9 @@ def test_heldout_x_jobs_train_first_then_load():
     jobs = study.heldout_x_jobs(["math500_like", "amc_like", "aime_like"], study.SCALES["default"])
     assert [(j.regime, j.seed) for j in jobs] == [("amc_like", s) for s in range(19)] + \
         [("aime_like", s) for s in range(6)] + [("math500_like", s) for s in range(19, 46)]
-    assert {j.methods for j in jobs} == {("ddrl", "no_adaptation", "ttrl", "bcs_dae")} and {j.label for j in jobs} == {"H1x"}
+    four = ("ddrl", "no_adaptation", "ttrl", "bcs_dae")
+    assert {j.methods for j in jobs if j.regime != "amc_like"} == {four} and {j.label for j in jobs} == {"H1x"}
+    assert {j.methods for j in jobs if j.regime == "amc_like"} == {four + ("bcs",)}  # Amendment 17: H1xB, H1xA
 
 
 def test_cli_claims_renders_beside_its_results_not_into_the_docs(smoke, capsys):
@@ -611,7 +620,7 @@ def test_status_counts_written_jobs_and_prices_the_rest_from_measured_times(tmp_
     # no_adaptation have never run: 12 + 12 runs not priced
     assert "~1.4 worker-hours left (~0.7 h on 2 workers), plus 24 runs of methods not yet measured" in text, text
     assert "stage 2: not planned yet" in text
-    assert "H1x (plan Amendments 11-15): 0/184 method x seed CSVs written" in text  # (AMC-like 19 + MATH-500-like 27) x 4
+    assert "H1x (plan Amendments 11-17): 0/203 method x seed CSVs written" in text  # AMC-like 19 x 5 + MATH-500-like 27 x 4
     # a method that never ran is priced by its proxy in a regime with the same questions, scaled by episodes
     regs = study.load_regimes(names=["amc_like", "amc_like_small_lr", "math500_like"])
     mins = study_analysis.run_minutes(tmp_path)

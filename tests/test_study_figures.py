@@ -77,10 +77,10 @@ def test_selection_by_label_count_bins_each_rule_by_the_labels_count(tmp_path):
 
 
 def synthetic_transfer() -> pd.DataFrame:
-    """Two seeds of four methods: adapted rows for seeds 0-2 (the registered runs), H1x rows for seeds 0-1 only;
+    """Two seeds of five methods: adapted rows for seeds 0-2 (the registered runs), H1x rows for seeds 0-1 only;
     a method's pass@1 is ``level`` on every question, the held-out one 10 points lower."""
     rows = []
-    for m, level in (("no_adaptation", 0.5), ("ttrl", 0.6), ("bcs_dae", 0.6), ("ddrl", 0.7), ("etmr", 0.9)):
+    for m, level in (("no_adaptation", 0.5), ("ttrl", 0.6), ("bcs", 0.55), ("bcs_dae", 0.6), ("ddrl", 0.7), ("etmr", 0.9)):
         for s in (0, 1, 2):
             for split, drop, qs in (("adapted", 0.0, ("a1", "a2")), ("heldout", 0.3, ("h1",)), ("heldout_x", 0.1, ("x1", "x2", "x3"))):
                 if split == "heldout_x" and (s == 2 or m == "etmr"):
@@ -98,6 +98,7 @@ def test_transfer_averages_the_h1x_seeds_on_both_question_sets():
     assert v[("ddrl", 0, "adapted")] == pytest.approx(70.0) and v[("ddrl", 1, "heldout_x")] == pytest.approx(60.0)
     fig = F.transfer_figure(F.transfer(synthetic_transfer()))
     assert len(fig.axes) == 1 and fig.axes[0].get_title() == "amc_like (2 seeds)"
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["No adaptation", "TTRL", "BCS", "BCS + DAE", "DDRL (BCS + DAE + COR)"]
     assert F.transfer_figure(F.transfer(synthetic_transfer().query("split != 'heldout_x'"))) is None
 
 
