@@ -32,7 +32,7 @@ from ddrl.stats import NO_EFFECT_MARGIN, VERDICTS, detectable_effect, verdict
 
 FIELDS = ("id", "claim", "regime", "metric", "paper", "estimate", "ci_low", "ci_high", "n_seeds", "n_questions",
           "verdict")
-REGIMES = ("base", "aime_like", "amc_like", "math500_like", "amc_like_small_lr", "amc_like_weak_base")
+REGIMES = ("base", "svamp_codex", "aime_like", "amc_like", "math500_like", "amc_like_small_lr", "amc_like_weak_base")
 #: regime -> the paper's benchmark whose number stands beside it
 BENCHMARK = {"aime_like": "AIME 2024", "amc_like": "AMC", "math500_like": "MATH-500", "amc_like_small_lr": "AMC"}
 
@@ -88,6 +88,12 @@ def _with_small_lr(a: dict[str, float], b: dict[str, float]) -> dict[str, float]
     return {**d, "amc_like_small_lr": d["amc_like"]}
 
 
+#: Where the claims about a model's own samples are measured (F1-F3, G1, E1, E2): the testbed's base (pooled over
+#: the three regimes) and a real LLM's samples, code-davinci-002 on SVAMP (plan Amendment 18); no paper number.
+_SAMPLES = ("base", "svamp_codex")
+_NO_PAPER = {r: None for r in _SAMPLES}
+
+
 def _ours(cid: str, claim: str, metric: str, source: str) -> Claim:
     """A claim of ours (H1 and its H1x family): measured in the three regimes, no paper number, sign +1."""
     return Claim(cid, claim, metric, THREE, {k: None for k in THREE}, +1, source)
@@ -95,20 +101,20 @@ def _ours(cid: str, claim: str, metric: str, source: str) -> Claim:
 
 CLAIMS: tuple[Claim, ...] = (
     Claim("F1", "answers seen <= 5 of 64 times are mostly wrong", "50 - accuracy of answers seen <= 5/64 [points]",
-          ("base",), {"base": None}, +1, "Sec. 2.2, Fig. 2; appendix Fig. 7 (bands <=5 and >=45)"),
+          _SAMPLES, _NO_PAPER, +1, "Sec. 2.2, Fig. 2; appendix Fig. 7 (bands <=5 and >=45)"),
     Claim("F2", "answers seen >= 45 of 64 times are mostly right", "accuracy of answers seen >= 45/64 - 50 [points]",
-          ("base",), {"base": None}, +1, "Sec. 2.2, Fig. 2; appendix Fig. 7"),
+          _SAMPLES, _NO_PAPER, +1, "Sec. 2.2, Fig. 2; appendix Fig. 7"),
     Claim("F3", "the middle band is ambiguous: less reliable than the top band",
-          "accuracy(>= 45/64) - accuracy(6-44/64) [points]", ("base",), {"base": None}, +1, "Sec. 2.2, Fig. 2"),
+          "accuracy(>= 45/64) - accuracy(6-44/64) [points]", _SAMPLES, _NO_PAPER, +1, "Sec. 2.2, Fig. 2"),
     Claim("G1", "GRPO gives larger positive advantages when the pseudo-label is wrong",
-          "mean GRPO advantage of positives, wrong - right pseudo-label [advantage x 100]", ("base",),
-          {"base": None}, +1, "Sec. 2.3, Fig. 3a"),
+          "mean GRPO advantage of positives, wrong - right pseudo-label [advantage x 100]", _SAMPLES,
+          _NO_PAPER, +1, "Sec. 2.3, Fig. 3a"),
     Claim("E1", "BCS keeps fewer correct answers among its negatives than TTRL's random K",
-          "share of correct answers among kept reward-0 rollouts, random - BCS [points]", ("base",),
-          {"base": None}, +1, "appendix, 'Why is DDRL effective?', false negatives (plan Amendment 8)"),
+          "share of correct answers among kept reward-0 rollouts, random - BCS [points]", _SAMPLES,
+          _NO_PAPER, +1, "appendix, 'Why is DDRL effective?', false negatives (plan Amendment 8)"),
     Claim("E2", "BCS keeps fewer false positives than TTRL's random K",
-          "share of kept rollouts that are reward-1 and wrong, random - BCS [points]", ("base",),
-          {"base": None}, +1, "appendix, 'Why is DDRL effective?', false positives (plan Amendment 8)"),
+          "share of kept rollouts that are reward-1 and wrong, random - BCS [points]", _SAMPLES,
+          _NO_PAPER, +1, "appendix, 'Why is DDRL effective?', false positives (plan Amendment 8)"),
     Claim("T1", "removing GRPO's normalisation helps TTRL", "pass@1 GRPO w/o norm. - GRPO [points]",
           ("aime_like", "math500_like"), {k: _d(_NO_NORM[k], _TTRL[k]) for k in _NO_NORM}, +1, "Table 1"),
     # P1, P2: plan Amendment 16 (added after the study; Table 2's gains over the untrained model)

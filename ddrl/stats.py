@@ -145,6 +145,20 @@ def hierarchical_bootstrap(diffs, rng: np.random.Generator, n_boot: int = 4000,
     return Interval(est, float(lo), float(hi), S, Q)
 
 
+def question_bootstrap(values, rng: np.random.Generator, n_boot: int = 4000, confidence: float = 0.95) -> Interval:
+    """Mean and percentile interval of a design with one seed: one value per question, each a single draw (so
+    resampling questions carries its sampling noise as well as the questions' spread). Plan Amendment 18."""
+    v = np.asarray(values, dtype=float).ravel()
+    if v.size < 2 or not np.isfinite(v).all():
+        raise ValueError(f"question_bootstrap: need >= 2 finite values, got {v.size} (finite: {np.isfinite(v).sum()})")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    reps = rng.multinomial(v.size, np.full(v.size, 1 / v.size), size=n_boot) @ v / v.size
+    q = 1 - (1 - confidence) / 2
+    lo, hi = np.quantile(reps, [1 - q, q])
+    return Interval(float(v.mean()), float(lo), float(hi), 1, int(v.size))
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Variance components and power
 # ---------------------------------------------------------------------------------------------------------

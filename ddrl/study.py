@@ -8,6 +8,7 @@ per-run CSVs into ``results/stage1.json`` and ``results/claims.json`` is :mod:`d
     python -m ddrl.study --analyse stage1        # variance components + seeds per regime -> results/stage1.json
     python -m ddrl.study --stage 2 [--budget-min N]                            # the rest, in the plan's priority order
     python -m ddrl.study --heldout-x             # H1x (Amendments 11-17): H1 (+ TTRL, BCS+DAE, BCS) on fresh questions
+    python -m ddrl.study --real-rollouts         # F1-F3, G1, E1, E2's inputs on SVAMP Codex samples (Amendment 18)
     python -m ddrl.study --analyse claims        # every claim's estimate, interval, verdict -> results/claims.json
     python -m ddrl.study --status                # CSVs written per stage and the measured worker time left
 
@@ -36,7 +37,8 @@ import numpy as np
 import pandas as pd
 
 from ddrl import claims as C
-from ddrl.analysis import answer_groups, group_advantages
+from ddrl.analysis import answer_groups, group_advantages, svamp_problems
+from ddrl.data import DataError, load_dataset
 from ddrl.experiments import cached_rollouts, model_fingerprint, question_rows
 from ddrl.logprobs import pinned_backend
 from ddrl.models import resolve_device
@@ -45,7 +47,8 @@ from ddrl.regimes import Regime
 from ddrl.reporting import REPO, atomic_write_bytes, content_key, grader_fingerprint, records_key
 from ddrl.study_analysis import analyse_claims, analyse_stage1
 from ddrl.study_figures import render_results
-from ddrl.study_plan import (BASE, COR_4X, HELDOUT_X, RESULTS, SCALES, STEP_COLUMNS, Job, Scale, check_weights,
+from ddrl.study_plan import (BASE, COR_4X, HELDOUT_X, REAL, RESULTS, SCALES, SELECTION_K, STEP_COLUMNS, SVAMP_REGIME,
+                             Job, Scale, check_weights,
                              csv_path, experiment, export_base_models, heldout_x_jobs, heldout_x_path,
                              heldout_x_records, load_regimes, regimes_path, stage1_jobs, stage2_jobs, wants_heldout,
                              write_replication)
@@ -115,8 +118,8 @@ def steps_frame(run_dir: str | Path, cfg, n_questions: int, regime: str, method:
     return df
 
 
-def base_paths(out_dir: str | Path, regime: str, seed: int) -> tuple[Path, Path]:
-    d = Path(out_dir) / BASE / regime
+def base_paths(out_dir: str | Path, regime: str, seed: int, folder: str = BASE) -> tuple[Path, Path]:
+    d = Path(out_dir) / folder / regime
     return d / f"seed{seed:02d}-groups.csv", d / f"seed{seed:02d}-g1.csv"
 
 
@@ -162,6 +165,26 @@ def run_base_job(regime: Regime, scale: Scale, seed: int, out_dir: str | Path) -
         return "loaded"
     problems = cached_rollouts(cfg.model, list(exp.adapted), f"study-{regime.name}", device=cfg.device, **settings)
     groups, g1 = base_frames(problems, regime.name, seed, cfg.k_train, key)
+    atomic_write_bytes(gpath, groups.to_csv(index=False).encode())
+    atomic_write_bytes(apath, g1.to_csv(index=False).encode())
+    return "ran"
+
+
+def run_real_rollouts_job(out_dir: str | Path, data_dir: str | Path | None = None) -> str:
+    """The inputs of F1-F3, G1, E1 and E2 on a real LLM's samples (plan Amendment 18): code-davinci-002's programs
+    for the SVAMP problems (``ddrl.data``'s ``svamp_codex_rollouts``, graded by ``ddrl.pot_eval``), as
+    :func:`base_frames` CSVs of regime ``svamp_codex``, sampling seed 0, K = 32 rescaled to their N, under
+    ``<out>/real/svamp_codex/``; content-keyed by the answers, their correctness and K. Returns "ran" or "loaded".
+    Raises :class:`ddrl.data.DataError` (naming the file) when the samples are not found."""
+    problems = svamp_problems(load_dataset("svamp_codex_rollouts", data_dir=data_dir))
+    n = len(problems[0]["keys"])
+    k = max(1, round(SELECTION_K * n / 64))
+    key = content_key({"what": "study-real-v1", "dataset": "svamp_codex_rollouts", "k": k,
+                       "problems": [[p["id"], p["keys"], p["correct"]] for p in problems]})[:20]
+    gpath, apath = base_paths(out_dir, SVAMP_REGIME, 0, REAL)
+    if _done(gpath, key) and _done(apath, key):
+        return "loaded"
+    groups, g1 = base_frames(problems, SVAMP_REGIME, 0, k, key)
     atomic_write_bytes(gpath, groups.to_csv(index=False).encode())
     atomic_write_bytes(apath, g1.to_csv(index=False).encode())
     return "ran"
@@ -308,6 +331,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     what.add_argument("--stage", type=int, choices=(1, 2), help="run a stage's jobs (resumable)")
     what.add_argument("--heldout-x", action="store_true", help="H1x (plan Amendments 11-17): DDRL, no "
                       "adaptation, TTRL and BCS+DAE on fresh held-out questions (resumable)")
+    what.add_argument("--real-rollouts", action="store_true", help="F1-F3, G1, E1, E2's inputs on the SVAMP Codex "
+                      "samples (plan Amendment 18) -> <out>/real/svamp_codex/ (reads --data-dir or $DDRL_DATA_DIR)")
     what.add_argument("--status", action="store_true", help="jobs written per stage and the measured time left")
     what.add_argument("--analyse", choices=("stage1", "claims"), help="stage1: variance components and seeds "
                       "(no means) -> stage1.json; claims: every claim -> claims.json")
@@ -327,12 +352,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--docs", type=Path, default=None, help="--analyse claims also renders the scorecard and "
                     "figures here (default: docs/results for the committed results, else <results>/figures)")
     ap.add_argument("--runs-root", type=Path, default=None, help="run directories (default: <cache>/runs)")
+    ap.add_argument("--data-dir", type=Path, default=None, help="--real-rollouts: a folder holding rollouts/ "
+                    "(as shared/data; default: ddrl.data's search order)")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
 
     scale = SCALES[args.scale]
     if args.stage1_seeds is not None:  # only which seeds stage 1 lists: the runs and their keys stay the scale's
         scale = replace(scale, stage1_seeds=args.stage1_seeds)
+    if args.real_rollouts:
+        try:
+            status = run_real_rollouts_job(args.out, args.data_dir)
+        except DataError as e:
+            print(f"ddrl.study: {e}", file=sys.stderr)
+            return 2
+        print(f"ddrl.study: SVAMP Codex answer groups and G1 rows ({status}) -> {args.out / REAL / SVAMP_REGIME}")
+        return 0
     if args.new_replication:
         try:
             path = write_replication(args.results, args.new_replication, args.regimes)

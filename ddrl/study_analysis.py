@@ -17,9 +17,10 @@ from ddrl.evaluate import mean_ci
 from ddrl.regimes import WEAK_REGIME, Regime
 from ddrl.seeds import derive_seed
 from ddrl.stats import (TARGET_HALF_WIDTH, choose_design, eval_noise_variance, hierarchical_bootstrap,
-                        paired_differences, power_table, predicted_half_width, variance_components)
-from ddrl.study_plan import (BANDS_64, BASE, HELDOUT_X, PAIRED, QUESTION_COLUMNS, REUSES_RUN, SAME_BASE, SELECTION_K,
-                             SELECTION_ORDERS, SHARES_DDRL_RL, STAGE1_COMPARISONS, STEP_COLUMNS, THREE, Scale)
+                        paired_differences, power_table, predicted_half_width, question_bootstrap, variance_components)
+from ddrl.study_plan import (BANDS_64, BASE, HELDOUT_X, PAIRED, QUESTION_COLUMNS, REAL, REUSES_RUN, SAME_BASE,
+                             SELECTION_K, SELECTION_ORDERS, SHARES_DDRL_RL, STAGE1_COMPARISONS, STEP_COLUMNS, THREE,
+                             Scale)
 
 # --- Reading the results ----------------------------------------------------------------------------------
 
@@ -104,9 +105,11 @@ def _shared_seeds(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> 
 
 
 def bootstrap_entry(cid: str, regime: str, d: pd.DataFrame, n_boot: int = 4000) -> dict:
-    """The registered interval of a seeds x questions matrix of differences (plan Sec. 4): the hierarchical
-    bootstrap with the claim's own stream ``derive_seed(0, "claims", cid, regime)``, as a ``claims.json`` entry."""
-    iv = hierarchical_bootstrap(d.to_numpy(), np.random.default_rng(derive_seed(0, "claims", cid, regime)), n_boot)
+    """A ``claims.json`` entry from a seeds x questions matrix of differences (plan Sec. 4): the hierarchical bootstrap
+    (one seed, a real LLM's samples: over questions, Amendment 18), stream ``derive_seed(0, "claims", cid, regime)``."""
+    rng = np.random.default_rng(derive_seed(0, "claims", cid, regime))
+    iv = (question_bootstrap(d.to_numpy()[0], rng, n_boot) if d.shape[0] == 1
+          else hierarchical_bootstrap(d.to_numpy(), rng, n_boot))
     return entry(cid, regime, iv.estimate, iv.ci_low, iv.ci_high, iv.n_seeds, iv.n_questions)
 
 
@@ -208,13 +211,12 @@ SHORTFALL_MAX_SEEDS, SHORTFALL_MAX_QUESTIONS = 1000, 100_000
 
 def power_shortfall(df: pd.DataFrame, entries: Sequence[dict], target: float = TARGET_HALF_WIDTH,
                     max_seeds: int = SHORTFALL_MAX_SEEDS, max_questions: int = SHORTFALL_MAX_QUESTIONS) -> pd.DataFrame:
-    """Why a pass@1 comparison missed the plan's half-width ``target`` (descriptive, after the fact; no verdict
-    uses it): for each entry of ``entries`` from a seeds x questions matrix (:func:`claim_matrix`) whose
-    interval's half-width exceeds ``target``, the variance components of its final matrix (as SDs in points,
+    """Why a pass@1 comparison missed the plan's half-width ``target`` (descriptive, after the fact; no verdict uses
+    it): for each entry of ``entries`` from a seeds x questions matrix (:func:`claim_matrix`) whose interval's
+    half-width exceeds ``target``, the variance components of its final matrix (as SDs in points,
     :func:`ddrl.stats.variance_components`), the half-width they predict at the design that ran (beside the
-    bootstrap's), the floor that more seeds alone cannot pass (``t sqrt(var_question / Q)``: unlimited seeds),
-    and the seeds (at these questions) or questions (at these seeds) the target would have needed. ``None``
-    where no count up to ``max_seeds`` / ``max_questions`` reaches it."""
+    bootstrap's), the floor more seeds alone cannot pass (``t sqrt(var_question / Q)``: unlimited seeds), and the
+    seeds (at these questions) or questions (at these seeds) the target needed (None: none up to the maxima)."""
 
     def smallest(f, lo: int, hi: int) -> int | None:  # the smallest n in [lo, hi] with f(n) <= target (f decreasing)
         if f(hi) > target:
@@ -292,15 +294,13 @@ def analyse_stage1(out_dir: str | Path, regimes: dict[str, Regime], scale: Scale
 
 
 def _seed_interval(values: Sequence[float]) -> tuple[float, float, float] | None:
-
-    if len(values) < 2:
-        return None
-    return mean_ci(values)
+    return mean_ci(values) if len(values) >= 2 else None
 
 
-def load_base(out_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The base rollouts' answer groups and G1 rows of every regime and sampling seed under ``out_dir``."""
-    base = Path(out_dir) / BASE
+def load_base(out_dir: str | Path, folder: str = BASE) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The base rollouts' answer groups and G1 rows of every regime and sampling seed under ``out_dir``
+    (``<out>/base/``; a real LLM's under ``<out>/real/``, plan Amendment 18)."""
+    base = Path(out_dir) / folder
     read = lambda pat: pd.concat([pd.read_csv(p, dtype={"question": str}) for p in sorted(base.glob(pat))],  # noqa: E731
                                  ignore_index=True) if list(base.glob(pat)) else pd.DataFrame()
     return read("*/seed*-groups.csv"), read("*/seed*-g1.csv")
@@ -392,10 +392,10 @@ def _band_effect(groups: pd.DataFrame, cid: str) -> pd.DataFrame:
 
 
 def base_claim(cid: str, groups: pd.DataFrame, g1: pd.DataFrame, n_boot: int = 4000,
-               sel: pd.DataFrame | None = None) -> dict | None:
-    """F1-F3 and E1-E2 (hierarchical bootstrap over sampling seeds x questions) and G1 (bootstrap over
-    questions), regime ``base``; None when fewer than 2 seeds or questions carry the effect. ``sel``:
-    :func:`selection_errors` of ``groups`` when already computed (E1 and E2 share it)."""
+               sel: pd.DataFrame | None = None, regime: str = BASE) -> dict | None:
+    """F1-F3 and E1-E2 (:func:`bootstrap_entry`: over sampling seeds x questions, or questions for one seed) and
+    G1 (bootstrap over questions) of ``regime`` (``base`` pools the testbed's; a real LLM's, Amendment 18); None
+    when fewer than 2 questions carry the effect. ``sel``: :func:`selection_errors` of ``groups`` if computed."""
 
     if cid in ("E1", "E2", "F1", "F2", "F3"):
         if groups.empty:
@@ -404,14 +404,14 @@ def base_claim(cid: str, groups: pd.DataFrame, g1: pd.DataFrame, n_boot: int = 4
             d = selection_matrix(selection_errors(groups) if sel is None else sel, cid)
         else:
             d = _band_effect(groups, cid)
-        if d.shape[0] < 2 or d.shape[1] < 2:
+        if d.shape[0] < 1 or d.shape[1] < 2:
             return None
-        return bootstrap_entry(cid, BASE, d, n_boot)
+        return bootstrap_entry(cid, regime, d, n_boot)
     if g1.empty:
         return None
-    rng = np.random.default_rng(derive_seed(0, "claims", cid, BASE))
+    rng = np.random.default_rng(derive_seed(0, "claims", cid, regime))
     g = g1.dropna(subset=["pos_adv_grpo"]).assign(q=lambda x: x.regime + "/" + x.question.astype(str))
-    if g.empty or g.label_correct.nunique() < 2 or g.seed.nunique() < 2:
+    if g.empty or g.label_correct.nunique() < 2:
         return None
     qs = np.array(sorted(g.q.unique()))
     by_q = {q: part for q, part in g.groupby("q")}
@@ -423,7 +423,7 @@ def base_claim(cid: str, groups: pd.DataFrame, g1: pd.DataFrame, n_boot: int = 4
     est = effect(g)
     reps = [effect(pd.concat([by_q[q] for q in rng.choice(qs, len(qs))])) for _ in range(n_boot)]
     lo, hi = np.nanquantile(reps, [0.025, 0.975])
-    return entry(cid, BASE, est, min(lo, est), max(hi, est), g.seed.nunique(), len(qs))
+    return entry(cid, regime, est, min(lo, est), max(hi, est), g.seed.nunique(), len(qs))
 
 
 def analyse_claims(out_dir: str | Path, regimes: dict[str, Regime], n_boot: int = 4000) -> tuple[list[dict], list[str]]:
@@ -434,14 +434,17 @@ def analyse_claims(out_dir: str | Path, regimes: dict[str, Regime], n_boot: int 
     dd = df[(df.method == "ddrl") & (df.split == "adapted")]
     cor = {(r, int(seed)): float(g["cor_seconds"].iloc[0]) for (r, seed), g in dd.groupby(["regime", "seed"])}
     groups, g1 = load_base(out_dir)
-    sel = selection_errors(groups) if not groups.empty else None  # E1, E2
+    rg, rg1 = load_base(out_dir, REAL)  # a real LLM's samples, one regime each (Amendment 18)
+    frames = {BASE: (groups, g1), **{r: (rg[rg.regime == r], rg1[rg1.regime == r])
+                                     for r in sorted(set(rg.get("regime", ())))}}
+    sels = {r: selection_errors(g) if not g.empty else None for r, (g, _) in frames.items()}  # E1, E2
     entries, missing = [], []
     for c in CLAIMS:
         for r in c.regimes:
-            if r == BASE:
-                e = base_claim(c.id, groups, g1, n_boot, sel)
+            if r in frames:
+                e = base_claim(c.id, *frames[r], n_boot, sels[r], regime=r)
                 if e is None:
-                    missing.append(f"{c.id} base: no base rollouts (or fewer than 2 seeds / questions in its band)")
+                    missing.append(f"{c.id} {r}: no rollouts (or fewer than 2 questions in its band)")
                 else:
                     e["half_width"] = (e["ci_high"] - e["ci_low"]) / 2
                     entries.append(e)

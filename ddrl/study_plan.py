@@ -109,6 +109,8 @@ STAGE1_COMPARISONS = {"ddrl-ttrl": ("ddrl", "ttrl"), "ddrl-no_adaptation": ("ddr
 STEP_COLUMNS = ("step", "episode", "lr", "adv/mean", "label/majority_ratio", "gt/label_acc", "time/step_s")
 QUESTION_COLUMNS = ("regime", "method", "seed", "split", "question", "pass@1")
 BASE = "base"  # F1-F3, G1: the base model's rollouts on each regime's adapted questions
+REAL = "real"  # F1-F3, G1, E1, E2 on a real LLM's samples (plan Amendment 18): <runs>/real/<regime>/
+SVAMP_REGIME = "svamp_codex"  # code-davinci-002's 30 programs per SVAMP problem (ddrl.data)
 BASE_SEEDS = 2  # sampling seeds of the base rollouts (the fewest the seeds x questions bootstrap takes)
 #: Stage 2 phase (a) opens with the jobs that need no new RL run (plan Amendment 3): (claim, method, seeds).
 #: BCS+DAE is the DDRL run's RL-only weights (A3 within-run), COR 4x refines them (R1), base rollouts (F, G).

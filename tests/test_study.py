@@ -837,3 +837,26 @@ def test_rl_divergence_finds_the_first_step_that_differs():
     div = study_analysis.rl_divergence(steps).set_index(["method", "seed"]).diverged_at.to_dict()
     # NaN label accuracy matches NaN; a shorter run diverges at its length; a run without its DDRL run is skipped
     assert div == {("bcs_dae", 0): -1, ("additional_rl", 0): 1, ("additional_rl", 1): 2}
+
+
+def test_real_rollouts_job_writes_the_svamp_inputs_and_their_claims(shared_data, tmp_path):
+    """Plan Amendment 18: the SVAMP Codex samples' answer groups and G1 rows (N = 30), content-keyed (a second call
+    loads), and F1-F3, G1, E1, E2 in regime ``svamp_codex`` with one seed, never pooled into ``base``."""
+    if not (shared_data / "rollouts").is_dir():
+        pytest.skip(f"no rollouts/ under {shared_data}")
+    assert study.run_real_rollouts_job(tmp_path, shared_data) == "ran"
+    assert study.run_real_rollouts_job(tmp_path, shared_data) == "loaded"
+    groups, g1 = study_analysis.load_base(tmp_path, study_plan.REAL)
+    assert set(groups.n) == {30} and set(groups.regime) == {"svamp_codex"} and g1.question.nunique() == 999
+    assert (groups.groupby("question")["count"].sum() <= 30).all()
+    entries, missing = study.analyse_claims(tmp_path, {}, n_boot=400)
+    got = {e["id"]: e for e in entries}
+    assert set(got) == {"F1", "F2", "F3", "G1", "E1", "E2"} and {e["regime"] for e in entries} == {"svamp_codex"}
+    assert all(e["n_seeds"] == 1 and e["ci_low"] <= e["estimate"] <= e["ci_high"] for e in entries)
+    assert any(m.startswith("F1 base:") for m in missing)  # no testbed rollouts here: base is missing, not pooled
+
+
+def test_cli_real_rollouts_names_the_missing_file(tmp_path, capsys):
+    rc = study.main(["--real-rollouts", "--data-dir", str(tmp_path), "--out", str(tmp_path / "runs")])
+    assert rc == 2 and "svamp" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
