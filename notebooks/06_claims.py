@@ -286,6 +286,9 @@ if results is not None:
 # training involved (plan Amendment 8). Left, the false positives kept per question by the label's count c*:
 # BCS keeps min(c*, 16) copies of the label where random K keeps c*/2, so below c* = 32 it keeps *more* of a
 # wrong label. Right, the share of correct answers among the kept negatives: lower under BCS, as the paper says.
+# The scorecard's `svamp_codex` rows measure the same six claims on a real LLM's samples (code-davinci-002 on
+# SVAMP, N = 30; plan Amendment 18): there E2 goes the paper's way - half of Codex's wrong labels have a count above
+# K = 15 of 30, where BCS keeps fewer copies of the label than random K does.
 
 # %%
 from ddrl.study_analysis import selection_errors
