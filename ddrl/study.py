@@ -294,7 +294,8 @@ def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, re
               budget_min: float | None = None, runs_root: str | Path | None = None, workers: int | None = None,
               progress: bool = True) -> dict:
     """Stage 1, its analysis (``stage1.json``: variance components and seeds, no means), stage 2 and H1x (plan
-    Amendments 11-17) with what is left of ``budget_min``, then every claim (``claims.json``); resumable (rerun
+    Amendments 11-17) with what is left of ``budget_min``, the real LLM's sample claims' inputs (Amendment 18; the
+    registered scale only), then every claim (``claims.json``); resumable (rerun
     after a kill: written jobs are skipped, finished runs load). One progress bar per stage. Returns what was
     written and run."""
     results_dir = Path(results_dir)
@@ -309,6 +310,11 @@ def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, re
                   progress, desc="study stage 2")
     s3 = run_jobs(heldout_x_jobs(list(regimes), scale), scale, runs_dir, runs_root, left(), workers, progress,
                   desc="study H1x")
+    if scale.name == "default":  # the sample claims on a real LLM (Amendment 18), where its samples are found
+        try:
+            run_real_rollouts_job(runs_dir)
+        except DataError as e:
+            print(f"ddrl.study: no svamp_codex entries: {e}", file=sys.stderr)
     entries, missing = analyse_claims(runs_dir, regimes)
     _write_json(results_dir / "claims.json", entries)
     status = pd.Series([d["status"] for d in s1 + s2 + s3], dtype=object).value_counts().to_dict()
@@ -330,7 +336,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     what = ap.add_mutually_exclusive_group(required=True)
     what.add_argument("--stage", type=int, choices=(1, 2), help="run a stage's jobs (resumable)")
     what.add_argument("--heldout-x", action="store_true", help="H1x (plan Amendments 11-17): DDRL, no "
-                      "adaptation, TTRL and BCS+DAE on fresh held-out questions (resumable)")
+                      "adaptation, TTRL, BCS+DAE (and BCS in AMC-like) on fresh held-out questions (resumable)")
     what.add_argument("--real-rollouts", action="store_true", help="F1-F3, G1, E1, E2's inputs on the SVAMP Codex "
                       "samples (plan Amendment 18) -> <out>/real/svamp_codex/ (reads --data-dir or $DDRL_DATA_DIR)")
     what.add_argument("--status", action="store_true", help="jobs written per stage and the measured time left")
