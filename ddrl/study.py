@@ -47,11 +47,10 @@ from ddrl.regimes import Regime
 from ddrl.reporting import REPO, atomic_write_bytes, content_key, grader_fingerprint, records_key
 from ddrl.study_analysis import analyse_claims, analyse_stage1
 from ddrl.study_figures import render_results
-from ddrl.study_plan import (BASE, COR_4X, HELDOUT_X, REAL, RESULTS, SCALES, SELECTION_K, STEP_COLUMNS, SVAMP_REGIME,
-                             Job, Scale, check_weights,
-                             csv_path, experiment, export_base_models, heldout_x_jobs, heldout_x_path,
-                             heldout_x_records, load_regimes, regimes_path, stage1_jobs, stage2_jobs, wants_heldout,
-                             write_replication)
+from ddrl.study_plan import (BASE, COR_4X, HELDOUT_X, REAL, RESULTS, SCALES, STEP_COLUMNS, SVAMP_REGIME, Job, Scale,
+                             check_weights, csv_path, experiment, export_base_models, heldout_x_jobs, heldout_x_path,
+                             heldout_x_records, load_regimes, regimes_path, selection_k, stage1_jobs, stage2_jobs,
+                             wants_heldout, write_replication)
 from ddrl.study_status import status_text
 from ddrl.train import steps_per_episode
 
@@ -177,8 +176,7 @@ def run_real_rollouts_job(out_dir: str | Path, data_dir: str | Path | None = Non
     ``<out>/real/svamp_codex/``; content-keyed by the answers, their correctness and K. Returns "ran" or "loaded".
     Raises :class:`ddrl.data.DataError` (naming the file) when the samples are not found."""
     problems = svamp_problems(load_dataset("svamp_codex_rollouts", data_dir=data_dir))
-    n = len(problems[0]["keys"])
-    k = max(1, round(SELECTION_K * n / 64))
+    k = selection_k(len(problems[0]["keys"]))
     key = content_key({"what": "study-real-v1", "dataset": "svamp_codex_rollouts", "k": k,
                        "problems": [[p["id"], p["keys"], p["correct"]] for p in problems]})[:20]
     gpath, apath = base_paths(out_dir, SVAMP_REGIME, 0, REAL)

@@ -20,7 +20,7 @@ from ddrl.stats import (TARGET_HALF_WIDTH, choose_design, eval_noise_variance, h
                         paired_differences, power_table, predicted_half_width, question_bootstrap, variance_components)
 from ddrl.study_plan import (BANDS_64, BASE, HELDOUT_X, PAIRED, QUESTION_COLUMNS, REAL, REUSES_RUN, SAME_BASE,
                              SELECTION_K, SELECTION_ORDERS, SHARES_DDRL_RL, STAGE1_COMPARISONS, STEP_COLUMNS, THREE,
-                             Scale)
+                             Scale, selection_k)
 
 # --- Reading the results ----------------------------------------------------------------------------------
 
@@ -336,7 +336,7 @@ def selection_errors(groups: pd.DataFrame, k64: int = SELECTION_K, orders: int =
         rng = np.random.default_rng(derive_seed(0, "claims", "selection", regime, int(seed)))
         for q, g in part.groupby("question", sort=True):
             n = int(g["n"].iloc[0])
-            k = max(1, round(k64 * n / 64))
+            k = selection_k(n, k64)
             keys = np.repeat(np.arange(len(g)), g["count"].to_numpy()).tolist()
             correct = np.repeat(g["correct"].to_numpy(dtype=bool), g["count"].to_numpy())
             missing = n - len(keys)

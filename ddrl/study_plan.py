@@ -136,6 +136,12 @@ SELECTION_K = 32
 SELECTION_ORDERS = 64
 
 
+def selection_k(n: int, k64: int = SELECTION_K) -> int:
+    """K for N = ``n`` samples per question: ``k64`` (given at N = 64) rescaled, at least 1 (E1, E2 at any N; G1 on a
+    real LLM's N, Amendment 18)."""
+    return max(1, round(k64 * n / 64))
+
+
 def wants_heldout(regime: str, method: str) -> bool:
     """Is this run evaluated on the held-out questions too? H1's methods in H1's regimes (the three)."""
     return method in HELDOUT_METHODS and regime in THREE
