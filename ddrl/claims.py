@@ -171,6 +171,12 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("H1xA", "(ours) adding DAE to BCS does not cost held-out accuracy (1,536 fresh ones)",
           "held-out pass@1 BCS+DAE - BCS, 1,536 fresh questions [points]", ("amc_like",), {"amc_like": None}, +1,
           "not in the paper; plan Amendment 17 (H1xR's DAE part; A2 on fresh questions)"),
+    Claim("H1xN", "(ours) BCS's rarest-answer negatives do not cost held-out accuracy vs random ones (1,536 fresh ones)",
+          "held-out pass@1 BCS - BCS positives with random negatives, 1,536 fresh questions [points]", ("amc_like",),
+          {"amc_like": None}, +1, "not in the paper; plan Amendment 19 (H1xB's confidence part, BCS principle i)"),
+    Claim("H1xP", "(ours) BCS's balanced positives do not cost held-out accuracy against TTRL (1,536 fresh ones)",
+          "held-out pass@1 BCS positives with random negatives - TTRL, 1,536 fresh questions [points]", ("amc_like",),
+          {"amc_like": None}, +1, "not in the paper; plan Amendment 19 (H1xB's balance part, BCS principle ii)"),
 )
 
 

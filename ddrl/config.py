@@ -30,7 +30,7 @@ class TrainConfig:
     threads: int = 0  # torch.set_num_threads; 0 = OMP_NUM_THREADS if set, else torch's default
 
     # --- algorithm (the paper's rows differ only here) ---
-    selection: str = "random"  # which K of N rollouts are trained: "random" (TTRL) | "bcs" (DDRL)
+    selection: str = "random"  # which K of N rollouts are trained: "random" (TTRL) | "bcs" (DDRL) | "bcs_random_neg"
     advantage: str = "grpo"  # "grpo" (TTRL) | "grpo_no_std" | "fixed" (DDRL's DAE: +1 / -1)
     cor: bool = False  # consensus-based off-policy refinement after RL (DDRL's COR)
     reshape: str = "none"  # advantage transform: "none" | "entropy" (ETTRL's EAR) | "clip" (to [-2, 2])
@@ -104,6 +104,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     "grpo_no_std": {"selection": "random", "advantage": "grpo_no_std", "cor": False},
     "dae": {"selection": "random", "advantage": "fixed", "cor": False},
     "bcs": {"selection": "bcs", "advantage": "grpo", "cor": False},
+    # BCS's positives with random negatives (plan Amendment 19, not in the paper): BCS's balance alone
+    "bcs_random_neg": {"selection": "bcs_random_neg", "advantage": "grpo", "cor": False},
     "bcs_dae": {"selection": "bcs", "advantage": "fixed", "cor": False},
     "ddrl": {"selection": "bcs", "advantage": "fixed", "cor": True},
     "additional_rl": {"selection": "bcs", "advantage": "fixed", "cor": False, "extra_rl_fraction": 0.1},

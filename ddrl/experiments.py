@@ -50,6 +50,7 @@ METHODS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "grpo_no_std": ("grpo_no_std", "final", {}),
     "dae": ("dae", "final", {}),
     "bcs": ("bcs", "final", {}),
+    "bcs_random_neg": ("bcs_random_neg", "final", {}),  # BCS's positives, random negatives (plan Amendment 19)
     "bcs_dae": ("ddrl", "rl", {}),  # the RL-only weights of the DDRL run: identical to a BCS+DAE run
     "ddrl": ("ddrl", "final", {}),  # BCS + DAE + COR
     "additional_rl": ("additional_rl", "final", {}),

@@ -3,7 +3,9 @@
 TTRL votes on all N rollouts but trains on K of them, picked without looking at the answers
 (:func:`random_subset`). DDRL's balanced confidence-aware sampling (:func:`bcs`) instead keeps the
 most-agreed-with rollouts as positives and the least-agreed-with ones as negatives, and drops the
-ambiguous middle. Both return indices into the N rollouts; select by name with :func:`get_selection`.
+ambiguous middle. :func:`bcs_random_negatives` keeps BCS's positives but draws its negatives at random (the
+claims study's plan Amendment 19: BCS's balance without its confidence-aware negatives). All return indices into
+the N rollouts; select by name with :func:`get_selection`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["random_subset", "bcs", "SELECTIONS", "get_selection"]
+__all__ = ["random_subset", "bcs", "bcs_random_negatives", "SELECTIONS", "get_selection"]
 
 
 def _check_nk(n: int, k: int, where: str) -> None:
@@ -67,6 +69,33 @@ def bcs(counts: Sequence[int], k: int) -> list[int]:
     return order[:k_pos] + order[n - (k - k_pos) :]
 
 
+def bcs_random_negatives(counts: Sequence[int], k: int, rng: np.random.Generator) -> list[int]:
+    """BCS's positives with random negatives: BCS's two principles apart (plan Amendment 19; not in the paper).
+
+    The paper's BCS follows (i) confidence (negatives are the rarest answers) and (ii) balance (K+ = min(c*,
+    floor(k / 2)) positives, k - K+ negatives). This rule keeps (ii) and drops (i):
+
+    1. the positives are BCS's exactly: the first K+ rollouts of its stable count order (:func:`bcs`);
+    2. the k - K+ negatives are drawn uniformly at random, without replacement, from the rollouts whose count is
+       below c* (every answer but the top one, rollouts without an answer included);
+    3. where fewer than k - K+ such rollouts exist, there is no choice to make: the selection is BCS's (its tail
+       then reaches into the top answer, as :func:`bcs` documents), and ``rng`` is not used.
+
+    Returned as [positives] + [negatives, sorted]. So BCS - this rule isolates what choosing the rarest answers as
+    negatives does, and this rule - TTRL's :func:`random_subset` what BCS's balanced count of positives does.
+    """
+    counts = [int(c) for c in counts]
+    chosen = bcs(counts, k)  # validates n, k and counts
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"bcs_random_negatives: rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    top = max(counts)
+    k_pos = min(top, k // 2)
+    below = [i for i in range(len(counts)) if counts[i] < top]
+    if len(below) < k - k_pos:
+        return chosen
+    return chosen[:k_pos] + sorted(int(i) for i in rng.choice(below, size=k - k_pos, replace=False))
+
+
 def _random_selection(counts: Sequence[int], k: int, rng: np.random.Generator) -> list[int]:
     return random_subset(len(counts), k, rng)
 
@@ -79,11 +108,13 @@ def _bcs_selection(counts: Sequence[int], k: int, rng: np.random.Generator) -> l
 SELECTIONS: dict[str, Callable[[Sequence[int], int, np.random.Generator], list[int]]] = {
     "random": _random_selection,
     "bcs": _bcs_selection,
+    "bcs_random_neg": bcs_random_negatives,
 }
 
 
 def get_selection(name: str) -> Callable[[Sequence[int], int, np.random.Generator], list[int]]:
-    """The selection rule called ``name`` ("random" = TTRL, "bcs" = DDRL), as ``f(counts, k, rng)``."""
+    """The selection rule called ``name`` ("random" = TTRL, "bcs" = DDRL, "bcs_random_neg" = BCS's positives with
+    random negatives), as ``f(counts, k, rng)``."""
     try:
         return SELECTIONS[name]
     except KeyError:

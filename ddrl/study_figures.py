@@ -8,7 +8,7 @@
 - :func:`selection_errors_figure`: what TTRL's random K and BCS keep of the base rollouts, by the label's count
   (false positives per question, correct answers among the negatives; claims E1, E2);
 - :func:`transfer_figure`: pass@1 of no adaptation, TTRL, BCS (AMC-like), BCS+DAE and DDRL on the adapted questions
-  beside the 1,536 fresh held-out ones, per regime (claims H1x and its family; plan Amendments 11-17).
+  beside the 1,536 fresh held-out ones, per regime (claims H1x and its family; plan Amendments 11-17, 19).
 
 :func:`render_results` writes all of them from the committed results (``results/claims.json`` and
 ``results/runs/``); ``python -m ddrl.study --analyse claims`` calls it after writing the scorecard.

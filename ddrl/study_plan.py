@@ -102,6 +102,7 @@ PAIRED: dict[str, tuple[str, str, str]] = {
     "H1xT": ("ttrl", "no_adaptation", HELDOUT_X), "H1xD": ("ddrl", "ttrl", HELDOUT_X),  # plan Amendment 13
     "H1xC": ("ddrl", "bcs_dae", HELDOUT_X), "H1xR": ("bcs_dae", "ttrl", HELDOUT_X),  # plan Amendment 14
     "H1xB": ("bcs", "ttrl", HELDOUT_X), "H1xA": ("bcs_dae", "bcs", HELDOUT_X),  # plan Amendment 17 (AMC-like)
+    "H1xN": ("bcs", "bcs_random_neg", HELDOUT_X), "H1xP": ("bcs_random_neg", "ttrl", HELDOUT_X),  # Amendment 19
 }
 #: Stage-1 comparisons whose variance components are measured (the first sets the seeds).
 STAGE1_COMPARISONS = {"ddrl-ttrl": ("ddrl", "ttrl"), "ddrl-no_adaptation": ("ddrl", "no_adaptation"),
@@ -170,14 +171,15 @@ class Scale:
     heldout_x_seeds: dict = field(default_factory=lambda: {"amc_like": tuple(range(19)), "aime_like": tuple(range(6)),
                                                            "math500_like": tuple(range(19, 46))})
     #: Methods H1x adds in some regimes only, after :data:`HELDOUT_X_METHODS`: BCS in AMC-like (Amendment 17:
-    #: claims H1xB and H1xA split H1xR there)
-    heldout_x_extra: dict = field(default_factory=lambda: {"amc_like": ("bcs",)})
+    #: claims H1xB and H1xA split H1xR there), then BCS's positives with random negatives (Amendment 19: claims
+    #: H1xN and H1xP split H1xB)
+    heldout_x_extra: dict = field(default_factory=lambda: {"amc_like": ("bcs", "bcs_random_neg")})
 
 
 SCALES = {
     "default": Scale("default"),
     "smoke": Scale("smoke", stage1_seeds=2, max_seeds=2, n_adapted=4, n_heldout=2, episodes=1,
-                   n_heldout_x=3, heldout_x_seeds={"math500_like": (0, 1)}, heldout_x_extra={"math500_like": ("bcs",)},
+                   n_heldout_x=3, heldout_x_seeds={"math500_like": (0, 1)}, heldout_x_extra={"math500_like": ("bcs", "bcs_random_neg")},
                    knobs=dict(model="testbed:tiny", prompts_per_step=2, n_votes=8, k_train=4, lr=1e-3, warmup_steps=1,
                               eval_n=2, cor_m=4, cor_keep=2, cor_epochs=1, etmr_m=2, max_new_tokens=32,
                               sample_batch_size=64, mini_batch_size=4, micro_batch_size=4, device="cpu")),
@@ -455,7 +457,7 @@ def stage2_jobs(regimes: Sequence[str], scale: Scale, seeds: dict[str, int]) -> 
 
 
 def heldout_x_jobs(regimes: Sequence[str], scale: Scale) -> list[Job]:
-    """H1x's jobs (plan Amendments 11-17), one per regime x seed, each evaluating :data:`HELDOUT_X_METHODS` (and
+    """H1x's jobs (plan Amendments 11-17, 19), one per regime x seed, each evaluating :data:`HELDOUT_X_METHODS` (and
     the regime's ``scale.heldout_x_extra``) on the fresh questions (label ``"H1x"``), in the order of
     ``scale.heldout_x_seeds`` (the regimes whose DDRL runs must be trained first)."""
     return [Job(r, s, HELDOUT_X_METHODS + scale.heldout_x_extra.get(r, ()), "H1x")

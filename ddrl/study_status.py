@@ -22,7 +22,8 @@ from ddrl.study_plan import (BASE, REUSES_RUN, Job, Scale, csv_path, experiment,
 
 #: Pricing a method that has not run yet by one that has (``--status`` only, never an analysis): same trainer
 #: loop and sampling, so about the same time; additional RL = the DDRL run's RL plus 10% more steps.
-COST_PROXY = {"etmr": ("ttrl", 1.0), "bcs": ("ttrl", 1.0), "grpo_no_std": ("ttrl", 1.0), "additional_rl": ("ddrl", 1.1)}
+COST_PROXY = {"etmr": ("ttrl", 1.0), "bcs": ("ttrl", 1.0), "bcs_random_neg": ("ttrl", 1.0), "grpo_no_std": ("ttrl", 1.0),
+              "additional_rl": ("ddrl", 1.1)}
 
 
 def estimate_minutes(mins: pd.DataFrame, regimes: dict[str, Regime], regime: str, method: str) -> tuple[float | None, bool]:
@@ -126,5 +127,5 @@ def status_text(out_dir: str | Path, regimes: dict[str, Regime], scale: Scale, s
     hx = [(j, m) for j in heldout_x_jobs(list(regimes), scale) for m in j.methods]
     if hx:  # evaluations of (mostly) finished runs: counted, not priced
         done = sum(heldout_x_path(out_dir, j.regime, m, j.seed).is_file() for j, m in hx)
-        lines.append(f"H1x (plan Amendments 11-17): {done}/{len(hx)} method x seed CSVs written (--heldout-x)")
+        lines.append(f"H1x (plan Amendments 11-17, 19): {done}/{len(hx)} method x seed CSVs written (--heldout-x)")
     return "\n".join(lines)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ddrl.selection import SELECTIONS, bcs, get_selection, random_subset
+from ddrl.selection import SELECTIONS, bcs, bcs_random_negatives, get_selection, random_subset
 from ddrl.voting import majority_vote
 
 N, K = 64, 32
@@ -154,6 +154,57 @@ def test_bcs_keeps_the_extremes(answers: list[str | None], data: st.DataObject) 
     if dropped:
         assert all(counts[i] >= max(dropped) for i in sel[:k_pos])
         assert all(counts[i] <= min(dropped) for i in sel[k_pos:])
+
+
+# ------------------------------------------------------------------------------------ bcs_random_negatives
+
+
+def test_bcs_random_negatives_worked_case() -> None:
+    # 64 rollouts: answer A x 40 (the label), B x 10, C x 6, D x 4, none x 4; K = 32 -> 16 positives, 16 negatives.
+    answers = ["A"] * 40 + ["B"] * 10 + ["C"] * 6 + ["D"] * 4 + [None] * 4
+    counts = counts_of(answers)
+    sel = bcs_random_negatives(counts, K, np.random.default_rng(0))
+    assert sel[:16] == bcs(counts, K)[:16] == list(range(16))  # BCS's positives, exactly
+    neg = sel[16:]
+    assert neg == sorted(neg) and all(answers[i] != "A" for i in neg)
+    # BCS takes the rarest (none x 4, D x 4, C x 6, B x 2); random negatives reach B's 10 rollouts in proportion.
+    assert {answers[i] for i in bcs(counts, K)[16:]} == {None, "D", "C", "B"}
+    rng, hits = np.random.default_rng(1), np.zeros(64)
+    for _ in range(3000):
+        hits[bcs_random_negatives(counts, K, rng)[16:]] += 1
+    assert hits[:40].sum() == 0
+    assert np.all(np.abs(hits[40:] / 3000 - 16 / 24) < 0.05)  # each of the 24 non-label rollouts ~16/24 of the time
+
+
+def test_bcs_random_negatives_no_choice_is_bcs() -> None:
+    # Fewer non-top rollouts than negatives to keep: BCS's selection, whatever the generator.
+    counts = counts_of(["A"] * 60 + ["B"] * 4)
+    assert bcs_random_negatives(counts, K, np.random.default_rng(0)) == bcs(counts, K)
+    assert bcs_random_negatives(counts, K, np.random.default_rng(7)) == bcs(counts, K)
+    counts = [0] * 8  # no answer at all: c* = 0, no positives, BCS's last k
+    assert bcs_random_negatives(counts, 4, np.random.default_rng(0)) == bcs(counts, 4) == [4, 5, 6, 7]
+
+
+def test_bcs_random_negatives_bad_input() -> None:
+    with pytest.raises(ValueError, match="k <= n"):
+        bcs_random_negatives([1, 1], 3, np.random.default_rng(0))
+    with pytest.raises(TypeError, match="Generator"):
+        bcs_random_negatives([2, 2, 1], 2, 0)  # type: ignore[arg-type]
+
+
+@given(answer_lists, st.data())
+def test_bcs_random_negatives_keeps_bcs_positives(answers: list[str | None], data: st.DataObject) -> None:
+    n = len(answers)
+    k = data.draw(st.integers(1, n))
+    counts = counts_of(answers)
+    sel = bcs_random_negatives(counts, k, np.random.default_rng(data.draw(st.integers(0, 2**32 - 1))))
+    k_pos = min(max(counts), k // 2)
+    assert sel[:k_pos] == bcs(counts, k)[:k_pos]
+    below = [i for i in range(n) if counts[i] < max(counts)]
+    if len(below) >= k - k_pos:
+        assert set(sel[k_pos:]) <= set(below)
+    else:
+        assert sel == bcs(counts, k)
 
 
 def test_get_selection_unknown() -> None:

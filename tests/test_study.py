@@ -255,27 +255,32 @@ def test_smoke_study_writes_per_question_rows_and_valid_claims(smoke):
 
 
 def test_smoke_heldout_x_evaluates_the_registered_runs_on_fresh_questions(smoke):
-    """H1x (plan Amendments 11, 13, 14, 17): DDRL, no adaptation, TTRL and BCS+DAE of each seed (and BCS, which the
-    smoke scale adds where the registered one adds it to AMC-like), evaluated on the fresh questions only, from the
-    very runs the registered CSVs came from (their adapted pass@1 reproduced), into its own folder."""
+    """H1x (plan Amendments 11, 13, 14, 17, 19): DDRL, no adaptation, TTRL and BCS+DAE of each seed (and BCS and
+    BCS's positives with random negatives, which the smoke scale adds where the registered one adds them to
+    AMC-like), evaluated on the fresh questions only, from the very runs the registered CSVs came from (their
+    adapted pass@1 reproduced; the random-negatives rule has no registered CSV), into its own folder."""
     root, reg = smoke["root"], smoke["regimes"]["math500_like"]
     assert [d["status"] for d in smoke["s3"]] == ["ran", "ran"]
     fresh = [r["id"] for r in study.heldout_x_records(reg, SMOKE.n_heldout_x)]
     methods = study_plan.HELDOUT_X_METHODS + SMOKE.heldout_x_extra["math500_like"]
-    assert methods[-1] == "bcs"
+    assert methods[-2:] == ("bcs", "bcs_random_neg")
     for m in methods:
         for seed in (0, 1):
             x = pd.read_csv(study.heldout_x_path(root / "runs", "math500_like", m, seed), dtype={"question": str})
             assert set(x.split) == {study.HELDOUT_X} and x.question.tolist() == fresh
-            assert x.registered_reproduced.all(), (m, seed)  # the same run, loaded: its adapted pass@1 equals the CSV's
+            if m == "bcs_random_neg":  # Amendment 19's rule trains only here: nothing registered to compare with
+                assert x.registered_reproduced.isna().all()
+            else:  # the same run, loaded: its adapted pass@1 equals the CSV's
+                assert (x.registered_reproduced == True).all(), (m, seed)  # noqa: E712
             if m == "ddrl":  # the registered run's directory
                 assert x.run.iloc[0] == pd.read_csv(study.csv_path(root / "runs", "math500_like", m, seed)).run.iloc[0]
     df = study_analysis.load_questions(root / "runs")
     assert len(df[df.split == study.HELDOUT_X]) == len(methods) * 2 * SMOKE.n_heldout_x
-    # H1xB + H1xA = H1xR, seed by seed and question by question (Amendment 17's decomposition)
-    m = {p: study_analysis._matrix(df, "math500_like", a, b, study.HELDOUT_X)
-         for p, (a, b) in (("B", ("bcs", "ttrl")), ("A", ("bcs_dae", "bcs")), ("R", ("bcs_dae", "ttrl")))}
-    assert m["R"].shape == (2, SMOKE.n_heldout_x) and np.allclose(m["B"] + m["A"], m["R"])
+    # H1xB + H1xA = H1xR (Amendment 17) and H1xN + H1xP = H1xB (Amendment 19), seed by seed and question by question
+    m = {p: study_analysis._matrix(df, "math500_like", *study_plan.PAIRED[p][:2], study.HELDOUT_X)
+         for p in ("H1xB", "H1xA", "H1xR", "H1xN", "H1xP")}
+    assert m["H1xR"].shape == (2, SMOKE.n_heldout_x) and np.allclose(m["H1xB"] + m["H1xA"], m["H1xR"])
+    assert np.allclose(m["H1xN"] + m["H1xP"], m["H1xB"])
     entries, _ = study.analyse_claims(root / "runs", smoke["regimes"])
     for cid in ("H1x", "H1xT", "H1xD", "H1xC", "H1xR"):  # Amendments 13, 14 added TTRL and BCS+DAE
         (e,) = [e for e in entries if e["id"] == cid]
@@ -303,7 +308,8 @@ def test_heldout_x_jobs_train_first_then_load():
         [("aime_like", s) for s in range(6)] + [("math500_like", s) for s in range(19, 46)]
     four = ("ddrl", "no_adaptation", "ttrl", "bcs_dae")
     assert {j.methods for j in jobs if j.regime != "amc_like"} == {four} and {j.label for j in jobs} == {"H1x"}
-    assert {j.methods for j in jobs if j.regime == "amc_like"} == {four + ("bcs",)}  # Amendment 17: H1xB, H1xA
+    # Amendment 17: BCS (H1xB, H1xA); Amendment 19: BCS's positives with random negatives (H1xN, H1xP)
+    assert {j.methods for j in jobs if j.regime == "amc_like"} == {four + ("bcs", "bcs_random_neg")}
 
 
 def test_cli_claims_renders_beside_its_results_not_into_the_docs(smoke, capsys):
@@ -620,7 +626,7 @@ def test_status_counts_written_jobs_and_prices_the_rest_from_measured_times(tmp_
     # no_adaptation have never run: 12 + 12 runs not priced
     assert "~1.4 worker-hours left (~0.7 h on 2 workers), plus 24 runs of methods not yet measured" in text, text
     assert "stage 2: not planned yet" in text
-    assert "H1x (plan Amendments 11-17): 0/203 method x seed CSVs written" in text  # AMC-like 19 x 5 + MATH-500-like 27 x 4
+    assert "H1x (plan Amendments 11-17, 19): 0/222 method x seed CSVs written" in text  # AMC-like 19 x 6 + MATH-500-like 27 x 4
     # a method that never ran is priced by its proxy in a regime with the same questions, scaled by episodes
     regs = study.load_regimes(names=["amc_like", "amc_like_small_lr", "math500_like"])
     mins = study_analysis.run_minutes(tmp_path)

@@ -64,6 +64,7 @@ def test_presets_are_the_papers_rows():
     assert make_config("no_adaptation").episodes == 0
     assert make_config("grpo_no_std").advantage == "grpo_no_std"
     assert (make_config("bcs_dae").selection, make_config("bcs_dae").advantage) == ("bcs", "fixed")
+    assert (make_config("bcs_random_neg").selection, make_config("bcs_random_neg").advantage) == ("bcs_random_neg", "grpo")
     # every preset names only real fields
     names = set(TrainConfig.__dataclass_fields__)
     assert all(set(o) <= names for o in PRESETS.values())
@@ -351,6 +352,21 @@ def counted_update(model, tok, cfg, ro, monkeypatch, lean=True):
     opt = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=cfg.lr)
     out = T.ppo_update(policy, ref, ro.samples, cfg, opt, 0, tok.pad_token_id, lean=lean)
     return out, weights(policy), calls
+
+
+def test_step_trains_on_the_named_selection(testbed_tiny):
+    """``selection`` picks which K of N rollouts a step trains on, per question, from the vote's counts and the
+    question's own generator: BCS's positives with random negatives (plan Amendment 19) too."""
+    from ddrl.seeds import numpy_generator
+    from ddrl.selection import bcs, bcs_random_negatives
+
+    _, _, cfg, ro = step_rollouts(testbed_tiny, selection="bcs_random_neg")
+    differs = 0
+    for q, vote in enumerate(ro.votes):
+        want = bcs_random_negatives(vote.counts, cfg.k_train, numpy_generator(cfg.seed, "select", 0, q))
+        assert ro.selected[q] == want
+        differs += want != bcs(vote.counts, cfg.k_train)
+    assert differs, "no question where random negatives differ from BCS's: the test shows nothing"
 
 
 @pytest.mark.parametrize("kl_coef", [0.001, 0.0])
