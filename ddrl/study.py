@@ -7,7 +7,7 @@ per-run CSVs into ``results/stage1.json`` and ``results/claims.json`` is :mod:`d
     python -m ddrl.study --stage 1 [--budget-min N] [--regimes aime_like ...]   # no adaptation, TTRL, DDRL, seeds 0-5
     python -m ddrl.study --analyse stage1        # variance components + seeds per regime -> results/stage1.json
     python -m ddrl.study --stage 2 [--budget-min N]                            # the rest, in the plan's priority order
-    python -m ddrl.study --heldout-x             # H1x (Amendments 11-17, 19): H1 (+ TTRL, BCS+DAE, ...) on fresh questions
+    python -m ddrl.study --heldout-x             # H1x (Amendments 11-17, 19, 20): H1 (+ TTRL, BCS+DAE, ...) on fresh questions
     python -m ddrl.study --real-rollouts         # F1-F3, G1, E1, E2's inputs on SVAMP Codex samples (Amendment 18)
     python -m ddrl.study --analyse claims        # every claim's estimate, interval, verdict -> results/claims.json
     python -m ddrl.study --status                # CSVs written per stage and the measured worker time left
@@ -292,10 +292,9 @@ def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, re
               budget_min: float | None = None, runs_root: str | Path | None = None, workers: int | None = None,
               progress: bool = True) -> dict:
     """Stage 1, its analysis (``stage1.json``: variance components and seeds, no means), stage 2 and H1x (plan
-    Amendments 11-17, 19) with what is left of ``budget_min``, the real LLM's sample claims' inputs (Amendment 18; the
-    registered scale only), then every claim (``claims.json``); resumable (rerun
-    after a kill: written jobs are skipped, finished runs load). One progress bar per stage. Returns what was
-    written and run."""
+    Amendments 11-17, 19, 20) with what is left of ``budget_min``, the real LLM's sample claims' inputs
+    (Amendment 18; the registered scale only), then every claim (``claims.json``); resumable (rerun after a kill:
+    written jobs are skipped, finished runs load). One progress bar per stage. Returns what was written and run."""
     results_dir = Path(results_dir)
     check_weights(regimes_path(results_dir), scale)
     end = time.time() + 60 * budget_min if budget_min is not None else None
@@ -333,9 +332,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.study", description=__doc__.split("\n\n")[0])
     what = ap.add_mutually_exclusive_group(required=True)
     what.add_argument("--stage", type=int, choices=(1, 2), help="run a stage's jobs (resumable)")
-    what.add_argument("--heldout-x", action="store_true", help="H1x (plan Amendments 11-17, 19): DDRL, no "
-                      "adaptation, TTRL, BCS+DAE (and in AMC-like BCS, BCS with random negatives) on fresh held-out "
-                      "questions (resumable)")
+    what.add_argument("--heldout-x", action="store_true", help="H1x (plan Amendments 11-17, 19, 20): DDRL, no "
+                      "adaptation, TTRL, BCS+DAE (and BCS in AMC-like and MATH-500-like, BCS with random negatives in "
+                      "AMC-like) on fresh held-out questions (resumable)")
     what.add_argument("--real-rollouts", action="store_true", help="F1-F3, G1, E1, E2's inputs on the SVAMP Codex "
                       "samples (plan Amendment 18) -> <out>/real/svamp_codex/ (reads --data-dir or $DDRL_DATA_DIR)")
     what.add_argument("--status", action="store_true", help="jobs written per stage and the measured time left")

@@ -8,7 +8,7 @@
 - :func:`selection_errors_figure`: what TTRL's random K and BCS keep of the base rollouts, by the label's count
   (false positives per question, correct answers among the negatives; claims E1, E2);
 - :func:`transfer_figure`: pass@1 of no adaptation, TTRL, BCS (AMC-like), BCS+DAE and DDRL on the adapted questions
-  beside the 1,536 fresh held-out ones, per regime (claims H1x and its family; plan Amendments 11-17, 19).
+  beside the 1,536 fresh held-out ones, per regime (claims H1x and its family; plan Amendments 11-17, 19, 20).
 
 :func:`render_results` writes all of them from the committed results (``results/claims.json`` and
 ``results/runs/``); ``python -m ddrl.study --analyse claims`` calls it after writing the scorecard.
@@ -160,7 +160,7 @@ def selection_errors_figure(sel: pd.DataFrame):
 
 
 #: :func:`transfer_figure`'s methods, in the order DDRL builds up (no adaptation, + RL, + BCS, + DAE, + COR;
-#: BCS alone has H1x runs in AMC-like only, plan Amendment 17).
+#: BCS alone has H1x runs in AMC-like and MATH-500-like only, plan Amendments 17, 20).
 TRANSFER_METHODS = ("no_adaptation", "ttrl", "bcs", "bcs_dae", "ddrl")
 #: :func:`transfer`'s two question sets: the regime's adapted questions, H1x's fresh held-out ones.
 TRANSFER_SPLITS = {"adapted": "adapted questions", HELDOUT_X: "fresh held-out questions"}

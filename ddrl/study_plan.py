@@ -101,7 +101,7 @@ PAIRED: dict[str, tuple[str, str, str]] = {
     "H1x": ("ddrl", "no_adaptation", HELDOUT_X),
     "H1xT": ("ttrl", "no_adaptation", HELDOUT_X), "H1xD": ("ddrl", "ttrl", HELDOUT_X),  # plan Amendment 13
     "H1xC": ("ddrl", "bcs_dae", HELDOUT_X), "H1xR": ("bcs_dae", "ttrl", HELDOUT_X),  # plan Amendment 14
-    "H1xB": ("bcs", "ttrl", HELDOUT_X), "H1xA": ("bcs_dae", "bcs", HELDOUT_X),  # plan Amendment 17 (AMC-like)
+    "H1xB": ("bcs", "ttrl", HELDOUT_X), "H1xA": ("bcs_dae", "bcs", HELDOUT_X),  # Amendments 17 (AMC-like), 20
     "H1xN": ("bcs", "bcs_random_neg", HELDOUT_X), "H1xP": ("bcs_random_neg", "ttrl", HELDOUT_X),  # Amendment 19
 }
 #: Stage-1 comparisons whose variance components are measured (the first sets the seeds).
@@ -172,8 +172,9 @@ class Scale:
                                                            "math500_like": tuple(range(19, 46))})
     #: Methods H1x adds in some regimes only, after :data:`HELDOUT_X_METHODS`: BCS in AMC-like (Amendment 17:
     #: claims H1xB and H1xA split H1xR there), then BCS's positives with random negatives (Amendment 19: claims
-    #: H1xN and H1xP split H1xB)
-    heldout_x_extra: dict = field(default_factory=lambda: {"amc_like": ("bcs", "bcs_random_neg")})
+    #: H1xN and H1xP split H1xB); BCS in MATH-500-like too (Amendment 20: H1xB and H1xA there)
+    heldout_x_extra: dict = field(default_factory=lambda: {"amc_like": ("bcs", "bcs_random_neg"),
+                                                           "math500_like": ("bcs",)})
 
 
 SCALES = {
@@ -457,8 +458,8 @@ def stage2_jobs(regimes: Sequence[str], scale: Scale, seeds: dict[str, int]) -> 
 
 
 def heldout_x_jobs(regimes: Sequence[str], scale: Scale) -> list[Job]:
-    """H1x's jobs (plan Amendments 11-17, 19), one per regime x seed, each evaluating :data:`HELDOUT_X_METHODS` (and
-    the regime's ``scale.heldout_x_extra``) on the fresh questions (label ``"H1x"``), in the order of
+    """H1x's jobs (plan Amendments 11-17, 19, 20), one per regime x seed, each evaluating :data:`HELDOUT_X_METHODS`
+    (and the regime's ``scale.heldout_x_extra``) on the fresh questions (label ``"H1x"``), in the order of
     ``scale.heldout_x_seeds`` (the regimes whose DDRL runs must be trained first)."""
     return [Job(r, s, HELDOUT_X_METHODS + scale.heldout_x_extra.get(r, ()), "H1x")
             for r, seeds in scale.heldout_x_seeds.items() if r in regimes for s in seeds]

@@ -127,5 +127,5 @@ def status_text(out_dir: str | Path, regimes: dict[str, Regime], scale: Scale, s
     hx = [(j, m) for j in heldout_x_jobs(list(regimes), scale) for m in j.methods]
     if hx:  # evaluations of (mostly) finished runs: counted, not priced
         done = sum(heldout_x_path(out_dir, j.regime, m, j.seed).is_file() for j, m in hx)
-        lines.append(f"H1x (plan Amendments 11-17, 19): {done}/{len(hx)} method x seed CSVs written (--heldout-x)")
+        lines.append(f"H1x (plan Amendments 11-17, 19, 20): {done}/{len(hx)} method x seed CSVs written (--heldout-x)")
     return "\n".join(lines)

@@ -305,8 +305,8 @@ if results is not None and not groups.empty:
 #
 # Test-time RL trains on the questions it is tested on. Left of each panel, pass@1 on those adapted questions
 # (the registered runs); right, on 1,536 fresh questions of the same kind that no run trained on (plan
-# Amendments 11-17, 19), for the untrained model, TTRL, BCS alone (AMC-like only), BCS+DAE (DDRL's RL phase)
-# and DDRL, averaged over the H1x seeds with a 95% interval over seeds. The paper's Table 2 has the left half only (its gains over the
+# Amendments 11-17, 19, 20), for the untrained model, TTRL, BCS alone (AMC-like and MATH-500-like), BCS+DAE
+# (DDRL's RL phase) and DDRL, averaged over the H1x seeds with a 95% interval over seeds. The paper's Table 2 has the left half only (its gains over the
 # untrained model: claims P1, P2); the right half is ours (H1x and its family). The claims' intervals are the
 # scorecard's paired ones; this figure shows the levels they are differences of.
 

@@ -307,7 +307,8 @@ def test_heldout_x_jobs_train_first_then_load():
     assert [(j.regime, j.seed) for j in jobs] == [("amc_like", s) for s in range(19)] + \
         [("aime_like", s) for s in range(6)] + [("math500_like", s) for s in range(19, 46)]
     four = ("ddrl", "no_adaptation", "ttrl", "bcs_dae")
-    assert {j.methods for j in jobs if j.regime != "amc_like"} == {four} and {j.label for j in jobs} == {"H1x"}
+    assert {j.methods for j in jobs if j.regime == "aime_like"} == {four} and {j.label for j in jobs} == {"H1x"}
+    assert {j.methods for j in jobs if j.regime == "math500_like"} == {four + ("bcs",)}  # Amendment 20
     # Amendment 17: BCS (H1xB, H1xA); Amendment 19: BCS's positives with random negatives (H1xN, H1xP)
     assert {j.methods for j in jobs if j.regime == "amc_like"} == {four + ("bcs", "bcs_random_neg")}
 
@@ -626,7 +627,7 @@ def test_status_counts_written_jobs_and_prices_the_rest_from_measured_times(tmp_
     # no_adaptation have never run: 12 + 12 runs not priced
     assert "~1.4 worker-hours left (~0.7 h on 2 workers), plus 24 runs of methods not yet measured" in text, text
     assert "stage 2: not planned yet" in text
-    assert "H1x (plan Amendments 11-17, 19): 0/222 method x seed CSVs written" in text  # AMC-like 19 x 6 + MATH-500-like 27 x 4
+    assert "H1x (plan Amendments 11-17, 19, 20): 0/249 method x seed CSVs written" in text  # AMC-like 19 x 6, MATH-500 27 x 5
     # a method that never ran is priced by its proxy in a regime with the same questions, scaled by episodes
     regs = study.load_regimes(names=["amc_like", "amc_like_small_lr", "math500_like"])
     mins = study_analysis.run_minutes(tmp_path)
