@@ -180,7 +180,8 @@ class Scale:
 SCALES = {
     "default": Scale("default"),
     "smoke": Scale("smoke", stage1_seeds=2, max_seeds=2, n_adapted=4, n_heldout=2, episodes=1,
-                   n_heldout_x=3, heldout_x_seeds={"math500_like": (0, 1)}, heldout_x_extra={"math500_like": ("bcs", "bcs_random_neg")},
+                   n_heldout_x=3, heldout_x_seeds={"math500_like": (0, 1)},
+                   heldout_x_extra={"math500_like": ("bcs", "bcs_random_neg")},
                    knobs=dict(model="testbed:tiny", prompts_per_step=2, n_votes=8, k_train=4, lr=1e-3, warmup_steps=1,
                               eval_n=2, cor_m=4, cor_keep=2, cor_epochs=1, etmr_m=2, max_new_tokens=32,
                               sample_batch_size=64, mini_batch_size=4, micro_batch_size=4, device="cpu")),
