@@ -39,7 +39,9 @@ Readings of the plan (written down here, chosen from the text, never from method
 - **H1x** (plan Amendments 11, 12; TTRL added by 13 for H1xT and H1xD, BCS+DAE by 14 for H1xC and H1xR): H1's
   estimand on 1,536 fresh held-out questions per regime (:func:`heldout_x_records`), AMC-like seeds 0-18 (0-7 by
   Amendment 11, 8-18 by 15) and AIME-like 0-5 (retrained), MATH-500-like 19-45 (weights kept),
-  written to ``results/runs/heldout_x/<regime>/`` (:data:`HELDOUT_X`), beside the registered H1.
+  written to ``results/runs/heldout_x/<regime>/`` (:data:`HELDOUT_X`), beside the registered H1. BCS alone
+  joined in AMC-like (17: H1xB, H1xA) and MATH-500-like (20, retrained), BCS's positives with random negatives in
+  AMC-like (19: H1xN, H1xP).
 - **Units**: pass@1 differences in points (x 100); D1/D2 advantage x 100; C2 % of the RL phase.
 """
 
