@@ -244,8 +244,9 @@ def test_smoke_study_writes_per_question_rows_and_valid_claims(smoke):
     entries, missing = study.analyse_claims(root / "runs", smoke["regimes"])
     validate(entries)
     got = {e["id"] for e in entries}
-    assert got - {"F1", "F2", "F3", "G1", "E1", "E2"} == {"P1", "P2", "M1", "M2", "A1", "A2", "A3", "C1", "C2", "T1", "R1", "H1", "H1x", "H1xT", "H1xD", "H1xC", "H1xR",
-                                                               "D2"}
+    assert got - {"F1", "F2", "F3", "G1", "E1", "E2"} == {
+        "P1", "P2", "M1", "M2", "A1", "A2", "A3", "C1", "C2", "T1", "R1", "H1", "H1x", "H1xT", "H1xD", "H1xC", "H1xR",
+        "H1xB", "H1xA", "D2"}  # H1xB, H1xA: MATH-500-like by Amendment 20; H1xN, H1xP are AMC-like's only
     assert "F1" in got  # the tiny model's base answers are all rare: F1 only
     assert all(e["n_seeds"] == 2 for e in entries)
     from ddrl.claims import render
@@ -282,7 +283,7 @@ def test_smoke_heldout_x_evaluates_the_registered_runs_on_fresh_questions(smoke)
     assert m["H1xR"].shape == (2, SMOKE.n_heldout_x) and np.allclose(m["H1xB"] + m["H1xA"], m["H1xR"])
     assert np.allclose(m["H1xN"] + m["H1xP"], m["H1xB"])
     entries, _ = study.analyse_claims(root / "runs", smoke["regimes"])
-    for cid in ("H1x", "H1xT", "H1xD", "H1xC", "H1xR"):  # Amendments 13, 14 added TTRL and BCS+DAE
+    for cid in ("H1x", "H1xT", "H1xD", "H1xC", "H1xR", "H1xB", "H1xA"):  # Amendments 13, 14, 20
         (e,) = [e for e in entries if e["id"] == cid]
         assert (e["n_seeds"], e["n_questions"]) == (2, SMOKE.n_heldout_x), cid
 
