@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ddrl.config import TrainConfig, make_config, validate_config
+from ddrl.selection import SELECTIONS
 from ddrl.testbed.config import PRESETS as TESTBED_PRESETS
 
 
@@ -89,7 +90,7 @@ RULES: dict[str, Callable[[Any], str | None]] = {
     "ambiguous_hi": _real(0, 1, lo_open=False), "extra_rl_fraction": _real(0, lo_open=False),
     "device": lambda v: None if v in ("auto", "cpu", "cuda") or v.startswith("cuda:") else '"auto", "cpu", "cuda" or "cuda:<index>"',
     "backend": _choice("hf", "vllm"), "cue": _choice("auto", "system", "suffix", "none"),
-    "selection": _choice("random", "bcs", "bcs_random_neg"), "kde_weight": _choice("distinct", "samples"),
+    "selection": _choice(*SELECTIONS), "kde_weight": _choice("distinct", "samples"),
     "data_dir": _data_dir, "kde_bandwidth": _bandwidth,
 }
 #: Rules that import part of the package: applied once every cheap check has passed, so a mistyped value fails

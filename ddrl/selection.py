@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["random_subset", "bcs", "bcs_random_negatives", "SELECTIONS", "get_selection"]
+__all__ = ["random_subset", "positives_quota", "bcs", "bcs_random_negatives", "SELECTIONS", "get_selection"]
 
 
 def _check_nk(n: int, k: int, where: str) -> None:
@@ -37,6 +37,12 @@ def random_subset(n: int, k: int, rng: np.random.Generator) -> list[int]:
     return sorted(int(i) for i in rng.choice(n, size=k, replace=False))
 
 
+def positives_quota(counts: Sequence[int], k: int) -> int:
+    """BCS's number of positives, K+ = min(c(y*), floor(K / 2)) (DDRL, Sec. BCS, the equation for K+), with
+    c(y*) = max(counts) the pseudo-label's count; K- = k - K+."""
+    return min(max(counts), k // 2)
+
+
 def bcs(counts: Sequence[int], k: int) -> list[int]:
     """Balanced confidence-aware sampling (DDRL, Sec. BCS), exactly as the official DDRL code does it.
 
@@ -44,7 +50,7 @@ def bcs(counts: Sequence[int], k: int) -> list[int]:
     c* = max(counts):
 
     1. order the rollouts by count, descending, with a *stable* sort (ties keep rollout order);
-    2. K+ = min(c*, floor(k / 2));
+    2. K+ = min(c*, floor(k / 2)) (:func:`positives_quota`);
     3. keep the first K+ ("positives") and the last k - K+ ("negatives") of that order.
 
     Returned as [first K+ in sorted order] + [last k - K+ in sorted order]. Edge cases, all as in the
@@ -65,7 +71,7 @@ def bcs(counts: Sequence[int], k: int) -> list[int]:
     if any(c < 0 or c > n for c in counts):
         raise ValueError(f"bcs: counts must lie in [0, {n}] (N = len(counts)), got {counts}")
     order = sorted(range(n), key=lambda i: -counts[i])  # Python's sort is stable
-    k_pos = min(max(counts), k // 2)
+    k_pos = positives_quota(counts, k)
     return order[:k_pos] + order[n - (k - k_pos) :]
 
 
@@ -88,8 +94,7 @@ def bcs_random_negatives(counts: Sequence[int], k: int, rng: np.random.Generator
     chosen = bcs(counts, k)  # validates n, k and counts
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"bcs_random_negatives: rng must be a numpy.random.Generator, got {type(rng).__name__}")
-    top = max(counts)
-    k_pos = min(top, k // 2)
+    top, k_pos = max(counts), positives_quota(counts, k)
     below = [i for i in range(len(counts)) if counts[i] < top]
     if len(below) < k - k_pos:
         return chosen
