@@ -75,7 +75,7 @@ def export_steps(out_dir: str | Path, runs_root: str | Path, regime: str, method
     Returns how many were written and the runs whose directory is not under ``runs_root`` (skipped)."""
     n, missing = 0, []
     for m in methods:
-        for p in sorted((Path(out_dir) / HELDOUT_X / regime).glob(f"{m}-seed*.csv")):
+        for p in sorted((Path(out_dir) / HELDOUT_X / regime).glob(f"{m}-seed*.csv*")):
             head = pd.read_csv(p, nrows=1)
             seed, run = int(head["seed"].iloc[0]), str(head["run"].iloc[0])
             if not (Path(runs_root) / run).is_dir():
@@ -96,8 +96,9 @@ def late_mean(steps: pd.DataFrame, column: str, episodes: int = LATE_EPISODES) -
 
 
 def heldout_rows(out_dir: str | Path, regime: str, methods: Sequence[str] = PAIR) -> pd.DataFrame:
-    """The H1x rows (per method, seed and fresh question) of ``methods``; pass@1 in points."""
-    files = [p for m in methods for p in sorted((Path(out_dir) / HELDOUT_X / regime).glob(f"{m}-seed*.csv"))]
+    """The H1x rows (per method, seed and fresh question) of ``methods``; pass@1 in points. Reads the study's
+    CSVs and their gzipped copies (``.csv.gz``, as this amendment commits its own)."""
+    files = [p for m in methods for p in sorted((Path(out_dir) / HELDOUT_X / regime).glob(f"{m}-seed*.csv*"))]
     if not files:
         raise FileNotFoundError(f"{Path(out_dir) / HELDOUT_X / regime}: no H1x CSV of {list(methods)}")
     df = pd.concat([pd.read_csv(p, dtype={"question": str}) for p in files], ignore_index=True)

@@ -1,0 +1,181 @@
+"""Policy drift and held-out accuracy (ddrl.drift, plan Amendment 21): step-log export, late means, the fit,
+the analysis on synthetic inputs with known answers, the smoke path end to end, and the committed results
+recomputed from the committed CSVs.
+
+The synthetic tables below are TEST INPUT made up here, never results and never committed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ddrl import drift
+from ddrl.study_plan import heldout_x_path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _metrics(path: Path, kl: list[float], episodes: int) -> None:
+    per = len(kl) // episodes
+    rows = [{"step": i, "episode": i // per, "actor/kl": k, "rollout/entropy": 0.05 - k, "gt/bin0-0.125/n": 10 + i,
+             "label/majority_ratio": 0.5, "gt/label_acc": 0.75, "time/step_s": 1.0} for i, k in enumerate(kl)]
+    rows.append({"step": len(kl), "cor/loss": 0.1})  # a COR step: no actor/kl, left out
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _world(tmp_path: Path, seeds=(100, 101, 102, 103), slope=-0.5, method_term=-1.0, n_q=6, noise=0.0, seed=0,
+           bcs_kl=3.0):
+    """H1x CSVs and run directories where held-out pass@1 (points) = 60 + slope * KL + method_term * [bcs] + noise
+    per run, question effects added (they cancel in the paired difference); BCS's late KL is ``bcs_kl`` higher.
+    Returns the output folder, the runs' root and each run's (late KL, mean held-out pass@1)."""
+    rng = np.random.default_rng(seed)
+    out, runs = tmp_path / "out", tmp_path / "runs"
+    q_eff = rng.normal(0, 5, n_q)
+    truth = {}
+    for s in seeds:
+        for m in drift.PAIR:
+            kl = 20 + (bcs_kl if m == "bcs" else 0) + rng.normal(0, 2)  # late KL, units of 1e-3
+            acc = 60 + slope * kl + (method_term if m == "bcs" else 0) + noise * rng.normal()
+            truth[m, s] = (kl, acc + q_eff.mean())
+            _metrics(runs / f"{m}-{s}", [0.0] * 8 + [kl * drift.KL_UNIT] * 4, episodes=6)  # last 2 episodes = kl
+            p = heldout_x_path(out, "amc_like", m, s)
+            p.parent.mkdir(parents=True, exist_ok=True)
+            pd.DataFrame({"regime": "amc_like", "method": m, "seed": s, "split": "heldout_x",
+                          "question": [f"q{i}" for i in range(n_q)], "pass@1": (acc + q_eff) / 100,
+                          "run": f"{m}-{s}"}).to_csv(p, index=False)
+    return out, runs, truth
+
+
+def test_drift_steps_keep_rl_steps_and_the_columns(tmp_path):
+    _metrics(tmp_path / "r", [0.001, 0.002, 0.003, 0.004], episodes=2)
+    df = drift.drift_steps(tmp_path / "r")
+    assert list(df.columns) == list(drift.DRIFT_COLUMNS) and len(df) == 4  # COR's row dropped, time/step_s not kept
+    assert drift.late_mean(df, "actor/kl", episodes=1) == pytest.approx(0.0035)
+    assert drift.late_mean(df, "actor/kl", episodes=2) == pytest.approx(0.0025)
+
+
+def test_drift_steps_errors_name_the_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="metrics.jsonl"):
+        drift.drift_steps(tmp_path / "absent")
+    (tmp_path / "cor").mkdir()
+    (tmp_path / "cor" / "metrics.jsonl").write_text(json.dumps({"step": 0, "cor/loss": 1.0}) + "\n")
+    with pytest.raises(ValueError, match="no RL step"):
+        drift.drift_steps(tmp_path / "cor")
+
+
+def test_export_then_seed_table_recovers_each_run(tmp_path):
+    out, runs, truth = _world(tmp_path)
+    (runs / "bcs-103").rename(runs / "elsewhere")  # a run directory this machine does not hold
+    n, missing = drift.export_steps(out, runs, "amc_like")
+    assert n == 7 and missing == ["bcs-103"]
+    t = drift.seed_table(out, "amc_like")
+    assert len(t) == 7  # the run without a drift CSV is left out
+    for r in t.itertuples():
+        kl, acc = truth[r.method, r.seed]
+        assert r.kl_late == pytest.approx(kl) and r.heldout == pytest.approx(acc)
+
+
+def test_kl_fit_recovers_slope_and_method_term_exactly_without_noise(tmp_path):
+    out, runs, _ = _world(tmp_path, slope=-0.6, method_term=-1.5)
+    drift.export_steps(out, runs, "amc_like")
+    fit = drift.kl_fit(drift.seed_table(out, "amc_like"))
+    assert fit["slope"]["estimate"] == pytest.approx(-0.6, abs=1e-9)
+    assert fit["adjusted"]["estimate"] == pytest.approx(-1.5, abs=1e-9)
+    assert fit["n_runs"] == 8 and fit["dof"] == 5
+
+
+def test_kl_fit_interval_covers_at_its_nominal_rate():
+    rng = np.random.default_rng(1)
+    hits = 0
+    for _ in range(400):
+        kl = rng.normal(20, 2, 16) + np.r_[np.full(8, 3.0), np.zeros(8)]
+        meth = np.r_[["bcs"] * 8, ["bcs_random_neg"] * 8]
+        held = 50 - 0.5 * kl + rng.normal(0, 1, 16)
+        f = drift.kl_fit(pd.DataFrame({"method": meth, "kl_late": kl, "heldout": held}))["slope"]
+        hits += f["ci_low"] <= -0.5 <= f["ci_high"]
+    assert 0.92 <= hits / 400 <= 0.98
+
+
+def test_kl_fit_and_paired_t_reject_too_little_data():
+    with pytest.raises(ValueError, match="both"):
+        drift.kl_fit(pd.DataFrame({"method": ["bcs"] * 4, "kl_late": [1, 2, 3, 4], "heldout": [1, 2, 3, 4]}))
+    with pytest.raises(ValueError, match="degrees of freedom"):
+        drift.kl_fit(pd.DataFrame({"method": ["bcs", "bcs_random_neg", "bcs"], "kl_late": [1, 2, 3],
+                                   "heldout": [1, 2, 3]}))
+    with pytest.raises(ValueError, match=">= 2 seeds"):
+        drift.paired_t([1.0])
+    r = drift.paired_t([1.0, 3.0])
+    assert r["estimate"] == 2.0 and r["ci_low"] < 2.0 < r["ci_high"]
+
+
+def test_analyse_gives_the_registered_verdicts(tmp_path):
+    # KL higher under BCS by 3 (X2 +), slope -0.5 (X3 -), no method term: X4 inside +-1, X1 = -1.5 on average
+    out, runs, _ = _world(tmp_path, seeds=tuple(range(100, 108)), slope=-0.5, method_term=0.0, noise=0.05)
+    drift.export_steps(out, runs, "amc_like")
+    e = {x["id"]: x for x in drift.analyse(out, "amc_like", np.random.default_rng(0))}
+    assert set(e) == {"X1", "X2", "X3", "X4"} and all(x["n_seeds"] == 8 for x in e.values())
+    assert e["X2"]["verdict"] == "reproduced" and e["X2"]["estimate"] > 0
+    assert e["X3"]["verdict"] == "reproduced" and e["X3"]["estimate"] == pytest.approx(-0.5, abs=0.05)
+    assert e["X4"]["verdict"] == "reproduced"  # a null claim: inside +-1
+    assert e["X1"]["estimate"] < 0 and e["X1"]["n_questions"] == 6
+    ex = drift.analyse(out, "amc_like", np.random.default_rng(0), exploratory=True)
+    assert {x["verdict"] for x in ex} == {"exploratory"}
+
+
+def test_analyse_contradiction_and_incomplete_pairs(tmp_path):
+    # KL lower under BCS and held-out rising with KL: X2 and X3 contradicted; a lone run is dropped
+    out, runs, _ = _world(tmp_path, seeds=tuple(range(100, 106)), slope=+0.8, method_term=0.0, bcs_kl=-8.0)
+    heldout_x_path(out, "amc_like", "bcs_random_neg", 105).unlink()
+    drift.export_steps(out, runs, "amc_like")
+    e = {x["id"]: x for x in drift.analyse(out, "amc_like", np.random.default_rng(0))}
+    assert e["X2"]["verdict"] == "contradicted" and e["X2"]["n_seeds"] == 5
+    assert e["X3"]["verdict"] == "contradicted" and e["X3"]["estimate"] == pytest.approx(0.8, abs=1e-9)
+
+
+def test_jobs_go_seed_by_seed_and_seeds_parse():
+    js = drift.jobs("amc_like", [100, 101])
+    assert [(j.seed, j.methods) for j in js] == [(100, ("bcs",)), (100, ("bcs_random_neg",)),
+                                                 (101, ("bcs",)), (101, ("bcs_random_neg",))]
+    assert all(j.label == "H1x" for j in js)
+    assert drift._seeds("100-103") == [100, 101, 102, 103] and drift._seeds("7") == [7]
+    for bad in ("a-b", "5-3"):
+        with pytest.raises(SystemExit, match="--seeds"):
+            drift._seeds(bad)
+
+
+def test_smoke_run_export_and_analyse_end_to_end(tmp_path):
+    """The real entry point on the tiny testbed: three seeds of both rules, their step CSVs, X1-X4."""
+    out = tmp_path / "out"
+    assert drift.main(["run", "--scale", "smoke", "--regime", "math500_like", "--seeds", "100-102", "--workers", "2",
+                       "--out", str(out), "--runs-root", str(tmp_path / "runs")]) == 0
+    assert len(list((out / drift.DRIFT / "math500_like").glob("*-steps.csv"))) == 6
+    js = tmp_path / "x.json"
+    assert drift.main(["analyse", "--regime", "math500_like", "--out", str(out), "--json", str(js)]) == 0
+    e = json.loads(js.read_text())
+    assert [x["id"] for x in e] == ["X1", "X2", "X3", "X4"]
+    assert all(x["n_seeds"] == 3 and x["ci_low"] <= x["estimate"] <= x["ci_high"] for x in e)
+    assert {x["verdict"] for x in e} <= {"reproduced", "contradicted", "no effect", "not resolved"}
+
+
+@pytest.mark.parametrize("name, out, drift_dir, exploratory", [
+    ("amc_like_exploratory", "results/runs", "results/drift/exploratory", True),
+    ("amc_like_gpu", "results/drift/gpu", None, False),
+    ("amc_like_cpu", "results/drift/cpu", None, False),
+])
+def test_committed_drift_results_recompute_from_the_committed_csvs(name, out, drift_dir, exploratory):
+    path = REPO / "results" / "drift" / f"{name}.json"
+    if not path.is_file():
+        pytest.skip(f"{path} not written yet (plan Amendment 21's runs)")
+    got = drift.analyse(REPO / out, "amc_like", np.random.default_rng(0), REPO / drift_dir if drift_dir else None,
+                        exploratory=exploratory)
+    want = json.loads(path.read_text())
+    assert [x["id"] for x in got] == [x["id"] for x in want]
+    for g, w in zip(got, want):
+        assert g["verdict"] == w["verdict"] and g["n_seeds"] == w["n_seeds"]
+        for k in ("estimate", "ci_low", "ci_high"):
+            assert g[k] == pytest.approx(w[k], abs=1e-9), (name, g["id"], k)
