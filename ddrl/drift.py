@@ -20,6 +20,7 @@ copies the columns this module reads (:data:`DRIFT_COLUMNS`) into small CSVs, wh
     python -m ddrl.drift run --regime amc_like --seeds 100-131 --workers 8 --budget-min 5 --out DIR   # the runs
     python -m ddrl.drift export --out DIR                   # step CSVs from the runs' directories
     python -m ddrl.drift analyse --out DIR --json results/drift/<name>.json   # X1-X4
+    python -m ddrl.drift figure                             # docs/results/drift_kl_heldout.{png,pdf}
 """
 
 from __future__ import annotations
@@ -30,11 +31,14 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import scipy.stats as sps
+import seaborn as sns
 
-from ddrl.reporting import atomic_write_bytes, cache_root
+from ddrl.plotting import label
+from ddrl.reporting import REPO, atomic_write_bytes, cache_root, save_figure
 from ddrl.study import run_jobs
 from ddrl.stats import hierarchical_bootstrap, paired_differences, verdict
 from ddrl.study_plan import HELDOUT_X, SCALES, Job, heldout_x_path
@@ -194,6 +198,36 @@ def analyse(out_dir: str | Path, regime: str, rng: np.random.Generator, drift_di
     return out
 
 
+#: The figure's panels: (title, H1x folder, drift folder) relative to the repository, as committed
+PANELS = (("exploratory: seeds 0-18, Xeon", "results/runs", "results/drift/exploratory"),
+          ("confirmation: seeds 100+, H100", "results/drift/gpu", None),
+          ("confirmation: seeds 100+, Xeon", "results/drift/cpu", None))
+
+
+def drift_figure(tables: dict[str, pd.DataFrame]):
+    """Held-out pass@1 against late KL, one point per run, one panel per set of runs (``tables``: title ->
+    :func:`seed_table`), with each method's least-squares line at the common slope (:func:`kl_fit`)."""
+    pal = dict(zip(PAIR, sns.color_palette("colorblind", 2)))  # the project's two BCS colours are too alike here
+    fig, axes = plt.subplots(1, len(tables), figsize=(4.2 * len(tables), 3.6), sharey=True, squeeze=False)
+    for ax, (title, t) in zip(axes[0], tables.items()):
+        t = t.assign(method_label=t["method"].map(label))
+        sns.scatterplot(t, x="kl_late", y="heldout", hue="method_label", style="method_label", ax=ax, s=28,
+                        palette={label(m): pal[m] for m in PAIR}, hue_order=[label(m) for m in PAIR])
+        fit = kl_fit(t)
+        b = fit["slope"]["estimate"]
+        for m in PAIR:
+            tm = t[t["method"] == m]
+            xs = np.linspace(tm["kl_late"].min(), tm["kl_late"].max(), 2)
+            ax.plot(xs, tm["heldout"].mean() + b * (xs - tm["kl_late"].mean()), color=pal[m], lw=1.2)
+        ax.set_title(f"{title}\nslope {b:+.2f} [{fit['slope']['ci_low']:+.2f}, {fit['slope']['ci_high']:+.2f}]",
+                     fontsize=9)
+        ax.set_xlabel("late KL(policy || reference) [1e-3]")
+        ax.set_ylabel("held-out pass@1 (1,536 fresh questions) [points]")
+        ax.legend(fontsize=7, title=None)
+    fig.tight_layout()
+    return fig
+
+
 def jobs(regime: str, seeds: Sequence[int], methods: Sequence[str] = PAIR) -> list[Job]:
     """One H1x job per seed and method, seed by seed (so a budget's cut leaves whole pairs behind)."""
     return [Job(regime, s, (m,), "H1x") for s in seeds for m in methods]
@@ -212,13 +246,14 @@ def _seeds(text: str) -> list[int]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.drift", description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", choices=("run", "export", "analyse"))
+    ap.add_argument("what", choices=("run", "export", "analyse", "figure"))
     ap.add_argument("--regime", default="amc_like")
     ap.add_argument("--scale", choices=sorted(SCALES), default="default")
     ap.add_argument("--seeds", default="100-131", help="run: seeds N-M (plan Amendment 21: from 100)")
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--budget-min", type=float, default=None, help="run: jobs starting later are skipped")
-    ap.add_argument("--out", type=Path, required=True, help="holds heldout_x/ (H1x CSVs) and drift/ (step CSVs)")
+    ap.add_argument("--out", type=Path, default=None, help="holds heldout_x/ (H1x CSVs) and drift/ (step CSVs); "
+                    "needed by all but figure")
     ap.add_argument("--drift-dir", type=Path, default=None, help="export: write, analyse: read drift/ here "
                     "(default: --out)")
     ap.add_argument("--methods", nargs="+", default=list(PAIR), help="export: whose step logs (default: the pair)")
@@ -228,6 +263,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--exploratory", action="store_true", help="analyse: the runs the predictions came from (no "
                     "verdicts)")
     args = ap.parse_args(argv)
+    if args.out is None and args.what != "figure":
+        ap.error(f"{args.what} needs --out DIR")
     runs_root = args.runs_root or cache_root() / "runs"  # where ddrl.experiments keeps them
     if args.what == "run":
         status = run_jobs(jobs(args.regime, _seeds(args.seeds)), SCALES[args.scale], args.out, runs_root,
@@ -237,6 +274,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.what == "export":
         n, missing = export_steps(args.out, runs_root, args.regime, args.methods, args.drift_dir)
         print(f"drift CSVs written: {n} (run directories not under {runs_root}: {len(missing)})")
+    elif args.what == "figure":  # the committed runs (PANELS) -> docs/results/drift_kl_heldout.{png,pdf}
+        tables = {t: seed_table(REPO / o, args.regime, drift_dir=REPO / d if d else None) for t, o, d in PANELS
+                  if (REPO / (d or o) / DRIFT / args.regime).is_dir()}
+        fig = drift_figure(tables)
+        print(save_figure(fig, REPO / "docs" / "results", "drift_kl_heldout"))
+        plt.close(fig)
     else:
         entries = analyse(args.out, args.regime, np.random.default_rng(args.seed), args.drift_dir,
                           exploratory=args.exploratory)

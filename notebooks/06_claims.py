@@ -321,6 +321,34 @@ if results is not None:
         plt.show()
 
 # %% [markdown]
+# ## Why BCS's negatives cost held-out accuracy: policy drift (plan Amendment 21)
+#
+# H1xN says *that* choosing the rarest answers as negatives costs held-out accuracy in AMC-like; the runs' step
+# logs suggest *why*. `actor/kl` is the k3 estimate of KL(policy || reference) on each step's trained rollouts;
+# its mean over the last two episodes ("late KL") measures how far a run moved from the base model. Read after
+# the results (exploratory, left panel), BCS moved further than the random-negatives rule and held-out accuracy
+# fell with the distance in both. Amendment 21 registered that reading as four predictions (X1-X4) and tested them
+# on new seeds, on a GPU and on the CPU; each set of runs is analysed on its own. One point per run; the lines are
+# each method's fit at the common within-method slope.
+
+# %%
+from ddrl import drift
+
+drift_sets = {"exploratory": "amc_like_exploratory", "H100": "amc_like_gpu", "Xeon": "amc_like_cpu"}
+drift_rows = [dict(e, runs=k) for k, f in drift_sets.items() if (R / "drift" / f"{f}.json").is_file()
+              for e in json.loads((R / "drift" / f"{f}.json").read_text())]
+if drift_rows:
+    dt = pd.DataFrame(drift_rows)
+    dt["interval"] = [f"{e:+.2f} [{lo:+.2f}, {hi:+.2f}]" for e, lo, hi in zip(dt.estimate, dt.ci_low, dt.ci_high)]
+    display(dt.pivot(index=["id", "metric"], columns="runs", values=["interval", "verdict"])
+            .reindex(columns=[k for k in drift_sets if k in set(dt.runs)], level=1))
+    tables = {t: drift.seed_table(R.parent / o, "amc_like", drift_dir=R.parent / d if d else None)
+              for t, o, d in drift.PANELS if (R.parent / (d or o) / drift.DRIFT / "amc_like").is_dir()}
+    fig = drift.drift_figure(tables)
+    rep.figure(fig, "drift_kl_heldout", data=pd.concat(tables, names=["runs"]).reset_index(level=0))
+    plt.show()
+
+# %% [markdown]
 # ## Replications on other builds of the base model
 #
 # The testbed's pretraining gives other weights on another CPU (`docs/testbed.md`), and the registered study's

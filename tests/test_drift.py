@@ -179,3 +179,13 @@ def test_committed_drift_results_recompute_from_the_committed_csvs(name, out, dr
         assert g["verdict"] == w["verdict"] and g["n_seeds"] == w["n_seeds"]
         for k in ("estimate", "ci_low", "ci_high"):
             assert g[k] == pytest.approx(w[k], abs=1e-9), (name, g["id"], k)
+
+
+def test_drift_figure_has_a_panel_per_set_of_runs(tmp_path):
+    out, runs, _ = _world(tmp_path, noise=0.3)
+    drift.export_steps(out, runs, "amc_like")
+    t = drift.seed_table(out, "amc_like")
+    fig = drift.drift_figure({"a": t, "b": t})
+    axes = fig.get_axes()
+    assert len(axes) == 2 and all("slope" in ax.get_title() for ax in axes)
+    assert sum(len(c.get_offsets()) for c in axes[0].collections) == len(t)  # one point per run
