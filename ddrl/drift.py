@@ -19,7 +19,8 @@ copies the columns this module reads (:data:`DRIFT_COLUMNS`) into small CSVs, wh
 
     python -m ddrl.drift run --regime amc_like --seeds 100-131 --workers 8 --budget-min 5 --out DIR   # the runs
     python -m ddrl.drift export --out DIR                   # step CSVs from the runs' directories
-    python -m ddrl.drift analyse --out DIR --json results/drift/<name>.json   # X1-X4
+    python -m ddrl.drift kl --out DIR                       # the addendum's held-out KL of each run
+    python -m ddrl.drift analyse --out DIR --json results/drift/<name>.json   # X1-X4 (--measure kl_heldout: X2h-X4h)
     python -m ddrl.drift figure                             # docs/results/drift_kl_heldout.{png,pdf}
 """
 
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -37,11 +39,22 @@ import pandas as pd
 import scipy.stats as sps
 import seaborn as sns
 
+import torch
+from tqdm.auto import tqdm
+
+from ddrl.config import resolve_cue
+from ddrl.experiments import model_fingerprint
+from ddrl.logprobs import response_logprobs
+from ddrl.models import load_model
 from ddrl.plotting import label
+from ddrl.prompts import format_prompt
 from ddrl.reporting import REPO, atomic_write_bytes, cache_root, save_figure
-from ddrl.study import run_jobs
+from ddrl.runs import RunDir
+from ddrl.sampling import make_sampler
+from ddrl.seeds import derive_seed
 from ddrl.stats import hierarchical_bootstrap, paired_differences, verdict
-from ddrl.study_plan import HELDOUT_X, SCALES, Job, heldout_x_path
+from ddrl.study import run_jobs
+from ddrl.study_plan import HELDOUT_X, SCALES, Job, check_weights, heldout_x_path, heldout_x_records, load_regimes
 
 #: The step-log columns a drift CSV keeps: the distance from the reference (``actor/kl``), the sampled rollouts'
 #: entropy, the share of a step's rollouts whose answer is rare (frequency <= 1/8: ``gt/bin0-0.125/n`` of the
@@ -121,22 +134,25 @@ def seed_table(out_dir: str | Path, regime: str, methods: Sequence[str] = PAIR,
             continue
         st = pd.read_csv(p)
         n_rollouts = st["gt/bin0-0.125/n"]  # per step: rollouts of rare answers
+        kp = kl_path(drift_dir or out_dir, regime, m, s)
         rows.append({"method": m, "seed": int(s), "heldout": float(acc), "kl_late": late_mean(st, "actor/kl") / KL_UNIT,
                      "entropy_late": late_mean(st, "rollout/entropy"),
-                     "rare_late": late_mean(st.assign(r=n_rollouts), "r")})
+                     "rare_late": late_mean(st.assign(r=n_rollouts), "r"),
+                     "kl_heldout": json.loads(kp.read_text())["kl"] if kp.is_file() else np.nan})
     if not rows:
         raise FileNotFoundError(f"{Path(drift_dir or out_dir) / DRIFT / regime}: no drift CSV for the H1x runs")
     return pd.DataFrame(rows).sort_values(["method", "seed"]).reset_index(drop=True)
 
 
-def kl_fit(table: pd.DataFrame, a: str = PAIR[0], b: str = PAIR[1], confidence: float = 0.95) -> dict:
-    """Least squares of held-out pass@1 on late KL with one intercept per method (methods ``a`` and ``b``):
-    the within-method slope (points per :data:`KL_UNIT`) and ``a``'s intercept minus ``b``'s (the held-out
-    difference at equal late KL), each with its t interval."""
+def kl_fit(table: pd.DataFrame, a: str = PAIR[0], b: str = PAIR[1], confidence: float = 0.95,
+           x: str = "kl_late") -> dict:
+    """Least squares of held-out pass@1 on a KL column ``x`` (late KL, or held-out KL) with one intercept per
+    method (methods ``a`` and ``b``): the within-method slope (points per :data:`KL_UNIT`) and ``a``'s
+    intercept minus ``b``'s (the held-out difference at equal KL), each with its t interval."""
     t = table[table["method"].isin([a, b])]
     if t["method"].nunique() != 2:
         raise ValueError(f"kl_fit: need runs of both {a!r} and {b!r}; have {sorted(t['method'].unique())}")
-    X = np.column_stack([t["kl_late"], (t["method"] == a).astype(float), np.ones(len(t))])
+    X = np.column_stack([t[x], (t["method"] == a).astype(float), np.ones(len(t))])
     y = t["heldout"].to_numpy()
     dof = len(y) - X.shape[1]
     if dof < 2:
@@ -169,33 +185,130 @@ PREDICTIONS = {
     "X2": ("late KL(policy || reference), BCS - BCS positives + random negatives [1e-3]", +1, 0.0),
     "X3": ("held-out pass@1 per 1e-3 of late KL, within methods [points]", -1, 0.0),
     "X4": ("held-out pass@1 at equal late KL, BCS - BCS positives + random negatives [points]", 0, 1.0),
+    # the addendum: the same three with the held-out KL (the policy's own samples of 256 fresh questions)
+    "X2h": ("held-out KL(policy || base), BCS - BCS positives + random negatives [1e-3 nats/token]", +1, 0.0),
+    "X3h": ("held-out pass@1 per 1e-3 of held-out KL, within methods [points]", -1, 0.0),
+    "X4h": ("held-out pass@1 at equal held-out KL, BCS - BCS positives + random negatives [points]", 0, 1.0),
 }
+MEASURES = {"kl_late": ("X1", "X2", "X3", "X4"), "kl_heldout": ("X2h", "X3h", "X4h")}
 
 
 def analyse(out_dir: str | Path, regime: str, rng: np.random.Generator, drift_dir: str | Path | None = None,
-            a: str = PAIR[0], b: str = PAIR[1], exploratory: bool = False) -> list[dict]:
-    """X1-X4 on the complete seeds (both methods' H1x and drift CSVs), with their verdicts
-    (:func:`ddrl.stats.verdict`, the registered rule, each prediction's sign and margin). ``exploratory``: the
-    runs the predictions were read from, whose intervals are descriptive (verdict ``"exploratory"``)."""
+            a: str = PAIR[0], b: str = PAIR[1], exploratory: bool = False, measure: str = "kl_late") -> list[dict]:
+    """X1-X4 (``measure`` ``"kl_late"``) or X2h-X4h (``"kl_heldout"``, the addendum) on the complete seeds (both
+    methods' H1x CSVs and that measure), with their verdicts (:func:`ddrl.stats.verdict`, the registered rule,
+    each prediction's sign and margin). ``exploratory``: the runs the predictions were read from, whose
+    intervals are descriptive (verdict ``"exploratory"``)."""
+    if measure not in MEASURES:
+        raise ValueError(f"analyse: measure must be one of {sorted(MEASURES)}, got {measure!r}")
     table = seed_table(out_dir, regime, (a, b), drift_dir)
     wide = table.pivot(index="seed", columns="method")
-    seeds = sorted(wide.dropna().index)
+    seeds = sorted(wide[measure].dropna().index)
     if len(seeds) < 2:
-        raise ValueError(f"analyse: {len(seeds)} seed(s) with both {a!r} and {b!r} complete; need >= 2")
+        raise ValueError(f"analyse: {len(seeds)} seed(s) with both {a!r} and {b!r} and {measure!r}; need >= 2")
     table = table[table["seed"].isin(seeds)]
     held = heldout_rows(out_dir, regime, (a, b))
     d = paired_differences(held[held["seed"].isin(seeds)], a, b)
-    x1 = hierarchical_bootstrap(d.to_numpy(), rng).to_dict()
-    x2 = paired_t(wide.loc[seeds, ("kl_late", a)] - wide.loc[seeds, ("kl_late", b)])
-    fit = kl_fit(table, a, b)
+    fit = kl_fit(table, a, b, x=measure)
+    diff = paired_t(wide.loc[seeds, (measure, a)] - wide.loc[seeds, (measure, b)])
+    ids = MEASURES[measure]
+    rs = ([hierarchical_bootstrap(d.to_numpy(), rng).to_dict()] if "X1" in ids else []) + [diff, fit["slope"],
+                                                                                          fit["adjusted"]]
     out = []
-    for cid, r in (("X1", x1), ("X2", x2), ("X3", fit["slope"]), ("X4", fit["adjusted"])):
+    for cid, r in zip(ids, rs):
         metric, sign, margin = PREDICTIONS[cid]
         out.append({"id": cid, "regime": regime, "metric": metric, "expected_sign": sign,
                     "estimate": r["estimate"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
                     "n_seeds": len(seeds), "n_questions": int(d.shape[1]) if cid == "X1" else None,
                     "verdict": "exploratory" if exploratory else verdict(r["ci_low"], r["ci_high"], sign, margin)})
     return out
+
+
+#: Held-out KL (Amendment 21's addendum): samples of the final policy on the first questions of H1x's fresh ones
+KL_QUESTIONS = 256
+KL_SAMPLES = 8
+
+
+@dataclass(frozen=True)
+class HeldoutKL:
+    """A run's held-out KL: the per-token mean of log pi(y_t) - log pi_base(y_t) over ``n_tokens`` tokens of
+    ``n_samples`` samples (T = 1, top-p 1) of the final policy on ``n_questions`` fresh questions (nats per token;
+    ``kl`` in units of :data:`KL_UNIT`), and what it was measured against."""
+
+    kl: float
+    n_tokens: int
+    n_questions: int
+    n_samples: int
+    seed: int
+    base_fingerprint: dict
+    policy_fingerprint: dict
+
+
+def heldout_kl(policy, base, tokenizer, prompts: Sequence[str], n: int, max_new_tokens: int, seed: int,
+               batch_size: int = 512) -> tuple[float, int]:
+    """KL(policy || base) per token on the policy's own samples of ``prompts`` (k1: the mean over sampled
+    tokens of the log-ratio, unbiased for the per-token KL under the policy's token distribution): ``n`` samples
+    per prompt at T = 1, top-p 1, ``derive_seed``-style ``seed``. Returns (KL in nats per token, tokens)."""
+    sampler = make_sampler("hf", policy, tokenizer, batch_size=batch_size)
+    ids = sampler.encode(prompts)
+    rollouts = sampler.sample_ids(ids, n, temperature=1.0, top_p=1.0, max_new_tokens=max_new_tokens, seed=seed)
+    pairs = [(ids[r.prompt_index], r.token_ids) for group in rollouts for r in group if r.token_ids]
+    pad = tokenizer.pad_token_id
+    total, tokens = 0.0, 0
+    for i in range(0, len(pairs), batch_size):
+        p, r = zip(*pairs[i:i + batch_size])
+        with torch.inference_mode():
+            lp, mask, _ = response_logprobs(policy, list(p), list(r), 1.0, pad)
+            lb, _, _ = response_logprobs(base, list(p), list(r), 1.0, pad)
+        total += float(((lp - lb) * mask).sum())
+        tokens += int(mask.sum())
+    if tokens == 0:
+        raise ValueError("heldout_kl: the policy sampled no token")
+    return total / tokens, tokens
+
+
+def kl_path(out_dir: str | Path, regime: str, method: str, seed: int) -> Path:
+    """A run's held-out KL: ``<out>/drift/<regime>/<method>-seedNN-kl.json``."""
+    return Path(out_dir) / DRIFT / regime / f"{method}-seed{seed:02d}-kl.json"
+
+
+def measure_kl(out_dir: str | Path, runs_root: str | Path, regime: str, methods: Sequence[str] = PAIR,
+               dest: str | Path | None = None, scale: str = "default", progress: bool = True) -> tuple[int, list[str]]:
+    """:class:`HeldoutKL` of every run an H1x CSV under ``out_dir`` names whose final weights are under
+    ``runs_root``, against the base the runs started from (the scale's, checked against the registered build),
+    written beside its drift CSV under ``dest`` (default ``out_dir``); runs already measured are read, not
+    redone. Returns how many were measured and the runs not found."""
+    sc = SCALES[scale]
+    check_weights(scale=sc)
+    reg = load_regimes(scale=sc, names=[regime])[regime]
+    records = heldout_x_records(reg, sc.n_heldout_x)[:KL_QUESTIONS]
+    todo, missing = [], []
+    for m in methods:
+        for p in sorted((Path(out_dir) / HELDOUT_X / regime).glob(f"{m}-seed*.csv*")):
+            head = pd.read_csv(p, nrows=1)
+            seed, run = int(head["seed"].iloc[0]), Path(runs_root) / str(head["run"].iloc[0])
+            if not (run / "final" / "model.safetensors").is_file():
+                missing.append(run.name)
+            elif not kl_path(dest or out_dir, regime, m, seed).is_file():
+                todo.append((m, seed, run))
+    if not todo:
+        return 0, missing
+    cfg = json.loads((todo[0][2] / "config.json").read_text())
+    base, tok = load_model(cfg["model"], "float32", "cpu")
+    base_fp = {k: v for k, v in model_fingerprint(cfg["model"]).items() if k != "model"}  # no local paths
+    prompts = [format_prompt(tok, r["prompt"], resolve_cue(cfg["cue"], cfg["model"])) for r in records]
+    for m, seed, run in tqdm(todo, desc="held-out KL", unit="run", disable=not progress):
+        c = json.loads((run / "config.json").read_text())
+        if (c["model"], c["cue"], c["max_new_tokens"]) != (cfg["model"], cfg["cue"], cfg["max_new_tokens"]):
+            raise ValueError(f"{run}: model/cue/max_new_tokens differ from {todo[0][2]}'s; measure them apart")
+        policy, _ = load_model(cfg["model"], "float32", "cpu")
+        RunDir(run).load_final(policy)  # the trained weights onto the base, as ddrl.experiments loads a run
+        s = derive_seed(seed, "drift", "kl")
+        kl, n_tok = heldout_kl(policy, base, tok, prompts, KL_SAMPLES, c["max_new_tokens"], s)
+        rec = HeldoutKL(kl / KL_UNIT, n_tok, len(prompts), KL_SAMPLES, s, base_fp,
+                        {k: v for k, v in model_fingerprint(str(run / "final")).items() if k != "model"})
+        atomic_write_bytes(kl_path(dest or out_dir, regime, m, seed), (json.dumps(asdict(rec), indent=1) + "\n").encode())
+    return len(todo), missing
 
 
 #: The figure's panels: (title, H1x folder, drift folder) relative to the repository, as committed
@@ -246,7 +359,7 @@ def _seeds(text: str) -> list[int]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.drift", description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", choices=("run", "export", "analyse", "figure"))
+    ap.add_argument("what", choices=("run", "export", "kl", "analyse", "figure"))
     ap.add_argument("--regime", default="amc_like")
     ap.add_argument("--scale", choices=sorted(SCALES), default="default")
     ap.add_argument("--seeds", default="100-131", help="run: seeds N-M (plan Amendment 21: from 100)")
@@ -260,6 +373,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--runs-root", type=Path, default=None, help="run directories (default: <cache>/runs)")
     ap.add_argument("--json", type=Path, default=None, help="analyse: write X1-X4 here")
     ap.add_argument("--seed", type=int, default=0, help="analyse: the bootstrap's generator seed")
+    ap.add_argument("--measure", choices=sorted(MEASURES), default="kl_late", help="analyse: X1-X4 (kl_late) or "
+                    "the addendum's X2h-X4h (kl_heldout)")
     ap.add_argument("--exploratory", action="store_true", help="analyse: the runs the predictions came from (no "
                     "verdicts)")
     args = ap.parse_args(argv)
@@ -274,6 +389,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.what == "export":
         n, missing = export_steps(args.out, runs_root, args.regime, args.methods, args.drift_dir)
         print(f"drift CSVs written: {n} (run directories not under {runs_root}: {len(missing)})")
+    elif args.what == "kl":
+        n, missing = measure_kl(args.out, runs_root, args.regime, args.methods, args.drift_dir, args.scale)
+        print(f"held-out KL measured: {n} runs (final weights not under {runs_root}: {len(missing)})")
     elif args.what == "figure":  # the committed runs (PANELS) -> docs/results/drift_kl_heldout.{png,pdf}
         tables = {t: seed_table(REPO / o, args.regime, drift_dir=REPO / d if d else None) for t, o, d in PANELS
                   if (REPO / (d or o) / DRIFT / args.regime).is_dir()}
@@ -282,7 +400,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         plt.close(fig)
     else:
         entries = analyse(args.out, args.regime, np.random.default_rng(args.seed), args.drift_dir,
-                          exploratory=args.exploratory)
+                          exploratory=args.exploratory, measure=args.measure)
         text = json.dumps(entries, indent=1) + "\n"
         if args.json:
             atomic_write_bytes(args.json, text.encode())

@@ -189,3 +189,29 @@ def test_drift_figure_has_a_panel_per_set_of_runs(tmp_path):
     axes = fig.get_axes()
     assert len(axes) == 2 and all("slope" in ax.get_title() for ax in axes)
     assert sum(len(c.get_offsets()) for c in axes[0].collections) == len(t)  # one point per run
+
+
+def test_heldout_kl_is_zero_against_itself_and_positive_after_training(tmp_path):
+    """The held-out KL of the base against itself is exactly 0; a trained smoke run's is positive; measure_kl
+    writes one JSON per run, reads them back into the seed table, and does not redo a measured run."""
+    from ddrl.models import load_model
+
+    base, tok = load_model("testbed:tiny", "float32", "cpu")
+    prompts = ["What is 2 + 3?", "What is 7 - 4?"]
+    kl, n_tok = drift.heldout_kl(base, base, tok, prompts, 4, 16, seed=1)
+    assert kl == 0.0 and n_tok > 0
+    out, runs = tmp_path / "out", tmp_path / "runs"
+    assert drift.main(["run", "--scale", "smoke", "--regime", "math500_like", "--seeds", "100-102", "--workers", "1",
+                       "--out", str(out), "--runs-root", str(runs)]) == 0
+    n, missing = drift.measure_kl(out, runs, "math500_like", scale="smoke", progress=False)
+    assert n == 6 and missing == []
+    recs = [json.loads(p.read_text()) for p in sorted((out / drift.DRIFT / "math500_like").glob("*-kl.json"))]
+    assert len(recs) == 6 and all(r["n_samples"] == drift.KL_SAMPLES and r["n_tokens"] > 0 for r in recs)
+    assert np.mean([r["kl"] for r in recs]) > 0  # trained policies moved away from the base
+    assert drift.measure_kl(out, runs, "math500_like", scale="smoke", progress=False) == (0, [])  # read, not redone
+    t = drift.seed_table(out, "math500_like")
+    assert t["kl_heldout"].notna().all() and len(t) == 6
+    e = drift.analyse(out, "math500_like", np.random.default_rng(0), measure="kl_heldout")
+    assert [x["id"] for x in e] == ["X2h", "X3h", "X4h"]
+    with pytest.raises(ValueError, match="measure"):
+        drift.analyse(out, "math500_like", np.random.default_rng(0), measure="entropy")
