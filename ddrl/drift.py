@@ -5,7 +5,7 @@ points on 1,536 fresh questions) to its confidence-aware negatives, without sayi
 (``metrics.jsonl``) say how far each policy moved from the base: ``actor/kl``, the k3 estimate of KL(policy ||
 reference) on the step's trained rollouts. Read after the results, these logs suggested (exploratory) that a
 run's held-out pass@1 falls with that distance, and that BCS's negatives move the policy further. Amendment 21
-registers that reading as three predictions and tests them on new runs (new seeds, on a GPU when one is lent):
+registers that reading as four predictions and tests them on new runs (new seeds, on a GPU when one is lent):
 
 - X1: H1xN's sign on the new seeds (BCS - random negatives, held-out pass@1, hierarchical bootstrap);
 - X2: BCS - random negatives in late KL (the mean of ``actor/kl`` over the last :data:`LATE_EPISODES` episodes,
@@ -13,6 +13,8 @@ registers that reading as three predictions and tests them on new runs (new seed
 - X3: the slope of held-out pass@1 on late KL within methods (least squares with a method intercept);
 - X4: BCS - random negatives in held-out pass@1 at equal late KL (the method term of X3's fit): does the
   distance account for H1xN (a null claim, inside +-1 point)?
+- X2h-X4h (the addendum): X2-X4 with the held-out KL (:func:`heldout_kl`: the final policy's own samples of fresh
+  questions against the base) in place of late KL, which is measured on each rule's own trained rollouts.
 
 The step logs live beside the trained weights in the run directories (not committed); :func:`export_steps`
 copies the columns this module reads (:data:`DRIFT_COLUMNS`) into small CSVs, which are committed.
@@ -38,7 +40,6 @@ import numpy as np
 import pandas as pd
 import scipy.stats as sps
 import seaborn as sns
-
 import torch
 from tqdm.auto import tqdm
 
@@ -85,24 +86,31 @@ def drift_steps(run_dir: str | Path) -> pd.DataFrame:
     return pd.DataFrame([{k: r.get(k) for k in DRIFT_COLUMNS} for r in rows])
 
 
+def h1x_runs(out_dir: str | Path, regime: str, methods: Sequence[str] = PAIR) -> list[tuple[str, int, str]]:
+    """(method, seed, run directory name) of every H1x CSV (or ``.csv.gz``) under ``out_dir`` of ``regime``."""
+    out = []
+    for m in methods:
+        for p in sorted((Path(out_dir) / HELDOUT_X / regime).glob(f"{m}-seed*.csv*")):
+            head = pd.read_csv(p, nrows=1)
+            out.append((m, int(head["seed"].iloc[0]), str(head["run"].iloc[0])))
+    return out
+
+
 def export_steps(out_dir: str | Path, runs_root: str | Path, regime: str, methods: Sequence[str] = PAIR,
                  dest: str | Path | None = None) -> tuple[int, list[str]]:
     """For every H1x CSV under ``out_dir`` of ``regime`` and ``methods``, the drift CSV of the run it names
     (its ``run`` column, a directory under ``runs_root``), written under ``dest`` (default ``out_dir``).
     Returns how many were written and the runs whose directory is not under ``runs_root`` (skipped)."""
     n, missing = 0, []
-    for m in methods:
-        for p in sorted((Path(out_dir) / HELDOUT_X / regime).glob(f"{m}-seed*.csv*")):
-            head = pd.read_csv(p, nrows=1)
-            seed, run = int(head["seed"].iloc[0]), str(head["run"].iloc[0])
-            if not (Path(runs_root) / run).is_dir():
-                missing.append(run)
-                continue
-            df = drift_steps(Path(runs_root) / run)
-            df.insert(0, "seed", seed)
-            df.insert(0, "method", m)
-            atomic_write_bytes(drift_path(dest or out_dir, regime, m, seed), df.to_csv(index=False).encode())
-            n += 1
+    for m, seed, run in h1x_runs(out_dir, regime, methods):
+        if not (Path(runs_root) / run).is_dir():
+            missing.append(run)
+            continue
+        df = drift_steps(Path(runs_root) / run)
+        df.insert(0, "seed", seed)
+        df.insert(0, "method", m)
+        atomic_write_bytes(drift_path(dest or out_dir, regime, m, seed), df.to_csv(index=False).encode())
+        n += 1
     return n, missing
 
 
@@ -283,14 +291,12 @@ def measure_kl(out_dir: str | Path, runs_root: str | Path, regime: str, methods:
     reg = load_regimes(scale=sc, names=[regime])[regime]
     records = heldout_x_records(reg, sc.n_heldout_x)[:KL_QUESTIONS]
     todo, missing = [], []
-    for m in methods:
-        for p in sorted((Path(out_dir) / HELDOUT_X / regime).glob(f"{m}-seed*.csv*")):
-            head = pd.read_csv(p, nrows=1)
-            seed, run = int(head["seed"].iloc[0]), Path(runs_root) / str(head["run"].iloc[0])
-            if not (run / "final" / "model.safetensors").is_file():
-                missing.append(run.name)
-            elif not kl_path(dest or out_dir, regime, m, seed).is_file():
-                todo.append((m, seed, run))
+    for m, seed, name in h1x_runs(out_dir, regime, methods):
+        run = Path(runs_root) / name
+        if not (run / "final" / "trainable.pt").is_file():
+            missing.append(name)
+        elif not kl_path(dest or out_dir, regime, m, seed).is_file():
+            todo.append((m, seed, run))
     if not todo:
         return 0, missing
     cfg = json.loads((todo[0][2] / "config.json").read_text())
