@@ -23,7 +23,7 @@ copies the columns this module reads (:data:`DRIFT_COLUMNS`) into small CSVs, wh
     python -m ddrl.drift export --out DIR                   # step CSVs from the runs' directories
     python -m ddrl.drift kl --out DIR                       # the addendum's held-out KL of each run
     python -m ddrl.drift analyse --out DIR --json results/drift/<name>.json   # X1-X4 (--measure kl_heldout: X2h-X4h)
-    python -m ddrl.drift figure                             # docs/results/drift_kl_heldout.{png,pdf}
+    python -m ddrl.drift figure                 # docs/results/drift_kl_heldout, drift_heldout_kl (.png, .pdf)
 """
 
 from __future__ import annotations
@@ -323,24 +323,27 @@ PANELS = (("exploratory: seeds 0-18, Xeon", "results/runs", "results/drift/explo
           ("confirmation: seeds 100+, Xeon", "results/drift/cpu", None))
 
 
-def drift_figure(tables: dict[str, pd.DataFrame]):
-    """Held-out pass@1 against late KL, one point per run, one panel per set of runs (``tables``: title ->
-    :func:`seed_table`), with each method's least-squares line at the common slope (:func:`kl_fit`)."""
+def drift_figure(tables: dict[str, pd.DataFrame], x: str = "kl_late"):
+    """Held-out pass@1 against a KL column ``x`` (late KL, or the addendum's held-out KL), one point per run, one
+    panel per set of runs (``tables``: title -> :func:`seed_table`; sets without ``x`` are left out), with each
+    method's least-squares line at the common slope (:func:`kl_fit`)."""
+    tables = {k: t for k, t in tables.items() if t[x].notna().any()}
     pal = dict(zip(PAIR, sns.color_palette("colorblind", 2)))  # the project's two BCS colours are too alike here
-    fig, axes = plt.subplots(1, len(tables), figsize=(4.2 * len(tables), 3.6), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(tables), figsize=(4.6 * len(tables), 3.8), sharey=True, squeeze=False)
     for ax, (title, t) in zip(axes[0], tables.items()):
-        t = t.assign(method_label=t["method"].map(label))
-        sns.scatterplot(t, x="kl_late", y="heldout", hue="method_label", style="method_label", ax=ax, s=28,
+        t = t.dropna(subset=[x]).assign(method_label=t["method"].map(label))
+        sns.scatterplot(t, x=x, y="heldout", hue="method_label", style="method_label", ax=ax, s=28,
                         palette={label(m): pal[m] for m in PAIR}, hue_order=[label(m) for m in PAIR])
-        fit = kl_fit(t)
+        fit = kl_fit(t, x=x)
         b = fit["slope"]["estimate"]
         for m in PAIR:
             tm = t[t["method"] == m]
-            xs = np.linspace(tm["kl_late"].min(), tm["kl_late"].max(), 2)
-            ax.plot(xs, tm["heldout"].mean() + b * (xs - tm["kl_late"].mean()), color=pal[m], lw=1.2)
+            xs = np.linspace(tm[x].min(), tm[x].max(), 2)
+            ax.plot(xs, tm["heldout"].mean() + b * (xs - tm[x].mean()), color=pal[m], lw=1.2)
         ax.set_title(f"{title}\nslope {b:+.2f} [{fit['slope']['ci_low']:+.2f}, {fit['slope']['ci_high']:+.2f}]",
                      fontsize=9)
-        ax.set_xlabel("late KL(policy || reference) [1e-3]")
+        ax.set_xlabel({"kl_late": "late KL to the reference, trained rollouts [1e-3]",
+                       "kl_heldout": "held-out KL to the base [1e-3 nats/token]"}.get(x, x))
         ax.set_ylabel("held-out pass@1 (1,536 fresh questions) [points]")
         ax.legend(fontsize=7, title=None)
     fig.tight_layout()
@@ -401,9 +404,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.what == "figure":  # the committed runs (PANELS) -> docs/results/drift_kl_heldout.{png,pdf}
         tables = {t: seed_table(REPO / o, args.regime, drift_dir=REPO / d if d else None) for t, o, d in PANELS
                   if (REPO / (d or o) / DRIFT / args.regime).is_dir()}
-        fig = drift_figure(tables)
-        print(save_figure(fig, REPO / "docs" / "results", "drift_kl_heldout"))
-        plt.close(fig)
+        for x, name in (("kl_late", "drift_kl_heldout"), ("kl_heldout", "drift_heldout_kl")):
+            fig = drift_figure(tables, x)
+            print(save_figure(fig, REPO / "docs" / "results", name))
+            plt.close(fig)
     else:
         entries = analyse(args.out, args.regime, np.random.default_rng(args.seed), args.drift_dir,
                           exploratory=args.exploratory, measure=args.measure)

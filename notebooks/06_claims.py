@@ -328,15 +328,18 @@ if results is not None:
 # its mean over the last two episodes ("late KL") measures how far a run moved from the base model. Read after
 # the results (exploratory, left panel), BCS moved further than the random-negatives rule and held-out accuracy
 # fell with the distance in both. Amendment 21 registered that reading as four predictions (X1-X4) and tested them
-# on new seeds, on a GPU and on the CPU; each set of runs is analysed on its own. One point per run; the lines are
-# each method's fit at the common within-method slope.
+# on new seeds, on a GPU and on the CPU; each set of runs is analysed on its own. Because late KL is measured on
+# each rule's own trained rollouts (BCS's include the rarest answers it pushes down), an addendum measured a second
+# distance, the held-out KL: the final policy's own samples of 256 fresh questions against the base (X2h-X4h; CPU
+# runs only, the GPU's weights stayed on the device). One point per run; the lines are each method's fit at the
+# common within-method slope.
 
 # %%
 from ddrl import drift
 
 drift_sets = {"exploratory": "amc_like_exploratory", "H100": "amc_like_gpu", "Xeon": "amc_like_cpu"}
-drift_rows = [dict(e, runs=k) for k, f in drift_sets.items() if (R / "drift" / f"{f}.json").is_file()
-              for e in json.loads((R / "drift" / f"{f}.json").read_text())]
+drift_files = [(k, R / "drift" / f"{f}{sfx}.json") for sfx in ("", "_heldout_kl") for k, f in drift_sets.items()]
+drift_rows = [dict(e, runs=k) for k, p in drift_files if p.is_file() for e in json.loads(p.read_text())]
 if drift_rows:
     dt = pd.DataFrame(drift_rows)
     dt["interval"] = [f"{e:+.2f} [{lo:+.2f}, {hi:+.2f}]" for e, lo, hi in zip(dt.estimate, dt.ci_low, dt.ci_high)]
@@ -344,9 +347,11 @@ if drift_rows:
             .reindex(columns=[k for k in drift_sets if k in set(dt.runs)], level=1))
     tables = {t: drift.seed_table(R.parent / o, "amc_like", drift_dir=R.parent / d if d else None)
               for t, o, d in drift.PANELS if (R.parent / (d or o) / drift.DRIFT / "amc_like").is_dir()}
-    fig = drift.drift_figure(tables)
-    rep.figure(fig, "drift_kl_heldout", data=pd.concat(tables, names=["runs"]).reset_index(level=0))
-    plt.show()
+    for x, name in (("kl_late", "drift_kl_heldout"), ("kl_heldout", "drift_heldout_kl")):
+        if any(t[x].notna().any() for t in tables.values()):
+            fig = drift.drift_figure(tables, x)
+            rep.figure(fig, name, data=pd.concat(tables, names=["runs"]).reset_index(level=0))
+            plt.show()
 
 # %% [markdown]
 # ## Replications on other builds of the base model

@@ -162,17 +162,19 @@ def test_smoke_run_export_and_analyse_end_to_end(tmp_path):
     assert {x["verdict"] for x in e} <= {"reproduced", "contradicted", "no effect", "not resolved"}
 
 
-@pytest.mark.parametrize("name, out, drift_dir, exploratory", [
-    ("amc_like_exploratory", "results/runs", "results/drift/exploratory", True),
-    ("amc_like_gpu", "results/drift/gpu", None, False),
-    ("amc_like_cpu", "results/drift/cpu", None, False),
+@pytest.mark.parametrize("name, out, drift_dir, exploratory, measure", [
+    ("amc_like_exploratory", "results/runs", "results/drift/exploratory", True, "kl_late"),
+    ("amc_like_gpu", "results/drift/gpu", None, False, "kl_late"),
+    ("amc_like_cpu", "results/drift/cpu", None, False, "kl_late"),
+    ("amc_like_exploratory_heldout_kl", "results/runs", "results/drift/exploratory", False, "kl_heldout"),
+    ("amc_like_cpu_heldout_kl", "results/drift/cpu", None, False, "kl_heldout"),
 ])
-def test_committed_drift_results_recompute_from_the_committed_csvs(name, out, drift_dir, exploratory):
+def test_committed_drift_results_recompute_from_the_committed_csvs(name, out, drift_dir, exploratory, measure):
     path = REPO / "results" / "drift" / f"{name}.json"
     if not path.is_file():
         pytest.skip(f"{path} not written yet (plan Amendment 21's runs)")
     got = drift.analyse(REPO / out, "amc_like", np.random.default_rng(0), REPO / drift_dir if drift_dir else None,
-                        exploratory=exploratory)
+                        exploratory=exploratory, measure=measure)
     want = json.loads(path.read_text())
     assert [x["id"] for x in got] == [x["id"] for x in want]
     for g, w in zip(got, want):
@@ -189,6 +191,8 @@ def test_drift_figure_has_a_panel_per_set_of_runs(tmp_path):
     axes = fig.get_axes()
     assert len(axes) == 2 and all("slope" in ax.get_title() for ax in axes)
     assert sum(len(c.get_offsets()) for c in axes[0].collections) == len(t)  # one point per run
+    fig = drift.drift_figure({"a": t.assign(kl_heldout=t.kl_late), "none": t.assign(kl_heldout=np.nan)}, "kl_heldout")
+    assert len(fig.get_axes()) == 1  # a set without the measure gets no panel
 
 
 def test_heldout_kl_is_zero_against_itself_and_positive_after_training(tmp_path):
