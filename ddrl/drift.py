@@ -254,9 +254,9 @@ class HeldoutKL:
 
 def heldout_kl(policy, base, tokenizer, prompts: Sequence[str], n: int, max_new_tokens: int, seed: int,
                batch_size: int = 512) -> tuple[float, int]:
-    """KL(policy || base) per token on the policy's own samples of ``prompts`` (k1: the mean over sampled
-    tokens of the log-ratio, unbiased for the per-token KL under the policy's token distribution): ``n`` samples
-    per prompt at T = 1, top-p 1, ``derive_seed``-style ``seed``. Returns (KL in nats per token, tokens)."""
+    """KL(policy || base) per token on the policy's own samples of ``prompts``: the sequences' summed log-ratios
+    (k1; each sequence's sum is unbiased for its sequence-level KL) over all sampled tokens, ``n`` samples per
+    prompt at T = 1, top-p 1, ``derive_seed``-style ``seed``. Returns (KL in nats per token, tokens)."""
     sampler = make_sampler("hf", policy, tokenizer, batch_size=batch_size)
     ids = sampler.encode(prompts)
     rollouts = sampler.sample_ids(ids, n, temperature=1.0, top_p=1.0, max_new_tokens=max_new_tokens, seed=seed)
