@@ -55,7 +55,7 @@ from ddrl.sampling import make_sampler
 from ddrl.seeds import derive_seed
 from ddrl.stats import hierarchical_bootstrap, paired_differences, verdict
 from ddrl.study import run_jobs
-from ddrl.study_plan import HELDOUT_X, SCALES, Job, check_weights, heldout_x_path, heldout_x_records, load_regimes
+from ddrl.study_plan import HELDOUT_X, SCALES, Job, check_weights, heldout_x_records, load_regimes
 
 #: The step-log columns a drift CSV keeps: the distance from the reference (``actor/kl``), the sampled rollouts'
 #: entropy, the share of a step's rollouts whose answer is rare (frequency <= 1/8: ``gt/bin0-0.125/n`` of the

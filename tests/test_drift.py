@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from ddrl import drift
+from ddrl.models import load_model
 from ddrl.study_plan import heldout_x_path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -198,8 +199,6 @@ def test_drift_figure_has_a_panel_per_set_of_runs(tmp_path):
 def test_heldout_kl_is_zero_against_itself_and_positive_after_training(tmp_path):
     """The held-out KL of the base against itself is exactly 0; a trained smoke run's is positive; measure_kl
     writes one JSON per run, reads them back into the seed table, and does not redo a measured run."""
-    from ddrl.models import load_model
-
     base, tok = load_model("testbed:tiny", "float32", "cpu")
     prompts = ["What is 2 + 3?", "What is 7 - 4?"]
     kl, n_tok = drift.heldout_kl(base, base, tok, prompts, 4, 16, seed=1)
