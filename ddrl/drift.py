@@ -44,6 +44,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ddrl.config import resolve_cue
+from ddrl.evaluate import mean_ci
 from ddrl.experiments import model_fingerprint
 from ddrl.logprobs import response_logprobs
 from ddrl.models import load_model
@@ -74,15 +75,14 @@ def drift_path(out_dir: str | Path, regime: str, method: str, seed: int) -> Path
 
 
 def drift_steps(run_dir: str | Path) -> pd.DataFrame:
-    """The :data:`DRIFT_COLUMNS` of a run directory's ``metrics.jsonl``, one row per RL step (COR's steps, which
-    log none of them, are left out)."""
-    path = Path(run_dir) / "metrics.jsonl"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no step log (the run directory is missing or unfinished)")
-    rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-    rows = [r for r in rows if "actor/kl" in r]
+    """The :data:`DRIFT_COLUMNS` of a run directory's ``metrics.jsonl`` (read by :meth:`ddrl.runs.RunDir.read_metrics`),
+    one row per RL step (COR's steps, which log none of them, are left out)."""
+    run = RunDir(run_dir)
+    if not run.metrics_path.is_file():
+        raise FileNotFoundError(f"{run.metrics_path}: no step log (the run directory is missing or unfinished)")
+    rows = [r for r in run.read_metrics() if "actor/kl" in r]
     if not rows:
-        raise ValueError(f"{path}: no RL step with 'actor/kl'")
+        raise ValueError(f"{run.metrics_path}: no RL step with 'actor/kl'")
     return pd.DataFrame([{k: r.get(k) for k in DRIFT_COLUMNS} for r in rows])
 
 
@@ -131,21 +131,22 @@ def heldout_rows(out_dir: str | Path, regime: str, methods: Sequence[str] = PAIR
 
 
 def seed_table(out_dir: str | Path, regime: str, methods: Sequence[str] = PAIR,
-               drift_dir: str | Path | None = None) -> pd.DataFrame:
+               drift_dir: str | Path | None = None, held: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per method and seed with both an H1x CSV and a drift CSV: held-out pass@1 (points), late KL
-    (units of :data:`KL_UNIT`), late rollout entropy and late rare-answer share."""
-    held = heldout_rows(out_dir, regime, methods).groupby(["method", "seed"])["accuracy"].mean()
+    (units of :data:`KL_UNIT`), late rollout entropy, late rare-answer rollouts per step and the held-out KL (NaN
+    where not measured). ``held``: :func:`heldout_rows`' frame, when the caller has read it already."""
+    if held is None:
+        held = heldout_rows(out_dir, regime, methods)
     rows = []
-    for (m, s), acc in held.items():
+    for (m, s), acc in held.groupby(["method", "seed"])["accuracy"].mean().items():
         p = drift_path(drift_dir or out_dir, regime, m, s)
         if not p.is_file():
             continue
         st = pd.read_csv(p)
-        n_rollouts = st["gt/bin0-0.125/n"]  # per step: rollouts of rare answers
         kp = kl_path(drift_dir or out_dir, regime, m, s)
         rows.append({"method": m, "seed": int(s), "heldout": float(acc), "kl_late": late_mean(st, "actor/kl") / KL_UNIT,
                      "entropy_late": late_mean(st, "rollout/entropy"),
-                     "rare_late": late_mean(st.assign(r=n_rollouts), "r"),
+                     "rare_late": late_mean(st, "gt/bin0-0.125/n"),  # rollouts of rare answers per step
                      "kl_heldout": json.loads(kp.read_text())["kl"] if kp.is_file() else np.nan})
     if not rows:
         raise FileNotFoundError(f"{Path(drift_dir or out_dir) / DRIFT / regime}: no drift CSV for the H1x runs")
@@ -179,11 +180,10 @@ def kl_fit(table: pd.DataFrame, a: str = PAIR[0], b: str = PAIR[1], confidence: 
 
 def paired_t(x: Sequence[float], confidence: float = 0.95) -> dict:
     """Mean of per-seed paired differences ``x`` and its t interval."""
-    x = np.asarray(x, dtype=float)
-    if x.size < 2:
-        raise ValueError(f"paired_t: need >= 2 seeds, got {x.size}")
-    h = sps.t.ppf(1 - (1 - confidence) / 2, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size)
-    return {"estimate": float(x.mean()), "ci_low": float(x.mean() - h), "ci_high": float(x.mean() + h)}
+    if len(x) < 2:
+        raise ValueError(f"paired_t: need >= 2 seeds, got {len(x)}")
+    est, lo, hi = mean_ci(x, confidence)
+    return {"estimate": est, "ci_low": lo, "ci_high": hi}
 
 
 #: X1-X4 (plan Amendment 21): what each measures, its expected sign (the exploratory reading's; 0 = inside the
@@ -209,25 +209,24 @@ def analyse(out_dir: str | Path, regime: str, rng: np.random.Generator, drift_di
     intervals are descriptive (verdict ``"exploratory"``)."""
     if measure not in MEASURES:
         raise ValueError(f"analyse: measure must be one of {sorted(MEASURES)}, got {measure!r}")
-    table = seed_table(out_dir, regime, (a, b), drift_dir)
+    held = heldout_rows(out_dir, regime, (a, b))
+    table = seed_table(out_dir, regime, (a, b), drift_dir, held)
     wide = table.pivot(index="seed", columns="method")
     seeds = sorted(wide[measure].dropna().index)
     if len(seeds) < 2:
         raise ValueError(f"analyse: {len(seeds)} seed(s) with both {a!r} and {b!r} and {measure!r}; need >= 2")
-    table = table[table["seed"].isin(seeds)]
-    held = heldout_rows(out_dir, regime, (a, b))
-    d = paired_differences(held[held["seed"].isin(seeds)], a, b)
-    fit = kl_fit(table, a, b, x=measure)
-    diff = paired_t(wide.loc[seeds, (measure, a)] - wide.loc[seeds, (measure, b)])
-    ids = MEASURES[measure]
-    rs = ([hierarchical_bootstrap(d.to_numpy(), rng).to_dict()] if "X1" in ids else []) + [diff, fit["slope"],
-                                                                                          fit["adjusted"]]
+    fit = kl_fit(table[table["seed"].isin(seeds)], a, b, x=measure)
+    rs = [paired_t(wide.loc[seeds, (measure, a)] - wide.loc[seeds, (measure, b)]), fit["slope"], fit["adjusted"]]
+    ids, n_questions = MEASURES[measure], None
+    if "X1" in ids:  # the held-out pass@1 difference itself, per seed and question
+        d = paired_differences(held[held["seed"].isin(seeds)], a, b)
+        rs, n_questions = [hierarchical_bootstrap(d.to_numpy(), rng).to_dict()] + rs, int(d.shape[1])
     out = []
     for cid, r in zip(ids, rs):
         metric, sign, margin = PREDICTIONS[cid]
         out.append({"id": cid, "regime": regime, "metric": metric, "expected_sign": sign,
                     "estimate": r["estimate"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
-                    "n_seeds": len(seeds), "n_questions": int(d.shape[1]) if cid == "X1" else None,
+                    "n_seeds": len(seeds), "n_questions": n_questions if cid == "X1" else None,
                     "verdict": "exploratory" if exploratory else verdict(r["ci_low"], r["ci_high"], sign, margin)})
     return out
 
@@ -280,39 +279,54 @@ def kl_path(out_dir: str | Path, regime: str, method: str, seed: int) -> Path:
     return Path(out_dir) / DRIFT / regime / f"{method}-seed{seed:02d}-kl.json"
 
 
+def _weights(name: str | Path) -> dict:
+    """sha256 of a model's weight files (:func:`ddrl.experiments.model_fingerprint` without the local path)."""
+    return {k: v for k, v in model_fingerprint(str(name)).items() if k != "model"}
+
+
 def measure_kl(out_dir: str | Path, runs_root: str | Path, regime: str, methods: Sequence[str] = PAIR,
                dest: str | Path | None = None, scale: str = "default", progress: bool = True) -> tuple[int, list[str]]:
     """:class:`HeldoutKL` of every run an H1x CSV under ``out_dir`` names whose final weights are under
     ``runs_root``, against the base the runs started from (the scale's, checked against the registered build),
-    written beside its drift CSV under ``dest`` (default ``out_dir``); runs already measured are read, not
-    redone. Returns how many were measured and the runs not found."""
+    written beside its drift CSV under ``dest`` (default ``out_dir``). A run whose JSON holds the same base and
+    final weights (sha256) and the same question and sample counts is read, not redone. Returns how many were
+    measured and the runs not found."""
     sc = SCALES[scale]
     check_weights(scale=sc)
     reg = load_regimes(scale=sc, names=[regime])[regime]
     records = heldout_x_records(reg, sc.n_heldout_x)[:KL_QUESTIONS]
-    todo, missing = [], []
+    found, missing = [], []
     for m, seed, name in h1x_runs(out_dir, regime, methods):
         run = Path(runs_root) / name
-        if not (run / "final" / "trainable.pt").is_file():
-            missing.append(name)
-        elif not kl_path(dest or out_dir, regime, m, seed).is_file():
-            todo.append((m, seed, run))
+        (found if (run / "final" / "trainable.pt").is_file() else missing).append((m, seed, run))
+    missing = [run.name for *_, run in missing]
+    if not found:
+        return 0, missing
+    cfg = json.loads((found[0][2] / "config.json").read_text())
+    base_fp = _weights(cfg["model"])
+
+    def measured(path: Path, policy_fp: dict) -> bool:
+        if not path.is_file():
+            return False
+        r = json.loads(path.read_text())
+        return (r["base_fingerprint"], r["policy_fingerprint"], r["n_questions"], r["n_samples"]) == \
+            (base_fp, policy_fp, len(records), KL_SAMPLES)
+
+    todo = [(m, seed, run, fp) for m, seed, run in found
+            if not measured(kl_path(dest or out_dir, regime, m, seed), fp := _weights(run / "final"))]
     if not todo:
         return 0, missing
-    cfg = json.loads((todo[0][2] / "config.json").read_text())
     base, tok = load_model(cfg["model"], "float32", "cpu")
-    base_fp = {k: v for k, v in model_fingerprint(cfg["model"]).items() if k != "model"}  # no local paths
     prompts = [format_prompt(tok, r["prompt"], resolve_cue(cfg["cue"], cfg["model"])) for r in records]
-    for m, seed, run in tqdm(todo, desc="held-out KL", unit="run", disable=not progress):
+    for m, seed, run, fp in tqdm(todo, desc="held-out KL", unit="run", disable=not progress):
         c = json.loads((run / "config.json").read_text())
         if (c["model"], c["cue"], c["max_new_tokens"]) != (cfg["model"], cfg["cue"], cfg["max_new_tokens"]):
-            raise ValueError(f"{run}: model/cue/max_new_tokens differ from {todo[0][2]}'s; measure them apart")
+            raise ValueError(f"{run}: model/cue/max_new_tokens differ from {found[0][2]}'s; measure them apart")
         policy, _ = load_model(cfg["model"], "float32", "cpu")
         RunDir(run).load_final(policy)  # the trained weights onto the base, as ddrl.experiments loads a run
         s = derive_seed(seed, "drift", "kl")
         kl, n_tok = heldout_kl(policy, base, tok, prompts, KL_SAMPLES, c["max_new_tokens"], s)
-        rec = HeldoutKL(kl / KL_UNIT, n_tok, len(prompts), KL_SAMPLES, s, base_fp,
-                        {k: v for k, v in model_fingerprint(str(run / "final")).items() if k != "model"})
+        rec = HeldoutKL(kl / KL_UNIT, n_tok, len(prompts), KL_SAMPLES, s, base_fp, fp)
         atomic_write_bytes(kl_path(dest or out_dir, regime, m, seed), (json.dumps(asdict(rec), indent=1) + "\n").encode())
     return len(todo), missing
 

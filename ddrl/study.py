@@ -45,6 +45,7 @@ from ddrl.models import resolve_device
 from ddrl.parallel import default_workers, run_pool
 from ddrl.regimes import Regime
 from ddrl.reporting import REPO, atomic_write_bytes, content_key, grader_fingerprint, records_key
+from ddrl.runs import RunDir
 from ddrl.study_analysis import analyse_claims, analyse_stage1
 from ddrl.study_figures import render_results
 from ddrl.study_plan import (BASE, COR_4X, HELDOUT_X, REAL, RESULTS, SCALES, STEP_COLUMNS, SVAMP_REGIME, Job, Scale,
@@ -107,8 +108,7 @@ def steps_frame(run_dir: str | Path, cfg, n_questions: int, regime: str, method:
     """Per-step metrics of a run (D1, D2: ``adv/mean``; C2: ``time/step_s``), ``phase`` = rl or extra (the
     additional-RL steps past the schedule)."""
 
-    rows = [json.loads(x) for x in (Path(run_dir) / "metrics.jsonl").read_text().splitlines() if x.strip()]
-    df = pd.DataFrame([{k: r.get(k) for k in STEP_COLUMNS} for r in rows])
+    df = pd.DataFrame([{k: r.get(k) for k in STEP_COLUMNS} for r in RunDir(run_dir).read_metrics()])
     rl_steps = steps_per_episode(n_questions, cfg.prompts_per_step, cfg.drop_last) * cfg.episodes
     df["phase"] = np.where(df["step"] < rl_steps, "rl", "extra")
     for col, v in (("seed", seed), ("method", method), ("regime", regime)):

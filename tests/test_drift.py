@@ -212,6 +212,10 @@ def test_heldout_kl_is_zero_against_itself_and_positive_after_training(tmp_path)
     assert len(recs) == 6 and all(r["n_samples"] == drift.KL_SAMPLES and r["n_tokens"] > 0 for r in recs)
     assert np.mean([r["kl"] for r in recs]) > 0  # trained policies moved away from the base
     assert drift.measure_kl(out, runs, "math500_like", scale="smoke", progress=False) == (0, [])  # read, not redone
+    kp = drift.kl_path(out, "math500_like", "bcs", 100)  # a JSON of other weights is measured again
+    kp.write_text(json.dumps(dict(json.loads(kp.read_text()), policy_fingerprint={"model.safetensors": "other"})))
+    assert drift.measure_kl(out, runs, "math500_like", scale="smoke", progress=False) == (1, [])
+    assert json.loads(kp.read_text())["policy_fingerprint"] == recs[0]["policy_fingerprint"]
     t = drift.seed_table(out, "math500_like")
     assert t["kl_heldout"].notna().all() and len(t) == 6
     e = drift.analyse(out, "math500_like", np.random.default_rng(0), measure="kl_heldout")
