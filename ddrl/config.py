@@ -106,6 +106,9 @@ PRESETS: dict[str, dict[str, Any]] = {
     "bcs": {"selection": "bcs", "advantage": "grpo", "cor": False},
     # BCS's positives with random negatives (plan Amendment 19, not in the paper): BCS's balance alone
     "bcs_random_neg": {"selection": "bcs_random_neg", "advantage": "grpo", "cor": False},
+    # BCS with a 10x / 100x stronger KL penalty (plan Amendment 22, not in the paper): the distance moved by hand
+    "bcs_kl10x": {"selection": "bcs", "advantage": "grpo", "cor": False, "kl_coef": 0.01},
+    "bcs_kl100x": {"selection": "bcs", "advantage": "grpo", "cor": False, "kl_coef": 0.1},
     "bcs_dae": {"selection": "bcs", "advantage": "fixed", "cor": False},
     "ddrl": {"selection": "bcs", "advantage": "fixed", "cor": True},
     "additional_rl": {"selection": "bcs", "advantage": "fixed", "cor": False, "extra_rl_fraction": 0.1},

@@ -392,7 +392,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "needed by all but figure")
     ap.add_argument("--drift-dir", type=Path, default=None, help="export: write, analyse: read drift/ here "
                     "(default: --out)")
-    ap.add_argument("--methods", nargs="+", default=list(PAIR), help="export: whose step logs (default: the pair)")
+    ap.add_argument("--methods", nargs="+", default=list(PAIR), help="run, export, kl: whose runs (default: the pair; Amendment 22: bcs_kl10x bcs_kl100x)")
     ap.add_argument("--runs-root", type=Path, default=None, help="run directories (default: <cache>/runs)")
     ap.add_argument("--json", type=Path, default=None, help="analyse: write X1-X4 here")
     ap.add_argument("--seed", type=int, default=0, help="analyse: the bootstrap's generator seed")
@@ -405,10 +405,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error(f"{args.what} needs --out DIR")
     runs_root = args.runs_root or cache_root() / "runs"  # where ddrl.experiments keeps them
     if args.what == "run":
-        status = run_jobs(jobs(args.regime, _seeds(args.seeds)), SCALES[args.scale], args.out, runs_root,
+        status = run_jobs(jobs(args.regime, _seeds(args.seeds), args.methods), SCALES[args.scale], args.out, runs_root,
                           args.budget_min, args.workers, desc="drift runs")
         print(pd.Series([s["status"] for s in status]).value_counts().to_dict())
-        print("drift CSVs written: %d (run directories not found: %s)" % export_steps(args.out, runs_root, args.regime))
+        n, missing = export_steps(args.out, runs_root, args.regime, args.methods)
+        print(f"drift CSVs written: {n} (run directories not found: {missing})")
     elif args.what == "export":
         n, missing = export_steps(args.out, runs_root, args.regime, args.methods, args.drift_dir)
         print(f"drift CSVs written: {n} (run directories not under {runs_root}: {len(missing)})")

@@ -51,6 +51,8 @@ METHODS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "dae": ("dae", "final", {}),
     "bcs": ("bcs", "final", {}),
     "bcs_random_neg": ("bcs_random_neg", "final", {}),  # BCS's positives, random negatives (plan Amendment 19)
+    "bcs_kl10x": ("bcs_kl10x", "final", {}),  # BCS, kl_coef x10 (plan Amendment 22)
+    "bcs_kl100x": ("bcs_kl100x", "final", {}),  # BCS, kl_coef x100 (plan Amendment 22)
     "bcs_dae": ("ddrl", "rl", {}),  # the RL-only weights of the DDRL run: identical to a BCS+DAE run
     "ddrl": ("ddrl", "final", {}),  # BCS + DAE + COR
     "additional_rl": ("additional_rl", "final", {}),
