@@ -1,29 +1,25 @@
-"""Policy drift and held-out accuracy (plan Amendment 21).
+"""Policy drift and held-out accuracy (plan Amendments 21, 22).
 
 Amendment 19 traced BCS's held-out cost in AMC-like (H1xN: BCS - BCS's positives with random negatives, -1.3
-points on 1,536 fresh questions) to its confidence-aware negatives, without saying why. The runs' own step logs
-(``metrics.jsonl``) say how far each policy moved from the base: ``actor/kl``, the k3 estimate of KL(policy ||
-reference) on the step's trained rollouts. Read after the results, these logs suggested (exploratory) that a
-run's held-out pass@1 falls with that distance, and that BCS's negatives move the policy further. Amendment 21
-registers that reading as four predictions and tests them on new runs (new seeds, on a GPU when one is lent):
-
-- X1: H1xN's sign on the new seeds (BCS - random negatives, held-out pass@1, hierarchical bootstrap);
-- X2: BCS - random negatives in late KL (the mean of ``actor/kl`` over the last :data:`LATE_EPISODES` episodes,
-  in units of 1e-3), paired over seeds;
-- X3: the slope of held-out pass@1 on late KL within methods (least squares with a method intercept);
-- X4: BCS - random negatives in held-out pass@1 at equal late KL (the method term of X3's fit): does the
-  distance account for H1xN (a null claim, inside +-1 point)?
-- X2h-X4h (the addendum): X2-X4 with the held-out KL (:func:`heldout_kl`: the final policy's own samples of fresh
-  questions against the base) in place of late KL, which is measured on each rule's own trained rollouts.
+points on 1,536 fresh questions) to its confidence-aware negatives, without saying why. The runs' step logs
+(``metrics.jsonl``: ``actor/kl``, the k3 estimate of KL(policy || reference) on the step's trained rollouts),
+read after the results, suggested that a run's held-out pass@1 falls with its distance from the base, and that
+BCS's negatives move the policy further. Amendment 21 tests that reading on new seeds (:data:`PREDICTIONS`):
+X1 H1xN's sign; X2 BCS - random negatives in late KL (mean ``actor/kl`` over the last :data:`LATE_EPISODES`
+episodes, 1e-3); X3 the within-method slope of held-out pass@1 on late KL; X4 the difference at equal late KL
+(inside +-1 point?); X2h-X4h the same with the held-out KL (:func:`heldout_kl`: the final policy's own samples of
+fresh questions against the base). Amendment 22 moves the distance by hand, BCS with a 10x and 100x KL penalty
+(:data:`DOSES`): K1 held-out KL falls, K2 held-out pass@1 rises, K3 the arms lie on BCS's line.
 
 The step logs live beside the trained weights in the run directories (not committed); :func:`export_steps`
 copies the columns this module reads (:data:`DRIFT_COLUMNS`) into small CSVs, which are committed.
 
     python -m ddrl.drift run --regime amc_like --seeds 100-131 --workers 8 --budget-min 5 --out DIR   # the runs
     python -m ddrl.drift export --out DIR                   # step CSVs from the runs' directories
-    python -m ddrl.drift kl --out DIR                       # the addendum's held-out KL of each run
+    python -m ddrl.drift kl --out DIR                       # the held-out KL of each run
     python -m ddrl.drift analyse --out DIR --json results/drift/<name>.json   # X1-X4 (--measure kl_heldout: X2h-X4h)
-    python -m ddrl.drift figure                 # docs/results/drift_kl_heldout, drift_heldout_kl (.png, .pdf)
+    python -m ddrl.drift analyse --dose --out DIR --json ...   # K1-K3 (run, export, kl with --methods bcs_kl10x ...)
+    python -m ddrl.drift figure                 # docs/results/drift_kl_heldout, drift_heldout_kl, drift_kl_dose
 """
 
 from __future__ import annotations
@@ -186,48 +182,83 @@ def paired_t(x: Sequence[float], confidence: float = 0.95) -> dict:
     return {"estimate": est, "ci_low": lo, "ci_high": hi}
 
 
-#: X1-X4 (plan Amendment 21): what each measures, its expected sign (the exploratory reading's; 0 = inside the
-#: margin) and its no-effect margin (0: a sign claim without a no-effect band)
+#: Each prediction (plan Amendments 21, 22): what it measures (``{a}``: the arm compared with BCS), its expected
+#: sign (0 = inside the margin), its no-effect margin (0: a sign claim without a no-effect band) and its kind:
+#: "acc" held-out pass@1 a - b (hierarchical bootstrap), "dist" the KL measure a - b (paired t), "slope" the
+#: within-method slope and "adjusted" a - b at equal KL (:func:`kl_fit`)
 PREDICTIONS = {
-    "X1": ("held-out pass@1, BCS - BCS positives + random negatives [points]", -1, 1.0),
-    "X2": ("late KL(policy || reference), BCS - BCS positives + random negatives [1e-3]", +1, 0.0),
-    "X3": ("held-out pass@1 per 1e-3 of late KL, within methods [points]", -1, 0.0),
-    "X4": ("held-out pass@1 at equal late KL, BCS - BCS positives + random negatives [points]", 0, 1.0),
+    "X1": ("held-out pass@1, BCS - BCS positives + random negatives [points]", -1, 1.0, "acc"),
+    "X2": ("late KL(policy || reference), BCS - BCS positives + random negatives [1e-3]", +1, 0.0, "dist"),
+    "X3": ("held-out pass@1 per 1e-3 of late KL, within methods [points]", -1, 0.0, "slope"),
+    "X4": ("held-out pass@1 at equal late KL, BCS - BCS positives + random negatives [points]", 0, 1.0, "adjusted"),
     # the addendum: the same three with the held-out KL (the policy's own samples of 256 fresh questions)
-    "X2h": ("held-out KL(policy || base), BCS - BCS positives + random negatives [1e-3 nats/token]", +1, 0.0),
-    "X3h": ("held-out pass@1 per 1e-3 of held-out KL, within methods [points]", -1, 0.0),
-    "X4h": ("held-out pass@1 at equal held-out KL, BCS - BCS positives + random negatives [points]", 0, 1.0),
+    "X2h": ("held-out KL(policy || base), BCS - BCS positives + random negatives [1e-3 nats/token]", +1, 0.0, "dist"),
+    "X3h": ("held-out pass@1 per 1e-3 of held-out KL, within methods [points]", -1, 0.0, "slope"),
+    "X4h": ("held-out pass@1 at equal held-out KL, BCS - BCS positives + random negatives [points]", 0, 1.0,
+            "adjusted"),
+    # Amendment 22: the KL penalty raised by hand (arm = bcs_kl10x or bcs_kl100x, against BCS)
+    "K1": ("held-out KL(policy || base), {a} - BCS [1e-3 nats/token]", -1, 0.0, "dist"),
+    "K2": ("held-out pass@1, {a} - BCS [points]", +1, 1.0, "acc"),
+    "K3": ("held-out pass@1 at equal held-out KL, {a} - BCS [points]", 0, 1.0, "adjusted"),
 }
 MEASURES = {"kl_late": ("X1", "X2", "X3", "X4"), "kl_heldout": ("X2h", "X3h", "X4h")}
+DOSES = ("bcs_kl10x", "bcs_kl100x")  # Amendment 22's arms, each against "bcs"
 
 
 def analyse(out_dir: str | Path, regime: str, rng: np.random.Generator, drift_dir: str | Path | None = None,
-            a: str = PAIR[0], b: str = PAIR[1], exploratory: bool = False, measure: str = "kl_late") -> list[dict]:
-    """X1-X4 (``measure`` ``"kl_late"``) or X2h-X4h (``"kl_heldout"``, the addendum) on the complete seeds (both
-    methods' H1x CSVs and that measure), with their verdicts (:func:`ddrl.stats.verdict`, the registered rule,
-    each prediction's sign and margin). ``exploratory``: the runs the predictions were read from, whose
-    intervals are descriptive (verdict ``"exploratory"``)."""
+            a: str = PAIR[0], b: str = PAIR[1], exploratory: bool = False, measure: str = "kl_late",
+            ids: Sequence[str] | None = None) -> list[dict]:
+    """The predictions ``ids`` (default: X1-X4 for ``measure`` ``"kl_late"``, X2h-X4h for ``"kl_heldout"``, the
+    addendum) of ``a`` against ``b`` on the complete seeds (both methods' H1x CSVs and that measure), with their
+    verdicts (:func:`ddrl.stats.verdict`, the registered rule, each prediction's sign and margin).
+    ``exploratory``: the runs the predictions were read from, whose intervals are descriptive (verdict
+    ``"exploratory"``)."""
     if measure not in MEASURES:
         raise ValueError(f"analyse: measure must be one of {sorted(MEASURES)}, got {measure!r}")
+    ids = tuple(ids or MEASURES[measure])
     held = heldout_rows(out_dir, regime, (a, b))
     table = seed_table(out_dir, regime, (a, b), drift_dir, held)
     wide = table.pivot(index="seed", columns="method")
     seeds = sorted(wide[measure].dropna().index)
     if len(seeds) < 2:
         raise ValueError(f"analyse: {len(seeds)} seed(s) with both {a!r} and {b!r} and {measure!r}; need >= 2")
-    fit = kl_fit(table[table["seed"].isin(seeds)], a, b, x=measure)
-    rs = [paired_t(wide.loc[seeds, (measure, a)] - wide.loc[seeds, (measure, b)]), fit["slope"], fit["adjusted"]]
-    ids, n_questions = MEASURES[measure], None
-    if "X1" in ids:  # the held-out pass@1 difference itself, per seed and question
+    kinds, rs, n_questions = {PREDICTIONS[i][3] for i in ids}, {}, None
+    if "dist" in kinds:
+        rs["dist"] = paired_t(wide.loc[seeds, (measure, a)] - wide.loc[seeds, (measure, b)])
+    if kinds & {"slope", "adjusted"}:
+        rs.update(kl_fit(table[table["seed"].isin(seeds)], a, b, x=measure))
+    if "acc" in kinds:  # the held-out pass@1 difference itself, per seed and question
         d = paired_differences(held[held["seed"].isin(seeds)], a, b)
-        rs, n_questions = [hierarchical_bootstrap(d.to_numpy(), rng).to_dict()] + rs, int(d.shape[1])
+        rs["acc"], n_questions = hierarchical_bootstrap(d.to_numpy(), rng).to_dict(), int(d.shape[1])
     out = []
-    for cid, r in zip(ids, rs):
-        metric, sign, margin = PREDICTIONS[cid]
-        out.append({"id": cid, "regime": regime, "metric": metric, "expected_sign": sign,
+    for cid in ids:
+        metric, sign, margin, kind = PREDICTIONS[cid]
+        r = rs[kind]
+        out.append({"id": cid, "regime": regime, "metric": metric.format(a=label(a)), "expected_sign": sign,
                     "estimate": r["estimate"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
-                    "n_seeds": len(seeds), "n_questions": n_questions if cid == "X1" else None,
+                    "n_seeds": len(seeds), "n_questions": n_questions if kind == "acc" else None,
                     "verdict": "exploratory" if exploratory else verdict(r["ci_low"], r["ci_high"], sign, margin)})
+    return out
+
+
+SLOPE_FROM = REPO / "results" / "drift" / "amc_like_cpu_heldout_kl.json"  # Amendment 21's confirmed X3h
+DOSE_OUT = "results/drift/cpu"  # Amendment 22's runs, beside Amendment 21's CPU runs
+
+
+def x3h_slope(path: str | Path = SLOPE_FROM) -> float:
+    """The X3h estimate (points per 1e-3 of held-out KL) of a committed drift JSON."""
+    return next(x["estimate"] for x in json.loads(Path(path).read_text()) if x["id"] == "X3h")
+
+
+def analyse_dose(out_dir: str | Path, regime: str, rng: np.random.Generator, slope: float,
+                 drift_dir: str | Path | None = None, arms: Sequence[str] = DOSES) -> list[dict]:
+    """Amendment 22's K1-K3 for each arm against BCS (held-out KL), each entry naming its ``arm``; K2 also gets
+    ``predicted``: what Amendment 21's within-method slope ``slope`` (X3h, points per 1e-3) makes of K1."""
+    out = []
+    for arm in arms:
+        e = analyse(out_dir, regime, rng, drift_dir, a=arm, b="bcs", measure="kl_heldout", ids=("K1", "K2", "K3"))
+        k1 = e[0]["estimate"]
+        out += [dict(x, arm=arm, **({"predicted": slope * k1} if x["id"] == "K2" else {})) for x in e]
     return out
 
 
@@ -364,6 +395,27 @@ def drift_figure(tables: dict[str, pd.DataFrame], x: str = "kl_late"):
     return fig
 
 
+def dose_figure(table: pd.DataFrame, slope: float):
+    """Amendment 22: held-out pass@1 against held-out KL, one point per run of BCS and its stronger-penalty arms
+    (``table``: :func:`seed_table` of them), with the line Amendment 21's within-method ``slope`` draws through
+    BCS's runs, extended over every arm: where the drift reading puts the arms."""
+    t = table.dropna(subset=["kl_heldout"]).assign(method_label=table["method"].map(label))
+    order = [m for m in ("bcs",) + DOSES if m in set(t["method"])]
+    pal = dict(zip(order, sns.color_palette("colorblind", len(order))))
+    fig, ax = plt.subplots(figsize=(5.2, 3.9))
+    sns.scatterplot(t, x="kl_heldout", y="heldout", hue="method_label", style="method_label", ax=ax, s=30,
+                    palette={label(m): pal[m] for m in order}, hue_order=[label(m) for m in order])
+    bcs = t[t["method"] == "bcs"]
+    xs = np.linspace(t["kl_heldout"].min(), t["kl_heldout"].max(), 2)
+    ax.plot(xs, bcs["heldout"].mean() + slope * (xs - bcs["kl_heldout"].mean()), color="0.3", ls="--", lw=1.2,
+            label=f"BCS's line, slope {slope:+.2f} (Amendment 21)")
+    ax.set_xlabel("held-out KL to the base [1e-3 nats/token]")
+    ax.set_ylabel("held-out pass@1 (1,536 fresh questions) [points]")
+    ax.legend(fontsize=7, title=None)
+    fig.tight_layout()
+    return fig
+
+
 def jobs(regime: str, seeds: Sequence[int], methods: Sequence[str] = PAIR) -> list[Job]:
     """One H1x job per seed and method, seed by seed (so a budget's cut leaves whole pairs behind)."""
     return [Job(regime, s, (m,), "H1x") for s in seeds for m in methods]
@@ -392,14 +444,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "needed by all but figure")
     ap.add_argument("--drift-dir", type=Path, default=None, help="export: write, analyse: read drift/ here "
                     "(default: --out)")
-    ap.add_argument("--methods", nargs="+", default=list(PAIR), help="run, export, kl: whose runs (default: the pair; Amendment 22: bcs_kl10x bcs_kl100x)")
+    ap.add_argument("--methods", nargs="+", default=list(PAIR), help="run, export, kl: whose runs (default: the "
+                    "pair; Amendment 22: bcs_kl10x bcs_kl100x)")
     ap.add_argument("--runs-root", type=Path, default=None, help="run directories (default: <cache>/runs)")
-    ap.add_argument("--json", type=Path, default=None, help="analyse: write X1-X4 here")
+    ap.add_argument("--json", type=Path, default=None, help="analyse: write the entries here")
     ap.add_argument("--seed", type=int, default=0, help="analyse: the bootstrap's generator seed")
     ap.add_argument("--measure", choices=sorted(MEASURES), default="kl_late", help="analyse: X1-X4 (kl_late) or "
                     "the addendum's X2h-X4h (kl_heldout)")
     ap.add_argument("--exploratory", action="store_true", help="analyse: the runs the predictions came from (no "
                     "verdicts)")
+    ap.add_argument("--dose", action="store_true", help="analyse: Amendment 22's K1-K3 (BCS's KL-penalty arms)")
+    ap.add_argument("--slope-from", type=Path, default=SLOPE_FROM, help="analyse --dose, figure: the JSON whose "
+                    "X3h slope K2's prediction and the dose figure's line use")
     args = ap.parse_args(argv)
     if args.out is None and args.what != "figure":
         ap.error(f"{args.what} needs --out DIR")
@@ -423,9 +479,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             fig = drift_figure(tables, x)
             print(save_figure(fig, REPO / "docs" / "results", name))
             plt.close(fig)
+        if any((REPO / DOSE_OUT / HELDOUT_X / args.regime).glob(f"{DOSES[0]}-seed*.csv*")):
+            fig = dose_figure(seed_table(REPO / DOSE_OUT, args.regime, ("bcs",) + DOSES), x3h_slope(args.slope_from))
+            print(save_figure(fig, REPO / "docs" / "results", "drift_kl_dose"))
+            plt.close(fig)
     else:
-        entries = analyse(args.out, args.regime, np.random.default_rng(args.seed), args.drift_dir,
-                          exploratory=args.exploratory, measure=args.measure)
+        rng = np.random.default_rng(args.seed)
+        entries = (analyse_dose(args.out, args.regime, rng, x3h_slope(args.slope_from), args.drift_dir) if args.dose
+                   else analyse(args.out, args.regime, rng, args.drift_dir, exploratory=args.exploratory,
+                                measure=args.measure))
         text = json.dumps(entries, indent=1) + "\n"
         if args.json:
             atomic_write_bytes(args.json, text.encode())
