@@ -48,10 +48,10 @@ from ddrl.reporting import REPO, atomic_write_bytes, content_key, grader_fingerp
 from ddrl.runs import RunDir
 from ddrl.study_analysis import analyse_claims, analyse_stage1
 from ddrl.study_figures import render_results
-from ddrl.study_plan import (BASE, COR_4X, HELDOUT_X, REAL, RESULTS, SCALES, STEP_COLUMNS, SVAMP_REGIME, Job, Scale,
-                             check_weights, csv_path, experiment, export_base_models, heldout_x_jobs, heldout_x_path,
-                             heldout_x_records, load_regimes, regimes_path, selection_k, stage1_jobs, stage2_jobs,
-                             wants_heldout, write_replication)
+from ddrl.study_plan import (BASE, COR_4X, HELDOUT_X, HELDOUT_X_AMENDMENTS, REAL, RESULTS, SCALES, STEP_COLUMNS,
+                             SVAMP_REGIME, Job, Scale, check_weights, csv_path, experiment, export_base_models,
+                             heldout_x_jobs, heldout_x_path, heldout_x_records, load_regimes, regimes_path,
+                             selection_k, stage1_jobs, stage2_jobs, wants_heldout, write_replication)
 from ddrl.study_status import status_text
 from ddrl.train import steps_per_episode
 
@@ -332,7 +332,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.study", description=__doc__.split("\n\n")[0])
     what = ap.add_mutually_exclusive_group(required=True)
     what.add_argument("--stage", type=int, choices=(1, 2), help="run a stage's jobs (resumable)")
-    what.add_argument("--heldout-x", action="store_true", help="H1x (plan Amendments 11-17, 19, 20): DDRL, no "
+    what.add_argument("--heldout-x", action="store_true", help=f"H1x (plan Amendments {HELDOUT_X_AMENDMENTS}): DDRL, no "
                       "adaptation, TTRL, BCS+DAE (and BCS in AMC-like and MATH-500-like, BCS with random negatives in "
                       "AMC-like) on fresh held-out questions (resumable)")
     what.add_argument("--real-rollouts", action="store_true", help="F1-F3, G1, E1, E2's inputs on the SVAMP Codex "

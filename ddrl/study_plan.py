@@ -87,6 +87,7 @@ PRIORITY: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
 #: it in Amendment 13 (H1xT, H1xD) and BCS+DAE (the DDRL run's RL-only weights) in 14 (H1xC, H1xR), each after
 #: the methods before it: a job's DDRL runs (or loads) first.
 HELDOUT_X = "heldout_x"
+HELDOUT_X_AMENDMENTS = "11-17, 19, 20"  # the plan amendments that register H1x and its family
 HELDOUT_X_METHODS = ("ddrl", "no_adaptation", "ttrl", "bcs_dae")
 #: Regimes on the AMC-like questions, which take the AMC-like seed count.
 AMC_SEEDED = (SMALL_LR, WEAK_REGIME)

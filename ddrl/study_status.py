@@ -16,8 +16,8 @@ from ddrl.logprobs import pinned_backend
 from ddrl.regimes import WEAK_REGIME, Regime
 from ddrl.runs import RunDir
 from ddrl.study_analysis import progress, run_minutes
-from ddrl.study_plan import (BASE, REUSES_RUN, Job, Scale, csv_path, experiment, heldout_x_jobs, heldout_x_path,
-                             is_built, stage1_jobs, stage2_jobs)
+from ddrl.study_plan import (BASE, HELDOUT_X_AMENDMENTS, REUSES_RUN, Job, Scale, csv_path, experiment,
+                             heldout_x_jobs, heldout_x_path, is_built, stage1_jobs, stage2_jobs)
 
 
 #: Pricing a method that has not run yet by one that has (``--status`` only, never an analysis): same trainer
@@ -127,5 +127,5 @@ def status_text(out_dir: str | Path, regimes: dict[str, Regime], scale: Scale, s
     hx = [(j, m) for j in heldout_x_jobs(list(regimes), scale) for m in j.methods]
     if hx:  # evaluations of (mostly) finished runs: counted, not priced
         done = sum(heldout_x_path(out_dir, j.regime, m, j.seed).is_file() for j, m in hx)
-        lines.append(f"H1x (plan Amendments 11-17, 19, 20): {done}/{len(hx)} method x seed CSVs written (--heldout-x)")
+        lines.append(f"H1x (plan Amendments {HELDOUT_X_AMENDMENTS}): {done}/{len(hx)} method x seed CSVs written (--heldout-x)")
     return "\n".join(lines)
