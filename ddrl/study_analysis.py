@@ -32,8 +32,8 @@ def method_csvs(out_dir: str | Path) -> list[Path]:
 
 
 def heldout_x_csvs(out_dir: str | Path) -> list[Path]:
-    """H1x's method CSVs under ``out_dir`` (plan Amendments 11, 12; :func:`ddrl.study_plan.heldout_x_path`), sorted."""
-    return method_csvs(Path(out_dir) / HELDOUT_X)
+    """H1x's gzipped method CSVs under ``out_dir``, sorted (Amendments 11, 12; :func:`~ddrl.study_plan.heldout_x_path`)."""
+    return sorted(Path(out_dir, HELDOUT_X).glob("*/*-seed*.csv.gz"))
 
 
 def load_questions(out_dir: str | Path) -> pd.DataFrame:

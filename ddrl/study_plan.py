@@ -39,7 +39,7 @@ Readings of the plan (written down here, chosen from the text, never from method
 - **H1x** (plan Amendments 11, 12; TTRL added by 13 for H1xT and H1xD, BCS+DAE by 14 for H1xC and H1xR): H1's
   estimand on 1,536 fresh held-out questions per regime (:func:`heldout_x_records`), AMC-like seeds 0-18 (0-7 by
   Amendment 11, 8-18 by 15) and AIME-like 0-5 (retrained), MATH-500-like 19-45 (weights kept),
-  written to ``results/runs/heldout_x/<regime>/`` (:data:`HELDOUT_X`), beside the registered H1. BCS alone
+  written to ``results/runs/heldout_x/<regime>/`` (:data:`HELDOUT_X`, gzipped CSVs), beside the registered H1. BCS alone
   joined in AMC-like (17: H1xB, H1xA) and MATH-500-like (20, retrained), BCS's positives with random negatives in
   AMC-like (19: H1xN, H1xP).
 - **Units**: pass@1 differences in points (x 100); D1/D2 advantage x 100; C2 % of the RL phase.
@@ -379,8 +379,8 @@ def csv_path(out_dir: str | Path, regime: str, method: str, seed: int, steps: bo
 
 def heldout_x_path(out_dir: str | Path, regime: str, method: str, seed: int) -> Path:
     """H1x's CSV of a method and seed (plan Amendment 11): :func:`csv_path` under ``<out>/heldout_x/``, apart
-    from the registered runs' CSVs."""
-    return csv_path(Path(out_dir) / HELDOUT_X, regime, method, seed)
+    from the registered runs' CSVs, gzipped (``.csv.gz``: 1,536 rows per run, ~50x smaller)."""
+    return csv_path(Path(out_dir) / HELDOUT_X, regime, method, seed).with_suffix(".csv.gz")
 
 
 def heldout_x_records(regime: Regime, n: int) -> list[dict]:

@@ -805,7 +805,7 @@ def test_every_committed_run_is_current_under_this_code(monkeypatch, results_dir
                 stale.append(str(q.relative_to(runs)))
     fresh = {}  # H1x (plan Amendment 11): keyed by the run's key and its fresh questions
     for p in study_analysis.heldout_x_csvs(runs):
-        method, seed = p.stem.rsplit("-seed", 1)
+        method, seed = p.name.removesuffix(".csv.gz").rsplit("-seed", 1)
         reg = regs[p.parent.name]
         held = fresh.setdefault(reg.name, study.heldout_x_records(reg, scale.n_heldout_x))
         n += 1
