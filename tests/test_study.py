@@ -5,6 +5,7 @@ The synthetic per-question tables below are TEST INPUT made up here, never resul
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -286,6 +287,14 @@ def test_smoke_heldout_x_evaluates_the_registered_runs_on_fresh_questions(smoke)
     for cid in ("H1x", "H1xT", "H1xD", "H1xC", "H1xR", "H1xB", "H1xA"):  # Amendments 13, 14, 20
         (e,) = [e for e in entries if e["id"] == cid]
         assert (e["n_seeds"], e["n_questions"]) == (2, SMOKE.n_heldout_x), cid
+    # an uncompressed CSV of earlier code is compressed in place (same bytes as written now), not recomputed
+    gz = study.heldout_x_path(root / "runs", "math500_like", "ttrl", 1)
+    packed = gz.read_bytes()
+    gz.with_suffix("").write_bytes(gzip.decompress(packed))
+    gz.unlink()
+    again = study.run_jobs(study.heldout_x_jobs(ONE, SMOKE), SMOKE, root / "runs", root / "rr", workers=1, progress=False)
+    assert [d["status"] for d in again] == ["loaded", "loaded"]
+    assert gz.read_bytes() == packed and not gz.with_suffix("").exists()
 
 
 def test_heldout_x_records_are_fresh_and_skip_repeats():
