@@ -336,13 +336,14 @@ if results is not None:
 
 # %%
 from ddrl import drift
+from ddrl.tables import fmt_ci
 
 drift_sets = {"exploratory": "amc_like_exploratory", "H100": "amc_like_gpu", "Xeon": "amc_like_cpu"}
 drift_files = [(k, R / "drift" / f"{f}{sfx}.json") for sfx in ("", "_heldout_kl") for k, f in drift_sets.items()]
 drift_rows = [dict(e, runs=k) for k, p in drift_files if p.is_file() for e in json.loads(p.read_text())]
 if drift_rows:
     dt = pd.DataFrame(drift_rows)
-    dt["interval"] = [f"{e:+.2f} [{lo:+.2f}, {hi:+.2f}]" for e, lo, hi in zip(dt.estimate, dt.ci_low, dt.ci_high)]
+    dt["interval"] = [fmt_ci(e, lo, hi, "+.2f") for e, lo, hi in zip(dt.estimate, dt.ci_low, dt.ci_high)]
     display(dt.pivot(index=["id", "metric"], columns="runs", values=["interval", "verdict"])
             .reindex(columns=[k for k in drift_sets if k in set(dt.runs)], level=1))
     tables = {t: drift.seed_table(R.parent / o, "amc_like", drift_dir=R.parent / d if d else None)
@@ -352,6 +353,26 @@ if drift_rows:
             fig = drift.drift_figure(tables, x)
             rep.figure(fig, name, data=pd.concat(tables, names=["runs"]).reset_index(level=0))
             plt.show()
+
+# %% [markdown]
+# ### Moving the distance by hand: BCS with a stronger KL penalty (plan Amendment 22)
+#
+# The reading above compares runs that drifted different amounts on their own, so it is correlational.
+# Amendment 22 intervenes on the distance: BCS with the update's KL penalty 10x and 100x stronger (nothing else
+# changes), on the same seeds as the Xeon confirmation. K1: does the held-out KL fall? K2: does held-out pass@1
+# rise (beside it, `predicted`: what Amendment 21's within-rule slope makes of K1)? K3: at equal held-out KL, do
+# the penalised runs lie on BCS's own line (inside +-1 point)? The dashed line is that slope through BCS's runs.
+
+# %%
+dose_path = R / "drift" / "amc_like_cpu_kl_dose.json"
+if dose_path.is_file():
+    dd = pd.DataFrame(json.loads(dose_path.read_text()))
+    dd["interval"] = [fmt_ci(e, lo, hi, "+.2f") for e, lo, hi in zip(dd.estimate, dd.ci_low, dd.ci_high)]
+    display(dd[["id", "arm", "metric", "interval", "predicted", "verdict", "n_seeds"]].round(2))
+    dose_table = drift.seed_table(R.parent / drift.DOSE_OUT, "amc_like", ("bcs",) + drift.DOSES)
+    fig = drift.dose_figure(dose_table, drift.x3h_slope(R / "drift" / "amc_like_cpu_heldout_kl.json"))
+    rep.figure(fig, "drift_kl_dose", data=dose_table)
+    plt.show()
 
 # %% [markdown]
 # ## Replications on other builds of the base model
