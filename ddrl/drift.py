@@ -1,24 +1,18 @@
-"""Policy drift and held-out accuracy (plan Amendments 21, 22).
+"""Policy drift and held-out accuracy (plan Amendments 21-23), each prediction one entry of :data:`PREDICTIONS`.
 
-Amendment 19 traced BCS's held-out cost in AMC-like (H1xN: BCS - BCS's positives with random negatives, -1.3
-points on 1,536 fresh questions) to its confidence-aware negatives, without saying why. The runs' step logs
-(``metrics.jsonl``: ``actor/kl``, the k3 estimate of KL(policy || reference) on the step's trained rollouts),
-read after the results, suggested that a run's held-out pass@1 falls with its distance from the base, and that
-BCS's negatives move the policy further. Amendment 21 tests that reading on new seeds (:data:`PREDICTIONS`):
-X1 H1xN's sign; X2 BCS - random negatives in late KL (mean ``actor/kl`` over the last :data:`LATE_EPISODES`
-episodes, 1e-3); X3 the within-method slope of held-out pass@1 on late KL; X4 the difference at equal late KL
-(inside +-1 point?); X2h-X4h the same with the held-out KL (:func:`heldout_kl`: the final policy's own samples of
-fresh questions against the base). Amendment 22 moves the distance by hand, BCS with a 10x and 100x KL penalty
-(:data:`DOSES`): K1 held-out KL falls, K2 held-out pass@1 rises, K3 the arms lie on BCS's line.
-
-The step logs live beside the trained weights in the run directories (not committed); :func:`export_steps`
-copies the columns this module reads (:data:`DRIFT_COLUMNS`) into small CSVs, which are committed.
+Why do BCS's rarest-answer negatives cost held-out accuracy (Amendment 19's H1xN)? A run's distance from the base
+is read from its step logs (late ``actor/kl``: the k3 KL to the reference on the trained rollouts, mean of the
+last :data:`LATE_EPISODES` episodes) and from its final weights (:func:`heldout_kl` on fresh questions), and set
+against its held-out pass@1. Amendment 21 tests the link across seeds and rules (X1-X4, X2h-X4h); 22 moves the
+distance by hand, BCS with a 10x and 100x KL penalty (K1-K3); 23 asks whether TTRL and DDRL lie on BCS's line
+(Z1-Z4). The step logs stay in the run directories; :func:`export_steps` copies :data:`DRIFT_COLUMNS` into small
+committed CSVs.
 
     python -m ddrl.drift run --regime amc_like --seeds 100-131 --workers 8 --budget-min 5 --out DIR   # the runs
     python -m ddrl.drift export --out DIR                   # step CSVs from the runs' directories
     python -m ddrl.drift kl --out DIR                       # the held-out KL of each run
     python -m ddrl.drift analyse --out DIR --json results/drift/<name>.json   # X1-X4 (--measure kl_heldout: X2h-X4h)
-    python -m ddrl.drift analyse --dose --out DIR --json ...   # K1-K3 (run, export, kl with --methods bcs_kl10x ...)
+    python -m ddrl.drift analyse --dose --out DIR ...       # K1-K3 (--across: Z1-Z4); run, export, kl: --methods
     python -m ddrl.drift figure                 # docs/results/drift_kl_heldout, drift_heldout_kl, drift_kl_dose
 """
 
@@ -65,9 +59,10 @@ PAIR = ("bcs", "bcs_random_neg")  # X1, X2, X4: a - b
 DRIFT = "drift"  # <out>/drift/<regime>/<method>-seedNN-steps.csv
 
 
-def drift_path(out_dir: str | Path, regime: str, method: str, seed: int) -> Path:
-    """A run's drift CSV: ``<out>/drift/<regime>/<method>-seedNN-steps.csv``."""
-    return Path(out_dir) / DRIFT / regime / f"{method}-seed{seed:02d}-steps.csv"
+def drift_path(out_dir: str | Path, regime: str, method: str, seed: int, kind: str = "steps") -> Path:
+    """A run's drift CSV, ``<out>/drift/<regime>/<method>-seedNN-steps.csv``, or (``kind="kl"``) its held-out KL,
+    ``...-seedNN-kl.json``."""
+    return Path(out_dir) / DRIFT / regime / f"{method}-seed{seed:02d}-{kind}.{'json' if kind == 'kl' else 'csv'}"
 
 
 def drift_steps(run_dir: str | Path) -> pd.DataFrame:
@@ -139,7 +134,7 @@ def seed_table(out_dir: str | Path, regime: str, methods: Sequence[str] = PAIR,
         if not p.is_file():
             continue
         st = pd.read_csv(p)
-        kp = kl_path(drift_dir or out_dir, regime, m, s)
+        kp = drift_path(drift_dir or out_dir, regime, m, s, "kl")
         rows.append({"method": m, "seed": int(s), "heldout": float(acc), "kl_late": late_mean(st, "actor/kl") / KL_UNIT,
                      "entropy_late": late_mean(st, "rollout/entropy"),
                      "rare_late": late_mean(st, "gt/bin0-0.125/n"),  # rollouts of rare answers per step
@@ -167,11 +162,9 @@ def kl_fit(table: pd.DataFrame, a: str = PAIR[0], b: str = PAIR[1], confidence: 
     cov = np.linalg.inv(X.T @ X) * float(resid @ resid) / dof
     q = sps.t.ppf(1 - (1 - confidence) / 2, dof)
     se = np.sqrt(np.diag(cov))
-    out = {}
-    for i, name in ((0, "slope"), (1, "adjusted")):
-        out[name] = {"estimate": float(beta[i]), "ci_low": float(beta[i] - q * se[i]), "ci_high": float(beta[i] + q * se[i])}
-    out["n_runs"], out["dof"] = int(len(y)), int(dof)
-    return out
+    ci = {n: {"estimate": float(beta[i]), "ci_low": float(beta[i] - q * se[i]), "ci_high": float(beta[i] + q * se[i])}
+          for i, n in ((0, "slope"), (1, "adjusted"))}
+    return {**ci, "n_runs": int(len(y)), "dof": int(dof)}
 
 
 def paired_t(x: Sequence[float], confidence: float = 0.95) -> dict:
@@ -182,7 +175,7 @@ def paired_t(x: Sequence[float], confidence: float = 0.95) -> dict:
     return {"estimate": est, "ci_low": lo, "ci_high": hi}
 
 
-#: Each prediction (plan Amendments 21, 22): what it measures (``{a}``: the arm compared with BCS), its expected
+#: Each prediction (plan Amendments 21-23): what it measures (``{a}``: the arm compared with BCS), its expected
 #: sign (0 = inside the margin), its no-effect margin (0: a sign claim without a no-effect band) and its kind:
 #: "acc" held-out pass@1 a - b (hierarchical bootstrap), "dist" the KL measure a - b (paired t), "slope" the
 #: within-method slope and "adjusted" a - b at equal KL (:func:`kl_fit`)
@@ -200,9 +193,18 @@ PREDICTIONS = {
     "K1": ("held-out KL(policy || base), {a} - BCS [1e-3 nats/token]", -1, 0.0, "dist"),
     "K2": ("held-out pass@1, {a} - BCS [points]", +1, 1.0, "acc"),
     "K3": ("held-out pass@1 at equal held-out KL, {a} - BCS [points]", 0, 1.0, "adjusted"),
+    # Amendment 23: TTRL (Z1, Z3) and DDRL (Z2, Z4) against BCS; Za descriptive (sign None: no verdict)
+    "Z1": ("held-out pass@1 at equal held-out KL, {a} - BCS [points]", 0, 1.0, "adjusted"),
+    "Z2": ("held-out pass@1 at equal held-out KL, {a} - BCS [points]", 0, 1.0, "adjusted"),
+    "Z3": ("held-out KL(policy || base), {a} - BCS [1e-3 nats/token]", -1, 0.0, "dist"),
+    "Z4": ("held-out KL(policy || base), {a} - BCS [1e-3 nats/token]", +1, 0.0, "dist"),
+    "Za": ("held-out pass@1, {a} - BCS [points]", None, 0.0, "acc"),
 }
 MEASURES = {"kl_late": ("X1", "X2", "X3", "X4"), "kl_heldout": ("X2h", "X3h", "X4h")}
 DOSES = ("bcs_kl10x", "bcs_kl100x")  # Amendment 22's arms, each against "bcs"
+#: Each set of arms against BCS: arm -> its predictions (Amendment 22: the KL-penalty doses; 23: the methods)
+ARMS = {"dose": {a: ("K1", "K2", "K3") for a in DOSES}, "methods": {"ttrl": ("Z3", "Z1", "Za"),
+                                                                    "ddrl": ("Z4", "Z2", "Za")}}
 
 
 def analyse(out_dir: str | Path, regime: str, rng: np.random.Generator, drift_dir: str | Path | None = None,
@@ -237,7 +239,8 @@ def analyse(out_dir: str | Path, regime: str, rng: np.random.Generator, drift_di
         out.append({"id": cid, "regime": regime, "metric": metric.format(a=label(a)), "expected_sign": sign,
                     "estimate": r["estimate"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
                     "n_seeds": len(seeds), "n_questions": n_questions if kind == "acc" else None,
-                    "verdict": "exploratory" if exploratory else verdict(r["ci_low"], r["ci_high"], sign, margin)})
+                    "verdict": "exploratory" if exploratory else "descriptive" if sign is None else
+                    verdict(r["ci_low"], r["ci_high"], sign, margin)})
     return out
 
 
@@ -250,15 +253,17 @@ def x3h_slope(path: str | Path = SLOPE_FROM) -> float:
     return next(x["estimate"] for x in json.loads(Path(path).read_text()) if x["id"] == "X3h")
 
 
-def analyse_dose(out_dir: str | Path, regime: str, rng: np.random.Generator, slope: float,
-                 drift_dir: str | Path | None = None, arms: Sequence[str] = DOSES) -> list[dict]:
-    """Amendment 22's K1-K3 for each arm against BCS (held-out KL), each entry naming its ``arm``; K2 also gets
-    ``predicted``: what Amendment 21's within-method slope ``slope`` (X3h, points per 1e-3) makes of K1."""
+def analyse_arms(out_dir: str | Path, regime: str, rng: np.random.Generator, which: str = "dose",
+                 slope: float | None = None, drift_dir: str | Path | None = None) -> list[dict]:
+    """The predictions of each arm of :data:`ARMS` ``[which]`` against BCS (held-out KL), each entry naming its
+    ``arm``; with ``slope`` (Amendment 21's X3h, points per 1e-3), the held-out pass@1 entry also gets
+    ``predicted``: what that slope makes of the arm's KL difference (Amendment 22's K2)."""
     out = []
-    for arm in arms:
-        e = analyse(out_dir, regime, rng, drift_dir, a=arm, b="bcs", measure="kl_heldout", ids=("K1", "K2", "K3"))
-        k1 = e[0]["estimate"]
-        out += [dict(x, arm=arm, **({"predicted": slope * k1} if x["id"] == "K2" else {})) for x in e]
+    for arm, ids in ARMS[which].items():
+        e = analyse(out_dir, regime, rng, drift_dir, a=arm, b="bcs", measure="kl_heldout", ids=ids)
+        dist = next(x["estimate"] for x in e if PREDICTIONS[x["id"]][3] == "dist")
+        out += [dict(x, arm=arm, **({"predicted": slope * dist} if slope is not None and
+                                    PREDICTIONS[x["id"]][3] == "acc" else {})) for x in e]
     return out
 
 
@@ -305,11 +310,6 @@ def heldout_kl(policy, base, tokenizer, prompts: Sequence[str], n: int, max_new_
     return total / tokens, tokens
 
 
-def kl_path(out_dir: str | Path, regime: str, method: str, seed: int) -> Path:
-    """A run's held-out KL: ``<out>/drift/<regime>/<method>-seedNN-kl.json``."""
-    return Path(out_dir) / DRIFT / regime / f"{method}-seed{seed:02d}-kl.json"
-
-
 def _weights(name: str | Path) -> dict:
     """sha256 of a model's weight files (:func:`ddrl.experiments.model_fingerprint` without the local path)."""
     return {k: v for k, v in model_fingerprint(str(name)).items() if k != "model"}
@@ -344,7 +344,7 @@ def measure_kl(out_dir: str | Path, runs_root: str | Path, regime: str, methods:
             (base_fp, policy_fp, len(records), KL_SAMPLES)
 
     todo = [(m, seed, run, fp) for m, seed, run in found
-            if not measured(kl_path(dest or out_dir, regime, m, seed), fp := _weights(run / "final"))]
+            if not measured(drift_path(dest or out_dir, regime, m, seed, "kl"), fp := _weights(run / "final"))]
     if not todo:
         return 0, missing
     base, tok = load_model(cfg["model"], "float32", "cpu")
@@ -358,7 +358,8 @@ def measure_kl(out_dir: str | Path, runs_root: str | Path, regime: str, methods:
         s = derive_seed(seed, "drift", "kl")
         kl, n_tok = heldout_kl(policy, base, tok, prompts, KL_SAMPLES, c["max_new_tokens"], s)
         rec = HeldoutKL(kl / KL_UNIT, n_tok, len(prompts), KL_SAMPLES, s, base_fp, fp)
-        atomic_write_bytes(kl_path(dest or out_dir, regime, m, seed), (json.dumps(asdict(rec), indent=1) + "\n").encode())
+        path = drift_path(dest or out_dir, regime, m, seed, "kl")
+        atomic_write_bytes(path, (json.dumps(asdict(rec), indent=1) + "\n").encode())
     return len(todo), missing
 
 
@@ -423,13 +424,9 @@ def jobs(regime: str, seeds: Sequence[int], methods: Sequence[str] = PAIR) -> li
 
 def _seeds(text: str) -> list[int]:
     lo, _, hi = text.partition("-")
-    try:
-        seeds = list(range(int(lo), int(hi) + 1)) if hi else [int(lo)]
-    except ValueError:
-        raise SystemExit(f"--seeds: expected N or N-M (e.g. 100-131), got {text!r}") from None
-    if not seeds:
-        raise SystemExit(f"--seeds: {text!r} is empty")
-    return seeds
+    if not (lo.isdigit() and (hi.isdigit() or not hi)) or int(hi or lo) < int(lo):
+        raise SystemExit(f"--seeds: expected N or N-M (e.g. 100-131), got {text!r}")
+    return list(range(int(lo), int(hi or lo) + 1))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -454,6 +451,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--exploratory", action="store_true", help="analyse: the runs the predictions came from (no "
                     "verdicts)")
     ap.add_argument("--dose", action="store_true", help="analyse: Amendment 22's K1-K3 (BCS's KL-penalty arms)")
+    ap.add_argument("--across", action="store_true", help="analyse: Amendment 23's Z1-Z4 (TTRL, DDRL against BCS)")
     ap.add_argument("--slope-from", type=Path, default=SLOPE_FROM, help="analyse --dose, figure: the JSON whose "
                     "X3h slope K2's prediction and the dose figure's line use")
     args = ap.parse_args(argv)
@@ -485,9 +483,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             plt.close(fig)
     else:
         rng = np.random.default_rng(args.seed)
-        entries = (analyse_dose(args.out, args.regime, rng, x3h_slope(args.slope_from), args.drift_dir) if args.dose
-                   else analyse(args.out, args.regime, rng, args.drift_dir, exploratory=args.exploratory,
-                                measure=args.measure))
+        if args.dose or args.across:
+            entries = analyse_arms(args.out, args.regime, rng, "dose" if args.dose else "methods",
+                                   x3h_slope(args.slope_from) if args.dose else None, args.drift_dir)
+        else:
+            entries = analyse(args.out, args.regime, rng, args.drift_dir, exploratory=args.exploratory,
+                              measure=args.measure)
         text = json.dumps(entries, indent=1) + "\n"
         if args.json:
             atomic_write_bytes(args.json, text.encode())

@@ -212,7 +212,7 @@ def test_heldout_kl_is_zero_against_itself_and_positive_after_training(tmp_path)
     assert len(recs) == 6 and all(r["n_samples"] == drift.KL_SAMPLES and r["n_tokens"] > 0 for r in recs)
     assert np.mean([r["kl"] for r in recs]) > 0  # trained policies moved away from the base
     assert drift.measure_kl(out, runs, "math500_like", scale="smoke", progress=False) == (0, [])  # read, not redone
-    kp = drift.kl_path(out, "math500_like", "bcs", 100)  # a JSON of other weights is measured again
+    kp = drift.drift_path(out, "math500_like", "bcs", 100, "kl")  # a JSON of other weights is measured again
     kp.write_text(json.dumps(dict(json.loads(kp.read_text()), policy_fingerprint={"model.safetensors": "other"})))
     assert drift.measure_kl(out, runs, "math500_like", scale="smoke", progress=False) == (1, [])
     assert json.loads(kp.read_text())["policy_fingerprint"] == recs[0]["policy_fingerprint"]
@@ -224,15 +224,16 @@ def test_heldout_kl_is_zero_against_itself_and_positive_after_training(tmp_path)
         drift.analyse(out, "math500_like", np.random.default_rng(0), measure="entropy")
 
 
-def _dose_world(tmp_path: Path, off_line: float = 0.0, seeds=range(100, 108), n_q=6):
+def _dose_world(tmp_path: Path, off_line: float = 0.0, seeds=range(100, 108), n_q=6,
+                arms=(("bcs", 0), ("bcs_kl10x", 6), ("bcs_kl100x", 12))):
     """H1x CSVs, drift CSVs and held-out KL JSONs of BCS and Amendment 22's arms where held-out pass@1 (points) =
-    60 - 0.5 * held-out KL (+ ``off_line`` for bcs_kl10x) + small noise, the arms' KL lower by 6 and 12."""
+    60 - 0.5 * held-out KL (+ ``off_line`` for the second arm) + small noise, each arm's KL lower by its ``drop``."""
     rng = np.random.default_rng(1)
     out, q_eff = tmp_path / "out", rng.normal(0, 5, n_q)
     for s in seeds:
-        for m, drop in (("bcs", 0), ("bcs_kl10x", 6), ("bcs_kl100x", 12)):
+        for m, drop in arms:
             kl = 20 - drop + rng.normal(0, 3)
-            acc = 60 - 0.5 * kl + (off_line if m == "bcs_kl10x" else 0) + rng.normal(0, 0.1)
+            acc = 60 - 0.5 * kl + (off_line if m == arms[1][0] else 0) + rng.normal(0, 0.1)
             p = heldout_x_path(out, "amc_like", m, s)
             p.parent.mkdir(parents=True, exist_ok=True)
             pd.DataFrame({"regime": "amc_like", "method": m, "seed": s, "split": "heldout_x",
@@ -242,7 +243,7 @@ def _dose_world(tmp_path: Path, off_line: float = 0.0, seeds=range(100, 108), n_
             d.parent.mkdir(parents=True, exist_ok=True)
             pd.DataFrame({"step": range(4), "episode": [0, 0, 1, 1], "actor/kl": kl * drift.KL_UNIT,
                           "rollout/entropy": 0.03, "gt/bin0-0.125/n": 5}).to_csv(d, index=False)
-            drift.kl_path(out, "amc_like", m, s).write_text(json.dumps({"kl": kl}))
+            drift.drift_path(out, "amc_like", m, s, "kl").write_text(json.dumps({"kl": kl}))
     return out
 
 
@@ -250,7 +251,7 @@ def test_dose_analysis_recovers_a_known_line(tmp_path):
     """K1-K3 (plan Amendment 22) on made-up runs on one line: the arms' KL falls (K1 reproduced), their held-out
     pass@1 rises by what the slope predicts (K2 reproduced, ``predicted`` close), and they lie on BCS's line (K3
     inside +-1); an arm put 3 points above the line is caught by K3."""
-    e = {(x["id"], x["arm"]): x for x in drift.analyse_dose(_dose_world(tmp_path), "amc_like",
+    e = {(x["id"], x["arm"]): x for x in drift.analyse_arms(_dose_world(tmp_path), "amc_like",
                                                              np.random.default_rng(0), slope=-0.5)}
     assert len(e) == 6 and all(x["n_seeds"] == 8 for x in e.values())
     for arm, drop in (("bcs_kl10x", 6), ("bcs_kl100x", 12)):
@@ -260,7 +261,7 @@ def test_dose_analysis_recovers_a_known_line(tmp_path):
         assert k2["estimate"] == pytest.approx(k2["predicted"], abs=0.3) and k2["verdict"] == "reproduced"
         assert abs(e["K3", arm]["estimate"]) < 0.5 and e["K3", arm]["verdict"] == "reproduced"
         assert "KL penalty" in e["K2", arm]["metric"]  # the arm's own name in the metric
-    off = {(x["id"], x["arm"]): x for x in drift.analyse_dose(_dose_world(tmp_path / "off", off_line=3.0),
+    off = {(x["id"], x["arm"]): x for x in drift.analyse_arms(_dose_world(tmp_path / "off", off_line=3.0),
                                                                "amc_like", np.random.default_rng(0), slope=-0.5)}
     assert off["K3", "bcs_kl10x"]["estimate"] == pytest.approx(3.0, abs=0.6)
     assert off["K3", "bcs_kl10x"]["verdict"] == "contradicted" and off["K3", "bcs_kl100x"]["verdict"] == "reproduced"
@@ -268,11 +269,23 @@ def test_dose_analysis_recovers_a_known_line(tmp_path):
     assert sum(len(c.get_offsets()) for c in fig.get_axes()[0].collections) == 24  # one point per run
 
 
+def test_methods_against_bcs_give_z1_to_z4_and_a_descriptive_difference(tmp_path):
+    """Amendment 23's arms: TTRL drifting less and DDRL more than BCS, both on BCS's line."""
+    out = _dose_world(tmp_path, arms=(("bcs", 0), ("ttrl", 5), ("ddrl", -4)))
+    e = {(x["id"], x["arm"]): x for x in drift.analyse_arms(out, "amc_like", np.random.default_rng(0), "methods")}
+    assert sorted(e) == sorted([("Z3", "ttrl"), ("Z1", "ttrl"), ("Za", "ttrl"), ("Z4", "ddrl"), ("Z2", "ddrl"),
+                                ("Za", "ddrl")])
+    assert e["Z3", "ttrl"]["verdict"] == e["Z4", "ddrl"]["verdict"] == "reproduced"  # less and more distance
+    assert e["Z1", "ttrl"]["verdict"] == e["Z2", "ddrl"]["verdict"] == "reproduced"  # on the line, inside +-1
+    assert e["Za", "ttrl"]["verdict"] == "descriptive" and e["Za", "ttrl"]["estimate"] > 0 > e["Za", "ddrl"]["estimate"]
+    assert not any("predicted" in x for x in e.values())  # no slope given
+
+
 def test_committed_dose_results_recompute_from_the_committed_csvs():
     path = REPO / "results" / "drift" / "amc_like_cpu_kl_dose.json"
     if not path.is_file():
         pytest.skip(f"{path} not written yet (plan Amendment 22's runs)")
-    got = drift.analyse_dose(REPO / drift.DOSE_OUT, "amc_like", np.random.default_rng(0), drift.x3h_slope())
+    got = drift.analyse_arms(REPO / drift.DOSE_OUT, "amc_like", np.random.default_rng(0), "dose", drift.x3h_slope())
     want = json.loads(path.read_text())
     assert [(x["id"], x["arm"]) for x in got] == [(x["id"], x["arm"]) for x in want]
     for g, w in zip(got, want):
