@@ -77,14 +77,15 @@ def drift_steps(run_dir: str | Path) -> pd.DataFrame:
     return pd.DataFrame([{k: r.get(k) for k in DRIFT_COLUMNS} for r in rows])
 
 
+def h1x_files(out_dir: str | Path, regime: str, methods: Sequence[str] = PAIR) -> list[tuple[str, Path]]:
+    """(method, path) of every H1x CSV of ``methods`` under ``out_dir`` of ``regime`` (``.csv.gz``; plain ``.csv``)."""
+    return [(m, p) for m in methods for p in sorted((Path(out_dir) / HELDOUT_X / regime).glob(f"{m}-seed*.csv*"))]
+
+
 def h1x_runs(out_dir: str | Path, regime: str, methods: Sequence[str] = PAIR) -> list[tuple[str, int, str]]:
-    """(method, seed, run directory name) of every H1x CSV (or ``.csv.gz``) under ``out_dir`` of ``regime``."""
-    out = []
-    for m in methods:
-        for p in sorted((Path(out_dir) / HELDOUT_X / regime).glob(f"{m}-seed*.csv*")):
-            head = pd.read_csv(p, nrows=1)
-            out.append((m, int(head["seed"].iloc[0]), str(head["run"].iloc[0])))
-    return out
+    """(method, seed, run directory name) of every H1x CSV (:func:`h1x_files`)."""
+    heads = [(m, pd.read_csv(p, nrows=1)) for m, p in h1x_files(out_dir, regime, methods)]
+    return [(m, int(h["seed"].iloc[0]), str(h["run"].iloc[0])) for m, h in heads]
 
 
 def export_steps(out_dir: str | Path, runs_root: str | Path, regime: str, methods: Sequence[str] = PAIR,
@@ -112,9 +113,8 @@ def late_mean(steps: pd.DataFrame, column: str, episodes: int = LATE_EPISODES) -
 
 
 def heldout_rows(out_dir: str | Path, regime: str, methods: Sequence[str] = PAIR) -> pd.DataFrame:
-    """The H1x rows (per method, seed and fresh question) of ``methods``; pass@1 in points. Reads the study's
-    CSVs and their gzipped copies (``.csv.gz``, as this amendment commits its own)."""
-    files = [p for m in methods for p in sorted((Path(out_dir) / HELDOUT_X / regime).glob(f"{m}-seed*.csv*"))]
+    """The H1x rows (per method, seed and fresh question) of ``methods`` (:func:`h1x_files`); pass@1 in points."""
+    files = [p for _, p in h1x_files(out_dir, regime, methods)]
     if not files:
         raise FileNotFoundError(f"{Path(out_dir) / HELDOUT_X / regime}: no H1x CSV of {list(methods)}")
     df = pd.concat([pd.read_csv(p, dtype={"question": str}) for p in files], ignore_index=True)
@@ -255,9 +255,8 @@ def x3h_slope(path: str | Path = SLOPE_FROM) -> float:
 
 def analyse_arms(out_dir: str | Path, regime: str, rng: np.random.Generator, which: str = "dose",
                  slope: float | None = None, drift_dir: str | Path | None = None) -> list[dict]:
-    """The predictions of each arm of :data:`ARMS` ``[which]`` against BCS (held-out KL), each entry naming its
-    ``arm``; with ``slope`` (Amendment 21's X3h, points per 1e-3), the held-out pass@1 entry also gets
-    ``predicted``: what that slope makes of the arm's KL difference (Amendment 22's K2)."""
+    """Each arm of :data:`ARMS` ``[which]`` against BCS (held-out KL), entries naming their ``arm``; with ``slope``
+    (Amendment 21's X3h), the held-out pass@1 entry gets ``predicted`` = slope x the arm's KL difference (K2)."""
     out = []
     for arm, ids in ARMS[which].items():
         e = analyse(out_dir, regime, rng, drift_dir, a=arm, b="bcs", measure="kl_heldout", ids=ids)
@@ -274,9 +273,8 @@ KL_SAMPLES = 8
 
 @dataclass(frozen=True)
 class HeldoutKL:
-    """A run's held-out KL: the per-token mean of log pi(y_t) - log pi_base(y_t) over ``n_tokens`` tokens of
-    ``n_samples`` samples (T = 1, top-p 1) of the final policy on ``n_questions`` fresh questions (nats per token;
-    ``kl`` in units of :data:`KL_UNIT`), and what it was measured against."""
+    """A run's held-out KL (``kl``, nats per token in units of :data:`KL_UNIT`): the mean of log pi(y_t) - log
+    pi_base(y_t) over ``n_tokens`` tokens of ``n_samples`` samples (T = 1) of the final policy, and its inputs."""
 
     kl: float
     n_tokens: int
@@ -369,17 +367,27 @@ PANELS = (("exploratory: seeds 0-18, Xeon", "results/runs", "results/drift/explo
           ("confirmation: seeds 100+, Xeon", "results/drift/cpu", None))
 
 
+def _scatter(ax, t: pd.DataFrame, x: str, methods: Sequence[str], size: int) -> dict:
+    """Held-out pass@1 against ``x``, one point per run of ``methods``, axes labelled; returns the palette."""
+    pal = dict(zip(methods, sns.color_palette("colorblind", len(methods))))
+    sns.scatterplot(t.assign(method_label=t["method"].map(label)), x=x, y="heldout", hue="method_label",
+                    style="method_label", ax=ax, s=size, palette={label(m): pal[m] for m in methods},
+                    hue_order=[label(m) for m in methods])
+    ax.set_xlabel({"kl_late": "late KL to the reference, trained rollouts [1e-3]",
+                   "kl_heldout": "held-out KL to the base [1e-3 nats/token]"}.get(x, x))
+    ax.set_ylabel("held-out pass@1 (1,536 fresh questions) [points]")
+    return pal
+
+
 def drift_figure(tables: dict[str, pd.DataFrame], x: str = "kl_late"):
     """Held-out pass@1 against a KL column ``x`` (late KL, or the addendum's held-out KL), one point per run, one
     panel per set of runs (``tables``: title -> :func:`seed_table`; sets without ``x`` are left out), with each
     method's least-squares line at the common slope (:func:`kl_fit`)."""
     tables = {k: t for k, t in tables.items() if t[x].notna().any()}
-    pal = dict(zip(PAIR, sns.color_palette("colorblind", 2)))  # the project's two BCS colours are too alike here
     fig, axes = plt.subplots(1, len(tables), figsize=(4.6 * len(tables), 3.8), sharey=True, squeeze=False)
     for ax, (title, t) in zip(axes[0], tables.items()):
-        t = t.dropna(subset=[x]).assign(method_label=t["method"].map(label))
-        sns.scatterplot(t, x=x, y="heldout", hue="method_label", style="method_label", ax=ax, s=28,
-                        palette={label(m): pal[m] for m in PAIR}, hue_order=[label(m) for m in PAIR])
+        t = t.dropna(subset=[x])
+        pal = _scatter(ax, t, x, PAIR, 28)  # not the project's colours: its two BCS ones are too alike here
         fit = kl_fit(t, x=x)
         b = fit["slope"]["estimate"]
         for m in PAIR:
@@ -388,9 +396,6 @@ def drift_figure(tables: dict[str, pd.DataFrame], x: str = "kl_late"):
             ax.plot(xs, tm["heldout"].mean() + b * (xs - tm[x].mean()), color=pal[m], lw=1.2)
         ax.set_title(f"{title}\nslope {b:+.2f} [{fit['slope']['ci_low']:+.2f}, {fit['slope']['ci_high']:+.2f}]",
                      fontsize=9)
-        ax.set_xlabel({"kl_late": "late KL to the reference, trained rollouts [1e-3]",
-                       "kl_heldout": "held-out KL to the base [1e-3 nats/token]"}.get(x, x))
-        ax.set_ylabel("held-out pass@1 (1,536 fresh questions) [points]")
         ax.legend(fontsize=7, title=None)
     fig.tight_layout()
     return fig
@@ -400,18 +405,13 @@ def dose_figure(table: pd.DataFrame, slope: float):
     """Amendment 22: held-out pass@1 against held-out KL, one point per run of BCS and its stronger-penalty arms
     (``table``: :func:`seed_table` of them), with the line Amendment 21's within-method ``slope`` draws through
     BCS's runs, extended over every arm: where the drift reading puts the arms."""
-    t = table.dropna(subset=["kl_heldout"]).assign(method_label=table["method"].map(label))
-    order = [m for m in ("bcs",) + DOSES if m in set(t["method"])]
-    pal = dict(zip(order, sns.color_palette("colorblind", len(order))))
+    t = table.dropna(subset=["kl_heldout"])
     fig, ax = plt.subplots(figsize=(5.2, 3.9))
-    sns.scatterplot(t, x="kl_heldout", y="heldout", hue="method_label", style="method_label", ax=ax, s=30,
-                    palette={label(m): pal[m] for m in order}, hue_order=[label(m) for m in order])
+    _scatter(ax, t, "kl_heldout", [m for m in ("bcs",) + DOSES if m in set(t["method"])], 30)
     bcs = t[t["method"] == "bcs"]
     xs = np.linspace(t["kl_heldout"].min(), t["kl_heldout"].max(), 2)
     ax.plot(xs, bcs["heldout"].mean() + slope * (xs - bcs["kl_heldout"].mean()), color="0.3", ls="--", lw=1.2,
             label=f"BCS's line, slope {slope:+.2f} (Amendment 21)")
-    ax.set_xlabel("held-out KL to the base [1e-3 nats/token]")
-    ax.set_ylabel("held-out pass@1 (1,536 fresh questions) [points]")
     ax.legend(fontsize=7, title=None)
     fig.tight_layout()
     return fig
@@ -477,7 +477,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             fig = drift_figure(tables, x)
             print(save_figure(fig, REPO / "docs" / "results", name))
             plt.close(fig)
-        if any((REPO / DOSE_OUT / HELDOUT_X / args.regime).glob(f"{DOSES[0]}-seed*.csv*")):
+        if h1x_files(REPO / DOSE_OUT, args.regime, DOSES):
             fig = dose_figure(seed_table(REPO / DOSE_OUT, args.regime, ("bcs",) + DOSES), x3h_slope(args.slope_from))
             print(save_figure(fig, REPO / "docs" / "results", "drift_kl_dose"))
             plt.close(fig)

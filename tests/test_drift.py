@@ -29,6 +29,15 @@ def _metrics(path: Path, kl: list[float], episodes: int) -> None:
     (path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
+def _h1x_csv(out: Path, method: str, seed: int, pass1: np.ndarray) -> None:
+    """A made-up H1x CSV of AMC-like (one row per question q0, q1, ...; run directory ``<method>-<seed>``)."""
+    p = heldout_x_path(out, "amc_like", method, seed)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame({"regime": "amc_like", "method": method, "seed": seed, "split": "heldout_x",
+                  "question": [f"q{i}" for i in range(len(pass1))], "pass@1": pass1,
+                  "run": f"{method}-{seed}"}).to_csv(p, index=False)
+
+
 def _world(tmp_path: Path, seeds=(100, 101, 102, 103), slope=-0.5, method_term=-1.0, n_q=6, noise=0.0, seed=0,
            bcs_kl=3.0):
     """H1x CSVs and run directories where held-out pass@1 (points) = 60 + slope * KL + method_term * [bcs] + noise
@@ -44,11 +53,7 @@ def _world(tmp_path: Path, seeds=(100, 101, 102, 103), slope=-0.5, method_term=-
             acc = 60 + slope * kl + (method_term if m == "bcs" else 0) + noise * rng.normal()
             truth[m, s] = (kl, acc + q_eff.mean())
             _metrics(runs / f"{m}-{s}", [0.0] * 8 + [kl * drift.KL_UNIT] * 4, episodes=6)  # last 2 episodes = kl
-            p = heldout_x_path(out, "amc_like", m, s)
-            p.parent.mkdir(parents=True, exist_ok=True)
-            pd.DataFrame({"regime": "amc_like", "method": m, "seed": s, "split": "heldout_x",
-                          "question": [f"q{i}" for i in range(n_q)], "pass@1": (acc + q_eff) / 100,
-                          "run": f"{m}-{s}"}).to_csv(p, index=False)
+            _h1x_csv(out, m, s, (acc + q_eff) / 100)
     return out, runs, truth
 
 
@@ -234,11 +239,7 @@ def _dose_world(tmp_path: Path, off_line: float = 0.0, seeds=range(100, 108), n_
         for m, drop in arms:
             kl = 20 - drop + rng.normal(0, 3)
             acc = 60 - 0.5 * kl + (off_line if m == arms[1][0] else 0) + rng.normal(0, 0.1)
-            p = heldout_x_path(out, "amc_like", m, s)
-            p.parent.mkdir(parents=True, exist_ok=True)
-            pd.DataFrame({"regime": "amc_like", "method": m, "seed": s, "split": "heldout_x",
-                          "question": [f"q{i}" for i in range(n_q)], "pass@1": (acc + q_eff) / 100,
-                          "run": f"{m}-{s}"}).to_csv(p, index=False)
+            _h1x_csv(out, m, s, (acc + q_eff) / 100)
             d = drift.drift_path(out, "amc_like", m, s)
             d.parent.mkdir(parents=True, exist_ok=True)
             pd.DataFrame({"step": range(4), "episode": [0, 0, 1, 1], "actor/kl": kl * drift.KL_UNIT,
