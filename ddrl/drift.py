@@ -5,8 +5,9 @@ is read from its step logs (late ``actor/kl``: the k3 KL to the reference on the
 last :data:`LATE_EPISODES` episodes) and from its final weights (:func:`heldout_kl` on fresh questions), and set
 against its held-out pass@1. Amendment 21 tests the link across seeds and rules (X1-X4, X2h-X4h); 22 moves the
 distance by hand, BCS with a 10x and 100x KL penalty (K1-K3); 23 asks whether TTRL and DDRL lie on BCS's line
-(Z1-Z4). The step logs stay in the run directories; :func:`export_steps` copies :data:`DRIFT_COLUMNS` into small
-committed CSVs.
+(Z1-Z4). The step logs stay in the run directories; :mod:`ddrl.drift_data` copies the columns it needs into small
+committed CSVs and reads them back, one row per run; where a run's seed has no registered CSV (seeds 100+), its
+adapted-question rows are kept too, and 22 and 23 report each arm's adapted pass@1 beside (descriptive, "Ad").
 
     python -m ddrl.drift run --regime amc_like --seeds 100-131 --workers 8 --budget-min 5 --out DIR   # the runs
     python -m ddrl.drift export --out DIR                   # step CSVs from the runs' directories
@@ -46,102 +47,9 @@ from ddrl.sampling import make_sampler
 from ddrl.seeds import derive_seed
 from ddrl.stats import hierarchical_bootstrap, paired_differences, verdict
 from ddrl.study import run_jobs
-from ddrl.study_plan import HELDOUT_X, SCALES, Job, check_weights, heldout_x_records, load_regimes
-
-#: The step-log columns a drift CSV keeps: the distance from the reference (``actor/kl``), the sampled rollouts'
-#: entropy, the share of a step's rollouts whose answer is rare (frequency <= 1/8: ``gt/bin0-0.125/n`` of the
-#: step's ``prompts_per_step`` x N rollouts), the majority's share and the pseudo-label's accuracy
-DRIFT_COLUMNS = ("step", "episode", "actor/kl", "rollout/entropy", "gt/bin0-0.125/n", "label/majority_ratio",
-                 "gt/label_acc")
-LATE_EPISODES = 2  # "late": the last two episodes of the schedule (AMC-like: episodes 6-7 of 8)
-KL_UNIT = 1e-3  # late KL is reported in units of 1e-3
-PAIR = ("bcs", "bcs_random_neg")  # X1, X2, X4: a - b
-DRIFT = "drift"  # <out>/drift/<regime>/<method>-seedNN-steps.csv
-
-
-def drift_path(out_dir: str | Path, regime: str, method: str, seed: int, kind: str = "steps") -> Path:
-    """A run's drift CSV, ``<out>/drift/<regime>/<method>-seedNN-steps.csv``, or (``kind="kl"``) its held-out KL,
-    ``...-seedNN-kl.json``."""
-    return Path(out_dir) / DRIFT / regime / f"{method}-seed{seed:02d}-{kind}.{'json' if kind == 'kl' else 'csv'}"
-
-
-def drift_steps(run_dir: str | Path) -> pd.DataFrame:
-    """The :data:`DRIFT_COLUMNS` of a run directory's ``metrics.jsonl`` (read by :meth:`ddrl.runs.RunDir.read_metrics`),
-    one row per RL step (COR's steps, which log none of them, are left out)."""
-    run = RunDir(run_dir)
-    if not run.metrics_path.is_file():
-        raise FileNotFoundError(f"{run.metrics_path}: no step log (the run directory is missing or unfinished)")
-    rows = [r for r in run.read_metrics() if "actor/kl" in r]
-    if not rows:
-        raise ValueError(f"{run.metrics_path}: no RL step with 'actor/kl'")
-    return pd.DataFrame([{k: r.get(k) for k in DRIFT_COLUMNS} for r in rows])
-
-
-def h1x_files(out_dir: str | Path, regime: str, methods: Sequence[str] = PAIR) -> list[tuple[str, Path]]:
-    """(method, path) of every H1x CSV of ``methods`` under ``out_dir`` of ``regime`` (``.csv.gz``; plain ``.csv``)."""
-    return [(m, p) for m in methods for p in sorted((Path(out_dir) / HELDOUT_X / regime).glob(f"{m}-seed*.csv*"))]
-
-
-def h1x_runs(out_dir: str | Path, regime: str, methods: Sequence[str] = PAIR) -> list[tuple[str, int, str]]:
-    """(method, seed, run directory name) of every H1x CSV (:func:`h1x_files`)."""
-    heads = [(m, pd.read_csv(p, nrows=1)) for m, p in h1x_files(out_dir, regime, methods)]
-    return [(m, int(h["seed"].iloc[0]), str(h["run"].iloc[0])) for m, h in heads]
-
-
-def export_steps(out_dir: str | Path, runs_root: str | Path, regime: str, methods: Sequence[str] = PAIR,
-                 dest: str | Path | None = None) -> tuple[int, list[str]]:
-    """For every H1x CSV under ``out_dir`` of ``regime`` and ``methods``, the drift CSV of the run it names
-    (its ``run`` column, a directory under ``runs_root``), written under ``dest`` (default ``out_dir``).
-    Returns how many were written and the runs whose directory is not under ``runs_root`` (skipped)."""
-    n, missing = 0, []
-    for m, seed, run in h1x_runs(out_dir, regime, methods):
-        if not (Path(runs_root) / run).is_dir():
-            missing.append(run)
-            continue
-        df = drift_steps(Path(runs_root) / run)
-        df.insert(0, "seed", seed)
-        df.insert(0, "method", m)
-        atomic_write_bytes(drift_path(dest or out_dir, regime, m, seed), df.to_csv(index=False).encode())
-        n += 1
-    return n, missing
-
-
-def late_mean(steps: pd.DataFrame, column: str, episodes: int = LATE_EPISODES) -> float:
-    """Mean of ``column`` over the run's last ``episodes`` episodes."""
-    last = steps["episode"].max()
-    return float(steps.loc[steps["episode"] > last - episodes, column].mean())
-
-
-def heldout_rows(out_dir: str | Path, regime: str, methods: Sequence[str] = PAIR) -> pd.DataFrame:
-    """The H1x rows (per method, seed and fresh question) of ``methods`` (:func:`h1x_files`); pass@1 in points."""
-    files = [p for _, p in h1x_files(out_dir, regime, methods)]
-    if not files:
-        raise FileNotFoundError(f"{Path(out_dir) / HELDOUT_X / regime}: no H1x CSV of {list(methods)}")
-    df = pd.concat([pd.read_csv(p, dtype={"question": str}) for p in files], ignore_index=True)
-    return df.assign(accuracy=100 * df["pass@1"])
-
-
-def seed_table(out_dir: str | Path, regime: str, methods: Sequence[str] = PAIR,
-               drift_dir: str | Path | None = None, held: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per method and seed with both an H1x CSV and a drift CSV: held-out pass@1 (points), late KL
-    (units of :data:`KL_UNIT`), late rollout entropy, late rare-answer rollouts per step and the held-out KL (NaN
-    where not measured). ``held``: :func:`heldout_rows`' frame, when the caller has read it already."""
-    if held is None:
-        held = heldout_rows(out_dir, regime, methods)
-    rows = []
-    for (m, s), acc in held.groupby(["method", "seed"])["accuracy"].mean().items():
-        p = drift_path(drift_dir or out_dir, regime, m, s)
-        if not p.is_file():
-            continue
-        st = pd.read_csv(p)
-        kp = drift_path(drift_dir or out_dir, regime, m, s, "kl")
-        rows.append({"method": m, "seed": int(s), "heldout": float(acc), "kl_late": late_mean(st, "actor/kl") / KL_UNIT,
-                     "entropy_late": late_mean(st, "rollout/entropy"),
-                     "rare_late": late_mean(st, "gt/bin0-0.125/n"),  # rollouts of rare answers per step
-                     "kl_heldout": json.loads(kp.read_text())["kl"] if kp.is_file() else np.nan})
-    if not rows:
-        raise FileNotFoundError(f"{Path(drift_dir or out_dir) / DRIFT / regime}: no drift CSV for the H1x runs")
-    return pd.DataFrame(rows).sort_values(["method", "seed"]).reset_index(drop=True)
+from ddrl.drift_data import (DRIFT, KL_UNIT, PAIR, drift_path, export_steps, h1x_files, h1x_runs, heldout_rows,
+                             seed_table)
+from ddrl.study_plan import ADAPTED_X, SCALES, Job, check_weights, heldout_x_records, load_regimes
 
 
 def kl_fit(table: pd.DataFrame, a: str = PAIR[0], b: str = PAIR[1], confidence: float = 0.95,
@@ -199,6 +107,8 @@ PREDICTIONS = {
     "Z3": ("held-out KL(policy || base), {a} - BCS [1e-3 nats/token]", -1, 0.0, "dist"),
     "Z4": ("held-out KL(policy || base), {a} - BCS [1e-3 nats/token]", +1, 0.0, "dist"),
     "Za": ("held-out pass@1, {a} - BCS [points]", None, 0.0, "acc"),
+    # Amendments 22 and 23, descriptive (not registered): the arm's cost or gain on the questions it adapted on
+    "Ad": ("adapted pass@1, {a} - BCS [points]", None, 0.0, "adapted"),
 }
 MEASURES = {"kl_late": ("X1", "X2", "X3", "X4"), "kl_heldout": ("X2h", "X3h", "X4h")}
 DOSES = ("bcs_kl10x", "bcs_kl100x")  # Amendment 22's arms, each against "bcs"
@@ -229,16 +139,19 @@ def analyse(out_dir: str | Path, regime: str, rng: np.random.Generator, drift_di
         rs["dist"] = paired_t(wide.loc[seeds, (measure, a)] - wide.loc[seeds, (measure, b)])
     if kinds & {"slope", "adjusted"}:
         rs.update(kl_fit(table[table["seed"].isin(seeds)], a, b, x=measure))
-    if "acc" in kinds:  # the held-out pass@1 difference itself, per seed and question
-        d = paired_differences(held[held["seed"].isin(seeds)], a, b)
-        rs["acc"], n_questions = hierarchical_bootstrap(d.to_numpy(), rng).to_dict(), int(d.shape[1])
+    frames = {"acc": held, **({"adapted": heldout_rows(out_dir, regime, (a, b), ADAPTED_X)} if "adapted" in kinds
+                              else {})}
+    for kind, rows in frames.items():
+        if kind in kinds:  # a pass@1 difference itself (held-out or adapted questions), per seed and question
+            d = paired_differences(rows[rows["seed"].isin(seeds)], a, b)
+            rs[kind], n_questions = hierarchical_bootstrap(d.to_numpy(), rng).to_dict(), int(d.shape[1])
     out = []
     for cid in ids:
         metric, sign, margin, kind = PREDICTIONS[cid]
         r = rs[kind]
         out.append({"id": cid, "regime": regime, "metric": metric.format(a=label(a)), "expected_sign": sign,
                     "estimate": r["estimate"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
-                    "n_seeds": len(seeds), "n_questions": n_questions if kind == "acc" else None,
+                    "n_seeds": len(seeds), "n_questions": n_questions if kind in ("acc", "adapted") else None,
                     "verdict": "exploratory" if exploratory else "descriptive" if sign is None else
                     verdict(r["ci_low"], r["ci_high"], sign, margin)})
     return out
@@ -256,13 +169,19 @@ def x3h_slope(path: str | Path = SLOPE_FROM) -> float:
 def analyse_arms(out_dir: str | Path, regime: str, rng: np.random.Generator, which: str = "dose",
                  slope: float | None = None, drift_dir: str | Path | None = None) -> list[dict]:
     """Each arm of :data:`ARMS` ``[which]`` against BCS (held-out KL), entries naming their ``arm``; with ``slope``
-    (Amendment 21's X3h), the held-out pass@1 entry gets ``predicted`` = slope x the arm's KL difference (K2)."""
+    (Amendment 21's X3h), the held-out pass@1 entry gets ``predicted`` = slope x the arm's KL difference (K2).
+    Then, where both arms' adapted rows were kept, each arm's descriptive "Ad" (drawn after every registered
+    entry, so those draw what they drew without it)."""
     out = []
     for arm, ids in ARMS[which].items():
         e = analyse(out_dir, regime, rng, drift_dir, a=arm, b="bcs", measure="kl_heldout", ids=ids)
         dist = next(x["estimate"] for x in e if PREDICTIONS[x["id"]][3] == "dist")
         out += [dict(x, arm=arm, **({"predicted": slope * dist} if slope is not None and
                                     PREDICTIONS[x["id"]][3] == "acc" else {})) for x in e]
+    for arm in ARMS[which]:
+        if all(h1x_files(out_dir, regime, (m,), ADAPTED_X) for m in (arm, "bcs")):
+            out += [dict(x, arm=arm) for x in analyse(out_dir, regime, rng, drift_dir, a=arm, b="bcs",
+                                                      measure="kl_heldout", ids=("Ad",))]
     return out
 
 

@@ -50,9 +50,9 @@ from ddrl.runs import RunDir
 from ddrl.study_analysis import analyse_claims, analyse_stage1
 from ddrl.study_figures import render_results
 from ddrl.study_plan import (BASE, COR_4X, HELDOUT_X, HELDOUT_X_AMENDMENTS, REAL, RESULTS, SCALES, STEP_COLUMNS,
-                             SVAMP_REGIME, Job, Scale, check_weights, csv_path, experiment, export_base_models,
-                             heldout_x_jobs, heldout_x_path, heldout_x_records, load_regimes, regimes_path,
-                             selection_k, stage1_jobs, stage2_jobs, wants_heldout, write_replication)
+                             SVAMP_REGIME, Job, Scale, adapted_x_path, check_weights, csv_path, experiment,
+                             export_base_models, heldout_x_jobs, heldout_x_path, heldout_x_records, load_regimes,
+                             regimes_path, selection_k, stage1_jobs, stage2_jobs, wants_heldout, write_replication)
 from ddrl.study_status import status_text
 from ddrl.train import steps_per_episode
 
@@ -211,24 +211,30 @@ def run_heldout_x_job(j: Job, regime: Regime, scale: Scale, out_dir: str | Path,
     """H1x (plan Amendments 11, 12): each of the job's methods trained (or loaded) as the study does and evaluated on
     the regime's fresh held-out questions (:func:`~ddrl.study_plan.heldout_x_records`); one CSV per method of
     split ``heldout_x``, with ``registered_reproduced``: whether the run's adapted pass@1 equals the committed
-    run's (:func:`same_as_registered`). Returns "ran" or "loaded"."""
+    run's (:func:`same_as_registered`); where the seed has no registered CSV, the run's adapted rows too
+    (:func:`~ddrl.study_plan.adapted_x_path`, same key). Returns "ran" or "loaded"."""
 
     held = heldout_x_records(regime, scale.n_heldout_x)
     exp, status = experiment(regime, scale, True, runs_root, held=held), "loaded"
     for m in j.methods:
         key, path = heldout_x_key(regime, scale, m, j.seed, held), heldout_x_path(out_dir, j.regime, m, j.seed)
-        if _done(path, key):
-            continue
         plain = path.with_suffix("")  # an uncompressed CSV of earlier code: compressed, not recomputed
-        if _done(plain, key):
+        if not _done(path, key) and _done(plain, key):
             atomic_write_bytes(path, gzip.compress(plain.read_bytes(), mtime=0))
             plain.unlink()
+        registered = csv_path(out_dir, j.regime, m, j.seed)
+        side = None if registered.is_file() else adapted_x_path(out_dir, j.regime, m, j.seed)
+        if _done(path, key) and (side is None or _done(side, key)):
             continue
-        status = "ran"
+        status = "ran"  # a finished run's evaluation is read from the cache, not redone
         df = question_frame(exp.run(m, j.seed, per_question=True), j.regime, key)
-        reproduced = same_as_registered(df[df.split == "adapted"], csv_path(out_dir, j.regime, m, j.seed))
-        df = df[df.split == "heldout"].assign(split=HELDOUT_X, registered_reproduced=reproduced)
-        atomic_write_bytes(path, gzip.compress(df.to_csv(index=False).encode(), mtime=0))
+        adapted = df[df.split == "adapted"]
+        if side is not None:
+            atomic_write_bytes(side, gzip.compress(adapted.to_csv(index=False).encode(), mtime=0))
+        if not _done(path, key):
+            df = df[df.split == "heldout"].assign(split=HELDOUT_X, registered_reproduced=same_as_registered(
+                adapted, registered))
+            atomic_write_bytes(path, gzip.compress(df.to_csv(index=False).encode(), mtime=0))
     return status
 
 

@@ -87,6 +87,7 @@ PRIORITY: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
 #: it in Amendment 13 (H1xT, H1xD) and BCS+DAE (the DDRL run's RL-only weights) in 14 (H1xC, H1xR), each after
 #: the methods before it: a job's DDRL runs (or loads) first.
 HELDOUT_X = "heldout_x"
+ADAPTED_X = "adapted_x"  # an H1x run's adapted questions, where no registered CSV holds them
 HELDOUT_X_AMENDMENTS = "11-17, 19, 20"  # the plan amendments that register H1x and its family
 HELDOUT_X_METHODS = ("ddrl", "no_adaptation", "ttrl", "bcs_dae")
 #: Regimes on the AMC-like questions, which take the AMC-like seed count.
@@ -381,6 +382,12 @@ def heldout_x_path(out_dir: str | Path, regime: str, method: str, seed: int) -> 
     """H1x's CSV of a method and seed (plan Amendment 11): :func:`csv_path` under ``<out>/heldout_x/``, apart
     from the registered runs' CSVs, gzipped (``.csv.gz``: 1,536 rows per run, ~50x smaller)."""
     return csv_path(Path(out_dir) / HELDOUT_X, regime, method, seed).with_suffix(".csv.gz")
+
+
+def adapted_x_path(out_dir: str | Path, regime: str, method: str, seed: int) -> Path:
+    """The adapted-question rows of an H1x run whose seed has no registered CSV (the drift amendments' seeds 100+):
+    :func:`heldout_x_path`'s name under ``<out>/adapted_x/``."""
+    return Path(out_dir) / ADAPTED_X / regime / heldout_x_path(out_dir, regime, method, seed).name
 
 
 def heldout_x_records(regime: Regime, n: int) -> list[dict]:

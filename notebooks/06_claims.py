@@ -335,7 +335,7 @@ if results is not None:
 # common within-method slope.
 
 # %%
-from ddrl import drift
+from ddrl import drift, drift_data
 from ddrl.tables import fmt_ci
 
 drift_sets = {"exploratory": "amc_like_exploratory", "H100": "amc_like_gpu", "Xeon": "amc_like_cpu"}
@@ -346,8 +346,8 @@ if drift_rows:
     dt["interval"] = [fmt_ci(e, lo, hi, "+.2f") for e, lo, hi in zip(dt.estimate, dt.ci_low, dt.ci_high)]
     display(dt.pivot(index=["id", "metric"], columns="runs", values=["interval", "verdict"])
             .reindex(columns=[k for k in drift_sets if k in set(dt.runs)], level=1))
-    tables = {t: drift.seed_table(R.parent / o, "amc_like", drift_dir=R.parent / d if d else None)
-              for t, o, d in drift.PANELS if (R.parent / (d or o) / drift.DRIFT / "amc_like").is_dir()}
+    tables = {t: drift_data.seed_table(R.parent / o, "amc_like", drift_dir=R.parent / d if d else None)
+              for t, o, d in drift.PANELS if (R.parent / (d or o) / drift_data.DRIFT / "amc_like").is_dir()}
     for x, name in (("kl_late", "drift_kl_heldout"), ("kl_heldout", "drift_heldout_kl")):
         if any(t[x].notna().any() for t in tables.values()):
             fig = drift.drift_figure(tables, x)
@@ -369,7 +369,7 @@ if dose_path.is_file():
     dd = pd.DataFrame(json.loads(dose_path.read_text()))
     dd["interval"] = [fmt_ci(e, lo, hi, "+.2f") for e, lo, hi in zip(dd.estimate, dd.ci_low, dd.ci_high)]
     display(dd[["id", "arm", "metric", "interval", "predicted", "verdict", "n_seeds"]].round(2))
-    dose_table = drift.seed_table(R.parent / drift.DOSE_OUT, "amc_like", ("bcs",) + drift.DOSES)
+    dose_table = drift_data.seed_table(R.parent / drift.DOSE_OUT, "amc_like", ("bcs",) + drift.DOSES)
     fig = drift.dose_figure(dose_table, drift.x3h_slope(R / "drift" / "amc_like_cpu_heldout_kl.json"))
     rep.figure(fig, "drift_kl_dose", data=dose_table)
     plt.show()

@@ -270,10 +270,13 @@ def test_smoke_heldout_x_evaluates_the_registered_runs_on_fresh_questions(smoke)
         for seed in (0, 1):
             x = pd.read_csv(study.heldout_x_path(root / "runs", "math500_like", m, seed), dtype={"question": str})
             assert set(x.split) == {study.HELDOUT_X} and x.question.tolist() == fresh
-            if m == "bcs_random_neg":  # Amendment 19's rule trains only here: nothing registered to compare with
-                assert x.registered_reproduced.isna().all()
-            else:  # the same run, loaded: its adapted pass@1 equals the CSV's
-                assert (x.registered_reproduced == True).all(), (m, seed)  # noqa: E712
+            side = study_plan.adapted_x_path(root / "runs", "math500_like", m, seed)
+            if m == "bcs_random_neg":  # Amendment 19's rule trains only here: nothing registered to compare with,
+                assert x.registered_reproduced.isna().all()  # so its adapted rows are kept beside
+                a = pd.read_csv(side, dtype={"question": str})
+                assert set(a.split) == {"adapted"} and len(a) == reg.n_adapted and (a.key == x.key.iloc[0]).all()
+            else:  # the same run, loaded: its adapted pass@1 equals the CSV's (which holds its adapted rows)
+                assert (x.registered_reproduced == True).all() and not side.exists(), (m, seed)  # noqa: E712
             if m == "ddrl":  # the registered run's directory
                 assert x.run.iloc[0] == pd.read_csv(study.csv_path(root / "runs", "math500_like", m, seed)).run.iloc[0]
     df = study_analysis.load_questions(root / "runs")
@@ -295,6 +298,14 @@ def test_smoke_heldout_x_evaluates_the_registered_runs_on_fresh_questions(smoke)
     again = study.run_jobs(study.heldout_x_jobs(ONE, SMOKE), SMOKE, root / "runs", root / "rr", workers=1, progress=False)
     assert [d["status"] for d in again] == ["loaded", "loaded"]
     assert gz.read_bytes() == packed and not gz.with_suffix("").exists()
+    # a missing adapted file is written from the run's cached evaluation; its H1x CSV stays as it was
+    side = study_plan.adapted_x_path(root / "runs", "math500_like", "bcs_random_neg", 1)
+    kept, h1x = side.read_bytes(), study.heldout_x_path(root / "runs", "math500_like", "bcs_random_neg", 1)
+    before = (h1x.read_bytes(), h1x.stat().st_mtime_ns)
+    side.unlink()
+    again = study.run_jobs(study.heldout_x_jobs(ONE, SMOKE), SMOKE, root / "runs", root / "rr", workers=1, progress=False)
+    assert sorted(d["status"] for d in again) == ["loaded", "ran"]
+    assert side.read_bytes() == kept and (h1x.read_bytes(), h1x.stat().st_mtime_ns) == before
 
 
 def test_heldout_x_records_are_fresh_and_skip_repeats():
