@@ -300,11 +300,16 @@ def test_methods_against_bcs_give_z1_to_z4_and_a_descriptive_difference(tmp_path
     assert drift_data.seed_table(out, "amc_like", ("bcs", "ttrl"))["adapted"].isna().all()  # none kept: NaN
 
 
-def test_committed_dose_results_recompute_from_the_committed_csvs():
-    path = REPO / "results" / "drift" / "amc_like_cpu_kl_dose.json"
+@pytest.mark.parametrize("name, out, which", [("amc_like_cpu_kl_dose", "results/drift/cpu", "dose"),
+                                               ("amc_like_gpu_methods", "results/drift/gpu_methods", "methods"),
+                                               ("amc_like_cpu_methods", "results/drift/cpu", "methods")])
+def test_committed_arm_results_recompute_from_the_committed_csvs(name, out, which):
+    """Amendments 22 (dose) and 23 (methods; its GPU arm apart) from the committed CSVs and held-out KLs."""
+    path = REPO / "results" / "drift" / f"{name}.json"
     if not path.is_file():
-        pytest.skip(f"{path} not written yet (plan Amendment 22's runs)")
-    got = drift.analyse_arms(REPO / drift.DOSE_OUT, "amc_like", np.random.default_rng(0), "dose", drift.x3h_slope())
+        pytest.skip(f"{path} not written yet (plan Amendment {22 if which == 'dose' else 23}'s runs)")
+    got = drift.analyse_arms(REPO / out, "amc_like", np.random.default_rng(0), which,
+                             drift.x3h_slope() if which == "dose" else None)
     want = json.loads(path.read_text())
     assert [(x["id"], x["arm"]) for x in got] == [(x["id"], x["arm"]) for x in want]
     for g, w in zip(got, want):
