@@ -14,7 +14,7 @@ adapted-question rows are kept too, and 22 and 23 report each arm's adapted pass
     python -m ddrl.drift kl --out DIR                       # the held-out KL of each run
     python -m ddrl.drift analyse --out DIR --json results/drift/<name>.json   # X1-X4 (--measure kl_heldout: X2h-X4h)
     python -m ddrl.drift analyse --dose --out DIR ...       # K1-K3 (--across: Z1-Z4); run, export, kl: --methods
-    python -m ddrl.drift figure                 # docs/results/drift_kl_heldout, drift_heldout_kl, drift_kl_dose
+    python -m ddrl.drift figure     # docs/results/drift_kl_heldout, drift_heldout_kl, drift_kl_dose, drift_methods
 """
 
 from __future__ import annotations
@@ -320,13 +320,13 @@ def drift_figure(tables: dict[str, pd.DataFrame], x: str = "kl_late"):
     return fig
 
 
-def dose_figure(table: pd.DataFrame, slope: float):
-    """Amendment 22: held-out pass@1 against held-out KL, one point per run of BCS and its stronger-penalty arms
-    (``table``: :func:`seed_table` of them), with the line Amendment 21's within-method ``slope`` draws through
-    BCS's runs, extended over every arm: where the drift reading puts the arms."""
+def arms_figure(table: pd.DataFrame, slope: float, which: str = "dose"):
+    """Amendments 22 and 23: held-out pass@1 against held-out KL, one point per run of BCS and the arms of
+    :data:`ARMS` ``[which]`` (``table``: :func:`seed_table` of them), with the line Amendment 21's within-method
+    ``slope`` draws through BCS's runs, extended over every arm: where the drift reading puts the arms."""
     t = table.dropna(subset=["kl_heldout"])
     fig, ax = plt.subplots(figsize=(5.2, 3.9))
-    _scatter(ax, t, "kl_heldout", [m for m in ("bcs",) + DOSES if m in set(t["method"])], 30)
+    _scatter(ax, t, "kl_heldout", [m for m in ("bcs", *ARMS[which]) if m in set(t["method"])], 30)
     bcs = t[t["method"] == "bcs"]
     xs = np.linspace(t["kl_heldout"].min(), t["kl_heldout"].max(), 2)
     ax.plot(xs, bcs["heldout"].mean() + slope * (xs - bcs["kl_heldout"].mean()), color="0.3", ls="--", lw=1.2,
@@ -396,10 +396,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             fig = drift_figure(tables, x)
             print(save_figure(fig, REPO / "docs" / "results", name))
             plt.close(fig)
-        if h1x_files(REPO / DOSE_OUT, args.regime, DOSES):
-            fig = dose_figure(seed_table(REPO / DOSE_OUT, args.regime, ("bcs",) + DOSES), x3h_slope(args.slope_from))
-            print(save_figure(fig, REPO / "docs" / "results", "drift_kl_dose"))
-            plt.close(fig)
+        for which, name in (("dose", "drift_kl_dose"), ("methods", "drift_methods")):  # Amendments 22, 23
+            if h1x_files(REPO / DOSE_OUT, args.regime, tuple(ARMS[which])):
+                fig = arms_figure(seed_table(REPO / DOSE_OUT, args.regime, ("bcs", *ARMS[which])),
+                                  x3h_slope(args.slope_from), which)
+                print(save_figure(fig, REPO / "docs" / "results", name))
+                plt.close(fig)
     else:
         rng = np.random.default_rng(args.seed)
         if args.dose or args.across:

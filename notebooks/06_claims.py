@@ -370,9 +370,32 @@ if dose_path.is_file():
     dd["interval"] = [fmt_ci(e, lo, hi, "+.2f") for e, lo, hi in zip(dd.estimate, dd.ci_low, dd.ci_high)]
     display(dd[["id", "arm", "metric", "interval", "predicted", "verdict", "n_seeds"]].round(2))
     dose_table = drift_data.seed_table(R.parent / drift.DOSE_OUT, "amc_like", ("bcs",) + drift.DOSES)
-    fig = drift.dose_figure(dose_table, drift.x3h_slope(R / "drift" / "amc_like_cpu_heldout_kl.json"))
+    fig = drift.arms_figure(dose_table, drift.x3h_slope(R / "drift" / "amc_like_cpu_heldout_kl.json"))
     rep.figure(fig, "drift_kl_dose", data=dose_table)
     plt.show()
+
+# %% [markdown]
+# ### Across methods: one line for TTRL, BCS and DDRL? (plan Amendment 23)
+#
+# If the distance from the base is what costs held-out accuracy, the registered methods should differ in how far
+# they move the policy, not in what a unit of distance costs. Z1 and Z2: at equal held-out KL, TTRL and DDRL lie
+# on BCS's line (inside +-1 point); Z3 and Z4: TTRL moves less far than BCS, DDRL further. `Za` (held-out) and
+# `Ad` (the adapted questions) are descriptive. The Xeon's runs (seeds 100-115) and one H100 call's (seeds
+# 100-104) are analysed apart; the dashed line is Amendment 21's slope through BCS's Xeon runs.
+
+# %%
+methods_rows = [dict(e, runs=k) for k, f in (("Xeon", "amc_like_cpu_methods"), ("H100", "amc_like_gpu_methods"))
+                if (R / "drift" / f"{f}.json").is_file() for e in json.loads((R / "drift" / f"{f}.json").read_text())]
+if methods_rows:
+    dm = pd.DataFrame(methods_rows)
+    dm["interval"] = [fmt_ci(e, lo, hi, "+.2f") for e, lo, hi in zip(dm.estimate, dm.ci_low, dm.ci_high)]
+    display(dm[["runs", "id", "arm", "metric", "interval", "verdict", "n_seeds"]])
+    if drift_data.h1x_files(R.parent / drift.DOSE_OUT, "amc_like", ("ttrl", "ddrl")):
+        methods_table = drift_data.seed_table(R.parent / drift.DOSE_OUT, "amc_like", ("bcs", "ttrl", "ddrl"))
+        fig = drift.arms_figure(methods_table, drift.x3h_slope(R / "drift" / "amc_like_cpu_heldout_kl.json"),
+                                "methods")
+        rep.figure(fig, "drift_methods", data=methods_table)
+        plt.show()
 
 # %% [markdown]
 # ## Replications on other builds of the base model

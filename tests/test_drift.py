@@ -272,7 +272,7 @@ def test_dose_analysis_recovers_a_known_line(tmp_path):
                                                                "amc_like", np.random.default_rng(0), slope=-0.5)}
     assert off["K3", "bcs_kl10x"]["estimate"] == pytest.approx(3.0, abs=0.6)
     assert off["K3", "bcs_kl10x"]["verdict"] == "contradicted" and off["K3", "bcs_kl100x"]["verdict"] == "reproduced"
-    fig = drift.dose_figure(drift_data.seed_table(tmp_path / "off" / "out", "amc_like", ("bcs",) + drift.DOSES), -0.5)
+    fig = drift.arms_figure(drift_data.seed_table(tmp_path / "off" / "out", "amc_like", ("bcs",) + drift.DOSES), -0.5)
     assert sum(len(c.get_offsets()) for c in fig.get_axes()[0].collections) == 24  # one point per run
 
 
@@ -286,6 +286,8 @@ def test_methods_against_bcs_give_z1_to_z4_and_a_descriptive_difference(tmp_path
     assert e["Z1", "ttrl"]["verdict"] == e["Z2", "ddrl"]["verdict"] == "reproduced"  # on the line, inside +-1
     assert e["Za", "ttrl"]["verdict"] == "descriptive" and e["Za", "ttrl"]["estimate"] > 0 > e["Za", "ddrl"]["estimate"]
     assert not any("predicted" in x for x in e.values())  # no slope given
+    fig = drift.arms_figure(drift_data.seed_table(out, "amc_like", ("bcs", "ttrl", "ddrl")), -0.5, "methods")
+    assert sum(len(c.get_offsets()) for c in fig.get_axes()[0].collections) == 24  # one point per run
     # the runs' kept adapted rows add a descriptive Ad per arm, drawn after the registered entries (unchanged)
     kept = _dose_world(tmp_path / "kept", arms=(("bcs", 0), ("ttrl", 5), ("ddrl", -4)),
                        adapted={"bcs": 70.0, "ttrl": 72.5, "ddrl": 69.0})
