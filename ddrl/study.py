@@ -226,7 +226,7 @@ def run_heldout_x_job(j: Job, regime: Regime, scale: Scale, out_dir: str | Path,
         side = None if registered.is_file() else adapted_x_path(out_dir, j.regime, m, j.seed)
         if _done(path, key) and (side is None or _done(side, key)):
             continue
-        status = "ran"  # a finished run's evaluation is read from the cache, not redone
+        status = "ran"  # trains the run, or reads a finished one's cached evaluation (adapted rows only missing)
         df = question_frame(exp.run(m, j.seed, per_question=True), j.regime, key)
         adapted = df[df.split == "adapted"]
         if side is not None:
