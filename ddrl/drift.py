@@ -134,7 +134,7 @@ def analyse(out_dir: str | Path, regime: str, rng: np.random.Generator, drift_di
     seeds = sorted(wide[measure].dropna().index)
     if len(seeds) < 2:
         raise ValueError(f"analyse: {len(seeds)} seed(s) with both {a!r} and {b!r} and {measure!r}; need >= 2")
-    kinds, rs, n_questions = {PREDICTIONS[i][3] for i in ids}, {}, None
+    kinds, rs = {PREDICTIONS[i][3] for i in ids}, {}
     if "dist" in kinds:
         rs["dist"] = paired_t(wide.loc[seeds, (measure, a)] - wide.loc[seeds, (measure, b)])
     if kinds & {"slope", "adjusted"}:
@@ -144,14 +144,14 @@ def analyse(out_dir: str | Path, regime: str, rng: np.random.Generator, drift_di
     for kind, rows in frames.items():
         if kind in kinds:  # a pass@1 difference itself (held-out or adapted questions), per seed and question
             d = paired_differences(rows[rows["seed"].isin(seeds)], a, b)
-            rs[kind], n_questions = hierarchical_bootstrap(d.to_numpy(), rng).to_dict(), int(d.shape[1])
+            rs[kind] = hierarchical_bootstrap(d.to_numpy(), rng).to_dict()  # with its n_questions
     out = []
     for cid in ids:
         metric, sign, margin, kind = PREDICTIONS[cid]
         r = rs[kind]
         out.append({"id": cid, "regime": regime, "metric": metric.format(a=label(a)), "expected_sign": sign,
                     "estimate": r["estimate"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
-                    "n_seeds": len(seeds), "n_questions": n_questions if kind in ("acc", "adapted") else None,
+                    "n_seeds": len(seeds), "n_questions": r.get("n_questions"),
                     "verdict": "exploratory" if exploratory else "descriptive" if sign is None else
                     verdict(r["ci_low"], r["ci_high"], sign, margin)})
     return out
