@@ -390,17 +390,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         n, missing = measure_kl(args.out, runs_root, args.regime, args.methods, args.drift_dir, args.scale)
         print(f"held-out KL measured: {n} runs (final weights not under {runs_root}: {len(missing)})")
     elif args.what == "figure":  # the committed runs (PANELS) -> docs/results/drift_kl_heldout.{png,pdf}
+        sfx = "" if args.regime == "amc_like" else f"_{args.regime}"  # AMC-like's figures keep their names
         tables = {t: seed_table(REPO / o, args.regime, drift_dir=REPO / d if d else None) for t, o, d in PANELS
-                  if (REPO / (d or o) / DRIFT / args.regime).is_dir()}
-        for x, name in (("kl_late", "drift_kl_heldout"), ("kl_heldout", "drift_heldout_kl")):
+                  if (REPO / (d or o) / DRIFT / args.regime).is_dir() and h1x_files(REPO / o, args.regime, PAIR[1:])}
+        for x, name in (("kl_late", "drift_kl_heldout"), ("kl_heldout", "drift_heldout_kl")) if tables else ():
             fig = drift_figure(tables, x)
-            print(save_figure(fig, REPO / "docs" / "results", name))
+            print(save_figure(fig, REPO / "docs" / "results", name + sfx))
             plt.close(fig)
-        for which, name in (("dose", "drift_kl_dose"), ("methods", "drift_methods")):  # Amendments 22, 23
+        for which, name in (("dose", "drift_kl_dose"), ("methods", "drift_methods")):  # Amendments 22-24
             if h1x_files(REPO / DOSE_OUT, args.regime, tuple(ARMS[which])):
                 fig = arms_figure(seed_table(REPO / DOSE_OUT, args.regime, ("bcs", *ARMS[which])),
                                   x3h_slope(args.slope_from), which)
-                print(save_figure(fig, REPO / "docs" / "results", name))
+                print(save_figure(fig, REPO / "docs" / "results", name + sfx))
                 plt.close(fig)
     else:
         rng = np.random.default_rng(args.seed)

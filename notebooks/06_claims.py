@@ -381,10 +381,12 @@ if dose_path.is_file():
 # they move the policy, not in what a unit of distance costs. Z1 and Z2: at equal held-out KL, TTRL and DDRL lie
 # on BCS's line (inside +-1 point); Z3 and Z4: TTRL moves less far than BCS, DDRL further. `Za` (held-out) and
 # `Ad` (the adapted questions) are descriptive. The Xeon's runs (seeds 100-115) and one H100 call's (seeds
-# 100-104) are analysed apart; the dashed line is Amendment 21's slope through BCS's Xeon runs.
+# 100-104) are analysed apart; the dashed line is Amendment 21's slope through BCS's Xeon runs. Amendment 24
+# asks the same in MATH-500-like (Xeon, seeds 100-110; `python -m ddrl.drift figure --regime math500_like`).
 
 # %%
-methods_rows = [dict(e, runs=k) for k, f in (("Xeon", "amc_like_cpu_methods"), ("H100", "amc_like_gpu_methods"))
+methods_rows = [dict(e, runs=k) for k, f in (("Xeon", "amc_like_cpu_methods"), ("H100", "amc_like_gpu_methods"),
+                                             ("Xeon, MATH-500-like (Amendment 24)", "math500_like_cpu_methods"))
                 if (R / "drift" / f"{f}.json").is_file() for e in json.loads((R / "drift" / f"{f}.json").read_text())]
 if methods_rows:
     dm = pd.DataFrame(methods_rows)

@@ -304,13 +304,15 @@ def test_methods_against_bcs_give_z1_to_z4_and_a_descriptive_difference(tmp_path
 
 @pytest.mark.parametrize("name, out, which", [("amc_like_cpu_kl_dose", "results/drift/cpu", "dose"),
                                                ("amc_like_gpu_methods", "results/drift/gpu_methods", "methods"),
-                                               ("amc_like_cpu_methods", "results/drift/cpu", "methods")])
+                                               ("amc_like_cpu_methods", "results/drift/cpu", "methods"),
+                                               ("math500_like_cpu_methods", "results/drift/cpu", "methods")])
 def test_committed_arm_results_recompute_from_the_committed_csvs(name, out, which):
-    """Amendments 22 (dose) and 23 (methods; its GPU arm apart) from the committed CSVs and held-out KLs."""
+    """Amendments 22 (dose), 23 (methods; its GPU arm apart) and 24 (methods in MATH-500-like) from the committed
+    CSVs and held-out KLs."""
     path = REPO / "results" / "drift" / f"{name}.json"
     if not path.is_file():
-        pytest.skip(f"{path} not written yet (plan Amendment {22 if which == 'dose' else 23}'s runs)")
-    got = drift.analyse_arms(REPO / out, "amc_like", np.random.default_rng(0), which,
+        pytest.skip(f"{path} not written yet (plan Amendments 22-24's runs)")
+    got = drift.analyse_arms(REPO / out, name.split("_cpu")[0].split("_gpu")[0], np.random.default_rng(0), which,
                              drift.x3h_slope() if which == "dose" else None)
     want = json.loads(path.read_text())
     assert [(x["id"], x["arm"]) for x in got] == [(x["id"], x["arm"]) for x in want]
