@@ -139,8 +139,9 @@ def analyse(out_dir: str | Path, regime: str, rng: np.random.Generator, drift_di
         rs["dist"] = paired_t(wide.loc[seeds, (measure, a)] - wide.loc[seeds, (measure, b)])
     if kinds & {"slope", "adjusted"}:
         rs.update(kl_fit(table[table["seed"].isin(seeds)], a, b, x=measure))
-    frames = {"acc": held, **({"adapted": heldout_rows(out_dir, regime, (a, b), ADAPTED_X)} if "adapted" in kinds
-                              else {})}
+    frames = {"acc": held}
+    if "adapted" in kinds:  # the runs' kept adapted-question rows (Ad)
+        frames["adapted"] = heldout_rows(out_dir, regime, (a, b), ADAPTED_X)
     for kind, rows in frames.items():
         if kind in kinds:  # a pass@1 difference itself (held-out or adapted questions), per seed and question
             d = paired_differences(rows[rows["seed"].isin(seeds)], a, b)
@@ -321,7 +322,7 @@ def drift_figure(tables: dict[str, pd.DataFrame], x: str = "kl_late"):
 
 
 def arms_figure(table: pd.DataFrame, slope: float, which: str = "dose"):
-    """Amendments 22 and 23: held-out pass@1 against held-out KL, one point per run of BCS and the arms of
+    """Amendments 22-24: held-out pass@1 against held-out KL, one point per run of BCS and the arms of
     :data:`ARMS` ``[which]`` (``table``: :func:`seed_table` of them), with the line Amendment 21's within-method
     ``slope`` draws through BCS's runs, extended over every arm: where the drift reading puts the arms."""
     t = table.dropna(subset=["kl_heldout"])
