@@ -219,19 +219,21 @@ def run_heldout_x_job(j: Job, regime: Regime, scale: Scale, out_dir: str | Path,
     for m in j.methods:
         key, path = heldout_x_key(regime, scale, m, j.seed, held), heldout_x_path(out_dir, j.regime, m, j.seed)
         plain = path.with_suffix("")  # an uncompressed CSV of earlier code: compressed, not recomputed
-        if not _done(path, key) and _done(plain, key):
+        done = _done(path, key)
+        if not done and _done(plain, key):
             atomic_write_bytes(path, gzip.compress(plain.read_bytes(), mtime=0))
             plain.unlink()
+            done = True
         registered = csv_path(out_dir, j.regime, m, j.seed)
         side = None if registered.is_file() else adapted_x_path(out_dir, j.regime, m, j.seed)
-        if _done(path, key) and (side is None or _done(side, key)):
+        if done and (side is None or _done(side, key)):
             continue
         status = "ran"  # trains the run, or reads a finished one's cached evaluation (adapted rows only missing)
         df = question_frame(exp.run(m, j.seed, per_question=True), j.regime, key)
         adapted = df[df.split == "adapted"]
         if side is not None:
             atomic_write_bytes(side, gzip.compress(adapted.to_csv(index=False).encode(), mtime=0))
-        if not _done(path, key):
+        if not done:
             df = df[df.split == "heldout"].assign(split=HELDOUT_X, registered_reproduced=same_as_registered(
                 adapted, registered))
             atomic_write_bytes(path, gzip.compress(df.to_csv(index=False).encode(), mtime=0))

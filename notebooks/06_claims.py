@@ -369,7 +369,7 @@ if dose_path.is_file():
     dd = pd.DataFrame(json.loads(dose_path.read_text()))
     dd["interval"] = [fmt_ci(e, lo, hi, "+.2f") for e, lo, hi in zip(dd.estimate, dd.ci_low, dd.ci_high)]
     display(dd[["id", "arm", "metric", "interval", "predicted", "verdict", "n_seeds"]].round(2))
-    dose_table = drift_data.seed_table(R.parent / drift.DOSE_OUT, "amc_like", ("bcs",) + drift.DOSES)
+    dose_table = drift_data.seed_table(R.parent / drift.DOSE_OUT, "amc_like", ("bcs", *drift.ARMS["dose"]))
     fig = drift.arms_figure(dose_table, drift.x3h_slope(R / "drift" / "amc_like_cpu_heldout_kl.json"))
     rep.figure(fig, "drift_kl_dose", data=dose_table)
     plt.show()
@@ -392,8 +392,8 @@ if methods_rows:
     dm = pd.DataFrame(methods_rows)
     dm["interval"] = [fmt_ci(e, lo, hi, "+.2f") for e, lo, hi in zip(dm.estimate, dm.ci_low, dm.ci_high)]
     display(dm[["runs", "id", "arm", "metric", "interval", "verdict", "n_seeds"]])
-    if drift_data.h1x_files(R.parent / drift.DOSE_OUT, "amc_like", ("ttrl", "ddrl")):
-        methods_table = drift_data.seed_table(R.parent / drift.DOSE_OUT, "amc_like", ("bcs", "ttrl", "ddrl"))
+    if drift_data.h1x_files(R.parent / drift.DOSE_OUT, "amc_like", tuple(drift.ARMS["methods"])):
+        methods_table = drift_data.seed_table(R.parent / drift.DOSE_OUT, "amc_like", ("bcs", *drift.ARMS["methods"]))
         fig = drift.arms_figure(methods_table, drift.x3h_slope(R / "drift" / "amc_like_cpu_heldout_kl.json"),
                                 "methods")
         rep.figure(fig, "drift_methods", data=methods_table)
