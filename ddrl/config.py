@@ -109,6 +109,9 @@ PRESETS: dict[str, dict[str, Any]] = {
     # BCS with a 10x / 100x stronger KL penalty (plan Amendment 22, not in the paper): the distance moved by hand
     "bcs_kl10x": {"selection": "bcs", "advantage": "grpo", "cor": False, "kl_coef": 0.01},
     "bcs_kl100x": {"selection": "bcs", "advantage": "grpo", "cor": False, "kl_coef": 0.1},
+    # TTRL and DDRL with the 100x KL penalty (plan Amendment 25, not in the paper); COR's SFT has no KL term
+    "ttrl_kl100x": {"selection": "random", "advantage": "grpo", "cor": False, "kl_coef": 0.1},
+    "ddrl_kl100x": {"selection": "bcs", "advantage": "fixed", "cor": True, "kl_coef": 0.1},
     "bcs_dae": {"selection": "bcs", "advantage": "fixed", "cor": False},
     "ddrl": {"selection": "bcs", "advantage": "fixed", "cor": True},
     "additional_rl": {"selection": "bcs", "advantage": "fixed", "cor": False, "extra_rl_fraction": 0.1},

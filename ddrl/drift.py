@@ -1,20 +1,23 @@
-"""Policy drift and held-out accuracy (plan Amendments 21-23), each prediction one entry of :data:`PREDICTIONS`.
+"""Policy drift and held-out accuracy (plan Amendments 21-25), each prediction one entry of :data:`PREDICTIONS`.
 
 Why do BCS's rarest-answer negatives cost held-out accuracy (Amendment 19's H1xN)? A run's distance from the base
 is read from its step logs (late ``actor/kl``: the k3 KL to the reference on the trained rollouts, mean of the
 last :data:`LATE_EPISODES` episodes) and from its final weights (:func:`heldout_kl` on fresh questions), and set
 against its held-out pass@1. Amendment 21 tests the link across seeds and rules (X1-X4, X2h-X4h); 22 moves the
 distance by hand, BCS with a 10x and 100x KL penalty (K1-K3); 23 asks whether TTRL and DDRL lie on BCS's line
-(Z1-Z4). The step logs stay in the run directories; :mod:`ddrl.drift_data` copies the columns it needs into small
-committed CSVs and reads them back, one row per run; where a run's seed has no registered CSV (seeds 100+), its
-adapted-question rows are kept too, and 22 and 23 report each arm's adapted pass@1 beside (descriptive, "Ad").
+(Z1-Z4); 25 gives TTRL and DDRL the 100x penalty and asks what it wins back held out and what it costs on the
+adapted questions (L1-L4). The step logs stay in the run directories; :mod:`ddrl.drift_data` copies the columns
+it needs into small committed CSVs and reads them back, one row per run; where a run's seed has no registered CSV
+(seeds 100+), its adapted-question rows are kept too: 22 and 23 report each arm's adapted pass@1 beside
+(descriptive, "Ad"), 25 registers it (L4).
 
     python -m ddrl.drift run --regime amc_like --seeds 100-131 --workers 8 --budget-min 5 --out DIR   # the runs
     python -m ddrl.drift export --out DIR                   # step CSVs from the runs' directories
     python -m ddrl.drift kl --out DIR                       # the held-out KL of each run
     python -m ddrl.drift analyse --out DIR --json results/drift/<name>.json   # X1-X4 (--measure kl_heldout: X2h-X4h)
-    python -m ddrl.drift analyse --dose --out DIR ...       # K1-K3 (--across: Z1-Z4); run, export, kl: --methods
-    python -m ddrl.drift figure     # docs/results/drift_kl_heldout, drift_heldout_kl, drift_kl_dose, drift_methods
+    python -m ddrl.drift analyse --dose --out DIR ...       # K1-K3 (--across: Z1-Z4, --penalty: L1-L4)
+    python -m ddrl.drift figure     # docs/results/drift_kl_heldout, drift_heldout_kl, drift_kl_dose, drift_methods,
+                                    # drift_penalty (run, export, kl: --methods names the arms' runs)
 """
 
 from __future__ import annotations
@@ -83,10 +86,11 @@ def paired_t(x: Sequence[float], confidence: float = 0.95) -> dict:
     return {"estimate": est, "ci_low": lo, "ci_high": hi}
 
 
-#: Each prediction (plan Amendments 21-23): what it measures (``{a}``: the arm compared with BCS), its expected
-#: sign (0 = inside the margin), its no-effect margin (0: a sign claim without a no-effect band) and its kind:
-#: "acc" held-out pass@1 a - b (hierarchical bootstrap), "dist" the KL measure a - b (paired t), "slope" the
-#: within-method slope and "adjusted" a - b at equal KL (:func:`kl_fit`)
+#: Each prediction (plan Amendments 21-25): what it measures (``{a}``: the arm, ``{b}``: the method it is compared
+#: with), its expected sign (0 = inside the margin), its no-effect margin (0: a sign claim without a no-effect band)
+#: and its kind: "acc" held-out pass@1 a - b (hierarchical bootstrap), "dist" the KL measure a - b (paired t),
+#: "slope" the within-method slope, "adjusted" a - b at equal KL (:func:`kl_fit`) and "adapted" pass@1 a - b on
+#: the questions both adapted on (hierarchical bootstrap)
 PREDICTIONS = {
     "X1": ("held-out pass@1, BCS - BCS positives + random negatives [points]", -1, 1.0, "acc"),
     "X2": ("late KL(policy || reference), BCS - BCS positives + random negatives [1e-3]", +1, 0.0, "dist"),
@@ -98,23 +102,39 @@ PREDICTIONS = {
     "X4h": ("held-out pass@1 at equal held-out KL, BCS - BCS positives + random negatives [points]", 0, 1.0,
             "adjusted"),
     # Amendment 22: the KL penalty raised by hand (arm = bcs_kl10x or bcs_kl100x, against BCS)
-    "K1": ("held-out KL(policy || base), {a} - BCS [1e-3 nats/token]", -1, 0.0, "dist"),
-    "K2": ("held-out pass@1, {a} - BCS [points]", +1, 1.0, "acc"),
-    "K3": ("held-out pass@1 at equal held-out KL, {a} - BCS [points]", 0, 1.0, "adjusted"),
+    "K1": ("held-out KL(policy || base), {a} - {b} [1e-3 nats/token]", -1, 0.0, "dist"),
+    "K2": ("held-out pass@1, {a} - {b} [points]", +1, 1.0, "acc"),
+    "K3": ("held-out pass@1 at equal held-out KL, {a} - {b} [points]", 0, 1.0, "adjusted"),
     # Amendment 23: TTRL (Z1, Z3) and DDRL (Z2, Z4) against BCS; Za descriptive (sign None: no verdict)
-    "Z1": ("held-out pass@1 at equal held-out KL, {a} - BCS [points]", 0, 1.0, "adjusted"),
-    "Z2": ("held-out pass@1 at equal held-out KL, {a} - BCS [points]", 0, 1.0, "adjusted"),
-    "Z3": ("held-out KL(policy || base), {a} - BCS [1e-3 nats/token]", -1, 0.0, "dist"),
-    "Z4": ("held-out KL(policy || base), {a} - BCS [1e-3 nats/token]", +1, 0.0, "dist"),
-    "Za": ("held-out pass@1, {a} - BCS [points]", None, 0.0, "acc"),
+    "Z1": ("held-out pass@1 at equal held-out KL, {a} - {b} [points]", 0, 1.0, "adjusted"),
+    "Z2": ("held-out pass@1 at equal held-out KL, {a} - {b} [points]", 0, 1.0, "adjusted"),
+    "Z3": ("held-out KL(policy || base), {a} - {b} [1e-3 nats/token]", -1, 0.0, "dist"),
+    "Z4": ("held-out KL(policy || base), {a} - {b} [1e-3 nats/token]", +1, 0.0, "dist"),
+    "Za": ("held-out pass@1, {a} - {b} [points]", None, 0.0, "acc"),
     # Amendments 22 and 23, descriptive (not registered): the arm's cost or gain on the questions it adapted on
-    "Ad": ("adapted pass@1, {a} - BCS [points]", None, 0.0, "adapted"),
+    "Ad": ("adapted pass@1, {a} - {b} [points]", None, 0.0, "adapted"),
+    # Amendment 25: TTRL and DDRL with the 100x KL penalty, each against its own unpenalised runs; L4 registered
+    "L1": ("held-out KL(policy || base), {a} - {b} [1e-3 nats/token]", -1, 0.0, "dist"),
+    "L2": ("held-out pass@1, {a} - {b} [points]", +1, 1.0, "acc"),
+    "L3": ("held-out pass@1 at equal held-out KL, {a} - {b} [points]", 0, 1.0, "adjusted"),
+    "L4": ("adapted pass@1, {a} - {b} [points]", 0, 1.0, "adapted"),
 }
 MEASURES = {"kl_late": ("X1", "X2", "X3", "X4"), "kl_heldout": ("X2h", "X3h", "X4h")}
 DOSES = ("bcs_kl10x", "bcs_kl100x")  # Amendment 22's arms, each against "bcs"
-#: Each set of arms against BCS: arm -> its predictions (Amendment 22: the KL-penalty doses; 23: the methods)
-ARMS = {"dose": {a: ("K1", "K2", "K3") for a in DOSES}, "methods": {"ttrl": ("Z3", "Z1", "Za"),
-                                                                    "ddrl": ("Z4", "Z2", "Za")}}
+#: Each set of arms: arm -> (the method it is compared with, its predictions). Amendment 22: BCS's KL-penalty
+#: doses; 23: the paper's methods against BCS; 25: the paper's methods with the 100x penalty against themselves
+ARMS = {"dose": {a: ("bcs", ("K1", "K2", "K3")) for a in DOSES},
+        "methods": {"ttrl": ("bcs", ("Z3", "Z1", "Za")), "ddrl": ("bcs", ("Z4", "Z2", "Za"))},
+        "penalty": {"ttrl_kl100x": ("ttrl", ("L1", "L2", "L3", "L4")),
+                    "ddrl_kl100x": ("ddrl", ("L1", "L2", "L3", "L4"))}}
+#: The slope-predicted held-out gain (``predicted``) goes with these sets' "acc" entries (Amendments 22, 25)
+PREDICTED_FROM_SLOPE = ("dose", "penalty")
+
+
+def arm_methods(which: str) -> tuple[str, ...]:
+    """Every method a set of :data:`ARMS` involves, BCS (whose line the figures draw) and the compared-with
+    methods first, then the arms (for tables and figures)."""
+    return tuple(dict.fromkeys(("bcs", *(b for b, _ in ARMS[which].values()), *ARMS[which])))
 
 
 def analyse(out_dir: str | Path, regime: str, rng: np.random.Generator, drift_dir: str | Path | None = None,
@@ -150,7 +170,8 @@ def analyse(out_dir: str | Path, regime: str, rng: np.random.Generator, drift_di
     for cid in ids:
         metric, sign, margin, kind = PREDICTIONS[cid]
         r = rs[kind]
-        out.append({"id": cid, "regime": regime, "metric": metric.format(a=label(a)), "expected_sign": sign,
+        out.append({"id": cid, "regime": regime, "metric": metric.format(a=label(a), b=label(b)),
+                    "expected_sign": sign,
                     "estimate": r["estimate"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
                     "n_seeds": len(seeds), "n_questions": r.get("n_questions"),
                     "verdict": "exploratory" if exploratory else "descriptive" if sign is None else
@@ -169,19 +190,22 @@ def x3h_slope(path: str | Path = SLOPE_FROM) -> float:
 
 def analyse_arms(out_dir: str | Path, regime: str, rng: np.random.Generator, which: str = "dose",
                  slope: float | None = None, drift_dir: str | Path | None = None) -> list[dict]:
-    """Each arm of :data:`ARMS` ``[which]`` against BCS (held-out KL), entries naming their ``arm``; with ``slope``
-    (Amendment 21's X3h), the held-out pass@1 entry gets ``predicted`` = slope x the arm's KL difference (K2).
-    Then, where both arms' adapted rows were kept, each arm's descriptive "Ad" (drawn after every registered
-    entry, so those draw what they drew without it)."""
+    """Each arm of :data:`ARMS` ``[which]`` against the method it names (held-out KL), entries naming their
+    ``arm``; with ``slope`` (Amendment 21's X3h), the held-out pass@1 entry gets ``predicted`` = slope x the arm's
+    KL difference (K2, L2). Then, for arms whose predictions hold no adapted-question entry, where both methods'
+    adapted rows were kept, each arm's descriptive "Ad" (drawn after every registered entry, so those draw what
+    they drew without it)."""
     out = []
-    for arm, ids in ARMS[which].items():
-        e = analyse(out_dir, regime, rng, drift_dir, a=arm, b="bcs", measure="kl_heldout", ids=ids)
+    for arm, (base, ids) in ARMS[which].items():
+        e = analyse(out_dir, regime, rng, drift_dir, a=arm, b=base, measure="kl_heldout", ids=ids)
         dist = next(x["estimate"] for x in e if PREDICTIONS[x["id"]][3] == "dist")
         out += [dict(x, arm=arm, **({"predicted": slope * dist} if slope is not None and
                                     PREDICTIONS[x["id"]][3] == "acc" else {})) for x in e]
-    for arm in ARMS[which]:
-        if all(h1x_files(out_dir, regime, (m,), ADAPTED_X) for m in (arm, "bcs")):
-            out += [dict(x, arm=arm) for x in analyse(out_dir, regime, rng, drift_dir, a=arm, b="bcs",
+    for arm, (base, ids) in ARMS[which].items():
+        if "adapted" in {PREDICTIONS[i][3] for i in ids}:
+            continue  # registered already
+        if all(h1x_files(out_dir, regime, (m,), ADAPTED_X) for m in (arm, base)):
+            out += [dict(x, arm=arm) for x in analyse(out_dir, regime, rng, drift_dir, a=arm, b=base,
                                                       measure="kl_heldout", ids=("Ad",))]
     return out
 
@@ -322,12 +346,12 @@ def drift_figure(tables: dict[str, pd.DataFrame], x: str = "kl_late"):
 
 
 def arms_figure(table: pd.DataFrame, slope: float, which: str = "dose"):
-    """Amendments 22-24: held-out pass@1 against held-out KL, one point per run of BCS and the arms of
-    :data:`ARMS` ``[which]`` (``table``: :func:`seed_table` of them), with the line Amendment 21's within-method
-    ``slope`` draws through BCS's runs, extended over every arm: where the drift reading puts the arms."""
+    """Amendments 22-25: held-out pass@1 against held-out KL, one point per run of the methods of
+    :func:`arm_methods` ``(which)`` (``table``: :func:`seed_table` of them), with the line Amendment 21's
+    within-method ``slope`` draws through BCS's runs, extended over every arm: where the drift reading puts them."""
     t = table.dropna(subset=["kl_heldout"])
     fig, ax = plt.subplots(figsize=(5.2, 3.9))
-    _scatter(ax, t, "kl_heldout", [m for m in ("bcs", *ARMS[which]) if m in set(t["method"])], 30)
+    _scatter(ax, t, "kl_heldout", [m for m in arm_methods(which) if m in set(t["method"])], 30)
     bcs = t[t["method"] == "bcs"]
     xs = np.linspace(t["kl_heldout"].min(), t["kl_heldout"].max(), 2)
     ax.plot(xs, bcs["heldout"].mean() + slope * (xs - bcs["kl_heldout"].mean()), color="0.3", ls="--", lw=1.2,
@@ -362,7 +386,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--drift-dir", type=Path, default=None, help="export: write, analyse: read drift/ here "
                     "(default: --out)")
     ap.add_argument("--methods", nargs="+", default=list(PAIR), help="run, export, kl: whose runs (default: the "
-                    "pair; Amendment 22: bcs_kl10x bcs_kl100x)")
+                    "pair; Amendment 22: bcs_kl10x bcs_kl100x; 25: ttrl_kl100x ddrl_kl100x)")
     ap.add_argument("--runs-root", type=Path, default=None, help="run directories (default: <cache>/runs)")
     ap.add_argument("--json", type=Path, default=None, help="analyse: write the entries here")
     ap.add_argument("--seed", type=int, default=0, help="analyse: the bootstrap's generator seed")
@@ -372,8 +396,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "verdicts)")
     ap.add_argument("--dose", action="store_true", help="analyse: Amendment 22's K1-K3 (BCS's KL-penalty arms)")
     ap.add_argument("--across", action="store_true", help="analyse: Amendment 23's Z1-Z4 (TTRL, DDRL against BCS)")
-    ap.add_argument("--slope-from", type=Path, default=SLOPE_FROM, help="analyse --dose, figure: the JSON whose "
-                    "X3h slope K2's prediction and the dose figure's line use")
+    ap.add_argument("--penalty", action="store_true", help="analyse: Amendment 25's L1-L4 (TTRL, DDRL with the "
+                    "100x KL penalty against themselves)")
+    ap.add_argument("--slope-from", type=Path, default=SLOPE_FROM, help="analyse --dose / --penalty, figure: the "
+                    "JSON whose X3h slope K2's and L2's predictions and the arms figures' line use")
     args = ap.parse_args(argv)
     if args.out is None and args.what != "figure":
         ap.error(f"{args.what} needs --out DIR")
@@ -398,17 +424,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             fig = drift_figure(tables, x)
             print(save_figure(fig, REPO / "docs" / "results", name + sfx))
             plt.close(fig)
-        for which, name in (("dose", "drift_kl_dose"), ("methods", "drift_methods")):  # Amendments 22-24
+        for which, name in (("dose", "drift_kl_dose"), ("methods", "drift_methods"),  # Amendments 22-24
+                            ("penalty", "drift_penalty")):  # Amendment 25
             if h1x_files(REPO / DOSE_OUT, args.regime, tuple(ARMS[which])):
-                fig = arms_figure(seed_table(REPO / DOSE_OUT, args.regime, ("bcs", *ARMS[which])),
+                fig = arms_figure(seed_table(REPO / DOSE_OUT, args.regime, arm_methods(which)),
                                   x3h_slope(args.slope_from), which)
                 print(save_figure(fig, REPO / "docs" / "results", name + sfx))
                 plt.close(fig)
     else:
         rng = np.random.default_rng(args.seed)
-        if args.dose or args.across:
-            entries = analyse_arms(args.out, args.regime, rng, "dose" if args.dose else "methods",
-                                   x3h_slope(args.slope_from) if args.dose else None, args.drift_dir)
+        which = "dose" if args.dose else "methods" if args.across else "penalty" if args.penalty else None
+        if which:
+            entries = analyse_arms(args.out, args.regime, rng, which,
+                                   x3h_slope(args.slope_from) if which in PREDICTED_FROM_SLOPE else None,
+                                   args.drift_dir)
         else:
             entries = analyse(args.out, args.regime, rng, args.drift_dir, exploratory=args.exploratory,
                               measure=args.measure)

@@ -53,6 +53,8 @@ METHODS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "bcs_random_neg": ("bcs_random_neg", "final", {}),  # BCS's positives, random negatives (plan Amendment 19)
     "bcs_kl10x": ("bcs_kl10x", "final", {}),  # BCS, kl_coef x10 (plan Amendment 22)
     "bcs_kl100x": ("bcs_kl100x", "final", {}),  # BCS, kl_coef x100 (plan Amendment 22)
+    "ttrl_kl100x": ("ttrl_kl100x", "final", {}),  # TTRL, kl_coef x100 (plan Amendment 25)
+    "ddrl_kl100x": ("ddrl_kl100x", "final", {}),  # DDRL, kl_coef x100 in its RL phase (plan Amendment 25)
     "bcs_dae": ("ddrl", "rl", {}),  # the RL-only weights of the DDRL run: identical to a BCS+DAE run
     "ddrl": ("ddrl", "final", {}),  # BCS + DAE + COR
     "additional_rl": ("additional_rl", "final", {}),

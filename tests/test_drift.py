@@ -302,21 +302,47 @@ def test_methods_against_bcs_give_z1_to_z4_and_a_descriptive_difference(tmp_path
     assert drift_data.seed_table(out, "amc_like", ("bcs", "ttrl"))["adapted"].isna().all()  # none kept: NaN
 
 
+def test_penalty_arms_compare_each_method_with_itself_and_register_the_adapted_difference(tmp_path):
+    """Amendment 25's arms: TTRL and DDRL with the 100x penalty, each against its own runs (not BCS): L1 its KL
+    falls, L2 its held-out pass@1 rises by what the slope predicts, L3 on the line, L4 the adapted difference as a
+    registered null claim (its verdict drawn, no descriptive Ad beside it)."""
+    arms = (("bcs", 0), ("ttrl", 5), ("ddrl", -4), ("ttrl_kl100x", 13), ("ddrl_kl100x", 6))
+    out = _dose_world(tmp_path, arms=arms, adapted={"ttrl": 70.0, "ttrl_kl100x": 70.5, "ddrl": 71.0,
+                                                      "ddrl_kl100x": 66.0})
+    e = {(x["id"], x["arm"]): x for x in drift.analyse_arms(out, "amc_like", np.random.default_rng(0), "penalty",
+                                                             slope=-0.5)}
+    assert sorted(e) == sorted((i, a) for a in ("ttrl_kl100x", "ddrl_kl100x") for i in ("L1", "L2", "L3", "L4"))
+    for arm, base, drop in (("ttrl_kl100x", "ttrl", 8), ("ddrl_kl100x", "ddrl", 10)):
+        assert e["L1", arm]["estimate"] == pytest.approx(-drop, abs=3.0) and e["L1", arm]["verdict"] == "reproduced"
+        assert e["L2", arm]["estimate"] == pytest.approx(e["L2", arm]["predicted"], abs=0.3)
+        assert e["L2", arm]["verdict"] == "reproduced" and e["L3", arm]["verdict"] == "reproduced"
+        assert e["L1", arm]["metric"].endswith(f"{drift.label(arm)} - {drift.label(base)} [1e-3 nats/token]")
+    l4 = {a: (e["L4", a]["estimate"], e["L4", a]["verdict"]) for a in ("ttrl_kl100x", "ddrl_kl100x")}
+    assert l4["ttrl_kl100x"] == (pytest.approx(0.5), "reproduced")  # inside +-1
+    assert l4["ddrl_kl100x"] == (pytest.approx(-5.0), "contradicted")  # beyond -1
+    assert drift.arm_methods("penalty") == ("bcs", "ttrl", "ddrl", "ttrl_kl100x", "ddrl_kl100x")
+    assert drift.arm_methods("dose") == ("bcs",) + drift.DOSES  # the committed figures' order, kept
+    fig = drift.arms_figure(drift_data.seed_table(out, "amc_like", drift.arm_methods("penalty")), -0.5, "penalty")
+    assert sum(len(c.get_offsets()) for c in fig.get_axes()[0].collections) == 40  # one point per run
+
+
 @pytest.mark.parametrize("name, out, which", [("amc_like_cpu_kl_dose", "results/drift/cpu", "dose"),
                                                ("amc_like_gpu_methods", "results/drift/gpu_methods", "methods"),
                                                ("amc_like_cpu_methods", "results/drift/cpu", "methods"),
-                                               ("math500_like_cpu_methods", "results/drift/cpu", "methods")])
+                                               ("math500_like_cpu_methods", "results/drift/cpu", "methods"),
+                                               ("amc_like_cpu_penalty", "results/drift/cpu", "penalty"),
+                                               ("math500_like_cpu_penalty", "results/drift/cpu", "penalty")])
 def test_committed_arm_results_recompute_from_the_committed_csvs(name, out, which):
-    """Amendments 22 (dose), 23 (methods; its GPU arm apart) and 24 (methods in MATH-500-like) from the committed
-    CSVs and held-out KLs."""
+    """Amendments 22 (dose), 23 (methods; its GPU arm apart), 24 (methods in MATH-500-like) and 25 (penalty, each
+    regime apart) from the committed CSVs and held-out KLs."""
     path = REPO / "results" / "drift" / f"{name}.json"
     if not path.is_file():
-        pytest.skip(f"{path} not written yet (plan Amendments 22-24's runs)")
+        pytest.skip(f"{path} not written yet (plan Amendments 22-25's runs)")
     got = drift.analyse_arms(REPO / out, name.split("_cpu")[0].split("_gpu")[0], np.random.default_rng(0), which,
-                             drift.x3h_slope() if which == "dose" else None)
+                             drift.x3h_slope() if which in drift.PREDICTED_FROM_SLOPE else None)
     want = json.loads(path.read_text())
     assert [(x["id"], x["arm"]) for x in got] == [(x["id"], x["arm"]) for x in want]
     for g, w in zip(got, want):
         assert g["verdict"] == w["verdict"] and g["n_seeds"] == w["n_seeds"]
-        for k in ("estimate", "ci_low", "ci_high") + (("predicted",) if g["id"] == "K2" else ()):
+        for k in ("estimate", "ci_low", "ci_high") + (("predicted",) if g["id"] in ("K2", "L2") else ()):
             assert g[k] == pytest.approx(w[k], abs=1e-9), (g["id"], g["arm"], k)
