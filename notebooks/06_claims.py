@@ -400,6 +400,34 @@ if methods_rows:
         plt.show()
 
 # %% [markdown]
+# ### The paper's methods with the stronger KL penalty (plan Amendment 25)
+#
+# Amendment 22's penalty won back held-out accuracy for BCS. Does the same knob work on the paper's methods, and
+# what does it cost where they adapt? TTRL and DDRL with kl_coef 0.1 (100x; DDRL's COR step has no KL term), each
+# against its own unpenalised runs of the same seeds (not BCS): L1 held-out KL falls, L2 held-out pass@1 rises
+# (`predicted`: Amendment 21's slope x L1), L3 on the method's line at equal KL, and L4 - registered - the
+# difference on the adapted questions, inside +-1 point. The plan said beforehand that L4 is question-bound
+# (half-widths >= 1.1 at any seed count in AMC-like), so it can only be *contradicted* or *not resolved*; its
+# interval's lower end is the largest adapted cost the data leave open. Each regime is analysed apart.
+
+# %%
+penalty_rows = [dict(e, regime_runs=k) for k, f in (("AMC-like", "amc_like_cpu_penalty"),
+                                                     ("MATH-500-like", "math500_like_cpu_penalty"))
+                if (R / "drift" / f"{f}.json").is_file() for e in json.loads((R / "drift" / f"{f}.json").read_text())]
+if penalty_rows:
+    dp = pd.DataFrame(penalty_rows)
+    dp["interval"] = [fmt_ci(e, lo, hi, "+.2f") for e, lo, hi in zip(dp.estimate, dp.ci_low, dp.ci_high)]
+    display(dp[["regime_runs", "id", "arm", "metric", "interval", "predicted", "verdict", "n_seeds"]].round(2))
+    if drift_data.h1x_files(R.parent / drift.DOSE_OUT, "amc_like", tuple(drift.ARMS["penalty"])):
+        penalty_table = drift_data.seed_table(R.parent / drift.DOSE_OUT, "amc_like", drift.arm_methods("penalty"))
+        fig = drift.arms_figure(penalty_table, drift.x3h_slope(R / "drift" / "amc_like_cpu_heldout_kl.json"),
+                                "penalty")
+        rep.figure(fig, "drift_penalty", data=penalty_table)
+        plt.show()
+else:
+    display(Markdown("Amendment 25's runs are not committed yet."))
+
+# %% [markdown]
 # ## Replications on other builds of the base model
 #
 # The testbed's pretraining gives other weights on another CPU (`docs/testbed.md`), and the registered study's
