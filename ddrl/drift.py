@@ -113,12 +113,11 @@ PREDICTIONS = {
     "Za": ("held-out pass@1, {a} - {b} [points]", None, 0.0, "acc"),
     # Amendments 22 and 23, descriptive (not registered): the arm's cost or gain on the questions it adapted on
     "Ad": ("adapted pass@1, {a} - {b} [points]", None, 0.0, "adapted"),
-    # Amendment 25: TTRL and DDRL with the 100x KL penalty, each against its own unpenalised runs; L4 registered
-    "L1": ("held-out KL(policy || base), {a} - {b} [1e-3 nats/token]", -1, 0.0, "dist"),
-    "L2": ("held-out pass@1, {a} - {b} [points]", +1, 1.0, "acc"),
-    "L3": ("held-out pass@1 at equal held-out KL, {a} - {b} [points]", 0, 1.0, "adjusted"),
+    # Amendment 25: TTRL and DDRL with the 100x KL penalty, each against its own unpenalised runs: K1-K3's
+    # measures and rules (below), and the adapted difference registered as a null claim
     "L4": ("adapted pass@1, {a} - {b} [points]", 0, 1.0, "adapted"),
 }
+PREDICTIONS.update({"L1": PREDICTIONS["K1"], "L2": PREDICTIONS["K2"], "L3": PREDICTIONS["K3"]})
 MEASURES = {"kl_late": ("X1", "X2", "X3", "X4"), "kl_heldout": ("X2h", "X3h", "X4h")}
 DOSES = ("bcs_kl10x", "bcs_kl100x")  # Amendment 22's arms, each against "bcs"
 #: Each set of arms: arm -> (the method it is compared with, its predictions). Amendment 22: BCS's KL-penalty
