@@ -393,10 +393,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "the addendum's X2h-X4h (kl_heldout)")
     ap.add_argument("--exploratory", action="store_true", help="analyse: the runs the predictions came from (no "
                     "verdicts)")
-    ap.add_argument("--dose", action="store_true", help="analyse: Amendment 22's K1-K3 (BCS's KL-penalty arms)")
-    ap.add_argument("--across", action="store_true", help="analyse: Amendment 23's Z1-Z4 (TTRL, DDRL against BCS)")
-    ap.add_argument("--penalty", action="store_true", help="analyse: Amendment 25's L1-L4 (TTRL, DDRL with the "
-                    "100x KL penalty against themselves)")
+    arms = ap.add_mutually_exclusive_group()  # one set of ARMS per analysis
+    arms.add_argument("--dose", action="store_true", help="analyse: Amendment 22's K1-K3 (BCS's KL-penalty arms)")
+    arms.add_argument("--across", action="store_true", help="analyse: Amendment 23's Z1-Z4 (TTRL, DDRL against BCS)")
+    arms.add_argument("--penalty", action="store_true", help="analyse: Amendment 25's L1-L4 (TTRL, DDRL with the "
+                      "100x KL penalty against themselves)")
     ap.add_argument("--slope-from", type=Path, default=SLOPE_FROM, help="analyse --dose / --penalty, figure: the "
                     "JSON whose X3h slope K2's and L2's predictions and the arms figures' line use")
     args = ap.parse_args(argv)

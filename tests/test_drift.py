@@ -324,6 +324,8 @@ def test_penalty_arms_compare_each_method_with_itself_and_register_the_adapted_d
     assert drift.arm_methods("dose") == ("bcs",) + drift.DOSES  # the committed figures' order, kept
     fig = drift.arms_figure(drift_data.seed_table(out, "amc_like", drift.arm_methods("penalty")), -0.5, "penalty")
     assert sum(len(c.get_offsets()) for c in fig.get_axes()[0].collections) == 40  # one point per run
+    with pytest.raises(SystemExit):  # one set of arms per analysis: two are refused, not one silently taken
+        drift.main(["analyse", "--dose", "--penalty", "--out", str(out)])
 
 
 @pytest.mark.parametrize("name, out, which", [("amc_like_cpu_kl_dose", "results/drift/cpu", "dose"),
