@@ -136,6 +136,14 @@ def arm_methods(which: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(("bcs", *(b for b, _ in ARMS[which].values()), *ARMS[which])))
 
 
+def arms_table(out_dir: str | Path, regime: str, which: str) -> pd.DataFrame | None:
+    """:func:`seed_table` of :func:`arm_methods` ``(which)`` under ``out_dir`` (what :func:`arms_figure` draws),
+    or None where the set's arms have no H1x CSVs there yet."""
+    if not h1x_files(out_dir, regime, tuple(ARMS[which])):
+        return None
+    return seed_table(out_dir, regime, arm_methods(which))
+
+
 def analyse(out_dir: str | Path, regime: str, rng: np.random.Generator, drift_dir: str | Path | None = None,
             a: str = PAIR[0], b: str = PAIR[1], exploratory: bool = False, measure: str = "kl_late",
             ids: Sequence[str] | None = None) -> list[dict]:
@@ -426,9 +434,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             plt.close(fig)
         for which, name in (("dose", "drift_kl_dose"), ("methods", "drift_methods"),  # Amendments 22-24
                             ("penalty", "drift_penalty")):  # Amendment 25
-            if h1x_files(REPO / DOSE_OUT, args.regime, tuple(ARMS[which])):
-                fig = arms_figure(seed_table(REPO / DOSE_OUT, args.regime, arm_methods(which)),
-                                  x3h_slope(args.slope_from), which)
+            table = arms_table(REPO / DOSE_OUT, args.regime, which)
+            if table is not None:
+                fig = arms_figure(table, x3h_slope(args.slope_from), which)
                 print(save_figure(fig, REPO / "docs" / "results", name + sfx))
                 plt.close(fig)
     else:

@@ -322,8 +322,9 @@ def test_penalty_arms_compare_each_method_with_itself_and_register_the_adapted_d
     assert l4["ddrl_kl100x"] == (pytest.approx(-5.0), "contradicted")  # beyond -1
     assert drift.arm_methods("penalty") == ("bcs", "ttrl", "ddrl", "ttrl_kl100x", "ddrl_kl100x")
     assert drift.arm_methods("dose") == ("bcs",) + drift.DOSES  # the committed figures' order, kept
-    fig = drift.arms_figure(drift_data.seed_table(out, "amc_like", drift.arm_methods("penalty")), -0.5, "penalty")
+    fig = drift.arms_figure(drift.arms_table(out, "amc_like", "penalty"), -0.5, "penalty")
     assert sum(len(c.get_offsets()) for c in fig.get_axes()[0].collections) == 40  # one point per run
+    assert drift.arms_table(out, "amc_like", "dose") is None  # no BCS KL-penalty runs in this world
     with pytest.raises(SystemExit):  # one set of arms per analysis: two are refused, not one silently taken
         drift.main(["analyse", "--dose", "--penalty", "--out", str(out)])
 
