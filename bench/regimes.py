@@ -11,6 +11,12 @@ Claim S1's weaker base (plan Sec. 2) is measured the same way on the AMC-like re
 testbed preset ``weak`` (built on first use), into ``results/regimes_weak.json``; no selection is made::
 
     OMP_NUM_THREADS=2 python bench/regimes.py --weak
+
+Plan Amendment 26's wider MATH-500-like regime (the registered one's operations on its stream's first 768
+questions) is measured the same way into ``results/regimes_wide.json``; it must keep the MATH-500-like rule
+(maj@64 >= 0.70 on those questions), else the file holds the error and no regime::
+
+    OMP_NUM_THREADS=2 python bench/regimes.py --wide 768
 """
 
 from __future__ import annotations
@@ -42,6 +48,8 @@ def main() -> None:
     ap.add_argument("--out", default=None, help="default results/regimes_base.json (--weak: results/regimes_weak.json)")
     ap.add_argument("--weak", action="store_true", help="claim S1: the weaker base build on the AMC-like regime of "
                     "results/regimes_base.json (its operations and adapted questions)")
+    ap.add_argument("--wide", type=int, default=None, metavar="N", help="plan Amendment 26: the MATH-500-like "
+                    "regime of results/regimes_base.json on its first N questions (results/regimes_wide.json)")
     ap.add_argument("--merge", nargs="+", default=None, metavar="JSON",
                     help="measure nothing: merge the candidates of earlier outputs, then select")
     args = ap.parse_args()
@@ -50,16 +58,23 @@ def main() -> None:
 
     from ddrl.experiments import model_fingerprint
     from ddrl.evaluate import evaluate
-    from ddrl.regimes import (CANDIDATE_OPS, MAX_NEW_TOKENS, WEAK_TESTBED, candidate_records, make_regimes,
-                              select_regimes, weak_base_regime)
+    from ddrl.regimes import (CANDIDATE_OPS, MATH_MAJ_MIN, MAX_NEW_TOKENS, WEAK_TESTBED, candidate_records,
+                              make_regimes, select_regimes, weak_base_regime, wide_regime)
     from ddrl.study_plan import load_regimes
     from ddrl.seeds import derive_seed
     from ddrl.models import load_model
     from ddrl.config import resolve_cue
 
     name = f"testbed:{args.testbed}"
-    out_path = args.out or str(ROOT / "results" / ("regimes_weak.json" if args.weak else "regimes_base.json"))
-    amc = None
+    default_out = "regimes_weak.json" if args.weak else "regimes_wide.json" if args.wide else "regimes_base.json"
+    out_path = args.out or str(ROOT / "results" / default_out)
+    amc = wide = None
+    if args.weak and args.wide:
+        raise SystemExit("--weak and --wide measure different regimes: give one")
+    if args.wide:  # plan Amendment 26: the registered MATH-500-like regime on more of its stream's questions
+        math = load_regimes(ROOT / "results" / "regimes_base.json", names=["math500_like"])["math500_like"]
+        wide = wide_regime(math, args.wide)
+        args.ops, args.n = [wide.num_ops], wide.n_adapted
     if args.weak:  # the AMC-like regime as registered, measured on the weaker build
         amc = load_regimes(ROOT / "results" / "regimes_base.json", names=["amc_like"])["amc_like"]
         name, args.ops, args.n = WEAK_TESTBED, [amc.num_ops], amc.n_adapted
@@ -95,8 +110,16 @@ def main() -> None:
         print(f"{k} ops: maj@64 {row['maj@64']:.3f}  pass@1 {row['pass@1']:.3f}  consensus {row['mean_consensus']:.3f}"
               f"  ({row['seconds']:.0f} s)", flush=True)
     try:
-        selected = {amc.name: amc.num_ops} if amc else select_regimes(out)
-        regimes = [weak_base_regime(amc).to_dict()] if amc else [r.to_dict() for r in make_regimes(selected)]
+        if wide is not None:
+            row = next((b for b in out if b["num_ops"] == wide.num_ops and b["n_questions"] >= wide.n_adapted), None)
+            if row is None:
+                raise ValueError(f"{wide.name}: no measurement of {wide.n_adapted} questions of {wide.num_ops} ops")
+            if row["maj@64"] < MATH_MAJ_MIN:
+                raise ValueError(f"{wide.name}: base maj@64 {row['maj@64']:.3f} on its {wide.n_adapted} questions is "
+                                 f"below the MATH-500-like rule's {MATH_MAJ_MIN}: not a MATH-500-like regime")
+        selected = {amc.name: amc.num_ops} if amc else {wide.name: wide.num_ops} if wide else select_regimes(out)
+        regimes = ([weak_base_regime(amc).to_dict()] if amc else [wide.to_dict()] if wide else
+                   [r.to_dict() for r in make_regimes(selected)])
         for r in regimes:  # the base properties on exactly the questions each regime adapts on
             row = next(b for b in out if b["num_ops"] == r["num_ops"])
             n = r["n_adapted"]
@@ -111,6 +134,8 @@ def main() -> None:
         selected, regimes = {"error": str(e)}, []
     result = {"model": name, "weights": model_fingerprint(name), "sampling_seed": args.seed, "data_seed": 0,
               "rule": "claim S1: the AMC-like regime on the weaker base build (no selection)" if amc else
+                      f"plan Amendment 26: the MATH-500-like regime on {args.wide} questions, base maj@64 >= "
+                      f"{MATH_MAJ_MIN}" if wide else
                       "ddrl.regimes.select_regimes (AIME-like: fewest ops with maj@64 <= 0.35; MATH-500-like: "
                       "most ops with maj@64 >= 0.70; AMC-like: between them, maj@64 closest to 0.5)",
               "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"), "candidates": out, "selected": selected,

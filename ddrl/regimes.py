@@ -35,6 +35,9 @@ MATH_MIN_QUESTIONS = 256
 #: Claim S1's regime: the AMC-like regime on the weaker base build (testbed preset ``weak``).
 WEAK_REGIME = "amc_like_weak_base"
 WEAK_TESTBED = "testbed:weak"
+#: Plan Amendment 26: the MATH-500-like regime on 3x its adapted questions (the first 256 are the registered ones),
+#: so P1 and P2 -- bound by how much adaptation's gain varies between questions -- can reach the 2.0-point width.
+WIDE_QUESTIONS = 768
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,16 @@ def weak_base_regime(amc: Regime) -> Regime:
     (``bench/regimes.py --weak``) before any of its method runs."""
     return replace(amc, name=WEAK_REGIME, stands_for="AMC with a weaker base model (claim S1)",
                    overrides={**amc.overrides, "model": WEAK_TESTBED})
+
+
+def wide_regime(math: Regime, n: int = WIDE_QUESTIONS) -> Regime:
+    """Plan Amendment 26's regime: the MATH-500-like regime ``math`` (operations, episodes, lr, held-out count) on
+    its stream's first ``n`` questions instead of 256, named ``<name>_<n>``; its base properties are measured on
+    those ``n`` (``bench/regimes.py --wide``) and must keep the MATH-500-like rule (maj@64 >= 0.70)."""
+    if n <= math.n_adapted:
+        raise ValueError(f"wide_regime: n={n} must exceed {math.name}'s {math.n_adapted} adapted questions")
+    return replace(math, name=f"{math.name}_{n}", stands_for=f"{math.stands_for} on {n} adapted questions "
+                   "(plan Amendment 26)", n_adapted=n)
 
 
 def make_regimes(selected: dict[str, int], default_lr: float = 3e-5) -> list[Regime]:

@@ -233,8 +233,9 @@ def weak_path(path: str | Path) -> Path:
 
 def measurement_files(path: str | Path) -> list[Path]:
     """The base-measurement files the study reads: ``path`` (the default base), then S1's weaker base
-    (``weak_path``) when it lies beside it."""
-    return [Path(path)] + [w for w in (weak_path(path),) if w.is_file()]
+    (``weak_path``) and plan Amendment 26's wider MATH-500-like regime (``regimes_wide.json``) when they lie
+    beside it. Only the jobs that name a regime run it: stages 1-2 and H1x name the registered ones."""
+    return [Path(path)] + [w for w in (weak_path(path), Path(path).with_name("regimes_wide.json")) if w.is_file()]
 
 
 def check_weights(path: str | Path = RESULTS / "regimes_base.json", scale: Scale = SCALES["default"]) -> None:

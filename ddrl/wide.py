@@ -1,0 +1,197 @@
+"""P1, P2 and M1 on 768 MATH-500-like questions (plan Amendment 26): the registered comparisons that were bound
+by their questions, rerun on three times as many.
+
+The registered study's MATH-500-like P1 (TTRL - no adaptation) and P2 (DDRL - no adaptation) missed the 2.0-point
+half-width at 46 seeds x 256 questions (2.2 and 2.9): how much adaptation gains varies between questions, so no
+number of seeds reaches it. This amendment adapts on the same stream's first 768 questions (the registered 256
+first; ``results/regimes_wide.json``, base maj@64 0.727 >= 0.70, so still MATH-500-like) with everything else
+the registered regime's, on :data:`SEEDS`, and decides P1, P2 and M1 there by the registered bootstrap and rule.
+
+Each seed's three runs are computed on one device: the CPU (single-thread workers, the study's pool) or, where a
+GPU machine is lent, a GPU; :data:`DEVICES_FILE` names the seeds imported from a GPU (their runs are other runs:
+the job keys name the device). The registered check (:func:`device_check`) compares the GPU seeds' per-seed
+effects with the CPU seeds'; where its interval excludes 0, the verdict is taken from the CPU seeds alone.
+
+    python -m ddrl.wide run --workers 2                      # the CPU seeds (resumable; skips the GPU's seeds)
+    python -m ddrl.wide run --seeds 212-223 --workers 8 --out DIR       # on a GPU machine
+    python -m ddrl.wide import DIR --device "NVIDIA H100 80GB HBM3"     # its complete seeds into results/wide
+    python -m ddrl.wide status                                # complete seeds, by device
+    python -m ddrl.wide analyse --json results/wide/claims.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import scipy.stats as sps
+
+from ddrl.claims import entry, validate
+from ddrl.reporting import atomic_write_bytes, cache_root
+from ddrl.seeds import derive_seed
+from ddrl.stats import hierarchical_bootstrap
+from ddrl.study import run_jobs
+from ddrl.study_analysis import claim_matrix, load_questions
+from ddrl.study_plan import RESULTS, SCALES, Job, csv_path
+
+REGIME = "math500_like_768"  # ddrl.regimes.wide_regime of the registered MATH-500-like regime
+STANDS_FOR = "math500_like"  # the benchmark it stands for: the paper's number and sign are MATH-500's
+SEEDS = tuple(range(200, 224))  # 24 seeds (the plan's power analysis), apart from every earlier seed set
+METHODS = ("no_adaptation", "ttrl", "ddrl")
+CLAIMS = ("P1", "P2", "M1")
+OUT = RESULTS / "wide"
+DEVICES_FILE = "devices.json"  # {seed: device name} of the seeds computed on a GPU
+
+
+def jobs(seeds: Sequence[int], methods: Sequence[str] = METHODS, regime: str = REGIME) -> list[Job]:
+    """One job per seed and method, seed by seed (a budget's cut leaves whole seeds behind)."""
+    return [Job(regime, s, (m,), "wide") for s in seeds for m in methods]
+
+
+def gpu_seeds(out: str | Path = OUT) -> dict[int, str]:
+    """The seeds whose runs were imported from a GPU (:func:`import_runs`), with the device's name."""
+    path = Path(out) / DEVICES_FILE
+    return {int(k): v for k, v in json.loads(path.read_text()).items()} if path.is_file() else {}
+
+
+def complete_seeds(out: str | Path, regime: str = REGIME, methods: Sequence[str] = METHODS) -> list[int]:
+    """Seeds with a written CSV of every method (``<out>/<regime>/<method>-seedNN.csv``)."""
+    have = {}
+    for m in methods:
+        have[m] = {int(p.stem.rsplit("-seed", 1)[1]) for p in Path(out, regime).glob(f"{m}-seed*.csv")
+                   if not p.name.endswith("-steps.csv")}
+    return sorted(set.intersection(*have.values())) if have else []
+
+
+def import_runs(src: str | Path, device: str, out: str | Path = OUT, regime: str = REGIME,
+                methods: Sequence[str] = METHODS) -> list[int]:
+    """Copy the complete seeds of a GPU machine's ``run --out src`` into ``out`` and record them in
+    :data:`DEVICES_FILE` as computed on ``device``. A seed missing a method there is left out (its runs are
+    redone on the CPU); a seed imported before with the same files is skipped, any other seed that ``out``
+    already holds a CSV of is refused (one device per seed). Returns the seeds imported now."""
+    dest, devices = Path(out) / regime, gpu_seeds(out)
+    seeds = [s for s in complete_seeds(src, regime, methods) if not (devices.get(s) == device and all(
+        csv_path(out, regime, m, s).is_file() and csv_path(out, regime, m, s).read_bytes() ==
+        csv_path(src, regime, m, s).read_bytes() for m in methods))]  # imported before: nothing to do
+    clash = [s for s in seeds if any(dest.glob(f"*-seed{s:02d}*.csv"))]
+    if clash:
+        raise ValueError(f"import_runs: {dest} already holds CSVs of seed(s) {clash}; one device per seed")
+    dest.mkdir(parents=True, exist_ok=True)
+    for s in seeds:
+        for m in methods:
+            for steps in (False, True):
+                p = csv_path(src, regime, m, s, steps)
+                if p.is_file():
+                    shutil.copyfile(p, csv_path(out, regime, m, s, steps))
+        devices[s] = device
+    atomic_write_bytes(Path(out) / DEVICES_FILE, (json.dumps({str(k): v for k, v in sorted(devices.items())},
+                                                             indent=1) + "\n").encode())
+    return seeds
+
+
+def wide_entry(cid: str, d: pd.DataFrame, n_boot: int = 4000) -> dict:
+    """A ``claims.json`` entry of claim ``cid`` in :data:`REGIME` from its seeds x questions matrix of differences
+    (points): the registered hierarchical bootstrap (stream ``derive_seed(0, "claims", cid, REGIME)``) and rule,
+    the paper's number and sign those of the benchmark it stands for (MATH-500)."""
+    rng = np.random.default_rng(derive_seed(0, "claims", cid, REGIME))
+    iv = hierarchical_bootstrap(d.to_numpy(), rng, n_boot)
+    return {**entry(cid, STANDS_FOR, iv.estimate, iv.ci_low, iv.ci_high, iv.n_seeds, iv.n_questions), "regime": REGIME}
+
+
+def device_check(d: pd.DataFrame, devices: dict[int, str], confidence: float = 0.95) -> dict | None:
+    """The registered device check: mean per-seed effect (a row mean of ``d``) of the GPU seeds minus the CPU
+    seeds', Welch's t interval; ``shifted`` when it excludes 0. None with fewer than 2 seeds on either device."""
+    eff = d.mean(axis=1)
+    gpu = eff[[s in devices for s in eff.index]]
+    cpu = eff[[s not in devices for s in eff.index]]
+    if len(gpu) < 2 or len(cpu) < 2:
+        return None
+    ci = sps.ttest_ind(gpu, cpu, equal_var=False).confidence_interval(confidence)
+    return {"gpu_minus_cpu": float(gpu.mean() - cpu.mean()), "ci_low": float(ci.low), "ci_high": float(ci.high),
+            "n_gpu": int(len(gpu)), "n_cpu": int(len(cpu)), "shifted": bool(ci.low > 0 or ci.high < 0)}
+
+
+def analyse(out: str | Path = OUT, n_boot: int = 4000, seeds: Sequence[int] = SEEDS) -> dict:
+    """P1, P2 and M1 in :data:`REGIME` over ``seeds``, every one of them complete (the plan reads no mean before):
+    ``entries`` (the verdicts: CPU seeds alone where the device check shifted), ``all_seeds`` and ``cpu_seeds``
+    entries, and each claim's ``device_check``."""
+    done = [s for s in complete_seeds(out) if s in set(seeds)]
+    if len(done) < len(seeds):
+        raise ValueError(f"{out}: {len(done)} of {len(seeds)} seeds complete (missing "
+                         f"{sorted(set(seeds) - set(done))}); the plan reads no estimate before all are")
+    df = load_questions(out)
+    df = df[df.seed.isin(done)]
+    devices = {s: v for s, v in gpu_seeds(out).items() if s in done}
+    res: dict = {"regime": REGIME, "seeds": done, "gpu_seeds": devices, "entries": [], "all_seeds": [],
+                 "cpu_seeds": [], "device_check": {}}
+    for cid in CLAIMS:
+        d = claim_matrix(df, cid, REGIME)
+        if d is None:
+            continue
+        every = wide_entry(cid, d, n_boot)
+        cpu_rows = [s for s in d.index if s not in devices]
+        cpu = wide_entry(cid, d.loc[cpu_rows], n_boot) if devices and len(cpu_rows) >= 2 else every
+        check = device_check(d, devices)
+        use = cpu if check and check["shifted"] else every
+        note = "GPU seeds shifted the effect (device check): CPU seeds only" if use is not every else ""
+        res["entries"].append({**use, **({"note": note} if note else {})})
+        res["all_seeds"].append(every)
+        res["cpu_seeds"].append(cpu)
+        res["device_check"][cid] = check
+    for k in ("entries", "all_seeds", "cpu_seeds"):
+        for e in validate(res[k], f"{REGIME} {k}"):
+            e["half_width"] = (e["ci_high"] - e["ci_low"]) / 2
+    return res
+
+
+def _seeds(text: str) -> list[int]:
+    lo, _, hi = text.partition("-")
+    if not (lo.isdigit() and (hi.isdigit() or not hi)) or int(hi or lo) < int(lo):
+        raise SystemExit(f"--seeds: expected N or N-M (e.g. 200-223), got {text!r}")
+    return list(range(int(lo), int(hi or lo) + 1))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m ddrl.wide", description=__doc__.split("\n\n")[0])
+    ap.add_argument("what", choices=("run", "import", "status", "analyse"))
+    ap.add_argument("src", nargs="?", type=Path, help="import: a GPU machine's run --out folder")
+    ap.add_argument("--seeds", default=f"{SEEDS[0]}-{SEEDS[-1]}", help="run: seeds N-M (default: the plan's)")
+    ap.add_argument("--scale", choices=sorted(SCALES), default="default")
+    ap.add_argument("--workers", type=int, default=None)
+    ap.add_argument("--budget-min", type=float, default=None, help="run: jobs starting later are skipped")
+    ap.add_argument("--out", type=Path, default=OUT, help=f"the CSVs (default {OUT})")
+    ap.add_argument("--runs-root", type=Path, default=None, help="run directories (default: <cache>/runs)")
+    ap.add_argument("--device", default=None, help="import: the GPU's name (nvidia-smi), recorded per seed")
+    ap.add_argument("--json", type=Path, default=None, help="analyse: write the result here")
+    args = ap.parse_args(argv)
+    if args.what == "run":
+        skip = gpu_seeds(args.out)
+        todo = [s for s in _seeds(args.seeds) if s not in skip]
+        status = run_jobs(jobs(todo), SCALES[args.scale], args.out, args.runs_root or cache_root() / "runs",
+                          args.budget_min, args.workers, desc="Amendment 26 runs")
+        print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
+    elif args.what == "import":
+        if args.src is None or not args.device:
+            ap.error("import needs the run folder and --device NAME")
+        print(f"imported seeds {import_runs(args.src, args.device, args.out)} as {args.device}")
+    elif args.what == "status":
+        done, devices = complete_seeds(args.out), gpu_seeds(args.out)
+        print(f"{REGIME}: {len(done)} of {len(SEEDS)} seeds complete ({sum(s in devices for s in done)} from a GPU); "
+              f"missing {sorted(set(SEEDS) - set(done))}")
+    else:
+        res = analyse(args.out)
+        text = json.dumps(res, indent=1) + "\n"
+        if args.json:
+            atomic_write_bytes(args.json, text.encode())
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
