@@ -38,7 +38,7 @@ from ddrl.seeds import derive_seed
 from ddrl.stats import hierarchical_bootstrap
 from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix, load_questions
-from ddrl.study_plan import RESULTS, SCALES, Job, csv_path
+from ddrl.study_plan import RESULTS, SCALES, Job, check_weights, csv_path
 
 REGIME = "math500_like_768"  # ddrl.regimes.wide_regime of the registered MATH-500-like regime
 STANDS_FOR = "math500_like"  # the benchmark it stands for: the paper's number and sign are MATH-500's
@@ -171,6 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None, help="analyse: write the result here")
     args = ap.parse_args(argv)
     if args.what == "run":
+        check_weights(scale=SCALES[args.scale])  # the measured base build (installed from results/base_models), never a new one
         skip = gpu_seeds(args.out)
         todo = [s for s in _seeds(args.seeds) if s not in skip]
         status = run_jobs(jobs(todo), SCALES[args.scale], args.out, args.runs_root or cache_root() / "runs",
