@@ -1,0 +1,136 @@
+"""Plan Amendment 26 (ddrl.wide): the wider MATH-500-like regime, its runs on two devices, the device check and the
+analysis; the smoke path end to end and the committed CSVs against the registered configuration.
+
+The synthetic per-question tables below are TEST INPUT made up here, never results and never committed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from ddrl import study, wide
+from ddrl.regimes import MATH_MAJ_MIN, wide_regime
+from ddrl.study_plan import SCALES, csv_path, load_regimes
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_the_wide_regime_is_the_registered_math500_like_one_on_more_questions():
+    regs = load_regimes()
+    math, w = regs["math500_like"], regs[wide.REGIME]
+    assert w == wide_regime(math, 768) and w.n_adapted == 768
+    assert (w.num_ops, w.episodes, w.lr, w.overrides) == (math.num_ops, math.episodes, math.lr, math.overrides)
+    assert [r["id"] for r in w.records()[0][:256]] == [r["id"] for r in math.records()[0]]  # the registered 256 first
+    base = json.loads((REPO / "results" / "regimes_wide.json").read_text())
+    assert base["weights"] == json.loads((REPO / "results" / "regimes_base.json").read_text())["weights"]
+    assert base["regimes"][0]["base"]["n_questions"] == 768 and base["regimes"][0]["base"]["maj@64"] >= MATH_MAJ_MIN
+    with pytest.raises(ValueError, match="must exceed"):
+        wide_regime(math, 256)
+    # the registered study's job lists never name it
+    assert wide.REGIME not in {j.regime for j in study.stage1_jobs(list(regs), SCALES["default"])}
+
+
+def test_jobs_go_seed_by_seed():
+    js = wide.jobs([200, 201])
+    assert [(j.seed, j.methods) for j in js] == [(s, (m,)) for s in (200, 201) for m in wide.METHODS]
+    assert {j.regime for j in js} == {wide.REGIME} and {j.label for j in js} == {"wide"}
+
+
+def test_smoke_run_import_and_analyse_end_to_end(tmp_path):
+    """The real entry point on the tiny testbed: CPU seeds 0-2, "GPU" seeds 3-5 from another folder (seed 5
+    incomplete there, so it runs here), one device per seed, then the analysis."""
+    out, other, runs = tmp_path / "out", tmp_path / "other", str(tmp_path / "runs")
+    common = ["--scale", "smoke", "--workers", "2", "--runs-root", runs]
+    assert wide.main(["run", "--seeds", "0-2", "--out", str(out), *common]) == 0
+    assert wide.main(["run", "--seeds", "3-5", "--out", str(other), *common]) == 0
+    csv_path(other, wide.REGIME, "ttrl", 5).unlink()
+    assert wide.import_runs(other, "FakeGPU", out) == [3, 4]
+    assert wide.import_runs(other, "FakeGPU", out) == []  # the same files again: nothing to do
+    assert wide.gpu_seeds(out) == {3: "FakeGPU", 4: "FakeGPU"}
+    before = csv_path(out, wide.REGIME, "ttrl", 3).read_bytes()
+    assert wide.main(["run", "--seeds", "3-5", "--out", str(out), *common]) == 0  # seed 5 only
+    assert csv_path(out, wide.REGIME, "ttrl", 3).read_bytes() == before
+    assert wide.complete_seeds(out) == [0, 1, 2, 3, 4, 5]
+    again = csv_path(tmp_path / "again", wide.REGIME, "ttrl", 3)  # a folder holding a CPU CSV of seed 3
+    again.parent.mkdir(parents=True)
+    again.write_bytes(csv_path(out, wide.REGIME, "ttrl", 0).read_bytes())
+    with pytest.raises(ValueError, match="one device per seed"):
+        wide.import_runs(other, "FakeGPU", tmp_path / "again")
+    with pytest.raises(ValueError, match="6 of 7 seeds complete"):
+        wide.analyse(out, n_boot=200, seeds=range(7))
+    res = wide.analyse(out, n_boot=200, seeds=range(6))
+    assert [e["id"] for e in res["entries"]] == list(wide.CLAIMS)
+    assert {e["regime"] for e in res["entries"]} == {wide.REGIME}
+    assert [e["n_seeds"] for e in res["all_seeds"]] == [6] * 3 and [e["n_seeds"] for e in res["cpu_seeds"]] == [4] * 3
+    assert all(c["n_gpu"] == 2 and c["n_cpu"] == 4 for c in res["device_check"].values())
+
+
+def _world(out: Path, shift_gpu_ttrl: float, n_seeds: int = 8, n_q: int = 40) -> dict[int, str]:
+    """Synthetic CSVs: per question a base pass@1; TTRL +2 points and DDRL +3 on every seed, TTRL shifted by
+    ``shift_gpu_ttrl`` on the "GPU" seeds (the upper half)."""
+    rng = np.random.default_rng(0)
+    base = rng.uniform(0.2, 0.8, n_q)
+    gpu = {s: "FakeGPU" for s in range(n_seeds // 2, n_seeds)}
+    for s in range(n_seeds):
+        for m, gain in (("no_adaptation", 0.0), ("ttrl", 0.02 + (shift_gpu_ttrl if s in gpu else 0.0)), ("ddrl", 0.03)):
+            p = np.clip(base + gain + rng.normal(0, 0.01, n_q), 0, 1)
+            df = pd.DataFrame({"regime": wide.REGIME, "method": m, "seed": s, "split": "adapted",
+                               "question": [f"q{i}" for i in range(n_q)], "pass@1": p})
+            path = csv_path(out, wide.REGIME, m, s)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            df.to_csv(path, index=False)
+    (out / wide.DEVICES_FILE).write_text(json.dumps({str(k): v for k, v in gpu.items()}))
+    return gpu
+
+
+@pytest.mark.parametrize("shift", [0.0, 0.10])
+def test_the_device_check_takes_the_cpu_seeds_only_where_the_gpu_shifted(tmp_path, shift):
+    _world(tmp_path, shift)
+    res = wide.analyse(tmp_path, n_boot=400, seeds=range(8))
+    by = {e["id"]: e for e in res["entries"]}
+    p1 = res["device_check"]["P1"]
+    assert p1["gpu_minus_cpu"] == pytest.approx(100 * shift, abs=1.0) and p1["shifted"] == (shift > 0)
+    assert not res["device_check"]["P2"]["shifted"]  # DDRL has no shift
+    assert by["P1"]["n_seeds"] == (4 if shift else 8) and ("note" in by["P1"]) == (shift > 0)
+    assert by["P2"]["n_seeds"] == 8 and by["P2"]["estimate"] == pytest.approx(3.0, abs=0.5)
+    if shift:
+        assert by["P1"]["estimate"] == pytest.approx(2.0, abs=0.5)  # the CPU seeds' +2, not the pooled +7
+    assert all(e["paper"] == {"P1": 40.3, "P2": 48.0, "M1": 7.7}[e["id"]] for e in res["entries"])  # MATH-500's
+
+
+def test_committed_csvs_are_the_registered_configuration_on_their_device(monkeypatch):
+    """Every committed CSV's key is :func:`ddrl.study.job_key` of the regime's registered configuration, computed
+    for the device ``devices.json`` names (the GPU seeds' keys name ``cuda``), and has all 768 questions."""
+    folder = wide.OUT / wide.REGIME
+    files = sorted(p for p in folder.glob("*-seed*.csv") if not p.name.endswith("-steps.csv"))
+    if not files:
+        pytest.skip(f"{folder}: no committed runs yet (plan Amendment 26)")
+    study.check_weights()  # the measured base build (the keys hash its weights)
+    regime, scale, gpu = load_regimes(names=[wide.REGIME])[wide.REGIME], SCALES["default"], wide.gpu_seeds()
+    for p in files:
+        method, seed = p.stem.rsplit("-seed", 1)
+        df = pd.read_csv(p, usecols=["key", "question"], dtype=str)
+        with monkeypatch.context() as m:
+            if int(seed) in gpu:
+                m.setattr(study, "resolve_device", lambda d: torch.device("cuda"))
+            want = study.job_key(regime, scale, method, int(seed))
+        assert set(df.key) == {want} and df.question.nunique() == 768, p.name
+
+
+def test_committed_entries_recompute_from_the_committed_csvs():
+    path = wide.OUT / "claims.json"
+    if not path.is_file():
+        pytest.skip(f"{path} not written yet (plan Amendment 26: after all 24 seeds)")
+    got, want = wide.analyse(), json.loads(path.read_text())
+    assert got["seeds"] == want["seeds"] and got["gpu_seeds"] == {int(k): v for k, v in want["gpu_seeds"].items()}
+    for k in ("entries", "all_seeds", "cpu_seeds"):
+        assert [(e["id"], e["verdict"], e["n_seeds"]) for e in got[k]] == [(e["id"], e["verdict"], e["n_seeds"])
+                                                                           for e in want[k]]
+        for g, w in zip(got[k], want[k]):
+            for f in ("estimate", "ci_low", "ci_high"):
+                assert g[f] == pytest.approx(w[f], abs=1e-9), (k, g["id"], f)
