@@ -321,6 +321,29 @@ if results is not None:
         plt.show()
 
 # %% [markdown]
+# ### P1, P2 and M1 on three times the questions (plan Amendment 26)
+#
+# In MATH-500-like the gains over the untrained model (P1, P2) missed the 2.0-point half-width at 46 seeds: they
+# vary between questions, which no number of seeds averages out. Amendment 26 adapts on the same stream's first
+# 768 questions (the registered 256 first; base maj@64 0.727, still MATH-500-like) on 24 new seeds, some computed
+# on a GPU (one device per seed) with a registered check that the GPU seeds do not shift the effect. The table
+# below is `results/wide/claims.json`, written once all 24 seeds were complete; the 256-question entries are the
+# scorecard's.
+
+# %%
+from ddrl.tables import fmt_ci
+
+wide_path = R / "wide" / "claims.json"
+if wide_path.is_file():
+    wres = json.loads(wide_path.read_text())
+    wd = pd.DataFrame([dict(e, seeds="all") for e in wres["all_seeds"]] + [dict(e, seeds="CPU only") for e in wres["cpu_seeds"]])
+    wd["interval"] = [fmt_ci(e, lo, hi, "+.2f") for e, lo, hi in zip(wd.estimate, wd.ci_low, wd.ci_high)]
+    display(wd[["id", "seeds", "paper", "interval", "half_width", "verdict", "n_seeds", "n_questions"]].round(2))
+    display(pd.DataFrame(wres["device_check"]).T.round(2))
+else:
+    display(Markdown("Amendment 26's analysis is not committed yet (`python -m ddrl.wide status` says how far it is)."))
+
+# %% [markdown]
 # ## Why BCS's negatives cost held-out accuracy: policy drift (plan Amendment 21)
 #
 # H1xN says *that* choosing the rarest answers as negatives costs held-out accuracy in AMC-like; the runs' step
@@ -336,7 +359,6 @@ if results is not None:
 
 # %%
 from ddrl import drift, drift_data
-from ddrl.tables import fmt_ci
 
 drift_sets = {"exploratory": "amc_like_exploratory", "H100": "amc_like_gpu", "Xeon": "amc_like_cpu"}
 drift_files = [(k, R / "drift" / f"{f}{sfx}.json") for sfx in ("", "_heldout_kl") for k, f in drift_sets.items()]
