@@ -17,6 +17,12 @@ effects with the CPU seeds'; where its interval excludes 0, the verdict is taken
     python -m ddrl.wide import DIR --device "NVIDIA H100 80GB HBM3"     # its complete seeds into results/wide
     python -m ddrl.wide status                                # complete seeds, by device
     python -m ddrl.wide analyse --json results/wide/claims.json
+
+Plan Amendment 27 adds Amendment 25's penalised arms (:data:`ARMS`, kl_coef 0.1) in the same regime, on the CPU
+seeds :data:`ARM_SEEDS`, and compares them with the untrained model (Q1, Q2) and with their own methods (Q3, Q4):
+
+    python -m ddrl.wide run --arms --workers 2               # resumable; the untrained runs of 200-211 are reused
+    python -m ddrl.wide analyse --arms --json results/wide/arms.json
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ import scipy.stats as sps
 from ddrl.claims import entry, validate
 from ddrl.reporting import atomic_write_bytes, cache_root
 from ddrl.seeds import derive_seed
-from ddrl.stats import hierarchical_bootstrap
+from ddrl.stats import hierarchical_bootstrap, paired_differences, verdict
 from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix, load_questions
 from ddrl.study_plan import RESULTS, SCALES, Job, check_weights, csv_path
@@ -47,6 +53,17 @@ METHODS = ("no_adaptation", "ttrl", "ddrl")
 CLAIMS = ("P1", "P2", "M1")
 OUT = RESULTS / "wide"
 DEVICES_FILE = "devices.json"  # {seed: device name} of the seeds computed on a GPU
+#: Plan Amendment 27: Amendment 25's arms (the registered presets with kl_coef 0.1) on the CPU seeds of Amendment 26
+#: and 12 new ones (their untrained runs new too); one device (this machine's CPU) for every arm run.
+ARMS = ("ttrl_kl100x", "ddrl_kl100x")
+ARM_SEEDS = tuple(range(200, 212)) + tuple(range(224, 236))
+#: id -> (a, b, expected sign, margin, metric): adapted pass@1 a - b per seed and question, in points
+ARM_PAIRS = {
+    "Q1": ("ttrl_kl100x", "no_adaptation", +1, 1.0, "adapted pass@1, TTRL (100x KL) - no adaptation [points]"),
+    "Q2": ("ddrl_kl100x", "no_adaptation", +1, 1.0, "adapted pass@1, DDRL (100x KL) - no adaptation [points]"),
+    "Q3": ("ttrl_kl100x", "ttrl", +1, 1.0, "adapted pass@1, TTRL (100x KL) - TTRL [points]"),
+    "Q4": ("ddrl_kl100x", "ddrl", +1, 1.0, "adapted pass@1, DDRL (100x KL) - DDRL [points]"),
+}
 
 
 def jobs(seeds: Sequence[int], methods: Sequence[str] = METHODS, regime: str = REGIME) -> list[Job]:
@@ -150,6 +167,39 @@ def analyse(out: str | Path = OUT, n_boot: int = 4000, seeds: Sequence[int] = SE
     return res
 
 
+def arm_entry(pid: str, df: pd.DataFrame, n_boot: int = 4000) -> dict | None:
+    """Amendment 27's comparison ``pid`` (:data:`ARM_PAIRS`) over the seeds of ``df`` where both of its methods have
+    adapted rows: the hierarchical bootstrap (stream ``derive_seed(0, "wide-arms", pid)``) and the registered rule
+    (``ddrl.stats.verdict``, the expected sign, margin 1). None with fewer than 2 such seeds."""
+    a, b, sign, margin, metric = ARM_PAIRS[pid]
+    sub = df[(df.regime == REGIME) & (df.split == "adapted") & df.method.isin([a, b])]
+    both = set(sub[sub.method == a].seed) & set(sub[sub.method == b].seed)
+    if len(both) < 2:
+        return None
+    d = 100 * paired_differences(sub[sub.seed.isin(both)], a, b, value="pass@1")
+    iv = hierarchical_bootstrap(d.to_numpy(), np.random.default_rng(derive_seed(0, "wide-arms", pid)), n_boot)
+    return {"id": pid, "metric": metric, "regime": REGIME, "a": a, "b": b, "sign": sign, "estimate": iv.estimate,
+            "ci_low": iv.ci_low, "ci_high": iv.ci_high, "half_width": (iv.ci_high - iv.ci_low) / 2,
+            "n_seeds": iv.n_seeds, "n_questions": iv.n_questions,
+            "verdict": verdict(iv.ci_low, iv.ci_high, sign, margin)}
+
+
+def analyse_arms(out: str | Path = OUT, n_boot: int = 4000, seeds: Sequence[int] = ARM_SEEDS) -> list[dict]:
+    """Q1-Q4 (plan Amendment 27) once every seed of ``seeds`` has its untrained run and both arms on the CPU (the
+    plan reads no mean before): Q1, Q2 over all of them, Q3, Q4 over those that also have the method's CPU run."""
+    arms_done = complete_seeds(out, REGIME, ("no_adaptation", *ARMS))
+    missing = sorted(set(seeds) - set(arms_done))
+    if missing:
+        raise ValueError(f"{out}: seeds {missing} lack an untrained or penalised run; the plan reads no estimate "
+                         "before all are complete")
+    gpu = set(gpu_seeds(out))
+    if gpu & set(seeds):
+        raise ValueError(f"Amendment 27 is CPU-only; seeds {sorted(gpu & set(seeds))} were computed on a GPU")
+    df = load_questions(out)
+    df = df[df.seed.isin(set(seeds))]
+    return [e for e in (arm_entry(pid, df, n_boot) for pid in ARM_PAIRS) if e is not None]
+
+
 def _seeds(text: str) -> list[int]:
     lo, _, hi = text.partition("-")
     if not (lo.isdigit() and (hi.isdigit() or not hi)) or int(hi or lo) < int(lo):
@@ -161,7 +211,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.wide", description=__doc__.split("\n\n")[0])
     ap.add_argument("what", choices=("run", "import", "status", "analyse"))
     ap.add_argument("src", nargs="?", type=Path, help="import: a GPU machine's run --out folder")
-    ap.add_argument("--seeds", default=f"{SEEDS[0]}-{SEEDS[-1]}", help="run: seeds N-M (default: the plan's)")
+    ap.add_argument("--seeds", default=None, help="run: seeds N-M (default: the plan's)")
+    ap.add_argument("--arms", action="store_true", help="run, analyse: Amendment 27's penalised arms (Q1-Q4)")
     ap.add_argument("--scale", choices=sorted(SCALES), default="default")
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--budget-min", type=float, default=None, help="run: jobs starting later are skipped")
@@ -173,9 +224,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.what == "run":
         check_weights(scale=SCALES[args.scale])  # the measured base build (installed from results/base_models), never a new one
         skip = gpu_seeds(args.out)
-        todo = [s for s in _seeds(args.seeds) if s not in skip]
-        status = run_jobs(jobs(todo), SCALES[args.scale], args.out, args.runs_root or cache_root() / "runs",
-                          args.budget_min, args.workers, desc="Amendment 26 runs")
+        seeds = _seeds(args.seeds) if args.seeds else list(ARM_SEEDS if args.arms else SEEDS)
+        todo = [s for s in seeds if s not in skip]
+        methods = ("no_adaptation", *ARMS) if args.arms else METHODS  # written CSVs are skipped (same key)
+        status = run_jobs(jobs(todo, methods), SCALES[args.scale], args.out, args.runs_root or cache_root() / "runs",
+                          args.budget_min, args.workers, desc=f"Amendment {27 if args.arms else 26} runs")
         print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
     elif args.what == "import":
         if args.src is None or not args.device:
@@ -185,8 +238,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         done, devices = complete_seeds(args.out), gpu_seeds(args.out)
         print(f"{REGIME}: {len(done)} of {len(SEEDS)} seeds complete ({sum(s in devices for s in done)} from a GPU); "
               f"missing {sorted(set(SEEDS) - set(done))}")
+        arms = complete_seeds(args.out, REGIME, ("no_adaptation", *ARMS))
+        print(f"Amendment 27 (arms): {len([s for s in arms if s in ARM_SEEDS])} of {len(ARM_SEEDS)} seeds complete; "
+              f"missing {sorted(set(ARM_SEEDS) - set(arms))}")
     else:
-        res = analyse(args.out)
+        res = analyse_arms(args.out) if args.arms else analyse(args.out)
         text = json.dumps(res, indent=1) + "\n"
         if args.json:
             atomic_write_bytes(args.json, text.encode())

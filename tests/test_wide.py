@@ -134,3 +134,40 @@ def test_committed_entries_recompute_from_the_committed_csvs():
         for g, w in zip(got[k], want[k]):
             for f in ("estimate", "ci_low", "ci_high"):
                 assert g[f] == pytest.approx(w[f], abs=1e-9), (k, g["id"], f)
+
+
+def test_the_arms_analysis_reads_only_complete_cpu_seeds(tmp_path):
+    """Amendment 27 on synthetic tables: the arms +4 (TTRL's) and +5 (DDRL's) points over the untrained model,
+    +2 over their methods; Q3/Q4 only where the method's run exists; refused while a seed lacks a run or when a
+    seed came from a GPU."""
+    _world(tmp_path, 0.0)
+    (tmp_path / wide.DEVICES_FILE).unlink()
+    rng = np.random.default_rng(1)
+    base = pd.read_csv(csv_path(tmp_path, wide.REGIME, "no_adaptation", 0))
+    for s in range(10):
+        if s >= 8:  # new seeds: the untrained run only, no unpenalised methods
+            base.assign(seed=s).to_csv(csv_path(tmp_path, wide.REGIME, "no_adaptation", s), index=False)
+        for m, gain in (("ttrl_kl100x", 0.04), ("ddrl_kl100x", 0.05)):
+            p = np.clip(base["pass@1"] + gain + rng.normal(0, 0.01, len(base)), 0, 1)
+            base.assign(method=m, seed=s, **{"pass@1": p}).to_csv(csv_path(tmp_path, wide.REGIME, m, s), index=False)
+    with pytest.raises(ValueError, match=r"seeds \[10\] lack"):
+        wide.analyse_arms(tmp_path, n_boot=400, seeds=range(11))
+    got = {e["id"]: e for e in wide.analyse_arms(tmp_path, n_boot=400, seeds=range(10))}
+    assert [got[k]["n_seeds"] for k in ("Q1", "Q2", "Q3", "Q4")] == [10, 10, 8, 8]
+    for k, want in (("Q1", 4.0), ("Q2", 5.0), ("Q3", 2.0), ("Q4", 2.0)):
+        assert got[k]["estimate"] == pytest.approx(want, abs=0.5) and got[k]["verdict"] == "reproduced"
+    (tmp_path / wide.DEVICES_FILE).write_text(json.dumps({"3": "FakeGPU"}))
+    with pytest.raises(ValueError, match="CPU-only"):
+        wide.analyse_arms(tmp_path, n_boot=400, seeds=range(10))
+
+
+def test_arms_jobs_reuse_the_untrained_runs(tmp_path):
+    """`run --arms` on the smoke scale: the untrained CSV an earlier `run` wrote is kept (same key), the arms run."""
+    out, runs = tmp_path / "out", str(tmp_path / "runs")
+    common = ["--scale", "smoke", "--workers", "2", "--runs-root", runs, "--out", str(out)]
+    assert wide.main(["run", "--seeds", "0-1", *common]) == 0
+    before = csv_path(out, wide.REGIME, "no_adaptation", 0).read_bytes()
+    assert wide.main(["run", "--arms", "--seeds", "0-2", *common]) == 0
+    assert csv_path(out, wide.REGIME, "no_adaptation", 0).read_bytes() == before
+    assert wide.complete_seeds(out, wide.REGIME, ("no_adaptation", *wide.ARMS)) == [0, 1, 2]
+    assert len(wide.analyse_arms(out, n_boot=200, seeds=range(3))) == 4
