@@ -44,10 +44,10 @@ from ddrl.logprobs import response_logprobs
 from ddrl.models import load_model
 from ddrl.plotting import label
 from ddrl.prompts import format_prompt
-from ddrl.reporting import REPO, atomic_write_bytes, cache_root, save_figure
+from ddrl.reporting import REPO, cache_root, save_figure, write_json
 from ddrl.runs import RunDir
 from ddrl.sampling import make_sampler
-from ddrl.seeds import derive_seed
+from ddrl.seeds import derive_seed, seed_range
 from ddrl.stats import hierarchical_bootstrap, paired_differences, verdict
 from ddrl.study import run_jobs
 from ddrl.drift_data import (DRIFT, KL_UNIT, PAIR, drift_path, export_steps, h1x_files, h1x_runs, heldout_rows,
@@ -308,7 +308,7 @@ def measure_kl(out_dir: str | Path, runs_root: str | Path, regime: str, methods:
         kl, n_tok = heldout_kl(policy, base, tok, prompts, KL_SAMPLES, c["max_new_tokens"], s)
         rec = HeldoutKL(kl / KL_UNIT, n_tok, len(prompts), KL_SAMPLES, s, base_fp, fp)
         path = drift_path(dest or out_dir, regime, m, seed, "kl")
-        atomic_write_bytes(path, (json.dumps(asdict(rec), indent=1) + "\n").encode())
+        write_json(path, asdict(rec))
     return len(todo), missing
 
 
@@ -373,19 +373,12 @@ def jobs(regime: str, seeds: Sequence[int], methods: Sequence[str] = PAIR) -> li
     return [Job(regime, s, (m,), "H1x") for s in seeds for m in methods]
 
 
-def _seeds(text: str) -> list[int]:
-    lo, _, hi = text.partition("-")
-    if not (lo.isdigit() and (hi.isdigit() or not hi)) or int(hi or lo) < int(lo):
-        raise SystemExit(f"--seeds: expected N or N-M (e.g. 100-131), got {text!r}")
-    return list(range(int(lo), int(hi or lo) + 1))
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.drift", description=__doc__.split("\n\n")[0])
     ap.add_argument("what", choices=("run", "export", "kl", "analyse", "figure"))
     ap.add_argument("--regime", default="amc_like")
     ap.add_argument("--scale", choices=sorted(SCALES), default="default")
-    ap.add_argument("--seeds", default="100-131", help="run: seeds N-M (plan Amendment 21: from 100)")
+    ap.add_argument("--seeds", type=seed_range, default="100-131", help="run: seeds N-M (plan Amendment 21: from 100)")
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--budget-min", type=float, default=None, help="run: jobs starting later are skipped")
     ap.add_argument("--out", type=Path, default=None, help="holds heldout_x/ (H1x CSVs) and drift/ (step CSVs); "
@@ -413,7 +406,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error(f"{args.what} needs --out DIR")
     runs_root = args.runs_root or cache_root() / "runs"  # where ddrl.experiments keeps them
     if args.what == "run":
-        status = run_jobs(jobs(args.regime, _seeds(args.seeds), args.methods), SCALES[args.scale], args.out, runs_root,
+        status = run_jobs(jobs(args.regime, args.seeds, args.methods), SCALES[args.scale], args.out, runs_root,
                           args.budget_min, args.workers, desc="drift runs")
         print(pd.Series([s["status"] for s in status]).value_counts().to_dict())
         n, missing = export_steps(args.out, runs_root, args.regime, args.methods)
@@ -449,10 +442,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             entries = analyse(args.out, args.regime, rng, args.drift_dir, exploratory=args.exploratory,
                               measure=args.measure)
-        text = json.dumps(entries, indent=1) + "\n"
-        if args.json:
-            atomic_write_bytes(args.json, text.encode())
-        sys.stdout.write(text)
+        sys.stdout.write(write_json(args.json, entries))
     return 0
 
 

@@ -7,6 +7,7 @@ with the helpers below, so a run is reproducible from its ``config.json`` alone.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 
 import numpy as np
@@ -40,3 +41,16 @@ def torch_generator(seed: int, *names: object, device: str = "cpu"):
     g = torch.Generator(device=device)
     g.manual_seed(derive_seed(seed, *names))
     return g
+
+
+class SeedRangeError(argparse.ArgumentTypeError, ValueError):
+    """A ``--seeds`` value that is not ``N`` or ``N-M``: a ``ValueError`` that argparse prints as given."""
+
+
+def seed_range(text: str) -> list[int]:
+    """The seeds a command line's ``--seeds N`` or ``--seeds N-M`` (inclusive) names, in order;
+    :class:`SeedRangeError` naming what was expected otherwise."""
+    lo, _, hi = str(text).partition("-")
+    if not (lo.isdigit() and (hi.isdigit() or not hi)) or int(hi or lo) < int(lo):
+        raise SeedRangeError(f"expected N or N-M with N <= M (e.g. 100-131), got {text!r}")
+    return list(range(int(lo), int(hi or lo) + 1))

@@ -32,7 +32,7 @@ import sys
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -45,7 +45,7 @@ from ddrl.logprobs import pinned_backend
 from ddrl.models import resolve_device
 from ddrl.parallel import default_workers, run_pool
 from ddrl.regimes import Regime
-from ddrl.reporting import REPO, atomic_write_bytes, content_key, grader_fingerprint, records_key
+from ddrl.reporting import REPO, atomic_write_bytes, content_key, grader_fingerprint, records_key, write_json
 from ddrl.runs import RunDir
 from ddrl.study_analysis import analyse_claims, analyse_stage1
 from ddrl.study_figures import render_results
@@ -316,7 +316,7 @@ def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, re
     s1 = run_jobs(stage1_jobs(list(regimes), scale), scale, runs_dir, runs_root, left(), workers, progress,
                   desc="study stage 1")
     stage1 = analyse_stage1(runs_dir, regimes, scale)
-    _write_json(results_dir / "stage1.json", stage1)
+    write_json(results_dir / "stage1.json", stage1)
     s2 = run_jobs(stage2_jobs(list(regimes), scale, stage1["seeds"]), scale, runs_dir, runs_root, left(), workers,
                   progress, desc="study stage 2")
     s3 = run_jobs(heldout_x_jobs(list(regimes), scale), scale, runs_dir, runs_root, left(), workers, progress,
@@ -327,7 +327,7 @@ def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, re
         except DataError as e:
             print(f"ddrl.study: no svamp_codex entries: {e}", file=sys.stderr)
     entries, missing = analyse_claims(runs_dir, regimes)
-    _write_json(results_dir / "claims.json", entries)
+    write_json(results_dir / "claims.json", entries)
     status = pd.Series([d["status"] for d in s1 + s2 + s3], dtype=object).value_counts().to_dict()
     return {"stage1": stage1, "claims": entries, "missing": missing, "jobs": status}
 
@@ -335,11 +335,6 @@ def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, re
 # ---------------------------------------------------------------------------------------------------------
 # CLI
 # ---------------------------------------------------------------------------------------------------------
-
-
-def _write_json(path: Path, obj: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(path, (json.dumps(obj, indent=1) + "\n").encode())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -433,11 +428,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.analyse == "stage1":
         res = analyse_stage1(args.out, regimes, scale)
-        _write_json(stage1_file, res)
+        write_json(stage1_file, res)
         print(f"ddrl.study: variance components -> {stage1_file}; seeds per regime {res['seeds']}")
         return 0
     entries, missing = analyse_claims(args.out, regimes)
-    _write_json(claims_file, entries)
+    write_json(claims_file, entries)
     hw = [e["half_width"] for e in entries]
     print(f"ddrl.study: {len(entries)} claim x regime entries -> {claims_file}"
           + (f"; half-widths {min(hw):.1f}-{max(hw):.1f}" if hw else ""))

@@ -39,8 +39,8 @@ import pandas as pd
 import scipy.stats as sps
 
 from ddrl.claims import entry, validate
-from ddrl.reporting import atomic_write_bytes, cache_root
-from ddrl.seeds import derive_seed
+from ddrl.reporting import cache_root, write_json
+from ddrl.seeds import derive_seed, seed_range
 from ddrl.stats import hierarchical_bootstrap, paired_differences, verdict
 from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix, load_questions
@@ -107,8 +107,7 @@ def import_runs(src: str | Path, device: str, out: str | Path = OUT, regime: str
                 if p.is_file():
                     shutil.copyfile(p, csv_path(out, regime, m, s, steps))
         devices[s] = device
-    atomic_write_bytes(Path(out) / DEVICES_FILE, (json.dumps({str(k): v for k, v in sorted(devices.items())},
-                                                             indent=1) + "\n").encode())
+    write_json(Path(out) / DEVICES_FILE, {str(k): v for k, v in sorted(devices.items())})
     return seeds
 
 
@@ -200,18 +199,11 @@ def analyse_arms(out: str | Path = OUT, n_boot: int = 4000, seeds: Sequence[int]
     return [e for e in (arm_entry(pid, df, n_boot) for pid in ARM_PAIRS) if e is not None]
 
 
-def _seeds(text: str) -> list[int]:
-    lo, _, hi = text.partition("-")
-    if not (lo.isdigit() and (hi.isdigit() or not hi)) or int(hi or lo) < int(lo):
-        raise SystemExit(f"--seeds: expected N or N-M (e.g. 200-223), got {text!r}")
-    return list(range(int(lo), int(hi or lo) + 1))
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.wide", description=__doc__.split("\n\n")[0])
     ap.add_argument("what", choices=("run", "import", "status", "analyse"))
     ap.add_argument("src", nargs="?", type=Path, help="import: a GPU machine's run --out folder")
-    ap.add_argument("--seeds", default=None, help="run: seeds N-M (default: the plan's)")
+    ap.add_argument("--seeds", type=seed_range, default=None, help="run: seeds N-M (default: the plan's)")
     ap.add_argument("--arms", action="store_true", help="run, analyse: Amendment 27's penalised arms (Q1-Q4)")
     ap.add_argument("--scale", choices=sorted(SCALES), default="default")
     ap.add_argument("--workers", type=int, default=None)
@@ -224,7 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.what == "run":
         check_weights(scale=SCALES[args.scale])  # the measured base build (installed from results/base_models), never a new one
         skip = gpu_seeds(args.out)
-        seeds = _seeds(args.seeds) if args.seeds else list(ARM_SEEDS if args.arms else SEEDS)
+        seeds = args.seeds or list(ARM_SEEDS if args.arms else SEEDS)
         todo = [s for s in seeds if s not in skip]
         methods = ("no_adaptation", *ARMS) if args.arms else METHODS  # written CSVs are skipped (same key)
         status = run_jobs(jobs(todo, methods), SCALES[args.scale], args.out, args.runs_root or cache_root() / "runs",
@@ -243,10 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"missing {sorted(set(ARM_SEEDS) - set(arms))}")
     else:
         res = analyse_arms(args.out) if args.arms else analyse(args.out)
-        text = json.dumps(res, indent=1) + "\n"
-        if args.json:
-            atomic_write_bytes(args.json, text.encode())
-        sys.stdout.write(text)
+        sys.stdout.write(write_json(args.json, res))
     return 0
 
 

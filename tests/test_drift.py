@@ -15,6 +15,7 @@ import pytest
 
 from ddrl import drift, drift_data
 from ddrl.models import load_model
+from ddrl.seeds import seed_range
 from ddrl.study_plan import adapted_x_path, heldout_x_path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -149,10 +150,12 @@ def test_jobs_go_seed_by_seed_and_seeds_parse():
     assert [(j.seed, j.methods) for j in js] == [(100, ("bcs",)), (100, ("bcs_random_neg",)),
                                                  (101, ("bcs",)), (101, ("bcs_random_neg",))]
     assert all(j.label == "H1x" for j in js)
-    assert drift._seeds("100-103") == [100, 101, 102, 103] and drift._seeds("7") == [7]
-    for bad in ("a-b", "5-3"):
-        with pytest.raises(SystemExit, match="--seeds"):
-            drift._seeds(bad)
+    assert seed_range("100-103") == [100, 101, 102, 103] and seed_range("7") == [7]
+    for bad in ("a-b", "5-3", "-2"):
+        with pytest.raises(ValueError, match="expected N or N-M"):
+            seed_range(bad)
+    with pytest.raises(SystemExit):  # the CLIs' argparse reports it before any work
+        drift.main(["run", "--seeds", "5-3", "--out", "x"])
 
 
 def test_smoke_run_export_and_analyse_end_to_end(tmp_path):
