@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -39,7 +38,7 @@ import pandas as pd
 import scipy.stats as sps
 
 from ddrl.claims import entry, validate
-from ddrl.reporting import cache_root, write_json
+from ddrl.reporting import atomic_write_bytes, cache_root, write_json
 from ddrl.seeds import derive_seed, seed_range
 from ddrl.stats import hierarchical_bootstrap, paired_differences, verdict
 from ddrl.study import run_jobs
@@ -96,7 +95,7 @@ def import_runs(src: str | Path, device: str, out: str | Path = OUT, regime: str
     seeds = [s for s in complete_seeds(src, regime, methods) if not (devices.get(s) == device and all(
         csv_path(out, regime, m, s).is_file() and csv_path(out, regime, m, s).read_bytes() ==
         csv_path(src, regime, m, s).read_bytes() for m in methods))]  # imported before: nothing to do
-    clash = [s for s in seeds if any(dest.glob(f"*-seed{s:02d}*.csv"))]
+    clash = [s for s in seeds if any(dest.glob(f"*-seed{s:02d}.csv")) or any(dest.glob(f"*-seed{s:02d}-steps.csv"))]
     if clash:
         raise ValueError(f"import_runs: {dest} already holds CSVs of seed(s) {clash}; one device per seed")
     dest.mkdir(parents=True, exist_ok=True)
@@ -105,7 +104,7 @@ def import_runs(src: str | Path, device: str, out: str | Path = OUT, regime: str
             for steps in (False, True):
                 p = csv_path(src, regime, m, s, steps)
                 if p.is_file():
-                    shutil.copyfile(p, csv_path(out, regime, m, s, steps))
+                    atomic_write_bytes(csv_path(out, regime, m, s, steps), p.read_bytes())
         devices[s] = device
     write_json(Path(out) / DEVICES_FILE, {str(k): v for k, v in sorted(devices.items())})
     return seeds

@@ -70,6 +70,18 @@ def test_smoke_run_import_and_analyse_end_to_end(tmp_path):
     assert all(c["n_gpu"] == 2 and c["n_cpu"] == 4 for c in res["device_check"].values())
 
 
+def test_import_matches_seeds_by_their_whole_number(tmp_path):
+    """Seed 20's files are no clash with seed 200's (``-seed20`` is a prefix of ``-seed200``)."""
+    src, out = tmp_path / "src", tmp_path / "out"
+    for m in wide.METHODS:
+        for folder, seed in ((src, 20), (out, 200)):
+            path = csv_path(folder, wide.REGIME, m, seed)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(f"made up: {m} {seed}\n")
+    assert wide.import_runs(src, "FakeGPU", out) == [20]
+    assert wide.complete_seeds(out) == [20, 200] and wide.gpu_seeds(out) == {20: "FakeGPU"}
+
+
 def _world(out: Path, shift_gpu_ttrl: float, n_seeds: int = 8, n_q: int = 40) -> dict[int, str]:
     """Synthetic CSVs: per question a base pass@1; TTRL +2 points and DDRL +3 on every seed, TTRL shifted by
     ``shift_gpu_ttrl`` on the "GPU" seeds (the upper half)."""
