@@ -214,7 +214,6 @@ class owner_lock:
 _DAMAGED = object()
 
 
-
 def write_json(path: str | Path | None, obj) -> str:
     """``obj`` as indented JSON text (with a final newline), written atomically to ``path`` when one is given
     (:func:`atomic_write_bytes`); returns the text (the CLIs also print it)."""
@@ -222,6 +221,7 @@ def write_json(path: str | Path | None, obj) -> str:
     if path is not None:
         atomic_write_bytes(path, text.encode())
     return text
+
 
 def _load_pickle(path: Path) -> Any:
     """The stored result, or ``_DAMAGED`` (with a warning naming the file) when it does not unpickle."""

@@ -84,7 +84,7 @@ def run_minutes(out_dir: str | Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["regime", "method", "seed", "minutes"])
 
 
-def _matrix(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> pd.DataFrame | None:
+def paired_matrix(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> pd.DataFrame | None:
     """The seeds x questions matrix of (a - b) pass@1 in points over the seeds both methods have; None if
     fewer than 2 such seeds."""
 
@@ -168,7 +168,7 @@ def seed_directions(df: pd.DataFrame, pairs: dict[str, tuple[str, str, str]] = P
     rows, present = [], set(df.regime)
     for cid, (a, b, split) in pairs.items():
         for r in (r for r in get(cid).regimes if r in present):  # the claim's own regimes, as the scorecard
-            d = _matrix(df, r, a, b, split)
+            d = paired_matrix(df, r, a, b, split)
             if d is None:
                 continue
             per_seed = d.mean(axis=1)
@@ -186,7 +186,7 @@ def s1_matrix(df: pd.DataFrame, regime: str) -> pd.DataFrame | None:
     """Claim S1 (plan Sec. 4): the seeds x questions matrix of (DDRL - TTRL) on the default base minus the same
     on the weaker base (:data:`~ddrl.regimes.WEAK_REGIME`: same questions and seed ids, independent runs), in
     points, over the seeds and questions both have; None with fewer than 2 such seeds."""
-    strong, weak = _matrix(df, regime, "ddrl", "ttrl", "adapted"), _matrix(df, WEAK_REGIME, "ddrl", "ttrl", "adapted")
+    strong, weak = (paired_matrix(df, r, "ddrl", "ttrl", "adapted") for r in (regime, WEAK_REGIME))
     if strong is None or weak is None:
         return None
     seeds = [s for s in strong.index if s in set(weak.index)]
@@ -201,7 +201,7 @@ def claim_matrix(df: pd.DataFrame, cid: str, regime: str) -> pd.DataFrame | None
     :data:`PAIRED` claims' (a - b), S1's difference of differences (:func:`s1_matrix`); None for other claims or
     with fewer than 2 seeds."""
     if cid in PAIRED:
-        return _matrix(df, regime, *PAIRED[cid])
+        return paired_matrix(df, regime, *PAIRED[cid])
     return s1_matrix(df, regime) if cid == "S1" else None
 
 
@@ -266,7 +266,7 @@ def analyse_stage1(out_dir: str | Path, regimes: dict[str, Regime], scale: Scale
             continue
         reg, comps = regimes[name], {}
         for label, (a, b) in STAGE1_COMPARISONS.items():
-            d = _matrix(df, name, a, b, "adapted")
+            d = paired_matrix(df, name, a, b, "adapted")
             if d is None:
                 continue
             sub = df[(df.regime == name) & (df.split == "adapted")]

@@ -40,9 +40,9 @@ import scipy.stats as sps
 from ddrl.claims import entry, validate
 from ddrl.reporting import atomic_write_bytes, cache_root, write_json
 from ddrl.seeds import derive_seed, seed_range
-from ddrl.stats import hierarchical_bootstrap, paired_differences, verdict
+from ddrl.stats import hierarchical_bootstrap, verdict
 from ddrl.study import run_jobs
-from ddrl.study_analysis import claim_matrix, load_questions
+from ddrl.study_analysis import claim_matrix, load_questions, paired_matrix
 from ddrl.study_plan import RESULTS, SCALES, Job, check_weights, csv_path
 
 REGIME = "math500_like_768"  # ddrl.regimes.wide_regime of the registered MATH-500-like regime
@@ -170,11 +170,9 @@ def arm_entry(pid: str, df: pd.DataFrame, n_boot: int = 4000) -> dict | None:
     adapted rows: the hierarchical bootstrap (stream ``derive_seed(0, "wide-arms", pid)``) and the registered rule
     (``ddrl.stats.verdict``, the expected sign, margin 1). None with fewer than 2 such seeds."""
     a, b, sign, margin, metric = ARM_PAIRS[pid]
-    sub = df[(df.regime == REGIME) & (df.split == "adapted") & df.method.isin([a, b])]
-    both = set(sub[sub.method == a].seed) & set(sub[sub.method == b].seed)
-    if len(both) < 2:
+    d = paired_matrix(df, REGIME, a, b, "adapted")
+    if d is None:
         return None
-    d = 100 * paired_differences(sub[sub.seed.isin(both)], a, b, value="pass@1")
     iv = hierarchical_bootstrap(d.to_numpy(), np.random.default_rng(derive_seed(0, "wide-arms", pid)), n_boot)
     return {"id": pid, "metric": metric, "regime": REGIME, "a": a, "b": b, "sign": sign, "estimate": iv.estimate,
             "ci_low": iv.ci_low, "ci_high": iv.ci_high, "half_width": (iv.ci_high - iv.ci_low) / 2,

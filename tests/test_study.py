@@ -282,7 +282,7 @@ def test_smoke_heldout_x_evaluates_the_registered_runs_on_fresh_questions(smoke)
     df = study_analysis.load_questions(root / "runs")
     assert len(df[df.split == study.HELDOUT_X]) == len(methods) * 2 * SMOKE.n_heldout_x
     # H1xB + H1xA = H1xR (Amendment 17) and H1xN + H1xP = H1xB (Amendment 19), seed by seed and question by question
-    m = {p: study_analysis._matrix(df, "math500_like", *study_plan.PAIRED[p][:2], study.HELDOUT_X)
+    m = {p: study_analysis.paired_matrix(df, "math500_like", *study_plan.PAIRED[p][:2], study.HELDOUT_X)
          for p in ("H1xB", "H1xA", "H1xR", "H1xN", "H1xP")}
     assert m["H1xR"].shape == (2, SMOKE.n_heldout_x) and np.allclose(m["H1xB"] + m["H1xA"], m["H1xR"])
     assert np.allclose(m["H1xN"] + m["H1xP"], m["H1xB"])
