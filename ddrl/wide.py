@@ -42,7 +42,7 @@ from ddrl.reporting import atomic_write_bytes, cache_root, write_json
 from ddrl.seeds import derive_seed, seed_range
 from ddrl.stats import hierarchical_bootstrap, verdict
 from ddrl.study import run_jobs
-from ddrl.study_analysis import claim_matrix, load_questions, paired_matrix
+from ddrl.study_analysis import claim_matrix, load_questions, load_steps, paired_matrix
 from ddrl.study_plan import RESULTS, SCALES, Job, check_weights, csv_path
 
 REGIME = "math500_like_768"  # ddrl.regimes.wide_regime of the registered MATH-500-like regime
@@ -194,6 +194,24 @@ def analyse_arms(out: str | Path = OUT, n_boot: int = 4000, seeds: Sequence[int]
     df = load_questions(out)
     df = df[df.seed.isin(set(seeds))]
     return [e for e in (arm_entry(pid, df, n_boot) for pid in ARM_PAIRS) if e is not None]
+
+
+def vote_by_quarter(out: str | Path = OUT, seeds: Sequence[int] | None = None, regime: str = REGIME) -> pd.DataFrame:
+    """Descriptive, no verdict: the course of the vote over each run's RL phase, from the committed step logs. Per
+    method and quarter of the RL steps (1-4), the mean over seeds of the seed's mean ``label/majority_ratio`` (the
+    share of rollouts agreeing with the majority answer) and ``gt/label_acc`` (how often that majority answer is
+    right), and the number of seeds; rows method x quarter."""
+    steps = load_steps(out)
+    steps = steps[(steps.regime == regime) & (steps.phase == "rl")]
+    if seeds is not None:
+        steps = steps[steps.seed.isin(set(seeds))]
+    steps = steps.assign(quarter=steps.groupby(["method", "seed"]).step.transform(
+        lambda s: 1 + (4 * s.rank(method="first") - 1) // s.size).astype(int))
+    per_seed = steps.groupby(["method", "quarter", "seed"])[["label/majority_ratio", "gt/label_acc"]].mean()
+    out_df = per_seed.groupby(["method", "quarter"]).agg(
+        majority_share=("label/majority_ratio", "mean"), label_accuracy=("gt/label_acc", "mean"),
+        n_seeds=("gt/label_acc", "size"))
+    return out_df.reset_index()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -148,6 +148,17 @@ def test_committed_entries_recompute_from_the_committed_csvs():
                 assert g[f] == pytest.approx(w[f], abs=1e-9), (k, g["id"], f)
 
 
+def test_committed_arm_entries_recompute_from_the_committed_csvs():
+    path = wide.OUT / "arms.json"
+    if not path.is_file():
+        pytest.skip(f"{path} not written yet (plan Amendment 27: after all 24 seeds)")
+    got, want = wide.analyse_arms(), json.loads(path.read_text())
+    assert [(e["id"], e["verdict"], e["n_seeds"]) for e in got] == [(e["id"], e["verdict"], e["n_seeds"]) for e in want]
+    for g, w in zip(got, want):
+        for f in ("estimate", "ci_low", "ci_high"):
+            assert g[f] == pytest.approx(w[f], abs=1e-9), (g["id"], f)
+
+
 def test_the_arms_analysis_reads_only_complete_cpu_seeds(tmp_path):
     """Amendment 27 on synthetic tables: the arms +4 (TTRL's) and +5 (DDRL's) points over the untrained model,
     +2 over their methods; Q3/Q4 only where the method's run exists; refused while a seed lacks a run or when a
@@ -183,3 +194,24 @@ def test_arms_jobs_reuse_the_untrained_runs(tmp_path):
     assert csv_path(out, wide.REGIME, "no_adaptation", 0).read_bytes() == before
     assert wide.complete_seeds(out, wide.REGIME, ("no_adaptation", *wide.ARMS)) == [0, 1, 2]
     assert len(wide.analyse_arms(out, n_boot=200, seeds=range(3))) == 4
+
+
+def test_vote_by_quarter_splits_each_runs_rl_steps_in_four(tmp_path):
+    """8 RL steps per run: quarters of 2 steps each; a seed's quarter mean, then the mean over seeds; the COR phase
+    and other regimes' logs are left out."""
+    for seed, shift in ((0, 0.0), (1, 0.1)):
+        rows = [{"regime": wide.REGIME, "method": "ttrl", "seed": seed, "step": s, "phase": "rl",
+                 "label/majority_ratio": 0.5 + 0.05 * s + shift, "gt/label_acc": 0.9 - 0.1 * (s // 2)}
+                for s in range(8)]
+        rows.append({**rows[-1], "step": 8, "phase": "cor", "gt/label_acc": 99.0})
+        path = tmp_path / wide.REGIME / f"ttrl-seed{seed:02d}-steps.csv"
+        path.parent.mkdir(exist_ok=True)
+        pd.DataFrame(rows).to_csv(path, index=False)
+    other = tmp_path / "math500_like" / "ttrl-seed00-steps.csv"
+    other.parent.mkdir()
+    pd.DataFrame([{**rows[0], "regime": "math500_like", "gt/label_acc": 99.0}]).to_csv(other, index=False)
+    got = wide.vote_by_quarter(tmp_path)
+    assert list(got.quarter) == [1, 2, 3, 4] and set(got.n_seeds) == {2}
+    assert got.label_accuracy.to_numpy() == pytest.approx([0.9, 0.8, 0.7, 0.6])
+    assert got.majority_share.to_numpy() == pytest.approx([0.575, 0.675, 0.775, 0.875])
+    assert wide.vote_by_quarter(tmp_path, seeds=[0]).majority_share.iloc[0] == pytest.approx(0.525)
