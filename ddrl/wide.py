@@ -196,6 +196,22 @@ def analyse_arms(out: str | Path = OUT, n_boot: int = 4000, seeds: Sequence[int]
     return [e for e in (arm_entry(pid, df, n_boot) for pid in ARM_PAIRS) if e is not None]
 
 
+def levels(out: str | Path = OUT, seeds: Sequence[int] | None = None, regime: str = REGIME,
+           reference: str = "no_adaptation") -> pd.DataFrame:
+    """Descriptive, no verdict: each method's adapted pass@1 (points) per seed - the mean over questions - as the mean
+    and SD over seeds, with the number of seeds and how many of them end below ``reference``'s run of the same
+    seed (of the seeds both have); one row per method."""
+    df = load_questions(out)
+    df = df[(df.regime == regime) & (df.split == "adapted")]
+    if seeds is not None:
+        df = df[df.seed.isin(set(seeds))]
+    per_seed = 100 * df.groupby(["method", "seed"])["pass@1"].mean().unstack("method")
+    ref = per_seed[reference] if reference in per_seed else pd.Series(np.nan, index=per_seed.index)
+    return pd.DataFrame([{"method": m, "pass1": per_seed[m].mean(), "sd": per_seed[m].std(ddof=1),
+                          "n_seeds": int(per_seed[m].notna().sum()), "below_reference": int((per_seed[m] < ref).sum())}
+                         for m in per_seed.columns])
+
+
 def vote_by_quarter(out: str | Path = OUT, seeds: Sequence[int] | None = None, regime: str = REGIME) -> pd.DataFrame:
     """Descriptive, no verdict: the course of the vote over each run's RL phase, from the committed step logs. Per
     method and quarter of the RL steps (1-4), the mean over seeds of the seed's mean ``label/majority_ratio`` (the
