@@ -215,3 +215,24 @@ def test_vote_by_quarter_splits_each_runs_rl_steps_in_four(tmp_path):
     assert got.label_accuracy.to_numpy() == pytest.approx([0.9, 0.8, 0.7, 0.6])
     assert got.majority_share.to_numpy() == pytest.approx([0.575, 0.675, 0.775, 0.875])
     assert wide.vote_by_quarter(tmp_path, seeds=[0]).majority_share.iloc[0] == pytest.approx(0.525)
+
+
+def test_levels_are_per_seed_means_over_seeds(tmp_path):
+    """Two seeds x two questions: TTRL below the untrained run in seed 0 only; another split and regime left out."""
+    rows = []
+    for seed, (base, ttrl) in enumerate(((0.6, 0.4), (0.5, 0.7))):
+        for method, p in (("no_adaptation", base), ("ttrl", ttrl)):
+            rows += [{"regime": wide.REGIME, "method": method, "seed": seed, "split": "adapted", "question": q,
+                      "pass@1": p + d} for q, d in (("a", 0.1), ("b", -0.1))]
+    rows.append({**rows[0], "split": "heldout", "pass@1": 9.0})
+    for seed in (0, 1):
+        for method in ("no_adaptation", "ttrl"):
+            path = csv_path(tmp_path, wide.REGIME, method, seed)
+            path.parent.mkdir(exist_ok=True)
+            pd.DataFrame([r for r in rows if r["seed"] == seed and r["method"] == method]).to_csv(path, index=False)
+    got = wide.levels(tmp_path).set_index("method")
+    assert got.loc["ttrl", "pass1"] == pytest.approx(55.0) and got.loc["no_adaptation", "pass1"] == pytest.approx(55.0)
+    assert got.loc["ttrl", "sd"] == pytest.approx(np.std([40, 70], ddof=1))
+    assert got.loc["ttrl", "below_reference"] == 1 and got.loc["no_adaptation", "below_reference"] == 0
+    assert list(got.n_seeds) == [2, 2]
+    assert wide.levels(tmp_path, seeds=[1]).set_index("method").loc["ttrl", "pass1"] == pytest.approx(70.0)
