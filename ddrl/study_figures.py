@@ -212,13 +212,14 @@ def transfer_figure(t: pd.DataFrame, methods: Sequence[str] = TRANSFER_METHODS, 
 
 
 def pseudo_labels_by_episode(steps: pd.DataFrame, methods: Sequence[str] = ("ttrl", "ddrl"),
-                             regimes: Sequence[str] = (*THREE, SMALL_LR)) -> pd.DataFrame:
+                             regimes: Sequence[str] = (*THREE, SMALL_LR), by: str = "episode") -> pd.DataFrame:
     """Per regime x method x episode of the RL phase (per-step CSVs, :func:`ddrl.study_analysis.load_steps`): the
     mean over seeds and steps of the vote's confidence (``label/majority_ratio``, c*/N) and of the share of a
     step's questions whose pseudo-label is correct (``gt/label_acc``). Every episode visits each adapted question
-    once, so episodes compare the same questions. Descriptive: no claim uses it."""
+    once, so episodes compare the same questions. ``by``: another column of ``steps`` to group the steps by (e.g.
+    :func:`ddrl.wide.vote_by_quarter`'s quarters). Descriptive: no claim uses it."""
     s = steps[(steps.phase == "rl") & steps.method.isin(methods) & steps.regime.isin(regimes)]
-    g = s.groupby(["regime", "method", "episode"], as_index=False)
+    g = s.groupby(["regime", "method", by], as_index=False)
     return g.agg(n_seeds=("seed", "nunique"), majority_ratio=("label/majority_ratio", "mean"),
                  label_acc=("gt/label_acc", "mean"))
 

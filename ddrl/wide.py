@@ -23,6 +23,7 @@ seeds :data:`ARM_SEEDS`, and compares them with the untrained model (Q1, Q2) and
 
     python -m ddrl.wide run --arms --workers 2               # resumable; the untrained runs of 200-211 are reused
     python -m ddrl.wide analyse --arms --json results/wide/arms.json
+    python -m ddrl.wide figure                                # docs/results/wide_vote.{png,pdf} (descriptive)
 """
 
 from __future__ import annotations
@@ -33,16 +34,20 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import scipy.stats as sps
+import seaborn as sns
 
 from ddrl.claims import entry, validate
-from ddrl.reporting import atomic_write_bytes, cache_root, write_json
+from ddrl.plotting import color, label
+from ddrl.reporting import REPO, atomic_write_bytes, cache_root, save_figure, write_json
 from ddrl.seeds import derive_seed, seed_range
 from ddrl.stats import hierarchical_bootstrap, verdict
 from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix, load_questions, load_steps, paired_matrix
+from ddrl.study_figures import pseudo_labels_by_episode
 from ddrl.study_plan import RESULTS, SCALES, Job, check_weights, csv_path
 
 REGIME = "math500_like_768"  # ddrl.regimes.wide_regime of the registered MATH-500-like regime
@@ -196,16 +201,21 @@ def analyse_arms(out: str | Path = OUT, n_boot: int = 4000, seeds: Sequence[int]
     return [e for e in (arm_entry(pid, df, n_boot) for pid in ARM_PAIRS) if e is not None]
 
 
-def levels(out: str | Path = OUT, seeds: Sequence[int] | None = None, regime: str = REGIME,
-           reference: str = "no_adaptation") -> pd.DataFrame:
-    """Descriptive, no verdict: each method's adapted pass@1 (points) per seed - the mean over questions - as the mean
-    and SD over seeds, with the number of seeds and how many of them end below ``reference``'s run of the same
-    seed (of the seeds both have); one row per method."""
+def seed_levels(out: str | Path = OUT, seeds: Sequence[int] | None = None, regime: str = REGIME) -> pd.DataFrame:
+    """Each run's adapted pass@1 in points (the mean over its questions): one row per method x seed."""
     df = load_questions(out)
     df = df[(df.regime == regime) & (df.split == "adapted")]
     if seeds is not None:
         df = df[df.seed.isin(set(seeds))]
-    per_seed = 100 * df.groupby(["method", "seed"])["pass@1"].mean().unstack("method")
+    return (100 * df.groupby(["method", "seed"])["pass@1"].mean()).rename("pass1").reset_index()
+
+
+def levels(out: str | Path = OUT, seeds: Sequence[int] | None = None, regime: str = REGIME,
+           reference: str = "no_adaptation") -> pd.DataFrame:
+    """Descriptive, no verdict: each method's :func:`seed_levels` as the mean and SD over seeds, with the number of
+    seeds and how many of them end below ``reference``'s run of the same seed (of the seeds both have); one row
+    per method."""
+    per_seed = seed_levels(out, seeds, regime).pivot(index="seed", columns="method", values="pass1")
     ref = per_seed[reference] if reference in per_seed else pd.Series(np.nan, index=per_seed.index)
     return pd.DataFrame([{"method": m, "pass1": per_seed[m].mean(), "sd": per_seed[m].std(ddof=1),
                           "n_seeds": int(per_seed[m].notna().sum()), "below_reference": int((per_seed[m] < ref).sum())}
@@ -213,26 +223,54 @@ def levels(out: str | Path = OUT, seeds: Sequence[int] | None = None, regime: st
 
 
 def vote_by_quarter(out: str | Path = OUT, seeds: Sequence[int] | None = None, regime: str = REGIME) -> pd.DataFrame:
-    """Descriptive, no verdict: the course of the vote over each run's RL phase, from the committed step logs. Per
-    method and quarter of the RL steps (1-4), the mean over seeds of the seed's mean ``label/majority_ratio`` (the
-    share of rollouts agreeing with the majority answer) and ``gt/label_acc`` (how often that majority answer is
-    right), and the number of seeds; rows method x quarter."""
+    """Descriptive, no verdict: the course of the vote over each run's RL phase, from the committed step logs:
+    :func:`ddrl.study_figures.pseudo_labels_by_episode` by quarter of each run's RL steps (1-4) instead of by
+    episode (this regime has 2) - per method and quarter the mean ``label/majority_ratio`` (the share of rollouts
+    agreeing with the majority answer) and ``gt/label_acc`` (how often that answer is right), and the seeds."""
     steps = load_steps(out)
     steps = steps[(steps.regime == regime) & (steps.phase == "rl")]
     if seeds is not None:
         steps = steps[steps.seed.isin(set(seeds))]
     steps = steps.assign(quarter=steps.groupby(["method", "seed"]).step.transform(
         lambda s: 1 + (4 * s.rank(method="first") - 1) // s.size).astype(int))
-    per_seed = steps.groupby(["method", "quarter", "seed"])[["label/majority_ratio", "gt/label_acc"]].mean()
-    out_df = per_seed.groupby(["method", "quarter"]).agg(
-        majority_share=("label/majority_ratio", "mean"), label_accuracy=("gt/label_acc", "mean"),
-        n_seeds=("gt/label_acc", "size"))
-    return out_df.reset_index()
+    return pseudo_labels_by_episode(steps, sorted(set(steps.method)), (regime,), by="quarter")
+
+
+def vote_figure(seed_pass1: pd.DataFrame, vote: pd.DataFrame):
+    """Left, each method's adapted pass@1 (:func:`seed_levels`; the mean over seeds with a 95% bootstrap interval
+    over seeds, seaborn ``seed=0``, one dot per seed); middle and right, :func:`vote_by_quarter`'s majority share
+    and the majority label's accuracy over the four quarters of the RL steps. Descriptive; the paired intervals
+    are ``claims.json``'s and ``arms.json``'s."""
+    order = [m for m in (*METHODS, *ARMS) if m in set(seed_pass1.method)]
+    palette = {label(m): color(m) for m in order}
+    sp, vt = seed_pass1.assign(method=seed_pass1.method.map(label)), vote.assign(method=vote.method.map(label))
+    names = [label(m) for m in order]
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), gridspec_kw={"width_ratios": [1.3, 1, 1]})
+    sns.stripplot(sp, x="method", y="pass1", hue="method", order=names, palette=palette, alpha=0.35, size=3,
+                  jitter=0.15, ax=axes[0], legend=False)
+    sns.pointplot(sp, x="method", y="pass1", hue="method", order=names, palette=palette, errorbar=("ci", 95),
+                  seed=0, linestyle="none", markersize=6, capsize=0.15, ax=axes[0], legend=False)
+    n = sp.groupby("method").seed.nunique()
+    seeds = f"{n.min()} seeds" if n.min() == n.max() else f"{n.min()}-{n.max()} seeds"
+    axes[0].set(xlabel="", ylabel="adapted pass@1 (%)", title=f"after adaptation ({seeds})")
+    axes[0].tick_params(axis="x", labelrotation=25, labelsize=7)
+    for ax, col, ylab in ((axes[1], "majority_ratio", "share agreeing with the majority"),
+                          (axes[2], "label_acc", "majority label correct")):
+        sns.lineplot(vt[vt.method != label("no_adaptation")], x="quarter", y=col, hue="method", palette=palette,
+                     hue_order=[m for m in names if m != label("no_adaptation")], marker="o", ax=ax)
+        ax.set(xlabel="quarter of the RL steps", ylabel=ylab, xticks=[1, 2, 3, 4])
+        ax.legend(fontsize=7, frameon=False)
+    for ax in axes:
+        sns.despine(ax=ax)
+    fig.suptitle(f"{REGIME}: what the runs end at, and how their vote changes over training (descriptive)",
+                 fontsize=10)
+    fig.tight_layout()
+    return fig
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.wide", description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", choices=("run", "import", "status", "analyse"))
+    ap.add_argument("what", choices=("run", "import", "status", "analyse", "figure"))
     ap.add_argument("src", nargs="?", type=Path, help="import: a GPU machine's run --out folder")
     ap.add_argument("--seeds", type=seed_range, default=None, help="run: seeds N-M (default: the plan's)")
     ap.add_argument("--arms", action="store_true", help="run, analyse: Amendment 27's penalised arms (Q1-Q4)")
@@ -264,6 +302,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         arms = complete_seeds(args.out, REGIME, ("no_adaptation", *ARMS))
         print(f"Amendment 27 (arms): {len([s for s in arms if s in ARM_SEEDS])} of {len(ARM_SEEDS)} seeds complete; "
               f"missing {sorted(set(ARM_SEEDS) - set(arms))}")
+    elif args.what == "figure":  # -> docs/results/wide_vote.{png,pdf}; the arms only once arms.json is written
+        methods = (*METHODS, *ARMS) if (args.out / "arms.json").is_file() else METHODS
+        sp, vote = seed_levels(args.out), vote_by_quarter(args.out)
+        fig = vote_figure(sp[sp.method.isin(methods)], vote[vote.method.isin(methods)])
+        print(save_figure(fig, REPO / "docs" / "results", "wide_vote"))
+        plt.close(fig)
     else:
         res = analyse_arms(args.out) if args.arms else analyse(args.out)
         sys.stdout.write(write_json(args.json, res))

@@ -15,6 +15,7 @@ import torch
 
 from ddrl import study, wide
 from ddrl.regimes import MATH_MAJ_MIN, wide_regime
+from ddrl.reporting import save_figure
 from ddrl.study_plan import SCALES, csv_path, load_regimes
 
 REPO = Path(__file__).resolve().parents[1]
@@ -212,9 +213,9 @@ def test_vote_by_quarter_splits_each_runs_rl_steps_in_four(tmp_path):
     pd.DataFrame([{**rows[0], "regime": "math500_like", "gt/label_acc": 99.0}]).to_csv(other, index=False)
     got = wide.vote_by_quarter(tmp_path)
     assert list(got.quarter) == [1, 2, 3, 4] and set(got.n_seeds) == {2}
-    assert got.label_accuracy.to_numpy() == pytest.approx([0.9, 0.8, 0.7, 0.6])
-    assert got.majority_share.to_numpy() == pytest.approx([0.575, 0.675, 0.775, 0.875])
-    assert wide.vote_by_quarter(tmp_path, seeds=[0]).majority_share.iloc[0] == pytest.approx(0.525)
+    assert got.label_acc.to_numpy() == pytest.approx([0.9, 0.8, 0.7, 0.6])
+    assert got.majority_ratio.to_numpy() == pytest.approx([0.575, 0.675, 0.775, 0.875])
+    assert wide.vote_by_quarter(tmp_path, seeds=[0]).majority_ratio.iloc[0] == pytest.approx(0.525)
 
 
 def test_levels_are_per_seed_means_over_seeds(tmp_path):
@@ -236,3 +237,16 @@ def test_levels_are_per_seed_means_over_seeds(tmp_path):
     assert got.loc["ttrl", "below_reference"] == 1 and got.loc["no_adaptation", "below_reference"] == 0
     assert list(got.n_seeds) == [2, 2]
     assert wide.levels(tmp_path, seeds=[1]).set_index("method").loc["ttrl", "pass1"] == pytest.approx(70.0)
+
+
+def test_vote_figure_draws_levels_and_the_vote(tmp_path):
+    sp = pd.DataFrame({"method": ["no_adaptation", "ttrl"] * 3, "seed": [0, 0, 1, 1, 2, 2],
+                       "pass1": [60.0, 55.0, 61.0, 54.0, 60.5, 56.0]})
+    vote = pd.DataFrame({"regime": wide.REGIME, "method": "ttrl", "quarter": [1, 2, 3, 4], "n_seeds": 3,
+                         "majority_ratio": [0.55, 0.6, 0.7, 0.72], "label_acc": [0.7, 0.6, 0.58, 0.57]})
+    fig = wide.vote_figure(sp, vote)
+    assert len(fig.axes) == 3 and fig.axes[0].get_title() == "after adaptation (3 seeds)"
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["No adaptation", "TTRL"]
+    assert list(fig.axes[2].get_lines()[0].get_ydata()) == [0.7, 0.6, 0.58, 0.57]
+    save_figure(fig, tmp_path, "v")
+    assert (tmp_path / "v.png").stat().st_size > 0
