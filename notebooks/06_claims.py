@@ -344,6 +344,30 @@ else:
     display(Markdown("Amendment 26's analysis is not committed yet (`python -m ddrl.wide status` says how far it is)."))
 
 # %% [markdown]
+# Why the longer runs lose: on the left each run's adapted pass@1, on the right the vote over the four quarters of
+# each run's RL steps (the step logs): the share of rollouts agreeing with the majority answer rises while that
+# answer is right less often. Amendment 27 adds TTRL and DDRL with the 100x KL penalty (Amendment 25's arms) on
+# 24 CPU seeds and compares them with the untrained model (Q1, Q2) and with their own methods (Q3, Q4); its table
+# and its arms in the figure appear once all 24 seeds are complete and `results/wide/arms.json` is written.
+
+# %%
+from ddrl import wide
+
+arms_path = R / "wide" / "arms.json"
+shown = (*wide.METHODS, *wide.ARMS) if arms_path.is_file() else wide.METHODS
+if wide_path.is_file():
+    sp, vote = wide.seed_levels(R / "wide"), wide.vote_by_quarter(R / "wide")
+    fig = wide.vote_figure(sp[sp.method.isin(shown)], vote[vote.method.isin(shown)])
+    rep.figure(fig, "wide_vote", data=vote[vote.method.isin(shown)])
+    plt.show()
+if arms_path.is_file():
+    ad = pd.DataFrame(json.loads(arms_path.read_text()))
+    ad["interval"] = [fmt_ci(e, lo, hi, "+.2f") for e, lo, hi in zip(ad.estimate, ad.ci_low, ad.ci_high)]
+    display(ad[["id", "metric", "interval", "half_width", "verdict", "n_seeds", "n_questions"]].round(2))
+else:
+    display(Markdown("Amendment 27's analysis is not committed yet (`python -m ddrl.wide status` says how far it is)."))
+
+# %% [markdown]
 # ## Why BCS's negatives cost held-out accuracy: policy drift (plan Amendment 21)
 #
 # H1xN says *that* choosing the rarest answers as negatives costs held-out accuracy in AMC-like; the runs' step
