@@ -239,8 +239,9 @@ def vote_by_quarter(out: str | Path = OUT, seeds: Sequence[int] | None = None, r
 def vote_figure(seed_pass1: pd.DataFrame, vote: pd.DataFrame):
     """Left, each method's adapted pass@1 (:func:`seed_levels`; the mean over seeds with a 95% bootstrap interval
     over seeds, seaborn ``seed=0``, one dot per seed); middle and right, :func:`vote_by_quarter`'s majority share
-    and the majority label's accuracy over the four quarters of the RL steps. Descriptive; the paired intervals
-    are ``claims.json``'s and ``arms.json``'s."""
+    and the majority label's accuracy over the four quarters of the RL steps. Each method is shown on the seeds
+    it has (the untrained model on Amendment 26's and 27's; TTRL and DDRL on 26's; the arms on 27's).
+    Descriptive; the paired intervals are ``claims.json``'s and ``arms.json``'s."""
     order = [m for m in (*METHODS, *ARMS) if m in set(seed_pass1.method)]
     palette = {label(m): color(m) for m in order}
     sp, vt = seed_pass1.assign(method=seed_pass1.method.map(label)), vote.assign(method=vote.method.map(label))
