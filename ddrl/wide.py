@@ -236,6 +236,14 @@ def vote_by_quarter(out: str | Path = OUT, seeds: Sequence[int] | None = None, r
     return pseudo_labels_by_episode(steps, sorted(set(steps.method)), (regime,), by="quarter")
 
 
+def figure_tables(out: str | Path = OUT) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`vote_figure`'s two tables (:func:`seed_levels`, :func:`vote_by_quarter`) for Amendment 26's methods,
+    and for Amendment 27's arms only once ``arms.json`` is written (the plan reads nothing of them before)."""
+    methods = (*METHODS, *ARMS) if (Path(out) / "arms.json").is_file() else METHODS
+    sp, vote = seed_levels(out), vote_by_quarter(out)
+    return sp[sp.method.isin(methods)], vote[vote.method.isin(methods)]
+
+
 def vote_figure(seed_pass1: pd.DataFrame, vote: pd.DataFrame):
     """Left, each method's adapted pass@1 (:func:`seed_levels`; the mean over seeds with a 95% bootstrap interval
     over seeds, seaborn ``seed=0``, one dot per seed); middle and right, :func:`vote_by_quarter`'s majority share
@@ -303,10 +311,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         arms = complete_seeds(args.out, REGIME, ("no_adaptation", *ARMS))
         print(f"Amendment 27 (arms): {len([s for s in arms if s in ARM_SEEDS])} of {len(ARM_SEEDS)} seeds complete; "
               f"missing {sorted(set(ARM_SEEDS) - set(arms))}")
-    elif args.what == "figure":  # -> docs/results/wide_vote.{png,pdf}; the arms only once arms.json is written
-        methods = (*METHODS, *ARMS) if (args.out / "arms.json").is_file() else METHODS
-        sp, vote = seed_levels(args.out), vote_by_quarter(args.out)
-        fig = vote_figure(sp[sp.method.isin(methods)], vote[vote.method.isin(methods)])
+    elif args.what == "figure":  # -> docs/results/wide_vote.{png,pdf}
+        fig = vote_figure(*figure_tables(args.out))
         print(save_figure(fig, REPO / "docs" / "results", "wide_vote"))
         plt.close(fig)
     else:

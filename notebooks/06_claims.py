@@ -354,11 +354,10 @@ else:
 from ddrl import wide
 
 arms_path = R / "wide" / "arms.json"
-shown = (*wide.METHODS, *wide.ARMS) if arms_path.is_file() else wide.METHODS
 if wide_path.is_file():
-    sp, vote = wide.seed_levels(R / "wide"), wide.vote_by_quarter(R / "wide")
-    fig = wide.vote_figure(sp[sp.method.isin(shown)], vote[vote.method.isin(shown)])
-    rep.figure(fig, "wide_vote", data=vote[vote.method.isin(shown)])
+    sp, vote = wide.figure_tables(R / "wide")  # the arms only once arms.json is written
+    fig = wide.vote_figure(sp, vote)
+    rep.figure(fig, "wide_vote", data=vote)
     plt.show()
 if arms_path.is_file():
     ad = pd.DataFrame(json.loads(arms_path.read_text()))

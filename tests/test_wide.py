@@ -250,3 +250,21 @@ def test_vote_figure_draws_levels_and_the_vote(tmp_path):
     assert list(fig.axes[2].get_lines()[0].get_ydata()) == [0.7, 0.6, 0.58, 0.57]
     save_figure(fig, tmp_path, "v")
     assert (tmp_path / "v.png").stat().st_size > 0
+
+
+def test_figure_tables_show_the_arms_only_once_arms_json_is_written(tmp_path):
+    """Amendment 27 reads nothing of its arms before its analysis: the figure's tables leave them out until then."""
+    for method in ("no_adaptation", "ttrl", "ttrl_kl100x"):
+        path = csv_path(tmp_path, wide.REGIME, method, 0)
+        path.parent.mkdir(exist_ok=True)
+        pd.DataFrame([{"regime": wide.REGIME, "method": method, "seed": 0, "split": "adapted", "question": "a",
+                       "pass@1": 0.5}]).to_csv(path, index=False)
+        if method != "no_adaptation":
+            pd.DataFrame([{"regime": wide.REGIME, "method": method, "seed": 0, "step": 0, "phase": "rl",
+                           "label/majority_ratio": 0.6, "gt/label_acc": 0.7}]).to_csv(
+                csv_path(tmp_path, wide.REGIME, method, 0, steps=True), index=False)
+    sp, vote = wide.figure_tables(tmp_path)
+    assert set(sp.method) == {"no_adaptation", "ttrl"} and set(vote.method) == {"ttrl"}
+    (tmp_path / "arms.json").write_text("[]")
+    sp, vote = wide.figure_tables(tmp_path)
+    assert set(sp.method) == {"no_adaptation", "ttrl", "ttrl_kl100x"} and set(vote.method) == {"ttrl", "ttrl_kl100x"}
