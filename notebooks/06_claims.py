@@ -368,6 +368,8 @@ if arms_path.is_file():
     ad = pd.DataFrame(json.loads(arms_path.read_text()))
     ad["interval"] = [fmt_ci(e, lo, hi, "+.2f") for e, lo, hi in zip(ad.estimate, ad.ci_low, ad.ci_high)]
     display(ad[["id", "metric", "interval", "half_width", "verdict", "n_seeds", "n_questions"]].round(2))
+    # descriptive: each method's adapted pass@1 over Amendment 27's seeds (unpenalised runs: CPU seeds 200-211)
+    display(wide.levels(R / "wide", seeds=wide.ARM_SEEDS).round(2))
 else:
     display(Markdown("Amendment 27's analysis is not committed yet (`python -m ddrl.wide status` says how far it is)."))
 
