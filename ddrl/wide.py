@@ -49,6 +49,7 @@ from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix, load_questions, load_steps, paired_matrix
 from ddrl.study_figures import pseudo_labels_by_episode
 from ddrl.study_plan import RESULTS, SCALES, Job, check_weights, csv_path
+from ddrl.tables import fmt_ci
 
 REGIME = "math500_like_768"  # ddrl.regimes.wide_regime of the registered MATH-500-like regime
 STANDS_FOR = "math500_like"  # the benchmark it stands for: the paper's number and sign are MATH-500's
@@ -68,6 +69,12 @@ ARM_PAIRS = {
     "Q3": ("ttrl_kl100x", "ttrl", +1, 1.0, "adapted pass@1, TTRL (100x KL) - TTRL [points]"),
     "Q4": ("ddrl_kl100x", "ddrl", +1, 1.0, "adapted pass@1, DDRL (100x KL) - DDRL [points]"),
 }
+
+#: The plan's predicted 95% half-widths (Amendment 27, "Power": Q1/Q2 from the registered P1/P2 components at 24 x
+#: 768, Q3/Q4 from Amendment 25's L4 matrices at 12 x 768), shown beside the measured ones
+ARM_PREDICTED_HALF_WIDTH = {"Q1": 1.58, "Q2": 1.86, "Q3": 0.54, "Q4": 0.97}
+VERDICT_MD = {"reproduced": "**reproduced**", "contradicted": "***contradicted***", "no effect": "**no effect**",
+              "not resolved": "*not resolved*"}
 
 
 def jobs(seeds: Sequence[int], methods: Sequence[str] = METHODS, regime: str = REGIME) -> list[Job]:
@@ -199,6 +206,18 @@ def analyse_arms(out: str | Path = OUT, n_boot: int = 4000, seeds: Sequence[int]
     df = load_questions(out)
     df = df[df.seed.isin(set(seeds))]
     return [e for e in (arm_entry(pid, df, n_boot) for pid in ARM_PAIRS) if e is not None]
+
+
+def arms_markdown(entries: Sequence[dict]) -> str:
+    """Amendment 27's table as docs/results.md quotes it: per comparison its seeds, the estimate with its 95%
+    interval, the half-width beside the plan's prediction and the verdict (from ``arms.json``'s entries)."""
+    rows = ["| comparison (MATH-500-like, 768 questions, adapted pass@1, points) | seeds | estimate [95% CI] | "
+            "half-width (predicted) | verdict |", "|---|---|---|---|---|"]
+    for e in entries:
+        what = ARM_PAIRS[e["id"]][4].removeprefix("adapted pass@1, ").removesuffix(" [points]")
+        rows.append(f"| {e['id']} {what} | {e['n_seeds']} | {fmt_ci(e['estimate'], e['ci_low'], e['ci_high'], '+.2f')} "
+                    f"| {e['half_width']:.2f} ({ARM_PREDICTED_HALF_WIDTH[e['id']]:.2f}) | {VERDICT_MD[e['verdict']]} |")
+    return "\n".join(rows) + "\n"
 
 
 def seed_levels(out: str | Path = OUT, seeds: Sequence[int] | None = None, regime: str = REGIME) -> pd.DataFrame:

@@ -268,3 +268,34 @@ def test_figure_tables_show_the_arms_only_once_arms_json_is_written(tmp_path):
     (tmp_path / "arms.json").write_text("[]")
     sp, vote = wide.figure_tables(tmp_path)
     assert set(sp.method) == {"no_adaptation", "ttrl", "ttrl_kl100x"} and set(vote.method) == {"ttrl", "ttrl_kl100x"}
+
+
+def test_docs_quote_amendment_27_from_arms_json_and_the_plan():
+    """docs/results.md's Amendment 27 table is :func:`wide.arms_markdown` of the committed arms.json, verbatim; its
+    levels line gives :func:`wide.levels` over the arms' seeds; the predicted half-widths are the plan's."""
+    path = wide.OUT / "arms.json"
+    if not path.is_file():
+        pytest.skip(f"{path} not written yet (plan Amendment 27: after all 24 seeds)")
+    docs = (REPO / "docs" / "results.md").read_text()
+    section = docs[docs.index("## The 100x KL penalty on 768 MATH-500-like questions (plan Amendment 27)"):]
+    section = section[:section.index("\n## ", 1)]
+    assert wide.arms_markdown(json.loads(path.read_text())) in section, "docs: Amendment 27's table differs"
+    lv = wide.levels(seeds=wide.ARM_SEEDS).set_index("method")
+    for m in lv.index:
+        assert f"{lv.pass1[m]:.1f} ({lv.sd[m]:.1f})" in section, m
+    n = len(wide.ARM_SEEDS)
+    for m in wide.ARMS:
+        assert f"{lv.below_reference[m]} of {n}" in section, m
+    plan = (REPO / "results" / "plan.md").read_text()
+    amendment = plan[plan.index("do the penalised methods gain over the untrained model?"):]
+    p = wide.ARM_PREDICTED_HALF_WIDTH
+    assert f"{p['Q1']:.2f} / {p['Q2']:.2f} points" in amendment and f"{p['Q3']:.2f} / {p['Q4']:.2f}" in amendment
+
+
+def test_arms_markdown_marks_each_verdict():
+    e = [{"id": q, "n_seeds": 3, "estimate": 1.0, "ci_low": -0.5, "ci_high": 2.5, "half_width": 1.5, "verdict": v}
+         for q, v in zip(wide.ARM_PAIRS, ("reproduced", "contradicted", "no effect", "not resolved"))]
+    rows = wide.arms_markdown(e).splitlines()[2:]
+    assert len(rows) == 4 and rows[0].startswith("| Q1 TTRL (100x KL) - no adaptation | 3 | +1.00 [-0.50, +2.50] |")
+    assert [r.split("|")[-2].strip() for r in rows] == ["**reproduced**", "***contradicted***", "**no effect**",
+                                                        "*not resolved*"]
