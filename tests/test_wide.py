@@ -17,6 +17,7 @@ from ddrl import study, wide
 from ddrl.regimes import MATH_MAJ_MIN, wide_regime
 from ddrl.reporting import save_figure
 from ddrl.study_plan import SCALES, csv_path, load_regimes
+from ddrl.tables import fmt_ci
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -299,3 +300,24 @@ def test_arms_markdown_marks_each_verdict():
     assert len(rows) == 4 and rows[0].startswith("| Q1 TTRL (100x KL) - no adaptation | 3 | +1.00 [-0.50, +2.50] |")
     assert [r.split("|")[-2].strip() for r in rows] == ["**reproduced**", "***contradicted***", "**no effect**",
                                                         "*not resolved*"]
+
+
+def test_docs_quote_amendment_26_from_claims_json():
+    """docs/results.md's Amendment 26 section gives the committed claims.json's numbers: each pooled entry's
+    interval, half-width and verdict in its row, the CPU-only interval in the same row, and the device check."""
+    path = wide.OUT / "claims.json"
+    if not path.is_file():
+        pytest.skip(f"{path} not written yet (plan Amendment 26: after all 24 seeds)")
+    res = json.loads(path.read_text())
+    docs = (REPO / "docs" / "results.md").read_text()
+    section = docs[docs.index("## P1, P2 and M1 on 768 MATH-500-like questions (plan Amendment 26)"):]
+    section = section[:section.index("\n## ", 1)]
+    rows = {line.split("|")[1].split()[0]: line for line in section.splitlines() if line.startswith("| P") or
+            line.startswith("| M")}
+    for e, c in zip(res["all_seeds"], res["cpu_seeds"]):
+        row = rows[e["id"]]
+        assert f"{fmt_ci(e['estimate'], e['ci_low'], e['ci_high'], '+.2f')} {e['verdict']}" in row, e["id"]
+        assert f"| {e['half_width']:.2f} |" in row and fmt_ci(c["estimate"], c["ci_low"], c["ci_high"], "+.2f") in row
+    prose = " ".join(section.split())  # the device check is wrapped over lines
+    for cid, d in res["device_check"].items():
+        assert f"{cid} {fmt_ci(d['gpu_minus_cpu'], d['ci_low'], d['ci_high'], '+.2f')}" in prose, cid
