@@ -365,9 +365,7 @@ if wide_path.is_file():
     rep.figure(fig, "wide_vote", data=vote)
     plt.show()
 if arms_path.is_file():
-    ad = pd.DataFrame(json.loads(arms_path.read_text()))
-    ad["interval"] = [fmt_ci(e, lo, hi, "+.2f") for e, lo, hi in zip(ad.estimate, ad.ci_low, ad.ci_high)]
-    display(ad[["id", "metric", "interval", "half_width", "verdict", "n_seeds", "n_questions"]].round(2))
+    display(Markdown(wide.arms_markdown(json.loads(arms_path.read_text()))))  # the table docs/results.md quotes
     # descriptive: each method's adapted pass@1 over Amendment 27's seeds (unpenalised runs: CPU seeds 200-211)
     display(wide.levels(R / "wide", seeds=wide.ARM_SEEDS).round(2))
 else:
