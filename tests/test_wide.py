@@ -321,3 +321,29 @@ def test_docs_quote_amendment_26_from_claims_json():
     prose = " ".join(section.split())  # the device check is wrapped over lines
     for cid, d in res["device_check"].items():
         assert f"{cid} {fmt_ci(d['gpu_minus_cpu'], d['ci_low'], d['ci_high'], '+.2f')}" in prose, cid
+
+
+def _span(values) -> str:
+    """Values as the docs' prose gives them, to two decimals: ``"0.57"``, or ``"0.57-0.58"`` when they differ."""
+    lo, hi = f"{min(values):.2f}", f"{max(values):.2f}"
+    return lo if lo == hi else f"{lo}-{hi}"
+
+
+def test_docs_quote_the_vote_by_quarter():
+    """The vote's course that docs/results.md gives in words (Amendment 26: TTRL and DDRL on its 24 seeds;
+    Amendment 27: the arms beside their methods on seeds 200-211) is :func:`wide.vote_by_quarter`'s."""
+    if not (wide.OUT / "arms.json").is_file():
+        pytest.skip("Amendment 27's runs are not all committed yet")
+    prose = " ".join((REPO / "docs" / "results.md").read_text().split())
+    v = wide.vote_by_quarter(seeds=wide.SEEDS).set_index(["method", "quarter"])
+    q = {c: {k: [v.loc[(m, k), c] for m in ("ttrl", "ddrl")] for k in (1, 4)} for c in v.columns}
+    assert (f"rises from {_span(q['majority_ratio'][1])} to {_span(q['majority_ratio'][4])} over the four quarters"
+            f" of training while the majority label's accuracy falls from {_span(q['label_acc'][1])} to "
+            f"{_span(q['label_acc'][4])}") in prose
+    v = wide.vote_by_quarter(seeds=range(200, 212)).set_index(["method", "quarter"])
+    arm = {c: {k: [v.loc[(m, k), c] for m in wide.ARMS] for k in (1, 4)} for c in ("majority_ratio", "label_acc")}
+    own = {c: [v.loc[(m, 4), c] for m in ("ttrl", "ddrl")] for c in ("majority_ratio", "label_acc")}
+    assert (f"rises from {_span(arm['majority_ratio'][1])} to {_span(arm['majority_ratio'][4])} (unpenalised "
+            f"{_span(own['majority_ratio'])})") in prose
+    assert (f"its accuracy falls from {_span(arm['label_acc'][1])} to {_span(arm['label_acc'][4])} by the last "
+            f"quarter (unpenalised: to {_span(own['label_acc'])})") in prose
