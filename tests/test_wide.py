@@ -271,15 +271,20 @@ def test_figure_tables_show_the_arms_only_once_arms_json_is_written(tmp_path):
     assert set(sp.method) == {"no_adaptation", "ttrl", "ttrl_kl100x"} and set(vote.method) == {"ttrl", "ttrl_kl100x"}
 
 
+def _docs_section(heading: str) -> str:
+    """docs/results.md's level-2 section ``## heading``, up to the next level-2 heading."""
+    docs = (REPO / "docs" / "results.md").read_text()
+    section = docs[docs.index(f"## {heading}\n"):]
+    return section[:section.index("\n## ", 1)]
+
+
 def test_docs_quote_amendment_27_from_arms_json_and_the_plan():
     """docs/results.md's Amendment 27 table is :func:`wide.arms_markdown` of the committed arms.json, verbatim; its
     levels line gives :func:`wide.levels` over the arms' seeds; the predicted half-widths are the plan's."""
     path = wide.OUT / "arms.json"
     if not path.is_file():
         pytest.skip(f"{path} not written yet (plan Amendment 27: after all 24 seeds)")
-    docs = (REPO / "docs" / "results.md").read_text()
-    section = docs[docs.index("## The 100x KL penalty on 768 MATH-500-like questions (plan Amendment 27)"):]
-    section = section[:section.index("\n## ", 1)]
+    section = _docs_section("The 100x KL penalty on 768 MATH-500-like questions (plan Amendment 27)")
     assert wide.arms_markdown(json.loads(path.read_text())) in section, "docs: Amendment 27's table differs"
     lv = wide.levels(seeds=wide.ARM_SEEDS).set_index("method")
     for m in lv.index:
@@ -309,9 +314,7 @@ def test_docs_quote_amendment_26_from_claims_json():
     if not path.is_file():
         pytest.skip(f"{path} not written yet (plan Amendment 26: after all 24 seeds)")
     res = json.loads(path.read_text())
-    docs = (REPO / "docs" / "results.md").read_text()
-    section = docs[docs.index("## P1, P2 and M1 on 768 MATH-500-like questions (plan Amendment 26)"):]
-    section = section[:section.index("\n## ", 1)]
+    section = _docs_section("P1, P2 and M1 on 768 MATH-500-like questions (plan Amendment 26)")
     rows = {line.split("|")[1].split()[0]: line for line in section.splitlines() if line.startswith("| P") or
             line.startswith("| M")}
     for e, c in zip(res["all_seeds"], res["cpu_seeds"]):
@@ -336,7 +339,7 @@ def test_docs_quote_the_vote_by_quarter():
         pytest.skip("Amendment 27's runs are not all committed yet")
     prose = " ".join((REPO / "docs" / "results.md").read_text().split())
     v = wide.vote_by_quarter(seeds=wide.SEEDS).set_index(["method", "quarter"])
-    q = {c: {k: [v.loc[(m, k), c] for m in ("ttrl", "ddrl")] for k in (1, 4)} for c in v.columns}
+    q = {c: {k: [v.loc[(m, k), c] for m in ("ttrl", "ddrl")] for k in (1, 4)} for c in ("majority_ratio", "label_acc")}
     assert (f"rises from {_span(q['majority_ratio'][1])} to {_span(q['majority_ratio'][4])} over the four quarters"
             f" of training while the majority label's accuracy falls from {_span(q['label_acc'][1])} to "
             f"{_span(q['label_acc'][4])}") in prose
