@@ -38,6 +38,9 @@ WEAK_TESTBED = "testbed:weak"
 #: Plan Amendment 26: the MATH-500-like regime on 3x its adapted questions (the first 256 are the registered ones),
 #: so P1 and P2 -- bound by how much adaptation's gain varies between questions -- can reach the 2.0-point width.
 WIDE_QUESTIONS = 768
+#: The paper's small-learning-rate regime (plan Sec. 2, "AMC-like at lr/10"): 10x below the regime's lr, twice its
+#: episodes; registered for AMC-like, carried over to MATH-500-like by plan Amendment 28.
+SMALL_LR_FACTOR, SMALL_LR_EPISODES = 10, 2
 
 
 @dataclass(frozen=True)
@@ -115,15 +118,22 @@ def wide_regime(math: Regime, n: int = WIDE_QUESTIONS) -> Regime:
                    "(plan Amendment 26)", n_adapted=n)
 
 
+def small_lr_regime(reg: Regime) -> Regime:
+    """The registered lr/10 rule (plan Sec. 2) applied to ``reg``: its questions at lr / 10 and twice its episodes,
+    named ``<name>_small_lr`` (``amc_like_small_lr``; plan Amendment 28's ``math500_like_small_lr``)."""
+    return replace(reg, name=f"{reg.name}_small_lr", stands_for=f"{reg.stands_for} at the paper's small learning rate",
+                   lr=reg.lr / SMALL_LR_FACTOR, episodes=SMALL_LR_EPISODES * reg.episodes)
+
+
 def make_regimes(selected: dict[str, int], default_lr: float = 3e-5) -> list[Regime]:
     """The study's regimes from :func:`select_regimes`. Sizes follow the paper's shape (AIME: few questions,
     many episodes; MATH-500: many questions, few episodes) scaled so each RL run costs 512-1024
     question-visits (the default testbed run: 64 questions x 8 episodes); the power analysis in
     ``results/plan.md`` sets the seeds. Held-out questions: 128 per regime (claim T1, transfer)."""
+    amc = Regime("amc_like", "AMC", selected["amc_like"], 128, 128, 8, default_lr)
     return [
         Regime("aime_like", "AIME 2024", selected["aime_like"], 64, 128, 16, default_lr),
-        Regime("amc_like", "AMC", selected["amc_like"], 128, 128, 8, default_lr),
+        amc,
         Regime("math500_like", "MATH-500", selected["math500_like"], MATH_MIN_QUESTIONS, 128, 2, default_lr),
-        Regime("amc_like_small_lr", "AMC at the paper's small learning rate", selected["amc_like"], 128, 128, 16,
-               default_lr / 10),
+        small_lr_regime(amc),
     ]

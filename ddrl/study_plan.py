@@ -95,7 +95,10 @@ AMC_SEEDED = (SMALL_LR, WEAK_REGIME)
 #: Regimes whose untrained model is another regime's: the same base weights, adapted questions and evaluation
 #: (``eval_n``, sampling, seeds ``derive_seed(seed, "eval", split)``), only the RL settings differ, so their
 #: no-adaptation rows are that regime's (plan Amendment 16: P1, P2 at lr/10).
-SAME_BASE = {SMALL_LR: "amc_like"}
+SAME_BASE = {SMALL_LR: "amc_like", "math500_like_small_lr": "math500_like"}  # the second: plan Amendment 28
+#: Regimes defined after the study, beside ``regimes_base.json``: Amendment 26's (768 MATH-500-like questions) and
+#: Amendment 28's (MATH-500-like at lr/10; its base is MATH-500-like's, nothing new measured).
+EXTRA_REGIME_FILES = ("regimes_wide.json", "regimes_small_lr.json")
 #: pass@1 claims: id -> (method a, method b, split); the effect is a - b per seed and question, in points.
 PAIRED: dict[str, tuple[str, str, str]] = {
     "P1": ("ttrl", "no_adaptation", "adapted"), "P2": ("ddrl", "no_adaptation", "adapted"),  # plan Amendment 16
@@ -233,9 +236,11 @@ def weak_path(path: str | Path) -> Path:
 
 def measurement_files(path: str | Path) -> list[Path]:
     """The base-measurement files the study reads: ``path`` (the default base), then S1's weaker base
-    (``weak_path``) and plan Amendment 26's wider MATH-500-like regime (``regimes_wide.json``) when they lie
-    beside it. Only the jobs that name a regime run it: stages 1-2 and H1x name the registered ones."""
-    return [Path(path)] + [w for w in (weak_path(path), Path(path).with_name("regimes_wide.json")) if w.is_file()]
+    (``weak_path``), plan Amendment 26's wider MATH-500-like regime and Amendment 28's MATH-500-like at lr/10
+    (:data:`EXTRA_REGIME_FILES`) when they lie beside it. Only the jobs that name a regime run it: stages 1-2 and
+    H1x name the registered ones."""
+    return [Path(path)] + [w for w in (weak_path(path), *(Path(path).with_name(n) for n in EXTRA_REGIME_FILES))
+                           if w.is_file()]
 
 
 def check_weights(path: str | Path = RESULTS / "regimes_base.json", scale: Scale = SCALES["default"]) -> None:

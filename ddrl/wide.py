@@ -122,13 +122,15 @@ def import_runs(src: str | Path, device: str, out: str | Path = OUT, regime: str
     return seeds
 
 
-def wide_entry(cid: str, d: pd.DataFrame, n_boot: int = 4000) -> dict:
-    """A ``claims.json`` entry of claim ``cid`` in :data:`REGIME` from its seeds x questions matrix of differences
-    (points): the registered hierarchical bootstrap (stream ``derive_seed(0, "claims", cid, REGIME)``) and rule,
-    the paper's number and sign those of the benchmark it stands for (MATH-500)."""
-    rng = np.random.default_rng(derive_seed(0, "claims", cid, REGIME))
+def wide_entry(cid: str, d: pd.DataFrame, n_boot: int = 4000, regime: str = REGIME,
+               stands_for: str = STANDS_FOR) -> dict:
+    """A ``claims.json`` entry of claim ``cid`` in ``regime`` (default :data:`REGIME`; Amendment 28's
+    ``math500_like_small_lr`` too) from its seeds x questions matrix of differences (points): the registered
+    hierarchical bootstrap (stream ``derive_seed(0, "claims", cid, regime)``) and rule, the paper's number and sign
+    those of the benchmark it stands for (``stands_for``'s: MATH-500)."""
+    rng = np.random.default_rng(derive_seed(0, "claims", cid, regime))
     iv = hierarchical_bootstrap(d.to_numpy(), rng, n_boot)
-    return {**entry(cid, STANDS_FOR, iv.estimate, iv.ci_low, iv.ci_high, iv.n_seeds, iv.n_questions), "regime": REGIME}
+    return {**entry(cid, stands_for, iv.estimate, iv.ci_low, iv.ci_high, iv.n_seeds, iv.n_questions), "regime": regime}
 
 
 def device_check(d: pd.DataFrame, devices: dict[int, str], confidence: float = 0.95) -> dict | None:
@@ -241,12 +243,14 @@ def levels(out: str | Path = OUT, seeds: Sequence[int] | None = None, regime: st
                          for m in per_seed.columns])
 
 
-def vote_by_quarter(out: str | Path = OUT, seeds: Sequence[int] | None = None, regime: str = REGIME) -> pd.DataFrame:
+def vote_by_quarter(out: str | Path = OUT, seeds: Sequence[int] | None = None, regime: str = REGIME,
+                    steps: pd.DataFrame | None = None) -> pd.DataFrame:
     """Descriptive, no verdict: the course of the vote over each run's RL phase, from the committed step logs:
     :func:`ddrl.study_figures.pseudo_labels_by_episode` by quarter of each run's RL steps (1-4) instead of by
     episode (this regime has 2) - per method and quarter the mean ``label/majority_ratio`` (the share of rollouts
-    agreeing with the majority answer) and ``gt/label_acc`` (how often that answer is right), and the seeds."""
-    steps = load_steps(out)
+    agreeing with the majority answer) and ``gt/label_acc`` (how often that answer is right), and the seeds.
+    ``steps``: the step logs when already read (else every one under ``out``)."""
+    steps = load_steps(out) if steps is None else steps
     steps = steps[(steps.regime == regime) & (steps.phase == "rl")]
     if seeds is not None:
         steps = steps[steps.seed.isin(set(seeds))]
