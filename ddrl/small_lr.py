@@ -12,6 +12,7 @@ decided by the registered bootstrap and rule.
     python -m ddrl.small_lr run --workers 2 # resumable, seed by seed; the untrained runs are the registered ones
     python -m ddrl.small_lr status
     python -m ddrl.small_lr analyse --json results/small_lr/claims.json
+    python -m ddrl.small_lr figure          # docs/results/small_lr.{png,pdf} (descriptive)
 """
 
 from __future__ import annotations
@@ -22,16 +23,20 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+import matplotlib.pyplot as plt
 import pandas as pd
+import seaborn as sns
 
 from ddrl.claims import validate
+from ddrl.plotting import color, label
 from ddrl.regimes import small_lr_regime
-from ddrl.reporting import cache_root, write_json
+from ddrl.reporting import REPO, cache_root, save_figure, write_json
 from ddrl.seeds import seed_range
 from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix
 from ddrl.study_plan import RESULTS, SAME_BASE, SCALES, STEP_COLUMNS, Job, check_weights, csv_path, load_regimes
-from ddrl.wide import complete_seeds, vote_by_quarter, wide_entry
+from ddrl.tables import fmt_ci
+from ddrl.wide import VERDICT_MD, complete_seeds, vote_by_quarter, wide_entry
 
 REGIME = "math500_like_small_lr"
 BASE_REGIME = SAME_BASE[REGIME]  # "math500_like": its questions, base build and untrained runs
@@ -45,6 +50,10 @@ REGIME_FILE = RESULTS / "regimes_small_lr.json"
 #: The plan's predicted 95% half-widths at 18 seeds x 256 questions: (registered MATH-500-like components, AMC-like
 #: lr/10's), shown beside the measured ones
 PREDICTED_HALF_WIDTH = {"P1": (2.42, 1.92), "P2": (3.07, 2.80), "M1": (1.98, 1.45)}
+LR_NAME = {BASE_REGIME: "default lr", REGIME: "lr/10"}
+COMPARISON = {"P1": "TTRL - no adaptation", "P2": "DDRL - no adaptation", "M1": "DDRL - TTRL"}
+#: The registered entries shown beside this amendment's: MATH-500-like at the default lr, AMC-like at lr/10
+BESIDE = (("math500_like", "MATH-500-like, default lr"), ("amc_like_small_lr", "AMC-like at lr/10"))
 
 
 def regime_file(base: str | Path = RESULTS / "regimes_base.json") -> dict:
@@ -81,11 +90,15 @@ def load(out: str | Path, seeds: Sequence[int], steps: bool = False) -> pd.DataF
     return pd.concat(frames, ignore_index=True)
 
 
-def levels(df: pd.DataFrame) -> pd.DataFrame:
-    """Descriptive, no verdict: each run's adapted pass@1 (points, the mean over its questions), as the mean and SD
-    over seeds per (regime, method), with the seeds that end below their own untrained run."""
+def seed_pass1(df: pd.DataFrame) -> pd.DataFrame:
+    """Each run's adapted pass@1 in points (the mean over its questions): one row per regime x method x seed."""
     a = df[df.split == "adapted"]
-    per = (100 * a.groupby(["regime", "method", "seed"])["pass@1"].mean()).rename("pass1").reset_index()
+    return (100 * a.groupby(["regime", "method", "seed"], sort=False)["pass@1"].mean()).rename("pass1").reset_index()
+
+
+def levels(per: pd.DataFrame) -> pd.DataFrame:
+    """Descriptive, no verdict: :func:`seed_pass1`'s runs as the mean and SD over seeds per (regime, method), with
+    the seeds whose run ends below its own untrained run."""
     untrained = per[per.method == "no_adaptation"].set_index("seed")["pass1"]
     rows = []
     for (r, m), g in per.groupby(["regime", "method"], sort=False):
@@ -98,7 +111,7 @@ def levels(df: pd.DataFrame) -> pd.DataFrame:
 def analyse(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = SEEDS) -> dict:
     """P1, P2 and M1 in :data:`REGIME` over ``seeds``, once every one of them is complete (the plan reads no mean
     before): ``entries`` (``claims.json``'s schema, with ``half_width``), and, descriptive, ``levels`` and the vote
-    by quarter of the RL steps at both learning rates (``vote``)."""
+    by quarter of the RL steps at both learning rates (``vote``) and each run's adapted pass@1 (``seed_pass1``)."""
     done = [s for s in done_seeds(out) if s in set(seeds)]
     if len(done) < len(seeds):
         raise ValueError(f"{out}: {len(done)} of {len(seeds)} seeds complete (missing "
@@ -110,13 +123,82 @@ def analyse(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = S
     steps = load(out, done, steps=True)
     vote = pd.concat([vote_by_quarter(seeds=done, regime=r, steps=steps) for r in (BASE_REGIME, REGIME)],
                      ignore_index=True)
-    return {"regime": REGIME, "seeds": done, "entries": entries, "levels": levels(df).to_dict(orient="records"),
-            "vote": vote.to_dict(orient="records")}
+    per = seed_pass1(df)
+    return {"regime": REGIME, "seeds": done, "entries": entries, "levels": levels(per).to_dict(orient="records"),
+            "seed_pass1": per.to_dict(orient="records"), "vote": vote.to_dict(orient="records")}
+
+
+def _ci(e: dict) -> str:
+    return fmt_ci(e["estimate"], e["ci_low"], e["ci_high"], "+.2f")
+
+
+def markdown(res: dict, registered: Sequence[dict]) -> str:
+    """Amendment 28's table as docs/results.md quotes it: per claim the paper's MATH-500 number, the registered
+    entries of :data:`BESIDE` (``registered``: ``results/claims.json``'s entries) with their seeds and verdicts, this
+    amendment's entry, its half-width beside the plan's two predictions, and its verdict."""
+    reg = {(e["id"], e["regime"]): e for e in registered}
+    head = " | ".join(f"{name} (registered)" for _, name in BESIDE)
+    rows = [f"| claim (adapted pass@1, points) | paper (MATH-500) | {head} | **MATH-500-like at lr/10 (Amendment 28)** | "
+            "half-width (predicted) | verdict |", "|---|---|---|---|---|---|---|"]
+    for e in res["entries"]:
+        beside = " | ".join(f"{_ci(b)}, {b['n_seeds']} seeds, *{b['verdict']}*"
+                            for b in (reg[(e["id"], r)] for r, _ in BESIDE))
+        pred = " / ".join(f"{x:.2f}" for x in PREDICTED_HALF_WIDTH[e["id"]])
+        rows.append(f"| {e['id']} {COMPARISON[e['id']]} | {e['paper']:+.1f} | {beside} | **{_ci(e)}**, {e['n_seeds']} "
+                    f"seeds | {e['half_width']:.2f} ({pred}) | {VERDICT_MD[e['verdict']]} |")
+    return "\n".join(rows) + "\n"
+
+
+def levels_markdown(res: dict) -> str:
+    """The descriptive levels (``res["levels"]``) as a table: per method and learning rate the mean adapted pass@1
+    over the seeds (SD), and in how many seeds the run ends below its own untrained run."""
+    lr = {BASE_REGIME: "default (3e-5)", REGIME: "lr/10 (3e-6)"}
+    rows = ["| method | learning rate | adapted pass@1, mean over seeds (SD) | seeds below their untrained run |",
+            "|---|---|---|---|"]
+    for r in res["levels"]:
+        below = "-" if r["method"] == "no_adaptation" else f"{r['below_untrained']} of {r['n_seeds']}"
+        rows.append(f"| {r['method']} | {'-' if r['method'] == 'no_adaptation' else lr[r['regime']]} | "
+                    f"{r['pass1']:.1f} ({r['sd']:.1f}) | {below} |")
+    return "\n".join(rows) + "\n"
+
+
+def _name(regime: str, method: str) -> str:
+    return label(method) if method == "no_adaptation" else f"{label(method)}, {LR_NAME[regime]}"
+
+
+def figure(res: dict):
+    """Descriptive (the paired intervals are the entries'): left, each run's adapted pass@1 (``seed_pass1``; the mean
+    over seeds with a 95% bootstrap interval over seeds, seaborn ``seed=0``, one dot per seed) of the untrained model
+    and of TTRL and DDRL at both learning rates on the same seeds; middle and right, the vote over the four quarters
+    of the RL steps (``vote``): the share of rollouts agreeing with the majority answer, and how often it is right."""
+    per, vote = pd.DataFrame(res["seed_pass1"]), pd.DataFrame(res["vote"])
+    per["run"] = [_name(r, m) for r, m in zip(per.regime, per.method)]
+    vote["run"] = [_name(r, m) for r, m in zip(vote.regime, vote.method)]
+    order = list(dict.fromkeys(per.run))
+    palette = {n: color(m) for n, m in zip(per.run, per.method)}
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), gridspec_kw={"width_ratios": [1.4, 1, 1]})
+    sns.stripplot(per, x="run", y="pass1", hue="run", order=order, palette=palette, alpha=0.35, size=3, jitter=0.15,
+                  ax=axes[0], legend=False)
+    sns.pointplot(per, x="run", y="pass1", hue="run", order=order, palette=palette, errorbar=("ci", 95), seed=0,
+                  linestyle="none", markersize=6, capsize=0.15, ax=axes[0], legend=False)
+    axes[0].set(xlabel="", ylabel="adapted pass@1 (%)", title=f"after adaptation ({len(res['seeds'])} seeds)")
+    axes[0].tick_params(axis="x", labelrotation=25, labelsize=7)
+    for ax, col, ylab in ((axes[1], "majority_ratio", "share agreeing with the majority"),
+                          (axes[2], "label_acc", "majority label correct")):
+        sns.lineplot(vote, x="quarter", y=col, hue="run", style="regime", palette=palette, marker="o", ax=ax,
+                     hue_order=[n for n in order if n in set(vote.run)])
+        ax.set(xlabel="quarter of the RL steps", ylabel=ylab, xticks=[1, 2, 3, 4])
+        ax.legend(fontsize=6, frameon=False)
+    for ax in axes:
+        sns.despine(ax=ax)
+    fig.suptitle("MATH-500-like at the default learning rate and at lr/10 (plan Amendment 28; descriptive)", fontsize=10)
+    fig.tight_layout()
+    return fig
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.small_lr", description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", choices=("regime", "run", "status", "analyse"))
+    ap.add_argument("what", choices=("regime", "run", "status", "analyse", "figure"))
     ap.add_argument("--seeds", type=seed_range, default=None, help="run: seeds N-M (default: the plan's)")
     ap.add_argument("--scale", choices=sorted(SCALES), default="default")
     ap.add_argument("--workers", type=int, default=None)
@@ -135,6 +217,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.what == "status":
         done = [s for s in done_seeds(args.out) if s in SEEDS]
         print(f"{REGIME}: {len(done)} of {len(SEEDS)} seeds complete; missing {sorted(set(SEEDS) - set(done))}")
+    elif args.what == "figure":  # -> docs/results/small_lr.{png,pdf}, from the committed analysis
+        fig = figure(json.loads((OUT / "claims.json").read_text()))
+        print(save_figure(fig, REPO / "docs" / "results", "small_lr"))
+        plt.close(fig)
     else:
         sys.stdout.write(write_json(args.json, analyse(args.out)))
     return 0

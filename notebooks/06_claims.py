@@ -372,6 +372,31 @@ else:
     display(Markdown("Amendment 27's analysis is not committed yet (`python -m ddrl.wide status` says how far it is)."))
 
 # %% [markdown]
+# ### P1, P2 and M1 in MATH-500-like at the paper's small learning rate (plan Amendment 28)
+#
+# The registered learning-rate dimension (lr/10 and twice the episodes, the paper's small-lr regime) was measured
+# in AMC-like only. Amendment 28 carries the same rule over to MATH-500-like (`math500_like_small_lr`: the same
+# 256 questions at lr 3e-6 and 4 episodes) and asks whether TTRL or DDRL gain over the untrained model there, or
+# DDRL over TTRL. TTRL and DDRL ran on seeds 0-17, each seed paired with its registered untrained run. The table
+# (the one docs/results.md quotes) puts the registered default-lr MATH-500-like and AMC-like lr/10 entries beside
+# it; under it each run's level and the vote over training at both learning rates (descriptive). It appears once
+# all 18 seeds are complete and `results/small_lr/claims.json` is written.
+
+# %%
+from ddrl import small_lr
+
+small_path = R / "small_lr" / "claims.json"
+if small_path.is_file():
+    sres = json.loads(small_path.read_text())
+    display(Markdown(small_lr.markdown(sres, C.load(R / "claims.json"))))
+    display(Markdown(small_lr.levels_markdown(sres)))
+    fig = small_lr.figure(sres)
+    rep.figure(fig, "small_lr", data=pd.DataFrame(sres["vote"]))
+    plt.show()
+else:
+    display(Markdown("Amendment 28's analysis is not committed yet (`python -m ddrl.small_lr status` says how far it is)."))
+
+# %% [markdown]
 # ## Why BCS's negatives cost held-out accuracy: policy drift (plan Amendment 21)
 #
 # H1xN says *that* choosing the rarest answers as negatives costs held-out accuracy in AMC-like; the runs' step

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 
+import matplotlib.pyplot as plt
 import pytest
 
-from ddrl import small_lr, study
+from ddrl import claims, small_lr, study
 from ddrl.regimes import small_lr_regime
 from ddrl.study_plan import SAME_BASE, SCALES, csv_path, load_regimes
 
@@ -56,6 +57,16 @@ def test_smoke_run_and_analyse_end_to_end(tmp_path):
     assert {(r["regime"], r["method"]) for r in res["levels"]} == {
         ("math500_like", "no_adaptation"), (small_lr.REGIME, "ttrl"), (small_lr.REGIME, "ddrl")}
     assert {(v["regime"], v["method"]) for v in res["vote"]} == {(small_lr.REGIME, "ttrl"), (small_lr.REGIME, "ddrl")}
+    table = small_lr.markdown(res, claims.load(small_lr.RESULTS / "claims.json")).splitlines()
+    assert len(table) == 2 + 3 and table[2].startswith("| P1 TTRL - no adaptation | +40.3 | -0.70 [-2.91, +1.42], 46 seeds, "
+                                                         "*not resolved* | +5.89 [+3.34, +8.61], 19 seeds, *reproduced* |")
+    assert "(2.42 / 1.92)" in table[2] and "(1.98 / 1.45)" in table[4]
+    assert len(res["seed_pass1"]) == 3 * 3
+    fig = small_lr.figure(res)
+    assert len(fig.axes) == 3 and fig.axes[0].get_ylabel() == "adapted pass@1 (%)"
+    plt.close(fig)
+    lv = small_lr.levels_markdown(res).splitlines()
+    assert lv[2].startswith("| no_adaptation | - |") and lv[-1].startswith("| ddrl | lr/10 (3e-6) |") and len(lv) == 5
 
 
 def test_levels_count_the_seeds_below_their_own_untrained_run():
@@ -64,7 +75,7 @@ def test_levels_count_the_seeds_below_their_own_untrained_run():
     rows = [{"regime": r, "method": m, "seed": s, "split": "adapted", "question": q, "pass@1": p}
             for s, (u, t) in enumerate(((0.5, 0.4), (0.5, 0.6), (0.3, 0.2)))
             for r, m, p in (("math500_like", "no_adaptation", u), (small_lr.REGIME, "ttrl", t)) for q in ("a", "b")]
-    lv = small_lr.levels(pd.DataFrame(rows)).set_index("method")
+    lv = small_lr.levels(small_lr.seed_pass1(pd.DataFrame(rows))).set_index("method")
     assert lv.loc["ttrl", "below_untrained"] == 2 and lv.loc["no_adaptation", "below_untrained"] == 0
     assert lv.loc["ttrl", "pass1"] == pytest.approx(40.0) and lv.loc["ttrl", "n_seeds"] == 3
 
@@ -76,3 +87,46 @@ def test_committed_entries_recompute_from_the_committed_csvs():
     committed = json.loads(path.read_text())
     res = small_lr.analyse(n_boot=4000, seeds=committed["seeds"])
     assert json.loads(json.dumps(res)) == committed
+
+
+def _registered(regime: str, methods: tuple[str, ...], base: str | None = None):
+    import pandas as pd
+
+    runs = small_lr.RUNS
+    paths = [p for m in methods for p in sorted((runs / regime).glob(f"{m}-seed[0-9][0-9].csv"))]
+    if base:
+        paths += sorted((runs / base).glob("no_adaptation-seed[0-9][0-9].csv"))
+    return pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths], ignore_index=True)
+
+
+def test_the_plans_predicted_half_widths_are_the_registered_components():
+    """The plan's predictions (18 seeds x 256 questions) from the registered MATH-500-like and AMC-like lr/10
+    matrices' variance components, as :data:`ddrl.small_lr.PREDICTED_HALF_WIDTH` states and the plan prints them."""
+    from ddrl.stats import predicted_half_width, variance_components
+    from ddrl.study_analysis import claim_matrix
+
+    frames = {"math500_like": _registered("math500_like", ("ttrl", "ddrl", "no_adaptation")),
+              "amc_like_small_lr": _registered("amc_like_small_lr", ("ttrl", "ddrl"), base="amc_like")}
+    for cid, predicted in small_lr.PREDICTED_HALF_WIDTH.items():
+        got = tuple(round(predicted_half_width(variance_components(claim_matrix(df, cid, r).to_numpy()),
+                                               len(small_lr.SEEDS), 256), 2) for r, df in frames.items())
+        assert got == predicted, cid
+    plan = (small_lr.RESULTS / "plan.md").read_text()
+    section = plan[plan.index("28. **Why**"):]
+    p1, p2, m1 = (small_lr.PREDICTED_HALF_WIDTH[c] for c in ("P1", "P2", "M1"))
+    assert f"P1 {p1[0]:.2f} / {p1[1]:.2f}" in section and f"P2 {p2[0]:.2f} / {p2[1]:.2f}" in section
+    assert f"({m1[0]:.2f}, MATH-500-like components; {m1[1]:.2f} from AMC-like lr/10's" in section
+    assert f"seeds\n      **0-{len(small_lr.SEEDS) - 1}**" in section
+
+
+def test_docs_quote_amendment_28_from_its_claims_json():
+    path = small_lr.OUT / "claims.json"
+    if not path.is_file():
+        pytest.skip(f"{path}: Amendment 28 not analysed yet")
+    res = json.loads(path.read_text())
+    docs = (small_lr.REPO / "docs" / "results.md").read_text()
+    start = docs.index("## P1, P2 and M1 in MATH-500-like at the paper's small learning rate (plan Amendment 28)")
+    section = docs[start:docs.index("\n## ", start + 1)]
+    assert small_lr.markdown(res, claims.load(small_lr.RESULTS / "claims.json")) in section
+    assert small_lr.levels_markdown(res) in section
+    assert (small_lr.REPO / "docs" / "results" / "small_lr.png").is_file() and "results/small_lr.png" in section
