@@ -36,7 +36,7 @@ from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix
 from ddrl.study_plan import RESULTS, SAME_BASE, SCALES, STEP_COLUMNS, Job, check_weights, csv_path, load_regimes
 from ddrl.tables import fmt_ci
-from ddrl.wide import VERDICT_MD, complete_seeds, vote_by_quarter, wide_entry
+from ddrl.wide import VERDICT_MD, complete_seeds, level_table, run_levels, vote_by_quarter, wide_entry
 
 REGIME = "math500_like_small_lr"
 BASE_REGIME = SAME_BASE[REGIME]  # "math500_like": its questions, base build and untrained runs
@@ -90,24 +90,6 @@ def load(out: str | Path, seeds: Sequence[int], steps: bool = False) -> pd.DataF
     return pd.concat(frames, ignore_index=True)
 
 
-def seed_pass1(df: pd.DataFrame) -> pd.DataFrame:
-    """Each run's adapted pass@1 in points (the mean over its questions): one row per regime x method x seed."""
-    a = df[df.split == "adapted"]
-    return (100 * a.groupby(["regime", "method", "seed"], sort=False)["pass@1"].mean()).rename("pass1").reset_index()
-
-
-def levels(per: pd.DataFrame) -> pd.DataFrame:
-    """Descriptive, no verdict: :func:`seed_pass1`'s runs as the mean and SD over seeds per (regime, method), with
-    the seeds whose run ends below its own untrained run."""
-    untrained = per[per.method == "no_adaptation"].set_index("seed")["pass1"]
-    rows = []
-    for (r, m), g in per.groupby(["regime", "method"], sort=False):
-        below = int((g.set_index("seed")["pass1"] < untrained.reindex(g.seed)).sum())
-        rows.append({"regime": r, "method": m, "pass1": g.pass1.mean(), "sd": g.pass1.std(ddof=1),
-                     "n_seeds": int(g.seed.nunique()), "below_untrained": below})
-    return pd.DataFrame(rows)
-
-
 def analyse(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = SEEDS) -> dict:
     """P1, P2 and M1 in :data:`REGIME` over ``seeds``, once every one of them is complete (the plan reads no mean
     before): ``entries`` (``claims.json``'s schema, with ``half_width``), and, descriptive, ``levels`` and the vote
@@ -123,8 +105,9 @@ def analyse(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = S
     steps = load(out, done, steps=True)
     vote = pd.concat([vote_by_quarter(seeds=done, regime=r, steps=steps) for r in (BASE_REGIME, REGIME)],
                      ignore_index=True)
-    per = seed_pass1(df)
-    return {"regime": REGIME, "seeds": done, "entries": entries, "levels": levels(per).to_dict(orient="records"),
+    per = run_levels(df)  # descriptive: per (regime, method) the mean over seeds, seeds below their untrained run
+    lv = level_table(per, ("regime", "method"), sort=False)
+    return {"regime": REGIME, "seeds": done, "entries": entries, "levels": lv.to_dict(orient="records"),
             "seed_pass1": per.to_dict(orient="records"), "vote": vote.to_dict(orient="records")}
 
 
@@ -156,7 +139,7 @@ def levels_markdown(res: dict) -> str:
     rows = ["| method | learning rate | adapted pass@1, mean over seeds (SD) | seeds below their untrained run |",
             "|---|---|---|---|"]
     for r in res["levels"]:
-        below = "-" if r["method"] == "no_adaptation" else f"{r['below_untrained']} of {r['n_seeds']}"
+        below = "-" if r["method"] == "no_adaptation" else f"{r['below_reference']} of {r['n_seeds']}"
         rows.append(f"| {r['method']} | {'-' if r['method'] == 'no_adaptation' else lr[r['regime']]} | "
                     f"{r['pass1']:.1f} ({r['sd']:.1f}) | {below} |")
     return "\n".join(rows) + "\n"
@@ -167,10 +150,11 @@ def _name(regime: str, method: str) -> str:
 
 
 def figure(res: dict):
-    """Descriptive (the paired intervals are the entries'): left, each run's adapted pass@1 (``seed_pass1``; the mean
-    over seeds with a 95% bootstrap interval over seeds, seaborn ``seed=0``, one dot per seed) of the untrained model
-    and of TTRL and DDRL at both learning rates on the same seeds; middle and right, the vote over the four quarters
-    of the RL steps (``vote``): the share of rollouts agreeing with the majority answer, and how often it is right."""
+    """Descriptive (the paired intervals are the entries'): left, each run's adapted pass@1 (``seed_pass1``,
+    :func:`ddrl.wide.run_levels`; the mean over seeds with a 95% bootstrap interval over seeds, seaborn ``seed=0``,
+    one dot per seed) of the untrained model and of TTRL and DDRL at both learning rates on the same seeds; middle
+    and right, the vote over the four quarters of the RL steps (``vote``): the share of rollouts agreeing with the
+    majority answer, and how often it is right."""
     per, vote = pd.DataFrame(res["seed_pass1"]), pd.DataFrame(res["vote"])
     per["run"] = [_name(r, m) for r, m in zip(per.regime, per.method)]
     vote["run"] = [_name(r, m) for r, m in zip(vote.regime, vote.method)]

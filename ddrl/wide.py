@@ -222,25 +222,41 @@ def arms_markdown(entries: Sequence[dict]) -> str:
     return "\n".join(rows) + "\n"
 
 
+def run_levels(df: pd.DataFrame) -> pd.DataFrame:
+    """Each run's adapted pass@1 in points (the mean over its questions) from per-question rows: one row per
+    regime x method x seed, in the order the rows come."""
+    a = df[df.split == "adapted"]
+    return (100 * a.groupby(["regime", "method", "seed"], sort=False)["pass@1"].mean()).rename("pass1").reset_index()
+
+
 def seed_levels(out: str | Path = OUT, seeds: Sequence[int] | None = None, regime: str = REGIME) -> pd.DataFrame:
-    """Each run's adapted pass@1 in points (the mean over its questions): one row per method x seed."""
+    """:func:`run_levels` of ``regime``'s CSVs under ``out`` (on ``seeds``): one row per method x seed."""
     df = load_questions(out)
-    df = df[(df.regime == regime) & (df.split == "adapted")]
+    df = df[df.regime == regime]
     if seeds is not None:
         df = df[df.seed.isin(set(seeds))]
-    return (100 * df.groupby(["method", "seed"])["pass@1"].mean()).rename("pass1").reset_index()
+    return run_levels(df).drop(columns="regime").sort_values(["method", "seed"], ignore_index=True)
+
+
+def level_table(per: pd.DataFrame, by: Sequence[str] = ("method",), reference: str = "no_adaptation",
+                sort: bool = True) -> pd.DataFrame:
+    """Descriptive, no verdict: runs' levels (:func:`run_levels` rows: ``by`` columns, ``seed``, ``pass1``) as the
+    mean and SD over seeds per ``by`` group, with the number of seeds and how many of them end below ``reference``'s
+    run of the same seed (of the seeds both have)."""
+    ref = per[per.method == reference].set_index("seed")["pass1"]
+    rows = []
+    for keys, g in per.groupby(list(by), sort=sort):
+        keys = keys if isinstance(keys, tuple) else (keys,)
+        rows.append({**dict(zip(by, keys)), "pass1": g.pass1.mean(), "sd": g.pass1.std(ddof=1),
+                     "n_seeds": int(g.seed.nunique()),
+                     "below_reference": int((g.set_index("seed")["pass1"] < ref.reindex(g.seed)).sum())})
+    return pd.DataFrame(rows)
 
 
 def levels(out: str | Path = OUT, seeds: Sequence[int] | None = None, regime: str = REGIME,
            reference: str = "no_adaptation") -> pd.DataFrame:
-    """Descriptive, no verdict: each method's :func:`seed_levels` as the mean and SD over seeds, with the number of
-    seeds and how many of them end below ``reference``'s run of the same seed (of the seeds both have); one row
-    per method."""
-    per_seed = seed_levels(out, seeds, regime).pivot(index="seed", columns="method", values="pass1")
-    ref = per_seed[reference] if reference in per_seed else pd.Series(np.nan, index=per_seed.index)
-    return pd.DataFrame([{"method": m, "pass1": per_seed[m].mean(), "sd": per_seed[m].std(ddof=1),
-                          "n_seeds": int(per_seed[m].notna().sum()), "below_reference": int((per_seed[m] < ref).sum())}
-                         for m in per_seed.columns])
+    """:func:`level_table` of ``regime``'s runs under ``out``: one row per method."""
+    return level_table(seed_levels(out, seeds, regime), ("method",), reference)
 
 
 def vote_by_quarter(out: str | Path = OUT, seeds: Sequence[int] | None = None, regime: str = REGIME,
