@@ -350,3 +350,16 @@ def test_docs_quote_the_vote_by_quarter():
             f"{_span(own['majority_ratio'])})") in prose
     assert (f"its accuracy falls from {_span(arm['label_acc'][1])} to {_span(arm['label_acc'][4])} by the last "
             f"quarter (unpenalised: to {_span(own['label_acc'])})") in prose
+
+
+def test_docs_quote_the_64_step_runs_vote():
+    """Amendment 26's prose compares the long runs' label accuracy with the registered 64-step MATH-500-like runs'
+    (TTRL and DDRL on their 46 seeds): :func:`wide.vote_by_quarter` on those runs' step logs, first and last quarter."""
+    runs = REPO / "results" / "runs"
+    files = [p for m in ("ttrl", "ddrl") for p in sorted((runs / "math500_like").glob(f"{m}-seed[0-9][0-9]-steps.csv"))]
+    steps = pd.concat([pd.read_csv(p) for p in files], ignore_index=True)
+    v = wide.vote_by_quarter(regime="math500_like", steps=steps).set_index(["method", "quarter"])
+    assert set(v.n_seeds) == {46}
+    acc = {k: [v.loc[(m, k), "label_acc"] for m in ("ttrl", "ddrl")] for k in (1, 4)}
+    prose = " ".join((REPO / "docs" / "results.md").read_text().split())
+    assert f"(in the 64-step runs {_span(acc[1])} to {_span(acc[4])})" in prose
