@@ -25,7 +25,6 @@ from typing import Sequence
 
 import matplotlib.pyplot as plt
 import pandas as pd
-import seaborn as sns
 
 from ddrl.claims import validate
 from ddrl.plotting import color, label
@@ -36,7 +35,8 @@ from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix
 from ddrl.study_plan import RESULTS, SAME_BASE, SCALES, STEP_COLUMNS, Job, check_weights, csv_path, load_regimes
 from ddrl.tables import fmt_ci
-from ddrl.wide import VERDICT_MD, complete_seeds, level_table, run_levels, vote_by_quarter, wide_entry
+from ddrl.wide import (VERDICT_MD, complete_seeds, level_table, levels_vote_figure, run_levels, vote_by_quarter,
+                       wide_entry)
 
 REGIME = "math500_like_small_lr"
 BASE_REGIME = SAME_BASE[REGIME]  # "math500_like": its questions, base build and untrained runs
@@ -150,34 +150,16 @@ def _name(regime: str, method: str) -> str:
 
 
 def figure(res: dict):
-    """Descriptive (the paired intervals are the entries'): left, each run's adapted pass@1 (``seed_pass1``,
-    :func:`ddrl.wide.run_levels`; the mean over seeds with a 95% bootstrap interval over seeds, seaborn ``seed=0``,
-    one dot per seed) of the untrained model and of TTRL and DDRL at both learning rates on the same seeds; middle
-    and right, the vote over the four quarters of the RL steps (``vote``): the share of rollouts agreeing with the
-    majority answer, and how often it is right."""
+    """:func:`ddrl.wide.levels_vote_figure` of the committed analysis (descriptive; the paired intervals are the
+    entries'): each run's adapted pass@1 (``seed_pass1``) of the untrained model and of TTRL and DDRL at both learning
+    rates on the same seeds, and the vote by quarter of the RL steps (``vote``), lines styled by learning rate."""
     per, vote = pd.DataFrame(res["seed_pass1"]), pd.DataFrame(res["vote"])
     per["run"] = [_name(r, m) for r, m in zip(per.regime, per.method)]
     vote["run"] = [_name(r, m) for r, m in zip(vote.regime, vote.method)]
-    order = list(dict.fromkeys(per.run))
-    palette = {n: color(m) for n, m in zip(per.run, per.method)}
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), gridspec_kw={"width_ratios": [1.4, 1, 1]})
-    sns.stripplot(per, x="run", y="pass1", hue="run", order=order, palette=palette, alpha=0.35, size=3, jitter=0.15,
-                  ax=axes[0], legend=False)
-    sns.pointplot(per, x="run", y="pass1", hue="run", order=order, palette=palette, errorbar=("ci", 95), seed=0,
-                  linestyle="none", markersize=6, capsize=0.15, ax=axes[0], legend=False)
-    axes[0].set(xlabel="", ylabel="adapted pass@1 (%)", title=f"after adaptation ({len(res['seeds'])} seeds)")
-    axes[0].tick_params(axis="x", labelrotation=25, labelsize=7)
-    for ax, col, ylab in ((axes[1], "majority_ratio", "share agreeing with the majority"),
-                          (axes[2], "label_acc", "majority label correct")):
-        sns.lineplot(vote, x="quarter", y=col, hue="run", style="regime", palette=palette, marker="o", ax=ax,
-                     hue_order=[n for n in order if n in set(vote.run)])
-        ax.set(xlabel="quarter of the RL steps", ylabel=ylab, xticks=[1, 2, 3, 4])
-        ax.legend(fontsize=6, frameon=False)
-    for ax in axes:
-        sns.despine(ax=ax)
-    fig.suptitle("MATH-500-like at the default learning rate and at lr/10 (plan Amendment 28; descriptive)", fontsize=10)
-    fig.tight_layout()
-    return fig
+    vote["learning rate"] = vote.regime.map(LR_NAME)
+    return levels_vote_figure(per, vote, list(dict.fromkeys(per.run)), {n: color(m) for n, m in zip(per.run, per.method)},
+                              "MATH-500-like at the default learning rate and at lr/10 (plan Amendment 28; descriptive)",
+                              style="learning rate")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

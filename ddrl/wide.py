@@ -283,37 +283,43 @@ def figure_tables(out: str | Path = OUT) -> tuple[pd.DataFrame, pd.DataFrame]:
     return sp[sp.method.isin(methods)], vote[vote.method.isin(methods)]
 
 
-def vote_figure(seed_pass1: pd.DataFrame, vote: pd.DataFrame):
-    """Left, each method's adapted pass@1 (:func:`seed_levels`; the mean over seeds with a 95% bootstrap interval
-    over seeds, seaborn ``seed=0``, one dot per seed); middle and right, :func:`vote_by_quarter`'s majority share
-    and the majority label's accuracy over the four quarters of the RL steps. Each method is shown on the seeds
-    it has (the untrained model on Amendment 26's and 27's; TTRL and DDRL on 26's; the arms on 27's).
-    Descriptive; the paired intervals are ``claims.json``'s and ``arms.json``'s."""
-    order = [m for m in (*METHODS, *ARMS) if m in set(seed_pass1.method)]
-    palette = {label(m): color(m) for m in order}
-    sp, vt = seed_pass1.assign(method=seed_pass1.method.map(label)), vote.assign(method=vote.method.map(label))
-    names = [label(m) for m in order]
+def levels_vote_figure(per: pd.DataFrame, vote: pd.DataFrame, order: Sequence[str], palette: dict[str, str],
+                       suptitle: str, style: str | None = None):
+    """Left, each run's adapted pass@1 (``per``: ``run``, ``seed``, ``pass1``; the mean over seeds with a 95%
+    bootstrap interval over seeds, seaborn ``seed=0``, one dot per seed), runs in ``order``; middle and right, the
+    vote by quarter of the RL steps (``vote``: ``run``, ``quarter``, ``majority_ratio``, ``label_acc``; the untrained
+    model has none), lines styled by the column ``style`` if given. Descriptive: Amendments 26-27's and 28's figures."""
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), gridspec_kw={"width_ratios": [1.3, 1, 1]})
-    sns.stripplot(sp, x="method", y="pass1", hue="method", order=names, palette=palette, alpha=0.35, size=3,
+    sns.stripplot(per, x="run", y="pass1", hue="run", order=order, palette=palette, alpha=0.35, size=3,
                   jitter=0.15, ax=axes[0], legend=False)
-    sns.pointplot(sp, x="method", y="pass1", hue="method", order=names, palette=palette, errorbar=("ci", 95),
+    sns.pointplot(per, x="run", y="pass1", hue="run", order=order, palette=palette, errorbar=("ci", 95),
                   seed=0, linestyle="none", markersize=6, capsize=0.15, ax=axes[0], legend=False)
-    n = sp.groupby("method").seed.nunique()
+    n = per.groupby("run").seed.nunique()
     seeds = f"{n.min()} seeds" if n.min() == n.max() else f"{n.min()}-{n.max()} seeds"
     axes[0].set(xlabel="", ylabel="adapted pass@1 (%)", title=f"after adaptation ({seeds})")
     axes[0].tick_params(axis="x", labelrotation=25, labelsize=7)
+    lines = [r for r in order if r != label("no_adaptation") and r in set(vote.run)]
     for ax, col, ylab in ((axes[1], "majority_ratio", "share agreeing with the majority"),
                           (axes[2], "label_acc", "majority label correct")):
-        sns.lineplot(vt[vt.method != label("no_adaptation")], x="quarter", y=col, hue="method", palette=palette,
-                     hue_order=[m for m in names if m != label("no_adaptation")], marker="o", ax=ax)
+        sns.lineplot(vote[vote.run.isin(lines)], x="quarter", y=col, hue="run", style=style, palette=palette,
+                     hue_order=lines, marker="o", ax=ax)
         ax.set(xlabel="quarter of the RL steps", ylabel=ylab, xticks=[1, 2, 3, 4])
         ax.legend(fontsize=7, frameon=False)
     for ax in axes:
         sns.despine(ax=ax)
-    fig.suptitle(f"{REGIME}: what the runs end at, and how their vote changes over training (descriptive)",
-                 fontsize=10)
+    fig.suptitle(suptitle, fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def vote_figure(seed_pass1: pd.DataFrame, vote: pd.DataFrame):
+    """:func:`levels_vote_figure` of :func:`seed_levels` and :func:`vote_by_quarter`, one run per method. Each method
+    is shown on the seeds it has (the untrained model on Amendment 26's and 27's; TTRL and DDRL on 26's; the arms on
+    27's). Descriptive; the paired intervals are ``claims.json``'s and ``arms.json``'s."""
+    order = [m for m in (*METHODS, *ARMS) if m in set(seed_pass1.method)]
+    return levels_vote_figure(seed_pass1.assign(run=seed_pass1.method.map(label)), vote.assign(run=vote.method.map(label)),
+                              [label(m) for m in order], {label(m): color(m) for m in order},
+                              f"{REGIME}: what the runs end at, and how their vote changes over training (descriptive)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
