@@ -30,7 +30,7 @@ from ddrl.claims import validate
 from ddrl.plotting import color, label
 from ddrl.regimes import small_lr_regime
 from ddrl.reporting import REPO, cache_root, save_figure, write_json
-from ddrl.seeds import seed_range
+from ddrl.seeds import numpy_generator, seed_range
 from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix
 from ddrl.study_plan import RESULTS, SAME_BASE, SCALES, STEP_COLUMNS, Job, check_weights, csv_path, load_regimes
@@ -159,7 +159,7 @@ def figure(res: dict):
     vote["learning rate"] = vote.regime.map(LR_NAME)
     return levels_vote_figure(per, vote, list(dict.fromkeys(per.run)), {n: color(m) for n, m in zip(per.run, per.method)},
                               "MATH-500-like at the default learning rate and at lr/10 (plan Amendment 28; descriptive)",
-                              style="learning rate")
+                              numpy_generator(0, "figure", REGIME), style="learning rate")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -43,7 +43,7 @@ import seaborn as sns
 from ddrl.claims import entry, validate
 from ddrl.plotting import color, label
 from ddrl.reporting import REPO, atomic_write_bytes, cache_root, save_figure, write_json
-from ddrl.seeds import derive_seed, seed_range
+from ddrl.seeds import derive_seed, numpy_generator, seed_range
 from ddrl.stats import hierarchical_bootstrap, verdict
 from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix, load_questions, load_steps, paired_matrix
@@ -284,14 +284,17 @@ def figure_tables(out: str | Path = OUT) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def levels_vote_figure(per: pd.DataFrame, vote: pd.DataFrame, order: Sequence[str], palette: dict[str, str],
-                       suptitle: str, style: str | None = None):
+                       suptitle: str, rng: np.random.Generator, style: str | None = None):
     """Left, each run's adapted pass@1 (``per``: ``run``, ``seed``, ``pass1``; the mean over seeds with a 95%
-    bootstrap interval over seeds, seaborn ``seed=0``, one dot per seed), runs in ``order``; middle and right, the
-    vote by quarter of the RL steps (``vote``: ``run``, ``quarter``, ``majority_ratio``, ``label_acc``; the untrained
-    model has none), lines styled by the column ``style`` if given. Descriptive: Amendments 26-27's and 28's figures."""
+    bootstrap interval over seeds, seaborn ``seed=0``, one dot per seed, jittered sideways by ``rng``), runs in
+    ``order``; middle and right, the vote by quarter of the RL steps (``vote``: ``run``, ``quarter``,
+    ``majority_ratio``, ``label_acc``; the untrained model has none), lines styled by the column ``style`` if given.
+    Descriptive: Amendments 26-27's and 28's figures. The dots are drawn here, not by ``sns.stripplot``, whose jitter
+    draws from NumPy's global random state: with ``rng`` the same tables give the same picture."""
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), gridspec_kw={"width_ratios": [1.3, 1, 1]})
-    sns.stripplot(per, x="run", y="pass1", hue="run", order=order, palette=palette, alpha=0.35, size=3,
-                  jitter=0.15, ax=axes[0], legend=False)
+    for x, run in enumerate(order):
+        y = per.loc[per.run == run, "pass1"].to_numpy()
+        axes[0].scatter(x + rng.uniform(-0.15, 0.15, y.size), y, s=9, color=palette[run], alpha=0.35, linewidths=0)
     sns.pointplot(per, x="run", y="pass1", hue="run", order=order, palette=palette, errorbar=("ci", 95),
                   seed=0, linestyle="none", markersize=6, capsize=0.15, ax=axes[0], legend=False)
     n = per.groupby("run").seed.nunique()
@@ -319,7 +322,8 @@ def vote_figure(seed_pass1: pd.DataFrame, vote: pd.DataFrame):
     order = [m for m in (*METHODS, *ARMS) if m in set(seed_pass1.method)]
     return levels_vote_figure(seed_pass1.assign(run=seed_pass1.method.map(label)), vote.assign(run=vote.method.map(label)),
                               [label(m) for m in order], {label(m): color(m) for m in order},
-                              f"{REGIME}: what the runs end at, and how their vote changes over training (descriptive)")
+                              f"{REGIME}: what the runs end at, and how their vote changes over training (descriptive)",
+                              numpy_generator(0, "figure", REGIME))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -253,6 +253,23 @@ def test_vote_figure_draws_levels_and_the_vote(tmp_path):
     assert (tmp_path / "v.png").stat().st_size > 0
 
 
+def test_vote_figure_jitter_comes_from_its_generator_not_global_state():
+    """The dots' sideways jitter is drawn from the figure's own generator: NumPy's global state (which
+    ``sns.stripplot`` would read) changes nothing, so a committed figure redraws the same from the same tables."""
+    sp = pd.DataFrame({"method": ["no_adaptation", "ttrl"] * 3, "seed": [0, 0, 1, 1, 2, 2],
+                       "pass1": [60.0, 55.0, 61.0, 54.0, 60.5, 56.0]})
+    vote = pd.DataFrame({"regime": wide.REGIME, "method": "ttrl", "quarter": [1, 2, 3, 4], "n_seeds": 3,
+                         "majority_ratio": [0.55, 0.6, 0.7, 0.72], "label_acc": [0.7, 0.6, 0.58, 0.57]})
+    dots = []
+    for global_seed in (1, 2):
+        np.random.seed(global_seed)
+        ax = wide.vote_figure(sp, vote).axes[0]
+        dots.append(np.concatenate([c.get_offsets() for c in ax.collections if len(c.get_offsets()) == 3]))
+    assert dots[0].shape == (6, 2) and np.array_equal(dots[0], dots[1])
+    assert sorted(dots[0][:, 1]) == sorted(sp.pass1)
+    assert np.all(np.abs(dots[0][:, 0] - np.round(dots[0][:, 0])) <= 0.15) and len(set(dots[0][:, 0])) == 6
+
+
 def test_figure_tables_show_the_arms_only_once_arms_json_is_written(tmp_path):
     """Amendment 27 reads nothing of its arms before its analysis: the figure's tables leave them out until then."""
     for method in ("no_adaptation", "ttrl", "ttrl_kl100x"):
