@@ -146,7 +146,7 @@ def levels_markdown(res: dict) -> str:
 
 
 def _name(regime: str, method: str) -> str:
-    return label(method) if method == "no_adaptation" else f"{label(method)}, {LR_NAME[regime]}"
+    return label(method) if method == "no_adaptation" else f"{label(method)}\n{LR_NAME[regime]}"
 
 
 def figure(res: dict):
@@ -155,9 +155,9 @@ def figure(res: dict):
     rates on the same seeds, and the vote by quarter of the RL steps (``vote``), lines styled by learning rate."""
     per, vote = pd.DataFrame(res["seed_pass1"]), pd.DataFrame(res["vote"])
     per["run"] = [_name(r, m) for r, m in zip(per.regime, per.method)]
-    vote["run"] = [_name(r, m) for r, m in zip(vote.regime, vote.method)]
-    vote["learning rate"] = vote.regime.map(LR_NAME)
-    return levels_vote_figure(per, vote, list(dict.fromkeys(per.run)), {n: color(m) for n, m in zip(per.run, per.method)},
+    vote["run"], vote["learning rate"] = vote.method.map(label), vote.regime.map(LR_NAME)  # colour: method, line: lr
+    palette = {n: color(m) for n, m in (*zip(per.run, per.method), *zip(vote.run, vote.method))}
+    return levels_vote_figure(per, vote, list(dict.fromkeys(per.run)), palette,
                               "MATH-500-like at the default learning rate and at lr/10 (plan Amendment 28; descriptive)",
                               numpy_generator(0, "figure", REGIME), style="learning rate")
 

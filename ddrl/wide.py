@@ -288,7 +288,8 @@ def levels_vote_figure(per: pd.DataFrame, vote: pd.DataFrame, order: Sequence[st
     """Left, each run's adapted pass@1 (``per``: ``run``, ``seed``, ``pass1``; the mean over seeds with a 95%
     bootstrap interval over seeds, seaborn ``seed=0``, one dot per seed, jittered sideways by ``rng``), runs in
     ``order``; middle and right, the vote by quarter of the RL steps (``vote``: ``run``, ``quarter``,
-    ``majority_ratio``, ``label_acc``; the untrained model has none), lines styled by the column ``style`` if given.
+    ``majority_ratio``, ``label_acc``; the untrained model has none; its runs named as in ``order``, or by names of
+    their own, then in the order they come, all in ``palette``), lines styled by the column ``style`` if given.
     Descriptive: Amendments 26-27's and 28's figures. The dots are drawn here, not by ``sns.stripplot``, whose jitter
     draws from NumPy's global random state: with ``rng`` the same tables give the same picture."""
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), gridspec_kw={"width_ratios": [1.3, 1, 1]})
@@ -301,13 +302,13 @@ def levels_vote_figure(per: pd.DataFrame, vote: pd.DataFrame, order: Sequence[st
     seeds = f"{n.min()} seeds" if n.min() == n.max() else f"{n.min()}-{n.max()} seeds"
     axes[0].set(xlabel="", ylabel="adapted pass@1 (%)", title=f"after adaptation ({seeds})")
     axes[0].tick_params(axis="x", labelrotation=25, labelsize=7)
-    lines = [r for r in order if r != label("no_adaptation") and r in set(vote.run)]
+    lines = [r for r in dict.fromkeys((*order, *vote.run)) if r != label("no_adaptation") and r in set(vote.run)]
     for ax, col, ylab in ((axes[1], "majority_ratio", "share agreeing with the majority"),
                           (axes[2], "label_acc", "majority label correct")):
         sns.lineplot(vote[vote.run.isin(lines)], x="quarter", y=col, hue="run", style=style, palette=palette,
-                     hue_order=lines, marker="o", ax=ax)
+                     hue_order=lines, marker="o", ax=ax, legend=ax is axes[1])  # one legend serves both panels
         ax.set(xlabel="quarter of the RL steps", ylabel=ylab, xticks=[1, 2, 3, 4])
-        ax.legend(fontsize=7, frameon=False)
+    axes[1].legend(fontsize=7, frameon=False, handlelength=3)
     for ax in axes:
         sns.despine(ax=ax)
     fig.suptitle(suptitle, fontsize=10)
