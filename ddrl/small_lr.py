@@ -13,6 +13,12 @@ decided by the registered bootstrap and rule.
     python -m ddrl.small_lr status
     python -m ddrl.small_lr analyse --json results/small_lr/claims.json
     python -m ddrl.small_lr figure          # docs/results/small_lr.{png,pdf} (descriptive)
+
+Plan Amendment 29 asks which part of DDRL carries M1 there: the registered ablation claims A1-A3 on the same regime
+(:data:`ABLATION_SEEDS`); BCS+DAE is the DDRL runs' RL-only weights (an evaluation), BCS alone a new RL run.
+
+    python -m ddrl.small_lr run --ablation --workers 2
+    python -m ddrl.small_lr analyse --ablation --json results/small_lr/ablation.json
 """
 
 from __future__ import annotations
@@ -54,6 +60,14 @@ LR_NAME = {BASE_REGIME: "default lr", REGIME: "lr/10"}
 COMPARISON = {"P1": "TTRL - no adaptation", "P2": "DDRL - no adaptation", "M1": "DDRL - TTRL"}
 #: The registered entries shown beside this amendment's: MATH-500-like at the default lr, AMC-like at lr/10
 BESIDE = (("math500_like", "MATH-500-like, default lr"), ("amc_like_small_lr", "AMC-like at lr/10"))
+#: Plan Amendment 29: the ablation claims and their seeds (A3's BCS+DAE is an evaluation of the DDRL runs' RL-only
+#: weights, so it takes all of Amendment 28's seeds; A1 and A2 need a new BCS run per seed)
+ABLATION_SEEDS = {"A1": tuple(range(12)), "A2": tuple(range(12)), "A3": SEEDS}
+ABLATION_METHODS = {"A1": ("bcs", "ttrl"), "A2": ("bcs_dae", "bcs"), "A3": ("ddrl", "bcs_dae")}
+#: Amendment 29's predicted half-widths at those seeds: (registered MATH-500-like A1-A3 components, Amendment 28's
+#: M1 components at lr/10)
+ABLATION_PREDICTED = {"A1": (1.90, 1.84), "A2": (0.95, 1.84), "A3": (0.78, 1.82)}
+ABLATION_COMPARISON = {"A1": "BCS - TTRL", "A2": "BCS+DAE - BCS", "A3": "DDRL - BCS+DAE"}
 
 
 def regime_file(base: str | Path = RESULTS / "regimes_base.json") -> dict:
@@ -71,6 +85,22 @@ def jobs(seeds: Sequence[int]) -> list[Job]:
     """Seed by seed: the untrained run (MATH-500-like's, written once for the registered study: loaded), TTRL, DDRL."""
     return [j for s in seeds for j in (Job(BASE_REGIME, s, ("no_adaptation",), "lr/10m"),
                                       *(Job(REGIME, s, (m,), "lr/10m") for m in METHODS))]
+
+
+def ablation_seeds(among: Sequence[int] | None = None) -> dict[str, tuple[int, ...]]:
+    """:data:`ABLATION_SEEDS`, or the part of each claim's seeds that lies in ``among`` (a smoke test's few)."""
+    return {cid: tuple(s for s in seeds if among is None or s in set(among)) for cid, seeds in ABLATION_SEEDS.items()}
+
+
+def ablation_jobs(seeds: dict[str, Sequence[int]] = ABLATION_SEEDS) -> list[Job]:
+    """Amendment 29: BCS+DAE's evaluations first (the DDRL runs' RL-only weights: no training), then BCS seed by seed."""
+    return [*(Job(REGIME, s, ("bcs_dae",), "A3 lr/10") for s in seeds["A3"]),
+            *(Job(REGIME, s, ("bcs",), "A1 lr/10") for s in seeds["A1"])]
+
+
+def ablation_missing(out: str | Path = RUNS, seeds: dict[str, Sequence[int]] = ABLATION_SEEDS) -> dict[str, list[int]]:
+    """Per ablation claim, the seeds whose CSVs are not all written yet (both of its methods in :data:`REGIME`)."""
+    return {cid: sorted(set(s) - set(complete_seeds(out, REGIME, ABLATION_METHODS[cid]))) for cid, s in seeds.items()}
 
 
 def done_seeds(out: str | Path = RUNS) -> list[int]:
@@ -109,6 +139,65 @@ def analyse(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = S
     lv = level_table(per, ("regime", "method"), sort=False)
     return {"regime": REGIME, "seeds": done, "entries": entries, "levels": lv.to_dict(orient="records"),
             "seed_pass1": per.to_dict(orient="records"), "vote": vote.to_dict(orient="records")}
+
+
+def analyse_ablation(out: str | Path = RUNS, n_boot: int = 4000,
+                     seeds: dict[str, Sequence[int]] = ABLATION_SEEDS) -> dict:
+    """Amendment 29: A1-A3 in :data:`REGIME`, each over its seeds (:data:`ABLATION_SEEDS`), once every one is complete:
+    ``entries`` (``claims.json``'s schema, with ``half_width``); descriptive, the ``split`` of M1 on A1's seeds into its
+    three parts (per seed and question they sum to DDRL - TTRL) and ``levels``: each method's mean adapted pass@1
+    at both learning rates on A1's seeds, with the seeds in which it ends below TTRL at the same learning rate."""
+    missing = {cid: m for cid, m in ablation_missing(out, seeds).items() if m}
+    if missing:
+        raise ValueError(f"{out}: Amendment 29 incomplete, seeds missing per claim {missing}; the plan reads no "
+                         "estimate before every seed is complete")
+    methods = ("ttrl", "bcs", "bcs_dae", "ddrl")
+    paths = [csv_path(out, r, m, s) for s in sorted(set().union(*seeds.values())) for r in (REGIME, BASE_REGIME)
+             for m in methods]
+    df = pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths if p.is_file()], ignore_index=True)
+    entries = [wide_entry(cid, claim_matrix(df[df.seed.isin(set(s))], cid, REGIME), n_boot, REGIME, STANDS_FOR)
+               for cid, s in seeds.items()]
+    for e in validate(entries, REGIME):
+        e["half_width"] = (e["ci_high"] - e["ci_low"]) / 2
+    few = df[df.seed.isin(set(seeds["A1"]))]
+    split = [{"part": ABLATION_COMPARISON[cid], "claim": cid,
+              "points": float(claim_matrix(few, cid, REGIME).to_numpy().mean())} for cid in ("A1", "A2", "A3")]
+    split.append({"part": "DDRL - TTRL", "claim": "M1", "points": float(claim_matrix(few, "M1", REGIME).to_numpy().mean())})
+    per = run_levels(few)
+    lv = pd.concat([level_table(per[per.regime == r], ("regime", "method"), reference="ttrl", sort=False)
+                    for r in (BASE_REGIME, REGIME)], ignore_index=True)
+    return {"regime": REGIME, "seeds": {cid: list(s) for cid, s in seeds.items()}, "entries": entries,
+            "split": split, "levels": lv.to_dict(orient="records")}
+
+
+def ablation_markdown(res: dict, registered: Sequence[dict]) -> str:
+    """Amendment 29's table as docs/results.md quotes it: per claim the paper's MATH-500 number (Table 3), the
+    registered MATH-500-like entry at the default lr (``registered``: ``results/claims.json``'s entries), this
+    amendment's entry, its half-width beside the plan's two predictions, and its verdict."""
+    reg = {(e["id"], e["regime"]): e for e in registered}
+    rows = ["| claim (adapted pass@1, points) | paper (MATH-500) | MATH-500-like, default lr (registered) | "
+            "**MATH-500-like at lr/10 (Amendment 29)** | half-width (predicted) | verdict |", "|---|---|---|---|---|---|"]
+    for e in res["entries"]:
+        b = reg[(e["id"], BASE_REGIME)]
+        pred = " / ".join(f"{x:.2f}" for x in ABLATION_PREDICTED[e["id"]])
+        rows.append(f"| {e['id']} {ABLATION_COMPARISON[e['id']]} | {e['paper']:+.1f} | {_ci(b)}, {b['n_seeds']} seeds, "
+                    f"*{b['verdict']}* | **{_ci(e)}**, {e['n_seeds']} seeds | {e['half_width']:.2f} ({pred}) | "
+                    f"{VERDICT_MD[e['verdict']]} |")
+    return "\n".join(rows) + "\n"
+
+
+def split_markdown(res: dict) -> str:
+    """The descriptive split of M1 (``res["split"]``) and the levels (``res["levels"]``) on A1's seeds."""
+    n = len(res["seeds"]["A1"])
+    rows = [f"| part of DDRL - TTRL (seeds 0-{n - 1}) | points |", "|---|---|"]
+    rows += [f"| {p['part']} ({p['claim']}) | {p['points']:+.2f} |" for p in res["split"]]
+    lr = {BASE_REGIME: "default (3e-5)", REGIME: "lr/10 (3e-6)"}
+    rows += ["", "| method | learning rate | adapted pass@1, mean over seeds (SD) | seeds below TTRL at its lr |",
+             "|---|---|---|---|"]
+    rows += [f"| {r['method']} | {lr[r['regime']]} | {r['pass1']:.1f} ({r['sd']:.1f}) | "
+             f"{'-' if r['method'] == 'ttrl' else str(r['below_reference']) + ' of ' + str(r['n_seeds'])} |"
+             for r in res["levels"]]
+    return "\n".join(rows) + "\n"
 
 
 def _ci(e: dict) -> str:
@@ -165,21 +254,29 @@ def figure(res: dict):
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.small_lr", description=__doc__.split("\n\n")[0])
     ap.add_argument("what", choices=("regime", "run", "status", "analyse", "figure"))
-    ap.add_argument("--seeds", type=seed_range, default=None, help="run: seeds N-M (default: the plan's)")
+    ap.add_argument("--seeds", type=seed_range, default=None, help="run: seeds N-M (default: the plan's; "
+                    "with --ablation, the part of each claim's seeds among them)")
     ap.add_argument("--scale", choices=sorted(SCALES), default="default")
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--budget-min", type=float, default=None, help="run: jobs starting later are skipped")
     ap.add_argument("--out", type=Path, default=RUNS, help=f"the CSVs (default {RUNS})")
     ap.add_argument("--runs-root", type=Path, default=None, help="run directories (default: <cache>/runs)")
     ap.add_argument("--json", type=Path, default=None, help="analyse: write the result here")
+    ap.add_argument("--ablation", action="store_true", help="run, status, analyse: Amendment 29's A1-A3")
     args = ap.parse_args(argv)
     if args.what == "regime":
         sys.stdout.write(write_json(REGIME_FILE, regime_file()))
     elif args.what == "run":
         check_weights(scale=SCALES[args.scale])  # the measured base build, never a new one
-        status = run_jobs(jobs(args.seeds or SEEDS), SCALES[args.scale], args.out, args.runs_root or cache_root() / "runs",
-                          args.budget_min, args.workers, desc="Amendment 28 runs")
+        todo, desc = ((ablation_jobs(ablation_seeds(args.seeds)), "Amendment 29 runs") if args.ablation
+                      else (jobs(args.seeds or SEEDS), "Amendment 28 runs"))
+        status = run_jobs(todo, SCALES[args.scale], args.out, args.runs_root or cache_root() / "runs",
+                          args.budget_min, args.workers, desc=desc)
         print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
+    elif args.what == "status" and args.ablation:
+        for cid, miss in ablation_missing(args.out).items():
+            print(f"{cid} ({REGIME}): {len(ABLATION_SEEDS[cid]) - len(miss)} of {len(ABLATION_SEEDS[cid])} seeds complete; "
+                  f"missing {miss}")
     elif args.what == "status":
         done = [s for s in done_seeds(args.out) if s in SEEDS]
         print(f"{REGIME}: {len(done)} of {len(SEEDS)} seeds complete; missing {sorted(set(SEEDS) - set(done))}")
@@ -188,7 +285,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(save_figure(fig, REPO / "docs" / "results", "small_lr"))
         plt.close(fig)
     else:
-        sys.stdout.write(write_json(args.json, analyse(args.out)))
+        sys.stdout.write(write_json(args.json, analyse_ablation(args.out) if args.ablation else analyse(args.out)))
     return 0
 
 
