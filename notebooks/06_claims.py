@@ -402,6 +402,22 @@ else:
     display(Markdown("Amendment 28's analysis is not committed yet (`python -m ddrl.small_lr status` says how far it is)."))
 
 # %% [markdown]
+# Which part of DDRL carries M1 at lr/10? Amendment 29 measures the paper's ablation (Table 3: BCS, then DAE, then
+# COR added to TTRL) on the same regime: A3 (DDRL - BCS+DAE, where BCS+DAE is the DDRL runs' RL-only weights) on
+# seeds 0-17, A1 (BCS - TTRL) and A2 (BCS+DAE - BCS) on seeds 0-11 with a new BCS run per seed. Under the table,
+# descriptive: how DDRL - TTRL splits into the three parts on seeds 0-11, and each method's level at both learning
+# rates. It appears once `results/small_lr/ablation.json` is written.
+
+# %%
+ablation_path = R / "small_lr" / "ablation.json"
+if ablation_path.is_file():
+    ares = json.loads(ablation_path.read_text())
+    display(Markdown(small_lr.ablation_markdown(ares, C.load(R / "claims.json"))))
+    display(Markdown(small_lr.split_markdown(ares)))
+else:
+    display(Markdown("Amendment 29's analysis is not committed yet (`python -m ddrl.small_lr status --ablation`)."))
+
+# %% [markdown]
 # ## Why BCS's negatives cost held-out accuracy: policy drift (plan Amendment 21)
 #
 # H1xN says *that* choosing the rarest answers as negatives costs held-out accuracy in AMC-like; the runs' step
