@@ -407,6 +407,9 @@ else:
 # seeds 0-17, A1 (BCS - TTRL) and A2 (BCS+DAE - BCS) on seeds 0-11 with a new BCS run per seed. Under the table,
 # descriptive: how DDRL - TTRL splits into the three parts on seeds 0-11, and each method's level at both learning
 # rates. It appears once `results/small_lr/ablation.json` is written.
+# What the committed analysis says (docs/results.md has the numbers): at lr/10 the three RL variants (TTRL, BCS,
+# BCS+DAE) end about level with each other (A1, A2 *no effect*), and COR adds the whole of DDRL's edge (A3
+# *reproduced*, in every seed) - with COR's SFT learning rate unscaled (the paper's), a caveat the docs spell out.
 
 # %%
 ablation_path = R / "small_lr" / "ablation.json"

@@ -196,3 +196,24 @@ def test_docs_quote_amendment_28_from_its_claims_json():
     assert small_lr.markdown(res, claims.load(small_lr.RESULTS / "claims.json")) in section
     assert small_lr.levels_markdown(res) in section
     assert (small_lr.REPO / "docs" / "results" / "small_lr.png").is_file() and "results/small_lr.png" in section
+
+
+def test_committed_ablation_recomputes_from_the_committed_csvs():
+    path = small_lr.OUT / "ablation.json"
+    if not path.is_file():
+        pytest.skip(f"{path}: Amendment 29 not analysed yet (python -m ddrl.small_lr analyse --ablation --json {path})")
+    committed = json.loads(path.read_text())
+    assert committed["seeds"] == {cid: list(s) for cid, s in small_lr.ABLATION_SEEDS.items()}
+    assert json.loads(json.dumps(small_lr.analyse_ablation(n_boot=4000))) == committed
+
+
+def test_docs_quote_amendment_29_from_its_ablation_json():
+    path = small_lr.OUT / "ablation.json"
+    if not path.is_file():
+        pytest.skip(f"{path}: Amendment 29 not analysed yet")
+    res = json.loads(path.read_text())
+    docs = (small_lr.REPO / "docs" / "results.md").read_text()
+    start = docs.index("## Which part of DDRL carries M1 at the small learning rate? (plan Amendment 29)")
+    section = docs[start:docs.index("\n## ", start + 1)]
+    assert small_lr.ablation_markdown(res, claims.load(small_lr.RESULTS / "claims.json")) in section
+    assert small_lr.split_markdown(res) in section
