@@ -185,14 +185,20 @@ def test_amendment_29s_predicted_half_widths_are_the_measured_components():
         in " ".join(section.split())
 
 
-def test_docs_quote_amendment_28_from_its_claims_json():
-    path = small_lr.OUT / "claims.json"
+def _docs_section(name: str, heading: str) -> tuple[dict, str]:
+    """The committed analysis ``results/small_lr/<name>`` (skip until it is written) and docs/results.md's section
+    under ``heading`` (to the next ``## ``)."""
+    path = small_lr.OUT / name
     if not path.is_file():
-        pytest.skip(f"{path}: Amendment 28 not analysed yet")
-    res = json.loads(path.read_text())
+        pytest.skip(f"{path}: not analysed yet")
     docs = (small_lr.REPO / "docs" / "results.md").read_text()
-    start = docs.index("## P1, P2 and M1 in MATH-500-like at the paper's small learning rate (plan Amendment 28)")
-    section = docs[start:docs.index("\n## ", start + 1)]
+    start = docs.index(heading)
+    return json.loads(path.read_text()), docs[start:docs.index("\n## ", start + 1)]
+
+
+def test_docs_quote_amendment_28_from_its_claims_json():
+    res, section = _docs_section("claims.json", "## P1, P2 and M1 in MATH-500-like at the paper's small learning rate "
+                                                "(plan Amendment 28)")
     assert small_lr.markdown(res, claims.load(small_lr.RESULTS / "claims.json")) in section
     assert small_lr.levels_markdown(res) in section
     assert (small_lr.REPO / "docs" / "results" / "small_lr.png").is_file() and "results/small_lr.png" in section
@@ -208,12 +214,7 @@ def test_committed_ablation_recomputes_from_the_committed_csvs():
 
 
 def test_docs_quote_amendment_29_from_its_ablation_json():
-    path = small_lr.OUT / "ablation.json"
-    if not path.is_file():
-        pytest.skip(f"{path}: Amendment 29 not analysed yet")
-    res = json.loads(path.read_text())
-    docs = (small_lr.REPO / "docs" / "results.md").read_text()
-    start = docs.index("## Which part of DDRL carries M1 at the small learning rate? (plan Amendment 29)")
-    section = docs[start:docs.index("\n## ", start + 1)]
+    res, section = _docs_section("ablation.json", "## Which part of DDRL carries M1 at the small learning rate? "
+                                                  "(plan Amendment 29)")
     assert small_lr.ablation_markdown(res, claims.load(small_lr.RESULTS / "claims.json")) in section
     assert small_lr.split_markdown(res) in section
