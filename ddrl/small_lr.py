@@ -151,19 +151,18 @@ def analyse_ablation(out: str | Path = RUNS, n_boot: int = 4000,
     if missing:
         raise ValueError(f"{out}: Amendment 29 incomplete, seeds missing per claim {missing}; the plan reads no "
                          "estimate before every seed is complete")
-    methods = ("ttrl", "bcs", "bcs_dae", "ddrl")
-    paths = [csv_path(out, r, m, s) for s in sorted(set().union(*seeds.values())) for r in (REGIME, BASE_REGIME)
-             for m in methods]
+    methods, few = ("ttrl", "bcs", "bcs_dae", "ddrl"), list(seeds["A1"])
+    paths = [*(csv_path(out, REGIME, m, s) for s in sorted(set().union(*seeds.values())) for m in methods),
+             *(csv_path(out, BASE_REGIME, m, s) for s in few for m in methods)]  # the default lr: levels only
     df = pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths if p.is_file()], ignore_index=True)
-    entries = [wide_entry(cid, claim_matrix(df[df.seed.isin(set(s))], cid, REGIME), n_boot, REGIME, STANDS_FOR)
-               for cid, s in seeds.items()]
+    mats = {cid: claim_matrix(df[df.seed.isin(set(s))], cid, REGIME) for cid, s in seeds.items()}  # seeds x questions
+    entries = [wide_entry(cid, d, n_boot, REGIME, STANDS_FOR) for cid, d in mats.items()]
     for e in validate(entries, REGIME):
         e["half_width"] = (e["ci_high"] - e["ci_low"]) / 2
-    few = df[df.seed.isin(set(seeds["A1"]))]
-    split = [{"part": ABLATION_COMPARISON[cid], "claim": cid,
-              "points": float(claim_matrix(few, cid, REGIME).to_numpy().mean())} for cid in ("A1", "A2", "A3")]
-    split.append({"part": "DDRL - TTRL", "claim": "M1", "points": float(claim_matrix(few, "M1", REGIME).to_numpy().mean())})
-    per = run_levels(few)
+    mats["M1"] = claim_matrix(df[df.seed.isin(set(few))], "M1", REGIME)
+    part = {**ABLATION_COMPARISON, "M1": COMPARISON["M1"]}
+    split = [{"part": part[cid], "claim": cid, "points": float(d.loc[few].to_numpy().mean())} for cid, d in mats.items()]
+    per = run_levels(df[df.seed.isin(set(few))])
     lv = pd.concat([level_table(per[per.regime == r], ("regime", "method"), reference="ttrl", sort=False)
                     for r in (BASE_REGIME, REGIME)], ignore_index=True)
     return {"regime": REGIME, "seeds": {cid: list(s) for cid, s in seeds.items()}, "entries": entries,
