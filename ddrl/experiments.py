@@ -40,7 +40,7 @@ from ddrl.sampling import make_sampler
 from ddrl.seeds import derive_seed
 from ddrl.config import make_config, resolve_cue
 from ddrl.cor import refine_with_config
-from ddrl.train import strip_truth, train
+from ddrl.train import prepare_policy, strip_truth, train
 
 #: method -> (trainer preset, weights to evaluate: "final" or "rl" = before COR, extra overrides)
 METHODS: dict[str, tuple[str, str, dict[str, Any]]] = {
@@ -176,29 +176,51 @@ class Experiment:
         return [{"method": method, "seed": seed, "split": split, **{k: v for k, v in ev.items() if per_question or k != "per_question"},
                  **info, **extra} for split, ev in evals.items()]
 
-    def refined(self, seed: int, keep: int) -> list[dict]:
+    def refined(self, seed: int, keep: int, lr: float | None = None, start: str = "rl") -> list[dict]:
         """Refinement size (Table 6; claim R1): COR keeping ``keep`` agreeing rollouts per question, run from
         the RL-only weights of ``seed``'s DDRL run with the trainer's own COR call and settings
         (:func:`ddrl.cor.refine_with_config`), then evaluated (:meth:`evaluate`). Rows ``{seed, split, pass@1,
         maj@n, ..., per_question, rl_seconds, cor_seconds, cor_kept, run_dir}``, one per split, cached by the
-        run, ``keep``, the questions and the grader (notebook 05 and the claims study share the entries)."""
-        res = self.train("ddrl", seed)
-        c = res.config
+        run, ``keep``, the questions and the grader (notebook 05 and the claims study share the entries).
+
+        ``lr`` replaces the config's COR learning rate; ``start="base"`` runs COR from the untrained model
+        instead (no RL phase, no DDRL run trained; plan Amendment 30). Both enter the cache key only when set,
+        so the entries of the default call stay what they were."""
+        if start not in ("rl", "base"):
+            raise ValueError(f"refined: start must be 'rl' or 'base', got {start!r}")
+        if lr is not None and not lr > 0:
+            raise ValueError(f"refined: lr must be > 0, got {lr}")
+        if start == "rl":
+            res = self.train("ddrl", seed)
+            c, run_name, rl_s = res.config, Path(res.run_dir).name, res.rl_seconds
+        else:
+            res, c = None, self.config("ddrl", seed)
+            run_name, rl_s = f"base:{content_key(model_fingerprint(c.model))}", 0.0
+        c = c if lr is None else replace(c, cor_lr=lr)
 
         def run():
-            RunDir(res.run_dir).load_weights("rl", res.model)
+            if res is None:
+                model, tok = load_model(c.model, c.dtype, c.device)
+                if c.lora_rank > 0:  # as the trainer hands COR its policy: the LoRA-wrapped model at paper scale
+                    model = prepare_policy(model, c)[0]
+            else:
+                model, tok = res.model, res.tokenizer
+                RunDir(res.run_dir).load_weights("rl", model)
             t0 = time.perf_counter()
-            cor = refine_with_config(res.model, res.tokenizer, [strip_truth(r) for r in self.adapted], c, keep=keep,
+            cor = refine_with_config(model, tok, [strip_truth(r) for r in self.adapted], c, keep=keep,
                                      progress=self.progress)
             cor_s = time.perf_counter() - t0
-            ev = self.evaluate(res.model, res.tokenizer, c, seed, f"{res.run_dir}:rl+cor_keep{keep}")
-            return [{"seed": seed, "split": s, **e, "rl_seconds": res.rl_seconds, "cor_seconds": cor_s,
-                     "cor_kept": cor.summary()["num_kept"], "run_dir": str(res.run_dir)} for s, e in ev.items()]
+            ev = self.evaluate(model, tok, c, seed, f"{run_name}:{start}+cor_keep{keep}")
+            return [{"seed": seed, "split": s, **e, "rl_seconds": rl_s, "cor_seconds": cor_s,
+                     "cor_kept": cor.summary()["num_kept"], "run_dir": str(res.run_dir) if res else None}
+                    for s, e in ev.items()]
 
+        key = {"what": "cor-size-v1", "run": run_name, "keep": keep, "adapted": records_key(self.adapted),
+               "heldout": records_key(self.heldout), "grader": grader_fingerprint()}
+        if lr is not None or start != "rl":
+            key.update({"cor_lr": c.cor_lr, "start": start, "config": asdict(c)})
         with self.threads({"device": c.device}):
-            return cached({"what": "cor-size-v1", "run": Path(res.run_dir).name, "keep": keep,
-                           "adapted": records_key(self.adapted), "heldout": records_key(self.heldout),
-                           "grader": grader_fingerprint()}, run, namespace="evaluations")
+            return cached(key, run, namespace="evaluations")
 
     def grid(self, methods: Sequence[str], seeds: Sequence[int], **extra: Any) -> pd.DataFrame:
         """:meth:`run` for every method and seed, as one long DataFrame.

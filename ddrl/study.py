@@ -49,7 +49,7 @@ from ddrl.reporting import REPO, atomic_write_bytes, content_key, grader_fingerp
 from ddrl.runs import RunDir
 from ddrl.study_analysis import analyse_claims, analyse_stage1
 from ddrl.study_figures import render_results
-from ddrl.study_plan import (BASE, COR_4X, HELDOUT_X, HELDOUT_X_AMENDMENTS, REAL, RESULTS, SCALES, STEP_COLUMNS,
+from ddrl.study_plan import (BASE, COR_4X, HELDOUT_X, HELDOUT_X_AMENDMENTS, REAL, REFINED, RESULTS, SCALES, STEP_COLUMNS,
                              SVAMP_REGIME, Job, Scale, adapted_x_path, check_weights, csv_path, experiment,
                              export_base_models, heldout_x_jobs, heldout_x_path, heldout_x_records, load_regimes,
                              regimes_path, selection_k, stage1_jobs, stage2_jobs, wants_heldout, write_replication)
@@ -67,12 +67,13 @@ def job_key(regime: Regime, scale: Scale, method: str, seed: int) -> str:
     computes it (``cpu`` or ``cuda``: a GPU's kernels round differently, so its runs are other runs)."""
 
     exp = experiment(regime, scale, wants_heldout(regime.name, method))
-    cfg = exp.config("ddrl" if method == COR_4X else method, seed)
+    cfg = exp.config("ddrl" if method in REFINED else method, seed)
+    refine = {"refine": REFINED[method]} if method in REFINED and method != COR_4X else {}  # R1's key as it was
     return content_key({"what": "study-run-v1", "regime": regime.to_dict(), "method": method, "seed": seed,
                         "config": asdict(cfg), "weights": model_fingerprint(cfg.model),
                         "adapted": records_key(exp.adapted), "heldout": records_key(exp.heldout),
                         "keep": 4 * cfg.cor_keep if method == COR_4X else None, "grader": grader_fingerprint(),
-                        "device": resolve_device(cfg.device).type})[:20]
+                        "device": resolve_device(cfg.device).type, **refine})[:20]
 
 
 def _done(path: Path, key: str) -> bool:
@@ -84,10 +85,15 @@ def _done(path: Path, key: str) -> bool:
         return False  # damaged or foreign: recomputed (from the runs and caches, not retrained)
 
 
-def cor_size_rows(exp, seed: int, keep: int) -> list[dict]:
-    """R1 (Table 6): :meth:`ddrl.experiments.Experiment.refined` (COR keeping ``keep`` rollouts per question
-    from the DDRL run's RL-only weights, evaluated; as notebook 05's Table 6), its rows named ``COR_4X``."""
-    return [{**r, "method": COR_4X} for r in exp.refined(seed, keep)]
+def refined_rows(exp, seed: int, method: str) -> list[dict]:
+    """A :data:`~ddrl.study_plan.REFINED` method's rows: :meth:`ddrl.experiments.Experiment.refined` with its keep,
+    learning rate and start weights, from the seed's DDRL config (R1, Table 6: COR keeping 4x the rollouts from the
+    RL-only weights, as notebook 05's; plan Amendment 30: COR at lr/10 from them, or COR from the untrained model),
+    the rows named ``method``."""
+    factor, divisor, start = REFINED[method]
+    c = exp.config("ddrl", seed)
+    lr = None if divisor == 1 else c.cor_lr / divisor
+    return [{**r, "method": method} for r in exp.refined(seed, factor * c.cor_keep, lr, start)]
 
 
 def question_frame(rows: Sequence[dict], regime: str, key: str) -> pd.DataFrame:
@@ -268,12 +274,9 @@ def _run_job(job: tuple[Job, str, str, str | None, float | None]) -> dict:
             continue
         status = "ran"
         exp = experiment(regime, scale, wants_heldout(j.regime, m), runs_root)
-        if m == COR_4X:
-            rows = cor_size_rows(exp, j.seed, 4 * exp.config("ddrl", j.seed).cor_keep)
-        else:
-            rows = exp.run(m, j.seed, per_question=True)
+        rows = refined_rows(exp, j.seed, m) if m in REFINED else exp.run(m, j.seed, per_question=True)
         run_dir = rows[0].get("run_dir")
-        if run_dir and m != COR_4X:
+        if run_dir and m not in REFINED:  # a refinement's run (if any) is the DDRL run's: its steps are DDRL's
             steps = steps_frame(run_dir, exp.config(m, j.seed), len(exp.adapted), j.regime, m, j.seed, key)
             atomic_write_bytes(csv_path(out_dir, j.regime, m, j.seed, steps=True), steps.to_csv(index=False).encode())
         atomic_write_bytes(path, question_frame(rows, j.regime, key).to_csv(index=False).encode())

@@ -1,0 +1,220 @@
+"""COR's learning rate, COR without RL (plan Amendment 30) and held-out transfer (plan Amendment 31) at lr/10.
+
+Amendment 29 found that in MATH-500-like at the small learning rate (:data:`REGIME`) DDRL's gain over TTRL is COR's
+(A3), with COR at the paper's SFT learning rate 1e-5 while the RL phase ran at 3e-6. Amendment 30 adds two arms on
+Amendment 28's seeds, each one COR call (:meth:`ddrl.experiments.Experiment.refined`) then evaluated:
+``ddrl_cor_lr10``, COR at 1e-6 from the DDRL run's RL-only weights, and ``cor_only``, COR at 1e-5 from the untrained
+model; it decides K1-K4 (:data:`CLAIMS`). Amendment 31 evaluates the lr/10 runs on H1x's 1,536 fresh questions and
+decides the H1x family there (:data:`HELDOUT_CLAIMS`); it trains nothing.
+
+    python -m ddrl.small_lr_cor run --workers 2        # Amendment 30: 36 jobs, seed by seed, resumable
+    python -m ddrl.small_lr_cor heldout --workers 2    # Amendment 31: 72 evaluations of Amendment 28's runs
+    python -m ddrl.small_lr_cor status
+    python -m ddrl.small_lr_cor analyse --json results/small_lr/cor.json
+    python -m ddrl.small_lr_cor analyse --heldout --json results/small_lr/heldout.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ddrl.claims import validate
+from ddrl.experiments import METHODS as PRESETS
+from ddrl.logprobs import pinned_backend
+from ddrl.reporting import cache_root, write_json
+from ddrl.runs import RunDir
+from ddrl.seeds import derive_seed, seed_range
+from ddrl.small_lr import BASE_REGIME, REGIME, RUNS, SEEDS, STANDS_FOR
+from ddrl.stats import hierarchical_bootstrap, verdict
+from ddrl.study import run_jobs
+from ddrl.study_analysis import claim_matrix, paired_matrix
+from ddrl.study_plan import (COR_LR10, COR_ONLY, HELDOUT_X_METHODS, SCALES, Job, check_weights, csv_path, experiment,
+                             heldout_x_path, load_regimes)
+from ddrl.tables import fmt_ci
+from ddrl.wide import VERDICT_MD, complete_seeds, level_table, run_levels, wide_entry
+
+ARMS = (COR_LR10, COR_ONLY)
+#: Amendment 30's claims: id -> (a, b, comparison); adapted pass@1 a - b per seed and question, sign +1, margin 1
+CLAIMS = {"K1": (COR_LR10, "bcs_dae", "COR at lr 1e-6 - BCS+DAE (the RL-only weights)"),
+          "K2": ("ddrl", COR_LR10, "DDRL (COR at 1e-5) - COR at 1e-6"),
+          "K3": (COR_ONLY, "no_adaptation", "COR alone (no RL) - no adaptation"),
+          "K4": ("ddrl", COR_ONLY, "DDRL - COR alone")}
+MARGIN = 1.0
+#: The plan's predicted half-widths at 18 seeds x 256 questions (from the lr/10 A3, A3, P2 and M1 matrices)
+PREDICTED = {"K1": 1.84, "K2": 1.84, "K3": 2.49, "K4": 1.82}
+#: The methods a K claim reads, with the regime whose CSVs hold them (the untrained runs are MATH-500-like's)
+READS = ((BASE_REGIME, ("no_adaptation",)), (REGIME, ("ttrl", "bcs_dae", "ddrl", *ARMS)))
+#: Amendment 31: the H1x family on the fresh questions, its evaluations, and the plan's predicted half-widths (from
+#: the default-lr MATH-500-like H1x matrices, at 18 seeds x 1,536 questions)
+HELDOUT_CLAIMS = ("H1x", "H1xT", "H1xD", "H1xC", "H1xR")
+HELDOUT_METHODS = HELDOUT_X_METHODS
+HELDOUT_PREDICTED = {"H1x": 1.36, "H1xT": 1.06, "H1xD": 0.85, "H1xC": 0.45, "H1xR": 0.80}
+#: The trained runs Amendment 31 evaluates (bcs_dae is the DDRL run's RL-only weights; no_adaptation trains nothing)
+TRAINED = ("ttrl", "ddrl")
+
+
+def jobs(seeds: Sequence[int] = SEEDS) -> list[Job]:
+    """Amendment 30, seed by seed: COR at lr/10 from the RL-only weights, then COR from the untrained model."""
+    return [Job(REGIME, s, (m,), "K lr/10") for s in seeds for m in ARMS]
+
+
+def heldout_jobs(seeds: Sequence[int] = SEEDS) -> list[Job]:
+    """Amendment 31, seed by seed: the study's H1x job (:func:`ddrl.study.run_heldout_x_job`) in :data:`REGIME`."""
+    return [Job(REGIME, s, HELDOUT_METHODS, "H1x") for s in seeds]
+
+
+def untrained(seeds: Sequence[int], runs_root: str | Path, scale: str = "default") -> list[tuple[str, int]]:
+    """The (method, seed) pairs of :data:`TRAINED` whose lr/10 run is not finished under ``runs_root``: Amendment 31
+    evaluates Amendment 28's runs and must not train one anew."""
+    sc = SCALES[scale]
+    exp = experiment(load_regimes(scale=sc, names=[REGIME])[REGIME], sc, False, runs_root)
+    with pinned_backend("hf"):  # as the study's jobs run (ddrl.study.run_job): the backend enters the run's key
+        return [(m, s) for s in seeds for m in TRAINED
+                if not RunDir(exp.run_dir(PRESETS[m][0], exp.config(m, s))).finished()]
+
+
+def missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS) -> list[int]:
+    """Seeds without a CSV that K1-K4 read (:data:`READS`): Amendment 30's arms, or the runs of Amendments 28-29 and
+    the registered untrained run they are paired with."""
+    have = set.intersection(*(set(complete_seeds(out, r, ms)) for r, ms in READS))
+    return sorted(set(seeds) - have)
+
+
+def heldout_missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS) -> list[int]:
+    """Seeds without every one of Amendment 31's evaluations written."""
+    return [s for s in seeds if not all(heldout_x_path(out, REGIME, m, s).is_file() for m in HELDOUT_METHODS)]
+
+
+def load(out: str | Path, seeds: Sequence[int]) -> pd.DataFrame:
+    """The per-question rows K1-K4 read (:data:`READS`) on ``seeds``, file by file."""
+    paths = [csv_path(out, r, m, s) for s in seeds for r, ms in READS for m in ms]
+    return pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths if p.is_file()], ignore_index=True)
+
+
+def k_entry(cid: str, d: pd.DataFrame, n_boot: int = 4000) -> dict:
+    """One K claim's entry in ``claims.json``'s schema (no paper number; sign +1), from its seeds x questions
+    matrix ``d``: the registered bootstrap (stream ``derive_seed(0, "claims", cid, REGIME)``), margin and rule."""
+    a, b, what = CLAIMS[cid]
+    iv = hierarchical_bootstrap(d.to_numpy(), np.random.default_rng(derive_seed(0, "claims", cid, REGIME)), n_boot)
+    return {"id": cid, "claim": what, "regime": REGIME, "metric": f"adapted pass@1, {what} [points]", "paper": None,
+            "a": a, "b": b, "estimate": iv.estimate, "ci_low": iv.ci_low, "ci_high": iv.ci_high,
+            "half_width": (iv.ci_high - iv.ci_low) / 2, "n_seeds": iv.n_seeds, "n_questions": iv.n_questions,
+            "verdict": verdict(iv.ci_low, iv.ci_high, +1, MARGIN)}
+
+
+def analyse(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = SEEDS) -> dict:
+    """K1-K4 over ``seeds`` once both arms of every seed are written (the plan reads no estimate before):
+    ``entries``; descriptive, ``levels`` (each method's mean adapted pass@1 over the seeds, with how many seeds end
+    below the untrained run) and ``cor_kept`` (each COR's kept rollouts per run, mean over the seeds)."""
+    miss = missing(out, seeds)
+    if miss:
+        raise ValueError(f"{out}: Amendment 30 incomplete, seeds {miss} lack an arm; the plan reads no estimate "
+                         "before every seed is complete")
+    df = load(out, seeds)
+    entries = [k_entry(cid, paired_matrix(df, REGIME, a, b, "adapted"), n_boot) for cid, (a, b, _) in CLAIMS.items()]
+    validate(entries, REGIME)
+    per = run_levels(df.assign(regime=REGIME))
+    order = [m for _, ms in READS for m in ms]
+    lv = level_table(per, ("method",), sort=False).set_index("method").loc[order].reset_index()
+    a = df[(df.split == "adapted") & df.method.isin(["ddrl", *ARMS])].drop_duplicates(["method", "seed"])
+    kept = a.groupby("method", sort=False)["cor_kept"].mean()
+    return {"regime": REGIME, "seeds": list(seeds), "entries": entries, "levels": lv.to_dict(orient="records"),
+            "cor_kept": {m: float(kept[m]) for m in ("ddrl", *ARMS)}}
+
+
+def analyse_heldout(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = SEEDS) -> dict:
+    """Amendment 31: the H1x family in :data:`REGIME` over ``seeds`` once every evaluation is written: ``entries``
+    (the registered claims' metric, sign and rule, ``half_width`` added) and, descriptive, each method's mean
+    held-out pass@1 over the seeds (``levels``)."""
+    miss = heldout_missing(out, seeds)
+    if miss:
+        raise ValueError(f"{out}: Amendment 31 incomplete, seeds {miss} lack an evaluation; the plan reads no "
+                         "estimate before every seed is complete")
+    df = pd.concat([pd.read_csv(heldout_x_path(out, REGIME, m, s), dtype={"question": str})
+                    for s in seeds for m in HELDOUT_METHODS], ignore_index=True)
+    entries = [wide_entry(cid, claim_matrix(df, cid, REGIME), n_boot, REGIME, STANDS_FOR) for cid in HELDOUT_CLAIMS]
+    for e in validate(entries, REGIME):
+        e["half_width"] = (e["ci_high"] - e["ci_low"]) / 2
+    per = (100 * df.groupby(["method", "seed"], sort=False)["pass@1"].mean()).rename("pass1").reset_index()
+    lv = level_table(per, ("method",), sort=False)  # held-out pass@1 per run, as run_levels' adapted one
+    reproduced = df.drop_duplicates(["method", "seed"]).dropna(subset=["registered_reproduced"])
+    return {"regime": REGIME, "seeds": list(seeds), "entries": entries, "levels": lv.to_dict(orient="records"),
+            "registered_reproduced": int(reproduced["registered_reproduced"].astype(bool).sum()),
+            "registered_checked": int(len(reproduced))}
+
+
+def _ci(e: dict) -> str:
+    return fmt_ci(e["estimate"], e["ci_low"], e["ci_high"], "+.2f")
+
+
+def markdown(res: dict) -> str:
+    """Amendment 30's table as docs/results.md quotes it, then the descriptive levels."""
+    rows = ["| claim (MATH-500-like at lr/10, adapted pass@1, points) | seeds | estimate [95% CI] | "
+            "half-width (predicted) | verdict |", "|---|---|---|---|---|"]
+    rows += [f"| {e['id']} {e['claim']} | {e['n_seeds']} | {_ci(e)} | {e['half_width']:.2f} ({PREDICTED[e['id']]:.2f}) "
+             f"| {VERDICT_MD[e['verdict']]} |" for e in res["entries"]]
+    rows += ["", "| method | adapted pass@1, mean over seeds (SD) | seeds below the untrained run | COR's kept rollouts |",
+             "|---|---|---|---|"]
+    for r in res["levels"]:
+        kept = res["cor_kept"].get(r["method"])
+        rows.append(f"| {r['method']} | {r['pass1']:.1f} ({r['sd']:.1f}) | "
+                    f"{'-' if r['method'] == 'no_adaptation' else str(r['below_reference']) + ' of ' + str(r['n_seeds'])}"
+                    f" | {'-' if kept is None else f'{kept:.0f}'} |")
+    return "\n".join(rows) + "\n"
+
+
+def heldout_markdown(res: dict, registered: Sequence[dict]) -> str:
+    """Amendment 31's table as docs/results.md quotes it: per claim the default-lr MATH-500-like entry
+    (``registered``: ``results/claims.json``'s; other seeds, read across) beside this amendment's."""
+    reg = {(e["id"], e["regime"]): e for e in registered}
+    rows = ["| claim (held-out pass@1 on 1,536 fresh MATH-500-like questions, points) | default lr (registered) | "
+            "**lr/10 (Amendment 31)** | half-width (predicted) | verdict |", "|---|---|---|---|---|"]
+    for e in res["entries"]:
+        b = reg[(e["id"], BASE_REGIME)]
+        rows.append(f"| {e['id']} {e['metric'].removeprefix('held-out pass@1 ').split(',')[0]} | {_ci(b)}, "
+                    f"{b['n_seeds']} seeds, *{b['verdict']}* | **{_ci(e)}**, {e['n_seeds']} seeds | "
+                    f"{e['half_width']:.2f} ({HELDOUT_PREDICTED[e['id']]:.2f}) | {VERDICT_MD[e['verdict']]} |")
+    return "\n".join(rows) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m ddrl.small_lr_cor", description=__doc__.split("\n\n")[0])
+    ap.add_argument("what", choices=("run", "heldout", "status", "analyse"))
+    ap.add_argument("--seeds", type=seed_range, default=None, help="run, heldout: seeds N-M (default: the plan's)")
+    ap.add_argument("--scale", choices=sorted(SCALES), default="default")
+    ap.add_argument("--workers", type=int, default=None)
+    ap.add_argument("--budget-min", type=float, default=None, help="run, heldout: jobs starting later are skipped")
+    ap.add_argument("--out", type=Path, default=RUNS, help=f"the CSVs (default {RUNS})")
+    ap.add_argument("--runs-root", type=Path, default=None, help="run directories (default: <cache>/runs)")
+    ap.add_argument("--json", type=Path, default=None, help="analyse: write the result here")
+    ap.add_argument("--heldout", action="store_true", help="analyse: Amendment 31's H1x family")
+    args = ap.parse_args(argv)
+    seeds, runs_root = args.seeds or SEEDS, args.runs_root or cache_root() / "runs"
+    if args.what in ("run", "heldout"):
+        check_weights(scale=SCALES[args.scale])  # the measured base build, never a new one
+        if args.what == "heldout":
+            left = untrained(seeds, runs_root, args.scale)
+            if left:
+                raise SystemExit(f"Amendment 31 evaluates Amendment 28's runs; not finished under {runs_root}: {left} "
+                                 "(run `python -m ddrl.small_lr run` for them first)")
+        todo, desc = (jobs(seeds), "Amendment 30 runs") if args.what == "run" else (heldout_jobs(seeds), "Amendment 31")
+        status = run_jobs(todo, SCALES[args.scale], args.out, runs_root, args.budget_min, args.workers, desc=desc)
+        print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
+    elif args.what == "status":
+        print(f"Amendment 30 ({REGIME}): {len(SEEDS) - len(missing(args.out))} of {len(SEEDS)} seeds complete; "
+              f"missing {missing(args.out)}")
+        print(f"Amendment 31 ({REGIME}, held-out): {len(SEEDS) - len(heldout_missing(args.out))} of {len(SEEDS)} "
+              f"seeds complete; missing {heldout_missing(args.out)}")
+    else:
+        sys.stdout.write(write_json(args.json, analyse_heldout(args.out) if args.heldout else analyse(args.out)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
