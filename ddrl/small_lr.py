@@ -250,17 +250,22 @@ def figure(res: dict):
                               numpy_generator(0, "figure", REGIME), style="learning rate")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m ddrl.small_lr", description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", choices=("regime", "run", "status", "analyse", "figure"))
-    ap.add_argument("--seeds", type=seed_range, default=None, help="run: seeds N-M (default: the plan's; "
-                    "with --ablation, the part of each claim's seeds among them)")
+def add_run_arguments(ap: argparse.ArgumentParser, seeds_help: str) -> None:
+    """The options every lr/10 amendment's command line shares (this module's, :mod:`ddrl.small_lr_cor`'s)."""
+    ap.add_argument("--seeds", type=seed_range, default=None, help=seeds_help)
     ap.add_argument("--scale", choices=sorted(SCALES), default="default")
     ap.add_argument("--workers", type=int, default=None)
-    ap.add_argument("--budget-min", type=float, default=None, help="run: jobs starting later are skipped")
+    ap.add_argument("--budget-min", type=float, default=None, help="jobs starting later are skipped")
     ap.add_argument("--out", type=Path, default=RUNS, help=f"the CSVs (default {RUNS})")
     ap.add_argument("--runs-root", type=Path, default=None, help="run directories (default: <cache>/runs)")
     ap.add_argument("--json", type=Path, default=None, help="analyse: write the result here")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m ddrl.small_lr", description=__doc__.split("\n\n")[0])
+    ap.add_argument("what", choices=("regime", "run", "status", "analyse", "figure"))
+    add_run_arguments(ap, "run: seeds N-M (default: the plan's; with --ablation, the part of each claim's seeds "
+                          "among them)")
     ap.add_argument("--ablation", action="store_true", help="run, status, analyse: Amendment 29's A1-A3")
     args = ap.parse_args(argv)
     if args.what == "regime":

@@ -29,8 +29,8 @@ from ddrl.experiments import METHODS as PRESETS
 from ddrl.logprobs import pinned_backend
 from ddrl.reporting import cache_root, write_json
 from ddrl.runs import RunDir
-from ddrl.seeds import derive_seed, seed_range
-from ddrl.small_lr import BASE_REGIME, REGIME, RUNS, SEEDS, STANDS_FOR
+from ddrl.seeds import derive_seed
+from ddrl.small_lr import BASE_REGIME, REGIME, RUNS, SEEDS, STANDS_FOR, add_run_arguments
 from ddrl.stats import hierarchical_bootstrap, verdict
 from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix, paired_matrix
@@ -186,13 +186,7 @@ def heldout_markdown(res: dict, registered: Sequence[dict]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.small_lr_cor", description=__doc__.split("\n\n")[0])
     ap.add_argument("what", choices=("run", "heldout", "status", "analyse"))
-    ap.add_argument("--seeds", type=seed_range, default=None, help="run, heldout: seeds N-M (default: the plan's)")
-    ap.add_argument("--scale", choices=sorted(SCALES), default="default")
-    ap.add_argument("--workers", type=int, default=None)
-    ap.add_argument("--budget-min", type=float, default=None, help="run, heldout: jobs starting later are skipped")
-    ap.add_argument("--out", type=Path, default=RUNS, help=f"the CSVs (default {RUNS})")
-    ap.add_argument("--runs-root", type=Path, default=None, help="run directories (default: <cache>/runs)")
-    ap.add_argument("--json", type=Path, default=None, help="analyse: write the result here")
+    add_run_arguments(ap, "run, heldout: seeds N-M (default: the plan's)")
     ap.add_argument("--heldout", action="store_true", help="analyse: Amendment 31's H1x family")
     args = ap.parse_args(argv)
     seeds, runs_root = args.seeds or SEEDS, args.runs_root or cache_root() / "runs"
