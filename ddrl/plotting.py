@@ -25,6 +25,8 @@ METHOD_COLORS = {
     "bcs_dae": "#1f77b4",
     "ddrl": "#2ca02c",
     "additional_rl": "#8c564b",
+    "ddrl_cor_lr10": "#98df8a",
+    "cor_only": "#e377c2",
     "correct": "#2ca02c",
     "incorrect": "#d62728",
     "positive": "#2ca02c",
@@ -50,6 +52,8 @@ METHOD_LABELS = {
     "bcs_dae": "BCS + DAE",
     "ddrl": "DDRL (BCS + DAE + COR)",
     "additional_rl": "BCS + DAE + additional RL",
+    "ddrl_cor_lr10": "DDRL with COR at lr/10",
+    "cor_only": "COR alone (no RL)",
 }
 
 

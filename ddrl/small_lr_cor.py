@@ -12,32 +12,37 @@ decides the H1x family there (:data:`HELDOUT_CLAIMS`); it trains nothing.
     python -m ddrl.small_lr_cor status
     python -m ddrl.small_lr_cor analyse --json results/small_lr/cor.json
     python -m ddrl.small_lr_cor analyse --heldout --json results/small_lr/heldout.json
+    python -m ddrl.small_lr_cor figure                 # docs/results/small_lr_cor.{png,pdf} (descriptive)
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Sequence
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import seaborn as sns
 
 from ddrl.claims import validate
 from ddrl.experiments import METHODS as PRESETS
 from ddrl.logprobs import pinned_backend
-from ddrl.reporting import cache_root, write_json
+from ddrl.plotting import color, label
+from ddrl.reporting import REPO, cache_root, save_figure, write_json
 from ddrl.runs import RunDir
-from ddrl.seeds import derive_seed
-from ddrl.small_lr import BASE_REGIME, REGIME, RUNS, SEEDS, STANDS_FOR, add_run_arguments
+from ddrl.seeds import derive_seed, numpy_generator
+from ddrl.small_lr import BASE_REGIME, OUT, REGIME, RUNS, SEEDS, STANDS_FOR, add_run_arguments
 from ddrl.stats import hierarchical_bootstrap, verdict
 from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import (COR_LR10, COR_ONLY, HELDOUT_X_METHODS, SCALES, Job, check_weights, csv_path, experiment,
                              heldout_x_path, load_regimes)
 from ddrl.tables import fmt_ci
-from ddrl.wide import VERDICT_MD, complete_seeds, level_table, run_levels, wide_entry
+from ddrl.wide import VERDICT_MD, complete_seeds, level_table, levels_panel, run_levels, wide_entry
 
 ARMS = (COR_LR10, COR_ONLY)
 #: Amendment 30's claims: id -> (a, b, comparison); adapted pass@1 a - b per seed and question, sign +1, margin 1
@@ -111,7 +116,8 @@ def k_entry(cid: str, d: pd.DataFrame, n_boot: int = 4000) -> dict:
 def analyse(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = SEEDS) -> dict:
     """K1-K4 over ``seeds`` once both arms of every seed are written (the plan reads no estimate before):
     ``entries``; descriptive, ``levels`` (each method's mean adapted pass@1 over the seeds, with how many seeds end
-    below the untrained run) and ``cor_kept`` (each COR's kept rollouts per run, mean over the seeds)."""
+    below the untrained run), ``cor_kept`` (each COR's kept rollouts per run, mean over the seeds) and ``seed_pass1``
+    (each run's level)."""
     miss = missing(out, seeds)
     if miss:
         raise ValueError(f"{out}: Amendment 30 incomplete, seeds {miss} lack an arm; the plan reads no estimate "
@@ -125,13 +131,15 @@ def analyse(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = S
     a = df[(df.split == "adapted") & df.method.isin(["ddrl", *ARMS])].drop_duplicates(["method", "seed"])
     kept = a.groupby("method", sort=False)["cor_kept"].mean()
     return {"regime": REGIME, "seeds": list(seeds), "entries": entries, "levels": lv.to_dict(orient="records"),
-            "cor_kept": {m: float(kept[m]) for m in ("ddrl", *ARMS)}}
+            "cor_kept": {m: float(kept[m]) for m in ("ddrl", *ARMS)},
+            "seed_pass1": per.drop(columns="regime").to_dict(orient="records")}
 
 
 def analyse_heldout(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = SEEDS) -> dict:
     """Amendment 31: the H1x family in :data:`REGIME` over ``seeds`` once every evaluation is written: ``entries``
     (the registered claims' metric, sign and rule, ``half_width`` added) and, descriptive, each method's mean
-    held-out pass@1 over the seeds (``levels``)."""
+    held-out pass@1 over the seeds (``levels``; each run's in ``seed_pass1``) and how many of the trained runs'
+    adapted rows equal their committed CSV's (``registered_reproduced`` of ``registered_checked``)."""
     miss = heldout_missing(out, seeds)
     if miss:
         raise ValueError(f"{out}: Amendment 31 incomplete, seeds {miss} lack an evaluation; the plan reads no "
@@ -141,11 +149,13 @@ def analyse_heldout(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[
     entries = [wide_entry(cid, claim_matrix(df, cid, REGIME), n_boot, REGIME, STANDS_FOR) for cid in HELDOUT_CLAIMS]
     for e in validate(entries, REGIME):
         e["half_width"] = (e["ci_high"] - e["ci_low"]) / 2
-    per = (100 * df.groupby(["method", "seed"], sort=False)["pass@1"].mean()).rename("pass1").reset_index()
+    df["method"] = pd.Categorical(df.method, ["no_adaptation", "ttrl", "bcs_dae", "ddrl"])  # the adapted table's order
+    per = (100 * df.groupby(["method", "seed"], observed=True)["pass@1"].mean()).rename("pass1").reset_index()
+    per["method"] = per.method.astype(str)
     lv = level_table(per, ("method",), sort=False)  # held-out pass@1 per run, as run_levels' adapted one
     reproduced = df.drop_duplicates(["method", "seed"]).dropna(subset=["registered_reproduced"])
     return {"regime": REGIME, "seeds": list(seeds), "entries": entries, "levels": lv.to_dict(orient="records"),
-            "registered_reproduced": int(reproduced["registered_reproduced"].astype(bool).sum()),
+            "seed_pass1": per.to_dict(orient="records"), "registered_reproduced": int(reproduced["registered_reproduced"].astype(bool).sum()),
             "registered_checked": int(len(reproduced))}
 
 
@@ -183,9 +193,29 @@ def heldout_markdown(res: dict, registered: Sequence[dict]) -> str:
     return "\n".join(rows) + "\n"
 
 
+def figure(cor: dict, held: dict):
+    """Descriptive (the paired intervals are the entries'): each run's adapted pass@1 of the six methods K1-K4 read
+    (``cor``: :func:`analyse`) and each run's held-out pass@1 on the fresh questions (``held``: :func:`analyse_heldout`),
+    one dot per seed, :func:`ddrl.wide.levels_panel`."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1.5, 1]})
+    rng = numpy_generator(0, "figure", REGIME, "cor")
+    for ax, res, ylabel, title in ((axes[0], cor, "adapted pass@1 (%)", "adapted questions"),
+                                   (axes[1], held, "held-out pass@1 (%)", "fresh questions")):
+        title = f"{res['entries'][0]['n_questions']:,} {title}"
+        per = pd.DataFrame(res["seed_pass1"])
+        order = list(dict.fromkeys(per.method))
+        levels_panel(ax, per.assign(run=per.method.map(label)), [label(m) for m in order],
+                     {label(m): color(m) for m in order}, rng, ylabel, title)
+        sns.despine(ax=ax)
+    fig.suptitle("MATH-500-like at lr/10: COR's learning rate, COR without RL, and held-out transfer "
+                 "(plan Amendments 30-31; descriptive)", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.small_lr_cor", description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", choices=("run", "heldout", "status", "analyse"))
+    ap.add_argument("what", choices=("run", "heldout", "status", "analyse", "figure"))
     add_run_arguments(ap, "run, heldout: seeds N-M (default: the plan's)")
     ap.add_argument("--heldout", action="store_true", help="analyse: Amendment 31's H1x family")
     args = ap.parse_args(argv)
@@ -205,6 +235,10 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"missing {missing(args.out)}")
         print(f"Amendment 31 ({REGIME}, held-out): {len(SEEDS) - len(heldout_missing(args.out))} of {len(SEEDS)} "
               f"seeds complete; missing {heldout_missing(args.out)}")
+    elif args.what == "figure":  # -> docs/results/small_lr_cor.{png,pdf}, from the committed analyses
+        fig = figure(*(json.loads((OUT / f).read_text()) for f in ("cor.json", "heldout.json")))
+        print(save_figure(fig, REPO / "docs" / "results", "small_lr_cor"))
+        plt.close(fig)
     else:
         sys.stdout.write(write_json(args.json, analyse_heldout(args.out) if args.heldout else analyse(args.out)))
     return 0

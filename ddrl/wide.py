@@ -283,6 +283,23 @@ def figure_tables(out: str | Path = OUT) -> tuple[pd.DataFrame, pd.DataFrame]:
     return sp[sp.method.isin(methods)], vote[vote.method.isin(methods)]
 
 
+def levels_panel(ax, per: pd.DataFrame, order: Sequence[str], palette: dict[str, str], rng: np.random.Generator,
+                 ylabel: str, title: str) -> None:
+    """One dot per seed of each run's level (``per``: ``run``, ``seed``, ``pass1``), jittered sideways by ``rng``, and
+    the mean over seeds with a 95% bootstrap interval over seeds (seaborn ``seed=0``), runs in ``order``; the seed
+    count goes into the title. The dots are drawn here, not by ``sns.stripplot``, whose jitter draws from NumPy's
+    global random state: with ``rng`` the same tables give the same picture."""
+    for x, run in enumerate(order):
+        y = per.loc[per.run == run, "pass1"].to_numpy()
+        ax.scatter(x + rng.uniform(-0.15, 0.15, y.size), y, s=9, color=palette[run], alpha=0.35, linewidths=0)
+    sns.pointplot(per, x="run", y="pass1", hue="run", order=order, palette=palette, errorbar=("ci", 95),
+                  seed=0, linestyle="none", markersize=6, capsize=0.15, ax=ax, legend=False)
+    n = per.groupby("run").seed.nunique()
+    seeds = f"{n.min()} seeds" if n.min() == n.max() else f"{n.min()}-{n.max()} seeds"
+    ax.set(xlabel="", ylabel=ylabel, title=f"{title} ({seeds})")
+    ax.tick_params(axis="x", labelrotation=25, labelsize=7)
+
+
 def levels_vote_figure(per: pd.DataFrame, vote: pd.DataFrame, order: Sequence[str], palette: dict[str, str],
                        suptitle: str, rng: np.random.Generator, style: str | None = None):
     """Left, each run's adapted pass@1 (``per``: ``run``, ``seed``, ``pass1``; the mean over seeds with a 95%
@@ -290,18 +307,9 @@ def levels_vote_figure(per: pd.DataFrame, vote: pd.DataFrame, order: Sequence[st
     ``order``; middle and right, the vote by quarter of the RL steps (``vote``: ``run``, ``quarter``,
     ``majority_ratio``, ``label_acc``; the untrained model has none; its runs named as in ``order``, or by names of
     their own, then in the order they come, all in ``palette``), lines styled by the column ``style`` if given.
-    Descriptive: Amendments 26-27's and 28's figures. The dots are drawn here, not by ``sns.stripplot``, whose jitter
-    draws from NumPy's global random state: with ``rng`` the same tables give the same picture."""
+    Descriptive: Amendments 26-27's and 28's figures. The left panel is :func:`levels_panel`'s."""
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), gridspec_kw={"width_ratios": [1.3, 1, 1]})
-    for x, run in enumerate(order):
-        y = per.loc[per.run == run, "pass1"].to_numpy()
-        axes[0].scatter(x + rng.uniform(-0.15, 0.15, y.size), y, s=9, color=palette[run], alpha=0.35, linewidths=0)
-    sns.pointplot(per, x="run", y="pass1", hue="run", order=order, palette=palette, errorbar=("ci", 95),
-                  seed=0, linestyle="none", markersize=6, capsize=0.15, ax=axes[0], legend=False)
-    n = per.groupby("run").seed.nunique()
-    seeds = f"{n.min()} seeds" if n.min() == n.max() else f"{n.min()}-{n.max()} seeds"
-    axes[0].set(xlabel="", ylabel="adapted pass@1 (%)", title=f"after adaptation ({seeds})")
-    axes[0].tick_params(axis="x", labelrotation=25, labelsize=7)
+    levels_panel(axes[0], per, order, palette, rng, "adapted pass@1 (%)", "after adaptation")
     lines = [r for r in dict.fromkeys((*order, *vote.run)) if r != label("no_adaptation") and r in set(vote.run)]
     for ax, col, ylab in ((axes[1], "majority_ratio", "share agreeing with the majority"),
                           (axes[2], "label_acc", "majority label correct")):

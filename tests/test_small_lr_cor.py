@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
@@ -97,6 +98,12 @@ def test_smoke_analysis_and_tables(smoke, capsys):
     rows = K.heldout_markdown(held, claims.load(small_lr.RESULTS / "claims.json")).splitlines()
     assert rows[2].startswith("| H1x DDRL - no adaptation | -5.93 [-7.16, -4.66], 27 seeds, *contradicted* |")
     assert all(heldout_x_path(out, K.REGIME, m, s).is_file() for m in K.HELDOUT_METHODS for s in (0, 1))
+    assert [r["method"] for r in held["levels"]] == ["no_adaptation", "ttrl", "bcs_dae", "ddrl"]
+    assert len(res["seed_pass1"]) == 6 * 2 and len(held["seed_pass1"]) == 4 * 2
+    fig = K.figure(res, held)
+    assert [ax.get_ylabel() for ax in fig.axes] == ["adapted pass@1 (%)", "held-out pass@1 (%)"]
+    assert fig.axes[1].get_title() == f"{SCALES['smoke'].n_heldout_x:,} fresh questions (2 seeds)"
+    plt.close(fig)
     assert K.main(["status", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "Amendment 30 (math500_like_small_lr): 2 of 18 seeds complete" in printed
@@ -148,3 +155,4 @@ def test_docs_quote_both_amendments():
     docs = (small_lr.REPO / "docs" / "results.md").read_text()
     assert K.markdown(cor) in docs
     assert K.heldout_markdown(held, claims.load(small_lr.RESULTS / "claims.json")) in docs
+    assert (small_lr.REPO / "docs" / "results" / "small_lr_cor.png").is_file() and "results/small_lr_cor.png" in docs
