@@ -4,8 +4,9 @@ Amendment 29 found that in MATH-500-like at the small learning rate (:data:`REGI
 (A3), with COR at the paper's SFT learning rate 1e-5 while the RL phase ran at 3e-6. Amendment 30 adds two arms on
 Amendment 28's seeds, each one COR call (:meth:`ddrl.experiments.Experiment.refined`) then evaluated:
 ``ddrl_cor_lr10``, COR at 1e-6 from the DDRL run's RL-only weights, and ``cor_only``, COR at 1e-5 from the untrained
-model; it decides K1-K4 (:data:`CLAIMS`). Amendment 31 evaluates the lr/10 runs on H1x's 1,536 fresh questions and
-decides the H1x family there (:data:`HELDOUT_CLAIMS`); it trains nothing.
+model; it decides K1-K4 (:data:`CLAIMS`; Amendment 32 adds K5 from the same runs: DDRL at the default learning rate
+against COR alone). Amendment 31 evaluates the lr/10 runs on H1x's 1,536 fresh questions and decides the H1x family
+there (:data:`HELDOUT_CLAIMS`); it trains nothing.
 
     python -m ddrl.small_lr_cor run --workers 2        # Amendment 30: 36 jobs, seed by seed, resumable
     python -m ddrl.small_lr_cor heldout --workers 2    # Amendment 31: 72 evaluations of Amendment 28's runs
@@ -45,16 +46,21 @@ from ddrl.tables import fmt_ci
 from ddrl.wide import VERDICT_MD, complete_seeds, level_table, levels_panel, run_levels, wide_entry
 
 ARMS = (COR_LR10, COR_ONLY)
-#: Amendment 30's claims: id -> (a, b, comparison); adapted pass@1 a - b per seed and question, sign +1, margin 1
-CLAIMS = {"K1": (COR_LR10, "bcs_dae", "COR at lr 1e-6 - BCS+DAE (the RL-only weights)"),
-          "K2": ("ddrl", COR_LR10, "DDRL (COR at 1e-5) - COR at 1e-6"),
-          "K3": (COR_ONLY, "no_adaptation", "COR alone (no RL) - no adaptation"),
-          "K4": ("ddrl", COR_ONLY, "DDRL - COR alone")}
+#: Amendment 30's claims (K5: Amendment 32's): id -> (a, b, comparison, regime); adapted pass@1 a - b per seed and
+#: question, sign +1, margin 1. K5's ``a`` is the default-lr DDRL run; its ``b``, COR alone, runs no RL, so its lr/10
+#: CSVs are the same computation at the default learning rate.
+CLAIMS = {"K1": (COR_LR10, "bcs_dae", "COR at lr 1e-6 - BCS+DAE (the RL-only weights)", REGIME),
+          "K2": ("ddrl", COR_LR10, "DDRL (COR at 1e-5) - COR at 1e-6", REGIME),
+          "K3": (COR_ONLY, "no_adaptation", "COR alone (no RL) - no adaptation", REGIME),
+          "K4": ("ddrl", COR_ONLY, "DDRL - COR alone", REGIME),
+          "K5": ("ddrl", COR_ONLY, "DDRL at the default lr - COR alone", BASE_REGIME)}
 MARGIN = 1.0
-#: The plan's predicted half-widths at 18 seeds x 256 questions (from the lr/10 A3, A3, P2 and M1 matrices)
-PREDICTED = {"K1": 1.84, "K2": 1.84, "K3": 2.49, "K4": 1.82}
-#: The methods a K claim reads, with the regime whose CSVs hold them (the untrained runs are MATH-500-like's)
-READS = ((BASE_REGIME, ("no_adaptation",)), (REGIME, ("ttrl", "bcs_dae", "ddrl", *ARMS)))
+#: The plan's predicted half-widths at 18 seeds x 256 questions (K1, K2 from the lr/10 A3 matrix, K3 from P2's, K4
+#: from M1's; K5 from the default-lr M1 and P2 matrices of seeds 0-17)
+PREDICTED = {"K1": (1.84,), "K2": (1.84,), "K3": (2.49,), "K4": (1.82,), "K5": (2.08, 3.16)}
+#: The methods K1-K5 read, with the regime whose CSVs hold them (the untrained runs are MATH-500-like's)
+READS = ((BASE_REGIME, ("no_adaptation", "ddrl")), (REGIME, ("ttrl", "bcs_dae", "ddrl", *ARMS)))
+LR_NAME = {BASE_REGIME: "default (3e-5)", REGIME: "lr/10 (3e-6)"}
 #: Amendment 31: the H1x family on the fresh questions, its evaluations, and the plan's predicted half-widths (from
 #: the default-lr MATH-500-like H1x matrices, at 18 seeds x 1,536 questions)
 HELDOUT_CLAIMS = ("H1x", "H1xT", "H1xD", "H1xC", "H1xR")
@@ -85,7 +91,7 @@ def untrained(seeds: Sequence[int], runs_root: str | Path, scale: str = "default
 
 
 def missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS) -> list[int]:
-    """Seeds without a CSV that K1-K4 read (:data:`READS`): Amendment 30's arms, or the runs of Amendments 28-29 and
+    """Seeds without a CSV that K1-K5 read (:data:`READS`): Amendment 30's arms, or the runs of Amendments 28-29 and
     the registered untrained run they are paired with."""
     have = set.intersection(*(set(complete_seeds(out, r, ms)) for r, ms in READS))
     return sorted(set(seeds) - have)
@@ -97,42 +103,51 @@ def heldout_missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS) -> lis
 
 
 def load(out: str | Path, seeds: Sequence[int]) -> pd.DataFrame:
-    """The per-question rows K1-K4 read (:data:`READS`) on ``seeds``, file by file."""
+    """The per-question rows K1-K5 read (:data:`READS`) on ``seeds``, file by file."""
     paths = [csv_path(out, r, m, s) for s in seeds for r, ms in READS for m in ms]
     return pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths if p.is_file()], ignore_index=True)
 
 
+def k_matrix(df: pd.DataFrame, cid: str) -> pd.DataFrame:
+    """A K claim's seeds x questions matrix (points) from :func:`load`'s rows: ``a - b`` in the claim's regime, where
+    K5 takes COR alone's lr/10 rows as the default-lr ones (the same computation: it runs no RL)."""
+    a, b, _, regime = CLAIMS[cid]
+    if regime != REGIME:
+        df = pd.concat([df[df.regime == regime], df[(df.regime == REGIME) & (df.method == b)].assign(regime=regime)])
+    return paired_matrix(df, regime, a, b, "adapted")
+
+
 def k_entry(cid: str, d: pd.DataFrame, n_boot: int = 4000) -> dict:
     """One K claim's entry in ``claims.json``'s schema (no paper number; sign +1), from its seeds x questions
-    matrix ``d``: the registered bootstrap (stream ``derive_seed(0, "claims", cid, REGIME)``), margin and rule."""
-    a, b, what = CLAIMS[cid]
-    iv = hierarchical_bootstrap(d.to_numpy(), np.random.default_rng(derive_seed(0, "claims", cid, REGIME)), n_boot)
-    return {"id": cid, "claim": what, "regime": REGIME, "metric": f"adapted pass@1, {what} [points]", "paper": None,
+    matrix ``d``: the registered bootstrap (stream ``derive_seed(0, "claims", cid, regime)``), margin and rule."""
+    a, b, what, regime = CLAIMS[cid]
+    iv = hierarchical_bootstrap(d.to_numpy(), np.random.default_rng(derive_seed(0, "claims", cid, regime)), n_boot)
+    return {"id": cid, "claim": what, "regime": regime, "metric": f"adapted pass@1, {what} [points]", "paper": None,
             "a": a, "b": b, "estimate": iv.estimate, "ci_low": iv.ci_low, "ci_high": iv.ci_high,
             "half_width": (iv.ci_high - iv.ci_low) / 2, "n_seeds": iv.n_seeds, "n_questions": iv.n_questions,
             "verdict": verdict(iv.ci_low, iv.ci_high, +1, MARGIN)}
 
 
 def analyse(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = SEEDS) -> dict:
-    """K1-K4 over ``seeds`` once both arms of every seed are written (the plan reads no estimate before):
+    """K1-K5 over ``seeds`` once both arms of every seed are written (the plan reads no estimate before):
     ``entries``; descriptive, ``levels`` (each method's mean adapted pass@1 over the seeds, with how many seeds end
     below the untrained run), ``cor_kept`` (each COR's kept rollouts per run, mean over the seeds) and ``seed_pass1``
     (each run's level)."""
     miss = missing(out, seeds)
     if miss:
-        raise ValueError(f"{out}: Amendment 30 incomplete, seeds {miss} lack an arm; the plan reads no estimate "
-                         "before every seed is complete")
+        raise ValueError(f"{out}: Amendments 30/32 incomplete, seeds {miss} lack a CSV that K1-K5 read ({READS}); the "
+                         "plan reads no estimate before every seed is complete")
     df = load(out, seeds)
-    entries = [k_entry(cid, paired_matrix(df, REGIME, a, b, "adapted"), n_boot) for cid, (a, b, _) in CLAIMS.items()]
+    entries = [k_entry(cid, k_matrix(df, cid), n_boot) for cid in CLAIMS]
     validate(entries, REGIME)
-    per = run_levels(df.assign(regime=REGIME))
-    order = [m for _, ms in READS for m in ms]
-    lv = level_table(per, ("method",), sort=False).set_index("method").loc[order].reset_index()
-    a = df[(df.split == "adapted") & df.method.isin(["ddrl", *ARMS])].drop_duplicates(["method", "seed"])
+    per = run_levels(df)  # one row per (regime, method, seed), in READS' order
+    lv = level_table(per, ("regime", "method"), sort=False)
+    a = df[(df.regime == REGIME) & (df.split == "adapted") & df.method.isin(["ddrl", *ARMS])]
+    a = a.drop_duplicates(["method", "seed"])
     kept = a.groupby("method", sort=False)["cor_kept"].mean()
     return {"regime": REGIME, "seeds": list(seeds), "entries": entries, "levels": lv.to_dict(orient="records"),
             "cor_kept": {m: float(kept[m]) for m in ("ddrl", *ARMS)},
-            "seed_pass1": per.drop(columns="regime").to_dict(orient="records")}
+            "seed_pass1": per.to_dict(orient="records")}
 
 
 def analyse_heldout(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = SEEDS) -> dict:
@@ -153,10 +168,10 @@ def analyse_heldout(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[
     per = (100 * df.groupby(["method", "seed"], observed=True)["pass@1"].mean()).rename("pass1").reset_index()
     per["method"] = per.method.astype(str)
     lv = level_table(per, ("method",), sort=False)  # held-out pass@1 per run, as run_levels' adapted one
-    reproduced = df.drop_duplicates(["method", "seed"]).dropna(subset=["registered_reproduced"])
+    checked = df.drop_duplicates(["method", "seed"]).dropna(subset=["registered_reproduced"])["registered_reproduced"]
     return {"regime": REGIME, "seeds": list(seeds), "entries": entries, "levels": lv.to_dict(orient="records"),
-            "seed_pass1": per.to_dict(orient="records"), "registered_reproduced": int(reproduced["registered_reproduced"].astype(bool).sum()),
-            "registered_checked": int(len(reproduced))}
+            "seed_pass1": per.to_dict(orient="records"), "registered_reproduced": int(checked.astype(bool).sum()),
+            "registered_checked": int(len(checked))}
 
 
 def _ci(e: dict) -> str:
@@ -165,15 +180,17 @@ def _ci(e: dict) -> str:
 
 def markdown(res: dict) -> str:
     """Amendment 30's table as docs/results.md quotes it, then the descriptive levels."""
-    rows = ["| claim (MATH-500-like at lr/10, adapted pass@1, points) | seeds | estimate [95% CI] | "
-            "half-width (predicted) | verdict |", "|---|---|---|---|---|"]
-    rows += [f"| {e['id']} {e['claim']} | {e['n_seeds']} | {_ci(e)} | {e['half_width']:.2f} ({PREDICTED[e['id']]:.2f}) "
-             f"| {VERDICT_MD[e['verdict']]} |" for e in res["entries"]]
-    rows += ["", "| method | adapted pass@1, mean over seeds (SD) | seeds below the untrained run | COR's kept rollouts |",
-             "|---|---|---|---|"]
+    rows = ["| claim (MATH-500-like, adapted pass@1, points) | seeds | estimate [95% CI] | half-width (predicted) | "
+            "verdict |", "|---|---|---|---|---|"]
+    rows += [f"| {e['id']} {e['claim']} | {e['n_seeds']} | {_ci(e)} | {e['half_width']:.2f} "
+             f"({' / '.join(f'{x:.2f}' for x in PREDICTED[e['id']])}) | {VERDICT_MD[e['verdict']]} |"
+             for e in res["entries"]]
+    rows += ["", "| method | RL learning rate | adapted pass@1, mean over seeds (SD) | seeds below the untrained run | "
+             "COR's kept rollouts |", "|---|---|---|---|---|"]
     for r in res["levels"]:
-        kept = res["cor_kept"].get(r["method"])
-        rows.append(f"| {r['method']} | {r['pass1']:.1f} ({r['sd']:.1f}) | "
+        kept = res["cor_kept"].get(r["method"]) if r["regime"] == REGIME else None
+        lr = "-" if r["method"] in ("no_adaptation", COR_ONLY) else LR_NAME[r["regime"]]
+        rows.append(f"| {r['method']} | {lr} | {r['pass1']:.1f} ({r['sd']:.1f}) | "
                     f"{'-' if r['method'] == 'no_adaptation' else str(r['below_reference']) + ' of ' + str(r['n_seeds'])}"
                     f" | {'-' if kept is None else f'{kept:.0f}'} |")
     return "\n".join(rows) + "\n"
@@ -194,7 +211,7 @@ def heldout_markdown(res: dict, registered: Sequence[dict]) -> str:
 
 
 def figure(cor: dict, held: dict):
-    """Descriptive (the paired intervals are the entries'): each run's adapted pass@1 of the six methods K1-K4 read
+    """Descriptive (the paired intervals are the entries'): each run's adapted pass@1 of the seven runs K1-K5 read
     (``cor``: :func:`analyse`) and each run's held-out pass@1 on the fresh questions (``held``: :func:`analyse_heldout`),
     one dot per seed, :func:`ddrl.wide.levels_panel`."""
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1.5, 1]})
@@ -203,9 +220,10 @@ def figure(cor: dict, held: dict):
                                    (axes[1], held, "held-out pass@1 (%)", "fresh questions")):
         title = f"{res['entries'][0]['n_questions']:,} {title}"
         per = pd.DataFrame(res["seed_pass1"])
-        order = list(dict.fromkeys(per.method))
-        levels_panel(ax, per.assign(run=per.method.map(label)), [label(m) for m in order],
-                     {label(m): color(m) for m in order}, rng, ylabel, title)
+        default = (per.get("regime") == BASE_REGIME) & (per.method != "no_adaptation")
+        per["run"] = per.method.map(label).where(~default, per.method.map(label) + "\ndefault lr")
+        palette = dict(zip(per.run, per.method.map(color)))
+        levels_panel(ax, per, list(dict.fromkeys(per.run)), palette, rng, ylabel, title)
         sns.despine(ax=ax)
     fig.suptitle("MATH-500-like at lr/10: COR's learning rate, COR without RL, and held-out transfer "
                  "(plan Amendments 30-31; descriptive)", fontsize=10)

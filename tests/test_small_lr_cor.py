@@ -11,7 +11,8 @@ import pytest
 
 from ddrl import claims, small_lr, small_lr_cor as K, study
 from ddrl.study_analysis import claim_matrix, paired_matrix
-from ddrl.study_plan import COR_4X, COR_LR10, COR_ONLY, REFINED, SCALES, csv_path, heldout_x_path, heldout_x_records
+from ddrl.study_plan import (COR_4X, COR_LR10, COR_ONLY, REFINED, SCALES, Job, csv_path, heldout_x_path,
+                             heldout_x_records)
 
 
 def test_jobs_go_seed_by_seed():
@@ -52,6 +53,8 @@ def smoke(tmp_path_factory):
         K.main(["heldout", *common])  # nothing trained yet: it refuses rather than train Amendment 28's runs anew
     assert small_lr.main(["run", *common]) == 0
     assert small_lr.main(["run", "--ablation", *common]) == 0
+    study.run_jobs([Job("math500_like", s, ("ddrl",), "K5") for s in (0, 1)], SCALES["smoke"], out, runs, workers=2,
+                   progress=False)  # the default-lr DDRL runs K5 reads (the registered study's, here the smoke's)
     assert K.main(["run", *common]) == 0
     assert K.main(["heldout", *common]) == 0
     return out, runs, common
@@ -71,7 +74,7 @@ def test_smoke_arms_start_where_the_plan_says(smoke):
                               progress=False)
     assert {s["status"] for s in statuses} == {"loaded"}
     assert csv_path(out, K.REGIME, COR_ONLY, 1).read_bytes() == before
-    with pytest.raises(ValueError, match=r"seeds \[2\] lack an arm"):
+    with pytest.raises(ValueError, match=r"seeds \[2\] lack a CSV that K1-K5 read"):
         K.analyse(out, n_boot=200, seeds=[0, 1, 2])
     with pytest.raises(ValueError, match=r"seeds \[2\] lack an evaluation"):
         K.analyse_heldout(out, n_boot=200, seeds=[0, 1, 2])
@@ -80,16 +83,24 @@ def test_smoke_arms_start_where_the_plan_says(smoke):
 def test_smoke_analysis_and_tables(smoke, capsys):
     out, _, _ = smoke
     res = K.analyse(out, n_boot=200, seeds=[0, 1])
-    assert [e["id"] for e in res["entries"]] == list(K.CLAIMS) and {e["regime"] for e in res["entries"]} == {K.REGIME}
+    assert [e["id"] for e in res["entries"]] == list(K.CLAIMS)
+    assert [e["regime"] for e in res["entries"]] == [K.REGIME] * 4 + ["math500_like"]  # K5: the default-lr DDRL runs
     assert all(e["paper"] is None and e["n_seeds"] == 2 for e in res["entries"])
     df = K.load(out, [0, 1])
     k1, k2 = (paired_matrix(df, K.REGIME, *K.CLAIMS[c][:2], "adapted") for c in ("K1", "K2"))
     np.testing.assert_allclose(k1 + k2, claim_matrix(df, "A3", K.REGIME))  # K1 + K2 = A3, seed by seed, question by question
-    assert [r["method"] for r in res["levels"]] == ["no_adaptation", "ttrl", "bcs_dae", "ddrl", COR_LR10, COR_ONLY]
+    a = df[df.split == "adapted"]
+    k5 = a[(a.method == "ddrl") & (a.regime == "math500_like")].pivot(index="seed", columns="question", values="pass@1")
+    alone = a[a.method == COR_ONLY].pivot(index="seed", columns="question", values="pass@1")
+    np.testing.assert_allclose(K.k_matrix(df, "K5"), 100 * (k5 - alone))  # K5 pairs across the two regimes' CSVs
+    assert [(r["regime"], r["method"]) for r in res["levels"]] == [
+        ("math500_like", "no_adaptation"), ("math500_like", "ddrl"),
+        *((K.REGIME, m) for m in ("ttrl", "bcs_dae", "ddrl", COR_LR10, COR_ONLY))]
     assert set(res["cor_kept"]) == {"ddrl", COR_LR10, COR_ONLY}
     table = K.markdown(res).splitlines()
     assert table[2].startswith("| K1 COR at lr 1e-6 - BCS+DAE (the RL-only weights) | 2 |") and "(1.84)" in table[2]
-    assert table[5].startswith("| K4 DDRL - COR alone | 2 |") and len(table) == 6 + 3 + 6
+    assert table[5].startswith("| K4 DDRL - COR alone | 2 |") and table[6].endswith("(2.08 / 3.16) | **no effect** |")
+    assert table[11] == "| ddrl | default (3e-5) | 0.0 (0.0) | 0 of 2 | - |" and len(table) == 7 + 3 + 7
     held = K.analyse_heldout(out, n_boot=200, seeds=[0, 1])
     assert [e["id"] for e in held["entries"]] == list(K.HELDOUT_CLAIMS)
     assert all(e["n_questions"] == SCALES["smoke"].n_heldout_x for e in held["entries"])
@@ -99,7 +110,7 @@ def test_smoke_analysis_and_tables(smoke, capsys):
     assert rows[2].startswith("| H1x DDRL - no adaptation | -5.93 [-7.16, -4.66], 27 seeds, *contradicted* |")
     assert all(heldout_x_path(out, K.REGIME, m, s).is_file() for m in K.HELDOUT_METHODS for s in (0, 1))
     assert [r["method"] for r in held["levels"]] == ["no_adaptation", "ttrl", "bcs_dae", "ddrl"]
-    assert len(res["seed_pass1"]) == 6 * 2 and len(held["seed_pass1"]) == 4 * 2
+    assert len(res["seed_pass1"]) == 7 * 2 and len(held["seed_pass1"]) == 4 * 2
     fig = K.figure(res, held)
     assert [ax.get_ylabel() for ax in fig.axes] == ["adapted pass@1 (%)", "held-out pass@1 (%)"]
     assert fig.axes[1].get_title() == f"{SCALES['smoke'].n_heldout_x:,} fresh questions (2 seeds)"
@@ -116,16 +127,18 @@ def _csvs(regime: str, methods: tuple[str, ...]) -> pd.DataFrame:
 
 
 def test_the_plans_predicted_half_widths_are_the_measured_components():
-    """Amendment 30's predictions from the committed lr/10 matrices (K1, K2: A3's; K3: P2's; K4: M1's) and 31's from the
-    default-lr MATH-500-like H1x matrices, at 18 seeds, as the module and the plan state them."""
+    """Amendment 30's predictions from the committed lr/10 matrices (K1, K2: A3's; K3: P2's; K4: M1's), 32's from the
+    default-lr M1 and P2 matrices of seeds 0-17, and 31's from the default-lr MATH-500-like H1x matrices, at 18 seeds,
+    as the module and the plan state them."""
     from ddrl.stats import predicted_half_width, variance_components
 
-    lr10 = pd.concat([_csvs(K.REGIME, ("ttrl", "bcs_dae", "ddrl")), _csvs("math500_like", ("no_adaptation",))])
-    lr10 = lr10[lr10.seed.isin(K.SEEDS)]
-    source = {"K1": "A3", "K2": "A3", "K3": "P2", "K4": "M1"}
+    df = pd.concat([_csvs(K.REGIME, ("ttrl", "bcs_dae", "ddrl")), _csvs("math500_like", ("no_adaptation", "ttrl", "ddrl"))])
+    df = df[df.seed.isin(K.SEEDS)]
+    source = {"K1": (("A3", K.REGIME),), "K2": (("A3", K.REGIME),), "K3": (("P2", K.REGIME),), "K4": (("M1", K.REGIME),),
+              "K5": (("M1", "math500_like"), ("P2", "math500_like"))}  # K5: the default-lr matrices of seeds 0-17
     for cid, predicted in K.PREDICTED.items():
-        vc = variance_components(claim_matrix(lr10, source[cid], K.REGIME).to_numpy())
-        assert round(predicted_half_width(vc, len(K.SEEDS), 256), 2) == predicted, cid
+        vcs = [variance_components(claim_matrix(df, c, r).to_numpy()) for c, r in source[cid]]
+        assert tuple(round(predicted_half_width(vc, len(K.SEEDS), 256), 2) for vc in vcs) == predicted, cid
     held = pd.concat([pd.read_csv(p, dtype={"question": str}) for m in K.HELDOUT_METHODS
                       for p in sorted((small_lr.RUNS / "heldout_x" / "math500_like").glob(f"{m}-seed*.csv.gz"))])
     for cid, predicted in K.HELDOUT_PREDICTED.items():
@@ -134,6 +147,7 @@ def test_the_plans_predicted_half_widths_are_the_measured_components():
     plan = " ".join((small_lr.RESULTS / "plan.md").read_text().split())
     assert "K1 and K2 from A3's (COR against no COR on the same weights) 1.84; K3 from P2's" in plan
     assert "H1x 1.36, H1xT 1.06, H1xD 0.85, H1xC 0.45, H1xR 0.80" in plan
+    assert "2.08 (M1's components, two trained methods) to 3.16 (P2's" in plan
 
 
 def _committed(name: str) -> dict:
