@@ -6,10 +6,11 @@ Amendment 28's seeds, each one COR call (:meth:`ddrl.experiments.Experiment.refi
 ``ddrl_cor_lr10``, COR at 1e-6 from the DDRL run's RL-only weights, and ``cor_only``, COR at 1e-5 from the untrained
 model; it decides K1-K4 (:data:`CLAIMS`; Amendment 32 adds K5 from the same runs: DDRL at the default learning rate
 against COR alone). Amendment 31 evaluates the lr/10 runs on H1x's 1,536 fresh questions and decides the H1x family
-there (:data:`HELDOUT_CLAIMS`); it trains nothing.
+there (:data:`HELDOUT_CLAIMS`); it trains nothing. Amendment 33 adds COR alone there (its COR recomputed; K3x, K4x).
 
     python -m ddrl.small_lr_cor run --workers 2        # Amendment 30: 36 jobs, seed by seed, resumable
     python -m ddrl.small_lr_cor heldout --workers 2    # Amendment 31: 72 evaluations of Amendment 28's runs
+    python -m ddrl.small_lr_cor heldout --cor-only --workers 2   # Amendment 33: COR alone on the fresh questions
     python -m ddrl.small_lr_cor status
     python -m ddrl.small_lr_cor analyse --json results/small_lr/cor.json
     python -m ddrl.small_lr_cor analyse --heldout --json results/small_lr/heldout.json
@@ -40,7 +41,7 @@ from ddrl.small_lr import BASE_REGIME, OUT, REGIME, RUNS, SEEDS, STANDS_FOR, add
 from ddrl.stats import hierarchical_bootstrap, verdict
 from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix, paired_matrix
-from ddrl.study_plan import (COR_LR10, COR_ONLY, HELDOUT_X_METHODS, SCALES, Job, check_weights, csv_path, experiment,
+from ddrl.study_plan import (COR_LR10, COR_ONLY, HELDOUT_X, HELDOUT_X_METHODS, SCALES, Job, check_weights, csv_path, experiment,
                              heldout_x_path, load_regimes)
 from ddrl.tables import fmt_ci
 from ddrl.wide import VERDICT_MD, complete_seeds, level_table, levels_panel, run_levels, wide_entry
@@ -66,6 +67,10 @@ LR_NAME = {BASE_REGIME: "default (3e-5)", REGIME: "lr/10 (3e-6)"}
 HELDOUT_CLAIMS = ("H1x", "H1xT", "H1xD", "H1xC", "H1xR")
 HELDOUT_METHODS = HELDOUT_X_METHODS
 HELDOUT_PREDICTED = {"H1x": 1.36, "H1xT": 1.06, "H1xD": 0.85, "H1xC": 0.45, "H1xR": 0.80}
+#: Amendment 33: COR alone on the same fresh questions (its COR recomputed, its weights are not kept): id -> (a, b,
+#: comparison), held-out pass@1 a - b, sign +1, margin 1; predicted half-widths 0.45-1.36 (the H1x family's range)
+HELDOUT_K = {"K3x": (COR_ONLY, "no_adaptation", "COR alone (no RL) - no adaptation, held-out"),
+             "K4x": ("ddrl", COR_ONLY, "DDRL - COR alone, held-out")}
 #: The trained runs Amendment 31 evaluates (bcs_dae is the DDRL run's RL-only weights; no_adaptation trains nothing)
 TRAINED = ("ttrl", "ddrl")
 
@@ -75,9 +80,10 @@ def jobs(seeds: Sequence[int] = SEEDS) -> list[Job]:
     return [Job(REGIME, s, (m,), "K lr/10") for s in seeds for m in ARMS]
 
 
-def heldout_jobs(seeds: Sequence[int] = SEEDS) -> list[Job]:
-    """Amendment 31, seed by seed: the study's H1x job (:func:`ddrl.study.run_heldout_x_job`) in :data:`REGIME`."""
-    return [Job(REGIME, s, HELDOUT_METHODS, "H1x") for s in seeds]
+def heldout_jobs(seeds: Sequence[int] = SEEDS, methods: Sequence[str] = HELDOUT_METHODS) -> list[Job]:
+    """Amendment 31 (``methods``: Amendment 33's ``(COR_ONLY,)``), seed by seed: the study's H1x job
+    (:func:`ddrl.study.run_heldout_x_job`) in :data:`REGIME`."""
+    return [Job(REGIME, s, tuple(methods), "H1x") for s in seeds]
 
 
 def untrained(seeds: Sequence[int], runs_root: str | Path, scale: str = "default") -> list[tuple[str, int]]:
@@ -97,9 +103,10 @@ def missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS) -> list[int]:
     return sorted(set(seeds) - have)
 
 
-def heldout_missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS) -> list[int]:
-    """Seeds without every one of Amendment 31's evaluations written."""
-    return [s for s in seeds if not all(heldout_x_path(out, REGIME, m, s).is_file() for m in HELDOUT_METHODS)]
+def heldout_missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS,
+                    methods: Sequence[str] = (*HELDOUT_METHODS, COR_ONLY)) -> list[int]:
+    """Seeds without every one of Amendments 31 and 33's evaluations (of ``methods``) written."""
+    return [s for s in seeds if not all(heldout_x_path(out, REGIME, m, s).is_file() for m in methods)]
 
 
 def load(out: str | Path, seeds: Sequence[int]) -> pd.DataFrame:
@@ -118,18 +125,20 @@ def k_matrix(df: pd.DataFrame, cid: str) -> pd.DataFrame:
 
 
 def k_entry(cid: str, d: pd.DataFrame, n_boot: int = 4000) -> dict:
-    """One K claim's entry in ``claims.json``'s schema (no paper number; sign +1), from its seeds x questions
-    matrix ``d``: the registered bootstrap (stream ``derive_seed(0, "claims", cid, regime)``), margin and rule."""
-    a, b, what, regime = CLAIMS[cid]
+    """One K claim's entry (:data:`CLAIMS`, or :data:`HELDOUT_K`'s on the fresh questions) in ``claims.json``'s
+    schema (no paper number; sign +1), from its seeds x questions matrix ``d``: the registered bootstrap (stream
+    ``derive_seed(0, "claims", cid, regime)``), margin and rule."""
+    a, b, what, regime = CLAIMS[cid] if cid in CLAIMS else (*HELDOUT_K[cid], REGIME)
+    metric = f"{'adapted' if cid in CLAIMS else 'held-out'} pass@1, {what} [points]"
     iv = hierarchical_bootstrap(d.to_numpy(), np.random.default_rng(derive_seed(0, "claims", cid, regime)), n_boot)
-    return {"id": cid, "claim": what, "regime": regime, "metric": f"adapted pass@1, {what} [points]", "paper": None,
+    return {"id": cid, "claim": what, "regime": regime, "metric": metric, "paper": None,
             "a": a, "b": b, "estimate": iv.estimate, "ci_low": iv.ci_low, "ci_high": iv.ci_high,
             "half_width": (iv.ci_high - iv.ci_low) / 2, "n_seeds": iv.n_seeds, "n_questions": iv.n_questions,
             "verdict": verdict(iv.ci_low, iv.ci_high, +1, MARGIN)}
 
 
 def analyse(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = SEEDS) -> dict:
-    """K1-K5 over ``seeds`` once both arms of every seed are written (the plan reads no estimate before):
+    """K1-K5 over ``seeds`` once every CSV they read is written (the plan reads no estimate before):
     ``entries``; descriptive, ``levels`` (each method's mean adapted pass@1 over the seeds, with how many seeds end
     below the untrained run), ``cor_kept`` (each COR's kept rollouts per run, mean over the seeds) and ``seed_pass1``
     (each run's level)."""
@@ -151,20 +160,23 @@ def analyse(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = S
 
 
 def analyse_heldout(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = SEEDS) -> dict:
-    """Amendment 31: the H1x family in :data:`REGIME` over ``seeds`` once every evaluation is written: ``entries``
-    (the registered claims' metric, sign and rule, ``half_width`` added) and, descriptive, each method's mean
+    """Amendments 31 and 33: the H1x family in :data:`REGIME` over ``seeds`` once every evaluation is written:
+    ``entries`` (the registered claims' metric, sign and rule, ``half_width`` added; then K3x, K4x) and, descriptive,
+    each method's mean
     held-out pass@1 over the seeds (``levels``; each run's in ``seed_pass1``) and how many of the trained runs'
     adapted rows equal their committed CSV's (``registered_reproduced`` of ``registered_checked``)."""
     miss = heldout_missing(out, seeds)
     if miss:
-        raise ValueError(f"{out}: Amendment 31 incomplete, seeds {miss} lack an evaluation; the plan reads no "
+        raise ValueError(f"{out}: Amendments 31/33 incomplete, seeds {miss} lack an evaluation; the plan reads no "
                          "estimate before every seed is complete")
+    order = ["no_adaptation", "ttrl", "bcs_dae", "ddrl", COR_ONLY]  # the adapted table's
     df = pd.concat([pd.read_csv(heldout_x_path(out, REGIME, m, s), dtype={"question": str})
-                    for s in seeds for m in HELDOUT_METHODS], ignore_index=True)
+                    for s in seeds for m in order], ignore_index=True)
     entries = [wide_entry(cid, claim_matrix(df, cid, REGIME), n_boot, REGIME, STANDS_FOR) for cid in HELDOUT_CLAIMS]
     for e in validate(entries, REGIME):
         e["half_width"] = (e["ci_high"] - e["ci_low"]) / 2
-    df["method"] = pd.Categorical(df.method, ["no_adaptation", "ttrl", "bcs_dae", "ddrl"])  # the adapted table's order
+    entries += [k_entry(cid, paired_matrix(df, REGIME, a, b, HELDOUT_X), n_boot) for cid, (a, b, _) in HELDOUT_K.items()]
+    df["method"] = pd.Categorical(df.method, order)
     per = (100 * df.groupby(["method", "seed"], observed=True)["pass@1"].mean()).rename("pass1").reset_index()
     per["method"] = per.method.astype(str)
     lv = level_table(per, ("method",), sort=False)  # held-out pass@1 per run, as run_levels' adapted one
@@ -197,16 +209,18 @@ def markdown(res: dict) -> str:
 
 
 def heldout_markdown(res: dict, registered: Sequence[dict]) -> str:
-    """Amendment 31's table as docs/results.md quotes it: per claim the default-lr MATH-500-like entry
-    (``registered``: ``results/claims.json``'s; other seeds, read across) beside this amendment's."""
+    """Amendments 31 and 33's table as docs/results.md quotes it: per claim the default-lr MATH-500-like entry
+    (``registered``: ``results/claims.json``'s; other seeds, read across; none for K3x, K4x) beside this one's."""
     reg = {(e["id"], e["regime"]): e for e in registered}
     rows = ["| claim (held-out pass@1 on 1,536 fresh MATH-500-like questions, points) | default lr (registered) | "
-            "**lr/10 (Amendment 31)** | half-width (predicted) | verdict |", "|---|---|---|---|---|"]
+            "**lr/10 (Amendments 31, 33)** | half-width (predicted) | verdict |", "|---|---|---|---|---|"]
     for e in res["entries"]:
-        b = reg[(e["id"], BASE_REGIME)]
-        rows.append(f"| {e['id']} {e['metric'].removeprefix('held-out pass@1 ').split(',')[0]} | {_ci(b)}, "
-                    f"{b['n_seeds']} seeds, *{b['verdict']}* | **{_ci(e)}**, {e['n_seeds']} seeds | "
-                    f"{e['half_width']:.2f} ({HELDOUT_PREDICTED[e['id']]:.2f}) | {VERDICT_MD[e['verdict']]} |")
+        b = reg.get((e["id"], BASE_REGIME))
+        what = e["metric"].removeprefix("held-out pass@1 ").split(",")[0] if b else HELDOUT_K[e["id"]][2].split(",")[0]
+        pred = f"{HELDOUT_PREDICTED[e['id']]:.2f}" if b else "0.45-1.36"
+        beside = f"{_ci(b)}, {b['n_seeds']} seeds, *{b['verdict']}*" if b else "-"
+        rows.append(f"| {e['id']} {what} | {beside} | **{_ci(e)}**, {e['n_seeds']} seeds | {e['half_width']:.2f} "
+                    f"({pred}) | {VERDICT_MD[e['verdict']]} |")
     return "\n".join(rows) + "\n"
 
 
@@ -235,7 +249,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.small_lr_cor", description=__doc__.split("\n\n")[0])
     ap.add_argument("what", choices=("run", "heldout", "status", "analyse", "figure"))
     add_run_arguments(ap, "run, heldout: seeds N-M (default: the plan's)")
-    ap.add_argument("--heldout", action="store_true", help="analyse: Amendment 31's H1x family")
+    ap.add_argument("--heldout", action="store_true", help="analyse: Amendments 31 and 33's held-out entries")
+    ap.add_argument("--cor-only", action="store_true", help="heldout: Amendment 33's COR alone (after Amendment 31)")
     args = ap.parse_args(argv)
     seeds, runs_root = args.seeds or SEEDS, args.runs_root or cache_root() / "runs"
     if args.what in ("run", "heldout"):
@@ -245,14 +260,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             if left:
                 raise SystemExit(f"Amendment 31 evaluates Amendment 28's runs; not finished under {runs_root}: {left} "
                                  "(run `python -m ddrl.small_lr run` for them first)")
-        todo, desc = (jobs(seeds), "Amendment 30 runs") if args.what == "run" else (heldout_jobs(seeds), "Amendment 31")
+        todo, desc = ((jobs(seeds), "Amendment 30 runs") if args.what == "run" else
+                      (heldout_jobs(seeds, (COR_ONLY,)), "Amendment 33") if args.cor_only else
+                      (heldout_jobs(seeds), "Amendment 31"))
         status = run_jobs(todo, SCALES[args.scale], args.out, runs_root, args.budget_min, args.workers, desc=desc)
         print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
     elif args.what == "status":
         print(f"Amendment 30 ({REGIME}): {len(SEEDS) - len(missing(args.out))} of {len(SEEDS)} seeds complete; "
               f"missing {missing(args.out)}")
-        print(f"Amendment 31 ({REGIME}, held-out): {len(SEEDS) - len(heldout_missing(args.out))} of {len(SEEDS)} "
-              f"seeds complete; missing {heldout_missing(args.out)}")
+        for name, methods in (("31", HELDOUT_METHODS), ("33", (COR_ONLY,))):
+            miss = heldout_missing(args.out, methods=methods)
+            print(f"Amendment {name} ({REGIME}, held-out): {len(SEEDS) - len(miss)} of {len(SEEDS)} seeds complete; "
+                  f"missing {miss}")
     elif args.what == "figure":  # -> docs/results/small_lr_cor.{png,pdf}, from the committed analyses
         fig = figure(*(json.loads((OUT / f).read_text()) for f in ("cor.json", "heldout.json")))
         print(save_figure(fig, REPO / "docs" / "results", "small_lr_cor"))

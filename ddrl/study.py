@@ -235,7 +235,8 @@ def run_heldout_x_job(j: Job, regime: Regime, scale: Scale, out_dir: str | Path,
         if done and (side is None or _done(side, key)):
             continue
         status = "ran"  # trains the run, or reads a finished one's cached evaluation (adapted rows only missing)
-        df = question_frame(exp.run(m, j.seed, per_question=True), j.regime, key)
+        rows = refined_rows(exp, j.seed, m) if m in REFINED else exp.run(m, j.seed, per_question=True)
+        df = question_frame(rows, j.regime, key)
         adapted = df[df.split == "adapted"]
         if side is not None:
             atomic_write_bytes(side, gzip.compress(adapted.to_csv(index=False).encode(), mtime=0))

@@ -57,6 +57,7 @@ def smoke(tmp_path_factory):
                    progress=False)  # the default-lr DDRL runs K5 reads (the registered study's, here the smoke's)
     assert K.main(["run", *common]) == 0
     assert K.main(["heldout", *common]) == 0
+    assert K.main(["heldout", "--cor-only", *common]) == 0
     return out, runs, common
 
 
@@ -70,8 +71,8 @@ def test_smoke_arms_start_where_the_plan_says(smoke):
         assert alone.run.isna().all() and set(alone.rl_seconds) == {0.0} and (alone.cor_seconds > 0).all()
         assert len(set(lr10.key) | set(alone.key) | set(ddrl.key)) == 3
     before = csv_path(out, K.REGIME, COR_ONLY, 1).read_bytes()
-    statuses = study.run_jobs(K.jobs([0, 1]) + K.heldout_jobs([0, 1]), SCALES["smoke"], out, runs, workers=1,
-                              progress=False)
+    statuses = study.run_jobs(K.jobs([0, 1]) + K.heldout_jobs([0, 1]) + K.heldout_jobs([0, 1], (COR_ONLY,)),
+                              SCALES["smoke"], out, runs, workers=1, progress=False)
     assert {s["status"] for s in statuses} == {"loaded"}
     assert csv_path(out, K.REGIME, COR_ONLY, 1).read_bytes() == before
     with pytest.raises(ValueError, match=r"seeds \[2\] lack a CSV that K1-K5 read"):
@@ -102,15 +103,17 @@ def test_smoke_analysis_and_tables(smoke, capsys):
     assert table[5].startswith("| K4 DDRL - COR alone | 2 |") and table[6].endswith("(2.08 / 3.16) | **no effect** |")
     assert table[11] == "| ddrl | default (3e-5) | 0.0 (0.0) | 0 of 2 | - |" and len(table) == 7 + 3 + 7
     held = K.analyse_heldout(out, n_boot=200, seeds=[0, 1])
-    assert [e["id"] for e in held["entries"]] == list(K.HELDOUT_CLAIMS)
+    assert [e["id"] for e in held["entries"]] == [*K.HELDOUT_CLAIMS, "K3x", "K4x"]
     assert all(e["n_questions"] == SCALES["smoke"].n_heldout_x for e in held["entries"])
-    assert held["registered_checked"] == 6  # TTRL, DDRL, BCS+DAE per seed: each run's adapted rows are the committed CSV's
-    assert held["registered_reproduced"] == 6
+    # TTRL, DDRL, BCS+DAE and the recomputed COR alone per seed: each run's adapted rows are its committed CSV's
+    assert held["registered_checked"] == 8 and held["registered_reproduced"] == 8
     rows = K.heldout_markdown(held, claims.load(small_lr.RESULTS / "claims.json")).splitlines()
     assert rows[2].startswith("| H1x DDRL - no adaptation | -5.93 [-7.16, -4.66], 27 seeds, *contradicted* |")
-    assert all(heldout_x_path(out, K.REGIME, m, s).is_file() for m in K.HELDOUT_METHODS for s in (0, 1))
-    assert [r["method"] for r in held["levels"]] == ["no_adaptation", "ttrl", "bcs_dae", "ddrl"]
-    assert len(res["seed_pass1"]) == 7 * 2 and len(held["seed_pass1"]) == 4 * 2
+    assert rows[7].startswith("| K3x COR alone (no RL) - no adaptation | - | **+0.00 [+0.00, +0.00]**, 2 seeds |")
+    assert "(0.45-1.36)" in rows[8] and len(rows) == 2 + 7
+    assert all(heldout_x_path(out, K.REGIME, m, s).is_file() for m in (*K.HELDOUT_METHODS, COR_ONLY) for s in (0, 1))
+    assert [r["method"] for r in held["levels"]] == ["no_adaptation", "ttrl", "bcs_dae", "ddrl", COR_ONLY]
+    assert len(res["seed_pass1"]) == 7 * 2 and len(held["seed_pass1"]) == 5 * 2
     fig = K.figure(res, held)
     assert [ax.get_ylabel() for ax in fig.axes] == ["adapted pass@1 (%)", "held-out pass@1 (%)"]
     assert fig.axes[1].get_title() == f"{SCALES['smoke'].n_heldout_x:,} fresh questions (2 seeds)"
@@ -119,6 +122,7 @@ def test_smoke_analysis_and_tables(smoke, capsys):
     printed = capsys.readouterr().out
     assert "Amendment 30 (math500_like_small_lr): 2 of 18 seeds complete" in printed
     assert "Amendment 31 (math500_like_small_lr, held-out): 2 of 18 seeds complete" in printed
+    assert "Amendment 33 (math500_like_small_lr, held-out): 2 of 18 seeds complete" in printed
 
 
 def _csvs(regime: str, methods: tuple[str, ...]) -> pd.DataFrame:
