@@ -240,7 +240,7 @@ def figure(cor: dict, held: dict):
         levels_panel(ax, per, list(dict.fromkeys(per.run)), palette, rng, ylabel, title)
         sns.despine(ax=ax)
     fig.suptitle("MATH-500-like at lr/10: COR's learning rate, COR without RL, and held-out transfer "
-                 "(plan Amendments 30-31; descriptive)", fontsize=10)
+                 "(plan Amendments 30-33; descriptive)", fontsize=10)
     fig.tight_layout()
     return fig
 

@@ -421,6 +421,50 @@ else:
     display(Markdown("Amendment 29's analysis is not committed yet (`python -m ddrl.small_lr status --ablation`)."))
 
 # %% [markdown]
+# Amendment 29 left a caveat: COR kept the paper's SFT learning rate (1e-5) while the RL phase ran at 3e-6. Amendment
+# 30 separates it with two new arms on the same seeds, each one COR call then evaluated: COR at 1e-6 (the lr/10 rule
+# applied to COR) from the DDRL runs' RL-only weights, and COR at 1e-5 from the untrained model, with no RL phase at
+# all. K1 asks whether COR still adds at the scaled rate, K2 what the rate itself adds (K1 + K2 = A3), K3 whether COR
+# alone gains over the untrained model, K4 whether DDRL's RL phase adds to COR alone. Under the table, descriptive:
+# each method's level and how many rollouts each COR kept. It appears once `results/small_lr/cor.json` is written.
+# What the committed analysis says (docs/results.md has the numbers): COR at the scaled rate still adds a point (K1
+# *reproduced*) and the paper's rate three more (K2); COR alone gains 7-8 points over the untrained model (K3) and
+# ends above DDRL at lr/10 and far above DDRL at the default learning rate, in every seed (K4, K5 *contradicted*):
+# on the testbed the RL phase before COR costs more than it gives.
+
+# %%
+from ddrl import small_lr_cor
+
+cor_path = R / "small_lr" / "cor.json"
+if cor_path.is_file():
+    display(Markdown(small_lr_cor.markdown(json.loads(cor_path.read_text()))))
+else:
+    display(Markdown("Amendment 30's analysis is not committed yet (`python -m ddrl.small_lr_cor status`)."))
+
+# %% [markdown]
+# Does adaptation at lr/10 transfer to held-out questions? Amendment 31 evaluates the lr/10 runs (TTRL, DDRL, and
+# DDRL's RL-only weights) and the untrained model on H1x's 1,536 fresh MATH-500-like questions, seeds 0-17, and
+# decides the H1x family there; beside each entry, the registered default-lr one (other seeds: read across). It
+# appears once `results/small_lr/heldout.json` is written.
+# What the committed analysis says (docs/results.md has the numbers): at lr/10 the held-out costs of the default
+# learning rate mostly vanish - TTRL gains a little on the fresh questions (H1xT *reproduced*, +0.6), DDRL's
+# difference is not resolved (-0.7) - but COR still costs about a point there (H1xC, H1xD *contradicted*), and DDRL
+# ends a point below COR alone on the fresh questions (K4x *contradicted*), where COR alone stays level with the
+# untrained model (K3x not resolved). The figure shows each run's level on the adapted and on the fresh questions.
+
+# %%
+heldout_path = R / "small_lr" / "heldout.json"
+if heldout_path.is_file():
+    hres = json.loads(heldout_path.read_text())
+    display(Markdown(small_lr_cor.heldout_markdown(hres, C.load(R / "claims.json"))))
+    if cor_path.is_file():
+        fig = small_lr_cor.figure(json.loads(cor_path.read_text()), hres)
+        rep.figure(fig, "small_lr_cor", data=pd.DataFrame(hres["seed_pass1"]))
+        plt.show()
+else:
+    display(Markdown("Amendment 31's analysis is not committed yet (`python -m ddrl.small_lr_cor status`)."))
+
+# %% [markdown]
 # ## Why BCS's negatives cost held-out accuracy: policy drift (plan Amendment 21)
 #
 # H1xN says *that* choosing the rarest answers as negatives costs held-out accuracy in AMC-like; the runs' step
