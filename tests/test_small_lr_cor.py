@@ -178,4 +178,5 @@ def test_docs_quote_amendment_30():
 def test_docs_quote_amendments_31_and_33():
     held, docs = _committed("heldout.json"), (small_lr.REPO / "docs" / "results.md").read_text()
     assert K.heldout_markdown(held, claims.load(small_lr.RESULTS / "claims.json")) in docs
+    assert (small_lr.REPO / "docs" / "results" / "small_lr_cor.png").is_file() and "(results/small_lr_cor.png)" in docs
     assert (small_lr.REPO / "docs" / "results" / "small_lr_cor.png").is_file() and "results/small_lr_cor.png" in docs
