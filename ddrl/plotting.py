@@ -52,8 +52,6 @@ METHOD_LABELS = {
     "bcs_dae": "BCS + DAE",
     "ddrl": "DDRL (BCS + DAE + COR)",
     "additional_rl": "BCS + DAE + additional RL",
-    "ddrl_cor_lr10": "DDRL with COR at lr/10",
-    "cor_only": "COR alone (no RL)",
 }
 
 

@@ -250,6 +250,18 @@ def figure(res: dict):
                               numpy_generator(0, "figure", REGIME), style="learning rate")
 
 
+def seeds_line(what: str, total: int, missing: Sequence[int]) -> str:
+    """A status line of the lr/10 amendments' command lines: how many of ``total`` seeds are complete, which are not."""
+    return f"{what}: {total - len(missing)} of {total} seeds complete; missing {list(missing)}"
+
+
+def docs_figure(fig, name: str) -> dict:
+    """Save ``fig`` as ``docs/results/<name>.{png,pdf}`` (:func:`ddrl.reporting.save_figure`) and close it."""
+    paths = save_figure(fig, REPO / "docs" / "results", name)
+    plt.close(fig)
+    return paths
+
+
 def add_run_arguments(ap: argparse.ArgumentParser, seeds_help: str) -> None:
     """The options every lr/10 amendment's command line shares (this module's, :mod:`ddrl.small_lr_cor`'s)."""
     ap.add_argument("--seeds", type=seed_range, default=None, help=seeds_help)
@@ -279,15 +291,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
     elif args.what == "status" and args.ablation:
         for cid, miss in ablation_missing(args.out).items():
-            print(f"{cid} ({REGIME}): {len(ABLATION_SEEDS[cid]) - len(miss)} of {len(ABLATION_SEEDS[cid])} seeds complete; "
-                  f"missing {miss}")
+            print(seeds_line(f"{cid} ({REGIME})", len(ABLATION_SEEDS[cid]), miss))
     elif args.what == "status":
-        done = [s for s in done_seeds(args.out) if s in SEEDS]
-        print(f"{REGIME}: {len(done)} of {len(SEEDS)} seeds complete; missing {sorted(set(SEEDS) - set(done))}")
+        print(seeds_line(REGIME, len(SEEDS), sorted(set(SEEDS) - set(done_seeds(args.out)))))
     elif args.what == "figure":  # -> docs/results/small_lr.{png,pdf}, from the committed analysis
-        fig = figure(json.loads((OUT / "claims.json").read_text()))
-        print(save_figure(fig, REPO / "docs" / "results", "small_lr"))
-        plt.close(fig)
+        print(docs_figure(figure(json.loads((OUT / "claims.json").read_text())), "small_lr"))
     else:
         sys.stdout.write(write_json(args.json, analyse_ablation(args.out) if args.ablation else analyse(args.out)))
     return 0

@@ -34,10 +34,11 @@ from ddrl.claims import validate
 from ddrl.experiments import METHODS as PRESETS
 from ddrl.logprobs import pinned_backend
 from ddrl.plotting import color, label
-from ddrl.reporting import REPO, cache_root, save_figure, write_json
+from ddrl.reporting import cache_root, write_json
 from ddrl.runs import RunDir
 from ddrl.seeds import derive_seed, numpy_generator
-from ddrl.small_lr import BASE_REGIME, OUT, REGIME, RUNS, SEEDS, STANDS_FOR, add_run_arguments
+from ddrl.small_lr import (BASE_REGIME, OUT, REGIME, RUNS, SEEDS, STANDS_FOR, add_run_arguments, docs_figure,
+                            seeds_line)
 from ddrl.stats import hierarchical_bootstrap, verdict
 from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix, paired_matrix
@@ -47,6 +48,8 @@ from ddrl.tables import fmt_ci
 from ddrl.wide import VERDICT_MD, complete_seeds, level_table, levels_panel, run_levels, wide_entry
 
 ARMS = (COR_LR10, COR_ONLY)
+#: The arms' names in figures (they are COR calls, not trainer presets, so ddrl.plotting's labels do not name them)
+ARM_LABELS = {COR_LR10: "DDRL with COR at lr/10", COR_ONLY: "COR alone (no RL)"}
 #: Amendment 30's claims (K5: Amendment 32's): id -> (a, b, comparison, regime); adapted pass@1 a - b per seed and
 #: question, sign +1, margin 1. K5's ``a`` is the default-lr DDRL run; its ``b``, COR alone, runs no RL, so its lr/10
 #: CSVs are the same computation at the default learning rate.
@@ -235,7 +238,8 @@ def figure(cor: dict, held: dict):
         title = f"{res['entries'][0]['n_questions']:,} {title}"
         per = pd.DataFrame(res["seed_pass1"])
         default = (per.get("regime") == BASE_REGIME) & (per.method != "no_adaptation")
-        per["run"] = per.method.map(label).where(~default, per.method.map(label) + "\ndefault lr")
+        name = per.method.map(lambda m: ARM_LABELS.get(m) or label(m))
+        per["run"] = name.where(~default, name + "\ndefault lr")
         palette = dict(zip(per.run, per.method.map(color)))
         levels_panel(ax, per, list(dict.fromkeys(per.run)), palette, rng, ylabel, title)
         sns.despine(ax=ax)
@@ -266,16 +270,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = run_jobs(todo, SCALES[args.scale], args.out, runs_root, args.budget_min, args.workers, desc=desc)
         print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
     elif args.what == "status":
-        print(f"Amendment 30 ({REGIME}): {len(SEEDS) - len(missing(args.out))} of {len(SEEDS)} seeds complete; "
-              f"missing {missing(args.out)}")
+        print(seeds_line(f"Amendment 30 ({REGIME})", len(SEEDS), missing(args.out)))
         for name, methods in (("31", HELDOUT_METHODS), ("33", (COR_ONLY,))):
-            miss = heldout_missing(args.out, methods=methods)
-            print(f"Amendment {name} ({REGIME}, held-out): {len(SEEDS) - len(miss)} of {len(SEEDS)} seeds complete; "
-                  f"missing {miss}")
+            print(seeds_line(f"Amendment {name} ({REGIME}, held-out)", len(SEEDS), heldout_missing(args.out, methods=methods)))
     elif args.what == "figure":  # -> docs/results/small_lr_cor.{png,pdf}, from the committed analyses
-        fig = figure(*(json.loads((OUT / f).read_text()) for f in ("cor.json", "heldout.json")))
-        print(save_figure(fig, REPO / "docs" / "results", "small_lr_cor"))
-        plt.close(fig)
+        print(docs_figure(figure(*(json.loads((OUT / f).read_text()) for f in ("cor.json", "heldout.json"))), "small_lr_cor"))
     else:
         sys.stdout.write(write_json(args.json, analyse_heldout(args.out) if args.heldout else analyse(args.out)))
     return 0
