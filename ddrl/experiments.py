@@ -185,7 +185,8 @@ class Experiment:
 
         ``lr`` replaces the config's COR learning rate; ``start="base"`` runs COR from the untrained model
         instead (no RL phase, no DDRL run trained; plan Amendment 30). Both enter the cache key only when set,
-        so the entries of the default call stay what they were."""
+        so the entries of the default call stay what they were; so does the device kind off the CPU
+        (:func:`ddrl.models.device_key`: nothing on the CPU)."""
         if start not in ("rl", "base"):
             raise ValueError(f"refined: start must be 'rl' or 'base', got {start!r}")
         if lr is not None and not lr > 0:
@@ -216,7 +217,7 @@ class Experiment:
                     for s, e in ev.items()]
 
         key = {"what": "cor-size-v1", "run": run_name, "keep": keep, "adapted": records_key(self.adapted),
-               "heldout": records_key(self.heldout), "grader": grader_fingerprint()}
+               "heldout": records_key(self.heldout), "grader": grader_fingerprint(), **device_key(c.device)}
         if lr is not None or start != "rl":
             key.update({"cor_lr": c.cor_lr, "start": start, "config": asdict(c)})
         with self.threads({"device": c.device}):
