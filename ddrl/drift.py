@@ -42,9 +42,9 @@ from ddrl.evaluate import mean_ci
 from ddrl.experiments import model_fingerprint
 from ddrl.logprobs import response_logprobs
 from ddrl.models import load_model
-from ddrl.plotting import label
+from ddrl.plotting import label, save_docs_figure
 from ddrl.prompts import format_prompt
-from ddrl.reporting import REPO, cache_root, save_figure, write_json
+from ddrl.reporting import REPO, cache_root, write_json
 from ddrl.runs import RunDir
 from ddrl.sampling import make_sampler
 from ddrl.seeds import derive_seed, seed_range
@@ -422,16 +422,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         tables = {t: seed_table(REPO / o, args.regime, drift_dir=REPO / d if d else None) for t, o, d in PANELS
                   if (REPO / (d or o) / DRIFT / args.regime).is_dir() and h1x_files(REPO / o, args.regime, PAIR[1:])}
         for x, name in (("kl_late", "drift_kl_heldout"), ("kl_heldout", "drift_heldout_kl")) if tables else ():
-            fig = drift_figure(tables, x)
-            print(save_figure(fig, REPO / "docs" / "results", name + sfx))
-            plt.close(fig)
+            print(save_docs_figure(drift_figure(tables, x), name + sfx))
         for which, name in (("dose", "drift_kl_dose"), ("methods", "drift_methods"),  # Amendments 22-24
                             ("penalty", "drift_penalty")):  # Amendment 25
             table = arms_table(REPO / DOSE_OUT, args.regime, which)
             if table is not None:
-                fig = arms_figure(table, x3h_slope(args.slope_from), which)
-                print(save_figure(fig, REPO / "docs" / "results", name + sfx))
-                plt.close(fig)
+                print(save_docs_figure(arms_figure(table, x3h_slope(args.slope_from), which), name + sfx))
     else:
         rng = np.random.default_rng(args.seed)
         which = "dose" if args.dose else "methods" if args.across else "penalty" if args.penalty else None

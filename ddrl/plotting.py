@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import matplotlib
 import numpy as np
 
 matplotlib.rcParams["text.usetex"] = False
 
+import matplotlib.pyplot as plt  # noqa: E402
 import seaborn as sns  # noqa: E402
+
+from ddrl.reporting import REPO, save_figure  # noqa: E402
 
 #: Fixed colours, so a method looks the same in every figure of every notebook.
 METHOD_COLORS = {
@@ -59,6 +64,14 @@ def set_style(context: str = "notebook") -> None:
     """The companion's seaborn theme (call once at the top of a notebook)."""
     sns.set_theme(context=context, style="whitegrid", palette="colorblind")
     matplotlib.rcParams.update({"figure.dpi": 110, "savefig.dpi": 150, "axes.titleweight": "bold"})
+
+
+def save_docs_figure(fig, name: str) -> dict[str, Path]:
+    """Save ``fig`` as ``docs/results/<name>.{png,pdf}`` (:func:`ddrl.reporting.save_figure`) and close it: how the
+    study modules' ``figure`` commands write the committed figures."""
+    paths = save_figure(fig, REPO / "docs" / "results", name)
+    plt.close(fig)
+    return paths
 
 
 def color(method: str) -> str:

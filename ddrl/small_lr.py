@@ -29,13 +29,12 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-import matplotlib.pyplot as plt
 import pandas as pd
 
 from ddrl.claims import validate
-from ddrl.plotting import color, label
+from ddrl.plotting import color, label, save_docs_figure
 from ddrl.regimes import small_lr_regime
-from ddrl.reporting import REPO, cache_root, save_figure, write_json
+from ddrl.reporting import cache_root, write_json
 from ddrl.seeds import numpy_generator, seed_range
 from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix
@@ -255,13 +254,6 @@ def seeds_line(what: str, total: int, missing: Sequence[int]) -> str:
     return f"{what}: {total - len(missing)} of {total} seeds complete; missing {list(missing)}"
 
 
-def docs_figure(fig, name: str) -> dict:
-    """Save ``fig`` as ``docs/results/<name>.{png,pdf}`` (:func:`ddrl.reporting.save_figure`) and close it."""
-    paths = save_figure(fig, REPO / "docs" / "results", name)
-    plt.close(fig)
-    return paths
-
-
 def add_run_arguments(ap: argparse.ArgumentParser, seeds_help: str) -> None:
     """The options every lr/10 amendment's command line shares (this module's, :mod:`ddrl.small_lr_cor`'s)."""
     ap.add_argument("--seeds", type=seed_range, default=None, help=seeds_help)
@@ -295,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.what == "status":
         print(seeds_line(REGIME, len(SEEDS), sorted(set(SEEDS) - set(done_seeds(args.out)))))
     elif args.what == "figure":  # -> docs/results/small_lr.{png,pdf}, from the committed analysis
-        print(docs_figure(figure(json.loads((OUT / "claims.json").read_text())), "small_lr"))
+        print(save_docs_figure(figure(json.loads((OUT / "claims.json").read_text())), "small_lr"))
     else:
         sys.stdout.write(write_json(args.json, analyse_ablation(args.out) if args.ablation else analyse(args.out)))
     return 0

@@ -33,12 +33,11 @@ import seaborn as sns
 from ddrl.claims import validate
 from ddrl.experiments import METHODS as PRESETS
 from ddrl.logprobs import pinned_backend
-from ddrl.plotting import color, label
+from ddrl.plotting import color, label, save_docs_figure
 from ddrl.reporting import cache_root, write_json
 from ddrl.runs import RunDir
 from ddrl.seeds import derive_seed, numpy_generator
-from ddrl.small_lr import (BASE_REGIME, OUT, REGIME, RUNS, SEEDS, STANDS_FOR, add_run_arguments, docs_figure,
-                            seeds_line)
+from ddrl.small_lr import BASE_REGIME, OUT, REGIME, RUNS, SEEDS, STANDS_FOR, add_run_arguments, seeds_line
 from ddrl.stats import hierarchical_bootstrap, verdict
 from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix, paired_matrix
@@ -174,15 +173,13 @@ def analyse_heldout(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[
                          "estimate before every seed is complete")
     order = ["no_adaptation", "ttrl", "bcs_dae", "ddrl", COR_ONLY]  # the adapted table's
     df = pd.concat([pd.read_csv(heldout_x_path(out, REGIME, m, s), dtype={"question": str})
-                    for s in seeds for m in order], ignore_index=True)
+                    for m in order for s in seeds], ignore_index=True)  # method by method: the levels' order
     entries = [wide_entry(cid, claim_matrix(df, cid, REGIME), n_boot, REGIME, STANDS_FOR) for cid in HELDOUT_CLAIMS]
     for e in validate(entries, REGIME):
         e["half_width"] = (e["ci_high"] - e["ci_low"]) / 2
     entries += [k_entry(cid, paired_matrix(df, REGIME, a, b, HELDOUT_X), n_boot) for cid, (a, b, _) in HELDOUT_K.items()]
-    df["method"] = pd.Categorical(df.method, order)
-    per = (100 * df.groupby(["method", "seed"], observed=True)["pass@1"].mean()).rename("pass1").reset_index()
-    per["method"] = per.method.astype(str)
-    lv = level_table(per, ("method",), sort=False)  # held-out pass@1 per run, as run_levels' adapted one
+    per = run_levels(df, HELDOUT_X).drop(columns="regime")  # each run's held-out pass@1
+    lv = level_table(per, ("method",), sort=False)
     checked = df.drop_duplicates(["method", "seed"]).dropna(subset=["registered_reproduced"])["registered_reproduced"]
     return {"regime": REGIME, "seeds": list(seeds), "entries": entries, "levels": lv.to_dict(orient="records"),
             "seed_pass1": per.to_dict(orient="records"), "registered_reproduced": int(checked.astype(bool).sum()),
@@ -274,7 +271,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, methods in (("31", HELDOUT_METHODS), ("33", (COR_ONLY,))):
             print(seeds_line(f"Amendment {name} ({REGIME}, held-out)", len(SEEDS), heldout_missing(args.out, methods=methods)))
     elif args.what == "figure":  # -> docs/results/small_lr_cor.{png,pdf}, from the committed analyses
-        print(docs_figure(figure(*(json.loads((OUT / f).read_text()) for f in ("cor.json", "heldout.json"))), "small_lr_cor"))
+        print(save_docs_figure(figure(*(json.loads((OUT / f).read_text()) for f in ("cor.json", "heldout.json"))), "small_lr_cor"))
     else:
         sys.stdout.write(write_json(args.json, analyse_heldout(args.out) if args.heldout else analyse(args.out)))
     return 0

@@ -85,6 +85,12 @@ def _done(path: Path, key: str) -> bool:
         return False  # damaged or foreign: recomputed (from the runs and caches, not retrained)
 
 
+def method_rows(exp, seed: int, method: str) -> list[dict]:
+    """A study job's per-question rows of ``method``: :func:`refined_rows` for a :data:`~ddrl.study_plan.REFINED`
+    method, else :meth:`ddrl.experiments.Experiment.run` (trains or loads the run, then evaluates)."""
+    return refined_rows(exp, seed, method) if method in REFINED else exp.run(method, seed, per_question=True)
+
+
 def refined_rows(exp, seed: int, method: str) -> list[dict]:
     """A :data:`~ddrl.study_plan.REFINED` method's rows: :meth:`ddrl.experiments.Experiment.refined` with its keep,
     learning rate and start weights, from the seed's DDRL config (R1, Table 6: COR keeping 4x the rollouts from the
@@ -235,8 +241,7 @@ def run_heldout_x_job(j: Job, regime: Regime, scale: Scale, out_dir: str | Path,
         if done and (side is None or _done(side, key)):
             continue
         status = "ran"  # trains the run, or reads a finished one's cached evaluation (adapted rows only missing)
-        rows = refined_rows(exp, j.seed, m) if m in REFINED else exp.run(m, j.seed, per_question=True)
-        df = question_frame(rows, j.regime, key)
+        df = question_frame(method_rows(exp, j.seed, m), j.regime, key)
         adapted = df[df.split == "adapted"]
         if side is not None:
             atomic_write_bytes(side, gzip.compress(adapted.to_csv(index=False).encode(), mtime=0))
@@ -275,7 +280,7 @@ def _run_job(job: tuple[Job, str, str, str | None, float | None]) -> dict:
             continue
         status = "ran"
         exp = experiment(regime, scale, wants_heldout(j.regime, m), runs_root)
-        rows = refined_rows(exp, j.seed, m) if m in REFINED else exp.run(m, j.seed, per_question=True)
+        rows = method_rows(exp, j.seed, m)
         run_dir = rows[0].get("run_dir")
         if run_dir and m not in REFINED:  # a refinement's run (if any) is the DDRL run's: its steps are DDRL's
             steps = steps_frame(run_dir, exp.config(m, j.seed), len(exp.adapted), j.regime, m, j.seed, key)

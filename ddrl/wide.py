@@ -41,8 +41,8 @@ import scipy.stats as sps
 import seaborn as sns
 
 from ddrl.claims import entry, validate
-from ddrl.plotting import color, label
-from ddrl.reporting import REPO, atomic_write_bytes, cache_root, save_figure, write_json
+from ddrl.plotting import color, label, save_docs_figure
+from ddrl.reporting import atomic_write_bytes, cache_root, write_json
 from ddrl.seeds import derive_seed, numpy_generator, seed_range
 from ddrl.stats import hierarchical_bootstrap, verdict
 from ddrl.study import run_jobs
@@ -222,10 +222,10 @@ def arms_markdown(entries: Sequence[dict]) -> str:
     return "\n".join(rows) + "\n"
 
 
-def run_levels(df: pd.DataFrame) -> pd.DataFrame:
-    """Each run's adapted pass@1 in points (the mean over its questions) from per-question rows: one row per
+def run_levels(df: pd.DataFrame, split: str = "adapted") -> pd.DataFrame:
+    """Each run's pass@1 on ``split`` in points (the mean over its questions) from per-question rows: one row per
     regime x method x seed, in the order the rows come."""
-    a = df[df.split == "adapted"]
+    a = df[df.split == split]
     return (100 * a.groupby(["regime", "method", "seed"], sort=False)["pass@1"].mean()).rename("pass1").reset_index()
 
 
@@ -370,9 +370,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"Amendment 27 (arms): {len([s for s in arms if s in ARM_SEEDS])} of {len(ARM_SEEDS)} seeds complete; "
               f"missing {sorted(set(ARM_SEEDS) - set(arms))}")
     elif args.what == "figure":  # -> docs/results/wide_vote.{png,pdf}
-        fig = vote_figure(*figure_tables(args.out))
-        print(save_figure(fig, REPO / "docs" / "results", "wide_vote"))
-        plt.close(fig)
+        print(save_docs_figure(vote_figure(*figure_tables(args.out)), "wide_vote"))
     else:
         res = analyse_arms(args.out) if args.arms else analyse(args.out)
         sys.stdout.write(write_json(args.json, res))

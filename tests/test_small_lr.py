@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from ddrl import claims, small_lr, study
+from ddrl.reporting import REPO
 from ddrl.regimes import small_lr_regime
 from ddrl.study_plan import SAME_BASE, SCALES, csv_path, load_regimes
 
@@ -191,7 +192,7 @@ def _docs_section(name: str, heading: str) -> tuple[dict, str]:
     path = small_lr.OUT / name
     if not path.is_file():
         pytest.skip(f"{path}: not analysed yet")
-    docs = (small_lr.REPO / "docs" / "results.md").read_text()
+    docs = (REPO / "docs" / "results.md").read_text()
     start = docs.index(heading)
     return json.loads(path.read_text()), docs[start:docs.index("\n## ", start + 1)]
 
@@ -201,7 +202,7 @@ def test_docs_quote_amendment_28_from_its_claims_json():
                                                 "(plan Amendment 28)")
     assert small_lr.markdown(res, claims.load(small_lr.RESULTS / "claims.json")) in section
     assert small_lr.levels_markdown(res) in section
-    assert (small_lr.REPO / "docs" / "results" / "small_lr.png").is_file() and "results/small_lr.png" in section
+    assert (REPO / "docs" / "results" / "small_lr.png").is_file() and "results/small_lr.png" in section
 
 
 def test_committed_ablation_recomputes_from_the_committed_csvs():

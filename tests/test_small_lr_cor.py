@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from ddrl import claims, small_lr, small_lr_cor as K, study
+from ddrl.reporting import REPO
 from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import (COR_4X, COR_LR10, COR_ONLY, REFINED, SCALES, Job, csv_path, heldout_x_path,
                              heldout_x_records)
@@ -172,11 +173,11 @@ def test_committed_heldout_analysis_recomputes_from_the_committed_csvs():
 
 
 def test_docs_quote_amendment_30():
-    assert K.markdown(_committed("cor.json")) in (small_lr.REPO / "docs" / "results.md").read_text()
+    assert K.markdown(_committed("cor.json")) in (REPO / "docs" / "results.md").read_text()
 
 
 def test_docs_quote_amendments_31_and_33():
-    held, docs = _committed("heldout.json"), (small_lr.REPO / "docs" / "results.md").read_text()
+    held, docs = _committed("heldout.json"), (REPO / "docs" / "results.md").read_text()
     assert K.heldout_markdown(held, claims.load(small_lr.RESULTS / "claims.json")) in docs
-    assert (small_lr.REPO / "docs" / "results" / "small_lr_cor.png").is_file() and "(results/small_lr_cor.png)" in docs
-    assert (small_lr.REPO / "docs" / "results" / "small_lr_cor.png").is_file() and "results/small_lr_cor.png" in docs
+    assert (REPO / "docs" / "results" / "small_lr_cor.png").is_file() and "(results/small_lr_cor.png)" in docs
+    assert (REPO / "docs" / "results" / "small_lr_cor.png").is_file() and "results/small_lr_cor.png" in docs
