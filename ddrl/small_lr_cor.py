@@ -38,7 +38,7 @@ from ddrl.reporting import cache_root, write_json
 from ddrl.runs import RunDir
 from ddrl.seeds import derive_seed, numpy_generator
 from ddrl.small_lr import BASE_REGIME, OUT, REGIME, RUNS, SEEDS, STANDS_FOR, add_run_arguments, seeds_line
-from ddrl.stats import hierarchical_bootstrap, verdict
+from ddrl.stats import decided
 from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import (COR_LR10, COR_ONLY, HELDOUT_X, HELDOUT_X_METHODS, SCALES, Job, check_weights, csv_path, experiment,
@@ -119,10 +119,8 @@ def load(out: str | Path, seeds: Sequence[int]) -> pd.DataFrame:
 
 def k_matrix(df: pd.DataFrame, cid: str) -> pd.DataFrame:
     """A K claim's seeds x questions matrix (points) from :func:`load`'s rows: ``a - b`` in the claim's regime, where
-    K5 takes COR alone's lr/10 rows as the default-lr ones (the same computation: it runs no RL)."""
+    K5 reads COR alone's lr/10 rows (the same computation: it runs no RL, ``ddrl.study_plan.NO_RL``)."""
     a, b, _, regime = CLAIMS[cid]
-    if regime != REGIME:
-        df = pd.concat([df[df.regime == regime], df[(df.regime == REGIME) & (df.method == b)].assign(regime=regime)])
     return paired_matrix(df, regime, a, b, "adapted")
 
 
@@ -132,11 +130,9 @@ def k_entry(cid: str, d: pd.DataFrame, n_boot: int = 4000) -> dict:
     ``derive_seed(0, "claims", cid, regime)``), margin and rule."""
     a, b, what, regime = CLAIMS[cid] if cid in CLAIMS else (*HELDOUT_K[cid], REGIME)
     metric = f"{'adapted' if cid in CLAIMS else 'held-out'} pass@1, {what} [points]"
-    iv = hierarchical_bootstrap(d.to_numpy(), np.random.default_rng(derive_seed(0, "claims", cid, regime)), n_boot)
-    return {"id": cid, "claim": what, "regime": regime, "metric": metric, "paper": None,
-            "a": a, "b": b, "estimate": iv.estimate, "ci_low": iv.ci_low, "ci_high": iv.ci_high,
-            "half_width": (iv.ci_high - iv.ci_low) / 2, "n_seeds": iv.n_seeds, "n_questions": iv.n_questions,
-            "verdict": verdict(iv.ci_low, iv.ci_high, +1, MARGIN)}
+    rng = np.random.default_rng(derive_seed(0, "claims", cid, regime))
+    return {"id": cid, "claim": what, "regime": regime, "metric": metric, "paper": None, "a": a, "b": b,
+            **decided(d.to_numpy(), rng, +1, MARGIN, n_boot)}
 
 
 def analyse(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = SEEDS) -> dict:

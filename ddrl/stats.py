@@ -305,3 +305,13 @@ def verdict(ci_low: float, ci_high: float, paper_sign: int, margin: float = NO_E
     if inside:
         return "no effect"
     return "not resolved"
+
+
+def decided(diffs, rng: np.random.Generator, sign: int, margin: float = NO_EFFECT_MARGIN, n_boot: int = 4000) -> dict:
+    """The fields every claim decided from a seeds x questions matrix of differences shares: the
+    :func:`hierarchical_bootstrap` interval (``rng``: the claim's own stream), its half-width, the design's size and
+    the :func:`verdict` for the expected ``sign`` and ``margin``."""
+    iv = hierarchical_bootstrap(diffs, rng, n_boot)
+    return {"estimate": iv.estimate, "ci_low": iv.ci_low, "ci_high": iv.ci_high, "half_width": iv.half_width,
+            "n_seeds": iv.n_seeds, "n_questions": iv.n_questions,
+            "verdict": verdict(iv.ci_low, iv.ci_high, sign, margin)}

@@ -18,9 +18,9 @@ from ddrl.regimes import WEAK_REGIME, Regime
 from ddrl.seeds import derive_seed
 from ddrl.stats import (TARGET_HALF_WIDTH, choose_design, eval_noise_variance, hierarchical_bootstrap,
                         paired_differences, power_table, predicted_half_width, question_bootstrap, variance_components)
-from ddrl.study_plan import (BANDS_64, BASE, HELDOUT_X, PAIRED, QUESTION_COLUMNS, REAL, REUSES_RUN, SAME_BASE,
+from ddrl.study_plan import (BANDS_64, BASE, HELDOUT_X, NO_RL, PAIRED, QUESTION_COLUMNS, REAL, REUSES_RUN,
                              SELECTION_K, SELECTION_ORDERS, SHARES_DDRL_RL, STAGE1_COMPARISONS, STEP_COLUMNS, THREE,
-                             Scale, selection_k)
+                             Scale, same_base, selection_k)
 
 # --- Reading the results ----------------------------------------------------------------------------------
 
@@ -87,7 +87,6 @@ def run_minutes(out_dir: str | Path) -> pd.DataFrame:
 def paired_matrix(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> pd.DataFrame | None:
     """The seeds x questions matrix of (a - b) pass@1 in points over the seeds both methods have; None if
     fewer than 2 such seeds."""
-
     sub = _shared_seeds(df, regime, a, b, split)
     if sub.seed.nunique() < 2:
         return None
@@ -95,12 +94,13 @@ def paired_matrix(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> 
 
 
 def _shared_seeds(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> pd.DataFrame:
-    """The rows of methods ``a`` and ``b`` in ``regime`` / ``split`` over the seeds both have; a regime of
-    :data:`~ddrl.study_plan.SAME_BASE` without no-adaptation rows of its own takes its base regime's."""
+    """The rows of methods ``a`` and ``b`` in ``regime`` / ``split`` over the seeds both have; a method that runs no RL
+    (:data:`~ddrl.study_plan.NO_RL`) absent from ``regime`` is read from the first of its same-base regimes with it."""
     sub = df[(df.regime == regime) & (df.split == split) & df.method.isin([a, b])]
-    if "no_adaptation" in (a, b) and regime in SAME_BASE and not (sub.method == "no_adaptation").any():
-        base = df[(df.regime == SAME_BASE[regime]) & (df.split == split) & (df.method == "no_adaptation")]
-        sub = pd.concat([sub, base.assign(regime=regime)], ignore_index=True)
+    for m in [m for m in (a, b) if m in NO_RL and not (sub.method == m).any()]:
+        rows = df[(df.split == split) & (df.method == m)]
+        first = next((r for r in same_base(regime) if (rows.regime == r).any()), None)
+        sub = pd.concat([sub, rows[rows.regime == first].assign(regime=regime)], ignore_index=True)
     return sub[sub.seed.isin(set(sub[sub.method == a].seed) & set(sub[sub.method == b].seed))]
 
 

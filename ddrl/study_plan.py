@@ -101,6 +101,17 @@ AMC_SEEDED = (SMALL_LR, WEAK_REGIME)
 #: (``eval_n``, sampling, seeds ``derive_seed(seed, "eval", split)``), only the RL settings differ, so their
 #: no-adaptation rows are that regime's (plan Amendment 16: P1, P2 at lr/10).
 SAME_BASE = {SMALL_LR: "amc_like", "math500_like_small_lr": "math500_like"}  # the second: plan Amendment 28
+#: Methods that run no RL, so their rows are one computation in every regime of one base (untrained: Amendment 16;
+#: COR alone: Amendments 32, 34): a regime without them reads them from :func:`same_base`'s regimes.
+NO_RL = ("no_adaptation", COR_ONLY)
+
+
+def same_base(regime: str) -> list[str]:
+    """The other regimes on ``regime``'s base (:data:`SAME_BASE`), the base regime first."""
+    base = SAME_BASE.get(regime, regime)
+    return [r for r in (base, *SAME_BASE) if r != regime and SAME_BASE.get(r, r) == base]
+
+
 #: Regimes defined after the study, beside ``regimes_base.json``: Amendment 26's (768 MATH-500-like questions) and
 #: Amendment 28's (MATH-500-like at lr/10; its base is MATH-500-like's, nothing new measured).
 EXTRA_REGIME_FILES = ("regimes_wide.json", "regimes_small_lr.json")

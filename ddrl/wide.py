@@ -44,7 +44,7 @@ from ddrl.claims import entry, validate
 from ddrl.plotting import color, label, save_docs_figure
 from ddrl.reporting import atomic_write_bytes, cache_root, write_json
 from ddrl.seeds import derive_seed, numpy_generator, seed_range
-from ddrl.stats import hierarchical_bootstrap, verdict
+from ddrl.stats import decided, hierarchical_bootstrap
 from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix, load_questions, load_steps, paired_matrix
 from ddrl.study_figures import pseudo_labels_by_episode
@@ -187,11 +187,9 @@ def arm_entry(pid: str, df: pd.DataFrame, n_boot: int = 4000) -> dict | None:
     d = paired_matrix(df, REGIME, a, b, "adapted")
     if d is None:
         return None
-    iv = hierarchical_bootstrap(d.to_numpy(), np.random.default_rng(derive_seed(0, "wide-arms", pid)), n_boot)
-    return {"id": pid, "metric": metric, "regime": REGIME, "a": a, "b": b, "sign": sign, "estimate": iv.estimate,
-            "ci_low": iv.ci_low, "ci_high": iv.ci_high, "half_width": (iv.ci_high - iv.ci_low) / 2,
-            "n_seeds": iv.n_seeds, "n_questions": iv.n_questions,
-            "verdict": verdict(iv.ci_low, iv.ci_high, sign, margin)}
+    rng = np.random.default_rng(derive_seed(0, "wide-arms", pid))
+    return {"id": pid, "metric": metric, "regime": REGIME, "a": a, "b": b, "sign": sign,
+            **decided(d.to_numpy(), rng, sign, margin, n_boot)}
 
 
 def analyse_arms(out: str | Path = OUT, n_boot: int = 4000, seeds: Sequence[int] = ARM_SEEDS) -> list[dict]:

@@ -1,0 +1,174 @@
+"""Plan Amendment 34: COR alone in AMC-like and AIME-like, adapted and fresh questions (``ddrl.cor_alone``)."""
+
+from __future__ import annotations
+
+import json
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+
+from ddrl import cor_alone as K, small_lr, study
+from ddrl.reporting import REPO
+from ddrl.study_analysis import paired_matrix
+from ddrl.study_plan import COR_ONLY, NO_RL, SCALES, SMALL_LR, Job, csv_path, heldout_x_path, load_regimes, same_base
+
+SMOKE_SEEDS = {"amc_like": (0, 1), "aime_like": (0, 1)}
+
+
+def test_jobs_go_regime_by_regime_then_seed_by_seed():
+    assert [(j.regime, j.seed, j.methods) for j in K.jobs({"amc_like": (0, 1), "aime_like": (0,)})] == [
+        ("amc_like", 0, (COR_ONLY,)), ("amc_like", 1, (COR_ONLY,)), ("aime_like", 0, (COR_ONLY,))]
+    assert {j.label for j in K.heldout_jobs()} == {"H1x"} and len(K.heldout_jobs()) == 19 + 6
+    assert K.SEEDS == {"amc_like": tuple(range(19)), "aime_like": tuple(range(6))}  # the registered seeds
+
+
+def test_cor_alone_is_one_computation_at_both_learning_rates():
+    """K4 reads AMC-like's COR alone at lr/10: the two regimes share the base, the questions and COR's settings."""
+    regs = load_regimes(names=["amc_like", SMALL_LR])
+    a, b = regs["amc_like"], regs[SMALL_LR]
+    assert (a.num_ops, a.n_adapted, a.n_heldout, a.overrides) == (b.num_ops, b.n_adapted, b.n_heldout, b.overrides)
+    assert b.lr == pytest.approx(a.lr / 10) and b.episodes == 2 * a.episodes  # only the RL phase's settings differ
+    assert same_base(SMALL_LR) == ["amc_like"] and same_base("math500_like") == ["math500_like_small_lr"]
+    assert same_base("aime_like") == [] and set(NO_RL) == {"no_adaptation", COR_ONLY}
+
+
+def test_paired_matrix_reads_a_method_without_rl_from_its_same_base_regime():
+    rows = [{"regime": r, "method": m, "seed": s, "split": "adapted", "question": q, "pass@1": v}
+            for r, m, v in (("amc_like", COR_ONLY, 0.5), ("amc_like", "no_adaptation", 0.25),
+                            (SMALL_LR, "ddrl", 0.75), (SMALL_LR, "ttrl", 0.5))
+            for s in (0, 1) for q in ("a", "b")]
+    df = pd.DataFrame(rows)
+    np.testing.assert_allclose(paired_matrix(df, SMALL_LR, "ddrl", COR_ONLY, "adapted"), 25.0)
+    np.testing.assert_allclose(paired_matrix(df, SMALL_LR, "ddrl", "no_adaptation", "adapted"), 50.0)
+    assert paired_matrix(df, SMALL_LR, "ddrl", "ttrl", "adapted").shape == (2, 2)
+    assert paired_matrix(df, "aime_like", "ddrl", COR_ONLY, "adapted") is None  # no same-base regime: nothing read
+    # a trained method is never borrowed from another regime
+    assert paired_matrix(df[df.method != "ttrl"], "amc_like", COR_ONLY, "ttrl", "adapted") is None
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    """The real entry points on the tiny testbed, seeds 0-1: the registered runs and H1x evaluations Amendment 34
+    pairs with (the study's own jobs), then its COR-alone runs and their held-out evaluations."""
+    tmp = tmp_path_factory.mktemp("cor_alone")
+    out, runs = tmp / "out", str(tmp / "runs")
+    common = ["--scale", "smoke", "--workers", "2", "--runs-root", runs, "--out", str(out), "--seeds", "0-1"]
+    registered = [Job(r, s, ms, lab) for s in (0, 1) for r, ms, lab in (
+        ("amc_like", ("no_adaptation", "ddrl"), "P2"), ("aime_like", ("no_adaptation", "ddrl"), "P2"),
+        (SMALL_LR, ("ddrl",), "P2"), ("amc_like", ("no_adaptation", "ddrl"), "H1x"),
+        ("aime_like", ("no_adaptation", "ddrl"), "H1x"))]
+    study.run_jobs(registered, SCALES["smoke"], out, runs, workers=2, progress=False)
+    with pytest.raises(ValueError, match=r"Amendment 34 incomplete, a CSV the adapted claims read missing for seeds "
+                                         r"\{'amc_like': \[0, 1\], 'aime_like': \[0, 1\]\}"):
+        K.analyse(out, n_boot=200, seeds=SMOKE_SEEDS)
+    assert K.main(["run", *common]) == 0
+    assert K.main(["heldout", *common]) == 0
+    return out, runs, common
+
+
+def test_smoke_runs_cor_from_the_untrained_model_and_reloads(smoke):
+    out, runs, _ = smoke
+    for r in SMOKE_SEEDS:
+        for s in (0, 1):
+            alone = pd.read_csv(csv_path(out, r, COR_ONLY, s))
+            assert alone.run.isna().all() and set(alone.rl_seconds) == {0.0} and (alone.cor_seconds > 0).all()
+    before = csv_path(out, "aime_like", COR_ONLY, 1).read_bytes()
+    statuses = study.run_jobs(K.jobs(SMOKE_SEEDS) + K.heldout_jobs(SMOKE_SEEDS), SCALES["smoke"], out, runs,
+                              workers=1, progress=False)
+    assert {s["status"] for s in statuses} == {"loaded"}
+    assert csv_path(out, "aime_like", COR_ONLY, 1).read_bytes() == before
+    with pytest.raises(ValueError, match=r"a held-out evaluation missing for seeds \{'aime_like': \[2\]\}"):
+        K.analyse_heldout(out, n_boot=200, seeds={"amc_like": (0, 1), "aime_like": (0, 1, 2)})
+
+
+def test_smoke_analysis_tables_and_figure(smoke, capsys):
+    out, _, _ = smoke
+    res = K.analyse(out, n_boot=200, seeds=SMOKE_SEEDS)
+    assert [(e["id"], e["regime"]) for e in res["entries"]] == list(K.CLAIMS)
+    assert all(e["paper"] is None and e["n_seeds"] == 2 and e["verdict"] for e in res["entries"])
+    df = K.load(out, SMOKE_SEEDS)
+    a = df[df.split == "adapted"]
+    small = a[(a.method == "ddrl") & (a.regime == SMALL_LR)].pivot(index="seed", columns="question", values="pass@1")
+    alone = a[(a.method == COR_ONLY) & (a.regime == "amc_like")].pivot(index="seed", columns="question", values="pass@1")
+    np.testing.assert_allclose(K.matrix(df, "K4", SMALL_LR), 100 * (small - alone))  # K4: lr/10 DDRL - AMC-like's COR
+    assert [(r["regime"], r["method"]) for r in res["levels"]] == [
+        ("amc_like", "no_adaptation"), ("amc_like", "ddrl"), ("amc_like", COR_ONLY), (SMALL_LR, "ddrl"),
+        ("aime_like", "no_adaptation"), ("aime_like", "ddrl"), ("aime_like", COR_ONLY)]
+    assert set(res["cor_kept"]) == {"amc_like", "aime_like"}
+    held = K.analyse_heldout(out, n_boot=200, seeds=SMOKE_SEEDS)
+    assert [(e["id"], e["regime"]) for e in held["entries"]] == list(K.HELDOUT_CLAIMS)
+    assert all(e["n_questions"] == SCALES["smoke"].n_heldout_x for e in held["entries"])
+    assert held["registered_checked"] == 4 and held["registered_reproduced"] == 4  # the recomputed COR = its CSV
+    table = K.markdown(res, held).splitlines()
+    assert table[2].startswith("| K3 COR alone (no RL) - no adaptation | AMC-like | 2 x 4 |") and "(3.98)" in table[2]
+    assert table[4].startswith("| K4 DDRL at lr/10 - COR alone | AMC-like at lr/10 | 2 x 4 |")
+    assert table[7].startswith("| K3x COR alone (no RL) - no adaptation, held-out | AMC-like | 2 x 3 |")
+    assert len(table) == 2 + 9 + 3 + 7
+    fig = K.figure(res, held)
+    assert [ax.get_ylabel() for ax in fig.axes] == ["adapted pass@1 (%)"] * 2 + ["held-out pass@1 (%)"] * 2
+    assert fig.axes[0].get_title() == "AMC-like: 4 adapted questions (2 seeds)"
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()][-1] == "DDRL\nlr/10"
+    plt.close(fig)
+    assert K.main(["status", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "Amendment 34 (amc_like, adapted): 2 of 19 seeds complete" in printed
+    assert "Amendment 34 (aime_like, held-out): 2 of 6 seeds complete" in printed
+
+
+def _csvs(regime: str, methods: tuple[str, ...], seeds) -> pd.DataFrame:
+    paths = [p for m in methods for p in sorted((small_lr.RUNS / regime).glob(f"{m}-seed[0-9][0-9].csv"))]
+    df = pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths], ignore_index=True)
+    return df[df.seed.isin(seeds)]
+
+
+def test_the_plans_predicted_half_widths_are_the_measured_components():
+    """Amendment 34's predictions from the committed P2 / M1 matrices and H1x families at the registered seeds."""
+    from ddrl.study_analysis import claim_matrix
+    from ddrl.stats import predicted_half_width, variance_components
+
+    amc, aime = K.SEEDS["amc_like"], K.SEEDS["aime_like"]
+    df = pd.concat([_csvs("amc_like", ("no_adaptation", "ttrl", "ddrl"), amc), _csvs(SMALL_LR, ("ttrl", "ddrl"), amc),
+                    _csvs("aime_like", ("no_adaptation", "ttrl", "ddrl"), aime)])
+
+    def hw(cid, regime, frame, n_seeds, n_questions):
+        return f"{predicted_half_width(variance_components(claim_matrix(frame, cid, regime).to_numpy()), n_seeds, n_questions):.2f}"
+
+    assert K.PREDICTED["K3", "amc_like"] == hw("P2", "amc_like", df, 19, 128)
+    assert K.PREDICTED["K5", "amc_like"] == f"{hw('M1', 'amc_like', df, 19, 128)}-{hw('P2', 'amc_like', df, 19, 128)}"
+    assert K.PREDICTED["K4", SMALL_LR] == f"{hw('M1', SMALL_LR, df, 19, 128)}-{hw('P2', SMALL_LR, df, 19, 128)}"
+    assert K.PREDICTED["K3", "aime_like"] == hw("P2", "aime_like", df, 6, 64)
+    assert K.PREDICTED["K5", "aime_like"] == f"{hw('M1', 'aime_like', df, 6, 64)}-{hw('P2', 'aime_like', df, 6, 64)}"
+    for r, ss in K.SEEDS.items():
+        held = pd.concat([pd.read_csv(p, dtype={"question": str}) for m in ("no_adaptation", "ttrl", "ddrl", "bcs_dae")
+                          for p in sorted((small_lr.RUNS / "heldout_x" / r).glob(f"{m}-seed*.csv.gz"))])
+        held = held[held.seed.isin(ss)]
+        family = [hw(c, r, held, len(ss), 1536) for c in ("H1x", "H1xT", "H1xD", "H1xC", "H1xR")]
+        span = f"{min(family, key=float)}-{max(family, key=float)}"
+        assert K.PREDICTED["K3x", r] == K.PREDICTED["K5x", r] == span, r
+    plan = " ".join((small_lr.RESULTS / "plan.md").read_text().split())
+    assert "K3 from P2's components 3.98; K5 from M1's 1.81 to P2's 3.98; K4 (lr/10) from `amc_like_small_lr`'s M1 2.03 to P2 3.93" in plan
+    assert "19 x 1,536 in AMC-like from the H1x family's components 0.28 (H1xC) to 1.41 (H1x); 6 x 1,536 in AIME-like 0.13 to 0.55" in plan
+
+
+def _committed(name: str) -> dict:
+    path = K.OUT / name
+    if not path.is_file():
+        pytest.skip(f"{path}: not analysed yet (python -m ddrl.cor_alone analyse ... --json {path})")
+    return json.loads(path.read_text())
+
+
+def test_committed_adapted_analysis_recomputes_from_the_committed_csvs():
+    assert json.loads(json.dumps(K.analyse(n_boot=4000))) == _committed("adapted.json")
+
+
+def test_committed_heldout_analysis_recomputes_from_the_committed_csvs():
+    assert json.loads(json.dumps(K.analyse_heldout(n_boot=4000))) == _committed("heldout.json")
+
+
+def test_docs_quote_amendment_34():
+    res, held = _committed("adapted.json"), _committed("heldout.json")
+    docs = (REPO / "docs" / "results.md").read_text()
+    assert K.markdown(res, held) in docs
+    assert (REPO / "docs" / "results" / "cor_alone.png").is_file() and "(results/cor_alone.png)" in docs
