@@ -189,13 +189,13 @@ def markdown(res: dict, held: dict) -> str:
 
 def figure(res: dict, held: dict):
     """Descriptive (the paired intervals are the entries'): each run's adapted pass@1 and held-out pass@1, one dot
-    per seed and one panel per regime and split, :func:`ddrl.wide.levels_panel`."""
+    per seed, one row per split and one column per regime, :func:`ddrl.wide.levels_panel`."""
     regimes = list(res["seeds"])
-    fig, axes = plt.subplots(1, 2 * len(regimes), figsize=(5 * len(regimes) + 4, 4.2))
+    fig, axes = plt.subplots(2, len(regimes), figsize=(5.5 * len(regimes), 8.4), squeeze=False)
     rng = numpy_generator(0, "figure", "cor_alone")
     panels = [(r, res, "adapted pass@1 (%)", "adapted") for r in regimes]
     panels += [(r, held, "held-out pass@1 (%)", "fresh") for r in regimes]
-    for ax, (r, data, ylabel, what) in zip(axes, panels):
+    for ax, (r, data, ylabel, what) in zip(axes.flat, panels):
         per = pd.DataFrame(data["seed_pass1"])
         per = per[per.regime.isin([r, *(g for g, src in READS_FROM.items() if src == r)])]
         per = per[~((per.regime != r) & (per.method != "ddrl"))]

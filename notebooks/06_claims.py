@@ -465,6 +465,30 @@ else:
     display(Markdown("Amendment 31's analysis is not committed yet (`python -m ddrl.small_lr_cor status`)."))
 
 # %% [markdown]
+# Is COR alone beating DDRL a MATH-500-like peculiarity? Amendment 34 runs COR alone in the registered study's two
+# other regimes, paired with their registered runs: AMC-like (19 seeds; against DDRL at the default learning rate,
+# K5, and at lr/10, K4) and AIME-like (6 seeds), then on each regime's 1,536 fresh questions (K3x, K5x). Under the
+# table, descriptive: each run's level and its majority vote (maj@16) on the adapted questions. It appears once
+# `results/cor_alone/` is written.
+# What the committed analysis says (docs/results.md has the numbers): in AMC-like COR alone gains about as much as
+# DDRL on the adapted questions (K3 *reproduced*; DDRL - COR alone *not resolved* at both learning rates) and gains
+# a little on the fresh ones (K3x *reproduced*), where DDRL ends ten points below it (K5x *contradicted*). AIME-like
+# sits at the floor: COR alone neither gains nor loses, DDRL loses a point on the fresh questions.
+
+# %%
+from ddrl import cor_alone
+
+alone_paths = [R / "cor_alone" / f for f in ("adapted.json", "heldout.json")]
+if all(p.is_file() for p in alone_paths):
+    alone, alone_held = (json.loads(p.read_text()) for p in alone_paths)
+    display(Markdown(cor_alone.markdown(alone, alone_held)))
+    fig = cor_alone.figure(alone, alone_held)
+    rep.figure(fig, "cor_alone", data=pd.DataFrame(alone["seed_pass1"]))
+    plt.show()
+else:
+    display(Markdown("Amendment 34's analysis is not committed yet (`python -m ddrl.cor_alone status`)."))
+
+# %% [markdown]
 # ## Why BCS's negatives cost held-out accuracy: policy drift (plan Amendment 21)
 #
 # H1xN says *that* choosing the rarest answers as negatives costs held-out accuracy in AMC-like; the runs' step

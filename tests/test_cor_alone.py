@@ -109,7 +109,7 @@ def test_smoke_analysis_tables_and_figure(smoke, capsys):
     fig = K.figure(res, held)
     assert [ax.get_ylabel() for ax in fig.axes] == ["adapted pass@1 (%)"] * 2 + ["held-out pass@1 (%)"] * 2
     assert fig.axes[0].get_title() == "AMC-like: 4 adapted questions (2 seeds)"
-    assert [t.get_text() for t in fig.axes[0].get_xticklabels()][-1] == "DDRL\nlr/10"
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()][-1].endswith("\nlr/10")  # K4's DDRL runs
     plt.close(fig)
     assert K.main(["status", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
