@@ -41,7 +41,7 @@ def seed_means(runs_dir: Path, regime: str = REGIME) -> pd.DataFrame:
     """Seed x method table of mean adapted pass@1 (points), complete seeds only (every method of METHODS)."""
     frames = []
     for m in METHODS:
-        for f in sorted((Path(runs_dir) / regime).glob(f"{m}-seed??.csv")):
+        for f in sorted((Path(runs_dir) / regime).glob(f"{m}-seed??.csv*")):  # .csv.gz; .csv in older tarballs
             d = pd.read_csv(f)
             d = d[d["split"] == "adapted"]
             frames.append(pd.DataFrame({"method": [m], "seed": [int(d["seed"].iloc[0])],

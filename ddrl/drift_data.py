@@ -11,7 +11,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ddrl.reporting import atomic_write_bytes
+from ddrl.reporting import write_csv
 from ddrl.runs import RunDir
 from ddrl.study_plan import ADAPTED_X, HELDOUT_X
 
@@ -70,7 +70,7 @@ def export_steps(out_dir: str | Path, runs_root: str | Path, regime: str, method
         df = drift_steps(Path(runs_root) / run)
         df.insert(0, "seed", seed)
         df.insert(0, "method", m)
-        atomic_write_bytes(drift_path(dest or out_dir, regime, m, seed), df.to_csv(index=False).encode())
+        write_csv(drift_path(dest or out_dir, regime, m, seed), df)
         n += 1
     return n, missing
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import gzip
 import hashlib
 import json
 import os
@@ -212,6 +213,13 @@ class owner_lock:
 
 
 _DAMAGED = object()
+
+
+def write_csv(path: str | Path, df) -> None:
+    """``df`` (a DataFrame, no index) as a CSV at ``path`` by :func:`atomic_write_bytes`; gzipped where the name ends
+    in ``.gz``, with no timestamp in its header, so the same rows always give the same bytes."""
+    data = df.to_csv(index=False).encode()
+    atomic_write_bytes(path, gzip.compress(data, mtime=0) if str(path).endswith(".gz") else data)
 
 
 def write_json(path: str | Path | None, obj) -> str:

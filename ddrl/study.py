@@ -45,7 +45,8 @@ from ddrl.logprobs import pinned_backend
 from ddrl.models import resolve_device
 from ddrl.parallel import default_workers, run_pool
 from ddrl.regimes import Regime
-from ddrl.reporting import REPO, atomic_write_bytes, content_key, grader_fingerprint, records_key, write_json
+from ddrl.reporting import (REPO, atomic_write_bytes, content_key, grader_fingerprint, records_key, write_csv,
+                            write_json)
 from ddrl.runs import RunDir
 from ddrl.study_analysis import analyse_claims, analyse_stage1
 from ddrl.study_figures import render_results
@@ -77,6 +78,12 @@ def job_key(regime: Regime, scale: Scale, method: str, seed: int) -> str:
 
 
 def _done(path: Path, key: str) -> bool:
+    """Whether ``path`` holds the rows of ``key``; an uncompressed CSV of earlier code beside it is compressed into
+    it first (not recomputed)."""
+    plain = path.with_suffix("")
+    if not path.is_file() and plain.suffix == ".csv" and plain.is_file():
+        atomic_write_bytes(path, gzip.compress(plain.read_bytes(), mtime=0))
+        plain.unlink()
     if not path.is_file():
         return False
     try:
@@ -177,8 +184,8 @@ def run_base_job(regime: Regime, scale: Scale, seed: int, out_dir: str | Path) -
         return "loaded"
     problems = cached_rollouts(cfg.model, list(exp.adapted), f"study-{regime.name}", device=cfg.device, **settings)
     groups, g1 = base_frames(problems, regime.name, seed, cfg.k_train, key)
-    atomic_write_bytes(gpath, groups.to_csv(index=False).encode())
-    atomic_write_bytes(apath, g1.to_csv(index=False).encode())
+    write_csv(gpath, groups)
+    write_csv(apath, g1)
     return "ran"
 
 
@@ -196,8 +203,8 @@ def run_real_rollouts_job(out_dir: str | Path, data_dir: str | Path | None = Non
     if _done(gpath, key) and _done(apath, key):
         return "loaded"
     groups, g1 = base_frames(problems, SVAMP_REGIME, 0, k, key)
-    atomic_write_bytes(gpath, groups.to_csv(index=False).encode())
-    atomic_write_bytes(apath, g1.to_csv(index=False).encode())
+    write_csv(gpath, groups)
+    write_csv(apath, g1)
     return "ran"
 
 
@@ -230,12 +237,7 @@ def run_heldout_x_job(j: Job, regime: Regime, scale: Scale, out_dir: str | Path,
     exp, status = experiment(regime, scale, True, runs_root, held=held), "loaded"
     for m in j.methods:
         key, path = heldout_x_key(regime, scale, m, j.seed, held), heldout_x_path(out_dir, j.regime, m, j.seed)
-        plain = path.with_suffix("")  # an uncompressed CSV of earlier code: compressed, not recomputed
         done = _done(path, key)
-        if not done and _done(plain, key):
-            atomic_write_bytes(path, gzip.compress(plain.read_bytes(), mtime=0))
-            plain.unlink()
-            done = True
         registered = csv_path(out_dir, j.regime, m, j.seed)
         side = None if registered.is_file() else adapted_x_path(out_dir, j.regime, m, j.seed)
         if done and (side is None or _done(side, key)):
@@ -244,11 +246,11 @@ def run_heldout_x_job(j: Job, regime: Regime, scale: Scale, out_dir: str | Path,
         df = question_frame(method_rows(exp, j.seed, m), j.regime, key)
         adapted = df[df.split == "adapted"]
         if side is not None:
-            atomic_write_bytes(side, gzip.compress(adapted.to_csv(index=False).encode(), mtime=0))
+            write_csv(side, adapted)
         if not done:
             df = df[df.split == "heldout"].assign(split=HELDOUT_X, registered_reproduced=same_as_registered(
                 adapted, registered))
-            atomic_write_bytes(path, gzip.compress(df.to_csv(index=False).encode(), mtime=0))
+            write_csv(path, df)
     return status
 
 
@@ -284,8 +286,8 @@ def _run_job(job: tuple[Job, str, str, str | None, float | None]) -> dict:
         run_dir = rows[0].get("run_dir")
         if run_dir and m not in REFINED:  # a refinement's run (if any) is the DDRL run's: its steps are DDRL's
             steps = steps_frame(run_dir, exp.config(m, j.seed), len(exp.adapted), j.regime, m, j.seed, key)
-            atomic_write_bytes(csv_path(out_dir, j.regime, m, j.seed, steps=True), steps.to_csv(index=False).encode())
-        atomic_write_bytes(path, question_frame(rows, j.regime, key).to_csv(index=False).encode())
+            write_csv(csv_path(out_dir, j.regime, m, j.seed, steps=True), steps)
+        write_csv(path, question_frame(rows, j.regime, key))
     return {"job": asdict(j), "status": status}
 
 

@@ -18,7 +18,7 @@ from ddrl.regimes import WEAK_REGIME, Regime
 from ddrl.seeds import derive_seed
 from ddrl.stats import (TARGET_HALF_WIDTH, choose_design, eval_noise_variance, hierarchical_bootstrap,
                         paired_differences, power_table, predicted_half_width, question_bootstrap, variance_components)
-from ddrl.study_plan import (BANDS_64, BASE, HELDOUT_X, NO_RL, PAIRED, QUESTION_COLUMNS, REAL, REUSES_RUN,
+from ddrl.study_plan import (BANDS_64, BASE, CSV, HELDOUT_X, NO_RL, PAIRED, QUESTION_COLUMNS, REAL, REUSES_RUN,
                              SELECTION_K, SELECTION_ORDERS, SHARES_DDRL_RL, STAGE1_COMPARISONS, STEP_COLUMNS, THREE,
                              Scale, same_base, selection_k)
 
@@ -26,14 +26,14 @@ from ddrl.study_plan import (BANDS_64, BASE, HELDOUT_X, NO_RL, PAIRED, QUESTION_
 
 
 def method_csvs(out_dir: str | Path) -> list[Path]:
-    """Every method CSV under ``out_dir`` (``<regime>/<method>-seedNN.csv``, :func:`ddrl.study_plan.csv_path`),
+    """Every method CSV under ``out_dir`` (``<regime>/<method>-seedNN.csv.gz``, :func:`ddrl.study_plan.csv_path`),
     sorted; not the per-step ones nor the base model's (``base/<regime>/``) nor H1x's (:func:`heldout_x_csvs`)."""
-    return sorted(p for p in Path(out_dir).glob("*/*-seed*.csv") if not p.name.endswith("-steps.csv"))
+    return sorted(p for p in Path(out_dir).glob(f"*/*-seed*{CSV}") if not p.name.endswith(f"-steps{CSV}"))
 
 
 def heldout_x_csvs(out_dir: str | Path) -> list[Path]:
     """H1x's gzipped method CSVs under ``out_dir``, sorted (Amendments 11, 12; :func:`~ddrl.study_plan.heldout_x_path`)."""
-    return sorted(Path(out_dir, HELDOUT_X).glob("*/*-seed*.csv.gz"))
+    return sorted(Path(out_dir, HELDOUT_X).glob(f"*/*-seed*{CSV}"))
 
 
 def load_questions(out_dir: str | Path) -> pd.DataFrame:
@@ -46,7 +46,7 @@ def load_questions(out_dir: str | Path) -> pd.DataFrame:
 
 
 def load_steps(out_dir: str | Path) -> pd.DataFrame:
-    files = sorted(Path(out_dir).glob("*/*-steps.csv"))
+    files = sorted(Path(out_dir).glob(f"*/*-steps{CSV}"))
     if not files:
         return pd.DataFrame(columns=["regime", "method", "seed", *STEP_COLUMNS, "phase"])
     return pd.concat([pd.read_csv(p) for p in files], ignore_index=True)
@@ -57,7 +57,7 @@ def progress(out_dir: str | Path) -> pd.DataFrame:
     with the seeds whose CSV is written (the base model's rollouts as method ``base``)."""
     rows = []
     for p in method_csvs(out_dir):
-        method, seed = p.stem.rsplit("-seed", 1)
+        method, seed = p.name.removesuffix(CSV).rsplit("-seed", 1)
         rows.append({"regime": p.parent.name, "method": method, "seed": int(seed)})
     for p in sorted((Path(out_dir) / BASE).glob("*/seed*-groups.csv")):  # seedNN-groups.csv (study.base_paths)
         rows.append({"regime": p.parent.name, "method": BASE, "seed": int(p.name.removeprefix("seed").split("-")[0])})

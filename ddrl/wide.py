@@ -48,7 +48,7 @@ from ddrl.stats import decided, hierarchical_bootstrap
 from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix, load_questions, load_steps, paired_matrix
 from ddrl.study_figures import pseudo_labels_by_episode
-from ddrl.study_plan import RESULTS, SCALES, Job, check_weights, csv_path
+from ddrl.study_plan import CSV, RESULTS, SCALES, Job, check_weights, csv_path
 from ddrl.tables import fmt_ci
 
 REGIME = "math500_like_768"  # ddrl.regimes.wide_regime of the registered MATH-500-like regime
@@ -88,12 +88,16 @@ def gpu_seeds(out: str | Path = OUT) -> dict[int, str]:
     return {int(k): v for k, v in json.loads(path.read_text()).items()} if path.is_file() else {}
 
 
+def csv_seed(path: str | Path) -> int:
+    """The seed a :func:`~ddrl.study_plan.csv_path` name carries (``<method>-seedNN[-steps].csv.gz``)."""
+    return int(Path(path).name.rsplit("-seed", 1)[1].split("-")[0].split(".")[0])
+
+
 def complete_seeds(out: str | Path, regime: str = REGIME, methods: Sequence[str] = METHODS) -> list[int]:
     """Seeds with a written CSV of every method (``<out>/<regime>/<method>-seedNN.csv``)."""
     have = {}
     for m in methods:
-        have[m] = {int(p.stem.rsplit("-seed", 1)[1]) for p in Path(out, regime).glob(f"{m}-seed*.csv")
-                   if not p.name.endswith("-steps.csv")}
+        have[m] = {csv_seed(p) for p in Path(out, regime).glob(f"{m}-seed*{CSV}") if not p.name.endswith(f"-steps{CSV}")}
     return sorted(set.intersection(*have.values())) if have else []
 
 
@@ -107,7 +111,7 @@ def import_runs(src: str | Path, device: str, out: str | Path = OUT, regime: str
     seeds = [s for s in complete_seeds(src, regime, methods) if not (devices.get(s) == device and all(
         csv_path(out, regime, m, s).is_file() and csv_path(out, regime, m, s).read_bytes() ==
         csv_path(src, regime, m, s).read_bytes() for m in methods))]  # imported before: nothing to do
-    clash = [s for s in seeds if any(dest.glob(f"*-seed{s:02d}.csv")) or any(dest.glob(f"*-seed{s:02d}-steps.csv"))]
+    clash = [s for s in seeds if any(dest.glob(f"*-seed{s:02d}{CSV}")) or any(dest.glob(f"*-seed{s:02d}-steps{CSV}"))]
     if clash:
         raise ValueError(f"import_runs: {dest} already holds CSVs of seed(s) {clash}; one device per seed")
     dest.mkdir(parents=True, exist_ok=True)

@@ -138,9 +138,9 @@ def test_committed_entries_recompute_from_the_committed_csvs():
 
 def _registered(regime: str, methods: tuple[str, ...], base: str | None = None):
     runs = small_lr.RUNS
-    paths = [p for m in methods for p in sorted((runs / regime).glob(f"{m}-seed[0-9][0-9].csv"))]
+    paths = [p for m in methods for p in sorted((runs / regime).glob(f"{m}-seed[0-9][0-9].csv.gz"))]
     if base:
-        paths += sorted((runs / base).glob("no_adaptation-seed[0-9][0-9].csv"))
+        paths += sorted((runs / base).glob("no_adaptation-seed[0-9][0-9].csv.gz"))
     return pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths], ignore_index=True)
 
 

@@ -127,7 +127,7 @@ def test_smoke_analysis_and_tables(smoke, capsys):
 
 
 def _csvs(regime: str, methods: tuple[str, ...]) -> pd.DataFrame:
-    paths = [p for m in methods for p in sorted((small_lr.RUNS / regime).glob(f"{m}-seed[0-9][0-9].csv"))]
+    paths = [p for m in methods for p in sorted((small_lr.RUNS / regime).glob(f"{m}-seed[0-9][0-9].csv.gz"))]
     return pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths], ignore_index=True)
 
 

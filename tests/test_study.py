@@ -351,7 +351,7 @@ def test_cli_claims_renders_beside_its_results_not_into_the_docs(smoke, capsys):
 
 def test_a_rerun_skips_written_jobs(smoke):
     root = smoke["root"]
-    files = {p: p.stat().st_mtime_ns for p in (root / "runs").rglob("*.csv")}
+    files = {p: p.stat().st_mtime_ns for p in (root / "runs").rglob("*.csv*")}
     mp = pytest.MonkeyPatch()
     mp.setenv("DDRL_CACHE_DIR", str(root / "cache"))
     try:
@@ -360,7 +360,7 @@ def test_a_rerun_skips_written_jobs(smoke):
     finally:
         mp.undo()
     assert {d["status"] for d in again} == {"loaded"}
-    assert {p: p.stat().st_mtime_ns for p in (root / "runs").rglob("*.csv")} == files
+    assert {p: p.stat().st_mtime_ns for p in (root / "runs").rglob("*.csv*")} == files
 
 
 def test_a_spent_budget_starts_no_job(tmp_path, monkeypatch):
@@ -390,7 +390,7 @@ def test_a_killed_study_resumes_without_retraining(tmp_path):
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     assert {p: p.stat().st_mtime_ns for p in finished} == stamp, "a finished run was retrained"
-    assert len(list((tmp_path / "runs" / "math500_like").glob("*-seed0?.csv"))) == 3 * 2
+    assert len(list((tmp_path / "runs" / "math500_like").glob("*-seed0?.csv.gz"))) == 3 * 2
 
 
 def test_the_study_refuses_other_base_weights_than_the_measured_ones(tmp_path, monkeypatch):
@@ -616,8 +616,8 @@ def test_new_replication_copies_the_registered_regimes_onto_this_machines_weight
 def test_progress_counts_written_csvs_from_their_names_only(tmp_path):
     """The progress table (notebook 06, docs/results.md) reads file names, never a result: a CSV whose
     content is not even a table still counts as written; steps CSVs and other files do not."""
-    for rel in ("amc_like/ttrl-seed00.csv", "amc_like/ttrl-seed02.csv", "amc_like/ttrl-seed00-steps.csv",
-                "amc_like/ddrl-seed01.csv", "math500_like/no_adaptation-seed10.csv", "amc_like/notes.txt",
+    for rel in ("amc_like/ttrl-seed00.csv.gz", "amc_like/ttrl-seed02.csv.gz", "amc_like/ttrl-seed00-steps.csv.gz",
+                "amc_like/ddrl-seed01.csv.gz", "math500_like/no_adaptation-seed10.csv.gz", "amc_like/notes.txt",
                 "base/amc_like/seed00-groups.csv", "base/amc_like/seed00-g1.csv", "base/amc_like/seed01-groups.csv"):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("not a table")
@@ -809,10 +809,10 @@ def test_every_committed_run_is_current_under_this_code(monkeypatch, results_dir
     scale = study.SCALES["default"]
     regs = study.load_regimes(base_file, scale=scale)
     stale, n = [], 0
-    for p in sorted(runs.glob("*/*-seed[0-9][0-9].csv")):
-        method, seed = p.stem.rsplit("-seed", 1)
+    for p in sorted(runs.glob("*/*-seed[0-9][0-9].csv.gz")):
+        method, seed = p.name.removesuffix(".csv.gz").rsplit("-seed", 1)
         key = study.job_key(regs[p.parent.name], scale, method, int(seed))
-        for q in (p, p.with_name(p.stem + "-steps.csv")):
+        for q in (p, study.csv_path(runs, p.parent.name, method, int(seed), steps=True)):
             if q.is_file():
                 n += 1
                 if not study._done(q, key):

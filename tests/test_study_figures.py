@@ -115,7 +115,7 @@ def test_render_results_writes_every_figure(tmp_path):
     runs = tmp_path / "runs"
     for (r, m), g in synthetic_steps().groupby(["regime", "method"]):
         for s, gs in g.groupby("seed"):
-            p = runs / r / f"{m}-seed{s:02d}-steps.csv"
+            p = runs / r / f"{m}-seed{s:02d}-steps.csv.gz"
             p.parent.mkdir(parents=True, exist_ok=True)
             gs.to_csv(p, index=False)
     paths = F.render_results([claims.entry("M1", "aime_like", 5.0, 3.2, 6.8, 8, 64)], runs, tmp_path / "docs",
@@ -131,7 +131,7 @@ def test_render_results_writes_every_figure(tmp_path):
     for m, v in (("ttrl", 0.5), ("ddrl", 0.75)):  # DDRL ahead by 25 points in both seeds
         for s in (0, 1):
             pd.DataFrame({"regime": "amc_like", "method": m, "seed": s, "split": "adapted", "question": ["q1", "q2"],
-                          "pass@1": v}).to_csv(runs / "amc_like" / f"{m}-seed{s:02d}.csv", index=False)
+                          "pass@1": v}).to_csv(runs / "amc_like" / f"{m}-seed{s:02d}.csv.gz", index=False)
     paths = F.render_results([claims.entry("M1", "amc_like", 25.0, 25.0, 25.0, 2, 2)], runs, tmp_path / "docs")
     seeds = pd.read_csv(paths["seeds.csv"])
     assert seeds[["id", "regime", "n_seeds", "ahead", "behind", "min", "max"]].values.tolist() == [["M1", "amc_like", 2, 2, 0, 25.0, 25.0]]

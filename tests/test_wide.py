@@ -121,13 +121,13 @@ def test_committed_csvs_are_the_registered_configuration_on_their_device(monkeyp
     """Every committed CSV's key is :func:`ddrl.study.job_key` of the regime's registered configuration, computed
     for the device ``devices.json`` names (the GPU seeds' keys name ``cuda``), and has all 768 questions."""
     folder = wide.OUT / wide.REGIME
-    files = sorted(p for p in folder.glob("*-seed*.csv") if not p.name.endswith("-steps.csv"))
+    files = sorted(p for p in folder.glob("*-seed*.csv.gz") if not p.name.endswith("-steps.csv.gz"))
     if not files:
         pytest.skip(f"{folder}: no committed runs yet (plan Amendment 26)")
     study.check_weights()  # the measured base build (the keys hash its weights)
     regime, scale, gpu = load_regimes(names=[wide.REGIME])[wide.REGIME], SCALES["default"], wide.gpu_seeds()
     for p in files:
-        method, seed = p.stem.rsplit("-seed", 1)
+        method, seed = p.name.removesuffix(".csv.gz").rsplit("-seed", 1)
         df = pd.read_csv(p, usecols=["key", "question"], dtype=str)
         with monkeypatch.context() as m:
             if int(seed) in gpu:
@@ -206,10 +206,10 @@ def test_vote_by_quarter_splits_each_runs_rl_steps_in_four(tmp_path):
                  "label/majority_ratio": 0.5 + 0.05 * s + shift, "gt/label_acc": 0.9 - 0.1 * (s // 2)}
                 for s in range(8)]
         rows.append({**rows[-1], "step": 8, "phase": "cor", "gt/label_acc": 99.0})
-        path = tmp_path / wide.REGIME / f"ttrl-seed{seed:02d}-steps.csv"
+        path = tmp_path / wide.REGIME / f"ttrl-seed{seed:02d}-steps.csv.gz"
         path.parent.mkdir(exist_ok=True)
         pd.DataFrame(rows).to_csv(path, index=False)
-    other = tmp_path / "math500_like" / "ttrl-seed00-steps.csv"
+    other = tmp_path / "math500_like" / "ttrl-seed00-steps.csv.gz"
     other.parent.mkdir()
     pd.DataFrame([{**rows[0], "regime": "math500_like", "gt/label_acc": 99.0}]).to_csv(other, index=False)
     got = wide.vote_by_quarter(tmp_path)
@@ -373,7 +373,7 @@ def test_docs_quote_the_64_step_runs_vote():
     """Amendment 26's prose compares the long runs' label accuracy with the registered 64-step MATH-500-like runs'
     (TTRL and DDRL on their 46 seeds): :func:`wide.vote_by_quarter` on those runs' step logs, first and last quarter."""
     runs = REPO / "results" / "runs"
-    files = [p for m in ("ttrl", "ddrl") for p in sorted((runs / "math500_like").glob(f"{m}-seed[0-9][0-9]-steps.csv"))]
+    files = [p for m in ("ttrl", "ddrl") for p in sorted((runs / "math500_like").glob(f"{m}-seed[0-9][0-9]-steps.csv.gz"))]
     steps = pd.concat([pd.read_csv(p) for p in files], ignore_index=True)
     v = wide.vote_by_quarter(regime="math500_like", steps=steps).set_index(["method", "quarter"])
     assert set(v.n_seeds) == {46}
