@@ -28,7 +28,8 @@ import seaborn as sns
 
 from ddrl.paper import value
 from ddrl.reporting import save_figure
-from ddrl.stats import NO_EFFECT_MARGIN, VERDICTS, detectable_effect, verdict
+from ddrl.seeds import derive_seed
+from ddrl.stats import NO_EFFECT_MARGIN, VERDICTS, decided, detectable_effect, verdict
 
 FIELDS = ("id", "claim", "regime", "metric", "paper", "estimate", "ci_low", "ci_high", "n_seeds", "n_questions",
           "verdict")
@@ -199,6 +200,16 @@ def entry(claim_id: str, regime: str, estimate: float, ci_low: float, ci_high: f
             "estimate": float(estimate), "ci_low": float(ci_low), "ci_high": float(ci_high),
             "n_seeds": int(n_seeds), "n_questions": int(n_questions),
             "verdict": verdict(ci_low, ci_high, paper_sign(c, regime), c.margin)}
+
+
+def amendment_entry(cid: str, regime: str, claim: str, metric: str, a: str, b: str, diffs,
+                    margin: float = NO_EFFECT_MARGIN, n_boot: int = 4000) -> dict:
+    """A claim a plan amendment adds (no paper number; expected sign +1: ``a`` above ``b``) in ``claims.json``'s
+    schema, from its seeds x questions matrix of ``a - b`` (points): Sec. 4's bootstrap on the stream
+    ``derive_seed(0, "claims", cid, regime)``, ``margin`` and rule (:func:`ddrl.stats.decided`)."""
+    rng = np.random.default_rng(derive_seed(0, "claims", cid, regime))
+    return {"id": cid, "claim": claim, "regime": regime, "metric": metric, "paper": None, "a": a, "b": b,
+            **decided(np.asarray(diffs), rng, +1, margin, n_boot)}
 
 
 def paper_sign(c: Claim, regime: str) -> int:

@@ -24,20 +24,19 @@ from pathlib import Path
 from typing import Sequence
 
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 import seaborn as sns
 
+from ddrl.claims import amendment_entry
 from ddrl.plotting import color, label, save_docs_figure
 from ddrl.reporting import cache_root, write_json
-from ddrl.seeds import derive_seed, numpy_generator
+from ddrl.seeds import numpy_generator
 from ddrl.small_lr import RUNS, add_run_arguments, seeds_line
-from ddrl.stats import decided
 from ddrl.study import run_jobs
 from ddrl.study_analysis import paired_matrix
 from ddrl.study_plan import COR_ONLY, HELDOUT_X, RESULTS, SCALES, SMALL_LR, Job, check_weights, csv_path, heldout_x_path
 from ddrl.tables import fmt_ci
-from ddrl.wide import VERDICT_MD, level_table, levels_panel, run_levels
+from ddrl.wide import VERDICT_MD, below_cell, level_table, levels_panel, run_levels
 
 #: The regimes COR alone runs in, each on its registered seeds (Amendment 34)
 SEEDS = {"amc_like": tuple(range(19)), "aime_like": tuple(range(6))}
@@ -76,10 +75,6 @@ def heldout_jobs(seeds: dict[str, Sequence[int]] = SEEDS) -> list[Job]:
     """COR alone recomputed and evaluated on the regime's fresh questions: the study's H1x job
     (:func:`ddrl.study.run_heldout_x_job`)."""
     return [Job(r, s, (COR_ONLY,), "H1x") for r, ss in seeds.items() for s in ss]
-
-
-def _seeds_of(regime: str) -> Sequence[int]:
-    return SEEDS[READS_FROM.get(regime, regime)]
 
 
 def missing(out: str | Path = RUNS, seeds: dict[str, Sequence[int]] = SEEDS) -> dict[str, list[int]]:
@@ -125,9 +120,8 @@ def _entries(df: pd.DataFrame, claims: dict, split: str, n_boot: int) -> list[di
     """``claims.json``-schema entries (no paper number; sign +1): the registered bootstrap (stream
     ``derive_seed(0, "claims", id, regime)``), margin and rule."""
     metric = "adapted pass@1" if split == "adapted" else "held-out pass@1"
-    return [{"id": cid, "claim": what, "regime": regime, "metric": f"{metric}, {what} [points]", "paper": None,
-             "a": a, "b": b, **decided(matrix(df, cid, regime, split).to_numpy(),
-                                       np.random.default_rng(derive_seed(0, "claims", cid, regime)), +1, MARGIN, n_boot)}
+    return [amendment_entry(cid, regime, what, f"{metric}, {what} [points]", a, b,
+                            matrix(df, cid, regime, split).to_numpy(), MARGIN, n_boot)
             for (cid, regime), (a, b, what) in claims.items()]
 
 
@@ -182,7 +176,7 @@ def markdown(res: dict, held: dict) -> str:
     rows += ["", "| regime | method | adapted pass@1, mean over seeds (SD) | maj@16 | seeds below the untrained run |",
              "|---|---|---|---|---|"]
     rows += [f"| {LEVEL_NAME[r['regime']]} | {r['method']} | {r['pass1']:.1f} ({r['sd']:.1f}) | {r['maj']:.1f} | "
-             f"{'-' if r['method'] == 'no_adaptation' else str(r['below_reference']) + ' of ' + str(r['n_seeds'])} |"
+             f"{below_cell(r)} |"
              for r in res["levels"]]
     return "\n".join(rows) + "\n"
 

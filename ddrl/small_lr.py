@@ -40,8 +40,8 @@ from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix
 from ddrl.study_plan import RESULTS, SAME_BASE, SCALES, STEP_COLUMNS, Job, check_weights, csv_path, load_regimes
 from ddrl.tables import fmt_ci
-from ddrl.wide import (VERDICT_MD, complete_seeds, level_table, levels_vote_figure, run_levels, vote_by_quarter,
-                       wide_entry)
+from ddrl.wide import (VERDICT_MD, below_cell, complete_seeds, level_table, levels_vote_figure, run_levels,
+                       vote_by_quarter, wide_entry)
 
 REGIME = "math500_like_small_lr"
 BASE_REGIME = SAME_BASE[REGIME]  # "math500_like": its questions, base build and untrained runs
@@ -193,7 +193,7 @@ def split_markdown(res: dict) -> str:
     rows += ["", "| method | learning rate | adapted pass@1, mean over seeds (SD) | seeds below TTRL at its lr |",
              "|---|---|---|---|"]
     rows += [f"| {r['method']} | {lr[r['regime']]} | {r['pass1']:.1f} ({r['sd']:.1f}) | "
-             f"{'-' if r['method'] == 'ttrl' else str(r['below_reference']) + ' of ' + str(r['n_seeds'])} |"
+             f"{below_cell(r, 'ttrl')} |"
              for r in res["levels"]]
     return "\n".join(rows) + "\n"
 
@@ -226,9 +226,8 @@ def levels_markdown(res: dict) -> str:
     rows = ["| method | learning rate | adapted pass@1, mean over seeds (SD) | seeds below their untrained run |",
             "|---|---|---|---|"]
     for r in res["levels"]:
-        below = "-" if r["method"] == "no_adaptation" else f"{r['below_reference']} of {r['n_seeds']}"
         rows.append(f"| {r['method']} | {'-' if r['method'] == 'no_adaptation' else lr[r['regime']]} | "
-                    f"{r['pass1']:.1f} ({r['sd']:.1f}) | {below} |")
+                    f"{r['pass1']:.1f} ({r['sd']:.1f}) | {below_cell(r)} |")
     return "\n".join(rows) + "\n"
 
 

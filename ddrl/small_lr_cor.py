@@ -26,25 +26,23 @@ from pathlib import Path
 from typing import Sequence
 
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from ddrl.claims import validate
+from ddrl.claims import amendment_entry, validate
 from ddrl.experiments import METHODS as PRESETS
 from ddrl.logprobs import pinned_backend
 from ddrl.plotting import color, label, save_docs_figure
 from ddrl.reporting import cache_root, write_json
 from ddrl.runs import RunDir
-from ddrl.seeds import derive_seed, numpy_generator
+from ddrl.seeds import numpy_generator
 from ddrl.small_lr import BASE_REGIME, OUT, REGIME, RUNS, SEEDS, STANDS_FOR, add_run_arguments, seeds_line
-from ddrl.stats import decided
 from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import (COR_LR10, COR_ONLY, HELDOUT_X, HELDOUT_X_METHODS, SCALES, Job, check_weights, csv_path, experiment,
                              heldout_x_path, load_regimes)
 from ddrl.tables import fmt_ci
-from ddrl.wide import VERDICT_MD, complete_seeds, level_table, levels_panel, run_levels, wide_entry
+from ddrl.wide import VERDICT_MD, below_cell, complete_seeds, level_table, levels_panel, run_levels, wide_entry
 
 ARMS = (COR_LR10, COR_ONLY)
 #: The arms' names in figures (they are COR calls, not trainer presets, so ddrl.plotting's labels do not name them)
@@ -130,9 +128,7 @@ def k_entry(cid: str, d: pd.DataFrame, n_boot: int = 4000) -> dict:
     ``derive_seed(0, "claims", cid, regime)``), margin and rule."""
     a, b, what, regime = CLAIMS[cid] if cid in CLAIMS else (*HELDOUT_K[cid], REGIME)
     metric = f"{'adapted' if cid in CLAIMS else 'held-out'} pass@1, {what} [points]"
-    rng = np.random.default_rng(derive_seed(0, "claims", cid, regime))
-    return {"id": cid, "claim": what, "regime": regime, "metric": metric, "paper": None, "a": a, "b": b,
-            **decided(d.to_numpy(), rng, +1, MARGIN, n_boot)}
+    return amendment_entry(cid, regime, what, metric, a, b, d.to_numpy(), MARGIN, n_boot)
 
 
 def analyse(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = SEEDS) -> dict:
@@ -198,9 +194,8 @@ def markdown(res: dict) -> str:
     for r in res["levels"]:
         kept = res["cor_kept"].get(r["method"]) if r["regime"] == REGIME else None
         lr = "-" if r["method"] in ("no_adaptation", COR_ONLY) else LR_NAME[r["regime"]]
-        rows.append(f"| {r['method']} | {lr} | {r['pass1']:.1f} ({r['sd']:.1f}) | "
-                    f"{'-' if r['method'] == 'no_adaptation' else str(r['below_reference']) + ' of ' + str(r['n_seeds'])}"
-                    f" | {'-' if kept is None else f'{kept:.0f}'} |")
+        rows.append(f"| {r['method']} | {lr} | {r['pass1']:.1f} ({r['sd']:.1f}) | {below_cell(r)} | "
+                    f"{'-' if kept is None else f'{kept:.0f}'} |")
     return "\n".join(rows) + "\n"
 
 

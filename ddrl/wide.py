@@ -255,6 +255,12 @@ def level_table(per: pd.DataFrame, by: Sequence[str] = ("method",), reference: s
     return pd.DataFrame(rows)
 
 
+def below_cell(row: dict, reference: str = "no_adaptation") -> str:
+    """A :func:`level_table` row's "seeds below the reference" cell as the level tables print it: ``k of n``, or
+    ``-`` for the reference's own row."""
+    return "-" if row["method"] == reference else f"{row['below_reference']} of {row['n_seeds']}"
+
+
 def levels(out: str | Path = OUT, seeds: Sequence[int] | None = None, regime: str = REGIME,
            reference: str = "no_adaptation") -> pd.DataFrame:
     """:func:`level_table` of ``regime``'s runs under ``out``: one row per method."""

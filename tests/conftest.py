@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -24,6 +25,13 @@ def shared_data() -> Path:
     if not (d / "MATH-TTT" / "test.json").is_file():
         pytest.skip(f"real benchmark data not found at {d} (set DDRL_DATA_DIR or place shared/ beside the repo)")
     return d
+
+
+def committed_json(path: Path, command: str) -> dict:
+    """A committed analysis (JSON), or a skip naming the ``command`` that writes it while it is not written yet."""
+    if not path.is_file():
+        pytest.skip(f"{path}: not analysed yet ({command})")
+    return json.loads(path.read_text())
 
 
 def load_bench(name: str):

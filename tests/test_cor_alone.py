@@ -8,6 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import committed_json
 
 from ddrl import cor_alone as K, small_lr, study
 from ddrl.reporting import REPO
@@ -153,10 +154,7 @@ def test_the_plans_predicted_half_widths_are_the_measured_components():
 
 
 def _committed(name: str) -> dict:
-    path = K.OUT / name
-    if not path.is_file():
-        pytest.skip(f"{path}: not analysed yet (python -m ddrl.cor_alone analyse ... --json {path})")
-    return json.loads(path.read_text())
+    return committed_json(K.OUT / name, f"python -m ddrl.cor_alone analyse ... --json {K.OUT / name}")
 
 
 def test_committed_adapted_analysis_recomputes_from_the_committed_csvs():

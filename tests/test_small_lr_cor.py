@@ -8,6 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import committed_json
 
 from ddrl import claims, small_lr, small_lr_cor as K, study
 from ddrl.reporting import REPO
@@ -156,10 +157,7 @@ def test_the_plans_predicted_half_widths_are_the_measured_components():
 
 
 def _committed(name: str) -> dict:
-    path = small_lr.OUT / name
-    if not path.is_file():
-        pytest.skip(f"{path}: not analysed yet (python -m ddrl.small_lr_cor analyse ... --json {path})")
-    return json.loads(path.read_text())
+    return committed_json(small_lr.OUT / name, f"python -m ddrl.small_lr_cor analyse ... --json {small_lr.OUT / name}")
 
 
 def test_committed_cor_analysis_recomputes_from_the_committed_csvs():
