@@ -94,7 +94,7 @@ def csv_seed(path: str | Path) -> int:
 
 
 def complete_seeds(out: str | Path, regime: str = REGIME, methods: Sequence[str] = METHODS) -> list[int]:
-    """Seeds with a written CSV of every method (``<out>/<regime>/<method>-seedNN.csv``)."""
+    """Seeds with a written CSV of every method (``<out>/<regime>/<method>-seedNN.csv.gz``)."""
     have = {}
     for m in methods:
         have[m] = {csv_seed(p) for p in Path(out, regime).glob(f"{m}-seed*{CSV}") if not p.name.endswith(f"-steps{CSV}")}
