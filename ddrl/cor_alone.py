@@ -34,7 +34,8 @@ from ddrl.seeds import numpy_generator
 from ddrl.small_lr import RUNS, add_run_arguments, seeds_line
 from ddrl.study import run_jobs
 from ddrl.study_analysis import paired_matrix
-from ddrl.study_plan import COR_ONLY, HELDOUT_X, RESULTS, SCALES, SMALL_LR, Job, check_weights, csv_path, heldout_x_path
+from ddrl.study_plan import (COR_ONLY, HELDOUT_X, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, csv_path,
+                             heldout_x_path)
 from ddrl.tables import fmt_ci
 from ddrl.wide import VERDICT_MD, below_cell, level_table, levels_panel, run_levels
 
@@ -42,7 +43,7 @@ from ddrl.wide import VERDICT_MD, below_cell, level_table, levels_panel, run_lev
 SEEDS = {"amc_like": tuple(range(19)), "aime_like": tuple(range(6))}
 OUT = RESULTS / "cor_alone"
 #: A regime whose claims read COR alone from another regime's CSVs (the same computation: it runs no RL)
-READS_FROM = {SMALL_LR: "amc_like"}
+READS_FROM = {SMALL_LR: SAME_BASE[SMALL_LR]}
 #: Amendment 34's claims on the adapted questions: (id, regime) -> (a, b, comparison); pass@1 a - b per seed and
 #: question, sign +1, margin 1, the ids of Amendments 30 and 32 (K4: DDRL at lr/10, K5: at the default lr)
 CLAIMS = {("K3", "amc_like"): (COR_ONLY, "no_adaptation", "COR alone (no RL) - no adaptation"),
@@ -62,7 +63,9 @@ PREDICTED = {("K3", "amc_like"): "3.98", ("K5", "amc_like"): "1.81-3.98", ("K4",
              ("K3x", "amc_like"): "0.28-1.41", ("K5x", "amc_like"): "0.28-1.41",
              ("K3x", "aime_like"): "0.13-0.55", ("K5x", "aime_like"): "0.13-0.55"}
 #: The registered runs the adapted claims pair COR alone with, per regime
-PAIRED = {"amc_like": ("no_adaptation", "ddrl"), SMALL_LR: ("ddrl",), "aime_like": ("no_adaptation", "ddrl")}
+#: The runs each regime's claims read (the untrained and DDRL ones registered), in the tables' order
+METHODS = ("no_adaptation", "ddrl", COR_ONLY)
+PAIRED = {"amc_like": METHODS[:2], SMALL_LR: ("ddrl",), "aime_like": METHODS[:2]}
 LEVEL_NAME = {"amc_like": "AMC-like", SMALL_LR: "AMC-like at lr/10", "aime_like": "AIME-like"}
 
 
@@ -91,7 +94,7 @@ def missing(out: str | Path = RUNS, seeds: dict[str, Sequence[int]] = SEEDS) -> 
 def heldout_missing(out: str | Path = RUNS, seeds: dict[str, Sequence[int]] = SEEDS) -> dict[str, list[int]]:
     """Per regime, the seeds without every held-out evaluation the fresh-question claims read."""
     return {r: [s for s in ss if not all(heldout_x_path(out, r, m, s).is_file()
-                                         for m in ("no_adaptation", "ddrl", COR_ONLY))] for r, ss in seeds.items()}
+                                         for m in METHODS)] for r, ss in seeds.items()}
 
 
 def _refuse(miss: dict[str, list[int]], out: str | Path, what: str) -> None:
@@ -103,7 +106,7 @@ def _refuse(miss: dict[str, list[int]], out: str | Path, what: str) -> None:
 
 def load(out: str | Path = RUNS, seeds: dict[str, Sequence[int]] = SEEDS) -> pd.DataFrame:
     """The per-question rows the adapted claims read: per regime COR alone and the registered runs it pairs with."""
-    paths = [csv_path(out, r, m, s) for r in seeds for s in seeds[r] for m in ("no_adaptation", "ddrl", COR_ONLY)]
+    paths = [csv_path(out, r, m, s) for r in seeds for s in seeds[r] for m in METHODS]
     paths += [csv_path(out, r, m, s) for r, src in READS_FROM.items() if src in seeds for s in seeds[src]
               for m in PAIRED[r]]
     return pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths], ignore_index=True)
@@ -133,8 +136,7 @@ def analyse(out: str | Path = RUNS, n_boot: int = 4000, seeds: dict[str, Sequenc
     df = load(out, seeds)
     entries = _entries(df, CLAIMS, "adapted", n_boot)
     a = df[df.split == "adapted"]
-    maj = (100 * a.groupby(["regime", "method", "seed"], sort=False)["maj@n"].mean()).rename("maj").reset_index()
-    per = run_levels(df).merge(maj, on=["regime", "method", "seed"])
+    per = run_levels(df).merge(run_levels(df, value="maj@n", name="maj"), on=["regime", "method", "seed"])
     lv = []
     for r in seeds:  # the regime's runs, then the DDRL runs at lr/10 that read its COR alone
         sub = per[per.regime.isin([r, *(g for g, src in READS_FROM.items() if src == r)])]
@@ -152,7 +154,7 @@ def analyse_heldout(out: str | Path = RUNS, n_boot: int = 4000, seeds: dict[str,
     their committed CSV's (``registered_reproduced`` of ``registered_checked``)."""
     _refuse(heldout_missing(out, seeds), out, "a held-out evaluation")
     df = pd.concat([pd.read_csv(heldout_x_path(out, r, m, s), dtype={"question": str})
-                    for r in seeds for m in ("no_adaptation", "ddrl", COR_ONLY) for s in seeds[r]], ignore_index=True)
+                    for r in seeds for m in METHODS for s in seeds[r]], ignore_index=True)
     entries = _entries(df, HELDOUT_CLAIMS, HELDOUT_X, n_boot)
     per = run_levels(df, HELDOUT_X)
     lv = pd.concat([level_table(per[per.regime == r], ("method",), sort=False).assign(regime=r) for r in seeds])
@@ -192,7 +194,6 @@ def figure(res: dict, held: dict):
     for ax, (r, data, ylabel, what) in zip(axes.flat, panels):
         per = pd.DataFrame(data["seed_pass1"])
         per = per[per.regime.isin([r, *(g for g, src in READS_FROM.items() if src == r)])]
-        per = per[~((per.regime != r) & (per.method != "ddrl"))]
         name = per.method.map(lambda m: "COR alone (no RL)" if m == COR_ONLY else label(m))
         per["run"] = name.where(per.regime == r, name + "\nlr/10")
         palette = dict(zip(per.run, per.method.map(color)))

@@ -224,11 +224,11 @@ def arms_markdown(entries: Sequence[dict]) -> str:
     return "\n".join(rows) + "\n"
 
 
-def run_levels(df: pd.DataFrame, split: str = "adapted") -> pd.DataFrame:
-    """Each run's pass@1 on ``split`` in points (the mean over its questions) from per-question rows: one row per
-    regime x method x seed, in the order the rows come."""
+def run_levels(df: pd.DataFrame, split: str = "adapted", value: str = "pass@1", name: str = "pass1") -> pd.DataFrame:
+    """Each run's pass@1 (or another per-question ``value``, as column ``name``) on ``split`` in points (the mean
+    over its questions) from per-question rows: one row per regime x method x seed, in the order the rows come."""
     a = df[df.split == split]
-    return (100 * a.groupby(["regime", "method", "seed"], sort=False)["pass@1"].mean()).rename("pass1").reset_index()
+    return (100 * a.groupby(["regime", "method", "seed"], sort=False)[value].mean()).rename(name).reset_index()
 
 
 def seed_levels(out: str | Path = OUT, seeds: Sequence[int] | None = None, regime: str = REGIME) -> pd.DataFrame:
