@@ -400,8 +400,8 @@ def replication_figure(studies: dict[str, Sequence[dict]]):
     ax.set_xlabel("effect, in each metric's units (grey: the +-1 no-effect band)")
     handles = [plt.Line2D([], [], color=colors[n], marker="o", lw=2, label=n) for n in names]
     handles.append(plt.Line2D([], [], ls="", marker="D", mfc="none", mec="black", label="paper"))
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=len(handles), fontsize=8,
-              frameon=False)
+    ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(handles), fontsize=8,
+              frameon=False)  # above the axes: below them it met the x label on short plots
     sns.despine(ax=ax, left=True)
     fig.tight_layout()
     return fig

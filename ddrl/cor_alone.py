@@ -13,6 +13,13 @@ paired with their registered runs: K3 (COR alone - no adaptation), K5 (DDRL at t
     python -m ddrl.cor_alone analyse --json results/cor_alone/adapted.json
     python -m ddrl.cor_alone analyse --heldout --json results/cor_alone/heldout.json
     python -m ddrl.cor_alone figure                 # docs/results/cor_alone.{png,pdf} (descriptive)
+
+Amendment 35 asks K3 and K4 again, and adds the untrained runs the replication lacked, on the second pinned build
+(``c49d994e...``, Amendment 6's replication, whose one regime is ``amc_like_small_lr``): ``--build c49d`` (run it with
+that build's cache, ``DDRL_CACHE_DIR``; :data:`DESIGNS`).
+
+    DDRL_CACHE_DIR=<cache> python -m ddrl.cor_alone run --build c49d --workers 2   # untrained + COR alone, 19 seeds
+    python -m ddrl.cor_alone analyse --build c49d --json results/replication_c49d/cor_alone.json
 """
 
 from __future__ import annotations
@@ -20,6 +27,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -34,8 +43,8 @@ from ddrl.seeds import numpy_generator
 from ddrl.small_lr import RUNS, add_run_arguments, seeds_line
 from ddrl.study import run_jobs
 from ddrl.study_analysis import paired_matrix
-from ddrl.study_plan import (COR_ONLY, HELDOUT_X, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, csv_path,
-                             heldout_x_path)
+from ddrl.study_plan import (COR_ONLY, HELDOUT_X, NO_RL, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, check_weights,
+                             csv_path, heldout_x_path, regimes_path)
 from ddrl.tables import fmt_ci
 from ddrl.wide import VERDICT_MD, below_cell, level_table, levels_panel, run_levels
 
@@ -62,16 +71,54 @@ PREDICTED = {("K3", "amc_like"): "3.98", ("K5", "amc_like"): "1.81-3.98", ("K4",
              ("K3", "aime_like"): "0.98", ("K5", "aime_like"): "0.00-0.98",
              ("K3x", "amc_like"): "0.28-1.41", ("K5x", "amc_like"): "0.28-1.41",
              ("K3x", "aime_like"): "0.13-0.55", ("K5x", "aime_like"): "0.13-0.55"}
-#: The registered runs the adapted claims pair COR alone with, per regime
-#: The runs each regime's claims read (the untrained and DDRL ones registered), in the tables' order
+#: The runs the claims read, in the tables' order
 METHODS = ("no_adaptation", "ddrl", COR_ONLY)
-PAIRED = {"amc_like": METHODS[:2], SMALL_LR: ("ddrl",), "aime_like": METHODS[:2]}
 LEVEL_NAME = {"amc_like": "AMC-like", SMALL_LR: "AMC-like at lr/10", "aime_like": "AIME-like"}
 
 
-def jobs(seeds: dict[str, Sequence[int]] = SEEDS) -> list[Job]:
-    """COR alone, regime by regime (AMC-like first), seed by seed."""
-    return [Job(r, s, (COR_ONLY,), "K cor alone") for r, ss in seeds.items() for s in ss]
+@dataclass(frozen=True)
+class Design:
+    """One build's COR-alone comparisons: the study it joins (``results``: its regimes file names the build,
+    :func:`ddrl.study_plan.regimes_path`; its CSVs under ``results/runs``), the regimes' seeds, the claims, the methods
+    ``run`` computes, and the regimes whose no-RL runs are another regime's CSVs (``reads_from``)."""
+
+    amendment: int
+    results: Path
+    seeds: dict[str, tuple[int, ...]]
+    claims: dict
+    heldout_claims: dict
+    runs: tuple[str, ...]
+    reads_from: dict[str, str]
+    predicted: dict  # the plan's predicted half-widths, as the table prints them
+    analyses: tuple[Path, ...]  # the committed analyses (adapted; held-out where the design has it)
+    name: str  # the figure's file name under docs/results/
+    runs_called: str  # what the figure's title calls the runs COR alone stands beside
+
+    @property
+    def out(self) -> Path:
+        return self.results / "runs"
+
+
+#: Amendment 34 on the registered build; Amendment 35 on the ``c49d994e...`` build, at lr/10 only (the replication's
+#: one regime): the untrained model and COR alone run in that regime itself (no RL: the same computation as in
+#: ``amc_like``, measured for seed 0 before the amendment), K3 and K4 with the registered build's half-widths as the
+#: predictions (the same design)
+DESIGNS = {
+    "registered": Design(34, RESULTS, SEEDS, CLAIMS, HELDOUT_CLAIMS, (COR_ONLY,), READS_FROM, PREDICTED,
+                         (OUT / "adapted.json", OUT / "heldout.json"), "cor_alone", "the registered runs"),
+    "c49d": Design(35, RESULTS / "replication_c49d", {SMALL_LR: tuple(range(19))},
+                   {("K3", SMALL_LR): CLAIMS["K3", "amc_like"], ("K4", SMALL_LR): CLAIMS["K4", SMALL_LR]}, {},
+                   ("no_adaptation", COR_ONLY), {}, {("K3", SMALL_LR): "3.04", ("K4", SMALL_LR): "3.30"},
+                   (RESULTS / "replication_c49d" / "cor_alone.json",), "cor_alone_c49d",
+                   "the c49d994e build's runs"),
+}
+REGISTERED = DESIGNS["registered"]
+
+
+def jobs(seeds: dict[str, Sequence[int]] = SEEDS, design: Design = REGISTERED) -> list[Job]:
+    """The design's runs (COR alone; with the untrained model on a build that has none), regime by regime (AMC-like
+    first), seed by seed."""
+    return [Job(r, s, design.runs, "K cor alone") for r, ss in seeds.items() for s in ss]
 
 
 def heldout_jobs(seeds: dict[str, Sequence[int]] = SEEDS) -> list[Job]:
@@ -80,13 +127,23 @@ def heldout_jobs(seeds: dict[str, Sequence[int]] = SEEDS) -> list[Job]:
     return [Job(r, s, (COR_ONLY,), "H1x") for r, ss in seeds.items() for s in ss]
 
 
-def missing(out: str | Path = RUNS, seeds: dict[str, Sequence[int]] = SEEDS) -> dict[str, list[int]]:
-    """Per regime of :data:`SEEDS`, the seeds without a CSV the adapted claims read (COR alone's, or a registered run
-    it is paired with, in :data:`PAIRED`'s regimes that read it)."""
-    need = {r: [(r, COR_ONLY), *((r, m) for m in PAIRED[r])] for r in seeds}
-    for r, src in READS_FROM.items():
-        if src in need:
-            need[src] += [(r, m) for m in PAIRED[r]]
+def needed(seeds: dict[str, Sequence[int]] = SEEDS, design: Design = REGISTERED) -> dict[str, list[tuple[str, str]]]:
+    """Per regime of ``seeds``, the (regime, method) CSVs its seeds' adapted claims read, in the tables' order: a
+    claim in a regime without seeds of its own takes them from ``reads_from``'s regime, whose CSVs its no-RL runs are."""
+    need: dict[str, list[tuple[str, str]]] = {r: [] for r in seeds}
+    for (_, r), (a, b, _) in design.claims.items():
+        src = design.reads_from.get(r, r)
+        key = r if r in seeds else src
+        if key in need:
+            need[key] += [(src if m in NO_RL else r, m) for m in (a, b)]
+    order = {m: i for i, m in enumerate(METHODS)}
+    return {r: sorted(set(cs), key=lambda c: (c[0] != r, c[0], order[c[1]])) for r, cs in need.items()}
+
+
+def missing(out: str | Path = RUNS, seeds: dict[str, Sequence[int]] = SEEDS,
+            design: Design = REGISTERED) -> dict[str, list[int]]:
+    """Per regime of ``seeds``, the seeds without a CSV the adapted claims read (:func:`needed`)."""
+    need = needed(seeds, design)
     return {r: [s for s in ss if not all(csv_path(out, g, m, s).is_file() for g, m in need[r])]
             for r, ss in seeds.items()}
 
@@ -97,49 +154,52 @@ def heldout_missing(out: str | Path = RUNS, seeds: dict[str, Sequence[int]] = SE
                                          for m in METHODS)] for r, ss in seeds.items()}
 
 
-def _refuse(miss: dict[str, list[int]], out: str | Path, what: str) -> None:
+def _refuse(miss: dict[str, list[int]], out: str | Path, what: str, design: Design) -> None:
     left = {r: s for r, s in miss.items() if s}
     if left:
-        raise ValueError(f"{out}: Amendment 34 incomplete, {what} missing for seeds {left}; the plan reads no estimate "
-                         "before every seed is complete")
+        raise ValueError(f"{out}: Amendment {design.amendment} incomplete, {what} missing for seeds {left}; the plan "
+                         "reads no estimate before every seed is complete")
 
 
-def load(out: str | Path = RUNS, seeds: dict[str, Sequence[int]] = SEEDS) -> pd.DataFrame:
-    """The per-question rows the adapted claims read: per regime COR alone and the registered runs it pairs with."""
-    paths = [csv_path(out, r, m, s) for r in seeds for s in seeds[r] for m in METHODS]
-    paths += [csv_path(out, r, m, s) for r, src in READS_FROM.items() if src in seeds for s in seeds[src]
-              for m in PAIRED[r]]
+def load(out: str | Path = RUNS, seeds: dict[str, Sequence[int]] = SEEDS, design: Design = REGISTERED) -> pd.DataFrame:
+    """The per-question rows the adapted claims read (:func:`needed`): per regime, seed by seed, its own runs; then
+    the runs of the regimes that read a regime's no-RL runs."""
+    need = needed(seeds, design)
+    paths = [csv_path(out, g, m, s) for own in (True, False) for r in seeds for s in seeds[r] for g, m in need[r]
+             if (g == r) == own]
     return pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths], ignore_index=True)
 
 
-def matrix(df: pd.DataFrame, cid: str, regime: str, split: str = "adapted") -> pd.DataFrame:
-    """A claim's seeds x questions matrix (points), a - b; K4's COR alone is ``amc_like``'s
+def matrix(df: pd.DataFrame, cid: str, regime: str, split: str = "adapted", design: Design = REGISTERED) -> pd.DataFrame:
+    """A claim's seeds x questions matrix (points), a - b; the registered K4's COR alone is ``amc_like``'s
     (``ddrl.study_plan.NO_RL``: it runs no RL, so it is one computation at both learning rates)."""
-    a, b, _ = (CLAIMS if split == "adapted" else HELDOUT_CLAIMS)[cid, regime]
+    a, b, _ = (design.claims if split == "adapted" else design.heldout_claims)[cid, regime]
     return paired_matrix(df, regime, a, b, split)
 
 
-def _entries(df: pd.DataFrame, claims: dict, split: str, n_boot: int) -> list[dict]:
+def _entries(df: pd.DataFrame, split: str, n_boot: int, design: Design) -> list[dict]:
     """``claims.json``-schema entries (no paper number; sign +1): the registered bootstrap (stream
     ``derive_seed(0, "claims", id, regime)``), margin and rule."""
     metric = "adapted pass@1" if split == "adapted" else "held-out pass@1"
+    claims = design.claims if split == "adapted" else design.heldout_claims
     return [amendment_entry(cid, regime, what, f"{metric}, {what} [points]", a, b,
-                            matrix(df, cid, regime, split).to_numpy(), MARGIN, n_boot)
+                            matrix(df, cid, regime, split, design).to_numpy(), MARGIN, n_boot)
             for (cid, regime), (a, b, what) in claims.items()]
 
 
-def analyse(out: str | Path = RUNS, n_boot: int = 4000, seeds: dict[str, Sequence[int]] = SEEDS) -> dict:
+def analyse(out: str | Path = RUNS, n_boot: int = 4000, seeds: dict[str, Sequence[int]] = SEEDS,
+            design: Design = REGISTERED) -> dict:
     """The adapted claims once every CSV they read is written: ``entries``; descriptive, ``levels`` (each run's mean
     adapted pass@1 and maj@16 over the seeds, with how many seeds end below the untrained run), ``cor_kept`` (COR
     alone's kept rollouts per run, mean over the seeds) and ``seed_pass1`` (each run's level)."""
-    _refuse(missing(out, seeds), out, "a CSV the adapted claims read")
-    df = load(out, seeds)
-    entries = _entries(df, CLAIMS, "adapted", n_boot)
+    _refuse(missing(out, seeds, design), out, "a CSV the adapted claims read", design)
+    df = load(out, seeds, design)
+    entries = _entries(df, "adapted", n_boot, design)
     a = df[df.split == "adapted"]
     per = run_levels(df).merge(run_levels(df, value="maj@n", name="maj"), on=["regime", "method", "seed"])
     lv = []
     for r in seeds:  # the regime's runs, then the DDRL runs at lr/10 that read its COR alone
-        sub = per[per.regime.isin([r, *(g for g, src in READS_FROM.items() if src == r)])]
+        sub = per[per.regime.isin([r, *(g for g, src in design.reads_from.items() if src == r)])]
         t = level_table(sub, ("regime", "method"), sort=False)
         t["maj"] = sub.groupby(["regime", "method"], sort=False)["maj"].mean().to_numpy()
         lv += t.to_dict(orient="records")
@@ -152,10 +212,10 @@ def analyse_heldout(out: str | Path = RUNS, n_boot: int = 4000, seeds: dict[str,
     """K3x and K5x once every evaluation is written: ``entries``; descriptive, each run's mean held-out pass@1 over
     the seeds (``levels``; each run's in ``seed_pass1``) and how many recomputed COR-alone runs' adapted rows equal
     their committed CSV's (``registered_reproduced`` of ``registered_checked``)."""
-    _refuse(heldout_missing(out, seeds), out, "a held-out evaluation")
+    _refuse(heldout_missing(out, seeds), out, "a held-out evaluation", REGISTERED)
     df = pd.concat([pd.read_csv(heldout_x_path(out, r, m, s), dtype={"question": str})
                     for r in seeds for m in METHODS for s in seeds[r]], ignore_index=True)
-    entries = _entries(df, HELDOUT_CLAIMS, HELDOUT_X, n_boot)
+    entries = _entries(df, HELDOUT_X, n_boot, REGISTERED)
     per = run_levels(df, HELDOUT_X)
     lv = pd.concat([level_table(per[per.regime == r], ("method",), sort=False).assign(regime=r) for r in seeds])
     checked = df[df.method == COR_ONLY].drop_duplicates(["regime", "seed"])["registered_reproduced"]
@@ -168,13 +228,13 @@ def _ci(e: dict) -> str:
     return fmt_ci(e["estimate"], e["ci_low"], e["ci_high"], "+.2f")
 
 
-def markdown(res: dict, held: dict) -> str:
-    """Amendment 34's table as docs/results.md quotes it (adapted, then fresh questions), then the adapted levels."""
+def markdown(res: dict, held: dict | None = None, design: Design = REGISTERED) -> str:
+    """The design's table as docs/results.md quotes it (adapted, then fresh questions), then the adapted levels."""
     rows = ["| claim (pass@1, points) | regime | seeds x questions | estimate [95% CI] | half-width (predicted) | "
             "verdict |", "|---|---|---|---|---|---|"]
     rows += [f"| {e['id']} {e['claim']} | {LEVEL_NAME[e['regime']]} | {e['n_seeds']} x {e['n_questions']:,} | "
-             f"{_ci(e)} | {e['half_width']:.2f} ({PREDICTED[e['id'], e['regime']]}) | {VERDICT_MD[e['verdict']]} |"
-             for e in (*res["entries"], *held["entries"])]
+             f"{_ci(e)} | {e['half_width']:.2f} ({design.predicted[e['id'], e['regime']]}) | "
+             f"{VERDICT_MD[e['verdict']]} |" for e in (*res["entries"], *(held or {}).get("entries", ()))]
     rows += ["", "| regime | method | adapted pass@1, mean over seeds (SD) | maj@16 | seeds below the untrained run |",
              "|---|---|---|---|---|"]
     rows += [f"| {LEVEL_NAME[r['regime']]} | {r['method']} | {r['pass1']:.1f} ({r['sd']:.1f}) | {r['maj']:.1f} | "
@@ -183,17 +243,18 @@ def markdown(res: dict, held: dict) -> str:
     return "\n".join(rows) + "\n"
 
 
-def figure(res: dict, held: dict):
-    """Descriptive (the paired intervals are the entries'): each run's adapted pass@1 and held-out pass@1, one dot
-    per seed, one row per split and one column per regime, :func:`ddrl.wide.levels_panel`."""
+def figure(res: dict, held: dict | None = None, design: Design = REGISTERED):
+    """Descriptive (the paired intervals are the entries'): each run's adapted pass@1 (and held-out pass@1, where the
+    design has it), one dot per seed, one row per split and one column per regime, :func:`ddrl.wide.levels_panel`."""
     regimes = list(res["seeds"])
-    fig, axes = plt.subplots(2, len(regimes), figsize=(5.5 * len(regimes), 8.4), squeeze=False)
-    rng = numpy_generator(0, "figure", "cor_alone")
-    panels = [(r, res, "adapted pass@1 (%)", "adapted") for r in regimes]
-    panels += [(r, held, "held-out pass@1 (%)", "fresh") for r in regimes]
+    splits = [(res, "adapted pass@1 (%)", "adapted"), *([(held, "held-out pass@1 (%)", "fresh")] if held else [])]
+    fig, axes = plt.subplots(len(splits), len(regimes), figsize=(5.5 * len(regimes), 4.2 * len(splits)),
+                             squeeze=False)
+    rng = numpy_generator(0, "figure", design.name)
+    panels = [(r, *split) for split in splits for r in regimes]
     for ax, (r, data, ylabel, what) in zip(axes.flat, panels):
         per = pd.DataFrame(data["seed_pass1"])
-        per = per[per.regime.isin([r, *(g for g, src in READS_FROM.items() if src == r)])]
+        per = per[per.regime.isin([r, *(g for g, src in design.reads_from.items() if src == r)])]
         name = per.method.map(lambda m: "COR alone (no RL)" if m == COR_ONLY else label(m))
         per["run"] = name.where(per.regime == r, name + "\nlr/10")
         palette = dict(zip(per.run, per.method.map(color)))
@@ -201,8 +262,9 @@ def figure(res: dict, held: dict):
         levels_panel(ax, per, list(dict.fromkeys(per.run)), palette, rng, ylabel,
                      f"{LEVEL_NAME[r]}: {n_q:,} {what} questions")
         sns.despine(ax=ax)
-    fig.suptitle("COR alone (consensus SFT from the untrained model) beside the registered runs "
-                 "(plan Amendment 34; descriptive)", fontsize=10)
+    title = (f"COR alone (consensus SFT from the untrained model) beside {design.runs_called} "
+             f"(plan Amendment {design.amendment}; descriptive)")
+    fig.suptitle(textwrap.fill(title, 16 * fig.get_figwidth()), fontsize=10)  # ~16 characters an inch at 10 pt
     fig.tight_layout()
     return fig
 
@@ -211,25 +273,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.cor_alone", description=__doc__.split("\n\n")[0])
     ap.add_argument("what", choices=("run", "heldout", "status", "analyse", "figure"))
     add_run_arguments(ap, "run, heldout: seeds N-M in every regime (default: each regime's registered seeds)")
-    ap.add_argument("--regimes", nargs="+", choices=sorted(SEEDS), default=list(SEEDS), help="run, heldout")
+    ap.set_defaults(out=None)
+    ap.add_argument("--build", choices=sorted(DESIGNS), default="registered",
+                    help="registered: Amendment 34; c49d: Amendment 35 (with that build's cache, DDRL_CACHE_DIR)")
+    ap.add_argument("--regimes", nargs="+", default=None, help="run, heldout (default: every regime of the build's)")
     ap.add_argument("--heldout", action="store_true", help="analyse: the fresh-question claims")
     args = ap.parse_args(argv)
-    seeds = {r: args.seeds or SEEDS[r] for r in args.regimes}
+    design = DESIGNS[args.build]
+    out = args.out or design.out
+    regimes = args.regimes or list(design.seeds)
+    if set(regimes) - set(design.seeds) or ((args.what == "heldout" or args.heldout) and not design.heldout_claims):
+        ap.error(f"--build {args.build} has the regimes {sorted(design.seeds)}"
+                 f"{'' if design.heldout_claims else ' and no held-out claims'}")
+    seeds = {r: args.seeds or design.seeds[r] for r in regimes}
+    tag = f"Amendment {design.amendment}"
     if args.what in ("run", "heldout"):
-        check_weights(scale=SCALES[args.scale])  # the measured base build, never a new one
-        todo = jobs(seeds) if args.what == "run" else heldout_jobs(seeds)
-        status = run_jobs(todo, SCALES[args.scale], args.out, args.runs_root or cache_root() / "runs",
-                          args.budget_min, args.workers, desc=f"Amendment 34 {args.what}")
+        check_weights(regimes_path(design.results), SCALES[args.scale])  # the measured base build, never a new one
+        todo = jobs(seeds, design) if args.what == "run" else heldout_jobs(seeds)
+        status = run_jobs(todo, SCALES[args.scale], out, args.runs_root or cache_root() / "runs",
+                          args.budget_min, args.workers, desc=f"{tag} {args.what}")
         print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
     elif args.what == "status":
-        for what, miss in (("adapted", missing(args.out)), ("held-out", heldout_missing(args.out))):
+        parts = [("adapted", missing(out, design.seeds, design))]
+        parts += [("held-out", heldout_missing(out))] if design.heldout_claims else []
+        for what, miss in parts:
             for r, m in miss.items():
-                print(seeds_line(f"Amendment 34 ({r}, {what})", len(SEEDS[r]), m))
-    elif args.what == "figure":  # -> docs/results/cor_alone.{png,pdf}, from the committed analyses
-        print(save_docs_figure(figure(*(json.loads((OUT / f).read_text()) for f in ("adapted.json", "heldout.json"))),
-                               "cor_alone"))
+                print(seeds_line(f"{tag} ({r}, {what})", len(design.seeds[r]), m))
+    elif args.what == "figure":  # -> docs/results/<name>.{png,pdf}, from the committed analyses
+        print(save_docs_figure(figure(*(json.loads(f.read_text()) for f in design.analyses), design=design),
+                               design.name))
     else:
-        sys.stdout.write(write_json(args.json, analyse_heldout(args.out) if args.heldout else analyse(args.out)))
+        res = analyse_heldout(out) if args.heldout else analyse(out, seeds=design.seeds, design=design)
+        sys.stdout.write(write_json(args.json, res))
     return 0
 
 

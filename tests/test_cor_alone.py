@@ -1,4 +1,5 @@
-"""Plan Amendment 34: COR alone in AMC-like and AIME-like, adapted and fresh questions (``ddrl.cor_alone``)."""
+"""Plan Amendment 34: COR alone in AMC-like and AIME-like, adapted and fresh questions; Amendment 35: K3, K4 on the
+second pinned build, with its untrained runs (``ddrl.cor_alone``)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ddrl.study_analysis import paired_matrix
 from ddrl.study_plan import COR_ONLY, NO_RL, SCALES, SMALL_LR, Job, csv_path, heldout_x_path, load_regimes, same_base
 
 SMOKE_SEEDS = {"amc_like": (0, 1), "aime_like": (0, 1)}
+C49D = K.DESIGNS["c49d"]
 
 
 def test_jobs_go_regime_by_regime_then_seed_by_seed():
@@ -23,6 +25,18 @@ def test_jobs_go_regime_by_regime_then_seed_by_seed():
         ("amc_like", 0, (COR_ONLY,)), ("amc_like", 1, (COR_ONLY,)), ("aime_like", 0, (COR_ONLY,))]
     assert {j.label for j in K.heldout_jobs()} == {"H1x"} and len(K.heldout_jobs()) == 19 + 6
     assert K.SEEDS == {"amc_like": tuple(range(19)), "aime_like": tuple(range(6))}  # the registered seeds
+    assert [(j.regime, j.seed, j.methods) for j in K.jobs({SMALL_LR: (3,)}, C49D)] == [
+        (SMALL_LR, 3, ("no_adaptation", COR_ONLY))]  # Amendment 35: the build has no untrained runs of its own
+    assert C49D.seeds == {SMALL_LR: tuple(range(19))} and C49D.out == study.RESULTS / "replication_c49d" / "runs"
+
+
+def test_each_design_reads_its_claims_csvs_and_a_no_rl_run_only_from_where_it_says():
+    assert K.needed() == {"amc_like": [("amc_like", "no_adaptation"), ("amc_like", "ddrl"), ("amc_like", COR_ONLY),
+                                       (SMALL_LR, "ddrl")],  # K4's DDRL at lr/10 against AMC-like's COR alone
+                          "aime_like": [("aime_like", "no_adaptation"), ("aime_like", "ddrl"), ("aime_like", COR_ONLY)]}
+    assert K.needed(C49D.seeds, C49D) == {SMALL_LR: [(SMALL_LR, "no_adaptation"), (SMALL_LR, "ddrl"),
+                                                     (SMALL_LR, COR_ONLY)]}
+    assert K.needed({"amc_like": (0,)}) == {"amc_like": K.needed()["amc_like"]}  # a regime left out reads nothing
 
 
 def test_cor_alone_is_one_computation_at_both_learning_rates():
@@ -66,6 +80,7 @@ def smoke(tmp_path_factory):
         K.analyse(out, n_boot=200, seeds=SMOKE_SEEDS)
     assert K.main(["run", *common]) == 0
     assert K.main(["heldout", *common]) == 0
+    assert K.main(["run", "--build", "c49d", *common]) == 0  # Amendment 35's runs (the smoke model: one build)
     return out, runs, common
 
 
@@ -118,6 +133,39 @@ def test_smoke_analysis_tables_and_figure(smoke, capsys):
     assert "Amendment 34 (aime_like, held-out): 2 of 6 seeds complete" in printed
 
 
+def test_smoke_second_build_design_reads_its_own_regime_and_matches_the_registered_computation(smoke, capsys):
+    """Amendment 35 on the smoke scale: the untrained model and COR alone computed in the lr/10 regime give the rows
+    they give in AMC-like (no RL: ``study_plan.NO_RL``'s premise), so its K4 is the registered design's K4 here."""
+    out, _, common = smoke
+    keep = ["seed", "question", "pass@1", "maj@n", "mean_tokens", "cor_kept"]
+    for m in ("no_adaptation", COR_ONLY):
+        for s in (0, 1):
+            own, base = (pd.read_csv(csv_path(out, r, m, s), dtype={"question": str}) for r in (SMALL_LR, "amc_like"))
+            base = base[base.split == "adapted"].reset_index(drop=True)
+            pd.testing.assert_frame_equal(own[keep], base[keep], check_dtype=False)
+    res = K.analyse(out, n_boot=200, seeds={SMALL_LR: (0, 1)}, design=C49D)
+    assert [(e["id"], e["regime"]) for e in res["entries"]] == list(C49D.claims)
+    reg = K.analyse(out, n_boot=200, seeds=SMOKE_SEEDS)
+    assert [e for e in res["entries"] if e["id"] == "K4"] == [e for e in reg["entries"] if e["id"] == "K4"]
+    assert [(r["regime"], r["method"]) for r in res["levels"]] == [(SMALL_LR, m) for m in K.METHODS]
+    table = K.markdown(res, design=C49D).splitlines()
+    assert table[2].startswith("| K3 COR alone (no RL) - no adaptation | AMC-like at lr/10 | 2 x 4 |")
+    assert "(3.04)" in table[2] and "(3.30)" in table[3] and len(table) == 2 + 2 + 3 + 3
+    fig = K.figure(res, design=C49D)
+    assert len(fig.axes) == 1 and fig.axes[0].get_ylabel() == "adapted pass@1 (%)"
+    assert "Amendment 35" in fig._suptitle.get_text()
+    plt.close(fig)
+    with pytest.raises(ValueError, match=r"Amendment 35 incomplete, a CSV the adapted claims read missing for seeds "
+                                         r"\{'amc_like_small_lr': \[2\]\}"):
+        K.analyse(out, n_boot=200, seeds={SMALL_LR: (0, 1, 2)}, design=C49D)
+    assert K.main(["status", "--build", "c49d", "--out", str(out)]) == 0
+    assert "Amendment 35 (amc_like_small_lr, adapted): 2 of 19 seeds complete" in capsys.readouterr().out
+    for bad in (["heldout", "--build", "c49d", *common], ["run", "--build", "c49d", "--regimes", "amc_like", *common]):
+        with pytest.raises(SystemExit):
+            K.main(bad)
+    assert "--build c49d has the regimes ['amc_like_small_lr'] and no held-out claims" in capsys.readouterr().err
+
+
 def _csvs(regime: str, methods: tuple[str, ...], seeds) -> pd.DataFrame:
     paths = [p for m in methods for p in sorted((small_lr.RUNS / regime).glob(f"{m}-seed[0-9][0-9].csv.gz"))]
     df = pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths], ignore_index=True)
@@ -163,6 +211,20 @@ def test_committed_adapted_analysis_recomputes_from_the_committed_csvs():
 
 def test_committed_heldout_analysis_recomputes_from_the_committed_csvs():
     assert json.loads(json.dumps(K.analyse_heldout(n_boot=4000))) == _committed("heldout.json")
+
+
+def test_committed_second_build_analysis_recomputes_from_the_committed_csvs():
+    path = C49D.analyses[0]
+    got = K.analyse(C49D.out, n_boot=4000, seeds=C49D.seeds, design=C49D)
+    assert json.loads(json.dumps(got)) == committed_json(path, f"python -m ddrl.cor_alone analyse --build c49d --json {path}")
+
+
+def test_docs_quote_amendment_35():
+    path = C49D.analyses[0]
+    res = committed_json(path, f"python -m ddrl.cor_alone analyse --build c49d --json {path}")
+    docs = (REPO / "docs" / "results.md").read_text()
+    assert K.markdown(res, design=C49D) in docs
+    assert (REPO / "docs" / "results" / "cor_alone_c49d.png").is_file() and "(results/cor_alone_c49d.png)" in docs
 
 
 def test_docs_quote_amendment_34():

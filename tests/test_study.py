@@ -784,7 +784,7 @@ def experiment_model(regime) -> str:
 COMMITTED_STUDIES = (
     (study.RESULTS, study.RESULTS / "runs", 200),
     (study.RESULTS / "replication_xeon", study.RESULTS / "replication_xeon" / "runs", 120),
-    (study.RESULTS / "replication_c49d", study.RESULTS / "replication_c49d" / "runs", 76),  # complete: 38 runs
+    (study.RESULTS / "replication_c49d", study.RESULTS / "replication_c49d" / "runs", 114),  # 38 runs, +38 (Amendment 35)
 )
 
 
