@@ -20,6 +20,11 @@ that build's cache, ``DDRL_CACHE_DIR``; :data:`DESIGNS`).
 
     DDRL_CACHE_DIR=<cache> python -m ddrl.cor_alone run --build c49d --workers 2   # untrained + COR alone, 19 seeds
     python -m ddrl.cor_alone analyse --build c49d --json results/replication_c49d/cor_alone.json
+
+Amendment 36 does the same on the Xeon build (``abcbf433...``, Amendment 5's replication, recovered): COR alone in
+AMC-like and MATH-500-like beside that replication's 12 seeds (K3, K5), and TTRL and DDRL at lr/10 from seed 0 as far
+as the session's clock allowed (K4 on the complete seeds; P1, P2, M1 by ``python -m ddrl.study --analyse claims``):
+``--build xeon``.
 """
 
 from __future__ import annotations
@@ -55,11 +60,11 @@ OUT = RESULTS / "cor_alone"
 READS_FROM = {SMALL_LR: SAME_BASE[SMALL_LR]}
 #: Amendment 34's claims on the adapted questions: (id, regime) -> (a, b, comparison); pass@1 a - b per seed and
 #: question, sign +1, margin 1, the ids of Amendments 30 and 32 (K4: DDRL at lr/10, K5: at the default lr)
-CLAIMS = {("K3", "amc_like"): (COR_ONLY, "no_adaptation", "COR alone (no RL) - no adaptation"),
-          ("K5", "amc_like"): ("ddrl", COR_ONLY, "DDRL at the default lr - COR alone"),
-          ("K4", SMALL_LR): ("ddrl", COR_ONLY, "DDRL at lr/10 - COR alone"),
-          ("K3", "aime_like"): (COR_ONLY, "no_adaptation", "COR alone (no RL) - no adaptation"),
-          ("K5", "aime_like"): ("ddrl", COR_ONLY, "DDRL at the default lr - COR alone")}
+_K3 = (COR_ONLY, "no_adaptation", "COR alone (no RL) - no adaptation")
+_K4 = ("ddrl", COR_ONLY, "DDRL at lr/10 - COR alone")
+_K5 = ("ddrl", COR_ONLY, "DDRL at the default lr - COR alone")
+CLAIMS = {("K3", "amc_like"): _K3, ("K5", "amc_like"): _K5, ("K4", SMALL_LR): _K4, ("K3", "aime_like"): _K3,
+          ("K5", "aime_like"): _K5}
 #: On H1x's fresh questions (held-out pass@1; DDRL is the registered default-lr run's H1x evaluation)
 HELDOUT_CLAIMS = {("K3x", "amc_like"): (COR_ONLY, "no_adaptation", "COR alone (no RL) - no adaptation, held-out"),
                   ("K5x", "amc_like"): ("ddrl", COR_ONLY, "DDRL at the default lr - COR alone, held-out"),
@@ -73,7 +78,8 @@ PREDICTED = {("K3", "amc_like"): "3.98", ("K5", "amc_like"): "1.81-3.98", ("K4",
              ("K3x", "aime_like"): "0.13-0.55", ("K5x", "aime_like"): "0.13-0.55"}
 #: The runs the claims read, in the tables' order
 METHODS = ("no_adaptation", "ddrl", COR_ONLY)
-LEVEL_NAME = {"amc_like": "AMC-like", SMALL_LR: "AMC-like at lr/10", "aime_like": "AIME-like"}
+LEVEL_NAME = {"amc_like": "AMC-like", SMALL_LR: "AMC-like at lr/10", "aime_like": "AIME-like",
+              "math500_like": "MATH-500-like"}
 
 
 @dataclass(frozen=True)
@@ -87,30 +93,42 @@ class Design:
     seeds: dict[str, tuple[int, ...]]
     claims: dict
     heldout_claims: dict
-    runs: tuple[str, ...]
+    runs: dict[str, tuple[tuple[str, ...], ...]]  # per regime, the method groups ``run`` computes (one job each)
     reads_from: dict[str, str]
     predicted: dict  # the plan's predicted half-widths, as the table prints them
     analyses: tuple[Path, ...]  # the committed analyses (adapted; held-out where the design has it)
     name: str  # the figure's file name under docs/results/
     runs_called: str  # what the figure's title calls the runs COR alone stands beside
+    partial: tuple[str, ...] = ()  # regimes run as far as a clock allowed: analysed on their complete seeds
 
     @property
     def out(self) -> Path:
         return self.results / "runs"
 
 
+_XEON = RESULTS / "replication_xeon"
 #: Amendment 34 on the registered build; Amendment 35 on the ``c49d994e...`` build, at lr/10 only (the replication's
 #: one regime): the untrained model and COR alone run in that regime itself (no RL: the same computation as in
 #: ``amc_like``, measured for seed 0 before the amendment), K3 and K4 with the registered build's half-widths as the
-#: predictions (the same design)
+#: predictions (the same design); Amendment 36 on the Xeon build ``abcbf433...`` (Amendment 5's replication): COR
+#: alone in AMC-like and MATH-500-like beside that replication's runs, and TTRL and DDRL at lr/10 as far as the
+#: session's clock allowed (seeds from 0), K4 reading AMC-like's COR alone as Amendment 34 does
 DESIGNS = {
-    "registered": Design(34, RESULTS, SEEDS, CLAIMS, HELDOUT_CLAIMS, (COR_ONLY,), READS_FROM, PREDICTED,
-                         (OUT / "adapted.json", OUT / "heldout.json"), "cor_alone", "the registered runs"),
+    "registered": Design(34, RESULTS, SEEDS, CLAIMS, HELDOUT_CLAIMS, {r: ((COR_ONLY,),) for r in SEEDS}, READS_FROM,
+                         PREDICTED, (OUT / "adapted.json", OUT / "heldout.json"), "cor_alone", "the registered runs"),
     "c49d": Design(35, RESULTS / "replication_c49d", {SMALL_LR: tuple(range(19))},
-                   {("K3", SMALL_LR): CLAIMS["K3", "amc_like"], ("K4", SMALL_LR): CLAIMS["K4", SMALL_LR]}, {},
-                   ("no_adaptation", COR_ONLY), {}, {("K3", SMALL_LR): "3.04", ("K4", SMALL_LR): "3.30"},
+                   {("K3", SMALL_LR): _K3, ("K4", SMALL_LR): _K4}, {},
+                   {SMALL_LR: (("no_adaptation", COR_ONLY),)}, {}, {("K3", SMALL_LR): "3.04", ("K4", SMALL_LR): "3.30"},
                    (RESULTS / "replication_c49d" / "cor_alone.json",), "cor_alone_c49d",
                    "the c49d994e build's runs"),
+    "xeon": Design(36, _XEON, {"amc_like": tuple(range(12)), "math500_like": tuple(range(12)),
+                               SMALL_LR: tuple(range(6))},
+                   {("K3", "amc_like"): _K3, ("K5", "amc_like"): _K5, ("K3", "math500_like"): _K3,
+                    ("K5", "math500_like"): _K5, ("K4", SMALL_LR): _K4}, {},
+                   {"amc_like": ((COR_ONLY,),), "math500_like": ((COR_ONLY,),), SMALL_LR: (("ttrl",), ("ddrl",))},
+                   READS_FROM, {("K3", "amc_like"): "3.08", ("K5", "amc_like"): "3.95", ("K3", "math500_like"): "2.19",
+                                ("K5", "math500_like"): "3.51", ("K4", SMALL_LR): "3.56-3.77"},
+                   (_XEON / "cor_alone.json",), "cor_alone_xeon", "the Xeon build's runs", partial=(SMALL_LR,)),
 }
 REGISTERED = DESIGNS["registered"]
 
@@ -118,7 +136,7 @@ REGISTERED = DESIGNS["registered"]
 def jobs(seeds: dict[str, Sequence[int]] = SEEDS, design: Design = REGISTERED) -> list[Job]:
     """The design's runs (COR alone; with the untrained model on a build that has none), regime by regime (AMC-like
     first), seed by seed."""
-    return [Job(r, s, design.runs, "K cor alone") for r, ss in seeds.items() for s in ss]
+    return [Job(r, s, ms, "K cor alone") for r, ss in seeds.items() for s in ss for ms in design.runs[r]]
 
 
 def heldout_jobs(seeds: dict[str, Sequence[int]] = SEEDS) -> list[Job]:
@@ -154,6 +172,26 @@ def heldout_missing(out: str | Path = RUNS, seeds: dict[str, Sequence[int]] = SE
                                          for m in METHODS)] for r, ss in seeds.items()}
 
 
+def shown(seeds: Sequence[str], design: Design) -> list[str]:
+    """The regimes a table or figure shows on their own: not those reading their no-RL runs from a regime in ``seeds``
+    (their runs are shown beside that regime's)."""
+    return [r for r in seeds if design.reads_from.get(r) not in seeds]
+
+
+def analysis_seeds(out: str | Path, design: Design) -> dict[str, tuple[int, ...]]:
+    """The seeds the design's analysis reads: all of them, except in its ``partial`` regimes (run as far as a clock
+    allowed), where the seeds with every CSV the claims read and every run the design made there (at least 2)."""
+    seeds = dict(design.seeds)
+    need = needed(seeds, design)
+    for r in design.partial:
+        made = [(r, m) for group in design.runs[r] for m in group]
+        seeds[r] = tuple(s for s in seeds[r] if all(csv_path(out, g, m, s).is_file() for g, m in need[r] + made))
+        if len(seeds[r]) < 2:
+            raise ValueError(f"{out}: Amendment {design.amendment}'s {r} has {len(seeds[r])} complete seeds; its "
+                             "analysis needs at least 2")
+    return seeds
+
+
 def _refuse(miss: dict[str, list[int]], out: str | Path, what: str, design: Design) -> None:
     left = {r: s for r, s in miss.items() if s}
     if left:
@@ -167,7 +205,7 @@ def load(out: str | Path = RUNS, seeds: dict[str, Sequence[int]] = SEEDS, design
     need = needed(seeds, design)
     paths = [csv_path(out, g, m, s) for own in (True, False) for r in seeds for s in seeds[r] for g, m in need[r]
              if (g == r) == own]
-    return pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths], ignore_index=True)
+    return pd.concat([pd.read_csv(p, dtype={"question": str}) for p in dict.fromkeys(paths)], ignore_index=True)
 
 
 def matrix(df: pd.DataFrame, cid: str, regime: str, split: str = "adapted", design: Design = REGISTERED) -> pd.DataFrame:
@@ -198,7 +236,7 @@ def analyse(out: str | Path = RUNS, n_boot: int = 4000, seeds: dict[str, Sequenc
     a = df[df.split == "adapted"]
     per = run_levels(df).merge(run_levels(df, value="maj@n", name="maj"), on=["regime", "method", "seed"])
     lv = []
-    for r in seeds:  # the regime's runs, then the DDRL runs at lr/10 that read its COR alone
+    for r in shown(seeds, design):  # a regime's runs, then those of the regimes reading its COR alone (lr/10)
         sub = per[per.regime.isin([r, *(g for g, src in design.reads_from.items() if src == r)])]
         t = level_table(sub, ("regime", "method"), sort=False)
         t["maj"] = sub.groupby(["regime", "method"], sort=False)["maj"].mean().to_numpy()
@@ -246,7 +284,7 @@ def markdown(res: dict, held: dict | None = None, design: Design = REGISTERED) -
 def figure(res: dict, held: dict | None = None, design: Design = REGISTERED):
     """Descriptive (the paired intervals are the entries'): each run's adapted pass@1 (and held-out pass@1, where the
     design has it), one dot per seed, one row per split and one column per regime, :func:`ddrl.wide.levels_panel`."""
-    regimes = list(res["seeds"])
+    regimes = shown(res["seeds"], design)
     splits = [(res, "adapted pass@1 (%)", "adapted"), *([(held, "held-out pass@1 (%)", "fresh")] if held else [])]
     fig, axes = plt.subplots(len(splits), len(regimes), figsize=(5.5 * len(regimes), 4.2 * len(splits)),
                              squeeze=False)
@@ -303,7 +341,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(save_docs_figure(figure(*(json.loads(f.read_text()) for f in design.analyses), design=design),
                                design.name))
     else:
-        res = analyse_heldout(out) if args.heldout else analyse(out, seeds=design.seeds, design=design)
+        res = analyse_heldout(out) if args.heldout else analyse(out, seeds=analysis_seeds(out, design), design=design)
         sys.stdout.write(write_json(args.json, res))
     return 0
 

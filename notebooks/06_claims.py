@@ -489,22 +489,27 @@ else:
     display(Markdown("Amendment 34's analysis is not committed yet (`python -m ddrl.cor_alone status`)."))
 
 # %% [markdown]
-# The same question on the second pinned build of the base model (`c49d994e...`), where DDRL's registered win over
-# TTRL at lr/10 did not replicate (Amendment 6). Amendment 35 adds that build's untrained and COR-alone runs on its
-# 19 seeds: K3 and K4 on that build (and P1, P2 in its scorecard, `results/replication_c49d/claims.json`). What the
-# committed analysis says: there the lr/10 RL phase gains nothing measurable over the untrained model, COR alone still
-# gains, and DDRL ends below COR alone in every seed (K4 *contradicted*).
+# The same questions on two other builds of the base model (the same pretraining recipe on other CPUs). Amendment 35:
+# the pinned `c49d994e...` build, where DDRL's registered win over TTRL at lr/10 did not replicate (Amendment 6), gets
+# its untrained and COR-alone runs on its 19 seeds: K3 and K4 there (and P1, P2 in its scorecard,
+# `results/replication_c49d/claims.json`). Amendment 36: the Xeon build `abcbf433...` (Amendment 5's replication),
+# recovered and pinned, gets COR alone in AMC-like and MATH-500-like (K3, K5 beside its 12 seeds) and TTRL and DDRL at
+# lr/10 on its first seeds (K4; P1, P2, M1 in `results/replication_xeon/claims.json`). What the committed analyses
+# say is in docs/results.md; in short, on `c49d994e...` the lr/10 RL phase gains nothing measurable over the untrained
+# model, COR alone still gains, and DDRL ends below COR alone in every seed (K4 *contradicted*).
 
 # %%
-c49d = cor_alone.DESIGNS["c49d"]
-if all(p.is_file() for p in c49d.analyses):
-    alone_c49d = json.loads(c49d.analyses[0].read_text())
-    display(Markdown(cor_alone.markdown(alone_c49d, design=c49d)))
-    fig = cor_alone.figure(alone_c49d, design=c49d)
-    rep.figure(fig, c49d.name, data=pd.DataFrame(alone_c49d["seed_pass1"]))
-    plt.show()
-else:
-    display(Markdown("Amendment 35's analysis is not committed yet (`python -m ddrl.cor_alone status --build c49d`)."))
+for build in ("c49d", "xeon"):
+    design = cor_alone.DESIGNS[build]
+    if all(p.is_file() for p in design.analyses):
+        other = json.loads(design.analyses[0].read_text())
+        display(Markdown(cor_alone.markdown(other, design=design)))
+        fig = cor_alone.figure(other, design=design)
+        rep.figure(fig, design.name, data=pd.DataFrame(other["seed_pass1"]))
+        plt.show()
+    else:
+        display(Markdown(f"Amendment {design.amendment}'s analysis is not committed yet "
+                         f"(`python -m ddrl.cor_alone status --build {build}`)."))
 
 # %% [markdown]
 # ## Why BCS's negatives cost held-out accuracy: policy drift (plan Amendment 21)

@@ -37,6 +37,34 @@ def test_each_design_reads_its_claims_csvs_and_a_no_rl_run_only_from_where_it_sa
     assert K.needed(C49D.seeds, C49D) == {SMALL_LR: [(SMALL_LR, "no_adaptation"), (SMALL_LR, "ddrl"),
                                                      (SMALL_LR, COR_ONLY)]}
     assert K.needed({"amc_like": (0,)}) == {"amc_like": K.needed()["amc_like"]}  # a regime left out reads nothing
+    xeon = K.DESIGNS["xeon"]  # Amendment 36: K4's regime has seeds of its own and reads AMC-like's COR alone
+    assert K.needed(xeon.seeds, xeon)[SMALL_LR] == [(SMALL_LR, "ddrl"), ("amc_like", COR_ONLY)]
+    assert K.shown(xeon.seeds, xeon) == ["amc_like", "math500_like"] and K.shown(K.SEEDS, K.REGISTERED) == list(K.SEEDS)
+    assert [(j.regime, j.seed, j.methods) for j in K.jobs(xeon.seeds, xeon)][-3:] == [
+        (SMALL_LR, 4, ("ddrl",)), (SMALL_LR, 5, ("ttrl",)), (SMALL_LR, 5, ("ddrl",))]  # lr/10: seed-major, a job a run
+
+
+def test_a_regime_run_as_far_as_the_clock_allowed_is_analysed_on_its_complete_seeds(tmp_path):
+    """Amendment 36: lr/10 seeds count where TTRL and DDRL (and what K4 reads) are all written; at least 2."""
+    xeon = K.DESIGNS["xeon"]
+
+    def touch(regime, method, seeds):
+        for s in seeds:
+            path = csv_path(tmp_path, regime, method, s)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.touch()
+
+    for r in ("amc_like", "math500_like"):
+        for m in K.METHODS:
+            touch(r, m, range(12))
+    touch(SMALL_LR, "ddrl", range(4))
+    touch(SMALL_LR, "ttrl", (0, 2))
+    got = K.analysis_seeds(tmp_path, xeon)
+    assert got == {"amc_like": tuple(range(12)), "math500_like": tuple(range(12)), SMALL_LR: (0, 2)}
+    csv_path(tmp_path, "amc_like", COR_ONLY, 2).unlink()  # K4's COR alone (AMC-like's) missing for seed 2
+    with pytest.raises(ValueError, match="Amendment 36's amc_like_small_lr has 1 complete seeds"):
+        K.analysis_seeds(tmp_path, xeon)
+    assert K.analysis_seeds(tmp_path, C49D) == C49D.seeds  # no partial regime: every seed, checked by analyse
 
 
 def test_cor_alone_is_one_computation_at_both_learning_rates():
@@ -213,18 +241,27 @@ def test_committed_heldout_analysis_recomputes_from_the_committed_csvs():
     assert json.loads(json.dumps(K.analyse_heldout(n_boot=4000))) == _committed("heldout.json")
 
 
-def test_committed_second_build_analysis_recomputes_from_the_committed_csvs():
-    path = C49D.analyses[0]
-    got = K.analyse(C49D.out, n_boot=4000, seeds=C49D.seeds, design=C49D)
-    assert json.loads(json.dumps(got)) == committed_json(path, f"python -m ddrl.cor_alone analyse --build c49d --json {path}")
+def _committed_other(build: str) -> dict:
+    path = K.DESIGNS[build].analyses[0]
+    return committed_json(path, f"python -m ddrl.cor_alone analyse --build {build} --json {path}")
 
 
-def test_docs_quote_amendment_35():
-    path = C49D.analyses[0]
-    res = committed_json(path, f"python -m ddrl.cor_alone analyse --build c49d --json {path}")
+@pytest.mark.parametrize("build", ["c49d", "xeon"])
+def test_committed_other_build_analysis_recomputes_from_the_committed_csvs(build):
+    """Amendments 35 and 36: each analysis equals a recomputation from the committed CSVs, on the seeds it names
+    (Amendment 36's lr/10 seeds: those complete by its clock, :func:`ddrl.cor_alone.analysis_seeds`)."""
+    design, res = K.DESIGNS[build], _committed_other(build)
+    assert res["seeds"] == {r: list(s) for r, s in K.analysis_seeds(design.out, design).items()}
+    got = K.analyse(design.out, n_boot=4000, seeds=K.analysis_seeds(design.out, design), design=design)
+    assert json.loads(json.dumps(got)) == res
+
+
+@pytest.mark.parametrize("build", ["c49d", "xeon"])
+def test_docs_quote_the_other_builds(build):
+    design, res = K.DESIGNS[build], _committed_other(build)
     docs = (REPO / "docs" / "results.md").read_text()
-    assert K.markdown(res, design=C49D) in docs
-    assert (REPO / "docs" / "results" / "cor_alone_c49d.png").is_file() and "(results/cor_alone_c49d.png)" in docs
+    assert K.markdown(res, design=design) in docs
+    assert (REPO / "docs" / "results" / f"{design.name}.png").is_file() and f"(results/{design.name}.png)" in docs
 
 
 def test_docs_quote_amendment_34():
