@@ -33,7 +33,9 @@ import argparse
 import json
 import sys
 import textwrap
+import time
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Sequence
 
@@ -100,6 +102,7 @@ class Design:
     name: str  # the figure's file name under docs/results/
     runs_called: str  # what the figure's title calls the runs COR alone stands beside
     partial: tuple[str, ...] = ()  # regimes run as far as a clock allowed: analysed on their complete seeds
+    cutoff: str | None = None  # the plan's clock (UTC, ISO): after it ``run`` schedules no job in a partial regime
 
     @property
     def out(self) -> Path:
@@ -128,15 +131,20 @@ DESIGNS = {
                    {"amc_like": ((COR_ONLY,),), "math500_like": ((COR_ONLY,),), SMALL_LR: (("ttrl",), ("ddrl",))},
                    READS_FROM, {("K3", "amc_like"): "3.08", ("K5", "amc_like"): "3.95", ("K3", "math500_like"): "2.19",
                                 ("K5", "math500_like"): "3.51", ("K4", SMALL_LR): "3.56-3.77"},
-                   (_XEON / "cor_alone.json",), "cor_alone_xeon", "the Xeon build's runs", partial=(SMALL_LR,)),
+                   (_XEON / "cor_alone.json",), "cor_alone_xeon", "the Xeon build's runs", partial=(SMALL_LR,),
+                   cutoff="2026-11-28T14:30:00+00:00"),
 }
 REGISTERED = DESIGNS["registered"]
 
 
-def jobs(seeds: dict[str, Sequence[int]] = SEEDS, design: Design = REGISTERED) -> list[Job]:
+def jobs(seeds: dict[str, Sequence[int]] = SEEDS, design: Design = REGISTERED, now: float | None = None) -> list[Job]:
     """The design's runs (COR alone; with the untrained model on a build that has none), regime by regime (AMC-like
-    first), seed by seed."""
-    return [Job(r, s, ms, "K cor alone") for r, ss in seeds.items() for s in ss for ms in design.runs[r]]
+    first), seed by seed; none in a ``partial`` regime once its ``cutoff`` has passed (``now``: epoch seconds,
+    default the clock), so a rerun after the plan's clock never adds seeds its analysis would then read."""
+    closed = design.cutoff is not None and (time.time() if now is None else now) > \
+        datetime.fromisoformat(design.cutoff).timestamp()
+    return [Job(r, s, ms, "K cor alone") for r, ss in seeds.items() if not (closed and r in design.partial)
+            for s in ss for ms in design.runs[r]]
 
 
 def heldout_jobs(seeds: dict[str, Sequence[int]] = SEEDS) -> list[Job]:

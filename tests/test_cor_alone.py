@@ -4,6 +4,7 @@ second pinned build, with its untrained runs (``ddrl.cor_alone``)."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -40,8 +41,12 @@ def test_each_design_reads_its_claims_csvs_and_a_no_rl_run_only_from_where_it_sa
     xeon = K.DESIGNS["xeon"]  # Amendment 36: K4's regime has seeds of its own and reads AMC-like's COR alone
     assert K.needed(xeon.seeds, xeon)[SMALL_LR] == [(SMALL_LR, "ddrl"), ("amc_like", COR_ONLY)]
     assert K.shown(xeon.seeds, xeon) == ["amc_like", "math500_like"] and K.shown(K.SEEDS, K.REGISTERED) == list(K.SEEDS)
-    assert [(j.regime, j.seed, j.methods) for j in K.jobs(xeon.seeds, xeon)][-3:] == [
+    cutoff = datetime.fromisoformat(xeon.cutoff).timestamp()  # the plan's 14:30 UTC clock rule
+    assert [(j.regime, j.seed, j.methods) for j in K.jobs(xeon.seeds, xeon, now=cutoff - 1)][-3:] == [
         (SMALL_LR, 4, ("ddrl",)), (SMALL_LR, 5, ("ttrl",)), (SMALL_LR, 5, ("ddrl",))]  # lr/10: seed-major, a job a run
+    before, after = (K.jobs(xeon.seeds, xeon, now=cutoff + d) for d in (-1, 1))
+    assert len(before) == 24 + 12 and len(after) == 24 and {j.regime for j in after} == {"amc_like", "math500_like"}
+    assert len(K.jobs(C49D.seeds, C49D, now=cutoff + 1e9)) == 19  # no clock: never closed
 
 
 def test_a_regime_run_as_far_as_the_clock_allowed_is_analysed_on_its_complete_seeds(tmp_path):
