@@ -166,12 +166,16 @@ def needed(seeds: dict[str, Sequence[int]] = SEEDS, design: Design = REGISTERED)
     return {r: sorted(set(cs), key=lambda c: (c[0] != r, c[0], order[c[1]])) for r, cs in need.items()}
 
 
+def _written(out: str | Path, csvs: Sequence[tuple[str, str]], seed: int) -> bool:
+    """Whether every (regime, method) CSV of ``seed`` is under ``out``."""
+    return all(csv_path(out, g, m, seed).is_file() for g, m in csvs)
+
+
 def missing(out: str | Path = RUNS, seeds: dict[str, Sequence[int]] = SEEDS,
             design: Design = REGISTERED) -> dict[str, list[int]]:
     """Per regime of ``seeds``, the seeds without a CSV the adapted claims read (:func:`needed`)."""
     need = needed(seeds, design)
-    return {r: [s for s in ss if not all(csv_path(out, g, m, s).is_file() for g, m in need[r])]
-            for r, ss in seeds.items()}
+    return {r: [s for s in ss if not _written(out, need[r], s)] for r, ss in seeds.items()}
 
 
 def heldout_missing(out: str | Path = RUNS, seeds: dict[str, Sequence[int]] = SEEDS) -> dict[str, list[int]]:
@@ -182,8 +186,18 @@ def heldout_missing(out: str | Path = RUNS, seeds: dict[str, Sequence[int]] = SE
 
 def shown(seeds: Sequence[str], design: Design) -> list[str]:
     """The regimes a table or figure shows on their own: not those reading their no-RL runs from a regime in ``seeds``
-    (their runs are shown beside that regime's)."""
+    (their runs are shown beside that regime's, :func:`beside`)."""
     return [r for r in seeds if design.reads_from.get(r) not in seeds]
+
+
+def beside(regime: str, design: Design) -> list[str]:
+    """``regime`` and the regimes reading its no-RL runs (lr/10), whose runs its table block and panel show too."""
+    return [regime, *(g for g, src in design.reads_from.items() if src == regime)]
+
+
+def committed(design: Design) -> list[dict] | None:
+    """The design's committed analyses (adapted; held-out where it has them), or None before they are written."""
+    return [json.loads(p.read_text()) for p in design.analyses] if all(p.is_file() for p in design.analyses) else None
 
 
 def analysis_seeds(out: str | Path, design: Design) -> dict[str, tuple[int, ...]]:
@@ -193,7 +207,7 @@ def analysis_seeds(out: str | Path, design: Design) -> dict[str, tuple[int, ...]
     need = needed(seeds, design)
     for r in design.partial:
         made = [(r, m) for group in design.runs[r] for m in group]
-        seeds[r] = tuple(s for s in seeds[r] if all(csv_path(out, g, m, s).is_file() for g, m in need[r] + made))
+        seeds[r] = tuple(s for s in seeds[r] if _written(out, need[r] + made, s))
         if len(seeds[r]) < 2:
             raise ValueError(f"{out}: Amendment {design.amendment}'s {r} has {len(seeds[r])} complete seeds; its "
                              "analysis needs at least 2")
@@ -245,7 +259,7 @@ def analyse(out: str | Path = RUNS, n_boot: int = 4000, seeds: dict[str, Sequenc
     per = run_levels(df).merge(run_levels(df, value="maj@n", name="maj"), on=["regime", "method", "seed"])
     lv = []
     for r in shown(seeds, design):  # a regime's runs, then those of the regimes reading its COR alone (lr/10)
-        sub = per[per.regime.isin([r, *(g for g, src in design.reads_from.items() if src == r)])]
+        sub = per[per.regime.isin(beside(r, design))]
         t = level_table(sub, ("regime", "method"), sort=False)
         t["maj"] = sub.groupby(["regime", "method"], sort=False)["maj"].mean().to_numpy()
         lv += t.to_dict(orient="records")
@@ -300,7 +314,7 @@ def figure(res: dict, held: dict | None = None, design: Design = REGISTERED):
     panels = [(r, *split) for split in splits for r in regimes]
     for ax, (r, data, ylabel, what) in zip(axes.flat, panels):
         per = pd.DataFrame(data["seed_pass1"])
-        per = per[per.regime.isin([r, *(g for g, src in design.reads_from.items() if src == r)])]
+        per = per[per.regime.isin(beside(r, design))]
         name = per.method.map(lambda m: "COR alone (no RL)" if m == COR_ONLY else label(m))
         per["run"] = name.where(per.regime == r, name + "\nlr/10")
         palette = dict(zip(per.run, per.method.map(color)))
@@ -321,7 +335,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_run_arguments(ap, "run, heldout: seeds N-M in every regime (default: each regime's registered seeds)")
     ap.set_defaults(out=None)
     ap.add_argument("--build", choices=sorted(DESIGNS), default="registered",
-                    help="registered: Amendment 34; c49d: Amendment 35 (with that build's cache, DDRL_CACHE_DIR)")
+                    help="registered: Amendment 34; c49d: Amendment 35; xeon: Amendment 36 (run: with that build's "
+                         "cache, DDRL_CACHE_DIR)")
     ap.add_argument("--regimes", nargs="+", default=None, help="run, heldout (default: every regime of the build's)")
     ap.add_argument("--heldout", action="store_true", help="analyse: the fresh-question claims")
     args = ap.parse_args(argv)
@@ -346,8 +361,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             for r, m in miss.items():
                 print(seeds_line(f"{tag} ({r}, {what})", len(design.seeds[r]), m))
     elif args.what == "figure":  # -> docs/results/<name>.{png,pdf}, from the committed analyses
-        print(save_docs_figure(figure(*(json.loads(f.read_text()) for f in design.analyses), design=design),
-                               design.name))
+        got = committed(design)
+        if got is None:
+            ap.error(f"{tag}'s analyses {[str(p) for p in design.analyses]} are not all written yet")
+        print(save_docs_figure(figure(*got, design=design), design.name))
     else:
         res = analyse_heldout(out) if args.heldout else analyse(out, seeds=analysis_seeds(out, design), design=design)
         sys.stdout.write(write_json(args.json, res))

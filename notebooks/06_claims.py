@@ -475,21 +475,9 @@ else:
 # a little on the fresh ones (K3x *reproduced*), where DDRL ends ten points below it (K5x *contradicted*). AIME-like
 # sits at the floor: COR alone neither gains nor loses, DDRL loses a point on the fresh questions.
 
-# %%
-from ddrl import cor_alone
-
-alone_paths = [R / "cor_alone" / f for f in ("adapted.json", "heldout.json")]
-if all(p.is_file() for p in alone_paths):
-    alone, alone_held = (json.loads(p.read_text()) for p in alone_paths)
-    display(Markdown(cor_alone.markdown(alone, alone_held)))
-    fig = cor_alone.figure(alone, alone_held)
-    rep.figure(fig, "cor_alone", data=pd.DataFrame(alone["seed_pass1"]))
-    plt.show()
-else:
-    display(Markdown("Amendment 34's analysis is not committed yet (`python -m ddrl.cor_alone status`)."))
-
 # %% [markdown]
-# The same questions on two other builds of the base model (the same pretraining recipe on other CPUs). Amendment 35:
+# The same questions on two other builds of the base model (the same pretraining recipe on other CPUs); the cell
+# below renders all three builds' tables and figures, the registered one first. Amendment 35:
 # the pinned `c49d994e...` build, where DDRL's registered win over TTRL at lr/10 did not replicate (Amendment 6), gets
 # its untrained and COR-alone runs on its 19 seeds: K3 and K4 there (and P1, P2 in its scorecard,
 # `results/replication_c49d/claims.json`). Amendment 36: the Xeon build `abcbf433...` (Amendment 5's replication),
@@ -499,17 +487,18 @@ else:
 # model, COR alone still gains, and DDRL ends below COR alone in every seed (K4 *contradicted*).
 
 # %%
-for build in ("c49d", "xeon"):
-    design = cor_alone.DESIGNS[build]
-    if all(p.is_file() for p in design.analyses):
-        other = json.loads(design.analyses[0].read_text())
-        display(Markdown(cor_alone.markdown(other, design=design)))
-        fig = cor_alone.figure(other, design=design)
-        rep.figure(fig, design.name, data=pd.DataFrame(other["seed_pass1"]))
-        plt.show()
-    else:
+from ddrl import cor_alone
+
+for build, design in cor_alone.DESIGNS.items():  # the registered build (Amendment 34), then the two others
+    got = cor_alone.committed(design)
+    if got is None:
         display(Markdown(f"Amendment {design.amendment}'s analysis is not committed yet "
                          f"(`python -m ddrl.cor_alone status --build {build}`)."))
+        continue
+    display(Markdown(cor_alone.markdown(*got, design=design)))
+    fig = cor_alone.figure(*got, design=design)
+    rep.figure(fig, design.name, data=pd.DataFrame(got[0]["seed_pass1"]))
+    plt.show()
 
 # %% [markdown]
 # ## Why BCS's negatives cost held-out accuracy: policy drift (plan Amendment 21)

@@ -41,6 +41,8 @@ def test_each_design_reads_its_claims_csvs_and_a_no_rl_run_only_from_where_it_sa
     xeon = K.DESIGNS["xeon"]  # Amendment 36: K4's regime has seeds of its own and reads AMC-like's COR alone
     assert K.needed(xeon.seeds, xeon)[SMALL_LR] == [(SMALL_LR, "ddrl"), ("amc_like", COR_ONLY)]
     assert K.shown(xeon.seeds, xeon) == ["amc_like", "math500_like"] and K.shown(K.SEEDS, K.REGISTERED) == list(K.SEEDS)
+    assert K.beside("amc_like", xeon) == ["amc_like", SMALL_LR] and K.beside("math500_like", xeon) == ["math500_like"]
+    assert K.beside(SMALL_LR, C49D) == [SMALL_LR]  # c49d's no-RL runs are its lr/10 regime's own
     cutoff = datetime.fromisoformat(xeon.cutoff).timestamp()  # the plan's 14:30 UTC clock rule
     assert [(j.regime, j.seed, j.methods) for j in K.jobs(xeon.seeds, xeon, now=cutoff - 1)][-3:] == [
         (SMALL_LR, 4, ("ddrl",)), (SMALL_LR, 5, ("ttrl",)), (SMALL_LR, 5, ("ddrl",))]  # lr/10: seed-major, a job a run
@@ -70,6 +72,11 @@ def test_a_regime_run_as_far_as_the_clock_allowed_is_analysed_on_its_complete_se
     with pytest.raises(ValueError, match="Amendment 36's amc_like_small_lr has 1 complete seeds"):
         K.analysis_seeds(tmp_path, xeon)
     assert K.analysis_seeds(tmp_path, C49D) == C49D.seeds  # no partial regime: every seed, checked by analyse
+    unwritten = K.Design(**{**xeon.__dict__, "analyses": (tmp_path / "a.json", tmp_path / "b.json")})
+    (tmp_path / "a.json").write_text('{"seeds": {}}')
+    assert K.committed(unwritten) is None  # one of two analyses written: nothing to render yet
+    (tmp_path / "b.json").write_text("{}")
+    assert K.committed(unwritten) == [{"seeds": {}}, {}]
 
 
 def test_cor_alone_is_one_computation_at_both_learning_rates():
