@@ -103,10 +103,18 @@ class Design:
     runs_called: str  # what the figure's title calls the runs COR alone stands beside
     partial: tuple[str, ...] = ()  # regimes run as far as a clock allowed: analysed on their complete seeds
     cutoff: str | None = None  # the plan's clock (UTC, ISO): after it ``run`` schedules no job in a partial regime
+    extended_by: int | None = None  # a later amendment that ran more seeds of a partial regime under its own clock
 
     @property
     def out(self) -> Path:
         return self.results / "runs"
+
+    @property
+    def tag(self) -> str:
+        """``Amendment N``, or ``Amendments N and M`` where a later one extended it."""
+        if self.extended_by:
+            return f"Amendments {self.amendment} and {self.extended_by}"
+        return f"Amendment {self.amendment}"
 
 
 _XEON = RESULTS / "replication_xeon"
@@ -115,7 +123,8 @@ _XEON = RESULTS / "replication_xeon"
 #: ``amc_like``, measured for seed 0 before the amendment), K3 and K4 with the registered build's half-widths as the
 #: predictions (the same design); Amendment 36 on the Xeon build ``abcbf433...`` (Amendment 5's replication): COR
 #: alone in AMC-like and MATH-500-like beside that replication's runs, and TTRL and DDRL at lr/10 as far as the
-#: session's clock allowed (seeds from 0), K4 reading AMC-like's COR alone as Amendment 34 does
+#: session's clock allowed (seeds from 0), K4 reading AMC-like's COR alone as Amendment 34 does; Amendment 37 ran
+#: more of those lr/10 seeds (toward 11) under its own clock, 18:00 UTC (Amendment 36's 14:30 had given seeds 0-3)
 DESIGNS = {
     "registered": Design(34, RESULTS, SEEDS, CLAIMS, HELDOUT_CLAIMS, {r: ((COR_ONLY,),) for r in SEEDS}, READS_FROM,
                          PREDICTED, (OUT / "adapted.json", OUT / "heldout.json"), "cor_alone", "the registered runs"),
@@ -125,14 +134,14 @@ DESIGNS = {
                    (RESULTS / "replication_c49d" / "cor_alone.json",), "cor_alone_c49d",
                    "the c49d994e build's runs"),
     "xeon": Design(36, _XEON, {"amc_like": tuple(range(12)), "math500_like": tuple(range(12)),
-                               SMALL_LR: tuple(range(6))},
+                               SMALL_LR: tuple(range(12))},
                    {("K3", "amc_like"): _K3, ("K5", "amc_like"): _K5, ("K3", "math500_like"): _K3,
                     ("K5", "math500_like"): _K5, ("K4", SMALL_LR): _K4}, {},
                    {"amc_like": ((COR_ONLY,),), "math500_like": ((COR_ONLY,),), SMALL_LR: (("ttrl",), ("ddrl",))},
                    READS_FROM, {("K3", "amc_like"): "3.08", ("K5", "amc_like"): "3.95", ("K3", "math500_like"): "2.19",
                                 ("K5", "math500_like"): "3.51", ("K4", SMALL_LR): "3.56-3.77"},
                    (_XEON / "cor_alone.json",), "cor_alone_xeon", "the Xeon build's runs", partial=(SMALL_LR,),
-                   cutoff="2026-11-28T14:30:00+00:00"),
+                   cutoff="2026-11-28T18:00:00+00:00", extended_by=37),
 }
 REGISTERED = DESIGNS["registered"]
 
@@ -209,7 +218,7 @@ def analysis_seeds(out: str | Path, design: Design) -> dict[str, tuple[int, ...]
         made = [(r, m) for group in design.runs[r] for m in group]
         seeds[r] = tuple(s for s in seeds[r] if _written(out, need[r] + made, s))
         if len(seeds[r]) < 2:
-            raise ValueError(f"{out}: Amendment {design.amendment}'s {r} has {len(seeds[r])} complete seeds; its "
+            raise ValueError(f"{out}: {design.tag}'s {r} has {len(seeds[r])} complete seeds; its "
                              "analysis needs at least 2")
     return seeds
 
@@ -217,7 +226,7 @@ def analysis_seeds(out: str | Path, design: Design) -> dict[str, tuple[int, ...]
 def _refuse(miss: dict[str, list[int]], out: str | Path, what: str, design: Design) -> None:
     left = {r: s for r, s in miss.items() if s}
     if left:
-        raise ValueError(f"{out}: Amendment {design.amendment} incomplete, {what} missing for seeds {left}; the plan "
+        raise ValueError(f"{out}: {design.tag} incomplete, {what} missing for seeds {left}; the plan "
                          "reads no estimate before every seed is complete")
 
 
@@ -323,7 +332,7 @@ def figure(res: dict, held: dict | None = None, design: Design = REGISTERED):
                      f"{LEVEL_NAME[r]}: {n_q:,} {what} questions")
         sns.despine(ax=ax)
     title = (f"COR alone (consensus SFT from the untrained model) beside {design.runs_called} "
-             f"(plan Amendment {design.amendment}; descriptive)")
+             f"(plan {design.tag}; descriptive)")
     fig.suptitle(textwrap.fill(title, 16 * fig.get_figwidth()), fontsize=10)  # ~16 characters an inch at 10 pt
     fig.tight_layout()
     return fig
@@ -347,7 +356,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error(f"--build {args.build} has the regimes {sorted(design.seeds)}"
                  f"{'' if design.heldout_claims else ' and no held-out claims'}")
     seeds = {r: args.seeds or design.seeds[r] for r in regimes}
-    tag = f"Amendment {design.amendment}"
+    tag = design.tag
     if args.what in ("run", "heldout"):
         check_weights(regimes_path(design.results), SCALES[args.scale])  # the measured base build, never a new one
         todo = jobs(seeds, design) if args.what == "run" else heldout_jobs(seeds)

@@ -492,7 +492,7 @@ from ddrl import cor_alone
 for build, design in cor_alone.DESIGNS.items():  # the registered build (Amendment 34), then the two others
     got = cor_alone.committed(design)
     if got is None:
-        display(Markdown(f"Amendment {design.amendment}'s analysis is not committed yet "
+        display(Markdown(f"{design.tag}'s analysis is not committed yet "
                          f"(`python -m ddrl.cor_alone status --build {build}`)."))
         continue
     display(Markdown(cor_alone.markdown(*got, design=design)))
