@@ -146,14 +146,31 @@ DESIGNS = {
 REGISTERED = DESIGNS["registered"]
 
 
+def _to_cutoff(design: Design, now: float | None) -> float | None:
+    """Minutes from ``now`` (epoch seconds, default the clock) to the design's cutoff; None without one."""
+    if design.cutoff is None:
+        return None
+    return (datetime.fromisoformat(design.cutoff).timestamp() - (time.time() if now is None else now)) / 60
+
+
 def jobs(seeds: dict[str, Sequence[int]] = SEEDS, design: Design = REGISTERED, now: float | None = None) -> list[Job]:
     """The design's runs (COR alone; with the untrained model on a build that has none), regime by regime (AMC-like
     first), seed by seed; none in a ``partial`` regime once its ``cutoff`` has passed (``now``: epoch seconds,
     default the clock), so a rerun after the plan's clock never adds seeds its analysis would then read."""
-    closed = design.cutoff is not None and (time.time() if now is None else now) > \
-        datetime.fromisoformat(design.cutoff).timestamp()
+    left = _to_cutoff(design, now)
+    closed = left is not None and left < 0
     return [Job(r, s, ms, "K cor alone") for r, ss in seeds.items() if not (closed and r in design.partial)
             for s in ss for ms in design.runs[r]]
+
+
+def budget_min(design: Design, regimes: Sequence[str], budget: float | None = None,
+               now: float | None = None) -> float | None:
+    """``run``'s budget: ``budget``, cut to the minutes left before the design's cutoff where ``regimes`` include a
+    ``partial`` one, so no job in it starts after the plan's clock (:func:`jobs` schedules none once it has passed)."""
+    left = _to_cutoff(design, now)
+    if left is None or left <= 0 or not set(regimes) & set(design.partial):
+        return budget
+    return left if budget is None else min(budget, left)
 
 
 def heldout_jobs(seeds: dict[str, Sequence[int]] = SEEDS) -> list[Job]:
@@ -361,7 +378,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_weights(regimes_path(design.results), SCALES[args.scale])  # the measured base build, never a new one
         todo = jobs(seeds, design) if args.what == "run" else heldout_jobs(seeds)
         status = run_jobs(todo, SCALES[args.scale], out, args.runs_root or cache_root() / "runs",
-                          args.budget_min, args.workers, desc=f"{tag} {args.what}")
+                          budget_min(design, regimes, args.budget_min) if args.what == "run" else args.budget_min,
+                          args.workers, desc=f"{tag} {args.what}")
         print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
     elif args.what == "status":
         parts = [("adapted", missing(out, design.seeds, design))]

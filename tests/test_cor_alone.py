@@ -43,16 +43,23 @@ def test_each_design_reads_its_claims_csvs_and_a_no_rl_run_only_from_where_it_sa
     assert K.shown(xeon.seeds, xeon) == ["amc_like", "math500_like"] and K.shown(K.SEEDS, K.REGISTERED) == list(K.SEEDS)
     assert K.beside("amc_like", xeon) == ["amc_like", SMALL_LR] and K.beside("math500_like", xeon) == ["math500_like"]
     assert K.beside(SMALL_LR, C49D) == [SMALL_LR]  # c49d's no-RL runs are its lr/10 regime's own
-    cutoff = datetime.fromisoformat(xeon.cutoff).timestamp()  # the plan's 14:30 UTC clock rule
+    cutoff = datetime.fromisoformat(xeon.cutoff).timestamp()  # Amendment 37's 18:00 UTC clock rule
     assert [(j.regime, j.seed, j.methods) for j in K.jobs(xeon.seeds, xeon, now=cutoff - 1)][-3:] == [
-        (SMALL_LR, 4, ("ddrl",)), (SMALL_LR, 5, ("ttrl",)), (SMALL_LR, 5, ("ddrl",))]  # lr/10: seed-major, a job a run
+        (SMALL_LR, 10, ("ddrl",)), (SMALL_LR, 11, ("ttrl",)), (SMALL_LR, 11, ("ddrl",))]  # seed-major, a job a run
     before, after = (K.jobs(xeon.seeds, xeon, now=cutoff + d) for d in (-1, 1))
-    assert len(before) == 24 + 12 and len(after) == 24 and {j.regime for j in after} == {"amc_like", "math500_like"}
+    assert len(before) == 24 + 24 and len(after) == 24 and {j.regime for j in after} == {"amc_like", "math500_like"}
     assert len(K.jobs(C49D.seeds, C49D, now=cutoff + 1e9)) == 19  # no clock: never closed
+    # run's budget: no job in the partial regime starts after the clock, whatever --budget-min says
+    assert K.budget_min(xeon, [SMALL_LR], None, now=cutoff - 600) == pytest.approx(10)
+    assert K.budget_min(xeon, ["amc_like", SMALL_LR], 5, now=cutoff - 600) == 5
+    assert K.budget_min(xeon, ["amc_like"], None, now=cutoff - 600) is None  # no partial regime: no clock
+    assert K.budget_min(xeon, [SMALL_LR], 30, now=cutoff + 60) == 30  # past it: jobs() schedules none there
+    assert K.budget_min(C49D, [SMALL_LR], None, now=cutoff) is None
+    assert (xeon.tag, C49D.tag) == ("Amendments 36 and 37", "Amendment 35")
 
 
 def test_a_regime_run_as_far_as_the_clock_allowed_is_analysed_on_its_complete_seeds(tmp_path):
-    """Amendment 36: lr/10 seeds count where TTRL and DDRL (and what K4 reads) are all written; at least 2."""
+    """Amendments 36 and 37: lr/10 seeds count where TTRL and DDRL (and what K4 reads) are all written; at least 2."""
     xeon = K.DESIGNS["xeon"]
 
     def touch(regime, method, seeds):
@@ -69,7 +76,7 @@ def test_a_regime_run_as_far_as_the_clock_allowed_is_analysed_on_its_complete_se
     got = K.analysis_seeds(tmp_path, xeon)
     assert got == {"amc_like": tuple(range(12)), "math500_like": tuple(range(12)), SMALL_LR: (0, 2)}
     csv_path(tmp_path, "amc_like", COR_ONLY, 2).unlink()  # K4's COR alone (AMC-like's) missing for seed 2
-    with pytest.raises(ValueError, match="Amendment 36's amc_like_small_lr has 1 complete seeds"):
+    with pytest.raises(ValueError, match="Amendments 36 and 37's amc_like_small_lr has 1 complete seeds"):
         K.analysis_seeds(tmp_path, xeon)
     assert K.analysis_seeds(tmp_path, C49D) == C49D.seeds  # no partial regime: every seed, checked by analyse
     unwritten = K.Design(**{**xeon.__dict__, "analyses": (tmp_path / "a.json", tmp_path / "b.json")})
