@@ -20,7 +20,7 @@ from ddrl.stats import (TARGET_HALF_WIDTH, choose_design, eval_noise_variance, h
                         paired_differences, power_table, predicted_half_width, question_bootstrap, variance_components)
 from ddrl.study_plan import (BANDS_64, BASE, CSV, HELDOUT_X, NO_RL, PAIRED, QUESTION_COLUMNS, REAL, REUSES_RUN,
                              SELECTION_K, SELECTION_ORDERS, SHARES_DDRL_RL, STAGE1_COMPARISONS, STEP_COLUMNS, THREE,
-                             Scale, same_base, selection_k)
+                             Scale, csv_method_seed, same_base, selection_k)
 
 # --- Reading the results ----------------------------------------------------------------------------------
 
@@ -57,8 +57,8 @@ def progress(out_dir: str | Path) -> pd.DataFrame:
     with the seeds whose CSV is written (the base model's rollouts as method ``base``)."""
     rows = []
     for p in method_csvs(out_dir):
-        method, seed = p.name.removesuffix(CSV).rsplit("-seed", 1)
-        rows.append({"regime": p.parent.name, "method": method, "seed": int(seed)})
+        method, seed = csv_method_seed(p)
+        rows.append({"regime": p.parent.name, "method": method, "seed": seed})
     for p in sorted((Path(out_dir) / BASE).glob("*/seed*-groups.csv")):  # seedNN-groups.csv (study.base_paths)
         rows.append({"regime": p.parent.name, "method": BASE, "seed": int(p.name.removeprefix("seed").split("-")[0])})
     if not rows:

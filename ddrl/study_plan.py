@@ -304,21 +304,14 @@ def is_built(name: str) -> bool:
 
 def _cache_dir(name: str) -> Path | None:
     """The testbed cache directory of ``testbed:<preset>`` (None for any other model)."""
-    if not name.startswith("testbed:"):
-        return None
-    preset = name.split(":", 1)[1]
-    return cache_root() / f"{preset}-{get_config(preset).config_hash()}"
+    preset = name.removeprefix("testbed:")
+    return cache_root() / f"{preset}-{get_config(preset).config_hash()}" if preset != name else None
 
 
 def _pin_dir(built: Path, measured: dict) -> Path:
     """Where the committed copy of a build lies: its cache name plus its weights' sha256 prefix, so builds of
     one configuration on different CPUs (the registered study's, a replication's) never share a directory."""
     return committed_dir(built.name, measured.get("model.safetensors", "unknown"), BASE_MODELS)
-
-
-def _weights(directory: Path, name: str) -> dict:
-    """``model_fingerprint`` of a build directory under the model's name (the sha256 of each weight file)."""
-    return {**model_fingerprint(str(directory)), "model": name}
 
 
 def _install(pinned: Path | None, built: Path, measured: dict) -> bool:
@@ -347,7 +340,8 @@ def export_base_models(path: str | Path = RESULTS / "regimes_base.json", dest: P
         if built is None:
             raise ValueError(f"{f}: {measured['model']} is not a testbed build; only testbed builds are committed")
         target = dest / _pin_dir(built, measured).name
-        if not (target / META_FILE).is_file() or _weights(target, measured["model"]) != measured:
+        fresh = {**model_fingerprint(str(target)), "model": measured["model"]}  # its weight files' sha256
+        if not (target / META_FILE).is_file() or fresh != measured:
             if target.exists():
                 shutil.rmtree(target)
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -401,6 +395,12 @@ CSV = ".csv.gz"
 def csv_path(out_dir: str | Path, regime: str, method: str, seed: int, steps: bool = False) -> Path:
     """A method's per-question CSV of one seed (its per-step one with ``steps``): ``<out>/<regime>/``, gzipped."""
     return Path(out_dir) / regime / f"{method}-seed{seed:02d}{'-steps' if steps else ''}{CSV}"
+
+
+def csv_method_seed(path: str | Path) -> tuple[str, int]:
+    """The method and seed a :func:`csv_path` name carries (a per-step CSV's too)."""
+    method, seed = Path(path).name.removesuffix(CSV).rsplit("-seed", 1)
+    return method, int(seed.removesuffix("-steps"))
 
 
 def heldout_x_path(out_dir: str | Path, regime: str, method: str, seed: int) -> Path:

@@ -48,7 +48,7 @@ from ddrl.stats import decided, hierarchical_bootstrap
 from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix, load_questions, load_steps, paired_matrix
 from ddrl.study_figures import pseudo_labels_by_episode
-from ddrl.study_plan import CSV, RESULTS, SCALES, Job, check_weights, csv_path
+from ddrl.study_plan import CSV, RESULTS, SCALES, Job, check_weights, csv_method_seed, csv_path
 from ddrl.tables import fmt_ci
 
 REGIME = "math500_like_768"  # ddrl.regimes.wide_regime of the registered MATH-500-like regime
@@ -88,16 +88,11 @@ def gpu_seeds(out: str | Path = OUT) -> dict[int, str]:
     return {int(k): v for k, v in json.loads(path.read_text()).items()} if path.is_file() else {}
 
 
-def csv_seed(path: str | Path) -> int:
-    """The seed a :func:`~ddrl.study_plan.csv_path` name carries (``<method>-seedNN[-steps].csv.gz``)."""
-    return int(Path(path).name.rsplit("-seed", 1)[1].split("-")[0].split(".")[0])
-
-
 def complete_seeds(out: str | Path, regime: str = REGIME, methods: Sequence[str] = METHODS) -> list[int]:
     """Seeds with a written CSV of every method (``<out>/<regime>/<method>-seedNN.csv.gz``)."""
     have = {}
     for m in methods:
-        have[m] = {csv_seed(p) for p in Path(out, regime).glob(f"{m}-seed*{CSV}") if not p.name.endswith(f"-steps{CSV}")}
+        have[m] = {csv_method_seed(p)[1] for p in Path(out, regime).glob(f"{m}-seed*{CSV}") if not p.name.endswith(f"-steps{CSV}")}
     return sorted(set.intersection(*have.values())) if have else []
 
 

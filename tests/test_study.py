@@ -36,6 +36,13 @@ def test_stage1_jobs_follow_the_plan():
     assert [j.seed for j in jobs] == sorted(j.seed for j in jobs)  # one seed at a time, round-robin over regimes
 
 
+def test_a_csv_name_gives_back_its_method_and_seed(tmp_path):
+    for method, seed, steps in [("ttrl", 0, False), ("bcs_dae", 7, True), ("ttrl_bcs_random", 123, False)]:
+        path = study_plan.csv_path(tmp_path, "amc_like", method, seed, steps=steps)
+        assert study_plan.csv_method_seed(path) == (method, seed), path.name
+    assert study_plan.csv_method_seed(study_plan.heldout_x_path(tmp_path, "aime_like", "cor_only", 5)) == ("cor_only", 5)
+
+
 def test_stage2_jobs_priority_seeds_and_no_repeats():
     regs = ["aime_like", "amc_like", "math500_like", "amc_like_small_lr"]
     scale = study.SCALES["default"]
@@ -810,9 +817,9 @@ def test_every_committed_run_is_current_under_this_code(monkeypatch, results_dir
     regs = study.load_regimes(base_file, scale=scale)
     stale, n = [], 0
     for p in sorted(runs.glob("*/*-seed[0-9][0-9].csv.gz")):
-        method, seed = p.name.removesuffix(".csv.gz").rsplit("-seed", 1)
-        key = study.job_key(regs[p.parent.name], scale, method, int(seed))
-        for q in (p, study.csv_path(runs, p.parent.name, method, int(seed), steps=True)):
+        method, seed = study_plan.csv_method_seed(p)
+        key = study.job_key(regs[p.parent.name], scale, method, seed)
+        for q in (p, study.csv_path(runs, p.parent.name, method, seed, steps=True)):
             if q.is_file():
                 n += 1
                 if not study._done(q, key):
@@ -825,12 +832,12 @@ def test_every_committed_run_is_current_under_this_code(monkeypatch, results_dir
                 stale.append(str(q.relative_to(runs)))
     fresh = {}  # H1x (plan Amendment 11): keyed by the run's key and its fresh questions
     for p in study_analysis.heldout_x_csvs(runs):
-        method, seed = p.name.removesuffix(".csv.gz").rsplit("-seed", 1)
+        method, seed = study_plan.csv_method_seed(p)
         reg = regs[p.parent.name]
         held = fresh.setdefault(reg.name, study.heldout_x_records(reg, scale.n_heldout_x))
-        key = study.heldout_x_key(reg, scale, method, int(seed), held)
-        side = study_plan.adapted_x_path(runs, reg.name, method, int(seed))
-        if not study.csv_path(runs, reg.name, method, int(seed)).is_file():  # its adapted rows are kept beside
+        key = study.heldout_x_key(reg, scale, method, seed, held)
+        side = study_plan.adapted_x_path(runs, reg.name, method, seed)
+        if not study.csv_path(runs, reg.name, method, seed).is_file():  # its adapted rows are kept beside
             n += 1
             if not study._done(side, key):
                 stale.append(str(side.relative_to(runs)))

@@ -16,7 +16,7 @@ import torch
 from ddrl import study, wide
 from ddrl.regimes import MATH_MAJ_MIN, wide_regime
 from ddrl.reporting import save_figure
-from ddrl.study_plan import SCALES, csv_path, load_regimes
+from ddrl.study_plan import SCALES, csv_method_seed, csv_path, load_regimes
 from ddrl.tables import fmt_ci
 
 REPO = Path(__file__).resolve().parents[1]
@@ -127,12 +127,12 @@ def test_committed_csvs_are_the_registered_configuration_on_their_device(monkeyp
     study.check_weights()  # the measured base build (the keys hash its weights)
     regime, scale, gpu = load_regimes(names=[wide.REGIME])[wide.REGIME], SCALES["default"], wide.gpu_seeds()
     for p in files:
-        method, seed = p.name.removesuffix(".csv.gz").rsplit("-seed", 1)
+        method, seed = csv_method_seed(p)
         df = pd.read_csv(p, usecols=["key", "question"], dtype=str)
         with monkeypatch.context() as m:
-            if int(seed) in gpu:
+            if seed in gpu:
                 m.setattr(study, "resolve_device", lambda d: torch.device("cuda"))
-            want = study.job_key(regime, scale, method, int(seed))
+            want = study.job_key(regime, scale, method, seed)
         assert set(df.key) == {want} and df.question.nunique() == 768, p.name
 
 
