@@ -288,3 +288,23 @@ def test_docs_quote_amendment_34():
     docs = (REPO / "docs" / "results.md").read_text()
     assert K.markdown(res, held) in docs
     assert (REPO / "docs" / "results" / "cor_alone.png").is_file() and "(results/cor_alone.png)" in docs
+
+
+def test_docs_amendment_37_table_cites_the_committed_entries():
+    """The builds side by side at lr/10 (docs/results.md, Amendment 37): each cell of the three builds' current entries
+    is the committed claims file's estimate, interval and verdict (the 4-seed column is Amendment 36's, in git history)."""
+    from ddrl.claims import load
+    from ddrl.tables import fmt_ci
+
+    docs = (REPO / "docs" / "results.md").read_text()
+    section = docs.split("## More lr/10 seeds on the Xeon build (plan Amendment 37)")[1].split("\n## ")[0]
+    rows = {line.split(" | ")[0].lstrip("| ").split()[0]: line for line in section.splitlines() if line.startswith("| ")}
+    files = [(REPO / "results" / "claims.json", K.OUT / "adapted.json"),
+             (REPO / "results" / "replication_c49d" / "claims.json", K.DESIGNS["c49d"].analyses[0]),
+             (REPO / "results" / "replication_xeon" / "claims.json", K.DESIGNS["xeon"].analyses[0])]
+    for claims_file, cor_file in files:
+        entries = load(claims_file) + json.loads(cor_file.read_text())["entries"]
+        for cid in ("M1", "P1", "P2", "K4"):
+            e = next(e for e in entries if (e["id"], e["regime"]) == (cid, SMALL_LR))
+            cell = f"{fmt_ci(e['estimate'], e['ci_low'], e['ci_high'], '+.1f')} {e['verdict']}"
+            assert cell in rows[cid], (claims_file, cid, cell)
