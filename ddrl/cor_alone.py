@@ -166,7 +166,7 @@ def jobs(seeds: dict[str, Sequence[int]] = SEEDS, design: Design = REGISTERED, n
 
 def budget_min(design: Design, regimes: Sequence[str], budget: float | None = None,
                now: float | None = None) -> float | None:
-    """``run``'s budget: ``budget``, cut to the minutes left before the design's cutoff where ``regimes`` include a
+    """The jobs' budget: ``budget``, cut to the minutes left before the design's cutoff where ``regimes`` include a
     ``partial`` one, so no job in it starts after the plan's clock (:func:`jobs` schedules none once it has passed)."""
     left = _to_cutoff(design, now)
     if left is None or left <= 0 or not set(regimes) & set(design.partial):
@@ -379,8 +379,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_weights(regimes_path(design.results), SCALES[args.scale])  # the measured base build, never a new one
         todo = jobs(seeds, design) if args.what == "run" else heldout_jobs(seeds)
         status = run_jobs(todo, SCALES[args.scale], out, args.runs_root or cache_root() / "runs",
-                          budget_min(design, regimes, args.budget_min) if args.what == "run" else args.budget_min,
-                          args.workers, desc=f"{tag} {args.what}")
+                          budget_min(design, regimes, args.budget_min), args.workers, desc=f"{tag} {args.what}")
         print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
     elif args.what == "status":
         parts = [("adapted", missing(out, design.seeds, design))]

@@ -340,8 +340,8 @@ def export_base_models(path: str | Path = RESULTS / "regimes_base.json", dest: P
         if built is None:
             raise ValueError(f"{f}: {measured['model']} is not a testbed build; only testbed builds are committed")
         target = dest / _pin_dir(built, measured).name
-        fresh = {**model_fingerprint(str(target)), "model": measured["model"]}  # its weight files' sha256
-        if not (target / META_FILE).is_file() or fresh != measured:
+        if not (target / META_FILE).is_file() or \
+                {**model_fingerprint(str(target)), "model": measured["model"]} != measured:  # its weight files' sha256
             if target.exists():
                 shutil.rmtree(target)
             target.parent.mkdir(parents=True, exist_ok=True)

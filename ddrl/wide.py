@@ -92,7 +92,8 @@ def complete_seeds(out: str | Path, regime: str = REGIME, methods: Sequence[str]
     """Seeds with a written CSV of every method (``<out>/<regime>/<method>-seedNN.csv.gz``)."""
     have = {}
     for m in methods:
-        have[m] = {csv_method_seed(p)[1] for p in Path(out, regime).glob(f"{m}-seed*{CSV}") if not p.name.endswith(f"-steps{CSV}")}
+        have[m] = {csv_method_seed(p)[1] for p in Path(out, regime).glob(f"{m}-seed*{CSV}")
+                   if not p.name.endswith(f"-steps{CSV}")}
     return sorted(set.intersection(*have.values())) if have else []
 
 

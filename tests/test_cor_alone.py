@@ -299,11 +299,9 @@ def test_docs_amendment_37_table_cites_the_committed_entries():
     docs = (REPO / "docs" / "results.md").read_text()
     section = docs.split("## More lr/10 seeds on the Xeon build (plan Amendment 37)")[1].split("\n## ")[0]
     rows = {line.split(" | ")[0].lstrip("| ").split()[0]: line for line in section.splitlines() if line.startswith("| ")}
-    files = [(REPO / "results" / "claims.json", K.OUT / "adapted.json"),
-             (REPO / "results" / "replication_c49d" / "claims.json", K.DESIGNS["c49d"].analyses[0]),
-             (REPO / "results" / "replication_xeon" / "claims.json", K.DESIGNS["xeon"].analyses[0])]
-    for claims_file, cor_file in files:
-        entries = load(claims_file) + json.loads(cor_file.read_text())["entries"]
+    for design in K.DESIGNS.values():  # each build's scorecard (M1, P1, P2) and its COR-alone analysis (K4)
+        claims_file = design.results / "claims.json"
+        entries = load(claims_file) + json.loads(design.analyses[0].read_text())["entries"]
         for cid in ("M1", "P1", "P2", "K4"):
             e = next(e for e in entries if (e["id"], e["regime"]) == (cid, SMALL_LR))
             cell = f"{fmt_ci(e['estimate'], e['ci_low'], e['ci_high'], '+.1f')} {e['verdict']}"
