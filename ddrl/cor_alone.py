@@ -25,7 +25,11 @@ Amendment 36 does the same on the Xeon build (``abcbf433...``, Amendment 5's rep
 AMC-like and MATH-500-like beside that replication's 12 seeds (K3, K5), and TTRL and DDRL at lr/10 from seed 0 as far
 as the session's clock allowed (K4 on the complete seeds; P1, P2, M1 by ``python -m ddrl.study --analyse claims``):
 ``--build xeon``. Amendment 37 ran more of those lr/10 seeds (toward 11) under its own clock; ``run`` ends its budget
-at the design's clock, so no lr/10 job starts after it.
+at the design's clock, so no lr/10 job starts after it. Amendment 38 evaluates those lr/10 runs (and COR alone,
+recomputed) on H1x's 1,536 fresh questions, the H1x family there (:data:`HELDOUT_LR10`); it trains nothing.
+
+    DDRL_CACHE_DIR=<cache> python -m ddrl.cor_alone heldout --build xeon --workers 2   # 12 jobs, 5 evaluations each
+    python -m ddrl.cor_alone analyse --build xeon --heldout --json results/replication_xeon/cor_alone_heldout.json
 """
 
 from __future__ import annotations
@@ -44,16 +48,17 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from ddrl.claims import amendment_entry
+from ddrl.claims import amendment_entry, load as load_claims
 from ddrl.plotting import color, label, save_docs_figure
 from ddrl.reporting import cache_root, write_json
 from ddrl.seeds import numpy_generator
 from ddrl.small_lr import RUNS, add_run_arguments, seeds_line
-from ddrl.study import run_jobs
 from ddrl.study_analysis import paired_matrix
-from ddrl.study_plan import (COR_ONLY, HELDOUT_X, NO_RL, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, check_weights,
-                             csv_path, heldout_x_path, regimes_path)
-from ddrl.tables import fmt_ci
+from ddrl.small_lr_cor import untrained
+from ddrl.study import run_jobs, same_as_registered
+from ddrl.study_plan import (COR_ONLY, HELDOUT_X, NO_RL, PAIRED, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, adapted_x_path,
+                             check_weights, csv_path, heldout_x_path, regimes_path)
+from ddrl.tables import entry_ci
 from ddrl.wide import VERDICT_MD, below_cell, level_table, levels_panel, run_levels
 
 #: The regimes COR alone runs in, each on its registered seeds (Amendment 34)
@@ -79,8 +84,20 @@ PREDICTED = {("K3", "amc_like"): "3.98", ("K5", "amc_like"): "1.81-3.98", ("K4",
              ("K3", "aime_like"): "0.98", ("K5", "aime_like"): "0.00-0.98",
              ("K3x", "amc_like"): "0.28-1.41", ("K5x", "amc_like"): "0.28-1.41",
              ("K3x", "aime_like"): "0.13-0.55", ("K5x", "aime_like"): "0.13-0.55"}
-#: The runs the claims read, in the tables' order
+#: Amendment 38 (the Xeon build): the registered H1x family (:data:`ddrl.study_plan.PAIRED`) and Amendment 33's K3x,
+#: K4x at lr/10 in AMC-like, held-out pass@1 a - b; the plan's predicted half-widths at 12 x 1,536 from the registered
+#: build's default-lr AMC-like matrices / its MATH-500-like lr/10 ones
+HELDOUT_LR10 = {**{(cid, SMALL_LR): (*PAIRED[cid][:2], f"{what}, held-out") for cid, what in (
+    ("H1x", "DDRL at lr/10 - no adaptation"), ("H1xT", "TTRL at lr/10 - no adaptation"), ("H1xD", "DDRL - TTRL at lr/10"),
+    ("H1xC", "DDRL - BCS+DAE at lr/10"), ("H1xR", "BCS+DAE - TTRL at lr/10"))},
+                ("K3x", SMALL_LR): (COR_ONLY, "no_adaptation", "COR alone (no RL) - no adaptation, held-out"),
+                ("K4x", SMALL_LR): ("ddrl", COR_ONLY, "DDRL at lr/10 - COR alone, held-out")}
+PREDICTED_LR10 = {(cid, SMALL_LR): hw for cid, hw in (("H1x", "1.50 / 0.96"), ("H1xT", "1.47 / 0.37"),
+                  ("H1xD", "1.25 / 0.72"), ("H1xC", "0.33 / 0.69"), ("H1xR", "1.20 / 0.16"), ("K3x", "0.60 / 0.78"),
+                  ("K4x", "1.39 / 0.49"))}
+#: The runs the claims read, in the tables' order (the held-out ones of Amendment 38: :data:`HELDOUT_ORDER`)
 METHODS = ("no_adaptation", "ddrl", COR_ONLY)
+HELDOUT_ORDER = ("no_adaptation", "ttrl", "bcs_dae", "ddrl", COR_ONLY)
 LEVEL_NAME = {"amc_like": "AMC-like", SMALL_LR: "AMC-like at lr/10", "aime_like": "AIME-like",
               "math500_like": "MATH-500-like"}
 
@@ -105,6 +122,8 @@ class Design:
     partial: tuple[str, ...] = ()  # regimes run as far as a clock allowed: analysed on their complete seeds
     cutoff: str | None = None  # the plan's clock (UTC, ISO): after it ``run`` schedules no job in a partial regime
     extended_by: int | None = None  # a later amendment that ran more seeds of a partial regime under its own clock
+    heldout_runs: tuple[str, ...] = (COR_ONLY,)  # what ``heldout`` evaluates (the other runs' H1x CSVs exist)
+    heldout_by: int | None = None  # the amendment of the held-out claims, where a later one added them
 
     @property
     def out(self) -> Path:
@@ -117,6 +136,10 @@ class Design:
             return f"Amendments {self.amendment} and {self.extended_by}"
         return f"Amendment {self.amendment}"
 
+    @property
+    def heldout_tag(self) -> str:
+        return f"Amendment {self.heldout_by}" if self.heldout_by else self.tag
+
 
 _XEON = RESULTS / "replication_xeon"
 #: Amendment 34 on the registered build; Amendment 35 on the ``c49d994e...`` build, at lr/10 only (the replication's
@@ -125,7 +148,8 @@ _XEON = RESULTS / "replication_xeon"
 #: predictions (the same design); Amendment 36 on the Xeon build ``abcbf433...`` (Amendment 5's replication): COR
 #: alone in AMC-like and MATH-500-like beside that replication's runs, and TTRL and DDRL at lr/10 as far as the
 #: session's clock allowed (seeds from 0), K4 reading AMC-like's COR alone as Amendment 34 does; Amendment 37 ran
-#: more of those lr/10 seeds (toward 11) under its own clock, 18:00 UTC (Amendment 36's 14:30 had given seeds 0-3)
+#: more of those lr/10 seeds (toward 11) under its own clock, 18:00 UTC (Amendment 36's 14:30 had given seeds 0-3);
+#: Amendment 38 evaluates them, with the untrained model and COR alone, on the fresh questions (:data:`HELDOUT_LR10`)
 DESIGNS = {
     "registered": Design(34, RESULTS, SEEDS, CLAIMS, HELDOUT_CLAIMS, {r: ((COR_ONLY,),) for r in SEEDS}, READS_FROM,
                          PREDICTED, (OUT / "adapted.json", OUT / "heldout.json"), "cor_alone", "the registered runs"),
@@ -137,12 +161,13 @@ DESIGNS = {
     "xeon": Design(36, _XEON, {"amc_like": tuple(range(12)), "math500_like": tuple(range(12)),
                                SMALL_LR: tuple(range(12))},
                    {("K3", "amc_like"): _K3, ("K5", "amc_like"): _K5, ("K3", "math500_like"): _K3,
-                    ("K5", "math500_like"): _K5, ("K4", SMALL_LR): _K4}, {},
+                    ("K5", "math500_like"): _K5, ("K4", SMALL_LR): _K4}, HELDOUT_LR10,
                    {"amc_like": ((COR_ONLY,),), "math500_like": ((COR_ONLY,),), SMALL_LR: (("ttrl",), ("ddrl",))},
                    READS_FROM, {("K3", "amc_like"): "3.08", ("K5", "amc_like"): "3.95", ("K3", "math500_like"): "2.19",
-                                ("K5", "math500_like"): "3.51", ("K4", SMALL_LR): "3.36 / 3.62"},
-                   (_XEON / "cor_alone.json",), "cor_alone_xeon", "the Xeon build's runs", partial=(SMALL_LR,),
-                   cutoff="2026-11-28T18:00:00+00:00", extended_by=37),
+                                ("K5", "math500_like"): "3.51", ("K4", SMALL_LR): "3.36 / 3.62", **PREDICTED_LR10},
+                   (_XEON / "cor_alone.json", _XEON / "cor_alone_heldout.json"), "cor_alone_xeon", "the Xeon build's runs",
+                   partial=(SMALL_LR,), cutoff="2026-11-28T18:00:00+00:00", extended_by=37, heldout_runs=HELDOUT_ORDER,
+                   heldout_by=38),
 }
 REGISTERED = DESIGNS["registered"]
 
@@ -174,10 +199,16 @@ def budget_min(design: Design, regimes: Sequence[str], budget: float | None = No
     return left if budget is None else min(budget, left)
 
 
-def heldout_jobs(seeds: dict[str, Sequence[int]] = SEEDS) -> list[Job]:
-    """COR alone recomputed and evaluated on the regime's fresh questions: the study's H1x job
-    (:func:`ddrl.study.run_heldout_x_job`)."""
-    return [Job(r, s, (COR_ONLY,), "H1x") for r, ss in seeds.items() for s in ss]
+def heldout_jobs(seeds: dict[str, Sequence[int]] = SEEDS, design: Design = REGISTERED) -> list[Job]:
+    """The design's ``heldout_runs`` (COR alone recomputed; Amendment 38's lr/10 runs loaded) evaluated on the regime's
+    fresh questions, one job per regime and seed: the study's H1x job (:func:`ddrl.study.run_heldout_x_job`)."""
+    return [Job(r, s, design.heldout_runs, "H1x") for r, ss in seeds.items() for s in ss]
+
+
+def heldout_methods(design: Design, regime: str) -> list[str]:
+    """The methods the design's held-out claims in ``regime`` read, in the tables' order."""
+    used = {m for (_, r), (a, b, _) in design.heldout_claims.items() if r == regime for m in (a, b)}
+    return [m for m in HELDOUT_ORDER if m in used]
 
 
 def needed(seeds: dict[str, Sequence[int]] = SEEDS, design: Design = REGISTERED) -> dict[str, list[tuple[str, str]]]:
@@ -205,10 +236,11 @@ def missing(out: str | Path = RUNS, seeds: dict[str, Sequence[int]] = SEEDS,
     return {r: [s for s in ss if not _written(out, need[r], s)] for r, ss in seeds.items()}
 
 
-def heldout_missing(out: str | Path = RUNS, seeds: dict[str, Sequence[int]] = SEEDS) -> dict[str, list[int]]:
+def heldout_missing(out: str | Path = RUNS, seeds: dict[str, Sequence[int]] = SEEDS,
+                    design: Design = REGISTERED) -> dict[str, list[int]]:
     """Per regime, the seeds without every held-out evaluation the fresh-question claims read."""
-    return {r: [s for s in ss if not all(heldout_x_path(out, r, m, s).is_file()
-                                         for m in METHODS)] for r, ss in seeds.items()}
+    return {r: [s for s in ss if not all(heldout_x_path(out, r, m, s).is_file() for m in heldout_methods(design, r))]
+            for r, ss in seeds.items()}
 
 
 def shown(seeds: Sequence[str], design: Design) -> list[str]:
@@ -295,33 +327,53 @@ def analyse(out: str | Path = RUNS, n_boot: int = 4000, seeds: dict[str, Sequenc
             "cor_kept": {r: float(k) for r, k in kept.items()}, "seed_pass1": per.to_dict(orient="records")}
 
 
-def analyse_heldout(out: str | Path = RUNS, n_boot: int = 4000, seeds: dict[str, Sequence[int]] = SEEDS) -> dict:
-    """K3x and K5x once every evaluation is written: ``entries``; descriptive, each run's mean held-out pass@1 over
-    the seeds (``levels``; each run's in ``seed_pass1``) and how many recomputed COR-alone runs' adapted rows equal
-    their committed CSV's (``registered_reproduced`` of ``registered_checked``)."""
-    _refuse(heldout_missing(out, seeds), out, "a held-out evaluation", REGISTERED)
+def heldout_seeds(design: Design) -> dict[str, tuple[int, ...]]:
+    """The seeds of the regimes the design's held-out claims are in."""
+    return {r: ss for r, ss in design.seeds.items() if any(g == r for _, g in design.heldout_claims)}
+
+
+def analyse_heldout(out: str | Path = RUNS, n_boot: int = 4000, seeds: dict[str, Sequence[int]] = SEEDS,
+                    design: Design = REGISTERED) -> dict:
+    """The held-out claims (K3x and K5x; Amendment 38's H1x family, K3x and K4x) once every evaluation is written:
+    ``entries``; descriptive, each run's mean held-out pass@1 over the seeds (``levels``; each run's in ``seed_pass1``)
+    and how many of the runs ``heldout`` computed have adapted rows equal to their committed CSV's
+    (``registered_reproduced`` of ``registered_checked``); where a regime reads its no-RL runs from another
+    (``reads_from``), how many of those runs' adapted rows here equal that regime's committed CSV (``same_as_base`` of
+    ``same_as_base_checked``: one computation, so the adapted and held-out claims read one run)."""
+    _refuse(heldout_missing(out, seeds, design), out, "a held-out evaluation", design)
     df = pd.concat([pd.read_csv(heldout_x_path(out, r, m, s), dtype={"question": str})
-                    for r in seeds for m in METHODS for s in seeds[r]], ignore_index=True)
-    entries = _entries(df, HELDOUT_X, n_boot, REGISTERED)
+                    for r in seeds for m in heldout_methods(design, r) for s in seeds[r]], ignore_index=True)
+    entries = _entries(df, HELDOUT_X, n_boot, design)
     per = run_levels(df, HELDOUT_X)
     lv = pd.concat([level_table(per[per.regime == r], ("method",), sort=False).assign(regime=r) for r in seeds])
-    checked = df[df.method == COR_ONLY].drop_duplicates(["regime", "seed"])["registered_reproduced"]
-    return {"seeds": {r: list(s) for r, s in seeds.items()}, "entries": entries, "levels": lv.to_dict(orient="records"),
-            "seed_pass1": per.to_dict(orient="records"), "registered_reproduced": int(checked.astype(bool).sum()),
-            "registered_checked": int(checked.notna().sum())}
+    runs = df[df.method.isin(design.heldout_runs)].drop_duplicates(["regime", "method", "seed"])
+    checked = runs["registered_reproduced"].dropna()  # None: no committed CSV of that run to compare with
+    res = {"seeds": {r: list(s) for r, s in seeds.items()}, "entries": entries, "levels": lv.to_dict(orient="records"),
+           "seed_pass1": per.to_dict(orient="records"), "registered_reproduced": int(checked.astype(bool).sum()),
+           "registered_checked": int(len(checked))}
+    def adapted(r: str, m: str, s: int) -> pd.DataFrame:  # the run's adapted rows: the H1x job's, or its own CSV's
+        side = adapted_x_path(out, r, m, s)
+        df = pd.read_csv(side if side.is_file() else csv_path(out, r, m, s), dtype={"question": str})
+        return df[df.split == "adapted"]
+
+    same = [same_as_registered(adapted(r, m, s), csv_path(out, design.reads_from[r], m, s))
+            for r in seeds if r in design.reads_from for m in heldout_methods(design, r) if m in NO_RL for s in seeds[r]]
+    if same:
+        res |= {"same_as_base": sum(x is True for x in same), "same_as_base_checked": sum(x is not None for x in same)}
+    return res
 
 
-def _ci(e: dict) -> str:
-    return fmt_ci(e["estimate"], e["ci_low"], e["ci_high"], "+.2f")
+def _entry_rows(entries: Sequence[dict], design: Design) -> list[str]:
+    return [f"| {e['id']} {e['claim']} | {LEVEL_NAME[e['regime']]} | {e['n_seeds']} x {e['n_questions']:,} | "
+            f"{entry_ci(e)} | {e['half_width']:.2f} ({design.predicted[e['id'], e['regime']]}) | "
+            f"{VERDICT_MD[e['verdict']]} |" for e in entries]
 
 
 def markdown(res: dict, held: dict | None = None, design: Design = REGISTERED) -> str:
     """The design's table as docs/results.md quotes it (adapted, then fresh questions), then the adapted levels."""
     rows = ["| claim (pass@1, points) | regime | seeds x questions | estimate [95% CI] | half-width (predicted) | "
-            "verdict |", "|---|---|---|---|---|---|"]
-    rows += [f"| {e['id']} {e['claim']} | {LEVEL_NAME[e['regime']]} | {e['n_seeds']} x {e['n_questions']:,} | "
-             f"{_ci(e)} | {e['half_width']:.2f} ({design.predicted[e['id'], e['regime']]}) | "
-             f"{VERDICT_MD[e['verdict']]} |" for e in (*res["entries"], *(held or {}).get("entries", ()))]
+            "verdict |", "|---|---|---|---|---|---|", *_entry_rows((*res["entries"], *(held or {}).get("entries", ())),
+                                                                     design)]
     rows += ["", "| regime | method | adapted pass@1, mean over seeds (SD) | maj@16 | seeds below the untrained run |",
              "|---|---|---|---|---|"]
     rows += [f"| {LEVEL_NAME[r['regime']]} | {r['method']} | {r['pass1']:.1f} ({r['sd']:.1f}) | {r['maj']:.1f} | "
@@ -330,27 +382,64 @@ def markdown(res: dict, held: dict | None = None, design: Design = REGISTERED) -
     return "\n".join(rows) + "\n"
 
 
+#: Amendment 38's table beside each entry: the registered build's default-lr AMC-like entry of the same comparison
+#: (K4x's is K5x: DDRL at the default lr - COR alone), other build and seeds, read across
+ACROSS = {"K4x": "K5x"}
+
+
+def heldout_markdown(held: dict, registered: Sequence[dict], design: Design) -> str:
+    """A design's held-out claims (Amendment 38) as docs/results.md quotes them, each beside the registered build's
+    default-lr AMC-like entry (``registered``: ``results/claims.json``'s and Amendment 34's held-out entries;
+    :data:`ACROSS`); then each run's held-out pass@1 over the seeds (descriptive)."""
+    reg = {(e["id"], e["regime"]): e for e in registered}
+    rows = [f"| claim (held-out pass@1, points) | registered build, default lr, AMC-like | **{design.runs_called}, "
+            f"{design.heldout_tag}** | half-width (predicted) | verdict |", "|---|---|---|---|---|"]
+    for e in held["entries"]:
+        b = reg[ACROSS.get(e["id"], e["id"]), "amc_like"]
+        rows.append(f"| {e['id']} {e['claim']} | {entry_ci(b)}, {b['n_seeds']} seeds, *{b['verdict']}* | **{entry_ci(e)}**, "
+                    f"{e['n_seeds']} x {e['n_questions']:,} | {e['half_width']:.2f} "
+                    f"({design.predicted[e['id'], e['regime']]}) | {VERDICT_MD[e['verdict']]} |")
+    rows += ["", "| regime | method | held-out pass@1, mean over seeds (SD) | seeds below the untrained run |",
+             "|---|---|---|---|"]
+    rows += [f"| {LEVEL_NAME[r['regime']]} | {r['method']} | {r['pass1']:.1f} ({r['sd']:.1f}) | {below_cell(r)} |"
+             for r in held["levels"]]
+    return "\n".join(rows) + "\n"
+
+
+def report(got: Sequence[dict], design: Design) -> str:
+    """The design's tables from its committed analyses (:func:`committed`), as docs/results.md quotes them; Amendment
+    38's held-out claims in their own table, beside the registered build's entries (:func:`heldout_markdown`)."""
+    if not design.heldout_by:
+        return markdown(*got, design=design)
+    registered = load_claims(RESULTS / "claims.json") + committed(REGISTERED)[1]["entries"]
+    return markdown(got[0], design=design) + "\n" + heldout_markdown(got[1], registered, design)
+
+
 def figure(res: dict, held: dict | None = None, design: Design = REGISTERED):
     """Descriptive (the paired intervals are the entries'): each run's adapted pass@1 (and held-out pass@1, where the
-    design has it), one dot per seed, one row per split and one column per regime, :func:`ddrl.wide.levels_panel`."""
-    regimes = shown(res["seeds"], design)
+    design has it), one dot per seed, one row per split and one column per regime shown
+    (:func:`ddrl.wide.levels_panel`)."""
     splits = [(res, "adapted pass@1 (%)", "adapted"), *([(held, "held-out pass@1 (%)", "fresh")] if held else [])]
-    fig, axes = plt.subplots(len(splits), len(regimes), figsize=(5.5 * len(regimes), 4.2 * len(splits)),
-                             squeeze=False)
+    rows = [[(r, *split) for r in shown(split[0]["seeds"], design)] for split in splits]
+    n_cols = max(map(len, rows))
+    fig, axes = plt.subplots(len(rows), n_cols, figsize=(5.5 * n_cols, 4.2 * len(rows)), squeeze=False)
     rng = numpy_generator(0, "figure", design.name)
-    panels = [(r, *split) for split in splits for r in regimes]
-    for ax, (r, data, ylabel, what) in zip(axes.flat, panels):
-        per = pd.DataFrame(data["seed_pass1"])
-        per = per[per.regime.isin(beside(r, design))]
-        name = per.method.map(lambda m: "COR alone (no RL)" if m == COR_ONLY else label(m))
-        per["run"] = name.where(per.regime == r, name + "\nlr/10")
-        palette = dict(zip(per.run, per.method.map(color)))
-        n_q = next(e["n_questions"] for e in data["entries"] if e["regime"] == r)
-        levels_panel(ax, per, list(dict.fromkeys(per.run)), palette, rng, ylabel,
-                     f"{LEVEL_NAME[r]}: {n_q:,} {what} questions")
-        sns.despine(ax=ax)
+    for ax_row, panels in zip(axes, rows):
+        for ax in ax_row[len(panels):]:
+            ax.set_axis_off()
+        for ax, (r, data, ylabel, what) in zip(ax_row, panels):
+            per = pd.DataFrame(data["seed_pass1"])
+            per = per[per.regime.isin(beside(r, design))]
+            name = per.method.map(lambda m: "COR alone (no RL)" if m == COR_ONLY else label(m))
+            per["run"] = name.where(per.regime == r, name + "\nlr/10")
+            palette = dict(zip(per.run, per.method.map(color)))
+            n_q = next(e["n_questions"] for e in data["entries"] if e["regime"] == r)
+            levels_panel(ax, per, list(dict.fromkeys(per.run)), palette, rng, ylabel,
+                         f"{LEVEL_NAME[r]}: {n_q:,} {what} questions")
+            sns.despine(ax=ax)
+    tag = design.tag if not held or design.heldout_tag == design.tag else f"{design.tag}; held-out: {design.heldout_tag}"
     title = (f"COR alone (consensus SFT from the untrained model) beside {design.runs_called} "
-             f"(plan {design.tag}; descriptive)")
+             f"(plan {tag}; descriptive)")
     fig.suptitle(textwrap.fill(title, 16 * fig.get_figwidth()), fontsize=10)  # ~16 characters an inch at 10 pt
     fig.tight_layout()
     return fig
@@ -362,38 +451,47 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_run_arguments(ap, "run, heldout: seeds N-M in every regime (default: each regime's registered seeds)")
     ap.set_defaults(out=None)
     ap.add_argument("--build", choices=sorted(DESIGNS), default="registered",
-                    help="registered: Amendment 34; c49d: Amendment 35; xeon: Amendment 36 (run: with that build's "
-                         "cache, DDRL_CACHE_DIR)")
+                    help="registered: Amendment 34; c49d: Amendment 35; xeon: Amendments 36-38 (run, heldout: with "
+                         "that build's cache, DDRL_CACHE_DIR)")
     ap.add_argument("--regimes", nargs="+", default=None, help="run, heldout (default: every regime of the build's)")
     ap.add_argument("--heldout", action="store_true", help="analyse: the fresh-question claims")
     args = ap.parse_args(argv)
     design = DESIGNS[args.build]
     out = args.out or design.out
-    regimes = args.regimes or list(design.seeds)
-    if set(regimes) - set(design.seeds) or ((args.what == "heldout" or args.heldout) and not design.heldout_claims):
-        ap.error(f"--build {args.build} has the regimes {sorted(design.seeds)}"
+    held = args.what == "heldout" or args.heldout
+    have = heldout_seeds(design) if held else design.seeds
+    regimes = args.regimes or list(have)
+    if set(regimes) - set(have) or not have:
+        ap.error(f"--build {args.build} has the {'held-out ' if held else ''}regimes {sorted(have)}"
                  f"{'' if design.heldout_claims else ' and no held-out claims'}")
     seeds = {r: args.seeds or design.seeds[r] for r in regimes}
-    tag = design.tag
+    tag = design.heldout_tag if held else design.tag
     if args.what in ("run", "heldout"):
         check_weights(regimes_path(design.results), SCALES[args.scale])  # the measured base build, never a new one
-        todo = jobs(seeds, design) if args.what == "run" else heldout_jobs(seeds)
-        status = run_jobs(todo, SCALES[args.scale], out, args.runs_root or cache_root() / "runs",
-                          budget_min(design, regimes, args.budget_min), args.workers, desc=f"{tag} {args.what}")
+        runs_root = args.runs_root or cache_root() / "runs"
+        left = {r: untrained(seeds[r], runs_root, args.scale, r) for r in regimes
+                if held and set(design.heldout_runs) - set(NO_RL)}
+        if any(left.values()):  # Amendment 38 evaluates finished runs: training one anew would be a new run
+            raise SystemExit(f"{tag} evaluates finished runs; not finished under {runs_root}: {left}")
+        todo = jobs(seeds, design) if args.what == "run" else heldout_jobs(seeds, design)
+        status = run_jobs(todo, SCALES[args.scale], out, runs_root, budget_min(design, regimes, args.budget_min),
+                          args.workers, desc=f"{tag} {args.what}")
         print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
     elif args.what == "status":
         parts = [("adapted", missing(out, design.seeds, design))]
-        parts += [("held-out", heldout_missing(out))] if design.heldout_claims else []
+        parts += [("held-out", heldout_missing(out, heldout_seeds(design), design))] if design.heldout_claims else []
         for what, miss in parts:
             for r, m in miss.items():
-                print(seeds_line(f"{tag} ({r}, {what})", len(design.seeds[r]), m))
+                name = design.heldout_tag if what == "held-out" else tag
+                print(seeds_line(f"{name} ({r}, {what})", len(design.seeds[r]), m))
     elif args.what == "figure":  # -> docs/results/<name>.{png,pdf}, from the committed analyses
         got = committed(design)
         if got is None:
             ap.error(f"{tag}'s analyses {[str(p) for p in design.analyses]} are not all written yet")
         print(save_docs_figure(figure(*got, design=design), design.name))
     else:
-        res = analyse_heldout(out) if args.heldout else analyse(out, seeds=analysis_seeds(out, design), design=design)
+        res = (analyse_heldout(out, seeds=heldout_seeds(design), design=design) if args.heldout else
+               analyse(out, seeds=analysis_seeds(out, design), design=design))
         sys.stdout.write(write_json(args.json, res))
     return 0
 

@@ -39,7 +39,7 @@ from ddrl.seeds import numpy_generator, seed_range
 from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix
 from ddrl.study_plan import RESULTS, SAME_BASE, SCALES, STEP_COLUMNS, Job, check_weights, csv_path, load_regimes
-from ddrl.tables import fmt_ci
+from ddrl.tables import entry_ci
 from ddrl.wide import (VERDICT_MD, below_cell, complete_seeds, level_table, levels_vote_figure, run_levels,
                        vote_by_quarter, wide_entry)
 
@@ -178,8 +178,8 @@ def ablation_markdown(res: dict, registered: Sequence[dict]) -> str:
     for e in res["entries"]:
         b = reg[(e["id"], BASE_REGIME)]
         pred = " / ".join(f"{x:.2f}" for x in ABLATION_PREDICTED[e["id"]])
-        rows.append(f"| {e['id']} {ABLATION_COMPARISON[e['id']]} | {e['paper']:+.1f} | {_ci(b)}, {b['n_seeds']} seeds, "
-                    f"*{b['verdict']}* | **{_ci(e)}**, {e['n_seeds']} seeds | {e['half_width']:.2f} ({pred}) | "
+        rows.append(f"| {e['id']} {ABLATION_COMPARISON[e['id']]} | {e['paper']:+.1f} | {entry_ci(b)}, {b['n_seeds']} seeds, "
+                    f"*{b['verdict']}* | **{entry_ci(e)}**, {e['n_seeds']} seeds | {e['half_width']:.2f} ({pred}) | "
                     f"{VERDICT_MD[e['verdict']]} |")
     return "\n".join(rows) + "\n"
 
@@ -198,10 +198,6 @@ def split_markdown(res: dict) -> str:
     return "\n".join(rows) + "\n"
 
 
-def _ci(e: dict) -> str:
-    return fmt_ci(e["estimate"], e["ci_low"], e["ci_high"], "+.2f")
-
-
 def markdown(res: dict, registered: Sequence[dict]) -> str:
     """Amendment 28's table as docs/results.md quotes it: per claim the paper's MATH-500 number, the registered
     entries of :data:`BESIDE` (``registered``: ``results/claims.json``'s entries) with their seeds and verdicts, this
@@ -211,10 +207,10 @@ def markdown(res: dict, registered: Sequence[dict]) -> str:
     rows = [f"| claim (adapted pass@1, points) | paper (MATH-500) | {head} | **MATH-500-like at lr/10 (Amendment 28)** | "
             "half-width (predicted) | verdict |", "|---|---|---|---|---|---|---|"]
     for e in res["entries"]:
-        beside = " | ".join(f"{_ci(b)}, {b['n_seeds']} seeds, *{b['verdict']}*"
+        beside = " | ".join(f"{entry_ci(b)}, {b['n_seeds']} seeds, *{b['verdict']}*"
                             for b in (reg[(e["id"], r)] for r, _ in BESIDE))
         pred = " / ".join(f"{x:.2f}" for x in PREDICTED_HALF_WIDTH[e["id"]])
-        rows.append(f"| {e['id']} {COMPARISON[e['id']]} | {e['paper']:+.1f} | {beside} | **{_ci(e)}**, {e['n_seeds']} "
+        rows.append(f"| {e['id']} {COMPARISON[e['id']]} | {e['paper']:+.1f} | {beside} | **{entry_ci(e)}**, {e['n_seeds']} "
                     f"seeds | {e['half_width']:.2f} ({pred}) | {VERDICT_MD[e['verdict']]} |")
     return "\n".join(rows) + "\n"
 

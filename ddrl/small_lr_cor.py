@@ -41,7 +41,7 @@ from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import (COR_LR10, COR_ONLY, HELDOUT_X, HELDOUT_X_METHODS, SCALES, Job, check_weights, csv_path, experiment,
                              heldout_x_path, load_regimes)
-from ddrl.tables import fmt_ci
+from ddrl.tables import entry_ci
 from ddrl.wide import VERDICT_MD, below_cell, complete_seeds, level_table, levels_panel, run_levels, wide_entry
 
 ARMS = (COR_LR10, COR_ONLY)
@@ -86,11 +86,12 @@ def heldout_jobs(seeds: Sequence[int] = SEEDS, methods: Sequence[str] = HELDOUT_
     return [Job(REGIME, s, tuple(methods), "H1x") for s in seeds]
 
 
-def untrained(seeds: Sequence[int], runs_root: str | Path, scale: str = "default") -> list[tuple[str, int]]:
-    """The (method, seed) pairs of :data:`TRAINED` whose lr/10 run is not finished under ``runs_root``: Amendment 31
-    evaluates Amendment 28's runs and must not train one anew."""
+def untrained(seeds: Sequence[int], runs_root: str | Path, scale: str = "default",
+              regime: str = REGIME) -> list[tuple[str, int]]:
+    """The (method, seed) pairs of :data:`TRAINED` whose run in ``regime`` (default :data:`REGIME`) is not finished
+    under ``runs_root``: Amendments 31 and 38 evaluate finished runs and must not train one anew."""
     sc = SCALES[scale]
-    exp = experiment(load_regimes(scale=sc, names=[REGIME])[REGIME], sc, False, runs_root)
+    exp = experiment(load_regimes(scale=sc, names=[regime])[regime], sc, False, runs_root)
     with pinned_backend("hf"):  # as the study's jobs run (ddrl.study.run_job): the backend enters the run's key
         return [(m, s) for s in seeds for m in TRAINED
                 if not RunDir(exp.run_dir(PRESETS[m][0], exp.config(m, s))).finished()]
@@ -178,15 +179,11 @@ def analyse_heldout(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[
             "registered_checked": int(len(checked))}
 
 
-def _ci(e: dict) -> str:
-    return fmt_ci(e["estimate"], e["ci_low"], e["ci_high"], "+.2f")
-
-
 def markdown(res: dict) -> str:
     """Amendment 30's table as docs/results.md quotes it, then the descriptive levels."""
     rows = ["| claim (MATH-500-like, adapted pass@1, points) | seeds | estimate [95% CI] | half-width (predicted) | "
             "verdict |", "|---|---|---|---|---|"]
-    rows += [f"| {e['id']} {e['claim']} | {e['n_seeds']} | {_ci(e)} | {e['half_width']:.2f} "
+    rows += [f"| {e['id']} {e['claim']} | {e['n_seeds']} | {entry_ci(e)} | {e['half_width']:.2f} "
              f"({' / '.join(f'{x:.2f}' for x in PREDICTED[e['id']])}) | {VERDICT_MD[e['verdict']]} |"
              for e in res["entries"]]
     rows += ["", "| method | RL learning rate | adapted pass@1, mean over seeds (SD) | seeds below the untrained run | "
@@ -209,8 +206,8 @@ def heldout_markdown(res: dict, registered: Sequence[dict]) -> str:
         b = reg.get((e["id"], BASE_REGIME))
         what = e["metric"].removeprefix("held-out pass@1 ").split(",")[0] if b else HELDOUT_K[e["id"]][2].split(",")[0]
         pred = f"{HELDOUT_PREDICTED[e['id']]:.2f}" if b else "0.45-1.36"
-        beside = f"{_ci(b)}, {b['n_seeds']} seeds, *{b['verdict']}*" if b else "-"
-        rows.append(f"| {e['id']} {what} | {beside} | **{_ci(e)}**, {e['n_seeds']} seeds | {e['half_width']:.2f} "
+        beside = f"{entry_ci(b)}, {b['n_seeds']} seeds, *{b['verdict']}*" if b else "-"
+        rows.append(f"| {e['id']} {what} | {beside} | **{entry_ci(e)}**, {e['n_seeds']} seeds | {e['half_width']:.2f} "
                     f"({pred}) | {VERDICT_MD[e['verdict']]} |")
     return "\n".join(rows) + "\n"
 

@@ -54,6 +54,11 @@ def fmt_ci(mean: float, lo: float, hi: float, spec: str = ".3f") -> str:
     return f"{format(mean, spec)} [{format(lo, spec)}, {format(hi, spec)}]"
 
 
+def entry_ci(e: dict, spec: str = "+.2f") -> str:
+    """A ``claims.json``-schema entry's estimate and interval as the tables print them (:func:`fmt_ci`, signed)."""
+    return fmt_ci(e["estimate"], e["ci_low"], e["ci_high"], spec)
+
+
 def ci_relation(a: tuple[float, float, float], b: tuple[float, float, float]) -> str:
     """How ``a = (mean, lo, hi)`` stands against ``b``: "higher" / "lower" if the 95% intervals do not
     overlap, else "overlap" (also when either interval is missing: one seed cannot separate them)."""

@@ -49,7 +49,7 @@ from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix, load_questions, load_steps, paired_matrix
 from ddrl.study_figures import pseudo_labels_by_episode
 from ddrl.study_plan import CSV, RESULTS, SCALES, Job, check_weights, csv_method_seed, csv_path
-from ddrl.tables import fmt_ci
+from ddrl.tables import entry_ci
 
 REGIME = "math500_like_768"  # ddrl.regimes.wide_regime of the registered MATH-500-like regime
 STANDS_FOR = "math500_like"  # the benchmark it stands for: the paper's number and sign are MATH-500's
@@ -215,7 +215,7 @@ def arms_markdown(entries: Sequence[dict]) -> str:
             "half-width (predicted) | verdict |", "|---|---|---|---|---|"]
     for e in entries:
         what = ARM_PAIRS[e["id"]][4].removeprefix("adapted pass@1, ").removesuffix(" [points]")
-        rows.append(f"| {e['id']} {what} | {e['n_seeds']} | {fmt_ci(e['estimate'], e['ci_low'], e['ci_high'], '+.2f')} "
+        rows.append(f"| {e['id']} {what} | {e['n_seeds']} | {entry_ci(e)} "
                     f"| {e['half_width']:.2f} ({ARM_PREDICTED_HALF_WIDTH[e['id']]:.2f}) | {VERDICT_MD[e['verdict']]} |")
     return "\n".join(rows) + "\n"
 

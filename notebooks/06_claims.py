@@ -482,7 +482,9 @@ else:
 # its untrained and COR-alone runs on its 19 seeds: K3 and K4 there (and P1, P2 in its scorecard,
 # `results/replication_c49d/claims.json`). Amendment 36: the Xeon build `abcbf433...` (Amendment 5's replication),
 # recovered and pinned, gets COR alone in AMC-like and MATH-500-like (K3, K5 beside its 12 seeds) and TTRL and DDRL at
-# lr/10 on its first seeds (K4; P1, P2, M1 in `results/replication_xeon/claims.json`). What the committed analyses
+# lr/10 on its first seeds (K4; P1, P2, M1 in `results/replication_xeon/claims.json`; Amendment 37 took those to 12
+# seeds), and Amendment 38 evaluates its lr/10 runs on 1,536 fresh AMC-like questions (the H1x family at lr/10, in
+# its own table beside the registered build's default-lr entries). What the committed analyses
 # say is in docs/results.md; in short, on `c49d994e...` the lr/10 RL phase gains nothing measurable over the untrained
 # model, COR alone still gains, and DDRL ends below COR alone in every seed (K4 *contradicted*).
 
@@ -495,7 +497,7 @@ for build, design in cor_alone.DESIGNS.items():  # the registered build (Amendme
         display(Markdown(f"{design.tag}'s analysis is not committed yet "
                          f"(`python -m ddrl.cor_alone status --build {build}`)."))
         continue
-    display(Markdown(cor_alone.markdown(*got, design=design)))
+    display(Markdown(cor_alone.report(got, design)))
     fig = cor_alone.figure(*got, design=design)
     rep.figure(fig, design.name, data=pd.DataFrame(got[0]["seed_pass1"]))
     plt.show()

@@ -213,6 +213,64 @@ def test_smoke_second_build_design_reads_its_own_regime_and_matches_the_register
     assert "--build c49d has the regimes ['amc_like_small_lr'] and no held-out claims" in capsys.readouterr().err
 
 
+def test_amendment_38_evaluates_the_xeon_lr10_runs_with_the_registered_h1x_definitions():
+    """Amendment 38: one H1x job per lr/10 seed evaluating five runs; its claims are the registered H1x family's
+    pairs (``study_plan.PAIRED``) and Amendment 33's K3x / K4x, all in ``amc_like_small_lr``."""
+    from ddrl.study_plan import PAIRED
+
+    xeon = K.DESIGNS["xeon"]
+    assert K.heldout_seeds(xeon) == {SMALL_LR: tuple(range(12))} and K.heldout_seeds(K.REGISTERED) == K.SEEDS
+    assert [(j.regime, j.seed, j.methods, j.label) for j in K.heldout_jobs(K.heldout_seeds(xeon), xeon)][:1] == [
+        (SMALL_LR, 0, ("no_adaptation", "ttrl", "bcs_dae", "ddrl", COR_ONLY), "H1x")]
+    assert len(K.heldout_jobs(K.heldout_seeds(xeon), xeon)) == 12
+    assert {j.methods for j in K.heldout_jobs()} == {(COR_ONLY,)}  # Amendment 34: the other runs' CSVs exist
+    for (cid, r), (a, b, _) in xeon.heldout_claims.items():
+        assert r == SMALL_LR and (a, b) == (PAIRED[cid][:2] if cid in PAIRED else K.HELDOUT_LR10[cid, r][:2])
+    assert [cid for cid, _ in xeon.heldout_claims] == ["H1x", "H1xT", "H1xD", "H1xC", "H1xR", "K3x", "K4x"]
+    assert K.heldout_methods(xeon, SMALL_LR) == list(K.HELDOUT_ORDER)
+    assert K.heldout_methods(K.REGISTERED, "amc_like") == list(K.METHODS)  # Amendment 34's, unchanged
+    assert (xeon.heldout_tag, K.REGISTERED.heldout_tag) == ("Amendment 38", "Amendment 34")
+    assert set(xeon.predicted) >= set(xeon.heldout_claims)
+
+
+def test_smoke_amendment_38_refuses_to_train_then_evaluates_finished_runs(smoke, capsys):
+    """The real ``heldout --build xeon`` on the tiny testbed: it refuses while an lr/10 TTRL run is unfinished (it would
+    be trained anew), then evaluates the five runs per seed; the untrained model and COR alone computed in the lr/10
+    regime equal AMC-like's committed rows (``same_as_base``), the loaded runs their committed CSVs."""
+    out, runs, common = smoke
+    xeon, seeds = K.DESIGNS["xeon"], {SMALL_LR: (0, 1)}
+    with pytest.raises(SystemExit, match=r"Amendment 38 evaluates finished runs; not finished under .*'ttrl', 0"):
+        K.main(["heldout", "--build", "xeon", *common])
+    study.run_jobs([Job(SMALL_LR, s, ("ttrl",), "M1") for s in (0, 1)], SCALES["smoke"], out, runs, workers=2,
+                   progress=False)
+    assert K.main(["heldout", "--build", "xeon", *common]) == 0
+    assert all(heldout_x_path(out, SMALL_LR, m, s).is_file() for m in K.HELDOUT_ORDER for s in (0, 1))
+    held = K.analyse_heldout(out, n_boot=200, seeds=seeds, design=xeon)
+    assert [(e["id"], e["regime"]) for e in held["entries"]] == list(xeon.heldout_claims)
+    assert all(e["n_seeds"] == 2 and e["n_questions"] == SCALES["smoke"].n_heldout_x for e in held["entries"])
+    # TTRL and DDRL at lr/10, and here (not on the Xeon build) the untrained model and COR alone too: the fixture's
+    # c49d runs wrote their lr/10 CSVs, so the H1x job compares with those instead of writing adapted_x rows
+    assert (held["registered_reproduced"], held["registered_checked"]) == (8, 8)
+    assert (held["same_as_base"], held["same_as_base_checked"]) == (4, 4)  # no RL: one computation
+    assert [r["method"] for r in held["levels"]] == list(K.HELDOUT_ORDER)
+    registered = [{"id": cid, "regime": "amc_like", "estimate": -1.0, "ci_low": -2.0, "ci_high": 0.0, "n_seeds": 19,
+                   "verdict": "not resolved"} for cid in ("H1x", "H1xT", "H1xD", "H1xC", "H1xR", "K3x", "K5x")]
+    table = K.heldout_markdown(held, registered, xeon).splitlines()
+    assert table[2].startswith("| H1x DDRL at lr/10 - no adaptation, held-out | -1.00 [-2.00, +0.00], 19 seeds, *not "
+                               "resolved* | **") and "2 x 3 | " in table[2] and "(1.50 / 0.96)" in table[2]
+    assert table[8].startswith("| K4x DDRL at lr/10 - COR alone, held-out | -1.00")  # beside K5x: read across
+    assert table[12].startswith("| AMC-like at lr/10 | no_adaptation |") and table[12].endswith("| - |")
+    assert len(table) == 2 + 7 + 3 + 5
+    assert K.heldout_missing(out, {SMALL_LR: (0, 1, 2)}, xeon) == {SMALL_LR: [2]}
+    fig = K.figure(K.analyse(out, n_boot=200, seeds=SMOKE_SEEDS), held, xeon)  # two adapted panels, one held-out
+    assert [ax.get_ylabel() for ax in fig.axes if ax.axison] == ["adapted pass@1 (%)"] * 2 + ["held-out pass@1 (%)"]
+    assert not fig.axes[3].axison and fig.axes[2].get_title() == "AMC-like at lr/10: 3 fresh questions (2 seeds)"
+    assert "Amendments 36 and 37; held-out: Amendment 38" in fig._suptitle.get_text()
+    plt.close(fig)
+    assert K.main(["status", "--build", "xeon", "--out", str(out)]) == 0
+    assert "Amendment 38 (amc_like_small_lr, held-out): 2 of 12 seeds complete" in capsys.readouterr().out
+
+
 def _csvs(regime: str, methods: tuple[str, ...], seeds) -> pd.DataFrame:
     paths = [p for m in methods for p in sorted((small_lr.RUNS / regime).glob(f"{m}-seed[0-9][0-9].csv.gz"))]
     df = pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths], ignore_index=True)
@@ -246,6 +304,24 @@ def test_the_plans_predicted_half_widths_are_the_measured_components():
     plan = " ".join((small_lr.RESULTS / "plan.md").read_text().split())
     assert "K3 from P2's components 3.98; K5 from M1's 1.81 to P2's 3.98; K4 (lr/10) from `amc_like_small_lr`'s M1 2.03 to P2 3.93" in plan
     assert "19 x 1,536 in AMC-like from the H1x family's components 0.28 (H1xC) to 1.41 (H1x); 6 x 1,536 in AIME-like 0.13 to 0.55" in plan
+
+
+def test_amendment_38s_predicted_half_widths_are_the_measured_components():
+    """Amendment 38's predictions at 12 x 1,536: the registered build's default-lr AMC-like H1x matrices (K4x from
+    K5x's: DDRL at the default lr - COR alone) / its MATH-500-like lr/10 ones, as the plan states them."""
+    from ddrl.stats import predicted_half_width, variance_components
+
+    def hw(regime: str, a: str, b: str) -> str:
+        df = pd.concat([pd.read_csv(p, dtype={"question": str}) for m in (a, b)
+                        for p in sorted((small_lr.RUNS / "heldout_x" / regime).glob(f"{m}-seed[0-9][0-9].csv.gz"))])
+        d = paired_matrix(df, regime, a, b, "heldout_x")
+        return f"{predicted_half_width(variance_components(d.to_numpy()), 12, 1536):.2f}"
+
+    plan = " ".join((small_lr.RESULTS / "plan.md").read_text().split())
+    for (cid, r), (a, b, _) in K.HELDOUT_LR10.items():
+        want = f"{hw('amc_like', a, b)} / {hw('math500_like_small_lr', a, b)}"
+        assert K.PREDICTED_LR10[cid, r] == want, cid
+        assert f"{cid} {want}" in plan, cid
 
 
 def _committed(name: str) -> dict:
@@ -290,11 +366,29 @@ def test_docs_quote_amendment_34():
     assert (REPO / "docs" / "results" / "cor_alone.png").is_file() and "(results/cor_alone.png)" in docs
 
 
+def test_committed_amendment_38_analysis_recomputes_and_docs_quote_it():
+    """Amendment 38's held-out analysis equals a recomputation from the committed CSVs (every reloaded lr/10 run's
+    adapted rows equal its committed CSV; the untrained model and COR alone computed at lr/10 equal AMC-like's), and
+    docs/results.md quotes its table beside the registered build's entries."""
+    from ddrl.claims import load
+
+    xeon = K.DESIGNS["xeon"]
+    path = xeon.analyses[1]
+    res = committed_json(path, f"python -m ddrl.cor_alone analyse --build xeon --heldout --json {path}")
+    got = K.analyse_heldout(xeon.out, n_boot=4000, seeds=K.heldout_seeds(xeon), design=xeon)
+    assert json.loads(json.dumps(got)) == res
+    assert (res["registered_reproduced"], res["registered_checked"], res["same_as_base"]) == (24, 24, 24)
+    registered = load(K.RESULTS / "claims.json") + _committed("heldout.json")["entries"]
+    section = (REPO / "docs" / "results.md").read_text().split("(plan Amendment 38)")[1]
+    assert K.heldout_markdown(res, registered, xeon) in section
+    assert K.report(K.committed(xeon), xeon).endswith(K.heldout_markdown(res, registered, xeon))
+
+
 def test_docs_amendment_37_table_cites_the_committed_entries():
     """The builds side by side at lr/10 (docs/results.md, Amendment 37): each cell of the three builds' current entries
     is the committed claims file's estimate, interval and verdict (the 4-seed column is Amendment 36's, in git history)."""
     from ddrl.claims import load
-    from ddrl.tables import fmt_ci
+    from ddrl.tables import entry_ci
 
     docs = (REPO / "docs" / "results.md").read_text()
     section = docs.split("## More lr/10 seeds on the Xeon build (plan Amendment 37)")[1].split("\n## ")[0]
@@ -304,5 +398,5 @@ def test_docs_amendment_37_table_cites_the_committed_entries():
         entries = load(claims_file) + json.loads(design.analyses[0].read_text())["entries"]
         for cid in ("M1", "P1", "P2", "K4"):
             e = next(e for e in entries if (e["id"], e["regime"]) == (cid, SMALL_LR))
-            cell = f"{fmt_ci(e['estimate'], e['ci_low'], e['ci_high'], '+.1f')} {e['verdict']}"
+            cell = f"{entry_ci(e, '+.1f')} {e['verdict']}"
             assert cell in rows[cid], (claims_file, cid, cell)

@@ -790,7 +790,7 @@ def experiment_model(regime) -> str:
 #: weights its own regimes file names.
 COMMITTED_STUDIES = (
     (study.RESULTS, study.RESULTS / "runs", 200),
-    (study.RESULTS / "replication_xeon", study.RESULTS / "replication_xeon" / "runs", 192),  # 120, +40 (Am. 36), +32 (37)
+    (study.RESULTS / "replication_xeon", study.RESULTS / "replication_xeon" / "runs", 288),  # 120, +40 (Am. 36), +32 (37), +96 (38)
     (study.RESULTS / "replication_c49d", study.RESULTS / "replication_c49d" / "runs", 114),  # 38 runs, +38 (Amendment 35)
 )
 

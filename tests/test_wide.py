@@ -17,7 +17,7 @@ from ddrl import study, wide
 from ddrl.regimes import MATH_MAJ_MIN, wide_regime
 from ddrl.reporting import save_figure
 from ddrl.study_plan import SCALES, csv_method_seed, csv_path, load_regimes
-from ddrl.tables import fmt_ci
+from ddrl.tables import entry_ci, fmt_ci
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -336,8 +336,8 @@ def test_docs_quote_amendment_26_from_claims_json():
             line.startswith("| M")}
     for e, c in zip(res["all_seeds"], res["cpu_seeds"]):
         row = rows[e["id"]]
-        assert f"{fmt_ci(e['estimate'], e['ci_low'], e['ci_high'], '+.2f')} {e['verdict']}" in row, e["id"]
-        assert f"| {e['half_width']:.2f} |" in row and fmt_ci(c["estimate"], c["ci_low"], c["ci_high"], "+.2f") in row
+        assert f"{entry_ci(e)} {e['verdict']}" in row, e["id"]
+        assert f"| {e['half_width']:.2f} |" in row and entry_ci(c) in row
     prose = " ".join(section.split())  # the device check is wrapped over lines
     for cid, d in res["device_check"].items():
         assert f"{cid} {fmt_ci(d['gpu_minus_cpu'], d['ci_low'], d['ci_high'], '+.2f')}" in prose, cid
