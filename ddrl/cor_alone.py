@@ -92,9 +92,8 @@ HELDOUT_LR10 = {**{(cid, SMALL_LR): (*PAIRED[cid][:2], f"{what}, held-out") for 
     ("H1xC", "DDRL - BCS+DAE at lr/10"), ("H1xR", "BCS+DAE - TTRL at lr/10"))},
                 ("K3x", SMALL_LR): (COR_ONLY, "no_adaptation", "COR alone (no RL) - no adaptation, held-out"),
                 ("K4x", SMALL_LR): ("ddrl", COR_ONLY, "DDRL at lr/10 - COR alone, held-out")}
-PREDICTED_LR10 = {(cid, SMALL_LR): hw for cid, hw in (("H1x", "1.50 / 0.96"), ("H1xT", "1.47 / 0.37"),
-                  ("H1xD", "1.25 / 0.72"), ("H1xC", "0.33 / 0.69"), ("H1xR", "1.20 / 0.16"), ("K3x", "0.60 / 0.78"),
-                  ("K4x", "1.39 / 0.49"))}
+PREDICTED_LR10 = dict(zip(HELDOUT_LR10, ("1.50 / 0.96", "1.47 / 0.37", "1.25 / 0.72", "0.33 / 0.69", "1.20 / 0.16",
+                                        "0.60 / 0.78", "1.39 / 0.49")))  # H1x, H1xT, H1xD, H1xC, H1xR, K3x, K4x
 #: The runs the claims read, in the tables' order (the held-out ones of Amendment 38: :data:`HELDOUT_ORDER`)
 METHODS = ("no_adaptation", "ddrl", COR_ONLY)
 HELDOUT_ORDER = ("no_adaptation", "ttrl", "bcs_dae", "ddrl", COR_ONLY)
@@ -149,7 +148,7 @@ _XEON = RESULTS / "replication_xeon"
 #: alone in AMC-like and MATH-500-like beside that replication's runs, and TTRL and DDRL at lr/10 as far as the
 #: session's clock allowed (seeds from 0), K4 reading AMC-like's COR alone as Amendment 34 does; Amendment 37 ran
 #: more of those lr/10 seeds (toward 11) under its own clock, 18:00 UTC (Amendment 36's 14:30 had given seeds 0-3);
-#: Amendment 38 evaluates them, with the untrained model and COR alone, on the fresh questions (:data:`HELDOUT_LR10`)
+#: Amendment 38 evaluates them, the untrained model and COR alone on the fresh questions (``heldout_by``)
 DESIGNS = {
     "registered": Design(34, RESULTS, SEEDS, CLAIMS, HELDOUT_CLAIMS, {r: ((COR_ONLY,),) for r in SEEDS}, READS_FROM,
                          PREDICTED, (OUT / "adapted.json", OUT / "heldout.json"), "cor_alone", "the registered runs"),
@@ -332,14 +331,19 @@ def heldout_seeds(design: Design) -> dict[str, tuple[int, ...]]:
     return {r: ss for r, ss in design.seeds.items() if any(g == r for _, g in design.heldout_claims)}
 
 
+def _adapted_rows(out: str | Path, regime: str, method: str, seed: int) -> pd.DataFrame:
+    """An H1x run's adapted rows: those its job wrote beside (no CSV of its own), else its own CSV's."""
+    side = adapted_x_path(out, regime, method, seed)
+    rows = pd.read_csv(side if side.is_file() else csv_path(out, regime, method, seed), dtype={"question": str})
+    return rows[rows.split == "adapted"]
+
+
 def analyse_heldout(out: str | Path = RUNS, n_boot: int = 4000, seeds: dict[str, Sequence[int]] = SEEDS,
                     design: Design = REGISTERED) -> dict:
-    """The held-out claims (K3x and K5x; Amendment 38's H1x family, K3x and K4x) once every evaluation is written:
-    ``entries``; descriptive, each run's mean held-out pass@1 over the seeds (``levels``; each run's in ``seed_pass1``)
-    and how many of the runs ``heldout`` computed have adapted rows equal to their committed CSV's
-    (``registered_reproduced`` of ``registered_checked``); where a regime reads its no-RL runs from another
-    (``reads_from``), how many of those runs' adapted rows here equal that regime's committed CSV (``same_as_base`` of
-    ``same_as_base_checked``: one computation, so the adapted and held-out claims read one run)."""
+    """The held-out claims (K3x, K5x; Amendment 38's H1x family, K3x, K4x) once every evaluation is written: ``entries``;
+    descriptive, each run's mean held-out pass@1 (``levels``; per run ``seed_pass1``), how many runs ``heldout`` computed
+    have adapted rows equal to their committed CSV (``registered_reproduced`` of ``registered_checked``) and, in a regime
+    reading its no-RL runs from another (``reads_from``), how many equal that one's (``same_as_base`` of ``..._checked``)."""
     _refuse(heldout_missing(out, seeds, design), out, "a held-out evaluation", design)
     df = pd.concat([pd.read_csv(heldout_x_path(out, r, m, s), dtype={"question": str})
                     for r in seeds for m in heldout_methods(design, r) for s in seeds[r]], ignore_index=True)
@@ -351,12 +355,7 @@ def analyse_heldout(out: str | Path = RUNS, n_boot: int = 4000, seeds: dict[str,
     res = {"seeds": {r: list(s) for r, s in seeds.items()}, "entries": entries, "levels": lv.to_dict(orient="records"),
            "seed_pass1": per.to_dict(orient="records"), "registered_reproduced": int(checked.astype(bool).sum()),
            "registered_checked": int(len(checked))}
-    def adapted(r: str, m: str, s: int) -> pd.DataFrame:  # the run's adapted rows: the H1x job's, or its own CSV's
-        side = adapted_x_path(out, r, m, s)
-        df = pd.read_csv(side if side.is_file() else csv_path(out, r, m, s), dtype={"question": str})
-        return df[df.split == "adapted"]
-
-    same = [same_as_registered(adapted(r, m, s), csv_path(out, design.reads_from[r], m, s))
+    same = [same_as_registered(_adapted_rows(out, r, m, s), csv_path(out, design.reads_from[r], m, s))
             for r in seeds if r in design.reads_from for m in heldout_methods(design, r) if m in NO_RL for s in seeds[r]]
     if same:
         res |= {"same_as_base": sum(x is True for x in same), "same_as_base_checked": sum(x is not None for x in same)}
@@ -478,11 +477,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                           args.workers, desc=f"{tag} {args.what}")
         print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
     elif args.what == "status":
-        parts = [("adapted", missing(out, design.seeds, design))]
-        parts += [("held-out", heldout_missing(out, heldout_seeds(design), design))] if design.heldout_claims else []
-        for what, miss in parts:
+        parts = [("adapted", design.tag, missing(out, design.seeds, design))]
+        if design.heldout_claims:
+            parts.append(("held-out", design.heldout_tag, heldout_missing(out, heldout_seeds(design), design)))
+        for what, name, miss in parts:
             for r, m in miss.items():
-                name = design.heldout_tag if what == "held-out" else tag
                 print(seeds_line(f"{name} ({r}, {what})", len(design.seeds[r]), m))
     elif args.what == "figure":  # -> docs/results/<name>.{png,pdf}, from the committed analyses
         got = committed(design)
