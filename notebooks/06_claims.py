@@ -503,6 +503,20 @@ for build, design in cor_alone.DESIGNS.items():  # the registered build (Amendme
     plt.show()
 
 # %% [markdown]
+# Amendment 38 compared the Xeon build's lr/10 held-out costs with the registered build's default-lr ones: two builds
+# at once. Amendment 39 retrains that build's default-lr TTRL and DDRL runs (they reproduce Amendment 5's adapted rows)
+# and evaluates them on the same fresh questions, so each method at lr/10 is paired with itself at the default learning
+# rate on one build, seed by seed and question by question (LxT, LxD; the default-lr H1x family joins the
+# replication's scorecard above). The table appears once `results/replication_xeon/lr_heldout.json` is written.
+
+# %%
+from ddrl import lr_heldout
+
+lr_path = lr_heldout.XEON / "lr_heldout.json"
+display(Markdown(lr_heldout.markdown(json.loads(lr_path.read_text())) if lr_path.is_file() else
+                 "Amendment 39's analysis is not committed yet (`python -m ddrl.lr_heldout status`)."))
+
+# %% [markdown]
 # ## Why BCS's negatives cost held-out accuracy: policy drift (plan Amendment 21)
 #
 # H1xN says *that* choosing the rarest answers as negatives costs held-out accuracy in AMC-like; the runs' step

@@ -48,3 +48,15 @@ def test_analysis_refuses_incomplete_seeds(tmp_path):
         L.analyse(tmp_path, seeds=(0, 1))
     with pytest.raises(ValueError, match="at least 2"):
         L.analyse(tmp_path)
+
+
+def test_committed_analysis_recomputes_from_the_committed_csvs_and_docs_quote_it():
+    """Amendment 39's analysis equals a recomputation from the committed CSVs on the seeds it names (those complete by
+    its clock), every retrained default-lr run reproduces Amendment 5's adapted rows, and docs/results.md quotes it."""
+    path = L.XEON / "lr_heldout.json"
+    res = committed_json(path, f"python -m ddrl.lr_heldout analyse --json {path}")
+    assert res["seeds"] == L.complete() and len(res["seeds"]) >= 2
+    assert json.loads(json.dumps(L.analyse(n_boot=4000))) == res
+    assert res["registered_reproduced"] == res["registered_checked"] == 3 * len(res["seeds"])  # TTRL, DDRL, untrained
+    section = (REPO / "docs" / "results.md").read_text().split("## Held-out transfer at both learning rates on one build")[1]
+    assert L.markdown(res) in section
