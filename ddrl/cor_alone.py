@@ -171,18 +171,16 @@ DESIGNS = {
 REGISTERED = DESIGNS["registered"]
 
 
-def _to_cutoff(design: Design, now: float | None) -> float | None:
-    """Minutes from ``now`` (epoch seconds, default the clock) to the design's cutoff; None without one."""
-    if design.cutoff is None:
-        return None
-    return (datetime.fromisoformat(design.cutoff).timestamp() - (time.time() if now is None else now)) / 60
+def minutes_to(cutoff: str, now: float | None = None) -> float:
+    """Minutes from ``now`` (epoch seconds, default the clock) to a plan's clock ``cutoff`` (UTC, ISO)."""
+    return (datetime.fromisoformat(cutoff).timestamp() - (time.time() if now is None else now)) / 60
 
 
 def jobs(seeds: dict[str, Sequence[int]] = SEEDS, design: Design = REGISTERED, now: float | None = None) -> list[Job]:
     """The design's runs (COR alone; with the untrained model on a build that has none), regime by regime (AMC-like
     first), seed by seed; none in a ``partial`` regime once its ``cutoff`` has passed (``now``: epoch seconds,
     default the clock), so a rerun after the plan's clock never adds seeds its analysis would then read."""
-    left = _to_cutoff(design, now)
+    left = None if design.cutoff is None else minutes_to(design.cutoff, now)
     closed = left is not None and left < 0
     return [Job(r, s, ms, "K cor alone") for r, ss in seeds.items() if not (closed and r in design.partial)
             for s in ss for ms in design.runs[r]]
@@ -192,7 +190,7 @@ def budget_min(design: Design, regimes: Sequence[str], budget: float | None = No
                now: float | None = None) -> float | None:
     """The jobs' budget: ``budget``, cut to the minutes left before the design's cutoff where ``regimes`` include a
     ``partial`` one, so no job in it starts after the plan's clock (:func:`jobs` schedules none once it has passed)."""
-    left = _to_cutoff(design, now)
+    left = None if design.cutoff is None else minutes_to(design.cutoff, now)
     if left is None or left <= 0 or not set(regimes) & set(design.partial):
         return budget
     return left if budget is None else min(budget, left)

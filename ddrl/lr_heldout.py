@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
-from datetime import datetime
 from pathlib import Path
 from typing import Sequence
 
 import pandas as pd
 
 from ddrl.claims import amendment_entry
+from ddrl.cor_alone import minutes_to
 from ddrl.reporting import cache_root, write_json
 from ddrl.small_lr import add_run_arguments, seeds_line
 from ddrl.study import run_jobs
@@ -60,7 +59,7 @@ def jobs(seeds: Sequence[int] = SEEDS) -> list[Job]:
 
 def minutes_left(now: float | None = None) -> float:
     """Minutes from ``now`` (epoch seconds, default the clock) to :data:`CUTOFF` (negative once it has passed)."""
-    return (datetime.fromisoformat(CUTOFF).timestamp() - (time.time() if now is None else now)) / 60
+    return minutes_to(CUTOFF, now)
 
 
 def complete(out: str | Path = OUT, seeds: Sequence[int] = SEEDS) -> list[int]:
