@@ -39,7 +39,7 @@ from tqdm.auto import tqdm
 
 from ddrl.config import resolve_cue
 from ddrl.evaluate import mean_ci
-from ddrl.experiments import model_fingerprint
+from ddrl.experiments import METHODS, model_fingerprint
 from ddrl.logprobs import response_logprobs
 from ddrl.models import load_model
 from ddrl.plotting import label, save_docs_figure
@@ -52,7 +52,7 @@ from ddrl.stats import hierarchical_bootstrap, paired_differences, verdict
 from ddrl.study import run_jobs
 from ddrl.drift_data import (DRIFT, KL_UNIT, PAIR, drift_path, export_steps, h1x_files, h1x_runs, heldout_rows,
                              seed_table)
-from ddrl.study_plan import ADAPTED_X, SCALES, Job, check_weights, heldout_x_records, load_regimes
+from ddrl.study_plan import ADAPTED_X, RESULTS, SCALES, Job, check_weights, heldout_x_records, load_regimes
 
 
 def kl_fit(table: pd.DataFrame, a: str = PAIR[0], b: str = PAIR[1], confidence: float = 0.95,
@@ -265,20 +265,24 @@ def _weights(name: str | Path) -> dict:
 
 
 def measure_kl(out_dir: str | Path, runs_root: str | Path, regime: str, methods: Sequence[str] = PAIR,
-               dest: str | Path | None = None, scale: str = "default", progress: bool = True) -> tuple[int, list[str]]:
-    """:class:`HeldoutKL` of every run an H1x CSV under ``out_dir`` names whose final weights are under
-    ``runs_root``, against the base the runs started from (the scale's, checked against the registered build),
-    written beside its drift CSV under ``dest`` (default ``out_dir``). A run whose JSON holds the same base and
-    final weights (sha256) and the same question and sample counts is read, not redone. Returns how many were
-    measured and the runs not found."""
+               dest: str | Path | None = None, scale: str = "default", progress: bool = True,
+               regimes: str | Path = RESULTS / "regimes_base.json",
+               seeds: Sequence[int] | None = None) -> tuple[int, list[str]]:
+    """:class:`HeldoutKL` of every run an H1x CSV under ``out_dir`` names (of ``seeds``, default all) whose weights
+    are under ``runs_root`` (the method's: ``final/``, or ``rl/`` for ``bcs_dae``, DDRL's RL-only weights), against
+    the base the runs started from (the scale's, checked against the build ``regimes`` measured: by default the
+    registered one), written beside its drift CSV under ``dest`` (default ``out_dir``). A run whose JSON holds the
+    same base and policy weights (sha256) and the same question and sample counts is read, not redone. Returns
+    how many were measured and the runs not found."""
     sc = SCALES[scale]
-    check_weights(scale=sc)
-    reg = load_regimes(scale=sc, names=[regime])[regime]
+    check_weights(regimes, sc)
+    reg = load_regimes(regimes, sc, names=[regime])[regime]
     records = heldout_x_records(reg, sc.n_heldout_x)[:KL_QUESTIONS]
     found, missing = [], []
     for m, seed, name in h1x_runs(out_dir, regime, methods):
         run = Path(runs_root) / name
-        (found if (run / "final" / "trainable.pt").is_file() else missing).append((m, seed, run))
+        if seeds is None or seed in seeds:
+            (found if (run / METHODS[m][1] / "trainable.pt").is_file() else missing).append((m, seed, run))
     missing = [run.name for *_, run in missing]
     if not found:
         return 0, missing
@@ -293,7 +297,7 @@ def measure_kl(out_dir: str | Path, runs_root: str | Path, regime: str, methods:
             (base_fp, policy_fp, len(records), KL_SAMPLES)
 
     todo = [(m, seed, run, fp) for m, seed, run in found
-            if not measured(drift_path(dest or out_dir, regime, m, seed, "kl"), fp := _weights(run / "final"))]
+            if not measured(drift_path(dest or out_dir, regime, m, seed, "kl"), fp := _weights(run / METHODS[m][1]))]
     if not todo:
         return 0, missing
     base, tok = load_model(cfg["model"], "float32", "cpu")
@@ -303,7 +307,7 @@ def measure_kl(out_dir: str | Path, runs_root: str | Path, regime: str, methods:
         if (c["model"], c["cue"], c["max_new_tokens"]) != (cfg["model"], cfg["cue"], cfg["max_new_tokens"]):
             raise ValueError(f"{run}: model/cue/max_new_tokens differ from {found[0][2]}'s; measure them apart")
         policy, _ = load_model(cfg["model"], "float32", "cpu")
-        RunDir(run).load_final(policy)  # the trained weights onto the base, as ddrl.experiments loads a run
+        RunDir(run).load_weights(METHODS[m][1], policy)  # the trained weights onto the base, as ddrl.experiments does
         s = derive_seed(seed, "drift", "kl")
         kl, n_tok = heldout_kl(policy, base, tok, prompts, KL_SAMPLES, c["max_new_tokens"], s)
         rec = HeldoutKL(kl / KL_UNIT, n_tok, len(prompts), KL_SAMPLES, s, base_fp, fp)

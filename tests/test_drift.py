@@ -15,6 +15,7 @@ import pytest
 
 from ddrl import drift, drift_data
 from ddrl.models import load_model
+from ddrl.runs import RunDir
 from ddrl.seeds import seed_range
 from ddrl.study_plan import adapted_x_path, heldout_x_path
 
@@ -229,6 +230,15 @@ def test_heldout_kl_is_zero_against_itself_and_positive_after_training(tmp_path)
     assert json.loads(kp.read_text())["policy_fingerprint"] == recs[0]["policy_fingerprint"]
     t = drift_data.seed_table(out, "math500_like")
     assert t["kl_heldout"].notna().all() and len(t) == 6
+    # BCS+DAE's weights are DDRL's rl/ snapshot, not its final ones: an rl/ holding the base measures exactly 0
+    src = heldout_x_path(out, "math500_like", "bcs", 100)
+    h = pd.read_csv(src)
+    h.assign(method="bcs_dae").to_csv(heldout_x_path(out, "math500_like", "bcs_dae", 100), index=False)
+    RunDir(runs / h["run"].iloc[0]).save_weights("rl", base)
+    assert drift.measure_kl(out, runs, "math500_like", ("bcs_dae",), scale="smoke", progress=False,
+                            seeds=[100, 101]) == (1, [])
+    assert json.loads(drift_data.drift_path(out, "math500_like", "bcs_dae", 100, "kl").read_text())["kl"] == 0.0
+    assert drift.measure_kl(out, runs, "math500_like", ("bcs",), scale="smoke", progress=False, seeds=[]) == (0, [])
     e = drift.analyse(out, "math500_like", np.random.default_rng(0), measure="kl_heldout")
     assert [x["id"] for x in e] == ["X2h", "X3h", "X4h"]
     with pytest.raises(ValueError, match="measure"):

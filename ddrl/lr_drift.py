@@ -1,0 +1,174 @@
+"""Distance from the base at both learning rates on one build (plan Amendment 40).
+
+Amendment 39 found, on the Xeon build ``abcbf433...`` in AMC-like, that lr/10 keeps 6-7 points of held-out accuracy
+the default learning rate loses (LxT, LxD). Amendments 21-23 had found, on the registered build at the default lr,
+one line: held-out pass@1 falls ~0.4 points per 1e-3 nats/token of held-out KL from the base, whatever the method.
+Does the learning rate act through that distance? Each run's held-out KL (:func:`ddrl.drift.heldout_kl`, the
+policy's own 8 samples of the first 256 fresh questions) is measured for TTRL, BCS+DAE (DDRL's RL-only weights) and
+DDRL at both learning rates, seeds 0-9, and set against the run's held-out pass@1 on all 1,536 fresh questions
+(Amendments 38-39's CSVs; nothing is trained or evaluated anew). The claims (:data:`CLAIMS`): each method's distance
+at lr/10 minus at the default lr (W1-W3, paired t); the held-out slope within learning rates on this build (W4);
+lr/10's runs against the default-lr runs' line at equal distance (W5) and the untrained model against it at zero
+distance (W6, :func:`ddrl.drift.kl_fit`); each method's lr/10 held-out gain minus what the registered build's
+confirmed slope (Amendment 21's X3h, :func:`ddrl.drift.x3h_slope`) predicts from its distance (W7-W9, paired t).
+
+    DDRL_CACHE_DIR=<the Xeon build's cache> python -m ddrl.lr_drift kl --regime amc_like   # and amc_like_small_lr
+    python -m ddrl.lr_drift status
+    python -m ddrl.lr_drift analyse --json results/replication_xeon/lr_drift.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from ddrl.cor_alone import minutes_to
+from ddrl.drift import kl_fit, measure_kl, paired_t, x3h_slope
+from ddrl.drift_data import drift_path, export_steps, heldout_rows, seed_table
+from ddrl.lr_heldout import DEFAULT, OUT, XEON
+from ddrl.reporting import cache_root, write_json
+from ddrl.stats import verdict
+from ddrl.study_plan import SMALL_LR, regimes_path
+from ddrl.seeds import seed_range
+from ddrl.wide import VERDICT_MD
+
+#: The held-out KLs and step CSVs this amendment writes (``drift/<regime>/<method>-seedNN-{kl.json,steps.csv}``)
+DEST = XEON / "lr_drift"
+REGIMES = {DEFAULT: "default", SMALL_LR: "lr10"}
+METHODS = ("ttrl", "bcs_dae", "ddrl")
+SEEDS = tuple(range(10))  # the seeds both learning rates' runs have (Amendment 39: 0-9)
+#: The plan's clock: no held-out KL is started after it
+CUTOFF = "2026-11-29T01:00:00+00:00"
+#: id -> (what, kind, method or None, expected sign, margin). Kinds: "dist" the held-out KL at lr/10 minus the default
+#: lr, paired by seed (1e-3 nats/token); "slope" held-out pass@1 per 1e-3 of held-out KL within learning rates (the
+#: three methods' runs, one intercept per learning rate); "adjusted" a group minus the default-lr runs at equal held-out
+#: KL; "residual" the method's lr/10 held-out gain minus x3h_slope() x its distance difference, paired by seed (points)
+CLAIMS = {
+    "W1": ("held-out KL, TTRL at lr/10 - TTRL at the default lr [1e-3 nats/token]", "dist", "ttrl", -1, 0.0),
+    "W2": ("held-out KL, BCS+DAE at lr/10 - BCS+DAE at the default lr [1e-3 nats/token]", "dist", "bcs_dae", -1, 0.0),
+    "W3": ("held-out KL, DDRL at lr/10 - DDRL at the default lr [1e-3 nats/token]", "dist", "ddrl", -1, 0.0),
+    "W4": ("held-out pass@1 per 1e-3 of held-out KL, within learning rates [points]", "slope", None, -1, 0.0),
+    "W5": ("held-out pass@1 at equal held-out KL, lr/10 runs - default-lr runs [points]", "adjusted", "lr10", 0, 1.0),
+    "W6": ("held-out pass@1 at zero held-out KL, untrained model - default-lr runs' line [points]", "adjusted", "none",
+           0, 1.0),
+    "W7": ("held-out gain of TTRL at lr/10 minus the registered slope x its KL difference [points]", "residual", "ttrl",
+           0, 1.0),
+    "W8": ("held-out gain of BCS+DAE at lr/10 minus the registered slope x its KL difference [points]", "residual",
+           "bcs_dae", 0, 1.0),
+    "W9": ("held-out gain of DDRL at lr/10 minus the registered slope x its KL difference [points]", "residual", "ddrl",
+           0, 1.0),
+}
+#: The plan's predicted half-widths (stand-ins: Amendment 23's registered-build runs; see the plan)
+PREDICTED = {"W5": "1.0-1.4", "W6": "1.5", "W7": "~0.6", "W8": "~0.6", "W9": "~0.6"}
+
+
+def minutes_left(now: float | None = None) -> float:
+    """Minutes from ``now`` (epoch seconds, default the clock) to :data:`CUTOFF` (negative once it has passed)."""
+    return minutes_to(CUTOFF, now)
+
+
+def measure(regime: str, runs_root: str | Path, seeds: Sequence[int] = SEEDS, progress: bool = True) -> tuple[int, list]:
+    """The step CSVs and held-out KLs of :data:`METHODS`' runs of ``regime`` on ``seeds`` (the runs the H1x CSVs
+    under :data:`OUT` name, weights under ``runs_root``), written under :data:`DEST`; refused after the clock.
+    Returns (KLs measured now, runs whose weights are missing)."""
+    if minutes_left() <= 0:
+        raise SystemExit(f"Amendment 40's clock ({CUTOFF}) has passed: no held-out KL starts after it")
+    export_steps(OUT, runs_root, regime, METHODS, dest=DEST)
+    return measure_kl(OUT, runs_root, regime, METHODS, dest=DEST, progress=progress, regimes=regimes_path(XEON),
+                      seeds=seeds)
+
+
+def complete(dest: str | Path = DEST, seeds: Sequence[int] = SEEDS) -> list[int]:
+    """The seeds whose runs have a held-out KL at both learning rates for every method."""
+    return [s for s in seeds if all(drift_path(dest, r, m, s, "kl").is_file() for r in REGIMES for m in METHODS)]
+
+
+def table(seeds: Sequence[int], out: str | Path = OUT, dest: str | Path = DEST) -> pd.DataFrame:
+    """One row per run (method, ``lr`` group, seed): held-out pass@1 (points), held-out and late KL; the untrained
+    model's rows with ``lr`` "none" and held-out KL 0 (its distance from itself)."""
+    rows = [seed_table(out, r, METHODS, dest).assign(lr=lr) for r, lr in REGIMES.items()]
+    base = heldout_rows(out, DEFAULT, ("no_adaptation",)).groupby("seed")["accuracy"].mean()
+    rows.append(pd.DataFrame({"method": "no_adaptation", "seed": base.index, "heldout": base.to_numpy(),
+                              "kl_heldout": 0.0, "lr": "none"}))
+    t = pd.concat(rows, ignore_index=True)
+    return t[t["seed"].isin(seeds)].reset_index(drop=True)
+
+
+def analyse(seeds: Sequence[int] | None = None, out: str | Path = OUT, dest: str | Path = DEST) -> dict:
+    """:data:`CLAIMS` on ``seeds`` (default :func:`complete`'s, at least 3), each with its verdict (Sec. 4's rule,
+    its sign and margin) and ``half_width``; descriptive: each group's mean held-out pass@1 and KL, and per method
+    the slope-predicted gain beside the measured one."""
+    seeds = list(complete(dest) if seeds is None else seeds)
+    if len(seeds) < 3 or set(seeds) - set(complete(dest, seeds)):
+        raise ValueError(f"{dest}: Amendment 40 reads seeds with every held-out KL written (at least 3); seeds {seeds}")
+    t = table(seeds, out, dest)
+    slope = x3h_slope()
+    wide = t[t["lr"] != "none"].pivot_table(index=["method", "seed"], columns="lr", values=["heldout", "kl_heldout"])
+    groups = t.assign(method=t["lr"])  # kl_fit's groups: the learning rate (the three methods' runs pooled)
+    fit = kl_fit(groups[groups["lr"] != "none"], "lr10", "default", x="kl_heldout")
+    res, gains = {}, []
+    for cid, (what, kind, m, sign, margin) in CLAIMS.items():
+        if kind in ("dist", "residual"):
+            w = wide.loc[m]
+            dk = w[("kl_heldout", "lr10")] - w[("kl_heldout", "default")]
+            dh = w[("heldout", "lr10")] - w[("heldout", "default")]
+            r = paired_t(dk if kind == "dist" else dh - slope * dk)
+            if kind == "residual":
+                gains.append({"method": m, "measured_gain": float(dh.mean()), "predicted_gain": float(slope * dk.mean()),
+                              "kl_difference": float(dk.mean())})
+        elif kind == "slope":
+            r = fit["slope"]
+        else:
+            r = fit["adjusted"] if m == "lr10" else kl_fit(groups[groups["lr"] != "lr10"], "none", "default",
+                                                           x="kl_heldout")["adjusted"]
+        res[cid] = {"id": cid, "regime": DEFAULT, "metric": what, "expected_sign": sign, "estimate": r["estimate"],
+                    "ci_low": r["ci_low"], "ci_high": r["ci_high"], "half_width": (r["ci_high"] - r["ci_low"]) / 2,
+                    "n_seeds": len(seeds), "verdict": verdict(r["ci_low"], r["ci_high"], sign, margin)}
+    levels = t.groupby(["lr", "method"], sort=False)[["heldout", "kl_heldout"]].agg(["mean", "std"])
+    levels.columns = [f"{a}_{b}" for a, b in levels.columns]
+    return {"seeds": seeds, "registered_slope": slope, "entries": list(res.values()), "gains": gains,
+            "levels": levels.reset_index().to_dict(orient="records"), "runs": t.to_dict(orient="records")}
+
+
+def markdown(res: dict) -> str:
+    """The claims, and each group's held-out pass@1 and distance, as docs/results.md quotes them."""
+    rows = ["| claim (Xeon build, AMC-like) | seeds | estimate [95% CI] | half-width (predicted) | verdict |",
+            "|---|---|---|---|---|"]
+    rows += [f"| {e['id']} {e['metric']} | {e['n_seeds']} | {e['estimate']:+.2f} [{e['ci_low']:+.2f}, "
+             f"{e['ci_high']:+.2f}] | {e['half_width']:.2f} ({PREDICTED.get(e['id'], '-')}) | "
+             f"{VERDICT_MD[e['verdict']]} |" for e in res["entries"]]
+    rows += ["", "| learning rate | method | held-out pass@1, mean (SD) | held-out KL [1e-3 nats/token], mean (SD) |",
+             "|---|---|---|---|"]
+    rows += [f"| {r['lr']} | {r['method']} | {r['heldout_mean']:.1f} ({r['heldout_std']:.1f}) | "
+             f"{r['kl_heldout_mean']:.1f} ({r['kl_heldout_std']:.1f}) |" for r in res["levels"]]
+    return "\n".join(rows) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m ddrl.lr_drift", description=__doc__.split("\n\n")[0])
+    ap.add_argument("what", choices=("kl", "status", "analyse"))
+    ap.add_argument("--regime", choices=sorted(REGIMES), default=None, help="kl: one learning rate's runs (default both)")
+    ap.add_argument("--seeds", type=seed_range, default=None, help="kl: seeds N-M (default 0-9)")
+    ap.add_argument("--runs-root", type=Path, default=None, help="run directories (default: <cache>/runs)")
+    ap.add_argument("--json", type=Path, default=None, help="analyse: write the result here")
+    args = ap.parse_args(argv)
+    seeds = args.seeds or SEEDS
+    if args.what == "kl":
+        for r in [args.regime] if args.regime else list(REGIMES):
+            n, missing = measure(r, args.runs_root or cache_root() / "runs", seeds)
+            print(f"{r}: {n} held-out KLs measured; weights missing: {missing or 'none'}")
+    elif args.what == "status":
+        done = complete(DEST, seeds)
+        print(f"Amendment 40: {len(done)} of {len(seeds)} seeds with every held-out KL; incomplete "
+              f"{sorted(set(seeds) - set(done)) or 'none'}")
+    else:
+        sys.stdout.write(write_json(args.json, analyse()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

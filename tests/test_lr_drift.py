@@ -1,0 +1,102 @@
+"""Plan Amendment 40: distance from the base at both learning rates on the Xeon build (``ddrl.lr_drift``): the claims
+on a made-up world with known answers, the clock, the refusals, and the committed analysis recomputed.
+
+The synthetic tables below are TEST INPUT made up here, never results and never committed."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import committed_json
+
+from ddrl import drift_data
+from ddrl import lr_drift as W
+from ddrl.drift import x3h_slope
+from ddrl.study_plan import heldout_x_path
+
+KL = {("default", "ttrl"): 18.0, ("default", "bcs_dae"): 21.0, ("default", "ddrl"): 24.0,
+      ("lr10", "ttrl"): 3.0, ("lr10", "bcs_dae"): 4.0, ("lr10", "ddrl"): 6.0}
+
+
+def _world(tmp: Path, slope: float, lr_term: float, base_term: float, seeds=range(4)) -> tuple[Path, Path]:
+    """H1x CSVs (out) and drift files (dest) where a run's held-out pass@1 (points) = 55 + slope x KL + lr_term x
+    [lr/10] (two questions, +-5 around it), its held-out KL the method's above + 0.5 x seed, and the untrained model
+    55 + base_term at KL 0."""
+    out, dest = tmp / "out", tmp / "dest"
+    lr_of = {v: k for k, v in W.REGIMES.items()}
+
+    def h1x(regime: str, method: str, seed: int, acc: float) -> None:
+        p = heldout_x_path(out, regime, method, seed)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame({"regime": regime, "method": method, "seed": seed, "split": "heldout_x", "question": ["q0", "q1"],
+                      "pass@1": [(acc - 5) / 100, (acc + 5) / 100], "run": f"{method}-{regime}-{seed}"}).to_csv(p, index=False)
+
+    for s in seeds:
+        h1x(W.DEFAULT, "no_adaptation", s, 55 + base_term)
+        for (lr, m), k in KL.items():
+            regime, kl = lr_of[lr], k + 0.5 * s
+            h1x(regime, m, s, 55 + slope * kl + (lr_term if lr == "lr10" else 0))
+            steps = drift_data.drift_path(dest, regime, m, s)
+            steps.parent.mkdir(parents=True, exist_ok=True)
+            pd.DataFrame({"method": m, "seed": s, "step": [0, 1], "episode": [0, 1], "actor/kl": kl * 1e-3,
+                          "rollout/entropy": 0.03, "gt/bin0-0.125/n": 80}).to_csv(steps, index=False)
+            drift_data.drift_path(dest, regime, m, s, "kl").write_text(json.dumps({"kl": kl}))
+    return out, dest
+
+
+def test_the_claims_recover_a_known_world(tmp_path):
+    """On one line of slope -0.41 (the registered one) with lr/10 on it, W4 is the slope, W5, W6 and W7-W9 are 0 and
+    W1-W3 the distance differences; lr/10 2 points above the line moves W5 and W7-W9 by exactly 2."""
+    s = x3h_slope()
+    out, dest = _world(tmp_path / "on", s, 0.0, 0.0)
+    res = W.analyse(out=out, dest=dest)
+    e = {x["id"]: x for x in res["entries"]}
+    assert res["seeds"] == [0, 1, 2, 3] and list(e) == list(W.CLAIMS)
+    for cid, m in (("W1", "ttrl"), ("W2", "bcs_dae"), ("W3", "ddrl")):
+        assert e[cid]["estimate"] == pytest.approx(KL["lr10", m] - KL["default", m])
+        assert e[cid]["verdict"] == "reproduced"  # no noise: a zero-width interval below 0
+    assert e["W4"]["estimate"] == pytest.approx(s) and e["W4"]["verdict"] == "reproduced"
+    for cid in ("W5", "W6", "W7", "W8", "W9"):
+        assert e[cid]["estimate"] == pytest.approx(0, abs=1e-9) and e[cid]["verdict"] == "reproduced", cid
+    g = {x["method"]: x for x in res["gains"]}
+    assert g["ttrl"]["measured_gain"] == pytest.approx(g["ttrl"]["predicted_gain"]) == pytest.approx(s * -15.0)
+    off = W.analyse(out=(w := _world(tmp_path / "off", s, 2.0, -3.0))[0], dest=w[1])
+    e = {x["id"]: x for x in off["entries"]}
+    for cid in ("W5", "W7", "W8", "W9"):
+        assert e[cid]["estimate"] == pytest.approx(2.0) and e[cid]["verdict"] == "contradicted", cid
+    assert e["W6"]["estimate"] == pytest.approx(-3.0) and e["W6"]["verdict"] == "contradicted"
+    assert e["W4"]["estimate"] == pytest.approx(s)  # one intercept per learning rate: the slope is unmoved
+    md = W.markdown(off)
+    assert md.count("\n| W") == len(W.CLAIMS) and "| lr10 | ddrl |" in md and "| none | no_adaptation |" in md
+
+
+def test_the_analysis_reads_complete_seeds_only(tmp_path):
+    out, dest = _world(tmp_path, -0.4, 0.0, 0.0, seeds=range(4))
+    drift_data.drift_path(dest, W.SMALL_LR, "ddrl", 3, "kl").unlink()
+    assert W.complete(dest, range(4)) == [0, 1, 2]
+    assert W.analyse(out=out, dest=dest)["seeds"] == [0, 1, 2]
+    with pytest.raises(ValueError, match="at least 3"):
+        W.analyse(seeds=[0, 1, 3], out=out, dest=dest)
+
+
+def test_the_clock_refuses_measurements_after_it(monkeypatch, tmp_path):
+    cutoff = datetime.fromisoformat(W.CUTOFF).timestamp()
+    assert W.minutes_left(cutoff - 600) == pytest.approx(10) and W.minutes_left(cutoff + 60) < 0
+    monkeypatch.setattr(W, "minutes_left", lambda now=None: -1.0)
+    with pytest.raises(SystemExit, match="Amendment 40's clock"):
+        W.measure(W.DEFAULT, tmp_path)
+
+
+def test_committed_analysis_recomputes_from_the_committed_files_and_docs_quote_it():
+    path = W.XEON / "lr_drift.json"
+    res = committed_json(path, f"python -m ddrl.lr_drift analyse --json {path}")
+    assert res["seeds"] == W.complete() and len(res["seeds"]) >= 3
+    assert json.loads(json.dumps(W.analyse())) == res
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "results.md").read_text()
+    assert W.markdown(res) in docs
+    assert np.isfinite([e["estimate"] for e in res["entries"]]).all()
