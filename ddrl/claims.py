@@ -212,6 +212,14 @@ def amendment_entry(cid: str, regime: str, claim: str, metric: str, a: str, b: s
             **decided(np.asarray(diffs), rng, +1, margin, n_boot)}
 
 
+def with_half_width(entries: list[dict]) -> list[dict]:
+    """Each entry given ``half_width`` = (ci_high - ci_low) / 2, the 95% half-width the plan's power target is
+    stated in (in place); returns ``entries``."""
+    for e in entries:
+        e["half_width"] = (e["ci_high"] - e["ci_low"]) / 2
+    return entries
+
+
 def paper_sign(c: Claim, regime: str) -> int:
     """The sign the verdict tests: the sign of the paper's number in the benchmark the regime stands for
     (A1's AMC is -2.0), else the claim's stated sign; null claims (R1) stay 0."""

@@ -59,7 +59,7 @@ from ddrl.study import run_jobs, same_as_registered
 from ddrl.study_plan import (COR_ONLY, HELDOUT_X, NO_RL, PAIRED, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, adapted_x_path,
                              check_weights, csv_path, heldout_x_path, regimes_path)
 from ddrl.tables import entry_ci
-from ddrl.wide import VERDICT_MD, below_cell, level_table, levels_panel, run_levels
+from ddrl.wide import VERDICT_MD, below_cell, level_table, levels_panel, reproduced_counts, run_levels
 
 #: The regimes COR alone runs in, each on its registered seeds (Amendment 34)
 SEEDS = {"amc_like": tuple(range(19)), "aime_like": tuple(range(6))}
@@ -349,10 +349,8 @@ def analyse_heldout(out: str | Path = RUNS, n_boot: int = 4000, seeds: dict[str,
     per = run_levels(df, HELDOUT_X)
     lv = pd.concat([level_table(per[per.regime == r], ("method",), sort=False).assign(regime=r) for r in seeds])
     runs = df[df.method.isin(design.heldout_runs)].drop_duplicates(["regime", "method", "seed"])
-    checked = runs["registered_reproduced"].dropna()  # None: no committed CSV of that run to compare with
     res = {"seeds": {r: list(s) for r, s in seeds.items()}, "entries": entries, "levels": lv.to_dict(orient="records"),
-           "seed_pass1": per.to_dict(orient="records"), "registered_reproduced": int(checked.astype(bool).sum()),
-           "registered_checked": int(len(checked))}
+           "seed_pass1": per.to_dict(orient="records"), **reproduced_counts(runs)}
     same = [same_as_registered(_adapted_rows(out, r, m, s), csv_path(out, design.reads_from[r], m, s))
             for r in seeds if r in design.reads_from for m in heldout_methods(design, r) if m in NO_RL for s in seeds[r]]
     if same:

@@ -22,7 +22,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from ddrl.claims import amendment_entry
+from ddrl.claims import amendment_entry, with_half_width
 from ddrl.cor_alone import minutes_to
 from ddrl.reporting import cache_root, write_json
 from ddrl.small_lr import add_run_arguments, seeds_line
@@ -30,7 +30,7 @@ from ddrl.study import run_jobs
 from ddrl.study_plan import (HELDOUT_X, HELDOUT_X_METHODS, RESULTS, SCALES, SMALL_LR, Job, check_weights, heldout_x_path,
                              regimes_path)
 from ddrl.tables import entry_ci
-from ddrl.wide import VERDICT_MD, below_cell, level_table, run_levels
+from ddrl.wide import VERDICT_MD, below_cell, level_table, reproduced_counts, run_levels
 
 XEON = RESULTS / "replication_xeon"
 OUT = XEON / "runs"
@@ -100,14 +100,12 @@ def analyse(out: str | Path = OUT, n_boot: int = 4000, seeds: Sequence[int] | No
     entries = [amendment_entry(cid, DEFAULT, what, f"held-out pass@1, {what} [points]", f"{m} ({SMALL_LR})",
                                f"{m} ({DEFAULT})", matrix(df, m).to_numpy(), MARGIN, n_boot)
                for cid, (m, what) in CLAIMS.items()]
-    for e in entries:
-        e["half_width"] = (e["ci_high"] - e["ci_low"]) / 2
+    with_half_width(entries)
     per = run_levels(df, HELDOUT_X)
     lv = level_table(per, ("regime", "method"), sort=False)  # the untrained run (default regime) is every row's reference
-    trained = df[df.regime == DEFAULT].drop_duplicates(["method", "seed"])["registered_reproduced"].dropna()
+    trained = df[df.regime == DEFAULT].drop_duplicates(["method", "seed"])
     return {"seeds": seeds, "entries": entries, "levels": lv.to_dict(orient="records"),
-            "seed_pass1": per.to_dict(orient="records"), "registered_reproduced": int(trained.astype(bool).sum()),
-            "registered_checked": int(len(trained))}
+            "seed_pass1": per.to_dict(orient="records"), **reproduced_counts(trained)}
 
 
 def markdown(res: dict) -> str:

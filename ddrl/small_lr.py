@@ -31,7 +31,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from ddrl.claims import validate
+from ddrl.claims import validate, with_half_width
 from ddrl.plotting import color, label, save_docs_figure
 from ddrl.regimes import small_lr_regime
 from ddrl.reporting import cache_root, write_json
@@ -129,8 +129,7 @@ def analyse(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = S
                          f"{sorted(set(seeds) - set(done))}); the plan reads no estimate before all are")
     df = load(out, done)
     entries = [wide_entry(cid, claim_matrix(df, cid, REGIME), n_boot, REGIME, STANDS_FOR) for cid in CLAIMS]
-    for e in validate(entries, REGIME):
-        e["half_width"] = (e["ci_high"] - e["ci_low"]) / 2
+    with_half_width(validate(entries, REGIME))
     steps = load(out, done, steps=True)
     vote = pd.concat([vote_by_quarter(seeds=done, regime=r, steps=steps) for r in (BASE_REGIME, REGIME)],
                      ignore_index=True)
@@ -156,8 +155,7 @@ def analyse_ablation(out: str | Path = RUNS, n_boot: int = 4000,
     df = pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths if p.is_file()], ignore_index=True)
     mats = {cid: claim_matrix(df[df.seed.isin(set(s))], cid, REGIME) for cid, s in seeds.items()}  # seeds x questions
     entries = [wide_entry(cid, d, n_boot, REGIME, STANDS_FOR) for cid, d in mats.items()]
-    for e in validate(entries, REGIME):
-        e["half_width"] = (e["ci_high"] - e["ci_low"]) / 2
+    with_half_width(validate(entries, REGIME))
     mats["M1"] = claim_matrix(df[df.seed.isin(set(few))], "M1", REGIME)
     part = {**ABLATION_COMPARISON, "M1": COMPARISON["M1"]}
     split = [{"part": part[cid], "claim": cid, "points": float(d.loc[few].to_numpy().mean())} for cid, d in mats.items()]

@@ -29,7 +29,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from ddrl.claims import amendment_entry, validate
+from ddrl.claims import amendment_entry, validate, with_half_width
 from ddrl.experiments import METHODS as PRESETS
 from ddrl.logprobs import pinned_backend
 from ddrl.plotting import color, label, save_docs_figure
@@ -42,7 +42,8 @@ from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import (COR_LR10, COR_ONLY, HELDOUT_X, HELDOUT_X_METHODS, SCALES, Job, check_weights, csv_path, experiment,
                              heldout_x_path, load_regimes)
 from ddrl.tables import entry_ci
-from ddrl.wide import VERDICT_MD, below_cell, complete_seeds, level_table, levels_panel, run_levels, wide_entry
+from ddrl.wide import (VERDICT_MD, below_cell, complete_seeds, level_table, levels_panel, reproduced_counts, run_levels,
+                       wide_entry)
 
 ARMS = (COR_LR10, COR_ONLY)
 #: The arms' names in figures (they are COR calls, not trainer presets, so ddrl.plotting's labels do not name them)
@@ -168,15 +169,12 @@ def analyse_heldout(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[
     df = pd.concat([pd.read_csv(heldout_x_path(out, REGIME, m, s), dtype={"question": str})
                     for m in order for s in seeds], ignore_index=True)  # method by method: the levels' order
     entries = [wide_entry(cid, claim_matrix(df, cid, REGIME), n_boot, REGIME, STANDS_FOR) for cid in HELDOUT_CLAIMS]
-    for e in validate(entries, REGIME):
-        e["half_width"] = (e["ci_high"] - e["ci_low"]) / 2
+    with_half_width(validate(entries, REGIME))
     entries += [k_entry(cid, paired_matrix(df, REGIME, a, b, HELDOUT_X), n_boot) for cid, (a, b, _) in HELDOUT_K.items()]
     per = run_levels(df, HELDOUT_X).drop(columns="regime")  # each run's held-out pass@1
     lv = level_table(per, ("method",), sort=False)
-    checked = df.drop_duplicates(["method", "seed"]).dropna(subset=["registered_reproduced"])["registered_reproduced"]
     return {"regime": REGIME, "seeds": list(seeds), "entries": entries, "levels": lv.to_dict(orient="records"),
-            "seed_pass1": per.to_dict(orient="records"), "registered_reproduced": int(checked.astype(bool).sum()),
-            "registered_checked": int(len(checked))}
+            "seed_pass1": per.to_dict(orient="records"), **reproduced_counts(df.drop_duplicates(["method", "seed"]))}
 
 
 def markdown(res: dict) -> str:

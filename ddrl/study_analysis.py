@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ddrl.analysis import in_band, scale_bands, select_and_reward
-from ddrl.claims import CLAIMS, FLOOR_NOTE, entry, get, validate
+from ddrl.claims import CLAIMS, FLOOR_NOTE, entry, get, validate, with_half_width
 from ddrl.evaluate import mean_ci
 from ddrl.regimes import WEAK_REGIME, Regime
 from ddrl.seeds import derive_seed
@@ -25,10 +25,11 @@ from ddrl.study_plan import (BANDS_64, BASE, CSV, HELDOUT_X, NO_RL, PAIRED, QUES
 # --- Reading the results ----------------------------------------------------------------------------------
 
 
-def method_csvs(out_dir: str | Path) -> list[Path]:
-    """Every method CSV under ``out_dir`` (``<regime>/<method>-seedNN.csv.gz``, :func:`ddrl.study_plan.csv_path`),
-    sorted; not the per-step ones nor the base model's (``base/<regime>/``) nor H1x's (:func:`heldout_x_csvs`)."""
-    return sorted(p for p in Path(out_dir).glob(f"*/*-seed*{CSV}") if not p.name.endswith(f"-steps{CSV}"))
+def method_csvs(out_dir: str | Path, names: str = "*/*") -> list[Path]:
+    """Every method CSV under ``out_dir`` (``<regime>/<method>-seedNN.csv.gz``, :func:`ddrl.study_plan.csv_path`; or
+    those named ``<names>-seed*``, a glob), sorted; not the per-step ones nor the base model's (``base/<regime>/``)
+    nor H1x's (:func:`heldout_x_csvs`)."""
+    return sorted(p for p in Path(out_dir).glob(f"{names}-seed*{CSV}") if not p.name.endswith(f"-steps{CSV}"))
 
 
 def heldout_x_csvs(out_dir: str | Path) -> list[Path]:
@@ -446,7 +447,6 @@ def analyse_claims(out_dir: str | Path, regimes: dict[str, Regime], n_boot: int 
                 if e is None:
                     missing.append(f"{c.id} {r}: no rollouts (or fewer than 2 questions in its band)")
                 else:
-                    e["half_width"] = (e["ci_high"] - e["ci_low"]) / 2
                     entries.append(e)
                 continue
             if r not in regimes:
@@ -467,9 +467,8 @@ def analyse_claims(out_dir: str | Path, regimes: dict[str, Regime], n_boot: int 
             if e is None:
                 missing.append(f"{c.id} {r}: fewer than 2 seeds with the runs it needs")
                 continue
-            e["half_width"] = (e["ci_high"] - e["ci_low"]) / 2
             entries.append(e)
-    return validate(entries), missing
+    return with_half_width(validate(entries)), missing
 
 
 def _run_level_claim(cid: str, regime: str, steps: pd.DataFrame, cor: dict[tuple[str, int], float],

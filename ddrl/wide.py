@@ -40,13 +40,13 @@ import pandas as pd
 import scipy.stats as sps
 import seaborn as sns
 
-from ddrl.claims import entry, validate
+from ddrl.claims import entry, validate, with_half_width
 from ddrl.plotting import color, label, save_docs_figure
 from ddrl.reporting import atomic_write_bytes, cache_root, write_json
 from ddrl.seeds import derive_seed, numpy_generator, seed_range
 from ddrl.stats import decided, hierarchical_bootstrap
 from ddrl.study import run_jobs
-from ddrl.study_analysis import claim_matrix, load_questions, load_steps, paired_matrix
+from ddrl.study_analysis import claim_matrix, load_questions, load_steps, method_csvs, paired_matrix
 from ddrl.study_figures import pseudo_labels_by_episode
 from ddrl.study_plan import CSV, RESULTS, SCALES, Job, check_weights, csv_method_seed, csv_path
 from ddrl.tables import entry_ci
@@ -90,11 +90,8 @@ def gpu_seeds(out: str | Path = OUT) -> dict[int, str]:
 
 def complete_seeds(out: str | Path, regime: str = REGIME, methods: Sequence[str] = METHODS) -> list[int]:
     """Seeds with a written CSV of every method (``<out>/<regime>/<method>-seedNN.csv.gz``)."""
-    have = {}
-    for m in methods:
-        have[m] = {csv_method_seed(p)[1] for p in Path(out, regime).glob(f"{m}-seed*{CSV}")
-                   if not p.name.endswith(f"-steps{CSV}")}
-    return sorted(set.intersection(*have.values())) if have else []
+    have = [{csv_method_seed(p)[1] for p in method_csvs(Path(out, regime), m)} for m in methods]
+    return sorted(set.intersection(*have)) if have else []
 
 
 def import_runs(src: str | Path, device: str, out: str | Path = OUT, regime: str = REGIME,
@@ -174,8 +171,7 @@ def analyse(out: str | Path = OUT, n_boot: int = 4000, seeds: Sequence[int] = SE
         res["cpu_seeds"].append(cpu)
         res["device_check"][cid] = check
     for k in ("entries", "all_seeds", "cpu_seeds"):
-        for e in validate(res[k], f"{REGIME} {k}"):
-            e["half_width"] = (e["ci_high"] - e["ci_low"]) / 2
+        with_half_width(validate(res[k], f"{REGIME} {k}"))
     return res
 
 
@@ -225,6 +221,13 @@ def run_levels(df: pd.DataFrame, split: str = "adapted", value: str = "pass@1", 
     over its questions) from per-question rows: one row per regime x method x seed, in the order the rows come."""
     a = df[df.split == split]
     return (100 * a.groupby(["regime", "method", "seed"], sort=False)[value].mean()).rename(name).reset_index()
+
+
+def reproduced_counts(runs: pd.DataFrame) -> dict[str, int]:
+    """How many of ``runs`` (one row per run, its ``registered_reproduced`` flag: None/NaN where no committed CSV
+    exists to compare with) have adapted rows equal to their committed CSV, of how many could be checked."""
+    checked = runs["registered_reproduced"].dropna()
+    return {"registered_reproduced": int(checked.astype(bool).sum()), "registered_checked": int(len(checked))}
 
 
 def seed_levels(out: str | Path = OUT, seeds: Sequence[int] | None = None, regime: str = REGIME) -> pd.DataFrame:
