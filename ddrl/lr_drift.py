@@ -15,21 +15,28 @@ confirmed slope (Amendment 21's X3h, :func:`ddrl.drift.x3h_slope`) predicts from
     DDRL_CACHE_DIR=<the Xeon build's cache> python -m ddrl.lr_drift kl --regime amc_like   # and amc_like_small_lr
     python -m ddrl.lr_drift status
     python -m ddrl.lr_drift analyse --json results/replication_xeon/lr_drift.json
+    python -m ddrl.lr_drift figure      # docs/results/lr_drift.{png,pdf}
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Sequence
 
+import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
+import seaborn as sns
 
+from ddrl.claims import with_half_width
 from ddrl.cor_alone import minutes_to
 from ddrl.drift import kl_fit, measure_kl, paired_t, x3h_slope
 from ddrl.drift_data import drift_path, export_steps, heldout_rows, seed_table
 from ddrl.lr_heldout import DEFAULT, OUT, XEON
+from ddrl.plotting import color, label, save_docs_figure
 from ddrl.reporting import cache_root, write_json
 from ddrl.stats import verdict
 from ddrl.study_plan import SMALL_LR, regimes_path
@@ -39,6 +46,7 @@ from ddrl.wide import VERDICT_MD
 #: The held-out KLs and step CSVs this amendment writes (``drift/<regime>/<method>-seedNN-{kl.json,steps.csv}``)
 DEST = XEON / "lr_drift"
 REGIMES = {DEFAULT: "default", SMALL_LR: "lr10"}
+LR_LABELS = {"none": "untrained", "default": "default lr (3e-5)", "lr10": "lr/10 (3e-6)"}
 METHODS = ("ttrl", "bcs_dae", "ddrl")
 SEEDS = tuple(range(10))  # the seeds both learning rates' runs have (Amendment 39: 0-9)
 #: The plan's clock: no held-out KL is started after it
@@ -126,11 +134,11 @@ def analyse(seeds: Sequence[int] | None = None, out: str | Path = OUT, dest: str
             r = fit["adjusted"] if m == "lr10" else kl_fit(groups[groups["lr"] != "lr10"], "none", "default",
                                                            x="kl_heldout")["adjusted"]
         res[cid] = {"id": cid, "regime": DEFAULT, "metric": what, "expected_sign": sign, "estimate": r["estimate"],
-                    "ci_low": r["ci_low"], "ci_high": r["ci_high"], "half_width": (r["ci_high"] - r["ci_low"]) / 2,
-                    "n_seeds": len(seeds), "verdict": verdict(r["ci_low"], r["ci_high"], sign, margin)}
+                    "ci_low": r["ci_low"], "ci_high": r["ci_high"], "n_seeds": len(seeds),
+                    "verdict": verdict(r["ci_low"], r["ci_high"], sign, margin)}
     levels = t.groupby(["lr", "method"], sort=False)[["heldout", "kl_heldout"]].agg(["mean", "std"])
     levels.columns = [f"{a}_{b}" for a, b in levels.columns]
-    return {"seeds": seeds, "registered_slope": slope, "entries": list(res.values()), "gains": gains,
+    return {"seeds": seeds, "registered_slope": slope, "entries": with_half_width(list(res.values())), "gains": gains,
             "levels": levels.reset_index().to_dict(orient="records"), "runs": t.to_dict(orient="records")}
 
 
@@ -148,9 +156,34 @@ def markdown(res: dict) -> str:
     return "\n".join(rows) + "\n"
 
 
+def figure(res: dict):
+    """Held-out pass@1 against held-out KL, one point per run (colour: method; marker: learning rate; the untrained
+    model at 0), with the default-lr runs' line at W4's slope and the registered build's slope (X3h) drawn through the
+    default-lr runs' mean, both extended to zero distance: where the lr/10 runs and the untrained model would lie."""
+    t = pd.DataFrame(res["runs"])
+    t = t.assign(**{"method ": t["method"].map(label), "learning rate": t["lr"].map(LR_LABELS)})
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    methods = ["no_adaptation", *METHODS]
+    sns.scatterplot(t, x="kl_heldout", y="heldout", hue="method ", style="learning rate", s=34, ax=ax,
+                    hue_order=[label(m) for m in methods], palette={label(m): color(m) for m in methods},
+                    style_order=list(LR_LABELS.values()))
+    d = t[t["lr"] == "default"]
+    xs = np.array([0.0, d["kl_heldout"].max()])
+    w4 = next(e for e in res["entries"] if e["id"] == "W4")["estimate"]
+    for b, style, name in ((w4, "-", f"default-lr runs' line, W4 slope {w4:+.2f}"),
+                           (res["registered_slope"], "--", f"registered slope {res['registered_slope']:+.2f} (X3h)")):
+        ax.plot(xs, d["heldout"].mean() + b * (xs - d["kl_heldout"].mean()), color="0.3", ls=style, lw=1.1, label=name)
+    ax.set_xlabel("held-out KL to the untrained model [1e-3 nats/token]")
+    ax.set_ylabel("held-out pass@1 (1,536 fresh questions) [points]")
+    ax.set_title("Xeon build, AMC-like: TTRL, BCS+DAE, DDRL at two learning rates (Amendment 40)", fontsize=9)
+    ax.legend(fontsize=7, title=None, loc="lower left")
+    fig.tight_layout()
+    return fig
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.lr_drift", description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", choices=("kl", "status", "analyse"))
+    ap.add_argument("what", choices=("kl", "status", "analyse", "figure"))
     ap.add_argument("--regime", choices=sorted(REGIMES), default=None, help="kl: one learning rate's runs (default both)")
     ap.add_argument("--seeds", type=seed_range, default=None, help="kl: seeds N-M (default 0-9)")
     ap.add_argument("--runs-root", type=Path, default=None, help="run directories (default: <cache>/runs)")
@@ -165,6 +198,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         done = complete(DEST, seeds)
         print(f"Amendment 40: {len(done)} of {len(seeds)} seeds with every held-out KL; incomplete "
               f"{sorted(set(seeds) - set(done)) or 'none'}")
+    elif args.what == "figure":  # docs/results/lr_drift.{png,pdf}, from the committed analysis
+        print(save_docs_figure(figure(json.loads((XEON / "lr_drift.json").read_text())), "lr_drift"))
     else:
         sys.stdout.write(write_json(args.json, analyse()))
     return 0

@@ -517,6 +517,24 @@ display(Markdown(lr_heldout.markdown(json.loads(lr_path.read_text())) if lr_path
                  "Amendment 39's analysis is not committed yet (`python -m ddrl.lr_heldout status`)."))
 
 # %% [markdown]
+# Is that gain distance from the base? Amendment 40 measures each of those runs' held-out KL to the untrained model
+# (TTRL, BCS+DAE and DDRL at both learning rates, seeds 0-9) and sets it against its held-out pass@1: W1-W3 ask whether
+# lr/10 moves each method less far, W4 whether held-out accuracy falls with distance on this build too, and W7-W9
+# whether the registered build's line (Amendment 21's slope) predicts each method's lr/10 gain from its distance alone.
+
+# %%
+from ddrl import lr_drift
+
+lr_drift_path = lr_drift.XEON / "lr_drift.json"
+if lr_drift_path.is_file():
+    lr_drift_res = json.loads(lr_drift_path.read_text())
+    display(Markdown(lr_drift.markdown(lr_drift_res)))
+    rep.figure(lr_drift.figure(lr_drift_res), "lr_drift", data=pd.DataFrame(lr_drift_res["runs"]))
+    plt.show()
+else:
+    display(Markdown("Amendment 40's analysis is not committed yet (`python -m ddrl.lr_drift status`)."))
+
+# %% [markdown]
 # ## Why BCS's negatives cost held-out accuracy: policy drift (plan Amendment 21)
 #
 # H1xN says *that* choosing the rarest answers as negatives costs held-out accuracy in AMC-like; the runs' step

@@ -73,6 +73,10 @@ def test_the_claims_recover_a_known_world(tmp_path):
     assert e["W4"]["estimate"] == pytest.approx(s)  # one intercept per learning rate: the slope is unmoved
     md = W.markdown(off)
     assert md.count("\n| W") == len(W.CLAIMS) and "| lr10 | ddrl |" in md and "| none | no_adaptation |" in md
+    fig = W.figure(json.loads(json.dumps(off)))
+    ax = fig.get_axes()[0]
+    assert sum(len(c.get_offsets()) for c in ax.collections) == len(off["runs"]) == 4 * 7  # one point per run
+    assert [ln.get_xdata()[0] for ln in ax.get_lines() if len(ln.get_xdata())] == [0.0, 0.0]  # both reach KL 0
 
 
 def test_the_analysis_reads_complete_seeds_only(tmp_path):
