@@ -41,7 +41,7 @@ from ddrl.reporting import cache_root, write_json
 from ddrl.stats import verdict
 from ddrl.study_plan import SMALL_LR, regimes_path
 from ddrl.seeds import seed_range
-from ddrl.wide import VERDICT_MD
+from ddrl.wide import claim_row
 
 #: The held-out KLs and step CSVs this amendment writes (``drift/<regime>/<method>-seedNN-{kl.json,steps.csv}``)
 DEST = XEON / "lr_drift"
@@ -146,9 +146,7 @@ def markdown(res: dict) -> str:
     """The claims, and each group's held-out pass@1 and distance, as docs/results.md quotes them."""
     rows = ["| claim (Xeon build, AMC-like) | seeds | estimate [95% CI] | half-width (predicted) | verdict |",
             "|---|---|---|---|---|"]
-    rows += [f"| {e['id']} {e['metric']} | {e['n_seeds']} | {e['estimate']:+.2f} [{e['ci_low']:+.2f}, "
-             f"{e['ci_high']:+.2f}] | {e['half_width']:.2f} ({PREDICTED.get(e['id'], '-')}) | "
-             f"{VERDICT_MD[e['verdict']]} |" for e in res["entries"]]
+    rows += [claim_row(e, e["metric"], PREDICTED.get(e["id"], "-")) for e in res["entries"]]
     rows += ["", "| learning rate | method | held-out pass@1, mean (SD) | held-out KL [1e-3 nats/token], mean (SD) |",
              "|---|---|---|---|"]
     rows += [f"| {r['lr']} | {r['method']} | {r['heldout_mean']:.1f} ({r['heldout_std']:.1f}) | "

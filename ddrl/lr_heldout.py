@@ -29,8 +29,7 @@ from ddrl.small_lr import add_run_arguments, seeds_line
 from ddrl.study import run_jobs
 from ddrl.study_plan import (HELDOUT_X, HELDOUT_X_METHODS, RESULTS, SCALES, SMALL_LR, Job, check_weights, heldout_x_path,
                              regimes_path)
-from ddrl.tables import entry_ci
-from ddrl.wide import VERDICT_MD, below_cell, level_table, reproduced_counts, run_levels
+from ddrl.wide import below_cell, claim_row, level_table, reproduced_counts, run_levels
 
 XEON = RESULTS / "replication_xeon"
 OUT = XEON / "runs"
@@ -113,8 +112,7 @@ def markdown(res: dict) -> str:
     lr = {DEFAULT: "default (3e-5)", SMALL_LR: "lr/10 (3e-6)"}
     rows = ["| claim (held-out pass@1 on 1,536 fresh AMC-like questions, points) | seeds | estimate [95% CI] | "
             "half-width (predicted at 8 / 12 seeds) | verdict |", "|---|---|---|---|---|"]
-    rows += [f"| {e['id']} {e['claim']} | {e['n_seeds']} | {entry_ci(e)} | {e['half_width']:.2f} "
-             f"({PREDICTED[e['id']]}) | {VERDICT_MD[e['verdict']]} |" for e in res["entries"]]
+    rows += [claim_row(e, e["claim"], PREDICTED[e["id"]]) for e in res["entries"]]
     rows += ["", "| method | learning rate | held-out pass@1, mean over seeds (SD) | seeds below the untrained run |",
              "|---|---|---|---|"]
     rows += [f"| {r['method']} | {'-' if r['method'] == 'no_adaptation' else lr[r['regime']]} | {r['pass1']:.1f} "

@@ -42,8 +42,8 @@ from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import (COR_LR10, COR_ONLY, HELDOUT_X, HELDOUT_X_METHODS, SCALES, Job, check_weights, csv_path, experiment,
                              heldout_x_path, load_regimes)
 from ddrl.tables import entry_ci
-from ddrl.wide import (VERDICT_MD, below_cell, complete_seeds, level_table, levels_panel, reproduced_counts, run_levels,
-                       wide_entry)
+from ddrl.wide import (VERDICT_MD, below_cell, claim_row, complete_seeds, level_table, levels_panel, reproduced_counts,
+                       run_levels, wide_entry)
 
 ARMS = (COR_LR10, COR_ONLY)
 #: The arms' names in figures (they are COR calls, not trainer presets, so ddrl.plotting's labels do not name them)
@@ -181,9 +181,7 @@ def markdown(res: dict) -> str:
     """Amendment 30's table as docs/results.md quotes it, then the descriptive levels."""
     rows = ["| claim (MATH-500-like, adapted pass@1, points) | seeds | estimate [95% CI] | half-width (predicted) | "
             "verdict |", "|---|---|---|---|---|"]
-    rows += [f"| {e['id']} {e['claim']} | {e['n_seeds']} | {entry_ci(e)} | {e['half_width']:.2f} "
-             f"({' / '.join(f'{x:.2f}' for x in PREDICTED[e['id']])}) | {VERDICT_MD[e['verdict']]} |"
-             for e in res["entries"]]
+    rows += [claim_row(e, e["claim"], " / ".join(f"{x:.2f}" for x in PREDICTED[e["id"]])) for e in res["entries"]]
     rows += ["", "| method | RL learning rate | adapted pass@1, mean over seeds (SD) | seeds below the untrained run | "
              "COR's kept rollouts |", "|---|---|---|---|---|"]
     for r in res["levels"]:

@@ -77,6 +77,13 @@ VERDICT_MD = {"reproduced": "**reproduced**", "contradicted": "***contradicted**
               "not resolved": "*not resolved*"}
 
 
+def claim_row(e: dict, text: str, predicted: str) -> str:
+    """One claim's row of an amendment's table: id and ``text`` | seeds | estimate [95% CI] | half-width
+    (``predicted``) | verdict."""
+    return (f"| {e['id']} {text} | {e['n_seeds']} | {entry_ci(e)} | {e['half_width']:.2f} ({predicted}) | "
+            f"{VERDICT_MD[e['verdict']]} |")
+
+
 def jobs(seeds: Sequence[int], methods: Sequence[str] = METHODS, regime: str = REGIME) -> list[Job]:
     """One job per seed and method, seed by seed (a budget's cut leaves whole seeds behind)."""
     return [Job(regime, s, (m,), "wide") for s in seeds for m in methods]
