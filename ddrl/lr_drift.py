@@ -1,4 +1,4 @@
-"""Distance from the base at both learning rates on one build (plan Amendment 40).
+"""Distance from the base at both learning rates on one build (plan Amendment 40), and COR alone's (Amendment 41).
 
 Amendment 39 found, on the Xeon build ``abcbf433...`` in AMC-like, that lr/10 keeps 6-7 points of held-out accuracy
 the default learning rate loses (LxT, LxD). Amendments 21-23 had found, on the registered build at the default lr,
@@ -11,11 +11,16 @@ at lr/10 minus at the default lr (W1-W3, paired t); the held-out slope within le
 lr/10's runs against the default-lr runs' line at equal distance (W5) and the untrained model against it at zero
 distance (W6, :func:`ddrl.drift.kl_fit`); each method's lr/10 held-out gain minus what the registered build's
 confirmed slope (Amendment 21's X3h, :func:`ddrl.drift.x3h_slope`) predicts from its distance (W7-W9, paired t).
+Amendment 41 asks where COR alone (no RL; it keeps held-out accuracy, Amendment 38's K3x) lies: its weights were not
+kept, so :func:`cor_alone_kl` recomputes it (checked against its committed evaluation) and measures its distance;
+Y1, Y2: its held-out gain over the untrained model minus slope x distance, inside +-1 point (on the line) or not.
 
     DDRL_CACHE_DIR=<the Xeon build's cache> python -m ddrl.lr_drift kl --regime amc_like   # and amc_like_small_lr
     python -m ddrl.lr_drift status
     python -m ddrl.lr_drift analyse --json results/replication_xeon/lr_drift.json
     python -m ddrl.lr_drift figure      # docs/results/lr_drift.{png,pdf}
+    DDRL_CACHE_DIR=<the Xeon build's cache> python -m ddrl.lr_drift kl --cor-alone      # Amendment 41
+    python -m ddrl.lr_drift analyse --cor-alone --json results/replication_xeon/cor_alone_drift.json
 """
 
 from __future__ import annotations
@@ -30,17 +35,26 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from tqdm.auto import tqdm
 
 from ddrl.claims import with_half_width
+from ddrl.config import resolve_cue
+from ddrl.cor import refine_with_config
 from ddrl.cor_alone import minutes_to
-from ddrl.drift import kl_fit, measure_kl, paired_t, x3h_slope
-from ddrl.drift_data import drift_path, export_steps, heldout_rows, seed_table
+from ddrl.drift import KL_QUESTIONS, KL_SAMPLES, heldout_kl, kl_fit, measure_kl, paired_t, x3h_slope
+from ddrl.drift_data import KL_UNIT, drift_path, export_steps, heldout_rows, seed_table
+from ddrl.experiments import weights_sha256
+from ddrl.logprobs import pinned_backend
 from ddrl.lr_heldout import DEFAULT, OUT, XEON
+from ddrl.models import load_model
 from ddrl.plotting import color, label, save_docs_figure
+from ddrl.prompts import format_prompt
 from ddrl.reporting import cache_root, write_json
+from ddrl.seeds import derive_seed, seed_range
 from ddrl.stats import verdict
-from ddrl.study_plan import SMALL_LR, regimes_path
-from ddrl.seeds import seed_range
+from ddrl.study_plan import (COR_ONLY, SCALES, SMALL_LR, check_weights, csv_path, experiment, heldout_x_records,
+                             load_regimes, regimes_path)
+from ddrl.train import strip_truth
 from ddrl.wide import claim_row
 
 #: The held-out KLs and step CSVs this amendment writes (``drift/<regime>/<method>-seedNN-{kl.json,steps.csv}``)
@@ -154,6 +168,86 @@ def markdown(res: dict) -> str:
     return "\n".join(rows) + "\n"
 
 
+#: Amendment 41: COR alone (one COR call from the untrained model; its weights were never kept) recomputed per seed,
+#: its held-out KL measured, its held-out pass@1 Amendment 38's; until the plan's clock
+COR_SEEDS = tuple(range(12))
+COR_CUTOFF = "2026-11-29T02:00:00+00:00"
+#: id -> (what, slope: "registered" = Amendment 21's X3h, "w4" = this build's W4); null claims (sign 0, margin 1):
+#: COR alone lies on the RL runs' line through the untrained model
+COR_CLAIMS = {"Y1": ("held-out pass@1, COR alone - (untrained + registered slope x COR alone's held-out KL) [points]",
+                     "registered"),
+              "Y2": ("held-out pass@1, COR alone - (untrained + this build's slope W4 x COR alone's held-out KL) "
+                     "[points]", "w4")}
+
+
+def cor_alone_kl(seed: int, progress: bool = False, scale: str = "default", regimes: str | Path | None = None,
+                 out: str | Path = OUT) -> dict:
+    """COR alone of ``seed`` in :data:`DEFAULT` recomputed as the study computes it (:func:`ddrl.study.refined_rows`:
+    the seed's DDRL config, COR from the untrained model, one thread, log-probs pinned to "hf"), then its held-out
+    KL to the untrained model (:func:`ddrl.drift.heldout_kl`, Amendment 21's questions, samples and stream) and
+    whether its adapted evaluation equals the committed CSV under ``out`` on every question (``adapted_reproduced``).
+    ``scale``, ``regimes`` (default the Xeon build's) and ``out``: for the tests' tiny testbed."""
+    sc = SCALES[scale]
+    reg = load_regimes(regimes or regimes_path(XEON), sc, names=[DEFAULT])[DEFAULT]
+    exp = experiment(reg, sc, False)
+    c = exp.config("ddrl", seed)
+    recs = heldout_x_records(reg, sc.n_heldout_x)[:KL_QUESTIONS]
+    with pinned_backend("hf"), exp.threads({"device": c.device}):
+        model, tok = load_model(c.model, c.dtype, c.device)
+        refine_with_config(model, tok, [strip_truth(r) for r in exp.adapted], c, keep=c.cor_keep, progress=progress)
+        ev = exp.evaluate(model, tok, c, seed)["adapted"]["per_question"]
+        base, _ = load_model(c.model, c.dtype, c.device)
+        prompts = [format_prompt(tok, r["prompt"], resolve_cue(c.cue, c.model)) for r in recs]
+        s = derive_seed(seed, "drift", "kl")
+        kl, n_tok = heldout_kl(model, base, tok, prompts, KL_SAMPLES, c.max_new_tokens, s)
+    committed = pd.read_csv(csv_path(out, DEFAULT, COR_ONLY, seed), dtype={"question": str})
+    return {"kl": kl / KL_UNIT, "n_tokens": n_tok, "n_questions": len(prompts), "n_samples": KL_SAMPLES, "seed": s,
+            "weights_sha256": weights_sha256(model), "adapted_reproduced": bool(
+                committed["question"].tolist() == ev["id"] and committed["pass@1"].tolist() == ev["pass@1"])}
+
+
+def measure_cor_alone(seeds: Sequence[int] = COR_SEEDS, progress: bool = True) -> int:
+    """:func:`cor_alone_kl` of every seed without its JSON (``drift/<DEFAULT>/cor_only-seedNN-kl.json`` under
+    :data:`DEST`), none started after :data:`COR_CUTOFF`. Returns how many were measured."""
+    check_weights(regimes_path(XEON), SCALES["default"])  # the Xeon build, never a new one
+    n = 0
+    for s in tqdm(seeds, desc="COR alone: held-out KL", unit="seed", disable=not progress):
+        path = drift_path(DEST, DEFAULT, COR_ONLY, s, "kl")
+        if path.is_file():
+            continue
+        if minutes_to(COR_CUTOFF) <= 0:
+            raise SystemExit(f"Amendment 41's clock ({COR_CUTOFF}) has passed: no COR alone starts after it")
+        write_json(path, cor_alone_kl(s))
+        n += 1
+    return n
+
+
+def analyse_cor(seeds: Sequence[int] | None = None, out: str | Path = OUT, dest: str | Path = DEST) -> dict:
+    """:data:`COR_CLAIMS` over ``seeds`` (default: those with a JSON, at least 3; each must reproduce its committed
+    adapted rows): per seed, COR alone's held-out pass@1 minus the untrained model's minus slope x its KL (paired t),
+    with the slopes (W4 from Amendment 40's committed analysis); descriptive, the mean KL and held-out difference."""
+    have = [s for s in COR_SEEDS if drift_path(dest, DEFAULT, COR_ONLY, s, "kl").is_file()]
+    seeds = list(have if seeds is None else seeds)
+    recs = {s: json.loads(drift_path(dest, DEFAULT, COR_ONLY, s, "kl").read_text()) for s in seeds if s in have}
+    if len(recs) < 3 or len(recs) < len(seeds) or not all(r["adapted_reproduced"] for r in recs.values()):
+        raise ValueError(f"{dest}: Amendment 41 reads at least 3 seeds, each measured and reproducing its committed "
+                         f"adapted rows; seeds {seeds}, measured {sorted(recs)}")
+    held = heldout_rows(out, SMALL_LR, (COR_ONLY, "no_adaptation")).groupby(["method", "seed"])["accuracy"].mean()
+    kl = pd.Series({s: r["kl"] for s, r in recs.items()})
+    gain = pd.Series({s: held[COR_ONLY, s] - held["no_adaptation", s] for s in seeds})
+    w4 = next(e for e in json.loads((XEON / "lr_drift.json").read_text())["entries"] if e["id"] == "W4")["estimate"]
+    slopes = {"registered": x3h_slope(), "w4": w4}
+    entries = []
+    for cid, (what, which) in COR_CLAIMS.items():
+        r = paired_t(gain - slopes[which] * kl)
+        entries.append({"id": cid, "regime": SMALL_LR, "metric": what, "expected_sign": 0, **r, "n_seeds": len(seeds),
+                        "verdict": verdict(r["ci_low"], r["ci_high"], 0, 1.0)})
+    return {"seeds": seeds, "slopes": slopes, "entries": with_half_width(entries), "kl_mean": float(kl.mean()),
+            "kl_sd": float(kl.std()), "heldout_gain_mean": float(gain.mean()),
+            "runs": [{"seed": s, "kl_heldout": float(kl[s]), "heldout": float(held[COR_ONLY, s]),
+                      "heldout_gain": float(gain[s])} for s in seeds]}
+
+
 def figure(res: dict):
     """Held-out pass@1 against held-out KL, one point per run (colour: method; marker: learning rate; the untrained
     model at 0), with the default-lr runs' line at W4's slope and the registered build's slope (X3h) drawn through the
@@ -186,9 +280,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seeds", type=seed_range, default=None, help="kl: seeds N-M (default 0-9)")
     ap.add_argument("--runs-root", type=Path, default=None, help="run directories (default: <cache>/runs)")
     ap.add_argument("--json", type=Path, default=None, help="analyse: write the result here")
+    ap.add_argument("--cor-alone", action="store_true", help="kl, analyse: Amendment 41's COR alone (seeds 0-11)")
     args = ap.parse_args(argv)
     seeds = args.seeds or SEEDS
-    if args.what == "kl":
+    if args.what == "kl" and args.cor_alone:
+        print(f"COR alone: {measure_cor_alone(args.seeds or COR_SEEDS)} held-out KLs measured")
+    elif args.what == "kl":
         for r in [args.regime] if args.regime else list(REGIMES):
             n, missing = measure(r, args.runs_root or cache_root() / "runs", seeds)
             print(f"{r}: {n} held-out KLs measured; weights missing: {missing or 'none'}")
@@ -199,7 +296,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.what == "figure":  # docs/results/lr_drift.{png,pdf}, from the committed analysis
         print(save_docs_figure(figure(json.loads((XEON / "lr_drift.json").read_text())), "lr_drift"))
     else:
-        sys.stdout.write(write_json(args.json, analyse()))
+        sys.stdout.write(write_json(args.json, analyse_cor() if args.cor_alone else analyse()))
     return 0
 
 

@@ -104,3 +104,51 @@ def test_committed_analysis_recomputes_from_the_committed_files_and_docs_quote_i
     docs = (Path(__file__).resolve().parents[1] / "docs" / "results.md").read_text()
     assert W.markdown(res) in docs
     assert np.isfinite([e["estimate"] for e in res["entries"]]).all()
+
+
+def _cor_world(tmp: Path, gains, kls, reproduced=True) -> tuple[Path, Path]:
+    """Held-out CSVs of COR alone and the untrained model at lr/10 (COR alone ``gains[s]`` points above it) and COR
+    alone's KL JSONs (``kls[s]``)."""
+    out, dest = tmp / "out", tmp / "dest"
+    for s, (g, k) in enumerate(zip(gains, kls)):
+        for m, acc in (("no_adaptation", 50.0), ("cor_only", 50.0 + g)):
+            p = heldout_x_path(out, W.SMALL_LR, m, s)
+            p.parent.mkdir(parents=True, exist_ok=True)
+            pd.DataFrame({"regime": W.SMALL_LR, "method": m, "seed": s, "split": "heldout_x", "question": ["q0", "q1"],
+                          "pass@1": [(acc - 4) / 100, (acc + 4) / 100]}).to_csv(p, index=False)
+        path = drift_data.drift_path(dest, W.DEFAULT, "cor_only", s, "kl")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"kl": k, "adapted_reproduced": reproduced}))
+    return out, dest
+
+
+def test_cor_alone_claims_are_the_residual_from_each_line(tmp_path):
+    gains, kls = [0.5, 0.0, 1.0, 0.3], [2.0, 1.0, 3.0, 2.0]
+    out, dest = _cor_world(tmp_path, gains, kls)
+    res = W.analyse_cor(out=out, dest=dest)
+    e = {x["id"]: x for x in res["entries"]}
+    for cid, which in (("Y1", "registered"), ("Y2", "w4")):
+        want = np.mean(np.array(gains) - res["slopes"][which] * np.array(kls))
+        assert e[cid]["estimate"] == pytest.approx(want) and e[cid]["n_seeds"] == 4
+        assert e[cid]["ci_low"] < want < e[cid]["ci_high"]
+    assert res["slopes"]["registered"] == pytest.approx(x3h_slope()) and res["kl_mean"] == pytest.approx(2.0)
+    assert [r["heldout"] for r in res["runs"]] == pytest.approx([50.0 + g for g in gains])
+    with pytest.raises(ValueError, match="at least 3 seeds"):
+        W.analyse_cor(seeds=[0, 1], out=out, dest=dest)
+    with pytest.raises(ValueError, match="measured \\[0, 1, 2, 3\\]"):
+        W.analyse_cor(seeds=[0, 1, 2, 3, 4], out=out, dest=dest)
+    out, dest = _cor_world(tmp_path / "b", gains, kls, reproduced=False)
+    with pytest.raises(ValueError, match="reproducing its committed"):
+        W.analyse_cor(out=out, dest=dest)
+
+
+def test_cor_alone_recomputed_equals_the_studys_cor_alone_on_the_tiny_testbed(tmp_path):
+    """cor_alone_kl recomputes COR alone the way the study's job computed it: the same adapted evaluation on every
+    question (so the same weights), a positive distance from the base, the same weights twice."""
+    from ddrl.study import run_jobs
+    from ddrl.study_plan import RESULTS, SCALES, Job
+
+    run_jobs([Job(W.DEFAULT, 0, ("cor_only",), "")], SCALES["smoke"], tmp_path, tmp_path / "runs", None, 1, desc="t")
+    a = W.cor_alone_kl(0, scale="smoke", regimes=RESULTS / "regimes_base.json", out=tmp_path)
+    b = W.cor_alone_kl(0, scale="smoke", regimes=RESULTS / "regimes_base.json", out=tmp_path)
+    assert a["adapted_reproduced"] and a == b and a["kl"] > 0 and a["n_samples"] == 8
