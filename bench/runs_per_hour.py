@@ -93,11 +93,21 @@ def baseline_checkout(ref: str) -> Iterator[Path]:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(code)], check=False)
 
 
+def cpu() -> str:
+    """The CPU as /proc/cpuinfo names it ("Intel(R) Xeon(R) Processor, family 6 model 207"), or "unknown"."""
+    try:
+        info = dict(line.split(":", 1) for line in Path("/proc/cpuinfo").read_text().splitlines() if ":" in line)
+    except OSError:
+        return "unknown"
+    info = {k.strip(): v.strip() for k, v in info.items()}
+    return f"{info.get('model name', 'unknown')}, family {info.get('cpu family', '?')} model {info.get('model', '?')}"
+
+
 def setup(args) -> dict:
     """What a result was measured on (the batch and the machine)."""
     return {"preset": args.preset, "methods": args.methods, "seeds": args.seeds,
             "runs": len(args.methods) * len(args.seeds), "adapted": args.adapted, "episodes": args.episodes,
-            "cpu_count": os.cpu_count()}
+            "cpu_count": os.cpu_count(), "cpu": cpu()}
 
 
 def write_result(args, result: dict) -> None:
