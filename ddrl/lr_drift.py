@@ -60,7 +60,8 @@ from ddrl.wide import claim_row
 #: The held-out KLs and step CSVs this amendment writes (``drift/<regime>/<method>-seedNN-{kl.json,steps.csv}``)
 DEST = XEON / "lr_drift"
 REGIMES = {DEFAULT: "default", SMALL_LR: "lr10"}
-LR_LABELS = {"none": "untrained", "default": "default lr (3e-5)", "lr10": "lr/10 (3e-6)"}
+LR_LABELS = {"none": "no RL", "default": "default lr (3e-5)", "lr10": "lr/10 (3e-6)"}
+COR_ALONE_LABEL = "COR alone (no RL)"
 METHODS = ("ttrl", "bcs_dae", "ddrl")
 SEEDS = tuple(range(10))  # the seeds both learning rates' runs have (Amendment 39: 0-9)
 #: The plan's clock: no held-out KL is started after it
@@ -235,8 +236,17 @@ def analyse_cor(seeds: Sequence[int] | None = None, out: str | Path = OUT, dest:
     held = heldout_rows(out, SMALL_LR, (COR_ONLY, "no_adaptation")).groupby(["method", "seed"])["accuracy"].mean()
     kl = pd.Series({s: r["kl"] for s, r in recs.items()})
     gain = pd.Series({s: held[COR_ONLY, s] - held["no_adaptation", s] for s in seeds})
-    w4 = next(e for e in json.loads((XEON / "lr_drift.json").read_text())["entries"] if e["id"] == "W4")["estimate"]
+    a40 = json.loads((XEON / "lr_drift.json").read_text())
+    w4 = next(e for e in a40["entries"] if e["id"] == "W4")["estimate"]
     slopes = {"registered": x3h_slope(), "w4": w4}
+    # descriptive (added after Y1/Y2 were read): Amendment 40's RL runs measured the same way, each against its
+    # seed's untrained run and the registered slope -- where the RL runs lie beside COR alone
+    t = pd.DataFrame(a40["runs"])
+    base = t[t["method"] == "no_adaptation"].set_index("seed")["heldout"]
+    rl = t[t["lr"] != "none"].assign(resid=lambda d: d["heldout"] - base.loc[d["seed"]].to_numpy()
+                                     - slopes["registered"] * d["kl_heldout"])
+    beside = rl.groupby(["lr", "method"], sort=False).agg(kl=("kl_heldout", "mean"), residual=("resid", "mean"),
+                                                          residual_sd=("resid", "std")).reset_index()
     entries = []
     for cid, (what, which) in COR_CLAIMS.items():
         r = paired_t(gain - slopes[which] * kl)
@@ -244,20 +254,40 @@ def analyse_cor(seeds: Sequence[int] | None = None, out: str | Path = OUT, dest:
                         "verdict": verdict(r["ci_low"], r["ci_high"], 0, 1.0)})
     return {"seeds": seeds, "slopes": slopes, "entries": with_half_width(entries), "kl_mean": float(kl.mean()),
             "kl_sd": float(kl.std()), "heldout_gain_mean": float(gain.mean()),
+            "rl_beside": beside.to_dict(orient="records"),
             "runs": [{"seed": s, "kl_heldout": float(kl[s]), "heldout": float(held[COR_ONLY, s]),
                       "heldout_gain": float(gain[s])} for s in seeds]}
 
 
-def figure(res: dict):
+def cor_markdown(cor: dict) -> str:
+    """Amendment 41's claims and COR alone's distance and held-out gain, as docs/results.md quotes them."""
+    rows = ["| claim (Xeon build, AMC-like, COR alone) | seeds | estimate [95% CI] | half-width (predicted) | verdict |",
+            "|---|---|---|---|---|"]
+    rows += [claim_row(e, e["metric"], "0.17-0.24") for e in cor["entries"]]
+    rows += ["", f"COR alone's held-out KL: {cor['kl_mean']:.2f} (SD {cor['kl_sd']:.2f}) x 1e-3 nats/token; its held-out "
+             f"gain over the untrained model: {cor['heldout_gain_mean']:+.2f} points (mean over {len(cor['seeds'])} seeds).",
+             "", "| runs (descriptive, Y1's measure) | held-out KL, mean | held-out pass@1 - (untrained + X3h x KL), mean (SD) |",
+             "|---|---|---|", f"| COR alone | {cor['kl_mean']:.2f} | {cor['entries'][0]['estimate']:+.2f} |"]
+    rows += [f"| {r['method']} at {LR_LABELS[r['lr']]} | {r['kl']:.2f} | {r['residual']:+.2f} ({r['residual_sd']:.2f}) |"
+             for r in cor["rl_beside"]]
+    return "\n".join(rows) + "\n"
+
+
+def figure(res: dict, cor: dict | None = None):
     """Held-out pass@1 against held-out KL, one point per run (colour: method; marker: learning rate; the untrained
-    model at 0), with the default-lr runs' line at W4's slope and the registered build's slope (X3h) drawn through the
-    default-lr runs' mean, both extended to zero distance: where the lr/10 runs and the untrained model would lie."""
+    model at 0; with ``cor``, Amendment 41's analysis, COR alone's runs), with the default-lr runs' line at W4's slope
+    and the registered build's slope (X3h) drawn through the default-lr runs' mean, both extended to zero distance:
+    where the lr/10 runs, the untrained model and COR alone would lie."""
     t = pd.DataFrame(res["runs"])
-    t = t.assign(**{"method ": t["method"].map(label), "learning rate": t["lr"].map(LR_LABELS)})
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
     methods = ["no_adaptation", *METHODS]
+    if cor is not None:
+        t = pd.concat([t, pd.DataFrame(cor["runs"]).assign(method=COR_ONLY, lr="none")], ignore_index=True)
+        methods.append(COR_ONLY)
+    name = {m: COR_ALONE_LABEL if m == COR_ONLY else label(m) for m in methods}
+    t = t.assign(**{"method ": t["method"].map(name), "learning rate": t["lr"].map(LR_LABELS)})
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
     sns.scatterplot(t, x="kl_heldout", y="heldout", hue="method ", style="learning rate", s=34, ax=ax,
-                    hue_order=[label(m) for m in methods], palette={label(m): color(m) for m in methods},
+                    hue_order=[name[m] for m in methods], palette={name[m]: color(m) for m in methods},
                     style_order=list(LR_LABELS.values()))
     d = t[t["lr"] == "default"]
     xs = np.array([0.0, d["kl_heldout"].max()])
@@ -267,7 +297,8 @@ def figure(res: dict):
         ax.plot(xs, d["heldout"].mean() + b * (xs - d["kl_heldout"].mean()), color="0.3", ls=style, lw=1.1, label=name)
     ax.set_xlabel("held-out KL to the untrained model [1e-3 nats/token]")
     ax.set_ylabel("held-out pass@1 (1,536 fresh questions) [points]")
-    ax.set_title("Xeon build, AMC-like: TTRL, BCS+DAE, DDRL at two learning rates (Amendment 40)", fontsize=9)
+    ax.set_title("Xeon build, AMC-like: TTRL, BCS+DAE, DDRL at two learning rates (Amendment 40)"
+                 + (", COR alone (41)" if cor is not None else ""), fontsize=9)
     ax.legend(fontsize=7, title=None, loc="lower left")
     fig.tight_layout()
     return fig
@@ -293,8 +324,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         done = complete(DEST, seeds)
         print(f"Amendment 40: {len(done)} of {len(seeds)} seeds with every held-out KL; incomplete "
               f"{sorted(set(seeds) - set(done)) or 'none'}")
-    elif args.what == "figure":  # docs/results/lr_drift.{png,pdf}, from the committed analysis
-        print(save_docs_figure(figure(json.loads((XEON / "lr_drift.json").read_text())), "lr_drift"))
+    elif args.what == "figure":  # docs/results/lr_drift.{png,pdf}, from the committed analyses
+        cor = XEON / "cor_alone_drift.json"
+        print(save_docs_figure(figure(json.loads((XEON / "lr_drift.json").read_text()),
+                                      json.loads(cor.read_text()) if cor.is_file() else None), "lr_drift"))
     else:
         sys.stdout.write(write_json(args.json, analyse_cor() if args.cor_alone else analyse()))
     return 0

@@ -521,15 +521,19 @@ display(Markdown(lr_heldout.markdown(json.loads(lr_path.read_text())) if lr_path
 # (TTRL, BCS+DAE and DDRL at both learning rates, seeds 0-9) and sets it against its held-out pass@1: W1-W3 ask whether
 # lr/10 moves each method less far, W4 whether held-out accuracy falls with distance on this build too, and W7-W9
 # whether the registered build's line (Amendment 21's slope) predicts each method's lr/10 gain from its distance alone.
+# Amendment 41 adds COR alone (no RL), recomputed per seed: Y1 and Y2 ask whether it lies on that line.
 
 # %%
 from ddrl import lr_drift
 
-lr_drift_path = lr_drift.XEON / "lr_drift.json"
+lr_drift_path, cor_drift_path = lr_drift.XEON / "lr_drift.json", lr_drift.XEON / "cor_alone_drift.json"
+cor_drift = json.loads(cor_drift_path.read_text()) if cor_drift_path.is_file() else None
 if lr_drift_path.is_file():
     lr_drift_res = json.loads(lr_drift_path.read_text())
     display(Markdown(lr_drift.markdown(lr_drift_res)))
-    rep.figure(lr_drift.figure(lr_drift_res), "lr_drift", data=pd.DataFrame(lr_drift_res["runs"]))
+    if cor_drift is not None:  # Amendment 41: where COR alone (no RL) lies on the same line
+        display(Markdown(lr_drift.cor_markdown(cor_drift)))
+    rep.figure(lr_drift.figure(lr_drift_res, cor_drift), "lr_drift", data=pd.DataFrame(lr_drift_res["runs"]))
     plt.show()
 else:
     display(Markdown("Amendment 40's analysis is not committed yet (`python -m ddrl.lr_drift status`)."))

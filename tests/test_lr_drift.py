@@ -133,6 +133,10 @@ def test_cor_alone_claims_are_the_residual_from_each_line(tmp_path):
         assert e[cid]["ci_low"] < want < e[cid]["ci_high"]
     assert res["slopes"]["registered"] == pytest.approx(x3h_slope()) and res["kl_mean"] == pytest.approx(2.0)
     assert [r["heldout"] for r in res["runs"]] == pytest.approx([50.0 + g for g in gains])
+    base = W.analyse(out=(w := _world(tmp_path / "w", -0.4, 0.0, 0.0))[0], dest=w[1])
+    assert W.cor_markdown(res).count("\n| Y") == 2
+    ax = W.figure(base, res).get_axes()[0]  # COR alone's runs join the figure's points
+    assert sum(len(c.get_offsets()) for c in ax.collections) == len(base["runs"]) + len(res["runs"])
     with pytest.raises(ValueError, match="at least 3 seeds"):
         W.analyse_cor(seeds=[0, 1], out=out, dest=dest)
     with pytest.raises(ValueError, match="measured \\[0, 1, 2, 3\\]"):
@@ -152,3 +156,11 @@ def test_cor_alone_recomputed_equals_the_studys_cor_alone_on_the_tiny_testbed(tm
     a = W.cor_alone_kl(0, scale="smoke", regimes=RESULTS / "regimes_base.json", out=tmp_path)
     b = W.cor_alone_kl(0, scale="smoke", regimes=RESULTS / "regimes_base.json", out=tmp_path)
     assert a["adapted_reproduced"] and a == b and a["kl"] > 0 and a["n_samples"] == 8
+
+
+def test_committed_cor_alone_analysis_recomputes_and_docs_quote_it():
+    path = W.XEON / "cor_alone_drift.json"
+    res = committed_json(path, f"python -m ddrl.lr_drift analyse --cor-alone --json {path}")
+    assert json.loads(json.dumps(W.analyse_cor())) == res  # every seed read reproduced its committed evaluation
+    assert res["seeds"] == list(W.COR_SEEDS[:len(res["seeds"])]) and len(res["seeds"]) >= 3
+    assert W.cor_markdown(res) in (Path(__file__).resolve().parents[1] / "docs" / "results.md").read_text()
