@@ -200,17 +200,7 @@ class Experiment:
         c = c if lr is None else replace(c, cor_lr=lr)
 
         def run():
-            if res is None:
-                model, tok = load_model(c.model, c.dtype, c.device)
-                if c.lora_rank > 0:  # as the trainer hands COR its policy: the LoRA-wrapped model at paper scale
-                    model = prepare_policy(model, c)[0]
-            else:
-                model, tok = res.model, res.tokenizer
-                RunDir(res.run_dir).load_weights("rl", model)
-            t0 = time.perf_counter()
-            cor = refine_with_config(model, tok, [strip_truth(r) for r in self.adapted], c, keep=keep,
-                                     progress=self.progress)
-            cor_s = time.perf_counter() - t0
+            model, tok, cor, cor_s = self.refine(c, res, keep)
             ev = self.evaluate(model, tok, c, seed, f"{run_name}:{start}+cor_keep{keep}")
             return [{"seed": seed, "split": s, **e, "rl_seconds": rl_s, "cor_seconds": cor_s,
                      "cor_kept": cor.summary()["num_kept"], "run_dir": str(res.run_dir) if res else None}
@@ -222,6 +212,23 @@ class Experiment:
             key.update({"cor_lr": c.cor_lr, "start": start, "config": asdict(c)})
         with self.threads({"device": c.device}):
             return cached(key, run, namespace="evaluations")
+
+    def refine(self, c, res=None, keep: int | None = None) -> tuple[Any, Any, Any, float]:
+        """One COR call with config ``c`` on the adapted questions, truths stripped
+        (:func:`ddrl.cor.refine_with_config`, ``keep`` default ``c.cor_keep``), from the untrained model (``res``
+        None; LoRA-wrapped at paper scale, as the trainer hands COR its policy) or from the RL-only weights of the
+        trained run ``res``. Returns (model, tokenizer, the COR result, its seconds)."""
+        if res is None:
+            model, tok = load_model(c.model, c.dtype, c.device)
+            if c.lora_rank > 0:
+                model = prepare_policy(model, c)[0]
+        else:
+            model, tok = res.model, res.tokenizer
+            RunDir(res.run_dir).load_weights("rl", model)
+        t0 = time.perf_counter()
+        cor = refine_with_config(model, tok, [strip_truth(r) for r in self.adapted], c, keep=keep,
+                                 progress=self.progress)
+        return model, tok, cor, time.perf_counter() - t0
 
     def grid(self, methods: Sequence[str], seeds: Sequence[int], **extra: Any) -> pd.DataFrame:
         """:meth:`run` for every method and seed, as one long DataFrame.

@@ -39,7 +39,6 @@ from tqdm.auto import tqdm
 
 from ddrl.claims import with_half_width
 from ddrl.config import resolve_cue
-from ddrl.cor import refine_with_config
 from ddrl.cor_alone import minutes_to
 from ddrl.drift import KL_QUESTIONS, KL_SAMPLES, heldout_kl, kl_fit, measure_kl, paired_t, x3h_slope
 from ddrl.drift_data import KL_UNIT, drift_path, export_steps, heldout_rows, seed_table
@@ -54,7 +53,6 @@ from ddrl.seeds import derive_seed, seed_range
 from ddrl.stats import verdict
 from ddrl.study_plan import (COR_ONLY, SCALES, SMALL_LR, check_weights, csv_path, experiment, heldout_x_records,
                              load_regimes, regimes_path)
-from ddrl.train import strip_truth
 from ddrl.wide import claim_row
 
 #: The held-out KLs and step CSVs this amendment writes (``drift/<regime>/<method>-seedNN-{kl.json,steps.csv}``)
@@ -87,6 +85,13 @@ CLAIMS = {
 }
 #: The plan's predicted half-widths (stand-ins: Amendment 23's registered-build runs; see the plan)
 PREDICTED = {"W5": "1.0-1.4", "W6": "1.5", "W7": "~0.6", "W8": "~0.6", "W9": "~0.6"}
+
+
+def _entry(cid: str, regime: str, metric: str, sign: int, margin: float, r: dict, n_seeds: int) -> dict:
+    """A claim's entry from its estimate and interval ``r`` (t interval over seeds), with the registered verdict."""
+    return {"id": cid, "regime": regime, "metric": metric, "expected_sign": sign, "estimate": r["estimate"],
+            "ci_low": r["ci_low"], "ci_high": r["ci_high"], "n_seeds": n_seeds,
+            "verdict": verdict(r["ci_low"], r["ci_high"], sign, margin)}
 
 
 def minutes_left(now: float | None = None) -> float:
@@ -133,7 +138,7 @@ def analyse(seeds: Sequence[int] | None = None, out: str | Path = OUT, dest: str
     wide = t[t["lr"] != "none"].pivot_table(index=["method", "seed"], columns="lr", values=["heldout", "kl_heldout"])
     groups = t.assign(method=t["lr"])  # kl_fit's groups: the learning rate (the three methods' runs pooled)
     fit = kl_fit(groups[groups["lr"] != "none"], "lr10", "default", x="kl_heldout")
-    res, gains = {}, []
+    entries, gains = [], []
     for cid, (what, kind, m, sign, margin) in CLAIMS.items():
         if kind in ("dist", "residual"):
             w = wide.loc[m]
@@ -148,12 +153,10 @@ def analyse(seeds: Sequence[int] | None = None, out: str | Path = OUT, dest: str
         else:
             r = fit["adjusted"] if m == "lr10" else kl_fit(groups[groups["lr"] != "lr10"], "none", "default",
                                                            x="kl_heldout")["adjusted"]
-        res[cid] = {"id": cid, "regime": DEFAULT, "metric": what, "expected_sign": sign, "estimate": r["estimate"],
-                    "ci_low": r["ci_low"], "ci_high": r["ci_high"], "n_seeds": len(seeds),
-                    "verdict": verdict(r["ci_low"], r["ci_high"], sign, margin)}
+        entries.append(_entry(cid, DEFAULT, what, sign, margin, r, len(seeds)))
     levels = t.groupby(["lr", "method"], sort=False)[["heldout", "kl_heldout"]].agg(["mean", "std"])
     levels.columns = [f"{a}_{b}" for a, b in levels.columns]
-    return {"seeds": seeds, "registered_slope": slope, "entries": with_half_width(list(res.values())), "gains": gains,
+    return {"seeds": seeds, "registered_slope": slope, "entries": with_half_width(entries), "gains": gains,
             "levels": levels.reset_index().to_dict(orient="records"), "runs": t.to_dict(orient="records")}
 
 
@@ -181,10 +184,10 @@ COR_CLAIMS = {"Y1": ("held-out pass@1, COR alone - (untrained + registered slope
                      "[points]", "w4")}
 
 
-def cor_alone_kl(seed: int, progress: bool = False, scale: str = "default", regimes: str | Path | None = None,
-                 out: str | Path = OUT) -> dict:
+def cor_alone_kl(seed: int, scale: str = "default", regimes: str | Path | None = None, out: str | Path = OUT) -> dict:
     """COR alone of ``seed`` in :data:`DEFAULT` recomputed as the study computes it (:func:`ddrl.study.refined_rows`:
-    the seed's DDRL config, COR from the untrained model, one thread, log-probs pinned to "hf"), then its held-out
+    the seed's DDRL config, :meth:`~ddrl.experiments.Experiment.refine` from the untrained model, one thread,
+    log-probs pinned to "hf"), then its held-out
     KL to the untrained model (:func:`ddrl.drift.heldout_kl`, Amendment 21's questions, samples and stream) and
     whether its adapted evaluation equals the committed CSV under ``out`` on every question (``adapted_reproduced``).
     ``scale``, ``regimes`` (default the Xeon build's) and ``out``: for the tests' tiny testbed."""
@@ -194,8 +197,7 @@ def cor_alone_kl(seed: int, progress: bool = False, scale: str = "default", regi
     c = exp.config("ddrl", seed)
     recs = heldout_x_records(reg, sc.n_heldout_x)[:KL_QUESTIONS]
     with pinned_backend("hf"), exp.threads({"device": c.device}):
-        model, tok = load_model(c.model, c.dtype, c.device)
-        refine_with_config(model, tok, [strip_truth(r) for r in exp.adapted], c, keep=c.cor_keep, progress=progress)
+        model, tok, _, _ = exp.refine(c)  # Experiment.refined's own COR call, start="base"
         ev = exp.evaluate(model, tok, c, seed)["adapted"]["per_question"]
         base, _ = load_model(c.model, c.dtype, c.device)
         prompts = [format_prompt(tok, r["prompt"], resolve_cue(c.cue, c.model)) for r in recs]
@@ -250,8 +252,7 @@ def analyse_cor(seeds: Sequence[int] | None = None, out: str | Path = OUT, dest:
     entries = []
     for cid, (what, which) in COR_CLAIMS.items():
         r = paired_t(gain - slopes[which] * kl)
-        entries.append({"id": cid, "regime": SMALL_LR, "metric": what, "expected_sign": 0, **r, "n_seeds": len(seeds),
-                        "verdict": verdict(r["ci_low"], r["ci_high"], 0, 1.0)})
+        entries.append(_entry(cid, SMALL_LR, what, 0, 1.0, r, len(seeds)))
     return {"seeds": seeds, "slopes": slopes, "entries": with_half_width(entries), "kl_mean": float(kl.mean()),
             "kl_sd": float(kl.std()), "heldout_gain_mean": float(gain.mean()),
             "rl_beside": beside.to_dict(orient="records"),
