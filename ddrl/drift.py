@@ -44,6 +44,7 @@ from ddrl.logprobs import response_logprobs
 from ddrl.models import load_model
 from ddrl.plotting import label, save_docs_figure
 from ddrl.prompts import format_prompt
+from ddrl.regimes import Regime
 from ddrl.reporting import REPO, cache_root, write_json
 from ddrl.runs import RunDir
 from ddrl.sampling import make_sampler
@@ -264,7 +265,7 @@ def _weights(name: str | Path) -> dict:
     return {k: v for k, v in model_fingerprint(str(name)).items() if k != "model"}
 
 
-def measure_kl(out_dir: str | Path, runs_root: str | Path, regime: str, methods: Sequence[str] = PAIR,
+def measure_kl(out_dir: str | Path, runs_root: str | Path, regime: str | Regime, methods: Sequence[str] = PAIR,
                dest: str | Path | None = None, scale: str = "default", progress: bool = True,
                regimes: str | Path = RESULTS / "regimes_base.json",
                seeds: Sequence[int] | None = None) -> tuple[int, list[str]]:
