@@ -22,26 +22,35 @@ within a point.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
+import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
+import seaborn as sns
+from scipy.optimize import least_squares
 
+from ddrl.claims import with_half_width
 from ddrl.cor_alone import minutes_to
-from ddrl.drift import measure_kl
-from ddrl.drift_data import drift_path, export_steps
+from ddrl.drift import measure_kl, paired_t, x3h_slope
+from ddrl.drift_data import drift_path, export_steps, heldout_rows, seed_table
 from ddrl.logprobs import pinned_backend
-from ddrl.lr_drift import DEST
+from ddrl.lr_drift import DEST, _entry
 from ddrl.lr_heldout import DEFAULT, OUT, XEON
 from ddrl.parallel import run_pool
+from ddrl.plotting import color, label, save_docs_figure
 from ddrl.regimes import Regime
-from ddrl.reporting import cache_root
+from ddrl.reporting import cache_root, write_json
 from ddrl.small_lr import add_run_arguments
 from ddrl.study import run_heldout_x_job
-from ddrl.study_plan import SCALES, Job, check_weights, heldout_x_path, load_regimes, regimes_path
+from ddrl.study_plan import (SCALES, SMALL_LR, Job, adapted_x_path, check_weights, csv_path, heldout_x_path,
+                             load_regimes, regimes_path)
+from ddrl.wide import claim_row
 
 #: The new regime: AMC-like at a third of its learning rate, its own episodes (only the learning rate changes)
 REGIME = "amc_like_lr3"
@@ -52,6 +61,24 @@ SEEDS = tuple(range(12))
 #: The plan's clocks: no job starts after the first, no held-out KL after the second
 CUTOFF = "2026-11-29T04:40:00+00:00"
 KL_CUTOFF = "2026-11-29T05:05:00+00:00"
+#: The two readings as registered (fitted on Amendment 40's 60 RL runs before any run of this amendment existed,
+#: rounded as the plan writes them; :func:`fit_readings` refits them): L's slope, and H's free start and slope
+LINE = -0.3636
+HINGE_K0, HINGE_B = 3.443, 0.4530
+#: id -> (what, kind, expected sign, margin). "mid": the run's gain above the midpoint of H and the named line (L, or
+#: R = Amendment 21's registered X3h); "resid": the run's gain minus the named reading; per seed the three runs' mean
+CLAIMS = {
+    "Z1": ("held-out gain minus the midpoint of H (free start) and L (line through the base) at the run's KL [points]",
+           "mid", "L", +1, 0.0),
+    "Z2": ("held-out gain minus the midpoint of H and R (the registered slope X3h through the base) [points]", "mid",
+           "R", +1, 0.0),
+    "Z3": ("held-out gain minus H (free start, then a line) at the run's KL [points]", "resid", "H", 0, 1.0),
+    "Z4": ("held-out gain minus L (straight line through the base) at the run's KL [points]", "resid", "L", 0, 1.0),
+}
+#: The plan's predicted half-widths at 12 / 8 seeds (stand-in per-seed SD 0.40; 0.67 at the upper stand-in)
+PREDICTED = {"Z1": "0.25 / 0.33", "Z2": "0.25 / 0.33", "Z3": "~0.25 / 0.33", "Z4": "~0.25 / 0.33"}
+#: The three learning rates: regime -> the group name Amendment 40's runs carry, and a label
+LRS = {DEFAULT: ("default", "default lr (3e-5)"), REGIME: ("lr3", "lr/3 (1e-5)"), SMALL_LR: ("lr10", "lr/10 (3e-6)")}
 
 
 def regime(regimes: str | Path | None = None, scale: str = "default") -> Regime:
@@ -109,9 +136,175 @@ def kl(runs_root: str | Path, seeds: Sequence[int] = SEEDS, out: str | Path = OU
                       regimes=regimes or regimes_path(XEON), seeds=seeds)
 
 
+def reading(name: str, k) -> np.ndarray:
+    """A reading's predicted held-out gain (points) at held-out KL ``k`` (1e-3 nats/token): "L" the line through the
+    base, "R" the registered slope through the base (X3h), "H" the free start, then a line (plan Amendment 42)."""
+    k = np.asarray(k, dtype=float)
+    if name == "L":
+        return LINE * k
+    if name == "R":
+        return x3h_slope() * k
+    if name == "H":
+        return -HINGE_B * np.maximum(0.0, k - HINGE_K0)
+    raise ValueError(f"reading must be 'L', 'R' or 'H', got {name!r}")
+
+
+def gains(runs: pd.DataFrame) -> pd.DataFrame:
+    """Amendment 40's table (:func:`ddrl.lr_drift.table`'s columns, untrained rows with ``lr`` "none") with each
+    trained run's held-out gain over its seed's untrained model (points)."""
+    base = runs[runs["lr"] == "none"].set_index("seed")["heldout"]
+    rl = runs[runs["lr"] != "none"]
+    return rl.assign(gain=rl["heldout"] - base.loc[rl["seed"]].to_numpy()).reset_index(drop=True)
+
+
+def fit_readings(runs: pd.DataFrame) -> dict:
+    """L and H by least squares on ``runs`` (:func:`gains`' frame): L's slope through the origin; H's (k0, b) of
+    g = -b max(0, k - k0), from the start (3, 0.4); with each one's residual sum of squares. On Amendment 40's runs
+    this gives the registered :data:`LINE`, :data:`HINGE_K0`, :data:`HINGE_B` (tested)."""
+    k, g = runs["kl_heldout"].to_numpy(float), runs["gain"].to_numpy(float)
+    line = float(k @ g / (k @ k))
+    fit = least_squares(lambda p: g + p[1] * np.maximum(0.0, k - p[0]), [3.0, 0.4])
+    return {"line": line, "hinge_k0": float(fit.x[0]), "hinge_b": float(fit.x[1]),
+            "rss_line": float(((g - line * k) ** 2).sum()), "rss_hinge": float((fit.fun ** 2).sum())}
+
+
+def amendment40_runs(xeon: str | Path = XEON) -> pd.DataFrame:
+    """Amendment 40's committed runs (``lr_drift.json``) with their held-out gains."""
+    return gains(pd.DataFrame(json.loads((Path(xeon) / "lr_drift.json").read_text())["runs"]))
+
+
+def table(seeds: Sequence[int], out: str | Path = OUT, dest: str | Path = DEST) -> pd.DataFrame:
+    """This amendment's runs on ``seeds``: :func:`ddrl.drift_data.seed_table`'s columns (held-out pass@1, held-out KL,
+    adapted pass@1), ``lr`` "lr3", and the held-out gain over the seed's untrained model (Amendment 38's evaluations,
+    the same weights, questions and stream: ``heldout_x/amc_like_small_lr/no_adaptation``)."""
+    t = seed_table(out, REGIME, METHODS, dest)
+    t = t[t["seed"].isin(seeds)].assign(lr=LRS[REGIME][0])
+    base = heldout_rows(out, SMALL_LR, ("no_adaptation",)).groupby("seed")["accuracy"].mean()
+    base = pd.DataFrame({"method": "no_adaptation", "seed": base.index, "heldout": base.to_numpy(), "kl_heldout": 0.0,
+                         "lr": "none"})
+    return gains(pd.concat([t, base[base["seed"].isin(seeds)]], ignore_index=True))
+
+
+def adapted(seeds: Sequence[int], out: str | Path = OUT) -> pd.DataFrame:
+    """Adapted pass@1 (points) of every method at the three learning rates and of the untrained model, per seed of
+    ``seeds`` that has it: the study's CSV of the regime where one exists, else the H1x run's kept adapted rows."""
+    rows = []
+    for reg, (lr, _) in {**LRS, "none": ("none", "")}.items():
+        for m in ("no_adaptation",) if reg == "none" else METHODS:
+            for s in seeds:
+                r = DEFAULT if reg == "none" else reg
+                p = csv_path(out, r, m, s)
+                p = p if p.is_file() else adapted_x_path(out, r, m, s)
+                if p.is_file():
+                    df = pd.read_csv(p)
+                    rows.append({"lr": lr, "method": m, "seed": s,
+                                 "adapted": 100 * df.loc[df["split"] == "adapted", "pass@1"].mean()})
+    return pd.DataFrame(rows, columns=["lr", "method", "seed", "adapted"])
+
+
+def analyse(seeds: Sequence[int] | None = None, out: str | Path = OUT, dest: str | Path = DEST,
+            xeon: str | Path = XEON) -> dict:
+    """:data:`CLAIMS` on ``seeds`` (default: those with every evaluation and KL, at least 5), paired t over seeds of
+    the three runs' mean; descriptive: the refit of both readings on Amendment 40's runs, each reading's RMSE on the
+    new runs, held-out KL and gain per learning rate and method, and adapted beside held-out gain."""
+    seeds = list(measured(dest) if seeds is None else seeds)
+    if len(seeds) < 5 or set(seeds) - set(measured(dest, seeds)) or set(seeds) - set(evaluated(out, seeds)):
+        raise ValueError(f"{dest}: Amendment 42 reads seeds with every evaluation and held-out KL written (at least "
+                         f"5); seeds {seeds}")
+    new = table(seeds, out, dest)
+    k = new["kl_heldout"].to_numpy(float)
+    per_run = new.assign(**{f"pred_{r}": reading(r, k) for r in "LRH"})
+    entries = []
+    for cid, (what, kind, line, sign, margin) in CLAIMS.items():
+        if kind == "mid":
+            x = per_run["gain"] - (per_run[f"pred_{line}"] + per_run["pred_H"]) / 2
+        else:
+            x = per_run["gain"] - per_run[f"pred_{line}"]
+        per_seed = x.groupby(per_run["seed"]).mean()
+        entries.append(_entry(cid, REGIME, what, sign, margin, paired_t(per_seed.to_numpy()), len(seeds)))
+    old = amendment40_runs(xeon)
+    both = pd.concat([old, new], ignore_index=True)
+    levels = both.groupby(["lr", "method"], sort=False).agg(
+        kl_mean=("kl_heldout", "mean"), kl_sd=("kl_heldout", "std"), gain_mean=("gain", "mean"),
+        gain_sd=("gain", "std"), n=("seed", "nunique")).reset_index()
+    ad = adapted(sorted(set(seeds) | set(old["seed"])), out)
+    base = ad[ad["lr"] == "none"].set_index("seed")["adapted"]
+    ad = ad[ad["lr"] != "none"]
+    ad = ad.assign(adapted_gain=ad["adapted"] - base.loc[ad["seed"]].to_numpy())
+    ad = ad.merge(both[["lr", "method", "seed", "gain"]], on=["lr", "method", "seed"])
+    trade = ad.groupby(["lr", "method"], sort=False).agg(
+        adapted_gain=("adapted_gain", "mean"), adapted_gain_sd=("adapted_gain", "std"),
+        heldout_gain=("gain", "mean"), n=("seed", "nunique")).reset_index()
+    rmse = {r: float(np.sqrt(((per_run["gain"] - per_run[f"pred_{r}"]) ** 2).mean())) for r in "LRH"}
+    return {"seeds": seeds, "readings": {"L": LINE, "R": x3h_slope(), "H": [HINGE_K0, HINGE_B]},
+            "refit": fit_readings(old), "entries": with_half_width(entries), "rmse": rmse,
+            "levels": levels.to_dict(orient="records"), "tradeoff": trade.to_dict(orient="records"),
+            "runs": per_run.to_dict(orient="records")}
+
+
+def markdown(res: dict) -> str:
+    """The claims, each reading's error on the new runs, and the three learning rates' distance, held-out and adapted
+    gains, as docs/results.md quotes them."""
+    rows = ["| claim (Xeon build, AMC-like, lr/3 runs) | seeds | estimate [95% CI] | half-width (predicted 12 / 8) | "
+            "verdict |", "|---|---|---|---|---|"]
+    rows += [claim_row(e, e["metric"], PREDICTED[e["id"]]) for e in res["entries"]]
+    r = res["rmse"]
+    rows += ["", f"Root-mean-square error on the {len(res['runs'])} new runs (points): H {r['H']:.2f}, L {r['L']:.2f}, "
+             f"R {r['R']:.2f}.", "",
+             "| learning rate | method | seeds | held-out KL [1e-3 nats/token], mean (SD) | held-out gain, mean (SD) | "
+             "adapted gain, mean (SD) |", "|---|---|---|---|---|---|"]
+    trade = {(t["lr"], t["method"]): t for t in res["tradeoff"]}
+    name = {lr: text for lr, text in LRS.values()}
+    for lr in ("default", "lr3", "lr10"):
+        for lv in [x for x in res["levels"] if x["lr"] == lr]:
+            t = trade.get((lr, lv["method"]))
+            ad = f"{t['adapted_gain']:+.1f} ({t['adapted_gain_sd']:.1f})" if t else "-"
+            rows.append(f"| {name[lr]} | {label(lv['method'])} | {lv['n']} | {lv['kl_mean']:.1f} ({lv['kl_sd']:.1f}) | "
+                        f"{lv['gain_mean']:+.1f} ({lv['gain_sd']:.1f}) | {ad} |")
+    return "\n".join(rows) + "\n"
+
+
+def figure(res: dict):
+    """Left: held-out gain against held-out KL, one point per run (colour: learning rate; marker: method), Amendment
+    40's runs and this amendment's, with the readings L, R and H. Right: each learning rate's and method's mean
+    adapted gain against its mean held-out gain (what a smaller learning rate trades)."""
+    old = amendment40_runs()
+    t = pd.concat([old, pd.DataFrame(res["runs"])], ignore_index=True)
+    lr_name = {lr: text for lr, text in LRS.values()}
+    t = t.assign(**{"learning rate": t["lr"].map(lr_name), "method ": t["method"].map(label)})
+    order = [lr_name[x] for x in ("lr10", "lr3", "default")]
+    pal = dict(zip(order, sns.color_palette("colorblind", 3)))
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.2))
+    sns.scatterplot(t, x="kl_heldout", y="gain", hue="learning rate", style="method ", hue_order=order, palette=pal,
+                    s=30, ax=ax)
+    ks = np.linspace(0, t["kl_heldout"].max() * 1.02, 200)
+    for r, style, text in (("L", "-", f"L: line through the base, {LINE:+.3f}/unit"),
+                           ("R", ":", f"R: registered X3h, {x3h_slope():+.3f}/unit"),
+                           ("H", "--", f"H: free to {HINGE_K0:.1f}, then {-HINGE_B:+.3f}/unit")):
+        ax.plot(ks, reading(r, ks), color="0.3", ls=style, lw=1.1, label=text)
+    ax.axhline(0, color="0.7", lw=0.6)
+    ax.set_xlabel("held-out KL to the untrained model [1e-3 nats/token]")
+    ax.set_ylabel("held-out gain over the untrained model [points]")
+    ax.set_title("Xeon build, AMC-like: three learning rates (Amendments 40, 42)", fontsize=9)
+    ax.legend(fontsize=6.5, loc="lower left")
+    tr = pd.DataFrame(res["tradeoff"]).assign(lr_label=lambda d: d["lr"].map(lr_name))
+    for _, row in tr.iterrows():
+        bx.scatter(row["heldout_gain"], row["adapted_gain"], color=pal[row["lr_label"]], s=40,
+                   marker={"ttrl": "o", "bcs_dae": "X", "ddrl": "s"}[row["method"]], edgecolor=color(row["method"]))
+        bx.annotate(f"{label(row['method'])}, {row['lr_label'].split(' ')[0]}", (row["heldout_gain"],
+                    row["adapted_gain"]), fontsize=6.5, xytext=(3, 3), textcoords="offset points")
+    bx.axhline(0, color="0.7", lw=0.6)
+    bx.axvline(0, color="0.7", lw=0.6)
+    bx.set_xlabel("held-out gain, mean over seeds [points]")
+    bx.set_ylabel("adapted gain, mean over seeds [points]")
+    bx.set_title("what the learning rate trades: adapted vs held-out gain", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.lr_curve", description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", choices=("run", "kl", "status"))
+    ap.add_argument("what", choices=("run", "kl", "status", "analyse", "figure"))
     add_run_arguments(ap, "run, kl: seeds N-M (default 0-11, as far as the plan's clock allows)")
     ap.set_defaults(out=OUT)
     args = ap.parse_args(argv)
@@ -123,6 +316,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.what == "kl":
         n, missing = kl(root, seeds, args.out, scale=args.scale)
         print(f"held-out KL: {n} measured now; weights missing: {missing or 'none'}")
+    elif args.what == "analyse":
+        sys.stdout.write(write_json(args.json, analyse(args.seeds)))
+    elif args.what == "figure":  # docs/results/lr_curve.{png,pdf}, from the committed analysis
+        print(save_docs_figure(figure(json.loads((XEON / "lr_curve.json").read_text())), "lr_curve"))
     else:
         print(f"evaluated: seeds {evaluated(args.out, seeds)}; held-out KL: seeds {measured(DEST, seeds)}; "
               f"minutes to the run clock {minutes_to(CUTOFF):.0f}, to the KL clock {minutes_to(KL_CUTOFF):.0f}")
