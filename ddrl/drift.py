@@ -223,6 +223,13 @@ KL_QUESTIONS = 256
 KL_SAMPLES = 8
 
 
+def kl_prompts(reg: Regime, sc, tokenizer, cue: str, model: str) -> list[str]:
+    """The held-out KL's prompts: the first :data:`KL_QUESTIONS` of ``reg``'s fresh H1x questions at scale ``sc``
+    (fewer where the scale has fewer), formatted with the run's cue (``cue``, ``model``: its config's)."""
+    records = heldout_x_records(reg, sc.n_heldout_x)[:KL_QUESTIONS]
+    return [format_prompt(tokenizer, r["prompt"], resolve_cue(cue, model)) for r in records]
+
+
 @dataclass(frozen=True)
 class HeldoutKL:
     """A run's held-out KL (``kl``, nats per token in units of :data:`KL_UNIT`): the mean of log pi(y_t) - log
@@ -273,12 +280,14 @@ def measure_kl(out_dir: str | Path, runs_root: str | Path, regime: str | Regime,
     are under ``runs_root`` (the method's: ``final/``, or ``rl/`` for ``bcs_dae``, DDRL's RL-only weights), against
     the base the runs started from (the scale's, checked against the build ``regimes`` measured: by default the
     registered one), written beside its drift CSV under ``dest`` (default ``out_dir``). A run whose JSON holds the
-    same base and policy weights (sha256) and the same question and sample counts is read, not redone. Returns
-    how many were measured and the runs not found."""
+    same base and policy weights (sha256) and the same question and sample counts is read, not redone.
+    ``regime``: a name in ``regimes``, or a :class:`~ddrl.regimes.Regime` defined outside the regime files (plan
+    Amendment 42's). Returns how many were measured and the runs not found."""
     sc = SCALES[scale]
     check_weights(regimes, sc)
-    reg = load_regimes(regimes, sc, names=[regime])[regime]
-    records = heldout_x_records(reg, sc.n_heldout_x)[:KL_QUESTIONS]
+    reg = regime if isinstance(regime, Regime) else load_regimes(regimes, sc, names=[regime])[regime]
+    regime = reg.name
+    n_questions = min(KL_QUESTIONS, sc.n_heldout_x)  # kl_prompts' count
     found, missing = [], []
     for m, seed, name in h1x_runs(out_dir, regime, methods):
         run = Path(runs_root) / name
@@ -295,14 +304,14 @@ def measure_kl(out_dir: str | Path, runs_root: str | Path, regime: str | Regime,
             return False
         r = json.loads(path.read_text())
         return (r["base_fingerprint"], r["policy_fingerprint"], r["n_questions"], r["n_samples"]) == \
-            (base_fp, policy_fp, len(records), KL_SAMPLES)
+            (base_fp, policy_fp, n_questions, KL_SAMPLES)
 
     todo = [(m, seed, run, fp) for m, seed, run in found
             if not measured(drift_path(dest or out_dir, regime, m, seed, "kl"), fp := _weights(run / METHODS[m][1]))]
     if not todo:
         return 0, missing
     base, tok = load_model(cfg["model"], "float32", "cpu")
-    prompts = [format_prompt(tok, r["prompt"], resolve_cue(cfg["cue"], cfg["model"])) for r in records]
+    prompts = kl_prompts(reg, sc, tok, cfg["cue"], cfg["model"])
     for m, seed, run, fp in tqdm(todo, desc="held-out KL", unit="run", disable=not progress):
         c = json.loads((run / "config.json").read_text())
         if (c["model"], c["cue"], c["max_new_tokens"]) != (cfg["model"], cfg["cue"], cfg["max_new_tokens"]):

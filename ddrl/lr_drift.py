@@ -38,20 +38,18 @@ import seaborn as sns
 from tqdm.auto import tqdm
 
 from ddrl.claims import with_half_width
-from ddrl.config import resolve_cue
 from ddrl.cor_alone import minutes_to
-from ddrl.drift import KL_QUESTIONS, KL_SAMPLES, heldout_kl, kl_fit, measure_kl, paired_t, x3h_slope
+from ddrl.drift import KL_SAMPLES, heldout_kl, kl_fit, kl_prompts, measure_kl, paired_t, x3h_slope
 from ddrl.drift_data import KL_UNIT, drift_path, export_steps, heldout_rows, seed_table
 from ddrl.experiments import weights_sha256
 from ddrl.logprobs import pinned_backend
 from ddrl.lr_heldout import DEFAULT, OUT, XEON
 from ddrl.models import load_model
 from ddrl.plotting import color, label, save_docs_figure
-from ddrl.prompts import format_prompt
 from ddrl.reporting import cache_root, write_json
 from ddrl.seeds import derive_seed, seed_range
 from ddrl.stats import verdict
-from ddrl.study_plan import (COR_ONLY, SCALES, SMALL_LR, check_weights, csv_path, experiment, heldout_x_records,
+from ddrl.study_plan import (COR_ONLY, SCALES, SMALL_LR, check_weights, csv_path, experiment,
                              load_regimes, regimes_path)
 from ddrl.wide import claim_row
 
@@ -195,12 +193,11 @@ def cor_alone_kl(seed: int, scale: str = "default", regimes: str | Path | None =
     reg = load_regimes(regimes or regimes_path(XEON), sc, names=[DEFAULT])[DEFAULT]
     exp = experiment(reg, sc, False)
     c = exp.config("ddrl", seed)
-    recs = heldout_x_records(reg, sc.n_heldout_x)[:KL_QUESTIONS]
     with pinned_backend("hf"), exp.threads({"device": c.device}):
         model, tok, _, _ = exp.refine(c)  # Experiment.refined's own COR call, start="base"
         ev = exp.evaluate(model, tok, c, seed)["adapted"]["per_question"]
         base, _ = load_model(c.model, c.dtype, c.device)
-        prompts = [format_prompt(tok, r["prompt"], resolve_cue(c.cue, c.model)) for r in recs]
+        prompts = kl_prompts(reg, sc, tok, c.cue, c.model)
         s = derive_seed(seed, "drift", "kl")
         kl, n_tok = heldout_kl(model, base, tok, prompts, KL_SAMPLES, c.max_new_tokens, s)
     committed = pd.read_csv(csv_path(out, DEFAULT, COR_ONLY, seed), dtype={"question": str})
