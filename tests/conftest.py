@@ -34,6 +34,18 @@ def committed_json(path: Path, command: str) -> dict:
     return json.loads(path.read_text())
 
 
+def write_h1x(out: Path, regime: str, method: str, seed: int, acc: float, run: str) -> None:
+    """A made-up H1x CSV (TEST INPUT): two fresh questions at ``acc`` -+ 5 points, so their mean is ``acc``."""
+    import pandas as pd
+
+    from ddrl.study_plan import heldout_x_path
+
+    p = heldout_x_path(out, regime, method, seed)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame({"regime": regime, "method": method, "seed": seed, "split": "heldout_x", "question": ["q0", "q1"],
+                  "pass@1": [(acc - 5) / 100, (acc + 5) / 100], "run": run}).to_csv(p, index=False)
+
+
 def load_bench(name: str):
     """``bench/<name>.py`` as a module (the bench scripts are scripts, not a package)."""
     import importlib.util

@@ -12,11 +12,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import write_h1x
 
 from ddrl import drift_data
 from ddrl import lr_curve as C
 from ddrl.drift import x3h_slope
-from ddrl.study_plan import SMALL_LR, heldout_x_path
+from ddrl.study_plan import SMALL_LR
 
 KL = {"ttrl": 4.6, "bcs_dae": 5.9, "ddrl": 9.9}
 BASE = 54.0
@@ -29,10 +30,7 @@ def _world(tmp: Path, reading: str, offset: float = 0.0, seeds=range(5)) -> tupl
     out, dest = tmp / "out", tmp / "dest"
 
     def h1x(regime: str, method: str, seed: int, acc: float) -> None:
-        p = heldout_x_path(out, regime, method, seed)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        pd.DataFrame({"regime": regime, "method": method, "seed": seed, "split": "heldout_x", "question": ["q0", "q1"],
-                      "pass@1": [(acc - 5) / 100, (acc + 5) / 100], "run": f"{method}-{seed}"}).to_csv(p, index=False)
+        write_h1x(out, regime, method, seed, acc, f"{method}-{seed}")
 
     for s in seeds:
         h1x(SMALL_LR, "no_adaptation", s, BASE)

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import committed_json
+from conftest import committed_json, write_h1x
 
 from ddrl import drift_data
 from ddrl import lr_drift as W
@@ -31,10 +31,7 @@ def _world(tmp: Path, slope: float, lr_term: float, base_term: float, seeds=rang
     lr_of = {v: k for k, v in W.REGIMES.items()}
 
     def h1x(regime: str, method: str, seed: int, acc: float) -> None:
-        p = heldout_x_path(out, regime, method, seed)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        pd.DataFrame({"regime": regime, "method": method, "seed": seed, "split": "heldout_x", "question": ["q0", "q1"],
-                      "pass@1": [(acc - 5) / 100, (acc + 5) / 100], "run": f"{method}-{regime}-{seed}"}).to_csv(p, index=False)
+        write_h1x(out, regime, method, seed, acc, f"{method}-{regime}-{seed}")
 
     for s in seeds:
         h1x(W.DEFAULT, "no_adaptation", s, 55 + base_term)
