@@ -539,6 +539,25 @@ else:
     display(Markdown("Amendment 40's analysis is not committed yet (`python -m ddrl.lr_drift status`)."))
 
 # %% [markdown]
+# Two readings of those runs remain: one straight line through the base (L), or a free start of ~3.4 units near the
+# base, then a steeper line (H). Both were fitted on Amendment 40's runs; Amendment 42 trains the three methods at a
+# third learning rate (lr/3, where the readings differ most) and asks which one the new runs lie nearer (Z1; Z2 with
+# the registered slope), and whether each predicts them within a point (Z3, Z4). The right panel shows what each
+# learning rate trades: gain on the adapted questions against gain on fresh ones.
+
+# %%
+from ddrl import lr_curve
+
+lr_curve_path = lr_curve.XEON / "lr_curve.json"
+if lr_curve_path.is_file():
+    lr_curve_res = json.loads(lr_curve_path.read_text())
+    display(Markdown(lr_curve.markdown(lr_curve_res)))
+    rep.figure(lr_curve.figure(lr_curve_res), "lr_curve", data=pd.DataFrame(lr_curve_res["runs"]))
+    plt.show()
+else:
+    display(Markdown("Amendment 42's analysis is not committed yet (`python -m ddrl.lr_curve status`)."))
+
+# %% [markdown]
 # ## Why BCS's negatives cost held-out accuracy: policy drift (plan Amendment 21)
 #
 # H1xN says *that* choosing the rarest answers as negatives costs held-out accuracy in AMC-like; the runs' step
