@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import write_h1x
+from conftest import committed_json, write_h1x
 
 from ddrl import drift_data
 from ddrl import lr_curve as C
@@ -86,6 +86,7 @@ def test_the_claims_recover_a_known_world(tmp_path, reading):
         assert e["Z2"]["estimate"] == pytest.approx(half_r, abs=1e-9)
     assert res["rmse"][reading] == pytest.approx(0, abs=1e-9)
     assert {(r["lr"], r["method"]) for r in res["levels"]} >= {("lr3", m) for m in KL}
+    assert len(C.figure(res).get_axes()) == 2  # drawn without adapted rows too (this world keeps none)
 
 
 def test_an_offset_moves_every_claim_by_it(tmp_path):
@@ -125,3 +126,17 @@ def test_the_regime_changes_only_the_learning_rate():
     assert r.name == C.REGIME and r.lr == pytest.approx(amc.lr / 3)
     assert (r.num_ops, r.n_adapted, r.n_heldout, r.episodes, r.overrides) == (
         amc.num_ops, amc.n_adapted, amc.n_heldout, amc.episodes, amc.overrides)
+
+
+def test_committed_analysis_recomputes_from_the_committed_files_and_docs_quote_it():
+    path = C.XEON / "lr_curve.json"
+    res = committed_json(path, f"python -m ddrl.lr_curve analyse --json {path}")
+    assert res["seeds"] == C.measured() and len(res["seeds"]) >= 5
+    assert json.loads(json.dumps(C.analyse())) == res
+    assert len(res["runs"]) == 3 * len(res["seeds"]) and {r["lr"] for r in res["runs"]} == {"lr3"}
+    assert {(t["lr"], t["method"]) for t in res["tradeoff"]} == {(lr, m) for lr in ("default", "lr3", "lr10")
+                                                                 for m in C.METHODS}
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "results.md").read_text()
+    assert C.markdown(res) in docs
+    fig = C.figure(res)
+    assert len(fig.get_axes()) == 2
