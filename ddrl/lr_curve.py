@@ -287,12 +287,12 @@ def figure(res: dict):
     ax.set_ylabel("held-out gain over the untrained model [points]")
     ax.set_title("Xeon build, AMC-like: three learning rates (Amendments 40, 42)", fontsize=9)
     ax.legend(fontsize=6.5, loc="lower left")
-    tr = pd.DataFrame(res["tradeoff"]).assign(lr_label=lambda d: d["lr"].map(lr_name))
-    for _, row in tr.iterrows():
-        bx.scatter(row["heldout_gain"], row["adapted_gain"], color=pal[row["lr_label"]], s=40,
+    for row in res["tradeoff"]:
+        lr = lr_name[row["lr"]]
+        bx.scatter(row["heldout_gain"], row["adapted_gain"], color=pal[lr], s=40,
                    marker={"ttrl": "o", "bcs_dae": "X", "ddrl": "s"}[row["method"]], edgecolor=color(row["method"]))
-        bx.annotate(f"{label(row['method'])}, {row['lr_label'].split(' ')[0]}", (row["heldout_gain"],
-                    row["adapted_gain"]), fontsize=6.5, xytext=(3, 3), textcoords="offset points")
+        bx.annotate(f"{label(row['method'])}, {lr.split(' ')[0]}", (row["heldout_gain"], row["adapted_gain"]),
+                    fontsize=6.5, xytext=(3, 3), textcoords="offset points")
     bx.axhline(0, color="0.7", lw=0.6)
     bx.axvline(0, color="0.7", lw=0.6)
     bx.set_xlabel("held-out gain, mean over seeds [points]")
