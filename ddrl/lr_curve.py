@@ -43,7 +43,7 @@ from ddrl.logprobs import pinned_backend
 from ddrl.lr_drift import DEST, _entry
 from ddrl.lr_heldout import DEFAULT, OUT, XEON
 from ddrl.parallel import run_pool
-from ddrl.plotting import color, label, save_docs_figure
+from ddrl.plotting import label, save_docs_figure
 from ddrl.regimes import Regime
 from ddrl.reporting import cache_root, write_json
 from ddrl.small_lr import add_run_arguments
@@ -290,8 +290,8 @@ def figure(res: dict):
     for row in res["tradeoff"]:
         lr = lr_name[row["lr"]]
         bx.scatter(row["heldout_gain"], row["adapted_gain"], color=pal[lr], s=40,
-                   marker={"ttrl": "o", "bcs_dae": "X", "ddrl": "s"}[row["method"]], edgecolor=color(row["method"]))
-        bx.annotate(f"{label(row['method'])}, {lr.split(' ')[0]}", (row["heldout_gain"], row["adapted_gain"]),
+                   marker={"bcs_dae": "o", "ddrl": "X", "ttrl": "s"}[row["method"]])  # the left panel's markers
+        bx.annotate(f"{label(row['method']).split(' (')[0]}, {lr.split(' ')[0]}", (row["heldout_gain"], row["adapted_gain"]),
                     fontsize=6.5, xytext=(3, 3), textcoords="offset points")
     bx.axhline(0, color="0.7", lw=0.6)
     bx.axvline(0, color="0.7", lw=0.6)
