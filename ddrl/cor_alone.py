@@ -329,10 +329,15 @@ def heldout_seeds(design: Design) -> dict[str, tuple[int, ...]]:
     return {r: ss for r, ss in design.seeds.items() if any(g == r for _, g in design.heldout_claims)}
 
 
-def _adapted_rows(out: str | Path, regime: str, method: str, seed: int) -> pd.DataFrame:
-    """An H1x run's adapted rows: those its job wrote beside (no CSV of its own), else its own CSV's."""
+def adapted_path(out: str | Path, regime: str, method: str, seed: int) -> Path:
+    """Where a run's adapted rows lie: beside its H1x CSV where its job wrote them (no CSV of its own), else its CSV."""
     side = adapted_x_path(out, regime, method, seed)
-    rows = pd.read_csv(side if side.is_file() else csv_path(out, regime, method, seed), dtype={"question": str})
+    return side if side.is_file() else csv_path(out, regime, method, seed)
+
+
+def _adapted_rows(out: str | Path, regime: str, method: str, seed: int) -> pd.DataFrame:
+    """An H1x run's adapted rows (:func:`adapted_path`)."""
+    rows = pd.read_csv(adapted_path(out, regime, method, seed), dtype={"question": str})
     return rows[rows.split == "adapted"]
 
 

@@ -36,11 +36,11 @@ import seaborn as sns
 from scipy.optimize import least_squares
 
 from ddrl.claims import with_half_width
-from ddrl.cor_alone import minutes_to
+from ddrl.cor_alone import adapted_path, minutes_to
 from ddrl.drift import measure_kl, paired_t, x3h_slope
-from ddrl.drift_data import drift_path, export_steps, heldout_rows, seed_table
+from ddrl.drift_data import drift_path, export_steps, seed_table
 from ddrl.logprobs import pinned_backend
-from ddrl.lr_drift import DEST, _entry
+from ddrl.lr_drift import DEST, heldout_gains, t_entry, untrained_rows
 from ddrl.lr_heldout import DEFAULT, OUT, XEON
 from ddrl.parallel import run_pool
 from ddrl.plotting import label, save_docs_figure
@@ -48,8 +48,7 @@ from ddrl.regimes import Regime
 from ddrl.reporting import cache_root, write_json
 from ddrl.small_lr import add_run_arguments
 from ddrl.study import run_heldout_x_job
-from ddrl.study_plan import (SCALES, SMALL_LR, Job, adapted_x_path, check_weights, csv_path, heldout_x_path,
-                             load_regimes, regimes_path)
+from ddrl.study_plan import SCALES, SMALL_LR, Job, check_weights, heldout_x_path, load_regimes, regimes_path
 from ddrl.wide import claim_row
 
 #: The new regime: AMC-like at a third of its learning rate, its own episodes (only the learning rate changes)
@@ -79,6 +78,7 @@ CLAIMS = {
 PREDICTED = {"Z1": "0.25 / 0.33", "Z2": "0.25 / 0.33", "Z3": "~0.25 / 0.33", "Z4": "~0.25 / 0.33"}
 #: The three learning rates: regime -> the group name Amendment 40's runs carry, and a label
 LRS = {DEFAULT: ("default", "default lr (3e-5)"), REGIME: ("lr3", "lr/3 (1e-5)"), SMALL_LR: ("lr10", "lr/10 (3e-6)")}
+LR_TEXT = dict(LRS.values())  # group name -> label
 
 
 def regime(regimes: str | Path | None = None, scale: str = "default") -> Regime:
@@ -149,16 +149,8 @@ def reading(name: str, k) -> np.ndarray:
     raise ValueError(f"reading must be 'L', 'R' or 'H', got {name!r}")
 
 
-def gains(runs: pd.DataFrame) -> pd.DataFrame:
-    """Amendment 40's table (:func:`ddrl.lr_drift.table`'s columns, untrained rows with ``lr`` "none") with each
-    trained run's held-out gain over its seed's untrained model (points)."""
-    base = runs[runs["lr"] == "none"].set_index("seed")["heldout"]
-    rl = runs[runs["lr"] != "none"]
-    return rl.assign(gain=rl["heldout"] - base.loc[rl["seed"]].to_numpy()).reset_index(drop=True)
-
-
 def fit_readings(runs: pd.DataFrame) -> dict:
-    """L and H by least squares on ``runs`` (:func:`gains`' frame): L's slope through the origin; H's (k0, b) of
+    """L and H by least squares on ``runs`` (:func:`ddrl.lr_drift.heldout_gains`' frame): L's slope through the origin; H's (k0, b) of
     g = -b max(0, k - k0), from the start (3, 0.4); with each one's residual sum of squares. On Amendment 40's runs
     this gives the registered :data:`LINE`, :data:`HINGE_K0`, :data:`HINGE_B` (tested)."""
     k, g = runs["kl_heldout"].to_numpy(float), runs["gain"].to_numpy(float)
@@ -170,7 +162,7 @@ def fit_readings(runs: pd.DataFrame) -> dict:
 
 def amendment40_runs(xeon: str | Path = XEON) -> pd.DataFrame:
     """Amendment 40's committed runs (``lr_drift.json``) with their held-out gains."""
-    return gains(pd.DataFrame(json.loads((Path(xeon) / "lr_drift.json").read_text())["runs"]))
+    return heldout_gains(pd.DataFrame(json.loads((Path(xeon) / "lr_drift.json").read_text())["runs"]))
 
 
 def table(seeds: Sequence[int], out: str | Path = OUT, dest: str | Path = DEST) -> pd.DataFrame:
@@ -178,23 +170,19 @@ def table(seeds: Sequence[int], out: str | Path = OUT, dest: str | Path = DEST) 
     adapted pass@1), ``lr`` "lr3", and the held-out gain over the seed's untrained model (Amendment 38's evaluations,
     the same weights, questions and stream: ``heldout_x/amc_like_small_lr/no_adaptation``)."""
     t = seed_table(out, REGIME, METHODS, dest)
-    t = t[t["seed"].isin(seeds)].assign(lr=LRS[REGIME][0])
-    base = heldout_rows(out, SMALL_LR, ("no_adaptation",)).groupby("seed")["accuracy"].mean()
-    base = pd.DataFrame({"method": "no_adaptation", "seed": base.index, "heldout": base.to_numpy(), "kl_heldout": 0.0,
-                         "lr": "none"})
-    return gains(pd.concat([t, base[base["seed"].isin(seeds)]], ignore_index=True))
+    t = pd.concat([t.assign(lr=LRS[REGIME][0]), untrained_rows(out, SMALL_LR)], ignore_index=True)
+    return heldout_gains(t[t["seed"].isin(seeds)])
 
 
 def adapted(seeds: Sequence[int], out: str | Path = OUT) -> pd.DataFrame:
     """Adapted pass@1 (points) of every method at the three learning rates and of the untrained model, per seed of
-    ``seeds`` that has it: the study's CSV of the regime where one exists, else the H1x run's kept adapted rows."""
+    ``seeds`` that has it (:func:`ddrl.cor_alone.adapted_path`: the H1x run's kept adapted rows, else its study CSV)."""
+    groups = [(DEFAULT, "none", ("no_adaptation",)), *((reg, lr, METHODS) for reg, (lr, _) in LRS.items())]
     rows = []
-    for reg, (lr, _) in {**LRS, "none": ("none", "")}.items():
-        for m in ("no_adaptation",) if reg == "none" else METHODS:
+    for reg, lr, methods in groups:
+        for m in methods:
             for s in seeds:
-                r = DEFAULT if reg == "none" else reg
-                p = csv_path(out, r, m, s)
-                p = p if p.is_file() else adapted_x_path(out, r, m, s)
+                p = adapted_path(out, reg, m, s)
                 if p.is_file():
                     df = pd.read_csv(p)
                     rows.append({"lr": lr, "method": m, "seed": s,
@@ -221,7 +209,7 @@ def analyse(seeds: Sequence[int] | None = None, out: str | Path = OUT, dest: str
         else:
             x = per_run["gain"] - per_run[f"pred_{line}"]
         per_seed = x.groupby(per_run["seed"]).mean()
-        entries.append(_entry(cid, REGIME, what, sign, margin, paired_t(per_seed.to_numpy()), len(seeds)))
+        entries.append(t_entry(cid, REGIME, what, sign, margin, paired_t(per_seed.to_numpy()), len(seeds)))
     old = amendment40_runs(xeon)
     both = pd.concat([old, new], ignore_index=True)
     levels = both.groupby(["lr", "method"], sort=False).agg(
@@ -254,12 +242,11 @@ def markdown(res: dict) -> str:
              "| learning rate | method | seeds | held-out KL [1e-3 nats/token], mean (SD) | held-out gain, mean (SD) | "
              "adapted gain, mean (SD) |", "|---|---|---|---|---|---|"]
     trade = {(t["lr"], t["method"]): t for t in res["tradeoff"]}
-    name = {lr: text for lr, text in LRS.values()}
     for lr in ("default", "lr3", "lr10"):
         for lv in [x for x in res["levels"] if x["lr"] == lr]:
             t = trade.get((lr, lv["method"]))
             ad = f"{t['adapted_gain']:+.1f} ({t['adapted_gain_sd']:.1f})" if t else "-"
-            rows.append(f"| {name[lr]} | {label(lv['method'])} | {lv['n']} | {lv['kl_mean']:.1f} ({lv['kl_sd']:.1f}) | "
+            rows.append(f"| {LR_TEXT[lr]} | {label(lv['method'])} | {lv['n']} | {lv['kl_mean']:.1f} ({lv['kl_sd']:.1f}) | "
                         f"{lv['gain_mean']:+.1f} ({lv['gain_sd']:.1f}) | {ad} |")
     return "\n".join(rows) + "\n"
 
@@ -270,9 +257,8 @@ def figure(res: dict):
     adapted gain against its mean held-out gain (what a smaller learning rate trades)."""
     old = amendment40_runs()
     t = pd.concat([old, pd.DataFrame(res["runs"])], ignore_index=True)
-    lr_name = {lr: text for lr, text in LRS.values()}
-    t = t.assign(**{"learning rate": t["lr"].map(lr_name), "method ": t["method"].map(label)})
-    order = [lr_name[x] for x in ("lr10", "lr3", "default")]
+    t = t.assign(**{"learning rate": t["lr"].map(LR_TEXT), "method ": t["method"].map(label)})
+    order = [LR_TEXT[x] for x in ("lr10", "lr3", "default")]
     pal = dict(zip(order, sns.color_palette("colorblind", 3)))
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.2))
     sns.scatterplot(t, x="kl_heldout", y="gain", hue="learning rate", style="method ", hue_order=order, palette=pal,
@@ -288,7 +274,7 @@ def figure(res: dict):
     ax.set_title("Xeon build, AMC-like: three learning rates (Amendments 40, 42)", fontsize=9)
     ax.legend(fontsize=6.5, loc="lower left")
     for row in res["tradeoff"]:
-        lr = lr_name[row["lr"]]
+        lr = LR_TEXT[row["lr"]]
         bx.scatter(row["heldout_gain"], row["adapted_gain"], color=pal[lr], s=40,
                    marker={"bcs_dae": "o", "ddrl": "X", "ttrl": "s"}[row["method"]])  # the left panel's markers
         bx.annotate(f"{label(row['method']).split(' (')[0]}, {lr.split(' ')[0]}", (row["heldout_gain"], row["adapted_gain"]),

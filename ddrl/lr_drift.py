@@ -49,8 +49,8 @@ from ddrl.plotting import color, label, save_docs_figure
 from ddrl.reporting import cache_root, write_json
 from ddrl.seeds import derive_seed, seed_range
 from ddrl.stats import verdict
-from ddrl.study_plan import (COR_ONLY, SCALES, SMALL_LR, check_weights, csv_path, experiment,
-                             load_regimes, regimes_path)
+from ddrl.study_plan import (COR_ONLY, SCALES, SMALL_LR, check_weights, csv_path, experiment, load_regimes,
+                             regimes_path)
 from ddrl.wide import claim_row
 
 #: The held-out KLs and step CSVs this amendment writes (``drift/<regime>/<method>-seedNN-{kl.json,steps.csv}``)
@@ -85,7 +85,7 @@ CLAIMS = {
 PREDICTED = {"W5": "1.0-1.4", "W6": "1.5", "W7": "~0.6", "W8": "~0.6", "W9": "~0.6"}
 
 
-def _entry(cid: str, regime: str, metric: str, sign: int, margin: float, r: dict, n_seeds: int) -> dict:
+def t_entry(cid: str, regime: str, metric: str, sign: int, margin: float, r: dict, n_seeds: int) -> dict:
     """A claim's entry from its estimate and interval ``r`` (t interval over seeds), with the registered verdict."""
     return {"id": cid, "regime": regime, "metric": metric, "expected_sign": sign, "estimate": r["estimate"],
             "ci_low": r["ci_low"], "ci_high": r["ci_high"], "n_seeds": n_seeds,
@@ -117,11 +117,24 @@ def table(seeds: Sequence[int], out: str | Path = OUT, dest: str | Path = DEST) 
     """One row per run (method, ``lr`` group, seed): held-out pass@1 (points), held-out and late KL; the untrained
     model's rows with ``lr`` "none" and held-out KL 0 (its distance from itself)."""
     rows = [seed_table(out, r, METHODS, dest).assign(lr=lr) for r, lr in REGIMES.items()]
-    base = heldout_rows(out, DEFAULT, ("no_adaptation",)).groupby("seed")["accuracy"].mean()
-    rows.append(pd.DataFrame({"method": "no_adaptation", "seed": base.index, "heldout": base.to_numpy(),
-                              "kl_heldout": 0.0, "lr": "none"}))
-    t = pd.concat(rows, ignore_index=True)
+    t = pd.concat([*rows, untrained_rows(out, DEFAULT)], ignore_index=True)
     return t[t["seed"].isin(seeds)].reset_index(drop=True)
+
+
+def untrained_rows(out: str | Path, regime: str) -> pd.DataFrame:
+    """The untrained model's rows of a :func:`table`: per seed of its H1x CSVs in ``regime``, its held-out pass@1
+    (points), ``lr`` "none" and held-out KL 0 (its distance from itself)."""
+    base = heldout_rows(out, regime, ("no_adaptation",)).groupby("seed")["accuracy"].mean()
+    return pd.DataFrame({"method": "no_adaptation", "seed": base.index, "heldout": base.to_numpy(), "kl_heldout": 0.0,
+                         "lr": "none"})
+
+
+def heldout_gains(runs: pd.DataFrame) -> pd.DataFrame:
+    """The trained runs of a :func:`table` (``lr`` not "none"), each with ``gain``: its held-out pass@1 minus its
+    seed's untrained model's (points)."""
+    base = runs[runs["lr"] == "none"].set_index("seed")["heldout"]
+    rl = runs[runs["lr"] != "none"]
+    return rl.assign(gain=rl["heldout"] - base.loc[rl["seed"]].to_numpy()).reset_index(drop=True)
 
 
 def analyse(seeds: Sequence[int] | None = None, out: str | Path = OUT, dest: str | Path = DEST) -> dict:
@@ -151,7 +164,7 @@ def analyse(seeds: Sequence[int] | None = None, out: str | Path = OUT, dest: str
         else:
             r = fit["adjusted"] if m == "lr10" else kl_fit(groups[groups["lr"] != "lr10"], "none", "default",
                                                            x="kl_heldout")["adjusted"]
-        entries.append(_entry(cid, DEFAULT, what, sign, margin, r, len(seeds)))
+        entries.append(t_entry(cid, DEFAULT, what, sign, margin, r, len(seeds)))
     levels = t.groupby(["lr", "method"], sort=False)[["heldout", "kl_heldout"]].agg(["mean", "std"])
     levels.columns = [f"{a}_{b}" for a, b in levels.columns]
     return {"seeds": seeds, "registered_slope": slope, "entries": with_half_width(entries), "gains": gains,
@@ -240,16 +253,14 @@ def analyse_cor(seeds: Sequence[int] | None = None, out: str | Path = OUT, dest:
     slopes = {"registered": x3h_slope(), "w4": w4}
     # descriptive (added after Y1/Y2 were read): Amendment 40's RL runs measured the same way, each against its
     # seed's untrained run and the registered slope -- where the RL runs lie beside COR alone
-    t = pd.DataFrame(a40["runs"])
-    base = t[t["method"] == "no_adaptation"].set_index("seed")["heldout"]
-    rl = t[t["lr"] != "none"].assign(resid=lambda d: d["heldout"] - base.loc[d["seed"]].to_numpy()
-                                     - slopes["registered"] * d["kl_heldout"])
+    rl = heldout_gains(pd.DataFrame(a40["runs"]))
+    rl = rl.assign(resid=rl["gain"] - slopes["registered"] * rl["kl_heldout"])
     beside = rl.groupby(["lr", "method"], sort=False).agg(kl=("kl_heldout", "mean"), residual=("resid", "mean"),
                                                           residual_sd=("resid", "std")).reset_index()
     entries = []
     for cid, (what, which) in COR_CLAIMS.items():
         r = paired_t(gain - slopes[which] * kl)
-        entries.append(_entry(cid, SMALL_LR, what, 0, 1.0, r, len(seeds)))
+        entries.append(t_entry(cid, SMALL_LR, what, 0, 1.0, r, len(seeds)))
     return {"seeds": seeds, "slopes": slopes, "entries": with_half_width(entries), "kl_mean": float(kl.mean()),
             "kl_sd": float(kl.std()), "heldout_gain_mean": float(gain.mean()),
             "rl_beside": beside.to_dict(orient="records"),
