@@ -38,9 +38,7 @@ import argparse
 import json
 import sys
 import textwrap
-import time
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Sequence
 
@@ -49,6 +47,7 @@ import pandas as pd
 import seaborn as sns
 
 from ddrl.claims import amendment_entry, load as load_claims
+from ddrl.parallel import minutes_to
 from ddrl.plotting import color, label, save_docs_figure
 from ddrl.reporting import cache_root, write_json
 from ddrl.seeds import numpy_generator
@@ -169,11 +168,6 @@ DESIGNS = {
                    heldout_by=38),
 }
 REGISTERED = DESIGNS["registered"]
-
-
-def minutes_to(cutoff: str, now: float | None = None) -> float:
-    """Minutes from ``now`` (epoch seconds, default the clock) to a plan's clock ``cutoff`` (UTC, ISO)."""
-    return (datetime.fromisoformat(cutoff).timestamp() - (time.time() if now is None else now)) / 60
 
 
 def jobs(seeds: dict[str, Sequence[int]] = SEEDS, design: Design = REGISTERED, now: float | None = None) -> list[Job]:

@@ -36,7 +36,8 @@ import seaborn as sns
 from scipy.optimize import least_squares
 
 from ddrl.claims import with_half_width
-from ddrl.cor_alone import adapted_path, minutes_to
+from ddrl.cor_alone import adapted_path
+from ddrl.parallel import minutes_to
 from ddrl.drift import measure_kl, paired_t, x3h_slope
 from ddrl.drift_data import drift_path, export_steps, seed_table
 from ddrl.logprobs import pinned_backend

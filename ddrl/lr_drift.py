@@ -38,7 +38,7 @@ import seaborn as sns
 from tqdm.auto import tqdm
 
 from ddrl.claims import with_half_width
-from ddrl.cor_alone import minutes_to
+from ddrl.parallel import minutes_to
 from ddrl.drift import KL_SAMPLES, heldout_kl, kl_fit, kl_prompts, measure_kl, paired_t, x3h_slope
 from ddrl.drift_data import KL_UNIT, drift_path, export_steps, heldout_rows, seed_table
 from ddrl.experiments import weights_sha256

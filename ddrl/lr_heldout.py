@@ -23,7 +23,7 @@ from typing import Sequence
 import pandas as pd
 
 from ddrl.claims import amendment_entry, with_half_width
-from ddrl.cor_alone import minutes_to
+from ddrl.parallel import minutes_to
 from ddrl.reporting import cache_root, write_json
 from ddrl.small_lr import add_run_arguments, seeds_line
 from ddrl.study import run_jobs

@@ -31,11 +31,19 @@ import signal
 import sys
 import threading
 import time
+from datetime import datetime
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Iterator, Sequence
 
 from ddrl.progress import tqdm
+
+
+def minutes_to(cutoff: str, now: float | None = None) -> float:
+    """Minutes from ``now`` (epoch seconds, default the clock) to a plan's clock ``cutoff`` (UTC, ISO): the budget
+    after which a plan amendment's runner starts no job."""
+    return (datetime.fromisoformat(cutoff).timestamp() - (time.time() if now is None else now)) / 60
+
 
 #: Seconds an idle pool keeps its workers for the process's next batch before they exit.
 IDLE_S = 300.0

@@ -32,6 +32,7 @@ from typing import Sequence
 import pandas as pd
 
 from ddrl.claims import validate, with_half_width
+from ddrl.parallel import minutes_to
 from ddrl.plotting import color, label, save_docs_figure
 from ddrl.regimes import small_lr_regime
 from ddrl.reporting import cache_root, write_json
@@ -67,6 +68,11 @@ ABLATION_METHODS = {"A1": ("bcs", "ttrl"), "A2": ("bcs_dae", "bcs"), "A3": ("ddr
 #: M1 components at lr/10)
 ABLATION_PREDICTED = {"A1": (1.90, 1.84), "A2": (0.95, 1.84), "A3": (0.78, 1.82)}
 ABLATION_COMPARISON = {"A1": "BCS - TTRL", "A2": "BCS+DAE - BCS", "A3": "DDRL - BCS+DAE"}
+#: Plan Amendment 43: ETMR at lr/10 on Amendment 28's seeds, as far as its clock allows (jobs start until
+#: :data:`ETMR_CUTOFF`); its claims (method a - method b) are analysed on the complete seeds from 0, at least
+#: :data:`ETMR_MIN_SEEDS`
+ETMR_SEEDS, ETMR_CUTOFF, ETMR_MIN_SEEDS = SEEDS, "2026-11-29T08:00:00+00:00", 6
+ETMR_CLAIMS = {"M2": ("ddrl", "etmr"), "M3": ("etmr", "ttrl"), "P3": ("etmr", "no_adaptation")}
 
 
 def regime_file(base: str | Path = RESULTS / "regimes_base.json") -> dict:
@@ -84,6 +90,11 @@ def jobs(seeds: Sequence[int]) -> list[Job]:
     """Seed by seed: the untrained run (MATH-500-like's, written once for the registered study: loaded), TTRL, DDRL."""
     return [j for s in seeds for j in (Job(BASE_REGIME, s, ("no_adaptation",), "lr/10m"),
                                       *(Job(REGIME, s, (m,), "lr/10m") for m in METHODS))]
+
+
+def etmr_jobs(seeds: Sequence[int] = ETMR_SEEDS, now: float | None = None) -> list[Job]:
+    """Amendment 43: ETMR's run seed by seed; none once :data:`ETMR_CUTOFF` has passed (``now``: epoch seconds)."""
+    return [] if minutes_to(ETMR_CUTOFF, now) <= 0 else [Job(REGIME, s, ("etmr",), "M2 lr/10") for s in seeds]
 
 
 def ablation_seeds(among: Sequence[int] | None = None) -> dict[str, tuple[int, ...]]:
@@ -264,15 +275,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_run_arguments(ap, "run: seeds N-M (default: the plan's; with --ablation, the part of each claim's seeds "
                           "among them)")
     ap.add_argument("--ablation", action="store_true", help="run, status, analyse: Amendment 29's A1-A3")
+    ap.add_argument("--etmr", action="store_true", help="run, status, analyse: Amendment 43's ETMR at lr/10")
     args = ap.parse_args(argv)
     if args.what == "regime":
         sys.stdout.write(write_json(REGIME_FILE, regime_file()))
     elif args.what == "run":
         check_weights(scale=SCALES[args.scale])  # the measured base build, never a new one
-        todo, desc = ((ablation_jobs(ablation_seeds(args.seeds)), "Amendment 29 runs") if args.ablation
-                      else (jobs(args.seeds or SEEDS), "Amendment 28 runs"))
+        budget = args.budget_min
+        if args.etmr:  # no job starts after the plan's clock
+            todo, desc, left = etmr_jobs(args.seeds or ETMR_SEEDS), "Amendment 43 runs", minutes_to(ETMR_CUTOFF)
+            budget = left if budget is None else min(budget, left)
+        else:
+            todo, desc = ((ablation_jobs(ablation_seeds(args.seeds)), "Amendment 29 runs") if args.ablation
+                          else (jobs(args.seeds or SEEDS), "Amendment 28 runs"))
         status = run_jobs(todo, SCALES[args.scale], args.out, args.runs_root or cache_root() / "runs",
-                          args.budget_min, args.workers, desc=desc)
+                          budget, args.workers, desc=desc)
         print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
     elif args.what == "status" and args.ablation:
         for cid, miss in ablation_missing(args.out).items():
