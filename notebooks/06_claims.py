@@ -421,6 +421,22 @@ else:
     display(Markdown("Amendment 29's analysis is not committed yet (`python -m ddrl.small_lr status --ablation`)."))
 
 # %% [markdown]
+# The paper's headline table also sets DDRL against "the stronger ETMR baseline" (entropy-fork tree rollouts; MATH-500:
+# TTRL 73.0, ETMR 76.9, DDRL 80.7). Amendment 43 runs ETMR at lr/10 on the same regime and seeds as far as its clock
+# allowed and decides M2 (DDRL - ETMR), M3 (ETMR - TTRL) and P3 (ETMR - no adaptation) by the registered rule; under
+# the table, each method's level at both learning rates on the same seeds, and each lr/10 method's RL time. It appears
+# once `results/small_lr/etmr.json` is written; the docs say in words what it found.
+
+# %%
+etmr_path = R / "small_lr" / "etmr.json"
+if etmr_path.is_file():
+    eres = json.loads(etmr_path.read_text())
+    display(Markdown(small_lr.etmr_markdown(eres, C.load(R / "claims.json"))))
+    rep.figure(small_lr.etmr_figure(eres), "small_lr_etmr", data=pd.DataFrame(eres["seed_pass1"]))
+else:
+    display(Markdown("Amendment 43's analysis is not committed yet (`python -m ddrl.small_lr status --etmr`)."))
+
+# %% [markdown]
 # Amendment 29 left a caveat: COR kept the paper's SFT learning rate (1e-5) while the RL phase ran at 3e-6. Amendment
 # 30 separates it with two new arms on the same seeds, each one COR call then evaluated: COR at 1e-6 (the lr/10 rule
 # applied to COR) from the DDRL runs' RL-only weights, and COR at 1e-5 from the untrained model, with no RL phase at
