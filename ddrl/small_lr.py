@@ -20,11 +20,8 @@ Plan Amendment 29 asks which part of DDRL carries M1 there: the registered ablat
     python -m ddrl.small_lr run --ablation --workers 2
     python -m ddrl.small_lr analyse --ablation --json results/small_lr/ablation.json
 
-Plan Amendment 43 sets DDRL against the paper's stronger baseline, ETMR, there: ETMR on Amendment 28's seeds as far as
-its clock allowed (:data:`ETMR_CUTOFF`), M2 (DDRL - ETMR), M3 (ETMR - TTRL) and P3 (ETMR - no adaptation).
-
-    python -m ddrl.small_lr run --etmr --workers 2    # no job starts after the clock
-    python -m ddrl.small_lr analyse --etmr --json results/small_lr/etmr.json
+Plan Amendments 43 and 44 set DDRL against the paper's stronger baseline, ETMR, there (on the registered and on the
+Xeon build): :mod:`ddrl.small_lr_etmr`, with its own command line.
 """
 
 from __future__ import annotations
@@ -37,15 +34,13 @@ from typing import Sequence
 
 import pandas as pd
 
-from ddrl.claims import BENCHMARK, amendment_entry, validate, with_half_width
-from ddrl.paper import value
-from ddrl.parallel import minutes_to
+from ddrl.claims import validate, with_half_width
 from ddrl.plotting import color, label, save_docs_figure
 from ddrl.regimes import small_lr_regime
 from ddrl.reporting import cache_root, write_json
 from ddrl.seeds import numpy_generator, seed_range
 from ddrl.study import run_jobs
-from ddrl.study_analysis import claim_matrix, paired_matrix
+from ddrl.study_analysis import claim_matrix
 from ddrl.study_plan import RESULTS, SAME_BASE, SCALES, STEP_COLUMNS, Job, check_weights, csv_path, load_regimes
 from ddrl.tables import entry_ci
 from ddrl.wide import (VERDICT_MD, below_cell, complete_seeds, level_table, levels_vote_figure, run_levels,
@@ -75,19 +70,6 @@ ABLATION_METHODS = {"A1": ("bcs", "ttrl"), "A2": ("bcs_dae", "bcs"), "A3": ("ddr
 #: M1 components at lr/10)
 ABLATION_PREDICTED = {"A1": (1.90, 1.84), "A2": (0.95, 1.84), "A3": (0.78, 1.82)}
 ABLATION_COMPARISON = {"A1": "BCS - TTRL", "A2": "BCS+DAE - BCS", "A3": "DDRL - BCS+DAE"}
-#: Plan Amendment 43: ETMR at lr/10 on Amendment 28's seeds, as far as its clock allows (jobs start until
-#: :data:`ETMR_CUTOFF`); its claims (method a - method b) are analysed on the complete seeds from 0, at least
-#: :data:`ETMR_MIN_SEEDS`
-ETMR_SEEDS, ETMR_CUTOFF, ETMR_MIN_SEEDS = SEEDS, "2026-11-29T08:00:00+00:00", 6
-ETMR_CLAIMS = {"M2": ("ddrl", "etmr"), "M3": ("etmr", "ttrl"), "P3": ("etmr", "no_adaptation")}
-#: The two new claims' texts (M2 is the registered claim's)
-ETMR_TEXT = {"M3": ("ETMR is the stronger baseline: it beats TTRL", "pass@1 ETMR - TTRL [points]"),
-             "P3": ("ETMR improves on no adaptation", "pass@1 ETMR - no adaptation [points]")}
-#: Amendment 43's predicted half-widths at 12 / 14 / 18 seeds: (registered MATH-500-like default-lr components of the
-#: same difference, Amendment 28's lr/10 components: M1's for M2 and M3, P1's for P3)
-ETMR_PREDICTED = {"M2": ((2.32, 2.21, 2.05), (1.84, 1.83, 1.82)), "M3": ((2.17, 2.00, 1.76), (1.84, 1.83, 1.82)),
-                  "P3": ((2.53, 2.46, 2.36), (1.01, 1.00, 0.99))}
-ETMR_COMPARISON = {"M2": "DDRL - ETMR", "M3": "ETMR - TTRL", "P3": "ETMR - no adaptation"}
 
 
 def regime_file(base: str | Path = RESULTS / "regimes_base.json") -> dict:
@@ -105,70 +87,6 @@ def jobs(seeds: Sequence[int]) -> list[Job]:
     """Seed by seed: the untrained run (MATH-500-like's, written once for the registered study: loaded), TTRL, DDRL."""
     return [j for s in seeds for j in (Job(BASE_REGIME, s, ("no_adaptation",), "lr/10m"),
                                       *(Job(REGIME, s, (m,), "lr/10m") for m in METHODS))]
-
-
-def etmr_jobs(seeds: Sequence[int] = ETMR_SEEDS, now: float | None = None) -> list[Job]:
-    """Amendment 43: ETMR's run seed by seed; none once :data:`ETMR_CUTOFF` has passed (``now``: epoch seconds)."""
-    return [] if minutes_to(ETMR_CUTOFF, now) <= 0 else [Job(REGIME, s, ("etmr",), "M2 lr/10") for s in seeds]
-
-
-def etmr_seeds(out: str | Path = RUNS) -> list[int]:
-    """Amendment 43's seeds: the longest run from seed 0 with ETMR's, TTRL's and DDRL's CSVs in :data:`REGIME` and
-    the untrained one in :data:`BASE_REGIME`."""
-    done = set(complete_seeds(out, REGIME, ("etmr", *METHODS))) & set(complete_seeds(out, BASE_REGIME, ("no_adaptation",)))
-    n = 0
-    while n in done and n in ETMR_SEEDS:
-        n += 1
-    return list(range(n))
-
-
-def paper_difference(a: str, b: str) -> float:
-    """The paper's MATH-500 difference a - b in points (Table 2, Qwen2.5-Math-1.5B; :mod:`ddrl.paper`)."""
-    return round(table2(a) - table2(b), 1)
-
-
-def table2(method: str) -> float:
-    """The paper's MATH-500 pass@1 of ``method`` (Table 2, Qwen2.5-Math-1.5B)."""
-    return value(("table2", "Qwen2.5-Math-1.5B", BENCHMARK[STANDS_FOR], method))
-
-
-def analyse_etmr(out: str | Path = RUNS, n_boot: int = 4000, now: float | None = None,
-                 min_seeds: int = ETMR_MIN_SEEDS) -> dict:
-    """Amendment 43: M2 (DDRL - ETMR, the registered claim), M3 (ETMR - TTRL) and P3 (ETMR - no adaptation) in
-    :data:`REGIME` over :func:`etmr_seeds`, once the plan's clock has passed or every seed is complete (``now``: epoch
-    seconds), at least ``min_seeds`` (the plan's :data:`ETMR_MIN_SEEDS`): ``entries`` (``claims.json``'s schema with ``half_width``; M3 and P3
-    with the paper's Table 2 difference, the registered rule and margin); descriptive, ``levels`` (each method's mean
-    adapted pass@1 at both learning rates on the same seeds, seeds below ETMR's run at the same lr), ``seed_pass1``
-    and ``rl_minutes`` (each lr/10 method's mean RL wall time)."""
-    seeds = etmr_seeds(out)
-    if len(seeds) < len(ETMR_SEEDS) and minutes_to(ETMR_CUTOFF, now) > 0:
-        raise ValueError(f"{out}: {len(seeds)} of {len(ETMR_SEEDS)} Amendment 43 seeds complete before its clock "
-                         f"({ETMR_CUTOFF}); the plan reads no estimate before the clock or every seed")
-    if len(seeds) < min_seeds:
-        raise ValueError(f"{out}: {len(seeds)} complete Amendment 43 seeds from 0, the plan needs {min_seeds}")
-    methods = ("ttrl", "etmr", "ddrl")
-    paths = [csv_path(out, r, m, s) for s in seeds
-             for r, ms in ((BASE_REGIME, ("no_adaptation", *methods)), (REGIME, methods)) for m in ms]
-    df = pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths if p.is_file()], ignore_index=True)
-    entries = []
-    for cid, (a, b) in ETMR_CLAIMS.items():
-        d = paired_matrix(df, REGIME, a, b, "adapted")
-        entries.append(wide_entry(cid, d, n_boot, REGIME, STANDS_FOR) if cid == "M2" else
-                       {**amendment_entry(cid, REGIME, *ETMR_TEXT[cid], a, b, d.to_numpy(), n_boot=n_boot),
-                        "paper": paper_difference(a, b)})
-    with_half_width(entries)
-    per = run_levels(df)
-    lv = pd.concat([level_table(per[per.regime == r], ("regime", "method"), reference="etmr", sort=False)
-                    for r in (BASE_REGIME, REGIME)], ignore_index=True)  # seeds below ETMR at the same lr
-    rl = df[(df.regime == REGIME) & (df.split == "adapted")].groupby(["method", "seed"]).rl_seconds.first()
-    steps = pd.concat([pd.read_csv(p) for p in (csv_path(out, r, m, s, steps=True) for s in seeds
-                                                for r in (BASE_REGIME, REGIME) for m in methods) if p.is_file()],
-                      ignore_index=True)
-    vote = pd.concat([vote_by_quarter(seeds=seeds, regime=r, steps=steps) for r in (BASE_REGIME, REGIME)],
-                     ignore_index=True)
-    return {"regime": REGIME, "seeds": seeds, "cutoff": ETMR_CUTOFF, "entries": entries,
-            "levels": lv.to_dict(orient="records"), "seed_pass1": per.to_dict(orient="records"),
-            "vote": vote.to_dict(orient="records"), "rl_minutes": (rl.groupby("method").mean() / 60).round(2).to_dict()}
 
 
 def ablation_seeds(among: Sequence[int] | None = None) -> dict[str, tuple[int, ...]]:
@@ -267,33 +185,6 @@ def ablation_markdown(res: dict, registered: Sequence[dict]) -> str:
     return "\n".join(rows) + "\n"
 
 
-def etmr_markdown(res: dict, registered: Sequence[dict]) -> str:
-    """Amendment 43's table as docs/results.md quotes it: per claim the paper's MATH-500 difference (Table 2), the
-    registered MATH-500-like M2 at the default lr (``registered``: ``results/claims.json``'s entries; the new claims
-    have none), this amendment's entry, its half-width beside the plan's predictions at its seeds (the larger, the
-    registered default-lr components; the smaller, Amendment 28's lr/10 ones) and its verdict; then the levels."""
-    reg = {(e["id"], e["regime"]): e for e in registered}
-    n = len(res["seeds"])
-    rows = ["| claim (adapted pass@1, points) | paper (MATH-500) | MATH-500-like, default lr (registered) | "
-            f"**MATH-500-like at lr/10 (Amendment 43, seeds 0-{n - 1})** | half-width (predicted at 12 / 14 / 18 seeds) "
-            "| verdict |", "|---|---|---|---|---|---|"]
-    for e in res["entries"]:
-        b = reg.get((e["id"], BASE_REGIME))
-        beside = f"{entry_ci(b)}, {b['n_seeds']} seeds, *{b['verdict']}*" if b else "not registered"
-        pred = "; ".join(" / ".join(f"{x:.2f}" for x in p) for p in ETMR_PREDICTED[e["id"]])
-        rows.append(f"| {e['id']} {ETMR_COMPARISON[e['id']]} | {e['paper']:+.1f} | {beside} | **{entry_ci(e)}**, "
-                    f"{e['n_seeds']} seeds | {e['half_width']:.2f} ({pred}) | {VERDICT_MD[e['verdict']]} |")
-    lr = {BASE_REGIME: "default (3e-5)", REGIME: "lr/10 (3e-6)"}
-    rows += ["", f"| method | learning rate | adapted pass@1, mean over seeds 0-{n - 1} (SD) | seeds below ETMR at its lr | "
-             "RL phase, mean minutes |", "|---|---|---|---|---|"]
-    for r in res["levels"]:
-        untrained, at_lr10 = r["method"] == "no_adaptation", r["regime"] == REGIME
-        minutes = f"{res['rl_minutes'][r['method']]:.1f}" if at_lr10 else "-"
-        rows.append(f"| {r['method']} | {'-' if untrained else lr[r['regime']]} | {r['pass1']:.1f} ({r['sd']:.1f}) | "
-                    f"{'-' if untrained else below_cell(r, 'etmr')} | {minutes} |")
-    return "\n".join(rows) + "\n"
-
-
 def split_markdown(res: dict) -> str:
     """The descriptive split of M1 (``res["split"]``) and the levels (``res["levels"]``) on A1's seeds."""
     n = len(res["seeds"]["A1"])
@@ -354,14 +245,6 @@ def figure(res: dict, title: str = "MATH-500-like at the default learning rate a
                               title, numpy_generator(0, "figure", REGIME), style="learning rate")
 
 
-def etmr_figure(res: dict):
-    """:func:`figure`'s panels for Amendment 43 (descriptive; the paired intervals are the entries'): each run's adapted
-    pass@1 of the untrained model and of TTRL, ETMR and DDRL at both learning rates on the same seeds, and the vote by
-    quarter of the RL steps."""
-    return figure(res, f"MATH-500-like, ETMR beside TTRL and DDRL at both learning rates (plan Amendment 43, seeds "
-                       f"0-{len(res['seeds']) - 1}; descriptive)")
-
-
 def seeds_line(what: str, total: int, missing: Sequence[int]) -> str:
     """A status line of the lr/10 amendments' command lines: how many of ``total`` seeds are complete, which are not."""
     return f"{what}: {total - len(missing)} of {total} seeds complete; missing {list(missing)}"
@@ -384,40 +267,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_run_arguments(ap, "run: seeds N-M (default: the plan's; with --ablation, the part of each claim's seeds "
                           "among them)")
     ap.add_argument("--ablation", action="store_true", help="run, status, analyse: Amendment 29's A1-A3")
-    ap.add_argument("--etmr", action="store_true", help="run, status, analyse: Amendment 43's ETMR at lr/10")
     args = ap.parse_args(argv)
     if args.what == "regime":
         sys.stdout.write(write_json(REGIME_FILE, regime_file()))
     elif args.what == "run":
         check_weights(scale=SCALES[args.scale])  # the measured base build, never a new one
-        budget = args.budget_min
-        if args.etmr:  # no job starts after the plan's clock
-            todo, desc, left = etmr_jobs(args.seeds or ETMR_SEEDS), "Amendment 43 runs", minutes_to(ETMR_CUTOFF)
-            budget = left if budget is None else min(budget, left)
-        else:
-            todo, desc = ((ablation_jobs(ablation_seeds(args.seeds)), "Amendment 29 runs") if args.ablation
-                          else (jobs(args.seeds or SEEDS), "Amendment 28 runs"))
+        todo, desc = ((ablation_jobs(ablation_seeds(args.seeds)), "Amendment 29 runs") if args.ablation
+                      else (jobs(args.seeds or SEEDS), "Amendment 28 runs"))
         status = run_jobs(todo, SCALES[args.scale], args.out, args.runs_root or cache_root() / "runs",
-                          budget, args.workers, desc=desc)
+                          args.budget_min, args.workers, desc=desc)
         print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
-    elif args.what == "status" and args.etmr:
-        done = etmr_seeds(args.out)
-        print(seeds_line(f"ETMR ({REGIME})", len(ETMR_SEEDS), [x for x in ETMR_SEEDS if x not in done]) +
-              f"; minutes to the clock {minutes_to(ETMR_CUTOFF):.0f}")
     elif args.what == "status" and args.ablation:
         for cid, miss in ablation_missing(args.out).items():
             print(seeds_line(f"{cid} ({REGIME})", len(ABLATION_SEEDS[cid]), miss))
     elif args.what == "status":
         print(seeds_line(REGIME, len(SEEDS), sorted(set(SEEDS) - set(done_seeds(args.out)))))
     elif args.what == "figure":  # -> docs/results/small_lr.{png,pdf}, from the committed analysis
-        if args.etmr:  # -> docs/results/small_lr_etmr.{png,pdf}
-            print(save_docs_figure(etmr_figure(json.loads((OUT / "etmr.json").read_text())), "small_lr_etmr"))
-        else:
-            print(save_docs_figure(figure(json.loads((OUT / "claims.json").read_text())), "small_lr"))
+        print(save_docs_figure(figure(json.loads((OUT / "claims.json").read_text())), "small_lr"))
     else:
-        res = (analyse_etmr(args.out) if args.etmr else analyse_ablation(args.out) if args.ablation
-               else analyse(args.out))
-        sys.stdout.write(write_json(args.json, res))
+        sys.stdout.write(write_json(args.json, analyse_ablation(args.out) if args.ablation else analyse(args.out)))
     return 0
 
 

@@ -425,16 +425,20 @@ else:
 # TTRL 73.0, ETMR 76.9, DDRL 80.7). Amendment 43 runs ETMR at lr/10 on the same regime and seeds as far as its clock
 # allowed and decides M2 (DDRL - ETMR), M3 (ETMR - TTRL) and P3 (ETMR - no adaptation) by the registered rule; under
 # the table, each method's level at both learning rates on the same seeds, and each lr/10 method's RL time. It appears
-# once `results/small_lr/etmr.json` is written; the docs say in words what it found.
+# once `results/small_lr/etmr.json` is written; the docs say in words what it found. Amendment 44 repeats Amendments
+# 28 and 43 on a second build of the base model (the Xeon build), with its own table and figure.
 
 # %%
-etmr_path = R / "small_lr" / "etmr.json"
-if etmr_path.is_file():
-    eres = json.loads(etmr_path.read_text())
-    display(Markdown(small_lr.etmr_markdown(eres, C.load(R / "claims.json"))))
-    rep.figure(small_lr.etmr_figure(eres), "small_lr_etmr", data=pd.DataFrame(eres["seed_pass1"]))
-else:
-    display(Markdown("Amendment 43's analysis is not committed yet (`python -m ddrl.small_lr status --etmr`)."))
+from ddrl import small_lr_etmr
+
+for design in small_lr_etmr.DESIGNS.values():  # Amendment 43 (registered build), Amendment 44 (Xeon build)
+    if design.analysis.is_file():
+        eres = json.loads(design.analysis.read_text())
+        display(Markdown(small_lr_etmr.markdown(eres, design)))
+        rep.figure(small_lr_etmr.etmr_figure(eres, design), design.figure, data=pd.DataFrame(eres["seed_pass1"]))
+    else:
+        display(Markdown(f"Amendment {design.amendment}'s analysis is not committed yet "
+                         f"(`python -m ddrl.small_lr_etmr status --build {design.build.split()[0].lower()}`)."))
 
 # %% [markdown]
 # Amendment 29 left a caveat: COR kept the paper's SFT learning rate (1e-5) while the RL phase ran at 3e-6. Amendment

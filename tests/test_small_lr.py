@@ -12,7 +12,6 @@ from ddrl import claims, small_lr, study
 from ddrl.reporting import REPO
 from ddrl.regimes import small_lr_regime
 from ddrl.study_plan import SAME_BASE, SCALES, csv_path, load_regimes
-from ddrl.tables import entry_ci
 
 
 def test_the_regime_is_math500_like_under_the_registered_lr10_rule():
@@ -221,68 +220,3 @@ def test_docs_quote_amendment_29_from_its_ablation_json():
     assert small_lr.ablation_markdown(res, claims.load(small_lr.RESULTS / "claims.json")) in section
     assert small_lr.split_markdown(res) in section
 
-
-def _clock(minutes: float) -> float:
-    """Epoch seconds ``minutes`` after Amendment 43's clock (negative: before it)."""
-    from datetime import datetime
-
-    return datetime.fromisoformat(small_lr.ETMR_CUTOFF).timestamp() + 60 * minutes
-
-
-def test_etmr_jobs_go_seed_by_seed_and_stop_at_the_plans_clock():
-    js = small_lr.etmr_jobs(now=_clock(-1))
-    assert [(j.regime, j.seed, j.methods) for j in js] == [(small_lr.REGIME, s, ("etmr",)) for s in range(18)]
-    assert small_lr.etmr_jobs(now=_clock(+1)) == []
-
-
-def test_etmr_smoke_run_and_analyse(smoke):
-    """Amendment 43 on the smoke runs: ETMR trains at lr/10 beside the smoke's TTRL and DDRL; the analysis refuses
-    before the clock and below its seed minimum, then gives M2, M3, P3 with the paper's Table 2 differences; M2 + M3
-    is DDRL - TTRL seed by seed and question by question, so their estimates add up to M1's."""
-    out, runs, _ = smoke
-    statuses = study.run_jobs(small_lr.etmr_jobs([0, 1, 2], now=_clock(-1)), SCALES["smoke"], out, runs, workers=2,
-                              progress=False)
-    assert {s["status"] for s in statuses} == {"ran"} and small_lr.etmr_seeds(out) == [0, 1, 2]
-    with pytest.raises(ValueError, match="3 of 18 Amendment 43 seeds complete before its clock"):
-        small_lr.analyse_etmr(out, n_boot=200, now=_clock(-1))
-    with pytest.raises(ValueError, match="3 complete Amendment 43 seeds from 0, the plan needs 6"):
-        small_lr.analyse_etmr(out, n_boot=200, now=_clock(+1))
-    res = small_lr.analyse_etmr(out, n_boot=200, now=_clock(+1), min_seeds=3)
-    assert [e["id"] for e in res["entries"]] == ["M2", "M3", "P3"] and res["seeds"] == [0, 1, 2]
-    assert [e["paper"] for e in res["entries"]] == [3.8, 3.9, 44.2]  # Table 2, MATH-500: 80.7, 76.9, 73.0, 32.7
-    assert {e["regime"] for e in res["entries"]} == {small_lr.REGIME} and all(e["n_seeds"] == 3 for e in res["entries"])
-    m1 = small_lr.analyse(out, n_boot=200, seeds=range(3))["entries"][2]
-    assert m1["id"] == "M1" and res["entries"][0]["estimate"] + res["entries"][1]["estimate"] == pytest.approx(m1["estimate"])
-    assert set(res["rl_minutes"]) == {"ttrl", "etmr", "ddrl"}
-    assert {(r["regime"], r["method"]) for r in res["levels"]} == {
-        ("math500_like", "no_adaptation"), *((small_lr.REGIME, m) for m in ("ttrl", "etmr", "ddrl"))}
-    reg = {(e["id"], e["regime"]): e for e in claims.load(small_lr.RESULTS / "claims.json")}[("M2", "math500_like")]
-    table = small_lr.etmr_markdown(res, claims.load(small_lr.RESULTS / "claims.json")).splitlines()
-    assert table[2].startswith(f"| M2 DDRL - ETMR | +3.8 | {entry_ci(reg)}, 46 seeds, *not resolved* |")
-    assert "| M3 ETMR - TTRL | +3.9 | not registered |" in table[3] and "(2.53 / 2.46 / 2.36; 1.01 / 1.00 / 0.99)" in table[4]
-    assert table[-1].startswith("| ddrl | lr/10 (3e-6) |") and table[-4].startswith("| no_adaptation | - |")
-    assert {(v["regime"], v["method"]) for v in res["vote"]} == {(small_lr.REGIME, m) for m in ("ttrl", "etmr", "ddrl")}
-    fig = small_lr.etmr_figure(res)
-    assert len(fig.axes) == 3 and "Amendment 43, seeds 0-2" in fig._suptitle.get_text()
-    plt.close(fig)
-
-
-def test_amendment_43s_predicted_half_widths_are_the_measured_components():
-    """Amendment 43's predictions at 12, 14 and 18 seeds x 256 questions, from the registered MATH-500-like matrices of
-    the same differences (default lr) and Amendment 28's lr/10 M1 and P1 matrices, as
-    :data:`ddrl.small_lr.ETMR_PREDICTED` and the plan state them."""
-    from ddrl.stats import predicted_half_width, variance_components
-    from ddrl.study_analysis import claim_matrix, paired_matrix
-
-    default = _registered("math500_like", ("ttrl", "etmr", "ddrl", "no_adaptation"))
-    lr10 = _registered(small_lr.REGIME, ("ttrl", "ddrl"), base="math500_like")
-    stand_in = {"M2": "M1", "M3": "M1", "P3": "P1"}
-    plan = " ".join((small_lr.RESULTS / "plan.md").read_text().split())
-    section = plan[plan.index("43. **Why**"):]
-    for cid, (a, b) in small_lr.ETMR_CLAIMS.items():
-        vcs = (variance_components(paired_matrix(default, "math500_like", a, b, "adapted").to_numpy()),
-               variance_components(claim_matrix(lr10, stand_in[cid], small_lr.REGIME).to_numpy()))
-        got = tuple(tuple(round(predicted_half_width(vc, n, 256), 2) for n in (12, 14, 18)) for vc in vcs)
-        assert got == small_lr.ETMR_PREDICTED[cid], cid
-        default_text, lr10_text = (" / ".join(f"{x:.2f}" for x in g) for g in got)
-        assert f"**{cid}** {default_text} vs " in section and f"vs {lr10_text}" in section, cid

@@ -1,0 +1,258 @@
+"""DDRL against ETMR, the paper's stronger baseline, in MATH-500-like at lr/10 (plan Amendments 43 and 44).
+
+The paper's Table 2 sets DDRL against TTRL and ETMR (entropy-fork tree rollouts, :mod:`ddrl.etmr`); the registered
+study measured ETMR at the default learning rate only. Amendment 43 runs ETMR in Amendment 28's regime
+(:data:`ddrl.small_lr.REGIME`: MATH-500-like at lr / 10 and twice the episodes) on the registered build, beside
+Amendment 28's TTRL and DDRL runs of the same seeds; Amendment 44 repeats Amendments 28 and 43 on the Xeon build
+(TTRL, DDRL and ETMR at lr/10; that build's untrained runs). Each design runs seed by seed until its plan's clock
+(:attr:`EtmrDesign.cutoff`) and is analysed on the complete seeds from 0: the registered claims (P1, P2, M1, M2:
+MATH-500's paper numbers) and two new ones, M3 (ETMR - TTRL: "the stronger baseline") and P3 (ETMR - no
+adaptation), each by the registered bootstrap, margin and rule.
+
+    python -m ddrl.small_lr_etmr run --workers 2                  # Amendment 43 (the registered build's cache)
+    python -m ddrl.small_lr_etmr regime --build xeon              # results/replication_xeon/regimes_small_lr.json
+    python -m ddrl.small_lr_etmr run --build xeon --workers 2     # Amendment 44 (the Xeon build's cache)
+    python -m ddrl.small_lr_etmr status [--build xeon]
+    python -m ddrl.small_lr_etmr analyse [--build xeon]           # -> the design's analysis file
+    python -m ddrl.small_lr_etmr figure [--build xeon]            # -> docs/results/<design's figure>.{png,pdf}
+
+(The plans name these ``python -m ddrl.small_lr ... --etmr``; Amendment 43's runs were started so, at commit
+595a91a, before the command line moved here: the same jobs.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from ddrl.claims import BENCHMARK, amendment_entry, load as load_claims, with_half_width
+from ddrl.paper import value
+from ddrl.parallel import minutes_to
+from ddrl.plotting import save_docs_figure
+from ddrl.reporting import cache_root, write_json
+from ddrl.small_lr import (BASE_REGIME, OUT, REGIME, REGIME_FILE, RUNS, STANDS_FOR, add_run_arguments, figure,
+                           regime_file, seeds_line)
+from ddrl.study_analysis import paired_matrix
+from ddrl.study import run_jobs
+from ddrl.study_plan import RESULTS, SCALES, Job, check_weights, csv_path, regimes_path
+from ddrl.tables import entry_ci
+from ddrl.wide import VERDICT_MD, below_cell, complete_seeds, level_table, run_levels, vote_by_quarter, wide_entry
+
+#: Every claim either design decides: method a - method b, adapted pass@1 per seed and question. P1, P2, M1 and M2 are
+#: the registered claims (:mod:`ddrl.claims`); M3 and P3 are Amendment 43's (:data:`NEW_CLAIMS`).
+PAIRS = {"P1": ("ttrl", "no_adaptation"), "P2": ("ddrl", "no_adaptation"), "M1": ("ddrl", "ttrl"),
+         "M2": ("ddrl", "etmr"), "M3": ("etmr", "ttrl"), "P3": ("etmr", "no_adaptation")}
+NEW_CLAIMS = {"M3": ("ETMR is the stronger baseline: it beats TTRL", "pass@1 ETMR - TTRL [points]"),
+              "P3": ("ETMR improves on no adaptation", "pass@1 ETMR - no adaptation [points]")}
+COMPARISON = {"P1": "TTRL - no adaptation", "P2": "DDRL - no adaptation", "M1": "DDRL - TTRL", "M2": "DDRL - ETMR",
+              "M3": "ETMR - TTRL", "P3": "ETMR - no adaptation"}
+RL_METHODS = ("ttrl", "etmr", "ddrl")
+MIN_SEEDS = 6  # both plans: fewer complete seeds from 0 and nothing is estimated
+
+
+@dataclass(frozen=True)
+class EtmrDesign:
+    """One build's ETMR comparisons at lr/10: the results tree (``results``: its ``runs/`` hold the CSVs, its
+    ``regimes_base.json`` names the build), the seeds and the plan's clock, what ``run`` computes per seed, the claims,
+    the plan's predicted half-widths (two sets of components, at ``predicted_at`` seeds), the analysis file, the figure
+    and the committed entries shown beside this design's (``beside``: a name and the files they are read from)."""
+
+    amendment: int
+    results: Path
+    seeds: tuple[int, ...]
+    cutoff: str
+    methods: tuple[str, ...]
+    claims: tuple[str, ...]
+    predicted: dict[str, tuple[tuple[float, ...], tuple[float, ...]]]
+    predicted_at: tuple[int, ...]
+    analysis: Path
+    figure: str
+    beside: tuple[str, tuple[Path, ...], str]  # (column name, files, the regime their entries are in)
+    build: str
+
+    @property
+    def out(self) -> Path:
+        return self.results / "runs"
+
+
+_XEON = RESULTS / "replication_xeon"
+DESIGNS = {
+    "registered": EtmrDesign(
+        43, RESULTS, tuple(range(18)), "2026-11-29T08:00:00+00:00", ("etmr",), ("M2", "M3", "P3"),
+        {"M2": ((2.32, 2.21, 2.05), (1.84, 1.83, 1.82)), "M3": ((2.17, 2.00, 1.76), (1.84, 1.83, 1.82)),
+         "P3": ((2.53, 2.46, 2.36), (1.01, 1.00, 0.99))}, (12, 14, 18), OUT / "etmr.json", "small_lr_etmr",
+        ("MATH-500-like, default lr (registered)", (RESULTS / "claims.json",), BASE_REGIME), "registered build"),
+    "xeon": EtmrDesign(
+        44, _XEON, tuple(range(12)), "2026-11-29T08:15:00+00:00", ("ttrl", "ddrl", "etmr"),
+        ("P1", "P2", "M1", "M2", "M3", "P3"),
+        {"P1": ((1.03, 1.02, 1.01), (2.49, 2.37, 2.29)), "P2": ((2.54, 2.52, 2.51), (2.70, 2.64, 2.60)),
+         "M1": ((1.88, 1.86, 1.84), (1.99, 1.79, 1.66)), "M2": ((1.88, 1.86, 1.84), (2.70, 2.48, 2.32)),
+         "M3": ((1.88, 1.86, 1.84), (2.73, 2.40, 2.17)), "P3": ((1.03, 1.02, 1.01), (2.77, 2.63, 2.53))},
+        (8, 10, 12), _XEON / "small_lr_etmr.json", "small_lr_etmr_xeon",
+        ("registered build at lr/10 (Amendments 28, 43)", (OUT / "claims.json", OUT / "etmr.json"), REGIME),
+        "Xeon build"),
+}
+REGISTERED = DESIGNS["registered"]
+
+
+def jobs(design: EtmrDesign = REGISTERED, seeds: Sequence[int] | None = None, now: float | None = None) -> list[Job]:
+    """The design's runs seed by seed (``seeds``: default the plan's); none once its clock has passed (``now``: epoch
+    seconds, default the clock), so a rerun after it never adds seeds the analysis would read."""
+    if minutes_to(design.cutoff, now) <= 0:
+        return []
+    return [Job(REGIME, s, (m,), f"A{design.amendment} lr/10") for s in (design.seeds if seeds is None else seeds)
+            for m in design.methods]
+
+
+def done_seeds(design: EtmrDesign = REGISTERED, out: str | Path | None = None) -> list[int]:
+    """The design's seeds to analyse: the longest run from seed 0 with TTRL's, ETMR's and DDRL's CSVs in
+    :data:`REGIME` and the untrained one in :data:`BASE_REGIME` (``out``: default the design's ``runs/``)."""
+    out = design.out if out is None else out
+    done = set(complete_seeds(out, REGIME, RL_METHODS)) & set(complete_seeds(out, BASE_REGIME, ("no_adaptation",)))
+    n = 0
+    while n in done and n in design.seeds:
+        n += 1
+    return list(range(n))
+
+
+def table2(method: str) -> float:
+    """The paper's MATH-500 pass@1 of ``method`` (Table 2, Qwen2.5-Math-1.5B; :mod:`ddrl.paper`)."""
+    return value(("table2", "Qwen2.5-Math-1.5B", BENCHMARK[STANDS_FOR], method))
+
+
+def paper_difference(a: str, b: str) -> float:
+    """The paper's MATH-500 difference a - b in points (Table 2)."""
+    return round(table2(a) - table2(b), 1)
+
+
+def _read(paths) -> pd.DataFrame:
+    return pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths if p.is_file()], ignore_index=True)
+
+
+def analyse(design: EtmrDesign = REGISTERED, out: str | Path | None = None, n_boot: int = 4000,
+            now: float | None = None, min_seeds: int = MIN_SEEDS) -> dict:
+    """The design's claims in :data:`REGIME` over :func:`done_seeds`, once its clock has passed or every seed is
+    complete (``now``: epoch seconds), at least ``min_seeds``: ``entries`` (``claims.json``'s schema with
+    ``half_width``; the registered claims with MATH-500's paper numbers, M3 and P3 with Table 2's difference, all by
+    the registered bootstrap, margin and rule); descriptive, ``levels`` (each method's mean adapted pass@1 at both
+    learning rates on the same seeds, seeds below ETMR's run at the same lr where there is one), ``seed_pass1``,
+    ``vote`` (by quarter of the RL steps) and ``rl_minutes`` (each lr/10 method's mean RL wall time)."""
+    out = design.out if out is None else Path(out)
+    seeds = done_seeds(design, out)
+    if len(seeds) < len(design.seeds) and minutes_to(design.cutoff, now) > 0:
+        raise ValueError(f"{out}: {len(seeds)} of {len(design.seeds)} Amendment {design.amendment} seeds complete "
+                         f"before its clock ({design.cutoff}); the plan reads no estimate before the clock or every seed")
+    if len(seeds) < min_seeds:
+        raise ValueError(f"{out}: {len(seeds)} complete Amendment {design.amendment} seeds from 0, the plan needs "
+                         f"{min_seeds}")
+    df = _read(csv_path(out, r, m, s) for s in seeds
+               for r, ms in ((BASE_REGIME, ("no_adaptation", *RL_METHODS)), (REGIME, RL_METHODS)) for m in ms)
+    entries = []
+    for cid in design.claims:
+        a, b = PAIRS[cid]
+        d = paired_matrix(df, REGIME, a, b, "adapted")
+        entries.append({**amendment_entry(cid, REGIME, *NEW_CLAIMS[cid], a, b, d.to_numpy(), n_boot=n_boot),
+                        "paper": paper_difference(a, b)} if cid in NEW_CLAIMS else
+                       wide_entry(cid, d, n_boot, REGIME, STANDS_FOR))
+    with_half_width(entries)
+    per = run_levels(df)
+    lv = pd.concat([level_table(per[per.regime == r], ("regime", "method"), reference="etmr", sort=False)
+                    for r in (BASE_REGIME, REGIME)], ignore_index=True)  # seeds below ETMR at the same lr
+    rl = df[(df.regime == REGIME) & (df.split == "adapted")].groupby(["method", "seed"]).rl_seconds.first()
+    steps = pd.concat([pd.read_csv(p) for p in (csv_path(out, r, m, s, steps=True) for s in seeds
+                                                for r in (BASE_REGIME, REGIME) for m in RL_METHODS) if p.is_file()],
+                      ignore_index=True)
+    vote = pd.concat([vote_by_quarter(seeds=seeds, regime=r, steps=steps) for r in (BASE_REGIME, REGIME)],
+                     ignore_index=True)
+    return {"regime": REGIME, "build": design.build, "seeds": seeds, "cutoff": design.cutoff, "entries": entries,
+            "levels": lv.to_dict(orient="records"), "seed_pass1": per.to_dict(orient="records"),
+            "vote": vote.to_dict(orient="records"), "rl_minutes": (rl.groupby("method").mean() / 60).round(2).to_dict()}
+
+
+def beside(design: EtmrDesign) -> dict[str, dict]:
+    """The committed entries shown beside the design's, by claim id (those of the design's ``beside`` files in its
+    regime; a file not written yet gives none)."""
+    name, files, regime = design.beside
+    got = {}
+    for f in files:
+        if f.is_file():
+            data = json.loads(f.read_text())
+            listed = data["entries"] if isinstance(data, dict) else load_claims(f)
+            got.update({e["id"]: e for e in listed if e["regime"] == regime})
+    return got
+
+
+def markdown(res: dict, design: EtmrDesign = REGISTERED, shown: dict[str, dict] | None = None) -> str:
+    """The design's table as docs/results.md quotes it: per claim the paper's MATH-500 difference (Table 2), the
+    entries shown beside (``shown``, default :func:`beside`), this design's entry, its half-width beside the plan's
+    predictions and its verdict; then the levels at both learning rates and each lr/10 method's RL minutes."""
+    shown = beside(design) if shown is None else shown
+    n, at = len(res["seeds"]), " / ".join(str(s) for s in design.predicted_at)
+    rows = [f"| claim (adapted pass@1, points) | paper (MATH-500) | {design.beside[0]} | **{design.build}, MATH-500-like "
+            f"at lr/10 (Amendment {design.amendment}, seeds 0-{n - 1})** | half-width (predicted at {at} seeds) | "
+            "verdict |", "|---|---|---|---|---|---|"]
+    for e in res["entries"]:
+        b = shown.get(e["id"])
+        other = f"{entry_ci(b)}, {b['n_seeds']} seeds, *{b['verdict']}*" if b else "not measured"
+        pred = "; ".join(" / ".join(f"{x:.2f}" for x in p) for p in design.predicted[e["id"]])
+        rows.append(f"| {e['id']} {COMPARISON[e['id']]} | {e['paper']:+.1f} | {other} | **{entry_ci(e)}**, "
+                    f"{e['n_seeds']} seeds | {e['half_width']:.2f} ({pred}) | {VERDICT_MD[e['verdict']]} |")
+    lr = {BASE_REGIME: "default (3e-5)", REGIME: "lr/10 (3e-6)"}
+    with_etmr = {r["regime"] for r in res["levels"] if r["method"] == "etmr"}
+    rows += ["", f"| method | learning rate | adapted pass@1, mean over seeds 0-{n - 1} (SD) | seeds below ETMR at its lr | "
+             "RL phase, mean minutes |", "|---|---|---|---|---|"]
+    for r in res["levels"]:
+        untrained = r["method"] == "no_adaptation"
+        below = "-" if untrained or r["regime"] not in with_etmr else below_cell(r, "etmr")
+        minutes = f"{res['rl_minutes'][r['method']]:.1f}" if r["regime"] == REGIME else "-"
+        rows.append(f"| {r['method']} | {'-' if untrained else lr[r['regime']]} | {r['pass1']:.1f} ({r['sd']:.1f}) | "
+                    f"{below} | {minutes} |")
+    return "\n".join(rows) + "\n"
+
+
+def etmr_figure(res: dict, design: EtmrDesign = REGISTERED):
+    """:func:`ddrl.small_lr.figure`'s panels (descriptive; the paired intervals are the entries'): each run's adapted
+    pass@1 of the untrained model and of TTRL, ETMR and DDRL at both learning rates on the same seeds, and the vote by
+    quarter of the RL steps."""
+    return figure(res, f"MATH-500-like, {design.build}: ETMR beside TTRL and DDRL (plan Amendment {design.amendment}, "
+                       f"seeds 0-{len(res['seeds']) - 1}; descriptive)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m ddrl.small_lr_etmr", description=__doc__.split("\n\n")[0])
+    ap.add_argument("what", choices=("regime", "run", "status", "analyse", "figure"))
+    add_run_arguments(ap, "run: seeds N-M (default: the plan's)")
+    ap.add_argument("--build", choices=sorted(DESIGNS), default="registered",
+                    help="registered: Amendment 43; xeon: Amendment 44")
+    args = ap.parse_args(argv)
+    design = DESIGNS[args.build]
+    out = design.out if args.out == RUNS else args.out
+    if args.what == "regime":
+        sys.stdout.write(write_json(design.results / REGIME_FILE.name, regime_file(regimes_path(design.results))))
+    elif args.what == "run":  # the design's build, never a new one; no job starts after the plan's clock
+        check_weights(regimes_path(design.results), scale=SCALES[args.scale])
+        todo = jobs(design, args.seeds)
+        left = minutes_to(design.cutoff)
+        budget = left if args.budget_min is None else min(args.budget_min, left)
+        status = run_jobs(todo, SCALES[args.scale], out, args.runs_root or cache_root() / "runs",
+                          budget if todo else None, args.workers, desc=f"Amendment {design.amendment} runs")
+        print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
+    elif args.what == "status":
+        done = done_seeds(design, out)
+        print(seeds_line(f"ETMR ({REGIME}, {design.build})", len(design.seeds), [x for x in design.seeds if x not in done])
+              + f"; minutes to the clock {minutes_to(design.cutoff):.0f}")
+    elif args.what == "figure":  # -> docs/results/<design.figure>.{png,pdf}, from the committed analysis
+        print(save_docs_figure(etmr_figure(json.loads(design.analysis.read_text()), design), design.figure))
+    else:
+        sys.stdout.write(write_json(args.json or design.analysis, analyse(design, out)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
