@@ -469,7 +469,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise SystemExit(f"{tag} evaluates finished runs; not finished under {runs_root}: {left}")
         todo = jobs(seeds, design) if args.what == "run" else heldout_jobs(seeds, design)
         status = run_jobs(todo, SCALES[args.scale], out, runs_root, budget_min(design, regimes, args.budget_min),
-                          args.workers, desc=f"{tag} {args.what}")
+                          args.workers, desc=f"{tag} {args.what}", regimes=regimes_path(design.results))
         print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
     elif args.what == "status":
         parts = [("adapted", design.tag, missing(out, design.seeds, design))]

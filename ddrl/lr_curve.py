@@ -6,7 +6,8 @@ line through the untrained model. Two readings of those 60 runs, fitted before t
 (:func:`fit_readings` refits them; :data:`LINE` and :data:`HINGE` are the registered, rounded coefficients):
 **L** the straight line through the base, g = -0.3636 k, and **H** a free start, then a line,
 g = -0.4530 max(0, k - 3.443). They differ most at 3-10 units. This amendment trains the three methods at a third
-learning rate, lr / 3 with the default's 8 episodes (:func:`regime`, ``amc_like_lr3``), where the readings differ
+learning rate, lr / 3 with the default's 8 episodes (:func:`regime`, ``amc_like_lr3`` in the Xeon build's
+``regimes_lr3.json``, written by :func:`regime_file`), where the readings differ
 most, evaluates them on the same 1,536 fresh questions (the study's H1x job) and measures their held-out KL
 (Amendment 40's measure). Claims (:data:`CLAIMS`): Z1 which reading the new runs lie nearer (their mean distance above
 the midpoint of L and H), Z2 the same with the registered line R (Amendment 21's X3h), Z3/Z4 each reading's residual
@@ -24,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
@@ -40,15 +40,13 @@ from ddrl.cor_alone import adapted_path
 from ddrl.parallel import minutes_to
 from ddrl.drift import measure_kl, paired_t, x3h_slope
 from ddrl.drift_data import drift_path, export_steps, seed_table
-from ddrl.logprobs import pinned_backend
 from ddrl.lr_drift import DEST, heldout_gains, t_entry, untrained_rows
 from ddrl.lr_heldout import DEFAULT, OUT, XEON
-from ddrl.parallel import run_pool
 from ddrl.plotting import label, save_docs_figure
 from ddrl.regimes import Regime
 from ddrl.reporting import cache_root, write_json
 from ddrl.small_lr import add_run_arguments
-from ddrl.study import run_heldout_x_job
+from ddrl.study import run_jobs
 from ddrl.study_plan import SCALES, SMALL_LR, Job, check_weights, heldout_x_path, load_regimes, regimes_path
 from ddrl.wide import claim_row
 
@@ -82,38 +80,35 @@ LRS = {DEFAULT: ("default", "default lr (3e-5)"), REGIME: ("lr3", "lr/3 (1e-5)")
 LR_TEXT = dict(LRS.values())  # group name -> label
 
 
+def regime_file(regimes: str | Path | None = None) -> dict:
+    """``regimes_lr3.json`` beside the build's ``regimes_base.json`` (``regimes``, default the Xeon build's): its
+    ``amc_like`` at lr / :data:`LR_DIVISOR`, same questions, episodes and everything else, on the same weights."""
+    path = Path(regimes or regimes_path(XEON))
+    amc = load_regimes(path, names=[DEFAULT])[DEFAULT]
+    reg = replace(amc, name=REGIME, stands_for=f"{amc.stands_for} at a third of the default learning rate",
+                  lr=amc.lr / LR_DIVISOR)
+    data = json.loads(path.read_text())
+    return {"model": data["model"], "weights": data["weights"], "base_regime": DEFAULT,
+            "rule": "plan Amendment 42: amc_like at a third of its learning rate, nothing else changed",
+            "regimes": [reg.to_dict()]}
+
+
 def regime(regimes: str | Path | None = None, scale: str = "default") -> Regime:
-    """:data:`REGIME`: the build's ``amc_like`` (``regimes``, default the Xeon build's file) at lr / :data:`LR_DIVISOR`,
-    same questions, episodes and everything else."""
-    amc = load_regimes(regimes or regimes_path(XEON), SCALES[scale], names=[DEFAULT])[DEFAULT]
-    return replace(amc, name=REGIME, stands_for=f"{amc.stands_for} at a third of the default learning rate",
-                   lr=amc.lr / LR_DIVISOR)
-
-
-def _job(args: tuple) -> dict:
-    """A pool worker's job: one seed's H1x job in :data:`REGIME` (log-probs pinned to "hf", as every study run),
-    skipped once the deadline has passed."""
-    seed, scale, out, runs_root, regimes, deadline = args
-    if time.time() > deadline:
-        return {"seed": seed, "status": "skipped (clock)"}
-    with pinned_backend("hf"):
-        status = run_heldout_x_job(Job(REGIME, seed, METHODS, "H1x"), regime(regimes, scale), SCALES[scale], out,
-                                   runs_root)
-    return {"seed": seed, "status": status}
+    """:data:`REGIME` as the build's regimes files define it (``regimes``, default the Xeon build's
+    ``regimes_base.json``; :func:`regime_file` wrote its ``regimes_lr3.json``), resized for ``scale``."""
+    return load_regimes(regimes or regimes_path(XEON), SCALES[scale], names=[REGIME])[REGIME]
 
 
 def run(seeds: Sequence[int] = SEEDS, scale: str = "default", out: str | Path = OUT, runs_root: str | Path | None = None,
         workers: int = 2, regimes: str | Path | None = None, cutoff: str = CUTOFF, progress: bool = True) -> list[dict]:
-    """Every seed's job through :func:`ddrl.parallel.run_pool`, seed-major; none starts after ``cutoff``. Resumable:
-    written CSVs are skipped, finished runs load."""
+    """Every seed's H1x job in :data:`REGIME` through :func:`ddrl.study.run_jobs` (log-probs pinned to "hf", as every
+    study run), seed-major; none starts after ``cutoff``. Resumable: written CSVs are skipped, finished runs load."""
     if minutes_to(cutoff) <= 0:
         raise SystemExit(f"Amendment 42's clock ({cutoff}) has passed: no job starts after it")
-    regimes = str(regimes or regimes_path(XEON))
+    regimes = regimes or regimes_path(XEON)
     check_weights(regimes, SCALES[scale])  # the build the regime's base was measured on, never a new one
-    deadline = time.time() + 60 * minutes_to(cutoff)
-    root = str(runs_root or cache_root() / "runs")
-    return run_pool(_job, [(s, scale, str(out), root, regimes, deadline) for s in seeds], workers,
-                    desc="Amendment 42", progress=progress)
+    return run_jobs([Job(REGIME, s, METHODS, "H1x") for s in seeds], SCALES[scale], out,
+                    runs_root or cache_root() / "runs", minutes_to(cutoff), workers, progress, "Amendment 42", regimes)
 
 
 def evaluated(out: str | Path = OUT, seeds: Sequence[int] = SEEDS) -> list[int]:
@@ -291,13 +286,15 @@ def figure(res: dict):
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.lr_curve", description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", choices=("run", "kl", "status", "analyse", "figure"))
+    ap.add_argument("what", choices=("regime", "run", "kl", "status", "analyse", "figure"))
     add_run_arguments(ap, "run, kl: seeds N-M (default 0-11, as far as the plan's clock allows)")
     ap.set_defaults(out=OUT)
     args = ap.parse_args(argv)
     seeds = args.seeds or SEEDS
     root = args.runs_root or cache_root() / "runs"
-    if args.what == "run":
+    if args.what == "regime":  # results/replication_xeon/regimes_lr3.json
+        sys.stdout.write(write_json(XEON / "regimes_lr3.json", regime_file()))
+    elif args.what == "run":
         status = run(seeds, args.scale, args.out, root, args.workers or 2)
         print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
     elif args.what == "kl":

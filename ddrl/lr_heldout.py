@@ -134,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_weights(regimes_path(XEON), SCALES[args.scale])  # the Xeon build, never a new one
         budget = left if args.budget_min is None else min(args.budget_min, left)
         status = run_jobs(jobs(seeds), SCALES[args.scale], args.out, args.runs_root or cache_root() / "runs", budget,
-                          args.workers, desc="Amendment 39")
+                          args.workers, desc="Amendment 39", regimes=regimes_path(XEON))
         print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
     elif args.what == "status":
         done = complete(args.out, seeds)

@@ -241,7 +241,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         left = minutes_to(design.cutoff)
         budget = left if args.budget_min is None else min(args.budget_min, left)
         status = run_jobs(todo, SCALES[args.scale], out, args.runs_root or cache_root() / "runs",
-                          budget if todo else None, args.workers, desc=f"Amendment {design.amendment} runs")
+                          budget if todo else None, args.workers, desc=f"Amendment {design.amendment} runs",
+                          regimes=regimes_path(design.results))
         print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
     elif args.what == "status":
         done = done_seeds(design, out)

@@ -254,7 +254,7 @@ def run_heldout_x_job(j: Job, regime: Regime, scale: Scale, out_dir: str | Path,
     return status
 
 
-def run_job(job: tuple[Job, str, str, str | None, float | None]) -> dict:
+def run_job(job: tuple[Job, str, str, str | None, float | None, str | None]) -> dict:
     """A pool worker's job: skip if past the deadline or already written; else every method of the job.
 
     The update's log-probs are computed the ``"hf"`` way (:func:`ddrl.logprobs.pinned_backend`), as for every
@@ -264,12 +264,12 @@ def run_job(job: tuple[Job, str, str, str | None, float | None]) -> dict:
         return _run_job(job)
 
 
-def _run_job(job: tuple[Job, str, str, str | None, float | None]) -> dict:
-    j, scale_name, out_dir, runs_root, deadline = job
+def _run_job(job: tuple[Job, str, str, str | None, float | None, str | None]) -> dict:
+    j, scale_name, out_dir, runs_root, deadline, regimes = job
     if deadline is not None and time.time() > deadline:
         return {"job": asdict(j), "status": "skipped (budget)"}
     scale = SCALES[scale_name]
-    regime = load_regimes(scale=scale, names=[j.regime])[j.regime]
+    regime = load_regimes(regimes or RESULTS / "regimes_base.json", scale=scale, names=[j.regime])[j.regime]
     status = "loaded"
     if j.methods == (BASE,):
         return {"job": asdict(j), "status": run_base_job(regime, scale, j.seed, out_dir)}
@@ -293,9 +293,10 @@ def _run_job(job: tuple[Job, str, str, str | None, float | None]) -> dict:
 
 def run_jobs(jobs: Sequence[Job], scale: Scale, out_dir: str | Path, runs_root: str | Path | None = None,
              budget_min: float | None = None, workers: int | None = None, progress: bool = True,
-             desc: str = "study") -> list[dict]:
+             desc: str = "study", regimes: str | Path | None = None) -> list[dict]:
     """Every job through :func:`ddrl.parallel.run_pool` (one bar); jobs starting after ``budget_min`` minutes
-    are skipped. Returns one status per job."""
+    are skipped. Each job's regime is read by name from ``regimes`` (a ``regimes_base.json`` and the files beside it,
+    :func:`ddrl.study_plan.measurement_files`; default the registered study's). Returns one status per job."""
 
     if budget_min is not None and budget_min <= 0:
         raise ValueError(f"budget_min must be > 0 minutes, got {budget_min}")
@@ -304,8 +305,8 @@ def run_jobs(jobs: Sequence[Job], scale: Scale, out_dir: str | Path, runs_root: 
     deadline = time.time() + 60 * budget_min if budget_min is not None else None
     if workers is None:
         workers = default_workers(len(jobs), str(resolve_device(scale.knobs.get("device", "auto"))))
-    return run_pool(run_job, [(j, scale.name, str(out_dir), str(runs_root) if runs_root else None, deadline)
-                              for j in jobs], workers, desc=desc, progress=progress)
+    return run_pool(run_job, [(j, scale.name, str(out_dir), str(runs_root) if runs_root else None, deadline,
+                               str(regimes) if regimes else None) for j in jobs], workers, desc=desc, progress=progress)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -112,9 +112,9 @@ def same_base(regime: str) -> list[str]:
     return [r for r in (base, *SAME_BASE) if r != regime and SAME_BASE.get(r, r) == base]
 
 
-#: Regimes defined after the study, beside ``regimes_base.json``: Amendment 26's (768 MATH-500-like questions) and
-#: Amendment 28's (MATH-500-like at lr/10; its base is MATH-500-like's, nothing new measured).
-EXTRA_REGIME_FILES = ("regimes_wide.json", "regimes_small_lr.json")
+#: Regimes defined after the study, beside ``regimes_base.json``: Amendment 26's (768 MATH-500-like questions), 28's
+#: (MATH-500-like at lr/10, nothing new measured; 44's on the Xeon build), 42's (AMC-like at lr/3, Xeon build only).
+EXTRA_REGIME_FILES = ("regimes_wide.json", "regimes_small_lr.json", "regimes_lr3.json")
 #: pass@1 claims: id -> (method a, method b, split); the effect is a - b per seed and question, in points.
 PAIRED: dict[str, tuple[str, str, str]] = {
     "P1": ("ttrl", "no_adaptation", "adapted"), "P2": ("ddrl", "no_adaptation", "adapted"),  # plan Amendment 16

@@ -122,7 +122,8 @@ def test_the_regime_changes_only_the_learning_rate():
     from ddrl.study_plan import load_regimes, regimes_path
 
     amc = load_regimes(regimes_path(XEON), names=["amc_like"])["amc_like"]
-    r = C.regime()
+    r = C.regime()  # read from the committed regimes_lr3.json, which is what the rule writes
+    assert json.loads((XEON / "regimes_lr3.json").read_text()) == json.loads(json.dumps(C.regime_file()))
     assert r.name == C.REGIME and r.lr == pytest.approx(amc.lr / 3)
     assert (r.num_ops, r.n_adapted, r.n_heldout, r.episodes, r.overrides) == (
         amc.num_ops, amc.n_adapted, amc.n_heldout, amc.episodes, amc.overrides)

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 from conftest import kill_after_first_run
 
-from ddrl import lr_curve, study, study_analysis, study_plan, study_status
+from ddrl import study, study_analysis, study_plan, study_status
 from ddrl.claims import scorecard, scorecard_figure, validate
 from ddrl.stats import paired_differences, predicted_half_width, variance_components
 
@@ -815,8 +815,6 @@ def test_every_committed_run_is_current_under_this_code(monkeypatch, results_dir
     monkeypatch.setattr(study, "model_fingerprint", lambda name: {**measured[name]})
     scale = study.SCALES["default"]
     regs = study.load_regimes(base_file, scale=scale)
-    if (runs / study_plan.HELDOUT_X / lr_curve.REGIME).is_dir():  # plan Amendment 42's, defined in code (lr/3)
-        regs[lr_curve.REGIME] = lr_curve.regime(base_file)
     stale, n = [], 0
     for p in sorted(runs.glob("*/*-seed[0-9][0-9].csv.gz")):
         method, seed = study_plan.csv_method_seed(p)
