@@ -272,7 +272,7 @@ def _weights(name: str | Path) -> dict:
     return {k: v for k, v in model_fingerprint(str(name)).items() if k != "model"}
 
 
-def measure_kl(out_dir: str | Path, runs_root: str | Path, regime: str | Regime, methods: Sequence[str] = PAIR,
+def measure_kl(out_dir: str | Path, runs_root: str | Path, regime: str, methods: Sequence[str] = PAIR,
                dest: str | Path | None = None, scale: str = "default", progress: bool = True,
                regimes: str | Path = RESULTS / "regimes_base.json",
                seeds: Sequence[int] | None = None) -> tuple[int, list[str]]:
@@ -281,12 +281,11 @@ def measure_kl(out_dir: str | Path, runs_root: str | Path, regime: str | Regime,
     the base the runs started from (the scale's, checked against the build ``regimes`` measured: by default the
     registered one), written beside its drift CSV under ``dest`` (default ``out_dir``). A run whose JSON holds the
     same base and policy weights (sha256) and the same question and sample counts is read, not redone.
-    ``regime``: a name in ``regimes``, or a :class:`~ddrl.regimes.Regime` defined outside the regime files (plan
-    Amendment 42's). Returns how many were measured and the runs not found."""
+    ``regime``: a name in ``regimes`` (and the files beside it). Returns how many were measured and the runs not
+    found."""
     sc = SCALES[scale]
     check_weights(regimes, sc)
-    reg = regime if isinstance(regime, Regime) else load_regimes(regimes, sc, names=[regime])[regime]
-    regime = reg.name
+    reg = load_regimes(regimes, sc, names=[regime])[regime]
     n_questions = min(KL_QUESTIONS, sc.n_heldout_x)  # kl_prompts' count
     found, missing = [], []
     for m, seed, name in h1x_runs(out_dir, regime, methods):

@@ -128,7 +128,7 @@ def kl(runs_root: str | Path, seeds: Sequence[int] = SEEDS, out: str | Path = OU
     if minutes_to(KL_CUTOFF) <= 0:
         raise SystemExit(f"Amendment 42's clock ({KL_CUTOFF}) has passed: no held-out KL starts after it")
     export_steps(out, runs_root, REGIME, METHODS, dest=dest)
-    return measure_kl(out, runs_root, regime(regimes, scale), METHODS, dest=dest, scale=scale, progress=progress,
+    return measure_kl(out, runs_root, REGIME, METHODS, dest=dest, scale=scale, progress=progress,
                       regimes=regimes or regimes_path(XEON), seeds=seeds)
 
 

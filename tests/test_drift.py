@@ -17,7 +17,7 @@ from ddrl import drift, drift_data
 from ddrl.models import load_model
 from ddrl.runs import RunDir
 from ddrl.seeds import seed_range
-from ddrl.study_plan import SCALES, adapted_x_path, heldout_x_path, load_regimes
+from ddrl.study_plan import adapted_x_path, heldout_x_path
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -224,8 +224,6 @@ def test_heldout_kl_is_zero_against_itself_and_positive_after_training(tmp_path)
     assert len(recs) == 6 and all(r["n_samples"] == drift.KL_SAMPLES and r["n_tokens"] > 0 for r in recs)
     assert np.mean([r["kl"] for r in recs]) > 0  # trained policies moved away from the base
     assert drift.measure_kl(out, runs, "math500_like", scale="smoke", progress=False) == (0, [])  # read, not redone
-    reg = load_regimes(scale=SCALES["smoke"], names=["math500_like"])["math500_like"]
-    assert drift.measure_kl(out, runs, reg, scale="smoke", progress=False) == (0, [])  # a Regime: the same runs, read
     kp = drift_data.drift_path(out, "math500_like", "bcs", 100, "kl")  # a JSON of other weights is measured again
     kp.write_text(json.dumps(dict(json.loads(kp.read_text()), policy_fingerprint={"model.safetensors": "other"})))
     assert drift.measure_kl(out, runs, "math500_like", scale="smoke", progress=False) == (1, [])
