@@ -59,6 +59,7 @@ REGIME_FILE = RESULTS / "regimes_small_lr.json"
 #: lr/10's), shown beside the measured ones
 PREDICTED_HALF_WIDTH = {"P1": (2.42, 1.92), "P2": (3.07, 2.80), "M1": (1.98, 1.45)}
 LR_NAME = {BASE_REGIME: "default lr", REGIME: "lr/10"}
+LR_CELL = {BASE_REGIME: "default (3e-5)", REGIME: "lr/10 (3e-6)"}  # the learning-rate cell of the level tables
 COMPARISON = {"P1": "TTRL - no adaptation", "P2": "DDRL - no adaptation", "M1": "DDRL - TTRL"}
 #: The registered entries shown beside this amendment's: MATH-500-like at the default lr, AMC-like at lr/10
 BESIDE = (("math500_like", "MATH-500-like, default lr"), ("amc_like_small_lr", "AMC-like at lr/10"))
@@ -190,10 +191,9 @@ def split_markdown(res: dict) -> str:
     n = len(res["seeds"]["A1"])
     rows = [f"| part of DDRL - TTRL (seeds 0-{n - 1}) | points |", "|---|---|"]
     rows += [f"| {p['part']} ({p['claim']}) | {p['points']:+.2f} |" for p in res["split"]]
-    lr = {BASE_REGIME: "default (3e-5)", REGIME: "lr/10 (3e-6)"}
     rows += ["", "| method | learning rate | adapted pass@1, mean over seeds (SD) | seeds below TTRL at its lr |",
              "|---|---|---|---|"]
-    rows += [f"| {r['method']} | {lr[r['regime']]} | {r['pass1']:.1f} ({r['sd']:.1f}) | "
+    rows += [f"| {r['method']} | {LR_CELL[r['regime']]} | {r['pass1']:.1f} ({r['sd']:.1f}) | "
              f"{below_cell(r, 'ttrl')} |"
              for r in res["levels"]]
     return "\n".join(rows) + "\n"
@@ -219,11 +219,10 @@ def markdown(res: dict, registered: Sequence[dict]) -> str:
 def levels_markdown(res: dict) -> str:
     """The descriptive levels (``res["levels"]``) as a table: per method and learning rate the mean adapted pass@1
     over the seeds (SD), and in how many seeds the run ends below its own untrained run."""
-    lr = {BASE_REGIME: "default (3e-5)", REGIME: "lr/10 (3e-6)"}
     rows = ["| method | learning rate | adapted pass@1, mean over seeds (SD) | seeds below their untrained run |",
             "|---|---|---|---|"]
     for r in res["levels"]:
-        rows.append(f"| {r['method']} | {'-' if r['method'] == 'no_adaptation' else lr[r['regime']]} | "
+        rows.append(f"| {r['method']} | {'-' if r['method'] == 'no_adaptation' else LR_CELL[r['regime']]} | "
                     f"{r['pass1']:.1f} ({r['sd']:.1f}) | {below_cell(r)} |")
     return "\n".join(rows) + "\n"
 

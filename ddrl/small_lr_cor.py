@@ -36,7 +36,7 @@ from ddrl.plotting import color, label, save_docs_figure
 from ddrl.reporting import cache_root, write_json
 from ddrl.runs import RunDir
 from ddrl.seeds import numpy_generator
-from ddrl.small_lr import BASE_REGIME, OUT, REGIME, RUNS, SEEDS, STANDS_FOR, add_run_arguments, seeds_line
+from ddrl.small_lr import BASE_REGIME, LR_CELL, OUT, REGIME, RUNS, SEEDS, STANDS_FOR, add_run_arguments, seeds_line
 from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import (COR_LR10, COR_ONLY, HELDOUT_X, HELDOUT_X_METHODS, SCALES, Job, check_weights, csv_path, experiment,
@@ -62,7 +62,6 @@ MARGIN = 1.0
 PREDICTED = {"K1": (1.84,), "K2": (1.84,), "K3": (2.49,), "K4": (1.82,), "K5": (2.08, 3.16)}
 #: The methods K1-K5 read, with the regime whose CSVs hold them (the untrained runs are MATH-500-like's)
 READS = ((BASE_REGIME, ("no_adaptation", "ddrl")), (REGIME, ("ttrl", "bcs_dae", "ddrl", *ARMS)))
-LR_NAME = {BASE_REGIME: "default (3e-5)", REGIME: "lr/10 (3e-6)"}
 #: Amendment 31: the H1x family on the fresh questions, its evaluations, and the plan's predicted half-widths (from
 #: the default-lr MATH-500-like H1x matrices, at 18 seeds x 1,536 questions)
 HELDOUT_CLAIMS = ("H1x", "H1xT", "H1xD", "H1xC", "H1xR")
@@ -186,7 +185,7 @@ def markdown(res: dict) -> str:
              "COR's kept rollouts |", "|---|---|---|---|---|"]
     for r in res["levels"]:
         kept = res["cor_kept"].get(r["method"]) if r["regime"] == REGIME else None
-        lr = "-" if r["method"] in ("no_adaptation", COR_ONLY) else LR_NAME[r["regime"]]
+        lr = "-" if r["method"] in ("no_adaptation", COR_ONLY) else LR_CELL[r["regime"]]
         rows.append(f"| {r['method']} | {lr} | {r['pass1']:.1f} ({r['sd']:.1f}) | {below_cell(r)} | "
                     f"{'-' if kept is None else f'{kept:.0f}'} |")
     return "\n".join(rows) + "\n"

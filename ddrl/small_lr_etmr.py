@@ -36,22 +36,21 @@ from ddrl.paper import value
 from ddrl.parallel import minutes_to
 from ddrl.plotting import save_docs_figure
 from ddrl.reporting import cache_root, write_json
-from ddrl.small_lr import (BASE_REGIME, OUT, REGIME, REGIME_FILE, RUNS, STANDS_FOR, add_run_arguments, figure,
-                           regime_file, seeds_line)
-from ddrl.study_analysis import paired_matrix
+from ddrl.small_lr import (BASE_REGIME, COMPARISON as AMENDMENT28, LR_CELL, OUT, REGIME, REGIME_FILE, RUNS, STANDS_FOR,
+                           add_run_arguments, figure, regime_file, seeds_line)
+from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study import run_jobs
-from ddrl.study_plan import RESULTS, SCALES, Job, check_weights, csv_path, regimes_path
+from ddrl.study_plan import PAIRED, RESULTS, SCALES, Job, check_weights, csv_path, regimes_path
 from ddrl.tables import entry_ci
 from ddrl.wide import VERDICT_MD, below_cell, complete_seeds, level_table, run_levels, vote_by_quarter, wide_entry
 
 #: Every claim either design decides: method a - method b, adapted pass@1 per seed and question. P1, P2, M1 and M2 are
-#: the registered claims (:mod:`ddrl.claims`); M3 and P3 are Amendment 43's (:data:`NEW_CLAIMS`).
-PAIRS = {"P1": ("ttrl", "no_adaptation"), "P2": ("ddrl", "no_adaptation"), "M1": ("ddrl", "ttrl"),
-         "M2": ("ddrl", "etmr"), "M3": ("etmr", "ttrl"), "P3": ("etmr", "no_adaptation")}
+#: the registered claims (:data:`ddrl.study_plan.PAIRED`); M3 and P3 are Amendment 43's (:data:`NEW_CLAIMS`).
+PAIRS = {**{cid: PAIRED[cid][:2] for cid in ("P1", "P2", "M1", "M2")}, "M3": ("etmr", "ttrl"),
+         "P3": ("etmr", "no_adaptation")}
 NEW_CLAIMS = {"M3": ("ETMR is the stronger baseline: it beats TTRL", "pass@1 ETMR - TTRL [points]"),
               "P3": ("ETMR improves on no adaptation", "pass@1 ETMR - no adaptation [points]")}
-COMPARISON = {"P1": "TTRL - no adaptation", "P2": "DDRL - no adaptation", "M1": "DDRL - TTRL", "M2": "DDRL - ETMR",
-              "M3": "ETMR - TTRL", "P3": "ETMR - no adaptation"}
+COMPARISON = {**AMENDMENT28, "M2": "DDRL - ETMR", "M3": "ETMR - TTRL", "P3": "ETMR - no adaptation"}
 RL_METHODS = ("ttrl", "etmr", "ddrl")
 MIN_SEEDS = 6  # both plans: fewer complete seeds from 0 and nothing is estimated
 
@@ -155,11 +154,13 @@ def analyse(design: EtmrDesign = REGISTERED, out: str | Path | None = None, n_bo
                for r, ms in ((BASE_REGIME, ("no_adaptation", *RL_METHODS)), (REGIME, RL_METHODS)) for m in ms)
     entries = []
     for cid in design.claims:
+        if cid not in NEW_CLAIMS:  # a registered claim: its registered matrix
+            entries.append(wide_entry(cid, claim_matrix(df, cid, REGIME), n_boot, REGIME, STANDS_FOR))
+            continue
         a, b = PAIRS[cid]
         d = paired_matrix(df, REGIME, a, b, "adapted")
         entries.append({**amendment_entry(cid, REGIME, *NEW_CLAIMS[cid], a, b, d.to_numpy(), n_boot=n_boot),
-                        "paper": paper_difference(a, b)} if cid in NEW_CLAIMS else
-                       wide_entry(cid, d, n_boot, REGIME, STANDS_FOR))
+                        "paper": paper_difference(a, b)})
     with_half_width(entries)
     per = run_levels(df)
     lv = pd.concat([level_table(per[per.regime == r], ("regime", "method"), reference="etmr", sort=False)
@@ -203,7 +204,6 @@ def markdown(res: dict, design: EtmrDesign = REGISTERED, shown: dict[str, dict] 
         pred = "; ".join(" / ".join(f"{x:.2f}" for x in p) for p in design.predicted[e["id"]])
         rows.append(f"| {e['id']} {COMPARISON[e['id']]} | {e['paper']:+.1f} | {other} | **{entry_ci(e)}**, "
                     f"{e['n_seeds']} seeds | {e['half_width']:.2f} ({pred}) | {VERDICT_MD[e['verdict']]} |")
-    lr = {BASE_REGIME: "default (3e-5)", REGIME: "lr/10 (3e-6)"}
     with_etmr = {r["regime"] for r in res["levels"] if r["method"] == "etmr"}
     rows += ["", f"| method | learning rate | adapted pass@1, mean over seeds 0-{n - 1} (SD) | seeds below ETMR at its lr | "
              "RL phase, mean minutes |", "|---|---|---|---|---|"]
@@ -211,7 +211,7 @@ def markdown(res: dict, design: EtmrDesign = REGISTERED, shown: dict[str, dict] 
         untrained = r["method"] == "no_adaptation"
         below = "-" if untrained or r["regime"] not in with_etmr else below_cell(r, "etmr")
         minutes = f"{res['rl_minutes'][r['method']]:.1f}" if r["regime"] == REGIME else "-"
-        rows.append(f"| {r['method']} | {'-' if untrained else lr[r['regime']]} | {r['pass1']:.1f} ({r['sd']:.1f}) | "
+        rows.append(f"| {r['method']} | {'-' if untrained else LR_CELL[r['regime']]} | {r['pass1']:.1f} ({r['sd']:.1f}) | "
                     f"{below} | {minutes} |")
     return "\n".join(rows) + "\n"
 

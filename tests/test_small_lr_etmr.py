@@ -34,7 +34,8 @@ def test_jobs_go_seed_by_seed_and_stop_at_each_plans_clock():
 
 def test_the_xeon_designs_regime_is_the_registered_one_on_the_xeon_weights():
     """Amendment 44's regime: the registered lr/10 rule on the Xeon build's MATH-500-like regime - the same regime
-    definition as Amendment 28's, the Xeon build's weights (written by ``small_lr regime --etmr --build xeon``)."""
+    definition as Amendment 28's, the Xeon build's weights (written by ``python -m ddrl.small_lr_etmr regime --build
+    xeon``)."""
     xeon = small_lr.regime_file(XEON.results / "regimes_base.json")
     registered = json.loads(small_lr.REGIME_FILE.read_text())
     assert xeon["regimes"] == registered["regimes"] and xeon["weights"] != registered["weights"]
