@@ -41,7 +41,7 @@ from ddrl.reporting import cache_root, write_json
 from ddrl.seeds import numpy_generator, seed_range
 from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix
-from ddrl.study_plan import RESULTS, SAME_BASE, SCALES, STEP_COLUMNS, Job, check_weights, csv_path, load_regimes
+from ddrl.study_plan import RESULTS, SAME_BASE, SCALES, SMALL_LR, STEP_COLUMNS, Job, check_weights, csv_path, load_regimes
 from ddrl.tables import entry_ci
 from ddrl.wide import (VERDICT_MD, below_cell, complete_seeds, level_table, levels_vote_figure, run_levels,
                        vote_by_quarter, wide_entry)
@@ -58,8 +58,10 @@ REGIME_FILE = RESULTS / "regimes_small_lr.json"
 #: The plan's predicted 95% half-widths at 18 seeds x 256 questions: (registered MATH-500-like components, AMC-like
 #: lr/10's), shown beside the measured ones
 PREDICTED_HALF_WIDTH = {"P1": (2.42, 1.92), "P2": (3.07, 2.80), "M1": (1.98, 1.45)}
-LR_NAME = {BASE_REGIME: "default lr", REGIME: "lr/10"}
-LR_CELL = {BASE_REGIME: "default (3e-5)", REGIME: "lr/10 (3e-6)"}  # the learning-rate cell of the level tables
+#: The learning rate of each base regime and its lr/10 one (AMC-like's: plan Amendment 46), as figures name it and as
+#: the level tables' cell shows it
+LR_NAME = {BASE_REGIME: "default lr", REGIME: "lr/10", "amc_like": "default lr", SMALL_LR: "lr/10"}
+LR_CELL = {BASE_REGIME: "default (3e-5)", REGIME: "lr/10 (3e-6)", "amc_like": "default (3e-5)", SMALL_LR: "lr/10 (3e-6)"}
 COMPARISON = {"P1": "TTRL - no adaptation", "P2": "DDRL - no adaptation", "M1": "DDRL - TTRL"}
 #: The registered entries shown beside this amendment's: MATH-500-like at the default lr, AMC-like at lr/10
 BESIDE = (("math500_like", "MATH-500-like, default lr"), ("amc_like_small_lr", "AMC-like at lr/10"))

@@ -86,14 +86,16 @@ def heldout_jobs(seeds: Sequence[int] = SEEDS, methods: Sequence[str] = HELDOUT_
     return [Job(REGIME, s, tuple(methods), "H1x") for s in seeds]
 
 
-def untrained(seeds: Sequence[int], runs_root: str | Path, scale: str = "default",
-              regime: str = REGIME) -> list[tuple[str, int]]:
-    """The (method, seed) pairs of :data:`TRAINED` whose run in ``regime`` (default :data:`REGIME`) is not finished
-    under ``runs_root``: Amendments 31 and 38 evaluate finished runs and must not train one anew."""
+def untrained(seeds: Sequence[int], runs_root: str | Path, scale: str = "default", regime: str = REGIME,
+              methods: Sequence[str] = TRAINED, regimes: str | Path | None = None) -> list[tuple[str, int]]:
+    """The (method, seed) pairs of ``methods`` (default :data:`TRAINED`) whose run in ``regime`` (default
+    :data:`REGIME`; as the regimes file ``regimes`` defines it, default the registered study's) is not finished under
+    ``runs_root``: Amendments 31, 38 and 45 evaluate finished runs and must not train one anew."""
     sc = SCALES[scale]
-    exp = experiment(load_regimes(scale=sc, names=[regime])[regime], sc, False, runs_root)
+    listed = load_regimes(scale=sc, names=[regime]) if regimes is None else load_regimes(regimes, sc, [regime])
+    exp = experiment(listed[regime], sc, False, runs_root)
     with pinned_backend("hf"):  # as the study's jobs run (ddrl.study.run_job): the backend enters the run's key
-        return [(m, s) for s in seeds for m in TRAINED
+        return [(m, s) for s in seeds for m in methods
                 if not RunDir(exp.run_dir(PRESETS[m][0], exp.config(m, s))).finished()]
 
 

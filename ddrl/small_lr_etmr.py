@@ -1,4 +1,4 @@
-"""DDRL against ETMR, the paper's stronger baseline, in MATH-500-like at lr/10 (plan Amendments 43 and 44).
+"""DDRL against ETMR, the paper's stronger baseline, at lr/10 (plan Amendments 43, 44: MATH-500-like; 46: AMC-like).
 
 The paper's Table 2 sets DDRL against TTRL and ETMR (entropy-fork tree rollouts, :mod:`ddrl.etmr`); the registered
 study measured ETMR at the default learning rate only. Amendment 43 runs ETMR in Amendment 28's regime
@@ -15,6 +15,12 @@ adaptation), each by the registered bootstrap, margin and rule.
     python -m ddrl.small_lr_etmr status [--build xeon]
     python -m ddrl.small_lr_etmr analyse [--build xeon]           # -> the design's analysis file
     python -m ddrl.small_lr_etmr figure [--build xeon]            # -> docs/results/<design's figure>.{png,pdf}
+
+Amendment 46 runs ETMR at lr/10 in AMC-like on the Xeon build (``amc_like_small_lr``, beside Amendments 36-37's TTRL
+and DDRL runs of the same seeds and the build's untrained AMC-like runs; Table 2's AMC numbers):
+
+    DDRL_CACHE_DIR=<the Xeon build's cache> python -m ddrl.small_lr_etmr run --build xeon_amc --workers 2
+    python -m ddrl.small_lr_etmr analyse --build xeon_amc
 
 (The plans name these ``python -m ddrl.small_lr ... --etmr``; Amendment 43's runs were started so, at commit
 595a91a, before the command line moved here: the same jobs.)
@@ -40,7 +46,8 @@ from ddrl.small_lr import (BASE_REGIME, COMPARISON as AMENDMENT28, LR_CELL, OUT,
                            add_run_arguments, figure, regime_file, seeds_line)
 from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study import run_jobs
-from ddrl.study_plan import PAIRED, RESULTS, SCALES, Job, check_weights, csv_path, regimes_path
+from ddrl.study_plan import (PAIRED, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, csv_path,
+                             regimes_path)
 from ddrl.tables import entry_ci
 from ddrl.wide import VERDICT_MD, below_cell, complete_seeds, level_table, run_levels, vote_by_quarter, wide_entry
 
@@ -52,7 +59,8 @@ NEW_CLAIMS = {"M3": ("ETMR is the stronger baseline: it beats TTRL", "pass@1 ETM
               "P3": ("ETMR improves on no adaptation", "pass@1 ETMR - no adaptation [points]")}
 COMPARISON = {**AMENDMENT28, "M2": "DDRL - ETMR", "M3": "ETMR - TTRL", "P3": "ETMR - no adaptation"}
 RL_METHODS = ("ttrl", "etmr", "ddrl")
-MIN_SEEDS = 6  # both plans: fewer complete seeds from 0 and nothing is estimated
+MIN_SEEDS = 6  # the plans: fewer complete seeds from 0 and nothing is estimated
+REGIME_NAME = {REGIME: "MATH-500-like", SMALL_LR: "AMC-like"}
 
 
 @dataclass(frozen=True)
@@ -74,10 +82,24 @@ class EtmrDesign:
     figure: str
     beside: tuple[str, tuple[Path, ...], str]  # (column name, files, the regime their entries are in)
     build: str
+    regime: str = REGIME  # the lr/10 regime; its untrained runs and default-lr runs are its base's (SAME_BASE)
 
     @property
     def out(self) -> Path:
         return self.results / "runs"
+
+    @property
+    def base(self) -> str:
+        return SAME_BASE[self.regime]
+
+    @property
+    def stands_for(self) -> str:
+        """The regime whose paper numbers and signs the claims take (AMC's for AMC-like, MATH-500's for MATH-500-like)."""
+        return self.base
+
+    @property
+    def name(self) -> str:
+        return REGIME_NAME[self.regime]
 
 
 _XEON = RESULTS / "replication_xeon"
@@ -96,6 +118,13 @@ DESIGNS = {
         (8, 10, 12), _XEON / "small_lr_etmr.json", "small_lr_etmr_xeon",
         ("registered build at lr/10 (Amendments 28, 43)", (OUT / "claims.json", OUT / "etmr.json"), REGIME),
         "Xeon build"),
+    "xeon_amc": EtmrDesign(
+        46, _XEON, tuple(range(12)), "2026-11-29T11:35:00+00:00", ("etmr",), ("M2", "M3", "P3"),
+        {"M2": ((2.51, 2.40, 2.33, 2.28), (4.81, 4.16, 3.75, 3.47)),
+         "M3": ((2.51, 2.40, 2.33, 2.28), (4.53, 3.84, 3.41, 3.10)),
+         "P3": ((3.11, 3.07, 3.05, 3.03), (3.67, 3.46, 3.33, 3.24))}, (6, 8, 10, 12), _XEON / "small_lr_etmr_amc.json",
+        "small_lr_etmr_xeon_amc", ("AMC-like, default lr (registered)", (RESULTS / "claims.json",), "amc_like"),
+        "Xeon build", SMALL_LR),
 }
 REGISTERED = DESIGNS["registered"]
 
@@ -105,29 +134,31 @@ def jobs(design: EtmrDesign = REGISTERED, seeds: Sequence[int] | None = None, no
     seconds, default the clock), so a rerun after it never adds seeds the analysis would read."""
     if minutes_to(design.cutoff, now) <= 0:
         return []
-    return [Job(REGIME, s, (m,), f"A{design.amendment} lr/10") for s in (design.seeds if seeds is None else seeds)
+    return [Job(design.regime, s, (m,), f"A{design.amendment} lr/10") for s in (design.seeds if seeds is None else seeds)
             for m in design.methods]
 
 
 def done_seeds(design: EtmrDesign = REGISTERED, out: str | Path | None = None) -> list[int]:
-    """The design's seeds to analyse: the longest run from seed 0 with TTRL's, ETMR's and DDRL's CSVs in
-    :data:`REGIME` and the untrained one in :data:`BASE_REGIME` (``out``: default the design's ``runs/``)."""
+    """The design's seeds to analyse: the longest run from seed 0 with TTRL's, ETMR's and DDRL's CSVs in its lr/10
+    regime and the untrained one in its base (``out``: default the design's ``runs/``)."""
     out = design.out if out is None else out
-    done = set(complete_seeds(out, REGIME, RL_METHODS)) & set(complete_seeds(out, BASE_REGIME, ("no_adaptation",)))
+    done = (set(complete_seeds(out, design.regime, RL_METHODS))
+            & set(complete_seeds(out, design.base, ("no_adaptation",))))
     n = 0
     while n in done and n in design.seeds:
         n += 1
     return list(range(n))
 
 
-def table2(method: str) -> float:
-    """The paper's MATH-500 pass@1 of ``method`` (Table 2, Qwen2.5-Math-1.5B; :mod:`ddrl.paper`)."""
-    return value(("table2", "Qwen2.5-Math-1.5B", BENCHMARK[STANDS_FOR], method))
+def table2(method: str, stands_for: str = STANDS_FOR) -> float:
+    """The paper's pass@1 of ``method`` on the benchmark ``stands_for`` stands for (Table 2, Qwen2.5-Math-1.5B;
+    :mod:`ddrl.paper`; default MATH-500)."""
+    return value(("table2", "Qwen2.5-Math-1.5B", BENCHMARK[stands_for], method))
 
 
-def paper_difference(a: str, b: str) -> float:
-    """The paper's MATH-500 difference a - b in points (Table 2)."""
-    return round(table2(a) - table2(b), 1)
+def paper_difference(a: str, b: str, stands_for: str = STANDS_FOR) -> float:
+    """The paper's difference a - b in points (Table 2; default MATH-500)."""
+    return round(table2(a, stands_for) - table2(b, stands_for), 1)
 
 
 def _read(paths) -> pd.DataFrame:
@@ -136,13 +167,15 @@ def _read(paths) -> pd.DataFrame:
 
 def analyse(design: EtmrDesign = REGISTERED, out: str | Path | None = None, n_boot: int = 4000,
             now: float | None = None, min_seeds: int = MIN_SEEDS) -> dict:
-    """The design's claims in :data:`REGIME` over :func:`done_seeds`, once its clock has passed or every seed is
+    """The design's claims in its lr/10 regime over :func:`done_seeds`, once its clock has passed or every seed is
     complete (``now``: epoch seconds), at least ``min_seeds``: ``entries`` (``claims.json``'s schema with
-    ``half_width``; the registered claims with MATH-500's paper numbers, M3 and P3 with Table 2's difference, all by
+    ``half_width``; the registered claims with the paper's numbers of the benchmark the regime stands for, M3
+    and P3 with Table 2's difference, all by
     the registered bootstrap, margin and rule); descriptive, ``levels`` (each method's mean adapted pass@1 at both
     learning rates on the same seeds, seeds below ETMR's run at the same lr where there is one), ``seed_pass1``,
     ``vote`` (by quarter of the RL steps) and ``rl_minutes`` (each lr/10 method's mean RL wall time)."""
     out = design.out if out is None else Path(out)
+    reg, base = design.regime, design.base
     seeds = done_seeds(design, out)
     if len(seeds) < len(design.seeds) and minutes_to(design.cutoff, now) > 0:
         raise ValueError(f"{out}: {len(seeds)} of {len(design.seeds)} Amendment {design.amendment} seeds complete "
@@ -151,27 +184,27 @@ def analyse(design: EtmrDesign = REGISTERED, out: str | Path | None = None, n_bo
         raise ValueError(f"{out}: {len(seeds)} complete Amendment {design.amendment} seeds from 0, the plan needs "
                          f"{min_seeds}")
     df = _read(csv_path(out, r, m, s) for s in seeds
-               for r, ms in ((BASE_REGIME, ("no_adaptation", *RL_METHODS)), (REGIME, RL_METHODS)) for m in ms)
+               for r, ms in ((base, ("no_adaptation", *RL_METHODS)), (reg, RL_METHODS)) for m in ms)
     entries = []
     for cid in design.claims:
         if cid not in NEW_CLAIMS:  # a registered claim: its registered matrix
-            entries.append(wide_entry(cid, claim_matrix(df, cid, REGIME), n_boot, REGIME, STANDS_FOR))
+            entries.append(wide_entry(cid, claim_matrix(df, cid, reg), n_boot, reg, design.stands_for))
             continue
         a, b = PAIRS[cid]
-        d = paired_matrix(df, REGIME, a, b, "adapted")
-        entries.append({**amendment_entry(cid, REGIME, *NEW_CLAIMS[cid], a, b, d.to_numpy(), n_boot=n_boot),
-                        "paper": paper_difference(a, b)})
+        d = paired_matrix(df, reg, a, b, "adapted")
+        entries.append({**amendment_entry(cid, reg, *NEW_CLAIMS[cid], a, b, d.to_numpy(), n_boot=n_boot),
+                        "paper": paper_difference(a, b, design.stands_for)})
     with_half_width(entries)
     per = run_levels(df)
     lv = pd.concat([level_table(per[per.regime == r], ("regime", "method"), reference="etmr", sort=False)
-                    for r in (BASE_REGIME, REGIME)], ignore_index=True)  # seeds below ETMR at the same lr
-    rl = df[(df.regime == REGIME) & (df.split == "adapted")].groupby(["method", "seed"]).rl_seconds.first()
+                    for r in (base, reg)], ignore_index=True)  # seeds below ETMR at the same lr
+    rl = df[(df.regime == reg) & (df.split == "adapted")].groupby(["method", "seed"]).rl_seconds.first()
     steps = pd.concat([pd.read_csv(p) for p in (csv_path(out, r, m, s, steps=True) for s in seeds
-                                                for r in (BASE_REGIME, REGIME) for m in RL_METHODS) if p.is_file()],
+                                                for r in (base, reg) for m in RL_METHODS) if p.is_file()],
                       ignore_index=True)
-    vote = pd.concat([vote_by_quarter(seeds=seeds, regime=r, steps=steps) for r in (BASE_REGIME, REGIME)],
+    vote = pd.concat([vote_by_quarter(seeds=seeds, regime=r, steps=steps) for r in (base, reg)],
                      ignore_index=True)
-    return {"regime": REGIME, "build": design.build, "seeds": seeds, "cutoff": design.cutoff, "entries": entries,
+    return {"regime": reg, "build": design.build, "seeds": seeds, "cutoff": design.cutoff, "entries": entries,
             "levels": lv.to_dict(orient="records"), "seed_pass1": per.to_dict(orient="records"),
             "vote": vote.to_dict(orient="records"), "rl_minutes": (rl.groupby("method").mean() / 60).round(2).to_dict()}
 
@@ -190,13 +223,14 @@ def beside(design: EtmrDesign) -> dict[str, dict]:
 
 
 def markdown(res: dict, design: EtmrDesign = REGISTERED, shown: dict[str, dict] | None = None) -> str:
-    """The design's table as docs/results.md quotes it: per claim the paper's MATH-500 difference (Table 2), the
+    """The design's table as docs/results.md quotes it: per claim the paper's difference (Table 2, on the benchmark the
+    regime stands for), the
     entries shown beside (``shown``, default :func:`beside`), this design's entry, its half-width beside the plan's
     predictions and its verdict; then the levels at both learning rates and each lr/10 method's RL minutes."""
     shown = beside(design) if shown is None else shown
     n, at = len(res["seeds"]), " / ".join(str(s) for s in design.predicted_at)
-    rows = [f"| claim (adapted pass@1, points) | paper (MATH-500) | {design.beside[0]} | **{design.build}, MATH-500-like "
-            f"at lr/10 (Amendment {design.amendment}, seeds 0-{n - 1})** | half-width (predicted at {at} seeds) | "
+    rows = [f"| claim (adapted pass@1, points) | paper ({BENCHMARK[design.stands_for]}) | {design.beside[0]} | "
+            f"**{design.build}, {design.name} at lr/10 (Amendment {design.amendment}, seeds 0-{n - 1})** | half-width (predicted at {at} seeds) | "
             "verdict |", "|---|---|---|---|---|---|"]
     for e in res["entries"]:
         b = shown.get(e["id"])
@@ -210,7 +244,7 @@ def markdown(res: dict, design: EtmrDesign = REGISTERED, shown: dict[str, dict] 
     for r in res["levels"]:
         untrained = r["method"] == "no_adaptation"
         below = "-" if untrained or r["regime"] not in with_etmr else below_cell(r, "etmr")
-        minutes = f"{res['rl_minutes'][r['method']]:.1f}" if r["regime"] == REGIME else "-"
+        minutes = f"{res['rl_minutes'][r['method']]:.1f}" if r["regime"] == design.regime else "-"
         rows.append(f"| {r['method']} | {'-' if untrained else LR_CELL[r['regime']]} | {r['pass1']:.1f} ({r['sd']:.1f}) | "
                     f"{below} | {minutes} |")
     return "\n".join(rows) + "\n"
@@ -220,7 +254,7 @@ def etmr_figure(res: dict, design: EtmrDesign = REGISTERED):
     """:func:`ddrl.small_lr.figure`'s panels (descriptive; the paired intervals are the entries'): each run's adapted
     pass@1 of the untrained model and of TTRL, ETMR and DDRL at both learning rates on the same seeds, and the vote by
     quarter of the RL steps."""
-    return figure(res, f"MATH-500-like, {design.build}: ETMR beside TTRL and DDRL (plan Amendment {design.amendment}, "
+    return figure(res, f"{design.name}, {design.build}: ETMR beside TTRL and DDRL (plan Amendment {design.amendment}, "
                        f"seeds 0-{len(res['seeds']) - 1}; descriptive)")
 
 
@@ -229,11 +263,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("what", choices=("regime", "run", "status", "analyse", "figure"))
     add_run_arguments(ap, "run: seeds N-M (default: the plan's)")
     ap.add_argument("--build", choices=sorted(DESIGNS), default="registered",
-                    help="registered: Amendment 43; xeon: Amendment 44")
+                    help="registered: Amendment 43; xeon: Amendment 44; xeon_amc: Amendment 46 (AMC-like)")
     args = ap.parse_args(argv)
     design = DESIGNS[args.build]
     out = design.out if args.out == RUNS else args.out
     if args.what == "regime":
+        if design.regime != REGIME:
+            ap.error(f"--build {args.build}: its regime {design.regime} is in the build's regimes file already")
         sys.stdout.write(write_json(design.results / REGIME_FILE.name, regime_file(regimes_path(design.results))))
     elif args.what == "run":  # the design's build, never a new one; no job starts after the plan's clock
         check_weights(regimes_path(design.results), scale=SCALES[args.scale])
@@ -246,7 +282,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
     elif args.what == "status":
         done = done_seeds(design, out)
-        print(seeds_line(f"ETMR ({REGIME}, {design.build})", len(design.seeds), [x for x in design.seeds if x not in done])
+        print(seeds_line(f"ETMR ({design.regime}, {design.build})", len(design.seeds), [x for x in design.seeds if x not in done])
               + f"; minutes to the clock {minutes_to(design.cutoff):.0f}")
     elif args.what == "figure":  # -> docs/results/<design.figure>.{png,pdf}, from the committed analysis
         print(save_docs_figure(etmr_figure(json.loads(design.analysis.read_text()), design), design.figure))

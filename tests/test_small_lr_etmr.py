@@ -12,10 +12,11 @@ import pytest
 
 from ddrl import small_lr, small_lr_etmr as E, study
 from ddrl.reporting import REPO
-from ddrl.study_plan import SCALES
+from ddrl.study_analysis import paired_matrix
+from ddrl.study_plan import SCALES, SMALL_LR, Job
 from ddrl.tables import entry_ci
 
-XEON = E.DESIGNS["xeon"]
+XEON, AMC = E.DESIGNS["xeon"], E.DESIGNS["xeon_amc"]
 
 
 def _clock(design: E.EtmrDesign, minutes: float) -> float:
@@ -30,6 +31,9 @@ def test_jobs_go_seed_by_seed_and_stop_at_each_plans_clock():
     assert [(j.seed, j.methods) for j in js] == [(s, (m,)) for s in range(12) for m in ("ttrl", "ddrl", "etmr")]
     assert E.jobs(E.REGISTERED, now=_clock(E.REGISTERED, +1)) == [] == E.jobs(XEON, now=_clock(XEON, +1))
     assert E.REGISTERED.cutoff < XEON.cutoff  # Amendment 44 runs after Amendment 43
+    js = E.jobs(AMC, now=_clock(AMC, -1))  # Amendment 46: ETMR only, in AMC-like at lr/10
+    assert [(j.regime, j.seed, j.methods) for j in js] == [(SMALL_LR, s, ("etmr",)) for s in range(12)]
+    assert E.jobs(AMC, now=_clock(AMC, +1)) == [] and (AMC.base, AMC.stands_for, AMC.name) == ("amc_like",) * 2 + ("AMC-like",)
 
 
 def test_the_xeon_designs_regime_is_the_registered_one_on_the_xeon_weights():
@@ -108,6 +112,31 @@ def test_xeon_design_smoke_analysis_gives_amendment_28s_entries_too(smoke):
     assert "| M2 DDRL - ETMR | +3.8 | not measured |" in table[5]
 
 
+def test_amc_like_design_smoke_analysis(tmp_path):
+    """Amendment 46's design on smoke runs in AMC-like (the untrained run in its base, TTRL, DDRL and ETMR at lr/10,
+    seeds 0-1): AMC's Table 2 differences, M2 + M3 = DDRL - TTRL, the table and figure name the regime."""
+    out, runs = tmp_path / "out", str(tmp_path / "runs")
+    todo = [*(Job("amc_like", s, ("no_adaptation",), "smoke") for s in (0, 1)),
+            *(Job(SMALL_LR, s, (m,), "smoke") for s in (0, 1) for m in ("ttrl", "ddrl")),
+            *E.jobs(AMC, [0, 1], now=_clock(AMC, -1))]
+    assert {s["status"] for s in study.run_jobs(todo, SCALES["smoke"], out, runs, workers=2, progress=False)} == {"ran"}
+    assert E.done_seeds(AMC, out) == [0, 1]
+    res = E.analyse(AMC, out, n_boot=200, now=_clock(AMC, +1), min_seeds=2)
+    got = {e["id"]: e for e in res["entries"]}
+    assert list(got) == ["M2", "M3", "P3"] and res["regime"] == SMALL_LR
+    assert [e["paper"] for e in res["entries"]] == [2.1, 1.9, 22.2]  # Table 2, AMC: 52.9, 50.8, 48.9, 28.6
+    assert {e["regime"] for e in res["entries"]} == {SMALL_LR}
+    m1 = paired_matrix(E._read(tmp_path.glob("out/*/*-seed0?.csv.gz")), SMALL_LR, "ddrl", "ttrl", "adapted")
+    assert got["M2"]["estimate"] + got["M3"]["estimate"] == pytest.approx(m1.to_numpy().mean())
+    table = E.markdown(res, AMC, shown={}).splitlines()
+    assert "| paper (AMC) | AMC-like, default lr (registered) | **Xeon build, AMC-like at lr/10 (Amendment 46, " in table[0]
+    assert table[2].startswith("| M2 DDRL - ETMR | +2.1 | not measured |")
+    assert {r["regime"] for r in res["levels"]} == {"amc_like", SMALL_LR} and table[-1].startswith("| ddrl | lr/10 (3e-6) |")
+    fig = E.etmr_figure(res, AMC)
+    assert fig._suptitle.get_text().startswith("AMC-like, Xeon build: ETMR beside TTRL and DDRL (plan Amendment 46")
+    plt.close(fig)
+
+
 def _registered(root, regime: str, methods: tuple[str, ...], base: str | None = None) -> pd.DataFrame:
     paths = [p for m in methods for p in sorted((root / regime).glob(f"{m}-seed[0-9][0-9].csv.gz"))]
     if base:
@@ -120,7 +149,6 @@ def test_the_plans_predicted_half_widths_are_the_measured_components():
     name (the registered default-lr MATH-500-like ones of the same difference; Amendment 28's lr/10 M1 and P1 standing
     in for ETMR's; the Xeon build's default-lr P1, P2, M1), as the designs and the plan state them."""
     from ddrl.stats import predicted_half_width, variance_components
-    from ddrl.study_analysis import paired_matrix
 
     runs = small_lr.RUNS
     default = _registered(runs, "math500_like", ("ttrl", "etmr", "ddrl", "no_adaptation"))
@@ -141,6 +169,17 @@ def test_the_plans_predicted_half_widths_are_the_measured_components():
             assert got == design.predicted[cid], (design.amendment, cid)
             first, second = (" / ".join(f"{x:.2f}" for x in g) for g in got)
             assert f"**{cid}** {first} vs " in section and f"vs {second}" in section, (design.amendment, cid)
+    # Amendment 46: at 6 / 8 / 10 / 12 seeds x 128, the Xeon build's lr/10 AMC-like M1 and P1 (Amendments 36-37) standing
+    # in, then the registered default-lr AMC-like matrices of the same differences
+    amc10 = _registered(XEON.out, SMALL_LR, ("ttrl", "ddrl"), base="amc_like")
+    amc = _registered(runs, "amc_like", ("ttrl", "etmr", "ddrl", "no_adaptation"))
+    section = plan[plan.index("46. **Why**"):]
+    for cid in AMC.claims:
+        got = tuple(tuple(round(predicted_half_width(v, n, 128), 2) for n in AMC.predicted_at)
+                    for v in (vc(amc10, SMALL_LR, stand_in[cid]), vc(amc, "amc_like", cid)))
+        assert got == AMC.predicted[cid], cid
+        first, second = (" / ".join(f"{x:.2f}" for x in g) for g in got)
+        assert f"**{cid}** {first} vs {second}" in section, cid
 
 
 def test_committed_analyses_recompute_from_the_committed_csvs():
