@@ -193,7 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         regimes = regimes_path(design.results)
         check_weights(regimes, SCALES[args.scale])
         runs_root = args.runs_root or cache_root() / "runs"
-        seeds = args.seeds or design.complete()
+        seeds = args.seeds or design.complete(out)
         trained = [m for m in design.evaluates if m in TRAINED]
         left = untrained(seeds, runs_root, args.scale, design.regime, trained, regimes) if trained else []
         if left:
@@ -203,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
     elif args.what == "status":
         print(seeds_line(f"Amendment {design.amendment} ({design.regime}, {design.build}, held-out)",
-                         len(design.complete()), missing(design, out)))
+                         len(design.complete(out)), missing(design, out)))
     else:
         sys.stdout.write(write_json(args.json or design.analysis, analyse(design, out)))
     return 0
