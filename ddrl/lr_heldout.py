@@ -25,7 +25,7 @@ import pandas as pd
 from ddrl.claims import amendment_entry, with_half_width
 from ddrl.parallel import minutes_to
 from ddrl.reporting import cache_root, write_json
-from ddrl.small_lr import add_run_arguments, seeds_line
+from ddrl.small_lr import LR_CELL, add_run_arguments, seeds_line
 from ddrl.study import run_jobs
 from ddrl.study_plan import (HELDOUT_X, HELDOUT_X_METHODS, RESULTS, SCALES, SMALL_LR, Job, check_weights, heldout_x_path,
                              regimes_path)
@@ -109,13 +109,12 @@ def analyse(out: str | Path = OUT, n_boot: int = 4000, seeds: Sequence[int] | No
 
 def markdown(res: dict) -> str:
     """The claims and each run's held-out level at both learning rates, as docs/results.md quotes them."""
-    lr = {DEFAULT: "default (3e-5)", SMALL_LR: "lr/10 (3e-6)"}
     rows = ["| claim (held-out pass@1 on 1,536 fresh AMC-like questions, points) | seeds | estimate [95% CI] | "
             "half-width (predicted at 8 / 12 seeds) | verdict |", "|---|---|---|---|---|"]
     rows += [claim_row(e, e["claim"], PREDICTED[e["id"]]) for e in res["entries"]]
     rows += ["", "| method | learning rate | held-out pass@1, mean over seeds (SD) | seeds below the untrained run |",
              "|---|---|---|---|"]
-    rows += [f"| {r['method']} | {'-' if r['method'] == 'no_adaptation' else lr[r['regime']]} | {r['pass1']:.1f} "
+    rows += [f"| {r['method']} | {'-' if r['method'] == 'no_adaptation' else LR_CELL[r['regime']]} | {r['pass1']:.1f} "
              f"({r['sd']:.1f}) | {below_cell(r)} |" for r in res["levels"]]
     return "\n".join(rows) + "\n"
 

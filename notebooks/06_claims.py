@@ -426,19 +426,36 @@ else:
 # allowed and decides M2 (DDRL - ETMR), M3 (ETMR - TTRL) and P3 (ETMR - no adaptation) by the registered rule; under
 # the table, each method's level at both learning rates on the same seeds, and each lr/10 method's RL time. It appears
 # once `results/small_lr/etmr.json` is written; the docs say in words what it found. Amendment 44 repeats Amendments
-# 28 and 43 on a second build of the base model (the Xeon build), with its own table and figure.
+# 28 and 43 on a second build of the base model (the Xeon build), with its own table and figure; Amendment 46 runs
+# ETMR at lr/10 in AMC-like on that build, beside its TTRL and DDRL runs there (Table 2's AMC numbers).
 
 # %%
 from ddrl import small_lr_etmr
 
-for design in small_lr_etmr.DESIGNS.values():  # Amendment 43 (registered build), Amendment 44 (Xeon build)
+for build, design in small_lr_etmr.DESIGNS.items():  # Amendments 43 (registered build), 44 and 46 (Xeon build)
     if design.analysis.is_file():
         eres = json.loads(design.analysis.read_text())
         display(Markdown(small_lr_etmr.markdown(eres, design)))
         rep.figure(small_lr_etmr.etmr_figure(eres, design), design.figure, data=pd.DataFrame(eres["seed_pass1"]))
     else:
         display(Markdown(f"Amendment {design.amendment}'s analysis is not committed yet "
-                         f"(`python -m ddrl.small_lr_etmr status --build {design.build.split()[0].lower()}`)."))
+                         f"(`python -m ddrl.small_lr_etmr status --build {build}`)."))
+
+# %% [markdown]
+# The same runs on fresh questions (Amendment 45; Amendment 46's held-out part): each finished lr/10 run evaluated on
+# H1x's 1,536 fresh questions, nothing trained. P3x asks whether ETMR's adaptation transfers, M2x and M3x whether
+# DDRL's and ETMR's places on the adapted questions carry over; on the Xeon build the H1x family too. Each table
+# appears once its analysis is written.
+
+# %%
+from ddrl import etmr_heldout
+
+for build, design in etmr_heldout.DESIGNS.items():
+    if design.analysis.is_file():
+        display(Markdown(etmr_heldout.markdown(json.loads(design.analysis.read_text()), design)))
+    else:
+        display(Markdown(f"Amendment {design.amendment}'s held-out analysis ({design.build}, {design.regime}) is not "
+                         f"committed yet (`python -m ddrl.etmr_heldout status --build {build}`)."))
 
 # %% [markdown]
 # Amendment 29 left a caveat: COR kept the paper's SFT learning rate (1e-5) while the RL phase ran at 3e-6. Amendment
