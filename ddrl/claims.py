@@ -69,6 +69,13 @@ def _row(table: str, method: str, regimes: tuple[str, ...] = _REG3) -> dict[str,
     return {r: value((table, _Q15, BENCHMARK[r], method)) for r in regimes}
 
 
+def table2_difference(a: str, b: str, regime: str) -> float:
+    """The paper's Table 2 difference a - b in points (Qwen2.5-Math-1.5B) on the benchmark ``regime`` stands for: a
+    plan amendment's new claim between two of its methods (M3, P3)."""
+    row = _row("table2", a, (regime,)), _row("table2", b, (regime,))
+    return _d(row[0][regime], row[1][regime])
+
+
 _NONE, _TTRL, _ETMR, _DDRL = (_row("table2", m) for m in ("no_adaptation", "ttrl", "etmr", "ddrl"))
 _BCS, _BCS_DAE = _row("table3", "bcs"), _row("table3", "bcs_dae")
 _EXTRA_RL = _row("table4", "additional_rl")

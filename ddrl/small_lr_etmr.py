@@ -37,12 +37,11 @@ from typing import Sequence
 
 import pandas as pd
 
-from ddrl.claims import BENCHMARK, amendment_entry, load as load_claims, with_half_width
-from ddrl.paper import value
+from ddrl.claims import BENCHMARK, amendment_entry, load as load_claims, table2_difference, with_half_width
 from ddrl.parallel import minutes_to
 from ddrl.plotting import save_docs_figure
 from ddrl.reporting import cache_root, write_json
-from ddrl.small_lr import (BASE_REGIME, COMPARISON as AMENDMENT28, LR_CELL, OUT, REGIME, REGIME_FILE, RUNS, STANDS_FOR,
+from ddrl.small_lr import (BASE_REGIME, COMPARISON as AMENDMENT28, LR_CELL, OUT, REGIME, REGIME_FILE, RUNS,
                            add_run_arguments, figure, regime_file, seeds_line)
 from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study import run_jobs
@@ -150,17 +149,6 @@ def done_seeds(design: EtmrDesign = REGISTERED, out: str | Path | None = None) -
     return list(range(n))
 
 
-def table2(method: str, stands_for: str = STANDS_FOR) -> float:
-    """The paper's pass@1 of ``method`` on the benchmark ``stands_for`` stands for (Table 2, Qwen2.5-Math-1.5B;
-    :mod:`ddrl.paper`; default MATH-500)."""
-    return value(("table2", "Qwen2.5-Math-1.5B", BENCHMARK[stands_for], method))
-
-
-def paper_difference(a: str, b: str, stands_for: str = STANDS_FOR) -> float:
-    """The paper's difference a - b in points (Table 2; default MATH-500)."""
-    return round(table2(a, stands_for) - table2(b, stands_for), 1)
-
-
 def _read(paths) -> pd.DataFrame:
     return pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths if p.is_file()], ignore_index=True)
 
@@ -193,7 +181,7 @@ def analyse(design: EtmrDesign = REGISTERED, out: str | Path | None = None, n_bo
         a, b = PAIRS[cid]
         d = paired_matrix(df, reg, a, b, "adapted")
         entries.append({**amendment_entry(cid, reg, *NEW_CLAIMS[cid], a, b, d.to_numpy(), n_boot=n_boot),
-                        "paper": paper_difference(a, b, design.stands_for)})
+                        "paper": table2_difference(a, b, design.stands_for)})
     with_half_width(entries)
     per = run_levels(df)
     lv = pd.concat([level_table(per[per.regime == r], ("regime", "method"), reference="etmr", sort=False)
