@@ -30,12 +30,12 @@ from typing import Sequence
 import pandas as pd
 
 from ddrl.claims import amendment_entry, validate, with_half_width
+from ddrl.cor_alone import HELDOUT_LR10
+from ddrl.parallel import minutes_to
 from ddrl.reporting import cache_root, write_json
 from ddrl.small_lr import OUT, REGIME, RUNS, add_run_arguments, seeds_line
-from ddrl.parallel import minutes_to
-from ddrl.small_lr_etmr import DESIGNS as ETMR_DESIGNS, MIN_SEEDS, REGIME_NAME, done_seeds
-from ddrl.cor_alone import HELDOUT_LR10
 from ddrl.small_lr_cor import HELDOUT_CLAIMS, untrained
+from ddrl.small_lr_etmr import DESIGNS as ETMR_DESIGNS, MIN_SEEDS, REGIME_NAME, done_seeds
 from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import (HELDOUT_X, PAIRED, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, heldout_x_path,
