@@ -1,4 +1,4 @@
-"""DDRL against ETMR, the paper's stronger baseline, at lr/10 (plan Amendments 43, 44: MATH-500-like; 46: AMC-like).
+"""DDRL against ETMR, the paper's stronger baseline, at lr/10 (plan Amendments 43, 44: MATH-500-like; 46, 47: AMC-like).
 
 The paper's Table 2 sets DDRL against TTRL and ETMR (entropy-fork tree rollouts, :mod:`ddrl.etmr`); the registered
 study measured ETMR at the default learning rate only. Amendment 43 runs ETMR in Amendment 28's regime
@@ -21,6 +21,10 @@ and DDRL runs of the same seeds and the build's untrained AMC-like runs; Table 2
 
     DDRL_CACHE_DIR=<the Xeon build's cache> python -m ddrl.small_lr_etmr run --build xeon_amc --workers 2
     python -m ddrl.small_lr_etmr analyse --build xeon_amc
+
+Amendment 47 repeats it on the registered build (beside Amendment 6's registered TTRL and DDRL runs at lr/10):
+
+    DDRL_CACHE_DIR=<the registered build's cache> python -m ddrl.small_lr_etmr run --build registered_amc --workers 2
 
 (The plans name these ``python -m ddrl.small_lr ... --etmr``; Amendment 43's runs were started so, at commit
 595a91a, before the command line moved here: the same jobs.)
@@ -118,12 +122,17 @@ DESIGNS = {
         ("registered build at lr/10 (Amendments 28, 43)", (OUT / "claims.json", OUT / "etmr.json"), REGIME),
         "Xeon build"),
     "xeon_amc": EtmrDesign(
-        46, _XEON, tuple(range(12)), "2026-11-29T11:35:00+00:00", ("etmr",), ("M2", "M3", "P3"),
+        46, _XEON, tuple(range(12)), "2026-11-29T11:40:00+00:00", ("etmr",), ("M2", "M3", "P3"),
         {"M2": ((2.51, 2.40, 2.33, 2.28), (4.81, 4.16, 3.75, 3.47)),
          "M3": ((2.51, 2.40, 2.33, 2.28), (4.53, 3.84, 3.41, 3.10)),
          "P3": ((3.11, 3.07, 3.05, 3.03), (3.67, 3.46, 3.33, 3.24))}, (6, 8, 10, 12), _XEON / "small_lr_etmr_amc.json",
         "small_lr_etmr_xeon_amc", ("AMC-like, default lr (registered)", (RESULTS / "claims.json",), "amc_like"),
         "Xeon build", SMALL_LR),
+    "registered_amc": EtmrDesign(
+        47, RESULTS, tuple(range(19)), "2026-12-01T15:30:00+00:00", ("etmr",), ("M2", "M3", "P3"),
+        {"M2": ((2.18, 2.10, 2.05), (4.16, 3.47, 3.09)), "M3": ((2.18, 2.10, 2.05), (3.84, 3.10, 2.68)),
+         "P3": ((2.80, 2.74, 2.71), (3.46, 3.24, 3.12))}, (8, 12, 16), OUT / "etmr_amc.json", "small_lr_etmr_amc",
+        ("AMC-like, default lr (registered)", (RESULTS / "claims.json",), "amc_like"), "registered build", SMALL_LR),
 }
 REGISTERED = DESIGNS["registered"]
 
@@ -251,7 +260,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("what", choices=("regime", "run", "status", "analyse", "figure"))
     add_run_arguments(ap, "run: seeds N-M (default: the plan's)")
     ap.add_argument("--build", choices=sorted(DESIGNS), default="registered",
-                    help="registered: Amendment 43; xeon: Amendment 44; xeon_amc: Amendment 46 (AMC-like)")
+                    help="registered: Amendment 43; xeon: Amendment 44; xeon_amc: Amendment 46 (AMC-like); "
+                         "registered_amc: Amendment 47 (AMC-like)")
     args = ap.parse_args(argv)
     design = DESIGNS[args.build]
     out = design.out if args.out == RUNS else args.out

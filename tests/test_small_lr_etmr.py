@@ -1,5 +1,5 @@
 """Plan Amendments 43 and 44 (``ddrl.small_lr_etmr``): ETMR at lr/10 in MATH-500-like, on the registered and the
-Xeon build."""
+Xeon build; 46 and 47: in AMC-like, on the Xeon and the registered build."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from ddrl.study_analysis import paired_matrix
 from ddrl.study_plan import SCALES, SMALL_LR, Job
 from ddrl.tables import entry_ci
 
-XEON, AMC = E.DESIGNS["xeon"], E.DESIGNS["xeon_amc"]
+XEON, AMC, REG_AMC = E.DESIGNS["xeon"], E.DESIGNS["xeon_amc"], E.DESIGNS["registered_amc"]
 
 
 def _clock(design: E.EtmrDesign, minutes: float) -> float:
@@ -34,6 +34,9 @@ def test_jobs_go_seed_by_seed_and_stop_at_each_plans_clock():
     js = E.jobs(AMC, now=_clock(AMC, -1))  # Amendment 46: ETMR only, in AMC-like at lr/10
     assert [(j.regime, j.seed, j.methods) for j in js] == [(SMALL_LR, s, ("etmr",)) for s in range(12)]
     assert E.jobs(AMC, now=_clock(AMC, +1)) == [] and (AMC.base, AMC.stands_for, AMC.name) == ("amc_like",) * 2 + ("AMC-like",)
+    js = E.jobs(REG_AMC, now=_clock(REG_AMC, -1))  # Amendment 47: the same on the registered build, its 19 seeds
+    assert [(j.regime, j.seed, j.methods) for j in js] == [(SMALL_LR, s, ("etmr",)) for s in range(19)]
+    assert E.jobs(REG_AMC, now=_clock(REG_AMC, +1)) == [] and REG_AMC.out == small_lr.RUNS
 
 
 def test_the_xeon_designs_regime_is_the_registered_one_on_the_xeon_weights():
@@ -169,17 +172,19 @@ def test_the_plans_predicted_half_widths_are_the_measured_components():
             assert got == design.predicted[cid], (design.amendment, cid)
             first, second = (" / ".join(f"{x:.2f}" for x in g) for g in got)
             assert f"**{cid}** {first} vs " in section and f"vs {second}" in section, (design.amendment, cid)
-    # Amendment 46: at 6 / 8 / 10 / 12 seeds x 128, the Xeon build's lr/10 AMC-like M1 and P1 (Amendments 36-37) standing
-    # in, then the registered default-lr AMC-like matrices of the same differences
-    amc10 = _registered(XEON.out, SMALL_LR, ("ttrl", "ddrl"), base="amc_like")
+    # Amendments 46 and 47: at their seed counts x 128, the build's lr/10 AMC-like M1 and P1 (Xeon: Amendments 36-37;
+    # registered: Amendment 6's registered side) standing in, then the registered default-lr AMC-like matrices of the
+    # same differences
     amc = _registered(runs, "amc_like", ("ttrl", "etmr", "ddrl", "no_adaptation"))
-    section = plan[plan.index("46. **Why**"):]
-    for cid in AMC.claims:
-        got = tuple(tuple(round(predicted_half_width(v, n, 128), 2) for n in AMC.predicted_at)
-                    for v in (vc(amc10, SMALL_LR, stand_in[cid]), vc(amc, "amc_like", cid)))
-        assert got == AMC.predicted[cid], cid
-        first, second = (" / ".join(f"{x:.2f}" for x in g) for g in got)
-        assert f"**{cid}** {first} vs {second}" in section, cid
+    for design in (AMC, REG_AMC):
+        amc10 = _registered(design.out, SMALL_LR, ("ttrl", "ddrl"), base="amc_like")
+        section = plan[plan.index(f"{design.amendment}. **Why**"):]
+        for cid in design.claims:
+            got = tuple(tuple(round(predicted_half_width(v, n, 128), 2) for n in design.predicted_at)
+                        for v in (vc(amc10, SMALL_LR, stand_in[cid]), vc(amc, "amc_like", cid)))
+            assert got == design.predicted[cid], (design.amendment, cid)
+            first, second = (" / ".join(f"{x:.2f}" for x in g) for g in got)
+            assert f"**{cid}** {first} vs {second}" in section, (design.amendment, cid)
 
 
 def test_committed_analyses_recompute_from_the_committed_csvs():
