@@ -68,6 +68,7 @@ class HeldoutDesign:
     regime: str = REGIME
     runs_of: str | None = None  # a ddrl.small_lr_etmr design: evaluate (and analyse) only its complete seeds
     amendment: int = 45
+    not_run: str = ""  # why the plan's evaluations were never made (status and the notebook say it)
 
     @property
     def out(self) -> Path:
@@ -95,7 +96,9 @@ DESIGNS = {
                           _XEON / "etmr_heldout.json", "Xeon build"),
     "xeon_amc": HeldoutDesign(_XEON, tuple(range(12)), ("etmr",), tuple(CLAIMS),
                               {"P3x": "0.73", "M2x": "0.63", "M3x": "0.31"}, _XEON / "etmr_heldout_amc.json",
-                              "Xeon build", SMALL_LR, "xeon_amc", 46),
+                              "Xeon build", SMALL_LR, "xeon_amc", 46,
+                              "not run: its ETMR runs' weights were lost with the Xeon machine's cache (plan note of "
+                              "2026-12-01)"),
 }
 REGISTERED = DESIGNS["registered"]
 
@@ -189,6 +192,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     design = DESIGNS[args.build]
     out = design.out if args.out == RUNS else args.out
+    if args.what == "run" and design.not_run:
+        ap.error(f"--build {args.build}: Amendment {design.amendment}'s held-out part was {design.not_run}")
     if args.what == "run":  # the design's build, never a new one; finished runs only, nothing trained
         regimes = regimes_path(design.results)
         check_weights(regimes, SCALES[args.scale])
@@ -203,7 +208,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
     elif args.what == "status":
         print(seeds_line(f"Amendment {design.amendment} ({design.regime}, {design.build}, held-out)",
-                         len(design.complete(out)), missing(design, out)))
+                         len(design.complete(out)), missing(design, out))
+              + (f"; {design.not_run}" if design.not_run else ""))
     else:
         sys.stdout.write(write_json(args.json or design.analysis, analyse(design, out)))
     return 0

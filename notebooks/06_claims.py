@@ -427,12 +427,13 @@ else:
 # the table, each method's level at both learning rates on the same seeds, and each lr/10 method's RL time. It appears
 # once `results/small_lr/etmr.json` is written; the docs say in words what it found. Amendment 44 repeats Amendments
 # 28 and 43 on a second build of the base model (the Xeon build), with its own table and figure; Amendment 46 runs
-# ETMR at lr/10 in AMC-like on that build, beside its TTRL and DDRL runs there (Table 2's AMC numbers).
+# ETMR at lr/10 in AMC-like on that build, beside its TTRL and DDRL runs there (Table 2's AMC numbers), and Amendment
+# 47 the same on the registered build.
 
 # %%
 from ddrl import small_lr_etmr
 
-for build, design in small_lr_etmr.DESIGNS.items():  # Amendments 43 (registered build), 44 and 46 (Xeon build)
+for build, design in small_lr_etmr.DESIGNS.items():  # Amendments 43, 47 (registered build), 44, 46 (Xeon build)
     if design.analysis.is_file():
         eres = json.loads(design.analysis.read_text())
         display(Markdown(small_lr_etmr.markdown(eres, design)))
@@ -453,6 +454,9 @@ from ddrl import etmr_heldout
 for build, design in etmr_heldout.DESIGNS.items():
     if design.analysis.is_file():
         display(Markdown(etmr_heldout.markdown(json.loads(design.analysis.read_text()), design)))
+    elif design.not_run:
+        display(Markdown(f"Amendment {design.amendment}'s held-out part ({design.build}, {design.regime}) was "
+                         f"{design.not_run}."))
     else:
         display(Markdown(f"Amendment {design.amendment}'s held-out analysis ({design.build}, {design.regime}) is not "
                          f"committed yet (`python -m ddrl.etmr_heldout status --build {build}`)."))

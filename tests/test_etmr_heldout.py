@@ -129,3 +129,15 @@ def test_committed_analyses_recompute_and_docs_quote_them():
         committed = json.loads(design.analysis.read_text())
         assert json.loads(json.dumps(H.analyse(design))) == committed, (design.amendment, design.build)
         assert H.markdown(committed, design) in docs, (design.amendment, design.build)
+
+
+def test_a_held_out_part_never_run_says_why_and_refuses_to_run(capsys):
+    """Amendment 46's evaluations needed its runs' weights, lost with the Xeon machine's cache: ``run`` refuses with the
+    reason (before any work), ``status`` states it; the designs that ran carry no such reason."""
+    assert H.DESIGNS["xeon_amc"].not_run.startswith("not run: its ETMR runs' weights were lost")
+    assert not H.DESIGNS["registered"].not_run and not H.DESIGNS["xeon"].not_run
+    with pytest.raises(SystemExit) as e:
+        H.main(["run", "--build", "xeon_amc"])
+    assert e.value.code == 2 and "Amendment 46's held-out part was not run" in capsys.readouterr().err
+    H.main(["status", "--build", "xeon_amc"])
+    assert capsys.readouterr().out.rstrip().endswith("(plan note of 2026-12-01)")
