@@ -16,7 +16,8 @@ family too (:data:`ddrl.small_lr_cor.HELDOUT_CLAIMS`), first measured there.
 
 Amendment 46 evaluates its ETMR runs in AMC-like at lr/10 (Xeon build, :mod:`ddrl.small_lr_etmr`'s ``xeon_amc``) the
 same way, beside Amendment 38's evaluations of that build's lr/10 TTRL and DDRL runs: P3x, M2x, M3x on H1x's 1,536
-fresh AMC-like questions, on the seeds its runs completed before their clock (``--build xeon_amc``).
+fresh AMC-like questions, on the seeds its runs completed before their clock (``--build xeon_amc``). It was never run:
+the runs' weights were lost with that machine's cache (:attr:`HeldoutDesign.not_run`).
 """
 
 from __future__ import annotations
