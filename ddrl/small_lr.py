@@ -230,7 +230,10 @@ def levels_markdown(res: dict) -> str:
 
 
 def _name(regime: str, method: str) -> str:
-    return label(method) if method == "no_adaptation" else f"{label(method)}\n{LR_NAME[regime]}"
+    """A run's tick label: the method's short name (DDRL's parts are in the vote panels' legend; the full label made the
+    rotated tick labels overlap), then the learning rate."""
+    name = label(method).split(" (")[0]
+    return name if method == "no_adaptation" else f"{name}\n{LR_NAME[regime]}"
 
 
 def figure(res: dict, title: str = "MATH-500-like at the default learning rate and at lr/10 (plan Amendment 28; "

@@ -137,6 +137,8 @@ def test_amc_like_design_smoke_analysis(tmp_path):
     assert {r["regime"] for r in res["levels"]} == {"amc_like", SMALL_LR} and table[-1].startswith("| ddrl | lr/10 (3e-6) |")
     fig = E.etmr_figure(res, AMC)
     assert fig._suptitle.get_text().startswith("AMC-like, Xeon build: ETMR beside TTRL and DDRL (plan Amendment 46")
+    ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]  # short names: long ones overlapped when rotated
+    assert {"DDRL\nlr/10", "ETMR\nlr/10", "No adaptation"} <= set(ticks) and max(len(x) for t in ticks for x in t.split("\n")) <= 13
     plt.close(fig)
 
 
