@@ -34,6 +34,21 @@ def committed_json(path: Path, command: str) -> dict:
     return json.loads(path.read_text())
 
 
+def same_json(got, committed, rel: float = 1e-9) -> bool:
+    """Whether a recomputed analysis (``got``, through a JSON round trip) equals the ``committed`` one: keys, strings and
+    integers exactly, floats to ``rel`` (a least-squares fit's last digits differ between CPU families' BLAS)."""
+    got = json.loads(json.dumps(got))
+    if isinstance(committed, dict):
+        return isinstance(got, dict) and got.keys() == committed.keys() and all(
+            same_json(got[k], committed[k], rel) for k in committed)
+    if isinstance(committed, list):
+        return isinstance(got, list) and len(got) == len(committed) and all(
+            same_json(g, c, rel) for g, c in zip(got, committed))
+    if isinstance(committed, float) and isinstance(got, (int, float)) and not isinstance(got, bool):
+        return got == pytest.approx(committed, rel=rel, abs=1e-12, nan_ok=True)
+    return got == committed
+
+
 def write_h1x(out: Path, regime: str, method: str, seed: int, acc: float, run: str) -> None:
     """A made-up H1x CSV (TEST INPUT): two fresh questions at ``acc`` -+ 5 points, so their mean is ``acc``."""
     import pandas as pd

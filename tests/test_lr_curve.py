@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import committed_json, write_h1x
+from conftest import committed_json, same_json, write_h1x
 
 from ddrl import drift_data
 from ddrl import lr_curve as C
@@ -133,7 +133,7 @@ def test_committed_analysis_recomputes_from_the_committed_files_and_docs_quote_i
     path = C.XEON / "lr_curve.json"
     res = committed_json(path, f"python -m ddrl.lr_curve analyse --json {path}")
     assert res["seeds"] == C.measured() and len(res["seeds"]) >= 5
-    assert json.loads(json.dumps(C.analyse())) == res
+    assert same_json(C.analyse(), res)  # floats to 1e-9: the fit's last digits differ between CPUs
     assert len(res["runs"]) == 3 * len(res["seeds"]) and {r["lr"] for r in res["runs"]} == {"lr3"}
     assert {(t["lr"], t["method"]) for t in res["tradeoff"]} == {(lr, m) for lr in ("default", "lr3", "lr10")
                                                                  for m in C.METHODS}

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import committed_json, write_h1x
+from conftest import committed_json, same_json, write_h1x
 
 from ddrl import drift_data
 from ddrl import lr_drift as W
@@ -97,7 +97,7 @@ def test_committed_analysis_recomputes_from_the_committed_files_and_docs_quote_i
     path = W.XEON / "lr_drift.json"
     res = committed_json(path, f"python -m ddrl.lr_drift analyse --json {path}")
     assert res["seeds"] == W.complete() and len(res["seeds"]) >= 3
-    assert json.loads(json.dumps(W.analyse())) == res
+    assert same_json(W.analyse(), res)  # floats to 1e-9: the fit's last digits differ between CPUs
     docs = (Path(__file__).resolve().parents[1] / "docs" / "results.md").read_text()
     assert W.markdown(res) in docs
     assert np.isfinite([e["estimate"] for e in res["entries"]]).all()

@@ -270,3 +270,14 @@ def test_every_saved_figure_is_followed_by_what_to_look_for():
                 if nxt is None or nxt.cell_type != "markdown" or "What to look for" not in nxt.source:
                     missing.append(f"{path.name} cell {i}")
     assert missing == []
+
+
+def test_same_json_compares_floats_to_a_tolerance_and_the_rest_exactly():
+    from conftest import same_json
+
+    c = {"a": [1, "x", -0.36364068584048514], "b": {"n": 3}}
+    assert same_json({"a": [1, "x", -0.3636406858404852], "b": {"n": 3}}, c)
+    assert not same_json({"a": [1, "x", -0.3637], "b": {"n": 3}}, c)
+    assert not same_json({"a": [1, "y", -0.36364068584048514], "b": {"n": 3}}, c)
+    assert not same_json({"a": [1, "x", -0.36364068584048514], "b": {"n": 4}}, c)
+    assert not same_json({"a": [1, "x", -0.36364068584048514]}, c)
