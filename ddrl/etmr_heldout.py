@@ -193,9 +193,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     design = DESIGNS[args.build]
     out = design.out if args.out == RUNS else args.out
-    if args.what == "run" and design.not_run:
-        ap.error(f"--build {args.build}: Amendment {design.amendment}'s held-out part was {design.not_run}")
     if args.what == "run":  # the design's build, never a new one; finished runs only, nothing trained
+        if design.not_run:
+            ap.error(f"--build {args.build}: Amendment {design.amendment}'s held-out part was {design.not_run}")
         regimes = regimes_path(design.results)
         check_weights(regimes, SCALES[args.scale])
         runs_root = args.runs_root or cache_root() / "runs"

@@ -106,6 +106,7 @@ class EtmrDesign:
 
 
 _XEON = RESULTS / "replication_xeon"
+_AMC_DEFAULT = ("AMC-like, default lr (registered)", (RESULTS / "claims.json",), "amc_like")  # the AMC designs' beside
 DESIGNS = {
     "registered": EtmrDesign(
         43, RESULTS, tuple(range(18)), "2026-11-29T08:00:00+00:00", ("etmr",), ("M2", "M3", "P3"),
@@ -126,13 +127,12 @@ DESIGNS = {
         {"M2": ((2.51, 2.40, 2.33, 2.28), (4.81, 4.16, 3.75, 3.47)),
          "M3": ((2.51, 2.40, 2.33, 2.28), (4.53, 3.84, 3.41, 3.10)),
          "P3": ((3.11, 3.07, 3.05, 3.03), (3.67, 3.46, 3.33, 3.24))}, (6, 8, 10, 12), _XEON / "small_lr_etmr_amc.json",
-        "small_lr_etmr_xeon_amc", ("AMC-like, default lr (registered)", (RESULTS / "claims.json",), "amc_like"),
-        "Xeon build", SMALL_LR),
+        "small_lr_etmr_xeon_amc", _AMC_DEFAULT, "Xeon build", SMALL_LR),
     "registered_amc": EtmrDesign(
         47, RESULTS, tuple(range(19)), "2026-12-01T15:30:00+00:00", ("etmr",), ("M2", "M3", "P3"),
         {"M2": ((2.18, 2.10, 2.05), (4.16, 3.47, 3.09)), "M3": ((2.18, 2.10, 2.05), (3.84, 3.10, 2.68)),
          "P3": ((2.80, 2.74, 2.71), (3.46, 3.24, 3.12))}, (8, 12, 16), OUT / "etmr_amc.json", "small_lr_etmr_amc",
-        ("AMC-like, default lr (registered)", (RESULTS / "claims.json",), "amc_like"), "registered build", SMALL_LR),
+        _AMC_DEFAULT, "registered build", SMALL_LR),
 }
 REGISTERED = DESIGNS["registered"]
 

@@ -35,18 +35,19 @@ def committed_json(path: Path, command: str) -> dict:
 
 
 def same_json(got, committed, rel: float = 1e-9) -> bool:
-    """Whether a recomputed analysis (``got``, through a JSON round trip) equals the ``committed`` one: keys, strings and
-    integers exactly, floats to ``rel`` (a least-squares fit's last digits differ between CPU families' BLAS)."""
-    got = json.loads(json.dumps(got))
-    if isinstance(committed, dict):
-        return isinstance(got, dict) and got.keys() == committed.keys() and all(
-            same_json(got[k], committed[k], rel) for k in committed)
-    if isinstance(committed, list):
-        return isinstance(got, list) and len(got) == len(committed) and all(
-            same_json(g, c, rel) for g, c in zip(got, committed))
-    if isinstance(committed, float) and isinstance(got, (int, float)) and not isinstance(got, bool):
-        return got == pytest.approx(committed, rel=rel, abs=1e-12, nan_ok=True)
-    return got == committed
+    """Whether a recomputed analysis (``got``, through one JSON round trip) equals the ``committed`` one: keys, strings
+    and integers exactly, floats to ``rel`` (a least-squares fit's last digits differ between CPU families' BLAS)."""
+
+    def same(g, c) -> bool:
+        if isinstance(c, dict):
+            return isinstance(g, dict) and g.keys() == c.keys() and all(same(g[k], c[k]) for k in c)
+        if isinstance(c, list):
+            return isinstance(g, list) and len(g) == len(c) and all(same(x, y) for x, y in zip(g, c))
+        if isinstance(c, float) and isinstance(g, (int, float)) and not isinstance(g, bool):
+            return g == pytest.approx(c, rel=rel, abs=1e-12, nan_ok=True)
+        return g == c
+
+    return same(json.loads(json.dumps(got)), committed)
 
 
 def write_h1x(out: Path, regime: str, method: str, seed: int, acc: float, run: str) -> None:
