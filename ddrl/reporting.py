@@ -84,10 +84,11 @@ def grader_fingerprint() -> dict[str, Any]:
 def records_key(records: Any, fields: tuple[str, ...] = ("id", "prompt", "answer")) -> str:
     """sha256 of the records' ids, prompts and answers: a cached score is keyed by what it was graded on,
     not only by question ids (testbed ids do not change with the seed that draws the questions)."""
-    h = hashlib.sha256()
-    for r in records:
-        h.update(json.dumps([r.get(f) for f in fields], default=str).encode() + b"\n")
-    return h.hexdigest()
+    enc = _KEY_ENCODER.encode  # json.dumps(..., default=str)'s encoder, built once, not once per record
+    return hashlib.sha256("".join(enc([r.get(f) for f in fields]) + "\n" for r in records).encode()).hexdigest()
+
+
+_KEY_ENCODER = json.JSONEncoder(default=str)
 
 
 def disk_error(exc: BaseException, path: str | Path) -> BaseException:

@@ -167,13 +167,13 @@ def seed_directions(df: pd.DataFrame, pairs: dict[str, tuple[str, str, str]] = P
     scorecard's interval (how consistent the sign is across seeds), not a second test: no verdict uses it."""
 
     rows, present = [], set(df.regime)
+    by_split = {s: part for s, part in df.groupby("split", sort=False)}  # each claim scans its split's rows only
     for cid, (a, b, split) in pairs.items():
         for r in (r for r in get(cid).regimes if r in present):  # the claim's own regimes, as the scorecard
-            d = paired_matrix(df, r, a, b, split)
-            if d is None:
+            sub = _shared_seeds(by_split.get(split, df.iloc[:0]), r, a, b, split)
+            if sub.seed.nunique() < 2:  # paired_matrix's rule
                 continue
-            per_seed = d.mean(axis=1)
-            sub = _shared_seeds(df, r, a, b, split)
+            per_seed = (100 * paired_differences(sub, a, b, value="pass@1")).mean(axis=1)
             means = 100 * sub.groupby("method")["pass@1"].mean()
             rows.append({"id": cid, "regime": r, "a": a, "b": b, "n_seeds": len(per_seed),
                          "mean_a": means[a], "mean_b": means[b], "ahead": int((per_seed > 0).sum()),

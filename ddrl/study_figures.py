@@ -26,7 +26,7 @@ import seaborn as sns
 
 from ddrl import claims as C
 from ddrl.analysis import frequency_table
-from ddrl.plotting import color, label
+from ddrl.plotting import bootstrap_ci95, color, label
 from ddrl.reporting import save_figure
 from ddrl.stats import TARGET_HALF_WIDTH
 from ddrl.study_analysis import (SHORTFALL_MAX_QUESTIONS, SHORTFALL_MAX_SEEDS, claim_on_seeds, load_base,
@@ -49,7 +49,7 @@ def advantage_dynamics(steps: pd.DataFrame, methods: Sequence[str] = ("ttrl", "d
 def advantage_dynamics_figure(steps: pd.DataFrame, methods: Sequence[str] = ("ttrl", "ddrl"),
                               regimes: Sequence[str] = THREE):
     """One panel per regime that has runs: the mean advantage per RL step of each method, the mean over seeds
-    and a 95% bootstrap band (seaborn, ``seed=0``). None when no run of ``methods`` is written."""
+    and a 95% bootstrap band (:func:`~ddrl.plotting.bootstrap_ci95`). None when no run of ``methods`` is written."""
     d = advantage_dynamics(steps, methods, regimes)
     present = [r for r in regimes if r in set(d.regime)]
     if not present:
@@ -61,7 +61,7 @@ def advantage_dynamics_figure(steps: pd.DataFrame, methods: Sequence[str] = ("tt
         name = {m: f"{label(m)} ({n_seeds.get(m, 0)} seeds)" for m in methods}
         sns.lineplot(dr.assign(method=dr.method.map(name)), x="step", y="adv/mean", hue="method",
                      hue_order=[name[m] for m in methods], palette={name[m]: color(m) for m in methods},
-                     errorbar=("ci", 95), seed=0, ax=ax)
+                     errorbar=bootstrap_ci95, ax=ax)
         ax.axhline(0, color="black", lw=0.8)
         bench = C.BENCHMARK.get(r)
         ax.set(title=f"{r}" + (f" (stands for {bench})" if bench else ""), xlabel="RL step",

@@ -80,6 +80,28 @@ def test_split_deterministic_and_prefix_stable():
     assert [r["prompt"] for r in generate_split("dev", 20, 7)] != [r["prompt"] for r in a[:20]]
 
 
+def test_kept_streams_give_what_a_fresh_draw_gives(monkeypatch):
+    """generate_records keeps each stream it drew (the study's keys regenerate questions per job): a prefix, then
+    a longer draw extending the kept one, equal a fresh process's one-shot draws; callers get their own dicts."""
+    from ddrl.testbed import task
+
+    monkeypatch.setattr(task, "_STREAMS", {})
+    spec = task.SplitSpec((3, 5), (0.5, 0.5))
+    short = task.generate_records(spec, 30, 4, "ops35")
+    longer = task.generate_records(spec, 80, 4, "ops35")
+    short[0]["prompt"] = "changed"
+    assert task.generate_records(spec, 1, 4, "ops35")[0]["prompt"] != "changed"
+    monkeypatch.setattr(task, "_STREAMS", {})
+    fresh = task.generate_records(spec, 80, 4, "ops35")
+    assert longer == fresh and longer[:30] == fresh[:30]
+    monkeypatch.setattr(task, "_STREAMS", {})
+    assert task.generate_records(spec, 30, 4, "ops35") == fresh[:30]
+    monkeypatch.setattr(task, "_MAX_STREAMS", 2)
+    for seed in range(5):
+        assert task.generate_records(spec, 3, seed, "ops35")[0]["id"] == "testbed-ops35-0"
+    assert len(task._STREAMS) == 2
+
+
 def test_split_bad_input():
     with pytest.raises(ValueError, match="split"):
         generate_split("valid", 3, 0)

@@ -20,6 +20,7 @@ Records have the fields of the real benchmarks: ``{prompt, answer, source, id}``
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -129,25 +130,40 @@ def generate_split(split: str, n: int, seed: int) -> list[dict]:
 def generate_records(spec: SplitSpec, n: int, seed: int, split: str) -> list[dict]:
     """``n`` records of chains drawn from ``spec``, from the random stream named ``split`` (ids
     ``testbed-<split>-<i>``). :func:`generate_split` is this with a registered spec; the claims study's
-    regimes (``ddrl.regimes``) use it for other operation counts."""
+    regimes (``ddrl.regimes``) use it for other operation counts.
+
+    Each stream is drawn once per process and kept (:data:`_STREAMS`, the longest prefix asked for, extended
+    in place): the study's content keys regenerate a regime's questions for every job, which cost ~100 s per
+    check of the committed runs before. Callers get fresh dicts, so changing one changes no later call."""
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
     if len(spec.num_ops) != len(spec.weights) or min(spec.num_ops) < 1 or abs(sum(spec.weights) - 1) > 1e-9:
         raise ValueError(f"spec must pair operation counts >= 1 with weights summing to 1, got {spec}")
-    rng = numpy_generator(seed, "testbed", split)
-    records = []
-    for i in range(n):
-        num_ops = int(rng.choice(spec.num_ops, p=spec.weights))
-        start, steps = sample_chain(num_ops, rng)
-        records.append(
-            {
-                "prompt": question_text(start, steps),
-                "answer": str(evaluate_question(question_text(start, steps))),
-                "source": f"testbed-{split}",
-                "id": f"testbed-{split}-{i}",
-            }
-        )
-    return records
+    with _STREAMS_LOCK:
+        key = (spec, seed, split)
+        if key not in _STREAMS:
+            if len(_STREAMS) >= _MAX_STREAMS:
+                _STREAMS.pop(next(iter(_STREAMS)))  # the oldest stream
+            _STREAMS[key] = ([], numpy_generator(seed, "testbed", split))
+        records, rng = _STREAMS[key]
+        for i in range(len(records), n):
+            num_ops = int(rng.choice(spec.num_ops, p=spec.weights))
+            start, steps = sample_chain(num_ops, rng)
+            records.append(
+                {
+                    "prompt": question_text(start, steps),
+                    "answer": str(evaluate_question(question_text(start, steps))),
+                    "source": f"testbed-{split}",
+                    "id": f"testbed-{split}-{i}",
+                }
+            )
+        return [dict(r) for r in records[:n]]
+
+
+#: :func:`generate_records`' streams drawn so far: (spec, seed, split) -> (records, the generator after them).
+_STREAMS: dict[tuple, tuple[list[dict], np.random.Generator]] = {}
+_STREAMS_LOCK = threading.Lock()
+_MAX_STREAMS = 64
 
 
 def sample_problems(num_ops: tuple[int, ...], weights: tuple[float, ...], n: int, rng: np.random.Generator) -> list[tuple[str, str]]:
