@@ -30,8 +30,11 @@ $(STAMP): pyproject.toml
 # step per preset). `make test-fast` / `make test-e2e` run one tier.
 test: test-fast test-e2e
 
+# The fast tier in TEST_WORKERS pytest-xdist processes, a test file per process at a time (module fixtures once);
+# each worker gets cores / TEST_WORKERS threads (tests/conftest.py). TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 2
 test-fast: $(STAMP)
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile) $(PYTEST_ARGS)
 
 test-e2e: $(STAMP)
 	$(PY) -m pytest -q -m e2e $(PYTEST_ARGS)

@@ -13,6 +13,11 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
+# `make test` runs the fast tier in pytest-xdist workers (Makefile TEST_WORKERS): each gets its share of the cores
+# for torch and BLAS (set before either is imported), so two workers on 2 cores do not each start 2 threads.
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
+
 
 def shared_data_dir() -> Path:
     """``$DDRL_DATA_DIR`` or ``../shared/data`` beside the repository (never committed)."""
