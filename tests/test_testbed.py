@@ -96,6 +96,7 @@ def test_kept_streams_give_what_a_fresh_draw_gives(monkeypatch):
     assert longer == fresh and longer[:30] == fresh[:30]
     monkeypatch.setattr(task, "_STREAMS", {})
     assert task.generate_records(spec, 30, 4, "ops35") == fresh[:30]
+    assert task.generate_records(task.SplitSpec([3, 5], [0.5, 0.5]), 30, 4, "ops35") == fresh[:30]  # lists hash too
     monkeypatch.setattr(task, "_MAX_STREAMS", 2)
     for seed in range(5):
         assert task.generate_records(spec, 3, seed, "ops35")[0]["id"] == "testbed-ops35-0"

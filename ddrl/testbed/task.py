@@ -140,7 +140,7 @@ def generate_records(spec: SplitSpec, n: int, seed: int, split: str) -> list[dic
     if len(spec.num_ops) != len(spec.weights) or min(spec.num_ops) < 1 or abs(sum(spec.weights) - 1) > 1e-9:
         raise ValueError(f"spec must pair operation counts >= 1 with weights summing to 1, got {spec}")
     with _STREAMS_LOCK:
-        key = (spec, seed, split)
+        key = (tuple(spec.num_ops), tuple(spec.weights), seed, split)  # a spec given lists hashes too
         if key not in _STREAMS:
             if len(_STREAMS) >= _MAX_STREAMS:
                 _STREAMS.pop(next(iter(_STREAMS)))  # the oldest stream
@@ -160,7 +160,7 @@ def generate_records(spec: SplitSpec, n: int, seed: int, split: str) -> list[dic
         return [dict(r) for r in records[:n]]
 
 
-#: :func:`generate_records`' streams drawn so far: (spec, seed, split) -> (records, the generator after them).
+#: :func:`generate_records`' streams drawn so far: (num_ops, weights, seed, split) -> (records, generator after them).
 _STREAMS: dict[tuple, tuple[list[dict], np.random.Generator]] = {}
 _STREAMS_LOCK = threading.Lock()
 _MAX_STREAMS = 64
