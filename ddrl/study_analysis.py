@@ -166,14 +166,15 @@ def seed_directions(df: pd.DataFrame, pairs: dict[str, tuple[str, str, str]] = P
     is ahead, behind or level, and the smallest and largest such difference. A descriptive view beside the
     scorecard's interval (how consistent the sign is across seeds), not a second test: no verdict uses it."""
 
-    rows, present = [], set(df.regime)
-    by_split = {s: part for s, part in df.groupby("split", sort=False)}  # each claim scans its split's rows only
+    rows, present, by_split = [], set(df.regime), dict(tuple(df.groupby("split", sort=False)))
     for cid, (a, b, split) in pairs.items():
+        part = by_split.get(split, df.iloc[:0])  # the claim's split: no scan of the whole table per regime
         for r in (r for r in get(cid).regimes if r in present):  # the claim's own regimes, as the scorecard
-            sub = _shared_seeds(by_split.get(split, df.iloc[:0]), r, a, b, split)
-            if sub.seed.nunique() < 2:  # paired_matrix's rule
+            d = paired_matrix(part, r, a, b, split)
+            if d is None:
                 continue
-            per_seed = (100 * paired_differences(sub, a, b, value="pass@1")).mean(axis=1)
+            per_seed = d.mean(axis=1)
+            sub = _shared_seeds(part, r, a, b, split)
             means = 100 * sub.groupby("method")["pass@1"].mean()
             rows.append({"id": cid, "regime": r, "a": a, "b": b, "n_seeds": len(per_seed),
                          "mean_a": means[a], "mean_b": means[b], "ahead": int((per_seed > 0).sum()),
