@@ -14,7 +14,7 @@ export TOKENIZERS_PARALLELISM ?= false
 export HF_HUB_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: install test test-fast test-e2e test-slow test-browser test-verl reproduce smoke clean
+.PHONY: install install-verl test test-fast test-e2e test-slow test-browser test-verl reproduce smoke clean
 
 install: $(STAMP)
 
@@ -57,7 +57,9 @@ $(VENV_VERL)/.ddrl-installed: pyproject.toml ddrl/integrations/verl/install_venv
 	PYTHON=$(PYTHON) TORCH="$(TORCH)" bash ddrl/integrations/verl/install_venv.sh $(VENV_VERL)
 	touch $@
 
-test-verl: $(VENV_VERL)/.ddrl-installed
+install-verl: $(VENV_VERL)/.ddrl-installed
+
+test-verl: install-verl
 	$(VENV_VERL)/bin/python -m pytest -q tests/verl -W ignore::UserWarning
 
 reproduce: $(STAMP)
