@@ -17,7 +17,9 @@ family too (:data:`ddrl.small_lr_cor.HELDOUT_CLAIMS`), first measured there.
 Amendment 46 evaluates its ETMR runs in AMC-like at lr/10 (Xeon build, :mod:`ddrl.small_lr_etmr`'s ``xeon_amc``) the
 same way, beside Amendment 38's evaluations of that build's lr/10 TTRL and DDRL runs: P3x, M2x, M3x on H1x's 1,536
 fresh AMC-like questions, on the seeds its runs completed before their clock (``--build xeon_amc``). It was never run:
-the runs' weights were lost with that machine's cache (:attr:`HeldoutDesign.not_run`).
+the runs' weights were lost with that machine's cache (:attr:`HeldoutDesign.not_run`). Amendment 48 evaluates
+Amendment 47's ETMR runs (AMC-like, registered build) and the untrained model the same way (``--build registered_amc``):
+P3x only, the registered build's TTRL and DDRL runs at lr/10 in AMC-like having no kept weights.
 """
 
 from __future__ import annotations
@@ -100,6 +102,9 @@ DESIGNS = {
                               "Xeon build", SMALL_LR, "xeon_amc", 46,
                               "not run: its ETMR runs' weights were lost with the Xeon machine's cache (plan note of "
                               "2026-12-01)"),
+    "registered_amc": HeldoutDesign(RESULTS, tuple(range(12)), ("no_adaptation", "etmr"), ("P3x",),
+                                    {"P3x": "0.73 / 1.47"}, OUT / "etmr_heldout_amc.json", "registered build",
+                                    SMALL_LR, "registered_amc", 48),
 }
 REGISTERED = DESIGNS["registered"]
 
