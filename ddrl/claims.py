@@ -356,7 +356,8 @@ def render(entries: Sequence[dict], out_dir: str | Path, name: str = "claims_sco
     return paths
 
 
-def _interval(e: dict) -> str:
+def interval(e: dict) -> str:
+    """An entry's estimate and 95% interval as the tables print them: ``+3.0 [+0.9, +5.0]``."""
     return f"{e['estimate']:+.1f} [{e['ci_low']:+.1f}, {e['ci_high']:+.1f}]"
 
 
@@ -379,7 +380,7 @@ def replication_table(studies: dict[str, Sequence[dict]]) -> pd.DataFrame:
                "paper": "n/a" if first["paper"] is None else f"{first['paper']:+.1f}"}
         for n in names:
             e = by[n].get(k)
-            row[n] = _interval(e) if e else "-"
+            row[n] = interval(e) if e else "-"
             row[f"{n} seeds"] = e["n_seeds"] if e else "-"
             row[f"{n} verdict"] = e["verdict"] if e else "-"
         rows.append(row)
@@ -396,25 +397,28 @@ def replication_figure(studies: dict[str, Sequence[dict]]):
     colors = dict(zip(names, sns.color_palette("colorblind", len(names))))
     by = {n: {(e["id"], e["regime"]): e for e in studies[n]} for n in names}
     fig, ax = plt.subplots(figsize=(7.5, 0.55 * len(keys) * len(names) / 2 + 1.6))
-    step = 0.7 / max(len(names) - 1, 1)
+    step = 0.4 / max(len(names) - 1, 1)  # a claim's intervals within +-0.2 of its tick, 0.6 apart from the next claim's
+    papers = 0
     for i, k in enumerate(keys):
         y0 = len(keys) - 1 - i
         for j, n in enumerate(names):
             e = by[n].get(k)
             if e is None:
                 continue
-            y = y0 + 0.35 - j * step
+            y = y0 + 0.2 - j * step
             ax.plot([e["ci_low"], e["ci_high"]], [y, y], color=colors[n], lw=2.2)
             ax.plot(e["estimate"], y, "o", color=colors[n])
         paper = next(by[n][k]["paper"] for n in names if k in by[n])
         if paper is not None:
             ax.plot(paper, y0, "D", mfc="none", mec="black", ms=6)
+            papers += 1
     ax.axvspan(-NO_EFFECT_MARGIN, NO_EFFECT_MARGIN, color="#dddddd", zorder=0)
     ax.axvline(0, color="black", lw=0.8)
     ax.set_yticks(range(len(keys))[::-1], [f"{i}  {r}" for i, r in keys])
     ax.set_xlabel("effect, in each metric's units (grey: the +-1 no-effect band)")
     handles = [plt.Line2D([], [], color=colors[n], marker="o", lw=2, label=n) for n in names]
-    handles.append(plt.Line2D([], [], ls="", marker="D", mfc="none", mec="black", label="paper"))
+    if papers:
+        handles.append(plt.Line2D([], [], ls="", marker="D", mfc="none", mec="black", label="paper"))
     ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(handles), fontsize=8,
               frameon=False)  # above the axes: below them it met the x label on short plots
     sns.despine(ax=ax, left=True)

@@ -66,7 +66,7 @@ import pandas as pd
 import seaborn as sns
 from IPython.display import Markdown, display
 
-from ddrl import claims as C
+from ddrl import claims as C, digest as DG
 from ddrl.plotting import set_style
 from ddrl.reporting import Reporter
 
@@ -80,6 +80,21 @@ for f in ("regimes_base.json", "power.json"):
 base = json.loads((R / "regimes_base.json").read_text())
 power = json.loads((R / "power.json").read_text())
 D = Path(study_dir) if study_dir else (Path(output_dir) / "study" if study_scale != "default" else R)
+
+# %% [markdown]
+# ## At a glance: each claim at both learning rates
+#
+# One row per claim and benchmark: the paper's number (Qwen2.5-Math-1.5B), then the testbed at the paper's small
+# learning rate (lr/10, twice the episodes) and at the default one, gathered from the registered study's scorecard
+# and every later plan amendment's committed analysis on the same build (`ddrl.digest`). A cell reads: estimate
+# [95% CI], verdict (seeds x questions); *floor*: both methods at pass@1 0 everywhere; "-": not measured. The
+# sections below show where each number comes from.
+
+# %%
+glance = pd.DataFrame(DG.table(DG.gather(R)))
+if not glance.empty:
+    rep.table(glance, "at_a_glance")
+display(Markdown(DG.markdown(R)))
 
 # %% [markdown]
 # ## Rerunning the study (presets `study` and `smoke` only)

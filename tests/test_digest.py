@@ -1,0 +1,91 @@
+"""ddrl.digest: the results page's "At a glance" table. Entries here are SYNTHETIC TEST INPUT, except in the last
+test, which reads the committed analyses."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ddrl import digest as D
+from ddrl.claims import FLOOR_NOTE
+
+from conftest import REPO
+
+
+def _e(cid, regime, est, lo, hi, verdict, paper=None, seeds=4, questions=128, **extra):
+    return {"id": cid, "claim": "c", "regime": regime, "metric": "pass@1 a - b [points]", "paper": paper,
+            "estimate": est, "ci_low": lo, "ci_high": hi, "n_seeds": seeds, "n_questions": questions,
+            "verdict": verdict, **extra}
+
+
+@pytest.fixture
+def results(tmp_path):
+    """A results tree: the registered scorecard (a list) and one amendment's analysis (a dict with ``entries``)."""
+    (tmp_path / "claims.json").write_text(json.dumps([
+        _e("M1", "amc_like", -0.2, -2.0, 1.6, "not resolved", 4.0, 19),
+        _e("M1", "aime_like", 0.0, 0.0, 0.0, "no effect", 9.2, 6, 64, note=FLOOR_NOTE),
+        _e("M1", "amc_like_small_lr", 3.0, 0.9, 5.0, "reproduced", 4.0, 19),
+        _e("F1", "base", 49.4, 49.1, 49.6, "reproduced", None, 2, 435)]))
+    (tmp_path / "small_lr").mkdir()
+    (tmp_path / "small_lr" / "claims.json").write_text(json.dumps({"regime": "math500_like_small_lr", "entries": [
+        _e("M1", "math500_like_small_lr", 3.9, 2.1, 5.8, "reproduced", 7.7, 18, 256)]}))
+    (tmp_path / "wide").mkdir()
+    (tmp_path / "wide" / "claims.json").write_text(json.dumps({"entries": [
+        _e("M1", "math500_like_768", 1.9, 0.0, 3.8, "reproduced", 7.7, 24, 768)]}))
+    return tmp_path
+
+
+def test_a_row_per_claim_and_benchmark_with_both_learning_rates_side_by_side(results):
+    rows = {(r["id"], r["benchmark"]): r for r in D.table(D.gather(results))}
+    assert set(rows) == {("M1", "AIME 2024"), ("M1", "AMC"), ("M1", "MATH-500")}  # nothing else was measured
+    amc = rows["M1", "AMC"]
+    assert amc["paper"] == "+4.0" and amc["claim"] == "DDRL beats TTRL"
+    assert amc["lr10"] == "+3.0 [+0.9, +5.0] reproduced (19 x 128)"
+    assert amc["default"] == "-0.2 [-2.0, +1.6] not resolved (19 x 128)"
+    assert rows["M1", "AIME 2024"] == {**rows["M1", "AIME 2024"], "lr10": "-",
+                                       "default": "+0.0 [+0.0, +0.0] floor (6 x 64)"}  # AIME-like has no lr/10 regime
+    math = rows["M1", "MATH-500"]  # the 768-question design joins the default column with its label
+    assert math["lr10"] == "+3.9 [+2.1, +5.8] reproduced (18 x 256)"
+    assert math["default"] == "768 questions: +1.9 [+0.0, +3.8] reproduced (24 x 768)"
+
+
+def test_markdown_has_both_tables_and_a_dash_where_nothing_was_measured(results):
+    md = D.markdown(results)
+    assert md.count("| DDRL beats TTRL | M1 |") == 3 and "| TTRL improves on no adaptation |" not in md
+    sample = next(line for line in md.splitlines() if line.startswith("| answers seen <= 5"))
+    assert sample.endswith("| F1 | +49.4 [+49.1, +49.6] reproduced (2 x 435) | - |")  # no real-LLM entry here
+
+
+def test_a_row_whose_ids_differ_by_learning_rate_names_both():
+    by = {("K4", "amc_like_small_lr"): [_e("K4", "amc_like_small_lr", 0.3, -3.0, 3.6, "not resolved")],
+          ("K5", "amc_like"): [_e("K5", "amc_like", -1.7, -5.5, 2.1, "not resolved")]}
+    (row,) = D.table(by)
+    assert row["id"] == "K4 / K5" and row["paper"] == "n/a"
+    assert row["lr10"].startswith("+0.3 [") and row["default"].startswith("-1.7 [")
+
+
+def test_a_bad_entry_is_refused_naming_its_file(results):
+    (results / "small_lr" / "etmr.json").write_text(json.dumps({"entries": [
+        _e("M2", "math500_like_small_lr", 5.0, 1.0, 4.0, "reproduced")]}))  # estimate outside its interval
+    with pytest.raises(ValueError, match="small_lr/etmr.json"):
+        D.gather(results)
+
+
+def test_the_results_page_quotes_the_digest_of_the_committed_analyses():
+    md = D.markdown()
+    assert md in (REPO / "docs" / "results.md").read_text(), \
+        "docs/results.md's 'At a glance' differs from ddrl.digest.markdown(): paste the new rendering"
+    assert "| DDRL beats TTRL | M1 | AMC |" in md  # the registered scorecard was read
+
+
+def test_the_figure_sets_each_lr10_comparison_beside_its_default_lr_twin(results):
+    studies = D.learning_rates(D.gather(results))
+    assert [(e["id"], e["regime"], e["estimate"]) for e in studies["lr/10"]] == [("M1", "AMC", 3.0), ("M1", "MATH-500", 3.9)]
+    # the default lr's 256/128-question design only (here none for MATH-500: the 768-question one is left out)
+    assert [(e["id"], e["regime"], e["estimate"]) for e in studies["default lr"]] == [("M1", "AMC", -0.2)]
+    assert all(e["paper"] is None for s in studies.values() for e in s)
+    fig = D.figure(results)
+    ticks = {t.get_text(): y for t, y in zip(fig.axes[0].get_yticklabels(), fig.axes[0].get_yticks())}
+    assert ticks["M1  AMC"] > ticks["M1  MATH-500"]  # top to bottom in the table's order
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["default lr", "lr/10"]  # no paper marker
