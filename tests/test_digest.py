@@ -89,3 +89,20 @@ def test_the_figure_sets_each_lr10_comparison_beside_its_default_lr_twin(results
     ticks = {t.get_text(): y for t, y in zip(fig.axes[0].get_yticklabels(), fig.axes[0].get_yticks())}
     assert ticks["M1  AMC"] > ticks["M1  MATH-500"]  # top to bottom in the table's order
     assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["default lr", "lr/10"]  # no paper marker
+
+
+def test_every_committed_analysis_with_verdicts_is_in_the_digest_or_named_as_left_out():
+    """A new amendment's analysis file must join :data:`ddrl.digest.SOURCES` (or say why not), so that the page's
+    first table never silently misses a committed result of the registered build."""
+    found = []
+    for path in sorted((REPO / "results").rglob("*.json")):
+        rel = path.relative_to(REPO / "results").as_posix()
+        if rel.startswith(("replication_", "runs/", "base_models/")):
+            continue  # other builds (their own section), per-run files
+        data = json.loads(path.read_text())
+        entries = data.get("entries") if isinstance(data, dict) else data
+        if isinstance(entries, list) and entries and isinstance(entries[0], dict) and "verdict" in entries[0]:
+            found.append(rel)
+    assert "claims.json" in found and "small_lr/etmr.json" in found  # the walk sees the committed analyses
+    unlisted = [f for f in found if f not in D.SOURCES and not any(f.startswith(k) for k in D.ELSEWHERE)]
+    assert not unlisted, f"committed analyses neither in ddrl.digest.SOURCES nor in ELSEWHERE: {unlisted}"

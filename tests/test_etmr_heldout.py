@@ -49,6 +49,7 @@ def test_the_plans_predicted_half_widths_are_the_measured_components():
     methods = ("no_adaptation", "ttrl", "bcs_dae", "ddrl")
     reg = _heldout(small_lr.RUNS, small_lr.REGIME, methods, range(18))
     amc = _heldout(XEON.out, SMALL_LR, methods, range(12))
+    amc_default = _heldout(small_lr.RUNS, "amc_like", ("no_adaptation", "ttrl"), range(19))  # registered, default lr
     stand_in = {"P3x": "H1xT", "M2x": "H1xD", "M3x": "H1xR"}
 
     def hw(df, regime, cid, n):
@@ -58,13 +59,18 @@ def test_the_plans_predicted_half_widths_are_the_measured_components():
     plan = " ".join((small_lr.RESULTS / "plan.md").read_text().split())
     for design, sets in ((H.REGISTERED, lambda c: [hw(reg, small_lr.REGIME, c, 18)]),
                          (XEON, lambda c: [hw(reg, small_lr.REGIME, c, 10), hw(amc, SMALL_LR, c, 10)]),
-                         (AMC, lambda c: [hw(amc, SMALL_LR, c, 12)])):
+                         (AMC, lambda c: [hw(amc, SMALL_LR, c, 12)]),
+                         (H.DESIGNS["registered_amc"], lambda c: [hw(amc, SMALL_LR, c, 12),
+                                                                   hw(amc_default, "amc_like", c, 12)])):
         for cid in design.claims:
             assert design.predicted[cid] == " / ".join(sets(cid)), (design.build, design.regime, cid)
     section = plan[plan.index("45. **Why**"):plan.index("46. **Why**")]
     assert "seeds **P3x** 0.36, **M2x** 0.71, **M3x** 0.16" in section
     assert all(f"**{c}** {XEON.predicted[c]}" in section for c in XEON.claims)
     assert "**P3x** 0.73, **M2x** 0.63, **M3x** 0.31" in plan[plan.index("46. **Why**"):]
+    a48 = plan[plan.index("48. **Why**"):]
+    assert "lr/10 AMC-like H1xT matrix (Amendment 38, TTRL - no adaptation) **0.73**" in a48
+    assert "default-lr AMC-like H1xT matrix (19 seeds) **1.47**" in a48
 
 
 def _clock(design: E.EtmrDesign, minutes: float) -> float:
@@ -141,3 +147,14 @@ def test_a_held_out_part_never_run_says_why_and_refuses_to_run(capsys):
     assert e.value.code == 2 and "Amendment 46's held-out part was not run" in capsys.readouterr().err
     H.main(["status", "--build", "xeon_amc"])
     assert capsys.readouterr().out.rstrip().endswith("(plan note of 2026-12-01)")
+
+
+def test_the_registered_amc_like_design_evaluates_amendment_47s_etmr_runs_and_the_untrained_model(smoke):
+    """Amendment 48: P3x only (the registered lr/10 TTRL and DDRL runs in AMC-like kept no weights), on the seeds
+    Amendment 47's ETMR runs completed; each job evaluates the untrained model and ETMR in ``amc_like_small_lr``."""
+    out, _ = smoke
+    design = H.DESIGNS["registered_amc"]
+    assert design.claims == ("P3x",) and H.reads(design) == ["no_adaptation", "etmr"] and not design.not_run
+    assert design.runs_of == "registered_amc" and design.regime == SMALL_LR and design.amendment == 48
+    assert design.complete(out) == []  # no AMC-like lr/10 runs in the smoke tree
+    assert H.jobs(design, [0, 1]) == [Job(SMALL_LR, s, ("no_adaptation", "etmr"), "H1x") for s in (0, 1)]
