@@ -95,6 +95,9 @@ glance = pd.DataFrame(DG.table(DG.gather(R)))
 if not glance.empty:
     rep.table(glance, "at_a_glance")
 display(Markdown(DG.markdown(R)))
+if not glance.empty and (glance.lr10 != "-").any():  # the lr/10 comparisons beside their default-lr twins
+    rep.figure(DG.figure(R), "at_a_glance")
+    plt.show()
 
 # %% [markdown]
 # ## Rerunning the study (presets `study` and `smoke` only)
