@@ -4,7 +4,7 @@ registered build of the base model.
 
 The scorecard (``results/claims.json``) holds the registered study; the plan's later amendments wrote their own
 analysis files (``results/small_lr/``, ``results/wide/``, ``results/cor_alone/``). A reader asking "does DDRL beat
-TTRL?" needs them side by side: one row per claim and benchmark, the paper's number, the testbed at the paper's
+TTRL?" needs them side by side: one row per claim and regime, the paper's number, the testbed at the paper's
 small learning rate (lr/10) and at the default one. Nothing here is typed in: :func:`markdown` renders the committed
 files and a test checks that the page quotes it verbatim. Replications on other builds, the drift amendments and the
 descriptive tables stay in their own sections of the page.
@@ -31,10 +31,11 @@ SOURCES = ("claims.json", "wide/claims.json", "small_lr/claims.json", "small_lr/
 ELSEWHERE = {"drift/": "why adaptation costs held-out accuracy: policy drift (plan Amendments 21-25, 42)",
              "wide/arms.json": "TTRL and DDRL with a 100x KL penalty (plan Amendment 27), no method of the paper"}
 
-#: Benchmark -> (its regime at lr/10 or None, its regimes at the default lr with the label a cell gives each)
-BENCHMARKS = {"AIME 2024": (None, {"aime_like": ""}),
-              "AMC": ("amc_like_small_lr", {"amc_like": ""}),
-              "MATH-500": ("math500_like_small_lr", {"math500_like": "", "math500_like_768": "768 questions: "})}
+#: The regimes that stand for the paper's benchmarks (AIME 2024, AMC, MATH-500; the paper's number is that benchmark's)
+#: -> (the regime at lr/10 or None, the regimes at the default lr with the label a cell gives each)
+STANDS_FOR = {"AIME-like": (None, {"aime_like": ""}),
+              "AMC-like": ("amc_like_small_lr", {"amc_like": ""}),
+              "MATH-500-like": ("math500_like_small_lr", {"math500_like": "", "math500_like_768": "768 questions: "})}
 
 #: The digest's rows: (the claim in words, its id at lr/10, its id at the default lr). The paper's number is the
 #: entry's own (Tables 1-4 on Qwen2.5-Math-1.5B); ours have none.
@@ -107,18 +108,18 @@ def _paper(by: dict, ids: Sequence[str], regimes: Sequence[str]) -> str:
 
 
 def table(by: dict) -> list[dict]:
-    """The digest's rows: per claim (:data:`ROWS`) and benchmark (:data:`BENCHMARKS`) with at least one entry, the
+    """The digest's rows: per claim (:data:`ROWS`) and regime (:data:`STANDS_FOR`) with at least one entry, the
     paper's number and the testbed's cells at lr/10 and at the default lr ("-" where no design measured it)."""
     rows = []
     for claim, small_id, default_id in ROWS:
-        for bench, (small, default) in BENCHMARKS.items():
+        for name, (small, default) in STANDS_FOR.items():
             at_small = _cells(by, small_id, {small: ""}) if small else []
             at_default = _cells(by, default_id, default)
             if not at_small and not at_default:
                 continue
             regimes = [*([small] if small else []), *default]
             rows.append({"claim": claim, "id": small_id if small_id == default_id else f"{small_id} / {default_id}",
-                         "benchmark": bench, "paper": _paper(by, (small_id, default_id), regimes),
+                         "regime": name, "paper": _paper(by, (small_id, default_id), regimes),
                          "lr10": "; ".join(at_small) or "-", "default": "; ".join(at_default) or "-"})
     return rows
 
@@ -127,9 +128,9 @@ def markdown(results: str | Path = RESULTS) -> str:
     """The digest as docs/results.md quotes it: the claims of :data:`ROWS` at both learning rates, then the claims
     about a model's own samples (:data:`SAMPLE_ROWS`)."""
     by = gather(results)
-    lines = ["| claim | id | benchmark | paper | testbed at lr/10 (the paper's small lr) | testbed at the default lr |",
+    lines = ["| claim | id | regime | paper | testbed at lr/10 (the paper's small lr) | testbed at the default lr |",
              "|---|---|---|---|---|---|"]
-    lines += [f"| {r['claim']} | {r['id']} | {r['benchmark']} | {r['paper']} | {r['lr10']} | {r['default']} |"
+    lines += [f"| {r['claim']} | {r['id']} | {r['regime']} | {r['paper']} | {r['lr10']} | {r['default']} |"
               for r in table(by)]
     lines += ["", "| claim about a model's own samples | id | " + " | ".join(SAMPLE_COLUMNS.values()) + " |",
               "|---|---|" + "---|" * len(SAMPLE_COLUMNS)]
@@ -141,19 +142,19 @@ def markdown(results: str | Path = RESULTS) -> str:
 
 def learning_rates(by: dict) -> dict[str, list[dict]]:
     """The pass@1 comparisons measured at lr/10 (the rows of :data:`ROWS` whose unit is points), each beside the same
-    claim at the default lr on the same benchmark (the design of the same questions: the 768-question one is left
+    claim at the default lr in the same regime (the design of the same questions: the 768-question one is left
     out), as :func:`ddrl.claims.replication_figure`'s studies: the default lr first, then lr/10, each entry's regime
-    renamed to its benchmark and its id to the row's. The paper's numbers are dropped: at 20-48 points they would
+    renamed to the regime's name (``AMC-like``) and its id to the row's. The paper's numbers are dropped: at 20-48 points they would
     squeeze the testbed's intervals, and the table beside the figure prints them."""
     studies: dict[str, list[dict]] = {"default lr": [], "lr/10": []}
     for _, small_id, default_id in ROWS:
-        for bench, (small, default) in BENCHMARKS.items():
+        for name, (small, default) in STANDS_FOR.items():
             at_small = by.get((small_id, small), []) if small else []
             if not at_small or "[points]" not in at_small[0]["metric"]:
                 continue
             row = small_id if small_id == default_id else f"{small_id} / {default_id}"
-            for name, entries in (("lr/10", at_small), ("default lr", by.get((default_id, next(iter(default))), []))):
-                studies[name] += [{**e, "id": row, "regime": bench, "paper": None} for e in entries]
+            for lr, entries in (("lr/10", at_small), ("default lr", by.get((default_id, next(iter(default))), []))):
+                studies[lr] += [{**e, "id": row, "regime": name, "paper": None} for e in entries]
     return studies
 
 

@@ -84,11 +84,11 @@ D = Path(study_dir) if study_dir else (Path(output_dir) / "study" if study_scale
 # %% [markdown]
 # ## At a glance: each claim at both learning rates
 #
-# One row per claim and benchmark: the paper's number (Qwen2.5-Math-1.5B), then the testbed at the paper's small
-# learning rate (lr/10, twice the episodes) and at the default one, gathered from the registered study's scorecard
-# and every later plan amendment's committed analysis on the same build (`ddrl.digest`). A cell reads: estimate
-# [95% CI], verdict (seeds x questions); *floor*: both methods at pass@1 0 everywhere; "-": not measured. The
-# sections below show where each number comes from.
+# One row per claim and regime: the paper's number (Qwen2.5-Math-1.5B, on the benchmark the regime stands for),
+# then the testbed at the paper's small learning rate (lr/10, twice the episodes) and at the default one, gathered
+# from the registered study's scorecard and every later plan amendment's committed analysis on the same build
+# (`ddrl.digest`). A cell reads: estimate [95% CI], verdict (seeds x questions); *floor*: both methods at pass@1 0
+# everywhere; "-": not measured. The sections below show where each number comes from.
 
 # %%
 glance = pd.DataFrame(DG.table(DG.gather(R)))

@@ -36,16 +36,16 @@ def results(tmp_path):
     return tmp_path
 
 
-def test_a_row_per_claim_and_benchmark_with_both_learning_rates_side_by_side(results):
-    rows = {(r["id"], r["benchmark"]): r for r in D.table(D.gather(results))}
-    assert set(rows) == {("M1", "AIME 2024"), ("M1", "AMC"), ("M1", "MATH-500")}  # nothing else was measured
-    amc = rows["M1", "AMC"]
+def test_a_row_per_claim_and_regime_with_both_learning_rates_side_by_side(results):
+    rows = {(r["id"], r["regime"]): r for r in D.table(D.gather(results))}
+    assert set(rows) == {("M1", "AIME-like"), ("M1", "AMC-like"), ("M1", "MATH-500-like")}  # nothing else was measured
+    amc = rows["M1", "AMC-like"]
     assert amc["paper"] == "+4.0" and amc["claim"] == "DDRL beats TTRL"
     assert amc["lr10"] == "+3.0 [+0.9, +5.0] reproduced (19 x 128)"
     assert amc["default"] == "-0.2 [-2.0, +1.6] not resolved (19 x 128)"
-    assert rows["M1", "AIME 2024"] == {**rows["M1", "AIME 2024"], "lr10": "-",
+    assert rows["M1", "AIME-like"] == {**rows["M1", "AIME-like"], "lr10": "-",
                                        "default": "+0.0 [+0.0, +0.0] floor (6 x 64)"}  # AIME-like has no lr/10 regime
-    math = rows["M1", "MATH-500"]  # the 768-question design joins the default column with its label
+    math = rows["M1", "MATH-500-like"]  # the 768-question design joins the default column with its label
     assert math["lr10"] == "+3.9 [+2.1, +5.8] reproduced (18 x 256)"
     assert math["default"] == "768 questions: +1.9 [+0.0, +3.8] reproduced (24 x 768)"
 
@@ -76,18 +76,18 @@ def test_the_results_page_quotes_the_digest_of_the_committed_analyses():
     md = D.markdown()
     assert md in (REPO / "docs" / "results.md").read_text(), \
         "docs/results.md's 'At a glance' differs from ddrl.digest.markdown(): paste the new rendering"
-    assert "| DDRL beats TTRL | M1 | AMC |" in md  # the registered scorecard was read
+    assert "| DDRL beats TTRL | M1 | AMC-like |" in md  # the registered scorecard was read
 
 
 def test_the_figure_sets_each_lr10_comparison_beside_its_default_lr_twin(results):
     studies = D.learning_rates(D.gather(results))
-    assert [(e["id"], e["regime"], e["estimate"]) for e in studies["lr/10"]] == [("M1", "AMC", 3.0), ("M1", "MATH-500", 3.9)]
+    assert [(e["id"], e["regime"], e["estimate"]) for e in studies["lr/10"]] == [("M1", "AMC-like", 3.0), ("M1", "MATH-500-like", 3.9)]
     # the default lr's 256/128-question design only (here none for MATH-500: the 768-question one is left out)
-    assert [(e["id"], e["regime"], e["estimate"]) for e in studies["default lr"]] == [("M1", "AMC", -0.2)]
+    assert [(e["id"], e["regime"], e["estimate"]) for e in studies["default lr"]] == [("M1", "AMC-like", -0.2)]
     assert all(e["paper"] is None for s in studies.values() for e in s)
     fig = D.figure(results)
     ticks = {t.get_text(): y for t, y in zip(fig.axes[0].get_yticklabels(), fig.axes[0].get_yticks())}
-    assert ticks["M1  AMC"] > ticks["M1  MATH-500"]  # top to bottom in the table's order
+    assert ticks["M1  AMC-like"] > ticks["M1  MATH-500-like"]  # top to bottom in the table's order
     assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["default lr", "lr/10"]  # no paper marker
 
 
