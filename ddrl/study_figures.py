@@ -237,7 +237,7 @@ def pseudo_label_drift(by_episode: pd.DataFrame) -> pd.DataFrame:
 
 
 def _entry_text(e: dict | None) -> str:
-    return "-" if e is None else f"{C._interval(e)} ({e['n_seeds']} seeds, {e['verdict']})"
+    return "-" if e is None else f"{C.interval(e)} ({e['n_seeds']} seeds, {e['verdict']})"
 
 
 def divergence_report(df: pd.DataFrame, steps: pd.DataFrame, entries: Sequence[dict]) -> tuple[pd.DataFrame, str]:
