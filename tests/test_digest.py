@@ -1,5 +1,5 @@
-"""ddrl.digest: the results page's "At a glance" table. Entries here are SYNTHETIC TEST INPUT, except in the last
-test, which reads the committed analyses."""
+"""ddrl.digest: the results page's "At a glance" table. Entries here are SYNTHETIC TEST INPUT, except in the two tests
+that read the committed analyses (the page's quote and the walk over results/)."""
 
 from __future__ import annotations
 
