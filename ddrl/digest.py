@@ -107,6 +107,11 @@ def _paper(by: dict, ids: Sequence[str], regimes: Sequence[str]) -> str:
     return " / ".join(f"{p:+.1f}" for p in sorted(nums)) if nums else "n/a"
 
 
+def _row_id(small_id: str, default_id: str) -> str:
+    """A row's id as the table and the figure name it: ``M1``, or ``K4 / K5`` where the learning rates' ids differ."""
+    return small_id if small_id == default_id else f"{small_id} / {default_id}"
+
+
 def table(by: dict) -> list[dict]:
     """The digest's rows: per claim (:data:`ROWS`) and regime (:data:`STANDS_FOR`) with at least one entry, the
     paper's number and the testbed's cells at lr/10 and at the default lr ("-" where no design measured it)."""
@@ -118,7 +123,7 @@ def table(by: dict) -> list[dict]:
             if not at_small and not at_default:
                 continue
             regimes = [*([small] if small else []), *default]
-            rows.append({"claim": claim, "id": small_id if small_id == default_id else f"{small_id} / {default_id}",
+            rows.append({"claim": claim, "id": _row_id(small_id, default_id),
                          "regime": name, "paper": _paper(by, (small_id, default_id), regimes),
                          "lr10": "; ".join(at_small) or "-", "default": "; ".join(at_default) or "-"})
     return rows
@@ -152,7 +157,7 @@ def learning_rates(by: dict) -> dict[str, list[dict]]:
             at_small = by.get((small_id, small), []) if small else []
             if not at_small or "[points]" not in at_small[0]["metric"]:
                 continue
-            row = small_id if small_id == default_id else f"{small_id} / {default_id}"
+            row = _row_id(small_id, default_id)
             for lr, entries in (("lr/10", at_small), ("default lr", by.get((default_id, next(iter(default))), []))):
                 studies[lr] += [{**e, "id": row, "regime": name, "paper": None} for e in entries]
     return studies

@@ -88,7 +88,8 @@ class HeldoutDesign:
 _XEON = RESULTS / "replication_xeon"
 #: The plan's predicted half-widths (``ddrl.stats.predicted_half_width`` at the design's seeds x 1,536): from the
 #: registered build's lr/10 MATH-500-like held-out matrices (Amendment 31; H1xT's for P3x, H1xD's for M2x, H1xR's for
-#: M3x), on the Xeon build beside those of its lr/10 AMC-like held-out matrices (Amendment 38)
+#: M3x), on the Xeon build beside those of its lr/10 AMC-like held-out matrices (Amendment 38); the AMC-like designs from
+#: the latter (Amendment 48's beside the registered build's default-lr AMC-like ones)
 DESIGNS = {
     "registered": HeldoutDesign(RESULTS, tuple(range(18)), ("etmr",), tuple(CLAIMS),
                                 {"P3x": "0.36", "M2x": "0.71", "M3x": "0.16"}, OUT / "etmr_heldout.json",

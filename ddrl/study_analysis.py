@@ -170,11 +170,11 @@ def seed_directions(df: pd.DataFrame, pairs: dict[str, tuple[str, str, str]] = P
     for cid, (a, b, split) in pairs.items():
         part = by_split.get(split, df.iloc[:0])  # the claim's split: no scan of the whole table per regime
         for r in (r for r in get(cid).regimes if r in present):  # the claim's own regimes, as the scorecard
-            d = paired_matrix(part, r, a, b, split)
+            sub = _shared_seeds(part, r, a, b, split)  # scanned once; paired_matrix re-selects from these rows only
+            d = paired_matrix(sub, r, a, b, split)
             if d is None:
                 continue
             per_seed = d.mean(axis=1)
-            sub = _shared_seeds(part, r, a, b, split)
             means = 100 * sub.groupby("method")["pass@1"].mean()
             rows.append({"id": cid, "regime": r, "a": a, "b": b, "n_seeds": len(per_seed),
                          "mean_a": means[a], "mean_b": means[b], "ahead": int((per_seed > 0).sum()),
