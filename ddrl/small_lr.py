@@ -20,6 +20,12 @@ Plan Amendment 29 asks which part of DDRL carries M1 there: the registered ablat
     python -m ddrl.small_lr run --ablation --workers 2
     python -m ddrl.small_lr analyse --ablation --json results/small_lr/ablation.json
 
+Plan Amendment 49 asks Table 1's question there: TTRL without GRPO's std normalisation (``grpo_no_std``) against
+TTRL (T1), a new RL run per seed of :data:`T1_SEEDS`, paired with Amendment 28's TTRL runs.
+
+    python -m ddrl.small_lr run --table1 --workers 2
+    python -m ddrl.small_lr analyse --table1 --json results/small_lr/table1.json
+
 Plan Amendments 43 and 44 set DDRL against the paper's stronger baseline, ETMR, there (on the registered and on the
 Xeon build): :mod:`ddrl.small_lr_etmr`, with its own command line.
 """
@@ -73,6 +79,13 @@ ABLATION_METHODS = {"A1": ("bcs", "ttrl"), "A2": ("bcs_dae", "bcs"), "A3": ("ddr
 #: M1 components at lr/10)
 ABLATION_PREDICTED = {"A1": (1.90, 1.84), "A2": (0.95, 1.84), "A3": (0.78, 1.82)}
 ABLATION_COMPARISON = {"A1": "BCS - TTRL", "A2": "BCS+DAE - BCS", "A3": "DDRL - BCS+DAE"}
+#: Plan Amendment 49: T1 (Table 1) on seeds 0-11, ``grpo_no_std`` a new run per seed against Amendment 28's TTRL
+T1_SEEDS = tuple(range(12))
+T1_METHODS = ("grpo_no_std", "ttrl")
+T1_COMPARISON = "TTRL without the std division - TTRL"
+#: Amendment 49's predicted half-widths at 12 seeds x 256 questions: (registered MATH-500-like T1 components, Amendment
+#: 28's M1 at lr/10, Amendment 29's A1 at lr/10)
+T1_PREDICTED = (1.10, 1.84, 0.46)
 
 
 def regime_file(base: str | Path = RESULTS / "regimes_base.json") -> dict:
@@ -106,6 +119,16 @@ def ablation_jobs(seeds: dict[str, Sequence[int]] = ABLATION_SEEDS) -> list[Job]
 def ablation_missing(out: str | Path = RUNS, seeds: dict[str, Sequence[int]] = ABLATION_SEEDS) -> dict[str, list[int]]:
     """Per ablation claim, the seeds whose CSVs are not all written yet (both of its methods in :data:`REGIME`)."""
     return {cid: sorted(set(s) - set(complete_seeds(out, REGIME, ABLATION_METHODS[cid]))) for cid, s in seeds.items()}
+
+
+def t1_jobs(seeds: Sequence[int] = T1_SEEDS) -> list[Job]:
+    """Amendment 49: ``grpo_no_std`` seed by seed (its TTRL partner is Amendment 28's run of the same seed: loaded)."""
+    return [Job(REGIME, s, (m,), "T1 lr/10") for s in seeds for m in T1_METHODS]
+
+
+def t1_missing(out: str | Path = RUNS, seeds: Sequence[int] = T1_SEEDS) -> list[int]:
+    """The seeds of ``seeds`` whose ``grpo_no_std`` or TTRL CSV in :data:`REGIME` is not written yet."""
+    return sorted(set(seeds) - set(complete_seeds(out, REGIME, T1_METHODS)))
 
 
 def done_seeds(out: str | Path = RUNS) -> list[int]:
@@ -271,12 +294,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_run_arguments(ap, "run: seeds N-M (default: the plan's; with --ablation, the part of each claim's seeds "
                           "among them)")
     ap.add_argument("--ablation", action="store_true", help="run, status, analyse: Amendment 29's A1-A3")
+    ap.add_argument("--table1", action="store_true", help="run, status, analyse: Amendment 49's T1")
     args = ap.parse_args(argv)
+    if args.ablation and args.table1:
+        ap.error("--ablation and --table1 are two amendments: give one")
     if args.what == "regime":
         sys.stdout.write(write_json(REGIME_FILE, regime_file()))
     elif args.what == "run":
         check_weights(scale=SCALES[args.scale])  # the measured base build, never a new one
         todo, desc = ((ablation_jobs(ablation_seeds(args.seeds)), "Amendment 29 runs") if args.ablation
+                      else (t1_jobs(args.seeds or T1_SEEDS), "Amendment 49 runs") if args.table1
                       else (jobs(args.seeds or SEEDS), "Amendment 28 runs"))
         status = run_jobs(todo, SCALES[args.scale], args.out, args.runs_root or cache_root() / "runs",
                           args.budget_min, args.workers, desc=desc)
@@ -284,6 +311,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.what == "status" and args.ablation:
         for cid, miss in ablation_missing(args.out).items():
             print(seeds_line(f"{cid} ({REGIME})", len(ABLATION_SEEDS[cid]), miss))
+    elif args.what == "status" and args.table1:
+        print(seeds_line(f"T1 ({REGIME})", len(T1_SEEDS), t1_missing(args.out)))
     elif args.what == "status":
         print(seeds_line(REGIME, len(SEEDS), sorted(set(SEEDS) - set(done_seeds(args.out)))))
     elif args.what == "figure":  # -> docs/results/small_lr.{png,pdf}, from the committed analysis
