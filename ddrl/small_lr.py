@@ -195,6 +195,51 @@ def analyse_ablation(out: str | Path = RUNS, n_boot: int = 4000,
             "split": split, "levels": lv.to_dict(orient="records")}
 
 
+def analyse_t1(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = T1_SEEDS) -> dict:
+    """Amendment 49: T1 (``grpo_no_std`` - TTRL) in :data:`REGIME` over ``seeds``, once every one is complete:
+    ``entries`` (``claims.json``'s schema, with ``half_width``); descriptive, ``levels`` (each method's mean adapted
+    pass@1 at both learning rates, the seeds in which ``grpo_no_std`` ends below TTRL at the same learning rate) and
+    the vote by quarter of the RL steps (``vote``) at both learning rates."""
+    missing = t1_missing(out, seeds)
+    if missing:
+        raise ValueError(f"{out}: Amendment 49 incomplete, seeds missing {missing}; the plan reads no estimate before "
+                         "every seed is complete")
+    order = T1_METHODS[::-1]  # TTRL first: the levels' rows come in the order of the runs
+    paths = [csv_path(out, r, m, s) for s in seeds for r in (REGIME, BASE_REGIME) for m in order]
+    df = pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths if p.is_file()], ignore_index=True)
+    entries = [wide_entry("T1", claim_matrix(df, "T1", REGIME), n_boot, REGIME, STANDS_FOR)]
+    with_half_width(validate(entries, REGIME))
+    per = run_levels(df)
+    lv = pd.concat([level_table(per[per.regime == r], ("regime", "method"), reference="ttrl", sort=False)
+                    for r in (BASE_REGIME, REGIME)], ignore_index=True)
+    steps = pd.concat([pd.read_csv(p) for p in (csv_path(out, r, m, s, steps=True) for s in seeds
+                                                 for r in (REGIME, BASE_REGIME) for m in order) if p.is_file()],
+                      ignore_index=True)
+    vote = pd.concat([vote_by_quarter(seeds=seeds, regime=r, steps=steps) for r in (BASE_REGIME, REGIME)],
+                     ignore_index=True)
+    return {"regime": REGIME, "seeds": list(seeds), "entries": entries, "levels": lv.to_dict(orient="records"),
+            "vote": vote.to_dict(orient="records")}
+
+
+def t1_markdown(res: dict, registered: Sequence[dict]) -> str:
+    """Amendment 49's table as docs/results.md quotes it: the paper's MATH-500 number (Table 1), the registered
+    MATH-500-like T1 at the default lr (``registered``: ``results/claims.json``'s entries), this amendment's entry,
+    its half-width beside the plan's three predictions, and its verdict; then the descriptive levels."""
+    reg = {(e["id"], e["regime"]): e for e in registered}
+    rows = ["| claim (adapted pass@1, points) | paper (MATH-500) | MATH-500-like, default lr (registered) | "
+            "**MATH-500-like at lr/10 (Amendment 49)** | half-width (predicted) | verdict |", "|---|---|---|---|---|---|"]
+    for e in res["entries"]:
+        b, pred = reg[(e["id"], BASE_REGIME)], " / ".join(f"{x:.2f}" for x in T1_PREDICTED)
+        rows.append(f"| {e['id']} {T1_COMPARISON} | {e['paper']:+.1f} | {entry_ci(b)}, {b['n_seeds']} seeds, "
+                    f"*{b['verdict']}* | **{entry_ci(e)}**, {e['n_seeds']} seeds | {e['half_width']:.2f} ({pred}) | "
+                    f"{VERDICT_MD[e['verdict']]} |")
+    rows += ["", f"| method | learning rate | adapted pass@1, mean over seeds {res['seeds'][0]}-{res['seeds'][-1]} (SD) | "
+             "seeds below TTRL at its lr |", "|---|---|---|---|"]
+    rows += [f"| {r['method']} | {LR_CELL[r['regime']]} | {r['pass1']:.1f} ({r['sd']:.1f}) | {below_cell(r, 'ttrl')} |"
+             for r in res["levels"]]
+    return "\n".join(rows) + "\n"
+
+
 def ablation_markdown(res: dict, registered: Sequence[dict]) -> str:
     """Amendment 29's table as docs/results.md quotes it: per claim the paper's MATH-500 number (Table 3), the
     registered MATH-500-like entry at the default lr (``registered``: ``results/claims.json``'s entries), this
@@ -318,7 +363,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.what == "figure":  # -> docs/results/small_lr.{png,pdf}, from the committed analysis
         print(save_docs_figure(figure(json.loads((OUT / "claims.json").read_text())), "small_lr"))
     else:
-        sys.stdout.write(write_json(args.json, analyse_ablation(args.out) if args.ablation else analyse(args.out)))
+        run = analyse_ablation if args.ablation else analyse_t1 if args.table1 else analyse
+        sys.stdout.write(write_json(args.json, run(args.out)))
     return 0
 
 

@@ -114,6 +114,61 @@ def test_ablation_smoke_run_and_analyse(smoke, capsys):
         (small_lr.REGIME, m) for m in ("ttrl", "bcs", "bcs_dae", "ddrl")}  # the smoke has no default-lr BCS runs
 
 
+def test_table1_jobs_train_grpo_no_std_and_load_amendment_28s_ttrl():
+    js = small_lr.t1_jobs()
+    assert [(j.regime, j.seed, j.methods) for j in js] == [
+        (small_lr.REGIME, s, (m,)) for s in range(12) for m in ("grpo_no_std", "ttrl")]
+    with pytest.raises(SystemExit):
+        small_lr.main(["status", "--ablation", "--table1"])
+
+
+def test_table1_smoke_run_and_analyse(smoke, capsys):
+    """Amendment 49 on the smoke runs: ``grpo_no_std`` trains, TTRL's CSV is Amendment 28's (untouched); the analysis
+    refuses an incomplete seed, then gives T1 with MATH-500's paper number and the tables."""
+    out, runs, common = smoke
+    ttrl = csv_path(out, small_lr.REGIME, "ttrl", 0).read_bytes()
+    with pytest.raises(ValueError, match=r"Amendment 49 incomplete, seeds missing \[0, 1\]"):
+        small_lr.analyse_t1(out, n_boot=200, seeds=[0, 1])
+    assert small_lr.main(["run", "--table1", "--seeds", "0-1", *common]) == 0
+    assert csv_path(out, small_lr.REGIME, "ttrl", 0).read_bytes() == ttrl
+    assert small_lr.main(["status", "--table1", "--out", str(out)]) == 0
+    assert "T1 (math500_like_small_lr): 2 of 12 seeds complete; missing [2, 3," in capsys.readouterr().out
+    assert small_lr.t1_missing(out, [0, 1, 2]) == [2]
+    res = small_lr.analyse_t1(out, n_boot=200, seeds=[0, 1])
+    (e,) = res["entries"]
+    assert (e["id"], e["regime"], e["paper"], e["n_seeds"]) == ("T1", small_lr.REGIME, 2.0, 2)
+    diff = pd.concat([pd.read_csv(csv_path(out, small_lr.REGIME, m, s)).assign(m=m) for s in (0, 1)
+                      for m in ("grpo_no_std", "ttrl")]).pivot_table("pass@1", ["seed", "question"], "m")
+    assert e["estimate"] == pytest.approx(100 * (diff.grpo_no_std - diff.ttrl).mean())
+    assert [r["method"] for r in res["levels"]] == ["ttrl", "grpo_no_std"]  # the smoke has no default-lr T1 runs
+    assert {v["method"] for v in res["vote"]} == {"ttrl", "grpo_no_std"}
+    table = small_lr.t1_markdown(res, claims.load(small_lr.RESULTS / "claims.json")).splitlines()
+    assert table[2].startswith("| T1 TTRL without the std division - TTRL | +2.0 | +0.73 [+0.14, +1.34], 46 seeds, "
+                               "*reproduced* |") and "(1.10 / 1.84 / 0.46)" in table[2]
+    assert table[4] == "| method | learning rate | adapted pass@1, mean over seeds 0-1 (SD) | seeds below TTRL at its lr |"
+    assert table[6].startswith("| ttrl | lr/10 (3e-6) |") and table[7].startswith("| grpo_no_std | lr/10 (3e-6) |")
+
+
+def test_amendment_49s_predicted_half_widths_are_the_measured_components():
+    """Amendment 49's predictions at 12 seeds x 256 questions from the registered MATH-500-like T1 matrix and the lr/10
+    M1 (Amendment 28) and A1 (Amendment 29) matrices, as :data:`ddrl.small_lr.T1_PREDICTED` and the plan state them;
+    the largest is <= 2.0 from 5 seeds on."""
+    from ddrl.stats import predicted_half_width, variance_components
+    from ddrl.study_analysis import claim_matrix
+
+    lr10 = _registered(small_lr.REGIME, ("ttrl", "ddrl", "bcs"))
+    lr10 = lr10[lr10.seed.isin(set(range(18)))]
+    vcs = [variance_components(claim_matrix(_registered("math500_like", ("ttrl", "grpo_no_std")), "T1",
+                                            "math500_like").to_numpy()),
+           variance_components(claim_matrix(lr10, "M1", small_lr.REGIME).to_numpy()),
+           variance_components(claim_matrix(lr10, "A1", small_lr.REGIME).to_numpy())]
+    assert tuple(round(predicted_half_width(vc, 12, 256), 2) for vc in vcs) == small_lr.T1_PREDICTED
+    largest = {n: max(predicted_half_width(vc, n, 256) for vc in vcs) for n in (4, 5)}
+    assert largest[4] > 2.0 >= largest[5]
+    section = " ".join((small_lr.RESULTS / "plan.md").read_text().split("49. **Why**")[1].split())
+    assert "At **12 seeds {:.2f} / {:.2f} / {:.2f}**".format(*small_lr.T1_PREDICTED) in section
+
+
 def test_levels_count_the_seeds_below_their_own_untrained_run():
     from ddrl.wide import level_table, run_levels
 
