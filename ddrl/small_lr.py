@@ -26,6 +26,13 @@ TTRL (T1), a new RL run per seed of :data:`T1_SEEDS`, paired with Amendment 28's
     python -m ddrl.small_lr run --table1 --workers 2
     python -m ddrl.small_lr analyse --table1 --json results/small_lr/table1.json
 
+Plan Amendment 50 measures Table 1 as the paper's text describes it (T1f: fixed +1/-1 advantages on TTRL's random
+subset, preset ``dae``, against TTRL) at both learning rates, its CSVs under ``<out>/table1_fixed/`` (apart from the
+registered regimes' folders), its TTRL partners the committed runs:
+
+    python -m ddrl.small_lr run --table1-fixed --workers 2
+    python -m ddrl.small_lr analyse --table1-fixed --json results/small_lr/table1_fixed.json
+
 Plan Amendments 43 and 44 set DDRL against the paper's stronger baseline, ETMR, there (on the registered and on the
 Xeon build): :mod:`ddrl.small_lr_etmr`, with its own command line.
 """
@@ -40,13 +47,13 @@ from typing import Sequence
 
 import pandas as pd
 
-from ddrl.claims import validate, with_half_width
+from ddrl.claims import amendment_entry, get as get_claim, validate, with_half_width
 from ddrl.plotting import color, label, save_docs_figure
 from ddrl.regimes import small_lr_regime
 from ddrl.reporting import cache_root, write_json
 from ddrl.seeds import numpy_generator, seed_range
 from ddrl.study import run_jobs
-from ddrl.study_analysis import claim_matrix
+from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import RESULTS, SAME_BASE, SCALES, SMALL_LR, STEP_COLUMNS, Job, check_weights, csv_path, load_regimes
 from ddrl.tables import entry_ci
 from ddrl.wide import (VERDICT_MD, below_cell, complete_seeds, level_table, levels_vote_figure, run_levels,
@@ -86,6 +93,12 @@ T1_COMPARISON = "TTRL without the std division - TTRL"
 #: Amendment 49's predicted half-widths at 12 seeds x 256 questions: (registered MATH-500-like T1 components, Amendment
 #: 28's M1 at lr/10, Amendment 29's A1 at lr/10)
 T1_PREDICTED = (1.10, 1.84, 0.46)
+#: Plan Amendment 50: T1f, the text's reading of Table 1 (``dae`` - TTRL), on seeds 0-11 at both learning rates; the
+#: predicted half-widths per regime from (the registered T1, A2 matrices) at the default lr and (Amendment 28's M1,
+#: Amendment 29's A2) at lr/10
+T1F_SEEDS, T1F_REGIMES, T1F_DIR = tuple(range(12)), (BASE_REGIME, REGIME), "table1_fixed"
+T1F_COMPARISON = "fixed +1/-1 advantages (dae) - TTRL"
+T1F_PREDICTED = {BASE_REGIME: (1.10, 0.95), REGIME: (1.84, 0.13)}
 
 
 def regime_file(base: str | Path = RESULTS / "regimes_base.json") -> dict:
@@ -129,6 +142,18 @@ def t1_jobs(seeds: Sequence[int] = T1_SEEDS) -> list[Job]:
 def t1_missing(out: str | Path = RUNS, seeds: Sequence[int] = T1_SEEDS) -> list[int]:
     """The seeds of ``seeds`` whose ``grpo_no_std`` or TTRL CSV in :data:`REGIME` is not written yet."""
     return sorted(set(seeds) - set(complete_seeds(out, REGIME, T1_METHODS)))
+
+
+def t1f_jobs(seeds: Sequence[int] = T1F_SEEDS) -> list[Job]:
+    """Amendment 50: ``dae`` at the default lr, then at lr/10, seed by seed (run with ``out`` = ``<out>/table1_fixed``;
+    the TTRL partners are the committed runs under ``<out>``, never jobs here)."""
+    return [Job(r, s, ("dae",), f"T1f {LR_NAME[r]}") for r in T1F_REGIMES for s in seeds]
+
+
+def t1f_missing(out: str | Path = RUNS, seeds: Sequence[int] = T1F_SEEDS) -> dict[str, list[int]]:
+    """Per regime, the seeds of ``seeds`` whose ``dae`` CSV (under ``<out>/table1_fixed``) or TTRL CSV is missing."""
+    return {r: sorted(set(seeds) - (set(complete_seeds(Path(out, T1F_DIR), r, ("dae",)))
+                                    & set(complete_seeds(out, r, ("ttrl",))))) for r in T1F_REGIMES}
 
 
 def done_seeds(out: str | Path = RUNS) -> list[int]:
@@ -219,6 +244,30 @@ def analyse_t1(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] 
                      ignore_index=True)
     return {"regime": REGIME, "seeds": list(seeds), "entries": entries, "levels": lv.to_dict(orient="records"),
             "vote": vote.to_dict(orient="records")}
+
+
+def analyse_t1f(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = T1F_SEEDS) -> dict:
+    """Amendment 50: T1f (``dae`` - TTRL) in each of :data:`T1F_REGIMES` over ``seeds``, once all of them are complete
+    in both: ``entries`` (``claims.json``'s schema, the paper's number Table 1's MATH-500 row, with ``half_width``);
+    descriptive, ``levels``: TTRL, ``dae`` and, where Amendment 49 ran, ``grpo_no_std`` per learning rate, with the
+    seeds in which each ends below TTRL."""
+    missing = {r: m for r, m in t1f_missing(out, seeds).items() if m}
+    if missing:
+        raise ValueError(f"{out}: Amendment 50 incomplete, seeds missing per regime {missing}; the plan reads no "
+                         "estimate before all are complete")
+    paths = [*(csv_path(out, r, m, s) for r in T1F_REGIMES for s in seeds for m in T1_METHODS[::-1]),
+             *(csv_path(Path(out, T1F_DIR), r, "dae", s) for r in T1F_REGIMES for s in seeds)]
+    df = pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths if p.is_file()], ignore_index=True)
+    t1 = get_claim("T1")  # the same Table 1 row: its MATH-500 number, sign (+1) and margin
+    entries = [{**amendment_entry("T1f", r, "fixed +1/-1 advantages instead of GRPO's help TTRL (Table 1, the "
+                                  "paper's text)", "pass@1 dae - GRPO [points]", "dae", "ttrl",
+                                  paired_matrix(df, r, "dae", "ttrl", "adapted"), t1.margin, n_boot),
+                "paper": t1.paper[STANDS_FOR]} for r in T1F_REGIMES]
+    validate(entries, "table1_fixed")
+    per = run_levels(df)
+    lv = pd.concat([level_table(per[per.regime == r], ("regime", "method"), reference="ttrl", sort=False)
+                    for r in T1F_REGIMES], ignore_index=True)
+    return {"seeds": list(seeds), "entries": entries, "levels": lv.to_dict(orient="records")}
 
 
 def t1_markdown(res: dict, registered: Sequence[dict]) -> str:
@@ -340,17 +389,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                           "among them)")
     ap.add_argument("--ablation", action="store_true", help="run, status, analyse: Amendment 29's A1-A3")
     ap.add_argument("--table1", action="store_true", help="run, status, analyse: Amendment 49's T1")
+    ap.add_argument("--table1-fixed", action="store_true",
+                    help=f"run, status, analyse: Amendment 50's T1f (its CSVs under <out>/{T1F_DIR})")
     args = ap.parse_args(argv)
-    if args.ablation and args.table1:
-        ap.error("--ablation and --table1 are two amendments: give one")
+    if args.ablation + args.table1 + args.table1_fixed > 1:
+        ap.error("--ablation, --table1 and --table1-fixed are three amendments: give one")
     if args.what == "regime":
         sys.stdout.write(write_json(REGIME_FILE, regime_file()))
     elif args.what == "run":
         check_weights(scale=SCALES[args.scale])  # the measured base build, never a new one
         todo, desc = ((ablation_jobs(ablation_seeds(args.seeds)), "Amendment 29 runs") if args.ablation
                       else (t1_jobs(args.seeds or T1_SEEDS), "Amendment 49 runs") if args.table1
+                      else (t1f_jobs(args.seeds or T1F_SEEDS), "Amendment 50 runs") if args.table1_fixed
                       else (jobs(args.seeds or SEEDS), "Amendment 28 runs"))
-        status = run_jobs(todo, SCALES[args.scale], args.out, args.runs_root or cache_root() / "runs",
+        out = args.out / T1F_DIR if args.table1_fixed else args.out
+        status = run_jobs(todo, SCALES[args.scale], out, args.runs_root or cache_root() / "runs",
                           args.budget_min, args.workers, desc=desc)
         print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
     elif args.what == "status" and args.ablation:
@@ -358,12 +411,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(seeds_line(f"{cid} ({REGIME})", len(ABLATION_SEEDS[cid]), miss))
     elif args.what == "status" and args.table1:
         print(seeds_line(f"T1 ({REGIME})", len(T1_SEEDS), t1_missing(args.out)))
+    elif args.what == "status" and args.table1_fixed:
+        for r, miss in t1f_missing(args.out).items():
+            print(seeds_line(f"T1f ({r})", len(T1F_SEEDS), miss))
     elif args.what == "status":
         print(seeds_line(REGIME, len(SEEDS), sorted(set(SEEDS) - set(done_seeds(args.out)))))
     elif args.what == "figure":  # -> docs/results/small_lr.{png,pdf}, from the committed analysis
         print(save_docs_figure(figure(json.loads((OUT / "claims.json").read_text())), "small_lr"))
     else:
-        run = analyse_ablation if args.ablation else analyse_t1 if args.table1 else analyse
+        run = (analyse_ablation if args.ablation else analyse_t1 if args.table1 else analyse_t1f if args.table1_fixed
+               else analyse)
         sys.stdout.write(write_json(args.json, run(args.out)))
     return 0
 

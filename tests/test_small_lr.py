@@ -169,6 +169,55 @@ def test_amendment_49s_predicted_half_widths_are_the_measured_components():
     assert "At **12 seeds {:.2f} / {:.2f} / {:.2f}**".format(*small_lr.T1_PREDICTED) in section
 
 
+def test_table1_fixed_smoke_run_and_analyse(smoke, capsys):
+    """Amendment 50 on the smoke runs: ``dae`` trains at both learning rates into ``<out>/table1_fixed`` (never beside
+    the registered regimes' CSVs), its TTRL partners are the runs under ``<out>``; the analysis refuses an incomplete
+    regime, then gives T1f per regime with Table 1's MATH-500 number and sign."""
+    out, runs, common = smoke
+    assert [(j.regime, j.seed) for j in small_lr.t1f_jobs([0, 1])] == [
+        ("math500_like", 0), ("math500_like", 1), (small_lr.REGIME, 0), (small_lr.REGIME, 1)]
+    assert small_lr.main(["run", "--table1-fixed", "--seeds", "0-1", *common]) == 0
+    fixed = out / small_lr.T1F_DIR
+    assert {p.relative_to(fixed).as_posix() for p in fixed.rglob("dae-seed0[01].csv.gz")} == {
+        f"{r}/dae-seed0{s}.csv.gz" for r in small_lr.T1F_REGIMES for s in (0, 1)}
+    assert not list(out.glob("*/dae-*"))
+    assert small_lr.main(["status", "--table1-fixed", "--out", str(out)]) == 0
+    assert "T1f (math500_like): 0 of 12 seeds complete" in capsys.readouterr().out  # no default-lr TTRL in the smoke
+    with pytest.raises(ValueError, match=r"Amendment 50 incomplete, seeds missing per regime \{'math500_like': \[0, 1\]\}"):
+        small_lr.analyse_t1f(out, n_boot=200, seeds=[0, 1])
+    study.run_jobs([study.Job("math500_like", s, ("ttrl",), "test") for s in (0, 1)], SCALES["smoke"], out, runs,
+                   workers=1, progress=False)
+    res = small_lr.analyse_t1f(out, n_boot=200, seeds=[0, 1])
+    assert [(e["id"], e["regime"], e["paper"], e["n_seeds"]) for e in res["entries"]] == [
+        ("T1f", r, 2.0, 2) for r in small_lr.T1F_REGIMES]
+    for e in res["entries"]:
+        diff = pd.concat([pd.read_csv(csv_path(d, e["regime"], m, s)).assign(m=m) for s in (0, 1)
+                          for d, m in ((fixed, "dae"), (out, "ttrl"))]).pivot_table("pass@1", ["seed", "question"], "m")
+        assert e["estimate"] == pytest.approx(100 * (diff.dae - diff.ttrl).mean())
+    assert {(r["regime"], r["method"]) for r in res["levels"]} >= {
+        (r, m) for r in small_lr.T1F_REGIMES for m in ("ttrl", "dae")}
+
+
+def test_amendment_50s_predicted_half_widths_are_the_measured_components():
+    """Amendment 50's predictions at 12 seeds x 256 questions per regime, as :data:`ddrl.small_lr.T1F_PREDICTED` and the
+    plan state them: the registered T1 and A2 matrices (default lr), Amendment 28's M1 and 29's A2 (lr/10)."""
+    from ddrl.stats import predicted_half_width, variance_components
+    from ddrl.study_analysis import claim_matrix
+
+    default = _registered("math500_like", ("ttrl", "grpo_no_std", "bcs", "bcs_dae"))
+    lr10 = _registered(small_lr.REGIME, ("ttrl", "ddrl", "bcs", "bcs_dae"))
+    mats = {"math500_like": (claim_matrix(default, "T1", "math500_like"), claim_matrix(default, "A2", "math500_like")),
+            small_lr.REGIME: (claim_matrix(lr10[lr10.seed < 18], "M1", small_lr.REGIME),
+                              claim_matrix(lr10[lr10.seed < 12], "A2", small_lr.REGIME))}
+    for r, ms in mats.items():
+        got = tuple(round(predicted_half_width(variance_components(m.to_numpy()), 12, 256), 2) for m in ms)
+        assert got == small_lr.T1F_PREDICTED[r], r
+    section = " ".join((small_lr.RESULTS / "plan.md").read_text().split("50. **Why**")[1].split())
+    (a, b), (c, d) = small_lr.T1F_PREDICTED.values()
+    assert f"T1 matrix **{a:.2f}** and the registered A2 matrix" in section and f"M1 matrix **{c:.2f}**" in section
+    assert f"subset) **{b:.2f}**" in section and f"A2 matrix **{d:.2f}**" in section
+
+
 def test_levels_count_the_seeds_below_their_own_untrained_run():
     from ddrl.wide import level_table, run_levels
 
@@ -275,3 +324,17 @@ def test_docs_quote_amendment_29_from_its_ablation_json():
     assert small_lr.ablation_markdown(res, claims.load(small_lr.RESULTS / "claims.json")) in section
     assert small_lr.split_markdown(res) in section
 
+
+
+def test_committed_table1_recomputes_from_the_committed_csvs():
+    path = small_lr.OUT / "table1.json"
+    if not path.is_file():
+        pytest.skip(f"{path}: Amendment 49 not analysed yet (python -m ddrl.small_lr analyse --table1 --json {path})")
+    committed = json.loads(path.read_text())
+    assert committed["seeds"] == list(small_lr.T1_SEEDS)
+    assert json.loads(json.dumps(small_lr.analyse_t1(n_boot=4000))) == committed
+
+
+def test_docs_quote_amendment_49_from_its_table1_json():
+    res, section = _docs_section("table1.json", "## Table 1 at the small learning rate (plan Amendment 49)")
+    assert small_lr.t1_markdown(res, claims.load(small_lr.RESULTS / "claims.json")) in section
