@@ -793,10 +793,13 @@ COMMITTED_STUDIES = (
     (study.RESULTS / "replication_xeon", study.RESULTS / "replication_xeon" / "runs", 288),  # 120, +40 (Am. 36), +32 (37), +96 (38)
     (study.RESULTS / "replication_c49d", study.RESULTS / "replication_c49d" / "runs", 114),  # 38 runs, +38 (Amendment 35)
 )
+#: Plan Amendment 50's runs (registered build), apart from the registered regimes' folders: their keys only (no DDRL
+#: run lies beside them)
+TABLE1_FIXED = (study.RESULTS, study.RESULTS / "runs" / "table1_fixed", 24)  # 12 default-lr runs so far
 
 
-@pytest.mark.parametrize("results_dir,runs,min_files", COMMITTED_STUDIES,
-                         ids=[str(r.relative_to(study.RESULTS.parent)) for _, r, _ in COMMITTED_STUDIES])
+@pytest.mark.parametrize("results_dir,runs,min_files", (*COMMITTED_STUDIES, TABLE1_FIXED),
+                         ids=[str(r.relative_to(study.RESULTS.parent)) for _, r, _ in (*COMMITTED_STUDIES, TABLE1_FIXED)])
 def test_every_committed_run_is_current_under_this_code(monkeypatch, results_dir, runs, min_files):
     """The committed CSVs under results/runs/ are the study. Each carries the content key of what it depends on
     (regime, the full TrainConfig, questions, grader, device kind, base weights: ``study.job_key``,
