@@ -97,7 +97,6 @@ T1_PREDICTED = (1.10, 1.84, 0.46)
 #: predicted half-widths per regime from (the registered T1, A2 matrices) at the default lr and (Amendment 28's M1,
 #: Amendment 29's A2) at lr/10
 T1F_SEEDS, T1F_REGIMES, T1F_DIR = tuple(range(12)), (BASE_REGIME, REGIME), "table1_fixed"
-T1F_COMPARISON = "fixed +1/-1 advantages (dae) - TTRL"
 T1F_PREDICTED = {BASE_REGIME: (1.10, 0.95), REGIME: (1.84, 0.13)}
 
 
@@ -193,6 +192,14 @@ def analyse(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = S
             "seed_pass1": per.to_dict(orient="records"), "vote": vote.to_dict(orient="records")}
 
 
+def ttrl_levels(df: pd.DataFrame, regimes: Sequence[str]) -> pd.DataFrame:
+    """Descriptive: per regime of ``regimes`` (in that order) and method (in the order of ``df``'s rows) the mean
+    adapted pass@1 over seeds, its SD, and the seeds in which the method ends below TTRL's run of the same seed."""
+    per = run_levels(df)
+    return pd.concat([level_table(per[per.regime == r], ("regime", "method"), reference="ttrl", sort=False)
+                      for r in regimes], ignore_index=True)
+
+
 def analyse_ablation(out: str | Path = RUNS, n_boot: int = 4000,
                      seeds: dict[str, Sequence[int]] = ABLATION_SEEDS) -> dict:
     """Amendment 29: A1-A3 in :data:`REGIME`, each over its seeds (:data:`ABLATION_SEEDS`), once every one is complete:
@@ -213,9 +220,7 @@ def analyse_ablation(out: str | Path = RUNS, n_boot: int = 4000,
     mats["M1"] = claim_matrix(df[df.seed.isin(set(few))], "M1", REGIME)
     part = {**ABLATION_COMPARISON, "M1": COMPARISON["M1"]}
     split = [{"part": part[cid], "claim": cid, "points": float(d.loc[few].to_numpy().mean())} for cid, d in mats.items()]
-    per = run_levels(df[df.seed.isin(set(few))])
-    lv = pd.concat([level_table(per[per.regime == r], ("regime", "method"), reference="ttrl", sort=False)
-                    for r in (BASE_REGIME, REGIME)], ignore_index=True)
+    lv = ttrl_levels(df[df.seed.isin(set(few))], (BASE_REGIME, REGIME))
     return {"regime": REGIME, "seeds": {cid: list(s) for cid, s in seeds.items()}, "entries": entries,
             "split": split, "levels": lv.to_dict(orient="records")}
 
@@ -234,9 +239,7 @@ def analyse_t1(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] 
     df = pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths if p.is_file()], ignore_index=True)
     entries = [wide_entry("T1", claim_matrix(df, "T1", REGIME), n_boot, REGIME, STANDS_FOR)]
     with_half_width(validate(entries, REGIME))
-    per = run_levels(df)
-    lv = pd.concat([level_table(per[per.regime == r], ("regime", "method"), reference="ttrl", sort=False)
-                    for r in (BASE_REGIME, REGIME)], ignore_index=True)
+    lv = ttrl_levels(df, (BASE_REGIME, REGIME))
     steps = pd.concat([pd.read_csv(p) for p in (csv_path(out, r, m, s, steps=True) for s in seeds
                                                  for r in (REGIME, BASE_REGIME) for m in order) if p.is_file()],
                       ignore_index=True)
@@ -264,9 +267,7 @@ def analyse_t1f(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int]
                                   paired_matrix(df, r, "dae", "ttrl", "adapted"), t1.margin, n_boot),
                 "paper": t1.paper[STANDS_FOR]} for r in T1F_REGIMES]
     validate(entries, "table1_fixed")
-    per = run_levels(df)
-    lv = pd.concat([level_table(per[per.regime == r], ("regime", "method"), reference="ttrl", sort=False)
-                    for r in T1F_REGIMES], ignore_index=True)
+    lv = ttrl_levels(df, T1F_REGIMES)
     return {"seeds": list(seeds), "entries": entries, "levels": lv.to_dict(orient="records")}
 
 
@@ -282,11 +283,32 @@ def t1_markdown(res: dict, registered: Sequence[dict]) -> str:
         rows.append(f"| {e['id']} {T1_COMPARISON} | {e['paper']:+.1f} | {entry_ci(b)}, {b['n_seeds']} seeds, "
                     f"*{b['verdict']}* | **{entry_ci(e)}**, {e['n_seeds']} seeds | {e['half_width']:.2f} ({pred}) | "
                     f"{VERDICT_MD[e['verdict']]} |")
-    rows += ["", f"| method | learning rate | adapted pass@1, mean over seeds {res['seeds'][0]}-{res['seeds'][-1]} (SD) | "
-             "seeds below TTRL at its lr |", "|---|---|---|---|"]
-    rows += [f"| {r['method']} | {LR_CELL[r['regime']]} | {r['pass1']:.1f} ({r['sd']:.1f}) | {below_cell(r, 'ttrl')} |"
-             for r in res["levels"]]
-    return "\n".join(rows) + "\n"
+    return "\n".join([*rows, "", *_levels_rows(res)]) + "\n"
+
+
+def t1f_markdown(res: dict, registered: Sequence[dict], caption: dict) -> str:
+    """Amendment 50's table as docs/results.md quotes it: per learning rate the paper's MATH-500 number (Table 1), the
+    caption's reading at that learning rate (``registered``: ``results/claims.json``'s entries, the default lr;
+    ``caption``: Amendment 49's analysis, lr/10), T1f, its half-width beside the plan's two predictions and its
+    verdict; then the descriptive levels."""
+    beside = {BASE_REGIME: next(e for e in registered if (e["id"], e["regime"]) == ("T1", BASE_REGIME)),
+              REGIME: next(e for e in caption["entries"] if e["id"] == "T1")}
+    rows = ["| learning rate | paper (MATH-500) | T1, the caption's reading (grpo_no_std - TTRL) | **T1f, the text's "
+            "reading (dae - TTRL; Amendment 50)** | half-width (predicted) | verdict |", "|---|---|---|---|---|---|"]
+    for e in res["entries"]:
+        b, pred = beside[e["regime"]], " / ".join(f"{x:.2f}" for x in T1F_PREDICTED[e["regime"]])
+        rows.append(f"| {LR_CELL[e['regime']]} | {e['paper']:+.1f} | {entry_ci(b)}, {b['n_seeds']} seeds, "
+                    f"*{b['verdict']}* | **{entry_ci(e)}**, {e['n_seeds']} seeds | {e['half_width']:.2f} ({pred}) | "
+                    f"{VERDICT_MD[e['verdict']]} |")
+    return "\n".join([*rows, "", *_levels_rows(res)]) + "\n"
+
+
+def _levels_rows(res: dict) -> list[str]:
+    """The descriptive levels of an analysis (``res["levels"]``) against TTRL, as Amendments 49 and 50 show them."""
+    rows = [f"| method | learning rate | adapted pass@1, mean over seeds {res['seeds'][0]}-{res['seeds'][-1]} (SD) | "
+            "seeds below TTRL at its lr |", "|---|---|---|---|"]
+    return rows + [f"| {r['method']} | {LR_CELL[r['regime']]} | {r['pass1']:.1f} ({r['sd']:.1f}) | "
+                   f"{below_cell(r, 'ttrl')} |" for r in res["levels"]]
 
 
 def ablation_markdown(res: dict, registered: Sequence[dict]) -> str:

@@ -196,6 +196,12 @@ def test_table1_fixed_smoke_run_and_analyse(smoke, capsys):
         assert e["estimate"] == pytest.approx(100 * (diff.dae - diff.ttrl).mean())
     assert {(r["regime"], r["method"]) for r in res["levels"]} >= {
         (r, m) for r in small_lr.T1F_REGIMES for m in ("ttrl", "dae")}
+    caption = json.loads((small_lr.OUT / "table1.json").read_text())  # Amendment 49's committed analysis
+    table = small_lr.t1f_markdown(res, claims.load(small_lr.RESULTS / "claims.json"), caption).splitlines()
+    assert table[2].startswith("| default (3e-5) | +2.0 | +0.73 [+0.14, +1.34], 46 seeds, *reproduced* | **")
+    assert table[3].startswith("| lr/10 (3e-6) | +2.0 | +0.21 [+0.06, +0.37], 12 seeds, *reproduced* | **")
+    assert "(1.10 / 0.95)" in table[2] and "(1.84 / 0.13)" in table[3]
+    assert table[5] == "| method | learning rate | adapted pass@1, mean over seeds 0-1 (SD) | seeds below TTRL at its lr |"
 
 
 def test_amendment_50s_predicted_half_widths_are_the_measured_components():
