@@ -344,3 +344,18 @@ def test_committed_table1_recomputes_from_the_committed_csvs():
 def test_docs_quote_amendment_49_from_its_table1_json():
     res, section = _docs_section("table1.json", "## Table 1 at the small learning rate (plan Amendment 49)")
     assert small_lr.t1_markdown(res, claims.load(small_lr.RESULTS / "claims.json")) in section
+
+
+def test_committed_table1_fixed_recomputes_from_the_committed_csvs():
+    path = small_lr.OUT / "table1_fixed.json"
+    if not path.is_file():
+        pytest.skip(f"{path}: Amendment 50 not analysed yet (python -m ddrl.small_lr analyse --table1-fixed --json {path})")
+    committed = json.loads(path.read_text())
+    assert committed["seeds"] == list(small_lr.T1F_SEEDS)
+    assert json.loads(json.dumps(small_lr.analyse_t1f(n_boot=4000))) == committed
+
+
+def test_docs_quote_amendment_50_from_its_table1_fixed_json():
+    res, section = _docs_section("table1_fixed.json", "## Table 1 as the paper's text describes it (plan Amendment 50)")
+    caption = json.loads((small_lr.OUT / "table1.json").read_text())
+    assert small_lr.t1f_markdown(res, claims.load(small_lr.RESULTS / "claims.json"), caption) in section
