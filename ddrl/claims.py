@@ -210,11 +210,11 @@ def entry(claim_id: str, regime: str, estimate: float, ci_low: float, ci_high: f
 
 
 def amendment_entry(cid: str, regime: str, claim: str, metric: str, a: str, b: str, diffs,
-                    margin: float = NO_EFFECT_MARGIN, n_boot: int = 4000) -> dict:
+                    margin: float = NO_EFFECT_MARGIN, n_boot: int = 4000, stream: str | None = None) -> dict:
     """A claim a plan amendment adds (no paper number; expected sign +1: ``a`` above ``b``) in ``claims.json``'s
     schema, from its seeds x questions matrix of ``a - b`` (points): Sec. 4's bootstrap on the stream
-    ``derive_seed(0, "claims", cid, regime)``, ``margin`` and rule (:func:`ddrl.stats.decided`)."""
-    rng = np.random.default_rng(derive_seed(0, "claims", cid, regime))
+    ``derive_seed(0, "claims", cid, stream or regime)``, ``margin`` and rule (:func:`ddrl.stats.decided`)."""
+    rng = np.random.default_rng(derive_seed(0, "claims", cid, stream or regime))
     return {"id": cid, "claim": claim, "regime": regime, "metric": metric, "paper": None, "a": a, "b": b,
             **decided(np.asarray(diffs), rng, +1, margin, n_boot)}
 

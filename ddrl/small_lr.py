@@ -33,6 +33,11 @@ registered regimes' folders), its TTRL partners the committed runs:
     python -m ddrl.small_lr run --table1-fixed --workers 2
     python -m ddrl.small_lr analyse --table1-fixed --json results/small_lr/table1_fixed.json
 
+Plan Amendment 51 gives T1f at the default lr the power Amendment 50 lacked, on fresh seeds (its verdict on them only):
+
+    python -m ddrl.small_lr run --table1-fixed-more --workers 2
+    python -m ddrl.small_lr analyse --table1-fixed-more --json results/small_lr/table1_fixed_more.json
+
 Plan Amendments 43 and 44 set DDRL against the paper's stronger baseline, ETMR, there (on the registered and on the
 Xeon build): :mod:`ddrl.small_lr_etmr`, with its own command line.
 """
@@ -98,6 +103,9 @@ T1_PREDICTED = (1.10, 1.84, 0.46)
 #: Amendment 29's A2) at lr/10
 T1F_SEEDS, T1F_REGIMES, T1F_DIR = tuple(range(12)), (BASE_REGIME, REGIME), "table1_fixed"
 T1F_PREDICTED = {BASE_REGIME: (1.10, 0.95), REGIME: (1.84, 0.13)}
+#: Plan Amendment 51: T1f at the default lr on the fresh seeds 12-45 (every one with a committed TTRL partner), its
+#: verdict on them alone; predicted half-widths from (Amendment 50's T1f matrix there, the registered T1 matrix)
+T1F_MORE_SEEDS, T1F_MORE_PREDICTED = tuple(range(12, 46)), (1.28, 0.69)
 
 
 def regime_file(base: str | Path = RESULTS / "regimes_base.json") -> dict:
@@ -143,16 +151,18 @@ def t1_missing(out: str | Path = RUNS, seeds: Sequence[int] = T1_SEEDS) -> list[
     return sorted(set(seeds) - set(complete_seeds(out, REGIME, T1_METHODS)))
 
 
-def t1f_jobs(seeds: Sequence[int] = T1F_SEEDS) -> list[Job]:
+def t1f_jobs(seeds: Sequence[int] = T1F_SEEDS, regimes: Sequence[str] = T1F_REGIMES) -> list[Job]:
     """Amendment 50: ``dae`` at the default lr, then at lr/10, seed by seed (run with ``out`` = ``<out>/table1_fixed``;
-    the TTRL partners are the committed runs under ``<out>``, never jobs here)."""
-    return [Job(r, s, ("dae",), f"T1f {LR_NAME[r]}") for r in T1F_REGIMES for s in seeds]
+    the TTRL partners are the committed runs under ``<out>``, never jobs here); Amendment 51: ``regimes`` the default
+    lr alone, ``seeds`` :data:`T1F_MORE_SEEDS`."""
+    return [Job(r, s, ("dae",), f"T1f {LR_NAME[r]}") for r in regimes for s in seeds]
 
 
-def t1f_missing(out: str | Path = RUNS, seeds: Sequence[int] = T1F_SEEDS) -> dict[str, list[int]]:
+def t1f_missing(out: str | Path = RUNS, seeds: Sequence[int] = T1F_SEEDS,
+                regimes: Sequence[str] = T1F_REGIMES) -> dict[str, list[int]]:
     """Per regime, the seeds of ``seeds`` whose ``dae`` CSV (under ``<out>/table1_fixed``) or TTRL CSV is missing."""
     return {r: sorted(set(seeds) - (set(complete_seeds(Path(out, T1F_DIR), r, ("dae",)))
-                                    & set(complete_seeds(out, r, ("ttrl",))))) for r in T1F_REGIMES}
+                                    & set(complete_seeds(out, r, ("ttrl",))))) for r in regimes}
 
 
 def done_seeds(out: str | Path = RUNS) -> list[int]:
@@ -269,6 +279,32 @@ def analyse_t1f(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int]
     validate(entries, "table1_fixed")
     lv = ttrl_levels(df, T1F_REGIMES)
     return {"seeds": list(seeds), "entries": entries, "levels": lv.to_dict(orient="records")}
+
+
+def analyse_t1f_more(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = T1F_MORE_SEEDS,
+                     seen: Sequence[int] = T1F_SEEDS) -> dict:
+    """Amendment 51: T1f at the default lr over the fresh ``seeds`` alone (``entries``, the verdict), once all are
+    complete; descriptive, ``pooled``: the same bootstrap over ``seen`` and ``seeds`` together (not a test: ``seen``
+    prompted the amendment), and ``levels``: TTRL, ``dae`` and ``grpo_no_std`` on ``seeds``."""
+    missing = t1f_missing(out, seeds, (BASE_REGIME,))[BASE_REGIME]
+    if missing:
+        raise ValueError(f"{out}: Amendment 51 incomplete, seeds missing {missing}; the plan reads no estimate before "
+                         "all are complete")
+    both = sorted({*seen, *seeds})
+    paths = [*(csv_path(out, BASE_REGIME, m, s) for s in both for m in T1_METHODS[::-1]),
+             *(csv_path(Path(out, T1F_DIR), BASE_REGIME, "dae", s) for s in both)]
+    df = pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths if p.is_file()], ignore_index=True)
+    t1, fresh = get_claim("T1"), df[df.seed.isin(set(seeds))]
+
+    def entry(d: pd.DataFrame, stream: str) -> dict:
+        return {**amendment_entry("T1f", BASE_REGIME, "fixed +1/-1 advantages instead of GRPO's help TTRL (Table 1, "
+                                  "the paper's text)", "pass@1 dae - GRPO [points]", "dae", "ttrl",
+                                  paired_matrix(d, BASE_REGIME, "dae", "ttrl", "adapted"), t1.margin, n_boot,
+                                  stream=f"{BASE_REGIME}/{stream}"), "paper": t1.paper[STANDS_FOR]}
+    entries = validate([entry(fresh, "fresh")], "table1_fixed_more")
+    pooled = {k: v for k, v in entry(df, "pooled").items() if k != "verdict"}  # descriptive: no verdict
+    return {"seeds": list(seeds), "seen": list(seen), "entries": entries, "pooled": pooled,
+            "levels": ttrl_levels(fresh, (BASE_REGIME,)).to_dict(orient="records")}
 
 
 def t1_markdown(res: dict, registered: Sequence[dict]) -> str:
@@ -413,9 +449,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--table1", action="store_true", help="run, status, analyse: Amendment 49's T1")
     ap.add_argument("--table1-fixed", action="store_true",
                     help=f"run, status, analyse: Amendment 50's T1f (its CSVs under <out>/{T1F_DIR})")
+    ap.add_argument("--table1-fixed-more", action="store_true",
+                    help="run, status, analyse: Amendment 51's T1f at the default lr on fresh seeds 12-45")
     args = ap.parse_args(argv)
-    if args.ablation + args.table1 + args.table1_fixed > 1:
-        ap.error("--ablation, --table1 and --table1-fixed are three amendments: give one")
+    if args.ablation + args.table1 + args.table1_fixed + args.table1_fixed_more > 1:
+        ap.error("--ablation, --table1, --table1-fixed and --table1-fixed-more are four amendments: give one")
+    more = (BASE_REGIME,)
     if args.what == "regime":
         sys.stdout.write(write_json(REGIME_FILE, regime_file()))
     elif args.what == "run":
@@ -423,8 +462,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         todo, desc = ((ablation_jobs(ablation_seeds(args.seeds)), "Amendment 29 runs") if args.ablation
                       else (t1_jobs(args.seeds or T1_SEEDS), "Amendment 49 runs") if args.table1
                       else (t1f_jobs(args.seeds or T1F_SEEDS), "Amendment 50 runs") if args.table1_fixed
+                      else (t1f_jobs(args.seeds or T1F_MORE_SEEDS, more), "Amendment 51 runs") if args.table1_fixed_more
                       else (jobs(args.seeds or SEEDS), "Amendment 28 runs"))
-        out = args.out / T1F_DIR if args.table1_fixed else args.out
+        out = args.out / T1F_DIR if args.table1_fixed or args.table1_fixed_more else args.out
         status = run_jobs(todo, SCALES[args.scale], out, args.runs_root or cache_root() / "runs",
                           args.budget_min, args.workers, desc=desc)
         print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
@@ -436,13 +476,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.what == "status" and args.table1_fixed:
         for r, miss in t1f_missing(args.out).items():
             print(seeds_line(f"T1f ({r})", len(T1F_SEEDS), miss))
+    elif args.what == "status" and args.table1_fixed_more:
+        print(seeds_line(f"T1f ({BASE_REGIME}, fresh seeds)", len(T1F_MORE_SEEDS),
+                         t1f_missing(args.out, T1F_MORE_SEEDS, more)[BASE_REGIME]))
     elif args.what == "status":
         print(seeds_line(REGIME, len(SEEDS), sorted(set(SEEDS) - set(done_seeds(args.out)))))
     elif args.what == "figure":  # -> docs/results/small_lr.{png,pdf}, from the committed analysis
         print(save_docs_figure(figure(json.loads((OUT / "claims.json").read_text())), "small_lr"))
     else:
         run = (analyse_ablation if args.ablation else analyse_t1 if args.table1 else analyse_t1f if args.table1_fixed
-               else analyse)
+               else analyse_t1f_more if args.table1_fixed_more else analyse)
         sys.stdout.write(write_json(args.json, run(args.out)))
     return 0
 

@@ -169,7 +169,7 @@ def test_amendment_49s_predicted_half_widths_are_the_measured_components():
     assert "At **12 seeds {:.2f} / {:.2f} / {:.2f}**".format(*small_lr.T1_PREDICTED) in section
 
 
-def test_table1_fixed_smoke_run_and_analyse(smoke, capsys):
+def test_table1_fixed_smoke_run_and_analyse(smoke, capsys, monkeypatch):
     """Amendment 50 on the smoke runs: ``dae`` trains at both learning rates into ``<out>/table1_fixed`` (never beside
     the registered regimes' CSVs), its TTRL partners are the runs under ``<out>``; the analysis refuses an incomplete
     regime, then gives T1f per regime with Table 1's MATH-500 number and sign."""
@@ -202,6 +202,37 @@ def test_table1_fixed_smoke_run_and_analyse(smoke, capsys):
     assert table[3].startswith("| lr/10 (3e-6) | +2.0 | +0.21 [+0.06, +0.37], 12 seeds, *reproduced* | **")
     assert "(1.10 / 0.95)" in table[2] and "(1.84 / 0.13)" in table[3]
     assert table[5] == "| method | learning rate | adapted pass@1, mean over seeds 0-1 (SD) | seeds below TTRL at its lr |"
+    # Amendment 51: the default lr alone, into the same folder; its verdict on the fresh seeds, the pooled one apart
+    assert [(j.regime, j.seed) for j in small_lr.t1f_jobs([1], ("math500_like",))] == [("math500_like", 1)]
+    assert small_lr.main(["run", "--table1-fixed-more", "--seeds", "0-1", *common]) == 0  # both written: nothing new
+    assert not list(out.glob("*/dae-*")) and len(list(fixed.rglob("dae-seed*[0-9].csv.gz"))) == 4
+    with pytest.raises(ValueError, match=r"Amendment 51 incomplete, seeds missing \[2\]"):
+        small_lr.analyse_t1f_more(out, n_boot=200, seeds=[1, 2], seen=[0])
+    streams, entry = [], small_lr.amendment_entry
+    monkeypatch.setattr(small_lr, "amendment_entry", lambda *a, **k: streams.append(k["stream"]) or entry(*a, **k))
+    more = small_lr.analyse_t1f_more(out, n_boot=200, seeds=[0, 1], seen=[0])
+    assert streams == ["math500_like/fresh", "math500_like/pooled"]  # the plan's two streams
+    (fresh,), default = more["entries"], res["entries"][0]
+    assert (fresh["id"], fresh["regime"], fresh["paper"], fresh["n_seeds"]) == ("T1f", "math500_like", 2.0, 2)
+    assert fresh["estimate"] == pytest.approx(default["estimate"]) == pytest.approx(more["pooled"]["estimate"])
+    assert "verdict" not in more["pooled"] and {r["method"] for r in more["levels"]} == {"ttrl", "dae"}
+
+
+def test_amendment_51s_predicted_half_widths_are_the_measured_components():
+    """Amendment 51's predictions at 34 seeds x 256 questions, as :data:`ddrl.small_lr.T1F_MORE_PREDICTED` and the plan
+    state them: Amendment 50's committed T1f matrix at the default lr and the registered T1 matrix."""
+    from ddrl.stats import predicted_half_width, variance_components
+    from ddrl.study_analysis import claim_matrix, paired_matrix
+
+    fixed = pd.concat([pd.read_csv(csv_path(small_lr.RUNS / small_lr.T1F_DIR, "math500_like", "dae", s),
+                                   dtype={"question": str}) for s in small_lr.T1F_SEEDS])
+    default = _registered("math500_like", ("ttrl", "grpo_no_std"))
+    mats = (paired_matrix(pd.concat([fixed, default[default.seed < 12]]), "math500_like", "dae", "ttrl", "adapted"),
+            claim_matrix(default, "T1", "math500_like"))
+    got = tuple(round(predicted_half_width(variance_components(m.to_numpy()), 34, 256), 2) for m in mats)
+    assert got == small_lr.T1F_MORE_PREDICTED
+    section = " ".join((small_lr.RESULTS / "plan.md").read_text().split("51. **Why**")[1].split())
+    assert f"the default lr **{got[0]:.2f}**, from the registered T1 matrix (46 seeds) **{got[1]:.2f}**" in section
 
 
 def test_amendment_50s_predicted_half_widths_are_the_measured_components():
