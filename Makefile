@@ -18,11 +18,15 @@ export MPLBACKEND ?= Agg
 
 install: $(STAMP)
 
+# torch through pip (which reads this machine's pip configuration: the CPU wheel on disk), then the rest through uv
+# (PyPI's uv, installed by pip): the same packages and versions as pip resolves, with the installed CPU torch kept,
+# in ~13 s instead of pip's ~146 s (measured 2026-12-02 in two fresh venvs; `pip freeze` identical but for uv itself).
+# Should uv fail, pip installs the rest.
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q --upgrade pip uv
 	$(PY) -m pip install -q "$(TORCH)"
-	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m uv pip install -q --python $(PY) -e ".[dev]" || $(PY) -m pip install -q -e ".[dev]"
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@
 
