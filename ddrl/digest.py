@@ -23,7 +23,8 @@ from ddrl.study_plan import RESULTS
 #: The registered build's analyses, relative to ``results/``; a missing file is a design not yet analysed (its cells
 #: stay empty), so the digest renders at any stage of the plan
 SOURCES = ("claims.json", "wide/claims.json", "small_lr/claims.json", "small_lr/ablation.json", "small_lr/table1.json",
-           "small_lr/table1_fixed.json", "small_lr/etmr.json", "small_lr/etmr_amc.json", "small_lr/cor.json",
+           "small_lr/table1_fixed_more.json", "small_lr/table1_fixed.json", "small_lr/etmr.json",
+           "small_lr/etmr_amc.json", "small_lr/cor.json",
            "cor_alone/adapted.json", "small_lr/heldout.json", "small_lr/etmr_heldout.json",
            "small_lr/etmr_heldout_amc.json", "cor_alone/heldout.json")
 #: The registered build's other analyses with verdicts, left to their own sections of the page (a test checks that
@@ -160,7 +161,8 @@ def learning_rates(by: dict) -> dict[str, list[dict]]:
             if not at_small or "[points]" not in at_small[0]["metric"]:
                 continue
             row = _row_id(small_id, default_id)
-            for lr, entries in (("lr/10", at_small), ("default lr", by.get((default_id, next(iter(default))), []))):
+            # one entry per learning rate: the first source's (T1f: Amendment 51's fresh seeds before 50's)
+            for lr, entries in (("lr/10", at_small[:1]), ("default lr", by.get((default_id, next(iter(default))), [])[:1])):
                 studies[lr] += [{**e, "id": row, "regime": name, "paper": None} for e in entries]
     return studies
 

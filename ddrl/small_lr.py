@@ -322,21 +322,25 @@ def t1_markdown(res: dict, registered: Sequence[dict]) -> str:
     return "\n".join([*rows, "", *_levels_rows(res)]) + "\n"
 
 
-def t1f_markdown(res: dict, registered: Sequence[dict], caption: dict) -> str:
+def t1f_markdown(res: dict, registered: Sequence[dict], caption: dict, more: dict | None = None) -> str:
     """Amendment 50's table as docs/results.md quotes it: per learning rate the paper's MATH-500 number (Table 1), the
     caption's reading at that learning rate (``registered``: ``results/claims.json``'s entries, the default lr;
-    ``caption``: Amendment 49's analysis, lr/10), T1f, its half-width beside the plan's two predictions and its
-    verdict; then the descriptive levels."""
+    ``caption``: Amendment 49's analysis, lr/10), T1f, its half-width beside the plan's predictions and its verdict
+    (with ``more``, Amendment 51's analysis, its fresh seeds' row after the default lr's); then the levels (and
+    ``more``'s)."""
     beside = {BASE_REGIME: next(e for e in registered if (e["id"], e["regime"]) == ("T1", BASE_REGIME)),
               REGIME: next(e for e in caption["entries"] if e["id"] == "T1")}
     rows = ["| learning rate | paper (MATH-500) | T1, the caption's reading (grpo_no_std - TTRL) | **T1f, the text's "
             "reading (dae - TTRL; Amendment 50)** | half-width (predicted) | verdict |", "|---|---|---|---|---|---|"]
-    for e in res["entries"]:
-        b, pred = beside[e["regime"]], " / ".join(f"{x:.2f}" for x in T1F_PREDICTED[e["regime"]])
-        rows.append(f"| {LR_CELL[e['regime']]} | {e['paper']:+.1f} | {entry_ci(b)}, {b['n_seeds']} seeds, "
-                    f"*{b['verdict']}* | **{entry_ci(e)}**, {e['n_seeds']} seeds | {e['half_width']:.2f} ({pred}) | "
+    fresh = [(f"{LR_CELL[BASE_REGIME]}, fresh seeds {more['seeds'][0]}-{more['seeds'][-1]} (Amendment 51)", e,
+              T1F_MORE_PREDICTED) for e in (more or {"entries": []})["entries"]]
+    for name, e, pred in sorted([(LR_CELL[e["regime"]], e, T1F_PREDICTED[e["regime"]]) for e in res["entries"]]
+                                 + fresh, key=lambda x: x[1]["regime"] != BASE_REGIME):  # stable: default lr first
+        b, pred = beside[e["regime"]], " / ".join(f"{x:.2f}" for x in pred)
+        rows.append(f"| {name} | {e['paper']:+.1f} | {entry_ci(b)}, {b['n_seeds']} seeds, *{b['verdict']}* | "
+                    f"**{entry_ci(e)}**, {e['n_seeds']} seeds | {e['half_width']:.2f} ({pred}) | "
                     f"{VERDICT_MD[e['verdict']]} |")
-    return "\n".join([*rows, "", *_levels_rows(res)]) + "\n"
+    return "\n".join([*rows, "", *_levels_rows(res), *(["", *_levels_rows(more)] if more else [])]) + "\n"
 
 
 def _levels_rows(res: dict) -> list[str]:

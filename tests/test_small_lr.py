@@ -216,6 +216,10 @@ def test_table1_fixed_smoke_run_and_analyse(smoke, capsys, monkeypatch):
     assert (fresh["id"], fresh["regime"], fresh["paper"], fresh["n_seeds"]) == ("T1f", "math500_like", 2.0, 2)
     assert fresh["estimate"] == pytest.approx(default["estimate"]) == pytest.approx(more["pooled"]["estimate"])
     assert "verdict" not in more["pooled"] and {r["method"] for r in more["levels"]} == {"ttrl", "dae"}
+    both = small_lr.t1f_markdown(res, claims.load(small_lr.RESULTS / "claims.json"), caption, more).splitlines()
+    assert both[:3] == table[:3] and both[4:len(table) + 1] == table[3:]  # 51's row after the default lr's ...
+    assert both[3].startswith("| default (3e-5), fresh seeds 0-1 (Amendment 51) | +2.0 | +0.73")
+    assert "(1.28 / 0.69)" in both[3] and both[len(table) + 1] == ""  # ... and its levels after 50's
 
 
 def test_amendment_51s_predicted_half_widths_are_the_measured_components():
@@ -388,5 +392,16 @@ def test_committed_table1_fixed_recomputes_from_the_committed_csvs():
 
 def test_docs_quote_amendment_50_from_its_table1_fixed_json():
     res, section = _docs_section("table1_fixed.json", "## Table 1 as the paper's text describes it (plan Amendment 50)")
-    caption = json.loads((small_lr.OUT / "table1.json").read_text())
-    assert small_lr.t1f_markdown(res, claims.load(small_lr.RESULTS / "claims.json"), caption) in section
+    caption, more = (json.loads((small_lr.OUT / n).read_text()) if (small_lr.OUT / n).is_file() else None
+                     for n in ("table1.json", "table1_fixed_more.json"))  # Amendment 51's row once analysed
+    assert small_lr.t1f_markdown(res, claims.load(small_lr.RESULTS / "claims.json"), caption, more) in section
+
+
+def test_committed_table1_fixed_more_recomputes_from_the_committed_csvs():
+    path = small_lr.OUT / "table1_fixed_more.json"
+    if not path.is_file():
+        pytest.skip(f"{path}: Amendment 51 not analysed yet (python -m ddrl.small_lr analyse --table1-fixed-more "
+                    f"--json {path})")
+    committed = json.loads(path.read_text())
+    assert (committed["seeds"], committed["seen"]) == (list(small_lr.T1F_MORE_SEEDS), list(small_lr.T1F_SEEDS))
+    assert json.loads(json.dumps(small_lr.analyse_t1f_more(n_boot=4000))) == committed
