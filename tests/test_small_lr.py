@@ -366,28 +366,9 @@ def test_docs_quote_amendment_29_from_its_ablation_json():
     assert small_lr.split_markdown(res) in section
 
 
-
-def test_committed_table1_recomputes_from_the_committed_csvs():
-    path = small_lr.OUT / "table1.json"
-    if not path.is_file():
-        pytest.skip(f"{path}: Amendment 49 not analysed yet (python -m ddrl.small_lr analyse --table1 --json {path})")
-    committed = json.loads(path.read_text())
-    assert committed["seeds"] == list(small_lr.T1_SEEDS)
-    assert json.loads(json.dumps(small_lr.analyse_t1(n_boot=4000))) == committed
-
-
 def test_docs_quote_amendment_49_from_its_table1_json():
     res, section = _docs_section("table1.json", "## Table 1 at the small learning rate (plan Amendment 49)")
     assert small_lr.t1_markdown(res, claims.load(small_lr.RESULTS / "claims.json")) in section
-
-
-def test_committed_table1_fixed_recomputes_from_the_committed_csvs():
-    path = small_lr.OUT / "table1_fixed.json"
-    if not path.is_file():
-        pytest.skip(f"{path}: Amendment 50 not analysed yet (python -m ddrl.small_lr analyse --table1-fixed --json {path})")
-    committed = json.loads(path.read_text())
-    assert committed["seeds"] == list(small_lr.T1F_SEEDS)
-    assert json.loads(json.dumps(small_lr.analyse_t1f(n_boot=4000))) == committed
 
 
 def test_docs_quote_amendment_50_from_its_table1_fixed_json():
@@ -397,11 +378,16 @@ def test_docs_quote_amendment_50_from_its_table1_fixed_json():
     assert small_lr.t1f_markdown(res, claims.load(small_lr.RESULTS / "claims.json"), caption, more) in section
 
 
-def test_committed_table1_fixed_more_recomputes_from_the_committed_csvs():
-    path = small_lr.OUT / "table1_fixed_more.json"
+@pytest.mark.parametrize("name,flag,analyse,seeds", (
+    ("table1.json", "--table1", small_lr.analyse_t1, {"seeds": list(small_lr.T1_SEEDS)}),  # Amendment 49
+    ("table1_fixed.json", "--table1-fixed", small_lr.analyse_t1f, {"seeds": list(small_lr.T1F_SEEDS)}),  # 50
+    ("table1_fixed_more.json", "--table1-fixed-more", small_lr.analyse_t1f_more,  # 51
+     {"seeds": list(small_lr.T1F_MORE_SEEDS), "seen": list(small_lr.T1F_SEEDS)})),
+    ids=("amendment49", "amendment50", "amendment51"))
+def test_committed_table1_analyses_recompute_from_the_committed_csvs(name, flag, analyse, seeds):
+    path = small_lr.OUT / name
     if not path.is_file():
-        pytest.skip(f"{path}: Amendment 51 not analysed yet (python -m ddrl.small_lr analyse --table1-fixed-more "
-                    f"--json {path})")
+        pytest.skip(f"{path}: not analysed yet (python -m ddrl.small_lr analyse {flag} --json {path})")
     committed = json.loads(path.read_text())
-    assert (committed["seeds"], committed["seen"]) == (list(small_lr.T1F_MORE_SEEDS), list(small_lr.T1F_SEEDS))
-    assert json.loads(json.dumps(small_lr.analyse_t1f_more(n_boot=4000))) == committed
+    assert {k: committed[k] for k in seeds} == seeds
+    assert json.loads(json.dumps(analyse(n_boot=4000))) == committed
