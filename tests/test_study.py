@@ -795,7 +795,7 @@ COMMITTED_STUDIES = (
 )
 #: Plan Amendment 50's runs (registered build), apart from the registered regimes' folders: their keys only (no DDRL
 #: run lies beside them)
-TABLE1_FIXED = (study.RESULTS, study.RESULTS / "runs" / "table1_fixed", 48)  # Amendment 50: 24 runs, a CSV and a steps CSV each
+TABLE1_FIXED = (study.RESULTS, study.RESULTS / "runs" / "table1_fixed", 116)  # Amendments 50, 51: 58 runs, CSV + steps CSV
 
 
 @pytest.mark.parametrize("results_dir,runs,min_files", (*COMMITTED_STUDIES, TABLE1_FIXED),
