@@ -259,6 +259,16 @@ def analyse_t1(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] 
             "vote": vote.to_dict(orient="records")}
 
 
+def t1f_entry(df: pd.DataFrame, regime: str, n_boot: int = 4000, stream: str | None = None) -> dict:
+    """T1f (``dae`` - TTRL) in ``regime`` over the seeds of ``df``, with T1's Table 1 row (its MATH-500 number, sign +1
+    and margin): Amendments 50 (stream: the regime) and 51 (streams ``<regime>/fresh``, ``<regime>/pooled``)."""
+    t1 = get_claim("T1")
+    return {**amendment_entry("T1f", regime, "fixed +1/-1 advantages instead of GRPO's help TTRL (Table 1, the paper's "
+                              "text)", "pass@1 dae - GRPO [points]", "dae", "ttrl",
+                              paired_matrix(df, regime, "dae", "ttrl", "adapted"), t1.margin, n_boot, stream=stream),
+            "paper": t1.paper[STANDS_FOR]}
+
+
 def analyse_t1f(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = T1F_SEEDS) -> dict:
     """Amendment 50: T1f (``dae`` - TTRL) in each of :data:`T1F_REGIMES` over ``seeds``, once all of them are complete
     in both: ``entries`` (``claims.json``'s schema, the paper's number Table 1's MATH-500 row, with ``half_width``);
@@ -271,12 +281,7 @@ def analyse_t1f(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int]
     paths = [*(csv_path(out, r, m, s) for r in T1F_REGIMES for s in seeds for m in T1_METHODS[::-1]),
              *(csv_path(Path(out, T1F_DIR), r, "dae", s) for r in T1F_REGIMES for s in seeds)]
     df = pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths if p.is_file()], ignore_index=True)
-    t1 = get_claim("T1")  # the same Table 1 row: its MATH-500 number, sign (+1) and margin
-    entries = [{**amendment_entry("T1f", r, "fixed +1/-1 advantages instead of GRPO's help TTRL (Table 1, the "
-                                  "paper's text)", "pass@1 dae - GRPO [points]", "dae", "ttrl",
-                                  paired_matrix(df, r, "dae", "ttrl", "adapted"), t1.margin, n_boot),
-                "paper": t1.paper[STANDS_FOR]} for r in T1F_REGIMES]
-    validate(entries, "table1_fixed")
+    entries = validate([t1f_entry(df, r, n_boot) for r in T1F_REGIMES], "table1_fixed")
     lv = ttrl_levels(df, T1F_REGIMES)
     return {"seeds": list(seeds), "entries": entries, "levels": lv.to_dict(orient="records")}
 
@@ -294,15 +299,10 @@ def analyse_t1f_more(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence
     paths = [*(csv_path(out, BASE_REGIME, m, s) for s in both for m in T1_METHODS[::-1]),
              *(csv_path(Path(out, T1F_DIR), BASE_REGIME, "dae", s) for s in both)]
     df = pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths if p.is_file()], ignore_index=True)
-    t1, fresh = get_claim("T1"), df[df.seed.isin(set(seeds))]
-
-    def entry(d: pd.DataFrame, stream: str) -> dict:
-        return {**amendment_entry("T1f", BASE_REGIME, "fixed +1/-1 advantages instead of GRPO's help TTRL (Table 1, "
-                                  "the paper's text)", "pass@1 dae - GRPO [points]", "dae", "ttrl",
-                                  paired_matrix(d, BASE_REGIME, "dae", "ttrl", "adapted"), t1.margin, n_boot,
-                                  stream=f"{BASE_REGIME}/{stream}"), "paper": t1.paper[STANDS_FOR]}
-    entries = validate([entry(fresh, "fresh")], "table1_fixed_more")
-    pooled = {k: v for k, v in entry(df, "pooled").items() if k != "verdict"}  # descriptive: no verdict
+    fresh = df[df.seed.isin(set(seeds))]
+    entries = validate([t1f_entry(fresh, BASE_REGIME, n_boot, f"{BASE_REGIME}/fresh")], "table1_fixed_more")
+    pooled = {k: v for k, v in t1f_entry(df, BASE_REGIME, n_boot, f"{BASE_REGIME}/pooled").items()
+              if k != "verdict"}  # descriptive: no verdict
     return {"seeds": list(seeds), "seen": list(seen), "entries": entries, "pooled": pooled,
             "levels": ttrl_levels(fresh, (BASE_REGIME,)).to_dict(orient="records")}
 
