@@ -391,3 +391,55 @@ def test_committed_table1_analyses_recompute_from_the_committed_csvs(name, flag,
     committed = json.loads(path.read_text())
     assert {k: committed[k] for k in seeds} == seeds
     assert json.loads(json.dumps(analyse(n_boot=4000))) == committed
+
+
+def test_extra_rl_smoke_run_and_analyse(smoke, capsys):
+    """Amendment 52 on the smoke runs: ``additional_rl`` trains beside Amendment 28's DDRL runs, repeats their RL steps
+    (no divergence on one machine), then 10% more; the analysis refuses an incomplete seed, then gives C1 (the
+    registered bootstrap) and C2 (each time over its own run's RL phase) with the registered default-lr entries."""
+    from ddrl import small_lr_extra_rl as x
+
+    out, runs, common = smoke
+    assert [(j.regime, j.seed, j.methods) for j in x.jobs([0, 1])] == [
+        (small_lr.REGIME, s, ("additional_rl",)) for s in (0, 1)]
+    assert x.missing(out, [0, 1]) == [0, 1]
+    with pytest.raises(ValueError, match=r"Amendment 52 incomplete, seeds missing \[0, 1\]"):
+        x.analyse(out, n_boot=200, seeds=[0, 1])
+    assert x.main(["run", "--seeds", "0-1", *common]) == 0
+    assert x.main(["status", "--out", str(out)]) == 0
+    assert "C1/C2 (math500_like_small_lr): 2 of 12 seeds complete" in capsys.readouterr().out
+    res = x.analyse(out, n_boot=200, seeds=[0, 1])
+    assert [(e["id"], e["regime"], e["paper"], e["n_seeds"]) for e in res["entries"]] == [
+        ("C1", small_lr.REGIME, 6.3, 2), ("C2", small_lr.REGIME, None, 2)]
+    assert [d["diverged_at"] for d in res["divergence"]] == [-1, -1] and res["agreeing"]["seeds"] == [0, 1]
+    q = pd.concat([pd.read_csv(csv_path(out, small_lr.REGIME, m, s)).assign(m=m) for s in (0, 1)
+                   for m in x.METHODS]).pivot_table("pass@1", ["seed", "question"], "m")
+    assert res["entries"][0]["estimate"] == pytest.approx(100 * (q.ddrl - q.additional_rl).mean())
+    steps = {m: pd.read_csv(csv_path(out, small_lr.REGIME, m, 0, steps=True)) for m in x.METHODS}
+    rl, extra = (steps["additional_rl"][steps["additional_rl"].phase == p] for p in ("rl", "extra"))
+    assert len(extra) == -(-len(rl) // 10) and len(rl) == len(steps["ddrl"])  # ceil(10%) more steps
+    cor = pd.read_csv(csv_path(out, small_lr.REGIME, "ddrl", 0)).cor_seconds.iloc[0]
+    c2 = 100 * (extra["time/step_s"].sum() / rl["time/step_s"].sum() - cor / steps["ddrl"]["time/step_s"].sum())
+    assert res["c2"][0]["c2"] == pytest.approx(c2)
+    assert res["entries"][1]["estimate"] == pytest.approx(sum(r["c2"] for r in res["c2"]) / 2)
+    table = x.markdown(res, claims.load(small_lr.RESULTS / "claims.json")).splitlines()
+    assert table[2].startswith("| C1 DDRL - (BCS+DAE + additional RL) | +6.3 | +1.94 [+1.23, +2.67], 46 seeds, "
+                               "*reproduced* | **") and "(1.86 / 0.92)" in table[2]
+    assert table[3].startswith("| C2 additional RL's extra steps - COR [% of each run's own RL phase] | n/a | -37.60 [-38.88, -36.33], 46 seeds, *contradicted* | **")
+    assert {r["method"] for r in res["levels"]} == {"additional_rl", "ddrl"}
+
+
+def test_amendment_52s_predicted_half_widths_are_the_measured_components():
+    """Amendment 52's predictions at 12 seeds x 256 questions, as :data:`ddrl.small_lr_extra_rl.PREDICTED` and the plan
+    state them: Amendment 29's A3 matrix at lr/10 and the registered C1 matrix at the default lr."""
+    from ddrl import small_lr_extra_rl as x
+    from ddrl.stats import predicted_half_width, variance_components
+    from ddrl.study_analysis import claim_matrix
+
+    lr10, default = _registered(small_lr.REGIME, ("ddrl", "bcs_dae")), _registered("math500_like", ("ddrl", "additional_rl"))
+    mats = (claim_matrix(lr10[lr10.seed < 18], "A3", small_lr.REGIME), claim_matrix(default, "C1", "math500_like"))
+    got = tuple(round(predicted_half_width(variance_components(m.to_numpy()), 12, 256), 2) for m in mats)
+    assert got == x.PREDICTED
+    section = " ".join((small_lr.RESULTS / "plan.md").read_text().split("52. **Why**")[1].split())
+    assert f"lr/10 (DDRL - BCS+DAE, 18 seeds; additional RL is BCS+DAE plus 13 steps) **{got[0]:.2f}**" in section
+    assert f"the registered C1 matrix at the default lr (46 seeds) **{got[1]:.2f}**" in section
