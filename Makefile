@@ -30,15 +30,18 @@ $(STAMP): pyproject.toml
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@
 
-# Fast tier (pure functions, tiny-model machinery), then the e2e tier (every notebook's smoke run, one RL
-# step per preset). `make test-fast` / `make test-e2e` run one tier.
-test: test-fast test-e2e
-
-# The fast tier in TEST_WORKERS pytest-xdist processes, a test file per process at a time (module fixtures once);
-# each worker gets cores / TEST_WORKERS threads (tests/conftest.py). TEST_WORKERS=0 runs it in one process.
+# The fast tier (pure functions, tiny-model machinery) and the e2e tier (every notebook's smoke run, one RL step per
+# preset) in one pool of TEST_WORKERS pytest-xdist processes, a test file per process at a time (module fixtures
+# once), the longest files first (tests/conftest.py): the smoke run keeps ~1.2 of 2 cores busy, so it runs beside
+# the fast tier rather than after it. Each worker gets cores / TEST_WORKERS threads (tests/conftest.py);
+# TEST_WORKERS=0 runs everything in one process. `make test-fast` / `make test-e2e` run one tier.
 TEST_WORKERS ?= 2
+XDIST = $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile)
+test: $(STAMP)
+	$(PY) -m pytest -q $(XDIST) -m "not slow and not browser" $(PYTEST_ARGS)
+
 test-fast: $(STAMP)
-	$(PY) -m pytest -q $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile) $(PYTEST_ARGS)
+	$(PY) -m pytest -q $(XDIST) $(PYTEST_ARGS)
 
 test-e2e: $(STAMP)
 	$(PY) -m pytest -q -m e2e $(PYTEST_ARGS)

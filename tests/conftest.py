@@ -19,6 +19,19 @@ if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
     os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
 
 
+#: `make test` runs the fast and e2e tiers in one pytest-xdist pool (Makefile). Test files go to the two workers in
+#: collection order, a file per worker at a time, so the longest go first: the e2e tier's notebook smoke run (one
+#: file, 3-6 minutes on ~1.2 cores), then the two longest fast files (~450 worker-seconds each, measured 2026-12-02).
+#: The smoke run then overlaps the fast tier instead of following it, and the tail is short files.
+LONGEST_FIRST = ("tests/test_notebooks.py", "tests/test_study.py", "tests/test_parallel.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Reorder whole files (a stable sort: each file's tests keep their order) so :data:`LONGEST_FIRST` come first."""
+    rank = {f: i for i, f in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda it: rank.get(it.nodeid.split("::")[0], len(rank)))
+
+
 def shared_data_dir() -> Path:
     """``$DDRL_DATA_DIR`` or ``../shared/data`` beside the repository (never committed)."""
     return Path(os.environ.get("DDRL_DATA_DIR") or REPO.parent / "shared" / "data")
