@@ -426,7 +426,7 @@ def test_extra_rl_smoke_run_and_analyse(smoke, capsys):
     assert table[2].startswith("| C1 DDRL - (BCS+DAE + additional RL) | +6.3 | +1.94 [+1.23, +2.67], 46 seeds, "
                                "*reproduced* | **") and "(1.86 / 0.92)" in table[2]
     assert table[3].startswith("| C2 additional RL's extra steps - COR [% of each run's own RL phase] | n/a | -37.60 [-38.88, -36.33], 46 seeds, *contradicted* | **")
-    assert {r["method"] for r in res["levels"]} == {"additional_rl", "ddrl"}
+    assert {r["method"] for r in res["levels"]} >= {"additional_rl", "ddrl"}  # and bcs_dae where the ablation ran
 
 
 def test_amendment_52s_predicted_half_widths_are_the_measured_components():
