@@ -182,13 +182,6 @@ def test_grid_groups_runs_sharing_a_directory(tmp_path):
                       [("no_adaptation", 1)], [("ttrl", 1)], [("bcs_dae", 1), ("ddrl", 1)]]
 
 
-def test_a_pool_of_two_gives_the_serial_numbers(serial, tmp_path, monkeypatch):
-    """Same rows, metrics.jsonl and final weights (bitwise) from 2 single-thread workers as from the serial
-    path in a two-thread process: a run's numbers depend on its seed, not on where it ran."""
-    monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path / "cache"))
-    assert_same(experiment(tmp_path / "runs", workers=2).grid(METHODS, SEEDS), serial)
-
-
 KILLED_BATCH = """
 import sys
 sys.path.insert(0, {tests!r})
@@ -198,9 +191,12 @@ experiment(Path({runs!r}), workers=2).grid(METHODS, SEEDS)
 """
 
 
-def test_a_killed_batch_resumes(serial, tmp_path, monkeypatch):
-    """SIGKILL the whole batch (parent and workers) once a first run has finished; rerunning the grid keeps the
-    finished run (not retrained) and ends with the serial path's numbers."""
+def test_a_pool_of_two_gives_the_serial_numbers_and_a_killed_batch_resumes(serial, tmp_path, monkeypatch):
+    """Every run here trains in a pool of 2 single-thread workers: first a batch SIGKILLed whole (parent and workers)
+    once a first run has finished, then the grid rerun, which keeps the finished run (not retrained), resumes the
+    others and ends with the serial path's numbers (a two-thread process): the same rows, metrics.jsonl and final
+    weights, bitwise. A run's numbers depend on its seed, not on where it ran or whether it was interrupted. (A
+    pool-of-two run without the kill was a test of its own until 2026-12-02: this one makes each of its assertions.)"""
     monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path / "cache"))
     runs = tmp_path / "runs"
     code = KILLED_BATCH.format(tests=str(Path(__file__).parent), runs=str(runs))

@@ -443,3 +443,18 @@ def test_amendment_52s_predicted_half_widths_are_the_measured_components():
     section = " ".join((small_lr.RESULTS / "plan.md").read_text().split("52. **Why**")[1].split())
     assert f"lr/10 (DDRL - BCS+DAE, 18 seeds; additional RL is BCS+DAE plus 13 steps) **{got[0]:.2f}**" in section
     assert f"the registered C1 matrix at the default lr (46 seeds) **{got[1]:.2f}**" in section
+
+
+def test_committed_extra_rl_analysis_recomputes_and_docs_quote_it():
+    """Amendment 52's committed analysis is what the code computes from the committed CSVs, and docs/results.md quotes
+    its table verbatim."""
+    from ddrl import small_lr_extra_rl as x
+
+    path = small_lr.OUT / "extra_rl.json"
+    if not path.is_file():
+        pytest.skip(f"{path}: not analysed yet (python -m ddrl.small_lr_extra_rl analyse --json {path})")
+    committed = json.loads(path.read_text())
+    assert committed["seeds"] == list(x.SEEDS)
+    assert json.loads(json.dumps(x.analyse(n_boot=4000))) == committed
+    _, section = _docs_section("extra_rl.json", "## COR against additional RL at the small learning rate (plan Amendment 52)")
+    assert x.markdown(committed, claims.load(small_lr.RESULTS / "claims.json")) in section
