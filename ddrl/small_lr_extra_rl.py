@@ -103,9 +103,10 @@ def analyse(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = S
         raise ValueError(f"additional-RL runs off their DDRL run's trajectory, not in study_plan.KNOWN_DIVERGENCES: "
                          f"{new} (plan Amendment 9: list them there and name them in the results)")
     same = sorted(int(s) for s in div.seed[div.diverged_at < 0])
-    agreeing = (None if len(same) < 2 else
-                {k: v for k, v in wide_entry("C1", claim_matrix(df[df.seed.isin(same)], "C1", REGIME), n_boot, REGIME,
-                                             STANDS_FOR).items() if k != "verdict"} | {"seeds": same})
+    on_same = c1 if same == sorted(seeds) else (  # every seed agrees: the same matrix and stream, so C1 itself
+        wide_entry("C1", claim_matrix(df[df.seed.isin(same)], "C1", REGIME), n_boot, REGIME, STANDS_FOR))
+    agreeing = None if len(same) < 2 else {k: v for k, v in on_same.items() if k not in ("verdict", "half_width")} | {
+        "seeds": same}
     lv = level_table(run_levels(df), ("regime", "method"), reference="ddrl", sort=False)
     return {"regime": REGIME, "seeds": list(seeds), "entries": entries, "c2": c2.to_dict(orient="records"),
             "divergence": div.to_dict(orient="records"), "agreeing": agreeing, "levels": lv.to_dict(orient="records")}
