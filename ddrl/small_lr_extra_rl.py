@@ -1,4 +1,4 @@
-"""C1 and C2 at the paper's small learning rate in MATH-500-like: COR against additional RL (plan Amendment 52).
+"""C1 and C2 at the paper's small learning rate: COR against additional RL (plan Amendments 52 and 53).
 
 At the default lr the registered study found COR ahead of the same RL run continued for 10% more steps (C1) but
 dearer than those steps (C2). At lr/10 (regime ``math500_like_small_lr``, Amendment 28) the companion had measured
@@ -10,6 +10,12 @@ Amendment 28's committed DDRL run of its seed.
     python -m ddrl.small_lr_extra_rl status
     python -m ddrl.small_lr_extra_rl analyse --json results/small_lr/extra_rl.json
 
+Amendment 53 runs the same control at lr/10 in AMC-like (``amc_like_small_lr``: ``ceil(0.1 x 256)`` = 26 extra steps),
+paired with the registered build's committed DDRL runs there (Amendment 6), seed by seed until its plan's clock:
+
+    DDRL_CACHE_DIR=<the registered build's cache> python -m ddrl.small_lr_extra_rl run --design amc --workers 2
+    python -m ddrl.small_lr_extra_rl analyse --design amc --json results/small_lr/extra_rl_amc.json
+
 C2 is computed within each run (:func:`c2_values`): the two sets of runs were timed on different nights, and this
 machine's speed for torch work varies between nights by more than C2's effect.
 """
@@ -18,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -25,37 +32,93 @@ import pandas as pd
 
 from ddrl.claims import entry, validate, with_half_width
 from ddrl.evaluate import mean_ci
+from ddrl.parallel import minutes_to
 from ddrl.reporting import cache_root, write_json
-from ddrl.small_lr import BASE_REGIME, LR_CELL, REGIME, RUNS, STANDS_FOR, add_run_arguments, seeds_line
+from ddrl.small_lr import LR_CELL, OUT, REGIME, RUNS, add_run_arguments, seeds_line
 from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix, rl_divergence
-from ddrl.study_plan import KNOWN_DIVERGENCES, SCALES, Job, check_weights, csv_path
+from ddrl.study_plan import KNOWN_DIVERGENCES, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, csv_path
 from ddrl.tables import entry_ci
 from ddrl.wide import VERDICT_MD, below_cell, complete_seeds, level_table, run_levels, wide_entry
 
-SEEDS = tuple(range(12))  # the plan's power analysis: 12 seeds reach 1.86 / 0.92; 18 would give 1.84 / -
-METHODS = ("ddrl", "additional_rl")  # C1 = ddrl - additional_rl; DDRL's runs are Amendment 28's (committed)
-#: Amendment 52's predicted half-widths at 12 seeds x 256 questions: (Amendment 29's A3 matrix at lr/10, the
-#: registered C1 matrix at the default lr)
-PREDICTED = (1.86, 0.92)
+METHODS = ("ddrl", "additional_rl")  # C1 = ddrl - additional_rl; DDRL's runs are committed ones (never a job here)
+MIN_SEEDS = 6  # a design with a clock: fewer complete seeds from 0 and nothing is estimated
+
+
+@dataclass(frozen=True)
+class ExtraRlDesign:
+    """One lr/10 regime's C1/C2 control: the plan amendment, the lr/10 ``regime`` (its default-lr twin and paper numbers
+    are ``SAME_BASE``'s), the seeds, the plan's predicted C1 half-widths at ``len(seeds)`` seeds (``predicted``, named
+    by ``predicted_from``), the analysis file, the docs section's heading and the plan's clock (``cutoff``: no job
+    starts after it and the analysis takes the complete seeds from 0; None: every seed, as Amendment 52)."""
+
+    amendment: int
+    regime: str
+    seeds: tuple[int, ...]
+    predicted: tuple[float, ...]
+    predicted_from: str
+    analysis: Path
+    section: str
+    cutoff: str | None = None
+
+    @property
+    def base(self) -> str:
+        return SAME_BASE[self.regime]
+
+
+DESIGNS = {
+    "math500": ExtraRlDesign(  # 12 seeds reach 1.86 / 0.92; 18 would give 1.84 / -
+        52, REGIME, tuple(range(12)), (1.86, 0.92), "A3 at lr/10 / C1 at the default lr", OUT / "extra_rl.json",
+        "## COR against additional RL at the small learning rate (plan Amendment 52)"),
+    "amc": ExtraRlDesign(  # question-bound: 19 seeds would give 2.03 / 2.50 / -
+        53, SMALL_LR, tuple(range(12)), (2.10, 2.53, 0.42),
+        "M1 at lr/10 / Amendment 52's C1 / C1 at the default lr", OUT / "extra_rl_amc.json",
+        "## COR against additional RL at the small learning rate in AMC-like (plan Amendment 53)",
+        "2026-12-02T12:30:00+00:00"),
+}
+MATH500 = DESIGNS["math500"]
+SEEDS, PREDICTED = MATH500.seeds, MATH500.predicted  # Amendment 52's
 COMPARISON = {"C1": "DDRL - (BCS+DAE + additional RL)",
               "C2": "additional RL's extra steps - COR [% of each run's own RL phase]"}
 #: The levels' methods (descriptive): BCS+DAE is the DDRL runs' RL-only weights (Amendment 29)
 LEVEL_METHODS = ("bcs_dae", "additional_rl", "ddrl")
 
 
-def jobs(seeds: Sequence[int] = SEEDS) -> list[Job]:
-    """``additional_rl`` seed by seed (its DDRL partner is Amendment 28's run of the same seed, never a job here)."""
-    return [Job(REGIME, s, ("additional_rl",), "C1 lr/10") for s in seeds]
+def jobs(seeds: Sequence[int] | None = None, design: ExtraRlDesign = MATH500, now: float | None = None) -> list[Job]:
+    """``additional_rl`` seed by seed (``seeds``: default the design's; its DDRL partner is the committed run of the
+    same seed, never a job here); none once the design's clock has passed (``now``: epoch seconds)."""
+    if design.cutoff is not None and minutes_to(design.cutoff, now) <= 0:
+        return []
+    return [Job(design.regime, s, ("additional_rl",), f"C1 lr/10 (A{design.amendment})")
+            for s in (design.seeds if seeds is None else seeds)]
 
 
-def missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS) -> list[int]:
-    """The seeds of ``seeds`` whose ``additional_rl`` or DDRL CSV in :data:`REGIME` is not written yet."""
-    return sorted(set(seeds) - set(complete_seeds(out, REGIME, METHODS)))
+def missing(out: str | Path = RUNS, seeds: Sequence[int] | None = None, design: ExtraRlDesign = MATH500) -> list[int]:
+    """The seeds of ``seeds`` (default the design's) whose ``additional_rl`` or DDRL CSV is not written yet."""
+    return sorted(set(design.seeds if seeds is None else seeds) - set(complete_seeds(out, design.regime, METHODS)))
 
 
-def _read(out: str | Path, methods: Sequence[str], seeds: Sequence[int], steps: bool = False) -> pd.DataFrame:
-    paths = [csv_path(out, REGIME, m, s, steps) for s in seeds for m in methods]
+def analysed_seeds(out: str | Path, seeds: Sequence[int], design: ExtraRlDesign, now: float | None = None) -> list[int]:
+    """The seeds the plan analyses: every one of ``seeds`` (an error naming the missing ones otherwise); with a clock,
+    the complete seeds from 0, at least :data:`MIN_SEEDS`, once the clock has passed or all are complete."""
+    gone = missing(out, seeds, design)
+    if design.cutoff is None or not gone:
+        if gone:
+            raise ValueError(f"{out}: Amendment {design.amendment} incomplete, seeds missing {gone}; the plan reads no "
+                             "estimate before every seed is complete")
+        return list(seeds)
+    if minutes_to(design.cutoff, now) > 0:
+        raise ValueError(f"{out}: Amendment {design.amendment} seeds missing {gone} before its clock ({design.cutoff});"
+                         " the plan reads no estimate before the clock or every seed")
+    done = [s for s in seeds if s < min(gone)]
+    if len(done) < MIN_SEEDS:
+        raise ValueError(f"{out}: {len(done)} complete Amendment {design.amendment} seeds from {seeds[0]}, the plan "
+                         f"needs {MIN_SEEDS}")
+    return done
+
+
+def _read(out: str | Path, regime: str, methods: Sequence[str], seeds: Sequence[int], steps: bool = False) -> pd.DataFrame:
+    paths = [csv_path(out, regime, m, s, steps) for s in seeds for m in methods]
     return pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths if p.is_file()], ignore_index=True)
 
 
@@ -77,51 +140,55 @@ def c2_values(questions: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def analyse(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = SEEDS) -> dict:
-    """Amendment 52 over ``seeds``, once every one is complete: ``entries`` (C1 by the registered bootstrap, C2 by a
+def analyse(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] | None = None,
+            design: ExtraRlDesign = MATH500, now: float | None = None) -> dict:
+    """The design over ``seeds`` (default its own; which of them: :func:`analysed_seeds`): ``entries`` (C1 by the registered bootstrap, C2 by a
     t-interval over seeds of :func:`c2_values`; ``claims.json``'s schema, with ``half_width``); descriptive: ``c2``
     (the per-seed times, the registered formula beside), ``divergence`` (each additional-RL run's first RL step off
     its DDRL run's trajectory, -1: none), ``agreeing`` (C1 on the seeds that never left it, without a verdict) and
     ``levels`` (BCS+DAE, additional RL and DDRL at lr/10, the seeds in which each ends below DDRL)."""
-    gone = missing(out, seeds)
-    if gone:
-        raise ValueError(f"{out}: Amendment 52 incomplete, seeds missing {gone}; the plan reads no estimate before "
-                         "every seed is complete")
-    df = _read(out, LEVEL_METHODS, seeds)
-    c1 = wide_entry("C1", claim_matrix(df, "C1", REGIME), n_boot, REGIME, STANDS_FOR)
-    steps = _read(out, METHODS, seeds, steps=True)
+    reg = design.regime
+    seeds = analysed_seeds(out, design.seeds if seeds is None else seeds, design, now)
+    df = _read(out, reg, LEVEL_METHODS, seeds)
+    c1 = wide_entry("C1", claim_matrix(df, "C1", reg), n_boot, reg, design.base)
+    steps = _read(out, reg, METHODS, seeds, steps=True)
     c2 = c2_values(df, steps)
     if sorted(c2.seed) != sorted(seeds):
         raise ValueError(f"{out}: C2 needs every seed's step times and COR seconds; have seeds {sorted(c2.seed)}")
     est, lo, hi = mean_ci(c2.c2)
-    entries = with_half_width(validate([c1, {**entry("C2", STANDS_FOR, est, lo, hi, len(c2), c1["n_questions"]),
-                                             "regime": REGIME}], REGIME))
+    entries = with_half_width(validate([c1, {**entry("C2", design.base, est, lo, hi, len(c2), c1["n_questions"]),
+                                             "regime": reg}], reg))
     div = rl_divergence(steps, ("additional_rl",))
-    new = [(REGIME, "additional_rl", int(r.seed)) for r in div.itertuples() if r.diverged_at >= 0
-           and KNOWN_DIVERGENCES.get((REGIME, "additional_rl", int(r.seed))) != r.diverged_at]
+    new = [(reg, "additional_rl", int(r.seed)) for r in div.itertuples() if r.diverged_at >= 0
+           and KNOWN_DIVERGENCES.get((reg, "additional_rl", int(r.seed))) != r.diverged_at]
     if new:
         raise ValueError(f"additional-RL runs off their DDRL run's trajectory, not in study_plan.KNOWN_DIVERGENCES: "
                          f"{new} (plan Amendment 9: list them there and name them in the results)")
     same = sorted(int(s) for s in div.seed[div.diverged_at < 0])
     on_same = c1 if same == sorted(seeds) else (  # every seed agrees: the same matrix and stream, so C1 itself
-        wide_entry("C1", claim_matrix(df[df.seed.isin(same)], "C1", REGIME), n_boot, REGIME, STANDS_FOR))
+        wide_entry("C1", claim_matrix(df[df.seed.isin(same)], "C1", reg), n_boot, reg, design.base))
     agreeing = None if len(same) < 2 else {k: v for k, v in on_same.items() if k not in ("verdict", "half_width")} | {
         "seeds": same}
     lv = level_table(run_levels(df), ("regime", "method"), reference="ddrl", sort=False)
-    return {"regime": REGIME, "seeds": list(seeds), "entries": entries, "c2": c2.to_dict(orient="records"),
+    return {"regime": reg, "seeds": list(seeds), "entries": entries, "c2": c2.to_dict(orient="records"),
             "divergence": div.to_dict(orient="records"), "agreeing": agreeing, "levels": lv.to_dict(orient="records")}
 
 
-def markdown(res: dict, registered: Sequence[dict]) -> str:
-    """Amendment 52's table as docs/results.md quotes it: per claim the paper's MATH-500 number (Table 4), the
-    registered MATH-500-like entry at the default lr (``registered``: ``results/claims.json``'s entries), this
+#: The paper's benchmark and the testbed regime each default-lr twin stands for
+NAMES = {"math500_like": ("MATH-500", "MATH-500-like"), "amc_like": ("AMC", "AMC-like")}
+
+
+def markdown(res: dict, registered: Sequence[dict], design: ExtraRlDesign = MATH500) -> str:
+    """The design's table as docs/results.md quotes it: per claim the paper's number (Table 4, the benchmark the regime
+    stands for), the registered entry at the default lr (``registered``: ``results/claims.json``'s entries), this
     amendment's entry, its half-width (C1: beside the plan's predictions), its verdict; then the levels."""
     reg = {(e["id"], e["regime"]): e for e in registered}
-    rows = ["| claim | paper (MATH-500) | MATH-500-like, default lr (registered) | **MATH-500-like at lr/10 "
-            "(Amendment 52)** | half-width (predicted) | verdict |", "|---|---|---|---|---|---|"]
+    bench, name = NAMES[design.base]
+    rows = [f"| claim | paper ({bench}) | {name}, default lr (registered) | **{name} at lr/10 "
+            f"(Amendment {design.amendment})** | half-width (predicted) | verdict |", "|---|---|---|---|---|---|"]
     for e in res["entries"]:
-        b, paper = reg[(e["id"], BASE_REGIME)], "n/a" if e["paper"] is None else f"{e['paper']:+.1f}"
-        pred = " / ".join(f"{x:.2f}" for x in PREDICTED) if e["id"] == "C1" else "-"
+        b, paper = reg[(e["id"], design.base)], "n/a" if e["paper"] is None else f"{e['paper']:+.1f}"
+        pred = " / ".join(f"{x:.2f}" for x in design.predicted) if e["id"] == "C1" else "-"
         rows.append(f"| {e['id']} {COMPARISON[e['id']]} | {paper} | {entry_ci(b)}, {b['n_seeds']} seeds, "
                     f"*{b['verdict']}* | **{entry_ci(e)}**, {e['n_seeds']} seeds | {e['half_width']:.2f} ({pred}) | "
                     f"{VERDICT_MD[e['verdict']]} |")
@@ -135,18 +202,26 @@ def markdown(res: dict, registered: Sequence[dict]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.small_lr_extra_rl", description=__doc__.split("\n\n")[0])
     ap.add_argument("what", choices=("run", "status", "analyse"))
+    ap.add_argument("--design", choices=sorted(DESIGNS), default="math500",
+                    help="math500: Amendment 52 (MATH-500-like); amc: Amendment 53 (AMC-like)")
     add_run_arguments(ap, "run: seeds N-M (default: the plan's, 0-11)")
     args = ap.parse_args(argv)
-    if args.what == "run":
-        check_weights(scale=SCALES[args.scale])  # the measured base build, never a new one
-        status = run_jobs(jobs(args.seeds or SEEDS), SCALES[args.scale], args.out,
-                          args.runs_root or cache_root() / "runs", args.budget_min, args.workers,
-                          desc="Amendment 52 runs")
+    design = DESIGNS[args.design]
+    if args.what == "run":  # the measured base build, never a new one; no job starts after the plan's clock
+        check_weights(scale=SCALES[args.scale])
+        todo = jobs(args.seeds, design)
+        budget = args.budget_min
+        if design.cutoff is not None and todo:
+            left = minutes_to(design.cutoff)
+            budget = left if budget is None else min(budget, left)
+        status = run_jobs(todo, SCALES[args.scale], args.out, args.runs_root or cache_root() / "runs", budget,
+                          args.workers, desc=f"Amendment {design.amendment} runs")
         print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
     elif args.what == "status":
-        print(seeds_line(f"C1/C2 ({REGIME})", len(SEEDS), missing(args.out)))
+        clock = "" if design.cutoff is None else f"; minutes to the clock {minutes_to(design.cutoff):.0f}"
+        print(seeds_line(f"C1/C2 ({design.regime})", len(design.seeds), missing(args.out, design=design)) + clock)
     else:
-        sys.stdout.write(write_json(args.json, analyse(args.out)))
+        sys.stdout.write(write_json(args.json or design.analysis, analyse(args.out, design=design)))
     return 0
 
 
