@@ -445,16 +445,67 @@ def test_amendment_52s_predicted_half_widths_are_the_measured_components():
     assert f"the registered C1 matrix at the default lr (46 seeds) **{got[1]:.2f}**" in section
 
 
-def test_committed_extra_rl_analysis_recomputes_and_docs_quote_it():
-    """Amendment 52's committed analysis is what the code computes from the committed CSVs, and docs/results.md quotes
-    its table verbatim."""
+def test_amendment_53s_predicted_half_widths_are_the_measured_components():
+    """Amendment 53's predictions at 12 seeds x 128 questions, as its design and the plan state them: the registered
+    lr/10 AMC-like M1 matrix, Amendment 52's C1 matrix (its components at 128 questions), the registered default-lr
+    AMC-like C1 matrix."""
+    from ddrl import small_lr_extra_rl as x
+    from ddrl.stats import predicted_half_width, variance_components
+    from ddrl.study_analysis import claim_matrix
+
+    design = x.DESIGNS["amc"]
+    lr10, m500 = _registered(design.regime, ("ddrl", "ttrl")), _registered(small_lr.REGIME, x.METHODS)
+    default = _registered("amc_like", x.METHODS)
+    mats = (claim_matrix(lr10, "M1", design.regime), claim_matrix(m500[m500.seed.isin(x.SEEDS)], "C1", small_lr.REGIME),
+            claim_matrix(default, "C1", "amc_like"))
+    assert [m.shape[0] for m in mats] == [19, 12, 19]
+    got = tuple(round(predicted_half_width(variance_components(m.to_numpy()), len(design.seeds), 128), 2) for m in mats)
+    assert got == design.predicted
+    section = " ".join((small_lr.RESULTS / "plan.md").read_text().split("53. **Why**")[1].split())
+    assert (f"(DDRL - TTRL, 19 seeds; two RL runs at lr/10 in this regime) **{got[0]:.2f}**; from Amendment 52's C1 "
+            f"matrix (lr/10, MATH-500-like, 12 seeds; its components at 128 questions) **{got[1]:.2f}**; from the "
+            f"registered default-lr AMC-like C1 matrix (19 seeds) **{got[2]:.2f}**") in section
+    at19 = [round(predicted_half_width(variance_components(m.to_numpy()), 19, 128), 2) for m in mats[:2]]
+    assert f"at 19 seeds the first two would be {at19[0]:.2f} and {at19[1]:.2f}" in section
+
+
+def test_a_design_with_a_clock_runs_and_reads_its_seeds_only_by_the_plan(tmp_path):
+    """Amendment 53's clock: no job once it has passed; before it, no estimate unless every seed is complete; after
+    it, the complete seeds from 0 and at least MIN_SEEDS of them (written CSVs stand in for runs)."""
+    from datetime import datetime
+
     from ddrl import small_lr_extra_rl as x
 
-    path = small_lr.OUT / "extra_rl.json"
+    design = x.DESIGNS["amc"]
+    clock = datetime.fromisoformat(design.cutoff).timestamp()
+    assert len(x.jobs(design=design, now=clock - 60)) == len(design.seeds) and x.jobs(design=design, now=clock + 1) == []
+    for s in (*range(7), 8):
+        for m in x.METHODS:
+            p = csv_path(tmp_path, design.regime, m, s)
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(b"")
+    with pytest.raises(ValueError, match=r"seeds missing \[7, 9, 10, 11\] before its clock"):
+        x.analysed_seeds(tmp_path, design.seeds, design, now=clock - 60)
+    assert x.analysed_seeds(tmp_path, design.seeds, design, now=clock + 1) == list(range(7))
+    with pytest.raises(ValueError, match=r"3 complete Amendment 53 seeds from 0, the plan needs 6"):
+        x.analysed_seeds(tmp_path, design.seeds[:3] + (20,), design, now=clock + 1)
+    assert x.analysed_seeds(tmp_path, (0, 1), design, now=clock - 60) == [0, 1]  # every asked seed complete
+    with pytest.raises(ValueError, match=r"Amendment 52 incomplete, seeds missing \[0\]"):  # no clock: every seed
+        x.analysed_seeds(tmp_path, (0,), x.MATH500)
+
+
+@pytest.mark.parametrize("name", ["math500", "amc"])
+def test_committed_extra_rl_analysis_recomputes_and_docs_quote_it(name):
+    """Amendments 52's and 53's committed analyses are what the code computes from the committed CSVs, and
+    docs/results.md quotes each table verbatim."""
+    from ddrl import small_lr_extra_rl as x
+
+    design = x.DESIGNS[name]
+    path = design.analysis
     if not path.is_file():
-        pytest.skip(f"{path}: not analysed yet (python -m ddrl.small_lr_extra_rl analyse --json {path})")
+        pytest.skip(f"{path}: not analysed yet (python -m ddrl.small_lr_extra_rl analyse --design {name})")
     committed = json.loads(path.read_text())
-    assert committed["seeds"] == list(x.SEEDS)
-    assert json.loads(json.dumps(x.analyse(n_boot=4000))) == committed
-    _, section = _docs_section("extra_rl.json", "## COR against additional RL at the small learning rate (plan Amendment 52)")
-    assert x.markdown(committed, claims.load(small_lr.RESULTS / "claims.json")) in section
+    assert committed["seeds"] == list(design.seeds[:len(committed["seeds"])])
+    assert json.loads(json.dumps(x.analyse(n_boot=4000, design=design))) == committed  # the plan's seeds, too
+    _, section = _docs_section(path.name, design.section)
+    assert x.markdown(committed, claims.load(small_lr.RESULTS / "claims.json"), design) in section
