@@ -315,3 +315,12 @@ def decided(diffs, rng: np.random.Generator, sign: int, margin: float = NO_EFFEC
     return {"estimate": iv.estimate, "ci_low": iv.ci_low, "ci_high": iv.ci_high, "half_width": iv.half_width,
             "n_seeds": iv.n_seeds, "n_questions": iv.n_questions,
             "verdict": verdict(iv.ci_low, iv.ci_high, sign, margin)}
+
+
+def advantage_statistic(cid: str, adv: np.ndarray) -> float:
+    """One DDRL run's D1 or D2 from its RL steps' batch mean advantages in step order (plan Sec. 4; the paper's
+    Fig. 4): D1 = -100 x their mean; D2 = 100 x (the mean over the last quarter of the steps - over the first)."""
+    if cid == "D1":
+        return float(-100 * adv.mean())
+    q = max(1, len(adv) // 4)
+    return float(100 * (adv[-q:].mean() - adv[:q].mean()))

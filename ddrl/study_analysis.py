@@ -16,8 +16,9 @@ from ddrl.claims import CLAIMS, FLOOR_NOTE, entry, get, validate, with_half_widt
 from ddrl.evaluate import mean_ci
 from ddrl.regimes import WEAK_REGIME, Regime
 from ddrl.seeds import derive_seed
-from ddrl.stats import (TARGET_HALF_WIDTH, choose_design, eval_noise_variance, hierarchical_bootstrap,
-                        paired_differences, power_table, predicted_half_width, question_bootstrap, variance_components)
+from ddrl.stats import (TARGET_HALF_WIDTH, advantage_statistic, choose_design, eval_noise_variance,
+                        hierarchical_bootstrap, paired_differences, power_table, predicted_half_width, question_bootstrap,
+                        variance_components)
 from ddrl.study_plan import (BANDS_64, BASE, CSV, HELDOUT_X, NO_RL, PAIRED, QUESTION_COLUMNS, REAL, REUSES_RUN,
                              SELECTION_K, SELECTION_ORDERS, SHARES_DDRL_RL, STAGE1_COMPARISONS, STEP_COLUMNS, THREE,
                              Scale, csv_method_seed, same_base, selection_k)
@@ -481,13 +482,8 @@ def _run_level_claim(cid: str, regime: str, steps: pd.DataFrame, cor: dict[tuple
     dd = s[(s.method == "ddrl") & (s.phase == "rl")]
     vals = []
     if cid in ("D1", "D2"):
-        for _, g in dd.groupby("seed"):
-            adv = g.sort_values("step")["adv/mean"].to_numpy(dtype=float)
-            if cid == "D1":
-                vals.append(-100 * adv.mean())
-            else:
-                q = max(1, len(adv) // 4)
-                vals.append(100 * (adv[-q:].mean() - adv[:q].mean()))
+        vals = [advantage_statistic(cid, g.sort_values("step")["adv/mean"].to_numpy(dtype=float))
+                for _, g in dd.groupby("seed")]
     else:  # C2
         ex = s[(s.method == "additional_rl") & (s.phase == "extra")].groupby("seed")["time/step_s"].sum()
         rl = dd.groupby("seed")["time/step_s"].sum()
