@@ -153,7 +153,7 @@ KNOWN_DIVERGENCES: dict[tuple[str, str, int], int] = {
     ("amc_like", "additional_rl", 6): 71, ("amc_like", "additional_rl", 7): 57, ("amc_like", "additional_rl", 8): 104,
     ("amc_like", "additional_rl", 9): 61, ("amc_like", "additional_rl", 12): 63, ("amc_like", "additional_rl", 13): 103,
     ("amc_like", "additional_rl", 16): 105, ("amc_like", "additional_rl", 17): 91, ("amc_like", "additional_rl", 18): 121,
-}
+    ("amc_like_small_lr", "additional_rl", 11): 231}  # plan Amendment 53 (of 256 RL steps; 2026-12-02, EPYC 25/1)
 #: E1, E2 (plan Amendment 8): K of the selection rules compared on the base rollouts, and how many random orders
 #: of a question's rollouts each (seed, question) is averaged over (BCS and the vote break ties by order).
 SELECTION_K = 32
