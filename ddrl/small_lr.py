@@ -59,9 +59,10 @@ from ddrl.reporting import cache_root, write_json
 from ddrl.seeds import numpy_generator, seed_range
 from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix, paired_matrix
-from ddrl.study_plan import RESULTS, SAME_BASE, SCALES, SMALL_LR, STEP_COLUMNS, Job, check_weights, csv_path, load_regimes
+from ddrl.study_plan import (RESULTS, SAME_BASE, SCALES, SMALL_LR, STEP_COLUMNS, Job, check_weights, csv_path,
+                             load_regimes)
 from ddrl.tables import entry_ci
-from ddrl.wide import (VERDICT_MD, below_cell, complete_seeds, level_table, levels_vote_figure, run_levels,
+from ddrl.wide import (VERDICT_MD, below_cell, complete_seeds, level_table, levels_vote_figure, read_csvs, run_levels,
                        vote_by_quarter, wide_entry)
 
 REGIME = "math500_like_small_lr"
@@ -223,7 +224,7 @@ def analyse_ablation(out: str | Path = RUNS, n_boot: int = 4000,
     methods, few = ("ttrl", "bcs", "bcs_dae", "ddrl"), list(seeds["A1"])
     paths = [*(csv_path(out, REGIME, m, s) for s in sorted(set().union(*seeds.values())) for m in methods),
              *(csv_path(out, BASE_REGIME, m, s) for s in few for m in methods)]  # the default lr: levels only
-    df = pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths if p.is_file()], ignore_index=True)
+    df = read_csvs(paths)
     mats = {cid: claim_matrix(df[df.seed.isin(set(s))], cid, REGIME) for cid, s in seeds.items()}  # seeds x questions
     entries = [wide_entry(cid, d, n_boot, REGIME, STANDS_FOR) for cid, d in mats.items()]
     with_half_width(validate(entries, REGIME))
@@ -246,13 +247,11 @@ def analyse_t1(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] 
                          "every seed is complete")
     order = T1_METHODS[::-1]  # TTRL first: the levels' rows come in the order of the runs
     paths = [csv_path(out, r, m, s) for s in seeds for r in (REGIME, BASE_REGIME) for m in order]
-    df = pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths if p.is_file()], ignore_index=True)
+    df = read_csvs(paths)
     entries = [wide_entry("T1", claim_matrix(df, "T1", REGIME), n_boot, REGIME, STANDS_FOR)]
     with_half_width(validate(entries, REGIME))
     lv = ttrl_levels(df, (BASE_REGIME, REGIME))
-    steps = pd.concat([pd.read_csv(p) for p in (csv_path(out, r, m, s, steps=True) for s in seeds
-                                                 for r in (REGIME, BASE_REGIME) for m in order) if p.is_file()],
-                      ignore_index=True)
+    steps = read_csvs(csv_path(out, r, m, s, steps=True) for s in seeds for r in (REGIME, BASE_REGIME) for m in order)
     vote = pd.concat([vote_by_quarter(seeds=seeds, regime=r, steps=steps) for r in (BASE_REGIME, REGIME)],
                      ignore_index=True)
     return {"regime": REGIME, "seeds": list(seeds), "entries": entries, "levels": lv.to_dict(orient="records"),
@@ -280,7 +279,7 @@ def analyse_t1f(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int]
                          "estimate before all are complete")
     paths = [*(csv_path(out, r, m, s) for r in T1F_REGIMES for s in seeds for m in T1_METHODS[::-1]),
              *(csv_path(Path(out, T1F_DIR), r, "dae", s) for r in T1F_REGIMES for s in seeds)]
-    df = pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths if p.is_file()], ignore_index=True)
+    df = read_csvs(paths)
     entries = validate([t1f_entry(df, r, n_boot) for r in T1F_REGIMES], "table1_fixed")
     lv = ttrl_levels(df, T1F_REGIMES)
     return {"seeds": list(seeds), "entries": entries, "levels": lv.to_dict(orient="records")}
@@ -298,7 +297,7 @@ def analyse_t1f_more(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence
     both = sorted({*seen, *seeds})
     paths = [*(csv_path(out, BASE_REGIME, m, s) for s in both for m in T1_METHODS[::-1]),
              *(csv_path(Path(out, T1F_DIR), BASE_REGIME, "dae", s) for s in both)]
-    df = pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths if p.is_file()], ignore_index=True)
+    df = read_csvs(paths)
     fresh = df[df.seed.isin(set(seeds))]
     entries = validate([t1f_entry(fresh, BASE_REGIME, n_boot, f"{BASE_REGIME}/fresh")], "table1_fixed_more")
     pooled = {k: v for k, v in t1f_entry(df, BASE_REGIME, n_boot, f"{BASE_REGIME}/pooled").items()

@@ -39,11 +39,11 @@ from ddrl.seeds import numpy_generator
 from ddrl.small_lr import BASE_REGIME, LR_CELL, OUT, REGIME, RUNS, SEEDS, STANDS_FOR, add_run_arguments, seeds_line
 from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix, paired_matrix
-from ddrl.study_plan import (COR_LR10, COR_ONLY, HELDOUT_X, HELDOUT_X_METHODS, SCALES, Job, check_weights, csv_path, experiment,
-                             heldout_x_path, load_regimes)
+from ddrl.study_plan import (COR_LR10, COR_ONLY, HELDOUT_X, HELDOUT_X_METHODS, SCALES, Job, check_weights, csv_path,
+                             experiment, heldout_x_path, load_regimes)
 from ddrl.tables import entry_ci
-from ddrl.wide import (VERDICT_MD, below_cell, claim_row, complete_seeds, level_table, levels_panel, reproduced_counts,
-                       run_levels, wide_entry)
+from ddrl.wide import (VERDICT_MD, below_cell, claim_row, complete_seeds, level_table, levels_panel, read_csvs,
+                       reproduced_counts, run_levels, wide_entry)
 
 ARMS = (COR_LR10, COR_ONLY)
 #: The arms' names in figures (they are COR calls, not trainer presets, so ddrl.plotting's labels do not name them)
@@ -115,7 +115,7 @@ def heldout_missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS,
 def load(out: str | Path, seeds: Sequence[int]) -> pd.DataFrame:
     """The per-question rows K1-K5 read (:data:`READS`) on ``seeds``, file by file."""
     paths = [csv_path(out, r, m, s) for s in seeds for r, ms in READS for m in ms]
-    return pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths if p.is_file()], ignore_index=True)
+    return read_csvs(paths)
 
 
 def k_matrix(df: pd.DataFrame, cid: str) -> pd.DataFrame:

@@ -52,7 +52,8 @@ from ddrl.study import run_jobs
 from ddrl.study_plan import (PAIRED, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, csv_path,
                              regimes_path)
 from ddrl.tables import entry_ci
-from ddrl.wide import VERDICT_MD, below_cell, complete_seeds, level_table, run_levels, vote_by_quarter, wide_entry
+from ddrl.wide import (VERDICT_MD, below_cell, complete_seeds, level_table, read_csvs, run_levels, vote_by_quarter,
+                       wide_entry)
 
 #: Every claim either design decides: method a - method b, adapted pass@1 per seed and question. P1, P2, M1 and M2 are
 #: the registered claims (:data:`ddrl.study_plan.PAIRED`); M3 and P3 are Amendment 43's (:data:`NEW_CLAIMS`).
@@ -158,10 +159,6 @@ def done_seeds(design: EtmrDesign = REGISTERED, out: str | Path | None = None) -
     return list(range(n))
 
 
-def _read(paths) -> pd.DataFrame:
-    return pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths if p.is_file()], ignore_index=True)
-
-
 def analyse(design: EtmrDesign = REGISTERED, out: str | Path | None = None, n_boot: int = 4000,
             now: float | None = None, min_seeds: int = MIN_SEEDS) -> dict:
     """The design's claims in its lr/10 regime over :func:`done_seeds`, once its clock has passed or every seed is
@@ -180,7 +177,7 @@ def analyse(design: EtmrDesign = REGISTERED, out: str | Path | None = None, n_bo
     if len(seeds) < min_seeds:
         raise ValueError(f"{out}: {len(seeds)} complete Amendment {design.amendment} seeds from 0, the plan needs "
                          f"{min_seeds}")
-    df = _read(csv_path(out, r, m, s) for s in seeds
+    df = read_csvs(csv_path(out, r, m, s) for s in seeds
                for r, ms in ((base, ("no_adaptation", *RL_METHODS)), (reg, RL_METHODS)) for m in ms)
     entries = []
     for cid in design.claims:
@@ -196,9 +193,7 @@ def analyse(design: EtmrDesign = REGISTERED, out: str | Path | None = None, n_bo
     lv = pd.concat([level_table(per[per.regime == r], ("regime", "method"), reference="etmr", sort=False)
                     for r in (base, reg)], ignore_index=True)  # seeds below ETMR at the same lr
     rl = df[(df.regime == reg) & (df.split == "adapted")].groupby(["method", "seed"]).rl_seconds.first()
-    steps = pd.concat([pd.read_csv(p) for p in (csv_path(out, r, m, s, steps=True) for s in seeds
-                                                for r in (base, reg) for m in RL_METHODS) if p.is_file()],
-                      ignore_index=True)
+    steps = read_csvs(csv_path(out, r, m, s, steps=True) for s in seeds for r in (base, reg) for m in RL_METHODS)
     vote = pd.concat([vote_by_quarter(seeds=seeds, regime=r, steps=steps) for r in (base, reg)],
                      ignore_index=True)
     return {"regime": reg, "build": design.build, "seeds": seeds, "cutoff": design.cutoff, "entries": entries,

@@ -39,7 +39,7 @@ from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix, rl_divergence
 from ddrl.study_plan import KNOWN_DIVERGENCES, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, csv_path
 from ddrl.tables import entry_ci
-from ddrl.wide import VERDICT_MD, below_cell, complete_seeds, level_table, run_levels, wide_entry
+from ddrl.wide import VERDICT_MD, below_cell, complete_seeds, level_table, read_csvs, run_levels, wide_entry
 
 METHODS = ("ddrl", "additional_rl")  # C1 = ddrl - additional_rl; DDRL's runs are committed ones (never a job here)
 MIN_SEEDS = 6  # a design with a clock: fewer complete seeds from 0 and nothing is estimated
@@ -117,11 +117,6 @@ def analysed_seeds(out: str | Path, seeds: Sequence[int], design: ExtraRlDesign,
     return done
 
 
-def _read(out: str | Path, regime: str, methods: Sequence[str], seeds: Sequence[int], steps: bool = False) -> pd.DataFrame:
-    paths = [csv_path(out, regime, m, s, steps) for s in seeds for m in methods]
-    return pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths if p.is_file()], ignore_index=True)
-
-
 def c2_values(questions: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     """Amendment 52's C2 per seed, each time divided by the RL phase of the run it was measured in: ``c2`` = 100 x
     (the additional-RL run's extra-step seconds / its own RL-phase seconds - the DDRL run's ``cor_seconds`` / its own
@@ -142,16 +137,17 @@ def c2_values(questions: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
 
 def analyse(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] | None = None,
             design: ExtraRlDesign = MATH500, now: float | None = None) -> dict:
-    """The design over ``seeds`` (default its own; which of them: :func:`analysed_seeds`): ``entries`` (C1 by the registered bootstrap, C2 by a
+    """The design over ``seeds`` (default its own; which of them: :func:`analysed_seeds`): ``entries`` (C1 by the
+    registered bootstrap, C2 by a
     t-interval over seeds of :func:`c2_values`; ``claims.json``'s schema, with ``half_width``); descriptive: ``c2``
     (the per-seed times, the registered formula beside), ``divergence`` (each additional-RL run's first RL step off
     its DDRL run's trajectory, -1: none), ``agreeing`` (C1 on the seeds that never left it, without a verdict) and
     ``levels`` (BCS+DAE, additional RL and DDRL at lr/10, the seeds in which each ends below DDRL)."""
     reg = design.regime
     seeds = analysed_seeds(out, design.seeds if seeds is None else seeds, design, now)
-    df = _read(out, reg, LEVEL_METHODS, seeds)
+    df = read_csvs(csv_path(out, reg, m, s) for s in seeds for m in LEVEL_METHODS)
     c1 = wide_entry("C1", claim_matrix(df, "C1", reg), n_boot, reg, design.base)
-    steps = _read(out, reg, METHODS, seeds, steps=True)
+    steps = read_csvs(csv_path(out, reg, m, s, steps=True) for s in seeds for m in METHODS)
     c2 = c2_values(df, steps)
     if sorted(c2.seed) != sorted(seeds):
         raise ValueError(f"{out}: C2 needs every seed's step times and COR seconds; have seeds {sorted(c2.seed)}")

@@ -32,7 +32,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -99,6 +99,15 @@ def complete_seeds(out: str | Path, regime: str = REGIME, methods: Sequence[str]
     """Seeds with a written CSV of every method (``<out>/<regime>/<method>-seedNN.csv.gz``)."""
     have = [{csv_method_seed(p)[1] for p in method_csvs(Path(out, regime), m)} for m in methods]
     return sorted(set.intersection(*have)) if have else []
+
+
+def read_csvs(paths: Iterable[str | Path]) -> pd.DataFrame:
+    """The written files among ``paths`` (:func:`~ddrl.study_plan.csv_path`'s question or step CSVs; ``question`` read as text, so
+    "07" stays "07"), each once, in order, as one table; an error when none is written."""
+    files = [Path(p) for p in dict.fromkeys(map(str, paths)) if Path(p).is_file()]
+    if not files:
+        raise FileNotFoundError("none of the CSVs asked for is written")
+    return pd.concat([pd.read_csv(p, dtype={"question": str}) for p in files], ignore_index=True)
 
 
 def import_runs(src: str | Path, device: str, out: str | Path = OUT, regime: str = REGIME,

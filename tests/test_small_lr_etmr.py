@@ -15,6 +15,7 @@ from ddrl.reporting import REPO
 from ddrl.study_analysis import paired_matrix
 from ddrl.study_plan import SCALES, SMALL_LR, Job
 from ddrl.tables import entry_ci
+from ddrl.wide import read_csvs
 
 XEON, AMC, REG_AMC = E.DESIGNS["xeon"], E.DESIGNS["xeon_amc"], E.DESIGNS["registered_amc"]
 
@@ -129,7 +130,7 @@ def test_amc_like_design_smoke_analysis(tmp_path):
     assert list(got) == ["M2", "M3", "P3"] and res["regime"] == SMALL_LR
     assert [e["paper"] for e in res["entries"]] == [2.1, 1.9, 22.2]  # Table 2, AMC: 52.9, 50.8, 48.9, 28.6
     assert {e["regime"] for e in res["entries"]} == {SMALL_LR}
-    m1 = paired_matrix(E._read(tmp_path.glob("out/*/*-seed0?.csv.gz")), SMALL_LR, "ddrl", "ttrl", "adapted")
+    m1 = paired_matrix(read_csvs(tmp_path.glob("out/*/*-seed0?.csv.gz")), SMALL_LR, "ddrl", "ttrl", "adapted")
     assert got["M2"]["estimate"] + got["M3"]["estimate"] == pytest.approx(m1.to_numpy().mean())
     table = E.markdown(res, AMC, shown={}).splitlines()
     assert "| paper (AMC) | AMC-like, default lr (registered) | **Xeon build, AMC-like at lr/10 (Amendment 46, " in table[0]
