@@ -138,11 +138,11 @@ def c2_values(questions: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
 def analyse(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] | None = None,
             design: ExtraRlDesign = MATH500, now: float | None = None) -> dict:
     """The design over ``seeds`` (default its own; which of them: :func:`analysed_seeds`): ``entries`` (C1 by the
-    registered bootstrap, C2 by a
-    t-interval over seeds of :func:`c2_values`; ``claims.json``'s schema, with ``half_width``); descriptive: ``c2``
-    (the per-seed times, the registered formula beside), ``divergence`` (each additional-RL run's first RL step off
-    its DDRL run's trajectory, -1: none), ``agreeing`` (C1 on the seeds that never left it, without a verdict) and
-    ``levels`` (BCS+DAE, additional RL and DDRL at lr/10, the seeds in which each ends below DDRL)."""
+    registered bootstrap, C2 by a t-interval over seeds of :func:`c2_values`; ``claims.json``'s schema, with
+    ``half_width``); descriptive: ``c2`` (the per-seed times, the registered formula beside), ``divergence`` (each
+    additional-RL run's first RL step off its DDRL run's trajectory, -1: none), ``agreeing`` (C1 on the seeds that
+    never left it, without a verdict) and ``levels`` (BCS+DAE where its runs exist, additional RL and DDRL at lr/10,
+    the seeds in which each ends below DDRL)."""
     reg = design.regime
     seeds = analysed_seeds(out, design.seeds if seeds is None else seeds, design, now)
     df = read_csvs(csv_path(out, reg, m, s) for s in seeds for m in LEVEL_METHODS)
