@@ -22,7 +22,7 @@ from ddrl.claims import entry, validate, with_half_width
 from ddrl.evaluate import mean_ci
 from ddrl.reporting import write_json
 from ddrl.small_lr import LR_CELL, OUT, REGIME, RUNS, SEEDS
-from ddrl.stats import advantage_statistic
+from ddrl.stats import advantage_quarters, advantage_statistic
 from ddrl.study_plan import SAME_BASE, SMALL_LR, csv_path
 from ddrl.tables import entry_ci
 from ddrl.wide import VERDICT_MD
@@ -47,9 +47,9 @@ def run_statistics(out: str | Path, regime: str, seeds: Sequence[int]) -> pd.Dat
             raise FileNotFoundError(f"{path}: the committed DDRL step log of seed {s} in {regime} is missing")
         st = pd.read_csv(path)
         adv = st[st.phase == "rl"].sort_values("step")["adv/mean"].to_numpy(dtype=float)
-        q = max(1, len(adv) // 4)
+        first, last = advantage_quarters(adv)
         rows.append({"regime": regime, "seed": int(s), "steps": len(adv), "d2": advantage_statistic("D2", adv),
-                     "first": float(100 * adv[:q].mean()), "last": float(100 * adv[-q:].mean())})
+                     "first": first, "last": last})
     return pd.DataFrame(rows)
 
 

@@ -178,7 +178,7 @@ def analyse(design: EtmrDesign = REGISTERED, out: str | Path | None = None, n_bo
         raise ValueError(f"{out}: {len(seeds)} complete Amendment {design.amendment} seeds from 0, the plan needs "
                          f"{min_seeds}")
     df = read_csvs(csv_path(out, r, m, s) for s in seeds
-               for r, ms in ((base, ("no_adaptation", *RL_METHODS)), (reg, RL_METHODS)) for m in ms)
+                   for r, ms in ((base, ("no_adaptation", *RL_METHODS)), (reg, RL_METHODS)) for m in ms)
     entries = []
     for cid in design.claims:
         if cid not in NEW_CLAIMS:  # a registered claim: its registered matrix

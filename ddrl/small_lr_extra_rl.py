@@ -48,15 +48,15 @@ MIN_SEEDS = 6  # a design with a clock: fewer complete seeds from 0 and nothing 
 @dataclass(frozen=True)
 class ExtraRlDesign:
     """One lr/10 regime's C1/C2 control: the plan amendment, the lr/10 ``regime`` (its default-lr twin and paper numbers
-    are ``SAME_BASE``'s), the seeds, the plan's predicted C1 half-widths at ``len(seeds)`` seeds (``predicted``, named
-    by ``predicted_from``), the analysis file, the docs section's heading and the plan's clock (``cutoff``: no job
-    starts after it and the analysis takes the complete seeds from 0; None: every seed, as Amendment 52)."""
+    are ``SAME_BASE``'s), the seeds, the plan's predicted C1 half-widths at ``len(seeds)`` seeds (``predicted``, from
+    the matrices each design's comment names), the analysis file, the docs section's heading and the plan's clock
+    (``cutoff``: no job starts after it and the analysis takes the complete seeds from 0; None: every seed, as
+    Amendment 52)."""
 
     amendment: int
     regime: str
     seeds: tuple[int, ...]
     predicted: tuple[float, ...]
-    predicted_from: str
     analysis: Path
     section: str
     cutoff: str | None = None
@@ -67,12 +67,11 @@ class ExtraRlDesign:
 
 
 DESIGNS = {
-    "math500": ExtraRlDesign(  # 12 seeds reach 1.86 / 0.92; 18 would give 1.84 / -
-        52, REGIME, tuple(range(12)), (1.86, 0.92), "A3 at lr/10 / C1 at the default lr", OUT / "extra_rl.json",
+    "math500": ExtraRlDesign(  # A3 at lr/10 / C1 at the default lr: 12 seeds reach 1.86 / 0.92; 18 would give 1.84
+        52, REGIME, tuple(range(12)), (1.86, 0.92), OUT / "extra_rl.json",
         "## COR against additional RL at the small learning rate (plan Amendment 52)"),
-    "amc": ExtraRlDesign(  # question-bound: 19 seeds would give 2.03 / 2.50 / -
-        53, SMALL_LR, tuple(range(12)), (2.10, 2.53, 0.42),
-        "M1 at lr/10 / Amendment 52's C1 / C1 at the default lr", OUT / "extra_rl_amc.json",
+    "amc": ExtraRlDesign(  # M1 at lr/10 / Amendment 52's C1 / C1 at the default lr; 19 seeds: 2.03 / 2.50 / -
+        53, SMALL_LR, tuple(range(12)), (2.10, 2.53, 0.42), OUT / "extra_rl_amc.json",
         "## COR against additional RL at the small learning rate in AMC-like (plan Amendment 53)",
         "2026-12-02T12:30:00+00:00"),
 }

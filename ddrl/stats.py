@@ -317,10 +317,17 @@ def decided(diffs, rng: np.random.Generator, sign: int, margin: float = NO_EFFEC
             "verdict": verdict(iv.ci_low, iv.ci_high, sign, margin)}
 
 
+def advantage_quarters(adv: np.ndarray) -> tuple[float, float]:
+    """The mean of a run's batch mean advantages (in step order) over the first and over the last quarter of its RL
+    steps (at least one step each), x 100."""
+    q = max(1, len(adv) // 4)
+    return float(100 * adv[:q].mean()), float(100 * adv[-q:].mean())
+
+
 def advantage_statistic(cid: str, adv: np.ndarray) -> float:
     """One DDRL run's D1 or D2 from its RL steps' batch mean advantages in step order (plan Sec. 4; the paper's
-    Fig. 4): D1 = -100 x their mean; D2 = 100 x (the mean over the last quarter of the steps - over the first)."""
+    Fig. 4): D1 = -100 x their mean; D2 = the last quarter's mean - the first's (:func:`advantage_quarters`)."""
     if cid == "D1":
         return float(-100 * adv.mean())
-    q = max(1, len(adv) // 4)
-    return float(100 * (adv[-q:].mean() - adv[:q].mean()))
+    first, last = advantage_quarters(adv)
+    return last - first

@@ -102,8 +102,8 @@ def complete_seeds(out: str | Path, regime: str = REGIME, methods: Sequence[str]
 
 
 def read_csvs(paths: Iterable[str | Path]) -> pd.DataFrame:
-    """The written files among ``paths`` (:func:`~ddrl.study_plan.csv_path`'s question or step CSVs; ``question`` read as text, so
-    "07" stays "07"), each once, in order, as one table; an error when none is written."""
+    """The written files among ``paths`` (:func:`~ddrl.study_plan.csv_path`'s question or step CSVs; ``question``
+    read as text, so "07" stays "07"), each once, in order, as one table; an error when none is written."""
     files = [Path(p) for p in dict.fromkeys(map(str, paths)) if Path(p).is_file()]
     if not files:
         raise FileNotFoundError("none of the CSVs asked for is written")
