@@ -19,7 +19,7 @@ from ddrl.seeds import derive_seed
 from ddrl.stats import (TARGET_HALF_WIDTH, advantage_statistic, choose_design, eval_noise_variance,
                         hierarchical_bootstrap, paired_differences, power_table, predicted_half_width, question_bootstrap,
                         variance_components)
-from ddrl.study_plan import (BANDS_64, BASE, CSV, HELDOUT_X, NO_RL, PAIRED, QUESTION_COLUMNS, REAL, REUSES_RUN,
+from ddrl.study_plan import (BANDS_64, BASE, CSV, HELDOUT_X, NO_RL, PAIRED, QUESTION_COLUMNS, REAL,
                              SELECTION_K, SELECTION_ORDERS, SHARES_DDRL_RL, STAGE1_COMPARISONS, STEP_COLUMNS, THREE,
                              Scale, csv_method_seed, same_base, selection_k)
 
@@ -41,14 +41,31 @@ def heldout_x_csvs(out_dir: str | Path) -> list[Path]:
 def load_questions(out_dir: str | Path) -> pd.DataFrame:
     """Every method CSV under ``out_dir`` as one long table (regime, method, seed, split, question, pass@1, ...),
     H1x's (split ``heldout_x``) included."""
-    files = method_csvs(out_dir) + heldout_x_csvs(out_dir)
+    files = method_csvs(out_dir) + heldout_x_csvs(out_dir)  # as :func:`study_inputs` lists them
     if not files:
         return pd.DataFrame(columns=list(QUESTION_COLUMNS))
     return pd.concat([pd.read_csv(p, dtype={"question": str}) for p in files], ignore_index=True)
 
 
+def step_csvs(out_dir: str | Path) -> list[Path]:
+    """Every per-step CSV under ``out_dir`` (``<regime>/<method>-seedNN-steps.csv.gz``), sorted."""
+    return sorted(Path(out_dir).glob(f"*/*-steps{CSV}"))
+
+
+def base_csvs(out_dir: str | Path, folder: str = BASE) -> dict[str, list[Path]]:
+    """The base rollouts' CSVs under ``<out_dir>/<folder>/``: ``groups`` (answer groups) and ``g1``, each sorted."""
+    return {kind: sorted((Path(out_dir) / folder).glob(f"*/seed*-{kind}.csv")) for kind in ("groups", "g1")}
+
+
+def study_inputs(out_dir: str | Path) -> list[Path]:
+    """Every file :func:`load_questions`, :func:`load_steps` and :func:`load_base` read under ``out_dir``: what the
+    study's derived tables depend on (:func:`ddrl.study_figures.tables_key`)."""
+    base = base_csvs(out_dir)
+    return method_csvs(out_dir) + heldout_x_csvs(out_dir) + step_csvs(out_dir) + base["groups"] + base["g1"]
+
+
 def load_steps(out_dir: str | Path) -> pd.DataFrame:
-    files = sorted(Path(out_dir).glob(f"*/*-steps{CSV}"))
+    files = step_csvs(out_dir)
     if not files:
         return pd.DataFrame(columns=["regime", "method", "seed", *STEP_COLUMNS, "phase"])
     return pd.concat([pd.read_csv(p) for p in files], ignore_index=True)
@@ -61,29 +78,13 @@ def progress(out_dir: str | Path) -> pd.DataFrame:
     for p in method_csvs(out_dir):
         method, seed = csv_method_seed(p)
         rows.append({"regime": p.parent.name, "method": method, "seed": seed})
-    for p in sorted((Path(out_dir) / BASE).glob("*/seed*-groups.csv")):  # seedNN-groups.csv (study.base_paths)
+    for p in base_csvs(out_dir)["groups"]:  # seedNN-groups.csv (study.base_paths)
         rows.append({"regime": p.parent.name, "method": BASE, "seed": int(p.name.removeprefix("seed").split("-")[0])})
     if not rows:
         return pd.DataFrame(columns=["regime", "method", "n_seeds", "seeds"])
     df = pd.DataFrame(rows).sort_values(["regime", "method", "seed"])
     return (df.groupby(["regime", "method"], sort=False)["seed"]
             .agg(n_seeds="count", seeds=lambda s: ",".join(map(str, s))).reset_index())
-
-
-TIME_COLUMNS = ("rl_seconds", "cor_seconds", "eval_seconds")
-
-
-def run_minutes(out_dir: str | Path) -> pd.DataFrame:
-    """Measured worker minutes of every written method CSV (RL + COR + each split's evaluation; no RL for the
-    methods that reuse the DDRL run's RL, :data:`~ddrl.study_plan.REUSES_RUN`), one row per regime x method x
-    seed; only the run-level time columns are read (never a score)."""
-    rows = []
-    for p in method_csvs(out_dir):
-        t = pd.read_csv(p, usecols=["regime", "method", "seed", "split", *TIME_COLUMNS]).drop_duplicates("split")
-        rl = 0.0 if t.method.iloc[0] in REUSES_RUN else t.rl_seconds.fillna(0).iloc[0]  # the DDRL run's, not this job's
-        rows.append({"regime": t.regime.iloc[0], "method": t.method.iloc[0], "seed": int(t.seed.iloc[0]),
-                     "minutes": float(rl + t.cor_seconds.fillna(0).iloc[0] + t.eval_seconds.fillna(0).sum()) / 60})
-    return pd.DataFrame(rows, columns=["regime", "method", "seed", "minutes"])
 
 
 def paired_matrix(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> pd.DataFrame | None:
@@ -303,10 +304,10 @@ def _seed_interval(values: Sequence[float]) -> tuple[float, float, float] | None
 def load_base(out_dir: str | Path, folder: str = BASE) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The base rollouts' answer groups and G1 rows of every regime and sampling seed under ``out_dir``
     (``<out>/base/``; a real LLM's under ``<out>/real/``, plan Amendment 18)."""
-    base = Path(out_dir) / folder
-    read = lambda pat: pd.concat([pd.read_csv(p, dtype={"question": str}) for p in sorted(base.glob(pat))],  # noqa: E731
-                                 ignore_index=True) if list(base.glob(pat)) else pd.DataFrame()
-    return read("*/seed*-groups.csv"), read("*/seed*-g1.csv")
+    files = base_csvs(out_dir, folder)
+    read = lambda ps: pd.concat([pd.read_csv(p, dtype={"question": str}) for p in ps],  # noqa: E731
+                                ignore_index=True) if ps else pd.DataFrame()
+    return read(files["groups"]), read(files["g1"])
 
 
 def band_matrix(groups: pd.DataFrame, band: tuple[int, int], n: int) -> pd.DataFrame:

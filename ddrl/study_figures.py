@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Sequence
 
@@ -27,11 +28,11 @@ import seaborn as sns
 from ddrl import claims as C
 from ddrl.analysis import frequency_table
 from ddrl.plotting import bootstrap_ci95, color, label
-from ddrl.reporting import save_figure
+from ddrl.reporting import content_key, save_figure, sha256_file, write_csv, write_json
 from ddrl.stats import TARGET_HALF_WIDTH
 from ddrl.study_analysis import (SHORTFALL_MAX_QUESTIONS, SHORTFALL_MAX_SEEDS, claim_on_seeds, load_base,
                                  load_questions, load_steps, power_shortfall, rl_divergence, seed_directions,
-                                 selection_errors)
+                                 selection_errors, study_inputs)
 from ddrl.study_plan import BANDS_64, HELDOUT_X, SMALL_LR, THREE
 
 #: Answer-count bins (of 64) for :func:`band_accuracy_figure`: finer than F1-F3's bands, with their edges.
@@ -46,11 +47,12 @@ def advantage_dynamics(steps: pd.DataFrame, methods: Sequence[str] = ("ttrl", "d
     return s[["regime", "method", "seed", "step", "adv/mean"]].reset_index(drop=True)
 
 
-def advantage_dynamics_figure(steps: pd.DataFrame, methods: Sequence[str] = ("ttrl", "ddrl"),
+def advantage_dynamics_figure(d: pd.DataFrame, methods: Sequence[str] = ("ttrl", "ddrl"),
                               regimes: Sequence[str] = THREE):
-    """One panel per regime that has runs: the mean advantage per RL step of each method, the mean over seeds
-    and a 95% bootstrap band (:func:`~ddrl.plotting.bootstrap_ci95`). None when no run of ``methods`` is written."""
-    d = advantage_dynamics(steps, methods, regimes)
+    """One panel per regime that has runs in ``d`` (:func:`advantage_dynamics`' table): the mean advantage per RL step
+    of each method, the mean over seeds and a 95% bootstrap band (:func:`~ddrl.plotting.bootstrap_ci95`). None when
+    no run of ``methods`` is written."""
+    d = d[d.method.isin(methods)]
     present = [r for r in regimes if r in set(d.regime)]
     if not present:
         return None
@@ -75,20 +77,21 @@ def band_accuracy(groups: pd.DataFrame, bins: Sequence[tuple[int, int]] = COUNT_
     """Per regime and count bin (given at N = 64; groups sampled at another N are rescaled to 64), the share
     of correct answers among the base model's distinct answers whose count lies in the bin, the number of such
     answers and a Wilson 95% interval: :func:`ddrl.analysis.frequency_table` per regime."""
+    columns = ["regime", "bin", "lo", "hi", "answers", "accuracy", "ci_lo", "ci_hi"]
+    if groups.empty:
+        return pd.DataFrame(columns=columns)
     count64 = np.round(64 * groups["count"] / groups["n"]).astype(int).clip(1, 64)
     g = groups.assign(count=count64, n=64, x=count64 / 64, correct=groups["correct"].astype(bool))
     cols = {"band": "bin", "n_distinct": "answers", "frac_correct": "accuracy", "ci_low": "ci_lo", "ci_high": "ci_hi"}
     tables = [frequency_table(gr, bins).assign(regime=r) for r, gr in g.groupby("regime", sort=False)]
-    out = pd.concat(tables, ignore_index=True).rename(columns=cols) if tables else pd.DataFrame(columns=list(cols.values()))
-    return out.reindex(columns=["regime", "bin", "lo", "hi", "answers", "accuracy", "ci_lo", "ci_hi"])
+    return pd.concat(tables, ignore_index=True).rename(columns=cols).reindex(columns=columns)
 
 
-def band_accuracy_figure(groups: pd.DataFrame):
-    """Share correct of the base model's answers by count bin, one line per regime with Wilson 95% bars; the
-    claims' bands (<= 5, 6-44, >= 45 of 64) shaded. None without base rollouts."""
-    if groups.empty:
+def band_accuracy_figure(t: pd.DataFrame):
+    """Share correct of the base model's answers by count bin (``t``: :func:`band_accuracy`'s table), one line per
+    regime with Wilson 95% bars; the claims' bands (<= 5, 6-44, >= 45 of 64) shaded. None without base rollouts."""
+    if t.empty:
         return None
-    t = band_accuracy(groups)
     fig, ax = plt.subplots(figsize=(7.0, 3.6))
     bins = list(dict.fromkeys(t.bin))
     x = {b: i for i, b in enumerate(bins)}
@@ -118,7 +121,11 @@ RULE_METHOD = {"random": ("ttrl", "random K of N (TTRL)"), "bcs": ("bcs", "BCS (
 def selection_by_label_count(sel: pd.DataFrame, bins: Sequence[tuple[int, int]] = COUNT_BINS_64) -> pd.DataFrame:
     """Per selection rule and bin of the label's count c* (given at N = 64, rescaled from the groups' N), from
     :func:`ddrl.study_analysis.selection_errors`: the questions in the bin, the mean false positives kept per
-    question (of K) and the share of correct answers among all kept reward-0 rollouts (%; NaN without any)."""
+    question (of K) and the share of correct answers among all kept reward-0 rollouts (%; NaN without any); the
+    table's regimes, sampling seeds and orders per question in every row. Empty without rows."""
+    if sel.empty:
+        return pd.DataFrame(columns=["rule", "bin", "lo", "hi", "questions", "fp_per_question", "fn_share", "regimes",
+                                     "seeds", "orders"])
     c64 = np.round(64 * sel["label_count"] / sel["n"]).astype(int).clip(1, 64)
     rows = []
     for rule in RULE_METHOD:
@@ -129,15 +136,15 @@ def selection_by_label_count(sel: pd.DataFrame, bins: Sequence[tuple[int, int]] 
             rows.append({"rule": rule, "bin": f"{lo}" if lo == hi else f"{lo}-{hi}", "lo": lo, "hi": hi,
                          "questions": len(b), "fp_per_question": (b.fp / b.orders).mean() if len(b) else np.nan,
                          "fn_share": 100 * b.fn.sum() / neg if neg else np.nan})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows).assign(regimes=sel.regime.nunique(), seeds=sel.seed.nunique(), orders=int(sel.orders.max()))
 
 
-def selection_errors_figure(sel: pd.DataFrame):
-    """Two panels by the label's count c*: false positives kept per question (E2) and the share of correct
-    answers among the kept negatives (E1), TTRL's random K beside BCS. None without rows."""
-    if sel.empty:
+def selection_errors_figure(t: pd.DataFrame):
+    """Two panels by the label's count c* (``t``: :func:`selection_by_label_count`'s table): false positives kept per
+    question (E2) and the share of correct answers among the kept negatives (E1), TTRL's random K beside BCS. None
+    without rows."""
+    if t.empty:
         return None
-    t = selection_by_label_count(sel)
     t = t[t.bin.isin(set(t.bin[t.questions > 0]))]  # bins no question's label falls in are left out
     bins = list(dict.fromkeys(t.bin))
     fig, axes = plt.subplots(1, 2, figsize=(10.0, 3.6))
@@ -153,8 +160,8 @@ def selection_errors_figure(sel: pd.DataFrame):
     axes[0].set_title("E2: BCS keeps min(c*, 16) label copies, random c*/2", fontsize=9)
     axes[1].set_title("E1: BCS takes its negatives from the rarest answers", fontsize=9)
     axes[0].legend(fontsize=8)
-    fig.suptitle(f"Base rollouts: {int(n_q.sum())} question x sampling-seed cells ({sel.regime.nunique()} regimes, "
-                 f"{sel.seed.nunique()} seeds), each averaged over {int(sel.orders.max())} orders", fontsize=9)
+    fig.suptitle(f"Base rollouts: {int(n_q.sum())} question x sampling-seed cells ({t.regimes.iloc[0]} regimes, "
+                 f"{t.seeds.iloc[0]} seeds), each averaged over {t.orders.iloc[0]} orders", fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -252,10 +259,13 @@ def divergence_report(df: pd.DataFrame, steps: pd.DataFrame, entries: Sequence[d
              f"{len(gone)} left its trajectory.", ""]
     if not gone.empty:
         lines += [gone.to_markdown(index=False), ""]
+        if other := sorted(set(gone.regime) - set(C.get("C1").regimes)):
+            lines += [f"{', '.join(other)}: not a regime of the registered C1; the plan amendment that ran these runs "
+                      "analyses them (`ddrl.study_plan.KNOWN_DIVERGENCES`).", ""]
         rows = []
         reg = {(e["id"], e["regime"]): e for e in entries}
         extra = div[div.method == "additional_rl"]
-        for r in sorted(set(gone[gone.method == "additional_rl"].regime)):
+        for r in sorted(set(gone[gone.method == "additional_rl"].regime) & set(C.get("C1").regimes)):  # C1's own
             ok = extra[(extra.regime == r) & (extra.diverged_at < 0)].seed.tolist()
             left = extra[(extra.regime == r) & (extra.diverged_at >= 0)].seed.tolist()
             rows.append({"regime": r, "C1, every seed (registered)": _entry_text(reg.get(("C1", r))),
@@ -287,6 +297,50 @@ def shortfall_page(short: pd.DataFrame) -> str:
     return "\n".join(lines + [shown.to_markdown(index=False, floatfmt=".1f"), ""])
 
 
+#: The tables behind the study's figures and pages (:func:`study_tables`), each written by :func:`render_results`
+#: under ``docs/results/`` by this file name and read back by notebook 06 (:func:`committed_tables`).
+TABLES = {"claims_seeds": "claims_seeds.csv", "power_shortfall": "power_shortfall.csv",
+          "advantage_dynamics": "advantage_dynamics.csv.gz", "pseudo_labels": "pseudo_labels.csv",
+          "base_bands": "base_bands.csv", "selection_errors": "selection_errors.csv",
+          "heldout_transfer": "heldout_transfer.csv"}
+#: The file beside them that says which inputs they were computed from (:func:`tables_key`).
+MANIFEST = "tables.json"
+
+
+def tables_key(runs_dir: str | Path, entries: Sequence[dict]) -> str:
+    """A sha256 of everything :func:`study_tables` reads: the scorecard ``entries`` and every file under ``runs_dir``
+    that :func:`ddrl.study_analysis.study_inputs` lists, by its path there and the sha256 of its bytes. The code that
+    computes the tables is not in it: a test recomputes the committed tables and compares them."""
+    root = Path(runs_dir)
+    return content_key({"entries": list(entries),
+                        "files": [(p.relative_to(root).as_posix(), sha256_file(p)) for p in study_inputs(root)]})
+
+
+def study_tables(runs_dir: str | Path, entries: Sequence[dict]) -> dict[str, pd.DataFrame]:
+    """Every table of :data:`TABLES` from the runs under ``runs_dir`` and the scorecard ``entries``: the pass@1
+    claims seed by seed, the comparisons that missed the half-width, the mean advantage per RL step, the
+    pseudo-labels by episode, the base model's answers by count bin, what each selection rule keeps by the label's
+    count (:func:`ddrl.study_analysis.selection_errors`: the slow one) and the H1x levels."""
+    questions, steps = load_questions(runs_dir), load_steps(runs_dir)
+    groups, _ = load_base(runs_dir)
+    return {"claims_seeds": seed_directions(questions), "power_shortfall": power_shortfall(questions, entries),
+            "advantage_dynamics": advantage_dynamics(steps), "pseudo_labels": pseudo_labels_by_episode(steps),
+            "base_bands": band_accuracy(groups),
+            "selection_errors": selection_by_label_count(selection_errors(groups) if not groups.empty else groups),
+            "heldout_transfer": transfer(questions)}
+
+
+def committed_tables(tables_dir: str | Path, runs_dir: str | Path, entries: Sequence[dict]) -> dict[str, pd.DataFrame] | None:
+    """:func:`study_tables` as :func:`render_results` wrote them under ``tables_dir``, read without computing anything,
+    if its :data:`MANIFEST` names the inputs now under ``runs_dir`` and ``entries`` (:func:`tables_key`); else None."""
+    d = Path(tables_dir)
+    if not (d / MANIFEST).is_file() or any(not (d / f).is_file() for f in TABLES.values()):
+        return None
+    if json.loads((d / MANIFEST).read_text()).get("key") != tables_key(runs_dir, entries):
+        return None
+    return {name: pd.read_csv(d / f) for name, f in TABLES.items()}
+
+
 def _save(fig, out_dir: Path, name: str) -> dict[str, Path]:
     paths = save_figure(fig, out_dir, name)
     plt.close(fig)
@@ -296,57 +350,39 @@ def _save(fig, out_dir: Path, name: str) -> dict[str, Path]:
 def render_results(entries: Sequence[dict], runs_dir: str | Path, out_dir: str | Path,
                    missing: Sequence[str] = ()) -> dict[str, Path]:
     """The scorecard (:func:`ddrl.claims.render`: Markdown, CSV, PNG, PDF), the claim x regime cells not computed
-    yet (``missing``, from :func:`ddrl.study_analysis.analyse_claims`, as ``claims_missing.md``) and, where their
-    runs exist, the pass@1 claims seed by seed (:func:`ddrl.study_analysis.seed_directions`, as
-    ``claims_seeds.md`` and ``.csv``), the comparisons that missed the plan's half-width and the design their variance
-    components say would have reached it (:func:`ddrl.study_analysis.power_shortfall`, ``power_shortfall.md`` and
-    ``.csv``), the runs meant to share the DDRL run's RL phase (:func:`divergence_report`,
-    ``rl_divergence.md`` and ``.csv``), the pseudo-labels' confidence and correctness by episode
-    (:func:`pseudo_labels_by_episode`, ``pseudo_labels.csv``; first and last episode in ``pseudo_labels.md``),
-    the advantage-dynamics, base-band, selection and held-out transfer
-    figures (the last with its data, ``heldout_transfer.csv``), all under
-    ``out_dir``; returns every path written."""
+    yet (``missing``, from :func:`ddrl.study_analysis.analyse_claims`, as ``claims_missing.md``), every table of
+    :data:`TABLES` (:func:`study_tables`) with the :data:`MANIFEST` of its inputs, the pages made of them (the pass@1
+    claims seed by seed, ``claims_seeds.md``; the comparisons that missed the plan's half-width,
+    ``power_shortfall.md``; the pseudo-labels' first and last episode, ``pseudo_labels.md``), the runs meant to
+    share the DDRL run's RL phase (:func:`divergence_report`, ``rl_divergence.md`` and ``.csv``) and, where their
+    runs exist, the advantage-dynamics, base-band, selection and held-out transfer figures, all under ``out_dir``;
+    returns every path written."""
     out_dir = Path(out_dir)
     paths = {f"scorecard.{k}": p for k, p in C.render(entries, out_dir).items()}
     paths["missing.md"] = out_dir / "claims_missing.md"
     paths["missing.md"].write_text("".join(f"- {m}\n" for m in missing) or "- none: every claim x regime is computed\n")
-    questions = load_questions(runs_dir)
-    seeds = seed_directions(questions)
-    if not seeds.empty:
-        paths["seeds.csv"], paths["seeds.md"] = out_dir / "claims_seeds.csv", out_dir / "claims_seeds.md"
-        seeds.to_csv(paths["seeds.csv"], index=False)
-        paths["seeds.md"].write_text(seeds.to_markdown(index=False, floatfmt="+.1f") + "\n")
-    short = power_shortfall(questions, entries)
-    paths["shortfall.csv"], paths["shortfall.md"] = out_dir / "power_shortfall.csv", out_dir / "power_shortfall.md"
-    short.to_csv(paths["shortfall.csv"], index=False)
-    paths["shortfall.md"].write_text(shortfall_page(short))
-    steps = load_steps(runs_dir)
-    div, page = divergence_report(questions, steps, entries)
+    t = study_tables(runs_dir, entries)
+    for name, f in TABLES.items():  # every table, empty or not, and what it was computed from
+        write_csv(out_dir / f, t[name])
+        paths[f"{name}.csv"] = out_dir / f
+    write_json(out_dir / MANIFEST, {"key": tables_key(runs_dir, entries), "tables": TABLES})
+    paths["tables.json"] = out_dir / MANIFEST
+    if not t["claims_seeds"].empty:
+        paths["seeds.md"] = out_dir / "claims_seeds.md"
+        paths["seeds.md"].write_text(t["claims_seeds"].to_markdown(index=False, floatfmt="+.1f") + "\n")
+    paths["shortfall.md"] = out_dir / "power_shortfall.md"
+    paths["shortfall.md"].write_text(shortfall_page(t["power_shortfall"]))
+    div, page = divergence_report(load_questions(runs_dir), load_steps(runs_dir), entries)
     if not div.empty:
         paths["divergence.csv"], paths["divergence.md"] = out_dir / "rl_divergence.csv", out_dir / "rl_divergence.md"
         div.to_csv(paths["divergence.csv"], index=False)
         paths["divergence.md"].write_text(page)
-    fig = advantage_dynamics_figure(steps)
-    if fig is not None:
-        paths.update({f"advantage_dynamics.{k}": p for k, p in _save(fig, out_dir, "advantage_dynamics").items()})
-    labels = pseudo_labels_by_episode(steps)
-    if not labels.empty:  # the vote's confidence and correctness over the episodes (descriptive)
-        paths["labels.csv"], paths["labels.md"] = out_dir / "pseudo_labels.csv", out_dir / "pseudo_labels.md"
-        labels.to_csv(paths["labels.csv"], index=False)
-        paths["labels.md"].write_text(pseudo_label_drift(labels).to_markdown(index=False, floatfmt=".3f") + "\n")
-    groups, _ = load_base(runs_dir)
-    if not groups.empty:  # the base rollouts: F1-F3's bands, E1-E2's selection
-        fig = band_accuracy_figure(groups)
-        paths.update({f"base_bands.{k}": p for k, p in _save(fig, out_dir, "base_bands").items()})
-        sel = selection_errors(groups)
-        paths["selection.csv"] = out_dir / "selection_errors.csv"
-        selection_by_label_count(sel).to_csv(paths["selection.csv"], index=False)
-        fig = selection_errors_figure(sel)
-        paths.update({f"selection_errors.{k}": p for k, p in _save(fig, out_dir, "selection_errors").items()})
-    levels = transfer(questions)
-    fig = transfer_figure(levels)
-    if fig is not None:  # H1x's levels: adapted beside fresh held-out questions
-        paths["transfer.csv"] = out_dir / "heldout_transfer.csv"
-        levels.to_csv(paths["transfer.csv"], index=False)
-        paths.update({f"heldout_transfer.{k}": p for k, p in _save(fig, out_dir, "heldout_transfer").items()})
+    if not t["pseudo_labels"].empty:  # the vote's confidence and correctness over the episodes (descriptive)
+        paths["labels.md"] = out_dir / "pseudo_labels.md"
+        paths["labels.md"].write_text(pseudo_label_drift(t["pseudo_labels"]).to_markdown(index=False, floatfmt=".3f") + "\n")
+    figures = {"advantage_dynamics": advantage_dynamics_figure, "base_bands": band_accuracy_figure,
+               "selection_errors": selection_errors_figure, "heldout_transfer": transfer_figure}
+    for name, draw in figures.items():  # F1-F3's bands and E1-E2's selection need base rollouts; H1x's levels runs
+        if (fig := draw(t[name])) is not None:
+            paths.update({f"{name}.{k}": p for k, p in _save(fig, out_dir, name).items()})
     return paths

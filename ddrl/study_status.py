@@ -15,9 +15,25 @@ from ddrl.experiments import METHODS
 from ddrl.logprobs import pinned_backend
 from ddrl.regimes import WEAK_REGIME, Regime
 from ddrl.runs import RunDir
-from ddrl.study_analysis import progress, run_minutes
+from ddrl.study_analysis import method_csvs, progress
 from ddrl.study_plan import (BASE, HELDOUT_X_AMENDMENTS, REUSES_RUN, Job, Scale, csv_path, experiment,
                              heldout_x_jobs, heldout_x_path, is_built, stage1_jobs, stage2_jobs)
+
+
+TIME_COLUMNS = ("rl_seconds", "cor_seconds", "eval_seconds")
+
+
+def run_minutes(out_dir: str | Path) -> pd.DataFrame:
+    """Measured worker minutes of every written method CSV (RL + COR + each split's evaluation; no RL for the
+    methods that reuse the DDRL run's RL, :data:`~ddrl.study_plan.REUSES_RUN`), one row per regime x method x
+    seed; only the run-level time columns are read (never a score)."""
+    rows = []
+    for p in method_csvs(out_dir):
+        t = pd.read_csv(p, usecols=["regime", "method", "seed", "split", *TIME_COLUMNS]).drop_duplicates("split")
+        rl = 0.0 if t.method.iloc[0] in REUSES_RUN else t.rl_seconds.fillna(0).iloc[0]  # the DDRL run's, not this job's
+        rows.append({"regime": t.regime.iloc[0], "method": t.method.iloc[0], "seed": int(t.seed.iloc[0]),
+                     "minutes": float(rl + t.cor_seconds.fillna(0).iloc[0] + t.eval_seconds.fillna(0).sum()) / 60})
+    return pd.DataFrame(rows, columns=["regime", "method", "seed", "minutes"])
 
 
 #: Pricing a method that has not run yet by one that has (``--status`` only, never an analysis): same trainer

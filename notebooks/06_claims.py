@@ -34,7 +34,8 @@
 # question of every seed: the difference is exactly 0, so the rule says *no effect*, but such a regime cannot
 # tell the methods apart (`ddrl.study_analysis.at_floor`).
 #
-# By default it renders from the committed results in `results/` in seconds; nothing is trained here. The `study`
+# By default it renders from the committed results in `results/` (70-80 s on 2 cores, most of it drawing and
+# saving 27 figures as PNG and PDF: `bench/render_claims.py`); nothing is trained here. The `study`
 # preset (`python -m ddrl.reproduce --preset study --only 06`) reruns the whole study through the parallel
 # runner (`ddrl.study`: stage 1, its variance-only analysis, stage 2, the claims), resumable after a kill;
 # the `smoke` preset runs the same path on the tiny testbed in about a minute.
@@ -48,6 +49,7 @@ seed = 0  # ddrl.seeds.DEFAULT_SEED (unused: this notebook only reads committed 
 # --- committed results ---
 results_dir = "../results"  # regimes_base.json, power.json, claims.json (relative to notebooks/)
 claims_file = "claims.json"  # the study's scorecard; absent until the study has run
+tables_dir = "../docs/results"  # the tables behind the study's figures, as --analyse claims wrote them (empty: compute)
 
 # --- rerunning the study (preset `study`; `smoke` runs its smoke path) ---
 run_study = False  # run the study's jobs (ddrl.study) before rendering; finished runs and written CSVs are reused
@@ -224,15 +226,23 @@ display(Markdown(msg)) if msg else None
 # time: the mean pass@1 of both methods over the seeds they share, and in how many seeds the first is ahead of
 # the second (the mean over questions of a - b), behind, or level, with the smallest and largest per-seed
 # difference (points). A view of how consistent the sign is, not a second test: the verdict is the scorecard's.
+#
+# This table and those below come from every run CSV of the study (about 2,000 files; the selection rules are
+# replayed on every base question 64 times): about a minute of computing. `python -m ddrl.study --analyse claims`
+# writes them beside the scorecard (`docs/results/`, `ddrl.study_figures.TABLES`) with `tables.json`, a sha256 of
+# the runs and scorecard they came from; where that matches the runs and scorecard read here, they are read back
+# instead of computed (a test recomputes the committed ones and compares).
 
 # %%
-from ddrl.study_analysis import load_questions, seed_directions
+from ddrl.study_figures import committed_tables, study_tables
 
 if results is not None:
-    questions = load_questions(D / "runs")
-    by_seed = seed_directions(questions)
+    T = committed_tables(tables_dir, D / "runs", results) if tables_dir else None
+    tables_source = f"read from `{tables_dir}` (their inputs' sha256 matches)" if T is not None else "computed from the runs"
+    T = T if T is not None else study_tables(D / "runs", results)
+    by_seed = T["claims_seeds"]
     rep.table(by_seed, "claims_seeds", floatfmt="+.1f")
-    display(by_seed.round(1))
+    display(Markdown(f"The study's tables: {tables_source}."), by_seed.round(1))
 
 # %% [markdown]
 # ### Where the 2-point half-width was not reached, and what would have reached it
@@ -246,10 +256,8 @@ if results is not None:
 # no verdict uses it.
 
 # %%
-from ddrl.study_analysis import power_shortfall
-
 if results is not None:
-    shortfall = power_shortfall(questions, results)
+    shortfall = T["power_shortfall"]
     rep.table(shortfall, "power_shortfall", floatfmt=".1f")
     display(shortfall.round(1) if not shortfall.empty else Markdown("Every pass@1 comparison reached 2 points."))
 
@@ -264,19 +272,13 @@ if results is not None:
 # exists (plan, Amendment 4).
 
 # %%
-from ddrl.study_analysis import load_base, load_steps
-from ddrl.study_figures import advantage_dynamics, advantage_dynamics_figure, band_accuracy, band_accuracy_figure
+from ddrl.study_figures import advantage_dynamics_figure, band_accuracy_figure
 
 if results is not None:
-    steps, (groups, _) = load_steps(D / "runs"), load_base(D / "runs")
-    fig = advantage_dynamics_figure(steps)
-    if fig is not None:
-        rep.figure(fig, "advantage_dynamics", data=advantage_dynamics(steps))
-        plt.show()
-    fig = band_accuracy_figure(groups)
-    if fig is not None:
-        rep.figure(fig, "base_bands", data=band_accuracy(groups))
-        plt.show()
+    for name, draw in (("advantage_dynamics", advantage_dynamics_figure), ("base_bands", band_accuracy_figure)):
+        if (fig := draw(T[name])) is not None:
+            rep.figure(fig, name, data=T[name])
+            plt.show()
 
 # %% [markdown]
 # ### The vote during training: more confident, and right as often?
@@ -288,10 +290,10 @@ if results is not None:
 # is the spurious amplification the paper describes.
 
 # %%
-from ddrl.study_figures import pseudo_label_drift, pseudo_labels_by_episode
+from ddrl.study_figures import pseudo_label_drift
 
 if results is not None:
-    drift = pseudo_label_drift(pseudo_labels_by_episode(steps))
+    drift = pseudo_label_drift(T["pseudo_labels"])
     rep.table(drift, "pseudo_labels", floatfmt=".3f")
     display(drift.round(3))
 
@@ -309,13 +311,10 @@ if results is not None:
 # K = 15 of 30, where BCS keeps fewer copies of the label than random K does.
 
 # %%
-from ddrl.study_analysis import selection_errors
-from ddrl.study_figures import selection_by_label_count, selection_errors_figure
+from ddrl.study_figures import selection_errors_figure
 
-if results is not None and not groups.empty:
-    kept = selection_errors(groups)
-    fig = selection_errors_figure(kept)
-    rep.figure(fig, "selection_errors", data=selection_by_label_count(kept))
+if results is not None and (fig := selection_errors_figure(T["selection_errors"])) is not None:
+    rep.figure(fig, "selection_errors", data=T["selection_errors"])
     plt.show()
 
 # %% [markdown]
@@ -329,14 +328,11 @@ if results is not None and not groups.empty:
 # scorecard's paired ones; this figure shows the levels they are differences of.
 
 # %%
-from ddrl.study_figures import transfer, transfer_figure
+from ddrl.study_figures import transfer_figure
 
-if results is not None:
-    levels = transfer(questions)
-    fig = transfer_figure(levels)
-    if fig is not None:
-        rep.figure(fig, "heldout_transfer", data=levels)
-        plt.show()
+if results is not None and (fig := transfer_figure(T["heldout_transfer"])) is not None:
+    rep.figure(fig, "heldout_transfer", data=T["heldout_transfer"])
+    plt.show()
 
 # %% [markdown]
 # ### P1, P2 and M1 on three times the questions (plan Amendment 26)

@@ -658,7 +658,7 @@ def test_status_counts_written_jobs_and_prices_the_rest_from_measured_times(tmp_
     assert "H1x (plan Amendments 11-17, 19, 20): 0/249 method x seed CSVs written" in text  # AMC-like 19 x 6, MATH-500 27 x 5
     # a method that never ran is priced by its proxy in a regime with the same questions, scaled by episodes
     regs = study.load_regimes(names=["amc_like", "amc_like_small_lr", "math500_like"])
-    mins = study_analysis.run_minutes(tmp_path)
+    mins = study_status.run_minutes(tmp_path)
     amc_ttrl = mins[(mins.regime == "amc_like") & (mins.method == "ttrl")].minutes.mean()
     assert study_status.estimate_minutes(mins, regs, "amc_like", "ttrl") == (pytest.approx(amc_ttrl), False)
     est, proxy = study_status.estimate_minutes(mins, regs, "amc_like_small_lr", "etmr")
@@ -668,14 +668,14 @@ def test_status_counts_written_jobs_and_prices_the_rest_from_measured_times(tmp_
     rows = pd.DataFrame({"regime": "amc_like", "method": "bcs_dae", "seed": 0, "split": ["adapted"], "question": ["q0"],
                          "pass@1": [0.5], "eval_seconds": [30.0], "rl_seconds": 600.0, "cor_seconds": 0.0})
     rows.to_csv(study.csv_path(tmp_path, "amc_like", "bcs_dae", 0), index=False)
-    mins = study_analysis.run_minutes(tmp_path)
+    mins = study_status.run_minutes(tmp_path)
     assert mins[mins.method == "bcs_dae"].minutes.tolist() == [0.5]
     # stage 2 planned: its milestones, in job order, add up to the runs and the time left
     (tmp_path / "stage1.json").write_text(json.dumps({"seeds": {"amc_like": 8, "math500_like": 7}}))
     regs = study.load_regimes(names=["amc_like", "math500_like"])
     text = study_status.status_text(tmp_path, regs, study.SCALES["default"], tmp_path / "stage1.json", workers=2)
     jobs = study.stage2_jobs(list(regs), study.SCALES["default"], {"amc_like": 8, "math500_like": 7})
-    mins = study_analysis.run_minutes(tmp_path)
+    mins = study_status.run_minutes(tmp_path)
     price = {(j.regime, m): study_status.estimate_minutes(mins, regs, j.regime, m) for j in jobs for m in j.methods}
     todo = [(j, m) for j in jobs for m in j.methods
             if m != "base" and not study.csv_path(tmp_path, j.regime, m, j.seed).is_file()]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -25,9 +27,9 @@ def test_advantage_dynamics_keeps_the_rl_steps_of_the_asked_methods():
     d = F.advantage_dynamics(synthetic_steps(), methods=("ttrl", "ddrl"), regimes=("math500_like",))
     assert set(d.method) == {"ttrl", "ddrl"} and set(d.regime) == {"math500_like"}
     assert d.step.max() == 5 and len(d) == 2 * 3 * 6
-    fig = F.advantage_dynamics_figure(synthetic_steps())
+    fig = F.advantage_dynamics_figure(F.advantage_dynamics(synthetic_steps()))
     assert len(fig.axes) == 2  # one panel per regime with runs
-    assert F.advantage_dynamics_figure(synthetic_steps(), regimes=("amc_like",)) is None
+    assert F.advantage_dynamics_figure(F.advantage_dynamics(synthetic_steps()), regimes=("amc_like",)) is None
 
 
 def test_pseudo_labels_by_episode_compare_the_first_and_last_visit_of_the_questions():
@@ -53,7 +55,8 @@ def test_band_accuracy_counts_and_rescales_to_64():
     assert t.loc["25-34", "answers"] == 1 and t.loc["15-24", "answers"] == 1
     assert np.isnan(t.loc["55-64", "accuracy"]) and t.loc["55-64", "answers"] == 0
     assert (t.ci_lo.dropna() <= t.accuracy.dropna()).all()
-    assert F.band_accuracy_figure(groups) is not None and F.band_accuracy_figure(pd.DataFrame()) is None
+    assert F.band_accuracy_figure(F.band_accuracy(groups)) is not None
+    assert F.band_accuracy(pd.DataFrame()).empty and F.band_accuracy_figure(F.band_accuracy(pd.DataFrame())) is None
 
 
 def test_selection_by_label_count_bins_each_rule_by_the_labels_count(tmp_path):
@@ -71,9 +74,11 @@ def test_selection_by_label_count_bins_each_rule_by_the_labels_count(tmp_path):
     assert abs(t.loc[("random", "6-14"), "fn_share"] - 100 * 3 / 27) < 3
     assert t.loc[("bcs", "45-54"), "fp_per_question"] == 0 and t.loc[("bcs", "45-54"), "questions"] == 6
     assert t.loc[("bcs", "1"), "questions"] == 0 and np.isnan(t.loc[("bcs", "1"), "fp_per_question"])
-    fig = F.selection_errors_figure(sel)
+    assert (t.regimes == 1).all() and (t.seeds == 2).all() and (t.orders == 32).all()  # the figure's title
+    fig = F.selection_errors_figure(t.reset_index())
     assert [tick.get_text() for tick in fig.axes[0].get_xticklabels()] == ["6-14", "45-54"]  # empty bins left out
-    assert F.selection_errors_figure(sel.iloc[:0]) is None
+    assert "12 question x sampling-seed cells (1 regimes, 2 seeds), each averaged over 32 orders" in fig._suptitle.get_text()
+    assert F.selection_errors_figure(F.selection_by_label_count(sel.iloc[:0])) is None
 
 
 def synthetic_transfer() -> pd.DataFrame:
@@ -133,11 +138,57 @@ def test_render_results_writes_every_figure(tmp_path):
             pd.DataFrame({"regime": "amc_like", "method": m, "seed": s, "split": "adapted", "question": ["q1", "q2"],
                           "pass@1": v}).to_csv(runs / "amc_like" / f"{m}-seed{s:02d}.csv.gz", index=False)
     paths = F.render_results([claims.entry("M1", "amc_like", 25.0, 25.0, 25.0, 2, 2)], runs, tmp_path / "docs")
-    seeds = pd.read_csv(paths["seeds.csv"])
+    seeds = pd.read_csv(paths["claims_seeds.csv"])
     assert seeds[["id", "regime", "n_seeds", "ahead", "behind", "min", "max"]].values.tolist() == [["M1", "amc_like", 2, 2, 0, 25.0, 25.0]]
     assert "| M1   | amc_like |" in paths["seeds.md"].read_text()
     with pytest.raises(ValueError, match="missing field"):
         F.render_results([{"id": "M1"}], runs, tmp_path / "docs")
+
+
+def test_committed_tables_are_read_back_only_for_the_inputs_they_came_from(tmp_path):
+    """render_results writes every table of TABLES and a manifest; committed_tables reads them back equal to
+    study_tables' and refuses them (None) once a run CSV, a new run or the scorecard differs."""
+    runs, docs = tmp_path / "runs", tmp_path / "docs"
+    for (r, m), g in synthetic_steps().groupby(["regime", "method"]):
+        for s, gs in g.groupby("seed"):
+            p = runs / r / f"{m}-seed{s:02d}-steps.csv.gz"
+            p.parent.mkdir(parents=True, exist_ok=True)
+            gs.to_csv(p, index=False)
+    entries = [claims.entry("M1", "aime_like", 5.0, 3.2, 6.8, 8, 64)]
+    paths = F.render_results(entries, runs, docs)
+    assert {f"{n}.csv" for n in F.TABLES} | {"tables.json"} <= set(paths)
+    got, want = F.committed_tables(docs, runs, entries), F.study_tables(runs, entries)
+    assert set(got) == set(F.TABLES)
+    for name in F.TABLES:
+        if want[name].empty:
+            assert got[name].empty and list(got[name].columns) == list(want[name].columns), name
+        else:
+            pd.testing.assert_frame_equal(got[name], want[name], check_dtype=False, obj=name)
+    assert F.committed_tables(docs, runs, [dict(entries[0], estimate=5.1)]) is None  # another scorecard
+    first = sorted(runs.glob("*/*-steps.csv.gz"))[0]
+    first.write_bytes(gzip.compress(gzip.decompress(first.read_bytes()), mtime=1))  # same rows, other bytes
+    assert F.committed_tables(docs, runs, entries) is None
+    F.render_results(entries, runs, docs)
+    assert F.committed_tables(docs, runs, entries) is not None
+    (docs / F.TABLES["base_bands"]).unlink()
+    assert F.committed_tables(docs, runs, entries) is None
+
+
+def test_committed_study_tables_equal_a_fresh_computation():
+    """The tables notebook 06 reads from docs/results/ (the slow ones: ~2,000 run CSVs, the selection rules replayed)
+    are study_tables' on the committed runs and scorecard, and their manifest names those inputs: code that
+    changes a table without `python -m ddrl.study --analyse claims` rewriting it fails here."""
+    from conftest import REPO
+
+    entries = claims.load(REPO / "results" / "claims.json")
+    if entries is None:
+        pytest.skip("results/claims.json is not committed yet")
+    docs, runs = REPO / "docs" / "results", REPO / "results" / "runs"
+    got = F.committed_tables(docs, runs, entries)
+    assert got is not None, "docs/results/tables.json does not name the committed runs and claims.json"
+    want = F.study_tables(runs, entries)
+    for name in F.TABLES:
+        pd.testing.assert_frame_equal(got[name], want[name], check_dtype=False, obj=name)
 
 
 def test_docs_results_shows_the_committed_scorecard():
@@ -157,15 +208,16 @@ def test_docs_results_shows_the_committed_scorecard():
 
 def test_docs_results_shows_the_committed_power_shortfall():
     """docs/results.md's Power section quotes the shortfall table that power_shortfall computes from the committed
-    runs and claims (and that --analyse claims wrote to docs/results/power_shortfall.md) verbatim."""
+    runs and claims (the committed table: the test above recomputes it; --analyse claims wrote it and its page to
+    docs/results/) verbatim."""
     from conftest import REPO
-
-    from ddrl.study_analysis import load_questions, power_shortfall
 
     entries = claims.load(REPO / "results" / "claims.json")
     if entries is None:
         pytest.skip("results/claims.json is not committed yet")
-    page = F.shortfall_page(power_shortfall(load_questions(REPO / "results" / "runs"), entries))
+    tables = F.committed_tables(REPO / "docs" / "results", REPO / "results" / "runs", entries)
+    assert tables is not None, "docs/results/tables.json does not name the committed runs and claims.json"
+    page = F.shortfall_page(tables["power_shortfall"])
     assert (REPO / "docs" / "results" / "power_shortfall.md").read_text() == page
     table = page[page.index("| id"):].strip()
     assert table in (REPO / "docs" / "results.md").read_text(), "docs/results.md: power shortfall table differs"
