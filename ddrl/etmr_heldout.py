@@ -38,12 +38,12 @@ from ddrl.parallel import minutes_to
 from ddrl.reporting import cache_root, write_json
 from ddrl.small_lr import OUT, REGIME, RUNS, add_run_arguments, seeds_line
 from ddrl.small_lr_cor import HELDOUT_CLAIMS, untrained
-from ddrl.small_lr_etmr import DESIGNS as ETMR_DESIGNS, MIN_SEEDS, REGIME_NAME, done_seeds
+from ddrl.small_lr_etmr import DESIGNS as ETMR_DESIGNS, REGIME_NAME, done_seeds
 from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import (HELDOUT_X, PAIRED, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, heldout_x_path,
                              regimes_path)
-from ddrl.wide import below_cell, claim_row, level_table, reproduced_counts, run_levels, wide_entry
+from ddrl.wide import MIN_SEEDS, below_cell, claim_row, level_table, reproduced_counts, run_levels, wide_entry
 
 #: id -> (a, b, comparison): held-out pass@1 a - b on the same seed and fresh question, sign +1, margin 1 point
 CLAIMS = {"P3x": ("etmr", "no_adaptation", "ETMR at lr/10 - no adaptation, held-out"),

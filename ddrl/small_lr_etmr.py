@@ -52,8 +52,8 @@ from ddrl.study import run_jobs
 from ddrl.study_plan import (PAIRED, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, csv_path,
                              regimes_path)
 from ddrl.tables import entry_ci
-from ddrl.wide import (VERDICT_MD, below_cell, complete_seeds, level_table, read_csvs, run_levels, vote_by_quarter,
-                       wide_entry)
+from ddrl.wide import (MIN_SEEDS, VERDICT_MD, below_cell, complete_seeds, level_table, read_csvs, run_levels,
+                       seeds_to_analyse, vote_by_quarter, wide_entry)
 
 #: Every claim either design decides: method a - method b, adapted pass@1 per seed and question. P1, P2, M1 and M2 are
 #: the registered claims (:data:`ddrl.study_plan.PAIRED`); M3 and P3 are Amendment 43's (:data:`NEW_CLAIMS`).
@@ -63,7 +63,6 @@ NEW_CLAIMS = {"M3": ("ETMR is the stronger baseline: it beats TTRL", "pass@1 ETM
               "P3": ("ETMR improves on no adaptation", "pass@1 ETMR - no adaptation [points]")}
 COMPARISON = {**AMENDMENT28, "M2": "DDRL - ETMR", "M3": "ETMR - TTRL", "P3": "ETMR - no adaptation"}
 RL_METHODS = ("ttrl", "etmr", "ddrl")
-MIN_SEEDS = 6  # the plans: fewer complete seeds from 0 and nothing is estimated
 REGIME_NAME = {REGIME: "MATH-500-like", SMALL_LR: "AMC-like"}
 
 
@@ -170,13 +169,8 @@ def analyse(design: EtmrDesign = REGISTERED, out: str | Path | None = None, n_bo
     ``vote`` (by quarter of the RL steps) and ``rl_minutes`` (each lr/10 method's mean RL wall time)."""
     out = design.out if out is None else Path(out)
     reg, base = design.regime, design.base
-    seeds = done_seeds(design, out)
-    if len(seeds) < len(design.seeds) and minutes_to(design.cutoff, now) > 0:
-        raise ValueError(f"{out}: {len(seeds)} of {len(design.seeds)} Amendment {design.amendment} seeds complete "
-                         f"before its clock ({design.cutoff}); the plan reads no estimate before the clock or every seed")
-    if len(seeds) < min_seeds:
-        raise ValueError(f"{out}: {len(seeds)} complete Amendment {design.amendment} seeds from 0, the plan needs "
-                         f"{min_seeds}")
+    seeds = seeds_to_analyse(design.seeds, done_seeds(design, out), f"{out}: Amendment {design.amendment}",
+                             design.cutoff, now, min_seeds)
     df = read_csvs(csv_path(out, r, m, s) for s in seeds
                    for r, ms in ((base, ("no_adaptation", *RL_METHODS)), (reg, RL_METHODS)) for m in ms)
     entries = []

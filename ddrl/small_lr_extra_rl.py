@@ -39,10 +39,10 @@ from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix, rl_divergence
 from ddrl.study_plan import KNOWN_DIVERGENCES, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, csv_path
 from ddrl.tables import entry_ci
-from ddrl.wide import VERDICT_MD, below_cell, complete_seeds, level_table, read_csvs, run_levels, wide_entry
+from ddrl.wide import (VERDICT_MD, below_cell, complete_seeds, level_table, read_csvs, run_levels, seeds_to_analyse,
+                       wide_entry)
 
 METHODS = ("ddrl", "additional_rl")  # C1 = ddrl - additional_rl; DDRL's runs are committed ones (never a job here)
-MIN_SEEDS = 6  # a design with a clock: fewer complete seeds from 0 and nothing is estimated
 
 
 @dataclass(frozen=True)
@@ -98,22 +98,10 @@ def missing(out: str | Path = RUNS, seeds: Sequence[int] | None = None, design: 
 
 
 def analysed_seeds(out: str | Path, seeds: Sequence[int], design: ExtraRlDesign, now: float | None = None) -> list[int]:
-    """The seeds the plan analyses: every one of ``seeds`` (an error naming the missing ones otherwise); with a clock,
-    the complete seeds from 0, at least :data:`MIN_SEEDS`, once the clock has passed or all are complete."""
-    gone = missing(out, seeds, design)
-    if design.cutoff is None or not gone:
-        if gone:
-            raise ValueError(f"{out}: Amendment {design.amendment} incomplete, seeds missing {gone}; the plan reads no "
-                             "estimate before every seed is complete")
-        return list(seeds)
-    if minutes_to(design.cutoff, now) > 0:
-        raise ValueError(f"{out}: Amendment {design.amendment} seeds missing {gone} before its clock ({design.cutoff});"
-                         " the plan reads no estimate before the clock or every seed")
-    done = [s for s in seeds if s < min(gone)]
-    if len(done) < MIN_SEEDS:
-        raise ValueError(f"{out}: {len(done)} complete Amendment {design.amendment} seeds from {seeds[0]}, the plan "
-                         f"needs {MIN_SEEDS}")
-    return done
+    """The seeds the plan analyses (:func:`ddrl.wide.seeds_to_analyse`: every one of ``seeds``; with a clock, the
+    complete seeds from the first, at least :data:`~ddrl.wide.MIN_SEEDS`, once the clock has passed)."""
+    return seeds_to_analyse(seeds, complete_seeds(out, design.regime, METHODS), f"{out}: Amendment {design.amendment}",
+                            design.cutoff, now)
 
 
 def c2_values(questions: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:

@@ -41,6 +41,7 @@ import scipy.stats as sps
 import seaborn as sns
 
 from ddrl.claims import entry, validate, with_half_width
+from ddrl.parallel import minutes_to
 from ddrl.plotting import color, label, save_docs_figure
 from ddrl.reporting import atomic_write_bytes, cache_root, write_json
 from ddrl.seeds import derive_seed, numpy_generator, seed_range
@@ -99,6 +100,32 @@ def complete_seeds(out: str | Path, regime: str = REGIME, methods: Sequence[str]
     """Seeds with a written CSV of every method (``<out>/<regime>/<method>-seedNN.csv.gz``)."""
     have = [{csv_method_seed(p)[1] for p in method_csvs(Path(out, regime), m)} for m in methods]
     return sorted(set.intersection(*have)) if have else []
+
+
+#: A plan amendment with a clock analyses at least this many complete seeds (:func:`seeds_to_analyse`).
+MIN_SEEDS = 6
+
+
+def seeds_to_analyse(seeds: Sequence[int], complete: Iterable[int], what: str, cutoff: str | None = None,
+                     now: float | None = None, min_seeds: int = MIN_SEEDS) -> list[int]:
+    """The plan amendments' reading rule: every one of ``seeds`` once all are in ``complete``; before that no
+    estimate, until the plan's clock ``cutoff`` (UTC, ISO; None: no clock, so every seed) has passed (``now``: epoch
+    seconds, default the clock), then the complete ``seeds`` up to the first missing one, at least ``min_seeds``.
+    Otherwise a ValueError that starts with ``what`` (e.g. "results/small_lr/runs: Amendment 53")."""
+    done = set(complete)
+    gone = [s for s in seeds if s not in done]
+    if not gone:
+        return list(seeds)
+    if cutoff is None:
+        raise ValueError(f"{what} incomplete, seeds missing {gone}; the plan reads no estimate before every seed is "
+                         "complete")
+    if minutes_to(cutoff, now) > 0:
+        raise ValueError(f"{what} seeds missing {gone} before its clock ({cutoff}); the plan reads no estimate before "
+                         "the clock or every seed")
+    first = [s for s in seeds if s < min(gone)]
+    if len(first) < min_seeds:
+        raise ValueError(f"{what}: {len(first)} complete seeds from {seeds[0]}, the plan needs {min_seeds}")
+    return first
 
 
 def read_csvs(paths: Iterable[str | Path]) -> pd.DataFrame:

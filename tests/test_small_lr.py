@@ -487,7 +487,7 @@ def test_a_design_with_a_clock_runs_and_reads_its_seeds_only_by_the_plan(tmp_pat
     with pytest.raises(ValueError, match=r"seeds missing \[7, 9, 10, 11\] before its clock"):
         x.analysed_seeds(tmp_path, design.seeds, design, now=clock - 60)
     assert x.analysed_seeds(tmp_path, design.seeds, design, now=clock + 1) == list(range(7))
-    with pytest.raises(ValueError, match=r"3 complete Amendment 53 seeds from 0, the plan needs 6"):
+    with pytest.raises(ValueError, match=r"Amendment 53: 3 complete seeds from 0, the plan needs 6"):
         x.analysed_seeds(tmp_path, design.seeds[:3] + (20,), design, now=clock + 1)
     assert x.analysed_seeds(tmp_path, (0, 1), design, now=clock - 60) == [0, 1]  # every asked seed complete
     with pytest.raises(ValueError, match=r"Amendment 52 incomplete, seeds missing \[0\]"):  # no clock: every seed

@@ -70,9 +70,9 @@ def test_registered_design_smoke_analysis(smoke):
     their estimates add up to M1's."""
     out, _ = smoke
     assert E.done_seeds(E.REGISTERED, out) == [0, 1, 2]
-    with pytest.raises(ValueError, match="3 of 18 Amendment 43 seeds complete before its clock"):
+    with pytest.raises(ValueError, match=r"Amendment 43 seeds missing \[3, 4, .*17\] before its clock"):
         E.analyse(E.REGISTERED, out, n_boot=200, now=_clock(E.REGISTERED, -1))
-    with pytest.raises(ValueError, match="3 complete Amendment 43 seeds from 0, the plan needs 6"):
+    with pytest.raises(ValueError, match="Amendment 43: 3 complete seeds from 0, the plan needs 6"):
         E.analyse(E.REGISTERED, out, n_boot=200, now=_clock(E.REGISTERED, +1))
     res = E.analyse(E.REGISTERED, out, n_boot=200, now=_clock(E.REGISTERED, +1), min_seeds=3)
     assert [e["id"] for e in res["entries"]] == ["M2", "M3", "P3"] and res["seeds"] == [0, 1, 2]

@@ -380,3 +380,22 @@ def test_docs_quote_the_64_step_runs_vote():
     acc = {k: [v.loc[(m, k), "label_acc"] for m in ("ttrl", "ddrl")] for k in (1, 4)}
     prose = " ".join((REPO / "docs" / "results.md").read_text().split())
     assert f"(in the 64-step runs {_span(acc[1])} to {_span(acc[4])})" in prose
+
+
+def test_seeds_to_analyse_is_the_amendments_reading_rule():
+    """Every seed once all are complete; before that nothing until the clock, then the complete seeds up to the first
+    missing one, at least min_seeds; without a clock, every seed."""
+    from datetime import datetime
+
+    cutoff = "2026-12-02T12:30:00+00:00"
+    clock = datetime.fromisoformat(cutoff).timestamp()
+    seeds = tuple(range(10))
+    assert wide.seeds_to_analyse(seeds, range(12), "A", cutoff, now=clock - 60) == list(seeds)
+    with pytest.raises(ValueError, match=r"^A seeds missing \[7, 9\] before its clock"):
+        wide.seeds_to_analyse(seeds, [0, 1, 2, 3, 4, 5, 6, 8], "A", cutoff, now=clock - 60)
+    assert wide.seeds_to_analyse(seeds, [0, 1, 2, 3, 4, 5, 6, 8], "A", cutoff, now=clock + 1) == list(range(7))
+    with pytest.raises(ValueError, match=r"^A: 5 complete seeds from 0, the plan needs 6"):
+        wide.seeds_to_analyse(seeds, [0, 1, 2, 3, 4, 8], "A", cutoff, now=clock + 1)
+    assert wide.seeds_to_analyse(seeds, [0, 1, 2, 3, 4, 8], "A", cutoff, now=clock + 1, min_seeds=5) == list(range(5))
+    with pytest.raises(ValueError, match=r"^A incomplete, seeds missing \[9\]"):
+        wide.seeds_to_analyse(seeds, range(9), "A")  # no clock: every seed
