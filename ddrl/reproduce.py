@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import json
 import os
 import sys
@@ -37,6 +38,25 @@ PARAMS_DIR = REPO / "params"
 PRESETS = ("smoke", "default", "paper", "study")  # study: notebook 06 only (--only 06)
 #: Parameters the runner itself sets in every notebook (each notebook declares them).
 RUNNER_PARAMS = ("preset", "output_dir")
+#: The kernel's matplotlib backend: inline, so every executed notebook and its HTML show their figures. The kernel
+#: inherits the runner's environment, and a caller's ``MPLBACKEND`` (the Makefile exports Agg for plain Python
+#: processes) would make every ``plt.show()`` in it draw nothing.
+KERNEL_MPLBACKEND = "module://matplotlib_inline.backend_inline"
+
+
+@contextlib.contextmanager
+def environ(**values: str):
+    """Set these environment variables inside the block (a kernel started there inherits them), restore them after."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def discover(only: list[str] | None = None, notebook_dir: Path | None = None) -> list[Path]:
@@ -167,10 +187,11 @@ def run_notebook(notebook: Path, params: dict, out_dir: Path, progress: bool = T
     import papermill  # seconds to import (nbformat's schema): after the parameter check
 
     executed = out_dir / notebook.name
-    papermill.execute_notebook(
-        str(notebook), str(executed), parameters=params, kernel_name="python3", engine_name=_tracking_engine(),
-        cwd=str(notebook.parent), progress_bar=progress, request_save_on_cell_execute=True,
-    )
+    with environ(MPLBACKEND=KERNEL_MPLBACKEND):
+        papermill.execute_notebook(
+            str(notebook), str(executed), parameters=params, kernel_name="python3", engine_name=_tracking_engine(),
+            cwd=str(notebook.parent), progress_bar=progress, request_save_on_cell_execute=True,
+        )
     return executed
 
 
@@ -207,7 +228,6 @@ class LiveProgress:
         self._bar_offset = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
-        self._saved_env: str | None = None
 
     def cell_started(self, index: int, total: int, source: str) -> None:
         lines = [ln.strip() for ln in source.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
@@ -238,8 +258,8 @@ class LiveProgress:
 
     def __enter__(self) -> "LiveProgress":
 
-        self._saved_env = os.environ.get(PROGRESS_FILE_ENV)
-        os.environ[PROGRESS_FILE_ENV] = str(self.path)
+        self._env = environ(**{PROGRESS_FILE_ENV: str(self.path)})
+        self._env.__enter__()
         _ACTIVE.append(self)
         self._thread.start()
         return self
@@ -249,10 +269,7 @@ class LiveProgress:
         self._stop.set()
         self._thread.join()
         _ACTIVE.remove(self)
-        if self._saved_env is None:
-            os.environ.pop(PROGRESS_FILE_ENV, None)
-        else:
-            os.environ[PROGRESS_FILE_ENV] = self._saved_env
+        self._env.__exit__(None, None, None)
         self.path.unlink(missing_ok=True)
 
 

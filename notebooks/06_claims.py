@@ -34,8 +34,8 @@
 # question of every seed: the difference is exactly 0, so the rule says *no effect*, but such a regime cannot
 # tell the methods apart (`ddrl.study_analysis.at_floor`).
 #
-# By default it renders from the committed results in `results/` (70-80 s on 2 cores, most of it drawing and
-# saving 27 figures as PNG and PDF: `bench/render_claims.py`); nothing is trained here. The `study`
+# By default it renders from the committed results in `results/` (about 85 s on 2 cores, most of it drawing, saving
+# and showing 27 figures: `bench/render_claims.py`); nothing is trained here. The `study`
 # preset (`python -m ddrl.reproduce --preset study --only 06`) reruns the whole study through the parallel
 # runner (`ddrl.study`: stage 1, its variance-only analysis, stage 2, the claims), resumable after a kill;
 # the `smoke` preset runs the same path on the tiny testbed in about a minute.

@@ -74,3 +74,6 @@ def test_smoke_run_produces_metrics_and_artifacts(smoke_run, path):
     for a in mine:
         f = smoke_run / a["path"]
         assert f.is_file() and f.stat().st_size > 0, f"{a['path']} missing or empty"
+    # the executed copy shows its figures although the caller's MPLBACKEND is Agg (the kernel's is inline)
+    outputs = [o for c in json.loads((smoke_run / f"{path.stem}.ipynb").read_text())["cells"] for o in c.get("outputs", [])]
+    assert any("image/png" in o.get("data", {}) for o in outputs), f"{path.stem}: no figure in the executed notebook"
