@@ -34,7 +34,7 @@
 # question of every seed: the difference is exactly 0, so the rule says *no effect*, but such a regime cannot
 # tell the methods apart (`ddrl.study_analysis.at_floor`).
 #
-# By default it renders from the committed results in `results/` (about 85 s on 2 cores, most of it drawing, saving
+# By default it renders from the committed results in `results/` (85-90 s on 2 cores, most of it drawing, saving
 # and showing 27 figures: `bench/render_claims.py`); nothing is trained here. The `study`
 # preset (`python -m ddrl.reproduce --preset study --only 06`) reruns the whole study through the parallel
 # runner (`ddrl.study`: stage 1, its variance-only analysis, stage 2, the claims), resumable after a kill;
