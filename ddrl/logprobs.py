@@ -28,6 +28,7 @@ from transformers import DynamicCache
 
 from ddrl.fast_sampling import unsupported_reason
 from ddrl.hf_compat import base_model, cache_kwarg
+from ddrl.parallel import environ
 
 #: what ``DDRL_LOGPROBS`` / :func:`logprob_backend` accept
 LOGPROB_BACKENDS = ("auto", "hf", "shared-prompt")
@@ -169,15 +170,8 @@ def pinned_backend(name: str) -> Iterator[None]:
     """Run the block (and the processes it starts) with ``DDRL_LOGPROBS=name``; the previous value is restored."""
     if name not in LOGPROB_BACKENDS:
         raise ValueError(f"logprob backend must be one of {LOGPROB_BACKENDS}, got {name!r}")
-    before = os.environ.get("DDRL_LOGPROBS")
-    os.environ["DDRL_LOGPROBS"] = name
-    try:
+    with environ(DDRL_LOGPROBS=name):
         yield
-    finally:
-        if before is None:
-            os.environ.pop("DDRL_LOGPROBS", None)
-        else:
-            os.environ["DDRL_LOGPROBS"] = before
 
 
 def shared_prompt_response_logprobs(model, prompts, responses, temperature: float, pad_id: int,

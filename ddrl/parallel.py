@@ -78,6 +78,22 @@ def _exit_with_parent(parent: int, every_s: float = 1.0) -> None:
 
 
 @contextlib.contextmanager
+def environ(**values: str) -> Iterator[None]:
+    """Set these environment variables inside the block (a process started there, a worker or a kernel, inherits
+    them); each is restored on the way out, or removed where it was not set."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@contextlib.contextmanager
 def compute_threads(n: int) -> Iterator[None]:
     """Compute with ``n`` threads inside the block: torch's intra-op count and ``OMP_NUM_THREADS`` (which
     :func:`ddrl.train.train` reads when its config leaves ``threads`` at 0); both restored on the way out.
@@ -88,17 +104,13 @@ def compute_threads(n: int) -> Iterator[None]:
     as in a pool worker) and every testbed build (:data:`ddrl.testbed.config.BUILD_THREADS`)."""
     import torch
 
-    before, env = torch.get_num_threads(), os.environ.get("OMP_NUM_THREADS")
-    os.environ["OMP_NUM_THREADS"] = str(n)
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-        if env is None:
-            os.environ.pop("OMP_NUM_THREADS", None)
-        else:
-            os.environ["OMP_NUM_THREADS"] = env
+    before = torch.get_num_threads()
+    with environ(OMP_NUM_THREADS=str(n)):
+        torch.set_num_threads(n)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
 
 
 def init_worker() -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import contextlib
 import json
 import os
 import sys
@@ -29,6 +28,7 @@ import psutil
 import yaml
 from tabulate import tabulate
 
+from ddrl.parallel import environ
 from ddrl.params import ParameterError, check_parameters
 from ddrl.progress import PROGRESS_FILE_ENV, latest_bar
 from ddrl.reporting import REPO, atomic_write_bytes, git_sha, sha256_file
@@ -42,21 +42,6 @@ RUNNER_PARAMS = ("preset", "output_dir")
 #: inherits the runner's environment, and a caller's ``MPLBACKEND`` (the Makefile exports Agg for plain Python
 #: processes) would make every ``plt.show()`` in it draw nothing.
 KERNEL_MPLBACKEND = "module://matplotlib_inline.backend_inline"
-
-
-@contextlib.contextmanager
-def environ(**values: str):
-    """Set these environment variables inside the block (a kernel started there inherits them), restore them after."""
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def discover(only: list[str] | None = None, notebook_dir: Path | None = None) -> list[Path]:

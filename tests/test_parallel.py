@@ -304,3 +304,17 @@ def test_an_interrupted_batch_kills_its_workers():
             pytest.fail(f"the interrupted batch did not end within 30 s; its threads and stderr:\n{err[-6000:]}")
         assert batch.returncode != 0 and "KeyboardInterrupt" in err, err[-2000:]
         assert _ended(workers, 15), "the workers outlived the interrupted batch"
+
+
+def test_environ_sets_variables_for_the_block_and_restores_them(monkeypatch):
+    from ddrl.parallel import environ
+    from ddrl.reproduce import KERNEL_MPLBACKEND
+
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.delenv("DDRL_TEST_UNSET", raising=False)
+    with environ(MPLBACKEND=KERNEL_MPLBACKEND, DDRL_TEST_UNSET="x"):
+        assert os.environ["MPLBACKEND"] == KERNEL_MPLBACKEND and os.environ["DDRL_TEST_UNSET"] == "x"
+    assert os.environ["MPLBACKEND"] == "Agg" and "DDRL_TEST_UNSET" not in os.environ
+    with pytest.raises(RuntimeError), environ(MPLBACKEND="other"):
+        raise RuntimeError
+    assert os.environ["MPLBACKEND"] == "Agg"  # restored after an error too

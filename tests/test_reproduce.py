@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 
 import jupytext
 import pytest
@@ -226,16 +225,3 @@ def test_a_figure_rendered_twice_writes_the_same_pdf(tmp_path):
     a, b = save_figure(fig, tmp_path / "a", "f")["pdf"], save_figure(fig, tmp_path / "b", "f")["pdf"]
     plt.close(fig)
     assert b"/CreationDate" not in a.read_bytes() and a.read_bytes() == b.read_bytes()
-
-
-def test_environ_sets_variables_for_the_block_and_restores_them(monkeypatch):
-    from ddrl.reproduce import KERNEL_MPLBACKEND, environ
-
-    monkeypatch.setenv("MPLBACKEND", "Agg")
-    monkeypatch.delenv("DDRL_TEST_UNSET", raising=False)
-    with environ(MPLBACKEND=KERNEL_MPLBACKEND, DDRL_TEST_UNSET="x"):
-        assert os.environ["MPLBACKEND"] == KERNEL_MPLBACKEND and os.environ["DDRL_TEST_UNSET"] == "x"
-    assert os.environ["MPLBACKEND"] == "Agg" and "DDRL_TEST_UNSET" not in os.environ
-    with pytest.raises(RuntimeError), environ(MPLBACKEND="other"):
-        raise RuntimeError
-    assert os.environ["MPLBACKEND"] == "Agg"  # restored after an error too
