@@ -321,8 +321,17 @@ def study_tables(runs_dir: str | Path, entries: Sequence[dict]) -> dict[str, pd.
     claims seed by seed, the comparisons that missed the half-width, the mean advantage per RL step, the
     pseudo-labels by episode, the base model's answers by count bin, what each selection rule keeps by the label's
     count (:func:`ddrl.study_analysis.selection_errors`: the slow one) and the H1x levels."""
-    questions, steps = load_questions(runs_dir), load_steps(runs_dir)
-    groups, _ = load_base(runs_dir)
+    return tables_from(*_load(runs_dir), entries)
+
+
+def _load(runs_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The question rows, step logs and base answer groups under ``runs_dir``: what :func:`tables_from` reads."""
+    return load_questions(runs_dir), load_steps(runs_dir), load_base(runs_dir)[0]
+
+
+def tables_from(questions: pd.DataFrame, steps: pd.DataFrame, groups: pd.DataFrame,
+                entries: Sequence[dict]) -> dict[str, pd.DataFrame]:
+    """:func:`study_tables` from the runs already read (:func:`_load`)."""
     return {"claims_seeds": seed_directions(questions), "power_shortfall": power_shortfall(questions, entries),
             "advantage_dynamics": advantage_dynamics(steps), "pseudo_labels": pseudo_labels_by_episode(steps),
             "base_bands": band_accuracy(groups),
@@ -361,7 +370,8 @@ def render_results(entries: Sequence[dict], runs_dir: str | Path, out_dir: str |
     paths = {f"scorecard.{k}": p for k, p in C.render(entries, out_dir).items()}
     paths["missing.md"] = out_dir / "claims_missing.md"
     paths["missing.md"].write_text("".join(f"- {m}\n" for m in missing) or "- none: every claim x regime is computed\n")
-    t = study_tables(runs_dir, entries)
+    questions, steps, groups = _load(runs_dir)
+    t = tables_from(questions, steps, groups, entries)
     for name, f in TABLES.items():  # every table, empty or not, and what it was computed from
         write_csv(out_dir / f, t[name])
         paths[f"{name}.csv"] = out_dir / f
@@ -372,7 +382,7 @@ def render_results(entries: Sequence[dict], runs_dir: str | Path, out_dir: str |
         paths["seeds.md"].write_text(t["claims_seeds"].to_markdown(index=False, floatfmt="+.1f") + "\n")
     paths["shortfall.md"] = out_dir / "power_shortfall.md"
     paths["shortfall.md"].write_text(shortfall_page(t["power_shortfall"]))
-    div, page = divergence_report(load_questions(runs_dir), load_steps(runs_dir), entries)
+    div, page = divergence_report(questions, steps, entries)
     if not div.empty:
         paths["divergence.csv"], paths["divergence.md"] = out_dir / "rl_divergence.csv", out_dir / "rl_divergence.md"
         div.to_csv(paths["divergence.csv"], index=False)
