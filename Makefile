@@ -21,12 +21,16 @@ install: $(STAMP)
 # torch through pip (which reads this machine's pip configuration: the CPU wheel on disk), then the rest through uv
 # (PyPI's uv, installed by pip): the same packages and versions as pip resolves, with the installed CPU torch kept,
 # in ~13 s instead of pip's ~146 s (measured 2026-12-02 in two fresh venvs; `pip freeze` identical but for uv itself).
-# Should uv fail, pip installs the rest.
+# Should uv fail, pip installs the rest. uv, unlike pip, writes no bytecode unless asked (--compile-bytecode): without
+# it, where PYTHONDONTWRITEBYTECODE is set (this machine, CI) every process compiled pandas, matplotlib, transformers
+# and scipy from source again (13 s of notebook 06's 55 s render: docs/benchmarks.md, "Bytecode"); ddrl's
+# own modules are compiled once here for the same reason (a module edited later is recompiled as Python always does).
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip uv
 	$(PY) -m pip install -q "$(TORCH)"
-	$(PY) -m uv pip install -q --python $(PY) -e ".[dev]" || $(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m uv pip install -q --compile-bytecode --python $(PY) -e ".[dev]" || $(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m compileall -q ddrl >/dev/null
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@
 

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import seaborn as sns  # noqa: E402
 from scipy import stats  # noqa: E402
 
-from ddrl.reporting import REPO, save_figure  # noqa: E402
+from ddrl.reporting import REPO, FIGURE_DPI, save_figure  # noqa: E402
 
 #: Fixed colours, so a method looks the same in every figure of every notebook.
 METHOD_COLORS = {
@@ -64,7 +64,7 @@ METHOD_LABELS = {
 def set_style(context: str = "notebook") -> None:
     """The companion's seaborn theme (call once at the top of a notebook)."""
     sns.set_theme(context=context, style="whitegrid", palette="colorblind")
-    matplotlib.rcParams.update({"figure.dpi": 110, "savefig.dpi": 150, "axes.titleweight": "bold"})
+    matplotlib.rcParams.update({"figure.dpi": 110, "savefig.dpi": FIGURE_DPI, "axes.titleweight": "bold"})
 
 
 def save_docs_figure(fig, name: str) -> dict[str, Path]:

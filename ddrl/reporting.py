@@ -264,6 +264,10 @@ def cached(key: Any, fn: Callable[[], Any], namespace: str = "results", cache_di
     return value
 
 
+#: The resolution every saved figure is written at.
+FIGURE_DPI = 150
+
+
 def save_figure(fig, out_dir: str | Path, name: str) -> dict[str, Path]:
     """Save ``fig`` as ``<out_dir>/<name>.png`` and ``.pdf`` (150 dpi, tight): the one way figures are written.
     The PDF carries no creation date, so rendering the same figure again writes the same bytes (a committed
@@ -272,8 +276,31 @@ def save_figure(fig, out_dir: str | Path, name: str) -> dict[str, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {ext: out_dir / f"{name}.{ext}" for ext in ("png", "pdf")}
     for ext, p in paths.items():
-        fig.savefig(p, dpi=150, bbox_inches="tight", metadata={"CreationDate": None} if ext == "pdf" else None)
+        fig.savefig(p, dpi=FIGURE_DPI, bbox_inches="tight", metadata={"CreationDate": None} if ext == "pdf" else None)
     return paths
+
+
+def show_saved(fig, png: Path) -> bool:
+    """Show the saved ``png`` as ``fig``'s output and close ``fig``, when a Jupyter kernel draws figures inline.
+
+    The inline backend would otherwise draw ``fig`` a third time at the end of the cell, after the PNG and the PDF
+    (each a layout pass and a draw): a third of what a figure costs a notebook's render (``bench/render_claims.py``).
+    The reader then sees the very file the notebook wrote, at the size the inline backend would have shown
+    (``figure.dpi``). Anywhere else (a script, an interactive backend such as ipympl) it does nothing and returns
+    False. IPython and matplotlib are looked up, not imported: a figure means matplotlib is loaded, a kernel means
+    IPython is.
+    """
+    ipython, mpl, plt = (sys.modules.get(m) for m in ("IPython", "matplotlib", "matplotlib.pyplot"))
+    if ipython is None or ipython.get_ipython() is None or mpl is None or plt is None:
+        return False
+    if "inline" not in mpl.get_backend():
+        return False
+    data = Path(png).read_bytes()
+    width_px = int.from_bytes(data[16:20], "big")  # the PNG header's IHDR width
+    ipython.display.display(ipython.display.Image(data=data, format="png",
+                                                  width=round(width_px * fig.dpi / FIGURE_DPI)))
+    plt.close(fig)
+    return True
 
 
 class Reporter:
@@ -292,14 +319,17 @@ class Reporter:
         return path
 
     def figure(self, fig, name: str, data=None) -> Path:
-        """Save ``fig`` as PNG and PDF (and ``data``, a DataFrame, as the CSV behind it)."""
+        """Save ``fig`` as PNG and PDF (and ``data``, a DataFrame, as the CSV behind it); in a notebook drawing
+        inline, show the saved PNG in its place (:func:`show_saved`: no ``plt.show()`` needed)."""
         d = self.output_dir / "figures"
-        for p in save_figure(fig, d, name).values():
+        paths = save_figure(fig, d, name)
+        for p in paths.values():
             self._record(p, "figure")
         if data is not None:
             data.to_csv(d / f"{name}.csv", index=False)
             self._record(d / f"{name}.csv", "figure-data")
-        return d / f"{name}.png"
+        show_saved(fig, paths["png"])
+        return paths["png"]
 
     def table(self, df, name: str, floatfmt: str = ".3f") -> Path:
         """Save a DataFrame as CSV and Markdown."""

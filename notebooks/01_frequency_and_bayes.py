@@ -208,7 +208,6 @@ def draw_frequency(tables, bayes, lo=ambiguous_lo, hi=ambiguous_hi):
 fig = draw_frequency(tables, bayes)
 fig_data = pd.concat([t.assign(dataset=name, N=n) for name, (t, n) in tables.items()])
 rep.figure(fig, "frequency_vs_correct", data=fig_data)
-plt.show()
 
 # %% [markdown]
 # **What to look for.** Read each panel from left to right. Rare answers (small x) should be mostly wrong and
@@ -249,7 +248,6 @@ if any(b is not None for b in bayes.values()):
     fig = draw_bayes(bayes)
     curves = pd.concat([b["curves"].assign(dataset=k) for k, b in bayes.items() if b is not None])
     rep.figure(fig, "bayes_decomposition", data=curves)
-    plt.show()
 
 # %% [markdown]
 # **What to look for.** Top row: where p(x | correct) overtakes p(x | incorrect), a frequency starts to favour

@@ -85,7 +85,7 @@ from ddrl import paper
 from ddrl import tables as T
 from ddrl.data import load_questions, resolve_data_dir
 from ddrl.experiments import cached_rollouts, train_and_evaluate
-from ddrl.plotting import color, label, set_style
+from ddrl.plotting import color, set_style
 from ddrl.reporting import Reporter, cache_root
 
 set_style()
@@ -127,7 +127,6 @@ def draw_fig3a(k, m_mark=None, eps=eps):
 
 fig = draw_fig3a(k)
 rep.figure(fig, "fig3a_advantage_vs_positives", data=curves)
-plt.show()
 
 # %% [markdown]
 # **What to look for.** GRPO's advantage of a positive rollout grows as m, the number of positives among K,
@@ -210,7 +209,6 @@ def draw_mass(mass, adv):
 
 fig = draw_mass(mass, adv)
 rep.figure(fig, "advantage_mass_by_consensus", data=mass)
-plt.show()
 
 # %% [markdown]
 # **What to look for.** Left: in each consensus band, compare the three bars (the share of positive advantage mass

@@ -178,7 +178,6 @@ def draw_main(pass1):
 
 fig = draw_main(pass1)
 rep.figure(fig, "main_table_pass1", data=pass1)
-plt.show()
 
 # %% [markdown]
 # **What to look for.** Compare each method's bar with "No adaptation" and with TTRL, and whether the 95%
@@ -213,7 +212,6 @@ ax.set_title("Fig. 4: mean advantage, TTRL vs DDRL (band: min-max over seeds)")
 ax.legend()
 fig.tight_layout()
 rep.figure(fig, "fig4_mean_advantage", data=fig4)
-plt.show()
 
 # %% [markdown]
 # **What to look for.** TTRL's line should sit at 0 (GRPO centres every group). DDRL's sign is the point of the
@@ -237,7 +235,6 @@ for ax, (what, part) in zip(axes, acc.groupby("metric", sort=False)):
 axes[0].legend()
 fig.tight_layout()
 rep.figure(fig, "label_reward_accuracy", data=acc)
-plt.show()
 
 # %% [markdown]
 # **What to look for.** Whether label accuracy rises over training (the vote improves as the model adapts) or

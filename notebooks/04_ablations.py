@@ -153,7 +153,6 @@ for ax, s in zip(axes[0], splits):
 fig.suptitle("Table 3 ablation: mean, 95% interval and each seed (dots)")
 fig.tight_layout()
 rep.figure(fig, "table3_ablation", data=t3)
-plt.show()
 
 # %% [markdown]
 # **What to look for.** Read the rows in the paper's order (TTRL, + BCS, + BCS + DAE, + COR = DDRL; DAE alone
@@ -197,7 +196,6 @@ ax.set(xlabel="RL step", ylabel="pseudo-label accuracy", title=f"label accuracy 
 ax.legend()
 fig.tight_layout()
 rep.figure(fig, "lr_sweep", data=s_sum)
-plt.show()
 
 # %% [markdown]
 # **What to look for.** Left: which method loses more pass@1 as the learning rate grows (the paper argues

@@ -98,7 +98,6 @@ from ddrl import tables as T
 from ddrl.experiments import notebook_experiment, summarize
 from ddrl.plotting import ci_yerr, color, set_style
 from ddrl.reporting import Reporter
-from ddrl import paper
 from ddrl.train import extra_rl_factor, steps_per_episode
 
 label = T.method_label
@@ -244,7 +243,6 @@ ax.set(xscale="log", xticks=size_multipliers, xticklabels=[f"{x}x ({keep_1x * x}
 ax.legend(fontsize=8)
 fig.tight_layout()
 rep.figure(fig, "table4_table6", data=pd.concat([t3.assign(table="4"), t6.assign(table="6")], ignore_index=True))
-plt.show()
 
 # %% [markdown]
 # **What to look for.** Left: whether COR (= DDRL) beats the same budget spent on more RL. Middle: what each

@@ -34,8 +34,8 @@
 # question of every seed: the difference is exactly 0, so the rule says *no effect*, but such a regime cannot
 # tell the methods apart (`ddrl.study_analysis.at_floor`).
 #
-# By default it renders from the committed results in `results/` (85-90 s on 2 cores, most of it drawing, saving
-# and showing 27 figures: `bench/render_claims.py`); nothing is trained here. The `study`
+# By default it renders from the committed results in `results/` (~41 s on 2 cores, half of it drawing and saving
+# 27 figures: `bench/render_claims.py`); nothing is trained here. The `study`
 # preset (`python -m ddrl.reproduce --preset study --only 06`) reruns the whole study through the parallel
 # runner (`ddrl.study`: stage 1, its variance-only analysis, stage 2, the claims), resumable after a kill;
 # the `smoke` preset runs the same path on the tiny testbed in about a minute.
@@ -99,7 +99,6 @@ if not glance.empty:
 display(Markdown(DG.markdown(R)))
 if not glance.empty and (glance.lr10 != "-").any():  # the lr/10 comparisons beside their default-lr twins
     rep.figure(DG.figure(R), "at_a_glance")
-    plt.show()
 
 # %% [markdown]
 # ## Rerunning the study (presets `study` and `smoke` only)
@@ -145,7 +144,6 @@ ax.axhline(0.35, ls=":", color="grey")
 ax.axhline(0.70, ls=":", color="grey")
 ax.set(xlabel="operations per chain", ylabel="base model", title="Question difficulty sets the regime")
 rep.figure(fig, "regime_candidates", data=long)
-plt.show()
 
 # %% [markdown]
 # ## Power: how many seeds and questions a 2-point half-width needs
@@ -170,7 +168,6 @@ for ax in g.axes.flat:
     ax.set(xscale="log", yscale="log")
 g.set_axis_labels("seeds", "predicted 95% half-width (points)")
 rep.figure(g.figure, "power", data=pw)
-plt.show()
 need = pw[pw.half_width <= 2.0].groupby(["regime", "comparison"]).seeds.min().unstack()
 display(need)
 
@@ -214,7 +211,6 @@ else:
     rep.table(scorecard, "scorecard", floatfmt=".1f")
     fig = C.scorecard_figure(results)
     rep.figure(fig, "scorecard", data=pd.DataFrame(results))
-    plt.show()
     display(scorecard)
     msg = ""
 display(Markdown(msg)) if msg else None
@@ -278,7 +274,6 @@ if results is not None:
     for name, draw in (("advantage_dynamics", advantage_dynamics_figure), ("base_bands", band_accuracy_figure)):
         if (fig := draw(T[name])) is not None:
             rep.figure(fig, name, data=T[name])
-            plt.show()
 
 # %% [markdown]
 # ### The vote during training: more confident, and right as often?
@@ -315,7 +310,6 @@ from ddrl.study_figures import selection_errors_figure
 
 if results is not None and (fig := selection_errors_figure(T["selection_errors"])) is not None:
     rep.figure(fig, "selection_errors", data=T["selection_errors"])
-    plt.show()
 
 # %% [markdown]
 # ## Adapted questions and fresh ones (claims P1, P2 and H1x)
@@ -332,7 +326,6 @@ from ddrl.study_figures import transfer_figure
 
 if results is not None and (fig := transfer_figure(T["heldout_transfer"])) is not None:
     rep.figure(fig, "heldout_transfer", data=T["heldout_transfer"])
-    plt.show()
 
 # %% [markdown]
 # ### P1, P2 and M1 on three times the questions (plan Amendment 26)
@@ -377,7 +370,6 @@ if wide_path.is_file():
     sp, vote = wide.figure_tables(R / "wide")  # the arms only once arms.json is written
     fig = wide.vote_figure(sp, vote)
     rep.figure(fig, "wide_vote", data=vote)
-    plt.show()
 if arms_path.is_file():
     display(Markdown(wide.arms_markdown(json.loads(arms_path.read_text()))))  # the table docs/results.md quotes
     # descriptive: each method's adapted pass@1 over Amendment 27's seeds (unpenalised runs: CPU seeds 200-211)
@@ -411,7 +403,6 @@ if small_path.is_file():
     display(Markdown(small_lr.levels_markdown(sres)))
     fig = small_lr.figure(sres)
     rep.figure(fig, "small_lr", data=pd.DataFrame(sres["vote"]))
-    plt.show()
 else:
     display(Markdown("Amendment 28's analysis is not committed yet (`python -m ddrl.small_lr status` says how far it is)."))
 
@@ -515,7 +506,6 @@ if heldout_path.is_file():
     if cor_path.is_file():
         fig = small_lr_cor.figure(json.loads(cor_path.read_text()), hres)
         rep.figure(fig, "small_lr_cor", data=pd.DataFrame(hres["seed_pass1"]))
-        plt.show()
 else:
     display(Markdown("Amendment 31's analysis is not committed yet (`python -m ddrl.small_lr_cor status`)."))
 
@@ -555,7 +545,6 @@ for build, design in cor_alone.DESIGNS.items():  # the registered build (Amendme
     display(Markdown(cor_alone.report(got, design)))
     fig = cor_alone.figure(*got, design=design)
     rep.figure(fig, design.name, data=pd.DataFrame(got[0]["seed_pass1"]))
-    plt.show()
 
 # %% [markdown]
 # Amendment 38 compared the Xeon build's lr/10 held-out costs with the registered build's default-lr ones: two builds
@@ -589,7 +578,6 @@ if lr_drift_path.is_file():
     if cor_drift is not None:  # Amendment 41: where COR alone (no RL) lies on the same line
         display(Markdown(lr_drift.cor_markdown(cor_drift)))
     rep.figure(lr_drift.figure(lr_drift_res, cor_drift), "lr_drift", data=pd.DataFrame(lr_drift_res["runs"]))
-    plt.show()
 else:
     display(Markdown("Amendment 40's analysis is not committed yet (`python -m ddrl.lr_drift status`)."))
 
@@ -608,7 +596,6 @@ if lr_curve_path.is_file():
     lr_curve_res = json.loads(lr_curve_path.read_text())
     display(Markdown(lr_curve.markdown(lr_curve_res)))
     rep.figure(lr_curve.figure(lr_curve_res), "lr_curve", data=pd.DataFrame(lr_curve_res["runs"]))
-    plt.show()
 else:
     display(Markdown("Amendment 42's analysis is not committed yet (`python -m ddrl.lr_curve status`)."))
 
@@ -643,7 +630,6 @@ if drift_rows:
         if any(t[x].notna().any() for t in tables.values()):
             fig = drift.drift_figure(tables, x)
             rep.figure(fig, name, data=pd.concat(tables, names=["runs"]).reset_index(level=0))
-            plt.show()
 
 # %% [markdown]
 # ### Moving the distance by hand: BCS with a stronger KL penalty (plan Amendment 22)
@@ -664,7 +650,6 @@ if dose_path.is_file():
     if dose_table is not None:
         fig = drift.arms_figure(dose_table, drift.x3h_slope(R / "drift" / "amc_like_cpu_heldout_kl.json"))
         rep.figure(fig, "drift_kl_dose", data=dose_table)
-        plt.show()
 
 # %% [markdown]
 # ### Across methods: one line for TTRL, BCS and DDRL? (plan Amendment 23)
@@ -689,7 +674,6 @@ if methods_rows:
         fig = drift.arms_figure(methods_table, drift.x3h_slope(R / "drift" / "amc_like_cpu_heldout_kl.json"),
                                 "methods")
         rep.figure(fig, "drift_methods", data=methods_table)
-        plt.show()
 
 # %% [markdown]
 # ### The paper's methods with the stronger KL penalty (plan Amendment 25)
@@ -715,7 +699,6 @@ if penalty_rows:
         fig = drift.arms_figure(penalty_table, drift.x3h_slope(R / "drift" / "amc_like_cpu_heldout_kl.json"),
                                 "penalty")
         rep.figure(fig, "drift_penalty", data=penalty_table)
-        plt.show()
 else:
     display(Markdown("Amendment 25's runs are not committed yet."))
 
@@ -737,7 +720,6 @@ if results is not None:
             rep.table(table, f"{name}_vs_registered")
             fig = C.replication_figure({"registered": results, name: entries})
             rep.figure(fig, f"{name}_vs_registered", data=table)
-            plt.show()
             display(table)
 if not any(replications.values()):
     display(Markdown("No replication has a scorecard yet."))

@@ -225,3 +225,43 @@ def test_a_figure_rendered_twice_writes_the_same_pdf(tmp_path):
     a, b = save_figure(fig, tmp_path / "a", "f")["pdf"], save_figure(fig, tmp_path / "b", "f")["pdf"]
     plt.close(fig)
     assert b"/CreationDate" not in a.read_bytes() and a.read_bytes() == b.read_bytes()
+
+
+def test_reporter_figure_outside_a_kernel_saves_and_leaves_the_figure_open(tmp_path):
+    """In a script (no IPython kernel) Reporter.figure only writes files; the caller's figure stays open."""
+    import matplotlib.pyplot as plt
+
+    from ddrl.reporting import Reporter, show_saved
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0])
+    png = Reporter(tmp_path, "nb").figure(fig, "f")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.with_suffix(".pdf").is_file()
+    assert not show_saved(fig, png) and plt.fignum_exists(fig.number)
+    plt.close(fig)
+
+
+def test_reporter_figure_in_an_inline_kernel_shows_the_saved_png_once(tmp_path):
+    """In a Jupyter kernel drawing inline, the cell's one figure output is the PNG written to disk, shown at the
+    inline backend's size (figure.dpi / savefig dpi of its pixels), and the inline backend draws nothing more."""
+    import base64
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    from ddrl.parallel import environ
+
+    code = (f"import matplotlib.pyplot as plt\nfrom ddrl.reporting import Reporter\n"
+            f"fig, ax = plt.subplots(dpi=110)\nax.plot([0, 1], [1, 0])\n"
+            f"print(Reporter({str(tmp_path)!r}, 'nb').figure(fig, 'f'))\nprint(plt.get_fignums())")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+    with environ(MPLBACKEND=reproduce.KERNEL_MPLBACKEND):
+        NotebookClient(nb, kernel_name="python3", timeout=120, resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = nb.cells[0].outputs
+    images = [o for o in outputs if "image/png" in o.get("data", {})]
+    assert len(images) == 1, outputs  # shown once: not drawn again by the inline backend at the end of the cell
+    saved = (tmp_path / "figures" / "f.png").read_bytes()
+    assert base64.b64decode(images[0]["data"]["image/png"]) == saved
+    width = int.from_bytes(saved[16:20], "big")
+    assert images[0]["metadata"]["image/png"]["width"] == round(width * 110 / 150)
+    assert "".join(o.get("text", "") for o in outputs if o["output_type"] == "stream").split()[-1] == "[]"
