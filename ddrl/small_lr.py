@@ -14,11 +14,8 @@ decided by the registered bootstrap and rule.
     python -m ddrl.small_lr analyse --json results/small_lr/claims.json
     python -m ddrl.small_lr figure          # docs/results/small_lr.{png,pdf} (descriptive)
 
-Plan Amendment 29 asks which part of DDRL carries M1 there: the registered ablation claims A1-A3 on the same regime
-(:data:`ABLATION_SEEDS`); BCS+DAE is the DDRL runs' RL-only weights (an evaluation), BCS alone a new RL run.
-
-    python -m ddrl.small_lr run --ablation --workers 2
-    python -m ddrl.small_lr analyse --ablation --json results/small_lr/ablation.json
+Plan Amendment 29 asks which part of DDRL carries M1 there (the registered ablation claims A1-A3 on the same regime),
+Amendment 55 the same in AMC-like at lr/10: :mod:`ddrl.small_lr_ablation`, with its own command line.
 
 Plan Amendment 49 asks Table 1's question there: TTRL without GRPO's std normalisation (``grpo_no_std``) against
 TTRL (T1), a new RL run per seed of :data:`T1_SEEDS`, paired with Amendment 28's TTRL runs.
@@ -84,14 +81,6 @@ LR_CELL = {BASE_REGIME: "default (3e-5)", REGIME: "lr/10 (3e-6)", "amc_like": "d
 COMPARISON = {"P1": "TTRL - no adaptation", "P2": "DDRL - no adaptation", "M1": "DDRL - TTRL"}
 #: The registered entries shown beside this amendment's: MATH-500-like at the default lr, AMC-like at lr/10
 BESIDE = (("math500_like", "MATH-500-like, default lr"), ("amc_like_small_lr", "AMC-like at lr/10"))
-#: Plan Amendment 29: the ablation claims and their seeds (A3's BCS+DAE is an evaluation of the DDRL runs' RL-only
-#: weights, so it takes all of Amendment 28's seeds; A1 and A2 need a new BCS run per seed)
-ABLATION_SEEDS = {"A1": tuple(range(12)), "A2": tuple(range(12)), "A3": SEEDS}
-ABLATION_METHODS = {"A1": ("bcs", "ttrl"), "A2": ("bcs_dae", "bcs"), "A3": ("ddrl", "bcs_dae")}
-#: Amendment 29's predicted half-widths at those seeds: (registered MATH-500-like A1-A3 components, Amendment 28's
-#: M1 components at lr/10)
-ABLATION_PREDICTED = {"A1": (1.90, 1.84), "A2": (0.95, 1.84), "A3": (0.78, 1.82)}
-ABLATION_COMPARISON = {"A1": "BCS - TTRL", "A2": "BCS+DAE - BCS", "A3": "DDRL - BCS+DAE"}
 #: Plan Amendment 49: T1 (Table 1) on seeds 0-11, ``grpo_no_std`` a new run per seed against Amendment 28's TTRL
 T1_SEEDS = tuple(range(12))
 T1_METHODS = ("grpo_no_std", "ttrl")
@@ -124,22 +113,6 @@ def jobs(seeds: Sequence[int]) -> list[Job]:
     """Seed by seed: the untrained run (MATH-500-like's, written once for the registered study: loaded), TTRL, DDRL."""
     return [j for s in seeds for j in (Job(BASE_REGIME, s, ("no_adaptation",), "lr/10m"),
                                       *(Job(REGIME, s, (m,), "lr/10m") for m in METHODS))]
-
-
-def ablation_seeds(among: Sequence[int] | None = None) -> dict[str, tuple[int, ...]]:
-    """:data:`ABLATION_SEEDS`, or the part of each claim's seeds that lies in ``among`` (a smoke test's few)."""
-    return {cid: tuple(s for s in seeds if among is None or s in set(among)) for cid, seeds in ABLATION_SEEDS.items()}
-
-
-def ablation_jobs(seeds: dict[str, Sequence[int]] = ABLATION_SEEDS) -> list[Job]:
-    """Amendment 29: BCS+DAE's evaluations first (the DDRL runs' RL-only weights: no training), then BCS seed by seed."""
-    return [*(Job(REGIME, s, ("bcs_dae",), "A3 lr/10") for s in seeds["A3"]),
-            *(Job(REGIME, s, ("bcs",), "A1 lr/10") for s in seeds["A1"])]
-
-
-def ablation_missing(out: str | Path = RUNS, seeds: dict[str, Sequence[int]] = ABLATION_SEEDS) -> dict[str, list[int]]:
-    """Per ablation claim, the seeds whose CSVs are not all written yet (both of its methods in :data:`REGIME`)."""
-    return {cid: sorted(set(s) - set(complete_seeds(out, REGIME, ABLATION_METHODS[cid]))) for cid, s in seeds.items()}
 
 
 def t1_jobs(seeds: Sequence[int] = T1_SEEDS) -> list[Job]:
@@ -209,31 +182,6 @@ def ttrl_levels(df: pd.DataFrame, regimes: Sequence[str]) -> pd.DataFrame:
     per = run_levels(df)
     return pd.concat([level_table(per[per.regime == r], ("regime", "method"), reference="ttrl", sort=False)
                       for r in regimes], ignore_index=True)
-
-
-def analyse_ablation(out: str | Path = RUNS, n_boot: int = 4000,
-                     seeds: dict[str, Sequence[int]] = ABLATION_SEEDS) -> dict:
-    """Amendment 29: A1-A3 in :data:`REGIME`, each over its seeds (:data:`ABLATION_SEEDS`), once every one is complete:
-    ``entries`` (``claims.json``'s schema, with ``half_width``); descriptive, the ``split`` of M1 on A1's seeds into its
-    three parts (per seed and question they sum to DDRL - TTRL) and ``levels``: each method's mean adapted pass@1
-    at both learning rates on A1's seeds, with the seeds in which it ends below TTRL at the same learning rate."""
-    missing = {cid: m for cid, m in ablation_missing(out, seeds).items() if m}
-    if missing:
-        raise ValueError(f"{out}: Amendment 29 incomplete, seeds missing per claim {missing}; the plan reads no "
-                         "estimate before every seed is complete")
-    methods, few = ("ttrl", "bcs", "bcs_dae", "ddrl"), list(seeds["A1"])
-    paths = [*(csv_path(out, REGIME, m, s) for s in sorted(set().union(*seeds.values())) for m in methods),
-             *(csv_path(out, BASE_REGIME, m, s) for s in few for m in methods)]  # the default lr: levels only
-    df = read_csvs(paths)
-    mats = {cid: claim_matrix(df[df.seed.isin(set(s))], cid, REGIME) for cid, s in seeds.items()}  # seeds x questions
-    entries = [wide_entry(cid, d, n_boot, REGIME, STANDS_FOR) for cid, d in mats.items()]
-    with_half_width(validate(entries, REGIME))
-    mats["M1"] = claim_matrix(df[df.seed.isin(set(few))], "M1", REGIME)
-    part = {**ABLATION_COMPARISON, "M1": COMPARISON["M1"]}
-    split = [{"part": part[cid], "claim": cid, "points": float(d.loc[few].to_numpy().mean())} for cid, d in mats.items()]
-    lv = ttrl_levels(df[df.seed.isin(set(few))], (BASE_REGIME, REGIME))
-    return {"regime": REGIME, "seeds": {cid: list(s) for cid, s in seeds.items()}, "entries": entries,
-            "split": split, "levels": lv.to_dict(orient="records")}
 
 
 def analyse_t1(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = T1_SEEDS) -> dict:
@@ -350,35 +298,6 @@ def _levels_rows(res: dict) -> list[str]:
                    f"{below_cell(r, 'ttrl')} |" for r in res["levels"]]
 
 
-def ablation_markdown(res: dict, registered: Sequence[dict]) -> str:
-    """Amendment 29's table as docs/results.md quotes it: per claim the paper's MATH-500 number (Table 3), the
-    registered MATH-500-like entry at the default lr (``registered``: ``results/claims.json``'s entries), this
-    amendment's entry, its half-width beside the plan's two predictions, and its verdict."""
-    reg = {(e["id"], e["regime"]): e for e in registered}
-    rows = ["| claim (adapted pass@1, points) | paper (MATH-500) | MATH-500-like, default lr (registered) | "
-            "**MATH-500-like at lr/10 (Amendment 29)** | half-width (predicted) | verdict |", "|---|---|---|---|---|---|"]
-    for e in res["entries"]:
-        b = reg[(e["id"], BASE_REGIME)]
-        pred = " / ".join(f"{x:.2f}" for x in ABLATION_PREDICTED[e["id"]])
-        rows.append(f"| {e['id']} {ABLATION_COMPARISON[e['id']]} | {e['paper']:+.1f} | {entry_ci(b)}, {b['n_seeds']} seeds, "
-                    f"*{b['verdict']}* | **{entry_ci(e)}**, {e['n_seeds']} seeds | {e['half_width']:.2f} ({pred}) | "
-                    f"{VERDICT_MD[e['verdict']]} |")
-    return "\n".join(rows) + "\n"
-
-
-def split_markdown(res: dict) -> str:
-    """The descriptive split of M1 (``res["split"]``) and the levels (``res["levels"]``) on A1's seeds."""
-    n = len(res["seeds"]["A1"])
-    rows = [f"| part of DDRL - TTRL (seeds 0-{n - 1}) | points |", "|---|---|"]
-    rows += [f"| {p['part']} ({p['claim']}) | {p['points']:+.2f} |" for p in res["split"]]
-    rows += ["", "| method | learning rate | adapted pass@1, mean over seeds (SD) | seeds below TTRL at its lr |",
-             "|---|---|---|---|"]
-    rows += [f"| {r['method']} | {LR_CELL[r['regime']]} | {r['pass1']:.1f} ({r['sd']:.1f}) | "
-             f"{below_cell(r, 'ttrl')} |"
-             for r in res["levels"]]
-    return "\n".join(rows) + "\n"
-
-
 def markdown(res: dict, registered: Sequence[dict]) -> str:
     """Amendment 28's table as docs/results.md quotes it: per claim the paper's MATH-500 number, the registered
     entries of :data:`BESIDE` (``registered``: ``results/claims.json``'s entries) with their seeds and verdicts, this
@@ -446,24 +365,21 @@ def add_run_arguments(ap: argparse.ArgumentParser, seeds_help: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.small_lr", description=__doc__.split("\n\n")[0])
     ap.add_argument("what", choices=("regime", "run", "status", "analyse", "figure"))
-    add_run_arguments(ap, "run: seeds N-M (default: the plan's; with --ablation, the part of each claim's seeds "
-                          "among them)")
-    ap.add_argument("--ablation", action="store_true", help="run, status, analyse: Amendment 29's A1-A3")
+    add_run_arguments(ap, "run: seeds N-M (default: the plan's)")
     ap.add_argument("--table1", action="store_true", help="run, status, analyse: Amendment 49's T1")
     ap.add_argument("--table1-fixed", action="store_true",
                     help=f"run, status, analyse: Amendment 50's T1f (its CSVs under <out>/{T1F_DIR})")
     ap.add_argument("--table1-fixed-more", action="store_true",
                     help="run, status, analyse: Amendment 51's T1f at the default lr on fresh seeds 12-45")
     args = ap.parse_args(argv)
-    if args.ablation + args.table1 + args.table1_fixed + args.table1_fixed_more > 1:
-        ap.error("--ablation, --table1, --table1-fixed and --table1-fixed-more are four amendments: give one")
+    if args.table1 + args.table1_fixed + args.table1_fixed_more > 1:
+        ap.error("--table1, --table1-fixed and --table1-fixed-more are three amendments: give one")
     more = (BASE_REGIME,)
     if args.what == "regime":
         sys.stdout.write(write_json(REGIME_FILE, regime_file()))
     elif args.what == "run":
         check_weights(scale=SCALES[args.scale])  # the measured base build, never a new one
-        todo, desc = ((ablation_jobs(ablation_seeds(args.seeds)), "Amendment 29 runs") if args.ablation
-                      else (t1_jobs(args.seeds or T1_SEEDS), "Amendment 49 runs") if args.table1
+        todo, desc = ((t1_jobs(args.seeds or T1_SEEDS), "Amendment 49 runs") if args.table1
                       else (t1f_jobs(args.seeds or T1F_SEEDS), "Amendment 50 runs") if args.table1_fixed
                       else (t1f_jobs(args.seeds or T1F_MORE_SEEDS, more), "Amendment 51 runs") if args.table1_fixed_more
                       else (jobs(args.seeds or SEEDS), "Amendment 28 runs"))
@@ -471,9 +387,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = run_jobs(todo, SCALES[args.scale], out, args.runs_root or cache_root() / "runs",
                           args.budget_min, args.workers, desc=desc)
         print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
-    elif args.what == "status" and args.ablation:
-        for cid, miss in ablation_missing(args.out).items():
-            print(seeds_line(f"{cid} ({REGIME})", len(ABLATION_SEEDS[cid]), miss))
     elif args.what == "status" and args.table1:
         print(seeds_line(f"T1 ({REGIME})", len(T1_SEEDS), t1_missing(args.out)))
     elif args.what == "status" and args.table1_fixed:
@@ -487,7 +400,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.what == "figure":  # -> docs/results/small_lr.{png,pdf}, from the committed analysis
         print(save_docs_figure(figure(json.loads((OUT / "claims.json").read_text())), "small_lr"))
     else:
-        run = (analyse_ablation if args.ablation else analyse_t1 if args.table1 else analyse_t1f if args.table1_fixed
+        run = (analyse_t1 if args.table1 else analyse_t1f if args.table1_fixed
                else analyse_t1f_more if args.table1_fixed_more else analyse)
         sys.stdout.write(write_json(args.json, run(args.out)))
     return 0
