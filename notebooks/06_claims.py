@@ -417,13 +417,16 @@ else:
 # *reproduced*, in every seed) - with COR's SFT learning rate unscaled (the paper's), a caveat the docs spell out.
 
 # %%
-ablation_path = R / "small_lr" / "ablation.json"
-if ablation_path.is_file():
-    ares = json.loads(ablation_path.read_text())
-    display(Markdown(small_lr.ablation_markdown(ares, C.load(R / "claims.json"))))
-    display(Markdown(small_lr.split_markdown(ares)))
-else:
-    display(Markdown("Amendment 29's analysis is not committed yet (`python -m ddrl.small_lr status --ablation`)."))
+from ddrl import small_lr_ablation
+
+for name, design in small_lr_ablation.DESIGNS.items():  # Amendment 29 (MATH-500-like), 55 (AMC-like)
+    if design.analysis.is_file():
+        ares = json.loads(design.analysis.read_text())
+        display(Markdown(small_lr_ablation.markdown(ares, C.load(R / "claims.json"), design)))
+        display(Markdown(small_lr_ablation.split_markdown(ares)))
+    else:
+        display(Markdown(f"Amendment {design.amendment}'s analysis is not committed yet "
+                         f"(`python -m ddrl.small_lr_ablation status --design {name}`)."))
 
 # %% [markdown]
 # The paper's headline table also sets DDRL against "the stronger ETMR baseline" (entropy-fork tree rollouts; MATH-500:

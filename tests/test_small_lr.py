@@ -79,47 +79,12 @@ def test_smoke_run_and_analyse_end_to_end(smoke):
     assert lv[2].startswith("| no_adaptation | - |") and lv[-1].startswith("| ddrl | lr/10 (3e-6) |") and len(lv) == 5
 
 
-def test_ablation_jobs_evaluate_first_then_train_bcs_on_its_seeds():
-    js = small_lr.ablation_jobs()
-    assert [(j.seed, j.methods) for j in js] == [*((s, ("bcs_dae",)) for s in range(18)), *((s, ("bcs",)) for s in range(12))]
-    assert {j.regime for j in js} == {small_lr.REGIME}
-    assert small_lr.ablation_seeds([0, 13]) == {"A1": (0,), "A2": (0,), "A3": (0, 13)}
-
-
-def test_ablation_smoke_run_and_analyse(smoke, capsys):
-    """Amendment 29 on the smoke runs: BCS+DAE loads the DDRL run (an evaluation), BCS trains; the analysis refuses
-    an incomplete claim, then gives A1-A3, the split that sums to M1, and the tables."""
-    out, runs, common = smoke
-    with pytest.raises(ValueError, match=r"seeds missing per claim \{'A1': \[0, 1\], 'A2': \[0, 1\], 'A3': \[0, 1\]\}"):
-        small_lr.analyse_ablation(out, n_boot=200, seeds=small_lr.ablation_seeds([0, 1]))
-    assert small_lr.main(["run", "--ablation", "--seeds", "0-1", *common]) == 0
-    assert small_lr.main(["status", "--ablation", "--out", str(out)]) == 0
-    assert "A3 (math500_like_small_lr): 2 of 18 seeds complete" in capsys.readouterr().out
-    for s in (0, 1):  # BCS+DAE is the DDRL run's RL-only weights: its CSV names the DDRL run; BCS is a run of its own
-        ddrl, bcs_dae, bcs = (pd.read_csv(csv_path(out, small_lr.REGIME, m, s)) for m in ("ddrl", "bcs_dae", "bcs"))
-        assert set(bcs_dae.run) == set(ddrl.run) and set(bcs_dae.rl_seconds) == set(ddrl.rl_seconds)
-        assert set(bcs.run) != set(ddrl.run)
-    res = small_lr.analyse_ablation(out, n_boot=200, seeds=small_lr.ablation_seeds([0, 1]))
-    assert [e["id"] for e in res["entries"]] == ["A1", "A2", "A3"] and [e["paper"] for e in res["entries"]] == [1.1, 0.5, 6.1]
-    assert {e["regime"] for e in res["entries"]} == {small_lr.REGIME} and all(e["n_seeds"] == 2 for e in res["entries"])
-    parts = {p["claim"]: p["points"] for p in res["split"]}
-    assert parts["A1"] + parts["A2"] + parts["A3"] == pytest.approx(parts["M1"])
-    assert parts["A3"] == pytest.approx(res["entries"][2]["estimate"])
-    table = small_lr.ablation_markdown(res, claims.load(small_lr.RESULTS / "claims.json")).splitlines()
-    assert len(table) == 5 and table[2].startswith("| A1 BCS - TTRL | +1.1 | -1.47 [-2.76, -0.19], 46 seeds, *contradicted* |")
-    assert "(1.90 / 1.84)" in table[2] and "(0.78 / 1.82)" in table[4]
-    md = small_lr.split_markdown(res).splitlines()
-    assert md[0] == "| part of DDRL - TTRL (seeds 0-1) | points |" and md[5].startswith("| DDRL - TTRL (M1) |")
-    assert {(r["regime"], r["method"]) for r in res["levels"]} == {
-        (small_lr.REGIME, m) for m in ("ttrl", "bcs", "bcs_dae", "ddrl")}  # the smoke has no default-lr BCS runs
-
-
 def test_table1_jobs_train_grpo_no_std_and_load_amendment_28s_ttrl():
     js = small_lr.t1_jobs()
     assert [(j.regime, j.seed, j.methods) for j in js] == [
         (small_lr.REGIME, s, (m,)) for s in range(12) for m in ("grpo_no_std", "ttrl")]
     with pytest.raises(SystemExit):
-        small_lr.main(["status", "--ablation", "--table1"])
+        small_lr.main(["status", "--table1", "--table1-fixed"])
 
 
 def test_table1_smoke_run_and_analyse(smoke, capsys):
@@ -309,28 +274,6 @@ def test_the_plans_predicted_half_widths_are_the_registered_components():
     assert f"seeds\n      **0-{len(small_lr.SEEDS) - 1}**" in section
 
 
-def test_amendment_29s_predicted_half_widths_are_the_measured_components():
-    """Amendment 29's predictions at its seeds (A1, A2: 12; A3: 18) x 256 questions, from the registered MATH-500-like
-    A1-A3 matrices and Amendment 28's M1 matrix at lr/10, as :data:`ddrl.small_lr.ABLATION_PREDICTED` and the plan
-    state them; and 11 seeds is the fewest with A1's larger prediction <= 2.0."""
-    from ddrl.stats import predicted_half_width, variance_components
-    from ddrl.study_analysis import claim_matrix
-
-    default = _registered("math500_like", ("ttrl", "bcs", "bcs_dae", "ddrl"))
-    lr10 = variance_components(claim_matrix(_registered(small_lr.REGIME, ("ttrl", "ddrl")), "M1", small_lr.REGIME).to_numpy())
-    vcs = {cid: variance_components(claim_matrix(default, cid, "math500_like").to_numpy()) for cid in ("A1", "A2", "A3")}
-    for cid, predicted in small_lr.ABLATION_PREDICTED.items():
-        n = len(small_lr.ABLATION_SEEDS[cid])
-        assert tuple(round(predicted_half_width(vc, n, 256), 2) for vc in (vcs[cid], lr10)) == predicted, cid
-    larger = {n: max(predicted_half_width(vc, n, 256) for vc in (vcs["A1"], lr10)) for n in (10, 11)}
-    assert larger[10] > 2.0 >= larger[11]
-    plan = (small_lr.RESULTS / "plan.md").read_text()
-    section = plan[plan.index("29. **Why**"):]
-    a1, a2, a3 = (small_lr.ABLATION_PREDICTED[c] for c in ("A1", "A2", "A3"))
-    assert f"At 12 seeds A1 {a1[0]:.2f} / {a1[1]:.2f}, A2 {a2[0]:.2f} / {a2[1]:.2f}; A3 at 18 seeds {a3[0]:.2f} / {a3[1]:.2f}" \
-        in " ".join(section.split())
-
-
 def _docs_section(name: str, heading: str) -> tuple[dict, str]:
     """The committed analysis ``results/small_lr/<name>`` (skip until it is written) and docs/results.md's section
     under ``heading`` (to the next ``## ``)."""
@@ -348,22 +291,6 @@ def test_docs_quote_amendment_28_from_its_claims_json():
     assert small_lr.markdown(res, claims.load(small_lr.RESULTS / "claims.json")) in section
     assert small_lr.levels_markdown(res) in section
     assert (REPO / "docs" / "results" / "small_lr.png").is_file() and "results/small_lr.png" in section
-
-
-def test_committed_ablation_recomputes_from_the_committed_csvs():
-    path = small_lr.OUT / "ablation.json"
-    if not path.is_file():
-        pytest.skip(f"{path}: Amendment 29 not analysed yet (python -m ddrl.small_lr analyse --ablation --json {path})")
-    committed = json.loads(path.read_text())
-    assert committed["seeds"] == {cid: list(s) for cid, s in small_lr.ABLATION_SEEDS.items()}
-    assert json.loads(json.dumps(small_lr.analyse_ablation(n_boot=4000))) == committed
-
-
-def test_docs_quote_amendment_29_from_its_ablation_json():
-    res, section = _docs_section("ablation.json", "## Which part of DDRL carries M1 at the small learning rate? "
-                                                  "(plan Amendment 29)")
-    assert small_lr.ablation_markdown(res, claims.load(small_lr.RESULTS / "claims.json")) in section
-    assert small_lr.split_markdown(res) in section
 
 
 def test_docs_quote_amendment_49_from_its_table1_json():

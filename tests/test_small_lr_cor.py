@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from conftest import committed_json
 
-from ddrl import claims, small_lr, small_lr_cor as K, study
+from ddrl import claims, small_lr, small_lr_ablation, small_lr_cor as K, study
 from ddrl.reporting import REPO
 from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import (COR_4X, COR_LR10, COR_ONLY, REFINED, SCALES, Job, csv_path, heldout_x_path,
@@ -54,7 +54,7 @@ def smoke(tmp_path_factory):
     with pytest.raises(SystemExit, match=r"not finished under .*\('ttrl', 0\), \('ddrl', 0\)"):
         K.main(["heldout", *common])  # nothing trained yet: it refuses rather than train Amendment 28's runs anew
     assert small_lr.main(["run", *common]) == 0
-    assert small_lr.main(["run", "--ablation", *common]) == 0
+    assert small_lr_ablation.main(["run", *common]) == 0
     study.run_jobs([Job("math500_like", s, ("ddrl",), "K5") for s in (0, 1)], SCALES["smoke"], out, runs, workers=2,
                    progress=False)  # the default-lr DDRL runs K5 reads (the registered study's, here the smoke's)
     assert K.main(["run", *common]) == 0
