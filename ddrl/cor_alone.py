@@ -47,7 +47,7 @@ import pandas as pd
 import seaborn as sns
 
 from ddrl.claims import amendment_entry, load as load_claims
-from ddrl.parallel import minutes_to
+from ddrl.parallel import clock_budget, minutes_to
 from ddrl.plotting import color, label, save_docs_figure
 from ddrl.reporting import cache_root, write_json
 from ddrl.seeds import numpy_generator
@@ -184,10 +184,7 @@ def budget_min(design: Design, regimes: Sequence[str], budget: float | None = No
                now: float | None = None) -> float | None:
     """The jobs' budget: ``budget``, cut to the minutes left before the design's cutoff where ``regimes`` include a
     ``partial`` one, so no job in it starts after the plan's clock (:func:`jobs` schedules none once it has passed)."""
-    left = None if design.cutoff is None else minutes_to(design.cutoff, now)
-    if left is None or left <= 0 or not set(regimes) & set(design.partial):
-        return budget
-    return left if budget is None else min(budget, left)
+    return clock_budget(design.cutoff, budget, now) if set(regimes) & set(design.partial) else budget
 
 
 def heldout_jobs(seeds: dict[str, Sequence[int]] = SEEDS, design: Design = REGISTERED) -> list[Job]:

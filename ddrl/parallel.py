@@ -45,6 +45,16 @@ def minutes_to(cutoff: str, now: float | None = None) -> float:
     return (datetime.fromisoformat(cutoff).timestamp() - (time.time() if now is None else now)) / 60
 
 
+def clock_budget(cutoff: str | None, budget: float | None = None, now: float | None = None) -> float | None:
+    """A plan amendment's run budget in minutes: ``budget`` (None: no limit), cut to the minutes left before its clock
+    ``cutoff`` while the clock is open, so no job starts after it; once the clock has passed (or with no clock)
+    ``budget`` itself: what may still start then is the job list's rule, not the budget's."""
+    left = None if cutoff is None else minutes_to(cutoff, now)
+    if left is None or left <= 0:
+        return budget
+    return left if budget is None else min(budget, left)
+
+
 #: Seconds an idle pool keeps its workers for the process's next batch before they exit.
 IDLE_S = 300.0
 

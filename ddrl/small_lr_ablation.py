@@ -27,7 +27,7 @@ from typing import Sequence
 import pandas as pd
 
 from ddrl.claims import validate, with_half_width
-from ddrl.parallel import minutes_to
+from ddrl.parallel import clock_budget, minutes_to
 from ddrl.reporting import cache_root, write_json
 from ddrl.small_lr import COMPARISON, LR_CELL, OUT, REGIME, RUNS, add_run_arguments, seeds_line, ttrl_levels
 from ddrl.small_lr_extra_rl import NAMES
@@ -209,11 +209,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.what == "run":  # the measured base build, never a new one; seeds past the first six stop at the clock
         check_weights(scale=SCALES[args.scale])
         todo = jobs(design, design_seeds(design, args.seeds))
-        budget = args.budget_min
-        if design.cutoff is not None and minutes_to(design.cutoff) > 0:
-            budget = minutes_to(design.cutoff) if budget is None else min(budget, minutes_to(design.cutoff))
-        status = run_jobs(todo, SCALES[args.scale], args.out, args.runs_root or cache_root() / "runs", budget,
-                          args.workers, desc=f"Amendment {design.amendment} runs")
+        status = run_jobs(todo, SCALES[args.scale], args.out, args.runs_root or cache_root() / "runs",
+                          clock_budget(design.cutoff, args.budget_min), args.workers, desc=f"Amendment {design.amendment} runs")
         print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
     elif args.what == "status":
         clock = "" if design.cutoff is None else f"; minutes to the clock {minutes_to(design.cutoff):.0f}"

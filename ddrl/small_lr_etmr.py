@@ -42,7 +42,7 @@ from typing import Sequence
 import pandas as pd
 
 from ddrl.claims import BENCHMARK, amendment_entry, load as load_claims, table2_difference, with_half_width
-from ddrl.parallel import minutes_to
+from ddrl.parallel import clock_budget, minutes_to
 from ddrl.plotting import save_docs_figure
 from ddrl.reporting import cache_root, write_json
 from ddrl.small_lr import (BASE_REGIME, COMPARISON as AMENDMENT28, LR_CELL, OUT, REGIME, REGIME_FILE, RUNS,
@@ -261,10 +261,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.what == "run":  # the design's build, never a new one; no job starts after the plan's clock
         check_weights(regimes_path(design.results), scale=SCALES[args.scale])
         todo = jobs(design, args.seeds)
-        left = minutes_to(design.cutoff)
-        budget = left if args.budget_min is None else min(args.budget_min, left)
         status = run_jobs(todo, SCALES[args.scale], out, args.runs_root or cache_root() / "runs",
-                          budget if todo else None, args.workers, desc=f"Amendment {design.amendment} runs",
+                          clock_budget(design.cutoff, args.budget_min), args.workers, desc=f"Amendment {design.amendment} runs",
                           regimes=regimes_path(design.results))
         print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
     elif args.what == "status":

@@ -32,7 +32,7 @@ import pandas as pd
 
 from ddrl.claims import entry, validate, with_half_width
 from ddrl.evaluate import mean_ci
-from ddrl.parallel import minutes_to
+from ddrl.parallel import clock_budget, minutes_to
 from ddrl.reporting import cache_root, write_json
 from ddrl.small_lr import LR_CELL, OUT, REGIME, RUNS, add_run_arguments, seeds_line
 from ddrl.study import run_jobs
@@ -193,12 +193,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.what == "run":  # the measured base build, never a new one; no job starts after the plan's clock
         check_weights(scale=SCALES[args.scale])
         todo = jobs(args.seeds, design)
-        budget = args.budget_min
-        if design.cutoff is not None and todo:
-            left = minutes_to(design.cutoff)
-            budget = left if budget is None else min(budget, left)
-        status = run_jobs(todo, SCALES[args.scale], args.out, args.runs_root or cache_root() / "runs", budget,
-                          args.workers, desc=f"Amendment {design.amendment} runs")
+        status = run_jobs(todo, SCALES[args.scale], args.out, args.runs_root or cache_root() / "runs",
+                          clock_budget(design.cutoff, args.budget_min), args.workers, desc=f"Amendment {design.amendment} runs")
         print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
     elif args.what == "status":
         clock = "" if design.cutoff is None else f"; minutes to the clock {minutes_to(design.cutoff):.0f}"

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
@@ -18,7 +19,8 @@ import torch
 
 from ddrl.experiments import notebook_experiment
 from ddrl import parallel
-from ddrl.parallel import compute_threads, default_workers, pool_pids, run_pool, shutdown_pool
+from ddrl.parallel import (clock_budget, compute_threads, default_workers, minutes_to, pool_pids, run_pool,
+                           shutdown_pool)
 
 KNOBS = dict(episodes=1, prompts_per_step=2, n_votes=8, k_train=4, lr=1e-3, warmup_steps=1, eval_n=2, cor_m=4,
              cor_keep=2, cor_epochs=1, max_new_tokens=32, sample_batch_size=64, mini_batch_size=4,
@@ -318,3 +320,15 @@ def test_environ_sets_variables_for_the_block_and_restores_them(monkeypatch):
     with pytest.raises(RuntimeError), environ(MPLBACKEND="other"):
         raise RuntimeError
     assert os.environ["MPLBACKEND"] == "Agg"  # restored after an error too
+
+
+def test_a_plan_clock_cuts_the_run_budget_only_while_it_is_open():
+    """``minutes_to`` counts to a plan's clock; ``clock_budget`` cuts a run's budget to it while it is open, and once it
+    has passed (or with no clock) leaves the budget alone: the job list decides what may still start then."""
+    clock = "2026-12-03T04:40:00+00:00"
+    at = datetime.fromisoformat(clock).timestamp()
+    assert minutes_to(clock, at - 600) == pytest.approx(10.0) and minutes_to(clock, at + 60) == pytest.approx(-1.0)
+    assert clock_budget(clock, None, at - 600) == pytest.approx(10.0)
+    assert clock_budget(clock, 5.0, at - 600) == 5.0 and clock_budget(clock, 30.0, at - 600) == pytest.approx(10.0)
+    assert clock_budget(clock, None, at + 60) is None and clock_budget(clock, 5.0, at + 60) == 5.0
+    assert clock_budget(None, 7.0) == 7.0 and clock_budget(None) is None
