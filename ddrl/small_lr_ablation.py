@@ -158,7 +158,8 @@ def analyse(out: str | Path = RUNS, n_boot: int = 4000, seeds: dict[str, Sequenc
     with_half_width(validate(entries, reg))
     mats["M1"] = claim_matrix(df[df.seed.isin(set(few))], "M1", reg)
     part = {**ABLATION_COMPARISON, "M1": COMPARISON["M1"]}
-    split = [{"part": part[cid], "claim": cid, "points": float(d.loc[few].to_numpy().mean())} for cid, d in mats.items()]
+    split = [{"part": part[cid], "claim": cid, "points": float(d.loc[few].to_numpy().mean())}
+             for cid, d in mats.items()]
     lv = ttrl_levels(df[df.seed.isin(set(few))], (base, reg))
     res = {"regime": reg, "seeds": {cid: list(s) for cid, s in seeds.items()}, "entries": entries,
            "split": split, "levels": lv.to_dict(orient="records")}
@@ -210,7 +211,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_weights(scale=SCALES[args.scale])
         todo = jobs(design, design_seeds(design, args.seeds))
         status = run_jobs(todo, SCALES[args.scale], args.out, args.runs_root or cache_root() / "runs",
-                          clock_budget(design.cutoff, args.budget_min), args.workers, desc=f"Amendment {design.amendment} runs")
+                          clock_budget(design.cutoff, args.budget_min), args.workers,
+                          desc=f"Amendment {design.amendment} runs")
         print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
     elif args.what == "status":
         clock = "" if design.cutoff is None else f"; minutes to the clock {minutes_to(design.cutoff):.0f}"

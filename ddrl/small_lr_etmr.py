@@ -262,7 +262,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_weights(regimes_path(design.results), scale=SCALES[args.scale])
         todo = jobs(design, args.seeds)
         status = run_jobs(todo, SCALES[args.scale], out, args.runs_root or cache_root() / "runs",
-                          clock_budget(design.cutoff, args.budget_min), args.workers, desc=f"Amendment {design.amendment} runs",
+                          clock_budget(design.cutoff, args.budget_min), args.workers,
+                          desc=f"Amendment {design.amendment} runs",
                           regimes=regimes_path(design.results))
         print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
     elif args.what == "status":

@@ -194,7 +194,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_weights(scale=SCALES[args.scale])
         todo = jobs(args.seeds, design)
         status = run_jobs(todo, SCALES[args.scale], args.out, args.runs_root or cache_root() / "runs",
-                          clock_budget(design.cutoff, args.budget_min), args.workers, desc=f"Amendment {design.amendment} runs")
+                          clock_budget(design.cutoff, args.budget_min), args.workers,
+                          desc=f"Amendment {design.amendment} runs")
         print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
     elif args.what == "status":
         clock = "" if design.cutoff is None else f"; minutes to the clock {minutes_to(design.cutoff):.0f}"
