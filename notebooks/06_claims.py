@@ -415,6 +415,10 @@ else:
 # What the committed analysis says (docs/results.md has the numbers): at lr/10 the three RL variants (TTRL, BCS,
 # BCS+DAE) end about level with each other (A1, A2 *no effect*), and COR adds the whole of DDRL's edge (A3
 # *reproduced*, in every seed) - with COR's SFT learning rate unscaled (the paper's), a caveat the docs spell out.
+# Amendment 55 measures the same in AMC-like at lr/10, the paper's one benchmark where BCS alone falls below TTRL
+# (AMC: -2.0, -0.6, +6.6), with BCS and BCS+DAE (a DDRL run trained again, evaluated before COR) as new runs on the
+# seeds its clock allowed (0-9). It found the MATH-500-like split again: COR adds +3.35 (A3 *reproduced*, every seed),
+# DAE nothing (A2 *no effect*), and BCS sits level with TTRL (A1 -0.31, *not resolved*), not 2 points below it.
 
 # %%
 from ddrl import small_lr_ablation
