@@ -1,0 +1,172 @@
+"""COR's refinement size (R1) and COR's learning rate (K1, K2) at lr/10 in AMC-like (plan Amendment 56).
+
+Amendment 55 found DDRL's gain over TTRL at lr/10 in AMC-like to be COR's. Its ten DDRL runs, trained again, left
+their RL-only weights in the run cache, so two refinements of each cost one COR call, no RL: ``ddrl_cor4x`` (COR
+keeping 4x the rollouts, the registered R1 arm) and ``ddrl_cor_lr10`` (COR at 1e-6, Amendment 30's arm), both through
+the study's own jobs (:func:`ddrl.study.refined_rows`). The claims, all per seed and question in ``amc_like_small_lr``:
+
+- R1 = COR 4x - DDRL (the committed DDRL run: COR 1x after the same RL steps), the registered null claim;
+- K1 = COR at 1e-6 - BCS+DAE (Amendment 55's RL-only evaluation), K2 = DDRL - COR at 1e-6 (Amendment 30's claims).
+
+A check beside them, description only (``check``): each cached DDRL run (after COR) evaluated into
+``results/small_lr/refine_check/``, question by question against the committed DDRL CSV: did COR repeat too?
+
+    python -m ddrl.small_lr_refine run --workers 2     # seed by seed, refuses a seed whose DDRL run is not cached
+    python -m ddrl.small_lr_refine check --workers 2   # the ten re-evaluations
+    python -m ddrl.small_lr_refine status
+    python -m ddrl.small_lr_refine analyse --json results/small_lr/refine_amc.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from ddrl.claims import amendment_entry, validate, with_half_width
+from ddrl.parallel import clock_budget, minutes_to
+from ddrl.reporting import cache_root, write_json
+from ddrl.small_lr import OUT, RUNS, add_run_arguments, seeds_line
+from ddrl.small_lr_cor import untrained
+from ddrl.study import run_jobs
+from ddrl.study_analysis import claim_matrix, paired_matrix
+from ddrl.study_plan import COR_4X, COR_LR10, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, csv_path
+from ddrl.tables import entry_ci
+from ddrl.wide import (MIN_SEEDS, VERDICT_MD, below_cell, complete_seeds, level_table, read_csvs, run_levels,
+                       seeds_to_analyse, wide_entry)
+
+AMENDMENT = 56
+REGIME = SMALL_LR
+SEEDS = tuple(range(10))  # the seeds whose DDRL run Amendment 55 trained again (their RL-only weights are cached)
+CUTOFF = "2026-12-03T09:00:00+00:00"  # no job of seeds 6-9 starts after it
+ARMS = (COR_4X, COR_LR10)
+#: claim -> (a, b, what): adapted pass@1 a - b per seed and question; R1 the registered claim, K1/K2 Amendment 30's
+CLAIMS = {"R1": (COR_4X, "ddrl", "COR keeping 4x the rollouts - DDRL (COR 1x)"),
+          "K1": (COR_LR10, "bcs_dae", "COR at lr 1e-6 - BCS+DAE (the RL-only weights)"),
+          "K2": ("ddrl", COR_LR10, "DDRL (COR at 1e-5) - COR at 1e-6")}
+#: Every method the analysis reads, in the levels' order
+METHODS = ("bcs_dae", COR_LR10, "ddrl", COR_4X)
+#: The plan's predicted half-widths at 10 seeds x 128 questions (R1: registered AMC-like R1, registered MATH-500-like
+#: R1, Amendment 55's lr/10 AMC-like A3; K1: that A3, Amendment 30's K1; K2: that A3, Amendment 30's K2)
+PREDICTED = {"R1": (0.20, 0.54, 1.87), "K1": (1.87, 0.76), "K2": (1.87, 2.09)}
+MARGIN = 1.0
+ANALYSIS = OUT / "refine_amc.json"
+CHECK = OUT / "refine_check"  # the check's CSVs (<CHECK>/<regime>/ddrl-seedNN.csv.gz)
+SECTION = "## COR's refinement size and learning rate at the small learning rate in AMC-like (plan Amendment 56)"
+
+
+def jobs(seeds: Sequence[int] = SEEDS, now: float | None = None) -> list[Job]:
+    """Seed by seed, COR 4x then COR at 1e-6; once the plan's clock has passed (``now``: epoch seconds) only the
+    seeds below :data:`~ddrl.wide.MIN_SEEDS`."""
+    late = minutes_to(CUTOFF, now) <= 0
+    return [Job(REGIME, s, (m,), f"{'R1' if m == COR_4X else 'K1'} lr/10 (A{AMENDMENT})") for s in seeds
+            if not (late and s not in SEEDS[:MIN_SEEDS]) for m in ARMS]
+
+
+def check_jobs(seeds: Sequence[int] = SEEDS) -> list[Job]:
+    """The check: each seed's DDRL run (after COR) evaluated, into :data:`CHECK` (never over the committed CSV)."""
+    return [Job(REGIME, s, ("ddrl",), f"COR repeat check (A{AMENDMENT})") for s in seeds]
+
+
+def refuse_untrained(seeds: Sequence[int], runs_root: str | Path, scale: str) -> None:
+    """A ValueError naming the seeds whose DDRL run is not finished under ``runs_root``, before any job: this
+    amendment refines (or evaluates) Amendment 55's cached runs and must not train one anew."""
+    gone = untrained(seeds, runs_root, scale, REGIME, ("ddrl",))
+    if gone:
+        raise ValueError(f"{runs_root}: the DDRL runs of seeds {[s for _, s in gone]} in {REGIME} are not finished "
+                         "there; Amendment 56 refines Amendment 55's cached runs and trains none (python -m "
+                         "ddrl.small_lr_ablation run --design amc trains them, ~12 worker-minutes a seed)")
+
+
+def missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS) -> list[int]:
+    """Seeds without every CSV the claims read (:data:`METHODS` in :data:`REGIME`)."""
+    return sorted(set(seeds) - set(complete_seeds(out, REGIME, METHODS)))
+
+
+def check_rows(out: str | Path, check: str | Path, seeds: Sequence[int]) -> dict | None:
+    """The check's description on ``seeds``, or None before every re-evaluation is written: how many of the seeds x
+    questions re-evaluated DDRL pass@1 values equal the committed CSV's, how many seeds match in full, and R1 against
+    the re-evaluated runs (its mean, as description)."""
+    paths = [csv_path(check, REGIME, "ddrl", s) for s in seeds]
+    if not all(p.is_file() for p in paths):
+        return None
+    again = read_csvs(paths)
+    again = again[again.split == "adapted"].set_index(["seed", "question"])["pass@1"]
+    df = read_csvs(csv_path(out, REGIME, m, s) for s in seeds for m in ("ddrl", COR_4X))
+    a = df[df.split == "adapted"].set_index(["method", "seed", "question"])["pass@1"]
+    committed, cor4x = a.loc["ddrl"], a.loc[COR_4X]
+    equal = (committed - again.reindex(committed.index)).abs() < 1e-12
+    return {"questions_equal": int(equal.sum()), "questions": int(len(equal)),
+            "seeds_equal": int(equal.groupby(level="seed").all().sum()),
+            "r1_against_reevaluated": float(100 * (cor4x - again.reindex(cor4x.index)).mean())}
+
+
+def analyse(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = SEEDS, now: float | None = None,
+            check: str | Path = CHECK) -> dict:
+    """R1, K1, K2 on :func:`ddrl.wide.seeds_to_analyse`'s seeds: ``entries`` (``claims.json``'s schema, with
+    ``half_width``; R1 by the registered claim and null rule, K1/K2 by Amendment 30's); descriptive, ``levels`` (each
+    method's mean adapted pass@1, the seeds below DDRL), ``cor_kept`` (mean kept rollouts per COR) and ``check``."""
+    done = seeds_to_analyse(seeds, complete_seeds(out, REGIME, METHODS), f"{out}: Amendment {AMENDMENT}", CUTOFF, now)
+    df = read_csvs(csv_path(out, REGIME, m, s) for m in METHODS for s in done)
+    entries = [wide_entry("R1", claim_matrix(df, "R1", REGIME), n_boot, REGIME, SAME_BASE[REGIME])]
+    entries += [amendment_entry(cid, REGIME, what, f"adapted pass@1, {what} [points]", a, b,
+                                paired_matrix(df, REGIME, a, b, "adapted").to_numpy(), MARGIN, n_boot)
+                for cid, (a, b, what) in CLAIMS.items() if cid != "R1"]
+    with_half_width(validate(entries, REGIME))
+    lv = level_table(run_levels(df), ("method",), reference="ddrl", sort=False)
+    kept = df[df.split == "adapted"].drop_duplicates(["method", "seed"]).groupby("method", sort=False)["cor_kept"]
+    return {"regime": REGIME, "seeds": list(done), "entries": entries, "levels": lv.to_dict(orient="records"),
+            "cor_kept": {m: float(kept.mean()[m]) for m in ("ddrl", *ARMS)}, "check": check_rows(out, check, done)}
+
+
+def markdown(res: dict, registered: Sequence[dict]) -> str:
+    """The table docs/results.md quotes: per claim the paper's number (R1: Table 6's AMC), the entry at the default lr
+    (R1's registered AMC-like one; none for K1/K2), this amendment's, its half-width beside the plan's predictions,
+    its verdict; then the levels."""
+    reg = {(e["id"], e["regime"]): e for e in registered}
+    rows = ["| claim (AMC-like, adapted pass@1, points) | paper (AMC) | default lr (registered) | **lr/10 (Amendment "
+            f"{AMENDMENT})** | half-width (predicted) | verdict |", "|---|---|---|---|---|---|"]
+    for e in res["entries"]:
+        b = reg.get((e["id"], SAME_BASE[REGIME]))
+        base = "-" if b is None else f"{entry_ci(b)}, {b['n_seeds']} seeds, *{b['verdict']}*"
+        paper = "n/a" if e["paper"] is None else f"{e['paper']:+.1f}"
+        pred = " / ".join(f"{x:.2f}" for x in PREDICTED[e["id"]])
+        rows.append(f"| {e['id']} {CLAIMS[e['id']][2]} | {paper} | {base} | **{entry_ci(e)}**, {e['n_seeds']} seeds | "
+                    f"{e['half_width']:.2f} ({pred}) | {VERDICT_MD[e['verdict']]} |")
+    rows += ["", "| method | adapted pass@1, mean over seeds (SD) | seeds below DDRL | COR's kept rollouts |",
+             "|---|---|---|---|"]
+    for r in res["levels"]:
+        kept = res["cor_kept"].get(r["method"])
+        rows.append(f"| {r['method']} | {r['pass1']:.1f} ({r['sd']:.1f}) | {below_cell(r, 'ddrl')} | "
+                    f"{'-' if kept is None else f'{kept:.0f}'} |")
+    return "\n".join(rows) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m ddrl.small_lr_refine", description=__doc__.split("\n\n")[0])
+    ap.add_argument("what", choices=("run", "check", "status", "analyse"))
+    add_run_arguments(ap, "run, check: seeds N-M (default: the plan's, 0-9)")
+    args = ap.parse_args(argv)
+    seeds = SEEDS if args.seeds is None else tuple(s for s in SEEDS if s in set(args.seeds))
+    if args.what in ("run", "check"):  # the measured base build; the cached DDRL runs only, never a new one
+        check_weights(scale=SCALES[args.scale])
+        root = args.runs_root or cache_root() / "runs"
+        refuse_untrained(seeds, root, args.scale)
+        todo, out = (jobs(seeds), args.out) if args.what == "run" else (check_jobs(seeds), CHECK)
+        status = run_jobs(todo, SCALES[args.scale], out, root,
+                          clock_budget(CUTOFF, args.budget_min) if args.what == "run" else args.budget_min,
+                          args.workers, desc=f"Amendment {AMENDMENT} {args.what}")
+        print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
+    elif args.what == "status":
+        print(seeds_line(f"Amendment {AMENDMENT} ({REGIME})", len(SEEDS), missing(args.out))
+              + f"; minutes to the clock {minutes_to(CUTOFF):.0f}")
+    else:
+        sys.stdout.write(write_json(args.json or ANALYSIS, analyse(args.out)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,121 @@
+"""Plan Amendment 56: COR's refinement size (R1) and learning rate (K1, K2) at lr/10 in AMC-like
+(``ddrl.small_lr_refine``)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+import pandas as pd
+import pytest
+
+from ddrl import claims, small_lr, study
+from ddrl import small_lr_refine as R
+from ddrl.reporting import REPO
+from ddrl.stats import predicted_half_width, variance_components
+from ddrl.study_analysis import paired_matrix
+from ddrl.study_plan import COR_4X, COR_LR10, SCALES, SMALL_LR, Job, csv_path
+
+
+def test_jobs_go_seed_by_seed_and_stop_at_the_clock_after_the_first_six():
+    clock = datetime.fromisoformat(R.CUTOFF).timestamp()
+    before, after = R.jobs(now=clock - 60), R.jobs(now=clock + 1)
+    assert [(j.regime, j.seed, j.methods) for j in before] == [
+        (SMALL_LR, s, (m,)) for s in range(10) for m in (COR_4X, COR_LR10)]
+    assert [(j.seed, j.methods) for j in after] == [(j.seed, j.methods) for j in before[:12]]
+    assert [(j.seed, j.methods) for j in R.check_jobs((3,))] == [(3, ("ddrl",))]
+
+
+def test_predicted_half_widths_are_the_measured_components():
+    """The plan's predictions at 10 seeds x 128 questions, from the committed matrices it names."""
+    def vc(regime, a, b, seeds):
+        df = pd.concat([pd.read_csv(csv_path(small_lr.RUNS, regime, m, s), dtype={"question": str})
+                        for m in (a, b) for s in seeds])
+        return variance_components(paired_matrix(df, regime, a, b, "adapted").dropna().to_numpy())
+
+    a3 = vc(SMALL_LR, "ddrl", "bcs_dae", range(10))  # Amendment 55's lr/10 AMC-like A3
+    sources = {"R1": (vc("amc_like", COR_4X, "ddrl", range(6)), vc("math500_like", COR_4X, "ddrl", range(6)), a3),
+               "K1": (a3, vc(small_lr.REGIME, COR_LR10, "bcs_dae", range(18))),
+               "K2": (a3, vc(small_lr.REGIME, "ddrl", COR_LR10, range(18)))}
+    got = {cid: tuple(round(predicted_half_width(v, 10, 128), 2) for v in vs) for cid, vs in sources.items()}
+    assert got == R.PREDICTED
+    plan = " ".join((small_lr.RESULTS / "plan.md").read_text().split("56. **Why**")[1].split())
+    assert "registered AMC-like R1 matrix (6 x 128) **0.20**" in plan and "30's K2 matrix **2.09**" in plan
+
+
+def _write(out, method, seed, values, regime=SMALL_LR):
+    p = csv_path(out, regime, method, seed)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame({"regime": regime, "method": method, "seed": seed, "split": "adapted",
+                  "question": [f"q{i}" for i in range(len(values))], "pass@1": values}).to_csv(p, index=False)
+
+
+def test_the_cor_repeat_check_counts_equal_questions(tmp_path):
+    """The check's description: questions and whole seeds whose re-evaluated DDRL pass@1 equals the committed one,
+    and R1 against the re-evaluated runs; None until every re-evaluation is written."""
+    out, check = tmp_path / "out", tmp_path / "check"
+    for s in (0, 1):
+        _write(out, "ddrl", s, [0.5, 0.25])
+        _write(out, COR_4X, s, [0.75, 0.25])
+    _write(check, "ddrl", 0, [0.5, 0.25])
+    assert R.check_rows(out, check, (0, 1)) is None
+    _write(check, "ddrl", 1, [0.5, 0.5])
+    got = R.check_rows(out, check, (0, 1))
+    assert got == {"questions_equal": 3, "questions": 4, "seeds_equal": 1,
+                   "r1_against_reevaluated": pytest.approx(100 * (0.25 + 0 + 0.25 - 0.25) / 4)}
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    """The tiny testbed, seeds 0-1 in AMC-like at lr/10: BCS+DAE (which trains the DDRL run) and DDRL, as Amendment
+    55 left them. (CSV folder, run folder.)"""
+    tmp = tmp_path_factory.mktemp("small_lr_refine")
+    out, runs = tmp / "out", str(tmp / "runs")
+    study.run_jobs([Job(SMALL_LR, s, (m,), "A3") for s in (0, 1) for m in ("bcs_dae", "ddrl")], SCALES["smoke"], out,
+                   runs, workers=2, progress=False)
+    return out, runs
+
+
+def test_smoke_run_check_and_analyse(smoke, tmp_path, monkeypatch, capsys):
+    """The real entry point on the smoke runs: a runs root without the DDRL runs is refused by name before any job;
+    then both refinements, the check (into its own folder, the committed CSV untouched) and the analysis."""
+    out, runs = smoke
+    common = ["--seeds", "0-1", "--scale", "smoke", "--workers", "2", "--out", str(out)]
+    with pytest.raises(ValueError, match=r"DDRL runs of seeds \[0, 1\] in amc_like_small_lr are not finished"):
+        R.main(["run", *common, "--runs-root", str(tmp_path / "empty")])
+    assert not csv_path(out, SMALL_LR, COR_4X, 0).exists()
+    monkeypatch.setattr(R, "CHECK", tmp_path / "check")
+    committed = csv_path(out, SMALL_LR, "ddrl", 0).read_bytes()
+    assert R.main(["run", *common, "--runs-root", runs]) == 0
+    assert R.main(["check", *common, "--runs-root", runs]) == 0
+    assert csv_path(out, SMALL_LR, "ddrl", 0).read_bytes() == committed
+    assert R.main(["status", "--out", str(out)]) == 0
+    assert "Amendment 56 (amc_like_small_lr): 2 of 10 seeds complete" in capsys.readouterr().out
+    for s in (0, 1):  # both refine the DDRL run's RL-only weights: the run is the DDRL run's, the job another
+        ddrl, c4, lr10 = (pd.read_csv(csv_path(out, SMALL_LR, m, s)) for m in ("ddrl", COR_4X, COR_LR10))
+        assert set(c4.run) == set(ddrl.run) == set(lr10.run) and len({*c4.key, *ddrl.key, *lr10.key}) == 3
+    res = R.analyse(out, n_boot=200, seeds=(0, 1), check=tmp_path / "check")
+    assert [(e["id"], e["regime"], e["paper"], e["n_seeds"]) for e in res["entries"]] == [
+        ("R1", SMALL_LR, 0.1, 2), ("K1", SMALL_LR, None, 2), ("K2", SMALL_LR, None, 2)]
+    q = pd.concat([pd.read_csv(csv_path(out, SMALL_LR, m, s)).assign(m=m) for s in (0, 1)
+                   for m in R.METHODS]).query("split == 'adapted'").pivot_table("pass@1", ["seed", "question"], "m")
+    assert res["entries"][0]["estimate"] == pytest.approx(100 * (q[COR_4X] - q.ddrl).mean())
+    assert res["entries"][1]["estimate"] == pytest.approx(100 * (q[COR_LR10] - q.bcs_dae).mean())
+    # the same weights evaluated again (content-keyed: the same evaluation) equal the DDRL CSV question by question
+    assert res["check"]["questions_equal"] == res["check"]["questions"] == len(q) and res["check"]["seeds_equal"] == 2
+    table = R.markdown(res, claims.load(small_lr.RESULTS / "claims.json")).splitlines()
+    assert table[2].startswith("| R1 COR keeping 4x the rollouts - DDRL (COR 1x) | +0.1 | +0.3")
+    assert ", 6 seeds, *reproduced* | **" in table[2]
+    assert "(0.20 / 0.54 / 1.87)" in table[2] and table[3].startswith("| K1 COR at lr 1e-6 - BCS+DAE") and "| - |" in table[3]
+
+
+def test_committed_analysis_recomputes_and_docs_quote_it():
+    """The committed analysis is what the code computes from the committed CSVs, and docs/results.md quotes it."""
+    if not R.ANALYSIS.is_file():
+        pytest.skip(f"{R.ANALYSIS}: not analysed yet (python -m ddrl.small_lr_refine analyse)")
+    committed = json.loads(R.ANALYSIS.read_text())
+    assert committed["seeds"] == list(R.SEEDS[:len(committed["seeds"])]) and len(committed["seeds"]) >= 6
+    assert json.loads(json.dumps(R.analyse(n_boot=4000))) == committed
+    docs = (REPO / "docs" / "results.md").read_text()
+    start = docs.index(R.SECTION)
+    assert R.markdown(committed, claims.load(small_lr.RESULTS / "claims.json")) in docs[start:docs.index("\n## ", start + 1)]
