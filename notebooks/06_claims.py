@@ -495,6 +495,23 @@ else:
     display(Markdown("Amendment 30's analysis is not committed yet (`python -m ddrl.small_lr_cor status`)."))
 
 # %% [markdown]
+# Amendment 56 asks the same of COR in AMC-like at lr/10, and one more question: does COR's refinement size matter
+# there (R1, the paper's Table 6: keeping 4x the rollouts barely matters)? Each seed's DDRL run from Amendment 55 left
+# its RL-only weights in the run cache, so each arm is one COR call: keeping 4x the rollouts (R1 against DDRL) and at
+# 1e-6 (K1, K2). It appears once `results/small_lr/refine_amc.json` is written. What the committed analysis says:
+# 4x the rollouts add about 2 points in every seed (R1 *not resolved* by the null rule, but its interval excludes the
+# paper's +0.1), and COR at a tenth of its rate keeps only a sixth of COR's gain (K1, K2 *reproduced*).
+
+# %%
+from ddrl import small_lr_refine
+
+refine_path = R / "small_lr" / small_lr_refine.ANALYSIS.name
+if refine_path.is_file():
+    display(Markdown(small_lr_refine.markdown(json.loads(refine_path.read_text()), C.load(R / "claims.json"))))
+else:
+    display(Markdown("Amendment 56's analysis is not committed yet (`python -m ddrl.small_lr_refine status`)."))
+
+# %% [markdown]
 # Does adaptation at lr/10 transfer to held-out questions? Amendment 31 evaluates the lr/10 runs (TTRL, DDRL, and
 # DDRL's RL-only weights) and the untrained model on H1x's 1,536 fresh MATH-500-like questions, seeds 0-17, and
 # decides the H1x family there; beside each entry, the registered default-lr one (other seeds: read across). It
