@@ -512,6 +512,22 @@ else:
     display(Markdown("Amendment 56's analysis is not committed yet (`python -m ddrl.small_lr_refine status`)."))
 
 # %% [markdown]
+# Do those gains hold on questions the model did not adapt on? Amendment 57 evaluates the same cached runs (DDRL, its
+# RL-only weights, COR 4x recomputed) and pairs them with the untrained model on H1x's 1,536 fresh AMC-like questions:
+# H1x (DDRL - untrained), H1xC (COR's cost), R1x (COR 4x - DDRL). It appears once
+# `results/small_lr/refine_heldout_amc.json` is written. What the committed analysis says: DDRL at lr/10 ends about a
+# point and a half below the untrained model, most of it COR's, and COR 4x's extra two points on the adapted
+# questions come back as a loss of about two on fresh ones, in every seed (all three *contradicted*).
+
+# %%
+held_refine_path = R / "small_lr" / small_lr_refine.HELDOUT_ANALYSIS.name
+if held_refine_path.is_file():
+    display(Markdown(small_lr_refine.heldout_markdown(json.loads(held_refine_path.read_text()),
+                                                      C.load(R / "claims.json"))))
+else:
+    display(Markdown("Amendment 57's analysis is not committed yet (`python -m ddrl.small_lr_refine status`)."))
+
+# %% [markdown]
 # Does adaptation at lr/10 transfer to held-out questions? Amendment 31 evaluates the lr/10 runs (TTRL, DDRL, and
 # DDRL's RL-only weights) and the untrained model on H1x's 1,536 fresh MATH-500-like questions, seeds 0-17, and
 # decides the H1x family there; beside each entry, the registered default-lr one (other seeds: read across). It
