@@ -57,7 +57,7 @@ from ddrl.small_lr_cor import untrained
 from ddrl.study import run_jobs, same_as_registered
 from ddrl.study_plan import (COR_ONLY, HELDOUT_X, NO_RL, PAIRED, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, adapted_x_path,
                              check_weights, csv_path, heldout_x_path, regimes_path)
-from ddrl.tables import entry_ci
+from ddrl.tables import entry_cell, entry_ci
 from ddrl.wide import VERDICT_MD, below_cell, level_table, levels_panel, reproduced_counts, run_levels
 
 #: The regimes COR alone runs in, each on its registered seeds (Amendment 34)
@@ -387,7 +387,7 @@ def heldout_markdown(held: dict, registered: Sequence[dict], design: Design) -> 
             f"{design.heldout_tag}** | half-width (predicted) | verdict |", "|---|---|---|---|---|"]
     for e in held["entries"]:
         b = reg[ACROSS.get(e["id"], e["id"]), "amc_like"]
-        rows.append(f"| {e['id']} {e['claim']} | {entry_ci(b)}, {b['n_seeds']} seeds, *{b['verdict']}* | **{entry_ci(e)}**, "
+        rows.append(f"| {e['id']} {e['claim']} | {entry_cell(b)} | **{entry_ci(e)}**, "
                     f"{e['n_seeds']} x {e['n_questions']:,} | {e['half_width']:.2f} "
                     f"({design.predicted[e['id'], e['regime']]}) | {VERDICT_MD[e['verdict']]} |")
     rows += ["", "| regime | method | held-out pass@1, mean over seeds (SD) | seeds below the untrained run |",

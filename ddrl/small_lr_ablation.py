@@ -34,8 +34,9 @@ from ddrl.small_lr_extra_rl import NAMES
 from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix, rl_divergence
 from ddrl.study_plan import KNOWN_DIVERGENCES, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, csv_path
-from ddrl.tables import entry_ci
-from ddrl.wide import MIN_SEEDS, VERDICT_MD, below_cell, complete_seeds, read_csvs, seeds_to_analyse, wide_entry
+from ddrl.tables import entry_cell, entry_ci
+from ddrl.wide import (VERDICT_MD, below_cell, complete_seeds, read_csvs, seeds_to_analyse, seeds_to_start,
+                       wide_entry)
 
 CLAIMS = ("A1", "A2", "A3")
 ABLATION_METHODS = {"A1": ("bcs", "ttrl"), "A2": ("bcs_dae", "bcs"), "A3": ("ddrl", "bcs_dae")}
@@ -97,9 +98,8 @@ def jobs(design: AblationDesign = MATH500, seeds: dict[str, Sequence[int]] | Non
     if design.cutoff is None:
         return [*(Job(design.regime, s, ("bcs_dae",), tag["A3"]) for s in seeds["A3"]),
                 *(Job(design.regime, s, ("bcs",), tag["A1"]) for s in seeds["A1"])]
-    late = minutes_to(design.cutoff, now) <= 0
-    first = design.seeds["A1"][:MIN_SEEDS]
-    return [Job(design.regime, s, (m,), tag[cid]) for s in seeds["A1"] if not (late and s not in first)
+    return [Job(design.regime, s, (m,), tag[cid])
+            for s in seeds_to_start(seeds["A1"], design.seeds["A1"], design.cutoff, now)
             for m, cid in (("bcs_dae", "A3"), ("bcs", "A1"))]
 
 
@@ -180,9 +180,9 @@ def markdown(res: dict, registered: Sequence[dict], design: AblationDesign = MAT
     for e in res["entries"]:
         b = reg[(e["id"], design.base)]
         pred = " / ".join(f"{x:.2f}" for x in design.predicted[e["id"]])
-        rows.append(f"| {e['id']} {ABLATION_COMPARISON[e['id']]} | {e['paper']:+.1f} | {entry_ci(b)}, {b['n_seeds']} "
-                    f"seeds, *{b['verdict']}* | **{entry_ci(e)}**, {e['n_seeds']} seeds | {e['half_width']:.2f} "
-                    f"({pred}) | {VERDICT_MD[e['verdict']]} |")
+        rows.append(f"| {e['id']} {ABLATION_COMPARISON[e['id']]} | {e['paper']:+.1f} | {entry_cell(b)} | "
+                    f"**{entry_ci(e)}**, {e['n_seeds']} seeds | {e['half_width']:.2f} ({pred}) | "
+                    f"{VERDICT_MD[e['verdict']]} |")
     return "\n".join(rows) + "\n"
 
 

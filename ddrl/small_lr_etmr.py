@@ -51,7 +51,7 @@ from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study import run_jobs
 from ddrl.study_plan import (PAIRED, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, csv_path,
                              regimes_path)
-from ddrl.tables import entry_ci
+from ddrl.tables import entry_cell, entry_ci
 from ddrl.wide import (MIN_SEEDS, VERDICT_MD, below_cell, complete_seeds, level_table, read_csvs, run_levels,
                        seeds_to_analyse, vote_by_quarter, wide_entry)
 
@@ -220,7 +220,7 @@ def markdown(res: dict, design: EtmrDesign = REGISTERED, shown: dict[str, dict] 
             "verdict |", "|---|---|---|---|---|---|"]
     for e in res["entries"]:
         b = shown.get(e["id"])
-        other = f"{entry_ci(b)}, {b['n_seeds']} seeds, *{b['verdict']}*" if b else "not measured"
+        other = entry_cell(b) if b else "not measured"
         pred = "; ".join(" / ".join(f"{x:.2f}" for x in p) for p in design.predicted[e["id"]])
         rows.append(f"| {e['id']} {COMPARISON[e['id']]} | {e['paper']:+.1f} | {other} | **{entry_ci(e)}**, "
                     f"{e['n_seeds']} seeds | {e['half_width']:.2f} ({pred}) | {VERDICT_MD[e['verdict']]} |")

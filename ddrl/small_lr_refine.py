@@ -40,9 +40,9 @@ from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import (COR_4X, COR_LR10, HELDOUT_X, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, csv_path,
                              heldout_x_path)
-from ddrl.tables import entry_ci
-from ddrl.wide import (MIN_SEEDS, VERDICT_MD, below_cell, complete_seeds, level_table, read_csvs, reproduced_counts,
-                       run_levels, seeds_to_analyse, wide_entry)
+from ddrl.tables import entry_cell, entry_ci
+from ddrl.wide import (VERDICT_MD, below_cell, complete_seeds, level_table, read_csvs, reproduced_counts, run_levels,
+                       seeds_to_analyse, seeds_to_start, wide_entry)
 
 AMENDMENT = 56
 REGIME = SMALL_LR
@@ -78,9 +78,8 @@ HELDOUT_SECTION = "## Does COR's gain at the small learning rate in AMC-like hol
 def jobs(seeds: Sequence[int] = SEEDS, now: float | None = None) -> list[Job]:
     """Seed by seed, COR 4x then COR at 1e-6; once the plan's clock has passed (``now``: epoch seconds) only the
     seeds below :data:`~ddrl.wide.MIN_SEEDS`."""
-    late = minutes_to(CUTOFF, now) <= 0
-    return [Job(REGIME, s, (m,), f"{'R1' if m == COR_4X else 'K1'} lr/10 (A{AMENDMENT})") for s in seeds
-            if not (late and s not in SEEDS[:MIN_SEEDS]) for m in ARMS]
+    return [Job(REGIME, s, (m,), f"{'R1' if m == COR_4X else 'K1'} lr/10 (A{AMENDMENT})")
+            for s in seeds_to_start(seeds, SEEDS, CUTOFF, now) for m in ARMS]
 
 
 def check_jobs(seeds: Sequence[int] = SEEDS) -> list[Job]:
@@ -91,8 +90,7 @@ def check_jobs(seeds: Sequence[int] = SEEDS) -> list[Job]:
 def heldout_jobs(seeds: Sequence[int] = SEEDS, now: float | None = None) -> list[Job]:
     """Amendment 57, seed by seed: the registered H1x job of :data:`HELDOUT_METHODS`; once its clock has passed only
     the seeds below :data:`~ddrl.wide.MIN_SEEDS`."""
-    late = minutes_to(HELDOUT_CUTOFF, now) <= 0
-    return [Job(REGIME, s, HELDOUT_METHODS, "H1x") for s in seeds if not (late and s not in SEEDS[:MIN_SEEDS])]
+    return [Job(REGIME, s, HELDOUT_METHODS, "H1x") for s in seeds_to_start(seeds, SEEDS, HELDOUT_CUTOFF, now)]
 
 
 def heldout_missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS) -> list[int]:
@@ -160,7 +158,7 @@ def markdown(res: dict, registered: Sequence[dict]) -> str:
             f"{AMENDMENT})** | half-width (predicted) | verdict |", "|---|---|---|---|---|---|"]
     for e in res["entries"]:
         b = reg.get((e["id"], SAME_BASE[REGIME]))
-        base = "-" if b is None else f"{entry_ci(b)}, {b['n_seeds']} seeds, *{b['verdict']}*"
+        base = "-" if b is None else entry_cell(b)
         paper = "n/a" if e["paper"] is None else f"{e['paper']:+.1f}"
         pred = " / ".join(f"{x:.2f}" for x in PREDICTED[e["id"]])
         rows.append(f"| {e['id']} {CLAIMS[e['id']][2]} | {paper} | {base} | **{entry_ci(e)}**, {e['n_seeds']} seeds | "
@@ -179,16 +177,15 @@ def analyse_heldout(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[
     """Amendment 57 on :func:`ddrl.wide.seeds_to_analyse`'s seeds: ``entries`` (H1x, H1xC by the registered claims,
     R1x by :func:`~ddrl.claims.amendment_entry`; ``half_width`` added); descriptive, ``levels`` (each method's mean
     held-out pass@1, seeds below the untrained run) and how many recomputed adapted rows equal their committed CSVs."""
-    complete = [s for s in seeds if s not in heldout_missing(out, seeds)]
-    done = seeds_to_analyse(seeds, complete, f"{out}: Amendment 57", HELDOUT_CUTOFF, now)
+    gone = set(heldout_missing(out, seeds))
+    done = seeds_to_analyse(seeds, [s for s in seeds if s not in gone], f"{out}: Amendment 57", HELDOUT_CUTOFF, now)
     df = read_csvs(heldout_x_path(out, REGIME, m, s) for m in HELDOUT_METHODS for s in done)
     entries = [wide_entry(cid, claim_matrix(df, cid, REGIME), n_boot, REGIME, SAME_BASE[REGIME]) for cid in ("H1x", "H1xC")]
-    validate(entries, REGIME)
     a, b, what = HELDOUT_CLAIMS["R1x"]
     entries.append(amendment_entry("R1x", REGIME, what, f"held-out pass@1, {what} [points]", a, b,
                                    paired_matrix(df, REGIME, a, b, HELDOUT_X).to_numpy(), MARGIN, n_boot))
     lv = level_table(run_levels(df, HELDOUT_X), ("method",), sort=False)
-    return {"regime": REGIME, "seeds": list(done), "entries": with_half_width(entries),
+    return {"regime": REGIME, "seeds": list(done), "entries": with_half_width(validate(entries, REGIME)),
             "levels": lv.to_dict(orient="records"), **reproduced_counts(df.drop_duplicates(["method", "seed"]))}
 
 
@@ -201,7 +198,7 @@ def heldout_markdown(res: dict, registered: Sequence[dict]) -> str:
             "**lr/10 (Amendment 57)** | half-width (predicted) | verdict |", "|---|---|---|---|---|"]
     for e in res["entries"]:
         b = reg.get((e["id"], SAME_BASE[REGIME]))
-        base = "-" if b is None else f"{entry_ci(b)}, {b['n_seeds']} seeds, *{b['verdict']}*"
+        base = "-" if b is None else entry_cell(b)
         rows.append(f"| {e['id']} {HELDOUT_CLAIMS[e['id']][2]} | {base} | **{entry_ci(e)}**, {e['n_seeds']} seeds | "
                     f"{e['half_width']:.2f} ({HELDOUT_PREDICTED[e['id']]:.2f}) | {VERDICT_MD[e['verdict']]} |")
     rows += ["", "| method (lr/10) | held-out pass@1, mean over seeds (SD) | seeds below the untrained run |",

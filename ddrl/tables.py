@@ -59,6 +59,12 @@ def entry_ci(e: dict, spec: str = "+.2f") -> str:
     return fmt_ci(e["estimate"], e["ci_low"], e["ci_high"], spec)
 
 
+def entry_cell(e: dict) -> str:
+    """A ``claims.json``-schema entry as one cell of an amendment's table beside its own: ``estimate [CI], n seeds,
+    *verdict*``."""
+    return f"{entry_ci(e)}, {e['n_seeds']} seeds, *{e['verdict']}*"
+
+
 def ci_relation(a: tuple[float, float, float], b: tuple[float, float, float]) -> str:
     """How ``a = (mean, lo, hi)`` stands against ``b``: "higher" / "lower" if the 95% intervals do not
     overlap, else "overlap" (also when either interval is missing: one seed cannot separate them)."""

@@ -106,6 +106,17 @@ def complete_seeds(out: str | Path, regime: str = REGIME, methods: Sequence[str]
 MIN_SEEDS = 6
 
 
+def seeds_to_start(seeds: Sequence[int], planned: Sequence[int], cutoff: str | None, now: float | None = None,
+                   min_seeds: int = MIN_SEEDS) -> list[int]:
+    """The plan amendments' starting rule, the twin of :func:`seeds_to_analyse`: every one of ``seeds`` before the
+    plan's clock ``cutoff`` (None: no clock) has passed (``now``: epoch seconds), after it only those among the first
+    ``min_seeds`` of the plan's own seeds ``planned`` (a later session finishes them)."""
+    if cutoff is None or minutes_to(cutoff, now) > 0:
+        return list(seeds)
+    first = set(planned[:min_seeds])
+    return [s for s in seeds if s in first]
+
+
 def seeds_to_analyse(seeds: Sequence[int], complete: Iterable[int], what: str, cutoff: str | None = None,
                      now: float | None = None, min_seeds: int = MIN_SEEDS) -> list[int]:
     """The plan amendments' reading rule: every one of ``seeds`` once all are in ``complete``; before that no
