@@ -98,13 +98,14 @@ def heldout_missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS) -> lis
     return [s for s in seeds if not all(heldout_x_path(out, REGIME, m, s).is_file() for m in HELDOUT_METHODS)]
 
 
-def refuse_untrained(seeds: Sequence[int], runs_root: str | Path, scale: str) -> None:
-    """A ValueError naming the seeds whose DDRL run is not finished under ``runs_root``, before any job: this
-    amendment refines (or evaluates) Amendment 55's cached runs and must not train one anew."""
+def refuse_untrained(seeds: Sequence[int], runs_root: str | Path, scale: str,
+                     amendment: int = AMENDMENT) -> None:
+    """A ValueError naming the seeds whose DDRL run is not finished under ``runs_root``, before any job: ``amendment``
+    (56-58) refines (or evaluates) Amendment 55's cached runs and must not train one anew."""
     gone = untrained(seeds, runs_root, scale, REGIME, ("ddrl",))
     if gone:
         raise ValueError(f"{runs_root}: the DDRL runs of seeds {[s for _, s in gone]} in {REGIME} are not finished "
-                         "there; Amendment 56 refines Amendment 55's cached runs and trains none (python -m "
+                         f"there; Amendment {amendment} uses Amendment 55's cached runs and trains none (python -m "
                          "ddrl.small_lr_ablation run --design amc trains them, ~12 worker-minutes a seed)")
 
 
@@ -216,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.what in ("run", "check", "heldout"):  # the measured base build; the cached DDRL runs only, never a new one
         check_weights(scale=SCALES[args.scale])
         root = args.runs_root or cache_root() / "runs"
-        refuse_untrained(seeds, root, args.scale)
+        refuse_untrained(seeds, root, args.scale, 57 if args.what == "heldout" else AMENDMENT)
         todo, out, budget = {"run": (jobs(seeds), args.out, clock_budget(CUTOFF, args.budget_min)),
                              "check": (check_jobs(seeds), CHECK, args.budget_min),
                              "heldout": (heldout_jobs(seeds), args.out, clock_budget(HELDOUT_CUTOFF, args.budget_min)),

@@ -58,7 +58,8 @@ PREDICTED = {"H1xT": "0.73 / 0.74", "H1xD": "0.64 / 0.68", "H1xR": "0.32 / 0.36"
              "K2x": "0.50 / 0.56"}
 MARGIN = 1.0
 ANALYSIS = OUT / "ttrl_heldout_amc.json"
-SECTION = "## TTRL, and COR at a tenth of its rate, on fresh AMC-like questions at the small learning rate (plan Amendment 58)"
+SECTION = ("## TTRL, and COR at a tenth of its rate, on fresh AMC-like questions at the small learning rate "
+           "(plan Amendment 58)")
 
 
 def jobs(seeds: Sequence[int] = SEEDS, now: float | None = None) -> list[Job]:
@@ -120,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.what == "run":  # the measured base build; COR from the cached DDRL runs only, never a new DDRL run
         check_weights(scale=SCALES[args.scale])
         root = args.runs_root or cache_root() / "runs"
-        refuse_untrained(seeds, root, args.scale)
+        refuse_untrained(seeds, root, args.scale, AMENDMENT)
         status = run_jobs(jobs(seeds), SCALES[args.scale], args.out, root, clock_budget(CUTOFF, args.budget_min),
                           args.workers, desc=f"Amendment {AMENDMENT} run")
         print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
