@@ -43,7 +43,8 @@ from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import (HELDOUT_X, PAIRED, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, heldout_x_path,
                              regimes_path)
-from ddrl.wide import MIN_SEEDS, below_cell, claim_row, level_table, reproduced_counts, run_levels, wide_entry
+from ddrl.wide import (MIN_SEEDS, claim_row, held_level_rows, level_table, reproduced_counts, run_levels,
+                       wide_entry)
 
 #: id -> (a, b, comparison): held-out pass@1 a - b on the same seed and fresh question, sign +1, margin 1 point
 CLAIMS = {"P3x": ("etmr", "no_adaptation", "ETMR at lr/10 - no adaptation, held-out"),
@@ -185,10 +186,8 @@ def markdown(res: dict, design: HeldoutDesign = REGISTERED) -> str:
             "lr/10) | seeds | "
             "estimate [95% CI] | half-width (predicted) | verdict |", "|---|---|---|---|---|"]
     rows += [claim_row(e, comparison(e["id"]), design.predicted[e["id"]]) for e in res["entries"]]
-    rows += ["", f"| run (lr/10) | held-out pass@1, mean over seeds 0-{len(res['seeds']) - 1} (SD) | seeds below the "
-             "untrained run |", "|---|---|---|"]
-    rows += [f"| {r['method']} | {r['pass1']:.1f} ({r['sd']:.1f}) | {below_cell(r)} |" for r in res["levels"]]
-    return "\n".join(rows) + "\n"
+    mean = f"held-out pass@1, mean over seeds 0-{len(res['seeds']) - 1} (SD)"
+    return "\n".join(rows + held_level_rows(res["levels"], mean=mean)) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -41,8 +41,8 @@ from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import (COR_4X, COR_LR10, HELDOUT_X, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, csv_path,
                              heldout_x_path)
 from ddrl.tables import entry_cell, entry_ci
-from ddrl.wide import (VERDICT_MD, below_cell, complete_seeds, level_table, read_csvs, reproduced_counts, run_levels,
-                       seeds_to_analyse, seeds_to_start, wide_entry)
+from ddrl.wide import (VERDICT_MD, below_cell, complete_seeds, held_level_rows, level_table, read_csvs,
+                       reproduced_counts, run_levels, seeds_to_analyse, seeds_to_start, wide_entry)
 
 AMENDMENT = 56
 REGIME = SMALL_LR
@@ -202,10 +202,7 @@ def heldout_markdown(res: dict, registered: Sequence[dict]) -> str:
         base = "-" if b is None else entry_cell(b)
         rows.append(f"| {e['id']} {HELDOUT_CLAIMS[e['id']][2]} | {base} | **{entry_ci(e)}**, {e['n_seeds']} seeds | "
                     f"{e['half_width']:.2f} ({HELDOUT_PREDICTED[e['id']]:.2f}) | {VERDICT_MD[e['verdict']]} |")
-    rows += ["", "| method (lr/10) | held-out pass@1, mean over seeds (SD) | seeds below the untrained run |",
-             "|---|---|---|"]
-    rows += [f"| {r['method']} | {r['pass1']:.1f} ({r['sd']:.1f}) | {below_cell(r)} |" for r in res["levels"]]
-    return "\n".join(rows) + "\n"
+    return "\n".join(rows + held_level_rows(res["levels"], "method (lr/10)")) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -36,7 +36,7 @@ from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import COR_LR10, HELDOUT_X, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, heldout_x_path
 from ddrl.tables import entry_cell, entry_ci
-from ddrl.wide import (VERDICT_MD, below_cell, level_table, reproduced_counts, run_levels, seeds_to_analyse,
+from ddrl.wide import (VERDICT_MD, held_level_rows, level_table, reproduced_counts, run_levels, seeds_to_analyse,
                        seeds_to_start, wide_entry)
 
 AMENDMENT = 58
@@ -106,10 +106,7 @@ def markdown(res: dict, registered: Sequence[dict]) -> str:
         rows.append(f"| {e['id']} {WHAT[e['id']]} | {'-' if b is None else entry_cell(b)} | **{entry_ci(e)}**, "
                     f"{e['n_seeds']} seeds | {e['half_width']:.2f} ({PREDICTED[e['id']]}) | "
                     f"{VERDICT_MD[e['verdict']]} |")
-    rows += ["", "| run (lr/10) | held-out pass@1, mean over seeds (SD) | seeds below the untrained run |",
-             "|---|---|---|"]
-    rows += [f"| {r['method']} | {r['pass1']:.1f} ({r['sd']:.1f}) | {below_cell(r)} |" for r in res["levels"]]
-    return "\n".join(rows) + "\n"
+    return "\n".join(rows + held_level_rows(res["levels"])) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

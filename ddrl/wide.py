@@ -314,6 +314,15 @@ def below_cell(row: dict, reference: str = "no_adaptation") -> str:
     return "-" if row["method"] == reference else f"{row['below_reference']} of {row['n_seeds']}"
 
 
+def held_level_rows(levels: Sequence[dict], first: str = "run (lr/10)",
+                    mean: str = "held-out pass@1, mean over seeds (SD)") -> list[str]:
+    """The held-out level table the lr/10 amendments print under their claims (a blank line first): per
+    :func:`level_table` row (``levels``, as records) ``first``'s value (the method), the ``mean`` (SD) over seeds and
+    :func:`below_cell` against the untrained run."""
+    return ["", f"| {first} | {mean} | seeds below the untrained run |", "|---|---|---|",
+            *(f"| {r['method']} | {r['pass1']:.1f} ({r['sd']:.1f}) | {below_cell(r)} |" for r in levels)]
+
+
 def levels(out: str | Path = OUT, seeds: Sequence[int] | None = None, regime: str = REGIME,
            reference: str = "no_adaptation") -> pd.DataFrame:
     """:func:`level_table` of ``regime``'s runs under ``out``: one row per method."""
