@@ -528,6 +528,26 @@ else:
     display(Markdown("Amendment 57's analysis is not committed yet (`python -m ddrl.small_lr_refine status`)."))
 
 # %% [markdown]
+# Two runs are missing beside DDRL on those fresh questions: TTRL itself, and a gentler COR. Amendment 58 trains
+# TTRL's lr/10 runs again (their weights were not kept) and recomputes COR at 1e-6 from the cached RL-only weights,
+# evaluates both on the same 1,536 fresh AMC-like questions, and pairs them with the committed evaluations: H1xT
+# (TTRL - untrained), H1xD (DDRL - TTRL), H1xR (BCS+DAE - TTRL), K1x (COR at 1e-6 - BCS+DAE), K2x (DDRL - COR at
+# 1e-6). It appears once `results/small_lr/ttrl_heldout_amc.json` is written. What the committed analysis says:
+# TTRL keeps the untrained model's held-out accuracy (H1xT *no effect*), so DDRL's three-point lead on the adapted
+# questions becomes a point behind TTRL on fresh ones, in every seed (H1xD *contradicted*); COR at 1e-6 costs nothing
+# there (K1x *no effect*) and COR at the paper's 1e-5 costs about a point more (K2x *contradicted*). Every retrained
+# TTRL run repeated its committed adapted results exactly.
+
+# %%
+from ddrl import ttrl_heldout
+
+ttrl_held_path = R / "small_lr" / ttrl_heldout.ANALYSIS.name
+if ttrl_held_path.is_file():
+    display(Markdown(ttrl_heldout.markdown(json.loads(ttrl_held_path.read_text()), C.load(R / "claims.json"))))
+else:
+    display(Markdown("Amendment 58's analysis is not committed yet (`python -m ddrl.ttrl_heldout status`)."))
+
+# %% [markdown]
 # Does adaptation at lr/10 transfer to held-out questions? Amendment 31 evaluates the lr/10 runs (TTRL, DDRL, and
 # DDRL's RL-only weights) and the untrained model on H1x's 1,536 fresh MATH-500-like questions, seeds 0-17, and
 # decides the H1x family there; beside each entry, the registered default-lr one (other seeds: read across). It
