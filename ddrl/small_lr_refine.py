@@ -95,7 +95,7 @@ def heldout_jobs(seeds: Sequence[int] = SEEDS, now: float | None = None) -> list
 
 def heldout_missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS) -> list[int]:
     """Seeds without every one of Amendment 57's held-out CSVs."""
-    return [s for s in seeds if not all(heldout_x_path(out, REGIME, m, s).is_file() for m in HELDOUT_METHODS)]
+    return sorted(set(seeds) - set(complete_seeds(Path(out) / HELDOUT_X, REGIME, HELDOUT_METHODS)))
 
 
 def refuse_untrained(seeds: Sequence[int], runs_root: str | Path, scale: str,
@@ -178,8 +178,8 @@ def analyse_heldout(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[
     """Amendment 57 on :func:`ddrl.wide.seeds_to_analyse`'s seeds: ``entries`` (H1x, H1xC by the registered claims,
     R1x by :func:`~ddrl.claims.amendment_entry`; ``half_width`` added); descriptive, ``levels`` (each method's mean
     held-out pass@1, seeds below the untrained run) and how many recomputed adapted rows equal their committed CSVs."""
-    gone = set(heldout_missing(out, seeds))
-    done = seeds_to_analyse(seeds, [s for s in seeds if s not in gone], f"{out}: Amendment 57", HELDOUT_CUTOFF, now)
+    done = seeds_to_analyse(seeds, complete_seeds(Path(out) / HELDOUT_X, REGIME, HELDOUT_METHODS),
+                            f"{out}: Amendment 57", HELDOUT_CUTOFF, now)
     df = read_csvs(heldout_x_path(out, REGIME, m, s) for m in HELDOUT_METHODS for s in done)
     entries = [wide_entry(cid, claim_matrix(df, cid, REGIME), n_boot, REGIME, SAME_BASE[REGIME]) for cid in ("H1x", "H1xC")]
     a, b, what = HELDOUT_CLAIMS["R1x"]

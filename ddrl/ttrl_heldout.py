@@ -36,8 +36,8 @@ from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import COR_LR10, HELDOUT_X, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, heldout_x_path
 from ddrl.tables import entry_cell, entry_ci
-from ddrl.wide import (VERDICT_MD, held_level_rows, level_table, reproduced_counts, run_levels, seeds_to_analyse,
-                       seeds_to_start, wide_entry)
+from ddrl.wide import (VERDICT_MD, complete_seeds, held_level_rows, level_table, reproduced_counts, run_levels,
+                       seeds_to_analyse, seeds_to_start, wide_entry)
 
 AMENDMENT = 58
 REGIME = SMALL_LR
@@ -70,7 +70,7 @@ def jobs(seeds: Sequence[int] = SEEDS, now: float | None = None) -> list[Job]:
 
 def missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS) -> list[int]:
     """Seeds without every held-out CSV the claims read (:data:`METHODS`)."""
-    return [s for s in seeds if not all(heldout_x_path(out, REGIME, m, s).is_file() for m in METHODS)]
+    return sorted(set(seeds) - set(complete_seeds(Path(out) / HELDOUT_X, REGIME, METHODS)))
 
 
 def analyse(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = SEEDS, now: float | None = None) -> dict:
@@ -78,8 +78,8 @@ def analyse(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = S
     ``half_width``; the registered three by their matrices and rule, K1x/K2x by :func:`~ddrl.claims.amendment_entry`);
     descriptive, ``levels`` (each run's mean held-out pass@1, the seeds below the untrained run) and how many of the
     evaluated runs' adapted rows equal their committed CSVs (``registered_reproduced`` of ``registered_checked``)."""
-    gone = set(missing(out, seeds))
-    done = seeds_to_analyse(seeds, [s for s in seeds if s not in gone], f"{out}: Amendment {AMENDMENT}", CUTOFF, now)
+    done = seeds_to_analyse(seeds, complete_seeds(Path(out) / HELDOUT_X, REGIME, METHODS),
+                            f"{out}: Amendment {AMENDMENT}", CUTOFF, now)
     df = pd.concat([pd.read_csv(heldout_x_path(out, REGIME, m, s), dtype={"question": str})
                     for m in METHODS for s in done], ignore_index=True)
     entries = [wide_entry(cid, claim_matrix(df, cid, REGIME), n_boot, REGIME, SAME_BASE[REGIME]) for cid in REGISTERED]
