@@ -9,7 +9,9 @@ difference has the same sign, and :func:`direction_sentences` states it in words
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 import pandas as pd
@@ -251,3 +253,12 @@ def paper_pass1(method: str, model: str, benchmark: str) -> float | None:
         if v is not None:
             return v
     return None
+
+
+def committed_markdown(path: str | Path, render: Callable[[dict], str], amendment: int, command: str) -> str:
+    """A committed analysis's table as a notebook shows it: ``render`` of the JSON at ``path``; before that file is
+    written, a sentence saying so with the ``command`` that tells how far plan Amendment ``amendment`` is."""
+    path = Path(path)
+    if path.is_file():
+        return render(json.loads(path.read_text()))
+    return f"Amendment {amendment}'s analysis is not committed yet (`{command}`)."

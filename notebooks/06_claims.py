@@ -338,7 +338,7 @@ if results is not None and (fig := transfer_figure(T["heldout_transfer"])) is no
 # scorecard's.
 
 # %%
-from ddrl.tables import fmt_ci
+from ddrl.tables import committed_markdown, fmt_ci
 
 wide_path = R / "wide" / "claims.json"
 if wide_path.is_file():
@@ -489,10 +489,7 @@ for build, design in etmr_heldout.DESIGNS.items():
 from ddrl import small_lr_cor
 
 cor_path = R / "small_lr" / "cor.json"
-if cor_path.is_file():
-    display(Markdown(small_lr_cor.markdown(json.loads(cor_path.read_text()))))
-else:
-    display(Markdown("Amendment 30's analysis is not committed yet (`python -m ddrl.small_lr_cor status`)."))
+display(Markdown(committed_markdown(cor_path, small_lr_cor.markdown, 30, "python -m ddrl.small_lr_cor status")))
 
 # %% [markdown]
 # Amendment 56 asks the same of COR in AMC-like at lr/10, and one more question: does COR's refinement size matter
@@ -505,11 +502,9 @@ else:
 # %%
 from ddrl import small_lr_refine
 
-refine_path = R / "small_lr" / small_lr_refine.ANALYSIS.name
-if refine_path.is_file():
-    display(Markdown(small_lr_refine.markdown(json.loads(refine_path.read_text()), C.load(R / "claims.json"))))
-else:
-    display(Markdown("Amendment 56's analysis is not committed yet (`python -m ddrl.small_lr_refine status`)."))
+display(Markdown(committed_markdown(R / "small_lr" / small_lr_refine.ANALYSIS.name,
+                                    lambda res: small_lr_refine.markdown(res, C.load(R / "claims.json")), 56,
+                                    "python -m ddrl.small_lr_refine status")))
 
 # %% [markdown]
 # Do those gains hold on questions the model did not adapt on? Amendment 57 evaluates the same cached runs (DDRL, its
@@ -520,12 +515,9 @@ else:
 # questions come back as a loss of about two on fresh ones, in every seed (all three *contradicted*).
 
 # %%
-held_refine_path = R / "small_lr" / small_lr_refine.HELDOUT_ANALYSIS.name
-if held_refine_path.is_file():
-    display(Markdown(small_lr_refine.heldout_markdown(json.loads(held_refine_path.read_text()),
-                                                      C.load(R / "claims.json"))))
-else:
-    display(Markdown("Amendment 57's analysis is not committed yet (`python -m ddrl.small_lr_refine status`)."))
+display(Markdown(committed_markdown(R / "small_lr" / small_lr_refine.HELDOUT_ANALYSIS.name,
+                                    lambda res: small_lr_refine.heldout_markdown(res, C.load(R / "claims.json")), 57,
+                                    "python -m ddrl.small_lr_refine status")))
 
 # %% [markdown]
 # Two runs are missing beside DDRL on those fresh questions: TTRL itself, and a gentler COR. Amendment 58 trains
@@ -541,11 +533,9 @@ else:
 # %%
 from ddrl import ttrl_heldout
 
-ttrl_held_path = R / "small_lr" / ttrl_heldout.ANALYSIS.name
-if ttrl_held_path.is_file():
-    display(Markdown(ttrl_heldout.markdown(json.loads(ttrl_held_path.read_text()), C.load(R / "claims.json"))))
-else:
-    display(Markdown("Amendment 58's analysis is not committed yet (`python -m ddrl.ttrl_heldout status`)."))
+display(Markdown(committed_markdown(R / "small_lr" / ttrl_heldout.ANALYSIS.name,
+                                    lambda res: ttrl_heldout.markdown(res, C.load(R / "claims.json")), 58,
+                                    "python -m ddrl.ttrl_heldout status")))
 
 # %% [markdown]
 # Does adaptation at lr/10 transfer to held-out questions? Amendment 31 evaluates the lr/10 runs (TTRL, DDRL, and
@@ -616,9 +606,8 @@ for build, design in cor_alone.DESIGNS.items():  # the registered build (Amendme
 # %%
 from ddrl import lr_heldout
 
-lr_path = lr_heldout.XEON / "lr_heldout.json"
-display(Markdown(lr_heldout.markdown(json.loads(lr_path.read_text())) if lr_path.is_file() else
-                 "Amendment 39's analysis is not committed yet (`python -m ddrl.lr_heldout status`)."))
+display(Markdown(committed_markdown(lr_heldout.XEON / "lr_heldout.json", lr_heldout.markdown, 39,
+                                    "python -m ddrl.lr_heldout status")))
 
 # %% [markdown]
 # Is that gain distance from the base? Amendment 40 measures each of those runs' held-out KL to the untrained model

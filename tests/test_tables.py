@@ -169,3 +169,11 @@ def test_bootstrap_ci95_brackets_the_mean_and_covers_at_about_95_percent():
     assert bootstrap_ci95([0.5, 0.5, 0.5]) == (0.5, 0.5) and bootstrap_ci95([2.0]) == (2.0, 2.0)
     hits = sum(lo <= 0 <= hi for lo, hi in (bootstrap_ci95(rng.normal(0, 1, 30), n_resamples=400) for _ in range(300)))
     assert 0.88 < hits / 300 < 0.99, hits
+
+
+def test_committed_markdown_renders_the_file_or_says_it_is_not_written(tmp_path):
+    path = tmp_path / "analysis.json"
+    says = T.committed_markdown(path, lambda res: "never called", 58, "python -m ddrl.ttrl_heldout status")
+    assert says == "Amendment 58's analysis is not committed yet (`python -m ddrl.ttrl_heldout status`)."
+    path.write_text('{"seeds": [0, 1]}')
+    assert T.committed_markdown(path, lambda res: f"| {res['seeds']} |", 58, "unused") == "| [0, 1] |"
