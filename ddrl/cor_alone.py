@@ -58,7 +58,8 @@ from ddrl.study import run_jobs, same_as_registered
 from ddrl.study_plan import (COR_ONLY, HELDOUT_X, NO_RL, PAIRED, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, adapted_x_path,
                              check_weights, csv_path, heldout_x_path, regimes_path)
 from ddrl.tables import entry_cell, entry_ci
-from ddrl.wide import VERDICT_MD, below_cell, level_table, levels_panel, reproduced_counts, run_levels
+from ddrl.wide import (VERDICT_MD, below_cell, level_table, levels_panel, missing_seeds, reproduced_counts,
+                       run_levels)
 
 #: The regimes COR alone runs in, each on its registered seeds (Amendment 34)
 SEEDS = {"amc_like": tuple(range(19)), "aime_like": tuple(range(6))}
@@ -227,8 +228,7 @@ def missing(out: str | Path = RUNS, seeds: dict[str, Sequence[int]] = SEEDS,
 def heldout_missing(out: str | Path = RUNS, seeds: dict[str, Sequence[int]] = SEEDS,
                     design: Design = REGISTERED) -> dict[str, list[int]]:
     """Per regime, the seeds without every held-out evaluation the fresh-question claims read."""
-    return {r: [s for s in ss if not all(heldout_x_path(out, r, m, s).is_file() for m in heldout_methods(design, r))]
-            for r, ss in seeds.items()}
+    return {r: missing_seeds(Path(out) / HELDOUT_X, r, heldout_methods(design, r), ss) for r, ss in seeds.items()}
 
 
 def shown(seeds: Sequence[str], design: Design) -> list[str]:

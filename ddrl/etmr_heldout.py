@@ -43,8 +43,8 @@ from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import (HELDOUT_X, PAIRED, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, heldout_x_path,
                              regimes_path)
-from ddrl.wide import (MIN_SEEDS, claim_row, held_level_rows, level_table, reproduced_counts, run_levels,
-                       wide_entry)
+from ddrl.wide import (MIN_SEEDS, claim_row, held_level_rows, level_table, missing_seeds, reproduced_counts,
+                       run_levels, wide_entry)
 
 #: id -> (a, b, comparison): held-out pass@1 a - b on the same seed and fresh question, sign +1, margin 1 point
 CLAIMS = {"P3x": ("etmr", "no_adaptation", "ETMR at lr/10 - no adaptation, held-out"),
@@ -138,8 +138,8 @@ def missing(design: HeldoutDesign = REGISTERED, out: str | Path | None = None,
     """The design's seeds (default :meth:`HeldoutDesign.complete`'s) without every held-out CSV its claims read
     (:func:`reads`)."""
     out = design.out if out is None else out
-    return [s for s in (design.complete(out) if seeds is None else seeds) if not all(heldout_x_path(out, design.regime, m, s).is_file()
-                                                       for m in reads(design))]
+    return missing_seeds(Path(out) / HELDOUT_X, design.regime, reads(design),
+                         design.complete(out) if seeds is None else seeds)
 
 
 def analyse(design: HeldoutDesign = REGISTERED, out: str | Path | None = None, n_boot: int = 4000,

@@ -59,8 +59,8 @@ from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import (RESULTS, SAME_BASE, SCALES, SMALL_LR, STEP_COLUMNS, Job, check_weights, csv_path,
                              load_regimes)
 from ddrl.tables import entry_cell, entry_ci
-from ddrl.wide import (VERDICT_MD, below_cell, complete_seeds, level_table, levels_vote_figure, read_csvs, run_levels,
-                       vote_by_quarter, wide_entry)
+from ddrl.wide import (VERDICT_MD, below_cell, complete_seeds, level_table, levels_vote_figure, missing_seeds,
+                       read_csvs, run_levels, vote_by_quarter, wide_entry)
 
 REGIME = "math500_like_small_lr"
 BASE_REGIME = SAME_BASE[REGIME]  # "math500_like": its questions, base build and untrained runs
@@ -122,7 +122,7 @@ def t1_jobs(seeds: Sequence[int] = T1_SEEDS) -> list[Job]:
 
 def t1_missing(out: str | Path = RUNS, seeds: Sequence[int] = T1_SEEDS) -> list[int]:
     """The seeds of ``seeds`` whose ``grpo_no_std`` or TTRL CSV in :data:`REGIME` is not written yet."""
-    return sorted(set(seeds) - set(complete_seeds(out, REGIME, T1_METHODS)))
+    return missing_seeds(out, REGIME, T1_METHODS, seeds)
 
 
 def t1f_jobs(seeds: Sequence[int] = T1F_SEEDS, regimes: Sequence[str] = T1F_REGIMES) -> list[Job]:

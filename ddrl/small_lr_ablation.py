@@ -35,8 +35,8 @@ from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix, rl_divergence
 from ddrl.study_plan import KNOWN_DIVERGENCES, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, csv_path
 from ddrl.tables import entry_cell, entry_ci
-from ddrl.wide import (VERDICT_MD, below_cell, complete_seeds, read_csvs, seeds_to_analyse, seeds_to_start,
-                       wide_entry)
+from ddrl.wide import (VERDICT_MD, below_cell, complete_seeds, missing_seeds, read_csvs, seeds_to_analyse,
+                       seeds_to_start, wide_entry)
 
 CLAIMS = ("A1", "A2", "A3")
 ABLATION_METHODS = {"A1": ("bcs", "ttrl"), "A2": ("bcs_dae", "bcs"), "A3": ("ddrl", "bcs_dae")}
@@ -107,7 +107,7 @@ def missing(out: str | Path = RUNS, design: AblationDesign = MATH500,
             seeds: dict[str, Sequence[int]] | None = None) -> dict[str, list[int]]:
     """Per claim, the seeds whose CSVs are not all written yet (both of its methods in the design's regime)."""
     seeds = design.seeds if seeds is None else seeds
-    return {cid: sorted(set(s) - set(complete_seeds(out, design.regime, ABLATION_METHODS[cid])))
+    return {cid: missing_seeds(out, design.regime, ABLATION_METHODS[cid], s)
             for cid, s in seeds.items()}
 
 

@@ -42,8 +42,8 @@ from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import (COR_LR10, COR_ONLY, HELDOUT_X, HELDOUT_X_METHODS, SCALES, Job, check_weights, csv_path,
                              experiment, heldout_x_path, load_regimes)
 from ddrl.tables import entry_cell, entry_ci
-from ddrl.wide import (VERDICT_MD, below_cell, claim_row, complete_seeds, level_table, levels_panel, read_csvs,
-                       reproduced_counts, run_levels, wide_entry)
+from ddrl.wide import (VERDICT_MD, below_cell, claim_row, complete_seeds, level_table, levels_panel, missing_seeds,
+                       read_csvs, reproduced_counts, run_levels, wide_entry)
 
 ARMS = (COR_LR10, COR_ONLY)
 #: The arms' names in figures (they are COR calls, not trainer presets, so ddrl.plotting's labels do not name them)
@@ -109,7 +109,7 @@ def missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS) -> list[int]:
 def heldout_missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS,
                     methods: Sequence[str] = (*HELDOUT_METHODS, COR_ONLY)) -> list[int]:
     """Seeds without every one of Amendments 31 and 33's evaluations (of ``methods``) written."""
-    return [s for s in seeds if not all(heldout_x_path(out, REGIME, m, s).is_file() for m in methods)]
+    return missing_seeds(Path(out) / HELDOUT_X, REGIME, methods, seeds)
 
 
 def load(out: str | Path, seeds: Sequence[int]) -> pd.DataFrame:

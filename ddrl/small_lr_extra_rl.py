@@ -39,8 +39,8 @@ from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix, rl_divergence
 from ddrl.study_plan import KNOWN_DIVERGENCES, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, csv_path
 from ddrl.tables import entry_cell, entry_ci
-from ddrl.wide import (VERDICT_MD, below_cell, complete_seeds, level_table, read_csvs, run_levels, seeds_to_analyse,
-                       wide_entry)
+from ddrl.wide import (VERDICT_MD, below_cell, complete_seeds, level_table, missing_seeds, read_csvs, run_levels,
+                       seeds_to_analyse, wide_entry)
 
 METHODS = ("ddrl", "additional_rl")  # C1 = ddrl - additional_rl; DDRL's runs are committed ones (never a job here)
 
@@ -94,7 +94,7 @@ def jobs(seeds: Sequence[int] | None = None, design: ExtraRlDesign = MATH500, no
 
 def missing(out: str | Path = RUNS, seeds: Sequence[int] | None = None, design: ExtraRlDesign = MATH500) -> list[int]:
     """The seeds of ``seeds`` (default the design's) whose ``additional_rl`` or DDRL CSV is not written yet."""
-    return sorted(set(design.seeds if seeds is None else seeds) - set(complete_seeds(out, design.regime, METHODS)))
+    return missing_seeds(out, design.regime, METHODS, design.seeds if seeds is None else seeds)
 
 
 def analysed_seeds(out: str | Path, seeds: Sequence[int], design: ExtraRlDesign, now: float | None = None) -> list[int]:

@@ -41,7 +41,7 @@ from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import (COR_4X, COR_LR10, HELDOUT_X, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, csv_path,
                              heldout_x_path)
 from ddrl.tables import entry_cell, entry_ci
-from ddrl.wide import (VERDICT_MD, below_cell, complete_seeds, held_level_rows, level_table, read_csvs,
+from ddrl.wide import (VERDICT_MD, below_cell, complete_seeds, held_level_rows, level_table, missing_seeds, read_csvs,
                        reproduced_counts, run_levels, seeds_to_analyse, seeds_to_start, wide_entry)
 
 AMENDMENT = 56
@@ -95,7 +95,7 @@ def heldout_jobs(seeds: Sequence[int] = SEEDS, now: float | None = None) -> list
 
 def heldout_missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS) -> list[int]:
     """Seeds without every one of Amendment 57's held-out CSVs."""
-    return sorted(set(seeds) - set(complete_seeds(Path(out) / HELDOUT_X, REGIME, HELDOUT_METHODS)))
+    return missing_seeds(Path(out) / HELDOUT_X, REGIME, HELDOUT_METHODS, seeds)
 
 
 def refuse_untrained(seeds: Sequence[int], runs_root: str | Path, scale: str,
@@ -111,7 +111,7 @@ def refuse_untrained(seeds: Sequence[int], runs_root: str | Path, scale: str,
 
 def missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS) -> list[int]:
     """Seeds without every CSV the claims read (:data:`METHODS` in :data:`REGIME`)."""
-    return sorted(set(seeds) - set(complete_seeds(out, REGIME, METHODS)))
+    return missing_seeds(out, REGIME, METHODS, seeds)
 
 
 def check_rows(out: str | Path, check: str | Path, seeds: Sequence[int]) -> dict | None:

@@ -36,8 +36,8 @@ from ddrl.study import run_jobs
 from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import COR_LR10, HELDOUT_X, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, heldout_x_path
 from ddrl.tables import entry_cell, entry_ci
-from ddrl.wide import (VERDICT_MD, complete_seeds, held_level_rows, level_table, reproduced_counts, run_levels,
-                       seeds_to_analyse, seeds_to_start, wide_entry)
+from ddrl.wide import (VERDICT_MD, complete_seeds, held_level_rows, level_table, missing_seeds, reproduced_counts,
+                       run_levels, seeds_to_analyse, seeds_to_start, wide_entry)
 
 AMENDMENT = 58
 REGIME = SMALL_LR
@@ -70,7 +70,7 @@ def jobs(seeds: Sequence[int] = SEEDS, now: float | None = None) -> list[Job]:
 
 def missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS) -> list[int]:
     """Seeds without every held-out CSV the claims read (:data:`METHODS`)."""
-    return sorted(set(seeds) - set(complete_seeds(Path(out) / HELDOUT_X, REGIME, METHODS)))
+    return missing_seeds(Path(out) / HELDOUT_X, REGIME, METHODS, seeds)
 
 
 def analyse(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = SEEDS, now: float | None = None) -> dict:

@@ -102,6 +102,12 @@ def complete_seeds(out: str | Path, regime: str = REGIME, methods: Sequence[str]
     return sorted(set.intersection(*have)) if have else []
 
 
+def missing_seeds(out: str | Path, regime: str, methods: Sequence[str], seeds: Iterable[int]) -> list[int]:
+    """The seeds of ``seeds`` without a written CSV of every method (:func:`complete_seeds`' complement): what a plan
+    amendment has still to run or evaluate (``out``: a runs folder, or its ``heldout_x`` one)."""
+    return sorted(set(seeds) - set(complete_seeds(out, regime, methods)))
+
+
 #: A plan amendment with a clock analyses at least this many complete seeds (:func:`seeds_to_analyse`).
 MIN_SEEDS = 6
 
