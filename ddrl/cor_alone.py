@@ -54,7 +54,7 @@ from ddrl.seeds import numpy_generator
 from ddrl.small_lr import RUNS, add_run_arguments, seeds_line
 from ddrl.study_analysis import paired_matrix
 from ddrl.small_lr_cor import untrained
-from ddrl.study import run_jobs, same_as_registered
+from ddrl.study import run_jobs, status_counts, same_as_registered
 from ddrl.study_plan import (COR_ONLY, HELDOUT_X, NO_RL, PAIRED, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, adapted_x_path,
                              check_weights, csv_path, heldout_x_path, regimes_path)
 from ddrl.tables import entry_cell, entry_ci
@@ -467,7 +467,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         todo = jobs(seeds, design) if args.what == "run" else heldout_jobs(seeds, design)
         status = run_jobs(todo, SCALES[args.scale], out, runs_root, budget_min(design, regimes, args.budget_min),
                           args.workers, desc=f"{tag} {args.what}", regimes=regimes_path(design.results))
-        print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
+        print(status_counts(status))
     elif args.what == "status":
         parts = [("adapted", design.tag, missing(out, design.seeds, design))]
         if design.heldout_claims:

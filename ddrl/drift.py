@@ -50,7 +50,7 @@ from ddrl.runs import RunDir
 from ddrl.sampling import make_sampler
 from ddrl.seeds import derive_seed, seed_range
 from ddrl.stats import hierarchical_bootstrap, paired_differences, verdict
-from ddrl.study import run_jobs
+from ddrl.study import run_jobs, status_counts
 from ddrl.drift_data import (DRIFT, KL_UNIT, PAIR, drift_path, export_steps, h1x_files, h1x_runs, heldout_rows,
                              seed_table)
 from ddrl.study_plan import ADAPTED_X, RESULTS, SCALES, Job, check_weights, heldout_x_records, load_regimes
@@ -421,7 +421,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.what == "run":
         status = run_jobs(jobs(args.regime, args.seeds, args.methods), SCALES[args.scale], args.out, runs_root,
                           args.budget_min, args.workers, desc="drift runs")
-        print(pd.Series([s["status"] for s in status]).value_counts().to_dict())
+        print(status_counts(status))
         n, missing = export_steps(args.out, runs_root, args.regime, args.methods)
         print(f"drift CSVs written: {n} (run directories not found: {missing})")
     elif args.what == "export":

@@ -39,7 +39,7 @@ from ddrl.reporting import cache_root, write_json
 from ddrl.small_lr import OUT, REGIME, RUNS, add_run_arguments, seeds_line
 from ddrl.small_lr_cor import HELDOUT_CLAIMS, untrained
 from ddrl.small_lr_etmr import DESIGNS as ETMR_DESIGNS, REGIME_NAME, done_seeds
-from ddrl.study import run_jobs
+from ddrl.study import run_jobs, status_counts
 from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import (HELDOUT_X, PAIRED, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, heldout_x_path,
                              regimes_path)
@@ -211,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise SystemExit(f"Amendment {design.amendment} evaluates finished runs; not finished under {runs_root}: {left}")
         status = run_jobs(jobs(design, seeds), SCALES[args.scale], out, runs_root, args.budget_min, args.workers,
                           desc=f"Amendment {design.amendment} ({design.build})", regimes=regimes)
-        print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
+        print(status_counts(status))
     elif args.what == "status":
         print(seeds_line(f"Amendment {design.amendment} ({design.regime}, {design.build}, held-out)",
                          len(design.complete(out)), missing(design, out))

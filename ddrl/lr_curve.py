@@ -46,7 +46,7 @@ from ddrl.plotting import label, save_docs_figure
 from ddrl.regimes import Regime
 from ddrl.reporting import cache_root, write_json
 from ddrl.small_lr import add_run_arguments
-from ddrl.study import run_jobs
+from ddrl.study import run_jobs, status_counts
 from ddrl.study_plan import SCALES, SMALL_LR, Job, check_weights, heldout_x_path, load_regimes, regimes_path
 from ddrl.wide import claim_row
 
@@ -296,7 +296,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.write(write_json(XEON / "regimes_lr3.json", regime_file()))
     elif args.what == "run":
         status = run(seeds, args.scale, args.out, root, args.workers or 2)
-        print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
+        print(status_counts(status))
     elif args.what == "kl":
         n, missing = kl(root, seeds, args.out, scale=args.scale)
         print(f"held-out KL: {n} measured now; weights missing: {missing or 'none'}")

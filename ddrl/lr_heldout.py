@@ -26,7 +26,7 @@ from ddrl.claims import amendment_entry, with_half_width
 from ddrl.parallel import minutes_to
 from ddrl.reporting import cache_root, write_json
 from ddrl.small_lr import LR_CELL, add_run_arguments, seeds_line
-from ddrl.study import run_jobs
+from ddrl.study import run_jobs, status_counts
 from ddrl.study_plan import (HELDOUT_X, HELDOUT_X_METHODS, RESULTS, SCALES, SMALL_LR, Job, check_weights, heldout_x_path,
                              regimes_path)
 from ddrl.wide import below_cell, claim_row, level_table, reproduced_counts, run_levels
@@ -134,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         budget = left if args.budget_min is None else min(args.budget_min, left)
         status = run_jobs(jobs(seeds), SCALES[args.scale], args.out, args.runs_root or cache_root() / "runs", budget,
                           args.workers, desc="Amendment 39", regimes=regimes_path(XEON))
-        print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
+        print(status_counts(status))
     elif args.what == "status":
         done = complete(args.out, seeds)
         print(seeds_line(f"Amendment 39 ({DEFAULT} and {SMALL_LR}, held-out)", len(seeds), sorted(set(seeds) - set(done))))

@@ -26,16 +26,16 @@ from typing import Sequence
 import pandas as pd
 
 from ddrl.claims import validate, with_half_width
-from ddrl.parallel import clock_budget, minutes_to
+from ddrl.parallel import clock_budget
 from ddrl.reporting import cache_root, write_json
 from ddrl.small_lr import OUT, REGIME, RUNS, add_run_arguments, seeds_line
 from ddrl.small_lr_cor import untrained
 from ddrl.small_lr_refine import CHECK
-from ddrl.study import run_jobs
+from ddrl.study import run_jobs, status_counts
 from ddrl.study_analysis import claim_matrix, rl_divergence
 from ddrl.study_plan import COR_4X, SAME_BASE, SCALES, Job, check_weights, csv_path
 from ddrl.tables import entry_cell, entry_ci
-from ddrl.wide import (VERDICT_MD, below_cell, complete_seeds, level_table, missing_seeds, read_csvs, run_levels,
+from ddrl.wide import (VERDICT_MD, complete_seeds, cor_level_rows, level_table, missing_seeds, read_csvs, run_levels,
                        seeds_to_analyse, seeds_to_start, wide_entry)
 
 AMENDMENT = 59
@@ -116,13 +116,7 @@ def markdown(res: dict, registered: Sequence[dict]) -> str:
         rows.append(f"| {e['id']} COR keeping 4x the rollouts - DDRL (COR 1x) | {e['paper']:+.1f} | "
                     f"{'-' if b is None else entry_cell(b)} | **{entry_ci(e)}**, {e['n_seeds']} seeds | "
                     f"{e['half_width']:.2f} ({PREDICTED}) | {VERDICT_MD[e['verdict']]} |")
-    rows += ["", "| run (lr/10) | adapted pass@1, mean over seeds (SD) | seeds below DDRL | COR's kept rollouts |",
-             "|---|---|---|---|"]
-    for r in res["levels"]:
-        kept = res["cor_kept"].get(r["method"])
-        rows.append(f"| {r['method']} | {r['pass1']:.1f} ({r['sd']:.1f}) | {below_cell(r, 'ddrl')} | "
-                    f"{'-' if kept is None else f'{kept:.0f}'} |")
-    return "\n".join(rows) + "\n"
+    return "\n".join(rows + cor_level_rows(res["levels"], res["cor_kept"], "run (lr/10)")) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -139,10 +133,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         trained = [s for s in seeds if not untrained([s], root, args.scale, REGIME, ("ddrl",))]
         status += run_jobs(check_jobs(trained), SCALES[args.scale], CHECK, root, args.budget_min, args.workers,
                            desc=f"Amendment {AMENDMENT} check")  # evaluations of finished runs only: none trains
-        print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
+        print(status_counts(status))
     elif args.what == "status":
-        print(seeds_line(f"Amendment {AMENDMENT} ({REGIME})", len(SEEDS), missing(args.out))
-              + f"; minutes to the clock {minutes_to(CUTOFF):.0f}")
+        print(seeds_line(f"Amendment {AMENDMENT} ({REGIME})", len(SEEDS), missing(args.out), CUTOFF))
     else:
         sys.stdout.write(write_json(args.json or ANALYSIS, analyse(args.out)))
     return 0

@@ -50,11 +50,12 @@ from typing import Sequence
 import pandas as pd
 
 from ddrl.claims import amendment_entry, get as get_claim, validate, with_half_width
+from ddrl.parallel import minutes_to
 from ddrl.plotting import color, label, save_docs_figure
 from ddrl.regimes import small_lr_regime
 from ddrl.reporting import cache_root, write_json
 from ddrl.seeds import numpy_generator, seed_range
-from ddrl.study import run_jobs
+from ddrl.study import run_jobs, status_counts
 from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import (RESULTS, SAME_BASE, SCALES, SMALL_LR, STEP_COLUMNS, Job, check_weights, csv_path,
                              load_regimes)
@@ -345,9 +346,11 @@ def figure(res: dict, title: str = "MATH-500-like at the default learning rate a
                               title, numpy_generator(0, "figure", REGIME), style="learning rate")
 
 
-def seeds_line(what: str, total: int, missing: Sequence[int]) -> str:
-    """A status line of the lr/10 amendments' command lines: how many of ``total`` seeds are complete, which are not."""
-    return f"{what}: {total - len(missing)} of {total} seeds complete; missing {list(missing)}"
+def seeds_line(what: str, total: int, missing: Sequence[int], cutoff: str | None = None) -> str:
+    """A status line of the lr/10 amendments' command lines: how many of ``total`` seeds are complete, which are not,
+    and with a plan's clock (``cutoff``) the minutes left to it."""
+    clock = "" if cutoff is None else f"; minutes to the clock {minutes_to(cutoff):.0f}"
+    return f"{what}: {total - len(missing)} of {total} seeds complete; missing {list(missing)}{clock}"
 
 
 def add_run_arguments(ap: argparse.ArgumentParser, seeds_help: str) -> None:
@@ -385,7 +388,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         out = args.out / T1F_DIR if args.table1_fixed or args.table1_fixed_more else args.out
         status = run_jobs(todo, SCALES[args.scale], out, args.runs_root or cache_root() / "runs",
                           args.budget_min, args.workers, desc=desc)
-        print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
+        print(status_counts(status))
     elif args.what == "status" and args.table1:
         print(seeds_line(f"T1 ({REGIME})", len(T1_SEEDS), t1_missing(args.out)))
     elif args.what == "status" and args.table1_fixed:

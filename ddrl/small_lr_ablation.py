@@ -27,11 +27,11 @@ from typing import Sequence
 import pandas as pd
 
 from ddrl.claims import validate, with_half_width
-from ddrl.parallel import clock_budget, minutes_to
+from ddrl.parallel import clock_budget
 from ddrl.reporting import cache_root, write_json
 from ddrl.small_lr import COMPARISON, LR_CELL, OUT, REGIME, RUNS, add_run_arguments, seeds_line, ttrl_levels
 from ddrl.small_lr_extra_rl import NAMES
-from ddrl.study import run_jobs
+from ddrl.study import run_jobs, status_counts
 from ddrl.study_analysis import claim_matrix, rl_divergence
 from ddrl.study_plan import KNOWN_DIVERGENCES, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, csv_path
 from ddrl.tables import entry_cell, entry_ci
@@ -213,11 +213,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = run_jobs(todo, SCALES[args.scale], args.out, args.runs_root or cache_root() / "runs",
                           clock_budget(design.cutoff, args.budget_min), args.workers,
                           desc=f"Amendment {design.amendment} runs")
-        print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
+        print(status_counts(status))
     elif args.what == "status":
-        clock = "" if design.cutoff is None else f"; minutes to the clock {minutes_to(design.cutoff):.0f}"
         for cid, miss in missing(args.out, design).items():
-            print(seeds_line(f"{cid} ({design.regime})", len(design.seeds[cid]), miss) + clock)
+            print(seeds_line(f"{cid} ({design.regime})", len(design.seeds[cid]), miss, design.cutoff))
     else:
         sys.stdout.write(write_json(args.json or design.analysis, analyse(args.out, design=design)))
     return 0

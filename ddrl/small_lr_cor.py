@@ -37,7 +37,7 @@ from ddrl.reporting import cache_root, write_json
 from ddrl.runs import RunDir
 from ddrl.seeds import numpy_generator
 from ddrl.small_lr import BASE_REGIME, LR_CELL, OUT, REGIME, RUNS, SEEDS, STANDS_FOR, add_run_arguments, seeds_line
-from ddrl.study import run_jobs
+from ddrl.study import run_jobs, status_counts
 from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import (COR_LR10, COR_ONLY, HELDOUT_X, HELDOUT_X_METHODS, SCALES, Job, check_weights, csv_path,
                              experiment, heldout_x_path, load_regimes)
@@ -250,7 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                       (heldout_jobs(seeds, (COR_ONLY,)), "Amendment 33") if args.cor_only else
                       (heldout_jobs(seeds), "Amendment 31"))
         status = run_jobs(todo, SCALES[args.scale], args.out, runs_root, args.budget_min, args.workers, desc=desc)
-        print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
+        print(status_counts(status))
     elif args.what == "status":
         print(seeds_line(f"Amendment 30 ({REGIME})", len(SEEDS), missing(args.out)))
         for name, methods in (("31", HELDOUT_METHODS), ("33", (COR_ONLY,))):

@@ -48,7 +48,7 @@ from ddrl.reporting import cache_root, write_json
 from ddrl.small_lr import (BASE_REGIME, COMPARISON as AMENDMENT28, LR_CELL, OUT, REGIME, REGIME_FILE, RUNS,
                            add_run_arguments, figure, regime_file, seeds_line)
 from ddrl.study_analysis import claim_matrix, paired_matrix
-from ddrl.study import run_jobs
+from ddrl.study import run_jobs, status_counts
 from ddrl.study_plan import (PAIRED, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, csv_path,
                              regimes_path)
 from ddrl.tables import entry_cell, entry_ci
@@ -265,11 +265,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                           clock_budget(design.cutoff, args.budget_min), args.workers,
                           desc=f"Amendment {design.amendment} runs",
                           regimes=regimes_path(design.results))
-        print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
+        print(status_counts(status))
     elif args.what == "status":
         done = done_seeds(design, out)
-        print(seeds_line(f"ETMR ({design.regime}, {design.build})", len(design.seeds), [x for x in design.seeds if x not in done])
-              + f"; minutes to the clock {minutes_to(design.cutoff):.0f}")
+        print(seeds_line(f"ETMR ({design.regime}, {design.build})", len(design.seeds),
+                         [x for x in design.seeds if x not in done], design.cutoff))
     elif args.what == "figure":  # -> docs/results/<design.figure>.{png,pdf}, from the committed analysis
         print(save_docs_figure(etmr_figure(json.loads(design.analysis.read_text()), design), design.figure))
     else:

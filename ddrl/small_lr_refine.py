@@ -29,20 +29,18 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-import pandas as pd
-
 from ddrl.claims import amendment_entry, validate, with_half_width
-from ddrl.parallel import clock_budget, minutes_to
+from ddrl.parallel import clock_budget
 from ddrl.reporting import cache_root, write_json
 from ddrl.small_lr import OUT, RUNS, add_run_arguments, seeds_line
 from ddrl.small_lr_cor import untrained
-from ddrl.study import run_jobs
+from ddrl.study import run_jobs, status_counts
 from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import (COR_4X, COR_LR10, HELDOUT_X, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, csv_path,
                              heldout_x_path)
 from ddrl.tables import entry_cell, entry_ci
-from ddrl.wide import (VERDICT_MD, below_cell, complete_seeds, held_level_rows, level_table, missing_seeds, read_csvs,
-                       reproduced_counts, run_levels, seeds_to_analyse, seeds_to_start, wide_entry)
+from ddrl.wide import (VERDICT_MD, complete_seeds, cor_level_rows, held_level_rows, level_table, missing_seeds,
+                       read_csvs, reproduced_counts, run_levels, seeds_to_analyse, seeds_to_start, wide_entry)
 
 AMENDMENT = 56
 REGIME = SMALL_LR
@@ -164,13 +162,7 @@ def markdown(res: dict, registered: Sequence[dict]) -> str:
         pred = " / ".join(f"{x:.2f}" for x in PREDICTED[e["id"]])
         rows.append(f"| {e['id']} {CLAIMS[e['id']][2]} | {paper} | {base} | **{entry_ci(e)}**, {e['n_seeds']} seeds | "
                     f"{e['half_width']:.2f} ({pred}) | {VERDICT_MD[e['verdict']]} |")
-    rows += ["", "| method | adapted pass@1, mean over seeds (SD) | seeds below DDRL | COR's kept rollouts |",
-             "|---|---|---|---|"]
-    for r in res["levels"]:
-        kept = res["cor_kept"].get(r["method"])
-        rows.append(f"| {r['method']} | {r['pass1']:.1f} ({r['sd']:.1f}) | {below_cell(r, 'ddrl')} | "
-                    f"{'-' if kept is None else f'{kept:.0f}'} |")
-    return "\n".join(rows) + "\n"
+    return "\n".join(rows + cor_level_rows(res["levels"], res["cor_kept"])) + "\n"
 
 
 def analyse_heldout(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = SEEDS,
@@ -221,12 +213,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                              }[args.what]
         status = run_jobs(todo, SCALES[args.scale], out, root, budget, args.workers,
                           desc=f"Amendment {57 if args.what == 'heldout' else AMENDMENT} {args.what}")
-        print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
+        print(status_counts(status))
     elif args.what == "status":
-        print(seeds_line(f"Amendment {AMENDMENT} ({REGIME})", len(SEEDS), missing(args.out))
-              + f"; minutes to the clock {minutes_to(CUTOFF):.0f}")
-        print(seeds_line(f"Amendment 57 ({REGIME}, held-out)", len(SEEDS), heldout_missing(args.out))
-              + f"; minutes to the clock {minutes_to(HELDOUT_CUTOFF):.0f}")
+        print(seeds_line(f"Amendment {AMENDMENT} ({REGIME})", len(SEEDS), missing(args.out), CUTOFF))
+        print(seeds_line(f"Amendment 57 ({REGIME}, held-out)", len(SEEDS), heldout_missing(args.out),
+                         HELDOUT_CUTOFF))
     elif args.what == "analyse-heldout":
         sys.stdout.write(write_json(args.json or HELDOUT_ANALYSIS, analyse_heldout(args.out)))
     else:

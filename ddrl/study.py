@@ -309,6 +309,15 @@ def run_jobs(jobs: Sequence[Job], scale: Scale, out_dir: str | Path, runs_root: 
                                str(regimes) if regimes else None) for j in jobs], workers, desc=desc, progress=progress)
 
 
+def status_counts(statuses: Sequence[dict]) -> dict[str, int]:
+    """How many of :func:`run_jobs`' jobs ended each way ("ran", "loaded", "skipped (budget)", ...), the most first:
+    what each plan amendment's ``run`` command prints when it is done."""
+    counts: dict[str, int] = {}
+    for s in statuses:
+        counts[s["status"]] = counts.get(s["status"], 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))  # ties stay in the order first seen
+
+
 # ---------------------------------------------------------------------------------------------------------
 # The whole study in one call (notebook 06's ``study`` and ``smoke`` presets)
 # ---------------------------------------------------------------------------------------------------------

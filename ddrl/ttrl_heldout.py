@@ -28,11 +28,11 @@ from typing import Sequence
 import pandas as pd
 
 from ddrl.claims import amendment_entry, validate, with_half_width
-from ddrl.parallel import clock_budget, minutes_to
+from ddrl.parallel import clock_budget
 from ddrl.reporting import cache_root, write_json
 from ddrl.small_lr import OUT, RUNS, add_run_arguments, seeds_line
 from ddrl.small_lr_refine import refuse_untrained
-from ddrl.study import run_jobs
+from ddrl.study import run_jobs, status_counts
 from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import COR_LR10, HELDOUT_X, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, heldout_x_path
 from ddrl.tables import entry_cell, entry_ci
@@ -121,10 +121,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         refuse_untrained(seeds, root, args.scale, AMENDMENT)
         status = run_jobs(jobs(seeds), SCALES[args.scale], args.out, root, clock_budget(CUTOFF, args.budget_min),
                           args.workers, desc=f"Amendment {AMENDMENT} run")
-        print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
+        print(status_counts(status))
     elif args.what == "status":
-        print(seeds_line(f"Amendment {AMENDMENT} ({REGIME}, held-out)", len(SEEDS), missing(args.out))
-              + f"; minutes to the clock {minutes_to(CUTOFF):.0f}")
+        print(seeds_line(f"Amendment {AMENDMENT} ({REGIME}, held-out)", len(SEEDS), missing(args.out), CUTOFF))
     else:
         sys.stdout.write(write_json(args.json or ANALYSIS, analyse(args.out)))
     return 0

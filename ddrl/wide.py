@@ -46,7 +46,7 @@ from ddrl.plotting import color, label, save_docs_figure
 from ddrl.reporting import atomic_write_bytes, cache_root, write_json
 from ddrl.seeds import derive_seed, numpy_generator, seed_range
 from ddrl.stats import decided, hierarchical_bootstrap
-from ddrl.study import run_jobs
+from ddrl.study import run_jobs, status_counts
 from ddrl.study_analysis import claim_matrix, load_questions, load_steps, method_csvs, paired_matrix
 from ddrl.study_figures import pseudo_labels_by_episode
 from ddrl.study_plan import CSV, RESULTS, SCALES, Job, check_weights, csv_method_seed, csv_path
@@ -329,6 +329,16 @@ def held_level_rows(levels: Sequence[dict], first: str = "run (lr/10)",
             *(f"| {r['method']} | {r['pass1']:.1f} ({r['sd']:.1f}) | {below_cell(r)} |" for r in levels)]
 
 
+def cor_level_rows(levels: Sequence[dict], cor_kept: dict[str, float], first: str = "method") -> list[str]:
+    """The adapted level table the COR amendments print under their claims (a blank line first): per
+    :func:`level_table` row (``levels``, as records, DDRL the reference) the method, its mean adapted pass@1 (SD) over
+    seeds, :func:`below_cell` against DDRL and COR's mean kept rollouts (``cor_kept``; "-" for a run without COR)."""
+    kept = {m: f"{k:.0f}" for m, k in cor_kept.items()}
+    return ["", f"| {first} | adapted pass@1, mean over seeds (SD) | seeds below DDRL | COR's kept rollouts |",
+            "|---|---|---|---|", *(f"| {r['method']} | {r['pass1']:.1f} ({r['sd']:.1f}) | {below_cell(r, 'ddrl')} | "
+                                   f"{kept.get(r['method'], '-')} |" for r in levels)]
+
+
 def levels(out: str | Path = OUT, seeds: Sequence[int] | None = None, regime: str = REGIME,
            reference: str = "no_adaptation") -> pd.DataFrame:
     """:func:`level_table` of ``regime``'s runs under ``out``: one row per method."""
@@ -433,7 +443,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         methods = ("no_adaptation", *ARMS) if args.arms else METHODS  # written CSVs are skipped (same key)
         status = run_jobs(jobs(todo, methods), SCALES[args.scale], args.out, args.runs_root or cache_root() / "runs",
                           args.budget_min, args.workers, desc=f"Amendment {27 if args.arms else 26} runs")
-        print(pd.Series([s["status"] for s in status], dtype=object).value_counts().to_dict())
+        print(status_counts(status))
     elif args.what == "import":
         if args.src is None or not args.device:
             ap.error("import needs the run folder and --device NAME")

@@ -30,6 +30,12 @@ def test_the_regime_is_math500_like_under_the_registered_lr10_rule():
     assert small_lr.REGIME not in {j.regime for j in study.stage1_jobs(list(regs), SCALES["default"])}
 
 
+def test_a_status_line_counts_the_complete_seeds_and_the_minutes_to_a_clock():
+    assert small_lr.seeds_line("X", 10, [8, 9]) == "X: 8 of 10 seeds complete; missing [8, 9]"
+    line = small_lr.seeds_line("X", 10, [], "2000-01-01T00:00:00+00:00")
+    assert line.startswith("X: 10 of 10 seeds complete; missing []; minutes to the clock -") and float(line.split()[-1]) < 0
+
+
 def test_jobs_go_seed_by_seed_with_the_registered_untrained_run():
     js = small_lr.jobs([0, 1])
     assert [(j.regime, j.seed, j.methods) for j in js] == [

@@ -36,6 +36,13 @@ def test_stage1_jobs_follow_the_plan():
     assert [j.seed for j in jobs] == sorted(j.seed for j in jobs)  # one seed at a time, round-robin over regimes
 
 
+def test_status_counts_count_each_way_a_job_ended_the_most_first():
+    statuses = [{"status": s} for s in ("loaded", "ran", "ran", "skipped (budget)", "ran", "loaded")]
+    assert study.status_counts(statuses) == {"ran": 3, "loaded": 2, "skipped (budget)": 1}
+    assert list(study.status_counts(statuses)) == ["ran", "loaded", "skipped (budget)"]
+    assert study.status_counts([]) == {}
+
+
 def test_a_csv_name_gives_back_its_method_and_seed(tmp_path):
     for method, seed, steps in [("ttrl", 0, False), ("bcs_dae", 7, True), ("ttrl_bcs_random", 123, False)]:
         path = study_plan.csv_path(tmp_path, "amc_like", method, seed, steps=steps)
