@@ -25,7 +25,8 @@ from ddrl.study_plan import RESULTS
 SOURCES = ("claims.json", "wide/claims.json", "small_lr/claims.json", "small_lr/ablation.json",
            "small_lr/ablation_amc.json", "small_lr/extra_rl.json", "small_lr/extra_rl_amc.json", "small_lr/table1.json",
            "small_lr/table1_fixed_more.json", "small_lr/table1_fixed.json", "small_lr/etmr.json",
-           "small_lr/etmr_amc.json", "small_lr/cor.json", "small_lr/refine_amc.json", "cor_alone/adapted.json",
+           "small_lr/etmr_amc.json", "small_lr/cor.json", "small_lr/refine_amc.json", "small_lr/refine_math500.json",
+           "cor_alone/adapted.json",
            "small_lr/heldout.json", "small_lr/etmr_heldout.json", "small_lr/etmr_heldout_amc.json",
            "small_lr/refine_heldout_amc.json", "small_lr/ttrl_heldout_amc.json", "cor_alone/heldout.json",
            "small_lr/dynamics.json")

@@ -507,6 +507,22 @@ display(Markdown(committed_markdown(R / "small_lr" / small_lr_refine.ANALYSIS.na
                                     "python -m ddrl.small_lr_refine status")))
 
 # %% [markdown]
+# Amendment 59 asks R1 in the paper's own setting for Table 6, MATH-500-like at lr/10. Amendment 28's DDRL runs kept
+# no weights, so each seed's job trains the DDRL run again and refines its RL-only weights keeping 4x the rollouts;
+# R1 pairs that with the committed DDRL run (COR 1x after the same RL steps), and a check evaluates each retrained run
+# against the committed one. It appears once `results/small_lr/refine_math500.json` is written. What the committed
+# analysis says: 4x the rollouts add about 2 points here too, in every seed (R1 *not resolved* by
+# the null rule, its interval just short of lying beyond +1; it excludes the paper's +0.1), and every retrained run
+# repeated its committed RL steps and results exactly.
+
+# %%
+from ddrl import refine_math500
+
+display(Markdown(committed_markdown(R / "small_lr" / refine_math500.ANALYSIS.name,
+                                    lambda res: refine_math500.markdown(res, C.load(R / "claims.json")), 59,
+                                    "python -m ddrl.refine_math500 status")))
+
+# %% [markdown]
 # Do those gains hold on questions the model did not adapt on? Amendment 57 evaluates the same cached runs (DDRL, its
 # RL-only weights, COR 4x recomputed) and pairs them with the untrained model on H1x's 1,536 fresh AMC-like questions:
 # H1x (DDRL - untrained), H1xC (COR's cost), R1x (COR 4x - DDRL). It appears once
