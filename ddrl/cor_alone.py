@@ -54,7 +54,7 @@ from ddrl.seeds import numpy_generator
 from ddrl.small_lr import RUNS, add_run_arguments, seeds_line
 from ddrl.study_analysis import paired_matrix
 from ddrl.small_lr_cor import untrained
-from ddrl.study import run_jobs, status_counts, same_as_registered
+from ddrl.study import run_jobs, same_as_registered, status_counts
 from ddrl.study_plan import (COR_ONLY, HELDOUT_X, NO_RL, PAIRED, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, adapted_x_path,
                              check_weights, csv_path, heldout_x_path, regimes_path)
 from ddrl.tables import entry_cell, entry_ci
