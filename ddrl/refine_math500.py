@@ -30,7 +30,7 @@ from ddrl.parallel import clock_budget
 from ddrl.reporting import cache_root, write_json
 from ddrl.small_lr import OUT, REGIME, RUNS, add_run_arguments, seeds_line
 from ddrl.small_lr_cor import untrained
-from ddrl.small_lr_refine import CHECK
+from ddrl.small_lr_refine import CHECK, check_rows as refine_check_rows
 from ddrl.study import run_jobs, status_counts
 from ddrl.study_analysis import claim_matrix, rl_divergence
 from ddrl.study_plan import COR_4X, SAME_BASE, SCALES, Job, check_weights, csv_path
@@ -69,24 +69,17 @@ def missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS) -> list[int]:
 
 
 def check_rows(out: str | Path, check: str | Path, seeds: Sequence[int]) -> dict | None:
-    """The check on ``seeds``, or None before every re-evaluation is written: how many of the seeds x questions
-    re-evaluated DDRL pass@1 values equal the committed CSV's, how many seeds match in full, each retrained run's first
-    RL step off the committed trajectory (-1: none), and R1 against the re-evaluated runs (its mean, as description)."""
-    if missing_seeds(check, REGIME, ("ddrl",), seeds):
+    """The check on ``seeds``, or None before every re-evaluation is written: Amendment 56's description
+    (:func:`ddrl.small_lr_refine.check_rows`: questions and whole seeds whose re-evaluated DDRL pass@1 equals the
+    committed CSV's, R1 against the re-evaluated runs) and each retrained run's first RL step off the committed
+    trajectory (-1: none)."""
+    rows = refine_check_rows(out, check, seeds, REGIME)
+    if rows is None:
         return None
-    again = read_csvs(csv_path(check, REGIME, "ddrl", s) for s in seeds)
-    again = again[again.split == "adapted"].set_index(["seed", "question"])["pass@1"]
-    df = read_csvs(csv_path(out, REGIME, m, s) for s in seeds for m in ("ddrl", COR_4X))
-    a = df[df.split == "adapted"].set_index(["method", "seed", "question"])["pass@1"]
-    committed, cor4x = a.loc["ddrl"], a.loc[COR_4X]
-    equal = (committed - again.reindex(committed.index)).abs() < 1e-12
     steps = pd.concat([read_csvs(csv_path(out, REGIME, "ddrl", s, steps=True) for s in seeds),
                        read_csvs(csv_path(check, REGIME, "ddrl", s, steps=True) for s in seeds).assign(method=AGAIN)])
     div = rl_divergence(steps, (AGAIN,))
-    return {"questions_equal": int(equal.sum()), "questions": int(len(equal)),
-            "seeds_equal": int(equal.groupby(level="seed").all().sum()),
-            "diverged_at": {int(r.seed): int(r.diverged_at) for r in div.itertuples()},
-            "r1_against_reevaluated": float(100 * (cor4x - again.reindex(cor4x.index)).mean())}
+    return {**rows, "diverged_at": {int(r.seed): int(r.diverged_at) for r in div.itertuples()}}
 
 
 def analyse(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = SEEDS, now: float | None = None,
@@ -130,7 +123,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         root = args.runs_root or cache_root() / "runs"
         status = run_jobs(jobs(seeds), SCALES[args.scale], args.out, root, clock_budget(CUTOFF, args.budget_min),
                           args.workers, desc=f"Amendment {AMENDMENT} run")
-        trained = [s for s in seeds if not untrained([s], root, args.scale, REGIME, ("ddrl",))]
+        gone = {s for _, s in untrained(seeds, root, args.scale, REGIME, ("ddrl",))}  # one experiment, every seed
+        trained = [s for s in seeds if s not in gone]
         status += run_jobs(check_jobs(trained), SCALES[args.scale], CHECK, root, args.budget_min, args.workers,
                            desc=f"Amendment {AMENDMENT} check")  # evaluations of finished runs only: none trains
         print(status_counts(status))

@@ -112,16 +112,16 @@ def missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS) -> list[int]:
     return missing_seeds(out, REGIME, METHODS, seeds)
 
 
-def check_rows(out: str | Path, check: str | Path, seeds: Sequence[int]) -> dict | None:
-    """The check's description on ``seeds``, or None before every re-evaluation is written: how many of the seeds x
-    questions re-evaluated DDRL pass@1 values equal the committed CSV's, how many seeds match in full, and R1 against
-    the re-evaluated runs (its mean, as description)."""
-    paths = [csv_path(check, REGIME, "ddrl", s) for s in seeds]
-    if not all(p.is_file() for p in paths):
+def check_rows(out: str | Path, check: str | Path, seeds: Sequence[int], regime: str = REGIME) -> dict | None:
+    """The check's description on ``seeds`` in ``regime`` (Amendment 56's; Amendment 59's MATH-500-like one too), or
+    None before every re-evaluation is written: how many of the seeds x questions re-evaluated DDRL pass@1 values equal
+    the committed CSV's, how many seeds match in full, and R1 against the re-evaluated runs (its mean, as
+    description)."""
+    if missing_seeds(check, regime, ("ddrl",), seeds):
         return None
-    again = read_csvs(paths)
+    again = read_csvs(csv_path(check, regime, "ddrl", s) for s in seeds)
     again = again[again.split == "adapted"].set_index(["seed", "question"])["pass@1"]
-    df = read_csvs(csv_path(out, REGIME, m, s) for s in seeds for m in ("ddrl", COR_4X))
+    df = read_csvs(csv_path(out, regime, m, s) for s in seeds for m in ("ddrl", COR_4X))
     a = df[df.split == "adapted"].set_index(["method", "seed", "question"])["pass@1"]
     committed, cor4x = a.loc["ddrl"], a.loc[COR_4X]
     equal = (committed - again.reindex(committed.index)).abs() < 1e-12
