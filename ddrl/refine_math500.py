@@ -11,9 +11,15 @@ A check beside it, description only (Amendment 56's): each retrained DDRL run (a
 :data:`CHECK`, its adapted pass@1 question by question against the committed DDRL CSV and its RL steps against the
 committed run's (:func:`ddrl.study_analysis.rl_divergence`).
 
+Amendment 60 evaluates COR 4x on H1x's 1,536 fresh MATH-500-like questions (``heldout``: the registered H1x job, COR
+4x recomputed from the cached RL-only weights, no RL): R1x = COR 4x - DDRL (Amendment 31's committed held-out DDRL
+evaluation), and a check beside it (each cached DDRL run evaluated again into :data:`CHECK`'s ``heldout_x/``).
+
     python -m ddrl.refine_math500 run --workers 2     # seed by seed to the plan's clock, then the check
     python -m ddrl.refine_math500 status
     python -m ddrl.refine_math500 analyse             # -> results/small_lr/refine_math500.json
+    python -m ddrl.refine_math500 heldout --workers 2            # Amendment 60, seed by seed to its clock, then its check
+    python -m ddrl.refine_math500 analyse-heldout     # -> results/small_lr/refine_heldout_math500.json
 """
 
 from __future__ import annotations
@@ -25,18 +31,18 @@ from typing import Sequence
 
 import pandas as pd
 
-from ddrl.claims import validate, with_half_width
+from ddrl.claims import amendment_entry, validate, with_half_width
 from ddrl.parallel import clock_budget
 from ddrl.reporting import cache_root, write_json
 from ddrl.small_lr import OUT, REGIME, RUNS, add_run_arguments, seeds_line
 from ddrl.small_lr_cor import untrained
-from ddrl.small_lr_refine import CHECK, check_rows as refine_check_rows
+from ddrl.small_lr_refine import CHECK, check_rows as refine_check_rows, refuse_untrained
 from ddrl.study import run_jobs, status_counts
-from ddrl.study_analysis import claim_matrix, rl_divergence
-from ddrl.study_plan import COR_4X, SAME_BASE, SCALES, Job, check_weights, csv_path
+from ddrl.study_analysis import claim_matrix, paired_matrix, rl_divergence
+from ddrl.study_plan import COR_4X, HELDOUT_X, SAME_BASE, SCALES, Job, check_weights, csv_path, heldout_x_path
 from ddrl.tables import entry_cell, entry_ci
-from ddrl.wide import (VERDICT_MD, complete_seeds, cor_level_rows, level_table, missing_seeds, read_csvs, run_levels,
-                       seeds_to_analyse, seeds_to_start, wide_entry)
+from ddrl.wide import (VERDICT_MD, complete_seeds, cor_level_rows, held_level_rows, level_table, missing_seeds,
+                      read_csvs, reproduced_counts, run_levels, seeds_to_analyse, seeds_to_start, wide_entry)
 
 AMENDMENT = 59
 SEEDS = tuple(range(10))  # the first ten of Amendment 28's seeds 0-17
@@ -49,6 +55,18 @@ PREDICTED = "0.44 / 0.39, 1.01 / 0.99, 1.93 / 1.88"
 AGAIN = "ddrl_again"  # the check's name for the retrained DDRL run's steps, beside the committed run's
 ANALYSIS = OUT / "refine_math500.json"
 SECTION = "## COR's refinement size at the small learning rate in MATH-500-like (plan Amendment 59)"
+#: Amendment 60: the runs its analysis reads on the fresh questions, in the levels' order (no_adaptation, bcs_dae,
+#: ddrl: Amendment 31's committed evaluations), its clock, its claim (ours, sign +1), the predicted half-widths at 6 / 10
+#: seeds x 1,536 (Amendment 57's lr/10 AMC-like R1x matrix; Amendment 31's lr/10 MATH-500-like H1xC matrix, an upper
+#: bound), output and section
+HELDOUT_METHODS = ("no_adaptation", "bcs_dae", "ddrl", COR_4X)
+HELDOUT_CUTOFF = "2026-12-03T16:40:00+00:00"
+HELDOUT_WHAT = "COR keeping 4x the rollouts - DDRL (COR 1x)"
+HELDOUT_PREDICTED = "0.53 / 0.51, 0.71 / 0.69"
+MARGIN = 1.0
+HELDOUT_ANALYSIS = OUT / "refine_heldout_math500.json"
+HELDOUT_SECTION = ("## Does COR 4x's extra gain at the small learning rate in MATH-500-like hold on fresh questions? "
+                   "(plan Amendment 60)")
 
 
 def jobs(seeds: Sequence[int] = SEEDS, now: float | None = None) -> list[Job]:
@@ -61,6 +79,18 @@ def check_jobs(seeds: Sequence[int]) -> list[Job]:
     """The check: each seed's retrained DDRL run (after COR) evaluated, into :data:`CHECK` (never over the committed
     CSV)."""
     return [Job(REGIME, s, ("ddrl",), f"COR repeat check (A{AMENDMENT})") for s in seeds]
+
+
+def heldout_jobs(seeds: Sequence[int] = SEEDS, now: float | None = None) -> list[Job]:
+    """Amendment 60, seed by seed: the registered H1x job of COR 4x; once its clock has passed only the seeds below
+    :data:`~ddrl.wide.MIN_SEEDS`."""
+    return [Job(REGIME, s, (COR_4X,), "H1x") for s in seeds_to_start(seeds, SEEDS, HELDOUT_CUTOFF, now)]
+
+
+def heldout_check_jobs(seeds: Sequence[int]) -> list[Job]:
+    """Amendment 60's check: each cached DDRL run (after COR) evaluated on the fresh questions again, by the H1x job
+    into :data:`CHECK` (its ``heldout_x/``; never over the committed CSV)."""
+    return [Job(REGIME, s, ("ddrl",), "H1x") for s in seeds]
 
 
 def missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS) -> list[int]:
@@ -112,10 +142,46 @@ def markdown(res: dict, registered: Sequence[dict]) -> str:
     return "\n".join(rows + cor_level_rows(res["levels"], res["cor_kept"], "run (lr/10)")) + "\n"
 
 
+def heldout_missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS) -> list[int]:
+    """Seeds without every held-out CSV R1x and the levels read (:data:`HELDOUT_METHODS`)."""
+    return missing_seeds(Path(out) / HELDOUT_X, REGIME, HELDOUT_METHODS, seeds)
+
+
+def analyse_heldout(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = SEEDS, now: float | None = None,
+                    check: str | Path = CHECK) -> dict:
+    """Amendment 60 on :func:`ddrl.wide.seeds_to_analyse`'s seeds: ``entries`` (R1x by
+    :func:`~ddrl.claims.amendment_entry`, ``half_width`` added); descriptive, ``levels`` (each run's mean held-out
+    pass@1, the seeds below the untrained run), how many recomputed COR 4x runs equal their committed adapted CSVs, and
+    ``check`` (:func:`ddrl.small_lr_refine.check_rows` on the fresh questions)."""
+    done = seeds_to_analyse(seeds, complete_seeds(Path(out) / HELDOUT_X, REGIME, HELDOUT_METHODS),
+                            f"{out}: Amendment 60", HELDOUT_CUTOFF, now)
+    df = read_csvs(heldout_x_path(out, REGIME, m, s) for m in HELDOUT_METHODS for s in done)
+    entry = amendment_entry("R1x", REGIME, HELDOUT_WHAT, f"held-out pass@1, {HELDOUT_WHAT} [points]", COR_4X, "ddrl",
+                            paired_matrix(df, REGIME, COR_4X, "ddrl", HELDOUT_X).to_numpy(), MARGIN, n_boot)
+    lv = level_table(run_levels(df, HELDOUT_X), ("method",), sort=False)
+    return {"regime": REGIME, "seeds": list(done), "entries": with_half_width(validate([entry], REGIME)),
+            "levels": lv.to_dict(orient="records"),
+            **reproduced_counts(df[df.method == COR_4X].drop_duplicates(["method", "seed"])),
+            "check": refine_check_rows(out, check, done, REGIME, HELDOUT_X)}
+
+
+def heldout_markdown(res: dict, amc: dict) -> str:
+    """Amendment 60's table as docs/results.md quotes it: R1x at lr/10 in AMC-like (Amendment 57's analysis,
+    ``amc``), this amendment's, its half-width beside the plan's predictions, its verdict; then the levels."""
+    other = next(e for e in amc["entries"] if e["id"] == "R1x")
+    rows = ["| claim (held-out pass@1 on 1,536 fresh questions, points) | lr/10 AMC-like (Amendment 57) | "
+            "**lr/10 MATH-500-like (Amendment 60)** | half-width (predicted at 6 / 10 seeds) | verdict |",
+            "|---|---|---|---|---|"]
+    for e in res["entries"]:
+        rows.append(f"| {e['id']} {HELDOUT_WHAT} | {entry_cell(other)} | **{entry_ci(e)}**, {e['n_seeds']} seeds | "
+                    f"{e['half_width']:.2f} ({HELDOUT_PREDICTED}) | {VERDICT_MD[e['verdict']]} |")
+    return "\n".join(rows + held_level_rows(res["levels"])) + "\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.refine_math500", description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", choices=("run", "status", "analyse"))
-    add_run_arguments(ap, "run: seeds N-M (default: the plan's, 0-9)")
+    ap.add_argument("what", choices=("run", "heldout", "status", "analyse", "analyse-heldout"))
+    add_run_arguments(ap, "run, heldout: seeds N-M (default: the plan's, 0-9)")
     args = ap.parse_args(argv)
     seeds = SEEDS if args.seeds is None else tuple(s for s in SEEDS if s in set(args.seeds))
     if args.what == "run":  # the measured base build; the R1 jobs to the clock, then the check of the trained runs
@@ -128,8 +194,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         status += run_jobs(check_jobs(trained), SCALES[args.scale], CHECK, root, args.budget_min, args.workers,
                            desc=f"Amendment {AMENDMENT} check")  # evaluations of finished runs only: none trains
         print(status_counts(status))
+    elif args.what == "heldout":  # Amendment 60: the cached DDRL runs only, never a new one; then its check
+        check_weights(scale=SCALES[args.scale])
+        root = args.runs_root or cache_root() / "runs"
+        refuse_untrained(seeds, root, args.scale, 60, REGIME)
+        status = run_jobs(heldout_jobs(seeds), SCALES[args.scale], args.out, root,
+                          clock_budget(HELDOUT_CUTOFF, args.budget_min), args.workers, desc="Amendment 60 heldout")
+        evaluated = [s for s in seeds if heldout_x_path(args.out, REGIME, COR_4X, s).is_file()]
+        status += run_jobs(heldout_check_jobs(evaluated), SCALES[args.scale], CHECK, root, args.budget_min,
+                           args.workers, desc="Amendment 60 check")
+        print(status_counts(status))
     elif args.what == "status":
         print(seeds_line(f"Amendment {AMENDMENT} ({REGIME})", len(SEEDS), missing(args.out), CUTOFF))
+        print(seeds_line(f"Amendment 60 ({REGIME}, held-out)", len(SEEDS), heldout_missing(args.out), HELDOUT_CUTOFF))
+    elif args.what == "analyse-heldout":
+        sys.stdout.write(write_json(args.json or HELDOUT_ANALYSIS, analyse_heldout(args.out)))
     else:
         sys.stdout.write(write_json(args.json or ANALYSIS, analyse(args.out)))
     return 0

@@ -33,6 +33,7 @@ from ddrl.claims import amendment_entry, validate, with_half_width
 from ddrl.parallel import clock_budget
 from ddrl.reporting import cache_root, write_json
 from ddrl.small_lr import OUT, RUNS, add_run_arguments, seeds_line
+from ddrl.small_lr import REGIME as MATH500_SMALL_LR
 from ddrl.small_lr_cor import untrained
 from ddrl.study import run_jobs, status_counts
 from ddrl.study_analysis import claim_matrix, paired_matrix
@@ -96,15 +97,22 @@ def heldout_missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS) -> lis
     return missing_seeds(Path(out) / HELDOUT_X, REGIME, HELDOUT_METHODS, seeds)
 
 
+#: Where each lr/10 regime's cached DDRL runs come from, for :func:`refuse_untrained`'s message: (the amendment that
+#: trained them, the command that trains them again)
+CACHED_BY = {SMALL_LR: (55, "python -m ddrl.small_lr_ablation run --design amc trains them, ~12 worker-minutes a seed"),
+             MATH500_SMALL_LR: (59, "python -m ddrl.refine_math500 run trains them, ~14 worker-minutes a seed")}
+
+
 def refuse_untrained(seeds: Sequence[int], runs_root: str | Path, scale: str,
-                     amendment: int = AMENDMENT) -> None:
-    """A ValueError naming the seeds whose DDRL run is not finished under ``runs_root``, before any job: ``amendment``
-    (56-58) refines (or evaluates) Amendment 55's cached runs and must not train one anew."""
-    gone = untrained(seeds, runs_root, scale, REGIME, ("ddrl",))
+                     amendment: int = AMENDMENT, regime: str = REGIME) -> None:
+    """A ValueError naming the seeds whose DDRL run in ``regime`` is not finished under ``runs_root``, before any job:
+    ``amendment`` (56-58, 60) refines (or evaluates) the cached runs of :data:`CACHED_BY`'s amendment and must not
+    train one anew."""
+    gone = untrained(seeds, runs_root, scale, regime, ("ddrl",))
     if gone:
-        raise ValueError(f"{runs_root}: the DDRL runs of seeds {[s for _, s in gone]} in {REGIME} are not finished "
-                         f"there; Amendment {amendment} uses Amendment 55's cached runs and trains none (python -m "
-                         "ddrl.small_lr_ablation run --design amc trains them, ~12 worker-minutes a seed)")
+        by, how = CACHED_BY[regime]
+        raise ValueError(f"{runs_root}: the DDRL runs of seeds {[s for _, s in gone]} in {regime} are not finished "
+                         f"there; Amendment {amendment} uses Amendment {by}'s cached runs and trains none ({how})")
 
 
 def missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS) -> list[int]:
@@ -112,17 +120,21 @@ def missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS) -> list[int]:
     return missing_seeds(out, REGIME, METHODS, seeds)
 
 
-def check_rows(out: str | Path, check: str | Path, seeds: Sequence[int], regime: str = REGIME) -> dict | None:
-    """The check's description on ``seeds`` in ``regime`` (Amendment 56's; Amendment 59's MATH-500-like one too), or
-    None before every re-evaluation is written: how many of the seeds x questions re-evaluated DDRL pass@1 values equal
-    the committed CSV's, how many seeds match in full, and R1 against the re-evaluated runs (its mean, as
-    description)."""
+def check_rows(out: str | Path, check: str | Path, seeds: Sequence[int], regime: str = REGIME,
+               split: str = "adapted") -> dict | None:
+    """The check's description on ``seeds`` in ``regime`` and ``split`` (Amendment 56's; Amendment 59's MATH-500-like
+    one; Amendment 60's on H1x's fresh questions, ``split`` :data:`~ddrl.study_plan.HELDOUT_X`, its CSVs under
+    ``<out>/heldout_x/`` and ``<check>/heldout_x/``), or None before every re-evaluation is written: how many of the
+    seeds x questions re-evaluated DDRL pass@1 values equal the committed CSV's, how many seeds match in full, and R1
+    (R1x) against the re-evaluated runs (its mean, as description)."""
+    sub = "" if split == "adapted" else split
+    out, check = Path(out) / sub, Path(check) / sub
     if missing_seeds(check, regime, ("ddrl",), seeds):
         return None
     again = read_csvs(csv_path(check, regime, "ddrl", s) for s in seeds)
-    again = again[again.split == "adapted"].set_index(["seed", "question"])["pass@1"]
+    again = again[again.split == split].set_index(["seed", "question"])["pass@1"]
     df = read_csvs(csv_path(out, regime, m, s) for s in seeds for m in ("ddrl", COR_4X))
-    a = df[df.split == "adapted"].set_index(["method", "seed", "question"])["pass@1"]
+    a = df[df.split == split].set_index(["method", "seed", "question"])["pass@1"]
     committed, cor4x = a.loc["ddrl"], a.loc[COR_4X]
     equal = (committed - again.reindex(committed.index)).abs() < 1e-12
     return {"questions_equal": int(equal.sum()), "questions": int(len(equal)),

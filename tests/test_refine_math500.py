@@ -8,12 +8,12 @@ from datetime import datetime
 import pandas as pd
 import pytest
 
-from ddrl import claims, small_lr, study
+from ddrl import claims, small_lr, small_lr_refine, study
 from ddrl import refine_math500 as M
 from ddrl.reporting import REPO
 from ddrl.stats import predicted_half_width, variance_components
 from ddrl.study_analysis import paired_matrix
-from ddrl.study_plan import COR_4X, SCALES, SMALL_LR, Job, csv_path
+from ddrl.study_plan import COR_4X, HELDOUT_X, SCALES, SMALL_LR, Job, csv_path
 
 REGIME = small_lr.REGIME  # math500_like_small_lr
 
@@ -25,6 +25,53 @@ def test_jobs_go_seed_by_seed_and_stop_at_the_clock_after_the_first_six():
     assert after == before[:6]
     assert M.jobs((7, 2), now=clock + 1) == [Job(REGIME, 2, (COR_4X,), "R1 lr/10 (A59)")]
     assert [(j.seed, j.methods) for j in M.check_jobs((3, 4))] == [(3, ("ddrl",)), (4, ("ddrl",))]
+
+
+def test_amendment_60s_jobs_go_seed_by_seed_and_stop_at_its_clock():
+    clock = datetime.fromisoformat(M.HELDOUT_CUTOFF).timestamp()
+    before, after = M.heldout_jobs(now=clock - 60), M.heldout_jobs(now=clock + 1)
+    assert [(j.regime, j.seed, j.methods, j.label) for j in before] == [(REGIME, s, (COR_4X,), "H1x") for s in range(10)]
+    assert after == before[:6]
+    assert [(j.seed, j.methods, j.label) for j in M.heldout_check_jobs((3,))] == [(3, ("ddrl",), "H1x")]
+
+
+def test_amendment_60s_predictions_are_the_measured_components():
+    """The plan's predictions at 6 / 10 seeds x 1,536 fresh questions, from the committed held-out matrices it names:
+    Amendment 57's lr/10 AMC-like R1x, Amendment 31's lr/10 MATH-500-like H1xC (18 seeds)."""
+    def hw(regime, a, b, seeds):
+        df = pd.concat([pd.read_csv(M.heldout_x_path(small_lr.RUNS, regime, m, s), dtype={"question": str})
+                        for m in (a, b) for s in seeds])
+        vc = variance_components(paired_matrix(df, regime, a, b, HELDOUT_X).dropna().to_numpy())
+        return " / ".join(f"{predicted_half_width(vc, n, 1536):.2f}" for n in (6, 10))
+
+    got = ", ".join([hw(SMALL_LR, COR_4X, "ddrl", range(10)), hw(REGIME, "ddrl", "bcs_dae", range(18))])
+    assert got == M.HELDOUT_PREDICTED
+    plan = " ".join((small_lr.RESULTS / "plan.md").read_text().split("60. **Why**")[1].split())
+    assert all(f"**{v}**" in plan for v in M.HELDOUT_PREDICTED.split(", "))
+    assert "2026-12-03 16:40 UTC" in plan and M.HELDOUT_CUTOFF.startswith("2026-12-03T16:40")
+
+
+def test_the_heldout_repeat_check_reads_the_fresh_questions_folders(tmp_path):
+    """Amendment 60's check is Amendment 56's description on the ``heldout_x`` split, under each folder's
+    ``heldout_x/``: the adapted CSVs there are not read."""
+    out, check = tmp_path / "out", tmp_path / "check"
+
+    def write(root, method, seed, values):
+        p = M.heldout_x_path(root, REGIME, method, seed)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame({"regime": REGIME, "method": method, "seed": seed, "split": HELDOUT_X,
+                      "question": [f"x{i}" for i in range(len(values))], "pass@1": values}).to_csv(p, index=False)
+
+    for s in (0, 1):
+        write(out, "ddrl", s, [0.5, 0.25, 1.0])
+        write(out, COR_4X, s, [0.25, 0.25, 1.0])
+        _write(check, "ddrl", s, [0.0, 0.0])  # an adapted re-evaluation: not the held-out check's
+    write(check, "ddrl", 0, [0.5, 0.25, 1.0])
+    assert M.refine_check_rows(out, check, (0, 1), REGIME, HELDOUT_X) is None
+    write(check, "ddrl", 1, [0.5, 0.5, 1.0])
+    assert M.refine_check_rows(out, check, (0, 1), REGIME, HELDOUT_X) == {
+        "questions_equal": 5, "questions": 6, "seeds_equal": 1,
+        "r1_against_reevaluated": pytest.approx(100 * (-0.25 - 0.25 - 0.25) / 6)}
 
 
 def test_predicted_half_widths_are_the_measured_components():
@@ -106,6 +153,26 @@ def test_smoke_run_and_analyse(smoke, tmp_path, monkeypatch, capsys):
     table = M.markdown(res, claims.load(small_lr.RESULTS / "claims.json")).splitlines()
     assert table[2].startswith("| R1 COR keeping 4x the rollouts - DDRL (COR 1x) | +0.1 | +0.7")
     assert f"({M.PREDICTED})" in table[2]
+    # Amendment 60 on the same runs: a runs root without them is refused by name before any job; then the committed
+    # evaluations it pairs with (untrained, BCS+DAE, DDRL: Amendment 31's H1x job), COR 4x's and the check's
+    common = ["--seeds", "0-1", "--scale", "smoke", "--workers", "2", "--out", str(out)]
+    with pytest.raises(ValueError, match=r"DDRL runs of seeds \[0, 1\] in math500_like_small_lr are not finished.*"
+                                         r"Amendment 60 uses Amendment 59's cached runs"):
+        M.main(["heldout", *common, "--runs-root", str(tmp_path / "empty")])
+    study.run_jobs([Job(REGIME, s, ("no_adaptation", "bcs_dae", "ddrl"), "H1x") for s in (0, 1)], SCALES["smoke"],
+                   out, runs, workers=2, progress=False)
+    assert M.main(["heldout", *common, "--runs-root", runs]) == 0
+    assert M.heldout_missing(out, (0, 1)) == []
+    held = M.analyse_heldout(out, n_boot=200, seeds=(0, 1), check=tmp_path / "check")
+    assert [(e["id"], e["regime"], e["paper"], e["n_seeds"]) for e in held["entries"]] == [("R1x", REGIME, None, 2)]
+    assert held["registered_checked"] == held["registered_reproduced"] == 2  # COR 4x recomputed = its adapted CSV
+    h = pd.concat([pd.read_csv(M.heldout_x_path(out, REGIME, m, s)) for s in (0, 1)
+                   for m in M.HELDOUT_METHODS]).pivot_table("pass@1", ["seed", "question"], "method")
+    assert held["entries"][0]["estimate"] == pytest.approx(100 * (h[COR_4X] - h.ddrl).mean())
+    assert [r["method"] for r in held["levels"]] == list(M.HELDOUT_METHODS)
+    assert held["check"]["questions_equal"] == held["check"]["questions"] == len(h) and held["check"]["seeds_equal"] == 2
+    md = M.heldout_markdown(held, json.loads(small_lr_refine.HELDOUT_ANALYSIS.read_text())).splitlines()
+    assert md[2].startswith("| R1x COR keeping 4x the rollouts - DDRL (COR 1x) | -1.8") and f"({M.HELDOUT_PREDICTED})" in md[2]
 
 
 def test_an_early_analysis_is_refused():
