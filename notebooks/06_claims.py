@@ -523,6 +523,21 @@ display(Markdown(committed_markdown(R / "small_lr" / refine_math500.ANALYSIS.nam
                                     "python -m ddrl.refine_math500 status")))
 
 # %% [markdown]
+# Does that extra gain hold on questions the model did not adapt on? Amendment 60 recomputes COR 4x from the same
+# cached runs and evaluates it on H1x's 1,536 fresh MATH-500-like questions, paired with the committed held-out
+# evaluations of the same DDRL runs (R1x = COR 4x - DDRL; AMC-like's R1x, Amendment 57, beside it). It appears once
+# `results/small_lr/refine_heldout_math500.json` is written. What the committed analysis says: the extra two points
+# on the adapted questions come back as a loss of about three on fresh ones, in every seed (R1x *contradicted*), and
+# COR 4x ends below the untrained model there.
+
+# %%
+display(Markdown(committed_markdown(
+    R / "small_lr" / refine_math500.HELDOUT_ANALYSIS.name,
+    lambda res: refine_math500.heldout_markdown(
+        res, json.loads((R / "small_lr" / small_lr_refine.HELDOUT_ANALYSIS.name).read_text())),
+    60, "python -m ddrl.refine_math500 status")))
+
+# %% [markdown]
 # Do those gains hold on questions the model did not adapt on? Amendment 57 evaluates the same cached runs (DDRL, its
 # RL-only weights, COR 4x recomputed) and pairs them with the untrained model on H1x's 1,536 fresh AMC-like questions:
 # H1x (DDRL - untrained), H1xC (COR's cost), R1x (COR 4x - DDRL). It appears once

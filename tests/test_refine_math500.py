@@ -185,14 +185,19 @@ def test_an_early_analysis_is_refused():
         M.analyse(now=clock - 60)
 
 
-def test_committed_analysis_recomputes_and_docs_quote_it():
-    """The committed analysis is what the code computes from the committed CSVs, on the plan's seeds from 0 (at least
-    6), and docs/results.md quotes its table in its own section."""
-    if not M.ANALYSIS.is_file():
-        pytest.skip(f"{M.ANALYSIS}: not analysed yet (python -m ddrl.refine_math500 status)")
-    committed = json.loads(M.ANALYSIS.read_text())
+@pytest.mark.parametrize("amendment", [59, 60])
+def test_committed_analyses_recompute_and_docs_quote_them(amendment):
+    """Each committed analysis (59: adapted questions, 60: fresh ones) is what the code computes from the committed
+    CSVs, on the plan's seeds from 0 (at least 6), and docs/results.md quotes its table in its own section."""
+    path, analyse, section, markdown = {
+        59: (M.ANALYSIS, M.analyse, M.SECTION, lambda res: M.markdown(res, claims.load(small_lr.RESULTS / "claims.json"))),
+        60: (M.HELDOUT_ANALYSIS, M.analyse_heldout, M.HELDOUT_SECTION,
+             lambda res: M.heldout_markdown(res, json.loads(small_lr_refine.HELDOUT_ANALYSIS.read_text())))}[amendment]
+    if not path.is_file():
+        pytest.skip(f"{path}: not analysed yet (python -m ddrl.refine_math500 status)")
+    committed = json.loads(path.read_text())
     assert committed["seeds"] == list(M.SEEDS[:len(committed["seeds"])]) and len(committed["seeds"]) >= 6
-    assert json.loads(json.dumps(M.analyse(n_boot=4000))) == committed
+    assert json.loads(json.dumps(analyse(n_boot=4000))) == committed
     docs = (REPO / "docs" / "results.md").read_text()
-    start = docs.index(M.SECTION)
-    assert M.markdown(committed, claims.load(small_lr.RESULTS / "claims.json")) in docs[start:docs.index("\n## ", start + 1)]
+    start = docs.index(section)
+    assert markdown(committed) in docs[start:docs.index("\n## ", start + 1)]
