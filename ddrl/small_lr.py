@@ -59,9 +59,9 @@ from ddrl.study import run_jobs, status_counts
 from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import (RESULTS, SAME_BASE, SCALES, SMALL_LR, STEP_COLUMNS, Job, check_weights, csv_path,
                              load_regimes)
-from ddrl.tables import entry_cell, entry_ci
-from ddrl.wide import (VERDICT_MD, below_cell, complete_seeds, level_table, levels_vote_figure, missing_seeds,
-                       read_csvs, run_levels, vote_by_quarter, wide_entry)
+from ddrl.tables import entry_cell
+from ddrl.wide import (amendment_cells, below_cell, complete_seeds, level_table, levels_vote_figure, missing_seeds,
+                       predicted_text, read_csvs, run_levels, vote_by_quarter, wide_entry)
 
 REGIME = "math500_like_small_lr"
 BASE_REGIME = SAME_BASE[REGIME]  # "math500_like": its questions, base build and untrained runs
@@ -263,10 +263,9 @@ def t1_markdown(res: dict, registered: Sequence[dict]) -> str:
     rows = ["| claim (adapted pass@1, points) | paper (MATH-500) | MATH-500-like, default lr (registered) | "
             "**MATH-500-like at lr/10 (Amendment 49)** | half-width (predicted) | verdict |", "|---|---|---|---|---|---|"]
     for e in res["entries"]:
-        b, pred = reg[(e["id"], BASE_REGIME)], " / ".join(f"{x:.2f}" for x in T1_PREDICTED)
+        b = reg[(e["id"], BASE_REGIME)]
         rows.append(f"| {e['id']} {T1_COMPARISON} | {e['paper']:+.1f} | {entry_cell(b)} | "
-                    f"**{entry_ci(e)}**, {e['n_seeds']} seeds | {e['half_width']:.2f} ({pred}) | "
-                    f"{VERDICT_MD[e['verdict']]} |")
+                    f"{amendment_cells(e, predicted_text(T1_PREDICTED))}")
     return "\n".join([*rows, "", *_levels_rows(res)]) + "\n"
 
 
@@ -284,10 +283,8 @@ def t1f_markdown(res: dict, registered: Sequence[dict], caption: dict, more: dic
               T1F_MORE_PREDICTED) for e in (more or {"entries": []})["entries"]]
     for name, e, pred in sorted([(LR_CELL[e["regime"]], e, T1F_PREDICTED[e["regime"]]) for e in res["entries"]]
                                  + fresh, key=lambda x: x[1]["regime"] != BASE_REGIME):  # stable: default lr first
-        b, pred = beside[e["regime"]], " / ".join(f"{x:.2f}" for x in pred)
-        rows.append(f"| {name} | {e['paper']:+.1f} | {entry_cell(b)} | "
-                    f"**{entry_ci(e)}**, {e['n_seeds']} seeds | {e['half_width']:.2f} ({pred}) | "
-                    f"{VERDICT_MD[e['verdict']]} |")
+        rows.append(f"| {name} | {e['paper']:+.1f} | {entry_cell(beside[e['regime']])} | "
+                    f"{amendment_cells(e, predicted_text(pred))}")
     return "\n".join([*rows, "", *_levels_rows(res), *(["", *_levels_rows(more)] if more else [])]) + "\n"
 
 
@@ -309,9 +306,8 @@ def markdown(res: dict, registered: Sequence[dict]) -> str:
             "half-width (predicted) | verdict |", "|---|---|---|---|---|---|---|"]
     for e in res["entries"]:
         beside = " | ".join(entry_cell(reg[(e["id"], r)]) for r, _ in BESIDE)
-        pred = " / ".join(f"{x:.2f}" for x in PREDICTED_HALF_WIDTH[e["id"]])
-        rows.append(f"| {e['id']} {COMPARISON[e['id']]} | {e['paper']:+.1f} | {beside} | **{entry_ci(e)}**, {e['n_seeds']} "
-                    f"seeds | {e['half_width']:.2f} ({pred}) | {VERDICT_MD[e['verdict']]} |")
+        rows.append(f"| {e['id']} {COMPARISON[e['id']]} | {e['paper']:+.1f} | {beside} | "
+                    f"{amendment_cells(e, predicted_text(PREDICTED_HALF_WIDTH[e['id']]))}")
     return "\n".join(rows) + "\n"
 
 

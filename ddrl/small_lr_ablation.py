@@ -34,9 +34,9 @@ from ddrl.small_lr_extra_rl import NAMES
 from ddrl.study import run_jobs, status_counts
 from ddrl.study_analysis import claim_matrix, rl_divergence
 from ddrl.study_plan import KNOWN_DIVERGENCES, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, csv_path
-from ddrl.tables import entry_cell, entry_ci
-from ddrl.wide import (VERDICT_MD, below_cell, complete_seeds, missing_seeds, read_csvs, seeds_to_analyse,
-                       seeds_to_start, wide_entry)
+from ddrl.tables import entry_cell
+from ddrl.wide import (amendment_cells, below_cell, complete_seeds, missing_seeds, predicted_text, read_csvs,
+                       seeds_to_analyse, seeds_to_start, wide_entry)
 
 CLAIMS = ("A1", "A2", "A3")
 ABLATION_METHODS = {"A1": ("bcs", "ttrl"), "A2": ("bcs_dae", "bcs"), "A3": ("ddrl", "bcs_dae")}
@@ -179,10 +179,8 @@ def markdown(res: dict, registered: Sequence[dict], design: AblationDesign = MAT
             "|---|---|---|---|---|---|"]
     for e in res["entries"]:
         b = reg[(e["id"], design.base)]
-        pred = " / ".join(f"{x:.2f}" for x in design.predicted[e["id"]])
         rows.append(f"| {e['id']} {ABLATION_COMPARISON[e['id']]} | {e['paper']:+.1f} | {entry_cell(b)} | "
-                    f"**{entry_ci(e)}**, {e['n_seeds']} seeds | {e['half_width']:.2f} ({pred}) | "
-                    f"{VERDICT_MD[e['verdict']]} |")
+                    f"{amendment_cells(e, predicted_text(design.predicted[e['id']]))}")
     return "\n".join(rows) + "\n"
 
 

@@ -41,8 +41,8 @@ from ddrl.study import run_jobs, status_counts
 from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import (COR_LR10, COR_ONLY, HELDOUT_X, HELDOUT_X_METHODS, SCALES, Job, check_weights, csv_path,
                              experiment, heldout_x_path, load_regimes)
-from ddrl.tables import entry_cell, entry_ci
-from ddrl.wide import (VERDICT_MD, below_cell, claim_row, complete_seeds, level_table, levels_panel, missing_seeds,
+from ddrl.tables import entry_cell
+from ddrl.wide import (amendment_cells, below_cell, claim_row, complete_seeds, level_table, levels_panel, missing_seeds,
                        read_csvs, reproduced_counts, run_levels, wide_entry)
 
 ARMS = (COR_LR10, COR_ONLY)
@@ -204,8 +204,7 @@ def heldout_markdown(res: dict, registered: Sequence[dict]) -> str:
         what = e["metric"].removeprefix("held-out pass@1 ").split(",")[0] if b else HELDOUT_K[e["id"]][2].split(",")[0]
         pred = f"{HELDOUT_PREDICTED[e['id']]:.2f}" if b else "0.45-1.36"
         beside = entry_cell(b) if b else "-"
-        rows.append(f"| {e['id']} {what} | {beside} | **{entry_ci(e)}**, {e['n_seeds']} seeds | {e['half_width']:.2f} "
-                    f"({pred}) | {VERDICT_MD[e['verdict']]} |")
+        rows.append(f"| {e['id']} {what} | {beside} | {amendment_cells(e, pred)}")
     return "\n".join(rows) + "\n"
 
 

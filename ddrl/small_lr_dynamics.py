@@ -25,7 +25,7 @@ from ddrl.small_lr import LR_CELL, OUT, REGIME, RUNS, SEEDS
 from ddrl.stats import advantage_quarters, advantage_statistic
 from ddrl.study_plan import SAME_BASE, SMALL_LR, csv_path
 from ddrl.tables import entry_cell, entry_ci
-from ddrl.wide import VERDICT_MD
+from ddrl.wide import amendment_cells
 
 #: The verdict's runs: Amendment 28's DDRL runs (seeds 0-17); then the descriptive ones, each (regime, seeds)
 DECIDED = (REGIME, SEEDS)
@@ -85,8 +85,7 @@ def markdown(res: dict, registered: Sequence[dict]) -> str:
     rows = ["| claim | MATH-500-like, default lr (registered) | **MATH-500-like at lr/10 (Amendment 54)** | "
             "half-width (predicted) | verdict |", "|---|---|---|---|---|",
             f"| D2 DDRL's mean advantage, last - first quarter of the RL steps [x 100] | {entry_cell(b)} | "
-            f"**{entry_ci(e)}**, {e['n_seeds']} seeds | "
-            f"{e['half_width']:.2f} ({PREDICTED:.2f}) | {VERDICT_MD[e['verdict']]} |", "",
+            f"{amendment_cells(e, f'{PREDICTED:.2f}')}", "",
             "| regime | learning rate | seeds | RL steps | D2 [x 100], 95% CI | first quarter | last quarter | "
             "runs starting below 0 | runs ending above 0 |", "|---|---|---|---|---|---|---|---|---|"]
     for i, s in enumerate(res["summary"]):

@@ -51,9 +51,9 @@ from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study import run_jobs, status_counts
 from ddrl.study_plan import (PAIRED, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, csv_path,
                              regimes_path)
-from ddrl.tables import entry_cell, entry_ci
-from ddrl.wide import (MIN_SEEDS, VERDICT_MD, below_cell, complete_seeds, level_table, read_csvs, run_levels,
-                       seeds_to_analyse, vote_by_quarter, wide_entry)
+from ddrl.tables import entry_cell
+from ddrl.wide import (MIN_SEEDS, amendment_cells, below_cell, complete_seeds, level_table, predicted_text, read_csvs,
+                       run_levels, seeds_to_analyse, vote_by_quarter, wide_entry)
 
 #: Every claim either design decides: method a - method b, adapted pass@1 per seed and question. P1, P2, M1 and M2 are
 #: the registered claims (:data:`ddrl.study_plan.PAIRED`); M3 and P3 are Amendment 43's (:data:`NEW_CLAIMS`).
@@ -221,9 +221,8 @@ def markdown(res: dict, design: EtmrDesign = REGISTERED, shown: dict[str, dict] 
     for e in res["entries"]:
         b = shown.get(e["id"])
         other = entry_cell(b) if b else "not measured"
-        pred = "; ".join(" / ".join(f"{x:.2f}" for x in p) for p in design.predicted[e["id"]])
-        rows.append(f"| {e['id']} {COMPARISON[e['id']]} | {e['paper']:+.1f} | {other} | **{entry_ci(e)}**, "
-                    f"{e['n_seeds']} seeds | {e['half_width']:.2f} ({pred}) | {VERDICT_MD[e['verdict']]} |")
+        pred = "; ".join(predicted_text(p) for p in design.predicted[e["id"]])
+        rows.append(f"| {e['id']} {COMPARISON[e['id']]} | {e['paper']:+.1f} | {other} | {amendment_cells(e, pred)}")
     with_etmr = {r["regime"] for r in res["levels"] if r["method"] == "etmr"}
     rows += ["", f"| method | learning rate | adapted pass@1, mean over seeds 0-{n - 1} (SD) | seeds below ETMR at its lr | "
              "RL phase, mean minutes |", "|---|---|---|---|---|"]

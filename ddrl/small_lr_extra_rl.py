@@ -38,9 +38,9 @@ from ddrl.small_lr import LR_CELL, OUT, REGIME, RUNS, add_run_arguments, seeds_l
 from ddrl.study import run_jobs, status_counts
 from ddrl.study_analysis import claim_matrix, rl_divergence
 from ddrl.study_plan import KNOWN_DIVERGENCES, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, csv_path
-from ddrl.tables import entry_cell, entry_ci
-from ddrl.wide import (VERDICT_MD, below_cell, complete_seeds, level_table, missing_seeds, read_csvs, run_levels,
-                       seeds_to_analyse, wide_entry)
+from ddrl.tables import entry_cell
+from ddrl.wide import (amendment_cells, below_cell, complete_seeds, level_table, missing_seeds, predicted_text,
+                       read_csvs, run_levels, seeds_to_analyse, wide_entry)
 
 METHODS = ("ddrl", "additional_rl")  # C1 = ddrl - additional_rl; DDRL's runs are committed ones (never a job here)
 
@@ -171,10 +171,8 @@ def markdown(res: dict, registered: Sequence[dict], design: ExtraRlDesign = MATH
             f"(Amendment {design.amendment})** | half-width (predicted) | verdict |", "|---|---|---|---|---|---|"]
     for e in res["entries"]:
         b, paper = reg[(e["id"], design.base)], "n/a" if e["paper"] is None else f"{e['paper']:+.1f}"
-        pred = " / ".join(f"{x:.2f}" for x in design.predicted) if e["id"] == "C1" else "-"
-        rows.append(f"| {e['id']} {COMPARISON[e['id']]} | {paper} | {entry_cell(b)} | "
-                    f"**{entry_ci(e)}**, {e['n_seeds']} seeds | {e['half_width']:.2f} ({pred}) | "
-                    f"{VERDICT_MD[e['verdict']]} |")
+        pred = predicted_text(design.predicted) if e["id"] == "C1" else "-"
+        rows.append(f"| {e['id']} {COMPARISON[e['id']]} | {paper} | {entry_cell(b)} | {amendment_cells(e, pred)}")
     span = f"seeds {res['seeds'][0]}-{res['seeds'][-1]}"  # a method run on fewer seeds (BCS+DAE in AMC-like) says so
     span = span if all(r["n_seeds"] == len(res["seeds"]) for r in res["levels"]) else f"those of {span} it ran"
     rows += ["", f"| method | learning rate | adapted pass@1, mean over {span} (SD) | seeds below DDRL |",

@@ -39,9 +39,10 @@ from ddrl.study import run_jobs, status_counts
 from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import (COR_4X, COR_LR10, HELDOUT_X, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, csv_path,
                              heldout_x_path)
-from ddrl.tables import entry_cell, entry_ci
-from ddrl.wide import (VERDICT_MD, complete_seeds, cor_level_rows, held_level_rows, level_table, missing_seeds,
-                       read_csvs, reproduced_counts, run_levels, seeds_to_analyse, seeds_to_start, wide_entry)
+from ddrl.tables import entry_cell
+from ddrl.wide import (amendment_cells, complete_seeds, cor_level_rows, held_level_rows, level_table, missing_seeds,
+                       predicted_text, read_csvs, reproduced_counts, run_levels, seeds_to_analyse, seeds_to_start,
+                       wide_entry)
 
 AMENDMENT = 56
 REGIME = SMALL_LR
@@ -171,9 +172,8 @@ def markdown(res: dict, registered: Sequence[dict]) -> str:
         b = reg.get((e["id"], SAME_BASE[REGIME]))
         base = "-" if b is None else entry_cell(b)
         paper = "n/a" if e["paper"] is None else f"{e['paper']:+.1f}"
-        pred = " / ".join(f"{x:.2f}" for x in PREDICTED[e["id"]])
-        rows.append(f"| {e['id']} {CLAIMS[e['id']][2]} | {paper} | {base} | **{entry_ci(e)}**, {e['n_seeds']} seeds | "
-                    f"{e['half_width']:.2f} ({pred}) | {VERDICT_MD[e['verdict']]} |")
+        rows.append(f"| {e['id']} {CLAIMS[e['id']][2]} | {paper} | {base} | "
+                    f"{amendment_cells(e, predicted_text(PREDICTED[e['id']]))}")
     return "\n".join(rows + cor_level_rows(res["levels"], res["cor_kept"])) + "\n"
 
 
@@ -204,8 +204,8 @@ def heldout_markdown(res: dict, registered: Sequence[dict]) -> str:
     for e in res["entries"]:
         b = reg.get((e["id"], SAME_BASE[REGIME]))
         base = "-" if b is None else entry_cell(b)
-        rows.append(f"| {e['id']} {HELDOUT_CLAIMS[e['id']][2]} | {base} | **{entry_ci(e)}**, {e['n_seeds']} seeds | "
-                    f"{e['half_width']:.2f} ({HELDOUT_PREDICTED[e['id']]:.2f}) | {VERDICT_MD[e['verdict']]} |")
+        pred = f"{HELDOUT_PREDICTED[e['id']]:.2f}"
+        rows.append(f"| {e['id']} {HELDOUT_CLAIMS[e['id']][2]} | {base} | {amendment_cells(e, pred)}")
     return "\n".join(rows + held_level_rows(res["levels"], "method (lr/10)")) + "\n"
 
 

@@ -35,8 +35,8 @@ from ddrl.small_lr_refine import refuse_untrained
 from ddrl.study import run_jobs, status_counts
 from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import COR_LR10, HELDOUT_X, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, heldout_x_path
-from ddrl.tables import entry_cell, entry_ci
-from ddrl.wide import (VERDICT_MD, complete_seeds, held_level_rows, level_table, missing_seeds, reproduced_counts,
+from ddrl.tables import entry_cell
+from ddrl.wide import (amendment_cells, complete_seeds, held_level_rows, level_table, missing_seeds, reproduced_counts,
                        run_levels, seeds_to_analyse, seeds_to_start, wide_entry)
 
 AMENDMENT = 58
@@ -103,9 +103,8 @@ def markdown(res: dict, registered: Sequence[dict]) -> str:
             "|---|---|---|---|---|"]
     for e in res["entries"]:
         b = reg.get((e["id"], SAME_BASE[REGIME]))
-        rows.append(f"| {e['id']} {WHAT[e['id']]} | {'-' if b is None else entry_cell(b)} | **{entry_ci(e)}**, "
-                    f"{e['n_seeds']} seeds | {e['half_width']:.2f} ({PREDICTED[e['id']]}) | "
-                    f"{VERDICT_MD[e['verdict']]} |")
+        rows.append(f"| {e['id']} {WHAT[e['id']]} | {'-' if b is None else entry_cell(b)} | "
+                    f"{amendment_cells(e, PREDICTED[e['id']])}")
     return "\n".join(rows + held_level_rows(res["levels"])) + "\n"
 
 

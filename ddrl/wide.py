@@ -78,6 +78,17 @@ VERDICT_MD = {"reproduced": "**reproduced**", "contradicted": "***contradicted**
               "not resolved": "*not resolved*"}
 
 
+def amendment_cells(e: dict, predicted: str) -> str:
+    """The closing cells of a claim's row in an lr/10 amendment's table: estimate [95% CI] in bold with its seeds, the
+    half-width beside the plan's ``predicted`` ones, the verdict."""
+    return f"**{entry_ci(e)}**, {e['n_seeds']} seeds | {e['half_width']:.2f} ({predicted}) | {VERDICT_MD[e['verdict']]} |"
+
+
+def predicted_text(half_widths: Iterable[float]) -> str:
+    """A plan's predicted half-widths as the tables print them: ``0.44 / 0.39``."""
+    return " / ".join(f"{x:.2f}" for x in half_widths)
+
+
 def claim_row(e: dict, text: str, predicted: str) -> str:
     """One claim's row of an amendment's table: id and ``text`` | seeds | estimate [95% CI] | half-width
     (``predicted``) | verdict."""

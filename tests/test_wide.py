@@ -399,3 +399,13 @@ def test_seeds_to_analyse_is_the_amendments_reading_rule():
     assert wide.seeds_to_analyse(seeds, [0, 1, 2, 3, 4, 8], "A", cutoff, now=clock + 1, min_seeds=5) == list(range(5))
     with pytest.raises(ValueError, match=r"^A incomplete, seeds missing \[9\]"):
         wide.seeds_to_analyse(seeds, range(9), "A")  # no clock: every seed
+
+
+def test_amendment_cells_close_a_claim_row_as_the_docs_print_it():
+    """The estimate in bold with its seeds, the half-width beside the plan's predictions, the verdict's mark-up."""
+    e = {"estimate": -2.93212, "ci_low": -3.5889, "ci_high": -2.2933, "n_seeds": 10, "half_width": 0.64779,
+         "verdict": "contradicted"}
+    assert wide.predicted_text((0.534, 0.5)) == "0.53 / 0.50"
+    assert wide.amendment_cells(e, wide.predicted_text((0.53, 0.51))) == (
+        "**-2.93 [-3.59, -2.29]**, 10 seeds | 0.65 (0.53 / 0.51) | ***contradicted*** |")
+    assert wide.amendment_cells({**e, "verdict": "not resolved"}, "-").endswith("| 0.65 (-) | *not resolved* |")
