@@ -14,12 +14,16 @@ committed run's (:func:`ddrl.study_analysis.rl_divergence`).
 Amendment 60 evaluates COR 4x on H1x's 1,536 fresh MATH-500-like questions (``heldout``: the registered H1x job, COR
 4x recomputed from the cached RL-only weights, no RL): R1x = COR 4x - DDRL (Amendment 31's committed held-out DDRL
 evaluation), and a check beside it (each cached DDRL run evaluated again into :data:`CHECK`'s ``heldout_x/``).
+Amendment 61 does the same for COR at 1e-6 (Amendment 30's ``ddrl_cor_lr10`` arm): K1x = COR at 1e-6 - BCS+DAE and
+K2x = DDRL - COR at 1e-6 (Amendment 58's claims, measured there in AMC-like).
 
     python -m ddrl.refine_math500 run --workers 2     # seed by seed to the plan's clock, then the check
     python -m ddrl.refine_math500 status
     python -m ddrl.refine_math500 analyse             # -> results/small_lr/refine_math500.json
     python -m ddrl.refine_math500 heldout --workers 2            # Amendment 60, seed by seed to its clock, then its check
     python -m ddrl.refine_math500 analyse-heldout     # -> results/small_lr/refine_heldout_math500.json
+    python -m ddrl.refine_math500 heldout --amendment 61 --workers 2   # COR at 1e-6, seed by seed to its clock
+    python -m ddrl.refine_math500 analyse-heldout --amendment 61   # -> results/small_lr/cor_lr10_heldout_math500.json
 """
 
 from __future__ import annotations
@@ -39,10 +43,11 @@ from ddrl.small_lr_cor import untrained
 from ddrl.small_lr_refine import CHECK, check_rows as refine_check_rows, refuse_untrained
 from ddrl.study import run_jobs, status_counts
 from ddrl.study_analysis import claim_matrix, paired_matrix, rl_divergence
-from ddrl.study_plan import COR_4X, HELDOUT_X, SAME_BASE, SCALES, Job, check_weights, csv_path, heldout_x_path
-from ddrl.tables import entry_cell, entry_ci
-from ddrl.wide import (VERDICT_MD, complete_seeds, cor_level_rows, held_level_rows, level_table, missing_seeds,
-                      read_csvs, reproduced_counts, run_levels, seeds_to_analyse, seeds_to_start, wide_entry)
+from ddrl.study_plan import COR_4X, COR_LR10, HELDOUT_X, SAME_BASE, SCALES, Job, check_weights, csv_path, heldout_x_path
+from ddrl.tables import entry_cell
+from ddrl.ttrl_heldout import CLAIMS as TTRL_HELDOUT_CLAIMS
+from ddrl.wide import (amendment_cells, complete_seeds, cor_level_rows, held_level_rows, level_table, missing_seeds,
+                       read_csvs, reproduced_counts, run_levels, seeds_to_analyse, seeds_to_start, wide_entry)
 
 AMENDMENT = 59
 SEEDS = tuple(range(10))  # the first ten of Amendment 28's seeds 0-17
@@ -67,6 +72,20 @@ MARGIN = 1.0
 HELDOUT_ANALYSIS = OUT / "refine_heldout_math500.json"
 HELDOUT_SECTION = ("## Does COR 4x's extra gain at the small learning rate in MATH-500-like hold on fresh questions? "
                    "(plan Amendment 60)")
+#: Amendment 61: COR at 1e-6 (Amendment 30's arm) on the same fresh questions; its runs in the levels' order, clock,
+#: claims (Amendment 58's K1x, K2x: a, b, what), predictions at 6 / 10 seeds x 1,536 (Amendment 58's lr/10 AMC-like
+#: K1x / K2x matrices; Amendment 31's H1xC matrix, an upper bound), output and section
+LR10_METHODS = ("no_adaptation", "bcs_dae", COR_LR10, "ddrl")
+LR10_CUTOFF = "2026-12-03T17:15:00+00:00"
+LR10_PREDICTED = {"K1x": "0.15 / 0.12, 0.71 / 0.69", "K2x": "0.46 / 0.42, 0.71 / 0.69"}
+LR10_ANALYSIS = OUT / "cor_lr10_heldout_math500.json"
+LR10_SECTION = ("## COR at a tenth of its rate on fresh MATH-500-like questions at the small learning rate "
+                "(plan Amendment 61)")
+#: Each held-out amendment: the arm its jobs evaluate, its clock, the runs its analysis reads, its claims (id -> a, b,
+#: what), the predictions its table prints, its output, and the AMC-like amendment whose entries its table sets beside
+HELDOUT = {60: (COR_4X, HELDOUT_CUTOFF, HELDOUT_METHODS, {"R1x": (COR_4X, "ddrl", HELDOUT_WHAT)},
+                {"R1x": HELDOUT_PREDICTED}, HELDOUT_ANALYSIS, 57),
+           61: (COR_LR10, LR10_CUTOFF, LR10_METHODS, TTRL_HELDOUT_CLAIMS, LR10_PREDICTED, LR10_ANALYSIS, 58)}
 
 
 def jobs(seeds: Sequence[int] = SEEDS, now: float | None = None) -> list[Job]:
@@ -81,10 +100,11 @@ def check_jobs(seeds: Sequence[int]) -> list[Job]:
     return [Job(REGIME, s, ("ddrl",), f"COR repeat check (A{AMENDMENT})") for s in seeds]
 
 
-def heldout_jobs(seeds: Sequence[int] = SEEDS, now: float | None = None) -> list[Job]:
-    """Amendment 60, seed by seed: the registered H1x job of COR 4x; once its clock has passed only the seeds below
-    :data:`~ddrl.wide.MIN_SEEDS`."""
-    return [Job(REGIME, s, (COR_4X,), "H1x") for s in seeds_to_start(seeds, SEEDS, HELDOUT_CUTOFF, now)]
+def heldout_jobs(seeds: Sequence[int] = SEEDS, now: float | None = None, amendment: int = 60) -> list[Job]:
+    """Amendment 60 (61), seed by seed: the registered H1x job of COR 4x (COR at 1e-6); once its clock has passed only
+    the seeds below :data:`~ddrl.wide.MIN_SEEDS`."""
+    arm, cutoff = HELDOUT[amendment][:2]
+    return [Job(REGIME, s, (arm,), "H1x") for s in seeds_to_start(seeds, SEEDS, cutoff, now)]
 
 
 def heldout_check_jobs(seeds: Sequence[int]) -> list[Job]:
@@ -137,44 +157,46 @@ def markdown(res: dict, registered: Sequence[dict]) -> str:
     for e in res["entries"]:
         b = reg.get((e["id"], SAME_BASE[REGIME]))
         rows.append(f"| {e['id']} COR keeping 4x the rollouts - DDRL (COR 1x) | {e['paper']:+.1f} | "
-                    f"{'-' if b is None else entry_cell(b)} | **{entry_ci(e)}**, {e['n_seeds']} seeds | "
-                    f"{e['half_width']:.2f} ({PREDICTED}) | {VERDICT_MD[e['verdict']]} |")
+                    f"{'-' if b is None else entry_cell(b)} | {amendment_cells(e, PREDICTED)}")
     return "\n".join(rows + cor_level_rows(res["levels"], res["cor_kept"], "run (lr/10)")) + "\n"
 
 
-def heldout_missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS) -> list[int]:
-    """Seeds without every held-out CSV R1x and the levels read (:data:`HELDOUT_METHODS`)."""
-    return missing_seeds(Path(out) / HELDOUT_X, REGIME, HELDOUT_METHODS, seeds)
+def heldout_missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS, amendment: int = 60) -> list[int]:
+    """Seeds without every held-out CSV Amendment 60's (61's) claims and levels read."""
+    return missing_seeds(Path(out) / HELDOUT_X, REGIME, HELDOUT[amendment][2], seeds)
 
 
 def analyse_heldout(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = SEEDS, now: float | None = None,
-                    check: str | Path = CHECK) -> dict:
-    """Amendment 60 on :func:`ddrl.wide.seeds_to_analyse`'s seeds: ``entries`` (R1x by
+                    check: str | Path = CHECK, amendment: int = 60) -> dict:
+    """Amendment 60 (61) on :func:`ddrl.wide.seeds_to_analyse`'s seeds: ``entries`` (R1x; K1x and K2x, each by
     :func:`~ddrl.claims.amendment_entry`, ``half_width`` added); descriptive, ``levels`` (each run's mean held-out
-    pass@1, the seeds below the untrained run), how many recomputed COR 4x runs equal their committed adapted CSVs, and
-    ``check`` (:func:`ddrl.small_lr_refine.check_rows` on the fresh questions)."""
-    done = seeds_to_analyse(seeds, complete_seeds(Path(out) / HELDOUT_X, REGIME, HELDOUT_METHODS),
-                            f"{out}: Amendment 60", HELDOUT_CUTOFF, now)
-    df = read_csvs(heldout_x_path(out, REGIME, m, s) for m in HELDOUT_METHODS for s in done)
-    entry = amendment_entry("R1x", REGIME, HELDOUT_WHAT, f"held-out pass@1, {HELDOUT_WHAT} [points]", COR_4X, "ddrl",
-                            paired_matrix(df, REGIME, COR_4X, "ddrl", HELDOUT_X).to_numpy(), MARGIN, n_boot)
+    pass@1, the seeds below the untrained run), how many recomputed COR runs equal their committed adapted CSVs, and
+    (Amendment 60) ``check`` (:func:`ddrl.small_lr_refine.check_rows` on the fresh questions)."""
+    arm, cutoff, methods, claims = HELDOUT[amendment][:4]
+    done = seeds_to_analyse(seeds, complete_seeds(Path(out) / HELDOUT_X, REGIME, methods),
+                            f"{out}: Amendment {amendment}", cutoff, now)
+    df = read_csvs(heldout_x_path(out, REGIME, m, s) for m in methods for s in done)
+    entries = [amendment_entry(cid, REGIME, what, f"held-out pass@1, {what} [points]", a, b,
+                               paired_matrix(df, REGIME, a, b, HELDOUT_X).to_numpy(), MARGIN, n_boot)
+               for cid, (a, b, what) in claims.items()]
     lv = level_table(run_levels(df, HELDOUT_X), ("method",), sort=False)
-    return {"regime": REGIME, "seeds": list(done), "entries": with_half_width(validate([entry], REGIME)),
-            "levels": lv.to_dict(orient="records"),
-            **reproduced_counts(df[df.method == COR_4X].drop_duplicates(["method", "seed"])),
-            "check": refine_check_rows(out, check, done, REGIME, HELDOUT_X)}
+    res = {"regime": REGIME, "seeds": list(done), "entries": with_half_width(validate(entries, REGIME)),
+           "levels": lv.to_dict(orient="records"), **reproduced_counts(df[df.method == arm].drop_duplicates("seed"))}
+    return {**res, "check": refine_check_rows(out, check, done, REGIME, HELDOUT_X)} if amendment == 60 else res
 
 
-def heldout_markdown(res: dict, amc: dict) -> str:
-    """Amendment 60's table as docs/results.md quotes it: R1x at lr/10 in AMC-like (Amendment 57's analysis,
-    ``amc``), this amendment's, its half-width beside the plan's predictions, its verdict; then the levels."""
-    other = next(e for e in amc["entries"] if e["id"] == "R1x")
-    rows = ["| claim (held-out pass@1 on 1,536 fresh questions, points) | lr/10 AMC-like (Amendment 57) | "
-            "**lr/10 MATH-500-like (Amendment 60)** | half-width (predicted at 6 / 10 seeds) | verdict |",
-            "|---|---|---|---|---|"]
+def heldout_markdown(res: dict, amc: dict, amendment: int = 60) -> str:
+    """Amendment 60's (61's) table as docs/results.md quotes it: per claim the AMC-like lr/10 entry (``amc``: Amendment
+    57's (58's) analysis), this amendment's, its half-width beside the plan's predictions, its verdict; then the
+    levels."""
+    claims, predicted, _, other = HELDOUT[amendment][3:]
+    amc_entries = {e["id"]: e for e in amc["entries"]}
+    rows = ["| claim (held-out pass@1 on 1,536 fresh questions, points) | lr/10 AMC-like (Amendment "
+            f"{other}) | **lr/10 MATH-500-like (Amendment {amendment})** | half-width (predicted at 6 / 10 seeds) | "
+            "verdict |", "|---|---|---|---|---|"]
     for e in res["entries"]:
-        rows.append(f"| {e['id']} {HELDOUT_WHAT} | {entry_cell(other)} | **{entry_ci(e)}**, {e['n_seeds']} seeds | "
-                    f"{e['half_width']:.2f} ({HELDOUT_PREDICTED}) | {VERDICT_MD[e['verdict']]} |")
+        rows.append(f"| {e['id']} {claims[e['id']][2]} | {entry_cell(amc_entries[e['id']])} | "
+                    f"{amendment_cells(e, predicted[e['id']])}")
     return "\n".join(rows + held_level_rows(res["levels"])) + "\n"
 
 
@@ -182,6 +204,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.refine_math500", description=__doc__.split("\n\n")[0])
     ap.add_argument("what", choices=("run", "heldout", "status", "analyse", "analyse-heldout"))
     add_run_arguments(ap, "run, heldout: seeds N-M (default: the plan's, 0-9)")
+    ap.add_argument("--amendment", type=int, choices=sorted(HELDOUT), default=60,
+                    help="heldout, analyse-heldout: 60 (COR 4x) or 61 (COR at 1e-6)")
     args = ap.parse_args(argv)
     seeds = SEEDS if args.seeds is None else tuple(s for s in SEEDS if s in set(args.seeds))
     if args.what == "run":  # the measured base build; the R1 jobs to the clock, then the check of the trained runs
@@ -194,21 +218,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         status += run_jobs(check_jobs(trained), SCALES[args.scale], CHECK, root, args.budget_min, args.workers,
                            desc=f"Amendment {AMENDMENT} check")  # evaluations of finished runs only: none trains
         print(status_counts(status))
-    elif args.what == "heldout":  # Amendment 60: the cached DDRL runs only, never a new one; then its check
+    elif args.what == "heldout":  # Amendment 60 (61): the cached DDRL runs only, never a new one; Amendment 60's check
         check_weights(scale=SCALES[args.scale])
         root = args.runs_root or cache_root() / "runs"
-        refuse_untrained(seeds, root, args.scale, 60, REGIME)
-        status = run_jobs(heldout_jobs(seeds), SCALES[args.scale], args.out, root,
-                          clock_budget(HELDOUT_CUTOFF, args.budget_min), args.workers, desc="Amendment 60 heldout")
-        evaluated = [s for s in seeds if heldout_x_path(args.out, REGIME, COR_4X, s).is_file()]
-        status += run_jobs(heldout_check_jobs(evaluated), SCALES[args.scale], CHECK, root, args.budget_min,
-                           args.workers, desc="Amendment 60 check")
+        refuse_untrained(seeds, root, args.scale, args.amendment, REGIME)
+        arm, cutoff = HELDOUT[args.amendment][:2]
+        status = run_jobs(heldout_jobs(seeds, amendment=args.amendment), SCALES[args.scale], args.out, root,
+                          clock_budget(cutoff, args.budget_min), args.workers, desc=f"Amendment {args.amendment} heldout")
+        evaluated = [s for s in seeds if heldout_x_path(args.out, REGIME, arm, s).is_file()]
+        if args.amendment == 60:
+            status += run_jobs(heldout_check_jobs(evaluated), SCALES[args.scale], CHECK, root, args.budget_min,
+                               args.workers, desc="Amendment 60 check")
         print(status_counts(status))
     elif args.what == "status":
         print(seeds_line(f"Amendment {AMENDMENT} ({REGIME})", len(SEEDS), missing(args.out), CUTOFF))
-        print(seeds_line(f"Amendment 60 ({REGIME}, held-out)", len(SEEDS), heldout_missing(args.out), HELDOUT_CUTOFF))
+        for a, h in HELDOUT.items():
+            print(seeds_line(f"Amendment {a} ({REGIME}, held-out)", len(SEEDS), heldout_missing(args.out, amendment=a),
+                             h[1]))
     elif args.what == "analyse-heldout":
-        sys.stdout.write(write_json(args.json or HELDOUT_ANALYSIS, analyse_heldout(args.out)))
+        res = analyse_heldout(args.out, amendment=args.amendment)
+        sys.stdout.write(write_json(args.json or HELDOUT[args.amendment][5], res))
     else:
         sys.stdout.write(write_json(args.json or ANALYSIS, analyse(args.out)))
     return 0

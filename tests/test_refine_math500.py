@@ -8,12 +8,12 @@ from datetime import datetime
 import pandas as pd
 import pytest
 
-from ddrl import claims, small_lr, small_lr_refine, study
+from ddrl import claims, small_lr, small_lr_refine, study, ttrl_heldout
 from ddrl import refine_math500 as M
 from ddrl.reporting import REPO
 from ddrl.stats import predicted_half_width, variance_components
 from ddrl.study_analysis import paired_matrix
-from ddrl.study_plan import COR_4X, HELDOUT_X, SCALES, SMALL_LR, Job, csv_path
+from ddrl.study_plan import COR_4X, COR_LR10, HELDOUT_X, SCALES, SMALL_LR, Job, csv_path
 
 REGIME = small_lr.REGIME  # math500_like_small_lr
 
@@ -49,6 +49,25 @@ def test_amendment_60s_predictions_are_the_measured_components():
     plan = " ".join((small_lr.RESULTS / "plan.md").read_text().split("60. **Why**")[1].split())
     assert all(f"**{v}**" in plan for v in M.HELDOUT_PREDICTED.split(", "))
     assert "2026-12-03 16:40 UTC" in plan and M.HELDOUT_CUTOFF.startswith("2026-12-03T16:40")
+
+
+def test_amendment_61s_jobs_and_predictions():
+    """COR at 1e-6 seed by seed to its own clock; the plan's predictions at 6 / 10 seeds x 1,536 from the committed
+    matrices it names (Amendment 58's lr/10 AMC-like K1x and K2x; Amendment 31's MATH-500-like H1xC, the second
+    prediction of both, tested above)."""
+    clock = datetime.fromisoformat(M.LR10_CUTOFF).timestamp()
+    before = M.heldout_jobs(now=clock - 60, amendment=61)
+    assert [(j.regime, j.seed, j.methods, j.label) for j in before] == [(REGIME, s, (COR_LR10,), "H1x") for s in range(10)]
+    assert M.heldout_jobs(now=clock + 1, amendment=61) == before[:6]
+    df = pd.concat([pd.read_csv(M.heldout_x_path(small_lr.RUNS, SMALL_LR, m, s), dtype={"question": str})
+                    for m in ("bcs_dae", COR_LR10, "ddrl") for s in range(10)])
+    for cid, (a, b, _) in M.TTRL_HELDOUT_CLAIMS.items():
+        vc = variance_components(paired_matrix(df, SMALL_LR, a, b, HELDOUT_X).dropna().to_numpy())
+        got = " / ".join(f"{predicted_half_width(vc, n, 1536):.2f}" for n in (6, 10))
+        assert M.LR10_PREDICTED[cid] == f"{got}, {M.HELDOUT_PREDICTED.split(', ')[1]}"
+    plan = " ".join((small_lr.RESULTS / "plan.md").read_text().split("61. **Why**")[1].split())
+    assert all(f"**{v}**" in plan for p in M.LR10_PREDICTED.values() for v in p.split(", "))
+    assert "2026-12-03 17:15 UTC" in plan and M.LR10_CUTOFF.startswith("2026-12-03T17:15")
 
 
 def test_the_heldout_repeat_check_reads_the_fresh_questions_folders(tmp_path):
@@ -173,6 +192,18 @@ def test_smoke_run_and_analyse(smoke, tmp_path, monkeypatch, capsys):
     assert held["check"]["questions_equal"] == held["check"]["questions"] == len(h) and held["check"]["seeds_equal"] == 2
     md = M.heldout_markdown(held, json.loads(small_lr_refine.HELDOUT_ANALYSIS.read_text())).splitlines()
     assert md[2].startswith("| R1x COR keeping 4x the rollouts - DDRL (COR 1x) | -1.8") and f"({M.HELDOUT_PREDICTED})" in md[2]
+    # Amendment 61: COR at 1e-6 from the same runs (no committed adapted CSV here to check it against)
+    assert M.main(["heldout", "--amendment", "61", *common, "--runs-root", runs]) == 0
+    assert M.heldout_missing(out, (0, 1), amendment=61) == []
+    k = M.analyse_heldout(out, n_boot=200, seeds=(0, 1), amendment=61)
+    assert [e["id"] for e in k["entries"]] == ["K1x", "K2x"] and "check" not in k
+    assert (k["registered_checked"], [r["method"] for r in k["levels"]]) == (0, list(M.LR10_METHODS))
+    h = pd.concat([pd.read_csv(M.heldout_x_path(out, REGIME, m, s)) for s in (0, 1)
+                   for m in M.LR10_METHODS]).pivot_table("pass@1", ["seed", "question"], "method")
+    assert k["entries"][1]["estimate"] == pytest.approx(100 * (h.ddrl - h[COR_LR10]).mean())
+    md = M.heldout_markdown(k, json.loads(ttrl_heldout.ANALYSIS.read_text()), 61).splitlines()
+    assert "(Amendment 58) | **lr/10 MATH-500-like (Amendment 61)**" in md[0]
+    assert md[3].startswith("| K2x DDRL (COR at 1e-5) - COR at 1e-6 | -0.8") and "(0.46 / 0.42, 0.71 / 0.69)" in md[3]
 
 
 def test_an_early_analysis_is_refused():
@@ -185,14 +216,16 @@ def test_an_early_analysis_is_refused():
         M.analyse(now=clock - 60)
 
 
-@pytest.mark.parametrize("amendment", [59, 60])
+@pytest.mark.parametrize("amendment", [59, 60, 61])
 def test_committed_analyses_recompute_and_docs_quote_them(amendment):
-    """Each committed analysis (59: adapted questions, 60: fresh ones) is what the code computes from the committed
+    """Each committed analysis (59: adapted questions, 60 and 61: fresh ones) is what the code computes from the committed
     CSVs, on the plan's seeds from 0 (at least 6), and docs/results.md quotes its table in its own section."""
     path, analyse, section, markdown = {
         59: (M.ANALYSIS, M.analyse, M.SECTION, lambda res: M.markdown(res, claims.load(small_lr.RESULTS / "claims.json"))),
         60: (M.HELDOUT_ANALYSIS, M.analyse_heldout, M.HELDOUT_SECTION,
-             lambda res: M.heldout_markdown(res, json.loads(small_lr_refine.HELDOUT_ANALYSIS.read_text())))}[amendment]
+             lambda res: M.heldout_markdown(res, json.loads(small_lr_refine.HELDOUT_ANALYSIS.read_text()))),
+        61: (M.LR10_ANALYSIS, lambda **kw: M.analyse_heldout(amendment=61, **kw), M.LR10_SECTION,
+             lambda res: M.heldout_markdown(res, json.loads(ttrl_heldout.ANALYSIS.read_text()), 61))}[amendment]
     if not path.is_file():
         pytest.skip(f"{path}: not analysed yet (python -m ddrl.refine_math500 status)")
     committed = json.loads(path.read_text())
