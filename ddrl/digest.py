@@ -29,7 +29,7 @@ SOURCES = ("claims.json", "wide/claims.json", "small_lr/claims.json", "small_lr/
            "cor_alone/adapted.json",
            "small_lr/heldout.json", "small_lr/etmr_heldout.json", "small_lr/etmr_heldout_amc.json",
            "small_lr/refine_heldout_amc.json", "small_lr/refine_heldout_math500.json", "small_lr/ttrl_heldout_amc.json",
-           "cor_alone/heldout.json",
+           "small_lr/cor_lr10_heldout_math500.json", "cor_alone/heldout.json",
            "small_lr/dynamics.json")
 #: The registered build's other analyses with verdicts, left to their own sections of the page (a test checks that
 #: every committed analysis with verdicts is in :data:`SOURCES` or here): the companion's mechanism studies and arms,

@@ -538,6 +538,22 @@ display(Markdown(committed_markdown(
     60, "python -m ddrl.refine_math500 status")))
 
 # %% [markdown]
+# And a gentler COR? Amendment 61 recomputes COR at a tenth of its learning rate (1e-6) from the same cached runs and
+# evaluates it on the same fresh questions: K1x (COR at 1e-6 - the RL-only weights) and K2x (DDRL's COR at 1e-5 - COR
+# at 1e-6), beside AMC-like's (Amendment 58). It appears once `results/small_lr/cor_lr10_heldout_math500.json` is
+# written. What the committed analysis says: the gentle COR costs nothing on fresh questions (K1x *no effect*), the
+# unscaled rate costs about a point more in every seed (K2x *contradicted*), as in AMC-like.
+
+# %%
+from ddrl import ttrl_heldout
+
+display(Markdown(committed_markdown(
+    R / "small_lr" / refine_math500.LR10_ANALYSIS.name,
+    lambda res: refine_math500.heldout_markdown(
+        res, json.loads((R / "small_lr" / ttrl_heldout.ANALYSIS.name).read_text()), 61),
+    61, "python -m ddrl.refine_math500 status")))
+
+# %% [markdown]
 # Do those gains hold on questions the model did not adapt on? Amendment 57 evaluates the same cached runs (DDRL, its
 # RL-only weights, COR 4x recomputed) and pairs them with the untrained model on H1x's 1,536 fresh AMC-like questions:
 # H1x (DDRL - untrained), H1xC (COR's cost), R1x (COR 4x - DDRL). It appears once
