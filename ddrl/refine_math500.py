@@ -31,7 +31,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import pandas as pd
 
@@ -81,11 +81,24 @@ LR10_PREDICTED = {"K1x": "0.15 / 0.12, 0.71 / 0.69", "K2x": "0.46 / 0.42, 0.71 /
 LR10_ANALYSIS = OUT / "cor_lr10_heldout_math500.json"
 LR10_SECTION = ("## COR at a tenth of its rate on fresh MATH-500-like questions at the small learning rate "
                 "(plan Amendment 61)")
-#: Each held-out amendment: the arm its jobs evaluate, its clock, the runs its analysis reads, its claims (id -> a, b,
-#: what), the predictions its table prints, its output, and the AMC-like amendment whose entries its table sets beside
-HELDOUT = {60: (COR_4X, HELDOUT_CUTOFF, HELDOUT_METHODS, {"R1x": (COR_4X, "ddrl", HELDOUT_WHAT)},
-                {"R1x": HELDOUT_PREDICTED}, HELDOUT_ANALYSIS, 57),
-           61: (COR_LR10, LR10_CUTOFF, LR10_METHODS, TTRL_HELDOUT_CLAIMS, LR10_PREDICTED, LR10_ANALYSIS, 58)}
+
+
+class Heldout(NamedTuple):
+    """A held-out amendment of this module: the arm its jobs evaluate, its clock, the runs its analysis reads, its
+    claims (id -> a, b, what), the predictions its table prints, its output, and the AMC-like amendment whose entries
+    its table sets beside its own."""
+    arm: str
+    cutoff: str
+    methods: tuple[str, ...]
+    claims: dict
+    predicted: dict
+    analysis: Path
+    amc_amendment: int
+
+
+HELDOUT = {60: Heldout(COR_4X, HELDOUT_CUTOFF, HELDOUT_METHODS, {"R1x": (COR_4X, "ddrl", HELDOUT_WHAT)},
+                       {"R1x": HELDOUT_PREDICTED}, HELDOUT_ANALYSIS, 57),
+           61: Heldout(COR_LR10, LR10_CUTOFF, LR10_METHODS, TTRL_HELDOUT_CLAIMS, LR10_PREDICTED, LR10_ANALYSIS, 58)}
 
 
 def jobs(seeds: Sequence[int] = SEEDS, now: float | None = None) -> list[Job]:
@@ -103,8 +116,8 @@ def check_jobs(seeds: Sequence[int]) -> list[Job]:
 def heldout_jobs(seeds: Sequence[int] = SEEDS, now: float | None = None, amendment: int = 60) -> list[Job]:
     """Amendment 60 (61), seed by seed: the registered H1x job of COR 4x (COR at 1e-6); once its clock has passed only
     the seeds below :data:`~ddrl.wide.MIN_SEEDS`."""
-    arm, cutoff = HELDOUT[amendment][:2]
-    return [Job(REGIME, s, (arm,), "H1x") for s in seeds_to_start(seeds, SEEDS, cutoff, now)]
+    h = HELDOUT[amendment]
+    return [Job(REGIME, s, (h.arm,), "H1x") for s in seeds_to_start(seeds, SEEDS, h.cutoff, now)]
 
 
 def heldout_check_jobs(seeds: Sequence[int]) -> list[Job]:
@@ -163,7 +176,7 @@ def markdown(res: dict, registered: Sequence[dict]) -> str:
 
 def heldout_missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS, amendment: int = 60) -> list[int]:
     """Seeds without every held-out CSV Amendment 60's (61's) claims and levels read."""
-    return missing_seeds(Path(out) / HELDOUT_X, REGIME, HELDOUT[amendment][2], seeds)
+    return missing_seeds(Path(out) / HELDOUT_X, REGIME, HELDOUT[amendment].methods, seeds)
 
 
 def analyse_heldout(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = SEEDS, now: float | None = None,
@@ -172,16 +185,16 @@ def analyse_heldout(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[
     :func:`~ddrl.claims.amendment_entry`, ``half_width`` added); descriptive, ``levels`` (each run's mean held-out
     pass@1, the seeds below the untrained run), how many recomputed COR runs equal their committed adapted CSVs, and
     (Amendment 60) ``check`` (:func:`ddrl.small_lr_refine.check_rows` on the fresh questions)."""
-    arm, cutoff, methods, claims = HELDOUT[amendment][:4]
-    done = seeds_to_analyse(seeds, complete_seeds(Path(out) / HELDOUT_X, REGIME, methods),
-                            f"{out}: Amendment {amendment}", cutoff, now)
-    df = read_csvs(heldout_x_path(out, REGIME, m, s) for m in methods for s in done)
+    h = HELDOUT[amendment]
+    done = seeds_to_analyse(seeds, complete_seeds(Path(out) / HELDOUT_X, REGIME, h.methods),
+                            f"{out}: Amendment {amendment}", h.cutoff, now)
+    df = read_csvs(heldout_x_path(out, REGIME, m, s) for m in h.methods for s in done)
     entries = [amendment_entry(cid, REGIME, what, f"held-out pass@1, {what} [points]", a, b,
                                paired_matrix(df, REGIME, a, b, HELDOUT_X).to_numpy(), MARGIN, n_boot)
-               for cid, (a, b, what) in claims.items()]
+               for cid, (a, b, what) in h.claims.items()]
     lv = level_table(run_levels(df, HELDOUT_X), ("method",), sort=False)
     res = {"regime": REGIME, "seeds": list(done), "entries": with_half_width(validate(entries, REGIME)),
-           "levels": lv.to_dict(orient="records"), **reproduced_counts(df[df.method == arm].drop_duplicates("seed"))}
+           "levels": lv.to_dict(orient="records"), **reproduced_counts(df[df.method == h.arm].drop_duplicates("seed"))}
     return {**res, "check": refine_check_rows(out, check, done, REGIME, HELDOUT_X)} if amendment == 60 else res
 
 
@@ -189,14 +202,13 @@ def heldout_markdown(res: dict, amc: dict, amendment: int = 60) -> str:
     """Amendment 60's (61's) table as docs/results.md quotes it: per claim the AMC-like lr/10 entry (``amc``: Amendment
     57's (58's) analysis), this amendment's, its half-width beside the plan's predictions, its verdict; then the
     levels."""
-    claims, predicted, _, other = HELDOUT[amendment][3:]
-    amc_entries = {e["id"]: e for e in amc["entries"]}
+    h, amc_entries = HELDOUT[amendment], {e["id"]: e for e in amc["entries"]}
     rows = ["| claim (held-out pass@1 on 1,536 fresh questions, points) | lr/10 AMC-like (Amendment "
-            f"{other}) | **lr/10 MATH-500-like (Amendment {amendment})** | half-width (predicted at 6 / 10 seeds) | "
+            f"{h.amc_amendment}) | **lr/10 MATH-500-like (Amendment {amendment})** | half-width (predicted at 6 / 10 seeds) | "
             "verdict |", "|---|---|---|---|---|"]
     for e in res["entries"]:
-        rows.append(f"| {e['id']} {claims[e['id']][2]} | {entry_cell(amc_entries[e['id']])} | "
-                    f"{amendment_cells(e, predicted[e['id']])}")
+        rows.append(f"| {e['id']} {h.claims[e['id']][2]} | {entry_cell(amc_entries[e['id']])} | "
+                    f"{amendment_cells(e, h.predicted[e['id']])}")
     return "\n".join(rows + held_level_rows(res["levels"])) + "\n"
 
 
@@ -222,11 +234,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_weights(scale=SCALES[args.scale])
         root = args.runs_root or cache_root() / "runs"
         refuse_untrained(seeds, root, args.scale, args.amendment, REGIME)
-        arm, cutoff = HELDOUT[args.amendment][:2]
         status = run_jobs(heldout_jobs(seeds, amendment=args.amendment), SCALES[args.scale], args.out, root,
-                          clock_budget(cutoff, args.budget_min), args.workers, desc=f"Amendment {args.amendment} heldout")
-        evaluated = [s for s in seeds if heldout_x_path(args.out, REGIME, arm, s).is_file()]
-        if args.amendment == 60:
+                          clock_budget(HELDOUT[args.amendment].cutoff, args.budget_min), args.workers,
+                          desc=f"Amendment {args.amendment} heldout")
+        if args.amendment == 60:  # the check: the cached DDRL runs of the seeds whose COR 4x evaluation is written
+            evaluated = [s for s in seeds if heldout_x_path(args.out, REGIME, COR_4X, s).is_file()]
             status += run_jobs(heldout_check_jobs(evaluated), SCALES[args.scale], CHECK, root, args.budget_min,
                                args.workers, desc="Amendment 60 check")
         print(status_counts(status))
@@ -234,10 +246,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(seeds_line(f"Amendment {AMENDMENT} ({REGIME})", len(SEEDS), missing(args.out), CUTOFF))
         for a, h in HELDOUT.items():
             print(seeds_line(f"Amendment {a} ({REGIME}, held-out)", len(SEEDS), heldout_missing(args.out, amendment=a),
-                             h[1]))
+                             h.cutoff))
     elif args.what == "analyse-heldout":
         res = analyse_heldout(args.out, amendment=args.amendment)
-        sys.stdout.write(write_json(args.json or HELDOUT[args.amendment][5], res))
+        sys.stdout.write(write_json(args.json or HELDOUT[args.amendment].analysis, res))
     else:
         sys.stdout.write(write_json(args.json or ANALYSIS, analyse(args.out)))
     return 0
