@@ -69,6 +69,9 @@ ROWS = (("TTRL improves on no adaptation", "P1", "P1"),
         ("(ours) TTRL's adaptation transfers: it gains on 1,536 fresh questions", "H1xT", "H1xT"),
         ("(ours) DDRL's adaptation transfers: it gains on 1,536 fresh questions", "H1x", "H1x"),
         ("(ours) DDRL beats TTRL on 1,536 fresh questions", "H1xD", "H1xD"),
+        ("(ours) COR does not cost accuracy on 1,536 fresh questions (DDRL - BCS+DAE)", "H1xC", "H1xC"),
+        ("(ours) COR 4x's extra gain holds on 1,536 fresh questions (COR 4x - COR 1x kept rollouts)", "R1x", "R1x"),
+        ("(ours) COR at a tenth of its rate gains on 1,536 fresh questions (COR at 1e-6 - BCS+DAE)", "K1x", "K1x"),
         ("(ours) ETMR's adaptation transfers: it gains on 1,536 fresh questions", "P3x", "P3x"),
         ("(ours) DDRL is at least as good as ETMR on 1,536 fresh questions", "M2x", "M2x"))
 
