@@ -43,7 +43,7 @@ from ddrl.study_plan import (COR_LR10, COR_ONLY, HELDOUT_X, HELDOUT_X_METHODS, S
                              experiment, heldout_x_path, load_regimes)
 from ddrl.tables import entry_cell
 from ddrl.wide import (amendment_cells, below_cell, claim_row, complete_seeds, level_table, levels_panel, missing_seeds,
-                       read_csvs, reproduced_counts, run_levels, wide_entry)
+                       predicted_text, read_csvs, reproduced_counts, run_levels, wide_entry)
 
 ARMS = (COR_LR10, COR_ONLY)
 #: The arms' names in figures (they are COR calls, not trainer presets, so ddrl.plotting's labels do not name them)
@@ -182,7 +182,7 @@ def markdown(res: dict) -> str:
     """Amendment 30's table as docs/results.md quotes it, then the descriptive levels."""
     rows = ["| claim (MATH-500-like, adapted pass@1, points) | seeds | estimate [95% CI] | half-width (predicted) | "
             "verdict |", "|---|---|---|---|---|"]
-    rows += [claim_row(e, e["claim"], " / ".join(f"{x:.2f}" for x in PREDICTED[e["id"]])) for e in res["entries"]]
+    rows += [claim_row(e, e["claim"], predicted_text(PREDICTED[e["id"]])) for e in res["entries"]]
     rows += ["", "| method | RL learning rate | adapted pass@1, mean over seeds (SD) | seeds below the untrained run | "
              "COR's kept rollouts |", "|---|---|---|---|---|"]
     for r in res["levels"]:

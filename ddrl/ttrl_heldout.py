@@ -25,8 +25,6 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-import pandas as pd
-
 from ddrl.claims import amendment_entry, validate, with_half_width
 from ddrl.parallel import clock_budget
 from ddrl.reporting import cache_root, write_json
@@ -36,8 +34,8 @@ from ddrl.study import run_jobs, status_counts
 from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import COR_LR10, HELDOUT_X, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, heldout_x_path
 from ddrl.tables import entry_cell
-from ddrl.wide import (amendment_cells, complete_seeds, held_level_rows, level_table, missing_seeds, reproduced_counts,
-                       run_levels, seeds_to_analyse, seeds_to_start, wide_entry)
+from ddrl.wide import (amendment_cells, complete_seeds, held_level_rows, level_table, missing_seeds, read_csvs,
+                       reproduced_counts, run_levels, seeds_to_analyse, seeds_to_start, wide_entry)
 
 AMENDMENT = 58
 REGIME = SMALL_LR
@@ -80,8 +78,7 @@ def analyse(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = S
     evaluated runs' adapted rows equal their committed CSVs (``registered_reproduced`` of ``registered_checked``)."""
     done = seeds_to_analyse(seeds, complete_seeds(Path(out) / HELDOUT_X, REGIME, METHODS),
                             f"{out}: Amendment {AMENDMENT}", CUTOFF, now)
-    df = pd.concat([pd.read_csv(heldout_x_path(out, REGIME, m, s), dtype={"question": str})
-                    for m in METHODS for s in done], ignore_index=True)
+    df = read_csvs(heldout_x_path(out, REGIME, m, s) for m in METHODS for s in done)
     entries = [wide_entry(cid, claim_matrix(df, cid, REGIME), n_boot, REGIME, SAME_BASE[REGIME]) for cid in REGISTERED]
     entries += [amendment_entry(cid, REGIME, what, f"held-out pass@1, {what} [points]", a, b,
                                 paired_matrix(df, REGIME, a, b, HELDOUT_X).to_numpy(), MARGIN, n_boot)
