@@ -32,6 +32,7 @@ METHOD_COLORS = {
     "ddrl": "#2ca02c",
     "additional_rl": "#8c564b",
     "ddrl_cor_lr10": "#98df8a",
+    "ddrl_cor4x_lr10": "#bcbd22",
     "cor_only": "#e377c2",
     "correct": "#2ca02c",
     "incorrect": "#d62728",

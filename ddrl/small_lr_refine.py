@@ -20,6 +20,14 @@ COR 4x recomputed, its weights are not kept): H1x (DDRL - untrained), H1xC (DDRL
     python -m ddrl.small_lr_refine analyse --json results/small_lr/refine_amc.json
     python -m ddrl.small_lr_refine heldout --workers 2            # Amendment 57, seed by seed to its clock
     python -m ddrl.small_lr_refine analyse-heldout --json results/small_lr/refine_heldout_amc.json
+    python -m ddrl.small_lr_refine gentle --workers 2             # Amendment 62: the adapted jobs, then the H1x jobs
+    python -m ddrl.small_lr_refine gentle --regime math500_like_small_lr --workers 2   # then in MATH-500-like
+    python -m ddrl.small_lr_refine analyse-gentle [--regime R]    # -> results/small_lr/cor4x_lr10_{amc,math500}.json
+
+Amendment 62 completes COR's size x rate square from the same cached runs and from MATH-500-like's (Amendment 59's):
+``ddrl_cor4x_lr10`` (COR keeping 4x the rollouts at 1e-6) on the adapted questions (the study's job) and on H1x's
+fresh ones (the H1x job), against COR 1x at 1e-6 (Amendments 30, 56, 58, 61) and the RL-only weights; the four COR
+settings' adapted gain and held-out change beside each other (:func:`trade`, descriptive).
 """
 
 from __future__ import annotations
@@ -37,8 +45,8 @@ from ddrl.small_lr import REGIME as MATH500_SMALL_LR
 from ddrl.small_lr_cor import untrained
 from ddrl.study import run_jobs, status_counts
 from ddrl.study_analysis import claim_matrix, paired_matrix
-from ddrl.study_plan import (COR_4X, COR_LR10, HELDOUT_X, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, csv_path,
-                             heldout_x_path)
+from ddrl.study_plan import (COR_4X, COR_4X_LR10, COR_LR10, HELDOUT_X, SAME_BASE, SCALES, SMALL_LR, Job, check_weights,
+                             csv_path, heldout_x_path)
 from ddrl.tables import entry_cell
 from ddrl.wide import (amendment_cells, complete_seeds, cor_level_rows, held_level_rows, level_table, missing_seeds,
                        predicted_text, read_csvs, reproduced_counts, run_levels, seeds_to_analyse, seeds_to_start,
@@ -73,6 +81,30 @@ HELDOUT_CLAIMS = {"H1x": ("ddrl", "no_adaptation", "DDRL - untrained"),
 HELDOUT_PREDICTED = {"H1x": 1.12, "H1xC": 0.49, "R1x": 0.49}
 HELDOUT_ANALYSIS = OUT / "refine_heldout_amc.json"
 HELDOUT_SECTION = "## Does COR's gain at the small learning rate in AMC-like hold on fresh questions? (plan Amendment 57)"
+#: Amendment 62: its regimes (AMC-like first) and clocks; its claims (id -> a, b, split, what: pass@1 a - b on the
+#: split; ours, sign +1); the runs each split's analysis reads, in the levels' order; COR's four settings (method ->
+#: kept multiple, learning rate); the predicted half-widths at 6 / 10 seeds from the committed matrices of the same
+#: regime (:data:`GENTLE_SOURCES`); outputs and section
+GENTLE = 62
+GENTLE_CUTOFF = {SMALL_LR: "2026-12-03T20:05:00+00:00", MATH500_SMALL_LR: "2026-12-03T20:25:00+00:00"}
+GENTLE_CLAIMS = {"K1g": (COR_4X_LR10, "bcs_dae", "adapted", "COR 4x at 1e-6 - BCS+DAE (the RL-only weights)"),
+                 "R1g": (COR_4X_LR10, COR_LR10, "adapted", "COR 4x at 1e-6 - COR 1x at 1e-6"),
+                 "K1gx": (COR_4X_LR10, "bcs_dae", HELDOUT_X, "COR 4x at 1e-6 - BCS+DAE (its cost on fresh questions)"),
+                 "R1gx": (COR_4X_LR10, COR_LR10, HELDOUT_X, "COR 4x at 1e-6 - COR 1x at 1e-6")}
+GENTLE_METHODS = {"adapted": ("bcs_dae", COR_LR10, COR_4X_LR10, "ddrl", COR_4X),
+                  HELDOUT_X: ("no_adaptation", "bcs_dae", COR_LR10, COR_4X_LR10, "ddrl", COR_4X)}
+COR_SETTINGS = {COR_LR10: (1, "1e-6"), COR_4X_LR10: (4, "1e-6"), "ddrl": (1, "1e-5"), COR_4X: (4, "1e-5")}
+#: claim -> the two committed lr/10 matrices (a, b, split; seeds 0-9) its predictions come from, in each regime
+GENTLE_SOURCES = {"K1g": ((COR_LR10, "bcs_dae", "adapted"), ("ddrl", "bcs_dae", "adapted")),
+                  "R1g": ((COR_4X, "ddrl", "adapted"), (COR_LR10, "bcs_dae", "adapted")),
+                  "K1gx": ((COR_LR10, "bcs_dae", HELDOUT_X), ("ddrl", "bcs_dae", HELDOUT_X)),
+                  "R1gx": ((COR_4X, "ddrl", HELDOUT_X), (COR_LR10, "bcs_dae", HELDOUT_X))}
+GENTLE_PREDICTED = {SMALL_LR: {"K1g": "0.42 / 0.36, 1.97 / 1.87", "R1g": "1.44 / 1.41, 0.42 / 0.36",
+                               "K1gx": "0.15 / 0.12, 0.56 / 0.50", "R1gx": "0.53 / 0.51, 0.15 / 0.12"},
+                    MATH500_SMALL_LR: {"K1g": "0.59 / 0.55, 1.96 / 1.91", "R1g": "1.04 / 1.01, 0.59 / 0.55",
+                                       "K1gx": "0.20 / 0.18, 0.71 / 0.70", "R1gx": "0.67 / 0.64, 0.20 / 0.18"}}
+GENTLE_ANALYSIS = {SMALL_LR: OUT / "cor4x_lr10_amc.json", MATH500_SMALL_LR: OUT / "cor4x_lr10_math500.json"}
+GENTLE_SECTION = "## COR keeping 4x the rollouts at a tenth of its rate, at the small learning rate (plan Amendment 62)"
 
 
 def jobs(seeds: Sequence[int] = SEEDS, now: float | None = None) -> list[Job]:
@@ -96,6 +128,70 @@ def heldout_jobs(seeds: Sequence[int] = SEEDS, now: float | None = None) -> list
 def heldout_missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS) -> list[int]:
     """Seeds without every one of Amendment 57's held-out CSVs."""
     return missing_seeds(Path(out) / HELDOUT_X, REGIME, HELDOUT_METHODS, seeds)
+
+
+def gentle_jobs(split: str, seeds: Sequence[int] = SEEDS, now: float | None = None, regime: str = REGIME) -> list[Job]:
+    """Amendment 62 in ``regime``, seed by seed: COR 4x at 1e-6 on the adapted questions (the study's job; ``split``
+    "adapted") or on H1x's fresh ones (the H1x job; :data:`~ddrl.study_plan.HELDOUT_X`); once the regime's clock has
+    passed only the seeds below :data:`~ddrl.wide.MIN_SEEDS`."""
+    label = {"adapted": f"R1g lr/10 (A{GENTLE})", HELDOUT_X: "H1x"}[split]
+    return [Job(regime, s, (COR_4X_LR10,), label) for s in seeds_to_start(seeds, SEEDS, GENTLE_CUTOFF[regime], now)]
+
+
+def _split_dir(out: str | Path, split: str) -> Path:
+    return Path(out) / ("" if split == "adapted" else split)
+
+
+def gentle_missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS, regime: str = REGIME) -> list[int]:
+    """Seeds without every CSV (adapted and held-out) Amendment 62's claims and levels read in ``regime``."""
+    return sorted(set().union(*(missing_seeds(_split_dir(out, sp), regime, ms, seeds)
+                                for sp, ms in GENTLE_METHODS.items())))
+
+
+def trade(levels: dict[str, Sequence[dict]]) -> list[dict]:
+    """Descriptive, no verdict: per COR setting (:data:`COR_SETTINGS`) its mean adapted gain and mean held-out change
+    over the RL-only weights (BCS+DAE), in points, from the two splits' level tables (``levels``: split -> records)."""
+    mean = {sp: {r["method"]: r["pass1"] for r in rows} for sp, rows in levels.items()}
+    return [{"method": m, "keep": k, "cor_lr": lr, **{sp: mean[sp][m] - mean[sp]["bcs_dae"] for sp in mean}}
+            for m, (k, lr) in COR_SETTINGS.items()]
+
+
+def analyse_gentle(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = SEEDS,
+                   now: float | None = None, regime: str = REGIME) -> dict:
+    """Amendment 62 in ``regime`` on :func:`ddrl.wide.seeds_to_analyse`'s seeds (complete on both splits):
+    ``entries`` (K1g, R1g, K1gx, R1gx by :func:`~ddrl.claims.amendment_entry`, streams ``derive_seed(0, "claims", id,
+    regime)``, ``half_width`` added); descriptive, ``levels`` per split, :func:`trade`, and how many recomputed
+    held-out COR runs' adapted rows equal the adapted job's CSV."""
+    complete = set(seeds) - set(gentle_missing(out, seeds, regime))
+    done = seeds_to_analyse(seeds, complete, f"{out}: Amendment {GENTLE}", GENTLE_CUTOFF[regime], now)
+    path = {"adapted": csv_path, HELDOUT_X: heldout_x_path}
+    df = {sp: read_csvs(path[sp](out, regime, m, s) for m in ms for s in done) for sp, ms in GENTLE_METHODS.items()}
+    entries = [amendment_entry(cid, regime, what, f"{'adapted' if sp == 'adapted' else 'held-out'} pass@1, {what} "
+                               "[points]", a, b, paired_matrix(df[sp], regime, a, b, sp).to_numpy(), MARGIN, n_boot)
+               for cid, (a, b, sp, what) in GENTLE_CLAIMS.items()]
+    levels = {sp: level_table(run_levels(d, sp), ("method",), reference="bcs_dae", sort=False).to_dict(orient="records")
+              for sp, d in df.items()}
+    held = df[HELDOUT_X]
+    return {"regime": regime, "seeds": list(done), "entries": with_half_width(validate(entries, regime)),
+            "levels": levels, "trade": trade(levels),
+            **reproduced_counts(held[held.method == COR_4X_LR10].drop_duplicates("seed"))}
+
+
+def gentle_markdown(res: dict) -> str:
+    """Amendment 62's tables as docs/results.md quotes them: per claim its split, estimate, half-width beside the plan's
+    predictions and verdict; then COR's four settings, their adapted gain and held-out change over BCS+DAE."""
+    name = {SMALL_LR: "AMC-like", MATH500_SMALL_LR: "MATH-500-like"}[res["regime"]]
+    rows = [f"| claim ({name} at lr/10, pass@1, points) | questions | **Amendment {GENTLE}** | half-width (predicted "
+            "at 6 / 10 seeds) | verdict |", "|---|---|---|---|---|"]
+    for e in res["entries"]:
+        a, b, sp, what = GENTLE_CLAIMS[e["id"]]
+        rows.append(f"| {e['id']} {what} | {'adapted' if sp == 'adapted' else 'fresh'} ({e['n_questions']:,}) | "
+                    f"{amendment_cells(e, GENTLE_PREDICTED[res['regime']][e['id']])}")
+    rows += ["", "| COR setting (from the same RL-only weights) | kept rollouts | learning rate | adapted gain over "
+             "BCS+DAE | held-out change over BCS+DAE |", "|---|---|---|---|---|"]
+    rows += [f"| {t['method']} | {t['keep']}x | {t['cor_lr']} | {t['adapted']:+.2f} | {t[HELDOUT_X]:+.2f} |"
+             for t in res["trade"]]
+    return "\n".join(rows) + "\n"
 
 
 #: Where each lr/10 regime's cached DDRL runs come from, for :func:`refuse_untrained`'s message: (the amendment that
@@ -211,8 +307,10 @@ def heldout_markdown(res: dict, registered: Sequence[dict]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.small_lr_refine", description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", choices=("run", "check", "heldout", "status", "analyse", "analyse-heldout"))
-    add_run_arguments(ap, "run, check, heldout: seeds N-M (default: the plan's, 0-9)")
+    ap.add_argument("what", choices=("run", "check", "heldout", "gentle", "status", "analyse", "analyse-heldout",
+                                     "analyse-gentle"))
+    add_run_arguments(ap, "run, check, heldout, gentle: seeds N-M (default: the plan's, 0-9)")
+    ap.add_argument("--regime", choices=sorted(GENTLE_CUTOFF), default=REGIME, help="gentle, analyse-gentle: the regime")
     args = ap.parse_args(argv)
     seeds = SEEDS if args.seeds is None else tuple(s for s in SEEDS if s in set(args.seeds))
     if args.what in ("run", "check", "heldout"):  # the measured base build; the cached DDRL runs only, never a new one
@@ -226,12 +324,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = run_jobs(todo, SCALES[args.scale], out, root, budget, args.workers,
                           desc=f"Amendment {57 if args.what == 'heldout' else AMENDMENT} {args.what}")
         print(status_counts(status))
+    elif args.what == "gentle":  # Amendment 62: the adapted jobs first (the H1x jobs check their rows against them)
+        check_weights(scale=SCALES[args.scale])
+        root = args.runs_root or cache_root() / "runs"
+        refuse_untrained(seeds, root, args.scale, GENTLE, args.regime)
+        status = []
+        for split in ("adapted", HELDOUT_X):
+            status += run_jobs(gentle_jobs(split, seeds, regime=args.regime), SCALES[args.scale], args.out, root,
+                               clock_budget(GENTLE_CUTOFF[args.regime], args.budget_min), args.workers,
+                               desc=f"Amendment {GENTLE} {args.regime} {split}")
+        print(status_counts(status))
     elif args.what == "status":
         print(seeds_line(f"Amendment {AMENDMENT} ({REGIME})", len(SEEDS), missing(args.out), CUTOFF))
         print(seeds_line(f"Amendment 57 ({REGIME}, held-out)", len(SEEDS), heldout_missing(args.out),
                          HELDOUT_CUTOFF))
+        for regime, cutoff in GENTLE_CUTOFF.items():
+            print(seeds_line(f"Amendment {GENTLE} ({regime}, both splits)", len(SEEDS),
+                             gentle_missing(args.out, regime=regime), cutoff))
     elif args.what == "analyse-heldout":
         sys.stdout.write(write_json(args.json or HELDOUT_ANALYSIS, analyse_heldout(args.out)))
+    elif args.what == "analyse-gentle":
+        sys.stdout.write(write_json(args.json or GENTLE_ANALYSIS[args.regime], analyse_gentle(args.out,
+                                                                                             regime=args.regime)))
     else:
         sys.stdout.write(write_json(args.json or ANALYSIS, analyse(args.out)))
     return 0

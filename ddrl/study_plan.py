@@ -69,9 +69,10 @@ SMALL_LR = "amc_like_small_lr"
 COR_4X = "ddrl_cor4x"  # R1: COR keeping 4x the rollouts, from the DDRL run's RL-only weights
 COR_LR10 = "ddrl_cor_lr10"  # plan Amendment 30: COR at a tenth of its learning rate, from the same weights
 COR_ONLY = "cor_only"  # plan Amendment 30: COR from the untrained model (no RL phase)
-#: Methods that are one COR call on other weights, then evaluated (:meth:`ddrl.experiments.Experiment.refined`):
-#: method -> (kept rollouts as a multiple of the config's ``cor_keep``, divisor of its ``cor_lr``, start weights)
-REFINED = {COR_4X: (4, 1, "rl"), COR_LR10: (1, 10, "rl"), COR_ONLY: (1, 1, "base")}
+COR_4X_LR10 = "ddrl_cor4x_lr10"  # plan Amendment 62: COR keeping 4x the rollouts at a tenth of its rate, same weights
+#: One COR call on other weights, then evaluated (:meth:`~ddrl.experiments.Experiment.refined`): method -> (kept
+#: rollouts as a multiple of ``cor_keep``, divisor of ``cor_lr``, start weights)
+REFINED = {COR_4X: (4, 1, "rl"), COR_LR10: (1, 10, "rl"), COR_ONLY: (1, 1, "base"), COR_4X_LR10: (4, 10, "rl")}
 #: Methods evaluated on the held-out questions too in the three regimes (H1: DDRL vs no adaptation, TTRL alongside).
 HELDOUT_METHODS = ("no_adaptation", "ttrl", "ddrl")
 #: Stage 2's priority (plan Sec. 6.2): (claim label, methods it adds, regimes it runs in).
@@ -139,9 +140,8 @@ BASE_SEEDS = 2  # sampling seeds of the base rollouts (the fewest the seeds x qu
 #: Stage 2 phase (a) opens with the jobs that need no new RL run (plan Amendment 3): (claim, method, seeds).
 #: BCS+DAE is the DDRL run's RL-only weights (A3 within-run), COR 4x refines them (R1), base rollouts (F, G).
 DERIVED_FIRST = (("A3", "bcs_dae", None), ("R1", COR_4X, None), ("F/G", BASE, BASE_SEEDS))  # None: all stage-1 seeds
-#: Methods whose job trains no RL of its own: it reuses the DDRL run of the same seed (their CSVs repeat its
-#: ``rl_seconds``, which is not their cost).
-REUSES_RUN = ("bcs_dae", COR_4X, COR_LR10)
+#: Methods whose job reuses the same seed's DDRL run, no RL of its own (the ``rl_seconds`` they repeat are its).
+REUSES_RUN = ("bcs_dae", COR_4X, COR_LR10, COR_4X_LR10)
 #: F1-F3's answer-count bands at N = 64 (Sec. 2.2: <= 5 mostly wrong, >= 45 mostly right, the middle between)
 BANDS_64 = ((1, 5), (6, 44), (45, 64))
 #: Methods whose RL phase is, by design, the DDRL run's of the same regime and seed: BCS+DAE *is* that run's

@@ -14,7 +14,7 @@ from ddrl import small_lr_refine as R
 from ddrl.reporting import REPO
 from ddrl.stats import predicted_half_width, variance_components
 from ddrl.study_analysis import paired_matrix
-from ddrl.study_plan import COR_4X, COR_LR10, SCALES, SMALL_LR, Job, csv_path
+from ddrl.study_plan import COR_4X, COR_4X_LR10, COR_LR10, REFINED, REUSES_RUN, SCALES, SMALL_LR, Job, csv_path
 
 
 def test_jobs_go_seed_by_seed_and_stop_at_the_clock_after_the_first_six():
@@ -155,3 +155,84 @@ def test_committed_analyses_recompute_and_docs_quote_them(amendment):
     docs = (REPO / "docs" / "results.md").read_text()
     start = docs.index(section)
     assert markdown(committed, claims.load(small_lr.RESULTS / "claims.json")) in docs[start:docs.index("\n## ", start + 1)]
+
+
+def test_amendment_62_jobs_go_adapted_then_fresh_seed_by_seed_and_stop_at_its_clock():
+    late = R.gentle_jobs("adapted", now=datetime.fromisoformat(R.GENTLE_CUTOFF[SMALL_LR]).timestamp() + 1,
+                         regime=small_lr.REGIME)  # MATH-500-like's clock is later
+    assert [(j.regime, j.seed) for j in late] == [(small_lr.REGIME, s) for s in range(10)]
+    clock = datetime.fromisoformat(R.GENTLE_CUTOFF[SMALL_LR]).timestamp()
+    adapted, held = R.gentle_jobs("adapted", now=clock - 60), R.gentle_jobs(R.HELDOUT_X, now=clock - 60)
+    assert [(j.regime, j.seed, j.methods) for j in adapted] == [(SMALL_LR, s, (COR_4X_LR10,)) for s in range(10)]
+    assert {j.label for j in held} == {"H1x"} and [j.seed for j in held] == list(range(10))
+    assert "H1x" not in {j.label for j in adapted}  # the study's own job, not the held-out one
+    assert [j.seed for j in R.gentle_jobs("adapted", now=clock + 1)] == list(range(6))
+    assert REFINED[COR_4X_LR10] == (4, 10, "rl") and COR_4X_LR10 in REUSES_RUN
+
+
+def test_amendment_62s_predictions_are_the_matrices_it_names():
+    """The plan's predicted half-widths at 6 / 10 seeds, each from the committed lr/10 AMC-like matrix it names
+    (Amendments 55-58), on the questions of its split."""
+    def hw(regime, a, b, split):
+        path = csv_path if split == "adapted" else R.heldout_x_path
+        df = pd.concat([pd.read_csv(path(small_lr.RUNS, regime, m, s), dtype={"question": str})
+                        for m in (a, b) for s in range(10)])
+        d = paired_matrix(df, regime, a, b, split).dropna().to_numpy()
+        return " / ".join(f"{predicted_half_width(variance_components(d), n, d.shape[1]):.2f}" for n in (6, 10))
+
+    got = {r: {cid: ", ".join(hw(r, *src) for src in sources) for cid, sources in R.GENTLE_SOURCES.items()}
+           for r in R.GENTLE_CUTOFF}
+    assert got == R.GENTLE_PREDICTED
+    assert all(R.GENTLE_CLAIMS[c][2] == s[0][2] == s[1][2] for c, s in R.GENTLE_SOURCES.items())
+
+
+def test_trade_is_each_cor_settings_gain_over_the_rl_only_weights():
+    levels = {"adapted": [{"method": m, "pass1": v} for m, v in
+                          (("bcs_dae", 50.0), (COR_LR10, 51.0), (COR_4X_LR10, 52.5), ("ddrl", 54.0), (COR_4X, 56.0))],
+              R.HELDOUT_X: [{"method": m, "pass1": v} for m, v in
+                            (("no_adaptation", 40.0), ("bcs_dae", 39.0), (COR_LR10, 39.0), (COR_4X_LR10, 38.5),
+                             ("ddrl", 38.0), (COR_4X, 36.0))]}
+    assert R.trade(levels) == [
+        {"method": COR_LR10, "keep": 1, "cor_lr": "1e-6", "adapted": 1.0, R.HELDOUT_X: 0.0},
+        {"method": COR_4X_LR10, "keep": 4, "cor_lr": "1e-6", "adapted": 2.5, R.HELDOUT_X: -0.5},
+        {"method": "ddrl", "keep": 1, "cor_lr": "1e-5", "adapted": 4.0, R.HELDOUT_X: -1.0},
+        {"method": COR_4X, "keep": 4, "cor_lr": "1e-5", "adapted": 6.0, R.HELDOUT_X: -3.0}]
+
+
+def test_amendment_62_smoke_runs_both_splits_and_analyses(smoke, tmp_path, capsys):
+    """The real entry point on the smoke runs: refused by name without the DDRL runs; then COR 4x at 1e-6 on the
+    adapted questions and on the fresh ones (its held-out job's adapted rows equal the adapted job's CSV), and the
+    analysis once the arms it pairs with are written."""
+    out, runs = smoke
+    common = ["--seeds", "0-1", "--scale", "smoke", "--workers", "2", "--out", str(out)]
+    with pytest.raises(ValueError, match=r"Amendment 62 uses Amendment 55's cached runs"):
+        R.main(["gentle", *common, "--runs-root", str(tmp_path / "empty")])
+    assert R.main(["gentle", *common, "--runs-root", runs]) == 0
+    a = pd.read_csv(csv_path(out, SMALL_LR, COR_4X_LR10, 0))
+    assert set(a.split) == {"adapted"} and a.cor_kept.iloc[0] > 0
+    with pytest.raises(ValueError, match="Amendment 62 seeds missing"):
+        R.analyse_gentle(out, n_boot=200, seeds=(0, 1))  # COR 1x at 1e-6 and the others not written yet
+    study.run_jobs([Job(SMALL_LR, s, (m,), "K1") for s in (0, 1) for m in (COR_LR10, COR_4X)] +
+                   [Job(SMALL_LR, s, R.GENTLE_METHODS[R.HELDOUT_X], "H1x") for s in (0, 1)], SCALES["smoke"], out,
+                   runs, workers=2, progress=False)
+    assert R.main(["status", "--out", str(out)]) == 0
+    assert "Amendment 62 (amc_like_small_lr, both splits): 2 of 10 seeds complete" in capsys.readouterr().out
+    res = R.analyse_gentle(out, n_boot=200, seeds=(0, 1))
+    assert [(e["id"], e["regime"], e["n_seeds"]) for e in res["entries"]] == [
+        (c, SMALL_LR, 2) for c in ("K1g", "R1g", "K1gx", "R1gx")]
+    n = [e["n_questions"] for e in res["entries"]]
+    assert n[0] == n[1] == a.question.nunique() and n[2] == n[3] == h_questions(out)
+    assert res["registered_checked"] == res["registered_reproduced"] == 2
+    h = pd.concat([pd.read_csv(R.heldout_x_path(out, SMALL_LR, m, s)) for s in (0, 1)
+                   for m in (COR_4X_LR10, COR_LR10)]).pivot_table("pass@1", ["seed", "question"], "method")
+    assert res["entries"][3]["estimate"] == pytest.approx(100 * (h[COR_4X_LR10] - h[COR_LR10]).mean())
+    t = {r["method"]: r for r in res["trade"]}
+    assert t[COR_4X_LR10][R.HELDOUT_X] == pytest.approx(res["entries"][2]["estimate"])
+    md = R.gentle_markdown(res).splitlines()
+    assert md[2].startswith(f"| K1g COR 4x at 1e-6 - BCS+DAE (the RL-only weights) | adapted ({n[0]}) | **")
+    assert md[4].startswith(f"| K1gx COR 4x at 1e-6 - BCS+DAE (its cost on fresh questions) | fresh ({n[2]}) | **")
+    assert md[0].startswith("| claim (AMC-like at lr/10, pass@1, points) |") and "(0.53 / 0.51, 0.15 / 0.12)" in md[5] and md[-1].startswith(f"| {COR_4X} | 4x | 1e-5 | ")
+
+
+def h_questions(out) -> int:
+    return pd.read_csv(R.heldout_x_path(out, SMALL_LR, COR_4X_LR10, 0)).question.nunique()
