@@ -29,7 +29,8 @@ SOURCES = ("claims.json", "wide/claims.json", "small_lr/claims.json", "small_lr/
            "cor_alone/adapted.json",
            "small_lr/heldout.json", "small_lr/etmr_heldout.json", "small_lr/etmr_heldout_amc.json",
            "small_lr/refine_heldout_amc.json", "small_lr/refine_heldout_math500.json", "small_lr/ttrl_heldout_amc.json",
-           "small_lr/cor_lr10_heldout_math500.json", "cor_alone/heldout.json",
+           "small_lr/cor_lr10_heldout_math500.json", "small_lr/cor4x_lr10_amc.json",
+           "small_lr/cor4x_lr10_math500.json", "cor_alone/heldout.json",
            "small_lr/dynamics.json")
 #: The registered build's other analyses with verdicts, left to their own sections of the page (a test checks that
 #: every committed analysis with verdicts is in :data:`SOURCES` or here): the companion's mechanism studies and arms,
@@ -72,6 +73,10 @@ ROWS = (("TTRL improves on no adaptation", "P1", "P1"),
         ("(ours) COR does not cost accuracy on 1,536 fresh questions (DDRL - BCS+DAE)", "H1xC", "H1xC"),
         ("(ours) COR 4x's extra gain holds on 1,536 fresh questions (COR 4x - COR 1x kept rollouts)", "R1x", "R1x"),
         ("(ours) COR at a tenth of its rate gains on 1,536 fresh questions (COR at 1e-6 - BCS+DAE)", "K1x", "K1x"),
+        ("(ours) COR keeping 4x the rollouts at a tenth of its rate helps BCS+DAE (COR 4x at 1e-6 - BCS+DAE)", "K1g",
+         "K1g"),
+        ("(ours) COR keeping 4x the rollouts at a tenth of its rate gains on 1,536 fresh questions (COR 4x at 1e-6 - "
+         "BCS+DAE)", "K1gx", "K1gx"),
         ("(ours) ETMR's adaptation transfers: it gains on 1,536 fresh questions", "P3x", "P3x"),
         ("(ours) DDRL is at least as good as ETMR on 1,536 fresh questions", "M2x", "M2x"))
 

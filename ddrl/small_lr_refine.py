@@ -23,6 +23,7 @@ COR 4x recomputed, its weights are not kept): H1x (DDRL - untrained), H1xC (DDRL
     python -m ddrl.small_lr_refine gentle --workers 2             # Amendment 62: the adapted jobs, then the H1x jobs
     python -m ddrl.small_lr_refine gentle --regime math500_like_small_lr --workers 2   # then in MATH-500-like
     python -m ddrl.small_lr_refine analyse-gentle [--regime R]    # -> results/small_lr/cor4x_lr10_{amc,math500}.json
+    python -m ddrl.small_lr_refine figure-gentle                  # -> docs/results/cor_trade.{png,pdf}
 
 Amendment 62 completes COR's size x rate square from the same cached runs and from MATH-500-like's (Amendment 59's):
 ``ddrl_cor4x_lr10`` (COR keeping 4x the rollouts at 1e-6) on the adapted questions (the study's job) and on H1x's
@@ -33,12 +34,18 @@ settings' adapted gain and held-out change beside each other (:func:`trade`, des
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Sequence
 
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
 from ddrl.claims import amendment_entry, validate, with_half_width
 from ddrl.parallel import clock_budget
+from ddrl.plotting import color, save_docs_figure
 from ddrl.reporting import cache_root, write_json
 from ddrl.small_lr import OUT, RUNS, add_run_arguments, seeds_line
 from ddrl.small_lr import REGIME as MATH500_SMALL_LR
@@ -150,10 +157,12 @@ def gentle_missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS, regime:
 
 def trade(levels: dict[str, Sequence[dict]]) -> list[dict]:
     """Descriptive, no verdict: per COR setting (:data:`COR_SETTINGS`) its mean adapted gain and mean held-out change
-    over the RL-only weights (BCS+DAE), in points, from the two splits' level tables (``levels``: split -> records)."""
-    mean = {sp: {r["method"]: r["pass1"] for r in rows} for sp, rows in levels.items()}
-    return [{"method": m, "keep": k, "cor_lr": lr, **{sp: mean[sp][m] - mean[sp]["bcs_dae"] for sp in mean}}
-            for m, (k, lr) in COR_SETTINGS.items()]
+    over the RL-only weights (BCS+DAE), in points, and the seeds below them on each split (``<split>_below``), from the
+    two splits' level tables (``levels``: split -> records, BCS+DAE the reference)."""
+    by = {sp: {r["method"]: r for r in rows} for sp, rows in levels.items()}
+    return [{"method": m, "keep": k, "cor_lr": lr,
+             **{sp: by[sp][m]["pass1"] - by[sp]["bcs_dae"]["pass1"] for sp in by},
+             **{f"{sp}_below": by[sp][m]["below_reference"] for sp in by}} for m, (k, lr) in COR_SETTINGS.items()]
 
 
 def analyse_gentle(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = SEEDS,
@@ -187,11 +196,40 @@ def gentle_markdown(res: dict) -> str:
         a, b, sp, what = GENTLE_CLAIMS[e["id"]]
         rows.append(f"| {e['id']} {what} | {'adapted' if sp == 'adapted' else 'fresh'} ({e['n_questions']:,}) | "
                     f"{amendment_cells(e, GENTLE_PREDICTED[res['regime']][e['id']])}")
+    n = len(res["seeds"])
     rows += ["", "| COR setting (from the same RL-only weights) | kept rollouts | learning rate | adapted gain over "
-             "BCS+DAE | held-out change over BCS+DAE |", "|---|---|---|---|---|"]
-    rows += [f"| {t['method']} | {t['keep']}x | {t['cor_lr']} | {t['adapted']:+.2f} | {t[HELDOUT_X]:+.2f} |"
-             for t in res["trade"]]
+             "BCS+DAE (seeds below it) | held-out change over BCS+DAE (seeds below it) |", "|---|---|---|---|---|"]
+    rows += [f"| {t['method']} | {t['keep']}x | {t['cor_lr']} | {t['adapted']:+.2f} ({t['adapted_below']} of {n}) | "
+             f"{t[HELDOUT_X]:+.2f} ({t[HELDOUT_X + '_below']} of {n}) |" for t in res["trade"]]
     return "\n".join(rows) + "\n"
+
+
+def trade_frame(results: Sequence[dict]) -> pd.DataFrame:
+    """Amendment 62's analyses (one per regime) as one table: per regime and COR setting its :func:`trade` row."""
+    name = {SMALL_LR: "AMC-like", MATH500_SMALL_LR: "MATH-500-like"}
+    return pd.DataFrame([{"regime": name[res["regime"]], "seeds": len(res["seeds"]), **t}
+                         for res in results for t in res["trade"]])
+
+
+def trade_figure(results: Sequence[dict]):
+    """Descriptive: per regime (a panel each) the four COR settings' mean adapted gain over the RL-only weights (x)
+    against their mean held-out change (y), in points, from Amendment 62's analyses (``results``); the zero lines
+    dashed. A figure, no verdict: the claims' intervals are in the tables."""
+    df = trade_frame(results)
+    fig, axes = plt.subplots(1, len(results), figsize=(5.2 * len(results), 4), squeeze=False, sharey=True)
+    for ax, (regime, g) in zip(axes[0], df.groupby("regime", sort=False)):
+        sns.scatterplot(g, x="adapted", y=HELDOUT_X, hue="method", palette={m: color(m) for m in g.method}, s=90,
+                        legend=False, ax=ax)
+        for t in g.itertuples():
+            ax.annotate(f"COR {t.keep}x at {t.cor_lr}", (t.adapted, getattr(t, HELDOUT_X)), textcoords="offset points",
+                        xytext=(6, 6), fontsize=8)
+        ax.axhline(0, color="grey", ls="--", lw=0.8)
+        ax.axvline(0, color="grey", ls="--", lw=0.8)
+        ax.margins(x=0.2, y=0.12)
+        ax.set(xlabel="adapted pass@1 gain over BCS+DAE (points)", ylabel="held-out pass@1 change over BCS+DAE (points)",
+               title=f"{regime} at lr/10 ({g.seeds.iloc[0]} seeds)")
+    fig.tight_layout()
+    return fig
 
 
 #: Where each lr/10 regime's cached DDRL runs come from, for :func:`refuse_untrained`'s message: (the amendment that
@@ -308,7 +346,7 @@ def heldout_markdown(res: dict, registered: Sequence[dict]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.small_lr_refine", description=__doc__.split("\n\n")[0])
     ap.add_argument("what", choices=("run", "check", "heldout", "gentle", "status", "analyse", "analyse-heldout",
-                                     "analyse-gentle"))
+                                     "analyse-gentle", "figure-gentle"))
     add_run_arguments(ap, "run, check, heldout, gentle: seeds N-M (default: the plan's, 0-9)")
     ap.add_argument("--regime", choices=sorted(GENTLE_CUTOFF), default=REGIME, help="gentle, analyse-gentle: the regime")
     args = ap.parse_args(argv)
@@ -343,6 +381,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                              gentle_missing(args.out, regime=regime), cutoff))
     elif args.what == "analyse-heldout":
         sys.stdout.write(write_json(args.json or HELDOUT_ANALYSIS, analyse_heldout(args.out)))
+    elif args.what == "figure-gentle":  # docs/results/cor_trade.{png,pdf} from the committed analyses
+        save_docs_figure(trade_figure([json.loads(p.read_text()) for p in GENTLE_ANALYSIS.values() if p.is_file()]),
+                         "cor_trade")
     elif args.what == "analyse-gentle":
         sys.stdout.write(write_json(args.json or GENTLE_ANALYSIS[args.regime], analyse_gentle(args.out,
                                                                                              regime=args.regime)))

@@ -554,6 +554,25 @@ display(Markdown(committed_markdown(
     61, "python -m ddrl.refine_math500 status")))
 
 # %% [markdown]
+# The fourth corner of COR's size x rate square: Amendment 62 recomputes COR keeping 4x the rollouts at 1e-6 from the
+# same cached runs, in AMC-like and MATH-500-like, on the adapted questions and on the 1,536 fresh ones: K1g / K1gx
+# (against the RL-only weights) and R1g / R1gx (against COR 1x at 1e-6). The figure sets the four COR settings'
+# mean adapted gain against their mean held-out change (description; the intervals are in the tables). It appears
+# once `results/small_lr/cor4x_lr10_amc.json` is written. What the committed analysis says: COR 4x at 1e-6 gains on
+# the adapted questions in both regimes (K1g, R1g *reproduced*) and costs a third of a point or less on fresh ones
+# (K1gx *contradicted* in AMC-like, *no effect* in MATH-500-like): it buys half to two thirds of DDRL's COR gain at a
+# third to a sixth of its fresh-question cost, and the more a COR setting gains, the more each point costs.
+
+# %%
+gentle = {r: R / "small_lr" / p.name for r, p in small_lr_refine.GENTLE_ANALYSIS.items()}
+for path in gentle.values():
+    display(Markdown(committed_markdown(path, small_lr_refine.gentle_markdown, 62,
+                                        "python -m ddrl.small_lr_refine status")))
+gentle_done = [json.loads(p.read_text()) for p in gentle.values() if p.is_file()]
+if gentle_done:
+    rep.figure(small_lr_refine.trade_figure(gentle_done), "cor_trade", data=small_lr_refine.trade_frame(gentle_done))
+
+# %% [markdown]
 # Do those gains hold on questions the model did not adapt on? Amendment 57 evaluates the same cached runs (DDRL, its
 # RL-only weights, COR 4x recomputed) and pairs them with the untrained model on H1x's 1,536 fresh AMC-like questions:
 # H1x (DDRL - untrained), H1xC (COR's cost), R1x (COR 4x - DDRL). It appears once

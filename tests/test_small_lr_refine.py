@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
+import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
@@ -187,16 +188,34 @@ def test_amendment_62s_predictions_are_the_matrices_it_names():
 
 
 def test_trade_is_each_cor_settings_gain_over_the_rl_only_weights():
-    levels = {"adapted": [{"method": m, "pass1": v} for m, v in
-                          (("bcs_dae", 50.0), (COR_LR10, 51.0), (COR_4X_LR10, 52.5), ("ddrl", 54.0), (COR_4X, 56.0))],
-              R.HELDOUT_X: [{"method": m, "pass1": v} for m, v in
-                            (("no_adaptation", 40.0), ("bcs_dae", 39.0), (COR_LR10, 39.0), (COR_4X_LR10, 38.5),
-                             ("ddrl", 38.0), (COR_4X, 36.0))]}
-    assert R.trade(levels) == [
-        {"method": COR_LR10, "keep": 1, "cor_lr": "1e-6", "adapted": 1.0, R.HELDOUT_X: 0.0},
-        {"method": COR_4X_LR10, "keep": 4, "cor_lr": "1e-6", "adapted": 2.5, R.HELDOUT_X: -0.5},
-        {"method": "ddrl", "keep": 1, "cor_lr": "1e-5", "adapted": 4.0, R.HELDOUT_X: -1.0},
-        {"method": COR_4X, "keep": 4, "cor_lr": "1e-5", "adapted": 6.0, R.HELDOUT_X: -3.0}]
+    levels = {"adapted": [{"method": m, "pass1": v, "below_reference": b} for m, v, b in
+                          (("bcs_dae", 50.0, 0), (COR_LR10, 51.0, 2), (COR_4X_LR10, 52.5, 1), ("ddrl", 54.0, 0),
+                           (COR_4X, 56.0, 0))],
+              R.HELDOUT_X: [{"method": m, "pass1": v, "below_reference": b} for m, v, b in
+                            (("no_adaptation", 40.0, 1), ("bcs_dae", 39.0, 0), (COR_LR10, 39.0, 5),
+                             (COR_4X_LR10, 38.5, 7), ("ddrl", 38.0, 9), (COR_4X, 36.0, 10))]}
+    got = R.trade(levels)
+    assert [(t["method"], t["keep"], t["cor_lr"], t["adapted"], t[R.HELDOUT_X]) for t in got] == [
+        (COR_LR10, 1, "1e-6", 1.0, 0.0), (COR_4X_LR10, 4, "1e-6", 2.5, -0.5), ("ddrl", 1, "1e-5", 4.0, -1.0),
+        (COR_4X, 4, "1e-5", 6.0, -3.0)]
+    assert [(t["adapted_below"], t[f"{R.HELDOUT_X}_below"]) for t in got] == [(2, 5), (1, 7), (0, 9), (0, 10)]
+
+
+def test_the_trade_figure_draws_each_regimes_four_settings():
+    rows = [{"method": m, "keep": k, "cor_lr": lr, "adapted": float(i), R.HELDOUT_X: -float(i)}
+            for i, (m, (k, lr)) in enumerate(R.COR_SETTINGS.items())]
+    results = [{"regime": SMALL_LR, "seeds": list(range(10)), "trade": rows},
+               {"regime": small_lr.REGIME, "seeds": list(range(6)), "trade": rows}]
+    df = R.trade_frame(results)
+    assert list(df.regime.unique()) == ["AMC-like", "MATH-500-like"] and len(df) == 8 and set(df.seeds) == {10, 6}
+    fig = R.trade_figure(results)
+    try:
+        axes = fig.get_axes()
+        assert [a.get_title() for a in axes] == ["AMC-like at lr/10 (10 seeds)", "MATH-500-like at lr/10 (6 seeds)"]
+        assert all(len(a.collections[0].get_offsets()) == 4 and len(a.texts) == 4 for a in axes)
+        assert axes[0].texts[1].get_text() == "COR 4x at 1e-6"
+    finally:
+        plt.close(fig)
 
 
 def test_amendment_62_smoke_runs_both_splits_and_analyses(smoke, tmp_path, capsys):
@@ -210,8 +229,11 @@ def test_amendment_62_smoke_runs_both_splits_and_analyses(smoke, tmp_path, capsy
     assert R.main(["gentle", *common, "--runs-root", runs]) == 0
     a = pd.read_csv(csv_path(out, SMALL_LR, COR_4X_LR10, 0))
     assert set(a.split) == {"adapted"} and a.cor_kept.iloc[0] > 0
-    with pytest.raises(ValueError, match="Amendment 62 seeds missing"):
-        R.analyse_gentle(out, n_boot=200, seeds=(0, 1))  # COR 1x at 1e-6 and the others not written yet
+    before = datetime.fromisoformat(R.GENTLE_CUTOFF[SMALL_LR]).timestamp() - 60
+    with pytest.raises(ValueError, match="Amendment 62 seeds missing"):  # COR 1x at 1e-6 and the others not written
+        R.analyse_gentle(out, n_boot=200, seeds=(0, 1), now=before)
+    with pytest.raises(ValueError, match="Amendment 62: 0 complete seeds from 0, the plan needs 6"):
+        R.analyse_gentle(out, n_boot=200, seeds=(0, 1), now=before + 120)
     study.run_jobs([Job(SMALL_LR, s, (m,), "K1") for s in (0, 1) for m in (COR_LR10, COR_4X)] +
                    [Job(SMALL_LR, s, R.GENTLE_METHODS[R.HELDOUT_X], "H1x") for s in (0, 1)], SCALES["smoke"], out,
                    runs, workers=2, progress=False)
@@ -231,8 +253,23 @@ def test_amendment_62_smoke_runs_both_splits_and_analyses(smoke, tmp_path, capsy
     md = R.gentle_markdown(res).splitlines()
     assert md[2].startswith(f"| K1g COR 4x at 1e-6 - BCS+DAE (the RL-only weights) | adapted ({n[0]}) | **")
     assert md[4].startswith(f"| K1gx COR 4x at 1e-6 - BCS+DAE (its cost on fresh questions) | fresh ({n[2]}) | **")
-    assert md[0].startswith("| claim (AMC-like at lr/10, pass@1, points) |") and "(0.53 / 0.51, 0.15 / 0.12)" in md[5] and md[-1].startswith(f"| {COR_4X} | 4x | 1e-5 | ")
+    assert md[0].startswith("| claim (AMC-like at lr/10, pass@1, points) |") and "(0.53 / 0.51, 0.15 / 0.12)" in md[5] and md[-1].startswith(f"| {COR_4X} | 4x | 1e-5 | ") and md[-1].endswith(" of 2) |")
 
 
 def h_questions(out) -> int:
     return pd.read_csv(R.heldout_x_path(out, SMALL_LR, COR_4X_LR10, 0)).question.nunique()
+
+
+@pytest.mark.parametrize("regime", [SMALL_LR, small_lr.REGIME])
+def test_committed_amendment_62_analyses_recompute_and_docs_quote_them(regime):
+    """Each regime's committed Amendment 62 analysis is what the code computes from the committed CSVs (every seed
+    complete on both splits), and docs/results.md quotes its table in the amendment's section."""
+    path = R.GENTLE_ANALYSIS[regime]
+    if not path.is_file():
+        pytest.skip(f"{path}: not analysed yet (python -m ddrl.small_lr_refine status)")
+    committed = json.loads(path.read_text())
+    assert committed["seeds"] == list(R.SEEDS[:len(committed["seeds"])]) and len(committed["seeds"]) >= 6
+    assert json.loads(json.dumps(R.analyse_gentle(regime=regime))) == committed
+    docs = (REPO / "docs" / "results.md").read_text()
+    start = docs.index(R.GENTLE_SECTION)
+    assert R.gentle_markdown(committed) in docs[start:docs.index("\n## ", start + 1)]
