@@ -111,6 +111,7 @@ GENTLE_PREDICTED = {SMALL_LR: {"K1g": "0.42 / 0.36, 1.97 / 1.87", "R1g": "1.44 /
                     MATH500_SMALL_LR: {"K1g": "0.59 / 0.55, 1.96 / 1.91", "R1g": "1.04 / 1.01, 0.59 / 0.55",
                                        "K1gx": "0.20 / 0.18, 0.71 / 0.70", "R1gx": "0.67 / 0.64, 0.20 / 0.18"}}
 GENTLE_ANALYSIS = {SMALL_LR: OUT / "cor4x_lr10_amc.json", MATH500_SMALL_LR: OUT / "cor4x_lr10_math500.json"}
+GENTLE_NAMES = {SMALL_LR: "AMC-like", MATH500_SMALL_LR: "MATH-500-like"}  # as its tables and figure name them
 GENTLE_SECTION = "## COR keeping 4x the rollouts at a tenth of its rate, at the small learning rate (plan Amendment 62)"
 
 
@@ -189,9 +190,8 @@ def analyse_gentle(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[i
 def gentle_markdown(res: dict) -> str:
     """Amendment 62's tables as docs/results.md quotes them: per claim its split, estimate, half-width beside the plan's
     predictions and verdict; then COR's four settings, their adapted gain and held-out change over BCS+DAE."""
-    name = {SMALL_LR: "AMC-like", MATH500_SMALL_LR: "MATH-500-like"}[res["regime"]]
-    rows = [f"| claim ({name} at lr/10, pass@1, points) | questions | **Amendment {GENTLE}** | half-width (predicted "
-            "at 6 / 10 seeds) | verdict |", "|---|---|---|---|---|"]
+    rows = [f"| claim ({GENTLE_NAMES[res['regime']]} at lr/10, pass@1, points) | questions | **Amendment {GENTLE}** | "
+            "half-width (predicted at 6 / 10 seeds) | verdict |", "|---|---|---|---|---|"]
     for e in res["entries"]:
         a, b, sp, what = GENTLE_CLAIMS[e["id"]]
         rows.append(f"| {e['id']} {what} | {'adapted' if sp == 'adapted' else 'fresh'} ({e['n_questions']:,}) | "
@@ -206,8 +206,7 @@ def gentle_markdown(res: dict) -> str:
 
 def trade_frame(results: Sequence[dict]) -> pd.DataFrame:
     """Amendment 62's analyses (one per regime) as one table: per regime and COR setting its :func:`trade` row."""
-    name = {SMALL_LR: "AMC-like", MATH500_SMALL_LR: "MATH-500-like"}
-    return pd.DataFrame([{"regime": name[res["regime"]], "seeds": len(res["seeds"]), **t}
+    return pd.DataFrame([{"regime": GENTLE_NAMES[res["regime"]], "seeds": len(res["seeds"]), **t}
                          for res in results for t in res["trade"]])
 
 
@@ -226,8 +225,8 @@ def trade_figure(results: Sequence[dict]):
         ax.axhline(0, color="grey", ls="--", lw=0.8)
         ax.axvline(0, color="grey", ls="--", lw=0.8)
         ax.margins(x=0.2, y=0.12)
-        ax.set(xlabel="adapted pass@1 gain over BCS+DAE (points)", ylabel="held-out pass@1 change over BCS+DAE (points)",
-               title=f"{regime} at lr/10 ({g.seeds.iloc[0]} seeds)")
+        ax.set(xlabel="adapted pass@1 gain over BCS+DAE (points)",
+               ylabel="held-out pass@1 change over BCS+DAE (points)", title=f"{regime} at lr/10 ({g.seeds.iloc[0]} seeds)")
     fig.tight_layout()
     return fig
 
@@ -348,7 +347,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("what", choices=("run", "check", "heldout", "gentle", "status", "analyse", "analyse-heldout",
                                      "analyse-gentle", "figure-gentle"))
     add_run_arguments(ap, "run, check, heldout, gentle: seeds N-M (default: the plan's, 0-9)")
-    ap.add_argument("--regime", choices=sorted(GENTLE_CUTOFF), default=REGIME, help="gentle, analyse-gentle: the regime")
+    ap.add_argument("--regime", choices=sorted(GENTLE_CUTOFF), default=REGIME,
+                    help="gentle, analyse-gentle: the regime")
     args = ap.parse_args(argv)
     seeds = SEEDS if args.seeds is None else tuple(s for s in SEEDS if s in set(args.seeds))
     if args.what in ("run", "check", "heldout"):  # the measured base build; the cached DDRL runs only, never a new one
