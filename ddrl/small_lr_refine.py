@@ -147,6 +147,7 @@ def gentle_jobs(split: str, seeds: Sequence[int] = SEEDS, now: float | None = No
 
 
 def _split_dir(out: str | Path, split: str) -> Path:
+    """Where a split's CSVs lie under a runs folder ``out``: adapted ones in it, the others (``heldout_x``) below it."""
     return Path(out) / ("" if split == "adapted" else split)
 
 
@@ -174,8 +175,8 @@ def analyse_gentle(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[i
     held-out COR runs' adapted rows equal the adapted job's CSV."""
     complete = set(seeds) - set(gentle_missing(out, seeds, regime))
     done = seeds_to_analyse(seeds, complete, f"{out}: Amendment {GENTLE}", GENTLE_CUTOFF[regime], now)
-    path = {"adapted": csv_path, HELDOUT_X: heldout_x_path}
-    df = {sp: read_csvs(path[sp](out, regime, m, s) for m in ms for s in done) for sp, ms in GENTLE_METHODS.items()}
+    df = {sp: read_csvs(csv_path(_split_dir(out, sp), regime, m, s) for m in ms for s in done)
+          for sp, ms in GENTLE_METHODS.items()}
     entries = [amendment_entry(cid, regime, what, f"{'adapted' if sp == 'adapted' else 'held-out'} pass@1, {what} "
                                "[points]", a, b, paired_matrix(df[sp], regime, a, b, sp).to_numpy(), MARGIN, n_boot)
                for cid, (a, b, sp, what) in GENTLE_CLAIMS.items()]
@@ -261,8 +262,7 @@ def check_rows(out: str | Path, check: str | Path, seeds: Sequence[int], regime:
     ``<out>/heldout_x/`` and ``<check>/heldout_x/``), or None before every re-evaluation is written: how many of the
     seeds x questions re-evaluated DDRL pass@1 values equal the committed CSV's, how many seeds match in full, and R1
     (R1x) against the re-evaluated runs (its mean, as description)."""
-    sub = "" if split == "adapted" else split
-    out, check = Path(out) / sub, Path(check) / sub
+    out, check = _split_dir(out, split), _split_dir(check, split)
     if missing_seeds(check, regime, ("ddrl",), seeds):
         return None
     again = read_csvs(csv_path(check, regime, "ddrl", s) for s in seeds)
