@@ -10,11 +10,14 @@ kernel each time: imports, the scorecard, every section's figures saved as PNG a
   in this environment;
 - ``<mode>+source``: that mode with every Python module of the render (runner, kernel) compiled from source, as every
   process was where ``PYTHONDONTWRITEBYTECODE`` is set and ``make install`` wrote no bytecode (uv without
-  ``--compile-bytecode``, until 2026-12-02 evening): ``PYTHONPYCACHEPREFIX`` points at an empty folder.
+  ``--compile-bytecode``, until 2026-12-02 evening): ``PYTHONPYCACHEPREFIX`` points at an empty folder;
+- ``<mode>+cold``: that mode with an empty cache (``DDRL_CACHE_DIR`` at a new folder for each render): every figure
+  drawn, as on a fresh clone. Without it a mode renders with the benchmark's own cache, filled by one untimed render
+  of each mode before the rounds: the figures ``Reporter.draw`` stored are copied, as on every later render.
 
 Writes ``bench/results/render_claims.json``::
 
-    .venv/bin/python bench/render_claims.py --rounds 2 --modes committed rev:97d77da committed+source rev:97d77da+source
+    .venv/bin/python bench/render_claims.py --rounds 2 --modes committed committed+cold rev:e9f811d
 """
 
 from __future__ import annotations
@@ -40,7 +43,10 @@ RUNNER = ["-m", "ddrl.reproduce", "--preset", "default", "--only", "06", "--no-h
 def mode_setup(mode: str):
     """``(working directory, extra runner arguments, environment)`` of a mode, for the duration of the block."""
     env = {**os.environ, "MPLBACKEND": "Agg"}
-    if mode.endswith("+source"):  # a mode's render with every module compiled from source
+    if mode.endswith("+cold"):  # a mode's render with an empty cache: every figure drawn
+        with mode_setup(mode.removesuffix("+cold")) as (cwd, extra, env), tempfile.TemporaryDirectory() as empty:
+            yield cwd, extra, {**env, "DDRL_CACHE_DIR": empty}
+    elif mode.endswith("+source"):  # a mode's render with every module compiled from source
         with mode_setup(mode.removesuffix("+source")) as (cwd, extra, env), tempfile.TemporaryDirectory() as empty:
             yield cwd, extra, {**env, "PYTHONPYCACHEPREFIX": empty, "PYTHONDONTWRITEBYTECODE": "1"}
     elif mode == "committed":
@@ -57,7 +63,8 @@ def mode_setup(mode: str):
             finally:
                 subprocess.run(["git", "worktree", "remove", "--force", tree], cwd=ROOT, check=True)
     else:
-        raise SystemExit(f"--modes: unknown mode {mode!r} (committed, computed or rev:<REV>, each +source or not)")
+        raise SystemExit(f"--modes: unknown mode {mode!r} (committed, computed or rev:<REV>, each +source, +cold, "
+                         "both or neither)")
 
 
 def render(mode: str) -> float:
@@ -77,6 +84,11 @@ def main() -> None:
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "render_claims.json"))
     args = ap.parse_args()
 
+    warm = tempfile.TemporaryDirectory()  # the cache of the modes without +cold, filled before the rounds
+    os.environ["DDRL_CACHE_DIR"] = warm.name
+    for mode in args.modes:
+        if not mode.endswith("+cold"):
+            print(f"filling the cache: {mode} {render(mode):.1f} s (not counted)", flush=True)
     seconds: dict[str, list[float]] = {m: [] for m in args.modes}
     for r in range(args.rounds):
         for mode in (args.modes if r % 2 == 0 else args.modes[::-1]):

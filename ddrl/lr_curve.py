@@ -132,14 +132,15 @@ def kl(runs_root: str | Path, seeds: Sequence[int] = SEEDS, out: str | Path = OU
                       regimes=regimes or regimes_path(XEON), seeds=seeds)
 
 
-def reading(name: str, k) -> np.ndarray:
+def reading(name: str, k, slope: float | None = None) -> np.ndarray:
     """A reading's predicted held-out gain (points) at held-out KL ``k`` (1e-3 nats/token): "L" the line through the
-    base, "R" the registered slope through the base (X3h), "H" the free start, then a line (plan Amendment 42)."""
+    base, "R" the registered slope through the base (X3h: ``slope``, or the committed one), "H" the free start, then
+    a line (plan Amendment 42)."""
     k = np.asarray(k, dtype=float)
     if name == "L":
         return LINE * k
     if name == "R":
-        return x3h_slope() * k
+        return (x3h_slope() if slope is None else slope) * k
     if name == "H":
         return -HINGE_B * np.maximum(0.0, k - HINGE_K0)
     raise ValueError(f"reading must be 'L', 'R' or 'H', got {name!r}")
@@ -247,11 +248,11 @@ def markdown(res: dict) -> str:
     return "\n".join(rows) + "\n"
 
 
-def figure(res: dict):
+def figure(res: dict, old: pd.DataFrame, slope: float):
     """Left: held-out gain against held-out KL, one point per run (colour: learning rate; marker: method), Amendment
-    40's runs and this amendment's, with the readings L, R and H. Right: each learning rate's and method's mean
-    adapted gain against its mean held-out gain (what a smaller learning rate trades)."""
-    old = amendment40_runs()
+    40's runs (``old``, :func:`amendment40_runs`) and this amendment's, with the readings L, R (X3h's ``slope``,
+    :func:`ddrl.drift.x3h_slope`) and H. Right: each learning rate's and method's mean adapted gain against its mean
+    held-out gain (what a smaller learning rate trades). Draws from its arguments alone (no file read)."""
     t = pd.concat([old, pd.DataFrame(res["runs"])], ignore_index=True)
     t = t.assign(**{"learning rate": t["lr"].map(LR_TEXT), "method ": t["method"].map(label)})
     order = [LR_TEXT[x] for x in ("lr10", "lr3", "default")]
@@ -261,9 +262,9 @@ def figure(res: dict):
                     s=30, ax=ax)
     ks = np.linspace(0, t["kl_heldout"].max() * 1.02, 200)
     for r, style, text in (("L", "-", f"L: line through the base, {LINE:+.3f}/unit"),
-                           ("R", ":", f"R: registered X3h, {x3h_slope():+.3f}/unit"),
+                           ("R", ":", f"R: registered X3h, {slope:+.3f}/unit"),
                            ("H", "--", f"H: free to {HINGE_K0:.1f}, then {-HINGE_B:+.3f}/unit")):
-        ax.plot(ks, reading(r, ks), color="0.3", ls=style, lw=1.1, label=text)
+        ax.plot(ks, reading(r, ks, slope), color="0.3", ls=style, lw=1.1, label=text)
     ax.axhline(0, color="0.7", lw=0.6)
     ax.set_xlabel("held-out KL to the untrained model [1e-3 nats/token]")
     ax.set_ylabel("held-out gain over the untrained model [points]")
@@ -303,7 +304,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.what == "analyse":
         sys.stdout.write(write_json(args.json, analyse(args.seeds)))
     elif args.what == "figure":  # docs/results/lr_curve.{png,pdf}, from the committed analysis
-        print(save_docs_figure(figure(json.loads((XEON / "lr_curve.json").read_text())), "lr_curve"))
+        res = json.loads((XEON / "lr_curve.json").read_text())
+        print(save_docs_figure(figure(res, amendment40_runs(), x3h_slope()), "lr_curve"))
     else:
         print(f"evaluated: seeds {evaluated(args.out, seeds)}; held-out KL: seeds {measured(DEST, seeds)}; "
               f"minutes to the run clock {minutes_to(CUTOFF):.0f}, to the KL clock {minutes_to(KL_CUTOFF):.0f}")

@@ -8,7 +8,8 @@ Every artifact lands under ``output_dir`` (``outputs/<preset>/`` when run by :mo
 - ``artifacts/<notebook>.jsonl``: one line per file written, read by the runner to build ``manifest.json``
 
 Expensive results (sampled rollouts, trained runs) go through :func:`cached`, keyed by the sha256 of their
-inputs, so a rerun with the same parameters reuses them.
+inputs, so a rerun with the same parameters reuses them; figures drawn by :meth:`Reporter.draw` are kept the same
+way (:func:`figure_key`), so a rerun copies a figure whose inputs, code and style have not changed.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ddrl import answers
+from ddrl.figure_keys import figure_key, reads_while
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -280,6 +282,24 @@ def save_figure(fig, out_dir: str | Path, name: str) -> dict[str, Path]:
     return paths
 
 
+#: Where :meth:`Reporter.draw` keeps the figures it drew, under :func:`cache_root`: ``<key>.png``, ``<key>.pdf`` and
+#: ``<key>.json`` (the size the inline backend shows it at), the JSON written last.
+FIGURE_CACHE = "figures"
+
+
+def show_png(png: Path, dpi: float) -> bool:
+    """Show the saved ``png`` as a cell's output at the size the inline backend gives a figure of ``dpi`` (its pixels
+    were written at :data:`FIGURE_DPI`), when a Jupyter kernel draws figures inline; anywhere else do nothing and
+    return False."""
+    ipython, mpl = (sys.modules.get(m) for m in ("IPython", "matplotlib"))
+    if ipython is None or ipython.get_ipython() is None or mpl is None or "inline" not in mpl.get_backend():
+        return False
+    data = Path(png).read_bytes()
+    width_px = int.from_bytes(data[16:20], "big")  # the PNG header's IHDR width
+    ipython.display.display(ipython.display.Image(data=data, format="png", width=round(width_px * dpi / FIGURE_DPI)))
+    return True
+
+
 def show_saved(fig, png: Path) -> bool:
     """Show the saved ``png`` as ``fig``'s output and close ``fig``, when a Jupyter kernel draws figures inline.
 
@@ -290,16 +310,10 @@ def show_saved(fig, png: Path) -> bool:
     False. IPython and matplotlib are looked up, not imported: a figure means matplotlib is loaded, a kernel means
     IPython is.
     """
-    ipython, mpl, plt = (sys.modules.get(m) for m in ("IPython", "matplotlib", "matplotlib.pyplot"))
-    if ipython is None or ipython.get_ipython() is None or mpl is None or plt is None:
+    if not show_png(png, fig.dpi):
         return False
-    if "inline" not in mpl.get_backend():
-        return False
-    data = Path(png).read_bytes()
-    width_px = int.from_bytes(data[16:20], "big")  # the PNG header's IHDR width
-    ipython.display.display(ipython.display.Image(data=data, format="png",
-                                                  width=round(width_px * fig.dpi / FIGURE_DPI)))
-    plt.close(fig)
+    if (plt := sys.modules.get("matplotlib.pyplot")) is not None:
+        plt.close(fig)
     return True
 
 
@@ -325,11 +339,47 @@ class Reporter:
         paths = save_figure(fig, d, name)
         for p in paths.values():
             self._record(p, "figure")
-        if data is not None:
-            data.to_csv(d / f"{name}.csv", index=False)
-            self._record(d / f"{name}.csv", "figure-data")
+        self._figure_data(name, data)
         show_saved(fig, paths["png"])
         return paths["png"]
+
+    def _figure_data(self, name: str, data) -> None:
+        """``data`` (a DataFrame, or None) as ``figures/<name>.csv``, the data behind the figure."""
+        if data is not None:
+            data.to_csv(self.output_dir / "figures" / f"{name}.csv", index=False)
+            self._record(self.output_dir / "figures" / f"{name}.csv", "figure-data")
+
+    def draw(self, name: str, draw: Callable, *args, data=None, **kwargs) -> Path | None:
+        """``self.figure(draw(*args, **kwargs), name, data)``, unless that figure was drawn before: its
+        :func:`figure_key` (the function, the ddrl source, the style, the arguments' content) names a stored PNG and
+        PDF under ``<cache>/figures``, which are then copied and shown instead, without building or rendering the
+        figure again (a stored figure is read without writing). ``draw`` returning None saves nothing (returns
+        None). A function or argument :func:`figure_key` cannot key is drawn every time, and so is one that opens a
+        data file while drawing (an audit hook watches: what it read is not in the key)."""
+        try:
+            key = figure_key(draw, args, kwargs, FIGURE_DPI)
+        except TypeError:
+            key = None
+        store = cache_root() / FIGURE_CACHE
+        d = self.output_dir / "figures"
+        if key is not None and all((store / f"{key}.{ext}").is_file() for ext in ("json", "png", "pdf")):
+            d.mkdir(parents=True, exist_ok=True)
+            for ext in ("png", "pdf"):
+                shutil.copyfile(store / f"{key}.{ext}", d / f"{name}.{ext}")
+                self._record(d / f"{name}.{ext}", "figure")
+            self._figure_data(name, data)
+            show_png(d / f"{name}.png", json.loads((store / f"{key}.json").read_text())["dpi"])
+            return d / f"{name}.png"
+        fig, opened = reads_while(draw, *args, **kwargs)
+        if fig is None:
+            return None
+        dpi = fig.dpi
+        png = self.figure(fig, name, data)
+        if key is not None and not opened:  # what a function read while drawing is not in its key
+            for ext in ("png", "pdf"):
+                atomic_write_bytes(store / f"{key}.{ext}", png.with_suffix(f".{ext}").read_bytes())
+            atomic_write_bytes(store / f"{key}.json", json.dumps({"dpi": dpi, "name": name}).encode())
+        return png
 
     def table(self, df, name: str, floatfmt: str = ".3f") -> Path:
         """Save a DataFrame as CSV and Markdown."""

@@ -7,6 +7,8 @@
   samples gave them (the paper's Fig. 2; claims F1-F3);
 - :func:`selection_errors_figure`: what TTRL's random K and BCS keep of the base rollouts, by the label's count
   (false positives per question, correct answers among the negatives; claims E1, E2);
+- :func:`regime_candidates_figure` and :func:`power_figure`: the design (the base model by operations per chain, the
+  regimes' thresholds; the predicted 95% half-width by seeds, the 2-point target);
 - :func:`transfer_figure`: pass@1 of no adaptation, TTRL, BCS (AMC-like), BCS+DAE and DDRL on the adapted questions
   beside the 1,536 fresh held-out ones, per regime (claims H1x and its family; plan Amendments 11-17, 19, 20).
 
@@ -37,6 +39,29 @@ from ddrl.study_plan import BANDS_64, HELDOUT_X, SMALL_LR, THREE
 
 #: Answer-count bins (of 64) for :func:`band_accuracy_figure`: finer than F1-F3's bands, with their edges.
 COUNT_BINS_64 = ((1, 1), (2, 5), (6, 14), (15, 24), (25, 34), (35, 44), (45, 54), (55, 64))
+
+
+def regime_candidates_figure(long: pd.DataFrame):
+    """The base model's maj@64, pass@1 and mean consensus by operations per chain (``long``: ``num_ops``, ``metric``,
+    ``value``), with the regimes' thresholds (maj@64 0.35 and 0.70)."""
+    fig, ax = plt.subplots(figsize=(5.5, 3.5))
+    sns.lineplot(data=long, x="num_ops", y="value", hue="metric", marker="o", ax=ax)
+    for y in (0.35, 0.70):
+        ax.axhline(y, ls=":", color="grey")
+    ax.set(xlabel="operations per chain", ylabel="base model", title="Question difficulty sets the regime")
+    return fig
+
+
+def power_figure(pw: pd.DataFrame):
+    """The predicted 95% half-width by seeds (``pw``: ``regime``, ``comparison``, ``seeds``, ``half_width``), one
+    panel per regime, log-log, with the 2-point target."""
+    g = sns.relplot(data=pw, x="seeds", y="half_width", hue="comparison", col="regime", kind="line", marker="o",
+                    height=3, aspect=1.0, facet_kws={"sharey": True})
+    for ax in g.axes.flat:
+        ax.axhline(TARGET_HALF_WIDTH, ls="--", color="black", lw=0.8)
+        ax.set(xscale="log", yscale="log")
+    g.set_axis_labels("seeds", "predicted 95% half-width (points)")
+    return g.figure
 
 
 def advantage_dynamics(steps: pd.DataFrame, methods: Sequence[str] = ("ttrl", "ddrl"),

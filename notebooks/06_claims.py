@@ -63,12 +63,10 @@ study_workers = 0  # worker processes (0: one per core on the CPU, 1 on a GPU; 8
 import json
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import pandas as pd
-import seaborn as sns
 from IPython.display import Markdown, display
 
-from ddrl import claims as C, digest as DG
+from ddrl import claims as C, digest as DG, study_figures as SF
 from ddrl.plotting import set_style
 from ddrl.reporting import Reporter
 
@@ -93,12 +91,13 @@ D = Path(study_dir) if study_dir else (Path(output_dir) / "study" if study_scale
 # everywhere; "-": not measured. The sections below show where each number comes from.
 
 # %%
-glance = pd.DataFrame(DG.table(DG.gather(R)))
+gathered = DG.gather(R)
+glance = pd.DataFrame(DG.table(gathered))
 if not glance.empty:
     rep.table(glance, "at_a_glance")
 display(Markdown(DG.markdown(R)))
 if not glance.empty and (glance.lr10 != "-").any():  # the lr/10 comparisons beside their default-lr twins
-    rep.figure(DG.figure(R), "at_a_glance")
+    rep.draw("at_a_glance", C.replication_figure, DG.learning_rates(gathered))
 
 # %% [markdown]
 # ## Rerunning the study (presets `study` and `smoke` only)
@@ -138,12 +137,7 @@ rep.table(cand, "regime_candidates")
 rep.table(regimes, "regimes")
 display(cand.round(3), regimes.round(3))
 long = cand.melt(id_vars="num_ops", value_vars=["maj@64", "pass@1", "mean_consensus"], var_name="metric")
-fig, ax = plt.subplots(figsize=(5.5, 3.5))
-sns.lineplot(data=long, x="num_ops", y="value", hue="metric", marker="o", ax=ax)
-ax.axhline(0.35, ls=":", color="grey")
-ax.axhline(0.70, ls=":", color="grey")
-ax.set(xlabel="operations per chain", ylabel="base model", title="Question difficulty sets the regime")
-rep.figure(fig, "regime_candidates", data=long)
+rep.draw("regime_candidates", SF.regime_candidates_figure, long, data=long)
 
 # %% [markdown]
 # ## Power: how many seeds and questions a 2-point half-width needs
@@ -161,13 +155,7 @@ for name, reg in power["regimes"].items():
                 rows.append({"regime": name, "comparison": cls, "seeds": t["seeds"], "half_width": t["half_width"],
                              "mde": t["mde"]})
 pw = pd.DataFrame(rows)
-g = sns.relplot(data=pw, x="seeds", y="half_width", hue="comparison", col="regime", kind="line", marker="o",
-                height=3, aspect=1.0, facet_kws={"sharey": True})
-for ax in g.axes.flat:
-    ax.axhline(2.0, ls="--", color="black", lw=0.8)
-    ax.set(xscale="log", yscale="log")
-g.set_axis_labels("seeds", "predicted 95% half-width (points)")
-rep.figure(g.figure, "power", data=pw)
+rep.draw("power", SF.power_figure, pw, data=pw)
 need = pw[pw.half_width <= 2.0].groupby(["regime", "comparison"]).seeds.min().unstack()
 display(need)
 
@@ -209,8 +197,7 @@ if results is None:
 else:
     scorecard = C.scorecard(results)
     rep.table(scorecard, "scorecard", floatfmt=".1f")
-    fig = C.scorecard_figure(results)
-    rep.figure(fig, "scorecard", data=pd.DataFrame(results))
+    rep.draw("scorecard", C.scorecard_figure, results, data=pd.DataFrame(results))
     display(scorecard)
     msg = ""
 display(Markdown(msg)) if msg else None
@@ -272,8 +259,7 @@ from ddrl.study_figures import advantage_dynamics_figure, band_accuracy_figure
 
 if results is not None:
     for name, draw in (("advantage_dynamics", advantage_dynamics_figure), ("base_bands", band_accuracy_figure)):
-        if (fig := draw(T[name])) is not None:
-            rep.figure(fig, name, data=T[name])
+        rep.draw(name, draw, T[name], data=T[name])
 
 # %% [markdown]
 # ### The vote during training: more confident, and right as often?
@@ -308,8 +294,8 @@ if results is not None:
 # %%
 from ddrl.study_figures import selection_errors_figure
 
-if results is not None and (fig := selection_errors_figure(T["selection_errors"])) is not None:
-    rep.figure(fig, "selection_errors", data=T["selection_errors"])
+if results is not None:
+    rep.draw("selection_errors", selection_errors_figure, T["selection_errors"], data=T["selection_errors"])
 
 # %% [markdown]
 # ## Adapted questions and fresh ones (claims P1, P2 and H1x)
@@ -324,8 +310,8 @@ if results is not None and (fig := selection_errors_figure(T["selection_errors"]
 # %%
 from ddrl.study_figures import transfer_figure
 
-if results is not None and (fig := transfer_figure(T["heldout_transfer"])) is not None:
-    rep.figure(fig, "heldout_transfer", data=T["heldout_transfer"])
+if results is not None:
+    rep.draw("heldout_transfer", transfer_figure, T["heldout_transfer"], data=T["heldout_transfer"])
 
 # %% [markdown]
 # ### P1, P2 and M1 on three times the questions (plan Amendment 26)
@@ -368,8 +354,7 @@ from ddrl import wide
 arms_path = R / "wide" / "arms.json"
 if wide_path.is_file():
     sp, vote = wide.figure_tables(R / "wide")  # the arms only once arms.json is written
-    fig = wide.vote_figure(sp, vote)
-    rep.figure(fig, "wide_vote", data=vote)
+    rep.draw("wide_vote", wide.vote_figure, sp, vote, data=vote)
 if arms_path.is_file():
     display(Markdown(wide.arms_markdown(json.loads(arms_path.read_text()))))  # the table docs/results.md quotes
     # descriptive: each method's adapted pass@1 over Amendment 27's seeds (unpenalised runs: CPU seeds 200-211)
@@ -401,8 +386,7 @@ if small_path.is_file():
     sres = json.loads(small_path.read_text())
     display(Markdown(small_lr.markdown(sres, C.load(R / "claims.json"))))
     display(Markdown(small_lr.levels_markdown(sres)))
-    fig = small_lr.figure(sres)
-    rep.figure(fig, "small_lr", data=pd.DataFrame(sres["vote"]))
+    rep.draw("small_lr", small_lr.figure, sres, data=pd.DataFrame(sres["vote"]))
 else:
     display(Markdown("Amendment 28's analysis is not committed yet (`python -m ddrl.small_lr status` says how far it is)."))
 
@@ -449,7 +433,7 @@ for build, design in small_lr_etmr.DESIGNS.items():  # Amendments 43, 47 (regist
     if design.analysis.is_file():
         eres = json.loads(design.analysis.read_text())
         display(Markdown(small_lr_etmr.markdown(eres, design)))
-        rep.figure(small_lr_etmr.etmr_figure(eres, design), design.figure, data=pd.DataFrame(eres["seed_pass1"]))
+        rep.draw(design.figure, small_lr_etmr.etmr_figure, eres, design, data=pd.DataFrame(eres["seed_pass1"]))
     else:
         display(Markdown(f"Amendment {design.amendment}'s analysis is not committed yet "
                          f"(`python -m ddrl.small_lr_etmr status --build {build}`)."))
@@ -570,7 +554,7 @@ for path in gentle.values():
                                         "python -m ddrl.small_lr_refine status")))
 gentle_done = [json.loads(p.read_text()) for p in gentle.values() if p.is_file()]
 if gentle_done:
-    rep.figure(small_lr_refine.trade_figure(gentle_done), "cor_trade", data=small_lr_refine.trade_frame(gentle_done))
+    rep.draw("cor_trade", small_lr_refine.trade_figure, gentle_done, data=small_lr_refine.trade_frame(gentle_done))
 
 # %% [markdown]
 # Do those gains hold on questions the model did not adapt on? Amendment 57 evaluates the same cached runs (DDRL, its
@@ -620,8 +604,8 @@ if heldout_path.is_file():
     hres = json.loads(heldout_path.read_text())
     display(Markdown(small_lr_cor.heldout_markdown(hres, C.load(R / "claims.json"))))
     if cor_path.is_file():
-        fig = small_lr_cor.figure(json.loads(cor_path.read_text()), hres)
-        rep.figure(fig, "small_lr_cor", data=pd.DataFrame(hres["seed_pass1"]))
+        rep.draw("small_lr_cor", small_lr_cor.figure, json.loads(cor_path.read_text()), hres,
+                 data=pd.DataFrame(hres["seed_pass1"]))
 else:
     display(Markdown("Amendment 31's analysis is not committed yet (`python -m ddrl.small_lr_cor status`)."))
 
@@ -659,8 +643,7 @@ for build, design in cor_alone.DESIGNS.items():  # the registered build (Amendme
                          f"(`python -m ddrl.cor_alone status --build {build}`)."))
         continue
     display(Markdown(cor_alone.report(got, design)))
-    fig = cor_alone.figure(*got, design=design)
-    rep.figure(fig, design.name, data=pd.DataFrame(got[0]["seed_pass1"]))
+    rep.draw(design.name, cor_alone.figure, *got, design=design, data=pd.DataFrame(got[0]["seed_pass1"]))
 
 # %% [markdown]
 # Amendment 38 compared the Xeon build's lr/10 held-out costs with the registered build's default-lr ones: two builds
@@ -692,7 +675,7 @@ if lr_drift_path.is_file():
     display(Markdown(lr_drift.markdown(lr_drift_res)))
     if cor_drift is not None:  # Amendment 41: where COR alone (no RL) lies on the same line
         display(Markdown(lr_drift.cor_markdown(cor_drift)))
-    rep.figure(lr_drift.figure(lr_drift_res, cor_drift), "lr_drift", data=pd.DataFrame(lr_drift_res["runs"]))
+    rep.draw("lr_drift", lr_drift.figure, lr_drift_res, cor_drift, data=pd.DataFrame(lr_drift_res["runs"]))
 else:
     display(Markdown("Amendment 40's analysis is not committed yet (`python -m ddrl.lr_drift status`)."))
 
@@ -710,7 +693,8 @@ lr_curve_path = lr_curve.XEON / "lr_curve.json"
 if lr_curve_path.is_file():
     lr_curve_res = json.loads(lr_curve_path.read_text())
     display(Markdown(lr_curve.markdown(lr_curve_res)))
-    rep.figure(lr_curve.figure(lr_curve_res), "lr_curve", data=pd.DataFrame(lr_curve_res["runs"]))
+    rep.draw("lr_curve", lr_curve.figure, lr_curve_res, lr_curve.amendment40_runs(), lr_curve.x3h_slope(),
+             data=pd.DataFrame(lr_curve_res["runs"]))
 else:
     display(Markdown("Amendment 42's analysis is not committed yet (`python -m ddrl.lr_curve status`)."))
 
@@ -743,8 +727,7 @@ if drift_rows:
               for t, o, d in drift.PANELS if (R.parent / (d or o) / drift_data.DRIFT / "amc_like").is_dir()}
     for x, name in (("kl_late", "drift_kl_heldout"), ("kl_heldout", "drift_heldout_kl")):
         if any(t[x].notna().any() for t in tables.values()):
-            fig = drift.drift_figure(tables, x)
-            rep.figure(fig, name, data=pd.concat(tables, names=["runs"]).reset_index(level=0))
+            rep.draw(name, drift.drift_figure, tables, x, data=pd.concat(tables, names=["runs"]).reset_index(level=0))
 
 # %% [markdown]
 # ### Moving the distance by hand: BCS with a stronger KL penalty (plan Amendment 22)
@@ -763,8 +746,8 @@ if dose_path.is_file():
     display(dd[["id", "arm", "metric", "interval", "predicted", "verdict", "n_seeds"]].round(2))
     dose_table = drift.arms_table(R.parent / drift.DOSE_OUT, "amc_like", "dose")
     if dose_table is not None:
-        fig = drift.arms_figure(dose_table, drift.x3h_slope(R / "drift" / "amc_like_cpu_heldout_kl.json"))
-        rep.figure(fig, "drift_kl_dose", data=dose_table)
+        rep.draw("drift_kl_dose", drift.arms_figure, dose_table,
+                 drift.x3h_slope(R / "drift" / "amc_like_cpu_heldout_kl.json"), data=dose_table)
 
 # %% [markdown]
 # ### Across methods: one line for TTRL, BCS and DDRL? (plan Amendment 23)
@@ -786,9 +769,8 @@ if methods_rows:
     display(dm[["runs", "id", "arm", "metric", "interval", "verdict", "n_seeds"]])
     methods_table = drift.arms_table(R.parent / drift.DOSE_OUT, "amc_like", "methods")
     if methods_table is not None:
-        fig = drift.arms_figure(methods_table, drift.x3h_slope(R / "drift" / "amc_like_cpu_heldout_kl.json"),
-                                "methods")
-        rep.figure(fig, "drift_methods", data=methods_table)
+        rep.draw("drift_methods", drift.arms_figure, methods_table,
+                 drift.x3h_slope(R / "drift" / "amc_like_cpu_heldout_kl.json"), "methods", data=methods_table)
 
 # %% [markdown]
 # ### The paper's methods with the stronger KL penalty (plan Amendment 25)
@@ -811,9 +793,8 @@ if penalty_rows:
     display(dp[["regime_runs", "id", "arm", "metric", "interval", "predicted", "verdict", "n_seeds"]].round(2))
     penalty_table = drift.arms_table(R.parent / drift.DOSE_OUT, "amc_like", "penalty")
     if penalty_table is not None:
-        fig = drift.arms_figure(penalty_table, drift.x3h_slope(R / "drift" / "amc_like_cpu_heldout_kl.json"),
-                                "penalty")
-        rep.figure(fig, "drift_penalty", data=penalty_table)
+        rep.draw("drift_penalty", drift.arms_figure, penalty_table,
+                 drift.x3h_slope(R / "drift" / "amc_like_cpu_heldout_kl.json"), "penalty", data=penalty_table)
 else:
     display(Markdown("Amendment 25's runs are not committed yet."))
 
@@ -833,8 +814,7 @@ if results is not None:
         if entries:
             table = C.replication_table({"registered": results, name: entries})
             rep.table(table, f"{name}_vs_registered")
-            fig = C.replication_figure({"registered": results, name: entries})
-            rep.figure(fig, f"{name}_vs_registered", data=table)
+            rep.draw(f"{name}_vs_registered", C.replication_figure, {"registered": results, name: entries}, data=table)
             display(table)
 if not any(replications.values()):
     display(Markdown("No replication has a scorecard yet."))

@@ -86,7 +86,8 @@ def test_the_claims_recover_a_known_world(tmp_path, reading):
         assert e["Z2"]["estimate"] == pytest.approx(half_r, abs=1e-9)
     assert res["rmse"][reading] == pytest.approx(0, abs=1e-9)
     assert {(r["lr"], r["method"]) for r in res["levels"]} >= {("lr3", m) for m in KL}
-    assert len(C.figure(res).get_axes()) == 2  # drawn without adapted rows too (this world keeps none)
+    fig = C.figure(res, C.amendment40_runs(), x3h_slope())
+    assert len(fig.get_axes()) == 2  # drawn without adapted rows too (this world keeps none)
 
 
 def test_an_offset_moves_every_claim_by_it(tmp_path):
@@ -139,5 +140,5 @@ def test_committed_analysis_recomputes_from_the_committed_files_and_docs_quote_i
                                                                  for m in C.METHODS}
     docs = (Path(__file__).resolve().parents[1] / "docs" / "results.md").read_text()
     assert C.markdown(res) in docs
-    fig = C.figure(res)
+    fig = C.figure(res, C.amendment40_runs(), x3h_slope())
     assert len(fig.get_axes()) == 2

@@ -446,13 +446,18 @@ def test_the_study_refuses_other_base_weights_than_the_measured_ones(tmp_path, m
 
 
 def test_notebook_06_renders_the_committed_results(tmp_path):
-    """``make test`` renders notebook 06 from the committed results (the default preset trains nothing)."""
+    """``make test`` renders notebook 06 from the committed results (the default preset trains nothing), drawing
+    every figure (an empty cache) and storing each one for the next render (``Reporter.draw``: every figure function
+    of the notebook draws from its arguments alone)."""
     from conftest import REPO
 
     r = subprocess.run([sys.executable, "-m", "ddrl.reproduce", "--preset", "default", "--only", "06", "--output-dir",
                         str(tmp_path), "--no-html"], cwd=REPO, capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "MPLBACKEND": "Agg"})
+                       env={**os.environ, "MPLBACKEND": "Agg", "DDRL_CACHE_DIR": str(tmp_path / "cache")})
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    drawn = sorted(p.stem for p in (tmp_path / "figures").glob("*.png"))
+    stored = sorted(json.loads(p.read_text())["name"] for p in (tmp_path / "cache" / "figures").glob("*.json"))
+    assert stored == drawn and len(drawn) >= 2
     m = json.loads((tmp_path / "metrics" / "06_claims.json").read_text())
     committed = (REPO / "results" / "claims.json").is_file()
     assert m["study_run"] is committed and m["study_jobs"] is None  # rendered, nothing run

@@ -1,0 +1,164 @@
+"""Figures drawn once and copied after (ddrl.figure_keys, Reporter.draw): the key follows the content, the store is
+read without writing, and a figure function that reads a file is never stored."""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import os
+import subprocess
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from ddrl import study_figures as SF  # noqa: E402
+from ddrl.figure_keys import figure_key, reads_while  # noqa: E402
+from ddrl.reporting import FIGURE_CACHE, Reporter  # noqa: E402
+
+LONG = pd.DataFrame({"num_ops": [3, 4, 5, 3, 4, 5], "metric": ["maj@64"] * 3 + ["pass@1"] * 3,
+                     "value": [0.9, 0.6, 0.3, 0.8, 0.5, 0.2]})
+
+
+def test_the_key_follows_the_content_not_the_objects():
+    f = SF.regime_candidates_figure
+    key = figure_key(f, (LONG,))
+    assert figure_key(f, (LONG.copy(),)) == key  # another object, the same content
+    changed = LONG.assign(value=LONG.value.where(LONG.index != 2, 0.31))
+    others = [figure_key(f, (changed,)),  # one value
+              figure_key(f, (LONG[["metric", "num_ops", "value"]],)),  # column order
+              figure_key(f, (LONG.astype({"num_ops": float}),)),  # a dtype
+              figure_key(SF.power_figure, (LONG,)),  # the function
+              figure_key(f, (LONG,), {"extra": 1}),  # a keyword
+              figure_key(f, (LONG,), dpi=300),  # the saved resolution
+              figure_key(f, ({"a": 1, "b": 2},)), figure_key(f, ({"b": 2, "a": 1},))]  # a dict's order draws panels
+    assert len({key, *others}) == len(others) + 1
+    with matplotlib.rc_context({"axes.titleweight": "normal" if plt.rcParams["axes.titleweight"] == "bold"
+                                else "bold"}):
+        assert figure_key(f, (LONG,)) != key  # the style
+    with matplotlib.rc_context({"interactive": not plt.rcParams["interactive"]}):
+        assert figure_key(f, (LONG,)) == key  # how figures are shown is not what they are
+
+
+def test_only_ddrl_functions_and_known_types_are_keyed():
+    with pytest.raises(TypeError, match="not a function of the ddrl package"):
+        figure_key(plt.subplots, ())
+    with pytest.raises(TypeError, match="not a function of the ddrl package"):
+        figure_key(lambda t: None, (LONG,))
+    for arg in ({1, 2}, object()):  # a set's order is not its content's; an object's content is unknown
+        with pytest.raises(TypeError, match="cannot key an argument of type"):
+            figure_key(SF.power_figure, (arg,))
+
+
+def test_the_key_is_the_same_in_another_process(tmp_path):
+    """No hash randomisation, id or memory address reaches the key: another interpreter (another PYTHONHASHSEED)
+    computes the same one."""
+    data = tmp_path / "t.csv"
+    LONG.to_csv(data, index=False)
+    code = ("import sys, numpy as np, pandas as pd; from ddrl import study_figures as SF; "
+            "from ddrl.plotting import set_style; from ddrl.figure_keys import figure_key; set_style(); "
+            f"t = pd.read_csv({str(data)!r}); "
+            "print(figure_key(SF.regime_candidates_figure, (t, {'x': [1, 2.5, None], 'y': np.float64(3)}), {'k': (1, 2)}))")
+    keys = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": s}).stdout.strip() for s in ("1", "2")}
+    assert len(keys) == 1 and len(next(iter(keys))) == 64
+
+
+def test_reads_while_notes_the_data_files_a_function_opens(tmp_path):
+    data = tmp_path / "in.json"
+    data.write_text("[1, 2]")
+    value, opened = reads_while(lambda: json.loads(data.read_text()))
+    assert value == [1, 2] and opened == [str(data)]
+    font = os.path.join(os.path.dirname(matplotlib.__file__), "mpl-data", "matplotlibrc")
+    assert reads_while(lambda: open(font).close())[1] == []  # the installed packages' own files are not data
+
+
+def _counting(fn):
+    """``fn`` (same module and name: the same key) counting its calls."""
+    @functools.wraps(fn)
+    def wrapper(*a, **k):
+        wrapper.calls += 1
+        return fn(*a, **k)
+    wrapper.calls = 0
+    return wrapper
+
+
+def test_draw_stores_a_figure_once_and_copies_it_after(tmp_path, monkeypatch):
+    monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path / "cache"))
+    draw = _counting(SF.regime_candidates_figure)
+    first = Reporter(tmp_path / "a", "nb").draw("cand", draw, LONG, data=LONG)
+    store = tmp_path / "cache" / FIGURE_CACHE
+    stored = sorted(p.name for p in store.iterdir())
+    assert draw.calls == 1 and len(stored) == 3
+    plt.close("all")  # outside a kernel drawing inline the figure stays open, as Reporter.figure leaves it
+    before = {p: p.stat().st_mtime_ns for p in store.iterdir()}
+    again = Reporter(tmp_path / "b", "nb").draw("cand", draw, LONG.copy(), data=LONG)
+    assert draw.calls == 1 and not plt.get_fignums()  # copied, not drawn: no figure built
+    assert {p: p.stat().st_mtime_ns for p in store.iterdir()} == before  # read without writing
+    for ext in ("png", "pdf"):
+        assert again.with_suffix(f".{ext}").read_bytes() == first.with_suffix(f".{ext}").read_bytes()
+    assert (tmp_path / "b" / "figures" / "cand.csv").read_text() == (tmp_path / "a" / "figures" / "cand.csv").read_text()
+    logged = [json.loads(x) for x in (tmp_path / "b" / "artifacts" / "nb.jsonl").read_text().splitlines()]
+    assert [x["path"] for x in logged] == ["figures/cand.png", "figures/cand.pdf", "figures/cand.csv"]
+    Reporter(tmp_path / "c", "nb").draw("cand", draw, LONG.assign(value=LONG.value / 2))
+    assert draw.calls == 2 and len(list(store.iterdir())) == 6  # other data: drawn and stored beside
+    (store / stored[0]).unlink()  # an entry missing a file is drawn again
+    Reporter(tmp_path / "d", "nb").draw("cand", draw, LONG)
+    assert draw.calls == 3
+
+
+def test_draw_never_stores_a_figure_whose_function_reads_a_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path / "cache"))
+    data = tmp_path / "values.json"
+    data.write_text("[1, 3, 2]")
+
+    def from_file():
+        fig, ax = plt.subplots()
+        ax.plot(json.loads(data.read_text()))
+        return fig
+    from_file.__module__, from_file.__qualname__ = "ddrl.example", "from_file"  # keyed like a ddrl function
+    figure_key(from_file)  # it has a key ...
+    png = Reporter(tmp_path / "a", "nb").draw("f", from_file)
+    assert png.is_file() and not (tmp_path / "cache" / FIGURE_CACHE).exists()  # ... but what it read is not in it
+    data.write_text("[3, 1, 2]")
+    again = Reporter(tmp_path / "b", "nb").draw("f", from_file)
+    assert again.read_bytes() != png.read_bytes()  # drawn again from the new file
+
+
+def test_draw_of_nothing_saves_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path / "cache"))
+    empty = pd.DataFrame({"regime": [], "seed": []})
+    assert Reporter(tmp_path, "nb").draw("sel", SF.selection_errors_figure, empty) is None
+    assert not (tmp_path / "figures").exists() or not any((tmp_path / "figures").iterdir())
+
+
+def test_a_stored_figure_is_shown_inline_as_drawn(tmp_path):
+    """In a kernel drawing inline, the second draw (copied) shows the same image at the same size as the first."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    from ddrl import reproduce
+    from ddrl.parallel import environ
+
+    data = tmp_path / "long.csv"
+    LONG.to_csv(data, index=False)
+    code = ("import pandas as pd\nfrom ddrl import study_figures as SF\nfrom ddrl.plotting import set_style\n"
+            "from ddrl.reporting import Reporter\nset_style()\n"
+            f"t = pd.read_csv({str(data)!r})\n"
+            f"Reporter({str(tmp_path / 'a')!r}, 'nb').draw('c', SF.regime_candidates_figure, t)\n"
+            f"Reporter({str(tmp_path / 'b')!r}, 'nb').draw('c', SF.regime_candidates_figure, t)")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+    with environ(MPLBACKEND=reproduce.KERNEL_MPLBACKEND, DDRL_CACHE_DIR=str(tmp_path / "cache")):
+        NotebookClient(nb, kernel_name="python3", timeout=120, resources={"metadata": {"path": str(tmp_path)}}).execute()
+    images = [o for o in nb.cells[0].outputs if "image/png" in o.get("data", {})]
+    assert len(images) == 2 and len(list((tmp_path / "cache" / FIGURE_CACHE).iterdir())) == 3
+    saved = (tmp_path / "a" / "figures" / "c.png").read_bytes()
+    assert [base64.b64decode(i["data"]["image/png"]) for i in images] == [saved, saved]
+    assert images[0]["metadata"] == images[1]["metadata"]
+    assert images[0]["metadata"]["image/png"]["width"] == round(int.from_bytes(saved[16:20], "big") * 110 / 150)
