@@ -1,4 +1,9 @@
-"""One plotting style for every notebook: seaborn, fixed method colours, no TeX needed."""
+"""One plotting style for every figure: seaborn, fixed method colours, no TeX needed.
+
+Importing this module applies the style (:func:`set_style`), so a figure looks the same wherever it is drawn: in a
+notebook, by a module's ``figure`` command into ``docs/results/``, in a test. Until 2026-12-03 only the notebooks
+applied it, and every committed figure was drawn in matplotlib's defaults.
+"""
 
 from __future__ import annotations
 
@@ -63,9 +68,13 @@ METHOD_LABELS = {
 
 
 def set_style(context: str = "notebook") -> None:
-    """The companion's seaborn theme (call once at the top of a notebook)."""
+    """The companion's seaborn theme: applied when this module is imported; a notebook calls it at its top to say
+    so (or to pick another seaborn ``context``)."""
     sns.set_theme(context=context, style="whitegrid", palette="colorblind")
     matplotlib.rcParams.update({"figure.dpi": 110, "savefig.dpi": FIGURE_DPI, "axes.titleweight": "bold"})
+
+
+set_style()
 
 
 def save_docs_figure(fig, name: str) -> dict[str, Path]:

@@ -445,19 +445,26 @@ def test_the_study_refuses_other_base_weights_than_the_measured_ones(tmp_path, m
         study.check_weights(tmp_path / "regimes_base.json")
 
 
-def test_notebook_06_renders_the_committed_results(tmp_path):
-    """``make test`` renders notebook 06 from the committed results (the default preset trains nothing), drawing
-    every figure (an empty cache) and storing each one for the next render (``Reporter.draw``: every figure function
-    of the notebook draws from its arguments alone)."""
+@pytest.fixture(scope="module")
+def rendered_06(tmp_path_factory):
+    """Notebook 06 rendered by the runner from the committed results, with an empty cache (every figure drawn)."""
     from conftest import REPO
 
+    out = tmp_path_factory.mktemp("render_06")
     r = subprocess.run([sys.executable, "-m", "ddrl.reproduce", "--preset", "default", "--only", "06", "--output-dir",
-                        str(tmp_path), "--no-html"], cwd=REPO, capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "MPLBACKEND": "Agg", "DDRL_CACHE_DIR": str(tmp_path / "cache")})
+                        str(out), "--no-html"], cwd=REPO, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "MPLBACKEND": "Agg", "DDRL_CACHE_DIR": str(out / "cache")})
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
-    drawn = sorted(p.stem for p in (tmp_path / "figures").glob("*.png"))
-    stored = sorted(json.loads(p.read_text())["name"] for p in (tmp_path / "cache" / "figures").glob("*.json"))
-    assert stored == drawn and len(drawn) >= 2
+    return out
+
+
+def test_notebook_06_renders_the_committed_results(rendered_06):
+    """``make test`` renders notebook 06 from the committed results (the default preset trains nothing), drawing
+    every figure and storing each one for the next render (``Reporter.draw``: every figure function of the notebook
+    draws from its arguments alone)."""
+    from conftest import REPO
+
+    tmp_path = rendered_06
     m = json.loads((tmp_path / "metrics" / "06_claims.json").read_text())
     committed = (REPO / "results" / "claims.json").is_file()
     assert m["study_run"] is committed and m["study_jobs"] is None  # rendered, nothing run
@@ -468,6 +475,28 @@ def test_notebook_06_renders_the_committed_results(tmp_path):
             assert (tmp_path / "figures" / f"{n}.png").stat().st_size > 0, n
         for rep in (REPO / "results").glob("replication_*/claims.json"):  # plan Amendments 5-6, beside the registered
             assert (tmp_path / "figures" / f"{rep.parent.name}_vs_registered.png").stat().st_size > 0
+    drawn = sorted(p.stem for p in (tmp_path / "figures").glob("*.png"))
+    stored = sorted(json.loads(p.read_text())["name"] for p in (tmp_path / "cache" / "figures").glob("*.json"))
+    assert stored == drawn and len(drawn) >= 2
+
+
+def test_the_committed_figures_are_the_notebooks(rendered_06):
+    """docs/results.md shows the figures the modules' ``figure`` commands committed to ``docs/results/``: each is the
+    figure notebook 06 draws under the same name, to the byte (PNG and PDF), as long as it is current. A stale one
+    (its code, data or style changed since) fails here until its command draws it again."""
+    import matplotlib
+    from PIL import Image
+
+    from conftest import REPO
+
+    docs = REPO / "docs" / "results"
+    same = [p.stem for p in sorted((rendered_06 / "figures").glob("*.png")) if (docs / p.name).is_file()]
+    made_by = {Image.open(docs / f"{n}.png").info.get("Software", "") for n in same}
+    if made_by != {f"Matplotlib version{matplotlib.__version__}, https://matplotlib.org/"}:
+        pytest.skip(f"docs/results' figures were drawn by {made_by}, not by this matplotlib {matplotlib.__version__}")
+    stale = [f"{n}.{ext}" for n in same for ext in ("png", "pdf")
+             if (docs / f"{n}.{ext}").read_bytes() != (rendered_06 / "figures" / f"{n}.{ext}").read_bytes()]
+    assert len(same) >= 20 and stale == [], f"draw them again with their modules' `figure` commands: {stale}"
 
 
 def test_base_claims_on_synthetic_answer_groups():
