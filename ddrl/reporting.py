@@ -283,7 +283,8 @@ def save_figure(fig, out_dir: str | Path, name: str) -> dict[str, Path]:
 
 
 #: Where :meth:`Reporter.draw` keeps the figures it drew, under :func:`cache_root`: ``<key>.png``, ``<key>.pdf`` and
-#: ``<key>.json`` (the size the inline backend shows it at), the JSON written last.
+#: ``<key>.json`` (the size the inline backend shows it at), the JSON written last. Nothing is pruned (two checkouts
+#: may share a cache); the folder can be deleted at any time.
 FIGURE_CACHE = "figures"
 
 
@@ -364,12 +365,18 @@ class Reporter:
         d = self.output_dir / "figures"
         if key is not None and all((store / f"{key}.{ext}").is_file() for ext in ("json", "png", "pdf")):
             d.mkdir(parents=True, exist_ok=True)
-            for ext in ("png", "pdf"):
-                shutil.copyfile(store / f"{key}.{ext}", d / f"{name}.{ext}")
-                self._record(d / f"{name}.{ext}", "figure")
-            self._figure_data(name, data)
-            show_png(d / f"{name}.png", json.loads((store / f"{key}.json").read_text())["dpi"])
-            return d / f"{name}.png"
+            try:
+                dpi = json.loads((store / f"{key}.json").read_text())["dpi"]
+                for ext in ("png", "pdf"):
+                    shutil.copyfile(store / f"{key}.{ext}", d / f"{name}.{ext}")
+            except FileNotFoundError:  # the store deleted meanwhile: draw it
+                pass
+            else:
+                for ext in ("png", "pdf"):
+                    self._record(d / f"{name}.{ext}", "figure")
+                self._figure_data(name, data)
+                show_png(d / f"{name}.png", dpi)
+                return d / f"{name}.png"
         fig, opened = reads_while(draw, *args, **kwargs)
         if fig is None:
             return None

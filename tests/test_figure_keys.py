@@ -162,3 +162,23 @@ def test_a_stored_figure_is_shown_inline_as_drawn(tmp_path):
     assert [base64.b64decode(i["data"]["image/png"]) for i in images] == [saved, saved]
     assert images[0]["metadata"] == images[1]["metadata"]
     assert images[0]["metadata"]["image/png"]["width"] == round(int.from_bytes(saved[16:20], "big") * 110 / 150)
+
+
+def test_a_store_deleted_while_copying_is_drawn_instead(tmp_path, monkeypatch):
+    """The store can be deleted at any time: a figure whose files vanish between the check and the copy is drawn."""
+    import shutil
+
+    from ddrl import reporting
+
+    monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path / "cache"))
+    draw = _counting(SF.regime_candidates_figure)
+    Reporter(tmp_path / "a", "nb").draw("cand", draw, LONG)
+    plt.close("all")
+
+    def gone(src, dst):
+        shutil.rmtree(tmp_path / "cache")
+        raise FileNotFoundError(src)
+    monkeypatch.setattr(reporting.shutil, "copyfile", gone)
+    png = Reporter(tmp_path / "b", "nb").draw("cand", draw, LONG)
+    assert draw.calls == 2 and png.read_bytes() == (tmp_path / "a" / "figures" / "cand.png").read_bytes()
+    plt.close("all")
