@@ -1,4 +1,5 @@
-"""What a drawn figure depends on, so a rerun can copy it instead of drawing it again (:meth:`ddrl.reporting.Reporter.draw`).
+"""What a drawn figure depends on, so a rerun can copy it instead of drawing it again
+(:meth:`ddrl.reporting.Reporter.draw`).
 
 :func:`figure_key` is the content key of ``draw(*args, **kwargs)`` as saved: the function, the source of every ddrl
 module, the plotting libraries' versions, the style (rcParams) and the content of the arguments. It holds for a
@@ -81,11 +82,11 @@ def _ddrl_source() -> str:
 
 
 def figure_key(draw: Callable, args: tuple = (), kwargs: dict | None = None, dpi: float = 150) -> str:
-    """The content key of the figure ``draw(*args, **kwargs)`` saved by :func:`save_figure`: the function's name,
-    the source of every ddrl module, matplotlib's, seaborn's and pandas' versions, the rcParams in force (the style),
-    the resolution it is saved at (``dpi``), and the content of the arguments (:func:`_feed`). Only a function of the ddrl package is
-    keyed (its code is in the key), and only one that draws from its arguments alone, reading no file itself.
-    Raises TypeError for any other function or an argument it cannot read."""
+    """The content key of the figure ``draw(*args, **kwargs)`` as :func:`ddrl.reporting.save_figure` saves it: the
+    function's name, the source of every ddrl module, matplotlib's, seaborn's and pandas' versions, the rcParams in
+    force (the style), the resolution it is saved at (``dpi``), and the content of the arguments (:func:`_feed`).
+    Only a function of the ddrl package is keyed (its code is in the key), and only one that draws from its
+    arguments alone, reading no file itself. Raises TypeError for any other function or an argument it cannot read."""
     module, name = getattr(draw, "__module__", None) or "", getattr(draw, "__qualname__", "")
     if not module.startswith("ddrl.") or "<" in name:
         raise TypeError(f"figure_key: {module}.{name} is not a function of the ddrl package")

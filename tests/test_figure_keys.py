@@ -64,7 +64,8 @@ def test_the_key_is_the_same_in_another_process(tmp_path):
     code = ("import sys, numpy as np, pandas as pd; from ddrl import study_figures as SF; "
             "from ddrl.plotting import set_style; from ddrl.figure_keys import figure_key; set_style(); "
             f"t = pd.read_csv({str(data)!r}); "
-            "print(figure_key(SF.regime_candidates_figure, (t, {'x': [1, 2.5, None], 'y': np.float64(3)}), {'k': (1, 2)}))")
+            "args = (t, {'x': [1, 2.5, None], 'y': np.float64(3)}); "
+            "print(figure_key(SF.regime_candidates_figure, args, {'k': (1, 2)}))")
     keys = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            env={**os.environ, "PYTHONHASHSEED": s}).stdout.strip() for s in ("1", "2")}
     assert len(keys) == 1 and len(next(iter(keys))) == 64
@@ -103,7 +104,8 @@ def test_draw_stores_a_figure_once_and_copies_it_after(tmp_path, monkeypatch):
     assert {p: p.stat().st_mtime_ns for p in store.iterdir()} == before  # read without writing
     for ext in ("png", "pdf"):
         assert again.with_suffix(f".{ext}").read_bytes() == first.with_suffix(f".{ext}").read_bytes()
-    assert (tmp_path / "b" / "figures" / "cand.csv").read_text() == (tmp_path / "a" / "figures" / "cand.csv").read_text()
+    csv = [(tmp_path / d / "figures" / "cand.csv").read_text() for d in ("a", "b")]
+    assert csv[0] == csv[1]
     logged = [json.loads(x) for x in (tmp_path / "b" / "artifacts" / "nb.jsonl").read_text().splitlines()]
     assert [x["path"] for x in logged] == ["figures/cand.png", "figures/cand.pdf", "figures/cand.csv"]
     Reporter(tmp_path / "c", "nb").draw("cand", draw, LONG.assign(value=LONG.value / 2))
@@ -155,7 +157,8 @@ def test_a_stored_figure_is_shown_inline_as_drawn(tmp_path):
             f"Reporter({str(tmp_path / 'b')!r}, 'nb').draw('c', SF.regime_candidates_figure, t)")
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
     with environ(MPLBACKEND=reproduce.KERNEL_MPLBACKEND, DDRL_CACHE_DIR=str(tmp_path / "cache")):
-        NotebookClient(nb, kernel_name="python3", timeout=120, resources={"metadata": {"path": str(tmp_path)}}).execute()
+        NotebookClient(nb, kernel_name="python3", timeout=120,
+                       resources={"metadata": {"path": str(tmp_path)}}).execute()
     images = [o for o in nb.cells[0].outputs if "image/png" in o.get("data", {})]
     assert len(images) == 2 and len(list((tmp_path / "cache" / FIGURE_CACHE).iterdir())) == 3
     saved = (tmp_path / "a" / "figures" / "c.png").read_bytes()
