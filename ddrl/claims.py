@@ -96,8 +96,8 @@ def _with_small_lr(a: dict[str, float], b: dict[str, float]) -> dict[str, float]
     return {**d, "amc_like_small_lr": d["amc_like"]}
 
 
-#: Where the claims about a model's own samples are measured (F1-F3, G1, E1, E2): the testbed's base (pooled over
-#: the three regimes) and a real LLM's samples, code-davinci-002 on SVAMP (plan Amendment 18); no paper number.
+#: Where the claims about a model's own samples are measured (F1-F3, G1, E1, E2, N1, N2): the testbed's base (pooled
+#: over the three regimes) and a real LLM's samples, code-davinci-002 on SVAMP (plan Amendment 18); no paper number.
 _SAMPLES = ("base", "svamp_codex")
 _NO_PAPER = {r: None for r in _SAMPLES}
 
@@ -123,6 +123,12 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("E2", "BCS keeps fewer false positives than TTRL's random K",
           "share of kept rollouts that are reward-1 and wrong, random - BCS [points]", _SAMPLES,
           _NO_PAPER, +1, "appendix, 'Why is DDRL effective?', false positives (plan Amendment 8)"),
+    Claim("N1", "the middle band is the primary source of TTRL's wrong rewards",
+          "share of TTRL's wrong rewards on middle-band (6-44/64) rollouts - 50 [points]", _SAMPLES, _NO_PAPER, +1,
+          "abstract; Sec. 2.2 (plan Amendment 63)"),
+    Claim("N2", "middle-band rollouts are rewarded wrongly more often than the outer bands'",
+          "wrong-reward rate, middle band - low and high bands [points]", _SAMPLES, _NO_PAPER, +1,
+          "Sec. 1, contributions; Sec. 2.2 (plan Amendment 63)"),
     Claim("T1", "removing GRPO's normalisation helps TTRL", "pass@1 GRPO w/o norm. - GRPO [points]",
           ("aime_like", "math500_like"), {k: _d(_NO_NORM[k], _TTRL[k]) for k in _NO_NORM}, +1, "Table 1"),
     # P1, P2: plan Amendment 16 (added after the study; Table 2's gains over the untrained model)

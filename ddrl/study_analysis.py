@@ -15,6 +15,7 @@ from ddrl.analysis import in_band, scale_bands, select_and_reward
 from ddrl.claims import CLAIMS, FLOOR_NOTE, entry, get, validate, with_half_width
 from ddrl.evaluate import mean_ci
 from ddrl.regimes import WEAK_REGIME, Regime
+from ddrl.reward_noise import noise_matrix, rebuild_rollouts, wrong_rewards
 from ddrl.seeds import derive_seed
 from ddrl.stats import (TARGET_HALF_WIDTH, advantage_statistic, choose_design, eval_noise_variance,
                         hierarchical_bootstrap, paired_differences, power_table, predicted_half_width, question_bootstrap,
@@ -339,18 +340,10 @@ def selection_errors(groups: pd.DataFrame, k64: int = SELECTION_K, orders: int =
     for (regime, seed), part in groups.groupby(["regime", "seed"], sort=True):
         rng = np.random.default_rng(derive_seed(0, "claims", "selection", regime, int(seed)))
         for q, g in part.groupby("question", sort=True):
-            n = int(g["n"].iloc[0])
-            k = selection_k(n, k64)
-            keys = np.repeat(np.arange(len(g)), g["count"].to_numpy()).tolist()
-            correct = np.repeat(g["correct"].to_numpy(dtype=bool), g["count"].to_numpy())
-            missing = n - len(keys)
-            if missing < 0:
-                raise ValueError(f"selection_errors: {regime} seed {seed} question {q!r}: answer counts sum to "
-                                 f"{len(keys)}, more than N = {n}")
-            if missing == n:
+            keys, correct, n = rebuild_rollouts(g, f"selection_errors: {regime} seed {seed} question {q!r}")
+            if keys[0] is None:
                 continue  # no answer at all: no label
-            keys += [None] * missing
-            correct = np.concatenate([correct, np.zeros(missing, dtype=bool)])
+            k = selection_k(n, k64)
             tot = {r: np.zeros(4, dtype=int) for r in rules}
             for _ in range(orders):
                 perm = rng.permutation(n)
@@ -397,15 +390,17 @@ def _band_effect(groups: pd.DataFrame, cid: str) -> pd.DataFrame:
 
 def base_claim(cid: str, groups: pd.DataFrame, g1: pd.DataFrame, n_boot: int = 4000,
                sel: pd.DataFrame | None = None, regime: str = BASE) -> dict | None:
-    """F1-F3 and E1-E2 (:func:`bootstrap_entry`: over sampling seeds x questions, or questions for one seed) and
+    """F1-F3, E1-E2, N1-N2 (:func:`bootstrap_entry`: over sampling seeds x questions, or questions for one seed) and
     G1 (bootstrap over questions) of ``regime`` (``base`` pools the testbed's; a real LLM's, Amendment 18); None
     when fewer than 2 questions carry the effect. ``sel``: :func:`selection_errors` of ``groups`` if computed."""
 
-    if cid in ("E1", "E2", "F1", "F2", "F3"):
+    if cid in ("E1", "E2", "F1", "F2", "F3", "N1", "N2"):
         if groups.empty:
             return None
         if cid in ("E1", "E2"):
             d = selection_matrix(selection_errors(groups) if sel is None else sel, cid)
+        elif cid in ("N1", "N2"):  # plan Amendment 63
+            d = noise_matrix(wrong_rewards(groups), cid)
         else:
             d = _band_effect(groups, cid)
         if d.shape[0] < 1 or d.shape[1] < 2:

@@ -259,7 +259,7 @@ def test_smoke_study_writes_per_question_rows_and_valid_claims(smoke):
     entries, missing = study.analyse_claims(root / "runs", smoke["regimes"])
     validate(entries)
     got = {e["id"] for e in entries}
-    assert got - {"F1", "F2", "F3", "G1", "E1", "E2"} == {
+    assert got - {"F1", "F2", "F3", "G1", "E1", "E2", "N1", "N2"} == {
         "P1", "P2", "M1", "M2", "A1", "A2", "A3", "C1", "C2", "T1", "R1", "H1", "H1x", "H1xT", "H1xD", "H1xC", "H1xR",
         "H1xB", "H1xA", "D2"}  # H1xB, H1xA: MATH-500-like by Amendment 20; H1xN, H1xP are AMC-like's only
     assert "F1" in got  # the tiny model's base answers are all rare: F1 only
@@ -926,7 +926,7 @@ def test_rl_divergence_finds_the_first_step_that_differs():
 
 def test_real_rollouts_job_writes_the_svamp_inputs_and_their_claims(shared_data, tmp_path):
     """Plan Amendment 18: the SVAMP Codex samples' answer groups and G1 rows (N = 30), content-keyed (a second call
-    loads), and F1-F3, G1, E1, E2 in regime ``svamp_codex`` with one seed, never pooled into ``base``."""
+    loads), and F1-F3, G1, E1, E2, N1, N2 in regime ``svamp_codex`` with one seed, never pooled into ``base``."""
     if not (shared_data / "rollouts").is_dir():
         pytest.skip(f"no rollouts/ under {shared_data}")
     assert study.run_real_rollouts_job(tmp_path, shared_data) == "ran"
@@ -936,7 +936,7 @@ def test_real_rollouts_job_writes_the_svamp_inputs_and_their_claims(shared_data,
     assert (groups.groupby("question")["count"].sum() <= 30).all()
     entries, missing = study.analyse_claims(tmp_path, {}, n_boot=400)
     got = {e["id"]: e for e in entries}
-    assert set(got) == {"F1", "F2", "F3", "G1", "E1", "E2"} and {e["regime"] for e in entries} == {"svamp_codex"}
+    assert set(got) == {"F1", "F2", "F3", "G1", "E1", "E2", "N1", "N2"} and {e["regime"] for e in entries} == {"svamp_codex"}
     assert all(e["n_seeds"] == 1 and e["ci_low"] <= e["estimate"] <= e["ci_high"] for e in entries)
     assert any(m.startswith("F1 base:") for m in missing)  # no testbed rollouts here: base is missing, not pooled
 

@@ -1,0 +1,121 @@
+"""Where TTRL's wrong rewards come from, by the frequency band of each rollout's answer (plan Amendment 63).
+
+The paper's first finding (abstract; Sec. 2.2): answers of medium frequency "constitute the primary source of reward
+noise". On a question's N rollouts TTRL votes a pseudo-label and rewards agreement (:func:`ddrl.analysis.
+select_and_reward`, the trainer's own path). A reward is *wrong* when it disagrees with the rollout's correctness:
+reward 1 on a wrong answer (a false positive, a copy of a wrong label) or reward 0 on the right answer (a false
+negative). A rollout's band is its own answer's count c of N (F1-F3's bands, :data:`ddrl.study_plan.BANDS_64`,
+rescaled to N). :func:`wrong_rewards` counts them per band from the committed answer groups, :func:`noise_matrix`
+turns them into the seeds x questions matrix that Sec. 4's bootstrap takes for N1 and N2.
+
+Both effects are ratios of sums over questions, so each cell carries its linearised value (the delta method's
+influence value plus the estimate): the matrix's mean is the pooled ratio exactly, and the bootstrap of that mean is
+the first-order bootstrap of the ratio.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ddrl.analysis import scale_bands, select_and_reward
+from ddrl.seeds import derive_seed
+from ddrl.study_plan import BANDS_64, SELECTION_ORDERS
+
+BAND_NAMES = ("low", "middle", "high")  # BANDS_64 in order: <= 5, 6-44, >= 45 of 64
+COLUMNS = ["regime", "seed", "question", "band", "n", "orders", "answered", "fp", "fn"]
+
+
+def rebuild_rollouts(g: pd.DataFrame, where: str = "") -> tuple[list, np.ndarray, int]:
+    """One question's N rollouts rebuilt from its answer groups (rows ``count``, ``n``, ``correct`` per distinct
+    answer): the voting keys (the group's index, None for a rollout without an answer, last), each rollout's
+    correctness and N. Raises ValueError, naming ``where``, when the counts sum to more than N."""
+    n, counts = int(g["n"].iloc[0]), g["count"].to_numpy()
+    keys = np.repeat(np.arange(len(g)), counts).tolist()
+    if len(keys) > n:
+        raise ValueError(f"{where}: answer counts sum to {len(keys)}, more than N = {n}")
+    correct = np.repeat(g["correct"].to_numpy(dtype=bool), counts)
+    missing = n - len(keys)
+    return keys + [None] * missing, np.concatenate([correct, np.zeros(missing, dtype=bool)]), n
+
+
+def band_of(counts: np.ndarray, n: int) -> np.ndarray:
+    """The band index (0 low, 1 middle, 2 high) of each answer count of N = ``n`` (:data:`BANDS_64` rescaled)."""
+    edges = [hi for _, hi in scale_bands(BANDS_64, 64, n)]
+    return np.searchsorted(edges, counts)
+
+
+def wrong_rewards(groups: pd.DataFrame, orders: int = SELECTION_ORDERS) -> pd.DataFrame:
+    """N1, N2's counts: one row per (regime, seed, question, band) of TTRL's pseudo-rewards on all N rollouts.
+
+    ``answered`` rollouts whose answer's count lies in the band, and among them ``fp`` (reward 1, wrong) and ``fn``
+    (reward 0, right), each the mean over ``orders`` random orders of the rollouts (the vote breaks ties by order),
+    stream ``derive_seed(0, "claims", "reward_noise", regime, seed)``. Rollouts without an answer are never rewarded
+    and never right, so never wrongly rewarded; questions without any answer (no label) are left out."""
+    rows = []
+    for (regime, seed), part in groups.groupby(["regime", "seed"], sort=True):
+        rng = np.random.default_rng(derive_seed(0, "claims", "reward_noise", regime, int(seed)))
+        for q, g in part.groupby("question", sort=True):
+            keys, correct, n = rebuild_rollouts(g, f"wrong_rewards: {regime} seed {seed} question {q!r}")
+            if keys[0] is None:
+                continue  # no answer at all: no label
+            group_band = band_of(g["count"].to_numpy(), n)
+            band = np.array([group_band[k] if k is not None else -1 for k in keys])  # -1: no answer
+            answered = band >= 0
+            fp, fn = np.zeros(3), np.zeros(3)
+            for _ in range(orders):
+                perm = rng.permutation(n)
+                _, idx, rew = select_and_reward([keys[i] for i in perm], n, "random", rng)
+                b, truth, pos = band[perm][idx], correct[perm][idx], rew == 1
+                fp += np.bincount(b[pos & ~truth], minlength=3)[:3]
+                fn += np.bincount(b[~pos & truth], minlength=3)[:3]
+            counted = np.bincount(band[answered], minlength=3)
+            for i, name in enumerate(BAND_NAMES):
+                rows.append({"regime": regime, "seed": int(seed), "question": q, "band": name, "n": n,
+                             "orders": orders, "answered": int(counted[i]), "fp": fp[i] / orders, "fn": fn[i] / orders})
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _cells(table: pd.DataFrame, value: str, bands: tuple[str, ...]) -> pd.DataFrame:
+    """seeds x questions (``regime/question``) of ``value`` summed over ``bands``; a cell without rows is 0."""
+    t = table[table.band.isin(bands)]
+    return t.assign(q=t.regime + "/" + t.question.astype(str)).pivot_table(
+        index="seed", columns="q", values=value, aggfunc="sum", fill_value=0.0)
+
+
+def _linearised(num: pd.DataFrame, den: pd.DataFrame) -> pd.DataFrame:
+    """Per cell, the ratio of sums sum(num) / sum(den) plus the cell's influence value (num - ratio x den) /
+    mean(den): the matrix's mean is the pooled ratio exactly."""
+    ratio = num.to_numpy().sum() / den.to_numpy().sum()
+    return ratio + (num - ratio * den) / den.to_numpy().mean()
+
+
+def noise_matrix(table: pd.DataFrame, cid: str) -> pd.DataFrame:
+    """seeds x questions of N1's or N2's linearised effect (points) from :func:`wrong_rewards`.
+
+    N1: 100 x (share of all wrong rewards carried by middle-band rollouts) - 50. N2: 100 x (wrong-reward rate of
+    the middle band's answered rollouts - the rate of the low and high bands' together)."""
+    t = table.assign(wrong=table.fp + table.fn)
+    cells = lambda value, bands: _cells(t, value, bands)  # noqa: E731
+    every = cells("wrong", BAND_NAMES)
+    mid = cells("wrong", ("middle",)).reindex_like(every).fillna(0.0)
+    if cid == "N1":
+        return 100 * _linearised(mid, every) - 50
+    if cid == "N2":
+        outer = ("low", "high")
+        in_mid = _linearised(mid, cells("answered", ("middle",)).reindex_like(every).fillna(0.0))
+        in_outer = _linearised(cells("wrong", outer).reindex_like(every).fillna(0.0),
+                               cells("answered", outer).reindex_like(every).fillna(0.0))
+        return 100 * (in_mid - in_outer)
+    raise ValueError(f"noise_matrix: claim must be 'N1' or 'N2', got {cid!r}")
+
+
+def by_band(table: pd.DataFrame) -> pd.DataFrame:
+    """The description of Amendment 63: per regime and band, answered rollouts, false positives and negatives (sums
+    over seeds and questions of the means over orders), the wrong-reward rate and the band's share of all wrong
+    rewards (%)."""
+    s = table.groupby(["regime", "band"], sort=False)[["answered", "fp", "fn"]].sum().reset_index()
+    s["wrong"] = s.fp + s.fn
+    s["rate_%"] = 100 * s.wrong / s.answered.where(s.answered > 0)
+    s["share_%"] = 100 * s.wrong / s.groupby("regime").wrong.transform("sum")
+    return s
