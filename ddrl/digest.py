@@ -84,7 +84,10 @@ ROWS = (("TTRL improves on no adaptation", "P1", "P1"),
 SAMPLE_ROWS = (("answers seen <= 5 of 64 times are mostly wrong [50 - their accuracy, points]", "F1"),
                ("answers seen >= 45 of 64 times are mostly right [their accuracy - 50, points]", "F2"),
                ("the middle band is less reliable than the top band [accuracy difference, points]", "F3"),
-               ("GRPO gives larger positive advantages when the pseudo-label is wrong [advantage x 100]", "G1"))
+               ("GRPO gives larger positive advantages when the pseudo-label is wrong [advantage x 100]", "G1"),
+               ("the middle band is the primary source of TTRL's wrong rewards [its share of them - 50, points]", "N1"),
+               ("middle-band rollouts are rewarded wrongly more often [rate difference to the outer bands, points]",
+                "N2"))
 SAMPLE_COLUMNS = {"base": "testbed base model", "svamp_codex": "code-davinci-002 on SVAMP"}
 
 

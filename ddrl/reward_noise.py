@@ -83,9 +83,11 @@ def _cells(table: pd.DataFrame, value: str, bands: tuple[str, ...]) -> pd.DataFr
         index="seed", columns="q", values=value, aggfunc="sum", fill_value=0.0)
 
 
-def _linearised(num: pd.DataFrame, den: pd.DataFrame) -> pd.DataFrame:
+def _linearised(num: pd.DataFrame, den: pd.DataFrame) -> pd.DataFrame | None:
     """Per cell, the ratio of sums sum(num) / sum(den) plus the cell's influence value (num - ratio x den) /
-    mean(den): the matrix's mean is the pooled ratio exactly."""
+    mean(den): the matrix's mean is the pooled ratio exactly. None where the denominator sums to 0 (no ratio)."""
+    if den.to_numpy().sum() <= 0:
+        return None
     ratio = num.to_numpy().sum() / den.to_numpy().sum()
     return ratio + (num - ratio * den) / den.to_numpy().mean()
 
@@ -94,20 +96,33 @@ def noise_matrix(table: pd.DataFrame, cid: str) -> pd.DataFrame:
     """seeds x questions of N1's or N2's linearised effect (points) from :func:`wrong_rewards`.
 
     N1: 100 x (share of all wrong rewards carried by middle-band rollouts) - 50. N2: 100 x (wrong-reward rate of
-    the middle band's answered rollouts - the rate of the low and high bands' together)."""
+    the middle band's answered rollouts - the rate of the low and high bands' together). Empty where a ratio has no
+    denominator (no wrong reward at all for N1; no answered rollout in the middle or in the outer bands for N2)."""
+    if cid not in ("N1", "N2"):
+        raise ValueError(f"noise_matrix: claim must be 'N1' or 'N2', got {cid!r}")
     t = table.assign(wrong=table.fp + table.fn)
-    cells = lambda value, bands: _cells(t, value, bands)  # noqa: E731
-    every = cells("wrong", BAND_NAMES)
-    mid = cells("wrong", ("middle",)).reindex_like(every).fillna(0.0)
+    every = _cells(t, "answered", BAND_NAMES)  # every (seed, question) cell with an answered rollout
+    cells = lambda value, bands: _cells(t, value, bands).reindex_like(every).fillna(0.0)  # noqa: E731
     if cid == "N1":
-        return 100 * _linearised(mid, every) - 50
-    if cid == "N2":
+        parts = (_linearised(cells("wrong", ("middle",)), cells("wrong", BAND_NAMES)),)
+    else:
         outer = ("low", "high")
-        in_mid = _linearised(mid, cells("answered", ("middle",)).reindex_like(every).fillna(0.0))
-        in_outer = _linearised(cells("wrong", outer).reindex_like(every).fillna(0.0),
-                               cells("answered", outer).reindex_like(every).fillna(0.0))
-        return 100 * (in_mid - in_outer)
-    raise ValueError(f"noise_matrix: claim must be 'N1' or 'N2', got {cid!r}")
+        parts = (_linearised(cells("wrong", ("middle",)), cells("answered", ("middle",))),
+                 _linearised(cells("wrong", outer), cells("answered", outer)))
+    if any(p is None for p in parts):
+        return pd.DataFrame()
+    return 100 * parts[0] - 50 if cid == "N1" else 100 * (parts[0] - parts[1])
+
+
+def description(groups: pd.DataFrame, real: pd.DataFrame | None = None, pooled: str = "base") -> pd.DataFrame:
+    """Amendment 63's description: :func:`by_band` of :func:`wrong_rewards`, first the testbed's regimes (``groups``)
+    pooled as ``pooled`` (as N1, N2 pool them), then each of them apart, then each regime of a real LLM's samples
+    (``real``, never pooled). Empty (with its columns) without any groups."""
+    parts = [wrong_rewards(g) for g in (groups, real) if g is not None and not g.empty]
+    if not parts:
+        return by_band(pd.DataFrame(columns=COLUMNS))
+    testbed = parts[0] if not groups.empty else parts[0].iloc[:0]
+    return pd.concat([by_band(testbed.assign(regime=pooled)), *map(by_band, parts)], ignore_index=True)
 
 
 def by_band(table: pd.DataFrame) -> pd.DataFrame:
@@ -119,3 +134,10 @@ def by_band(table: pd.DataFrame) -> pd.DataFrame:
     s["rate_%"] = 100 * s.wrong / s.answered.where(s.answered > 0)
     s["share_%"] = 100 * s.wrong / s.groupby("regime").wrong.transform("sum")
     return s
+
+
+def markdown(desc: pd.DataFrame) -> str:
+    """:func:`description`'s table as docs/results.md quotes it (counts summed over sampling seeds and questions)."""
+    t = desc.rename(columns={"answered": "answered rollouts", "fp": "false positives", "fn": "false negatives",
+                             "wrong": "wrong rewards", "rate_%": "wrong-reward rate %", "share_%": "share of wrong %"})
+    return t.to_markdown(index=False, floatfmt=".1f") + "\n"

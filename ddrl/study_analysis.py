@@ -59,10 +59,12 @@ def base_csvs(out_dir: str | Path, folder: str = BASE) -> dict[str, list[Path]]:
 
 
 def study_inputs(out_dir: str | Path) -> list[Path]:
-    """Every file :func:`load_questions`, :func:`load_steps` and :func:`load_base` read under ``out_dir``: what the
-    study's derived tables depend on (:func:`ddrl.study_figures.tables_key`)."""
+    """Every file :func:`load_questions`, :func:`load_steps` and :func:`load_base` (the testbed's base and a real LLM's
+    answer groups) read under ``out_dir``: what the study's derived tables depend on
+    (:func:`ddrl.study_figures.tables_key`)."""
     base = base_csvs(out_dir)
-    return method_csvs(out_dir) + heldout_x_csvs(out_dir) + step_csvs(out_dir) + base["groups"] + base["g1"]
+    return (method_csvs(out_dir) + heldout_x_csvs(out_dir) + step_csvs(out_dir) + base["groups"] + base["g1"]
+            + base_csvs(out_dir, REAL)["groups"])
 
 
 def load_steps(out_dir: str | Path) -> pd.DataFrame:

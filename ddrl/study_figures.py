@@ -7,6 +7,8 @@
   samples gave them (the paper's Fig. 2; claims F1-F3);
 - :func:`selection_errors_figure`: what TTRL's random K and BCS keep of the base rollouts, by the label's count
   (false positives per question, correct answers among the negatives; claims E1, E2);
+- :func:`reward_noise_figure`: where TTRL's wrong rewards sit, by the band of the rollout's answer (claims N1, N2;
+  plan Amendment 63);
 - :func:`regime_candidates_figure` and :func:`power_figure`: the design (the base model by operations per chain, the
   regimes' thresholds; the predicted 95% half-width by seeds, the 2-point target);
 - :func:`transfer_figure`: pass@1 of no adaptation, TTRL, BCS (AMC-like), BCS+DAE and DDRL on the adapted questions
@@ -35,7 +37,8 @@ from ddrl.stats import TARGET_HALF_WIDTH
 from ddrl.study_analysis import (SHORTFALL_MAX_QUESTIONS, SHORTFALL_MAX_SEEDS, claim_on_seeds, load_base,
                                  load_questions, load_steps, power_shortfall, rl_divergence, seed_directions,
                                  selection_errors, study_inputs)
-from ddrl.study_plan import BANDS_64, HELDOUT_X, SMALL_LR, THREE
+from ddrl.reward_noise import BAND_NAMES, description
+from ddrl.study_plan import BANDS_64, HELDOUT_X, REAL, SMALL_LR, THREE
 
 #: Answer-count bins (of 64) for :func:`band_accuracy_figure`: finer than F1-F3's bands, with their edges.
 COUNT_BINS_64 = ((1, 1), (2, 5), (6, 14), (15, 24), (25, 34), (35, 44), (45, 54), (55, 64))
@@ -191,6 +194,41 @@ def selection_errors_figure(t: pd.DataFrame):
     return fig
 
 
+#: :func:`reward_noise_figure`'s regime names (the pooled testbed first, the real LLM's last) and band names
+NOISE_REGIMES = {"base": "testbed\n(pooled)", "aime_like": "AIME-like", "amc_like": "AMC-like",
+                 "math500_like": "MATH-500-\nlike", "svamp_codex": "Codex on\nSVAMP"}
+NOISE_BANDS = dict(zip(BAND_NAMES, ("seen <= 5 of 64", "6-44", ">= 45")))
+
+
+def reward_noise_figure(t: pd.DataFrame):
+    """Two panels per regime and band of the rollout's answer (``t``: :func:`ddrl.reward_noise.description`): the
+    band's share of TTRL's wrong rewards (N1) and how often its rollouts are rewarded wrongly (N2). None without
+    rows."""
+    if t.empty:
+        return None
+    t = t[t.regime.isin(NOISE_REGIMES)].assign(regime=lambda x: x.regime.map(NOISE_REGIMES),
+                                                band=lambda x: x.band.map(NOISE_BANDS))
+    fig, axes = plt.subplots(1, 2, figsize=(10.0, 3.8))
+    for ax, col, ylab, title in ((axes[0], "share_%", "share of all wrong rewards (%)",
+                                  "N1: where TTRL's wrong rewards sit"),
+                                 (axes[1], "rate_%", "rollouts rewarded wrongly (%)",
+                                  "N2: how often each band is rewarded wrongly")):
+        sns.barplot(data=t, x="regime", y=col, hue="band", hue_order=list(NOISE_BANDS.values()),
+                    order=list(dict.fromkeys(t.regime)), palette="crest", ax=ax, legend=ax is axes[0])
+        ax.set(xlabel="", ylabel=ylab, ylim=(0, 100))
+        ax.set_title(title, fontsize=9)
+        ax.tick_params(axis="x", labelsize=8)
+        sns.despine(ax=ax)
+    axes[0].axhline(50, ls=":", color="grey")
+    axes[0].legend(title="the rollout's answer", fontsize=7, title_fontsize=7, loc="upper center", ncols=3,
+                   bbox_to_anchor=(0.5, 1.0))
+    axes[0].set_ylim(0, 115)
+    fig.suptitle("Base rollouts, TTRL's vote and rewards on all N per question (on SVAMP N = 30: the bands rescaled)",
+                 fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
 #: :func:`transfer_figure`'s methods, in the order DDRL builds up (no adaptation, + RL, + BCS, + DAE, + COR;
 #: BCS alone has H1x runs in AMC-like and MATH-500-like only, plan Amendments 17, 20).
 TRANSFER_METHODS = ("no_adaptation", "ttrl", "bcs", "bcs_dae", "ddrl")
@@ -327,7 +365,7 @@ def shortfall_page(short: pd.DataFrame) -> str:
 TABLES = {"claims_seeds": "claims_seeds.csv", "power_shortfall": "power_shortfall.csv",
           "advantage_dynamics": "advantage_dynamics.csv.gz", "pseudo_labels": "pseudo_labels.csv",
           "base_bands": "base_bands.csv", "selection_errors": "selection_errors.csv",
-          "heldout_transfer": "heldout_transfer.csv"}
+          "heldout_transfer": "heldout_transfer.csv", "reward_noise": "reward_noise.csv"}
 #: The file beside them that says which inputs they were computed from (:func:`tables_key`).
 MANIFEST = "tables.json"
 
@@ -345,23 +383,25 @@ def study_tables(runs_dir: str | Path, entries: Sequence[dict]) -> dict[str, pd.
     """Every table of :data:`TABLES` from the runs under ``runs_dir`` and the scorecard ``entries``: the pass@1
     claims seed by seed, the comparisons that missed the half-width, the mean advantage per RL step, the
     pseudo-labels by episode, the base model's answers by count bin, what each selection rule keeps by the label's
-    count (:func:`ddrl.study_analysis.selection_errors`: the slow one) and the H1x levels."""
+    count (:func:`ddrl.study_analysis.selection_errors`: the slow one), the H1x levels and TTRL's wrong rewards by
+    band (:func:`ddrl.reward_noise.description`, the testbed's base and a real LLM's samples)."""
     return tables_from(*_load(runs_dir), entries)
 
 
-def _load(runs_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """The question rows, step logs and base answer groups under ``runs_dir``: what :func:`tables_from` reads."""
-    return load_questions(runs_dir), load_steps(runs_dir), load_base(runs_dir)[0]
+def _load(runs_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The question rows, step logs, base answer groups and a real LLM's answer groups (plan Amendment 18) under
+    ``runs_dir``: what :func:`tables_from` reads."""
+    return load_questions(runs_dir), load_steps(runs_dir), load_base(runs_dir)[0], load_base(runs_dir, REAL)[0]
 
 
-def tables_from(questions: pd.DataFrame, steps: pd.DataFrame, groups: pd.DataFrame,
+def tables_from(questions: pd.DataFrame, steps: pd.DataFrame, groups: pd.DataFrame, real: pd.DataFrame,
                 entries: Sequence[dict]) -> dict[str, pd.DataFrame]:
     """:func:`study_tables` from the runs already read (:func:`_load`)."""
     return {"claims_seeds": seed_directions(questions), "power_shortfall": power_shortfall(questions, entries),
             "advantage_dynamics": advantage_dynamics(steps), "pseudo_labels": pseudo_labels_by_episode(steps),
             "base_bands": band_accuracy(groups),
             "selection_errors": selection_by_label_count(selection_errors(groups) if not groups.empty else groups),
-            "heldout_transfer": transfer(questions)}
+            "heldout_transfer": transfer(questions), "reward_noise": description(groups, real)}
 
 
 def committed_tables(tables_dir: str | Path, runs_dir: str | Path, entries: Sequence[dict]) -> dict[str, pd.DataFrame] | None:
@@ -395,8 +435,8 @@ def render_results(entries: Sequence[dict], runs_dir: str | Path, out_dir: str |
     paths = {f"scorecard.{k}": p for k, p in C.render(entries, out_dir).items()}
     paths["missing.md"] = out_dir / "claims_missing.md"
     paths["missing.md"].write_text("".join(f"- {m}\n" for m in missing) or "- none: every claim x regime is computed\n")
-    questions, steps, groups = _load(runs_dir)
-    t = tables_from(questions, steps, groups, entries)
+    questions, steps, groups, real = _load(runs_dir)
+    t = tables_from(questions, steps, groups, real, entries)
     for name, f in TABLES.items():  # every table, empty or not, and what it was computed from
         write_csv(out_dir / f, t[name])
         paths[f"{name}.csv"] = out_dir / f
@@ -416,7 +456,8 @@ def render_results(entries: Sequence[dict], runs_dir: str | Path, out_dir: str |
         paths["labels.md"] = out_dir / "pseudo_labels.md"
         paths["labels.md"].write_text(pseudo_label_drift(t["pseudo_labels"]).to_markdown(index=False, floatfmt=".3f") + "\n")
     figures = {"advantage_dynamics": advantage_dynamics_figure, "base_bands": band_accuracy_figure,
-               "selection_errors": selection_errors_figure, "heldout_transfer": transfer_figure}
+               "selection_errors": selection_errors_figure, "heldout_transfer": transfer_figure,
+               "reward_noise": reward_noise_figure}
     for name, draw in figures.items():  # F1-F3's bands and E1-E2's selection need base rollouts; H1x's levels runs
         if (fig := draw(t[name])) is not None:
             paths.update({f"{name}.{k}": p for k, p in _save(fig, out_dir, name).items()})

@@ -299,6 +299,31 @@ if results is not None:
     rep.draw("selection_errors", selection_errors_figure, T["selection_errors"], data=T["selection_errors"])
 
 # %% [markdown]
+# ## Where TTRL's wrong rewards come from (claims N1, N2)
+#
+# The paper's abstract names answers of medium frequency "the primary source of reward noise". On each question
+# TTRL votes a pseudo-label on its rollouts and rewards agreement; a reward is wrong when it disagrees with the
+# rollout's correctness (a copy of a wrong label rewarded, or the right answer punished). Each rollout sits in the
+# band of its own answer's count (F1-F3's: seen <= 5, 6-44, >= 45 of 64). N1 asks whether the middle band carries
+# more than half of all wrong rewards, N2 whether its rollouts are rewarded wrongly more often than the outer
+# bands' (plan Amendment 63: no training, the base rollouts' answer groups, the testbed's and Codex's on SVAMP).
+# Left, each band's share of the wrong rewards; right, how often its rollouts are rewarded wrongly.
+
+# %%
+from ddrl.study_figures import reward_noise_figure
+
+if results is not None:
+    noise = T["reward_noise"]
+    rep.table(noise, "reward_noise", floatfmt=".1f")
+    rep.draw("reward_noise", reward_noise_figure, noise, data=noise)
+    mid = noise[noise.band == "middle"].set_index("regime")["share_%"]
+    found = {(e["id"], e["regime"]): e for e in results if e["id"] in ("N1", "N2")}
+    display(Markdown(" ".join(
+        f"**{r}**: the middle band carries {mid[r]:.0f}% of TTRL's wrong rewards (N1 {found['N1', r]['verdict']}; "
+        f"N2 {found['N2', r]['estimate']:+.1f} points, {found['N2', r]['verdict']})."
+        for r in ("base", "svamp_codex") if r in mid.index and ("N1", r) in found)))
+
+# %% [markdown]
 # ## Adapted questions and fresh ones (claims P1, P2 and H1x)
 #
 # Test-time RL trains on the questions it is tested on. Left of each panel, pass@1 on those adapted questions

@@ -8,7 +8,7 @@ import pytest
 
 from ddrl import study_analysis
 from ddrl.claims import validate
-from ddrl.reward_noise import band_of, by_band, noise_matrix, wrong_rewards
+from ddrl.reward_noise import band_of, by_band, description, markdown, noise_matrix, wrong_rewards
 
 #: Answer groups of N = 64 whose wrong rewards are known by hand (count, correct) per distinct answer; the rest of the
 #: 64 rollouts carry no answer. A: a wrong label seen 30 times (middle band: 30 false positives), the right answer 20
@@ -96,3 +96,51 @@ def test_counts_beyond_n_are_refused_by_question():
     with pytest.raises(ValueError, match=r"wrong_rewards: amc_like seed 0 question 'A0': answer counts sum to 120, "
                                          r"more than N = 64"):
         wrong_rewards(bad)
+
+
+def test_description_pools_the_testbed_and_keeps_a_real_llm_apart():
+    testbed = pd.concat([_groups({"A": 2, "B": 1}), _groups({"C": 1}, regime="math500_like")])
+    real = _groups({"A": 1}, seeds=(0,), regime="svamp_codex")
+    d = description(testbed, real)
+    assert list(dict.fromkeys(d.regime)) == ["base", "amc_like", "math500_like", "svamp_codex"]
+    base = d[d.regime == "base"].set_index("band")
+    assert base.loc["middle", "wrong"] == 2 * 2 * 50 and base.loc["high", "fp"] == 2 * 48  # 2 seeds
+    assert d.groupby("regime")["share_%"].sum().round(6).eq(100).all()
+    assert description(pd.DataFrame(), None).empty and markdown(d).startswith("| regime")
+
+
+def test_the_committed_n1_n2_entries_recompute_from_the_committed_answer_groups():
+    """results/claims.json's N1 and N2 (plan Amendment 63) are what the committed answer groups give under this code,
+    and docs/results.md quotes the description the study wrote beside the scorecard."""
+    from conftest import REPO
+
+    from ddrl.claims import load
+    from ddrl.study_figures import TABLES, committed_tables
+    from ddrl.study_plan import BASE, REAL
+
+    entries = load(REPO / "results" / "claims.json")
+    committed = {(e["id"], e["regime"]): e for e in entries or () if e["id"] in ("N1", "N2")}
+    if not committed:
+        pytest.skip("N1, N2 are not in results/claims.json yet")
+    runs = REPO / "results" / "runs"
+    for regime, folder in (("base", BASE), ("svamp_codex", REAL)):
+        groups = study_analysis.load_base(runs, folder)[0]
+        t = wrong_rewards(groups[groups.regime == regime] if folder == REAL else groups)
+        for cid in ("N1", "N2"):
+            got, want = study_analysis.bootstrap_entry(cid, regime, noise_matrix(t, cid)), committed[cid, regime]
+            assert {k: want[k] for k in got} == pytest.approx(got), (cid, regime)
+    tables = committed_tables(REPO / "docs" / "results", runs, entries)
+    assert tables is not None and "reward_noise" in TABLES
+    assert markdown(tables["reward_noise"]) in (REPO / "docs" / "results.md").read_text()
+
+
+def test_a_ratio_without_a_denominator_is_no_claim():
+    """All of a tiny model's answers rare (the smoke scale): no middle-band rollout, so N2 has no rate to take; N1's
+    wrong rewards all sit in the low band (-50). No wrong reward at all: N1 has no share to take either."""
+    rare = pd.DataFrame([{"regime": "amc_like", "seed": s, "question": f"q{q}", "count": 1, "n": 8, "correct": i == 0}
+                         for s in (0, 1) for q in range(4) for i in range(3)])
+    assert noise_matrix(wrong_rewards(rare), "N2").empty
+    assert study_analysis.base_claim("N2", rare, pd.DataFrame(), n_boot=200) is None
+    assert noise_matrix(wrong_rewards(rare), "N1").to_numpy().mean() == pytest.approx(-50)
+    right = _groups({"B": 3})
+    assert noise_matrix(wrong_rewards(right), "N1").empty and not noise_matrix(wrong_rewards(right), "N2").empty

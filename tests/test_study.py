@@ -471,7 +471,7 @@ def test_notebook_06_renders_the_committed_results(rendered_06):
     assert all((tmp_path / "figures" / f"{n}.png").stat().st_size > 0 for n in ("regime_candidates", "power"))
     if committed:
         assert len(m["verdicts"]) == len(json.loads((REPO / "results" / "claims.json").read_text()))
-        for n in ("advantage_dynamics", "base_bands", "selection_errors", "heldout_transfer"):  # the study's figures
+        for n in ("advantage_dynamics", "base_bands", "selection_errors", "heldout_transfer", "reward_noise"):
             assert (tmp_path / "figures" / f"{n}.png").stat().st_size > 0, n
         for rep in (REPO / "results").glob("replication_*/claims.json"):  # plan Amendments 5-6, beside the registered
             assert (tmp_path / "figures" / f"{rep.parent.name}_vs_registered.png").stat().st_size > 0
