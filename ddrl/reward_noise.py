@@ -39,6 +39,21 @@ def rebuild_rollouts(g: pd.DataFrame, where: str = "") -> tuple[list, np.ndarray
     return keys + [None] * missing, np.concatenate([correct, np.zeros(missing, dtype=bool)]), n
 
 
+def question_orders(groups: pd.DataFrame, stream: str, orders: int, where: str):
+    """Each question of the answer groups (sorted by regime, sampling seed, question) with its rollouts rebuilt
+    (:func:`rebuild_rollouts`) and ``orders`` random orders of them: yields ``(regime, seed, question, g, keys,
+    correct, n, rng, perms)``. One generator per (regime, seed), ``derive_seed(0, "claims", stream, regime, seed)``;
+    ``perms`` draws each order from it only when the caller asks for it, so the caller's own draws from ``rng`` (a
+    random selection) fall between them in the stream. Questions without any answer (no label) are skipped."""
+    for (regime, seed), part in groups.groupby(["regime", "seed"], sort=True):
+        rng = np.random.default_rng(derive_seed(0, "claims", stream, regime, int(seed)))
+        for q, g in part.groupby("question", sort=True):
+            keys, correct, n = rebuild_rollouts(g, f"{where}: {regime} seed {seed} question {q!r}")
+            if keys[0] is None:
+                continue  # no answer at all: no label
+            yield regime, int(seed), q, g, keys, correct, n, rng, (rng.permutation(n) for _ in range(orders))
+
+
 def band_of(counts: np.ndarray, n: int) -> np.ndarray:
     """The band index (0 low, 1 middle, 2 high) of each answer count of N = ``n`` (:data:`BANDS_64` rescaled)."""
     edges = [hi for _, hi in scale_bands(BANDS_64, 64, n)]
@@ -53,26 +68,20 @@ def wrong_rewards(groups: pd.DataFrame, orders: int = SELECTION_ORDERS) -> pd.Da
     stream ``derive_seed(0, "claims", "reward_noise", regime, seed)``. Rollouts without an answer are never rewarded
     and never right, so never wrongly rewarded; questions without any answer (no label) are left out."""
     rows = []
-    for (regime, seed), part in groups.groupby(["regime", "seed"], sort=True):
-        rng = np.random.default_rng(derive_seed(0, "claims", "reward_noise", regime, int(seed)))
-        for q, g in part.groupby("question", sort=True):
-            keys, correct, n = rebuild_rollouts(g, f"wrong_rewards: {regime} seed {seed} question {q!r}")
-            if keys[0] is None:
-                continue  # no answer at all: no label
-            group_band = band_of(g["count"].to_numpy(), n)
-            band = np.array([group_band[k] if k is not None else -1 for k in keys])  # -1: no answer
-            answered = band >= 0
-            fp, fn = np.zeros(3), np.zeros(3)
-            for _ in range(orders):
-                perm = rng.permutation(n)
-                _, idx, rew = select_and_reward([keys[i] for i in perm], n, "random", rng)
-                b, truth, pos = band[perm][idx], correct[perm][idx], rew == 1
-                fp += np.bincount(b[pos & ~truth], minlength=3)[:3]
-                fn += np.bincount(b[~pos & truth], minlength=3)[:3]
-            counted = np.bincount(band[answered], minlength=3)
-            for i, name in enumerate(BAND_NAMES):
-                rows.append({"regime": regime, "seed": int(seed), "question": q, "band": name, "n": n,
-                             "orders": orders, "answered": int(counted[i]), "fp": fp[i] / orders, "fn": fn[i] / orders})
+    for regime, seed, q, g, keys, correct, n, rng, perms in question_orders(groups, "reward_noise", orders,
+                                                                             "wrong_rewards"):
+        group_band = band_of(g["count"].to_numpy(), n)
+        band = np.array([group_band[k] if k is not None else -1 for k in keys])  # -1: no answer
+        fp, fn = np.zeros(3), np.zeros(3)
+        for perm in perms:
+            _, idx, rew = select_and_reward([keys[i] for i in perm], n, "random", rng)
+            b, truth, pos = band[perm][idx], correct[perm][idx], rew == 1
+            fp += np.bincount(b[pos & ~truth], minlength=3)[:3]
+            fn += np.bincount(b[~pos & truth], minlength=3)[:3]
+        counted = np.bincount(band[band >= 0], minlength=3)
+        for i, name in enumerate(BAND_NAMES):
+            rows.append({"regime": regime, "seed": seed, "question": q, "band": name, "n": n, "orders": orders,
+                         "answered": int(counted[i]), "fp": fp[i] / orders, "fn": fn[i] / orders})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

@@ -15,7 +15,7 @@ from ddrl.analysis import in_band, scale_bands, select_and_reward
 from ddrl.claims import CLAIMS, FLOOR_NOTE, entry, get, validate, with_half_width
 from ddrl.evaluate import mean_ci
 from ddrl.regimes import WEAK_REGIME, Regime
-from ddrl.reward_noise import noise_matrix, rebuild_rollouts, wrong_rewards
+from ddrl.reward_noise import noise_matrix, question_orders, wrong_rewards
 from ddrl.seeds import derive_seed
 from ddrl.stats import (TARGET_HALF_WIDTH, advantage_statistic, choose_design, eval_noise_variance,
                         hierarchical_bootstrap, paired_differences, power_table, predicted_half_width, question_bootstrap,
@@ -339,25 +339,20 @@ def selection_errors(groups: pd.DataFrame, k64: int = SELECTION_K, orders: int =
 
     rules = ("random", "bcs")
     rows = []
-    for (regime, seed), part in groups.groupby(["regime", "seed"], sort=True):
-        rng = np.random.default_rng(derive_seed(0, "claims", "selection", regime, int(seed)))
-        for q, g in part.groupby("question", sort=True):
-            keys, correct, n = rebuild_rollouts(g, f"selection_errors: {regime} seed {seed} question {q!r}")
-            if keys[0] is None:
-                continue  # no answer at all: no label
-            k = selection_k(n, k64)
-            tot = {r: np.zeros(4, dtype=int) for r in rules}
-            for _ in range(orders):
-                perm = rng.permutation(n)
-                ks, cs = [keys[i] for i in perm], correct[perm]
-                for r in rules:
-                    _, idx, rew = select_and_reward(ks, k, r, rng)
-                    truth, neg = cs[idx], rew == 0
-                    tot[r] += (neg.sum(), (neg & truth).sum(), (~neg & ~truth).sum(), len(idx))
+    for regime, seed, q, g, keys, correct, n, rng, perms in question_orders(groups, "selection", orders,
+                                                                             "selection_errors"):
+        k = selection_k(n, k64)
+        tot = {r: np.zeros(4, dtype=int) for r in rules}
+        for perm in perms:
+            ks, cs = [keys[i] for i in perm], correct[perm]
             for r in rules:
-                rows.append({"regime": regime, "seed": int(seed), "question": q, "rule": r, "n": n,
-                             "label_count": int(g["count"].max()), "orders": orders,
-                             **dict(zip(("neg", "fn", "fp", "kept"), tot[r].tolist()))})
+                _, idx, rew = select_and_reward(ks, k, r, rng)
+                truth, neg = cs[idx], rew == 0
+                tot[r] += (neg.sum(), (neg & truth).sum(), (~neg & ~truth).sum(), len(idx))
+        for r in rules:
+            rows.append({"regime": regime, "seed": seed, "question": q, "rule": r, "n": n,
+                         "label_count": int(g["count"].max()), "orders": orders,
+                         **dict(zip(("neg", "fn", "fp", "kept"), tot[r].tolist()))})
     return pd.DataFrame(rows, columns=["regime", "seed", "question", "rule", "n", "label_count", "orders", "neg", "fn",
                                        "fp", "kept"])
 
