@@ -89,7 +89,7 @@ def _cells(table: pd.DataFrame, value: str, bands: tuple[str, ...]) -> pd.DataFr
     """seeds x questions (``regime/question``) of ``value`` summed over ``bands``; a cell without rows is 0."""
     t = table[table.band.isin(bands)]
     return t.assign(q=t.regime + "/" + t.question.astype(str)).pivot_table(
-        index="seed", columns="q", values=value, aggfunc="sum", fill_value=0.0)
+        index="seed", columns="q", values=value, aggfunc="sum", fill_value=0)
 
 
 def _linearised(num: pd.DataFrame, den: pd.DataFrame) -> pd.DataFrame | None:
@@ -127,11 +127,10 @@ def description(groups: pd.DataFrame, real: pd.DataFrame | None = None, pooled: 
     """Amendment 63's description: :func:`by_band` of :func:`wrong_rewards`, first the testbed's regimes (``groups``)
     pooled as ``pooled`` (as N1, N2 pool them), then each of them apart, then each regime of a real LLM's samples
     (``real``, never pooled). Empty (with its columns) without any groups."""
-    parts = [wrong_rewards(g) for g in (groups, real) if g is not None and not g.empty]
-    if not parts:
-        return by_band(pd.DataFrame(columns=COLUMNS))
-    testbed = parts[0] if not groups.empty else parts[0].iloc[:0]
-    return pd.concat([by_band(testbed.assign(regime=pooled)), *map(by_band, parts)], ignore_index=True)
+    testbed, llm = (wrong_rewards(g) if g is not None and not g.empty else None for g in (groups, real))
+    parts = ([by_band(testbed.assign(regime=pooled)), by_band(testbed)] if testbed is not None else []) + (
+        [by_band(llm)] if llm is not None else [])
+    return pd.concat(parts, ignore_index=True) if parts else by_band(pd.DataFrame(columns=COLUMNS))
 
 
 def by_band(table: pd.DataFrame) -> pd.DataFrame:
@@ -150,3 +149,17 @@ def markdown(desc: pd.DataFrame) -> str:
     t = desc.rename(columns={"answered": "answered rollouts", "fp": "false positives", "fn": "false negatives",
                              "wrong": "wrong rewards", "rate_%": "wrong-reward rate %", "share_%": "share of wrong %"})
     return t.to_markdown(index=False, floatfmt=".1f") + "\n"
+
+
+def summary(desc: pd.DataFrame, entries, regimes=("base", "svamp_codex")) -> str:
+    """A sentence per regime of :func:`description`'s table ``desc``: the middle band's share of TTRL's wrong rewards
+    and the scorecard ``entries``' N1 and N2 there (or that a claim has no ratio to take, as on the smoke scale)."""
+    mid = desc[desc.band == "middle"].set_index("regime")["share_%"]
+    found = {(e["id"], e["regime"]): e for e in entries if e["id"] in ("N1", "N2")}
+
+    def said(cid: str, r: str) -> str:
+        e = found.get((cid, r))
+        return f"{cid} {e['estimate']:+.1f} points, {e['verdict']}" if e else f"{cid} not computed: no ratio to take"
+
+    return " ".join(f"**{r}**: the middle band carries {mid[r]:.0f}% of TTRL's wrong rewards ({said('N1', r)}; "
+                    f"{said('N2', r)})." for r in regimes if r in mid.index)

@@ -386,10 +386,11 @@ def _band_effect(groups: pd.DataFrame, cid: str) -> pd.DataFrame:
 
 
 def base_claim(cid: str, groups: pd.DataFrame, g1: pd.DataFrame, n_boot: int = 4000,
-               sel: pd.DataFrame | None = None, regime: str = BASE) -> dict | None:
+               sel: pd.DataFrame | None = None, regime: str = BASE, noise: pd.DataFrame | None = None) -> dict | None:
     """F1-F3, E1-E2, N1-N2 (:func:`bootstrap_entry`: over sampling seeds x questions, or questions for one seed) and
     G1 (bootstrap over questions) of ``regime`` (``base`` pools the testbed's; a real LLM's, Amendment 18); None
-    when fewer than 2 questions carry the effect. ``sel``: :func:`selection_errors` of ``groups`` if computed."""
+    when fewer than 2 questions carry the effect. ``sel``, ``noise``: :func:`selection_errors`, :func:`ddrl.
+    reward_noise.wrong_rewards` of ``groups`` if computed."""
 
     if cid in ("E1", "E2", "F1", "F2", "F3", "N1", "N2"):
         if groups.empty:
@@ -397,7 +398,7 @@ def base_claim(cid: str, groups: pd.DataFrame, g1: pd.DataFrame, n_boot: int = 4
         if cid in ("E1", "E2"):
             d = selection_matrix(selection_errors(groups) if sel is None else sel, cid)
         elif cid in ("N1", "N2"):  # plan Amendment 63
-            d = noise_matrix(wrong_rewards(groups), cid)
+            d = noise_matrix(wrong_rewards(groups) if noise is None else noise, cid)
         else:
             d = _band_effect(groups, cid)
         if d.shape[0] < 1 or d.shape[1] < 2:
@@ -434,11 +435,12 @@ def analyse_claims(out_dir: str | Path, regimes: dict[str, Regime], n_boot: int 
     frames = {BASE: (groups, g1), **{r: (rg[rg.regime == r], rg1[rg1.regime == r])
                                      for r in sorted(set(rg.get("regime", ())))}}
     sels = {r: selection_errors(g) if not g.empty else None for r, (g, _) in frames.items()}  # E1, E2
+    noises = {r: wrong_rewards(g) if not g.empty else None for r, (g, _) in frames.items()}  # N1, N2
     entries, missing = [], []
     for c in CLAIMS:
         for r in c.regimes:
             if r in frames:
-                e = base_claim(c.id, *frames[r], n_boot, sels[r], regime=r)
+                e = base_claim(c.id, *frames[r], n_boot, sels[r], regime=r, noise=noises[r])
                 if e is None:
                     missing.append(f"{c.id} {r}: no rollouts (or fewer than 2 questions in its band)")
                 else:

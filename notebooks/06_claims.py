@@ -310,18 +310,14 @@ if results is not None:
 # Left, each band's share of the wrong rewards; right, how often its rollouts are rewarded wrongly.
 
 # %%
+from ddrl.reward_noise import summary as noise_summary
 from ddrl.study_figures import reward_noise_figure
 
 if results is not None:
     noise = T["reward_noise"]
     rep.table(noise, "reward_noise", floatfmt=".1f")
     rep.draw("reward_noise", reward_noise_figure, noise, data=noise)
-    mid = noise[noise.band == "middle"].set_index("regime")["share_%"]
-    found = {(e["id"], e["regime"]): e for e in results if e["id"] in ("N1", "N2")}
-    display(Markdown(" ".join(
-        f"**{r}**: the middle band carries {mid[r]:.0f}% of TTRL's wrong rewards (N1 {found['N1', r]['verdict']}; "
-        f"N2 {found['N2', r]['estimate']:+.1f} points, {found['N2', r]['verdict']})."
-        for r in ("base", "svamp_codex") if r in mid.index and ("N1", r) in found)))
+    display(Markdown(noise_summary(noise, results)))
 
 # %% [markdown]
 # ## Adapted questions and fresh ones (claims P1, P2 and H1x)

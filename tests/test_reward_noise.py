@@ -8,7 +8,7 @@ import pytest
 
 from ddrl import study_analysis
 from ddrl.claims import validate
-from ddrl.reward_noise import band_of, by_band, description, markdown, noise_matrix, wrong_rewards
+from ddrl.reward_noise import band_of, by_band, description, markdown, noise_matrix, summary, wrong_rewards
 
 #: Answer groups of N = 64 whose wrong rewards are known by hand (count, correct) per distinct answer; the rest of the
 #: 64 rollouts carry no answer. A: a wrong label seen 30 times (middle band: 30 false positives), the right answer 20
@@ -107,6 +107,11 @@ def test_description_pools_the_testbed_and_keeps_a_real_llm_apart():
     assert base.loc["middle", "wrong"] == 2 * 2 * 50 and base.loc["high", "fp"] == 2 * 48  # 2 seeds
     assert d.groupby("regime")["share_%"].sum().round(6).eq(100).all()
     assert description(pd.DataFrame(), None).empty and markdown(d).startswith("| regime")
+    n1 = study_analysis.base_claim("N1", testbed, pd.DataFrame(), n_boot=200)
+    said = summary(d, [n1])  # N2 not in the entries: said so, not a KeyError (the smoke scale has no middle band)
+    share = d[(d.regime == "base") & (d.band == "middle")]["share_%"].iloc[0]
+    assert said.startswith(f"**base**: the middle band carries {share:.0f}% of TTRL's wrong rewards (N1 ")
+    assert "N2 not computed" in said and "**svamp_codex**: " in said
 
 
 def test_the_committed_n1_n2_entries_recompute_from_the_committed_answer_groups():
