@@ -14,7 +14,7 @@ export TOKENIZERS_PARALLELISM ?= false
 export HF_HUB_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: install install-verl test test-fast test-e2e test-slow test-browser test-verl reproduce smoke clean
+.PHONY: install install-verl test test-fast test-e2e test-slow test-browser test-verl reproduce smoke figures clean
 
 install: $(STAMP)
 
@@ -78,6 +78,14 @@ reproduce: $(STAMP)
 
 smoke: $(STAMP)
 	$(PY) -m ddrl.reproduce --preset smoke
+
+# The committed figure store (ddrl/figure_store.py): notebook 06's figures and their entries in docs/results/, which a
+# fresh clone's render copies instead of drawing. Run it after changing a figure, its data or its code
+# (tests/test_study.py fails until then); a figure whose code is unchanged is copied, not drawn again.
+FIGURES_OUT ?= outputs/figures
+figures: $(STAMP)
+	$(PY) -m ddrl.reproduce --preset default --only 06 --no-html --output-dir $(FIGURES_OUT)
+	$(PY) -m ddrl.figure_store commit $(FIGURES_OUT)
 
 clean:
 	rm -rf outputs .pytest_cache

@@ -9,12 +9,12 @@ Every artifact lands under ``output_dir`` (``outputs/<preset>/`` when run by :mo
 
 Expensive results (sampled rollouts, trained runs) go through :func:`cached`, keyed by the sha256 of their
 inputs, so a rerun with the same parameters reuses them; figures drawn by :meth:`Reporter.draw` are kept the same
-way (:func:`figure_key`), so a rerun copies a figure whose inputs, code and style have not changed.
+way (:mod:`ddrl.figure_store`: this machine's store and the committed one), so a render copies a figure whose inputs,
+code and style have not changed. Where files live and how they are written durably is :mod:`ddrl.storage`.
 """
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import gzip
 import hashlib
@@ -25,22 +25,15 @@ import shutil
 import subprocess
 import sys
 import time
-import uuid
 import warnings
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Callable
 
-from ddrl import answers
-from ddrl.figure_keys import figure_key, reads_while
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-def cache_root() -> Path:
-    """``$DDRL_CACHE_DIR`` or ``<repo>/.cache`` (gitignored)."""
-    return Path(os.environ.get("DDRL_CACHE_DIR", REPO / ".cache"))
-
+from ddrl import answers, figure_store
+from ddrl.figure_keys import code_deps, figure_key, reads_while
+# re-exported: most modules import these from here
+from ddrl.storage import REPO, atomic_write_bytes, cache_root, disk_error, fsync_dir, sha256_file, unique_tmp  # noqa: F401
 
 #: What counts as a weight file of a model directory (what a fingerprint of its weights hashes).
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt")
@@ -49,14 +42,6 @@ WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt")
 def weight_files(directory: str | Path) -> list[Path]:
     """The weight files of a model directory (:data:`WEIGHT_SUFFIXES`), sorted by name."""
     return sorted(p for p in Path(directory).iterdir() if p.suffix in WEIGHT_SUFFIXES)
-
-
-def sha256_file(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def content_key(obj: Any) -> str:
@@ -93,70 +78,6 @@ def records_key(records: Any, fields: tuple[str, ...] = ("id", "prompt", "answer
 _KEY_ENCODER = json.JSONEncoder(default=str)
 
 
-def disk_error(exc: BaseException, path: str | Path) -> BaseException:
-    """``exc`` re-described when the disk is full: an ``OSError(ENOSPC)`` naming ``path`` (torch's
-    ``RuntimeError`` / ``iostream error`` hides the errno in its context). Other errors are returned as is."""
-
-    seen, e = [], exc
-    while e is not None and e not in seen:
-        seen.append(e)
-        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
-            break
-        e = e.__cause__ or e.__context__
-    else:
-        e = None
-    full = e is not None
-    if not full and isinstance(exc, RuntimeError):  # torch/C++ stream errors carry no errno
-        try:
-            full = shutil.disk_usage(Path(path).parent).free < 16 * 2**20
-        except OSError:
-            full = False
-    if not full:
-        return exc
-    return OSError(errno.ENOSPC, f"No space left on device (ENOSPC) while writing {path}; free space there or "
-                                 f"point $DDRL_CACHE_DIR / --output-dir at a larger disk", str(path))
-
-
-def fsync_dir(path: str | Path) -> None:
-    """fsync a directory, so a rename inside it survives a power cut (no-op where unsupported)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def unique_tmp(path: str | Path) -> Path:
-    """A temporary sibling of ``path`` no other process or thread uses: ``.<name>.<pid>-<uuid>.tmp``."""
-
-    path = Path(path)
-    return path.parent / f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:12]}.tmp"
-
-
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` durably: a unique temporary file, fsync, ``os.replace``, fsync of the
-    directory. Never a half-written file; a full disk is an ``OSError(ENOSPC)`` naming ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = unique_tmp(path)
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException as e:
-        tmp.unlink(missing_ok=True)
-        err = disk_error(e, path)
-        if err is e:
-            raise
-        raise err from e
-    fsync_dir(path.parent)
 
 
 class LockBusy(RuntimeError):
@@ -282,12 +203,6 @@ def save_figure(fig, out_dir: str | Path, name: str) -> dict[str, Path]:
     return paths
 
 
-#: Where :meth:`Reporter.draw` keeps the figures it drew, under :func:`cache_root`: ``<key>.png``, ``<key>.pdf`` and
-#: ``<key>.json`` (the size the inline backend shows it at), the JSON written last. Nothing is pruned (two checkouts
-#: may share a cache); the folder can be deleted at any time.
-FIGURE_CACHE = "figures"
-
-
 def show_png(png: Path, dpi: float) -> bool:
     """Show the saved ``png`` as a cell's output at the size the inline backend gives a figure of ``dpi`` (its pixels
     were written at :data:`FIGURE_DPI`), when a Jupyter kernel draws figures inline; anywhere else do nothing and
@@ -325,8 +240,10 @@ class Reporter:
         self.output_dir = Path(output_dir)
         self.notebook = notebook
         self.log = self.output_dir / "artifacts" / f"{notebook}.jsonl"
+        self.figure_log = self.log.with_suffix(".figures.jsonl")  # the stored figures' entries (ddrl.figure_store)
         self.log.parent.mkdir(parents=True, exist_ok=True)
-        self.log.write_text("")  # a rerun of the notebook replaces its artifact list
+        for log in (self.log, self.figure_log):
+            log.write_text("")  # a rerun of the notebook replaces its artifact list
 
     def _record(self, path: Path, kind: str) -> Path:
         with open(self.log, "a") as f:
@@ -351,31 +268,32 @@ class Reporter:
             self._record(self.output_dir / "figures" / f"{name}.csv", "figure-data")
 
     def draw(self, name: str, draw: Callable, *args, data=None, **kwargs) -> Path | None:
-        """``self.figure(draw(*args, **kwargs), name, data)``, unless that figure was drawn before: its
-        :func:`figure_key` (the function, the ddrl source, the style, the arguments' content) names a stored PNG and
-        PDF under ``<cache>/figures``, which are then copied and shown instead, without building or rendering the
-        figure again (a stored figure is read without writing). ``draw`` returning None saves nothing (returns
-        None). A function or argument :func:`figure_key` cannot key is drawn every time, and so is one that opens a
-        data file while drawing (an audit hook watches: what it read is not in the key)."""
+        """``self.figure(draw(*args, **kwargs), name, data)``, unless that figure was drawn before: a stored figure
+        with its :func:`figure_key` (the function, the style, the arguments' content) whose code is unchanged
+        (:mod:`ddrl.figure_store`: this machine's store, then the committed one) is copied and shown instead, without
+        building or rendering anything (a store is read without writing). ``draw`` returning None saves nothing
+        (returns None). A function or argument :func:`figure_key` cannot key is drawn every time, and so is one that
+        opens a data file while drawing (an audit hook watches: what it read is not in the key). Each figure stored
+        or copied is recorded in ``artifacts/<notebook>.figures.jsonl`` (what ``figure_store commit`` reads)."""
         try:
             key = figure_key(draw, args, kwargs, FIGURE_DPI)
         except TypeError:
             key = None
-        store = cache_root() / FIGURE_CACHE
         d = self.output_dir / "figures"
-        if key is not None and all((store / f"{key}.{ext}").is_file() for ext in ("json", "png", "pdf")):
+        if key is not None and (hit := figure_store.find(key)) is not None:
+            e, stored = hit
             d.mkdir(parents=True, exist_ok=True)
             try:
-                dpi = json.loads((store / f"{key}.json").read_text())["dpi"]
                 for ext in ("png", "pdf"):
-                    shutil.copyfile(store / f"{key}.{ext}", d / f"{name}.{ext}")
+                    shutil.copyfile(stored.with_suffix(f".{ext}"), d / f"{name}.{ext}")
             except FileNotFoundError:  # the store deleted meanwhile: draw it
                 pass
             else:
                 for ext in ("png", "pdf"):
                     self._record(d / f"{name}.{ext}", "figure")
                 self._figure_data(name, data)
-                show_png(d / f"{name}.png", dpi)
+                self._record_entry({**e, "name": name})
+                show_png(d / f"{name}.png", e["dpi"])
                 return d / f"{name}.png"
         fig, opened = reads_while(draw, *args, **kwargs)
         if fig is None:
@@ -383,10 +301,14 @@ class Reporter:
         dpi = fig.dpi
         png = self.figure(fig, name, data)
         if key is not None and not opened:  # what a function read while drawing is not in its key
-            for ext in ("png", "pdf"):
-                atomic_write_bytes(store / f"{key}.{ext}", png.with_suffix(f".{ext}").read_bytes())
-            atomic_write_bytes(store / f"{key}.json", json.dumps({"dpi": dpi, "name": name}).encode())
+            e = figure_store.entry(name, key, code_deps(draw), dpi, png)
+            figure_store.put(e, png)
+            self._record_entry(e)
         return png
+
+    def _record_entry(self, e: dict) -> None:
+        with open(self.figure_log, "a") as f:
+            f.write(json.dumps(e) + "\n")
 
     def table(self, df, name: str, floatfmt: str = ".3f") -> Path:
         """Save a DataFrame as CSV and Markdown."""

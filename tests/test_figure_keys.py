@@ -20,7 +20,8 @@ import pytest  # noqa: E402
 
 from ddrl import study_figures as SF  # noqa: E402
 from ddrl.figure_keys import figure_key, reads_while  # noqa: E402
-from ddrl.reporting import FIGURE_CACHE, Reporter  # noqa: E402
+from ddrl.figure_store import FIGURE_CACHE  # noqa: E402
+from ddrl.reporting import Reporter  # noqa: E402
 
 LONG = pd.DataFrame({"num_ops": [3, 4, 5, 3, 4, 5], "metric": ["maj@64"] * 3 + ["pass@1"] * 3,
                      "value": [0.9, 0.6, 0.3, 0.8, 0.5, 0.2]})
@@ -185,3 +186,58 @@ def test_a_store_deleted_while_copying_is_drawn_instead(tmp_path, monkeypatch):
     png = Reporter(tmp_path / "b", "nb").draw("cand", draw, LONG)
     assert draw.calls == 2 and png.read_bytes() == (tmp_path / "a" / "figures" / "cand.png").read_bytes()
     plt.close("all")
+
+
+def test_the_code_a_figure_depends_on_is_what_it_can_run():
+    """code_deps: the modules a figure function can reach (its own, the ddrl functions and modules its code names,
+    to the end) and what those import (their constants), not the whole package; an edit of one of them retires it."""
+    from ddrl import claims as C, figure_keys as FK
+
+    assert FK.reachable_modules(SF.regime_candidates_figure) == ["study_figures.py"]
+    deps = FK.code_deps(C.scorecard_figure)
+    assert {"claims.py", "paper.py", "stats.py"} <= set(deps) and "train.py" not in deps and len(deps) < 20
+    assert FK.deps_current(deps)
+    assert not FK.deps_current({**deps, "claims.py": "0" * 64}) and not FK.deps_current({"gone.py": "0" * 64})
+    # a module imported inside a function, and a relative import of a subpackage, are followed
+    assert "testbed/model.py" in FK._imports("testbed/pretrain.py", FK.module_sha("testbed/pretrain.py"))
+
+
+def test_a_committed_store_serves_a_fresh_cache_while_its_code_and_files_hold(tmp_path, monkeypatch):
+    """figure_store: a render's figures committed (``commit``) are copied by a render with an empty cache, without
+    drawing and without writing that cache; a committed file whose bytes changed, or an entry whose code changed, is
+    drawn instead; ``DDRL_FIGURE_STORE`` empty turns the committed store off."""
+    from ddrl import figure_store
+
+    store = tmp_path / "docs"
+    store.mkdir()
+    monkeypatch.setenv("DDRL_FIGURE_STORE", str(store))
+    monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path / "cache0"))
+    draw = _counting(SF.regime_candidates_figure)
+    Reporter(tmp_path / "r0", "06_claims").draw("cand", draw, LONG)
+    plt.close("all")
+    assert figure_store.commit(tmp_path / "r0", store) == ["cand"] and figure_store.commit(tmp_path / "r0", store) == []
+    [e] = figure_store.manifest(store)
+    assert e["name"] == "cand" and e["png"] == figure_store.sha256_file(store / "cand.png")
+
+    def render(run):
+        monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path / f"cache{run}"))
+        png = Reporter(tmp_path / f"r{run}", "06_claims").draw("cand", draw, LONG.copy())
+        plt.close("all")
+        return png
+    png = render(1)
+    assert draw.calls == 1 and not (tmp_path / "cache1").exists()  # copied from the committed store, nothing written
+    assert png.read_bytes() == (store / "cand.png").read_bytes()
+    assert figure_store.recorded(tmp_path / "r1") == [e]
+    (store / "cand.pdf").write_bytes(b"%PDF-1.4 another drawing")
+    render(2)
+    assert draw.calls == 2  # the committed file is not the entry's: drawn
+    figure_store.commit(tmp_path / "r0", store)
+    (store / figure_store.MANIFEST).write_text(json.dumps([{**e, "deps": {**e["deps"], "plotting.py": "0" * 64}}]))
+    render(3)
+    assert draw.calls == 3  # its code changed since: drawn
+    figure_store.commit(tmp_path / "r0", store)
+    monkeypatch.setenv("DDRL_FIGURE_STORE", "")
+    render(4)
+    assert draw.calls == 4  # no committed store
+    with pytest.raises(FileNotFoundError, match="no figure entries"):
+        figure_store.recorded(tmp_path / "nowhere")

@@ -447,13 +447,15 @@ def test_the_study_refuses_other_base_weights_than_the_measured_ones(tmp_path, m
 
 @pytest.fixture(scope="module")
 def rendered_06(tmp_path_factory):
-    """Notebook 06 rendered by the runner from the committed results, with an empty cache (every figure drawn)."""
+    """Notebook 06 rendered by the runner from the committed results, with an empty cache and no committed figure
+    store (every figure drawn)."""
     from conftest import REPO
 
     out = tmp_path_factory.mktemp("render_06")
     r = subprocess.run([sys.executable, "-m", "ddrl.reproduce", "--preset", "default", "--only", "06", "--output-dir",
                         str(out), "--no-html"], cwd=REPO, capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "MPLBACKEND": "Agg", "DDRL_CACHE_DIR": str(out / "cache")})
+                       env={**os.environ, "MPLBACKEND": "Agg", "DDRL_CACHE_DIR": str(out / "cache"),
+                            "DDRL_FIGURE_STORE": ""})
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     return out
 
@@ -497,6 +499,29 @@ def test_the_committed_figures_are_the_notebooks(rendered_06):
     stale = [f"{n}.{ext}" for n in same for ext in ("png", "pdf")
              if (docs / f"{n}.{ext}").read_bytes() != (rendered_06 / "figures" / f"{n}.{ext}").read_bytes()]
     assert len(same) >= 20 and stale == [], f"draw them again with their modules' `figure` commands: {stale}"
+
+
+def test_the_committed_figure_store_is_what_notebook_06_draws(rendered_06):
+    """A fresh clone's render of notebook 06 copies its figures from ``docs/results/`` (``ddrl.figure_store``: the
+    entries in ``figures.json``) instead of drawing them. That store is what this code draws, figure by figure: the
+    same names, keys (function, style, libraries, the arguments' content), code (every module each figure can run
+    and what those import, by sha256) and bytes. An edit of a module a figure depends on, a changed input or a
+    figure drawn anew fails here until ``make figures`` commits the store again."""
+    import matplotlib
+    from PIL import Image
+
+    from ddrl import figure_store
+
+    committed = {e["name"]: e for e in figure_store.manifest()}
+    made_by = {Image.open(figure_store.COMMITTED / f"{n}.png").info.get("Software", "") for n in committed}
+    if made_by != {f"Matplotlib version{matplotlib.__version__}, https://matplotlib.org/"}:
+        pytest.skip(f"the committed figures were drawn by {made_by}, not by this matplotlib {matplotlib.__version__}")
+    drawn = {e["name"]: e for e in figure_store.recorded(rendered_06)}
+    differ = sorted(n for n in drawn.keys() | committed.keys() if drawn.get(n) != committed.get(n))
+    how = {n: [k for k in ("key", "deps", "png", "pdf", "dpi") if (drawn.get(n) or {}).get(k) != (committed.get(n)
+                                                                                               or {}).get(k)]
+           for n in differ}
+    assert len(drawn) >= 20 and not differ, f"`make figures` commits them again; what differs: {how}"
 
 
 def test_base_claims_on_synthetic_answer_groups():
