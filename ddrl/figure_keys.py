@@ -43,7 +43,8 @@ _RC_NOT_DRAWN = ("backend", "backend_fallback", "interactive", "webagg.port", "w
 def _feed(h, obj: Any) -> None:
     """Feed the content of ``obj`` to the hash ``h``, in order (a dict's order can decide a figure's panels):
     None, bools, numbers, strings, lists, tuples, dicts, numpy arrays and scalars, pandas frames and series,
-    dataclasses (their fields), and paths (the path, and the bytes of a file). Anything else raises TypeError."""
+    dataclasses (their fields), and paths (the path, relative to the repository where inside it, and the bytes of a
+    file). Anything else raises TypeError."""
     np, pd = sys.modules.get("numpy"), sys.modules.get("pandas")
 
     def tag(t: str, payload: bytes = b"") -> None:
@@ -79,8 +80,10 @@ def _feed(h, obj: Any) -> None:
         for f in dataclasses.fields(obj):
             _feed(h, f.name)
             _feed(h, getattr(obj, f.name))
-    elif isinstance(obj, Path):
-        tag("path", str(obj).encode())
+    elif isinstance(obj, Path):  # one inside the repository by its place there: a clone elsewhere keys it alike
+        resolved = obj.resolve()
+        tag("path", str(resolved.relative_to(PACKAGE.parent) if resolved.is_relative_to(PACKAGE.parent) else obj)
+            .encode())
         if obj.is_file():
             tag("file", hashlib.sha256(obj.read_bytes()).digest())
     else:
