@@ -11,13 +11,17 @@ kernel each time: imports, the scorecard, every section's figures saved as PNG a
 - ``<mode>+source``: that mode with every Python module of the render (runner, kernel) compiled from source, as every
   process was where ``PYTHONDONTWRITEBYTECODE`` is set and ``make install`` wrote no bytecode (uv without
   ``--compile-bytecode``, until 2026-12-02 evening): ``PYTHONPYCACHEPREFIX`` points at an empty folder;
-- ``<mode>+cold``: that mode with an empty cache (``DDRL_CACHE_DIR`` at a new folder for each render): every figure
-  drawn, as on a fresh clone. Without it a mode renders with the benchmark's own cache, filled by one untimed render
-  of each mode before the rounds: the figures ``Reporter.draw`` stored are copied, as on every later render.
+- ``<mode>+cold``: that mode with an empty cache (``DDRL_CACHE_DIR`` at a new folder for each render), as on a fresh
+  clone: every figure drawn, or, since 2026-12-04, copied from the committed figure store (``ddrl.figure_store``,
+  ``docs/results/figures.json``) where its code is unchanged. Without it a mode renders with the benchmark's own
+  cache, filled by one untimed render of each mode before the rounds: the figures ``Reporter.draw`` stored are
+  copied, as on every later render.
+- ``<mode>+nostore``: that mode without the committed figure store (``DDRL_FIGURE_STORE=''``): with ``+cold``, every
+  figure drawn, as in a checkout whose edits changed the code under every figure.
 
 Writes ``bench/results/render_claims.json``::
 
-    .venv/bin/python bench/render_claims.py --rounds 2 --modes committed committed+cold rev:e9f811d
+    .venv/bin/python bench/render_claims.py --rounds 3 --modes committed+cold committed+cold+nostore rev:507c14a+cold committed
 """
 
 from __future__ import annotations
@@ -43,7 +47,11 @@ RUNNER = ["-m", "ddrl.reproduce", "--preset", "default", "--only", "06", "--no-h
 def mode_setup(mode: str):
     """``(working directory, extra runner arguments, environment)`` of a mode, for the duration of the block."""
     env = {**os.environ, "MPLBACKEND": "Agg"}
-    if mode.endswith("+cold"):  # a mode's render with an empty cache: every figure drawn
+    if mode.endswith("+nostore"):  # ... and no committed figure store, as a checkout whose code changed under each
+        with mode_setup(mode.removesuffix("+nostore")) as (cwd, extra, env):
+            yield cwd, extra, {**env, "DDRL_FIGURE_STORE": ""}
+    elif mode.endswith("+cold"):  # a mode's render with an empty cache (every figure drawn, or copied from the
+        # committed store where the tree has one: ddrl.figure_store)
         with mode_setup(mode.removesuffix("+cold")) as (cwd, extra, env), tempfile.TemporaryDirectory() as empty:
             yield cwd, extra, {**env, "DDRL_CACHE_DIR": empty}
     elif mode.endswith("+source"):  # a mode's render with every module compiled from source
@@ -63,8 +71,8 @@ def mode_setup(mode: str):
             finally:
                 subprocess.run(["git", "worktree", "remove", "--force", tree], cwd=ROOT, check=True)
     else:
-        raise SystemExit(f"--modes: unknown mode {mode!r} (committed, computed or rev:<REV>, each +source, +cold, "
-                         "both or neither)")
+        raise SystemExit(f"--modes: unknown mode {mode!r} (committed, computed or rev:<REV>, each with any of "
+                         "+source, +cold, +nostore, in that order)")
 
 
 def render(mode: str) -> float:
@@ -87,7 +95,7 @@ def main() -> None:
     warm = tempfile.TemporaryDirectory()  # the cache of the modes without +cold, filled before the rounds
     os.environ["DDRL_CACHE_DIR"] = warm.name
     for mode in args.modes:
-        if not mode.endswith("+cold"):
+        if "+cold" not in mode:
             print(f"filling the cache: {mode} {render(mode):.1f} s (not counted)", flush=True)
     seconds: dict[str, list[float]] = {m: [] for m in args.modes}
     for r in range(args.rounds):
