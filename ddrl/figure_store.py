@@ -30,7 +30,6 @@ import argparse
 import hashlib
 import json
 import os
-import shutil
 from pathlib import Path
 
 from ddrl.figure_keys import deps_current
@@ -66,7 +65,16 @@ def _local_stem(key: str, deps: dict[str, str]) -> str:
 def manifest(directory: Path | None = None) -> list[dict]:
     """The committed store's entries (none where it has no manifest)."""
     path = (directory or COMMITTED) / MANIFEST
-    return json.loads(path.read_text()) if path.is_file() else []
+    if not path.is_file():
+        return []
+    try:
+        entries = json.loads(path.read_text())
+        if not all({"name", "key", "deps", "dpi", "png", "pdf"} <= set(e) for e in entries):
+            raise ValueError("an entry lacks one of name, key, deps, dpi, png, pdf")
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"{path}: not a figure store's manifest (a JSON list of entries: {e}); `make figures` "
+                         "writes it again") from e
+    return entries
 
 
 def find(key: str) -> tuple[dict, Path] | None:
@@ -125,7 +133,7 @@ def commit(output_dir: Path, directory: Path = COMMITTED, notebook: str = NOTEBO
         for ext in ("png", "pdf"):
             dst = directory / f"{e['name']}.{ext}"
             if not dst.is_file() or sha256_file(dst) != e[ext]:
-                shutil.copyfile(src.with_suffix(f".{ext}"), dst)
+                atomic_write_bytes(dst, src.with_suffix(f".{ext}").read_bytes())
     atomic_write_bytes(directory / MANIFEST, (json.dumps(entries, indent=1, sort_keys=True) + "\n").encode())
     return changed + sorted(set(before) - set(names))
 

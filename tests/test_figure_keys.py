@@ -241,3 +241,28 @@ def test_a_committed_store_serves_a_fresh_cache_while_its_code_and_files_hold(tm
     assert draw.calls == 4  # no committed store
     with pytest.raises(FileNotFoundError, match="no figure entries"):
         figure_store.recorded(tmp_path / "nowhere")
+
+
+def test_a_path_in_the_repository_is_keyed_by_its_place_there(tmp_path, monkeypatch):
+    """A clone in another folder keys a figure whose arguments hold a path inside it (a design's results folder) as
+    this one does: the path relative to the repository; a path outside it stays absolute."""
+    from ddrl import figure_keys as FK
+
+    keys = {}
+    for clone in ("a", "b"):
+        (tmp_path / clone / "ddrl").mkdir(parents=True)
+        monkeypatch.setattr(FK, "PACKAGE", tmp_path / clone / "ddrl")
+        keys[clone] = FK.figure_key(SF.power_figure, (tmp_path / clone / "results",))
+        outside = FK.figure_key(SF.power_figure, (tmp_path / "a" / "results",))
+    assert keys["a"] == keys["b"] and outside != keys["b"]
+
+
+def test_a_damaged_manifest_is_named(tmp_path):
+    from ddrl import figure_store
+
+    (tmp_path / figure_store.MANIFEST).write_text('[{"name": "x"}]')
+    with pytest.raises(ValueError, match=r"figures.json: not a figure store's manifest.*lacks"):
+        figure_store.manifest(tmp_path)
+    (tmp_path / figure_store.MANIFEST).write_text("{truncated")
+    with pytest.raises(ValueError, match="make figures"):
+        figure_store.manifest(tmp_path)
