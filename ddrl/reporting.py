@@ -78,8 +78,6 @@ def records_key(records: Any, fields: tuple[str, ...] = ("id", "prompt", "answer
 _KEY_ENCODER = json.JSONEncoder(default=str)
 
 
-
-
 class LockBusy(RuntimeError):
     """Another process owns a run directory or cache entry (raised only when not waiting for it)."""
 
