@@ -482,31 +482,14 @@ def test_notebook_06_renders_the_committed_results(rendered_06):
     assert stored == drawn and len(drawn) >= 2
 
 
-def test_the_committed_figures_are_the_notebooks(rendered_06):
-    """docs/results.md shows the figures the modules' ``figure`` commands committed to ``docs/results/``: each is the
-    figure notebook 06 draws under the same name, to the byte (PNG and PDF), as long as it is current. A stale one
-    (its code, data or style changed since) fails here until its command draws it again."""
-    import matplotlib
-    from PIL import Image
-
-    from conftest import REPO
-
-    docs = REPO / "docs" / "results"
-    same = [p.stem for p in sorted((rendered_06 / "figures").glob("*.png")) if (docs / p.name).is_file()]
-    made_by = {Image.open(docs / f"{n}.png").info.get("Software", "") for n in same}
-    if made_by != {f"Matplotlib version{matplotlib.__version__}, https://matplotlib.org/"}:
-        pytest.skip(f"docs/results' figures were drawn by {made_by}, not by this matplotlib {matplotlib.__version__}")
-    stale = [f"{n}.{ext}" for n in same for ext in ("png", "pdf")
-             if (docs / f"{n}.{ext}").read_bytes() != (rendered_06 / "figures" / f"{n}.{ext}").read_bytes()]
-    assert len(same) >= 20 and stale == [], f"draw them again with their modules' `figure` commands: {stale}"
-
-
 def test_the_committed_figure_store_is_what_notebook_06_draws(rendered_06):
     """A fresh clone's render of notebook 06 copies its figures from ``docs/results/`` (``ddrl.figure_store``: the
-    entries in ``figures.json``) instead of drawing them. That store is what this code draws, figure by figure: the
-    same names, keys (function, style, libraries, the arguments' content), code (every module each figure can run
-    and what those import, by sha256) and bytes. An edit of a module a figure depends on, a changed input or a
-    figure drawn anew fails here until ``make figures`` commits the store again."""
+    entries in ``figures.json``) instead of drawing them, and docs/results.md shows the same files. That store is
+    what this code draws, figure by figure: the same names, keys (function, style, libraries, the arguments'
+    content), code (every module each figure can run and what those import, by sha256) and bytes, and each
+    committed file is the one its entry names. An edit of a module a figure depends on, a changed input, or a figure
+    drawn anew (by ``make figures`` or a module's ``figure`` command alone) fails here until ``make figures``
+    commits the store again."""
     import matplotlib
     from PIL import Image
 
@@ -522,6 +505,9 @@ def test_the_committed_figure_store_is_what_notebook_06_draws(rendered_06):
                                                                                                or {}).get(k)]
            for n in differ}
     assert len(drawn) >= 20 and not differ, f"`make figures` commits them again; what differs: {how}"
+    files = [f"{n}.{ext}" for n, e in committed.items() for ext in ("png", "pdf")
+             if figure_store.sha256_file(figure_store.COMMITTED / f"{n}.{ext}") != e[ext]]
+    assert files == [], f"docs/results/ files that are not their entries' (`make figures` commits them again): {files}"
 
 
 def test_base_claims_on_synthetic_answer_groups():
