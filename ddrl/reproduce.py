@@ -107,6 +107,7 @@ def resolve_parameters(notebook: Path, preset_values: dict, overrides: dict, sou
 
 
 def render_html(executed: Path) -> Path:
+    skip_iri_checker()
     from nbconvert import HTMLExporter  # papermill and nbconvert load in seconds: after the parameter check
 
     body, _ = HTMLExporter().from_filename(str(executed))
@@ -165,10 +166,21 @@ class PeakMemory:
         self._thread.join()
 
 
+def skip_iri_checker() -> None:
+    """Keep jsonschema from loading ``rfc3987_syntax`` in this process. Where it is installed (jupyter-events asks for
+    jsonschema's ``format-nongpl`` extra) jsonschema imports it for its optional IRI format check, and it builds a
+    Lark grammar at import: 1.5-2.7 s of every render's start here, before the kernel does anything (papermill ->
+    nbformat -> jsonschema). No notebook schema checks an IRI (nbformat's validation is unchanged: tested). Blocking
+    an import by ``sys.modules[name] = None`` makes it raise ImportError, which jsonschema skips; a process that
+    loaded the module already keeps it."""
+    sys.modules.setdefault("rfc3987_syntax", None)
+
+
 def run_notebook(notebook: Path, params: dict, out_dir: Path, progress: bool = True) -> Path:
     """Execute ``notebook`` with papermill into ``out_dir``; ``progress`` is papermill's own per-cell bar
     (off when a :class:`LiveProgress` reports instead). Cell starts are reported to the active
     :class:`LiveProgress`, if any."""
+    skip_iri_checker()
     import papermill  # seconds to import (nbformat's schema): after the parameter check
 
     executed = out_dir / notebook.name

@@ -265,3 +265,23 @@ def test_reporter_figure_in_an_inline_kernel_shows_the_saved_png_once(tmp_path):
     width = int.from_bytes(saved[16:20], "big")
     assert images[0]["metadata"]["image/png"]["width"] == round(width * 110 / 150)
     assert "".join(o.get("text", "") for o in outputs if o["output_type"] == "stream").split()[-1] == "[]"
+
+
+def test_the_runner_loads_papermill_without_the_iri_checker_and_still_validates_notebooks():
+    """reproduce.skip_iri_checker: papermill, nbformat and nbconvert load in the runner's process without
+    rfc3987_syntax (a Lark grammar built at import, seconds of every render's start), and nbformat's validation still
+    accepts a notebook and rejects a broken one."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from ddrl import reproduce\n"
+            "reproduce.skip_iri_checker()\n"
+            "import papermill, nbconvert, nbformat\n"
+            "nb = nbformat.read('notebooks/06_claims.ipynb', as_version=4)\n"
+            "nbformat.validate(nb)\n"
+            "nb.cells[0]['cell_type'] = 'nonsense'\n"
+            "try:\n    nbformat.validate(nb)\nexcept nbformat.ValidationError:\n    print('rejected')\n"
+            "print(sys.modules.get('rfc3987_syntax', 'absent'))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=reproduce.REPO, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["rejected", "None"]
