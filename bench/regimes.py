@@ -56,7 +56,7 @@ def main() -> None:
 
     import numpy as np
 
-    from ddrl.experiments import model_fingerprint
+    from ddrl.fingerprints import model_fingerprint
     from ddrl.evaluate import evaluate
     from ddrl.regimes import (CANDIDATE_OPS, MATH_MAJ_MIN, MAX_NEW_TOKENS, WEAK_TESTBED, candidate_records,
                               make_regimes, select_regimes, weak_base_regime, wide_regime)

@@ -72,7 +72,7 @@ MICRO_BATCH = 64
 def hf_logprobs(fn):
     """``fn`` with the update's log-probs computed by the Hugging Face forward (``DDRL_LOGPROBS=hf``): the
     trainer before the shared-prompt forward (``ddrl.logprobs``)."""
-    from ddrl.logprobs import pinned_backend
+    from ddrl.logprob_backends import pinned_backend
 
     def run(*a, **k):
         with pinned_backend("hf"):

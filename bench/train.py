@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 from ddrl.experiments import Experiment, summarize  # noqa: E402
 from ddrl.plotting import label  # noqa: E402
 
-#: benchmark conditions: ddrl.experiments.METHODS names ("bcs_dae" = the DDRL run's RL-only weights)
+#: benchmark conditions: ddrl.config.METHODS names ("bcs_dae" = the DDRL run's RL-only weights)
 CONDITIONS = ["no_adaptation", "ttrl", "etmr", "bcs_dae", "ddrl"]
 
 

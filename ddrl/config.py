@@ -1,6 +1,7 @@
 """The trainer's settings: :class:`TrainConfig` (every knob of Algorithm 1, with the paper's defaults), the
-presets that make the paper's rows (:data:`PRESETS`), :func:`make_config` and :func:`validate_config` (clear errors
-before any work), and :func:`resolve_cue`. No torch here: the notebook runner checks parameters with it at once.
+presets that make the paper's rows (:data:`PRESETS`), the methods a comparison names (:data:`METHODS`),
+:func:`make_config` and :func:`validate_config` (clear errors before any work), and :func:`resolve_cue`. No torch
+here: the notebook runner checks parameters with it at once.
 """
 
 from __future__ import annotations
@@ -119,6 +120,24 @@ PRESETS: dict[str, dict[str, Any]] = {
     # entropy-based advantage reshaping.
     "etmr": {"rollout": "etmr", "selection": "random", "advantage": "grpo", "cor": False},
     "etmr_ear": {"rollout": "etmr", "selection": "random", "advantage": "grpo", "reshape": "entropy", "cor": False},
+}
+
+#: method -> (trainer preset of :data:`PRESETS`, weights to evaluate: "final" or "rl" = before COR, extra overrides)
+METHODS: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "no_adaptation": ("no_adaptation", "base", {}),
+    "ttrl": ("ttrl", "final", {}),
+    "etmr": ("etmr", "final", {}),
+    "grpo_no_std": ("grpo_no_std", "final", {}),
+    "dae": ("dae", "final", {}),
+    "bcs": ("bcs", "final", {}),
+    "bcs_random_neg": ("bcs_random_neg", "final", {}),  # BCS's positives, random negatives (plan Amendment 19)
+    "bcs_kl10x": ("bcs_kl10x", "final", {}),  # BCS, kl_coef x10 (plan Amendment 22)
+    "bcs_kl100x": ("bcs_kl100x", "final", {}),  # BCS, kl_coef x100 (plan Amendment 22)
+    "ttrl_kl100x": ("ttrl_kl100x", "final", {}),  # TTRL, kl_coef x100 (plan Amendment 25)
+    "ddrl_kl100x": ("ddrl_kl100x", "final", {}),  # DDRL, kl_coef x100 in its RL phase (plan Amendment 25)
+    "bcs_dae": ("ddrl", "rl", {}),  # the RL-only weights of the DDRL run: identical to a BCS+DAE run
+    "ddrl": ("ddrl", "final", {}),  # BCS + DAE + COR
+    "additional_rl": ("additional_rl", "final", {}),
 }
 
 CUES = ("system", "suffix", "none", "auto")

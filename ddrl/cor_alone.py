@@ -52,11 +52,11 @@ from ddrl.plotting import color, label, save_docs_figure
 from ddrl.reporting import cache_root, write_json
 from ddrl.seeds import numpy_generator
 from ddrl.small_lr import RUNS, add_run_arguments, seeds_line
-from ddrl.study_analysis import paired_matrix
+from ddrl.study_analysis import paired_matrix, same_as_registered
 from ddrl.small_lr_cor import untrained
-from ddrl.study import run_jobs, same_as_registered, status_counts
 from ddrl.study_plan import (COR_ONLY, HELDOUT_X, NO_RL, PAIRED, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, adapted_x_path,
                              check_weights, csv_path, heldout_x_path, regimes_path)
+from ddrl.study_pool import run_jobs, status_counts
 from ddrl.tables import entry_cell, entry_ci
 from ddrl.wide import (VERDICT_MD, below_cell, level_table, levels_panel, missing_seeds, reproduced_counts,
                        run_levels)

@@ -1,13 +1,13 @@
 """Policy drift and held-out accuracy (plan Amendments 21-25), each prediction one entry of :data:`PREDICTIONS`.
 
-Why do BCS's rarest-answer negatives cost held-out accuracy (Amendment 19's H1xN)? A run's distance from the base
-is read from its step logs (late ``actor/kl``: the k3 KL to the reference on the trained rollouts, mean of the
-last :data:`LATE_EPISODES` episodes) and from its final weights (:func:`heldout_kl` on fresh questions), and set
-against its held-out pass@1. Amendment 21 tests the link across seeds and rules (X1-X4, X2h-X4h); 22 moves the
-distance by hand, BCS with a 10x and 100x KL penalty (K1-K3); 23 asks whether TTRL and DDRL lie on BCS's line
+Why do BCS's rarest-answer negatives cost held-out accuracy (Amendment 19's H1xN)? A run's distance from the base is
+read from its step logs (late ``actor/kl``: the k3 KL to the reference on the trained rollouts, mean of the last
+:data:`LATE_EPISODES` episodes) and from its final weights (:func:`ddrl.drift_kl.heldout_kl` on fresh questions),
+and set against its held-out pass@1. Amendment 21 tests the link across seeds and rules (X1-X4, X2h-X4h); 22 moves
+the distance by hand, BCS with a 10x and 100x KL penalty (K1-K3); 23 asks whether TTRL and DDRL lie on BCS's line
 (Z1-Z4); 25 gives TTRL and DDRL the 100x penalty and asks what it wins back held out and what it costs on the
-adapted questions (L1-L4). The step logs stay in the run directories; :mod:`ddrl.drift_data` copies the columns
-it needs into small committed CSVs and reads them back, one row per run; where a run's seed has no registered CSV
+adapted questions (L1-L4). The step logs stay in the run directories; :mod:`ddrl.drift_data` copies the columns it
+needs into small committed CSVs and reads them back, one row per run; where a run's seed has no registered CSV
 (seeds 100+), its adapted-question rows are kept too: 22 and 23 report each arm's adapted pass@1 beside
 (descriptive, "Ad"), 25 registers it (L4).
 
@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -34,26 +33,14 @@ import numpy as np
 import pandas as pd
 import scipy.stats as sps
 import seaborn as sns
-import torch
-from tqdm.auto import tqdm
 
-from ddrl.config import resolve_cue
-from ddrl.evaluate import mean_ci
-from ddrl.experiments import METHODS, model_fingerprint
-from ddrl.logprobs import response_logprobs
-from ddrl.models import load_model
+from ddrl.drift_data import DRIFT, PAIR, export_steps, h1x_files, heldout_rows, seed_table
 from ddrl.plotting import label, save_docs_figure
-from ddrl.prompts import format_prompt
-from ddrl.regimes import Regime
 from ddrl.reporting import REPO, cache_root, write_json
-from ddrl.runs import RunDir
-from ddrl.sampling import make_sampler
-from ddrl.seeds import derive_seed, seed_range
-from ddrl.stats import hierarchical_bootstrap, paired_differences, verdict
-from ddrl.study import run_jobs, status_counts
-from ddrl.drift_data import (DRIFT, KL_UNIT, PAIR, drift_path, export_steps, h1x_files, h1x_runs, heldout_rows,
-                             seed_table)
-from ddrl.study_plan import ADAPTED_X, RESULTS, SCALES, Job, check_weights, heldout_x_records, load_regimes
+from ddrl.seeds import seed_range
+from ddrl.stats import hierarchical_bootstrap, mean_ci, paired_differences, verdict
+from ddrl.study_plan import ADAPTED_X, SCALES, Job
+from ddrl.study_pool import run_jobs, status_counts
 
 
 def kl_fit(table: pd.DataFrame, a: str = PAIR[0], b: str = PAIR[1], confidence: float = 0.95,
@@ -218,113 +205,6 @@ def analyse_arms(out_dir: str | Path, regime: str, rng: np.random.Generator, whi
     return out
 
 
-#: Held-out KL (Amendment 21's addendum): samples of the final policy on the first questions of H1x's fresh ones
-KL_QUESTIONS = 256
-KL_SAMPLES = 8
-
-
-def kl_prompts(reg: Regime, sc, tokenizer, cue: str, model: str) -> list[str]:
-    """The held-out KL's prompts: the first :data:`KL_QUESTIONS` of ``reg``'s fresh H1x questions at scale ``sc``
-    (fewer where the scale has fewer), formatted with the run's cue (``cue``, ``model``: its config's)."""
-    records = heldout_x_records(reg, sc.n_heldout_x)[:KL_QUESTIONS]
-    return [format_prompt(tokenizer, r["prompt"], resolve_cue(cue, model)) for r in records]
-
-
-@dataclass(frozen=True)
-class HeldoutKL:
-    """A run's held-out KL (``kl``, nats per token in units of :data:`KL_UNIT`): the mean of log pi(y_t) - log
-    pi_base(y_t) over ``n_tokens`` tokens of ``n_samples`` samples (T = 1) of the final policy, and its inputs."""
-
-    kl: float
-    n_tokens: int
-    n_questions: int
-    n_samples: int
-    seed: int
-    base_fingerprint: dict
-    policy_fingerprint: dict
-
-
-def heldout_kl(policy, base, tokenizer, prompts: Sequence[str], n: int, max_new_tokens: int, seed: int,
-               batch_size: int = 512) -> tuple[float, int]:
-    """KL(policy || base) per token on the policy's own samples of ``prompts``: the sequences' summed log-ratios
-    (k1; each sequence's sum is unbiased for its sequence-level KL) over all sampled tokens, ``n`` samples per
-    prompt at T = 1, top-p 1, ``derive_seed``-style ``seed``. Returns (KL in nats per token, tokens)."""
-    sampler = make_sampler("hf", policy, tokenizer, batch_size=batch_size)
-    ids = sampler.encode(prompts)
-    rollouts = sampler.sample_ids(ids, n, temperature=1.0, top_p=1.0, max_new_tokens=max_new_tokens, seed=seed)
-    pairs = [(ids[r.prompt_index], r.token_ids) for group in rollouts for r in group if r.token_ids]
-    pad = tokenizer.pad_token_id
-    total, tokens = 0.0, 0
-    for i in range(0, len(pairs), batch_size):
-        p, r = zip(*pairs[i:i + batch_size])
-        with torch.inference_mode():
-            lp, mask, _ = response_logprobs(policy, list(p), list(r), 1.0, pad)
-            lb, _, _ = response_logprobs(base, list(p), list(r), 1.0, pad)
-        total += float(((lp - lb) * mask).sum())
-        tokens += int(mask.sum())
-    if tokens == 0:
-        raise ValueError("heldout_kl: the policy sampled no token")
-    return total / tokens, tokens
-
-
-def _weights(name: str | Path) -> dict:
-    """sha256 of a model's weight files (:func:`ddrl.experiments.model_fingerprint` without the local path)."""
-    return {k: v for k, v in model_fingerprint(str(name)).items() if k != "model"}
-
-
-def measure_kl(out_dir: str | Path, runs_root: str | Path, regime: str, methods: Sequence[str] = PAIR,
-               dest: str | Path | None = None, scale: str = "default", progress: bool = True,
-               regimes: str | Path = RESULTS / "regimes_base.json",
-               seeds: Sequence[int] | None = None) -> tuple[int, list[str]]:
-    """:class:`HeldoutKL` of every run an H1x CSV under ``out_dir`` names (of ``seeds``, default all) whose weights
-    are under ``runs_root`` (the method's: ``final/``, or ``rl/`` for ``bcs_dae``, DDRL's RL-only weights), against
-    the base the runs started from (the scale's, checked against the build ``regimes`` measured: by default the
-    registered one), written beside its drift CSV under ``dest`` (default ``out_dir``). A run whose JSON holds the
-    same base and policy weights (sha256) and the same question and sample counts is read, not redone.
-    ``regime``: a name in ``regimes`` (and the files beside it). Returns how many were measured and the runs not
-    found."""
-    sc = SCALES[scale]
-    check_weights(regimes, sc)
-    reg = load_regimes(regimes, sc, names=[regime])[regime]
-    n_questions = min(KL_QUESTIONS, sc.n_heldout_x)  # kl_prompts' count
-    found, missing = [], []
-    for m, seed, name in h1x_runs(out_dir, regime, methods):
-        run = Path(runs_root) / name
-        if seeds is None or seed in seeds:
-            (found if (run / METHODS[m][1] / "trainable.pt").is_file() else missing).append((m, seed, run))
-    missing = [run.name for *_, run in missing]
-    if not found:
-        return 0, missing
-    cfg = json.loads((found[0][2] / "config.json").read_text())
-    base_fp = _weights(cfg["model"])
-
-    def measured(path: Path, policy_fp: dict) -> bool:
-        if not path.is_file():
-            return False
-        r = json.loads(path.read_text())
-        return (r["base_fingerprint"], r["policy_fingerprint"], r["n_questions"], r["n_samples"]) == \
-            (base_fp, policy_fp, n_questions, KL_SAMPLES)
-
-    todo = [(m, seed, run, fp) for m, seed, run in found
-            if not measured(drift_path(dest or out_dir, regime, m, seed, "kl"), fp := _weights(run / METHODS[m][1]))]
-    if not todo:
-        return 0, missing
-    base, tok = load_model(cfg["model"], "float32", "cpu")
-    prompts = kl_prompts(reg, sc, tok, cfg["cue"], cfg["model"])
-    for m, seed, run, fp in tqdm(todo, desc="held-out KL", unit="run", disable=not progress):
-        c = json.loads((run / "config.json").read_text())
-        if (c["model"], c["cue"], c["max_new_tokens"]) != (cfg["model"], cfg["cue"], cfg["max_new_tokens"]):
-            raise ValueError(f"{run}: model/cue/max_new_tokens differ from {found[0][2]}'s; measure them apart")
-        policy, _ = load_model(cfg["model"], "float32", "cpu")
-        RunDir(run).load_weights(METHODS[m][1], policy)  # the trained weights onto the base, as ddrl.experiments does
-        s = derive_seed(seed, "drift", "kl")
-        kl, n_tok = heldout_kl(policy, base, tok, prompts, KL_SAMPLES, c["max_new_tokens"], s)
-        rec = HeldoutKL(kl / KL_UNIT, n_tok, len(prompts), KL_SAMPLES, s, base_fp, fp)
-        path = drift_path(dest or out_dir, regime, m, seed, "kl")
-        write_json(path, asdict(rec))
-    return len(todo), missing
-
-
 #: The figure's panels: (title, H1x folder, drift folder) relative to the repository, as committed
 PANELS = (("exploratory: seeds 0-18, Xeon", "results/runs", "results/drift/exploratory"),
           ("confirmation: seeds 100+, H100", "results/drift/gpu", None),
@@ -428,6 +308,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         n, missing = export_steps(args.out, runs_root, args.regime, args.methods, args.drift_dir)
         print(f"drift CSVs written: {n} (run directories not under {runs_root}: {len(missing)})")
     elif args.what == "kl":
+        from ddrl.drift_kl import measure_kl  # torch: the policies are sampled (this module renders without it)
+
         n, missing = measure_kl(args.out, runs_root, args.regime, args.methods, args.drift_dir, args.scale)
         print(f"held-out KL measured: {n} runs (final weights not under {runs_root}: {len(missing)})")
     elif args.what == "figure":  # the committed runs (PANELS) -> docs/results/drift_kl_heldout.{png,pdf}

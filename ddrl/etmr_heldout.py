@@ -39,10 +39,10 @@ from ddrl.reporting import cache_root, write_json
 from ddrl.small_lr import OUT, REGIME, RUNS, add_run_arguments, seeds_line
 from ddrl.small_lr_cor import HELDOUT_CLAIMS, untrained
 from ddrl.small_lr_etmr import DESIGNS as ETMR_DESIGNS, REGIME_NAME, done_seeds
-from ddrl.study import run_jobs, status_counts
 from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import (HELDOUT_X, PAIRED, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, heldout_x_path,
                              regimes_path)
+from ddrl.study_pool import run_jobs, status_counts
 from ddrl.wide import (MIN_SEEDS, claim_row, held_level_rows, level_table, missing_seeds, reproduced_counts,
                        run_levels, wide_entry)
 

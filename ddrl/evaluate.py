@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
-from scipy import stats
 
 from ddrl.answers import extract_boxed, grade_answers, is_equivalent, voting_key
 from ddrl.prompts import format_prompt
@@ -135,17 +134,6 @@ def summarize_reward_counts(per_question: Sequence[dict], prefix: str = "gt/") -
         out[f"{prefix}bin{name}/fp_rate"] = r["fp_rate"]
         out[f"{prefix}bin{name}/fn_rate"] = r["fn_rate"]
     return out
-
-
-def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
-    """Mean and a two-sided t-interval ``(mean, low, high)``; the interval is (nan, nan) for one value."""
-
-    x = np.asarray(values, dtype=float)
-    m = float(x.mean())
-    if len(x) < 2:
-        return m, float("nan"), float("nan")
-    half = float(stats.t.ppf(0.5 + confidence / 2, len(x) - 1) * stats.sem(x))
-    return m, m - half, m + half
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Methods x seeds on adapted and held-out questions: the experiment loop behind notebooks 03-05 and
 ``bench/train.py``, and the sampling/caching pipeline of notebooks 01-02 (:func:`cached_rollouts`,
-:func:`sample_and_grade`, :func:`model_fingerprint`, :func:`weights_sha256`, :func:`train_and_evaluate`).
+:func:`sample_and_grade`, :func:`weights_sha256`, :func:`train_and_evaluate`).
 
 A *method* is a row of the paper's tables. Each maps to a trainer preset and to which weights of that run
 are evaluated, so one DDRL run (RL, then COR) serves three rows: BCS + DAE (its RL-only weights), DDRL
@@ -12,7 +12,6 @@ loads instantly; a killed one resumes). Evaluations are cached by content as wel
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -24,41 +23,23 @@ import pandas as pd
 import torch
 from transformers import AutoTokenizer
 
-from ddrl import testbed
 from ddrl.analysis import grade_problem
 from ddrl.data import load_questions, resolve_data_dir
-from ddrl.evaluate import evaluate, mean_ci
-from ddrl.logprobs import backend_key
+from ddrl.evaluate import evaluate
+from ddrl.fingerprints import model_fingerprint
+from ddrl.logprob_backends import backend_key
 from ddrl.models import device_key, load_model, paper_overrides, resolve_device
 from ddrl.parallel import compute_threads, default_workers, run_pool
 from ddrl.progress import tqdm
 from ddrl.prompts import format_prompt
-from ddrl.reporting import (cache_root, cached, content_key, grader_fingerprint, records_key, sha256_file,
-                            weight_files)
+from ddrl.reporting import cache_root, cached, content_key, grader_fingerprint, records_key
 from ddrl.runs import RunDir, fingerprint
 from ddrl.sampling import make_sampler
 from ddrl.seeds import derive_seed
-from ddrl.config import make_config, resolve_cue
+from ddrl.stats import mean_ci
+from ddrl.config import METHODS, make_config, resolve_cue
 from ddrl.cor import refine_with_config
 from ddrl.train import prepare_policy, strip_truth, train
-
-#: method -> (trainer preset, weights to evaluate: "final" or "rl" = before COR, extra overrides)
-METHODS: dict[str, tuple[str, str, dict[str, Any]]] = {
-    "no_adaptation": ("no_adaptation", "base", {}),
-    "ttrl": ("ttrl", "final", {}),
-    "etmr": ("etmr", "final", {}),
-    "grpo_no_std": ("grpo_no_std", "final", {}),
-    "dae": ("dae", "final", {}),
-    "bcs": ("bcs", "final", {}),
-    "bcs_random_neg": ("bcs_random_neg", "final", {}),  # BCS's positives, random negatives (plan Amendment 19)
-    "bcs_kl10x": ("bcs_kl10x", "final", {}),  # BCS, kl_coef x10 (plan Amendment 22)
-    "bcs_kl100x": ("bcs_kl100x", "final", {}),  # BCS, kl_coef x100 (plan Amendment 22)
-    "ttrl_kl100x": ("ttrl_kl100x", "final", {}),  # TTRL, kl_coef x100 (plan Amendment 25)
-    "ddrl_kl100x": ("ddrl_kl100x", "final", {}),  # DDRL, kl_coef x100 in its RL phase (plan Amendment 25)
-    "bcs_dae": ("ddrl", "rl", {}),  # the RL-only weights of the DDRL run: identical to a BCS+DAE run
-    "ddrl": ("ddrl", "final", {}),  # BCS + DAE + COR
-    "additional_rl": ("additional_rl", "final", {}),
-}
 
 
 @dataclass
@@ -86,7 +67,7 @@ class Experiment:
         answers and :func:`~ddrl.reporting.grader_fingerprint` are too: training never sees the answers, but the
         run's ground-truth diagnostics (``gt/*`` in metrics.jsonl) are graded against them, and the vote uses
         the grader's answer normalisation. So is the log-prob backend unless it is ``"hf"``
-        (:func:`ddrl.logprobs.backend_key`): the other rounds the update's gradients differently; and so is the
+        (:func:`ddrl.logprob_backends.backend_key`): the other rounds the update's gradients differently; and so is the
         device kind unless it is the CPU (:func:`ddrl.models.device_key`)."""
         key = content_key({"config": asdict(cfg), "weights": model_fingerprint(cfg.model),
                            "questions": fingerprint(self.adapted), "answers": records_key(self.adapted, ("answer",)),
@@ -384,27 +365,6 @@ def sample_and_grade(model, tokenizer, records: Sequence[dict], n: int, *, tempe
                               seed=seed, progress=progress)
     return [grade_problem([ro.text for ro in group], str(r["answer"]), r.get("id", i))
             for i, (r, group) in enumerate(tqdm(list(zip(records, rollouts)), desc="grading", disable=not progress))]
-
-
-@functools.lru_cache(maxsize=256)
-def _weight_file_sha256(path: str, size: int, mtime_ns: int) -> str:
-    """sha256 of a weight file, memoised per (path, size, mtime): a paper-scale checkpoint (GBs) is hashed once
-    per process, not once per cache lookup (every run directory and evaluation key asks for it)."""
-    return sha256_file(path)
-
-
-def model_fingerprint(name: str) -> dict[str, str]:
-    """What identifies a model's weights for the rollout cache: the sha256 of every weight file of a local
-    directory (the testbed's ``build`` directory included), or the hub id itself for a remote model."""
-    if name.startswith("testbed:"):
-        path = Path(testbed.build(name.split(":", 1)[1], progress=True))
-    else:
-        path = Path(name)
-    if not path.is_dir():
-        return {"model": name}
-    stats = {p: p.stat() for p in weight_files(path)}
-    return {"model": name, **{p.name: _weight_file_sha256(str(p.resolve()), st.st_size, st.st_mtime_ns)
-                              for p, st in stats.items()}}
 
 
 def weights_sha256(model) -> str:

@@ -11,7 +11,7 @@ Two implementations of the same quantity, picked by :func:`logprob_backend`:
   quarter fewer on the default testbed, whose prompts are ~15 tokens and responses ~45). On the testbed the
   log-probs are bitwise those of ``"hf"`` and the gradients agree to ~1e-6 relative (float sums in
   another order), which is enough for a chaotic RL trajectory to take another path: the claims study
-  pins ``"hf"`` (:func:`pinned_backend`) so that all its runs are computed one way.
+  pins ``"hf"`` (:func:`ddrl.logprob_backends.pinned_backend`) so that all its runs are computed one way.
 
 Under ``auto`` the update may also skip its no-grad pass over the policy and take the old log-probs from the
 sampler (:func:`old_logprobs_from_sampler`); ``hf`` and ``shared-prompt`` always recompute them.
@@ -19,19 +19,14 @@ sampler (:func:`old_logprobs_from_sampler`); ``hf`` and ``shared-prompt`` always
 
 from __future__ import annotations
 
-import contextlib
-import os
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import torch
 from transformers import DynamicCache
 
 from ddrl.fast_sampling import unsupported_reason
 from ddrl.hf_compat import base_model, cache_kwarg
-from ddrl.parallel import environ
-
-#: what ``DDRL_LOGPROBS`` / :func:`logprob_backend` accept
-LOGPROB_BACKENDS = ("auto", "hf", "shared-prompt")
+from ddrl.logprob_backends import env_choice
 
 
 def collate(prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]], pad_id: int, device):
@@ -109,23 +104,16 @@ def shared_prompt_unsupported_reason(model) -> str | None:
     return unsupported_reason(base_model(model))
 
 
-def _env_choice() -> str:
-    """``DDRL_LOGPROBS`` (default ``auto``), refused by name unless one of :data:`LOGPROB_BACKENDS`."""
-    choice = os.environ.get("DDRL_LOGPROBS") or "auto"
-    if choice not in LOGPROB_BACKENDS:
-        raise ValueError(f"DDRL_LOGPROBS must be one of {LOGPROB_BACKENDS}, got {choice!r}")
-    return choice
-
-
 def logprob_backend(model) -> str:
     """``"hf"`` or ``"shared-prompt"`` for ``model``: the environment variable ``DDRL_LOGPROBS`` (one of
-    :data:`LOGPROB_BACKENDS`; default ``auto``) forces one; ``auto`` picks ``"shared-prompt"`` where
-    :func:`shared_prompt_unsupported_reason` finds nothing against it and the model is on the CPU. On a GPU
+    :data:`ddrl.logprob_backends.LOGPROB_BACKENDS`; default ``auto``) forces one; ``auto`` picks
+    ``"shared-prompt"`` where :func:`shared_prompt_unsupported_reason` finds nothing against it and the model is on
+    the CPU. On a GPU
     ``auto`` keeps the HF forward: there the shared-prompt pass made the update slower, not faster (H100,
     Qwen2.5-1.5B architecture, one question's 32 rows of 128 + 1024 tokens: 2.59 s vs 1.67 s per update;
     docs/benchmarks.md, GPU section), while on 2 CPU cores it is the faster one. Forcing ``"shared-prompt"``
     on a model it does not support raises."""
-    choice = _env_choice()
+    choice = env_choice()
     if choice == "hf":
         return "hf"
     reason = shared_prompt_unsupported_reason(model)
@@ -148,30 +136,10 @@ def old_logprobs_from_sampler(model, temperature: float, top_p: float) -> bool:
     bfloat16 or on a GPU the sampler's log-probs differ from the update's forward by far more (0.07 max on an
     H100, docs/benchmarks.md), which is why verl recomputes them. ``hf`` and ``shared-prompt`` recompute, so
     the claims study (pinned to ``hf``) computes as registered."""
-    if _env_choice() != "auto":
+    if env_choice() != "auto":
         return False
     p = next(model.parameters())
     return p.device.type == "cpu" and p.dtype == torch.float32 and temperature > 0 and top_p >= 1.0
-
-
-def backend_key() -> dict:
-    """What a cached run's key records of the log-prob backend: nothing when ``DDRL_LOGPROBS=hf`` (so the runs
-    computed before the shared-prompt forward existed, all ``"hf"``, keep their keys), else the choice; under
-    ``auto`` also that the old log-probs may come from the sampler (:func:`old_logprobs_from_sampler`), so runs
-    computed before that rule get other keys."""
-    choice = _env_choice()
-    if choice == "hf":
-        return {}
-    return {"logprobs": choice, **({"old_logprobs": "sampler"} if choice == "auto" else {})}
-
-
-@contextlib.contextmanager
-def pinned_backend(name: str) -> Iterator[None]:
-    """Run the block (and the processes it starts) with ``DDRL_LOGPROBS=name``; the previous value is restored."""
-    if name not in LOGPROB_BACKENDS:
-        raise ValueError(f"logprob backend must be one of {LOGPROB_BACKENDS}, got {name!r}")
-    with environ(DDRL_LOGPROBS=name):
-        yield
 
 
 def shared_prompt_response_logprobs(model, prompts, responses, temperature: float, pad_id: int,

@@ -38,7 +38,7 @@ from scipy.optimize import least_squares
 from ddrl.claims import with_half_width
 from ddrl.cor_alone import adapted_path
 from ddrl.parallel import minutes_to
-from ddrl.drift import measure_kl, paired_t, x3h_slope
+from ddrl.drift import paired_t, x3h_slope
 from ddrl.drift_data import drift_path, export_steps, seed_table
 from ddrl.lr_drift import DEST, heldout_gains, t_entry, untrained_rows
 from ddrl.lr_heldout import DEFAULT, OUT, XEON
@@ -46,8 +46,8 @@ from ddrl.plotting import label, save_docs_figure
 from ddrl.regimes import Regime
 from ddrl.reporting import cache_root, write_json
 from ddrl.small_lr import add_run_arguments
-from ddrl.study import run_jobs, status_counts
 from ddrl.study_plan import SCALES, SMALL_LR, Job, check_weights, heldout_x_path, load_regimes, regimes_path
+from ddrl.study_pool import run_jobs, status_counts
 from ddrl.wide import claim_row
 
 #: The new regime: AMC-like at a third of its learning rate, its own episodes (only the learning rate changes)
@@ -125,6 +125,8 @@ def kl(runs_root: str | Path, seeds: Sequence[int] = SEEDS, out: str | Path = OU
        regimes: str | Path | None = None, scale: str = "default", progress: bool = True) -> tuple[int, list]:
     """The step CSVs and held-out KLs of the evaluated runs (Amendment 40's measure), under ``dest``; refused after
     the plan's clock."""
+    from ddrl.drift_kl import measure_kl  # torch: the policies are sampled (notebook 06 imports this module)
+
     if minutes_to(KL_CUTOFF) <= 0:
         raise SystemExit(f"Amendment 42's clock ({KL_CUTOFF}) has passed: no held-out KL starts after it")
     export_steps(out, runs_root, REGIME, METHODS, dest=dest)

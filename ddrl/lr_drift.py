@@ -3,7 +3,7 @@
 Amendment 39 found, on the Xeon build ``abcbf433...`` in AMC-like, that lr/10 keeps 6-7 points of held-out accuracy
 the default learning rate loses (LxT, LxD). Amendments 21-23 had found, on the registered build at the default lr,
 one line: held-out pass@1 falls ~0.4 points per 1e-3 nats/token of held-out KL from the base, whatever the method.
-Does the learning rate act through that distance? Each run's held-out KL (:func:`ddrl.drift.heldout_kl`, the
+Does the learning rate act through that distance? Each run's held-out KL (:func:`ddrl.drift_kl.heldout_kl`, the
 policy's own 8 samples of the first 256 fresh questions) is measured for TTRL, BCS+DAE (DDRL's RL-only weights) and
 DDRL at both learning rates, seeds 0-9, and set against the run's held-out pass@1 on all 1,536 fresh questions
 (Amendments 38-39's CSVs; nothing is trained or evaluated anew). The claims (:data:`CLAIMS`): each method's distance
@@ -39,12 +39,10 @@ from tqdm.auto import tqdm
 
 from ddrl.claims import with_half_width
 from ddrl.parallel import minutes_to
-from ddrl.drift import KL_SAMPLES, heldout_kl, kl_fit, kl_prompts, measure_kl, paired_t, x3h_slope
+from ddrl.drift import kl_fit, paired_t, x3h_slope
 from ddrl.drift_data import KL_UNIT, drift_path, export_steps, heldout_rows, seed_table
-from ddrl.experiments import weights_sha256
-from ddrl.logprobs import pinned_backend
+from ddrl.logprob_backends import pinned_backend
 from ddrl.lr_heldout import DEFAULT, OUT, XEON
-from ddrl.models import load_model
 from ddrl.plotting import color, label, save_docs_figure
 from ddrl.reporting import cache_root, write_json
 from ddrl.seeds import derive_seed, seed_range
@@ -101,6 +99,8 @@ def measure(regime: str, runs_root: str | Path, seeds: Sequence[int] = SEEDS, pr
     """The step CSVs and held-out KLs of :data:`METHODS`' runs of ``regime`` on ``seeds`` (the runs the H1x CSVs
     under :data:`OUT` name, weights under ``runs_root``), written under :data:`DEST`; refused after the clock.
     Returns (KLs measured now, runs whose weights are missing)."""
+    from ddrl.drift_kl import measure_kl  # torch: the policies are sampled (notebook 06 imports this module)
+
     if minutes_left() <= 0:
         raise SystemExit(f"Amendment 40's clock ({CUTOFF}) has passed: no held-out KL starts after it")
     export_steps(OUT, runs_root, regime, METHODS, dest=DEST)
@@ -199,9 +199,13 @@ def cor_alone_kl(seed: int, scale: str = "default", regimes: str | Path | None =
     """COR alone of ``seed`` in :data:`DEFAULT` recomputed as the study computes it (:func:`ddrl.study.refined_rows`:
     the seed's DDRL config, :meth:`~ddrl.experiments.Experiment.refine` from the untrained model, one thread,
     log-probs pinned to "hf"), then its held-out
-    KL to the untrained model (:func:`ddrl.drift.heldout_kl`, Amendment 21's questions, samples and stream) and
+    KL to the untrained model (:func:`ddrl.drift_kl.heldout_kl`, Amendment 21's questions, samples and stream) and
     whether its adapted evaluation equals the committed CSV under ``out`` on every question (``adapted_reproduced``).
     ``scale``, ``regimes`` (default the Xeon build's) and ``out``: for the tests' tiny testbed."""
+    from ddrl.drift_kl import KL_SAMPLES, heldout_kl, kl_prompts  # torch, as measure's
+    from ddrl.experiments import weights_sha256
+    from ddrl.models import load_model
+
     sc = SCALES[scale]
     reg = load_regimes(regimes or regimes_path(XEON), sc, names=[DEFAULT])[DEFAULT]
     exp = experiment(reg, sc, False)

@@ -26,9 +26,9 @@ from ddrl.claims import amendment_entry, with_half_width
 from ddrl.parallel import minutes_to
 from ddrl.reporting import cache_root, write_json
 from ddrl.small_lr import LR_CELL, add_run_arguments, seeds_line
-from ddrl.study import run_jobs, status_counts
 from ddrl.study_plan import (HELDOUT_X, HELDOUT_X_METHODS, RESULTS, SCALES, SMALL_LR, Job, check_weights, heldout_x_path,
                              regimes_path)
+from ddrl.study_pool import run_jobs, status_counts
 from ddrl.wide import below_cell, claim_row, level_table, reproduced_counts, run_levels
 
 XEON = RESULTS / "replication_xeon"

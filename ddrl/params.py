@@ -16,7 +16,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any, Callable
 
-from ddrl.config import TrainConfig, make_config, validate_config
+from ddrl.config import METHODS, TrainConfig, make_config, validate_config
 from ddrl.selection import SELECTIONS
 from ddrl.testbed.config import PRESETS as TESTBED_PRESETS
 
@@ -40,19 +40,17 @@ def _choice(*options: str) -> Callable[[Any], str | None]:
     return lambda v: None if v in options else f"one of {list(options)}"
 
 
-# ddrl.experiments and ddrl.models import torch and transformers (seconds): only a parameter that names a
-# method or a model preset pays for them, so a bad value of any other parameter fails at once.
 def _methods(v):
-    from ddrl.experiments import METHODS
-
     bad = [m for m in v if m not in METHODS]
-    return f"a list of ddrl.experiments.METHODS names {sorted(METHODS)}; unknown: {bad}" if bad else None
+    return f"a list of ddrl.config.METHODS names {sorted(METHODS)}; unknown: {bad}" if bad else None
 
 
 def _testbed_preset(v):
     return None if v in TESTBED_PRESETS else f"one of the testbed presets {sorted(TESTBED_PRESETS)}"
 
 
+# ddrl.models imports torch and transformers (seconds): only a parameter that names a model preset pays for
+# them, so a bad value of any other parameter fails at once.
 def _paper_settings(v):
     from ddrl.models import PRESETS
 

@@ -46,7 +46,7 @@ METHOD_COLORS = {
 }
 
 #: The one table of human-readable method names (legends, tables, sentences, bench output). Keys are the
-#: names of :data:`ddrl.experiments.METHODS`, which equal the trainer's presets (:data:`ddrl.config.PRESETS`);
+#: names of :data:`ddrl.config.METHODS`, which equal the trainer's presets (:data:`ddrl.config.PRESETS`);
 #: "ddrl" is always the full method (BCS + DAE, then COR) and "bcs_dae" its RL-only weights.
 METHOD_LABELS = {
     "no_adaptation": "No adaptation",

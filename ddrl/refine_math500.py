@@ -41,9 +41,9 @@ from ddrl.reporting import cache_root, write_json
 from ddrl.small_lr import OUT, REGIME, RUNS, add_run_arguments, seeds_line
 from ddrl.small_lr_cor import untrained
 from ddrl.small_lr_refine import CHECK, check_rows as refine_check_rows, refuse_untrained
-from ddrl.study import run_jobs, status_counts
 from ddrl.study_analysis import claim_matrix, paired_matrix, rl_divergence
 from ddrl.study_plan import COR_4X, COR_LR10, HELDOUT_X, SAME_BASE, SCALES, Job, check_weights, csv_path, heldout_x_path
+from ddrl.study_pool import run_jobs, status_counts
 from ddrl.tables import entry_cell
 from ddrl.ttrl_heldout import CLAIMS as TTRL_HELDOUT_CLAIMS
 from ddrl.wide import (amendment_cells, complete_seeds, cor_level_rows, held_level_rows, level_table, missing_seeds,

@@ -32,13 +32,14 @@ import sys
 import warnings
 import zipfile
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy
-import torch
-import transformers
 
 from ddrl.reporting import atomic_write_bytes, disk_error, fsync_dir, git_sha, owner_lock, unique_tmp
+
+if TYPE_CHECKING:  # torch is imported where a checkpoint is written or read: the metrics are read without it
+    import torch
 
 CONFIG_FILE = "config.json"
 ENV_FILE = "env.json"
@@ -54,6 +55,8 @@ class DamagedRunError(ValueError):
 
 def environment(device: str | None = None) -> dict[str, Any]:
     """Versions and machine facts that can change a run's numbers."""
+    import torch  # as in the checkpoint functions below (see the imports above)
+    import transformers
 
     env: dict[str, Any] = {
         "python": sys.version.split()[0],
@@ -359,6 +362,8 @@ class RunDir:
 def durable_torch_save(obj: Any, path: Path) -> None:
     """``torch.save`` then fsync, so the file is on disk before the caller renames it into place; a full
     disk is an ``OSError(ENOSPC)`` naming ``path`` (torch itself says only ``iostream error``)."""
+    import torch
+
     try:
         with open(path, "wb") as f:
             torch.save(obj, f)
@@ -374,6 +379,7 @@ def durable_torch_save(obj: Any, path: Path) -> None:
 def _torch_load(path: Path, weights_only: bool) -> Any:
     """``torch.load`` on CPU; an empty, truncated or otherwise unreadable file is a :class:`DamagedRunError`
     naming it (torch says only ``EOFError`` or ``PytorchStreamReader failed``)."""
+    import torch
 
     try:
         return torch.load(path, map_location="cpu", weights_only=weights_only)
@@ -390,6 +396,8 @@ def trainable_state_dict(model) -> dict[str, torch.Tensor]:
 
 
 def load_trainable_state_dict(model, weights: dict[str, torch.Tensor]) -> None:
+    import torch
+
     params = dict(model.named_parameters())
     missing = [n for n in weights if n not in params]
     if missing:

@@ -55,10 +55,10 @@ from ddrl.plotting import color, label, save_docs_figure
 from ddrl.regimes import small_lr_regime
 from ddrl.reporting import cache_root, write_json
 from ddrl.seeds import numpy_generator, seed_range
-from ddrl.study import run_jobs, status_counts
 from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import (RESULTS, SAME_BASE, SCALES, SMALL_LR, STEP_COLUMNS, Job, check_weights, csv_path,
                              load_regimes)
+from ddrl.study_pool import run_jobs, status_counts
 from ddrl.tables import entry_cell
 from ddrl.wide import (amendment_cells, below_cell, complete_seeds, level_table, levels_vote_figure, missing_seeds,
                        predicted_text, read_csvs, run_levels, vote_by_quarter, wide_entry)

@@ -31,9 +31,9 @@ from ddrl.parallel import clock_budget
 from ddrl.reporting import cache_root, write_json
 from ddrl.small_lr import COMPARISON, LR_CELL, OUT, REGIME, RUNS, add_run_arguments, seeds_line, ttrl_levels
 from ddrl.small_lr_extra_rl import NAMES
-from ddrl.study import run_jobs, status_counts
 from ddrl.study_analysis import claim_matrix, rl_divergence
 from ddrl.study_plan import KNOWN_DIVERGENCES, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, csv_path
+from ddrl.study_pool import run_jobs, status_counts
 from ddrl.tables import entry_cell
 from ddrl.wide import (amendment_cells, below_cell, complete_seeds, missing_seeds, predicted_text, read_csvs,
                        seeds_to_analyse, seeds_to_start, wide_entry)

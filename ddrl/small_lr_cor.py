@@ -30,17 +30,17 @@ import pandas as pd
 import seaborn as sns
 
 from ddrl.claims import amendment_entry, validate, with_half_width
-from ddrl.experiments import METHODS as PRESETS
-from ddrl.logprobs import pinned_backend
+from ddrl.config import METHODS as PRESETS
+from ddrl.logprob_backends import pinned_backend
 from ddrl.plotting import color, label, save_docs_figure
 from ddrl.reporting import cache_root, write_json
 from ddrl.runs import RunDir
 from ddrl.seeds import numpy_generator
 from ddrl.small_lr import BASE_REGIME, LR_CELL, OUT, REGIME, RUNS, SEEDS, STANDS_FOR, add_run_arguments, seeds_line
-from ddrl.study import run_jobs, status_counts
 from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import (COR_LR10, COR_ONLY, HELDOUT_X, HELDOUT_X_METHODS, SCALES, Job, check_weights, csv_path,
                              experiment, heldout_x_path, load_regimes)
+from ddrl.study_pool import run_jobs, status_counts
 from ddrl.tables import entry_cell
 from ddrl.wide import (amendment_cells, below_cell, claim_row, complete_seeds, level_table, levels_panel, missing_seeds,
                        predicted_text, read_csvs, reproduced_counts, run_levels, wide_entry)

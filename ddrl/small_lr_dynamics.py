@@ -19,7 +19,7 @@ from typing import Sequence
 import pandas as pd
 
 from ddrl.claims import entry, validate, with_half_width
-from ddrl.evaluate import mean_ci
+from ddrl.stats import mean_ci
 from ddrl.reporting import write_json
 from ddrl.small_lr import LR_CELL, OUT, REGIME, RUNS, SEEDS
 from ddrl.stats import advantage_quarters, advantage_statistic

@@ -48,9 +48,9 @@ from ddrl.reporting import cache_root, write_json
 from ddrl.small_lr import (BASE_REGIME, COMPARISON as AMENDMENT28, LR_CELL, OUT, REGIME, REGIME_FILE, RUNS,
                            add_run_arguments, figure, regime_file, seeds_line)
 from ddrl.study_analysis import claim_matrix, paired_matrix
-from ddrl.study import run_jobs, status_counts
 from ddrl.study_plan import (PAIRED, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, csv_path,
                              regimes_path)
+from ddrl.study_pool import run_jobs, status_counts
 from ddrl.tables import entry_cell
 from ddrl.wide import (MIN_SEEDS, amendment_cells, below_cell, complete_seeds, level_table, predicted_text, read_csvs,
                        run_levels, seeds_to_analyse, vote_by_quarter, wide_entry)

@@ -31,13 +31,13 @@ from typing import Sequence
 import pandas as pd
 
 from ddrl.claims import entry, validate, with_half_width
-from ddrl.evaluate import mean_ci
+from ddrl.stats import mean_ci
 from ddrl.parallel import clock_budget, minutes_to
 from ddrl.reporting import cache_root, write_json
 from ddrl.small_lr import LR_CELL, OUT, REGIME, RUNS, add_run_arguments, seeds_line
-from ddrl.study import run_jobs, status_counts
 from ddrl.study_analysis import claim_matrix, rl_divergence
 from ddrl.study_plan import KNOWN_DIVERGENCES, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, csv_path
+from ddrl.study_pool import run_jobs, status_counts
 from ddrl.tables import entry_cell
 from ddrl.wide import (amendment_cells, below_cell, complete_seeds, level_table, missing_seeds, predicted_text,
                        read_csvs, run_levels, seeds_to_analyse, wide_entry)

@@ -50,10 +50,10 @@ from ddrl.reporting import cache_root, write_json
 from ddrl.small_lr import OUT, RUNS, add_run_arguments, seeds_line
 from ddrl.small_lr import REGIME as MATH500_SMALL_LR
 from ddrl.small_lr_cor import untrained
-from ddrl.study import run_jobs, status_counts
 from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import (COR_4X, COR_4X_LR10, COR_LR10, HELDOUT_X, SAME_BASE, SCALES, SMALL_LR, Job, check_weights,
                              csv_path, heldout_x_path)
+from ddrl.study_pool import run_jobs, status_counts
 from ddrl.tables import entry_cell
 from ddrl.wide import (amendment_cells, complete_seeds, cor_level_rows, held_level_rows, level_table, missing_seeds,
                        predicted_text, read_csvs, reproduced_counts, run_levels, seeds_to_analyse, seeds_to_start,

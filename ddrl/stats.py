@@ -35,6 +35,17 @@ NO_EFFECT_MARGIN = 1.0
 # ---------------------------------------------------------------------------------------------------------
 
 
+def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
+    """Mean and a two-sided t-interval ``(mean, low, high)``; the interval is (nan, nan) for one value."""
+
+    x = np.asarray(values, dtype=float)
+    m = float(x.mean())
+    if len(x) < 2:
+        return m, float("nan"), float("nan")
+    half = float(sps.t.ppf(0.5 + confidence / 2, len(x) - 1) * sps.sem(x))
+    return m, m - half, m + half
+
+
 def paired_differences(df: pd.DataFrame, a: str, b: str, value: str = "accuracy", method: str = "method",
                        seed: str = "seed", question: str = "question") -> pd.DataFrame:
     """The seeds x questions matrix ``value(a) - value(b)`` from long rows ``{method, seed, question, value}``.

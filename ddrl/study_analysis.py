@@ -13,13 +13,12 @@ import pandas as pd
 
 from ddrl.analysis import in_band, scale_bands, select_and_reward
 from ddrl.claims import CLAIMS, FLOOR_NOTE, entry, get, validate, with_half_width
-from ddrl.evaluate import mean_ci
 from ddrl.regimes import WEAK_REGIME, Regime
 from ddrl.reward_noise import noise_matrix, question_orders, wrong_rewards
 from ddrl.seeds import derive_seed
 from ddrl.stats import (TARGET_HALF_WIDTH, advantage_statistic, choose_design, eval_noise_variance,
-                        hierarchical_bootstrap, paired_differences, power_table, predicted_half_width, question_bootstrap,
-                        variance_components)
+                        hierarchical_bootstrap, mean_ci, paired_differences, power_table, predicted_half_width,
+                        question_bootstrap, variance_components)
 from ddrl.study_plan import (BANDS_64, BASE, CSV, HELDOUT_X, NO_RL, PAIRED, QUESTION_COLUMNS, REAL,
                              SELECTION_K, SELECTION_ORDERS, SHARES_DDRL_RL, STAGE1_COMPARISONS, STEP_COLUMNS, THREE,
                              Scale, csv_method_seed, same_base, selection_k)
@@ -32,6 +31,16 @@ def method_csvs(out_dir: str | Path, names: str = "*/*") -> list[Path]:
     those named ``<names>-seed*``, a glob), sorted; not the per-step ones nor the base model's (``base/<regime>/``)
     nor H1x's (:func:`heldout_x_csvs`)."""
     return sorted(p for p in Path(out_dir).glob(f"{names}-seed*{CSV}") if not p.name.endswith(f"-steps{CSV}"))
+
+
+def same_as_registered(adapted: pd.DataFrame, registered: Path) -> bool | None:
+    """Whether a run's adapted pass@1 per question (``adapted``: :func:`ddrl.study_jobs.question_frame`'s adapted
+    rows) equals the committed CSV ``registered``'s on every question; None when that CSV is absent."""
+    if not registered.is_file():
+        return None
+    reg = pd.read_csv(registered, dtype={"question": str}).query("split == 'adapted'").set_index("question")["pass@1"]
+    ours = adapted.set_index("question")["pass@1"]
+    return bool(len(ours) == len(reg) and ours.index.equals(reg.index) and (ours.to_numpy() == reg.to_numpy()).all())
 
 
 def heldout_x_csvs(out_dir: str | Path) -> list[Path]:

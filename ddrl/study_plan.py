@@ -53,11 +53,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from ddrl.experiments import Experiment, model_fingerprint
+from ddrl.fingerprints import model_fingerprint
 from ddrl.regimes import WEAK_REGIME, Regime, candidate_records
 from ddrl.reporting import REPO, owner_lock
-from ddrl.testbed.pretrain import (COMMITTED, META_FILE, cache_root, committed_dir, copy_build, get_config,
-                                  install_build)
+from ddrl.testbed.builds import COMMITTED, META_FILE, cache_root, committed_dir, copy_build, install_build
+from ddrl.testbed.config import get_config
 
 RESULTS = REPO / "results"
 #: The measured base builds, committed (``python -m ddrl.study --export-base``): a testbed build's bits depend on
@@ -297,7 +297,7 @@ def _check_build(path: Path) -> None:
 
 def is_built(name: str) -> bool:
     """Whether ``name``'s weights are on this machine without building anything: False only for a testbed whose
-    build is not in the cache (:func:`~ddrl.experiments.model_fingerprint` would pretrain it)."""
+    build is not in the cache (:func:`~ddrl.fingerprints.model_fingerprint` would pretrain it)."""
     built = _cache_dir(name)
     return built is None or (built / META_FILE).is_file()
 
@@ -317,7 +317,7 @@ def _pin_dir(built: Path, measured: dict) -> Path:
 def _install(pinned: Path | None, built: Path, measured: dict) -> bool:
     """Copy the committed build ``pinned`` into the testbed cache as ``built`` when its weights are the measured
     ones (raises naming both otherwise); False when nothing is committed. Atomic and under the build's lock
-    (:func:`ddrl.testbed.pretrain.install_build`), so a concurrent build or install waits."""
+    (:func:`ddrl.testbed.builds.install_build`), so a concurrent build or install waits."""
     if pinned is None or not (pinned / META_FILE).is_file():
         return False
     built.parent.mkdir(parents=True, exist_ok=True)
@@ -379,9 +379,9 @@ def write_replication(results_dir: str | Path, note: str, names: Sequence[str] |
 def experiment(regime: Regime, scale: Scale, heldout: bool, runs_root: str | Path | None = None,
                held: Sequence[dict] | None = None):
     """The :class:`~ddrl.experiments.Experiment` of a regime: its adapted questions (and held-out ones when
-    ``heldout``: the registered ones, or ``held`` when given, as H1x's), the regime's trainer overrides, then
-    the scale's knobs. Held-out questions do not enter the run's key, so methods with and without them share
-    their runs."""
+    ``heldout``: the registered ones, or ``held`` when given, as H1x's), the regime's trainer overrides, then the
+    scale's knobs. Held-out questions do not enter the run's key, so methods with and without them share their runs."""
+    from ddrl.experiments import Experiment  # torch: only a run needs it (notebook 06 imports this module)
     adapted, registered = regime.records()
     held = registered if held is None else list(held)
     return Experiment(adapted, held if heldout else (), overrides={**regime.trainer_overrides(), **scale.knobs},

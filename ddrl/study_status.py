@@ -11,8 +11,8 @@ from typing import Sequence
 import pandas as pd
 from tabulate import tabulate
 
-from ddrl.experiments import METHODS
-from ddrl.logprobs import pinned_backend
+from ddrl.config import METHODS
+from ddrl.logprob_backends import pinned_backend
 from ddrl.regimes import WEAK_REGIME, Regime
 from ddrl.runs import RunDir
 from ddrl.study_analysis import method_csvs, progress

@@ -30,9 +30,9 @@ from ddrl.parallel import clock_budget
 from ddrl.reporting import cache_root, write_json
 from ddrl.small_lr import OUT, RUNS, add_run_arguments, seeds_line
 from ddrl.small_lr_refine import refuse_untrained
-from ddrl.study import run_jobs, status_counts
 from ddrl.study_analysis import claim_matrix, paired_matrix
 from ddrl.study_plan import COR_LR10, HELDOUT_X, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, heldout_x_path
+from ddrl.study_pool import run_jobs, status_counts
 from ddrl.tables import entry_cell
 from ddrl.wide import (amendment_cells, complete_seeds, held_level_rows, level_table, missing_seeds, read_csvs,
                        reproduced_counts, run_levels, seeds_to_analyse, seeds_to_start, wide_entry)

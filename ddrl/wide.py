@@ -46,10 +46,10 @@ from ddrl.plotting import color, label, save_docs_figure
 from ddrl.reporting import atomic_write_bytes, cache_root, write_json
 from ddrl.seeds import derive_seed, numpy_generator, seed_range
 from ddrl.stats import decided, hierarchical_bootstrap
-from ddrl.study import run_jobs, status_counts
 from ddrl.study_analysis import claim_matrix, load_questions, load_steps, method_csvs, paired_matrix
 from ddrl.study_figures import pseudo_labels_by_episode
 from ddrl.study_plan import CSV, RESULTS, SCALES, Job, check_weights, csv_method_seed, csv_path
+from ddrl.study_pool import run_jobs, status_counts
 from ddrl.tables import entry_ci
 
 REGIME = "math500_like_768"  # ddrl.regimes.wide_regime of the registered MATH-500-like regime

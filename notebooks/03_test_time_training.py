@@ -50,7 +50,7 @@ n_adapted = 32  # questions adapted to (and evaluated on)
 n_heldout = 64  # further questions of the same split, never adapted to (0: none)
 
 # --- methods and seeds ---
-methods = ["no_adaptation", "ttrl", "etmr", "bcs_dae", "ddrl"]  # ddrl.experiments.METHODS
+methods = ["no_adaptation", "ttrl", "etmr", "bcs_dae", "ddrl"]  # ddrl.config.METHODS
 seeds = [0, 1, 2]  # training seeds (one run per method and seed)
 
 # --- trainer (TrainConfig fields shared by every method; the same values in 04 and 05 share runs) ---

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ddrl import drift, drift_data
+from ddrl import drift, drift_data, drift_kl
 from ddrl.models import load_model
 from ddrl.runs import RunDir
 from ddrl.seeds import seed_range
@@ -213,20 +213,20 @@ def test_heldout_kl_is_zero_against_itself_and_positive_after_training(tmp_path)
     writes one JSON per run, reads them back into the seed table, and does not redo a measured run."""
     base, tok = load_model("testbed:tiny", "float32", "cpu")
     prompts = ["What is 2 + 3?", "What is 7 - 4?"]
-    kl, n_tok = drift.heldout_kl(base, base, tok, prompts, 4, 16, seed=1)
+    kl, n_tok = drift_kl.heldout_kl(base, base, tok, prompts, 4, 16, seed=1)
     assert kl == 0.0 and n_tok > 0
     out, runs = tmp_path / "out", tmp_path / "runs"
     assert drift.main(["run", "--scale", "smoke", "--regime", "math500_like", "--seeds", "100-102", "--workers", "1",
                        "--out", str(out), "--runs-root", str(runs)]) == 0
-    n, missing = drift.measure_kl(out, runs, "math500_like", scale="smoke", progress=False)
+    n, missing = drift_kl.measure_kl(out, runs, "math500_like", scale="smoke", progress=False)
     assert n == 6 and missing == []
     recs = [json.loads(p.read_text()) for p in sorted((out / drift_data.DRIFT / "math500_like").glob("*-kl.json"))]
-    assert len(recs) == 6 and all(r["n_samples"] == drift.KL_SAMPLES and r["n_tokens"] > 0 for r in recs)
+    assert len(recs) == 6 and all(r["n_samples"] == drift_kl.KL_SAMPLES and r["n_tokens"] > 0 for r in recs)
     assert np.mean([r["kl"] for r in recs]) > 0  # trained policies moved away from the base
-    assert drift.measure_kl(out, runs, "math500_like", scale="smoke", progress=False) == (0, [])  # read, not redone
+    assert drift_kl.measure_kl(out, runs, "math500_like", scale="smoke", progress=False) == (0, [])  # read, not redone
     kp = drift_data.drift_path(out, "math500_like", "bcs", 100, "kl")  # a JSON of other weights is measured again
     kp.write_text(json.dumps(dict(json.loads(kp.read_text()), policy_fingerprint={"model.safetensors": "other"})))
-    assert drift.measure_kl(out, runs, "math500_like", scale="smoke", progress=False) == (1, [])
+    assert drift_kl.measure_kl(out, runs, "math500_like", scale="smoke", progress=False) == (1, [])
     assert json.loads(kp.read_text())["policy_fingerprint"] == recs[0]["policy_fingerprint"]
     t = drift_data.seed_table(out, "math500_like")
     assert t["kl_heldout"].notna().all() and len(t) == 6
@@ -235,10 +235,10 @@ def test_heldout_kl_is_zero_against_itself_and_positive_after_training(tmp_path)
     h = pd.read_csv(src)
     h.assign(method="bcs_dae").to_csv(heldout_x_path(out, "math500_like", "bcs_dae", 100), index=False)
     RunDir(runs / h["run"].iloc[0]).save_weights("rl", base)
-    assert drift.measure_kl(out, runs, "math500_like", ("bcs_dae",), scale="smoke", progress=False,
+    assert drift_kl.measure_kl(out, runs, "math500_like", ("bcs_dae",), scale="smoke", progress=False,
                             seeds=[100, 101]) == (1, [])
     assert json.loads(drift_data.drift_path(out, "math500_like", "bcs_dae", 100, "kl").read_text())["kl"] == 0.0
-    assert drift.measure_kl(out, runs, "math500_like", ("bcs",), scale="smoke", progress=False, seeds=[]) == (0, [])
+    assert drift_kl.measure_kl(out, runs, "math500_like", ("bcs",), scale="smoke", progress=False, seeds=[]) == (0, [])
     e = drift.analyse(out, "math500_like", np.random.default_rng(0), measure="kl_heldout")
     assert [x["id"] for x in e] == ["X2h", "X3h", "X4h"]
     with pytest.raises(ValueError, match="measure"):

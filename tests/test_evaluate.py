@@ -7,10 +7,11 @@ import math
 import pytest
 
 from ddrl.evaluate import (
-    bin_names, evaluate, frequency_bin, maj_at_n, majority_answer, mean_ci, pass_at_1, reward_counts,
+    bin_names, evaluate, frequency_bin, maj_at_n, majority_answer, pass_at_1, reward_counts,
     summarize_reward_counts,
 )
 from ddrl.sampling import Rollout
+from ddrl.stats import mean_ci
 
 
 def test_pass_at_1_is_the_mean_of_per_question_accuracies():

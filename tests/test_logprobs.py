@@ -11,7 +11,7 @@ import pytest
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
-from ddrl import logprobs as L
+from ddrl import logprob_backends as LB, logprobs as L
 
 #: float32: log-probs and entropies of the two forwards (on the testbed they were bitwise equal)
 ATOL = 1e-5
@@ -131,7 +131,7 @@ def test_response_logprobs_dispatches(monkeypatch, tiny_lm):
     monkeypatch.delenv("DDRL_LOGPROBS", raising=False)
     L.response_logprobs(model, prompts, responses, 1.0, 0)
     L.response_logprobs(model, prompts[:2], responses[:2], 1.0, 0)  # distinct prompts: nothing to share
-    with L.pinned_backend("hf"):
+    with LB.pinned_backend("hf"):
         L.response_logprobs(model, prompts, responses, 1.0, 0)
     assert calls == ["shared_prompt_response_logprobs", "hf_response_logprobs", "hf_response_logprobs"]
     with pytest.raises(ValueError, match="3 prompts but 2 responses"):
@@ -140,25 +140,25 @@ def test_response_logprobs_dispatches(monkeypatch, tiny_lm):
 
 def test_pinned_backend_restores_the_environment(monkeypatch):
     monkeypatch.setenv("DDRL_LOGPROBS", "auto")
-    with L.pinned_backend("hf"):
-        assert os.environ["DDRL_LOGPROBS"] == "hf" and L.backend_key() == {}
-    assert os.environ["DDRL_LOGPROBS"] == "auto" and L.backend_key() == {"logprobs": "auto", "old_logprobs": "sampler"}
+    with LB.pinned_backend("hf"):
+        assert os.environ["DDRL_LOGPROBS"] == "hf" and LB.backend_key() == {}
+    assert os.environ["DDRL_LOGPROBS"] == "auto" and LB.backend_key() == {"logprobs": "auto", "old_logprobs": "sampler"}
     monkeypatch.delenv("DDRL_LOGPROBS")
-    with L.pinned_backend("shared-prompt"):
-        assert L.backend_key() == {"logprobs": "shared-prompt"}
+    with LB.pinned_backend("shared-prompt"):
+        assert LB.backend_key() == {"logprobs": "shared-prompt"}
     assert "DDRL_LOGPROBS" not in os.environ
     with pytest.raises(ValueError, match="logprob backend must be one of"):
-        with L.pinned_backend("fast"):
+        with LB.pinned_backend("fast"):
             pass
 
 
 def test_the_study_runs_with_the_hf_forward(monkeypatch):
     """plan Amendment 10: every study job computes its log-probs as the study's first 1,125 CSVs did."""
-    from ddrl import study
+    from ddrl import study_jobs
 
     monkeypatch.delenv("DDRL_LOGPROBS", raising=False)
-    monkeypatch.setattr(study, "_run_job", lambda job: os.environ.get("DDRL_LOGPROBS"))
-    assert study.run_job(None) == "hf"
+    monkeypatch.setattr(study_jobs, "_run_job", lambda job: os.environ.get("DDRL_LOGPROBS"))
+    assert study_jobs.run_job(None) == "hf"
     assert "DDRL_LOGPROBS" not in os.environ
 
 

@@ -146,7 +146,7 @@ def test_cor_alone_claims_are_the_residual_from_each_line(tmp_path):
 def test_cor_alone_recomputed_equals_the_studys_cor_alone_on_the_tiny_testbed(tmp_path):
     """cor_alone_kl recomputes COR alone the way the study's job computed it: the same adapted evaluation on every
     question (so the same weights), a positive distance from the base, the same weights twice."""
-    from ddrl.study import run_jobs
+    from ddrl.study_pool import run_jobs
     from ddrl.study_plan import RESULTS, SCALES, Job
 
     run_jobs([Job(W.DEFAULT, 0, ("cor_only",), "")], SCALES["smoke"], tmp_path, tmp_path / "runs", None, 1, desc="t")

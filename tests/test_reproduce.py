@@ -160,7 +160,7 @@ def test_a_testbed_build_made_on_first_use_shows_its_bar(tmp_path, monkeypatch):
     """The first notebook builds the default testbed (minutes) inside ``model_fingerprint``; its bar reaches the
     runner's status line through the progress file. A build already made shows none."""
     from ddrl import progress
-    from ddrl.experiments import model_fingerprint
+    from ddrl.fingerprints import model_fingerprint
 
     path = tmp_path / "bars.txt"
     monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path / "cache"))

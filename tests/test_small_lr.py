@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from ddrl import claims, small_lr, study
+from ddrl import claims, small_lr, study, study_plan
 from ddrl.reporting import REPO
 from ddrl.regimes import small_lr_regime
 from ddrl.study_plan import SAME_BASE, SCALES, csv_path, load_regimes
@@ -23,7 +23,7 @@ def test_the_regime_is_math500_like_under_the_registered_lr10_rule():
     assert small_lr_regime(regs["amc_like"]) == regs["amc_like_small_lr"]  # one rule: the registered lr/10 regime's
     assert SAME_BASE[small_lr.REGIME] == "math500_like"  # its untrained runs are MATH-500-like's
     assert json.loads(small_lr.REGIME_FILE.read_text()) == small_lr.regime_file()  # the committed file is the rule's
-    exp = study.experiment(r, SCALES["default"], study.wants_heldout(r.name, "ttrl"))
+    exp = study_plan.experiment(r, SCALES["default"], study_plan.wants_heldout(r.name, "ttrl"))
     cfg = exp.config("ttrl", 0)
     assert (cfg.lr, cfg.episodes, cfg.max_new_tokens) == (3e-6, 4, 96) and not exp.heldout
     # the registered study's job lists never name it
@@ -156,7 +156,7 @@ def test_table1_fixed_smoke_run_and_analyse(smoke, capsys, monkeypatch):
     assert "T1f (math500_like): 0 of 12 seeds complete" in capsys.readouterr().out  # no default-lr TTRL in the smoke
     with pytest.raises(ValueError, match=r"Amendment 50 incomplete, seeds missing per regime \{'math500_like': \[0, 1\]\}"):
         small_lr.analyse_t1f(out, n_boot=200, seeds=[0, 1])
-    study.run_jobs([study.Job("math500_like", s, ("ttrl",), "test") for s in (0, 1)], SCALES["smoke"], out, runs,
+    study.run_jobs([study_plan.Job("math500_like", s, ("ttrl",), "test") for s in (0, 1)], SCALES["smoke"], out, runs,
                    workers=1, progress=False)
     res = small_lr.analyse_t1f(out, n_boot=200, seeds=[0, 1])
     assert [(e["id"], e["regime"], e["paper"], e["n_seeds"]) for e in res["entries"]] == [

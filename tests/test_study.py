@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 from conftest import kill_after_first_run
 
-from ddrl import study, study_analysis, study_plan, study_status
+from ddrl import study, study_analysis, study_jobs, study_plan, study_pool, study_status
 from ddrl.claims import scorecard, scorecard_figure, validate
 from ddrl.stats import paired_differences, predicted_half_width, variance_components
 
@@ -38,9 +38,9 @@ def test_stage1_jobs_follow_the_plan():
 
 def test_status_counts_count_each_way_a_job_ended_the_most_first():
     statuses = [{"status": s} for s in ("loaded", "ran", "ran", "skipped (budget)", "ran", "loaded")]
-    assert study.status_counts(statuses) == {"ran": 3, "loaded": 2, "skipped (budget)": 1}
-    assert list(study.status_counts(statuses)) == ["ran", "loaded", "skipped (budget)"]
-    assert study.status_counts([]) == {}
+    assert study_pool.status_counts(statuses) == {"ran": 3, "loaded": 2, "skipped (budget)": 1}
+    assert list(study_pool.status_counts(statuses)) == ["ran", "loaded", "skipped (budget)"]
+    assert study_pool.status_counts([]) == {}
 
 
 def test_a_csv_name_gives_back_its_method_and_seed(tmp_path):
@@ -65,10 +65,10 @@ def test_stage2_jobs_priority_seeds_and_no_repeats():
     # Amendment 3: the jobs that train nothing new (BCS+DAE = DDRL's RL-only weights, COR 4x, base rollouts) first
     assert labels_a == sorted(labels_a, key=["A3", "R1", "F/G", "M2", "A1", "C1", "T1", "lr/10"].index)
     assert [j.methods for j in jobs[:18]] == [("bcs_dae",)] * 18 and "A2" not in labels_a
-    assert {(j.regime, j.seed) for j in jobs if j.methods == (study.BASE,)} == {(r, s) for r in study_plan.THREE for s in (0, 1)}
+    assert {(j.regime, j.seed) for j in jobs if j.methods == (study_plan.BASE,)} == {(r, s) for r in study_plan.THREE for s in (0, 1)}
     assert {m for r, s, m in cells if r == "amc_like_small_lr"} == {"ttrl", "ddrl"}  # M1 at lr/10 only
     assert {r for r, s, m in cells if m == "grpo_no_std"} == {"aime_like", "math500_like"}  # T1's regimes
-    assert max(s for r, s, m in cells if m == study.COR_4X) == 5  # R1 on the stage-1 seeds only
+    assert max(s for r, s, m in cells if m == study_plan.COR_4X) == 5  # R1 on the stage-1 seeds only
     for r, n in seeds.items():
         assert max(s for rr, s, m in cells if rr == r) == n - 1
     assert max(s for rr, s, m in cells if rr == "amc_like_small_lr") == seeds["amc_like"] - 1  # same questions
@@ -85,7 +85,7 @@ def test_regimes_come_from_the_committed_measurements():
                 for r in json.loads(f.read_text())["regimes"]]
     assert {r.name: (r.num_ops, r.n_adapted, r.episodes, r.lr) for r in regs.values()} == {
         r["name"]: (r["num_ops"], r["n_adapted"], r["episodes"], r["lr"]) for r in measured}
-    exp = study.experiment(regs["amc_like_small_lr"], study.SCALES["default"], heldout=True)
+    exp = study_plan.experiment(regs["amc_like_small_lr"], study.SCALES["default"], heldout=True)
     cfg = exp.config("ttrl", 0)
     assert (cfg.lr, cfg.episodes, cfg.max_new_tokens, cfg.n_votes, cfg.k_train) == (3e-6, 16, 96, 64, 32)
     assert len(exp.adapted) == 128 and len(exp.heldout) == 128
@@ -113,7 +113,7 @@ def synthetic(out: Path, methods: dict[str, float], seeds=range(4), n_q=12, regi
                                    "question": [f"q{i}" for i in range(n_q)], "pass@1": p, "cor_seconds": 10.0,
                                    "key": "synthetic"})
                 frames.append(df)
-            path = study.csv_path(out, regime, m, s)
+            path = study_plan.csv_path(out, regime, m, s)
             path.parent.mkdir(parents=True, exist_ok=True)
             pd.concat([f for f in frames if (f.method.iloc[0], f.seed.iloc[0]) == (m, s)]).to_csv(path, index=False)
     return pd.concat(frames, ignore_index=True)
@@ -244,12 +244,12 @@ def test_smoke_study_writes_per_question_rows_and_valid_claims(smoke):
     root, reg = smoke["root"], smoke["regimes"]["math500_like"]
     assert {d["status"] for d in smoke["s1"] + smoke["s2"]} == {"ran"}
     df = study_analysis.load_questions(root / "runs")
-    df = df[df.split != study.HELDOUT_X]  # H1x's CSVs: test_smoke_heldout_x_...
+    df = df[df.split != study_plan.HELDOUT_X]  # H1x's CSVs: test_smoke_heldout_x_...
     assert len(list((root / "runs" / "base" / "math500_like").glob("seed0?-*.csv"))) == 4  # F/G: 2 seeds x 2 files
     assert set(df.method) == {"no_adaptation", "ttrl", "ddrl", "etmr", "bcs", "bcs_dae", "additional_rl",
-                              "grpo_no_std", study.COR_4X}
+                              "grpo_no_std", study_plan.COR_4X}
     for (m, s), g in df.groupby(["method", "seed"]):
-        n = reg.n_adapted + (reg.n_heldout if study.wants_heldout("math500_like", m) else 0)
+        n = reg.n_adapted + (reg.n_heldout if study_plan.wants_heldout("math500_like", m) else 0)
         assert len(g) == n and g["pass@1"].between(0, 1).all(), (m, s)
         assert (g[g.split == "adapted"].question.tolist() == [r["id"] for r in reg.records()[0]])
     steps = study_analysis.load_steps(root / "runs")
@@ -277,13 +277,13 @@ def test_smoke_heldout_x_evaluates_the_registered_runs_on_fresh_questions(smoke)
     adapted pass@1 reproduced; the random-negatives rule has no registered CSV), into its own folder."""
     root, reg = smoke["root"], smoke["regimes"]["math500_like"]
     assert [d["status"] for d in smoke["s3"]] == ["ran", "ran"]
-    fresh = [r["id"] for r in study.heldout_x_records(reg, SMOKE.n_heldout_x)]
+    fresh = [r["id"] for r in study_plan.heldout_x_records(reg, SMOKE.n_heldout_x)]
     methods = study_plan.HELDOUT_X_METHODS + SMOKE.heldout_x_extra["math500_like"]
     assert methods[-2:] == ("bcs", "bcs_random_neg")
     for m in methods:
         for seed in (0, 1):
-            x = pd.read_csv(study.heldout_x_path(root / "runs", "math500_like", m, seed), dtype={"question": str})
-            assert set(x.split) == {study.HELDOUT_X} and x.question.tolist() == fresh
+            x = pd.read_csv(study_plan.heldout_x_path(root / "runs", "math500_like", m, seed), dtype={"question": str})
+            assert set(x.split) == {study_plan.HELDOUT_X} and x.question.tolist() == fresh
             side = study_plan.adapted_x_path(root / "runs", "math500_like", m, seed)
             if m == "bcs_random_neg":  # Amendment 19's rule trains only here: nothing registered to compare with,
                 assert x.registered_reproduced.isna().all()  # so its adapted rows are kept beside
@@ -292,11 +292,11 @@ def test_smoke_heldout_x_evaluates_the_registered_runs_on_fresh_questions(smoke)
             else:  # the same run, loaded: its adapted pass@1 equals the CSV's (which holds its adapted rows)
                 assert (x.registered_reproduced == True).all() and not side.exists(), (m, seed)  # noqa: E712
             if m == "ddrl":  # the registered run's directory
-                assert x.run.iloc[0] == pd.read_csv(study.csv_path(root / "runs", "math500_like", m, seed)).run.iloc[0]
+                assert x.run.iloc[0] == pd.read_csv(study_plan.csv_path(root / "runs", "math500_like", m, seed)).run.iloc[0]
     df = study_analysis.load_questions(root / "runs")
-    assert len(df[df.split == study.HELDOUT_X]) == len(methods) * 2 * SMOKE.n_heldout_x
+    assert len(df[df.split == study_plan.HELDOUT_X]) == len(methods) * 2 * SMOKE.n_heldout_x
     # H1xB + H1xA = H1xR (Amendment 17) and H1xN + H1xP = H1xB (Amendment 19), seed by seed and question by question
-    m = {p: study_analysis.paired_matrix(df, "math500_like", *study_plan.PAIRED[p][:2], study.HELDOUT_X)
+    m = {p: study_analysis.paired_matrix(df, "math500_like", *study_plan.PAIRED[p][:2], study_plan.HELDOUT_X)
          for p in ("H1xB", "H1xA", "H1xR", "H1xN", "H1xP")}
     assert m["H1xR"].shape == (2, SMOKE.n_heldout_x) and np.allclose(m["H1xB"] + m["H1xA"], m["H1xR"])
     assert np.allclose(m["H1xN"] + m["H1xP"], m["H1xB"])
@@ -305,7 +305,7 @@ def test_smoke_heldout_x_evaluates_the_registered_runs_on_fresh_questions(smoke)
         (e,) = [e for e in entries if e["id"] == cid]
         assert (e["n_seeds"], e["n_questions"]) == (2, SMOKE.n_heldout_x), cid
     # an uncompressed CSV of earlier code is compressed in place (same bytes as written now), not recomputed
-    gz = study.heldout_x_path(root / "runs", "math500_like", "ttrl", 1)
+    gz = study_plan.heldout_x_path(root / "runs", "math500_like", "ttrl", 1)
     packed = gz.read_bytes()
     gz.with_suffix("").write_bytes(gzip.decompress(packed))
     gz.unlink()
@@ -314,7 +314,7 @@ def test_smoke_heldout_x_evaluates_the_registered_runs_on_fresh_questions(smoke)
     assert gz.read_bytes() == packed and not gz.with_suffix("").exists()
     # a missing adapted file is written from the run's cached evaluation; its H1x CSV stays as it was
     side = study_plan.adapted_x_path(root / "runs", "math500_like", "bcs_random_neg", 1)
-    kept, h1x = side.read_bytes(), study.heldout_x_path(root / "runs", "math500_like", "bcs_random_neg", 1)
+    kept, h1x = side.read_bytes(), study_plan.heldout_x_path(root / "runs", "math500_like", "bcs_random_neg", 1)
     before = (h1x.read_bytes(), h1x.stat().st_mtime_ns)
     side.unlink()
     again = study.run_jobs(study.heldout_x_jobs(ONE, SMOKE), SMOKE, root / "runs", root / "rr", workers=1, progress=False)
@@ -329,12 +329,12 @@ def test_heldout_x_records_are_fresh_and_skip_repeats():
 
     reg = Regime("r", "x", num_ops=1, n_adapted=40, n_heldout=20, episodes=1)
     seen = {r["prompt"] for r in candidate_records(1, 60)}
-    x = study.heldout_x_records(reg, 200)
+    x = study_plan.heldout_x_records(reg, 200)
     stream = candidate_records(1, 60 + 400)[60:]
     assert len(x) == 200 and not {r["prompt"] for r in x} & seen
     assert x == [r for r in stream if r["prompt"] not in seen][:200]
     assert any(r["prompt"] in seen for r in stream[:200])  # the case: some repeats were skipped
-    assert study.heldout_x_records(reg, 50) == x[:50]
+    assert study_plan.heldout_x_records(reg, 50) == x[:50]
 
 
 def test_heldout_x_jobs_train_first_then_load():
@@ -698,7 +698,7 @@ def test_status_counts_written_jobs_and_prices_the_rest_from_measured_times(tmp_
         rows = pd.DataFrame({"regime": regime, "method": method, "seed": seed, "split": ["adapted", "heldout"],
                              "question": ["q0", "q1"], "pass@1": [0.5, 0.5], "eval_seconds": [30.0, 30.0],
                              "rl_seconds": rl, "cor_seconds": 0.0})
-        path = study.csv_path(tmp_path, regime, method, seed)
+        path = study_plan.csv_path(tmp_path, regime, method, seed)
         path.parent.mkdir(parents=True, exist_ok=True)
         rows.to_csv(path, index=False)
     text = study_status.status_text(tmp_path, regs, study.SCALES["default"], tmp_path / "stage1.json", workers=2)
@@ -719,7 +719,7 @@ def test_status_counts_written_jobs_and_prices_the_rest_from_measured_times(tmp_
     # BCS+DAE reuses the DDRL run: its CSV repeats that run's rl_seconds, which is not its cost
     rows = pd.DataFrame({"regime": "amc_like", "method": "bcs_dae", "seed": 0, "split": ["adapted"], "question": ["q0"],
                          "pass@1": [0.5], "eval_seconds": [30.0], "rl_seconds": 600.0, "cor_seconds": 0.0})
-    rows.to_csv(study.csv_path(tmp_path, "amc_like", "bcs_dae", 0), index=False)
+    rows.to_csv(study_plan.csv_path(tmp_path, "amc_like", "bcs_dae", 0), index=False)
     mins = study_status.run_minutes(tmp_path)
     assert mins[mins.method == "bcs_dae"].minutes.tolist() == [0.5]
     # stage 2 planned: its milestones, in job order, add up to the runs and the time left
@@ -730,14 +730,14 @@ def test_status_counts_written_jobs_and_prices_the_rest_from_measured_times(tmp_
     mins = study_status.run_minutes(tmp_path)
     price = {(j.regime, m): study_status.estimate_minutes(mins, regs, j.regime, m) for j in jobs for m in j.methods}
     todo = [(j, m) for j in jobs for m in j.methods
-            if m != "base" and not study.csv_path(tmp_path, j.regime, m, j.seed).is_file()]
+            if m != "base" and not study_plan.csv_path(tmp_path, j.regime, m, j.seed).is_file()]
     ms = study_status.milestones(todo, price, study.SCALES["default"].stage1_seeds, workers=2)
     assert ms.runs_left.sum() == len(todo) and ms.unpriced.sum() == sum(price[j.regime, m][0] is None for j, m in todo)
     assert list(ms.done_after_h) == sorted(ms.done_after_h)  # cumulative, in the order the jobs run
     assert ms.done_after_h.iloc[-1] == round(sum(price[j.regime, m][0] or 0 for j, m in todo) / 120, 1)
     # a BCS+DAE job whose DDRL run is not in the cache retrains it: RL + COR as its ddrl CSV measured them
     rows.assign(method="ddrl", seed=1, rl_seconds=480.0, cor_seconds=60.0).to_csv(
-        study.csv_path(tmp_path, "amc_like", "ddrl", 1), index=False)
+        study_plan.csv_path(tmp_path, "amc_like", "ddrl", 1), index=False)
     retrain = study_status.retrain_minutes(tmp_path, todo, regs, study.SCALES["default"], runs_root=tmp_path / "no-runs")
     assert retrain[("amc_like", 1)] == 9.0 and retrain[("amc_like", 2)] == 0.0  # seed 2: its DDRL job is left
     assert set(retrain) == {(j.regime, j.seed) for j, m in todo if m in study_plan.REUSES_RUN}
@@ -854,8 +854,8 @@ TABLE1_FIXED = (study.RESULTS, study.RESULTS / "runs" / "table1_fixed", 116)  # 
                          ids=[str(r.relative_to(study.RESULTS.parent)) for _, r, _ in (*COMMITTED_STUDIES, TABLE1_FIXED)])
 def test_every_committed_run_is_current_under_this_code(monkeypatch, results_dir, runs, min_files):
     """The committed CSVs under results/runs/ are the study. Each carries the content key of what it depends on
-    (regime, the full TrainConfig, questions, grader, device kind, base weights: ``study.job_key``,
-    ``study.base_job``). A change to any of those (a new TrainConfig field or default, another question
+    (regime, the full TrainConfig, questions, grader, device kind, base weights: ``study_jobs.job_key``,
+    ``study_jobs.base_job``). A change to any of those (a new TrainConfig field or default, another question
     generator, a grader change) makes every committed CSV stale: the next ``--stage`` would recompute the whole
     study (~12 worker-hours so far) and until then the scorecard would mix runs computed two ways. This test
     makes such a change fail in CI instead. Trainer numerics are not in the key: a change to them needs a plan
@@ -867,37 +867,37 @@ def test_every_committed_run_is_current_under_this_code(monkeypatch, results_dir
     for f in study_plan.measurement_files(base_file):
         w = json.loads(f.read_text())["weights"]
         measured[w["model"]] = w
-    monkeypatch.setattr(study, "model_fingerprint", lambda name: {**measured[name]})
+    monkeypatch.setattr(study_jobs, "model_fingerprint", lambda name: {**measured[name]})
     scale = study.SCALES["default"]
     regs = study.load_regimes(base_file, scale=scale)
     stale, n = [], 0
     for p in sorted(runs.glob("*/*-seed[0-9][0-9].csv.gz")):
         method, seed = study_plan.csv_method_seed(p)
-        key = study.job_key(regs[p.parent.name], scale, method, seed)
-        for q in (p, study.csv_path(runs, p.parent.name, method, seed, steps=True)):
+        key = study_jobs.job_key(regs[p.parent.name], scale, method, seed)
+        for q in (p, study_plan.csv_path(runs, p.parent.name, method, seed, steps=True)):
             if q.is_file():
                 n += 1
-                if not study._done(q, key):
+                if not study_jobs._done(q, key):
                     stale.append(str(q.relative_to(runs)))
-    for p in sorted((runs / study.BASE).glob("*/seed[0-9][0-9]-groups.csv")):
-        key = study.base_job(regs[p.parent.name], scale, int(p.name[4:6]))[3]
+    for p in sorted((runs / study_plan.BASE).glob("*/seed[0-9][0-9]-groups.csv")):
+        key = study_jobs.base_job(regs[p.parent.name], scale, int(p.name[4:6]))[3]
         for q in (p, p.with_name(p.name.replace("-groups", "-g1"))):
             n += 1
-            if not study._done(q, key):
+            if not study_jobs._done(q, key):
                 stale.append(str(q.relative_to(runs)))
     fresh = {}  # H1x (plan Amendment 11): keyed by the run's key and its fresh questions
     for p in study_analysis.heldout_x_csvs(runs):
         method, seed = study_plan.csv_method_seed(p)
         reg = regs[p.parent.name]
-        held = fresh.setdefault(reg.name, study.heldout_x_records(reg, scale.n_heldout_x))
-        key = study.heldout_x_key(reg, scale, method, seed, held)
+        held = fresh.setdefault(reg.name, study_plan.heldout_x_records(reg, scale.n_heldout_x))
+        key = study_jobs.heldout_x_key(reg, scale, method, seed, held)
         side = study_plan.adapted_x_path(runs, reg.name, method, seed)
-        if not study.csv_path(runs, reg.name, method, seed).is_file():  # its adapted rows are kept beside
+        if not study_plan.csv_path(runs, reg.name, method, seed).is_file():  # its adapted rows are kept beside
             n += 1
-            if not study._done(side, key):
+            if not study_jobs._done(side, key):
                 stale.append(str(side.relative_to(runs)))
         n += 1
-        if not study._done(p, key):
+        if not study_jobs._done(p, key):
             stale.append(str(p.relative_to(runs)))
     assert n >= min_files, f"only {n} committed study CSVs found under {runs}"
     assert not stale, f"{len(stale)} of {n} committed study CSVs no longer match this code's keys: {stale[:5]}"
@@ -940,8 +940,8 @@ def test_real_rollouts_job_writes_the_svamp_inputs_and_their_claims(shared_data,
     loads), and F1-F3, G1, E1, E2, N1, N2 in regime ``svamp_codex`` with one seed, never pooled into ``base``."""
     if not (shared_data / "rollouts").is_dir():
         pytest.skip(f"no rollouts/ under {shared_data}")
-    assert study.run_real_rollouts_job(tmp_path, shared_data) == "ran"
-    assert study.run_real_rollouts_job(tmp_path, shared_data) == "loaded"
+    assert study_jobs.run_real_rollouts_job(tmp_path, shared_data) == "ran"
+    assert study_jobs.run_real_rollouts_job(tmp_path, shared_data) == "loaded"
     groups, g1 = study_analysis.load_base(tmp_path, study_plan.REAL)
     assert set(groups.n) == {30} and set(groups.regime) == {"svamp_codex"} and g1.question.nunique() == 999
     assert (groups.groupby("question")["count"].sum() <= 30).all()

@@ -256,6 +256,7 @@ def test_build_installs_the_committed_reference_build_instead_of_pretraining(tmp
     """A missing build whose configuration has a committed reference build (the weights a reference file
     names) is installed, not pretrained, so every CPU adapts the same bits; ``source="pretrain"`` (or
     ``$DDRL_TESTBED=pretrain``) pretrains; a committed copy with other bits is refused, nothing installed."""
+    import ddrl.testbed.builds as B
     import ddrl.testbed.pretrain as pt
 
     class Pretrained(Exception):
@@ -274,11 +275,11 @@ def test_build_installs_the_committed_reference_build_instead_of_pretraining(tmp
     (pin / "testbed.json").write_text(json.dumps({"num_threads": pt.BUILD_THREADS}))
     ref = tmp_path / "regimes_base.json"
     ref.write_text(json.dumps({"weights": {"model": "testbed:tiny", "model.safetensors": sha}}))
-    monkeypatch.setattr(pt, "COMMITTED", tmp_path / "committed")
-    monkeypatch.setattr(pt, "REFERENCE_FILES", (tmp_path / "absent.json", ref))
+    monkeypatch.setattr(B, "COMMITTED", tmp_path / "committed")
+    monkeypatch.setattr(B, "REFERENCE_FILES", (tmp_path / "absent.json", ref))
 
-    assert pt.reference_build("tiny", PRESETS["tiny"]) == (pin, {"model.safetensors": sha})
-    assert pt.reference_build("default", PRESETS["default"]) is None  # the file names another preset
+    assert B.reference_build("tiny", PRESETS["tiny"]) == (pin, {"model.safetensors": sha})
+    assert B.reference_build("default", PRESETS["default"]) is None  # the file names another preset
     got = build("tiny", cache_dir=tmp_path / "a", progress=False)
     assert got.name == name and (got / "model.safetensors").read_bytes() == b"the reference bits"
     assert not [p for p in got.parent.iterdir() if p.name.startswith(".tmp")]
@@ -298,7 +299,7 @@ def test_build_installs_the_committed_reference_build_instead_of_pretraining(tmp
     with pytest.raises(ValueError, match=f"{pin}: the committed build's weights"):
         build("tiny", cache_dir=tmp_path / "e", progress=False)
     assert not (tmp_path / "e" / "testbed" / name).exists()
-    monkeypatch.setattr(pt, "REFERENCE_FILES", (tmp_path / "absent.json",))  # nothing committed: pretrain
+    monkeypatch.setattr(B, "REFERENCE_FILES", (tmp_path / "absent.json",))  # nothing committed: pretrain
     with pytest.raises(Pretrained):
         build("tiny", cache_dir=tmp_path / "f", progress=False)
 
@@ -306,13 +307,13 @@ def test_build_installs_the_committed_reference_build_instead_of_pretraining(tmp
 def test_the_default_and_weak_presets_have_their_committed_reference_builds():
     """The committed reference builds are intact (their weights hash to what results/regimes_*.json name), so a
     fresh machine installs the claims study's base instead of pretraining its own CPU's bits."""
-    import ddrl.testbed.pretrain as pt
+    import ddrl.testbed.builds as B
 
     for preset in ("default", "weak"):
-        ref = pt.reference_build(preset, PRESETS[preset])
+        ref = B.reference_build(preset, PRESETS[preset])
         assert ref is not None, f"no committed reference build of the {preset!r} preset's configuration"
         where, weights = ref
-        assert pt.weight_sha256s(where) == weights, f"{where} does not hold the weights the reference file names"
+        assert B.weight_sha256s(where) == weights, f"{where} does not hold the weights the reference file names"
         assert read_meta(where)["hash"] == PRESETS[preset].config_hash()
 
 

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import torch
 
-from ddrl import study, wide
+from ddrl import study, study_jobs, wide
 from ddrl.regimes import MATH_MAJ_MIN, wide_regime
 from ddrl.reporting import save_figure
 from ddrl.study_plan import SCALES, csv_method_seed, csv_path, load_regimes
@@ -131,8 +131,8 @@ def test_committed_csvs_are_the_registered_configuration_on_their_device(monkeyp
         df = pd.read_csv(p, usecols=["key", "question"], dtype=str)
         with monkeypatch.context() as m:
             if seed in gpu:
-                m.setattr(study, "resolve_device", lambda d: torch.device("cuda"))
-            want = study.job_key(regime, scale, method, seed)
+                m.setattr(study_jobs, "resolve_device", lambda d: torch.device("cuda"))
+            want = study_jobs.job_key(regime, scale, method, seed)
         assert set(df.key) == {want} and df.question.nunique() == 768, p.name
 
 
