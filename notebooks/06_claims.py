@@ -34,10 +34,10 @@
 # question of every seed: the difference is exactly 0, so the rule says *no effect*, but such a regime cannot
 # tell the methods apart (`ddrl.study_analysis.at_floor`).
 #
-# By default it renders from the committed results in `results/` (~19 s on 2 cores, from a fresh clone too: each of
+# By default it renders from the committed results in `results/` (~8 s on 2 cores, from a fresh clone too: each of
 # its 29 figures whose function, data, style and code are unchanged is copied, from `.cache/figures/` or from the
-# committed store in `docs/results/`, by `Reporter.draw`; ~54 s drawing them all: `bench/render_claims.py`); nothing is
-# trained here. The `study` preset (`python -m ddrl.reproduce --preset study --only 06`) reruns the whole study
+# committed store in `docs/results/`, by `Reporter.draw`, and nothing it imports loads torch; `bench/render_claims.py`);
+# nothing is trained here. The `study` preset (`python -m ddrl.reproduce --preset study --only 06`) reruns the whole study
 # through the parallel runner (`ddrl.study`: stage 1, its variance-only analysis, stage 2, the claims), resumable
 # after a kill; the `smoke` preset runs the same path on the tiny testbed in about a minute.
 
