@@ -190,7 +190,7 @@ def budget_min(design: Design, regimes: Sequence[str], budget: float | None = No
 
 def heldout_jobs(seeds: dict[str, Sequence[int]] = SEEDS, design: Design = REGISTERED) -> list[Job]:
     """The design's ``heldout_runs`` (COR alone recomputed; Amendment 38's lr/10 runs loaded) evaluated on the regime's
-    fresh questions, one job per regime and seed: the study's H1x job (:func:`ddrl.study.run_heldout_x_job`)."""
+    fresh questions, one job per regime and seed: the study's H1x job (:func:`ddrl.study_jobs.run_heldout_x_job`)."""
     return [Job(r, s, design.heldout_runs, "H1x") for r, ss in seeds.items() for s in ss]
 
 

@@ -3,7 +3,7 @@
 Amendments 43 and 44 set ETMR (the paper's stronger baseline) beside TTRL and DDRL at lr/10 in MATH-500-like on the
 adapted questions; held-out transfer at lr/10 had been measured for TTRL and DDRL on the registered build only
 (Amendments 31 and 33). Amendment 45 evaluates the finished lr/10 runs on H1x's 1,536 fresh MATH-500-like questions by
-the study's H1x job (:func:`ddrl.study.run_heldout_x_job`: 16 samples each, nothing trained): on the registered build
+the study's H1x job (:func:`ddrl.study_jobs.run_heldout_x_job`: 16 samples each, nothing trained): on the registered build
 ETMR's runs (the other evaluations are Amendment 31's), on the Xeon build every run of Amendment 44 and the untrained
 model. Claims (:data:`CLAIMS`), held-out pass@1 a - b per seed and fresh question, sign +1, margin 1 point, Sec. 4's
 bootstrap and rule: P3x ETMR - no adaptation, M2x DDRL - ETMR, M3x ETMR - TTRL; on the Xeon build the registered H1x

@@ -101,7 +101,7 @@ def regime(regimes: str | Path | None = None, scale: str = "default") -> Regime:
 
 def run(seeds: Sequence[int] = SEEDS, scale: str = "default", out: str | Path = OUT, runs_root: str | Path | None = None,
         workers: int = 2, regimes: str | Path | None = None, cutoff: str = CUTOFF, progress: bool = True) -> list[dict]:
-    """Every seed's H1x job in :data:`REGIME` through :func:`ddrl.study.run_jobs` (log-probs pinned to "hf", as every
+    """Every seed's H1x job in :data:`REGIME` through :func:`ddrl.study_pool.run_jobs` (log-probs pinned to "hf", as every
     study run), seed-major; none starts after ``cutoff``. Resumable: written CSVs are skipped, finished runs load."""
     if minutes_to(cutoff) <= 0:
         raise SystemExit(f"Amendment 42's clock ({cutoff}) has passed: no job starts after it")

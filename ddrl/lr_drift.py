@@ -196,7 +196,7 @@ COR_CLAIMS = {"Y1": ("held-out pass@1, COR alone - (untrained + registered slope
 
 
 def cor_alone_kl(seed: int, scale: str = "default", regimes: str | Path | None = None, out: str | Path = OUT) -> dict:
-    """COR alone of ``seed`` in :data:`DEFAULT` recomputed as the study computes it (:func:`ddrl.study.refined_rows`:
+    """COR alone of ``seed`` in :data:`DEFAULT` recomputed as the study computes it (:func:`ddrl.study_jobs.refined_rows`:
     the seed's DDRL config, :meth:`~ddrl.experiments.Experiment.refine` from the untrained model, one thread,
     log-probs pinned to "hf"), then its held-out
     KL to the untrained model (:func:`ddrl.drift_kl.heldout_kl`, Amendment 21's questions, samples and stream) and

@@ -2,7 +2,7 @@
 
 R1 (Table 6: COR keeping 4x the agreeing rollouts instead of 1x barely matters; paper MATH-500 +0.1) had no cell at
 the paper's small learning rate in MATH-500-like: Amendment 28's DDRL runs kept no weights. Each seed's job here is
-the study's ``ddrl_cor4x`` (:func:`ddrl.study.refined_rows`): it trains the seed's DDRL run again (RL phase and COR
+the study's ``ddrl_cor4x`` (:func:`ddrl.study_jobs.refined_rows`): it trains the seed's DDRL run again (RL phase and COR
 1x, into the run cache) and refines its RL-only weights keeping 4x the rollouts. The claim, per seed and question:
 
 - R1 = COR 4x - DDRL (Amendment 28's committed DDRL run: COR 1x after the same RL steps), the registered null claim.

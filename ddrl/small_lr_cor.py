@@ -82,7 +82,7 @@ def jobs(seeds: Sequence[int] = SEEDS) -> list[Job]:
 
 def heldout_jobs(seeds: Sequence[int] = SEEDS, methods: Sequence[str] = HELDOUT_METHODS) -> list[Job]:
     """Amendment 31 (``methods``: Amendment 33's ``(COR_ONLY,)``), seed by seed: the study's H1x job
-    (:func:`ddrl.study.run_heldout_x_job`) in :data:`REGIME`."""
+    (:func:`ddrl.study_jobs.run_heldout_x_job`) in :data:`REGIME`."""
     return [Job(REGIME, s, tuple(methods), "H1x") for s in seeds]
 
 
@@ -94,7 +94,7 @@ def untrained(seeds: Sequence[int], runs_root: str | Path, scale: str = "default
     sc = SCALES[scale]
     listed = load_regimes(scale=sc, names=[regime]) if regimes is None else load_regimes(regimes, sc, [regime])
     exp = experiment(listed[regime], sc, False, runs_root)
-    with pinned_backend("hf"):  # as the study's jobs run (ddrl.study.run_job): the backend enters the run's key
+    with pinned_backend("hf"):  # as the study's jobs run (ddrl.study_jobs.run_job): the backend enters the run's key
         return [(m, s) for s in seeds for m in methods
                 if not RunDir(exp.run_dir(PRESETS[m][0], exp.config(m, s))).finished()]
 

@@ -3,7 +3,7 @@
 Amendment 55 found DDRL's gain over TTRL at lr/10 in AMC-like to be COR's. Its ten DDRL runs, trained again, left
 their RL-only weights in the run cache, so two refinements of each cost one COR call, no RL: ``ddrl_cor4x`` (COR
 keeping 4x the rollouts, the registered R1 arm) and ``ddrl_cor_lr10`` (COR at 1e-6, Amendment 30's arm), both through
-the study's own jobs (:func:`ddrl.study.refined_rows`). The claims, all per seed and question in ``amc_like_small_lr``:
+the study's own jobs (:func:`ddrl.study_jobs.refined_rows`). The claims, all per seed and question in ``amc_like_small_lr``:
 
 - R1 = COR 4x - DDRL (the committed DDRL run: COR 1x after the same RL steps), the registered null claim;
 - K1 = COR at 1e-6 - BCS+DAE (Amendment 55's RL-only evaluation), K2 = DDRL - COR at 1e-6 (Amendment 30's claims).

@@ -2,7 +2,7 @@
 
 Amendment 57 measured DDRL at lr/10 in AMC-like on H1x's 1,536 fresh questions (registered build): 1.4 points below
 the untrained model, most of it COR's. Two runs it could not read are added here, by the study's H1x job
-(:func:`ddrl.study.run_heldout_x_job`) seed by seed:
+(:func:`ddrl.study_jobs.run_heldout_x_job`) seed by seed:
 
 - ``ttrl``: TTRL's lr/10 runs of this build kept no weights, so each is trained again (its adapted rows checked against
   the committed TTRL CSV by the job's ``registered_reproduced``);

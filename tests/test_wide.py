@@ -118,7 +118,7 @@ def test_the_device_check_takes_the_cpu_seeds_only_where_the_gpu_shifted(tmp_pat
 
 
 def test_committed_csvs_are_the_registered_configuration_on_their_device(monkeypatch):
-    """Every committed CSV's key is :func:`ddrl.study.job_key` of the regime's registered configuration, computed
+    """Every committed CSV's key is :func:`ddrl.study_jobs.job_key` of the regime's registered configuration, computed
     for the device ``devices.json`` names (the GPU seeds' keys name ``cuda``), and has all 768 questions."""
     folder = wide.OUT / wide.REGIME
     files = sorted(p for p in folder.glob("*-seed*.csv.gz") if not p.name.endswith("-steps.csv.gz"))
