@@ -5,14 +5,15 @@ A figure ``draw(*args, **kwargs)`` depends on three things, each recorded here:
 
 - :func:`figure_key`: the function's name, the plotting libraries' versions, the style (rcParams), the saved
   resolution and the content of the arguments;
-- :func:`code_deps`: the sha256 of each ddrl module whose code the function can run (:func:`reachable_modules`:
-  the names its code mentions, resolved, to the end; the figure's own code, not the whole package) and of each ddrl
-  module those import (the constants a function reads without calling into their module: a palette, a table of
-  claims), checked again by :func:`deps_current` before a stored figure is used. What this does not see: a method
-  reached only through an object it is handed, and a constant a module computes at import from a module two
-  imports away; for the committed figures ``tests/test_study.py`` draws every one again and compares the bytes.
-  (Found statically because tracing the calls made drawing 1.5x slower: a trace function disables Python 3.11's
-  specialising interpreter; on notebook 06's 29 figures the static set holds every module a trace saw run.)
+- :func:`code_deps`: the sha256 of the code (:func:`module_sha`: the syntax tree, not the prose) of each ddrl module
+  whose code the function can run (:func:`reachable_modules`: the names its code mentions, resolved, to the end; the
+  figure's own code, not the whole package) and of each ddrl module those import (the constants a function reads
+  without calling into their module: a palette, a table of claims), checked again by :func:`deps_current` before a
+  stored figure is used. What this does not see: a method reached only through an object it is handed, and a
+  constant a module computes at import from a module two imports away; for the committed figures
+  ``tests/test_study.py`` draws every one again and compares the bytes. (Found statically because tracing the calls
+  made drawing 1.5x slower: a trace function disables Python 3.11's specialising interpreter; on notebook 06's 29
+  figures the static set holds every module a trace saw run.)
 - :func:`reads_while`: the data files the function opens while it draws (an audit hook); one that reads its own
   inputs is never stored under a key that does not hold them.
 
@@ -206,9 +207,9 @@ def _filled(cell) -> bool:
 _SHA: dict[str, tuple[tuple[int, int], str]] = {}  # path -> ((mtime_ns, size), sha256), this process's reads
 
 
-def module_sha(rel: str) -> str | None:
-    """sha256 of the ddrl module ``rel`` (a path relative to :data:`PACKAGE`), None where there is none; read again
-    whenever its modification time or size changed."""
+def file_sha(rel: str) -> str | None:
+    """sha256 of the bytes of the ddrl module ``rel`` (a path relative to :data:`PACKAGE`), None where there is none;
+    read again whenever its modification time or size changed."""
     p = PACKAGE / rel
     try:
         st = p.stat()
@@ -218,6 +219,29 @@ def module_sha(rel: str) -> str | None:
     if rel not in _SHA or _SHA[rel][0] != stamp:
         _SHA[rel] = (stamp, hashlib.sha256(p.read_bytes()).hexdigest())
     return _SHA[rel][1]
+
+
+def _without_docstrings(tree: ast.Module) -> ast.Module:
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body
+                and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
+                and isinstance(node.body[0].value.value, str)):
+            node.body = node.body[1:] or [ast.Pass()]
+    return tree
+
+
+@functools.lru_cache(maxsize=None)
+def _code_sha(rel: str, sha: str) -> str:
+    tree = _without_docstrings(ast.parse((PACKAGE / rel).read_bytes()))
+    return hashlib.sha256(ast.dump(tree, include_attributes=False).encode()).hexdigest()
+
+
+def module_sha(rel: str) -> str | None:
+    """sha256 of the *code* of the ddrl module ``rel``: its syntax tree without docstrings, comments, line numbers or
+    layout, so an edit of its prose leaves every figure it serves stored (~5 ms a module; None where there is none).
+    Byte-level: :func:`file_sha`."""
+    sha = file_sha(rel)
+    return None if sha is None else _code_sha(rel, sha)
 
 
 @functools.lru_cache(maxsize=None)
@@ -258,6 +282,13 @@ def code_deps(fn: Callable) -> dict[str, str]:
     return {rel: module_sha(rel) for rel in sorted(deps)}
 
 
-def deps_current(deps: dict[str, str]) -> bool:
-    """Whether every module of ``deps`` (:func:`code_deps`) still has the recorded content."""
-    return all(module_sha(rel) == sha for rel, sha in deps.items())
+def file_shas(deps: dict[str, str]) -> dict[str, str | None]:
+    """:func:`file_sha` of every module of ``deps``: what :func:`deps_current` checks first."""
+    return {rel: file_sha(rel) for rel in deps}
+
+
+def deps_current(deps: dict[str, str], files: dict[str, str] | None = None) -> bool:
+    """Whether every module of ``deps`` (:func:`code_deps`) still has the recorded code: a module whose bytes are
+    still ``files``' (:func:`file_shas`, recorded beside) is, without parsing it; any other is parsed and compared."""
+    files = files or {}
+    return all((rel in files and file_sha(rel) == files[rel]) or module_sha(rel) == sha for rel, sha in deps.items())

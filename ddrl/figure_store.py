@@ -3,12 +3,14 @@
 :meth:`ddrl.reporting.Reporter.draw` asks :func:`find` for a figure before drawing it. A stored figure is an
 *entry* (a JSON object) and its PNG and PDF::
 
-    {"name": ..., "key": figure_key, "deps": {module: sha256}, "dpi": ..., "png": sha256, "pdf": sha256}
+    {"name": ..., "key": figure_key, "deps": {module: sha256}, "files": {module: sha256}, "dpi": ...,
+     "png": sha256, "pdf": sha256}
 
 ``key`` is :func:`ddrl.figure_keys.figure_key` (the function, the style, the libraries' versions, the arguments'
-content) and ``deps`` the code the figure ran (:func:`ddrl.figure_keys.code_deps`); an entry serves only while
-every module of ``deps`` is unchanged (:func:`ddrl.figure_keys.deps_current`), so an edit of a module a figure never
-ran leaves it stored. Two stores are asked, in order:
+content) and ``deps`` the code the figure ran (:func:`ddrl.figure_keys.code_deps`, each module's syntax tree); an
+entry serves only while every module of ``deps`` has that code (:func:`ddrl.figure_keys.deps_current`), so an edit
+of a module a figure never ran, or of a docstring or comment, leaves it stored. ``files`` (the modules' bytes when
+it was drawn) only spares parsing the unchanged ones. Two stores are asked, in order:
 
 - **this machine's**: ``<cache>/figures/<key>-<deps>.{png,pdf,json}`` (:func:`ddrl.reporting.cache_root`), written
   by every figure drawn there (atomic writes, the JSON last; read without writing; never pruned: two checkouts may
@@ -32,7 +34,7 @@ import json
 import os
 from pathlib import Path
 
-from ddrl.figure_keys import deps_current
+from ddrl.figure_keys import deps_current, file_shas
 from ddrl.storage import REPO, atomic_write_bytes, cache_root, sha256_file
 
 #: This machine's store, under :func:`ddrl.reporting.cache_root`.
@@ -54,7 +56,7 @@ def committed_dir() -> Path | None:
 
 def entry(name: str, key: str, deps: dict[str, str], dpi: float, png: Path) -> dict:
     """The entry of the figure ``name`` saved as ``png`` and the PDF beside it."""
-    return {"name": name, "key": key, "deps": deps, "dpi": dpi,
+    return {"name": name, "key": key, "deps": deps, "files": file_shas(deps), "dpi": dpi,
             "png": sha256_file(png), "pdf": sha256_file(png.with_suffix(".pdf"))}
 
 
@@ -86,13 +88,14 @@ def find(key: str) -> tuple[dict, Path] | None:
             e = json.loads(j.read_text())
         except (OSError, ValueError):  # deleted meanwhile, or another process's partial write (none: atomic)
             continue
-        if deps_current(e["deps"]):
+        if deps_current(e["deps"], e.get("files")):
             return e, j.with_suffix(".png")
     d = committed_dir()
     for e in manifest(d) if d is not None else []:
         png = d / f"{e['name']}.png"
-        if (e["key"] == key and deps_current(e["deps"]) and png.is_file() and png.with_suffix(".pdf").is_file()
-                and sha256_file(png) == e["png"] and sha256_file(png.with_suffix(".pdf")) == e["pdf"]):
+        if (e["key"] == key and deps_current(e["deps"], e.get("files")) and png.is_file()
+                and png.with_suffix(".pdf").is_file() and sha256_file(png) == e["png"]
+                and sha256_file(png.with_suffix(".pdf")) == e["pdf"]):
             return e, png
     return None
 
@@ -114,6 +117,12 @@ def recorded(output_dir: Path, notebook: str = NOTEBOOK) -> list[dict]:
     return sorted((json.loads(x) for x in log.read_text().splitlines() if x.strip()), key=lambda e: e["name"])
 
 
+def same(e: dict | None) -> dict | None:
+    """What two entries of one figure must share to be the same figure: all but ``files`` (the modules' bytes, which
+    an edit of their prose changes)."""
+    return None if e is None else {k: v for k, v in e.items() if k != "files"}
+
+
 def commit(output_dir: Path, directory: Path = COMMITTED, notebook: str = NOTEBOOK) -> list[str]:
     """Make the committed store the figures of the render in ``output_dir``: each recorded figure's PNG and PDF
     copied to ``directory/<name>.*`` and the manifest rewritten (sorted by name; entries of figures the render did
@@ -128,7 +137,7 @@ def commit(output_dir: Path, directory: Path = COMMITTED, notebook: str = NOTEBO
         src = Path(output_dir) / "figures" / f"{e['name']}.png"
         if sha256_file(src) != e["png"] or sha256_file(src.with_suffix(".pdf")) != e["pdf"]:
             raise ValueError(f"{src}: the file is not the one its entry records (another render wrote it since)")
-        if before.get(e["name"]) != e or not (directory / src.name).is_file():
+        if same(before.get(e["name"])) != same(e) or not (directory / src.name).is_file():
             changed.append(e["name"])
         for ext in ("png", "pdf"):
             dst = directory / f"{e['name']}.{ext}"

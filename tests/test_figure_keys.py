@@ -202,6 +202,33 @@ def test_the_code_a_figure_depends_on_is_what_it_can_run():
     assert "testbed/model.py" in FK._imports("testbed/pretrain.py", FK.module_sha("testbed/pretrain.py"))
 
 
+def test_a_module_is_keyed_by_its_code_not_its_prose(tmp_path, monkeypatch):
+    """module_sha hashes a module's syntax tree without docstrings: an edit of a docstring, a comment or the layout
+    keeps every figure that depends on it stored; a changed constant or statement retires them. deps_current takes
+    a module whose bytes are still the recorded ones (``files``) as current without parsing it."""
+    from ddrl import figure_keys as FK
+
+    monkeypatch.setattr(FK, "PACKAGE", tmp_path)
+    stamps = iter(range(1, 10))
+
+    def write(text: str) -> None:  # each version its own mtime (the file clock is coarser than these writes)
+        (tmp_path / "m.py").write_text(text)
+        os.utime(tmp_path / "m.py", ns=(0, next(stamps) * 10**9))
+
+    src = '"""A module."""\n\nPALETTE = ("#000", "#fff")  # two colours\n\n\ndef f(x):\n    """Doc."""\n    return x + 1\n'
+    write(src)
+    deps, files = {"m.py": FK.module_sha("m.py")}, FK.file_shas({"m.py": ""})
+    assert FK.deps_current(deps, files) and FK.deps_current(deps)
+    prose = src.replace("A module.", "What it is, at length.").replace("# two colours", "").replace("Doc.", "D.")
+    write(prose.replace("\n\n\ndef", "\n\n\n\ndef"))
+    assert FK.file_sha("m.py") != files["m.py"] and FK.module_sha("m.py") == deps["m.py"]
+    assert FK.deps_current(deps, files)
+    for code in (src.replace('"#fff"', '"#eee"'), src.replace("x + 1", "x + 2"), src.replace('    """Doc."""\n', "")
+                 + "Y = 1\n"):
+        write(code)
+        assert FK.module_sha("m.py") != deps["m.py"] and not FK.deps_current(deps, files), code
+
+
 def test_a_committed_store_serves_a_fresh_cache_while_its_code_and_files_hold(tmp_path, monkeypatch):
     """figure_store: a render's figures committed (``commit``) are copied by a render with an empty cache, without
     drawing and without writing that cache; a committed file whose bytes changed, or an entry whose code changed, is
@@ -232,7 +259,12 @@ def test_a_committed_store_serves_a_fresh_cache_while_its_code_and_files_hold(tm
     render(2)
     assert draw.calls == 2  # the committed file is not the entry's: drawn
     figure_store.commit(tmp_path / "r0", store)
-    (store / figure_store.MANIFEST).write_text(json.dumps([{**e, "deps": {**e["deps"], "plotting.py": "0" * 64}}]))
+    stale = {rel: "0" * 64 for rel in e["files"]}  # bytes since edited (prose only: the same code)
+    (store / figure_store.MANIFEST).write_text(json.dumps([{**e, "files": stale}]))
+    render(3)
+    assert draw.calls == 2  # each module parsed again, the code is the entry's: copied
+    (store / figure_store.MANIFEST).write_text(json.dumps([{**e, "deps": {**e["deps"], "plotting.py": "0" * 64},
+                                                            "files": stale}]))
     render(3)
     assert draw.calls == 3  # its code changed since: drawn
     figure_store.commit(tmp_path / "r0", store)

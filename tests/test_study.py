@@ -486,20 +486,20 @@ def test_the_committed_figure_store_is_what_notebook_06_draws(rendered_06):
     """A fresh clone's render of notebook 06 copies its figures from ``docs/results/`` (``ddrl.figure_store``: the
     entries in ``figures.json``) instead of drawing them, and docs/results.md shows the same files. That store is
     what this code draws, figure by figure: the same names, keys (function, style, libraries, the arguments'
-    content), code (every module each figure can run and what those import, by sha256) and bytes, and each
-    committed file is the one its entry names. An edit of a module a figure depends on, a changed input, or a figure
-    drawn anew (by ``make figures`` or a module's ``figure`` command alone) fails here until ``make figures``
-    commits the store again."""
+    content), code (every module each figure can run and what those import, by the sha256 of its syntax tree) and
+    bytes, and each committed file is the one its entry names. An edit of the code of a module a figure depends on
+    (not of its docstrings or comments), a changed input, or a figure drawn anew (by ``make figures`` or a module's
+    ``figure`` command alone) fails here until ``make figures`` commits the store again."""
     import matplotlib
     from PIL import Image
 
     from ddrl import figure_store
 
-    committed = {e["name"]: e for e in figure_store.manifest()}
+    committed = {e["name"]: figure_store.same(e) for e in figure_store.manifest()}
     made_by = {Image.open(figure_store.COMMITTED / f"{n}.png").info.get("Software", "") for n in committed}
     if made_by != {f"Matplotlib version{matplotlib.__version__}, https://matplotlib.org/"}:
         pytest.skip(f"the committed figures were drawn by {made_by}, not by this matplotlib {matplotlib.__version__}")
-    drawn = {e["name"]: e for e in figure_store.recorded(rendered_06)}
+    drawn = {e["name"]: figure_store.same(e) for e in figure_store.recorded(rendered_06)}
     differ = sorted(n for n in drawn.keys() | committed.keys() if drawn.get(n) != committed.get(n))
     how = {n: [k for k in ("key", "deps", "png", "pdf", "dpi") if (drawn.get(n) or {}).get(k) != (committed.get(n)
                                                                                                or {}).get(k)]
