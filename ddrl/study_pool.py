@@ -22,13 +22,13 @@ def run_jobs(jobs: Sequence[Job], scale: Scale, out_dir: str | Path, runs_root: 
     """Every job through :func:`ddrl.parallel.run_pool` (one bar); jobs starting after ``budget_min`` minutes
     are skipped. Each job's regime is read by name from ``regimes`` (a ``regimes_base.json`` and the files beside it,
     :func:`ddrl.study_plan.measurement_files`; default the registered study's). Returns one status per job."""
-    from ddrl.models import resolve_device  # torch, as the jobs' code: loaded only where jobs run
-    from ddrl.study_jobs import run_job
-
     if budget_min is not None and budget_min <= 0:
         raise ValueError(f"budget_min must be > 0 minutes, got {budget_min}")
     if not jobs:
         return []
+    from ddrl.models import resolve_device  # torch, as the jobs' code: loaded only once there are jobs to run
+    from ddrl.study_jobs import run_job
+
     deadline = time.time() + 60 * budget_min if budget_min is not None else None
     if workers is None:
         workers = default_workers(len(jobs), str(resolve_device(scale.knobs.get("device", "auto"))))
