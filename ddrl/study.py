@@ -33,8 +33,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
-import pandas as pd
-
 from ddrl import claims as C
 from ddrl.data import DataError
 from ddrl.models import resolve_device
@@ -47,7 +45,7 @@ from ddrl.study_plan import (HELDOUT_X_AMENDMENTS, REAL, RESULTS, SCALES, SVAMP_
                              export_base_models, heldout_x_jobs, load_regimes, regimes_path, stage1_jobs, stage2_jobs,
                              write_replication)
 from ddrl.study_jobs import run_real_rollouts_job
-from ddrl.study_pool import run_jobs
+from ddrl.study_pool import run_jobs, status_counts
 from ddrl.study_status import status_text
 
 # ---------------------------------------------------------------------------------------------------------
@@ -81,7 +79,7 @@ def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, re
             print(f"ddrl.study: no svamp_codex entries: {e}", file=sys.stderr)
     entries, missing = analyse_claims(runs_dir, regimes)
     write_json(results_dir / "claims.json", entries)
-    status = pd.Series([d["status"] for d in s1 + s2 + s3], dtype=object).value_counts().to_dict()
+    status = status_counts(s1 + s2 + s3)
     return {"stage1": stage1, "claims": entries, "missing": missing, "jobs": status}
 
 
@@ -176,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         t0 = time.perf_counter()
         done = run_jobs(jobs, scale, args.out, args.runs_root, args.budget_min, args.workers,
                         progress=not args.no_progress, desc=f"study {what}")
-        counts = pd.Series([d["status"] for d in done], dtype=object).value_counts().to_dict()
+        counts = status_counts(done)
         print(f"ddrl.study: {what}, {len(jobs)} jobs in {time.perf_counter() - t0:.0f} s: {counts}")
         return 0
     if args.analyse == "stage1":
