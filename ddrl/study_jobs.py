@@ -97,8 +97,6 @@ def question_frame(rows: Sequence[dict], regime: str, key: str) -> pd.DataFrame:
     return df
 
 
-
-
 def steps_frame(run_dir: str | Path, cfg, n_questions: int, regime: str, method: str, seed: int, key: str) -> pd.DataFrame:
     """Per-step metrics of a run (D1, D2: ``adv/mean``; C2: ``time/step_s``), ``phase`` = rl or extra (the
     additional-RL steps past the schedule)."""
