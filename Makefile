@@ -8,13 +8,18 @@ PRESET  ?= default
 PYTEST_ARGS ?=
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.ddrl-installed
+# The exact versions of the environment the tests and CI run in (Linux x86_64, CPython 3.11; ddrl/lockfile.py): every
+# line of constraints.txt names that platform in its marker, so elsewhere only pyproject.toml's ranges apply.
+# `make install LOCK=` takes the newest releases the ranges allow instead; `make lock` writes the file again.
+LOCK    ?= constraints.txt
+LOCK_C  := $(if $(LOCK),-c $(LOCK))
 # 2-core machines oversubscribe fast: one torch process at a time, with a bounded thread count.
 export OMP_NUM_THREADS ?= 2
 export TOKENIZERS_PARALLELISM ?= false
 export HF_HUB_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: install install-verl test test-fast test-e2e test-slow test-browser test-verl reproduce smoke figures clean
+.PHONY: install install-verl lock test test-fast test-e2e test-slow test-browser test-verl reproduce smoke figures clean
 
 install: $(STAMP)
 
@@ -25,14 +30,28 @@ install: $(STAMP)
 # it, where PYTHONDONTWRITEBYTECODE is set (this machine, CI) every process compiled pandas, matplotlib, transformers
 # and scipy from source again (13 s of notebook 06's 55 s render: docs/benchmarks.md, "Bytecode"); ddrl's
 # own modules are compiled once here for the same reason (a module edited later is recompiled as Python always does).
-$(STAMP): pyproject.toml
+# The stamp records the lock it installed (tests/test_environment.py checks the installed versions against it).
+$(STAMP): pyproject.toml $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip uv
 	$(PY) -m pip install -q "$(TORCH)"
-	$(PY) -m uv pip install -q --compile-bytecode --python $(PY) -e ".[dev]" || $(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m uv pip install -q --compile-bytecode --python $(PY) $(LOCK_C) -e ".[dev]" \
+		|| $(PY) -m pip install -q $(LOCK_C) -e ".[dev]"
 	$(PY) -m compileall -q ddrl >/dev/null
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
-	touch $@
+	echo "lock=$(LOCK)" > $@
+
+# constraints.txt again: a fresh environment built as `install` builds it but with no lock (the newest releases the
+# ranges allow, and the browser extra), frozen with this platform's marker. Run the tests on it before committing.
+LOCK_VENV ?= .venv-lock
+lock:
+	rm -rf $(LOCK_VENV)
+	$(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/python -m pip install -q --upgrade pip uv
+	$(LOCK_VENV)/bin/python -m pip install -q "$(TORCH)"
+	$(LOCK_VENV)/bin/python -m uv pip install -q --python $(LOCK_VENV)/bin/python -e ".[dev,browser]"
+	$(LOCK_VENV)/bin/python -m ddrl.lockfile write --python $(LOCK_VENV)/bin/python --out constraints.txt
+	rm -rf $(LOCK_VENV)
 
 # The fast tier (pure functions, tiny-model machinery) and the e2e tier (every notebook's smoke run, one RL step per
 # preset) in one pool of TEST_WORKERS pytest-xdist processes, a test file per process at a time (module fixtures
@@ -59,7 +78,7 @@ CHROMIUM ?= /usr/bin/chromium
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 test-browser: $(STAMP)
 	test -x $(CHROMIUM) || ($(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium)
-	$(PY) -c "import playwright" 2>/dev/null || $(PY) -m pip install -q -e ".[browser]"
+	$(PY) -c "import playwright" 2>/dev/null || $(PY) -m pip install -q $(LOCK_C) -e ".[browser]"
 	DDRL_CHROMIUM=$(CHROMIUM) $(PY) -m pytest -q -m browser $(PYTEST_ARGS)
 
 # verl (multi-GPU scale-out) pins its own transformers: its tests run in a separate environment.

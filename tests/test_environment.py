@@ -1,10 +1,14 @@
-"""pyproject.toml and environment.yml name the same packages with compatible versions."""
+"""pyproject.toml and environment.yml name the same packages with compatible versions, and constraints.txt pins
+them (the versions `make install` takes)."""
 
 from __future__ import annotations
 
 import re
+import sys
 import tomllib
+from pathlib import Path
 
+import pytest
 import yaml
 from packaging.requirements import Requirement
 
@@ -74,3 +78,97 @@ def test_vllm_is_an_optional_extra_only():
     assert not any(_norm(Requirement(r).name) == "vllm" for r in data["dependencies"])
     assert any(_norm(Requirement(r).name) == "vllm" for r in data["optional-dependencies"]["vllm"])
     assert "vllm" not in environment_requirements()
+
+
+# --- constraints.txt: the exact versions `make install` takes (ddrl/lockfile.py) ---
+
+
+def test_the_lock_pins_every_declared_requirement_inside_its_range():
+    """Every package pyproject.toml declares (dependencies, dev, browser), torch aside, is pinned to one version
+    that its declared range admits: a range tightened past the lock, or a package added without `make lock`, fails
+    here."""
+    from ddrl import lockfile
+
+    lock = lockfile.read()
+    for name, req in pyproject_requirements().items():
+        if name in lockfile.UNPINNED:
+            assert name not in lock, f"{name} is the Makefile's to install, not the lock's"
+            continue
+        assert name in lock, f"{name} is declared in pyproject.toml but not pinned in constraints.txt (make lock)"
+        assert req.specifier.contains(lock[name][0], prereleases=True), (
+            f"constraints.txt pins {name}=={lock[name][0]}, outside pyproject.toml's {req.specifier}")
+    assert not lockfile.UNPINNED & set(lock), "torch and the installers are never pinned by the lock"
+
+
+def test_every_lock_line_names_one_platform():
+    """All lines carry the same marker, naming a Python version, OS and machine: the lock applies where it was
+    built and nowhere else (elsewhere an install takes the ranges)."""
+    from packaging.markers import Marker
+
+    from ddrl import lockfile
+
+    markers = {m for _, m in lockfile.read().values()}
+    assert len(markers) == 1, f"constraints.txt mixes platforms: {sorted(markers)}"
+    marker = markers.pop()
+    for key in lockfile.MARKER_KEYS:
+        assert f"{key} == " in marker, f"the lock's marker {marker!r} does not name {key}"
+    other = {"python_version": "3.10", "sys_platform": "darwin", "platform_machine": "arm64"}
+    assert not Marker(marker).evaluate(other)
+
+
+def test_the_figure_key_libraries_are_locked():
+    """The committed figure store is keyed by these libraries' versions (ddrl.figure_keys.figure_key): pinned, a
+    fresh clone keys its figures as the store does instead of drawing all of them again."""
+    import inspect
+
+    from ddrl import figure_keys, lockfile
+
+    src = inspect.getsource(figure_keys.figure_key)
+    keyed = [p for p in ("matplotlib", "seaborn", "pandas") if f'"{p}"' in src]
+    assert keyed == ["matplotlib", "seaborn", "pandas"], "figure_key names other libraries: update this test"
+    assert set(keyed) <= set(lockfile.read())
+
+
+def test_a_malformed_lock_line_is_named(tmp_path):
+    from ddrl import lockfile
+
+    good = 'numpy==2.4.6 ; python_version == "3.11"\n'
+    (tmp_path / "c.txt").write_text(good + "pandas>=3\n")
+    with pytest.raises(ValueError, match=r"c\.txt:2: expected 'name==version ; marker'"):
+        lockfile.read(tmp_path / "c.txt")
+    (tmp_path / "c.txt").write_text(good + good.replace("numpy", "NumPy"))
+    with pytest.raises(ValueError, match="pinned twice"):
+        lockfile.read(tmp_path / "c.txt")
+    text = lockfile.render(["a==1", "b==2"], 'python_version == "3.11"', "by hand")
+    (tmp_path / "r.txt").write_text(text)
+    assert lockfile.read(tmp_path / "r.txt") == {"a": ("1", 'python_version == "3.11"'),
+                                                  "b": ("2", 'python_version == "3.11"')}
+
+
+def test_make_install_installed_the_lock():
+    """Where `make install` built this environment with the lock (its stamp says so) and the lock's marker holds
+    here, every pinned package is installed at its pinned version: the installer did not ignore the constraints."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from packaging.markers import Marker
+
+    from ddrl import lockfile
+
+    stamp = Path(sys.prefix) / ".ddrl-installed"
+    if not stamp.is_file() or stamp.read_text().strip() != "lock=constraints.txt":
+        pytest.skip(f"this environment ({sys.prefix}) was not built by `make install` with constraints.txt")
+    lock = lockfile.read()
+    marker = next(iter(lock.values()))[1]
+    if not Marker(marker).evaluate():
+        pytest.skip(f"the lock is for {marker}, not this interpreter")
+    data = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    installed_by_make = {_norm(Requirement(r).name) for r in data["dependencies"] + data["optional-dependencies"]["dev"]}
+    wrong = {}
+    for name, (pinned, _) in lock.items():
+        try:
+            got = version(name)
+        except PackageNotFoundError:  # the browser extra's packages until `make test-browser` installs them
+            got = None if name in installed_by_make else pinned
+        if got != pinned:
+            wrong[name] = (pinned, got)
+    assert not wrong, f"installed versions that are not constraints.txt's (pinned, installed): {wrong}"
