@@ -19,7 +19,7 @@ export TOKENIZERS_PARALLELISM ?= false
 export HF_HUB_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: install install-verl lock test test-fast test-e2e test-slow test-browser test-verl reproduce smoke figures clean
+.PHONY: install install-verl lock lock-verl test test-fast test-e2e test-slow test-browser test-verl reproduce smoke figures clean
 
 install: $(STAMP)
 
@@ -82,10 +82,19 @@ test-browser: $(STAMP)
 	DDRL_CHROMIUM=$(CHROMIUM) $(PY) -m pytest -q -m browser $(PYTEST_ARGS)
 
 # verl (multi-GPU scale-out) pins its own transformers: its tests run in a separate environment.
+# Its exact versions: VERL_LOCK (`make lock-verl` writes it; VERL_LOCK= takes the newest), recorded in its stamp.
 VENV_VERL ?= .venv-verl
-$(VENV_VERL)/.ddrl-installed: pyproject.toml ddrl/integrations/verl/install_venv.sh
-	PYTHON=$(PYTHON) TORCH="$(TORCH)" bash ddrl/integrations/verl/install_venv.sh $(VENV_VERL)
-	touch $@
+VERL_LOCK ?= ddrl/integrations/verl/constraints.txt
+$(VENV_VERL)/.ddrl-installed: pyproject.toml ddrl/integrations/verl/install_venv.sh $(VERL_LOCK)
+	LOCK=$(VERL_LOCK) PYTHON=$(PYTHON) TORCH="$(TORCH)" bash ddrl/integrations/verl/install_venv.sh $(VENV_VERL)
+	echo "lock=$(VERL_LOCK)" > $@
+
+lock-verl:
+	rm -rf $(LOCK_VENV)
+	LOCK= PYTHON=$(PYTHON) TORCH="$(TORCH)" bash ddrl/integrations/verl/install_venv.sh $(LOCK_VENV)
+	$(LOCK_VENV)/bin/python -m ddrl.lockfile write --python $(LOCK_VENV)/bin/python --out ddrl/integrations/verl/constraints.txt \
+		--target lock-verl --built "ddrl/integrations/verl/install_venv.sh with LOCK= (verl 0.9.1 and the verl tier's packages)"
+	rm -rf $(LOCK_VENV)
 
 install-verl: $(VENV_VERL)/.ddrl-installed
 

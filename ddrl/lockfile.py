@@ -10,7 +10,9 @@ of one fresh build on one platform, and each line carries that platform's enviro
 platform no line applies and only the ranges do (nothing is claimed for an environment that was not built).
 
 ``make lock`` builds that environment in a throwaway venv with no lock and writes the file again
-(``python -m ddrl.lockfile write --python VENV/bin/python``); ``make install LOCK=`` installs without it.
+(``python -m ddrl.lockfile write --python VENV/bin/python``); ``make install LOCK=`` installs without it. The verl
+tier's separate environment (``make install-verl``, CI) has its own lock, :data:`VERL_LOCK`, written by
+``make lock-verl`` the same way.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 LOCK = Path(__file__).resolve().parents[1] / "constraints.txt"
+#: The verl test environment's lock (``make lock-verl``; ``ddrl/integrations/verl/install_venv.sh`` reads it).
+VERL_LOCK = Path(__file__).resolve().parent / "integrations" / "verl" / "constraints.txt"
 #: Installed by the Makefile itself, never pinned here: torch (``TORCH``, the CPU wheel first) and the installers.
 UNPINNED = frozenset({"torch", "pip", "uv", "setuptools", "wheel"})
 #: The environment markers a lock line carries (the platform it was built on).
@@ -54,11 +58,12 @@ def frozen(python: str) -> list[str]:
     return [str(p) for p in sorted(pins, key=lambda p: canonicalize_name(p.name)) if canonicalize_name(p.name) not in UNPINNED]
 
 
-def render(pins: list[str], marker: str, how: str) -> str:
-    """The lock file's text: a header saying how it was made, then one ``name==version ; marker`` per line."""
+def render(pins: list[str], marker: str, how: str, target: str = "lock") -> str:
+    """The lock file's text: a header saying how it was made (by ``make <target>``), then one
+    ``name==version ; marker`` per line."""
     Marker(marker)  # a malformed marker fails here, not in a later install
-    head = ["# The exact versions `make install` takes on the platform each line names (ddrl/lockfile.py).",
-            f"# Written by `make lock`: {how}.",
+    head = ["# The exact versions an install takes on the platform each line names (ddrl/lockfile.py).",
+            f"# Written by `make {target}`: {how}.",
             "# Not pinned here: torch (the Makefile's TORCH, installed first) and the installers."]
     return "\n".join(head + [f"{p} ; {marker}" for p in pins]) + "\n"
 
@@ -81,12 +86,13 @@ def read(path: Path | str = LOCK) -> dict[str, tuple[str, str]]:
     return out
 
 
-def write(python: str, out: Path | str = LOCK) -> Path:
-    """Write the lock of the environment of ``python`` (which ``make lock`` has just built with no lock)."""
-    how = subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"], check=True,
-                         capture_output=True, text=True).stdout.strip()
-    text = render(frozen(python), platform_marker(python), f"a fresh venv, CPython {how}, `pip install TORCH`, "
-                  "then `uv pip install -e .[dev,browser]`")
+def write(python: str, out: Path | str = LOCK, built: str = "`pip install TORCH`, then `uv pip install -e .[dev,browser]`",
+          target: str = "lock") -> Path:
+    """Write the lock of the environment of ``python``, which ``make <target>`` has just built with no lock as
+    ``built`` says."""
+    version = subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"], check=True,
+                             capture_output=True, text=True).stdout.strip()
+    text = render(frozen(python), platform_marker(python), f"a fresh venv, CPython {version}, {built}", target)
     tmp = Path(out).with_suffix(".tmp")
     tmp.write_text(text)
     tmp.replace(out)
@@ -99,8 +105,11 @@ def main(argv: list[str] | None = None) -> None:
     w = sub.add_parser("write", help="write the lock of an environment built without one")
     w.add_argument("--python", required=True, help="that environment's interpreter")
     w.add_argument("--out", default=str(LOCK))
+    w.add_argument("--built", default=None, help="how that environment was built (the file's header says it)")
+    w.add_argument("--target", default="lock", help="the make target that writes this file (the header names it)")
     args = ap.parse_args(argv)
-    path = write(args.python, args.out)
+    kw = {"built": args.built} if args.built else {}
+    path = write(args.python, args.out, target=args.target, **kw)
     print(f"{path}: {len(read(path))} packages pinned for {platform_marker(args.python)}")
 
 

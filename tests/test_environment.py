@@ -129,6 +129,22 @@ def test_the_figure_key_libraries_are_locked():
     assert set(keyed) <= set(lockfile.read())
 
 
+def test_the_verl_lock_pins_what_its_install_script_installs():
+    """The verl tier's lock (``make lock-verl``) pins every package ``install_venv.sh`` names, verl at the script's
+    own version, on one platform, torch left to ``TORCH``; the script reads the lock unless ``LOCK=`` is empty."""
+    from ddrl import lockfile
+
+    script = (REPO / "ddrl" / "integrations" / "verl" / "install_venv.sh").read_text()
+    deps = [Requirement(d.strip('"')) for d in re.search(r"^deps=\((.*)\)$", script, re.M).group(1).split()]
+    lock = lockfile.read(lockfile.VERL_LOCK)
+    for req in deps:
+        name = _norm(req.name)
+        assert name in lock, f"install_venv.sh installs {req.name}, which {lockfile.VERL_LOCK.name} does not pin"
+        assert req.specifier.contains(lock[name][0]), f"{name}: the script asks {req.specifier}, the lock {lock[name][0]}"
+    assert "torch" not in lock and len({m for _, m in lock.values()}) == 1
+    assert 'LOCK=${LOCK-$ROOT/ddrl/integrations/verl/constraints.txt}' in script and 'cat "$LOCK"' in script
+
+
 def test_a_malformed_lock_line_is_named(tmp_path):
     from ddrl import lockfile
 

@@ -7,12 +7,15 @@ ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 VENV=${1:-$ROOT/.venv-verl}
 PYTHON=${PYTHON:-python3}
 TORCH=${TORCH:-torch==2.13.0}
+# The exact versions CI's verl tier passed with (ddrl/lockfile.py; `make lock-verl` writes it); LOCK= takes the newest.
+LOCK=${LOCK-$ROOT/ddrl/integrations/verl/constraints.txt}
 start=$(date +%s)
 test -x "$VENV/bin/python" || "$PYTHON" -m venv "$VENV"
 PIP="$VENV/bin/python -m pip"
 $PIP install -q "$TORCH"                       # first, alone: the CPU wheel
 constraints=$(mktemp); trap 'rm -f "$constraints"' EXIT
 echo "$TORCH" > "$constraints"                  # nothing below may replace torch
+if [ -n "$LOCK" ]; then cat "$LOCK" >> "$constraints"; fi
 # verl 0.9.1 pins transformers>=5.5.3,<5.11 (not 5.11+); cachetools/uvicorn/fastapi are imported by
 # verl.trainer.main_ppo_v0 but not declared as dependencies.
 # The rest through uv (as `make install`: the same packages as pip resolves, minutes faster, so that CI's build beside
