@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("verl", reason="verl is not installed (optional extra; build .venv-verl, see docs/scaling_out.md)")
+pytest.importorskip("verl.protocol", reason="verl is not installed (optional extra; build .venv-verl, see docs/scaling_out.md)")
 
 from packaging.markers import Marker  # noqa: E402
 
