@@ -91,6 +91,10 @@ def _feed(h, obj: Any) -> None:
         raise TypeError(f"figure_key: cannot key an argument of type {type(obj).__name__}")
 
 
+#: The libraries whose versions key every figure (:func:`figure_key`; ``constraints.txt`` pins them).
+KEYED_LIBRARIES = ("matplotlib", "seaborn", "pandas")
+
+
 def figure_key(draw: Callable, args: tuple = (), kwargs: dict | None = None, dpi: float = 150) -> str:
     """The content key of the figure ``draw(*args, **kwargs)`` as :func:`ddrl.reporting.save_figure` saves it: the
     function's name, matplotlib's, seaborn's and pandas' versions, the rcParams in force (the style), the resolution
@@ -104,7 +108,7 @@ def figure_key(draw: Callable, args: tuple = (), kwargs: dict | None = None, dpi
     h = hashlib.sha256()
     mpl = sys.modules.get("matplotlib")
     rc = mpl and {k: repr(v) for k, v in sorted(mpl.rcParams.items()) if k not in _RC_NOT_DRAWN}
-    versions = {p: version(p) for p in ("matplotlib", "seaborn", "pandas")}
+    versions = {p: version(p) for p in KEYED_LIBRARIES}
     _feed(h, [f"{module}.{name}", versions, rc, dpi])
     _feed(h, list(args))
     _feed(h, dict(sorted((kwargs or {}).items())))

@@ -21,6 +21,7 @@ import argparse
 import json
 import subprocess
 import sys
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from packaging.markers import Marker
@@ -55,7 +56,8 @@ def frozen(python: str) -> list[str]:
     bad = [str(p) for p in pins if len(p.specifier) != 1 or next(iter(p.specifier)).operator != "=="]
     if bad:
         raise ValueError(f"{python}: uv pip freeze printed lines that are not name==version: {bad}")
-    return [str(p) for p in sorted(pins, key=lambda p: canonicalize_name(p.name)) if canonicalize_name(p.name) not in UNPINNED]
+    pins = sorted(pins, key=lambda p: canonicalize_name(p.name))
+    return [str(p) for p in pins if canonicalize_name(p.name) not in UNPINNED]
 
 
 def render(pins: list[str], marker: str, how: str, target: str = "lock") -> str:
@@ -86,13 +88,31 @@ def read(path: Path | str = LOCK) -> dict[str, tuple[str, str]]:
     return out
 
 
-def write(python: str, out: Path | str = LOCK, built: str = "`pip install TORCH`, then `uv pip install -e .[dev,browser]`",
-          target: str = "lock") -> Path:
+BUILT = "`pip install TORCH`, then `uv pip install -e .[dev,browser]`"  # how `make lock` builds its environment
+
+
+def drift(path: Path | str = LOCK, absent_ok: frozenset[str] = frozenset()) -> dict[str, tuple[str, str | None]]:
+    """``{name: (pinned, installed)}`` for every package of the lock at ``path`` whose version in this interpreter's
+    environment is not its pin (installed None: missing), except missing packages named in ``absent_ok``."""
+    out = {}
+    for name, (pinned, _) in read(path).items():
+        try:
+            got = version(name)
+        except PackageNotFoundError:
+            if name in absent_ok:
+                continue
+            got = None
+        if got != pinned:
+            out[name] = (pinned, got)
+    return out
+
+
+def write(python: str, out: Path | str = LOCK, built: str = BUILT, target: str = "lock") -> Path:
     """Write the lock of the environment of ``python``, which ``make <target>`` has just built with no lock as
     ``built`` says."""
-    version = subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"], check=True,
-                             capture_output=True, text=True).stdout.strip()
-    text = render(frozen(python), platform_marker(python), f"a fresh venv, CPython {version}, {built}", target)
+    py = subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"], check=True, capture_output=True,
+                        text=True).stdout.strip()
+    text = render(frozen(python), platform_marker(python), f"a fresh venv, CPython {py}, {built}", target)
     tmp = Path(out).with_suffix(".tmp")
     tmp.write_text(text)
     tmp.replace(out)

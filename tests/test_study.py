@@ -492,12 +492,12 @@ def test_the_committed_figure_store_is_what_notebook_06_draws(rendered_06):
     ``figure`` command alone) fails here until ``make figures`` commits the store again."""
     from importlib.metadata import version
 
-    from ddrl import figure_store, lockfile
+    from ddrl import figure_keys, figure_store, lockfile
 
     # The keys name matplotlib's, seaborn's and pandas' versions (tests/test_environment.py checks that the lock pins
     # them): the store is drawn in the locked environment, and another one keys every figure differently.
     lock = lockfile.read()
-    locked = {p: lock[p][0] for p in ("matplotlib", "seaborn", "pandas")}
+    locked = {p: lock[p][0] for p in figure_keys.KEYED_LIBRARIES}
     here = {p: version(p) for p in locked}
     if here != locked:
         pytest.skip(f"the committed figures are keyed by constraints.txt's {locked}, this environment has {here} "
