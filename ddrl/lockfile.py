@@ -28,6 +28,8 @@ from packaging.markers import Marker
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from ddrl.storage import atomic_write_bytes
+
 LOCK = Path(__file__).resolve().parents[1] / "constraints.txt"
 #: The verl test environment's lock (``make lock-verl``; ``ddrl/integrations/verl/install_venv.sh`` reads it).
 VERL_LOCK = Path(__file__).resolve().parent / "integrations" / "verl" / "constraints.txt"
@@ -113,9 +115,7 @@ def write(python: str, out: Path | str = LOCK, built: str = BUILT, target: str =
     py = subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"], check=True, capture_output=True,
                         text=True).stdout.strip()
     text = render(frozen(python), platform_marker(python), f"a fresh venv, CPython {py}, {built}", target)
-    tmp = Path(out).with_suffix(".tmp")
-    tmp.write_text(text)
-    tmp.replace(out)
+    atomic_write_bytes(out, text.encode())
     return Path(out)
 
 
