@@ -69,15 +69,26 @@ MICRO_BATCH = 64
 # ---------------------------------------------------------------------------------------------------------
 
 
+def with_env(fn, **env):
+    """``fn`` run with these environment variables set (``ddrl.parallel.environ``)."""
+    from ddrl.parallel import environ
+
+    def run(*a, **k):
+        with environ(**env):
+            return fn(*a, **k)
+    return run
+
+
 def hf_logprobs(fn):
     """``fn`` with the update's log-probs computed by the Hugging Face forward (``DDRL_LOGPROBS=hf``): the
     trainer before the shared-prompt forward (``ddrl.logprobs``)."""
-    from ddrl.logprob_backends import pinned_backend
+    return with_env(fn, DDRL_LOGPROBS="hf")
 
-    def run(*a, **k):
-        with pinned_backend("hf"):
-            return fn(*a, **k)
-    return run
+
+def torch_attention(fn):
+    """``fn`` with the sampler's decode attention computed by torch (``DDRL_DECODE_ATTENTION=torch``): the trainer
+    before the C loop (``ddrl.native_attention``)."""
+    return with_env(fn, DDRL_DECODE_ATTENTION="torch")
 
 
 def ours_steps(model_dir: Path, records: list[dict], n_votes: int, k_train: int, mini_batch: int,
@@ -283,7 +294,7 @@ def main() -> None:
     ap.add_argument("--pairings", nargs="+", default=["a", "b", "real"], choices=["a", "b", "real"])
     ap.add_argument("--trl-gradient-checkpointing", action="store_true",
                     help="keep GRPOConfig's default gradient_checkpointing=True (off by default: ours does not checkpoint)")
-    ap.add_argument("--trainers", nargs="+", default=None, choices=["ours", "ours_hf", "ours_full", "trl"],
+    ap.add_argument("--trainers", nargs="+", default=None, choices=["ours", "ours_hf", "ours_torch_attention", "ours_full", "trl"],
                     help="run only these of each pairing's trainers (default: all)")
     ap.add_argument("--rounds", type=int, default=1,
                     help="run each pairing's trainers this many times, in alternating order (A B, B A, ...), and take "
@@ -328,6 +339,10 @@ def main() -> None:
               ("ours_hf", f"sample {args.n} / train {args.n}, 1 update, log-probs by the HF forward (DDRL_LOGPROBS=hf)",
                lambda: hf_logprobs(ours_steps)(model_dir, records, args.n, args.n, QUESTIONS * args.n,
                                                args.max_new_tokens, steps, prof("a_ours_hf"))),
+              ("ours_torch_attention", f"sample {args.n} / train {args.n}, 1 update, torch's decode attention "
+                                       "(DDRL_DECODE_ATTENTION=torch)",
+               lambda: torch_attention(ours_steps)(model_dir, records, args.n, args.n, QUESTIONS * args.n,
+                                                   args.max_new_tokens, steps, prof("a_ours_torch_attention"))),
               ("ours_full", f"sample {args.n} / train {args.n}, 1 update, every pass (lean=False), HF forward",
                lambda: hf_logprobs(ours_steps)(model_dir, records, args.n, args.n, QUESTIONS * args.n,
                                                args.max_new_tokens, steps, prof("a_ours_full"), lean=False)),
@@ -371,6 +386,18 @@ def main() -> None:
                                       "trl_over_ours_geomean_ci95": [lo, hi]})
                 print(f"[{name}] TRL / ours per round: {', '.join(f'{x:.2f}' for x in per_round)}; median "
                       f"{statistics.median(per_round):.2f}, geometric mean {gm:.2f} [{lo:.2f}, {hi:.2f}]", flush=True)
+        if "ours_torch_attention" in results[name] and "ours" in results[name]:
+            per_round = [r["ours_torch_attention"]["median_step_s"] / r["ours"]["median_step_s"] for r in rounds]
+            per_round_sample = [r["ours_torch_attention"]["median_generate_s"] / r["ours"]["median_generate_s"]
+                                for r in rounds]
+            results[name]["torch_attention_over_ours_rounds"] = per_round
+            results[name]["torch_attention_over_ours_generate_rounds"] = per_round_sample
+            if args.rounds > 1:
+                for label, xs in (("step", per_round), ("generate", per_round_sample)):
+                    gm, lo, hi = geometric_mean_ci(xs)
+                    results[name][f"torch_attention_over_ours_{label}_geomean_ci95"] = [gm, lo, hi]
+                    print(f"[{name}] torch attention / ours, {label} s per round: {', '.join(f'{x:.2f}' for x in xs)};"
+                          f" geometric mean {gm:.2f} [{lo:.2f}, {hi:.2f}]", flush=True)
         if "ours_hf" in results[name] and "ours" in results[name]:
             results[name]["hf_over_shared"] = (results[name]["ours_hf"]["median_update_s"]
                                                / results[name]["ours"]["median_update_s"])

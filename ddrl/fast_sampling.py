@@ -28,6 +28,7 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
+from ddrl.native_attention import library, use_native
 from ddrl.progress import tqdm
 from ddrl.rollouts import LocalSampler, Rollout, entropy_from_logprobs, request_limits, sampling_logprobs
 from ddrl.seeds import torch_generator
@@ -124,6 +125,103 @@ class _Weights:
         self.dtype = self.embed.dtype
 
 
+class _SharedPromptAttention:
+    """One decode step's attention over [the row's prompt, its response so far], with the prompt's K/V stored
+    once per distinct prompt (cascade attention).
+
+    The prompt part is a real matmul per distinct prompt: the queries of its rows are scattered into a grid
+    ``[prompts, slots]`` (``group`` = each row's prompt, ``slot`` = its rank among that prompt's rows). The
+    response part is a per-row matmul over ``resp_cache[:, :, :t + 1]``. One softmax over both parts' scores
+    (so the result is HF's attention up to float rounding), left padding masked by ``prompt_bias``.
+    """
+
+    @staticmethod
+    def response_cache(shape, dtype, device) -> tuple[torch.Tensor, torch.Tensor]:
+        """Empty K and V buffers for the rows' responses, each ``shape`` = ``[rows, kv heads, steps, head_dim]``."""
+        return torch.empty(shape, dtype=dtype, device=device), torch.empty(shape, dtype=dtype, device=device)
+
+    @staticmethod
+    def compact(cache, holes: torch.Tensor, movers: torch.Tensor, t: int) -> None:
+        """Copy the first ``t`` positions of rows ``movers`` into rows ``holes`` of one layer's ``(K, V)``."""
+        for x in cache:
+            x[holes, :, :t] = x[movers, :, :t]
+
+    def __init__(self, prompt_cache, prompt_bias, group):
+        self.prompt_cache, self.group = prompt_cache, group
+        order = torch.argsort(group, stable=True)
+        counts = torch.bincount(group, minlength=prompt_bias.shape[0])
+        starts = counts.cumsum(0) - counts
+        slot = torch.empty_like(group)
+        slot[order] = torch.arange(len(group), device=group.device) - starts[group[order]]
+        self.slot, self.n_slots = slot, int(counts.max())
+        self.bias = prompt_bias[group][:, None, None, :]  # [B, 1, 1, W]
+        self.resp_cache, self.t = None, 0
+
+    def __call__(self, layer: int, q, k, v):
+        rk, rv = self.resp_cache[layer]
+        pk, pv = self.prompt_cache[layer]
+        t = self.t
+        rk[:, :, t] = k[:, :, 0]
+        rv[:, :, t] = v[:, :, 0]
+        bsz, n_heads, _, hd = q.shape
+        n_u, n_kv, width, _ = pk.shape
+        rep, n_s = n_heads // n_kv, self.n_slots
+        qh = q.reshape(bsz, n_kv, rep, hd) * hd**-0.5
+        grid = qh.new_zeros((n_u, n_s, n_kv, rep, hd))
+        grid[self.group, self.slot] = qh
+        sp = grid.permute(0, 2, 1, 3, 4).reshape(n_u, n_kv, n_s * rep, hd) @ pk.transpose(-1, -2)
+        sp = sp.view(n_u, n_kv, n_s, rep, width).permute(0, 2, 1, 3, 4)[self.group, self.slot]  # [B, kv, rep, W]
+        sr = qh @ rk[:, :, : t + 1].transpose(-1, -2)  # [B, kv, rep, t + 1]
+        p = torch.cat((sp + self.bias, sr), dim=-1).softmax(dim=-1, dtype=torch.float32).to(q.dtype)
+        pp, pr = p.split((width, t + 1), dim=-1)
+        grid = pp.new_zeros((n_u, n_s, n_kv, rep, width))
+        grid[self.group, self.slot] = pp
+        op = grid.permute(0, 2, 1, 3, 4).reshape(n_u, n_kv, n_s * rep, width) @ pv
+        op = op.view(n_u, n_kv, n_s, rep, hd).permute(0, 2, 1, 3, 4)[self.group, self.slot]  # [B, kv, rep, D]
+        return (op + pr @ rv[:, :, : t + 1]).reshape(bsz, n_heads, 1, hd)
+
+
+class _NativeAttention(_SharedPromptAttention):
+    """:class:`_SharedPromptAttention`'s attention computed by the C loop of :mod:`ddrl.native_attention` (float32,
+    CPU): each row's response keys are kept transposed (``[rows, kv heads, head_dim, steps]``, positions
+    contiguous), the prompts' keys transposed once per chunk and compaction, and the loop writes the step's key and
+    value into the row's cache before attending, as the torch class does."""
+
+    @staticmethod
+    def response_cache(shape, dtype, device) -> tuple[torch.Tensor, torch.Tensor]:
+        rows, n_kv, steps, head_dim = shape
+        return (torch.empty((rows, n_kv, head_dim, steps), dtype=dtype, device=device),
+                torch.empty(shape, dtype=dtype, device=device))
+
+    @staticmethod
+    def compact(cache, holes: torch.Tensor, movers: torch.Tensor, t: int) -> None:
+        k, v = cache
+        k[holes, :, :, :t] = k[movers, :, :, :t]
+        v[holes, :, :t] = v[movers, :, :t]
+
+    def __init__(self, prompt_cache, prompt_bias, group):
+        self.fn = library().ddrl_decode_attention
+        self.pkt = [k.transpose(-1, -2).contiguous() for k, _ in prompt_cache]  # [prompts, kv, head_dim, width]
+        self.pv = [v.contiguous() for _, v in prompt_cache]
+        self.valid = torch.isfinite(prompt_bias).to(torch.uint8).contiguous()
+        self.group = group.to(torch.int64).contiguous()
+        self.resp_cache, self.t = None, 0
+
+    def __call__(self, layer: int, q, k, v):
+        rk, rv = self.resp_cache[layer]
+        pkt, pv = self.pkt[layer], self.pv[layer]
+        bsz, n_heads, _, hd = q.shape
+        if not (q.stride(-1) == k.stride(-1) == v.stride(-1) == 1 and rk.stride(-1) == rv.stride(-1) == 1
+                and rk.stride()[:2] == rv.stride()[:2] and q.dtype == rk.dtype == torch.float32):
+            raise ValueError("native decode attention: unexpected layout or dtype of q/k/v or the cache")
+        out = torch.empty((bsz, n_heads, 1, hd), dtype=q.dtype)
+        self.fn(q.data_ptr(), q.stride(0), q.stride(1), k.data_ptr(), k.stride(0), k.stride(1),
+                v.data_ptr(), v.stride(0), v.stride(1), pkt.data_ptr(), pv.data_ptr(), self.valid.data_ptr(),
+                self.group.data_ptr(), rk.data_ptr(), rv.data_ptr(), rk.stride(0), rk.stride(1), rk.shape[-1],
+                out.data_ptr(), bsz, n_heads, rk.shape[1], pkt.shape[-1], hd, self.t, hd**-0.5)
+        return out
+
+
 class StaticCacheSampler(LocalSampler):
     """Batched sampling from a Hugging Face Qwen2/Llama causal LM with its own lean decode loop.
 
@@ -144,6 +242,20 @@ class StaticCacheSampler(LocalSampler):
             raise ValueError(f"StaticCacheSampler cannot run this model: {reason} (use the 'hf' backend)")
         super().__init__(model, tokenizer, batch_size, device)
         self.compact_fraction = compact_fraction
+        # DDRL_DECODE_ATTENTION, read now: "native" when the C loop is unavailable is an error before any sampling
+        self.native = torch.device(self.device).type == "cpu" and use_native()
+
+    def attention(self, weights: "_Weights", width: int, steps: int) -> type:
+        """The class of one decode step's attention: :class:`_NativeAttention` (the C loop of
+        :mod:`ddrl.native_attention`) where this sampler uses it and the call fits it (float32 weights, prompt
+        width, steps and head size within the kernel's buffers), else :class:`_SharedPromptAttention`. Either is
+        built per chunk (and after each compaction) from the prompts' K/V, their padding bias and each row's
+        prompt, and allocates and compacts the rows' response K/V in its own layout."""
+        if self.native and weights.dtype == torch.float32:
+            max_w, max_t, max_d = library().limits
+            if width <= max_w and steps <= max_t and weights.head_dim <= max_d:
+                return _NativeAttention
+        return _SharedPromptAttention
 
     def update_weights(self, model) -> None:
         """Samples from the live model; weights are read afresh at every :meth:`sample_ids` call."""
@@ -166,20 +278,21 @@ class StaticCacheSampler(LocalSampler):
         weights = _Weights(self.model)
         # the rows' response K/V, allocated once per call and reused by every chunk (fresh pages cost faults)
         shape = (min(self.batch_size, len(jobs)), weights.n_kv, max(limits), weights.head_dim)
-        resp_cache = [tuple(torch.empty(shape, dtype=weights.dtype, device=self.device) for _ in "kv")
-                      for _ in weights.layers]
+        attention = self.attention(weights, max(len(p) for p in prompt_ids), max(limits))
+        resp_cache = [attention.response_cache(shape, weights.dtype, self.device) for _ in weights.layers]
         for c, start in enumerate(tqdm(range(0, len(jobs), self.batch_size), desc="sampling", unit="batch",
                                        disable=not progress)):
             chunk = jobs[start : start + self.batch_size]
             g = torch_generator(seed, "hf-sample", c, device=str(self.device))  # HFSampler's stream, chunk by chunk
-            rows = self._decode(weights, resp_cache, [prompt_ids[i] for i, _ in chunk], temperature, top_p,
-                                [limits[i] for i, _ in chunk], g)
+            rows = self._decode(weights, attention, resp_cache, [prompt_ids[i] for i, _ in chunk], temperature,
+                                top_p, [limits[i] for i, _ in chunk], g)
             for (i, j), (toks, lps, ents, finish) in zip(chunk, rows):
                 out[i][j] = Rollout(i, toks, self.tokenizer.decode(toks, skip_special_tokens=True), lps, finish, ents)
         return out  # type: ignore[return-value]
 
     @torch.inference_mode()
-    def _decode(self, w: _Weights, resp_cache, batch_ids, temperature, top_p, limits, g: torch.Generator):
+    def _decode(self, w: _Weights, attention: type, resp_cache, batch_ids, temperature, top_p, limits,
+                g: torch.Generator):
         dev, bsz = self.device, len(batch_ids)
         width, steps = max(len(ids) for ids in batch_ids), max(limits)
         # Rows with the same prompt (the n samples of a question) share it: each distinct prompt is prefilled once
@@ -214,7 +327,7 @@ class StaticCacheSampler(LocalSampler):
         ent_out = torch.zeros((bsz, steps), dtype=torch.float32, device=dev)
         length = torch.zeros(bsz, dtype=torch.long, device=dev)
         finished = torch.zeros(bsz, dtype=torch.bool, device=dev)  # per row still decoded
-        att = _SharedPromptAttention(prompt_cache, prompt_bias, group)
+        att = attention(prompt_cache, prompt_bias, group)
         for t in range(steps):
             logp = sampling_logprobs(logits, temperature, top_p)
             if temperature == 0:
@@ -241,11 +354,10 @@ class StaticCacheSampler(LocalSampler):
                 holes, movers = finished[:m].nonzero().squeeze(1), (~finished[m:]).nonzero().squeeze(1) + m
                 keep = torch.arange(m, device=dev)
                 keep[holes] = movers
-                for k, v in resp_cache:
-                    k[holes, :, :t] = k[movers, :, :t]
-                    v[holes, :, :t] = v[movers, :, :t]
+                for layer_cache in resp_cache:
+                    attention.compact(layer_cache, holes, movers, t)
                 rows, tok, next_pos, finished = rows[keep], tok[keep], next_pos[keep], finished[keep]
-                att = _SharedPromptAttention(prompt_cache, prompt_bias, group[rows])
+                att = attention(prompt_cache, prompt_bias, group[rows])
             m = len(rows)
             att.resp_cache, att.t = [(k[:m], v[:m]) for k, v in resp_cache], t
             logits = _forward(w, tok[:, None], cos[next_pos][:, None], sin[next_pos][:, None], att)
@@ -284,51 +396,6 @@ class _PrefillAttention:
         ck.copy_(k)
         cv.copy_(v)
         return F.scaled_dot_product_attention(q, k, v, attn_mask=self.mask, enable_gqa=q.shape[1] != k.shape[1])
-
-
-class _SharedPromptAttention:
-    """One decode step's attention over [the row's prompt, its response so far], with the prompt's K/V stored
-    once per distinct prompt (cascade attention).
-
-    The prompt part is a real matmul per distinct prompt: the queries of its rows are scattered into a grid
-    ``[prompts, slots]`` (``group`` = each row's prompt, ``slot`` = its rank among that prompt's rows). The
-    response part is a per-row matmul over ``resp_cache[:, :, :t + 1]``. One softmax over both parts' scores
-    (so the result is HF's attention up to float rounding), left padding masked by ``prompt_bias``.
-    """
-
-    def __init__(self, prompt_cache, prompt_bias, group):
-        self.prompt_cache, self.group = prompt_cache, group
-        order = torch.argsort(group, stable=True)
-        counts = torch.bincount(group, minlength=prompt_bias.shape[0])
-        starts = counts.cumsum(0) - counts
-        slot = torch.empty_like(group)
-        slot[order] = torch.arange(len(group), device=group.device) - starts[group[order]]
-        self.slot, self.n_slots = slot, int(counts.max())
-        self.bias = prompt_bias[group][:, None, None, :]  # [B, 1, 1, W]
-        self.resp_cache, self.t = None, 0
-
-    def __call__(self, layer: int, q, k, v):
-        rk, rv = self.resp_cache[layer]
-        pk, pv = self.prompt_cache[layer]
-        t = self.t
-        rk[:, :, t] = k[:, :, 0]
-        rv[:, :, t] = v[:, :, 0]
-        bsz, n_heads, _, hd = q.shape
-        n_u, n_kv, width, _ = pk.shape
-        rep, n_s = n_heads // n_kv, self.n_slots
-        qh = q.reshape(bsz, n_kv, rep, hd) * hd**-0.5
-        grid = qh.new_zeros((n_u, n_s, n_kv, rep, hd))
-        grid[self.group, self.slot] = qh
-        sp = grid.permute(0, 2, 1, 3, 4).reshape(n_u, n_kv, n_s * rep, hd) @ pk.transpose(-1, -2)
-        sp = sp.view(n_u, n_kv, n_s, rep, width).permute(0, 2, 1, 3, 4)[self.group, self.slot]  # [B, kv, rep, W]
-        sr = qh @ rk[:, :, : t + 1].transpose(-1, -2)  # [B, kv, rep, t + 1]
-        p = torch.cat((sp + self.bias, sr), dim=-1).softmax(dim=-1, dtype=torch.float32).to(q.dtype)
-        pp, pr = p.split((width, t + 1), dim=-1)
-        grid = pp.new_zeros((n_u, n_s, n_kv, rep, width))
-        grid[self.group, self.slot] = pp
-        op = grid.permute(0, 2, 1, 3, 4).reshape(n_u, n_kv, n_s * rep, width) @ pv
-        op = op.view(n_u, n_kv, n_s, rep, hd).permute(0, 2, 1, 3, 4)[self.group, self.slot]  # [B, kv, rep, D]
-        return (op + pr @ rv[:, :, : t + 1]).reshape(bsz, n_heads, 1, hd)
 
 
 def _linear_residual(h: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:

@@ -37,8 +37,10 @@ def backend_key() -> dict:
 
 @contextlib.contextmanager
 def pinned_backend(name: str) -> Iterator[None]:
-    """Run the block (and the processes it starts) with ``DDRL_LOGPROBS=name``; the previous value is restored."""
+    """Run the block (and the processes it starts) with ``DDRL_LOGPROBS=name`` and the sampler's decode attention
+    pinned to torch's (``DDRL_DECODE_ATTENTION=torch``, :mod:`ddrl.native_attention`): the claims study's runs were
+    all computed that way. The previous values are restored."""
     if name not in LOGPROB_BACKENDS:
         raise ValueError(f"logprob backend must be one of {LOGPROB_BACKENDS}, got {name!r}")
-    with environ(DDRL_LOGPROBS=name):
+    with environ(DDRL_LOGPROBS=name, DDRL_DECODE_ATTENTION="torch"):
         yield

@@ -21,7 +21,7 @@ import torch
 from huggingface_hub import constants as hub_constants
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from ddrl import paper, testbed
+from ddrl import native_attention, paper, testbed
 
 DDRL_COMMIT = "a8270bf4f380ffb5e91cd877ff66e985f33d89c0"
 BENCHMARKS = ("aime2024", "amc", "math500")
@@ -204,9 +204,12 @@ def device_key(device: str) -> dict:
     elsewhere (``cuda``, ...). A GPU's kernels round differently and its generators draw other numbers, so the
     same config, weights and seed give another run (a DDRL run on an H200 ended 6.5 points below the CPU run of
     the same study job, docs/benchmarks.md); keys computed on the CPU before this existed stay as they were.
-    ``device`` as in a config: ``"auto"`` is resolved on this machine (:func:`resolve_device`)."""
+    ``device`` as in a config: ``"auto"`` is resolved on this machine (:func:`resolve_device`).
+
+    On the CPU it also records the sampler's decode attention where that is the C loop
+    (:func:`ddrl.native_attention.key`): it rounds differently from torch's, so a near-tie draw may flip."""
     kind = resolve_device(device).type
-    return {} if kind == "cpu" else {"device": kind}
+    return native_attention.key() if kind == "cpu" else {"device": kind}
 
 
 def load_model(

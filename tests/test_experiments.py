@@ -180,14 +180,21 @@ def test_run_records_per_question_pass_at_1(tmp_path, monkeypatch):
 
 def test_keys_name_the_device_kind_off_the_cpu(tmp_path, monkeypatch):
     """A GPU draws and rounds differently: its runs, evaluations and rollouts get other keys than the CPU's for
-    the same config, while CPU keys stay as they were (``device_key`` adds nothing there)."""
+    the same config, while CPU keys stay as they were (``device_key`` adds nothing there with torch's decode
+    attention, and names the C loop where the samplers use it: ``ddrl.native_attention``)."""
     import torch
 
     import ddrl.models
+    import ddrl.native_attention
     from ddrl import experiments as E
     from ddrl.models import device_key
 
+    monkeypatch.setenv("DDRL_DECODE_ATTENTION", "torch")
     assert device_key("cpu") == {} and device_key("cuda") == {"device": "cuda"}
+    monkeypatch.setattr(ddrl.native_attention, "unavailable_reason", lambda: None)
+    monkeypatch.setenv("DDRL_DECODE_ATTENTION", "native")
+    assert device_key("cpu") == {"decode_attention": "native-v1"} and device_key("cuda") == {"device": "cuda"}
+    monkeypatch.setenv("DDRL_DECODE_ATTENTION", "torch")
     monkeypatch.setattr(E, "model_fingerprint", lambda name: {"model": name, "weights": "w"})
     recs = [{"id": "q0", "prompt": "1+2", "answer": "3"}]
     exp = E.Experiment(adapted=recs, runs_root=tmp_path)

@@ -7,7 +7,9 @@ import pytest
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
+import ddrl.fast_sampling as fast_sampling
 from ddrl.fast_sampling import StaticCacheSampler, unsupported_reason
+from ddrl.native_attention import compiler
 from ddrl.prompts import format_prompt
 from ddrl.sampling import HFSampler, entropy_from_logprobs, make_sampler, sampling_logprobs
 
@@ -31,6 +33,28 @@ def _llama(**overrides):
     cfg.update(overrides)
     torch.manual_seed(0)
     return LlamaForCausalLM(LlamaConfig(**cfg)).eval()
+
+
+@pytest.fixture(params=["torch", "native"])
+def decode_attention(request, monkeypatch):
+    """Run the test with each decode attention (``DDRL_DECODE_ATTENTION``); with ``native`` the C loop must really
+    have run (it is skipped only on a machine without a C compiler)."""
+    monkeypatch.setenv("DDRL_DECODE_ATTENTION", request.param)
+    if request.param == "torch":
+        yield request.param
+        return
+    if compiler() is None:
+        pytest.skip("no C compiler to build the native decode attention")
+    built = []
+    init = fast_sampling._NativeAttention.__init__
+
+    def counted(self, *args):
+        built.append(1)
+        init(self, *args)
+
+    monkeypatch.setattr(fast_sampling._NativeAttention, "__init__", counted)
+    yield request.param
+    assert built, "DDRL_DECODE_ATTENTION=native, but the sampler did not use the C loop"
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +114,7 @@ def _check_against_hf_forward(model, prompt_ids, out, temperature, top_p, limits
 
 @pytest.mark.parametrize("kind,overrides", _cases())
 @pytest.mark.parametrize("temperature,top_p", [(1.0, 1.0), (0.7, 0.9)])
-def test_logprobs_and_entropies_match_hf_forward(testbed, kind, overrides, temperature, top_p):
+def test_logprobs_and_entropies_match_hf_forward(testbed, decode_attention, kind, overrides, temperature, top_p):
     model, tok, prompts = _model_and_prompts(kind, overrides, testbed)
     assert unsupported_reason(model) is None
     limits = [24, 9, 24, 16]  # per-prompt limits: rows finish at different steps, some by length
@@ -103,7 +127,7 @@ def test_logprobs_and_entropies_match_hf_forward(testbed, kind, overrides, tempe
 
 
 @pytest.mark.parametrize("kind", ["testbed", "llama"])
-def test_same_tokens_as_hf_sampler(testbed, kind):
+def test_same_tokens_as_hf_sampler(testbed, decode_attention, kind):
     """Greedy decoding gives HFSampler's tokens; at T = 1 the same generator draws give the same samples
     (a flip needs a near-tie within float rounding of the two forward passes, which these cases do not hit)."""
     model, tok, prompts = _model_and_prompts(kind, {}, testbed)
@@ -117,7 +141,7 @@ def test_same_tokens_as_hf_sampler(testbed, kind):
                 assert max(abs(x - y) for x, y in zip(a.logprobs, b.logprobs)) < ATOL
 
 
-def test_seeds_reproducible_and_compaction_invisible(testbed):
+def test_seeds_reproducible_and_compaction_invisible(testbed, decode_attention):
     model, tok = testbed
     sampler = StaticCacheSampler(model, tok, batch_size=8)
     prompts = _testbed_prompts(sampler, tok)
@@ -135,7 +159,7 @@ def test_seeds_reproducible_and_compaction_invisible(testbed):
                    for x, y in zip(p.logprobs, q.logprobs)) < 1e-5
 
 
-def test_reads_weights_afresh_at_every_call(testbed):
+def test_reads_weights_afresh_at_every_call(testbed, decode_attention):
     """The trainer updates the policy in place between steps; the next call samples from the new weights."""
     model = _llama()
     tok = IdTokenizer()

@@ -11,7 +11,8 @@ import pytest
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
-from ddrl import logprob_backends as LB, logprobs as L
+from ddrl import logprob_backends as LB, logprobs as L, native_attention
+from ddrl.models import device_key
 
 #: float32: log-probs and entropies of the two forwards (on the testbed they were bitwise equal)
 ATOL = 1e-5
@@ -140,9 +141,12 @@ def test_response_logprobs_dispatches(monkeypatch, tiny_lm):
 
 def test_pinned_backend_restores_the_environment(monkeypatch):
     monkeypatch.setenv("DDRL_LOGPROBS", "auto")
-    with LB.pinned_backend("hf"):
+    monkeypatch.delenv("DDRL_DECODE_ATTENTION", raising=False)
+    with LB.pinned_backend("hf"):  # the study's way: the HF forward and torch's decode attention
         assert os.environ["DDRL_LOGPROBS"] == "hf" and LB.backend_key() == {}
+        assert os.environ["DDRL_DECODE_ATTENTION"] == "torch" and device_key("cpu") == {}
     assert os.environ["DDRL_LOGPROBS"] == "auto" and LB.backend_key() == {"logprobs": "auto", "old_logprobs": "sampler"}
+    assert "DDRL_DECODE_ATTENTION" not in os.environ
     monkeypatch.delenv("DDRL_LOGPROBS")
     with LB.pinned_backend("shared-prompt"):
         assert LB.backend_key() == {"logprobs": "shared-prompt"}
@@ -157,14 +161,17 @@ def test_the_study_runs_with_the_hf_forward(monkeypatch):
     from ddrl import study_jobs
 
     monkeypatch.delenv("DDRL_LOGPROBS", raising=False)
-    monkeypatch.setattr(study_jobs, "_run_job", lambda job: os.environ.get("DDRL_LOGPROBS"))
-    assert study_jobs.run_job(None) == "hf"
-    assert "DDRL_LOGPROBS" not in os.environ
+    monkeypatch.delenv("DDRL_DECODE_ATTENTION", raising=False)
+    monkeypatch.setattr(study_jobs, "_run_job",
+                        lambda job: (os.environ.get("DDRL_LOGPROBS"), os.environ.get("DDRL_DECODE_ATTENTION")))
+    assert study_jobs.run_job(None) == ("hf", "torch")  # and torch's decode attention, as its runs were sampled
+    assert "DDRL_LOGPROBS" not in os.environ and "DDRL_DECODE_ATTENTION" not in os.environ
 
 
 def test_run_directories_of_hf_runs_keep_their_keys(monkeypatch, tmp_path):
-    """Under ``hf`` a run's directory is keyed as before the backend existed (the study's cached runs stay
-    found); under any other backend it is another directory."""
+    """Under ``hf`` and torch's decode attention (what ``pinned_backend("hf")`` sets) a run's directory is keyed as
+    before either choice existed (the study's cached runs stay found); under any other backend, or with the
+    native decode attention, it is another directory."""
     from dataclasses import asdict
 
     from ddrl import experiments as E
@@ -178,8 +185,13 @@ def test_run_directories_of_hf_runs_keep_their_keys(monkeypatch, tmp_path):
                        "questions": E.fingerprint(recs), "answers": records_key(recs, ("answer",)),
                        "grader": grader_fingerprint()})
     monkeypatch.setenv("DDRL_LOGPROBS", "hf")
+    monkeypatch.setenv("DDRL_DECODE_ATTENTION", "torch")
     assert exp.run_dir("ttrl", cfg) == tmp_path / f"ttrl-{old[:16]}"
     monkeypatch.setenv("DDRL_LOGPROBS", "auto")
+    assert exp.run_dir("ttrl", cfg) != tmp_path / f"ttrl-{old[:16]}"
+    monkeypatch.setenv("DDRL_LOGPROBS", "hf")
+    monkeypatch.setattr(native_attention, "unavailable_reason", lambda: None)
+    monkeypatch.setenv("DDRL_DECODE_ATTENTION", "native")
     assert exp.run_dir("ttrl", cfg) != tmp_path / f"ttrl-{old[:16]}"
 
 
