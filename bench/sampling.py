@@ -3,7 +3,9 @@
 At the pipeline's shape (64 samples x 64 questions of the testbed test split, T = 1.0, 64 new tokens), on
 the default testbed model, measures tokens/s and sequences/s of
 
-- ``ddrl.fast_sampling.StaticCacheSampler`` (the default for Qwen2/Llama: lean static-KV-cache decode),
+- ``ddrl.fast_sampling.StaticCacheSampler`` (the default for Qwen2/Llama: lean static-KV-cache decode; on the CPU
+  its decode attention is the C loop of ``ddrl.native_attention`` where that builds),
+- the same sampler with torch's decode attention (``DDRL_DECODE_ATTENTION=torch``: the sampler before the C loop),
 - ``ddrl.sampling.HFSampler`` (the reference: a KV-cache loop over HF's ``model(...)``; both return
   processed log-probs and entropies for every token), and
 - ``model.generate(do_sample=True)`` on the same prompts and batch size (what a user would write instead),
@@ -32,6 +34,9 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from rl_step import geometric_mean_ci  # noqa: E402
 
 
 def sync(device: str = "cpu") -> None:
@@ -152,16 +157,22 @@ def main() -> None:
     ap.add_argument("--max-new-tokens", type=int, default=64)
     ap.add_argument("--batch-size", type=int, default=512)
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=0,
+                    help="instead of --repeats: this many rounds, the samplers' order reversed every other round, "
+                         "with each round's tokens/s ratios and their geometric mean and 95%% interval")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "sampling.json"))
     ap.add_argument("--no-profile", action="store_true", help="skip the torch.profiler breakdown of one call")
     ap.add_argument("--device", default="cpu", help="cpu (the default) or cuda: the same samplers on a GPU (the "
                     "CPU profile is skipped there; ceilings are the GPU's float32 matmul and copy)")
     args = ap.parse_args()
+    if args.rounds == 1 or args.rounds < 0:
+        raise SystemExit(f"--rounds must be 0 (off) or at least 2 (an interval needs two rounds), got {args.rounds}")
     dev = args.device
     if os.environ.get("OMP_NUM_THREADS"):
         torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
     from ddrl.fast_sampling import StaticCacheSampler
+    from ddrl.parallel import environ
     from ddrl.prompts import format_prompt
     from ddrl.sampling import HFSampler
     from ddrl.testbed import build, generate_split, load
@@ -170,7 +181,9 @@ def main() -> None:
     model.eval().to(dev)
     prompts = [format_prompt(tok, r["prompt"], "none") for r in generate_split("test", args.questions, seed=0)]
     sampler = HFSampler(model, tok, batch_size=args.batch_size)
-    fast = StaticCacheSampler(model, tok, batch_size=args.batch_size)
+    fast = StaticCacheSampler(model, tok, batch_size=args.batch_size)  # the default: the C decode attention on the CPU
+    with environ(DDRL_DECODE_ATTENTION="torch"):  # read when the sampler is built
+        fast_torch = StaticCacheSampler(model, tok, batch_size=args.batch_size)
     box: dict = {}
 
     def ours():
@@ -178,6 +191,9 @@ def main() -> None:
 
     def ours_fast():
         box["fast"] = fast.sample(prompts, n=args.n, max_new_tokens=args.max_new_tokens, seed=0)
+
+    def ours_fast_torch():
+        box["fast_torch"] = fast_torch.sample(prompts, n=args.n, max_new_tokens=args.max_new_tokens, seed=0)
 
     ids = sampler.encode(prompts)
     jobs = [p for p in ids for _ in range(args.n)]
@@ -198,19 +214,27 @@ def main() -> None:
                 total += row.index(tok.eos_token_id) + 1 if tok.eos_token_id in row else len(row)
         box["generate_tokens"] = total
 
-    fns = {"ddrl StaticCacheSampler": ours_fast, "ddrl HFSampler": ours, "model.generate": plain_generate}
+    fns = {"ddrl StaticCacheSampler": ours_fast, "StaticCacheSampler, torch attention": ours_fast_torch,
+           "ddrl HFSampler": ours, "model.generate": plain_generate}
     best = {name: float("inf") for name in fns}
     loads: dict[str, list] = {name: [] for name in fns}
-    for _ in range(args.repeats):  # interleaved, so that a change of load hits all three alike
-        for name, fn in fns.items():
+    per_round: dict[str, list] = {name: [] for name in fns}
+    # interleaved, so that a change of load hits every sampler alike; with --rounds the order alternates
+    for rnd in range(args.rounds or args.repeats):
+        for name, fn in (list(fns.items()) if rnd % 2 == 0 or not args.rounds else list(fns.items())[::-1]):
             load_before = os.getloadavg()[0]
-            best[name] = min(best[name], time_it(fn, 1, dev))
+            sec = time_it(fn, 1, dev)
+            best[name] = min(best[name], sec)
+            per_round[name].append(sec)
             loads[name].append([load_before, os.getloadavg()[0]])
     t_ours, t_fast, t_gen = best["ddrl HFSampler"], best["ddrl StaticCacheSampler"], best["model.generate"]
     toks_ours = sum(r.num_tokens for rs in box["ours"] for r in rs)
     toks_fast = sum(r.num_tokens for rs in box["fast"] for r in rs)
+    toks_fast_torch = sum(r.num_tokens for rs in box["fast_torch"] for r in rs)
     toks_gen = box["generate_tokens"]
     same = sum(a.token_ids == b.token_ids for ra, rb in zip(box["ours"], box["fast"]) for a, b in zip(ra, rb))
+    same_attention = sum(a.token_ids == b.token_ids for ra, rb in zip(box["fast_torch"], box["fast"])
+                         for a, b in zip(ra, rb))
     prompt_len = sum(len(i) for i in ids) / len(ids)
     mean_len = toks_ours / len(jobs)
     fpt = flops_per_token(model, prompt_len + mean_len / 2)
@@ -222,6 +246,8 @@ def main() -> None:
     bpt = bytes_per_token(model, prompt_len + mean_len / 2, args.batch_size)
     rows = {
         "ddrl StaticCacheSampler": {"seconds": t_fast, "tokens": toks_fast},
+        "StaticCacheSampler, torch attention": {"seconds": best["StaticCacheSampler, torch attention"],
+                                                "tokens": toks_fast_torch},
         "ddrl HFSampler": {"seconds": t_ours, "tokens": toks_ours},
         "model.generate": {"seconds": t_gen, "tokens": toks_gen},
     }
@@ -242,7 +268,8 @@ def main() -> None:
                   "max_new_tokens": args.max_new_tokens, "threads": torch.get_num_threads(), "device": dev,
                   "device_name": torch.cuda.get_device_name() if dev.startswith("cuda") else "cpu",
                   "params": sum(p.numel() for p in model.parameters()), "mean_prompt_tokens": prompt_len,
-                  "mean_response_tokens": mean_len},
+                  "mean_response_tokens": mean_len,
+                  "decode_attention": "native" if fast.native else "torch"},
         "flops_per_token": fpt, "peak_matmul_flops": peak, "results": rows,
         "peak_matmul_flops_decode_shape": peak_shape,
         "copy_bandwidth_Bps": bandwidth, "bytes_per_token": bpt,
@@ -254,8 +281,21 @@ def main() -> None:
         "fast_vs_hf_tokens_per_s": (rows["ddrl StaticCacheSampler"]["tokens_per_s"]
                                     / rows["ddrl HFSampler"]["tokens_per_s"]),
         "fast_rollouts_identical_to_hf": same / len(jobs),
+        "native_vs_torch_attention_tokens_per_s": (rows["ddrl StaticCacheSampler"]["tokens_per_s"]
+                                                   / rows["StaticCacheSampler, torch attention"]["tokens_per_s"]),
+        "native_rollouts_identical_to_torch_attention": same_attention / len(jobs),
         "loadavg_1_5_15_at_end": list(os.getloadavg()),
     }
+    if args.rounds:  # each round's tokens/s ratios (every sampler makes the same tokens in every round: same seed)
+        result["seconds_per_round"] = per_round
+        for key, (a, b) in {"fast_vs_generate": ("ddrl StaticCacheSampler", "model.generate"),
+                            "native_vs_torch_attention": ("ddrl StaticCacheSampler",
+                                                          "StaticCacheSampler, torch attention")}.items():
+            ratios = [(rows[a]["tokens"] / sa) / (rows[b]["tokens"] / sb)
+                      for sa, sb in zip(per_round[a], per_round[b])]
+            gm, lo, hi = geometric_mean_ci(ratios)
+            result[f"{key}_rounds"] = ratios
+            result[f"{key}_geomean_ci95"] = [gm, lo, hi]
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     print(f"{args.questions} questions x {args.n} samples, batch {args.batch_size}, {torch.get_num_threads()} threads; "
@@ -264,16 +304,24 @@ def main() -> None:
     print(f"matmul at the decode shape {result['decode_shape']}: {peak_shape / 1e9:.1f} GFLOP/s; copy bandwidth "
           f"{bandwidth / 1e9:.1f} GB/s (read + write); per token {fpt / 1e6:.2f} MFLOP and {bpt / 1e3:.1f} kB")
     print(f"ceilings: arithmetic {peak / fpt:,.0f} tokens/s, memory {bandwidth / bpt:,.0f} tokens/s")
-    print(f"{'':<24} {'s':>7} {'tokens/s':>10} {'seq/s':>8} {'% of FLOP peak':>15} {'% of shape peak':>16} "
+    print(f"{'':<36} {'s':>7} {'tokens/s':>10} {'seq/s':>8} {'% of FLOP peak':>15} {'% of shape peak':>16} "
           f"{'% of bandwidth':>15}")
     for name, r in rows.items():
-        print(f"{name:<24} {r['seconds']:7.2f} {r['tokens_per_s']:10.0f} {r['sequences_per_s']:8.1f} "
+        print(f"{name:<36} {r['seconds']:7.2f} {r['tokens_per_s']:10.0f} {r['sequences_per_s']:8.1f} "
               f"{100 * r['fraction_of_peak']:14.2f}% {100 * r['fraction_of_shape_peak']:15.2f}% "
               f"{100 * r['fraction_of_bandwidth_floor']:14.2f}%")
     print(f"tokens/s vs model.generate: StaticCacheSampler {result['fast_vs_generate_tokens_per_s']:.2f}x, "
           f"HFSampler {result['hf_vs_generate_tokens_per_s']:.2f}x; StaticCacheSampler vs HFSampler "
           f"{result['fast_vs_hf_tokens_per_s']:.2f}x; rollouts identical to HFSampler's: "
           f"{100 * result['fast_rollouts_identical_to_hf']:.1f}%")
+    print(f"decode attention ({result['setup']['decode_attention']}) vs torch's: "
+          f"{result['native_vs_torch_attention_tokens_per_s']:.2f}x tokens/s; rollouts identical: "
+          f"{100 * result['native_rollouts_identical_to_torch_attention']:.1f}%")
+    if args.rounds:
+        for key in ("fast_vs_generate", "native_vs_torch_attention"):
+            gm, lo, hi = result[f"{key}_geomean_ci95"]
+            print(f"{key} over {args.rounds} alternating rounds: "
+                  f"{', '.join(f'{x:.2f}' for x in result[f'{key}_rounds'])}; geometric mean {gm:.2f} [{lo:.2f}, {hi:.2f}]")
     print("1-min load average before/after each timing: "
           + "; ".join(f"{n}: {', '.join(f'{a:.1f}/{b:.1f}' for a, b in v)}" for n, v in loads.items()))
     if profile:

@@ -221,7 +221,8 @@ def run_job(job: tuple[Job, str, str, str | None, float | None, str | None]) -> 
 
     The update's log-probs are computed the ``"hf"`` way (:func:`ddrl.logprob_backends.pinned_backend`), as for every
     run of the study before the shared-prompt forward existed: its gradients round differently, so a run
-    computed the other way would follow another trajectory (the plan's Amendment 10)."""
+    computed the other way would follow another trajectory (the plan's Amendment 10). For the same reason the
+    sampler's decode attention is torch's, not the C loop written after the study (:mod:`ddrl.native_attention`)."""
     with pinned_backend("hf"):
         return _run_job(job)
 
