@@ -243,7 +243,7 @@ class StaticCacheSampler(LocalSampler):
         super().__init__(model, tokenizer, batch_size, device)
         self.compact_fraction = compact_fraction
         # DDRL_DECODE_ATTENTION, read now: "native" when the C loop is unavailable is an error before any sampling
-        self.native = torch.device(self.device).type == "cpu" and use_native()
+        self.native = self.device.type == "cpu" and use_native()
 
     def attention(self, weights: "_Weights", width: int, steps: int) -> type:
         """The class of one decode step's attention: :class:`_NativeAttention` (the C loop of

@@ -103,8 +103,8 @@ def _openmp_runtimes() -> set[str]:
         maps = Path("/proc/self/maps").read_text()
     except OSError:
         return set()
-    names = {line.split()[-1] for line in maps.splitlines() if line.split() and line.split()[-1].startswith("/")}
-    return {n for n in names if any(r in Path(n).name for r in ("libgomp", "libomp", "libiomp"))}
+    paths = {fields[-1] for fields in map(str.split, maps.splitlines()) if fields and fields[-1].startswith("/")}
+    return {p for p in paths if any(r in Path(p).name for r in ("libgomp", "libomp", "libiomp"))}
 
 
 @lru_cache(maxsize=None)

@@ -40,7 +40,8 @@ def _step_inputs(n_heads, n_kv, head_dim, t, seed=0):
     caches = {}
     for cls in (_SharedPromptAttention, _NativeAttention):
         ck, cv = cls.response_cache((rows, n_kv, steps, head_dim), torch.float32, "cpu")
-        (ck.copy_(keys.transpose(-1, -2)) if cls is _NativeAttention else ck.copy_(keys)), cv.copy_(values)
+        ck.copy_(keys.transpose(-1, -2) if cls is _NativeAttention else keys)  # the C loop keeps keys transposed
+        cv.copy_(values)
         caches[cls] = (ck, cv)
     return prompt_cache, bias, group, caches, (q, k, v)
 
