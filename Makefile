@@ -8,7 +8,7 @@ PRESET  ?= default
 PYTEST_ARGS ?=
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.ddrl-installed
-# The exact versions of the environment the tests and CI run in (Linux x86_64, CPython 3.11; ddrl/lockfile.py): every
+# The exact versions of the environment the tests and CI run in (Linux x86_64, CPython 3.11; ddrl/run/lockfile.py): every
 # line of constraints.txt names that platform in its marker, so elsewhere only pyproject.toml's ranges apply.
 # `make install LOCK=` takes the newest releases the ranges allow instead; `make lock` writes the file again.
 LOCK    ?= constraints.txt
@@ -50,7 +50,7 @@ lock:
 	$(LOCK_VENV)/bin/python -m pip install -q --upgrade pip uv
 	$(LOCK_VENV)/bin/python -m pip install -q "$(TORCH)"
 	$(LOCK_VENV)/bin/python -m uv pip install -q --python $(LOCK_VENV)/bin/python -e ".[dev,browser]"
-	$(LOCK_VENV)/bin/python -m ddrl.lockfile write --python $(LOCK_VENV)/bin/python --out constraints.txt
+	$(LOCK_VENV)/bin/python -m ddrl.run.lockfile write --python $(LOCK_VENV)/bin/python --out constraints.txt
 	rm -rf $(LOCK_VENV)
 
 # The fast tier (pure functions, tiny-model machinery) and the e2e tier (every notebook's smoke run, one RL step per
@@ -92,7 +92,7 @@ $(VENV_VERL)/.ddrl-installed: pyproject.toml ddrl/integrations/verl/install_venv
 lock-verl:
 	rm -rf $(LOCK_VENV)
 	LOCK= PYTHON=$(PYTHON) TORCH="$(TORCH)" bash ddrl/integrations/verl/install_venv.sh $(LOCK_VENV)
-	$(LOCK_VENV)/bin/python -m ddrl.lockfile write --python $(LOCK_VENV)/bin/python --out ddrl/integrations/verl/constraints.txt \
+	$(LOCK_VENV)/bin/python -m ddrl.run.lockfile write --python $(LOCK_VENV)/bin/python --out ddrl/integrations/verl/constraints.txt \
 		--target lock-verl --built "ddrl/integrations/verl/install_venv.sh with LOCK= (verl 0.9.1 and the verl tier's packages)"
 	rm -rf $(LOCK_VENV)
 
@@ -102,18 +102,18 @@ test-verl: install-verl
 	$(VENV_VERL)/bin/python -m pytest -q tests/verl -W ignore::UserWarning
 
 reproduce: $(STAMP)
-	$(PY) -m ddrl.reproduce --preset $(PRESET)
+	$(PY) -m ddrl.run.reproduce --preset $(PRESET)
 
 smoke: $(STAMP)
-	$(PY) -m ddrl.reproduce --preset smoke
+	$(PY) -m ddrl.run.reproduce --preset smoke
 
-# The committed figure store (ddrl/figure_store.py): notebook 06's figures and their entries in docs/results/, which a
+# The committed figure store (ddrl/report/figure_store.py): notebook 06's figures and their entries in docs/results/, which a
 # fresh clone's render copies instead of drawing. Run it after changing a figure, its data or its code
 # (tests/test_study.py fails until then); a figure whose code is unchanged is copied, not drawn again.
 FIGURES_OUT ?= outputs/figures
 figures: $(STAMP)
-	$(PY) -m ddrl.reproduce --preset default --only 06 --no-html --output-dir $(FIGURES_OUT)
-	$(PY) -m ddrl.figure_store commit $(FIGURES_OUT)
+	$(PY) -m ddrl.run.reproduce --preset default --only 06 --no-html --output-dir $(FIGURES_OUT)
+	$(PY) -m ddrl.report.figure_store commit $(FIGURES_OUT)
 
 clean:
 	rm -rf outputs .pytest_cache

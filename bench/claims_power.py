@@ -5,7 +5,7 @@ DDRL + COR} on 64 adapted + 128 held-out questions of the default testbed, run-l
 results were not recorded) -- and ``results/regimes_base.json`` -- the base model's per-question pass@1
 (16 samples) in each candidate regime.
 
-Variance components of a paired difference, in pass@1 points^2 (``ddrl.stats.VarianceComponents``):
+Variance components of a paired difference, in pass@1 points^2 (``ddrl.report.stats.VarianceComponents``):
 
 - ``eval``: measured: two evaluations' binomial noise, ``2 mean p(1-p) / 16`` over the regime's questions;
 - ``cell`` = eval + seed x question interaction; the interaction is ASSUMED equal to ``eval`` (not measured);
@@ -75,7 +75,7 @@ def main() -> None:
 
     import numpy as np
 
-    from ddrl.stats import VarianceComponents, choose_design, eval_noise_variance, power_table
+    from ddrl.report.stats import VarianceComponents, choose_design, eval_noise_variance, power_table
 
     train = json.loads(Path(args.train).read_text())
     base = json.loads(Path(args.base).read_text())

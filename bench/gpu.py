@@ -7,7 +7,7 @@ Three parts, one run (results: ``bench/results/gpu.json``):
 2. **The testbed model** (``ddrl.testbed``'s ``default`` architecture, 446k parameters). The pretraining code
    runs on the CPU only, so this is the default configuration with the *random initial weights* pretraining
    starts from (``build_model`` with the same seed), float32 as the trainer loads it. Measured:
-   ``ddrl.sampling.HFSampler`` (the reference) and ``ddrl.fast_sampling.StaticCacheSampler`` (the default for
+   ``ddrl.sampling.HFSampler`` (the reference) and ``ddrl.accel.fast_sampling.StaticCacheSampler`` (the default for
    Qwen2/Llama since issue 16; ``--samplers``) at the pipeline's shape (64 samples x 64 test questions,
    T = 1.0, 64 new tokens) with the trainer's ``sample_batch_size`` (512) and with all 4096 sequences in one batch; and
    seconds per test-time RL step of ``ddrl.train.train`` itself (presets ``ttrl`` and ``bcs_dae``, the RL
@@ -162,9 +162,9 @@ def testbed_model(dev: torch.device):
 
 def sampler_class(name: str):
     """``hf``: :class:`ddrl.sampling.HFSampler` (the reference, HF's forward with a growing cache); ``fast``:
-    :class:`ddrl.fast_sampling.StaticCacheSampler` (issue 16: preallocated cache, fused projections, finished
+    :class:`ddrl.accel.fast_sampling.StaticCacheSampler` (issue 16: preallocated cache, fused projections, finished
     rows leave the batch), the one ``make_sampler("auto")`` picks for Qwen2/Llama."""
-    from ddrl.fast_sampling import StaticCacheSampler
+    from ddrl.accel.fast_sampling import StaticCacheSampler
     from ddrl.sampling import HFSampler
 
     return {"hf": HFSampler, "fast": StaticCacheSampler}[name]

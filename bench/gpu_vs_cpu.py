@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ddrl.stats import detectable_effect
+from ddrl.report.stats import detectable_effect
 
 ROOT = Path(__file__).resolve().parents[1]
 CPU_RUNS = ROOT / "results" / "runs"
@@ -54,7 +54,7 @@ def seed_means(runs_dir: Path, regime: str = REGIME) -> pd.DataFrame:
 
 def welch(a: np.ndarray, b: np.ndarray) -> dict:
     """mean(a) - mean(b) with Welch's 95% interval (``scipy.stats.ttest_ind``, unequal variances), the verdict of
-    the plan's rule and the shift detectable at 80% power (:func:`ddrl.stats.detectable_effect`, as the scorecard's
+    the plan's rule and the shift detectable at 80% power (:func:`ddrl.report.stats.detectable_effect`, as the scorecard's
     ``mde``)."""
     a, b = np.asarray(a, float), np.asarray(b, float)
     lo, hi = stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)

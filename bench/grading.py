@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from ddrl import answers as A  # noqa: E402
-from ddrl import grader_pool  # noqa: E402
+from ddrl.grading import grader_pool  # noqa: E402
 from ddrl.evaluate import reward_counts  # noqa: E402
 from ddrl.voting import count_votes, majority_vote, pseudo_rewards  # noqa: E402
 

@@ -36,7 +36,7 @@ def main() -> None:
         torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
     from ddrl.config import make_config
-    from ddrl.logprob_backends import pinned_backend
+    from ddrl.accel.logprob_backends import pinned_backend
     from ddrl.sampling import make_sampler
     from ddrl.testbed import build, generate_split, load
     from ddrl.train import collect_rollouts, ppo_update, prepare_policy, strip_truth

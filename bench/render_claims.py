@@ -1,6 +1,6 @@
 """How long notebook 06's default render takes, one way against another, timed in one process in alternating rounds.
 
-Each render is the runner's own command, ``python -m ddrl.reproduce --preset default --only 06 --no-html`` (a fresh
+Each render is the runner's own command, ``python -m ddrl.run.reproduce --preset default --only 06 --no-html`` (a fresh
 kernel each time: imports, the scorecard, every section's figures saved as PNG and PDF and shown inline). The modes:
 
 - ``committed``: this working tree as it is (the study's tables read from ``docs/results/``);
@@ -12,7 +12,7 @@ kernel each time: imports, the scorecard, every section's figures saved as PNG a
   process was where ``PYTHONDONTWRITEBYTECODE`` is set and ``make install`` wrote no bytecode (uv without
   ``--compile-bytecode``, until 2026-12-02 evening): ``PYTHONPYCACHEPREFIX`` points at an empty folder;
 - ``<mode>+cold``: that mode with an empty cache (``DDRL_CACHE_DIR`` at a new folder for each render), as on a fresh
-  clone: every figure drawn, or, since 2026-12-04, copied from the committed figure store (``ddrl.figure_store``,
+  clone: every figure drawn, or, since 2026-12-04, copied from the committed figure store (``ddrl.report.figure_store``,
   ``docs/results/figures.json``) where its code is unchanged. Without it a mode renders with the benchmark's own
   cache, filled by one untimed render of each mode before the rounds: the figures ``Reporter.draw`` stored are
   copied, as on every later render.
@@ -40,7 +40,7 @@ from pathlib import Path
 from runs_per_hour import cpu  # bench/ is this script's folder
 
 ROOT = Path(__file__).resolve().parents[1]
-RUNNER = ["-m", "ddrl.reproduce", "--preset", "default", "--only", "06", "--no-html"]
+RUNNER = ["-m", "ddrl.run.reproduce", "--preset", "default", "--only", "06", "--no-html"]
 
 
 @contextlib.contextmanager
@@ -51,7 +51,7 @@ def mode_setup(mode: str):
         with mode_setup(mode.removesuffix("+nostore")) as (cwd, extra, env):
             yield cwd, extra, {**env, "DDRL_FIGURE_STORE": ""}
     elif mode.endswith("+cold"):  # a mode's render with an empty cache (every figure drawn, or copied from the
-        # committed store where the tree has one: ddrl.figure_store)
+        # committed store where the tree has one: ddrl.report.figure_store)
         with mode_setup(mode.removesuffix("+cold")) as (cwd, extra, env), tempfile.TemporaryDirectory() as empty:
             yield cwd, extra, {**env, "DDRL_CACHE_DIR": empty}
     elif mode.endswith("+source"):  # a mode's render with every module compiled from source

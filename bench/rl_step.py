@@ -70,8 +70,8 @@ MICRO_BATCH = 64
 
 
 def with_env(fn, **env):
-    """``fn`` run with these environment variables set (``ddrl.parallel.environ``)."""
-    from ddrl.parallel import environ
+    """``fn`` run with these environment variables set (``ddrl.run.pool.environ``)."""
+    from ddrl.run.pool import environ
 
     def run(*a, **k):
         with environ(**env):
@@ -87,7 +87,7 @@ def hf_logprobs(fn):
 
 def torch_attention(fn):
     """``fn`` with the sampler's decode attention computed by torch (``DDRL_DECODE_ATTENTION=torch``): the trainer
-    before the C loop (``ddrl.native_attention``)."""
+    before the C loop (``ddrl.accel.native_attention``)."""
     return with_env(fn, DDRL_DECODE_ATTENTION="torch")
 
 

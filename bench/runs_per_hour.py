@@ -1,10 +1,10 @@
 """Runs per hour: one batch of independent runs, serial (one process) vs a pool of single-thread workers
-(:mod:`ddrl.parallel`), and the same serial batch on the code of ``--baseline-ref`` (the commit before issue 16's
+(:mod:`ddrl.run.pool`), and the same serial batch on the code of ``--baseline-ref`` (the commit before issue 16's
 changes: full three-pass update, no pool, 2 threads), all measured in the same invocation. (Since 2026-11-26
 ``Experiment`` computes CPU runs with one thread wherever they run, so today's serial mode is one process at one
 thread; the results recorded before that, ``serial`` at 2 threads, predate it.)
 
-The batch is :meth:`ddrl.experiments.Experiment.grid` -- what notebooks 03-05 call -- over ``--methods`` x
+The batch is :meth:`ddrl.run.experiments.Experiment.grid` -- what notebooks 03-05 call -- over ``--methods`` x
 ``--seeds`` (default TTRL and DAE x 4 seeds = 8 independent runs) on the testbed (``--preset``, default
 ``default``; each run trains on the first ``--adapted`` test questions for ``--episodes`` episodes with the
 default :class:`~ddrl.config.TrainConfig` otherwise, then evaluates pass@1 on them). Each mode runs in a fresh
@@ -41,7 +41,7 @@ def batch(args) -> dict:
     import torch
 
     import ddrl
-    from ddrl.experiments import Experiment
+    from ddrl.run.experiments import Experiment
     from ddrl.testbed import generate_split
 
     records = generate_split("test", args.adapted, seed=0)

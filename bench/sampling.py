@@ -3,8 +3,8 @@
 At the pipeline's shape (64 samples x 64 questions of the testbed test split, T = 1.0, 64 new tokens), on
 the default testbed model, measures tokens/s and sequences/s of
 
-- ``ddrl.fast_sampling.StaticCacheSampler`` (the default for Qwen2/Llama: lean static-KV-cache decode; on the CPU
-  its decode attention is the C loop of ``ddrl.native_attention`` where that builds),
+- ``ddrl.accel.fast_sampling.StaticCacheSampler`` (the default for Qwen2/Llama: lean static-KV-cache decode; on the CPU
+  its decode attention is the C loop of ``ddrl.accel.native_attention`` where that builds),
 - the same sampler with torch's decode attention (``DDRL_DECODE_ATTENTION=torch``: the sampler before the C loop),
 - ``ddrl.sampling.HFSampler`` (the reference: a KV-cache loop over HF's ``model(...)``; both return
   processed log-probs and entropies for every token), and
@@ -171,8 +171,8 @@ def main() -> None:
     if os.environ.get("OMP_NUM_THREADS"):
         torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
-    from ddrl.fast_sampling import StaticCacheSampler
-    from ddrl.parallel import environ
+    from ddrl.accel.fast_sampling import StaticCacheSampler
+    from ddrl.run.pool import environ
     from ddrl.prompts import format_prompt
     from ddrl.sampling import HFSampler
     from ddrl.testbed import build, generate_split, load

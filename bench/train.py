@@ -5,7 +5,7 @@ top-p 0.95) and maj@16 on those questions and on ``--heldout`` further questions
 distribution that the model never adapted on. Questions are fixed across seeds (test split, data seed 0);
 seeds change rollouts, selection, mini-batch order and evaluation samples.
 
-The loop is :class:`ddrl.experiments.Experiment`, the same one notebook 03 uses, so runs and evaluations are
+The loop is :class:`ddrl.run.experiments.Experiment`, the same one notebook 03 uses, so runs and evaluations are
 shared through the cache (``$DDRL_CACHE_DIR``, default ``.cache/``): a rerun resumes, and the notebook reuses
 what this script trained. DDRL (RL only) is the RL-only checkpoint of the DDRL run, so one run gives both
 rows. Writes ``bench/results/train.json`` and prints a table. The runs go one after another in this process,
@@ -28,8 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ddrl.experiments import Experiment, summarize  # noqa: E402
-from ddrl.plotting import label  # noqa: E402
+from ddrl.run.experiments import Experiment, summarize  # noqa: E402
+from ddrl.report.plotting import label  # noqa: E402
 
 #: benchmark conditions: ddrl.config.METHODS names ("bcs_dae" = the DDRL run's RL-only weights)
 CONDITIONS = ["no_adaptation", "ttrl", "etmr", "bcs_dae", "ddrl"]

@@ -22,8 +22,8 @@ Amplification (paper Sec. 3.2, Fig. 3a; Table 1):
                                pseudo-labels, by consensus level
 
 Grading: :func:`vote_and_grade` / :func:`grade_problem` vote on and grade one question's answers. The
-sampling/caching/training pipeline that feeds these analyses (:func:`ddrl.experiments.cached_rollouts`,
-model fingerprints) lives in :mod:`ddrl.experiments`.
+sampling/caching/training pipeline that feeds these analyses (:func:`ddrl.run.experiments.cached_rollouts`,
+model fingerprints) lives in :mod:`ddrl.run.experiments`.
 """
 
 from __future__ import annotations
@@ -352,7 +352,7 @@ def select_and_reward(keys: Sequence[Any], k: int, selection: str, rng: np.rando
     on its N voting keys (``None`` = no answer), the ``k`` rollouts ``selection`` keeps (``ddrl.selection``:
     "random" = TTRL, "bcs" = DDRL) and their pseudo-rewards. Returns ``(vote, indices, rewards)``, or None
     when no rollout has an answer (no label). Shared by :func:`group_advantages` and
-    :func:`ddrl.study_analysis.selection_errors`."""
+    :func:`ddrl.study.analysis.selection_errors`."""
     vote = count_votes(list(keys))
     if vote.label is None:
         return None
@@ -434,7 +434,7 @@ def advantage_mass_by_consensus(adv: pd.DataFrame, bands: Sequence[tuple[int, in
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Grading one question's sampled answers (the sampling pipeline is in ddrl.experiments)
+# Grading one question's sampled answers (the sampling pipeline is in ddrl.run.experiments)
 # ---------------------------------------------------------------------------------------------------------
 
 

@@ -7,7 +7,7 @@ Four functions, used on every rollout:
 - :func:`voting_key` is the cheap, purely textual canonical form that answers are first grouped by
   (``"025"``, ``"25"``, ``"25.0"`` and ``"\\boxed{25}"`` share one key). It never calls sympy.
 - :func:`is_equivalent` is the grader: exact fast paths (equal keys; two plain numbers), then math-verify's
-  ``parse`` + ``verify`` in a killable helper process (:mod:`ddrl.grader_pool`), with an LRU cache.
+  ``parse`` + ``verify`` in a killable helper process (:mod:`ddrl.grading.grader_pool`), with an LRU cache.
 - :func:`grade_answers` grades a list of answers against one reference, each distinct answer once.
 
 :data:`GRADER_VERSION` names the grading semantics; caches of graded results include it in their keys.
@@ -23,8 +23,8 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from fractions import Fraction
 
-from ddrl import grader_pool
-from ddrl.grader_pool import STARTUP_TIMEOUT, warm_up
+from ddrl.grading import grader_pool
+from ddrl.grading.grader_pool import STARTUP_TIMEOUT, warm_up
 
 __all__ = [
     "GRADER_VERSION",
@@ -301,13 +301,13 @@ def is_equivalent(pred: str | None, label: str | None, timeout: float = 5.0) -> 
     (2) two plain numbers (:func:`plain_number`): equal values -> True, values 1e-6 or more apart ->
     False (what math-verify would say; so two different integers never reach it); (3) otherwise
     math-verify: ``verify(parse(label), parse(pred))`` with each side parsed as ``\\boxed{...}`` by
-    math-verify's LaTeX and plain-expression extractors (:mod:`ddrl.grader_pool`).
+    math-verify's LaTeX and plain-expression extractors (:mod:`ddrl.grading.grader_pool`).
 
     ``timeout`` (seconds, ``float("inf")`` for no limit) is a hard wall-clock bound on step 3, enforced by
     killing the helper process, so it holds from any thread or worker process; a comparison that runs past
     it counts as not equivalent. (The one-off start of a helper is bounded separately by
     :data:`STARTUP_TIMEOUT`; see :func:`warm_up`.) Never raises on garbage text; raises
-    :class:`ddrl.grader_pool.GraderError` only if no helper can start (math-verify missing).
+    :class:`ddrl.grading.grader_pool.GraderError` only if no helper can start (math-verify missing).
     Verdicts are cached (LRU, 65,536 pairs).
     """
     return verdict(pred, label, timeout) is True

@@ -11,7 +11,7 @@ Two implementations of the same quantity, picked by :func:`logprob_backend`:
   quarter fewer on the default testbed, whose prompts are ~15 tokens and responses ~45). On the testbed the
   log-probs are bitwise those of ``"hf"`` and the gradients agree to ~1e-6 relative (float sums in
   another order), which is enough for a chaotic RL trajectory to take another path: the claims study
-  pins ``"hf"`` (:func:`ddrl.logprob_backends.pinned_backend`) so that all its runs are computed one way.
+  pins ``"hf"`` (:func:`ddrl.accel.logprob_backends.pinned_backend`) so that all its runs are computed one way.
 
 Under ``auto`` the update may also skip its no-grad pass over the policy and take the old log-probs from the
 sampler (:func:`old_logprobs_from_sampler`); ``hf`` and ``shared-prompt`` always recompute them.
@@ -24,9 +24,9 @@ from typing import Sequence
 import torch
 from transformers import DynamicCache
 
-from ddrl.fast_sampling import unsupported_reason
-from ddrl.hf_compat import base_model, cache_kwarg
-from ddrl.logprob_backends import env_choice
+from ddrl.accel.fast_sampling import unsupported_reason
+from ddrl.accel.hf_compat import base_model, cache_kwarg
+from ddrl.accel.logprob_backends import env_choice
 
 
 def collate(prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]], pad_id: int, device):
@@ -96,7 +96,7 @@ def hf_response_logprobs(model, prompts, responses, temperature: float, pad_id: 
 
 def shared_prompt_unsupported_reason(model) -> str | None:
     """Why ``"shared-prompt"`` is not used for ``model`` (None when it is): the model under any PEFT wrapper must
-    be one :class:`ddrl.fast_sampling.StaticCacheSampler` supports (a Hugging Face Qwen2 or Llama with full
+    be one :class:`ddrl.accel.fast_sampling.StaticCacheSampler` supports (a Hugging Face Qwen2 or Llama with full
     attention and a position-independent rotary table: the cached prompt's keys are then exactly those of a
     full-sequence pass) and transformers must offer ``DynamicCache.batch_select_indices``."""
     if not hasattr(DynamicCache, "batch_select_indices"):
@@ -106,7 +106,7 @@ def shared_prompt_unsupported_reason(model) -> str | None:
 
 def logprob_backend(model) -> str:
     """``"hf"`` or ``"shared-prompt"`` for ``model``: the environment variable ``DDRL_LOGPROBS`` (one of
-    :data:`ddrl.logprob_backends.LOGPROB_BACKENDS`; default ``auto``) forces one; ``auto`` picks
+    :data:`ddrl.accel.logprob_backends.LOGPROB_BACKENDS`; default ``auto``) forces one; ``auto`` picks
     ``"shared-prompt"`` where :func:`shared_prompt_unsupported_reason` finds nothing against it and the model is on
     the CPU. On a GPU
     ``auto`` keeps the HF forward: there the shared-prompt pass made the update slower, not faster (H100,

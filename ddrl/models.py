@@ -21,7 +21,8 @@ import torch
 from huggingface_hub import constants as hub_constants
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from ddrl import native_attention, paper, testbed
+from ddrl import paper, testbed
+from ddrl.accel import native_attention
 
 DDRL_COMMIT = "a8270bf4f380ffb5e91cd877ff66e985f33d89c0"
 BENCHMARKS = ("aime2024", "amc", "math500")
@@ -207,7 +208,7 @@ def device_key(device: str) -> dict:
     ``device`` as in a config: ``"auto"`` is resolved on this machine (:func:`resolve_device`).
 
     On the CPU it also records the sampler's decode attention where that is the C loop
-    (:func:`ddrl.native_attention.key`): it rounds differently from torch's, so a near-tie draw may flip."""
+    (:func:`ddrl.accel.native_attention.key`): it rounds differently from torch's, so a near-tie draw may flip."""
     kind = resolve_device(device).type
     return native_attention.key() if kind == "cpu" else {"device": kind}
 

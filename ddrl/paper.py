@@ -31,7 +31,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from ddrl.reporting import REPO
+from ddrl.run.storage import REPO
 
 ARXIV_ID = "2604.21327"
 TEX_NAME = "000_45b6899f74069425.txt"
@@ -63,7 +63,7 @@ class Reported:
 #: The three models of Tables 2-3 (the tables write "Qwen2.5-Base-3B" for the text's Qwen2.5-3B).
 MODELS = ("Qwen2.5-Math-1.5B", "Qwen2.5-3B", "Llama-3.1-8B-Instruct")
 BENCHMARKS = ("AIME 2024", "AMC", "MATH-500", "Avg")
-#: Row labels of the tables as printed -> our names (methods of ddrl.experiments where there is one).
+#: Row labels of the tables as printed -> our names (methods of ddrl.run.experiments where there is one).
 TABLE_MODEL_NAMES = {"Qwen2.5-Math-1.5B": "Qwen2.5-Math-1.5B", "Qwen2.5-Base-3B": "Qwen2.5-3B",
                      "Llama-3.1-8B-Instruct": "Llama-3.1-8B-Instruct"}
 

@@ -1,7 +1,7 @@
 """What a sampler returns and what every sampler computes the same way: :class:`Rollout`, the
 :class:`Sampler` interface, the processed log-probs after temperature and top-p (:func:`sampling_logprobs`) and
 their entropy. Shared by :mod:`ddrl.sampling` (HFSampler, VLLMSampler, :func:`~ddrl.sampling.make_sampler`) and
-:mod:`ddrl.fast_sampling` (StaticCacheSampler).
+:mod:`ddrl.accel.fast_sampling` (StaticCacheSampler).
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def sampler_device(model, device: str | torch.device | None = None) -> torch.dev
 
 class LocalSampler:
     """What the samplers that run a Hugging Face model in this process share (:class:`ddrl.sampling.HFSampler`,
-    :class:`ddrl.fast_sampling.StaticCacheSampler`): the model, its tokenizer, ``batch_size`` sequences decoded
+    :class:`ddrl.accel.fast_sampling.StaticCacheSampler`): the model, its tokenizer, ``batch_size`` sequences decoded
     together, the device, the end-of-sequence and pad ids, :meth:`encode` and :meth:`sample`. Subclasses
     implement ``sample_ids`` and ``update_weights``."""
 

@@ -2,7 +2,7 @@
 
 One interface, three backends (:func:`make_sampler`):
 
-- :class:`ddrl.fast_sampling.StaticCacheSampler` (default for Qwen2 and Llama models on the CPU; runs on a GPU
+- :class:`ddrl.accel.fast_sampling.StaticCacheSampler` (default for Qwen2 and Llama models on the CPU; runs on a GPU
   too): the same output as HFSampler from a lean static-KV-cache decode loop; ``make_sampler("auto", ...)``
   picks it where it supports the model and samples on the CPU, HFSampler otherwise.
 - :class:`HFSampler` (the reference and the fallback, CPU or GPU): any Hugging Face causal LM. Batched,
@@ -24,9 +24,9 @@ from typing import Sequence
 
 import torch
 
-from ddrl.fast_sampling import StaticCacheSampler, unsupported_reason
-from ddrl.hf_compat import cache_kwarg, output_cache
-from ddrl.progress import tqdm
+from ddrl.accel.fast_sampling import StaticCacheSampler, unsupported_reason
+from ddrl.accel.hf_compat import cache_kwarg, output_cache
+from ddrl.run.progress import tqdm
 from ddrl.rollouts import (LocalSampler, Rollout, Sampler, entropy_from_logprobs, request_limits,  # noqa: F401
                            sampler_device, sampling_logprobs, sequence_logprob)  # Rollout, Sampler, sequence_logprob: re-exported (their old home)
 from ddrl.seeds import derive_seed, torch_generator
@@ -209,7 +209,7 @@ BACKENDS = ("auto", "hf", "fast", "vllm")
 
 
 def make_sampler(backend: str, model, tokenizer, **kwargs) -> Sampler:
-    """``"hf"``: ``HFSampler(model, tokenizer, **kwargs)``; ``"fast"``: :class:`ddrl.fast_sampling.StaticCacheSampler`
+    """``"hf"``: ``HFSampler(model, tokenizer, **kwargs)``; ``"fast"``: :class:`ddrl.accel.fast_sampling.StaticCacheSampler`
     (Qwen2/Llama only, same output); ``"auto"``: ``"fast"`` where it supports the model and samples on the CPU,
     else ``"hf"``, unless the environment variable ``DDRL_SAMPLER`` (``hf`` or ``fast``) forces one (to compare
     them without code changes); ``"vllm"``: ``VLLMSampler(model, tokenizer, **kwargs)`` where ``model`` is then a

@@ -36,7 +36,7 @@ def numpy_generator(seed: int, *names: object) -> np.random.Generator:
 
 def torch_generator(seed: int, *names: object, device: str = "cpu"):
     """A ``torch.Generator`` on ``device`` for ``(seed, *names)``."""
-    import torch  # here, not at the top: the parameter check (ddrl.params -> ddrl.seeds) must not load torch
+    import torch  # here, not at the top: the parameter check (ddrl.run.params -> ddrl.seeds) must not load torch
 
     g = torch.Generator(device=device)
     g.manual_seed(derive_seed(seed, *names))

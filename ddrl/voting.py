@@ -107,7 +107,7 @@ def cluster_keys(answers: Sequence[str | None], timeout: float = 5.0) -> list[st
        representative (its first-seen answer) it is equivalent to (``is_equivalent(answer,
        representative)``, the representative as reference), else it starts a new cluster. Each distinct
        answer string is compared, not each rollout; verdicts are cached across calls, and math-verify
-       parses each string once per helper process (:mod:`ddrl.grader_pool`).
+       parses each string once per helper process (:mod:`ddrl.grading.grader_pool`).
 
     A cluster's key is its representative's voting key. A comparison that runs past ``timeout`` counts as
     "not equivalent" and gives both answers a strike; an answer with two strikes is compared no more (so

@@ -34,7 +34,7 @@
 # All computation is in `ddrl.analysis`; this notebook holds parameters, plots and prose.
 
 # %% tags=["parameters"]
-# --- runner (set by `python -m ddrl.reproduce`) ---
+# --- runner (set by `python -m ddrl.run.reproduce`) ---
 preset = "default"  # which params/<preset>/ file the runner used
 output_dir = "../outputs/interactive"  # figures/, tables/, metrics/ go here
 seed = 0  # ddrl.seeds.DEFAULT_SEED: every random draw derives from it
@@ -78,11 +78,11 @@ from IPython.display import Markdown, display
 
 from ddrl import analysis as an
 from ddrl import paper
-from ddrl import tables as T
+from ddrl.report import tables as T
 from ddrl.data import DataError, load_dataset, load_questions, resolve_data_dir
-from ddrl.experiments import cached_rollouts
-from ddrl.plotting import color, set_style
-from ddrl.reporting import Reporter
+from ddrl.run.experiments import cached_rollouts
+from ddrl.report.plotting import color, set_style
+from ddrl.report.reporter import Reporter
 
 set_style()
 rep = Reporter(output_dir, "01_frequency_and_bayes")

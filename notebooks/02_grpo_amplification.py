@@ -33,7 +33,7 @@
 # that row (see section 3).
 
 # %% tags=["parameters"]
-# --- runner (set by `python -m ddrl.reproduce`) ---
+# --- runner (set by `python -m ddrl.run.reproduce`) ---
 preset = "default"  # which params/<preset>/ file the runner used
 output_dir = "../outputs/interactive"  # figures/, tables/, metrics/ go here
 seed = 0  # ddrl.seeds.DEFAULT_SEED
@@ -82,11 +82,12 @@ from IPython.display import Markdown, display
 
 from ddrl import analysis as an
 from ddrl import paper
-from ddrl import tables as T
+from ddrl.report import tables as T
 from ddrl.data import load_questions, resolve_data_dir
-from ddrl.experiments import cached_rollouts, train_and_evaluate
-from ddrl.plotting import color, set_style
-from ddrl.reporting import Reporter, cache_root
+from ddrl.run.experiments import cached_rollouts, train_and_evaluate
+from ddrl.report.plotting import color, set_style
+from ddrl.report.reporter import Reporter
+from ddrl.run.storage import cache_root
 
 set_style()
 rep = Reporter(output_dir, "02_grpo_amplification")

@@ -29,14 +29,14 @@
 # | DDRL | BCS + DAE, then consensus-based off-policy refinement (COR) | the method |
 #
 # BCS + DAE is the RL-only checkpoint of the DDRL run, so it costs nothing extra. Every run goes through
-# `ddrl.experiments.Experiment` and is cached by its configuration, so notebooks 04 and 05 reuse these runs.
+# `ddrl.run.experiments.Experiment` and is cached by its configuration, so notebooks 04 and 05 reuse these runs.
 # Sections: (1) the main table with seeds and 95% intervals, the paper's Table 2 numbers beside ours, the
 # base model's maj@N over its N voting samples, and whether the testbed reproduces the direction of each
 # difference the paper reports, (2) mean-advantage dynamics TTRL vs DDRL (paper Fig. 4), (3) pseudo-label
 # and reward accuracy during training, (4) paper vs measured.
 
 # %% tags=["parameters"]
-# --- runner (set by `python -m ddrl.reproduce`) ---
+# --- runner (set by `python -m ddrl.run.reproduce`) ---
 preset = "default"  # which params/<preset>/ file the runner used
 output_dir = "../outputs/interactive"  # figures/, tables/, metrics/ go here
 seed = 0  # ddrl.seeds.DEFAULT_SEED (the question draw; training seeds are `seeds`)
@@ -82,10 +82,10 @@ from IPython.display import Markdown, display
 
 from ddrl import analysis as an
 from ddrl import paper
-from ddrl import tables as T
-from ddrl.experiments import cached_rollouts, notebook_experiment, summarize
-from ddrl.plotting import ci_yerr, color, set_style
-from ddrl.reporting import Reporter
+from ddrl.report import tables as T
+from ddrl.run.experiments import cached_rollouts, notebook_experiment, summarize
+from ddrl.report.plotting import ci_yerr, color, set_style
+from ddrl.report.reporter import Reporter
 
 label = T.method_label
 
@@ -107,9 +107,9 @@ print(f"{len(adapted)} adapted + {len(heldout)} held-out questions; model {overr
 # ## 1. The main table (paper Table 2): pass@1 and maj@n, mean and 95% t-interval over seeds
 #
 # pass@1: mean share of `eval_n` samples (T = 0.6, top-p 0.95) that are correct; maj@n: is the majority of
-# those samples correct. The interval is a t-interval over training seeds (`ddrl.experiments.summarize`),
+# those samples correct. The interval is a t-interval over training seeds (`ddrl.run.experiments.summarize`),
 # so with 2-3 seeds it is wide: an honest picture of run-to-run spread. The paper column is its pass@1 (%)
-# for the run's model and benchmark where the paper has them (`ddrl.tables.paper_reference`; the testbed is
+# for the run's model and benchmark where the paper has them (`ddrl.report.tables.paper_reference`; the testbed is
 # shown beside Qwen2.5-Math-1.5B on MATH-500; BCS + DAE comes from Table 3).
 #
 # The last row is the **base model's maj@N over its N voting samples** (N = `n_votes`, at the rollout

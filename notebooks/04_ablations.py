@@ -35,7 +35,7 @@
 # DAE rows and the non-default learning rates are new.
 
 # %% tags=["parameters"]
-# --- runner (set by `python -m ddrl.reproduce`) ---
+# --- runner (set by `python -m ddrl.run.reproduce`) ---
 preset = "default"  # which params/<preset>/ file the runner used
 output_dir = "../outputs/interactive"  # figures/, tables/, metrics/ go here
 seed = 0  # ddrl.seeds.DEFAULT_SEED (the question draw; training seeds are listed below)
@@ -84,10 +84,10 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from ddrl import tables as T
-from ddrl.experiments import notebook_experiment, summarize
-from ddrl.plotting import ci_yerr, color, set_style
-from ddrl.reporting import Reporter
+from ddrl.report import tables as T
+from ddrl.run.experiments import notebook_experiment, summarize
+from ddrl.report.plotting import ci_yerr, color, set_style
+from ddrl.report.reporter import Reporter
 
 label = T.method_label
 set_style()
@@ -110,7 +110,7 @@ print(f"{len(adapted)} adapted + {len(heldout)} held-out questions; model {overr
 #
 # pass@1 (mean and 95% t-interval over seeds) on the adapted and held-out questions, beside the paper's
 # Table 3 pass@1 (%) for the run's model and benchmark (the testbed is shown beside Qwen2.5-Math-1.5B on
-# MATH-500; `ddrl.tables.paper_reference`). Below it: for each component the paper adds, does the testbed
+# MATH-500; `ddrl.report.tables.paper_reference`). Below it: for each component the paper adds, does the testbed
 # move pass@1 in the same direction?
 
 # %%

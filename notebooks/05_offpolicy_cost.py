@@ -42,7 +42,7 @@
 # (notebook 03's run).
 
 # %% tags=["parameters"]
-# --- runner (set by `python -m ddrl.reproduce`) ---
+# --- runner (set by `python -m ddrl.run.reproduce`) ---
 preset = "default"  # which params/<preset>/ file the runner used
 output_dir = "../outputs/interactive"  # figures/, tables/, metrics/ go here
 seed = 0  # ddrl.seeds.DEFAULT_SEED (the question draw; training seeds are listed below)
@@ -94,10 +94,10 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from ddrl import tables as T
-from ddrl.experiments import notebook_experiment, summarize
-from ddrl.plotting import ci_yerr, color, set_style
-from ddrl.reporting import Reporter
+from ddrl.report import tables as T
+from ddrl.run.experiments import notebook_experiment, summarize
+from ddrl.report.plotting import ci_yerr, color, set_style
+from ddrl.report.reporter import Reporter
 from ddrl.train import extra_rl_factor, steps_per_episode
 
 label = T.method_label

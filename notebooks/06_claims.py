@@ -17,10 +17,10 @@
 # # 06 · The claims study: every claim of the paper, decided on the testbed
 #
 # The paper reports one run per cell, without seeds or intervals. This notebook shows the study that
-# decides its claims on a model you can train yourself (issue 17): the claims with ids (`ddrl.claims`),
+# decides its claims on a model you can train yourself (issue 17): the claims with ids (`ddrl.study.claims`),
 # regimes that stand for AIME 2024, AMC and MATH-500 picked from the *base* model's properties only
-# (`ddrl.regimes`, `bench/regimes.py`), a paired seeds x questions design with hierarchical-bootstrap
-# intervals and a power analysis (`ddrl.stats`, `bench/claims_power.py`), and the pre-registered verdict
+# (`ddrl.study.regimes`, `bench/regimes.py`), a paired seeds x questions design with hierarchical-bootstrap
+# intervals and a power analysis (`ddrl.report.stats`, `bench/claims_power.py`), and the pre-registered verdict
 # rule (`results/plan.md`, committed before any comparison ran):
 #
 # | verdict | 95% interval of the effect |
@@ -32,17 +32,17 @@
 #
 # A verdict marked *(floor)* is the rule's verdict for a regime where both methods score pass@1 0 on every
 # question of every seed: the difference is exactly 0, so the rule says *no effect*, but such a regime cannot
-# tell the methods apart (`ddrl.study_analysis.at_floor`).
+# tell the methods apart (`ddrl.study.analysis.at_floor`).
 #
 # By default it renders from the committed results in `results/` (~8 s on 2 cores, from a fresh clone too: each of
 # its 29 figures whose function, data, style and code are unchanged is copied, from `.cache/figures/` or from the
 # committed store in `docs/results/`, by `Reporter.draw`, and nothing it imports loads torch; `bench/render_claims.py`);
-# nothing is trained here. The `study` preset (`python -m ddrl.reproduce --preset study --only 06`) reruns the whole study
+# nothing is trained here. The `study` preset (`python -m ddrl.run.reproduce --preset study --only 06`) reruns the whole study
 # through the parallel runner (`ddrl.study`: stage 1, its variance-only analysis, stage 2, the claims), resumable
 # after a kill; the `smoke` preset runs the same path on the tiny testbed in about a minute.
 
 # %% tags=["parameters"]
-# --- runner (set by `python -m ddrl.reproduce`) ---
+# --- runner (set by `python -m ddrl.run.reproduce`) ---
 preset = "default"  # which params/<preset>/ file the runner used
 output_dir = "../outputs/interactive"  # figures/, tables/, metrics/ go here
 seed = 0  # ddrl.seeds.DEFAULT_SEED (unused: this notebook only reads committed results)
@@ -54,7 +54,7 @@ tables_dir = "../docs/results"  # the tables behind the study's figures, as --an
 
 # --- rerunning the study (preset `study`; `smoke` runs its smoke path) ---
 run_study = False  # run the study's jobs (ddrl.study) before rendering; finished runs and written CSVs are reused
-study_scale = "default"  # ddrl.study.SCALES: "default" (the registered study) or "smoke" (tiny testbed, 2 seeds)
+study_scale = "default"  # ddrl.study.runner.SCALES: "default" (the registered study) or "smoke" (tiny testbed, 2 seeds)
 study_regimes = []  # regimes to run (empty: every regime of regimes_base.json)
 study_budget_min = 240.0  # wall-time budget of both stages (jobs starting later are skipped; rerun to continue)
 study_dir = ""  # where runs/, stage1.json and claims.json go (empty: results_dir; the smoke scale: <output_dir>/study)
@@ -67,9 +67,11 @@ from pathlib import Path
 import pandas as pd
 from IPython.display import Markdown, display
 
-from ddrl import claims as C, digest as DG, study_figures as SF
-from ddrl.plotting import set_style
-from ddrl.reporting import Reporter
+from ddrl.study import claims as C
+from ddrl.study import digest as DG
+from ddrl.study import figures as SF
+from ddrl.report.plotting import set_style
+from ddrl.report.reporter import Reporter
 
 set_style()
 rep = Reporter(output_dir, "06_claims")
@@ -88,7 +90,7 @@ D = Path(study_dir) if study_dir else (Path(output_dir) / "study" if study_scale
 # One row per claim and regime: the paper's number (Qwen2.5-Math-1.5B, on the benchmark the regime stands for),
 # then the testbed at the paper's small learning rate (lr/10, twice the episodes) and at the default one, gathered
 # from the registered study's scorecard and every later plan amendment's committed analysis on the same build
-# (`ddrl.digest`). A cell reads: estimate [95% CI], verdict (seeds x questions); *floor*: both methods at pass@1 0
+# (`ddrl.study.digest`). A cell reads: estimate [95% CI], verdict (seeds x questions); *floor*: both methods at pass@1 0
 # everywhere; "-": not measured. The sections below show where each number comes from.
 
 # %%
@@ -111,7 +113,7 @@ if not glance.empty and (glance.lr10 != "-").any():  # the lr/10 comparisons bes
 # %%
 study_log = None
 if run_study:
-    from ddrl import study as ST
+    from ddrl.study import runner as ST
 
     scale = ST.SCALES[study_scale]
     regs = ST.load_regimes(R / "regimes_base.json", scale, study_regimes or None)
@@ -168,7 +170,7 @@ display(need)
 # mean), which replace the pilot's assumptions above and set the seeds per regime for stage 2.
 
 # %%
-from ddrl.study_analysis import progress
+from ddrl.study.analysis import progress
 
 prog = progress(D / "runs")
 stage1 = json.loads((D / "stage1.json").read_text()) if (D / "stage1.json").is_file() else None
@@ -213,12 +215,12 @@ display(Markdown(msg)) if msg else None
 #
 # This table and those below come from every run CSV of the study (about 2,000 files; the selection rules are
 # replayed on every base question 64 times): about a minute of computing. `python -m ddrl.study --analyse claims`
-# writes them beside the scorecard (`docs/results/`, `ddrl.study_figures.TABLES`) with `tables.json`, a sha256 of
+# writes them beside the scorecard (`docs/results/`, `ddrl.study.figures.TABLES`) with `tables.json`, a sha256 of
 # the runs and scorecard they came from; where that matches the runs and scorecard read here, they are read back
 # instead of computed (a test recomputes the committed ones and compares).
 
 # %%
-from ddrl.study_figures import committed_tables, study_tables
+from ddrl.study.figures import committed_tables, study_tables
 
 if results is not None:
     T = committed_tables(tables_dir, D / "runs", results) if tables_dir else None
@@ -256,7 +258,7 @@ if results is not None:
 # exists (plan, Amendment 4).
 
 # %%
-from ddrl.study_figures import advantage_dynamics_figure, band_accuracy_figure
+from ddrl.study.figures import advantage_dynamics_figure, band_accuracy_figure
 
 if results is not None:
     for name, draw in (("advantage_dynamics", advantage_dynamics_figure), ("base_bands", band_accuracy_figure)):
@@ -272,7 +274,7 @@ if results is not None:
 # is the spurious amplification the paper describes.
 
 # %%
-from ddrl.study_figures import pseudo_label_drift
+from ddrl.study.figures import pseudo_label_drift
 
 if results is not None:
     drift = pseudo_label_drift(T["pseudo_labels"])
@@ -293,7 +295,7 @@ if results is not None:
 # K = 15 of 30, where BCS keeps fewer copies of the label than random K does.
 
 # %%
-from ddrl.study_figures import selection_errors_figure
+from ddrl.study.figures import selection_errors_figure
 
 if results is not None:
     rep.draw("selection_errors", selection_errors_figure, T["selection_errors"], data=T["selection_errors"])
@@ -310,8 +312,8 @@ if results is not None:
 # Left, each band's share of the wrong rewards; right, how often its rollouts are rewarded wrongly.
 
 # %%
-from ddrl.reward_noise import summary as noise_summary
-from ddrl.study_figures import reward_noise_figure
+from ddrl.study.reward_noise import summary as noise_summary
+from ddrl.study.figures import reward_noise_figure
 
 if results is not None:
     noise = T["reward_noise"]
@@ -330,7 +332,7 @@ if results is not None:
 # scorecard's paired ones; this figure shows the levels they are differences of.
 
 # %%
-from ddrl.study_figures import transfer_figure
+from ddrl.study.figures import transfer_figure
 
 if results is not None:
     rep.draw("heldout_transfer", transfer_figure, T["heldout_transfer"], data=T["heldout_transfer"])
@@ -346,7 +348,7 @@ if results is not None:
 # scorecard's.
 
 # %%
-from ddrl.tables import committed_markdown, fmt_ci
+from ddrl.report.tables import committed_markdown, fmt_ci
 
 wide_path = R / "wide" / "claims.json"
 if wide_path.is_file():
@@ -356,7 +358,7 @@ if wide_path.is_file():
     display(wd[["id", "seeds", "paper", "interval", "half_width", "verdict", "n_seeds", "n_questions"]].round(2))
     display(pd.DataFrame(wres["device_check"]).T.round(2))
 else:
-    display(Markdown("Amendment 26's analysis is not committed yet (`python -m ddrl.wide status` says how far it is)."))
+    display(Markdown("Amendment 26's analysis is not committed yet (`python -m ddrl.study.amendments.wide status` says how far it is)."))
 
 # %% [markdown]
 # Why the longer runs lose: on the left each run's adapted pass@1, on the right the vote over the four quarters of
@@ -371,7 +373,7 @@ else:
 # more often while the vote concentrates about as much.
 
 # %%
-from ddrl import wide
+from ddrl.study.amendments import wide
 
 arms_path = R / "wide" / "arms.json"
 if wide_path.is_file():
@@ -382,7 +384,7 @@ if arms_path.is_file():
     # descriptive: each method's adapted pass@1 over Amendment 27's seeds (unpenalised runs: CPU seeds 200-211)
     display(wide.levels(R / "wide", seeds=wide.ARM_SEEDS).round(2))
 else:
-    display(Markdown("Amendment 27's analysis is not committed yet (`python -m ddrl.wide status` says how far it is)."))
+    display(Markdown("Amendment 27's analysis is not committed yet (`python -m ddrl.study.amendments.wide status` says how far it is)."))
 
 # %% [markdown]
 # ### P1, P2 and M1 in MATH-500-like at the paper's small learning rate (plan Amendment 28)
@@ -401,7 +403,7 @@ else:
 # often right as at the start; at the default learning rate the label is right less often by the end.
 
 # %%
-from ddrl import small_lr
+from ddrl.study.amendments import small_lr
 
 small_path = R / "small_lr" / "claims.json"
 if small_path.is_file():
@@ -410,7 +412,7 @@ if small_path.is_file():
     display(Markdown(small_lr.levels_markdown(sres)))
     rep.draw("small_lr", small_lr.figure, sres, data=pd.DataFrame(sres["vote"]))
 else:
-    display(Markdown("Amendment 28's analysis is not committed yet (`python -m ddrl.small_lr status` says how far it is)."))
+    display(Markdown("Amendment 28's analysis is not committed yet (`python -m ddrl.study.amendments.small_lr status` says how far it is)."))
 
 # %% [markdown]
 # Which part of DDRL carries M1 at lr/10? Amendment 29 measures the paper's ablation (Table 3: BCS, then DAE, then
@@ -427,7 +429,7 @@ else:
 # DAE nothing (A2 *no effect*), and BCS sits level with TTRL (A1 -0.31, *not resolved*), not 2 points below it.
 
 # %%
-from ddrl import small_lr_ablation
+from ddrl.study.amendments import small_lr_ablation
 
 for name, design in small_lr_ablation.DESIGNS.items():  # Amendment 29 (MATH-500-like), 55 (AMC-like)
     if design.analysis.is_file():
@@ -436,7 +438,7 @@ for name, design in small_lr_ablation.DESIGNS.items():  # Amendment 29 (MATH-500
         display(Markdown(small_lr_ablation.split_markdown(ares)))
     else:
         display(Markdown(f"Amendment {design.amendment}'s analysis is not committed yet "
-                         f"(`python -m ddrl.small_lr_ablation status --design {name}`)."))
+                         f"(`python -m ddrl.study.amendments.small_lr_ablation status --design {name}`)."))
 
 # %% [markdown]
 # The paper's headline table also sets DDRL against "the stronger ETMR baseline" (entropy-fork tree rollouts; MATH-500:
@@ -449,7 +451,7 @@ for name, design in small_lr_ablation.DESIGNS.items():  # Amendment 29 (MATH-500
 # 47 the same on the registered build.
 
 # %%
-from ddrl import small_lr_etmr
+from ddrl.study.amendments import small_lr_etmr
 
 for build, design in small_lr_etmr.DESIGNS.items():  # Amendments 43, 47 (registered build), 44, 46 (Xeon build)
     if design.analysis.is_file():
@@ -458,7 +460,7 @@ for build, design in small_lr_etmr.DESIGNS.items():  # Amendments 43, 47 (regist
         rep.draw(design.figure, small_lr_etmr.etmr_figure, eres, design, data=pd.DataFrame(eres["seed_pass1"]))
     else:
         display(Markdown(f"Amendment {design.amendment}'s analysis is not committed yet "
-                         f"(`python -m ddrl.small_lr_etmr status --build {build}`)."))
+                         f"(`python -m ddrl.study.amendments.small_lr_etmr status --build {build}`)."))
 
 # %% [markdown]
 # The same runs on fresh questions (Amendment 45; Amendment 46's held-out part): each finished lr/10 run evaluated on
@@ -467,7 +469,7 @@ for build, design in small_lr_etmr.DESIGNS.items():  # Amendments 43, 47 (regist
 # appears once its analysis is written.
 
 # %%
-from ddrl import etmr_heldout
+from ddrl.study.amendments import etmr_heldout
 
 for build, design in etmr_heldout.DESIGNS.items():
     if design.analysis.is_file():
@@ -477,7 +479,7 @@ for build, design in etmr_heldout.DESIGNS.items():
                          f"{design.not_run}."))
     else:
         display(Markdown(f"Amendment {design.amendment}'s held-out analysis ({design.build}, {design.regime}) is not "
-                         f"committed yet (`python -m ddrl.etmr_heldout status --build {build}`)."))
+                         f"committed yet (`python -m ddrl.study.amendments.etmr_heldout status --build {build}`)."))
 
 # %% [markdown]
 # Amendment 29 left a caveat: COR kept the paper's SFT learning rate (1e-5) while the RL phase ran at 3e-6. Amendment
@@ -492,10 +494,10 @@ for build, design in etmr_heldout.DESIGNS.items():
 # on the testbed the RL phase before COR costs more than it gives.
 
 # %%
-from ddrl import small_lr_cor
+from ddrl.study.amendments import small_lr_cor
 
 cor_path = R / "small_lr" / "cor.json"
-display(Markdown(committed_markdown(cor_path, small_lr_cor.markdown, 30, "python -m ddrl.small_lr_cor status")))
+display(Markdown(committed_markdown(cor_path, small_lr_cor.markdown, 30, "python -m ddrl.study.amendments.small_lr_cor status")))
 
 # %% [markdown]
 # Amendment 56 asks the same of COR in AMC-like at lr/10, and one more question: does COR's refinement size matter
@@ -506,11 +508,11 @@ display(Markdown(committed_markdown(cor_path, small_lr_cor.markdown, 30, "python
 # paper's +0.1), and COR at a tenth of its rate keeps only a sixth of COR's gain (K1, K2 *reproduced*).
 
 # %%
-from ddrl import small_lr_refine
+from ddrl.study.amendments import small_lr_refine
 
 display(Markdown(committed_markdown(R / "small_lr" / small_lr_refine.ANALYSIS.name,
                                     lambda res: small_lr_refine.markdown(res, C.load(R / "claims.json")), 56,
-                                    "python -m ddrl.small_lr_refine status")))
+                                    "python -m ddrl.study.amendments.small_lr_refine status")))
 
 # %% [markdown]
 # Amendment 59 asks R1 in the paper's own setting for Table 6, MATH-500-like at lr/10. Amendment 28's DDRL runs kept
@@ -522,11 +524,11 @@ display(Markdown(committed_markdown(R / "small_lr" / small_lr_refine.ANALYSIS.na
 # repeated its committed RL steps and results exactly.
 
 # %%
-from ddrl import refine_math500
+from ddrl.study.amendments import refine_math500
 
 display(Markdown(committed_markdown(R / "small_lr" / refine_math500.ANALYSIS.name,
                                     lambda res: refine_math500.markdown(res, C.load(R / "claims.json")), 59,
-                                    "python -m ddrl.refine_math500 status")))
+                                    "python -m ddrl.study.amendments.refine_math500 status")))
 
 # %% [markdown]
 # Does that extra gain hold on questions the model did not adapt on? Amendment 60 recomputes COR 4x from the same
@@ -541,7 +543,7 @@ display(Markdown(committed_markdown(
     R / "small_lr" / refine_math500.HELDOUT_ANALYSIS.name,
     lambda res: refine_math500.heldout_markdown(
         res, json.loads((R / "small_lr" / small_lr_refine.HELDOUT_ANALYSIS.name).read_text())),
-    60, "python -m ddrl.refine_math500 status")))
+    60, "python -m ddrl.study.amendments.refine_math500 status")))
 
 # %% [markdown]
 # And a gentler COR? Amendment 61 recomputes COR at a tenth of its learning rate (1e-6) from the same cached runs and
@@ -551,13 +553,13 @@ display(Markdown(committed_markdown(
 # unscaled rate costs about a point more in every seed (K2x *contradicted*), as in AMC-like.
 
 # %%
-from ddrl import ttrl_heldout
+from ddrl.study.amendments import ttrl_heldout
 
 display(Markdown(committed_markdown(
     R / "small_lr" / refine_math500.LR10_ANALYSIS.name,
     lambda res: refine_math500.heldout_markdown(
         res, json.loads((R / "small_lr" / ttrl_heldout.ANALYSIS.name).read_text()), 61),
-    61, "python -m ddrl.refine_math500 status")))
+    61, "python -m ddrl.study.amendments.refine_math500 status")))
 
 # %% [markdown]
 # The fourth corner of COR's size x rate square: Amendment 62 recomputes COR keeping 4x the rollouts at 1e-6 from the
@@ -573,7 +575,7 @@ display(Markdown(committed_markdown(
 gentle = {r: R / "small_lr" / p.name for r, p in small_lr_refine.GENTLE_ANALYSIS.items()}
 for path in gentle.values():
     display(Markdown(committed_markdown(path, small_lr_refine.gentle_markdown, 62,
-                                        "python -m ddrl.small_lr_refine status")))
+                                        "python -m ddrl.study.amendments.small_lr_refine status")))
 gentle_done = [json.loads(p.read_text()) for p in gentle.values() if p.is_file()]
 if gentle_done:
     rep.draw("cor_trade", small_lr_refine.trade_figure, gentle_done, data=small_lr_refine.trade_frame(gentle_done))
@@ -589,7 +591,7 @@ if gentle_done:
 # %%
 display(Markdown(committed_markdown(R / "small_lr" / small_lr_refine.HELDOUT_ANALYSIS.name,
                                     lambda res: small_lr_refine.heldout_markdown(res, C.load(R / "claims.json")), 57,
-                                    "python -m ddrl.small_lr_refine status")))
+                                    "python -m ddrl.study.amendments.small_lr_refine status")))
 
 # %% [markdown]
 # Two runs are missing beside DDRL on those fresh questions: TTRL itself, and a gentler COR. Amendment 58 trains
@@ -603,11 +605,11 @@ display(Markdown(committed_markdown(R / "small_lr" / small_lr_refine.HELDOUT_ANA
 # TTRL run repeated its committed adapted results exactly.
 
 # %%
-from ddrl import ttrl_heldout
+from ddrl.study.amendments import ttrl_heldout
 
 display(Markdown(committed_markdown(R / "small_lr" / ttrl_heldout.ANALYSIS.name,
                                     lambda res: ttrl_heldout.markdown(res, C.load(R / "claims.json")), 58,
-                                    "python -m ddrl.ttrl_heldout status")))
+                                    "python -m ddrl.study.amendments.ttrl_heldout status")))
 
 # %% [markdown]
 # Does adaptation at lr/10 transfer to held-out questions? Amendment 31 evaluates the lr/10 runs (TTRL, DDRL, and
@@ -629,7 +631,7 @@ if heldout_path.is_file():
         rep.draw("small_lr_cor", small_lr_cor.figure, json.loads(cor_path.read_text()), hres,
                  data=pd.DataFrame(hres["seed_pass1"]))
 else:
-    display(Markdown("Amendment 31's analysis is not committed yet (`python -m ddrl.small_lr_cor status`)."))
+    display(Markdown("Amendment 31's analysis is not committed yet (`python -m ddrl.study.amendments.small_lr_cor status`)."))
 
 # %% [markdown]
 # Is COR alone beating DDRL a MATH-500-like peculiarity? Amendment 34 runs COR alone in the registered study's two
@@ -656,13 +658,13 @@ else:
 # model, COR alone still gains, and DDRL ends below COR alone in every seed (K4 *contradicted*).
 
 # %%
-from ddrl import cor_alone
+from ddrl.study.amendments import cor_alone
 
 for build, design in cor_alone.DESIGNS.items():  # the registered build (Amendment 34), then the two others
     got = cor_alone.committed(design)
     if got is None:
         display(Markdown(f"{design.tag}'s analysis is not committed yet "
-                         f"(`python -m ddrl.cor_alone status --build {build}`)."))
+                         f"(`python -m ddrl.study.amendments.cor_alone status --build {build}`)."))
         continue
     display(Markdown(cor_alone.report(got, design)))
     rep.draw(design.name, cor_alone.figure, *got, design=design, data=pd.DataFrame(got[0]["seed_pass1"]))
@@ -675,10 +677,10 @@ for build, design in cor_alone.DESIGNS.items():  # the registered build (Amendme
 # replication's scorecard above). The table appears once `results/replication_xeon/lr_heldout.json` is written.
 
 # %%
-from ddrl import lr_heldout
+from ddrl.study.amendments import lr_heldout
 
 display(Markdown(committed_markdown(lr_heldout.XEON / "lr_heldout.json", lr_heldout.markdown, 39,
-                                    "python -m ddrl.lr_heldout status")))
+                                    "python -m ddrl.study.amendments.lr_heldout status")))
 
 # %% [markdown]
 # Is that gain distance from the base? Amendment 40 measures each of those runs' held-out KL to the untrained model
@@ -688,7 +690,7 @@ display(Markdown(committed_markdown(lr_heldout.XEON / "lr_heldout.json", lr_held
 # Amendment 41 adds COR alone (no RL), recomputed per seed: Y1 and Y2 ask whether it lies on that line.
 
 # %%
-from ddrl import lr_drift
+from ddrl.study.amendments import lr_drift
 
 lr_drift_path, cor_drift_path = lr_drift.XEON / "lr_drift.json", lr_drift.XEON / "cor_alone_drift.json"
 cor_drift = json.loads(cor_drift_path.read_text()) if cor_drift_path.is_file() else None
@@ -699,7 +701,7 @@ if lr_drift_path.is_file():
         display(Markdown(lr_drift.cor_markdown(cor_drift)))
     rep.draw("lr_drift", lr_drift.figure, lr_drift_res, cor_drift, data=pd.DataFrame(lr_drift_res["runs"]))
 else:
-    display(Markdown("Amendment 40's analysis is not committed yet (`python -m ddrl.lr_drift status`)."))
+    display(Markdown("Amendment 40's analysis is not committed yet (`python -m ddrl.study.amendments.lr_drift status`)."))
 
 # %% [markdown]
 # Two readings of those runs remain: one straight line through the base (L), or a free start of ~3.4 units near the
@@ -709,7 +711,7 @@ else:
 # learning rate trades: gain on the adapted questions against gain on fresh ones.
 
 # %%
-from ddrl import lr_curve
+from ddrl.study.amendments import lr_curve
 
 lr_curve_path = lr_curve.XEON / "lr_curve.json"
 if lr_curve_path.is_file():
@@ -718,7 +720,7 @@ if lr_curve_path.is_file():
     rep.draw("lr_curve", lr_curve.figure, lr_curve_res, lr_curve.amendment40_runs(), lr_curve.x3h_slope(),
              data=pd.DataFrame(lr_curve_res["runs"]))
 else:
-    display(Markdown("Amendment 42's analysis is not committed yet (`python -m ddrl.lr_curve status`)."))
+    display(Markdown("Amendment 42's analysis is not committed yet (`python -m ddrl.study.amendments.lr_curve status`)."))
 
 # %% [markdown]
 # ## Why BCS's negatives cost held-out accuracy: policy drift (plan Amendment 21)
@@ -735,7 +737,8 @@ else:
 # common within-method slope.
 
 # %%
-from ddrl import drift, drift_data
+from ddrl.study import drift
+from ddrl.study import drift_data
 
 drift_sets = {"exploratory": "amc_like_exploratory", "H100": "amc_like_gpu", "Xeon": "amc_like_cpu"}
 drift_files = [(k, R / "drift" / f"{f}{sfx}.json") for sfx in ("", "_heldout_kl") for k, f in drift_sets.items()]
@@ -779,7 +782,7 @@ if dose_path.is_file():
 # on BCS's line (inside +-1 point); Z3 and Z4: TTRL moves less far than BCS, DDRL further. `Za` (held-out) and
 # `Ad` (the adapted questions) are descriptive. The Xeon's runs (seeds 100-115) and one H100 call's (seeds
 # 100-104) are analysed apart; the dashed line is Amendment 21's slope through BCS's Xeon runs. Amendment 24
-# asks the same in MATH-500-like (Xeon, seeds 100-110; `python -m ddrl.drift figure --regime math500_like`).
+# asks the same in MATH-500-like (Xeon, seeds 100-110; `python -m ddrl.study.drift figure --regime math500_like`).
 
 # %%
 methods_rows = [dict(e, runs=k) for k, f in (("Xeon", "amc_like_cpu_methods"), ("H100", "amc_like_gpu_methods"),
@@ -883,7 +886,7 @@ display(Markdown("\n\n".join(lines)))
 # %% [markdown]
 # ## Try this
 #
-# 1. Which variance component limits the half-width? Recompute `ddrl.stats.power_table` with the seed
+# 1. Which variance component limits the half-width? Recompute `ddrl.report.stats.power_table` with the seed
 #    component halved: how many seeds does DDRL vs TTRL need then?
 # 2. Why does COR vs its own RL weights (A3) need so few seeds compared with DDRL vs TTRL (M1)?
 # 3. The regimes are chosen from the base model only. What could go wrong if they were chosen after seeing

@@ -72,7 +72,7 @@ def write_h1x(out: Path, regime: str, method: str, seed: int, acc: float, run: s
     """A made-up H1x CSV (TEST INPUT): two fresh questions at ``acc`` -+ 5 points, so their mean is ``acc``."""
     import pandas as pd
 
-    from ddrl.study_plan import heldout_x_path
+    from ddrl.study.plan import heldout_x_path
 
     p = heldout_x_path(out, regime, method, seed)
     p.parent.mkdir(parents=True, exist_ok=True)

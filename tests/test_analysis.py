@@ -234,8 +234,8 @@ def test_grade_problem_with_math_verify():
 def test_model_fingerprint_hashes_each_weight_file_once_and_follows_changes(tmp_path, monkeypatch):
     import os
 
-    import ddrl.fingerprints as where
-    from ddrl.fingerprints import model_fingerprint
+    import ddrl.run.fingerprints as where
+    from ddrl.run.fingerprints import model_fingerprint
 
     calls = []
     real = where.sha256_file

@@ -10,7 +10,8 @@ import time
 import numpy as np
 import pytest
 
-from ddrl import answers, grader_pool
+from ddrl import answers
+from ddrl.grading import grader_pool
 from ddrl.answers import clear_cache, extract_boxed, is_equivalent, voting_key, warm_up
 
 # ------------------------------------------------------------------------------------ extract_boxed

@@ -169,7 +169,7 @@ def prepare(stem: str, root: Path, out: Path) -> Path:
     ``prepare_only``), but ``interactive = True``, writing its artifacts under ``out``."""
     import papermill
 
-    from ddrl.reproduce import NOTEBOOK_DIR, load_preset
+    from ddrl.run.reproduce import NOTEBOOK_DIR, load_preset
 
     params = {**load_preset("smoke", NOTEBOOK_DIR / f"{stem}.ipynb"), "interactive": True, "progress": False,
               "preset": "smoke", "output_dir": str(out)}

@@ -1,4 +1,4 @@
-"""ddrl.claims: the registry read from the paper, the claims.json schema and the scorecard renderer.
+"""ddrl.study.claims: the registry read from the paper, the claims.json schema and the scorecard renderer.
 
 Every claims list below is SYNTHETIC TEST INPUT made up for these tests, never a result and never committed
 under results/."""
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ddrl import claims
+from ddrl.study import claims
 
 REPO = Path(__file__).resolve().parents[1]
 PAPER = REPO.parent / "shared" / "paper" / "000_45b6899f74069425.txt"

@@ -1,5 +1,5 @@
 """Plan Amendment 34: COR alone in AMC-like and AIME-like, adapted and fresh questions; Amendment 35: K3, K4 on the
-second pinned build, with its untrained runs (``ddrl.cor_alone``)."""
+second pinned build, with its untrained runs (``ddrl.study.amendments.cor_alone``)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,12 @@ import pandas as pd
 import pytest
 from conftest import committed_json
 
-from ddrl import cor_alone as K, small_lr, study
-from ddrl.reporting import REPO
-from ddrl.study_analysis import paired_matrix
-from ddrl.study_plan import COR_ONLY, NO_RL, SCALES, SMALL_LR, Job, csv_path, heldout_x_path, load_regimes, same_base
+from ddrl.study.amendments import cor_alone as K
+from ddrl.study.amendments import small_lr
+from ddrl.study import runner as study
+from ddrl.run.storage import REPO
+from ddrl.study.analysis import paired_matrix
+from ddrl.study.plan import COR_ONLY, NO_RL, SCALES, SMALL_LR, Job, csv_path, heldout_x_path, load_regimes, same_base
 
 SMOKE_SEEDS = {"amc_like": (0, 1), "aime_like": (0, 1)}
 C49D = K.DESIGNS["c49d"]
@@ -216,7 +218,7 @@ def test_smoke_second_build_design_reads_its_own_regime_and_matches_the_register
 def test_amendment_38_evaluates_the_xeon_lr10_runs_with_the_registered_h1x_definitions():
     """Amendment 38: one H1x job per lr/10 seed evaluating five runs; its claims are the registered H1x family's
     pairs (``study_plan.PAIRED``) and Amendment 33's K3x / K4x, all in ``amc_like_small_lr``."""
-    from ddrl.study_plan import PAIRED
+    from ddrl.study.plan import PAIRED
 
     xeon = K.DESIGNS["xeon"]
     assert K.heldout_seeds(xeon) == {SMALL_LR: tuple(range(12))} and K.heldout_seeds(K.REGISTERED) == K.SEEDS
@@ -279,8 +281,8 @@ def _csvs(regime: str, methods: tuple[str, ...], seeds) -> pd.DataFrame:
 
 def test_the_plans_predicted_half_widths_are_the_measured_components():
     """Amendment 34's predictions from the committed P2 / M1 matrices and H1x families at the registered seeds."""
-    from ddrl.study_analysis import claim_matrix
-    from ddrl.stats import predicted_half_width, variance_components
+    from ddrl.study.analysis import claim_matrix
+    from ddrl.report.stats import predicted_half_width, variance_components
 
     amc, aime = K.SEEDS["amc_like"], K.SEEDS["aime_like"]
     df = pd.concat([_csvs("amc_like", ("no_adaptation", "ttrl", "ddrl"), amc), _csvs(SMALL_LR, ("ttrl", "ddrl"), amc),
@@ -309,7 +311,7 @@ def test_the_plans_predicted_half_widths_are_the_measured_components():
 def test_amendment_38s_predicted_half_widths_are_the_measured_components():
     """Amendment 38's predictions at 12 x 1,536: the registered build's default-lr AMC-like H1x matrices (K4x from
     K5x's: DDRL at the default lr - COR alone) / its MATH-500-like lr/10 ones, as the plan states them."""
-    from ddrl.stats import predicted_half_width, variance_components
+    from ddrl.report.stats import predicted_half_width, variance_components
 
     def hw(regime: str, a: str, b: str) -> str:
         df = pd.concat([pd.read_csv(p, dtype={"question": str}) for m in (a, b)
@@ -325,7 +327,7 @@ def test_amendment_38s_predicted_half_widths_are_the_measured_components():
 
 
 def _committed(name: str) -> dict:
-    return committed_json(K.OUT / name, f"python -m ddrl.cor_alone analyse ... --json {K.OUT / name}")
+    return committed_json(K.OUT / name, f"python -m ddrl.study.amendments.cor_alone analyse ... --json {K.OUT / name}")
 
 
 def test_committed_adapted_analysis_recomputes_from_the_committed_csvs():
@@ -338,13 +340,13 @@ def test_committed_heldout_analysis_recomputes_from_the_committed_csvs():
 
 def _committed_other(build: str) -> dict:
     path = K.DESIGNS[build].analyses[0]
-    return committed_json(path, f"python -m ddrl.cor_alone analyse --build {build} --json {path}")
+    return committed_json(path, f"python -m ddrl.study.amendments.cor_alone analyse --build {build} --json {path}")
 
 
 @pytest.mark.parametrize("build", ["c49d", "xeon"])
 def test_committed_other_build_analysis_recomputes_from_the_committed_csvs(build):
     """Amendments 35 and 36: each analysis equals a recomputation from the committed CSVs, on the seeds it names
-    (Amendment 36's lr/10 seeds: those complete by its clock, :func:`ddrl.cor_alone.analysis_seeds`)."""
+    (Amendment 36's lr/10 seeds: those complete by its clock, :func:`ddrl.study.amendments.cor_alone.analysis_seeds`)."""
     design, res = K.DESIGNS[build], _committed_other(build)
     assert res["seeds"] == {r: list(s) for r, s in K.analysis_seeds(design.out, design).items()}
     got = K.analyse(design.out, n_boot=4000, seeds=K.analysis_seeds(design.out, design), design=design)
@@ -370,11 +372,11 @@ def test_committed_amendment_38_analysis_recomputes_and_docs_quote_it():
     """Amendment 38's held-out analysis equals a recomputation from the committed CSVs (every reloaded lr/10 run's
     adapted rows equal its committed CSV; the untrained model and COR alone computed at lr/10 equal AMC-like's), and
     docs/results.md quotes its table beside the registered build's entries."""
-    from ddrl.claims import load
+    from ddrl.study.claims import load
 
     xeon = K.DESIGNS["xeon"]
     path = xeon.analyses[1]
-    res = committed_json(path, f"python -m ddrl.cor_alone analyse --build xeon --heldout --json {path}")
+    res = committed_json(path, f"python -m ddrl.study.amendments.cor_alone analyse --build xeon --heldout --json {path}")
     got = K.analyse_heldout(xeon.out, n_boot=4000, seeds=K.heldout_seeds(xeon), design=xeon)
     assert json.loads(json.dumps(got)) == res
     assert (res["registered_reproduced"], res["registered_checked"], res["same_as_base"]) == (24, 24, 24)
@@ -387,8 +389,8 @@ def test_committed_amendment_38_analysis_recomputes_and_docs_quote_it():
 def test_docs_amendment_37_table_cites_the_committed_entries():
     """The builds side by side at lr/10 (docs/results.md, Amendment 37): each cell of the three builds' current entries
     is the committed claims file's estimate, interval and verdict (the 4-seed column is Amendment 36's, in git history)."""
-    from ddrl.claims import load
-    from ddrl.tables import entry_ci
+    from ddrl.study.claims import load
+    from ddrl.report.tables import entry_ci
 
     docs = (REPO / "docs" / "results.md").read_text()
     section = docs.split("## More lr/10 seeds on the Xeon build (plan Amendment 37)")[1].split("\n## ")[0]

@@ -1,4 +1,4 @@
-"""Tests of ddrl.pot_eval and ddrl.data: the PoT evaluator, record validation, local lookup with sha256
+"""Tests of ddrl.grading.pot_eval and ddrl.data: the PoT evaluator, record validation, local lookup with sha256
 checks, downloads from a loopback HTTP server, and the SVAMP numbers of shared/data/rollouts/README.md."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from conftest import REPO
 from ddrl import data as D
-from ddrl.pot_eval import MAX_EXPONENT, MAX_INT_BITS, program_answer
+from ddrl.grading.pot_eval import MAX_EXPONENT, MAX_INT_BITS, program_answer
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""ddrl.digest: the results page's "At a glance" table. Entries here are SYNTHETIC TEST INPUT, except in the two tests
+"""ddrl.study.digest: the results page's "At a glance" table. Entries here are SYNTHETIC TEST INPUT, except in the two tests
 that read the committed analyses (the page's quote and the walk over results/)."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from ddrl import digest as D
-from ddrl.claims import FLOOR_NOTE
+from ddrl.study import digest as D
+from ddrl.study.claims import FLOOR_NOTE
 
 from conftest import REPO
 
@@ -75,7 +75,7 @@ def test_a_bad_entry_is_refused_naming_its_file(results):
 def test_the_results_page_quotes_the_digest_of_the_committed_analyses():
     md = D.markdown()
     assert md in (REPO / "docs" / "results.md").read_text(), \
-        "docs/results.md's 'At a glance' differs from ddrl.digest.markdown(): paste the new rendering"
+        "docs/results.md's 'At a glance' differs from ddrl.study.digest.markdown(): paste the new rendering"
     assert "| DDRL beats TTRL | M1 | AMC-like |" in md  # the registered scorecard was read
 
 
@@ -92,7 +92,7 @@ def test_the_figure_sets_each_lr10_comparison_beside_its_default_lr_twin(results
 
 
 def test_every_committed_analysis_with_verdicts_is_in_the_digest_or_named_as_left_out():
-    """A new amendment's analysis file must join :data:`ddrl.digest.SOURCES` (or say why not), so that the page's
+    """A new amendment's analysis file must join :data:`ddrl.study.digest.SOURCES` (or say why not), so that the page's
     first table never silently misses a committed result of the registered build."""
     found = []
     for path in sorted((REPO / "results").rglob("*.json")):
@@ -105,4 +105,4 @@ def test_every_committed_analysis_with_verdicts_is_in_the_digest_or_named_as_lef
             found.append(rel)
     assert "claims.json" in found and "small_lr/etmr.json" in found  # the walk sees the committed analyses
     unlisted = [f for f in found if f not in D.SOURCES and not any(f.startswith(k) for k in D.ELSEWHERE)]
-    assert not unlisted, f"committed analyses neither in ddrl.digest.SOURCES nor in ELSEWHERE: {unlisted}"
+    assert not unlisted, f"committed analyses neither in ddrl.study.digest.SOURCES nor in ELSEWHERE: {unlisted}"

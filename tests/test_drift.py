@@ -1,4 +1,4 @@
-"""Policy drift and held-out accuracy (ddrl.drift, plan Amendment 21): step-log export, late means, the fit,
+"""Policy drift and held-out accuracy (ddrl.study.drift, plan Amendment 21): step-log export, late means, the fit,
 the analysis on synthetic inputs with known answers, the smoke path end to end, and the committed results
 recomputed from the committed CSVs.
 
@@ -13,11 +13,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ddrl import drift, drift_data, drift_kl
+from ddrl.study import drift
+from ddrl.study import drift_data
+from ddrl.study import drift_kl
 from ddrl.models import load_model
-from ddrl.runs import RunDir
+from ddrl.run.rundir import RunDir
 from ddrl.seeds import seed_range
-from ddrl.study_plan import adapted_x_path, heldout_x_path
+from ddrl.study.plan import adapted_x_path, heldout_x_path
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -80,14 +80,14 @@ def test_vllm_is_an_optional_extra_only():
     assert "vllm" not in environment_requirements()
 
 
-# --- constraints.txt: the exact versions `make install` takes (ddrl/lockfile.py) ---
+# --- constraints.txt: the exact versions `make install` takes (ddrl/run/lockfile.py) ---
 
 
 def test_the_lock_pins_every_declared_requirement_inside_its_range():
     """Every package pyproject.toml declares (dependencies, dev, browser), torch aside, is pinned to one version
     that its declared range admits: a range tightened past the lock, or a package added without `make lock`, fails
     here."""
-    from ddrl import lockfile
+    from ddrl.run import lockfile
 
     lock = lockfile.read()
     for name, req in pyproject_requirements().items():
@@ -106,7 +106,7 @@ def test_every_lock_line_names_one_platform(which):
     machine: the lock applies where it was built and nowhere else (elsewhere an install takes the ranges)."""
     from packaging.markers import Marker
 
-    from ddrl import lockfile
+    from ddrl.run import lockfile
 
     path = getattr(lockfile, which)
     markers = {m for _, m in lockfile.read(path).values()}
@@ -119,9 +119,10 @@ def test_every_lock_line_names_one_platform(which):
 
 
 def test_the_figure_key_libraries_are_locked():
-    """The committed figure store is keyed by these libraries' versions (ddrl.figure_keys.figure_key): pinned, a
+    """The committed figure store is keyed by these libraries' versions (ddrl.report.figure_keys.figure_key): pinned, a
     fresh clone keys its figures as the store does instead of drawing all of them again."""
-    from ddrl import figure_keys, lockfile
+    from ddrl.report import figure_keys
+    from ddrl.run import lockfile
 
     assert figure_keys.KEYED_LIBRARIES and set(figure_keys.KEYED_LIBRARIES) <= set(lockfile.read())
 
@@ -129,7 +130,7 @@ def test_the_figure_key_libraries_are_locked():
 def test_the_verl_lock_pins_what_its_install_script_installs():
     """The verl tier's lock (``make lock-verl``) pins every package ``install_venv.sh`` names, verl at the script's
     own version, on one platform, torch left to ``TORCH``; the script reads the lock unless ``LOCK=`` is empty."""
-    from ddrl import lockfile
+    from ddrl.run import lockfile
 
     script = (REPO / "ddrl" / "integrations" / "verl" / "install_venv.sh").read_text()
     deps = [Requirement(d.strip('"')) for d in re.search(r"^deps=\((.*)\)$", script, re.M).group(1).split()]
@@ -143,7 +144,7 @@ def test_the_verl_lock_pins_what_its_install_script_installs():
 
 
 def test_a_malformed_lock_line_is_named(tmp_path):
-    from ddrl import lockfile
+    from ddrl.run import lockfile
 
     good = 'numpy==2.4.6 ; python_version == "3.11"\n'
     (tmp_path / "c.txt").write_text(good + "pandas>=3\n")
@@ -163,7 +164,7 @@ def test_make_install_installed_the_lock():
     here, every pinned package is installed at its pinned version: the installer did not ignore the constraints."""
     from packaging.markers import Marker
 
-    from ddrl import lockfile
+    from ddrl.run import lockfile
 
     stamp = Path(sys.prefix) / ".ddrl-installed"
     if not stamp.is_file() or stamp.read_text().strip() != "lock=constraints.txt":

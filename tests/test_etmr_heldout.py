@@ -1,4 +1,4 @@
-"""Plan Amendments 45 and 46's held-out part (``ddrl.etmr_heldout``): ETMR, TTRL and DDRL at lr/10 on fresh questions."""
+"""Plan Amendments 45 and 46's held-out part (``ddrl.study.amendments.etmr_heldout``): ETMR, TTRL and DDRL at lr/10 on fresh questions."""
 
 from __future__ import annotations
 
@@ -8,12 +8,15 @@ from datetime import datetime
 import pandas as pd
 import pytest
 
-from ddrl import etmr_heldout as H, small_lr, small_lr_etmr as E, study
-from ddrl.reporting import REPO
-from ddrl.small_lr_cor import untrained
-from ddrl.stats import predicted_half_width, variance_components
-from ddrl.study_analysis import paired_matrix
-from ddrl.study_plan import HELDOUT_X, SCALES, SMALL_LR, Job, heldout_x_path
+from ddrl.study.amendments import etmr_heldout as H
+from ddrl.study.amendments import small_lr
+from ddrl.study.amendments import small_lr_etmr as E
+from ddrl.study import runner as study
+from ddrl.run.storage import REPO
+from ddrl.study.amendments.small_lr_cor import untrained
+from ddrl.report.stats import predicted_half_width, variance_components
+from ddrl.study.analysis import paired_matrix
+from ddrl.study.plan import HELDOUT_X, SCALES, SMALL_LR, Job, heldout_x_path
 
 XEON, AMC = H.DESIGNS["xeon"], H.DESIGNS["xeon_amc"]
 

@@ -11,7 +11,7 @@ from ddrl.evaluate import (
     summarize_reward_counts,
 )
 from ddrl.sampling import Rollout
-from ddrl.stats import mean_ci
+from ddrl.report.stats import mean_ci
 
 
 def test_pass_at_1_is_the_mean_of_per_question_accuracies():

@@ -1,8 +1,8 @@
-"""The setting notebooks 03-05 share (``ddrl.experiments.notebook_experiment``)."""
+"""The setting notebooks 03-05 share (``ddrl.run.experiments.notebook_experiment``)."""
 
 from __future__ import annotations
 
-from ddrl.experiments import PAPER_KEEP, notebook_experiment
+from ddrl.run.experiments import PAPER_KEEP, notebook_experiment
 
 KNOBS = dict(episodes=2, prompts_per_step=4, n_votes=8, k_train=4, lr=1e-4, eval_n=2, cor_m=8, cor_keep=2,
              etmr_m=2, max_new_tokens=32, sample_batch_size=64, device="cpu")
@@ -42,15 +42,15 @@ def test_paper_settings_replace_the_knobs_but_keep_the_machine_ones(shared_data)
 
 def test_run_dir_follows_the_base_weights_not_just_the_name(tmp_path, monkeypatch):
     """A rebuilt testbed keeps the name ``testbed:tiny``; its runs must not be reused or resumed."""
-    import ddrl.experiments
+    import ddrl.run.experiments
 
     exp = notebook_experiment(model="testbed", testbed_preset="tiny", dataset="testbed_test", data_dir=None,
                               n_adapted=3, n_heldout=0, seed=0, paper_settings=None, trainer=KNOBS, progress=False)
     cfg = exp.config("ttrl", seed=0)
-    monkeypatch.setattr(ddrl.experiments, "model_fingerprint", lambda name: {"model": name, "w": "a"})
+    monkeypatch.setattr(ddrl.run.experiments, "model_fingerprint", lambda name: {"model": name, "w": "a"})
     a = exp.run_dir("ttrl", cfg)
     assert exp.run_dir("ttrl", cfg) == a
-    monkeypatch.setattr(ddrl.experiments, "model_fingerprint", lambda name: {"model": name, "w": "b"})
+    monkeypatch.setattr(ddrl.run.experiments, "model_fingerprint", lambda name: {"model": name, "w": "b"})
     assert exp.run_dir("ttrl", cfg) != a
 
 
@@ -59,9 +59,9 @@ def test_no_cached_score_is_reused_when_seed_answers_or_grader_change(tmp_path, 
     other questions) and records whose answers all changed still got the cached score."""
     import ddrl.answers
     import ddrl.evaluate
-    import ddrl.experiments
+    import ddrl.run.experiments
     from ddrl.data import load_questions
-    from ddrl.experiments import Experiment
+    from ddrl.run.experiments import Experiment
     from ddrl.models import load_model
 
     monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path))
@@ -73,7 +73,7 @@ def test_no_cached_score_is_reused_when_seed_answers_or_grader_change(tmp_path, 
         calls.append(out["pass@1"])
         return out
 
-    monkeypatch.setattr(ddrl.experiments, "evaluate", counting)
+    monkeypatch.setattr(ddrl.run.experiments, "evaluate", counting)
     model, tok = load_model("testbed:tiny", device="cpu")
     q0 = load_questions("testbed_test", 4, seed=0)
     q1 = load_questions("testbed_test", 4, seed=1)
@@ -103,13 +103,13 @@ def test_no_cached_score_is_reused_when_seed_answers_or_grader_change(tmp_path, 
 
 
 def test_cached_rollouts_key_on_prompts_answers_and_grader(tmp_path, monkeypatch):
-    import ddrl.experiments as an
+    import ddrl.run.experiments as an
     import ddrl.answers
-    import ddrl.reporting
+    import ddrl.run.cache
 
     monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path))
     keys = []
-    monkeypatch.setattr(an, "cached", lambda key, fn, namespace: keys.append(ddrl.reporting.content_key(key)))
+    monkeypatch.setattr(an, "cached", lambda key, fn, namespace: keys.append(ddrl.run.cache.content_key(key)))
     recs = [{"id": 0, "prompt": "1+1", "answer": "2"}]
     an.cached_rollouts("some/hub-model", recs, "x", 4)
     an.cached_rollouts("some/hub-model", [{**recs[0], "prompt": "1+2"}], "x", 4)
@@ -131,8 +131,8 @@ def test_notebooks_03_to_05_share_their_trainer_settings():
     import yaml
 
     from conftest import REPO
-    from ddrl.experiments import SETTING_KNOBS, TRAINER_KNOBS
-    from ddrl.reproduce import declared_parameters
+    from ddrl.run.experiments import SETTING_KNOBS, TRAINER_KNOBS
+    from ddrl.run.reproduce import declared_parameters
 
     knobs = (*TRAINER_KNOBS, *SETTING_KNOBS)
     declared = {nb: declared_parameters(REPO / "notebooks" / f"{nb}.ipynb") for nb in SHARING}
@@ -157,7 +157,7 @@ def test_run_records_per_question_pass_at_1(tmp_path, monkeypatch):
     whose mean is the run's pass@1; run-level rows stay as they were unless asked for them."""
     import numpy as np
 
-    from ddrl.experiments import question_rows
+    from ddrl.run.experiments import question_rows
 
     monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path))
     exp = notebook_experiment(model="testbed", testbed_preset="tiny", dataset="testbed_test", data_dir=None,
@@ -181,17 +181,17 @@ def test_run_records_per_question_pass_at_1(tmp_path, monkeypatch):
 def test_keys_name_the_device_kind_off_the_cpu(tmp_path, monkeypatch):
     """A GPU draws and rounds differently: its runs, evaluations and rollouts get other keys than the CPU's for
     the same config, while CPU keys stay as they were (``device_key`` adds nothing there with torch's decode
-    attention, and names the C loop where the samplers use it: ``ddrl.native_attention``)."""
+    attention, and names the C loop where the samplers use it: ``ddrl.accel.native_attention``)."""
     import torch
 
     import ddrl.models
-    import ddrl.native_attention
-    from ddrl import experiments as E
+    import ddrl.accel.native_attention
+    from ddrl.run import experiments as E
     from ddrl.models import device_key
 
     monkeypatch.setenv("DDRL_DECODE_ATTENTION", "torch")
     assert device_key("cpu") == {} and device_key("cuda") == {"device": "cuda"}
-    monkeypatch.setattr(ddrl.native_attention, "unavailable_reason", lambda: None)
+    monkeypatch.setattr(ddrl.accel.native_attention, "unavailable_reason", lambda: None)
     monkeypatch.setenv("DDRL_DECODE_ATTENTION", "native")
     assert device_key("cpu") == {"decode_attention": "native-v1"} and device_key("cuda") == {"device": "cuda"}
     monkeypatch.setenv("DDRL_DECODE_ATTENTION", "torch")
@@ -217,7 +217,7 @@ def test_refined_runs_cor_at_another_size_once_and_matches_the_run_at_its_own(tm
     ``refined_grid`` gives the same rows from the pool's workers."""
     import pytest
 
-    from ddrl import experiments as E
+    from ddrl.run import experiments as E
 
     monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path))
     knobs = {**KNOBS, "episodes": 1}

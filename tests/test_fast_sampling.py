@@ -1,4 +1,4 @@
-"""The static-KV-cache sampler (``ddrl.fast_sampling``): the same rollouts, log-probs and entropies as the
+"""The static-KV-cache sampler (``ddrl.accel.fast_sampling``): the same rollouts, log-probs and entropies as the
 Hugging Face reference, on the testbed's Qwen2 and on random-weight Llama models, and the backend selection."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import pytest
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
-import ddrl.fast_sampling as fast_sampling
-from ddrl.fast_sampling import StaticCacheSampler, unsupported_reason
-from ddrl.native_attention import compiler
+import ddrl.accel.fast_sampling as fast_sampling
+from ddrl.accel.fast_sampling import StaticCacheSampler, unsupported_reason
+from ddrl.accel.native_attention import compiler
 from ddrl.prompts import format_prompt
 from ddrl.sampling import HFSampler, entropy_from_logprobs, make_sampler, sampling_logprobs
 

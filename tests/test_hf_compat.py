@@ -1,4 +1,4 @@
-"""transformers' cache rename (``past_key_values`` -> ``cache``): the companion asks ddrl.hf_compat for the name."""
+"""transformers' cache rename (``past_key_values`` -> ``cache``): the companion asks ddrl.accel.hf_compat for the name."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import peft
 import torch
 
-from ddrl.hf_compat import base_model, cache_kwarg, output_cache
+from ddrl.accel.hf_compat import base_model, cache_kwarg, output_cache
 from ddrl.prompts import format_prompt
 from ddrl.sampling import HFSampler
 

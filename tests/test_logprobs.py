@@ -11,7 +11,9 @@ import pytest
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
-from ddrl import logprob_backends as LB, logprobs as L, native_attention
+from ddrl import logprobs as L
+from ddrl.accel import logprob_backends as LB
+from ddrl.accel import native_attention
 from ddrl.models import device_key
 
 #: float32: log-probs and entropies of the two forwards (on the testbed they were bitwise equal)
@@ -158,7 +160,7 @@ def test_pinned_backend_restores_the_environment(monkeypatch):
 
 def test_the_study_runs_with_the_hf_forward(monkeypatch):
     """plan Amendment 10: every study job computes its log-probs as the study's first 1,125 CSVs did."""
-    from ddrl import study_jobs
+    from ddrl.study import jobs as study_jobs
 
     monkeypatch.delenv("DDRL_LOGPROBS", raising=False)
     monkeypatch.delenv("DDRL_DECODE_ATTENTION", raising=False)
@@ -174,8 +176,8 @@ def test_run_directories_of_hf_runs_keep_their_keys(monkeypatch, tmp_path):
     native decode attention, it is another directory."""
     from dataclasses import asdict
 
-    from ddrl import experiments as E
-    from ddrl.reporting import content_key, grader_fingerprint, records_key
+    from ddrl.run import experiments as E
+    from ddrl.run.cache import content_key, grader_fingerprint, records_key
 
     monkeypatch.setattr(E, "model_fingerprint", lambda name: {"model": name, "weights": "w"})
     recs = [{"id": "q0", "prompt": "1+2", "answer": "3"}]

@@ -1,4 +1,4 @@
-"""Plan Amendment 42: a third learning rate on the Xeon build (``ddrl.lr_curve``): the registered readings refit from
+"""Plan Amendment 42: a third learning rate on the Xeon build (``ddrl.study.amendments.lr_curve``): the registered readings refit from
 Amendment 40's committed runs, the claims on made-up worlds with known answers, the clocks and refusals, and (once
 committed) the analysis recomputed and quoted.
 
@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 from conftest import committed_json, same_json, write_h1x
 
-from ddrl import drift_data
-from ddrl import lr_curve as C
-from ddrl.drift import x3h_slope
-from ddrl.study_plan import SMALL_LR
+from ddrl.study import drift_data
+from ddrl.study.amendments import lr_curve as C
+from ddrl.study.drift import x3h_slope
+from ddrl.study.plan import SMALL_LR
 
 KL = {"ttrl": 4.6, "bcs_dae": 5.9, "ddrl": 9.9}
 BASE = 54.0
@@ -119,8 +119,8 @@ def test_the_clocks_refuse_work_after_them(monkeypatch, tmp_path):
 
 
 def test_the_regime_changes_only_the_learning_rate():
-    from ddrl.lr_heldout import XEON
-    from ddrl.study_plan import load_regimes, regimes_path
+    from ddrl.study.amendments.lr_heldout import XEON
+    from ddrl.study.plan import load_regimes, regimes_path
 
     amc = load_regimes(regimes_path(XEON), names=["amc_like"])["amc_like"]
     r = C.regime()  # read from the committed regimes_lr3.json, which is what the rule writes
@@ -132,7 +132,7 @@ def test_the_regime_changes_only_the_learning_rate():
 
 def test_committed_analysis_recomputes_from_the_committed_files_and_docs_quote_it():
     path = C.XEON / "lr_curve.json"
-    res = committed_json(path, f"python -m ddrl.lr_curve analyse --json {path}")
+    res = committed_json(path, f"python -m ddrl.study.amendments.lr_curve analyse --json {path}")
     assert res["seeds"] == C.measured() and len(res["seeds"]) >= 5
     assert same_json(C.analyse(), res)  # floats to 1e-9: the fit's last digits differ between CPUs
     assert len(res["runs"]) == 3 * len(res["seeds"]) and {r["lr"] for r in res["runs"]} == {"lr3"}

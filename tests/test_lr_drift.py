@@ -1,4 +1,4 @@
-"""Plan Amendment 40: distance from the base at both learning rates on the Xeon build (``ddrl.lr_drift``): the claims
+"""Plan Amendment 40: distance from the base at both learning rates on the Xeon build (``ddrl.study.amendments.lr_drift``): the claims
 on a made-up world with known answers, the clock, the refusals, and the committed analysis recomputed.
 
 The synthetic tables below are TEST INPUT made up here, never results and never committed."""
@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 from conftest import committed_json, same_json, write_h1x
 
-from ddrl import drift_data
-from ddrl import lr_drift as W
-from ddrl.drift import x3h_slope
-from ddrl.study_plan import heldout_x_path
+from ddrl.study import drift_data
+from ddrl.study.amendments import lr_drift as W
+from ddrl.study.drift import x3h_slope
+from ddrl.study.plan import heldout_x_path
 
 KL = {("default", "ttrl"): 18.0, ("default", "bcs_dae"): 21.0, ("default", "ddrl"): 24.0,
       ("lr10", "ttrl"): 3.0, ("lr10", "bcs_dae"): 4.0, ("lr10", "ddrl"): 6.0}
@@ -95,7 +95,7 @@ def test_the_clock_refuses_measurements_after_it(monkeypatch, tmp_path):
 
 def test_committed_analysis_recomputes_from_the_committed_files_and_docs_quote_it():
     path = W.XEON / "lr_drift.json"
-    res = committed_json(path, f"python -m ddrl.lr_drift analyse --json {path}")
+    res = committed_json(path, f"python -m ddrl.study.amendments.lr_drift analyse --json {path}")
     assert res["seeds"] == W.complete() and len(res["seeds"]) >= 3
     assert same_json(W.analyse(), res)  # floats to 1e-9: the fit's last digits differ between CPUs
     docs = (Path(__file__).resolve().parents[1] / "docs" / "results.md").read_text()
@@ -146,8 +146,8 @@ def test_cor_alone_claims_are_the_residual_from_each_line(tmp_path):
 def test_cor_alone_recomputed_equals_the_studys_cor_alone_on_the_tiny_testbed(tmp_path):
     """cor_alone_kl recomputes COR alone the way the study's job computed it: the same adapted evaluation on every
     question (so the same weights), a positive distance from the base, the same weights twice."""
-    from ddrl.study_pool import run_jobs
-    from ddrl.study_plan import RESULTS, SCALES, Job
+    from ddrl.study.pool import run_jobs
+    from ddrl.study.plan import RESULTS, SCALES, Job
 
     run_jobs([Job(W.DEFAULT, 0, ("cor_only",), "")], SCALES["smoke"], tmp_path, tmp_path / "runs", None, 1, desc="t")
     a = W.cor_alone_kl(0, scale="smoke", regimes=RESULTS / "regimes_base.json", out=tmp_path)
@@ -157,7 +157,7 @@ def test_cor_alone_recomputed_equals_the_studys_cor_alone_on_the_tiny_testbed(tm
 
 def test_committed_cor_alone_analysis_recomputes_and_docs_quote_it():
     path = W.XEON / "cor_alone_drift.json"
-    res = committed_json(path, f"python -m ddrl.lr_drift analyse --cor-alone --json {path}")
+    res = committed_json(path, f"python -m ddrl.study.amendments.lr_drift analyse --cor-alone --json {path}")
     assert json.loads(json.dumps(W.analyse_cor())) == res  # every seed read reproduced its committed evaluation
     assert res["seeds"] == list(W.COR_SEEDS[:len(res["seeds"])]) and len(res["seeds"]) >= 3
     assert W.cor_markdown(res) in (Path(__file__).resolve().parents[1] / "docs" / "results.md").read_text()

@@ -1,5 +1,5 @@
 """Plan Amendment 39: the Xeon build's default-lr runs on the fresh questions, paired with Amendment 38's lr/10 ones
-(``ddrl.lr_heldout``)."""
+(``ddrl.study.amendments.lr_heldout``)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 from conftest import committed_json
 
-from ddrl import lr_heldout as L
-from ddrl.reporting import REPO
-from ddrl.study_plan import HELDOUT_X, HELDOUT_X_METHODS, SMALL_LR, heldout_x_path
+from ddrl.study.amendments import lr_heldout as L
+from ddrl.run.storage import REPO
+from ddrl.study.plan import HELDOUT_X, HELDOUT_X_METHODS, SMALL_LR, heldout_x_path
 
 
 def test_jobs_are_the_studys_h1x_job_at_the_default_lr_seed_by_seed():
@@ -54,7 +54,7 @@ def test_committed_analysis_recomputes_from_the_committed_csvs_and_docs_quote_it
     """Amendment 39's analysis equals a recomputation from the committed CSVs on the seeds it names (those complete by
     its clock), every retrained default-lr run reproduces Amendment 5's adapted rows, and docs/results.md quotes it."""
     path = L.XEON / "lr_heldout.json"
-    res = committed_json(path, f"python -m ddrl.lr_heldout analyse --json {path}")
+    res = committed_json(path, f"python -m ddrl.study.amendments.lr_heldout analyse --json {path}")
     assert res["seeds"] == L.complete() and len(res["seeds"]) >= 2
     assert json.loads(json.dumps(L.analyse(n_boot=4000))) == res
     assert res["registered_reproduced"] == res["registered_checked"] == 3 * len(res["seeds"])  # TTRL, DDRL, untrained

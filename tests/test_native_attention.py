@@ -1,4 +1,4 @@
-"""The sampler's decode attention as a C loop (``ddrl.native_attention``, ``ddrl/decode_attention.c``): the same
+"""The sampler's decode attention as a C loop (``ddrl.accel.native_attention``, ``ddrl/accel/decode_attention.c``): the same
 attention as torch's ``_SharedPromptAttention`` up to float rounding (padding, grouped-query heads, the cache write),
 the same bits at any thread count, one OpenMP runtime, a build keyed by what it depends on and safe to race, and a
 clear refusal where it cannot be built. The sampler-level checks (log-probs against the Hugging Face forward, the
@@ -14,8 +14,8 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from ddrl import native_attention as NA
-from ddrl.fast_sampling import StaticCacheSampler, _NativeAttention, _SharedPromptAttention
+from ddrl.accel import native_attention as NA
+from ddrl.accel.fast_sampling import StaticCacheSampler, _NativeAttention, _SharedPromptAttention
 
 needs_compiler = pytest.mark.skipif(NA.compiler() is None, reason="no C compiler to build the native decode attention")
 

@@ -1,7 +1,7 @@
 """The companion's notebooks: stripped, paired with their jupytext sources, and runnable under papermill.
 
 The smoke run executes every notebook once with the smoke preset (CI budget: <= 5 minutes for all of them)
-through the real entry point, ``python -m ddrl.reproduce --preset smoke``, into a temporary directory.
+through the real entry point, ``python -m ddrl.run.reproduce --preset smoke``, into a temporary directory.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def test_jupytext_pair_in_sync(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_parameters_cell_declares_runner_parameters(path):
-    from ddrl.reproduce import RUNNER_PARAMS, declared_parameters
+    from ddrl.run.reproduce import RUNNER_PARAMS, declared_parameters
 
     params = declared_parameters(path)
     assert set(RUNNER_PARAMS) <= set(params), f"{path.name} must declare {RUNNER_PARAMS} in its parameters cell"
@@ -56,7 +56,7 @@ def smoke_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("smoke")
     env = dict(os.environ, MPLBACKEND="Agg")
     r = subprocess.run(
-        [sys.executable, "-m", "ddrl.reproduce", "--preset", "smoke", "--output-dir", str(out)],
+        [sys.executable, "-m", "ddrl.run.reproduce", "--preset", "smoke", "--output-dir", str(out)],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
     )
     assert r.returncode == 0, f"smoke run failed:\n{r.stdout[-4000:]}\n{r.stderr[-6000:]}"

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from ddrl import reproduce
-from ddrl.params import ParameterError, check_parameter, check_parameters
+from ddrl.run import reproduce
+from ddrl.run.params import ParameterError, check_parameter, check_parameters
 
 NB03 = reproduce.NOTEBOOK_DIR / "03_test_time_training.ipynb"
 

@@ -1,4 +1,4 @@
-"""Plan Amendment 59: COR's refinement size (R1) at lr/10 in MATH-500-like (``ddrl.refine_math500``)."""
+"""Plan Amendment 59: COR's refinement size (R1) at lr/10 in MATH-500-like (``ddrl.study.amendments.refine_math500``)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,16 @@ from datetime import datetime
 import pandas as pd
 import pytest
 
-from ddrl import claims, small_lr, small_lr_refine, study, ttrl_heldout
-from ddrl import refine_math500 as M
-from ddrl.reporting import REPO
-from ddrl.stats import predicted_half_width, variance_components
-from ddrl.study_analysis import paired_matrix
-from ddrl.study_plan import COR_4X, COR_LR10, HELDOUT_X, SCALES, SMALL_LR, Job, csv_path
+from ddrl.study import claims
+from ddrl.study.amendments import small_lr
+from ddrl.study.amendments import small_lr_refine
+from ddrl.study import runner as study
+from ddrl.study.amendments import ttrl_heldout
+from ddrl.study.amendments import refine_math500 as M
+from ddrl.run.storage import REPO
+from ddrl.report.stats import predicted_half_width, variance_components
+from ddrl.study.analysis import paired_matrix
+from ddrl.study.plan import COR_4X, COR_LR10, HELDOUT_X, SCALES, SMALL_LR, Job, csv_path
 
 REGIME = small_lr.REGIME  # math500_like_small_lr
 
@@ -227,7 +231,7 @@ def test_committed_analyses_recompute_and_docs_quote_them(amendment):
         61: (M.LR10_ANALYSIS, lambda **kw: M.analyse_heldout(amendment=61, **kw), M.LR10_SECTION,
              lambda res: M.heldout_markdown(res, json.loads(ttrl_heldout.ANALYSIS.read_text()), 61))}[amendment]
     if not path.is_file():
-        pytest.skip(f"{path}: not analysed yet (python -m ddrl.refine_math500 status)")
+        pytest.skip(f"{path}: not analysed yet (python -m ddrl.study.amendments.refine_math500 status)")
     committed = json.loads(path.read_text())
     assert committed["seeds"] == list(M.SEEDS[:len(committed["seeds"])]) and len(committed["seeds"]) >= 6
     assert json.loads(json.dumps(analyse(n_boot=4000))) == committed

@@ -1,10 +1,10 @@
-"""ddrl.regimes: the pre-stated rule that picks regimes from base-model properties, and their questions."""
+"""ddrl.study.regimes: the pre-stated rule that picks regimes from base-model properties, and their questions."""
 
 from __future__ import annotations
 
 import pytest
 
-from ddrl import regimes
+from ddrl.study import regimes
 
 
 def base(*pairs):

@@ -18,8 +18,9 @@ import pytest
 import torch
 
 from conftest import make_tiny_lm
-from ddrl.reporting import LockBusy, atomic_write_bytes, cached, owner_lock
-from ddrl.runs import DamagedRunError, RunDir
+from ddrl.run.cache import LockBusy, cached, owner_lock
+from ddrl.run.storage import atomic_write_bytes
+from ddrl.run.rundir import DamagedRunError, RunDir
 from ddrl.config import make_config
 from ddrl.train import train
 
@@ -74,7 +75,7 @@ CHILD = textwrap.dedent('''
     import json, os, sys, time
     from pathlib import Path
     sys.path.insert(0, {tests!r})
-    from ddrl.experiments import Experiment
+    from ddrl.run.experiments import Experiment
     from ddrl.data import load_questions
     go = Path({go!r})
     records = load_questions("testbed_test", 6, seed=0)
@@ -315,7 +316,7 @@ def test_a_full_disk_names_enospc_and_the_path(tmp_path, monkeypatch):
 
 
 def test_a_damaged_cache_entry_is_named_and_computed_again(tmp_path):
-    from ddrl.reporting import content_key
+    from ddrl.run.cache import content_key
 
     assert cached("k", lambda: [1, 2], cache_dir=tmp_path) == [1, 2]
     path = tmp_path / "results" / f"{content_key('k')}.pkl"

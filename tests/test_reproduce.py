@@ -7,7 +7,7 @@ import json
 import jupytext
 import pytest
 
-from ddrl import reproduce
+from ddrl.run import reproduce
 
 NOTEBOOK = '''# %% tags=["parameters"]
 preset = "default"
@@ -113,7 +113,7 @@ def test_peak_memory_counts_the_kernel_like_child_process():
     import subprocess
     import sys
 
-    from ddrl.reproduce import PeakMemory
+    from ddrl.run.reproduce import PeakMemory
 
     code = "x = bytearray(300 * 2**20); x[::4096] = b'1' * len(x[::4096]); import time; time.sleep(1.0)"
     alone = PeakMemory._tree_mib()  # this process, with whatever earlier tests imported
@@ -143,7 +143,7 @@ def test_declared_parameters_agree_with_papermills_inspector():
 
 
 def test_progress_bars_go_to_the_progress_file(tmp_path, monkeypatch):
-    from ddrl import progress
+    from ddrl.run import progress
 
     path = tmp_path / "bars.txt"
     monkeypatch.setenv(progress.PROGRESS_FILE_ENV, str(path))
@@ -159,8 +159,8 @@ def test_progress_bars_go_to_the_progress_file(tmp_path, monkeypatch):
 def test_a_testbed_build_made_on_first_use_shows_its_bar(tmp_path, monkeypatch):
     """The first notebook builds the default testbed (minutes) inside ``model_fingerprint``; its bar reaches the
     runner's status line through the progress file. A build already made shows none."""
-    from ddrl import progress
-    from ddrl.fingerprints import model_fingerprint
+    from ddrl.run import progress
+    from ddrl.run.fingerprints import model_fingerprint
 
     path = tmp_path / "bars.txt"
     monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path / "cache"))
@@ -188,7 +188,7 @@ output_dir = "../outputs/interactive"
 
 # %%
 import time
-from ddrl.progress import tqdm
+from ddrl.run.progress import tqdm
 for _ in tqdm(range(8), desc="busy work", mininterval=0):
     time.sleep(0.25)
 '''
@@ -218,7 +218,7 @@ def test_a_figure_rendered_twice_writes_the_same_pdf(tmp_path):
     they were unless what it shows changed."""
     import matplotlib.pyplot as plt
 
-    from ddrl.reporting import save_figure
+    from ddrl.report.reporter import save_figure
 
     fig, ax = plt.subplots()
     ax.plot([0, 1], [1, 0])
@@ -231,7 +231,7 @@ def test_reporter_figure_outside_a_kernel_saves_and_leaves_the_figure_open(tmp_p
     """In a script (no IPython kernel) Reporter.figure only writes files; the caller's figure stays open."""
     import matplotlib.pyplot as plt
 
-    from ddrl.reporting import Reporter, show_saved
+    from ddrl.report.reporter import Reporter, show_saved
 
     fig, ax = plt.subplots()
     ax.plot([0, 1], [1, 0])
@@ -249,7 +249,7 @@ def test_reporter_figure_in_an_inline_kernel_shows_the_saved_png_once(tmp_path):
     import nbformat
     from nbclient import NotebookClient
 
-    from ddrl.parallel import environ
+    from ddrl.run.pool import environ
 
     code = (f"import matplotlib.pyplot as plt\nfrom ddrl.reporting import Reporter\n"
             f"fig, ax = plt.subplots(dpi=110)\nax.plot([0, 1], [1, 0])\n"

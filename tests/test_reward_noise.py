@@ -1,4 +1,4 @@
-"""ddrl.reward_noise: where TTRL's wrong rewards come from, by the band of each rollout's answer (plan Amendment 63)."""
+"""ddrl.study.reward_noise: where TTRL's wrong rewards come from, by the band of each rollout's answer (plan Amendment 63)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ddrl import study_analysis
-from ddrl.claims import validate
-from ddrl.reward_noise import band_of, by_band, description, markdown, noise_matrix, summary, wrong_rewards
+from ddrl.study import analysis as study_analysis
+from ddrl.study.claims import validate
+from ddrl.study.reward_noise import band_of, by_band, description, markdown, noise_matrix, summary, wrong_rewards
 
 #: Answer groups of N = 64 whose wrong rewards are known by hand (count, correct) per distinct answer; the rest of the
 #: 64 rollouts carry no answer. A: a wrong label seen 30 times (middle band: 30 false positives), the right answer 20
@@ -119,9 +119,9 @@ def test_the_committed_n1_n2_entries_recompute_from_the_committed_answer_groups(
     and docs/results.md quotes the description the study wrote beside the scorecard."""
     from conftest import REPO
 
-    from ddrl.claims import load
-    from ddrl.study_figures import TABLES, committed_tables
-    from ddrl.study_plan import BASE, REAL
+    from ddrl.study.claims import load
+    from ddrl.study.figures import TABLES, committed_tables
+    from ddrl.study.plan import BASE, REAL
 
     entries = load(REPO / "results" / "claims.json")
     committed = {(e["id"], e["regime"]): e for e in entries or () if e["id"] in ("N1", "N2")}

@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from ddrl.runs import RunDir, config_diff, fingerprint
+from ddrl.run.rundir import RunDir, config_diff, fingerprint
 
 
 def test_prepare_writes_config_and_env_and_rejects_changes(tmp_path):

@@ -1,4 +1,4 @@
-"""Plan Amendment 28: P1, P2 and M1 in MATH-500-like at the paper's small learning rate (``ddrl.small_lr``)."""
+"""Plan Amendment 28: P1, P2 and M1 in MATH-500-like at the paper's small learning rate (``ddrl.study.amendments.small_lr``)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,13 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from ddrl import claims, small_lr, study, study_plan
-from ddrl.reporting import REPO
-from ddrl.regimes import small_lr_regime
-from ddrl.study_plan import SAME_BASE, SCALES, csv_path, load_regimes
+from ddrl.study import claims
+from ddrl.study.amendments import small_lr
+from ddrl.study import runner as study
+from ddrl.study import plan as study_plan
+from ddrl.run.storage import REPO
+from ddrl.study.regimes import small_lr_regime
+from ddrl.study.plan import SAME_BASE, SCALES, csv_path, load_regimes
 
 
 def test_the_regime_is_math500_like_under_the_registered_lr10_rule():
@@ -122,10 +125,10 @@ def test_table1_smoke_run_and_analyse(smoke, capsys):
 
 def test_amendment_49s_predicted_half_widths_are_the_measured_components():
     """Amendment 49's predictions at 12 seeds x 256 questions from the registered MATH-500-like T1 matrix and the lr/10
-    M1 (Amendment 28) and A1 (Amendment 29) matrices, as :data:`ddrl.small_lr.T1_PREDICTED` and the plan state them;
+    M1 (Amendment 28) and A1 (Amendment 29) matrices, as :data:`ddrl.study.amendments.small_lr.T1_PREDICTED` and the plan state them;
     the largest is <= 2.0 from 5 seeds on."""
-    from ddrl.stats import predicted_half_width, variance_components
-    from ddrl.study_analysis import claim_matrix
+    from ddrl.report.stats import predicted_half_width, variance_components
+    from ddrl.study.analysis import claim_matrix
 
     lr10 = _registered(small_lr.REGIME, ("ttrl", "ddrl", "bcs"))
     lr10 = lr10[lr10.seed.isin(set(range(18)))]
@@ -194,10 +197,10 @@ def test_table1_fixed_smoke_run_and_analyse(smoke, capsys, monkeypatch):
 
 
 def test_amendment_51s_predicted_half_widths_are_the_measured_components():
-    """Amendment 51's predictions at 34 seeds x 256 questions, as :data:`ddrl.small_lr.T1F_MORE_PREDICTED` and the plan
+    """Amendment 51's predictions at 34 seeds x 256 questions, as :data:`ddrl.study.amendments.small_lr.T1F_MORE_PREDICTED` and the plan
     state them: Amendment 50's committed T1f matrix at the default lr and the registered T1 matrix."""
-    from ddrl.stats import predicted_half_width, variance_components
-    from ddrl.study_analysis import claim_matrix, paired_matrix
+    from ddrl.report.stats import predicted_half_width, variance_components
+    from ddrl.study.analysis import claim_matrix, paired_matrix
 
     fixed = pd.concat([pd.read_csv(csv_path(small_lr.RUNS / small_lr.T1F_DIR, "math500_like", "dae", s),
                                    dtype={"question": str}) for s in small_lr.T1F_SEEDS])
@@ -211,10 +214,10 @@ def test_amendment_51s_predicted_half_widths_are_the_measured_components():
 
 
 def test_amendment_50s_predicted_half_widths_are_the_measured_components():
-    """Amendment 50's predictions at 12 seeds x 256 questions per regime, as :data:`ddrl.small_lr.T1F_PREDICTED` and the
+    """Amendment 50's predictions at 12 seeds x 256 questions per regime, as :data:`ddrl.study.amendments.small_lr.T1F_PREDICTED` and the
     plan state them: the registered T1 and A2 matrices (default lr), Amendment 28's M1 and 29's A2 (lr/10)."""
-    from ddrl.stats import predicted_half_width, variance_components
-    from ddrl.study_analysis import claim_matrix
+    from ddrl.report.stats import predicted_half_width, variance_components
+    from ddrl.study.analysis import claim_matrix
 
     default = _registered("math500_like", ("ttrl", "grpo_no_std", "bcs", "bcs_dae"))
     lr10 = _registered(small_lr.REGIME, ("ttrl", "ddrl", "bcs", "bcs_dae"))
@@ -231,7 +234,7 @@ def test_amendment_50s_predicted_half_widths_are_the_measured_components():
 
 
 def test_levels_count_the_seeds_below_their_own_untrained_run():
-    from ddrl.wide import level_table, run_levels
+    from ddrl.study.amendments.wide import level_table, run_levels
 
     rows = [{"regime": r, "method": m, "seed": s, "split": "adapted", "question": q, "pass@1": p}
             for s, (u, t) in enumerate(((0.5, 0.4), (0.5, 0.6), (0.3, 0.2)))
@@ -246,7 +249,7 @@ def test_levels_count_the_seeds_below_their_own_untrained_run():
 def test_committed_entries_recompute_from_the_committed_csvs():
     path = small_lr.OUT / "claims.json"
     if not path.is_file():
-        pytest.skip(f"{path}: Amendment 28 not analysed yet (python -m ddrl.small_lr analyse --json {path})")
+        pytest.skip(f"{path}: Amendment 28 not analysed yet (python -m ddrl.study.amendments.small_lr analyse --json {path})")
     committed = json.loads(path.read_text())
     res = small_lr.analyse(n_boot=4000, seeds=committed["seeds"])
     assert json.loads(json.dumps(res)) == committed
@@ -262,9 +265,9 @@ def _registered(regime: str, methods: tuple[str, ...], base: str | None = None):
 
 def test_the_plans_predicted_half_widths_are_the_registered_components():
     """The plan's predictions (18 seeds x 256 questions) from the registered MATH-500-like and AMC-like lr/10
-    matrices' variance components, as :data:`ddrl.small_lr.PREDICTED_HALF_WIDTH` states and the plan prints them."""
-    from ddrl.stats import predicted_half_width, variance_components
-    from ddrl.study_analysis import claim_matrix
+    matrices' variance components, as :data:`ddrl.study.amendments.small_lr.PREDICTED_HALF_WIDTH` states and the plan prints them."""
+    from ddrl.report.stats import predicted_half_width, variance_components
+    from ddrl.study.analysis import claim_matrix
 
     frames = {"math500_like": _registered("math500_like", ("ttrl", "ddrl", "no_adaptation")),
               "amc_like_small_lr": _registered("amc_like_small_lr", ("ttrl", "ddrl"), base="amc_like")}
@@ -320,7 +323,7 @@ def test_docs_quote_amendment_50_from_its_table1_fixed_json():
 def test_committed_table1_analyses_recompute_from_the_committed_csvs(name, flag, analyse, seeds):
     path = small_lr.OUT / name
     if not path.is_file():
-        pytest.skip(f"{path}: not analysed yet (python -m ddrl.small_lr analyse {flag} --json {path})")
+        pytest.skip(f"{path}: not analysed yet (python -m ddrl.study.amendments.small_lr analyse {flag} --json {path})")
     committed = json.loads(path.read_text())
     assert {k: committed[k] for k in seeds} == seeds
     assert json.loads(json.dumps(analyse(n_boot=4000))) == committed
@@ -330,7 +333,7 @@ def test_extra_rl_smoke_run_and_analyse(smoke, capsys):
     """Amendment 52 on the smoke runs: ``additional_rl`` trains beside Amendment 28's DDRL runs, repeats their RL steps
     (no divergence on one machine), then 10% more; the analysis refuses an incomplete seed, then gives C1 (the
     registered bootstrap) and C2 (each time over its own run's RL phase) with the registered default-lr entries."""
-    from ddrl import small_lr_extra_rl as x
+    from ddrl.study.amendments import small_lr_extra_rl as x
 
     out, runs, common = smoke
     assert [(j.regime, j.seed, j.methods) for j in x.jobs([0, 1])] == [
@@ -363,11 +366,11 @@ def test_extra_rl_smoke_run_and_analyse(smoke, capsys):
 
 
 def test_amendment_52s_predicted_half_widths_are_the_measured_components():
-    """Amendment 52's predictions at 12 seeds x 256 questions, as :data:`ddrl.small_lr_extra_rl.PREDICTED` and the plan
+    """Amendment 52's predictions at 12 seeds x 256 questions, as :data:`ddrl.study.amendments.small_lr_extra_rl.PREDICTED` and the plan
     state them: Amendment 29's A3 matrix at lr/10 and the registered C1 matrix at the default lr."""
-    from ddrl import small_lr_extra_rl as x
-    from ddrl.stats import predicted_half_width, variance_components
-    from ddrl.study_analysis import claim_matrix
+    from ddrl.study.amendments import small_lr_extra_rl as x
+    from ddrl.report.stats import predicted_half_width, variance_components
+    from ddrl.study.analysis import claim_matrix
 
     lr10, default = _registered(small_lr.REGIME, ("ddrl", "bcs_dae")), _registered("math500_like", ("ddrl", "additional_rl"))
     mats = (claim_matrix(lr10[lr10.seed < 18], "A3", small_lr.REGIME), claim_matrix(default, "C1", "math500_like"))
@@ -382,9 +385,9 @@ def test_amendment_53s_predicted_half_widths_are_the_measured_components():
     """Amendment 53's predictions at 12 seeds x 128 questions, as its design and the plan state them: the registered
     lr/10 AMC-like M1 matrix, Amendment 52's C1 matrix (its components at 128 questions), the registered default-lr
     AMC-like C1 matrix."""
-    from ddrl import small_lr_extra_rl as x
-    from ddrl.stats import predicted_half_width, variance_components
-    from ddrl.study_analysis import claim_matrix
+    from ddrl.study.amendments import small_lr_extra_rl as x
+    from ddrl.report.stats import predicted_half_width, variance_components
+    from ddrl.study.analysis import claim_matrix
 
     design = x.DESIGNS["amc"]
     lr10, m500 = _registered(design.regime, ("ddrl", "ttrl")), _registered(small_lr.REGIME, x.METHODS)
@@ -407,7 +410,7 @@ def test_a_design_with_a_clock_runs_and_reads_its_seeds_only_by_the_plan(tmp_pat
     it, the complete seeds from 0 and at least MIN_SEEDS of them (written CSVs stand in for runs)."""
     from datetime import datetime
 
-    from ddrl import small_lr_extra_rl as x
+    from ddrl.study.amendments import small_lr_extra_rl as x
 
     design = x.DESIGNS["amc"]
     clock = datetime.fromisoformat(design.cutoff).timestamp()
@@ -431,12 +434,12 @@ def test_a_design_with_a_clock_runs_and_reads_its_seeds_only_by_the_plan(tmp_pat
 def test_committed_extra_rl_analysis_recomputes_and_docs_quote_it(name):
     """Amendments 52's and 53's committed analyses are what the code computes from the committed CSVs, and
     docs/results.md quotes each table verbatim."""
-    from ddrl import small_lr_extra_rl as x
+    from ddrl.study.amendments import small_lr_extra_rl as x
 
     design = x.DESIGNS[name]
     path = design.analysis
     if not path.is_file():
-        pytest.skip(f"{path}: not analysed yet (python -m ddrl.small_lr_extra_rl analyse --design {name})")
+        pytest.skip(f"{path}: not analysed yet (python -m ddrl.study.amendments.small_lr_extra_rl analyse --design {name})")
     committed = json.loads(path.read_text())
     assert committed["seeds"] == list(design.seeds[:len(committed["seeds"])])
     assert json.loads(json.dumps(x.analyse(n_boot=4000, design=design))) == committed  # the plan's seeds, too

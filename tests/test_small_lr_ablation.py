@@ -1,4 +1,4 @@
-"""Plan Amendments 29 and 55: the ablation A1-A3 at the paper's small learning rate (``ddrl.small_lr_ablation``)."""
+"""Plan Amendments 29 and 55: the ablation A1-A3 at the paper's small learning rate (``ddrl.study.amendments.small_lr_ablation``)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,14 @@ from datetime import datetime
 import pandas as pd
 import pytest
 
-from ddrl import claims, small_lr, study
-from ddrl import small_lr_ablation as A
-from ddrl.reporting import REPO
-from ddrl.stats import predicted_half_width, variance_components
-from ddrl.study_analysis import claim_matrix
-from ddrl.study_plan import SCALES, SMALL_LR, Job, csv_path
+from ddrl.study import claims
+from ddrl.study.amendments import small_lr
+from ddrl.study import runner as study
+from ddrl.study.amendments import small_lr_ablation as A
+from ddrl.run.storage import REPO
+from ddrl.report.stats import predicted_half_width, variance_components
+from ddrl.study.analysis import claim_matrix
+from ddrl.study.plan import SCALES, SMALL_LR, Job, csv_path
 
 AMC = A.DESIGNS["amc"]
 
@@ -164,7 +166,7 @@ def test_committed_ablation_recomputes_and_docs_quote_it(name):
     seeds), and docs/results.md quotes each table verbatim."""
     design = A.DESIGNS[name]
     if not design.analysis.is_file():
-        pytest.skip(f"{design.analysis}: not analysed yet (python -m ddrl.small_lr_ablation analyse --design {name})")
+        pytest.skip(f"{design.analysis}: not analysed yet (python -m ddrl.study.amendments.small_lr_ablation analyse --design {name})")
     committed = json.loads(design.analysis.read_text())
     if design.cutoff is None:
         assert committed["seeds"] == {cid: list(s) for cid, s in design.seeds.items()}

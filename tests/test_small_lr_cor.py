@@ -1,4 +1,4 @@
-"""Plan Amendments 30-31: COR's learning rate, COR without RL, and held-out transfer at lr/10 (``ddrl.small_lr_cor``)."""
+"""Plan Amendments 30-31: COR's learning rate, COR without RL, and held-out transfer at lr/10 (``ddrl.study.amendments.small_lr_cor``)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,14 @@ import pandas as pd
 import pytest
 from conftest import committed_json
 
-from ddrl import claims, small_lr, small_lr_ablation, small_lr_cor as K, study
-from ddrl.reporting import REPO
-from ddrl.study_analysis import claim_matrix, paired_matrix
-from ddrl.study_plan import (COR_4X, COR_LR10, COR_ONLY, REFINED, SCALES, Job, csv_path, heldout_x_path,
+from ddrl.study import claims
+from ddrl.study.amendments import small_lr
+from ddrl.study.amendments import small_lr_ablation
+from ddrl.study.amendments import small_lr_cor as K
+from ddrl.study import runner as study
+from ddrl.run.storage import REPO
+from ddrl.study.analysis import claim_matrix, paired_matrix
+from ddrl.study.plan import (COR_4X, COR_LR10, COR_ONLY, REFINED, SCALES, Job, csv_path, heldout_x_path,
                              heldout_x_records)
 
 
@@ -28,14 +32,14 @@ def test_jobs_go_seed_by_seed():
 
 def test_the_fresh_questions_are_math500_likes():
     """Amendment 31 evaluates on H1x's MATH-500-like questions: the lr/10 regime's stream is MATH-500-like's."""
-    from ddrl.study_plan import load_regimes
+    from ddrl.study.plan import load_regimes
 
     regs = load_regimes(names=["math500_like", K.REGIME])
     assert heldout_x_records(regs[K.REGIME], 64) == heldout_x_records(regs["math500_like"], 64)
 
 
 def test_refined_rejects_a_bad_start_or_learning_rate():
-    from ddrl.experiments import Experiment
+    from ddrl.run.experiments import Experiment
 
     exp = Experiment([{"prompt": "1+1", "answer": "2", "id": "q"}], (), overrides={})
     with pytest.raises(ValueError, match="start must be 'rl' or 'base'"):
@@ -136,7 +140,7 @@ def test_the_plans_predicted_half_widths_are_the_measured_components():
     """Amendment 30's predictions from the committed lr/10 matrices (K1, K2: A3's; K3: P2's; K4: M1's), 32's from the
     default-lr M1 and P2 matrices of seeds 0-17, and 31's from the default-lr MATH-500-like H1x matrices, at 18 seeds,
     as the module and the plan state them."""
-    from ddrl.stats import predicted_half_width, variance_components
+    from ddrl.report.stats import predicted_half_width, variance_components
 
     df = pd.concat([_csvs(K.REGIME, ("ttrl", "bcs_dae", "ddrl")), _csvs("math500_like", ("no_adaptation", "ttrl", "ddrl"))])
     df = df[df.seed.isin(K.SEEDS)]
@@ -157,7 +161,7 @@ def test_the_plans_predicted_half_widths_are_the_measured_components():
 
 
 def _committed(name: str) -> dict:
-    return committed_json(small_lr.OUT / name, f"python -m ddrl.small_lr_cor analyse ... --json {small_lr.OUT / name}")
+    return committed_json(small_lr.OUT / name, f"python -m ddrl.study.amendments.small_lr_cor analyse ... --json {small_lr.OUT / name}")
 
 
 def test_committed_cor_analysis_recomputes_from_the_committed_csvs():

@@ -1,4 +1,4 @@
-"""Plan Amendment 54: D2 at the paper's small learning rate, from the committed step logs (``ddrl.small_lr_dynamics``)."""
+"""Plan Amendment 54: D2 at the paper's small learning rate, from the committed step logs (``ddrl.study.amendments.small_lr_dynamics``)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 import scipy.stats as sps
 
-from ddrl import claims
-from ddrl import small_lr_dynamics as dyn
-from ddrl.reporting import REPO
-from ddrl.stats import advantage_statistic
-from ddrl.study_plan import csv_path
+from ddrl.study import claims
+from ddrl.study.amendments import small_lr_dynamics as dyn
+from ddrl.run.storage import REPO
+from ddrl.report.stats import advantage_statistic
+from ddrl.study.plan import csv_path
 
 RESULTS = REPO / "results"
 
@@ -63,7 +63,7 @@ def test_committed_dynamics_analysis_recomputes_and_docs_quote_it():
     """Amendment 54's committed analysis is what the code computes from the committed step logs, and docs/results.md
     quotes its table verbatim."""
     if not dyn.ANALYSIS.is_file():
-        pytest.skip(f"{dyn.ANALYSIS}: not analysed yet (python -m ddrl.small_lr_dynamics)")
+        pytest.skip(f"{dyn.ANALYSIS}: not analysed yet (python -m ddrl.study.amendments.small_lr_dynamics)")
     committed = json.loads(dyn.ANALYSIS.read_text())
     assert json.loads(json.dumps(dyn.analyse())) == committed
     docs = (REPO / "docs" / "results.md").read_text()

@@ -1,4 +1,4 @@
-"""Plan Amendments 43 and 44 (``ddrl.small_lr_etmr``): ETMR at lr/10 in MATH-500-like, on the registered and the
+"""Plan Amendments 43 and 44 (``ddrl.study.amendments.small_lr_etmr``): ETMR at lr/10 in MATH-500-like, on the registered and the
 Xeon build; 46 and 47: in AMC-like, on the Xeon and the registered build."""
 
 from __future__ import annotations
@@ -10,12 +10,14 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from ddrl import small_lr, small_lr_etmr as E, study
-from ddrl.reporting import REPO
-from ddrl.study_analysis import paired_matrix
-from ddrl.study_plan import SCALES, SMALL_LR, Job
-from ddrl.tables import entry_ci
-from ddrl.wide import read_csvs
+from ddrl.study.amendments import small_lr
+from ddrl.study.amendments import small_lr_etmr as E
+from ddrl.study import runner as study
+from ddrl.run.storage import REPO
+from ddrl.study.analysis import paired_matrix
+from ddrl.study.plan import SCALES, SMALL_LR, Job
+from ddrl.report.tables import entry_ci
+from ddrl.study.amendments.wide import read_csvs
 
 XEON, AMC, REG_AMC = E.DESIGNS["xeon"], E.DESIGNS["xeon_amc"], E.DESIGNS["registered_amc"]
 
@@ -42,7 +44,7 @@ def test_jobs_go_seed_by_seed_and_stop_at_each_plans_clock():
 
 def test_the_xeon_designs_regime_is_the_registered_one_on_the_xeon_weights():
     """Amendment 44's regime: the registered lr/10 rule on the Xeon build's MATH-500-like regime - the same regime
-    definition as Amendment 28's, the Xeon build's weights (written by ``python -m ddrl.small_lr_etmr regime --build
+    definition as Amendment 28's, the Xeon build's weights (written by ``python -m ddrl.study.amendments.small_lr_etmr regime --build
     xeon``)."""
     xeon = small_lr.regime_file(XEON.results / "regimes_base.json")
     registered = json.loads(small_lr.REGIME_FILE.read_text())
@@ -154,7 +156,7 @@ def test_the_plans_predicted_half_widths_are_the_measured_components():
     """Amendments 43 and 44's predictions at their seed counts x 256 questions, from the committed matrices the plans
     name (the registered default-lr MATH-500-like ones of the same difference; Amendment 28's lr/10 M1 and P1 standing
     in for ETMR's; the Xeon build's default-lr P1, P2, M1), as the designs and the plan state them."""
-    from ddrl.stats import predicted_half_width, variance_components
+    from ddrl.report.stats import predicted_half_width, variance_components
 
     runs = small_lr.RUNS
     default = _registered(runs, "math500_like", ("ttrl", "etmr", "ddrl", "no_adaptation"))

@@ -1,5 +1,5 @@
 """Plan Amendments 56 and 57: COR's refinement size (R1) and learning rate (K1, K2) at lr/10 in AMC-like, and the
-same runs on fresh questions (H1x, H1xC, R1x) (``ddrl.small_lr_refine``)."""
+same runs on fresh questions (H1x, H1xC, R1x) (``ddrl.study.amendments.small_lr_refine``)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,14 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from ddrl import claims, small_lr, study
-from ddrl import small_lr_refine as R
-from ddrl.reporting import REPO
-from ddrl.stats import predicted_half_width, variance_components
-from ddrl.study_analysis import paired_matrix
-from ddrl.study_plan import COR_4X, COR_4X_LR10, COR_LR10, REFINED, REUSES_RUN, SCALES, SMALL_LR, Job, csv_path
+from ddrl.study import claims
+from ddrl.study.amendments import small_lr
+from ddrl.study import runner as study
+from ddrl.study.amendments import small_lr_refine as R
+from ddrl.run.storage import REPO
+from ddrl.report.stats import predicted_half_width, variance_components
+from ddrl.study.analysis import paired_matrix
+from ddrl.study.plan import COR_4X, COR_4X_LR10, COR_LR10, REFINED, REUSES_RUN, SCALES, SMALL_LR, Job, csv_path
 
 
 def test_jobs_go_seed_by_seed_and_stop_at_the_clock_after_the_first_six():
@@ -149,7 +151,7 @@ def test_committed_analyses_recompute_and_docs_quote_them(amendment):
                                         57: (R.HELDOUT_ANALYSIS, R.analyse_heldout, R.HELDOUT_SECTION,
                                              R.heldout_markdown)}[amendment]
     if not path.is_file():
-        pytest.skip(f"{path}: not analysed yet (python -m ddrl.small_lr_refine status)")
+        pytest.skip(f"{path}: not analysed yet (python -m ddrl.study.amendments.small_lr_refine status)")
     committed = json.loads(path.read_text())
     assert committed["seeds"] == list(R.SEEDS[:len(committed["seeds"])]) and len(committed["seeds"]) >= 6
     assert json.loads(json.dumps(analyse(n_boot=4000))) == committed
@@ -266,7 +268,7 @@ def test_committed_amendment_62_analyses_recompute_and_docs_quote_them(regime):
     complete on both splits), and docs/results.md quotes its table in the amendment's section."""
     path = R.GENTLE_ANALYSIS[regime]
     if not path.is_file():
-        pytest.skip(f"{path}: not analysed yet (python -m ddrl.small_lr_refine status)")
+        pytest.skip(f"{path}: not analysed yet (python -m ddrl.study.amendments.small_lr_refine status)")
     committed = json.loads(path.read_text())
     assert committed["seeds"] == list(R.SEEDS[:len(committed["seeds"])]) and len(committed["seeds"]) >= 6
     assert json.loads(json.dumps(R.analyse_gentle(regime=regime))) == committed

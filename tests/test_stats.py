@@ -1,4 +1,4 @@
-"""ddrl.stats: paired differences, the hierarchical bootstrap's coverage, power and the verdict rule."""
+"""ddrl.report.stats: paired differences, the hierarchical bootstrap's coverage, power and the verdict rule."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import pandas as pd
 import pytest
 import scipy.stats as sps
 
-from ddrl import stats
+from ddrl.report import stats
 
 
 def synthetic(rng, S, Q, mu, sd_seed, sd_q, sd_cell):
-    """Synthetic crossed data from the model of ddrl.stats (test input only)."""
+    """Synthetic crossed data from the model of ddrl.report.stats (test input only)."""
     return mu + rng.normal(0, sd_seed, S)[:, None] + rng.normal(0, sd_q, Q)[None, :] + rng.normal(0, sd_cell, (S, Q))
 
 

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from ddrl.config import METHODS, PRESETS
-from ddrl.plotting import METHOD_LABELS, label
+from ddrl.report.plotting import METHOD_LABELS, label
 
 REPO = Path(__file__).resolve().parents[1]
 PKG = REPO / "ddrl"
@@ -21,17 +21,17 @@ def test_method_names_equal_preset_names_and_have_one_label():
 
 
 def test_no_second_table_of_method_labels():
-    """A dict literal mapping "ttrl" to "TTRL" exists once (ddrl/plotting.py) in the package, bench and notebooks."""
+    """A dict literal mapping "ttrl" to "TTRL" exists once (ddrl/report/plotting.py) in the package, bench and notebooks."""
     hits = []
     for path in [*PKG.rglob("*.py"), *(REPO / "bench").glob("*.py"), *(REPO / "notebooks").glob("*.py")]:
         if re.search(r'"ttrl"\s*:\s*"TTRL"', path.read_text()):
             hits.append(path.relative_to(REPO).as_posix())
-    assert hits == ["ddrl/plotting.py"]
+    assert hits == ["ddrl/report/plotting.py"]
 
 
 def test_one_git_sha_and_one_data_env_variable():
     defs = [p.relative_to(REPO).as_posix() for p in PKG.rglob("*.py") if re.search(r"^def git_sha\(", p.read_text(), re.M)]
-    assert defs == ["ddrl/reporting.py"]
+    assert defs == ["ddrl/run/storage.py"]
     users = [p.relative_to(REPO).as_posix() for p in [*PKG.rglob("*.py"), *(REPO / "tests").glob("*.py")]
              if "DDRL_SHARED_DATA" in p.read_text() and p.name != "test_structure.py"]
     assert users == []
@@ -147,28 +147,28 @@ def test_no_import_cycle_inside_ddrl():
 OPTIONAL = ("peft", "vllm", "verl", "hydra", "omegaconf", "pyarrow")
 #: Other imports inside functions, each with its reason. Shrink this list; never grow it without one.
 LAZY_OK = {
-    ("ddrl/params.py", "ddrl.models"): "the parameter check loads torch only for a parameter naming a model preset",
-    ("ddrl/seeds.py", "torch"): "ddrl.params imports ddrl.seeds (through the testbed presets) and must not load torch",
-    ("ddrl/parallel.py", "torch"): "a pool worker sets OMP_NUM_THREADS before torch starts its thread pool",
-    ("ddrl/reproduce.py", "papermill"): "papermill/nbconvert take seconds to import: after the parameter check",
-    ("ddrl/reproduce.py", "papermill.engines"): "as above",
-    ("ddrl/reproduce.py", "nbconvert"): "as above",
-    ("ddrl/grader_pool.py", "math_verify"): "math-verify and sympy load only in the grading helper processes",
-    ("ddrl/grader_pool.py", "sympy"): "as above",
-    ("ddrl/grader_pool.py", "sympy.core.relational"): "as above",
-    ("ddrl/grader_pool.py", "sympy.logic.boolalg"): "as above",
+    ("ddrl/run/params.py", "ddrl.models"): "the parameter check loads torch only for a parameter naming a model preset",
+    ("ddrl/seeds.py", "torch"): "ddrl.run.params imports ddrl.seeds (through the testbed presets) and must not load torch",
+    ("ddrl/run/pool.py", "torch"): "a pool worker sets OMP_NUM_THREADS before torch starts its thread pool",
+    ("ddrl/run/reproduce.py", "papermill"): "papermill/nbconvert take seconds to import: after the parameter check",
+    ("ddrl/run/reproduce.py", "papermill.engines"): "as above",
+    ("ddrl/run/reproduce.py", "nbconvert"): "as above",
+    ("ddrl/grading/grader_pool.py", "math_verify"): "math-verify and sympy load only in the grading helper processes",
+    ("ddrl/grading/grader_pool.py", "sympy"): "as above",
+    ("ddrl/grading/grader_pool.py", "sympy.core.relational"): "as above",
+    ("ddrl/grading/grader_pool.py", "sympy.logic.boolalg"): "as above",
     # notebook 06 renders the committed results by importing every plan amendment module: torch (~3.5 s) loads
     # only where a run is built, trained, sampled or checkpointed (test_the_claims_renderer_does_not_load_torch)
-    ("ddrl/runs.py", "torch"): "a run directory's config and metrics are read without torch; its checkpoints need it",
-    ("ddrl/runs.py", "transformers"): "as above (its version, in env.json, when a run starts)",
-    ("ddrl/study_plan.py", "ddrl.experiments"): "the design and its readings without torch; an Experiment needs it",
-    ("ddrl/study_pool.py", "ddrl.study_jobs"): "the amendment modules list and read their jobs; running them needs torch",
-    ("ddrl/study_pool.py", "ddrl.models"): "as above (resolve_device: is CUDA there?)",
-    ("ddrl/drift.py", "ddrl.drift_kl"): "the drift analyses and figures without torch; measuring a held-out KL samples",
-    ("ddrl/lr_drift.py", "ddrl.drift_kl"): "as above",
-    ("ddrl/lr_drift.py", "ddrl.experiments"): "as above (COR alone's weights, hashed in memory)",
-    ("ddrl/lr_drift.py", "ddrl.models"): "as above (the base model, loaded to measure COR alone's KL)",
-    ("ddrl/lr_curve.py", "ddrl.drift_kl"): "as ddrl/drift.py's",
+    ("ddrl/run/rundir.py", "torch"): "a run directory's config and metrics are read without torch; its checkpoints need it",
+    ("ddrl/run/rundir.py", "transformers"): "as above (its version, in env.json, when a run starts)",
+    ("ddrl/study/plan.py", "ddrl.run.experiments"): "the design and its readings without torch; an Experiment needs it",
+    ("ddrl/study/pool.py", "ddrl.study.jobs"): "the amendment modules list and read their jobs; running them needs torch",
+    ("ddrl/study/pool.py", "ddrl.models"): "as above (resolve_device: is CUDA there?)",
+    ("ddrl/study/drift.py", "ddrl.study.drift_kl"): "the drift analyses and figures without torch; measuring a held-out KL samples",
+    ("ddrl/study/amendments/lr_drift.py", "ddrl.study.drift_kl"): "as above",
+    ("ddrl/study/amendments/lr_drift.py", "ddrl.run.experiments"): "as above (COR alone's weights, hashed in memory)",
+    ("ddrl/study/amendments/lr_drift.py", "ddrl.models"): "as above (the base model, loaded to measure COR alone's KL)",
+    ("ddrl/study/amendments/lr_curve.py", "ddrl.study.drift_kl"): "as ddrl/study/drift.py's",
 }
 #: The verl integration runs in its own environment (.venv-verl, `make test-verl`); left as it is.
 LAZY_OK_UNDER = ("ddrl/integrations/verl/",)
@@ -201,11 +201,11 @@ def test_imports_are_at_module_top_except_optional_heavy_packages():
 
 
 def test_parameter_check_does_not_load_torch():
-    """The runner's parameter check (ddrl.params) stays torch-free, so a bad -p value fails at once."""
+    """The runner's parameter check (ddrl.run.params) stays torch-free, so a bad -p value fails at once."""
     import subprocess
     import sys
 
-    code = "import sys, ddrl.params, ddrl.reproduce; print('torch' in sys.modules, 'papermill' in sys.modules)"
+    code = "import sys, ddrl.run.params, ddrl.run.reproduce; print('torch' in sys.modules, 'papermill' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
     assert out.stdout.split() == ["False", "False"]
 
@@ -223,7 +223,7 @@ def test_the_claims_renderer_does_not_load_torch():
                    if (n.module if isinstance(n, ast.ImportFrom) else a.name).startswith("ddrl")})
     names = sorted({f"{n.module}.{a.name}" for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "ddrl"
                     for a in n.names})
-    assert {"ddrl.digest", "ddrl.wide", "ddrl.drift", "ddrl.small_lr"} <= set(names) and "ddrl.reporting" in mods
+    assert {"ddrl.study.digest", "ddrl.study.amendments.wide", "ddrl.study.drift", "ddrl.study.amendments.small_lr"} <= set(names) and "ddrl.run.cache" in mods
     code = ("import importlib, sys\n"
             f"for m in {mods + names!r}: importlib.import_module(m)\n"
             "print(sorted(k for k in ('torch', 'transformers', 'peft') if k in sys.modules))")

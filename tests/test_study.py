@@ -19,9 +19,14 @@ import pandas as pd
 import pytest
 from conftest import kill_after_first_run
 
-from ddrl import study, study_analysis, study_jobs, study_plan, study_pool, study_status
-from ddrl.claims import scorecard, scorecard_figure, validate
-from ddrl.stats import paired_differences, predicted_half_width, variance_components
+from ddrl.study import runner as study
+from ddrl.study import analysis as study_analysis
+from ddrl.study import jobs as study_jobs
+from ddrl.study import plan as study_plan
+from ddrl.study import pool as study_pool
+from ddrl.study import status as study_status
+from ddrl.study.claims import scorecard, scorecard_figure, validate
+from ddrl.report.stats import paired_differences, predicted_half_width, variance_components
 
 SMOKE = study.SCALES["smoke"]
 ONE = ["math500_like"]  # one regime keeps the end-to-end tests fast
@@ -264,7 +269,7 @@ def test_smoke_study_writes_per_question_rows_and_valid_claims(smoke):
         "H1xB", "H1xA", "D2"}  # H1xB, H1xA: MATH-500-like by Amendment 20; H1xN, H1xP are AMC-like's only
     assert "F1" in got  # the tiny model's base answers are all rare: F1 only
     assert all(e["n_seeds"] == 2 for e in entries)
-    from ddrl.claims import render
+    from ddrl.study.claims import render
 
     paths = render(entries, root / "render")  # the scorecard renders from the smoke path's claims
     assert all(p.stat().st_size > 0 for p in paths.values())
@@ -325,7 +330,7 @@ def test_smoke_heldout_x_evaluates_the_registered_runs_on_fresh_questions(smoke)
 def test_heldout_x_records_are_fresh_and_skip_repeats():
     """Amendment 11's questions: the stream after the adapted and registered held-out records, no prompt of
     those again, the first n (the same first n whatever n), repeats skipped (one operation: few distinct chains)."""
-    from ddrl.regimes import Regime, candidate_records
+    from ddrl.study.regimes import Regime, candidate_records
 
     reg = Regime("r", "x", num_ops=1, n_adapted=40, n_heldout=20, episodes=1)
     seen = {r["prompt"] for r in candidate_records(1, 60)}
@@ -452,7 +457,7 @@ def rendered_06(tmp_path_factory):
     from conftest import REPO
 
     out = tmp_path_factory.mktemp("render_06")
-    r = subprocess.run([sys.executable, "-m", "ddrl.reproduce", "--preset", "default", "--only", "06", "--output-dir",
+    r = subprocess.run([sys.executable, "-m", "ddrl.run.reproduce", "--preset", "default", "--only", "06", "--output-dir",
                         str(out), "--no-html"], cwd=REPO, capture_output=True, text=True, timeout=300,
                        env={**os.environ, "MPLBACKEND": "Agg", "DDRL_CACHE_DIR": str(out / "cache"),
                             "DDRL_FIGURE_STORE": ""})
@@ -483,7 +488,7 @@ def test_notebook_06_renders_the_committed_results(rendered_06):
 
 
 def test_the_committed_figure_store_is_what_notebook_06_draws(rendered_06):
-    """A fresh clone's render of notebook 06 copies its figures from ``docs/results/`` (``ddrl.figure_store``: the
+    """A fresh clone's render of notebook 06 copies its figures from ``docs/results/`` (``ddrl.report.figure_store``: the
     entries in ``figures.json``) instead of drawing them, and docs/results.md shows the same files. That store is
     what this code draws, figure by figure: the same names, keys (function, style, libraries, the arguments'
     content), code (every module each figure can run and what those import, by the sha256 of its syntax tree) and
@@ -492,7 +497,9 @@ def test_the_committed_figure_store_is_what_notebook_06_draws(rendered_06):
     ``figure`` command alone) fails here until ``make figures`` commits the store again."""
     from importlib.metadata import version
 
-    from ddrl import figure_keys, figure_store, lockfile
+    from ddrl.report import figure_keys
+    from ddrl.report import figure_store
+    from ddrl.run import lockfile
 
     # The keys name matplotlib's, seaborn's and pandas' versions (tests/test_environment.py checks that the lock pins
     # them): the store is drawn in the locked environment, and another one keys every figure differently.
@@ -802,7 +809,7 @@ def test_s1_weaker_base_regime_jobs_and_difference_of_differences(tmp_path):
     the same on the weaker base, per seed and question."""
     import dataclasses
 
-    from ddrl.regimes import WEAK_REGIME, weak_base_regime
+    from ddrl.study.regimes import WEAK_REGIME, weak_base_regime
     from ddrl.testbed.config import PRESETS
 
     d, w = PRESETS["default"], PRESETS["weak"]

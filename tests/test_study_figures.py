@@ -1,4 +1,4 @@
-"""ddrl.study_figures: the claims study's figures from per-run CSVs. Every frame here is SYNTHETIC TEST INPUT."""
+"""ddrl.study.figures: the claims study's figures from per-run CSVs. Every frame here is SYNTHETIC TEST INPUT."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ddrl import claims, study_figures as F
+from ddrl.study import claims
+from ddrl.study import figures as F
 
 
 def synthetic_steps(regimes=("aime_like", "math500_like"), seeds=3, steps=6) -> pd.DataFrame:
@@ -65,7 +66,7 @@ def test_selection_by_label_count_bins_each_rule_by_the_labels_count(tmp_path):
     shapes = {"A": [(10, False), (6, True)] + [(1, False)] * 48, "B": [(50, True)] + [(1, False)] * 14}
     groups = pd.DataFrame([{"regime": "amc_like", "seed": s, "question": f"{k}{i}", "count": c, "n": 64, "correct": ok}
                            for s in (0, 1) for k, shape in shapes.items() for i in range(3) for c, ok in shape])
-    from ddrl.study_analysis import selection_errors
+    from ddrl.study.analysis import selection_errors
 
     sel = selection_errors(groups, orders=32)
     t = F.selection_by_label_count(sel).set_index(["rule", "bin"])

@@ -5,8 +5,8 @@ import math
 import pandas as pd
 import pytest
 
-from ddrl import tables as T
-from ddrl.experiments import summarize
+from ddrl.report import tables as T
+from ddrl.run.experiments import summarize
 
 
 def _df():
@@ -92,7 +92,7 @@ def test_curve_band():
         T.curve_band(c, "gt/label_acc")
 
 
-def test_method_label_distinguishes_ddrl_from_rl_only():  # tables re-exports ddrl.plotting.label
+def test_method_label_distinguishes_ddrl_from_rl_only():  # tables re-exports ddrl.report.plotting.label
     assert T.method_label("ddrl") == "DDRL (BCS + DAE + COR)"
     assert T.method_label("bcs_dae") == "BCS + DAE"
     assert T.method_label("unknown") == "unknown"
@@ -146,7 +146,7 @@ def test_ci_yerr_is_the_distance_to_each_end_and_no_bar_without_an_interval():
     import numpy as np
     import pandas as pd
 
-    from ddrl.plotting import ci_yerr
+    from ddrl.report.plotting import ci_yerr
 
     s = pd.DataFrame({"mean": [0.5, 0.3], "ci_lo": [0.4, np.nan], "ci_hi": [0.7, np.nan]})
     assert np.allclose(ci_yerr(s), [[0.1, 0.0], [0.2, 0.0]])
@@ -157,7 +157,7 @@ def test_bootstrap_ci95_brackets_the_mean_and_covers_at_about_95_percent():
     seed 0, around the mean, about as wide as a normal interval, covering a known mean in ~95% of samples; no spread without two distinct values."""
     import numpy as np
 
-    from ddrl.plotting import bootstrap_ci95
+    from ddrl.report.plotting import bootstrap_ci95
 
     rng = np.random.default_rng(3)
     x = rng.normal(1.0, 2.0, 19)
@@ -173,7 +173,7 @@ def test_bootstrap_ci95_brackets_the_mean_and_covers_at_about_95_percent():
 
 def test_committed_markdown_renders_the_file_or_says_it_is_not_written(tmp_path):
     path = tmp_path / "analysis.json"
-    says = T.committed_markdown(path, lambda res: "never called", 58, "python -m ddrl.ttrl_heldout status")
-    assert says == "Amendment 58's analysis is not committed yet (`python -m ddrl.ttrl_heldout status`)."
+    says = T.committed_markdown(path, lambda res: "never called", 58, "python -m ddrl.study.amendments.ttrl_heldout status")
+    assert says == "Amendment 58's analysis is not committed yet (`python -m ddrl.study.amendments.ttrl_heldout status`)."
     path.write_text('{"seeds": [0, 1]}')
     assert T.committed_markdown(path, lambda res: f"| {res['seeds']} |", 58, "unused") == "| [0, 1] |"

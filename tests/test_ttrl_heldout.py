@@ -1,5 +1,5 @@
 """Plan Amendment 58: TTRL, and COR at a tenth of its rate, at lr/10 on fresh AMC-like questions
-(``ddrl.ttrl_heldout``)."""
+(``ddrl.study.amendments.ttrl_heldout``)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,14 @@ from datetime import datetime
 import pandas as pd
 import pytest
 
-from ddrl import claims, small_lr, study
-from ddrl import ttrl_heldout as T
-from ddrl.reporting import REPO
-from ddrl.stats import predicted_half_width, variance_components
-from ddrl.study_analysis import paired_matrix
-from ddrl.study_plan import COR_LR10, HELDOUT_X, SCALES, SMALL_LR, Job, csv_path, heldout_x_path
+from ddrl.study import claims
+from ddrl.study.amendments import small_lr
+from ddrl.study import runner as study
+from ddrl.study.amendments import ttrl_heldout as T
+from ddrl.run.storage import REPO
+from ddrl.report.stats import predicted_half_width, variance_components
+from ddrl.study.analysis import paired_matrix
+from ddrl.study.plan import COR_LR10, HELDOUT_X, SCALES, SMALL_LR, Job, csv_path, heldout_x_path
 
 
 def test_jobs_go_seed_by_seed_ttrl_first_and_stop_at_the_clock_after_the_first_six():
@@ -99,7 +101,7 @@ def test_committed_analysis_recomputes_and_docs_quote_it():
     """The committed analysis is what the code computes from the committed CSVs, on the plan's seeds from 0 (at least
     6), and docs/results.md quotes its table in its own section."""
     if not T.ANALYSIS.is_file():
-        pytest.skip(f"{T.ANALYSIS}: not analysed yet (python -m ddrl.ttrl_heldout status)")
+        pytest.skip(f"{T.ANALYSIS}: not analysed yet (python -m ddrl.study.amendments.ttrl_heldout status)")
     committed = json.loads(T.ANALYSIS.read_text())
     assert committed["seeds"] == list(T.SEEDS[:len(committed["seeds"])]) and len(committed["seeds"]) >= 6
     assert json.loads(json.dumps(T.analyse(n_boot=4000))) == committed

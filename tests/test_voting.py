@@ -129,7 +129,8 @@ def test_distinct_values_whose_normalised_strings_collided_are_kept_apart() -> N
 
 
 def test_integers_never_reach_math_verify(monkeypatch) -> None:
-    from ddrl import answers, grader_pool
+    from ddrl import answers
+    from ddrl.grading import grader_pool
 
     def boom(*args):  # noqa: ANN002
         raise AssertionError("math-verify was called")
@@ -202,7 +203,8 @@ def _testbed_answers(preset: str, questions: int, tmp_path_factory) -> list[list
 def _check_old_and_new_agree(groups: list[list[str | None]], monkeypatch) -> int:
     """On groups whose answers are integers (or none), the new vote equals the old one and never calls
     math-verify; on every group, merging only joins whole old groups. Returns how many groups were all-integer."""
-    from ddrl import answers, grader_pool
+    from ddrl import answers
+    from ddrl.grading import grader_pool
     from ddrl.answers import plain_number, voting_key
 
     calls = []

@@ -1,4 +1,4 @@
-"""Plan Amendment 26 (ddrl.wide): the wider MATH-500-like regime, its runs on two devices, the device check and the
+"""Plan Amendment 26 (ddrl.study.amendments.wide): the wider MATH-500-like regime, its runs on two devices, the device check and the
 analysis; the smoke path end to end and the committed CSVs against the registered configuration.
 
 The synthetic per-question tables below are TEST INPUT made up here, never results and never committed."""
@@ -13,11 +13,13 @@ import pandas as pd
 import pytest
 import torch
 
-from ddrl import study, study_jobs, wide
-from ddrl.regimes import MATH_MAJ_MIN, wide_regime
-from ddrl.reporting import save_figure
-from ddrl.study_plan import SCALES, csv_method_seed, csv_path, load_regimes
-from ddrl.tables import entry_ci, fmt_ci
+from ddrl.study import runner as study
+from ddrl.study import jobs as study_jobs
+from ddrl.study.amendments import wide
+from ddrl.study.regimes import MATH_MAJ_MIN, wide_regime
+from ddrl.report.reporter import save_figure
+from ddrl.study.plan import SCALES, csv_method_seed, csv_path, load_regimes
+from ddrl.report.tables import entry_ci, fmt_ci
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -118,7 +120,7 @@ def test_the_device_check_takes_the_cpu_seeds_only_where_the_gpu_shifted(tmp_pat
 
 
 def test_committed_csvs_are_the_registered_configuration_on_their_device(monkeypatch):
-    """Every committed CSV's key is :func:`ddrl.study_jobs.job_key` of the regime's registered configuration, computed
+    """Every committed CSV's key is :func:`ddrl.study.jobs.job_key` of the regime's registered configuration, computed
     for the device ``devices.json`` names (the GPU seeds' keys name ``cuda``), and has all 768 questions."""
     folder = wide.OUT / wide.REGIME
     files = sorted(p for p in folder.glob("*-seed*.csv.gz") if not p.name.endswith("-steps.csv.gz"))

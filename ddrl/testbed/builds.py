@@ -13,7 +13,8 @@ import shutil
 import time
 from pathlib import Path
 
-from ddrl.reporting import sha256_file, weight_files
+from ddrl.run.storage import sha256_file
+from ddrl.run.cache import weight_files
 from ddrl.testbed.config import PretrainConfig
 
 REPO = Path(__file__).resolve().parents[2]
@@ -38,7 +39,7 @@ SOURCES = ("committed", "pretrain")
 
 
 def weight_sha256s(directory: str | os.PathLike) -> dict[str, str]:
-    """sha256 of each weight file of a build directory (:func:`ddrl.reporting.weight_files`), by file name."""
+    """sha256 of each weight file of a build directory (:func:`ddrl.run.cache.weight_files`), by file name."""
     return {f.name: sha256_file(f) for f in weight_files(directory)}
 
 

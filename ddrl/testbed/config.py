@@ -1,7 +1,7 @@
 """What determines a built testbed model: :class:`PretrainConfig`, its presets and its hash.
 
 Kept apart from :mod:`ddrl.testbed.pretrain` (torch, transformers) so that checking a preset name, e.g. a
-notebook parameter ``testbed_preset`` in :mod:`ddrl.params`, costs no heavy import.
+notebook parameter ``testbed_preset`` in :mod:`ddrl.run.params`, costs no heavy import.
 """
 
 from __future__ import annotations

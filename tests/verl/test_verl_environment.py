@@ -11,7 +11,7 @@ pytest.importorskip("verl.protocol", reason="verl is not installed (optional ext
 
 from packaging.markers import Marker  # noqa: E402
 
-from ddrl import lockfile  # noqa: E402
+from ddrl.run import lockfile  # noqa: E402
 
 
 def test_make_install_verl_installed_its_lock():

@@ -7,7 +7,7 @@ ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 VENV=${1:-$ROOT/.venv-verl}
 PYTHON=${PYTHON:-python3}
 TORCH=${TORCH:-torch==2.13.0}
-# The exact versions CI's verl tier passed with (ddrl/lockfile.py; `make lock-verl` writes it); LOCK= takes the newest.
+# The exact versions CI's verl tier passed with (ddrl/run/lockfile.py; `make lock-verl` writes it); LOCK= takes the newest.
 LOCK=${LOCK-$ROOT/ddrl/integrations/verl/constraints.txt}
 start=$(date +%s)
 test -x "$VENV/bin/python" || "$PYTHON" -m venv "$VENV"

@@ -1,0 +1,164 @@
+"""The decode attention of :class:`ddrl.accel.fast_sampling.StaticCacheSampler` as one hand-written C loop
+(``ddrl/accel/decode_attention.c``), built with the machine's C compiler on first use and loaded with ``ctypes``.
+
+Why by hand: one decode step's attention over [a row's prompt, its response so far] is, on the testbed, 2,048 dot
+products of 24 numbers per context position. Torch runs it as batched 1 x t matmuls, a softmax over a concatenation
+and scatters into a [prompt, slot] grid (``_SharedPromptAttention``): a third of the sampler's op time went to
+``aten::bmm`` alone (torch.profiler, pairing a of ``bench/rl_step.py``). The C loop keeps each row's keys transposed
+(positions contiguous), so the scores and the weighted sum are plain vector loops, and writes the step's key and
+value into the cache itself; it splits the rows over the process's OpenMP threads (torch's own libgomp). It computes
+the same attention up to float rounding (another summation order; ``bench/native_attention.py`` has the numbers).
+No library offers a CPU cascade attention (FlashInfer's is CUDA-only).
+
+Which one a sampler uses is ``DDRL_DECODE_ATTENTION``: ``auto`` (default: the C loop where :func:`unavailable_reason`
+finds nothing against it), ``torch`` or ``native`` (the C loop or an error naming why not). The choice enters cache
+keys through :func:`key` (:func:`ddrl.models.device_key`), since another rounding may flip a near-tie draw; the
+claims study pins ``torch`` (:func:`ddrl.accel.logprob_backends.pinned_backend`), as it was computed.
+
+The library goes to ``<cache>/native/decode_attention-<key>.so``, the key hashing the source, the compiler's version,
+the flags and this CPU (``-march=native``): written once through a temporary name and ``os.replace``, so processes
+building it at once each leave a whole file, and a finished one is only read.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+
+import torch
+
+from ddrl.run.storage import cache_root, unique_tmp
+
+SOURCE = Path(__file__).with_name("decode_attention.c")
+#: what ``DDRL_DECODE_ATTENTION`` accepts
+CHOICES = ("auto", "torch", "native")
+FLAGS = ("-O3", "-march=native", "-fno-math-errno", "-fopenmp", "-shared", "-fPIC")
+VERSION = "v1"  # of what the key records: bump when the kernel's arithmetic changes in a way the source hash misses
+
+
+def choice() -> str:
+    """``DDRL_DECODE_ATTENTION`` (default ``auto``), refused by name unless one of :data:`CHOICES`."""
+    value = os.environ.get("DDRL_DECODE_ATTENTION") or "auto"
+    if value not in CHOICES:
+        raise ValueError(f"DDRL_DECODE_ATTENTION must be one of {CHOICES}, got {value!r}")
+    return value
+
+
+def compiler() -> str | None:
+    """``$CC`` or ``gcc``, as a path, or None when there is none."""
+    return shutil.which(os.environ.get("CC") or "gcc")
+
+
+def _cpu_identity() -> str:
+    """This CPU as ``-march=native`` sees it: the model name and feature flags of /proc/cpuinfo (or the machine)."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return platform.machine()
+    keep = [ln for ln in lines if ln.split(":")[0].strip() in ("model name", "flags", "Features", "CPU part")]
+    return platform.machine() + "\n" + "\n".join(sorted(set(keep)))
+
+
+def library_key(cc: str) -> str:
+    """What the built library depends on: the source, the compiler's version line, the flags and this CPU."""
+    out = subprocess.run([cc, "--version"], capture_output=True, text=True, check=False).stdout
+    h = hashlib.sha256()
+    for part in (SOURCE.read_bytes(), out.splitlines()[0].encode() if out else b"", " ".join(FLAGS).encode(),
+                 _cpu_identity().encode()):
+        h.update(hashlib.sha256(part).digest())
+    return h.hexdigest()
+
+
+def build(cache_dir: str | Path | None = None) -> Path:
+    """The compiled library for this machine, compiling it if it is not there yet (about 0.3 s with gcc).
+    Raises ``RuntimeError`` naming the compiler and its message when it cannot be built."""
+    cc = compiler()
+    if cc is None:
+        raise RuntimeError(f"no C compiler: {os.environ.get('CC') or 'gcc'} is not on PATH")
+    path = Path(cache_dir or cache_root()) / "native" / f"decode_attention-{library_key(cc)[:16]}.so"
+    if path.is_file():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = unique_tmp(path)
+    try:
+        res = subprocess.run([cc, *FLAGS, str(SOURCE), "-o", str(tmp), "-lm"], capture_output=True, text=True,
+                             check=False)
+        if res.returncode != 0:
+            raise RuntimeError(f"{cc} could not build {SOURCE.name}: {res.stderr.strip()[-400:]}")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def _openmp_runtimes() -> set[str]:
+    """The OpenMP runtimes mapped into this process (file names of libgomp / libomp / libiomp)."""
+    try:
+        maps = Path("/proc/self/maps").read_text()
+    except OSError:
+        return set()
+    paths = {fields[-1] for fields in map(str.split, maps.splitlines()) if fields and fields[-1].startswith("/")}
+    return {p for p in paths if any(r in Path(p).name for r in ("libgomp", "libomp", "libiomp"))}
+
+
+@lru_cache(maxsize=None)
+def _load(cache_dir: str | None) -> tuple[ctypes.CDLL | None, str | None]:
+    if platform.system() != "Linux":
+        return None, f"built and checked on Linux only, not {platform.system()}"
+    if "OpenMP" not in torch.__config__.parallel_info():
+        return None, "torch's CPU parallel backend is not OpenMP"
+    before = _openmp_runtimes()
+    if not any("libgomp" in Path(n).name for n in before):
+        return None, "torch did not load GNU OpenMP (libgomp), which the library would share"
+    try:
+        lib = ctypes.CDLL(str(build(cache_dir)))
+    except (RuntimeError, OSError) as e:
+        return None, str(e)
+    if _openmp_runtimes() != before:  # the library brought a second OpenMP runtime: threads would oversubscribe
+        return None, f"loading the library added an OpenMP runtime ({sorted(_openmp_runtimes() - before)})"
+    fn = lib.ddrl_decode_attention
+    p, i = ctypes.c_void_p, ctypes.c_int64
+    fn.argtypes = [p, i, i, p, i, i, p, i, i, p, p, p, p, p, p, i, i, i, p, i, i, i, i, i, i, ctypes.c_float]
+    fn.restype = None
+    lim = [ctypes.c_int64() for _ in range(3)]
+    lib.ddrl_decode_attention_limits(*[ctypes.byref(x) for x in lim])
+    lib.limits = tuple(x.value for x in lim)  # prompt width, steps, head dim the kernel's stack buffers hold
+    return lib, None
+
+
+def unavailable_reason() -> str | None:
+    """Why the C loop cannot be used in this process (None when it can): not Linux, torch not on GNU OpenMP, no
+    compiler, a failed build, or a second OpenMP runtime. Builds and loads the library on the first call."""
+    return _load(os.environ.get("DDRL_CACHE_DIR"))[1]
+
+
+def library() -> ctypes.CDLL:
+    """The loaded library; raises ``RuntimeError`` with :func:`unavailable_reason` when there is none."""
+    lib, reason = _load(os.environ.get("DDRL_CACHE_DIR"))
+    if lib is None:
+        raise RuntimeError(f"the native decode attention is unavailable: {reason}")
+    return lib
+
+
+def use_native() -> bool:
+    """Whether a CPU sampler built now uses the C loop: ``DDRL_DECODE_ATTENTION`` is ``native`` (then it must be
+    available: ``RuntimeError`` naming why not), or ``auto`` and it is available."""
+    c = choice()
+    if c == "torch":
+        return False
+    reason = unavailable_reason()
+    if c == "native" and reason is not None:
+        raise RuntimeError(f"DDRL_DECODE_ATTENTION=native, but the native decode attention is unavailable: {reason}")
+    return reason is None
+
+
+def key() -> dict:
+    """What a CPU result's cache key records of the decode attention: nothing for torch's (so every result computed
+    before the C loop keeps its key), ``{"decode_attention": "native-v1"}`` where :func:`use_native`."""
+    return {"decode_attention": f"native-{VERSION}"} if use_native() else {}

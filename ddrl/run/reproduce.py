@@ -1,0 +1,446 @@
+"""Run the companion's notebooks with papermill, as one reproducible batch job.
+
+    python -m ddrl.run.reproduce --preset {smoke,default,paper} [--only 03] [-p name value ...]
+
+- Notebooks are ``notebooks/NN_*.ipynb``; parameters come from ``params/<preset>/<notebook>.yaml`` and then
+  ``-p`` overrides (values parsed as YAML: ``-p lr 3e-5 -p seeds "[0, 1, 2]"``).
+- A parameter a notebook does not declare in its ``parameters`` cell is an error listing the valid ones.
+- Always ``kernel_name="python3"`` and the explicit working directory ``notebooks/``.
+- Output, under ``outputs/<preset>/``: executed notebooks, an HTML rendering of each, ``figures/``,
+  ``tables/``, ``metrics/``, ``timings.json`` (wall seconds and peak resident memory of each notebook) and
+  ``manifest.json`` (every artifact with its sha256, the notebook that made it, its parameters and the git
+  sha).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import yaml
+from tabulate import tabulate
+
+from ddrl.run.pool import environ
+from ddrl.run.params import ParameterError, check_parameters
+from ddrl.run.progress import PROGRESS_FILE_ENV, latest_bar
+from ddrl.run.storage import REPO, atomic_write_bytes, git_sha, sha256_file
+
+NOTEBOOK_DIR = REPO / "notebooks"
+PARAMS_DIR = REPO / "params"
+PRESETS = ("smoke", "default", "paper", "study")  # study: notebook 06 only (--only 06)
+#: Parameters the runner itself sets in every notebook (each notebook declares them).
+RUNNER_PARAMS = ("preset", "output_dir")
+#: The kernel's matplotlib backend: inline, so every executed notebook and its HTML show their figures. The kernel
+#: inherits the runner's environment, and a caller's ``MPLBACKEND`` (the Makefile exports Agg for plain Python
+#: processes) would make every ``plt.show()`` in it draw nothing.
+KERNEL_MPLBACKEND = "module://matplotlib_inline.backend_inline"
+
+
+def discover(only: list[str] | None = None, notebook_dir: Path | None = None) -> list[Path]:
+    """The numbered notebooks, in order; ``only`` keeps those whose name starts with one of its entries."""
+    found = sorted((notebook_dir or NOTEBOOK_DIR).glob("[0-9][0-9]_*.ipynb"))
+    if only:
+        unknown = [o for o in only if not any(p.stem.startswith(o) for p in found)]
+        if unknown:
+            raise ParameterError(f"--only {unknown} matches no notebook; available: {[p.stem for p in found]}")
+        found = [p for p in found if any(p.stem.startswith(o) for o in only)]
+    return found
+
+
+def declared_parameters(notebook: Path) -> dict:
+    """Names and default source text of the notebook's ``parameters`` cell, as ``papermill.inspect_notebook``
+    reports them (a test checks they agree), read with ``json`` and ``ast``: importing papermill costs 3 s
+    (nbformat -> jsonschema compiles a grammar), and a bad ``-p`` value must fail at once."""
+
+    nb = json.loads(Path(notebook).read_text())
+    cell = next((c for c in nb.get("cells", []) if "parameters" in c.get("metadata", {}).get("tags", [])), None)
+    if cell is None:
+        return {}
+    src = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+    out = {}
+    for node in ast.parse(src).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            out[node.targets[0].id] = ast.get_source_segment(src, node.value)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            out[node.target.id] = ast.get_source_segment(src, node.value)
+    return out
+
+
+def load_preset(preset: str, notebook: Path, params_dir: Path | None = None) -> dict:
+    path = (params_dir or PARAMS_DIR) / preset / f"{notebook.stem}.yaml"
+    if not path.is_file():
+        return {}
+    values = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(values, dict):
+        raise ParameterError(f"{path}: expected a mapping of parameter names to values, got {type(values).__name__}")
+    return values
+
+
+def parse_overrides(pairs: list[list[str]] | None) -> dict:
+    return {name: yaml.safe_load(value) for name, value in (pairs or [])}
+
+
+def resolve_parameters(notebook: Path, preset_values: dict, overrides: dict, source: str) -> dict:
+    """Preset values then overrides, checked against the notebook's declared parameters.
+
+    Preset-file entries must all be declared by the notebook; a ``-p`` override is applied where the
+    notebook declares it (the caller checks that every override is declared by at least one notebook).
+    Every value is then coerced to its declared type and checked (:func:`ddrl.run.params.check_parameters`).
+    """
+    valid = declared_parameters(notebook)
+    unknown = sorted(set(preset_values) - set(valid))
+    if unknown:
+        raise ParameterError(
+            f"{source}: unknown parameter(s) {unknown} for {notebook.name}; valid parameters: {sorted(valid)}"
+        )
+    params = dict(preset_values)
+    params.update({k: v for k, v in overrides.items() if k in valid})
+    return check_parameters(notebook.stem, valid, params)  # coerced to the declared types, or a ParameterError
+
+
+def render_html(executed: Path) -> Path:
+    skip_iri_checker()
+    from nbconvert import HTMLExporter  # papermill and nbconvert load in seconds: after the parameter check
+
+    body, _ = HTMLExporter().from_filename(str(executed))
+    out = executed.with_suffix(".html")
+    out.write_text(body)
+    return out
+
+
+class PeakMemory:
+    """Peak resident memory (MiB) of this process plus all its descendants (the notebook's kernel), sampled
+    every ``interval`` seconds in a background thread while the ``with`` block runs.
+
+    The sum over the process tree at each sample, maximised over samples: what the job needs from the
+    machine. Sampling can miss a spike shorter than ``interval``; the kernel's own high-water mark is read
+    from ``/proc/<pid>/status`` (VmHWM) at each sample too, so a spike inside the kernel is still counted.
+    """
+
+    def __init__(self, interval: float = 0.25):
+        self.interval = interval
+        self.peak_mib = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @staticmethod
+    def _high_water(pid: int) -> int:
+        """A process's own peak resident bytes (Linux ``VmHWM``), which sampling cannot miss; 0 if unknown."""
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                return next((int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:")), 0)
+        except (OSError, ValueError):
+            return 0
+
+    @classmethod
+    def _tree_mib(cls) -> float:
+
+        me = psutil.Process()
+        total = me.memory_info().rss  # the runner itself: current size (its import-time peak is not the job's)
+        for p in me.children(recursive=True):
+            try:
+                total += max(p.memory_info().rss, cls._high_water(p.pid))
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+        return total / 2**20
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak_mib = max(self.peak_mib, self._tree_mib())
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> "PeakMemory":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def skip_iri_checker() -> None:
+    """Keep jsonschema from loading ``rfc3987_syntax`` in this process. Where it is installed (jupyter-events asks for
+    jsonschema's ``format-nongpl`` extra) jsonschema imports it for its optional IRI format check, and it builds a
+    Lark grammar at import: 1.5-2.7 s of every render's start here, before the kernel does anything (papermill ->
+    nbformat -> jsonschema). No notebook schema checks an IRI (nbformat's validation is unchanged: tested). Blocking
+    an import by ``sys.modules[name] = None`` makes it raise ImportError, which jsonschema skips; a process that
+    loaded the module already keeps it."""
+    sys.modules.setdefault("rfc3987_syntax", None)
+
+
+def run_notebook(notebook: Path, params: dict, out_dir: Path, progress: bool = True) -> Path:
+    """Execute ``notebook`` with papermill into ``out_dir``; ``progress`` is papermill's own per-cell bar
+    (off when a :class:`LiveProgress` reports instead). Cell starts are reported to the active
+    :class:`LiveProgress`, if any."""
+    skip_iri_checker()
+    import papermill  # seconds to import (nbformat's schema): after the parameter check
+
+    executed = out_dir / notebook.name
+    with environ(MPLBACKEND=KERNEL_MPLBACKEND):
+        papermill.execute_notebook(
+            str(notebook), str(executed), parameters=params, kernel_name="python3", engine_name=_tracking_engine(),
+            cwd=str(notebook.parent), progress_bar=progress, request_save_on_cell_execute=True,
+        )
+    return executed
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Live progress: what the kernel is doing, one line every few seconds, and the final summary table
+# ---------------------------------------------------------------------------------------------------------
+
+
+def format_seconds(seconds: float) -> str:
+    """``75.2`` -> ``"1:15"``, ``3725`` -> ``"1:02:05"``."""
+    m, s = divmod(int(round(seconds)), 60)
+    h, m = divmod(m, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+class LiveProgress:
+    """While a notebook runs, print one status line every ``interval`` seconds: elapsed time, the cell being
+    executed (index, how long it has run, its first line), the kernel's latest ``ddrl`` progress bar (count,
+    rate and tqdm's ETA) and, when the previous run's time is known, the time that should be left.
+
+    The bars reach the runner through a file: ``$DDRL_PROGRESS_FILE`` is set for the kernel (it inherits the
+    runner's environment) and :func:`ddrl.run.progress.tqdm` writes text bars there (see that module).
+    """
+
+    def __init__(self, name: str, interval: float = 10.0, expected_s: float | None = None, stream=None):
+
+        self.name, self.interval, self.expected_s = name, interval, expected_s
+        self.stream = stream or sys.stdout
+        fd, path = tempfile.mkstemp(prefix=f"ddrl-progress-{name}-", suffix=".txt")
+        os.close(fd)
+        self.path = Path(path)
+        self.cell: tuple[int, int, str] | None = None  # (index among code cells, their number, first line)
+        self.cell_start = self.start = time.monotonic()
+        self._bar_offset = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def cell_started(self, index: int, total: int, source: str) -> None:
+        lines = [ln.strip() for ln in source.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+        # The first line that does something (an imports cell is named by what follows its imports).
+        first = next((ln for ln in lines if not ln.startswith(("import ", "from "))), lines[0] if lines else "")
+        self.cell, self.cell_start = (index, total, first), time.monotonic()
+        self._bar_offset = self.path.stat().st_size if self.path.exists() else 0  # older bars are done
+
+    def status_line(self) -> str:
+
+        now = time.monotonic()
+        parts = [f"  [{self.name} {format_seconds(now - self.start)}]"]
+        if self.cell:
+            i, n, first = self.cell
+            parts.append(f"code cell {i + 1}/{n} ({format_seconds(now - self.cell_start)}): {first[:50]}")
+        bar = latest_bar(self.path, since=self._bar_offset)
+        if bar:
+            parts.append(f"| {bar}")
+        if self.expected_s:
+            left = self.expected_s - (now - self.start)
+            parts.append(f"| ~{format_seconds(left)} left by the last run" if left > 0
+                         else f"| {format_seconds(-left)} over the last run's {format_seconds(self.expected_s)}")
+        return " ".join(parts)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            print(self.status_line(), file=self.stream, flush=True)
+
+    def __enter__(self) -> "LiveProgress":
+
+        self._env = environ(**{PROGRESS_FILE_ENV: str(self.path)})
+        self._env.__enter__()
+        _ACTIVE.append(self)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+
+        self._stop.set()
+        self._thread.join()
+        _ACTIVE.remove(self)
+        self._env.__exit__(None, None, None)
+        self.path.unlink(missing_ok=True)
+
+
+_ACTIVE: list[LiveProgress] = []
+
+
+#: At most one write of the executed notebook per this many seconds while it runs. Papermill writes the whole
+#: notebook at every cell's start and end (its figures included: ~45 ms at notebook 06's 5.8 MB, 80 code cells); the
+#: final write after the last cell, and the one before an error is raised, are papermill's own and always happen.
+SAVE_EVERY_S = 10.0
+
+
+def _tracking_engine() -> str:
+    """Register and name a papermill engine that reports each cell start to the active LiveProgress and writes the
+    executed notebook at most every :data:`SAVE_EVERY_S` seconds while it runs (and at its end)."""
+    from papermill.engines import NBClientEngine, papermill_engines
+
+    class TrackingEngine(NBClientEngine):
+        @classmethod
+        def execute_managed_notebook(cls, nb_man, kernel_name, **kwargs):
+            save, complete = nb_man.save, nb_man.notebook_complete
+            last = [time.monotonic()]
+
+            def throttled_save(**kw):
+                if time.monotonic() - last[0] >= SAVE_EVERY_S:
+                    save(**kw)
+                    last[0] = time.monotonic()
+
+            def final_save(**kw):  # the end of the run, whatever ended it: written
+                nb_man.save = save
+                return complete(**kw)
+            nb_man.save, nb_man.notebook_complete = throttled_save, final_save
+            cell_start = nb_man.cell_start
+
+            code = [i for i, c in enumerate(nb_man.nb.cells) if c.cell_type == "code"]
+
+            def report(cell, cell_index=None, **kw):
+                if cell_index in code:
+                    for live in _ACTIVE:
+                        live.cell_started(code.index(cell_index), len(code), cell.source)
+                return cell_start(cell, cell_index, **kw)
+
+            nb_man.cell_start = report
+            return super().execute_managed_notebook(nb_man, kernel_name, **kwargs)
+
+    papermill_engines.register("ddrl", TrackingEngine)
+    return "ddrl"
+
+
+def summary_table(names: list[str], runs: dict[str, dict], failed: dict[str, str]) -> str:
+    """Every planned notebook's status, wall time and peak memory, as a GitHub-style table."""
+
+    rows = []
+    for name in names:
+        if name in runs:
+            r = runs[name]
+            rows.append([name, "ok", f"{r['seconds']:.1f}", r["peak_rss_mib"]])
+        elif name in failed:
+            rows.append([name, f"FAILED: {failed[name]}"[:70], "", ""])
+        else:
+            rows.append([name, "not run", "", ""])
+    total = sum(r["seconds"] for r in runs.values())
+    rows.append(["total", f"{len(runs)}/{len(names)} ok", f"{total:.1f}", max((r["peak_rss_mib"] for r in runs.values()), default="")])
+    return tabulate(rows, headers=["notebook", "status", "seconds", "peak MiB"], tablefmt="github", disable_numparse=True)
+
+
+def build_manifest(out_dir: Path, runs: dict[str, dict], previous: dict | None = None) -> dict:
+    """Every artifact under ``out_dir`` with sha256, size and the notebook that made it.
+
+    ``previous`` (the manifest already in ``out_dir``) keeps the entries of notebooks this run did not
+    execute, so ``--only 04`` into a full output directory updates notebook 04 and leaves the others listed.
+    Each notebook entry carries the git sha it was executed at.
+    """
+    sha = git_sha()
+    entries = []
+    for stem, info in runs.items():
+        files = [(info["executed"], "executed-notebook"), (info["html"], "html")]
+        log = out_dir / "artifacts" / f"{stem}.jsonl"
+        if log.is_file():
+            files += [(str(out_dir / json.loads(line)["path"]), json.loads(line)["kind"])
+                      for line in log.read_text().splitlines() if line.strip()]
+        for path, kind in files:
+            p = Path(path)
+            entries.append({
+                "path": str(p.relative_to(out_dir)), "kind": kind, "notebook": stem,
+                "bytes": p.stat().st_size if p.exists() else None,
+                "sha256": sha256_file(p) if p.exists() else None,
+            })
+    notebooks = {stem: {"parameters": info["parameters"], "seconds": info["seconds"],
+                        "peak_rss_mib": info.get("peak_rss_mib"), "git_sha": sha} for stem, info in runs.items()}
+    if previous:
+        kept = {k: v for k, v in previous.get("notebooks", {}).items() if k not in runs}
+        notebooks = {**kept, **notebooks}
+        entries = [a for a in previous.get("artifacts", []) if a.get("notebook") in kept] + entries
+    return {"git_sha": sha, "notebooks": dict(sorted(notebooks.items())), "artifacts": entries}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m ddrl.run.reproduce", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--preset", choices=PRESETS, default="default")
+    ap.add_argument("--only", action="append", help="notebook number or name prefix (repeatable), e.g. 03")
+    ap.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                    help="override a notebook parameter (value parsed as YAML)")
+    ap.add_argument("--output-dir", type=Path, default=None, help="default: outputs/<preset>")
+    ap.add_argument("--no-html", action="store_true", help="skip the HTML renderings")
+    ap.add_argument("--progress-interval", type=float, default=10.0, metavar="SECONDS",
+                    help="seconds between two status lines of a running notebook (default 10)")
+    args = ap.parse_args(argv)
+
+    out_dir = (args.output_dir or REPO / "outputs" / args.preset).resolve()
+    try:
+        notebooks = discover(args.only)
+        if not notebooks:
+            print(f"ddrl.run.reproduce: no notebooks in {NOTEBOOK_DIR} yet; nothing to run.")
+            return 0
+        overrides = parse_overrides(args.parameter)
+        declared = {nb.stem: declared_parameters(nb) for nb in notebooks}
+        for name in overrides:
+            if name in RUNNER_PARAMS:
+                raise ParameterError(f"-p {name}: set by the runner itself (use --preset / --output-dir)")
+            if not any(name in d for d in declared.values()):
+                valid = sorted(set().union(*[set(d) for d in declared.values()]) - set(RUNNER_PARAMS))
+                raise ParameterError(f"-p {name}: no selected notebook declares it; valid parameters: {valid}")
+        plan = []
+        for nb in notebooks:
+            params = resolve_parameters(nb, load_preset(args.preset, nb), overrides,
+                                        source=str(PARAMS_DIR / args.preset / f"{nb.stem}.yaml"))
+            params.update(preset=args.preset, output_dir=str(out_dir))
+            plan.append((nb, params))
+    except ParameterError as e:
+        print(f"ddrl.run.reproduce: {e}", file=sys.stderr)
+        return 2
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    print(f"ddrl.run.reproduce: preset {args.preset!r}, {len(plan)} notebook(s) -> {out_dir}")
+    runs: dict[str, dict] = {}
+    timings_path, manifest_path = out_dir / "timings.json", out_dir / "manifest.json"
+    previous = json.loads(manifest_path.read_text()) if manifest_path.is_file() else None
+    last_seconds = {k: v.get("seconds") for k, v in (previous or {}).get("notebooks", {}).items()}
+    failed: dict[str, str] = {}
+    status, wrote_manifest = 0, False
+    for nb, params in plan:
+        expected = last_seconds.get(nb.stem)
+        print(f"\n=== {nb.name} ===" + (f" (last run: {format_seconds(expected)})" if expected else ""), flush=True)
+        start = time.perf_counter()
+        try:
+            with PeakMemory() as mem, LiveProgress(nb.stem[:2], args.progress_interval, expected):
+                executed = run_notebook(nb, params, out_dir, progress=False)
+        except Exception as e:  # papermill raises PapermillExecutionError with the failing cell's traceback
+            print(f"ddrl.run.reproduce: {nb.name} failed: {e}", file=sys.stderr)
+            failed[nb.stem] = getattr(e, "ename", type(e).__name__) + f" after {time.perf_counter() - start:.0f} s"
+            status = 1
+            break
+        html = None if args.no_html else render_html(executed)
+        seconds = time.perf_counter() - start
+        runs[nb.stem] = {"parameters": params, "seconds": round(seconds, 1), "peak_rss_mib": round(mem.peak_mib),
+                         "executed": str(executed), "html": str(html) if html else str(executed)}
+        print(f"{nb.name}: {seconds:.1f} s, peak memory {mem.peak_mib:.0f} MiB", flush=True)
+        manifest = build_manifest(out_dir, runs, previous)
+        timings = {k: {"seconds": v["seconds"], "peak_rss_mib": v["peak_rss_mib"]} for k, v in manifest["notebooks"].items()}
+        atomic_write_bytes(timings_path, json.dumps(timings, indent=2).encode())
+        atomic_write_bytes(manifest_path, json.dumps(manifest, indent=2).encode())
+        wrote_manifest = True
+    print("\n" + summary_table([nb.stem for nb, _ in plan], runs, failed), flush=True)
+    print("\n" + final_line(runs, len(plan), manifest_path, wrote_manifest))
+    return status
+
+
+def final_line(runs: dict[str, dict], planned: int, manifest_path: Path, wrote_manifest: bool) -> str:
+    """The batch's last line: how many notebooks ran, and the manifest only if this batch wrote it."""
+    total = sum(v["seconds"] for v in runs.values())
+    where = f"manifest: {manifest_path}" if wrote_manifest else "no manifest written (no notebook finished)"
+    return f"ddrl.run.reproduce: {len(runs)}/{planned} notebook(s) in {total:.0f} s; {where}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+"""Where the companion's files live and how they are written: the repository, the cache's root, durable atomic
+writes (a unique temporary file, fsync, rename, fsync of the folder; a full disk named as such) and the sha256 of a
+file. The lowest layer of the package's file handling: it imports nothing of ddrl, so every other module (among
+them :mod:`ddrl.run.cache`, which re-exports these names, and :mod:`ddrl.report.figure_store`) can build on it.
+"""
+
+from __future__ import annotations
+
+import errno
+import gzip
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import uuid
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def cache_root() -> Path:
+    """``$DDRL_CACHE_DIR`` or ``<repo>/.cache`` (gitignored)."""
+    return Path(os.environ.get("DDRL_CACHE_DIR", REPO / ".cache"))
+
+
+def sha256_file(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def disk_error(exc: BaseException, path: str | Path) -> BaseException:
+    """``exc`` re-described when the disk is full: an ``OSError(ENOSPC)`` naming ``path`` (torch's
+    ``RuntimeError`` / ``iostream error`` hides the errno in its context). Other errors are returned as is."""
+
+    seen, e = [], exc
+    while e is not None and e not in seen:
+        seen.append(e)
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+            break
+        e = e.__cause__ or e.__context__
+    else:
+        e = None
+    full = e is not None
+    if not full and isinstance(exc, RuntimeError):  # torch/C++ stream errors carry no errno
+        try:
+            full = shutil.disk_usage(Path(path).parent).free < 16 * 2**20
+        except OSError:
+            full = False
+    if not full:
+        return exc
+    return OSError(errno.ENOSPC, f"No space left on device (ENOSPC) while writing {path}; free space there or "
+                                 f"point $DDRL_CACHE_DIR / --output-dir at a larger disk", str(path))
+
+
+def fsync_dir(path: str | Path) -> None:
+    """fsync a directory, so a rename inside it survives a power cut (no-op where unsupported)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def unique_tmp(path: str | Path) -> Path:
+    """A temporary sibling of ``path`` no other process or thread uses: ``.<name>.<pid>-<uuid>.tmp``."""
+
+    path = Path(path)
+    return path.parent / f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:12]}.tmp"
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` durably: a unique temporary file, fsync, ``os.replace``, fsync of the
+    directory. Never a half-written file; a full disk is an ``OSError(ENOSPC)`` naming ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = unique_tmp(path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException as e:
+        tmp.unlink(missing_ok=True)
+        err = disk_error(e, path)
+        if err is e:
+            raise
+        raise err from e
+    fsync_dir(path.parent)
+
+
+def write_csv(path: str | Path, df) -> None:
+    """``df`` (a DataFrame, no index) as a CSV at ``path`` by :func:`atomic_write_bytes`; gzipped where the name ends
+    in ``.gz``, with no timestamp in its header, so the same rows always give the same bytes."""
+    data = df.to_csv(index=False).encode()
+    atomic_write_bytes(path, gzip.compress(data, mtime=0) if str(path).endswith(".gz") else data)
+
+
+def write_json(path: str | Path | None, obj) -> str:
+    """``obj`` as indented JSON text (with a final newline), written atomically to ``path`` when one is given
+    (:func:`atomic_write_bytes`); returns the text (the CLIs also print it)."""
+    text = json.dumps(obj, indent=1) + "\n"
+    if path is not None:
+        atomic_write_bytes(path, text.encode())
+    return text
+
+
+def git_sha(cwd: str | Path | None = None) -> str | None:
+    """``git rev-parse HEAD`` of the repository holding this package (None outside git)."""
+    cwd = cwd or Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None

@@ -1,0 +1,17 @@
+"""The claims study: the paper's claims registered, tested on the testbed, and scored (``results/plan.md``).
+
+- :mod:`ddrl.study.claims`    the claims, ``results/claims.json``'s schema, the scorecard
+- :mod:`ddrl.study.regimes`   testbed settings that stand for the paper's benchmarks
+- :mod:`ddrl.study.plan`      the registered design: methods, comparisons, scales, where each CSV goes
+- :mod:`ddrl.study.jobs`      one job (regime x seed x methods): train, evaluate, write the per-run CSVs
+- :mod:`ddrl.study.pool`      the jobs through the pool of single-thread workers
+- :mod:`ddrl.study.analysis`  the CSVs read back, paired differences, verdicts
+- :mod:`ddrl.study.figures`   the study's figures; :mod:`ddrl.study.digest` the results page's digest
+- :mod:`ddrl.study.status`    where the study stands; :mod:`ddrl.study.runner` the command line
+- :mod:`ddrl.study.drift`, :mod:`~ddrl.study.drift_data`, :mod:`~ddrl.study.drift_kl`, :mod:`~ddrl.study.reward_noise`:
+  measures of the plan's amendments
+- :mod:`ddrl.study.amendments`: the plan's amendments, one module each
+
+Nothing outside this package imports it (``tests/test_structure.py``); notebooks and tests read the committed
+runs through it.
+"""

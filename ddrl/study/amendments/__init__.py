@@ -1,0 +1,1 @@
+"""The plan's amendments (``results/plan.md``), one module each: their jobs, analyses and renderings."""

@@ -1,0 +1,500 @@
+"""The claims study's analysis (plan Sec. 4 and 6): the per-run CSVs read back, stage 1's variance
+components and seeds per regime (never a mean), and every claim's estimate, interval and verdict for
+``results/claims.json``."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ddrl.analysis import in_band, scale_bands, select_and_reward
+from ddrl.study.claims import CLAIMS, FLOOR_NOTE, entry, get, validate, with_half_width
+from ddrl.study.regimes import WEAK_REGIME, Regime
+from ddrl.study.reward_noise import noise_matrix, question_orders, wrong_rewards
+from ddrl.seeds import derive_seed
+from ddrl.report.stats import (TARGET_HALF_WIDTH, advantage_statistic, choose_design, eval_noise_variance,
+                        hierarchical_bootstrap, mean_ci, paired_differences, power_table, predicted_half_width,
+                        question_bootstrap, variance_components)
+from ddrl.study.plan import (BANDS_64, BASE, CSV, HELDOUT_X, NO_RL, PAIRED, QUESTION_COLUMNS, REAL,
+                             SELECTION_K, SELECTION_ORDERS, SHARES_DDRL_RL, STAGE1_COMPARISONS, STEP_COLUMNS, THREE,
+                             Scale, csv_method_seed, same_base, selection_k)
+
+# --- Reading the results ----------------------------------------------------------------------------------
+
+
+def method_csvs(out_dir: str | Path, names: str = "*/*") -> list[Path]:
+    """Every method CSV under ``out_dir`` (``<regime>/<method>-seedNN.csv.gz``, :func:`ddrl.study.plan.csv_path`; or
+    those named ``<names>-seed*``, a glob), sorted; not the per-step ones nor the base model's (``base/<regime>/``)
+    nor H1x's (:func:`heldout_x_csvs`)."""
+    return sorted(p for p in Path(out_dir).glob(f"{names}-seed*{CSV}") if not p.name.endswith(f"-steps{CSV}"))
+
+
+def same_as_registered(adapted: pd.DataFrame, registered: Path) -> bool | None:
+    """Whether a run's adapted pass@1 per question (``adapted``: :func:`ddrl.study.jobs.question_frame`'s adapted
+    rows) equals the committed CSV ``registered``'s on every question; None when that CSV is absent."""
+    if not registered.is_file():
+        return None
+    reg = pd.read_csv(registered, dtype={"question": str}).query("split == 'adapted'").set_index("question")["pass@1"]
+    ours = adapted.set_index("question")["pass@1"]
+    return bool(len(ours) == len(reg) and ours.index.equals(reg.index) and (ours.to_numpy() == reg.to_numpy()).all())
+
+
+def heldout_x_csvs(out_dir: str | Path) -> list[Path]:
+    """H1x's gzipped method CSVs under ``out_dir``, sorted (Amendments 11, 12; :func:`~ddrl.study.plan.heldout_x_path`)."""
+    return sorted(Path(out_dir, HELDOUT_X).glob(f"*/*-seed*{CSV}"))
+
+
+def load_questions(out_dir: str | Path) -> pd.DataFrame:
+    """Every method CSV under ``out_dir`` as one long table (regime, method, seed, split, question, pass@1, ...),
+    H1x's (split ``heldout_x``) included."""
+    files = method_csvs(out_dir) + heldout_x_csvs(out_dir)  # as :func:`study_inputs` lists them
+    if not files:
+        return pd.DataFrame(columns=list(QUESTION_COLUMNS))
+    return pd.concat([pd.read_csv(p, dtype={"question": str}) for p in files], ignore_index=True)
+
+
+def step_csvs(out_dir: str | Path) -> list[Path]:
+    """Every per-step CSV under ``out_dir`` (``<regime>/<method>-seedNN-steps.csv.gz``), sorted."""
+    return sorted(Path(out_dir).glob(f"*/*-steps{CSV}"))
+
+
+def base_csvs(out_dir: str | Path, folder: str = BASE) -> dict[str, list[Path]]:
+    """The base rollouts' CSVs under ``<out_dir>/<folder>/``: ``groups`` (answer groups) and ``g1``, each sorted."""
+    return {kind: sorted((Path(out_dir) / folder).glob(f"*/seed*-{kind}.csv")) for kind in ("groups", "g1")}
+
+
+def study_inputs(out_dir: str | Path) -> list[Path]:
+    """Every file :func:`load_questions`, :func:`load_steps` and :func:`load_base` (the testbed's base and a real LLM's
+    answer groups) read under ``out_dir``: what the study's derived tables depend on
+    (:func:`ddrl.study.figures.tables_key`)."""
+    base = base_csvs(out_dir)
+    return (method_csvs(out_dir) + heldout_x_csvs(out_dir) + step_csvs(out_dir) + base["groups"] + base["g1"]
+            + base_csvs(out_dir, REAL)["groups"])
+
+
+def load_steps(out_dir: str | Path) -> pd.DataFrame:
+    files = step_csvs(out_dir)
+    if not files:
+        return pd.DataFrame(columns=["regime", "method", "seed", *STEP_COLUMNS, "phase"])
+    return pd.concat([pd.read_csv(p) for p in files], ignore_index=True)
+
+
+def progress(out_dir: str | Path) -> pd.DataFrame:
+    """How far the study has got, from the file names alone (no result is read): one row per regime x method
+    with the seeds whose CSV is written (the base model's rollouts as method ``base``)."""
+    rows = []
+    for p in method_csvs(out_dir):
+        method, seed = csv_method_seed(p)
+        rows.append({"regime": p.parent.name, "method": method, "seed": seed})
+    for p in base_csvs(out_dir)["groups"]:  # seedNN-groups.csv (study.base_paths)
+        rows.append({"regime": p.parent.name, "method": BASE, "seed": int(p.name.removeprefix("seed").split("-")[0])})
+    if not rows:
+        return pd.DataFrame(columns=["regime", "method", "n_seeds", "seeds"])
+    df = pd.DataFrame(rows).sort_values(["regime", "method", "seed"])
+    return (df.groupby(["regime", "method"], sort=False)["seed"]
+            .agg(n_seeds="count", seeds=lambda s: ",".join(map(str, s))).reset_index())
+
+
+def paired_matrix(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> pd.DataFrame | None:
+    """The seeds x questions matrix of (a - b) pass@1 in points over the seeds both methods have; None if
+    fewer than 2 such seeds."""
+    sub = _shared_seeds(df, regime, a, b, split)
+    if sub.seed.nunique() < 2:
+        return None
+    return 100 * paired_differences(sub, a, b, value="pass@1")
+
+
+def _shared_seeds(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> pd.DataFrame:
+    """The rows of methods ``a`` and ``b`` in ``regime`` / ``split`` over the seeds both have; a method that runs no RL
+    (:data:`~ddrl.study.plan.NO_RL`) absent from ``regime`` is read from the first of its same-base regimes with it."""
+    sub = df[(df.regime == regime) & (df.split == split) & df.method.isin([a, b])]
+    for m in [m for m in (a, b) if m in NO_RL and not (sub.method == m).any()]:
+        rows = df[(df.split == split) & (df.method == m)]
+        first = next((r for r in same_base(regime) if (rows.regime == r).any()), None)
+        sub = pd.concat([sub, rows[rows.regime == first].assign(regime=regime)], ignore_index=True)
+    return sub[sub.seed.isin(set(sub[sub.method == a].seed) & set(sub[sub.method == b].seed))]
+
+
+def bootstrap_entry(cid: str, regime: str, d: pd.DataFrame, n_boot: int = 4000) -> dict:
+    """A ``claims.json`` entry from a seeds x questions matrix of differences (plan Sec. 4): the hierarchical bootstrap
+    (one seed, a real LLM's samples: over questions, Amendment 18), stream ``derive_seed(0, "claims", cid, regime)``."""
+    rng = np.random.default_rng(derive_seed(0, "claims", cid, regime))
+    iv = (question_bootstrap(d.to_numpy()[0], rng, n_boot) if d.shape[0] == 1
+          else hierarchical_bootstrap(d.to_numpy(), rng, n_boot))
+    return entry(cid, regime, iv.estimate, iv.ci_low, iv.ci_high, iv.n_seeds, iv.n_questions)
+
+
+#: What a run's RL trajectory is compared on: the schedule and the logged per-step signal (plan Amendment 9).
+TRAJECTORY = ("step", "episode", "lr", "adv/mean", "label/majority_ratio", "gt/label_acc")
+
+
+def rl_divergence(steps: pd.DataFrame, methods: Sequence[str] = SHARES_DDRL_RL) -> pd.DataFrame:
+    """Each run of ``methods`` beside the DDRL run of its regime and seed (:func:`load_steps`): one row
+    ``regime, method, seed, rl_steps, diverged_at``, where ``diverged_at`` is the first RL step at which its
+    logged trajectory (the columns of :data:`TRAJECTORY` it has; NaN matches NaN) differs from the DDRL run's,
+    or -1 where it agrees at every step. Different RL lengths count as diverging at the shorter length. Plan
+    Amendment 9."""
+
+    rl = steps[steps.phase == "rl"]
+    cols = [c for c in TRAJECTORY if c in rl.columns]
+    ref = {k: g.sort_values("step")[cols].reset_index(drop=True)
+           for k, g in rl[rl.method == "ddrl"].groupby(["regime", "seed"])}
+    rows = []
+    for (regime, method, seed), g in rl[rl.method.isin(methods)].groupby(["regime", "method", "seed"]):
+        if (regime, seed) not in ref:
+            continue
+        a, b = g.sort_values("step")[cols].reset_index(drop=True), ref[regime, seed]
+        n = min(len(a), len(b))
+        x, y = a.iloc[:n], b.iloc[:n]
+        diff = ((x != y) & ~(x.isna() & y.isna())).any(axis=1)
+        at = int(x.step[diff].iloc[0]) if diff.any() else (n if len(a) != len(b) else -1)
+        rows.append({"regime": regime, "method": method, "seed": int(seed), "rl_steps": len(a), "diverged_at": at})
+    return pd.DataFrame(rows, columns=["regime", "method", "seed", "rl_steps", "diverged_at"])
+
+
+def claim_on_seeds(df: pd.DataFrame, cid: str, regime: str, seeds: Sequence[int], n_boot: int = 4000) -> dict | None:
+    """A pass@1 claim (:func:`claim_matrix`) on a subset of its seeds, by the registered bootstrap and rule: a
+    descriptive sensitivity check (plan Amendment 9: C1 on the seeds whose pairs share the RL phase); None
+    with fewer than 2 such seeds."""
+
+    d = claim_matrix(df[df.seed.isin(set(seeds))], cid, regime)
+    return None if d is None else bootstrap_entry(cid, regime, d, n_boot)
+
+
+def at_floor(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> bool:
+    """True when methods ``a`` and ``b`` both have pass@1 0 on every question of every seed they share: their
+    difference is 0 with a zero-width interval, which the verdict rule reads as *no effect* (or, for a null
+    claim, *reproduced*) although such a regime cannot tell the methods apart. Marked, never re-decided."""
+
+    vals = _shared_seeds(df, regime, a, b, split)["pass@1"]
+    return bool(len(vals)) and bool((vals == 0).all())
+
+
+def seed_directions(df: pd.DataFrame, pairs: dict[str, tuple[str, str, str]] = PAIRED) -> pd.DataFrame:
+    """For every pass@1 claim (``pairs``: id -> (a, b, split)) and each of its regimes with >= 2 shared seeds:
+    each method's mean pass@1 (points) and, per seed, the mean over questions of a - b: in how many seeds ``a``
+    is ahead, behind or level, and the smallest and largest such difference. A descriptive view beside the
+    scorecard's interval (how consistent the sign is across seeds), not a second test: no verdict uses it."""
+
+    rows, present, by_split = [], set(df.regime), dict(tuple(df.groupby("split", sort=False)))
+    for cid, (a, b, split) in pairs.items():
+        part = by_split.get(split, df.iloc[:0])  # the claim's split: no scan of the whole table per regime
+        for r in (r for r in get(cid).regimes if r in present):  # the claim's own regimes, as the scorecard
+            sub = _shared_seeds(part, r, a, b, split)  # scanned once; paired_matrix re-selects from these rows only
+            d = paired_matrix(sub, r, a, b, split)
+            if d is None:
+                continue
+            per_seed = d.mean(axis=1)
+            means = 100 * sub.groupby("method")["pass@1"].mean()
+            rows.append({"id": cid, "regime": r, "a": a, "b": b, "n_seeds": len(per_seed),
+                         "mean_a": means[a], "mean_b": means[b], "ahead": int((per_seed > 0).sum()),
+                         "behind": int((per_seed < 0).sum()), "level": int((per_seed == 0).sum()),
+                         "min": per_seed.min(), "max": per_seed.max()})
+    cols = ["id", "regime", "a", "b", "n_seeds", "mean_a", "mean_b", "ahead", "behind", "level", "min", "max"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def s1_matrix(df: pd.DataFrame, regime: str) -> pd.DataFrame | None:
+    """Claim S1 (plan Sec. 4): the seeds x questions matrix of (DDRL - TTRL) on the default base minus the same
+    on the weaker base (:data:`~ddrl.study.regimes.WEAK_REGIME`: same questions and seed ids, independent runs), in
+    points, over the seeds and questions both have; None with fewer than 2 such seeds."""
+    strong, weak = (paired_matrix(df, r, "ddrl", "ttrl", "adapted") for r in (regime, WEAK_REGIME))
+    if strong is None or weak is None:
+        return None
+    seeds = [s for s in strong.index if s in set(weak.index)]
+    qs = [q for q in strong.columns if q in set(weak.columns)]
+    if len(seeds) < 2 or not qs:
+        return None
+    return strong.loc[seeds, qs] - weak.loc[seeds, qs]
+
+
+def claim_matrix(df: pd.DataFrame, cid: str, regime: str) -> pd.DataFrame | None:
+    """The seeds x questions matrix of differences (points) that a pass@1 claim's interval is bootstrapped from:
+    :data:`PAIRED` claims' (a - b), S1's difference of differences (:func:`s1_matrix`); None for other claims or
+    with fewer than 2 seeds."""
+    if cid in PAIRED:
+        return paired_matrix(df, regime, *PAIRED[cid])
+    return s1_matrix(df, regime) if cid == "S1" else None
+
+
+#: How far :func:`power_shortfall` searches for the seeds or questions that would reach the target.
+SHORTFALL_MAX_SEEDS, SHORTFALL_MAX_QUESTIONS = 1000, 100_000
+
+
+def power_shortfall(df: pd.DataFrame, entries: Sequence[dict], target: float = TARGET_HALF_WIDTH,
+                    max_seeds: int = SHORTFALL_MAX_SEEDS, max_questions: int = SHORTFALL_MAX_QUESTIONS) -> pd.DataFrame:
+    """Why a pass@1 comparison missed the plan's half-width ``target`` (descriptive, after the fact; no verdict uses
+    it): for each entry of ``entries`` from a seeds x questions matrix (:func:`claim_matrix`) whose interval's
+    half-width exceeds ``target``, the variance components of its final matrix (as SDs in points,
+    :func:`ddrl.report.stats.variance_components`), the half-width they predict at the design that ran (beside the
+    bootstrap's), the floor more seeds alone cannot pass (``t sqrt(var_question / Q)``: unlimited seeds), and the
+    seeds (at these questions) or questions (at these seeds) the target needed (None: none up to the maxima)."""
+
+    def smallest(f, lo: int, hi: int) -> int | None:  # the smallest n in [lo, hi] with f(n) <= target (f decreasing)
+        if f(hi) > target:
+            return None
+        while lo < hi:
+            mid = (lo + hi) // 2
+            lo, hi = (mid + 1, hi) if f(mid) > target else (lo, mid)
+        return lo
+
+    rows = []
+    for e in entries:
+        hw = (e["ci_high"] - e["ci_low"]) / 2
+        if hw <= target:
+            continue
+        d = claim_matrix(df, e["id"], e["regime"])
+        if d is None:
+            continue
+        S, Q = d.shape
+        vc = variance_components(d.to_numpy())
+        rows.append({
+            "id": e["id"], "regime": e["regime"], "n_seeds": S, "n_questions": Q, "half_width": hw,
+            "predicted_half_width": predicted_half_width(vc, S, Q),
+            "sd_seed": float(np.sqrt(vc.seed)), "sd_question": float(np.sqrt(vc.question)), "sd_cell": float(np.sqrt(vc.cell)),
+            "half_width_unlimited_seeds": predicted_half_width(replace(vc, seed=0.0, cell=0.0), 2, Q),
+            "seeds_needed": smallest(lambda n: predicted_half_width(vc, n, Q), 2, max_seeds),
+            "questions_needed": smallest(lambda n: predicted_half_width(vc, S, n), 2, max_questions),
+        })
+    cols = ["id", "regime", "n_seeds", "n_questions", "half_width", "predicted_half_width", "sd_seed", "sd_question",
+            "sd_cell", "half_width_unlimited_seeds", "seeds_needed", "questions_needed"]
+    return pd.DataFrame(rows, columns=cols).astype({"seeds_needed": "Int64", "questions_needed": "Int64"})
+
+
+# --- Stage-1 analysis: variance components and seeds, never a mean (plan Sec. 6) --------------------------
+
+
+def analyse_stage1(out_dir: str | Path, regimes: dict[str, Regime], scale: Scale, seeds_range=range(2, 65)) -> dict:
+    """Variance components (points^2) of the stage-1 comparisons and the seeds per regime from
+    :func:`ddrl.report.stats.choose_design` on DDRL - TTRL at the regime's adapted questions. Holds no mean, estimate
+    or interval of any method or difference (plan Sec. 6: the means are not looked at until the end)."""
+
+    df = load_questions(out_dir)
+    n_eval = int(scale.knobs.get("eval_n", 16))
+    out: dict[str, Any] = {"what": "stage-1 variance components (plan Sec. 6); no means by design",
+                           "units": "pass@1 points^2", "regimes": {}, "seeds": {}}
+    for name in THREE:
+        if name not in regimes:
+            continue
+        reg, comps = regimes[name], {}
+        for label, (a, b) in STAGE1_COMPARISONS.items():
+            d = paired_matrix(df, name, a, b, "adapted")
+            if d is None:
+                continue
+            sub = df[(df.regime == name) & (df.split == "adapted")]
+            pa = sub[sub.method == a].groupby("question")["pass@1"].mean().reindex(d.columns)
+            pb = sub[sub.method == b].groupby("question")["pass@1"].mean().reindex(d.columns)
+            vc = variance_components(d.to_numpy(), eval_var=1e4 * eval_noise_variance(pa, pb, n_eval),
+                                     source=f"stage 1: {d.shape[0]} seeds x {d.shape[1]} questions")
+            comps[label] = {"components": {k: v for k, v in asdict(vc).items()}, "n_seeds": int(d.shape[0]),
+                            "n_questions": int(d.shape[1])}
+            if label == "ddrl-ttrl":
+                design = choose_design(power_table(vc, seeds_range, [reg.n_adapted]))
+                n = int(design["seeds"]) if design else max(seeds_range)
+                out["seeds"][name] = min(n, scale.max_seeds)
+                comps[label].update({"design": None if design is None else
+                                     {"seeds": int(design["seeds"]), "questions": int(design["questions"]),
+                                      "half_width": float(design["half_width"])},
+                                     "half_width_at_seeds": predicted_half_width(vc, max(2, out["seeds"][name]),
+                                                                                 reg.n_adapted)})
+        if comps:
+            out["regimes"][name] = comps
+    return out
+
+
+# --- Final analysis: every claim with runs -> claims.json (plan Sec. 4) -----------------------------------
+
+
+def _seed_interval(values: Sequence[float]) -> tuple[float, float, float] | None:
+    return mean_ci(values) if len(values) >= 2 else None
+
+
+def load_base(out_dir: str | Path, folder: str = BASE) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The base rollouts' answer groups and G1 rows of every regime and sampling seed under ``out_dir``
+    (``<out>/base/``; a real LLM's under ``<out>/real/``, plan Amendment 18)."""
+    files = base_csvs(out_dir, folder)
+    read = lambda ps: pd.concat([pd.read_csv(p, dtype={"question": str}) for p in ps],  # noqa: E731
+                                ignore_index=True) if ps else pd.DataFrame()
+    return read(files["groups"]), read(files["g1"])
+
+
+def band_matrix(groups: pd.DataFrame, band: tuple[int, int], n: int) -> pd.DataFrame:
+    """seeds x questions: share of correct answers among a question's distinct answers whose count (of ``n``)
+    lies in ``band`` (given at N = 64, rescaled to ``n``); questions lacking such an answer in any seed dropped."""
+
+    lo, hi = scale_bands(BANDS_64, 64, n)[BANDS_64.index(band)]
+    g = in_band(groups, lo, hi)
+    m = g.assign(q=g.regime + "/" + g.question.astype(str)).pivot_table(index="seed", columns="q", values="correct",
+                                                                        aggfunc="mean")
+    return m.dropna(axis=1)
+
+
+def selection_errors(groups: pd.DataFrame, k64: int = SELECTION_K, orders: int = SELECTION_ORDERS) -> pd.DataFrame:
+    """E1, E2 (plan Amendment 8): what TTRL's random K and DDRL's BCS keep of each question's N base rollouts.
+
+    ``groups`` are :func:`load_base`'s answer groups (count of N and correctness per distinct answer; the
+    rollouts without an answer are N minus their sum). K is ``k64`` at N = 64, rescaled to the groups' N (as
+    the bands of F1-F3 are; the smoke scale samples N = 8, K = 4). Each question's rollouts are rebuilt, put in
+    ``orders`` random orders (the vote and BCS break ties by order; :func:`~ddrl.analysis.select_and_reward` votes,
+    selects and rewards them as the trainer does), the same orders for both rules, from
+    ``derive_seed(0, "claims", "selection", regime, seed)``. One row per (regime, seed, question, rule), sums
+    over the orders: ``neg`` selected reward-0 rollouts, ``fn`` of them correct (false negatives), ``fp``
+    selected reward-1 rollouts that are wrong (false positives), ``kept`` selected rollouts; ``label_count`` is
+    the label's count c* of ``n``. Questions whose rollouts carry no answer at all (no label) are left out."""
+
+    rules = ("random", "bcs")
+    rows = []
+    for regime, seed, q, g, keys, correct, n, rng, perms in question_orders(groups, "selection", orders,
+                                                                             "selection_errors"):
+        k = selection_k(n, k64)
+        tot = {r: np.zeros(4, dtype=int) for r in rules}
+        for perm in perms:
+            ks, cs = [keys[i] for i in perm], correct[perm]
+            for r in rules:
+                _, idx, rew = select_and_reward(ks, k, r, rng)
+                truth, neg = cs[idx], rew == 0
+                tot[r] += (neg.sum(), (neg & truth).sum(), (~neg & ~truth).sum(), len(idx))
+        for r in rules:
+            rows.append({"regime": regime, "seed": seed, "question": q, "rule": r, "n": n,
+                         "label_count": int(g["count"].max()), "orders": orders,
+                         **dict(zip(("neg", "fn", "fp", "kept"), tot[r].tolist()))})
+    return pd.DataFrame(rows, columns=["regime", "seed", "question", "rule", "n", "label_count", "orders", "neg", "fn",
+                                       "fp", "kept"])
+
+
+def selection_matrix(sel: pd.DataFrame, cid: str) -> pd.DataFrame:
+    """seeds x questions of E1's or E2's effect (points; random - BCS) from :func:`selection_errors`. E1 drops
+    the questions where either rule keeps no reward-0 rollout in some seed."""
+
+    s = sel.assign(q=sel.regime + "/" + sel.question.astype(str))
+    if cid == "E1":
+        s = s.assign(v=100 * s.fn / s.neg.where(s.neg > 0))  # share of the kept negatives that are correct
+    elif cid == "E2":
+        s = s.assign(v=100 * s.fp / s.kept)  # share of the kept rollouts that are false positives
+    else:
+        raise ValueError(f"selection_matrix: claim must be 'E1' or 'E2', got {cid!r}")
+    m = s.pivot_table(index="seed", columns=["q", "rule"], values="v", aggfunc="first", dropna=False)
+    d = m.xs("random", axis=1, level="rule") - m.xs("bcs", axis=1, level="rule")
+    return d.dropna(axis=1)
+
+
+def _band_effect(groups: pd.DataFrame, cid: str) -> pd.DataFrame:
+    """seeds x questions of F1's, F2's or F3's effect (points) from the base answer groups (:func:`band_matrix`)."""
+    n = int(groups["n"].iloc[0])
+    low, mid, high = (band_matrix(groups, b, n) for b in BANDS_64)
+    if cid == "F1":
+        return 50 - 100 * low
+    if cid == "F2":
+        return 100 * high - 50
+    cols = sorted(set(high.columns) & set(mid.columns))
+    return 100 * (high[cols] - mid[cols])
+
+
+def base_claim(cid: str, groups: pd.DataFrame, g1: pd.DataFrame, n_boot: int = 4000,
+               sel: pd.DataFrame | None = None, regime: str = BASE, noise: pd.DataFrame | None = None) -> dict | None:
+    """F1-F3, E1-E2, N1-N2 (:func:`bootstrap_entry`: over sampling seeds x questions, or questions for one seed) and
+    G1 (bootstrap over questions) of ``regime`` (``base`` pools the testbed's; a real LLM's, Amendment 18); None
+    when fewer than 2 questions carry the effect. ``sel``, ``noise``: :func:`selection_errors`, :func:`ddrl.
+    reward_noise.wrong_rewards` of ``groups`` if computed."""
+
+    if cid in ("E1", "E2", "F1", "F2", "F3", "N1", "N2"):
+        if groups.empty:
+            return None
+        if cid in ("E1", "E2"):
+            d = selection_matrix(selection_errors(groups) if sel is None else sel, cid)
+        elif cid in ("N1", "N2"):  # plan Amendment 63
+            d = noise_matrix(wrong_rewards(groups) if noise is None else noise, cid)
+        else:
+            d = _band_effect(groups, cid)
+        if d.shape[0] < 1 or d.shape[1] < 2:
+            return None
+        return bootstrap_entry(cid, regime, d, n_boot)
+    if g1.empty:
+        return None
+    rng = np.random.default_rng(derive_seed(0, "claims", cid, regime))
+    g = g1.dropna(subset=["pos_adv_grpo"]).assign(q=lambda x: x.regime + "/" + x.question.astype(str))
+    if g.empty or g.label_correct.nunique() < 2:
+        return None
+    qs = np.array(sorted(g.q.unique()))
+    by_q = {q: part for q, part in g.groupby("q")}
+
+    def effect(frame: pd.DataFrame) -> float:
+        w, r = frame[~frame.label_correct.astype(bool)], frame[frame.label_correct.astype(bool)]
+        return 100 * (w.pos_adv_grpo.mean() - r.pos_adv_grpo.mean()) if len(w) and len(r) else np.nan
+
+    est = effect(g)
+    reps = [effect(pd.concat([by_q[q] for q in rng.choice(qs, len(qs))])) for _ in range(n_boot)]
+    lo, hi = np.nanquantile(reps, [0.025, 0.975])
+    return entry(cid, regime, est, min(lo, est), max(hi, est), g.seed.nunique(), len(qs))
+
+
+def analyse_claims(out_dir: str | Path, regimes: dict[str, Regime], n_boot: int = 4000) -> tuple[list[dict], list[str]]:
+    """Every claim's estimate, 95% interval and verdict (:func:`ddrl.study.claims.entry`) from the runs under
+    ``out_dir``; returns (entries with ``half_width``, the claim x regime cells that lack runs)."""
+
+    df, steps = load_questions(out_dir), load_steps(out_dir)
+    dd = df[(df.method == "ddrl") & (df.split == "adapted")]
+    cor = {(r, int(seed)): float(g["cor_seconds"].iloc[0]) for (r, seed), g in dd.groupby(["regime", "seed"])}
+    groups, g1 = load_base(out_dir)
+    rg, rg1 = load_base(out_dir, REAL)  # a real LLM's samples, one regime each (Amendment 18)
+    frames = {BASE: (groups, g1), **{r: (rg[rg.regime == r], rg1[rg1.regime == r])
+                                     for r in sorted(set(rg.get("regime", ())))}}
+    sels = {r: selection_errors(g) if not g.empty else None for r, (g, _) in frames.items()}  # E1, E2
+    noises = {r: wrong_rewards(g) if not g.empty else None for r, (g, _) in frames.items()}  # N1, N2
+    entries, missing = [], []
+    for c in CLAIMS:
+        for r in c.regimes:
+            if r in frames:
+                e = base_claim(c.id, *frames[r], n_boot, sels[r], regime=r, noise=noises[r])
+                if e is None:
+                    missing.append(f"{c.id} {r}: no rollouts (or fewer than 2 questions in its band)")
+                else:
+                    entries.append(e)
+                continue
+            if r not in regimes:
+                missing.append(f"{c.id} {r}: regime not in this study")
+                continue
+            e, d = None, None
+            if c.id == "S1" and WEAK_REGIME not in regimes:
+                missing.append(f"S1 {r}: the weaker base is not built and measured (bench/regimes.py --weak)")
+                continue
+            if c.id in PAIRED or c.id == "S1":
+                d = claim_matrix(df, c.id, r)
+            elif c.id in ("D1", "D2", "C2"):
+                e = _run_level_claim(c.id, r, steps, cor, regimes[r])
+            if d is not None:  # a seeds x questions matrix of differences (points)
+                e = bootstrap_entry(c.id, r, d, n_boot)
+                if c.id in PAIRED and at_floor(df, r, *PAIRED[c.id]):
+                    e["note"] = FLOOR_NOTE
+            if e is None:
+                missing.append(f"{c.id} {r}: fewer than 2 seeds with the runs it needs")
+                continue
+            entries.append(e)
+    return with_half_width(validate(entries)), missing
+
+
+def _run_level_claim(cid: str, regime: str, steps: pd.DataFrame, cor: dict[tuple[str, int], float],
+                      reg: Regime) -> dict | None:
+    """D1, D2 (DDRL's mean advantage per step x 100) and C2 (wall time, % of the RL phase; ``cor`` = the DDRL
+    runs' COR seconds by (regime, seed)), a t-interval over seeds (plan Sec. 4)."""
+
+    s = steps[steps.regime == regime]
+    dd = s[(s.method == "ddrl") & (s.phase == "rl")]
+    vals = []
+    if cid in ("D1", "D2"):
+        vals = [advantage_statistic(cid, g.sort_values("step")["adv/mean"].to_numpy(dtype=float))
+                for _, g in dd.groupby("seed")]
+    else:  # C2
+        ex = s[(s.method == "additional_rl") & (s.phase == "extra")].groupby("seed")["time/step_s"].sum()
+        rl = dd.groupby("seed")["time/step_s"].sum()
+        for seed in sorted(set(ex.index) & set(rl.index)):
+            if (regime, int(seed)) in cor:
+                vals.append(100 * (ex[seed] - cor[regime, int(seed)]) / rl[seed])
+    ci = _seed_interval(vals)
+    if ci is None:
+        return None
+    return entry(cid, regime, ci[0], ci[1], ci[2], len(vals), reg.n_adapted)

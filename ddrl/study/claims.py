@@ -1,0 +1,468 @@
+"""The claims study (issue 17): the paper's claims with ids, the ``results/claims.json`` schema, the scorecard.
+
+Each claim is a signed effect whose 95% interval decides it by :func:`ddrl.report.stats.verdict`. ``paper`` holds
+the paper's own number(s) for the effect, read from its LaTeX (``../shared/paper/``; table and benchmark in
+``where``), as the difference the claim is about, in pass@1 points unless ``metric`` says otherwise.
+The pre-registration (regimes, seeds, questions, analysis) is ``results/plan.md``; this module is the
+machine-readable half of it plus the renderer of the results.
+
+``results/claims.json`` is a list of entries (one per claim x regime)::
+
+    {id, claim, regime, metric, paper, estimate, ci_low, ci_high, n_seeds, n_questions, verdict}
+
+``paper`` a number or null (no number in the paper), ``estimate``/``ci_*`` in the metric's units (pass@1 in
+percentage points), ``verdict`` one of :data:`ddrl.report.stats.VERDICTS`. :func:`validate` checks exactly this.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from ddrl.paper import value
+from ddrl.report.reporter import save_figure
+from ddrl.seeds import derive_seed
+from ddrl.report.stats import NO_EFFECT_MARGIN, VERDICTS, decided, detectable_effect, verdict
+
+FIELDS = ("id", "claim", "regime", "metric", "paper", "estimate", "ci_low", "ci_high", "n_seeds", "n_questions",
+          "verdict")
+REGIMES = ("base", "svamp_codex", "aime_like", "amc_like", "math500_like", "amc_like_small_lr", "amc_like_weak_base")
+#: regime -> the paper's benchmark whose number stands beside it
+BENCHMARK = {"aime_like": "AIME 2024", "amc_like": "AMC", "math500_like": "MATH-500", "amc_like_small_lr": "AMC"}
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One pre-registered claim: what is compared, where, and what the paper reports (Qwen2.5-Math-1.5B)."""
+
+    id: str
+    claim: str
+    metric: str  # how the effect is measured (units in brackets)
+    regimes: tuple[str, ...]
+    paper: dict  # regime -> the paper's effect (None: the paper gives no number)
+    paper_sign: int  # +1 / -1 signed claim, 0 null claim ("barely matters")
+    where: str  # the paper's table / figure / section
+    margin: float = NO_EFFECT_MARGIN
+
+
+def _d(a: float, b: float) -> float:
+    return round(a - b, 1)
+
+
+#: The paper's Qwen2.5-Math-1.5B numbers per regime, read from :mod:`ddrl.paper` (the one place they are written).
+_Q15 = "Qwen2.5-Math-1.5B"
+_REG3 = ("aime_like", "amc_like", "math500_like")
+
+
+def _row(table: str, method: str, regimes: tuple[str, ...] = _REG3) -> dict[str, float]:
+    if table == "table4":
+        return {r: value(("table4", BENCHMARK[r], method, "pass@1")) for r in regimes}
+    if table == "table6":
+        return {r: value(("table6", method, BENCHMARK[r])) for r in regimes}
+    return {r: value((table, _Q15, BENCHMARK[r], method)) for r in regimes}
+
+
+def table2_difference(a: str, b: str, regime: str) -> float:
+    """The paper's Table 2 difference a - b in points (Qwen2.5-Math-1.5B) on the benchmark ``regime`` stands for: a
+    plan amendment's new claim between two of its methods (M3, P3)."""
+    row = _row("table2", a, (regime,)), _row("table2", b, (regime,))
+    return _d(row[0][regime], row[1][regime])
+
+
+_NONE, _TTRL, _ETMR, _DDRL = (_row("table2", m) for m in ("no_adaptation", "ttrl", "etmr", "ddrl"))
+_BCS, _BCS_DAE = _row("table3", "bcs"), _row("table3", "bcs_dae")
+_EXTRA_RL = _row("table4", "additional_rl")
+_SIZE_4X = _row("table6", "4x")
+_NO_NORM = _row("table1", "grpo_no_norm", ("aime_like", "math500_like"))  # Table 1 (printed "AIME2024", "MATH")
+_WEAK = "Qwen2.5-3B"  # S1's weaker model: the paper's AMC gain of DDRL over TTRL there
+_S1 = _d(_DDRL["amc_like"] - _TTRL["amc_like"],
+         value(("table2", _WEAK, "AMC", "ddrl")) - value(("table2", _WEAK, "AMC", "ttrl")))
+THREE = _REG3
+
+
+_WITH_SMALL_LR = THREE + ("amc_like_small_lr",)  # M1, P1, P2: the three regimes and AMC-like at lr/10
+
+
+def _with_small_lr(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
+    """The paper's a - b per regime of :data:`THREE`, and at lr/10 AMC's (the regime's questions are AMC-like)."""
+    d = {k: _d(a[k], b[k]) for k in THREE}
+    return {**d, "amc_like_small_lr": d["amc_like"]}
+
+
+#: Where the claims about a model's own samples are measured (F1-F3, G1, E1, E2, N1, N2): the testbed's base (pooled
+#: over the three regimes) and a real LLM's samples, code-davinci-002 on SVAMP (plan Amendment 18); no paper number.
+_SAMPLES = ("base", "svamp_codex")
+_NO_PAPER = {r: None for r in _SAMPLES}
+
+
+def _ours(cid: str, claim: str, metric: str, source: str) -> Claim:
+    """A claim of ours (H1 and its H1x family): measured in the three regimes, no paper number, sign +1."""
+    return Claim(cid, claim, metric, THREE, {k: None for k in THREE}, +1, source)
+
+
+CLAIMS: tuple[Claim, ...] = (
+    Claim("F1", "answers seen <= 5 of 64 times are mostly wrong", "50 - accuracy of answers seen <= 5/64 [points]",
+          _SAMPLES, _NO_PAPER, +1, "Sec. 2.2, Fig. 2; appendix Fig. 7 (bands <=5 and >=45)"),
+    Claim("F2", "answers seen >= 45 of 64 times are mostly right", "accuracy of answers seen >= 45/64 - 50 [points]",
+          _SAMPLES, _NO_PAPER, +1, "Sec. 2.2, Fig. 2; appendix Fig. 7"),
+    Claim("F3", "the middle band is ambiguous: less reliable than the top band",
+          "accuracy(>= 45/64) - accuracy(6-44/64) [points]", _SAMPLES, _NO_PAPER, +1, "Sec. 2.2, Fig. 2"),
+    Claim("G1", "GRPO gives larger positive advantages when the pseudo-label is wrong",
+          "mean GRPO advantage of positives, wrong - right pseudo-label [advantage x 100]", _SAMPLES,
+          _NO_PAPER, +1, "Sec. 2.3, Fig. 3a"),
+    Claim("E1", "BCS keeps fewer correct answers among its negatives than TTRL's random K",
+          "share of correct answers among kept reward-0 rollouts, random - BCS [points]", _SAMPLES,
+          _NO_PAPER, +1, "appendix, 'Why is DDRL effective?', false negatives (plan Amendment 8)"),
+    Claim("E2", "BCS keeps fewer false positives than TTRL's random K",
+          "share of kept rollouts that are reward-1 and wrong, random - BCS [points]", _SAMPLES,
+          _NO_PAPER, +1, "appendix, 'Why is DDRL effective?', false positives (plan Amendment 8)"),
+    Claim("N1", "the middle band is the primary source of TTRL's wrong rewards",
+          "share of TTRL's wrong rewards on middle-band (6-44/64) rollouts - 50 [points]", _SAMPLES, _NO_PAPER, +1,
+          "abstract; Sec. 2.2 (plan Amendment 63)"),
+    Claim("N2", "middle-band rollouts are rewarded wrongly more often than the outer bands'",
+          "wrong-reward rate, middle band - low and high bands [points]", _SAMPLES, _NO_PAPER, +1,
+          "Sec. 1, contributions; Sec. 2.2 (plan Amendment 63)"),
+    Claim("T1", "removing GRPO's normalisation helps TTRL", "pass@1 GRPO w/o norm. - GRPO [points]",
+          ("aime_like", "math500_like"), {k: _d(_NO_NORM[k], _TTRL[k]) for k in _NO_NORM}, +1, "Table 1"),
+    # P1, P2: plan Amendment 16 (added after the study; Table 2's gains over the untrained model)
+    Claim("P1", "TTRL improves on no adaptation", "pass@1 TTRL - no adaptation [points]", _WITH_SMALL_LR,
+          _with_small_lr(_TTRL, _NONE), +1, "Table 2"),
+    Claim("P2", "DDRL improves on no adaptation", "pass@1 DDRL - no adaptation [points]", _WITH_SMALL_LR,
+          _with_small_lr(_DDRL, _NONE), +1, "Table 2"),
+    Claim("M1", "DDRL beats TTRL", "pass@1 DDRL - TTRL [points]", _WITH_SMALL_LR,
+          _with_small_lr(_DDRL, _TTRL), +1, "Table 2"),
+    Claim("M2", "DDRL is at least as good as ETMR", "pass@1 DDRL - ETMR [points]", THREE,
+          {k: _d(_DDRL[k], _ETMR[k]) for k in THREE}, +1, "Table 2"),
+    Claim("A1", "BCS alone changes TTRL (paper: + on AIME/MATH, - on AMC)", "pass@1 BCS - TTRL [points]", THREE,
+          {k: _d(_BCS[k], _TTRL[k]) for k in THREE}, +1, "Table 3"),
+    Claim("A2", "adding DAE to BCS helps", "pass@1 BCS+DAE - BCS [points]", THREE,
+          {k: _d(_BCS_DAE[k], _BCS[k]) for k in THREE}, +1, "Table 3"),
+    Claim("A3", "adding COR to BCS+DAE helps", "pass@1 DDRL - BCS+DAE [points]", THREE,
+          {k: _d(_DDRL[k], _BCS_DAE[k]) for k in THREE}, +1, "Table 3, Table 4"),
+    Claim("D1", "on AIME, DDRL's mean advantage stays negative", "- mean advantage of DDRL over training [x 100]",
+          ("aime_like",), {"aime_like": None}, +1, "Sec. 5.4, Fig. 4a", margin=5.0),
+    Claim("D2", "on MATH-500, DDRL's mean advantage rises from negative to positive",
+          "mean advantage, last - first quarter of training, DDRL [x 100]", ("math500_like",),
+          {"math500_like": None}, +1, "Sec. 5.4, Fig. 4b", margin=5.0),
+    Claim("C1", "COR beats additional RL", "pass@1 (BCS+DAE+COR) - (BCS+DAE+additional RL) [points]", THREE,
+          {k: _d(_DDRL[k], _EXTRA_RL[k]) for k in THREE}, +1, "Table 4"),
+    Claim("C2", "COR costs a fraction of additional RL", "wall time additional RL - COR [% of the RL phase]", THREE,
+          {"aime_like": None, "amc_like": None, "math500_like": None}, +1,
+          "Table 4 (15/42/72 min vs 3/3/5 min; RL phase time not given)"),
+    Claim("R1", "refinement size barely matters", "pass@1 COR 4x - COR 1x kept rollouts [points]", THREE,
+          {k: _d(_SIZE_4X[k], _DDRL[k]) for k in THREE}, 0, "Table 6"),
+    Claim("S1", "DDRL's gain over TTRL is larger with a stronger base model",
+          "(DDRL - TTRL) default testbed - (DDRL - TTRL) weaker testbed [points]", ("amc_like",),
+          {"amc_like": _S1}, +1,
+          "Sec. 5.2 (Qwen2.5-Math-1.5B vs Qwen2.5-3B on AMC); Table 5 (7B: +0.9 on AMC) is in tension"),
+    _ours("H1", "(ours) adaptation transfers to held-out questions", "held-out pass@1 DDRL - no adaptation [points]",
+          "not in the paper (TTRL adapts on the test set itself)"),
+    _ours("H1x", "(ours) adaptation transfers to held-out questions (1,536 fresh ones)",
+          "held-out pass@1 DDRL - no adaptation, 1,536 fresh questions [points]",
+          "not in the paper; plan Amendments 11, 12 (H1's power)"),
+    _ours("H1xT", "(ours) adaptation transfers to held-out questions: TTRL (1,536 fresh ones)",
+          "held-out pass@1 TTRL - no adaptation, 1,536 fresh questions [points]",
+          "not in the paper; plan Amendment 13 (H1's TTRL, reported alongside, at H1x's power)"),
+    _ours("H1xD", "(ours) DDRL transfers to held-out questions at least as well as TTRL (1,536 fresh ones)",
+          "held-out pass@1 DDRL - TTRL, 1,536 fresh questions [points]",
+          "not in the paper; plan Amendment 13 (the sign of M1)"),
+    _ours("H1xC", "(ours) COR does not cost held-out accuracy (1,536 fresh ones)",
+          "held-out pass@1 DDRL - BCS+DAE, 1,536 fresh questions [points]",
+          "not in the paper; plan Amendment 14 (H1xD's COR part; A3's sign)"),
+    _ours("H1xR", "(ours) BCS + DAE do not cost held-out accuracy against TTRL (1,536 fresh ones)",
+          "held-out pass@1 BCS+DAE - TTRL, 1,536 fresh questions [points]",
+          "not in the paper; plan Amendment 14 (H1xD's RL-phase part; the sign of A1 + A2)"),
+    Claim("H1xB", "(ours) BCS alone does not cost held-out accuracy against TTRL (1,536 fresh ones)",
+          "held-out pass@1 BCS - TTRL, 1,536 fresh questions [points]", ("amc_like", "math500_like"),
+          {"amc_like": None, "math500_like": None}, +1,
+          "not in the paper; plan Amendments 17, 20 (H1xR's BCS part; A1 on fresh questions)"),
+    Claim("H1xA", "(ours) adding DAE to BCS does not cost held-out accuracy (1,536 fresh ones)",
+          "held-out pass@1 BCS+DAE - BCS, 1,536 fresh questions [points]", ("amc_like", "math500_like"),
+          {"amc_like": None, "math500_like": None}, +1,
+          "not in the paper; plan Amendments 17, 20 (H1xR's DAE part; A2 on fresh questions)"),
+    Claim("H1xN", "(ours) BCS's rarest-answer negatives do not cost held-out accuracy vs random ones (1,536 fresh ones)",
+          "held-out pass@1 BCS - BCS positives with random negatives, 1,536 fresh questions [points]", ("amc_like",),
+          {"amc_like": None}, +1, "not in the paper; plan Amendment 19 (H1xB's confidence part, BCS principle i)"),
+    Claim("H1xP", "(ours) BCS's balanced positives do not cost held-out accuracy against TTRL (1,536 fresh ones)",
+          "held-out pass@1 BCS positives with random negatives - TTRL, 1,536 fresh questions [points]", ("amc_like",),
+          {"amc_like": None}, +1, "not in the paper; plan Amendment 19 (H1xB's balance part, BCS principle ii)"),
+)
+
+
+def get(claim_id: str) -> Claim:
+    for c in CLAIMS:
+        if c.id == claim_id:
+            return c
+    raise KeyError(f"unknown claim {claim_id!r}; ids: {[c.id for c in CLAIMS]}")
+
+
+def entry(claim_id: str, regime: str, estimate: float, ci_low: float, ci_high: float, n_seeds: int,
+          n_questions: int) -> dict:
+    """One ``claims.json`` entry, its verdict computed by the pre-registered rule (never typed in)."""
+    c = get(claim_id)
+    if regime not in c.regimes:
+        raise ValueError(f"claim {claim_id} is registered for regimes {c.regimes}, not {regime!r}")
+    return {"id": c.id, "claim": c.claim, "regime": regime, "metric": c.metric, "paper": c.paper.get(regime),
+            "estimate": float(estimate), "ci_low": float(ci_low), "ci_high": float(ci_high),
+            "n_seeds": int(n_seeds), "n_questions": int(n_questions),
+            "verdict": verdict(ci_low, ci_high, paper_sign(c, regime), c.margin)}
+
+
+def amendment_entry(cid: str, regime: str, claim: str, metric: str, a: str, b: str, diffs,
+                    margin: float = NO_EFFECT_MARGIN, n_boot: int = 4000, stream: str | None = None) -> dict:
+    """A claim a plan amendment adds (no paper number; expected sign +1: ``a`` above ``b``) in ``claims.json``'s
+    schema, from its seeds x questions matrix of ``a - b`` (points): Sec. 4's bootstrap on the stream
+    ``derive_seed(0, "claims", cid, stream or regime)``, ``margin`` and rule (:func:`ddrl.report.stats.decided`)."""
+    rng = np.random.default_rng(derive_seed(0, "claims", cid, stream or regime))
+    return {"id": cid, "claim": claim, "regime": regime, "metric": metric, "paper": None, "a": a, "b": b,
+            **decided(np.asarray(diffs), rng, +1, margin, n_boot)}
+
+
+def with_half_width(entries: list[dict]) -> list[dict]:
+    """Each entry given ``half_width`` = (ci_high - ci_low) / 2, the 95% half-width the plan's power target is
+    stated in (in place); returns ``entries``."""
+    for e in entries:
+        e["half_width"] = (e["ci_high"] - e["ci_low"]) / 2
+    return entries
+
+
+def paper_sign(c: Claim, regime: str) -> int:
+    """The sign the verdict tests: the sign of the paper's number in the benchmark the regime stands for
+    (A1's AMC is -2.0), else the claim's stated sign; null claims (R1) stay 0."""
+    p = c.paper.get(regime)
+    if c.paper_sign == 0 or p is None or p == 0:
+        return c.paper_sign
+    return 1 if p > 0 else -1
+
+
+def validate(entries, where: str = "claims") -> list[dict]:
+    """Check a claims list against the schema; raise ``ValueError`` naming the entry and field."""
+    if not isinstance(entries, list):
+        raise ValueError(f"{where}: expected a list of claim entries, got {type(entries).__name__}")
+    for i, e in enumerate(entries):
+        if not isinstance(e, dict):
+            raise ValueError(f"{where}[{i}]: expected an object, got {type(e).__name__}")
+        missing = [f for f in FIELDS if f not in e]
+        if missing:
+            raise ValueError(f"{where}[{i}] ({e.get('id')}): missing field(s) {missing}; expected {list(FIELDS)}")
+        for f in ("estimate", "ci_low", "ci_high"):
+            if not isinstance(e[f], (int, float)) or not np.isfinite(e[f]):
+                raise ValueError(f"{where}[{i}] ({e['id']}): {f} must be a finite number, got {e[f]!r}")
+        if e["paper"] is not None and not isinstance(e["paper"], (int, float)):
+            raise ValueError(f"{where}[{i}] ({e['id']}): paper must be a number or null, got {e['paper']!r}")
+        if not e["ci_low"] <= e["estimate"] <= e["ci_high"]:
+            raise ValueError(f"{where}[{i}] ({e['id']}): need ci_low <= estimate <= ci_high, got "
+                             f"{e['ci_low']} / {e['estimate']} / {e['ci_high']}")
+        if e["verdict"] not in VERDICTS:
+            raise ValueError(f"{where}[{i}] ({e['id']}): verdict must be one of {VERDICTS}, got {e['verdict']!r}")
+        for f in ("n_seeds", "n_questions"):
+            if not isinstance(e[f], int) or e[f] < 1:
+                raise ValueError(f"{where}[{i}] ({e['id']}): {f} must be a positive integer, got {e[f]!r}")
+        if not isinstance(e.get("note", ""), str):
+            raise ValueError(f"{where}[{i}] ({e['id']}): note (optional) must be a string, got {e['note']!r}")
+    return entries
+
+
+def load(path: str | Path) -> list[dict] | None:
+    """The committed results, validated; None when the study has not been run (no file)."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    return validate(json.loads(path.read_text()), str(path))
+
+
+FLOOR_NOTE = "floor: both methods score pass@1 0 on every question of every seed; the regime cannot test this claim"
+
+
+def floor_marks(df: pd.DataFrame) -> pd.Series:
+    """The mark `` (floor)`` for the entries whose ``note`` says both methods sat at pass@1 0 everywhere
+    (:func:`ddrl.study.analysis.at_floor`), else "": shown beside the verdict, which stays the rule's."""
+    notes = df["note"] if "note" in df else pd.Series("", index=df.index)
+    return notes.map(lambda n: " (floor)" if n == FLOOR_NOTE else "")
+
+
+def scorecard(entries: Sequence[dict]) -> pd.DataFrame:
+    """The scorecard table: one row per claim x regime, the paper's number beside the testbed's, the 95%
+    half-width reached and the minimum detectable effect it implies (80% power, :func:`ddrl.report.stats.detectable_effect`)."""
+    df = pd.DataFrame(validate(list(entries)))
+    df["half_width"] = (df.ci_high - df.ci_low) / 2
+    df["mde"] = df.half_width.map(detectable_effect)
+    df["testbed"] = [f"{e:+.1f} [{lo:+.1f}, {hi:+.1f}]" for e, lo, hi in zip(df.estimate, df.ci_low, df.ci_high)]
+    df["paper_"] = [("n/a" if p is None or pd.isna(p) else f"{p:+.1f}") for p in df.paper]
+    df["verdict"] = df.verdict + floor_marks(df)
+    out = df[["id", "claim", "regime", "metric", "paper_", "testbed", "half_width", "mde", "n_seeds", "n_questions",
+              "verdict"]].rename(columns={"paper_": "paper"})
+    return out.reset_index(drop=True)
+
+
+VERDICT_COLORS = {"reproduced": "#2ca02c", "contradicted": "#d62728", "no effect": "#1f77b4",
+                  "not resolved": "#7f7f7f"}
+
+
+def unit(metric: str) -> str:
+    """The units of a claim's metric: the text in its last brackets (``"pass@1 DDRL - TTRL [points]"`` ->
+    ``"points"``)."""
+    return metric[metric.rindex("[") + 1:metric.rindex("]")] if "[" in metric else "points"
+
+
+def scorecard_figure(entries: Sequence[dict]):
+    """Forest plot, one panel per unit (points first): each claim x regime's estimate and 95% interval coloured
+    by verdict, the paper's number as a hollow diamond, the +-1 no-effect band shaded in the points panel.
+    Returns the matplotlib figure."""
+
+    df = pd.DataFrame(validate(list(entries)))
+    df["label"] = df.id + "  " + df.regime + floor_marks(df)
+    df["unit"] = df.metric.map(unit)
+    units = sorted(df.unit.unique(), key=lambda u: (u != "points", u))
+    sizes = [int((df.unit == u).sum()) for u in units]
+    fig, axes = plt.subplots(len(units), 1, figsize=(7.5, 0.36 * len(df) + 1.1 * len(units) + 0.6), squeeze=False,
+                             gridspec_kw={"height_ratios": [n + 1.2 for n in sizes]})
+    for ax, u in zip(axes[:, 0], units):
+        d = df[df.unit == u]
+        y = np.arange(len(d))[::-1]
+        if u == "points":
+            ax.axvspan(-NO_EFFECT_MARGIN, NO_EFFECT_MARGIN, color="#dddddd", zorder=0)
+        ax.axvline(0, color="black", lw=0.8)
+        for yi, (_, r) in zip(y, d.iterrows()):
+            col = VERDICT_COLORS[r.verdict]
+            ax.plot([r.ci_low, r.ci_high], [yi, yi], color=col, lw=2.2)
+            ax.plot(r.estimate, yi, "o", color=col)
+            if r.paper is not None and not pd.isna(r.paper):
+                ax.plot(r.paper, yi, "D", mfc="none", mec="black", ms=6)
+        ax.set_yticks(y, d.label)
+        ax.set_ylim(-0.7, len(d) - 0.3)
+        ax.set_xlabel(f"effect [{u}]" + (" (grey: the +-1 no-effect band)" if u == "points" else ""))
+        sns.despine(ax=ax, left=True)
+    handles = [plt.Line2D([], [], color=c, marker="o", lw=2, label=v) for v, c in VERDICT_COLORS.items()]
+    handles.append(plt.Line2D([], [], ls="", marker="D", mfc="none", mec="black", label="paper"))
+    fig.legend(handles=handles, loc="lower center", ncol=5, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    return fig
+
+
+def render(entries: Sequence[dict], out_dir: str | Path, name: str = "claims_scorecard") -> dict[str, Path]:
+    """Write the scorecard as Markdown + CSV and the figure as PNG + PDF under ``out_dir``."""
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    table = scorecard(entries)
+    paths = {"csv": out_dir / f"{name}.csv", "md": out_dir / f"{name}.md"}
+    table.to_csv(paths["csv"], index=False)
+    paths["md"].write_text(table.to_markdown(index=False, floatfmt=".1f") + "\n")
+    fig = scorecard_figure(entries)
+    paths.update(save_figure(fig, out_dir, name))
+    plt.close(fig)
+    return paths
+
+
+def interval(e: dict) -> str:
+    """An entry's estimate and 95% interval as the tables print them: ``+3.0 [+0.9, +5.0]``."""
+    return f"{e['estimate']:+.1f} [{e['ci_low']:+.1f}, {e['ci_high']:+.1f}]"
+
+
+def replication_table(studies: dict[str, Sequence[dict]]) -> pd.DataFrame:
+    """The same claim x regime in several studies side by side (plan Amendments 5-6: replications on other builds
+    of the base model, never pooled). ``studies`` maps a name to its claims entries, the registered study first;
+    one row per claim x regime of any study *after* the first (the replications), with the paper's number and,
+    per study, the estimate [95% interval], seeds and verdict (``-`` where a study has no such entry). The
+    comparison is descriptive: each study's verdict is its own."""
+
+    names = list(studies)
+    if len(names) < 2:
+        raise ValueError(f"replication_table needs the registered study and at least one replication, got {names}")
+    by = {n: {(e["id"], e["regime"]): e for e in validate(list(studies[n]), where=n)} for n in names}
+    keys = list(dict.fromkeys(k for n in names[1:] for k in by[n]))
+    rows = []
+    for k in keys:
+        first = next(by[n][k] for n in names if k in by[n])
+        row = {"id": k[0], "regime": k[1], "metric": first["metric"],
+               "paper": "n/a" if first["paper"] is None else f"{first['paper']:+.1f}"}
+        for n in names:
+            e = by[n].get(k)
+            row[n] = interval(e) if e else "-"
+            row[f"{n} seeds"] = e["n_seeds"] if e else "-"
+            row[f"{n} verdict"] = e["verdict"] if e else "-"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def replication_figure(studies: dict[str, Sequence[dict]]):
+    """Forest plot of :func:`replication_table`'s rows: per claim x regime one interval per study (colour), the
+    paper's number as a hollow diamond. Returns the matplotlib figure."""
+
+    table = replication_table(studies)  # validates and picks the rows
+    keys = list(zip(table.id, table.regime))
+    names = list(studies)
+    colors = dict(zip(names, sns.color_palette("colorblind", len(names))))
+    by = {n: {(e["id"], e["regime"]): e for e in studies[n]} for n in names}
+    fig, ax = plt.subplots(figsize=(7.5, 0.55 * len(keys) * len(names) / 2 + 1.6))
+    step = 0.4 / max(len(names) - 1, 1)  # a claim's intervals within +-0.2 of its tick, 0.6 apart from the next claim's
+    papers = 0
+    for i, k in enumerate(keys):
+        y0 = len(keys) - 1 - i
+        for j, n in enumerate(names):
+            e = by[n].get(k)
+            if e is None:
+                continue
+            y = y0 + 0.2 - j * step
+            ax.plot([e["ci_low"], e["ci_high"]], [y, y], color=colors[n], lw=2.2)
+            ax.plot(e["estimate"], y, "o", color=colors[n])
+        paper = next(by[n][k]["paper"] for n in names if k in by[n])
+        if paper is not None:
+            ax.plot(paper, y0, "D", mfc="none", mec="black", ms=6)
+            papers += 1
+    ax.axvspan(-NO_EFFECT_MARGIN, NO_EFFECT_MARGIN, color="#dddddd", zorder=0)
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_yticks(range(len(keys))[::-1], [f"{i}  {r}" for i, r in keys])
+    ax.set_xlabel("effect, in each metric's units (grey: the +-1 no-effect band)")
+    handles = [plt.Line2D([], [], color=colors[n], marker="o", lw=2, label=n) for n in names]
+    if papers:
+        handles.append(plt.Line2D([], [], ls="", marker="D", mfc="none", mec="black", label="paper"))
+    ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(handles), fontsize=8,
+              frameon=False)  # above the axes: below them it met the x label on short plots
+    sns.despine(ax=ax, left=True)
+    fig.tight_layout()
+    return fig
+
+
+def replication_markdown(table: pd.DataFrame) -> str:
+    """:func:`replication_table` as Markdown, every cell as written: without ``disable_numparse`` tabulate reads a
+    column of signed strings such as the paper's ``+4.0`` as numbers and prints ``4``."""
+    return table.to_markdown(index=False, disable_numparse=True)
+
+
+def render_replication(studies: dict[str, Sequence[dict]], out_dir: str | Path,
+                       name: str = "replication_vs_registered") -> dict[str, Path]:
+    """Write :func:`replication_table` as Markdown + CSV and :func:`replication_figure` as PNG + PDF."""
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    table = replication_table(studies)
+    paths = {"csv": out_dir / f"{name}.csv", "md": out_dir / f"{name}.md"}
+    table.to_csv(paths["csv"], index=False)
+    paths["md"].write_text(replication_markdown(table) + "\n")
+    fig = replication_figure(studies)
+    paths.update(save_figure(fig, out_dir, name))
+    plt.close(fig)
+    return paths
+
+
+def render_replications(results: str | Path, registered: Sequence[dict],
+                        name: str = "replication_vs_registered") -> dict[str, Path]:
+    """:func:`render_replication` for every committed replication (``<results>/replication_*/claims.json``)
+    against ``registered``, into each one's ``figures/``: a new registered scorecard moves every side-by-side
+    table, which docs/results.md quotes. Keys are ``<replication>.<kind>``."""
+
+    paths = {}
+    for f in sorted(Path(results).glob("replication_*/claims.json")):
+        rep = f.parent.name
+        out = render_replication({"registered": registered, rep: load(f)}, f.parent / "figures", name)
+        paths.update({f"{rep}.{k}": v for k, v in out.items()})
+    return paths

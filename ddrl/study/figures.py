@@ -1,0 +1,466 @@
+"""The claims study's figures, for ``docs/results/`` and notebook 06 (seaborn; each saved as PNG and PDF).
+
+- :func:`ddrl.study.claims.scorecard_figure`: every claim's estimate and 95% interval, coloured by verdict;
+- :func:`advantage_dynamics_figure`: TTRL's and DDRL's mean advantage per RL step, the mean over seeds with a
+  95% band (the paper's Fig. 4; claims D1, D2);
+- :func:`band_accuracy_figure`: the base model's distinct answers, share correct by how many of the N = 64
+  samples gave them (the paper's Fig. 2; claims F1-F3);
+- :func:`selection_errors_figure`: what TTRL's random K and BCS keep of the base rollouts, by the label's count
+  (false positives per question, correct answers among the negatives; claims E1, E2);
+- :func:`reward_noise_figure`: where TTRL's wrong rewards sit, by the band of the rollout's answer (claims N1, N2;
+  plan Amendment 63);
+- :func:`regime_candidates_figure` and :func:`power_figure`: the design (the base model by operations per chain, the
+  regimes' thresholds; the predicted 95% half-width by seeds, the 2-point target);
+- :func:`transfer_figure`: pass@1 of no adaptation, TTRL, BCS (AMC-like), BCS+DAE and DDRL on the adapted questions
+  beside the 1,536 fresh held-out ones, per regime (claims H1x and its family; plan Amendments 11-17, 19, 20).
+
+:func:`render_results` writes all of them from the committed results (``results/claims.json`` and
+``results/runs/``); ``python -m ddrl.study --analyse claims`` calls it after writing the scorecard.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from ddrl.study import claims as C
+from ddrl.analysis import frequency_table
+from ddrl.report.plotting import bootstrap_ci95, color, label
+from ddrl.run.cache import content_key
+from ddrl.report.reporter import save_figure
+from ddrl.run.storage import sha256_file, write_csv, write_json
+from ddrl.report.stats import TARGET_HALF_WIDTH
+from ddrl.study.analysis import (SHORTFALL_MAX_QUESTIONS, SHORTFALL_MAX_SEEDS, claim_on_seeds, load_base,
+                                 load_questions, load_steps, power_shortfall, rl_divergence, seed_directions,
+                                 selection_errors, study_inputs)
+from ddrl.study.reward_noise import BAND_NAMES, description
+from ddrl.study.plan import BANDS_64, HELDOUT_X, REAL, SMALL_LR, THREE
+
+#: Answer-count bins (of 64) for :func:`band_accuracy_figure`: finer than F1-F3's bands, with their edges.
+COUNT_BINS_64 = ((1, 1), (2, 5), (6, 14), (15, 24), (25, 34), (35, 44), (45, 54), (55, 64))
+
+
+def regime_candidates_figure(long: pd.DataFrame):
+    """The base model's maj@64, pass@1 and mean consensus by operations per chain (``long``: ``num_ops``, ``metric``,
+    ``value``), with the regimes' thresholds (maj@64 0.35 and 0.70)."""
+    fig, ax = plt.subplots(figsize=(5.5, 3.5))
+    sns.lineplot(data=long, x="num_ops", y="value", hue="metric", marker="o", ax=ax)
+    for y in (0.35, 0.70):
+        ax.axhline(y, ls=":", color="grey")
+    ax.set(xlabel="operations per chain", ylabel="base model", title="Question difficulty sets the regime")
+    return fig
+
+
+def power_figure(pw: pd.DataFrame):
+    """The predicted 95% half-width by seeds (``pw``: ``regime``, ``comparison``, ``seeds``, ``half_width``), one
+    panel per regime, log-log, with the 2-point target."""
+    g = sns.relplot(data=pw, x="seeds", y="half_width", hue="comparison", col="regime", kind="line", marker="o",
+                    height=3, aspect=1.0, facet_kws={"sharey": True})
+    for ax in g.axes.flat:
+        ax.axhline(TARGET_HALF_WIDTH, ls="--", color="black", lw=0.8)
+        ax.set(xscale="log", yscale="log")
+    g.set_axis_labels("seeds", "predicted 95% half-width (points)")
+    return g.figure
+
+
+def advantage_dynamics(steps: pd.DataFrame, methods: Sequence[str] = ("ttrl", "ddrl"),
+                       regimes: Sequence[str] = THREE) -> pd.DataFrame:
+    """The RL-phase rows of the per-step CSVs (:func:`ddrl.study.analysis.load_steps`) of ``methods`` in
+    ``regimes``: one row per regime x method x seed x step with ``adv/mean`` (the batch's mean advantage)."""
+    s = steps[(steps.phase == "rl") & steps.method.isin(methods) & steps.regime.isin(regimes)]
+    return s[["regime", "method", "seed", "step", "adv/mean"]].reset_index(drop=True)
+
+
+def advantage_dynamics_figure(d: pd.DataFrame, methods: Sequence[str] = ("ttrl", "ddrl"),
+                              regimes: Sequence[str] = THREE):
+    """One panel per regime that has runs in ``d`` (:func:`advantage_dynamics`' table): the mean advantage per RL step
+    of each method, the mean over seeds and a 95% bootstrap band (:func:`~ddrl.report.plotting.bootstrap_ci95`). None when
+    no run of ``methods`` is written."""
+    d = d[d.method.isin(methods)]
+    present = [r for r in regimes if r in set(d.regime)]
+    if not present:
+        return None
+    fig, axes = plt.subplots(1, len(present), figsize=(4.3 * len(present), 3.4), squeeze=False)
+    for ax, r in zip(axes[0], present):
+        dr = d[d.regime == r]
+        n_seeds = dr.groupby("method").seed.nunique()
+        name = {m: f"{label(m)} ({n_seeds.get(m, 0)} seeds)" for m in methods}
+        sns.lineplot(dr.assign(method=dr.method.map(name)), x="step", y="adv/mean", hue="method",
+                     hue_order=[name[m] for m in methods], palette={name[m]: color(m) for m in methods},
+                     errorbar=bootstrap_ci95, ax=ax)
+        ax.axhline(0, color="black", lw=0.8)
+        bench = C.BENCHMARK.get(r)
+        ax.set(title=f"{r}" + (f" (stands for {bench})" if bench else ""), xlabel="RL step",
+               ylabel="mean advantage of the batch")
+        ax.legend(title=None, fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def band_accuracy(groups: pd.DataFrame, bins: Sequence[tuple[int, int]] = COUNT_BINS_64) -> pd.DataFrame:
+    """Per regime and count bin (given at N = 64; groups sampled at another N are rescaled to 64), the share
+    of correct answers among the base model's distinct answers whose count lies in the bin, the number of such
+    answers and a Wilson 95% interval: :func:`ddrl.analysis.frequency_table` per regime."""
+    columns = ["regime", "bin", "lo", "hi", "answers", "accuracy", "ci_lo", "ci_hi"]
+    if groups.empty:
+        return pd.DataFrame(columns=columns)
+    count64 = np.round(64 * groups["count"] / groups["n"]).astype(int).clip(1, 64)
+    g = groups.assign(count=count64, n=64, x=count64 / 64, correct=groups["correct"].astype(bool))
+    cols = {"band": "bin", "n_distinct": "answers", "frac_correct": "accuracy", "ci_low": "ci_lo", "ci_high": "ci_hi"}
+    tables = [frequency_table(gr, bins).assign(regime=r) for r, gr in g.groupby("regime", sort=False)]
+    return pd.concat(tables, ignore_index=True).rename(columns=cols).reindex(columns=columns)
+
+
+def band_accuracy_figure(t: pd.DataFrame):
+    """Share correct of the base model's answers by count bin (``t``: :func:`band_accuracy`'s table), one line per
+    regime with Wilson 95% bars; the claims' bands (<= 5, 6-44, >= 45 of 64) shaded. None without base rollouts."""
+    if t.empty:
+        return None
+    fig, ax = plt.subplots(figsize=(7.0, 3.6))
+    bins = list(dict.fromkeys(t.bin))
+    x = {b: i for i, b in enumerate(bins)}
+    for (lo, hi), shade in zip(BANDS_64, ("#f4cccc", "#eeeeee", "#d9ead3")):
+        idx = [x[b] for b, blo, bhi in zip(t.bin, t.lo, t.hi) if lo <= blo and bhi <= hi]
+        if idx:
+            ax.axvspan(min(idx) - 0.5, max(idx) + 0.5, color=shade, zorder=0)
+    palette = sns.color_palette("colorblind", t.regime.nunique())
+    for (r, tr), col, dx in zip(t.groupby("regime", sort=False), palette, np.linspace(-0.15, 0.15, t.regime.nunique())):
+        xs = np.array([x[b] for b in tr.bin]) + dx
+        ax.errorbar(xs, 100 * tr.accuracy, yerr=100 * np.nan_to_num(np.vstack([tr.accuracy - tr.ci_lo, tr.ci_hi - tr.accuracy])),
+                    marker="o", color=col, capsize=2, label=f"{r} ({int(tr.answers.sum())} answers)")
+    ax.axhline(50, color="black", lw=0.8, ls=":")
+    ax.set_xticks(range(len(bins)), bins)
+    ax.set(xlabel="samples (of 64) giving the answer", ylabel="answers correct (%)", ylim=(-3, 103),
+           title="Base model: how often an answer is right, by how often it is sampled")
+    ax.legend(fontsize=8, loc="upper left")
+    sns.despine(ax=ax)
+    fig.tight_layout()
+    return fig
+
+
+#: selection rule -> (the method whose colour it takes, its legend label)
+RULE_METHOD = {"random": ("ttrl", "random K of N (TTRL)"), "bcs": ("bcs", "BCS (DDRL)")}
+
+
+def selection_by_label_count(sel: pd.DataFrame, bins: Sequence[tuple[int, int]] = COUNT_BINS_64) -> pd.DataFrame:
+    """Per selection rule and bin of the label's count c* (given at N = 64, rescaled from the groups' N), from
+    :func:`ddrl.study.analysis.selection_errors`: the questions in the bin, the mean false positives kept per
+    question (of K) and the share of correct answers among all kept reward-0 rollouts (%; NaN without any); the
+    table's regimes, sampling seeds and orders per question in every row. Empty without rows."""
+    if sel.empty:
+        return pd.DataFrame(columns=["rule", "bin", "lo", "hi", "questions", "fp_per_question", "fn_share", "regimes",
+                                     "seeds", "orders"])
+    c64 = np.round(64 * sel["label_count"] / sel["n"]).astype(int).clip(1, 64)
+    rows = []
+    for rule in RULE_METHOD:
+        s = sel[sel.rule == rule]
+        for lo, hi in bins:
+            b = s[(c64[s.index] >= lo) & (c64[s.index] <= hi)]
+            neg = b.neg.sum()
+            rows.append({"rule": rule, "bin": f"{lo}" if lo == hi else f"{lo}-{hi}", "lo": lo, "hi": hi,
+                         "questions": len(b), "fp_per_question": (b.fp / b.orders).mean() if len(b) else np.nan,
+                         "fn_share": 100 * b.fn.sum() / neg if neg else np.nan})
+    return pd.DataFrame(rows).assign(regimes=sel.regime.nunique(), seeds=sel.seed.nunique(), orders=int(sel.orders.max()))
+
+
+def selection_errors_figure(t: pd.DataFrame):
+    """Two panels by the label's count c* (``t``: :func:`selection_by_label_count`'s table): false positives kept per
+    question (E2) and the share of correct answers among the kept negatives (E1), TTRL's random K beside BCS. None
+    without rows."""
+    if t.empty:
+        return None
+    t = t[t.bin.isin(set(t.bin[t.questions > 0]))]  # bins no question's label falls in are left out
+    bins = list(dict.fromkeys(t.bin))
+    fig, axes = plt.subplots(1, 2, figsize=(10.0, 3.6))
+    for ax, col, ylab in ((axes[0], "fp_per_question", "false positives kept per question (of K = 32)"),
+                          (axes[1], "fn_share", "correct answers among kept negatives (%)")):
+        for rule, (m, name) in RULE_METHOD.items():
+            tr = t[t.rule == rule]
+            ax.plot(range(len(bins)), tr[col], marker="o", color=color(m), label=name)
+        ax.set_xticks(range(len(bins)), bins, fontsize=8)
+        ax.set(xlabel="samples (of 64) giving the pseudo-label, c*", ylabel=ylab)
+        sns.despine(ax=ax)
+    n_q = t[t.rule == "bcs"].set_index("bin").questions
+    axes[0].set_title("E2: BCS keeps min(c*, 16) label copies, random c*/2", fontsize=9)
+    axes[1].set_title("E1: BCS takes its negatives from the rarest answers", fontsize=9)
+    axes[0].legend(fontsize=8)
+    fig.suptitle(f"Base rollouts: {int(n_q.sum())} question x sampling-seed cells ({t.regimes.iloc[0]} regimes, "
+                 f"{t.seeds.iloc[0]} seeds), each averaged over {t.orders.iloc[0]} orders", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+#: :func:`reward_noise_figure`'s regime names (the pooled testbed first, the real LLM's last) and band names
+NOISE_REGIMES = {"base": "testbed\n(pooled)", "aime_like": "AIME-like", "amc_like": "AMC-like",
+                 "math500_like": "MATH-500-\nlike", "svamp_codex": "Codex on\nSVAMP"}
+NOISE_BANDS = dict(zip(BAND_NAMES, ("seen <= 5 of 64", "6-44", ">= 45")))
+
+
+def reward_noise_figure(t: pd.DataFrame):
+    """Two panels per regime and band of the rollout's answer (``t``: :func:`ddrl.study.reward_noise.description`): the
+    band's share of TTRL's wrong rewards (N1) and how often its rollouts are rewarded wrongly (N2). None without
+    rows."""
+    if t.empty:
+        return None
+    t = t[t.regime.isin(NOISE_REGIMES)].assign(regime=lambda x: x.regime.map(NOISE_REGIMES),
+                                                band=lambda x: x.band.map(NOISE_BANDS))
+    fig, axes = plt.subplots(1, 2, figsize=(10.0, 3.8))
+    for ax, col, ylab, title in ((axes[0], "share_%", "share of all wrong rewards (%)",
+                                  "N1: where TTRL's wrong rewards sit"),
+                                 (axes[1], "rate_%", "rollouts rewarded wrongly (%)",
+                                  "N2: how often each band is rewarded wrongly")):
+        sns.barplot(data=t, x="regime", y=col, hue="band", hue_order=list(NOISE_BANDS.values()),
+                    order=list(dict.fromkeys(t.regime)), palette="crest", ax=ax, legend=ax is axes[0])
+        ax.set(xlabel="", ylabel=ylab, ylim=(0, 100))
+        ax.set_title(title, fontsize=9)
+        ax.tick_params(axis="x", labelsize=8)
+        sns.despine(ax=ax)
+    axes[0].axhline(50, ls=":", color="grey")
+    axes[0].legend(title="the rollout's answer", fontsize=7, title_fontsize=7, loc="upper center", ncols=3,
+                   bbox_to_anchor=(0.5, 1.0))
+    axes[0].set_ylim(0, 115)
+    fig.suptitle("Base rollouts, TTRL's vote and rewards on all N per question (on SVAMP N = 30: the bands rescaled)",
+                 fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+#: :func:`transfer_figure`'s methods, in the order DDRL builds up (no adaptation, + RL, + BCS, + DAE, + COR;
+#: BCS alone has H1x runs in AMC-like and MATH-500-like only, plan Amendments 17, 20).
+TRANSFER_METHODS = ("no_adaptation", "ttrl", "bcs", "bcs_dae", "ddrl")
+#: :func:`transfer`'s two question sets: the regime's adapted questions, H1x's fresh held-out ones.
+TRANSFER_SPLITS = {"adapted": "adapted questions", HELDOUT_X: "fresh held-out questions"}
+
+
+def transfer(questions: pd.DataFrame, methods: Sequence[str] = TRANSFER_METHODS,
+             regimes: Sequence[str] = THREE) -> pd.DataFrame:
+    """Per regime x method x seed, pass@1 (points, the mean over questions) on the adapted questions (the
+    registered runs' split ``adapted``) and on H1x's fresh held-out questions (split ``heldout_x``), for the seeds
+    that have an H1x CSV of that method, so both columns average the same seeds. The adapted numbers are the
+    registered runs'; an H1x run retrained on another machine kind may have left their trajectory (its
+    ``registered_reproduced``), so the two columns are a run of the seed each, not always the same run. Columns:
+    regime, method, seed, split, pass@1."""
+    q = questions[questions.method.isin(methods) & questions.regime.isin(regimes)]
+    held = q[q.split == HELDOUT_X]
+    seeds = held[["regime", "method", "seed"]].drop_duplicates()
+    both = q[q.split.isin(list(TRANSFER_SPLITS))].merge(seeds, on=["regime", "method", "seed"])
+    t = both.groupby(["regime", "method", "seed", "split"], as_index=False)["pass@1"].mean()
+    return t.assign(**{"pass@1": 100 * t["pass@1"]})
+
+
+def transfer_figure(t: pd.DataFrame, methods: Sequence[str] = TRANSFER_METHODS, regimes: Sequence[str] = THREE):
+    """One panel per regime with H1x runs: each method's pass@1 on the adapted and on the fresh held-out
+    questions (``t``: :func:`transfer`'s table, which the caller also saves), the mean over seeds with a 95%
+    bootstrap interval over seeds (seaborn, ``seed=0``). The claims' paired intervals are the scorecard's; this
+    shows the levels. None without H1x rows."""
+    present = [r for r in regimes if r in set(t.regime)]
+    if not present:
+        return None
+    t = t.assign(split=t.split.map(TRANSFER_SPLITS), method=t.method.map(label))
+    order, hue_order = list(TRANSFER_SPLITS.values()), [label(m) for m in methods]
+    palette = {label(m): color(m) for m in methods}
+    fig, axes = plt.subplots(1, len(present), figsize=(4.3 * len(present), 3.6), squeeze=False)
+    for ax, r in zip(axes[0], present):
+        tr = t[t.regime == r]
+        sns.pointplot(tr, x="split", y="pass@1", hue="method", order=order, hue_order=hue_order, palette=palette,
+                      errorbar=("ci", 95), seed=0, dodge=0.45, linestyle="none", markersize=5, capsize=0.08,
+                      err_kws={"linewidth": 1.2}, ax=ax)
+        n = tr.groupby("method").seed.nunique()
+        ax.set(xlabel="", ylabel="pass@1 (%)", title=f"{r} ({n.min()}-{n.max()} seeds)" if n.min() != n.max()
+               else f"{r} ({n.min()} seeds)")
+        ax.legend().remove()
+        sns.despine(ax=ax)
+    handles, names = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="lower center", ncol=len(names), fontsize=8, frameon=False)
+    fig.suptitle("What adaptation does on the questions it trained on and on fresh ones (H1x)", fontsize=10)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    return fig
+
+
+def pseudo_labels_by_episode(steps: pd.DataFrame, methods: Sequence[str] = ("ttrl", "ddrl"),
+                             regimes: Sequence[str] = (*THREE, SMALL_LR), by: str = "episode") -> pd.DataFrame:
+    """Per regime x method x episode of the RL phase (per-step CSVs, :func:`ddrl.study.analysis.load_steps`): the
+    mean over seeds and steps of the vote's confidence (``label/majority_ratio``, c*/N) and of the share of a
+    step's questions whose pseudo-label is correct (``gt/label_acc``). Every episode visits each adapted question
+    once, so episodes compare the same questions. ``by``: another column of ``steps`` to group the steps by (e.g.
+    :func:`ddrl.study.amendments.wide.vote_by_quarter`'s quarters). Descriptive: no claim uses it."""
+    s = steps[(steps.phase == "rl") & steps.method.isin(methods) & steps.regime.isin(regimes)]
+    g = s.groupby(["regime", "method", by], as_index=False)
+    return g.agg(n_seeds=("seed", "nunique"), majority_ratio=("label/majority_ratio", "mean"),
+                 label_acc=("gt/label_acc", "mean"))
+
+
+def pseudo_label_drift(by_episode: pd.DataFrame) -> pd.DataFrame:
+    """:func:`pseudo_labels_by_episode`'s first and last episode side by side, one row per regime x method: does
+    the vote grow more confident (majority ratio) while its labels grow more or less often right (label acc)?"""
+    rows = []
+    for (r, m), g in by_episode.groupby(["regime", "method"], sort=False):
+        a, b = g.loc[g.episode.idxmin()], g.loc[g.episode.idxmax()]
+        rows.append({"regime": r, "method": m, "episodes": len(g), "seeds": int(g.n_seeds.max()),
+                     "majority_ratio_first": a.majority_ratio, "majority_ratio_last": b.majority_ratio,
+                     "label_acc_first": a.label_acc, "label_acc_last": b.label_acc})
+    return pd.DataFrame(rows)
+
+
+def _entry_text(e: dict | None) -> str:
+    return "-" if e is None else f"{C.interval(e)} ({e['n_seeds']} seeds, {e['verdict']})"
+
+
+def divergence_report(df: pd.DataFrame, steps: pd.DataFrame, entries: Sequence[dict]) -> tuple[pd.DataFrame, str]:
+    """Plan Amendment 9: every BCS+DAE / additional-RL run beside its seed's DDRL run
+    (:func:`ddrl.study.analysis.rl_divergence`) and, in each regime where an additional-RL run left the DDRL
+    trajectory, C1 on the seeds whose pairs agree at every step beside the registered C1 (``entries``):
+    returns (the divergence table, its Markdown page). Descriptive: the verdict is the registered one's."""
+    div = rl_divergence(steps)
+    gone = div[div.diverged_at >= 0]
+    lines = ["# RL phases shared with the DDRL run (plan Amendment 9)", "",
+             f"{len(div)} BCS+DAE / additional-RL runs compared step by step with their seed's DDRL run; "
+             f"{len(gone)} left its trajectory.", ""]
+    if not gone.empty:
+        lines += [gone.to_markdown(index=False), ""]
+        if other := sorted(set(gone.regime) - set(C.get("C1").regimes)):
+            lines += [f"{', '.join(other)}: not a regime of the registered C1; the plan amendment that ran these runs "
+                      "analyses them (`ddrl.study.plan.KNOWN_DIVERGENCES`).", ""]
+        rows = []
+        reg = {(e["id"], e["regime"]): e for e in entries}
+        extra = div[div.method == "additional_rl"]
+        for r in sorted(set(gone[gone.method == "additional_rl"].regime) & set(C.get("C1").regimes)):  # C1's own
+            ok = extra[(extra.regime == r) & (extra.diverged_at < 0)].seed.tolist()
+            left = extra[(extra.regime == r) & (extra.diverged_at >= 0)].seed.tolist()
+            rows.append({"regime": r, "C1, every seed (registered)": _entry_text(reg.get(("C1", r))),
+                         "C1, seeds whose pair agrees": _entry_text(claim_on_seeds(df, "C1", r, ok)),
+                         "diverged seeds": ", ".join(str(s) for s in left)})
+        if rows:
+            lines += ["C1 on the seeds whose additional-RL run repeats the DDRL run's RL phase at every step, beside "
+                      "the registered estimate (descriptive):", "", pd.DataFrame(rows).to_markdown(index=False), ""]
+    return div, "\n".join(lines)
+
+
+def shortfall_page(short: pd.DataFrame) -> str:
+    """The Markdown page of :func:`ddrl.study.analysis.power_shortfall`: which pass@1 comparisons missed the plan's
+    half-width and what design their own variance components say would have reached it."""
+    lines = [f"# Comparisons whose 95% half-width exceeds {TARGET_HALF_WIDTH:.1f} points (descriptive)", "",
+             "Variance components (as SDs, points) of each comparison's final seeds x questions matrix "
+             "(`ddrl.report.stats.variance_components`): `sd_seed` a run's shift common to all its questions, `sd_question` "
+             "how much the true difference varies between questions, `sd_cell` the rest (seed x question and "
+             "evaluation noise). `predicted_half_width` is what they predict for the design that ran (the "
+             "registered interval is the bootstrap's `half_width`); `half_width_unlimited_seeds` the floor more "
+             "seeds alone cannot pass at these questions; `seeds_needed` (at these questions) and "
+             "`questions_needed` (at these seeds) the smallest counts predicted to reach the target ("
+             f"searched up to {SHORTFALL_MAX_SEEDS:,} seeds and {SHORTFALL_MAX_QUESTIONS:,} questions; `none` where "
+             "none does). No verdict uses this page.", ""]
+    if short.empty:
+        return "\n".join(lines + ["- none: every pass@1 comparison reached the target", ""])
+    shown = short.assign(**{c: ["none" if pd.isna(v) else str(int(v)) for v in short[c]]
+                            for c in ("seeds_needed", "questions_needed")})
+    return "\n".join(lines + [shown.to_markdown(index=False, floatfmt=".1f"), ""])
+
+
+#: The tables behind the study's figures and pages (:func:`study_tables`), each written by :func:`render_results`
+#: under ``docs/results/`` by this file name and read back by notebook 06 (:func:`committed_tables`).
+TABLES = {"claims_seeds": "claims_seeds.csv", "power_shortfall": "power_shortfall.csv",
+          "advantage_dynamics": "advantage_dynamics.csv.gz", "pseudo_labels": "pseudo_labels.csv",
+          "base_bands": "base_bands.csv", "selection_errors": "selection_errors.csv",
+          "heldout_transfer": "heldout_transfer.csv", "reward_noise": "reward_noise.csv"}
+#: The file beside them that says which inputs they were computed from (:func:`tables_key`).
+MANIFEST = "tables.json"
+
+
+def tables_key(runs_dir: str | Path, entries: Sequence[dict]) -> str:
+    """A sha256 of everything :func:`study_tables` reads: the scorecard ``entries`` and every file under ``runs_dir``
+    that :func:`ddrl.study.analysis.study_inputs` lists, by its path there and the sha256 of its bytes. The code that
+    computes the tables is not in it: a test recomputes the committed tables and compares them."""
+    root = Path(runs_dir)
+    return content_key({"entries": list(entries),
+                        "files": [(p.relative_to(root).as_posix(), sha256_file(p)) for p in study_inputs(root)]})
+
+
+def study_tables(runs_dir: str | Path, entries: Sequence[dict]) -> dict[str, pd.DataFrame]:
+    """Every table of :data:`TABLES` from the runs under ``runs_dir`` and the scorecard ``entries``: the pass@1
+    claims seed by seed, the comparisons that missed the half-width, the mean advantage per RL step, the
+    pseudo-labels by episode, the base model's answers by count bin, what each selection rule keeps by the label's
+    count (:func:`ddrl.study.analysis.selection_errors`: the slow one), the H1x levels and TTRL's wrong rewards by
+    band (:func:`ddrl.study.reward_noise.description`, the testbed's base and a real LLM's samples)."""
+    return tables_from(*_load(runs_dir), entries)
+
+
+def _load(runs_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The question rows, step logs, base answer groups and a real LLM's answer groups (plan Amendment 18) under
+    ``runs_dir``: what :func:`tables_from` reads."""
+    return load_questions(runs_dir), load_steps(runs_dir), load_base(runs_dir)[0], load_base(runs_dir, REAL)[0]
+
+
+def tables_from(questions: pd.DataFrame, steps: pd.DataFrame, groups: pd.DataFrame, real: pd.DataFrame,
+                entries: Sequence[dict]) -> dict[str, pd.DataFrame]:
+    """:func:`study_tables` from the runs already read (:func:`_load`)."""
+    return {"claims_seeds": seed_directions(questions), "power_shortfall": power_shortfall(questions, entries),
+            "advantage_dynamics": advantage_dynamics(steps), "pseudo_labels": pseudo_labels_by_episode(steps),
+            "base_bands": band_accuracy(groups),
+            "selection_errors": selection_by_label_count(selection_errors(groups) if not groups.empty else groups),
+            "heldout_transfer": transfer(questions), "reward_noise": description(groups, real)}
+
+
+def committed_tables(tables_dir: str | Path, runs_dir: str | Path, entries: Sequence[dict]) -> dict[str, pd.DataFrame] | None:
+    """:func:`study_tables` as :func:`render_results` wrote them under ``tables_dir``, read without computing anything,
+    if its :data:`MANIFEST` names the inputs now under ``runs_dir`` and ``entries`` (:func:`tables_key`); else None."""
+    d = Path(tables_dir)
+    if not (d / MANIFEST).is_file() or any(not (d / f).is_file() for f in TABLES.values()):
+        return None
+    if json.loads((d / MANIFEST).read_text()).get("key") != tables_key(runs_dir, entries):
+        return None
+    return {name: pd.read_csv(d / f) for name, f in TABLES.items()}
+
+
+def _save(fig, out_dir: Path, name: str) -> dict[str, Path]:
+    paths = save_figure(fig, out_dir, name)
+    plt.close(fig)
+    return paths
+
+
+def render_results(entries: Sequence[dict], runs_dir: str | Path, out_dir: str | Path,
+                   missing: Sequence[str] = ()) -> dict[str, Path]:
+    """The scorecard (:func:`ddrl.study.claims.render`: Markdown, CSV, PNG, PDF), the claim x regime cells not computed
+    yet (``missing``, from :func:`ddrl.study.analysis.analyse_claims`, as ``claims_missing.md``), every table of
+    :data:`TABLES` (:func:`study_tables`) with the :data:`MANIFEST` of its inputs, the pages made of them (the pass@1
+    claims seed by seed, ``claims_seeds.md``; the comparisons that missed the plan's half-width,
+    ``power_shortfall.md``; the pseudo-labels' first and last episode, ``pseudo_labels.md``), the runs meant to
+    share the DDRL run's RL phase (:func:`divergence_report`, ``rl_divergence.md`` and ``.csv``) and, where their
+    runs exist, the advantage-dynamics, base-band, selection and held-out transfer figures, all under ``out_dir``;
+    returns every path written."""
+    out_dir = Path(out_dir)
+    paths = {f"scorecard.{k}": p for k, p in C.render(entries, out_dir).items()}
+    paths["missing.md"] = out_dir / "claims_missing.md"
+    paths["missing.md"].write_text("".join(f"- {m}\n" for m in missing) or "- none: every claim x regime is computed\n")
+    questions, steps, groups, real = _load(runs_dir)
+    t = tables_from(questions, steps, groups, real, entries)
+    for name, f in TABLES.items():  # every table, empty or not, and what it was computed from
+        write_csv(out_dir / f, t[name])
+        paths[f"{name}.csv"] = out_dir / f
+    write_json(out_dir / MANIFEST, {"key": tables_key(runs_dir, entries), "tables": TABLES})
+    paths["tables.json"] = out_dir / MANIFEST
+    if not t["claims_seeds"].empty:
+        paths["seeds.md"] = out_dir / "claims_seeds.md"
+        paths["seeds.md"].write_text(t["claims_seeds"].to_markdown(index=False, floatfmt="+.1f") + "\n")
+    paths["shortfall.md"] = out_dir / "power_shortfall.md"
+    paths["shortfall.md"].write_text(shortfall_page(t["power_shortfall"]))
+    div, page = divergence_report(questions, steps, entries)
+    if not div.empty:
+        paths["divergence.csv"], paths["divergence.md"] = out_dir / "rl_divergence.csv", out_dir / "rl_divergence.md"
+        div.to_csv(paths["divergence.csv"], index=False)
+        paths["divergence.md"].write_text(page)
+    if not t["pseudo_labels"].empty:  # the vote's confidence and correctness over the episodes (descriptive)
+        paths["labels.md"] = out_dir / "pseudo_labels.md"
+        paths["labels.md"].write_text(pseudo_label_drift(t["pseudo_labels"]).to_markdown(index=False, floatfmt=".3f") + "\n")
+    figures = {"advantage_dynamics": advantage_dynamics_figure, "base_bands": band_accuracy_figure,
+               "selection_errors": selection_errors_figure, "heldout_transfer": transfer_figure,
+               "reward_noise": reward_noise_figure}
+    for name, draw in figures.items():  # F1-F3's bands and E1-E2's selection need base rollouts; H1x's levels runs
+        if (fig := draw(t[name])) is not None:
+            paths.update({f"{name}.{k}": p for k, p in _save(fig, out_dir, name).items()})
+    return paths
