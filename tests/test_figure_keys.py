@@ -62,7 +62,7 @@ def test_the_key_is_the_same_in_another_process(tmp_path):
     computes the same one."""
     data = tmp_path / "t.csv"
     LONG.to_csv(data, index=False)
-    code = ("import sys, numpy as np, pandas as pd; from ddrl import study_figures as SF; "
+    code = ("import sys, numpy as np, pandas as pd; from ddrl.study import figures as SF; "
             "from ddrl.report.plotting import set_style; from ddrl.report.figure_keys import figure_key; set_style(); "
             f"t = pd.read_csv({str(data)!r}); "
             "args = (t, {'x': [1, 2.5, None], 'y': np.float64(3)}); "
@@ -151,8 +151,8 @@ def test_a_stored_figure_is_shown_inline_as_drawn(tmp_path):
 
     data = tmp_path / "long.csv"
     LONG.to_csv(data, index=False)
-    code = ("import pandas as pd\nfrom ddrl import study_figures as SF\nfrom ddrl.plotting import set_style\n"
-            "from ddrl.reporting import Reporter\nset_style()\n"
+    code = ("import pandas as pd\nfrom ddrl.study import figures as SF\nfrom ddrl.report.plotting import set_style\n"
+            "from ddrl.report.reporter import Reporter\nset_style()\n"
             f"t = pd.read_csv({str(data)!r})\n"
             f"Reporter({str(tmp_path / 'a')!r}, 'nb').draw('c', SF.regime_candidates_figure, t)\n"
             f"Reporter({str(tmp_path / 'b')!r}, 'nb').draw('c', SF.regime_candidates_figure, t)")
@@ -172,7 +172,7 @@ def test_a_store_deleted_while_copying_is_drawn_instead(tmp_path, monkeypatch):
     """The store can be deleted at any time: a figure whose files vanish between the check and the copy is drawn."""
     import shutil
 
-    from ddrl.run import cache as reporting  # FIXME-REPORTING
+    from ddrl.report import reporter
 
     monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path / "cache"))
     draw = _counting(SF.regime_candidates_figure)
@@ -182,7 +182,7 @@ def test_a_store_deleted_while_copying_is_drawn_instead(tmp_path, monkeypatch):
     def gone(src, dst):
         shutil.rmtree(tmp_path / "cache")
         raise FileNotFoundError(src)
-    monkeypatch.setattr(reporting.shutil, "copyfile", gone)
+    monkeypatch.setattr(reporter.shutil, "copyfile", gone)
     png = Reporter(tmp_path / "b", "nb").draw("cand", draw, LONG)
     assert draw.calls == 2 and png.read_bytes() == (tmp_path / "a" / "figures" / "cand.png").read_bytes()
     plt.close("all")
@@ -194,9 +194,9 @@ def test_the_code_a_figure_depends_on_is_what_it_can_run():
     from ddrl.study import claims as C
     from ddrl.report import figure_keys as FK
 
-    assert FK.reachable_modules(SF.regime_candidates_figure) == ["study_figures.py"]
+    assert FK.reachable_modules(SF.regime_candidates_figure) == ["study/figures.py"]
     deps = FK.code_deps(C.scorecard_figure)
-    assert {"claims.py", "paper.py", "stats.py"} <= set(deps) and "train.py" not in deps and len(deps) < 20
+    assert {"study/claims.py", "paper.py", "report/stats.py"} <= set(deps) and "train.py" not in deps and len(deps) < 20
     assert FK.deps_current(deps)
     assert not FK.deps_current({**deps, "claims.py": "0" * 64}) and not FK.deps_current({"gone.py": "0" * 64})
     # a module imported inside a function, and a relative import of a subpackage, are followed

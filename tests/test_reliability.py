@@ -134,7 +134,7 @@ def test_a_busy_owner_is_named_when_not_waiting(tmp_path):
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f'''
         import sys, time
         sys.path.insert(0, {str(REPO)!r})
-        from ddrl.reporting import owner_lock
+        from ddrl.run.cache import owner_lock
         with owner_lock({str(lock)!r}, "x"):
             print("held", flush=True)
             time.sleep(30)

@@ -15,7 +15,7 @@ output_dir = "../outputs/interactive"
 n = 3  # how many squares
 
 # %%
-from ddrl.reporting import Reporter
+from ddrl.report.reporter import Reporter
 import pandas as pd
 rep = Reporter(output_dir, "01_squares")
 df = pd.DataFrame({"x": list(range(n)), "y": [i * i for i in range(n)]})
@@ -251,7 +251,7 @@ def test_reporter_figure_in_an_inline_kernel_shows_the_saved_png_once(tmp_path):
 
     from ddrl.run.pool import environ
 
-    code = (f"import matplotlib.pyplot as plt\nfrom ddrl.reporting import Reporter\n"
+    code = (f"import matplotlib.pyplot as plt\nfrom ddrl.report.reporter import Reporter\n"
             f"fig, ax = plt.subplots(dpi=110)\nax.plot([0, 1], [1, 0])\n"
             f"print(Reporter({str(tmp_path)!r}, 'nb').figure(fig, 'f'))\nprint(plt.get_fignums())")
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
@@ -275,7 +275,7 @@ def test_the_runner_loads_papermill_without_the_iri_checker_and_still_validates_
     import sys
 
     code = ("import sys\n"
-            "from ddrl import reproduce\n"
+            "from ddrl.run import reproduce\n"
             "reproduce.skip_iri_checker()\n"
             "import papermill, nbconvert, nbformat\n"
             "nb = nbformat.read('notebooks/06_claims.ipynb', as_version=4)\n"

@@ -14,7 +14,7 @@ effects with the CPU seeds'; where its interval excludes 0, the verdict is taken
 
     python -m ddrl.study.amendments.wide run --workers 2                      # the CPU seeds (resumable; skips the GPU's seeds)
     python -m ddrl.study.amendments.wide run --seeds 212-223 --workers 8 --out DIR       # on a GPU machine
-    python -m ddrl.wide import DIR --device "NVIDIA H100 80GB HBM3"     # its complete seeds into results/wide
+    python -m ddrl.study.amendments.wide import DIR --device "NVIDIA H100 80GB HBM3"     # its complete seeds into results/wide
     python -m ddrl.study.amendments.wide status                                # complete seeds, by device
     python -m ddrl.study.amendments.wide analyse --json results/wide/claims.json
 
