@@ -1,5 +1,8 @@
 """Advantages from one prompt's group of 0/1 rewards (one scalar per trained rollout).
 
+Paper: Sec. 2.3 (GRPO's group-normalised advantage and how it amplifies spurious signals, Table 1) and Sec. 3.2
+(DAE), Algorithm 1's line A(y) = I(y = y*) - I(y != y*).
+
 - :func:`grpo`         GRPO's group-relative advantage (r - mean) / (std + eps): what TTRL uses.
 - :func:`grpo_no_std`  r - mean, without the std division (Table 1's "GRPO w/o norm.").
 - :func:`fixed`        DDRL's debiased advantage estimation (DAE): +1 for reward 1, -1 for reward 0.

@@ -1,5 +1,8 @@
 """The paper's analyses of where spurious reward signals come from and how GRPO amplifies them.
 
+Paper: Sec. 2.2 (answer frequency and correctness, Fig. 2), Sec. 2.3 (GRPO's amplification, Fig. 3, Table 1) and
+Appendix C (the probability analysis of answer frequencies).
+
 Source of the noise (paper Sec. 3.1, Fig. 2 and Fig. 6; appendix Fig. 5 and its equations):
 
 - :func:`answer_groups`        one row per (question, distinct answer): count, frequency x = count / N, correct

@@ -1,5 +1,7 @@
 """COR, consensus-based off-policy refinement (DDRL): after RL, fine-tune on the model's own consensus.
 
+Paper: Sec. 3.3 and Algorithm 1's second phase (sample M, consensus label y*(q), keep y_j = y*(q), fine-tune).
+
 For every question: sample M responses at the evaluation settings (T = 0.6, top-p 0.95), majority-vote,
 and keep up to ``keep`` rollouts whose answer agrees with the majority label (fewer if fewer agree, none
 when no rollout has an answer). Then supervised fine-tuning on the kept (question, response) pairs for

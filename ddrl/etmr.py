@@ -1,4 +1,6 @@
 """ETMR: entropy-fork tree majority rollouts (Liu et al. 2025, "ETTRL", arXiv:2508.11356), the ``etmr`` and
+
+Paper: Sec. 4.1's baselines (ETMR, Liu et al. 2025).
 ``etmr_ear`` baselines' rollout. :func:`tree_sample` grows one tree per prompt from any
 :class:`ddrl.sampling.Sampler`; :func:`fork_points` picks where a root response forks.
 """

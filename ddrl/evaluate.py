@@ -1,5 +1,7 @@
 """Evaluation (pass@1, maj@N) and the ground-truth diagnostics of a test-time RL step.
 
+Paper: Sec. 4.1 (setup: pass@1 at T = 0.6, top-p 0.95, and maj@N).
+
 Ground truth enters this project only here. The trainer computes its rewards from pseudo-labels and then,
 separately, hands the answers, the pseudo-labels and the ground truths to :func:`reward_counts` to *measure*
 how good those rewards were; nothing computed here flows back into training.

@@ -1,5 +1,8 @@
 """Training losses on per-token log-probabilities of the response tokens.
 
+Paper: Sec. 2.1's GRPO objective (clipped ratio, KL to the reference) and Sec. 3.3's supervised COR loss;
+Algorithm 1's "update pi_theta using policy gradient with advantages {A(y)}".
+
 All tensors are (batch, response_length); ``mask`` is 1 on real response tokens and 0 on padding (never on
 prompt tokens). Means are token-means over every unmasked token of the batch (verl's "token-mean").
 

@@ -1,5 +1,7 @@
 """Sampling N rollouts per prompt, with the log-probs and entropies that training and analysis need.
 
+Paper: Algorithm 1, line "Sample N rollouts y_i ~ pi_theta(. | q)" (N = 64 for the vote, Sec. 2.1).
+
 One interface, three backends (:func:`make_sampler`):
 
 - :class:`ddrl.accel.fast_sampling.StaticCacheSampler` (default for Qwen2 and Llama models on the CPU; runs on a GPU

@@ -1,5 +1,8 @@
 """Which K of a prompt's N rollouts are trained on.
 
+Paper: Sec. 3.1 (BCS) and Algorithm 1's lines K+ = min(c(y*), floor(K/2)), K- = K - K+, "select K+ positives
+with label y*", "select K- negatives with lowest frequencies"; TTRL's random K of N is Sec. 2.1.
+
 TTRL votes on all N rollouts but trains on K of them, picked without looking at the answers
 (:func:`random_subset`). DDRL's balanced confidence-aware sampling (:func:`bcs`) instead keeps the
 most-agreed-with rollouts as positives and the least-agreed-with ones as negatives, and drops the

@@ -1,5 +1,7 @@
 """Test-time reinforcement learning (the paper's Algorithm 1): TTRL, DDRL and the rows in between.
 
+Paper: Algorithm 1 (appendix, alg:ddrl), both phases; TTRL is Sec. 2.1, DDRL's parts Sec. 3.1-3.3.
+
 Its settings are :class:`ddrl.config.TrainConfig`; one training function, CleanRL style. Per step (the loop in
 :func:`_train` carries the same numbers):
 
