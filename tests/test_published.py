@@ -8,9 +8,7 @@ parameters aside): an edit of a notebook's code fails here until ``make reproduc
 from __future__ import annotations
 
 import json
-import os
 import re
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -185,15 +183,11 @@ def test_jupytext_pairs_the_sources_and_not_the_published_copies():
 
 def test_lab_settings_are_an_override_jupyterlab_reads(tmp_path):
     """`make install` writes the default viewer where JupyterLab's settings server reads per-package overrides: in
-    the application directory of this environment (``sys.prefix``'s), under ``settings/overrides.d/``."""
-    import sys
-
-    from jupyterlab.commands import get_app_dir
+    its application directory (this environment's), under ``settings/overrides.d/``."""
     from jupyterlab_server.settings_utils import _get_overrides
 
-    if "JUPYTERLAB_DIR" not in os.environ:
-        assert labsettings.overrides_path(sys.prefix).parents[1] == Path(get_app_dir()) / "settings"
-    path = labsettings.write(tmp_path)
+    assert labsettings.overrides_path().parents[2] == labsettings.app_dir()
+    path = labsettings.write(tmp_path / "lab")
     overrides, error = _get_overrides(str(path.parents[1]))
     assert not error, error
     assert overrides[labsettings.PLUGIN]["defaultViewers"]["python"] == "Jupytext Notebook"
