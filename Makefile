@@ -19,9 +19,15 @@ export TOKENIZERS_PARALLELISM ?= false
 export HF_HUB_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: install install-verl lock lock-verl test test-fast test-e2e test-slow test-browser test-verl reproduce smoke figures clean
+.PHONY: install publish install-verl lock lock-verl test test-fast test-e2e test-slow test-browser test-verl reproduce smoke figures clean
 
-install: $(STAMP)
+# JupyterLab opens the paired notebooks/NN_*.py as notebooks (jupytext's "Jupytext Notebook" viewer), set as an
+# override of this environment only (ddrl/run/labsettings.py); the pairing itself is jupytext.toml's.
+LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.d/ddrl.json
+install: $(STAMP) $(LAB_OVERRIDES)
+
+$(LAB_OVERRIDES): $(STAMP) ddrl/run/labsettings.py
+	$(PY) -m ddrl.run.labsettings
 
 # torch through pip (which reads this machine's pip configuration: the CPU wheel on disk), then the rest through uv
 # (PyPI's uv, installed by pip): the same packages and versions as pip resolves, with the installed CPU torch kept,
@@ -76,7 +82,7 @@ test-slow: $(STAMP)
 # and the `browser` extra (playwright). Screenshots land in outputs/browser/.
 CHROMIUM ?= /usr/bin/chromium
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-test-browser: $(STAMP)
+test-browser: install
 	test -x $(CHROMIUM) || ($(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium)
 	$(PY) -c "import playwright" 2>/dev/null || $(PY) -m pip install -q $(LOCK_C) -e ".[browser]"
 	DDRL_CHROMIUM=$(CHROMIUM) $(PY) -m pytest -q -m browser $(PYTEST_ARGS)
@@ -106,6 +112,15 @@ reproduce: $(STAMP)
 
 smoke: $(STAMP)
 	$(PY) -m ddrl.run.reproduce --preset smoke
+
+# The executed notebooks, figures embedded, into docs/notebooks/ (committed; GitHub renders them), each with a
+# header naming the commit and preset: copied from what `make reproduce` wrote to PUBLISH_FROM, never executed
+# again; refused, naming each problem, if one is missing, from another commit or preset, or older than its source
+# (ddrl/run/publish.py; tests/test_published.py fails on a stale copy).
+PUBLISH_FROM ?= outputs/$(PRESET)
+PUBLISH_TO   ?= docs/notebooks
+publish: $(STAMP)
+	$(PY) -m ddrl.run.publish --preset $(PRESET) --from $(PUBLISH_FROM) --to $(PUBLISH_TO)
 
 # The committed figure store (ddrl/report/figure_store.py): notebook 06's figures and their entries in docs/results/, which a
 # fresh clone's render copies instead of drawing. Run it after changing a figure, its data or its code

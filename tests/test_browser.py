@@ -4,7 +4,9 @@
 (02, then 01), the test writes a parametrised copy (the smoke preset: tiny testbed, few questions, but
 ``interactive = True``) into a temporary root, opens it in JupyterLab, runs all cells, checks that no cell
 raised and that every figure was decoded by the browser, drags one slider of the ``ipywidgets.interact``
-controls and checks that the figure's PNG bytes change. Screenshots land in ``outputs/browser/``.
+controls and checks that the figure's PNG bytes change. Another test opens a paired ``notebooks/NN_*.py`` the
+way a double click does and checks that it opens as a notebook (the default viewer ``make install`` sets,
+``ddrl.run.labsettings``) whose cells run. Screenshots land in ``outputs/browser/``.
 
 JupyterLab runs on 127.0.0.1, a free port and a random token, in its own process group with its own
 settings/runtime/workspace directories; it is shut down through its REST API and then by signal, kernels
@@ -19,6 +21,7 @@ import hashlib
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -279,3 +282,49 @@ def test_notebook_runs_and_widget_redraws(jupyterlab, page, tmp_path, stem, slid
         "notebook": stem, "slider": slider, "value_before": value_before, "value_after": value_after,
         "figure_sha256_before": h0, "figure_sha256_after": h1, "run_all_seconds": round(seconds, 1),
         "figures_rendered": n}, indent=2))
+
+
+#: the paired source opened as a notebook: 06's first code cell (its parameters) needs nothing beyond the kernel
+PY_NOTEBOOK = "06_claims"
+
+
+def test_py_source_opens_as_a_notebook_and_runs_a_cell(jupyterlab, page):
+    """A double click on ``notebooks/NN_*.py`` (``/lab/tree/<file>``: its default viewer) opens it as a notebook,
+    through jupytext, and its first code cell runs in the kernel; the text editor would have no cells to run."""
+    import jupytext
+
+    from ddrl.run import labsettings
+
+    override = labsettings.overrides_path()
+    assert override.is_file(), f"{override}: missing; `make install` writes it (python -m ddrl.run.labsettings)"
+    url, token, root = jupyterlab
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    name = f"{PY_NOTEBOOK}.py"
+    shutil.copy(REPO / "notebooks" / name, root / name)
+    code = [c.source for c in jupytext.read(root / name).cells if c.cell_type == "code"]
+    page.goto(f"{url}/lab/tree/{name}?reset&token={token}")
+    page.wait_for_function(  # a document widget on the file, whichever viewer opened it
+        """(name) => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+             return w && w.context && w.context.path.endsWith(name); }""", arg=name, timeout=60_000)
+    factory = page.evaluate(f"() => window.jupyterapp.docRegistry.defaultWidgetFactory('{name}').name")
+    assert factory == "Jupytext Notebook", f"{name} opens with {factory!r}, not as a notebook"
+    page.wait_for_function(
+        """() => { const w = window.jupyterapp.shell.currentWidget;
+             const k = w.content && w.content.widgets && w.sessionContext && w.sessionContext.session
+                       && w.sessionContext.session.kernel;
+             return k && k.status === 'idle'; }""", timeout=120_000)
+    cells = page.evaluate(CELL_OUTPUTS_JS)
+    assert [c["source"] for c in cells if c["type"] == "code"] == code, "the notebook's cells are the .py's"
+    first = next(i for i, c in enumerate(cells) if c["type"] == "code")
+    page.evaluate(f"""() => {{ const nb = window.jupyterapp.shell.currentWidget.content;
+                               nb.activeCellIndex = {first}; }}""")
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-cell')")
+    page.wait_for_function(f"""() => {{ const c = window.jupyterapp.shell.currentWidget.content.widgets[{first}];
+                                        return c.model.executionCount !== null
+                                               && window.jupyterapp.shell.currentWidget.sessionContext.session
+                                                    .kernel.status === 'idle'; }}""", timeout=60_000)
+    ran = page.evaluate(CELL_OUTPUTS_JS)[first]
+    assert ran["count"], f"{name}: its first code cell did not run"
+    errors = [o for o in ran["outputs"] if o.get("output_type") == "error"]
+    assert not errors, f"{name}: its first code cell raised {errors}"
+    page.screenshot(path=str(SCREENSHOTS / f"{PY_NOTEBOOK[:2]}_py_as_notebook.png"))
