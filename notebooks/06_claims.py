@@ -104,7 +104,10 @@ gathered = DG.gather(R)
 glance = pd.DataFrame(DG.table(gathered))
 if not glance.empty:
     rep.table(glance, "at_a_glance")
-display(Markdown("\n".join(PG.answer(gathered) + [""] + PG.standing_lines(gathered)[2:])), PG.glance_table(gathered))
+display(Markdown("\n".join(PG.answer(gathered, figure=False) + [""] + PG.standing_lines(gathered)[2:])), PG.glance_table(gathered))
+in_words = PG.figure_rows(gathered)  # the paper's claims at lr/10 in words, beside the paper's numbers
+if in_words:
+    rep.draw(PG.FIGURE, PG.claims_figure, in_words, data=pd.DataFrame(in_words))
 if not glance.empty and (glance.lr10 != "-").any():  # the lr/10 comparisons beside their default-lr twins
     rep.draw("at_a_glance", C.replication_figure, DG.learning_rates(gathered))
 

@@ -22,9 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+import matplotlib.pyplot as plt
 import pandas as pd
+import seaborn as sns
 
-from ddrl.study.claims import FLOOR_NOTE, interval
+from ddrl.report.stats import NO_EFFECT_MARGIN
+from ddrl.study.claims import FLOOR_NOTE, VERDICT_COLORS, interval
 from ddrl.study.digest import ROWS, SAMPLE_COLUMNS, SAMPLE_ROWS, STANDS_FOR, cell, gather, table
 from ddrl.study.plan import RESULTS
 
@@ -206,9 +209,9 @@ def _gist(entries: Sequence[tuple[str, dict]]) -> str:
     return "not shown" if vs else "cannot be tested"
 
 
-def answer(by: dict) -> list[str]:
+def answer(by: dict, figure: bool = True) -> list[str]:
     """Does DDRL beat TTRL, and where: M1 at lr/10 and at the default lr, then H1xD on fresh questions, each with
-    its estimate, interval, verdict, size and the paper's number."""
+    its estimate, interval, verdict, size and the paper's number; then (``figure``) the link to :data:`FIGURE`."""
     parts = []
     for cid, fresh in (("M1", ""), ("H1xD", " on 1,536 fresh questions")):
         for lr, entries in _lr_entries(by, cid, cid).items():
@@ -226,6 +229,12 @@ def answer(by: dict) -> list[str]:
                    "questions; the paper's number is Qwen2.5-Math-1.5B's on the benchmark the regime stands for.")
     for p in parts:
         lines += [""] + _wrap(p, "- ")
+    if not figure:
+        return lines
+    lines += ["", f"![The paper's claims at lr/10, in words, beside the paper's numbers]({FIGURES}/{FIGURE}.png)", ""]
+    lines += _wrap("*Every pass@1 claim of the paper at lr/10, and DDRL against TTRL on fresh questions: the "
+                   "testbed's estimate and 95% interval, coloured by its verdict; the paper's number as a hollow "
+                   "diamond, or an arrow with its value where it lies beyond the testbed's range.*")
     return lines
 
 
@@ -299,6 +308,68 @@ def glance(by: dict) -> list[str]:
                    "the same questions: 95% intervals, the +-1 no-effect band in grey; the paper's numbers are in "
                    "the table, not drawn.*")
     return lines
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The answer's figure: the paper's claims at lr/10, in words, beside the paper's numbers
+# ---------------------------------------------------------------------------------------------------------
+
+#: The digest rows the figure shows (at lr/10, where the testbed reproduces the paper's setting): the paper's
+#: pass@1 claims, then the companion's question whether DDRL's margin holds on fresh questions
+FIGURE_IDS = ("P1", "P2", "P3", "M1", "M2", "M3", "T1", "A1", "A2", "A3", "C1", "R1", "H1xD")
+#: The figure's file under docs/results/ (drawn by notebook 06, committed by ``make figures``)
+FIGURE = "claims_in_words"
+
+
+def figure_rows(by: dict) -> list[dict]:
+    """The figure's rows: per claim of :data:`FIGURE_IDS` and regime measured at lr/10, the claim in words, the
+    regime, the estimate and interval, the verdict and the paper's number (None for the companion's claims)."""
+    rows = []
+    for claim, small_id, _ in ROWS:
+        if small_id not in FIGURE_IDS:
+            continue
+        for name, (small, _) in STANDS_FOR.items():
+            for e in by.get((small_id, small), [])[:1] if small else []:
+                rows.append({"claim": _short(claim), "regime": name, "estimate": e["estimate"],
+                             "ci_low": e["ci_low"], "ci_high": e["ci_high"], "verdict": _verdict(e),
+                             "paper": e["paper"]})
+    return rows
+
+
+def claims_figure(rows: Sequence[dict]):
+    """Forest plot of :func:`figure_rows`: one line per claim and regime, labelled in words, the testbed's estimate
+    and 95% interval coloured by its verdict, the paper's number as a hollow diamond (an arrow at the right edge with
+    its value where it lies beyond the testbed's range: the paper's gains over no adaptation are 20-48 points).
+    Returns the matplotlib figure."""
+    if not rows:
+        raise ValueError("claims_figure: no rows (figure_rows found no lr/10 entry of FIGURE_IDS)")
+    fig, ax = plt.subplots(figsize=(9.0, 0.32 * len(rows) + 1.4))
+    right = max(r["ci_high"] for r in rows) + 5.0  # room for the paper's numbers beyond it, right of every interval
+    left = min(min(r["ci_low"] for r in rows) - 1.0, -NO_EFFECT_MARGIN - 0.5)
+    for i, r in enumerate(rows):
+        y = len(rows) - 1 - i
+        c = VERDICT_COLORS.get(r["verdict"], "grey")
+        ax.plot([r["ci_low"], r["ci_high"]], [y, y], color=c, lw=2.2)
+        ax.plot(r["estimate"], y, "o", color=c)
+        p = r["paper"]
+        if p is not None and p <= right:
+            ax.plot(p, y, "D", mfc="none", mec="black", ms=6)
+        elif p is not None:
+            ax.plot(right - 0.15, y, ">", mfc="none", mec="black", ms=6)
+            ax.annotate(f"paper {p:+.0f}", (right - 0.5, y), ha="right", va="center", fontsize=7)
+    ax.axvspan(-NO_EFFECT_MARGIN, NO_EFFECT_MARGIN, color="#dddddd", zorder=0)
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_xlim(left, right)
+    ax.set_yticks(range(len(rows))[::-1], [f"{r['claim']} ({r['regime']})" for r in rows], fontsize=8)
+    ax.set_xlabel("pass@1 difference at lr/10, points (95% interval; grey: the +-1 no-effect band)")
+    handles = [plt.Line2D([], [], color=VERDICT_COLORS[v], marker="o", lw=2, label=v)
+               for v in ("reproduced", "contradicted", "no effect", "not resolved") if v in VERDICT_COLORS]
+    handles.append(plt.Line2D([], [], ls="", marker="D", mfc="none", mec="black", label="paper"))
+    ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(handles), fontsize=8,
+              frameon=False)
+    sns.despine(ax=ax, left=True)
+    fig.tight_layout()
+    return fig
 
 
 # ---------------------------------------------------------------------------------------------------------
