@@ -1,6 +1,6 @@
 """The results page's digest (docs/results.md, rendered by :mod:`ddrl.study.page`): each of the paper's claims
-beside the testbed's estimates at both learning rates, gathered from every committed analysis of a pre-registered design on the
-registered build of the base model.
+beside the testbed's estimates at both learning rates, gathered from every committed analysis of a pre-registered
+design on the registered build of the base model.
 
 The scorecard (``results/claims.json``) holds the registered study; the plan's later amendments wrote their own
 analysis files (``results/small_lr/``, ``results/wide/``, ``results/cor_alone/``). A reader asking "does DDRL beat

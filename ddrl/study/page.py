@@ -288,7 +288,8 @@ def glance_table(by: dict) -> pd.DataFrame:
         for name, (small, default) in STANDS_FOR.items():
             if small:
                 row[f"{name} lr/10"] = "; ".join(_brief(e) for e in by.get((small_id, small), [])) or "-"
-            row[f"{name} default lr"] = "; ".join(_brief(e) for reg in default for e in by.get((default_id, reg), [])) or "-"
+            at_default = [_brief(e) for reg in default for e in by.get((default_id, reg), [])]
+            row[f"{name} default lr"] = "; ".join(at_default) or "-"
         rows.append(row)
     return pd.DataFrame(rows)
 
