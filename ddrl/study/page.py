@@ -103,7 +103,8 @@ FAMILIES = (
              "at lr/10."),)),
     Family("Table 1: GRPO's normalisation", ("T1", "T1f"),
            "The paper's Table 1: TTRL with GRPO's advantages without the std normalisation (its caption), and "
-           "with fixed +1/-1 advantages (its text), each against TTRL with GRPO's.", ()),
+           "with fixed +1/-1 advantages (its text), each against TTRL with GRPO's. At lr/10 both are drawn in the "
+           "figure under the answer, beside the paper's number.", ()),
     Family("The ablation: which part of DDRL carries its margin", ("A1", "A2", "A3"),
            "The paper's Table 3 adds DDRL's parts to TTRL one at a time: BCS (balanced confidence-aware "
            "selection), then DAE (debiased advantage estimation), then COR (consensus off-policy refinement).",
@@ -117,13 +118,14 @@ FAMILIES = (
            "its learning rate.",
            (("cor_alone.png", "COR alone beside the adapted methods",
              "AMC-like and AIME-like: each run's level on the adapted and on the fresh questions, COR alone beside "
-             "the RL methods."),
-            ("cor_trade.png", "COR's settings: adapted gain against held-out change",
-             "Each COR setting's mean gain over the RL-only weights on the adapted questions (x) against its mean "
-             "change on fresh questions (y)."))),
+             "the RL methods."),)),
     Family("Refinement size", ("R1", "R1x"),
            "The paper finds that how many rollouts COR keeps barely matters (COR keeping four times as many "
-           "against one). R1x asks whether the difference holds on fresh questions.", ()),
+           "against one). R1x asks whether the difference holds on fresh questions.",
+           (("cor_trade.png", "COR's settings: adapted gain against held-out change",
+             "COR's four settings (keeping one or four times the rollouts, at its rate or a tenth of it): each "
+             "setting's mean gain over the RL-only weights on the adapted questions (x) against its mean change on "
+             "fresh questions (y)."),)),
     Family("Dynamics: DDRL's mean advantage", ("D1", "D2"),
            "The paper's Figure 4: on AIME DDRL's mean advantage stays negative, on MATH-500 it rises from "
            "negative to positive as training proceeds.",
