@@ -11,6 +11,10 @@ read it, never a result. ``make docs`` (``python -m ddrl.study render-page``) wr
 ``tests/test_results_page.py`` fails while the committed page differs from a fresh rendering. The dated history, the
 amendment-by-amendment narrative, lives in ``docs/study/journal.md``; the registered plan and its amendments in
 ``results/plan.md``.
+
+:func:`claims_figure` (the paper's claims in words beside the paper's numbers) is drawn by notebook 06 and kept in the
+committed figure store (``docs/results/figures.json``), which keys it by this module's code: after an edit of the code
+here (not of a docstring or comment), ``make figures`` commits the store again (tests/test_study.py says so).
 """
 
 from __future__ import annotations
