@@ -19,7 +19,7 @@ export TOKENIZERS_PARALLELISM ?= false
 export HF_HUB_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: install publish install-verl lock lock-verl test test-fast test-e2e test-slow test-browser test-verl reproduce smoke figures clean
+.PHONY: install publish install-verl lock lock-verl test test-fast test-e2e test-slow test-browser test-verl reproduce smoke figures docs clean
 
 # JupyterLab opens the paired notebooks/NN_*.py as notebooks (jupytext's "Jupytext Notebook" viewer), set as an
 # override of this environment only (ddrl/run/labsettings.py); the pairing itself is jupytext.toml's.
@@ -129,6 +129,11 @@ FIGURES_OUT ?= outputs/figures
 figures: $(STAMP)
 	$(PY) -m ddrl.run.reproduce --preset default --only 06 --no-html --output-dir $(FIGURES_OUT)
 	$(PY) -m ddrl.report.figure_store commit $(FIGURES_OUT)
+
+# The results page, docs/results.md, rendered from the committed analyses under results/ (ddrl/study/page.py);
+# tests/test_results_page.py fails while the committed page differs from this rendering.
+docs: $(STAMP)
+	$(PY) -m ddrl.study render-page
 
 clean:
 	rm -rf outputs .pytest_cache

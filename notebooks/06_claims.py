@@ -14,14 +14,20 @@
 # ---
 
 # %% [markdown]
-# # 06 · The claims study: every claim of the paper, decided on the testbed
+# # 06 · The claims study: what the paper claims, and what holds on a model you can train yourself
 #
-# The paper reports one run per cell, without seeds or intervals. This notebook shows the study that
-# decides its claims on a model you can train yourself (issue 17): the claims with ids (`ddrl.study.claims`),
-# regimes that stand for AIME 2024, AMC and MATH-500 picked from the *base* model's properties only
-# (`ddrl.study.regimes`, `bench/regimes.py`), a paired seeds x questions design with hierarchical-bootstrap
-# intervals and a power analysis (`ddrl.report.stats`, `bench/claims_power.py`), and the pre-registered verdict
-# rule (`results/plan.md`, committed before any comparison ran):
+# The paper reports one run per cell, without seeds or intervals. This notebook is the study that decides its
+# claims on the testbed, as a lecture in four steps.
+#
+# 1. **What was asked.** Each claim of the paper becomes a paired comparison with an id and a predicted sign
+#    (`ddrl.study.claims`): TTRL, ETMR and DDRL against no adaptation (P1-P3), DDRL against TTRL and ETMR (M1, M2),
+#    the ablation of DDRL's parts (A1-A3), COR against more RL (C1, C2), refinement size (R1), the frequency bands
+#    and the amplification of wrong labels (F1-F3, G1, N1, N2), the advantage's course (D1, D2). The companion adds
+#    its own questions, marked *(ours)*: does what the methods learn transfer to fresh questions?
+# 2. **How it was decided.** Three regimes stand for AIME 2024, AMC and MATH-500, chosen from the untrained model's
+#    properties only, before any method ran. Every comparison is paired (same questions, same seeds), its 95%
+#    interval comes from a hierarchical bootstrap over seeds and questions, the number of seeds from a power
+#    analysis, and the verdict from a rule written down before the first comparison ran (`results/plan.md`):
 #
 # | verdict | 95% interval of the effect |
 # |---|---|
@@ -30,16 +36,16 @@
 # | no effect | inside +-1 point |
 # | not resolved | otherwise |
 #
-# A verdict marked *(floor)* is the rule's verdict for a regime where both methods score pass@1 0 on every
-# question of every seed: the difference is exactly 0, so the rule says *no effect*, but such a regime cannot
-# tell the methods apart (`ddrl.study.analysis.at_floor`).
+#    A *floor* marks a regime where both methods score 0 on every question of every seed: the rule's verdict
+#    stands, but such a regime cannot tell the methods apart (`ddrl.study.analysis.at_floor`).
+# 3. **What holds**, first in one answer and one table, then claim family by claim family, each with its figure.
+# 4. **Why**: the distance a run moves from the untrained model, and how the results hold on other builds.
 #
-# By default it renders from the committed results in `results/` (~8 s on 2 cores, from a fresh clone too: each of
-# its 29 figures whose function, data, style and code are unchanged is copied, from `.cache/figures/` or from the
-# committed store in `docs/results/`, by `Reporter.draw`, and nothing it imports loads torch; `bench/render_claims.py`);
-# nothing is trained here. The `study` preset (`python -m ddrl.run.reproduce --preset study --only 06`) reruns the whole study
-# through the parallel runner (`ddrl.study`: stage 1, its variance-only analysis, stage 2, the claims), resumable
-# after a kill; the `smoke` preset runs the same path on the tiny testbed in about a minute.
+# Nothing is trained here: by default it renders from the committed results in `results/` in seconds, and nothing
+# it imports loads torch (each figure whose function, data, style and code are unchanged is copied from the
+# committed store in `docs/results/`). The `study` preset (`python -m ddrl.run.reproduce --preset study --only 06`)
+# reruns the whole study, resumably; the `smoke` preset runs the same path on the tiny testbed in about a minute.
+# The same numbers, ordered by claim, are on the results page (`docs/results.md`, `make docs`).
 
 # %% tags=["parameters"]
 # --- runner (set by `python -m ddrl.run.reproduce`) ---
@@ -69,6 +75,7 @@ from IPython.display import Markdown, display
 
 from ddrl.study import claims as C
 from ddrl.study import digest as DG
+from ddrl.study import page as PG
 from ddrl.study import figures as SF
 from ddrl.report.plotting import set_style
 from ddrl.report.reporter import Reporter
@@ -85,20 +92,22 @@ power = json.loads((R / "power.json").read_text())
 D = Path(study_dir) if study_dir else (Path(output_dir) / "study" if study_scale != "default" else R)
 
 # %% [markdown]
-# ## At a glance: each claim at both learning rates
+# ## The answer: does DDRL beat TTRL, and what holds?
 #
-# One row per claim and regime: the paper's number (Qwen2.5-Math-1.5B, on the benchmark the regime stands for),
-# then the testbed at the paper's small learning rate (lr/10, twice the episodes) and at the default one, gathered
-# from the registered study's scorecard and every later plan amendment's committed analysis on the same build
-# (`ddrl.study.digest`). A cell reads: estimate [95% CI], verdict (seeds x questions); *floor*: both methods at pass@1 0
-# everywhere; "-": not measured. The sections below show where each number comes from.
+# Computed from the committed analyses (the registered study and every later design on the same build of the base
+# model; `ddrl.study.page`, which also writes `docs/results.md`): first DDRL against TTRL, then every claim grouped
+# by its verdict, then one row per claim. The paper's numbers are Qwen2.5-Math-1.5B's; the testbed's effects are
+# smaller almost everywhere, so read the sign and the verdict, not the size.
 
 # %%
 gathered = DG.gather(R)
 glance = pd.DataFrame(DG.table(gathered))
 if not glance.empty:
     rep.table(glance, "at_a_glance")
-display(Markdown(DG.markdown(R)))
+display(Markdown("\n".join(PG.answer(gathered, figure=False) + [""] + PG.standing_lines(gathered)[2:])), PG.glance_table(gathered))
+in_words = PG.figure_rows(gathered)  # the paper's claims at lr/10 in words, beside the paper's numbers
+if in_words:
+    rep.draw(PG.FIGURE, PG.claims_figure, in_words, data=pd.DataFrame(in_words))
 if not glance.empty and (glance.lr10 != "-").any():  # the lr/10 comparisons beside their default-lr twins
     rep.draw("at_a_glance", C.replication_figure, DG.learning_rates(gathered))
 
@@ -250,12 +259,11 @@ if results is not None:
 # %% [markdown]
 # ## Two of the paper's figures, measured on the testbed
 #
-# Left, the paper's Fig. 4 (claims D1, D2): the mean advantage of each RL batch during training, TTRL against
-# DDRL, the mean over seeds with a 95% band. GRPO's normalisation centres every group, so TTRL's curve sits at 0
-# by construction; DDRL's fixed +1/-1 advantages let the balance of positive and negative samples show. Right, the
-# paper's Fig. 2 (claims F1-F3): how often a distinct answer of the base model is right, by how many of its 64
-# samples gave it, with the bands of the claims shaded (<= 5 red, >= 45 green). Drawn only once the scorecard
-# exists (plan, Amendment 4).
+# Left, the paper's Fig. 4 (D1, D2): the mean advantage of each RL batch during training, TTRL against DDRL, the
+# mean over seeds with a 95% band. GRPO's normalisation centres every group, so TTRL's curve sits at 0 by
+# construction; DDRL's fixed +1/-1 advantages let the balance of positive and negative samples show. Right, the
+# paper's Fig. 2 (F1-F3): how often a distinct answer of the untrained model is right, by how many of its 64
+# samples gave it, with the claims' bands shaded (<= 5 red, >= 45 green).
 
 # %%
 from ddrl.study.figures import advantage_dynamics_figure, band_accuracy_figure
@@ -282,17 +290,14 @@ if results is not None:
     display(drift.round(3))
 
 # %% [markdown]
-# ## What BCS keeps of the base rollouts (claims E1, E2)
+# ## Amplification, part 1: what BCS keeps of the untrained model's rollouts (E1, E2)
 #
-# The paper's appendix explains DDRL by what BCS selects: its negatives are the rarest answers, so fewer
-# correct answers get a negative reward (E1), and low-consensus (often wrong) labels are "less likely to be
-# selected" (E2). Both are properties of the selection rule on the base model's 64 rollouts per question, no
-# training involved (plan Amendment 8). Left, the false positives kept per question by the label's count c*:
-# BCS keeps min(c*, 16) copies of the label where random K keeps c*/2, so below c* = 32 it keeps *more* of a
-# wrong label. Right, the share of correct answers among the kept negatives: lower under BCS, as the paper says.
-# The scorecard's `svamp_codex` rows measure the same six claims on a real LLM's samples (code-davinci-002 on
-# SVAMP, N = 30; plan Amendment 18): there E2 goes the paper's way - half of Codex's wrong labels have a count above
-# K = 15 of 30, where BCS keeps fewer copies of the label than random K does.
+# The paper explains DDRL by what BCS selects: its negatives are the rarest answers, so fewer correct answers get a
+# negative reward (E1), and low-consensus, often wrong, labels are less likely to be selected (E2). Both are
+# properties of the selection rule on 64 rollouts per question, no training involved. Left, the false positives
+# kept per question by the label's count c*: BCS keeps min(c*, 16) copies of the label where random K keeps c*/2,
+# so below c* = 32 it keeps *more* of a wrong label. Right, the share of correct answers among the kept negatives.
+# The scorecard's `svamp_codex` rows measure the same claims on a real LLM's samples (code-davinci-002 on SVAMP).
 
 # %%
 from ddrl.study.figures import selection_errors_figure
@@ -301,15 +306,13 @@ if results is not None:
     rep.draw("selection_errors", selection_errors_figure, T["selection_errors"], data=T["selection_errors"])
 
 # %% [markdown]
-# ## Where TTRL's wrong rewards come from (claims N1, N2)
+# ## Amplification, part 2: where TTRL's wrong rewards come from (N1, N2)
 #
-# The paper's abstract names answers of medium frequency "the primary source of reward noise". On each question
-# TTRL votes a pseudo-label on its rollouts and rewards agreement; a reward is wrong when it disagrees with the
-# rollout's correctness (a copy of a wrong label rewarded, or the right answer punished). Each rollout sits in the
-# band of its own answer's count (F1-F3's: seen <= 5, 6-44, >= 45 of 64). N1 asks whether the middle band carries
-# more than half of all wrong rewards, N2 whether its rollouts are rewarded wrongly more often than the outer
-# bands' (plan Amendment 63: no training, the base rollouts' answer groups, the testbed's and Codex's on SVAMP).
-# Left, each band's share of the wrong rewards; right, how often its rollouts are rewarded wrongly.
+# The paper names answers of medium frequency "the primary source of reward noise". TTRL votes a pseudo-label on
+# each question's rollouts and rewards agreement; a reward is wrong when it disagrees with the rollout's
+# correctness. Each rollout sits in the band of its own answer's count (F1-F3's bands). N1 asks whether the middle
+# band carries more than half of all wrong rewards, N2 whether its rollouts are rewarded wrongly more often than the
+# outer bands'. Left, each band's share of the wrong rewards; right, how often its rollouts are rewarded wrongly.
 
 # %%
 from ddrl.study.reward_noise import summary as noise_summary
@@ -322,14 +325,13 @@ if results is not None:
     display(Markdown(noise_summary(noise, results)))
 
 # %% [markdown]
-# ## Adapted questions and fresh ones (claims P1, P2 and H1x)
+# ## Transfer: the adapted questions and fresh ones (P1, P2 and the H1x family)
 #
-# Test-time RL trains on the questions it is tested on. Left of each panel, pass@1 on those adapted questions
-# (the registered runs); right, on 1,536 fresh questions of the same kind that no run trained on (plan
-# Amendments 11-17, 19, 20), for the untrained model, TTRL, BCS alone (AMC-like and MATH-500-like), BCS+DAE
-# (DDRL's RL phase) and DDRL, averaged over the H1x seeds with a 95% interval over seeds. The paper's Table 2 has the left half only (its gains over the
-# untrained model: claims P1, P2); the right half is ours (H1x and its family). The claims' intervals are the
-# scorecard's paired ones; this figure shows the levels they are differences of.
+# Test-time RL trains on the questions it is tested on. Left of each panel, pass@1 on those adapted questions;
+# right, on 1,536 fresh questions of the same kind that no run trained on, for the untrained model, TTRL, BCS,
+# BCS+DAE (DDRL's RL phase) and DDRL, averaged over seeds with a 95% interval. The paper's Table 2 has the left half
+# only; the right half is the companion's question. The claims' intervals are the paired ones of the tables; the
+# figure shows the levels they are differences of.
 
 # %%
 from ddrl.study.figures import transfer_figure
@@ -338,14 +340,11 @@ if results is not None:
     rep.draw("heldout_transfer", transfer_figure, T["heldout_transfer"], data=T["heldout_transfer"])
 
 # %% [markdown]
-# ### P1, P2 and M1 on three times the questions (plan Amendment 26)
+# ## The main table at the default learning rate, on three times the questions
 #
-# In MATH-500-like the gains over the untrained model (P1, P2) missed the 2.0-point half-width at 46 seeds: they
-# vary between questions, which no number of seeds averages out. Amendment 26 adapts on the same stream's first
-# 768 questions (the registered 256 first; base maj@64 0.727, still MATH-500-like) on 24 new seeds, some computed
-# on a GPU (one device per seed) with a registered check that the GPU seeds do not shift the effect. The table
-# below is `results/wide/claims.json`, written once all 24 seeds were complete; the 256-question entries are the
-# scorecard's.
+# In MATH-500-like the gains over the untrained model (P1, P2) vary between questions, which no number of seeds
+# averages out. The same comparisons on the stream's first 768 questions (the registered 256 first) decide them with
+# more questions; some seeds ran on a GPU, with a check that the device does not shift the effect.
 
 # %%
 from ddrl.report.tables import committed_markdown, fmt_ci
@@ -361,16 +360,10 @@ else:
     display(Markdown("Amendment 26's analysis is not committed yet (`python -m ddrl.study.amendments.wide status` says how far it is)."))
 
 # %% [markdown]
-# Why the longer runs lose: on the left each run's adapted pass@1, on the right the vote over the four quarters of
-# each run's RL steps (the step logs): the share of rollouts agreeing with the majority answer rises while that
-# answer is right less often. Amendment 27 adds TTRL and DDRL with the 100x KL penalty (Amendment 25's arms) on
-# 24 CPU seeds and compares them with the untrained model (Q1, Q2) and with their own methods (Q3, Q4); its table
-# and its arms in the figure appear once all 24 seeds are complete and `results/wide/arms.json` is written.
-# What the committed analysis says (docs/results.md has the numbers): the penalty takes back most of what the long
-# runs lose (Q3, Q4 *reproduced*, both arms far above their unpenalised methods) but no more - the penalised TTRL
-# still ends below the untrained model (Q1 *contradicted*, the opposite of the expected gain) and the penalised
-# DDRL's difference to it stays open (Q2 *not resolved*). In the vote the penalty keeps the majority label right
-# more often while the vote concentrates about as much.
+# Why longer runs lose: left, each run's adapted pass@1; right, the vote over the four quarters of each run's RL
+# steps: the share of rollouts agreeing with the majority answer, and how often that answer is right. A vote that
+# grows more confident while it is right less often is the amplification the paper describes. TTRL and DDRL with a
+# 100x stronger KL penalty are set beside them (Q1-Q4): does holding the policy near the untrained model stop it?
 
 # %%
 from ddrl.study.amendments import wide
@@ -387,20 +380,11 @@ else:
     display(Markdown("Amendment 27's analysis is not committed yet (`python -m ddrl.study.amendments.wide status` says how far it is)."))
 
 # %% [markdown]
-# ### P1, P2 and M1 in MATH-500-like at the paper's small learning rate (plan Amendment 28)
+# ## The main table at the paper's small learning rate (lr/10)
 #
-# The registered learning-rate dimension (lr/10 and twice the episodes, the paper's small-lr regime) was measured
-# in AMC-like only. Amendment 28 carries the same rule over to MATH-500-like (`math500_like_small_lr`: the same
-# 256 questions at lr 3e-6 and 4 episodes) and asks whether TTRL or DDRL gain over the untrained model there, or
-# DDRL over TTRL. TTRL and DDRL ran on seeds 0-17, each seed paired with its registered untrained run. The table
-# (the one docs/results.md quotes) puts the registered default-lr MATH-500-like and AMC-like lr/10 entries beside
-# it; under it each run's level and the vote over training at both learning rates (descriptive). It appears once
-# all 18 seeds are complete and `results/small_lr/claims.json` is written.
-# What the committed analysis says (docs/results.md has the numbers and what it does not say): at lr/10 both
-# methods end above the untrained model (P1, P2 *reproduced*) and DDRL above TTRL (M1 *reproduced*), in every
-# seed, where at the default learning rate none of the three is resolved - the signs of the paper, far below its
-# sizes. In the vote, the smaller learning rate lets the majority concentrate a little while its label stays as
-# often right as at the start; at the default learning rate the label is right less often by the end.
+# The paper's setting uses a small learning rate. At a tenth of the testbed's default rate and twice the episodes,
+# the same rule decides P1, P2 and M1 in MATH-500-like, beside the default-lr entries and AMC-like's lr/10 ones; under
+# the table, each run's level and the vote over training at both learning rates (descriptive).
 
 # %%
 from ddrl.study.amendments import small_lr
@@ -415,18 +399,11 @@ else:
     display(Markdown("Amendment 28's analysis is not committed yet (`python -m ddrl.study.amendments.small_lr status` says how far it is)."))
 
 # %% [markdown]
-# Which part of DDRL carries M1 at lr/10? Amendment 29 measures the paper's ablation (Table 3: BCS, then DAE, then
-# COR added to TTRL) on the same regime: A3 (DDRL - BCS+DAE, where BCS+DAE is the DDRL runs' RL-only weights) on
-# seeds 0-17, A1 (BCS - TTRL) and A2 (BCS+DAE - BCS) on seeds 0-11 with a new BCS run per seed. Under the table,
-# descriptive: how DDRL - TTRL splits into the three parts on seeds 0-11, and each method's level at both learning
-# rates. It appears once `results/small_lr/ablation.json` is written.
-# What the committed analysis says (docs/results.md has the numbers): at lr/10 the three RL variants (TTRL, BCS,
-# BCS+DAE) end about level with each other (A1, A2 *no effect*), and COR adds the whole of DDRL's edge (A3
-# *reproduced*, in every seed) - with COR's SFT learning rate unscaled (the paper's), a caveat the docs spell out.
-# Amendment 55 measures the same in AMC-like at lr/10, the paper's one benchmark where BCS alone falls below TTRL
-# (AMC: -2.0, -0.6, +6.6), with BCS and BCS+DAE (a DDRL run trained again, evaluated before COR) as new runs on the
-# seeds its clock allowed (0-9). It found the MATH-500-like split again: COR adds +3.35 (A3 *reproduced*, every seed),
-# DAE nothing (A2 *no effect*), and BCS sits level with TTRL (A1 -0.31, *not resolved*), not 2 points below it.
+# ## The ablation: which part of DDRL carries its margin over TTRL? (A1-A3)
+#
+# The paper's Table 3 adds DDRL's parts to TTRL one at a time: BCS (A1: BCS - TTRL), then DAE (A2: BCS+DAE - BCS),
+# then COR (A3: DDRL - BCS+DAE, where BCS+DAE is the DDRL runs' own weights before COR), at lr/10 in MATH-500-like and
+# AMC-like. Under each table, descriptive: how DDRL - TTRL splits into the three parts, and each method's level.
 
 # %%
 from ddrl.study.amendments import small_lr_ablation
@@ -441,14 +418,12 @@ for name, design in small_lr_ablation.DESIGNS.items():  # Amendment 29 (MATH-500
                          f"(`python -m ddrl.study.amendments.small_lr_ablation status --design {name}`)."))
 
 # %% [markdown]
-# The paper's headline table also sets DDRL against "the stronger ETMR baseline" (entropy-fork tree rollouts; MATH-500:
-# TTRL 73.0, ETMR 76.9, DDRL 80.7). Amendment 43 runs ETMR at lr/10 on the same regime and seeds as far as its clock
-# allowed and decides M2 (DDRL - ETMR), M3 (ETMR - TTRL) and P3 (ETMR - no adaptation) by the registered rule; under
-# the table, each method's level at both learning rates on the same seeds, and each lr/10 method's RL time. It appears
-# once `results/small_lr/etmr.json` is written; the docs say in words what it found. Amendment 44 repeats Amendments
-# 28 and 43 on a second build of the base model (the Xeon build), with its own table and figure; Amendment 46 runs
-# ETMR at lr/10 in AMC-like on that build, beside its TTRL and DDRL runs there (Table 2's AMC numbers), and Amendment
-# 47 the same on the registered build.
+# ## DDRL against ETMR, the stronger baseline (P3, M2, M3)
+#
+# The paper's headline table also sets DDRL against ETMR (entropy-fork tree rollouts). ETMR runs at lr/10 on the same
+# regimes and seeds, on the registered build and on a second one (the Xeon build); P3 (ETMR - no adaptation), M2
+# (DDRL - ETMR) and M3 (ETMR - TTRL) are decided by the same rule. The figure shows each seed's level per method at
+# both learning rates.
 
 # %%
 from ddrl.study.amendments import small_lr_etmr
@@ -463,10 +438,8 @@ for build, design in small_lr_etmr.DESIGNS.items():  # Amendments 43, 47 (regist
                          f"(`python -m ddrl.study.amendments.small_lr_etmr status --build {build}`)."))
 
 # %% [markdown]
-# The same runs on fresh questions (Amendment 45; Amendment 46's held-out part): each finished lr/10 run evaluated on
-# H1x's 1,536 fresh questions, nothing trained. P3x asks whether ETMR's adaptation transfers, M2x and M3x whether
-# DDRL's and ETMR's places on the adapted questions carry over; on the Xeon build the H1x family too. Each table
-# appears once its analysis is written.
+# The same runs on the 1,536 fresh questions, nothing trained: P3x asks whether ETMR's adaptation transfers, M2x and
+# M3x whether DDRL's and ETMR's places on the adapted questions carry over.
 
 # %%
 from ddrl.study.amendments import etmr_heldout
@@ -482,16 +455,13 @@ for build, design in etmr_heldout.DESIGNS.items():
                          f"committed yet (`python -m ddrl.study.amendments.etmr_heldout status --build {build}`)."))
 
 # %% [markdown]
-# Amendment 29 left a caveat: COR kept the paper's SFT learning rate (1e-5) while the RL phase ran at 3e-6. Amendment
-# 30 separates it with two new arms on the same seeds, each one COR call then evaluated: COR at 1e-6 (the lr/10 rule
-# applied to COR) from the DDRL runs' RL-only weights, and COR at 1e-5 from the untrained model, with no RL phase at
-# all. K1 asks whether COR still adds at the scaled rate, K2 what the rate itself adds (K1 + K2 = A3), K3 whether COR
-# alone gains over the untrained model, K4 whether DDRL's RL phase adds to COR alone. Under the table, descriptive:
-# each method's level and how many rollouts each COR kept. It appears once `results/small_lr/cor.json` is written.
-# What the committed analysis says (docs/results.md has the numbers): COR at the scaled rate still adds a point (K1
-# *reproduced*) and the paper's rate three more (K2); COR alone gains 7-8 points over the untrained model (K3) and
-# ends above DDRL at lr/10 and far above DDRL at the default learning rate, in every seed (K4, K5 *contradicted*):
-# on the testbed the RL phase before COR costs more than it gives.
+# ## COR: its learning rate, its size, and what it costs
+#
+# COR fine-tunes on the model's own consensus answers after the RL phase, at the paper's SFT learning rate, ten
+# times the RL phase's at lr/10. Two arms separate the rate from the step, each one COR call then evaluated: COR at a
+# tenth of its rate from the RL-only weights (K1: does COR still add at the scaled rate? K2: what the rate adds,
+# K1 + K2 = A3), and COR alone, from the untrained model with no RL phase (K3: does it gain? K4: does DDRL's RL phase
+# add to it?).
 
 # %%
 from ddrl.study.amendments import small_lr_cor
@@ -500,12 +470,8 @@ cor_path = R / "small_lr" / "cor.json"
 display(Markdown(committed_markdown(cor_path, small_lr_cor.markdown, 30, "python -m ddrl.study.amendments.small_lr_cor status")))
 
 # %% [markdown]
-# Amendment 56 asks the same of COR in AMC-like at lr/10, and one more question: does COR's refinement size matter
-# there (R1, the paper's Table 6: keeping 4x the rollouts barely matters)? Each seed's DDRL run from Amendment 55 left
-# its RL-only weights in the run cache, so each arm is one COR call: keeping 4x the rollouts (R1 against DDRL) and at
-# 1e-6 (K1, K2). It appears once `results/small_lr/refine_amc.json` is written. What the committed analysis says:
-# 4x the rollouts add about 2 points in every seed (R1 *not resolved* by the null rule, but its interval excludes the
-# paper's +0.1), and COR at a tenth of its rate keeps only a sixth of COR's gain (K1, K2 *reproduced*).
+# **Refinement size** (R1, the paper's Table 6: keeping four times the rollouts barely matters), in AMC-like at lr/10,
+# with COR at a tenth of its rate beside it: each arm is one COR call from each seed's cached RL-only weights.
 
 # %%
 from ddrl.study.amendments import small_lr_refine
@@ -515,13 +481,8 @@ display(Markdown(committed_markdown(R / "small_lr" / small_lr_refine.ANALYSIS.na
                                     "python -m ddrl.study.amendments.small_lr_refine status")))
 
 # %% [markdown]
-# Amendment 59 asks R1 in the paper's own setting for Table 6, MATH-500-like at lr/10. Amendment 28's DDRL runs kept
-# no weights, so each seed's job trains the DDRL run again and refines its RL-only weights keeping 4x the rollouts;
-# R1 pairs that with the committed DDRL run (COR 1x after the same RL steps), and a check evaluates each retrained run
-# against the committed one. It appears once `results/small_lr/refine_math500.json` is written. What the committed
-# analysis says: 4x the rollouts add about 2 points here too, in every seed (R1 *not resolved* by
-# the null rule, its interval just short of lying beyond +1; it excludes the paper's +0.1), and every retrained run
-# repeated its committed RL steps and results exactly.
+# R1 in the paper's own setting for Table 6, MATH-500-like at lr/10: each seed's DDRL run is trained again (a check
+# compares it with the committed run) and refined keeping four times the rollouts.
 
 # %%
 from ddrl.study.amendments import refine_math500
@@ -531,12 +492,8 @@ display(Markdown(committed_markdown(R / "small_lr" / refine_math500.ANALYSIS.nam
                                     "python -m ddrl.study.amendments.refine_math500 status")))
 
 # %% [markdown]
-# Does that extra gain hold on questions the model did not adapt on? Amendment 60 recomputes COR 4x from the same
-# cached runs and evaluates it on H1x's 1,536 fresh MATH-500-like questions, paired with the committed held-out
-# evaluations of the same DDRL runs (R1x = COR 4x - DDRL; AMC-like's R1x, Amendment 57, beside it). It appears once
-# `results/small_lr/refine_heldout_math500.json` is written. What the committed analysis says: the extra two points
-# on the adapted questions come back as a loss of about three on fresh ones, in every seed (R1x *contradicted*), and
-# COR 4x ends below the untrained model there.
+# Does the larger refinement's extra gain hold on questions the model did not adapt on? R1x: COR 4x - DDRL on the
+# 1,536 fresh MATH-500-like questions, beside AMC-like's.
 
 # %%
 display(Markdown(committed_markdown(
@@ -546,11 +503,8 @@ display(Markdown(committed_markdown(
     60, "python -m ddrl.study.amendments.refine_math500 status")))
 
 # %% [markdown]
-# And a gentler COR? Amendment 61 recomputes COR at a tenth of its learning rate (1e-6) from the same cached runs and
-# evaluates it on the same fresh questions: K1x (COR at 1e-6 - the RL-only weights) and K2x (DDRL's COR at 1e-5 - COR
-# at 1e-6), beside AMC-like's (Amendment 58). It appears once `results/small_lr/cor_lr10_heldout_math500.json` is
-# written. What the committed analysis says: the gentle COR costs nothing on fresh questions (K1x *no effect*), the
-# unscaled rate costs about a point more in every seed (K2x *contradicted*), as in AMC-like.
+# And a gentler COR on fresh questions: K1x (COR at a tenth of its rate - the RL-only weights) and K2x (DDRL's COR
+# at the full rate - the gentle one), beside AMC-like's.
 
 # %%
 from ddrl.study.amendments import ttrl_heldout
@@ -562,14 +516,10 @@ display(Markdown(committed_markdown(
     61, "python -m ddrl.study.amendments.refine_math500 status")))
 
 # %% [markdown]
-# The fourth corner of COR's size x rate square: Amendment 62 recomputes COR keeping 4x the rollouts at 1e-6 from the
-# same cached runs, in AMC-like and MATH-500-like, on the adapted questions and on the 1,536 fresh ones: K1g / K1gx
-# (against the RL-only weights) and R1g / R1gx (against COR 1x at 1e-6). The figure sets the four COR settings'
-# mean adapted gain against their mean held-out change (description; the intervals are in the tables). It appears
-# once `results/small_lr/cor4x_lr10_amc.json` is written. What the committed analysis says: COR 4x at 1e-6 gains on
-# the adapted questions in both regimes (K1g, R1g *reproduced*) and costs a third of a point or less on fresh ones
-# (K1gx *contradicted* in AMC-like, *no effect* in MATH-500-like): it buys half to two thirds of DDRL's COR gain at a
-# third to a sixth of its fresh-question cost, and the more a COR setting gains, the more each point costs.
+# The four corners of COR's size x rate square, on the adapted questions and on the fresh ones: K1g / K1gx (COR 4x at
+# a tenth of its rate against the RL-only weights) and R1g / R1gx (against COR 1x at that rate). The figure sets each
+# setting's mean adapted gain against its mean change on fresh questions: what a point gained on the adapted
+# questions costs on fresh ones (description; the intervals are in the tables).
 
 # %%
 gentle = {r: R / "small_lr" / p.name for r, p in small_lr_refine.GENTLE_ANALYSIS.items()}
@@ -581,12 +531,10 @@ if gentle_done:
     rep.draw("cor_trade", small_lr_refine.trade_figure, gentle_done, data=small_lr_refine.trade_frame(gentle_done))
 
 # %% [markdown]
-# Do those gains hold on questions the model did not adapt on? Amendment 57 evaluates the same cached runs (DDRL, its
-# RL-only weights, COR 4x recomputed) and pairs them with the untrained model on H1x's 1,536 fresh AMC-like questions:
-# H1x (DDRL - untrained), H1xC (COR's cost), R1x (COR 4x - DDRL). It appears once
-# `results/small_lr/refine_heldout_amc.json` is written. What the committed analysis says: DDRL at lr/10 ends about a
-# point and a half below the untrained model, most of it COR's, and COR 4x's extra two points on the adapted
-# questions come back as a loss of about two on fresh ones, in every seed (all three *contradicted*).
+# ## Transfer at lr/10: what adaptation keeps on fresh questions
+#
+# In AMC-like at lr/10, the same cached runs on the 1,536 fresh questions: H1x (DDRL - untrained), H1xC (COR's cost:
+# DDRL - BCS+DAE), R1x (COR 4x - DDRL).
 
 # %%
 display(Markdown(committed_markdown(R / "small_lr" / small_lr_refine.HELDOUT_ANALYSIS.name,
@@ -594,15 +542,8 @@ display(Markdown(committed_markdown(R / "small_lr" / small_lr_refine.HELDOUT_ANA
                                     "python -m ddrl.study.amendments.small_lr_refine status")))
 
 # %% [markdown]
-# Two runs are missing beside DDRL on those fresh questions: TTRL itself, and a gentler COR. Amendment 58 trains
-# TTRL's lr/10 runs again (their weights were not kept) and recomputes COR at 1e-6 from the cached RL-only weights,
-# evaluates both on the same 1,536 fresh AMC-like questions, and pairs them with the committed evaluations: H1xT
-# (TTRL - untrained), H1xD (DDRL - TTRL), H1xR (BCS+DAE - TTRL), K1x (COR at 1e-6 - BCS+DAE), K2x (DDRL - COR at
-# 1e-6). It appears once `results/small_lr/ttrl_heldout_amc.json` is written. What the committed analysis says:
-# TTRL keeps the untrained model's held-out accuracy (H1xT *no effect*), so DDRL's three-point lead on the adapted
-# questions becomes a point behind TTRL on fresh ones, in every seed (H1xD *contradicted*); COR at 1e-6 costs nothing
-# there (K1x *no effect*) and COR at the paper's 1e-5 costs about a point more (K2x *contradicted*). Every retrained
-# TTRL run repeated its committed adapted results exactly.
+# TTRL beside DDRL on the same fresh AMC-like questions, and COR at a tenth of its rate: H1xT (TTRL - untrained), H1xD
+# (DDRL - TTRL), H1xR (BCS+DAE - TTRL), K1x and K2x.
 
 # %%
 from ddrl.study.amendments import ttrl_heldout
@@ -612,15 +553,9 @@ display(Markdown(committed_markdown(R / "small_lr" / ttrl_heldout.ANALYSIS.name,
                                     "python -m ddrl.study.amendments.ttrl_heldout status")))
 
 # %% [markdown]
-# Does adaptation at lr/10 transfer to held-out questions? Amendment 31 evaluates the lr/10 runs (TTRL, DDRL, and
-# DDRL's RL-only weights) and the untrained model on H1x's 1,536 fresh MATH-500-like questions, seeds 0-17, and
-# decides the H1x family there; beside each entry, the registered default-lr one (other seeds: read across). It
-# appears once `results/small_lr/heldout.json` is written.
-# What the committed analysis says (docs/results.md has the numbers): at lr/10 the held-out costs of the default
-# learning rate mostly vanish - TTRL gains a little on the fresh questions (H1xT *reproduced*, +0.6), DDRL's
-# difference is not resolved (-0.7) - but COR still costs about a point there (H1xC, H1xD *contradicted*), and DDRL
-# ends a point below COR alone on the fresh questions (K4x *contradicted*), where COR alone stays level with the
-# untrained model (K3x not resolved). The figure shows each run's level on the adapted and on the fresh questions.
+# The same in MATH-500-like at lr/10: TTRL, DDRL and DDRL's RL-only weights on the fresh questions, beside the
+# default learning rate's entries (other seeds: read across). The figure shows each run's level on the adapted and
+# on the fresh questions, with COR's arms.
 
 # %%
 heldout_path = R / "small_lr" / "heldout.json"
@@ -634,28 +569,13 @@ else:
     display(Markdown("Amendment 31's analysis is not committed yet (`python -m ddrl.study.amendments.small_lr_cor status`)."))
 
 # %% [markdown]
-# Is COR alone beating DDRL a MATH-500-like peculiarity? Amendment 34 runs COR alone in the registered study's two
-# other regimes, paired with their registered runs: AMC-like (19 seeds; against DDRL at the default learning rate,
-# K5, and at lr/10, K4) and AIME-like (6 seeds), then on each regime's 1,536 fresh questions (K3x, K5x). Under the
-# table, descriptive: each run's level and its majority vote (maj@16) on the adapted questions. It appears once
-# `results/cor_alone/` is written.
-# What the committed analysis says (docs/results.md has the numbers): in AMC-like COR alone gains about as much as
-# DDRL on the adapted questions (K3 *reproduced*; DDRL - COR alone *not resolved* at both learning rates) and gains
-# a little on the fresh ones (K3x *reproduced*), where DDRL ends ten points below it (K5x *contradicted*). AIME-like
-# sits at the floor: COR alone neither gains nor loses, DDRL loses a point on the fresh questions.
+# **COR alone** in every regime and on three builds of the base model: does the consensus fine-tuning alone, with no
+# RL phase, gain over the untrained model (K3), and does DDRL beat it (K4 at lr/10, K5 at the default rate)? Then the
+# same on each regime's fresh questions (K3x, K5x). Under each table, each run's level and its majority vote.
 
 # %% [markdown]
-# The same questions on two other builds of the base model (the same pretraining recipe on other CPUs); the cell
-# below renders all three builds' tables and figures, the registered one first. Amendment 35:
-# the pinned `c49d994e...` build, where DDRL's registered win over TTRL at lr/10 did not replicate (Amendment 6), gets
-# its untrained and COR-alone runs on its 19 seeds: K3 and K4 there (and P1, P2 in its scorecard,
-# `results/replication_c49d/claims.json`). Amendment 36: the Xeon build `abcbf433...` (Amendment 5's replication),
-# recovered and pinned, gets COR alone in AMC-like and MATH-500-like (K3, K5 beside its 12 seeds) and TTRL and DDRL at
-# lr/10 on its first seeds (K4; P1, P2, M1 in `results/replication_xeon/claims.json`; Amendment 37 took those to 12
-# seeds), and Amendment 38 evaluates its lr/10 runs on 1,536 fresh AMC-like questions (the H1x family at lr/10, in
-# its own table beside the registered build's default-lr entries). What the committed analyses
-# say is in docs/results.md; in short, on `c49d994e...` the lr/10 RL phase gains nothing measurable over the untrained
-# model, COR alone still gains, and DDRL ends below COR alone in every seed (K4 *contradicted*).
+# The cell renders the registered build first, then the two other builds (the same pretraining recipe on other
+# CPUs), each with its own seeds and verdicts, never pooled.
 
 # %%
 from ddrl.study.amendments import cor_alone
@@ -670,11 +590,10 @@ for build, design in cor_alone.DESIGNS.items():  # the registered build (Amendme
     rep.draw(design.name, cor_alone.figure, *got, design=design, data=pd.DataFrame(got[0]["seed_pass1"]))
 
 # %% [markdown]
-# Amendment 38 compared the Xeon build's lr/10 held-out costs with the registered build's default-lr ones: two builds
-# at once. Amendment 39 retrains that build's default-lr TTRL and DDRL runs (they reproduce Amendment 5's adapted rows)
-# and evaluates them on the same fresh questions, so each method at lr/10 is paired with itself at the default learning
-# rate on one build, seed by seed and question by question (LxT, LxD; the default-lr H1x family joins the
-# replication's scorecard above). The table appears once `results/replication_xeon/lr_heldout.json` is written.
+# ## Why adaptation costs on fresh questions: the distance from the untrained model
+#
+# First, each method at lr/10 paired with itself at the default rate on one build, seed by seed and question by
+# question, on the fresh questions (LxT, LxD): does the smaller rate keep more?
 
 # %%
 from ddrl.study.amendments import lr_heldout
@@ -683,11 +602,10 @@ display(Markdown(committed_markdown(lr_heldout.XEON / "lr_heldout.json", lr_held
                                     "python -m ddrl.study.amendments.lr_heldout status")))
 
 # %% [markdown]
-# Is that gain distance from the base? Amendment 40 measures each of those runs' held-out KL to the untrained model
-# (TTRL, BCS+DAE and DDRL at both learning rates, seeds 0-9) and sets it against its held-out pass@1: W1-W3 ask whether
-# lr/10 moves each method less far, W4 whether held-out accuracy falls with distance on this build too, and W7-W9
-# whether the registered build's line (Amendment 21's slope) predicts each method's lr/10 gain from its distance alone.
-# Amendment 41 adds COR alone (no RL), recomputed per seed: Y1 and Y2 ask whether it lies on that line.
+# Is that the distance from the base? Each run's KL to the untrained model on the fresh questions against its
+# held-out pass@1, at both learning rates: W1-W3 ask whether lr/10 moves each method less far, W4 whether held-out
+# accuracy falls with distance, W7-W9 whether one line predicts each method's gain from its distance alone; Y1, Y2
+# place COR alone on that line.
 
 # %%
 from ddrl.study.amendments import lr_drift
@@ -704,11 +622,10 @@ else:
     display(Markdown("Amendment 40's analysis is not committed yet (`python -m ddrl.study.amendments.lr_drift status`)."))
 
 # %% [markdown]
-# Two readings of those runs remain: one straight line through the base (L), or a free start of ~3.4 units near the
-# base, then a steeper line (H). Both were fitted on Amendment 40's runs; Amendment 42 trains the three methods at a
-# third learning rate (lr/3, where the readings differ most) and asks which one the new runs lie nearer (Z1; Z2 with
-# the registered slope), and whether each predicts them within a point (Z3, Z4). The right panel shows what each
-# learning rate trades: gain on the adapted questions against gain on fresh ones.
+# Two readings of those runs: one straight line through the base (L), or a free start near the base, then a steeper
+# line (H). A third learning rate, where the readings differ most, decides which one new runs lie nearer (Z1, Z2) and
+# whether each predicts them within a point (Z3, Z4). Right: what each learning rate trades, the gain on the adapted
+# questions against the gain on fresh ones.
 
 # %%
 from ddrl.study.amendments import lr_curve
@@ -723,18 +640,13 @@ else:
     display(Markdown("Amendment 42's analysis is not committed yet (`python -m ddrl.study.amendments.lr_curve status`)."))
 
 # %% [markdown]
-# ## Why BCS's negatives cost held-out accuracy: policy drift (plan Amendment 21)
+# ### The distance, run by run: BCS's negatives and policy drift
 #
-# H1xN says *that* choosing the rarest answers as negatives costs held-out accuracy in AMC-like; the runs' step
-# logs suggest *why*. `actor/kl` is the k3 estimate of KL(policy || reference) on each step's trained rollouts;
-# its mean over the last two episodes ("late KL") measures how far a run moved from the base model. Read after
-# the results (exploratory, left panel), BCS moved further than the random-negatives rule and held-out accuracy
-# fell with the distance in both. Amendment 21 registered that reading as four predictions (X1-X4) and tested them
-# on new seeds, on a GPU and on the CPU; each set of runs is analysed on its own. Because late KL is measured on
-# each rule's own trained rollouts (BCS's include the rarest answers it pushes down), an addendum measured a second
-# distance, the held-out KL: the final policy's own samples of 256 fresh questions against the base (X2h-X4h; CPU
-# runs only, the GPU's weights stayed on the device). One point per run; the lines are each method's fit at the
-# common within-method slope.
+# Choosing the rarest answers as negatives (BCS) costs held-out accuracy in AMC-like (H1xN). The runs' step logs say
+# why: `actor/kl` estimates KL(policy || reference) on each step's rollouts, and its mean over the last two episodes
+# ("late KL") measures how far a run moved from the untrained model. Registered predictions (X1-X3): BCS moves further
+# than the random-negatives rule, and held-out accuracy falls with the distance within each rule; decided on two
+# machines (an H100 and a Xeon CPU), beside the first, exploratory reading.
 
 # %%
 from ddrl.study import drift
@@ -755,13 +667,12 @@ if drift_rows:
             rep.draw(name, drift.drift_figure, tables, x, data=pd.concat(tables, names=["runs"]).reset_index(level=0))
 
 # %% [markdown]
-# ### Moving the distance by hand: BCS with a stronger KL penalty (plan Amendment 22)
+# ### Moving the distance by hand: BCS with a stronger KL penalty
 #
-# The reading above compares runs that drifted different amounts on their own, so it is correlational.
-# Amendment 22 intervenes on the distance: BCS with the update's KL penalty 10x and 100x stronger (nothing else
-# changes), on the same seeds as the Xeon confirmation. K1: does the held-out KL fall? K2: does held-out pass@1
-# rise (beside it, `predicted`: what Amendment 21's within-rule slope makes of K1)? K3: at equal held-out KL, do
-# the penalised runs lie on BCS's own line (inside +-1 point)? The dashed line is that slope through BCS's runs.
+# The reading above is correlational. Here the distance is set by hand: BCS with the update's KL penalty 10x and 100x
+# stronger, nothing else changed. K1: does the held-out KL fall? K2: does held-out pass@1 rise (`predicted`: what the
+# slope above makes of K1)? K3: at equal distance, do the penalised runs lie on BCS's own line? The dashed line is
+# that slope.
 
 # %%
 dose_path = R / "drift" / "amc_like_cpu_kl_dose.json"
@@ -775,14 +686,11 @@ if dose_path.is_file():
                  drift.x3h_slope(R / "drift" / "amc_like_cpu_heldout_kl.json"), data=dose_table)
 
 # %% [markdown]
-# ### Across methods: one line for TTRL, BCS and DDRL? (plan Amendment 23)
+# ### Across methods: one line for TTRL, BCS and DDRL?
 #
-# If the distance from the base is what costs held-out accuracy, the registered methods should differ in how far
-# they move the policy, not in what a unit of distance costs. Z1 and Z2: at equal held-out KL, TTRL and DDRL lie
-# on BCS's line (inside +-1 point); Z3 and Z4: TTRL moves less far than BCS, DDRL further. `Za` (held-out) and
-# `Ad` (the adapted questions) are descriptive. The Xeon's runs (seeds 100-115) and one H100 call's (seeds
-# 100-104) are analysed apart; the dashed line is Amendment 21's slope through BCS's Xeon runs. Amendment 24
-# asks the same in MATH-500-like (Xeon, seeds 100-110; `python -m ddrl.study.drift figure --regime math500_like`).
+# If the distance is what costs held-out accuracy, the methods should differ in how far they move, not in what a unit
+# of distance costs. Z1, Z2: at equal distance TTRL and DDRL lie on BCS's line; Z3, Z4: TTRL moves less far than BCS,
+# DDRL further. On two machines and in MATH-500-like.
 
 # %%
 methods_rows = [dict(e, runs=k) for k, f in (("Xeon", "amc_like_cpu_methods"), ("H100", "amc_like_gpu_methods"),
@@ -798,15 +706,11 @@ if methods_rows:
                  drift.x3h_slope(R / "drift" / "amc_like_cpu_heldout_kl.json"), "methods", data=methods_table)
 
 # %% [markdown]
-# ### The paper's methods with the stronger KL penalty (plan Amendment 25)
+# ### The paper's methods with the stronger KL penalty
 #
-# Amendment 22's penalty won back held-out accuracy for BCS. Does the same knob work on the paper's methods, and
-# what does it cost where they adapt? TTRL and DDRL with kl_coef 0.1 (100x; DDRL's COR step has no KL term), each
-# against its own unpenalised runs of the same seeds (not BCS): L1 held-out KL falls, L2 held-out pass@1 rises
-# (`predicted`: Amendment 21's slope x L1), L3 on the method's line at equal KL, and L4 - registered - the
-# difference on the adapted questions, inside +-1 point. The plan said beforehand that L4 is question-bound
-# (half-widths >= 1.4 at 16 seeds in AMC-like), so it can only be *contradicted* or *not resolved*; its
-# interval's lower end is the largest adapted cost the data leave open. Each regime is analysed apart.
+# Does the same knob work on TTRL and DDRL, and what does it cost where they adapt? Each with a 100x KL penalty against
+# its own unpenalised runs of the same seeds: L1 the distance falls, L2 held-out pass@1 rises, L3 on the method's line
+# at equal distance, and L4 the difference on the adapted questions, inside +-1 point.
 
 # %%
 penalty_rows = [dict(e, regime_runs=k) for k, f in (("AMC-like", "amc_like_cpu_penalty"),
@@ -824,13 +728,11 @@ else:
     display(Markdown("Amendment 25's runs are not committed yet."))
 
 # %% [markdown]
-# ## Replications on other builds of the base model
+# ## Builds: the registered study beside its replications
 #
-# The testbed's pretraining gives other weights on another CPU (`docs/testbed.md`), and the registered study's
-# build was not committed as files until plan Amendment 7, so sessions in between ran pre-registered
-# replications (plan Amendments 5 and 6): the
-# registered regimes verbatim on a second draw of the base model, never pooled with the registered study. Each
-# has its own verdicts; set beside the registered estimate, the comparison is descriptive.
+# The testbed's pretraining gives other weights on another kind of CPU (`docs/testbed.md`): another build of the base
+# model. Two builds replicate the registered regimes verbatim with their own seeds; each has its own verdicts, and set
+# beside the registered estimate the comparison is descriptive.
 
 # %%
 replications = {p.parent.name: C.load(p) for p in sorted(D.glob("replication_*/claims.json"))}
@@ -889,10 +791,10 @@ display(Markdown("\n\n".join(lines)))
 # 1. Which variance component limits the half-width? Recompute `ddrl.report.stats.power_table` with the seed
 #    component halved: how many seeds does DDRL vs TTRL need then?
 # 2. Why does COR vs its own RL weights (A3) need so few seeds compared with DDRL vs TTRL (M1)?
-# 3. The regimes are chosen from the base model only. What could go wrong if they were chosen after seeing
+# 3. The regimes are chosen from the untrained model only. What could go wrong if they were chosen after seeing
 #    which regime shows the largest DDRL gain?
-# 4. In the figure of adapted and fresh held-out questions, how much of DDRL's held-out loss against TTRL
-#    comes from COR and how much from its RL phase (claims H1xC and H1xR)? Why can the two claims' intervals
-#    be narrower than H1xD's, of which they are the parts? In AMC-like, split the RL phase's part once more into
-#    BCS's and DAE's (H1xB + H1xA = H1xR), and BCS's into its balanced positives and its rarest-answer negatives
-#    (H1xP + H1xN = H1xB, plan Amendment 19).
+# 4. In the figure of adapted and fresh questions, how much of DDRL's held-out loss against TTRL comes from COR and
+#    how much from its RL phase (H1xC and H1xR)? Why can the two parts' intervals be narrower than H1xD's?
+# 5. COR's four settings trade adapted gain against held-out change. Which setting would you choose for a model
+#    that will also be asked questions it never adapted on, and what would you need to measure to be sure?
+

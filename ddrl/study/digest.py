@@ -1,13 +1,12 @@
-"""The results page's digest (docs/results.md, "At a glance"): each of the paper's claims beside the testbed's
-estimates at both learning rates, gathered from every committed analysis of a pre-registered design on the
-registered build of the base model.
+"""The results page's digest (docs/results.md, rendered by :mod:`ddrl.study.page`): each of the paper's claims
+beside the testbed's estimates at both learning rates, gathered from every committed analysis of a pre-registered
+design on the registered build of the base model.
 
 The scorecard (``results/claims.json``) holds the registered study; the plan's later amendments wrote their own
 analysis files (``results/small_lr/``, ``results/wide/``, ``results/cor_alone/``). A reader asking "does DDRL beat
 TTRL?" needs them side by side: one row per claim and regime, the paper's number, the testbed at the paper's
-small learning rate (lr/10) and at the default one. Nothing here is typed in: :func:`markdown` renders the committed
-files and a test checks that the page quotes it verbatim. Replications on other builds, the drift amendments and the
-descriptive tables stay in their own sections of the page.
+small learning rate (lr/10) and at the default one. Nothing here is typed in: :func:`gather` reads the committed
+files and :func:`table` lays them out; :mod:`ddrl.study.page` renders the page from them (``make docs``).
 """
 
 from __future__ import annotations
@@ -149,8 +148,8 @@ def table(by: dict) -> list[dict]:
 
 
 def markdown(results: str | Path = RESULTS) -> str:
-    """The digest as docs/results.md quotes it: the claims of :data:`ROWS` at both learning rates, then the claims
-    about a model's own samples (:data:`SAMPLE_ROWS`)."""
+    """The digest as one Markdown table: the claims of :data:`ROWS` at both learning rates, then the claims about a
+    model's own samples (:data:`SAMPLE_ROWS`)."""
     by = gather(results)
     lines = ["| claim | id | regime | paper | testbed at lr/10 (the paper's small lr) | testbed at the default lr |",
              "|---|---|---|---|---|---|"]
@@ -190,7 +189,7 @@ def figure(results: str | Path = RESULTS):
 
 def main() -> int:
     """``python -m ddrl.study.digest``: write :func:`figure` of the committed analyses to ``docs/results/at_a_glance.*``
-    and print the table docs/results.md quotes."""
+    and print :func:`markdown`."""
     print(save_docs_figure(figure(), "at_a_glance"))
     print(markdown())
     return 0

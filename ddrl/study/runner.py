@@ -11,6 +11,7 @@ per-run CSVs into ``results/stage1.json`` and ``results/claims.json`` is :mod:`d
     python -m ddrl.study --real-rollouts         # F1-F3, G1, E1, E2's inputs on SVAMP Codex samples (Amendment 18)
     python -m ddrl.study --analyse claims        # every claim's estimate, interval, verdict -> results/claims.json
     python -m ddrl.study --status                # CSVs written per stage and the measured worker time left
+    python -m ddrl.study render-page             # docs/results.md from the committed analyses (make docs)
 
 Runs go through :func:`ddrl.study.pool.run_jobs` (one single-thread worker per core, one progress bar). A job
 (:mod:`ddrl.study.jobs`) is one regime x seed x the methods of one claim that share a run; it trains (or loads) the
@@ -89,7 +90,13 @@ def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, re
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m ddrl.study", description=__doc__.split("\n\n")[0])
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["render-page"]:  # the results page (ddrl.study.page), beside the study's flags
+        from ddrl.study.page import main as render_page
+        return render_page(argv[1:])
+    ap = argparse.ArgumentParser(prog="python -m ddrl.study", description=__doc__.split("\n\n")[0],
+                                 epilog="python -m ddrl.study render-page [--help]: docs/results.md from the "
+                                 "committed analyses (make docs)")
     what = ap.add_mutually_exclusive_group(required=True)
     what.add_argument("--stage", type=int, choices=(1, 2), help="run a stage's jobs (resumable)")
     what.add_argument("--heldout-x", action="store_true", help=f"H1x (plan Amendments {HELDOUT_X_AMENDMENTS}): DDRL, no "

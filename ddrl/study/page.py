@@ -1,0 +1,480 @@
+"""The results page, ``docs/results.md``, rendered from the committed analyses and ordered by claim.
+
+The page answers first: does DDRL beat TTRL, and where (the M1 entries at both learning rates and on fresh
+questions), then what holds, what is contradicted and what stays open, and one at-a-glance table; then one section
+per claim family (frequency bands, amplification, the main table, Table 1, the ablation, COR and its cost,
+refinement size, dynamics, transfer to fresh questions, builds), each with its table and its committed figure.
+
+Every number on the page is read from the committed files under ``results/`` (the entries gathered by
+:mod:`ddrl.study.digest`, the replications' analyses); the prose typed here says what each family asks and how to
+read it, never a result. ``make docs`` (``python -m ddrl.study render-page``) writes the page, and
+``tests/test_results_page.py`` fails while the committed page differs from a fresh rendering. The dated history, the
+amendment-by-amendment narrative, lives in ``docs/study/journal.md``; the registered plan and its amendments in
+``results/plan.md``.
+
+:func:`claims_figure` (the paper's claims in words beside the paper's numbers) is drawn by notebook 06 and kept in the
+committed figure store (``docs/results/figures.json``), which keys it by this module's code: after an edit of the code
+here (not of a docstring or comment), ``make figures`` commits the store again (tests/test_study.py says so).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+from ddrl.report.stats import NO_EFFECT_MARGIN
+from ddrl.study.claims import FLOOR_NOTE, VERDICT_COLORS, interval
+from ddrl.study.digest import ROWS, SAMPLE_COLUMNS, SAMPLE_ROWS, STANDS_FOR, cell, gather, table
+from ddrl.study.plan import RESULTS
+
+#: Where ``make docs`` writes the page.
+PAGE = RESULTS.parent / "docs" / "results.md"
+#: The page's figures, relative to the page.
+FIGURES = "results"
+#: The journal (the dated history and every amendment's section), relative to the page.
+JOURNAL = "study/journal.md"
+#: The page's width for prose (tables and links are not wrapped).
+WIDTH = 118
+
+#: What each verdict means, in the words the page uses (the rule registered in ``results/plan.md``).
+VERDICTS = {"reproduced": "the paper's sign, the 95% interval excludes 0",
+            "contradicted": "the opposite sign, the 95% interval excludes 0",
+            "no effect": "the 95% interval lies inside +-1 point",
+            "not resolved": "none of these",
+            "floor": "both methods score 0 on every question of every seed, so the regime cannot test the claim"}
+#: The order in which :func:`standing` groups verdicts, with each group's heading.
+GROUPS = (("reproduced", "Holds"), ("contradicted", "Contradicted"), ("no effect", "No effect"),
+          ("not resolved", "Open (not resolved)"), ("floor", "Cannot be tested (floor)"))
+
+#: The replications on other builds of the base model: folder under ``results/`` -> (its label, its analyses)
+BUILDS = {"replication_xeon": ("Xeon build", ("claims.json", "cor_alone.json", "small_lr_etmr.json",
+                                              "small_lr_etmr_amc.json", "cor_alone_heldout.json",
+                                              "etmr_heldout.json")),
+          "replication_c49d": ("c49d994e build", ("claims.json", "cor_alone.json"))}
+#: The claims the builds section compares (those the replications measured at the regimes of :data:`STANDS_FOR`).
+BUILD_IDS = ("P1", "P2", "P3", "M1", "M2", "M3", "K3", "K4", "K5", "H1xD", "H1x")
+
+
+@dataclass(frozen=True)
+class Family:
+    """One section of the page: its heading, the digest rows' ids it shows (:data:`ddrl.study.digest.ROWS`, or the
+    sample claims for ``samples``), what it asks in words (no numbers) and its committed figures (file, alt text,
+    caption in words)."""
+    title: str
+    ids: tuple[str, ...]
+    asks: str
+    figures: tuple[tuple[str, str, str], ...] = ()
+    samples: bool = False
+
+
+FAMILIES = (
+    Family("Frequency bands: rare answers are wrong, frequent ones right", ("F1", "F2", "F3"),
+           "The paper's diagnosis starts from how often a model samples an answer: answers seen rarely among 64 "
+           "samples are mostly wrong, answers seen often are mostly right, and the middle band is ambiguous. "
+           "Measured on the testbed's untrained model and on code-davinci-002's SVAMP samples (a real LLM).",
+           (("base_bands.png", "accuracy of an answer by how often it is sampled",
+             "The untrained model's answers grouped by how many of 64 samples give them: the share that is right, "
+             "with 95% intervals; the red and green bands are the low and high bands of F1 and F2."),),
+           samples=True),
+    Family("Amplification: where TTRL's wrong rewards come from", ("G1", "N1", "N2"),
+           "TTRL rewards the majority answer. When that pseudo-label is wrong, GRPO's normalisation gives the "
+           "rollouts that agree with it larger positive advantages, so the error is amplified; the paper traces "
+           "the wrong rewards to the middle frequency band. BCS (DDRL's selection) keeps fewer of those false "
+           "positives and takes its negatives from the rarest answers.",
+           (("reward_noise.png", "TTRL's wrong rewards by band",
+             "Left: each band's share of TTRL's wrong rewards (N1; the dotted line is half). Right: how often a "
+             "band's rollouts are rewarded wrongly (N2)."),
+            ("selection_errors.png", "what BCS keeps",
+             "On the untrained model's rollouts: false positives kept per question (left) and correct answers "
+             "among the kept negatives (right), TTRL's random selection against BCS, by the pseudo-label's "
+             "frequency.")),
+           samples=True),
+    Family("The main table: TTRL, ETMR and DDRL against no adaptation and against each other",
+           ("P1", "P2", "P3", "M1", "M2", "M3", "S1"),
+           "The paper's Table 2: each method's gain over the untrained model (P1-P3) and the differences between "
+           "methods (M1-M3), on the same questions and seeds. S1 asks whether DDRL's margin grows with a stronger "
+           "base model.",
+           (("small_lr_etmr.png", "ETMR beside TTRL and DDRL at both learning rates",
+             "MATH-500-like: each seed's adapted pass@1 for TTRL, ETMR and DDRL at the default learning rate and "
+             "at lr/10."),)),
+    Family("Table 1: GRPO's normalisation", ("T1", "T1f"),
+           "The paper's Table 1: TTRL with GRPO's advantages without the std normalisation (its caption), and "
+           "with fixed +1/-1 advantages (its text), each against TTRL with GRPO's. At lr/10 both are drawn in the "
+           "figure under the answer, beside the paper's number.", ()),
+    Family("The ablation: which part of DDRL carries its margin", ("A1", "A2", "A3"),
+           "The paper's Table 3 adds DDRL's parts to TTRL one at a time: BCS (balanced confidence-aware "
+           "selection), then DAE (debiased advantage estimation), then COR (consensus off-policy refinement).",
+           (("small_lr_cor.png", "each run's level on the adapted and on the fresh questions",
+             "MATH-500-like at lr/10: each run's pass@1 on the questions it adapted on and on fresh questions, "
+             "per method and setting of COR."),)),
+    Family("COR and its cost", ("C1", "C2", "K3", "K4 / K5", "K1g"),
+           "COR fine-tunes on the model's own consensus answers after the RL phase. The paper finds it beats "
+           "spending the same budget on more RL (C1) at a fraction of the RL phase's time (C2). The companion "
+           "adds COR alone (the same fine-tuning from the untrained model, no RL phase) and COR at a tenth of "
+           "its learning rate.",
+           (("cor_alone.png", "COR alone beside the adapted methods",
+             "AMC-like and AIME-like: each run's level on the adapted and on the fresh questions, COR alone beside "
+             "the RL methods."),)),
+    Family("Refinement size", ("R1", "R1x"),
+           "The paper finds that how many rollouts COR keeps barely matters (COR keeping four times as many "
+           "against one). R1x asks whether the difference holds on fresh questions.",
+           (("cor_trade.png", "COR's settings: adapted gain against held-out change",
+             "COR's four settings (keeping one or four times the rollouts, at its rate or a tenth of it): each "
+             "setting's mean gain over the RL-only weights on the adapted questions (x) against its mean change on "
+             "fresh questions (y)."),)),
+    Family("Dynamics: DDRL's mean advantage", ("D1", "D2"),
+           "The paper's Figure 4: on AIME DDRL's mean advantage stays negative, on MATH-500 it rises from "
+           "negative to positive as training proceeds.",
+           (("advantage_dynamics.png", "mean advantage over training",
+             "DDRL's mean advantage per training step, per regime, averaged over seeds."),)),
+    Family("Transfer to fresh questions", ("H1xT", "H1x", "H1xD", "H1xC", "K1x", "K1gx", "P3x", "M2x"),
+           "Test-time adaptation trains on the questions it is evaluated on. The companion asks whether what it "
+           "learns transfers: each method's pass@1 on 1,536 fresh questions of the same distribution, against "
+           "the untrained model and against each other. Why it costs: the further a run moves from the "
+           "untrained model (its KL on fresh questions), the lower its held-out accuracy.",
+           (("heldout_transfer.png", "adapted and fresh held-out questions",
+             "Each method's pass@1 on the adapted questions and on the fresh ones, at the default learning "
+             "rate."),
+            ("lr_drift.png", "held-out pass@1 against held-out KL at both learning rates",
+             "Each run's held-out pass@1 against its KL from the untrained model on fresh questions, at both "
+             "learning rates (the Xeon build)."))),
+)
+
+BUILDS_ASKS = ("The same recipe trained on another kind of CPU gives another base model (another build). Two "
+               "builds replicate parts of the study with their own seeds; each build's verdict is its own, never "
+               "pooled with the registered one's.")
+
+
+def _wrap(text: str, prefix: str = "") -> list[str]:
+    return textwrap.wrap(text, WIDTH, initial_indent=prefix, subsequent_indent=" " * len(prefix),
+                         break_on_hyphens=False, break_long_words=False)
+
+
+def _md(df: pd.DataFrame) -> list[str]:
+    """A table as Markdown (``DataFrame.to_markdown``; cells are printed as they are, never parsed as numbers)."""
+    return df.to_markdown(index=False, disable_numparse=True).splitlines()
+
+
+def _verdict(e: dict) -> str:
+    return "floor" if e.get("note") == FLOOR_NOTE else e["verdict"]
+
+
+def _plain(claim: str) -> str:
+    """A digest row's claim for a table: without the asides that explain a column (a parenthesis with a colon)."""
+    return re.sub(r"\s*\([^)]*:[^)]*\)", "", claim)
+
+
+def _short(claim: str) -> str:
+    """A digest row's claim without its metric in brackets or its parenthetical asides (``(ours)`` stays)."""
+    return re.sub(r"\s+", " ", re.sub(r"\s*\[[^]]*\]|\s*\((?!ours\))[^)]*\)", "", claim)).strip()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The answer
+# ---------------------------------------------------------------------------------------------------------
+
+def _lr_entries(by: dict, small_id: str, default_id: str) -> dict[str, list[tuple[str, dict]]]:
+    """The entries of one digest row per learning rate: ``lr/10`` and ``default lr`` -> [(regime label, entry)]."""
+    out: dict[str, list[tuple[str, dict]]] = {"lr/10": [], "default lr": []}
+    for name, (small, default) in STANDS_FOR.items():
+        if small:
+            out["lr/10"] += [(name, e) for e in by.get((small_id, small), [])]
+        for reg, label in default.items():
+            where = f"{name}, {label.rstrip(': ')}" if label else name
+            out["default lr"] += [(where, e) for e in by.get((default_id, reg), [])]
+    return out
+
+
+def _quote(where: str, e: dict) -> str:
+    """``+3.0 [+0.9, +5.0] in AMC-like (reproduced; 19 seeds x 128 questions; paper +4.0)``."""
+    paper = "" if e["paper"] is None else f"; paper {e['paper']:+.1f}"
+    v = _verdict(e)
+    return f"{interval(e)} in {where} ({v}; {e['n_seeds']} seeds x {e['n_questions']} questions{paper})"
+
+
+def _gist(entries: Sequence[tuple[str, dict]]) -> str:
+    """One word for a set of verdicts: yes (all reproduced), no (all contradicted), no difference (all no
+    effect), not shown (otherwise; floors left aside)."""
+    vs = {_verdict(e) for _, e in entries} - {"floor"}
+    if vs == {"reproduced"}:
+        return "yes"
+    if vs == {"contradicted"}:
+        return "no, the opposite"
+    if vs == {"no effect"}:
+        return "no difference"
+    if "reproduced" in vs:
+        return "in part"
+    return "not shown" if vs else "cannot be tested"
+
+
+def answer(by: dict, figure: bool = True) -> list[str]:
+    """Does DDRL beat TTRL, and where: M1 at lr/10 and at the default lr, then H1xD on fresh questions, each with
+    its estimate, interval, verdict, size and the paper's number; then (``figure``) the link to :data:`FIGURE`."""
+    parts = []
+    for cid, fresh in (("M1", ""), ("H1xD", " on 1,536 fresh questions")):
+        for lr, entries in _lr_entries(by, cid, cid).items():
+            if entries:
+                lrw = "at lr/10 (the paper's small learning rate)" if lr == "lr/10" else \
+                    "at the default learning rate"
+                tested = [(w, e) for w, e in entries if _verdict(e) != "floor"]
+                floors = [w for w, e in entries if _verdict(e) == "floor"]
+                parts.append(f"**{lrw.capitalize()}{fresh}: {_gist(entries)}**. DDRL - TTRL is "
+                             + "; ".join(_quote(w, e) for w, e in tested) + "."
+                             + (f" {', '.join(floors)} cannot test it (both methods score 0 everywhere)."
+                                if floors else ""))
+    lines = ["## Does DDRL beat TTRL?", ""]
+    lines += _wrap("Pass@1 differences in points, with a 95% interval from a hierarchical bootstrap over seeds and "
+                   "questions; the paper's number is Qwen2.5-Math-1.5B's on the benchmark the regime stands for.")
+    for p in parts:
+        lines += [""] + _wrap(p, "- ")
+    if not figure:
+        return lines
+    lines += ["", f"![The paper's claims at lr/10, in words, beside the paper's numbers]({FIGURES}/{FIGURE}.png)", ""]
+    lines += _wrap("*Every pass@1 claim of the paper at lr/10, and DDRL against TTRL on fresh questions: the "
+                   "testbed's estimate and 95% interval, coloured by its verdict; the paper's number as a hollow "
+                   "diamond, or an arrow with its value where it lies beyond the testbed's range.*")
+    return lines
+
+
+def standing(by: dict, lr: str) -> dict[str, list[str]]:
+    """At one learning rate (``lr/10`` or ``default lr``): verdict -> ["claim (regimes)"], every digest row's
+    claim in words with the regimes that gave it that verdict."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for claim, small_id, default_id in ROWS:
+        for where, e in _lr_entries(by, small_id, default_id)[lr]:
+            out.setdefault(_verdict(e), {}).setdefault(_short(claim), []).append(where)
+    return {v: [f"{c} ({', '.join(w)})" for c, w in out[v].items()] for v, _ in GROUPS if v in out}
+
+
+def standing_lines(by: dict) -> list[str]:
+    """What holds, what is contradicted, what stays open, per learning rate, in words (:func:`standing`)."""
+    lines = ["## What holds, what is contradicted, what stays open", ""]
+    lines += _wrap("Every claim of the at-a-glance table below, grouped by its verdict. The verdict rule was "
+                   "registered before the runs (results/plan.md): " + "; ".join(
+                       f"*{v}*: {VERDICTS[v]}" for v in ("reproduced", "contradicted", "no effect", "not resolved"))
+                   + ". Claims marked (ours) are the companion's own questions, not the paper's.")
+    for lr, words in (("lr/10", "At lr/10, the paper's small learning rate"),
+                      ("default lr", "At the default learning rate (ten times larger)")):
+        lines += ["", f"**{words}:**", ""]
+        for v, name in GROUPS:
+            items = standing(by, lr).get(v)
+            if items:
+                lines += _wrap(f"**{name}**: " + "; ".join(items) + ".", "- ")
+    return lines
+
+
+def _brief(e: dict) -> str:
+    """An entry in the at-a-glance table: estimate and verdict (the interval is in its family's table)."""
+    v = _verdict(e)
+    return "floor" if v == "floor" else f"{e['estimate']:+.1f} {v}"
+
+
+def _paper(by: dict, small_id: str, default_id: str, small: str | None, default: dict) -> str:
+    """The paper's number for one digest row and regime (the first entry's that has one), or ``n/a``."""
+    keys = [(small_id, small)] * bool(small) + [(default_id, r) for r in default]
+    return next((f"{e['paper']:+.1f}" for k in keys for e in by.get(k, []) if e["paper"] is not None), "n/a")
+
+
+def glance_table(by: dict) -> pd.DataFrame:
+    """One row per claim (:data:`ddrl.study.digest.ROWS`): the paper's number per regime and the testbed's
+    estimate and verdict per regime and learning rate ("-": no design measured it)."""
+    rows = []
+    for claim, small_id, default_id in ROWS:
+        papers = [_paper(by, small_id, default_id, small, default) for small, default in STANDS_FOR.values()]
+        row = {"claim": _short(claim),
+               "paper (AIME / AMC / MATH-500)": " / ".join(papers) if set(papers) != {"n/a"} else "n/a"}
+        for name, (small, default) in STANDS_FOR.items():
+            if small:
+                row[f"{name} lr/10"] = "; ".join(_brief(e) for e in by.get((small_id, small), [])) or "-"
+            at_default = [_brief(e) for reg in default for e in by.get((default_id, reg), [])]
+            row[f"{name} default lr"] = "; ".join(at_default) or "-"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def glance(by: dict) -> list[str]:
+    """The at-a-glance table (:func:`glance_table`) and its figure."""
+    lines = ["## At a glance", ""]
+    lines += _wrap("One row per claim: the testbed's estimate and verdict per regime, at lr/10 and at the default "
+                   "learning rate (in MATH-500-like at the default lr the second entry is the 768-question "
+                   "design, in Table 1's fixed advantages the second seeds' design). *floor*: both methods score 0 "
+                   "everywhere; \"-\": no design measured it. The paper's numbers are Qwen2.5-Math-1.5B's (Tables "
+                   "1-4). The testbed's effects are smaller than the paper's almost everywhere, so read the sign and "
+                   "the verdict, not the size; each family's section below gives the intervals and sizes.")
+    lines += [""] + _md(glance_table(by))
+    lines += ["", f"![The testbed's comparisons at both learning rates]({FIGURES}/at_a_glance.png)", ""]
+    lines += _wrap("*The comparisons measured at lr/10 beside the same comparison at the default learning rate on "
+                   "the same questions: 95% intervals, the +-1 no-effect band in grey; the paper's numbers are in "
+                   "the table, not drawn.*")
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The answer's figure: the paper's claims at lr/10, in words, beside the paper's numbers
+# ---------------------------------------------------------------------------------------------------------
+
+#: The digest rows the figure shows (at lr/10, where the testbed reproduces the paper's setting): the paper's
+#: pass@1 claims, then the companion's question whether DDRL's margin holds on fresh questions
+FIGURE_IDS = ("P1", "P2", "P3", "M1", "M2", "M3", "T1", "A1", "A2", "A3", "C1", "R1", "H1xD")
+#: The figure's file under docs/results/ (drawn by notebook 06, committed by ``make figures``)
+FIGURE = "claims_in_words"
+
+
+def figure_rows(by: dict) -> list[dict]:
+    """The figure's rows: per claim of :data:`FIGURE_IDS` and regime measured at lr/10, the claim in words, the
+    regime, the estimate and interval, the verdict and the paper's number (None for the companion's claims)."""
+    rows = []
+    for claim, small_id, _ in ROWS:
+        if small_id not in FIGURE_IDS:
+            continue
+        for name, (small, _) in STANDS_FOR.items():
+            for e in by.get((small_id, small), [])[:1] if small else []:
+                rows.append({"claim": _short(claim), "regime": name, "estimate": e["estimate"],
+                             "ci_low": e["ci_low"], "ci_high": e["ci_high"], "verdict": _verdict(e),
+                             "paper": e["paper"]})
+    return rows
+
+
+def claims_figure(rows: Sequence[dict]):
+    """Forest plot of :func:`figure_rows`: one line per claim and regime, labelled in words, the testbed's estimate
+    and 95% interval coloured by its verdict, the paper's number as a hollow diamond (an arrow at the right edge with
+    its value where it lies beyond the testbed's range: the paper's gains over no adaptation are 20-48 points).
+    Returns the matplotlib figure."""
+    if not rows:
+        raise ValueError("claims_figure: no rows (figure_rows found no lr/10 entry of FIGURE_IDS)")
+    fig, ax = plt.subplots(figsize=(9.0, 0.32 * len(rows) + 1.4))
+    right = max(r["ci_high"] for r in rows) + 5.0  # room for the paper's numbers beyond it, right of every interval
+    left = min(min(r["ci_low"] for r in rows) - 1.0, -NO_EFFECT_MARGIN - 0.5)
+    for i, r in enumerate(rows):
+        y = len(rows) - 1 - i
+        c = VERDICT_COLORS.get(r["verdict"], "grey")
+        ax.plot([r["ci_low"], r["ci_high"]], [y, y], color=c, lw=2.2)
+        ax.plot(r["estimate"], y, "o", color=c)
+        p = r["paper"]
+        if p is not None and p <= right:
+            ax.plot(p, y, "D", mfc="none", mec="black", ms=6)
+        elif p is not None:
+            ax.plot(right - 0.15, y, ">", mfc="none", mec="black", ms=6)
+            ax.annotate(f"paper {p:+.0f}", (right - 0.5, y), ha="right", va="center", fontsize=7)
+    ax.axvspan(-NO_EFFECT_MARGIN, NO_EFFECT_MARGIN, color="#dddddd", zorder=0)
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_xlim(left, right)
+    ax.set_yticks(range(len(rows))[::-1], [f"{r['claim']} ({r['regime']})" for r in rows], fontsize=8)
+    ax.set_xlabel("pass@1 difference at lr/10, points (95% interval; grey: the +-1 no-effect band)")
+    handles = [plt.Line2D([], [], color=VERDICT_COLORS[v], marker="o", lw=2, label=v)
+               for v in ("reproduced", "contradicted", "no effect", "not resolved") if v in VERDICT_COLORS]
+    handles.append(plt.Line2D([], [], ls="", marker="D", mfc="none", mec="black", label="paper"))
+    ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(handles), fontsize=8,
+              frameon=False)
+    sns.despine(ax=ax, left=True)
+    fig.tight_layout()
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The claim families
+# ---------------------------------------------------------------------------------------------------------
+
+def family_table(by: dict, fam: Family) -> pd.DataFrame:
+    """A family's rows: the digest's (claim, regime, paper, both learning rates), or for the sample claims one row
+    per claim with the testbed's untrained model and the real LLM."""
+    if fam.samples:
+        rows = [{"claim": claim, **{label: " ".join(cell(e) for e in by.get((cid, reg), [])) or "-"
+                                    for reg, label in SAMPLE_COLUMNS.items()}}
+                for claim, cid in SAMPLE_ROWS if cid in fam.ids]
+        return pd.DataFrame(rows)
+    rows = [{**r, "claim": _plain(r["claim"])} for r in table(by) if r["id"] in fam.ids]
+    if not rows:
+        raise ValueError(f"the family {fam.title!r}: no committed entry of {fam.ids} under {RESULTS}")
+    return (pd.DataFrame(rows).drop(columns="id")
+            .rename(columns={"lr10": "testbed at lr/10", "default": "testbed at the default lr"}))
+
+
+def family_lines(by: dict, fam: Family) -> list[str]:
+    lines = [f"## {fam.title}", ""] + _wrap(fam.asks) + [""] + _md(family_table(by, fam))
+    for png, alt, caption in fam.figures:
+        lines += ["", f"![{alt}]({FIGURES}/{png})", ""] + _wrap(f"*{caption}*")
+    return lines
+
+
+def builds_table(results: Path, registered: dict) -> pd.DataFrame:
+    """The registered build beside each replication (:data:`BUILDS`): one row per claim of :data:`BUILD_IDS` and
+    regime that a replication measured, each build's cell (:func:`ddrl.study.digest.cell`)."""
+    builds = {label: gather(results / folder, sources) for folder, (label, sources) in BUILDS.items()
+              if (results / folder).is_dir()}
+    names = {small: f"{name} at lr/10" for name, (small, _) in STANDS_FOR.items() if small}
+    names.update({reg: f"{name} at the default lr" for name, (_, d) in STANDS_FOR.items() for reg in d if reg in
+                  ("aime_like", "amc_like", "math500_like")})
+    words = {i: _short(claim) for claim, *ids in ROWS for i in ids}
+    rows = []
+    for cid in BUILD_IDS:
+        for reg, where in names.items():
+            cells = {label: "; ".join(cell(e) for e in b.get((cid, reg), [])) for label, b in builds.items()}
+            if any(cells.values()):
+                reg_cell = "; ".join(cell(e) for e in registered.get((cid, reg), [])) or "-"
+                rows.append({"claim": words.get(cid, cid), "regime": where, "registered build": reg_cell,
+                             **{k: v or "-" for k, v in cells.items()}})
+    return pd.DataFrame(rows)
+
+
+def builds_lines(results: Path, by: dict) -> list[str]:
+    lines = ["## Builds: the same recipe on other machines", ""] + _wrap(BUILDS_ASKS)
+    lines += ["", *_md(builds_table(results, by))]
+    for folder, (label, _) in BUILDS.items():
+        png = f"replication_{folder.removeprefix('replication_')}_vs_registered.png"
+        lines += ["", f"![the registered build beside the {label}]({FIGURES}/{png})"]
+    lines += [""] + _wrap("*Each claim's estimate and 95% interval on the registered build beside the replication's, "
+                          "descriptively.*")
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The page
+# ---------------------------------------------------------------------------------------------------------
+
+INTRO = ("For every claim of the paper, the testbed's estimate, a 95% interval and a verdict decided by a rule "
+         "registered before the runs. The testbed is a small model trained from scratch on step-by-step arithmetic "
+         "and adapted to questions under a shift; three regimes stand for the paper's benchmarks (AIME-like, "
+         "AMC-like, MATH-500-like), each at the default learning rate and at one ten times smaller (lr/10, the "
+         "paper's small-learning-rate regime). Every comparison is paired: the methods adapt on the same questions "
+         "with the same seeds.")
+
+
+def render(results: str | Path = RESULTS) -> str:
+    """The whole page from the committed analyses under ``results``."""
+    results = Path(results)
+    by = gather(results)
+    if not by:
+        raise ValueError(f"{results}: no committed analysis (results/claims.json and the amendments' files); "
+                         "nothing to render")
+    lines = ["# Results: the paper's claims on the testbed", "",
+             "<!-- Written by `make docs` (python -m ddrl.study render-page) from the committed analyses under "
+             "results/; do not edit by hand. -->", ""]
+    lines += _wrap(INTRO) + [""] + answer(by) + [""]
+    lines += _wrap(f"How this was decided, run by run, and every plan amendment: [the study's journal]({JOURNAL}); "
+                   "the registered plan and its amendments: [results/plan.md](../results/plan.md).")
+    lines += [""] + standing_lines(by) + [""] + glance(by)
+    for fam in FAMILIES:
+        lines += [""] + family_lines(by, fam)
+    lines += [""] + builds_lines(results, by)
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m ddrl.study render-page [--results DIR] [--out FILE]``: write the page (default docs/results.md)."""
+    ap = argparse.ArgumentParser(prog="python -m ddrl.study render-page", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--results", type=Path, default=RESULTS, help="the committed analyses (default results/)")
+    ap.add_argument("--out", type=Path, default=PAGE, help="the page (default docs/results.md)")
+    args = ap.parse_args(argv)
+    text = render(args.results)
+    args.out.write_text(text)
+    print(f"ddrl.study: the results page ({text.count(chr(10))} lines) -> {args.out}")
+    return 0
