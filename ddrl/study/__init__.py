@@ -6,7 +6,8 @@
 - :mod:`ddrl.study.jobs`      one job (regime x seed x methods): train, evaluate, write the per-run CSVs
 - :mod:`ddrl.study.pool`      the jobs through the pool of single-thread workers
 - :mod:`ddrl.study.analysis`  the CSVs read back, paired differences, verdicts
-- :mod:`ddrl.study.figures`   the study's figures; :mod:`ddrl.study.digest` the results page's digest
+- :mod:`ddrl.study.figures`   the study's figures; :mod:`ddrl.study.digest` the at-a-glance table
+- :mod:`ddrl.study.page`      ``docs/results.md`` rendered from the committed analyses (``make docs``)
 - :mod:`ddrl.study.status`    where the study stands; :mod:`ddrl.study.runner` the command line
 - :mod:`ddrl.study.drift`, :mod:`~ddrl.study.drift_data`, :mod:`~ddrl.study.drift_kl`, :mod:`~ddrl.study.reward_noise`:
   measures of the plan's amendments

@@ -47,6 +47,7 @@ from ddrl.study.plan import (HELDOUT_X_AMENDMENTS, REAL, RESULTS, SCALES, SVAMP_
                              write_replication)
 from ddrl.study.jobs import run_real_rollouts_job
 from ddrl.study.pool import run_jobs, status_counts
+from ddrl.study.page import main as render_page
 from ddrl.study.status import status_text
 
 # ---------------------------------------------------------------------------------------------------------
@@ -92,7 +93,6 @@ def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, re
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["render-page"]:  # the results page (ddrl.study.page), beside the study's flags
-        from ddrl.study.page import main as render_page
         return render_page(argv[1:])
     ap = argparse.ArgumentParser(prog="python -m ddrl.study", description=__doc__.split("\n\n")[0],
                                  epilog="python -m ddrl.study render-page [--help]: docs/results.md from the "
