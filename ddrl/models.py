@@ -246,10 +246,14 @@ def load_model(
     local = Path(source).expanduser()
     if local.exists() and not local.is_dir():
         raise ModelLoadError(f"{source}: expected a directory saved with save_pretrained, got a file")
+    # Offline, say so to transformers as well: nothing then asks the hub (no retries), whenever huggingface_hub
+    # read its HF_HUB_OFFLINE, and an id missing from the cache fails at once with the ModelLoadError below.
+    offline = hub_constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in ("1", "ON", "YES", "TRUE")
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source, revision=revision, trust_remote_code=trust_remote_code)
+        tokenizer = AutoTokenizer.from_pretrained(source, revision=revision, trust_remote_code=trust_remote_code,
+                                                  local_files_only=offline)
         model = AutoModelForCausalLM.from_pretrained(
-            source, revision=revision, trust_remote_code=trust_remote_code, dtype=torch_dtype,
+            source, revision=revision, trust_remote_code=trust_remote_code, dtype=torch_dtype, local_files_only=offline,
         )
     except OSError as e:
         if local.is_dir():
