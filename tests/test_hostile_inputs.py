@@ -3,11 +3,29 @@ any work, progress side files removed on every exit path."""
 
 from __future__ import annotations
 
+import gzip
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 
-from ddrl.answers import MAX_NUMBER_DIGITS, grade_answers, is_equivalent, plain_number, voting_key
+from ddrl.answers import (
+    MAX_NUMBER_DIGITS,
+    grade_answers,
+    is_equivalent,
+    plain_number,
+    voting_key,
+)
+from ddrl.run import params as P
+from ddrl.run import progress, reproduce
+from ddrl.run.datafiles import ChecksumError, DataFile, read_verified
 from ddrl.voting import count_votes, majority_vote
 
 # ------------------------------------------------------------------------ long numbers (deliverable 3)
@@ -76,21 +94,6 @@ def test_acceptance_majority_vote_on_5000_digit_answers() -> None:
 
 # ------------------------------------------------------------------------ parameters (deliverable 5)
 
-import gzip
-import os
-import random
-import signal
-import subprocess
-import sys
-import tempfile
-import time
-import zlib
-from pathlib import Path
-
-from ddrl.run import params as P
-from ddrl.run import progress, reproduce
-from ddrl.run.datafiles import ChecksumError, DataFile, read_verified
-
 REPO = Path(__file__).resolve().parents[1]
 #: A refusal comes before any work: the runner's own start (imports, reading the notebooks) and the checks.
 REFUSAL_S = 5.0
@@ -114,7 +117,7 @@ def test_acceptance_cor_keep_above_cor_m_is_refused_by_name_through_the_cli(tmp_
     env = dict(os.environ, PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1")
     t0 = time.perf_counter()
     run = subprocess.run([sys.executable, "-m", "ddrl.run.reproduce", "--preset", "smoke", "-p", "cor_keep", "100",
-                          "--output-dir", str(tmp_path / "out")], capture_output=True, text=True, env=env, timeout=120)
+                          "--output-dir", str(tmp_path / "out")], check=False, capture_output=True, text=True, env=env, timeout=120)
     assert run.returncode == 2, run.stderr
     assert "cor_keep = 100 and cor_m = 8 do not fit together: expected cor_keep <= cor_m" in run.stderr
     assert "Traceback" not in run.stderr and not (tmp_path / "out").exists()
@@ -317,8 +320,8 @@ def test_the_kernel_environment_silences_third_party_bars_and_keeps_ours(tmp_pat
     bars.write_text("")
     base = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_PROGRESS_BARS"}
     base.update(PYTHONPATH=str(REPO), **{progress.PROGRESS_FILE_ENV: str(bars)})
-    run = subprocess.run([sys.executable, "-c", QUIET_SCRIPT], capture_output=True, text=True, timeout=300,
+    run = subprocess.run([sys.executable, "-c", QUIET_SCRIPT], check=False, capture_output=True, text=True, timeout=300,
                          env={**base, **reproduce.KERNEL_ENV})
     assert "transformers bars: False" in run.stdout and "ours: ours: 100% 4/4" in run.stdout, run.stdout + run.stderr
-    run = subprocess.run([sys.executable, "-c", QUIET_SCRIPT], capture_output=True, text=True, timeout=300, env=base)
+    run = subprocess.run([sys.executable, "-c", QUIET_SCRIPT], check=False, capture_output=True, text=True, timeout=300, env=base)
     assert "transformers bars: True" in run.stdout, run.stdout + run.stderr  # on by default: the switch is what does it

@@ -50,8 +50,8 @@ def _open_existing(path: str):
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND)
     except FileNotFoundError:
-        return open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives with the process
-    return open(fd, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - lives with the kernel
+        return open(os.devnull, "w", encoding="utf-8")
+    return open(fd, "a", encoding="utf-8", buffering=1)
 
 
 def latest_bar(path: str | Path, since: int = 0, tail: int = 8192) -> str | None:

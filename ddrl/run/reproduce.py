@@ -31,8 +31,8 @@ import psutil
 import yaml
 from tabulate import tabulate
 
-from ddrl.run.pool import environ
 from ddrl.run.params import ParameterError, ParameterWarning, check_deferred, check_parameters
+from ddrl.run.pool import environ
 from ddrl.run.progress import PROGRESS_FILE_ENV, latest_bar
 from ddrl.run.storage import REPO, atomic_write_bytes, git_sha, sha256_file
 
@@ -117,7 +117,7 @@ def read_yaml(text: str, where: str) -> object:
     """``text`` parsed as YAML (safe, duplicate keys refused); a :class:`ParameterError` starting with ``where`` (the
     file or the ``-p`` parameter) and giving the line and the problem otherwise."""
     try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass: constructs plain data only
     except yaml.YAMLError as e:
         raise ParameterError(f"{where}: not valid YAML: {_yaml_problem(e)}") from None
 
