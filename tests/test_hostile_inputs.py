@@ -286,6 +286,27 @@ def test_sigterm_removes_the_progress_file(private_tmp, tmp_path):
     assert list(private_tmp.iterdir()) == []
 
 
+def test_a_file_left_by_a_killed_runner_is_removed_by_the_next_batch(private_tmp, tmp_path):
+    """kill -9 runs no cleanup; the next LiveProgress removes files whose runner pid is gone, and only those."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen([sys.executable, "-c", SIGTERM_SCRIPT, str(private_tmp), str(tmp_path / "out")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert any(line.strip() == "running" for line in iter(proc.stdout.readline, ""))
+        proc.kill()
+        proc.wait(timeout=60)
+    finally:
+        proc.kill()
+    (left,) = private_tmp.glob("ddrl-progress-*.txt")
+    alive = private_tmp / f"ddrl-progress-04-pid{os.getpid()}-abc123.txt"  # a live runner's (this process)
+    other = private_tmp / "ddrl-progress-notes.txt"  # no pid in the name: not ours to judge
+    alive.write_text("")
+    other.write_text("")
+    with reproduce.LiveProgress("05", interval=60) as live:
+        assert not left.exists() and alive.exists() and other.exists() and live.path.exists()
+    assert sorted(p.name for p in private_tmp.iterdir()) == sorted([alive.name, other.name])
+
+
 def test_a_bar_never_recreates_a_removed_progress_file(tmp_path, monkeypatch):
     path = tmp_path / "gone.txt"
     monkeypatch.setenv(progress.PROGRESS_FILE_ENV, str(path))

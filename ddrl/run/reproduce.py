@@ -19,6 +19,7 @@ import ast
 import contextlib
 import json
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -324,7 +325,8 @@ class LiveProgress:
             print(self.status_line(), file=self.stream, flush=True)
 
     def __enter__(self) -> "LiveProgress":
-        fd, path = tempfile.mkstemp(prefix=f"ddrl-progress-{self.name}-", suffix=".txt")
+        sweep_stale_progress_files()
+        fd, path = tempfile.mkstemp(prefix=f"ddrl-progress-{self.name}-pid{os.getpid()}-", suffix=".txt")
         os.close(fd)
         self.path = Path(path)
         try:
@@ -353,6 +355,22 @@ class LiveProgress:
 
 
 _ACTIVE: list[LiveProgress] = []
+
+# A progress file's name: its notebook, the pid of the runner that made it, tempfile's random part (no "-" in it).
+_PROGRESS_NAME = re.compile(r"ddrl-progress-.+-pid(\d+)-[^-]+\.txt")
+
+
+def sweep_stale_progress_files(folder: str | Path | None = None) -> list[Path]:
+    """Remove the progress files whose runner is gone: the one exit no ``finally`` sees (``kill -9``, a crash of the
+    interpreter) leaves its file, and the next batch removes it. A file whose pid is alive, or whose name carries no
+    pid (another program's), is kept. Returns the files removed."""
+    removed = []
+    for path in Path(folder or tempfile.gettempdir()).glob("ddrl-progress-*.txt"):
+        m = _PROGRESS_NAME.fullmatch(path.name)
+        if m and not psutil.pid_exists(int(m.group(1))):
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
 
 
 #: At most one write of the executed notebook per this many seconds while it runs. Papermill writes the whole
