@@ -200,6 +200,16 @@ def resolve_device(device: str) -> torch.device:
     return torch.device(device)
 
 
+def cuda_device_problem(device: str) -> str | None:
+    """Why torch cannot compute on ``device`` (``"cuda"`` or ``"cuda:<index>"``), or None when it can (or the name
+    is not a CUDA device). The parameter check asks before any work."""
+    if not (isinstance(device, str) and device.startswith("cuda")):
+        return None
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    index = int(device[5:]) if device[5:].isdigit() else 0
+    return None if index < count else f"torch sees {count} CUDA device(s)"
+
+
 def device_key(device: str) -> dict:
     """What a cache key records of the device that computes a result: nothing on the CPU, ``{"device": kind}``
     elsewhere (``cuda``, ...). A GPU's kernels round differently and its generators draw other numbers, so the

@@ -136,7 +136,7 @@ def test_acceptance_broken_yaml_in_a_parameter_is_refused_by_name(capsys, tmp_pa
     (["--only", "02", "-p", "table1_k_train", "17"], "table1_k_train = 17 and table1_n_votes = 16 do not fit"),
     (["--only", "01", "-p", "ambiguous_lo", "0.9"], "ambiguous_lo = 0.9 and ambiguous_hi = 0.8 (default) do not fit"),
     (["--only", "05", "-p", "extra_rl_lr", "{a: 1}"], "parameter extra_rl_lr = {'a': 1}: expected a number"),
-    (["--only", "06", "-p", "study_scale", "nope"], "parameter study_scale = 'nope': expected one of the study scales"),
+    (["--only", "06", "-p", "study_scale", "nope"], "parameter study_scale = 'nope': expected one of ['default', 'smoke']"),
     (["--only", "06", "-p", "study_regimes", "[1]"], "parameter study_regimes = [1]"),
     (["--only", "01", "-p", "bands", "[[5, 1]]"], "parameter bands = [[5, 1]]"),
     (["--only", "03", "-p", "paper_settings", "{a: 1}"], "parameter paper_settings = {'a': 1}"),
@@ -160,6 +160,12 @@ def test_every_declared_parameter_refuses_a_mapping_without_crashing(capsys, tmp
     assert f"parameter {name} = {{'a': 1}}" in err, err
 
 
+def test_the_study_scales_the_checker_knows_are_the_studys():
+    from ddrl.study.plan import SCALES
+
+    assert set(P.STUDY_SCALES) == set(SCALES)
+
+
 def test_a_cuda_device_on_a_machine_without_one_is_refused(capsys, tmp_path, monkeypatch):
     monkeypatch.setattr(P, "CUDA_DRIVER_PATHS", (str(tmp_path / "no-driver"),))
     err = refused(capsys, tmp_path, "--only", "03", "-p", "device", "cuda")
@@ -175,6 +181,19 @@ def test_an_unknown_model_id_offline_is_refused_before_any_hub_call(capsys, tmp_
     (tmp_path / "weights.bin").write_bytes(b"x")
     err = refused(capsys, tmp_path, "--only", "01", "-p", "model", str(tmp_path / "weights.bin"))
     assert "not a file" in err
+    # A cached id passes; the cache is found where huggingface_hub looks for it.
+    from huggingface_hub import try_to_load_from_cache
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    config = tmp_path / "hub" / "models--nobody--cached-model" / "snapshots" / "abc123" / "config.json"
+    config.parent.mkdir(parents=True)
+    config.write_text("{}")
+    (tmp_path / "hub" / "models--nobody--cached-model" / "refs").mkdir()
+    (tmp_path / "hub" / "models--nobody--cached-model" / "refs" / "main").write_text("abc123")
+    assert try_to_load_from_cache("nobody/cached-model", "config.json", cache_dir=tmp_path / "hub") == str(config)
+    assert P.check_parameter("01", "model", "nobody/cached-model", '"testbed"') == "nobody/cached-model"
+    with pytest.raises(P.ParameterError, match="not cached"):
+        P.check_parameter("01", "model", "nobody/no-such-model", '"testbed"')
 
 
 def test_an_output_dir_that_is_a_file_is_refused(capsys, tmp_path):

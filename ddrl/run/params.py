@@ -71,12 +71,6 @@ def _paper_settings(v):
     return None if ok else f"None or one of the ddrl.models presets {sorted(PRESETS)}"
 
 
-def _study_scale(v):
-    from ddrl.study.plan import SCALES  # half a second to import: deferred
-
-    return None if isinstance(v, str) and v in SCALES else f"one of the study scales (ddrl.study.plan.SCALES) {sorted(SCALES)}"
-
-
 #: Where a CUDA (or ROCm) driver shows itself without importing torch: none of these on a machine means no GPU.
 CUDA_DRIVER_PATHS = ("/proc/driver/nvidia/version", "/dev/nvidiactl", "/dev/nvidia[0-9]*", "/dev/kfd")
 
@@ -102,14 +96,13 @@ def _device(v):
 
 
 def _cuda_device(v):
-    """The deferred half of the device check: torch sees the CUDA device ``v`` names (imports torch)."""
+    """The deferred half of the device check: torch sees the CUDA device ``v`` names (ddrl.models imports torch)."""
     if not (isinstance(v, str) and v.startswith("cuda")):
         return None
-    import torch
+    from ddrl.models import cuda_device_problem
 
-    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    index = int(v[5:]) if v.startswith("cuda:") else 0
-    return None if index < count else f"a CUDA device torch sees; it sees {count}: use device=auto or cpu"
+    why = cuda_device_problem(v)
+    return f"a CUDA device torch sees; {why}: use device=auto or cpu" if why else None
 
 
 def _hub_offline() -> bool:
@@ -132,14 +125,20 @@ def _model(v):
     return _hub_id_missing(v)
 
 
-def _hub_id_missing(repo_id: str) -> str | None:
-    from huggingface_hub import try_to_load_from_cache
+def hub_cache_dir() -> Path:
+    """The Hugging Face hub cache, found as huggingface_hub finds it (``HF_HUB_CACHE``, ``HUGGINGFACE_HUB_CACHE``,
+    ``HF_HOME``/hub, ``XDG_CACHE_HOME``/huggingface/hub, ~/.cache/huggingface/hub) without importing it."""
+    for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        if os.environ.get(var):
+            return Path(os.environ[var]).expanduser()
+    home = os.environ.get("HF_HOME") or Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache") / "huggingface"
+    return Path(home).expanduser() / "hub"
 
-    try:
-        cached = try_to_load_from_cache(repo_id, "config.json")
-    except ValueError:  # not a valid repo id
-        cached = None
-    if isinstance(cached, str):
+
+def _hub_id_missing(repo_id: str) -> str | None:
+    """None when the hub cache holds a snapshot of ``repo_id`` with its config, else what is expected."""
+    folder = hub_cache_dir() / ("models--" + repo_id.replace("/", "--"))
+    if any(folder.glob("snapshots/*/config.json")):
         return None
     return ("a ddrl.models preset, a local directory or a Hugging Face id in the local cache: HF_HUB_OFFLINE is on "
             "and this id is not cached (download it where there is network: huggingface-cli download ID)")
@@ -178,6 +177,9 @@ def _bandwidth(v):
     return 'None, "scott", "silverman" or a positive number'
 
 
+#: The claims study's scales, ``ddrl.study.plan.SCALES``'s names.
+STUDY_SCALES = ("default", "smoke")
+
 POSITIVE_INTS = ("episodes", "prompts_per_step", "n_votes", "k_train", "eval_n", "cor_m", "cor_keep", "etmr_m",
                  "max_new_tokens", "sample_batch_size", "batch_size", "n_samples", "n_questions", "n_adapted", "k",
                  "svamp_questions", "table1_questions", "table1_episodes", "table1_prompts_per_step",
@@ -195,6 +197,8 @@ RULES: dict[str, Callable[[Any], str | None]] = {
     "backend": _choice("hf", "vllm"), "cue": _choice("auto", "system", "suffix", "none"),
     "selection": _choice(*SELECTIONS), "kde_weight": _choice("distinct", "samples"),
     "paper_temperature": _choice("paper", "scripts"),
+    # ddrl.study.plan.SCALES (the run layer does not import the study; a test checks the two agree)
+    "study_scale": _choice(*STUDY_SCALES),
     # the type here, the preset name in DEFERRED_RULES (it imports ddrl.models)
     "paper_settings": lambda v: None if isinstance(v, str) else "None or one of the ddrl.models presets (a name)",
     "data_dir": _data_dir, "kde_bandwidth": _bandwidth,
@@ -204,7 +208,7 @@ RULES: dict[str, Callable[[Any], str | None]] = {
 #: transformers (seconds, still before any work).
 DEFERRED_RULES: dict[str, Callable[[Any], str | None]] = {"testbed_preset": _testbed_preset,
                                                           "paper_settings": _paper_settings,
-                                                          "study_scale": _study_scale, "device": _cuda_device,
+                                                          "device": _cuda_device,
                                                           "model": _model_preset_or_cached}
 #: List parameters whose elements have a rule of their own (by the name's suffix).
 ELEMENT_RULES: dict[str, Callable[[Any], str | None]] = {
