@@ -126,6 +126,18 @@ _WHOLE_FRAC = re.compile(r"([+-]?)(\d*)\\frac\{(\d+)\}\{(\d+)\}")
 _PLAIN_FRACTION = re.compile(r"(-?)(\d+)/(\d+)")
 _NUMBER = re.compile(r"([+-]?)(\d*)(?:\.(\d*))?")
 
+#: The longest run of digits read as a value: CPython's default limit on int <-> str conversion
+#: (``sys.int_info.default_max_str_digits``), so every answer that could be read before still is, and the
+#: same way. Beyond it a number is only text: its voting key is textual and :func:`plain_number` gives
+#: None (the comparison goes to math-verify like any other expression). Converting longer digit strings
+#: exactly costs quadratic time (about 2 minutes for a million digits), so no exact path is offered.
+MAX_NUMBER_DIGITS = 4300
+
+
+def _readable(*digit_runs: str) -> bool:
+    """Whether every digit run is short enough to convert to an int (:data:`MAX_NUMBER_DIGITS`)."""
+    return all(len(d) <= MAX_NUMBER_DIGITS for d in digit_runs)
+
 
 def _drop_spacing(m: re.Match) -> str:
     return m.group() if m.group() == "\\\\" else ""
@@ -156,6 +168,23 @@ def _canonical_number(s: str) -> str | None:
     frac = frac.rstrip("0")
     body = whole + ("." + frac if frac else "")
     return body if sign != "-" or body == "0" else "-" + body
+
+
+def _whole_fraction(s: str) -> str:
+    """``s`` as ``a/b`` when the whole of it is an integer fraction or a mixed number (step 6 of
+    :func:`voting_key`), else unchanged. Numbers too long to read (:data:`MAX_NUMBER_DIGITS` digits in a
+    part or in the improper numerator) stay LaTeX, a purely textual key."""
+    whole = _WHOLE_FRAC.fullmatch(s)
+    if whole is None or not _readable(whole.group(2), whole.group(3), whole.group(4)) or int(whole.group(4)) == 0:
+        return s
+    sign, units, num, den = whole.group(1), int(whole.group(2) or 0), int(whole.group(3)), int(whole.group(4))
+    numerator = units * den + num
+    if numerator >= _TOO_LONG:
+        return s
+    return f"{'-' if sign == '-' else ''}{numerator}/{den}"
+
+
+_TOO_LONG = 10**MAX_NUMBER_DIGITS  # the least integer with more than MAX_NUMBER_DIGITS digits
 
 
 def voting_key(answer: str | None) -> str | None:
@@ -205,10 +234,7 @@ def voting_key(answer: str | None) -> str | None:
     s = _DEGREE.sub(r"^\\circ", s)
     s = _SINGLE_GROUP.sub(r"\1\2", s)
     s = _COMPACT_FRAC.sub(r"\\frac{\1}{\2}", s)
-    whole = _WHOLE_FRAC.fullmatch(s)
-    if whole is not None and int(whole.group(4)) != 0:
-        sign, units, num, den = whole.group(1), int(whole.group(2) or 0), int(whole.group(3)), int(whole.group(4))
-        s = f"{'-' if sign == '-' else ''}{units * den + num}/{den}"
+    s = _whole_fraction(s)
     if not s:
         return None
     number = _canonical_number(s)
@@ -217,13 +243,16 @@ def voting_key(answer: str | None) -> str | None:
 
 def plain_number(key: str | None) -> Fraction | None:
     """The exact value of a voting key that is a plain number (a canonical decimal such as ``"-2.5"``, or
-    ``"a/b"`` with integers a, b != 0), else None. ``plain_number(voting_key("1\\frac{4}{5}")) == 9/5``."""
+    ``"a/b"`` with integers a, b != 0), else None. ``plain_number(voting_key("1\\frac{4}{5}")) == 9/5``.
+    A number with a part longer than :data:`MAX_NUMBER_DIGITS` digits is None: too long to read exactly
+    in bounded time (and Python refuses to), it is compared as an expression."""
     if key is None:
         return None
     if _canonical_number(key) == key:
-        return Fraction(key)
+        whole, _, frac = key.lstrip("-").partition(".")
+        return Fraction(key) if _readable(whole, frac) else None
     m = _PLAIN_FRACTION.fullmatch(key)
-    if m is not None and int(m.group(3)) != 0:
+    if m is not None and _readable(m.group(2), m.group(3)) and int(m.group(3)) != 0:
         return Fraction(int(m.group(2)), int(m.group(3))) * (-1 if m.group(1) else 1)
     return None
 

@@ -200,6 +200,16 @@ def resolve_device(device: str) -> torch.device:
     return torch.device(device)
 
 
+def cuda_device_problem(device: str) -> str | None:
+    """Why torch cannot compute on ``device`` (``"cuda"`` or ``"cuda:<index>"``), or None when it can (or the name
+    is not a CUDA device). The parameter check asks before any work."""
+    if not (isinstance(device, str) and device.startswith("cuda")):
+        return None
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    index = int(device[5:]) if device[5:].isdigit() else 0
+    return None if index < count else f"torch sees {count} CUDA device(s)"
+
+
 def device_key(device: str) -> dict:
     """What a cache key records of the device that computes a result: nothing on the CPU, ``{"device": kind}``
     elsewhere (``cuda``, ...). A GPU's kernels round differently and its generators draw other numbers, so the
@@ -246,10 +256,14 @@ def load_model(
     local = Path(source).expanduser()
     if local.exists() and not local.is_dir():
         raise ModelLoadError(f"{source}: expected a directory saved with save_pretrained, got a file")
+    # Offline, say so to transformers as well: nothing then asks the hub (no retries), whenever huggingface_hub
+    # read its HF_HUB_OFFLINE, and an id missing from the cache fails at once with the ModelLoadError below.
+    offline = hub_constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in ("1", "ON", "YES", "TRUE")
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source, revision=revision, trust_remote_code=trust_remote_code)
+        tokenizer = AutoTokenizer.from_pretrained(source, revision=revision, trust_remote_code=trust_remote_code,
+                                                  local_files_only=offline)
         model = AutoModelForCausalLM.from_pretrained(
-            source, revision=revision, trust_remote_code=trust_remote_code, dtype=torch_dtype,
+            source, revision=revision, trust_remote_code=trust_remote_code, dtype=torch_dtype, local_files_only=offline,
         )
     except OSError as e:
         if local.is_dir():

@@ -155,7 +155,9 @@ def majority_vote(answers: Sequence[str | None], timeout: float = 5.0) -> Vote:
     voting key; ``"0.5"`` and ``"\\frac{1}{2}"`` are merged by math-verify), then counted
     (:func:`count_votes`). ``None`` (no boxed answer) never wins and has count 0. Ties go to the cluster
     whose first answer comes first. With no answer at all, the label is None and every count is 0.
-    ``timeout`` bounds each math-verify comparison (seconds).
+    ``timeout`` bounds each math-verify comparison (seconds). Never raises on garbage text, numbers of any
+    length included (longer than :data:`ddrl.answers.MAX_NUMBER_DIGITS` digits they are compared as text
+    and expressions, not as values).
     """
     if isinstance(answers, str) or not isinstance(answers, Sequence):
         raise TypeError(f"majority_vote(answers): expected a sequence of str | None, got {type(answers).__name__}")

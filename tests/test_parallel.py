@@ -223,6 +223,7 @@ def test_the_pool_bar_counts_each_job_as_it_finishes(tmp_path, monkeypatch):
     from ddrl.run import progress
 
     path, release = tmp_path / "bars.txt", tmp_path / "release"
+    path.write_text("")  # the runner makes the file; a bar never does
     monkeypatch.setenv(progress.PROGRESS_FILE_ENV, str(path))
     jobs = ["true", f"timeout 120 sh -c 'until [ -e {release} ]; do sleep 0.1; done'"]
     batch = threading.Thread(target=run_pool, args=(os.system, jobs, 2), kwargs={"desc": "batch"})

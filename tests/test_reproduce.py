@@ -146,6 +146,7 @@ def test_progress_bars_go_to_the_progress_file(tmp_path, monkeypatch):
     from ddrl.run import progress
 
     path = tmp_path / "bars.txt"
+    path.write_text("")  # the runner makes the file; a bar never does
     monkeypatch.setenv(progress.PROGRESS_FILE_ENV, str(path))
     for _ in progress.tqdm(range(7), desc="grading", mininterval=0):
         pass
@@ -163,6 +164,7 @@ def test_a_testbed_build_made_on_first_use_shows_its_bar(tmp_path, monkeypatch):
     from ddrl.run.fingerprints import model_fingerprint
 
     path = tmp_path / "bars.txt"
+    path.write_text("")  # the runner makes the file; a bar never does
     monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv(progress.PROGRESS_FILE_ENV, str(path))
     model_fingerprint("testbed:tiny")

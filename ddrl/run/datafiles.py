@@ -12,6 +12,7 @@ import os
 import tempfile
 import urllib.error
 import urllib.request
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,8 +82,9 @@ def read_verified(path: Path, file: DataFile) -> bytes:
     if path.suffix == ".gz":
         try:
             data = gzip.decompress(data)
-        except (OSError, EOFError) as e:
-            raise ChecksumError(f"{path}: not a valid gzip file ({e}); expected a gzip'd copy of {file.relpath}") from e
+        except (OSError, EOFError, zlib.error) as e:  # zlib.error: a damaged compressed stream
+            raise ChecksumError(f"{path}: not a valid gzip file ({type(e).__name__}: {e}); expected a gzip'd copy "
+                                f"of {file.relpath}") from e
     actual = sha256_hex(data)
     if actual != file.sha256:
         what = "decompressed bytes of " if path.suffix == ".gz" else ""

@@ -11,7 +11,10 @@ the value given and what is expected.
 from __future__ import annotations
 
 import ast
+import glob
 import math
+import os
+import warnings
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, Callable
@@ -25,28 +28,38 @@ class ParameterError(ValueError):
     """An unknown or malformed notebook parameter."""
 
 
+class ParameterWarning(UserWarning):
+    """A parameter value that is allowed but almost surely a mistake (a learning rate >= 1)."""
+
+
+# Every rule first checks the value's type: a parameter whose default is None has no declared type, so its rule
+# may see any YAML value (a mapping, a list) and must say what it expects instead of failing on a comparison.
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
 def _whole(lo: int) -> Callable[[Any], str | None]:
-    return lambda v: None if v >= lo else f"a whole number >= {lo}"
+    return lambda v: None if isinstance(v, int) and not isinstance(v, bool) and v >= lo else f"a whole number >= {lo}"
 
 
 def _real(lo: float, hi: float = math.inf, lo_open: bool = True, hi_open: bool = False) -> Callable[[Any], str | None]:
     def check(v):
-        ok = (v > lo if lo_open else v >= lo) and (v < hi if hi_open else v <= hi)
+        ok = _is_number(v) and (v > lo if lo_open else v >= lo) and (v < hi if hi_open else v <= hi)
         return None if ok else f"a number in {'(' if lo_open else '['}{lo}, {hi}{')' if hi_open else ']'}"
     return check
 
 
 def _choice(*options: str) -> Callable[[Any], str | None]:
-    return lambda v: None if v in options else f"one of {list(options)}"
+    return lambda v: None if isinstance(v, str) and v in options else f"one of {list(options)}"
 
 
 def _methods(v):
-    bad = [m for m in v if m not in METHODS]
+    bad = [m for m in v if not isinstance(m, str) or m not in METHODS]
     return f"a list of ddrl.config.METHODS names {sorted(METHODS)}; unknown: {bad}" if bad else None
 
 
 def _testbed_preset(v):
-    return None if v in TESTBED_PRESETS else f"one of the testbed presets {sorted(TESTBED_PRESETS)}"
+    return None if isinstance(v, str) and v in TESTBED_PRESETS else f"one of the testbed presets {sorted(TESTBED_PRESETS)}"
 
 
 # ddrl.models imports torch and transformers (seconds): only a parameter that names a model preset pays for
@@ -54,7 +67,98 @@ def _testbed_preset(v):
 def _paper_settings(v):
     from ddrl.models import PRESETS
 
-    return None if v is None or v in PRESETS else f"None or one of the ddrl.models presets {sorted(PRESETS)}"
+    ok = v is None or isinstance(v, str) and v in PRESETS
+    return None if ok else f"None or one of the ddrl.models presets {sorted(PRESETS)}"
+
+
+#: Where a CUDA (or ROCm) driver shows itself without importing torch: none of these on a machine means no GPU.
+CUDA_DRIVER_PATHS = ("/proc/driver/nvidia/version", "/dev/nvidiactl", "/dev/nvidia[0-9]*", "/dev/kfd")
+
+
+def no_cuda_reason() -> str | None:
+    """Why no CUDA device can be used here, read in microseconds without torch; None when one may be (torch then
+    decides, in the deferred check :func:`_cuda_device`)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() in ("", "-1"):
+        return f"CUDA_VISIBLE_DEVICES={visible!r} hides every device"
+    if any(glob.glob(p) for p in CUDA_DRIVER_PATHS):
+        return None
+    return f"this machine has no CUDA driver (none of {list(CUDA_DRIVER_PATHS)})"
+
+
+def _device(v):
+    expected = '"auto", "cpu", "cuda" or "cuda:<index>"'
+    if not isinstance(v, str) or not (v in ("auto", "cpu", "cuda") or v.startswith("cuda:") and v[5:].isdigit()):
+        return expected
+    if v.startswith("cuda") and (why := no_cuda_reason()):
+        return f"{expected} on a device that is there; {why}: use device=auto or cpu"
+    return None
+
+
+def _cuda_device(v):
+    """The deferred half of the device check: torch sees the CUDA device ``v`` names (ddrl.models imports torch)."""
+    if not (isinstance(v, str) and v.startswith("cuda")):
+        return None
+    from ddrl.models import cuda_device_problem
+
+    why = cuda_device_problem(v)
+    return f"a CUDA device torch sees; {why}: use device=auto or cpu" if why else None
+
+
+def _hub_offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in ("1", "ON", "YES", "TRUE")
+
+
+def _model(v):
+    """``"testbed"``, a local directory, a ddrl.models preset or a hub id; with ``HF_HUB_OFFLINE`` on, a hub id must
+    be in the local Hugging Face cache (checked here, so a missing one fails by name instead of at the first load).
+    A name without ``/`` may be a preset (ddrl.models imports torch): that case is left to the deferred check."""
+    if not isinstance(v, str) or not v:
+        return '"testbed", a ddrl.models preset, a Hugging Face id or a local directory'
+    path = Path(v).expanduser()
+    if v == "testbed" or path.is_dir():
+        return None
+    if path.exists():
+        return "a directory saved with save_pretrained, not a file"
+    if "/" not in v or not _hub_offline():
+        return None
+    return _hub_id_missing(v)
+
+
+def hub_cache_dir() -> Path:
+    """The Hugging Face hub cache, found as huggingface_hub finds it (``HF_HUB_CACHE``, ``HUGGINGFACE_HUB_CACHE``,
+    ``HF_HOME``/hub, ``XDG_CACHE_HOME``/huggingface/hub, ~/.cache/huggingface/hub) without importing it."""
+    for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        if os.environ.get(var):
+            return Path(os.environ[var]).expanduser()
+    home = os.environ.get("HF_HOME") or Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache") / "huggingface"
+    return Path(home).expanduser() / "hub"
+
+
+def _hub_id_missing(repo_id: str) -> str | None:
+    """None when the hub cache holds a snapshot of ``repo_id`` with its config, else what is expected."""
+    folder = hub_cache_dir() / ("models--" + repo_id.replace("/", "--"))
+    if any(folder.glob("snapshots/*/config.json")):
+        return None
+    return ("a ddrl.models preset, a local directory or a Hugging Face id in the local cache: HF_HUB_OFFLINE is on "
+            "and this id is not cached (download it where there is network: huggingface-cli download ID)")
+
+
+def _model_preset_or_cached(v):
+    """The deferred half of the model check, for names without ``/``: a ddrl.models preset, or (offline) a cached id."""
+    if not isinstance(v, str) or "/" in v or v == "testbed" or Path(v).expanduser().exists():
+        return None
+    from ddrl.models import PRESETS
+
+    if v in PRESETS or not _hub_offline():
+        return None
+    return _hub_id_missing(v)
+
+
+def _bands(v):
+    ok = all(isinstance(b, list) and len(b) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in b)
+             and 1 <= b[0] <= b[1] <= 64 for b in v)
+    return None if ok else "a list of [lo, hi] count bands out of 64 samples, 1 <= lo <= hi <= 64"
 
 
 def _data_dir(v):
@@ -73,6 +177,9 @@ def _bandwidth(v):
     return 'None, "scott", "silverman" or a positive number'
 
 
+#: The claims study's scales, ``ddrl.study.plan.SCALES``'s names.
+STUDY_SCALES = ("default", "smoke")
+
 POSITIVE_INTS = ("episodes", "prompts_per_step", "n_votes", "k_train", "eval_n", "cor_m", "cor_keep", "etmr_m",
                  "max_new_tokens", "sample_batch_size", "batch_size", "n_samples", "n_questions", "n_adapted", "k",
                  "svamp_questions", "table1_questions", "table1_episodes", "table1_prompts_per_step",
@@ -86,18 +193,49 @@ RULES: dict[str, Callable[[Any], str | None]] = {
     "lr": _real(0), "table1_lr": _real(0), "extra_rl_lr": _real(0), "temperature": _real(0), "eps": _real(0),
     "top_p": _real(0, 1), "confidence": _real(0, 1, hi_open=True), "ambiguous_lo": _real(0, 1, lo_open=False),
     "ambiguous_hi": _real(0, 1, lo_open=False), "extra_rl_fraction": _real(0, lo_open=False),
-    "device": lambda v: None if v in ("auto", "cpu", "cuda") or v.startswith("cuda:") else '"auto", "cpu", "cuda" or "cuda:<index>"',
+    "device": _device, "model": _model, "bands": _bands,
     "backend": _choice("hf", "vllm"), "cue": _choice("auto", "system", "suffix", "none"),
     "selection": _choice(*SELECTIONS), "kde_weight": _choice("distinct", "samples"),
+    "paper_temperature": _choice("paper", "scripts"),
+    # ddrl.study.plan.SCALES (the run layer does not import the study; a test checks the two agree)
+    "study_scale": _choice(*STUDY_SCALES),
+    # the type here, the preset name in DEFERRED_RULES (it imports ddrl.models)
+    "paper_settings": lambda v: None if isinstance(v, str) else "None or one of the ddrl.models presets (a name)",
     "data_dir": _data_dir, "kde_bandwidth": _bandwidth,
 }
 #: Rules that import part of the package: applied once every cheap check has passed, so a mistyped value fails
 #: in well under a second (measured 0.3-0.4 s); these and the TrainConfig cross-check import torch and
 #: transformers (seconds, still before any work).
 DEFERRED_RULES: dict[str, Callable[[Any], str | None]] = {"testbed_preset": _testbed_preset,
-                                                          "paper_settings": _paper_settings}
+                                                          "paper_settings": _paper_settings,
+                                                          "device": _cuda_device,
+                                                          "model": _model_preset_or_cached}
 #: List parameters whose elements have a rule of their own (by the name's suffix).
-ELEMENT_RULES: dict[str, Callable[[Any], str | None]] = {"seeds": _whole(0), "lrs": _real(0), "multipliers": _whole(1)}
+ELEMENT_RULES: dict[str, Callable[[Any], str | None]] = {
+    "seeds": _whole(0), "lrs": _real(0), "multipliers": _whole(1),
+    "regimes": lambda v: None if isinstance(v, str) else "a regime name (a string)",
+}
+
+#: Parameters that only make sense together, checked (cheaply) once each has passed its own rule: (names, test on
+#: their values, what is expected). A notebook that declares all the names is checked, with the declared defaults
+#: standing in for what was not given; a setting that could not take effect is refused instead of recorded.
+CROSS_RULES: list[tuple[tuple[str, ...], Callable[..., bool], str]] = [
+    (("cor_keep", "cor_m"), lambda keep, m: keep <= m, "cor_keep <= cor_m (COR keeps cor_keep of its cor_m samples)"),
+    (("k_train", "n_votes"), lambda k, n: k <= n, "k_train <= n_votes (K of the N voted rollouts are trained on)"),
+    (("table1_k_train", "table1_n_votes"), lambda k, n: k <= n, "table1_k_train <= table1_n_votes"),
+    (("k", "n_samples"), lambda k, n: k <= n, "k <= n_samples (Fig. 3's K rollouts are drawn from the N samples)"),
+    (("prompts_per_step", "n_adapted"), lambda p, n: p <= n,
+     "prompts_per_step <= n_adapted (a step takes prompts_per_step of the adapted questions)"),
+    (("table1_prompts_per_step", "table1_questions"), lambda p, n: p <= n, "table1_prompts_per_step <= table1_questions"),
+    (("ambiguous_lo", "ambiguous_hi"), lambda lo, hi: lo < hi, "ambiguous_lo < ambiguous_hi"),
+]
+
+#: Values allowed but almost surely a mistake, by parameter name (``*lrs`` lists: each element): a warning, no error.
+WARN_RULES: dict[str, Callable[[Any], str | None]] = {
+    name: (lambda v: "a learning rate >= 1 makes every update overshoot; the notebooks use 1e-6 to 1e-3"
+           if _is_number(v) and v >= 1 else None)
+    for name in ("lr", "table1_lr", "extra_rl_lr", "lrs")
+}
 #: Whole-list rules, by the name's suffix (deferred: they import ddrl.run.experiments).
 LIST_RULES: dict[str, Callable[[Any], str | None]] = {"methods": _methods}
 #: Notebook-specific needs: (notebook name prefix, parameter) -> rule.
@@ -159,10 +297,10 @@ def coerce(value: Any, default: Any) -> tuple[Any, bool]:
     if isinstance(default, str):
         return value, isinstance(value, str)
     if isinstance(default, list):
+        if not default:  # an empty default (study_regimes = []): any list, the empty one included
+            return value, isinstance(value, list)
         if not isinstance(value, list) or not value:
             return value, False
-        if not default:
-            return value, True
         out = []
         for v in value:
             c, ok = coerce(v, default[0])
@@ -192,18 +330,18 @@ def _check(notebook: str, name: str, value: Any, default_source: str, deferred: 
 
     if deferred:
         rule = DEFERRED_RULES.get(name)
-        why = rule(coerced) if rule is not None and coerced is not None else None
+        why = _why(rule, coerced) if rule is not None and coerced is not None else None
         if why:
             raise fail(why)
         for suffix, lrule in LIST_RULES.items():
-            if isinstance(coerced, list) and name.endswith(suffix) and lrule(coerced):
-                raise fail(lrule(coerced))
+            if isinstance(coerced, list) and name.endswith(suffix) and _why(lrule, coerced):
+                raise fail(_why(lrule, coerced))
         return coerced
     if not ok:
         raise fail(describe(default))
     rule = RULES.get(name)
     if rule is not None and coerced is not None:
-        why = rule(coerced)
+        why = _why(rule, coerced)
         if why:
             raise fail(why)
     if isinstance(coerced, list):
@@ -211,13 +349,49 @@ def _check(notebook: str, name: str, value: Any, default_source: str, deferred: 
             raise fail(f"{describe(default)} without repeats")
         for suffix, erule in ELEMENT_RULES.items():
             if name.endswith(suffix):
-                bad = [v for v in coerced if erule(v)]
+                bad = [v for v in coerced if _why(erule, v)]
                 if bad:
-                    raise fail(f"{describe(default)}, each {erule(bad[0])}; bad: {bad}")
+                    raise fail(f"{describe(default)}, each {_why(erule, bad[0])}; bad: {bad}")
     for (prefix, pname), nrule in NOTEBOOK_RULES.items():
-        if pname == name and notebook.startswith(prefix) and nrule(coerced):
-            raise fail(nrule(coerced))
+        if pname == name and notebook.startswith(prefix) and _why(nrule, coerced):
+            raise fail(_why(nrule, coerced))
     return coerced
+
+
+def _why(rule: Callable[[Any], str | None], value: Any) -> str | None:
+    """``rule(value)``: what is expected, or None. The rules check types first; a rule that still fails on a value
+    (a mapping where a number belongs) is a refusal of that value, never a crash of the checker."""
+    try:
+        return rule(value)
+    except Exception as e:  # noqa: BLE001 - any failure of a rule is a value it cannot read
+        return f"a value of the documented kind (its check failed: {type(e).__name__}: {e})"
+
+
+def check_together(notebook: str, declared: dict[str, str], params: dict) -> None:
+    """:data:`CROSS_RULES` on ``params`` (already checked one by one), the declared defaults standing in for
+    what is not given; a :class:`ParameterError` naming every parameter of the broken rule and its value."""
+    for names, holds, expected in CROSS_RULES:
+        if not set(names) <= set(declared) or not set(names) & set(params):
+            continue
+        values = [params[n] if n in params else default_value(declared[n]) for n in names]
+        if not all(_is_number(v) for v in values) or holds(*values):
+            continue
+        given = " and ".join(f"{n} = {v!r}" + ("" if n in params else " (default)") for n, v in zip(names, values))
+        raise ParameterError(f"{notebook}: parameters {given} do not fit together: expected {expected}")
+
+
+def warn_absurd(notebook: str, params: dict) -> list[str]:
+    """A :class:`ParameterWarning` for each value :data:`WARN_RULES` calls almost surely a mistake (for a list, each
+    element); returns the messages."""
+    out = []
+    for name, value in params.items():
+        rule = next((r for suffix, r in WARN_RULES.items() if name.endswith(suffix)), None)
+        for v in (value if isinstance(value, list) else [value]) if rule else []:
+            why = _why(rule, v)
+            if why:
+                out.append(f"{notebook}: parameter {name} = {v!r}: {why}")
+                warnings.warn(out[-1], ParameterWarning, stacklevel=2)
+    return out
 
 
 def check_trainer_knobs(notebook: str, params: dict) -> None:
@@ -233,12 +407,25 @@ def check_trainer_knobs(notebook: str, params: dict) -> None:
         raise ParameterError(f"{notebook}: trainer parameters do not fit together: {e}") from None
 
 
-def check_parameters(notebook: str, declared: dict[str, str], params: dict) -> dict:
+def check_parameters(notebook: str, declared: dict[str, str], params: dict, deferred: bool = True) -> dict:
     """Every parameter in ``params`` checked and coerced (:func:`check_parameter`) against ``declared``
-    (name -> default source, as :func:`ddrl.run.reproduce.declared_parameters` returns), with the declared
-    defaults filling in what ``params`` leaves out for the checks across parameters. Returns the coerced
-    ``params`` (only the keys given)."""
+    (name -> default source, as :func:`ddrl.run.reproduce.declared_parameters` returns), then together
+    (:func:`check_together`, with the declared defaults filling in what ``params`` leaves out), with a warning for
+    absurd values (:func:`warn_absurd`). Returns the coerced ``params`` (only the keys given).
+
+    ``deferred=False`` stops after these cheap checks (well under a second); the rest, which imports part of the
+    package (seconds), is :func:`check_deferred`. The runner makes the cheap pass over every notebook first, so a
+    mistyped value in the last notebook does not wait for an import made for the first."""
     out = {name: _check(notebook, name, value, declared[name], deferred=False) for name, value in params.items()}
+    check_together(notebook, declared, out)
+    warn_absurd(notebook, out)
+    return check_deferred(notebook, declared, out) if deferred else out
+
+
+def check_deferred(notebook: str, declared: dict[str, str], params: dict) -> dict:
+    """The checks of :func:`check_parameters` that import (:data:`DEFERRED_RULES`, :data:`LIST_RULES`, the
+    :class:`ddrl.config.TrainConfig` cross-check), on ``params`` that passed the cheap ones."""
+    out = dict(params)
     for name in sorted(out, key=lambda n: n == "testbed_preset"):  # the import of ddrl.testbed (torch, transformers) last
         out[name] = _check(notebook, name, out[name], declared[name], deferred=True)
     if {"n_votes", "k_train", "episodes"} <= set(declared):  # notebooks 03-05 pass these to TrainConfig

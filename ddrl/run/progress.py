@@ -5,6 +5,10 @@ Every long loop in ``ddrl`` takes its bar from :func:`tqdm`. In a notebook opene
 kernel's environment: the bars are then plain-text ``tqdm`` bars appended to that file, which the runner
 reads and reports on the terminal at a fixed cadence (:func:`latest_bar`), so the executed notebooks do not
 fill up with bar updates and a batch log shows what the kernel is doing.
+
+The runner creates that file and removes it on every way out (:class:`ddrl.run.reproduce.LiveProgress`); a bar
+never creates it, so a kernel or pool worker still drawing after the runner is gone leaves nothing behind
+(its bars go to ``os.devnull``).
 """
 
 from __future__ import annotations
@@ -34,10 +38,20 @@ def tqdm(*args: Any, **kwargs: Any):
     if not path:
         return auto_tqdm(*args, **kwargs)
     if path not in _streams:
-        _streams[path] = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - lives with the kernel
+        _streams[path] = _open_existing(path)
     kwargs.setdefault("mininterval", FILE_MININTERVAL)
     kwargs.setdefault("bar_format", FILE_BAR_FORMAT)
     return text_tqdm(*args, file=_streams[path], **kwargs)
+
+
+def _open_existing(path: str):
+    """``path`` opened for appending text, line-buffered, without creating it: when the runner has removed it (it
+    ended), the stream is ``os.devnull``, so no stray progress file reappears."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    except FileNotFoundError:
+        return open(os.devnull, "w", encoding="utf-8")
+    return open(fd, "a", encoding="utf-8", buffering=1)
 
 
 def latest_bar(path: str | Path, since: int = 0, tail: int = 8192) -> str | None:

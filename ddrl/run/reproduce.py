@@ -16,20 +16,24 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import json
 import os
+import re
+import signal
 import sys
 import tempfile
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import psutil
 import yaml
 from tabulate import tabulate
 
+from ddrl.run.params import ParameterError, ParameterWarning, check_deferred, check_parameters
 from ddrl.run.pool import environ
-from ddrl.run.params import ParameterError, check_parameters
 from ddrl.run.progress import PROGRESS_FILE_ENV, latest_bar
 from ddrl.run.storage import REPO, atomic_write_bytes, git_sha, sha256_file
 
@@ -42,6 +46,12 @@ RUNNER_PARAMS = ("preset", "output_dir")
 #: inherits the runner's environment, and a caller's ``MPLBACKEND`` (the Makefile exports Agg for plain Python
 #: processes) would make every ``plt.show()`` in it draw nothing.
 KERNEL_MPLBACKEND = "module://matplotlib_inline.backend_inline"
+#: The environment each notebook's kernel runs in, and every process it starts inherits (pool workers write to the
+#: runner's terminal directly, not into the notebook). Besides the backend: no third-party progress bars, so the batch
+#: log holds the runner's own status lines only. ``HF_HUB_DISABLE_PROGRESS_BARS`` turns off huggingface_hub's bars and,
+#: read at import by ``transformers.utils.logging``, transformers' "Loading weights" and "Writing model shards" bars;
+#: the project's own bars (:func:`ddrl.run.progress.tqdm`, plain tqdm into the progress file) are unaffected.
+KERNEL_ENV = {"MPLBACKEND": KERNEL_MPLBACKEND, "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
 
 
 def discover(only: list[str] | None = None, notebook_dir: Path | None = None) -> list[Path]:
@@ -74,21 +84,84 @@ def declared_parameters(notebook: Path) -> dict:
     return out
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a mapping that gives one key twice (plain YAML keeps the last value silently)."""
+
+
+def _mapping_without_repeats(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen: dict = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        try:
+            first = seen.setdefault(key, key_node.start_mark.line)
+        except TypeError:  # an unhashable key: the base constructor says so, with its line
+            break
+        if first != key_node.start_mark.line:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r} (first given on line {first + 1})", key_node.start_mark)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_repeats)
+
+
+def _yaml_problem(e: yaml.YAMLError) -> str:
+    """A YAML error in one line: what is wrong and, where YAML knows it, the line and column (1-based)."""
+    mark = getattr(e, "problem_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    problem = getattr(e, "problem", None) or str(e)
+    context = getattr(e, "context", None)
+    return where + (f"{context}: {problem}" if context and "duplicate key" not in problem else problem)
+
+
+def read_yaml(text: str, where: str) -> object:
+    """``text`` parsed as YAML (safe, duplicate keys refused); a :class:`ParameterError` starting with ``where`` (the
+    file or the ``-p`` parameter) and giving the line and the problem otherwise."""
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass: constructs plain data only
+    except yaml.YAMLError as e:
+        raise ParameterError(f"{where}: not valid YAML: {_yaml_problem(e)}") from None
+
+
 def load_preset(preset: str, notebook: Path, params_dir: Path | None = None) -> dict:
+    """The parameter values of ``params/<preset>/<notebook>.yaml`` ({} when there is none); a YAML error or a
+    parameter given twice is a :class:`ParameterError` naming the file and the line."""
     path = (params_dir or PARAMS_DIR) / preset / f"{notebook.stem}.yaml"
     if not path.is_file():
         return {}
-    values = yaml.safe_load(path.read_text()) or {}
+    values = read_yaml(path.read_text(), str(path))
+    if values is None:
+        return {}
     if not isinstance(values, dict):
         raise ParameterError(f"{path}: expected a mapping of parameter names to values, got {type(values).__name__}")
     return values
 
 
 def parse_overrides(pairs: list[list[str]] | None) -> dict:
-    return {name: yaml.safe_load(value) for name, value in (pairs or [])}
+    """``-p NAME VALUE`` pairs, each value parsed as YAML; a value that is not YAML is a :class:`ParameterError`
+    naming the parameter."""
+    return {name: read_yaml(value, f"-p {name} {value!r}") for name, value in (pairs or [])}
 
 
-def resolve_parameters(notebook: Path, preset_values: dict, overrides: dict, source: str) -> dict:
+def check_output_dir(path: Path) -> None:
+    """Refuse, by name and before any work, an output directory that cannot be one: an existing file, or a path
+    below a file, or below a directory this user cannot write."""
+    if path.exists():
+        if not path.is_dir():
+            raise ParameterError(f"--output-dir {path}: is a file, not a directory")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise ParameterError(f"--output-dir {path}: not writable")
+        return
+    parent = path.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ParameterError(f"--output-dir {path}: {parent} is a file, so no directory can be made below it")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ParameterError(f"--output-dir {path}: cannot create it, {parent} is not writable")
+
+
+def resolve_parameters(notebook: Path, preset_values: dict, overrides: dict, source: str, deferred: bool = True) -> dict:
     """Preset values then overrides, checked against the notebook's declared parameters.
 
     Preset-file entries must all be declared by the notebook; a ``-p`` override is applied where the
@@ -103,7 +176,7 @@ def resolve_parameters(notebook: Path, preset_values: dict, overrides: dict, sou
         )
     params = dict(preset_values)
     params.update({k: v for k, v in overrides.items() if k in valid})
-    return check_parameters(notebook.stem, valid, params)  # coerced to the declared types, or a ParameterError
+    return check_parameters(notebook.stem, valid, params, deferred)  # coerced to the declared types, or a ParameterError
 
 
 def render_html(executed: Path) -> Path:
@@ -184,7 +257,7 @@ def run_notebook(notebook: Path, params: dict, out_dir: Path, progress: bool = T
     import papermill  # seconds to import (nbformat's schema): after the parameter check
 
     executed = out_dir / notebook.name
-    with environ(MPLBACKEND=KERNEL_MPLBACKEND):
+    with environ(**KERNEL_ENV):
         papermill.execute_notebook(
             str(notebook), str(executed), parameters=params, kernel_name="python3", engine_name=_tracking_engine(),
             cwd=str(notebook.parent), progress_bar=progress, request_save_on_cell_execute=True,
@@ -217,9 +290,7 @@ class LiveProgress:
 
         self.name, self.interval, self.expected_s = name, interval, expected_s
         self.stream = stream or sys.stdout
-        fd, path = tempfile.mkstemp(prefix=f"ddrl-progress-{name}-", suffix=".txt")
-        os.close(fd)
-        self.path = Path(path)
+        self.path: Path | None = None  # the progress file: exists only inside the ``with`` block
         self.cell: tuple[int, int, str] | None = None  # (index among code cells, their number, first line)
         self.cell_start = self.start = time.monotonic()
         self._bar_offset = 0
@@ -231,7 +302,7 @@ class LiveProgress:
         # The first line that does something (an imports cell is named by what follows its imports).
         first = next((ln for ln in lines if not ln.startswith(("import ", "from "))), lines[0] if lines else "")
         self.cell, self.cell_start = (index, total, first), time.monotonic()
-        self._bar_offset = self.path.stat().st_size if self.path.exists() else 0  # older bars are done
+        self._bar_offset = self.path.stat().st_size if self.path and self.path.exists() else 0  # older bars are done
 
     def status_line(self) -> str:
 
@@ -240,7 +311,7 @@ class LiveProgress:
         if self.cell:
             i, n, first = self.cell
             parts.append(f"code cell {i + 1}/{n} ({format_seconds(now - self.cell_start)}): {first[:50]}")
-        bar = latest_bar(self.path, since=self._bar_offset)
+        bar = latest_bar(self.path, since=self._bar_offset) if self.path else None
         if bar:
             parts.append(f"| {bar}")
         if self.expected_s:
@@ -254,23 +325,52 @@ class LiveProgress:
             print(self.status_line(), file=self.stream, flush=True)
 
     def __enter__(self) -> "LiveProgress":
-
-        self._env = environ(**{PROGRESS_FILE_ENV: str(self.path)})
-        self._env.__enter__()
-        _ACTIVE.append(self)
-        self._thread.start()
+        sweep_stale_progress_files()
+        fd, path = tempfile.mkstemp(prefix=f"ddrl-progress-{self.name}-pid{os.getpid()}-", suffix=".txt")
+        os.close(fd)
+        self.path = Path(path)
+        try:
+            self._env = environ(**{PROGRESS_FILE_ENV: path})
+            self._env.__enter__()
+            _ACTIVE.append(self)
+            self._thread.start()
+        except BaseException:
+            self.__exit__()
+            raise
         return self
 
     def __exit__(self, *exc) -> None:
-
-        self._stop.set()
-        self._thread.join()
-        _ACTIVE.remove(self)
-        self._env.__exit__(None, None, None)
+        """Stop reporting and remove the progress file, whatever ended the block (an error, an interrupt, the
+        SIGTERM that :func:`terminate_as_exit` turns into ``SystemExit``): the removal comes first, so a second
+        interrupt during the rest cannot skip it."""
         self.path.unlink(missing_ok=True)
+        self._stop.set()
+        if self in _ACTIVE:
+            _ACTIVE.remove(self)
+        env, self._env = getattr(self, "_env", None), None
+        if env is not None:
+            env.__exit__(None, None, None)
+        if self._thread.is_alive():
+            self._thread.join()
 
 
 _ACTIVE: list[LiveProgress] = []
+
+# A progress file's name: its notebook, the pid of the runner that made it, tempfile's random part (no "-" in it).
+_PROGRESS_NAME = re.compile(r"ddrl-progress-.+-pid(\d+)-[^-]+\.txt")
+
+
+def sweep_stale_progress_files(folder: str | Path | None = None) -> list[Path]:
+    """Remove the progress files whose runner is gone: the one exit no ``finally`` sees (``kill -9``, a crash of the
+    interpreter) leaves its file, and the next batch removes it. A file whose pid is alive, or whose name carries no
+    pid (another program's), is kept. Returns the files removed."""
+    removed = []
+    for path in Path(folder or tempfile.gettempdir()).glob("ddrl-progress-*.txt"):
+        m = _PROGRESS_NAME.fullmatch(path.name)
+        if m and not psutil.pid_exists(int(m.group(1))):
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
 
 
 #: At most one write of the executed notebook per this many seconds while it runs. Papermill writes the whole
@@ -378,28 +478,69 @@ def main(argv: list[str] | None = None) -> int:
 
     out_dir = (args.output_dir or REPO / "outputs" / args.preset).resolve()
     try:
-        notebooks = discover(args.only)
-        if not notebooks:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ParameterWarning)
+            plan = plan_batch(args.preset, args.only, args.parameter, out_dir)
+        for message in dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, ParameterWarning)):
+            print(f"ddrl.run.reproduce: warning: {message}", file=sys.stderr)
+        if not plan:
             print(f"ddrl.run.reproduce: no notebooks in {NOTEBOOK_DIR} yet; nothing to run.")
             return 0
-        overrides = parse_overrides(args.parameter)
-        declared = {nb.stem: declared_parameters(nb) for nb in notebooks}
-        for name in overrides:
-            if name in RUNNER_PARAMS:
-                raise ParameterError(f"-p {name}: set by the runner itself (use --preset / --output-dir)")
-            if not any(name in d for d in declared.values()):
-                valid = sorted(set().union(*[set(d) for d in declared.values()]) - set(RUNNER_PARAMS))
-                raise ParameterError(f"-p {name}: no selected notebook declares it; valid parameters: {valid}")
-        plan = []
-        for nb in notebooks:
-            params = resolve_parameters(nb, load_preset(args.preset, nb), overrides,
-                                        source=str(PARAMS_DIR / args.preset / f"{nb.stem}.yaml"))
-            params.update(preset=args.preset, output_dir=str(out_dir))
-            plan.append((nb, params))
     except ParameterError as e:
         print(f"ddrl.run.reproduce: {e}", file=sys.stderr)
         return 2
+    with terminate_as_exit():
+        return run_batch(args, plan, out_dir)
 
+
+def plan_batch(preset: str, only: list[str] | None, pairs: list[list[str]] | None, out_dir: Path) -> list[tuple[Path, dict]]:
+    """Every selected notebook with its checked parameters, or a :class:`ParameterError` before any work: the
+    output directory, then every notebook's cheap checks (well under a second), then the checks that import
+    (:func:`ddrl.run.params.check_deferred`)."""
+    notebooks = discover(only)
+    if not notebooks:
+        return []
+    check_output_dir(out_dir)
+    overrides = parse_overrides(pairs)
+    declared = {nb.stem: declared_parameters(nb) for nb in notebooks}
+    for name in overrides:
+        if name in RUNNER_PARAMS:
+            raise ParameterError(f"-p {name}: set by the runner itself (use --preset / --output-dir)")
+        if not any(name in d for d in declared.values()):
+            valid = sorted(set().union(*[set(d) for d in declared.values()]) - set(RUNNER_PARAMS))
+            raise ParameterError(f"-p {name}: no selected notebook declares it; valid parameters: {valid}")
+    cheap = [(nb, resolve_parameters(nb, load_preset(preset, nb), overrides, deferred=False,
+                                     source=str(PARAMS_DIR / preset / f"{nb.stem}.yaml"))) for nb in notebooks]
+    plan = []
+    for nb, params in cheap:
+        params = check_deferred(nb.stem, declared[nb.stem], params)
+        params.update(preset=preset, output_dir=str(out_dir))
+        plan.append((nb, params))
+    return plan
+
+
+@contextlib.contextmanager
+def terminate_as_exit():
+    """Inside the block, SIGTERM (``kill``, a scheduler's stop) raises ``SystemExit(143)`` in the main thread instead of
+    ending the process on the spot, so every ``with`` block unwinds: the progress file is removed and papermill
+    shuts its kernel down. Outside the main thread (no signal handlers there) it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def run_batch(args: argparse.Namespace, plan: list[tuple[Path, dict]], out_dir: Path) -> int:
+    """Execute the planned notebooks in order (stopping at the first failure), writing timings and the manifest
+    after each; prints the summary table and returns the exit status."""
     out_dir.mkdir(parents=True, exist_ok=True)
     print(f"ddrl.run.reproduce: preset {args.preset!r}, {len(plan)} notebook(s) -> {out_dir}")
     runs: dict[str, dict] = {}
