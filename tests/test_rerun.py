@@ -1,0 +1,92 @@
+"""ddrl.study.rerun: the comparisons (fast) and one committed run recomputed on this machine (slow tier)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ddrl.study import rerun as R
+from ddrl.study.plan import RESULTS
+from ddrl.study.runner import main as study_main
+
+
+def _questions(p):
+    return pd.DataFrame({"split": ["adapted"] * 3 + ["heldout"], "question": ["a", "b", "c", "a"],
+                         "pass@1": p, "maj@n": [0.5] * 4})
+
+
+def test_compare_questions_names_each_differing_question_and_nothing_else():
+    same = R.compare_questions(_questions([0.25, 0.5, 0.0, 1.0]), _questions([0.25, 0.5, 0.0, 1.0]))
+    assert same.empty
+    diff = R.compare_questions(_questions([0.25, 0.5, 0.0, 1.0]), _questions([0.25, 0.5, 0.125, 1.0]))
+    assert diff.to_dict("records") == [{"split": "adapted", "question": "c", "metric": "pass@1", "committed": 0.0,
+                                        "rerun": 0.125}]
+    # the same question id in another split is another row; a question the rerun lacks is shown, not dropped
+    short = _questions([0.25, 0.5, 0.0, 1.0]).iloc[:3]
+    lost = R.compare_questions(_questions([0.25, 0.5, 0.0, 1.0]), short)
+    assert set(zip(lost["split"], lost["question"])) == {("heldout", "a")}
+    assert lost["rerun"].isna().all()
+
+
+def test_compare_questions_refuses_rows_without_pass1():
+    with pytest.raises(ValueError, match="rerun rows lack.*pass@1"):
+        R.compare_questions(_questions([0, 0, 0, 0]), _questions([0, 0, 0, 0]).drop(columns="pass@1"))
+
+
+def test_compare_steps_finds_the_first_divergence_within_k():
+    log = pd.DataFrame({"step": range(5), "lr": [1e-6] * 5, "adv/mean": [0.0, 0.1, 0.2, 0.3, 0.4],
+                        "label/majority_ratio": [0.5] * 5, "time/step_s": [3.0] * 5})
+    fresh = log.copy().assign(**{"time/step_s": 9.0})  # wall time is never compared
+    assert R.compare_steps(log, fresh, 5).empty
+    fresh.loc[3, "adv/mean"] = 0.31
+    assert R.compare_steps(log, fresh, 3).empty  # step 3 is past the first 3 steps
+    diff = R.compare_steps(log, fresh, 4)
+    assert R.first_divergence(diff) == 3 and diff["metric"].tolist() == ["adv/mean"]
+    assert R.first_divergence(R.compare_steps(log, fresh.iloc[:2], 3)) == 2  # a missing step differs
+    with pytest.raises(ValueError, match="k must be >= 1"):
+        R.compare_steps(log, fresh, 0)
+
+
+def test_cpu_info_reads_family_model_and_avx512():
+    text = "processor\t: 0\nmodel name\t: AMD EPYC\ncpu family\t: 25\nmodel\t\t: 17\nflags\t\t: fpu avx2 avx512f\n" \
+           "processor\t: 1\nmodel name\t: other\n"
+    info = R.cpu_info(text)
+    assert info == {"model name": "AMD EPYC", "family": "25", "model": "17", "avx512": True}
+    assert R.cpu_line(info) == "AMD EPYC, family 25 model 17, AVX-512"
+    assert R.cpu_info(text.replace(" avx512f", ""))["avx512"] is False
+
+
+def test_report_says_identical_or_shows_the_differences():
+    t = R.locate("registered", "aime_like", "no_adaptation", 0)
+    cpu = {"model name": "X", "family": "1", "model": "2", "avx512": False}
+    assert "identical: all 4 compared" in R.report(t, R.compare_questions(_questions([0] * 4), _questions([0] * 4)),
+                                                   4, "x", cpu)
+    d = R.compare_steps(pd.DataFrame({"step": [0, 1], "lr": [1.0, 1.0]}), pd.DataFrame({"step": [0, 1], "lr": [1.0, 2.0]}), 2)
+    text = R.report(t, d, 2, "x", cpu)
+    assert "1 of 2 compared values differ" in text and "first at step 1" in text and "e4d7f1c9" in text
+
+
+def test_locate_names_what_exists_before_any_work(capsys):
+    t = R.locate("registered", "amc_like", "ttrl", 0)
+    assert t.csv.is_file() and t.steps_csv.is_file() and t.regimes_file == RESULTS / "regimes_base.json"
+    assert R.locate("replication_xeon", "amc_like", "ttrl", 0).regimes_file == \
+        RESULTS / "replication_xeon" / "regimes_base.json"
+    with pytest.raises(ValueError, match=r"no committed run of ttrl seed 999 in amc_like.*seeds: \[0, 1, 2"):
+        R.locate("registered", "amc_like", "ttrl", 999)
+    with pytest.raises(ValueError, match=r"methods of amc_like: \[.*'ttrl'"):
+        R.locate("registered", "amc_like", "nope", 0)
+    with pytest.raises(ValueError, match="no design 'nope'.*registered"):
+        R.locate("nope", "amc_like", "ttrl", 0)
+    assert study_main(["rerun", "registered", "amc_like", "ttrl", "999"]) == 2
+    assert "no committed run" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_rerun_recomputes_a_committed_run_exactly(tmp_path):
+    """The cheapest whole run (AIME-like, no adaptation, seed 0: one evaluation, ~1 min) and the first 2 RL steps of
+    the AIME-like TTRL run of seed 0, each from a fresh cache on the pinned build: identical to the committed CSVs
+    on the CPU kinds that made them (AMD EPYC family 25; checked 2026-12-05 on model 17)."""
+    diff, text = R.check("registered", "aime_like", "no_adaptation", 0, work=tmp_path / "run")
+    assert diff.empty, text
+    diff, text = R.check("registered", "aime_like", "ttrl", 0, steps=2, work=tmp_path / "steps")
+    assert diff.empty, text
+    assert np.isfinite(pd.read_csv(tmp_path / "steps" / "steps.csv.gz")["adv/mean"]).all()
