@@ -90,3 +90,55 @@ def test_rerun_recomputes_a_committed_run_exactly(tmp_path):
     diff, text = R.check("registered", "aime_like", "ttrl", 0, steps=2, work=tmp_path / "steps")
     assert diff.empty, text
     assert np.isfinite(pd.read_csv(tmp_path / "steps" / "steps.csv.gz")["adv/mean"]).all()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# ddrl.study.lesson: what notebooks 03-05 read from the committed study
+# ---------------------------------------------------------------------------------------------------------
+
+from ddrl.study import lesson as Lsn
+
+
+def test_decide_recomputes_the_committed_entry_of_a_registered_and_an_amendment_cell():
+    """P1 in AIME-like (results/claims.json) and A1 in MATH-500-like at lr/10 (results/small_lr/ablation.json, on the
+    12 seeds that amendment used, the paper's sign of MATH-500): estimate, interval and verdict as committed."""
+    table = Lsn.decided_table([("P1", "aime_like"), ("A1", "math500_like_small_lr")], n_boot=4000)
+    assert table["as committed"].tolist() == ["yes (results/claims.json)", "yes (results/small_lr/ablation.json)"]
+    assert table["seeds"].tolist() == [6, 12] and table["regime"].tolist() == ["AIME-like", "MATH-500-like, lr/10"]
+    # on other seeds the same cell is another estimate, and the table says it is not the committed one
+    other = Lsn.decide("A1", "math500_like_small_lr", seeds=range(6))
+    assert other["n_seeds"] == 6 and other["estimate"] != table["testbed"].iloc[1]
+
+
+def test_committed_cells_keeps_what_was_decided_and_refuses_unknown_claims():
+    assert Lsn.committed_cells(["M1", "H1"], ["amc_like_small_lr", "amc_like"]) == [
+        ("M1", "amc_like_small_lr"), ("M1", "amc_like"), ("H1", "amc_like")]  # H1 was never decided at lr/10
+    with pytest.raises(ValueError, match=r"\['C2'\] are not paired"):
+        Lsn.committed_cells(["C2"], ["amc_like"])
+
+
+def test_verdict_sentences_one_per_verdict_present():
+    table = pd.DataFrame({"what": ["a", "b", "c"], "regime": ["R", "R", "S"], "testbed": [3.0, -2.0, 0.5],
+                          "verdict": ["reproduced", "contradicted", "reproduced"]})
+    s = Lsn.verdict_sentences(table)
+    assert s == ["Holds on the testbed: a (R, +3.0 points); c (S, +0.5 points).",
+                 "Contradicted (the interval excludes zero on the other side): b (R, -2.0 points)."]
+
+
+def test_parse_rerun_and_seed_position():
+    assert Lsn.parse_rerun("registered amc_like ddrl 3 --steps 2") == ("registered", "amc_like", "ddrl", 3, 2)
+    assert Lsn.parse_rerun("registered amc_like ddrl 3") == ("registered", "amc_like", "ddrl", 3, None)
+    for bad in ("registered amc_like ddrl", "registered amc_like ddrl x", "registered amc_like ddrl 3 --steps 0"):
+        with pytest.raises(ValueError, match="DESIGN REGIME METHOD SEED"):
+            Lsn.parse_rerun(bad)
+    pos = Lsn.seed_position("aime_like", "ttrl", 0, 2.0)
+    assert pos["rank"] == pos["n"] + 1 and pos["n"] >= 6  # above every committed seed
+    assert Lsn.seed_position("aime_like", "ttrl", 0, -1.0)["rank"] == 1
+    assert Lsn.seeds_needed("math500_like_small_lr") == Lsn.seeds_needed("math500_like") > 2
+
+
+def test_rerun_table_says_why_a_run_was_not_rerun(monkeypatch):
+    from ddrl.study import rerun as rr
+    monkeypatch.setattr(rr, "check", lambda *a: (_ for _ in ()).throw(ValueError("written under key(s) X")))
+    table, texts = Lsn.rerun_table(["registered aime_like ttrl 0 --steps 1"])
+    assert table["result"].tolist() == ["not rerun: written under key(s) X"] and "key(s) X" in texts[0]

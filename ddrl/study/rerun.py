@@ -126,16 +126,21 @@ def cpu_line(info: dict) -> str:
     return f"{info['model name']}{fam}{avx}"
 
 
-def build_line(regimes_file: Path) -> str:
-    """The design's base builds (the weights its regimes name) and the CPU kind that built each (:data:`BUILT_ON`)."""
+def build_line(regimes_file: Path, regime: str | None = None) -> str:
+    """The base build a design ran ``regime`` on (the weights of the ``regimes_*.json`` beside ``regimes_file`` that
+    lists it; every one of them when ``regime`` is None) and the CPU kind that built it (:data:`BUILT_ON`)."""
     import json
     out = []
     for f in sorted({regimes_file, *regimes_file.parent.glob("regimes_*.json")}):
-        w = json.loads(f.read_text()).get("weights") or {}
+        data = json.loads(f.read_text())
+        if regime is not None and regime not in {r.get("name") for r in data.get("regimes", [])}:
+            continue
+        w = data.get("weights") or {}
         sha = w.get("model.safetensors", "")[:8]
-        if sha and f"{w.get('model')} {sha}" not in " ".join(out):
-            out.append(f"{w.get('model')} {sha} (built on {BUILT_ON.get(sha, 'a CPU docs/testbed.md does not name')})")
-    return "; ".join(out)
+        line = f"{w.get('model')} {sha} (built on {BUILT_ON.get(sha, 'a CPU docs/testbed.md does not name')})"
+        if sha and line not in out:
+            out.append(line)
+    return "; ".join(out) or "not recorded"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -282,7 +287,7 @@ def report(target: Target, diff: pd.DataFrame, n: int, what: str, cpu: dict | No
     "identical" or the differing rows (at most 20 shown)."""
     cpu = cpu_info() if cpu is None else cpu
     head = (f"rerun {target.design} {target.regime} {target.method} seed {target.seed}: {what}\n"
-            f"  this CPU: {cpu_line(cpu)}\n  the design's base build: {build_line(target.regimes_file)}\n"
+            f"  this CPU: {cpu_line(cpu)}\n  the design's base build: {build_line(target.regimes_file, target.regime)}\n"
             "  (the study records each run's build, not the CPU that ran it)")
     if diff.empty:
         return f"{head}\n  identical: all {n} compared values equal the committed ones"
