@@ -137,8 +137,8 @@ rep.figure(fig, "decided", data=decided_table)
 
 # %% [markdown]
 # **What to look for.** Which bars clear zero. Of DDRL's three parts, COR (BCS + DAE → DDRL) carries the
-# gain in every regime and at both learning rates; BCS alone and DAE on top of it move pass@1 by less than
-# the ±1 point margin, or in the direction opposite to the paper.
+# gain in every regime and at both learning rates; BCS alone and DAE on top of it stay within the ±1 point
+# margin, go against the paper, or remain unresolved.
 #
 # **In plain words.** On the testbed, DDRL's advantage over TTRL comes from its refinement step, not from the
 # selection or the advantage estimator of its RL stage: the paper's Table 3 attributes gains to all three.

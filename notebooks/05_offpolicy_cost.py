@@ -151,9 +151,12 @@ rep.figure(fig, "decided", data=decided_table)
 # whether a 4x larger refinement set moves pass@1 at all (R1).
 #
 # **In plain words.** COR's gain is real on the testbed and is not something a little more RL would buy: the
-# extra RL steps do not close the gap. A larger refinement set changes little, as the paper says. What COR
-# costs differs: on the testbed its sampling of M answers per question costs about as much as a few RL steps
-# (the study's C2), while at paper scale an RL step on long responses is far costlier.
+# extra RL steps do not close the gap. At the testbed's learning rate a 4x larger refinement set changes
+# little, as the paper says; at lr/10 it adds more than the ±1 point margin allows, so there that null claim
+# stays open (the paper's "barely matters" is not confirmed). What COR costs is another matter: the study's
+# claim C2 (wall time of the extra RL minus COR's, `results/claims.json`) finds COR cheaper only in
+# AIME-like; in MATH-500-like, where RL steps are short, COR's sampling of M answers per question costs more
+# than the extra RL steps. At paper scale, with long responses, an RL step is far costlier.
 
 # %%
 display(Markdown("\n\n".join(L.verdict_sentences(decided_table))))

@@ -138,7 +138,6 @@ def test_parse_rerun_and_seed_position():
 
 
 def test_rerun_table_says_why_a_run_was_not_rerun(monkeypatch):
-    from ddrl.study import rerun as rr
-    monkeypatch.setattr(rr, "check", lambda *a: (_ for _ in ()).throw(ValueError("written under key(s) X")))
+    monkeypatch.setattr(Lsn, "check", lambda *a: (_ for _ in ()).throw(ValueError("written under key(s) X")))
     table, texts = Lsn.rerun_table(["registered aime_like ttrl 0 --steps 1"])
     assert table["result"].tolist() == ["not rerun: written under key(s) X"] and "key(s) X" in texts[0]

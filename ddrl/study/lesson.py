@@ -16,10 +16,14 @@ from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ddrl.report.stats import hierarchical_bootstrap
 from ddrl.seeds import derive_seed
+from ddrl.study.analysis import paired_matrix
+from ddrl.study.claims import entry, get
 from ddrl.study.plan import (
     CSV,
     NO_RL,
@@ -30,6 +34,7 @@ from ddrl.study.plan import (
     csv_path,
     same_base,
 )
+from ddrl.study.rerun import check, design_dir
 
 #: Regimes in words (a regime whose name ends in ``_small_lr`` is its base regime at a tenth of the learning rate).
 REGIME_WORDS = {"aime_like": "AIME-like", "amc_like": "AMC-like", "math500_like": "MATH-500-like"}
@@ -51,7 +56,6 @@ def regime_words(regime: str) -> str:
 
 def claim_words(cid: str) -> str:
     """A claim in a few words (:data:`CLAIM_WORDS`), else its registered text."""
-    from ddrl.study.claims import get
     return CLAIM_WORDS.get(cid) or get(cid).claim
 
 
@@ -111,9 +115,6 @@ def decide(cid: str, regime: str, seeds: Sequence[int] | None = None, runs: Path
     runs), the hierarchical bootstrap on stream ``derive_seed(0, "claims", cid, regime)`` and the registered
     verdict rule with the paper's sign and margin (an lr/10 regime takes those of the benchmark its base regime
     stands for, as the study's amendments did)."""
-    from ddrl.report.stats import hierarchical_bootstrap
-    from ddrl.study.analysis import paired_matrix
-    from ddrl.study.claims import entry, get
     if cid not in PAIRED:
         raise ValueError(f"decide: {cid!r} is not a paired pass@1 claim (one of {sorted(PAIRED)})")
     a, b, split = PAIRED[cid]
@@ -192,7 +193,6 @@ def summary_sentences(table: pd.DataFrame, reruns: pd.DataFrame) -> list[str]:
 
 def decided_figure(table: pd.DataFrame, title: str):
     """The decided comparisons as intervals (coloured by verdict) with the paper's difference marked (a cross)."""
-    import matplotlib.pyplot as plt
     colours = {"reproduced": "tab:green", "contradicted": "tab:red", "no effect": "tab:grey", "not resolved": "tab:orange"}
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(table) + 1.4))
     y = np.arange(len(table))[::-1]
@@ -253,7 +253,6 @@ def rerun_table(specs: Sequence[str], results: Path = RESULTS) -> tuple[pd.DataF
     """Each rerun of ``specs`` (:func:`parse_rerun`; all parsed before any runs) done by
     :func:`ddrl.study.rerun.check` one at a time: a row per rerun (what, identical or how many values differ, and
     for a whole run its adapted pass@1 and rank among the committed seeds) and the reports' texts."""
-    from ddrl.study.rerun import check, design_dir
     rows, texts = [], []
     for design, regime, method, seed, steps in [parse_rerun(s) for s in specs]:
         row = {"run": f"{design} {regime} {method} seed {seed}",

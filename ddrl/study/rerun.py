@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import platform
 import sys
 import tempfile
@@ -30,6 +31,13 @@ from unittest import mock
 
 import pandas as pd
 
+import ddrl.train
+from ddrl.accel.logprob_backends import pinned_backend
+from ddrl.config import METHODS
+from ddrl.run.pool import environ
+from ddrl.run.rundir import RunDir
+from ddrl.run.storage import write_csv
+from ddrl.study.jobs import _run_job, job_key, steps_frame
 from ddrl.study.plan import (
     CSV,
     REFINED,
@@ -129,7 +137,6 @@ def cpu_line(info: dict) -> str:
 def build_line(regimes_file: Path, regime: str | None = None) -> str:
     """The base build a design ran ``regime`` on (the weights of the ``regimes_*.json`` beside ``regimes_file`` that
     lists it; every one of them when ``regime`` is None) and the CPU kind that built it (:data:`BUILT_ON`)."""
-    import json
     out = []
     for f in sorted({regimes_file, *regimes_file.parent.glob("regimes_*.json")}):
         data = json.loads(f.read_text())
@@ -202,9 +209,6 @@ def fresh_setting(target: Target, work: Path) -> Iterator[dict]:
     ``results/base_models/`` (:func:`~ddrl.study.plan.check_weights`). Yields ``{regime, scale, key}``: the
     Regime, the default scale and the job's content key, which must be the committed CSV's (else ``ValueError``:
     the CSV was written by other code or settings, e.g. on a GPU, and this command cannot recompute it)."""
-    from ddrl.accel.logprob_backends import pinned_backend
-    from ddrl.run.pool import environ
-    from ddrl.study.jobs import job_key
     scale = SCALES["default"]
     with pinned_backend("hf"), environ(DDRL_CACHE_DIR=str(work / "cache")):
         check_weights(target.regimes_file, scale)
@@ -220,7 +224,6 @@ def fresh_setting(target: Target, work: Path) -> Iterator[dict]:
 
 def _round_trip(df: pd.DataFrame, path: Path) -> pd.DataFrame:
     """``df`` as the study writes and reads it (so a rerun is compared with the stored precision)."""
-    from ddrl.run.storage import write_csv
     write_csv(path, df)
     return pd.read_csv(path)
 
@@ -228,7 +231,6 @@ def _round_trip(df: pd.DataFrame, path: Path) -> pd.DataFrame:
 def rerun_run(target: Target, work: Path) -> pd.DataFrame:
     """The run recomputed from scratch in ``work`` by the study's own job (:func:`ddrl.study.jobs._run_job`: trains,
     evaluates, writes the CSV), read back as stored."""
-    from ddrl.study.jobs import _run_job
     with fresh_setting(target, work):
         job = Job(target.regime, target.seed, (target.method,), "rerun")
         _run_job((job, "default", str(work / "out"), str(work / "runs"), None, str(target.regimes_file)))
@@ -243,7 +245,6 @@ class _Enough(Exception):
 def _stop_after(k: int) -> Iterator[None]:
     """Stop :func:`ddrl.train.train` once it has logged ``k`` steps: its run directory's ``log`` raises after the
     k-th row is written (the rows before are complete, nothing else of the run changes)."""
-    import ddrl.train
     base = ddrl.train.RunDir
 
     class Stopping(base):
@@ -259,9 +260,6 @@ def _stop_after(k: int) -> Iterator[None]:
 def rerun_steps(target: Target, k: int, work: Path) -> pd.DataFrame:
     """The run's first ``k`` RL steps recomputed from scratch in ``work`` (the run's own config, lr schedule and
     questions), as the study's step log (:func:`ddrl.study.jobs.steps_frame`), read back as stored."""
-    from ddrl.config import METHODS
-    from ddrl.run.rundir import RunDir
-    from ddrl.study.jobs import steps_frame
     if target.method in REFINED or not target.steps_csv.is_file():
         raise ValueError(f"{target.steps_csv}: {target.method} has no step log of its own (a refinement reuses its "
                          "seed's DDRL run; rerun that one's steps, or the whole run)")

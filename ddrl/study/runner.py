@@ -46,6 +46,7 @@ from ddrl.study.plan import (HELDOUT_X_AMENDMENTS, REAL, RESULTS, SCALES, SVAMP_
                              export_base_models, heldout_x_jobs, load_regimes, regimes_path, stage1_jobs, stage2_jobs,
                              write_replication)
 from ddrl.study.jobs import run_real_rollouts_job
+from ddrl.study.rerun import main as rerun_main
 from ddrl.study.pool import run_jobs, status_counts
 from ddrl.study.status import status_text
 
@@ -92,7 +93,6 @@ def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, re
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["rerun"]:  # the one subcommand (ddrl.study.rerun): one committed run recomputed and compared
-        from ddrl.study.rerun import main as rerun_main
         return rerun_main(argv[1:])
     ap = argparse.ArgumentParser(prog="python -m ddrl.study", description=__doc__.split("\n\n")[0])
     what = ap.add_mutually_exclusive_group(required=True)
