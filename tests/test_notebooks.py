@@ -14,7 +14,6 @@ import sys
 import jupytext
 import nbformat
 import pytest
-
 from conftest import REPO
 
 NOTEBOOKS = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -39,7 +38,7 @@ def test_jupytext_pair_in_sync(path):
     assert py.is_file(), f"{py.name} (the jupytext py:percent twin of {path.name}) is missing"
     a = jupytext.read(path)
     b = jupytext.read(py)
-    src = lambda nb: [(c.cell_type, c.source.strip()) for c in nb.cells]  # noqa: E731
+    src = lambda nb: [(c.cell_type, c.source.strip()) for c in nb.cells]
     assert src(a) == src(b), f"{path.name} and {py.name} differ; run `jupytext --sync {py}`"
 
 
