@@ -31,14 +31,22 @@
 #
 # The second part sweeps the learning rate for TTRL and BCS + DAE: with aggressive updates GRPO's amplified
 # advantages on low-consensus (often wrong) pseudo-labels should hurt most, so this is where the methods
-# should separate. Runs are shared with notebook 03 (same questions and trainer settings); only the BCS and
-# DAE rows and the non-default learning rates are new.
+# should separate. The claims study answered both questions with dozens of seeds per regime, at the
+# testbed's learning rate and at a tenth of it: this notebook shows that answer first, recomputed from the
+# committed runs, lets you rerun a piece of it, then runs a small fresh ablation and sweep on your machine
+# (runs shared with notebook 03).
 
 # %% tags=["parameters"]
 # --- runner (set by `python -m ddrl.run.reproduce`) ---
 preset = "default"  # which params/<preset>/ file the runner used
 output_dir = "../outputs/interactive"  # figures/, tables/, metrics/ go here
 seed = 0  # ddrl.seeds.DEFAULT_SEED (the question draw; training seeds are listed below)
+
+# --- 1. the answer: the claims study's decided comparisons, re-analysed live from its committed runs ---
+study_claims = ["A1", "A2", "A3", "T1"]  # ddrl.study.plan.PAIRED ids
+study_regimes = ["math500_like_small_lr", "amc_like_small_lr", "math500_like", "amc_like"]
+# --- 2. your rerun: `python -m ddrl.study rerun` arguments, DESIGN REGIME METHOD SEED [--steps K] ---
+rerun = ["registered math500_like_small_lr bcs 0 --steps 3"]
 
 # --- questions (as in notebook 03) ---
 model = "testbed"  # "testbed" (the model of `testbed_preset`), a Hugging Face id, a ddrl.models preset or a directory
@@ -88,6 +96,7 @@ from ddrl.report import tables as T
 from ddrl.run.experiments import notebook_experiment, summarize
 from ddrl.report.plotting import ci_yerr, color, set_style
 from ddrl.report.reporter import Reporter
+from ddrl.study import lesson as L
 
 label = T.method_label
 set_style()
@@ -106,12 +115,68 @@ print(f"{len(adapted)} adapted + {len(heldout)} held-out questions; model {overr
 
 
 # %% [markdown]
-# ## 1. Table 3: adding BCS, DAE and COR to TTRL
+# ## 1. The answer: the claims study, re-analysed from its committed runs
+#
+# Each row is one comparison the study registered before running it (`results/plan.md`): method a minus
+# method b in pass@1 points, paired by seed and question, over 6 to 46 training seeds of one regime (a set of
+# testbed questions whose difficulty mimics one benchmark; "lr/10" is the same regime trained at a tenth of the
+# learning rate). The 95% interval is the study's hierarchical bootstrap over seeds and questions; the verdict
+# its pre-registered rule: **reproduced** when the interval excludes zero on the paper's side, **contradicted**
+# on the other side, **no effect** within ±1 point, otherwise **not resolved**. Recomputed now from the per-run
+# CSVs; the last column checks each row against the entry the study committed. The paper's column is the
+# difference between the two rows of its Table 3 (Qwen2.5-Math-1.5B) for the benchmark the regime stands for.
+
+# %%
+decided_table = L.decided_table(L.committed_cells(study_claims, study_regimes))
+rep.table(decided_table, "decided")
+display(L.show_table(decided_table))
+
+# %%
+fig = L.decided_figure(decided_table, "Table 3 on the testbed, as the claims study decided it")
+rep.figure(fig, "decided", data=decided_table)
+
+# %% [markdown]
+# **What to look for.** Which bars clear zero. Of DDRL's three parts, COR (BCS + DAE → DDRL) carries the
+# gain in every regime and at both learning rates; BCS alone and DAE on top of it stay within the ±1 point
+# margin, go against the paper, or remain unresolved.
+#
+# **In plain words.** On the testbed, DDRL's advantage over TTRL comes from its refinement step, not from the
+# selection or the advantage estimator of its RL stage: the paper's Table 3 attributes gains to all three.
+# The learning rate changes the size of the effects (the study's lr/10 regimes), not which part carries them.
+
+# %%
+display(Markdown("\n\n".join(L.verdict_sentences(decided_table))))
+
+# %% [markdown]
+# ## 2. Reproduce a piece of it yourself
+#
+# `python -m ddrl.study rerun DESIGN REGIME METHOD SEED [--steps K]` recomputes a committed run from scratch
+# (the study's job code, the pinned base weights, no cache) and compares it with its committed CSV, or its
+# first K RL steps with the committed step log (notebook 03 explains it). On a CPU of another kind a rerun may
+# differ by a sampled token now and then; it then says so and shows the differences. Default here:
+# the first 3 RL steps of the MATH-500-like BCS run at lr/10.
+
+# %%
+reruns, texts = L.rerun_table(rerun)
+rep.table(reruns, "rerun")
+display(reruns)
+print("\n\n".join(texts))
+
+# %% [markdown]
+# ## 3. A fresh Table 3 on this machine: a pipeline demonstration
+#
+# The cells below add BCS, DAE and COR to TTRL one at a time on a few questions (runs shared with notebook 03),
+# then sweep the learning rate. This shows each component at work on your machine, but **it cannot decide
+# anything**: with one or two seeds the run-to-run spread is as large as the effects above. The sentence
+# after the first table says how many seeds the study's power analysis needed.
+
+
+# %% [markdown]
+# ### Table 3 anew: adding BCS, DAE and COR to TTRL
 #
 # pass@1 (mean and 95% t-interval over seeds) on the adapted and held-out questions, beside the paper's
 # Table 3 pass@1 (%) for the run's model and benchmark (the testbed is shown beside Qwen2.5-Math-1.5B on
-# MATH-500; `ddrl.report.tables.paper_reference`). Below it: for each component the paper adds, does the testbed
-# move pass@1 in the same direction?
+# MATH-500; `ddrl.report.tables.paper_reference`).
 
 # %%
 df3 = exp.grid(table3_methods, table3_seeds)
@@ -124,13 +189,9 @@ table_3 = T.measured_vs_paper(t3, table3_methods, paper_t3, labels=lambda m: "no
 rep.table(table_3, "table3_ablation")
 display(table_3)
 
-measured3 = {x: T.lookup(t3, method=x, split="adapted") for x in table3_methods}
-pairs3 = [(a, b) for a, b in (("bcs", "ttrl"), ("bcs_dae", "bcs"), ("ddrl", "bcs_dae"), ("ddrl", "ttrl"))
-          if a in table3_methods and b in table3_methods]
-directions3 = T.direction_table(pairs3, paper_t3, measured3, labels=label)
-rep.table(directions3, "table3_directions")
-display(directions3)
-display(Markdown(" ".join(T.direction_sentences(directions3))))
+display(Markdown(f"With {len(table3_seeds)} seed(s) these rows demonstrate the pipeline; the study needed "
+                 f"{L.seeds_needed('math500_like')} seeds in MATH-500-like to decide comparisons of this size within "
+                 "±2 points (`results/stage1.json`)."))
 
 
 # %%
@@ -160,7 +221,7 @@ rep.figure(fig, "table3_ablation", data=t3)
 # the seeds cannot tell two rows apart.
 
 # %% [markdown]
-# ## 2. Learning-rate sweep: TTRL vs BCS + DAE
+# ## 4. Learning-rate sweep (fresh runs): TTRL vs BCS + DAE
 #
 # The same runs at larger peak learning rates (everything else equal). Left: pass@1 after adaptation;
 # right: pseudo-label accuracy during training at the largest learning rate, where instability shows as
@@ -209,7 +270,8 @@ last = hi_curves[hi_curves["step"] >= n_steps // 2].groupby("method")["gt/label_
 metrics = {
     "n_adapted": len(adapted), "n_heldout": len(heldout), "table3_seeds": list(table3_seeds),
     "sweep_seeds": list(sweep_seeds), "sweep_lrs": list(sweep_lrs), "table3": P3, "sweep": PS,
-    "paper_reference": [PAPER_MODEL, PAPER_BENCH], "table3_directions": directions3.to_dict(orient="records"),
+    "paper_reference": [PAPER_MODEL, PAPER_BENCH], "decided": decided_table.to_dict(orient="records"),
+    "rerun": reruns.to_dict(orient="records"),
     "label_acc_second_half_at_max_lr": last, "episodes": exp.config("ttrl", table3_seeds[0]).episodes,
     "notebook_seconds": time.perf_counter() - t_start,
 }
@@ -217,56 +279,11 @@ rep.metrics(metrics)
 
 # %% [markdown]
 # ## What we measured
-#
-# Generated from `metrics`; nothing below is typed in.
 
 # %%
-m = metrics
-P = {k: tuple(v) for k, v in m["table3"].items()}
-lines = [f"Table 3 on {m['n_adapted']} adapted questions ({len(m['table3_seeds'])} seeds, {m['episodes']} episodes), pass@1: "
-         + "; ".join(f"{'none (TTRL)' if x == 'ttrl' else label(x)} {T.fmt_ci(*P[f'{x}/adapted'])}" for x in table3_methods)
-         + f". The paper's Table 3 ({PAPER_MODEL}, {PAPER_BENCH}) reads: "
-         + "; ".join(f"{'none (TTRL)' if x == 'ttrl' else label(x)} {paper_t3[x]:.1f}" for x in table3_methods
-                     if paper_t3[x] is not None) + "."]
-lines += T.direction_sentences(directions3)
-steps = [("bcs", "ttrl", "adding BCS to TTRL", "the paper's ablation (Table 3)"),
-         ("bcs_dae", "bcs", "adding DAE to BCS", "the paper's ablation (Table 3)"),
-         ("ddrl", "bcs_dae", "adding COR to BCS + DAE", "the paper's ablation (Table 3)"),
-         ("dae", "ttrl", "DAE alone instead of GRPO", "the paper's Table 1 (its 'w/o norm.' row, reading B)")]
-for a, b, what, where in steps:
-    if f"{a}/adapted" in P and f"{b}/adapted" in P:
-        rel = T.ci_relation(P[f"{a}/adapted"], P[f"{b}/adapted"])
-        lines.append(f"{what[0].upper() + what[1:]}: " + T.comparison_sentence(label(a), P[f"{a}/adapted"], label(b), P[f"{b}/adapted"])
-                     + f"; this {T.agreement(rel, 'higher')} {where}.")
-S = {k: tuple(v) for k, v in m["sweep"].items()}
-if {"ttrl", "bcs_dae"} <= set(sweep_methods):
-    for x in m["sweep_lrs"]:
-        a, b = S[f"bcs_dae/{x:g}/adapted"], S[f"ttrl/{x:g}/adapted"]
-        rel = T.ci_relation(a, b)
-        lines.append(f"At lr = {x:g}: " + T.comparison_sentence("BCS + DAE", a, "TTRL", b) + f" ({T.agreement(rel, 'higher')} "
-                     "the paper's claim that debiased RL is more robust than TTRL).")
-    lo, hi = min(m["sweep_lrs"]), max(m["sweep_lrs"])
-    if lo != hi:
-        drop = {x: S[f"{x}/{hi:g}/adapted"][0] - S[f"{x}/{lo:g}/adapted"][0] for x in ("ttrl", "bcs_dae")}
-        if min(drop.values()) > -0.01:
-            verdict = ("neither loses accuracy at the higher rate (both change by more than -0.01), so this sweep does "
-                       "not reach the regime where the paper's stability argument applies; add a larger rate to test it.")
-        elif abs(drop["bcs_dae"] - drop["ttrl"]) < 0.01:
-            verdict = "the two change alike (within 0.01), so stability does not separate them here."
-        else:
-            direction = "BCS + DAE loses more than TTRL, contrary to what the paper's argument predicts"
-            if drop["bcs_dae"] > drop["ttrl"]:
-                direction = "TTRL loses more than BCS + DAE, the direction the paper's argument predicts"
-            intervals = f"overlap, so with {len(m['sweep_seeds'])} seeds this is a direction, not a separation."
-            if T.ci_relation(S[f"bcs_dae/{hi:g}/adapted"], S[f"ttrl/{hi:g}/adapted"]) != "overlap":
-                intervals = "are apart."
-            verdict = f"{direction}; at lr {hi:g} the two methods' 95% intervals {intervals}"
-        lines.append(f"Going from lr {lo:g} to {hi:g} changes pass@1 by {drop['ttrl']:+.3f} for TTRL and "
-                     f"{drop['bcs_dae']:+.3f} for BCS + DAE: {verdict}")
-    la = m["label_acc_second_half_at_max_lr"]
-    lines.append(f"At lr = {hi:g}, pseudo-label accuracy over the second half of training is {la['ttrl']:.2f} for TTRL and "
-                 f"{la['bcs_dae']:.2f} for BCS + DAE (training curves of the runs; ground truth used for diagnosis only).")
-display(Markdown("\n\n".join(lines)))
+lines = L.summary_sentences(decided_table, reruns)
+lines.append(f"The notebook took {metrics['notebook_seconds']:.0f} s.")
+display(Markdown(" ".join(lines)))
 
 # %% [markdown]
 # ## Try this

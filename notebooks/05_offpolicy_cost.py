@@ -40,12 +40,22 @@
 # for the benchmark), and "1x / 2x / 4x" multiplies it. Every size starts from the same RL-only weights of
 # the DDRL run and uses the same COR samples (same seed), so only the size differs; 1x is the DDRL run itself
 # (notebook 03's run).
+#
+# The claims study decided both questions with dozens of seeds per regime: this notebook shows that answer
+# first, recomputed from the committed runs, lets you rerun a piece of it, then times a small fresh Table 4
+# and Table 6 on your machine.
 
 # %% tags=["parameters"]
 # --- runner (set by `python -m ddrl.run.reproduce`) ---
 preset = "default"  # which params/<preset>/ file the runner used
 output_dir = "../outputs/interactive"  # figures/, tables/, metrics/ go here
 seed = 0  # ddrl.seeds.DEFAULT_SEED (the question draw; training seeds are listed below)
+
+# --- 1. the answer: the claims study's decided comparisons, re-analysed live from its committed runs ---
+study_claims = ["C1", "R1", "A3"]  # ddrl.study.plan.PAIRED ids
+study_regimes = ["math500_like_small_lr", "amc_like_small_lr", "math500_like", "amc_like"]
+# --- 2. your rerun: `python -m ddrl.study rerun` arguments, DESIGN REGIME METHOD SEED [--steps K] ---
+rerun = ["registered aime_like cor_only 0", "registered amc_like additional_rl 0 --steps 2"]
 
 # --- questions (as in notebook 03) ---
 model = "testbed"  # "testbed" (the model of `testbed_preset`), a Hugging Face id, a ddrl.models preset or a directory
@@ -85,7 +95,6 @@ device = "auto"  # "auto" | "cpu" | "cuda"
 progress = True  # tqdm progress bars
 
 # %%
-import math
 import time
 
 import matplotlib.pyplot as plt
@@ -98,6 +107,7 @@ from ddrl.report import tables as T
 from ddrl.run.experiments import notebook_experiment, summarize
 from ddrl.report.plotting import ci_yerr, color, set_style
 from ddrl.report.reporter import Reporter
+from ddrl.study import lesson as L
 from ddrl.train import extra_rl_factor, steps_per_episode
 
 label = T.method_label
@@ -117,7 +127,66 @@ print(f"{len(adapted)} adapted + {len(heldout)} held-out questions; model {overr
 
 
 # %% [markdown]
-# ## 1. Table 4: COR vs additional RL, with wall-clock times
+# ## 1. The answer: the claims study, re-analysed from its committed runs
+#
+# Each row is one comparison the study registered before running it (`results/plan.md`): method a minus
+# method b in pass@1 points, paired by seed and question, over 6 to 46 training seeds of one regime ("lr/10":
+# the regime trained at a tenth of the learning rate). C1 pits COR against spending about a tenth more RL steps
+# instead (the paper's Table 4); R1 keeps 4x the agreeing rollouts in COR (Table 6: the paper finds the size
+# barely matters, a null claim, reproduced when the interval lies within ±1 point); A3 is COR's own gain over
+# the RL-only weights. The 95% interval is the study's hierarchical bootstrap; the verdict its pre-registered
+# rule. Recomputed now from the per-run CSVs; the last column checks each row against the committed entry.
+
+# %%
+decided_table = L.decided_table(L.committed_cells(study_claims, study_regimes))
+rep.table(decided_table, "decided")
+display(L.show_table(decided_table))
+
+# %%
+fig = L.decided_figure(decided_table, "COR vs more RL and the refinement size, as the claims study decided them")
+rep.figure(fig, "decided", data=decided_table)
+
+# %% [markdown]
+# **What to look for.** Whether COR beats the same run trained longer (C1) by about the paper's margin, and
+# whether a 4x larger refinement set moves pass@1 at all (R1).
+#
+# **In plain words.** COR's gain is real on the testbed and is not something a little more RL would buy: the
+# extra RL steps do not close the gap. At the testbed's learning rate a 4x larger refinement set changes
+# little, as the paper says; at lr/10 it adds more than the ±1 point margin allows, so there that null claim
+# stays open (the paper's "barely matters" is not confirmed). What COR costs is another matter: the study's
+# claim C2 (wall time of the extra RL minus COR's, `results/claims.json`) finds COR cheaper only in
+# AIME-like; in MATH-500-like, where RL steps are short, COR's sampling of M answers per question costs more
+# than the extra RL steps. At paper scale, with long responses, an RL step is far costlier.
+
+# %%
+display(Markdown("\n\n".join(L.verdict_sentences(decided_table))))
+
+# %% [markdown]
+# ## 2. Reproduce a piece of it yourself
+#
+# `python -m ddrl.study rerun DESIGN REGIME METHOD SEED [--steps K]` recomputes a committed run from scratch
+# (the study's job code, the pinned base weights, no cache) and compares it with its committed CSV, or its
+# first K RL steps with the committed step log (notebook 03 explains it). On a CPU of another kind a rerun may
+# differ by a sampled token now and then; it then says so and shows the differences. Default here:
+# COR alone from the untrained model in AIME-like, a whole run of about a minute, and the first 2 RL steps of the AMC-like additional-RL run.
+
+# %%
+reruns, texts = L.rerun_table(rerun)
+rep.table(reruns, "rerun")
+display(reruns)
+print("\n\n".join(texts))
+
+# %% [markdown]
+# ## 3. A fresh Table 4 and Table 6 on this machine: a pipeline demonstration
+#
+# The cells below run the additional RL and COR at several sizes from the DDRL runs of notebook 03 and time
+# them on your machine. They show what each stage costs here, but **they cannot decide anything**: with one
+# or two seeds the run-to-run spread is as large as the effects above. The sentence after the first table says
+# how many seeds the study's power analysis needed.
+
+
+# %% [markdown]
+# ### Table 4 anew: COR vs additional RL, with wall-clock times
 #
 # Beside the paper's Table 4 (Qwen2.5-Math-1.5B; pass@1 in %, epochs, minutes on its GPUs) for the run's
 # benchmark (the testbed is shown beside MATH-500).
@@ -163,23 +232,12 @@ display(table_4)
 print(f"RL schedule: {base_steps} steps at peak lr {cfg.lr:g}; additional RL: {extra_steps} steps at constant lr "
       f"{extra_lr_used:g}" + (" (the run's own peak lr)" if extra_rl_lr is None else " (set by extra_rl_lr)"))
 
-# Directions of Table 4's differences: pass@1 on the adapted questions, and the after-RL cost.
-measured4 = {x: T.lookup(t3, method=x, split="adapted") for x in table4_methods}
-pairs4 = [(a, b) for a, b in (("ddrl", "bcs_dae"), ("additional_rl", "bcs_dae"), ("ddrl", "additional_rl"))
-          if a in table4_methods and b in table4_methods]
-directions4 = T.direction_table(pairs4, paper_t4["pass@1"], measured4, labels=label)
-if {"ddrl", "additional_rl"} <= set(table4_methods):
-    cost = T.direction_table([("additional_rl", "ddrl")], paper_t4["minutes"],
-                             {x: (times[x]["after-RL s"], math.nan, math.nan) for x in ("additional_rl", "ddrl")},
-                             labels=lambda x: f"after-RL time of {label(x)}", paper_unit="minutes",
-                             measured_unit="seconds")
-    directions4 = pd.concat([directions4, cost], ignore_index=True)
-rep.table(directions4, "table4_directions")
-display(directions4)
-display(Markdown(" ".join(T.direction_sentences(directions4))))
+display(Markdown(f"With {len(table4_seeds)} seed(s) these rows demonstrate the pipeline; the study needed "
+                 f"{L.seeds_needed('math500_like')} seeds in MATH-500-like to decide COR vs additional RL within "
+                 "±2 points (`results/stage1.json`)."))
 
 # %% [markdown]
-# ## 2. Table 6: refinement size
+# ## 4. Table 6 anew: refinement size
 #
 # COR from the RL-only weights of each DDRL run with `cor_keep x multiplier` agreeing rollouts per question
 # (`cor_keep` as the run's config has it: with `paper_settings`, the paper's value for the benchmark)
@@ -210,12 +268,6 @@ table_6["rollouts kept, all questions (mean over seeds)"] = [df6.loc[(df6["size"
 rep.table(table_6, "table6_refinement_size")
 display(table_6)
 
-measured6 = {x: T.lookup(t6, size=x, split="adapted") for x in sizes}
-pairs6 = [(x, sizes[0]) for x in sizes[1:] if paper_t6[x] is not None and paper_t6[sizes[0]] is not None]
-directions6 = T.direction_table(pairs6, paper_t6, measured6, labels=str)
-rep.table(directions6, "table6_directions")
-display(directions6)
-display(Markdown(" ".join(T.direction_sentences(directions6))))
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))
@@ -255,8 +307,7 @@ metrics = {
     "table6_seeds": list(table6_seeds), "base_steps": base_steps, "extra_steps": extra_steps,
     "table4": {f"{r.method}/{r.split}": [r.mean, r.ci_lo, r.ci_hi] for r in t3.itertuples()},
     "extra_rl_lr_used": extra_lr_used, "rl_peak_lr": cfg.lr, "paper_benchmark": PAPER_BENCH,
-    "table4_directions": directions4.to_dict(orient="records"),
-    "table6_directions": directions6.to_dict(orient="records"),
+    "decided": decided_table.to_dict(orient="records"), "rerun": reruns.to_dict(orient="records"),
     "table6": {f"{r.size}/{r.split}": [r.mean, r.ci_lo, r.ci_hi] for r in t6.itertuples()},
     "seconds": times, "cor_keep": keep_1x, "size_multipliers": list(size_multipliers),
     "notebook_seconds": time.perf_counter() - t_start,
@@ -265,44 +316,11 @@ rep.metrics(metrics)
 
 # %% [markdown]
 # ## What we measured
-#
-# Generated from `metrics`; nothing below is typed in.
 
 # %%
-m = metrics
-P = {k: tuple(v) for k, v in m["table4"].items()}
-S = m["seconds"]
-lines = [f"Table 4 on {m['n_adapted']} adapted questions ({len(m['table4_seeds'])} seeds): "
-         + "; ".join(f"{label(x)} pass@1 {T.fmt_ci(*P[f'{x}/adapted'])}" for x in table4_methods)
-         + f". The paper's Table 4 on {PAPER_BENCH} (Qwen2.5-Math-1.5B) reads: "
-         + "; ".join(f"{label(x)} {paper_t4['pass@1'][x]:.1f}" for x in table4_methods if paper_t4["pass@1"][x] is not None)
-         + "."]
-lines.append(f"The additional RL ran {m['extra_steps']} steps at a constant learning rate of {m['extra_rl_lr_used']:g}, "
-             f"against the RL schedule's peak of {m['rl_peak_lr']:g}.")
-lines += T.direction_sentences(directions4)
-if {"bcs_dae", "additional_rl", "ddrl"} <= set(table4_methods):
-    for sp in [x for x in ("adapted", "heldout") if f"ddrl/{x}" in P]:
-        rel = T.ci_relation(P[f"ddrl/{sp}"], P[f"additional_rl/{sp}"])
-        lines.append(f"On the {sp} questions, " + T.comparison_sentence("COR", P[f"ddrl/{sp}"], "additional RL", P[f"additional_rl/{sp}"])
-                     + f"; this {T.agreement(rel, 'higher')} the paper's case for COR over simply training longer.")
-    cor_s, add_s, rl_s = S["ddrl"]["after-RL s"], S["additional_rl"]["after-RL s"], S["bcs_dae"]["RL s"]
-    cheaper = ("COR is not cheaper than the extra RL here: at testbed scale sampling M answers per question costs as "
-               "much as a few RL steps, while the paper's long responses and large models make RL steps far costlier.")
-    if cor_s < add_s:
-        cheaper = "COR is the cheaper of the two here."
-    lines.append(f"Cost on this machine: the RL schedule ({m['base_steps']} steps) takes {rl_s:.0f} s; {m['extra_steps']} extra "
-                 f"RL steps take {add_s:.0f} s ({add_s / rl_s:.0%} of it) and COR takes {cor_s:.0f} s ({cor_s / rl_s:.0%}). "
-                 + cheaper)
-Q = {k: tuple(v) for k, v in m["table6"].items()}
-sz = [f"{x}x" for x in m["size_multipliers"]]
-lines.append("Table 6 (refinement size, adapted pass@1): " + "; ".join(f"{x} ({m['cor_keep'] * int(x[:-1])} kept) "
-                                                                     f"{T.fmt_ci(*Q[f'{x}/adapted'])}" for x in sz) + ".")
-if len(sz) > 1:
-    rel = T.ci_relation(Q[f"{sz[-1]}/adapted"], Q[f"{sz[0]}/adapted"])
-    lines.append(f"Going from {sz[0]} to {sz[-1]}: " + T.comparison_sentence(sz[-1], Q[f"{sz[-1]}/adapted"], sz[0], Q[f"{sz[0]}/adapted"])
-                 + ".")
-    lines += T.direction_sentences(directions6)
-display(Markdown("\n\n".join(lines)))
+lines = L.summary_sentences(decided_table, reruns)
+lines.append(f"The notebook took {metrics['notebook_seconds']:.0f} s.")
+display(Markdown(" ".join(lines)))
 
 # %% [markdown]
 # ## Try this

@@ -14,7 +14,6 @@ import sys
 import jupytext
 import nbformat
 import pytest
-
 from conftest import REPO
 
 NOTEBOOKS = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -39,7 +38,7 @@ def test_jupytext_pair_in_sync(path):
     assert py.is_file(), f"{py.name} (the jupytext py:percent twin of {path.name}) is missing"
     a = jupytext.read(path)
     b = jupytext.read(py)
-    src = lambda nb: [(c.cell_type, c.source.strip()) for c in nb.cells]  # noqa: E731
+    src = lambda nb: [(c.cell_type, c.source.strip()) for c in nb.cells]
     assert src(a) == src(b), f"{path.name} and {py.name} differ; run `jupytext --sync {py}`"
 
 
@@ -77,3 +76,27 @@ def test_smoke_run_produces_metrics_and_artifacts(smoke_run, path):
     # the executed copy shows its figures although the caller's MPLBACKEND is Agg (the kernel's is inline)
     outputs = [o for c in json.loads((smoke_run / f"{path.stem}.ipynb").read_text())["cells"] for o in c.get("outputs", [])]
     assert any("image/png" in o.get("data", {}) for o in outputs), f"{path.stem}: no figure in the executed notebook"
+
+
+@pytest.mark.parametrize("stem", ["03_test_time_training", "04_ablations", "05_offpolicy_cost"])
+def test_training_notebooks_name_committed_runs_and_decided_cells(stem):
+    """Notebooks 03-05 show the claims study's decided comparisons and rerun committed runs: in the notebook's own
+    defaults and in every preset, each ``rerun`` entry parses and names a committed run (bad ones fail here, before
+    a reader waits on an execution), and the study cells select at least one committed entry."""
+    import ast
+
+    import yaml
+
+    from ddrl.run.reproduce import declared_parameters
+    from ddrl.study import lesson
+    from ddrl.study.rerun import locate
+
+    declared = {k: ast.literal_eval(v) for k, v in declared_parameters(REPO / "notebooks" / f"{stem}.ipynb").items()
+                if k in ("rerun", "study_claims", "study_regimes")}
+    settings = [declared] + [{**declared, **(yaml.safe_load(p.read_text()) or {})}
+                             for p in sorted((REPO / "params").glob(f"*/{stem}.yaml"))]
+    for s in settings:
+        for spec in s["rerun"]:
+            design, regime, method, seed, _ = lesson.parse_rerun(spec)
+            assert locate(design, regime, method, seed).csv.is_file()
+        assert lesson.committed_cells(s["study_claims"], s["study_regimes"])

@@ -48,14 +48,6 @@ def test_ci_relation_cases():
     assert T.ci_relation((0.9, float("nan"), float("nan")), (0.1, 0.0, 0.2)) == "overlap"
 
 
-def test_agreement():
-    assert T.agreement("higher", "higher") == "agrees with"
-    assert T.agreement("lower", "higher") == "disagrees with"
-    assert T.agreement("overlap", "lower") == "neither confirms nor contradicts"
-    with pytest.raises(ValueError, match="expected"):
-        T.agreement("higher", "up")
-
-
 def test_lookup_and_measured_vs_paper():
     s = summarize(_df(), "pass@1", by=("method", "split"))
     m, lo, hi = T.lookup(s, method="ddrl", split="adapted")
@@ -74,13 +66,6 @@ def test_lookup_and_measured_vs_paper():
     assert list(tab["seeds"]) == [2, 2]
     with pytest.raises(KeyError, match="no summary rows"):
         T.measured_vs_paper(s, ["etmr"], {})
-
-
-def test_comparison_sentence():
-    s = T.comparison_sentence("DDRL", (0.5, 0.45, 0.55), "TTRL", (0.3, 0.25, 0.35))
-    assert "above TTRL's 0.300" in s and "+0.200" in s
-    s = T.comparison_sentence("DDRL", (0.5, 0.2, 0.8), "TTRL", (0.3, 0.1, 0.5))
-    assert "overlap" in s
 
 
 def test_curve_band():

@@ -1,9 +1,9 @@
-"""Small pure helpers for notebooks 03-05: paper-vs-measured tables and sentences generated from numbers.
+"""Small pure helpers for the notebooks: paper-vs-measured tables, and direction sentences generated from numbers.
 
 Everything here works on the long frames of :func:`ddrl.run.experiments.summarize` (columns ``<by...>, seeds,
 mean, ci_lo, ci_hi``) and on plain floats; nothing trains or samples. The paper's numbers come from
 :mod:`ddrl.paper`; a quantity the paper does not report is shown as :data:`NOT_REPORTED`.
-:func:`direction_table` says, per difference the paper reports (e.g. DDRL - TTRL > 0), whether the measured
+:func:`direction_table` (notebook 02) says, per difference the paper reports (e.g. DDRL - TTRL > 0), whether the measured
 difference has the same sign, and :func:`direction_sentences` states it in words.
 """
 
@@ -117,30 +117,6 @@ def measured_vs_paper(summary: pd.DataFrame, rows: Sequence[str], paper: Mapping
         rec[paper_header] = paper_cell(paper.get(r), paper_spec)
         out.append(rec)
     return pd.DataFrame(out)
-
-
-def comparison_sentence(name_a: str, a: tuple[float, float, float], name_b: str, b: tuple[float, float, float],
-                        metric: str = "pass@1") -> str:
-    """A sentence comparing two measured (mean, lo, hi), saying whether the 95% intervals separate them."""
-    rel = ci_relation(a, b)
-    d = a[0] - b[0]
-    if rel == "overlap":
-        return (f"{name_a} reaches {metric} {a[0]:.3f} and {name_b} {b[0]:.3f} (difference {d:+.3f}); their 95% "
-                "intervals overlap, so the seeds do not separate them")
-    return (f"{name_a} reaches {metric} {a[0]:.3f}, {'above' if rel == 'higher' else 'below'} {name_b}'s {b[0]:.3f} "
-            f"(difference {d:+.3f}, 95% intervals apart)")
-
-
-def agreement(measured: str, expected: str) -> str:
-    """"agrees with" / "disagrees with" / "neither confirms nor contradicts" the paper's expected direction.
-
-    ``measured`` is a :func:`ci_relation` result; ``expected`` is "higher" or "lower" (the paper's direction).
-    """
-    if expected not in ("higher", "lower"):
-        raise ValueError(f"expected must be 'higher' or 'lower', got {expected!r}")
-    if measured == "overlap":
-        return "neither confirms nor contradicts"
-    return "agrees with" if measured == expected else "disagrees with"
 
 
 def curve_band(curves: pd.DataFrame, metric: str, by: Sequence[str] = ("method", "step")) -> pd.DataFrame:

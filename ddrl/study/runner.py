@@ -12,6 +12,7 @@ per-run CSVs into ``results/stage1.json`` and ``results/claims.json`` is :mod:`d
     python -m ddrl.study --analyse claims        # every claim's estimate, interval, verdict -> results/claims.json
     python -m ddrl.study --status                # CSVs written per stage and the measured worker time left
     python -m ddrl.study render-page             # docs/results.md from the committed analyses (make docs)
+    python -m ddrl.study rerun DESIGN REGIME METHOD SEED [--steps K]   # recompute one committed run and compare
 
 Runs go through :func:`ddrl.study.pool.run_jobs` (one single-thread worker per core, one progress bar). A job
 (:mod:`ddrl.study.jobs`) is one regime x seed x the methods of one claim that share a run; it trains (or loads) the
@@ -46,6 +47,7 @@ from ddrl.study.plan import (HELDOUT_X_AMENDMENTS, REAL, RESULTS, SCALES, SVAMP_
                              export_base_models, heldout_x_jobs, load_regimes, regimes_path, stage1_jobs, stage2_jobs,
                              write_replication)
 from ddrl.study.jobs import run_real_rollouts_job
+from ddrl.study.rerun import main as rerun_main
 from ddrl.study.pool import run_jobs, status_counts
 from ddrl.study.page import main as render_page
 from ddrl.study.status import status_text
@@ -92,11 +94,13 @@ def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, re
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["render-page"]:  # the results page (ddrl.study.page), beside the study's flags
-        return render_page(argv[1:])
+    subcommands = {"render-page": render_page, "rerun": rerun_main}  # beside the study's flags
+    if argv[:1] and argv[0] in subcommands:
+        return subcommands[argv[0]](argv[1:])
     ap = argparse.ArgumentParser(prog="python -m ddrl.study", description=__doc__.split("\n\n")[0],
-                                 epilog="python -m ddrl.study render-page [--help]: docs/results.md from the "
-                                 "committed analyses (make docs)")
+                                 epilog="subcommands: render-page [--help] (docs/results.md from the committed analyses, "
+                                 "make docs); rerun DESIGN REGIME METHOD SEED [--steps K] (one committed run recomputed "
+                                 "and compared question by question)")
     what = ap.add_mutually_exclusive_group(required=True)
     what.add_argument("--stage", type=int, choices=(1, 2), help="run a stage's jobs (resumable)")
     what.add_argument("--heldout-x", action="store_true", help=f"H1x (plan Amendments {HELDOUT_X_AMENDMENTS}): DDRL, no "

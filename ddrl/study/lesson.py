@@ -1,0 +1,276 @@
+"""What notebooks 03-05 teach from the claims study: the decided comparisons re-analysed live from the committed
+per-run CSVs, beside the paper's numbers and the committed entries, and where a rerun run sits among the seeds.
+
+:func:`decide` recomputes one pass@1 claim (:data:`ddrl.study.plan.PAIRED`: a - b per seed and question) in one
+regime by the registered hierarchical bootstrap, stream and verdict rule, reading only the CSVs it needs (seconds);
+:func:`committed_entry` finds the entry the study committed for it (``results/claims.json``, or an amendment's
+``results/small_lr/*.json`` for the lr/10 regimes, with the seeds that amendment used), and :func:`decided_table`
+puts both side by side with the paper's number. :func:`verdict_sentences` says in one sentence each what holds,
+what is contradicted and what stays open; :func:`decided_figure` draws the intervals with the paper's values.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from ddrl.report.stats import hierarchical_bootstrap
+from ddrl.seeds import derive_seed
+from ddrl.study.analysis import paired_matrix
+from ddrl.study.claims import entry, get
+from ddrl.study.plan import (
+    CSV,
+    NO_RL,
+    PAIRED,
+    RESULTS,
+    SAME_BASE,
+    csv_method_seed,
+    csv_path,
+    same_base,
+)
+from ddrl.study.rerun import check, design_dir
+
+#: Regimes in words (a regime whose name ends in ``_small_lr`` is its base regime at a tenth of the learning rate).
+REGIME_WORDS = {"aime_like": "AIME-like", "amc_like": "AMC-like", "math500_like": "MATH-500-like"}
+#: Where the study's amendments committed their entries of the lr/10 regimes (beside results/claims.json).
+AMENDMENT_ENTRIES = RESULTS / "small_lr"
+#: Claims in words for a table row (the registered claim text is longer; ``ddrl.study.claims.get(id).claim``).
+CLAIM_WORDS = {"P1": "TTRL beats no adaptation", "P2": "DDRL beats no adaptation", "M1": "DDRL beats TTRL",
+               "M2": "DDRL is at least as good as ETMR", "H1": "DDRL's gain carries to held-out questions",
+               "A1": "BCS beats TTRL's random K", "A2": "DAE's fixed ±1 beats GRPO (after BCS)",
+               "A3": "COR adds to BCS + DAE", "T1": "GRPO without std-normalisation beats TTRL",
+               "C1": "COR beats as much more RL", "R1": "the refinement size barely matters (4x vs 1x)"}
+
+
+def regime_words(regime: str) -> str:
+    """``math500_like_small_lr`` -> ``MATH-500-like, lr/10``."""
+    base = SAME_BASE.get(regime, regime)
+    return REGIME_WORDS.get(base, base) + (", lr/10" if base != regime else "")
+
+
+def claim_words(cid: str) -> str:
+    """A claim in a few words (:data:`CLAIM_WORDS`), else its registered text."""
+    return CLAIM_WORDS.get(cid) or get(cid).claim
+
+
+@cache
+def _amendment_files(folder: str) -> tuple[tuple[str, str], ...]:
+    return tuple((str(p), p.read_text()) for p in sorted(Path(folder).glob("*.json")))
+
+
+def committed_entry(cid: str, regime: str, results: Path = RESULTS) -> tuple[dict | None, list[int] | None, str]:
+    """The entry the study committed for claim ``cid`` in ``regime``, the seeds its analysis was restricted to (None:
+    every seed with both runs) and the file it lies in: ``results/claims.json`` first, else the first amendment
+    file under ``results/small_lr/`` whose ``entries`` hold it (its ``seeds``). (None, None, "") when none does."""
+    main = results / "claims.json"
+    for e in json.loads(main.read_text()):
+        if e["id"] == cid and e["regime"] == regime:
+            return e, None, str(main.relative_to(results.parent))
+    for path, text in _amendment_files(str(results / AMENDMENT_ENTRIES.name)):
+        data = json.loads(text)
+        for e in data.get("entries", []) if isinstance(data, dict) else []:
+            if e.get("id") == cid and e.get("regime") == regime and "a" not in e:  # a registered claim, re-run
+                seeds = data.get("seeds")  # a list, or per claim (the ablation amendment's)
+                seeds = seeds.get(cid) if isinstance(seeds, dict) else seeds
+                return e, seeds, str(Path(path).relative_to(results.parent))
+    return None, None, ""
+
+
+def committed_cells(claims: Sequence[str], regimes: Sequence[str], results: Path = RESULTS) -> list[tuple[str, str]]:
+    """The (claim, regime) cells of ``claims`` x ``regimes``, claim by claim in the given orders, that the study decided
+    and committed (:func:`committed_entry`); unknown claims (not a paired pass@1 claim) raise, naming them."""
+    unknown = [c for c in claims if c not in PAIRED]
+    if unknown:
+        raise ValueError(f"claims {unknown} are not paired pass@1 claims of the study (one of {sorted(PAIRED)})")
+    return [(c, r) for c in claims for r in regimes if committed_entry(c, r, results)[0] is not None]
+
+
+def claim_rows(runs: Path, regime: str, a: str, b: str) -> pd.DataFrame:
+    """The per-question rows of methods ``a`` and ``b`` in ``regime`` (a no-RL method absent there from its
+    same-base regime, as :func:`ddrl.study.analysis.paired_matrix` reads it), read file by file."""
+    frames = []
+    for m in (a, b):
+        regs = [regime] + (same_base(regime) if m in NO_RL else [])
+        for r in regs:
+            paths = sorted(p for p in (runs / r).glob(f"{m}-seed*{CSV}") if not p.name.endswith(f"-steps{CSV}")
+                           and csv_method_seed(p)[0] == m)
+            if paths:
+                frames += [pd.read_csv(p, dtype={"question": str}) for p in paths]
+                break
+    if not frames:
+        raise ValueError(f"{runs}: no committed runs of {a} or {b} in {regime}")
+    return pd.concat(frames, ignore_index=True)
+
+
+def decide(cid: str, regime: str, seeds: Sequence[int] | None = None, runs: Path = RESULTS / "runs",
+           n_boot: int = 4000) -> dict:
+    """Claim ``cid`` (a :data:`PAIRED` pass@1 claim) in ``regime`` re-analysed from the committed CSVs as the study
+    decided it: the seeds x questions matrix of (a - b) in points over ``seeds`` (default: every seed with both
+    runs), the hierarchical bootstrap on stream ``derive_seed(0, "claims", cid, regime)`` and the registered
+    verdict rule with the paper's sign and margin (an lr/10 regime takes those of the benchmark its base regime
+    stands for, as the study's amendments did)."""
+    if cid not in PAIRED:
+        raise ValueError(f"decide: {cid!r} is not a paired pass@1 claim (one of {sorted(PAIRED)})")
+    a, b, split = PAIRED[cid]
+    df = claim_rows(Path(runs), regime, a, b)
+    if seeds is not None:
+        df = df[df.seed.isin(set(seeds))]
+    d = paired_matrix(df, regime, a, b, split)
+    if d is None:
+        raise ValueError(f"decide: {cid} in {regime} has fewer than 2 seeds with both {a} and {b}")
+    iv = hierarchical_bootstrap(d.to_numpy(), np.random.default_rng(derive_seed(0, "claims", cid, regime)), n_boot)
+    reg = regime if regime in get(cid).regimes else SAME_BASE.get(regime, regime)
+    return {**entry(cid, reg, iv.estimate, iv.ci_low, iv.ci_high, iv.n_seeds, iv.n_questions), "regime": regime}
+
+
+def decided_table(cells: Sequence[tuple[str, str]], runs: Path = RESULTS / "runs", n_boot: int = 4000) -> pd.DataFrame:
+    """One row per (claim, regime) of ``cells``, re-analysed live (:func:`decide`, on the seeds its committed entry
+    used): the claim and regime in words, the paper's difference, the testbed's estimate and 95% interval
+    (points), seeds, verdict, and whether it equals the committed entry (estimate, interval and verdict; the
+    file named). Raises naming the cell when the study committed no entry for it."""
+    rows = []
+    for cid, regime in cells:
+        committed, seeds, source = committed_entry(cid, regime, Path(runs).parent)
+        if committed is None:
+            raise ValueError(f"no committed entry of claim {cid} in {regime} (results/claims.json, "
+                             f"{AMENDMENT_ENTRIES.name}/*.json)")
+        e = decide(cid, regime, seeds, runs, n_boot)
+        same = (e["verdict"] == committed["verdict"] and
+                np.allclose([e[k] for k in ("estimate", "ci_low", "ci_high")],
+                            [committed[k] for k in ("estimate", "ci_low", "ci_high")], rtol=0, atol=1e-9))
+        rows.append({"claim": cid, "what": claim_words(cid), "regime": regime_words(regime), "paper": e["paper"],
+                     "testbed": e["estimate"], "ci_low": e["ci_low"], "ci_high": e["ci_high"], "seeds": e["n_seeds"],
+                     "verdict": e["verdict"], "as committed": f"yes ({source})" if same else f"NO ({source})"})
+    return pd.DataFrame(rows)
+
+
+def show_table(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`decided_table` for reading: differences in points with signs, the interval in brackets."""
+    out = table[["what", "regime"]].copy()
+    out["paper (points)"] = [f"{v:+.1f}" if v is not None and not pd.isna(v) else "-" for v in table["paper"]]
+    out["testbed (points, 95%)"] = [f"{e:+.1f} [{lo:+.1f}, {hi:+.1f}]"
+                                    for e, lo, hi in zip(table["testbed"], table["ci_low"], table["ci_high"])]
+    return out.join(table[["seeds", "verdict", "as committed"]])
+
+
+def verdict_sentences(table: pd.DataFrame) -> list[str]:
+    """At most four sentences, one per kind of verdict present in a :func:`decided_table`: what holds (reproduced),
+    what is contradicted, what is decided as no effect, what stays open (not resolved); each lists its claims with
+    regime and estimate."""
+    kinds = (("reproduced", "Holds on the testbed"),
+             ("contradicted", "Contradicted (the interval excludes zero on the other side)"),
+             ("no effect", "No effect (the interval inside the ±1 point margin)"),
+             ("not resolved", "Still open (the interval crosses zero but not inside the margin)"))
+    out = []
+    for verdict, lead in kinds:
+        mask = table["verdict"] == verdict
+        if mask.any():
+            cells = "; ".join(f"{w} ({r}, {e:+.1f} points)" for w, r, e in
+                              zip(table["what"][mask], table["regime"][mask], table["testbed"][mask]))
+            out.append(f"{lead}: {cells}.")
+    return out
+
+
+def summary_sentences(table: pd.DataFrame, reruns: pd.DataFrame) -> list[str]:
+    """Two sentences for a notebook's "What we measured": the decided comparisons by verdict and whether each equals
+    the committed entry, and how many rerun runs landed exactly on the committed ones."""
+    n = table["verdict"].value_counts()
+    same = table["as committed"].str.startswith("yes").sum()
+    out = [(f"Of {len(table)} comparisons re-analysed live from the committed runs, {n.get('reproduced', 0)} hold, "
+            f"{n.get('contradicted', 0)} are contradicted, {n.get('no effect', 0)} show no effect and "
+            f"{n.get('not resolved', 0)} stay open; {same} of {len(table)} equal the study's committed entries.")]
+    if len(reruns):
+        exact = (reruns["result"] == "identical").sum()
+        out.append(f"Your rerun reproduced {exact} of {len(reruns)} committed run slices exactly on this CPU.")
+    return out
+
+
+def decided_figure(table: pd.DataFrame, title: str):
+    """The decided comparisons as intervals (coloured by verdict) with the paper's difference marked (a cross)."""
+    colours = {"reproduced": "tab:green", "contradicted": "tab:red", "no effect": "tab:grey", "not resolved": "tab:orange"}
+    fig, ax = plt.subplots(figsize=(8, 0.45 * len(table) + 1.4))
+    y = np.arange(len(table))[::-1]
+    for yi, r in zip(y, table.itertuples()):
+        ax.plot([r.ci_low, r.ci_high], [yi, yi], color=colours.get(r.verdict, "k"), lw=3)
+        ax.plot(r.testbed, yi, "o", color=colours.get(r.verdict, "k"))
+        if r.paper is not None and not pd.isna(r.paper):
+            ax.plot(r.paper, yi, "x", color="k", ms=7)
+    ax.axvline(0, color="grey", lw=0.8)
+    ax.set_yticks(y, [f"{w} ({g})" for w, g in zip(table["what"], table["regime"])])
+    ax.set_xlabel("difference in pass@1, points (dot and bar: testbed and 95% interval; x: the paper)")
+    handles = [plt.Line2D([], [], color=c, lw=3, label=v) for v, c in colours.items() if v in set(table["verdict"])]
+    ax.legend(handles=handles + [plt.Line2D([], [], color="k", marker="x", ls="", label="paper")], fontsize=8,
+              loc="lower right")
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def seed_position(regime: str, method: str, seed: int, value: float, runs: Path = RESULTS / "runs",
+                  split: str = "adapted") -> dict:
+    """Where a run's mean pass@1 on ``split`` (``value``) sits among every committed seed of the same regime and
+    method: ``rank`` (1 = lowest), ``n`` seeds, their ``min``, ``median``, ``max``."""
+    paths = sorted(p for p in (Path(runs) / regime).glob(f"{method}-seed*{CSV}") if not p.name.endswith(f"-steps{CSV}")
+                   and csv_method_seed(p)[0] == method)
+    if not paths:
+        raise ValueError(f"{runs}/{regime}: no committed runs of {method}")
+    frames = {csv_method_seed(p)[1]: pd.read_csv(p, usecols=["split", "pass@1"]) for p in paths}
+    means = pd.Series({s: f.loc[f["split"] == split, "pass@1"].mean() for s, f in frames.items()})
+    return {"seed": seed, "value": float(value), "rank": int((means < value).sum() + 1), "n": len(means),
+            "min": float(means.min()), "median": float(means.median()), "max": float(means.max())}
+
+
+def seeds_needed(regime: str, results: Path = RESULTS) -> int:
+    """The seeds the study's power analysis chose for ``regime``'s DDRL - TTRL comparison to reach its half-width
+    target (``results/stage1.json``; an lr/10 regime takes its base regime's count, as the plan does)."""
+    seeds = json.loads((results / "stage1.json").read_text())["seeds"]
+    base = SAME_BASE.get(regime, regime)
+    if base not in seeds:
+        raise ValueError(f"results/stage1.json has no seed count for {base!r} (it has {sorted(seeds)})")
+    return int(seeds[base])
+
+
+def parse_rerun(spec: str) -> tuple[str, str, str, int, int | None]:
+    """A rerun as its command line's arguments, ``"DESIGN REGIME METHOD SEED [--steps K]"`` -> (design, regime,
+    method, seed, K or None); raises ``ValueError`` naming the spec when it is not of that form."""
+    words = spec.split()
+    steps = None
+    if len(words) == 6 and words[4] == "--steps" and words[5].isdigit() and int(words[5]) > 0:
+        steps, words = int(words[5]), words[:4]
+    if len(words) != 4 or not words[3].isdigit():
+        raise ValueError(f"rerun {spec!r}: expected 'DESIGN REGIME METHOD SEED [--steps K]' (K >= 1), "
+                         "e.g. 'registered aime_like no_adaptation 0'")
+    return words[0], words[1], words[2], int(words[3]), steps
+
+
+def rerun_table(specs: Sequence[str], results: Path = RESULTS) -> tuple[pd.DataFrame, list[str]]:
+    """Each rerun of ``specs`` (:func:`parse_rerun`; all parsed before any runs) done by
+    :func:`ddrl.study.rerun.check` one at a time: a row per rerun (what, identical or how many values differ, and
+    for a whole run its adapted pass@1 and rank among the committed seeds) and the reports' texts."""
+    rows, texts = [], []
+    for design, regime, method, seed, steps in [parse_rerun(s) for s in specs]:
+        row = {"run": f"{design} {regime} {method} seed {seed}",
+               "what": f"first {steps} RL steps" if steps else "whole run"}
+        try:
+            diff, text = check(design, regime, method, int(seed), int(steps) if steps else None)
+        except ValueError as e:  # not rerunnable here (a GPU run's key, an amendment's design): said, not raised
+            rows.append({**row, "result": f"not rerun: {e}"})
+            texts.append(f"rerun {row['run']}: {e}")
+            continue
+        texts.append(text)
+        row["result"] = "identical" if diff.empty else f"{len(diff)} values differ"
+        if not steps:
+            committed = pd.read_csv(csv_path(design_dir(design, results), regime, method, int(seed)))
+            v = committed.query("split == 'adapted'")["pass@1"].mean()
+            pos = seed_position(regime, method, int(seed), v, design_dir(design, results))
+            row["adapted pass@1"] = f"{v:.3f}"
+            row["among committed seeds"] = f"{pos['rank']} of {pos['n']} (range {pos['min']:.3f}-{pos['max']:.3f})"
+        rows.append(row)
+    cols = ["run", "what", "result", "adapted pass@1", "among committed seeds"]
+    return pd.DataFrame(rows, columns=cols).astype(object).fillna(""), texts

@@ -1,0 +1,336 @@
+"""Any committed run of the claims study, checked by anyone: ``python -m ddrl.study rerun DESIGN REGIME METHOD SEED``.
+
+A committed run is one method's per-question CSV (``<design>/<regime>/<method>-seedNN.csv.gz``, written by
+:func:`ddrl.study.jobs.run_job`) and, for a trained method, its step log (``...-steps.csv.gz``). :func:`rerun_run`
+recomputes the CSV exactly as the study did (the same job code, the log-prob backend and decode attention pinned by
+:func:`ddrl.study.jobs.run_job`, the design's base build installed from ``results/base_models/`` into a fresh cache,
+nothing read from any earlier cache) and :func:`compare_questions` lists every question whose pass@1 differs.
+:func:`rerun_steps` is the cheap check: it trains only the first K RL steps of the run and
+:func:`compare_steps` compares them with the committed step log (majority ratio, mean advantage, label accuracy,
+learning rate), the same trajectory or not.
+
+The study records each run's base build (the weights' sha256 in the design's ``regimes_*.json``: a build's bits
+follow the CPU that pretrained it, docs/testbed.md) but not the CPU that ran it. Runs on a pinned build mostly
+repeat bitwise across CPUs, yet kernels of another instruction set (AVX-512) flip a sampled token now and then
+(plan Amendment 9). So a rerun never fails on a difference: it names this CPU and the CPU kind that built the
+design's weights, and shows what differs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import platform
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from unittest import mock
+
+import pandas as pd
+
+import ddrl.train
+from ddrl.accel.logprob_backends import pinned_backend
+from ddrl.config import METHODS
+from ddrl.run.pool import environ
+from ddrl.run.rundir import RunDir
+from ddrl.run.storage import write_csv
+from ddrl.study.jobs import _run_job, job_key, steps_frame
+from ddrl.study.plan import (
+    CSV,
+    REFINED,
+    RESULTS,
+    SCALES,
+    Job,
+    check_weights,
+    csv_method_seed,
+    csv_path,
+    experiment,
+    load_regimes,
+    regimes_path,
+    wants_heldout,
+)
+
+#: What a rerun compares of a step log: every logged step metric except its wall time.
+STEP_METRICS = ("episode", "lr", "adv/mean", "label/majority_ratio", "gt/label_acc")
+#: What a rerun compares of a run's CSV: each question's pass@1 and the run-level values that are not wall times.
+QUESTION_METRICS = ("pass@1", "maj@n", "mean_tokens", "cor_kept")
+#: The CPU kind that built each committed base build (docs/testbed.md; ``model.safetensors`` sha256, 8 hex).
+BUILT_ON = {"e4d7f1c9": "AMD EPYC family 25 model 1 (no AVX-512)", "1f745ffa": "AMD EPYC family 25 model 1 (no AVX-512)",
+            "c49d994e": "AMD EPYC with AVX-512 (family 26; family 25 model 17)", "abcbf433": "Intel Xeon"}
+
+
+@dataclass(frozen=True)
+class Target:
+    """One committed run: where its CSVs lie and which base measurements (regimes, build) it was run on."""
+    design: str
+    regime: str
+    method: str
+    seed: int
+    csv: Path
+    steps_csv: Path
+    regimes_file: Path
+
+
+def design_dir(design: str, results: Path = RESULTS) -> Path:
+    """The folder of a design's per-run CSVs: ``registered`` is ``results/runs``; any other name is
+    ``results/<name>/runs`` (a replication) or ``results/<name>`` (an amendment's folder, e.g. ``wide``)."""
+    if design == "registered":
+        return results / "runs"
+    own = results / design
+    return own / "runs" if (own / "runs").is_dir() else own
+
+
+def locate(design: str, regime: str, method: str, seed: int, results: Path = RESULTS) -> Target:
+    """The committed run named on the command line; raises ``ValueError`` naming what is missing (no design
+    folder, no CSV of that regime, method and seed, with the ones that exist) before anything is computed."""
+    folder = design_dir(design, results)
+    if not folder.is_dir() or design in ("base_models", "runs"):
+        designs = ["registered"] + sorted(p.name for p in results.iterdir() if p.is_dir() and any(p.glob(f"**/*{CSV}"))
+                                          and p.name != "runs")
+        raise ValueError(f"no design {design!r} under {results}; designs with per-run CSVs: {designs}")
+    path = csv_path(folder, regime, method, seed)
+    if not path.is_file():
+        names = [csv_method_seed(p) for p in (folder / regime).glob(f"*{CSV}")
+                 if not p.name.endswith(f"-steps{CSV}")] if (folder / regime).is_dir() else []
+        seeds = sorted(s for m, s in names if m == method)
+        where = (f"its committed seeds: {seeds}" if seeds else f"methods of {regime}: {sorted({m for m, _ in names})}"
+                 if names else f"regimes of {design}: {sorted(p.name for p in folder.iterdir() if p.is_dir())}")
+        raise ValueError(f"{path}: no committed run of {method} seed {seed} in {regime} ({design}); {where}")
+    own = results / design if design != "registered" else results
+    return Target(design, regime, method, seed, path, csv_path(folder, regime, method, seed, steps=True),
+                  regimes_path(own))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The machine: this CPU and the CPU kind that built the design's weights
+# ---------------------------------------------------------------------------------------------------------
+
+
+def cpu_info(text: str | None = None) -> dict:
+    """This CPU as /proc/cpuinfo names it: model name, family, model, whether it has AVX-512 (what decides a
+    testbed build's bits on the study's EPYCs, docs/testbed.md). ``text``: a cpuinfo text (tests)."""
+    if text is None:
+        try:
+            text = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return {"model name": platform.processor() or platform.machine(), "family": None, "model": None,
+                    "avx512": None}
+    first = {}
+    for line in text.splitlines():
+        if ":" in line:
+            k, v = (s.strip() for s in line.split(":", 1))
+            first.setdefault(k, v)
+    return {"model name": first.get("model name", platform.machine()), "family": first.get("cpu family"),
+            "model": first.get("model"), "avx512": "avx512f" in first.get("flags", "").split()}
+
+
+def cpu_line(info: dict) -> str:
+    """One line naming a CPU (:func:`cpu_info`)."""
+    fam = f", family {info['family']} model {info['model']}" if info.get("family") else ""
+    avx = {True: ", AVX-512", False: ", no AVX-512", None: ""}[info.get("avx512")]
+    return f"{info['model name']}{fam}{avx}"
+
+
+def build_line(regimes_file: Path, regime: str | None = None) -> str:
+    """The base build a design ran ``regime`` on (the weights of the ``regimes_*.json`` beside ``regimes_file`` that
+    lists it; every one of them when ``regime`` is None) and the CPU kind that built it (:data:`BUILT_ON`)."""
+    out = []
+    for f in sorted({regimes_file, *regimes_file.parent.glob("regimes_*.json")}):
+        data = json.loads(f.read_text())
+        if regime is not None and regime not in {r.get("name") for r in data.get("regimes", [])}:
+            continue
+        w = data.get("weights") or {}
+        sha = w.get("model.safetensors", "")[:8]
+        line = f"{w.get('model')} {sha} (built on {BUILT_ON.get(sha, 'a CPU docs/testbed.md does not name')})"
+        if sha and line not in out:
+            out.append(line)
+    return "; ".join(out) or "not recorded"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Comparisons (pure)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def compare_questions(committed: pd.DataFrame, fresh: pd.DataFrame) -> pd.DataFrame:
+    """Every (split, question, metric) of :data:`QUESTION_METRICS` whose value differs between a committed run's
+    CSV and its rerun, with both values; a question present in one only shows with NaN on the other side. Empty:
+    the rerun is the committed run, exactly (values compared as both CSVs store them)."""
+    for name, df in (("committed", committed), ("rerun", fresh)):
+        missing = {"split", "question", "pass@1"} - set(df.columns)
+        if missing:
+            raise ValueError(f"the {name} rows lack column(s) {sorted(missing)}")
+    cols = [c for c in QUESTION_METRICS if c in committed.columns and c in fresh.columns]
+    both = committed[["split", "question", *cols]].merge(fresh[["split", "question", *cols]], how="outer",
+                                                        on=["split", "question"], suffixes=("_committed", "_rerun"))
+    rows = []
+    for c in cols:
+        a, b = both[f"{c}_committed"], both[f"{c}_rerun"]
+        differ = ~((a == b) | (a.isna() & b.isna()))
+        rows += [{"split": s, "question": q, "metric": c, "committed": x, "rerun": y}
+                 for s, q, x, y in zip(both["split"][differ], both["question"][differ], a[differ], b[differ])]
+    return pd.DataFrame(rows, columns=["split", "question", "metric", "committed", "rerun"])
+
+
+def compare_steps(committed: pd.DataFrame, fresh: pd.DataFrame, k: int) -> pd.DataFrame:
+    """Every (step, metric) of :data:`STEP_METRICS` among the first ``k`` steps whose value differs between a
+    committed step log and a rerun's; a step the rerun lacks shows with NaN. Empty: the same trajectory."""
+    if k < 1:
+        raise ValueError(f"steps: k must be >= 1, got {k}")
+    a = committed[committed["step"] < k].set_index("step")
+    b = fresh[fresh["step"] < k].set_index("step").reindex(a.index)
+    rows = []
+    for c in (c for c in STEP_METRICS if c in a.columns):
+        x, y = a[c], b[c] if c in b.columns else pd.Series(float("nan"), index=a.index)
+        differ = ~((x == y) | (x.isna() & y.isna()))
+        rows += [{"step": s, "metric": c, "committed": u, "rerun": v}
+                 for s, u, v in zip(a.index[differ], x[differ], y[differ])]
+    return pd.DataFrame(rows, columns=["step", "metric", "committed", "rerun"])
+
+
+def first_divergence(diff: pd.DataFrame) -> int | None:
+    """The first step a :func:`compare_steps` table names (None: none differs)."""
+    return None if diff.empty else int(diff["step"].min())
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Recomputing
+# ---------------------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def fresh_setting(target: Target, work: Path) -> Iterator[dict]:
+    """The study's setting for a rerun in ``work``: log-prob backend and decode attention pinned as the study's
+    (:func:`ddrl.accel.logprob_backends.pinned_backend`), an empty cache (``work/cache``: no cached run or
+    evaluation can stand in for the computation) with the design's base builds installed from
+    ``results/base_models/`` (:func:`~ddrl.study.plan.check_weights`). Yields ``{regime, scale, key}``: the
+    Regime, the default scale and the job's content key, which must be the committed CSV's (else ``ValueError``:
+    the CSV was written by other code or settings, e.g. on a GPU, and this command cannot recompute it)."""
+    scale = SCALES["default"]
+    with pinned_backend("hf"), environ(DDRL_CACHE_DIR=str(work / "cache")):
+        check_weights(target.regimes_file, scale)
+        regime = load_regimes(target.regimes_file, scale=scale, names=[target.regime])[target.regime]
+        key = job_key(regime, scale, target.method, target.seed)
+        committed = set(pd.read_csv(target.csv, usecols=["key"], dtype=str)["key"])
+        if committed != {key}:
+            raise ValueError(f"{target.csv}: written under key(s) {sorted(committed)}, but the study's job code gives "
+                             f"{key} here: another design's settings (an amendment's, or a GPU run) that `rerun` "
+                             "does not recompute")
+        yield {"regime": regime, "scale": scale, "key": key}
+
+
+def _round_trip(df: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """``df`` as the study writes and reads it (so a rerun is compared with the stored precision)."""
+    write_csv(path, df)
+    return pd.read_csv(path)
+
+
+def rerun_run(target: Target, work: Path) -> pd.DataFrame:
+    """The run recomputed from scratch in ``work`` by the study's own job (:func:`ddrl.study.jobs._run_job`: trains,
+    evaluates, writes the CSV), read back as stored."""
+    with fresh_setting(target, work):
+        job = Job(target.regime, target.seed, (target.method,), "rerun")
+        _run_job((job, "default", str(work / "out"), str(work / "runs"), None, str(target.regimes_file)))
+    return pd.read_csv(csv_path(work / "out", target.regime, target.method, target.seed))
+
+
+class _Enough(Exception):
+    """Raised by :func:`_stop_after` once the wanted steps are logged."""
+
+
+@contextlib.contextmanager
+def _stop_after(k: int) -> Iterator[None]:
+    """Stop :func:`ddrl.train.train` once it has logged ``k`` steps: its run directory's ``log`` raises after the
+    k-th row is written (the rows before are complete, nothing else of the run changes)."""
+    base = ddrl.train.RunDir
+
+    class Stopping(base):
+        def log(self, row: dict) -> None:
+            super().log(row)
+            if row["step"] + 1 >= k:
+                raise _Enough
+
+    with mock.patch.object(ddrl.train, "RunDir", Stopping):
+        yield
+
+
+def rerun_steps(target: Target, k: int, work: Path) -> pd.DataFrame:
+    """The run's first ``k`` RL steps recomputed from scratch in ``work`` (the run's own config, lr schedule and
+    questions), as the study's step log (:func:`ddrl.study.jobs.steps_frame`), read back as stored."""
+    if target.method in REFINED or not target.steps_csv.is_file():
+        raise ValueError(f"{target.steps_csv}: {target.method} has no step log of its own (a refinement reuses its "
+                         "seed's DDRL run; rerun that one's steps, or the whole run)")
+    with fresh_setting(target, work) as s:
+        exp = experiment(s["regime"], s["scale"], wants_heldout(target.regime, target.method), work / "runs")
+        cfg = exp.config(target.method, target.seed)
+        run_dir = exp.run_dir(METHODS[target.method][0], cfg)
+        with _stop_after(k), contextlib.suppress(_Enough):
+            exp.train(target.method, target.seed)
+        if len(RunDir(run_dir).read_metrics()) < k:
+            raise RuntimeError(f"{run_dir}: the run logged fewer than {k} steps")
+        df = steps_frame(run_dir, cfg, len(exp.adapted), target.regime, target.method, target.seed, s["key"])
+    return _round_trip(df, work / f"steps{CSV}")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Report
+# ---------------------------------------------------------------------------------------------------------
+
+
+def report(target: Target, diff: pd.DataFrame, n: int, what: str, cpu: dict | None = None) -> str:
+    """The rerun's verdict in a few lines: what was compared, this CPU and the design's build, and either
+    "identical" or the differing rows (at most 20 shown)."""
+    cpu = cpu_info() if cpu is None else cpu
+    head = (f"rerun {target.design} {target.regime} {target.method} seed {target.seed}: {what}\n"
+            f"  this CPU: {cpu_line(cpu)}\n  the design's base build: {build_line(target.regimes_file, target.regime)}\n"
+            "  (the study records each run's build, not the CPU that ran it)")
+    if diff.empty:
+        return f"{head}\n  identical: all {n} compared values equal the committed ones"
+    shown = diff.head(20).to_string(index=False)
+    return (f"{head}\n  {len(diff)} of {n} compared values differ from the committed ones"
+            f"{'; first at step ' + str(first_divergence(diff)) if 'step' in diff.columns else ''}. Runs on a "
+            "pinned build may differ on another CPU kind (plan Amendment 9: AVX-512 kernels flip a sampled token now "
+            f"and then):\n{shown}" + (f"\n  ... {len(diff) - 20} more" if len(diff) > 20 else ""))
+
+
+def check(design: str, regime: str, method: str, seed: int, steps: int | None = None,
+          work: str | Path | None = None) -> tuple[pd.DataFrame, str]:
+    """Rerun one committed run (its first ``steps`` RL steps, or all of it when None) and compare: returns the
+    differences (empty when identical) and the report text. ``work``: where to compute (default a temporary
+    directory, removed after)."""
+    target = locate(design, regime, method, seed)
+    with tempfile.TemporaryDirectory(prefix="ddrl-rerun-") as tmp:
+        w = Path(work) if work is not None else Path(tmp)
+        if steps is not None:
+            committed = pd.read_csv(target.steps_csv) if target.steps_csv.is_file() else None
+            fresh = rerun_steps(target, steps, w)
+            diff = compare_steps(committed, fresh, steps)
+            n = int((committed["step"] < steps).sum()) * len([c for c in STEP_METRICS if c in committed.columns])
+            return diff, report(target, diff, n, f"the first {steps} RL steps against the committed step log")
+        committed = pd.read_csv(target.csv)
+        fresh = rerun_run(target, w)
+        diff = compare_questions(committed, fresh)
+        n = len(committed) * len([c for c in QUESTION_METRICS if c in committed.columns])
+        return diff, report(target, diff, n, f"the whole run, {len(committed)} questions x splits")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m ddrl.study rerun", description=__doc__.split("\n\n")[0])
+    ap.add_argument("design", help="registered (results/runs), or a folder of results/: replication_xeon, wide, ...")
+    ap.add_argument("regime")
+    ap.add_argument("method")
+    ap.add_argument("seed", type=int)
+    ap.add_argument("--steps", type=int, default=None, metavar="K",
+                    help="rerun only the first K RL steps and compare them with the committed step log (cheap)")
+    ap.add_argument("--work", type=Path, default=None, help="compute here and keep it (default: a temporary folder)")
+    args = ap.parse_args(argv)
+    try:
+        diff, text = check(args.design, args.regime, args.method, args.seed, args.steps, args.work)
+    except ValueError as e:
+        print(f"ddrl.study rerun: {e}", file=sys.stderr)
+        return 2
+    print(text)
+    return 0 if diff.empty else 1
