@@ -170,9 +170,8 @@ def unseal(data: bytes, path: str | Path) -> bytes:
 
 def json_with_digest(obj: dict, **dumps) -> str:
     """``obj`` (a dict) as JSON text carrying the sha256 of its own canonical text under :data:`DIGEST_KEY`, so a
-    reader (:func:`verify_json_digest`) can tell an altered file; ``dumps`` are ``json.dumps``'s options
-    (``sort_keys`` is forced, so the digest can be recomputed from the parsed object)."""
-    dumps = {**dumps, "sort_keys": True}
+    reader (:func:`verify_json_digest`) can tell an altered file; ``dumps`` are ``json.dumps``'s options (the
+    digest is of the text without it, which the parsed object, keeping the keys' order, gives back)."""
     body = {k: v for k, v in obj.items() if k != DIGEST_KEY}
     return json.dumps({**body, DIGEST_KEY: sha256_bytes(json.dumps(body, **dumps).encode())}, **dumps)
 
@@ -186,18 +185,18 @@ def verify_json_digest(obj: Any, path: str | Path, required: bool = False, **dum
             raise DamagedFileError(path, "it carries no sha256 of its content")
         return obj
     body = {k: v for k, v in obj.items() if k != DIGEST_KEY}
-    got = sha256_bytes(json.dumps(body, **{**dumps, "sort_keys": True}).encode())
+    got = sha256_bytes(json.dumps(body, **dumps).encode())
     if obj[DIGEST_KEY] != got:
         raise DamagedFileError(path, f"its content's sha256 is {got[:16]}..., the one written in it "
                                      f"{str(obj[DIGEST_KEY])[:16]}...")
     return body
 
 
-def read_json(path: str | Path, digest: bool = True, **dumps) -> Any:
+def read_json(path: str | Path, digest: bool = True, required: bool = False, **dumps) -> Any:
     """A JSON file's object, its digest checked (:func:`verify_json_digest`) when ``digest``; any damage (not UTF-8,
     not JSON, another digest) is a :class:`DamagedFileError` naming the file, not a bare ``JSONDecodeError``."""
     try:
         obj = json.loads(Path(path).read_bytes().decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise DamagedFileError(path, f"not valid JSON ({type(e).__name__}: {str(e)[:120]})") from None
-    return verify_json_digest(obj, path, **dumps) if digest else obj
+    return verify_json_digest(obj, path, required=required, **dumps) if digest else obj
