@@ -436,7 +436,8 @@ def check_digests(folder: Path, names: Iterable[str]) -> None:
     for name in names:
         got = sha256_file(folder / name)
         if files.get(name) != got:
-            raise DamagedRunError(f"{folder / name} is damaged: its sha256 is {got[:16]}..., the one written in "
+            raise DamagedRunError(f"{folder / name} is damaged ({(folder / name).stat().st_size} bytes): its sha256 is "
+                                  f"{got[:16]}..., the one written in "
                                   f"{manifest} {str(files.get(name))[:16]}...")
 
 
