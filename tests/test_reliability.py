@@ -374,9 +374,10 @@ def test_a_cache_entry_altered_by_any_one_bit_is_named_and_computed_again(tmp_pa
         bad = bytearray(good)
         bad[bit // 8] ^= 1 << (bit % 8)
         path.write_bytes(bytes(bad))
-        with pytest.warns(RuntimeWarning, match=rf"cache entry {re.escape(str(path))} is damaged"):
+        with pytest.warns(RuntimeWarning, match=rf"cache entry {re.escape(str(path))} is damaged") as told:
             again = cached(kind, lambda: value, cache_dir=tmp_path)
         assert _same(again, first), bit
+        assert len([w for w in told if "is damaged" in str(w.message)]) == 1  # one line, not one per look-up
         assert path.read_bytes() == good  # computed again and stored whole
 
 

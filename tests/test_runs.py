@@ -178,6 +178,6 @@ def test_a_truncated_json_of_a_run_is_named_with_what_to_do(tmp_path, tiny_lm, n
     path = rd.path / name
     path.write_bytes(path.read_bytes()[:40])
     read = rd.config if name == "config.json" else lambda: rd.load_final(copy.deepcopy(tiny_lm[0]))
-    with pytest.raises(DamagedRunError, match=rf"{re.escape(str(path))} is damaged: .*delete the run directory "
+    with pytest.raises(DamagedRunError, match=rf"{re.escape(str(path))} is damaged\b.*delete the run directory "
                                               rf"{re.escape(str(rd.path))} and run the same command again"):
         read()

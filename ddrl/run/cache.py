@@ -183,7 +183,7 @@ def _decode(suffix: str, payload: bytes) -> Any:
     return json.loads(payload) if suffix == ".json" else _PlainUnpickler(io.BytesIO(payload)).load()
 
 
-def _load_entry(path: Path) -> Any:
+def _load_entry(path: Path, quiet: bool = False) -> Any:
     """The stored result, or ``_DAMAGED`` (with a one-line warning naming the file) when its bytes are not the
     ones written (the sha256 in its first line, :func:`ddrl.run.storage.unseal`) or it does not decode."""
     try:
@@ -192,16 +192,18 @@ def _load_entry(path: Path) -> Any:
         why = e.why
     except (EOFError, pickle.UnpicklingError, AttributeError, ImportError, IndexError, ValueError, TypeError) as e:
         why = f"{type(e).__name__}: {str(e)[:200]}"
-    warnings.warn(f"cache entry {path} is damaged ({path.stat().st_size} bytes; {why}); computing it again",
-                  RuntimeWarning, stacklevel=3)
+    if not quiet:
+        warnings.warn(f"cache entry {path} is damaged ({path.stat().st_size} bytes; {why}); computing it again",
+                      RuntimeWarning, stacklevel=4)
     return _DAMAGED
 
 
-def _stored(stem: Path) -> Any:
-    """The verified entry stored under ``stem`` (``.json``, else ``.pkl``), or ``_DAMAGED`` when none is usable."""
+def _stored(stem: Path, quiet: bool = False) -> Any:
+    """The verified entry stored under ``stem`` (``.json``, else ``.pkl``), or ``_DAMAGED`` when none is usable
+    (named in a warning unless ``quiet``)."""
     for path in (stem.with_suffix(".json"), stem.with_suffix(".pkl")):
         if path.is_file():
-            value = _load_entry(path)
+            value = _load_entry(path, quiet)
             if value is not _DAMAGED:
                 return value
     return _DAMAGED
@@ -227,7 +229,8 @@ def cached(key: Any, fn: Callable[[], Any], namespace: str = "results", cache_di
     if (value := _stored(stem)) is not _DAMAGED:
         return value
     with owner_lock(stem.with_suffix(".lock"), f"cache entry {stem}"):
-        if (value := _stored(stem)) is not _DAMAGED:  # computed by the process we waited for
+        if (value := _stored(stem, quiet=True)) is not _DAMAGED:  # computed by the process we waited for (the
+            # damage seen above was named once already)
             return value
         suffix, payload = _encode(fn())
         atomic_write_bytes(stem.with_suffix(suffix), seal(payload))

@@ -437,8 +437,7 @@ def check_digests(folder: Path, names: Iterable[str]) -> None:
         got = sha256_file(folder / name)
         if files.get(name) != got:
             raise DamagedRunError(f"{folder / name} is damaged ({(folder / name).stat().st_size} bytes): its sha256 is "
-                                  f"{got[:16]}..., the one written in "
-                                  f"{manifest} {str(files.get(name))[:16]}...")
+                                  f"{got}, the one written in {manifest} {files.get(name)}")
 
 
 def durable_torch_save(obj: Any, path: Path) -> None:

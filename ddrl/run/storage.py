@@ -1,6 +1,7 @@
 """Where the companion's files live and how they are written: the repository, the cache's root, durable atomic
-writes (a unique temporary file, fsync, rename, fsync of the folder; a full disk named as such) and the sha256 of a
-file. The lowest layer of the package's file handling: it imports nothing of ddrl, so every other module (among
+writes (a unique temporary file, fsync, rename, fsync of the folder; a full disk named as such), the sha256 of a
+file, and files that verify themselves (:func:`seal`/:func:`unseal`, :func:`json_with_digest`/:func:`read_json`:
+a damaged one is a :class:`DamagedFileError` naming it). The lowest layer of the package's file handling: it imports nothing of ddrl, so every other module (among
 them :mod:`ddrl.run.cache`, which re-exports these names, and :mod:`ddrl.report.figure_store`) can build on it.
 """
 
@@ -164,7 +165,7 @@ def unseal(data: bytes, path: str | Path) -> bytes:
                                      "or its first line is damaged)")
     want, got = head[len(SEAL):].decode("ascii", "replace"), sha256_bytes(payload)
     if want != got:
-        raise DamagedFileError(path, f"its sha256 is {got[:16]}..., the one written with it {want[:16]}...")
+        raise DamagedFileError(path, f"its sha256 is {got}, the one written with it {want}")
     return payload
 
 
@@ -187,8 +188,7 @@ def verify_json_digest(obj: Any, path: str | Path, required: bool = False, **dum
     body = {k: v for k, v in obj.items() if k != DIGEST_KEY}
     got = sha256_bytes(json.dumps(body, **dumps).encode())
     if obj[DIGEST_KEY] != got:
-        raise DamagedFileError(path, f"its content's sha256 is {got[:16]}..., the one written in it "
-                                     f"{str(obj[DIGEST_KEY])[:16]}...")
+        raise DamagedFileError(path, f"its content's sha256 is {got}, the one written in it {obj[DIGEST_KEY]}")
     return body
 
 
