@@ -224,3 +224,17 @@ def test_a_library_that_lacks_its_symbols_or_does_not_load_falls_back_named(fres
     NA.record_path(path).write_text(NA.sha256_bytes(b"not an ELF file") + "\n")
     monkeypatch.setenv("DDRL_DECODE_ATTENTION", "auto")
     assert not NA.use_native() and f"{path} does not load" in NA.unavailable_reason()
+
+
+@needs_compiler
+def test_a_build_under_umask_002_verifies(tmp_path):
+    """Files made under a group-writable umask (and a native folder an older version made so) would fail the
+    privacy check forever, turning the C loop off for good: the build makes them this user's only."""
+    old = os.umask(0o002)
+    try:
+        (tmp_path / "native").mkdir(mode=0o775)
+        os.chmod(tmp_path / "native", 0o775)
+        path = NA.build(tmp_path)
+        assert NA.verified_bytes(path)[0] is not None, NA.verified_bytes(path)[1]
+    finally:
+        os.umask(old)

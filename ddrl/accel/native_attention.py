@@ -102,6 +102,14 @@ def _private(path: Path) -> str | None:
     return None
 
 
+def _drop_write_bits(folder: Path) -> None:
+    """Make this user's ``folder`` writable by this user only (nothing if it is another user's: then it is not
+    trusted, :func:`_private`)."""
+    st = folder.stat()
+    if st.st_uid == os.getuid() and st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        os.chmod(folder, stat.S_IMODE(st.st_mode) & ~(stat.S_IWGRP | stat.S_IWOTH))
+
+
 def verified_bytes(path: Path) -> tuple[bytes | None, str]:
     """``(bytes, "")`` of the library at ``path`` when they match the recorded digest of this build and the file
     and its folder are private (:func:`_private`), else ``(None, why not)``. Reads the file once: the bytes
@@ -132,6 +140,7 @@ def build(cache_dir: str | Path | None = None) -> Path:
     if verified_bytes(path)[0] is not None:
         return path
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    _drop_write_bits(path.parent)  # a folder made under umask 002 (or by an older version) would never verify
     tmp = unique_tmp(path)
     try:
         res = subprocess.run([cc, *FLAGS, str(SOURCE), "-o", str(tmp), "-lm"], capture_output=True, text=True,
@@ -142,6 +151,7 @@ def build(cache_dir: str | Path | None = None) -> Path:
         digest = sha256_bytes(tmp.read_bytes())
         os.replace(tmp, path)  # the library, then its record: a library without one is built again
         atomic_write_bytes(record_path(path), digest.encode() + b"\n")
+        os.chmod(record_path(path), 0o644)
     finally:
         tmp.unlink(missing_ok=True)
     return path
