@@ -9,6 +9,8 @@ from __future__ import annotations
 import ctypes
 import multiprocessing as mp
 import os
+import subprocess
+from pathlib import Path
 
 import pytest
 import torch
@@ -97,7 +99,8 @@ def test_the_build_is_keyed_and_reused(tmp_path, monkeypatch):
     monkeypatch.setattr(NA, "_cpu_identity", lambda: "another CPU")  # -march=native: another CPU, another build
     other = NA.build(tmp_path)
     assert other != first and other.is_file()
-    assert sorted(p.name for p in (tmp_path / "native").iterdir()) == sorted([first.name, other.name])
+    assert sorted(p.name for p in (tmp_path / "native").iterdir()) == sorted(
+        [first.name, other.name, NA.record_path(first).name, NA.record_path(other).name])
 
 
 def _build_in(path: str, queue) -> None:
@@ -116,8 +119,9 @@ def test_processes_building_at_once_leave_one_whole_library(tmp_path):
         assert p.exitcode == 0
     paths = {queue.get(timeout=5) for _ in procs}
     assert len(paths) == 1
-    assert [p.name for p in (tmp_path / "native").iterdir()] == [os.path.basename(paths.pop())]  # no temporaries
-    ctypes.CDLL(str(next((tmp_path / "native").iterdir()))).ddrl_decode_attention  # loadable
+    lib = Path(paths.pop())
+    assert sorted(p.name for p in (tmp_path / "native").iterdir()) == sorted([lib.name, NA.record_path(lib).name])
+    NA.load_verified(lib).ddrl_decode_attention  # loadable, and the bytes are the ones the record names
 
 
 class _IdTokenizer:
@@ -154,3 +158,83 @@ def test_an_unknown_choice_is_named(monkeypatch):
     monkeypatch.setenv("DDRL_DECODE_ATTENTION", "cuda")
     with pytest.raises(ValueError, match="DDRL_DECODE_ATTENTION must be one of"):
         NA.choice()
+
+
+# --- native code is trusted only when built here (issue 85) --------------------------------------------------------
+
+
+def _library_path(cache: Path) -> Path:
+    return cache / "native" / f"decode_attention-{NA.library_key(NA.compiler())[:16]}.so"
+
+
+@pytest.fixture
+def fresh_load(tmp_path, monkeypatch):
+    """A private cache and a fresh entry of the per-process load cache."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("DDRL_CACHE_DIR", str(cache))
+    NA._load.cache_clear()
+    yield cache
+    NA._load.cache_clear()
+
+
+@needs_compiler
+@pytest.mark.parametrize("record", ["none", "stale", "of the genuine build"])
+def test_a_planted_library_is_never_executed(tmp_path, fresh_load, monkeypatch, record):
+    """Issue 85: a library planted at the C attention's path in <cache>/native/ was loaded (its constructor ran).
+    Here a library whose constructor writes a marker file is planted there with no record, a record of other bytes,
+    or over a genuine build (whose record stays): it is built again and never runs; the genuine one is used."""
+    marker = tmp_path / "constructor-ran"
+    src = tmp_path / "planted.c"
+    src.write_text('#include <stdio.h>\n__attribute__((constructor)) static void ran(void) { FILE *f = fopen("'
+                   + str(marker) + '", "w"); if (f) fclose(f); }\n'
+                   "void ddrl_decode_attention(void) {}\nvoid ddrl_decode_attention_limits(void) {}\n")
+    planted = tmp_path / "planted.so"
+    subprocess.run([NA.compiler(), "-shared", "-fPIC", str(src), "-o", str(planted)], check=True)
+    path = _library_path(fresh_load)
+    if record == "of the genuine build":
+        assert NA.build(fresh_load) == path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(planted.read_bytes())
+    if record == "stale":
+        NA.record_path(path).write_text("0" * 64 + "\n")
+    monkeypatch.setenv("DDRL_DECODE_ATTENTION", "native")
+    assert NA.unavailable_reason() is None and NA.use_native()
+    assert not marker.exists(), "the planted library's constructor ran"
+    assert path.read_bytes() != planted.read_bytes() and NA.verified_bytes(path)[0] is not None  # rebuilt
+    NA.library().ddrl_decode_attention_limits  # the genuine library is the one loaded
+
+
+@needs_compiler
+def test_a_library_that_lacks_its_symbols_or_does_not_load_falls_back_named(fresh_load, monkeypatch):
+    """A library that lacks the symbols (here: one more asked for) or that does not load (bytes that are no ELF
+    file, recorded as this build's) is the torch attention under auto, the reason naming the file; under native
+    that reason is the error."""
+    path = _library_path(fresh_load)
+    monkeypatch.setattr(NA, "SYMBOLS", NA.SYMBOLS + ("ddrl_no_such_symbol",))
+    monkeypatch.setenv("DDRL_DECODE_ATTENTION", "auto")
+    assert not NA.use_native() and NA.key() == {}
+    assert str(path) in NA.unavailable_reason() and "ddrl_no_such_symbol" in NA.unavailable_reason()
+    monkeypatch.setenv("DDRL_DECODE_ATTENTION", "native")
+    with pytest.raises(RuntimeError, match=rf"DDRL_DECODE_ATTENTION=native.*{path}.*lacks the symbol"):
+        NA.use_native()
+    monkeypatch.undo()
+    monkeypatch.setenv("DDRL_CACHE_DIR", str(fresh_load))
+    NA._load.cache_clear()
+    path.write_bytes(b"not an ELF file")
+    NA.record_path(path).write_text(NA.sha256_bytes(b"not an ELF file") + "\n")
+    monkeypatch.setenv("DDRL_DECODE_ATTENTION", "auto")
+    assert not NA.use_native() and f"{path} does not load" in NA.unavailable_reason()
+
+
+@needs_compiler
+def test_a_build_under_umask_002_verifies(tmp_path):
+    """Files made under a group-writable umask (and a native folder an older version made so) would fail the
+    privacy check forever, turning the C loop off for good: the build makes them this user's only."""
+    old = os.umask(0o002)
+    try:
+        (tmp_path / "native").mkdir(mode=0o775)
+        os.chmod(tmp_path / "native", 0o775)
+        path = NA.build(tmp_path)
+        assert NA.verified_bytes(path)[0] is not None, NA.verified_bytes(path)[1]
+    finally:
+        os.umask(old)

@@ -50,7 +50,7 @@ def metrics(df: pd.DataFrame) -> dict[str, list[dict]]:
     out = {}
     for d in sorted(set(df["run_dir"].dropna())):
         rows = [json.loads(x) for x in (Path(d) / "metrics.jsonl").read_text().splitlines()]
-        out[Path(d).name] = [{k: v for k, v in r.items() if not k.startswith("time/")} for r in rows]
+        out[Path(d).name] = [{k: v for k, v in r.items() if not k.startswith("time/") and k != "_sha256"} for r in rows]
     return out
 
 

@@ -8,12 +8,15 @@ import errno
 import hashlib
 import json
 import os
+import pickle
+import re
 import subprocess
 import sys
 import textwrap
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -319,8 +322,99 @@ def test_a_damaged_cache_entry_is_named_and_computed_again(tmp_path):
     from ddrl.run.cache import content_key
 
     assert cached("k", lambda: [1, 2], cache_dir=tmp_path) == [1, 2]
-    path = tmp_path / "results" / f"{content_key('k')}.pkl"
+    path = tmp_path / "results" / f"{content_key('k')}.json"
     path.write_bytes(path.read_bytes()[:5])
     with pytest.warns(RuntimeWarning, match=rf"cache entry {path} is damaged"):
         assert cached("k", lambda: [3], cache_dir=tmp_path) == [3]
     assert cached("k", lambda: pytest.fail("recomputed"), cache_dir=tmp_path) == [3]
+
+
+# --- every cache entry verifies itself (issue 85) -------------------------------------------------------------
+
+
+#: One value of each kind :func:`cached` stores: an evaluation (JSON, with a NaN and a numpy float), graded
+#: rollouts (JSON), and a value JSON cannot hold exactly (a tuple and an array: a sealed, allow-listed pickle).
+CACHE_VALUES = {
+    "evaluation": {"pass@1": np.float64(0.25), "maj@n": 0.5, "mean_tokens": float("nan"),
+                   "per_question": {"id": ["q0", 3], "pass@1": [0.0, 0.5]}},
+    "rollouts": [{"id": 0, "truth": "4", "answers": ["4", None], "keys": ["4", None], "correct": [True, False],
+                  "label": "4", "label_count": 1, "label_correct": np.bool_(True)}],
+    "pickled": (1, np.arange(3)),
+}
+
+
+def _same(a, b) -> bool:
+    """Equality that sees NaN as equal to NaN and compares arrays by value."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.array_equal(a, b)
+    if isinstance(a, float) and isinstance(b, float) and np.isnan(a) and np.isnan(b):
+        return True
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+@pytest.mark.parametrize("kind", sorted(CACHE_VALUES))
+def test_a_cache_entry_altered_by_any_one_bit_is_named_and_computed_again(tmp_path, kind, monkeypatch):
+    """Issue 85: two bytes changed in an evaluation pickle turned pass@1 0.0 into 0.5 with exit 0. Every bit of
+    each kind of entry is flipped in turn: each read gives the value first computed (recomputed, with a warning
+    naming the file), never another one. One bit of every byte, the bit's place cycling through 0..7."""
+    from ddrl.run.cache import content_key
+
+    monkeypatch.setattr(os, "fsync", lambda fd: None)  # thousands of rewrites: durability is not what is tested
+    value = CACHE_VALUES[kind]
+    first = cached(kind, lambda: value, cache_dir=tmp_path)
+    assert _same(cached(kind, lambda: pytest.fail("recomputed"), cache_dir=tmp_path), first)
+    (path,) = [p for p in (tmp_path / "results").glob(f"{content_key(kind)}.*") if p.suffix != ".lock"]
+    assert path.suffix == (".pkl" if kind == "pickled" else ".json")
+    good = path.read_bytes()
+    for bit in (8 * i + i % 8 for i in range(len(good))):
+        bad = bytearray(good)
+        bad[bit // 8] ^= 1 << (bit % 8)
+        path.write_bytes(bytes(bad))
+        with pytest.warns(RuntimeWarning, match=rf"cache entry {re.escape(str(path))} is damaged") as told:
+            again = cached(kind, lambda: value, cache_dir=tmp_path)
+        assert _same(again, first), bit
+        assert len([w for w in told if "is damaged" in str(w.message)]) == 1  # one line, not one per look-up
+        assert path.read_bytes() == good  # computed again and stored whole
+
+
+def test_a_fresh_and_a_cached_result_have_the_same_types(tmp_path):
+    """A JSON entry is returned as JSON gives it back on the first call too: a rerun that reads the cache sees
+    the very values (and types) of the run that computed it."""
+    fresh = cached("e", lambda: CACHE_VALUES["evaluation"], cache_dir=tmp_path)
+    assert _same(fresh, cached("e", lambda: pytest.fail("recomputed"), cache_dir=tmp_path))
+    assert type(fresh["pass@1"]) is float and fresh["pass@1"] == 0.25
+
+
+def test_a_planted_pickle_with_a_valid_digest_is_not_executed(tmp_path):
+    """A digest stops corruption, not a writer of the cache folder, who can seal anything: a crafted pickle
+    (here one that would create a marker file) is refused by the allow-list and computed again, never run."""
+    from ddrl.run.cache import content_key
+    from ddrl.run.storage import seal
+
+    marker = tmp_path / "payload-ran"
+
+    class Payload:
+        def __reduce__(self):
+            return (os.system, (f"touch {marker}",))
+
+    path = tmp_path / "results" / f"{content_key('k')}.pkl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(seal(pickle.dumps(Payload())))
+    with pytest.warns(RuntimeWarning, match=rf"cache entry {re.escape(str(path))} is damaged.*refusing to load"):
+        assert cached("k", lambda: (1, 2), cache_dir=tmp_path) == (1, 2)
+    assert not marker.exists()
+
+
+def test_an_entry_of_the_old_layout_is_computed_again(tmp_path):
+    """A bare pickle without a digest (the layout before issue 85) is never unpickled."""
+    from ddrl.run.cache import content_key
+
+    path = tmp_path / "results" / f"{content_key('k')}.pkl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(pickle.dumps([0.5]))
+    with pytest.warns(RuntimeWarning, match="no sha256 header"):
+        assert cached("k", lambda: [0.0], cache_dir=tmp_path) == [0.0]

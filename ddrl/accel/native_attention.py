@@ -18,6 +18,15 @@ claims study pins ``torch`` (:func:`ddrl.accel.logprob_backends.pinned_backend`)
 The library goes to ``<cache>/native/decode_attention-<key>.so``, the key hashing the source, the compiler's version,
 the flags and this CPU (``-march=native``): written once through a temporary name and ``os.replace``, so processes
 building it at once each leave a whole file, and a finished one is only read.
+
+Native code is trusted only when built here (issue 85): beside the library, ``<name>.so.sha256`` records the sha256
+of the bytes this build produced. A library is loaded only when its bytes match that record, the folder and the file
+belong to this user and are writable by no one else; anything else (a planted or altered library, a missing record)
+is built again. The verified bytes are loaded from a private copy (a fresh 0700 temporary folder), so what was
+checked is what runs. What this guarantees: a library dropped into the cache by anything but this build, or altered
+on disk, is never executed; it cannot stop someone who can write your own files (they can write the record, or the
+package itself). A library that fails to load or lacks its symbols is the torch attention under ``auto``, with the
+reason (naming the file) in :func:`unavailable_reason`; under ``native`` that reason is the error.
 """
 
 from __future__ import annotations
@@ -27,13 +36,15 @@ import hashlib
 import os
 import platform
 import shutil
+import stat
 import subprocess
+import tempfile
 from functools import lru_cache
 from pathlib import Path
 
 import torch
 
-from ddrl.run.storage import cache_root, unique_tmp
+from ddrl.run.storage import atomic_write_bytes, cache_root, sha256_bytes, unique_tmp
 
 SOURCE = Path(__file__).with_name("decode_attention.c")
 #: what ``DDRL_DECODE_ATTENTION`` accepts
@@ -75,36 +86,104 @@ def library_key(cc: str) -> str:
     return h.hexdigest()
 
 
+def record_path(library: Path) -> Path:
+    """Where the sha256 of the bytes this build produced for ``library`` is recorded."""
+    return library.with_name(library.name + ".sha256")
+
+
+def _private(path: Path) -> str | None:
+    """Why ``path`` (a file or folder) could hold code another user put there: not owned by this user, or writable
+    by group or others; None when it is private."""
+    st = path.stat()
+    if st.st_uid != os.getuid():
+        return f"{path} belongs to uid {st.st_uid}, not this user ({os.getuid()})"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"{path} is writable by others (mode {stat.filemode(st.st_mode)})"
+    return None
+
+
+def _drop_write_bits(folder: Path) -> None:
+    """Make this user's ``folder`` writable by this user only (nothing if it is another user's: then it is not
+    trusted, :func:`_private`)."""
+    st = folder.stat()
+    if st.st_uid == os.getuid() and st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        os.chmod(folder, stat.S_IMODE(st.st_mode) & ~(stat.S_IWGRP | stat.S_IWOTH))
+
+
+def verified_bytes(path: Path) -> tuple[bytes | None, str]:
+    """``(bytes, "")`` of the library at ``path`` when they match the recorded digest of this build and the file
+    and its folder are private (:func:`_private`), else ``(None, why not)``. Reads the file once: the bytes
+    returned are the bytes checked."""
+    record = record_path(path)
+    if not path.is_file():
+        return None, f"{path} is not built yet"
+    if not record.is_file():
+        return None, f"{path} has no record of this build's sha256 ({record.name})"
+    for p in (path.parent, path, record):
+        if (why := _private(p)) is not None:
+            return None, why
+    data = path.read_bytes()
+    want, got = record.read_text(errors="replace").strip(), sha256_bytes(data)
+    if want != got:
+        return None, f"{path}'s sha256 {got[:16]}... is not the one this build recorded ({want[:16]}...)"
+    return data, ""
+
+
 def build(cache_dir: str | Path | None = None) -> Path:
-    """The compiled library for this machine, compiling it if it is not there yet (about 0.3 s with gcc).
-    Raises ``RuntimeError`` naming the compiler and its message when it cannot be built."""
+    """The compiled library for this machine, compiling it if no library this build recorded is there (about 0.3 s
+    with gcc): a file there that does not verify (:func:`verified_bytes`) is replaced, never loaded. Raises
+    ``RuntimeError`` naming the compiler and its message when it cannot be built."""
     cc = compiler()
     if cc is None:
         raise RuntimeError(f"no C compiler: {os.environ.get('CC') or 'gcc'} is not on PATH")
     path = Path(cache_dir or cache_root()) / "native" / f"decode_attention-{library_key(cc)[:16]}.so"
-    if path.is_file():
+    if verified_bytes(path)[0] is not None:
         return path
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    _drop_write_bits(path.parent)  # a folder made under umask 002 (or by an older version) would never verify
     tmp = unique_tmp(path)
     try:
         res = subprocess.run([cc, *FLAGS, str(SOURCE), "-o", str(tmp), "-lm"], capture_output=True, text=True,
                              check=False)
         if res.returncode != 0:
             raise RuntimeError(f"{cc} could not build {SOURCE.name}: {res.stderr.strip()[-400:]}")
-        os.replace(tmp, path)
+        os.chmod(tmp, 0o755)
+        digest = sha256_bytes(tmp.read_bytes())
+        os.replace(tmp, path)  # the library, then its record: a library without one is built again
+        atomic_write_bytes(record_path(path), digest.encode() + b"\n")
+        os.chmod(record_path(path), 0o644)
     finally:
         tmp.unlink(missing_ok=True)
     return path
 
 
+def load_verified(path: Path) -> ctypes.CDLL:
+    """``ctypes.CDLL`` of the library at ``path``, loaded from a private copy of the bytes checked against this
+    build's record (so a file swapped after the check is not what runs). ``RuntimeError`` naming the file when it
+    does not verify, ``OSError`` when it does not load."""
+    data, why = verified_bytes(path)
+    if data is None:
+        raise RuntimeError(f"not loading {path}: {why}")
+    # a 0700 folder beside the library (not /tmp, which may be mounted noexec); the mapping outlives the file
+    with tempfile.TemporaryDirectory(prefix=".load-", dir=path.parent) as private:
+        copy = Path(private) / path.name
+        copy.write_bytes(data)
+        try:
+            return ctypes.CDLL(str(copy))
+        except OSError as e:
+            raise OSError(f"{path} does not load: {e}") from None
+
+
+#: The library's entry points: one missing means it is not this build's library.
+SYMBOLS = ("ddrl_decode_attention", "ddrl_decode_attention_limits")
+
+
 def _openmp_runtimes() -> set[str]:
-    """The OpenMP runtimes mapped into this process (file names of libgomp / libomp / libiomp)."""
-    try:
-        maps = Path("/proc/self/maps").read_text()
-    except OSError:
-        return set()
-    paths = {fields[-1] for fields in map(str.split, maps.splitlines()) if fields and fields[-1].startswith("/")}
-    return {p for p in paths if any(r in Path(p).name for r in ("libgomp", "libomp", "libiomp"))}
+    """The OpenMP runtimes loaded in this process (their paths: libgomp / libomp / libiomp), as threadpoolctl finds
+    them."""
+    from threadpoolctl import threadpool_info
+
+    return {d["filepath"] for d in threadpool_info() if d.get("internal_api") == "openmp"}
 
 
 @lru_cache(maxsize=None)
@@ -113,15 +192,22 @@ def _load(cache_dir: str | None) -> tuple[ctypes.CDLL | None, str | None]:
         return None, f"built and checked on Linux only, not {platform.system()}"
     if "OpenMP" not in torch.__config__.parallel_info():
         return None, "torch's CPU parallel backend is not OpenMP"
-    before = _openmp_runtimes()
+    try:
+        before = _openmp_runtimes()
+    except ImportError:
+        return None, "threadpoolctl, which finds the OpenMP runtime the library would share, is not installed"
     if not any("libgomp" in Path(n).name for n in before):
         return None, "torch did not load GNU OpenMP (libgomp), which the library would share"
     try:
-        lib = ctypes.CDLL(str(build(cache_dir)))
+        path = build(cache_dir)
+        lib = load_verified(path)
     except (RuntimeError, OSError) as e:
         return None, str(e)
     if _openmp_runtimes() != before:  # the library brought a second OpenMP runtime: threads would oversubscribe
         return None, f"loading the library added an OpenMP runtime ({sorted(_openmp_runtimes() - before)})"
+    missing = [s for s in SYMBOLS if not hasattr(lib, s)]
+    if missing:
+        return None, f"{path} lacks the symbol(s) {missing}: not a library of this build"
     fn = lib.ddrl_decode_attention
     p, i = ctypes.c_void_p, ctypes.c_int64
     fn.argtypes = [p, i, i, p, i, i, p, i, i, p, p, p, p, p, p, i, i, i, p, i, i, i, i, i, i, ctypes.c_float]

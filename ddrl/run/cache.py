@@ -3,7 +3,8 @@ processes share one entry.
 
 - :func:`content_key`: the sha256 of a JSON description of a computation's inputs; :func:`records_key` of the
   questions it saw; :func:`grader_fingerprint` of the grader that scored it; :func:`weight_files` of a model.
-- :func:`cached`: ``fn()`` computed once per key, stored under ``<cache>/<namespace>/<key>``, reused after.
+- :func:`cached`: ``fn()`` computed once per key, stored under ``<cache>/<namespace>/<key>.json`` (or ``.pkl``) with
+  the sha256 of its bytes, reused after only when they verify.
 - :class:`owner_lock`: one process owns a run directory or cache entry at a time (``flock``; the kernel drops it
   when its owner dies).
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import io
 import json
 import os
 import pickle
@@ -24,8 +26,10 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy
+
 from ddrl import answers
-from ddrl.run.storage import atomic_write_bytes, cache_root
+from ddrl.run.storage import DamagedFileError, atomic_write_bytes, cache_root, seal, unseal
 
 #: What counts as a weight file of a model directory (what a fingerprint of its weights hashes).
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt")
@@ -128,16 +132,81 @@ class owner_lock:
 
 _DAMAGED = object()
 
-def _load_pickle(path: Path) -> Any:
-    """The stored result, or ``_DAMAGED`` (with a warning naming the file) when it does not unpickle."""
+#: The builtins a cached pickle may name (plain data types; nothing that evaluates, imports or reaches attributes).
+_SAFE_BUILTINS = frozenset({"dict", "list", "tuple", "set", "frozenset", "str", "bytes", "bytearray", "int", "float",
+                            "complex", "bool", "slice", "range"})
+#: numpy's names a pickled array or scalar needs.
+_SAFE_NUMPY = frozenset({"_reconstruct", "scalar", "dtype", "ndarray", "_frombuffer"})
 
+
+class _PlainUnpickler(pickle.Unpickler):
+    """An unpickler that builds plain data only: the builtins of :data:`_SAFE_BUILTINS`, ``collections``' containers,
+    numpy arrays and scalars, and ddrl's own dataclasses. A crafted pickle that names anything else (``os.system``,
+    ``builtins.eval``, ...) is refused instead of run: digests stop corruption, this stops a planted payload."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        import dataclasses
+
+        ok = ((module == "builtins" and name in _SAFE_BUILTINS)
+              or (module == "collections" and name in ("OrderedDict", "defaultdict", "Counter", "deque"))
+              or (module.split(".")[0] == "numpy" and name in _SAFE_NUMPY))
+        if ok:
+            return super().find_class(module, name)
+        if module.split(".")[0] == "ddrl":
+            obj = super().find_class(module, name)
+            if isinstance(obj, type) and dataclasses.is_dataclass(obj):
+                return obj
+        raise pickle.UnpicklingError(f"refusing to load {module}.{name}: a cached result holds plain data only")
+
+
+def _json_exact(value: Any) -> bool:
+    """Whether ``value`` comes back from JSON as it went in (dicts with string keys, lists, strings, ints, floats,
+    bools, None; a numpy float64 or bool, which JSON returns as the same number): then it is stored as JSON."""
+    if value is None or isinstance(value, (str, bool, int, float, numpy.bool_)):
+        return type(value) in (str, bool, int, float, numpy.float64, numpy.bool_) or value is None
+    if type(value) is list:
+        return all(_json_exact(v) for v in value)
+    if type(value) is dict:
+        return all(type(k) is str and _json_exact(v) for k, v in value.items())
+    return False
+
+
+def _encode(value: Any) -> tuple[str, bytes]:
+    """``(suffix, payload)``: JSON where :func:`_json_exact`, else a pickle (read back by :class:`_PlainUnpickler`)."""
+    if _json_exact(value):
+        text = json.dumps(value, allow_nan=True, default=lambda o: bool(o) if isinstance(o, numpy.bool_) else o)
+        return ".json", text.encode()
+    return ".pkl", pickle.dumps(value)
+
+
+def _decode(suffix: str, payload: bytes) -> Any:
+    return json.loads(payload) if suffix == ".json" else _PlainUnpickler(io.BytesIO(payload)).load()
+
+
+def _load_entry(path: Path, quiet: bool = False) -> Any:
+    """The stored result, or ``_DAMAGED`` (with a one-line warning naming the file) when its bytes are not the
+    ones written (the sha256 in its first line, :func:`ddrl.run.storage.unseal`) or it does not decode."""
     try:
-        with open(path, "rb") as f:
-            return pickle.load(f)
-    except (EOFError, pickle.UnpicklingError, AttributeError, ImportError, IndexError, ValueError) as e:
-        warnings.warn(f"cache entry {path} is damaged ({path.stat().st_size} bytes; {type(e).__name__}: {e}); "
-                      "computing it again", RuntimeWarning, stacklevel=3)
-        return _DAMAGED
+        return _decode(path.suffix, unseal(path.read_bytes(), path))
+    except DamagedFileError as e:
+        why = e.why
+    except (EOFError, pickle.UnpicklingError, AttributeError, ImportError, IndexError, ValueError, TypeError) as e:
+        why = f"{type(e).__name__}: {str(e)[:200]}"
+    if not quiet:
+        warnings.warn(f"cache entry {path} is damaged ({path.stat().st_size} bytes; {why}); computing it again",
+                      RuntimeWarning, stacklevel=4)
+    return _DAMAGED
+
+
+def _stored(stem: Path, quiet: bool = False) -> Any:
+    """The verified entry stored under ``stem`` (``.json``, else ``.pkl``), or ``_DAMAGED`` when none is usable
+    (named in a warning unless ``quiet``)."""
+    for path in (stem.with_suffix(".json"), stem.with_suffix(".pkl")):
+        if path.is_file():
+            value = _load_entry(path, quiet)
+            if value is not _DAMAGED:
+                return value
+    return _DAMAGED
 
 
 def cached(key: Any, fn: Callable[[], Any], namespace: str = "results", cache_dir: str | Path | None = None) -> Any:
@@ -146,15 +215,23 @@ def cached(key: Any, fn: Callable[[], Any], namespace: str = "results", cache_di
     ``key`` describes everything the result depends on (parameters, model hash, code version); its
     sha256 names the file. A stored result is read without writing anything (a read-only cache works).
     Computing takes the entry's lock (:class:`owner_lock`): a second process asking for the same entry
-    waits, then reads the first one's result instead of computing it again. Results are pickled: only load
-    caches you made yourself.
+    waits, then reads the first one's result instead of computing it again.
+
+    Every entry verifies itself (issue 85): its first line holds the sha256 of the rest, written atomically with
+    it (:func:`ddrl.run.storage.seal`); an entry whose bytes do not match is named in a one-line warning and
+    computed again, never used. Results that JSON holds exactly (all of the companion's evaluations and
+    rollouts) are stored as ``<key>.json``, which cannot execute, and returned as JSON gives them back on the
+    first call too (so a fresh and a cached call return the same types); anything else is a ``<key>.pkl`` read
+    back through an allow-list of plain data classes (:class:`_PlainUnpickler`), so a planted pickle is refused
+    rather than run. Entries of the old layout (a bare ``<key>.pkl`` with no digest) are computed again.
     """
-    path = Path(cache_dir or cache_root()) / namespace / f"{content_key(key)}.pkl"
-    if path.is_file() and (value := _load_pickle(path)) is not _DAMAGED:
+    stem = Path(cache_dir or cache_root()) / namespace / content_key(key)
+    if (value := _stored(stem)) is not _DAMAGED:
         return value
-    with owner_lock(path.with_suffix(".lock"), f"cache entry {path}"):
-        if path.is_file() and (value := _load_pickle(path)) is not _DAMAGED:  # computed by the process we waited for
+    with owner_lock(stem.with_suffix(".lock"), f"cache entry {stem}"):
+        if (value := _stored(stem, quiet=True)) is not _DAMAGED:  # computed by the process we waited for (the
+            # damage seen above was named once already)
             return value
-        value = fn()
-        atomic_write_bytes(path, pickle.dumps(value))
-    return value
+        suffix, payload = _encode(fn())
+        atomic_write_bytes(stem.with_suffix(suffix), seal(payload))
+    return _decode(suffix, payload)

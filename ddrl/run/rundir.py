@@ -6,8 +6,9 @@
         config.json      the TrainConfig (dataclasses.asdict) plus a fingerprint of the questions
         env.json         python / torch / transformers / peft versions, git sha, device, thread count
         metrics.jsonl    one JSON object per completed step (appended as the run goes)
-        ckpt/step_000012/trainable.pt + trainer.pt    the latest checkpoint only
-        final/           save_pretrained model + tokenizer, and result.json, once the run has finished
+        ckpt/step_000012/trainable.pt + trainer.pt + digests.json    the latest checkpoint only
+        final/           save_pretrained model + tokenizer, trainable.pt, digests.json, and result.json, once the
+                         run has finished
 
 Rerunning the same command on the same directory resumes from the last checkpoint: ``metrics.jsonl`` is
 truncated to that step, weights, optimizer and scheduler are restored, and every random draw of later steps
@@ -18,6 +19,14 @@ Reliability (docs/reliability.md): one process owns a run directory while it tra
 an ``fcntl`` lock on ``.lock``); every file is written to a unique temporary name, fsynced and renamed into
 place; a damaged checkpoint or metrics line is named in a warning and the run falls back to the last step
 it can restore exactly; reading a finished run writes nothing.
+
+Every file a later step reads verifies itself (issue 85): ``config.json``, ``result.json`` and each
+``metrics.jsonl`` row carry the sha256 of their own text (``_sha256``, :func:`ddrl.run.storage.json_with_digest`;
+stripped on reading), and each weights folder (a checkpoint, ``final/``, a :meth:`RunDir.save_weights` snapshot)
+holds ``digests.json``, the sha256 of each of its files, written before the folder is renamed into place. A file
+that does not verify or parse is a :class:`DamagedRunError` naming it and what to do (or, for a checkpoint or a
+metrics row, the fallback above), never used; checkpoints load with ``torch.load(weights_only=True)``. Files
+written before issue 85 carry no digest and are read as they are.
 """
 
 from __future__ import annotations
@@ -36,7 +45,8 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy
 
-from ddrl.run.storage import atomic_write_bytes, disk_error, fsync_dir, git_sha, unique_tmp
+from ddrl.run.storage import (DIGEST_KEY, DamagedFileError, atomic_write_bytes, disk_error, fsync_dir, git_sha,
+                               json_with_digest, read_json, sha256_file, unique_tmp, verify_json_digest)
 from ddrl.run.cache import owner_lock
 
 if TYPE_CHECKING:  # torch is imported where a checkpoint is written or read: the metrics are read without it
@@ -48,6 +58,9 @@ METRICS_FILE = "metrics.jsonl"
 CKPT_DIR = "ckpt"
 FINAL_DIR = "final"
 LOCK_FILE = ".lock"
+DIGESTS_FILE = "digests.json"
+#: json.dumps options of the JSON files of a run directory (their digests are of this text)
+_JSON = {"indent": 2, "sort_keys": True, "allow_nan": True}
 
 
 class DamagedRunError(ValueError):
@@ -115,7 +128,7 @@ class RunDir:
             self.path.mkdir(parents=True, exist_ok=True)
         cfg_path = self.path / CONFIG_FILE
         if cfg_path.exists():
-            old = json.loads(cfg_path.read_text())
+            old = self._read_json(cfg_path)
             diff = config_diff(old, config)
             if diff:
                 details = ", ".join(f"{k}: {old.get(k, '<missing>')!r} -> {config.get(k, '<missing>')!r}" for k in diff)
@@ -129,7 +142,16 @@ class RunDir:
             self._write_json(self.path / ENV_FILE, environment(device))
 
     def config(self) -> dict:
-        return json.loads((self.path / CONFIG_FILE).read_text())
+        return self._read_json(self.path / CONFIG_FILE)
+
+    def _read_json(self, path: Path) -> Any:
+        """A JSON file of this run, verified against the digest it carries; a damaged one is a
+        :class:`DamagedRunError` naming it and saying what to do."""
+        try:
+            return read_json(path, **_JSON)
+        except DamagedFileError as e:
+            raise DamagedRunError(f"{e}; delete the run directory {self.path} and run the same command again to "
+                                  "retrain it") from None
 
     # -- metrics ---------------------------------------------------------------------------------------
 
@@ -141,7 +163,7 @@ class RunDir:
         """Append one step's metrics (flushed and fsynced: a killed run loses at most the current step)."""
         try:
             with open(self.metrics_path, "a") as f:
-                f.write(json.dumps(row, allow_nan=True) + "\n")
+                f.write(_metrics_line(row))
                 f.flush()
                 os.fsync(f.fileno())
         except OSError as e:
@@ -149,16 +171,25 @@ class RunDir:
 
     def scan_metrics(self) -> tuple[list[dict], list[int]]:
         """``(rows, damaged)``: every row that parses as a JSON object, and the 1-based numbers of the lines
-        that do not. A cut-off last line (a kill mid-write) counts as damaged too; callers decide."""
+        that do not. A cut-off last line (a kill mid-write) counts as damaged too; callers decide. A row whose
+        text is not the one its ``_sha256`` was taken of is damaged, and so is a row without one in a file whose
+        other rows carry theirs (a file written before issue 85 carries none: its rows are read as they are)."""
         if not self.metrics_path.exists():
             return [], []
-        rows, damaged = [], []
+        parsed = []
         for i, line in enumerate(self.metrics_path.read_text(errors="replace").splitlines(), 1):
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                parsed.append((i, json.loads(line)))
             except json.JSONDecodeError:
+                parsed.append((i, None))
+        digested = any(isinstance(row, dict) and DIGEST_KEY in row for _, row in parsed)
+        rows, damaged = [], []
+        for i, row in parsed:
+            try:
+                row = verify_json_digest(row, self.metrics_path, required=digested, allow_nan=True)
+            except DamagedFileError:
                 row = None
             if isinstance(row, dict) and isinstance(row.get("step"), int):
                 rows.append(row)
@@ -199,7 +230,7 @@ class RunDir:
             shutil.copyfile(self.metrics_path, self.path / f"{METRICS_FILE}.damaged-{os.getpid()}")
         by_step = {r["step"]: r for r in rows if r["step"] < steps}  # a rerun step's later row wins
         rows = [by_step[s] for s in sorted(by_step)]
-        atomic_write_bytes(self.metrics_path, "".join(json.dumps(r, allow_nan=True) + "\n" for r in rows).encode())
+        atomic_write_bytes(self.metrics_path, "".join(map(_metrics_line, rows)).encode())
         return rows
 
     def check_finished_metrics(self, steps: int) -> list[dict]:
@@ -274,6 +305,7 @@ class RunDir:
                  "state": state},
                 tmp / "trainer.pt",
             )
+            write_digests(tmp)
             fsync_dir(tmp)
             if final.exists():
                 shutil.rmtree(final)
@@ -289,9 +321,11 @@ class RunDir:
     @staticmethod
     def load_checkpoint(path: Path, model, optimizer=None, scheduler=None) -> dict:
         """Restore what :meth:`save_checkpoint` wrote; returns the saved ``state``. A file that does not
-        load is a :class:`DamagedRunError` naming it (before anything is restored)."""
+        load or does not verify against the folder's ``digests.json`` is a :class:`DamagedRunError` naming it
+        (before anything is restored)."""
+        check_digests(path, ("trainable.pt", "trainer.pt"))
         weights = _torch_load(path / "trainable.pt", weights_only=True)
-        trainer = _torch_load(path / "trainer.pt", weights_only=False)
+        trainer = _torch_load(path / "trainer.pt", weights_only=True)
         if not isinstance(trainer, dict) or "state" not in trainer:
             raise DamagedRunError(f"{path / 'trainer.pt'}: not a checkpoint written by RunDir.save_checkpoint")
         load_trainable_state_dict(model, weights)
@@ -320,6 +354,7 @@ class RunDir:
                     with open(f, "rb") as fh:
                         os.fsync(fh.fileno())
             self._write_json(tmp / "result.json", result)
+            write_digests(tmp)
             fsync_dir(tmp)
             if self.final_dir.exists():
                 shutil.rmtree(self.final_dir)
@@ -333,31 +368,76 @@ class RunDir:
     def save_weights(self, name: str, model) -> Path:
         """``<name>/trainable.pt``: a named snapshot of the trainable weights (e.g. ``rl`` before COR)."""
         d = self.path / name
-        d.mkdir(parents=True, exist_ok=True)
-        tmp = unique_tmp(d / "trainable.pt")
+        tmp = unique_tmp(d)
+        tmp.mkdir(parents=True)
         try:
-            durable_torch_save(trainable_state_dict(model), tmp)
-            os.replace(tmp, d / "trainable.pt")
-            fsync_dir(d)
+            durable_torch_save(trainable_state_dict(model), tmp / "trainable.pt")
+            write_digests(tmp)
+            fsync_dir(tmp)
+            if d.exists():
+                shutil.rmtree(d)
+            os.replace(tmp, d)
+            fsync_dir(self.path)
         finally:
-            tmp.unlink(missing_ok=True)
+            shutil.rmtree(tmp, ignore_errors=True)
         return d
 
     def load_weights(self, name: str, model) -> None:
-        """Load a snapshot written by :meth:`save_weights` into ``model`` (built from the same base)."""
+        """Load a snapshot written by :meth:`save_weights` into ``model`` (built from the same base), verified
+        against its ``digests.json`` (a damaged file is a :class:`DamagedRunError` naming it)."""
+        self._check_digests(self.path / name, ("trainable.pt",))
         load_trainable_state_dict(model, _torch_load(self.path / name / "trainable.pt", weights_only=True))
 
     def finished(self) -> bool:
         return (self.final_dir / "result.json").exists()
 
     def load_final(self, model) -> dict:
-        """Load ``final/``'s trained weights into ``model`` (built from the same base) and return result.json."""
+        """Load ``final/``'s trained weights into ``model`` (built from the same base) and return result.json, both
+        verified first (a damaged one is a :class:`DamagedRunError` naming it and what to do)."""
+        self._check_digests(self.final_dir, ("result.json", "trainable.pt"))
+        result = self._read_json(self.final_dir / "result.json")
         load_trainable_state_dict(model, _torch_load(self.final_dir / "trainable.pt", weights_only=True))
-        return json.loads((self.final_dir / "result.json").read_text())
+        return result
+
+    def _check_digests(self, folder: Path, names: Iterable[str]) -> None:
+        try:
+            check_digests(folder, names)
+        except DamagedRunError as e:
+            raise DamagedRunError(f"{e}; delete the run directory {self.path} and run the same command again to "
+                                  "retrain it") from None
 
     @staticmethod
     def _write_json(path: Path, obj: Any) -> None:
-        atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True, allow_nan=True) + "\n").encode())
+        atomic_write_bytes(path, (json_with_digest(obj, **_JSON) + "\n").encode())
+
+
+def _metrics_line(row: dict) -> str:
+    """One ``metrics.jsonl`` line: the row with the sha256 of its own text (:func:`json_with_digest`)."""
+    return json_with_digest(row, allow_nan=True) + "\n"
+
+
+def write_digests(folder: Path) -> None:
+    """``folder/digests.json``: the sha256 of each file in ``folder`` (itself carrying its own digest)."""
+    files = {f.name: sha256_file(f) for f in sorted(folder.iterdir()) if f.is_file() and f.name != DIGESTS_FILE}
+    atomic_write_bytes(folder / DIGESTS_FILE, (json_with_digest({"files": files}, **_JSON) + "\n").encode())
+
+
+def check_digests(folder: Path, names: Iterable[str]) -> None:
+    """Check ``names`` in ``folder`` against its ``digests.json`` (:func:`write_digests`); a mismatch, a file the
+    manifest does not list or a damaged manifest is a :class:`DamagedRunError` naming the file. A folder without
+    a manifest was written before issue 85 and is not checked (its files still load as data only)."""
+    manifest = folder / DIGESTS_FILE
+    if not manifest.is_file():
+        return
+    try:
+        files = read_json(manifest, required=True, **_JSON).get("files", {})
+    except (DamagedFileError, AttributeError) as e:
+        raise DamagedRunError(str(e)) from None
+    for name in names:
+        got = sha256_file(folder / name)
+        if files.get(name) != got:
+            raise DamagedRunError(f"{folder / name} is damaged ({(folder / name).stat().st_size} bytes): its sha256 is "
+                                  f"{got}, the one written in {manifest} {files.get(name)}")
 
 
 def durable_torch_save(obj: Any, path: Path) -> None:

@@ -1,6 +1,7 @@
 """Where the companion's files live and how they are written: the repository, the cache's root, durable atomic
-writes (a unique temporary file, fsync, rename, fsync of the folder; a full disk named as such) and the sha256 of a
-file. The lowest layer of the package's file handling: it imports nothing of ddrl, so every other module (among
+writes (a unique temporary file, fsync, rename, fsync of the folder; a full disk named as such), the sha256 of a
+file, and files that verify themselves (:func:`seal`/:func:`unseal`, :func:`json_with_digest`/:func:`read_json`:
+a damaged one is a :class:`DamagedFileError` naming it). The lowest layer of the package's file handling: it imports nothing of ddrl, so every other module (among
 them :mod:`ddrl.run.cache`, which re-exports these names, and :mod:`ddrl.report.figure_store`) can build on it.
 """
 
@@ -15,6 +16,7 @@ import shutil
 import subprocess
 import uuid
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -122,3 +124,79 @@ def git_sha(cwd: str | Path | None = None) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+# --- files that verify themselves (issue 85) -------------------------------------------------------------------
+#
+# What a digest written with a file guarantees: a read that is not byte for byte what was written (a flipped bit, a
+# truncated or torn file, another file copied over it) is detected and never used. It does not stop someone who can
+# write the cache folder from writing another file *and* its digest; against that, the readers load only data that
+# cannot execute (JSON; ``torch.load(weights_only=True)``; pickles through an allow-list of plain classes).
+
+#: The first line of a sealed file: this magic, the sha256 of the rest of the file (the payload), a newline.
+SEAL = b"ddrl-sha256 "
+#: The key a digested JSON object carries its own digest under (:func:`json_with_digest`).
+DIGEST_KEY = "_sha256"
+
+
+class DamagedFileError(ValueError):
+    """A file that does not verify against the digest written with it (or does not parse); names the file."""
+
+    def __init__(self, path: str | Path, why: str):
+        self.path, self.why = Path(path), why
+        super().__init__(f"{path} is damaged: {why}")
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def seal(payload: bytes) -> bytes:
+    """``payload`` preceded by a line holding its sha256 (:data:`SEAL`): what :func:`unseal` verifies."""
+    return SEAL + sha256_bytes(payload).encode() + b"\n" + payload
+
+
+def unseal(data: bytes, path: str | Path) -> bytes:
+    """The payload of :func:`seal`'s bytes ``data`` (read from ``path``), or :class:`DamagedFileError` naming
+    ``path`` when the header is missing or the payload's sha256 is not the recorded one."""
+    head, nl, payload = data.partition(b"\n")
+    if not nl or not head.startswith(SEAL) or len(head) != len(SEAL) + 64:
+        raise DamagedFileError(path, f"no sha256 header ({len(data)} bytes; written before entries carried digests, "
+                                     "or its first line is damaged)")
+    want, got = head[len(SEAL):].decode("ascii", "replace"), sha256_bytes(payload)
+    if want != got:
+        raise DamagedFileError(path, f"its sha256 is {got}, the one written with it {want}")
+    return payload
+
+
+def json_with_digest(obj: dict, **dumps) -> str:
+    """``obj`` (a dict) as JSON text carrying the sha256 of its own canonical text under :data:`DIGEST_KEY`, so a
+    reader (:func:`verify_json_digest`) can tell an altered file; ``dumps`` are ``json.dumps``'s options (the
+    digest is of the text without it, which the parsed object, keeping the keys' order, gives back)."""
+    body = {k: v for k, v in obj.items() if k != DIGEST_KEY}
+    return json.dumps({**body, DIGEST_KEY: sha256_bytes(json.dumps(body, **dumps).encode())}, **dumps)
+
+
+def verify_json_digest(obj: Any, path: str | Path, required: bool = False, **dumps) -> Any:
+    """``obj`` (parsed from ``path``) without its :data:`DIGEST_KEY`, after checking that digest against the
+    object's canonical text (``dumps`` as given to :func:`json_with_digest`); :class:`DamagedFileError` naming
+    ``path`` on a mismatch, or on a missing digest when ``required`` (files written before issue 85 carry none)."""
+    if not isinstance(obj, dict) or DIGEST_KEY not in obj:
+        if required or not isinstance(obj, dict):
+            raise DamagedFileError(path, "it carries no sha256 of its content")
+        return obj
+    body = {k: v for k, v in obj.items() if k != DIGEST_KEY}
+    got = sha256_bytes(json.dumps(body, **dumps).encode())
+    if obj[DIGEST_KEY] != got:
+        raise DamagedFileError(path, f"its content's sha256 is {got}, the one written in it {obj[DIGEST_KEY]}")
+    return body
+
+
+def read_json(path: str | Path, digest: bool = True, required: bool = False, **dumps) -> Any:
+    """A JSON file's object, its digest checked (:func:`verify_json_digest`) when ``digest``; any damage (not UTF-8,
+    not JSON, another digest) is a :class:`DamagedFileError` naming the file, not a bare ``JSONDecodeError``."""
+    try:
+        obj = json.loads(Path(path).read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise DamagedFileError(path, f"not valid JSON ({type(e).__name__}: {str(e)[:120]})") from None
+    return verify_json_digest(obj, path, required=required, **dumps) if digest else obj
