@@ -418,3 +418,28 @@ def test_an_entry_of_the_old_layout_is_computed_again(tmp_path):
     path.write_bytes(pickle.dumps([0.5]))
     with pytest.warns(RuntimeWarning, match="no sha256 header"):
         assert cached("k", lambda: [0.0], cache_dir=tmp_path) == [0.0]
+
+
+def test_a_damaged_testbed_build_is_named_and_built_again(tmp_path):
+    """The finished weights every later step loads (the testbed build in the cache) verify themselves: one flipped
+    bit in model.safetensors is named in a warning and the build is installed again from the committed reference
+    (the same bytes as before the damage), never used as it is (issue 85)."""
+    import warnings
+
+    from ddrl.testbed.builds import weight_sha256s
+    from ddrl.testbed.pretrain import build
+
+    path = build("default", cache_dir=tmp_path, progress=False)
+    good = weight_sha256s(path)
+    weights = path / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    weights.write_bytes(bytes(data))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        again = build("default", cache_dir=tmp_path, progress=False)
+    assert again == path and weight_sha256s(again) == good
+    assert any("is damaged" in str(w.message) and str(path) in str(w.message) for w in caught)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an intact build is used without a word
+        build("default", cache_dir=tmp_path, progress=False)

@@ -29,6 +29,7 @@ import math
 import os
 import shutil
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -42,7 +43,7 @@ from ddrl.prompts import format_prompt
 from ddrl.run.cache import owner_lock
 from ddrl.sampling import HFSampler
 from ddrl.seeds import derive_seed, numpy_generator
-from ddrl.testbed.builds import META_FILE, SOURCES, cache_root, install_build, reference_build
+from ddrl.testbed.builds import META_FILE, SOURCES, cache_root, install_build, reference_build, weight_sha256s
 from ddrl.testbed.config import BUILD_THREADS, PRESETS, TESTBED_VERSION, PretrainConfig, get_config  # noqa: F401
 from ddrl.testbed.model import build_model
 from ddrl.testbed.task import SPLITS, generate_split, sample_problems
@@ -260,13 +261,17 @@ def build(preset: str = "default", cache_dir: str | os.PathLike | None = None, p
     cfg = config if config is not None else get_config(preset)
     root = cache_root(cache_dir)
     final = root / f"{preset}-{cfg.config_hash()}"
-    if _current(final):
+    if _current(final) and _intact(final, preset, cfg, warn=False):
         return final
     root.mkdir(parents=True, exist_ok=True)
 
     with owner_lock(root / f"{final.name}.lock", f"testbed build {final}"):  # a second process waits, then reuses it
         if _current(final):
-            return final
+            if _intact(final, preset, cfg):
+                return final
+            damaged = root / f".damaged-{final.name}-{os.getpid()}-{time.time_ns()}"
+            os.rename(final, damaged)  # built again below, from the committed copy or by pretraining
+            shutil.rmtree(damaged, ignore_errors=True)
         reference = reference_build(preset, cfg) if source == "committed" and not final.exists() else None
         if reference is not None:
             src, weights = reference
@@ -279,7 +284,7 @@ def build(preset: str = "default", cache_dir: str | os.PathLike | None = None, p
             model.save_pretrained(tmp)
             tokenizer.save_pretrained(tmp)
             meta = {"preset": preset, "hash": cfg.config_hash(), "version": TESTBED_VERSION, "config": cfg.to_dict(),
-                    "torch": torch.__version__, **info}
+                    "torch": torch.__version__, **info, "weights": weight_sha256s(tmp)}
             (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
             if final.exists():  # a build made under another thread count (before BUILD_THREADS): replace it
                 stale = root / f".stale-{final.name}-{os.getpid()}-{time.time_ns()}"
@@ -299,6 +304,26 @@ def _current(path: Path) -> bool:
         return read_meta(path).get("num_threads") == BUILD_THREADS
     except (OSError, ValueError):
         return False
+
+
+def _intact(path: Path, preset: str, cfg: PretrainConfig, warn: bool = True) -> bool:
+    """Whether a finished build's weight files are the bytes it was made with: the sha256s its ``testbed.json``
+    recorded when it was pretrained, or the committed reference build's when it was installed from one. A build
+    whose weights differ (a flipped bit, a file copied over) is not used: with ``warn``, a one-line warning names it
+    and :func:`build` makes it again. A build pretrained before its weights were recorded, with no reference build,
+    has nothing to be checked against and is used as it is."""
+    want = read_meta(path).get("weights")
+    if want is None and (reference := reference_build(preset, cfg)) is not None:
+        want = reference[1]
+    if want is None:
+        return True
+    got = weight_sha256s(path)
+    if got != want:
+        if warn:
+            warnings.warn(f"testbed build {path} is damaged: its weight files hash to {got}, not the recorded {want}; "
+                          "building it again", RuntimeWarning, stacklevel=3)
+        return False
+    return True
 
 
 def load(path: str | os.PathLike):
