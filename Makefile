@@ -35,8 +35,8 @@ $(STAMP): pyproject.toml $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip uv
 	$(PY) -m pip install -q "$(TORCH)"
-	$(PY) -m uv pip install -q --compile-bytecode --python $(PY) $(LOCK_C) -e ".[dev]" \
-		|| $(PY) -m pip install -q $(LOCK_C) -e ".[dev]"
+	$(PY) -m uv pip install -q --compile-bytecode --python $(PY) $(LOCK_C) -e ".[dev,lora]" \
+		|| $(PY) -m pip install -q $(LOCK_C) -e ".[dev,lora]"
 	$(PY) -m compileall -q ddrl >/dev/null
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	echo "lock=$(LOCK)" > $@
@@ -49,7 +49,7 @@ lock:
 	$(PYTHON) -m venv $(LOCK_VENV)
 	$(LOCK_VENV)/bin/python -m pip install -q --upgrade pip uv
 	$(LOCK_VENV)/bin/python -m pip install -q "$(TORCH)"
-	$(LOCK_VENV)/bin/python -m uv pip install -q --python $(LOCK_VENV)/bin/python -e ".[dev,browser]"
+	$(LOCK_VENV)/bin/python -m uv pip install -q --python $(LOCK_VENV)/bin/python -e ".[dev,browser,lora]"
 	$(LOCK_VENV)/bin/python -m ddrl.run.lockfile write --python $(LOCK_VENV)/bin/python --out constraints.txt
 	rm -rf $(LOCK_VENV)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -30,6 +31,11 @@ def pytest_collection_modifyitems(config, items):
     """Reorder whole files (a stable sort: each file's tests keep their order) so :data:`LONGEST_FIRST` come first."""
     rank = {f: i for i, f in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda it: rank.get(it.nodeid.split("::")[0], len(rank)))
+
+
+#: A test of LoRA training (peft is the ``lora`` extra, which ``make install`` takes): skipped, saying why, without it.
+requires_peft = pytest.mark.skipif(importlib.util.find_spec("peft") is None,
+                                   reason="peft is not installed: LoRA is the `lora` extra (pip install -e '.[lora]')")
 
 
 def shared_data_dir() -> Path:
