@@ -181,7 +181,8 @@ def test_run_records_per_question_pass_at_1(tmp_path, monkeypatch):
 def test_keys_name_the_device_kind_off_the_cpu(tmp_path, monkeypatch):
     """A GPU draws and rounds differently: its runs, evaluations and rollouts get other keys than the CPU's for
     the same config, while CPU keys stay as they were (``device_key`` adds nothing there with torch's decode
-    attention, and names the C loop where the samplers use it: ``ddrl.accel.native_attention``)."""
+    attention, the default, and names the C loop where the samplers use it, opted into: ``ddrl.accel.native_attention``,
+    docs/benchmarks.md "The C decode attention: opt-in")."""
     import torch
 
     import ddrl.models
@@ -192,6 +193,8 @@ def test_keys_name_the_device_kind_off_the_cpu(tmp_path, monkeypatch):
     monkeypatch.setenv("DDRL_DECODE_ATTENTION", "torch")
     assert device_key("cpu") == {} and device_key("cuda") == {"device": "cuda"}
     monkeypatch.setattr(ddrl.accel.native_attention, "unavailable_reason", lambda: None)
+    monkeypatch.delenv("DDRL_DECODE_ATTENTION")  # the default is torch's even where the C loop could run (opt-in)
+    assert device_key("cpu") == {}
     monkeypatch.setenv("DDRL_DECODE_ATTENTION", "native")
     assert device_key("cpu") == {"decode_attention": "native-v1"} and device_key("cuda") == {"device": "cuda"}
     monkeypatch.setenv("DDRL_DECODE_ATTENTION", "torch")
