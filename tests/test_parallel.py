@@ -100,6 +100,12 @@ def worker_view(name: str) -> tuple[int, str | None]:
     return os.getpid(), os.environ.get(name)
 
 
+def worker_threads(_) -> tuple[int, str | None, str | None]:
+    """A job that says how many threads its worker computes with (torch's count, OMP's and MKL's variables)."""
+    time.sleep(0.2)  # long enough that both workers take jobs
+    return torch.get_num_threads(), os.environ.get("OMP_NUM_THREADS"), os.environ.get("MKL_NUM_THREADS")
+
+
 def _ended(pids: list[int], within_s: float) -> bool:
     """Whether the processes ``pids`` have all ended (gone or zombies) within ``within_s`` seconds."""
     deadline = time.time() + within_s
@@ -125,8 +131,12 @@ def test_default_workers():
     assert 1 <= default_workers(8) <= min(8, os.cpu_count() or 1)
 
 
-def test_run_pool_keeps_the_jobs_order_and_raises_a_jobs_error():
+def test_run_pool_keeps_the_jobs_order_and_raises_a_jobs_error(monkeypatch):
+    """Results in the jobs' order, a job's error raised here, and every worker computing with one thread whatever
+    this process's thread settings."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
     assert run_pool(abs, [-3, 1, -2], workers=2, progress=False) == [3, 1, 2]
+    assert run_pool(worker_threads, range(4), workers=2, progress=False) == [(1, "1", "1")] * 4
     with pytest.raises(TypeError):
         run_pool(abs, [-1, "x"], workers=2, progress=False)
     with pytest.raises(ValueError, match="workers must be >= 1"):
@@ -272,7 +282,7 @@ def sleeping_batch():
         workers: list[int] = []
         while time.time() < deadline and len(workers) < 2:
             time.sleep(0.5)
-            workers = [c for c in _children(batch.pid) if "spawn_main" in Path(f"/proc/{c}/cmdline").read_text()]
+            workers = [c for c in _children(batch.pid) if parallel.WORKER_MAIN in Path(f"/proc/{c}/cmdline").read_text()]
         assert len(workers) == 2, workers
         time.sleep(3)
         yield batch, workers
