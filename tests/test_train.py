@@ -199,10 +199,10 @@ def testbed_tiny():
     return build("tiny", progress=False), generate_split("test", 4, seed=0)
 
 
-@pytest.mark.e2e
 @pytest.mark.parametrize("preset", sorted(PRESETS))
 def test_one_rl_step_for_every_preset(tmp_path, preset, testbed_tiny):
-    """One end-to-end RL step (and COR where the preset has it) on the tiny testbed model."""
+    """One end-to-end RL step (and COR where the preset has it) on the tiny testbed model: the fast tier's check that
+    every preset trains (~1-2 s each; it left the e2e tier when the notebooks' smoke run moved to the slow one)."""
     from ddrl.testbed import load
 
     path, records = testbed_tiny
