@@ -20,11 +20,10 @@ if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
     os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
 
 
-#: `make test` runs the fast and e2e tiers in one pytest-xdist pool (Makefile). Test files go to the two workers in
-#: collection order, a file per worker at a time, so the longest go first: the e2e tier's notebook smoke run (one
-#: file, 3-6 minutes on ~1.2 cores), then the two longest fast files (~450 worker-seconds each, measured 2026-12-02).
-#: The smoke run then overlaps the fast tier instead of following it, and the tail is short files.
-LONGEST_FIRST = ("tests/test_notebooks.py", "tests/test_study.py", "tests/test_parallel.py")
+#: `make test` runs the fast tier in a pytest-xdist pool (Makefile). Test files go to the two workers in collection
+#: order, a file per worker at a time, so the longest go first and the tail is short files. (The notebooks' smoke run,
+#: which used to lead here, is in the slow tier now: `make test-slow`.)
+LONGEST_FIRST = ("tests/test_study.py", "tests/test_parallel.py")
 
 
 def pytest_collection_modifyitems(config, items):
