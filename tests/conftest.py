@@ -130,6 +130,25 @@ def tiny_lm():
     return make_tiny_lm()
 
 
+@pytest.fixture(scope="session")
+def tiny_testbed() -> Path:
+    """The tiny testbed build in the default cache (pretrained once per clone, ~10 s on 2 cores; then read)."""
+    from ddrl.testbed import build
+
+    return build("tiny", progress=False)
+
+
+@pytest.fixture
+def testbed_cache(tmp_path, tiny_testbed, monkeypatch) -> Path:
+    """A fresh ``$DDRL_CACHE_DIR`` (nothing cached: runs, evaluations, rollouts) holding the session's tiny testbed
+    build as a link, so a test that wants its own cache does not pretrain the tiny testbed again."""
+    cache = tmp_path / "cache"
+    (cache / "testbed").mkdir(parents=True)
+    (cache / "testbed" / tiny_testbed.name).symlink_to(tiny_testbed, target_is_directory=True)
+    monkeypatch.setenv("DDRL_CACHE_DIR", str(cache))
+    return cache
+
+
 def kill_after_first_run(cmd: list[str], env: dict, runs: Path, deadline_s: float = 300) -> list[Path]:
     """Start ``cmd`` in its own process group, SIGKILL the whole group (parent and pool workers) as soon as a
     first run directory under ``runs`` has finished, and return the finished runs' ``result.json`` paths
