@@ -35,6 +35,9 @@ from datetime import datetime
 from concurrent.futures import FIRST_COMPLETED, BrokenExecutor, wait
 from typing import Any, Callable, Iterator, Sequence
 
+import psutil
+from loky import get_reusable_executor
+
 from ddrl.run.progress import tqdm
 
 
@@ -168,8 +171,6 @@ def _acquire(workers: int):
     """loky's reusable executor of ``workers`` single-thread workers: the kept one when :func:`pool_key` is unchanged
     (loky itself replaces one that is broken: a worker killed or out of memory), else a new one (loky ends the old
     workers first). Each worker leaves after :data:`IDLE_S` seconds without a job (loky's ``timeout``)."""
-    from loky import get_reusable_executor
-
     key = pool_key(workers)
     with _Pool.state:
         if _Pool.executor is not None and _Pool.key != key:
@@ -196,8 +197,6 @@ def shutdown_pool(kill: bool = False) -> None:
 def pool_pids() -> list[int]:
     """The process ids of this process's live pool workers: its children that run loky's worker entry point
     (:data:`WORKER_MAIN`; loky's resource tracker, also a child, does not)."""
-    import psutil
-
     pids = []
     for child in psutil.Process().children():
         with contextlib.suppress(psutil.Error):
