@@ -41,8 +41,8 @@ $(STAMP): pyproject.toml $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip uv
 	$(PY) -m pip install -q "$(TORCH)"
-	$(PY) -m uv pip install -q --compile-bytecode --python $(PY) $(LOCK_C) -e ".[dev]" \
-		|| $(PY) -m pip install -q $(LOCK_C) -e ".[dev]"
+	$(PY) -m uv pip install -q --compile-bytecode --python $(PY) $(LOCK_C) -e ".[dev,lora]" \
+		|| $(PY) -m pip install -q $(LOCK_C) -e ".[dev,lora]"
 	$(PY) -m compileall -q ddrl >/dev/null
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	echo "lock=$(LOCK)" > $@
@@ -55,28 +55,28 @@ lock:
 	$(PYTHON) -m venv $(LOCK_VENV)
 	$(LOCK_VENV)/bin/python -m pip install -q --upgrade pip uv
 	$(LOCK_VENV)/bin/python -m pip install -q "$(TORCH)"
-	$(LOCK_VENV)/bin/python -m uv pip install -q --python $(LOCK_VENV)/bin/python -e ".[dev,browser]"
+	$(LOCK_VENV)/bin/python -m uv pip install -q --python $(LOCK_VENV)/bin/python -e ".[dev,browser,lora]"
 	$(LOCK_VENV)/bin/python -m ddrl.run.lockfile write --python $(LOCK_VENV)/bin/python --out constraints.txt
 	rm -rf $(LOCK_VENV)
 
-# The fast tier (pure functions, tiny-model machinery) and the e2e tier (every notebook's smoke run, one RL step per
-# preset) in one pool of TEST_WORKERS pytest-xdist processes, a test file per process at a time (module fixtures
-# once), the longest files first (tests/conftest.py): the smoke run keeps ~1.2 of 2 cores busy, so it runs beside
-# the fast tier rather than after it. Each worker gets cores / TEST_WORKERS threads (tests/conftest.py);
-# TEST_WORKERS=0 runs everything in one process. `make test-fast` / `make test-e2e` run one tier.
+# `make test` is the fast tier: pure functions, tiny-model machinery, one RL step of every preset; a developer's
+# loop, a few minutes on 2 cores. TEST_WORKERS pytest-xdist processes, a test file per process at a time (module
+# fixtures once), the longest files first (tests/conftest.py); each worker gets cores / TEST_WORKERS threads.
+# TEST_WORKERS=0 runs everything in one process. `make test-slow` is the slow tier: the e2e smoke run of every
+# notebook (papermill, `-m e2e`; `make test-e2e` alone) and the checks marked slow; .ci/run runs it when CI's time
+# allows. `make test-fast` is `make test` (kept for muscle memory).
 TEST_WORKERS ?= 2
 XDIST = $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile)
 test: $(STAMP)
-	$(PY) -m pytest -q $(XDIST) -m "not slow and not browser" $(PYTEST_ARGS)
+	$(PY) -m pytest -q $(XDIST) -m "not slow and not browser and not e2e" $(PYTEST_ARGS)
 
-test-fast: $(STAMP)
-	$(PY) -m pytest -q $(XDIST) $(PYTEST_ARGS)
+test-fast: test
 
 test-e2e: $(STAMP)
 	$(PY) -m pytest -q -m e2e $(PYTEST_ARGS)
 
 test-slow: $(STAMP)
-	$(PY) -m pytest -q -m slow $(PYTEST_ARGS)
+	$(PY) -m pytest -q $(XDIST) -m "(slow or e2e) and not browser" $(PYTEST_ARGS)
 
 # JupyterLab in a real browser (tests/test_browser.py): Debian's Chromium (apt, never a Playwright download)
 # and the `browser` extra (playwright). Screenshots land in outputs/browser/.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -19,17 +20,21 @@ if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
     os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
 
 
-#: `make test` runs the fast and e2e tiers in one pytest-xdist pool (Makefile). Test files go to the two workers in
-#: collection order, a file per worker at a time, so the longest go first: the e2e tier's notebook smoke run (one
-#: file, 3-6 minutes on ~1.2 cores), then the two longest fast files (~450 worker-seconds each, measured 2026-12-02).
-#: The smoke run then overlaps the fast tier instead of following it, and the tail is short files.
-LONGEST_FIRST = ("tests/test_notebooks.py", "tests/test_study.py", "tests/test_parallel.py")
+#: `make test` runs the fast tier in a pytest-xdist pool (Makefile). Test files go to the two workers in collection
+#: order, a file per worker at a time, so the longest go first and the tail is short files. (The notebooks' smoke run,
+#: which used to lead here, is in the slow tier now: `make test-slow`.)
+LONGEST_FIRST = ("tests/test_study.py", "tests/test_parallel.py")
 
 
 def pytest_collection_modifyitems(config, items):
     """Reorder whole files (a stable sort: each file's tests keep their order) so :data:`LONGEST_FIRST` come first."""
     rank = {f: i for i, f in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda it: rank.get(it.nodeid.split("::")[0], len(rank)))
+
+
+#: A test of LoRA training (peft is the ``lora`` extra, which ``make install`` takes): skipped, saying why, without it.
+requires_peft = pytest.mark.skipif(importlib.util.find_spec("peft") is None,
+                                   reason="peft is not installed: LoRA is the `lora` extra (pip install -e '.[lora]')")
 
 
 def shared_data_dir() -> Path:
@@ -123,6 +128,25 @@ def make_tiny_lm(vocab_chars: str = "0123456789+-*=;", hidden: int = 32, layers:
 @pytest.fixture(scope="session")
 def tiny_lm():
     return make_tiny_lm()
+
+
+@pytest.fixture(scope="session")
+def tiny_testbed() -> Path:
+    """The tiny testbed build in the default cache (pretrained once per clone, ~10 s on 2 cores; then read)."""
+    from ddrl.testbed import build
+
+    return build("tiny", progress=False)
+
+
+@pytest.fixture
+def testbed_cache(tmp_path, tiny_testbed, monkeypatch) -> Path:
+    """A fresh ``$DDRL_CACHE_DIR`` (nothing cached: runs, evaluations, rollouts) holding the session's tiny testbed
+    build as a link, so a test that wants its own cache does not pretrain the tiny testbed again."""
+    cache = tmp_path / "cache"
+    (cache / "testbed").mkdir(parents=True)
+    (cache / "testbed" / tiny_testbed.name).symlink_to(tiny_testbed, target_is_directory=True)
+    monkeypatch.setenv("DDRL_CACHE_DIR", str(cache))
+    return cache
 
 
 def kill_after_first_run(cmd: list[str], env: dict, runs: Path, deadline_s: float = 300) -> list[Path]:

@@ -26,7 +26,7 @@ def _norm(name: str) -> str:
 def pyproject_requirements() -> dict[str, Requirement]:
     data = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     extras = data["optional-dependencies"]
-    reqs = list(data["dependencies"]) + list(extras["dev"]) + list(extras["browser"])
+    reqs = list(data["dependencies"]) + list(extras["dev"]) + list(extras["browser"]) + list(extras["lora"])
     return {_norm(Requirement(r).name): Requirement(r) for r in reqs}
 
 
@@ -71,6 +71,13 @@ def test_installed_versions_satisfy_both():
         except PackageNotFoundError:
             continue  # an optional tool not installed here (checked by its own tests)
         assert req.specifier.contains(v.split("+")[0], prereleases=True), f"{name} {v} violates {req.specifier}"
+
+
+def test_peft_is_the_lora_extras_only():
+    """peft (LoRA training, which no preset uses) is no core dependency: only the ``lora`` extra names it."""
+    data = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert not any(_norm(Requirement(r).name) == "peft" for r in data["dependencies"])
+    assert [_norm(Requirement(r).name) for r in data["optional-dependencies"]["lora"]] == ["peft"]
 
 
 def test_vllm_is_an_optional_extra_only():
@@ -174,7 +181,8 @@ def test_make_install_installed_the_lock():
     if not Marker(marker).evaluate():
         pytest.skip(f"the lock is for {marker}, not this interpreter")
     data = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    installed_by_make = {_norm(Requirement(r).name) for r in data["dependencies"] + data["optional-dependencies"]["dev"]}
+    extras = data["optional-dependencies"]
+    installed_by_make = {_norm(Requirement(r).name) for r in data["dependencies"] + extras["dev"] + extras["lora"]}
     # the browser extra's packages are missing until `make test-browser` installs them
     wrong = lockfile.drift(absent_ok=frozenset(lock) - installed_by_make)
     assert not wrong, f"installed versions that are not constraints.txt's (pinned, installed): {wrong}"

@@ -54,7 +54,7 @@ def test_run_dir_follows_the_base_weights_not_just_the_name(tmp_path, monkeypatc
     assert exp.run_dir("ttrl", cfg) != a
 
 
-def test_no_cached_score_is_reused_when_seed_answers_or_grader_change(tmp_path, monkeypatch):
+def test_no_cached_score_is_reused_when_seed_answers_or_grader_change(testbed_cache, monkeypatch):
     """Issue 19: evaluations were keyed by question ids only, so ``seed 1`` after ``seed 0`` (same testbed ids,
     other questions) and records whose answers all changed still got the cached score."""
     import ddrl.answers
@@ -64,7 +64,6 @@ def test_no_cached_score_is_reused_when_seed_answers_or_grader_change(tmp_path, 
     from ddrl.run.experiments import Experiment
     from ddrl.models import load_model
 
-    monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path))
     calls = []
     real = ddrl.evaluate.evaluate
 
@@ -152,14 +151,13 @@ def test_notebooks_03_to_05_share_their_trainer_settings():
         assert names == list(TRAINER_KNOBS), (nb, names)
 
 
-def test_run_records_per_question_pass_at_1(tmp_path, monkeypatch):
+def test_run_records_per_question_pass_at_1(testbed_cache, monkeypatch):
     """Per-question evaluation rows (claims study, plan Sec. 3): one pass@1 per question, in the records' order,
     whose mean is the run's pass@1; run-level rows stay as they were unless asked for them."""
     import numpy as np
 
     from ddrl.run.experiments import question_rows
 
-    monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path))
     exp = notebook_experiment(model="testbed", testbed_preset="tiny", dataset="testbed_test", data_dir=None,
                               n_adapted=3, n_heldout=2, seed=0, paper_settings=None, trainer=KNOBS, progress=False)
     plain = exp.run("no_adaptation", 0)
@@ -181,7 +179,8 @@ def test_run_records_per_question_pass_at_1(tmp_path, monkeypatch):
 def test_keys_name_the_device_kind_off_the_cpu(tmp_path, monkeypatch):
     """A GPU draws and rounds differently: its runs, evaluations and rollouts get other keys than the CPU's for
     the same config, while CPU keys stay as they were (``device_key`` adds nothing there with torch's decode
-    attention, and names the C loop where the samplers use it: ``ddrl.accel.native_attention``)."""
+    attention, the default, and names the C loop where the samplers use it, opted into: ``ddrl.accel.native_attention``,
+    docs/benchmarks.md "The C decode attention: opt-in")."""
     import torch
 
     import ddrl.models
@@ -192,6 +191,8 @@ def test_keys_name_the_device_kind_off_the_cpu(tmp_path, monkeypatch):
     monkeypatch.setenv("DDRL_DECODE_ATTENTION", "torch")
     assert device_key("cpu") == {} and device_key("cuda") == {"device": "cuda"}
     monkeypatch.setattr(ddrl.accel.native_attention, "unavailable_reason", lambda: None)
+    monkeypatch.delenv("DDRL_DECODE_ATTENTION")  # the default is torch's even where the C loop could run (opt-in)
+    assert device_key("cpu") == {}
     monkeypatch.setenv("DDRL_DECODE_ATTENTION", "native")
     assert device_key("cpu") == {"decode_attention": "native-v1"} and device_key("cuda") == {"device": "cuda"}
     monkeypatch.setenv("DDRL_DECODE_ATTENTION", "torch")
@@ -210,7 +211,7 @@ def test_keys_name_the_device_kind_off_the_cpu(tmp_path, monkeypatch):
     assert on_gpu[0] != on_cpu[0] and on_gpu[1] == {**on_cpu[1], "device": "cuda"}
 
 
-def test_refined_runs_cor_at_another_size_once_and_matches_the_run_at_its_own(tmp_path, monkeypatch):
+def test_refined_runs_cor_at_another_size_once_and_matches_the_run_at_its_own(testbed_cache, monkeypatch):
     """``Experiment.refined`` (Table 6, claim R1): COR from the DDRL run's RL-only weights with ``keep``
     rollouts per question, evaluated; at the run's own ``cor_keep`` it reproduces the DDRL run's final
     pass@1 (the same COR call and seed), a second call is served from the cache without refining again, and
@@ -219,7 +220,6 @@ def test_refined_runs_cor_at_another_size_once_and_matches_the_run_at_its_own(tm
 
     from ddrl.run import experiments as E
 
-    monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path))
     knobs = {**KNOBS, "episodes": 1}
     exp = notebook_experiment(model="testbed", testbed_preset="tiny", dataset="testbed_test", data_dir=None,
                               n_adapted=4, n_heldout=2, seed=0, paper_settings=None, trainer=knobs, progress=False)

@@ -8,8 +8,8 @@ import functools
 import inspect
 from types import SimpleNamespace
 
-import peft
 import torch
+from conftest import requires_peft
 
 from ddrl.accel.hf_compat import base_model, cache_kwarg, output_cache
 from ddrl.prompts import format_prompt
@@ -36,7 +36,10 @@ def test_cache_kwarg_follows_the_forward_signature(tiny_lm):
     assert cache_kwarg(model) == expected
 
 
+@requires_peft
 def test_cache_kwarg_looks_under_peft(tiny_lm):
+    import peft
+
     model = copy.deepcopy(tiny_lm[0])  # PEFT wraps in place: keep the session's model clean
     lora = peft.get_peft_model(model, peft.LoraConfig(r=2, target_modules=["q_proj"]))
     assert base_model(lora) is lora.get_base_model()

@@ -9,6 +9,7 @@ import os
 
 import pytest
 import torch
+from conftest import requires_peft
 from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
 from ddrl import logprobs as L
@@ -88,6 +89,7 @@ def test_shared_prompt_equals_the_hf_forward_on_llama():
     _check_same(_llama().train(), PROMPTS, RESPONSES, 1.0)
 
 
+@requires_peft
 def test_shared_prompt_equals_the_hf_forward_with_a_lora_adapter_and_without_it():
     """The PEFT-wrapped policy (paper scale) and its reference pass (the adapter disabled)."""
     model = _lora(_llama())

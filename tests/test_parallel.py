@@ -11,6 +11,7 @@ import sys
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -100,6 +101,12 @@ def worker_view(name: str) -> tuple[int, str | None]:
     return os.getpid(), os.environ.get(name)
 
 
+def worker_threads(_) -> tuple[int, str | None, str | None]:
+    """A job that says how many threads its worker computes with (torch's count, OMP's and MKL's variables)."""
+    time.sleep(0.2)  # long enough that both workers take jobs
+    return torch.get_num_threads(), os.environ.get("OMP_NUM_THREADS"), os.environ.get("MKL_NUM_THREADS")
+
+
 def _ended(pids: list[int], within_s: float) -> bool:
     """Whether the processes ``pids`` have all ended (gone or zombies) within ``within_s`` seconds."""
     deadline = time.time() + within_s
@@ -125,8 +132,12 @@ def test_default_workers():
     assert 1 <= default_workers(8) <= min(8, os.cpu_count() or 1)
 
 
-def test_run_pool_keeps_the_jobs_order_and_raises_a_jobs_error():
+def test_run_pool_keeps_the_jobs_order_and_raises_a_jobs_error(monkeypatch):
+    """Results in the jobs' order, a job's error raised here, and every worker computing with one thread whatever
+    this process's thread settings."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
     assert run_pool(abs, [-3, 1, -2], workers=2, progress=False) == [3, 1, 2]
+    assert run_pool(worker_threads, range(4), workers=2, progress=False) == [(1, "1", "1")] * 4
     with pytest.raises(TypeError):
         run_pool(abs, [-1, "x"], workers=2, progress=False)
     with pytest.raises(ValueError, match="workers must be >= 1"):
@@ -177,6 +188,29 @@ def test_an_idle_pool_ends_its_workers(monkeypatch):
     assert len(pids) == 2 and _ended(pids, 20) and pool_pids() == []
 
 
+def experiment_threads(exp, item) -> tuple[Any, int, str | None]:
+    """An :meth:`Experiment.map` job: its item back, with the thread counts it computes with inside the
+    experiment's CPU thread setting (``Experiment.threads``)."""
+    with exp.threads({}):
+        return item, torch.get_num_threads(), os.environ.get("OMP_NUM_THREADS")
+
+
+def test_the_experiments_jobs_compute_with_one_thread_in_the_pool_and_here(tmp_path, monkeypatch):
+    """``Experiment.map``: through the pool (2 workers) and on the serial path in a two-thread process, every job
+    gets its item, in order, and computes with one thread, so a run's numbers do not depend on where it ran."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        items = ["a", "b", "c"]
+        for workers in (2, 1):
+            exp = experiment(tmp_path / "runs", workers=workers)
+            assert exp.map(experiment_threads, items, {}) == [(i, 1, "1") for i in items], workers
+        assert torch.get_num_threads() == 2 and os.environ["OMP_NUM_THREADS"] == "2", "thread settings not restored"
+    finally:
+        torch.set_num_threads(threads)
+
+
 def test_grid_groups_runs_sharing_a_directory(tmp_path):
     exp = experiment(tmp_path / "runs", workers=2)
     groups = exp.independent_runs([(m, s) for s in SEEDS for m in ["no_adaptation", *METHODS]])
@@ -193,12 +227,17 @@ experiment(Path({runs!r}), workers=2).grid(METHODS, SEEDS)
 """
 
 
+@pytest.mark.slow
 def test_a_pool_of_two_gives_the_serial_numbers_and_a_killed_batch_resumes(serial, tmp_path, monkeypatch):
     """Every run here trains in a pool of 2 single-thread workers: first a batch SIGKILLed whole (parent and workers)
     once a first run has finished, then the grid rerun, which keeps the finished run (not retrained), resumes the
     others and ends with the serial path's numbers (a two-thread process): the same rows, metrics.jsonl and final
     weights, bitwise. A run's numbers depend on its seed, not on where it ran or whether it was interrupted. (A
-    pool-of-two run without the kill was a test of its own until 2026-12-02: this one makes each of its assertions.)"""
+    pool-of-two run without the kill was a test of its own until 2026-12-02: this one makes each of its assertions.)
+    Slow tier (8 training runs, 3 process starts); the fast tier keeps its parts: one thread in every worker
+    (``test_run_pool_keeps_the_jobs_order_and_raises_a_jobs_error``) and in the serial path
+    (``test_the_experiments_jobs_compute_with_one_thread_in_the_pool_and_here``), the pool's rows in the serial
+    order, and a killed run's resume (``tests/test_train.py::test_resume_after_a_kill_equals_an_uninterrupted_run``)."""
     monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path / "cache"))
     runs = tmp_path / "runs"
     code = KILLED_BATCH.format(tests=str(Path(__file__).parent), runs=str(runs))
@@ -273,7 +312,7 @@ def sleeping_batch():
         workers: list[int] = []
         while time.time() < deadline and len(workers) < 2:
             time.sleep(0.5)
-            workers = [c for c in _children(batch.pid) if "spawn_main" in Path(f"/proc/{c}/cmdline").read_text()]
+            workers = [c for c in _children(batch.pid) if parallel.WORKER_MAIN in Path(f"/proc/{c}/cmdline").read_text()]
         assert len(workers) == 2, workers
         time.sleep(3)
         yield batch, workers

@@ -80,6 +80,21 @@ def test_question_bootstrap_covers_the_truth_and_refuses_what_it_cannot_bootstra
             stats.question_bootstrap(bad, rng)
 
 
+def test_one_percentile_bootstrap_for_the_claims_and_the_figures():
+    """The one-seed claims' interval (``question_bootstrap``) and the figures' bands (``plotting.bootstrap_ci95``) are
+    the same function, ``percentile_bootstrap``, and its draws are the ones the committed claims were computed with
+    (numbers of 2026-12-05, before the two were one: a changed draw, quantile or scale fails here)."""
+    from ddrl.report.plotting import bootstrap_ci95
+
+    v = np.random.default_rng(11).normal(0, 10, 64)
+    iv = stats.question_bootstrap(v, np.random.default_rng(0))
+    assert (iv.ci_low, iv.ci_high) == stats.percentile_bootstrap(v, np.random.default_rng(0))
+    assert (iv.ci_low, iv.ci_high) == (-2.723007656075307, 1.540669332111428)
+    assert bootstrap_ci95(v) == stats.percentile_bootstrap(v, np.random.default_rng(0), 1000)
+    with pytest.raises(ValueError, match="confidence"):
+        stats.percentile_bootstrap(v, np.random.default_rng(0), confidence=1.0)
+
+
 def test_variance_components_recover_the_truth_on_a_large_design():
     rng = np.random.default_rng(1)
     vc = stats.variance_components(synthetic(rng, 60, 400, 0.0, 2.0, 5.0, 15.0))

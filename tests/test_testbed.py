@@ -192,8 +192,9 @@ def _sha(path: Path) -> str:
 
 
 def test_build_computes_with_build_threads_whatever_the_callers_count(tmp_path):
-    """The weights do not depend on the caller's thread count (a pool worker runs under 1): the build runs
-    under BUILD_THREADS and restores the caller's count; a cached build made under another count is rebuilt."""
+    """The weights do not depend on the caller's thread count (a pool worker runs under 1), and two builds from
+    scratch give the same bits: the build runs under BUILD_THREADS and restores the caller's count; a cached build
+    made under another count is rebuilt."""
     from ddrl.testbed.config import BUILD_THREADS
 
     before = torch.get_num_threads()
@@ -217,13 +218,13 @@ def test_build_computes_with_build_threads_whatever_the_callers_count(tmp_path):
         torch.set_num_threads(before)
 
 
-def test_tiny_build_deterministic_cached_and_loadable(tmp_path):
+def test_tiny_build_cached_and_loadable(tmp_path):
+    """A build is named by its config's hash, read from the cache once made, and loads as a Qwen2 model the samplers
+    run. (Two builds from scratch giving the same bits: ``test_build_computes_with_build_threads_whatever_the_callers_count``.)"""
     from transformers import AutoModelForCausalLM, AutoTokenizer, Qwen2ForCausalLM
 
     a = build("tiny", cache_dir=tmp_path / "a", progress=False)
-    b = build("tiny", cache_dir=tmp_path / "b", progress=False)  # from scratch again
-    assert _sha(a / "model.safetensors") == _sha(b / "model.safetensors")
-    assert a.name == b.name == f"tiny-{PRESETS['tiny'].config_hash()}"
+    assert a.name == f"tiny-{PRESETS['tiny'].config_hash()}"
     assert not [p for p in a.parent.iterdir() if p.name.startswith(".tmp")]
     mtime = (a / "model.safetensors").stat().st_mtime_ns
     assert build("tiny", cache_dir=tmp_path / "a", progress=False) == a  # cached: not rebuilt

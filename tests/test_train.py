@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import make_tiny_lm
+from conftest import make_tiny_lm, requires_peft
 from ddrl.run.rundir import RunDir
 from ddrl.logprobs import collate, response_logprobs
 from ddrl.config import PRESETS, TrainConfig, make_config
@@ -199,10 +199,10 @@ def testbed_tiny():
     return build("tiny", progress=False), generate_split("test", 4, seed=0)
 
 
-@pytest.mark.e2e
 @pytest.mark.parametrize("preset", sorted(PRESETS))
 def test_one_rl_step_for_every_preset(tmp_path, preset, testbed_tiny):
-    """One end-to-end RL step (and COR where the preset has it) on the tiny testbed model."""
+    """One end-to-end RL step (and COR where the preset has it) on the tiny testbed model: the fast tier's check that
+    every preset trains (~1-2 s each; it left the e2e tier when the notebooks' smoke run moved to the slow one)."""
     from ddrl.testbed import load
 
     path, records = testbed_tiny
@@ -237,6 +237,7 @@ def test_etmr_step_votes_on_tree_leaves_and_counts_decoded_tokens(tmp_path, test
     assert row["tokens/trained"] > 0
 
 
+@requires_peft
 def test_lora_step_changes_only_the_adapter(tmp_path):
     res = run(tmp_path, "lora", preset="ddrl", lora_rank=4, prompts_per_step=4)
     trainable = [n for n, p in res.model.named_parameters() if p.requires_grad]

@@ -55,7 +55,7 @@ VERSION = "v1"  # of what the key records: bump when the kernel's arithmetic cha
 
 def choice() -> str:
     """``DDRL_DECODE_ATTENTION`` (default ``auto``), refused by name unless one of :data:`CHOICES`."""
-    value = os.environ.get("DDRL_DECODE_ATTENTION") or "auto"
+    value = os.environ.get("DDRL_DECODE_ATTENTION") or "torch"
     if value not in CHOICES:
         raise ValueError(f"DDRL_DECODE_ATTENTION must be one of {CHOICES}, got {value!r}")
     return value

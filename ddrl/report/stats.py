@@ -156,18 +156,30 @@ def hierarchical_bootstrap(diffs, rng: np.random.Generator, n_boot: int = 4000,
     return Interval(est, float(lo), float(hi), S, Q)
 
 
-def question_bootstrap(values, rng: np.random.Generator, n_boot: int = 4000, confidence: float = 0.95) -> Interval:
-    """Mean and percentile interval of a design with one seed: one value per question, each a single draw (so
-    resampling questions carries its sampling noise as well as the questions' spread). Plan Amendment 18."""
+def percentile_bootstrap(values, rng: np.random.Generator, n_boot: int = 4000,
+                         confidence: float = 0.95) -> tuple[float, float]:
+    """The percentile-bootstrap interval of the mean of ``values``: ``n_boot`` resamples with replacement, each drawn
+    as multinomial counts of the values (one draw per resample, vectorised), and the ``(1 - confidence) / 2`` and
+    ``(1 + confidence) / 2`` quantiles of their means. The one plain bootstrap of the package: the one-seed claims
+    (:func:`question_bootstrap`) and the figures' bands (:func:`ddrl.report.plotting.bootstrap_ci95`) both use it."""
     v = np.asarray(values, dtype=float).ravel()
-    if v.size < 2 or not np.isfinite(v).all():
-        raise ValueError(f"question_bootstrap: need >= 2 finite values, got {v.size} (finite: {np.isfinite(v).sum()})")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     reps = rng.multinomial(v.size, np.full(v.size, 1 / v.size), size=n_boot) @ v / v.size
     q = 1 - (1 - confidence) / 2
     lo, hi = np.quantile(reps, [1 - q, q])
-    return Interval(float(v.mean()), float(lo), float(hi), 1, int(v.size))
+    return float(lo), float(hi)
+
+
+def question_bootstrap(values, rng: np.random.Generator, n_boot: int = 4000, confidence: float = 0.95) -> Interval:
+    """Mean and percentile interval (:func:`percentile_bootstrap`) of a design with one seed: one value per question,
+    each a single draw (so resampling questions carries its sampling noise as well as the questions' spread). Plan
+    Amendment 18."""
+    v = np.asarray(values, dtype=float).ravel()
+    if v.size < 2 or not np.isfinite(v).all():
+        raise ValueError(f"question_bootstrap: need >= 2 finite values, got {v.size} (finite: {np.isfinite(v).sum()})")
+    lo, hi = percentile_bootstrap(v, rng, n_boot, confidence)
+    return Interval(float(v.mean()), lo, hi, 1, int(v.size))
 
 
 # ---------------------------------------------------------------------------------------------------------

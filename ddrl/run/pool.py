@@ -3,14 +3,15 @@
 On a small CPU box, two processes with one thread each get more done than one process with two threads
 (decoding a small model is memory- and overhead-bound, and one thread per process removes the threads'
 synchronisation; docs/benchmarks.md, "Runs per hour"). :func:`run_pool` maps a picklable function over jobs
-in ``workers`` ``spawn``-ed processes, each with ``OMP_NUM_THREADS=1`` and ``torch.set_num_threads(1)``,
-and returns the results in the jobs' order.
+in ``workers`` processes of loky's reusable executor (:func:`loky.get_reusable_executor`: each a fresh Python, as
+``spawn`` starts), each with ``OMP_NUM_THREADS=1`` and ``torch.set_num_threads(1)``, and returns the results in the
+jobs' order.
 
 The workers outlive a batch: the next :func:`run_pool` call of the process reuses them if nothing they
 inherited at their start has changed (the worker count, the environment, the working directory,
 ``sys.path``: :func:`pool_key`), so a notebook's successive ``Experiment.grid`` calls pay the workers' start
-(a fresh Python, importing torch, transformers and ``ddrl``: ~5 s on 2 cores) once. A pool left idle for
-:data:`IDLE_S` seconds ends its workers; an interrupted batch (Ctrl-C, a kernel interrupt) kills them at once, so
+(a fresh Python, importing torch, transformers and ``ddrl``: ~5 s on 2 cores) once. A worker left without a job
+for :data:`IDLE_S` seconds leaves (loky's ``timeout``); an interrupted batch (Ctrl-C, a kernel interrupt) kills them at once, so
 they do not train on unseen.
 
 What makes this safe and resumable is not here but in the run directories the jobs write
@@ -25,16 +26,17 @@ before.
 from __future__ import annotations
 
 import contextlib
-import multiprocessing as mp
 import os
 import signal
 import sys
 import threading
 import time
 from datetime import datetime
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import FIRST_COMPLETED, BrokenExecutor, wait
 from typing import Any, Callable, Iterator, Sequence
+
+import psutil
+from loky import get_reusable_executor
 
 from ddrl.run.progress import tqdm
 
@@ -55,7 +57,7 @@ def clock_budget(cutoff: str | None, budget: float | None = None, now: float | N
     return left if budget is None else min(budget, left)
 
 
-#: Seconds an idle pool keeps its workers for the process's next batch before they exit.
+#: Seconds a worker waits without a job (for the process's next batch) before it exits.
 IDLE_S = 300.0
 
 
@@ -123,14 +125,22 @@ def compute_threads(n: int) -> Iterator[None]:
             torch.set_num_threads(before)
 
 
+#: What every worker's environment overrides before it imports anything (loky's ``env``): one compute thread, so
+#: OpenMP's and MKL's pools start with one thread when torch is first imported there.
+WORKER_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+#: The module a loky worker process runs (``python -m loky.backend.popen_loky_posix``): how :func:`pool_pids` knows it.
+WORKER_MAIN = "loky.backend.popen_loky_posix"
+
+
 def init_worker() -> None:
-    """Run once in each worker before any job: one compute thread (set before torch is first imported,
-    so OpenMP's pool starts with one thread too), a watchdog that ends the worker with its parent, and SIGINT
-    ignored: Jupyter interrupts a kernel, and shuts it down, by signalling its whole process group, and a kept
-    worker must not die of an interrupt meant for another cell (:func:`run_pool` kills the workers of a batch
-    that is itself interrupted)."""
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[var] = "1"
+    """Run once in each worker before any job: torch at one compute thread (the environment already says one:
+    :data:`WORKER_ENV`), a watchdog that ends the worker with its parent, and SIGINT ignored: Jupyter interrupts a
+    kernel, and shuts it down, by signalling its whole process group, and a kept worker must not die of an interrupt
+    meant for another cell (:func:`run_pool` kills the workers of a batch that is itself interrupted)."""
+    for var, value in WORKER_ENV.items():
+        os.environ[var] = value
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
     import torch
@@ -139,14 +149,14 @@ def init_worker() -> None:
 
 
 class _Pool:
-    """The process's one reusable pool: at most one batch at a time uses it (:func:`run_pool` holds
-    ``batch``), and its idle timer ends it ``IDLE_S`` seconds after the last batch unless a batch came since."""
+    """The process's reusable pool: loky's (:func:`loky.get_reusable_executor`, which keeps an executor per thread),
+    held here too so :func:`shutdown_pool` reaches it from any thread; ``key`` is what its workers inherited
+    (:func:`pool_key`). At most one batch at a time uses it (:func:`run_pool` holds ``batch``)."""
 
     batch = threading.Lock()  # one batch at a time per process (two would share the cores anyway)
-    state = threading.Lock()  # guards the fields below against the idle timer's thread
-    executor: ProcessPoolExecutor | None = None
+    state = threading.Lock()  # guards the fields below
+    executor = None  # loky's executor, or None
     key: tuple | None = None
-    generation = 0  # bumped by every batch; a timer started before the last batch does nothing
 
 
 def pool_key(workers: int) -> tuple:
@@ -157,34 +167,25 @@ def pool_key(workers: int) -> tuple:
     return workers, tuple(sorted(os.environ.items())), os.getcwd(), tuple(sys.path)
 
 
-def _acquire(workers: int) -> ProcessPoolExecutor:
+def _acquire(workers: int):
+    """loky's reusable executor of ``workers`` single-thread workers: the kept one when :func:`pool_key` is unchanged
+    (loky itself replaces one that is broken: a worker killed or out of memory), else a new one (loky ends the old
+    workers first). Each worker leaves after :data:`IDLE_S` seconds without a job (loky's ``timeout``)."""
     key = pool_key(workers)
     with _Pool.state:
-        _Pool.generation += 1
         if _Pool.executor is not None and _Pool.key != key:
             _end(kill=False)
-        if _Pool.executor is None:
-            _Pool.executor = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
-                                                 initializer=init_worker)
-            _Pool.key = key
+        _Pool.executor = get_reusable_executor(max_workers=workers, timeout=IDLE_S, env=WORKER_ENV,
+                                               initializer=init_worker, reuse="auto" if _Pool.key == key else False)
+        _Pool.key = key
         return _Pool.executor
 
 
 def _end(kill: bool) -> None:
     """End the pool's workers (caller holds ``_Pool.state``): politely once they are idle, or at once."""
     ex, _Pool.executor, _Pool.key = _Pool.executor, None, None
-    if ex is None:
-        return
-    if kill:
-        for proc in list((getattr(ex, "_processes", None) or {}).values()):
-            proc.terminate()
-    ex.shutdown(wait=not kill, cancel_futures=True)
-
-
-def _end_if_idle(generation: int) -> None:
-    with _Pool.state:
-        if _Pool.generation == generation:
-            _end(kill=False)
+    if ex is not None:
+        ex.shutdown(wait=not kill, kill_workers=kill)
 
 
 def shutdown_pool(kill: bool = False) -> None:
@@ -194,10 +195,14 @@ def shutdown_pool(kill: bool = False) -> None:
 
 
 def pool_pids() -> list[int]:
-    """The reusable pool's worker process ids (empty when there is none)."""
-    with _Pool.state:
-        ex = _Pool.executor
-        return sorted((getattr(ex, "_processes", None) or {}).keys()) if ex is not None else []
+    """The process ids of this process's live pool workers: its children that run loky's worker entry point
+    (:data:`WORKER_MAIN`; loky's resource tracker, also a child, does not)."""
+    pids = []
+    for child in psutil.Process().children():
+        with contextlib.suppress(psutil.Error):
+            if child.status() != psutil.STATUS_ZOMBIE and WORKER_MAIN in child.cmdline():
+                pids.append(child.pid)
+    return sorted(pids)
 
 
 def run_pool(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int, desc: str = "runs",
@@ -227,14 +232,14 @@ def run_pool(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int, desc: 
         bar.close()
 
 
-def _submit(fn: Callable[[Any], Any], jobs: list[Any], workers: int) -> tuple[ProcessPoolExecutor, dict]:
-    """Every job submitted to the kept pool, or to a new one if a worker of the kept pool has died since its
-    last batch (killed, out of memory: the pool is then broken)."""
+def _submit(fn: Callable[[Any], Any], jobs: list[Any], workers: int) -> tuple[Any, dict]:
+    """Every job submitted to the kept pool, or to a new one if the kept pool broke between its last batch and this
+    submission (a worker killed, out of memory)."""
     for attempt in range(2):
         pool = _acquire(workers)
         try:
             return pool, {pool.submit(fn, job): i for i, job in enumerate(jobs)}
-        except BrokenProcessPool:
+        except BrokenExecutor:
             if attempt:
                 raise
             shutdown_pool(kill=True)
@@ -263,13 +268,8 @@ def _run_batch(fn: Callable[[Any], Any], jobs: list[Any], workers: int, bar) -> 
     except BaseException:  # interrupted: the workers must not go on training unseen
         shutdown_pool(kill=True)
         raise
-    with _Pool.state:
-        if isinstance(error, BrokenProcessPool):  # a worker died (killed, out of memory): start afresh next time
-            _end(kill=True)
-        elif _Pool.executor is pool:
-            timer = threading.Timer(IDLE_S, _end_if_idle, args=(_Pool.generation,))
-            timer.daemon = True
-            timer.start()
+    if isinstance(error, BrokenExecutor):  # a worker died (killed, out of memory): start afresh next time
+        shutdown_pool(kill=True)
     if error is not None:
         raise error
     return results
