@@ -10,8 +10,9 @@ value into the cache itself; it splits the rows over the process's OpenMP thread
 the same attention up to float rounding (another summation order; ``bench/native_attention.py`` has the numbers).
 No library offers a CPU cascade attention (FlashInfer's is CUDA-only).
 
-Which one a sampler uses is ``DDRL_DECODE_ATTENTION``: ``auto`` (default: the C loop where :func:`unavailable_reason`
-finds nothing against it), ``torch`` or ``native`` (the C loop or an error naming why not). The choice enters cache
+Which one a sampler uses is ``DDRL_DECODE_ATTENTION``: ``torch`` (the default: the C loop is opt-in, its 1.05x per RL
+step weighed against a compiler at first use and a raw-pointer ABI in ``docs/benchmarks.md``), ``auto`` (the C loop
+where :func:`unavailable_reason` finds nothing against it) or ``native`` (the C loop or an error naming why not). The choice enters cache
 keys through :func:`key` (:func:`ddrl.models.device_key`), since another rounding may flip a near-tie draw; the
 claims study pins ``torch`` (:func:`ddrl.accel.logprob_backends.pinned_backend`), as it was computed.
 
@@ -54,7 +55,7 @@ VERSION = "v1"  # of what the key records: bump when the kernel's arithmetic cha
 
 
 def choice() -> str:
-    """``DDRL_DECODE_ATTENTION`` (default ``auto``), refused by name unless one of :data:`CHOICES`."""
+    """``DDRL_DECODE_ATTENTION`` (default ``torch``: the C loop is opt-in), refused by name unless one of :data:`CHOICES`."""
     value = os.environ.get("DDRL_DECODE_ATTENTION") or "torch"
     if value not in CHOICES:
         raise ValueError(f"DDRL_DECODE_ATTENTION must be one of {CHOICES}, got {value!r}")
