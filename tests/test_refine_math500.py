@@ -10,14 +10,13 @@ import pytest
 
 from ddrl.study import claims
 from ddrl.study.amendments import small_lr
-from ddrl.study.amendments import small_lr_refine
+from ddrl.study.amendments.small_lr_refine import check_rows as refine_check_rows
 from ddrl.study import runner as study
-from ddrl.study.amendments import ttrl_heldout
 from ddrl.study.amendments import refine_math500 as M
 from ddrl.run.storage import REPO
 from ddrl.report.stats import predicted_half_width, variance_components
 from ddrl.study.analysis import paired_matrix
-from ddrl.study.plan import COR_4X, COR_LR10, HELDOUT_X, SCALES, SMALL_LR, Job, csv_path
+from ddrl.study.plan import COR_4X, HELDOUT_X, SCALES, SMALL_LR, Job, csv_path, heldout_x_path
 
 REGIME = small_lr.REGIME  # math500_like_small_lr
 
@@ -31,56 +30,13 @@ def test_jobs_go_seed_by_seed_and_stop_at_the_clock_after_the_first_six():
     assert [(j.seed, j.methods) for j in M.check_jobs((3, 4))] == [(3, ("ddrl",)), (4, ("ddrl",))]
 
 
-def test_amendment_60s_jobs_go_seed_by_seed_and_stop_at_its_clock():
-    clock = datetime.fromisoformat(M.HELDOUT_CUTOFF).timestamp()
-    before, after = M.heldout_jobs(now=clock - 60), M.heldout_jobs(now=clock + 1)
-    assert [(j.regime, j.seed, j.methods, j.label) for j in before] == [(REGIME, s, (COR_4X,), "H1x") for s in range(10)]
-    assert after == before[:6]
-    assert [(j.seed, j.methods, j.label) for j in M.heldout_check_jobs((3,))] == [(3, ("ddrl",), "H1x")]
-
-
-def test_amendment_60s_predictions_are_the_measured_components():
-    """The plan's predictions at 6 / 10 seeds x 1,536 fresh questions, from the committed held-out matrices it names:
-    Amendment 57's lr/10 AMC-like R1x, Amendment 31's lr/10 MATH-500-like H1xC (18 seeds)."""
-    def hw(regime, a, b, seeds):
-        df = pd.concat([pd.read_csv(M.heldout_x_path(small_lr.RUNS, regime, m, s), dtype={"question": str})
-                        for m in (a, b) for s in seeds])
-        vc = variance_components(paired_matrix(df, regime, a, b, HELDOUT_X).dropna().to_numpy())
-        return " / ".join(f"{predicted_half_width(vc, n, 1536):.2f}" for n in (6, 10))
-
-    got = ", ".join([hw(SMALL_LR, COR_4X, "ddrl", range(10)), hw(REGIME, "ddrl", "bcs_dae", range(18))])
-    assert got == M.HELDOUT_PREDICTED
-    plan = " ".join((small_lr.RESULTS / "plan.md").read_text().split("60. **Why**")[1].split())
-    assert all(f"**{v}**" in plan for v in M.HELDOUT_PREDICTED.split(", "))
-    assert "2026-12-03 16:40 UTC" in plan and M.HELDOUT_CUTOFF.startswith("2026-12-03T16:40")
-
-
-def test_amendment_61s_jobs_and_predictions():
-    """COR at 1e-6 seed by seed to its own clock; the plan's predictions at 6 / 10 seeds x 1,536 from the committed
-    matrices it names (Amendment 58's lr/10 AMC-like K1x and K2x; Amendment 31's MATH-500-like H1xC, the second
-    prediction of both, tested above)."""
-    clock = datetime.fromisoformat(M.LR10_CUTOFF).timestamp()
-    before = M.heldout_jobs(now=clock - 60, amendment=61)
-    assert [(j.regime, j.seed, j.methods, j.label) for j in before] == [(REGIME, s, (COR_LR10,), "H1x") for s in range(10)]
-    assert M.heldout_jobs(now=clock + 1, amendment=61) == before[:6]
-    df = pd.concat([pd.read_csv(M.heldout_x_path(small_lr.RUNS, SMALL_LR, m, s), dtype={"question": str})
-                    for m in ("bcs_dae", COR_LR10, "ddrl") for s in range(10)])
-    for cid, (a, b, _) in M.TTRL_HELDOUT_CLAIMS.items():
-        vc = variance_components(paired_matrix(df, SMALL_LR, a, b, HELDOUT_X).dropna().to_numpy())
-        got = " / ".join(f"{predicted_half_width(vc, n, 1536):.2f}" for n in (6, 10))
-        assert M.LR10_PREDICTED[cid] == f"{got}, {M.HELDOUT_PREDICTED.split(', ')[1]}"
-    plan = " ".join((small_lr.RESULTS / "plan.md").read_text().split("61. **Why**")[1].split())
-    assert all(f"**{v}**" in plan for p in M.LR10_PREDICTED.values() for v in p.split(", "))
-    assert "2026-12-03 17:15 UTC" in plan and M.LR10_CUTOFF.startswith("2026-12-03T17:15")
-
-
 def test_the_heldout_repeat_check_reads_the_fresh_questions_folders(tmp_path):
     """Amendment 60's check is Amendment 56's description on the ``heldout_x`` split, under each folder's
     ``heldout_x/``: the adapted CSVs there are not read."""
     out, check = tmp_path / "out", tmp_path / "check"
 
     def write(root, method, seed, values):
-        p = M.heldout_x_path(root, REGIME, method, seed)
+        p = heldout_x_path(root, REGIME, method, seed)
         p.parent.mkdir(parents=True, exist_ok=True)
         pd.DataFrame({"regime": REGIME, "method": method, "seed": seed, "split": HELDOUT_X,
                       "question": [f"x{i}" for i in range(len(values))], "pass@1": values}).to_csv(p, index=False)
@@ -90,9 +46,9 @@ def test_the_heldout_repeat_check_reads_the_fresh_questions_folders(tmp_path):
         write(out, COR_4X, s, [0.25, 0.25, 1.0])
         _write(check, "ddrl", s, [0.0, 0.0])  # an adapted re-evaluation: not the held-out check's
     write(check, "ddrl", 0, [0.5, 0.25, 1.0])
-    assert M.refine_check_rows(out, check, (0, 1), REGIME, HELDOUT_X) is None
+    assert refine_check_rows(out, check, (0, 1), REGIME, HELDOUT_X) is None
     write(check, "ddrl", 1, [0.5, 0.5, 1.0])
-    assert M.refine_check_rows(out, check, (0, 1), REGIME, HELDOUT_X) == {
+    assert refine_check_rows(out, check, (0, 1), REGIME, HELDOUT_X) == {
         "questions_equal": 5, "questions": 6, "seeds_equal": 1,
         "r1_against_reevaluated": pytest.approx(100 * (-0.25 - 0.25 - 0.25) / 6)}
 
@@ -176,38 +132,6 @@ def test_smoke_run_and_analyse(smoke, tmp_path, monkeypatch, capsys):
     table = M.markdown(res, claims.load(small_lr.RESULTS / "claims.json")).splitlines()
     assert table[2].startswith("| R1 COR keeping 4x the rollouts - DDRL (COR 1x) | +0.1 | +0.7")
     assert f"({M.PREDICTED})" in table[2]
-    # Amendment 60 on the same runs: a runs root without them is refused by name before any job; then the committed
-    # evaluations it pairs with (untrained, BCS+DAE, DDRL: Amendment 31's H1x job), COR 4x's and the check's
-    common = ["--seeds", "0-1", "--scale", "smoke", "--workers", "2", "--out", str(out)]
-    with pytest.raises(ValueError, match=r"DDRL runs of seeds \[0, 1\] in math500_like_small_lr are not finished.*"
-                                         r"Amendment 60 uses Amendment 59's cached runs"):
-        M.main(["heldout", *common, "--runs-root", str(tmp_path / "empty")])
-    study.run_jobs([Job(REGIME, s, ("no_adaptation", "bcs_dae", "ddrl"), "H1x") for s in (0, 1)], SCALES["smoke"],
-                   out, runs, workers=2, progress=False)
-    assert M.main(["heldout", *common, "--runs-root", runs]) == 0
-    assert M.heldout_missing(out, (0, 1)) == []
-    held = M.analyse_heldout(out, n_boot=200, seeds=(0, 1), check=tmp_path / "check")
-    assert [(e["id"], e["regime"], e["paper"], e["n_seeds"]) for e in held["entries"]] == [("R1x", REGIME, None, 2)]
-    assert held["registered_checked"] == held["registered_reproduced"] == 2  # COR 4x recomputed = its adapted CSV
-    h = pd.concat([pd.read_csv(M.heldout_x_path(out, REGIME, m, s)) for s in (0, 1)
-                   for m in M.HELDOUT_METHODS]).pivot_table("pass@1", ["seed", "question"], "method")
-    assert held["entries"][0]["estimate"] == pytest.approx(100 * (h[COR_4X] - h.ddrl).mean())
-    assert [r["method"] for r in held["levels"]] == list(M.HELDOUT_METHODS)
-    assert held["check"]["questions_equal"] == held["check"]["questions"] == len(h) and held["check"]["seeds_equal"] == 2
-    md = M.heldout_markdown(held, json.loads(small_lr_refine.HELDOUT_ANALYSIS.read_text())).splitlines()
-    assert md[2].startswith("| R1x COR keeping 4x the rollouts - DDRL (COR 1x) | -1.8") and f"({M.HELDOUT_PREDICTED})" in md[2]
-    # Amendment 61: COR at 1e-6 from the same runs (no committed adapted CSV here to check it against)
-    assert M.main(["heldout", "--amendment", "61", *common, "--runs-root", runs]) == 0
-    assert M.heldout_missing(out, (0, 1), amendment=61) == []
-    k = M.analyse_heldout(out, n_boot=200, seeds=(0, 1), amendment=61)
-    assert [e["id"] for e in k["entries"]] == ["K1x", "K2x"] and "check" not in k
-    assert (k["registered_checked"], [r["method"] for r in k["levels"]]) == (0, list(M.LR10_METHODS))
-    h = pd.concat([pd.read_csv(M.heldout_x_path(out, REGIME, m, s)) for s in (0, 1)
-                   for m in M.LR10_METHODS]).pivot_table("pass@1", ["seed", "question"], "method")
-    assert k["entries"][1]["estimate"] == pytest.approx(100 * (h.ddrl - h[COR_LR10]).mean())
-    md = M.heldout_markdown(k, json.loads(ttrl_heldout.ANALYSIS.read_text()), 61).splitlines()
-    assert "(Amendment 58) | **lr/10 MATH-500-like (Amendment 61)**" in md[0]
-    assert md[3].startswith("| K2x DDRL (COR at 1e-5) - COR at 1e-6 | -0.8") and "(0.46 / 0.42, 0.71 / 0.69)" in md[3]
 
 
 def test_an_early_analysis_is_refused():
@@ -220,16 +144,11 @@ def test_an_early_analysis_is_refused():
         M.analyse(now=clock - 60)
 
 
-@pytest.mark.parametrize("amendment", [59, 60, 61])
-def test_committed_analyses_recompute_and_docs_quote_them(amendment):
-    """Each committed analysis (59: adapted questions, 60 and 61: fresh ones) is what the code computes from the committed
-    CSVs, on the plan's seeds from 0 (at least 6), and docs/results.md quotes its table in its own section."""
-    path, analyse, section, markdown = {
-        59: (M.ANALYSIS, M.analyse, M.SECTION, lambda res: M.markdown(res, claims.load(small_lr.RESULTS / "claims.json"))),
-        60: (M.HELDOUT_ANALYSIS, M.analyse_heldout, M.HELDOUT_SECTION,
-             lambda res: M.heldout_markdown(res, json.loads(small_lr_refine.HELDOUT_ANALYSIS.read_text()))),
-        61: (M.LR10_ANALYSIS, lambda **kw: M.analyse_heldout(amendment=61, **kw), M.LR10_SECTION,
-             lambda res: M.heldout_markdown(res, json.loads(ttrl_heldout.ANALYSIS.read_text()), 61))}[amendment]
+def test_committed_analysis_recomputes_and_docs_quote_it():
+    """The committed analysis is what the code computes from the committed CSVs, on the plan's seeds from 0 (at least
+    6), and docs/results.md quotes its table in its own section."""
+    path, analyse, section = M.ANALYSIS, M.analyse, M.SECTION
+    markdown = lambda res: M.markdown(res, claims.load(small_lr.RESULTS / "claims.json"))  # noqa: E731
     if not path.is_file():
         pytest.skip(f"{path}: not analysed yet (python -m ddrl.study.amendments.refine_math500 status)")
     committed = json.loads(path.read_text())

@@ -1,5 +1,5 @@
-"""Plan Amendments 56 and 57: COR's refinement size (R1) and learning rate (K1, K2) at lr/10 in AMC-like, and the
-same runs on fresh questions (H1x, H1xC, R1x) (``ddrl.study.amendments.small_lr_refine``)."""
+"""Plan Amendments 56 and 62: COR's refinement size (R1) and learning rate (K1, K2) at lr/10 in AMC-like
+(``ddrl.study.amendments.small_lr_refine``; Amendment 57 is a row of ddrl.study.designs, tests/test_study_designs.py)."""
 
 from __future__ import annotations
 
@@ -27,25 +27,6 @@ def test_jobs_go_seed_by_seed_and_stop_at_the_clock_after_the_first_six():
         (SMALL_LR, s, (m,)) for s in range(10) for m in (COR_4X, COR_LR10)]
     assert [(j.seed, j.methods) for j in after] == [(j.seed, j.methods) for j in before[:12]]
     assert [(j.seed, j.methods) for j in R.check_jobs((3,))] == [(3, ("ddrl",))]
-    clock = datetime.fromisoformat(R.HELDOUT_CUTOFF).timestamp()
-    held = R.heldout_jobs(now=clock - 60)
-    assert [(j.seed, j.methods, j.label) for j in held] == [(s, R.HELDOUT_METHODS, "H1x") for s in range(10)]
-    assert [j.seed for j in R.heldout_jobs(now=clock + 1)] == list(range(6))
-
-
-def test_amendment_57s_predictions_are_the_xeon_builds_components():
-    """Amendment 57's predictions at 10 seeds x 1,536 from the Xeon build's lr/10 AMC-like H1x matrices (Amendment
-    38): H1x from DDRL - untrained, H1xC and R1x from DDRL - BCS+DAE."""
-    held = small_lr.RESULTS / "replication_xeon" / "runs" / "heldout_x"
-
-    def hw(a, b):
-        df = pd.concat([pd.read_csv(p, dtype={"question": str}) for m in (a, b)
-                        for p in sorted((held / SMALL_LR).glob(f"{m}-seed[0-9][0-9].csv.gz"))])
-        d = paired_matrix(df, SMALL_LR, a, b, "heldout_x").dropna().to_numpy()
-        return round(predicted_half_width(variance_components(d), 10, 1536), 2)
-
-    cor = hw("ddrl", "bcs_dae")
-    assert R.HELDOUT_PREDICTED == {"H1x": hw("ddrl", "no_adaptation"), "H1xC": cor, "R1x": cor}
 
 
 def test_predicted_half_widths_are_the_measured_components():
@@ -129,27 +110,12 @@ def test_smoke_run_check_and_analyse(smoke, tmp_path, monkeypatch, capsys):
     assert table[2].startswith("| R1 COR keeping 4x the rollouts - DDRL (COR 1x) | +0.1 | +0.3")
     assert ", 6 seeds, *reproduced* | **" in table[2]
     assert "(0.20 / 0.54 / 1.87)" in table[2] and table[3].startswith("| K1 COR at lr 1e-6 - BCS+DAE") and "| - |" in table[3]
-    # Amendment 57 on the same runs: the untrained model too, each on the smoke scale's fresh questions
-    assert R.main(["heldout", *common, "--runs-root", runs]) == 0
-    held = R.analyse_heldout(out, n_boot=200, seeds=(0, 1))
-    assert [(e["id"], e["regime"], e["n_seeds"]) for e in held["entries"]] == [
-        ("H1x", SMALL_LR, 2), ("H1xC", SMALL_LR, 2), ("R1x", SMALL_LR, 2)]
-    assert held["registered_checked"] == 6 and held["registered_reproduced"] == 6  # bcs_dae, ddrl, COR 4x recomputed
-    h = pd.concat([pd.read_csv(R.heldout_x_path(out, SMALL_LR, m, s)) for s in (0, 1)
-                   for m in R.HELDOUT_METHODS]).pivot_table("pass@1", ["seed", "question"], "method")
-    assert held["entries"][2]["estimate"] == pytest.approx(100 * (h[COR_4X] - h.ddrl).mean())
-    md = R.heldout_markdown(held, claims.load(small_lr.RESULTS / "claims.json")).splitlines()
-    assert md[2].startswith("| H1x DDRL - untrained | ") and "seeds, *contradicted* |" in md[2] and "(1.12)" in md[2]
-    assert md[4].startswith("| R1x COR keeping 4x the rollouts - DDRL (COR 1x) | - | **")
 
 
-@pytest.mark.parametrize("amendment", [56, 57])
-def test_committed_analyses_recompute_and_docs_quote_them(amendment):
-    """Each committed analysis (56: adapted questions, 57: fresh ones) is what the code computes from the committed
-    CSVs, on the plan's seeds from 0 (at least 6), and docs/results.md quotes its table in its own section."""
-    path, analyse, section, markdown = {56: (R.ANALYSIS, R.analyse, R.SECTION, R.markdown),
-                                        57: (R.HELDOUT_ANALYSIS, R.analyse_heldout, R.HELDOUT_SECTION,
-                                             R.heldout_markdown)}[amendment]
+def test_committed_analysis_recomputes_and_docs_quote_it():
+    """The committed analysis is what the code computes from the committed CSVs, on the plan's seeds from 0 (at least
+    6), and docs/results.md quotes its table in its own section."""
+    path, analyse, section, markdown = R.ANALYSIS, R.analyse, R.SECTION, R.markdown
     if not path.is_file():
         pytest.skip(f"{path}: not analysed yet (python -m ddrl.study.amendments.small_lr_refine status)")
     committed = json.loads(path.read_text())

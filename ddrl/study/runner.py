@@ -11,6 +11,7 @@ per-run CSVs into ``results/stage1.json`` and ``results/claims.json`` is :mod:`d
     python -m ddrl.study --real-rollouts         # F1-F3, G1, E1, E2's inputs on SVAMP Codex samples (Amendment 18)
     python -m ddrl.study --analyse claims        # every claim's estimate, interval, verdict -> results/claims.json
     python -m ddrl.study --status                # CSVs written per stage and the measured worker time left
+    python -m ddrl.study status|analyse|run DESIGN   # a design of ddrl.study.designs.DESIGNS (plan amendments)
 
 Runs go through :func:`ddrl.study.pool.run_jobs` (one single-thread worker per core, one progress bar). A job
 (:mod:`ddrl.study.jobs`) is one regime x seed x the methods of one claim that share a run; it trains (or loads) the
@@ -88,7 +89,16 @@ def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, re
 # ---------------------------------------------------------------------------------------------------------
 
 
+#: The subcommands of the designs' table (:mod:`ddrl.study.designs`): ``python -m ddrl.study run|status|analyse DESIGN``
+DESIGN_COMMANDS = ("run", "status", "analyse")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in DESIGN_COMMANDS:  # a design of the table; the registered stages keep their options below
+        from ddrl.study.designs import main as design_main
+
+        return design_main(argv)
     ap = argparse.ArgumentParser(prog="python -m ddrl.study", description=__doc__.split("\n\n")[0])
     what = ap.add_mutually_exclusive_group(required=True)
     what.add_argument("--stage", type=int, choices=(1, 2), help="run a stage's jobs (resumable)")

@@ -11,19 +11,12 @@ A check beside it, description only (Amendment 56's): each retrained DDRL run (a
 :data:`CHECK`, its adapted pass@1 question by question against the committed DDRL CSV and its RL steps against the
 committed run's (:func:`ddrl.study.analysis.rl_divergence`).
 
-Amendment 60 evaluates COR 4x on H1x's 1,536 fresh MATH-500-like questions (``heldout``: the registered H1x job, COR
-4x recomputed from the cached RL-only weights, no RL): R1x = COR 4x - DDRL (Amendment 31's committed held-out DDRL
-evaluation), and a check beside it (each cached DDRL run evaluated again into :data:`CHECK`'s ``heldout_x/``).
-Amendment 61 does the same for COR at 1e-6 (Amendment 30's ``ddrl_cor_lr10`` arm): K1x = COR at 1e-6 - BCS+DAE and
-K2x = DDRL - COR at 1e-6 (Amendment 58's claims, measured there in AMC-like).
+Amendments 60 and 61 (COR 4x and COR at 1e-6 on H1x's fresh MATH-500-like questions) are rows of
+:data:`ddrl.study.designs.DESIGNS` (``refine_heldout_math500``, ``cor_lr10_heldout_math500``).
 
     python -m ddrl.study.amendments.refine_math500 run --workers 2     # seed by seed to the plan's clock, then the check
     python -m ddrl.study.amendments.refine_math500 status
     python -m ddrl.study.amendments.refine_math500 analyse             # -> results/small_lr/refine_math500.json
-    python -m ddrl.study.amendments.refine_math500 heldout --workers 2            # Amendment 60, seed by seed to its clock, then its check
-    python -m ddrl.study.amendments.refine_math500 analyse-heldout     # -> results/small_lr/refine_heldout_math500.json
-    python -m ddrl.study.amendments.refine_math500 heldout --amendment 61 --workers 2   # COR at 1e-6, seed by seed to its clock
-    python -m ddrl.study.amendments.refine_math500 analyse-heldout --amendment 61   # -> results/small_lr/cor_lr10_heldout_math500.json
 """
 
 from __future__ import annotations
@@ -31,23 +24,22 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import NamedTuple, Sequence
+from typing import Sequence
 
 import pandas as pd
 
-from ddrl.study.claims import amendment_entry, validate, with_half_width
+from ddrl.study.claims import validate, with_half_width
 from ddrl.run.pool import clock_budget
 from ddrl.run.storage import cache_root, write_json
 from ddrl.study.amendments.small_lr import OUT, REGIME, RUNS, add_run_arguments, seeds_line
 from ddrl.study.amendments.small_lr_cor import untrained
-from ddrl.study.amendments.small_lr_refine import CHECK, check_rows as refine_check_rows, refuse_untrained
-from ddrl.study.analysis import claim_matrix, paired_matrix, rl_divergence
-from ddrl.study.plan import COR_4X, COR_LR10, HELDOUT_X, SAME_BASE, SCALES, Job, check_weights, csv_path, heldout_x_path
+from ddrl.study.amendments.small_lr_refine import CHECK, check_rows as refine_check_rows
+from ddrl.study.analysis import claim_matrix, rl_divergence
+from ddrl.study.plan import COR_4X, SAME_BASE, SCALES, Job, check_weights, csv_path
 from ddrl.study.pool import run_jobs, status_counts
 from ddrl.report.tables import entry_cell
-from ddrl.study.amendments.ttrl_heldout import CLAIMS as TTRL_HELDOUT_CLAIMS
-from ddrl.study.amendments.wide import (amendment_cells, complete_seeds, cor_level_rows, held_level_rows, level_table, missing_seeds,
-                       read_csvs, reproduced_counts, run_levels, seeds_to_analyse, seeds_to_start, wide_entry)
+from ddrl.study.amendments.wide import (amendment_cells, complete_seeds, cor_level_rows, level_table, missing_seeds,
+                       read_csvs, run_levels, seeds_to_analyse, seeds_to_start, wide_entry)
 
 AMENDMENT = 59
 SEEDS = tuple(range(10))  # the first ten of Amendment 28's seeds 0-17
@@ -60,47 +52,6 @@ PREDICTED = "0.44 / 0.39, 1.01 / 0.99, 1.93 / 1.88"
 AGAIN = "ddrl_again"  # the check's name for the retrained DDRL run's steps, beside the committed run's
 ANALYSIS = OUT / "refine_math500.json"
 SECTION = "## COR's refinement size at the small learning rate in MATH-500-like (plan Amendment 59)"
-#: Amendment 60: the runs its analysis reads on the fresh questions, in the levels' order (no_adaptation, bcs_dae,
-#: ddrl: Amendment 31's committed evaluations), its clock, its claim (ours, sign +1), the predicted half-widths at 6 / 10
-#: seeds x 1,536 (Amendment 57's lr/10 AMC-like R1x matrix; Amendment 31's lr/10 MATH-500-like H1xC matrix, an upper
-#: bound), output and section
-HELDOUT_METHODS = ("no_adaptation", "bcs_dae", "ddrl", COR_4X)
-HELDOUT_CUTOFF = "2026-12-03T16:40:00+00:00"
-HELDOUT_WHAT = "COR keeping 4x the rollouts - DDRL (COR 1x)"
-HELDOUT_PREDICTED = "0.53 / 0.51, 0.71 / 0.69"
-MARGIN = 1.0
-HELDOUT_ANALYSIS = OUT / "refine_heldout_math500.json"
-HELDOUT_SECTION = ("## Does COR 4x's extra gain at the small learning rate in MATH-500-like hold on fresh questions? "
-                   "(plan Amendment 60)")
-#: Amendment 61: COR at 1e-6 (Amendment 30's arm) on the same fresh questions; its runs in the levels' order, clock,
-#: claims (Amendment 58's K1x, K2x: a, b, what), predictions at 6 / 10 seeds x 1,536 (Amendment 58's lr/10 AMC-like
-#: K1x / K2x matrices; Amendment 31's H1xC matrix, an upper bound), output and section
-LR10_METHODS = ("no_adaptation", "bcs_dae", COR_LR10, "ddrl")
-LR10_CUTOFF = "2026-12-03T17:15:00+00:00"
-LR10_PREDICTED = {"K1x": "0.15 / 0.12, 0.71 / 0.69", "K2x": "0.46 / 0.42, 0.71 / 0.69"}
-LR10_ANALYSIS = OUT / "cor_lr10_heldout_math500.json"
-LR10_SECTION = ("## COR at a tenth of its rate on fresh MATH-500-like questions at the small learning rate "
-                "(plan Amendment 61)")
-
-
-class Heldout(NamedTuple):
-    """A held-out amendment of this module: the arm its jobs evaluate, its clock, the runs its analysis reads, its
-    claims (id -> a, b, what), the predictions its table prints, its output, and the AMC-like amendment whose entries
-    its table sets beside its own."""
-    arm: str
-    cutoff: str
-    methods: tuple[str, ...]
-    claims: dict
-    predicted: dict
-    analysis: Path
-    amc_amendment: int
-
-
-HELDOUT = {60: Heldout(COR_4X, HELDOUT_CUTOFF, HELDOUT_METHODS, {"R1x": (COR_4X, "ddrl", HELDOUT_WHAT)},
-                       {"R1x": HELDOUT_PREDICTED}, HELDOUT_ANALYSIS, 57),
-           61: Heldout(COR_LR10, LR10_CUTOFF, LR10_METHODS, TTRL_HELDOUT_CLAIMS, LR10_PREDICTED, LR10_ANALYSIS, 58)}
-
-
 def jobs(seeds: Sequence[int] = SEEDS, now: float | None = None) -> list[Job]:
     """Seed by seed, the R1 arm (its DDRL run trained again first); once the plan's clock has passed (``now``: epoch
     seconds) only the seeds below :data:`~ddrl.study.amendments.wide.MIN_SEEDS`."""
@@ -111,19 +62,6 @@ def check_jobs(seeds: Sequence[int]) -> list[Job]:
     """The check: each seed's retrained DDRL run (after COR) evaluated, into :data:`CHECK` (never over the committed
     CSV)."""
     return [Job(REGIME, s, ("ddrl",), f"COR repeat check (A{AMENDMENT})") for s in seeds]
-
-
-def heldout_jobs(seeds: Sequence[int] = SEEDS, now: float | None = None, amendment: int = 60) -> list[Job]:
-    """Amendment 60 (61), seed by seed: the registered H1x job of COR 4x (COR at 1e-6); once its clock has passed only
-    the seeds below :data:`~ddrl.study.amendments.wide.MIN_SEEDS`."""
-    h = HELDOUT[amendment]
-    return [Job(REGIME, s, (h.arm,), "H1x") for s in seeds_to_start(seeds, SEEDS, h.cutoff, now)]
-
-
-def heldout_check_jobs(seeds: Sequence[int]) -> list[Job]:
-    """Amendment 60's check: each cached DDRL run (after COR) evaluated on the fresh questions again, by the H1x job
-    into :data:`CHECK` (its ``heldout_x/``; never over the committed CSV)."""
-    return [Job(REGIME, s, ("ddrl",), "H1x") for s in seeds]
 
 
 def missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS) -> list[int]:
@@ -174,50 +112,10 @@ def markdown(res: dict, registered: Sequence[dict]) -> str:
     return "\n".join(rows + cor_level_rows(res["levels"], res["cor_kept"], "run (lr/10)")) + "\n"
 
 
-def heldout_missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS, amendment: int = 60) -> list[int]:
-    """Seeds without every held-out CSV Amendment 60's (61's) claims and levels read."""
-    return missing_seeds(Path(out) / HELDOUT_X, REGIME, HELDOUT[amendment].methods, seeds)
-
-
-def analyse_heldout(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = SEEDS, now: float | None = None,
-                    check: str | Path = CHECK, amendment: int = 60) -> dict:
-    """Amendment 60 (61) on :func:`ddrl.study.amendments.wide.seeds_to_analyse`'s seeds: ``entries`` (R1x; K1x and K2x, each by
-    :func:`~ddrl.study.claims.amendment_entry`, ``half_width`` added); descriptive, ``levels`` (each run's mean held-out
-    pass@1, the seeds below the untrained run), how many recomputed COR runs equal their committed adapted CSVs, and
-    (Amendment 60) ``check`` (:func:`ddrl.study.amendments.small_lr_refine.check_rows` on the fresh questions)."""
-    h = HELDOUT[amendment]
-    done = seeds_to_analyse(seeds, complete_seeds(Path(out) / HELDOUT_X, REGIME, h.methods),
-                            f"{out}: Amendment {amendment}", h.cutoff, now)
-    df = read_csvs(heldout_x_path(out, REGIME, m, s) for m in h.methods for s in done)
-    entries = [amendment_entry(cid, REGIME, what, f"held-out pass@1, {what} [points]", a, b,
-                               paired_matrix(df, REGIME, a, b, HELDOUT_X).to_numpy(), MARGIN, n_boot)
-               for cid, (a, b, what) in h.claims.items()]
-    lv = level_table(run_levels(df, HELDOUT_X), ("method",), sort=False)
-    res = {"regime": REGIME, "seeds": list(done), "entries": with_half_width(validate(entries, REGIME)),
-           "levels": lv.to_dict(orient="records"), **reproduced_counts(df[df.method == h.arm].drop_duplicates("seed"))}
-    return {**res, "check": refine_check_rows(out, check, done, REGIME, HELDOUT_X)} if amendment == 60 else res
-
-
-def heldout_markdown(res: dict, amc: dict, amendment: int = 60) -> str:
-    """Amendment 60's (61's) table as docs/results.md quotes it: per claim the AMC-like lr/10 entry (``amc``: Amendment
-    57's (58's) analysis), this amendment's, its half-width beside the plan's predictions, its verdict; then the
-    levels."""
-    h, amc_entries = HELDOUT[amendment], {e["id"]: e for e in amc["entries"]}
-    rows = ["| claim (held-out pass@1 on 1,536 fresh questions, points) | lr/10 AMC-like (Amendment "
-            f"{h.amc_amendment}) | **lr/10 MATH-500-like (Amendment {amendment})** | half-width (predicted at 6 / 10 seeds) | "
-            "verdict |", "|---|---|---|---|---|"]
-    for e in res["entries"]:
-        rows.append(f"| {e['id']} {h.claims[e['id']][2]} | {entry_cell(amc_entries[e['id']])} | "
-                    f"{amendment_cells(e, h.predicted[e['id']])}")
-    return "\n".join(rows + held_level_rows(res["levels"])) + "\n"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.study.amendments.refine_math500", description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", choices=("run", "heldout", "status", "analyse", "analyse-heldout"))
-    add_run_arguments(ap, "run, heldout: seeds N-M (default: the plan's, 0-9)")
-    ap.add_argument("--amendment", type=int, choices=sorted(HELDOUT), default=60,
-                    help="heldout, analyse-heldout: 60 (COR 4x) or 61 (COR at 1e-6)")
+    ap.add_argument("what", choices=("run", "status", "analyse"))
+    add_run_arguments(ap, "run: seeds N-M (default: the plan's, 0-9)")
     args = ap.parse_args(argv)
     seeds = SEEDS if args.seeds is None else tuple(s for s in SEEDS if s in set(args.seeds))
     if args.what == "run":  # the measured base build; the R1 jobs to the clock, then the check of the trained runs
@@ -230,26 +128,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         status += run_jobs(check_jobs(trained), SCALES[args.scale], CHECK, root, args.budget_min, args.workers,
                            desc=f"Amendment {AMENDMENT} check")  # evaluations of finished runs only: none trains
         print(status_counts(status))
-    elif args.what == "heldout":  # Amendment 60 (61): the cached DDRL runs only, never a new one; Amendment 60's check
-        check_weights(scale=SCALES[args.scale])
-        root = args.runs_root or cache_root() / "runs"
-        refuse_untrained(seeds, root, args.scale, args.amendment, REGIME)
-        status = run_jobs(heldout_jobs(seeds, amendment=args.amendment), SCALES[args.scale], args.out, root,
-                          clock_budget(HELDOUT[args.amendment].cutoff, args.budget_min), args.workers,
-                          desc=f"Amendment {args.amendment} heldout")
-        if args.amendment == 60:  # the check: the cached DDRL runs of the seeds whose COR 4x evaluation is written
-            evaluated = [s for s in seeds if heldout_x_path(args.out, REGIME, COR_4X, s).is_file()]
-            status += run_jobs(heldout_check_jobs(evaluated), SCALES[args.scale], CHECK, root, args.budget_min,
-                               args.workers, desc="Amendment 60 check")
-        print(status_counts(status))
     elif args.what == "status":
         print(seeds_line(f"Amendment {AMENDMENT} ({REGIME})", len(SEEDS), missing(args.out), CUTOFF))
-        for a, h in HELDOUT.items():
-            print(seeds_line(f"Amendment {a} ({REGIME}, held-out)", len(SEEDS), heldout_missing(args.out, amendment=a),
-                             h.cutoff))
-    elif args.what == "analyse-heldout":
-        res = analyse_heldout(args.out, amendment=args.amendment)
-        sys.stdout.write(write_json(args.json or HELDOUT[args.amendment].analysis, res))
     else:
         sys.stdout.write(write_json(args.json or ANALYSIS, analyse(args.out)))
     return 0

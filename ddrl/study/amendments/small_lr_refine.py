@@ -11,15 +11,13 @@ the study's own jobs (:func:`ddrl.study.jobs.refined_rows`). The claims, all per
 A check beside them, description only (``check``): each cached DDRL run (after COR) evaluated into
 ``results/small_lr/refine_check/``, question by question against the committed DDRL CSV: did COR repeat too?
 
-Amendment 57 evaluates the same runs on H1x's 1,536 fresh AMC-like questions (``heldout``: the registered H1x job;
-COR 4x recomputed, its weights are not kept): H1x (DDRL - untrained), H1xC (DDRL - BCS+DAE), R1x (COR 4x - DDRL).
+Amendment 57 (the same runs on H1x's 1,536 fresh AMC-like questions) is ``refine_heldout_amc`` in
+:data:`ddrl.study.designs.DESIGNS`.
 
     python -m ddrl.study.amendments.small_lr_refine run --workers 2     # seed by seed, refuses a seed whose DDRL run is not cached
     python -m ddrl.study.amendments.small_lr_refine check --workers 2   # the ten re-evaluations
     python -m ddrl.study.amendments.small_lr_refine status
     python -m ddrl.study.amendments.small_lr_refine analyse --json results/small_lr/refine_amc.json
-    python -m ddrl.study.amendments.small_lr_refine heldout --workers 2            # Amendment 57, seed by seed to its clock
-    python -m ddrl.study.amendments.small_lr_refine analyse-heldout --json results/small_lr/refine_heldout_amc.json
     python -m ddrl.study.amendments.small_lr_refine gentle --workers 2             # Amendment 62: the adapted jobs, then the H1x jobs
     python -m ddrl.study.amendments.small_lr_refine gentle --regime math500_like_small_lr --workers 2   # then in MATH-500-like
     python -m ddrl.study.amendments.small_lr_refine analyse-gentle [--regime R]    # -> results/small_lr/cor4x_lr10_{amc,math500}.json
@@ -52,10 +50,10 @@ from ddrl.study.amendments.small_lr import REGIME as MATH500_SMALL_LR
 from ddrl.study.amendments.small_lr_cor import untrained
 from ddrl.study.analysis import claim_matrix, paired_matrix
 from ddrl.study.plan import (COR_4X, COR_4X_LR10, COR_LR10, HELDOUT_X, SAME_BASE, SCALES, SMALL_LR, Job, check_weights,
-                             csv_path, heldout_x_path)
+                             csv_path)
 from ddrl.study.pool import run_jobs, status_counts
 from ddrl.report.tables import entry_cell
-from ddrl.study.amendments.wide import (amendment_cells, complete_seeds, cor_level_rows, held_level_rows, level_table, missing_seeds,
+from ddrl.study.amendments.wide import (amendment_cells, complete_seeds, cor_level_rows, level_table, missing_seeds,
                        predicted_text, read_csvs, reproduced_counts, run_levels, seeds_to_analyse, seeds_to_start,
                        wide_entry)
 
@@ -77,17 +75,6 @@ MARGIN = 1.0
 ANALYSIS = OUT / "refine_amc.json"
 CHECK = OUT / "refine_check"  # the check's CSVs (<CHECK>/<regime>/ddrl-seedNN.csv.gz)
 SECTION = "## COR's refinement size and learning rate at the small learning rate in AMC-like (plan Amendment 56)"
-#: Amendment 57: the methods evaluated on the fresh questions (the untrained ones are Amendment 48's, same key), its
-#: clock, claims (a, b, what: held-out pass@1 a - b; H1x, H1xC the registered claims, R1x ours, sign +1), predictions
-#: at 10 seeds x 1,536 (the Xeon build's lr/10 AMC-like H1x and H1xC matrices, Amendment 38), output and section
-HELDOUT_METHODS = ("no_adaptation", "bcs_dae", "ddrl", COR_4X)
-HELDOUT_CUTOFF = "2026-12-03T08:45:00+00:00"
-HELDOUT_CLAIMS = {"H1x": ("ddrl", "no_adaptation", "DDRL - untrained"),
-                  "H1xC": ("ddrl", "bcs_dae", "DDRL - BCS+DAE (COR's cost)"),
-                  "R1x": (COR_4X, "ddrl", "COR keeping 4x the rollouts - DDRL (COR 1x)")}
-HELDOUT_PREDICTED = {"H1x": 1.12, "H1xC": 0.49, "R1x": 0.49}
-HELDOUT_ANALYSIS = OUT / "refine_heldout_amc.json"
-HELDOUT_SECTION = "## Does COR's gain at the small learning rate in AMC-like hold on fresh questions? (plan Amendment 57)"
 #: Amendment 62: its regimes (AMC-like first) and clocks; its claims (id -> a, b, split, what: pass@1 a - b on the
 #: split; ours, sign +1); the runs each split's analysis reads, in the levels' order; COR's four settings (method ->
 #: kept multiple, learning rate); the predicted half-widths at 6 / 10 seeds from the committed matrices of the same
@@ -125,17 +112,6 @@ def jobs(seeds: Sequence[int] = SEEDS, now: float | None = None) -> list[Job]:
 def check_jobs(seeds: Sequence[int] = SEEDS) -> list[Job]:
     """The check: each seed's DDRL run (after COR) evaluated, into :data:`CHECK` (never over the committed CSV)."""
     return [Job(REGIME, s, ("ddrl",), f"COR repeat check (A{AMENDMENT})") for s in seeds]
-
-
-def heldout_jobs(seeds: Sequence[int] = SEEDS, now: float | None = None) -> list[Job]:
-    """Amendment 57, seed by seed: the registered H1x job of :data:`HELDOUT_METHODS`; once its clock has passed only
-    the seeds below :data:`~ddrl.study.amendments.wide.MIN_SEEDS`."""
-    return [Job(REGIME, s, HELDOUT_METHODS, "H1x") for s in seeds_to_start(seeds, SEEDS, HELDOUT_CUTOFF, now)]
-
-
-def heldout_missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS) -> list[int]:
-    """Seeds without every one of Amendment 57's held-out CSVs."""
-    return missing_seeds(Path(out) / HELDOUT_X, REGIME, HELDOUT_METHODS, seeds)
 
 
 def gentle_jobs(split: str, seeds: Sequence[int] = SEEDS, now: float | None = None, regime: str = REGIME) -> list[Job]:
@@ -310,57 +286,23 @@ def markdown(res: dict, registered: Sequence[dict]) -> str:
     return "\n".join(rows + cor_level_rows(res["levels"], res["cor_kept"])) + "\n"
 
 
-def analyse_heldout(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = SEEDS,
-                    now: float | None = None) -> dict:
-    """Amendment 57 on :func:`ddrl.study.amendments.wide.seeds_to_analyse`'s seeds: ``entries`` (H1x, H1xC by the registered claims,
-    R1x by :func:`~ddrl.study.claims.amendment_entry`; ``half_width`` added); descriptive, ``levels`` (each method's mean
-    held-out pass@1, seeds below the untrained run) and how many recomputed adapted rows equal their committed CSVs."""
-    done = seeds_to_analyse(seeds, complete_seeds(Path(out) / HELDOUT_X, REGIME, HELDOUT_METHODS),
-                            f"{out}: Amendment 57", HELDOUT_CUTOFF, now)
-    df = read_csvs(heldout_x_path(out, REGIME, m, s) for m in HELDOUT_METHODS for s in done)
-    entries = [wide_entry(cid, claim_matrix(df, cid, REGIME), n_boot, REGIME, SAME_BASE[REGIME]) for cid in ("H1x", "H1xC")]
-    a, b, what = HELDOUT_CLAIMS["R1x"]
-    entries.append(amendment_entry("R1x", REGIME, what, f"held-out pass@1, {what} [points]", a, b,
-                                   paired_matrix(df, REGIME, a, b, HELDOUT_X).to_numpy(), MARGIN, n_boot))
-    lv = level_table(run_levels(df, HELDOUT_X), ("method",), sort=False)
-    return {"regime": REGIME, "seeds": list(done), "entries": with_half_width(validate(entries, REGIME)),
-            "levels": lv.to_dict(orient="records"), **reproduced_counts(df.drop_duplicates(["method", "seed"]))}
-
-
-def heldout_markdown(res: dict, registered: Sequence[dict]) -> str:
-    """Amendment 57's table as docs/results.md quotes it: per claim the registered entry at the default lr in AMC-like
-    (other seeds' runs; none for R1x), this amendment's, its half-width beside the plan's prediction, its verdict;
-    then the levels."""
-    reg = {(e["id"], e["regime"]): e for e in registered}
-    rows = ["| claim (held-out pass@1 on 1,536 fresh AMC-like questions, points) | default lr (registered) | "
-            "**lr/10 (Amendment 57)** | half-width (predicted) | verdict |", "|---|---|---|---|---|"]
-    for e in res["entries"]:
-        b = reg.get((e["id"], SAME_BASE[REGIME]))
-        base = "-" if b is None else entry_cell(b)
-        pred = f"{HELDOUT_PREDICTED[e['id']]:.2f}"
-        rows.append(f"| {e['id']} {HELDOUT_CLAIMS[e['id']][2]} | {base} | {amendment_cells(e, pred)}")
-    return "\n".join(rows + held_level_rows(res["levels"], "method (lr/10)")) + "\n"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.study.amendments.small_lr_refine", description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", choices=("run", "check", "heldout", "gentle", "status", "analyse", "analyse-heldout",
-                                     "analyse-gentle", "figure-gentle"))
-    add_run_arguments(ap, "run, check, heldout, gentle: seeds N-M (default: the plan's, 0-9)")
+    ap.add_argument("what", choices=("run", "check", "gentle", "status", "analyse", "analyse-gentle", "figure-gentle"))
+    add_run_arguments(ap, "run, check, gentle: seeds N-M (default: the plan's, 0-9)")
     ap.add_argument("--regime", choices=sorted(GENTLE_CUTOFF), default=REGIME,
                     help="gentle, analyse-gentle: the regime")
     args = ap.parse_args(argv)
     seeds = SEEDS if args.seeds is None else tuple(s for s in SEEDS if s in set(args.seeds))
-    if args.what in ("run", "check", "heldout"):  # the measured base build; the cached DDRL runs only, never a new one
+    if args.what in ("run", "check"):  # the measured base build; the cached DDRL runs only, never a new one
         check_weights(scale=SCALES[args.scale])
         root = args.runs_root or cache_root() / "runs"
-        refuse_untrained(seeds, root, args.scale, 57 if args.what == "heldout" else AMENDMENT)
+        refuse_untrained(seeds, root, args.scale, AMENDMENT)
         todo, out, budget = {"run": (jobs(seeds), args.out, clock_budget(CUTOFF, args.budget_min)),
                              "check": (check_jobs(seeds), CHECK, args.budget_min),
-                             "heldout": (heldout_jobs(seeds), args.out, clock_budget(HELDOUT_CUTOFF, args.budget_min)),
                              }[args.what]
         status = run_jobs(todo, SCALES[args.scale], out, root, budget, args.workers,
-                          desc=f"Amendment {57 if args.what == 'heldout' else AMENDMENT} {args.what}")
+                          desc=f"Amendment {AMENDMENT} {args.what}")
         print(status_counts(status))
     elif args.what == "gentle":  # Amendment 62: the adapted jobs first (the H1x jobs check their rows against them)
         check_weights(scale=SCALES[args.scale])
@@ -374,13 +316,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(status_counts(status))
     elif args.what == "status":
         print(seeds_line(f"Amendment {AMENDMENT} ({REGIME})", len(SEEDS), missing(args.out), CUTOFF))
-        print(seeds_line(f"Amendment 57 ({REGIME}, held-out)", len(SEEDS), heldout_missing(args.out),
-                         HELDOUT_CUTOFF))
         for regime, cutoff in GENTLE_CUTOFF.items():
             print(seeds_line(f"Amendment {GENTLE} ({regime}, both splits)", len(SEEDS),
                              gentle_missing(args.out, regime=regime), cutoff))
-    elif args.what == "analyse-heldout":
-        sys.stdout.write(write_json(args.json or HELDOUT_ANALYSIS, analyse_heldout(args.out)))
     elif args.what == "figure-gentle":  # docs/results/cor_trade.{png,pdf} from the committed analyses
         save_docs_figure(trade_figure([json.loads(p.read_text()) for p in GENTLE_ANALYSIS.values() if p.is_file()]),
                          "cor_trade")
