@@ -15,7 +15,7 @@ from ddrl.study import designs as D
 from ddrl.study import runner as study
 from ddrl.study.amendments.small_lr import REGIME as MATH500_SMALL_LR
 from ddrl.study.analysis import paired_matrix
-from ddrl.study.plan import COR_4X, COR_LR10, HELDOUT_X, PAIRED, RESULTS, SMALL_LR, Job, heldout_x_path
+from ddrl.study.plan import COR_4X, COR_LR10, HELDOUT_X, PAIRED, RESULTS, SMALL_LR, Job, csv_path, heldout_x_path
 
 RUNS, XEON = RESULTS / "runs", RESULTS / "replication_xeon" / "runs"
 
@@ -34,14 +34,15 @@ def test_every_design_reads_what_its_claims_pair_and_predicts_each():
 @pytest.mark.parametrize("name,groups", [
     ("refine_heldout_amc", [("no_adaptation", "bcs_dae", "ddrl", COR_4X)]),  # one H1x job of every run per seed
     ("ttrl_heldout_amc", [("ttrl",), (COR_LR10,)]),  # TTRL first
-    ("refine_heldout_math500", [(COR_4X,)]), ("cor_lr10_heldout_math500", [(COR_LR10,)])])
+    ("refine_heldout_math500", [(COR_4X,)]), ("cor_lr10_heldout_math500", [(COR_LR10,)]),
+    ("refine_math500", [(COR_4X,)])])
 def test_jobs_go_seed_by_seed_and_stop_at_the_clock_after_the_first_six(name, groups):
     d = D.DESIGNS[name]
     clock = datetime.fromisoformat(d.cutoff).timestamp()
     before, after = D.jobs(d, now=clock - 60), D.jobs(d, now=clock + 1)
-    assert before == [Job(d.regime, s, g, "H1x") for s in range(10) for g in groups]
+    assert before == [Job(d.regime, s, g, d.job_kind) for s in range(10) for g in groups]
     assert after == before[:6 * len(groups)]
-    assert D.jobs(d, (7, 2), now=clock + 1) == [Job(d.regime, 2, g, "H1x") for g in groups]
+    assert D.jobs(d, (7, 2), now=clock + 1) == [Job(d.regime, 2, g, d.job_kind) for g in groups]
 
 
 def _hw(root, regime, a, b, ns, seeds=None) -> str:
@@ -53,10 +54,18 @@ def _hw(root, regime, a, b, ns, seeds=None) -> str:
     return " / ".join(f"{predicted_half_width(vc, n, 1536):.2f}" for n in ns)
 
 
+def _hw_adapted(regime, a, b, seeds) -> str:
+    """An adapted paired matrix's predicted half-widths at 6 / 10 seeds x 256 questions."""
+    df = pd.concat([pd.read_csv(csv_path(RUNS, regime, m, s), dtype={"question": str}) for m in (a, b) for s in seeds])
+    vc = variance_components(paired_matrix(df, regime, a, b, "adapted").dropna().to_numpy())
+    return " / ".join(f"{predicted_half_width(vc, n, 256):.2f}" for n in (6, 10))
+
+
 def test_predicted_half_widths_are_the_matrices_the_plan_names():
     """Each design's predictions from the committed matrices its plan amendment names (57: the Xeon build's lr/10
     AMC-like H1x matrices; 58: those for TTRL's claims, Amendment 57's H1xC for K1x, K2x; 60, 61: Amendments 57's and
-    58's AMC-like matrices, then Amendment 31's MATH-500-like H1xC); 58, 60, 61's plan text prints them and the clock."""
+    58's AMC-like matrices, then Amendment 31's MATH-500-like H1xC; 59: the registered MATH-500-like R1, Amendment 56's
+    lr/10 AMC-like R1, Amendment 29's lr/10 MATH-500-like A3); 58-61's plan text prints them and the clock."""
     cor_m500 = _hw(RUNS, MATH500_SMALL_LR, "ddrl", "bcs_dae", (6, 10), range(18))
     cor = _hw(RUNS, SMALL_LR, "ddrl", "bcs_dae", (10, 6))
     want = {"refine_heldout_amc": {"H1x": _hw(XEON, SMALL_LR, "ddrl", "no_adaptation", (10,)),
@@ -69,8 +78,11 @@ def test_predicted_half_widths_are_the_matrices_the_plan_names():
             "cor_lr10_heldout_math500": {
                 cid: f"{_hw(RUNS, SMALL_LR, a, b, (6, 10), range(10))}, {cor_m500}"
                 for cid, (a, b, _) in D.COR_LR10_HELDOUT.items()}}
+    adapted = {"refine_math500": {"R1": ", ".join([_hw_adapted("math500_like", COR_4X, "ddrl", range(6)),
+                                                   _hw_adapted(SMALL_LR, COR_4X, "ddrl", range(10)),
+                                                   _hw_adapted(MATH500_SMALL_LR, "ddrl", "bcs_dae", range(18))])}}
     plan = (RESULTS / "plan.md").read_text()
-    for name, predicted in want.items():
+    for name, predicted in (want | adapted).items():
         d = D.DESIGNS[name]
         assert d.predicted == predicted, name
         if d.amendment == 57:
@@ -131,3 +143,49 @@ def test_the_commands_report_refuse_and_write(tmp_path, capsys):
     assert not heldout_x_path(tmp_path, SMALL_LR, "ttrl", 0).exists()
     assert study.main(["analyse", d.id, "--json", str(tmp_path / "a.json")]) == 0  # from the committed CSVs
     assert json.loads((tmp_path / "a.json").read_text()) == json.loads(d.analysis.read_text())
+
+
+def _write(root, method, seed, values, split="adapted", steps=None):
+    """A made-up CSV (TEST INPUT) of ``values`` (pass@1 per question) in MATH-500-like at lr/10, with its steps."""
+    p = (csv_path if split == "adapted" else heldout_x_path)(root, MATH500_SMALL_LR, method, seed)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame({"regime": MATH500_SMALL_LR, "method": method, "seed": seed, "split": split,
+                  "question": [f"{split[0]}{i}" for i in range(len(values))], "pass@1": values}).to_csv(p, index=False)
+    if steps is not None:
+        pd.DataFrame({"regime": MATH500_SMALL_LR, "method": method, "seed": seed, "phase": "rl",
+                      "step": range(len(steps)), "adv/mean": steps}).to_csv(
+            csv_path(root, MATH500_SMALL_LR, method, seed, steps=True), index=False)
+
+
+def test_the_retrain_check_counts_equal_questions_and_finds_the_first_divergent_step(tmp_path):
+    """Amendment 59's check: questions and whole seeds whose re-evaluated DDRL pass@1 equals the committed one, each
+    retrained run's first RL step off the committed trajectory, and R1 against the re-evaluated runs; None until
+    every re-evaluation is written."""
+    out, check = tmp_path / "out", tmp_path / "check"
+    for s in (0, 1):
+        _write(out, "ddrl", s, [0.5, 0.25], steps=[0.1, 0.2, 0.3])
+        _write(out, COR_4X, s, [0.75, 0.25])
+    _write(check, "ddrl", 0, [0.5, 0.25], steps=[0.1, 0.2, 0.3])
+    assert D.retrain_check(out, check, (0, 1), MATH500_SMALL_LR) is None
+    _write(check, "ddrl", 1, [0.5, 0.5], steps=[0.1, 0.25, 0.3])
+    assert D.retrain_check(out, check, (0, 1), MATH500_SMALL_LR) == {
+        "questions_equal": 3, "questions": 4, "seeds_equal": 1, "diverged_at": {0: -1, 1: 1},
+        "r1_against_reevaluated": pytest.approx(100 * (0.25 + 0 + 0.25 - 0.25) / 4)}
+
+
+def test_the_heldout_repeat_check_reads_the_fresh_questions_folders(tmp_path):
+    """Amendment 60's check is Amendment 56's description on the ``heldout_x`` split, under each folder's
+    ``heldout_x/``: the adapted CSVs there are not read."""
+    from ddrl.study.amendments.small_lr_refine import check_rows
+
+    out, check = tmp_path / "out", tmp_path / "check"
+    for s in (0, 1):
+        _write(out, "ddrl", s, [0.5, 0.25, 1.0], HELDOUT_X)
+        _write(out, COR_4X, s, [0.25, 0.25, 1.0], HELDOUT_X)
+        _write(check, "ddrl", s, [0.0, 0.0])  # an adapted re-evaluation: not the held-out check's
+    _write(check, "ddrl", 0, [0.5, 0.25, 1.0], HELDOUT_X)
+    assert check_rows(out, check, (0, 1), MATH500_SMALL_LR, HELDOUT_X) is None
+    _write(check, "ddrl", 1, [0.5, 0.5, 1.0], HELDOUT_X)
+    assert check_rows(out, check, (0, 1), MATH500_SMALL_LR, HELDOUT_X) == {
+        "questions_equal": 5, "questions": 6, "seeds_equal": 1,
+        "r1_against_reevaluated": pytest.approx(100 * (-0.25 - 0.25 - 0.25) / 6)}

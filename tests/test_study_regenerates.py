@@ -129,7 +129,6 @@ REGENERATE = {
     "small_lr/cor4x_lr10_amc.json": lambda: _call("small_lr_refine", "analyse_gentle", regime="amc_like_small_lr"),
     "small_lr/cor4x_lr10_math500.json": lambda: _call("small_lr_refine", "analyse_gentle",
                                                       regime="math500_like_small_lr"),
-    "small_lr/refine_math500.json": lambda: _call("refine_math500", "analyse"),
     # Amendments 34-38: COR alone on each build
     "cor_alone/adapted.json": lambda: _cor_alone("registered"),
     "cor_alone/heldout.json": lambda: _cor_alone("registered", heldout=True),

@@ -30,10 +30,10 @@ from ddrl.report.tables import entry_cell
 from ddrl.run.pool import clock_budget
 from ddrl.run.storage import cache_root, write_json
 from ddrl.study.amendments.small_lr import OUT, RUNS, add_run_arguments, seeds_line
-from ddrl.study.amendments.wide import (amendment_cells, complete_seeds, held_level_rows, level_table, missing_seeds,
+from ddrl.study.amendments.wide import (amendment_cells, complete_seeds, cor_level_rows, held_level_rows, level_table, missing_seeds,
                                         read_csvs, reproduced_counts, run_levels, seeds_to_analyse, seeds_to_start,
                                         wide_entry)
-from ddrl.study.analysis import claim_matrix, paired_matrix
+from ddrl.study.analysis import claim_matrix, paired_matrix, rl_divergence
 from ddrl.study.claims import amendment_entry, validate, with_half_width
 from ddrl.study.amendments.small_lr import REGIME as MATH500_SMALL_LR
 from ddrl.study.plan import (COR_4X, COR_LR10, HELDOUT_X, SAME_BASE, SCALES, SMALL_LR, Job,
@@ -66,6 +66,9 @@ class Design:
     measures: tuple[str, ...] = ("reproduced",)  # named measures (:data:`MEASURES`), in the analysis' key order
     reproduced_of: tuple[str, ...] | None = None  # the runs ``reproduced`` counts (None: every run read)
     cached_ddrl: bool = True  # its jobs read the cached DDRL runs' RL-only weights: refuse a seed without one
+    reference: str = "no_adaptation"  # the run its levels count the seeds below
+    cor_runs: tuple[str, ...] = ()  # the runs ``cor_kept`` reports COR's mean kept rollouts of
+    paper: bool = False  # its table prints the paper's number of each claim
     beside: str | None = None  # the design whose entries its table sets beside its own (None: the registered ones)
     header: str = ""  # its table's header row
     level_name: str = "run (lr/10)"  # its level table's first column
@@ -79,7 +82,7 @@ class Design:
 
 
 #: What the tables call the registered claims the designs decide
-REGISTERED_WHAT = {"H1x": "DDRL - untrained", "H1xC": "DDRL - BCS+DAE (COR's cost)", "H1xT": "TTRL - untrained",
+REGISTERED_WHAT = {"R1": "COR keeping 4x the rollouts - DDRL (COR 1x)", "H1x": "DDRL - untrained", "H1xC": "DDRL - BCS+DAE (COR's cost)", "H1xT": "TTRL - untrained",
                    "H1xD": "DDRL - TTRL", "H1xR": "BCS+DAE - TTRL"}
 #: Amendment 58's claims, measured again in MATH-500-like by Amendment 61
 COR_LR10_HELDOUT = {"K1x": (COR_LR10, "bcs_dae", "COR at lr 1e-6 - BCS+DAE (its cost on fresh questions)"),
@@ -88,6 +91,16 @@ _HELD_HEADER = "| claim (held-out pass@1 on 1,536 fresh {where}questions, points
                "half-width (predicted{at}) | verdict |"
 
 DESIGNS = {d.id: d for d in (
+    # Amendment 59: R1 at lr/10 in MATH-500-like (each seed's DDRL run trained again, then refined keeping 4x), and
+    # the repeat check of the retrained runs against the committed DDRL CSVs and steps
+    Design("refine_math500", 59, MATH500_SMALL_LR, tuple(range(10)), "2026-12-03T14:05:00+00:00", (COR_4X,),
+           ("bcs_dae", "ddrl", COR_4X), ("R1",), {}, {"R1": "0.44 / 0.39, 1.01 / 0.99, 1.93 / 1.88"},
+           OUT / "refine_math500.json",
+           "## COR's refinement size at the small learning rate in MATH-500-like (plan Amendment 59)",
+           split="adapted", job_kind="R1 lr/10 (A59)", measures=("cor_kept", "retrain_check"), cached_ddrl=False,
+           reference="ddrl", cor_runs=("ddrl", COR_4X), paper=True,
+           header="| claim (MATH-500-like, adapted pass@1, points) | paper (MATH-500) | default lr (registered) | "
+                  "**lr/10 (Amendment 59)** | half-width (predicted at 6 / 10 seeds) | verdict |"),
     # Amendment 57: DDRL at lr/10 in AMC-like on H1x's fresh questions (COR 4x from the cached RL-only weights)
     Design("refine_heldout_amc", 57, SMALL_LR, tuple(range(10)), "2026-12-03T08:45:00+00:00",
            ("no_adaptation", "bcs_dae", "ddrl", COR_4X), ("no_adaptation", "bcs_dae", "ddrl", COR_4X), ("H1x", "H1xC"),
@@ -159,8 +172,38 @@ def _heldout_check(d: Design, df: pd.DataFrame, out: Path, done: Sequence[int]) 
     return {"check": check_rows(out, CHECK, done, d.regime, HELDOUT_X)}
 
 
+def _cor_kept(d: Design, df: pd.DataFrame, out: Path, done: Sequence[int]) -> dict:
+    """COR's mean kept rollouts per run of :attr:`Design.cor_runs` over the seeds (adapted rows)."""
+    kept = df[df.split == "adapted"].drop_duplicates(["method", "seed"]).groupby("method", sort=False)["cor_kept"]
+    return {"cor_kept": {m: float(kept.mean()[m]) for m in d.cor_runs}}
+
+
+AGAIN = "ddrl_again"  # the retrain check's name for a retrained DDRL run's steps, beside the committed run's
+
+
+def retrain_check(out: str | Path, check: str | Path, seeds: Sequence[int], regime: str) -> dict | None:
+    """The repeat check of retrained DDRL runs, or None before every re-evaluation is written: Amendment 56's
+    description (:func:`ddrl.study.amendments.small_lr_refine.check_rows`: questions and whole seeds whose re-evaluated
+    DDRL pass@1 equals the committed CSV's, R1 against the re-evaluated runs) and each retrained run's first RL step off
+    the committed trajectory (``diverged_at``, -1: none; :func:`ddrl.study.analysis.rl_divergence`)."""
+    from ddrl.study.amendments.small_lr_refine import check_rows
+
+    rows = check_rows(out, check, seeds, regime)
+    if rows is None:
+        return None
+    steps = pd.concat([read_csvs(csv_path(out, regime, "ddrl", s, steps=True) for s in seeds),
+                       read_csvs(csv_path(check, regime, "ddrl", s, steps=True) for s in seeds).assign(method=AGAIN)])
+    div = rl_divergence(steps, (AGAIN,))
+    return {**rows, "diverged_at": {int(r.seed): int(r.diverged_at) for r in div.itertuples()}}
+
+
+def _retrain_check(d: Design, df: pd.DataFrame, out: Path, done: Sequence[int]) -> dict:
+    return {"check": retrain_check(out, CHECK, done, d.regime)}
+
+
 MEASURES: dict[str, Callable[[Design, pd.DataFrame, Path, Sequence[int]], dict]] = {
-    "reproduced": _reproduced, "reproduced_by_method": _reproduced_by_method, "heldout_check": _heldout_check}
+    "reproduced": _reproduced, "reproduced_by_method": _reproduced_by_method, "heldout_check": _heldout_check,
+    "cor_kept": _cor_kept, "retrain_check": _retrain_check}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -208,11 +251,13 @@ def analyse(d: Design, out: str | Path = RUNS, n_boot: int = 4000, now: float | 
     df = read_csvs(path(d, out, m, s) for m in d.methods for s in done)
     entries = [wide_entry(cid, claim_matrix(df, cid, d.regime), n_boot, d.regime, SAME_BASE[d.regime])
                for cid in d.registered]
-    entries += [amendment_entry(cid, d.regime, what, f"held-out pass@1, {what} [points]", a, b,
+    metric = "held-out pass@1" if d.split == HELDOUT_X else "adapted pass@1"
+    entries += [amendment_entry(cid, d.regime, what, f"{metric}, {what} [points]", a, b,
                                 paired_matrix(df, d.regime, a, b, d.split).to_numpy(), MARGIN, n_boot)
                 for cid, (a, b, what) in d.claims.items()]
     res = {"regime": d.regime, "seeds": list(done), "entries": with_half_width(validate(entries, d.regime)),
-           "levels": level_table(run_levels(df, d.split), ("method",), sort=False).to_dict(orient="records")}
+           "levels": level_table(run_levels(df, d.split), ("method",), reference=d.reference,
+                                 sort=False).to_dict(orient="records")}
     for m in d.measures:
         res |= MEASURES[m](d, df, Path(out), done)
     return res
@@ -226,12 +271,15 @@ def markdown(d: Design, res: dict, beside: Sequence[dict]) -> str:
         by = {e["id"]: e for e in beside if e["regime"] == SAME_BASE[d.regime]}
     else:
         by = {e["id"]: e for e in beside}
-    rows = [d.header, "|---|---|---|---|---|"]
+    rows = [d.header, "|---" * (6 if d.paper else 5) + "|"]
     for e in res["entries"]:
         b = by.get(e["id"])
-        rows.append(f"| {e['id']} {d.what(e['id'])} | {'-' if b is None else entry_cell(b)} | "
+        paper = (" n/a |" if e["paper"] is None else f" {e['paper']:+.1f} |") if d.paper else ""
+        rows.append(f"| {e['id']} {d.what(e['id'])} |{paper} {'-' if b is None else entry_cell(b)} | "
                     f"{amendment_cells(e, d.predicted[e['id']])}")
-    return "\n".join(rows + held_level_rows(res["levels"], d.level_name)) + "\n"
+    levels = (cor_level_rows(res["levels"], res["cor_kept"], d.level_name) if "cor_kept" in res else
+              held_level_rows(res["levels"], d.level_name))
+    return "\n".join(rows + levels) + "\n"
 
 
 def beside_entries(d: Design, results: Path | None = None) -> list[dict]:
@@ -264,6 +312,13 @@ def run(d: Design, args: argparse.Namespace) -> str:
         refuse_untrained(seeds, root, args.scale, d.amendment, d.regime)
     status = run_jobs(jobs(d, seeds), SCALES[args.scale], args.out, root, clock_budget(d.cutoff, args.budget_min),
                       args.workers, desc=f"{d.tag} run")
+    if "retrain_check" in d.measures:  # the check: each retrained DDRL run evaluated (finished runs only: none trains)
+        from ddrl.study.amendments.small_lr_cor import untrained
+
+        gone = {s for _, s in untrained(seeds, root, args.scale, d.regime, ("ddrl",))}
+        status += run_jobs([Job(d.regime, s, ("ddrl",), f"COR repeat check (A{d.amendment})") for s in seeds
+                            if s not in gone], SCALES[args.scale], CHECK, root, args.budget_min, args.workers,
+                           desc=f"{d.tag} check")
     if "heldout_check" in d.measures:  # the check: the cached DDRL runs of the seeds whose evaluation is written
         evaluated = [s for s in seeds if all(path(d, args.out, m, s).is_file() for m in d.evaluates)]
         status += run_jobs([Job(d.regime, s, ("ddrl",), "H1x") for s in evaluated], SCALES[args.scale], CHECK, root,
