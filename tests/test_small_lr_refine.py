@@ -14,23 +14,16 @@ from ddrl.study import claims
 from ddrl.study.amendments import small_lr
 from ddrl.study import runner as study
 from ddrl.study.amendments import small_lr_refine as R
+from ddrl.study import designs as D
 from ddrl.run.storage import REPO
 from ddrl.report.stats import predicted_half_width, variance_components
 from ddrl.study.analysis import paired_matrix
 from ddrl.study.plan import COR_4X, COR_4X_LR10, COR_LR10, REFINED, REUSES_RUN, SCALES, SMALL_LR, Job, csv_path
 
 
-def test_jobs_go_seed_by_seed_and_stop_at_the_clock_after_the_first_six():
-    clock = datetime.fromisoformat(R.CUTOFF).timestamp()
-    before, after = R.jobs(now=clock - 60), R.jobs(now=clock + 1)
-    assert [(j.regime, j.seed, j.methods) for j in before] == [
-        (SMALL_LR, s, (m,)) for s in range(10) for m in (COR_4X, COR_LR10)]
-    assert [(j.seed, j.methods) for j in after] == [(j.seed, j.methods) for j in before[:12]]
-    assert [(j.seed, j.methods) for j in R.check_jobs((3,))] == [(3, ("ddrl",))]
-
-
-def test_predicted_half_widths_are_the_measured_components():
-    """The plan's predictions at 10 seeds x 128 questions, from the committed matrices it names."""
+def test_amendment_56s_predictions_are_the_measured_components():
+    """The plan's predictions at 10 seeds x 128 questions (the table's ``refine_amc``), from the committed matrices it
+    names."""
     def vc(regime, a, b, seeds):
         df = pd.concat([pd.read_csv(csv_path(small_lr.RUNS, regime, m, s), dtype={"question": str})
                         for m in (a, b) for s in seeds])
@@ -40,8 +33,8 @@ def test_predicted_half_widths_are_the_measured_components():
     sources = {"R1": (vc("amc_like", COR_4X, "ddrl", range(6)), vc("math500_like", COR_4X, "ddrl", range(6)), a3),
                "K1": (a3, vc(small_lr.REGIME, COR_LR10, "bcs_dae", range(18))),
                "K2": (a3, vc(small_lr.REGIME, "ddrl", COR_LR10, range(18)))}
-    got = {cid: tuple(round(predicted_half_width(v, 10, 128), 2) for v in vs) for cid, vs in sources.items()}
-    assert got == R.PREDICTED
+    got = {cid: " / ".join(f"{predicted_half_width(v, 10, 128):.2f}" for v in vs) for cid, vs in sources.items()}
+    assert got == D.DESIGNS["refine_amc"].predicted
     plan = " ".join((small_lr.RESULTS / "plan.md").read_text().split("56. **Why**")[1].split())
     assert "registered AMC-like R1 matrix (6 x 128) **0.20**" in plan and "30's K2 matrix **2.09**" in plan
 
@@ -80,50 +73,37 @@ def smoke(tmp_path_factory):
 
 
 def test_smoke_run_check_and_analyse(smoke, tmp_path, monkeypatch, capsys):
-    """The real entry point on the smoke runs: a runs root without the DDRL runs is refused by name before any job;
-    then both refinements, the check (into its own folder, the committed CSV untouched) and the analysis."""
+    """Amendment 56 (the table's ``refine_amc``) through ``python -m ddrl.study run|status DESIGN`` on the smoke runs:
+    a runs root without the DDRL runs is refused by name before any job; then both refinements, the check (into its
+    own folder, the committed CSV untouched) and the generic analysis."""
     out, runs = smoke
+    d = D.DESIGNS["refine_amc"]
     common = ["--seeds", "0-1", "--scale", "smoke", "--workers", "2", "--out", str(out)]
-    with pytest.raises(ValueError, match=r"DDRL runs of seeds \[0, 1\] in amc_like_small_lr are not finished"):
-        R.main(["run", *common, "--runs-root", str(tmp_path / "empty")])
+    assert study.main(["run", d.id, *common, "--runs-root", str(tmp_path / "empty")]) == 2
+    assert "DDRL runs of seeds [0, 1] in amc_like_small_lr are not finished" in capsys.readouterr().err
     assert not csv_path(out, SMALL_LR, COR_4X, 0).exists()
-    monkeypatch.setattr(R, "CHECK", tmp_path / "check")
+    monkeypatch.setattr(D, "CHECK", tmp_path / "check")
     committed = csv_path(out, SMALL_LR, "ddrl", 0).read_bytes()
-    assert R.main(["run", *common, "--runs-root", runs]) == 0
-    assert R.main(["check", *common, "--runs-root", runs]) == 0
+    assert study.main(["run", d.id, *common, "--runs-root", runs]) == 0
     assert csv_path(out, SMALL_LR, "ddrl", 0).read_bytes() == committed
-    assert R.main(["status", "--out", str(out)]) == 0
+    assert study.main(["status", d.id, "--out", str(out)]) == 0
     assert "Amendment 56 (amc_like_small_lr): 2 of 10 seeds complete" in capsys.readouterr().out
     for s in (0, 1):  # both refine the DDRL run's RL-only weights: the run is the DDRL run's, the job another
         ddrl, c4, lr10 = (pd.read_csv(csv_path(out, SMALL_LR, m, s)) for m in ("ddrl", COR_4X, COR_LR10))
         assert set(c4.run) == set(ddrl.run) == set(lr10.run) and len({*c4.key, *ddrl.key, *lr10.key}) == 3
-    res = R.analyse(out, n_boot=200, seeds=(0, 1), check=tmp_path / "check")
+    res = D.analyse(d, out, n_boot=200, seeds=(0, 1))
     assert [(e["id"], e["regime"], e["paper"], e["n_seeds"]) for e in res["entries"]] == [
         ("R1", SMALL_LR, 0.1, 2), ("K1", SMALL_LR, None, 2), ("K2", SMALL_LR, None, 2)]
     q = pd.concat([pd.read_csv(csv_path(out, SMALL_LR, m, s)).assign(m=m) for s in (0, 1)
-                   for m in R.METHODS]).query("split == 'adapted'").pivot_table("pass@1", ["seed", "question"], "m")
+                   for m in d.methods]).query("split == 'adapted'").pivot_table("pass@1", ["seed", "question"], "m")
     assert res["entries"][0]["estimate"] == pytest.approx(100 * (q[COR_4X] - q.ddrl).mean())
     assert res["entries"][1]["estimate"] == pytest.approx(100 * (q[COR_LR10] - q.bcs_dae).mean())
     # the same weights evaluated again (content-keyed: the same evaluation) equal the DDRL CSV question by question
     assert res["check"]["questions_equal"] == res["check"]["questions"] == len(q) and res["check"]["seeds_equal"] == 2
-    table = R.markdown(res, claims.load(small_lr.RESULTS / "claims.json")).splitlines()
+    table = D.markdown(d, res, claims.load(small_lr.RESULTS / "claims.json")).splitlines()
     assert table[2].startswith("| R1 COR keeping 4x the rollouts - DDRL (COR 1x) | +0.1 | +0.3")
     assert ", 6 seeds, *reproduced* | **" in table[2]
     assert "(0.20 / 0.54 / 1.87)" in table[2] and table[3].startswith("| K1 COR at lr 1e-6 - BCS+DAE") and "| - |" in table[3]
-
-
-def test_committed_analysis_recomputes_and_docs_quote_it():
-    """The committed analysis is what the code computes from the committed CSVs, on the plan's seeds from 0 (at least
-    6), and docs/results.md quotes its table in its own section."""
-    path, analyse, section, markdown = R.ANALYSIS, R.analyse, R.SECTION, R.markdown
-    if not path.is_file():
-        pytest.skip(f"{path}: not analysed yet (python -m ddrl.study.amendments.small_lr_refine status)")
-    committed = json.loads(path.read_text())
-    assert committed["seeds"] == list(R.SEEDS[:len(committed["seeds"])]) and len(committed["seeds"]) >= 6
-    assert json.loads(json.dumps(analyse(n_boot=4000))) == committed
-    docs = (REPO / "docs" / "results.md").read_text()
-    start = docs.index(section)
-    assert markdown(committed, claims.load(small_lr.RESULTS / "claims.json")) in docs[start:docs.index("\n## ", start + 1)]
 
 
 def test_amendment_62_jobs_go_adapted_then_fresh_seed_by_seed_and_stop_at_its_clock():

@@ -35,14 +35,15 @@ def test_every_design_reads_what_its_claims_pair_and_predicts_each():
     ("refine_heldout_amc", [("no_adaptation", "bcs_dae", "ddrl", COR_4X)]),  # one H1x job of every run per seed
     ("ttrl_heldout_amc", [("ttrl",), (COR_LR10,)]),  # TTRL first
     ("refine_heldout_math500", [(COR_4X,)]), ("cor_lr10_heldout_math500", [(COR_LR10,)]),
-    ("refine_math500", [(COR_4X,)])])
+    ("refine_math500", [(COR_4X,)]), ("refine_amc", [(COR_4X,), (COR_LR10,)])])
 def test_jobs_go_seed_by_seed_and_stop_at_the_clock_after_the_first_six(name, groups):
     d = D.DESIGNS[name]
+    kinds = d.kinds or (d.job_kind,) * len(groups)
     clock = datetime.fromisoformat(d.cutoff).timestamp()
     before, after = D.jobs(d, now=clock - 60), D.jobs(d, now=clock + 1)
-    assert before == [Job(d.regime, s, g, d.job_kind) for s in range(10) for g in groups]
+    assert before == [Job(d.regime, s, g, k) for s in range(10) for g, k in zip(groups, kinds)]
     assert after == before[:6 * len(groups)]
-    assert D.jobs(d, (7, 2), now=clock + 1) == [Job(d.regime, 2, g, d.job_kind) for g in groups]
+    assert D.jobs(d, (7, 2), now=clock + 1) == [Job(d.regime, 2, g, k) for g, k in zip(groups, kinds)]
 
 
 def _hw(root, regime, a, b, ns, seeds=None) -> str:

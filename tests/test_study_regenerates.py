@@ -125,7 +125,6 @@ REGENERATE = {
     "small_lr/etmr_heldout.json": lambda: _design("etmr_heldout", "registered"),
     "small_lr/etmr_heldout_amc.json": lambda: _design("etmr_heldout", "registered_amc"),
     "replication_xeon/etmr_heldout.json": lambda: _design("etmr_heldout", "xeon"),
-    "small_lr/refine_amc.json": lambda: _call("small_lr_refine", "analyse"),
     "small_lr/cor4x_lr10_amc.json": lambda: _call("small_lr_refine", "analyse_gentle", regime="amc_like_small_lr"),
     "small_lr/cor4x_lr10_math500.json": lambda: _call("small_lr_refine", "analyse_gentle",
                                                       regime="math500_like_small_lr"),

@@ -63,6 +63,7 @@ class Design:
     split: str = HELDOUT_X
     job_kind: str = "H1x"
     job_per_run: bool = True  # a job per evaluated run and seed (False: one job of every evaluated run per seed)
+    kinds: tuple[str, ...] = ()  # a job kind per evaluated run, where they differ (else ``job_kind``)
     measures: tuple[str, ...] = ("reproduced",)  # named measures (:data:`MEASURES`), in the analysis' key order
     reproduced_of: tuple[str, ...] | None = None  # the runs ``reproduced`` counts (None: every run read)
     cached_ddrl: bool = True  # its jobs read the cached DDRL runs' RL-only weights: refuse a seed without one
@@ -91,6 +92,18 @@ _HELD_HEADER = "| claim (held-out pass@1 on 1,536 fresh {where}questions, points
                "half-width (predicted{at}) | verdict |"
 
 DESIGNS = {d.id: d for d in (
+    # Amendment 56: R1 (COR keeping 4x) and K1, K2 (COR at 1e-6) at lr/10 in AMC-like from the cached RL-only weights of
+    # Amendment 55's DDRL runs, and the check: each cached DDRL run (after COR) evaluated again
+    Design("refine_amc", 56, SMALL_LR, tuple(range(10)), "2026-12-03T09:00:00+00:00", (COR_4X, COR_LR10),
+           ("bcs_dae", COR_LR10, "ddrl", COR_4X), ("R1",),
+           {"K1": (COR_LR10, "bcs_dae", "COR at lr 1e-6 - BCS+DAE (the RL-only weights)"),
+            "K2": ("ddrl", COR_LR10, "DDRL (COR at 1e-5) - COR at 1e-6")},
+           {"R1": "0.20 / 0.54 / 1.87", "K1": "1.87 / 0.76", "K2": "1.87 / 2.09"}, OUT / "refine_amc.json",
+           "## COR's refinement size and learning rate at the small learning rate in AMC-like (plan Amendment 56)",
+           split="adapted", kinds=("R1 lr/10 (A56)", "K1 lr/10 (A56)"), measures=("cor_kept", "reeval_check"),
+           reference="ddrl", cor_runs=("ddrl", COR_4X, COR_LR10), paper=True, level_name="method",
+           header="| claim (AMC-like, adapted pass@1, points) | paper (AMC) | default lr (registered) | "
+                  "**lr/10 (Amendment 56)** | half-width (predicted) | verdict |"),
     # Amendment 59: R1 at lr/10 in MATH-500-like (each seed's DDRL run trained again, then refined keeping 4x), and
     # the repeat check of the retrained runs against the committed DDRL CSVs and steps
     Design("refine_math500", 59, MATH500_SMALL_LR, tuple(range(10)), "2026-12-03T14:05:00+00:00", (COR_4X,),
@@ -201,9 +214,16 @@ def _retrain_check(d: Design, df: pd.DataFrame, out: Path, done: Sequence[int]) 
     return {"check": retrain_check(out, CHECK, done, d.regime)}
 
 
+def _reeval_check(d: Design, df: pd.DataFrame, out: Path, done: Sequence[int]) -> dict:
+    """The repeat check of cached DDRL runs evaluated again (:func:`ddrl.study.amendments.small_lr_refine.check_rows`)."""
+    from ddrl.study.amendments.small_lr_refine import check_rows
+
+    return {"check": check_rows(out, CHECK, done, d.regime)}
+
+
 MEASURES: dict[str, Callable[[Design, pd.DataFrame, Path, Sequence[int]], dict]] = {
     "reproduced": _reproduced, "reproduced_by_method": _reproduced_by_method, "heldout_check": _heldout_check,
-    "cor_kept": _cor_kept, "retrain_check": _retrain_check}
+    "cor_kept": _cor_kept, "retrain_check": _retrain_check, "reeval_check": _reeval_check}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -230,9 +250,10 @@ def _csv_root(d: Design, out: str | Path) -> Path:
 def jobs(d: Design, seeds: Sequence[int] | None = None, now: float | None = None) -> list[Job]:
     """Seed by seed, a job per evaluated run; once the design's clock has passed (``now``: epoch seconds) only the
     seeds below :data:`~ddrl.study.amendments.wide.MIN_SEEDS`."""
-    groups = [(m,) for m in d.evaluates] if d.job_per_run else [d.evaluates]
-    return [Job(d.regime, s, g, d.job_kind)
-            for s in seeds_to_start(d.seeds if seeds is None else seeds, d.seeds, d.cutoff, now) for g in groups]
+    groups = [((m,), d.kinds[i] if d.kinds else d.job_kind) for i, m in enumerate(d.evaluates)] if d.job_per_run \
+        else [(d.evaluates, d.job_kind)]
+    return [Job(d.regime, s, g, kind)
+            for s in seeds_to_start(d.seeds if seeds is None else seeds, d.seeds, d.cutoff, now) for g, kind in groups]
 
 
 def missing(d: Design, out: str | Path = RUNS, seeds: Sequence[int] | None = None) -> list[int]:
@@ -312,7 +333,7 @@ def run(d: Design, args: argparse.Namespace) -> str:
         refuse_untrained(seeds, root, args.scale, d.amendment, d.regime)
     status = run_jobs(jobs(d, seeds), SCALES[args.scale], args.out, root, clock_budget(d.cutoff, args.budget_min),
                       args.workers, desc=f"{d.tag} run")
-    if "retrain_check" in d.measures:  # the check: each retrained DDRL run evaluated (finished runs only: none trains)
+    if {"retrain_check", "reeval_check"} & set(d.measures):  # each DDRL run evaluated again (finished ones: none trains)
         from ddrl.study.amendments.small_lr_cor import untrained
 
         gone = {s for _, s in untrained(seeds, root, args.scale, d.regime, ("ddrl",))}
