@@ -18,7 +18,7 @@ from ddrl.study import designs as D
 from ddrl.run.storage import REPO
 from ddrl.report.stats import predicted_half_width, variance_components
 from ddrl.study.analysis import paired_matrix
-from ddrl.study.plan import COR_4X, COR_4X_LR10, COR_LR10, REFINED, REUSES_RUN, SCALES, SMALL_LR, Job, csv_path
+from ddrl.study.plan import COR_4X, COR_4X_LR10, COR_LR10, REFINED, REUSES_RUN, SCALES, SMALL_LR, Job, csv_path, heldout_x_path
 
 
 def test_amendment_56s_predictions_are_the_measured_components():
@@ -123,7 +123,7 @@ def test_amendment_62s_predictions_are_the_matrices_it_names():
     """The plan's predicted half-widths at 6 / 10 seeds, each from the committed lr/10 AMC-like matrix it names
     (Amendments 55-58), on the questions of its split."""
     def hw(regime, a, b, split):
-        path = csv_path if split == "adapted" else R.heldout_x_path
+        path = csv_path if split == "adapted" else heldout_x_path
         df = pd.concat([pd.read_csv(path(small_lr.RUNS, regime, m, s), dtype={"question": str})
                         for m in (a, b) for s in range(10)])
         d = paired_matrix(df, regime, a, b, split).dropna().to_numpy()
@@ -193,7 +193,7 @@ def test_amendment_62_smoke_runs_both_splits_and_analyses(smoke, tmp_path, capsy
     n = [e["n_questions"] for e in res["entries"]]
     assert n[0] == n[1] == a.question.nunique() and n[2] == n[3] == h_questions(out)
     assert res["registered_checked"] == res["registered_reproduced"] == 2
-    h = pd.concat([pd.read_csv(R.heldout_x_path(out, SMALL_LR, m, s)) for s in (0, 1)
+    h = pd.concat([pd.read_csv(heldout_x_path(out, SMALL_LR, m, s)) for s in (0, 1)
                    for m in (COR_4X_LR10, COR_LR10)]).pivot_table("pass@1", ["seed", "question"], "method")
     assert res["entries"][3]["estimate"] == pytest.approx(100 * (h[COR_4X_LR10] - h[COR_LR10]).mean())
     t = {r["method"]: r for r in res["trade"]}
@@ -205,7 +205,7 @@ def test_amendment_62_smoke_runs_both_splits_and_analyses(smoke, tmp_path, capsy
 
 
 def h_questions(out) -> int:
-    return pd.read_csv(R.heldout_x_path(out, SMALL_LR, COR_4X_LR10, 0)).question.nunique()
+    return pd.read_csv(heldout_x_path(out, SMALL_LR, COR_4X_LR10, 0)).question.nunique()
 
 
 @pytest.mark.parametrize("regime", [SMALL_LR, small_lr.REGIME])
