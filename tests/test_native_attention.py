@@ -6,7 +6,6 @@ same draws, compaction) run with both attentions in ``tests/test_fast_sampling.p
 
 from __future__ import annotations
 
-import ctypes
 import multiprocessing as mp
 import os
 import subprocess

@@ -1,5 +1,5 @@
-"""Plan Amendments 56 and 57: COR's refinement size (R1) and learning rate (K1, K2) at lr/10 in AMC-like, and the
-same runs on fresh questions (H1x, H1xC, R1x) (``ddrl.study.amendments.small_lr_refine``)."""
+"""Plan Amendments 56 and 62: COR's refinement size (R1) and learning rate (K1, K2) at lr/10 in AMC-like
+(``ddrl.study.amendments.small_lr_refine``; Amendment 57 is a row of ddrl.study.designs, tests/test_study_designs.py)."""
 
 from __future__ import annotations
 
@@ -14,41 +14,15 @@ from ddrl.study import claims
 from ddrl.study.amendments import small_lr
 from ddrl.study import runner as study
 from ddrl.study.amendments import small_lr_refine as R
+from ddrl.study import designs as D
 from ddrl.report.stats import predicted_half_width, variance_components
 from ddrl.study.analysis import paired_matrix
-from ddrl.study.plan import COR_4X, COR_4X_LR10, COR_LR10, REFINED, REUSES_RUN, SCALES, SMALL_LR, Job, csv_path
+from ddrl.study.plan import COR_4X, COR_4X_LR10, COR_LR10, REFINED, REUSES_RUN, SCALES, SMALL_LR, Job, csv_path, heldout_x_path
 
 
-def test_jobs_go_seed_by_seed_and_stop_at_the_clock_after_the_first_six():
-    clock = datetime.fromisoformat(R.CUTOFF).timestamp()
-    before, after = R.jobs(now=clock - 60), R.jobs(now=clock + 1)
-    assert [(j.regime, j.seed, j.methods) for j in before] == [
-        (SMALL_LR, s, (m,)) for s in range(10) for m in (COR_4X, COR_LR10)]
-    assert [(j.seed, j.methods) for j in after] == [(j.seed, j.methods) for j in before[:12]]
-    assert [(j.seed, j.methods) for j in R.check_jobs((3,))] == [(3, ("ddrl",))]
-    clock = datetime.fromisoformat(R.HELDOUT_CUTOFF).timestamp()
-    held = R.heldout_jobs(now=clock - 60)
-    assert [(j.seed, j.methods, j.label) for j in held] == [(s, R.HELDOUT_METHODS, "H1x") for s in range(10)]
-    assert [j.seed for j in R.heldout_jobs(now=clock + 1)] == list(range(6))
-
-
-def test_amendment_57s_predictions_are_the_xeon_builds_components():
-    """Amendment 57's predictions at 10 seeds x 1,536 from the Xeon build's lr/10 AMC-like H1x matrices (Amendment
-    38): H1x from DDRL - untrained, H1xC and R1x from DDRL - BCS+DAE."""
-    held = small_lr.RESULTS / "replication_xeon" / "runs" / "heldout_x"
-
-    def hw(a, b):
-        df = pd.concat([pd.read_csv(p, dtype={"question": str}) for m in (a, b)
-                        for p in sorted((held / SMALL_LR).glob(f"{m}-seed[0-9][0-9].csv.gz"))])
-        d = paired_matrix(df, SMALL_LR, a, b, "heldout_x").dropna().to_numpy()
-        return round(predicted_half_width(variance_components(d), 10, 1536), 2)
-
-    cor = hw("ddrl", "bcs_dae")
-    assert R.HELDOUT_PREDICTED == {"H1x": hw("ddrl", "no_adaptation"), "H1xC": cor, "R1x": cor}
-
-
-def test_predicted_half_widths_are_the_measured_components():
-    """The plan's predictions at 10 seeds x 128 questions, from the committed matrices it names."""
+def test_amendment_56s_predictions_are_the_measured_components():
+    """The plan's predictions at 10 seeds x 128 questions (the table's ``refine_amc``), from the committed matrices it
+    names."""
     def vc(regime, a, b, seeds):
         df = pd.concat([pd.read_csv(csv_path(small_lr.RUNS, regime, m, s), dtype={"question": str})
                         for m in (a, b) for s in seeds])
@@ -58,8 +32,8 @@ def test_predicted_half_widths_are_the_measured_components():
     sources = {"R1": (vc("amc_like", COR_4X, "ddrl", range(6)), vc("math500_like", COR_4X, "ddrl", range(6)), a3),
                "K1": (a3, vc(small_lr.REGIME, COR_LR10, "bcs_dae", range(18))),
                "K2": (a3, vc(small_lr.REGIME, "ddrl", COR_LR10, range(18)))}
-    got = {cid: tuple(round(predicted_half_width(v, 10, 128), 2) for v in vs) for cid, vs in sources.items()}
-    assert got == R.PREDICTED
+    got = {cid: " / ".join(f"{predicted_half_width(v, 10, 128):.2f}" for v in vs) for cid, vs in sources.items()}
+    assert got == D.DESIGNS["refine_amc"].predicted
     plan = " ".join((small_lr.RESULTS / "plan.md").read_text().split("56. **Why**")[1].split())
     assert "registered AMC-like R1 matrix (6 x 128) **0.20**" in plan and "30's K2 matrix **2.09**" in plan
 
@@ -98,60 +72,37 @@ def smoke(tmp_path_factory):
 
 
 def test_smoke_run_check_and_analyse(smoke, tmp_path, monkeypatch, capsys):
-    """The real entry point on the smoke runs: a runs root without the DDRL runs is refused by name before any job;
-    then both refinements, the check (into its own folder, the committed CSV untouched) and the analysis."""
+    """Amendment 56 (the table's ``refine_amc``) through ``python -m ddrl.study run|status DESIGN`` on the smoke runs:
+    a runs root without the DDRL runs is refused by name before any job; then both refinements, the check (into its
+    own folder, the committed CSV untouched) and the generic analysis."""
     out, runs = smoke
+    d = D.DESIGNS["refine_amc"]
     common = ["--seeds", "0-1", "--scale", "smoke", "--workers", "2", "--out", str(out)]
-    with pytest.raises(ValueError, match=r"DDRL runs of seeds \[0, 1\] in amc_like_small_lr are not finished"):
-        R.main(["run", *common, "--runs-root", str(tmp_path / "empty")])
+    assert study.main(["run", d.id, *common, "--runs-root", str(tmp_path / "empty")]) == 2
+    assert "DDRL runs of seeds [0, 1] in amc_like_small_lr are not finished" in capsys.readouterr().err
     assert not csv_path(out, SMALL_LR, COR_4X, 0).exists()
-    monkeypatch.setattr(R, "CHECK", tmp_path / "check")
+    monkeypatch.setattr(D, "CHECK", tmp_path / "check")
     committed = csv_path(out, SMALL_LR, "ddrl", 0).read_bytes()
-    assert R.main(["run", *common, "--runs-root", runs]) == 0
-    assert R.main(["check", *common, "--runs-root", runs]) == 0
+    assert study.main(["run", d.id, *common, "--runs-root", runs]) == 0
     assert csv_path(out, SMALL_LR, "ddrl", 0).read_bytes() == committed
-    assert R.main(["status", "--out", str(out)]) == 0
+    assert study.main(["status", d.id, "--out", str(out)]) == 0
     assert "Amendment 56 (amc_like_small_lr): 2 of 10 seeds complete" in capsys.readouterr().out
     for s in (0, 1):  # both refine the DDRL run's RL-only weights: the run is the DDRL run's, the job another
         ddrl, c4, lr10 = (pd.read_csv(csv_path(out, SMALL_LR, m, s)) for m in ("ddrl", COR_4X, COR_LR10))
         assert set(c4.run) == set(ddrl.run) == set(lr10.run) and len({*c4.key, *ddrl.key, *lr10.key}) == 3
-    res = R.analyse(out, n_boot=200, seeds=(0, 1), check=tmp_path / "check")
+    res = D.analyse(d, out, n_boot=200, seeds=(0, 1))
     assert [(e["id"], e["regime"], e["paper"], e["n_seeds"]) for e in res["entries"]] == [
         ("R1", SMALL_LR, 0.1, 2), ("K1", SMALL_LR, None, 2), ("K2", SMALL_LR, None, 2)]
     q = pd.concat([pd.read_csv(csv_path(out, SMALL_LR, m, s)).assign(m=m) for s in (0, 1)
-                   for m in R.METHODS]).query("split == 'adapted'").pivot_table("pass@1", ["seed", "question"], "m")
+                   for m in d.methods]).query("split == 'adapted'").pivot_table("pass@1", ["seed", "question"], "m")
     assert res["entries"][0]["estimate"] == pytest.approx(100 * (q[COR_4X] - q.ddrl).mean())
     assert res["entries"][1]["estimate"] == pytest.approx(100 * (q[COR_LR10] - q.bcs_dae).mean())
     # the same weights evaluated again (content-keyed: the same evaluation) equal the DDRL CSV question by question
     assert res["check"]["questions_equal"] == res["check"]["questions"] == len(q) and res["check"]["seeds_equal"] == 2
-    table = R.markdown(res, claims.load(small_lr.RESULTS / "claims.json")).splitlines()
+    table = D.markdown(d, res, claims.load(small_lr.RESULTS / "claims.json")).splitlines()
     assert table[2].startswith("| R1 COR keeping 4x the rollouts - DDRL (COR 1x) | +0.1 | +0.3")
     assert ", 6 seeds, *reproduced* | **" in table[2]
     assert "(0.20 / 0.54 / 1.87)" in table[2] and table[3].startswith("| K1 COR at lr 1e-6 - BCS+DAE") and "| - |" in table[3]
-    # Amendment 57 on the same runs: the untrained model too, each on the smoke scale's fresh questions
-    assert R.main(["heldout", *common, "--runs-root", runs]) == 0
-    held = R.analyse_heldout(out, n_boot=200, seeds=(0, 1))
-    assert [(e["id"], e["regime"], e["n_seeds"]) for e in held["entries"]] == [
-        ("H1x", SMALL_LR, 2), ("H1xC", SMALL_LR, 2), ("R1x", SMALL_LR, 2)]
-    assert held["registered_checked"] == 6 and held["registered_reproduced"] == 6  # bcs_dae, ddrl, COR 4x recomputed
-    h = pd.concat([pd.read_csv(R.heldout_x_path(out, SMALL_LR, m, s)) for s in (0, 1)
-                   for m in R.HELDOUT_METHODS]).pivot_table("pass@1", ["seed", "question"], "method")
-    assert held["entries"][2]["estimate"] == pytest.approx(100 * (h[COR_4X] - h.ddrl).mean())
-    md = R.heldout_markdown(held, claims.load(small_lr.RESULTS / "claims.json")).splitlines()
-    assert md[2].startswith("| H1x DDRL - untrained | ") and "seeds, *contradicted* |" in md[2] and "(1.12)" in md[2]
-    assert md[4].startswith("| R1x COR keeping 4x the rollouts - DDRL (COR 1x) | - | **")
-
-
-@pytest.mark.parametrize("amendment", [56, 57])
-def test_committed_analyses_recompute(amendment):
-    """Each committed analysis (56: adapted questions, 57: fresh ones) is what the code computes from the committed
-    CSVs, on the plan's seeds from 0 (at least 6)."""
-    path, analyse = {56: (R.ANALYSIS, R.analyse), 57: (R.HELDOUT_ANALYSIS, R.analyse_heldout)}[amendment]
-    if not path.is_file():
-        pytest.skip(f"{path}: not analysed yet (python -m ddrl.study.amendments.small_lr_refine status)")
-    committed = json.loads(path.read_text())
-    assert committed["seeds"] == list(R.SEEDS[:len(committed["seeds"])]) and len(committed["seeds"]) >= 6
-    assert json.loads(json.dumps(analyse(n_boot=4000))) == committed
 
 
 def test_amendment_62_jobs_go_adapted_then_fresh_seed_by_seed_and_stop_at_its_clock():
@@ -171,7 +122,7 @@ def test_amendment_62s_predictions_are_the_matrices_it_names():
     """The plan's predicted half-widths at 6 / 10 seeds, each from the committed lr/10 AMC-like matrix it names
     (Amendments 55-58), on the questions of its split."""
     def hw(regime, a, b, split):
-        path = csv_path if split == "adapted" else R.heldout_x_path
+        path = csv_path if split == "adapted" else heldout_x_path
         df = pd.concat([pd.read_csv(path(small_lr.RUNS, regime, m, s), dtype={"question": str})
                         for m in (a, b) for s in range(10)])
         d = paired_matrix(df, regime, a, b, split).dropna().to_numpy()
@@ -241,7 +192,7 @@ def test_amendment_62_smoke_runs_both_splits_and_analyses(smoke, tmp_path, capsy
     n = [e["n_questions"] for e in res["entries"]]
     assert n[0] == n[1] == a.question.nunique() and n[2] == n[3] == h_questions(out)
     assert res["registered_checked"] == res["registered_reproduced"] == 2
-    h = pd.concat([pd.read_csv(R.heldout_x_path(out, SMALL_LR, m, s)) for s in (0, 1)
+    h = pd.concat([pd.read_csv(heldout_x_path(out, SMALL_LR, m, s)) for s in (0, 1)
                    for m in (COR_4X_LR10, COR_LR10)]).pivot_table("pass@1", ["seed", "question"], "method")
     assert res["entries"][3]["estimate"] == pytest.approx(100 * (h[COR_4X_LR10] - h[COR_LR10]).mean())
     t = {r["method"]: r for r in res["trade"]}
@@ -253,7 +204,7 @@ def test_amendment_62_smoke_runs_both_splits_and_analyses(smoke, tmp_path, capsy
 
 
 def h_questions(out) -> int:
-    return pd.read_csv(R.heldout_x_path(out, SMALL_LR, COR_4X_LR10, 0)).question.nunique()
+    return pd.read_csv(heldout_x_path(out, SMALL_LR, COR_4X_LR10, 0)).question.nunique()
 
 
 @pytest.mark.parametrize("regime", [SMALL_LR, small_lr.REGIME])

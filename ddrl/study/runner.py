@@ -11,6 +11,7 @@ per-run CSVs into ``results/stage1.json`` and ``results/claims.json`` is :mod:`d
     python -m ddrl.study --real-rollouts         # F1-F3, G1, E1, E2's inputs on SVAMP Codex samples (Amendment 18)
     python -m ddrl.study --analyse claims        # every claim's estimate, interval, verdict -> results/claims.json
     python -m ddrl.study --status                # CSVs written per stage and the measured worker time left
+    python -m ddrl.study status|analyse|run DESIGN   # a design of ddrl.study.designs.DESIGNS (plan amendments)
     python -m ddrl.study render-page             # docs/results.md from the committed analyses (make docs)
     python -m ddrl.study rerun DESIGN REGIME METHOD SEED [--steps K]   # recompute one committed run and compare
 
@@ -49,6 +50,7 @@ from ddrl.study.plan import (HELDOUT_X_AMENDMENTS, REAL, RESULTS, SCALES, SVAMP_
 from ddrl.study.jobs import run_real_rollouts_job
 from ddrl.study.rerun import main as rerun_main
 from ddrl.study.pool import run_jobs, status_counts
+from ddrl.study.designs import main as design_main
 from ddrl.study.page import main as render_page
 from ddrl.study.status import status_text
 
@@ -92,15 +94,20 @@ def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, re
 # ---------------------------------------------------------------------------------------------------------
 
 
+#: The subcommands of the designs' table (:mod:`ddrl.study.designs`): ``python -m ddrl.study run|status|analyse DESIGN``
+DESIGN_COMMANDS = ("run", "status", "analyse")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    subcommands = {"render-page": render_page, "rerun": rerun_main}  # beside the study's flags
-    if argv[:1] and argv[0] in subcommands:
-        return subcommands[argv[0]](argv[1:])
+    argv = list(sys.argv[1:] if argv is None else argv)
+    subcommands = {"render-page": render_page, "rerun": rerun_main, **{c: design_main for c in DESIGN_COMMANDS}}
+    if argv[:1] and argv[0] in subcommands:  # beside the registered stages' flags below
+        return subcommands[argv[0]](argv if argv[0] in DESIGN_COMMANDS else argv[1:])
     ap = argparse.ArgumentParser(prog="python -m ddrl.study", description=__doc__.split("\n\n")[0],
-                                 epilog="subcommands: render-page [--help] (docs/results.md from the committed analyses, "
-                                 "make docs); rerun DESIGN REGIME METHOD SEED [--steps K] (one committed run recomputed "
-                                 "and compared question by question)")
+                                 epilog="subcommands: run|status|analyse DESIGN (a design of ddrl.study.designs); "
+                                 "render-page [--help] (docs/results.md from the committed analyses, make docs); rerun "
+                                 "DESIGN REGIME METHOD SEED [--steps K] (one committed run recomputed and compared question "
+                                 "by question)")
     what = ap.add_mutually_exclusive_group(required=True)
     what.add_argument("--stage", type=int, choices=(1, 2), help="run a stage's jobs (resumable)")
     what.add_argument("--heldout-x", action="store_true", help=f"H1x (plan Amendments {HELDOUT_X_AMENDMENTS}): DDRL, no "

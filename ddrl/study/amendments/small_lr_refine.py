@@ -1,25 +1,9 @@
-"""COR's refinement size (R1) and COR's learning rate (K1, K2) at lr/10 in AMC-like (plan Amendment 56).
+"""COR keeping 4x the rollouts at a tenth of its rate at lr/10 (plan Amendment 62), and what the lr/10 COR designs
+share: the repeat check of cached DDRL runs (:func:`check_rows`) and the refusal of a seed whose DDRL run is not cached
+(:func:`refuse_untrained`). Amendments 56 (R1, K1, K2 from the cached RL-only weights of Amendment 55's DDRL runs,
+and the check: each cached DDRL run evaluated again into ``results/small_lr/refine_check/``) and 57 (the same runs on
+H1x's fresh questions) are ``refine_amc`` and ``refine_heldout_amc`` in :data:`ddrl.study.designs.DESIGNS`.
 
-Amendment 55 found DDRL's gain over TTRL at lr/10 in AMC-like to be COR's. Its ten DDRL runs, trained again, left
-their RL-only weights in the run cache, so two refinements of each cost one COR call, no RL: ``ddrl_cor4x`` (COR
-keeping 4x the rollouts, the registered R1 arm) and ``ddrl_cor_lr10`` (COR at 1e-6, Amendment 30's arm), both through
-the study's own jobs (:func:`ddrl.study.jobs.refined_rows`). The claims, all per seed and question in ``amc_like_small_lr``:
-
-- R1 = COR 4x - DDRL (the committed DDRL run: COR 1x after the same RL steps), the registered null claim;
-- K1 = COR at 1e-6 - BCS+DAE (Amendment 55's RL-only evaluation), K2 = DDRL - COR at 1e-6 (Amendment 30's claims).
-
-A check beside them, description only (``check``): each cached DDRL run (after COR) evaluated into
-``results/small_lr/refine_check/``, question by question against the committed DDRL CSV: did COR repeat too?
-
-Amendment 57 evaluates the same runs on H1x's 1,536 fresh AMC-like questions (``heldout``: the registered H1x job;
-COR 4x recomputed, its weights are not kept): H1x (DDRL - untrained), H1xC (DDRL - BCS+DAE), R1x (COR 4x - DDRL).
-
-    python -m ddrl.study.amendments.small_lr_refine run --workers 2     # seed by seed, refuses a seed whose DDRL run is not cached
-    python -m ddrl.study.amendments.small_lr_refine check --workers 2   # the ten re-evaluations
-    python -m ddrl.study.amendments.small_lr_refine status
-    python -m ddrl.study.amendments.small_lr_refine analyse --json results/small_lr/refine_amc.json
-    python -m ddrl.study.amendments.small_lr_refine heldout --workers 2            # Amendment 57, seed by seed to its clock
-    python -m ddrl.study.amendments.small_lr_refine analyse-heldout --json results/small_lr/refine_heldout_amc.json
     python -m ddrl.study.amendments.small_lr_refine gentle --workers 2             # Amendment 62: the adapted jobs, then the H1x jobs
     python -m ddrl.study.amendments.small_lr_refine gentle --regime math500_like_small_lr --workers 2   # then in MATH-500-like
     python -m ddrl.study.amendments.small_lr_refine analyse-gentle [--regime R]    # -> results/small_lr/cor4x_lr10_{amc,math500}.json
@@ -50,44 +34,18 @@ from ddrl.run.storage import cache_root, write_json
 from ddrl.study.amendments.small_lr import OUT, RUNS, add_run_arguments, seeds_line
 from ddrl.study.amendments.small_lr import REGIME as MATH500_SMALL_LR
 from ddrl.study.amendments.small_lr_cor import untrained
-from ddrl.study.analysis import claim_matrix, paired_matrix
-from ddrl.study.plan import (COR_4X, COR_4X_LR10, COR_LR10, HELDOUT_X, SAME_BASE, SCALES, SMALL_LR, Job, check_weights,
-                             csv_path, heldout_x_path)
+from ddrl.study.analysis import paired_matrix
+from ddrl.study.plan import (COR_4X, COR_4X_LR10, COR_LR10, HELDOUT_X, SCALES, SMALL_LR, Job, check_weights,
+                             csv_path)
 from ddrl.study.pool import run_jobs, status_counts
-from ddrl.report.tables import entry_cell
-from ddrl.study.amendments.wide import (amendment_cells, complete_seeds, cor_level_rows, held_level_rows, level_table, missing_seeds,
-                       predicted_text, read_csvs, reproduced_counts, run_levels, seeds_to_analyse, seeds_to_start,
-                       wide_entry)
+from ddrl.study.amendments.wide import (amendment_cells, level_table, missing_seeds,
+                       read_csvs, reproduced_counts, run_levels, seeds_to_analyse, seeds_to_start)
 
 AMENDMENT = 56
 REGIME = SMALL_LR
 SEEDS = tuple(range(10))  # the seeds whose DDRL run Amendment 55 trained again (their RL-only weights are cached)
-CUTOFF = "2026-12-03T09:00:00+00:00"  # no job of seeds 6-9 starts after it
-ARMS = (COR_4X, COR_LR10)
-#: claim -> (a, b, what): adapted pass@1 a - b per seed and question; R1 the registered claim, K1/K2 Amendment 30's
-CLAIMS = {"R1": (COR_4X, "ddrl", "COR keeping 4x the rollouts - DDRL (COR 1x)"),
-          "K1": (COR_LR10, "bcs_dae", "COR at lr 1e-6 - BCS+DAE (the RL-only weights)"),
-          "K2": ("ddrl", COR_LR10, "DDRL (COR at 1e-5) - COR at 1e-6")}
-#: Every method the analysis reads, in the levels' order
-METHODS = ("bcs_dae", COR_LR10, "ddrl", COR_4X)
-#: The plan's predicted half-widths at 10 seeds x 128 questions (R1: registered AMC-like R1, registered MATH-500-like
-#: R1, Amendment 55's lr/10 AMC-like A3; K1: that A3, Amendment 30's K1; K2: that A3, Amendment 30's K2)
-PREDICTED = {"R1": (0.20, 0.54, 1.87), "K1": (1.87, 0.76), "K2": (1.87, 2.09)}
 MARGIN = 1.0
-ANALYSIS = OUT / "refine_amc.json"
 CHECK = OUT / "refine_check"  # the check's CSVs (<CHECK>/<regime>/ddrl-seedNN.csv.gz)
-SECTION = "## COR's refinement size and learning rate at the small learning rate in AMC-like (plan Amendment 56)"
-#: Amendment 57: the methods evaluated on the fresh questions (the untrained ones are Amendment 48's, same key), its
-#: clock, claims (a, b, what: held-out pass@1 a - b; H1x, H1xC the registered claims, R1x ours, sign +1), predictions
-#: at 10 seeds x 1,536 (the Xeon build's lr/10 AMC-like H1x and H1xC matrices, Amendment 38), output and section
-HELDOUT_METHODS = ("no_adaptation", "bcs_dae", "ddrl", COR_4X)
-HELDOUT_CUTOFF = "2026-12-03T08:45:00+00:00"
-HELDOUT_CLAIMS = {"H1x": ("ddrl", "no_adaptation", "DDRL - untrained"),
-                  "H1xC": ("ddrl", "bcs_dae", "DDRL - BCS+DAE (COR's cost)"),
-                  "R1x": (COR_4X, "ddrl", "COR keeping 4x the rollouts - DDRL (COR 1x)")}
-HELDOUT_PREDICTED = {"H1x": 1.12, "H1xC": 0.49, "R1x": 0.49}
-HELDOUT_ANALYSIS = OUT / "refine_heldout_amc.json"
-HELDOUT_SECTION = "## Does COR's gain at the small learning rate in AMC-like hold on fresh questions? (plan Amendment 57)"
 #: Amendment 62: its regimes (AMC-like first) and clocks; its claims (id -> a, b, split, what: pass@1 a - b on the
 #: split; ours, sign +1); the runs each split's analysis reads, in the levels' order; COR's four settings (method ->
 #: kept multiple, learning rate); the predicted half-widths at 6 / 10 seeds from the committed matrices of the same
@@ -113,29 +71,6 @@ GENTLE_PREDICTED = {SMALL_LR: {"K1g": "0.42 / 0.36, 1.97 / 1.87", "R1g": "1.44 /
 GENTLE_ANALYSIS = {SMALL_LR: OUT / "cor4x_lr10_amc.json", MATH500_SMALL_LR: OUT / "cor4x_lr10_math500.json"}
 GENTLE_NAMES = {SMALL_LR: "AMC-like", MATH500_SMALL_LR: "MATH-500-like"}  # as its tables and figure name them
 GENTLE_SECTION = "## COR keeping 4x the rollouts at a tenth of its rate, at the small learning rate (plan Amendment 62)"
-
-
-def jobs(seeds: Sequence[int] = SEEDS, now: float | None = None) -> list[Job]:
-    """Seed by seed, COR 4x then COR at 1e-6; once the plan's clock has passed (``now``: epoch seconds) only the
-    seeds below :data:`~ddrl.study.amendments.wide.MIN_SEEDS`."""
-    return [Job(REGIME, s, (m,), f"{'R1' if m == COR_4X else 'K1'} lr/10 (A{AMENDMENT})")
-            for s in seeds_to_start(seeds, SEEDS, CUTOFF, now) for m in ARMS]
-
-
-def check_jobs(seeds: Sequence[int] = SEEDS) -> list[Job]:
-    """The check: each seed's DDRL run (after COR) evaluated, into :data:`CHECK` (never over the committed CSV)."""
-    return [Job(REGIME, s, ("ddrl",), f"COR repeat check (A{AMENDMENT})") for s in seeds]
-
-
-def heldout_jobs(seeds: Sequence[int] = SEEDS, now: float | None = None) -> list[Job]:
-    """Amendment 57, seed by seed: the registered H1x job of :data:`HELDOUT_METHODS`; once its clock has passed only
-    the seeds below :data:`~ddrl.study.amendments.wide.MIN_SEEDS`."""
-    return [Job(REGIME, s, HELDOUT_METHODS, "H1x") for s in seeds_to_start(seeds, SEEDS, HELDOUT_CUTOFF, now)]
-
-
-def heldout_missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS) -> list[int]:
-    """Seeds without every one of Amendment 57's held-out CSVs."""
-    return missing_seeds(Path(out) / HELDOUT_X, REGIME, HELDOUT_METHODS, seeds)
 
 
 def gentle_jobs(split: str, seeds: Sequence[int] = SEEDS, now: float | None = None, regime: str = REGIME) -> list[Job]:
@@ -235,7 +170,7 @@ def trade_figure(results: Sequence[dict]):
 #: Where each lr/10 regime's cached DDRL runs come from, for :func:`refuse_untrained`'s message: (the amendment that
 #: trained them, the command that trains them again)
 CACHED_BY = {SMALL_LR: (55, "python -m ddrl.study.amendments.small_lr_ablation run --design amc trains them, ~12 worker-minutes a seed"),
-             MATH500_SMALL_LR: (59, "python -m ddrl.study.amendments.refine_math500 run trains them, ~14 worker-minutes a seed")}
+             MATH500_SMALL_LR: (59, "python -m ddrl.study run refine_math500 trains them, ~14 worker-minutes a seed")}
 
 
 def refuse_untrained(seeds: Sequence[int], runs_root: str | Path, scale: str,
@@ -248,11 +183,6 @@ def refuse_untrained(seeds: Sequence[int], runs_root: str | Path, scale: str,
         by, how = CACHED_BY[regime]
         raise ValueError(f"{runs_root}: the DDRL runs of seeds {[s for _, s in gone]} in {regime} are not finished "
                          f"there; Amendment {amendment} uses Amendment {by}'s cached runs and trains none ({how})")
-
-
-def missing(out: str | Path = RUNS, seeds: Sequence[int] = SEEDS) -> list[int]:
-    """Seeds without every CSV the claims read (:data:`METHODS` in :data:`REGIME`)."""
-    return missing_seeds(out, REGIME, METHODS, seeds)
 
 
 def check_rows(out: str | Path, check: str | Path, seeds: Sequence[int], regime: str = REGIME,
@@ -276,93 +206,15 @@ def check_rows(out: str | Path, check: str | Path, seeds: Sequence[int], regime:
             "r1_against_reevaluated": float(100 * (cor4x - again.reindex(cor4x.index)).mean())}
 
 
-def analyse(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = SEEDS, now: float | None = None,
-            check: str | Path = CHECK) -> dict:
-    """R1, K1, K2 on :func:`ddrl.study.amendments.wide.seeds_to_analyse`'s seeds: ``entries`` (``claims.json``'s schema, with
-    ``half_width``; R1 by the registered claim and null rule, K1/K2 by Amendment 30's); descriptive, ``levels`` (each
-    method's mean adapted pass@1, the seeds below DDRL), ``cor_kept`` (mean kept rollouts per COR) and ``check``."""
-    done = seeds_to_analyse(seeds, complete_seeds(out, REGIME, METHODS), f"{out}: Amendment {AMENDMENT}", CUTOFF, now)
-    df = read_csvs(csv_path(out, REGIME, m, s) for m in METHODS for s in done)
-    entries = [wide_entry("R1", claim_matrix(df, "R1", REGIME), n_boot, REGIME, SAME_BASE[REGIME])]
-    entries += [amendment_entry(cid, REGIME, what, f"adapted pass@1, {what} [points]", a, b,
-                                paired_matrix(df, REGIME, a, b, "adapted").to_numpy(), MARGIN, n_boot)
-                for cid, (a, b, what) in CLAIMS.items() if cid != "R1"]
-    with_half_width(validate(entries, REGIME))
-    lv = level_table(run_levels(df), ("method",), reference="ddrl", sort=False)
-    kept = df[df.split == "adapted"].drop_duplicates(["method", "seed"]).groupby("method", sort=False)["cor_kept"]
-    return {"regime": REGIME, "seeds": list(done), "entries": entries, "levels": lv.to_dict(orient="records"),
-            "cor_kept": {m: float(kept.mean()[m]) for m in ("ddrl", *ARMS)}, "check": check_rows(out, check, done)}
-
-
-def markdown(res: dict, registered: Sequence[dict]) -> str:
-    """The table docs/results.md quotes: per claim the paper's number (R1: Table 6's AMC), the entry at the default lr
-    (R1's registered AMC-like one; none for K1/K2), this amendment's, its half-width beside the plan's predictions,
-    its verdict; then the levels."""
-    reg = {(e["id"], e["regime"]): e for e in registered}
-    rows = ["| claim (AMC-like, adapted pass@1, points) | paper (AMC) | default lr (registered) | **lr/10 (Amendment "
-            f"{AMENDMENT})** | half-width (predicted) | verdict |", "|---|---|---|---|---|---|"]
-    for e in res["entries"]:
-        b = reg.get((e["id"], SAME_BASE[REGIME]))
-        base = "-" if b is None else entry_cell(b)
-        paper = "n/a" if e["paper"] is None else f"{e['paper']:+.1f}"
-        rows.append(f"| {e['id']} {CLAIMS[e['id']][2]} | {paper} | {base} | "
-                    f"{amendment_cells(e, predicted_text(PREDICTED[e['id']]))}")
-    return "\n".join(rows + cor_level_rows(res["levels"], res["cor_kept"])) + "\n"
-
-
-def analyse_heldout(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = SEEDS,
-                    now: float | None = None) -> dict:
-    """Amendment 57 on :func:`ddrl.study.amendments.wide.seeds_to_analyse`'s seeds: ``entries`` (H1x, H1xC by the registered claims,
-    R1x by :func:`~ddrl.study.claims.amendment_entry`; ``half_width`` added); descriptive, ``levels`` (each method's mean
-    held-out pass@1, seeds below the untrained run) and how many recomputed adapted rows equal their committed CSVs."""
-    done = seeds_to_analyse(seeds, complete_seeds(Path(out) / HELDOUT_X, REGIME, HELDOUT_METHODS),
-                            f"{out}: Amendment 57", HELDOUT_CUTOFF, now)
-    df = read_csvs(heldout_x_path(out, REGIME, m, s) for m in HELDOUT_METHODS for s in done)
-    entries = [wide_entry(cid, claim_matrix(df, cid, REGIME), n_boot, REGIME, SAME_BASE[REGIME]) for cid in ("H1x", "H1xC")]
-    a, b, what = HELDOUT_CLAIMS["R1x"]
-    entries.append(amendment_entry("R1x", REGIME, what, f"held-out pass@1, {what} [points]", a, b,
-                                   paired_matrix(df, REGIME, a, b, HELDOUT_X).to_numpy(), MARGIN, n_boot))
-    lv = level_table(run_levels(df, HELDOUT_X), ("method",), sort=False)
-    return {"regime": REGIME, "seeds": list(done), "entries": with_half_width(validate(entries, REGIME)),
-            "levels": lv.to_dict(orient="records"), **reproduced_counts(df.drop_duplicates(["method", "seed"]))}
-
-
-def heldout_markdown(res: dict, registered: Sequence[dict]) -> str:
-    """Amendment 57's table as docs/results.md quotes it: per claim the registered entry at the default lr in AMC-like
-    (other seeds' runs; none for R1x), this amendment's, its half-width beside the plan's prediction, its verdict;
-    then the levels."""
-    reg = {(e["id"], e["regime"]): e for e in registered}
-    rows = ["| claim (held-out pass@1 on 1,536 fresh AMC-like questions, points) | default lr (registered) | "
-            "**lr/10 (Amendment 57)** | half-width (predicted) | verdict |", "|---|---|---|---|---|"]
-    for e in res["entries"]:
-        b = reg.get((e["id"], SAME_BASE[REGIME]))
-        base = "-" if b is None else entry_cell(b)
-        pred = f"{HELDOUT_PREDICTED[e['id']]:.2f}"
-        rows.append(f"| {e['id']} {HELDOUT_CLAIMS[e['id']][2]} | {base} | {amendment_cells(e, pred)}")
-    return "\n".join(rows + held_level_rows(res["levels"], "method (lr/10)")) + "\n"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.study.amendments.small_lr_refine", description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", choices=("run", "check", "heldout", "gentle", "status", "analyse", "analyse-heldout",
-                                     "analyse-gentle", "figure-gentle"))
-    add_run_arguments(ap, "run, check, heldout, gentle: seeds N-M (default: the plan's, 0-9)")
+    ap.add_argument("what", choices=("gentle", "status", "analyse-gentle", "figure-gentle"))
+    add_run_arguments(ap, "gentle: seeds N-M (default: the plan's, 0-9)")
     ap.add_argument("--regime", choices=sorted(GENTLE_CUTOFF), default=REGIME,
                     help="gentle, analyse-gentle: the regime")
     args = ap.parse_args(argv)
     seeds = SEEDS if args.seeds is None else tuple(s for s in SEEDS if s in set(args.seeds))
-    if args.what in ("run", "check", "heldout"):  # the measured base build; the cached DDRL runs only, never a new one
-        check_weights(scale=SCALES[args.scale])
-        root = args.runs_root or cache_root() / "runs"
-        refuse_untrained(seeds, root, args.scale, 57 if args.what == "heldout" else AMENDMENT)
-        todo, out, budget = {"run": (jobs(seeds), args.out, clock_budget(CUTOFF, args.budget_min)),
-                             "check": (check_jobs(seeds), CHECK, args.budget_min),
-                             "heldout": (heldout_jobs(seeds), args.out, clock_budget(HELDOUT_CUTOFF, args.budget_min)),
-                             }[args.what]
-        status = run_jobs(todo, SCALES[args.scale], out, root, budget, args.workers,
-                          desc=f"Amendment {57 if args.what == 'heldout' else AMENDMENT} {args.what}")
-        print(status_counts(status))
-    elif args.what == "gentle":  # Amendment 62: the adapted jobs first (the H1x jobs check their rows against them)
+    if args.what == "gentle":  # Amendment 62: the adapted jobs first (the H1x jobs check their rows against them)
         check_weights(scale=SCALES[args.scale])
         root = args.runs_root or cache_root() / "runs"
         refuse_untrained(seeds, root, args.scale, GENTLE, args.regime)
@@ -373,22 +225,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                                desc=f"Amendment {GENTLE} {args.regime} {split}")
         print(status_counts(status))
     elif args.what == "status":
-        print(seeds_line(f"Amendment {AMENDMENT} ({REGIME})", len(SEEDS), missing(args.out), CUTOFF))
-        print(seeds_line(f"Amendment 57 ({REGIME}, held-out)", len(SEEDS), heldout_missing(args.out),
-                         HELDOUT_CUTOFF))
         for regime, cutoff in GENTLE_CUTOFF.items():
             print(seeds_line(f"Amendment {GENTLE} ({regime}, both splits)", len(SEEDS),
                              gentle_missing(args.out, regime=regime), cutoff))
-    elif args.what == "analyse-heldout":
-        sys.stdout.write(write_json(args.json or HELDOUT_ANALYSIS, analyse_heldout(args.out)))
     elif args.what == "figure-gentle":  # docs/results/cor_trade.{png,pdf} from the committed analyses
         save_docs_figure(trade_figure([json.loads(p.read_text()) for p in GENTLE_ANALYSIS.values() if p.is_file()]),
                          "cor_trade")
     elif args.what == "analyse-gentle":
         sys.stdout.write(write_json(args.json or GENTLE_ANALYSIS[args.regime], analyse_gentle(args.out,
                                                                                              regime=args.regime)))
-    else:
-        sys.stdout.write(write_json(args.json or ANALYSIS, analyse(args.out)))
     return 0
 
 

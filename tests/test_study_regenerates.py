@@ -1,0 +1,199 @@
+"""Nothing lost (issue 82): every claim entry committed under ``results/`` is regenerated from the committed per-run
+CSVs by today's code, with the same estimate, interval and verdict.
+
+:data:`REGENERATE` names, for each committed analysis holding claim entries, the computation that writes it. The
+test walks the committed JSON, finds every entry (a dict with a ``verdict``) at its place, and compares it with the
+entry at the same place in the recomputed analysis. A committed analysis with entries that no row regenerates fails
+the coverage test, so a new results file cannot slip past unchecked. No training and no torch: reading CSVs and
+bootstrapping only."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from conftest import same_json
+
+from ddrl.run.storage import REPO
+
+RESULTS = REPO / "results"
+#: The fields an entry is compared on: the estimate and its interval to 1e-9 (a least-squares fit's last digits
+#: differ between CPU families' BLAS), the verdict and the sample sizes exactly.
+FLOATS = ("estimate", "ci_low", "ci_high", "half_width", "predicted")
+EXACT = ("id", "regime", "verdict", "n_seeds", "arm")
+
+
+def _claims(results: str) -> list[dict]:
+    from ddrl.study.analysis import analyse_claims
+    from ddrl.study.plan import load_regimes, regimes_path
+
+    root = RESULTS / results
+    return analyse_claims(root / "runs", load_regimes(regimes_path(root)))[0]
+
+
+def _drift(out: str, regime: str, drift_dir: str | None = None, exploratory: bool = False,
+           measure: str = "kl_late") -> list[dict]:
+    from ddrl.study import drift
+
+    return drift.analyse(REPO / out, regime, np.random.default_rng(0), REPO / drift_dir if drift_dir else None,
+                         exploratory=exploratory, measure=measure)
+
+
+def _drift_arms(out: str, regime: str, which: str) -> list[dict]:
+    from ddrl.study import drift
+
+    return drift.analyse_arms(REPO / out, regime, np.random.default_rng(0), which,
+                              drift.x3h_slope() if which in drift.PREDICTED_FROM_SLOPE else None)
+
+
+def _cor_alone(build: str, heldout: bool = False) -> dict:
+    from ddrl.study.amendments import cor_alone as K
+
+    d = K.DESIGNS[build]
+    if heldout:
+        return K.analyse_heldout(d.out, seeds=K.heldout_seeds(d), design=d)
+    return K.analyse(d.out, seeds=K.analysis_seeds(d.out, d), design=d)
+
+
+def _design(module: str, name: str, fn: str = "analyse", **kw):
+    """``module.fn(design=module.DESIGNS[name])``: the amendment modules that already hold a table of designs."""
+    import importlib
+
+    m = importlib.import_module(f"ddrl.study.amendments.{module}")
+    return getattr(m, fn)(design=m.DESIGNS[name], **kw)
+
+
+def _call(module: str, fn: str, **kw):
+    import importlib
+
+    return getattr(importlib.import_module(f"ddrl.study.amendments.{module}"), fn)(**kw)
+
+
+def _small_lr_claims() -> dict:
+    from ddrl.study.amendments import small_lr
+
+    return small_lr.analyse(seeds=json.loads((RESULTS / "small_lr" / "claims.json").read_text())["seeds"])
+
+
+def _table() -> dict:
+    """The designs of :data:`ddrl.study.designs.DESIGNS`: each analysis by the one generic computation."""
+    from ddrl.study import designs
+
+    return {d.analysis.relative_to(RESULTS).as_posix(): (lambda d=d: designs.analyse(d)) for d in designs.DESIGNS.values()}
+
+
+#: committed analysis (relative to results/) -> the computation that regenerates it from the committed CSVs
+TABLE = _table()
+REGENERATE = {
+    **TABLE,
+    "claims.json": lambda: _claims("."),
+    "replication_c49d/claims.json": lambda: _claims("replication_c49d"),
+    "replication_xeon/claims.json": lambda: _claims("replication_xeon"),
+    # H1x's drift (Amendments 21-25): X1-X4, held-out KL, the dose, method and penalty arms
+    "drift/amc_like_exploratory.json": lambda: _drift("results/runs", "amc_like", "results/drift/exploratory", True),
+    "drift/amc_like_gpu.json": lambda: _drift("results/drift/gpu", "amc_like"),
+    "drift/amc_like_cpu.json": lambda: _drift("results/drift/cpu", "amc_like"),
+    "drift/amc_like_exploratory_heldout_kl.json": lambda: _drift("results/runs", "amc_like", "results/drift/exploratory",
+                                                                 measure="kl_heldout"),
+    "drift/amc_like_cpu_heldout_kl.json": lambda: _drift("results/drift/cpu", "amc_like", measure="kl_heldout"),
+    "drift/amc_like_cpu_kl_dose.json": lambda: _drift_arms("results/drift/cpu", "amc_like", "dose"),
+    "drift/amc_like_gpu_methods.json": lambda: _drift_arms("results/drift/gpu_methods", "amc_like", "methods"),
+    "drift/amc_like_cpu_methods.json": lambda: _drift_arms("results/drift/cpu", "amc_like", "methods"),
+    "drift/math500_like_cpu_methods.json": lambda: _drift_arms("results/drift/cpu", "math500_like", "methods"),
+    "drift/amc_like_cpu_penalty.json": lambda: _drift_arms("results/drift/cpu", "amc_like", "penalty"),
+    "drift/math500_like_cpu_penalty.json": lambda: _drift_arms("results/drift/cpu", "math500_like", "penalty"),
+    # Amendments 26, 27: the wide regime
+    "wide/claims.json": lambda: _call("wide", "analyse"),
+    "wide/arms.json": lambda: _call("wide", "analyse_arms"),
+    # Amendments 28-33, 49-62: the small learning rate
+    "small_lr/claims.json": _small_lr_claims,
+    "small_lr/table1.json": lambda: _call("small_lr", "analyse_t1"),
+    "small_lr/table1_fixed.json": lambda: _call("small_lr", "analyse_t1f"),
+    "small_lr/table1_fixed_more.json": lambda: _call("small_lr", "analyse_t1f_more"),
+    "small_lr/ablation.json": lambda: _design("small_lr_ablation", "math500"),
+    "small_lr/ablation_amc.json": lambda: _design("small_lr_ablation", "amc"),
+    "small_lr/cor.json": lambda: _call("small_lr_cor", "analyse"),
+    "small_lr/heldout.json": lambda: _call("small_lr_cor", "analyse_heldout"),
+    "small_lr/extra_rl.json": lambda: _design("small_lr_extra_rl", "math500"),
+    "small_lr/extra_rl_amc.json": lambda: _design("small_lr_extra_rl", "amc"),
+    "small_lr/dynamics.json": lambda: _call("small_lr_dynamics", "analyse"),
+    "small_lr/etmr.json": lambda: _design("small_lr_etmr", "registered"),
+    "small_lr/etmr_amc.json": lambda: _design("small_lr_etmr", "registered_amc"),
+    "replication_xeon/small_lr_etmr.json": lambda: _design("small_lr_etmr", "xeon"),
+    "replication_xeon/small_lr_etmr_amc.json": lambda: _design("small_lr_etmr", "xeon_amc"),
+    "small_lr/etmr_heldout.json": lambda: _design("etmr_heldout", "registered"),
+    "small_lr/etmr_heldout_amc.json": lambda: _design("etmr_heldout", "registered_amc"),
+    "replication_xeon/etmr_heldout.json": lambda: _design("etmr_heldout", "xeon"),
+    "small_lr/cor4x_lr10_amc.json": lambda: _call("small_lr_refine", "analyse_gentle", regime="amc_like_small_lr"),
+    "small_lr/cor4x_lr10_math500.json": lambda: _call("small_lr_refine", "analyse_gentle",
+                                                      regime="math500_like_small_lr"),
+    # Amendments 34-38: COR alone on each build
+    "cor_alone/adapted.json": lambda: _cor_alone("registered"),
+    "cor_alone/heldout.json": lambda: _cor_alone("registered", heldout=True),
+    "replication_c49d/cor_alone.json": lambda: _cor_alone("c49d"),
+    "replication_xeon/cor_alone.json": lambda: _cor_alone("xeon"),
+    "replication_xeon/cor_alone_heldout.json": lambda: _cor_alone("xeon", heldout=True),
+    # Amendments 39-41: the learning rate on the Xeon build
+    "replication_xeon/lr_heldout.json": lambda: _call("lr_heldout", "analyse"),
+    "replication_xeon/lr_curve.json": lambda: _call("lr_curve", "analyse"),
+    "replication_xeon/lr_drift.json": lambda: _call("lr_drift", "analyse"),
+    "replication_xeon/cor_alone_drift.json": lambda: _call("lr_drift", "analyse_cor"),
+}
+
+#: The number of claim entries committed before issue 82 (results/**/*.json, every dict with a ``verdict``).
+COMMITTED_ENTRIES = 297
+
+
+def entries(obj, where: tuple = ()) -> dict[tuple, dict]:
+    """Every claim entry (a dict with a ``verdict``) in a JSON value, by its place (keys and list positions)."""
+    if isinstance(obj, dict):
+        if "verdict" in obj:
+            return {where: obj}
+        return {k: v for key, sub in obj.items() for k, v in entries(sub, where + (key,)).items()}
+    if isinstance(obj, list):
+        return {k: v for i, sub in enumerate(obj) for k, v in entries(sub, where + (i,)).items()}
+    return {}
+
+
+def committed_analyses() -> dict[str, dict[tuple, dict]]:
+    """Each committed JSON under results/ that holds claim entries (not the per-run KL files or base builds)."""
+    out = {}
+    for p in sorted(RESULTS.rglob("*.json")):
+        if "base_models" in p.parts or p.name.endswith("-kl.json"):
+            continue
+        got = entries(json.loads(p.read_text()))
+        if got:
+            out[p.relative_to(RESULTS).as_posix()] = got
+    return out
+
+
+def differences(got: dict[tuple, dict], want: dict[tuple, dict]) -> list[str]:
+    """What differs between recomputed and committed entries: a missing or extra place, an exact field, a float."""
+    diffs = [f"{w}: not regenerated" for w in want if w not in got] + [f"{g}: new" for g in got if g not in want]
+    for w, e in want.items():
+        g = got.get(w)
+        if g is None:
+            continue
+        diffs += [f"{w} {e.get('id')} {k}: {g.get(k)!r} != {e[k]!r}" for k in EXACT if k in e and g.get(k) != e[k]]
+        diffs += [f"{w} {e.get('id')} {k}: {g.get(k)!r} != {e[k]!r}" for k in FLOATS
+                  if isinstance(e.get(k), float) and not (g.get(k) == pytest.approx(e[k], rel=1e-9, abs=1e-9, nan_ok=True))]
+    return diffs
+
+
+def test_every_committed_entry_has_a_regeneration_and_they_are_all_counted():
+    committed = committed_analyses()
+    assert sorted(set(committed) - set(REGENERATE)) == [], "committed claim entries no row of REGENERATE recomputes"
+    assert sorted(set(REGENERATE) - set(committed)) == [], "a REGENERATE row names no committed analysis"
+    assert sum(map(len, committed.values())) == COMMITTED_ENTRIES
+
+
+@pytest.mark.parametrize("name", sorted(REGENERATE))
+def test_committed_entries_regenerate_from_the_committed_csvs(name):
+    """Every entry on estimate, interval, verdict and sample sizes; a design of the table on its whole analysis too
+    (levels, reproduced counts, checks: what the results page quotes beside the entries)."""
+    committed = json.loads((RESULTS / name).read_text())
+    got = json.loads(json.dumps(REGENERATE[name]()))
+    assert differences(entries(got), entries(committed)) == []
+    if name in TABLE:
+        assert same_json(got, committed)
