@@ -19,7 +19,7 @@ export TOKENIZERS_PARALLELISM ?= false
 export HF_HUB_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: install publish install-verl lock lock-verl test test-fast test-e2e test-slow test-browser test-verl reproduce smoke figures docs clean
+.PHONY: install publish install-verl lock lock-verl test test-study test-fast test-e2e test-slow test-browser test-verl reproduce smoke figures docs clean
 
 # JupyterLab opens the paired notebooks/NN_*.py as notebooks (jupytext's "Jupytext Notebook" viewer), set as an
 # override of this environment only (ddrl/run/labsettings.py); the pairing itself is jupytext.toml's.
@@ -68,15 +68,20 @@ lock:
 TEST_WORKERS ?= 2
 XDIST = $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile)
 test: $(STAMP)
-	$(PY) -m pytest -q $(XDIST) -m "not slow and not browser and not e2e" $(PYTEST_ARGS)
+	$(PY) -m pytest -q $(XDIST) -m "not slow and not browser and not e2e and not regenerate" $(PYTEST_ARGS)
 
 test-fast: test
 
 test-e2e: $(STAMP)
 	$(PY) -m pytest -q -m e2e $(PYTEST_ARGS)
 
+# Nothing lost: every claim entry committed under results/ recomputed from the committed per-run CSVs and compared
+# (tests/test_study_regenerates.py; no training, but ~1 M CSV rows and 4,000-draw bootstraps: tens of minutes).
+test-study: $(STAMP)
+	$(PY) -m pytest -q $(XDIST) -m regenerate $(PYTEST_ARGS)
+
 test-slow: $(STAMP)
-	$(PY) -m pytest -q $(XDIST) -m "(slow or e2e) and not browser" $(PYTEST_ARGS)
+	$(PY) -m pytest -q $(XDIST) -m "(slow or e2e) and not browser and not regenerate" $(PYTEST_ARGS)
 
 # JupyterLab in a real browser (tests/test_browser.py): Debian's Chromium (apt, never a Playwright download)
 # and the `browser` extra (playwright). Screenshots land in outputs/browser/.

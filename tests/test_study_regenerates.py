@@ -188,6 +188,7 @@ def test_every_committed_entry_has_a_regeneration_and_they_are_all_counted():
     assert sum(map(len, committed.values())) == COMMITTED_ENTRIES
 
 
+@pytest.mark.regenerate
 @pytest.mark.parametrize("name", sorted(REGENERATE))
 def test_committed_entries_regenerate_from_the_committed_csvs(name):
     """Every entry on estimate, interval, verdict and sample sizes; a design of the table on its whole analysis too

@@ -13,6 +13,7 @@ Where files live and how they are written durably is :mod:`ddrl.run.storage`.
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import hashlib
 import io
@@ -145,7 +146,6 @@ class _PlainUnpickler(pickle.Unpickler):
     ``builtins.eval``, ...) is refused instead of run: digests stop corruption, this stops a planted payload."""
 
     def find_class(self, module: str, name: str) -> Any:
-        import dataclasses
 
         ok = ((module == "builtins" and name in _SAFE_BUILTINS)
               or (module == "collections" and name in ("OrderedDict", "defaultdict", "Counter", "deque"))

@@ -3,6 +3,7 @@
 - :mod:`ddrl.study.claims`    the claims, ``results/claims.json``'s schema, the scorecard
 - :mod:`ddrl.study.regimes`   testbed settings that stand for the paper's benchmarks
 - :mod:`ddrl.study.plan`      the registered design: methods, comparisons, scales, where each CSV goes
+- :mod:`ddrl.study.designs`   the plan's amendments as rows of one table, one generic runner (``run|status|analyse``)
 - :mod:`ddrl.study.jobs`      one job (regime x seed x methods): train, evaluate, write the per-run CSVs
 - :mod:`ddrl.study.pool`      the jobs through the pool of single-thread workers
 - :mod:`ddrl.study.analysis`  the CSVs read back, paired differences, verdicts

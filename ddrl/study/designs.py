@@ -38,6 +38,8 @@ from ddrl.study.analysis import claim_matrix, paired_matrix, rl_divergence
 from ddrl.study import claims
 from ddrl.study.claims import amendment_entry, validate, with_half_width
 from ddrl.study.amendments.small_lr import REGIME as MATH500_SMALL_LR
+from ddrl.study.amendments.small_lr_cor import untrained
+from ddrl.study.amendments.small_lr_refine import check_rows, refuse_untrained
 from ddrl.study.plan import (RESULTS, COR_4X, COR_LR10, HELDOUT_X, SAME_BASE, SCALES, SMALL_LR, Job,
                              check_weights, csv_path, heldout_x_path)
 from ddrl.study.pool import run_jobs, status_counts
@@ -182,8 +184,6 @@ def _reproduced_by_method(d: Design, df: pd.DataFrame, out: Path, done: Sequence
 def _heldout_check(d: Design, df: pd.DataFrame, out: Path, done: Sequence[int]) -> dict:
     """The repeat check on the fresh questions: each cached DDRL run evaluated again into :data:`CHECK`
     (:func:`ddrl.study.amendments.small_lr_refine.check_rows`)."""
-    from ddrl.study.amendments.small_lr_refine import check_rows
-
     return {"check": check_rows(out, CHECK, done, d.regime, HELDOUT_X)}
 
 
@@ -201,8 +201,6 @@ def retrain_check(out: str | Path, check: str | Path, seeds: Sequence[int], regi
     description (:func:`ddrl.study.amendments.small_lr_refine.check_rows`: questions and whole seeds whose re-evaluated
     DDRL pass@1 equals the committed CSV's, R1 against the re-evaluated runs) and each retrained run's first RL step off
     the committed trajectory (``diverged_at``, -1: none; :func:`ddrl.study.analysis.rl_divergence`)."""
-    from ddrl.study.amendments.small_lr_refine import check_rows
-
     rows = check_rows(out, check, seeds, regime)
     if rows is None:
         return None
@@ -218,8 +216,6 @@ def _retrain_check(d: Design, df: pd.DataFrame, out: Path, done: Sequence[int]) 
 
 def _reeval_check(d: Design, df: pd.DataFrame, out: Path, done: Sequence[int]) -> dict:
     """The repeat check of cached DDRL runs evaluated again (:func:`ddrl.study.amendments.small_lr_refine.check_rows`)."""
-    from ddrl.study.amendments.small_lr_refine import check_rows
-
     return {"check": check_rows(out, CHECK, done, d.regime)}
 
 
@@ -329,8 +325,6 @@ def committed_table(name: str) -> str:
 def run(d: Design, args: argparse.Namespace) -> str:
     """The design's jobs on the measured base build, to its clock; a design reading the cached DDRL runs refuses a
     seed without one before any job (it must not train one anew)."""
-    from ddrl.study.amendments.small_lr_refine import refuse_untrained
-
     seeds = d.seeds if args.seeds is None else tuple(s for s in d.seeds if s in set(args.seeds))
     check_weights(scale=SCALES[args.scale])
     root = args.runs_root or cache_root() / "runs"
@@ -339,7 +333,6 @@ def run(d: Design, args: argparse.Namespace) -> str:
     status = run_jobs(jobs(d, seeds), SCALES[args.scale], args.out, root, clock_budget(d.cutoff, args.budget_min),
                       args.workers, desc=f"{d.tag} run")
     if {"retrain_check", "reeval_check"} & set(d.measures):  # each DDRL run evaluated again (finished ones: none trains)
-        from ddrl.study.amendments.small_lr_cor import untrained
 
         gone = {s for _, s in untrained(seeds, root, args.scale, d.regime, ("ddrl",))}
         status += run_jobs([Job(d.regime, s, ("ddrl",), f"COR repeat check (A{d.amendment})") for s in seeds
