@@ -308,13 +308,15 @@ def _current(path: Path) -> bool:
 
 def _intact(path: Path, preset: str, cfg: PretrainConfig, warn: bool = True) -> bool:
     """Whether a finished build's weight files are the bytes it was made with: the sha256s its ``testbed.json``
-    recorded when it was pretrained, or the committed reference build's when it was installed from one. A build
+    recorded when it was pretrained, or the committed reference build's when it was installed from one (its
+    ``testbed.json`` is the reference's). A build
     whose weights differ (a flipped bit, a file copied over) is not used: with ``warn``, a one-line warning names it
-    and :func:`build` makes it again. A build pretrained before its weights were recorded, with no reference build,
-    has nothing to be checked against and is used as it is."""
-    want = read_meta(path).get("weights")
-    if want is None and (reference := reference_build(preset, cfg)) is not None:
-        want = reference[1]
+    and :func:`build` makes it again. A build pretrained before its weights were recorded (another CPU's bits, by
+    design) has nothing to be checked against and is used as it is."""
+    meta = read_meta(path)
+    want = meta.get("weights")
+    if want is None and (reference := reference_build(preset, cfg)) is not None and read_meta(reference[0]) == meta:
+        want = reference[1]  # installed from the committed reference build (its testbed.json is that build's)
     if want is None:
         return True
     got = weight_sha256s(path)
