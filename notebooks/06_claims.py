@@ -474,31 +474,31 @@ display(Markdown(committed_markdown(cor_path, small_lr_cor.markdown, 30, "python
 # with COR at a tenth of its rate beside it: each arm is one COR call from each seed's cached RL-only weights.
 
 # %%
-from ddrl.study import designs as D
+from ddrl.study import designs
 from ddrl.study.amendments import small_lr_refine
 
-display(Markdown(D.committed_table("refine_amc")))
+display(Markdown(designs.committed_table("refine_amc")))
 
 # %% [markdown]
 # R1 in the paper's own setting for Table 6, MATH-500-like at lr/10: each seed's DDRL run is trained again (a check
 # compares it with the committed run) and refined keeping four times the rollouts.
 
 # %%
-display(Markdown(D.committed_table("refine_math500")))
+display(Markdown(designs.committed_table("refine_math500")))
 
 # %% [markdown]
 # Does the larger refinement's extra gain hold on questions the model did not adapt on? R1x: COR 4x - DDRL on the
 # 1,536 fresh MATH-500-like questions, beside AMC-like's.
 
 # %%
-display(Markdown(D.committed_table("refine_heldout_math500")))
+display(Markdown(designs.committed_table("refine_heldout_math500")))
 
 # %% [markdown]
 # And a gentler COR on fresh questions: K1x (COR at a tenth of its rate - the RL-only weights) and K2x (DDRL's COR
 # at the full rate - the gentle one), beside AMC-like's.
 
 # %%
-display(Markdown(D.committed_table("cor_lr10_heldout_math500")))
+display(Markdown(designs.committed_table("cor_lr10_heldout_math500")))
 
 # %% [markdown]
 # The four corners of COR's size x rate square, on the adapted questions and on the fresh ones: K1g / K1gx (COR 4x at
@@ -522,14 +522,14 @@ if gentle_done:
 # DDRL - BCS+DAE), R1x (COR 4x - DDRL).
 
 # %%
-display(Markdown(D.committed_table("refine_heldout_amc")))
+display(Markdown(designs.committed_table("refine_heldout_amc")))
 
 # %% [markdown]
 # TTRL beside DDRL on the same fresh AMC-like questions, and COR at a tenth of its rate: H1xT (TTRL - untrained), H1xD
 # (DDRL - TTRL), H1xR (BCS+DAE - TTRL), K1x and K2x.
 
 # %%
-display(Markdown(D.committed_table("ttrl_heldout_amc")))
+display(Markdown(designs.committed_table("ttrl_heldout_amc")))
 
 # %% [markdown]
 # The same in MATH-500-like at lr/10: TTRL, DDRL and DDRL's RL-only weights on the fresh questions, beside the
