@@ -329,10 +329,12 @@ def _committed(name: str) -> dict:
     return committed_json(K.OUT / name, f"python -m ddrl.study.amendments.cor_alone analyse ... --json {K.OUT / name}")
 
 
+@pytest.mark.regenerate  # the committed analysis recomputed: make test-study (test_study_regenerates.py covers it too)
 def test_committed_adapted_analysis_recomputes_from_the_committed_csvs():
     assert json.loads(json.dumps(K.analyse(n_boot=4000))) == _committed("adapted.json")
 
 
+@pytest.mark.regenerate  # the committed analysis recomputed: make test-study (test_study_regenerates.py covers it too)
 def test_committed_heldout_analysis_recomputes_from_the_committed_csvs():
     assert json.loads(json.dumps(K.analyse_heldout(n_boot=4000))) == _committed("heldout.json")
 
@@ -342,6 +344,7 @@ def _committed_other(build: str) -> dict:
     return committed_json(path, f"python -m ddrl.study.amendments.cor_alone analyse --build {build} --json {path}")
 
 
+@pytest.mark.regenerate  # the committed analysis recomputed: make test-study (test_study_regenerates.py covers it too)
 @pytest.mark.parametrize("build", ["c49d", "xeon"])
 def test_committed_other_build_analysis_recomputes_from_the_committed_csvs(build):
     """Amendments 35 and 36: each analysis equals a recomputation from the committed CSVs, on the seeds it names
@@ -352,6 +355,7 @@ def test_committed_other_build_analysis_recomputes_from_the_committed_csvs(build
     assert json.loads(json.dumps(got)) == res
 
 
+@pytest.mark.regenerate  # the committed analysis recomputed: make test-study (test_study_regenerates.py covers it too)
 def test_committed_amendment_38_analysis_recomputes():
     """Amendment 38's held-out analysis equals a recomputation from the committed CSVs (every reloaded lr/10 run's
     adapted rows equal its committed CSV; the untrained model and COR alone computed at lr/10 equal AMC-like's), and

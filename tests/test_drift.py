@@ -184,6 +184,7 @@ def test_smoke_run_export_and_analyse_end_to_end(tmp_path):
     ("amc_like_exploratory_heldout_kl", "results/runs", "results/drift/exploratory", False, "kl_heldout"),
     ("amc_like_cpu_heldout_kl", "results/drift/cpu", None, False, "kl_heldout"),
 ])
+@pytest.mark.regenerate  # the committed analysis recomputed: make test-study (test_study_regenerates.py covers it too)
 def test_committed_drift_results_recompute_from_the_committed_csvs(name, out, drift_dir, exploratory, measure):
     path = REPO / "results" / "drift" / f"{name}.json"
     if not path.is_file():
@@ -350,6 +351,7 @@ def test_penalty_arms_compare_each_method_with_itself_and_register_the_adapted_d
                                                ("math500_like_cpu_methods", "results/drift/cpu", "methods"),
                                                ("amc_like_cpu_penalty", "results/drift/cpu", "penalty"),
                                                ("math500_like_cpu_penalty", "results/drift/cpu", "penalty")])
+@pytest.mark.regenerate  # the committed analysis recomputed: make test-study (test_study_regenerates.py covers it too)
 def test_committed_arm_results_recompute_from_the_committed_csvs(name, out, which):
     """Amendments 22 (dose), 23 (methods; its GPU arm apart), 24 (methods in MATH-500-like) and 25 (penalty, each
     regime apart) from the committed CSVs and held-out KLs."""

@@ -129,6 +129,7 @@ def test_the_amc_like_design_follows_amendment_46s_runs(smoke, tmp_path):
     assert H.jobs(AMC) == [Job(SMALL_LR, s, ("etmr",), "H1x") for s in AMC.complete()]
 
 
+@pytest.mark.regenerate  # the committed analysis recomputed: make test-study (test_study_regenerates.py covers it too)
 def test_committed_analyses_recompute():
     for design in H.DESIGNS.values():
         if not design.analysis.is_file():

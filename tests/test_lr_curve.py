@@ -130,6 +130,7 @@ def test_the_regime_changes_only_the_learning_rate():
         amc.num_ops, amc.n_adapted, amc.n_heldout, amc.episodes, amc.overrides)
 
 
+@pytest.mark.regenerate  # the committed analysis recomputed: make test-study (test_study_regenerates.py covers it too)
 def test_committed_analysis_recomputes_from_the_committed_files():
     path = C.XEON / "lr_curve.json"
     res = committed_json(path, f"python -m ddrl.study.amendments.lr_curve analyse --json {path}")

@@ -93,6 +93,7 @@ def test_the_clock_refuses_measurements_after_it(monkeypatch, tmp_path):
         W.measure(W.DEFAULT, tmp_path)
 
 
+@pytest.mark.regenerate  # the committed analysis recomputed: make test-study (test_study_regenerates.py covers it too)
 def test_committed_analysis_recomputes_from_the_committed_files():
     path = W.XEON / "lr_drift.json"
     res = committed_json(path, f"python -m ddrl.study.amendments.lr_drift analyse --json {path}")
@@ -153,6 +154,7 @@ def test_cor_alone_recomputed_equals_the_studys_cor_alone_on_the_tiny_testbed(tm
     assert a["adapted_reproduced"] and a == b and a["kl"] > 0 and a["n_samples"] == 8
 
 
+@pytest.mark.regenerate  # the committed analysis recomputed: make test-study (test_study_regenerates.py covers it too)
 def test_committed_cor_alone_analysis_recomputes():
     path = W.XEON / "cor_alone_drift.json"
     res = committed_json(path, f"python -m ddrl.study.amendments.lr_drift analyse --cor-alone --json {path}")

@@ -49,6 +49,7 @@ def test_analysis_refuses_incomplete_seeds(tmp_path):
         L.analyse(tmp_path)
 
 
+@pytest.mark.regenerate  # the committed analysis recomputed: make test-study (test_study_regenerates.py covers it too)
 def test_committed_analysis_recomputes_from_the_committed_csvs():
     """Amendment 39's analysis equals a recomputation from the committed CSVs on the seeds it names (those complete by
     its clock), and every retrained default-lr run reproduces Amendment 5's adapted rows."""

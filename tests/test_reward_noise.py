@@ -114,6 +114,7 @@ def test_description_pools_the_testbed_and_keeps_a_real_llm_apart():
     assert "N2 not computed" in said and "**svamp_codex**: " in said
 
 
+@pytest.mark.regenerate  # the committed analysis recomputed: make test-study (test_study_regenerates.py covers it too)
 def test_the_committed_n1_n2_entries_recompute_from_the_committed_answer_groups():
     """results/claims.json's N1 and N2 (plan Amendment 63) are what the committed answer groups give under this
     code."""

@@ -245,6 +245,7 @@ def test_levels_count_the_seeds_below_their_own_untrained_run():
     assert lv.loc["ttrl", "pass1"] == pytest.approx(40.0) and lv.loc["ttrl", "n_seeds"] == 3
 
 
+@pytest.mark.regenerate  # the committed analysis recomputed: make test-study (test_study_regenerates.py covers it too)
 def test_committed_entries_recompute_from_the_committed_csvs():
     path = small_lr.OUT / "claims.json"
     if not path.is_file():
@@ -288,6 +289,7 @@ def test_the_plans_predicted_half_widths_are_the_registered_components():
     ("table1_fixed_more.json", "--table1-fixed-more", small_lr.analyse_t1f_more,  # 51
      {"seeds": list(small_lr.T1F_MORE_SEEDS), "seen": list(small_lr.T1F_SEEDS)})),
     ids=("amendment49", "amendment50", "amendment51"))
+@pytest.mark.regenerate  # the committed analysis recomputed: make test-study (test_study_regenerates.py covers it too)
 def test_committed_table1_analyses_recompute_from_the_committed_csvs(name, flag, analyse, seeds):
     path = small_lr.OUT / name
     if not path.is_file():
@@ -398,6 +400,7 @@ def test_a_design_with_a_clock_runs_and_reads_its_seeds_only_by_the_plan(tmp_pat
         x.analysed_seeds(tmp_path, (0,), x.MATH500)
 
 
+@pytest.mark.regenerate  # the committed analysis recomputed: make test-study (test_study_regenerates.py covers it too)
 @pytest.mark.parametrize("name", ["math500", "amc"])
 def test_committed_extra_rl_analysis_recomputes(name):
     """Amendments 52's and 53's committed analyses are what the code computes from the committed CSVs."""

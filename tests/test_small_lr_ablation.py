@@ -159,6 +159,7 @@ def test_amendment_55s_predicted_half_widths_are_the_measured_components():
         assert f"{n} seeds**: A1 {a1}, A2 {a2}, A3 {a3}" in section
 
 
+@pytest.mark.regenerate  # the committed analysis recomputed: make test-study (test_study_regenerates.py covers it too)
 @pytest.mark.parametrize("name", ["math500", "amc"])
 def test_committed_ablation_recomputes(name):
     """Amendments 29's and 55's committed analyses are what the code computes from the committed CSVs (the plan's

@@ -163,11 +163,13 @@ def _committed(name: str) -> dict:
     return committed_json(small_lr.OUT / name, f"python -m ddrl.study.amendments.small_lr_cor analyse ... --json {small_lr.OUT / name}")
 
 
+@pytest.mark.regenerate  # the committed analysis recomputed: make test-study (test_study_regenerates.py covers it too)
 def test_committed_cor_analysis_recomputes_from_the_committed_csvs():
     committed = _committed("cor.json")
     assert json.loads(json.dumps(K.analyse(n_boot=4000))) == committed
 
 
+@pytest.mark.regenerate  # the committed analysis recomputed: make test-study (test_study_regenerates.py covers it too)
 def test_committed_heldout_analysis_recomputes_from_the_committed_csvs():
     committed = _committed("heldout.json")
     assert json.loads(json.dumps(K.analyse_heldout(n_boot=4000))) == committed

@@ -191,6 +191,7 @@ def test_the_plans_predicted_half_widths_are_the_measured_components():
             assert f"**{cid}** {first} vs {second}" in section, (design.amendment, cid)
 
 
+@pytest.mark.regenerate  # the committed analysis recomputed: make test-study (test_study_regenerates.py covers it too)
 def test_committed_analyses_recompute_from_the_committed_csvs():
     for design in E.DESIGNS.values():
         if not design.analysis.is_file():

@@ -207,6 +207,7 @@ def h_questions(out) -> int:
     return pd.read_csv(heldout_x_path(out, SMALL_LR, COR_4X_LR10, 0)).question.nunique()
 
 
+@pytest.mark.regenerate  # the committed analysis recomputed: make test-study (test_study_regenerates.py covers it too)
 @pytest.mark.parametrize("regime", [SMALL_LR, small_lr.REGIME])
 def test_committed_amendment_62_analyses_recompute(regime):
     """Each regime's committed Amendment 62 analysis is what the code computes from the committed CSVs (every seed

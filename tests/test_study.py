@@ -394,6 +394,7 @@ def test_a_spent_budget_starts_no_job(tmp_path, monkeypatch):
         study.run_jobs(jobs, SMOKE, tmp_path / "runs", budget_min=0)
 
 
+@pytest.mark.slow  # kills a study mid-run and resumes it (minutes): make test-slow, CI when time allows
 def test_a_killed_study_resumes_without_retraining(tmp_path):
     """SIGKILL the CLI (parent and workers) once a first run has finished; the rerun keeps it (not retrained)
     and writes every CSV."""

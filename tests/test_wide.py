@@ -137,6 +137,7 @@ def test_committed_csvs_are_the_registered_configuration_on_their_device(monkeyp
         assert set(df.key) == {want} and df.question.nunique() == 768, p.name
 
 
+@pytest.mark.regenerate  # the committed analysis recomputed: make test-study (test_study_regenerates.py covers it too)
 def test_committed_entries_recompute_from_the_committed_csvs():
     path = wide.OUT / "claims.json"
     if not path.is_file():
@@ -151,6 +152,7 @@ def test_committed_entries_recompute_from_the_committed_csvs():
                 assert g[f] == pytest.approx(w[f], abs=1e-9), (k, g["id"], f)
 
 
+@pytest.mark.regenerate  # the committed analysis recomputed: make test-study (test_study_regenerates.py covers it too)
 def test_committed_arm_entries_recompute_from_the_committed_csvs():
     path = wide.OUT / "arms.json"
     if not path.is_file():
