@@ -305,12 +305,7 @@ class RunDir:
                  "state": state},
                 tmp / "trainer.pt",
             )
-            write_digests(tmp)
-            fsync_dir(tmp)
-            if final.exists():
-                shutil.rmtree(final)
-            os.replace(tmp, final)
-            fsync_dir(self.ckpt_dir)
+            _seal_into_place(tmp, final)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         for old in self.ckpt_dir.iterdir():
@@ -354,12 +349,7 @@ class RunDir:
                     with open(f, "rb") as fh:
                         os.fsync(fh.fileno())
             self._write_json(tmp / "result.json", result)
-            write_digests(tmp)
-            fsync_dir(tmp)
-            if self.final_dir.exists():
-                shutil.rmtree(self.final_dir)
-            os.replace(tmp, self.final_dir)
-            fsync_dir(self.path)
+            _seal_into_place(tmp, self.final_dir)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(self.ckpt_dir, ignore_errors=True)
@@ -372,12 +362,7 @@ class RunDir:
         tmp.mkdir(parents=True)
         try:
             durable_torch_save(trainable_state_dict(model), tmp / "trainable.pt")
-            write_digests(tmp)
-            fsync_dir(tmp)
-            if d.exists():
-                shutil.rmtree(d)
-            os.replace(tmp, d)
-            fsync_dir(self.path)
+            _seal_into_place(tmp, d)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         return d
@@ -414,6 +399,18 @@ class RunDir:
 def _metrics_line(row: dict) -> str:
     """One ``metrics.jsonl`` line: the row with the sha256 of its own text (:func:`json_with_digest`)."""
     return json_with_digest(row, allow_nan=True) + "\n"
+
+
+def _seal_into_place(tmp: Path, dest: Path) -> None:
+    """The one way a finished folder (a checkpoint, ``final/``, a weights snapshot) replaces ``dest``: its
+    ``digests.json`` written (:func:`write_digests`), the folder fsynced, then renamed over ``dest`` and the parent
+    fsynced, so a reader sees the old folder or the whole new one, never a half."""
+    write_digests(tmp)
+    fsync_dir(tmp)
+    if dest.exists():
+        shutil.rmtree(dest)
+    os.replace(tmp, dest)
+    fsync_dir(dest.parent)
 
 
 def write_digests(folder: Path) -> None:
