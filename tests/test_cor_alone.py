@@ -132,6 +132,7 @@ def smoke(tmp_path_factory):
     return out, runs, common
 
 
+@pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
 def test_smoke_runs_cor_from_the_untrained_model_and_reloads(smoke):
     out, runs, _ = smoke
     for r in SMOKE_SEEDS:
@@ -147,6 +148,7 @@ def test_smoke_runs_cor_from_the_untrained_model_and_reloads(smoke):
         K.analyse_heldout(out, n_boot=200, seeds={"amc_like": (0, 1), "aime_like": (0, 1, 2)})
 
 
+@pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
 def test_smoke_analysis_tables_and_figure(smoke, capsys):
     out, _, _ = smoke
     res = K.analyse(out, n_boot=200, seeds=SMOKE_SEEDS)
@@ -181,6 +183,7 @@ def test_smoke_analysis_tables_and_figure(smoke, capsys):
     assert "Amendment 34 (aime_like, held-out): 2 of 6 seeds complete" in printed
 
 
+@pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
 def test_smoke_second_build_design_reads_its_own_regime_and_matches_the_registered_computation(smoke, capsys):
     """Amendment 35 on the smoke scale: the untrained model and COR alone computed in the lr/10 regime give the rows
     they give in AMC-like (no RL: ``study_plan.NO_RL``'s premise), so its K4 is the registered design's K4 here."""
@@ -234,6 +237,7 @@ def test_amendment_38_evaluates_the_xeon_lr10_runs_with_the_registered_h1x_defin
     assert set(xeon.predicted) >= set(xeon.heldout_claims)
 
 
+@pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
 def test_smoke_amendment_38_refuses_to_train_then_evaluates_finished_runs(smoke, capsys):
     """The real ``heldout --build xeon`` on the tiny testbed: it refuses while an lr/10 TTRL run is unfinished (it would
     be trained anew), then evaluates the five runs per seed; the untrained model and COR alone computed in the lr/10

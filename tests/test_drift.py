@@ -161,6 +161,7 @@ def test_jobs_go_seed_by_seed_and_seeds_parse():
         drift.main(["run", "--seeds", "5-3", "--out", "x"])
 
 
+@pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
 def test_smoke_run_export_and_analyse_end_to_end(tmp_path):
     """The real entry point on the tiny testbed: three seeds of both rules, their step CSVs, X1-X4."""
     out = tmp_path / "out"

@@ -97,6 +97,7 @@ def smoke(tmp_path_factory):
     return out, runs
 
 
+@pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
 def test_smoke_analyses_of_both_builds_designs(smoke):
     """On the smoke runs: every loaded run's adapted rows equal its CSV; M2x + M3x is DDRL - TTRL on the fresh
     questions, seed by seed and question by question (H1xD); the registered design's entries equal the Xeon design's
@@ -119,6 +120,7 @@ def test_smoke_analyses_of_both_builds_designs(smoke):
     assert table[9].startswith("| M3x ETMR - TTRL at lr/10, held-out | 2 |") and table[-1].startswith("| ddrl |")
 
 
+@pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
 def test_the_amc_like_design_follows_amendment_46s_runs(smoke, tmp_path):
     """Amendment 46's held-out part: its seeds are the ETMR runs' complete seeds, and its analysis refuses before
     their clock (unless all 12 are complete) and below the plan's six seeds."""
@@ -150,6 +152,7 @@ def test_a_held_out_part_never_run_says_why_and_refuses_to_run(capsys):
     assert capsys.readouterr().out.rstrip().endswith("(plan note of 2026-12-01)")
 
 
+@pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
 def test_the_registered_amc_like_design_evaluates_amendment_47s_etmr_runs_and_the_untrained_model(smoke):
     """Amendment 48: P3x only (the registered lr/10 TTRL and DDRL runs in AMC-like kept no weights), on the seeds
     Amendment 47's ETMR runs completed; each job evaluates the untrained model and ETMR in ``amc_like_small_lr``."""

@@ -55,6 +55,7 @@ def smoke(tmp_path_factory):
     return out, runs, common
 
 
+@pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
 def test_smoke_run_and_analyse_end_to_end(smoke):
     """The real entry point on the tiny testbed: seeds 0-2, then the analysis; a rerun loads every job."""
     out, runs, _ = smoke
@@ -95,6 +96,7 @@ def test_table1_jobs_train_grpo_no_std_and_load_amendment_28s_ttrl():
         small_lr.main(["status", "--table1", "--table1-fixed"])
 
 
+@pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
 def test_table1_smoke_run_and_analyse(smoke, capsys):
     """Amendment 49 on the smoke runs: ``grpo_no_std`` trains, TTRL's CSV is Amendment 28's (untouched); the analysis
     refuses an incomplete seed, then gives T1 with MATH-500's paper number and the tables."""
@@ -142,6 +144,7 @@ def test_amendment_49s_predicted_half_widths_are_the_measured_components():
     assert "At **12 seeds {:.2f} / {:.2f} / {:.2f}**".format(*small_lr.T1_PREDICTED) in section
 
 
+@pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
 def test_table1_fixed_smoke_run_and_analyse(smoke, capsys, monkeypatch):
     """Amendment 50 on the smoke runs: ``dae`` trains at both learning rates into ``<out>/table1_fixed`` (never beside
     the registered regimes' CSVs), its TTRL partners are the runs under ``<out>``; the analysis refuses an incomplete
@@ -299,6 +302,7 @@ def test_committed_table1_analyses_recompute_from_the_committed_csvs(name, flag,
     assert json.loads(json.dumps(analyse(n_boot=4000))) == committed
 
 
+@pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
 def test_extra_rl_smoke_run_and_analyse(smoke, capsys):
     """Amendment 52 on the smoke runs: ``additional_rl`` trains beside Amendment 28's DDRL runs, repeats their RL steps
     (no divergence on one machine), then 10% more; the analysis refuses an incomplete seed, then gives C1 (the

@@ -71,6 +71,7 @@ def smoke(tmp_path_factory):
     return out, runs, common
 
 
+@pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
 def test_amendment_29_smoke_run_and_analyse(smoke, capsys):
     """Amendment 29 on the smoke runs: BCS+DAE loads the DDRL run (an evaluation), BCS trains; the analysis refuses
     an incomplete claim, then gives A1-A3, the split that sums to M1, and the tables."""
@@ -101,6 +102,7 @@ def test_amendment_29_smoke_run_and_analyse(smoke, capsys):
         (small_lr.REGIME, m) for m in ("ttrl", "bcs", "bcs_dae", "ddrl")}  # the smoke has no default-lr BCS runs
 
 
+@pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
 def test_amendment_55_smoke_run_analyse_and_divergence_check(smoke, tmp_path, capsys):
     """Amendment 55 on the smoke runs, seeds 0-1 (its seeds replaced, no clock reached): BCS+DAE is a DDRL run trained
     again in run directories of its own and repeats the DDRL run's RL steps on one machine; BCS trains; the analysis

@@ -66,6 +66,7 @@ def smoke(tmp_path_factory):
     return out, runs, common
 
 
+@pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
 def test_smoke_arms_start_where_the_plan_says(smoke):
     """COR at lr/10 refines the DDRL run's RL-only weights (its CSV names that run); COR alone names no run and no RL
     time; a rerun loads every job; the analyses refuse an incomplete seed."""
@@ -86,6 +87,7 @@ def test_smoke_arms_start_where_the_plan_says(smoke):
         K.analyse_heldout(out, n_boot=200, seeds=[0, 1, 2])
 
 
+@pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
 def test_smoke_analysis_and_tables(smoke, capsys):
     out, _, _ = smoke
     res = K.analyse(out, n_boot=200, seeds=[0, 1])

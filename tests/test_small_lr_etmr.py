@@ -65,6 +65,7 @@ def smoke(tmp_path_factory):
     return out, runs
 
 
+@pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
 def test_registered_design_smoke_analysis(smoke):
     """Amendment 43 on the smoke runs: the analysis refuses before the clock and below its seed minimum, then gives M2,
     M3, P3 with the paper's Table 2 differences; M2 + M3 is DDRL - TTRL seed by seed and question by question, so
@@ -96,6 +97,7 @@ def test_registered_design_smoke_analysis(smoke):
     plt.close(fig)
 
 
+@pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
 def test_xeon_design_smoke_analysis_gives_amendment_28s_entries_too(smoke):
     """Amendment 44's design on the same smoke runs (its jobs load every one: same keys): P1, P2, M1 equal Amendment
     28's analysis entry for entry (the same bootstrap streams), M2, M3, P3 Amendment 43's; the table shows the
@@ -117,6 +119,7 @@ def test_xeon_design_smoke_analysis_gives_amendment_28s_entries_too(smoke):
     assert "| M2 DDRL - ETMR | +3.8 | not measured |" in table[5]
 
 
+@pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
 def test_amc_like_design_smoke_analysis(tmp_path):
     """Amendment 46's design on smoke runs in AMC-like (the untrained run in its base, TTRL, DDRL and ETMR at lr/10,
     seeds 0-1): AMC's Table 2 differences, M2 + M3 = DDRL - TTRL, the table and figure name the regime."""

@@ -71,6 +71,7 @@ def smoke(tmp_path_factory):
     return out, runs
 
 
+@pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
 def test_smoke_run_check_and_analyse(smoke, tmp_path, monkeypatch, capsys):
     """Amendment 56 (the table's ``refine_amc``) through ``python -m ddrl.study run|status DESIGN`` on the smoke runs:
     a runs root without the DDRL runs is refused by name before any job; then both refinements, the check (into its
@@ -165,6 +166,7 @@ def test_the_trade_figure_draws_each_regimes_four_settings():
         plt.close(fig)
 
 
+@pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
 def test_amendment_62_smoke_runs_both_splits_and_analyses(smoke, tmp_path, capsys):
     """The real entry point on the smoke runs: refused by name without the DDRL runs; then COR 4x at 1e-6 on the
     adapted questions and on the fresh ones (its held-out job's adapted rows equal the adapted job's CSV), and the

@@ -132,7 +132,8 @@ def test_the_generic_analysis_pairs_each_claim_on_made_up_csvs(tmp_path):
 
 def test_the_commands_report_refuse_and_write(tmp_path, capsys):
     """``status`` counts the seeds; an early ``analyse`` and a ``run`` without the cached DDRL runs are refused by
-    name (exit 2, before any job); ``analyse --json`` writes the analysis."""
+    name (exit 2, before any job); ``analyse --json`` writes the analysis (of made-up CSVs: the committed ones are
+    the regeneration tier's)."""
     d = D.DESIGNS["ttrl_heldout_amc"]
     assert study.main(["status", d.id, "--out", str(tmp_path)]) == 0
     assert "Amendment 58 (amc_like_small_lr, held-out): 0 of 10 seeds complete" in capsys.readouterr().out
@@ -142,8 +143,10 @@ def test_the_commands_report_refuse_and_write(tmp_path, capsys):
                        "--runs-root", str(tmp_path / "empty")]) == 2
     assert "DDRL runs of seeds [0, 1] in amc_like_small_lr are not finished" in capsys.readouterr().err
     assert not heldout_x_path(tmp_path, SMALL_LR, "ttrl", 0).exists()
-    assert study.main(["analyse", d.id, "--json", str(tmp_path / "a.json")]) == 0  # from the committed CSVs
-    assert json.loads((tmp_path / "a.json").read_text()) == json.loads(d.analysis.read_text())
+    made_up = tmp_path / "made_up"
+    _made_up(made_up, d, seeds=range(6))  # the plan's six seeds (the committed ten: make test-study regenerates them)
+    assert study.main(["analyse", d.id, "--out", str(made_up), "--json", str(tmp_path / "a.json")]) == 0
+    assert json.loads((tmp_path / "a.json").read_text()) == json.loads(json.dumps(D.analyse(d, made_up)))
 
 
 def _write(root, method, seed, values, split="adapted", steps=None):

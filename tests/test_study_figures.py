@@ -175,6 +175,7 @@ def test_committed_tables_are_read_back_only_for_the_inputs_they_came_from(tmp_p
     assert F.committed_tables(docs, runs, entries) is None
 
 
+@pytest.mark.slow  # replays the selection rules over ~2,000 committed run CSVs (~30 s): make test-slow, CI when time allows
 def test_committed_study_tables_equal_a_fresh_computation():
     """The tables notebook 06 reads from docs/results/ (the slow ones: ~2,000 run CSVs, the selection rules replayed)
     are study_tables' on the committed runs and scorecard, and their manifest names those inputs: code that

@@ -44,6 +44,7 @@ def test_jobs_go_seed_by_seed():
     assert {j.regime for j in js} == {wide.REGIME} and {j.label for j in js} == {"wide"}
 
 
+@pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
 def test_smoke_run_import_and_analyse_end_to_end(tmp_path):
     """The real entry point on the tiny testbed: CPU seeds 0-2, "GPU" seeds 3-5 from another folder (seed 5
     incomplete there, so it runs here), one device per seed, then the analysis."""
@@ -189,6 +190,7 @@ def test_the_arms_analysis_reads_only_complete_cpu_seeds(tmp_path):
         wide.analyse_arms(tmp_path, n_boot=400, seeds=range(10))
 
 
+@pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
 def test_arms_jobs_reuse_the_untrained_runs(tmp_path):
     """`run --arms` on the smoke scale: the untrained CSV an earlier `run` wrote is kept (same key), the arms run."""
     out, runs = tmp_path / "out", str(tmp_path / "runs")
