@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import committed_json
 
 from ddrl.study import claims
 from ddrl.study.amendments import small_lr
@@ -161,17 +158,3 @@ def test_the_plans_predicted_half_widths_are_the_measured_components():
     assert "2.08 (M1's components, two trained methods) to 3.16 (P2's" in plan
 
 
-def _committed(name: str) -> dict:
-    return committed_json(small_lr.OUT / name, f"python -m ddrl.study.amendments.small_lr_cor analyse ... --json {small_lr.OUT / name}")
-
-
-@pytest.mark.regenerate  # the committed analysis recomputed: make test-study (test_study_regenerates.py covers it too)
-def test_committed_cor_analysis_recomputes_from_the_committed_csvs():
-    committed = _committed("cor.json")
-    assert json.loads(json.dumps(K.analyse(n_boot=4000))) == committed
-
-
-@pytest.mark.regenerate  # the committed analysis recomputed: make test-study (test_study_regenerates.py covers it too)
-def test_committed_heldout_analysis_recomputes_from_the_committed_csvs():
-    committed = _committed("heldout.json")
-    assert json.loads(json.dumps(K.analyse_heldout(n_boot=4000))) == committed
