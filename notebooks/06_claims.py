@@ -406,16 +406,10 @@ else:
 # AMC-like. Under each table, descriptive: how DDRL - TTRL splits into the three parts, and each method's level.
 
 # %%
-from ddrl.study.amendments import small_lr_ablation
+from ddrl.study import designs
 
-for name, design in small_lr_ablation.DESIGNS.items():  # Amendment 29 (MATH-500-like), 55 (AMC-like)
-    if design.analysis.is_file():
-        ares = json.loads(design.analysis.read_text())
-        display(Markdown(small_lr_ablation.markdown(ares, C.load(R / "claims.json"), design)))
-        display(Markdown(small_lr_ablation.split_markdown(ares)))
-    else:
-        display(Markdown(f"Amendment {design.amendment}'s analysis is not committed yet "
-                         f"(`python -m ddrl.study.amendments.small_lr_ablation status --design {name}`)."))
+for name in ("ablation", "ablation_amc"):  # Amendment 29 (MATH-500-like), 55 (AMC-like)
+    display(Markdown(designs.committed_table(name)))
 
 # %% [markdown]
 # ## DDRL against ETMR, the stronger baseline (P3, M2, M3)
@@ -474,7 +468,6 @@ display(Markdown(committed_markdown(cor_path, small_lr_cor.markdown, 30, "python
 # with COR at a tenth of its rate beside it: each arm is one COR call from each seed's cached RL-only weights.
 
 # %%
-from ddrl.study import designs
 from ddrl.study.amendments import small_lr_refine
 
 display(Markdown(designs.committed_table("refine_amc")))

@@ -9,7 +9,6 @@ import pytest
 
 from ddrl.study import claims
 from ddrl.study.amendments import small_lr
-from ddrl.study.amendments import small_lr_ablation
 from ddrl.study.amendments import small_lr_cor as K
 from ddrl.study import runner as study
 from ddrl.study.analysis import claim_matrix, paired_matrix
@@ -54,7 +53,7 @@ def smoke(tmp_path_factory):
     with pytest.raises(SystemExit, match=r"not finished under .*\('ttrl', 0\), \('ddrl', 0\)"):
         K.main(["heldout", *common])  # nothing trained yet: it refuses rather than train Amendment 28's runs anew
     assert small_lr.main(["run", *common]) == 0
-    assert small_lr_ablation.main(["run", *common]) == 0
+    assert study.main(["run", "ablation", *common]) == 0
     study.run_jobs([Job("math500_like", s, ("ddrl",), "K5") for s in (0, 1)], SCALES["smoke"], out, runs, workers=2,
                    progress=False)  # the default-lr DDRL runs K5 reads (the registered study's, here the smoke's)
     assert K.main(["run", *common]) == 0
