@@ -76,9 +76,10 @@ test-e2e: $(STAMP)
 	$(PY) -m pytest -q -m e2e $(PYTEST_ARGS)
 
 # Nothing lost: every claim entry committed under results/ recomputed from the committed per-run CSVs and compared
-# (tests/test_study_regenerates.py; no training, but ~1 M CSV rows and 4,000-draw bootstraps: tens of minutes).
+# (tests/test_study_regenerates.py; no training, but ~1 M CSV rows and 4,000-draw bootstraps). One test per committed
+# analysis, spread over the workers one test at a time (--dist load), not one file per worker.
 test-study: $(STAMP)
-	$(PY) -m pytest -q $(XDIST) -m regenerate $(PYTEST_ARGS)
+	$(PY) -m pytest -q $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist load) -m regenerate $(PYTEST_ARGS)
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -q $(XDIST) -m "(slow or e2e) and not browser and not regenerate" $(PYTEST_ARGS)

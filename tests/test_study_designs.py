@@ -370,3 +370,13 @@ def test_amendment_55_smoke_run_analyse_and_divergence_check(smoke, tmp_path):
     st.to_csv(p, index=False)
     with pytest.raises(ValueError, match=r"KNOWN_DIVERGENCES: \[\('amc_like_small_lr', 'bcs_dae', 1\)\]"):
         D.analyse(d, moved, n_boot=200, seeds=(0, 1))
+
+
+def test_render_prints_the_committed_table_and_refuses_an_unknown_design(capsys):
+    """``render DESIGN``: the design's table from its committed analysis, as notebook 06 shows it; an unknown name is
+    refused (exit 2) with the table's names."""
+    assert study.main(["render", "refine_heldout_amc"]) == 0
+    out = capsys.readouterr().out
+    assert out == D.committed_table("refine_heldout_amc") and out.startswith(D.DESIGNS["refine_heldout_amc"].header)
+    assert study.main(["render", "no_such_design"]) == 2
+    assert "no design 'no_such_design'" in capsys.readouterr().err

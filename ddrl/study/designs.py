@@ -11,6 +11,7 @@ claims (its levels too) is a named measure (:data:`MEASURES`), written once and 
     python -m ddrl.study status ttrl_heldout_amc       # seeds complete, to the design's clock
     python -m ddrl.study analyse ttrl_heldout_amc      # -> results/small_lr/ttrl_heldout_amc.json
     python -m ddrl.study run ttrl_heldout_amc --workers 2
+    python -m ddrl.study render ttrl_heldout_amc       # its table from the committed analysis, as notebook 06 shows it
 
 Designs not yet in this table keep their amendment module (:mod:`ddrl.study.amendments`); they move here one
 family at a time.
@@ -276,7 +277,9 @@ def retrain_check(out: str | Path, check: str | Path, seeds: Sequence[int], regi
     steps = pd.concat([read_csvs(csv_path(out, regime, "ddrl", s, steps=True) for s in seeds),
                        read_csvs(csv_path(check, regime, "ddrl", s, steps=True) for s in seeds).assign(method=AGAIN)])
     div = rl_divergence(steps, (AGAIN,))
-    return {**rows, "diverged_at": {int(r.seed): int(r.diverged_at) for r in div.itertuples()}}
+    diverged = {int(r.seed): int(r.diverged_at) for r in div.itertuples()}
+    r1 = rows.pop("r1_against_reevaluated")
+    return {**rows, "diverged_at": diverged, "r1_against_reevaluated": r1}  # the committed analysis' key order
 
 
 def _retrain_check(d: Design, r: Reading) -> dict:
@@ -543,7 +546,7 @@ def run(d: Design, args: argparse.Namespace) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.study", description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", choices=("run", "status", "analyse"))
+    ap.add_argument("what", choices=("run", "status", "analyse", "render"))
     ap.add_argument("design", help=f"one of {', '.join(DESIGNS)}")
     add_run_arguments(ap, "run: seeds N-M (default: the design's)")
     args = ap.parse_args(argv)
@@ -554,6 +557,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.what == "status":
             split = ", held-out" if d.split == HELDOUT_X else ""
             print(seeds_line(f"{d.tag} ({d.regime}{split})", len(d.seeds), missing(d, args.out), d.cutoff))
+        elif args.what == "render":
+            sys.stdout.write(committed_table(d.id))
         else:
             sys.stdout.write(write_json(args.json or d.analysis, analyse(d, args.out)))
     except ValueError as e:

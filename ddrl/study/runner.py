@@ -11,7 +11,7 @@ per-run CSVs into ``results/stage1.json`` and ``results/claims.json`` is :mod:`d
     python -m ddrl.study --real-rollouts         # F1-F3, G1, E1, E2's inputs on SVAMP Codex samples (Amendment 18)
     python -m ddrl.study --analyse claims        # every claim's estimate, interval, verdict -> results/claims.json
     python -m ddrl.study --status                # CSVs written per stage and the measured worker time left
-    python -m ddrl.study status|analyse|run DESIGN   # a design of ddrl.study.designs.DESIGNS (plan amendments)
+    python -m ddrl.study status|analyse|run|render DESIGN   # a design of ddrl.study.designs.DESIGNS (plan amendments)
     python -m ddrl.study render-page             # docs/results.md from the committed analyses (make docs)
     python -m ddrl.study rerun DESIGN REGIME METHOD SEED [--steps K]   # recompute one committed run and compare
 
@@ -95,7 +95,7 @@ def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, re
 
 
 #: The subcommands of the designs' table (:mod:`ddrl.study.designs`): ``python -m ddrl.study run|status|analyse DESIGN``
-DESIGN_COMMANDS = ("run", "status", "analyse")
+DESIGN_COMMANDS = ("run", "status", "analyse", "render")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -104,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] and argv[0] in subcommands:  # beside the registered stages' flags below
         return subcommands[argv[0]](argv if argv[0] in DESIGN_COMMANDS else argv[1:])
     ap = argparse.ArgumentParser(prog="python -m ddrl.study", description=__doc__.split("\n\n")[0],
-                                 epilog="subcommands: run|status|analyse DESIGN (a design of ddrl.study.designs); "
+                                 epilog="subcommands: run|status|analyse|render DESIGN (a design of ddrl.study.designs); "
                                  "render-page [--help] (docs/results.md from the committed analyses, make docs); rerun "
                                  "DESIGN REGIME METHOD SEED [--steps K] (one committed run recomputed and compared question "
                                  "by question)")
