@@ -26,16 +26,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, NamedTuple, Sequence
 
+import numpy as np
 import pandas as pd
+from scipy.optimize import least_squares
 
-from ddrl.report.stats import mean_ci
-from ddrl.report.tables import committed_markdown, entry_cell
+from ddrl.report.plotting import label
+from ddrl.report.stats import advantage_quarters, advantage_statistic, mean_ci, verdict
+from ddrl.report.tables import committed_markdown, entry_cell, entry_ci
 from ddrl.run.pool import clock_budget
 from ddrl.run.storage import cache_root, write_json
 from ddrl.study.amendments.small_lr import LR_CELL, OUT, RUNS, add_run_arguments, seeds_line
 from ddrl.study.amendments.wide import (MIN_SEEDS, amendment_cells, below_cell, complete_seeds, cor_level_rows,
                                         held_level_rows, level_table, missing_seeds, read_csvs, reproduced_counts,
-                                        run_levels, seeds_to_analyse, seeds_to_start, wide_entry)
+                                        run_levels, seeds_to_analyse, seeds_to_start, wide_entry, claim_row)
 from ddrl.study.analysis import claim_matrix, paired_matrix, rl_divergence
 from ddrl.study import claims
 from ddrl.study.claims import amendment_entry, entry, validate, with_half_width
@@ -43,9 +46,14 @@ from ddrl.study.amendments.small_lr import REGIME as MATH500_SMALL_LR
 from ddrl.study.amendments.small_lr_cor import untrained
 from ddrl.study.amendments.small_lr_refine import check_rows, refuse_untrained
 from ddrl.study.plan import (RESULTS, COR_4X, COR_LR10, HELDOUT_X, KNOWN_DIVERGENCES, PAIRED, SAME_BASE, SCALES,
-                             SHARES_DDRL_RL, SMALL_LR, Job, check_weights, csv_path, heldout_x_path)
+                             SHARES_DDRL_RL, SMALL_LR, Job, check_weights, csv_path, heldout_x_path, COR_ONLY,
+                             HELDOUT_X_METHODS, adapted_x_path)
 from ddrl.study.pool import run_jobs, status_counts
+from ddrl.study.drift import (HINGE_B, HINGE_K0, LINE, LR_LABELS, LR_METHODS, LR_TEXT, kl_fit, paired_t, reading,
+                              x3h_slope)
+from ddrl.study.drift_data import drift_path, heldout_rows, seed_table
 
+XEON = RESULTS / "replication_xeon"  # the Xeon build's analyses (Amendments 38-42)
 MARGIN = 1.0  # points: every amendment claim's margin (plan Sec. 4's rule)
 CHECK = OUT / "refine_check"  # the repeat checks' CSVs (<CHECK>/<regime>/ddrl-seedNN.csv.gz), never over a committed one
 
@@ -87,6 +95,9 @@ class Design:
     level_regimes: tuple[str, ...] = ()  # levels per regime of these (the default-lr twin's runs read on the first
     # claim's seeds), with a regime and learning-rate column under ``level_header``; (): the design's, by run
     level_header: str = ""  # with ``level_regimes``: the level table's header row ({span}: the seeds it covers)
+    whole: str | None = None  # a named measure that is the whole analysis (its own reading of its files: across
+    # learning rates, KLs, fits, step logs), and :data:`TABLES`' table of that name its table; None: the generic one
+    runs: Path = RUNS  # the CSVs its analysis reads unless told (``--out``)
 
     @property
     def tag(self) -> str:
@@ -216,6 +227,46 @@ DESIGNS = {d.id: d for d in (
            job_kind="C1 lr/10 (A53)", measures=("c2", "divergence", "agreeing", "levels"), cached_ddrl=False,
            reference="ddrl", paper=True, late_seeds=0, optional=("bcs_dae",), level_regimes=(SMALL_LR,),
            level_header=_EXTRA_RL_LEVELS, header=_LR10_HEADER.format(what="", bench="AMC", name="AMC-like", n=53)),
+    # --- the learning rate (Amendments 39-42, 54) ---
+    # Amendment 39: the Xeon build's default-lr TTRL and DDRL trained anew in AMC-like (the study's H1x job), paired by
+    # seed and fresh question with Amendment 38's lr/10 runs. Predicted at 8 / 12 seeds: the registered build's
+    # default-lr AMC-like H1xT and H1x matrices
+    Design("lr_heldout", 39, "amc_like", tuple(range(12)), "2026-11-28T22:20:00+00:00", HELDOUT_X_METHODS,
+           HELDOUT_X_METHODS, (), {}, {"LxT": "1.67 / 1.47", "LxD": "1.62 / 1.50"}, XEON / "lr_heldout.json",
+           "## Held-out transfer at both learning rates on one build (plan Amendment 39)", job_per_run=False,
+           measures=(), cached_ddrl=False, late_seeds=0, whole="lr_heldout", runs=XEON / "runs",
+           header="| claim (held-out pass@1 on 1,536 fresh AMC-like questions, points) | seeds | estimate [95% CI] | "
+                  "half-width (predicted at 8 / 12 seeds) | verdict |"),
+    # Amendment 40: each run's held-out KL from the base (TTRL, BCS+DAE, DDRL at both learning rates, seeds 0-9; nothing
+    # trained or evaluated anew) against its held-out pass@1. Predicted: Amendment 23's registered-build runs
+    Design("lr_drift", 40, "amc_like", tuple(range(10)), "2026-11-29T01:00:00+00:00", (), LR_METHODS, (), {},
+           {"W5": "1.0-1.4", "W6": "1.5", "W7": "~0.6", "W8": "~0.6", "W9": "~0.6"}, XEON / "lr_drift.json",
+           "## Distance from the base at both learning rates on one build (plan Amendment 40)", measures=(),
+           cached_ddrl=False, whole="lr_drift", runs=XEON / "runs",
+           header="| claim (Xeon build, AMC-like) | seeds | estimate [95% CI] | half-width (predicted) | verdict |"),
+    # Amendment 41: COR alone (recomputed per seed, its held-out KL measured) on Amendment 40's line
+    Design("cor_alone_drift", 41, SMALL_LR, tuple(range(12)), "2026-11-29T02:00:00+00:00", (), (COR_ONLY, "no_adaptation"),
+           (), {}, {"Y1": "0.17-0.24", "Y2": "0.17-0.24"}, XEON / "cor_alone_drift.json",
+           "## COR alone on the learning rates' line (plan Amendment 41)", measures=(), cached_ddrl=False,
+           whole="cor_alone_drift", runs=XEON / "runs",
+           header="| claim (Xeon build, AMC-like, COR alone) | seeds | estimate [95% CI] | half-width (predicted) | "
+                  "verdict |"),
+    # Amendment 42: the three methods at a third learning rate (regimes_lr3.json: amc_like at lr/3, nothing else
+    # changed), where the readings L and H of Amendment 40's runs differ most. Predicted at 12 / 8 seeds: per-seed SD 0.40
+    Design("lr_curve", 42, "amc_like_lr3", tuple(range(12)), "2026-11-29T04:40:00+00:00", ("ddrl", "bcs_dae", "ttrl"),
+           ("ddrl", "bcs_dae", "ttrl"), (), {},
+           {"Z1": "0.25 / 0.33", "Z2": "0.25 / 0.33", "Z3": "~0.25 / 0.33", "Z4": "~0.25 / 0.33"},
+           XEON / "lr_curve.json", "## A third learning rate between the two (plan Amendment 42)", job_per_run=False,
+           measures=(), cached_ddrl=False, late_seeds=0, whole="lr_curve", runs=XEON / "runs",
+           header="| claim (Xeon build, AMC-like, lr/3 runs) | seeds | estimate [95% CI] | half-width (predicted 12 / 8) | "
+                  "verdict |"),
+    # Amendment 54: D2 at lr/10 from Amendment 28's committed DDRL step logs (no run). Predicted at 18 seeds: the
+    # registered default-lr D2's per-seed SD (46 seeds)
+    Design("dynamics", 54, MATH500_SMALL_LR, tuple(range(18)), None, (), ("ddrl",), (), {}, {"D2": "1.57"},
+           OUT / "dynamics.json", "## Dynamics at the small learning rate (plan Amendment 54)", split="adapted",
+           measures=(), cached_ddrl=False, whole="dynamics",
+           header="| claim | MATH-500-like, default lr (registered) | **MATH-500-like at lr/10 (Amendment 54)** | "
+                  "half-width (predicted) | verdict |"),
 )}
 
 
@@ -372,10 +423,380 @@ def _agreeing(d: Design, r: Reading) -> dict:
     return {"agreeing": {k: v for k, v in first.items() if k not in ("verdict", "half_width")} | {"seeds": same}}
 
 
+# The learning rate (Amendments 39-42, 54): analyses that pair no two runs of one regime (a run across learning rates,
+# against its held-out KL, fits, step logs), each the whole analysis of its design (:attr:`Design.whole`), with its
+# table in :data:`TABLES`; they read the seeds complete among the design's, at least a few
+
+#: Amendment 39: held-out pass@1 of the method's lr/10 run minus its default-lr run, same seed and fresh question
+#: (one build, one evaluation stream per seed), sign +1 (lr/10 keeps more), margin 1 point
+LR_HELDOUT = {"LxT": ("ttrl", "TTRL at lr/10 - TTRL at the default lr, held-out"),
+              "LxD": ("ddrl", "DDRL at lr/10 - DDRL at the default lr, held-out")}
+#: Amendment 40: id -> (what, kind, method or None, expected sign, margin). Kinds: "dist" the held-out KL at lr/10 minus
+#: the default lr, paired by seed (1e-3 nats/token); "slope" held-out pass@1 per 1e-3 of held-out KL within learning
+#: rates (the three methods' runs, one intercept per learning rate); "adjusted" a group minus the default-lr runs at
+#: equal held-out KL; "residual" the method's lr/10 held-out gain minus x3h_slope() x its distance difference (points)
+LR_DRIFT = {
+    "W1": ("held-out KL, TTRL at lr/10 - TTRL at the default lr [1e-3 nats/token]", "dist", "ttrl", -1, 0.0),
+    "W2": ("held-out KL, BCS+DAE at lr/10 - BCS+DAE at the default lr [1e-3 nats/token]", "dist", "bcs_dae", -1, 0.0),
+    "W3": ("held-out KL, DDRL at lr/10 - DDRL at the default lr [1e-3 nats/token]", "dist", "ddrl", -1, 0.0),
+    "W4": ("held-out pass@1 per 1e-3 of held-out KL, within learning rates [points]", "slope", None, -1, 0.0),
+    "W5": ("held-out pass@1 at equal held-out KL, lr/10 runs - default-lr runs [points]", "adjusted", "lr10", 0, 1.0),
+    "W6": ("held-out pass@1 at zero held-out KL, untrained model - default-lr runs' line [points]", "adjusted", "none",
+           0, 1.0),
+    "W7": ("held-out gain of TTRL at lr/10 minus the registered slope x its KL difference [points]", "residual", "ttrl",
+           0, 1.0),
+    "W8": ("held-out gain of BCS+DAE at lr/10 minus the registered slope x its KL difference [points]", "residual",
+           "bcs_dae", 0, 1.0),
+    "W9": ("held-out gain of DDRL at lr/10 minus the registered slope x its KL difference [points]", "residual", "ddrl",
+           0, 1.0),
+}
+#: Amendment 41: id -> (what, slope: "registered" = Amendment 21's X3h, "w4" = this build's W4); null claims (sign 0,
+#: margin 1): COR alone lies on the RL runs' line through the untrained model
+COR_DRIFT = {"Y1": ("held-out pass@1, COR alone - (untrained + registered slope x COR alone's held-out KL) [points]",
+                    "registered"),
+             "Y2": ("held-out pass@1, COR alone - (untrained + this build's slope W4 x COR alone's held-out KL) "
+                    "[points]", "w4")}
+#: Amendment 42: id -> (what, kind, line, expected sign, margin). "mid": the run's gain above the midpoint of H and the
+#: named line (L, or R = Amendment 21's registered X3h); "resid": the run's gain minus the named reading; per seed the
+#: three runs' mean
+LR_CURVE = {
+    "Z1": ("held-out gain minus the midpoint of H (free start) and L (line through the base) at the run's KL [points]",
+           "mid", "L", +1, 0.0),
+    "Z2": ("held-out gain minus the midpoint of H and R (the registered slope X3h through the base) [points]", "mid",
+           "R", +1, 0.0),
+    "Z3": ("held-out gain minus H (free start, then a line) at the run's KL [points]", "resid", "H", 0, 1.0),
+    "Z4": ("held-out gain minus L (straight line through the base) at the run's KL [points]", "resid", "L", 0, 1.0),
+}
+LR_GROUPS = {"amc_like": "default", "amc_like_lr3": "lr3", SMALL_LR: "lr10"}  # regime -> its learning rate's group
+#: Amendment 54: the descriptive runs beside the decided ones, each (regime, seeds); Fig. 4 has no AMC panel
+DYNAMICS_DESCRIBED = (("math500_like", tuple(range(46))), (SMALL_LR, tuple(range(19))), ("amc_like", tuple(range(19))))
+
+
+def _complete(d: Design, r: Reading, written: Callable[[int], bool], least: int) -> list[int]:
+    """The seeds among the reading's with every file the analysis reads (``written``), or a ValueError below
+    ``least``."""
+    seeds = [s for s in r.seeds if written(s)]
+    if len(seeds) < least:
+        raise ValueError(f"{r.out}: {d.tag} reads seeds with every file written (at least {least}); seeds {r.seeds}, "
+                         f"complete {seeds}")
+    return seeds
+
+
+def _t_entry(cid: str, regime: str, metric: str, sign: int, margin: float, r: dict, n_seeds: int) -> dict:
+    """A claim's entry from its estimate and interval ``r`` (t interval over seeds), with the registered verdict."""
+    return {"id": cid, "regime": regime, "metric": metric, "expected_sign": sign, "estimate": r["estimate"],
+            "ci_low": r["ci_low"], "ci_high": r["ci_high"], "n_seeds": n_seeds,
+            "verdict": verdict(r["ci_low"], r["ci_high"], sign, margin)}
+
+
+def across_lr(df: pd.DataFrame, method: str, default: str) -> pd.DataFrame:
+    """Seeds x questions (points): ``method``'s lr/10 run minus its run in ``default``, same seed and question."""
+    a = df[df.split == HELDOUT_X]
+
+    def pivot(regime: str) -> pd.DataFrame:
+        return a[(a.regime == regime) & (a.method == method)].pivot(index="seed", columns="question", values="pass@1")
+
+    small, base = pivot(SMALL_LR), pivot(default)
+    if not (small.index.equals(base.index) and small.columns.equals(base.columns)):
+        raise ValueError(f"{method}: the lr/10 and default-lr runs cover other seeds or questions")
+    return 100 * (small - base)
+
+
+def _lr_heldout(d: Design, r: Reading) -> dict:
+    """Amendment 39: :data:`LR_HELDOUT` (``half_width`` added); descriptive, each run's held-out pass@1 over the seeds
+    at both learning rates (``levels``, ``seed_pass1``) and how many retrained default-lr runs' adapted rows equal
+    Amendment 5's committed CSVs (``registered_reproduced`` of ``registered_checked``)."""
+    reads = ((d.regime, HELDOUT_X_METHODS), (SMALL_LR, tuple(m for m, _ in LR_HELDOUT.values())))
+    paths = lambda s: [heldout_x_path(r.out, g, m, s) for g, ms in reads for m in ms]  # noqa: E731
+    seeds = _complete(d, r, lambda s: all(p.is_file() for p in paths(s)), 2)
+    df = pd.concat([pd.read_csv(heldout_x_path(r.out, g, m, s), dtype={"question": str})
+                    for g, ms in reads for m in ms for s in seeds], ignore_index=True)
+    entries = [amendment_entry(cid, d.regime, what, f"held-out pass@1, {what} [points]", f"{m} ({SMALL_LR})",
+                               f"{m} ({d.regime})", across_lr(df, m, d.regime).to_numpy(), MARGIN, r.n_boot)
+               for cid, (m, what) in LR_HELDOUT.items()]
+    per = run_levels(df, HELDOUT_X)
+    lv = level_table(per, ("regime", "method"), sort=False)  # the untrained run (default regime) is every row's reference
+    trained = df[df.regime == d.regime].drop_duplicates(["method", "seed"])
+    return {"seeds": seeds, "entries": with_half_width(entries), "levels": lv.to_dict(orient="records"),
+            "seed_pass1": per.to_dict(orient="records"), **reproduced_counts(trained)}
+
+
+def untrained_rows(out: str | Path, regime: str) -> pd.DataFrame:
+    """The untrained model's rows of a drift table: per seed of its H1x CSVs in ``regime``, its held-out pass@1
+    (points), ``lr`` "none" and held-out KL 0 (its distance from itself)."""
+    base = heldout_rows(out, regime, ("no_adaptation",)).groupby("seed")["accuracy"].mean()
+    return pd.DataFrame({"method": "no_adaptation", "seed": base.index, "heldout": base.to_numpy(), "kl_heldout": 0.0,
+                         "lr": "none"})
+
+
+def heldout_gains(runs: pd.DataFrame) -> pd.DataFrame:
+    """The trained runs of a drift table (``lr`` not "none"), each with ``gain``: its held-out pass@1 minus its seed's
+    untrained model's (points)."""
+    base = runs[runs["lr"] == "none"].set_index("seed")["heldout"]
+    rl = runs[runs["lr"] != "none"]
+    return rl.assign(gain=rl["heldout"] - base.loc[rl["seed"]].to_numpy()).reset_index(drop=True)
+
+
+def _kl_dir(r: Reading) -> Path:
+    """Where Amendments 40-42's held-out KLs and step CSVs lie: ``lr_drift`` beside the runs' folder."""
+    return Path(r.out).parent / "lr_drift"
+
+
+def _lr_drift(d: Design, r: Reading) -> dict:
+    """Amendment 40: :data:`LR_DRIFT`, each with its verdict (Sec. 4's rule, its sign and margin) and ``half_width``;
+    descriptive: each group's mean held-out pass@1 and KL, and per method the slope-predicted gain beside the measured
+    one. Every run's held-out KL (:func:`ddrl.study.drift_kl.heldout_kl`) against its held-out pass@1."""
+    groups = {g: lr for g, lr in LR_GROUPS.items() if g in (d.regime, SMALL_LR)}
+    dest = _kl_dir(r)
+    seeds = _complete(d, r, lambda s: all(drift_path(dest, g, m, s, "kl").is_file() for g in groups
+                                          for m in LR_METHODS), 3)
+    t = pd.concat([*(seed_table(r.out, g, LR_METHODS, dest).assign(lr=lr) for g, lr in groups.items()),
+                   untrained_rows(r.out, d.regime)], ignore_index=True)
+    t = t[t["seed"].isin(seeds)].reset_index(drop=True)
+    slope = x3h_slope()
+    wide = t[t["lr"] != "none"].pivot_table(index=["method", "seed"], columns="lr", values=["heldout", "kl_heldout"])
+    by_lr = t.assign(method=t["lr"])  # kl_fit's groups: the learning rate (the three methods' runs pooled)
+    fit = kl_fit(by_lr[by_lr["lr"] != "none"], "lr10", "default", x="kl_heldout")
+    entries, gains = [], []
+    for cid, (what, kind, m, sign, margin) in LR_DRIFT.items():
+        if kind in ("dist", "residual"):
+            w = wide.loc[m]
+            dk = w[("kl_heldout", "lr10")] - w[("kl_heldout", "default")]
+            dh = w[("heldout", "lr10")] - w[("heldout", "default")]
+            x = paired_t(dk if kind == "dist" else dh - slope * dk)
+            if kind == "residual":
+                gains.append({"method": m, "measured_gain": float(dh.mean()), "predicted_gain": float(slope * dk.mean()),
+                              "kl_difference": float(dk.mean())})
+        elif kind == "slope":
+            x = fit["slope"]
+        else:
+            x = fit["adjusted"] if m == "lr10" else kl_fit(by_lr[by_lr["lr"] != "lr10"], "none", "default",
+                                                           x="kl_heldout")["adjusted"]
+        entries.append(_t_entry(cid, d.regime, what, sign, margin, x, len(seeds)))
+    levels = t.groupby(["lr", "method"], sort=False)[["heldout", "kl_heldout"]].agg(["mean", "std"])
+    levels.columns = [f"{a}_{b}" for a, b in levels.columns]
+    return {"seeds": seeds, "registered_slope": slope, "entries": with_half_width(entries), "gains": gains,
+            "levels": levels.reset_index().to_dict(orient="records"), "runs": t.to_dict(orient="records")}
+
+
+def _cor_drift(d: Design, r: Reading) -> dict:
+    """Amendment 41: :data:`COR_DRIFT` (each seed's measured JSON must reproduce its committed adapted rows): per seed,
+    COR alone's held-out pass@1 minus the untrained model's minus slope x its KL (paired t), with the slopes (W4 from
+    Amendment 40's committed analysis); descriptive, the mean KL and held-out difference, and Amendment 40's RL runs
+    measured the same way (added after Y1, Y2 were read)."""
+    kl_json = lambda s: drift_path(_kl_dir(r), "amc_like", COR_ONLY, s, "kl")  # noqa: E731
+    seeds = _complete(d, r, lambda s: kl_json(s).is_file(), 3)
+    recs = {s: json.loads(kl_json(s).read_text()) for s in seeds}
+    if not all(x["adapted_reproduced"] for x in recs.values()):
+        raise ValueError(f"{r.out}: {d.tag} reads seeds each reproducing its committed adapted rows; seeds {seeds}")
+    held = heldout_rows(r.out, d.regime, (COR_ONLY, "no_adaptation")).groupby(["method", "seed"])["accuracy"].mean()
+    kl = pd.Series({s: x["kl"] for s, x in recs.items()})
+    gain = pd.Series({s: held[COR_ONLY, s] - held["no_adaptation", s] for s in seeds})
+    a40 = json.loads((Path(r.out).parent / "lr_drift.json").read_text())
+    slopes = {"registered": x3h_slope(), "w4": next(e for e in a40["entries"] if e["id"] == "W4")["estimate"]}
+    rl = heldout_gains(pd.DataFrame(a40["runs"]))
+    rl = rl.assign(resid=rl["gain"] - slopes["registered"] * rl["kl_heldout"])
+    beside = rl.groupby(["lr", "method"], sort=False).agg(kl=("kl_heldout", "mean"), residual=("resid", "mean"),
+                                                          residual_sd=("resid", "std")).reset_index()
+    entries = [_t_entry(cid, d.regime, what, 0, 1.0, paired_t(gain - slopes[which] * kl), len(seeds))
+               for cid, (what, which) in COR_DRIFT.items()]
+    return {"seeds": seeds, "slopes": slopes, "entries": with_half_width(entries), "kl_mean": float(kl.mean()),
+            "kl_sd": float(kl.std()), "heldout_gain_mean": float(gain.mean()),
+            "rl_beside": beside.to_dict(orient="records"),
+            "runs": [{"seed": s, "kl_heldout": float(kl[s]), "heldout": float(held[COR_ONLY, s]),
+                      "heldout_gain": float(gain[s])} for s in seeds]}
+
+
+def fit_readings(runs: pd.DataFrame) -> dict:
+    """L and H by least squares on ``runs`` (:func:`heldout_gains`' frame): L's slope through the origin; H's (k0, b)
+    of g = -b max(0, k - k0), from the start (3, 0.4); with each one's residual sum of squares. On Amendment 40's runs
+    this gives the registered :data:`ddrl.study.drift.LINE`, ``HINGE_K0``, ``HINGE_B`` (tested)."""
+    k, g = runs["kl_heldout"].to_numpy(float), runs["gain"].to_numpy(float)
+    line = float(k @ g / (k @ k))
+    fit = least_squares(lambda p: g + p[1] * np.maximum(0.0, k - p[0]), [3.0, 0.4])
+    return {"line": line, "hinge_k0": float(fit.x[0]), "hinge_b": float(fit.x[1]),
+            "rss_line": float(((g - line * k) ** 2).sum()), "rss_hinge": float((fit.fun ** 2).sum())}
+
+
+def amendment40_runs(xeon: str | Path = RESULTS / "replication_xeon") -> pd.DataFrame:
+    """Amendment 40's committed runs (``lr_drift.json``) with their held-out gains."""
+    return heldout_gains(pd.DataFrame(json.loads((Path(xeon) / "lr_drift.json").read_text())["runs"]))
+
+
+def _lr_curve(d: Design, r: Reading) -> dict:
+    """Amendment 42: :data:`LR_CURVE`, paired t over seeds of the three runs' mean; descriptive: the refit of both
+    readings on Amendment 40's runs, each reading's RMSE on the new runs, held-out KL and gain per learning rate and
+    method, and adapted beside held-out gain. The lr/3 runs' gain is over Amendment 38's untrained model (the same
+    weights, questions and stream: ``heldout_x/amc_like_small_lr/no_adaptation``)."""
+    dest = _kl_dir(r)
+    seeds = _complete(d, r, lambda s: all(drift_path(dest, d.regime, m, s, "kl").is_file() and
+                                          heldout_x_path(r.out, d.regime, m, s).is_file() for m in LR_METHODS), 5)
+    new = pd.concat([seed_table(r.out, d.regime, d.methods, dest).assign(lr=LR_GROUPS[d.regime]),
+                     untrained_rows(r.out, SMALL_LR)], ignore_index=True)
+    new = heldout_gains(new[new["seed"].isin(seeds)])
+    k = new["kl_heldout"].to_numpy(float)
+    per_run = new.assign(**{f"pred_{x}": reading(x, k) for x in "LRH"})
+    entries = []
+    for cid, (what, kind, line, sign, margin) in LR_CURVE.items():
+        x = per_run["gain"] - (per_run[f"pred_{line}"] + per_run["pred_H"]) / 2 if kind == "mid" else \
+            per_run["gain"] - per_run[f"pred_{line}"]
+        entries.append(_t_entry(cid, d.regime, what, sign, margin, paired_t(x.groupby(per_run["seed"]).mean()
+                                                                             .to_numpy()), len(seeds)))
+    old = amendment40_runs(Path(r.out).parent)
+    both = pd.concat([old, new], ignore_index=True)
+    levels = both.groupby(["lr", "method"], sort=False).agg(
+        kl_mean=("kl_heldout", "mean"), kl_sd=("kl_heldout", "std"), gain_mean=("gain", "mean"),
+        gain_sd=("gain", "std"), n=("seed", "nunique")).reset_index()
+    rows = []  # adapted pass@1 (points) of every run at the three learning rates and of the untrained model
+    for g, lr, methods in (("amc_like", "none", ("no_adaptation",)), *((g, lr, d.methods) for g, lr in LR_GROUPS.items())):
+        for m in methods:
+            for s in sorted(set(seeds) | set(old["seed"])):
+                p = adapted_x_path(r.out, g, m, s)  # the H1x run's kept adapted rows, else its study CSV
+                p = p if p.is_file() else csv_path(r.out, g, m, s)
+                if p.is_file():
+                    x = pd.read_csv(p)
+                    rows.append({"lr": lr, "method": m, "seed": s,
+                                 "adapted": 100 * x.loc[x["split"] == "adapted", "pass@1"].mean()})
+    ad = pd.DataFrame(rows, columns=["lr", "method", "seed", "adapted"])
+    base = ad[ad["lr"] == "none"].set_index("seed")["adapted"]
+    ad = ad[ad["lr"] != "none"]
+    ad = ad.assign(adapted_gain=ad["adapted"] - base.loc[ad["seed"]].to_numpy())
+    ad = ad.merge(both[["lr", "method", "seed", "gain"]], on=["lr", "method", "seed"])
+    trade = ad.groupby(["lr", "method"], sort=False).agg(
+        adapted_gain=("adapted_gain", "mean"), adapted_gain_sd=("adapted_gain", "std"),
+        heldout_gain=("gain", "mean"), n=("seed", "nunique")).reset_index()
+    rmse = {x: float(np.sqrt(((per_run["gain"] - per_run[f"pred_{x}"]) ** 2).mean())) for x in "LRH"}
+    return {"seeds": seeds, "readings": {"L": LINE, "R": x3h_slope(), "H": [HINGE_K0, HINGE_B]},
+            "refit": fit_readings(old), "entries": with_half_width(entries), "rmse": rmse,
+            "levels": levels.to_dict(orient="records"), "tradeoff": trade.to_dict(orient="records"),
+            "runs": per_run.to_dict(orient="records")}
+
+
+def advantage_runs(out: str | Path, regime: str, seeds: Sequence[int]) -> pd.DataFrame:
+    """Per DDRL run of ``regime``: ``d2`` (:func:`~ddrl.report.stats.advantage_statistic`), the first and the last
+    quarter's mean advantage x 100 (``first``, ``last``: the claim's "from negative to positive") and the RL steps. A
+    missing step log is an error naming it: every run here is committed."""
+    rows = []
+    for s in seeds:
+        p = csv_path(out, regime, "ddrl", s, steps=True)
+        if not p.is_file():
+            raise FileNotFoundError(f"{p}: the committed DDRL step log of seed {s} in {regime} is missing")
+        st = pd.read_csv(p)
+        adv = st[st.phase == "rl"].sort_values("step")["adv/mean"].to_numpy(dtype=float)
+        first, last = advantage_quarters(adv)
+        rows.append({"regime": regime, "seed": int(s), "steps": len(adv), "d2": advantage_statistic("D2", adv),
+                     "first": first, "last": last})
+    return pd.DataFrame(rows)
+
+
+def advantage_summary(per: pd.DataFrame) -> dict:
+    """One regime's runs as Amendment 54's table reads them: D2's mean and t-interval over seeds, the quarters' means
+    and how many runs start below 0 and end above it."""
+    est, lo, hi = mean_ci(per.d2)
+    return {"regime": per.regime.iloc[0], "n_seeds": len(per), "steps": int(per.steps.iloc[0]), "estimate": est,
+            "ci_low": lo, "ci_high": hi, "first": float(per["first"].mean()), "last": float(per["last"].mean()),
+            "first_below_0": int((per["first"] < 0).sum()), "last_above_0": int((per["last"] > 0).sum())}
+
+
+def _dynamics(d: Design, r: Reading) -> dict:
+    """Amendment 54: D2 (the registered statistic, sign, margin and rule) on the design's DDRL runs from their
+    committed step logs (``entries``), ``summary`` (every regime's runs, the decided one first, then
+    :data:`DYNAMICS_DESCRIBED`) and ``runs`` (each run's statistics)."""
+    per = [advantage_runs(r.out, g, s) for g, s in ((d.regime, r.seeds), *DYNAMICS_DESCRIBED)]
+    n_q = pd.read_csv(csv_path(r.out, d.regime, "ddrl", r.seeds[0]), dtype={"question": str}).query(
+        "split == 'adapted'").question.nunique()
+    head = advantage_summary(per[0])
+    d2 = {**entry("D2", SAME_BASE[d.regime], head["estimate"], head["ci_low"], head["ci_high"], len(r.seeds), n_q),
+          "regime": d.regime}
+    return {"entries": with_half_width(validate([d2], d.regime)), "summary": [advantage_summary(p) for p in per],
+            "runs": pd.concat(per, ignore_index=True).to_dict(orient="records")}
+
+
+def _claims_table(d: Design, res: dict, text: Callable[[dict], str]) -> list[str]:
+    return [d.header, "|---|---|---|---|---|", *(claim_row(e, text(e), d.predicted.get(e["id"], "-"))
+                                                  for e in res["entries"])]
+
+
+def _lr_heldout_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
+    """The claims and each run's held-out level at both learning rates."""
+    rows = _claims_table(d, res, lambda e: e["claim"])
+    rows += ["", "| method | learning rate | held-out pass@1, mean over seeds (SD) | seeds below the untrained run |",
+             "|---|---|---|---|"]
+    rows += [f"| {r['method']} | {'-' if r['method'] == 'no_adaptation' else LR_CELL[r['regime']]} | {r['pass1']:.1f} "
+             f"({r['sd']:.1f}) | {below_cell(r)} |" for r in res["levels"]]
+    return "\n".join(rows) + "\n"
+
+
+def _lr_drift_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
+    """The claims, and each group's held-out pass@1 and distance."""
+    rows = _claims_table(d, res, lambda e: e["metric"])
+    rows += ["", "| learning rate | method | held-out pass@1, mean (SD) | held-out KL [1e-3 nats/token], mean (SD) |",
+             "|---|---|---|---|"]
+    rows += [f"| {r['lr']} | {r['method']} | {r['heldout_mean']:.1f} ({r['heldout_std']:.1f}) | "
+             f"{r['kl_heldout_mean']:.1f} ({r['kl_heldout_std']:.1f}) |" for r in res["levels"]]
+    return "\n".join(rows) + "\n"
+
+
+def _cor_drift_table(d: Design, cor: dict, beside: Sequence[dict]) -> str:
+    """Amendment 41's claims and COR alone's distance and held-out gain, Amendment 40's RL runs beside."""
+    rows = _claims_table(d, cor, lambda e: e["metric"])
+    rows += ["", f"COR alone's held-out KL: {cor['kl_mean']:.2f} (SD {cor['kl_sd']:.2f}) x 1e-3 nats/token; its held-out "
+             f"gain over the untrained model: {cor['heldout_gain_mean']:+.2f} points (mean over {len(cor['seeds'])} seeds).",
+             "", "| runs (descriptive, Y1's measure) | held-out KL, mean | held-out pass@1 - (untrained + X3h x KL), mean (SD) |",
+             "|---|---|---|", f"| COR alone | {cor['kl_mean']:.2f} | {cor['entries'][0]['estimate']:+.2f} |"]
+    rows += [f"| {r['method']} at {LR_LABELS[r['lr']]} | {r['kl']:.2f} | {r['residual']:+.2f} ({r['residual_sd']:.2f}) |"
+             for r in cor["rl_beside"]]
+    return "\n".join(rows) + "\n"
+
+
+def _lr_curve_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
+    """The claims, each reading's error on the new runs, and the three learning rates' distance, held-out and adapted
+    gains."""
+    rows = _claims_table(d, res, lambda e: e["metric"])
+    r = res["rmse"]
+    rows += ["", f"Root-mean-square error on the {len(res['runs'])} new runs (points): H {r['H']:.2f}, L {r['L']:.2f}, "
+             f"R {r['R']:.2f}.", "",
+             "| learning rate | method | seeds | held-out KL [1e-3 nats/token], mean (SD) | held-out gain, mean (SD) | "
+             "adapted gain, mean (SD) |", "|---|---|---|---|---|---|"]
+    trade = {(t["lr"], t["method"]): t for t in res["tradeoff"]}
+    for lr in ("default", "lr3", "lr10"):
+        for lv in [x for x in res["levels"] if x["lr"] == lr]:
+            t = trade.get((lr, lv["method"]))
+            ad = f"{t['adapted_gain']:+.1f} ({t['adapted_gain_sd']:.1f})" if t else "-"
+            rows.append(f"| {LR_TEXT[lr]} | {label(lv['method'])} | {lv['n']} | {lv['kl_mean']:.1f} ({lv['kl_sd']:.1f}) | "
+                        f"{lv['gain_mean']:+.1f} ({lv['gain_sd']:.1f}) | {ad} |")
+    return "\n".join(rows) + "\n"
+
+
+def _dynamics_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
+    """The verdict beside the registered default-lr D2, then each regime's runs (descriptive rows marked so)."""
+    e = res["entries"][0]
+    b = {(x["id"], x["regime"]): x for x in beside}[("D2", SAME_BASE[e["regime"]])]
+    rows = [d.header, "|---|---|---|---|---|",
+            f"| D2 DDRL's mean advantage, last - first quarter of the RL steps [x 100] | {entry_cell(b)} | "
+            f"{amendment_cells(e, d.predicted['D2'])}", "",
+            "| regime | learning rate | seeds | RL steps | D2 [x 100], 95% CI | first quarter | last quarter | "
+            "runs starting below 0 | runs ending above 0 |", "|---|---|---|---|---|---|---|---|---|"]
+    names = {"math500_like": "MATH-500-like", "amc_like": "AMC-like"}
+    for i, s in enumerate(res["summary"]):
+        name = names[SAME_BASE.get(s["regime"], s["regime"])] + ("" if i == 0 else " (descriptive)")
+        rows.append(f"| {name} | {LR_CELL[s['regime']]} | {s['n_seeds']} | {s['steps']} | {entry_ci(s)} | "
+                    f"{s['first']:+.1f} | {s['last']:+.1f} | {s['first_below_0']} | {s['last_above_0']} |")
+    return "\n".join(rows) + "\n"
+
+
+#: The tables of the designs whose analysis is one named measure (:attr:`Design.whole`), by that measure's name
+TABLES: dict[str, Callable[[Design, dict, Sequence[dict]], str]] = {
+    "lr_heldout": _lr_heldout_table, "lr_drift": _lr_drift_table, "cor_alone_drift": _cor_drift_table,
+    "lr_curve": _lr_curve_table, "dynamics": _dynamics_table}
+
+
 MEASURES: dict[str, Callable[[Design, Reading], dict]] = {
     "reproduced": _reproduced, "reproduced_by_method": _reproduced_by_method, "heldout_check": _heldout_check,
     "cor_kept": _cor_kept, "retrain_check": _retrain_check, "reeval_check": _reeval_check}
 MEASURES |= {"levels": _levels, "split": _split, "c2": _c2, "divergence": _divergence, "agreeing": _agreeing}
+MEASURES |= {"lr_heldout": _lr_heldout, "lr_drift": _lr_drift, "cor_alone_drift": _cor_drift, "lr_curve": _lr_curve,
+             "dynamics": _dynamics}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -442,12 +863,17 @@ def analysed_seeds(d: Design, out: str | Path = RUNS, seeds: Sequence[int] | Non
     return done if d.claim_seeds is None else {c: [s for s in cs if s in done] for c, cs in d.claim_seeds.items()}
 
 
-def analyse(d: Design, out: str | Path = RUNS, n_boot: int = 4000, now: float | None = None,
+def analyse(d: Design, out: str | Path | None = None, n_boot: int = 4000, now: float | None = None,
             seeds: Sequence[int] | None = None) -> dict:
     """The design's claims on :func:`analysed_seeds`: ``entries`` (``claims.json``'s schema with ``half_width``: the
     registered ones by their matrices and rule, each on its own seeds, ours by
     :func:`~ddrl.study.claims.amendment_entry`); then, descriptive, the design's named measures (:data:`MEASURES`;
-    ``levels``: each run's mean pass@1 on the split, first where not named)."""
+    ``levels``: each run's mean pass@1 on the split, first where not named); a design's :attr:`Design.whole`
+    measure instead, on ``seeds`` (default the design's). ``out``: default :attr:`Design.runs`."""
+    out = d.runs if out is None else out
+    if d.whole:
+        return MEASURES[d.whole](d, Reading(pd.DataFrame(), Path(out), list(d.seeds if seeds is None else seeds),
+                                             n_boot, {}))
     seeds = analysed_seeds(d, out, seeds, now)
     per_claim = seeds if isinstance(seeds, dict) else {}
     done = next(iter(per_claim.values())) if per_claim else seeds
@@ -485,6 +911,8 @@ def markdown(d: Design, res: dict, beside: Sequence[dict]) -> str:
     """The table docs/results.md quotes: per claim the entry beside it (the registered one at the default lr in the
     same benchmark, or the entries of :attr:`Design.beside`'s analysis), the design's, its half-width beside the
     plan's predictions ("-": none), its verdict; then the levels. ``beside``: those entries."""
+    if d.whole:
+        return TABLES[d.whole](d, res, beside)
     if d.beside is None:
         by = {e["id"]: e for e in beside if e["regime"] == SAME_BASE[d.regime]}
     else:
@@ -549,9 +977,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("what", choices=("run", "status", "analyse", "render"))
     ap.add_argument("design", help=f"one of {', '.join(DESIGNS)}")
     add_run_arguments(ap, "run: seeds N-M (default: the design's)")
+    ap.set_defaults(out=None)
     args = ap.parse_args(argv)
     try:
         d = design(args.design)
+        args.out = args.out or d.runs
         if args.what == "run":
             print(run(d, args))
         elif args.what == "status":
