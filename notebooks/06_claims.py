@@ -568,10 +568,7 @@ for build, design in cor_alone.DESIGNS.items():  # the registered build (Amendme
 # question, on the fresh questions (LxT, LxD): does the smaller rate keep more?
 
 # %%
-from ddrl.study.amendments import lr_heldout
-
-display(Markdown(committed_markdown(lr_heldout.XEON / "lr_heldout.json", lr_heldout.markdown, 39,
-                                    "python -m ddrl.study.amendments.lr_heldout status")))
+display(Markdown(designs.committed_table("lr_heldout")))  # Amendment 39
 
 # %% [markdown]
 # Is that the distance from the base? Each run's KL to the untrained model on the fresh questions against its
@@ -580,18 +577,16 @@ display(Markdown(committed_markdown(lr_heldout.XEON / "lr_heldout.json", lr_held
 # place COR alone on that line.
 
 # %%
-from ddrl.study.amendments import lr_drift
+from ddrl.study.drift import lr_curve_figure, lr_drift_figure, x3h_slope
 
-lr_drift_path, cor_drift_path = lr_drift.XEON / "lr_drift.json", lr_drift.XEON / "cor_alone_drift.json"
+lr_drift_path, cor_drift_path = designs.XEON / "lr_drift.json", designs.XEON / "cor_alone_drift.json"
 cor_drift = json.loads(cor_drift_path.read_text()) if cor_drift_path.is_file() else None
+display(Markdown(designs.committed_table("lr_drift")))  # Amendment 40
 if lr_drift_path.is_file():
     lr_drift_res = json.loads(lr_drift_path.read_text())
-    display(Markdown(lr_drift.markdown(lr_drift_res)))
     if cor_drift is not None:  # Amendment 41: where COR alone (no RL) lies on the same line
-        display(Markdown(lr_drift.cor_markdown(cor_drift)))
-    rep.draw("lr_drift", lr_drift.figure, lr_drift_res, cor_drift, data=pd.DataFrame(lr_drift_res["runs"]))
-else:
-    display(Markdown("Amendment 40's analysis is not committed yet (`python -m ddrl.study.amendments.lr_drift status`)."))
+        display(Markdown(designs.committed_table("cor_alone_drift")))
+    rep.draw("lr_drift", lr_drift_figure, lr_drift_res, cor_drift, data=pd.DataFrame(lr_drift_res["runs"]))
 
 # %% [markdown]
 # Two readings of those runs: one straight line through the base (L), or a free start near the base, then a steeper
@@ -600,16 +595,12 @@ else:
 # questions against the gain on fresh ones.
 
 # %%
-from ddrl.study.amendments import lr_curve
-
-lr_curve_path = lr_curve.XEON / "lr_curve.json"
+lr_curve_path = designs.XEON / "lr_curve.json"
+display(Markdown(designs.committed_table("lr_curve")))  # Amendment 42
 if lr_curve_path.is_file():
     lr_curve_res = json.loads(lr_curve_path.read_text())
-    display(Markdown(lr_curve.markdown(lr_curve_res)))
-    rep.draw("lr_curve", lr_curve.figure, lr_curve_res, lr_curve.amendment40_runs(), lr_curve.x3h_slope(),
+    rep.draw("lr_curve", lr_curve_figure, lr_curve_res, designs.amendment40_runs(), x3h_slope(),
              data=pd.DataFrame(lr_curve_res["runs"]))
-else:
-    display(Markdown("Amendment 42's analysis is not committed yet (`python -m ddrl.study.amendments.lr_curve status`)."))
 
 # %% [markdown]
 # ### The distance, run by run: BCS's negatives and policy drift

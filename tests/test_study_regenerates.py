@@ -115,7 +115,6 @@ REGENERATE = {
     "small_lr/table1_fixed_more.json": lambda: _call("small_lr", "analyse_t1f_more"),
     "small_lr/cor.json": lambda: _call("small_lr_cor", "analyse"),
     "small_lr/heldout.json": lambda: _call("small_lr_cor", "analyse_heldout"),
-    "small_lr/dynamics.json": lambda: _call("small_lr_dynamics", "analyse"),
     "small_lr/etmr.json": lambda: _design("small_lr_etmr", "registered"),
     "small_lr/etmr_amc.json": lambda: _design("small_lr_etmr", "registered_amc"),
     "replication_xeon/small_lr_etmr.json": lambda: _design("small_lr_etmr", "xeon"),
@@ -132,11 +131,6 @@ REGENERATE = {
     "replication_c49d/cor_alone.json": lambda: _cor_alone("c49d"),
     "replication_xeon/cor_alone.json": lambda: _cor_alone("xeon"),
     "replication_xeon/cor_alone_heldout.json": lambda: _cor_alone("xeon", heldout=True),
-    # Amendments 39-41: the learning rate on the Xeon build
-    "replication_xeon/lr_heldout.json": lambda: _call("lr_heldout", "analyse"),
-    "replication_xeon/lr_curve.json": lambda: _call("lr_curve", "analyse"),
-    "replication_xeon/lr_drift.json": lambda: _call("lr_drift", "analyse"),
-    "replication_xeon/cor_alone_drift.json": lambda: _call("lr_drift", "analyse_cor"),
 }
 
 #: The number of claim entries committed before issue 82 (results/**/*.json, every dict with a ``verdict``).
