@@ -425,7 +425,7 @@ def test_amendment_39_pairs_a_method_across_learning_rates_and_reads_complete_se
     assert D.jobs(d, now=clock - 60) == [Job("amc_like", s, HELDOUT_X_METHODS, "H1x") for s in range(12)]
     assert D.jobs(d, now=clock + 1) == []
     rows = lambda g, m, vals: [{"regime": g, "method": m, "seed": s, "split": HELDOUT_X, "question": q, "pass@1": v}
-                               for s in (0, 1) for q, v in zip("ab", vals)]  # noqa: E731
+                               for s in (0, 1) for q, v in zip("ab", vals)]
     df = pd.DataFrame(rows(SMALL_LR, "ddrl", (0.5, 0.75)) + rows("amc_like", "ddrl", (0.25, 0.75))
                       + rows("amc_like", "ttrl", (0.0, 0.0)))
     assert D.across_lr(df, "ddrl", "amc_like").to_numpy().tolist() == [[25.0, 0.0], [25.0, 0.0]]

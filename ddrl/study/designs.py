@@ -507,7 +507,7 @@ def _lr_heldout(d: Design, r: Reading) -> dict:
     at both learning rates (``levels``, ``seed_pass1``) and how many retrained default-lr runs' adapted rows equal
     Amendment 5's committed CSVs (``registered_reproduced`` of ``registered_checked``)."""
     reads = ((d.regime, HELDOUT_X_METHODS), (SMALL_LR, tuple(m for m, _ in LR_HELDOUT.values())))
-    paths = lambda s: [heldout_x_path(r.out, g, m, s) for g, ms in reads for m in ms]  # noqa: E731
+    paths = lambda s: [heldout_x_path(r.out, g, m, s) for g, ms in reads for m in ms]
     seeds = _complete(d, r, lambda s: all(p.is_file() for p in paths(s)), 2)
     df = pd.concat([pd.read_csv(heldout_x_path(r.out, g, m, s), dtype={"question": str})
                     for g, ms in reads for m in ms for s in seeds], ignore_index=True)
@@ -584,7 +584,7 @@ def _cor_drift(d: Design, r: Reading) -> dict:
     COR alone's held-out pass@1 minus the untrained model's minus slope x its KL (paired t), with the slopes (W4 from
     Amendment 40's committed analysis); descriptive, the mean KL and held-out difference, and Amendment 40's RL runs
     measured the same way (added after Y1, Y2 were read)."""
-    kl_json = lambda s: drift_path(_kl_dir(r), "amc_like", COR_ONLY, s, "kl")  # noqa: E731
+    kl_json = lambda s: drift_path(_kl_dir(r), "amc_like", COR_ONLY, s, "kl")
     seeds = _complete(d, r, lambda s: kl_json(s).is_file(), 3)
     recs = {s: json.loads(kl_json(s).read_text()) for s in seeds}
     if not all(x["adapted_reproduced"] for x in recs.values()):
