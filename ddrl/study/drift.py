@@ -34,12 +34,12 @@ import pandas as pd
 import scipy.stats as sps
 import seaborn as sns
 
-from ddrl.study.drift_data import DRIFT, PAIR, export_steps, h1x_files, heldout_rows, seed_table
+from ddrl.study.drift_data import DRIFT, PAIR, drift_path, export_steps, h1x_files, heldout_rows, seed_table
 from ddrl.report.plotting import color, label, save_docs_figure
 from ddrl.run.storage import REPO, cache_root, write_json
 from ddrl.seeds import seed_range
 from ddrl.report.stats import hierarchical_bootstrap, mean_ci, paired_differences, verdict
-from ddrl.study.plan import ADAPTED_X, COR_ONLY, SCALES, Job
+from ddrl.study.plan import ADAPTED_X, COR_ONLY, RESULTS, SCALES, Job
 from ddrl.study.pool import run_jobs, status_counts
 
 
@@ -376,6 +376,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--methods", nargs="+", default=list(PAIR), help="run, export, kl: whose runs (default: the "
                     "pair; Amendment 22: bcs_kl10x bcs_kl100x; 25: ttrl_kl100x ddrl_kl100x)")
     ap.add_argument("--runs-root", type=Path, default=None, help="run directories (default: <cache>/runs)")
+    ap.add_argument("--regimes", type=Path, default=RESULTS / "regimes_base.json",
+                    help="kl: the build's regimes file (default: the registered build's)")
+    ap.add_argument("--cor-alone", action="store_true", help="kl: Amendment 41's COR alone, recomputed per seed")
     ap.add_argument("--json", type=Path, default=None, help="analyse: write the entries here")
     ap.add_argument("--seed", type=int, default=0, help="analyse: the bootstrap's generator seed")
     ap.add_argument("--measure", choices=sorted(MEASURES), default="kl_late", help="analyse: X1-X4 (kl_late) or "
@@ -405,8 +408,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.what == "kl":
         from ddrl.study.drift_kl import measure_kl  # torch: the policies are sampled (this module renders without it)
 
-        n, missing = measure_kl(args.out, runs_root, args.regime, args.methods, args.drift_dir, args.scale)
-        print(f"held-out KL measured: {n} runs (final weights not under {runs_root}: {len(missing)})")
+        if args.cor_alone:  # Amendment 41: COR alone recomputed (its weights were never kept), then its KL
+            from ddrl.study.drift_kl import cor_alone_kl
+
+            for s in args.seeds:
+                path = drift_path(args.drift_dir or args.out, args.regime, COR_ONLY, s, "kl")
+                if not path.is_file():
+                    write_json(path, cor_alone_kl(s, args.regimes, args.out, args.regime, args.scale))
+            print(f"COR alone's held-out KL: {len(args.seeds)} seeds under {args.drift_dir or args.out}")
+        else:
+            n, missing = measure_kl(args.out, runs_root, args.regime, args.methods, args.drift_dir, args.scale,
+                                    regimes=args.regimes)
+            print(f"held-out KL measured: {n} runs (final weights not under {runs_root}: {len(missing)})")
     elif args.what == "figure":  # the committed runs (PANELS) -> docs/results/drift_kl_heldout.{png,pdf}
         sfx = "" if args.regime == "amc_like" else f"_{args.regime}"  # AMC-like's figures keep their names
         tables = {t: seed_table(REPO / o, args.regime, drift_dir=REPO / d if d else None) for t, o, d in PANELS
