@@ -6,11 +6,13 @@ analysis reads (``methods``, in the levels' order; ``split``: adapted or H1x's f
 (``registered``: ids decided by their registered matrices and rule, :data:`ddrl.study.plan.PAIRED`; ``claims``: ours,
 id -> (a, b, what), pass@1 a - b per seed and question, sign +1, margin :data:`MARGIN`), where its analysis goes
 and the table docs/results.md prints. What a design measures beyond its claims is a named measure
-(:data:`MEASURES`), written once and referred to by name.
+(:data:`MEASURES`), written once and referred to by name. A design of another build reads its own results tree
+(``results``: its CSVs and the regimes file that names the build).
 
     python -m ddrl.study status ttrl_heldout_amc       # seeds complete, to the design's clock
     python -m ddrl.study analyse ttrl_heldout_amc      # -> results/small_lr/ttrl_heldout_amc.json
     python -m ddrl.study run ttrl_heldout_amc --workers 2
+    DDRL_CACHE_DIR=<the Xeon build's cache> python -m ddrl.study run small_lr_etmr_xeon --workers 2
 
 Designs not yet in this table keep their amendment module (:mod:`ddrl.study.amendments`); they move here one
 family at a time.
@@ -30,18 +32,20 @@ import pandas as pd
 from ddrl.report.tables import committed_markdown, entry_cell
 from ddrl.run.pool import clock_budget
 from ddrl.run.storage import cache_root, write_json
-from ddrl.study.amendments.small_lr import OUT, RUNS, add_run_arguments, seeds_line
-from ddrl.study.amendments.wide import (amendment_cells, complete_seeds, cor_level_rows, held_level_rows, level_table, missing_seeds,
-                                        read_csvs, reproduced_counts, run_levels, seeds_to_analyse, seeds_to_start,
-                                        wide_entry)
+from ddrl.study.amendments.cor_alone import HELDOUT_LR10
+from ddrl.study.amendments.small_lr import (COMPARISON as AMENDMENT28_WHAT, LR_CELL, OUT, RUNS, add_run_arguments,
+                                            figure, seeds_line)
+from ddrl.study.amendments.wide import (amendment_cells, below_cell, claim_row, complete_seeds, cor_level_rows,
+                                        held_level_rows, level_table, read_csvs, reproduced_counts, run_levels,
+                                        seeds_to_analyse, seeds_to_start, vote_by_quarter, wide_entry)
 from ddrl.study.analysis import claim_matrix, paired_matrix, rl_divergence
 from ddrl.study import claims
-from ddrl.study.claims import amendment_entry, validate, with_half_width
+from ddrl.study.claims import amendment_entry, table2_difference, validate, with_half_width
 from ddrl.study.amendments.small_lr import REGIME as MATH500_SMALL_LR
-from ddrl.study.amendments.small_lr_cor import untrained
+from ddrl.study.amendments.small_lr_cor import HELDOUT_CLAIMS, untrained
 from ddrl.study.amendments.small_lr_refine import check_rows, refuse_untrained
 from ddrl.study.plan import (RESULTS, COR_4X, COR_LR10, HELDOUT_X, SAME_BASE, SCALES, SMALL_LR, Job,
-                             check_weights, csv_path, heldout_x_path)
+                             check_weights, csv_path, heldout_x_path, regimes_path)
 from ddrl.study.pool import run_jobs, status_counts
 
 MARGIN = 1.0  # points: every amendment claim's margin (plan Sec. 4's rule)
@@ -60,7 +64,7 @@ class Design:
     evaluates: tuple[str, ...]  # the runs its jobs compute, one job each per seed, in this order
     methods: tuple[str, ...]  # every run its analysis reads, in the levels' order
     registered: tuple[str, ...]  # registered claims, by their matrices and rule
-    claims: dict  # ours: id -> (a, b, what)
+    claims: dict  # ours: id -> (a, b, what), or (a, b, what, claim, metric, paper) where the entry states its own
     predicted: dict  # id -> the plan's predicted half-widths, as the table prints them
     analysis: Path
     section: str  # its heading in docs/results.md
@@ -74,26 +78,62 @@ class Design:
     reference: str = "no_adaptation"  # the run its levels count the seeds below
     cor_runs: tuple[str, ...] = ()  # the runs ``cor_kept`` reports COR's mean kept rollouts of
     paper: bool = False  # its table prints the paper's number of each claim
-    beside: str | None = None  # the design whose entries its table sets beside its own (None: the registered ones)
-    header: str = ""  # its table's header row
+    beside: tuple[str, ...] | None = ()  # the committed analyses whose entries its table sets beside its own: designs
+    # by name or files under results/ (empty: the registered ones; None: no such column, the rows of
+    # :func:`~ddrl.study.amendments.wide.claim_row`)
+    header: str = ""  # its table's header row ({last}: the last seed analysed)
     level_name: str = "run (lr/10)"  # its level table's first column
+    level_mean: str = "held-out pass@1, mean over seeds (SD)"  # its held-out level table's second column ({last})
+    unmeasured: str = "-"  # its table's cell where no entry is set beside
+    names: dict | None = None  # its table's texts of the registered claims, where not :data:`REGISTERED_WHAT`'s
+    results: Path = RESULTS  # its results tree: ``runs/`` holds the CSVs, its regimes file names the build
+    build: str | None = None  # the build its analysis names (after the regime; with a clock, that after the seeds)
+    both_lrs: bool = False  # it reads the untrained run in the regime's base and each of ``methods`` at the base's
+    # default lr too (where written): the levels, ``seed_pass1`` and ``vote`` at both learning rates
+    finished: tuple[str, ...] = ()  # trained runs its jobs load: refuse a seed whose run is not finished (none trains)
 
     @property
     def tag(self) -> str:
         return f"Amendment {self.amendment}"
 
+    @property
+    def runs(self) -> Path:
+        return self.results / "runs"
+
     def what(self, cid: str) -> str:
-        return self.claims[cid][2] if cid in self.claims else REGISTERED_WHAT[cid]
+        return self.claims[cid][2] if cid in self.claims else (self.names or REGISTERED_WHAT)[cid]
 
 
 #: What the tables call the registered claims the designs decide
 REGISTERED_WHAT = {"R1": "COR keeping 4x the rollouts - DDRL (COR 1x)", "H1x": "DDRL - untrained", "H1xC": "DDRL - BCS+DAE (COR's cost)", "H1xT": "TTRL - untrained",
-                   "H1xD": "DDRL - TTRL", "H1xR": "BCS+DAE - TTRL"}
+                   "H1xD": "DDRL - TTRL", "H1xR": "BCS+DAE - TTRL", **AMENDMENT28_WHAT, "M2": "DDRL - ETMR"}
 #: Amendment 58's claims, measured again in MATH-500-like by Amendment 61
 COR_LR10_HELDOUT = {"K1x": (COR_LR10, "bcs_dae", "COR at lr 1e-6 - BCS+DAE (its cost on fresh questions)"),
                     "K2x": ("ddrl", COR_LR10, "DDRL (COR at 1e-5) - COR at 1e-6")}
 _HELD_HEADER = "| claim (held-out pass@1 on 1,536 fresh {where}questions, points) | {beside} | **{this}** | " \
                "half-width (predicted{at}) | verdict |"
+XEON = RESULTS / "replication_xeon"  # the Xeon build's results tree
+#: ETMR's designs: the runs each reads at lr/10 (at the default lr too, with the untrained run), M3 and P3 per benchmark
+#: the regime stands for (its Table 2 difference), and what their rows share
+ETMR_RUNS = ("ttrl", "etmr", "ddrl")
+ETMR_CLAIMS = {base: {cid: (a, b, what, claim, f"pass@1 {what} [points]", table2_difference(a, b, base))
+                      for cid, a, b, what, claim in (
+                          ("M3", "etmr", "ttrl", "ETMR - TTRL", "ETMR is the stronger baseline: it beats TTRL"),
+                          ("P3", "etmr", "no_adaptation", "ETMR - no adaptation", "ETMR improves on no adaptation"))}
+               for base in ("math500_like", "amc_like")}
+_ETMR = {"split": "adapted", "measures": ("seed_pass1", "vote", "rl_minutes"), "cached_ddrl": False,
+         "reference": "etmr", "paper": True, "unmeasured": "not measured", "both_lrs": True}
+_ETMR_HEADER = ("| claim (adapted pass@1, points) | paper ({paper}) | {beside} | **{this} at lr/10 (Amendment {a}, "
+                "seeds 0-{{last}})** | half-width (predicted at {at} seeds) | verdict |")
+#: Their held-out claims (Amendments 45, 48): held-out pass@1 a - b per seed and fresh question
+ETMR_HELDOUT = {"P3x": ("etmr", "no_adaptation", "ETMR at lr/10 - no adaptation, held-out"),
+                "M2x": ("ddrl", "etmr", "DDRL - ETMR at lr/10, held-out"),
+                "M3x": ("etmr", "ttrl", "ETMR - TTRL at lr/10, held-out")}
+ETMR_HELD_RUNS = ("no_adaptation", "ttrl", "bcs_dae", "etmr", "ddrl")
+_ETMR_HELD = {"job_per_run": False, "measures": ("seed_pass1", "reproduced"), "reproduced_of": ETMR_RUNS,
+              "cached_ddrl": False, "beside": None, "level_mean": "held-out pass@1, mean over seeds 0-{last} (SD)"}
+_ETMR_HELD_HEADER = ("| claim (held-out pass@1 on 1,536 fresh {name} questions, points; {build}, lr/10) | seeds | "
+                     "estimate [95% CI] | half-width (predicted) | verdict |")
 
 DESIGNS = {d.id: d for d in (
     # Amendment 56: R1 (COR keeping 4x) and K1, K2 (COR at 1e-6) at lr/10 in AMC-like from the cached RL-only weights of
@@ -144,7 +184,7 @@ DESIGNS = {d.id: d for d in (
            {"R1x": "0.53 / 0.51, 0.71 / 0.69"}, OUT / "refine_heldout_math500.json",
            "## Does COR 4x's extra gain at the small learning rate in MATH-500-like hold on fresh questions? "
            "(plan Amendment 60)",
-           measures=("reproduced", "heldout_check"), reproduced_of=(COR_4X,), beside="refine_heldout_amc",
+           measures=("reproduced", "heldout_check"), reproduced_of=(COR_4X,), beside=("refine_heldout_amc",),
            header=_HELD_HEADER.format(where="", beside="lr/10 AMC-like (Amendment 57)",
                                       this="lr/10 MATH-500-like (Amendment 60)", at=" at 6 / 10 seeds")),
     # Amendment 61: COR at 1e-6 on MATH-500-like's fresh questions (Amendment 58's claims)
@@ -154,9 +194,72 @@ DESIGNS = {d.id: d for d in (
            OUT / "cor_lr10_heldout_math500.json",
            "## COR at a tenth of its rate on fresh MATH-500-like questions at the small learning rate "
            "(plan Amendment 61)",
-           reproduced_of=(COR_LR10,), beside="ttrl_heldout_amc",
+           reproduced_of=(COR_LR10,), beside=("ttrl_heldout_amc",),
            header=_HELD_HEADER.format(where="", beside="lr/10 AMC-like (Amendment 58)",
                                       this="lr/10 MATH-500-like (Amendment 61)", at=" at 6 / 10 seeds")),
+    # Amendments 43, 44, 46, 47: ETMR, the paper's stronger baseline, beside TTRL and DDRL at lr/10 (both learning
+    # rates' levels, the vote, the RL minutes; the registered claims with the paper's numbers, M3 and P3 with Table 2's
+    # differences), each to its plan's clock. Their ids are their figures' names (:func:`etmr_figure`).
+    # Amendment 43: MATH-500-like, registered build, ETMR beside Amendment 28's TTRL and DDRL runs
+    Design("small_lr_etmr", 43, MATH500_SMALL_LR, tuple(range(18)), "2026-11-29T08:00:00+00:00", ("etmr",), ETMR_RUNS,
+           ("M2",), ETMR_CLAIMS["math500_like"],
+           {"M2": "2.32 / 2.21 / 2.05; 1.84 / 1.83 / 1.82", "M3": "2.17 / 2.00 / 1.76; 1.84 / 1.83 / 1.82",
+            "P3": "2.53 / 2.46 / 2.36; 1.01 / 1.00 / 0.99"}, OUT / "etmr.json",
+           "## DDRL against ETMR at the small learning rate (plan Amendments 43 and 44)", job_kind="A43 lr/10",
+           build="registered build",
+           header=_ETMR_HEADER.format(paper="MATH-500", beside="MATH-500-like, default lr (registered)",
+                                      this="registered build, MATH-500-like", a=43, at="12 / 14 / 18"), **_ETMR),
+    # Amendment 44: Amendments 28 and 43 again on the Xeon build (TTRL, DDRL and ETMR at lr/10)
+    Design("small_lr_etmr_xeon", 44, MATH500_SMALL_LR, tuple(range(12)), "2026-11-29T08:15:00+00:00",
+           ("ttrl", "ddrl", "etmr"), ETMR_RUNS, ("P1", "P2", "M1", "M2"), ETMR_CLAIMS["math500_like"],
+           {"P1": "1.03 / 1.02 / 1.01; 2.49 / 2.37 / 2.29", "P2": "2.54 / 2.52 / 2.51; 2.70 / 2.64 / 2.60",
+            "M1": "1.88 / 1.86 / 1.84; 1.99 / 1.79 / 1.66", "M2": "1.88 / 1.86 / 1.84; 2.70 / 2.48 / 2.32",
+            "M3": "1.88 / 1.86 / 1.84; 2.73 / 2.40 / 2.17", "P3": "1.03 / 1.02 / 1.01; 2.77 / 2.63 / 2.53"},
+           XEON / "small_lr_etmr.json", "### The same on the Xeon build (plan Amendment 44)", job_kind="A44 lr/10",
+           results=XEON, build="Xeon build", beside=("small_lr/claims.json", "small_lr_etmr"),
+           header=_ETMR_HEADER.format(paper="MATH-500", beside="registered build at lr/10 (Amendments 28, 43)",
+                                      this="Xeon build, MATH-500-like", a=44, at="8 / 10 / 12"), **_ETMR),
+    # Amendment 46: AMC-like, Xeon build, ETMR beside Amendments 36-37's TTRL and DDRL runs
+    Design("small_lr_etmr_xeon_amc", 46, SMALL_LR, tuple(range(12)), "2026-11-29T11:40:00+00:00", ("etmr",), ETMR_RUNS,
+           ("M2",), ETMR_CLAIMS["amc_like"],
+           {"M2": "2.51 / 2.40 / 2.33 / 2.28; 4.81 / 4.16 / 3.75 / 3.47",
+            "M3": "2.51 / 2.40 / 2.33 / 2.28; 4.53 / 3.84 / 3.41 / 3.10",
+            "P3": "3.11 / 3.07 / 3.05 / 3.03; 3.67 / 3.46 / 3.33 / 3.24"}, XEON / "small_lr_etmr_amc.json",
+           "### In AMC-like (plan Amendments 46 and 47)", job_kind="A46 lr/10", results=XEON, build="Xeon build",
+           header=_ETMR_HEADER.format(paper="AMC", beside="AMC-like, default lr (registered)",
+                                      this="Xeon build, AMC-like", a=46, at="6 / 8 / 10 / 12"), **_ETMR),
+    # Amendment 47: the same on the registered build, beside Amendment 6's TTRL and DDRL runs
+    Design("small_lr_etmr_amc", 47, SMALL_LR, tuple(range(19)), "2026-12-01T15:30:00+00:00", ("etmr",), ETMR_RUNS,
+           ("M2",), ETMR_CLAIMS["amc_like"],
+           {"M2": "2.18 / 2.10 / 2.05; 4.16 / 3.47 / 3.09", "M3": "2.18 / 2.10 / 2.05; 3.84 / 3.10 / 2.68",
+            "P3": "2.80 / 2.74 / 2.71; 3.46 / 3.24 / 3.12"}, OUT / "etmr_amc.json",
+           "### In AMC-like (plan Amendments 46 and 47)", job_kind="A47 lr/10", build="registered build",
+           header=_ETMR_HEADER.format(paper="AMC", beside="AMC-like, default lr (registered)",
+                                      this="registered build, AMC-like", a=47, at="8 / 12 / 16"), **_ETMR),
+    # Amendments 45, 48: the finished lr/10 runs on H1x's 1,536 fresh questions (one H1x job per seed, nothing
+    # trained): P3x, M2x, M3x (and on the Xeon build the H1x family, Amendment 38's texts). Amendment 46's held-out
+    # part was never run: its ETMR runs' weights were lost with the Xeon machine's cache (notebook 06 says so).
+    # Amendment 45: ETMR's runs of Amendment 43 (the others' evaluations are Amendment 31's)
+    Design("etmr_heldout", 45, MATH500_SMALL_LR, tuple(range(18)), None, ("etmr",),
+           ("no_adaptation", "ttrl", "etmr", "ddrl"), (), ETMR_HELDOUT, {"P3x": "0.36", "M2x": "0.71", "M3x": "0.16"},
+           OUT / "etmr_heldout.json", "### On fresh questions (plan Amendment 45)", finished=("etmr",),
+           build="registered build", header=_ETMR_HELD_HEADER.format(name="MATH-500-like", build="registered build"),
+           **_ETMR_HELD),
+    # Amendment 45: every run of Amendment 44 and the untrained model, on the Xeon build
+    Design("etmr_heldout_xeon", 45, MATH500_SMALL_LR, tuple(range(10)), None, ETMR_HELD_RUNS, ETMR_HELD_RUNS,
+           HELDOUT_CLAIMS, ETMR_HELDOUT,
+           {"H1x": "0.97 / 1.12", "H1xT": "0.38 / 0.73", "H1xD": "0.72 / 0.64", "H1xC": "0.69 / 0.49",
+            "H1xR": "0.17 / 0.32", "P3x": "0.38 / 0.73", "M2x": "0.72 / 0.64", "M3x": "0.17 / 0.32"},
+           XEON / "etmr_heldout.json", "### On fresh questions (plan Amendment 45)", finished=("ttrl", "etmr", "ddrl"),
+           names={cid: HELDOUT_LR10[(cid, SMALL_LR)][2] for cid in HELDOUT_CLAIMS}, results=XEON, build="Xeon build",
+           header=_ETMR_HELD_HEADER.format(name="MATH-500-like", build="Xeon build"), **_ETMR_HELD),
+    # Amendment 48: Amendment 47's ETMR runs (on the seeds they completed before their clock) and the untrained model:
+    # P3x only, the registered build's lr/10 TTRL and DDRL runs in AMC-like having no kept weights
+    Design("etmr_heldout_amc", 48, SMALL_LR, tuple(range(12)), None, ("no_adaptation", "etmr"),
+           ("no_adaptation", "etmr"), (), {"P3x": ETMR_HELDOUT["P3x"]}, {"P3x": "0.73 / 1.47"},
+           OUT / "etmr_heldout_amc.json", "### In AMC-like (plan Amendments 46 and 47)", finished=("etmr",),
+           build="registered build", header=_ETMR_HELD_HEADER.format(name="AMC-like", build="registered build"),
+           **_ETMR_HELD),
 )}
 
 
@@ -219,9 +322,32 @@ def _reeval_check(d: Design, df: pd.DataFrame, out: Path, done: Sequence[int]) -
     return {"check": check_rows(out, CHECK, done, d.regime)}
 
 
+def _seed_pass1(d: Design, df: pd.DataFrame, out: Path, done: Sequence[int]) -> dict:
+    """Each run's pass@1 on the split (:func:`~ddrl.study.amendments.wide.run_levels`): run by run, or with
+    :attr:`Design.both_lrs` seed by seed (each seed's runs at the default lr, then at lr/10)."""
+    per = run_levels(df, d.split)
+    per = per.sort_values("seed", kind="stable") if d.both_lrs else per.drop(columns="regime")
+    return {"seed_pass1": per.to_dict(orient="records")}
+
+
+def _vote(d: Design, df: pd.DataFrame, out: Path, done: Sequence[int]) -> dict:
+    """The vote by quarter of the RL steps (:func:`~ddrl.study.amendments.wide.vote_by_quarter`) of each of
+    ``methods``' runs, at each learning rate the design reads."""
+    steps = read_csvs(csv_path(out, r, m, s, steps=True) for s in done for r in _regimes(d) for m in d.methods)
+    vote = pd.concat([vote_by_quarter(seeds=done, regime=r, steps=steps) for r in _regimes(d)], ignore_index=True)
+    return {"vote": vote.to_dict(orient="records")}
+
+
+def _rl_minutes(d: Design, df: pd.DataFrame, out: Path, done: Sequence[int]) -> dict:
+    """Each method's mean RL wall time in the design's regime, in minutes."""
+    rl = df[(df.regime == d.regime) & (df.split == "adapted")].groupby(["method", "seed"]).rl_seconds.first()
+    return {"rl_minutes": (rl.groupby("method").mean() / 60).round(2).to_dict()}
+
+
 MEASURES: dict[str, Callable[[Design, pd.DataFrame, Path, Sequence[int]], dict]] = {
     "reproduced": _reproduced, "reproduced_by_method": _reproduced_by_method, "heldout_check": _heldout_check,
-    "cor_kept": _cor_kept, "retrain_check": _retrain_check, "reeval_check": _reeval_check}
+    "cor_kept": _cor_kept, "retrain_check": _retrain_check, "reeval_check": _reeval_check,
+    "seed_pass1": _seed_pass1, "vote": _vote, "rl_minutes": _rl_minutes}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -236,13 +362,25 @@ def design(name: str) -> Design:
     return DESIGNS[name]
 
 
-def path(d: Design, out: str | Path, method: str, seed: int) -> Path:
-    """A run's CSV on the design's split."""
-    return heldout_x_path(out, d.regime, method, seed) if d.split == HELDOUT_X else csv_path(out, d.regime, method, seed)
+def path(d: Design, out: str | Path, method: str, seed: int, regime: str | None = None) -> Path:
+    """A run's CSV on the design's split (in its regime, or ``regime``)."""
+    r = regime or d.regime
+    return heldout_x_path(out, r, method, seed) if d.split == HELDOUT_X else csv_path(out, r, method, seed)
 
 
 def _csv_root(d: Design, out: str | Path) -> Path:
     return Path(out) / HELDOUT_X if d.split == HELDOUT_X else Path(out)
+
+
+def _regimes(d: Design) -> tuple[str, ...]:
+    """The regimes the design reads: its own, with :attr:`Design.both_lrs` its base (the default lr) first."""
+    return (SAME_BASE[d.regime], d.regime) if d.both_lrs else (d.regime,)
+
+
+def _complete(d: Design, out: str | Path) -> set[int]:
+    """The seeds with every CSV the design's analysis needs (with :attr:`Design.both_lrs`, the base's untrained run)."""
+    done = set(complete_seeds(_csv_root(d, out), d.regime, d.methods))
+    return done & set(complete_seeds(out, SAME_BASE[d.regime], ("no_adaptation",))) if d.both_lrs else done
 
 
 def jobs(d: Design, seeds: Sequence[int] | None = None, now: float | None = None) -> list[Job]:
@@ -254,59 +392,101 @@ def jobs(d: Design, seeds: Sequence[int] | None = None, now: float | None = None
             for s in seeds_to_start(d.seeds if seeds is None else seeds, d.seeds, d.cutoff, now) for g, kind in groups]
 
 
-def missing(d: Design, out: str | Path = RUNS, seeds: Sequence[int] | None = None) -> list[int]:
-    """Seeds without every CSV the design's analysis reads."""
-    return missing_seeds(_csv_root(d, out), d.regime, d.methods, d.seeds if seeds is None else seeds)
+def missing(d: Design, out: str | Path | None = None, seeds: Sequence[int] | None = None) -> list[int]:
+    """Seeds without every CSV the design's analysis needs (``out``: default its ``runs/``)."""
+    return sorted(set(d.seeds if seeds is None else seeds) - _complete(d, d.runs if out is None else out))
 
 
-def analyse(d: Design, out: str | Path = RUNS, n_boot: int = 4000, now: float | None = None,
+def analyse(d: Design, out: str | Path | None = None, n_boot: int = 4000, now: float | None = None,
             seeds: Sequence[int] | None = None) -> dict:
     """The design's claims on :func:`ddrl.study.amendments.wide.seeds_to_analyse`'s seeds: ``entries``
     (``claims.json``'s schema with ``half_width``: the registered ones by their matrices and rule, ours by
     :func:`~ddrl.study.claims.amendment_entry`); descriptive, ``levels`` (each run's mean pass@1 on the split, the seeds
-    below the untrained run), then the design's named measures. ``seeds``: the design's unless given."""
-    done = seeds_to_analyse(d.seeds if seeds is None else tuple(seeds), complete_seeds(_csv_root(d, out), d.regime, d.methods), f"{out}: {d.tag}",
+    below :attr:`Design.reference`'s run; per learning rate with :attr:`Design.both_lrs`), then the design's named
+    measures. ``out``: its ``runs/`` unless given; ``seeds``: the design's unless given."""
+    out = d.runs if out is None else Path(out)
+    done = seeds_to_analyse(d.seeds if seeds is None else tuple(seeds), _complete(d, out), f"{out}: {d.tag}",
                             d.cutoff, now)
-    df = read_csvs(path(d, out, m, s) for m in d.methods for s in done)
+    reads = [(r, m) for r in _regimes(d) for m in (d.methods if r == d.regime else ("no_adaptation", *d.methods))]
+    df = read_csvs(path(d, out, m, s, r) for r, m in reads for s in done)
     entries = [wide_entry(cid, claim_matrix(df, cid, d.regime), n_boot, d.regime, SAME_BASE[d.regime])
                for cid in d.registered]
     metric = "held-out pass@1" if d.split == HELDOUT_X else "adapted pass@1"
-    entries += [amendment_entry(cid, d.regime, what, f"{metric}, {what} [points]", a, b,
-                                paired_matrix(df, d.regime, a, b, d.split).to_numpy(), MARGIN, n_boot)
-                for cid, (a, b, what) in d.claims.items()]
-    res = {"regime": d.regime, "seeds": list(done), "entries": with_half_width(validate(entries, d.regime)),
-           "levels": level_table(run_levels(df, d.split), ("method",), reference=d.reference,
-                                 sort=False).to_dict(orient="records")}
+    for cid, (a, b, what, *own) in d.claims.items():
+        claim, said, paper = own or (what, f"{metric}, {what} [points]", None)
+        entries.append({**amendment_entry(cid, d.regime, claim, said, a, b,
+                                          paired_matrix(df, d.regime, a, b, d.split).to_numpy(), MARGIN, n_boot),
+                        "paper": paper})
+    per, by = run_levels(df, d.split), ("regime", "method") if d.both_lrs else ("method",)
+    levels = pd.concat([level_table(per[per.regime == r], by, reference=d.reference, sort=False) for r in _regimes(d)],
+                       ignore_index=True)
+    res = {"regime": d.regime, **({"build": d.build} if d.build else {}), "seeds": list(done),
+           **({"cutoff": d.cutoff} if d.build and d.cutoff else {}),
+           "entries": with_half_width(validate(entries, d.regime)), "levels": levels.to_dict(orient="records")}
     for m in d.measures:
-        res |= MEASURES[m](d, df, Path(out), done)
+        res |= MEASURES[m](d, df, out, done)
     return res
 
 
 def markdown(d: Design, res: dict, beside: Sequence[dict]) -> str:
     """The table docs/results.md quotes: per claim the entry beside it (the registered one at the default lr in the
-    same benchmark, or the entries of :attr:`Design.beside`'s analysis), the design's, its half-width beside the
-    plan's predictions, its verdict; then the levels. ``beside``: those entries."""
-    if d.beside is None:
-        by = {e["id"]: e for e in beside if e["regime"] == SAME_BASE[d.regime]}
-    else:
-        by = {e["id"]: e for e in beside}
-    rows = [d.header, "|---" * (6 if d.paper else 5) + "|"]
+    same benchmark, or the entries of :attr:`Design.beside`'s analyses; with none, the seeds), the design's, its
+    half-width beside the plan's predictions, its verdict; then the levels. ``beside``: those entries."""
+    by = {e["id"]: e for e in beside if d.beside or e["regime"] == SAME_BASE[d.regime]}
+    last = len(res["seeds"]) - 1
+    rows = [d.header.format(last=last), "|---" * (6 if d.paper else 5) + "|"]
     for e in res["entries"]:
+        if d.beside is None:
+            rows.append(claim_row(e, d.what(e["id"]), d.predicted[e["id"]]))
+            continue
         b = by.get(e["id"])
         paper = (" n/a |" if e["paper"] is None else f" {e['paper']:+.1f} |") if d.paper else ""
-        rows.append(f"| {e['id']} {d.what(e['id'])} |{paper} {'-' if b is None else entry_cell(b)} | "
+        rows.append(f"| {e['id']} {d.what(e['id'])} |{paper} {d.unmeasured if b is None else entry_cell(b)} | "
                     f"{amendment_cells(e, d.predicted[e['id']])}")
     levels = (cor_level_rows(res["levels"], res["cor_kept"], d.level_name) if "cor_kept" in res else
-              held_level_rows(res["levels"], d.level_name))
+              _lr_level_rows(d, res) if "rl_minutes" in res else
+              held_level_rows(res["levels"], d.level_name, d.level_mean.format(last=last)))
     return "\n".join(rows + levels) + "\n"
 
 
-def beside_entries(d: Design, results: Path | None = None) -> list[dict]:
-    """The committed entries :func:`markdown` sets beside the design's: the registered ``claims.json`` or
-    :attr:`Design.beside`'s committed analysis."""
+def _lr_level_rows(d: Design, res: dict) -> list[str]:
+    """The adapted level table at both learning rates (a blank line first): per run its learning rate, mean adapted
+    pass@1 (SD) over the seeds, the seeds below :attr:`Design.reference`'s run at the same lr (where there is one) and,
+    at lr/10, the mean RL minutes (``rl_minutes``)."""
+    with_ref = {r["regime"] for r in res["levels"] if r["method"] == d.reference}
+    head = (f"| method | learning rate | adapted pass@1, mean over seeds 0-{len(res['seeds']) - 1} (SD) | "
+            f"seeds below {d.reference.upper()} at its lr | RL phase, mean minutes |")
+    rows = ["", head, "|---|---|---|---|---|"]
+    for r in res["levels"]:
+        untrained = r["method"] == "no_adaptation"
+        below = "-" if untrained or r["regime"] not in with_ref else below_cell(r, d.reference)
+        minutes = f"{res['rl_minutes'][r['method']]:.1f}" if r["regime"] == d.regime else "-"
+        rows.append(f"| {r['method']} | {'-' if untrained else LR_CELL[r['regime']]} | "
+                    f"{r['pass1']:.1f} ({r['sd']:.1f}) | {below} | {minutes} |")
+    return rows
+
+
+def beside_entries(d: Design) -> list[dict]:
+    """The committed entries :func:`markdown` sets beside the design's: the registered ``claims.json``'s, or those of
+    :attr:`Design.beside`'s committed analyses (none for a design without that column)."""
     if d.beside is None:
-        return claims.load((results or RESULTS) / "claims.json")
-    return json.loads(DESIGNS[d.beside].analysis.read_text())["entries"]
+        return []
+    if not d.beside:
+        return claims.load(RESULTS / "claims.json")
+    return [e for b in d.beside for e in
+            json.loads((DESIGNS[b].analysis if b in DESIGNS else RESULTS / b).read_text())["entries"]]
+
+
+#: How the figures name the regimes
+REGIME_NAME = {MATH500_SMALL_LR: "MATH-500-like", SMALL_LR: "AMC-like"}
+
+
+def etmr_figure(res: dict, d: Design):
+    """:func:`ddrl.study.amendments.small_lr.figure`'s panels (descriptive; the paired intervals are the entries'): each
+    run's adapted pass@1 of the untrained model and of TTRL, ETMR and DDRL at both learning rates on the same seeds, and
+    the vote by quarter of the RL steps (an ETMR design's committed analysis, notebook 06)."""
+    return figure(res, f"{REGIME_NAME[d.regime]}, {d.build}: ETMR beside TTRL and DDRL (plan Amendment {d.amendment}, "
+                       f"seeds 0-{len(res['seeds']) - 1}; descriptive)")
 
 
 def committed_table(name: str) -> str:
@@ -323,15 +503,20 @@ def committed_table(name: str) -> str:
 
 
 def run(d: Design, args: argparse.Namespace) -> str:
-    """The design's jobs on the measured base build, to its clock; a design reading the cached DDRL runs refuses a
-    seed without one before any job (it must not train one anew)."""
+    """The design's jobs on its build's measured weights, to its clock; a design reading the cached DDRL runs, or
+    loading finished runs (:attr:`Design.finished`), refuses a seed without one before any job (it must not train one
+    anew)."""
     seeds = d.seeds if args.seeds is None else tuple(s for s in d.seeds if s in set(args.seeds))
-    check_weights(scale=SCALES[args.scale])
+    regimes = regimes_path(d.results)
+    check_weights(regimes, SCALES[args.scale])
     root = args.runs_root or cache_root() / "runs"
     if d.cached_ddrl:
         refuse_untrained(seeds, root, args.scale, d.amendment, d.regime)
+    gone = untrained(seeds, root, args.scale, d.regime, d.finished, regimes) if d.finished else []
+    if gone:
+        raise ValueError(f"{root}: {d.tag} evaluates finished runs and trains none; not finished there: {gone}")
     status = run_jobs(jobs(d, seeds), SCALES[args.scale], args.out, root, clock_budget(d.cutoff, args.budget_min),
-                      args.workers, desc=f"{d.tag} run")
+                      args.workers, desc=f"{d.tag} run", regimes=regimes)
     if {"retrain_check", "reeval_check"} & set(d.measures):  # each DDRL run evaluated again (finished ones: none trains)
 
         gone = {s for _, s in untrained(seeds, root, args.scale, d.regime, ("ddrl",))}
@@ -353,11 +538,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         d = design(args.design)
+        args.out = d.runs if args.out == RUNS else args.out  # a design of another build: its own runs/
         if args.what == "run":
             print(run(d, args))
         elif args.what == "status":
-            split = ", held-out" if d.split == HELDOUT_X else ""
-            print(seeds_line(f"{d.tag} ({d.regime}{split})", len(d.seeds), missing(d, args.out), d.cutoff))
+            where = [d.regime, *([d.build] if d.build else []), *(["held-out"] if d.split == HELDOUT_X else [])]
+            print(seeds_line(f"{d.tag} ({', '.join(where)})", len(d.seeds), missing(d, args.out), d.cutoff))
         else:
             sys.stdout.write(write_json(args.json or d.analysis, analyse(d, args.out)))
     except ValueError as e:
