@@ -466,13 +466,13 @@ def _lr_level_rows(d: Design, res: dict) -> list[str]:
     return rows
 
 
-def beside_entries(d: Design) -> list[dict]:
+def beside_entries(d: Design, results: Path | None = None) -> list[dict]:
     """The committed entries :func:`markdown` sets beside the design's: the registered ``claims.json``'s, or those of
     :attr:`Design.beside`'s committed analyses (none for a design without that column)."""
     if d.beside is None:
         return []
     if not d.beside:
-        return claims.load(RESULTS / "claims.json")
+        return claims.load((results or RESULTS) / "claims.json")
     return [e for b in d.beside for e in
             json.loads((DESIGNS[b].analysis if b in DESIGNS else RESULTS / b).read_text())["entries"]]
 
