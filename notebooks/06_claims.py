@@ -406,16 +406,10 @@ else:
 # AMC-like. Under each table, descriptive: how DDRL - TTRL splits into the three parts, and each method's level.
 
 # %%
-from ddrl.study.amendments import small_lr_ablation
+from ddrl.study import designs
 
-for name, design in small_lr_ablation.DESIGNS.items():  # Amendment 29 (MATH-500-like), 55 (AMC-like)
-    if design.analysis.is_file():
-        ares = json.loads(design.analysis.read_text())
-        display(Markdown(small_lr_ablation.markdown(ares, C.load(R / "claims.json"), design)))
-        display(Markdown(small_lr_ablation.split_markdown(ares)))
-    else:
-        display(Markdown(f"Amendment {design.amendment}'s analysis is not committed yet "
-                         f"(`python -m ddrl.study.amendments.small_lr_ablation status --design {name}`)."))
+for name in ("ablation", "ablation_amc"):  # Amendment 29 (MATH-500-like), 55 (AMC-like)
+    display(Markdown(designs.committed_table(name)))
 
 # %% [markdown]
 # ## DDRL against ETMR, the stronger baseline (P3, M2, M3)
@@ -426,8 +420,6 @@ for name, design in small_lr_ablation.DESIGNS.items():  # Amendment 29 (MATH-500
 # both learning rates.
 
 # %%
-from ddrl.study import designs
-
 for name in ("small_lr_etmr", "small_lr_etmr_xeon", "small_lr_etmr_xeon_amc", "small_lr_etmr_amc"):  # A43, 44, 46, 47
     display(Markdown(designs.committed_table(name)))
     design = designs.DESIGNS[name]

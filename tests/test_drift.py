@@ -178,28 +178,6 @@ def test_smoke_run_export_and_analyse_end_to_end(tmp_path):
     assert {x["verdict"] for x in e} <= {"reproduced", "contradicted", "no effect", "not resolved"}
 
 
-@pytest.mark.parametrize("name, out, drift_dir, exploratory, measure", [
-    ("amc_like_exploratory", "results/runs", "results/drift/exploratory", True, "kl_late"),
-    ("amc_like_gpu", "results/drift/gpu", None, False, "kl_late"),
-    ("amc_like_cpu", "results/drift/cpu", None, False, "kl_late"),
-    ("amc_like_exploratory_heldout_kl", "results/runs", "results/drift/exploratory", False, "kl_heldout"),
-    ("amc_like_cpu_heldout_kl", "results/drift/cpu", None, False, "kl_heldout"),
-])
-@pytest.mark.regenerate  # the committed analysis recomputed: make test-study (test_study_regenerates.py covers it too)
-def test_committed_drift_results_recompute_from_the_committed_csvs(name, out, drift_dir, exploratory, measure):
-    path = REPO / "results" / "drift" / f"{name}.json"
-    if not path.is_file():
-        pytest.skip(f"{path} not written yet (plan Amendment 21's runs)")
-    got = drift.analyse(REPO / out, "amc_like", np.random.default_rng(0), REPO / drift_dir if drift_dir else None,
-                        exploratory=exploratory, measure=measure)
-    want = json.loads(path.read_text())
-    assert [x["id"] for x in got] == [x["id"] for x in want]
-    for g, w in zip(got, want):
-        assert g["verdict"] == w["verdict"] and g["n_seeds"] == w["n_seeds"]
-        for k in ("estimate", "ci_low", "ci_high"):
-            assert g[k] == pytest.approx(w[k], abs=1e-9), (name, g["id"], k)
-
-
 def test_drift_figure_has_a_panel_per_set_of_runs(tmp_path):
     out, runs, _ = _world(tmp_path, noise=0.3)
     drift_data.export_steps(out, runs, "amc_like")
@@ -346,24 +324,3 @@ def test_penalty_arms_compare_each_method_with_itself_and_register_the_adapted_d
         drift.main(["analyse", "--dose", "--penalty", "--out", str(out)])
 
 
-@pytest.mark.parametrize("name, out, which", [("amc_like_cpu_kl_dose", "results/drift/cpu", "dose"),
-                                               ("amc_like_gpu_methods", "results/drift/gpu_methods", "methods"),
-                                               ("amc_like_cpu_methods", "results/drift/cpu", "methods"),
-                                               ("math500_like_cpu_methods", "results/drift/cpu", "methods"),
-                                               ("amc_like_cpu_penalty", "results/drift/cpu", "penalty"),
-                                               ("math500_like_cpu_penalty", "results/drift/cpu", "penalty")])
-@pytest.mark.regenerate  # the committed analysis recomputed: make test-study (test_study_regenerates.py covers it too)
-def test_committed_arm_results_recompute_from_the_committed_csvs(name, out, which):
-    """Amendments 22 (dose), 23 (methods; its GPU arm apart), 24 (methods in MATH-500-like) and 25 (penalty, each
-    regime apart) from the committed CSVs and held-out KLs."""
-    path = REPO / "results" / "drift" / f"{name}.json"
-    if not path.is_file():
-        pytest.skip(f"{path} not written yet (plan Amendments 22-25's runs)")
-    got = drift.analyse_arms(REPO / out, name.split("_cpu")[0].split("_gpu")[0], np.random.default_rng(0), which,
-                             drift.x3h_slope() if which in drift.PREDICTED_FROM_SLOPE else None)
-    want = json.loads(path.read_text())
-    assert [(x["id"], x["arm"]) for x in got] == [(x["id"], x["arm"]) for x in want]
-    for g, w in zip(got, want):
-        assert g["verdict"] == w["verdict"] and g["n_seeds"] == w["n_seeds"]
-        for k in ("estimate", "ci_low", "ci_high") + (("predicted",) if g["id"] in ("K2", "L2") else ()):
-            assert g[k] == pytest.approx(w[k], abs=1e-9), (g["id"], g["arm"], k)

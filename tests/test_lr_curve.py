@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import committed_json, same_json, write_h1x
+from conftest import committed_json, write_h1x
 
 from ddrl.study import drift_data
 from ddrl.study.amendments import lr_curve as C
@@ -130,12 +130,10 @@ def test_the_regime_changes_only_the_learning_rate():
         amc.num_ops, amc.n_adapted, amc.n_heldout, amc.episodes, amc.overrides)
 
 
-@pytest.mark.regenerate  # the committed analysis recomputed: make test-study (test_study_regenerates.py covers it too)
-def test_committed_analysis_recomputes_from_the_committed_files():
+def test_committed_analysis_reads_every_measured_seed_and_draws():  # recomputed by make test-study
     path = C.XEON / "lr_curve.json"
     res = committed_json(path, f"python -m ddrl.study.amendments.lr_curve analyse --json {path}")
     assert res["seeds"] == C.measured() and len(res["seeds"]) >= 5
-    assert same_json(C.analyse(), res)  # floats to 1e-9: the fit's last digits differ between CPUs
     assert len(res["runs"]) == 3 * len(res["seeds"]) and {r["lr"] for r in res["runs"]} == {"lr3"}
     assert {(t["lr"], t["method"]) for t in res["tradeoff"]} == {(lr, m) for lr in ("default", "lr3", "lr10")
                                                                  for m in C.METHODS}

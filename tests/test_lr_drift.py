@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import committed_json, same_json, write_h1x
+from conftest import committed_json, write_h1x
 
 from ddrl.study import drift_data
 from ddrl.study.amendments import lr_drift as W
@@ -93,12 +93,10 @@ def test_the_clock_refuses_measurements_after_it(monkeypatch, tmp_path):
         W.measure(W.DEFAULT, tmp_path)
 
 
-@pytest.mark.regenerate  # the committed analysis recomputed: make test-study (test_study_regenerates.py covers it too)
-def test_committed_analysis_recomputes_from_the_committed_files():
+def test_committed_analysis_reads_every_complete_seed():  # recomputed by make test-study
     path = W.XEON / "lr_drift.json"
     res = committed_json(path, f"python -m ddrl.study.amendments.lr_drift analyse --json {path}")
     assert res["seeds"] == W.complete() and len(res["seeds"]) >= 3
-    assert same_json(W.analyse(), res)  # floats to 1e-9: the fit's last digits differ between CPUs
     assert np.isfinite([e["estimate"] for e in res["entries"]]).all()
 
 
@@ -154,9 +152,7 @@ def test_cor_alone_recomputed_equals_the_studys_cor_alone_on_the_tiny_testbed(tm
     assert a["adapted_reproduced"] and a == b and a["kl"] > 0 and a["n_samples"] == 8
 
 
-@pytest.mark.regenerate  # the committed analysis recomputed: make test-study (test_study_regenerates.py covers it too)
-def test_committed_cor_alone_analysis_recomputes():
+def test_committed_cor_alone_analysis_reads_its_seeds():  # recomputed by make test-study
     path = W.XEON / "cor_alone_drift.json"
     res = committed_json(path, f"python -m ddrl.study.amendments.lr_drift analyse --cor-alone --json {path}")
-    assert json.loads(json.dumps(W.analyse_cor())) == res  # every seed read reproduced its committed evaluation
     assert res["seeds"] == list(W.COR_SEEDS[:len(res["seeds"])]) and len(res["seeds"]) >= 3

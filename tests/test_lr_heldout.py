@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 
 import numpy as np
@@ -49,12 +48,10 @@ def test_analysis_refuses_incomplete_seeds(tmp_path):
         L.analyse(tmp_path)
 
 
-@pytest.mark.regenerate  # the committed analysis recomputed: make test-study (test_study_regenerates.py covers it too)
-def test_committed_analysis_recomputes_from_the_committed_csvs():
-    """Amendment 39's analysis equals a recomputation from the committed CSVs on the seeds it names (those complete by
-    its clock), and every retrained default-lr run reproduces Amendment 5's adapted rows."""
+def test_committed_analysis_reads_its_seeds_and_every_retrain_reproduced():
+    """Amendment 39's committed analysis (recomputed by make test-study) reads the seeds complete by its clock, and
+    every retrained default-lr run reproduces Amendment 5's adapted rows."""
     path = L.XEON / "lr_heldout.json"
     res = committed_json(path, f"python -m ddrl.study.amendments.lr_heldout analyse --json {path}")
     assert res["seeds"] == L.complete() and len(res["seeds"]) >= 2
-    assert json.loads(json.dumps(L.analyse(n_boot=4000))) == res
     assert res["registered_reproduced"] == res["registered_checked"] == 3 * len(res["seeds"])  # TTRL, DDRL, untrained

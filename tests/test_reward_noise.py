@@ -114,28 +114,6 @@ def test_description_pools_the_testbed_and_keeps_a_real_llm_apart():
     assert "N2 not computed" in said and "**svamp_codex**: " in said
 
 
-@pytest.mark.regenerate  # the committed analysis recomputed: make test-study (test_study_regenerates.py covers it too)
-def test_the_committed_n1_n2_entries_recompute_from_the_committed_answer_groups():
-    """results/claims.json's N1 and N2 (plan Amendment 63) are what the committed answer groups give under this
-    code."""
-    from conftest import REPO
-
-    from ddrl.study.claims import load
-    from ddrl.study.plan import BASE, REAL
-
-    entries = load(REPO / "results" / "claims.json")
-    committed = {(e["id"], e["regime"]): e for e in entries or () if e["id"] in ("N1", "N2")}
-    if not committed:
-        pytest.skip("N1, N2 are not in results/claims.json yet")
-    runs = REPO / "results" / "runs"
-    for regime, folder in (("base", BASE), ("svamp_codex", REAL)):
-        groups = study_analysis.load_base(runs, folder)[0]
-        t = wrong_rewards(groups[groups.regime == regime] if folder == REAL else groups)
-        for cid in ("N1", "N2"):
-            got, want = study_analysis.bootstrap_entry(cid, regime, noise_matrix(t, cid)), committed[cid, regime]
-            assert {k: want[k] for k in got} == pytest.approx(got), (cid, regime)
-
-
 def test_a_ratio_without_a_denominator_is_no_claim():
     """All of a tiny model's answers rare (the smoke scale): no middle-band rollout, so N2 has no rate to take; N1's
     wrong rewards all sit in the low band (-50). No wrong reward at all: N1 has no share to take either."""

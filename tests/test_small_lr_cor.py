@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import json
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import committed_json
 
 from ddrl.study import claims
 from ddrl.study.amendments import small_lr
-from ddrl.study.amendments import small_lr_ablation
 from ddrl.study.amendments import small_lr_cor as K
 from ddrl.study import runner as study
 from ddrl.study.analysis import claim_matrix, paired_matrix
@@ -57,7 +53,7 @@ def smoke(tmp_path_factory):
     with pytest.raises(SystemExit, match=r"not finished under .*\('ttrl', 0\), \('ddrl', 0\)"):
         K.main(["heldout", *common])  # nothing trained yet: it refuses rather than train Amendment 28's runs anew
     assert small_lr.main(["run", *common]) == 0
-    assert small_lr_ablation.main(["run", *common]) == 0
+    assert study.main(["run", "ablation", *common]) == 0
     study.run_jobs([Job("math500_like", s, ("ddrl",), "K5") for s in (0, 1)], SCALES["smoke"], out, runs, workers=2,
                    progress=False)  # the default-lr DDRL runs K5 reads (the registered study's, here the smoke's)
     assert K.main(["run", *common]) == 0
@@ -161,17 +157,3 @@ def test_the_plans_predicted_half_widths_are_the_measured_components():
     assert "2.08 (M1's components, two trained methods) to 3.16 (P2's" in plan
 
 
-def _committed(name: str) -> dict:
-    return committed_json(small_lr.OUT / name, f"python -m ddrl.study.amendments.small_lr_cor analyse ... --json {small_lr.OUT / name}")
-
-
-@pytest.mark.regenerate  # the committed analysis recomputed: make test-study (test_study_regenerates.py covers it too)
-def test_committed_cor_analysis_recomputes_from_the_committed_csvs():
-    committed = _committed("cor.json")
-    assert json.loads(json.dumps(K.analyse(n_boot=4000))) == committed
-
-
-@pytest.mark.regenerate  # the committed analysis recomputed: make test-study (test_study_regenerates.py covers it too)
-def test_committed_heldout_analysis_recomputes_from_the_committed_csvs():
-    committed = _committed("heldout.json")
-    assert json.loads(json.dumps(K.analyse_heldout(n_boot=4000))) == committed

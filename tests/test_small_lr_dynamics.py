@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -59,10 +57,3 @@ def test_amendment_54s_prediction_is_the_default_lr_spread():
     assert f"per-seed SD ({sd:.2f}, 46 seeds) predicts a half-width of **{got:.2f}** at 18 seeds" in section
 
 
-@pytest.mark.regenerate  # the committed analysis recomputed: make test-study (test_study_regenerates.py covers it too)
-def test_committed_dynamics_analysis_recomputes():
-    """Amendment 54's committed analysis is what the code computes from the committed step logs."""
-    if not dyn.ANALYSIS.is_file():
-        pytest.skip(f"{dyn.ANALYSIS}: not analysed yet (python -m ddrl.study.amendments.small_lr_dynamics)")
-    committed = json.loads(dyn.ANALYSIS.read_text())
-    assert json.loads(json.dumps(dyn.analyse())) == committed

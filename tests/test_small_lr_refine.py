@@ -209,14 +209,12 @@ def h_questions(out) -> int:
     return pd.read_csv(heldout_x_path(out, SMALL_LR, COR_4X_LR10, 0)).question.nunique()
 
 
-@pytest.mark.regenerate  # the committed analysis recomputed: make test-study (test_study_regenerates.py covers it too)
 @pytest.mark.parametrize("regime", [SMALL_LR, small_lr.REGIME])
-def test_committed_amendment_62_analyses_recompute(regime):
-    """Each regime's committed Amendment 62 analysis is what the code computes from the committed CSVs (every seed
-    complete on both splits)."""
+def test_committed_amendment_62_analyses_read_the_plans_seeds(regime):
+    """Each regime's committed Amendment 62 analysis (recomputed by make test-study) reads the plan's seeds from 0,
+    at least six."""
     path = R.GENTLE_ANALYSIS[regime]
     if not path.is_file():
         pytest.skip(f"{path}: not analysed yet (python -m ddrl.study.amendments.small_lr_refine status)")
     committed = json.loads(path.read_text())
     assert committed["seeds"] == list(R.SEEDS[:len(committed["seeds"])]) and len(committed["seeds"]) >= 6
-    assert json.loads(json.dumps(R.analyse_gentle(regime=regime))) == committed

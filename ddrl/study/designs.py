@@ -3,11 +3,11 @@ analysis, job list and command line serving them all.
 
 A design names its regime, seeds and clock, the runs it evaluates (one job each per seed: its job kind), the CSVs its
 analysis reads (``methods``, in the levels' order; ``split``: adapted or H1x's fresh questions), the claims it decides
-(``registered``: ids decided by their registered matrices and rule, :data:`ddrl.study.plan.PAIRED`; ``claims``: ours,
-id -> (a, b, what), pass@1 a - b per seed and question, sign +1, margin :data:`MARGIN`), where its analysis goes
-and the table docs/results.md prints. What a design measures beyond its claims is a named measure
-(:data:`MEASURES`), written once and referred to by name. A design of another build reads its own results tree
-(``results``: its CSVs and the regimes file that names the build).
+(``registered``: ids decided by their registered matrices and rule, :data:`ddrl.study.plan.PAIRED`, each on its own
+seeds where ``claim_seeds`` says so; ``claims``: ours, id -> (a, b, what), pass@1 a - b per seed and question, sign +1,
+margin :data:`MARGIN`), where its analysis goes and the table docs/results.md prints. What a design measures beyond its
+claims (its levels too) is a named measure (:data:`MEASURES`), written once and referred to by name. A design of
+another build reads its own results tree (``results``: its CSVs and the regimes file that names the build).
 
     python -m ddrl.study status ttrl_heldout_amc       # seeds complete, to the design's clock
     python -m ddrl.study analyse ttrl_heldout_amc      # -> results/small_lr/ttrl_heldout_amc.json
@@ -25,27 +25,28 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import pandas as pd
 
+from ddrl.report.stats import mean_ci
 from ddrl.report.tables import committed_markdown, entry_cell
 from ddrl.run.pool import clock_budget
 from ddrl.run.storage import cache_root, write_json
 from ddrl.study.amendments.cor_alone import HELDOUT_LR10
 from ddrl.study.amendments.small_lr import (COMPARISON as AMENDMENT28_WHAT, LR_CELL, OUT, RUNS, add_run_arguments,
                                             figure, seeds_line)
-from ddrl.study.amendments.wide import (amendment_cells, below_cell, claim_row, complete_seeds, cor_level_rows,
-                                        held_level_rows, level_table, read_csvs, reproduced_counts, run_levels,
-                                        seeds_to_analyse, seeds_to_start, vote_by_quarter, wide_entry)
+from ddrl.study.amendments.wide import (MIN_SEEDS, amendment_cells, below_cell, claim_row, complete_seeds,
+                                        cor_level_rows, held_level_rows, level_table, read_csvs, reproduced_counts,
+                                        run_levels, seeds_to_analyse, seeds_to_start, vote_by_quarter, wide_entry)
 from ddrl.study.analysis import claim_matrix, paired_matrix, rl_divergence
 from ddrl.study import claims
-from ddrl.study.claims import amendment_entry, table2_difference, validate, with_half_width
+from ddrl.study.claims import amendment_entry, entry, table2_difference, validate, with_half_width
 from ddrl.study.amendments.small_lr import REGIME as MATH500_SMALL_LR
 from ddrl.study.amendments.small_lr_cor import HELDOUT_CLAIMS, untrained
 from ddrl.study.amendments.small_lr_refine import check_rows, refuse_untrained
-from ddrl.study.plan import (RESULTS, COR_4X, COR_LR10, HELDOUT_X, SAME_BASE, SCALES, SMALL_LR, Job,
-                             check_weights, csv_path, heldout_x_path, regimes_path)
+from ddrl.study.plan import (RESULTS, COR_4X, COR_LR10, HELDOUT_X, KNOWN_DIVERGENCES, PAIRED, SAME_BASE, SCALES,
+                             SHARES_DDRL_RL, SMALL_LR, Job, check_weights, csv_path, heldout_x_path, regimes_path)
 from ddrl.study.pool import run_jobs, status_counts
 
 MARGIN = 1.0  # points: every amendment claim's margin (plan Sec. 4's rule)
@@ -60,9 +61,9 @@ class Design:
     amendment: int
     regime: str
     seeds: tuple[int, ...]
-    cutoff: str | None  # the plan's clock (UTC, ISO): no job of a seed past the first six starts after it
+    cutoff: str | None  # the plan's clock (UTC, ISO): no job of a seed past the first ``late_seeds`` starts after it
     evaluates: tuple[str, ...]  # the runs its jobs compute, one job each per seed, in this order
-    methods: tuple[str, ...]  # every run its analysis reads, in the levels' order
+    methods: tuple[str, ...]  # every run its analysis reads, in the levels' order (a seed needs all but ``optional``)
     registered: tuple[str, ...]  # registered claims, by their matrices and rule
     claims: dict  # ours: id -> (a, b, what), or (a, b, what, claim, metric, paper) where the entry states its own
     predicted: dict  # id -> the plan's predicted half-widths, as the table prints them
@@ -73,6 +74,7 @@ class Design:
     job_per_run: bool = True  # a job per evaluated run and seed (False: one job of every evaluated run per seed)
     kinds: tuple[str, ...] = ()  # a job kind per evaluated run, where they differ (else ``job_kind``)
     measures: tuple[str, ...] = ("reproduced",)  # named measures (:data:`MEASURES`), in the analysis' key order
+    # (``levels`` first where not named)
     reproduced_of: tuple[str, ...] | None = None  # the runs ``reproduced`` counts (None: every run read)
     cached_ddrl: bool = True  # its jobs read the cached DDRL runs' RL-only weights: refuse a seed without one
     reference: str = "no_adaptation"  # the run its levels count the seeds below
@@ -81,16 +83,21 @@ class Design:
     beside: tuple[str, ...] | None = ()  # the committed analyses whose entries its table sets beside its own: designs
     # by name or files under results/ (empty: the registered ones; None: no such column, the rows of
     # :func:`~ddrl.study.amendments.wide.claim_row`)
-    header: str = ""  # its table's header row ({last}: the last seed analysed)
-    level_name: str = "run (lr/10)"  # its level table's first column
-    level_mean: str = "held-out pass@1, mean over seeds (SD)"  # its held-out level table's second column ({last})
+    header: str = ""  # its table's header row ({span}: the seeds analysed)
+    level_name: str = "run (lr/10)"  # its level table's first column (without ``level_header``)
     unmeasured: str = "-"  # its table's cell where no entry is set beside
     names: dict | None = None  # its table's texts of the registered claims, where not :data:`REGISTERED_WHAT`'s
     results: Path = RESULTS  # its results tree: ``runs/`` holds the CSVs, its regimes file names the build
     build: str | None = None  # the build its analysis names (after the regime; with a clock, that after the seeds)
-    both_lrs: bool = False  # it reads the untrained run in the regime's base and each of ``methods`` at the base's
-    # default lr too (where written): the levels, ``seed_pass1`` and ``vote`` at both learning rates
     finished: tuple[str, ...] = ()  # trained runs its jobs load: refuse a seed whose run is not finished (none trains)
+    late_seeds: int = MIN_SEEDS  # the first seeds whose jobs still start after the clock (Amendment 53: none)
+    optional: tuple[str, ...] = ()  # runs of ``methods`` read where written (the levels), not needed for a seed
+    claim_seeds: dict | None = None  # registered claim -> its own seeds: the analysis' ``seeds`` per claim (levels and
+    # measures on the first claim's; without a clock each claim waits for its own, with one all share the complete ones)
+    level_regimes: tuple[str, ...] = ()  # levels per regime of these, in this order (the default-lr twin's runs
+    # read where written, on the first claim's seeds), with a regime and learning-rate column; (): the design's, by run
+    level_header: str = ""  # the level table's header row ({span}: the seeds it covers), its columns
+    # :func:`_level_rows`'; "": :func:`~ddrl.study.amendments.wide.held_level_rows`' (or the COR table's)
 
     @property
     def tag(self) -> str:
@@ -106,32 +113,47 @@ class Design:
 
 #: What the tables call the registered claims the designs decide
 REGISTERED_WHAT = {"R1": "COR keeping 4x the rollouts - DDRL (COR 1x)", "H1x": "DDRL - untrained", "H1xC": "DDRL - BCS+DAE (COR's cost)", "H1xT": "TTRL - untrained",
-                   "H1xD": "DDRL - TTRL", "H1xR": "BCS+DAE - TTRL", **AMENDMENT28_WHAT, "M2": "DDRL - ETMR"}
+                   "H1xD": "DDRL - TTRL", "H1xR": "BCS+DAE - TTRL",
+                   "A1": "BCS - TTRL", "A2": "BCS+DAE - BCS", "A3": "DDRL - BCS+DAE", **AMENDMENT28_WHAT,
+                   "M2": "DDRL - ETMR",
+                   "C1": "DDRL - (BCS+DAE + additional RL)",
+                   "C2": "additional RL's extra steps - COR [% of each run's own RL phase]"}
 #: Amendment 58's claims, measured again in MATH-500-like by Amendment 61
 COR_LR10_HELDOUT = {"K1x": (COR_LR10, "bcs_dae", "COR at lr 1e-6 - BCS+DAE (its cost on fresh questions)"),
                     "K2x": ("ddrl", COR_LR10, "DDRL (COR at 1e-5) - COR at 1e-6")}
 _HELD_HEADER = "| claim (held-out pass@1 on 1,536 fresh {where}questions, points) | {beside} | **{this}** | " \
                "half-width (predicted{at}) | verdict |"
+#: The lr/10 controls' tables (Amendments 29, 52, 53, 55): the paper's number, the registered default-lr entry, theirs
+_LR10_HEADER = "| claim{what} | paper ({bench}) | {name}, default lr (registered) | " \
+               "**{name} at lr/10 (Amendment {n})** | half-width (predicted) | verdict |"
+_ABLATION = ("ttrl", "bcs", "bcs_dae", "ddrl")  # A1-A3's runs, in the levels' order
+_ABLATION_LEVELS = "| method | learning rate | adapted pass@1, mean over seeds (SD) | seeds below TTRL at its lr |"
+_EXTRA_RL_LEVELS = "| method | learning rate | adapted pass@1, mean over {span} (SD) | seeds below DDRL |"
 XEON = RESULTS / "replication_xeon"  # the Xeon build's results tree
-#: ETMR's designs: the runs each reads at lr/10 (at the default lr too, with the untrained run), M3 and P3 per benchmark
-#: the regime stands for (its Table 2 difference), and what their rows share
+#: ETMR's designs: the runs each reads at lr/10 (at the default lr too: the levels) beside the untrained run, M3 and P3
+#: per benchmark the regime stands for (its Table 2 difference), and what their rows share
 ETMR_RUNS = ("ttrl", "etmr", "ddrl")
+_ETMR_READS = ("no_adaptation", *ETMR_RUNS)
 ETMR_CLAIMS = {base: {cid: (a, b, what, claim, f"pass@1 {what} [points]", table2_difference(a, b, base))
                       for cid, a, b, what, claim in (
                           ("M3", "etmr", "ttrl", "ETMR - TTRL", "ETMR is the stronger baseline: it beats TTRL"),
                           ("P3", "etmr", "no_adaptation", "ETMR - no adaptation", "ETMR improves on no adaptation"))}
                for base in ("math500_like", "amc_like")}
 _ETMR = {"split": "adapted", "measures": ("seed_pass1", "vote", "rl_minutes"), "cached_ddrl": False,
-         "reference": "etmr", "paper": True, "unmeasured": "not measured", "both_lrs": True}
+         "reference": "etmr", "paper": True, "unmeasured": "not measured",
+         "level_header": "| method | learning rate | adapted pass@1, mean over {span} (SD) | seeds below ETMR at its "
+                         "lr | RL phase, mean minutes |"}
 _ETMR_HEADER = ("| claim (adapted pass@1, points) | paper ({paper}) | {beside} | **{this} at lr/10 (Amendment {a}, "
-                "seeds 0-{{last}})** | half-width (predicted at {at} seeds) | verdict |")
+                "{{span}})** | half-width (predicted at {at} seeds) | verdict |")
 #: Their held-out claims (Amendments 45, 48): held-out pass@1 a - b per seed and fresh question
 ETMR_HELDOUT = {"P3x": ("etmr", "no_adaptation", "ETMR at lr/10 - no adaptation, held-out"),
                 "M2x": ("ddrl", "etmr", "DDRL - ETMR at lr/10, held-out"),
                 "M3x": ("etmr", "ttrl", "ETMR - TTRL at lr/10, held-out")}
 ETMR_HELD_RUNS = ("no_adaptation", "ttrl", "bcs_dae", "etmr", "ddrl")
 _ETMR_HELD = {"job_per_run": False, "measures": ("seed_pass1", "reproduced"), "reproduced_of": ETMR_RUNS,
-              "cached_ddrl": False, "beside": None, "level_mean": "held-out pass@1, mean over seeds 0-{last} (SD)"}
+              "cached_ddrl": False, "beside": None,
+              "level_header": "| run (lr/10) | held-out pass@1, mean over {span} (SD) | seeds below the untrained "
+                              "run |"}
 _ETMR_HELD_HEADER = ("| claim (held-out pass@1 on 1,536 fresh {name} questions, points; {build}, lr/10) | seeds | "
                      "estimate [95% CI] | half-width (predicted) | verdict |")
 
@@ -197,43 +219,86 @@ DESIGNS = {d.id: d for d in (
            reproduced_of=(COR_LR10,), beside=("ttrl_heldout_amc",),
            header=_HELD_HEADER.format(where="", beside="lr/10 AMC-like (Amendment 58)",
                                       this="lr/10 MATH-500-like (Amendment 61)", at=" at 6 / 10 seeds")),
+    # Amendment 29: which part of DDRL carries M1 at lr/10 in MATH-500-like (A1-A3, A3 on all 18 seeds); BCS+DAE is the
+    # RL-only weights of Amendment 28's DDRL runs (an evaluation), BCS a new RL run. Predicted: (registered
+    # MATH-500-like A1-A3 matrices, Amendment 28's M1 at lr/10) at these seeds
+    Design("ablation", 29, MATH500_SMALL_LR, tuple(range(18)), None, ("bcs_dae", "bcs"), _ABLATION, ("A1", "A2", "A3"),
+           {}, {"A1": "1.90 / 1.84", "A2": "0.95 / 1.84", "A3": "0.78 / 1.82"}, OUT / "ablation.json",
+           "## Which part of DDRL carries M1 at the small learning rate? (plan Amendment 29)", split="adapted",
+           kinds=("A3 lr/10 (A29)", "A1 lr/10 (A29)"), measures=("split", "levels"), cached_ddrl=False,
+           reference="ttrl", paper=True,
+           claim_seeds={"A1": tuple(range(12)), "A2": tuple(range(12)), "A3": tuple(range(18))},
+           level_regimes=("math500_like", MATH500_SMALL_LR), level_header=_ABLATION_LEVELS,
+           header=_LR10_HEADER.format(what=" (adapted pass@1, points)", bench="MATH-500", name="MATH-500-like", n=29)),
+    # Amendment 55: the same in AMC-like, BCS and BCS+DAE new runs seed by seed (BCS+DAE a DDRL run trained again,
+    # evaluated before COR: its RL steps beside the committed DDRL run's). Predicted at 6 seeds: (lr/10 AMC-like M1,
+    # registered default-lr AMC-like A1-A3, Amendment 29's)
+    Design("ablation_amc", 55, SMALL_LR, tuple(range(12)), "2026-12-03T04:40:00+00:00", ("bcs_dae", "bcs"), _ABLATION,
+           ("A1", "A2", "A3"), {}, {"A1": "2.26 / 2.64 / 0.71", "A2": "2.26 / 3.24 / 0.23", "A3": "2.26 / 0.63 / 2.74"},
+           OUT / "ablation_amc.json",
+           "## Which part of DDRL carries M1 at the small learning rate in AMC-like? (plan Amendment 55)",
+           split="adapted", kinds=("A3 lr/10 (A55)", "A1 lr/10 (A55)"), measures=("split", "levels", "divergence"),
+           cached_ddrl=False, reference="ttrl", paper=True,
+           claim_seeds={c: tuple(range(12)) for c in ("A1", "A2", "A3")},
+           level_regimes=("amc_like", SMALL_LR), level_header=_ABLATION_LEVELS,
+           header=_LR10_HEADER.format(what=" (adapted pass@1, points)", bench="AMC", name="AMC-like", n=55)),
+    # Amendment 52: C1 and C2 at lr/10 in MATH-500-like, additional RL (BCS+DAE, then 13 more RL steps) beside Amendment
+    # 28's committed DDRL runs. Predicted at 12 seeds: (Amendment 29's A3 at lr/10, the registered C1 at the default lr)
+    Design("extra_rl", 52, MATH500_SMALL_LR, tuple(range(12)), None, ("additional_rl",),
+           ("bcs_dae", "additional_rl", "ddrl"), ("C1",), {}, {"C1": "1.86 / 0.92"}, OUT / "extra_rl.json",
+           "## COR against additional RL at the small learning rate (plan Amendment 52)", split="adapted",
+           job_kind="C1 lr/10 (A52)", measures=("c2", "divergence", "agreeing", "levels"), cached_ddrl=False,
+           reference="ddrl", paper=True, optional=("bcs_dae",), level_regimes=(MATH500_SMALL_LR,),
+           level_header=_EXTRA_RL_LEVELS,
+           header=_LR10_HEADER.format(what="", bench="MATH-500", name="MATH-500-like", n=52)),
+    # Amendment 53: the same in AMC-like (26 extra steps) beside the registered build's DDRL runs there, no job after
+    # its clock. Predicted at 12 seeds: (lr/10 AMC-like M1, Amendment 52's C1, the registered default-lr AMC-like C1)
+    Design("extra_rl_amc", 53, SMALL_LR, tuple(range(12)), "2026-12-02T12:30:00+00:00", ("additional_rl",),
+           ("bcs_dae", "additional_rl", "ddrl"), ("C1",), {}, {"C1": "2.10 / 2.53 / 0.42"}, OUT / "extra_rl_amc.json",
+           "## COR against additional RL at the small learning rate in AMC-like (plan Amendment 53)", split="adapted",
+           job_kind="C1 lr/10 (A53)", measures=("c2", "divergence", "agreeing", "levels"), cached_ddrl=False,
+           reference="ddrl", paper=True, late_seeds=0, optional=("bcs_dae",), level_regimes=(SMALL_LR,),
+           level_header=_EXTRA_RL_LEVELS, header=_LR10_HEADER.format(what="", bench="AMC", name="AMC-like", n=53)),
     # Amendments 43, 44, 46, 47: ETMR, the paper's stronger baseline, beside TTRL and DDRL at lr/10 (both learning
     # rates' levels, the vote, the RL minutes; the registered claims with the paper's numbers, M3 and P3 with Table 2's
     # differences), each to its plan's clock. Their ids are their figures' names (:func:`etmr_figure`).
     # Amendment 43: MATH-500-like, registered build, ETMR beside Amendment 28's TTRL and DDRL runs
-    Design("small_lr_etmr", 43, MATH500_SMALL_LR, tuple(range(18)), "2026-11-29T08:00:00+00:00", ("etmr",), ETMR_RUNS,
-           ("M2",), ETMR_CLAIMS["math500_like"],
+    Design("small_lr_etmr", 43, MATH500_SMALL_LR, tuple(range(18)), "2026-11-29T08:00:00+00:00", ("etmr",),
+           _ETMR_READS, ("M2",), ETMR_CLAIMS["math500_like"],
            {"M2": "2.32 / 2.21 / 2.05; 1.84 / 1.83 / 1.82", "M3": "2.17 / 2.00 / 1.76; 1.84 / 1.83 / 1.82",
             "P3": "2.53 / 2.46 / 2.36; 1.01 / 1.00 / 0.99"}, OUT / "etmr.json",
            "## DDRL against ETMR at the small learning rate (plan Amendments 43 and 44)", job_kind="A43 lr/10",
-           build="registered build",
+           build="registered build", level_regimes=("math500_like", MATH500_SMALL_LR),
            header=_ETMR_HEADER.format(paper="MATH-500", beside="MATH-500-like, default lr (registered)",
                                       this="registered build, MATH-500-like", a=43, at="12 / 14 / 18"), **_ETMR),
     # Amendment 44: Amendments 28 and 43 again on the Xeon build (TTRL, DDRL and ETMR at lr/10)
     Design("small_lr_etmr_xeon", 44, MATH500_SMALL_LR, tuple(range(12)), "2026-11-29T08:15:00+00:00",
-           ("ttrl", "ddrl", "etmr"), ETMR_RUNS, ("P1", "P2", "M1", "M2"), ETMR_CLAIMS["math500_like"],
+           ("ttrl", "ddrl", "etmr"), _ETMR_READS, ("P1", "P2", "M1", "M2"), ETMR_CLAIMS["math500_like"],
            {"P1": "1.03 / 1.02 / 1.01; 2.49 / 2.37 / 2.29", "P2": "2.54 / 2.52 / 2.51; 2.70 / 2.64 / 2.60",
             "M1": "1.88 / 1.86 / 1.84; 1.99 / 1.79 / 1.66", "M2": "1.88 / 1.86 / 1.84; 2.70 / 2.48 / 2.32",
             "M3": "1.88 / 1.86 / 1.84; 2.73 / 2.40 / 2.17", "P3": "1.03 / 1.02 / 1.01; 2.77 / 2.63 / 2.53"},
            XEON / "small_lr_etmr.json", "### The same on the Xeon build (plan Amendment 44)", job_kind="A44 lr/10",
            results=XEON, build="Xeon build", beside=("small_lr/claims.json", "small_lr_etmr"),
+           level_regimes=("math500_like", MATH500_SMALL_LR),
            header=_ETMR_HEADER.format(paper="MATH-500", beside="registered build at lr/10 (Amendments 28, 43)",
                                       this="Xeon build, MATH-500-like", a=44, at="8 / 10 / 12"), **_ETMR),
     # Amendment 46: AMC-like, Xeon build, ETMR beside Amendments 36-37's TTRL and DDRL runs
-    Design("small_lr_etmr_xeon_amc", 46, SMALL_LR, tuple(range(12)), "2026-11-29T11:40:00+00:00", ("etmr",), ETMR_RUNS,
-           ("M2",), ETMR_CLAIMS["amc_like"],
+    Design("small_lr_etmr_xeon_amc", 46, SMALL_LR, tuple(range(12)), "2026-11-29T11:40:00+00:00", ("etmr",),
+           _ETMR_READS, ("M2",), ETMR_CLAIMS["amc_like"],
            {"M2": "2.51 / 2.40 / 2.33 / 2.28; 4.81 / 4.16 / 3.75 / 3.47",
             "M3": "2.51 / 2.40 / 2.33 / 2.28; 4.53 / 3.84 / 3.41 / 3.10",
             "P3": "3.11 / 3.07 / 3.05 / 3.03; 3.67 / 3.46 / 3.33 / 3.24"}, XEON / "small_lr_etmr_amc.json",
            "### In AMC-like (plan Amendments 46 and 47)", job_kind="A46 lr/10", results=XEON, build="Xeon build",
+           level_regimes=("amc_like", SMALL_LR),
            header=_ETMR_HEADER.format(paper="AMC", beside="AMC-like, default lr (registered)",
                                       this="Xeon build, AMC-like", a=46, at="6 / 8 / 10 / 12"), **_ETMR),
     # Amendment 47: the same on the registered build, beside Amendment 6's TTRL and DDRL runs
-    Design("small_lr_etmr_amc", 47, SMALL_LR, tuple(range(19)), "2026-12-01T15:30:00+00:00", ("etmr",), ETMR_RUNS,
-           ("M2",), ETMR_CLAIMS["amc_like"],
+    Design("small_lr_etmr_amc", 47, SMALL_LR, tuple(range(19)), "2026-12-01T15:30:00+00:00", ("etmr",),
+           _ETMR_READS, ("M2",), ETMR_CLAIMS["amc_like"],
            {"M2": "2.18 / 2.10 / 2.05; 4.16 / 3.47 / 3.09", "M3": "2.18 / 2.10 / 2.05; 3.84 / 3.10 / 2.68",
             "P3": "2.80 / 2.74 / 2.71; 3.46 / 3.24 / 3.12"}, OUT / "etmr_amc.json",
            "### In AMC-like (plan Amendments 46 and 47)", job_kind="A47 lr/10", build="registered build",
+           level_regimes=("amc_like", SMALL_LR),
            header=_ETMR_HEADER.format(paper="AMC", beside="AMC-like, default lr (registered)",
                                       this="registered build, AMC-like", a=47, at="8 / 12 / 16"), **_ETMR),
     # Amendments 45, 48: the finished lr/10 runs on H1x's 1,536 fresh questions (one H1x job per seed, nothing
@@ -241,7 +306,7 @@ DESIGNS = {d.id: d for d in (
     # part was never run: its ETMR runs' weights were lost with the Xeon machine's cache (notebook 06 says so).
     # Amendment 45: ETMR's runs of Amendment 43 (the others' evaluations are Amendment 31's)
     Design("etmr_heldout", 45, MATH500_SMALL_LR, tuple(range(18)), None, ("etmr",),
-           ("no_adaptation", "ttrl", "etmr", "ddrl"), (), ETMR_HELDOUT, {"P3x": "0.36", "M2x": "0.71", "M3x": "0.16"},
+           _ETMR_READS, (), ETMR_HELDOUT, {"P3x": "0.36", "M2x": "0.71", "M3x": "0.16"},
            OUT / "etmr_heldout.json", "### On fresh questions (plan Amendment 45)", finished=("etmr",),
            build="registered build", header=_ETMR_HELD_HEADER.format(name="MATH-500-like", build="registered build"),
            **_ETMR_HELD),
@@ -268,31 +333,42 @@ DESIGNS = {d.id: d for d in (
 # ---------------------------------------------------------------------------------------------------------
 
 
+class Reading(NamedTuple):
+    """What a named measure reads: the CSV rows, their folder, the seeds (the first claim's where each has its own),
+    the bootstrap's draws and the analysis so far (its entries and the earlier measures)."""
+
+    df: pd.DataFrame
+    out: Path
+    seeds: list[int]
+    n_boot: int
+    analysis: dict
+
+
 def _evaluated(d: Design, df: pd.DataFrame) -> pd.DataFrame:
     runs = df if d.reproduced_of is None else df[df.method.isin(d.reproduced_of)]
     return runs.drop_duplicates(["method", "seed"])
 
 
-def _reproduced(d: Design, df: pd.DataFrame, out: Path, done: Sequence[int]) -> dict:
+def _reproduced(d: Design, r: Reading) -> dict:
     """How many runs the design computed have adapted rows equal to their committed CSV (the H1x job's check)."""
-    return reproduced_counts(_evaluated(d, df))
+    return reproduced_counts(_evaluated(d, r.df))
 
 
-def _reproduced_by_method(d: Design, df: pd.DataFrame, out: Path, done: Sequence[int]) -> dict:
+def _reproduced_by_method(d: Design, r: Reading) -> dict:
     """:func:`_reproduced` per evaluated run."""
-    ev = _evaluated(d, df)
+    ev = _evaluated(d, r.df)
     return {"reproduced_by_method": {m: reproduced_counts(ev[ev.method == m]) for m in d.reproduced_of}}
 
 
-def _heldout_check(d: Design, df: pd.DataFrame, out: Path, done: Sequence[int]) -> dict:
+def _heldout_check(d: Design, r: Reading) -> dict:
     """The repeat check on the fresh questions: each cached DDRL run evaluated again into :data:`CHECK`
     (:func:`ddrl.study.amendments.small_lr_refine.check_rows`)."""
-    return {"check": check_rows(out, CHECK, done, d.regime, HELDOUT_X)}
+    return {"check": check_rows(r.out, CHECK, r.seeds, d.regime, HELDOUT_X)}
 
 
-def _cor_kept(d: Design, df: pd.DataFrame, out: Path, done: Sequence[int]) -> dict:
+def _cor_kept(d: Design, r: Reading) -> dict:
     """COR's mean kept rollouts per run of :attr:`Design.cor_runs` over the seeds (adapted rows)."""
-    kept = df[df.split == "adapted"].drop_duplicates(["method", "seed"]).groupby("method", sort=False)["cor_kept"]
+    kept = r.df[r.df.split == "adapted"].drop_duplicates(["method", "seed"]).groupby("method", sort=False)["cor_kept"]
     return {"cor_kept": {m: float(kept.mean()[m]) for m in d.cor_runs}}
 
 
@@ -313,41 +389,124 @@ def retrain_check(out: str | Path, check: str | Path, seeds: Sequence[int], regi
     return {**rows, "diverged_at": {int(r.seed): int(r.diverged_at) for r in div.itertuples()}}
 
 
-def _retrain_check(d: Design, df: pd.DataFrame, out: Path, done: Sequence[int]) -> dict:
-    return {"check": retrain_check(out, CHECK, done, d.regime)}
+def _retrain_check(d: Design, r: Reading) -> dict:
+    return {"check": retrain_check(r.out, CHECK, r.seeds, d.regime)}
 
 
-def _reeval_check(d: Design, df: pd.DataFrame, out: Path, done: Sequence[int]) -> dict:
+def _reeval_check(d: Design, r: Reading) -> dict:
     """The repeat check of cached DDRL runs evaluated again (:func:`ddrl.study.amendments.small_lr_refine.check_rows`)."""
-    return {"check": check_rows(out, CHECK, done, d.regime)}
+    return {"check": check_rows(r.out, CHECK, r.seeds, d.regime)}
 
 
-def _seed_pass1(d: Design, df: pd.DataFrame, out: Path, done: Sequence[int]) -> dict:
+def _levels(d: Design, r: Reading) -> dict:
+    """Each run's mean pass@1 on the split over the seeds, its SD and the seeds below :attr:`Design.reference`'s run
+    (:func:`~ddrl.study.amendments.wide.level_table`): by run, or per regime of :attr:`Design.level_regimes`."""
+    per = run_levels(r.df[r.df.seed.isin(r.seeds)], d.split)
+    if not d.level_regimes:
+        return {"levels": level_table(per, ("method",), d.reference, sort=False).to_dict(orient="records")}
+    return {"levels": pd.concat([level_table(per[per.regime == g], ("regime", "method"), d.reference, sort=False)
+                                 for g in d.level_regimes], ignore_index=True).to_dict(orient="records")}
+
+
+def _split(d: Design, r: Reading) -> dict:
+    """DDRL - TTRL (M1) and its parts, the design's claims, on the first claim's seeds (descriptive: per seed and
+    question the parts sum to M1)."""
+    few = r.df[r.df.seed.isin(r.seeds)]
+    return {"split": [{"part": d.what(c), "claim": c, "points": float(claim_matrix(few, c, d.regime).to_numpy().mean())}
+                      for c in (*d.registered, "M1")]}
+
+
+def c2_values(questions: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
+    """Amendment 52's C2 per seed, each time divided by the RL phase of the run it was measured in: ``c2`` = 100 x
+    (the additional-RL run's extra-step seconds / its own RL-phase seconds - the DDRL run's ``cor_seconds`` / its own
+    RL-phase seconds); beside it, descriptive, the registered formula 100 x (extra - COR) / the DDRL run's RL phase
+    (``registered``). ``questions``: both methods' per-question rows; ``steps``: their step rows. (The two sets of
+    runs were timed on different nights, and the machine's speed varies between nights by more than C2's effect.)"""
+    t = steps.groupby(["method", "seed", "phase"])["time/step_s"].sum()
+    cor = questions[questions.method == "ddrl"].groupby("seed")["cor_seconds"].first()
+    rows = []
+    for s in sorted(cor.index):
+        extra, rl_add, rl_ddrl = t.get(("additional_rl", s, "extra")), t.get(("additional_rl", s, "rl")), t.get(
+            ("ddrl", s, "rl"))
+        if None in (extra, rl_add, rl_ddrl):
+            continue
+        rows.append({"seed": int(s), "extra_s": extra, "rl_additional_s": rl_add, "cor_s": cor[s], "rl_ddrl_s": rl_ddrl,
+                     "c2": 100 * (extra / rl_add - cor[s] / rl_ddrl), "registered": 100 * (extra - cor[s]) / rl_ddrl})
+    return pd.DataFrame(rows)
+
+
+def _c2(d: Design, r: Reading) -> dict:
+    """C2, appended to the entries: a t-interval over seeds of :func:`c2_values` (every seed needs its step times and
+    COR seconds), as many questions as C1; and the per-seed times, the registered formula beside."""
+    steps = read_csvs(csv_path(r.out, d.regime, m, s, steps=True) for s in r.seeds for m in ("ddrl", "additional_rl"))
+    c2 = c2_values(r.df, steps)
+    if sorted(c2.seed) != sorted(r.seeds):
+        raise ValueError(f"{r.out}: C2 needs every seed's step times and COR seconds; have seeds {sorted(c2.seed)}")
+    est, lo, hi = mean_ci(c2.c2)
+    e = {**entry("C2", SAME_BASE[d.regime], est, lo, hi, len(c2), r.analysis["entries"][0]["n_questions"]),
+         "regime": d.regime}
+    return {"entries": [*r.analysis["entries"], *with_half_width(validate([e], d.regime))],
+            "c2": c2.to_dict(orient="records")}
+
+
+def _divergence(d: Design, r: Reading) -> dict:
+    """Each evaluated run that repeats DDRL's RL phase (:data:`~ddrl.study.plan.SHARES_DDRL_RL`) beside the committed
+    DDRL run of its seed: its first RL step off that trajectory (:func:`ddrl.study.analysis.rl_divergence`, -1: none).
+    One not in :data:`~ddrl.study.plan.KNOWN_DIVERGENCES` raises (plan Amendment 9: list it there, name it in the
+    results)."""
+    runs = [m for m in d.evaluates if m in SHARES_DDRL_RL]
+    steps = read_csvs(csv_path(r.out, d.regime, m, s, steps=True) for s in r.seeds for m in (*runs, "ddrl"))
+    div = rl_divergence(steps, runs)
+    new = [(d.regime, x.method, int(x.seed)) for x in div.itertuples() if x.diverged_at >= 0
+           and KNOWN_DIVERGENCES.get((d.regime, x.method, int(x.seed))) != x.diverged_at]
+    if new:
+        raise ValueError(f"{', '.join(runs)} runs off their DDRL run's trajectory, not in "
+                         f"study_plan.KNOWN_DIVERGENCES: {new} (plan Amendment 9: list them there and name them in the "
+                         "results)")
+    return {"divergence": div.to_dict(orient="records")}
+
+
+def _agreeing(d: Design, r: Reading) -> dict:
+    """The first claim again on the seeds whose runs never left DDRL's trajectory (``divergence``), without a verdict;
+    None below two such seeds."""
+    same = sorted(x["seed"] for x in r.analysis["divergence"] if x["diverged_at"] < 0)
+    if len(same) < 2:
+        return {"agreeing": None}
+    first = r.analysis["entries"][0]  # where every seed agrees: the same matrix and stream, so the entry itself
+    if same != sorted(r.seeds):
+        first = wide_entry(first["id"], claim_matrix(r.df[r.df.seed.isin(same)], first["id"], d.regime), r.n_boot,
+                           d.regime, SAME_BASE[d.regime])
+    return {"agreeing": {k: v for k, v in first.items() if k not in ("verdict", "half_width")} | {"seeds": same}}
+
+
+def _seed_pass1(d: Design, r: Reading) -> dict:
     """Each run's pass@1 on the split (:func:`~ddrl.study.amendments.wide.run_levels`): run by run, or with
-    :attr:`Design.both_lrs` seed by seed (each seed's runs at the default lr, then at lr/10)."""
-    per = run_levels(df, d.split)
-    per = per.sort_values("seed", kind="stable") if d.both_lrs else per.drop(columns="regime")
+    :attr:`Design.level_regimes` seed by seed (each seed's runs in those regimes' order)."""
+    per = run_levels(r.df, d.split)
+    per = per.sort_values("seed", kind="stable") if d.level_regimes else per.drop(columns="regime")
     return {"seed_pass1": per.to_dict(orient="records")}
 
 
-def _vote(d: Design, df: pd.DataFrame, out: Path, done: Sequence[int]) -> dict:
-    """The vote by quarter of the RL steps (:func:`~ddrl.study.amendments.wide.vote_by_quarter`) of each of
-    ``methods``' runs, at each learning rate the design reads."""
-    steps = read_csvs(csv_path(out, r, m, s, steps=True) for s in done for r in _regimes(d) for m in d.methods)
-    vote = pd.concat([vote_by_quarter(seeds=done, regime=r, steps=steps) for r in _regimes(d)], ignore_index=True)
+def _vote(d: Design, r: Reading) -> dict:
+    """The vote by quarter of the RL steps (:func:`~ddrl.study.amendments.wide.vote_by_quarter`) of each run read, in
+    each of :attr:`Design.level_regimes` (its learning rates)."""
+    steps = read_csvs(csv_path(r.out, g, m, s, steps=True) for s in r.seeds for g in d.level_regimes for m in d.methods)
+    vote = pd.concat([vote_by_quarter(seeds=r.seeds, regime=g, steps=steps) for g in d.level_regimes],
+                     ignore_index=True)
     return {"vote": vote.to_dict(orient="records")}
 
 
-def _rl_minutes(d: Design, df: pd.DataFrame, out: Path, done: Sequence[int]) -> dict:
-    """Each method's mean RL wall time in the design's regime, in minutes."""
-    rl = df[(df.regime == d.regime) & (df.split == "adapted")].groupby(["method", "seed"]).rl_seconds.first()
+def _rl_minutes(d: Design, r: Reading) -> dict:
+    """Each run's mean RL wall time in the design's regime, in minutes."""
+    rl = r.df[(r.df.regime == d.regime) & (r.df.split == "adapted")].groupby(["method", "seed"]).rl_seconds.first()
     return {"rl_minutes": (rl.groupby("method").mean() / 60).round(2).to_dict()}
 
 
-MEASURES: dict[str, Callable[[Design, pd.DataFrame, Path, Sequence[int]], dict]] = {
+MEASURES: dict[str, Callable[[Design, Reading], dict]] = {
     "reproduced": _reproduced, "reproduced_by_method": _reproduced_by_method, "heldout_check": _heldout_check,
-    "cor_kept": _cor_kept, "retrain_check": _retrain_check, "reeval_check": _reeval_check,
-    "seed_pass1": _seed_pass1, "vote": _vote, "rl_minutes": _rl_minutes}
+    "cor_kept": _cor_kept, "retrain_check": _retrain_check, "reeval_check": _reeval_check}
+MEASURES |= {"levels": _levels, "split": _split, "c2": _c2, "divergence": _divergence, "agreeing": _agreeing}
+MEASURES |= {"seed_pass1": _seed_pass1, "vote": _vote, "rl_minutes": _rl_minutes}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -362,108 +521,144 @@ def design(name: str) -> Design:
     return DESIGNS[name]
 
 
+def _folder(d: Design, method: str, regime: str | None = None) -> str:
+    """The regime whose folder holds a run's CSVs: ``regime`` (default the design's), but the untrained run's adapted
+    rows are those of its base (:data:`~ddrl.study.plan.NO_RL`: one computation for every learning rate)."""
+    g = regime or d.regime
+    return SAME_BASE.get(g, g) if method == "no_adaptation" and d.split != HELDOUT_X else g
+
+
 def path(d: Design, out: str | Path, method: str, seed: int, regime: str | None = None) -> Path:
-    """A run's CSV on the design's split (in its regime, or ``regime``)."""
-    r = regime or d.regime
-    return heldout_x_path(out, r, method, seed) if d.split == HELDOUT_X else csv_path(out, r, method, seed)
+    """A run's CSV on the design's split (in ``regime``: default the design's; :func:`_folder`)."""
+    where = (out, _folder(d, method, regime), method, seed)
+    return heldout_x_path(*where) if d.split == HELDOUT_X else csv_path(*where)
 
 
 def _csv_root(d: Design, out: str | Path) -> Path:
     return Path(out) / HELDOUT_X if d.split == HELDOUT_X else Path(out)
 
 
-def _regimes(d: Design) -> tuple[str, ...]:
-    """The regimes the design reads: its own, with :attr:`Design.both_lrs` its base (the default lr) first."""
-    return (SAME_BASE[d.regime], d.regime) if d.both_lrs else (d.regime,)
+def _needed(d: Design) -> tuple[str, ...]:
+    return tuple(m for m in d.methods if m not in d.optional)
 
 
-def _complete(d: Design, out: str | Path) -> set[int]:
-    """The seeds with every CSV the design's analysis needs (with :attr:`Design.both_lrs`, the base's untrained run)."""
-    done = set(complete_seeds(_csv_root(d, out), d.regime, d.methods))
-    return done & set(complete_seeds(out, SAME_BASE[d.regime], ("no_adaptation",))) if d.both_lrs else done
+def _complete(d: Design, out: str | Path, runs: Sequence[str]) -> list[int]:
+    """The seeds with a CSV of every one of ``runs`` where :func:`path` reads it."""
+    return sorted(set.intersection(*(set(complete_seeds(_csv_root(d, out), _folder(d, m), (m,))) for m in runs)))
+
+
+def _wants(d: Design, runs: Sequence[str], seed: int) -> bool:
+    """Whether ``seed`` needs a job of ``runs``: with :attr:`Design.claim_seeds`, a claim pairing one of them has it."""
+    return d.claim_seeds is None or any(seed in cs for c, cs in d.claim_seeds.items() if set(runs) & set(PAIRED[c][:2]))
 
 
 def jobs(d: Design, seeds: Sequence[int] | None = None, now: float | None = None) -> list[Job]:
-    """Seed by seed, a job per evaluated run; once the design's clock has passed (``now``: epoch seconds) only the
-    seeds below :data:`~ddrl.study.amendments.wide.MIN_SEEDS`."""
+    """Seed by seed, a job per evaluated run (on the seeds of the claims that pair it); once the design's clock has
+    passed (``now``: epoch seconds) only the first :attr:`Design.late_seeds` of its seeds."""
     groups = [((m,), d.kinds[i] if d.kinds else d.job_kind) for i, m in enumerate(d.evaluates)] if d.job_per_run \
         else [(d.evaluates, d.job_kind)]
     return [Job(d.regime, s, g, kind)
-            for s in seeds_to_start(d.seeds if seeds is None else seeds, d.seeds, d.cutoff, now) for g, kind in groups]
+            for s in seeds_to_start(d.seeds if seeds is None else seeds, d.seeds, d.cutoff, now, d.late_seeds)
+            for g, kind in groups if _wants(d, g, s)]
 
 
 def missing(d: Design, out: str | Path | None = None, seeds: Sequence[int] | None = None) -> list[int]:
-    """Seeds without every CSV the design's analysis needs (``out``: default its ``runs/``)."""
-    return sorted(set(d.seeds if seeds is None else seeds) - _complete(d, d.runs if out is None else out))
+    """Seeds without every CSV the design's analysis needs (with :attr:`Design.claim_seeds`: some claim's pair on one of
+    its seeds; ``out``: default its ``runs/``)."""
+    out, among = d.runs if out is None else out, d.seeds if seeds is None else seeds
+    if d.claim_seeds is None:
+        return sorted(set(among) - set(_complete(d, out, _needed(d))))
+    return sorted({s for c, cs in d.claim_seeds.items()
+                   for s in (set(cs) & set(among)) - set(_complete(d, out, PAIRED[c][:2]))})
+
+
+def analysed_seeds(d: Design, out: str | Path | None = None, seeds: Sequence[int] | None = None,
+                   now: float | None = None) -> list[int] | dict[str, list[int]]:
+    """The seeds the plan reads (:func:`ddrl.study.amendments.wide.seeds_to_analyse`; ``seeds``: the design's unless
+    given), complete in every run it needs; with :attr:`Design.claim_seeds` per claim: without a clock each claim every
+    one of its own seeds, complete in its pair; with one, the complete seeds in every run, the same for every claim."""
+    out = d.runs if out is None else out
+    among, what = d.seeds if seeds is None else tuple(seeds), f"{out}: {d.tag}"
+    if d.claim_seeds is not None and d.cutoff is None:
+        return {c: seeds_to_analyse([s for s in cs if s in among], _complete(d, out, PAIRED[c][:2]), f"{what} {c}")
+                for c, cs in d.claim_seeds.items()}
+    done = seeds_to_analyse(among, _complete(d, out, _needed(d)), what, d.cutoff, now)
+    return done if d.claim_seeds is None else {c: [s for s in cs if s in done] for c, cs in d.claim_seeds.items()}
 
 
 def analyse(d: Design, out: str | Path | None = None, n_boot: int = 4000, now: float | None = None,
             seeds: Sequence[int] | None = None) -> dict:
-    """The design's claims on :func:`ddrl.study.amendments.wide.seeds_to_analyse`'s seeds: ``entries``
-    (``claims.json``'s schema with ``half_width``: the registered ones by their matrices and rule, ours by
-    :func:`~ddrl.study.claims.amendment_entry`); descriptive, ``levels`` (each run's mean pass@1 on the split, the seeds
-    below :attr:`Design.reference`'s run; per learning rate with :attr:`Design.both_lrs`), then the design's named
-    measures. ``out``: its ``runs/`` unless given; ``seeds``: the design's unless given."""
+    """The design's claims on :func:`analysed_seeds`: ``entries`` (``claims.json``'s schema with ``half_width``: the
+    registered ones by their matrices and rule, each on its own seeds, ours by
+    :func:`~ddrl.study.claims.amendment_entry`); then, descriptive, the design's named measures (:data:`MEASURES`;
+    ``levels``: each run's mean pass@1 on the split, first where not named). ``out``: its ``runs/`` unless given."""
     out = d.runs if out is None else Path(out)
-    done = seeds_to_analyse(d.seeds if seeds is None else tuple(seeds), _complete(d, out), f"{out}: {d.tag}",
-                            d.cutoff, now)
-    reads = [(r, m) for r in _regimes(d) for m in (d.methods if r == d.regime else ("no_adaptation", *d.methods))]
-    df = read_csvs(path(d, out, m, s, r) for r, m in reads for s in done)
-    entries = [wide_entry(cid, claim_matrix(df, cid, d.regime), n_boot, d.regime, SAME_BASE[d.regime])
-               for cid in d.registered]
+    seeds = analysed_seeds(d, out, seeds, now)
+    per_claim = seeds if isinstance(seeds, dict) else {}
+    done = next(iter(per_claim.values())) if per_claim else seeds
+    every = sorted(set().union(*per_claim.values())) if per_claim else done
+    # in the levels' regimes' order; the default-lr twin's runs (the levels only) where written, on ``done``
+    df = read_csvs(path(d, out, m, s, g) for g in d.level_regimes or (d.regime,) for m in d.methods
+                   for s in (every if g == d.regime else done))
+    entries = [wide_entry(cid, claim_matrix(df[df.seed.isin(per_claim[cid])] if per_claim else df, cid, d.regime),
+                          n_boot, d.regime, SAME_BASE[d.regime]) for cid in d.registered]
     metric = "held-out pass@1" if d.split == HELDOUT_X else "adapted pass@1"
     for cid, (a, b, what, *own) in d.claims.items():
         claim, said, paper = own or (what, f"{metric}, {what} [points]", None)
         entries.append({**amendment_entry(cid, d.regime, claim, said, a, b,
                                           paired_matrix(df, d.regime, a, b, d.split).to_numpy(), MARGIN, n_boot),
                         "paper": paper})
-    per, by = run_levels(df, d.split), ("regime", "method") if d.both_lrs else ("method",)
-    levels = pd.concat([level_table(per[per.regime == r], by, reference=d.reference, sort=False) for r in _regimes(d)],
-                       ignore_index=True)
-    res = {"regime": d.regime, **({"build": d.build} if d.build else {}), "seeds": list(done),
+    res = {"regime": d.regime, **({"build": d.build} if d.build else {}), "seeds": seeds,
            **({"cutoff": d.cutoff} if d.build and d.cutoff else {}),
-           "entries": with_half_width(validate(entries, d.regime)), "levels": levels.to_dict(orient="records")}
-    for m in d.measures:
-        res |= MEASURES[m](d, df, out, done)
+           "entries": with_half_width(validate(entries, d.regime))}
+    for m in d.measures if "levels" in d.measures else ("levels", *d.measures):
+        res |= MEASURES[m](d, Reading(df, out, done, n_boot, res))
     return res
+
+
+def _level_rows(d: Design, res: dict, seeds: Sequence[int]) -> list[str]:
+    """The split of M1 (where measured) and the levels under :attr:`Design.level_header`, each under a blank line: per
+    run (``-``: untrained) its learning rate (with :attr:`Design.level_regimes`), mean pass@1 (SD) over the seeds, the
+    seeds below :attr:`Design.reference`'s run at the same lr (where there is one) and, with ``rl_minutes``, its mean
+    RL minutes in the design's regime. ``seeds``: those analysed (the first claim's)."""
+    span = f"seeds {seeds[0]}-{seeds[-1]}"
+    split = ["", f"| part of DDRL - TTRL ({span}) | points |", "|---|---|",
+             *(f"| {p['part']} ({p['claim']}) | {p['points']:+.2f} |" for p in res["split"])] if "split" in res else []
+    if any(r["n_seeds"] != len(seeds) for r in res["levels"]):  # a run on fewer seeds (BCS+DAE in AMC-like) says so
+        span = f"those of {span} it ran"
+    head = d.level_header.format(span=span)
+    rows = [*split, "", head, "|---" * (head.count("|") - 1) + "|"]
+    with_ref = {r.get("regime") for r in res["levels"] if r["method"] == d.reference}
+    for r in res["levels"]:
+        untrained = r["method"] == "no_adaptation"
+        cells = [r["method"], *(["-" if untrained else LR_CELL[r["regime"]]] if d.level_regimes else []),
+                 f"{r['pass1']:.1f} ({r['sd']:.1f})",
+                 "-" if untrained or r.get("regime") not in with_ref else below_cell(r, d.reference)]
+        if "rl_minutes" in res:
+            cells.append(f"{res['rl_minutes'][r['method']]:.1f}" if r["regime"] == d.regime else "-")
+        rows.append(f"| {' | '.join(cells)} |")
+    return rows
 
 
 def markdown(d: Design, res: dict, beside: Sequence[dict]) -> str:
     """The table docs/results.md quotes: per claim the entry beside it (the registered one at the default lr in the
     same benchmark, or the entries of :attr:`Design.beside`'s analyses; with none, the seeds), the design's, its
-    half-width beside the plan's predictions, its verdict; then the levels. ``beside``: those entries."""
+    half-width beside the plan's predictions ("-": none), its verdict; then the levels. ``beside``: those entries."""
     by = {e["id"]: e for e in beside if d.beside or e["regime"] == SAME_BASE[d.regime]}
-    last = len(res["seeds"]) - 1
-    rows = [d.header.format(last=last), "|---" * (6 if d.paper else 5) + "|"]
+    seeds = next(iter(res["seeds"].values())) if isinstance(res["seeds"], dict) else res["seeds"]
+    rows = [d.header.format(span=f"seeds {seeds[0]}-{seeds[-1]}"), "|---" * (6 if d.paper else 5) + "|"]
     for e in res["entries"]:
+        predicted = d.predicted.get(e["id"], "-")
         if d.beside is None:
-            rows.append(claim_row(e, d.what(e["id"]), d.predicted[e["id"]]))
+            rows.append(claim_row(e, d.what(e["id"]), predicted))
             continue
         b = by.get(e["id"])
         paper = (" n/a |" if e["paper"] is None else f" {e['paper']:+.1f} |") if d.paper else ""
         rows.append(f"| {e['id']} {d.what(e['id'])} |{paper} {d.unmeasured if b is None else entry_cell(b)} | "
-                    f"{amendment_cells(e, d.predicted[e['id']])}")
+                    f"{amendment_cells(e, predicted)}")
     levels = (cor_level_rows(res["levels"], res["cor_kept"], d.level_name) if "cor_kept" in res else
-              _lr_level_rows(d, res) if "rl_minutes" in res else
-              held_level_rows(res["levels"], d.level_name, d.level_mean.format(last=last)))
+              _level_rows(d, res, seeds) if d.level_header else held_level_rows(res["levels"], d.level_name))
     return "\n".join(rows + levels) + "\n"
-
-
-def _lr_level_rows(d: Design, res: dict) -> list[str]:
-    """The adapted level table at both learning rates (a blank line first): per run its learning rate, mean adapted
-    pass@1 (SD) over the seeds, the seeds below :attr:`Design.reference`'s run at the same lr (where there is one) and,
-    at lr/10, the mean RL minutes (``rl_minutes``)."""
-    with_ref = {r["regime"] for r in res["levels"] if r["method"] == d.reference}
-    head = (f"| method | learning rate | adapted pass@1, mean over seeds 0-{len(res['seeds']) - 1} (SD) | "
-            f"seeds below {d.reference.upper()} at its lr | RL phase, mean minutes |")
-    rows = ["", head, "|---|---|---|---|---|"]
-    for r in res["levels"]:
-        untrained = r["method"] == "no_adaptation"
-        below = "-" if untrained or r["regime"] not in with_ref else below_cell(r, d.reference)
-        minutes = f"{res['rl_minutes'][r['method']]:.1f}" if r["regime"] == d.regime else "-"
-        rows.append(f"| {r['method']} | {'-' if untrained else LR_CELL[r['regime']]} | "
-                    f"{r['pass1']:.1f} ({r['sd']:.1f}) | {below} | {minutes} |")
-    return rows
 
 
 def beside_entries(d: Design, results: Path | None = None) -> list[dict]:

@@ -16,7 +16,9 @@ decided by the registered bootstrap and rule.
     python -m ddrl.study.amendments.small_lr figure          # docs/results/small_lr.{png,pdf} (descriptive)
 
 Plan Amendment 29 asks which part of DDRL carries M1 there (the registered ablation claims A1-A3 on the same regime),
-Amendment 55 the same in AMC-like at lr/10: :mod:`ddrl.study.amendments.small_lr_ablation`, with its own command line.
+Amendment 55 the same in AMC-like at lr/10, Amendments 52 and 53 COR against additional RL (C1, C2): rows of
+:data:`ddrl.study.designs.DESIGNS` (``python -m ddrl.study run|status|analyse ablation``, ``ablation_amc``,
+``extra_rl``, ``extra_rl_amc``).
 
 Plan Amendment 49 asks Table 1's question there: TTRL without GRPO's std normalisation (``grpo_no_std``) against
 TTRL (T1), a new RL run per seed of :data:`T1_SEEDS`, paired with Amendment 28's TTRL runs.

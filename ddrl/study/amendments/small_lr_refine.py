@@ -169,7 +169,7 @@ def trade_figure(results: Sequence[dict]):
 
 #: Where each lr/10 regime's cached DDRL runs come from, for :func:`refuse_untrained`'s message: (the amendment that
 #: trained them, the command that trains them again)
-CACHED_BY = {SMALL_LR: (55, "python -m ddrl.study.amendments.small_lr_ablation run --design amc trains them, ~12 worker-minutes a seed"),
+CACHED_BY = {SMALL_LR: (55, "python -m ddrl.study run ablation_amc trains them, ~12 worker-minutes a seed"),
              MATH500_SMALL_LR: (59, "python -m ddrl.study run refine_math500 trains them, ~14 worker-minutes a seed")}
 
 
