@@ -420,33 +420,23 @@ for name in ("ablation", "ablation_amc"):  # Amendment 29 (MATH-500-like), 55 (A
 # both learning rates.
 
 # %%
-from ddrl.study.amendments import small_lr_etmr
-
-for build, design in small_lr_etmr.DESIGNS.items():  # Amendments 43, 47 (registered build), 44, 46 (Xeon build)
+for name in ("small_lr_etmr", "small_lr_etmr_xeon", "small_lr_etmr_xeon_amc", "small_lr_etmr_amc"):  # A43, 44, 46, 47
+    display(Markdown(designs.committed_table(name)))
+    design = designs.DESIGNS[name]
     if design.analysis.is_file():
         eres = json.loads(design.analysis.read_text())
-        display(Markdown(small_lr_etmr.markdown(eres, design)))
-        rep.draw(design.figure, small_lr_etmr.etmr_figure, eres, design, data=pd.DataFrame(eres["seed_pass1"]))
-    else:
-        display(Markdown(f"Amendment {design.amendment}'s analysis is not committed yet "
-                         f"(`python -m ddrl.study.amendments.small_lr_etmr status --build {build}`)."))
+        rep.draw(name, designs.etmr_figure, eres, design, data=pd.DataFrame(eres["seed_pass1"]))
 
 # %% [markdown]
 # The same runs on the 1,536 fresh questions, nothing trained: P3x asks whether ETMR's adaptation transfers, M2x and
 # M3x whether DDRL's and ETMR's places on the adapted questions carry over.
 
 # %%
-from ddrl.study.amendments import etmr_heldout
-
-for build, design in etmr_heldout.DESIGNS.items():
-    if design.analysis.is_file():
-        display(Markdown(etmr_heldout.markdown(json.loads(design.analysis.read_text()), design)))
-    elif design.not_run:
-        display(Markdown(f"Amendment {design.amendment}'s held-out part ({design.build}, {design.regime}) was "
-                         f"{design.not_run}."))
-    else:
-        display(Markdown(f"Amendment {design.amendment}'s held-out analysis ({design.build}, {design.regime}) is not "
-                         f"committed yet (`python -m ddrl.study.amendments.etmr_heldout status --build {build}`)."))
+for name in ("etmr_heldout", "etmr_heldout_xeon"):  # Amendment 45 (registered build, Xeon build)
+    display(Markdown(designs.committed_table(name)))
+display(Markdown("Amendment 46's held-out part (Xeon build, amc_like_small_lr) was not run: its ETMR runs' weights were "
+                 "lost with the Xeon machine's cache (plan note of 2026-12-01)."))
+display(Markdown(designs.committed_table("etmr_heldout_amc")))  # Amendment 48
 
 # %% [markdown]
 # ## COR: its learning rate, its size, and what it costs

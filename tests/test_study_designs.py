@@ -9,6 +9,7 @@ import json
 import shutil
 from datetime import datetime
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
@@ -22,21 +23,26 @@ from ddrl.study.amendments import small_lr
 from ddrl.study.amendments.small_lr import REGIME as MATH500_SMALL_LR
 from ddrl.study.analysis import claim_matrix, paired_matrix
 from ddrl.study.drift import lr_curve_figure, lr_drift_figure, x3h_slope
-from ddrl.study.plan import (COR_4X, COR_LR10, HELDOUT_X, HELDOUT_X_METHODS, PAIRED, RESULTS, SCALES, SMALL_LR, Job,
-                             csv_path, heldout_x_path)
+from ddrl.study.plan import (COR_4X, COR_LR10, HELDOUT_X, HELDOUT_X_METHODS, PAIRED, RESULTS, SAME_BASE, SCALES,
+                             SMALL_LR, Job, csv_path, heldout_x_path)
 
 RUNS, XEON = RESULTS / "runs", RESULTS / "replication_xeon" / "runs"
 
 
+def _pair(d: D.Design, cid: str) -> tuple[str, str]:
+    return d.claims[cid][:2] if cid in d.claims else PAIRED[cid][:2]
+
+
 def test_every_design_reads_what_its_claims_pair_and_predicts_each():
     for d in D.DESIGNS.values():
-        pairs = [PAIRED[c][:2] for c in d.registered] + [c[:2] for c in d.claims.values()]
+        pairs = [_pair(d, c) for c in (*d.registered, *d.claims)]
         assert {m for p in pairs for m in p} <= set(d.methods), d.id
         assert d.whole or set(d.predicted) == set(d.registered) | set(d.claims), d.id
         assert d.whole is None or (d.whole in D.MEASURES and d.whole in D.TABLES), d.id
         assert set(d.evaluates) | set(d.optional) <= set(d.methods) and set(d.measures) <= set(D.MEASURES), d.id
         assert d.claim_seeds is None or set(d.claim_seeds) == set(d.registered), d.id
-        assert d.beside is None or d.beside in D.DESIGNS, d.id
+        assert d.beside is None or all(b in D.DESIGNS or (RESULTS / b).is_file() for b in d.beside), d.id
+        assert not d.level_regimes or d.regime in d.level_regimes, d.id  # its own runs are read in its regime
     with pytest.raises(ValueError, match="no design 'nope'.*ttrl_heldout_amc"):
         D.design("nope")
 
@@ -46,7 +52,9 @@ def test_every_design_reads_what_its_claims_pair_and_predicts_each():
     ("ttrl_heldout_amc", [("ttrl",), (COR_LR10,)]),  # TTRL first
     ("refine_heldout_math500", [(COR_4X,)]), ("cor_lr10_heldout_math500", [(COR_LR10,)]),
     ("refine_math500", [(COR_4X,)]), ("refine_amc", [(COR_4X,), (COR_LR10,)]),
-    ("ablation_amc", [("bcs_dae",), ("bcs",)]), ("extra_rl_amc", [("additional_rl",)])])
+    ("ablation_amc", [("bcs_dae",), ("bcs",)]), ("extra_rl_amc", [("additional_rl",)]),
+    ("small_lr_etmr", [("etmr",)]), ("small_lr_etmr_xeon", [("ttrl",), ("ddrl",), ("etmr",)]),
+    ("small_lr_etmr_amc", [("etmr",)])])
 def test_jobs_go_seed_by_seed_and_stop_at_the_clock_after_the_first_late_seeds(name, groups):
     d = D.DESIGNS[name]
     kinds = d.kinds or (d.job_kind,) * len(groups)
@@ -96,27 +104,32 @@ def test_amendment_55_reads_the_same_complete_seeds_for_every_claim(tmp_path):
     assert D.missing(d, tmp_path) == [8, 9, 10, 11]
 
 
-def _hw(root, regime, a, b, ns, seeds=None) -> str:
-    """A paired held-out matrix's predicted half-widths at ``ns`` seeds x 1,536, as the tables print them."""
-    paths = ([heldout_x_path(root, regime, m, s) for m in (a, b) for s in seeds] if seeds is not None else
-             [p for m in (a, b) for p in sorted((root / HELDOUT_X / regime).glob(f"{m}-seed[0-9][0-9].csv.gz"))])
-    df = pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths])
-    vc = variance_components(paired_matrix(df, regime, a, b, HELDOUT_X).dropna().to_numpy())
-    return " / ".join(f"{predicted_half_width(vc, n, 1536):.2f}" for n in ns)
+def _hw(root, regime, a, b, ns, seeds=None, split=HELDOUT_X, questions=1536) -> str:
+    """A paired matrix's predicted half-widths at ``ns`` seeds x ``questions``, as the tables print them: on the fresh
+    questions, or the adapted ones (the untrained run from the regime's base); on ``seeds`` or every committed one."""
+    def files(m):
+        folder = (root / HELDOUT_X / regime if split == HELDOUT_X else
+                  root / (SAME_BASE.get(regime, regime) if m == "no_adaptation" else regime))
+        return ([folder / f"{m}-seed{s:02d}.csv.gz" for s in seeds] if seeds is not None else
+                sorted(folder.glob(f"{m}-seed[0-9][0-9].csv.gz")))
+
+    df = pd.concat([pd.read_csv(p, dtype={"question": str}) for m in (a, b) for p in files(m)])
+    vc = variance_components(paired_matrix(df, regime, a, b, split).dropna().to_numpy())
+    return " / ".join(f"{predicted_half_width(vc, n, questions):.2f}" for n in ns)
 
 
 def _hw_adapted(regime, a, b, seeds) -> str:
     """An adapted paired matrix's predicted half-widths at 6 / 10 seeds x 256 questions."""
-    df = pd.concat([pd.read_csv(csv_path(RUNS, regime, m, s), dtype={"question": str}) for m in (a, b) for s in seeds])
-    vc = variance_components(paired_matrix(df, regime, a, b, "adapted").dropna().to_numpy())
-    return " / ".join(f"{predicted_half_width(vc, n, 256):.2f}" for n in (6, 10))
+    return _hw(RUNS, regime, a, b, (6, 10), seeds, "adapted", 256)
 
 
 def test_predicted_half_widths_are_the_matrices_the_plan_names():
     """Each design's predictions from the committed matrices its plan amendment names (57: the Xeon build's lr/10
     AMC-like H1x matrices; 58: those for TTRL's claims, Amendment 57's H1xC for K1x, K2x; 60, 61: Amendments 57's and
     58's AMC-like matrices, then Amendment 31's MATH-500-like H1xC; 59: the registered MATH-500-like R1, Amendment 56's
-    lr/10 AMC-like R1, Amendment 29's lr/10 MATH-500-like A3); 58-61's plan text prints them and the clock."""
+    lr/10 AMC-like R1, Amendment 29's lr/10 MATH-500-like A3; 45, 48: the lr/10 held-out matrices of Amendment 31
+    (MATH-500-like) and 38 (the Xeon build's AMC-like), H1xT's for P3x, H1xD's for M2x, H1xR's for M3x, 48's beside the
+    default-lr AMC-like H1xT); 58-61's plan text prints them and the clock, 45's and 48's the numbers."""
     cor_m500 = _hw(RUNS, MATH500_SMALL_LR, "ddrl", "bcs_dae", (6, 10), range(18))
     cor = _hw(RUNS, SMALL_LR, "ddrl", "bcs_dae", (10, 6))
     want = {"refine_heldout_amc": {"H1x": _hw(XEON, SMALL_LR, "ddrl", "no_adaptation", (10,)),
@@ -129,6 +142,14 @@ def test_predicted_half_widths_are_the_matrices_the_plan_names():
             "cor_lr10_heldout_math500": {
                 cid: f"{_hw(RUNS, SMALL_LR, a, b, (6, 10), range(10))}, {cor_m500}"
                 for cid, (a, b, _) in D.COR_LR10_HELDOUT.items()}}
+    stand_in = {"P3x": "H1xT", "M2x": "H1xD", "M3x": "H1xR"}
+    m500, amc = (lambda c, n: _hw(RUNS, MATH500_SMALL_LR, *PAIRED[stand_in.get(c, c)][:2], (n,), range(18)),
+                 lambda c, n: _hw(XEON, SMALL_LR, *PAIRED[stand_in.get(c, c)][:2], (n,), range(12)))
+    amc_default = _hw(RUNS, "amc_like", "ttrl", "no_adaptation", (12,), range(19))
+    want |= {"etmr_heldout": {c: m500(c, 18) for c in D.ETMR_HELDOUT},
+             "etmr_heldout_xeon": {c: f"{m500(c, 10)} / {amc(c, 10)}"
+                                   for c in ("H1x", "H1xT", "H1xD", "H1xC", "H1xR", *D.ETMR_HELDOUT)},
+             "etmr_heldout_amc": {"P3x": f"{amc('P3x', 12)} / {amc_default}"}}
     adapted = {"refine_math500": {"R1": ", ".join([_hw_adapted("math500_like", COR_4X, "ddrl", range(6)),
                                                    _hw_adapted(SMALL_LR, COR_4X, "ddrl", range(10)),
                                                    _hw_adapted(MATH500_SMALL_LR, "ddrl", "bcs_dae", range(18))])}}
@@ -136,11 +157,38 @@ def test_predicted_half_widths_are_the_matrices_the_plan_names():
     for name, predicted in (want | adapted).items():
         d = D.DESIGNS[name]
         assert d.predicted == predicted, name
-        if d.amendment == 57:
-            continue  # its plan text states the matrices, not the numbers
+        if d.amendment in (45, 48, 57):
+            continue  # their plan texts state the numbers otherwise, or only the matrices (57)
         said = " ".join(plan.split(f"{d.amendment}. **Why**")[1].split())
         assert all(f"**{v}**" in said for p in predicted.values() for v in p.split(", ")), name
         assert f"{d.cutoff[:10]} {d.cutoff[11:16]} UTC" in said, name
+    plan = " ".join(plan.split())
+    a45, a48 = plan[plan.index("45. **Why**"):plan.index("46. **Why**")], plan[plan.index("48. **Why**"):]
+    assert "seeds **P3x** 0.36, **M2x** 0.71, **M3x** 0.16" in a45
+    assert all(f"**{c}** {p}" in a45 for c, p in D.DESIGNS["etmr_heldout_xeon"].predicted.items())
+    assert "lr/10 AMC-like H1xT matrix (Amendment 38, TTRL - no adaptation) **0.73**" in a48
+    assert "default-lr AMC-like H1xT matrix (19 seeds) **1.47**" in a48
+
+
+def test_the_etmr_predictions_are_the_matrices_the_plan_names():
+    """Amendments 43, 44, 46, 47 at the seeds their tables name x 256 (AMC-like: 128) questions: the registered
+    default-lr matrix of the same difference (Amendment 44's P1, P2, M1: the Xeon build's own) and the build's lr/10
+    M1 and P1 standing in for ETMR's claims (MATH-500-like: Amendment 28's; AMC-like: the lr/10 runs the ETMR runs
+    join), in the order the plan states them."""
+    stand_in = {"P1": "P1", "P2": "P2", "M1": "M1", "M2": "M1", "M3": "M1", "P3": "P1"}
+    plan = " ".join((RESULTS / "plan.md").read_text().split())
+    for name in ("small_lr_etmr", "small_lr_etmr_xeon", "small_lr_etmr_xeon_amc", "small_lr_etmr_amc"):
+        d = D.DESIGNS[name]
+        amc, q = d.regime == SMALL_LR, 128 if d.regime == SMALL_LR else 256
+        ns = tuple(int(n) for n in d.header.split("predicted at ")[1].split(" seeds")[0].split(" / "))
+        section = plan[plan.index(f"{d.amendment}. **Why**"):]
+        for cid in d.predicted:
+            lr10 = _hw(d.runs if amc else RUNS, d.regime, *_pair(d, stand_in[cid]), ns, None, "adapted", q)
+            own = name == "small_lr_etmr_xeon" and cid in ("P1", "P2", "M1")  # the Xeon build's own default-lr matrix
+            default = _hw(XEON if own else RUNS, SAME_BASE[d.regime], *_pair(d, cid), ns, None, "adapted", q)
+            want = (default, lr10) if name == "small_lr_etmr" else (lr10, default)
+            assert d.predicted[cid] == "; ".join(want), (name, cid)
+            assert f"**{cid}** {want[0]} vs {want[1] if amc else ''}" in section and f"vs {want[1]}" in section, name
 
 
 def _components(regime, cid, seeds=None):
@@ -232,9 +280,9 @@ def test_the_lr10_controls_tables_set_the_paper_and_the_registered_entry_beside_
 
 
 def test_the_commands_report_refuse_and_write(tmp_path, capsys):
-    """``status`` counts the seeds; an early ``analyse`` and a ``run`` without the cached DDRL runs are refused by
-    name (exit 2, before any job); ``analyse --json`` writes the analysis (of made-up CSVs: the committed ones are
-    the regeneration tier's)."""
+    """``status`` counts the seeds (a design of another build: in its results tree); an early ``analyse`` and a ``run``
+    without the cached DDRL runs, or the finished runs it evaluates, are refused by name (exit 2, before any job);
+    ``analyse --json`` writes the analysis (of made-up CSVs: the committed ones are the regeneration tier's)."""
     d = D.DESIGNS["ttrl_heldout_amc"]
     assert study.main(["status", d.id, "--out", str(tmp_path)]) == 0
     assert "Amendment 58 (amc_like_small_lr, held-out): 0 of 10 seeds complete" in capsys.readouterr().out
@@ -244,10 +292,55 @@ def test_the_commands_report_refuse_and_write(tmp_path, capsys):
                        "--runs-root", str(tmp_path / "empty")]) == 2
     assert "DDRL runs of seeds [0, 1] in amc_like_small_lr are not finished" in capsys.readouterr().err
     assert not heldout_x_path(tmp_path, SMALL_LR, "ttrl", 0).exists()
+    assert study.main(["status", "small_lr_etmr_xeon"]) == 0  # a design of another build: its own runs/
+    assert "Amendment 44 (math500_like_small_lr, Xeon build): 10 of 12 seeds complete; missing [10, 11]" in \
+        capsys.readouterr().out
+    assert study.main(["run", "etmr_heldout_xeon", "--seeds", "0", "--scale", "smoke", "--out", str(tmp_path),
+                       "--runs-root", str(tmp_path / "empty")]) == 2  # it loads finished runs of that build
+    assert "Amendment 45 evaluates finished runs and trains none; not finished there: [('ttrl', 0), ('etmr', 0), " \
+           "('ddrl', 0)]" in capsys.readouterr().err
     made_up = tmp_path / "made_up"
     _made_up(made_up, d, seeds=range(6))  # the plan's six seeds (the committed ten: make test-study regenerates them)
     assert study.main(["analyse", d.id, "--out", str(made_up), "--json", str(tmp_path / "a.json")]) == 0
     assert json.loads((tmp_path / "a.json").read_text()) == json.loads(json.dumps(D.analyse(d, made_up)))
+
+
+def test_the_held_out_etmr_designs_evaluate_the_seeds_their_runs_were_analysed_on():
+    """Amendments 45 and 48: one H1x job per seed of the runs no committed CSV holds, loaded (never trained), on the
+    seeds the analysis of those runs decided on (Amendment 48: the seeds Amendment 47's runs completed by its clock)."""
+    for name, runs, evaluates in (("etmr_heldout", "small_lr_etmr", ("etmr",)),
+                                  ("etmr_heldout_xeon", "small_lr_etmr_xeon", D.ETMR_HELD_RUNS),
+                                  ("etmr_heldout_amc", "small_lr_etmr_amc", ("no_adaptation", "etmr"))):
+        d = D.DESIGNS[name]
+        assert list(d.seeds) == json.loads(D.DESIGNS[runs].analysis.read_text())["seeds"], name
+        assert D.jobs(d) == [Job(d.regime, s, evaluates, "H1x") for s in d.seeds], name
+        assert set(d.finished) == set(evaluates) - {"no_adaptation", "bcs_dae"} and not d.cached_ddrl, name
+
+
+def test_the_etmr_tables_and_figure():
+    """ETMR's tables: the paper's Table 2 difference, the entries beside (Amendment 44's: the registered build's at
+    lr/10; "not measured" where none), the levels at both learning rates with the RL minutes; Amendment 45's on the
+    Xeon build with Amendment 38's texts of the H1x family and the seeds in the levels' header. The figure names its
+    design."""
+    xeon = D.committed_table("small_lr_etmr_xeon").splitlines()
+    assert xeon[0].startswith("| claim (adapted pass@1, points) | paper (MATH-500) | registered build at lr/10 "
+                              "(Amendments 28, 43) | **Xeon build, MATH-500-like at lr/10 (Amendment 44, seeds 0-9)**")
+    assert xeon[6].startswith("| M3 ETMR - TTRL | +3.9 | -0.06 [-0.30, +0.19], 18 seeds, *no effect* | **-0.12")
+    assert xeon[-4:] == ["| ddrl | default (3e-5) | 65.1 (1.9) | - | - |",
+                         "| ttrl | lr/10 (3e-6) | 66.5 (0.3) | 4 of 10 | 4.6 |",
+                         "| etmr | lr/10 (3e-6) | 66.4 (0.3) | - | 4.2 |",
+                         "| ddrl | lr/10 (3e-6) | 70.4 (0.7) | 0 of 10 | 4.7 |"]
+    assert "| M3 ETMR - TTRL | +3.9 | not measured | **" in D.committed_table("small_lr_etmr")
+    held = D.committed_table("etmr_heldout_xeon").splitlines()
+    assert held[2] == ("| H1x DDRL at lr/10 - no adaptation, held-out | 10 | -0.49 [-1.33, +0.39] | 0.86 (0.97 / 1.12) "
+                       "| *not resolved* |")
+    assert held[-7] == "| run (lr/10) | held-out pass@1, mean over seeds 0-9 (SD) | seeds below the untrained run |"
+    d = D.DESIGNS["small_lr_etmr_xeon_amc"]
+    fig = D.etmr_figure(json.loads(d.analysis.read_text()), d)
+    title = "AMC-like, Xeon build: ETMR beside TTRL and DDRL (plan Amendment 46, seeds 0-7; descriptive)"
+    assert fig._suptitle.get_text() == title
+    assert len(fig.axes) == 3 and "ETMR\nlr/10" in {t.get_text() for t in fig.axes[0].get_xticklabels()}
+    plt.close(fig)
 
 
 def _write(root, method, seed, values, split="adapted", steps=None):

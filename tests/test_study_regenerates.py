@@ -58,13 +58,6 @@ def _cor_alone(build: str, heldout: bool = False) -> dict:
     return K.analyse(d.out, seeds=K.analysis_seeds(d.out, d), design=d)
 
 
-def _design(module: str, name: str, fn: str = "analyse", **kw):
-    """``module.fn(design=module.DESIGNS[name])``: the amendment modules that already hold a table of designs."""
-    import importlib
-
-    m = importlib.import_module(f"ddrl.study.amendments.{module}")
-    return getattr(m, fn)(design=m.DESIGNS[name], **kw)
-
 
 def _call(module: str, fn: str, **kw):
     import importlib
@@ -115,13 +108,6 @@ REGENERATE = {
     "small_lr/table1_fixed_more.json": lambda: _call("small_lr", "analyse_t1f_more"),
     "small_lr/cor.json": lambda: _call("small_lr_cor", "analyse"),
     "small_lr/heldout.json": lambda: _call("small_lr_cor", "analyse_heldout"),
-    "small_lr/etmr.json": lambda: _design("small_lr_etmr", "registered"),
-    "small_lr/etmr_amc.json": lambda: _design("small_lr_etmr", "registered_amc"),
-    "replication_xeon/small_lr_etmr.json": lambda: _design("small_lr_etmr", "xeon"),
-    "replication_xeon/small_lr_etmr_amc.json": lambda: _design("small_lr_etmr", "xeon_amc"),
-    "small_lr/etmr_heldout.json": lambda: _design("etmr_heldout", "registered"),
-    "small_lr/etmr_heldout_amc.json": lambda: _design("etmr_heldout", "registered_amc"),
-    "replication_xeon/etmr_heldout.json": lambda: _design("etmr_heldout", "xeon"),
     "small_lr/cor4x_lr10_amc.json": lambda: _call("small_lr_refine", "analyse_gentle", regime="amc_like_small_lr"),
     "small_lr/cor4x_lr10_math500.json": lambda: _call("small_lr_refine", "analyse_gentle",
                                                       regime="math500_like_small_lr"),
