@@ -12,7 +12,7 @@ from ddrl.study.amendments import etmr_heldout as H
 from ddrl.study.amendments import small_lr
 from ddrl.study.amendments import small_lr_etmr as E
 from ddrl.study import runner as study
-from ddrl.study.amendments.small_lr_cor import untrained
+from ddrl.study.plan import untrained
 from ddrl.report.stats import predicted_half_width, variance_components
 from ddrl.study.analysis import paired_matrix
 from ddrl.study.plan import HELDOUT_X, SCALES, SMALL_LR, Job, heldout_x_path

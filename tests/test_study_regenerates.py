@@ -113,8 +113,6 @@ REGENERATE = {
     "small_lr/table1.json": lambda: _call("small_lr", "analyse_t1"),
     "small_lr/table1_fixed.json": lambda: _call("small_lr", "analyse_t1f"),
     "small_lr/table1_fixed_more.json": lambda: _call("small_lr", "analyse_t1f_more"),
-    "small_lr/cor.json": lambda: _call("small_lr_cor", "analyse"),
-    "small_lr/heldout.json": lambda: _call("small_lr_cor", "analyse_heldout"),
     "small_lr/dynamics.json": lambda: _call("small_lr_dynamics", "analyse"),
     "small_lr/etmr.json": lambda: _design("small_lr_etmr", "registered"),
     "small_lr/etmr_amc.json": lambda: _design("small_lr_etmr", "registered_amc"),

@@ -26,24 +26,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, NamedTuple, Sequence
 
+import matplotlib.pyplot as plt
 import pandas as pd
+import seaborn as sns
 
+from ddrl.report.plotting import color, label
 from ddrl.report.stats import mean_ci
 from ddrl.report.tables import committed_markdown, entry_cell
 from ddrl.run.pool import clock_budget
 from ddrl.run.storage import cache_root, write_json
+from ddrl.seeds import numpy_generator
 from ddrl.study.amendments.small_lr import LR_CELL, OUT, RUNS, add_run_arguments, seeds_line
-from ddrl.study.amendments.wide import (MIN_SEEDS, amendment_cells, below_cell, complete_seeds, cor_level_rows,
-                                        held_level_rows, level_table, missing_seeds, read_csvs, reproduced_counts,
-                                        run_levels, seeds_to_analyse, seeds_to_start, wide_entry)
+from ddrl.study.amendments.wide import (MIN_SEEDS, amendment_cells, below_cell, claim_row, complete_seeds,
+                                        cor_level_rows, held_level_rows, level_table, levels_panel, missing_seeds,
+                                        read_csvs, reproduced_counts, run_levels, seeds_to_analyse, seeds_to_start,
+                                        wide_entry)
 from ddrl.study.analysis import claim_matrix, paired_matrix, rl_divergence
 from ddrl.study import claims
 from ddrl.study.claims import amendment_entry, entry, validate, with_half_width
 from ddrl.study.amendments.small_lr import REGIME as MATH500_SMALL_LR
-from ddrl.study.amendments.small_lr_cor import untrained
 from ddrl.study.amendments.small_lr_refine import check_rows, refuse_untrained
-from ddrl.study.plan import (RESULTS, COR_4X, COR_LR10, HELDOUT_X, KNOWN_DIVERGENCES, PAIRED, SAME_BASE, SCALES,
-                             SHARES_DDRL_RL, SMALL_LR, Job, check_weights, csv_path, heldout_x_path)
+from ddrl.study.plan import (RESULTS, COR_4X, COR_LR10, COR_ONLY, HELDOUT_CLAIMS, HELDOUT_X, HELDOUT_X_METHODS,
+                             KNOWN_DIVERGENCES, NO_RL, PAIRED, SAME_BASE, SCALES, SHARES_DDRL_RL, SMALL_LR, Job,
+                             check_weights, csv_path, heldout_x_path, untrained)
 from ddrl.study.pool import run_jobs, status_counts
 
 MARGIN = 1.0  # points: every amendment claim's margin (plan Sec. 4's rule)
@@ -87,12 +92,19 @@ class Design:
     level_regimes: tuple[str, ...] = ()  # levels per regime of these (the default-lr twin's runs read on the first
     # claim's seeds), with a regime and learning-rate column under ``level_header``; (): the design's, by run
     level_header: str = ""  # with ``level_regimes``: the level table's header row ({span}: the seeds it covers)
+    base_runs: tuple[str, ...] = ()  # runs read in the regime's base (SAME_BASE) too, before its own: the untrained
+    # run and the default-lr DDRL run; one level table (``level_header``) over both, against the base's ``reference``
+    in_base: tuple[str, ...] = ()  # ours decided in the regime's base, at the default lr (its a: the base's run)
+    names: dict | None = None  # its table's texts of claims, where not ``claims``' or :data:`REGISTERED_WHAT`'s
+    alone: bool = False  # its table sets no entry beside its own: seeds and estimate columns (``claim_row``)
 
     @property
     def tag(self) -> str:
         return f"Amendment {self.amendment}"
 
     def what(self, cid: str) -> str:
+        if self.names and cid in self.names:
+            return self.names[cid]
         return self.claims[cid][2] if cid in self.claims else REGISTERED_WHAT[cid]
 
 
@@ -216,6 +228,41 @@ DESIGNS = {d.id: d for d in (
            job_kind="C1 lr/10 (A53)", measures=("c2", "divergence", "agreeing", "levels"), cached_ddrl=False,
            reference="ddrl", paper=True, late_seeds=0, optional=("bcs_dae",), level_regimes=(SMALL_LR,),
            level_header=_EXTRA_RL_LEVELS, header=_LR10_HEADER.format(what="", bench="AMC", name="AMC-like", n=53)),
+    # --- COR alone (Amendments 30, 31, 34-38) ---
+    # Amendments 30 and 32: at lr/10 in MATH-500-like, COR at 1e-6 from the RL-only weights of Amendment 28's DDRL runs
+    # and COR alone (1e-5, from the untrained model, no RL), each one COR call; K5: DDRL at the default lr - COR alone
+    # (it runs no RL: its lr/10 CSVs are that computation). Predicted at 18 x 256: K1, K2 from the lr/10 A3 matrix, K3
+    # from P2's, K4 from M1's, K5 from the default-lr M1 and P2 matrices of seeds 0-17
+    Design("cor_math500", 30, MATH500_SMALL_LR, tuple(range(18)), None, (COR_LR10, COR_ONLY),
+           ("ttrl", "bcs_dae", "ddrl", COR_LR10, COR_ONLY), (),
+           {"K1": (COR_LR10, "bcs_dae", "COR at lr 1e-6 - BCS+DAE (the RL-only weights)"),
+            "K2": ("ddrl", COR_LR10, "DDRL (COR at 1e-5) - COR at 1e-6"),
+            "K3": (COR_ONLY, "no_adaptation", "COR alone (no RL) - no adaptation"),
+            "K4": ("ddrl", COR_ONLY, "DDRL - COR alone"), "K5": ("ddrl", COR_ONLY, "DDRL at the default lr - COR alone")},
+           {"K1": "1.84", "K2": "1.84", "K3": "2.49", "K4": "1.82", "K5": "2.08 / 3.16"}, OUT / "cor.json",
+           "## COR's learning rate, and COR without RL, at the small learning rate (plan Amendments 30 and 32)",
+           split="adapted", job_kind="K lr/10", measures=("levels", "cor_kept", "seed_pass1"), cached_ddrl=False,
+           cor_runs=("ddrl", COR_LR10, COR_ONLY), base_runs=("no_adaptation", "ddrl"), in_base=("K5",), alone=True,
+           header="| claim (MATH-500-like, adapted pass@1, points) | seeds | estimate [95% CI] | half-width (predicted) | "
+                  "verdict |",
+           level_header="| method | RL learning rate | adapted pass@1, mean over seeds (SD) | seeds below the untrained "
+                        "run | COR's kept rollouts |"),
+    # Amendments 31 and 33: Amendment 28's runs (and COR alone, recomputed) on H1x's 1,536 fresh MATH-500-like
+    # questions, the H1x family there, beside the default lr's (other seeds: read across). Predicted at 18 x 1,536 from
+    # the default-lr MATH-500-like H1x matrices (K3x, K4x: the family's range)
+    Design("heldout_math500", 31, MATH500_SMALL_LR, tuple(range(18)), None, (*HELDOUT_X_METHODS, COR_ONLY),
+           ("no_adaptation", "ttrl", "bcs_dae", "ddrl", COR_ONLY), HELDOUT_CLAIMS,
+           {"K3x": (COR_ONLY, "no_adaptation", "COR alone (no RL) - no adaptation, held-out"),
+            "K4x": ("ddrl", COR_ONLY, "DDRL - COR alone, held-out")},
+           {"H1x": "1.36", "H1xT": "1.06", "H1xD": "0.85", "H1xC": "0.45", "H1xR": "0.80", "K3x": "0.45-1.36",
+            "K4x": "0.45-1.36"}, OUT / "heldout.json",
+           "## Held-out transfer at the small learning rate (plan Amendments 31 and 33)", job_per_run=False,
+           measures=("levels", "seed_pass1", "reproduced"), level_name="",
+           names={"H1x": "DDRL - no adaptation", "H1xT": "TTRL - no adaptation", "H1xD": "DDRL - TTRL",
+                  "H1xC": "DDRL - BCS+DAE", "H1xR": "BCS+DAE - TTRL", "K3x": "COR alone (no RL) - no adaptation",
+                  "K4x": "DDRL - COR alone"},
+           header=_HELD_HEADER.format(where="MATH-500-like ", beside="default lr (registered)",
+                                      this="lr/10 (Amendments 31, 33)", at="")),
 )}
 
 
@@ -259,7 +306,8 @@ def _heldout_check(d: Design, r: Reading) -> dict:
 
 def _cor_kept(d: Design, r: Reading) -> dict:
     """COR's mean kept rollouts per run of :attr:`Design.cor_runs` over the seeds (adapted rows)."""
-    kept = r.df[r.df.split == "adapted"].drop_duplicates(["method", "seed"]).groupby("method", sort=False)["cor_kept"]
+    own = r.df[(r.df.split == "adapted") & (r.df.regime == d.regime)]
+    kept = own.drop_duplicates(["method", "seed"]).groupby("method", sort=False)["cor_kept"]
     return {"cor_kept": {m: float(kept.mean()[m]) for m in d.cor_runs}}
 
 
@@ -296,7 +344,8 @@ def _levels(d: Design, r: Reading) -> dict:
     (:func:`~ddrl.study.amendments.wide.level_table`): by run, or per regime of :attr:`Design.level_regimes`."""
     per = run_levels(r.df[r.df.seed.isin(r.seeds)], d.split)
     if not d.level_regimes:
-        return {"levels": level_table(per, ("method",), d.reference, sort=False).to_dict(orient="records")}
+        by = ("regime", "method") if d.base_runs else ("method",)
+        return {"levels": level_table(per, by, d.reference, sort=False).to_dict(orient="records")}
     return {"levels": pd.concat([level_table(per[per.regime == g], ("regime", "method"), d.reference, sort=False)
                                  for g in d.level_regimes], ignore_index=True).to_dict(orient="records")}
 
@@ -372,10 +421,19 @@ def _agreeing(d: Design, r: Reading) -> dict:
     return {"agreeing": {k: v for k, v in first.items() if k not in ("verdict", "half_width")} | {"seeds": same}}
 
 
+def _seed_pass1(d: Design, r: Reading) -> dict:
+    """Each run's pass@1 on the split: seed by seed where it reads :attr:`Design.base_runs` too (each seed's runs in the
+    base, then its own), else run by run (without the regime)."""
+    per = run_levels(r.df, d.split)
+    per = per.sort_values("seed", kind="stable") if d.base_runs else per.drop(columns="regime")
+    return {"seed_pass1": per.to_dict(orient="records")}
+
+
 MEASURES: dict[str, Callable[[Design, Reading], dict]] = {
     "reproduced": _reproduced, "reproduced_by_method": _reproduced_by_method, "heldout_check": _heldout_check,
     "cor_kept": _cor_kept, "retrain_check": _retrain_check, "reeval_check": _reeval_check}
 MEASURES |= {"levels": _levels, "split": _split, "c2": _c2, "divergence": _divergence, "agreeing": _agreeing}
+MEASURES |= {"seed_pass1": _seed_pass1}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -404,6 +462,12 @@ def _needed(d: Design) -> tuple[str, ...]:
     return tuple(m for m in d.methods if m not in d.optional)
 
 
+def _complete(d: Design, root: Path) -> list[int]:
+    """Seeds with a CSV of every run the design needs (and of :attr:`Design.base_runs` in the regime's base)."""
+    have = complete_seeds(root, d.regime, _needed(d))
+    return [s for s in have if s in complete_seeds(root, SAME_BASE[d.regime], d.base_runs)] if d.base_runs else have
+
+
 def _wants(d: Design, runs: Sequence[str], seed: int) -> bool:
     """Whether ``seed`` needs a job of ``runs``: with :attr:`Design.claim_seeds`, a claim pairing one of them has it."""
     return d.claim_seeds is None or any(seed in cs for c, cs in d.claim_seeds.items() if set(runs) & set(PAIRED[c][:2]))
@@ -424,7 +488,7 @@ def missing(d: Design, out: str | Path = RUNS, seeds: Sequence[int] | None = Non
     its seeds)."""
     root, among = _csv_root(d, out), d.seeds if seeds is None else seeds
     if d.claim_seeds is None:
-        return missing_seeds(root, d.regime, _needed(d), among)
+        return sorted(set(among) - set(_complete(d, root)))
     return sorted({s for c, cs in d.claim_seeds.items()
                    for s in missing_seeds(root, d.regime, PAIRED[c][:2], [x for x in cs if x in among])})
 
@@ -438,7 +502,7 @@ def analysed_seeds(d: Design, out: str | Path = RUNS, seeds: Sequence[int] | Non
     if d.claim_seeds is not None and d.cutoff is None:
         return {c: seeds_to_analyse([s for s in cs if s in among], complete_seeds(root, d.regime, PAIRED[c][:2]),
                                     f"{what} {c}") for c, cs in d.claim_seeds.items()}
-    done = seeds_to_analyse(among, complete_seeds(root, d.regime, _needed(d)), what, d.cutoff, now)
+    done = seeds_to_analyse(among, _complete(d, root), what, d.cutoff, now)
     return done if d.claim_seeds is None else {c: [s for s in cs if s in done] for c, cs in d.claim_seeds.items()}
 
 
@@ -453,13 +517,15 @@ def analyse(d: Design, out: str | Path = RUNS, n_boot: int = 4000, now: float | 
     done = next(iter(per_claim.values())) if per_claim else seeds
     every = sorted(set().union(*per_claim.values())) if per_claim else done
     twins = [g for g in d.level_regimes if g != d.regime]  # the default-lr twin's runs: the levels only
-    df = read_csvs([*(path(d, out, m, s) for m in d.methods for s in every),
+    df = read_csvs([*(path(d, out, m, s, SAME_BASE[d.regime]) for m in d.base_runs for s in every),
+                    *(path(d, out, m, s) for m in d.methods for s in every),
                     *(path(d, out, m, s, g) for g in twins for m in d.methods for s in done)])
     entries = [wide_entry(cid, claim_matrix(df[df.seed.isin(per_claim[cid])] if per_claim else df, cid, d.regime),
                           n_boot, d.regime, SAME_BASE[d.regime]) for cid in d.registered]
     metric = "held-out pass@1" if d.split == HELDOUT_X else "adapted pass@1"
-    entries += [amendment_entry(cid, d.regime, what, f"{metric}, {what} [points]", a, b,
-                                paired_matrix(df, d.regime, a, b, d.split).to_numpy(), MARGIN, n_boot)
+    at = {cid: SAME_BASE[d.regime] if cid in d.in_base else d.regime for cid in d.claims}
+    entries += [amendment_entry(cid, at[cid], what, f"{metric}, {what} [points]", a, b,
+                                paired_matrix(df, at[cid], a, b, d.split).to_numpy(), MARGIN, n_boot)
                 for cid, (a, b, what) in d.claims.items()]
     res = {"regime": d.regime, "seeds": seeds, "entries": with_half_width(validate(entries, d.regime))}
     for m in d.measures if "levels" in d.measures else ("levels", *d.measures):
@@ -476,9 +542,12 @@ def _lr_level_rows(d: Design, res: dict) -> list[str]:
              *(f"| {p['part']} ({p['claim']}) | {p['points']:+.2f} |" for p in res["split"])] if "split" in res else []
     if any(r["n_seeds"] != len(seeds) for r in res["levels"]):  # a run on fewer seeds (BCS+DAE in AMC-like) says so
         span = f"those of {span} it ran"
-    return [*split, "", d.level_header.format(span=span), "|---|---|---|---|",
-            *(f"| {r['method']} | {LR_CELL[r['regime']]} | {r['pass1']:.1f} ({r['sd']:.1f}) | "
-              f"{below_cell(r, d.reference)} |" for r in res["levels"])]
+    kept = {m: f" {k:.0f} |" for m, k in res.get("cor_kept", {}).items()}  # COR's kept rollouts, where measured
+    return [*split, "", d.level_header.format(span=span), "|---" * (d.level_header.count("|") - 1) + "|",
+            *(f"| {r['method']} | {'-' if r['method'] in NO_RL else LR_CELL[r['regime']]} | {r['pass1']:.1f} "
+              f"({r['sd']:.1f}) | {below_cell(r, d.reference)} |"
+              f"{(kept.get(r['method'], ' - |') if r['regime'] == d.regime else ' - |') if kept else ''}"
+              for r in res["levels"])]
 
 
 def markdown(d: Design, res: dict, beside: Sequence[dict]) -> str:
@@ -491,12 +560,16 @@ def markdown(d: Design, res: dict, beside: Sequence[dict]) -> str:
         by = {e["id"]: e for e in beside}
     rows = [d.header, "|---" * (6 if d.paper else 5) + "|"]
     for e in res["entries"]:
+        if d.alone:
+            rows.append(claim_row(e, d.what(e["id"]), d.predicted.get(e["id"], "-")))
+            continue
         b = by.get(e["id"])
         paper = (" n/a |" if e["paper"] is None else f" {e['paper']:+.1f} |") if d.paper else ""
         rows.append(f"| {e['id']} {d.what(e['id'])} |{paper} {'-' if b is None else entry_cell(b)} | "
                     f"{amendment_cells(e, d.predicted.get(e['id'], '-'))}")
-    levels = (cor_level_rows(res["levels"], res["cor_kept"], d.level_name) if "cor_kept" in res else
-              _lr_level_rows(d, res) if d.level_regimes else held_level_rows(res["levels"], d.level_name))
+    levels = ([] if not d.level_name else _lr_level_rows(d, res) if d.level_regimes or d.base_runs else
+              cor_level_rows(res["levels"], res["cor_kept"], d.level_name) if "cor_kept" in res else
+              held_level_rows(res["levels"], d.level_name))
     return "\n".join(rows + levels) + "\n"
 
 
@@ -514,6 +587,32 @@ def committed_table(name: str) -> str:
     d = DESIGNS[name]
     return committed_markdown(d.analysis, lambda res: markdown(d, res, beside_entries(d)), d.amendment,
                               f"python -m ddrl.study status {name}")
+
+
+#: COR's arms' names in figures (they are COR calls, not trainer presets, so ddrl.report.plotting's labels do not name them)
+ARM_LABELS = {COR_LR10: "DDRL with COR at lr/10", COR_ONLY: "COR alone (no RL)"}
+
+
+def cor_figure(cor: dict, held: dict):
+    """Descriptive (the paired intervals are the entries'): each run's adapted pass@1 of the seven runs K1-K5 read
+    (``cor``: design ``cor_math500``'s analysis) and each run's held-out pass@1 on the fresh questions (``held``:
+    ``heldout_math500``'s), one dot per seed, :func:`ddrl.study.amendments.wide.levels_panel`."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1.5, 1]})
+    rng = numpy_generator(0, "figure", MATH500_SMALL_LR, "cor")
+    for ax, res, ylabel, title in ((axes[0], cor, "adapted pass@1 (%)", "adapted questions"),
+                                   (axes[1], held, "held-out pass@1 (%)", "fresh questions")):
+        title = f"{res['entries'][0]['n_questions']:,} {title}"
+        per = pd.DataFrame(res["seed_pass1"])
+        default = (per.get("regime") == SAME_BASE[MATH500_SMALL_LR]) & (per.method != "no_adaptation")
+        name = per.method.map(lambda m: ARM_LABELS.get(m) or label(m))
+        per["run"] = name.where(~default, name + "\ndefault lr")
+        palette = dict(zip(per.run, per.method.map(color)))
+        levels_panel(ax, per, list(dict.fromkeys(per.run)), palette, rng, ylabel, title)
+        sns.despine(ax=ax)
+    fig.suptitle("MATH-500-like at lr/10: COR's learning rate, COR without RL, and held-out transfer "
+                 "(plan Amendments 30-33; descriptive)", fontsize=10)
+    fig.tight_layout()
+    return fig
 
 
 # ---------------------------------------------------------------------------------------------------------

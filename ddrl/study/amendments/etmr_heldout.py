@@ -7,7 +7,7 @@ the study's H1x job (:func:`ddrl.study.jobs.run_heldout_x_job`: 16 samples each,
 ETMR's runs (the other evaluations are Amendment 31's), on the Xeon build every run of Amendment 44 and the untrained
 model. Claims (:data:`CLAIMS`), held-out pass@1 a - b per seed and fresh question, sign +1, margin 1 point, Sec. 4's
 bootstrap and rule: P3x ETMR - no adaptation, M2x DDRL - ETMR, M3x ETMR - TTRL; on the Xeon build the registered H1x
-family too (:data:`ddrl.study.amendments.small_lr_cor.HELDOUT_CLAIMS`), first measured there.
+family too (:data:`ddrl.study.plan.HELDOUT_CLAIMS`), first measured there.
 
     DDRL_CACHE_DIR=<the registered build's cache> python -m ddrl.study.amendments.etmr_heldout run --workers 2
     DDRL_CACHE_DIR=<the Xeon build's cache> python -m ddrl.study.amendments.etmr_heldout run --build xeon --workers 2
@@ -37,11 +37,10 @@ from ddrl.study.amendments.cor_alone import HELDOUT_LR10
 from ddrl.run.pool import minutes_to
 from ddrl.run.storage import cache_root, write_json
 from ddrl.study.amendments.small_lr import OUT, REGIME, RUNS, add_run_arguments, seeds_line
-from ddrl.study.amendments.small_lr_cor import HELDOUT_CLAIMS, untrained
 from ddrl.study.amendments.small_lr_etmr import DESIGNS as ETMR_DESIGNS, REGIME_NAME, done_seeds
 from ddrl.study.analysis import claim_matrix, paired_matrix
 from ddrl.study.plan import (HELDOUT_X, PAIRED, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, check_weights, heldout_x_path,
-                             regimes_path)
+                             regimes_path, HELDOUT_CLAIMS, untrained)
 from ddrl.study.pool import run_jobs, status_counts
 from ddrl.study.amendments.wide import (MIN_SEEDS, claim_row, held_level_rows, level_table, missing_seeds, reproduced_counts,
                        run_levels, wide_entry)
