@@ -420,33 +420,23 @@ for name in ("ablation", "ablation_amc"):  # Amendment 29 (MATH-500-like), 55 (A
 # both learning rates.
 
 # %%
-from ddrl.study.amendments import small_lr_etmr
-
-for build, design in small_lr_etmr.DESIGNS.items():  # Amendments 43, 47 (registered build), 44, 46 (Xeon build)
+for name in ("small_lr_etmr", "small_lr_etmr_xeon", "small_lr_etmr_xeon_amc", "small_lr_etmr_amc"):  # A43, 44, 46, 47
+    display(Markdown(designs.committed_table(name)))
+    design = designs.DESIGNS[name]
     if design.analysis.is_file():
         eres = json.loads(design.analysis.read_text())
-        display(Markdown(small_lr_etmr.markdown(eres, design)))
-        rep.draw(design.figure, small_lr_etmr.etmr_figure, eres, design, data=pd.DataFrame(eres["seed_pass1"]))
-    else:
-        display(Markdown(f"Amendment {design.amendment}'s analysis is not committed yet "
-                         f"(`python -m ddrl.study.amendments.small_lr_etmr status --build {build}`)."))
+        rep.draw(name, designs.etmr_figure, eres, design, data=pd.DataFrame(eres["seed_pass1"]))
 
 # %% [markdown]
 # The same runs on the 1,536 fresh questions, nothing trained: P3x asks whether ETMR's adaptation transfers, M2x and
 # M3x whether DDRL's and ETMR's places on the adapted questions carry over.
 
 # %%
-from ddrl.study.amendments import etmr_heldout
-
-for build, design in etmr_heldout.DESIGNS.items():
-    if design.analysis.is_file():
-        display(Markdown(etmr_heldout.markdown(json.loads(design.analysis.read_text()), design)))
-    elif design.not_run:
-        display(Markdown(f"Amendment {design.amendment}'s held-out part ({design.build}, {design.regime}) was "
-                         f"{design.not_run}."))
-    else:
-        display(Markdown(f"Amendment {design.amendment}'s held-out analysis ({design.build}, {design.regime}) is not "
-                         f"committed yet (`python -m ddrl.study.amendments.etmr_heldout status --build {build}`)."))
+for name in ("etmr_heldout", "etmr_heldout_xeon"):  # Amendment 45 (registered build, Xeon build)
+    display(Markdown(designs.committed_table(name)))
+display(Markdown("Amendment 46's held-out part (Xeon build, amc_like_small_lr) was not run: its ETMR runs' weights were "
+                 "lost with the Xeon machine's cache (plan note of 2026-12-01)."))
+display(Markdown(designs.committed_table("etmr_heldout_amc")))  # Amendment 48
 
 # %% [markdown]
 # ## COR: its learning rate, its size, and what it costs
@@ -562,10 +552,7 @@ for build, design in cor_alone.DESIGNS.items():  # the registered build (Amendme
 # question, on the fresh questions (LxT, LxD): does the smaller rate keep more?
 
 # %%
-from ddrl.study.amendments import lr_heldout
-
-display(Markdown(committed_markdown(lr_heldout.XEON / "lr_heldout.json", lr_heldout.markdown, 39,
-                                    "python -m ddrl.study.amendments.lr_heldout status")))
+display(Markdown(designs.committed_table("lr_heldout")))  # Amendment 39
 
 # %% [markdown]
 # Is that the distance from the base? Each run's KL to the untrained model on the fresh questions against its
@@ -574,18 +561,16 @@ display(Markdown(committed_markdown(lr_heldout.XEON / "lr_heldout.json", lr_held
 # place COR alone on that line.
 
 # %%
-from ddrl.study.amendments import lr_drift
+from ddrl.study.drift import lr_curve_figure, lr_drift_figure, x3h_slope
 
-lr_drift_path, cor_drift_path = lr_drift.XEON / "lr_drift.json", lr_drift.XEON / "cor_alone_drift.json"
+lr_drift_path, cor_drift_path = designs.XEON / "lr_drift.json", designs.XEON / "cor_alone_drift.json"
 cor_drift = json.loads(cor_drift_path.read_text()) if cor_drift_path.is_file() else None
+display(Markdown(designs.committed_table("lr_drift")))  # Amendment 40
 if lr_drift_path.is_file():
     lr_drift_res = json.loads(lr_drift_path.read_text())
-    display(Markdown(lr_drift.markdown(lr_drift_res)))
     if cor_drift is not None:  # Amendment 41: where COR alone (no RL) lies on the same line
-        display(Markdown(lr_drift.cor_markdown(cor_drift)))
-    rep.draw("lr_drift", lr_drift.figure, lr_drift_res, cor_drift, data=pd.DataFrame(lr_drift_res["runs"]))
-else:
-    display(Markdown("Amendment 40's analysis is not committed yet (`python -m ddrl.study.amendments.lr_drift status`)."))
+        display(Markdown(designs.committed_table("cor_alone_drift")))
+    rep.draw("lr_drift", lr_drift_figure, lr_drift_res, cor_drift, data=pd.DataFrame(lr_drift_res["runs"]))
 
 # %% [markdown]
 # Two readings of those runs: one straight line through the base (L), or a free start near the base, then a steeper
@@ -594,16 +579,12 @@ else:
 # questions against the gain on fresh ones.
 
 # %%
-from ddrl.study.amendments import lr_curve
-
-lr_curve_path = lr_curve.XEON / "lr_curve.json"
+lr_curve_path = designs.XEON / "lr_curve.json"
+display(Markdown(designs.committed_table("lr_curve")))  # Amendment 42
 if lr_curve_path.is_file():
     lr_curve_res = json.loads(lr_curve_path.read_text())
-    display(Markdown(lr_curve.markdown(lr_curve_res)))
-    rep.draw("lr_curve", lr_curve.figure, lr_curve_res, lr_curve.amendment40_runs(), lr_curve.x3h_slope(),
+    rep.draw("lr_curve", lr_curve_figure, lr_curve_res, designs.amendment40_runs(), x3h_slope(),
              data=pd.DataFrame(lr_curve_res["runs"]))
-else:
-    display(Markdown("Amendment 42's analysis is not committed yet (`python -m ddrl.study.amendments.lr_curve status`)."))
 
 # %% [markdown]
 # ### The distance, run by run: BCS's negatives and policy drift

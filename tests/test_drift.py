@@ -324,3 +324,20 @@ def test_penalty_arms_compare_each_method_with_itself_and_register_the_adapted_d
         drift.main(["analyse", "--dose", "--penalty", "--out", str(out)])
 
 
+
+
+@pytest.mark.slow  # COR alone trained twice on the tiny model: make test-slow, CI when time allows
+def test_cor_alone_recomputed_by_the_kl_command_equals_the_studys_cor_alone(tmp_path):
+    """``kl --cor-alone`` (plan Amendment 41; the committed KLs under results/replication_xeon/lr_drift/) recomputes
+    COR alone the way the study's job computed it: the same adapted evaluation on every question (so the same
+    weights), a positive distance from the base, the same record twice."""
+    from ddrl.study.drift_kl import cor_alone_kl
+    from ddrl.study.drift_data import drift_path
+    from ddrl.study.plan import COR_ONLY, RESULTS, SCALES, Job
+    from ddrl.study.pool import run_jobs
+
+    run_jobs([Job("amc_like", 0, (COR_ONLY,), "")], SCALES["smoke"], tmp_path, tmp_path / "runs", None, 1, desc="t")
+    assert drift.main(["kl", "--cor-alone", "--seeds", "0-0", "--scale", "smoke", "--out", str(tmp_path)]) == 0
+    a = json.loads(drift_path(tmp_path, "amc_like", COR_ONLY, 0, "kl").read_text())
+    b = cor_alone_kl(0, RESULTS / "regimes_base.json", tmp_path, scale="smoke")
+    assert a["adapted_reproduced"] and a == json.loads(json.dumps(b)) and a["kl"] > 0 and a["n_samples"] == 8

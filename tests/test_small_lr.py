@@ -25,6 +25,11 @@ def test_the_regime_is_math500_like_under_the_registered_lr10_rule():
     assert small_lr_regime(regs["amc_like"]) == regs["amc_like_small_lr"]  # one rule: the registered lr/10 regime's
     assert SAME_BASE[small_lr.REGIME] == "math500_like"  # its untrained runs are MATH-500-like's
     assert json.loads(small_lr.REGIME_FILE.read_text()) == small_lr.regime_file()  # the committed file is the rule's
+    # Amendment 44's (``regime --results results/replication_xeon``): the same regime on the Xeon build's weights
+    root = small_lr.RESULTS / "replication_xeon"
+    xeon, registered = small_lr.regime_file(root / "regimes_base.json"), small_lr.regime_file()
+    assert xeon["regimes"] == registered["regimes"] and xeon["weights"] != registered["weights"]
+    assert json.loads((root / small_lr.REGIME_FILE.name).read_text()) == json.loads(json.dumps(xeon))
     exp = study_plan.experiment(r, SCALES["default"], study_plan.wants_heldout(r.name, "ttrl"))
     cfg = exp.config("ttrl", 0)
     assert (cfg.lr, cfg.episodes, cfg.max_new_tokens) == (3e-6, 4, 96) and not exp.heldout

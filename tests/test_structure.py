@@ -168,10 +168,6 @@ LAZY_OK = {
     ("ddrl/study/pool.py", "ddrl.study.jobs"): "the amendment modules list and read their jobs; running them needs torch",
     ("ddrl/study/pool.py", "ddrl.models"): "as above (resolve_device: is CUDA there?)",
     ("ddrl/study/drift.py", "ddrl.study.drift_kl"): "the drift analyses and figures without torch; measuring a held-out KL samples",
-    ("ddrl/study/amendments/lr_drift.py", "ddrl.study.drift_kl"): "as above",
-    ("ddrl/study/amendments/lr_drift.py", "ddrl.run.experiments"): "as above (COR alone's weights, hashed in memory)",
-    ("ddrl/study/amendments/lr_drift.py", "ddrl.models"): "as above (the base model, loaded to measure COR alone's KL)",
-    ("ddrl/study/amendments/lr_curve.py", "ddrl.study.drift_kl"): "as ddrl/study/drift.py's",
 }
 #: The verl integration runs in its own environment (.venv-verl, `make test-verl`); left as it is.
 LAZY_OK_UNDER = ("ddrl/integrations/verl/",)

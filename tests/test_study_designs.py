@@ -9,29 +9,40 @@ import json
 import shutil
 from datetime import datetime
 
+import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 import pytest
+from conftest import write_h1x
 
 from ddrl.report.stats import predicted_half_width, variance_components
 from ddrl.study import designs as D
+from ddrl.study import drift, drift_data
 from ddrl.study import runner as study
 from ddrl.study.amendments import small_lr
 from ddrl.study.amendments.small_lr import REGIME as MATH500_SMALL_LR
 from ddrl.study.analysis import claim_matrix, paired_matrix
-from ddrl.study.plan import (COR_4X, COR_LR10, COR_ONLY, HELDOUT_X, PAIRED, RESULTS, SCALES, SMALL_LR, Job, csv_path,
-                             heldout_x_path)
+from ddrl.study.drift import lr_curve_figure, lr_drift_figure, x3h_slope
+from ddrl.study.plan import (COR_4X, COR_LR10, COR_ONLY, HELDOUT_X, HELDOUT_X_METHODS, PAIRED, RESULTS, SAME_BASE,
+                             SCALES, SMALL_LR, Job, csv_path, heldout_x_path)
 
 RUNS, XEON = RESULTS / "runs", RESULTS / "replication_xeon" / "runs"
 
 
+def _pair(d: D.Design, cid: str) -> tuple[str, str]:
+    return d.claims[cid][:2] if cid in d.claims else PAIRED[cid][:2]
+
+
 def test_every_design_reads_what_its_claims_pair_and_predicts_each():
     for d in D.DESIGNS.values():
-        pairs = [PAIRED[c][:2] for c in d.registered] + [c[:2] for c in d.claims.values()]
-        assert {m for p in pairs for m in p} <= set(d.methods) | set(d.base_runs), d.id
-        assert set(d.predicted) == set(d.registered) | set(d.claims), d.id
+        pairs = [_pair(d, c) for c in (*d.registered, *d.claims)]
+        assert {m for p in pairs for m in p} <= set(d.methods), d.id
+        assert d.whole or set(d.predicted) == set(d.registered) | set(d.claims), d.id
+        assert d.whole is None or (d.whole in D.MEASURES and d.whole in D.TABLES), d.id
         assert set(d.evaluates) | set(d.optional) <= set(d.methods) and set(d.measures) <= set(D.MEASURES), d.id
         assert d.claim_seeds is None or set(d.claim_seeds) == set(d.registered), d.id
-        assert d.beside is None or d.beside in D.DESIGNS, d.id
+        assert d.beside is None or all(b in D.DESIGNS or (RESULTS / b).is_file() for b in d.beside), d.id
+        assert not d.level_regimes or d.regime in d.level_regimes, d.id  # its own runs are read in its regime
     with pytest.raises(ValueError, match="no design 'nope'.*ttrl_heldout_amc"):
         D.design("nope")
 
@@ -41,7 +52,9 @@ def test_every_design_reads_what_its_claims_pair_and_predicts_each():
     ("ttrl_heldout_amc", [("ttrl",), (COR_LR10,)]),  # TTRL first
     ("refine_heldout_math500", [(COR_4X,)]), ("cor_lr10_heldout_math500", [(COR_LR10,)]),
     ("refine_math500", [(COR_4X,)]), ("refine_amc", [(COR_4X,), (COR_LR10,)]),
-    ("ablation_amc", [("bcs_dae",), ("bcs",)]), ("extra_rl_amc", [("additional_rl",)])])
+    ("ablation_amc", [("bcs_dae",), ("bcs",)]), ("extra_rl_amc", [("additional_rl",)]),
+    ("small_lr_etmr", [("etmr",)]), ("small_lr_etmr_xeon", [("ttrl",), ("ddrl",), ("etmr",)]),
+    ("small_lr_etmr_amc", [("etmr",)])])
 def test_jobs_go_seed_by_seed_and_stop_at_the_clock_after_the_first_late_seeds(name, groups):
     d = D.DESIGNS[name]
     kinds = d.kinds or (d.job_kind,) * len(groups)
@@ -91,27 +104,32 @@ def test_amendment_55_reads_the_same_complete_seeds_for_every_claim(tmp_path):
     assert D.missing(d, tmp_path) == [8, 9, 10, 11]
 
 
-def _hw(root, regime, a, b, ns, seeds=None) -> str:
-    """A paired held-out matrix's predicted half-widths at ``ns`` seeds x 1,536, as the tables print them."""
-    paths = ([heldout_x_path(root, regime, m, s) for m in (a, b) for s in seeds] if seeds is not None else
-             [p for m in (a, b) for p in sorted((root / HELDOUT_X / regime).glob(f"{m}-seed[0-9][0-9].csv.gz"))])
-    df = pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths])
-    vc = variance_components(paired_matrix(df, regime, a, b, HELDOUT_X).dropna().to_numpy())
-    return " / ".join(f"{predicted_half_width(vc, n, 1536):.2f}" for n in ns)
+def _hw(root, regime, a, b, ns, seeds=None, split=HELDOUT_X, questions=1536) -> str:
+    """A paired matrix's predicted half-widths at ``ns`` seeds x ``questions``, as the tables print them: on the fresh
+    questions, or the adapted ones (the untrained run from the regime's base); on ``seeds`` or every committed one."""
+    def files(m):
+        folder = (root / HELDOUT_X / regime if split == HELDOUT_X else
+                  root / (SAME_BASE.get(regime, regime) if m == "no_adaptation" else regime))
+        return ([folder / f"{m}-seed{s:02d}.csv.gz" for s in seeds] if seeds is not None else
+                sorted(folder.glob(f"{m}-seed[0-9][0-9].csv.gz")))
+
+    df = pd.concat([pd.read_csv(p, dtype={"question": str}) for m in (a, b) for p in files(m)])
+    vc = variance_components(paired_matrix(df, regime, a, b, split).dropna().to_numpy())
+    return " / ".join(f"{predicted_half_width(vc, n, questions):.2f}" for n in ns)
 
 
 def _hw_adapted(regime, a, b, seeds) -> str:
     """An adapted paired matrix's predicted half-widths at 6 / 10 seeds x 256 questions."""
-    df = pd.concat([pd.read_csv(csv_path(RUNS, regime, m, s), dtype={"question": str}) for m in (a, b) for s in seeds])
-    vc = variance_components(paired_matrix(df, regime, a, b, "adapted").dropna().to_numpy())
-    return " / ".join(f"{predicted_half_width(vc, n, 256):.2f}" for n in (6, 10))
+    return _hw(RUNS, regime, a, b, (6, 10), seeds, "adapted", 256)
 
 
 def test_predicted_half_widths_are_the_matrices_the_plan_names():
     """Each design's predictions from the committed matrices its plan amendment names (57: the Xeon build's lr/10
     AMC-like H1x matrices; 58: those for TTRL's claims, Amendment 57's H1xC for K1x, K2x; 60, 61: Amendments 57's and
     58's AMC-like matrices, then Amendment 31's MATH-500-like H1xC; 59: the registered MATH-500-like R1, Amendment 56's
-    lr/10 AMC-like R1, Amendment 29's lr/10 MATH-500-like A3); 58-61's plan text prints them and the clock."""
+    lr/10 AMC-like R1, Amendment 29's lr/10 MATH-500-like A3; 45, 48: the lr/10 held-out matrices of Amendment 31
+    (MATH-500-like) and 38 (the Xeon build's AMC-like), H1xT's for P3x, H1xD's for M2x, H1xR's for M3x, 48's beside the
+    default-lr AMC-like H1xT); 58-61's plan text prints them and the clock, 45's and 48's the numbers."""
     cor_m500 = _hw(RUNS, MATH500_SMALL_LR, "ddrl", "bcs_dae", (6, 10), range(18))
     cor = _hw(RUNS, SMALL_LR, "ddrl", "bcs_dae", (10, 6))
     want = {"refine_heldout_amc": {"H1x": _hw(XEON, SMALL_LR, "ddrl", "no_adaptation", (10,)),
@@ -124,6 +142,14 @@ def test_predicted_half_widths_are_the_matrices_the_plan_names():
             "cor_lr10_heldout_math500": {
                 cid: f"{_hw(RUNS, SMALL_LR, a, b, (6, 10), range(10))}, {cor_m500}"
                 for cid, (a, b, _) in D.COR_LR10_HELDOUT.items()}}
+    stand_in = {"P3x": "H1xT", "M2x": "H1xD", "M3x": "H1xR"}
+    m500, amc = (lambda c, n: _hw(RUNS, MATH500_SMALL_LR, *PAIRED[stand_in.get(c, c)][:2], (n,), range(18)),
+                 lambda c, n: _hw(XEON, SMALL_LR, *PAIRED[stand_in.get(c, c)][:2], (n,), range(12)))
+    amc_default = _hw(RUNS, "amc_like", "ttrl", "no_adaptation", (12,), range(19))
+    want |= {"etmr_heldout": {c: m500(c, 18) for c in D.ETMR_HELDOUT},
+             "etmr_heldout_xeon": {c: f"{m500(c, 10)} / {amc(c, 10)}"
+                                   for c in ("H1x", "H1xT", "H1xD", "H1xC", "H1xR", *D.ETMR_HELDOUT)},
+             "etmr_heldout_amc": {"P3x": f"{amc('P3x', 12)} / {amc_default}"}}
     adapted = {"refine_math500": {"R1": ", ".join([_hw_adapted("math500_like", COR_4X, "ddrl", range(6)),
                                                    _hw_adapted(SMALL_LR, COR_4X, "ddrl", range(10)),
                                                    _hw_adapted(MATH500_SMALL_LR, "ddrl", "bcs_dae", range(18))])}}
@@ -131,11 +157,38 @@ def test_predicted_half_widths_are_the_matrices_the_plan_names():
     for name, predicted in (want | adapted).items():
         d = D.DESIGNS[name]
         assert d.predicted == predicted, name
-        if d.amendment == 57:
-            continue  # its plan text states the matrices, not the numbers
+        if d.amendment in (45, 48, 57):
+            continue  # their plan texts state the numbers otherwise, or only the matrices (57)
         said = " ".join(plan.split(f"{d.amendment}. **Why**")[1].split())
         assert all(f"**{v}**" in said for p in predicted.values() for v in p.split(", ")), name
         assert f"{d.cutoff[:10]} {d.cutoff[11:16]} UTC" in said, name
+    plan = " ".join(plan.split())
+    a45, a48 = plan[plan.index("45. **Why**"):plan.index("46. **Why**")], plan[plan.index("48. **Why**"):]
+    assert "seeds **P3x** 0.36, **M2x** 0.71, **M3x** 0.16" in a45
+    assert all(f"**{c}** {p}" in a45 for c, p in D.DESIGNS["etmr_heldout_xeon"].predicted.items())
+    assert "lr/10 AMC-like H1xT matrix (Amendment 38, TTRL - no adaptation) **0.73**" in a48
+    assert "default-lr AMC-like H1xT matrix (19 seeds) **1.47**" in a48
+
+
+def test_the_etmr_predictions_are_the_matrices_the_plan_names():
+    """Amendments 43, 44, 46, 47 at the seeds their tables name x 256 (AMC-like: 128) questions: the registered
+    default-lr matrix of the same difference (Amendment 44's P1, P2, M1: the Xeon build's own) and the build's lr/10
+    M1 and P1 standing in for ETMR's claims (MATH-500-like: Amendment 28's; AMC-like: the lr/10 runs the ETMR runs
+    join), in the order the plan states them."""
+    stand_in = {"P1": "P1", "P2": "P2", "M1": "M1", "M2": "M1", "M3": "M1", "P3": "P1"}
+    plan = " ".join((RESULTS / "plan.md").read_text().split())
+    for name in ("small_lr_etmr", "small_lr_etmr_xeon", "small_lr_etmr_xeon_amc", "small_lr_etmr_amc"):
+        d = D.DESIGNS[name]
+        amc, q = d.regime == SMALL_LR, 128 if d.regime == SMALL_LR else 256
+        ns = tuple(int(n) for n in d.header.split("predicted at ")[1].split(" seeds")[0].split(" / "))
+        section = plan[plan.index(f"{d.amendment}. **Why**"):]
+        for cid in d.predicted:
+            lr10 = _hw(d.runs if amc else RUNS, d.regime, *_pair(d, stand_in[cid]), ns, None, "adapted", q)
+            own = name == "small_lr_etmr_xeon" and cid in ("P1", "P2", "M1")  # the Xeon build's own default-lr matrix
+            default = _hw(XEON if own else RUNS, SAME_BASE[d.regime], *_pair(d, cid), ns, None, "adapted", q)
+            want = (default, lr10) if name == "small_lr_etmr" else (lr10, default)
+            assert d.predicted[cid] == "; ".join(want), (name, cid)
+            assert f"**{cid}** {want[0]} vs {want[1] if amc else ''}" in section and f"vs {want[1]}" in section, name
 
 
 def _components(regime, cid, seeds=None):
@@ -227,9 +280,9 @@ def test_the_lr10_controls_tables_set_the_paper_and_the_registered_entry_beside_
 
 
 def test_the_commands_report_refuse_and_write(tmp_path, capsys):
-    """``status`` counts the seeds; an early ``analyse`` and a ``run`` without the cached DDRL runs are refused by
-    name (exit 2, before any job); ``analyse --json`` writes the analysis (of made-up CSVs: the committed ones are
-    the regeneration tier's)."""
+    """``status`` counts the seeds (a design of another build: in its results tree); an early ``analyse`` and a ``run``
+    without the cached DDRL runs, or the finished runs it evaluates, are refused by name (exit 2, before any job);
+    ``analyse --json`` writes the analysis (of made-up CSVs: the committed ones are the regeneration tier's)."""
     d = D.DESIGNS["ttrl_heldout_amc"]
     assert study.main(["status", d.id, "--out", str(tmp_path)]) == 0
     assert "Amendment 58 (amc_like_small_lr, held-out): 0 of 10 seeds complete" in capsys.readouterr().out
@@ -239,10 +292,55 @@ def test_the_commands_report_refuse_and_write(tmp_path, capsys):
                        "--runs-root", str(tmp_path / "empty")]) == 2
     assert "DDRL runs of seeds [0, 1] in amc_like_small_lr are not finished" in capsys.readouterr().err
     assert not heldout_x_path(tmp_path, SMALL_LR, "ttrl", 0).exists()
+    assert study.main(["status", "small_lr_etmr_xeon"]) == 0  # a design of another build: its own runs/
+    assert "Amendment 44 (math500_like_small_lr, Xeon build): 10 of 12 seeds complete; missing [10, 11]" in \
+        capsys.readouterr().out
+    assert study.main(["run", "etmr_heldout_xeon", "--seeds", "0", "--scale", "smoke", "--out", str(tmp_path),
+                       "--runs-root", str(tmp_path / "empty")]) == 2  # it loads finished runs of that build
+    assert "Amendment 45 evaluates finished runs and trains none; not finished there: [('ttrl', 0), ('etmr', 0), " \
+           "('ddrl', 0)]" in capsys.readouterr().err
     made_up = tmp_path / "made_up"
     _made_up(made_up, d, seeds=range(6))  # the plan's six seeds (the committed ten: make test-study regenerates them)
     assert study.main(["analyse", d.id, "--out", str(made_up), "--json", str(tmp_path / "a.json")]) == 0
     assert json.loads((tmp_path / "a.json").read_text()) == json.loads(json.dumps(D.analyse(d, made_up)))
+
+
+def test_the_held_out_etmr_designs_evaluate_the_seeds_their_runs_were_analysed_on():
+    """Amendments 45 and 48: one H1x job per seed of the runs no committed CSV holds, loaded (never trained), on the
+    seeds the analysis of those runs decided on (Amendment 48: the seeds Amendment 47's runs completed by its clock)."""
+    for name, runs, evaluates in (("etmr_heldout", "small_lr_etmr", ("etmr",)),
+                                  ("etmr_heldout_xeon", "small_lr_etmr_xeon", D.ETMR_HELD_RUNS),
+                                  ("etmr_heldout_amc", "small_lr_etmr_amc", ("no_adaptation", "etmr"))):
+        d = D.DESIGNS[name]
+        assert list(d.seeds) == json.loads(D.DESIGNS[runs].analysis.read_text())["seeds"], name
+        assert D.jobs(d) == [Job(d.regime, s, evaluates, "H1x") for s in d.seeds], name
+        assert set(d.finished) == set(evaluates) - {"no_adaptation", "bcs_dae"} and not d.cached_ddrl, name
+
+
+def test_the_etmr_tables_and_figure():
+    """ETMR's tables: the paper's Table 2 difference, the entries beside (Amendment 44's: the registered build's at
+    lr/10; "not measured" where none), the levels at both learning rates with the RL minutes; Amendment 45's on the
+    Xeon build with Amendment 38's texts of the H1x family and the seeds in the levels' header. The figure names its
+    design."""
+    xeon = D.committed_table("small_lr_etmr_xeon").splitlines()
+    assert xeon[0].startswith("| claim (adapted pass@1, points) | paper (MATH-500) | registered build at lr/10 "
+                              "(Amendments 28, 43) | **Xeon build, MATH-500-like at lr/10 (Amendment 44, seeds 0-9)**")
+    assert xeon[6].startswith("| M3 ETMR - TTRL | +3.9 | -0.06 [-0.30, +0.19], 18 seeds, *no effect* | **-0.12")
+    assert xeon[-4:] == ["| ddrl | default (3e-5) | 65.1 (1.9) | - | - |",
+                         "| ttrl | lr/10 (3e-6) | 66.5 (0.3) | 4 of 10 | 4.6 |",
+                         "| etmr | lr/10 (3e-6) | 66.4 (0.3) | - | 4.2 |",
+                         "| ddrl | lr/10 (3e-6) | 70.4 (0.7) | 0 of 10 | 4.7 |"]
+    assert "| M3 ETMR - TTRL | +3.9 | not measured | **" in D.committed_table("small_lr_etmr")
+    held = D.committed_table("etmr_heldout_xeon").splitlines()
+    assert held[2] == ("| H1x DDRL at lr/10 - no adaptation, held-out | 10 | -0.49 [-1.33, +0.39] | 0.86 (0.97 / 1.12) "
+                       "| *not resolved* |")
+    assert held[-7] == "| run (lr/10) | held-out pass@1, mean over seeds 0-9 (SD) | seeds below the untrained run |"
+    d = D.DESIGNS["small_lr_etmr_xeon_amc"]
+    fig = D.etmr_figure(json.loads(d.analysis.read_text()), d)
+    title = "AMC-like, Xeon build: ETMR beside TTRL and DDRL (plan Amendment 46, seeds 0-7; descriptive)"
+    assert fig._suptitle.get_text() == title
+    assert len(fig.axes) == 3 and "ETMR\nlr/10" in {t.get_text() for t in fig.axes[0].get_xticklabels()}
+    plt.close(fig)
 
 
 def _write(root, method, seed, values, split="adapted", steps=None):
@@ -380,6 +478,235 @@ def test_render_prints_the_committed_table_and_refuses_an_unknown_design(capsys)
     assert out == D.committed_table("refine_heldout_amc") and out.startswith(D.DESIGNS["refine_heldout_amc"].header)
     assert study.main(["render", "no_such_design"]) == 2
     assert "no design 'no_such_design'" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The learning rate (Amendments 39-42, 54): designs whose analysis is one named measure. The synthetic tables below
+# are TEST INPUT made up here, never results and never committed.
+# ---------------------------------------------------------------------------------------------------------
+
+LR_KL = {("default", "ttrl"): 18.0, ("default", "bcs_dae"): 21.0, ("default", "ddrl"): 24.0,
+         ("lr10", "ttrl"): 3.0, ("lr10", "bcs_dae"): 4.0, ("lr10", "ddrl"): 6.0}
+LR3_KL = {"ttrl": 4.6, "bcs_dae": 5.9, "ddrl": 9.9}
+
+
+def _kl_run(dest, regime: str, m: str, s: int, kl: float) -> None:
+    """A made-up run's step CSV and held-out KL JSON under ``dest`` (Amendments 40-42's files)."""
+    steps = drift_data.drift_path(dest, regime, m, s)
+    steps.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame({"method": m, "seed": s, "step": [0, 1], "episode": [0, 1], "actor/kl": kl * 1e-3,
+                  "rollout/entropy": 0.03, "gt/bin0-0.125/n": 80}).to_csv(steps, index=False)
+    drift_data.drift_path(dest, regime, m, s, "kl").write_text(json.dumps({"kl": kl}))
+
+
+def _drift_world(tmp, slope: float, lr_term: float, base_term: float, seeds=range(4)):
+    """Amendment 40's files (``tmp/runs``, ``tmp/lr_drift``): a run's held-out pass@1 (points) = 55 + slope x KL +
+    lr_term x [lr/10], its held-out KL the method's above + 0.5 x seed, the untrained model 55 + base_term at KL 0."""
+    out, dest = tmp / "runs", tmp / "lr_drift"
+    for s in seeds:
+        write_h1x(out, "amc_like", "no_adaptation", s, 55 + base_term, f"no_adaptation-{s}")
+        for (lr, m), k in LR_KL.items():
+            regime, kl = ("amc_like" if lr == "default" else SMALL_LR), k + 0.5 * s
+            write_h1x(out, regime, m, s, 55 + slope * kl + (lr_term if lr == "lr10" else 0), f"{m}-{regime}-{s}")
+            _kl_run(dest, regime, m, s, kl)
+    return out
+
+
+def test_amendment_39_pairs_a_method_across_learning_rates_and_reads_complete_seeds(tmp_path):
+    d = D.DESIGNS["lr_heldout"]
+    clock = datetime.fromisoformat(d.cutoff).timestamp()  # the study's H1x job seed by seed, none after the clock
+    assert D.jobs(d, now=clock - 60) == [Job("amc_like", s, HELDOUT_X_METHODS, "H1x") for s in range(12)]
+    assert D.jobs(d, now=clock + 1) == []
+    rows = lambda g, m, vals: [{"regime": g, "method": m, "seed": s, "split": HELDOUT_X, "question": q, "pass@1": v}
+                               for s in (0, 1) for q, v in zip("ab", vals)]
+    df = pd.DataFrame(rows(SMALL_LR, "ddrl", (0.5, 0.75)) + rows("amc_like", "ddrl", (0.25, 0.75))
+                      + rows("amc_like", "ttrl", (0.0, 0.0)))
+    assert D.across_lr(df, "ddrl", "amc_like").to_numpy().tolist() == [[25.0, 0.0], [25.0, 0.0]]
+    with pytest.raises(ValueError, match="ttrl: the lr/10 and default-lr runs cover other seeds or questions"):
+        D.across_lr(df, "ttrl", "amc_like")
+    for g, ms in (("amc_like", HELDOUT_X_METHODS), (SMALL_LR, ("ttrl", "ddrl"))):
+        for m in ms:
+            heldout_x_path(tmp_path, g, m, 0).parent.mkdir(parents=True, exist_ok=True)
+            heldout_x_path(tmp_path, g, m, 0).touch()
+    with pytest.raises(ValueError, match=r"Amendment 39 reads .*at least 2\); seeds \[0, 1\], complete \[0\]"):
+        D.analyse(d, tmp_path, seeds=(0, 1))
+
+
+def test_amendment_39s_committed_analysis_reads_its_seeds_and_every_retrain_reproduced():
+    """Every retrained default-lr run reproduces Amendment 5's adapted rows (TTRL, DDRL, untrained)."""
+    res = json.loads(D.DESIGNS["lr_heldout"].analysis.read_text())
+    assert res["seeds"] == list(range(10)) and res["registered_reproduced"] == res["registered_checked"] == 30
+
+
+def test_amendment_40_recovers_a_known_world(tmp_path):
+    """On one line of slope X3h with lr/10 on it, W4 is the slope, W5, W6 and W7-W9 are 0 and W1-W3 the distance
+    differences; lr/10 2 points above the line moves W5 and W7-W9 by exactly 2; complete seeds only, at least 3."""
+    d, s = D.DESIGNS["lr_drift"], x3h_slope()
+    res = D.analyse(d, _drift_world(tmp_path / "on", s, 0.0, 0.0))
+    e = {x["id"]: x for x in res["entries"]}
+    assert res["seeds"] == [0, 1, 2, 3] and list(e) == list(D.LR_DRIFT)
+    for cid, m in (("W1", "ttrl"), ("W2", "bcs_dae"), ("W3", "ddrl")):
+        assert e[cid]["estimate"] == pytest.approx(LR_KL["lr10", m] - LR_KL["default", m])
+        assert e[cid]["verdict"] == "reproduced"  # no noise: a zero-width interval below 0
+    assert e["W4"]["estimate"] == pytest.approx(s) and e["W4"]["verdict"] == "reproduced"
+    for cid in ("W5", "W6", "W7", "W8", "W9"):
+        assert e[cid]["estimate"] == pytest.approx(0, abs=1e-9) and e[cid]["verdict"] == "reproduced", cid
+    g = {x["method"]: x for x in res["gains"]}
+    assert g["ttrl"]["measured_gain"] == pytest.approx(g["ttrl"]["predicted_gain"]) == pytest.approx(s * -15.0)
+    off = D.analyse(d, _drift_world(tmp_path / "off", s, 2.0, -3.0))
+    e = {x["id"]: x for x in off["entries"]}
+    for cid in ("W5", "W7", "W8", "W9"):
+        assert e[cid]["estimate"] == pytest.approx(2.0) and e[cid]["verdict"] == "contradicted", cid
+    assert e["W6"]["estimate"] == pytest.approx(-3.0) and e["W6"]["verdict"] == "contradicted"
+    assert e["W4"]["estimate"] == pytest.approx(s)  # one intercept per learning rate: the slope is unmoved
+    md = D.markdown(d, off, [])
+    assert md.count("\n| W") == len(D.LR_DRIFT) and "| lr10 | ddrl |" in md and "| none | no_adaptation |" in md
+    ax = lr_drift_figure(json.loads(json.dumps(off))).get_axes()[0]
+    assert sum(len(c.get_offsets()) for c in ax.collections) == len(off["runs"]) == 4 * 7  # one point per run
+    assert [ln.get_xdata()[0] for ln in ax.get_lines() if len(ln.get_xdata())] == [0.0, 0.0]  # both reach KL 0
+    drift_data.drift_path(tmp_path / "on" / "lr_drift", SMALL_LR, "ddrl", 3, "kl").unlink()
+    assert D.analyse(d, tmp_path / "on" / "runs")["seeds"] == [0, 1, 2]
+    with pytest.raises(ValueError, match="at least 3"):
+        D.analyse(d, tmp_path / "on" / "runs", seeds=[0, 3])
+
+
+def test_amendment_41_is_cor_alones_residual_from_each_line(tmp_path):
+    gains, kls = [0.5, 0.0, 1.0, 0.3], [2.0, 1.0, 3.0, 2.0]
+    d, out = D.DESIGNS["cor_alone_drift"], _drift_world(tmp_path, -0.4, 0.0, 0.0)
+    a40 = D.analyse(D.DESIGNS["lr_drift"], out)
+    (tmp_path / "lr_drift.json").write_text(json.dumps(a40))  # Amendment 40's analysis beside the runs: W4's slope
+    for s, (g, k) in enumerate(zip(gains, kls)):
+        for m, acc in (("no_adaptation", 50.0), ("cor_only", 50.0 + g)):
+            write_h1x(out, SMALL_LR, m, s, acc, f"{m}-{s}")
+        path = drift_data.drift_path(tmp_path / "lr_drift", "amc_like", "cor_only", s, "kl")
+        path.write_text(json.dumps({"kl": k, "adapted_reproduced": True}))
+    res = D.analyse(d, out)
+    e = {x["id"]: x for x in res["entries"]}
+    assert res["slopes"] == {"registered": pytest.approx(x3h_slope()),
+                             "w4": next(x["estimate"] for x in a40["entries"] if x["id"] == "W4")}
+    for cid, which in (("Y1", "registered"), ("Y2", "w4")):
+        want = np.mean(np.array(gains) - res["slopes"][which] * np.array(kls))
+        assert e[cid]["estimate"] == pytest.approx(want) and e[cid]["n_seeds"] == 4
+        assert e[cid]["ci_low"] < want < e[cid]["ci_high"]
+    assert res["kl_mean"] == pytest.approx(2.0) and [r["heldout"] for r in res["runs"]] == pytest.approx(
+        [50.0 + g for g in gains])
+    assert D.markdown(d, res, []).count("\n| Y") == 2
+    ax = lr_drift_figure(a40, res).get_axes()[0]  # COR alone's runs join the figure's points
+    assert sum(len(c.get_offsets()) for c in ax.collections) == len(a40["runs"]) + len(res["runs"])
+    with pytest.raises(ValueError, match="at least 3"):
+        D.analyse(d, out, seeds=[0, 1])
+    path.write_text(json.dumps({"kl": 1.0, "adapted_reproduced": False}))
+    with pytest.raises(ValueError, match="reproducing its committed"):
+        D.analyse(d, out)
+
+
+def test_amendment_42s_readings_are_the_fit_on_amendment_40s_runs_and_its_regime_only_a_third_the_rate():
+    """L and H as the plan writes them are the least-squares fits on Amendment 40's committed 60 RL runs (rounded as
+    written), and H fits them better; the lr/3 regime (committed regimes_lr3.json) is amc_like at a third of its lr."""
+    from ddrl.study.plan import load_regimes, regimes_path
+
+    runs = D.amendment40_runs()
+    assert len(runs) == 60 and set(runs["lr"]) == {"default", "lr10"}
+    f = D.fit_readings(runs)
+    assert round(f["line"], 4) == drift.LINE
+    assert round(f["hinge_k0"], 3) == drift.HINGE_K0 and round(f["hinge_b"], 4) == drift.HINGE_B
+    assert round(f["rss_line"], 1) == 60.6 and round(f["rss_hinge"], 1) == 23.9
+    assert drift.reading("H", [0.0, drift.HINGE_K0, drift.HINGE_K0 + 2]).tolist() == pytest.approx(
+        [0, 0, -2 * drift.HINGE_B])
+    assert drift.reading("L", 10.0) == pytest.approx(10 * drift.LINE)
+    assert drift.reading("R", 10.0) == pytest.approx(10 * x3h_slope())
+    # the two readings cross where the plan says (17.5 units): H above L nearer the base
+    assert drift.reading("H", 10.0) > drift.reading("L", 10.0) and drift.reading("H", 20.0) < drift.reading("L", 20.0)
+    with pytest.raises(ValueError, match="'L', 'R' or 'H'"):
+        drift.reading("X", 1.0)
+    xeon = RESULTS / "replication_xeon"
+    amc = load_regimes(regimes_path(xeon), names=["amc_like"])["amc_like"]
+    lr3 = json.loads((xeon / "regimes_lr3.json").read_text())
+    assert lr3["regimes"] == [{**amc.to_dict(), "name": "amc_like_lr3", "lr": amc.lr / 3,
+                               "stands_for": f"{amc.stands_for} at a third of the default learning rate"}]
+
+
+def _lr3_world(tmp, reading: str, offset: float = 0.0, seeds=range(5)):
+    """Amendment 42's files: each lr/3 run's held-out pass@1 = the untrained model's (54) + ``reading``'s prediction at
+    its KL + ``offset``; KL = the method's above + 0.3 x seed; Amendment 40's committed analysis beside."""
+    out = tmp / "runs"
+    tmp.mkdir(parents=True)
+    shutil.copy(RESULTS / "replication_xeon" / "lr_drift.json", tmp / "lr_drift.json")
+    for s in seeds:
+        write_h1x(out, SMALL_LR, "no_adaptation", s, 54.0, f"no_adaptation-{s}")
+        for m, k in LR3_KL.items():
+            write_h1x(out, "amc_like_lr3", m, s, 54.0 + float(drift.reading(reading, k + 0.3 * s)) + offset, f"{m}-{s}")
+            _kl_run(tmp / "lr_drift", "amc_like_lr3", m, s, k + 0.3 * s)
+    return out
+
+
+@pytest.mark.parametrize("reading", ["H", "L"])
+def test_amendment_42_recovers_a_known_world(tmp_path, reading):
+    """Runs exactly on H: Z3 is 0, Z1 half of H - L (> 0, *reproduced*); exactly on L: Z4 is 0, Z1 minus that
+    (*contradicted*); Z2 likewise with R. Two points above: every claim moves by exactly 2."""
+    d = D.DESIGNS["lr_curve"]
+    res = D.analyse(d, _lr3_world(tmp_path / "on", reading))
+    e = {x["id"]: x for x in res["entries"]}
+    assert res["seeds"] == [0, 1, 2, 3, 4] and list(e) == list(D.LR_CURVE)
+    k = np.array([LR3_KL[m] + 0.3 * s for s in range(5) for m in LR3_KL])
+    half = float(np.mean((drift.reading("H", k) - drift.reading("L", k)) / 2))
+    assert e["Z1"]["estimate"] == pytest.approx((1 if reading == "H" else -1) * half, abs=1e-9)
+    assert e["Z1"]["verdict"] == ("reproduced" if reading == "H" else "contradicted")
+    own = "Z3" if reading == "H" else "Z4"
+    assert e[own]["estimate"] == pytest.approx(0, abs=1e-9) and e[own]["verdict"] == "reproduced"
+    if reading == "H":
+        half_r = float(np.mean((drift.reading("H", k) - drift.reading("R", k)) / 2))
+        assert e["Z2"]["estimate"] == pytest.approx(half_r, abs=1e-9)
+    assert res["rmse"][reading] == pytest.approx(0, abs=1e-9)
+    assert {(r["lr"], r["method"]) for r in res["levels"]} >= {("lr3", m) for m in LR3_KL}
+    assert len(lr_curve_figure(res, D.amendment40_runs(), x3h_slope()).get_axes()) == 2  # drawn without adapted rows
+    moved = D.analyse(d, _lr3_world(tmp_path / "off", reading, offset=2.0))
+    for x in moved["entries"]:
+        assert x["estimate"] == pytest.approx(e[x["id"]]["estimate"] + 2.0, abs=1e-9)
+    drift_data.drift_path(tmp_path / "on" / "lr_drift", "amc_like_lr3", "ttrl", 0, "kl").unlink()
+    with pytest.raises(ValueError, match="at least 5"):
+        D.analyse(d, tmp_path / "on" / "runs")
+
+
+def test_amendment_42s_committed_analysis_reads_every_seed_and_draws():
+    res = json.loads(D.DESIGNS["lr_curve"].analysis.read_text())
+    assert res["seeds"] == list(range(12)) and len(res["runs"]) == 36 and {r["lr"] for r in res["runs"]} == {"lr3"}
+    assert {(t["lr"], t["method"]) for t in res["tradeoff"]} == {(lr, m) for lr in ("default", "lr3", "lr10")
+                                                                 for m in LR3_KL}
+    assert len(lr_curve_figure(res, D.amendment40_runs(), x3h_slope()).get_axes()) == 2
+
+
+def test_amendment_54s_statistic_is_last_minus_first_quarter_of_the_rl_steps(tmp_path):
+    """D2 = 100 x (last quarter's mean - first quarter's) in step order, the RL phase alone (extra steps left out);
+    a missing log is named."""
+    adv = [0.5, 0.4, 0.3, 0.2, 0.1, 0.0, -0.1, -0.2]
+    p = csv_path(tmp_path, MATH500_SMALL_LR, "ddrl", 0, steps=True)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame({"step": range(10), "adv/mean": [*adv, 9.0, 9.0], "phase": ["rl"] * 8 + ["extra"] * 2}).sample(
+        frac=1, random_state=0).to_csv(p, index=False)  # rows out of step order
+    per = D.advantage_runs(tmp_path, MATH500_SMALL_LR, [0])
+    assert per.iloc[0][["steps", "d2", "first", "last"]].tolist() == pytest.approx([8, -60.0, 45.0, -15.0])
+    with pytest.raises(FileNotFoundError, match="ddrl-seed01-steps.csv.gz: the committed DDRL step log of seed 1"):
+        D.advantage_runs(tmp_path, MATH500_SMALL_LR, [0, 1])
+
+
+def test_amendment_54s_default_lr_row_is_the_registered_d2_and_its_spread_the_prediction():
+    """The descriptive default-lr MATH-500-like row, from the same committed step logs, is the registered D2 entry;
+    the plan's predicted half-width at 18 seeds is t_17 x its per-seed SD / sqrt(18), as the plan prints it."""
+    import scipy.stats as sps
+
+    from ddrl.study import claims
+
+    registered = {(e["id"], e["regime"]): e for e in claims.load(RESULTS / "claims.json")}[("D2", "math500_like")]
+    per = D.advantage_runs(RUNS, "math500_like", range(registered["n_seeds"]))
+    row = D.advantage_summary(per)
+    assert (row["estimate"], row["ci_low"], row["ci_high"]) == pytest.approx(
+        (registered["estimate"], registered["ci_low"], registered["ci_high"]), abs=1e-9)
+    sd = per.d2.std(ddof=1)
+    got = float(sps.t.ppf(0.975, 17) * sd / np.sqrt(18))
+    assert f"{got:.2f}" == D.DESIGNS["dynamics"].predicted["D2"] and len(D.DESIGNS["dynamics"].seeds) == 18
+    section = " ".join((RESULTS / "plan.md").read_text().split("54. **Why**")[1].split())
+    assert f"per-seed SD ({sd:.2f}, 46 seeds) predicts a half-width of **{got:.2f}** at 18 seeds" in section
 
 
 # --- COR alone (Amendments 30, 31, 34-38) ---

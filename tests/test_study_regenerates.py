@@ -58,13 +58,6 @@ def _cor_alone(build: str, heldout: bool = False) -> dict:
     return K.analyse(d.out, seeds=K.analysis_seeds(d.out, d), design=d)
 
 
-def _design(module: str, name: str, fn: str = "analyse", **kw):
-    """``module.fn(design=module.DESIGNS[name])``: the amendment modules that already hold a table of designs."""
-    import importlib
-
-    m = importlib.import_module(f"ddrl.study.amendments.{module}")
-    return getattr(m, fn)(design=m.DESIGNS[name], **kw)
-
 
 def _call(module: str, fn: str, **kw):
     import importlib
@@ -113,14 +106,6 @@ REGENERATE = {
     "small_lr/table1.json": lambda: _call("small_lr", "analyse_t1"),
     "small_lr/table1_fixed.json": lambda: _call("small_lr", "analyse_t1f"),
     "small_lr/table1_fixed_more.json": lambda: _call("small_lr", "analyse_t1f_more"),
-    "small_lr/dynamics.json": lambda: _call("small_lr_dynamics", "analyse"),
-    "small_lr/etmr.json": lambda: _design("small_lr_etmr", "registered"),
-    "small_lr/etmr_amc.json": lambda: _design("small_lr_etmr", "registered_amc"),
-    "replication_xeon/small_lr_etmr.json": lambda: _design("small_lr_etmr", "xeon"),
-    "replication_xeon/small_lr_etmr_amc.json": lambda: _design("small_lr_etmr", "xeon_amc"),
-    "small_lr/etmr_heldout.json": lambda: _design("etmr_heldout", "registered"),
-    "small_lr/etmr_heldout_amc.json": lambda: _design("etmr_heldout", "registered_amc"),
-    "replication_xeon/etmr_heldout.json": lambda: _design("etmr_heldout", "xeon"),
     "small_lr/cor4x_lr10_amc.json": lambda: _call("small_lr_refine", "analyse_gentle", regime="amc_like_small_lr"),
     "small_lr/cor4x_lr10_math500.json": lambda: _call("small_lr_refine", "analyse_gentle",
                                                       regime="math500_like_small_lr"),
@@ -130,11 +115,6 @@ REGENERATE = {
     "replication_c49d/cor_alone.json": lambda: _cor_alone("c49d"),
     "replication_xeon/cor_alone.json": lambda: _cor_alone("xeon"),
     "replication_xeon/cor_alone_heldout.json": lambda: _cor_alone("xeon", heldout=True),
-    # Amendments 39-41: the learning rate on the Xeon build
-    "replication_xeon/lr_heldout.json": lambda: _call("lr_heldout", "analyse"),
-    "replication_xeon/lr_curve.json": lambda: _call("lr_curve", "analyse"),
-    "replication_xeon/lr_drift.json": lambda: _call("lr_drift", "analyse"),
-    "replication_xeon/cor_alone_drift.json": lambda: _call("lr_drift", "analyse_cor"),
 }
 
 #: The number of claim entries committed before issue 82 (results/**/*.json, every dict with a ``verdict``).

@@ -6,11 +6,13 @@ analysis reads (``methods``, in the levels' order; ``split``: adapted or H1x's f
 (``registered``: ids decided by their registered matrices and rule, :data:`ddrl.study.plan.PAIRED`, each on its own
 seeds where ``claim_seeds`` says so; ``claims``: ours, id -> (a, b, what), pass@1 a - b per seed and question, sign +1,
 margin :data:`MARGIN`), where its analysis goes and the table docs/results.md prints. What a design measures beyond its
-claims (its levels too) is a named measure (:data:`MEASURES`), written once and referred to by name.
+claims (its levels too) is a named measure (:data:`MEASURES`), written once and referred to by name. A design of
+another build reads its own results tree (``results``: its CSVs and the regimes file that names the build).
 
     python -m ddrl.study status ttrl_heldout_amc       # seeds complete, to the design's clock
     python -m ddrl.study analyse ttrl_heldout_amc      # -> results/small_lr/ttrl_heldout_amc.json
     python -m ddrl.study run ttrl_heldout_amc --workers 2
+    DDRL_CACHE_DIR=<the Xeon build's cache> python -m ddrl.study run small_lr_etmr_xeon --workers 2
     python -m ddrl.study render ttrl_heldout_amc       # its table from the committed analysis, as notebook 06 shows it
 
 Designs not yet in this table keep their amendment module (:mod:`ddrl.study.amendments`); they move here one
@@ -27,30 +29,38 @@ from pathlib import Path
 from typing import Callable, NamedTuple, Sequence
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 import seaborn as sns
+from scipy.optimize import least_squares
 
 from ddrl.report.plotting import color, label
-from ddrl.report.stats import mean_ci
-from ddrl.report.tables import committed_markdown, entry_cell
+from ddrl.report.stats import advantage_quarters, advantage_statistic, mean_ci, verdict
+from ddrl.report.tables import committed_markdown, entry_cell, entry_ci
 from ddrl.run.pool import clock_budget
 from ddrl.run.storage import cache_root, write_json
 from ddrl.seeds import numpy_generator
-from ddrl.study.amendments.small_lr import LR_CELL, OUT, RUNS, add_run_arguments, seeds_line
+from ddrl.study.amendments.cor_alone import HELDOUT_LR10
+from ddrl.study.amendments.small_lr import (COMPARISON as AMENDMENT28_WHAT, LR_CELL, OUT, RUNS, add_run_arguments,
+                                            figure, seeds_line)
 from ddrl.study.amendments.wide import (MIN_SEEDS, amendment_cells, below_cell, claim_row, complete_seeds,
-                                        cor_level_rows, held_level_rows, level_table, levels_panel, missing_seeds,
-                                        read_csvs, reproduced_counts, run_levels, seeds_to_analyse, seeds_to_start,
-                                        wide_entry)
+                                        cor_level_rows, held_level_rows, level_table, levels_panel, read_csvs,
+                                        reproduced_counts, run_levels, seeds_to_analyse, seeds_to_start,
+                                        vote_by_quarter, wide_entry)
 from ddrl.study.analysis import claim_matrix, paired_matrix, rl_divergence
 from ddrl.study import claims
-from ddrl.study.claims import amendment_entry, entry, validate, with_half_width
+from ddrl.study.claims import amendment_entry, entry, table2_difference, validate, with_half_width
 from ddrl.study.amendments.small_lr import REGIME as MATH500_SMALL_LR
 from ddrl.study.amendments.small_lr_refine import check_rows, refuse_untrained
-from ddrl.study.plan import (RESULTS, COR_4X, COR_LR10, COR_ONLY, HELDOUT_CLAIMS, HELDOUT_X, HELDOUT_X_METHODS,
-                             KNOWN_DIVERGENCES, NO_RL, PAIRED, SAME_BASE, SCALES, SHARES_DDRL_RL, SMALL_LR, Job,
-                             check_weights, csv_path, heldout_x_path, untrained)
+from ddrl.study.plan import (RESULTS, COR_4X, COR_LR10, HELDOUT_CLAIMS, HELDOUT_X, KNOWN_DIVERGENCES, NO_RL, PAIRED,
+                             SAME_BASE, SCALES, SHARES_DDRL_RL, SMALL_LR, Job, check_weights, csv_path, heldout_x_path,
+                             COR_ONLY, HELDOUT_X_METHODS, adapted_x_path, regimes_path, untrained)
 from ddrl.study.pool import run_jobs, status_counts
+from ddrl.study.drift import (HINGE_B, HINGE_K0, LINE, LR_LABELS, LR_METHODS, LR_TEXT, kl_fit, paired_t, reading,
+                              x3h_slope)
+from ddrl.study.drift_data import drift_path, heldout_rows, seed_table
 
+XEON = RESULTS / "replication_xeon"  # the Xeon build's analyses (Amendments 38-42)
 MARGIN = 1.0  # points: every amendment claim's margin (plan Sec. 4's rule)
 CHECK = OUT / "refine_check"  # the repeat checks' CSVs (<CHECK>/<regime>/ddrl-seedNN.csv.gz), never over a committed one
 
@@ -67,7 +77,7 @@ class Design:
     evaluates: tuple[str, ...]  # the runs its jobs compute, one job each per seed, in this order
     methods: tuple[str, ...]  # every run its analysis reads, in the levels' order (a seed needs all but ``optional``)
     registered: tuple[str, ...]  # registered claims, by their matrices and rule
-    claims: dict  # ours: id -> (a, b, what)
+    claims: dict  # ours: id -> (a, b, what), or (a, b, what, claim, metric, paper) where the entry states its own
     predicted: dict  # id -> the plan's predicted half-widths, as the table prints them
     analysis: Path
     section: str  # its heading in docs/results.md
@@ -82,25 +92,36 @@ class Design:
     reference: str = "no_adaptation"  # the run its levels count the seeds below
     cor_runs: tuple[str, ...] = ()  # the runs ``cor_kept`` reports COR's mean kept rollouts of
     paper: bool = False  # its table prints the paper's number of each claim
-    beside: str | None = None  # the design whose entries its table sets beside its own (None: the registered ones)
-    header: str = ""  # its table's header row
-    level_name: str = "run (lr/10)"  # its level table's first column
+    beside: tuple[str, ...] | None = ()  # the committed analyses whose entries its table sets beside its own: designs
+    # by name or files under results/ (empty: the registered ones; None: no such column, the rows of
+    # :func:`~ddrl.study.amendments.wide.claim_row`)
+    header: str = ""  # its table's header row ({span}: the seeds analysed)
+    level_name: str = "run (lr/10)"  # its level table's first column (without ``level_header``; "": no level table)
+    unmeasured: str = "-"  # its table's cell where no entry is set beside
+    names: dict | None = None  # its table's texts of claims, where not ``claims``' or :data:`REGISTERED_WHAT`'s
+    results: Path = RESULTS  # its results tree: ``runs/`` holds the CSVs, its regimes file names the build
+    build: str | None = None  # the build its analysis names (after the regime; with a clock, that after the seeds)
+    finished: tuple[str, ...] = ()  # trained runs its jobs load: refuse a seed whose run is not finished (none trains)
     late_seeds: int = MIN_SEEDS  # the first seeds whose jobs still start after the clock (Amendment 53: none)
     optional: tuple[str, ...] = ()  # runs of ``methods`` read where written (the levels), not needed for a seed
     claim_seeds: dict | None = None  # registered claim -> its own seeds: the analysis' ``seeds`` per claim (levels and
     # measures on the first claim's; without a clock each claim waits for its own, with one all share the complete ones)
-    level_regimes: tuple[str, ...] = ()  # levels per regime of these (the default-lr twin's runs read on the first
-    # claim's seeds), with a regime and learning-rate column under ``level_header``; (): the design's, by run
-    level_header: str = ""  # with ``level_regimes``: the level table's header row ({span}: the seeds it covers)
-    base_runs: tuple[str, ...] = ()  # runs read in the regime's base (SAME_BASE) too, before its own: the untrained
-    # run and the default-lr DDRL run; one level table (``level_header``) over both, against the base's ``reference``
-    in_base: tuple[str, ...] = ()  # ours decided in the regime's base, at the default lr (its a: the base's run)
-    names: dict | None = None  # its table's texts of claims, where not ``claims``' or :data:`REGISTERED_WHAT`'s
-    alone: bool = False  # its table sets no entry beside its own: seeds and estimate columns (``claim_row``)
+    level_regimes: tuple[str, ...] = ()  # levels per regime of these, in this order (the default-lr twin's runs
+    # read where written, on the first claim's seeds), with a regime and learning-rate column; (): the design's, by run
+    twin_runs: tuple[str, ...] | None = None  # the runs read in ``level_regimes``' other regimes (None: ``methods``)
+    in_base: tuple[str, ...] = ()  # ours decided in the regime's base (SAME_BASE; its ``a``: the twin's run there)
+    level_header: str = ""  # the level table's header row ({span}: the seeds it covers), its columns
+    # :func:`_level_rows`'; "": :func:`~ddrl.study.amendments.wide.held_level_rows`' (or the COR table's)
+    whole: str | None = None  # a named measure that is the whole analysis (its own reading of its files: across
+    # learning rates, KLs, fits, step logs), and :data:`TABLES`' table of that name its table; None: the generic one
 
     @property
     def tag(self) -> str:
         return f"Amendment {self.amendment}"
+
+    @property
+    def runs(self) -> Path:
+        return self.results / "runs"
 
     def what(self, cid: str) -> str:
         if self.names and cid in self.names:
@@ -111,7 +132,8 @@ class Design:
 #: What the tables call the registered claims the designs decide
 REGISTERED_WHAT = {"R1": "COR keeping 4x the rollouts - DDRL (COR 1x)", "H1x": "DDRL - untrained", "H1xC": "DDRL - BCS+DAE (COR's cost)", "H1xT": "TTRL - untrained",
                    "H1xD": "DDRL - TTRL", "H1xR": "BCS+DAE - TTRL",
-                   "A1": "BCS - TTRL", "A2": "BCS+DAE - BCS", "A3": "DDRL - BCS+DAE", "M1": "DDRL - TTRL",
+                   "A1": "BCS - TTRL", "A2": "BCS+DAE - BCS", "A3": "DDRL - BCS+DAE", **AMENDMENT28_WHAT,
+                   "M2": "DDRL - ETMR",
                    "C1": "DDRL - (BCS+DAE + additional RL)",
                    "C2": "additional RL's extra steps - COR [% of each run's own RL phase]"}
 #: Amendment 58's claims, measured again in MATH-500-like by Amendment 61
@@ -125,6 +147,32 @@ _LR10_HEADER = "| claim{what} | paper ({bench}) | {name}, default lr (registered
 _ABLATION = ("ttrl", "bcs", "bcs_dae", "ddrl")  # A1-A3's runs, in the levels' order
 _ABLATION_LEVELS = "| method | learning rate | adapted pass@1, mean over seeds (SD) | seeds below TTRL at its lr |"
 _EXTRA_RL_LEVELS = "| method | learning rate | adapted pass@1, mean over {span} (SD) | seeds below DDRL |"
+#: ETMR's designs: the runs each reads at lr/10 (at the default lr too: the levels) beside the untrained run, M3 and P3
+#: per benchmark the regime stands for (its Table 2 difference), and what their rows share
+ETMR_RUNS = ("ttrl", "etmr", "ddrl")
+_ETMR_READS = ("no_adaptation", *ETMR_RUNS)
+ETMR_CLAIMS = {base: {cid: (a, b, what, claim, f"pass@1 {what} [points]", table2_difference(a, b, base))
+                      for cid, a, b, what, claim in (
+                          ("M3", "etmr", "ttrl", "ETMR - TTRL", "ETMR is the stronger baseline: it beats TTRL"),
+                          ("P3", "etmr", "no_adaptation", "ETMR - no adaptation", "ETMR improves on no adaptation"))}
+               for base in ("math500_like", "amc_like")}
+_ETMR = {"split": "adapted", "measures": ("seed_pass1", "vote", "rl_minutes"), "cached_ddrl": False,
+         "reference": "etmr", "paper": True, "unmeasured": "not measured",
+         "level_header": "| method | learning rate | adapted pass@1, mean over {span} (SD) | seeds below ETMR at its "
+                         "lr | RL phase, mean minutes |"}
+_ETMR_HEADER = ("| claim (adapted pass@1, points) | paper ({paper}) | {beside} | **{this} at lr/10 (Amendment {a}, "
+                "{{span}})** | half-width (predicted at {at} seeds) | verdict |")
+#: Their held-out claims (Amendments 45, 48): held-out pass@1 a - b per seed and fresh question
+ETMR_HELDOUT = {"P3x": ("etmr", "no_adaptation", "ETMR at lr/10 - no adaptation, held-out"),
+                "M2x": ("ddrl", "etmr", "DDRL - ETMR at lr/10, held-out"),
+                "M3x": ("etmr", "ttrl", "ETMR - TTRL at lr/10, held-out")}
+ETMR_HELD_RUNS = ("no_adaptation", "ttrl", "bcs_dae", "etmr", "ddrl")
+_ETMR_HELD = {"job_per_run": False, "measures": ("seed_pass1", "reproduced"), "reproduced_of": ETMR_RUNS,
+              "cached_ddrl": False, "beside": None,
+              "level_header": "| run (lr/10) | held-out pass@1, mean over {span} (SD) | seeds below the untrained "
+                              "run |"}
+_ETMR_HELD_HEADER = ("| claim (held-out pass@1 on 1,536 fresh {name} questions, points; {build}, lr/10) | seeds | "
+                     "estimate [95% CI] | half-width (predicted) | verdict |")
 
 DESIGNS = {d.id: d for d in (
     # Amendment 56: R1 (COR keeping 4x) and K1, K2 (COR at 1e-6) at lr/10 in AMC-like from the cached RL-only weights of
@@ -175,7 +223,7 @@ DESIGNS = {d.id: d for d in (
            {"R1x": "0.53 / 0.51, 0.71 / 0.69"}, OUT / "refine_heldout_math500.json",
            "## Does COR 4x's extra gain at the small learning rate in MATH-500-like hold on fresh questions? "
            "(plan Amendment 60)",
-           measures=("reproduced", "heldout_check"), reproduced_of=(COR_4X,), beside="refine_heldout_amc",
+           measures=("reproduced", "heldout_check"), reproduced_of=(COR_4X,), beside=("refine_heldout_amc",),
            header=_HELD_HEADER.format(where="", beside="lr/10 AMC-like (Amendment 57)",
                                       this="lr/10 MATH-500-like (Amendment 60)", at=" at 6 / 10 seeds")),
     # Amendment 61: COR at 1e-6 on MATH-500-like's fresh questions (Amendment 58's claims)
@@ -185,7 +233,7 @@ DESIGNS = {d.id: d for d in (
            OUT / "cor_lr10_heldout_math500.json",
            "## COR at a tenth of its rate on fresh MATH-500-like questions at the small learning rate "
            "(plan Amendment 61)",
-           reproduced_of=(COR_LR10,), beside="ttrl_heldout_amc",
+           reproduced_of=(COR_LR10,), beside=("ttrl_heldout_amc",),
            header=_HELD_HEADER.format(where="", beside="lr/10 AMC-like (Amendment 58)",
                                       this="lr/10 MATH-500-like (Amendment 61)", at=" at 6 / 10 seeds")),
     # Amendment 29: which part of DDRL carries M1 at lr/10 in MATH-500-like (A1-A3, A3 on all 18 seeds); BCS+DAE is the
@@ -228,13 +276,121 @@ DESIGNS = {d.id: d for d in (
            job_kind="C1 lr/10 (A53)", measures=("c2", "divergence", "agreeing", "levels"), cached_ddrl=False,
            reference="ddrl", paper=True, late_seeds=0, optional=("bcs_dae",), level_regimes=(SMALL_LR,),
            level_header=_EXTRA_RL_LEVELS, header=_LR10_HEADER.format(what="", bench="AMC", name="AMC-like", n=53)),
+    # --- the learning rate (Amendments 39-42, 54) ---
+    # Amendment 39: the Xeon build's default-lr TTRL and DDRL trained anew in AMC-like (the study's H1x job), paired by
+    # seed and fresh question with Amendment 38's lr/10 runs. Predicted at 8 / 12 seeds: the registered build's
+    # default-lr AMC-like H1xT and H1x matrices
+    Design("lr_heldout", 39, "amc_like", tuple(range(12)), "2026-11-28T22:20:00+00:00", HELDOUT_X_METHODS,
+           HELDOUT_X_METHODS, (), {}, {"LxT": "1.67 / 1.47", "LxD": "1.62 / 1.50"}, XEON / "lr_heldout.json",
+           "## Held-out transfer at both learning rates on one build (plan Amendment 39)", job_per_run=False,
+           measures=(), cached_ddrl=False, late_seeds=0, whole="lr_heldout", results=XEON,
+           header="| claim (held-out pass@1 on 1,536 fresh AMC-like questions, points) | seeds | estimate [95% CI] | "
+                  "half-width (predicted at 8 / 12 seeds) | verdict |"),
+    # Amendment 40: each run's held-out KL from the base (TTRL, BCS+DAE, DDRL at both learning rates, seeds 0-9; nothing
+    # trained or evaluated anew) against its held-out pass@1. Predicted: Amendment 23's registered-build runs. Its KLs:
+    # python -m ddrl.study.drift export|kl ... (ddrl.study.drift_kl's docstring gives the commands)
+    Design("lr_drift", 40, "amc_like", tuple(range(10)), "2026-11-29T01:00:00+00:00", (), LR_METHODS, (), {},
+           {"W5": "1.0-1.4", "W6": "1.5", "W7": "~0.6", "W8": "~0.6", "W9": "~0.6"}, XEON / "lr_drift.json",
+           "## Distance from the base at both learning rates on one build (plan Amendment 40)", measures=(),
+           cached_ddrl=False, whole="lr_drift", results=XEON,
+           header="| claim (Xeon build, AMC-like) | seeds | estimate [95% CI] | half-width (predicted) | verdict |"),
+    # Amendment 41: COR alone (recomputed per seed, its held-out KL measured: python -m ddrl.study.drift kl --cor-alone,
+    # ddrl.study.drift_kl.cor_alone_kl) on Amendment 40's line
+    Design("cor_alone_drift", 41, SMALL_LR, tuple(range(12)), "2026-11-29T02:00:00+00:00", (), (COR_ONLY, "no_adaptation"),
+           (), {}, {"Y1": "0.17-0.24", "Y2": "0.17-0.24"}, XEON / "cor_alone_drift.json",
+           "## COR alone on the learning rates' line (plan Amendment 41)", measures=(), cached_ddrl=False,
+           whole="cor_alone_drift", results=XEON,
+           header="| claim (Xeon build, AMC-like, COR alone) | seeds | estimate [95% CI] | half-width (predicted) | "
+                  "verdict |"),
+    # Amendment 42: the three methods at a third learning rate (regimes_lr3.json: amc_like at lr/3, nothing else
+    # changed), where the readings L and H of Amendment 40's runs differ most. Predicted at 12 / 8 seeds: per-seed SD 0.40
+    Design("lr_curve", 42, "amc_like_lr3", tuple(range(12)), "2026-11-29T04:40:00+00:00", ("ddrl", "bcs_dae", "ttrl"),
+           ("ddrl", "bcs_dae", "ttrl"), (), {},
+           {"Z1": "0.25 / 0.33", "Z2": "0.25 / 0.33", "Z3": "~0.25 / 0.33", "Z4": "~0.25 / 0.33"},
+           XEON / "lr_curve.json", "## A third learning rate between the two (plan Amendment 42)", job_per_run=False,
+           measures=(), cached_ddrl=False, late_seeds=0, whole="lr_curve", results=XEON,
+           header="| claim (Xeon build, AMC-like, lr/3 runs) | seeds | estimate [95% CI] | half-width (predicted 12 / 8) | "
+                  "verdict |"),
+    # Amendment 54: D2 at lr/10 from Amendment 28's committed DDRL step logs (no run). Predicted at 18 seeds: the
+    # registered default-lr D2's per-seed SD (46 seeds)
+    Design("dynamics", 54, MATH500_SMALL_LR, tuple(range(18)), None, (), ("ddrl",), (), {}, {"D2": "1.57"},
+           OUT / "dynamics.json", "## Dynamics at the small learning rate (plan Amendment 54)", split="adapted",
+           measures=(), cached_ddrl=False, whole="dynamics",
+           header="| claim | MATH-500-like, default lr (registered) | **MATH-500-like at lr/10 (Amendment 54)** | "
+                  "half-width (predicted) | verdict |"),
+    # Amendments 43, 44, 46, 47: ETMR, the paper's stronger baseline, beside TTRL and DDRL at lr/10 (both learning
+    # rates' levels, the vote, the RL minutes; the registered claims with the paper's numbers, M3 and P3 with Table 2's
+    # differences), each to its plan's clock. Their ids are their figures' names (:func:`etmr_figure`).
+    # Amendment 43: MATH-500-like, registered build, ETMR beside Amendment 28's TTRL and DDRL runs
+    Design("small_lr_etmr", 43, MATH500_SMALL_LR, tuple(range(18)), "2026-11-29T08:00:00+00:00", ("etmr",),
+           _ETMR_READS, ("M2",), ETMR_CLAIMS["math500_like"],
+           {"M2": "2.32 / 2.21 / 2.05; 1.84 / 1.83 / 1.82", "M3": "2.17 / 2.00 / 1.76; 1.84 / 1.83 / 1.82",
+            "P3": "2.53 / 2.46 / 2.36; 1.01 / 1.00 / 0.99"}, OUT / "etmr.json",
+           "## DDRL against ETMR at the small learning rate (plan Amendments 43 and 44)", job_kind="A43 lr/10",
+           build="registered build", level_regimes=("math500_like", MATH500_SMALL_LR),
+           header=_ETMR_HEADER.format(paper="MATH-500", beside="MATH-500-like, default lr (registered)",
+                                      this="registered build, MATH-500-like", a=43, at="12 / 14 / 18"), **_ETMR),
+    # Amendment 44: Amendments 28 and 43 again on the Xeon build (TTRL, DDRL and ETMR at lr/10)
+    Design("small_lr_etmr_xeon", 44, MATH500_SMALL_LR, tuple(range(12)), "2026-11-29T08:15:00+00:00",
+           ("ttrl", "ddrl", "etmr"), _ETMR_READS, ("P1", "P2", "M1", "M2"), ETMR_CLAIMS["math500_like"],
+           {"P1": "1.03 / 1.02 / 1.01; 2.49 / 2.37 / 2.29", "P2": "2.54 / 2.52 / 2.51; 2.70 / 2.64 / 2.60",
+            "M1": "1.88 / 1.86 / 1.84; 1.99 / 1.79 / 1.66", "M2": "1.88 / 1.86 / 1.84; 2.70 / 2.48 / 2.32",
+            "M3": "1.88 / 1.86 / 1.84; 2.73 / 2.40 / 2.17", "P3": "1.03 / 1.02 / 1.01; 2.77 / 2.63 / 2.53"},
+           XEON / "small_lr_etmr.json", "### The same on the Xeon build (plan Amendment 44)", job_kind="A44 lr/10",
+           results=XEON, build="Xeon build", beside=("small_lr/claims.json", "small_lr_etmr"),
+           level_regimes=("math500_like", MATH500_SMALL_LR),
+           header=_ETMR_HEADER.format(paper="MATH-500", beside="registered build at lr/10 (Amendments 28, 43)",
+                                      this="Xeon build, MATH-500-like", a=44, at="8 / 10 / 12"), **_ETMR),
+    # Amendment 46: AMC-like, Xeon build, ETMR beside Amendments 36-37's TTRL and DDRL runs
+    Design("small_lr_etmr_xeon_amc", 46, SMALL_LR, tuple(range(12)), "2026-11-29T11:40:00+00:00", ("etmr",),
+           _ETMR_READS, ("M2",), ETMR_CLAIMS["amc_like"],
+           {"M2": "2.51 / 2.40 / 2.33 / 2.28; 4.81 / 4.16 / 3.75 / 3.47",
+            "M3": "2.51 / 2.40 / 2.33 / 2.28; 4.53 / 3.84 / 3.41 / 3.10",
+            "P3": "3.11 / 3.07 / 3.05 / 3.03; 3.67 / 3.46 / 3.33 / 3.24"}, XEON / "small_lr_etmr_amc.json",
+           "### In AMC-like (plan Amendments 46 and 47)", job_kind="A46 lr/10", results=XEON, build="Xeon build",
+           level_regimes=("amc_like", SMALL_LR),
+           header=_ETMR_HEADER.format(paper="AMC", beside="AMC-like, default lr (registered)",
+                                      this="Xeon build, AMC-like", a=46, at="6 / 8 / 10 / 12"), **_ETMR),
+    # Amendment 47: the same on the registered build, beside Amendment 6's TTRL and DDRL runs
+    Design("small_lr_etmr_amc", 47, SMALL_LR, tuple(range(19)), "2026-12-01T15:30:00+00:00", ("etmr",),
+           _ETMR_READS, ("M2",), ETMR_CLAIMS["amc_like"],
+           {"M2": "2.18 / 2.10 / 2.05; 4.16 / 3.47 / 3.09", "M3": "2.18 / 2.10 / 2.05; 3.84 / 3.10 / 2.68",
+            "P3": "2.80 / 2.74 / 2.71; 3.46 / 3.24 / 3.12"}, OUT / "etmr_amc.json",
+           "### In AMC-like (plan Amendments 46 and 47)", job_kind="A47 lr/10", build="registered build",
+           level_regimes=("amc_like", SMALL_LR),
+           header=_ETMR_HEADER.format(paper="AMC", beside="AMC-like, default lr (registered)",
+                                      this="registered build, AMC-like", a=47, at="8 / 12 / 16"), **_ETMR),
+    # Amendments 45, 48: the finished lr/10 runs on H1x's 1,536 fresh questions (one H1x job per seed, nothing
+    # trained): P3x, M2x, M3x (and on the Xeon build the H1x family, Amendment 38's texts). Amendment 46's held-out
+    # part was never run: its ETMR runs' weights were lost with the Xeon machine's cache (notebook 06 says so).
+    # Amendment 45: ETMR's runs of Amendment 43 (the others' evaluations are Amendment 31's)
+    Design("etmr_heldout", 45, MATH500_SMALL_LR, tuple(range(18)), None, ("etmr",),
+           _ETMR_READS, (), ETMR_HELDOUT, {"P3x": "0.36", "M2x": "0.71", "M3x": "0.16"},
+           OUT / "etmr_heldout.json", "### On fresh questions (plan Amendment 45)", finished=("etmr",),
+           build="registered build", header=_ETMR_HELD_HEADER.format(name="MATH-500-like", build="registered build"),
+           **_ETMR_HELD),
+    # Amendment 45: every run of Amendment 44 and the untrained model, on the Xeon build
+    Design("etmr_heldout_xeon", 45, MATH500_SMALL_LR, tuple(range(10)), None, ETMR_HELD_RUNS, ETMR_HELD_RUNS,
+           HELDOUT_CLAIMS, ETMR_HELDOUT,
+           {"H1x": "0.97 / 1.12", "H1xT": "0.38 / 0.73", "H1xD": "0.72 / 0.64", "H1xC": "0.69 / 0.49",
+            "H1xR": "0.17 / 0.32", "P3x": "0.38 / 0.73", "M2x": "0.72 / 0.64", "M3x": "0.17 / 0.32"},
+           XEON / "etmr_heldout.json", "### On fresh questions (plan Amendment 45)", finished=("ttrl", "etmr", "ddrl"),
+           names={cid: HELDOUT_LR10[(cid, SMALL_LR)][2] for cid in HELDOUT_CLAIMS}, results=XEON, build="Xeon build",
+           header=_ETMR_HELD_HEADER.format(name="MATH-500-like", build="Xeon build"), **_ETMR_HELD),
+    # Amendment 48: Amendment 47's ETMR runs (on the seeds they completed before their clock) and the untrained model:
+    # P3x only, the registered build's lr/10 TTRL and DDRL runs in AMC-like having no kept weights
+    Design("etmr_heldout_amc", 48, SMALL_LR, tuple(range(12)), None, ("no_adaptation", "etmr"),
+           ("no_adaptation", "etmr"), (), {"P3x": ETMR_HELDOUT["P3x"]}, {"P3x": "0.73 / 1.47"},
+           OUT / "etmr_heldout_amc.json", "### In AMC-like (plan Amendments 46 and 47)", finished=("etmr",),
+           build="registered build", header=_ETMR_HELD_HEADER.format(name="AMC-like", build="registered build"),
+           **_ETMR_HELD),
     # --- COR alone (Amendments 30, 31, 34-38) ---
     # Amendments 30 and 32: at lr/10 in MATH-500-like, COR at 1e-6 from the RL-only weights of Amendment 28's DDRL runs
     # and COR alone (1e-5, from the untrained model, no RL), each one COR call; K5: DDRL at the default lr - COR alone
     # (it runs no RL: its lr/10 CSVs are that computation). Predicted at 18 x 256: K1, K2 from the lr/10 A3 matrix, K3
     # from P2's, K4 from M1's, K5 from the default-lr M1 and P2 matrices of seeds 0-17
     Design("cor_math500", 30, MATH500_SMALL_LR, tuple(range(18)), None, (COR_LR10, COR_ONLY),
-           ("ttrl", "bcs_dae", "ddrl", COR_LR10, COR_ONLY), (),
+           ("no_adaptation", "ttrl", "bcs_dae", "ddrl", COR_LR10, COR_ONLY), (),
            {"K1": (COR_LR10, "bcs_dae", "COR at lr 1e-6 - BCS+DAE (the RL-only weights)"),
             "K2": ("ddrl", COR_LR10, "DDRL (COR at 1e-5) - COR at 1e-6"),
             "K3": (COR_ONLY, "no_adaptation", "COR alone (no RL) - no adaptation"),
@@ -242,7 +398,8 @@ DESIGNS = {d.id: d for d in (
            {"K1": "1.84", "K2": "1.84", "K3": "2.49", "K4": "1.82", "K5": "2.08 / 3.16"}, OUT / "cor.json",
            "## COR's learning rate, and COR without RL, at the small learning rate (plan Amendments 30 and 32)",
            split="adapted", job_kind="K lr/10", measures=("levels", "cor_kept", "seed_pass1"), cached_ddrl=False,
-           cor_runs=("ddrl", COR_LR10, COR_ONLY), base_runs=("no_adaptation", "ddrl"), in_base=("K5",), alone=True,
+           cor_runs=("ddrl", COR_LR10, COR_ONLY), beside=None, level_regimes=("math500_like", MATH500_SMALL_LR),
+           twin_runs=("no_adaptation", "ddrl"), in_base=("K5",),
            header="| claim (MATH-500-like, adapted pass@1, points) | seeds | estimate [95% CI] | half-width (predicted) | "
                   "verdict |",
            level_header="| method | RL learning rate | adapted pass@1, mean over seeds (SD) | seeds below the untrained "
@@ -257,6 +414,7 @@ DESIGNS = {d.id: d for d in (
            {"H1x": "1.36", "H1xT": "1.06", "H1xD": "0.85", "H1xC": "0.45", "H1xR": "0.80", "K3x": "0.45-1.36",
             "K4x": "0.45-1.36"}, OUT / "heldout.json",
            "## Held-out transfer at the small learning rate (plan Amendments 31 and 33)", job_per_run=False,
+           cached_ddrl=False, finished=("ttrl", "ddrl"),
            measures=("levels", "seed_pass1", "reproduced"), level_name="",
            names={"H1x": "DDRL - no adaptation", "H1xT": "TTRL - no adaptation", "H1xD": "DDRL - TTRL",
                   "H1xC": "DDRL - BCS+DAE", "H1xR": "BCS+DAE - TTRL", "K3x": "COR alone (no RL) - no adaptation",
@@ -341,13 +499,14 @@ def _reeval_check(d: Design, r: Reading) -> dict:
 
 def _levels(d: Design, r: Reading) -> dict:
     """Each run's mean pass@1 on the split over the seeds, its SD and the seeds below :attr:`Design.reference`'s run
-    (:func:`~ddrl.study.amendments.wide.level_table`): by run, or per regime of :attr:`Design.level_regimes`."""
+    (:func:`~ddrl.study.amendments.wide.level_table`): by run, or per regime of :attr:`Design.level_regimes` (against
+    an untrained reference, one computation, across them)."""
     per = run_levels(r.df[r.df.seed.isin(r.seeds)], d.split)
     if not d.level_regimes:
-        by = ("regime", "method") if d.base_runs else ("method",)
-        return {"levels": level_table(per, by, d.reference, sort=False).to_dict(orient="records")}
-    return {"levels": pd.concat([level_table(per[per.regime == g], ("regime", "method"), d.reference, sort=False)
-                                 for g in d.level_regimes], ignore_index=True).to_dict(orient="records")}
+        return {"levels": level_table(per, ("method",), d.reference, sort=False).to_dict(orient="records")}
+    parts = [per] if d.reference in NO_RL else [per[per.regime == g] for g in d.level_regimes]  # untrained: every lr's
+    return {"levels": pd.concat([level_table(p, ("regime", "method"), d.reference, sort=False) for p in parts],
+                                ignore_index=True).to_dict(orient="records")}
 
 
 def _split(d: Design, r: Reading) -> dict:
@@ -421,19 +580,404 @@ def _agreeing(d: Design, r: Reading) -> dict:
     return {"agreeing": {k: v for k, v in first.items() if k not in ("verdict", "half_width")} | {"seeds": same}}
 
 
+# The learning rate (Amendments 39-42, 54): analyses that pair no two runs of one regime (a run across learning rates,
+# against its held-out KL, fits, step logs), each the whole analysis of its design (:attr:`Design.whole`), with its
+# table in :data:`TABLES`; they read the seeds complete among the design's, at least a few
+
+#: Amendment 39: held-out pass@1 of the method's lr/10 run minus its default-lr run, same seed and fresh question
+#: (one build, one evaluation stream per seed), sign +1 (lr/10 keeps more), margin 1 point
+LR_HELDOUT = {"LxT": ("ttrl", "TTRL at lr/10 - TTRL at the default lr, held-out"),
+              "LxD": ("ddrl", "DDRL at lr/10 - DDRL at the default lr, held-out")}
+#: Amendment 40: id -> (what, kind, method or None, expected sign, margin). Kinds: "dist" the held-out KL at lr/10 minus
+#: the default lr, paired by seed (1e-3 nats/token); "slope" held-out pass@1 per 1e-3 of held-out KL within learning
+#: rates (the three methods' runs, one intercept per learning rate); "adjusted" a group minus the default-lr runs at
+#: equal held-out KL; "residual" the method's lr/10 held-out gain minus x3h_slope() x its distance difference (points)
+LR_DRIFT = {
+    "W1": ("held-out KL, TTRL at lr/10 - TTRL at the default lr [1e-3 nats/token]", "dist", "ttrl", -1, 0.0),
+    "W2": ("held-out KL, BCS+DAE at lr/10 - BCS+DAE at the default lr [1e-3 nats/token]", "dist", "bcs_dae", -1, 0.0),
+    "W3": ("held-out KL, DDRL at lr/10 - DDRL at the default lr [1e-3 nats/token]", "dist", "ddrl", -1, 0.0),
+    "W4": ("held-out pass@1 per 1e-3 of held-out KL, within learning rates [points]", "slope", None, -1, 0.0),
+    "W5": ("held-out pass@1 at equal held-out KL, lr/10 runs - default-lr runs [points]", "adjusted", "lr10", 0, 1.0),
+    "W6": ("held-out pass@1 at zero held-out KL, untrained model - default-lr runs' line [points]", "adjusted", "none",
+           0, 1.0),
+    "W7": ("held-out gain of TTRL at lr/10 minus the registered slope x its KL difference [points]", "residual", "ttrl",
+           0, 1.0),
+    "W8": ("held-out gain of BCS+DAE at lr/10 minus the registered slope x its KL difference [points]", "residual",
+           "bcs_dae", 0, 1.0),
+    "W9": ("held-out gain of DDRL at lr/10 minus the registered slope x its KL difference [points]", "residual", "ddrl",
+           0, 1.0),
+}
+#: Amendment 41: id -> (what, slope: "registered" = Amendment 21's X3h, "w4" = this build's W4); null claims (sign 0,
+#: margin 1): COR alone lies on the RL runs' line through the untrained model
+COR_DRIFT = {"Y1": ("held-out pass@1, COR alone - (untrained + registered slope x COR alone's held-out KL) [points]",
+                    "registered"),
+             "Y2": ("held-out pass@1, COR alone - (untrained + this build's slope W4 x COR alone's held-out KL) "
+                    "[points]", "w4")}
+#: Amendment 42: id -> (what, kind, line, expected sign, margin). "mid": the run's gain above the midpoint of H and the
+#: named line (L, or R = Amendment 21's registered X3h); "resid": the run's gain minus the named reading; per seed the
+#: three runs' mean
+LR_CURVE = {
+    "Z1": ("held-out gain minus the midpoint of H (free start) and L (line through the base) at the run's KL [points]",
+           "mid", "L", +1, 0.0),
+    "Z2": ("held-out gain minus the midpoint of H and R (the registered slope X3h through the base) [points]", "mid",
+           "R", +1, 0.0),
+    "Z3": ("held-out gain minus H (free start, then a line) at the run's KL [points]", "resid", "H", 0, 1.0),
+    "Z4": ("held-out gain minus L (straight line through the base) at the run's KL [points]", "resid", "L", 0, 1.0),
+}
+LR_GROUPS = {"amc_like": "default", "amc_like_lr3": "lr3", SMALL_LR: "lr10"}  # regime -> its learning rate's group
+#: Amendment 54: the descriptive runs beside the decided ones, each (regime, seeds); Fig. 4 has no AMC panel
+DYNAMICS_DESCRIBED = (("math500_like", tuple(range(46))), (SMALL_LR, tuple(range(19))), ("amc_like", tuple(range(19))))
+
+
+def _written(d: Design, r: Reading, written: Callable[[int], bool], least: int) -> list[int]:
+    """The seeds among the reading's with every file the analysis reads (``written``), or a ValueError below
+    ``least``."""
+    seeds = [s for s in r.seeds if written(s)]
+    if len(seeds) < least:
+        raise ValueError(f"{r.out}: {d.tag} reads seeds with every file written (at least {least}); seeds {r.seeds}, "
+                         f"complete {seeds}")
+    return seeds
+
+
+def _t_entry(cid: str, regime: str, metric: str, sign: int, margin: float, r: dict, n_seeds: int) -> dict:
+    """A claim's entry from its estimate and interval ``r`` (t interval over seeds), with the registered verdict."""
+    return {"id": cid, "regime": regime, "metric": metric, "expected_sign": sign, "estimate": r["estimate"],
+            "ci_low": r["ci_low"], "ci_high": r["ci_high"], "n_seeds": n_seeds,
+            "verdict": verdict(r["ci_low"], r["ci_high"], sign, margin)}
+
+
+def across_lr(df: pd.DataFrame, method: str, default: str) -> pd.DataFrame:
+    """Seeds x questions (points): ``method``'s lr/10 run minus its run in ``default``, same seed and question."""
+    a = df[df.split == HELDOUT_X]
+
+    def pivot(regime: str) -> pd.DataFrame:
+        return a[(a.regime == regime) & (a.method == method)].pivot(index="seed", columns="question", values="pass@1")
+
+    small, base = pivot(SMALL_LR), pivot(default)
+    if not (small.index.equals(base.index) and small.columns.equals(base.columns)):
+        raise ValueError(f"{method}: the lr/10 and default-lr runs cover other seeds or questions")
+    return 100 * (small - base)
+
+
+def _lr_heldout(d: Design, r: Reading) -> dict:
+    """Amendment 39: :data:`LR_HELDOUT` (``half_width`` added); descriptive, each run's held-out pass@1 over the seeds
+    at both learning rates (``levels``, ``seed_pass1``) and how many retrained default-lr runs' adapted rows equal
+    Amendment 5's committed CSVs (``registered_reproduced`` of ``registered_checked``)."""
+    reads = ((d.regime, HELDOUT_X_METHODS), (SMALL_LR, tuple(m for m, _ in LR_HELDOUT.values())))
+    paths = lambda s: [heldout_x_path(r.out, g, m, s) for g, ms in reads for m in ms]
+    seeds = _written(d, r, lambda s: all(p.is_file() for p in paths(s)), 2)
+    df = pd.concat([pd.read_csv(heldout_x_path(r.out, g, m, s), dtype={"question": str})
+                    for g, ms in reads for m in ms for s in seeds], ignore_index=True)
+    entries = [amendment_entry(cid, d.regime, what, f"held-out pass@1, {what} [points]", f"{m} ({SMALL_LR})",
+                               f"{m} ({d.regime})", across_lr(df, m, d.regime).to_numpy(), MARGIN, r.n_boot)
+               for cid, (m, what) in LR_HELDOUT.items()]
+    per = run_levels(df, HELDOUT_X)
+    lv = level_table(per, ("regime", "method"), sort=False)  # the untrained run (default regime) is every row's reference
+    trained = df[df.regime == d.regime].drop_duplicates(["method", "seed"])
+    return {"seeds": seeds, "entries": with_half_width(entries), "levels": lv.to_dict(orient="records"),
+            "seed_pass1": per.to_dict(orient="records"), **reproduced_counts(trained)}
+
+
+def untrained_rows(out: str | Path, regime: str) -> pd.DataFrame:
+    """The untrained model's rows of a drift table: per seed of its H1x CSVs in ``regime``, its held-out pass@1
+    (points), ``lr`` "none" and held-out KL 0 (its distance from itself)."""
+    base = heldout_rows(out, regime, ("no_adaptation",)).groupby("seed")["accuracy"].mean()
+    return pd.DataFrame({"method": "no_adaptation", "seed": base.index, "heldout": base.to_numpy(), "kl_heldout": 0.0,
+                         "lr": "none"})
+
+
+def heldout_gains(runs: pd.DataFrame) -> pd.DataFrame:
+    """The trained runs of a drift table (``lr`` not "none"), each with ``gain``: its held-out pass@1 minus its seed's
+    untrained model's (points)."""
+    base = runs[runs["lr"] == "none"].set_index("seed")["heldout"]
+    rl = runs[runs["lr"] != "none"]
+    return rl.assign(gain=rl["heldout"] - base.loc[rl["seed"]].to_numpy()).reset_index(drop=True)
+
+
+def _kl_dir(r: Reading) -> Path:
+    """Where Amendments 40-42's held-out KLs and step CSVs lie: ``lr_drift`` beside the runs' folder."""
+    return Path(r.out).parent / "lr_drift"
+
+
+def _lr_drift(d: Design, r: Reading) -> dict:
+    """Amendment 40: :data:`LR_DRIFT`, each with its verdict (Sec. 4's rule, its sign and margin) and ``half_width``;
+    descriptive: each group's mean held-out pass@1 and KL, and per method the slope-predicted gain beside the measured
+    one. Every run's held-out KL (:func:`ddrl.study.drift_kl.heldout_kl`) against its held-out pass@1."""
+    groups = {g: lr for g, lr in LR_GROUPS.items() if g in (d.regime, SMALL_LR)}
+    dest = _kl_dir(r)
+    seeds = _written(d, r, lambda s: all(drift_path(dest, g, m, s, "kl").is_file() for g in groups
+                                          for m in LR_METHODS), 3)
+    t = pd.concat([*(seed_table(r.out, g, LR_METHODS, dest).assign(lr=lr) for g, lr in groups.items()),
+                   untrained_rows(r.out, d.regime)], ignore_index=True)
+    t = t[t["seed"].isin(seeds)].reset_index(drop=True)
+    slope = x3h_slope()
+    wide = t[t["lr"] != "none"].pivot_table(index=["method", "seed"], columns="lr", values=["heldout", "kl_heldout"])
+    by_lr = t.assign(method=t["lr"])  # kl_fit's groups: the learning rate (the three methods' runs pooled)
+    fit = kl_fit(by_lr[by_lr["lr"] != "none"], "lr10", "default", x="kl_heldout")
+    entries, gains = [], []
+    for cid, (what, kind, m, sign, margin) in LR_DRIFT.items():
+        if kind in ("dist", "residual"):
+            w = wide.loc[m]
+            dk = w[("kl_heldout", "lr10")] - w[("kl_heldout", "default")]
+            dh = w[("heldout", "lr10")] - w[("heldout", "default")]
+            x = paired_t(dk if kind == "dist" else dh - slope * dk)
+            if kind == "residual":
+                gains.append({"method": m, "measured_gain": float(dh.mean()), "predicted_gain": float(slope * dk.mean()),
+                              "kl_difference": float(dk.mean())})
+        elif kind == "slope":
+            x = fit["slope"]
+        else:
+            x = fit["adjusted"] if m == "lr10" else kl_fit(by_lr[by_lr["lr"] != "lr10"], "none", "default",
+                                                           x="kl_heldout")["adjusted"]
+        entries.append(_t_entry(cid, d.regime, what, sign, margin, x, len(seeds)))
+    levels = t.groupby(["lr", "method"], sort=False)[["heldout", "kl_heldout"]].agg(["mean", "std"])
+    levels.columns = [f"{a}_{b}" for a, b in levels.columns]
+    return {"seeds": seeds, "registered_slope": slope, "entries": with_half_width(entries), "gains": gains,
+            "levels": levels.reset_index().to_dict(orient="records"), "runs": t.to_dict(orient="records")}
+
+
+def _cor_drift(d: Design, r: Reading) -> dict:
+    """Amendment 41: :data:`COR_DRIFT` (each seed's measured JSON must reproduce its committed adapted rows): per seed,
+    COR alone's held-out pass@1 minus the untrained model's minus slope x its KL (paired t), with the slopes (W4 from
+    Amendment 40's committed analysis); descriptive, the mean KL and held-out difference, and Amendment 40's RL runs
+    measured the same way (added after Y1, Y2 were read)."""
+    kl_json = lambda s: drift_path(_kl_dir(r), "amc_like", COR_ONLY, s, "kl")
+    seeds = _written(d, r, lambda s: kl_json(s).is_file(), 3)
+    recs = {s: json.loads(kl_json(s).read_text()) for s in seeds}
+    if not all(x["adapted_reproduced"] for x in recs.values()):
+        raise ValueError(f"{r.out}: {d.tag} reads seeds each reproducing its committed adapted rows; seeds {seeds}")
+    held = heldout_rows(r.out, d.regime, (COR_ONLY, "no_adaptation")).groupby(["method", "seed"])["accuracy"].mean()
+    kl = pd.Series({s: x["kl"] for s, x in recs.items()})
+    gain = pd.Series({s: held[COR_ONLY, s] - held["no_adaptation", s] for s in seeds})
+    a40 = json.loads((Path(r.out).parent / "lr_drift.json").read_text())
+    slopes = {"registered": x3h_slope(), "w4": next(e for e in a40["entries"] if e["id"] == "W4")["estimate"]}
+    rl = heldout_gains(pd.DataFrame(a40["runs"]))
+    rl = rl.assign(resid=rl["gain"] - slopes["registered"] * rl["kl_heldout"])
+    beside = rl.groupby(["lr", "method"], sort=False).agg(kl=("kl_heldout", "mean"), residual=("resid", "mean"),
+                                                          residual_sd=("resid", "std")).reset_index()
+    entries = [_t_entry(cid, d.regime, what, 0, 1.0, paired_t(gain - slopes[which] * kl), len(seeds))
+               for cid, (what, which) in COR_DRIFT.items()]
+    return {"seeds": seeds, "slopes": slopes, "entries": with_half_width(entries), "kl_mean": float(kl.mean()),
+            "kl_sd": float(kl.std()), "heldout_gain_mean": float(gain.mean()),
+            "rl_beside": beside.to_dict(orient="records"),
+            "runs": [{"seed": s, "kl_heldout": float(kl[s]), "heldout": float(held[COR_ONLY, s]),
+                      "heldout_gain": float(gain[s])} for s in seeds]}
+
+
+def fit_readings(runs: pd.DataFrame) -> dict:
+    """L and H by least squares on ``runs`` (:func:`heldout_gains`' frame): L's slope through the origin; H's (k0, b)
+    of g = -b max(0, k - k0), from the start (3, 0.4); with each one's residual sum of squares. On Amendment 40's runs
+    this gives the registered :data:`ddrl.study.drift.LINE`, ``HINGE_K0``, ``HINGE_B`` (tested)."""
+    k, g = runs["kl_heldout"].to_numpy(float), runs["gain"].to_numpy(float)
+    line = float(k @ g / (k @ k))
+    fit = least_squares(lambda p: g + p[1] * np.maximum(0.0, k - p[0]), [3.0, 0.4])
+    return {"line": line, "hinge_k0": float(fit.x[0]), "hinge_b": float(fit.x[1]),
+            "rss_line": float(((g - line * k) ** 2).sum()), "rss_hinge": float((fit.fun ** 2).sum())}
+
+
+def amendment40_runs(xeon: str | Path = RESULTS / "replication_xeon") -> pd.DataFrame:
+    """Amendment 40's committed runs (``lr_drift.json``) with their held-out gains."""
+    return heldout_gains(pd.DataFrame(json.loads((Path(xeon) / "lr_drift.json").read_text())["runs"]))
+
+
+def _lr_curve(d: Design, r: Reading) -> dict:
+    """Amendment 42: :data:`LR_CURVE`, paired t over seeds of the three runs' mean; descriptive: the refit of both
+    readings on Amendment 40's runs, each reading's RMSE on the new runs, held-out KL and gain per learning rate and
+    method, and adapted beside held-out gain. The lr/3 runs' gain is over Amendment 38's untrained model (the same
+    weights, questions and stream: ``heldout_x/amc_like_small_lr/no_adaptation``)."""
+    dest = _kl_dir(r)
+    seeds = _written(d, r, lambda s: all(drift_path(dest, d.regime, m, s, "kl").is_file() and
+                                          heldout_x_path(r.out, d.regime, m, s).is_file() for m in LR_METHODS), 5)
+    new = pd.concat([seed_table(r.out, d.regime, d.methods, dest).assign(lr=LR_GROUPS[d.regime]),
+                     untrained_rows(r.out, SMALL_LR)], ignore_index=True)
+    new = heldout_gains(new[new["seed"].isin(seeds)])
+    k = new["kl_heldout"].to_numpy(float)
+    per_run = new.assign(**{f"pred_{x}": reading(x, k) for x in "LRH"})
+    entries = []
+    for cid, (what, kind, line, sign, margin) in LR_CURVE.items():
+        x = per_run["gain"] - (per_run[f"pred_{line}"] + per_run["pred_H"]) / 2 if kind == "mid" else \
+            per_run["gain"] - per_run[f"pred_{line}"]
+        entries.append(_t_entry(cid, d.regime, what, sign, margin, paired_t(x.groupby(per_run["seed"]).mean()
+                                                                             .to_numpy()), len(seeds)))
+    old = amendment40_runs(Path(r.out).parent)
+    both = pd.concat([old, new], ignore_index=True)
+    levels = both.groupby(["lr", "method"], sort=False).agg(
+        kl_mean=("kl_heldout", "mean"), kl_sd=("kl_heldout", "std"), gain_mean=("gain", "mean"),
+        gain_sd=("gain", "std"), n=("seed", "nunique")).reset_index()
+    rows = []  # adapted pass@1 (points) of every run at the three learning rates and of the untrained model
+    for g, lr, methods in (("amc_like", "none", ("no_adaptation",)), *((g, lr, d.methods) for g, lr in LR_GROUPS.items())):
+        for m in methods:
+            for s in sorted(set(seeds) | set(old["seed"])):
+                p = adapted_x_path(r.out, g, m, s)  # the H1x run's kept adapted rows, else its study CSV
+                p = p if p.is_file() else csv_path(r.out, g, m, s)
+                if p.is_file():
+                    x = pd.read_csv(p)
+                    rows.append({"lr": lr, "method": m, "seed": s,
+                                 "adapted": 100 * x.loc[x["split"] == "adapted", "pass@1"].mean()})
+    ad = pd.DataFrame(rows, columns=["lr", "method", "seed", "adapted"])
+    base = ad[ad["lr"] == "none"].set_index("seed")["adapted"]
+    ad = ad[ad["lr"] != "none"]
+    ad = ad.assign(adapted_gain=ad["adapted"] - base.loc[ad["seed"]].to_numpy())
+    ad = ad.merge(both[["lr", "method", "seed", "gain"]], on=["lr", "method", "seed"])
+    trade = ad.groupby(["lr", "method"], sort=False).agg(
+        adapted_gain=("adapted_gain", "mean"), adapted_gain_sd=("adapted_gain", "std"),
+        heldout_gain=("gain", "mean"), n=("seed", "nunique")).reset_index()
+    rmse = {x: float(np.sqrt(((per_run["gain"] - per_run[f"pred_{x}"]) ** 2).mean())) for x in "LRH"}
+    return {"seeds": seeds, "readings": {"L": LINE, "R": x3h_slope(), "H": [HINGE_K0, HINGE_B]},
+            "refit": fit_readings(old), "entries": with_half_width(entries), "rmse": rmse,
+            "levels": levels.to_dict(orient="records"), "tradeoff": trade.to_dict(orient="records"),
+            "runs": per_run.to_dict(orient="records")}
+
+
+def advantage_runs(out: str | Path, regime: str, seeds: Sequence[int]) -> pd.DataFrame:
+    """Per DDRL run of ``regime``: ``d2`` (:func:`~ddrl.report.stats.advantage_statistic`), the first and the last
+    quarter's mean advantage x 100 (``first``, ``last``: the claim's "from negative to positive") and the RL steps. A
+    missing step log is an error naming it: every run here is committed."""
+    rows = []
+    for s in seeds:
+        p = csv_path(out, regime, "ddrl", s, steps=True)
+        if not p.is_file():
+            raise FileNotFoundError(f"{p}: the committed DDRL step log of seed {s} in {regime} is missing")
+        st = pd.read_csv(p)
+        adv = st[st.phase == "rl"].sort_values("step")["adv/mean"].to_numpy(dtype=float)
+        first, last = advantage_quarters(adv)
+        rows.append({"regime": regime, "seed": int(s), "steps": len(adv), "d2": advantage_statistic("D2", adv),
+                     "first": first, "last": last})
+    return pd.DataFrame(rows)
+
+
+def advantage_summary(per: pd.DataFrame) -> dict:
+    """One regime's runs as Amendment 54's table reads them: D2's mean and t-interval over seeds, the quarters' means
+    and how many runs start below 0 and end above it."""
+    est, lo, hi = mean_ci(per.d2)
+    return {"regime": per.regime.iloc[0], "n_seeds": len(per), "steps": int(per.steps.iloc[0]), "estimate": est,
+            "ci_low": lo, "ci_high": hi, "first": float(per["first"].mean()), "last": float(per["last"].mean()),
+            "first_below_0": int((per["first"] < 0).sum()), "last_above_0": int((per["last"] > 0).sum())}
+
+
+def _dynamics(d: Design, r: Reading) -> dict:
+    """Amendment 54: D2 (the registered statistic, sign, margin and rule) on the design's DDRL runs from their
+    committed step logs (``entries``), ``summary`` (every regime's runs, the decided one first, then
+    :data:`DYNAMICS_DESCRIBED`) and ``runs`` (each run's statistics)."""
+    per = [advantage_runs(r.out, g, s) for g, s in ((d.regime, r.seeds), *DYNAMICS_DESCRIBED)]
+    n_q = pd.read_csv(csv_path(r.out, d.regime, "ddrl", r.seeds[0]), dtype={"question": str}).query(
+        "split == 'adapted'").question.nunique()
+    head = advantage_summary(per[0])
+    d2 = {**entry("D2", SAME_BASE[d.regime], head["estimate"], head["ci_low"], head["ci_high"], len(r.seeds), n_q),
+          "regime": d.regime}
+    return {"entries": with_half_width(validate([d2], d.regime)), "summary": [advantage_summary(p) for p in per],
+            "runs": pd.concat(per, ignore_index=True).to_dict(orient="records")}
+
+
+def _claims_table(d: Design, res: dict, text: Callable[[dict], str]) -> list[str]:
+    return [d.header, "|---|---|---|---|---|", *(claim_row(e, text(e), d.predicted.get(e["id"], "-"))
+                                                  for e in res["entries"])]
+
+
+def _lr_heldout_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
+    """The claims and each run's held-out level at both learning rates."""
+    rows = _claims_table(d, res, lambda e: e["claim"])
+    rows += ["", "| method | learning rate | held-out pass@1, mean over seeds (SD) | seeds below the untrained run |",
+             "|---|---|---|---|"]
+    rows += [f"| {r['method']} | {'-' if r['method'] == 'no_adaptation' else LR_CELL[r['regime']]} | {r['pass1']:.1f} "
+             f"({r['sd']:.1f}) | {below_cell(r)} |" for r in res["levels"]]
+    return "\n".join(rows) + "\n"
+
+
+def _lr_drift_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
+    """The claims, and each group's held-out pass@1 and distance."""
+    rows = _claims_table(d, res, lambda e: e["metric"])
+    rows += ["", "| learning rate | method | held-out pass@1, mean (SD) | held-out KL [1e-3 nats/token], mean (SD) |",
+             "|---|---|---|---|"]
+    rows += [f"| {r['lr']} | {r['method']} | {r['heldout_mean']:.1f} ({r['heldout_std']:.1f}) | "
+             f"{r['kl_heldout_mean']:.1f} ({r['kl_heldout_std']:.1f}) |" for r in res["levels"]]
+    return "\n".join(rows) + "\n"
+
+
+def _cor_drift_table(d: Design, cor: dict, beside: Sequence[dict]) -> str:
+    """Amendment 41's claims and COR alone's distance and held-out gain, Amendment 40's RL runs beside."""
+    rows = _claims_table(d, cor, lambda e: e["metric"])
+    rows += ["", f"COR alone's held-out KL: {cor['kl_mean']:.2f} (SD {cor['kl_sd']:.2f}) x 1e-3 nats/token; its held-out "
+             f"gain over the untrained model: {cor['heldout_gain_mean']:+.2f} points (mean over {len(cor['seeds'])} seeds).",
+             "", "| runs (descriptive, Y1's measure) | held-out KL, mean | held-out pass@1 - (untrained + X3h x KL), mean (SD) |",
+             "|---|---|---|", f"| COR alone | {cor['kl_mean']:.2f} | {cor['entries'][0]['estimate']:+.2f} |"]
+    rows += [f"| {r['method']} at {LR_LABELS[r['lr']]} | {r['kl']:.2f} | {r['residual']:+.2f} ({r['residual_sd']:.2f}) |"
+             for r in cor["rl_beside"]]
+    return "\n".join(rows) + "\n"
+
+
+def _lr_curve_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
+    """The claims, each reading's error on the new runs, and the three learning rates' distance, held-out and adapted
+    gains."""
+    rows = _claims_table(d, res, lambda e: e["metric"])
+    r = res["rmse"]
+    rows += ["", f"Root-mean-square error on the {len(res['runs'])} new runs (points): H {r['H']:.2f}, L {r['L']:.2f}, "
+             f"R {r['R']:.2f}.", "",
+             "| learning rate | method | seeds | held-out KL [1e-3 nats/token], mean (SD) | held-out gain, mean (SD) | "
+             "adapted gain, mean (SD) |", "|---|---|---|---|---|---|"]
+    trade = {(t["lr"], t["method"]): t for t in res["tradeoff"]}
+    for lr in ("default", "lr3", "lr10"):
+        for lv in [x for x in res["levels"] if x["lr"] == lr]:
+            t = trade.get((lr, lv["method"]))
+            ad = f"{t['adapted_gain']:+.1f} ({t['adapted_gain_sd']:.1f})" if t else "-"
+            rows.append(f"| {LR_TEXT[lr]} | {label(lv['method'])} | {lv['n']} | {lv['kl_mean']:.1f} ({lv['kl_sd']:.1f}) | "
+                        f"{lv['gain_mean']:+.1f} ({lv['gain_sd']:.1f}) | {ad} |")
+    return "\n".join(rows) + "\n"
+
+
+def _dynamics_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
+    """The verdict beside the registered default-lr D2, then each regime's runs (descriptive rows marked so)."""
+    e = res["entries"][0]
+    b = {(x["id"], x["regime"]): x for x in beside}[("D2", SAME_BASE[e["regime"]])]
+    rows = [d.header, "|---|---|---|---|---|",
+            f"| D2 DDRL's mean advantage, last - first quarter of the RL steps [x 100] | {entry_cell(b)} | "
+            f"{amendment_cells(e, d.predicted['D2'])}", "",
+            "| regime | learning rate | seeds | RL steps | D2 [x 100], 95% CI | first quarter | last quarter | "
+            "runs starting below 0 | runs ending above 0 |", "|---|---|---|---|---|---|---|---|---|"]
+    names = {"math500_like": "MATH-500-like", "amc_like": "AMC-like"}
+    for i, s in enumerate(res["summary"]):
+        name = names[SAME_BASE.get(s["regime"], s["regime"])] + ("" if i == 0 else " (descriptive)")
+        rows.append(f"| {name} | {LR_CELL[s['regime']]} | {s['n_seeds']} | {s['steps']} | {entry_ci(s)} | "
+                    f"{s['first']:+.1f} | {s['last']:+.1f} | {s['first_below_0']} | {s['last_above_0']} |")
+    return "\n".join(rows) + "\n"
+
+
+#: The tables of the designs whose analysis is one named measure (:attr:`Design.whole`), by that measure's name
+TABLES: dict[str, Callable[[Design, dict, Sequence[dict]], str]] = {
+    "lr_heldout": _lr_heldout_table, "lr_drift": _lr_drift_table, "cor_alone_drift": _cor_drift_table,
+    "lr_curve": _lr_curve_table, "dynamics": _dynamics_table}
+
+
 def _seed_pass1(d: Design, r: Reading) -> dict:
-    """Each run's pass@1 on the split: seed by seed where it reads :attr:`Design.base_runs` too (each seed's runs in the
-    base, then its own), else run by run (without the regime)."""
+    """Each run's pass@1 on the split (:func:`~ddrl.study.amendments.wide.run_levels`): run by run, or with
+    :attr:`Design.level_regimes` seed by seed (each seed's runs in those regimes' order)."""
     per = run_levels(r.df, d.split)
-    per = per.sort_values("seed", kind="stable") if d.base_runs else per.drop(columns="regime")
+    per = per.sort_values("seed", kind="stable") if d.level_regimes else per.drop(columns="regime")
     return {"seed_pass1": per.to_dict(orient="records")}
+
+
+def _vote(d: Design, r: Reading) -> dict:
+    """The vote by quarter of the RL steps (:func:`~ddrl.study.amendments.wide.vote_by_quarter`) of each run read, in
+    each of :attr:`Design.level_regimes` (its learning rates)."""
+    steps = read_csvs(csv_path(r.out, g, m, s, steps=True) for s in r.seeds for g in d.level_regimes for m in d.methods)
+    vote = pd.concat([vote_by_quarter(seeds=r.seeds, regime=g, steps=steps) for g in d.level_regimes],
+                     ignore_index=True)
+    return {"vote": vote.to_dict(orient="records")}
+
+
+def _rl_minutes(d: Design, r: Reading) -> dict:
+    """Each run's mean RL wall time in the design's regime, in minutes."""
+    rl = r.df[(r.df.regime == d.regime) & (r.df.split == "adapted")].groupby(["method", "seed"]).rl_seconds.first()
+    return {"rl_minutes": (rl.groupby("method").mean() / 60).round(2).to_dict()}
 
 
 MEASURES: dict[str, Callable[[Design, Reading], dict]] = {
     "reproduced": _reproduced, "reproduced_by_method": _reproduced_by_method, "heldout_check": _heldout_check,
     "cor_kept": _cor_kept, "retrain_check": _retrain_check, "reeval_check": _reeval_check}
 MEASURES |= {"levels": _levels, "split": _split, "c2": _c2, "divergence": _divergence, "agreeing": _agreeing}
-MEASURES |= {"seed_pass1": _seed_pass1}
+MEASURES |= {"lr_heldout": _lr_heldout, "lr_drift": _lr_drift, "cor_alone_drift": _cor_drift, "lr_curve": _lr_curve,
+             "dynamics": _dynamics}
+MEASURES |= {"seed_pass1": _seed_pass1, "vote": _vote, "rl_minutes": _rl_minutes}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -448,9 +992,16 @@ def design(name: str) -> Design:
     return DESIGNS[name]
 
 
+def _folder(d: Design, method: str, regime: str | None = None) -> str:
+    """The regime whose folder holds a run's CSVs: ``regime`` (default the design's), but the untrained run's adapted
+    rows are those of its base (:data:`~ddrl.study.plan.NO_RL`: one computation for every learning rate)."""
+    g = regime or d.regime
+    return SAME_BASE.get(g, g) if method == "no_adaptation" and d.split != HELDOUT_X else g
+
+
 def path(d: Design, out: str | Path, method: str, seed: int, regime: str | None = None) -> Path:
-    """A run's CSV on the design's split (in ``regime``: default the design's)."""
-    where = (out, regime or d.regime, method, seed)
+    """A run's CSV on the design's split (in ``regime``: default the design's; :func:`_folder`)."""
+    where = (out, _folder(d, method, regime), method, seed)
     return heldout_x_path(*where) if d.split == HELDOUT_X else csv_path(*where)
 
 
@@ -462,10 +1013,9 @@ def _needed(d: Design) -> tuple[str, ...]:
     return tuple(m for m in d.methods if m not in d.optional)
 
 
-def _complete(d: Design, root: Path) -> list[int]:
-    """Seeds with a CSV of every run the design needs (and of :attr:`Design.base_runs` in the regime's base)."""
-    have = complete_seeds(root, d.regime, _needed(d))
-    return [s for s in have if s in complete_seeds(root, SAME_BASE[d.regime], d.base_runs)] if d.base_runs else have
+def _complete(d: Design, out: str | Path, runs: Sequence[str]) -> list[int]:
+    """The seeds with a CSV of every one of ``runs`` where :func:`path` reads it."""
+    return sorted(set.intersection(*(set(complete_seeds(_csv_root(d, out), _folder(d, m), (m,))) for m in runs)))
 
 
 def _wants(d: Design, runs: Sequence[str], seed: int) -> bool:
@@ -483,110 +1033,137 @@ def jobs(d: Design, seeds: Sequence[int] | None = None, now: float | None = None
             for g, kind in groups if _wants(d, g, s)]
 
 
-def missing(d: Design, out: str | Path = RUNS, seeds: Sequence[int] | None = None) -> list[int]:
+def missing(d: Design, out: str | Path | None = None, seeds: Sequence[int] | None = None) -> list[int]:
     """Seeds without every CSV the design's analysis needs (with :attr:`Design.claim_seeds`: some claim's pair on one of
-    its seeds)."""
-    root, among = _csv_root(d, out), d.seeds if seeds is None else seeds
+    its seeds; ``out``: default its ``runs/``)."""
+    out, among = d.runs if out is None else out, d.seeds if seeds is None else seeds
     if d.claim_seeds is None:
-        return sorted(set(among) - set(_complete(d, root)))
+        return sorted(set(among) - set(_complete(d, out, _needed(d))))
     return sorted({s for c, cs in d.claim_seeds.items()
-                   for s in missing_seeds(root, d.regime, PAIRED[c][:2], [x for x in cs if x in among])})
+                   for s in (set(cs) & set(among)) - set(_complete(d, out, PAIRED[c][:2]))})
 
 
-def analysed_seeds(d: Design, out: str | Path = RUNS, seeds: Sequence[int] | None = None,
+def analysed_seeds(d: Design, out: str | Path | None = None, seeds: Sequence[int] | None = None,
                    now: float | None = None) -> list[int] | dict[str, list[int]]:
     """The seeds the plan reads (:func:`ddrl.study.amendments.wide.seeds_to_analyse`; ``seeds``: the design's unless
     given), complete in every run it needs; with :attr:`Design.claim_seeds` per claim: without a clock each claim every
     one of its own seeds, complete in its pair; with one, the complete seeds in every run, the same for every claim."""
-    among, root, what = d.seeds if seeds is None else tuple(seeds), _csv_root(d, out), f"{out}: {d.tag}"
+    out = d.runs if out is None else out
+    among, what = d.seeds if seeds is None else tuple(seeds), f"{out}: {d.tag}"
     if d.claim_seeds is not None and d.cutoff is None:
-        return {c: seeds_to_analyse([s for s in cs if s in among], complete_seeds(root, d.regime, PAIRED[c][:2]),
-                                    f"{what} {c}") for c, cs in d.claim_seeds.items()}
-    done = seeds_to_analyse(among, _complete(d, root), what, d.cutoff, now)
+        return {c: seeds_to_analyse([s for s in cs if s in among], _complete(d, out, PAIRED[c][:2]), f"{what} {c}")
+                for c, cs in d.claim_seeds.items()}
+    done = seeds_to_analyse(among, _complete(d, out, _needed(d)), what, d.cutoff, now)
     return done if d.claim_seeds is None else {c: [s for s in cs if s in done] for c, cs in d.claim_seeds.items()}
 
 
-def analyse(d: Design, out: str | Path = RUNS, n_boot: int = 4000, now: float | None = None,
+def analyse(d: Design, out: str | Path | None = None, n_boot: int = 4000, now: float | None = None,
             seeds: Sequence[int] | None = None) -> dict:
     """The design's claims on :func:`analysed_seeds`: ``entries`` (``claims.json``'s schema with ``half_width``: the
     registered ones by their matrices and rule, each on its own seeds, ours by
     :func:`~ddrl.study.claims.amendment_entry`); then, descriptive, the design's named measures (:data:`MEASURES`;
-    ``levels``: each run's mean pass@1 on the split, first where not named)."""
+    ``levels``: each run's mean pass@1 on the split, first where not named); a design's :attr:`Design.whole`
+    measure instead, on ``seeds`` (default the design's). ``out``: its ``runs/`` unless given."""
+    out = d.runs if out is None else Path(out)
+    if d.whole:
+        return MEASURES[d.whole](d, Reading(pd.DataFrame(), out, list(d.seeds if seeds is None else seeds), n_boot, {}))
     seeds = analysed_seeds(d, out, seeds, now)
     per_claim = seeds if isinstance(seeds, dict) else {}
     done = next(iter(per_claim.values())) if per_claim else seeds
     every = sorted(set().union(*per_claim.values())) if per_claim else done
-    twins = [g for g in d.level_regimes if g != d.regime]  # the default-lr twin's runs: the levels only
-    df = read_csvs([*(path(d, out, m, s, SAME_BASE[d.regime]) for m in d.base_runs for s in every),
-                    *(path(d, out, m, s) for m in d.methods for s in every),
-                    *(path(d, out, m, s, g) for g in twins for m in d.methods for s in done)])
+    # in the levels' regimes' order; the default-lr twin's runs (the levels only) where written, on ``done``
+    df = read_csvs(path(d, out, m, s, g) for g in d.level_regimes or (d.regime,)
+                   for m in (d.methods if g == d.regime or d.twin_runs is None else d.twin_runs)
+                   for s in (every if g == d.regime else done))
     entries = [wide_entry(cid, claim_matrix(df[df.seed.isin(per_claim[cid])] if per_claim else df, cid, d.regime),
                           n_boot, d.regime, SAME_BASE[d.regime]) for cid in d.registered]
     metric = "held-out pass@1" if d.split == HELDOUT_X else "adapted pass@1"
-    at = {cid: SAME_BASE[d.regime] if cid in d.in_base else d.regime for cid in d.claims}
-    entries += [amendment_entry(cid, at[cid], what, f"{metric}, {what} [points]", a, b,
-                                paired_matrix(df, at[cid], a, b, d.split).to_numpy(), MARGIN, n_boot)
-                for cid, (a, b, what) in d.claims.items()]
-    res = {"regime": d.regime, "seeds": seeds, "entries": with_half_width(validate(entries, d.regime))}
+    for cid, (a, b, what, *own) in d.claims.items():
+        claim, said, paper = own or (what, f"{metric}, {what} [points]", None)
+        at = SAME_BASE[d.regime] if cid in d.in_base else d.regime
+        entries.append({**amendment_entry(cid, at, claim, said, a, b, paired_matrix(df, at, a, b, d.split).to_numpy(),
+                                          MARGIN, n_boot), "paper": paper})
+    res = {"regime": d.regime, **({"build": d.build} if d.build else {}), "seeds": seeds,
+           **({"cutoff": d.cutoff} if d.build and d.cutoff else {}),
+           "entries": with_half_width(validate(entries, d.regime))}
     for m in d.measures if "levels" in d.measures else ("levels", *d.measures):
-        res |= MEASURES[m](d, Reading(df, Path(out), done, n_boot, res))
+        res |= MEASURES[m](d, Reading(df, out, done, n_boot, res))
     return res
 
 
-def _lr_level_rows(d: Design, res: dict) -> list[str]:
-    """The split of M1 (where measured) and the levels with each run's learning rate (:attr:`Design.level_regimes`),
-    each under a blank line."""
-    seeds = next(iter(res["seeds"].values())) if isinstance(res["seeds"], dict) else res["seeds"]
+def _level_rows(d: Design, res: dict, seeds: Sequence[int]) -> list[str]:
+    """The split of M1 (where measured) and the levels under :attr:`Design.level_header`, each under a blank line: per
+    run (``-``: untrained) its learning rate (with :attr:`Design.level_regimes`), mean pass@1 (SD) over the seeds, the
+    seeds below :attr:`Design.reference`'s run at the same lr (where there is one) and, with ``rl_minutes``, its mean
+    RL minutes in the design's regime and, with ``cor_kept``, COR's kept rollouts there. ``seeds``: those analysed (the
+    first claim's)."""
     span = f"seeds {seeds[0]}-{seeds[-1]}"
     split = ["", f"| part of DDRL - TTRL ({span}) | points |", "|---|---|",
              *(f"| {p['part']} ({p['claim']}) | {p['points']:+.2f} |" for p in res["split"])] if "split" in res else []
     if any(r["n_seeds"] != len(seeds) for r in res["levels"]):  # a run on fewer seeds (BCS+DAE in AMC-like) says so
         span = f"those of {span} it ran"
-    kept = {m: f" {k:.0f} |" for m, k in res.get("cor_kept", {}).items()}  # COR's kept rollouts, where measured
-    return [*split, "", d.level_header.format(span=span), "|---" * (d.level_header.count("|") - 1) + "|",
-            *(f"| {r['method']} | {'-' if r['method'] in NO_RL else LR_CELL[r['regime']]} | {r['pass1']:.1f} "
-              f"({r['sd']:.1f}) | {below_cell(r, d.reference)} |"
-              f"{(kept.get(r['method'], ' - |') if r['regime'] == d.regime else ' - |') if kept else ''}"
-              for r in res["levels"])]
+    head = d.level_header.format(span=span)
+    rows = [*split, "", head, "|---" * (head.count("|") - 1) + "|"]
+    with_ref = {r.get("regime") for r in res["levels"] if r["method"] == d.reference or d.reference in NO_RL}
+    for r in res["levels"]:
+        untrained = r["method"] == "no_adaptation"
+        cells = [r["method"], *(["-" if r["method"] in NO_RL else LR_CELL[r["regime"]]] if d.level_regimes else []),
+                 f"{r['pass1']:.1f} ({r['sd']:.1f})",
+                 "-" if untrained or r.get("regime") not in with_ref else below_cell(r, d.reference)]
+        own = r.get("regime", d.regime) == d.regime
+        if "rl_minutes" in res:
+            cells.append(f"{res['rl_minutes'][r['method']]:.1f}" if own else "-")
+        if "cor_kept" in res:
+            cells.append(f"{res['cor_kept'][r['method']]:.0f}" if own and r["method"] in res["cor_kept"] else "-")
+        rows.append(f"| {' | '.join(cells)} |")
+    return rows
 
 
 def markdown(d: Design, res: dict, beside: Sequence[dict]) -> str:
     """The table docs/results.md quotes: per claim the entry beside it (the registered one at the default lr in the
-    same benchmark, or the entries of :attr:`Design.beside`'s analysis), the design's, its half-width beside the
-    plan's predictions ("-": none), its verdict; then the levels. ``beside``: those entries."""
-    if d.beside is None:
-        by = {e["id"]: e for e in beside if e["regime"] == SAME_BASE[d.regime]}
-    else:
-        by = {e["id"]: e for e in beside}
-    rows = [d.header, "|---" * (6 if d.paper else 5) + "|"]
+    same benchmark, or the entries of :attr:`Design.beside`'s analyses; with none, the seeds), the design's, its
+    half-width beside the plan's predictions ("-": none), its verdict; then the levels. ``beside``: those entries."""
+    if d.whole:
+        return TABLES[d.whole](d, res, beside)
+    by = {e["id"]: e for e in beside if d.beside or e["regime"] == SAME_BASE[d.regime]}
+    seeds = next(iter(res["seeds"].values())) if isinstance(res["seeds"], dict) else res["seeds"]
+    rows = [d.header.format(span=f"seeds {seeds[0]}-{seeds[-1]}"), "|---" * (6 if d.paper else 5) + "|"]
     for e in res["entries"]:
-        if d.alone:
-            rows.append(claim_row(e, d.what(e["id"]), d.predicted.get(e["id"], "-")))
+        predicted = d.predicted.get(e["id"], "-")
+        if d.beside is None:
+            rows.append(claim_row(e, d.what(e["id"]), predicted))
             continue
         b = by.get(e["id"])
         paper = (" n/a |" if e["paper"] is None else f" {e['paper']:+.1f} |") if d.paper else ""
-        rows.append(f"| {e['id']} {d.what(e['id'])} |{paper} {'-' if b is None else entry_cell(b)} | "
-                    f"{amendment_cells(e, d.predicted.get(e['id'], '-'))}")
-    levels = ([] if not d.level_name else _lr_level_rows(d, res) if d.level_regimes or d.base_runs else
+        rows.append(f"| {e['id']} {d.what(e['id'])} |{paper} {d.unmeasured if b is None else entry_cell(b)} | "
+                    f"{amendment_cells(e, predicted)}")
+    levels = (_level_rows(d, res, seeds) if d.level_header else
               cor_level_rows(res["levels"], res["cor_kept"], d.level_name) if "cor_kept" in res else
-              held_level_rows(res["levels"], d.level_name))
+              held_level_rows(res["levels"], d.level_name) if d.level_name else [])
     return "\n".join(rows + levels) + "\n"
 
 
 def beside_entries(d: Design, results: Path | None = None) -> list[dict]:
-    """The committed entries :func:`markdown` sets beside the design's: the registered ``claims.json`` or
-    :attr:`Design.beside`'s committed analysis."""
+    """The committed entries :func:`markdown` sets beside the design's: the registered ``claims.json``'s, or those of
+    :attr:`Design.beside`'s committed analyses (none for a design without that column)."""
     if d.beside is None:
+        return []
+    if not d.beside:
         return claims.load((results or RESULTS) / "claims.json")
-    return json.loads(DESIGNS[d.beside].analysis.read_text())["entries"]
+    return [e for b in d.beside for e in
+            json.loads((DESIGNS[b].analysis if b in DESIGNS else RESULTS / b).read_text())["entries"]]
 
 
-def committed_table(name: str) -> str:
-    """The table of design ``name``'s committed analysis as notebook 06 shows it (:func:`markdown` beside its
-    :func:`beside_entries`), or a sentence saying it is not committed yet, with the command that tells how far it is."""
-    d = DESIGNS[name]
-    return committed_markdown(d.analysis, lambda res: markdown(d, res, beside_entries(d)), d.amendment,
-                              f"python -m ddrl.study status {name}")
+#: How the figures name the regimes
+REGIME_NAME = {MATH500_SMALL_LR: "MATH-500-like", SMALL_LR: "AMC-like"}
+
+
+def etmr_figure(res: dict, d: Design):
+    """:func:`ddrl.study.amendments.small_lr.figure`'s panels (descriptive; the paired intervals are the entries'): each
+    run's adapted pass@1 of the untrained model and of TTRL, ETMR and DDRL at both learning rates on the same seeds, and
+    the vote by quarter of the RL steps (an ETMR design's committed analysis, notebook 06)."""
+    return figure(res, f"{REGIME_NAME[d.regime]}, {d.build}: ETMR beside TTRL and DDRL (plan Amendment {d.amendment}, "
+                       f"seeds 0-{len(res['seeds']) - 1}; descriptive)")
 
 
 #: COR's arms' names in figures (they are COR calls, not trainer presets, so ddrl.report.plotting's labels do not name them)
@@ -615,21 +1192,34 @@ def cor_figure(cor: dict, held: dict):
     return fig
 
 
+def committed_table(name: str) -> str:
+    """The table of design ``name``'s committed analysis as notebook 06 shows it (:func:`markdown` beside its
+    :func:`beside_entries`), or a sentence saying it is not committed yet, with the command that tells how far it is."""
+    d = DESIGNS[name]
+    return committed_markdown(d.analysis, lambda res: markdown(d, res, beside_entries(d)), d.amendment,
+                              f"python -m ddrl.study status {name}")
+
+
 # ---------------------------------------------------------------------------------------------------------
 # CLI: python -m ddrl.study run|status|analyse DESIGN
 # ---------------------------------------------------------------------------------------------------------
 
 
 def run(d: Design, args: argparse.Namespace) -> str:
-    """The design's jobs on the measured base build, to its clock; a design reading the cached DDRL runs refuses a
-    seed without one before any job (it must not train one anew)."""
+    """The design's jobs on its build's measured weights, to its clock; a design reading the cached DDRL runs, or
+    loading finished runs (:attr:`Design.finished`), refuses a seed without one before any job (it must not train one
+    anew)."""
     seeds = d.seeds if args.seeds is None else tuple(s for s in d.seeds if s in set(args.seeds))
-    check_weights(scale=SCALES[args.scale])
+    regimes = regimes_path(d.results)
+    check_weights(regimes, SCALES[args.scale])
     root = args.runs_root or cache_root() / "runs"
     if d.cached_ddrl:
         refuse_untrained(seeds, root, args.scale, d.amendment, d.regime)
+    gone = untrained(seeds, root, args.scale, d.regime, d.finished, regimes) if d.finished else []
+    if gone:
+        raise ValueError(f"{root}: {d.tag} evaluates finished runs and trains none; not finished there: {gone}")
     status = run_jobs(jobs(d, seeds), SCALES[args.scale], args.out, root, clock_budget(d.cutoff, args.budget_min),
-                      args.workers, desc=f"{d.tag} run")
+                      args.workers, desc=f"{d.tag} run", regimes=regimes)
     if {"retrain_check", "reeval_check"} & set(d.measures):  # each DDRL run evaluated again (finished ones: none trains)
 
         gone = {s for _, s in untrained(seeds, root, args.scale, d.regime, ("ddrl",))}
@@ -648,14 +1238,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("what", choices=("run", "status", "analyse", "render"))
     ap.add_argument("design", help=f"one of {', '.join(DESIGNS)}")
     add_run_arguments(ap, "run: seeds N-M (default: the design's)")
+    ap.set_defaults(out=None)
     args = ap.parse_args(argv)
     try:
         d = design(args.design)
+        args.out = d.runs if args.out == RUNS else args.out  # a design of another build: its own runs/
         if args.what == "run":
             print(run(d, args))
         elif args.what == "status":
-            split = ", held-out" if d.split == HELDOUT_X else ""
-            print(seeds_line(f"{d.tag} ({d.regime}{split})", len(d.seeds), missing(d, args.out), d.cutoff))
+            where = [d.regime, *([d.build] if d.build else []), *(["held-out"] if d.split == HELDOUT_X else [])]
+            print(seeds_line(f"{d.tag} ({', '.join(where)})", len(d.seeds), missing(d, args.out), d.cutoff))
         elif args.what == "render":
             sys.stdout.write(committed_table(d.id))
         else:

@@ -34,12 +34,12 @@ import pandas as pd
 import scipy.stats as sps
 import seaborn as sns
 
-from ddrl.study.drift_data import DRIFT, PAIR, export_steps, h1x_files, heldout_rows, seed_table
-from ddrl.report.plotting import label, save_docs_figure
+from ddrl.study.drift_data import DRIFT, PAIR, drift_path, export_steps, h1x_files, heldout_rows, seed_table
+from ddrl.report.plotting import color, label, save_docs_figure
 from ddrl.run.storage import REPO, cache_root, write_json
 from ddrl.seeds import seed_range
 from ddrl.report.stats import hierarchical_bootstrap, mean_ci, paired_differences, verdict
-from ddrl.study.plan import ADAPTED_X, SCALES, Job
+from ddrl.study.plan import ADAPTED_X, COR_ONLY, RESULTS, SCALES, Job
 from ddrl.study.pool import run_jobs, status_counts
 
 
@@ -261,6 +261,101 @@ def arms_figure(table: pd.DataFrame, slope: float, which: str = "dose"):
     return fig
 
 
+# The learning rate on the Xeon build (Amendments 40-42, rows of :data:`ddrl.study.designs.DESIGNS`): the readings of
+# held-out gain against held-out KL, and the two figures notebook 06 draws from their committed analyses
+
+#: The two readings as registered (fitted on Amendment 40's 60 RL runs before any lr/3 run existed, rounded as the
+#: plan writes them; :func:`ddrl.study.designs.fit_readings` refits them): L's slope, and H's free start and slope
+LINE = -0.3636
+HINGE_K0, HINGE_B = 3.443, 0.4530
+LR_METHODS = ("ttrl", "bcs_dae", "ddrl")  # Amendment 40's methods, at each learning rate
+LR_LABELS = {"none": "no RL", "default": "default lr (3e-5)", "lr10": "lr/10 (3e-6)"}
+LR_TEXT = {"default": "default lr (3e-5)", "lr3": "lr/3 (1e-5)", "lr10": "lr/10 (3e-6)"}  # Amendment 42's labels
+COR_ALONE_LABEL = "COR alone (no RL)"
+
+
+def reading(name: str, k, slope: float | None = None) -> np.ndarray:
+    """A reading's predicted held-out gain (points) at held-out KL ``k`` (1e-3 nats/token): "L" the line through the
+    base, "R" the registered slope through the base (X3h: ``slope``, or the committed one), "H" the free start, then
+    a line (plan Amendment 42)."""
+    k = np.asarray(k, dtype=float)
+    if name == "L":
+        return LINE * k
+    if name == "R":
+        return (x3h_slope() if slope is None else slope) * k
+    if name == "H":
+        return -HINGE_B * np.maximum(0.0, k - HINGE_K0)
+    raise ValueError(f"reading must be 'L', 'R' or 'H', got {name!r}")
+
+
+def lr_drift_figure(res: dict, cor: dict | None = None):
+    """Held-out pass@1 against held-out KL, one point per run (colour: method; marker: learning rate; the untrained
+    model at 0; with ``cor``, Amendment 41's analysis, COR alone's runs), with the default-lr runs' line at W4's slope
+    and the registered build's slope (X3h) drawn through the default-lr runs' mean, both extended to zero distance:
+    where the lr/10 runs, the untrained model and COR alone would lie (Amendment 40's committed analysis ``res``)."""
+    t = pd.DataFrame(res["runs"])
+    methods = ["no_adaptation", *LR_METHODS]
+    if cor is not None:
+        t = pd.concat([t, pd.DataFrame(cor["runs"]).assign(method=COR_ONLY, lr="none")], ignore_index=True)
+        methods.append(COR_ONLY)
+    name = {m: COR_ALONE_LABEL if m == COR_ONLY else label(m) for m in methods}
+    t = t.assign(**{"method ": t["method"].map(name), "learning rate": t["lr"].map(LR_LABELS)})
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    sns.scatterplot(t, x="kl_heldout", y="heldout", hue="method ", style="learning rate", s=34, ax=ax,
+                    hue_order=[name[m] for m in methods], palette={name[m]: color(m) for m in methods},
+                    style_order=list(LR_LABELS.values()))
+    d = t[t["lr"] == "default"]
+    xs = np.array([0.0, d["kl_heldout"].max()])
+    w4 = next(e for e in res["entries"] if e["id"] == "W4")["estimate"]
+    for b, style, name in ((w4, "-", f"default-lr runs' line, W4 slope {w4:+.2f}"),
+                           (res["registered_slope"], "--", f"registered slope {res['registered_slope']:+.2f} (X3h)")):
+        ax.plot(xs, d["heldout"].mean() + b * (xs - d["kl_heldout"].mean()), color="0.3", ls=style, lw=1.1, label=name)
+    ax.set_xlabel("held-out KL to the untrained model [1e-3 nats/token]")
+    ax.set_ylabel("held-out pass@1 (1,536 fresh questions) [points]")
+    ax.set_title("Xeon build, AMC-like: TTRL, BCS+DAE, DDRL at two learning rates (Amendment 40)"
+                 + (", COR alone (41)" if cor is not None else ""), fontsize=9)
+    ax.legend(fontsize=7, title=None, loc="lower left")
+    fig.tight_layout()
+    return fig
+
+
+def lr_curve_figure(res: dict, old: pd.DataFrame, slope: float):
+    """Left: held-out gain against held-out KL, one point per run (colour: learning rate; marker: method), Amendment
+    40's runs (``old``, :func:`ddrl.study.designs.amendment40_runs`) and Amendment 42's (``res``), with the readings L,
+    R (X3h's ``slope``, :func:`x3h_slope`) and H. Right: each learning rate's and method's mean adapted gain against
+    its mean held-out gain (what a smaller learning rate trades). Draws from its arguments alone (no file read)."""
+    t = pd.concat([old, pd.DataFrame(res["runs"])], ignore_index=True)
+    t = t.assign(**{"learning rate": t["lr"].map(LR_TEXT), "method ": t["method"].map(label)})
+    order = [LR_TEXT[x] for x in ("lr10", "lr3", "default")]
+    pal = dict(zip(order, sns.color_palette("colorblind", 3)))
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.2))
+    sns.scatterplot(t, x="kl_heldout", y="gain", hue="learning rate", style="method ", hue_order=order, palette=pal,
+                    s=30, ax=ax)
+    ks = np.linspace(0, t["kl_heldout"].max() * 1.02, 200)
+    for r, style, text in (("L", "-", f"L: line through the base, {LINE:+.3f}/unit"),
+                           ("R", ":", f"R: registered X3h, {slope:+.3f}/unit"),
+                           ("H", "--", f"H: free to {HINGE_K0:.1f}, then {-HINGE_B:+.3f}/unit")):
+        ax.plot(ks, reading(r, ks, slope), color="0.3", ls=style, lw=1.1, label=text)
+    ax.axhline(0, color="0.7", lw=0.6)
+    ax.set_xlabel("held-out KL to the untrained model [1e-3 nats/token]")
+    ax.set_ylabel("held-out gain over the untrained model [points]")
+    ax.set_title("Xeon build, AMC-like: three learning rates (Amendments 40, 42)", fontsize=9)
+    ax.legend(fontsize=6.5, loc="lower left")
+    for row in res["tradeoff"]:
+        lr = LR_TEXT[row["lr"]]
+        bx.scatter(row["heldout_gain"], row["adapted_gain"], color=pal[lr], s=40,
+                   marker={"bcs_dae": "o", "ddrl": "X", "ttrl": "s"}[row["method"]])  # the left panel's markers
+        bx.annotate(f"{label(row['method']).split(' (')[0]}, {lr.split(' ')[0]}", (row["heldout_gain"], row["adapted_gain"]),
+                    fontsize=6.5, xytext=(3, 3), textcoords="offset points")
+    bx.axhline(0, color="0.7", lw=0.6)
+    bx.axvline(0, color="0.7", lw=0.6)
+    bx.set_xlabel("held-out gain, mean over seeds [points]")
+    bx.set_ylabel("adapted gain, mean over seeds [points]")
+    bx.set_title("what the learning rate trades: adapted vs held-out gain", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
 def jobs(regime: str, seeds: Sequence[int], methods: Sequence[str] = PAIR) -> list[Job]:
     """One H1x job per seed and method, seed by seed (so a budget's cut leaves whole pairs behind)."""
     return [Job(regime, s, (m,), "H1x") for s in seeds for m in methods]
@@ -281,6 +376,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--methods", nargs="+", default=list(PAIR), help="run, export, kl: whose runs (default: the "
                     "pair; Amendment 22: bcs_kl10x bcs_kl100x; 25: ttrl_kl100x ddrl_kl100x)")
     ap.add_argument("--runs-root", type=Path, default=None, help="run directories (default: <cache>/runs)")
+    ap.add_argument("--regimes", type=Path, default=RESULTS / "regimes_base.json",
+                    help="kl: the build's regimes file (default: the registered build's)")
+    ap.add_argument("--cor-alone", action="store_true", help="kl: Amendment 41's COR alone, recomputed per seed")
     ap.add_argument("--json", type=Path, default=None, help="analyse: write the entries here")
     ap.add_argument("--seed", type=int, default=0, help="analyse: the bootstrap's generator seed")
     ap.add_argument("--measure", choices=sorted(MEASURES), default="kl_late", help="analyse: X1-X4 (kl_late) or "
@@ -310,8 +408,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.what == "kl":
         from ddrl.study.drift_kl import measure_kl  # torch: the policies are sampled (this module renders without it)
 
-        n, missing = measure_kl(args.out, runs_root, args.regime, args.methods, args.drift_dir, args.scale)
-        print(f"held-out KL measured: {n} runs (final weights not under {runs_root}: {len(missing)})")
+        if args.cor_alone:  # Amendment 41: COR alone recomputed (its weights were never kept), then its KL
+            from ddrl.study.drift_kl import cor_alone_kl
+
+            for s in args.seeds:
+                path = drift_path(args.drift_dir or args.out, args.regime, COR_ONLY, s, "kl")
+                if not path.is_file():
+                    write_json(path, cor_alone_kl(s, args.regimes, args.out, args.regime, args.scale))
+            print(f"COR alone's held-out KL: {len(args.seeds)} seeds under {args.drift_dir or args.out}")
+        else:
+            n, missing = measure_kl(args.out, runs_root, args.regime, args.methods, args.drift_dir, args.scale,
+                                    regimes=args.regimes)
+            print(f"held-out KL measured: {n} runs (final weights not under {runs_root}: {len(missing)})")
     elif args.what == "figure":  # the committed runs (PANELS) -> docs/results/drift_kl_heldout.{png,pdf}
         sfx = "" if args.regime == "amc_like" else f"_{args.regime}"  # AMC-like's figures keep their names
         tables = {t: seed_table(REPO / o, args.regime, drift_dir=REPO / d if d else None) for t, o, d in PANELS

@@ -4,6 +4,16 @@
 are unchanged). :mod:`ddrl.study.drift` analyses and draws what this writes without loading torch.
 
     python -m ddrl.study.drift kl --out DIR      # measure_kl of every run under DIR
+
+Plan Amendments 40 and 41 (designs ``lr_drift`` and ``cor_alone_drift``, the Xeon build; the KLs are committed under
+``results/replication_xeon/lr_drift/``; ``DDRL_CACHE_DIR``: that build's cache, holding the runs' weights)::
+
+    python -m ddrl.study.drift export --out results/replication_xeon/runs --drift-dir results/replication_xeon/lr_drift \
+        --regime amc_like --methods ttrl bcs_dae ddrl   # the step CSVs; and amc_like_small_lr
+    python -m ddrl.study.drift kl --out results/replication_xeon/runs --drift-dir results/replication_xeon/lr_drift \
+        --regimes results/replication_xeon/regimes_base.json --regime amc_like --methods ttrl bcs_dae ddrl   # and amc_like_small_lr
+    python -m ddrl.study.drift kl --cor-alone --seeds 0-11 --out results/replication_xeon/runs \
+        --drift-dir results/replication_xeon/lr_drift --regimes results/replication_xeon/regimes_base.json  # cor_alone_kl
 """
 
 from __future__ import annotations
@@ -13,21 +23,25 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
 
+import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
+from ddrl.accel.logprob_backends import pinned_backend
 from ddrl.config import METHODS, resolve_cue
 from ddrl.study.drift_data import KL_UNIT, PAIR, drift_path, h1x_runs
 from ddrl.logprobs import response_logprobs
 from ddrl.models import load_model
 from ddrl.prompts import format_prompt
 from ddrl.study.regimes import Regime
+from ddrl.run.experiments import weights_sha256
 from ddrl.run.fingerprints import model_fingerprint
 from ddrl.run.storage import write_json
 from ddrl.run.rundir import RunDir
 from ddrl.sampling import make_sampler
 from ddrl.seeds import derive_seed
-from ddrl.study.plan import RESULTS, SCALES, check_weights, heldout_x_records, load_regimes
+from ddrl.study.plan import (COR_ONLY, RESULTS, SCALES, check_weights, csv_path, experiment, heldout_x_records,
+                             load_regimes)
 
 #: Held-out KL (Amendment 21's addendum): samples of the final policy on the first questions of H1x's fresh ones
 KL_QUESTIONS = 256
@@ -134,3 +148,28 @@ def measure_kl(out_dir: str | Path, runs_root: str | Path, regime: str, methods:
         path = drift_path(dest or out_dir, regime, m, seed, "kl")
         write_json(path, asdict(rec))
     return len(todo), missing
+
+
+def cor_alone_kl(seed: int, regimes: str | Path, out: str | Path, regime: str = "amc_like",
+                 scale: str = "default") -> dict:
+    """COR alone (plan Amendment 41) of ``seed`` in ``regime`` recomputed as the study computed it
+    (:func:`ddrl.study.jobs.refined_rows`: the seed's DDRL config, :meth:`~ddrl.run.experiments.Experiment.refine` from
+    the untrained model, one thread, log-probs pinned to "hf"; its weights were never kept), then its held-out KL to the
+    untrained model (:func:`heldout_kl`, Amendment 21's questions, samples and stream) and whether its adapted
+    evaluation equals the committed CSV under ``out`` on every question (``adapted_reproduced``). ``regimes``: the
+    build's regimes file (the Xeon build's for the committed ``results/replication_xeon/lr_drift/``)."""
+    sc = SCALES[scale]
+    reg = load_regimes(regimes, sc, names=[regime])[regime]
+    exp = experiment(reg, sc, False)
+    c = exp.config("ddrl", seed)
+    with pinned_backend("hf"), exp.threads({"device": c.device}):
+        model, tok, _, _ = exp.refine(c)  # Experiment.refined's own COR call, start="base"
+        ev = exp.evaluate(model, tok, c, seed)["adapted"]["per_question"]
+        base, _ = load_model(c.model, c.dtype, c.device)
+        prompts = kl_prompts(reg, sc, tok, c.cue, c.model)
+        s = derive_seed(seed, "drift", "kl")
+        kl, n_tok = heldout_kl(model, base, tok, prompts, KL_SAMPLES, c.max_new_tokens, s)
+    committed = pd.read_csv(csv_path(out, regime, COR_ONLY, seed), dtype={"question": str})
+    return {"kl": kl / KL_UNIT, "n_tokens": n_tok, "n_questions": len(prompts), "n_samples": KL_SAMPLES, "seed": s,
+            "weights_sha256": weights_sha256(model), "adapted_reproduced": bool(
+                committed["question"].tolist() == ev["id"] and committed["pass@1"].tolist() == ev["pass@1"])}

@@ -9,6 +9,7 @@ regime :data:`REGIME` (the same 256 questions at lr 3e-6 and 4 episodes, 128 RL 
 decided by the registered bootstrap and rule.
 
     python -m ddrl.study.amendments.small_lr regime          # results/regimes_small_lr.json from regimes_base.json (nothing measured)
+    python -m ddrl.study.amendments.small_lr regime --results results/replication_xeon   # the Xeon build's (Amendment 44)
     python -m ddrl.study.amendments.small_lr run --workers 2 # resumable, seed by seed; the untrained runs are the registered ones
     python -m ddrl.study.amendments.small_lr status
     python -m ddrl.study.amendments.small_lr analyse --json results/small_lr/claims.json
@@ -38,7 +39,8 @@ Plan Amendment 51 gives T1f at the default lr the power Amendment 50 lacked, on 
     python -m ddrl.study.amendments.small_lr analyse --table1-fixed-more --json results/small_lr/table1_fixed_more.json
 
 Plan Amendments 43 and 44 set DDRL against the paper's stronger baseline, ETMR, there (on the registered and on the
-Xeon build): :mod:`ddrl.study.amendments.small_lr_etmr`, with its own command line.
+Xeon build): the designs ``small_lr_etmr`` and ``small_lr_etmr_xeon`` of :mod:`ddrl.study.designs`
+(``python -m ddrl.study run|status|analyse DESIGN``).
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ from ddrl.run.storage import cache_root, write_json
 from ddrl.seeds import numpy_generator, seed_range
 from ddrl.study.analysis import claim_matrix, paired_matrix
 from ddrl.study.plan import (RESULTS, SAME_BASE, SCALES, SMALL_LR, STEP_COLUMNS, Job, check_weights, csv_path,
-                             load_regimes)
+                             load_regimes, regimes_path)
 from ddrl.study.pool import run_jobs, status_counts
 from ddrl.report.tables import entry_cell
 from ddrl.study.amendments.wide import (amendment_cells, below_cell, complete_seeds, level_table, levels_vote_figure, missing_seeds,
@@ -371,12 +373,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help=f"run, status, analyse: Amendment 50's T1f (its CSVs under <out>/{T1F_DIR})")
     ap.add_argument("--table1-fixed-more", action="store_true",
                     help="run, status, analyse: Amendment 51's T1f at the default lr on fresh seeds 12-45")
+    ap.add_argument("--results", type=Path, default=RESULTS,
+                    help="regime: the results tree whose build it is written for (its regimes_base.json)")
     args = ap.parse_args(argv)
     if args.table1 + args.table1_fixed + args.table1_fixed_more > 1:
         ap.error("--table1, --table1-fixed and --table1-fixed-more are three amendments: give one")
     more = (BASE_REGIME,)
     if args.what == "regime":
-        sys.stdout.write(write_json(REGIME_FILE, regime_file()))
+        sys.stdout.write(write_json(args.results / REGIME_FILE.name, regime_file(regimes_path(args.results))))
     elif args.what == "run":
         check_weights(scale=SCALES[args.scale])  # the measured base build, never a new one
         todo, desc = ((t1_jobs(args.seeds or T1_SEEDS), "Amendment 49 runs") if args.table1
