@@ -448,10 +448,7 @@ display(Markdown(designs.committed_table("etmr_heldout_amc")))  # Amendment 48
 # add to it?).
 
 # %%
-from ddrl.study.amendments import small_lr_cor
-
-cor_path = R / "small_lr" / "cor.json"
-display(Markdown(committed_markdown(cor_path, small_lr_cor.markdown, 30, "python -m ddrl.study.amendments.small_lr_cor status")))
+display(Markdown(designs.committed_table("cor_math500")))
 
 # %% [markdown]
 # **Refinement size** (R1, the paper's Table 6: keeping four times the rollouts barely matters), in AMC-like at lr/10,
@@ -520,15 +517,12 @@ display(Markdown(designs.committed_table("ttrl_heldout_amc")))
 # on the fresh questions, with COR's arms.
 
 # %%
-heldout_path = R / "small_lr" / "heldout.json"
-if heldout_path.is_file():
+display(Markdown(designs.committed_table("heldout_math500")))
+cor_path, heldout_path = designs.DESIGNS["cor_math500"].analysis, designs.DESIGNS["heldout_math500"].analysis
+if cor_path.is_file() and heldout_path.is_file():
     hres = json.loads(heldout_path.read_text())
-    display(Markdown(small_lr_cor.heldout_markdown(hres, C.load(R / "claims.json"))))
-    if cor_path.is_file():
-        rep.draw("small_lr_cor", small_lr_cor.figure, json.loads(cor_path.read_text()), hres,
-                 data=pd.DataFrame(hres["seed_pass1"]))
-else:
-    display(Markdown("Amendment 31's analysis is not committed yet (`python -m ddrl.study.amendments.small_lr_cor status`)."))
+    rep.draw("small_lr_cor", designs.cor_figure, json.loads(cor_path.read_text()), hres,
+             data=pd.DataFrame(hres["seed_pass1"]))
 
 # %% [markdown]
 # **COR alone** in every regime and on three builds of the base model: does the consensus fine-tuning alone, with no

@@ -23,8 +23,8 @@ from ddrl.study.amendments import small_lr
 from ddrl.study.amendments.small_lr import REGIME as MATH500_SMALL_LR
 from ddrl.study.analysis import claim_matrix, paired_matrix
 from ddrl.study.drift import lr_curve_figure, lr_drift_figure, x3h_slope
-from ddrl.study.plan import (COR_4X, COR_LR10, HELDOUT_X, HELDOUT_X_METHODS, PAIRED, RESULTS, SAME_BASE, SCALES,
-                             SMALL_LR, Job, csv_path, heldout_x_path)
+from ddrl.study.plan import (COR_4X, COR_LR10, COR_ONLY, HELDOUT_X, HELDOUT_X_METHODS, PAIRED, RESULTS, SAME_BASE,
+                             SCALES, SMALL_LR, Job, csv_path, heldout_x_path)
 
 RUNS, XEON = RESULTS / "runs", RESULTS / "replication_xeon" / "runs"
 
@@ -707,3 +707,84 @@ def test_amendment_54s_default_lr_row_is_the_registered_d2_and_its_spread_the_pr
     assert f"{got:.2f}" == D.DESIGNS["dynamics"].predicted["D2"] and len(D.DESIGNS["dynamics"].seeds) == 18
     section = " ".join((RESULTS / "plan.md").read_text().split("54. **Why**")[1].split())
     assert f"per-seed SD ({sd:.2f}, 46 seeds) predicts a half-width of **{got:.2f}** at 18 seeds" in section
+
+
+# --- COR alone (Amendments 30, 31, 34-38) ---
+
+
+def test_cors_arms_start_where_the_plan_says_and_are_evaluated_on_math500_likes_fresh_questions():
+    """Amendment 30's arms, seed by seed: COR at lr/10 refines the RL-only weights, COR alone the untrained model
+    (:data:`~ddrl.study.plan.REFINED`); Amendment 31's one H1x job per seed, on MATH-500-like's fresh questions."""
+    from ddrl.study.plan import REFINED, heldout_x_records, load_regimes
+
+    d, h = D.DESIGNS["cor_math500"], D.DESIGNS["heldout_math500"]
+    assert D.jobs(d, (0, 1)) == [Job(d.regime, s, (m,), "K lr/10") for s in (0, 1) for m in (COR_LR10, COR_ONLY)]
+    assert [(j.seed, set(j.methods), j.label) for j in D.jobs(h, (3,))] == [
+        (3, {"no_adaptation", "ttrl", "ddrl", "bcs_dae", COR_ONLY}, "H1x")]
+    assert REFINED[COR_4X] == (4, 1, "rl") and REFINED[COR_LR10] == (1, 10, "rl") and REFINED[COR_ONLY] == (1, 1, "base")
+    regs = load_regimes(names=["math500_like", MATH500_SMALL_LR])
+    assert heldout_x_records(regs[MATH500_SMALL_LR], 64) == heldout_x_records(regs["math500_like"], 64)
+
+
+def test_refined_rejects_a_bad_start_or_learning_rate():
+    from ddrl.run.experiments import Experiment
+
+    exp = Experiment([{"prompt": "1+1", "answer": "2", "id": "q"}], (), overrides={})
+    with pytest.raises(ValueError, match="start must be 'rl' or 'base'"):
+        exp.refined(0, 4, start="sft")
+    with pytest.raises(ValueError, match="lr must be > 0"):
+        exp.refined(0, 4, lr=0.0)
+
+
+def test_amendments_30_to_32s_predicted_half_widths_are_the_measured_components():
+    """30's from the committed lr/10 matrices (K1, K2: A3's; K3: P2's; K4: M1's), 32's from the default-lr M1 and P2
+    matrices of seeds 0-17, 31's from the default-lr MATH-500-like H1x matrices, at 18 seeds, as the plan states them."""
+    d, h = D.DESIGNS["cor_math500"], D.DESIGNS["heldout_math500"]
+    source = {"K1": (("A3", d.regime),), "K2": (("A3", d.regime),), "K3": (("P2", d.regime),), "K4": (("M1", d.regime),),
+              "K5": (("M1", "math500_like"), ("P2", "math500_like"))}
+    df = pd.concat([pd.read_csv(p, dtype={"question": str}) for r, ms in (
+        (d.regime, ("ttrl", "bcs_dae", "ddrl")), ("math500_like", ("no_adaptation", "ttrl", "ddrl")))
+                    for m in ms for p in sorted((RUNS / r).glob(f"{m}-seed[0-9][0-9].csv.gz"))])
+    df = df[df.seed.isin(d.seeds)]
+    for cid, want in d.predicted.items():
+        hw = [predicted_half_width(variance_components(claim_matrix(df, c, r).to_numpy()), len(d.seeds), 256)
+              for c, r in source[cid]]
+        assert " / ".join(f"{x:.2f}" for x in hw) == want, cid
+    for cid in PAIRED.keys() & set(h.registered):
+        held = pd.concat([pd.read_csv(p, dtype={"question": str}) for m in PAIRED[cid][:2]
+                          for p in sorted((RUNS / HELDOUT_X / "math500_like").glob(f"{m}-seed*.csv.gz"))])
+        vc = variance_components(claim_matrix(held, cid, "math500_like").to_numpy())
+        assert f"{predicted_half_width(vc, len(h.seeds), 1536):.2f}" == h.predicted[cid], cid
+    plan = " ".join((RESULTS / "plan.md").read_text().split())
+    assert "K1 and K2 from A3's (COR against no COR on the same weights) 1.84; K3 from P2's" in plan
+    assert "H1x 1.36, H1xT 1.06, H1xD 0.85, H1xC 0.45, H1xR 0.80" in plan
+    assert "2.08 (M1's components, two trained methods) to 3.16 (P2's" in plan
+
+
+@pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
+def test_amendments_30_and_31_smoke_run_and_analyse(smoke, tmp_path):
+    """On Amendment 28's smoke runs and 29's BCS+DAE: Amendment 31 refuses before DDRL is trained; COR at lr/10 refines
+    the DDRL run's RL-only weights (its CSV names that run), COR alone names no run and no RL time; K1 + K2 = A3 and
+    K5 pairs the default-lr DDRL run with COR alone's lr/10 CSV; the held-out job reproduces each run's adapted rows."""
+    out, common = smoke
+    reg = MATH500_SMALL_LR
+    assert study.main(["run", "heldout_math500", *common[:-4], "--runs-root", str(tmp_path / "none"),
+                       "--out", str(tmp_path)]) == 2  # nothing trained there: refused, not trained anew
+    assert study.main(["run", "ablation", *common]) == 0
+    study.run_jobs([Job("math500_like", s, ("ddrl",), "K5") for s in (0, 1)], SCALES["smoke"], out, common[-3],
+                   workers=2, progress=False)  # the default-lr DDRL runs K5 reads
+    assert study.main(["run", "cor_math500", *common]) == 0 and study.main(["run", "heldout_math500", *common]) == 0
+    for s in (0, 1):
+        ddrl, lr10, alone = (pd.read_csv(csv_path(out, reg, m, s)) for m in ("ddrl", COR_LR10, COR_ONLY))
+        assert set(lr10.run) == set(ddrl.run)
+        assert alone.run.isna().all() and set(alone.rl_seconds) == {0.0} and (alone.cor_seconds > 0).all()
+    d = D.DESIGNS["cor_math500"]
+    res = D.analyse(d, out, n_boot=200, seeds=(0, 1))
+    assert [e["regime"] for e in res["entries"]] == [reg] * 4 + ["math500_like"]
+    q = _pivot(out, reg, ("ddrl", "bcs_dae", COR_LR10, COR_ONLY))
+    k = {e["id"]: e["estimate"] for e in res["entries"]}
+    assert k["K1"] + k["K2"] == pytest.approx(100 * (q.ddrl - q.bcs_dae).mean())  # K1 + K2 = A3
+    base = _pivot(out, "math500_like", ("ddrl",))
+    assert k["K5"] == pytest.approx(100 * (base.ddrl - q[COR_ONLY]).mean())
+    held = D.analyse(D.DESIGNS["heldout_math500"], out, n_boot=200, seeds=(0, 1))
+    assert held["registered_checked"] == 8 and held["registered_reproduced"] == 8

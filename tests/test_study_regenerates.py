@@ -106,8 +106,6 @@ REGENERATE = {
     "small_lr/table1.json": lambda: _call("small_lr", "analyse_t1"),
     "small_lr/table1_fixed.json": lambda: _call("small_lr", "analyse_t1f"),
     "small_lr/table1_fixed_more.json": lambda: _call("small_lr", "analyse_t1f_more"),
-    "small_lr/cor.json": lambda: _call("small_lr_cor", "analyse"),
-    "small_lr/heldout.json": lambda: _call("small_lr_cor", "analyse_heldout"),
     "small_lr/cor4x_lr10_amc.json": lambda: _call("small_lr_refine", "analyse_gentle", regime="amc_like_small_lr"),
     "small_lr/cor4x_lr10_math500.json": lambda: _call("small_lr_refine", "analyse_gentle",
                                                       regime="math500_like_small_lr"),

@@ -28,31 +28,33 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, NamedTuple, Sequence
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import seaborn as sns
 from scipy.optimize import least_squares
 
-from ddrl.report.plotting import label
+from ddrl.report.plotting import color, label
 from ddrl.report.stats import advantage_quarters, advantage_statistic, mean_ci, verdict
 from ddrl.report.tables import committed_markdown, entry_cell, entry_ci
 from ddrl.run.pool import clock_budget
 from ddrl.run.storage import cache_root, write_json
+from ddrl.seeds import numpy_generator
 from ddrl.study.amendments.cor_alone import HELDOUT_LR10
 from ddrl.study.amendments.small_lr import (COMPARISON as AMENDMENT28_WHAT, LR_CELL, OUT, RUNS, add_run_arguments,
                                             figure, seeds_line)
 from ddrl.study.amendments.wide import (MIN_SEEDS, amendment_cells, below_cell, claim_row, complete_seeds,
-                                        cor_level_rows, held_level_rows, level_table, read_csvs,
+                                        cor_level_rows, held_level_rows, level_table, levels_panel, read_csvs,
                                         reproduced_counts, run_levels, seeds_to_analyse, seeds_to_start,
                                         vote_by_quarter, wide_entry)
 from ddrl.study.analysis import claim_matrix, paired_matrix, rl_divergence
 from ddrl.study import claims
 from ddrl.study.claims import amendment_entry, entry, table2_difference, validate, with_half_width
 from ddrl.study.amendments.small_lr import REGIME as MATH500_SMALL_LR
-from ddrl.study.amendments.small_lr_cor import HELDOUT_CLAIMS, untrained
 from ddrl.study.amendments.small_lr_refine import check_rows, refuse_untrained
-from ddrl.study.plan import (RESULTS, COR_4X, COR_LR10, HELDOUT_X, KNOWN_DIVERGENCES, PAIRED, SAME_BASE, SCALES,
-                             SHARES_DDRL_RL, SMALL_LR, Job, check_weights, csv_path, heldout_x_path, COR_ONLY,
-                             HELDOUT_X_METHODS, adapted_x_path, regimes_path)
+from ddrl.study.plan import (RESULTS, COR_4X, COR_LR10, HELDOUT_CLAIMS, HELDOUT_X, KNOWN_DIVERGENCES, NO_RL, PAIRED,
+                             SAME_BASE, SCALES, SHARES_DDRL_RL, SMALL_LR, Job, check_weights, csv_path, heldout_x_path,
+                             COR_ONLY, HELDOUT_X_METHODS, adapted_x_path, regimes_path, untrained)
 from ddrl.study.pool import run_jobs, status_counts
 from ddrl.study.drift import (HINGE_B, HINGE_K0, LINE, LR_LABELS, LR_METHODS, LR_TEXT, kl_fit, paired_t, reading,
                               x3h_slope)
@@ -94,9 +96,9 @@ class Design:
     # by name or files under results/ (empty: the registered ones; None: no such column, the rows of
     # :func:`~ddrl.study.amendments.wide.claim_row`)
     header: str = ""  # its table's header row ({span}: the seeds analysed)
-    level_name: str = "run (lr/10)"  # its level table's first column (without ``level_header``)
+    level_name: str = "run (lr/10)"  # its level table's first column (without ``level_header``; "": no level table)
     unmeasured: str = "-"  # its table's cell where no entry is set beside
-    names: dict | None = None  # its table's texts of the registered claims, where not :data:`REGISTERED_WHAT`'s
+    names: dict | None = None  # its table's texts of claims, where not ``claims``' or :data:`REGISTERED_WHAT`'s
     results: Path = RESULTS  # its results tree: ``runs/`` holds the CSVs, its regimes file names the build
     build: str | None = None  # the build its analysis names (after the regime; with a clock, that after the seeds)
     finished: tuple[str, ...] = ()  # trained runs its jobs load: refuse a seed whose run is not finished (none trains)
@@ -106,6 +108,8 @@ class Design:
     # measures on the first claim's; without a clock each claim waits for its own, with one all share the complete ones)
     level_regimes: tuple[str, ...] = ()  # levels per regime of these, in this order (the default-lr twin's runs
     # read where written, on the first claim's seeds), with a regime and learning-rate column; (): the design's, by run
+    twin_runs: tuple[str, ...] | None = None  # the runs read in ``level_regimes``' other regimes (None: ``methods``)
+    in_base: tuple[str, ...] = ()  # ours decided in the regime's base (SAME_BASE; its ``a``: the twin's run there)
     level_header: str = ""  # the level table's header row ({span}: the seeds it covers), its columns
     # :func:`_level_rows`'; "": :func:`~ddrl.study.amendments.wide.held_level_rows`' (or the COR table's)
     whole: str | None = None  # a named measure that is the whole analysis (its own reading of its files: across
@@ -120,7 +124,9 @@ class Design:
         return self.results / "runs"
 
     def what(self, cid: str) -> str:
-        return self.claims[cid][2] if cid in self.claims else (self.names or REGISTERED_WHAT)[cid]
+        if self.names and cid in self.names:
+            return self.names[cid]
+        return self.claims[cid][2] if cid in self.claims else REGISTERED_WHAT[cid]
 
 
 #: What the tables call the registered claims the designs decide
@@ -378,6 +384,43 @@ DESIGNS = {d.id: d for d in (
            OUT / "etmr_heldout_amc.json", "### In AMC-like (plan Amendments 46 and 47)", finished=("etmr",),
            build="registered build", header=_ETMR_HELD_HEADER.format(name="AMC-like", build="registered build"),
            **_ETMR_HELD),
+    # --- COR alone (Amendments 30, 31, 34-38) ---
+    # Amendments 30 and 32: at lr/10 in MATH-500-like, COR at 1e-6 from the RL-only weights of Amendment 28's DDRL runs
+    # and COR alone (1e-5, from the untrained model, no RL), each one COR call; K5: DDRL at the default lr - COR alone
+    # (it runs no RL: its lr/10 CSVs are that computation). Predicted at 18 x 256: K1, K2 from the lr/10 A3 matrix, K3
+    # from P2's, K4 from M1's, K5 from the default-lr M1 and P2 matrices of seeds 0-17
+    Design("cor_math500", 30, MATH500_SMALL_LR, tuple(range(18)), None, (COR_LR10, COR_ONLY),
+           ("no_adaptation", "ttrl", "bcs_dae", "ddrl", COR_LR10, COR_ONLY), (),
+           {"K1": (COR_LR10, "bcs_dae", "COR at lr 1e-6 - BCS+DAE (the RL-only weights)"),
+            "K2": ("ddrl", COR_LR10, "DDRL (COR at 1e-5) - COR at 1e-6"),
+            "K3": (COR_ONLY, "no_adaptation", "COR alone (no RL) - no adaptation"),
+            "K4": ("ddrl", COR_ONLY, "DDRL - COR alone"), "K5": ("ddrl", COR_ONLY, "DDRL at the default lr - COR alone")},
+           {"K1": "1.84", "K2": "1.84", "K3": "2.49", "K4": "1.82", "K5": "2.08 / 3.16"}, OUT / "cor.json",
+           "## COR's learning rate, and COR without RL, at the small learning rate (plan Amendments 30 and 32)",
+           split="adapted", job_kind="K lr/10", measures=("levels", "cor_kept", "seed_pass1"), cached_ddrl=False,
+           cor_runs=("ddrl", COR_LR10, COR_ONLY), beside=None, level_regimes=("math500_like", MATH500_SMALL_LR),
+           twin_runs=("no_adaptation", "ddrl"), in_base=("K5",),
+           header="| claim (MATH-500-like, adapted pass@1, points) | seeds | estimate [95% CI] | half-width (predicted) | "
+                  "verdict |",
+           level_header="| method | RL learning rate | adapted pass@1, mean over seeds (SD) | seeds below the untrained "
+                        "run | COR's kept rollouts |"),
+    # Amendments 31 and 33: Amendment 28's runs (and COR alone, recomputed) on H1x's 1,536 fresh MATH-500-like
+    # questions, the H1x family there, beside the default lr's (other seeds: read across). Predicted at 18 x 1,536 from
+    # the default-lr MATH-500-like H1x matrices (K3x, K4x: the family's range)
+    Design("heldout_math500", 31, MATH500_SMALL_LR, tuple(range(18)), None, (*HELDOUT_X_METHODS, COR_ONLY),
+           ("no_adaptation", "ttrl", "bcs_dae", "ddrl", COR_ONLY), HELDOUT_CLAIMS,
+           {"K3x": (COR_ONLY, "no_adaptation", "COR alone (no RL) - no adaptation, held-out"),
+            "K4x": ("ddrl", COR_ONLY, "DDRL - COR alone, held-out")},
+           {"H1x": "1.36", "H1xT": "1.06", "H1xD": "0.85", "H1xC": "0.45", "H1xR": "0.80", "K3x": "0.45-1.36",
+            "K4x": "0.45-1.36"}, OUT / "heldout.json",
+           "## Held-out transfer at the small learning rate (plan Amendments 31 and 33)", job_per_run=False,
+           cached_ddrl=False, finished=("ttrl", "ddrl"),
+           measures=("levels", "seed_pass1", "reproduced"), level_name="",
+           names={"H1x": "DDRL - no adaptation", "H1xT": "TTRL - no adaptation", "H1xD": "DDRL - TTRL",
+                  "H1xC": "DDRL - BCS+DAE", "H1xR": "BCS+DAE - TTRL", "K3x": "COR alone (no RL) - no adaptation",
+                  "K4x": "DDRL - COR alone"},
+           header=_HELD_HEADER.format(where="MATH-500-like ", beside="default lr (registered)",
+                                      this="lr/10 (Amendments 31, 33)", at="")),
 )}
 
 
@@ -421,7 +464,8 @@ def _heldout_check(d: Design, r: Reading) -> dict:
 
 def _cor_kept(d: Design, r: Reading) -> dict:
     """COR's mean kept rollouts per run of :attr:`Design.cor_runs` over the seeds (adapted rows)."""
-    kept = r.df[r.df.split == "adapted"].drop_duplicates(["method", "seed"]).groupby("method", sort=False)["cor_kept"]
+    own = r.df[(r.df.split == "adapted") & (r.df.regime == d.regime)]
+    kept = own.drop_duplicates(["method", "seed"]).groupby("method", sort=False)["cor_kept"]
     return {"cor_kept": {m: float(kept.mean()[m]) for m in d.cor_runs}}
 
 
@@ -455,12 +499,14 @@ def _reeval_check(d: Design, r: Reading) -> dict:
 
 def _levels(d: Design, r: Reading) -> dict:
     """Each run's mean pass@1 on the split over the seeds, its SD and the seeds below :attr:`Design.reference`'s run
-    (:func:`~ddrl.study.amendments.wide.level_table`): by run, or per regime of :attr:`Design.level_regimes`."""
+    (:func:`~ddrl.study.amendments.wide.level_table`): by run, or per regime of :attr:`Design.level_regimes` (against
+    an untrained reference, one computation, across them)."""
     per = run_levels(r.df[r.df.seed.isin(r.seeds)], d.split)
     if not d.level_regimes:
         return {"levels": level_table(per, ("method",), d.reference, sort=False).to_dict(orient="records")}
-    return {"levels": pd.concat([level_table(per[per.regime == g], ("regime", "method"), d.reference, sort=False)
-                                 for g in d.level_regimes], ignore_index=True).to_dict(orient="records")}
+    parts = [per] if d.reference in NO_RL else [per[per.regime == g] for g in d.level_regimes]  # untrained: every lr's
+    return {"levels": pd.concat([level_table(p, ("regime", "method"), d.reference, sort=False) for p in parts],
+                                ignore_index=True).to_dict(orient="records")}
 
 
 def _split(d: Design, r: Reading) -> dict:
@@ -1026,16 +1072,17 @@ def analyse(d: Design, out: str | Path | None = None, n_boot: int = 4000, now: f
     done = next(iter(per_claim.values())) if per_claim else seeds
     every = sorted(set().union(*per_claim.values())) if per_claim else done
     # in the levels' regimes' order; the default-lr twin's runs (the levels only) where written, on ``done``
-    df = read_csvs(path(d, out, m, s, g) for g in d.level_regimes or (d.regime,) for m in d.methods
+    df = read_csvs(path(d, out, m, s, g) for g in d.level_regimes or (d.regime,)
+                   for m in (d.methods if g == d.regime or d.twin_runs is None else d.twin_runs)
                    for s in (every if g == d.regime else done))
     entries = [wide_entry(cid, claim_matrix(df[df.seed.isin(per_claim[cid])] if per_claim else df, cid, d.regime),
                           n_boot, d.regime, SAME_BASE[d.regime]) for cid in d.registered]
     metric = "held-out pass@1" if d.split == HELDOUT_X else "adapted pass@1"
     for cid, (a, b, what, *own) in d.claims.items():
         claim, said, paper = own or (what, f"{metric}, {what} [points]", None)
-        entries.append({**amendment_entry(cid, d.regime, claim, said, a, b,
-                                          paired_matrix(df, d.regime, a, b, d.split).to_numpy(), MARGIN, n_boot),
-                        "paper": paper})
+        at = SAME_BASE[d.regime] if cid in d.in_base else d.regime
+        entries.append({**amendment_entry(cid, at, claim, said, a, b, paired_matrix(df, at, a, b, d.split).to_numpy(),
+                                          MARGIN, n_boot), "paper": paper})
     res = {"regime": d.regime, **({"build": d.build} if d.build else {}), "seeds": seeds,
            **({"cutoff": d.cutoff} if d.build and d.cutoff else {}),
            "entries": with_half_width(validate(entries, d.regime))}
@@ -1048,7 +1095,8 @@ def _level_rows(d: Design, res: dict, seeds: Sequence[int]) -> list[str]:
     """The split of M1 (where measured) and the levels under :attr:`Design.level_header`, each under a blank line: per
     run (``-``: untrained) its learning rate (with :attr:`Design.level_regimes`), mean pass@1 (SD) over the seeds, the
     seeds below :attr:`Design.reference`'s run at the same lr (where there is one) and, with ``rl_minutes``, its mean
-    RL minutes in the design's regime. ``seeds``: those analysed (the first claim's)."""
+    RL minutes in the design's regime and, with ``cor_kept``, COR's kept rollouts there. ``seeds``: those analysed (the
+    first claim's)."""
     span = f"seeds {seeds[0]}-{seeds[-1]}"
     split = ["", f"| part of DDRL - TTRL ({span}) | points |", "|---|---|",
              *(f"| {p['part']} ({p['claim']}) | {p['points']:+.2f} |" for p in res["split"])] if "split" in res else []
@@ -1056,14 +1104,17 @@ def _level_rows(d: Design, res: dict, seeds: Sequence[int]) -> list[str]:
         span = f"those of {span} it ran"
     head = d.level_header.format(span=span)
     rows = [*split, "", head, "|---" * (head.count("|") - 1) + "|"]
-    with_ref = {r.get("regime") for r in res["levels"] if r["method"] == d.reference}
+    with_ref = {r.get("regime") for r in res["levels"] if r["method"] == d.reference or d.reference in NO_RL}
     for r in res["levels"]:
         untrained = r["method"] == "no_adaptation"
-        cells = [r["method"], *(["-" if untrained else LR_CELL[r["regime"]]] if d.level_regimes else []),
+        cells = [r["method"], *(["-" if r["method"] in NO_RL else LR_CELL[r["regime"]]] if d.level_regimes else []),
                  f"{r['pass1']:.1f} ({r['sd']:.1f})",
                  "-" if untrained or r.get("regime") not in with_ref else below_cell(r, d.reference)]
+        own = r.get("regime", d.regime) == d.regime
         if "rl_minutes" in res:
-            cells.append(f"{res['rl_minutes'][r['method']]:.1f}" if r["regime"] == d.regime else "-")
+            cells.append(f"{res['rl_minutes'][r['method']]:.1f}" if own else "-")
+        if "cor_kept" in res:
+            cells.append(f"{res['cor_kept'][r['method']]:.0f}" if own and r["method"] in res["cor_kept"] else "-")
         rows.append(f"| {' | '.join(cells)} |")
     return rows
 
@@ -1086,8 +1137,9 @@ def markdown(d: Design, res: dict, beside: Sequence[dict]) -> str:
         paper = (" n/a |" if e["paper"] is None else f" {e['paper']:+.1f} |") if d.paper else ""
         rows.append(f"| {e['id']} {d.what(e['id'])} |{paper} {d.unmeasured if b is None else entry_cell(b)} | "
                     f"{amendment_cells(e, predicted)}")
-    levels = (cor_level_rows(res["levels"], res["cor_kept"], d.level_name) if "cor_kept" in res else
-              _level_rows(d, res, seeds) if d.level_header else held_level_rows(res["levels"], d.level_name))
+    levels = (_level_rows(d, res, seeds) if d.level_header else
+              cor_level_rows(res["levels"], res["cor_kept"], d.level_name) if "cor_kept" in res else
+              held_level_rows(res["levels"], d.level_name) if d.level_name else [])
     return "\n".join(rows + levels) + "\n"
 
 
@@ -1112,6 +1164,32 @@ def etmr_figure(res: dict, d: Design):
     the vote by quarter of the RL steps (an ETMR design's committed analysis, notebook 06)."""
     return figure(res, f"{REGIME_NAME[d.regime]}, {d.build}: ETMR beside TTRL and DDRL (plan Amendment {d.amendment}, "
                        f"seeds 0-{len(res['seeds']) - 1}; descriptive)")
+
+
+#: COR's arms' names in figures (they are COR calls, not trainer presets, so ddrl.report.plotting's labels do not name them)
+ARM_LABELS = {COR_LR10: "DDRL with COR at lr/10", COR_ONLY: "COR alone (no RL)"}
+
+
+def cor_figure(cor: dict, held: dict):
+    """Descriptive (the paired intervals are the entries'): each run's adapted pass@1 of the seven runs K1-K5 read
+    (``cor``: design ``cor_math500``'s analysis) and each run's held-out pass@1 on the fresh questions (``held``:
+    ``heldout_math500``'s), one dot per seed, :func:`ddrl.study.amendments.wide.levels_panel`."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1.5, 1]})
+    rng = numpy_generator(0, "figure", MATH500_SMALL_LR, "cor")
+    for ax, res, ylabel, title in ((axes[0], cor, "adapted pass@1 (%)", "adapted questions"),
+                                   (axes[1], held, "held-out pass@1 (%)", "fresh questions")):
+        title = f"{res['entries'][0]['n_questions']:,} {title}"
+        per = pd.DataFrame(res["seed_pass1"])
+        default = (per.get("regime") == SAME_BASE[MATH500_SMALL_LR]) & (per.method != "no_adaptation")
+        name = per.method.map(lambda m: ARM_LABELS.get(m) or label(m))
+        per["run"] = name.where(~default, name + "\ndefault lr")
+        palette = dict(zip(per.run, per.method.map(color)))
+        levels_panel(ax, per, list(dict.fromkeys(per.run)), palette, rng, ylabel, title)
+        sns.despine(ax=ax)
+    fig.suptitle("MATH-500-like at lr/10: COR's learning rate, COR without RL, and held-out transfer "
+                 "(plan Amendments 30-33; descriptive)", fontsize=10)
+    fig.tight_layout()
+    return fig
 
 
 def committed_table(name: str) -> str:

@@ -53,7 +53,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from ddrl.accel.logprob_backends import pinned_backend
+from ddrl.config import METHODS as PRESETS
 from ddrl.run.fingerprints import model_fingerprint
+from ddrl.run.rundir import RunDir
 from ddrl.study.regimes import WEAK_REGIME, Regime, candidate_records
 from ddrl.run.storage import REPO
 from ddrl.run.cache import owner_lock
@@ -97,6 +100,8 @@ HELDOUT_X = "heldout_x"
 ADAPTED_X = "adapted_x"  # an H1x run's adapted questions, where no registered CSV holds them
 HELDOUT_X_AMENDMENTS = "11-17, 19, 20"  # the plan amendments that register H1x and its family
 HELDOUT_X_METHODS = ("ddrl", "no_adaptation", "ttrl", "bcs_dae")
+#: The H1x family, as the lr/10 amendments decide it on the fresh questions (Amendments 31, 38, 45)
+HELDOUT_CLAIMS = ("H1x", "H1xT", "H1xD", "H1xC", "H1xR")
 #: Regimes on the AMC-like questions, which take the AMC-like seed count.
 AMC_SEEDED = (SMALL_LR, WEAK_REGIME)
 #: Regimes whose untrained model is another regime's: the same base weights, adapted questions and evaluation
@@ -387,6 +392,19 @@ def experiment(regime: Regime, scale: Scale, heldout: bool, runs_root: str | Pat
     held = registered if held is None else list(held)
     return Experiment(adapted, held if heldout else (), overrides={**regime.trainer_overrides(), **scale.knobs},
                       runs_root=Path(runs_root) if runs_root else None, progress=False, workers=1)
+
+
+def untrained(seeds: Sequence[int], runs_root: str | Path, scale: str = "default", regime: str = "math500_like_small_lr",
+              methods: Sequence[str] = ("ttrl", "ddrl"), regimes: str | Path | None = None) -> list[tuple[str, int]]:
+    """The (method, seed) pairs of ``methods`` whose run in ``regime`` (as the regimes file ``regimes`` defines it,
+    default the registered study's) is not finished under ``runs_root``: the amendments that evaluate or refine
+    finished runs (31, 38, 45, 56-61) must not train one anew."""
+    sc = SCALES[scale]
+    listed = load_regimes(scale=sc, names=[regime]) if regimes is None else load_regimes(regimes, sc, [regime])
+    exp = experiment(listed[regime], sc, False, runs_root)
+    with pinned_backend("hf"):  # as the study's jobs run (ddrl.study.jobs.run_job): the backend enters the run's key
+        return [(m, s) for s in seeds for m in methods
+                if not RunDir(exp.run_dir(PRESETS[m][0], exp.config(m, s))).finished()]
 
 
 #: The run CSVs' suffix: gzipped (~15x smaller; pandas reads them as they are), so the committed results stay small

@@ -53,9 +53,8 @@ from ddrl.run.storage import cache_root, write_json
 from ddrl.seeds import numpy_generator
 from ddrl.study.amendments.small_lr import RUNS, add_run_arguments, seeds_line
 from ddrl.study.analysis import paired_matrix, same_as_registered
-from ddrl.study.amendments.small_lr_cor import untrained
 from ddrl.study.plan import (COR_ONLY, HELDOUT_X, NO_RL, PAIRED, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, adapted_x_path,
-                             check_weights, csv_path, heldout_x_path, regimes_path)
+                             check_weights, csv_path, heldout_x_path, regimes_path, untrained)
 from ddrl.study.pool import run_jobs, status_counts
 from ddrl.report.tables import entry_cell, entry_ci
 from ddrl.study.amendments.wide import (VERDICT_MD, below_cell, level_table, levels_panel, missing_seeds, reproduced_counts,

@@ -354,7 +354,7 @@ def seeds_line(what: str, total: int, missing: Sequence[int], cutoff: str | None
 
 
 def add_run_arguments(ap: argparse.ArgumentParser, seeds_help: str) -> None:
-    """The options every lr/10 amendment's command line shares (this module's, :mod:`ddrl.study.amendments.small_lr_cor`'s)."""
+    """The options every lr/10 amendment's command line shares (this module's, :mod:`ddrl.study.designs`')."""
     ap.add_argument("--seeds", type=seed_range, default=None, help=seeds_help)
     ap.add_argument("--scale", choices=sorted(SCALES), default="default")
     ap.add_argument("--workers", type=int, default=None)

@@ -33,10 +33,9 @@ from ddrl.report.plotting import color, save_docs_figure
 from ddrl.run.storage import cache_root, write_json
 from ddrl.study.amendments.small_lr import OUT, RUNS, add_run_arguments, seeds_line
 from ddrl.study.amendments.small_lr import REGIME as MATH500_SMALL_LR
-from ddrl.study.amendments.small_lr_cor import untrained
 from ddrl.study.analysis import paired_matrix
 from ddrl.study.plan import (COR_4X, COR_4X_LR10, COR_LR10, HELDOUT_X, SCALES, SMALL_LR, Job, check_weights,
-                             csv_path)
+                             csv_path, untrained)
 from ddrl.study.pool import run_jobs, status_counts
 from ddrl.study.amendments.wide import (amendment_cells, level_table, missing_seeds,
                        read_csvs, reproduced_counts, run_levels, seeds_to_analyse, seeds_to_start)
