@@ -82,6 +82,15 @@ def test_runs_and_writes_manifest(workspace):
     assert (out / "01_squares.html").stat().st_size > 0
 
 
+
+def test_the_kernel_talks_to_the_runner_over_unix_sockets_not_tcp(workspace, capfd):
+    """The notebooks' kernel listens on Unix sockets in a private folder (jupyter_client's ipc transport), never on
+    TCP ports any local process could connect to and run code through; ipykernel's warning stays out of the log."""
+    assert reproduce.main(["--preset", "smoke", "--no-html", "--output-dir", str(workspace / "out")]) == 0
+    err = capfd.readouterr().err
+    assert "without encryption" not in err and "IPKernelApp" not in err
+    assert not list((workspace / "notebooks").glob("kernel*"))  # no socket files beside the notebooks
+
 def test_rerunning_one_notebook_keeps_the_others_in_the_manifest(workspace):
     nb_dir = workspace / "notebooks"
     twin = (nb_dir / "01_squares.ipynb").read_text().replace("01_squares", "02_squares")

@@ -257,12 +257,32 @@ def run_notebook(notebook: Path, params: dict, out_dir: Path, progress: bool = T
     import papermill  # seconds to import (nbformat's schema): after the parameter check
 
     executed = out_dir / notebook.name
-    with environ(**KERNEL_ENV):
+    with environ(**KERNEL_ENV), tempfile.TemporaryDirectory(prefix="ddrl-kernel-") as sockets:
         papermill.execute_notebook(
             str(notebook), str(executed), parameters=params, kernel_name="python3", engine_name=_tracking_engine(),
             cwd=str(notebook.parent), progress_bar=progress, request_save_on_cell_execute=True,
+            kernel_manager_class=_ipc_kernel_manager(sockets),
         )
     return executed
+
+
+def _ipc_kernel_manager(sockets: str) -> type:
+    """A kernel manager whose kernel talks to the runner over Unix sockets in the private folder ``sockets``
+    (jupyter_client's ``ipc`` transport), never over TCP: nothing else on the machine can connect to the kernel and
+    run code in it, and ipykernel's warning about an unencrypted TCP kernel stays out of the batch log."""
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import default
+
+    class IPCKernelManager(AsyncKernelManager):
+        @default("transport")
+        def _ipc(self) -> str:
+            return "ipc"
+
+        @default("ip")
+        def _socket_prefix(self) -> str:
+            return os.path.join(sockets, "kernel")
+
+    return IPCKernelManager
 
 
 # ---------------------------------------------------------------------------------------------------------
