@@ -154,6 +154,8 @@ LAZY_OK = {
     ("ddrl/run/reproduce.py", "papermill"): "papermill/nbconvert take seconds to import: after the parameter check",
     ("ddrl/run/reproduce.py", "papermill.engines"): "as above",
     ("ddrl/run/reproduce.py", "nbconvert"): "as above",
+    ("ddrl/run/reproduce.py", "jupyter_client.manager"): "papermill's kernel manager, imported where papermill is",
+    ("ddrl/run/reproduce.py", "traitlets"): "as above",
     ("ddrl/accel/native_attention.py", "threadpoolctl"): "asked only where the opt-in C loop is (which OpenMP runtime it "
                                                            "would share)",
     ("ddrl/grading/grader_pool.py", "math_verify"): "math-verify and sympy load only in the grading helper processes",
