@@ -80,7 +80,7 @@ class Design:
     claims: dict  # ours: id -> (a, b, what), or (a, b, what, claim, metric, paper) where the entry states its own
     predicted: dict  # id -> the plan's predicted half-widths, as the table prints them
     analysis: Path
-    section: str  # its heading in docs/results.md
+    section: str  # its title, the plan amendment's question (documentation of the row: nothing renders it)
     split: str = HELDOUT_X
     job_kind: str = "H1x"
     job_per_run: bool = True  # a job per evaluated run and seed (False: one job of every evaluated run per seed)
@@ -973,11 +973,12 @@ def _rl_minutes(d: Design, r: Reading) -> dict:
 
 MEASURES: dict[str, Callable[[Design, Reading], dict]] = {
     "reproduced": _reproduced, "reproduced_by_method": _reproduced_by_method, "heldout_check": _heldout_check,
-    "cor_kept": _cor_kept, "retrain_check": _retrain_check, "reeval_check": _reeval_check}
-MEASURES |= {"levels": _levels, "split": _split, "c2": _c2, "divergence": _divergence, "agreeing": _agreeing}
-MEASURES |= {"lr_heldout": _lr_heldout, "lr_drift": _lr_drift, "cor_alone_drift": _cor_drift, "lr_curve": _lr_curve,
-             "dynamics": _dynamics}
-MEASURES |= {"seed_pass1": _seed_pass1, "vote": _vote, "rl_minutes": _rl_minutes}
+    "cor_kept": _cor_kept, "retrain_check": _retrain_check, "reeval_check": _reeval_check, "levels": _levels,
+    "split": _split, "c2": _c2, "divergence": _divergence, "agreeing": _agreeing, "seed_pass1": _seed_pass1,
+    "vote": _vote, "rl_minutes": _rl_minutes,
+    # whole analyses (Design.whole), each with its table in TABLES
+    "lr_heldout": _lr_heldout, "lr_drift": _lr_drift, "cor_alone_drift": _cor_drift, "lr_curve": _lr_curve,
+    "dynamics": _dynamics}
 
 
 # ---------------------------------------------------------------------------------------------------------
