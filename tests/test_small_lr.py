@@ -241,7 +241,7 @@ def test_amendment_50s_predicted_half_widths_are_the_measured_components():
 
 
 def test_levels_count_the_seeds_below_their_own_untrained_run():
-    from ddrl.study.amendments.wide import level_table, run_levels
+    from ddrl.study.analysis import level_table, run_levels
 
     rows = [{"regime": r, "method": m, "seed": s, "split": "adapted", "question": q, "pass@1": p}
             for s, (u, t) in enumerate(((0.5, 0.4), (0.5, 0.6), (0.3, 0.2)))

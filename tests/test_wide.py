@@ -18,7 +18,8 @@ from ddrl.study import jobs as study_jobs
 from ddrl.study.amendments import wide
 from ddrl.study.regimes import MATH_MAJ_MIN, wide_regime
 from ddrl.report.reporter import save_figure
-from ddrl.study.plan import SCALES, csv_method_seed, csv_path, load_regimes
+from ddrl.study.plan import SCALES, csv_method_seed, csv_path, load_regimes, seeds_to_analyse
+from ddrl.report.tables import amendment_cells, predicted_text
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -291,22 +292,22 @@ def test_seeds_to_analyse_is_the_amendments_reading_rule():
     cutoff = "2026-12-02T12:30:00+00:00"
     clock = datetime.fromisoformat(cutoff).timestamp()
     seeds = tuple(range(10))
-    assert wide.seeds_to_analyse(seeds, range(12), "A", cutoff, now=clock - 60) == list(seeds)
+    assert seeds_to_analyse(seeds, range(12), "A", cutoff, now=clock - 60) == list(seeds)
     with pytest.raises(ValueError, match=r"^A seeds missing \[7, 9\] before its clock"):
-        wide.seeds_to_analyse(seeds, [0, 1, 2, 3, 4, 5, 6, 8], "A", cutoff, now=clock - 60)
-    assert wide.seeds_to_analyse(seeds, [0, 1, 2, 3, 4, 5, 6, 8], "A", cutoff, now=clock + 1) == list(range(7))
+        seeds_to_analyse(seeds, [0, 1, 2, 3, 4, 5, 6, 8], "A", cutoff, now=clock - 60)
+    assert seeds_to_analyse(seeds, [0, 1, 2, 3, 4, 5, 6, 8], "A", cutoff, now=clock + 1) == list(range(7))
     with pytest.raises(ValueError, match=r"^A: 5 complete seeds from 0, the plan needs 6"):
-        wide.seeds_to_analyse(seeds, [0, 1, 2, 3, 4, 8], "A", cutoff, now=clock + 1)
-    assert wide.seeds_to_analyse(seeds, [0, 1, 2, 3, 4, 8], "A", cutoff, now=clock + 1, min_seeds=5) == list(range(5))
+        seeds_to_analyse(seeds, [0, 1, 2, 3, 4, 8], "A", cutoff, now=clock + 1)
+    assert seeds_to_analyse(seeds, [0, 1, 2, 3, 4, 8], "A", cutoff, now=clock + 1, min_seeds=5) == list(range(5))
     with pytest.raises(ValueError, match=r"^A incomplete, seeds missing \[9\]"):
-        wide.seeds_to_analyse(seeds, range(9), "A")  # no clock: every seed
+        seeds_to_analyse(seeds, range(9), "A")  # no clock: every seed
 
 
 def test_amendment_cells_close_a_claim_row_as_the_docs_print_it():
     """The estimate in bold with its seeds, the half-width beside the plan's predictions, the verdict's mark-up."""
     e = {"estimate": -2.93212, "ci_low": -3.5889, "ci_high": -2.2933, "n_seeds": 10, "half_width": 0.64779,
          "verdict": "contradicted"}
-    assert wide.predicted_text((0.534, 0.5)) == "0.53 / 0.50"
-    assert wide.amendment_cells(e, wide.predicted_text((0.53, 0.51))) == (
+    assert predicted_text((0.534, 0.5)) == "0.53 / 0.50"
+    assert amendment_cells(e, predicted_text((0.53, 0.51))) == (
         "**-2.93 [-3.59, -2.29]**, 10 seeds | 0.65 (0.53 / 0.51) | ***contradicted*** |")
-    assert wide.amendment_cells({**e, "verdict": "not resolved"}, "-").endswith("| 0.65 (-) | *not resolved* |")
+    assert amendment_cells({**e, "verdict": "not resolved"}, "-").endswith("| 0.65 (-) | *not resolved* |")

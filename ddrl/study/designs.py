@@ -36,25 +36,24 @@ from scipy.optimize import least_squares
 
 from ddrl.report.plotting import color, label
 from ddrl.report.stats import advantage_quarters, advantage_statistic, mean_ci, verdict
-from ddrl.report.tables import committed_markdown, entry_cell, entry_ci
+from ddrl.report.tables import amendment_cells, below_cell, claim_row, committed_markdown, entry_cell, entry_ci
 from ddrl.run.pool import clock_budget
 from ddrl.run.storage import cache_root, write_json
 from ddrl.seeds import numpy_generator
 from ddrl.study.amendments.cor_alone import HELDOUT_LR10
 from ddrl.study.amendments.small_lr import (COMPARISON as AMENDMENT28_WHAT, LR_CELL, OUT, RUNS, add_run_arguments,
                                             figure, seeds_line)
-from ddrl.study.amendments.wide import (MIN_SEEDS, amendment_cells, below_cell, claim_row, complete_seeds,
-                                        cor_level_rows, held_level_rows, level_table, levels_panel, read_csvs,
-                                        reproduced_counts, run_levels, seeds_to_analyse, seeds_to_start,
-                                        vote_by_quarter, wide_entry)
-from ddrl.study.analysis import claim_matrix, paired_matrix, rl_divergence
+from ddrl.study.analysis import (claim_matrix, complete_seeds, level_table, paired_matrix, read_csvs, reproduced_counts,
+                                 rl_divergence, run_levels, wide_entry)
+from ddrl.study.figures import levels_panel, vote_by_quarter
 from ddrl.study import claims
 from ddrl.study.claims import amendment_entry, entry, table2_difference, validate, with_half_width
 from ddrl.study.amendments.small_lr import REGIME as MATH500_SMALL_LR
 from ddrl.study.amendments.small_lr_refine import check_rows, refuse_untrained
 from ddrl.study.plan import (RESULTS, COR_4X, COR_LR10, HELDOUT_CLAIMS, HELDOUT_X, KNOWN_DIVERGENCES, NO_RL, PAIRED,
                              SAME_BASE, SCALES, SHARES_DDRL_RL, SMALL_LR, Job, check_weights, csv_path, heldout_x_path,
-                             COR_ONLY, HELDOUT_X_METHODS, adapted_x_path, regimes_path, untrained)
+                             COR_ONLY, HELDOUT_X_METHODS, MIN_SEEDS, adapted_x_path, regimes_path, seeds_to_analyse,
+                             seeds_to_start, untrained)
 from ddrl.study.pool import run_jobs, status_counts
 from ddrl.study.drift import (HINGE_B, HINGE_K0, LINE, LR_LABELS, LR_METHODS, LR_TEXT, kl_fit, paired_t, reading,
                               x3h_slope)
@@ -94,7 +93,7 @@ class Design:
     paper: bool = False  # its table prints the paper's number of each claim
     beside: tuple[str, ...] | None = ()  # the committed analyses whose entries its table sets beside its own: designs
     # by name or files under results/ (empty: the registered ones; None: no such column, the rows of
-    # :func:`~ddrl.study.amendments.wide.claim_row`)
+    # :func:`~ddrl.report.tables.claim_row`)
     header: str = ""  # its table's header row ({span}: the seeds analysed)
     level_name: str = "run (lr/10)"  # its level table's first column (without ``level_header``; "": no level table)
     unmeasured: str = "-"  # its table's cell where no entry is set beside
@@ -111,7 +110,7 @@ class Design:
     twin_runs: tuple[str, ...] | None = None  # the runs read in ``level_regimes``' other regimes (None: ``methods``)
     in_base: tuple[str, ...] = ()  # ours decided in the regime's base (SAME_BASE; its ``a``: the twin's run there)
     level_header: str = ""  # the level table's header row ({span}: the seeds it covers), its columns
-    # :func:`_level_rows`'; "": :func:`~ddrl.study.amendments.wide.held_level_rows`' (or the COR table's)
+    # :func:`_level_rows`'; "": :func:`held_level_rows`' (or the COR table's)
     whole: str | None = None  # a named measure that is the whole analysis (its own reading of its files: across
     # learning rates, KLs, fits, step logs), and :data:`TABLES`' table of that name its table; None: the generic one
 
@@ -499,7 +498,7 @@ def _reeval_check(d: Design, r: Reading) -> dict:
 
 def _levels(d: Design, r: Reading) -> dict:
     """Each run's mean pass@1 on the split over the seeds, its SD and the seeds below :attr:`Design.reference`'s run
-    (:func:`~ddrl.study.amendments.wide.level_table`): by run, or per regime of :attr:`Design.level_regimes` (against
+    (:func:`~ddrl.study.analysis.level_table`): by run, or per regime of :attr:`Design.level_regimes` (against
     an untrained reference, one computation, across them)."""
     per = run_levels(r.df[r.df.seed.isin(r.seeds)], d.split)
     if not d.level_regimes:
@@ -949,7 +948,7 @@ TABLES: dict[str, Callable[[Design, dict, Sequence[dict]], str]] = {
 
 
 def _seed_pass1(d: Design, r: Reading) -> dict:
-    """Each run's pass@1 on the split (:func:`~ddrl.study.amendments.wide.run_levels`): run by run, or with
+    """Each run's pass@1 on the split (:func:`~ddrl.study.analysis.run_levels`): run by run, or with
     :attr:`Design.level_regimes` seed by seed (each seed's runs in those regimes' order)."""
     per = run_levels(r.df, d.split)
     per = per.sort_values("seed", kind="stable") if d.level_regimes else per.drop(columns="regime")
@@ -957,7 +956,7 @@ def _seed_pass1(d: Design, r: Reading) -> dict:
 
 
 def _vote(d: Design, r: Reading) -> dict:
-    """The vote by quarter of the RL steps (:func:`~ddrl.study.amendments.wide.vote_by_quarter`) of each run read, in
+    """The vote by quarter of the RL steps (:func:`~ddrl.study.figures.vote_by_quarter`) of each run read, in
     each of :attr:`Design.level_regimes` (its learning rates)."""
     steps = read_csvs(csv_path(r.out, g, m, s, steps=True) for s in r.seeds for g in d.level_regimes for m in d.methods)
     vote = pd.concat([vote_by_quarter(seeds=r.seeds, regime=g, steps=steps) for g in d.level_regimes],
@@ -969,6 +968,25 @@ def _rl_minutes(d: Design, r: Reading) -> dict:
     """Each run's mean RL wall time in the design's regime, in minutes."""
     rl = r.df[(r.df.regime == d.regime) & (r.df.split == "adapted")].groupby(["method", "seed"]).rl_seconds.first()
     return {"rl_minutes": (rl.groupby("method").mean() / 60).round(2).to_dict()}
+
+
+def held_level_rows(levels: Sequence[dict], first: str = "run (lr/10)",
+                    mean: str = "held-out pass@1, mean over seeds (SD)") -> list[str]:
+    """The held-out level table the lr/10 amendments print under their claims (a blank line first): per
+    :func:`~ddrl.study.analysis.level_table` row (``levels``, as records) ``first``'s value (the method), the ``mean`` (SD) over seeds and
+    :func:`below_cell` against the untrained run."""
+    return ["", f"| {first} | {mean} | seeds below the untrained run |", "|---|---|---|",
+            *(f"| {r['method']} | {r['pass1']:.1f} ({r['sd']:.1f}) | {below_cell(r)} |" for r in levels)]
+
+
+def cor_level_rows(levels: Sequence[dict], cor_kept: dict[str, float], first: str = "method") -> list[str]:
+    """The adapted level table the COR amendments print under their claims (a blank line first): per
+    :func:`~ddrl.study.analysis.level_table` row (``levels``, as records, DDRL the reference) the method, its mean adapted pass@1 (SD) over
+    seeds, :func:`below_cell` against DDRL and COR's mean kept rollouts (``cor_kept``; "-" for a run without COR)."""
+    kept = {m: f"{k:.0f}" for m, k in cor_kept.items()}
+    return ["", f"| {first} | adapted pass@1, mean over seeds (SD) | seeds below DDRL | COR's kept rollouts |",
+            "|---|---|---|---|", *(f"| {r['method']} | {r['pass1']:.1f} ({r['sd']:.1f}) | {below_cell(r, 'ddrl')} | "
+                                   f"{kept.get(r['method'], '-')} |" for r in levels)]
 
 
 MEASURES: dict[str, Callable[[Design, Reading], dict]] = {
@@ -1046,7 +1064,7 @@ def missing(d: Design, out: str | Path | None = None, seeds: Sequence[int] | Non
 
 def analysed_seeds(d: Design, out: str | Path | None = None, seeds: Sequence[int] | None = None,
                    now: float | None = None) -> list[int] | dict[str, list[int]]:
-    """The seeds the plan reads (:func:`ddrl.study.amendments.wide.seeds_to_analyse`; ``seeds``: the design's unless
+    """The seeds the plan reads (:func:`ddrl.study.plan.seeds_to_analyse`; ``seeds``: the design's unless
     given), complete in every run it needs; with :attr:`Design.claim_seeds` per claim: without a clock each claim every
     one of its own seeds, complete in its pair; with one, the complete seeds in every run, the same for every claim."""
     out = d.runs if out is None else out
@@ -1174,7 +1192,7 @@ ARM_LABELS = {COR_LR10: "DDRL with COR at lr/10", COR_ONLY: "COR alone (no RL)"}
 def cor_figure(cor: dict, held: dict):
     """Descriptive (the paired intervals are the entries'): each run's adapted pass@1 of the seven runs K1-K5 read
     (``cor``: design ``cor_math500``'s analysis) and each run's held-out pass@1 on the fresh questions (``held``:
-    ``heldout_math500``'s), one dot per seed, :func:`ddrl.study.amendments.wide.levels_panel`."""
+    ``heldout_math500``'s), one dot per seed, :func:`ddrl.study.figures.levels_panel`."""
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1.5, 1]})
     rng = numpy_generator(0, "figure", MATH500_SMALL_LR, "cor")
     for ax, res, ylabel, title in ((axes[0], cor, "adapted pass@1 (%)", "adapted questions"),

@@ -56,9 +56,9 @@ from ddrl.study.analysis import paired_matrix, same_as_registered
 from ddrl.study.plan import (COR_ONLY, HELDOUT_X, NO_RL, PAIRED, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, adapted_x_path,
                              check_weights, csv_path, heldout_x_path, regimes_path, untrained)
 from ddrl.study.pool import run_jobs, status_counts
-from ddrl.report.tables import entry_cell, entry_ci
-from ddrl.study.amendments.wide import (VERDICT_MD, below_cell, level_table, levels_panel, missing_seeds, reproduced_counts,
-                       run_levels)
+from ddrl.report.tables import VERDICT_MD, below_cell, entry_cell, entry_ci
+from ddrl.study.analysis import level_table, missing_seeds, reproduced_counts, run_levels
+from ddrl.study.figures import levels_panel
 
 #: The regimes COR alone runs in, each on its registered seeds (Amendment 34)
 SEEDS = {"amc_like": tuple(range(19)), "aime_like": tuple(range(6))}

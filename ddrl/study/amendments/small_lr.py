@@ -63,9 +63,9 @@ from ddrl.study.analysis import claim_matrix, paired_matrix
 from ddrl.study.plan import (RESULTS, SAME_BASE, SCALES, SMALL_LR, STEP_COLUMNS, Job, check_weights, csv_path,
                              load_regimes, regimes_path)
 from ddrl.study.pool import run_jobs, status_counts
-from ddrl.report.tables import entry_cell
-from ddrl.study.amendments.wide import (amendment_cells, below_cell, complete_seeds, level_table, levels_vote_figure, missing_seeds,
-                       predicted_text, read_csvs, run_levels, vote_by_quarter, wide_entry)
+from ddrl.report.tables import amendment_cells, below_cell, entry_cell, predicted_text
+from ddrl.study.analysis import complete_seeds, level_table, missing_seeds, read_csvs, run_levels, wide_entry
+from ddrl.study.figures import levels_vote_figure, vote_by_quarter
 
 REGIME = "math500_like_small_lr"
 BASE_REGIME = SAME_BASE[REGIME]  # "math500_like": its questions, base build and untrained runs

@@ -37,8 +37,9 @@ from ddrl.study.analysis import paired_matrix
 from ddrl.study.plan import (COR_4X, COR_4X_LR10, COR_LR10, HELDOUT_X, SCALES, SMALL_LR, Job, check_weights,
                              csv_path, untrained)
 from ddrl.study.pool import run_jobs, status_counts
-from ddrl.study.amendments.wide import (amendment_cells, level_table, missing_seeds,
-                       read_csvs, reproduced_counts, run_levels, seeds_to_analyse, seeds_to_start)
+from ddrl.report.tables import amendment_cells
+from ddrl.study.analysis import level_table, missing_seeds, read_csvs, reproduced_counts, run_levels
+from ddrl.study.plan import seeds_to_analyse, seeds_to_start
 
 AMENDMENT = 56
 REGIME = SMALL_LR
