@@ -98,9 +98,6 @@ REGENERATE = {
     "drift/math500_like_cpu_methods.json": lambda: _drift_arms("results/drift/cpu", "math500_like", "methods"),
     "drift/amc_like_cpu_penalty.json": lambda: _drift_arms("results/drift/cpu", "amc_like", "penalty"),
     "drift/math500_like_cpu_penalty.json": lambda: _drift_arms("results/drift/cpu", "math500_like", "penalty"),
-    # Amendments 26, 27: the wide regime
-    "wide/claims.json": lambda: _call("wide", "analyse"),
-    "wide/arms.json": lambda: _call("wide", "analyse_arms"),
     # Amendments 28-33, 49-62: the small learning rate
     "small_lr/claims.json": _small_lr_claims,
     "small_lr/table1.json": lambda: _call("small_lr", "analyse_t1"),

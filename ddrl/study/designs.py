@@ -14,6 +14,7 @@ another build reads its own results tree (``results``: its CSVs and the regimes 
     python -m ddrl.study run ttrl_heldout_amc --workers 2
     DDRL_CACHE_DIR=<the Xeon build's cache> python -m ddrl.study run small_lr_etmr_xeon --workers 2
     python -m ddrl.study render ttrl_heldout_amc       # its table from the committed analysis, as notebook 06 shows it
+    python -m ddrl.study import wide DIR --device NAME  # a GPU machine's complete seeds (its run --out DIR) into results/wide
 
 Designs not yet in this table keep their amendment module (:mod:`ddrl.study.amendments`); they move here one
 family at a time.
@@ -31,29 +32,31 @@ from typing import Callable, NamedTuple, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import scipy.stats as sps
 import seaborn as sns
 from scipy.optimize import least_squares
 
 from ddrl.report.plotting import color, label
-from ddrl.report.stats import advantage_quarters, advantage_statistic, mean_ci, verdict
-from ddrl.report.tables import amendment_cells, below_cell, claim_row, committed_markdown, entry_cell, entry_ci
+from ddrl.report.stats import advantage_quarters, advantage_statistic, decided, mean_ci, verdict
+from ddrl.report.tables import (amendment_cells, below_cell, claim_row, committed_markdown, entry_cell, entry_ci,
+                                fmt_ci)
 from ddrl.run.pool import clock_budget
-from ddrl.run.storage import cache_root, write_json
-from ddrl.seeds import numpy_generator
+from ddrl.run.storage import atomic_write_bytes, cache_root, write_json
+from ddrl.seeds import derive_seed, numpy_generator
 from ddrl.study.amendments.cor_alone import HELDOUT_LR10
 from ddrl.study.amendments.small_lr import (COMPARISON as AMENDMENT28_WHAT, LR_CELL, OUT, RUNS, add_run_arguments,
                                             figure, seeds_line)
-from ddrl.study.analysis import (claim_matrix, complete_seeds, level_table, paired_matrix, read_csvs, reproduced_counts,
-                                 rl_divergence, run_levels, wide_entry)
-from ddrl.study.figures import levels_panel, vote_by_quarter
+from ddrl.study.analysis import (claim_matrix, complete_seeds, level_table, load_questions, paired_matrix, read_csvs,
+                                 reproduced_counts, rl_divergence, run_levels, wide_entry)
+from ddrl.study.figures import levels_panel, levels_vote_figure, vote_by_quarter
 from ddrl.study import claims
 from ddrl.study.claims import amendment_entry, entry, table2_difference, validate, with_half_width
 from ddrl.study.amendments.small_lr import REGIME as MATH500_SMALL_LR
 from ddrl.study.amendments.small_lr_refine import check_rows, refuse_untrained
 from ddrl.study.plan import (RESULTS, COR_4X, COR_LR10, HELDOUT_CLAIMS, HELDOUT_X, KNOWN_DIVERGENCES, NO_RL, PAIRED,
                              SAME_BASE, SCALES, SHARES_DDRL_RL, SMALL_LR, Job, check_weights, csv_path, heldout_x_path,
-                             COR_ONLY, HELDOUT_X_METHODS, MIN_SEEDS, adapted_x_path, regimes_path, seeds_to_analyse,
-                             seeds_to_start, untrained)
+                             COR_ONLY, CSV, HELDOUT_X_METHODS, MATH500_768, MIN_SEEDS, STAGE1_METHODS, WIDE_OUT,
+                             adapted_x_path, regimes_path, seeds_to_analyse, seeds_to_start, untrained)
 from ddrl.study.pool import run_jobs, status_counts
 from ddrl.study.drift import (HINGE_B, HINGE_K0, LINE, LR_LABELS, LR_METHODS, LR_TEXT, kl_fit, paired_t, reading,
                               x3h_slope)
@@ -113,6 +116,7 @@ class Design:
     # :func:`_level_rows`'; "": :func:`held_level_rows`' (or the COR table's)
     whole: str | None = None  # a named measure that is the whole analysis (its own reading of its files: across
     # learning rates, KLs, fits, step logs), and :data:`TABLES`' table of that name its table; None: the generic one
+    folder: str = "runs"  # the folder of ``results`` that holds its CSVs ("": ``results`` itself)
 
     @property
     def tag(self) -> str:
@@ -120,7 +124,7 @@ class Design:
 
     @property
     def runs(self) -> Path:
-        return self.results / "runs"
+        return self.results / self.folder
 
     def what(self, cid: str) -> str:
         if self.names and cid in self.names:
@@ -172,6 +176,8 @@ _ETMR_HELD = {"job_per_run": False, "measures": ("seed_pass1", "reproduced"), "r
                               "run |"}
 _ETMR_HELD_HEADER = ("| claim (held-out pass@1 on 1,536 fresh {name} questions, points; {build}, lr/10) | seeds | "
                      "estimate [95% CI] | half-width (predicted) | verdict |")
+
+WIDE_ARMS = ("ttrl_kl100x", "ddrl_kl100x")  # Amendment 27: Amendment 25's arms (kl_coef 0.1)
 
 DESIGNS = {d.id: d for d in (
     # Amendment 56: R1 (COR keeping 4x) and K1, K2 (COR at 1e-6) at lr/10 in AMC-like from the cached RL-only weights of
@@ -420,6 +426,32 @@ DESIGNS = {d.id: d for d in (
                   "K4x": "DDRL - COR alone"},
            header=_HELD_HEADER.format(where="MATH-500-like ", beside="default lr (registered)",
                                       this="lr/10 (Amendments 31, 33)", at="")),
+    # --- 768 MATH-500-like questions (Amendments 26, 27) ---
+    # Amendment 26: P1, P2 and M1, bound by their questions, on the stream's first 768 (the registered 256 first), the
+    # rest the registered regime's; each seed's runs on one device: the CPU, or a GPU machine's imported
+    # (python -m ddrl.study import wide DIR --device NAME). The device check decides whether the CPU seeds alone give
+    # the verdicts (:func:`_device_check`)
+    Design("wide", 26, MATH500_768, tuple(range(200, 224)), None, STAGE1_METHODS, STAGE1_METHODS, ("P1", "P2", "M1"),
+           {}, {}, WIDE_OUT / "claims.json",
+           "## P1, P2 and M1 on three times the questions (plan Amendment 26)", split="adapted", job_kind="wide",
+           measures=(), cached_ddrl=False, whole="device_check", results=WIDE_OUT, folder="",
+           header="| claim (MATH-500-like, 768 questions, adapted pass@1, points) | seeds | estimate [95% CI] | "
+                  "half-width (predicted) | verdict |"),
+    # Amendment 27: Amendment 25's penalised arms (the registered presets with kl_coef 0.1) on Amendment 26's CPU seeds
+    # and 12 new ones (their untrained runs new too), all on this machine's CPU, against the untrained model (Q1, Q2)
+    # and their own methods (Q3, Q4: the seeds with the method's run). Predicted: Q1, Q2 from the registered P1, P2
+    # components at 24 x 768, Q3, Q4 from Amendment 25's L4 matrices at 12 x 768
+    Design("wide_arms", 27, MATH500_768, tuple(range(200, 212)) + tuple(range(224, 236)), None,
+           ("no_adaptation", *WIDE_ARMS), ("no_adaptation", *WIDE_ARMS, "ttrl", "ddrl"), (),
+           {"Q1": ("ttrl_kl100x", "no_adaptation", "TTRL (100x KL) - no adaptation"),
+            "Q2": ("ddrl_kl100x", "no_adaptation", "DDRL (100x KL) - no adaptation"),
+            "Q3": ("ttrl_kl100x", "ttrl", "TTRL (100x KL) - TTRL"), "Q4": ("ddrl_kl100x", "ddrl", "DDRL (100x KL) - DDRL")},
+           {"Q1": "1.58", "Q2": "1.86", "Q3": "0.54", "Q4": "0.97"}, WIDE_OUT / "arms.json",
+           "## Do the penalised methods gain over the untrained model? (plan Amendment 27)", split="adapted",
+           job_kind="wide", measures=(), cached_ddrl=False, optional=("ttrl", "ddrl"), whole="wide_arms",
+           results=WIDE_OUT, folder="",
+           header="| comparison (MATH-500-like, 768 questions, adapted pass@1, points) | seeds | estimate [95% CI] | "
+                  "half-width (predicted) | verdict |"),
 )}
 
 
@@ -941,10 +973,152 @@ def _dynamics_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
     return "\n".join(rows) + "\n"
 
 
+# 768 MATH-500-like questions (Amendments 26, 27): each seed's runs on one device, the GPU seeds named in
+# :data:`DEVICES_FILE`; the analyses are whole measures (``claims.json``'s three lists and device check, ``arms.json``'s
+# list of entries), both tables :func:`_wide_table`
+
+DEVICES_FILE = "devices.json"  # {seed: device name} of the seeds computed on a GPU
+
+
+def gpu_seeds(out: str | Path = WIDE_OUT) -> dict[int, str]:
+    """The seeds whose runs were imported from a GPU (:func:`import_runs`), with the device's name."""
+    path = Path(out) / DEVICES_FILE
+    return {int(k): v for k, v in json.loads(path.read_text()).items()} if path.is_file() else {}
+
+
+def import_runs(src: str | Path, device: str, out: str | Path = WIDE_OUT, regime: str = MATH500_768,
+                methods: Sequence[str] = STAGE1_METHODS) -> list[int]:
+    """Copy the complete seeds of a GPU machine's ``run --out src`` into ``out`` and record them in
+    :data:`DEVICES_FILE` as computed on ``device``. A seed missing a method there is left out (its runs are
+    redone on the CPU); a seed imported before with the same files is skipped, any other seed that ``out``
+    already holds a CSV of is refused (one device per seed). Returns the seeds imported now."""
+    dest, devices = Path(out) / regime, gpu_seeds(out)
+    seeds = [s for s in complete_seeds(src, regime, methods) if not (devices.get(s) == device and all(
+        csv_path(out, regime, m, s).is_file() and csv_path(out, regime, m, s).read_bytes() ==
+        csv_path(src, regime, m, s).read_bytes() for m in methods))]  # imported before: nothing to do
+    clash = [s for s in seeds if any(dest.glob(f"*-seed{s:02d}{CSV}")) or any(dest.glob(f"*-seed{s:02d}-steps{CSV}"))]
+    if clash:
+        raise ValueError(f"import_runs: {dest} already holds CSVs of seed(s) {clash}; one device per seed")
+    dest.mkdir(parents=True, exist_ok=True)
+    for s in seeds:
+        for m in methods:
+            for steps in (False, True):
+                p = csv_path(src, regime, m, s, steps)
+                if p.is_file():
+                    atomic_write_bytes(csv_path(out, regime, m, s, steps), p.read_bytes())
+        devices[s] = device
+    write_json(Path(out) / DEVICES_FILE, {str(k): v for k, v in sorted(devices.items())})
+    return seeds
+
+
+def device_check(d: pd.DataFrame, devices: dict[int, str], confidence: float = 0.95) -> dict | None:
+    """The registered device check: mean per-seed effect (a row mean of ``d``) of the GPU seeds minus the CPU
+    seeds', Welch's t interval; ``shifted`` when it excludes 0. None with fewer than 2 seeds on either device."""
+    eff = d.mean(axis=1)
+    gpu = eff[[s in devices for s in eff.index]]
+    cpu = eff[[s not in devices for s in eff.index]]
+    if len(gpu) < 2 or len(cpu) < 2:
+        return None
+    ci = sps.ttest_ind(gpu, cpu, equal_var=False).confidence_interval(confidence)
+    return {"gpu_minus_cpu": float(gpu.mean() - cpu.mean()), "ci_low": float(ci.low), "ci_high": float(ci.high),
+            "n_gpu": int(len(gpu)), "n_cpu": int(len(cpu)), "shifted": bool(ci.low > 0 or ci.high < 0)}
+
+
+def _device_check(d: Design, r: Reading) -> dict:
+    """Amendment 26: the registered claims over every seed of the reading, each complete (the plan reads no mean
+    before): ``entries`` (the verdicts: CPU seeds alone where the device check shifted), ``all_seeds`` and
+    ``cpu_seeds`` entries, and each claim's :func:`device_check`."""
+    done = analysed_seeds(d, r.out, r.seeds)
+    df = load_questions(r.out)
+    df = df[df.seed.isin(done)]
+    devices = {s: v for s, v in gpu_seeds(r.out).items() if s in done}
+    res: dict = {"regime": d.regime, "seeds": done, "gpu_seeds": devices, "entries": [], "all_seeds": [],
+                 "cpu_seeds": [], "device_check": {}}
+    for cid in d.registered:
+        m = claim_matrix(df, cid, d.regime)
+        if m is None:
+            continue
+        every = wide_entry(cid, m, r.n_boot, d.regime)
+        cpu_rows = [s for s in m.index if s not in devices]
+        cpu = wide_entry(cid, m.loc[cpu_rows], r.n_boot, d.regime) if devices and len(cpu_rows) >= 2 else every
+        check = device_check(m, devices)
+        use = cpu if check and check["shifted"] else every
+        note = "GPU seeds shifted the effect (device check): CPU seeds only" if use is not every else ""
+        res["entries"].append({**use, **({"note": note} if note else {})})
+        res["all_seeds"].append(every)
+        res["cpu_seeds"].append(cpu)
+        res["device_check"][cid] = check
+    for k in ("entries", "all_seeds", "cpu_seeds"):
+        with_half_width(validate(res[k], f"{d.regime} {k}"))
+    return res
+
+
+def _wide_arms(d: Design, r: Reading) -> list[dict]:
+    """Amendment 27: its claims (a - b adapted pass@1 per seed and question, sign +1, margin :data:`MARGIN`; stream
+    ``derive_seed(0, "wide-arms", id)``) once every seed has its untrained run and both arms on the CPU (the plan reads
+    no mean before): Q1, Q2 over all of them, Q3, Q4 over those that also have the method's CPU run."""
+    seeds = analysed_seeds(d, r.out, r.seeds)
+    gpu = set(gpu_seeds(r.out))
+    if gpu & set(seeds):
+        raise ValueError(f"Amendment 27 is CPU-only; seeds {sorted(gpu & set(seeds))} were computed on a GPU")
+    df = load_questions(r.out)
+    df = df[df.seed.isin(set(seeds))]
+    entries = []
+    for cid, (a, b, what) in d.claims.items():
+        m = paired_matrix(df, d.regime, a, b, "adapted")
+        if m is not None:
+            rng = np.random.default_rng(derive_seed(0, "wide-arms", cid))
+            entries.append({"id": cid, "metric": f"adapted pass@1, {what} [points]", "regime": d.regime, "a": a,
+                            "b": b, "sign": +1, **decided(m.to_numpy(), rng, +1, MARGIN, r.n_boot)})
+    return entries
+
+
+def _wide_table(d: Design, res: dict | list, beside: Sequence[dict]) -> str:
+    """The claims (``arms.json``: a list of entries); under Amendment 26's, each claim's device check."""
+    rows = _claims_table(d, {"entries": res} if isinstance(res, list) else res, lambda e: d.what(e["id"]))
+    if isinstance(res, dict):
+        rows += ["", "| device check (GPU - CPU seeds, per-seed effect, points) | difference [95% CI] | seeds (GPU / "
+                 "CPU) | shifted |", "|---|---|---|---|"]
+        rows += [f"| {cid} | {fmt_ci(c['gpu_minus_cpu'], c['ci_low'], c['ci_high'], '+.2f')} | {c['n_gpu']} / "
+                 f"{c['n_cpu']} | {'yes' if c['shifted'] else 'no'} |" for cid, c in res["device_check"].items() if c]
+    return "\n".join(rows) + "\n"
+
+
+def seed_levels(out: str | Path = WIDE_OUT, seeds: Sequence[int] | None = None, regime: str = MATH500_768) -> pd.DataFrame:
+    """:func:`~ddrl.study.analysis.run_levels` of ``regime``'s CSVs under ``out`` (on ``seeds``): one row per method
+    x seed (notebook 06 shows Amendment 27's :func:`~ddrl.study.analysis.level_table`)."""
+    df = load_questions(out)
+    df = df[df.regime == regime]
+    if seeds is not None:
+        df = df[df.seed.isin(set(seeds))]
+    return run_levels(df).drop(columns="regime").sort_values(["method", "seed"], ignore_index=True)
+
+
+def wide_figure_tables(out: str | Path = WIDE_OUT) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`wide_vote_figure`'s two tables (:func:`seed_levels`, :func:`~ddrl.study.figures.vote_by_quarter`) for
+    Amendment 26's methods, and for Amendment 27's arms only once ``arms.json`` is written (the plan reads nothing of
+    them before)."""
+    methods = (*STAGE1_METHODS, *WIDE_ARMS) if (Path(out) / "arms.json").is_file() else STAGE1_METHODS
+    sp, vote = seed_levels(out), vote_by_quarter(out)
+    return sp[sp.method.isin(methods)], vote[vote.method.isin(methods)]
+
+
+def wide_vote_figure(seed_pass1: pd.DataFrame, vote: pd.DataFrame):
+    """:func:`~ddrl.study.figures.levels_vote_figure` of :func:`seed_levels` and
+    :func:`~ddrl.study.figures.vote_by_quarter`, one run per method (notebook 06's ``wide_vote``). Each method is shown
+    on the seeds it has (the untrained model on Amendment 26's and 27's; TTRL and DDRL on 26's; the arms on 27's).
+    Descriptive; the paired intervals are ``claims.json``'s and ``arms.json``'s."""
+    order = [m for m in (*STAGE1_METHODS, *WIDE_ARMS) if m in set(seed_pass1.method)]
+    return levels_vote_figure(seed_pass1.assign(run=seed_pass1.method.map(label)), vote.assign(run=vote.method.map(label)),
+                              [label(m) for m in order], {label(m): color(m) for m in order},
+                              f"{MATH500_768}: what the runs end at, and how their vote changes over training (descriptive)",
+                              numpy_generator(0, "figure", MATH500_768))
+
+
 #: The tables of the designs whose analysis is one named measure (:attr:`Design.whole`), by that measure's name
 TABLES: dict[str, Callable[[Design, dict, Sequence[dict]], str]] = {
     "lr_heldout": _lr_heldout_table, "lr_drift": _lr_drift_table, "cor_alone_drift": _cor_drift_table,
-    "lr_curve": _lr_curve_table, "dynamics": _dynamics_table}
+    "lr_curve": _lr_curve_table, "dynamics": _dynamics_table, "device_check": _wide_table, "wide_arms": _wide_table}
 
 
 def _seed_pass1(d: Design, r: Reading) -> dict:
@@ -996,7 +1170,7 @@ MEASURES: dict[str, Callable[[Design, Reading], dict]] = {
     "vote": _vote, "rl_minutes": _rl_minutes,
     # whole analyses (Design.whole), each with its table in TABLES
     "lr_heldout": _lr_heldout, "lr_drift": _lr_drift, "cor_alone_drift": _cor_drift, "lr_curve": _lr_curve,
-    "dynamics": _dynamics}
+    "dynamics": _dynamics, "device_check": _device_check, "wide_arms": _wide_arms}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -1229,6 +1403,7 @@ def run(d: Design, args: argparse.Namespace) -> str:
     loading finished runs (:attr:`Design.finished`), refuses a seed without one before any job (it must not train one
     anew)."""
     seeds = d.seeds if args.seeds is None else tuple(s for s in d.seeds if s in set(args.seeds))
+    seeds = tuple(s for s in seeds if s not in gpu_seeds(args.out))  # a GPU machine's imported seeds (Amendment 26)
     regimes = regimes_path(d.results)
     check_weights(regimes, SCALES[args.scale])
     root = args.runs_root or cache_root() / "runs"
@@ -1254,8 +1429,10 @@ def run(d: Design, args: argparse.Namespace) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.study", description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", choices=("run", "status", "analyse", "render"))
+    ap.add_argument("what", choices=("run", "status", "analyse", "render", "import"))
     ap.add_argument("design", help=f"one of {', '.join(DESIGNS)}")
+    ap.add_argument("src", nargs="?", type=Path, help="import: a GPU machine's run --out folder")
+    ap.add_argument("--device", default=None, help="import: the GPU's name (nvidia-smi), recorded per seed")
     add_run_arguments(ap, "run: seeds N-M (default: the design's)")
     ap.set_defaults(out=None)
     args = ap.parse_args(argv)
@@ -1269,6 +1446,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(seeds_line(f"{d.tag} ({', '.join(where)})", len(d.seeds), missing(d, args.out), d.cutoff))
         elif args.what == "render":
             sys.stdout.write(committed_table(d.id))
+        elif args.what == "import":  # its complete seeds, each recorded as computed on the device
+            if args.src is None or not args.device:
+                raise ValueError("import needs a GPU machine's run --out folder and --device NAME")
+            print(f"imported seeds {import_runs(args.src, args.device, args.out, d.regime, d.evaluates)} as {args.device}")
         else:
             sys.stdout.write(write_json(args.json or d.analysis, analyse(d, args.out)))
     except ValueError as e:

@@ -408,7 +408,7 @@ def report(got: Sequence[dict], design: Design) -> str:
 def figure(res: dict, held: dict | None = None, design: Design = REGISTERED):
     """Descriptive (the paired intervals are the entries'): each run's adapted pass@1 (and held-out pass@1, where the
     design has it), one dot per seed, one row per split and one column per regime shown
-    (:func:`ddrl.study.amendments.wide.levels_panel`)."""
+    (:func:`ddrl.study.figures.levels_panel`)."""
     splits = [(res, "adapted pass@1 (%)", "adapted"), *([(held, "held-out pass@1 (%)", "fresh")] if held else [])]
     rows = [[(r, *split) for r in shown(split[0]["seeds"], design)] for split in splits]
     n_cols = max(map(len, rows))

@@ -335,7 +335,7 @@ def _name(regime: str, method: str) -> str:
 
 def figure(res: dict, title: str = "MATH-500-like at the default learning rate and at lr/10 (plan Amendment 28; "
                                    "descriptive)"):
-    """:func:`ddrl.study.amendments.wide.levels_vote_figure` of the committed analysis (descriptive; the paired intervals are the
+    """:func:`ddrl.study.figures.levels_vote_figure` of the committed analysis (descriptive; the paired intervals are the
     entries'): each run's adapted pass@1 (``seed_pass1``) of the untrained model and of TTRL and DDRL at both learning
     rates on the same seeds, and the vote by quarter of the RL steps (``vote``), lines styled by learning rate."""
     per, vote = pd.DataFrame(res["seed_pass1"]), pd.DataFrame(res["vote"])

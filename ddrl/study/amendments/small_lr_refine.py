@@ -76,7 +76,7 @@ GENTLE_SECTION = "## COR keeping 4x the rollouts at a tenth of its rate, at the 
 def gentle_jobs(split: str, seeds: Sequence[int] = SEEDS, now: float | None = None, regime: str = REGIME) -> list[Job]:
     """Amendment 62 in ``regime``, seed by seed: COR 4x at 1e-6 on the adapted questions (the study's job; ``split``
     "adapted") or on H1x's fresh ones (the H1x job; :data:`~ddrl.study.plan.HELDOUT_X`); once the regime's clock has
-    passed only the seeds below :data:`~ddrl.study.amendments.wide.MIN_SEEDS`."""
+    passed only the seeds below :data:`~ddrl.study.plan.MIN_SEEDS`."""
     label = {"adapted": f"R1g lr/10 (A{GENTLE})", HELDOUT_X: "H1x"}[split]
     return [Job(regime, s, (COR_4X_LR10,), label) for s in seeds_to_start(seeds, SEEDS, GENTLE_CUTOFF[regime], now)]
 
@@ -104,7 +104,7 @@ def trade(levels: dict[str, Sequence[dict]]) -> list[dict]:
 
 def analyse_gentle(out: str | Path = RUNS, n_boot: int = 4000, seeds: Sequence[int] = SEEDS,
                    now: float | None = None, regime: str = REGIME) -> dict:
-    """Amendment 62 in ``regime`` on :func:`ddrl.study.amendments.wide.seeds_to_analyse`'s seeds (complete on both splits):
+    """Amendment 62 in ``regime`` on :func:`ddrl.study.plan.seeds_to_analyse`'s seeds (complete on both splits):
     ``entries`` (K1g, R1g, K1gx, R1gx by :func:`~ddrl.study.claims.amendment_entry`, streams ``derive_seed(0, "claims", id,
     regime)``, ``half_width`` added); descriptive, ``levels`` per split, :func:`trade`, and how many recomputed
     held-out COR runs' adapted rows equal the adapted job's CSV."""
