@@ -921,9 +921,17 @@ def test_amendment_38s_predicted_half_widths_are_the_measured_components():
         assert CA_XEON_HELD.predicted[cid, r] == want and f"{cid} {want}" in plan, cid
 
 
-def test_amendment_38s_committed_analysis_says_every_reload_reproduced():
+def test_cor_alones_committed_tables_and_amendment_38s_reloads():
+    """Amendment 34's table lists its held-out claims after its own; Amendment 38's sets each beside the registered
+    build's default-lr AMC-like entry (K4x beside K5x), and every reloaded run reproduced its committed rows."""
     res = json.loads(CA_XEON_HELD.analysis.read_text())
     assert (res["registered_reproduced"], res["registered_checked"], res["same_as_base"]) == (24, 24, 24)
+    table = D.committed_table("cor_alone_xeon_heldout").splitlines()
+    assert table[8].startswith("| K4x DDRL at lr/10 - COR alone, held-out | -10.04 [-11.36, -8.78], 19 seeds, "
+                               "*contradicted* | **-1.85 [-2.73, -1.02]**, 12 x 1,536 | 0.85 (1.39 / 0.49) |")
+    table = D.committed_table("cor_alone").splitlines()
+    assert table[7] == ("| K3x COR alone (no RL) - no adaptation, held-out | AMC-like | 19 x 1,536 | +0.94 [+0.35, "
+                        "+1.55] | 0.60 (0.28-1.41) | **reproduced** |") and table[14].endswith("| 61.5 | - |")
 
 
 @pytest.fixture(scope="module")
@@ -973,7 +981,7 @@ def test_cor_alone_smoke_runs_cor_from_the_untrained_model_analyses_and_draws(co
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()][-1].endswith("\nlr/10")  # K4's DDRL runs
     plt.close(fig)
     assert study.main(["status", "cor_alone_heldout", "--out", str(out)]) == 0
-    assert "Amendment 34 (amc_like, held-out): 2 of 19 seeds complete" in capsys.readouterr().out
+    assert "Amendment 34 (amc_like, aime_like, held-out): 2 of 19 seeds complete" in capsys.readouterr().out
 
 
 @pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows

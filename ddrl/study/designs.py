@@ -1508,7 +1508,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.what == "run":
             print(run(d, args))
         elif args.what == "status":
-            where = [d.regime, *([d.build] if d.build else []), *(["held-out"] if d.split == HELDOUT_X else [])]
+            where = [*(d.regime_seeds or (d.regime,)), *([d.build] if d.build else []),
+                     *(["held-out"] if d.split == HELDOUT_X else [])]
             print(seeds_line(f"{d.tag} ({', '.join(where)})", len(d.seeds), missing(d, args.out), d.cutoff))
         elif args.what == "render":
             sys.stdout.write(committed_table(d.id))
