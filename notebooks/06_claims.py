@@ -532,16 +532,14 @@ if cor_path.is_file() and heldout_path.is_file():
 # CPUs), each with its own seeds and verdicts, never pooled.
 
 # %%
-from ddrl.study.amendments import cor_alone
-
-for build, design in cor_alone.DESIGNS.items():  # the registered build (Amendment 34), then the two others
-    got = cor_alone.committed(design)
-    if got is None:
-        display(Markdown(f"{design.tag}'s analysis is not committed yet "
-                         f"(`python -m ddrl.study.amendments.cor_alone status --build {build}`)."))
-        continue
-    display(Markdown(cor_alone.report(got, design)))
-    rep.draw(design.name, cor_alone.figure, *got, design=design, data=pd.DataFrame(got[0]["seed_pass1"]))
+for name, (held, _, _) in designs.COR_ALONE_FIGURES.items():  # the registered build (Amendment 34), then the two others
+    d = designs.DESIGNS[name]  # its held-out claims in its table or in their own after it
+    display(Markdown("\n".join(designs.committed_table(t) for t in (name, held) if t and t not in (d.beside or ()))))
+    got = [json.loads(designs.DESIGNS[t].analysis.read_text()) if designs.DESIGNS[t].analysis.is_file() else None
+           for t in (name, held) if t]
+    if all(got):
+        rep.draw(name, designs.cor_alone_figure, got[0], got[1] if held else None, d,
+                 data=pd.DataFrame(got[0]["seed_pass1"]))
 
 # %% [markdown]
 # ## Why adaptation costs on fresh questions: the distance from the untrained model

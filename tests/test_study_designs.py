@@ -1050,3 +1050,239 @@ def test_amendment_cells_close_a_claim_row_as_the_docs_print_it():
     assert amendment_cells(e, predicted_text((0.53, 0.51))) == (
         "**-2.93 [-3.59, -2.29]**, 10 seeds | 0.65 (0.53 / 0.51) | ***contradicted*** |")
     assert amendment_cells({**e, "verdict": "not resolved"}, "-").endswith("| 0.65 (-) | *not resolved* |")
+
+
+# --- COR alone (Amendments 34-38): designs spanning regimes (Design.regime_seeds) ---
+
+CA, CA_HELD, C49D, CA_XEON, CA_XEON_HELD = (D.DESIGNS[n] for n in (
+    "cor_alone", "cor_alone_heldout", "cor_alone_c49d", "cor_alone_xeon", "cor_alone_xeon_heldout"))
+
+
+def test_cor_alones_jobs_go_regime_by_regime_and_its_clock_closes_only_the_regime_it_trains_in():
+    assert [(j.regime, j.seed) for j in D.jobs(CA, (0, 1, 6))] == [("amc_like", 0), ("amc_like", 1), ("amc_like", 6),
+                                                                   ("aime_like", 0), ("aime_like", 1)]
+    assert {(j.methods, j.label) for j in D.jobs(CA)} == {((COR_ONLY,), "K cor alone")} and len(D.jobs(CA)) == 19 + 6
+    assert {(j.methods, j.label) for j in D.jobs(CA_HELD)} == {((COR_ONLY,), "H1x")}  # the other runs' CSVs exist
+    assert D.jobs(C49D, (3,)) == [Job(SMALL_LR, 3, ("no_adaptation", COR_ONLY), "K cor alone")]  # none of its own
+    assert D.jobs(CA_XEON_HELD, (0,)) == [Job(SMALL_LR, 0, D.COR_ALONE_RUNS, "H1x")] and len(D.jobs(CA_XEON_HELD)) == 12
+    clock = datetime.fromisoformat(CA_XEON.cutoff).timestamp()  # Amendment 37's 18:00 UTC
+    before, after = (D.jobs(CA_XEON, now=clock + t) for t in (-1, 1))
+    assert [(j.regime, j.seed, j.methods) for j in before[-3:]] == [
+        (SMALL_LR, 10, ("ddrl",)), (SMALL_LR, 11, ("ttrl",)), (SMALL_LR, 11, ("ddrl",))]  # seed-major, a job a run
+    assert len(before) == 24 + 24 and len(after) == 24 and {j.regime for j in after} == {"amc_like", "math500_like"}
+    assert len(D.jobs(C49D, now=clock + 1e9)) == 19  # no clock: never closed
+
+
+def test_each_cor_alone_design_reads_its_claims_csvs_and_a_no_rl_run_only_from_its_base_among_its_regimes():
+    assert D._reads(CA) == {"amc_like": [("amc_like", "no_adaptation"), ("amc_like", "ddrl"), ("amc_like", COR_ONLY),
+                                         (SMALL_LR, "ddrl")],  # K4's DDRL at lr/10 against AMC-like's COR alone
+                            "aime_like": [("aime_like", m) for m in ("no_adaptation", "ddrl", COR_ONLY)]}
+    assert D._reads(C49D) == {SMALL_LR: [(SMALL_LR, m) for m in ("no_adaptation", "ddrl", COR_ONLY)]}  # its own
+    assert D._reads(CA_XEON)[SMALL_LR] == [(SMALL_LR, "ddrl"), ("amc_like", COR_ONLY)]  # seeds of its own
+    assert D._reads(CA_XEON_HELD) == {SMALL_LR: [(SMALL_LR, m) for m in D.COR_ALONE_RUNS]}
+    assert D._panels(CA_XEON, CA_XEON.regime_seeds) == {"amc_like": ["amc_like", SMALL_LR],
+                                                        "math500_like": ["math500_like"]}
+    assert D._panels(C49D, C49D.regime_seeds) == {SMALL_LR: [SMALL_LR]} and list(D._panels(CA, CA.regime_seeds)) == [
+        "amc_like", "aime_like"]
+    assert [cid for cid, _ in CA_XEON_HELD.claims] == ["H1x", "H1xT", "H1xD", "H1xC", "H1xR", "K3x", "K4x"]
+    assert all(CA_XEON_HELD.claims[c, SMALL_LR][:2] == PAIRED[c][:2] for c in ("H1x", "H1xT", "H1xD", "H1xC", "H1xR"))
+
+
+def test_a_regime_run_as_far_as_the_clock_allowed_is_analysed_on_its_complete_seeds(tmp_path):
+    """Amendments 36 and 37: lr/10 seeds count where TTRL and DDRL (and what K4 reads) are all written; at least 2."""
+    def touch(regime, method, seeds):
+        for s in seeds:
+            csv_path(tmp_path, regime, method, s).parent.mkdir(parents=True, exist_ok=True)
+            csv_path(tmp_path, regime, method, s).touch()
+
+    for r in ("amc_like", "math500_like"):
+        for m in ("no_adaptation", "ddrl", COR_ONLY):
+            touch(r, m, range(12))
+    touch(SMALL_LR, "ddrl", range(4))
+    touch(SMALL_LR, "ttrl", (0, 2))
+    read = D.Reading(pd.DataFrame(), tmp_path, list(range(12)), 200, {})
+    assert D._cor_alone_seeds(CA_XEON, read, "") == {"amc_like": tuple(range(12)), "math500_like": tuple(range(12)),
+                                                     SMALL_LR: (0, 2)}
+    assert D.missing(CA_XEON, tmp_path) == list(range(4, 12))  # status: a seed missing in any regime
+    csv_path(tmp_path, "amc_like", COR_ONLY, 2).unlink()  # K4's COR alone (AMC-like's) missing for seed 2
+    with pytest.raises(ValueError, match="Amendment 36's amc_like_small_lr has 1 complete seeds"):
+        D._cor_alone_seeds(CA_XEON, read, "")
+    with pytest.raises(ValueError, match=r"Amendment 35 incomplete, a CSV missing for seeds \{'amc_like_small_lr': "
+                                         r"\[0, 1\]\}"):  # no clock: every seed
+        D._cor_alone_seeds(C49D, read._replace(seeds=[0, 1]), "a CSV")
+
+
+def test_cor_alone_is_one_computation_at_both_learning_rates():
+    """K4 reads AMC-like's COR alone at lr/10: the two regimes share the base, the questions and COR's settings."""
+    from ddrl.study.plan import NO_RL, load_regimes, same_base
+
+    regs = load_regimes(names=["amc_like", SMALL_LR])
+    a, b = regs["amc_like"], regs[SMALL_LR]
+    assert (a.num_ops, a.n_adapted, a.n_heldout, a.overrides) == (b.num_ops, b.n_adapted, b.n_heldout, b.overrides)
+    assert b.lr == pytest.approx(a.lr / 10) and b.episodes == 2 * a.episodes  # only the RL phase's settings differ
+    assert same_base(SMALL_LR) == ["amc_like"] and same_base("math500_like") == ["math500_like_small_lr"]
+    assert same_base("aime_like") == [] and set(NO_RL) == {"no_adaptation", COR_ONLY}
+
+
+def test_paired_matrix_reads_a_method_without_rl_from_its_same_base_regime():
+    rows = [{"regime": r, "method": m, "seed": s, "split": "adapted", "question": q, "pass@1": v}
+            for r, m, v in (("amc_like", COR_ONLY, 0.5), ("amc_like", "no_adaptation", 0.25),
+                            (SMALL_LR, "ddrl", 0.75), (SMALL_LR, "ttrl", 0.5))
+            for s in (0, 1) for q in ("a", "b")]
+    df = pd.DataFrame(rows)
+    np.testing.assert_allclose(paired_matrix(df, SMALL_LR, "ddrl", COR_ONLY, "adapted"), 25.0)
+    np.testing.assert_allclose(paired_matrix(df, SMALL_LR, "ddrl", "no_adaptation", "adapted"), 50.0)
+    assert paired_matrix(df, SMALL_LR, "ddrl", "ttrl", "adapted").shape == (2, 2)
+    assert paired_matrix(df, "aime_like", "ddrl", COR_ONLY, "adapted") is None  # no same-base regime: nothing read
+    # a trained method is never borrowed from another regime
+    assert paired_matrix(df[df.method != "ttrl"], "amc_like", COR_ONLY, "ttrl", "adapted") is None
+
+
+def _csvs(root, regime: str, methods: tuple[str, ...], seeds) -> pd.DataFrame:
+    df = pd.concat([pd.read_csv(p, dtype={"question": str}) for m in methods
+                    for p in sorted((root / regime).glob(f"{m}-seed[0-9][0-9].csv.gz"))], ignore_index=True)
+    return df[df.seed.isin(seeds)]
+
+
+def test_amendment_34s_predicted_half_widths_are_the_measured_components():
+    """From the committed P2 / M1 matrices and H1x families at the registered seeds, as the plan states them."""
+    amc, aime = CA.regime_seeds["amc_like"], CA.regime_seeds["aime_like"]
+    df = pd.concat([_csvs(RUNS, "amc_like", ("no_adaptation", "ttrl", "ddrl"), amc),
+                    _csvs(RUNS, SMALL_LR, ("ttrl", "ddrl"), amc),
+                    _csvs(RUNS, "aime_like", ("no_adaptation", "ttrl", "ddrl"), aime)])
+
+    def hw(cid, regime, frame, n_seeds, n_questions):
+        return f"{predicted_half_width(variance_components(claim_matrix(frame, cid, regime).to_numpy()), n_seeds, n_questions):.2f}"
+
+    p = CA.predicted
+    assert p["K3", "amc_like"] == hw("P2", "amc_like", df, 19, 128)
+    assert p["K5", "amc_like"] == f"{hw('M1', 'amc_like', df, 19, 128)}-{hw('P2', 'amc_like', df, 19, 128)}"
+    assert p["K4", SMALL_LR] == f"{hw('M1', SMALL_LR, df, 19, 128)}-{hw('P2', SMALL_LR, df, 19, 128)}"
+    assert p["K3", "aime_like"] == hw("P2", "aime_like", df, 6, 64)
+    assert p["K5", "aime_like"] == f"{hw('M1', 'aime_like', df, 6, 64)}-{hw('P2', 'aime_like', df, 6, 64)}"
+    for r, ss in CA_HELD.regime_seeds.items():
+        held = _csvs(RUNS / HELDOUT_X, r, ("no_adaptation", "ttrl", "ddrl", "bcs_dae"), ss)
+        family = [hw(c, r, held, len(ss), 1536) for c in ("H1x", "H1xT", "H1xD", "H1xC", "H1xR")]
+        assert CA_HELD.predicted["K3x", r] == CA_HELD.predicted["K5x", r] == \
+            f"{min(family, key=float)}-{max(family, key=float)}", r
+    plan = " ".join((RESULTS / "plan.md").read_text().split())
+    assert "K3 from P2's components 3.98; K5 from M1's 1.81 to P2's 3.98; K4 (lr/10) from `amc_like_small_lr`'s M1 2.03 to P2 3.93" in plan
+    assert "19 x 1,536 in AMC-like from the H1x family's components 0.28 (H1xC) to 1.41 (H1x); 6 x 1,536 in AIME-like 0.13 to 0.55" in plan
+
+
+def test_amendment_38s_predicted_half_widths_are_the_measured_components():
+    """At 12 x 1,536: the registered build's default-lr AMC-like H1x matrices (K4x from K5x's: DDRL at the default lr -
+    COR alone) / its MATH-500-like lr/10 ones, as the plan states them."""
+    def hw(regime: str, a: str, b: str) -> str:
+        d = paired_matrix(_csvs(RUNS / HELDOUT_X, regime, (a, b), range(100)), regime, a, b, HELDOUT_X)
+        return f"{predicted_half_width(variance_components(d.to_numpy()), 12, 1536):.2f}"
+
+    plan = " ".join((RESULTS / "plan.md").read_text().split())
+    for (cid, r), (a, b, _) in CA_XEON_HELD.claims.items():
+        want = f"{hw('amc_like', a, b)} / {hw(MATH500_SMALL_LR, a, b)}"
+        assert CA_XEON_HELD.predicted[cid, r] == want and f"{cid} {want}" in plan, cid
+
+
+def test_cor_alones_committed_tables_and_amendment_38s_reloads():
+    """Amendment 34's table lists its held-out claims after its own; Amendment 38's sets each beside the registered
+    build's default-lr AMC-like entry (K4x beside K5x), and every reloaded run reproduced its committed rows."""
+    res = json.loads(CA_XEON_HELD.analysis.read_text())
+    assert (res["registered_reproduced"], res["registered_checked"], res["same_as_base"]) == (24, 24, 24)
+    table = D.committed_table("cor_alone_xeon_heldout").splitlines()
+    assert table[8].startswith("| K4x DDRL at lr/10 - COR alone, held-out | -10.04 [-11.36, -8.78], 19 seeds, "
+                               "*contradicted* | **-1.85 [-2.73, -1.02]**, 12 x 1,536 | 0.85 (1.39 / 0.49) |")
+    table = D.committed_table("cor_alone").splitlines()
+    assert table[7] == ("| K3x COR alone (no RL) - no adaptation, held-out | AMC-like | 19 x 1,536 | +0.94 [+0.35, "
+                        "+1.55] | 0.60 (0.28-1.41) | **reproduced** |") and table[14].endswith("| 61.5 | - |")
+
+
+@pytest.fixture(scope="module")
+def cor_alone_smoke(tmp_path_factory):
+    """The tiny testbed, seeds 0-1: the registered runs and H1x evaluations Amendment 34 pairs with (the study's own
+    jobs), then its COR-alone runs, their held-out evaluations and Amendment 35's runs (``python -m ddrl.study run``)."""
+    tmp = tmp_path_factory.mktemp("cor_alone")
+    out, runs = tmp / "out", str(tmp / "runs")
+    common = ["--scale", "smoke", "--workers", "2", "--runs-root", runs, "--out", str(out), "--seeds", "0-1"]
+    registered = [Job(r, s, ms, lab) for s in (0, 1) for r, ms, lab in (
+        ("amc_like", ("no_adaptation", "ddrl"), "P2"), ("aime_like", ("no_adaptation", "ddrl"), "P2"),
+        (SMALL_LR, ("ddrl",), "P2"), ("amc_like", ("no_adaptation", "ddrl"), "H1x"),
+        ("aime_like", ("no_adaptation", "ddrl"), "H1x"))]
+    study.run_jobs(registered, SCALES["smoke"], out, runs, workers=2, progress=False)
+    with pytest.raises(ValueError, match=r"Amendment 34 incomplete, a CSV the adapted claims read missing for seeds "
+                                         r"\{'amc_like': \[0, 1\], 'aime_like': \[0, 1\]\}"):
+        D.analyse(CA, out, n_boot=200, seeds=(0, 1))
+    for name in ("cor_alone", "cor_alone_heldout", "cor_alone_c49d"):  # c49d: the smoke model is one build
+        assert study.main(["run", name, *common]) == 0
+    return out, runs, common
+
+
+@pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
+def test_cor_alone_smoke_runs_cor_from_the_untrained_model_analyses_and_draws(cor_alone_smoke, capsys):
+    out, _, _ = cor_alone_smoke
+    for r in ("amc_like", "aime_like"):
+        for s in (0, 1):
+            alone = pd.read_csv(csv_path(out, r, COR_ONLY, s))
+            assert alone.run.isna().all() and set(alone.rl_seconds) == {0.0} and (alone.cor_seconds > 0).all()
+    res, held = (D.analyse(d, out, n_boot=200, seeds=(0, 1)) for d in (CA, CA_HELD))
+    assert [(e["id"], e["regime"]) for e in res["entries"]] == list(CA.claims)
+    a = D.read_csvs(csv_path(out, r, m, s) for r, m in ((SMALL_LR, "ddrl"), ("amc_like", COR_ONLY)) for s in (0, 1))
+    a = a[a.split == "adapted"].pivot_table("pass@1", ["seed", "question"], "method")
+    k4 = next(e["estimate"] for e in res["entries"] if e["id"] == "K4")  # lr/10 DDRL - AMC-like's COR alone
+    assert k4 == pytest.approx(100 * (a.ddrl - a[COR_ONLY]).mean())
+    assert [(r["regime"], r["method"]) for r in res["levels"]] == [
+        ("amc_like", "no_adaptation"), ("amc_like", "ddrl"), ("amc_like", COR_ONLY), (SMALL_LR, "ddrl"),
+        ("aime_like", "no_adaptation"), ("aime_like", "ddrl"), ("aime_like", COR_ONLY)]
+    assert [(e["id"], e["regime"]) for e in held["entries"]] == list(CA_HELD.claims)
+    assert held["registered_checked"] == 4 and held["registered_reproduced"] == 4  # the recomputed COR = its CSV
+    table = D.markdown(CA, res, held["entries"]).splitlines()
+    assert table[2].startswith("| K3 COR alone (no RL) - no adaptation | AMC-like | 2 x 4 |") and "(3.98)" in table[2]
+    assert table[7].startswith("| K3x COR alone (no RL) - no adaptation, held-out | AMC-like | 2 x 3 |")
+    assert len(table) == 2 + 9 + 3 + 7
+    fig = D.cor_alone_figure(res, held, CA)
+    assert [ax.get_ylabel() for ax in fig.axes] == ["adapted pass@1 (%)"] * 2 + ["held-out pass@1 (%)"] * 2
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()][-1].endswith("\nlr/10")  # K4's DDRL runs
+    plt.close(fig)
+    assert study.main(["status", "cor_alone_heldout", "--out", str(out)]) == 0
+    assert "Amendment 34 (amc_like, aime_like, held-out): 2 of 19 seeds complete" in capsys.readouterr().out
+
+
+@pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
+def test_cor_alone_smoke_second_build_matches_the_registered_computation(cor_alone_smoke):
+    """Amendment 35: the untrained model and COR alone computed in the lr/10 regime give the rows they give in
+    AMC-like (no RL: one computation), so its K4 is the registered design's K4 here."""
+    out, _, _ = cor_alone_smoke
+    keep = ["seed", "question", "pass@1", "maj@n", "mean_tokens", "cor_kept"]
+    for m in ("no_adaptation", COR_ONLY):
+        for s in (0, 1):
+            own, base = (pd.read_csv(csv_path(out, r, m, s), dtype={"question": str}) for r in (SMALL_LR, "amc_like"))
+            pd.testing.assert_frame_equal(own[keep], base[base.split == "adapted"].reset_index(drop=True)[keep],
+                                          check_dtype=False)
+    res, reg = D.analyse(C49D, out, n_boot=200, seeds=(0, 1)), D.analyse(CA, out, n_boot=200, seeds=(0, 1))
+    assert [e for e in res["entries"] if e["id"] == "K4"] == [e for e in reg["entries"] if e["id"] == "K4"]
+    assert D.markdown(C49D, res, []).splitlines()[3].startswith("| K4 DDRL at lr/10 - COR alone | AMC-like at lr/10 |")
+
+
+@pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
+def test_cor_alone_smoke_amendment_38_refuses_to_train_then_evaluates_finished_runs(cor_alone_smoke, capsys):
+    """``run cor_alone_xeon_heldout`` refuses while an lr/10 TTRL run is unfinished, then evaluates the five runs per
+    seed; the untrained model and COR alone computed at lr/10 equal AMC-like's rows (``same_as_base``)."""
+    out, runs, common = cor_alone_smoke
+    assert study.main(["run", "cor_alone_xeon_heldout", *common]) == 2
+    assert "not finished there: [('ttrl', 0), ('ttrl', 1)]" in capsys.readouterr().err
+    study.run_jobs([Job(SMALL_LR, s, ("ttrl",), "M1") for s in (0, 1)], SCALES["smoke"], out, runs, workers=2,
+                   progress=False)
+    assert study.main(["run", "cor_alone_xeon_heldout", *common]) == 0
+    held = D.analyse(CA_XEON_HELD, out, n_boot=200, seeds=(0, 1))
+    assert (held["registered_reproduced"], held["registered_checked"]) == (8, 8)
+    assert (held["same_as_base"], held["same_as_base_checked"]) == (4, 4)  # no RL: one computation
+    registered = [{"id": cid, "regime": "amc_like", "estimate": -1.0, "ci_low": -2.0, "ci_high": 0.0, "n_seeds": 19,
+                   "verdict": "not resolved"} for cid in ("H1x", "H1xT", "H1xD", "H1xC", "H1xR", "K3x", "K5x")]
+    table = D.markdown(CA_XEON_HELD, held, registered).splitlines()
+    assert table[2].startswith("| H1x DDRL at lr/10 - no adaptation, held-out | -1.00 [-2.00, +0.00], 19 seeds, *not "
+                               "resolved* | **") and "2 x 3 | " in table[2] and "(1.50 / 0.96)" in table[2]
+    assert table[8].startswith("| K4x DDRL at lr/10 - COR alone, held-out | -1.00")  # beside K5x: read across
+    assert len(table) == 2 + 7 + 3 + 5
+    fig = D.cor_alone_figure(D.analyse(CA, out, n_boot=200, seeds=(0, 1)), held, CA_XEON)  # two adapted panels
+    assert [ax.get_ylabel() for ax in fig.axes if ax.axison] == ["adapted pass@1 (%)"] * 2 + ["held-out pass@1 (%)"]
+    assert "Amendments 36 and 37; held-out: Amendment 38" in fig._suptitle.get_text()
+    plt.close(fig)

@@ -49,14 +49,6 @@ def _drift_arms(out: str, regime: str, which: str) -> list[dict]:
                               drift.x3h_slope() if which in drift.PREDICTED_FROM_SLOPE else None)
 
 
-def _cor_alone(build: str, heldout: bool = False) -> dict:
-    from ddrl.study.amendments import cor_alone as K
-
-    d = K.DESIGNS[build]
-    if heldout:
-        return K.analyse_heldout(d.out, seeds=K.heldout_seeds(d), design=d)
-    return K.analyse(d.out, seeds=K.analysis_seeds(d.out, d), design=d)
-
 
 
 def _call(module: str, fn: str, **kw):
@@ -106,12 +98,6 @@ REGENERATE = {
     "small_lr/cor4x_lr10_amc.json": lambda: _call("small_lr_refine", "analyse_gentle", regime="amc_like_small_lr"),
     "small_lr/cor4x_lr10_math500.json": lambda: _call("small_lr_refine", "analyse_gentle",
                                                       regime="math500_like_small_lr"),
-    # Amendments 34-38: COR alone on each build
-    "cor_alone/adapted.json": lambda: _cor_alone("registered"),
-    "cor_alone/heldout.json": lambda: _cor_alone("registered", heldout=True),
-    "replication_c49d/cor_alone.json": lambda: _cor_alone("c49d"),
-    "replication_xeon/cor_alone.json": lambda: _cor_alone("xeon"),
-    "replication_xeon/cor_alone_heldout.json": lambda: _cor_alone("xeon", heldout=True),
 }
 
 #: The number of claim entries committed before issue 82 (results/**/*.json, every dict with a ``verdict``).

@@ -25,7 +25,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass
+import textwrap
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, NamedTuple, Sequence
 
@@ -38,16 +39,16 @@ from scipy.optimize import least_squares
 
 from ddrl.report.plotting import color, label
 from ddrl.report.stats import advantage_quarters, advantage_statistic, decided, mean_ci, verdict
-from ddrl.report.tables import (amendment_cells, below_cell, claim_row, committed_markdown, entry_cell, entry_ci,
-                                fmt_ci)
+from ddrl.report.tables import (VERDICT_MD, amendment_cells, below_cell, claim_row, committed_markdown, entry_cell,
+                                entry_ci, fmt_ci)
 from ddrl.run.pool import clock_budget
 from ddrl.run.storage import atomic_write_bytes, cache_root, write_json
 from ddrl.seeds import derive_seed, numpy_generator
-from ddrl.study.amendments.cor_alone import HELDOUT_LR10
 from ddrl.study.amendments.small_lr import (COMPARISON as AMENDMENT28_WHAT, LR_CELL, OUT, RUNS, add_run_arguments,
                                             figure, seeds_line)
 from ddrl.study.analysis import (claim_matrix, complete_seeds, level_table, load_questions, paired_matrix, read_csvs,
-                                 reproduced_counts, rl_divergence, run_levels, wide_entry)
+                                 reproduced_counts, rl_divergence, run_levels, same_as_registered,
+                                 wide_entry)
 from ddrl.study.figures import levels_panel, levels_vote_figure, vote_by_quarter
 from ddrl.study import claims
 from ddrl.study.claims import amendment_entry, entry, table2_difference, validate, with_half_width
@@ -117,6 +118,11 @@ class Design:
     whole: str | None = None  # a named measure that is the whole analysis (its own reading of its files: across
     # learning rates, KLs, fits, step logs), and :data:`TABLES`' table of that name its table; None: the generic one
     folder: str = "runs"  # the folder of ``results`` that holds its CSVs ("": ``results`` itself)
+    regime_seeds: dict | None = None  # regime -> its seeds, where the analysis spans regimes (COR alone): then
+    # ``claims`` and ``predicted`` are keyed (id, regime), ``seeds`` is every regime's, and a claim's regime whose base
+    # (SAME_BASE) is one of these reads its no-RL runs there (on the base's seeds where it has none of its own)
+    regime_runs: dict | None = None  # regime -> the runs its jobs compute there, where not ``evaluates`` (with a clock,
+    # a regime where it trains runs to the clock and is analysed on its complete seeds, at least 2)
 
     @property
     def tag(self) -> str:
@@ -178,6 +184,23 @@ _ETMR_HELD_HEADER = ("| claim (held-out pass@1 on 1,536 fresh {name} questions, 
                      "estimate [95% CI] | half-width (predicted) | verdict |")
 
 WIDE_ARMS = ("ttrl_kl100x", "ddrl_kl100x")  # Amendment 27: Amendment 25's arms (kl_coef 0.1)
+#: COR alone (Amendments 34-38): its claims, keyed (id, regime), pass@1 a - b per seed and question, sign +1, margin
+#: :data:`MARGIN` (the ids of Amendments 30 and 32; K4: DDRL at lr/10, K5: at the default lr)
+_K3 = (COR_ONLY, "no_adaptation", "COR alone (no RL) - no adaptation")
+_K4 = ("ddrl", COR_ONLY, "DDRL at lr/10 - COR alone")
+_K5 = ("ddrl", COR_ONLY, "DDRL at the default lr - COR alone")
+_K3X = (COR_ONLY, "no_adaptation", "COR alone (no RL) - no adaptation, held-out")
+_K5X = ("ddrl", COR_ONLY, "DDRL at the default lr - COR alone, held-out")
+#: Amendment 38 (the Xeon build): the registered H1x family (:data:`ddrl.study.plan.PAIRED`) and Amendment 33's K3x,
+#: K4x at lr/10 in AMC-like, held-out pass@1 a - b
+HELDOUT_LR10 = {**{(cid, SMALL_LR): (*PAIRED[cid][:2], f"{what}, held-out") for cid, what in (
+    ("H1x", "DDRL at lr/10 - no adaptation"), ("H1xT", "TTRL at lr/10 - no adaptation"), ("H1xD", "DDRL - TTRL at lr/10"),
+    ("H1xC", "DDRL - BCS+DAE at lr/10"), ("H1xR", "BCS+DAE - TTRL at lr/10"))},
+                ("K3x", SMALL_LR): _K3X, ("K4x", SMALL_LR): ("ddrl", COR_ONLY, "DDRL at lr/10 - COR alone, held-out")}
+COR_ALONE_RUNS = ("no_adaptation", "ttrl", "bcs_dae", "ddrl", COR_ONLY)  # the runs COR alone's claims read, in order
+_COR_ALONE_HEADER = ("| claim (pass@1, points) | regime | seeds x questions | estimate [95% CI] | half-width (predicted) "
+                     "| verdict |")
+_COR_ALONE = {"measures": (), "cached_ddrl": False, "header": _COR_ALONE_HEADER}
 
 DESIGNS = {d.id: d for d in (
     # Amendment 56: R1 (COR keeping 4x) and K1, K2 (COR at 1e-6) at lr/10 in AMC-like from the cached RL-only weights of
@@ -452,6 +475,60 @@ DESIGNS = {d.id: d for d in (
            results=WIDE_OUT, folder="",
            header="| comparison (MATH-500-like, 768 questions, adapted pass@1, points) | seeds | estimate [95% CI] | "
                   "half-width (predicted) | verdict |"),
+    # --- COR alone (Amendments 34-38) ---
+    # Amendment 34: COR alone (one COR call from the untrained model, no RL phase) in the registered study's AMC-like
+    # and AIME-like on their registered seeds, beside the registered runs (K4: the lr/10 DDRL runs against AMC-like's
+    # COR alone, the same computation); its table lists the held-out claims after its own. Predicted: the committed P2
+    # / M1 components at these seeds
+    Design("cor_alone", 34, "amc_like", tuple(range(19)), None, (COR_ONLY,), ("no_adaptation", "ddrl", COR_ONLY), (),
+           {("K3", "amc_like"): _K3, ("K5", "amc_like"): _K5, ("K4", SMALL_LR): _K4, ("K3", "aime_like"): _K3,
+            ("K5", "aime_like"): _K5},
+           {("K3", "amc_like"): "3.98", ("K5", "amc_like"): "1.81-3.98", ("K4", SMALL_LR): "2.03-3.93",
+            ("K3", "aime_like"): "0.98", ("K5", "aime_like"): "0.00-0.98"}, RESULTS / "cor_alone" / "adapted.json",
+           "## COR alone in AMC-like and AIME-like (plan Amendment 34)", split="adapted", job_kind="K cor alone",
+           beside=("cor_alone_heldout",), whole="cor_alone",
+           regime_seeds={"amc_like": tuple(range(19)), "aime_like": tuple(range(6))}, **_COR_ALONE),
+    # ... and on H1x's fresh questions: COR alone recomputed and evaluated (the other runs' H1x CSVs exist). Predicted:
+    # the H1x family's components, the smallest to the largest
+    Design("cor_alone_heldout", 34, "amc_like", tuple(range(19)), None, (COR_ONLY,), ("no_adaptation", "ddrl", COR_ONLY),
+           (), {("K3x", "amc_like"): _K3X, ("K5x", "amc_like"): _K5X, ("K3x", "aime_like"): _K3X,
+                ("K5x", "aime_like"): _K5X},
+           {("K3x", "amc_like"): "0.28-1.41", ("K5x", "amc_like"): "0.28-1.41", ("K3x", "aime_like"): "0.13-0.55",
+            ("K5x", "aime_like"): "0.13-0.55"}, RESULTS / "cor_alone" / "heldout.json",
+           "## COR alone on fresh questions (plan Amendment 34)", beside=None, whole="cor_alone_heldout",
+           regime_seeds={"amc_like": tuple(range(19)), "aime_like": tuple(range(6))}, **_COR_ALONE),
+    # Amendment 35: K3 and K4 on the c49d994e build (Amendment 6's replication, its one regime amc_like_small_lr), with
+    # the untrained runs it lacked: both no-RL runs computed in that regime itself. Predicted: the registered build's
+    Design("cor_alone_c49d", 35, SMALL_LR, tuple(range(19)), None, ("no_adaptation", COR_ONLY),
+           ("no_adaptation", "ddrl", COR_ONLY), (), {("K3", SMALL_LR): _K3, ("K4", SMALL_LR): _K4},
+           {("K3", SMALL_LR): "3.04", ("K4", SMALL_LR): "3.30"}, RESULTS / "replication_c49d" / "cor_alone.json",
+           "## COR alone on the c49d994e build (plan Amendment 35)", split="adapted", job_kind="K cor alone",
+           job_per_run=False, beside=None, results=RESULTS / "replication_c49d", whole="cor_alone",
+           regime_seeds={SMALL_LR: tuple(range(19))}, **_COR_ALONE),
+    # Amendments 36 and 37: the Xeon build (Amendment 5's replication): COR alone in AMC-like and MATH-500-like beside
+    # its 12 seeds (K3, K5), and TTRL and DDRL at lr/10 from seed 0 as far as the clock allowed (Amendment 37's 18:00
+    # UTC; no job there after it), K4 on their complete seeds against AMC-like's COR alone
+    Design("cor_alone_xeon", 36, "amc_like", tuple(range(12)), "2026-11-28T18:00:00+00:00", (COR_ONLY,),
+           ("no_adaptation", "ddrl", COR_ONLY), (),
+           {("K3", "amc_like"): _K3, ("K5", "amc_like"): _K5, ("K3", "math500_like"): _K3,
+            ("K5", "math500_like"): _K5, ("K4", SMALL_LR): _K4},
+           {("K3", "amc_like"): "3.08", ("K5", "amc_like"): "3.95", ("K3", "math500_like"): "2.19",
+            ("K5", "math500_like"): "3.51", ("K4", SMALL_LR): "3.36 / 3.62"}, XEON / "cor_alone.json",
+           "## COR alone on the Xeon build (plan Amendments 36 and 37)", split="adapted", job_kind="K cor alone",
+           beside=None, results=XEON, late_seeds=0, whole="cor_alone",
+           regime_seeds={"amc_like": tuple(range(12)), "math500_like": tuple(range(12)), SMALL_LR: tuple(range(12))},
+           regime_runs={SMALL_LR: ("ttrl", "ddrl")}, **_COR_ALONE),
+    # Amendment 38: those lr/10 runs (loaded, never trained), the untrained model and COR alone (recomputed) on H1x's
+    # fresh questions, one H1x job per seed, beside the registered build's default-lr AMC-like entries (K4x's: K5x).
+    # Predicted at 12 x 1,536: the registered build's default-lr AMC-like matrices / its MATH-500-like lr/10 ones
+    Design("cor_alone_xeon_heldout", 38, SMALL_LR, tuple(range(12)), None, COR_ALONE_RUNS, COR_ALONE_RUNS, (),
+           HELDOUT_LR10, dict(zip(HELDOUT_LR10, ("1.50 / 0.96", "1.47 / 0.37", "1.25 / 0.72", "0.33 / 0.69",
+                                                 "1.20 / 0.16", "0.60 / 0.78", "1.39 / 0.49"))),
+           XEON / "cor_alone_heldout.json", "### Held-out, on the Xeon build (plan Amendment 38)", job_per_run=False,
+           finished=("ttrl", "ddrl"), beside=("claims.json", "cor_alone_heldout"), results=XEON,
+           whole="cor_alone_heldout", regime_seeds={SMALL_LR: tuple(range(12))},
+           **{**_COR_ALONE, "header": "| claim (held-out pass@1, points) | registered build, default lr, AMC-like | "
+                                     "**the Xeon build's runs, Amendment 38** | half-width (predicted) | verdict |"}),
 )}
 
 
@@ -1114,11 +1191,189 @@ def wide_vote_figure(seed_pass1: pd.DataFrame, vote: pd.DataFrame):
                               f"{MATH500_768}: what the runs end at, and how their vote changes over training (descriptive)",
                               numpy_generator(0, "figure", MATH500_768))
 
+# COR alone (Amendments 34-38): designs spanning regimes (:attr:`Design.regime_seeds`, claims keyed (id, regime)),
+# each analysis one named measure with its table in :data:`TABLES`
+
+#: How COR alone's tables and figures name the regimes
+REGIME_TEXT = {"amc_like": "AMC-like", SMALL_LR: "AMC-like at lr/10", "aime_like": "AIME-like",
+               "math500_like": "MATH-500-like"}
+#: A held-out claim's registered-build entry beside it, where another id (K4x: K5x, DDRL at the default lr - COR alone)
+ACROSS = {"K4x": "K5x"}
+
+
+def _reads_from(d: Design) -> dict[str, str]:
+    """The claims' regimes that read their no-RL runs from their base, one of the design's regimes."""
+    return {g: SAME_BASE[g] for _, g in d.claims if SAME_BASE.get(g) in d.regime_seeds}
+
+
+def _reads(d: Design) -> dict[str, list[tuple[str, str]]]:
+    """Per regime of the design, the (folder's regime, run) CSVs its seeds' claims read, its own first, in
+    :data:`COR_ALONE_RUNS`' order: a claim in a regime without seeds of its own reads its base's (:func:`_reads_from`)."""
+    src = _reads_from(d)
+    need: dict[str, list[tuple[str, str]]] = {g: [] for g in d.regime_seeds}
+    for (_, g), (a, b, _) in d.claims.items():
+        need[g if g in need else src[g]] += [(src.get(g, g) if m in NO_RL else g, m) for m in (a, b)]
+    return {g: sorted(set(cs), key=lambda c: (c[0] != g, c[0], COR_ALONE_RUNS.index(c[1]))) for g, cs in need.items()}
+
+
+def _unwritten(d: Design, out: str | Path, seeds: dict) -> dict[str, list[int]]:
+    """Per regime of ``seeds``, its seeds without a CSV of the split its claims read (:func:`_reads`)."""
+    at = heldout_x_path if d.split == HELDOUT_X else csv_path
+    return {g: [s for s in ss if not all(at(out, f, m, s).is_file() for f, m in _reads(d)[g])] for g, ss in seeds.items()}
+
+
+def regime_designs(d: Design) -> list[Design]:
+    """A design spanning regimes as one design per regime: its seeds and runs there, its clock only where it trains
+    (a run outside :data:`~ddrl.study.plan.NO_RL`)."""
+    return [replace(d, regime=g, seeds=ss, evaluates=runs, cutoff=d.cutoff if set(runs) - set(NO_RL) else None,
+                    regime_seeds=None, regime_runs=None)
+            for g, ss in d.regime_seeds.items() for runs in [(d.regime_runs or {}).get(g, d.evaluates)]]
+
+
+def _cor_alone_seeds(d: Design, r: Reading, what: str) -> dict[str, tuple[int, ...]]:
+    """The design's seeds among the reading's, per regime: a regime it trains in to a clock its seeds with every CSV
+    the claims read and every run it made (at least 2), the others all of them, or a ValueError naming ``what``."""
+    seeds, need = {}, _reads(d)
+    for p in regime_designs(d):
+        ss = tuple(s for s in p.seeds if s in r.seeds)
+        if p.cutoff:
+            made = need[p.regime] + [(p.regime, m) for m in p.evaluates]
+            ss = tuple(s for s in ss if all(csv_path(r.out, f, m, s).is_file() for f, m in made))
+            if len(ss) < 2:
+                raise ValueError(f"{r.out}: {d.tag}'s {p.regime} has {len(ss)} complete seeds; its analysis needs at "
+                                 "least 2")
+        seeds[p.regime] = ss
+    left = {g: s for g, s in _unwritten(d, r.out, seeds).items() if s}
+    if left:
+        raise ValueError(f"{r.out}: {d.tag} incomplete, {what} missing for seeds {left}; the plan reads no estimate "
+                         "before every seed is complete")
+    return seeds
+
+
+def _keyed_entries(d: Design, df: pd.DataFrame, n_boot: int) -> list[dict]:
+    """The claims keyed (id, regime), each by :func:`~ddrl.study.claims.amendment_entry` on the design's split."""
+    metric = "held-out pass@1" if d.split == HELDOUT_X else "adapted pass@1"
+    return [amendment_entry(cid, g, what, f"{metric}, {what} [points]", a, b,
+                            paired_matrix(df, g, a, b, d.split).to_numpy(), MARGIN, n_boot)
+            for (cid, g), (a, b, what) in d.claims.items()]
+
+
+def _panels(d: Design, regimes: Sequence[str]) -> dict[str, list[str]]:
+    """The regimes a table block or figure panel shows on their own (not those reading their no-RL runs from one of
+    ``regimes``), each with the regimes whose runs it shows beside its own (lr/10)."""
+    src = _reads_from(d)
+    return {g: [g, *(h for h, b in src.items() if b == g)] for g in regimes if src.get(g) not in regimes}
+
+
+def _cor_alone(d: Design, r: Reading) -> dict:
+    """Amendments 34-37: the adapted claims of every regime once every CSV they read is written (:func:`_cor_alone_seeds`):
+    ``entries``; descriptive, ``levels`` (each run's mean adapted pass@1 and maj@16 over the seeds, with the seeds below
+    the untrained run: a regime's runs, then those reading its no-RL runs), ``cor_kept`` (COR alone's mean kept rollouts
+    per regime) and ``seed_pass1`` (each run's level)."""
+    seeds, need = _cor_alone_seeds(d, r, "a CSV the adapted claims read"), _reads(d)
+    df = read_csvs(csv_path(r.out, f, m, s) for own in (True, False) for g in seeds for s in seeds[g]
+                   for f, m in need[g] if (f == g) == own)
+    per = run_levels(df).merge(run_levels(df, value="maj@n", name="maj"), on=["regime", "method", "seed"])
+    lv = []
+    for regimes in _panels(d, seeds).values():
+        sub = per[per.regime.isin(regimes)]
+        t = level_table(sub, ("regime", "method"), sort=False)
+        t["maj"] = sub.groupby(["regime", "method"], sort=False)["maj"].mean().to_numpy()
+        lv += t.to_dict(orient="records")
+    a = df[(df.split == "adapted") & (df.method == COR_ONLY)]
+    kept = a.drop_duplicates(["regime", "seed"]).groupby("regime", sort=False)["cor_kept"].mean()
+    return {"seeds": {g: list(s) for g, s in seeds.items()}, "entries": _keyed_entries(d, df, r.n_boot), "levels": lv,
+            "cor_kept": {g: float(k) for g, k in kept.items()}, "seed_pass1": per.to_dict(orient="records")}
+
+
+def _cor_alone_heldout(d: Design, r: Reading) -> dict:
+    """Amendments 34 and 38: the held-out claims once every evaluation is written: ``entries``; descriptive, each run's
+    mean held-out pass@1 (``levels``; per run ``seed_pass1``), how many runs the design computed have adapted rows equal
+    to their committed CSV (``registered_reproduced`` of ``registered_checked``) and, in a regime of another base, how
+    many no-RL runs' adapted rows (beside their H1x CSV where no CSV of their own) equal the base's
+    (``same_as_base`` of ``same_as_base_checked``)."""
+    seeds, need = _cor_alone_seeds(d, r, "a held-out evaluation"), _reads(d)
+    df = read_csvs(heldout_x_path(r.out, g, m, s) for g in seeds for _, m in need[g] for s in seeds[g])
+    per = run_levels(df, HELDOUT_X)
+    lv = pd.concat([level_table(per[per.regime == g], ("method",), sort=False).assign(regime=g) for g in seeds])
+    res = {"seeds": {g: list(s) for g, s in seeds.items()}, "entries": _keyed_entries(d, df, r.n_boot),
+           "levels": lv.to_dict(orient="records"), "seed_pass1": per.to_dict(orient="records"),
+           **reproduced_counts(df[df.method.isin(d.evaluates)].drop_duplicates(["regime", "method", "seed"]))}
+    sides = [(adapted_x_path(r.out, g, m, s), csv_path(r.out, g, m, s), csv_path(r.out, SAME_BASE[g], m, s))
+             for g in seeds if g in SAME_BASE for _, m in need[g] if m in NO_RL for s in seeds[g]]
+    same = [same_as_registered(pd.read_csv(x if x.is_file() else own, dtype={"question": str}).query(
+        "split == 'adapted'"), base) for x, own, base in sides]
+    if same:
+        res |= {"same_as_base": sum(x is True for x in same), "same_as_base_checked": sum(x is not None for x in same)}
+    return res
+
+
+def _cor_alone_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
+    """COR alone's claims, each held-out one beside the registered build's default-lr AMC-like entry where the design
+    sets such entries beside (:data:`ACROSS`), else with the entries beside listed after its own; then each run's
+    level per regime (adapted: with maj@16)."""
+    held = d.split == HELDOUT_X
+    pred = {k: v for x in (d, *(DESIGNS[b] for b in d.beside or () if b in DESIGNS)) for k, v in x.predicted.items()}
+    reg = {(e["id"], e["regime"]): e for e in beside}
+    rows = [d.header, "|---" * (d.header.count("|") - 1) + "|"]
+    for e in (res["entries"] if held and beside else (*res["entries"], *beside)):
+        where = (f"{entry_cell(reg[ACROSS.get(e['id'], e['id']), 'amc_like'])} | **{entry_ci(e)}**, " if held and beside
+                 else f"{REGIME_TEXT[e['regime']]} | {e['n_seeds']} x {e['n_questions']:,} | {entry_ci(e)} | ")
+        if held and beside:
+            where += f"{e['n_seeds']} x {e['n_questions']:,} | "
+        rows.append(f"| {e['id']} {e['claim']} | {where}{e['half_width']:.2f} ({pred[e['id'], e['regime']]}) | "
+                    f"{VERDICT_MD[e['verdict']]} |")
+    maj = "" if held else " maj@16 |"
+    rows += ["", f"| regime | method | {'held-out' if held else 'adapted'} pass@1, mean over seeds (SD) |{maj} seeds "
+             "below the untrained run |", "|---" * (4 if held else 5) + "|"]
+    rows += [f"| {REGIME_TEXT[r['regime']]} | {r['method']} | {r['pass1']:.1f} ({r['sd']:.1f}) |"
+             f"{'' if held else ' %.1f |' % r['maj']} {below_cell(r)} |" for r in res["levels"]]
+    return "\n".join(rows) + "\n"
+
+
+#: COR alone's figures (notebook 06), by adapted design: its held-out design (None: none), what the title calls the
+#: runs COR alone stands beside, and the amendments it names
+COR_ALONE_FIGURES = {"cor_alone": ("cor_alone_heldout", "the registered runs", "Amendment 34"),
+                     "cor_alone_c49d": (None, "the c49d994e build's runs", "Amendment 35"),
+                     "cor_alone_xeon": ("cor_alone_xeon_heldout", "the Xeon build's runs",
+                                        "Amendments 36 and 37; held-out: Amendment 38")}
+
+
+def cor_alone_figure(res: dict, held: dict | None, d: Design):
+    """Descriptive (the paired intervals are the entries'): each run's adapted pass@1 (``res``: adapted design ``d``'s
+    analysis; and held-out pass@1, ``held``: its held-out design's, where it has one), one dot per seed, one row per
+    split and one column per regime shown (:func:`ddrl.study.amendments.wide.levels_panel`)."""
+    splits = [(res, "adapted pass@1 (%)", "adapted"), *([(held, "held-out pass@1 (%)", "fresh")] if held else [])]
+    rows = [[(r, *split) for r in _panels(d, split[0]["seeds"])] for split in splits]
+    n_cols = max(map(len, rows))
+    fig, axes = plt.subplots(len(rows), n_cols, figsize=(5.5 * n_cols, 4.2 * len(rows)), squeeze=False)
+    rng = numpy_generator(0, "figure", d.id)
+    for ax_row, panels in zip(axes, rows):
+        for ax in ax_row[len(panels):]:
+            ax.set_axis_off()
+        for ax, (r, data, ylabel, what) in zip(ax_row, panels):
+            per = pd.DataFrame(data["seed_pass1"])
+            per = per[per.regime.isin(_panels(d, data["seeds"])[r])]
+            name = per.method.map(lambda m: "COR alone (no RL)" if m == COR_ONLY else label(m))
+            per["run"] = name.where(per.regime == r, name + "\nlr/10")
+            palette = dict(zip(per.run, per.method.map(color)))
+            n_q = next(e["n_questions"] for e in data["entries"] if e["regime"] == r)
+            levels_panel(ax, per, list(dict.fromkeys(per.run)), palette, rng, ylabel,
+                         f"{REGIME_TEXT[r]}: {n_q:,} {what} questions")
+            sns.despine(ax=ax)
+    _, called, tag = COR_ALONE_FIGURES[d.id]
+    title = (f"COR alone (consensus SFT from the untrained model) beside {called} "
+             f"(plan {tag}; descriptive)")
+    fig.suptitle(textwrap.fill(title, 16 * fig.get_figwidth()), fontsize=10)  # ~16 characters an inch at 10 pt
+    fig.tight_layout()
+    return fig
+
 
 #: The tables of the designs whose analysis is one named measure (:attr:`Design.whole`), by that measure's name
 TABLES: dict[str, Callable[[Design, dict, Sequence[dict]], str]] = {
     "lr_heldout": _lr_heldout_table, "lr_drift": _lr_drift_table, "cor_alone_drift": _cor_drift_table,
-    "lr_curve": _lr_curve_table, "dynamics": _dynamics_table, "device_check": _wide_table, "wide_arms": _wide_table}
+    "lr_curve": _lr_curve_table, "dynamics": _dynamics_table, "device_check": _wide_table, "wide_arms": _wide_table,
+    "cor_alone": _cor_alone_table, "cor_alone_heldout": _cor_alone_table}
 
 
 def _seed_pass1(d: Design, r: Reading) -> dict:
@@ -1170,7 +1425,8 @@ MEASURES: dict[str, Callable[[Design, Reading], dict]] = {
     "vote": _vote, "rl_minutes": _rl_minutes,
     # whole analyses (Design.whole), each with its table in TABLES
     "lr_heldout": _lr_heldout, "lr_drift": _lr_drift, "cor_alone_drift": _cor_drift, "lr_curve": _lr_curve,
-    "dynamics": _dynamics, "device_check": _device_check, "wide_arms": _wide_arms}
+    "dynamics": _dynamics, "device_check": _device_check, "wide_arms": _wide_arms, "cor_alone": _cor_alone,
+    "cor_alone_heldout": _cor_alone_heldout}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -1219,6 +1475,8 @@ def _wants(d: Design, runs: Sequence[str], seed: int) -> bool:
 def jobs(d: Design, seeds: Sequence[int] | None = None, now: float | None = None) -> list[Job]:
     """Seed by seed, a job per evaluated run (on the seeds of the claims that pair it); once the design's clock has
     passed (``now``: epoch seconds) only the first :attr:`Design.late_seeds` of its seeds."""
+    if d.regime_seeds:  # regime by regime (:func:`regime_designs`)
+        return [j for p in regime_designs(d) for j in jobs(p, seeds and [s for s in seeds if s in p.seeds], now)]
     groups = [((m,), d.kinds[i] if d.kinds else d.job_kind) for i, m in enumerate(d.evaluates)] if d.job_per_run \
         else [(d.evaluates, d.job_kind)]
     return [Job(d.regime, s, g, kind)
@@ -1230,6 +1488,9 @@ def missing(d: Design, out: str | Path | None = None, seeds: Sequence[int] | Non
     """Seeds without every CSV the design's analysis needs (with :attr:`Design.claim_seeds`: some claim's pair on one of
     its seeds; ``out``: default its ``runs/``)."""
     out, among = d.runs if out is None else out, d.seeds if seeds is None else seeds
+    if d.regime_seeds:  # in any of its regimes
+        return sorted({s for ss in _unwritten(d, out, {g: [s for s in ss if s in among] for g, ss in
+                                                        d.regime_seeds.items()}).values() for s in ss})
     if d.claim_seeds is None:
         return sorted(set(among) - set(_complete(d, out, _needed(d))))
     return sorted({s for c, cs in d.claim_seeds.items()
@@ -1338,13 +1599,13 @@ def markdown(d: Design, res: dict, beside: Sequence[dict]) -> str:
 
 def beside_entries(d: Design, results: Path | None = None) -> list[dict]:
     """The committed entries :func:`markdown` sets beside the design's: the registered ``claims.json``'s, or those of
-    :attr:`Design.beside`'s committed analyses (none for a design without that column)."""
+    :attr:`Design.beside`'s committed analyses or claims files (none for a design without that column)."""
     if d.beside is None:
         return []
     if not d.beside:
         return claims.load((results or RESULTS) / "claims.json")
-    return [e for b in d.beside for e in
-            json.loads((DESIGNS[b].analysis if b in DESIGNS else RESULTS / b).read_text())["entries"]]
+    got = [json.loads((DESIGNS[b].analysis if b in DESIGNS else RESULTS / b).read_text()) for b in d.beside]
+    return [e for x in got for e in (x if isinstance(x, list) else x["entries"])]  # a list: a claims.json
 
 
 #: How the figures name the regimes
@@ -1442,7 +1703,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.what == "run":
             print(run(d, args))
         elif args.what == "status":
-            where = [d.regime, *([d.build] if d.build else []), *(["held-out"] if d.split == HELDOUT_X else [])]
+            where = [*(d.regime_seeds or (d.regime,)), *([d.build] if d.build else []),
+                     *(["held-out"] if d.split == HELDOUT_X else [])]
             print(seeds_line(f"{d.tag} ({', '.join(where)})", len(d.seeds), missing(d, args.out), d.cutoff))
         elif args.what == "render":
             sys.stdout.write(committed_table(d.id))
