@@ -788,3 +788,24 @@ def test_amendments_30_and_31_smoke_run_and_analyse(smoke, tmp_path):
     assert k["K5"] == pytest.approx(100 * (base.ddrl - q[COR_ONLY]).mean())
     held = D.analyse(D.DESIGNS["heldout_math500"], out, n_boot=200, seeds=(0, 1))
     assert held["registered_checked"] == 8 and held["registered_reproduced"] == 8
+
+
+# --- policy drift (Amendments 21-25) and the registered analyses ---
+
+
+def test_the_drift_and_registered_designs_status_and_tables(capsys):
+    """A drift design counts the seeds in its own runs' folder; the registered analysis and its replications print the
+    markdown ``--analyse claims`` wrote from the same entries (the scorecard; a replication beside the registered
+    entries); a drift design a row per committed entry, six cells each (a metric's ``|`` escaped)."""
+    assert study.main(["status", "drift_amc_like_cpu_penalty"]) == 0
+    assert "Amendment 25 (amc_like, held-out): 13 of 16 seeds complete; missing [113, 114, 115]" in capsys.readouterr().out
+    assert D.committed_table("claims") == (RESULTS.parent / "docs" / "results" / "claims_scorecard.md").read_text()
+    for b in ("c49d", "xeon"):
+        assert D.committed_table(f"claims_{b}") == (RESULTS / f"replication_{b}" / "figures" /
+                                                    "replication_vs_registered.md").read_text()
+    drifts = [d for d in D.DESIGNS.values() if d.whole == "drift"]
+    assert len(drifts) == 11
+    for d in drifts:
+        rows = D.committed_table(d.id).splitlines()
+        assert len(rows) == 2 + len(json.loads(d.analysis.read_text()))
+        assert all(r.replace("\\|", "").count("|") == 7 for r in rows), d.id
