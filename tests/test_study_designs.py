@@ -1286,3 +1286,24 @@ def test_cor_alone_smoke_amendment_38_refuses_to_train_then_evaluates_finished_r
     assert [ax.get_ylabel() for ax in fig.axes if ax.axison] == ["adapted pass@1 (%)"] * 2 + ["held-out pass@1 (%)"]
     assert "Amendments 36 and 37; held-out: Amendment 38" in fig._suptitle.get_text()
     plt.close(fig)
+
+
+# --- policy drift (Amendments 21-25) and the registered analyses ---
+
+
+def test_the_drift_and_registered_designs_status_and_tables(capsys):
+    """A drift design counts the seeds in its own runs' folder; the registered analysis and its replications print the
+    markdown ``--analyse claims`` wrote from the same entries (the scorecard; a replication beside the registered
+    entries); a drift design a row per committed entry, six cells each (a metric's ``|`` escaped)."""
+    assert study.main(["status", "drift_amc_like_cpu_penalty"]) == 0
+    assert "Amendment 25 (amc_like, held-out): 13 of 16 seeds complete; missing [113, 114, 115]" in capsys.readouterr().out
+    assert D.committed_table("claims") == (RESULTS.parent / "docs" / "results" / "claims_scorecard.md").read_text()
+    for b in ("c49d", "xeon"):
+        assert D.committed_table(f"claims_{b}") == (RESULTS / f"replication_{b}" / "figures" /
+                                                    "replication_vs_registered.md").read_text()
+    drifts = [d for d in D.DESIGNS.values() if d.whole == "drift"]
+    assert len(drifts) == 11
+    for d in drifts:
+        rows = D.committed_table(d.id).splitlines()
+        assert len(rows) == 2 + len(json.loads(d.analysis.read_text()))
+        assert all(r.replace("\\|", "").count("|") == 7 for r in rows), d.id

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 from conftest import same_json
 
@@ -24,31 +23,6 @@ RESULTS = REPO / "results"
 #: differ between CPU families' BLAS), the verdict and the sample sizes exactly.
 FLOATS = ("estimate", "ci_low", "ci_high", "half_width", "predicted")
 EXACT = ("id", "regime", "verdict", "n_seeds", "arm")
-
-
-def _claims(results: str) -> list[dict]:
-    from ddrl.study.analysis import analyse_claims
-    from ddrl.study.plan import load_regimes, regimes_path
-
-    root = RESULTS / results
-    return analyse_claims(root / "runs", load_regimes(regimes_path(root)))[0]
-
-
-def _drift(out: str, regime: str, drift_dir: str | None = None, exploratory: bool = False,
-           measure: str = "kl_late") -> list[dict]:
-    from ddrl.study import drift
-
-    return drift.analyse(REPO / out, regime, np.random.default_rng(0), REPO / drift_dir if drift_dir else None,
-                         exploratory=exploratory, measure=measure)
-
-
-def _drift_arms(out: str, regime: str, which: str) -> list[dict]:
-    from ddrl.study import drift
-
-    return drift.analyse_arms(REPO / out, regime, np.random.default_rng(0), which,
-                              drift.x3h_slope() if which in drift.PREDICTED_FROM_SLOPE else None)
-
-
 
 
 def _call(module: str, fn: str, **kw):
@@ -74,22 +48,6 @@ def _table() -> dict:
 TABLE = _table()
 REGENERATE = {
     **TABLE,
-    "claims.json": lambda: _claims("."),
-    "replication_c49d/claims.json": lambda: _claims("replication_c49d"),
-    "replication_xeon/claims.json": lambda: _claims("replication_xeon"),
-    # H1x's drift (Amendments 21-25): X1-X4, held-out KL, the dose, method and penalty arms
-    "drift/amc_like_exploratory.json": lambda: _drift("results/runs", "amc_like", "results/drift/exploratory", True),
-    "drift/amc_like_gpu.json": lambda: _drift("results/drift/gpu", "amc_like"),
-    "drift/amc_like_cpu.json": lambda: _drift("results/drift/cpu", "amc_like"),
-    "drift/amc_like_exploratory_heldout_kl.json": lambda: _drift("results/runs", "amc_like", "results/drift/exploratory",
-                                                                 measure="kl_heldout"),
-    "drift/amc_like_cpu_heldout_kl.json": lambda: _drift("results/drift/cpu", "amc_like", measure="kl_heldout"),
-    "drift/amc_like_cpu_kl_dose.json": lambda: _drift_arms("results/drift/cpu", "amc_like", "dose"),
-    "drift/amc_like_gpu_methods.json": lambda: _drift_arms("results/drift/gpu_methods", "amc_like", "methods"),
-    "drift/amc_like_cpu_methods.json": lambda: _drift_arms("results/drift/cpu", "amc_like", "methods"),
-    "drift/math500_like_cpu_methods.json": lambda: _drift_arms("results/drift/cpu", "math500_like", "methods"),
-    "drift/amc_like_cpu_penalty.json": lambda: _drift_arms("results/drift/cpu", "amc_like", "penalty"),
-    "drift/math500_like_cpu_penalty.json": lambda: _drift_arms("results/drift/cpu", "math500_like", "penalty"),
     # Amendments 28-33, 49-62: the small learning rate
     "small_lr/claims.json": _small_lr_claims,
     "small_lr/table1.json": lambda: _call("small_lr", "analyse_t1"),

@@ -46,7 +46,7 @@ from ddrl.run.storage import atomic_write_bytes, cache_root, write_json
 from ddrl.seeds import derive_seed, numpy_generator
 from ddrl.study.amendments.small_lr import (COMPARISON as AMENDMENT28_WHAT, LR_CELL, OUT, RUNS, add_run_arguments,
                                             figure, seeds_line)
-from ddrl.study.analysis import (claim_matrix, complete_seeds, level_table, load_questions, paired_matrix, read_csvs,
+from ddrl.study.analysis import (analyse_claims, claim_matrix, complete_seeds, level_table, load_questions, paired_matrix, read_csvs,
                                  reproduced_counts, rl_divergence, run_levels, same_as_registered,
                                  wide_entry)
 from ddrl.study.figures import levels_panel, levels_vote_figure, vote_by_quarter
@@ -57,11 +57,12 @@ from ddrl.study.amendments.small_lr_refine import check_rows, refuse_untrained
 from ddrl.study.plan import (RESULTS, COR_4X, COR_LR10, HELDOUT_CLAIMS, HELDOUT_X, KNOWN_DIVERGENCES, NO_RL, PAIRED,
                              SAME_BASE, SCALES, SHARES_DDRL_RL, SMALL_LR, Job, check_weights, csv_path, heldout_x_path,
                              COR_ONLY, CSV, HELDOUT_X_METHODS, MATH500_768, MIN_SEEDS, STAGE1_METHODS, WIDE_OUT,
-                             adapted_x_path, regimes_path, seeds_to_analyse, seeds_to_start, untrained)
+                             adapted_x_path, load_regimes, regimes_path, seeds_to_analyse, seeds_to_start, untrained)
 from ddrl.study.pool import run_jobs, status_counts
 from ddrl.study.drift import (HINGE_B, HINGE_K0, LINE, LR_LABELS, LR_METHODS, LR_TEXT, kl_fit, paired_t, reading,
                               x3h_slope)
-from ddrl.study.drift_data import drift_path, heldout_rows, seed_table
+from ddrl.study.drift import ARMS, PREDICTED_FROM_SLOPE, analyse as drift_analysis, analyse_arms, arm_methods
+from ddrl.study.drift_data import PAIR, drift_path, heldout_rows, seed_table
 
 XEON = RESULTS / "replication_xeon"  # the Xeon build's analyses (Amendments 38-42)
 MARGIN = 1.0  # points: every amendment claim's margin (plan Sec. 4's rule)
@@ -123,6 +124,10 @@ class Design:
     # (SAME_BASE) is one of these reads its no-RL runs there (on the base's seeds where it has none of its own)
     regime_runs: dict | None = None  # regime -> the runs its jobs compute there, where not ``evaluates`` (with a clock,
     # a regime where it trains runs to the clock and is analysed on its complete seeds, at least 2)
+    drift: str = ""  # a drift design's pairs: a KL measure of :data:`ddrl.study.drift.MEASURES` (X1-X4's pair) or a set
+    # of :data:`~ddrl.study.drift.ARMS`
+    drift_dir: Path | None = None  # a drift design's step CSVs and held-out KLs, if not beside its CSVs
+    exploratory: bool = False  # a drift design of the runs its predictions were read from: no verdicts
 
     @property
     def tag(self) -> str:
@@ -529,6 +534,38 @@ DESIGNS = {d.id: d for d in (
            whole="cor_alone_heldout", regime_seeds={SMALL_LR: tuple(range(12))},
            **{**_COR_ALONE, "header": "| claim (held-out pass@1, points) | registered build, default lr, AMC-like | "
                                      "**the Xeon build's runs, Amendment 38** | half-width (predicted) | verdict |"}),
+    # --- policy drift (Amendments 21-25) and the registered analyses ---
+    # Amendments 21-25 (ddrl.study.drift; their runs: python -m ddrl.study.drift run|export|kl): X1-X4 (late KL) and
+    # the addendum's X2h-X4h (held-out KL), BCS against its random negatives; then each arm of a set against its method
+    # (Amendment 22: BCS's KL-penalty doses, K1-K3; 23, 24: TTRL and DDRL against BCS, Z1-Z4; 25: TTRL and DDRL with
+    # the 100x penalty against themselves, L1-L4). One row per results/drift/<stem>.json, its id drift_<stem>
+    *(Design(f"drift_{stem}", a, regime, tuple(seeds), None, (), PAIR if pairs in ("kl_late", "kl_heldout") else
+             arm_methods(pairs), (), {}, {}, RESULTS / "drift" / f"{stem}.json",
+             f"## What costs held-out accuracy: the distance from the base (plan Amendment {a})", measures=(),
+             cached_ddrl=False, whole="drift", folder=folder, drift=pairs,
+             drift_dir=RESULTS / "drift" / "exploratory" if folder == "runs" else None, exploratory=exploratory)
+      for stem, a, regime, seeds, folder, pairs, exploratory in (
+          ("amc_like_exploratory", 21, "amc_like", range(19), "runs", "kl_late", True),
+          ("amc_like_gpu", 21, "amc_like", range(100, 132), "drift/gpu", "kl_late", False),
+          ("amc_like_cpu", 21, "amc_like", range(100, 132), "drift/cpu", "kl_late", False),
+          ("amc_like_exploratory_heldout_kl", 21, "amc_like", range(19), "runs", "kl_heldout", False),
+          ("amc_like_cpu_heldout_kl", 21, "amc_like", range(100, 132), "drift/cpu", "kl_heldout", False),
+          ("amc_like_cpu_kl_dose", 22, "amc_like", range(100, 116), "drift/cpu", "dose", False),
+          ("amc_like_gpu_methods", 23, "amc_like", range(100, 116), "drift/gpu_methods", "methods", False),
+          ("amc_like_cpu_methods", 23, "amc_like", range(100, 116), "drift/cpu", "methods", False),
+          ("math500_like_cpu_methods", 24, "math500_like", range(100, 132), "drift/cpu", "methods", False),
+          ("amc_like_cpu_penalty", 25, "amc_like", range(100, 116), "drift/cpu", "penalty", False),
+          ("math500_like_cpu_penalty", 25, "math500_like", range(100, 111), "drift/cpu", "penalty", False))),
+    # The registered analysis (plan Sec. 1-6; python -m ddrl.study --analyse claims computes it too, and draws its
+    # scorecard) and its replications on other builds (Amendments 5, 6), each of its own results tree. Their status:
+    # M1's pair in the build's first regime
+    *(Design(name, a, regime, tuple(range(n)), None, (), ("ttrl", "ddrl"), (), {}, {}, root / "claims.json",
+             f"## The registered claims on the {build or 'registered build'}", measures=(), cached_ddrl=False,
+             results=root, build=build, whole="claims")
+      for name, a, root, regime, n, build in (("claims", 0, RESULTS, "amc_like", 19, None),
+                                              ("claims_xeon", 5, XEON, "amc_like", 12, "Xeon build"),
+                                              ("claims_c49d", 6, RESULTS / "replication_c49d", SMALL_LR, 19,
+                                               "c49d994e build"))),
 )}
 
 
@@ -1369,11 +1406,51 @@ def cor_alone_figure(res: dict, held: dict | None, d: Design):
     return fig
 
 
+# Policy drift (Amendments 21-25) and the registered analyses: designs whose analysis is a list of entries
+
+def _drift(d: Design, r: Reading) -> list[dict]:
+    """Amendments 21-25 (:mod:`ddrl.study.drift`): X1-X4 or X2h-X4h of BCS against its random negatives on the KL measure
+    :attr:`Design.drift` (:func:`~ddrl.study.drift.analyse`), or each arm of that set of :data:`~ddrl.study.drift.ARMS`
+    against its method (:func:`~ddrl.study.drift.analyse_arms`, K2's and L2's ``predicted`` from Amendment 21's X3h),
+    on every seed complete there; the bootstrap's generator ``default_rng(0)``."""
+    rng = np.random.default_rng(0)
+    if d.drift in ARMS:
+        return analyse_arms(r.out, d.regime, rng, d.drift, x3h_slope() if d.drift in PREDICTED_FROM_SLOPE else None)
+    return drift_analysis(r.out, d.regime, rng, d.drift_dir, exploratory=d.exploratory, measure=d.drift)
+
+
+def _claims(d: Design, r: Reading) -> list[dict]:
+    """The registered analysis (plan Sec. 4, :func:`ddrl.study.analysis.analyse_claims`) of every run under the
+    design's ``runs/``, its build's regimes: ``claims.json``'s entries."""
+    return analyse_claims(r.out, load_regimes(regimes_path(d.results)), r.n_boot)[0]
+
+
+def _scorecard_table(d: Design, res: list[dict], beside: Sequence[dict]) -> str:
+    """The registered build's scorecard (:func:`ddrl.study.claims.scorecard`, as ``--analyse claims`` writes it), or a
+    replication's entries beside the registered ones (:func:`~ddrl.study.claims.replication_table`, as notebook 06
+    prints it)."""
+    if d.results == RESULTS:
+        return claims.scorecard(res).to_markdown(index=False, floatfmt=".1f") + "\n"
+    return claims.replication_markdown(claims.replication_table({"registered": beside, d.results.name: res})) + "\n"
+
+
+def _drift_table(d: Design, res: list[dict], beside: Sequence[dict]) -> str:
+    """Each entry: its id and metric (its ``|`` escaped), the arm (``-``: X1-X4's pair), seeds, estimate [95% CI], the
+    slope's predicted value (``-``: none) and verdict."""
+    rows = ["| prediction | arm | seeds | estimate [95% CI] | predicted | verdict |", "|---|---|---|---|---|---|"]
+    for e in res:
+        predicted, metric = format(e["predicted"], "+.2f") if "predicted" in e else "-", e["metric"].replace("|", r"\|")
+        rows.append(f"| {e['id']} {metric} | {e.get('arm', '-')} | {e['n_seeds']} | {entry_ci(e)} | {predicted} | "
+                    f"{e['verdict']} |")
+    return "\n".join(rows) + "\n"
+
+
 #: The tables of the designs whose analysis is one named measure (:attr:`Design.whole`), by that measure's name
 TABLES: dict[str, Callable[[Design, dict, Sequence[dict]], str]] = {
     "lr_heldout": _lr_heldout_table, "lr_drift": _lr_drift_table, "cor_alone_drift": _cor_drift_table,
     "lr_curve": _lr_curve_table, "dynamics": _dynamics_table, "device_check": _wide_table, "wide_arms": _wide_table,
-    "cor_alone": _cor_alone_table, "cor_alone_heldout": _cor_alone_table}
+    "cor_alone": _cor_alone_table, "cor_alone_heldout": _cor_alone_table, "drift": _drift_table,
+    "claims": _scorecard_table}
 
 
 def _seed_pass1(d: Design, r: Reading) -> dict:
@@ -1426,7 +1503,7 @@ MEASURES: dict[str, Callable[[Design, Reading], dict]] = {
     # whole analyses (Design.whole), each with its table in TABLES
     "lr_heldout": _lr_heldout, "lr_drift": _lr_drift, "cor_alone_drift": _cor_drift, "lr_curve": _lr_curve,
     "dynamics": _dynamics, "device_check": _device_check, "wide_arms": _wide_arms, "cor_alone": _cor_alone,
-    "cor_alone_heldout": _cor_alone_heldout}
+    "cor_alone_heldout": _cor_alone_heldout, "drift": _drift, "claims": _claims}
 
 
 # ---------------------------------------------------------------------------------------------------------

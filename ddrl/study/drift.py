@@ -14,8 +14,7 @@ needs into small committed CSVs and reads them back, one row per run; where a ru
     python -m ddrl.study.drift run --regime amc_like --seeds 100-131 --workers 8 --budget-min 5 --out DIR   # the runs
     python -m ddrl.study.drift export --out DIR                   # step CSVs from the runs' directories
     python -m ddrl.study.drift kl --out DIR                       # the held-out KL of each run
-    python -m ddrl.study.drift analyse --out DIR --json results/drift/<name>.json   # X1-X4 (--measure kl_heldout: X2h-X4h)
-    python -m ddrl.study.drift analyse --dose --out DIR ...       # K1-K3 (--across: Z1-Z4, --penalty: L1-L4)
+    python -m ddrl.study analyse drift_<name>      # -> results/drift/<name>.json (a row of ddrl.study.designs.DESIGNS)
     python -m ddrl.study.drift figure     # docs/results/drift_kl_heldout, drift_heldout_kl, drift_kl_dose, drift_methods,
                                     # drift_penalty (run, export, kl: --methods names the arms' runs)
 """
@@ -24,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Sequence
 
@@ -184,7 +182,7 @@ def x3h_slope(path: str | Path = SLOPE_FROM) -> float:
 
 
 def analyse_arms(out_dir: str | Path, regime: str, rng: np.random.Generator, which: str = "dose",
-                 slope: float | None = None, drift_dir: str | Path | None = None) -> list[dict]:
+                 slope: float | None = None) -> list[dict]:
     """Each arm of :data:`ARMS` ``[which]`` against the method it names (held-out KL), entries naming their
     ``arm``; with ``slope`` (Amendment 21's X3h), the held-out pass@1 entry gets ``predicted`` = slope x the arm's
     KL difference (K2, L2). Then, for arms whose predictions hold no adapted-question entry, where both methods'
@@ -192,7 +190,7 @@ def analyse_arms(out_dir: str | Path, regime: str, rng: np.random.Generator, whi
     they drew without it)."""
     out = []
     for arm, (base, ids) in ARMS[which].items():
-        e = analyse(out_dir, regime, rng, drift_dir, a=arm, b=base, measure="kl_heldout", ids=ids)
+        e = analyse(out_dir, regime, rng, a=arm, b=base, measure="kl_heldout", ids=ids)
         dist = next(x["estimate"] for x in e if PREDICTIONS[x["id"]][3] == "dist")
         out += [dict(x, arm=arm, **({"predicted": slope * dist} if slope is not None and
                                     PREDICTIONS[x["id"]][3] == "acc" else {})) for x in e]
@@ -200,8 +198,8 @@ def analyse_arms(out_dir: str | Path, regime: str, rng: np.random.Generator, whi
         if "adapted" in {PREDICTIONS[i][3] for i in ids}:
             continue  # registered already
         if all(h1x_files(out_dir, regime, (m,), ADAPTED_X) for m in (arm, base)):
-            out += [dict(x, arm=arm) for x in analyse(out_dir, regime, rng, drift_dir, a=arm, b=base,
-                                                      measure="kl_heldout", ids=("Ad",))]
+            out += [dict(x, arm=arm) for x in analyse(out_dir, regime, rng, a=arm, b=base, measure="kl_heldout",
+                                                      ids=("Ad",))]
     return out
 
 
@@ -363,7 +361,7 @@ def jobs(regime: str, seeds: Sequence[int], methods: Sequence[str] = PAIR) -> li
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.study.drift", description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", choices=("run", "export", "kl", "analyse", "figure"))
+    ap.add_argument("what", choices=("run", "export", "kl", "figure"))
     ap.add_argument("--regime", default="amc_like")
     ap.add_argument("--scale", choices=sorted(SCALES), default="default")
     ap.add_argument("--seeds", type=seed_range, default="100-131", help="run: seeds N-M (plan Amendment 21: from 100)")
@@ -371,27 +369,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--budget-min", type=float, default=None, help="run: jobs starting later are skipped")
     ap.add_argument("--out", type=Path, default=None, help="holds heldout_x/ (H1x CSVs) and drift/ (step CSVs); "
                     "needed by all but figure")
-    ap.add_argument("--drift-dir", type=Path, default=None, help="export: write, analyse: read drift/ here "
-                    "(default: --out)")
+    ap.add_argument("--drift-dir", type=Path, default=None, help="export, kl: write drift/ here (default: --out)")
     ap.add_argument("--methods", nargs="+", default=list(PAIR), help="run, export, kl: whose runs (default: the "
                     "pair; Amendment 22: bcs_kl10x bcs_kl100x; 25: ttrl_kl100x ddrl_kl100x)")
     ap.add_argument("--runs-root", type=Path, default=None, help="run directories (default: <cache>/runs)")
     ap.add_argument("--regimes", type=Path, default=RESULTS / "regimes_base.json",
                     help="kl: the build's regimes file (default: the registered build's)")
     ap.add_argument("--cor-alone", action="store_true", help="kl: Amendment 41's COR alone, recomputed per seed")
-    ap.add_argument("--json", type=Path, default=None, help="analyse: write the entries here")
-    ap.add_argument("--seed", type=int, default=0, help="analyse: the bootstrap's generator seed")
-    ap.add_argument("--measure", choices=sorted(MEASURES), default="kl_late", help="analyse: X1-X4 (kl_late) or "
-                    "the addendum's X2h-X4h (kl_heldout)")
-    ap.add_argument("--exploratory", action="store_true", help="analyse: the runs the predictions came from (no "
-                    "verdicts)")
-    arms = ap.add_mutually_exclusive_group()  # one set of ARMS per analysis
-    arms.add_argument("--dose", action="store_true", help="analyse: Amendment 22's K1-K3 (BCS's KL-penalty arms)")
-    arms.add_argument("--across", action="store_true", help="analyse: Amendment 23's Z1-Z4 (TTRL, DDRL against BCS)")
-    arms.add_argument("--penalty", action="store_true", help="analyse: Amendment 25's L1-L4 (TTRL, DDRL with the "
-                      "100x KL penalty against themselves)")
-    ap.add_argument("--slope-from", type=Path, default=SLOPE_FROM, help="analyse --dose / --penalty, figure: the "
-                    "JSON whose X3h slope K2's and L2's predictions and the arms figures' line use")
+    ap.add_argument("--slope-from", type=Path, default=SLOPE_FROM, help="figure: the JSON whose X3h slope the arms "
+                    "figures' line uses")
     args = ap.parse_args(argv)
     if args.out is None and args.what != "figure":
         ap.error(f"{args.what} needs --out DIR")
@@ -431,17 +417,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             table = arms_table(REPO / DOSE_OUT, args.regime, which)
             if table is not None:
                 print(save_docs_figure(arms_figure(table, x3h_slope(args.slope_from), which), name + sfx))
-    else:
-        rng = np.random.default_rng(args.seed)
-        which = "dose" if args.dose else "methods" if args.across else "penalty" if args.penalty else None
-        if which:
-            entries = analyse_arms(args.out, args.regime, rng, which,
-                                   x3h_slope(args.slope_from) if which in PREDICTED_FROM_SLOPE else None,
-                                   args.drift_dir)
-        else:
-            entries = analyse(args.out, args.regime, rng, args.drift_dir, exploratory=args.exploratory,
-                              measure=args.measure)
-        sys.stdout.write(write_json(args.json, entries))
     return 0
 
 
