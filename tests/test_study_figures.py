@@ -24,6 +24,12 @@ def synthetic_steps(regimes=("aime_like", "math500_like"), seeds=3, steps=6) -> 
     return pd.DataFrame(rows)
 
 
+def write_steps(runs):
+    for (r, m, s), g in synthetic_steps().groupby(["regime", "method", "seed"]):
+        (runs / r).mkdir(parents=True, exist_ok=True)
+        g.to_csv(runs / r / f"{m}-seed{s:02d}-steps.csv.gz", index=False)
+
+
 def test_advantage_dynamics_keeps_the_rl_steps_of_the_asked_methods():
     d = F.advantage_dynamics(synthetic_steps(), methods=("ttrl", "ddrl"), regimes=("math500_like",))
     assert set(d.method) == {"ttrl", "ddrl"} and set(d.regime) == {"math500_like"}
@@ -72,7 +78,6 @@ def test_selection_by_label_count_bins_each_rule_by_the_labels_count(tmp_path):
     t = F.selection_by_label_count(sel).set_index(["rule", "bin"])
     assert t.loc[("bcs", "6-14"), "fp_per_question"] == 10 and t.loc[("bcs", "6-14"), "fn_share"] == 0
     assert abs(t.loc[("random", "6-14"), "fp_per_question"] - 5) < 0.5
-    assert abs(t.loc[("random", "6-14"), "fn_share"] - 100 * 3 / 27) < 3
     assert t.loc[("bcs", "45-54"), "fp_per_question"] == 0 and t.loc[("bcs", "45-54"), "questions"] == 6
     assert t.loc[("bcs", "1"), "questions"] == 0 and np.isnan(t.loc[("bcs", "1"), "fp_per_question"])
     assert (t.regimes == 1).all() and (t.seeds == 2).all() and (t.orders == 32).all()  # the figure's title
@@ -108,22 +113,9 @@ def test_transfer_averages_the_h1x_seeds_on_both_question_sets():
     assert F.transfer_figure(F.transfer(synthetic_transfer().query("split != 'heldout_x'"))) is None
 
 
-def test_scorecard_panels_by_unit():
-    assert claims.unit("pass@1 DDRL - TTRL [points]") == "points"
-    assert claims.unit("wall time additional RL - COR [% of the RL phase]") == "% of the RL phase"
-    entries = [claims.entry("M1", "aime_like", 5.0, 3.2, 6.8, 8, 64),
-               claims.entry("C2", "amc_like", 40.0, 30.0, 50.0, 4, 128)]
-    fig = claims.scorecard_figure(entries)
-    assert len(fig.axes) == 2 and fig.axes[0].get_xlabel().startswith("effect [points]")
-
-
 def test_render_results_writes_every_figure(tmp_path):
     runs = tmp_path / "runs"
-    for (r, m), g in synthetic_steps().groupby(["regime", "method"]):
-        for s, gs in g.groupby("seed"):
-            p = runs / r / f"{m}-seed{s:02d}-steps.csv.gz"
-            p.parent.mkdir(parents=True, exist_ok=True)
-            gs.to_csv(p, index=False)
+    write_steps(runs)
     paths = F.render_results([claims.entry("M1", "aime_like", 5.0, 3.2, 6.8, 8, 64)], runs, tmp_path / "docs",
                              missing=["M2 aime_like: fewer than 2 seeds with the runs it needs"])
     assert paths["missing.md"].read_text() == "- M2 aime_like: fewer than 2 seeds with the runs it needs\n"
@@ -150,11 +142,7 @@ def test_committed_tables_are_read_back_only_for_the_inputs_they_came_from(tmp_p
     """render_results writes every table of TABLES and a manifest; committed_tables reads them back equal to
     study_tables' and refuses them (None) once a run CSV, a new run or the scorecard differs."""
     runs, docs = tmp_path / "runs", tmp_path / "docs"
-    for (r, m), g in synthetic_steps().groupby(["regime", "method"]):
-        for s, gs in g.groupby("seed"):
-            p = runs / r / f"{m}-seed{s:02d}-steps.csv.gz"
-            p.parent.mkdir(parents=True, exist_ok=True)
-            gs.to_csv(p, index=False)
+    write_steps(runs)
     entries = [claims.entry("M1", "aime_like", 5.0, 3.2, 6.8, 8, 64)]
     paths = F.render_results(entries, runs, docs)
     assert {f"{n}.csv" for n in F.TABLES} | {"tables.json"} <= set(paths)
@@ -183,8 +171,6 @@ def test_committed_study_tables_equal_a_fresh_computation():
     from conftest import REPO
 
     entries = claims.load(REPO / "results" / "claims.json")
-    if entries is None:
-        pytest.skip("results/claims.json is not committed yet")
     docs, runs = REPO / "docs" / "results", REPO / "results" / "runs"
     got = F.committed_tables(docs, runs, entries)
     assert got is not None, "docs/results/tables.json does not name the committed runs and claims.json"
@@ -193,31 +179,17 @@ def test_committed_study_tables_equal_a_fresh_computation():
         pd.testing.assert_frame_equal(got[name], want[name], check_dtype=False, obj=name)
 
 
-def test_the_committed_scorecard_files_are_the_committed_claims():
-    """The scorecard files under docs/results/ are the committed results/claims.json's own."""
+def test_the_committed_scorecard_and_shortfall_pages_are_the_committed_claims():
+    """docs/results/claims_scorecard.md is the committed results/claims.json's scorecard, power_shortfall.md the page
+    of the committed shortfall table (the slow test above recomputes that table; --analyse claims wrote both)."""
     from conftest import REPO
 
     entries = claims.load(REPO / "results" / "claims.json")
-    if entries is None:
-        pytest.skip("results/claims.json is not committed yet: no scorecard to check")
     table = claims.scorecard(entries).to_markdown(index=False, floatfmt=".1f")
     assert (REPO / "docs" / "results" / "claims_scorecard.md").read_text().strip() == table.strip()
-    for name in ("claims_scorecard", "advantage_dynamics"):
-        assert (REPO / "docs" / "results" / f"{name}.png").stat().st_size > 0
-
-
-def test_the_committed_power_shortfall_page_is_the_committed_table():
-    """docs/results/power_shortfall.md is the page of the shortfall table that power_shortfall computes from the
-    committed runs and claims (the committed table: the test above recomputes it; --analyse claims wrote both)."""
-    from conftest import REPO
-
-    entries = claims.load(REPO / "results" / "claims.json")
-    if entries is None:
-        pytest.skip("results/claims.json is not committed yet")
     tables = F.committed_tables(REPO / "docs" / "results", REPO / "results" / "runs", entries)
     assert tables is not None, "docs/results/tables.json does not name the committed runs and claims.json"
-    page = F.shortfall_page(tables["power_shortfall"])
-    assert (REPO / "docs" / "results" / "power_shortfall.md").read_text() == page
+    assert (REPO / "docs" / "results" / "power_shortfall.md").read_text() == F.shortfall_page(tables["power_shortfall"])
 
 
 def test_replication_table_sets_each_study_beside_the_registered_one():
@@ -256,8 +228,6 @@ def test_each_committed_replication_table_is_its_claims_beside_the_registered_st
     from conftest import REPO
 
     rep = claims.load(REPO / "results" / name / "claims.json")
-    if rep is None:
-        pytest.skip(f"results/{name}/claims.json is not committed yet")
     table = claims.replication_table({"registered": claims.load(REPO / "results" / "claims.json"), name: rep})
     md = claims.replication_markdown(table)
     assert (REPO / "results" / name / "figures" / "replication_vs_registered.md").read_text().strip() == md.strip()
