@@ -268,6 +268,22 @@ def test_smoke_heldout_x_evaluates_the_registered_runs_on_fresh_questions(smoke)
     assert side.read_bytes() == kept and (h1x.read_bytes(), h1x.stat().st_mtime_ns) == before
 
 
+def test_heldout_x_records_are_fresh_and_skip_repeats():
+    """Amendment 11's questions: the stream after the adapted and registered held-out records, no prompt of
+    those again, the first n (the same first n whatever n), repeats skipped (one operation: few distinct chains;
+    the registered regimes meet no repeat early enough for the committed H1x CSVs' keys to show it)."""
+    from ddrl.study.regimes import Regime, candidate_records
+
+    reg = Regime("r", "x", num_ops=1, n_adapted=40, n_heldout=20, episodes=1)
+    seen = {r["prompt"] for r in candidate_records(1, 60)}
+    x = study_plan.heldout_x_records(reg, 200)
+    stream = candidate_records(1, 60 + 400)[60:]
+    assert len(x) == 200 and not {r["prompt"] for r in x} & seen
+    assert x == [r for r in stream if r["prompt"] not in seen][:200]
+    assert any(r["prompt"] in seen for r in stream[:200])  # the case: some repeats were skipped
+    assert study_plan.heldout_x_records(reg, 50) == x[:50]
+
+
 def test_cli_claims_renders_beside_its_results_not_into_the_docs(smoke, capsys):
     """``--analyse claims`` with another ``--results`` renders under ``<results>/figures``; only the committed
     results render into docs/results/ (a smoke run must never overwrite the published scorecard)."""
