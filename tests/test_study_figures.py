@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 
 import numpy as np
 import pandas as pd
@@ -113,10 +114,12 @@ def test_transfer_averages_the_h1x_seeds_on_both_question_sets():
     assert F.transfer_figure(F.transfer(synthetic_transfer().query("split != 'heldout_x'"))) is None
 
 
-def test_render_results_writes_every_figure(tmp_path):
-    runs = tmp_path / "runs"
+def test_render_results_writes_every_figure_and_reads_its_tables_back_only_for_their_inputs(tmp_path):
+    """render_results writes what the runs allow, every table of TABLES and a manifest; committed_tables reads them
+    back equal to study_tables' and refuses them (None) once a run CSV, a new run or the scorecard differs."""
+    runs, docs = tmp_path / "runs", tmp_path / "docs"
     write_steps(runs)
-    paths = F.render_results([claims.entry("M1", "aime_like", 5.0, 3.2, 6.8, 8, 64)], runs, tmp_path / "docs",
+    paths = F.render_results([claims.entry("M1", "aime_like", 5.0, 3.2, 6.8, 8, 64)], runs, docs,
                              missing=["M2 aime_like: fewer than 2 seeds with the runs it needs"])
     assert paths["missing.md"].read_text() == "- M2 aime_like: fewer than 2 seeds with the runs it needs\n"
     assert {"scorecard.png", "scorecard.md", "advantage_dynamics.png", "advantage_dynamics.pdf", "labels.md"} <= set(paths)
@@ -130,21 +133,11 @@ def test_render_results_writes_every_figure(tmp_path):
         for s in (0, 1):
             pd.DataFrame({"regime": "amc_like", "method": m, "seed": s, "split": "adapted", "question": ["q1", "q2"],
                           "pass@1": v}).to_csv(runs / "amc_like" / f"{m}-seed{s:02d}.csv.gz", index=False)
-    paths = F.render_results([claims.entry("M1", "amc_like", 25.0, 25.0, 25.0, 2, 2)], runs, tmp_path / "docs")
+    entries = [claims.entry("M1", "amc_like", 25.0, 25.0, 25.0, 2, 2)]
+    paths = F.render_results(entries, runs, docs)
     seeds = pd.read_csv(paths["claims_seeds.csv"])
     assert seeds[["id", "regime", "n_seeds", "ahead", "behind", "min", "max"]].values.tolist() == [["M1", "amc_like", 2, 2, 0, 25.0, 25.0]]
     assert "| M1   | amc_like |" in paths["seeds.md"].read_text()
-    with pytest.raises(ValueError, match="missing field"):
-        F.render_results([{"id": "M1"}], runs, tmp_path / "docs")
-
-
-def test_committed_tables_are_read_back_only_for_the_inputs_they_came_from(tmp_path):
-    """render_results writes every table of TABLES and a manifest; committed_tables reads them back equal to
-    study_tables' and refuses them (None) once a run CSV, a new run or the scorecard differs."""
-    runs, docs = tmp_path / "runs", tmp_path / "docs"
-    write_steps(runs)
-    entries = [claims.entry("M1", "aime_like", 5.0, 3.2, 6.8, 8, 64)]
-    paths = F.render_results(entries, runs, docs)
     assert {f"{n}.csv" for n in F.TABLES} | {"tables.json"} <= set(paths)
     got, want = F.committed_tables(docs, runs, entries), F.study_tables(runs, entries)
     assert set(got) == set(F.TABLES)
@@ -161,6 +154,8 @@ def test_committed_tables_are_read_back_only_for_the_inputs_they_came_from(tmp_p
     assert F.committed_tables(docs, runs, entries) is not None
     (docs / F.TABLES["base_bands"]).unlink()
     assert F.committed_tables(docs, runs, entries) is None
+    with pytest.raises(ValueError, match="missing field"):
+        F.render_results([{"id": "M1"}], runs, docs)
 
 
 @pytest.mark.slow  # replays the selection rules over ~2,000 committed run CSVs (~30 s): make test-slow, CI when time allows
@@ -192,7 +187,7 @@ def test_the_committed_scorecard_and_shortfall_pages_are_the_committed_claims():
     assert (REPO / "docs" / "results" / "power_shortfall.md").read_text() == F.shortfall_page(tables["power_shortfall"])
 
 
-def test_replication_table_sets_each_study_beside_the_registered_one():
+def test_replication_table_sets_each_study_beside_the_registered_one(tmp_path):
     reg = [claims.entry("M1", "amc_like", -0.2, -2.0, 1.6, 19, 128), claims.entry("M2", "amc_like", 1.0, -3.0, 5.0, 6, 128)]
     rep = [claims.entry("M1", "amc_like", -1.9, -4.5, 0.7, 12, 128), claims.entry("H1", "amc_like", -5.5, -9.6, -1.5, 12, 128)]
     t = claims.replication_table({"registered": reg, "rep": rep})
@@ -204,12 +199,8 @@ def test_replication_table_sets_each_study_beside_the_registered_one():
     assert len(fig.axes[0].get_yticklabels()) == 2
     with pytest.raises(ValueError, match="at least one replication"):
         claims.replication_table({"registered": reg})
-
-
-def test_a_new_registered_scorecard_rerenders_every_committed_replication(tmp_path):
-    import json
-
-    rep = [claims.entry("M1", "amc_like", -1.9, -4.5, 0.7, 12, 128)]
+    # a new registered scorecard rerenders every committed replication's table beside it
+    rep = rep[:1]
     for name in ("replication_a", "replication_b"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "claims.json").write_text(json.dumps(rep))
