@@ -723,45 +723,30 @@ def test_every_committed_run_is_current_under_this_code(monkeypatch, results_dir
     recompute the whole study and until then the scorecard would mix runs computed two ways; it fails here instead.
     Trainer numerics are not in the key: a change to them needs a plan amendment and a new ``"what"`` version in
     ``job_key``. A replication (plan Amendment 5) is keyed against the weights of its own ``regimes_base.json``."""
-    measured = {}  # model name -> the weights its regimes were measured on (the default base; S1's weaker one)
     base_file = study_plan.regimes_path(results_dir)
-    for f in study_plan.measurement_files(base_file):
-        w = json.loads(f.read_text())["weights"]
-        measured[w["model"]] = w
+    measured = {w["model"]: w for w in (json.loads(f.read_text())["weights"]  # the default base; S1's weaker one
+                                        for f in study_plan.measurement_files(base_file))}
     monkeypatch.setattr(study_jobs, "model_fingerprint", lambda name: {**measured[name]})
     scale = study.SCALES["default"]
     regs = study.load_regimes(base_file, scale=scale)
-    stale, n = [], 0
+    keyed = []  # (a committed CSV, the key this code gives it)
     for p in sorted(runs.glob("*/*-seed[0-9][0-9].csv.gz")):
         method, seed = study_plan.csv_method_seed(p)
         key = study_jobs.job_key(regs[p.parent.name], scale, method, seed)
-        for q in (p, study_plan.csv_path(runs, p.parent.name, method, seed, steps=True)):
-            if q.is_file():
-                n += 1
-                if not study_jobs._done(q, key):
-                    stale.append(str(q.relative_to(runs)))
+        keyed += [(q, key) for q in (p, study_plan.csv_path(runs, p.parent.name, method, seed, steps=True)) if q.is_file()]
     for p in sorted((runs / study_plan.BASE).glob("*/seed[0-9][0-9]-groups.csv")):
         key = study_jobs.base_job(regs[p.parent.name], scale, int(p.name[4:6]))[3]
-        for q in (p, p.with_name(p.name.replace("-groups", "-g1"))):
-            n += 1
-            if not study_jobs._done(q, key):
-                stale.append(str(q.relative_to(runs)))
+        keyed += [(p, key), (p.with_name(p.name.replace("-groups", "-g1")), key)]
     fresh = {}  # H1x (plan Amendment 11): keyed by the run's key and its fresh questions
     for p in study_analysis.heldout_x_csvs(runs):
-        method, seed = study_plan.csv_method_seed(p)
-        reg = regs[p.parent.name]
+        (method, seed), reg = study_plan.csv_method_seed(p), regs[p.parent.name]
         held = fresh.setdefault(reg.name, study_plan.heldout_x_records(reg, scale.n_heldout_x))
-        key = study_jobs.heldout_x_key(reg, scale, method, seed, held)
-        side = study_plan.adapted_x_path(runs, reg.name, method, seed)
+        keyed.append((p, study_jobs.heldout_x_key(reg, scale, method, seed, held)))
         if not study_plan.csv_path(runs, reg.name, method, seed).is_file():  # its adapted rows are kept beside
-            n += 1
-            if not study_jobs._done(side, key):
-                stale.append(str(side.relative_to(runs)))
-        n += 1
-        if not study_jobs._done(p, key):
-            stale.append(str(p.relative_to(runs)))
-    assert n >= min_files, f"only {n} committed study CSVs found under {runs}"
-    assert not stale, f"{len(stale)} of {n} committed study CSVs no longer match this code's keys: {stale[:5]}"
+            keyed.append((study_plan.adapted_x_path(runs, reg.name, method, seed), keyed[-1][1]))
+    stale = [str(q.relative_to(runs)) for q, key in keyed if not study_jobs._done(q, key)]
+    assert len(keyed) >= min_files, f"only {len(keyed)} committed study CSVs found under {runs}"
+    assert not stale, f"{len(stale)} of {len(keyed)} committed study CSVs no longer match this code's keys: {stale[:5]}"
 
 
 @pytest.mark.parametrize("results_dir,runs,min_files", COMMITTED_STUDIES,
