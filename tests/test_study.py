@@ -349,8 +349,7 @@ def test_the_study_refuses_other_base_weights_than_the_measured_ones(tmp_path, m
     built = pt.cache_root() / f"default-{pt.get_config('default').config_hash()}"
     built.mkdir(parents=True)
     (built / pt.META_FILE).write_text("{}")  # a build is present (its weights are faked below)
-    only = tmp_path / "only" / "regimes_base.json"  # the default base alone (the committed results add S1's)
-    only.parent.mkdir()
+    only = tmp_path / "regimes_base.json"  # the default base alone (the committed results add S1's)
     only.write_text(json.dumps(base))
     monkeypatch.setattr(study_plan, "model_fingerprint", lambda name: {**base["weights"]})
     study.check_weights(only)
@@ -361,11 +360,10 @@ def test_the_study_refuses_other_base_weights_than_the_measured_ones(tmp_path, m
     study.check_weights(scale=SMOKE)  # the smoke scale names its own model
     # S1's weaker base, once measured, is checked the same way: not built here -> refused, naming it
     monkeypatch.setattr(study_plan, "model_fingerprint", lambda name: {**base["weights"]})
-    (tmp_path / "regimes_base.json").write_text(json.dumps(base))
     (tmp_path / "regimes_weak.json").write_text(json.dumps({"weights": {"model": "testbed:weak", "model.safetensors": "x"},
                                                             "regimes": []}))
     with pytest.raises(ValueError, match="testbed:weak is not built"):
-        study.check_weights(tmp_path / "regimes_base.json")
+        study.check_weights(only)
 
 
 @pytest.fixture(scope="module")
