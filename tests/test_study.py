@@ -6,6 +6,7 @@ The synthetic per-question tables below are TEST INPUT made up here, never resul
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -256,6 +257,14 @@ def test_smoke_heldout_x_evaluates_the_registered_runs_on_fresh_questions(smoke)
          for p in ("H1xB", "H1xA", "H1xR", "H1xN", "H1xP")}
     assert m["H1xR"].shape == (2, SMOKE.n_heldout_x) and np.allclose(m["H1xB"] + m["H1xA"], m["H1xR"])
     assert np.allclose(m["H1xN"] + m["H1xP"], m["H1xB"])
+    # an uncompressed CSV of earlier code is compressed in place (same bytes as written now), not recomputed
+    gz = study_plan.heldout_x_path(root / "runs", "math500_like", "ttrl", 1)
+    packed = gz.read_bytes()
+    gz.with_suffix("").write_bytes(gzip.decompress(packed))
+    gz.unlink()
+    again = study.run_jobs(study.heldout_x_jobs(ONE, SMOKE), SMOKE, root / "runs", root / "rr", workers=1, progress=False)
+    assert [d["status"] for d in again] == ["loaded", "loaded"]
+    assert gz.read_bytes() == packed and not gz.with_suffix("").exists()
     # a missing adapted file is written from the run's cached evaluation; its H1x CSV stays as it was
     side = study_plan.adapted_x_path(root / "runs", "math500_like", "bcs_random_neg", 1)
     kept, h1x = side.read_bytes(), study_plan.heldout_x_path(root / "runs", "math500_like", "bcs_random_neg", 1)
