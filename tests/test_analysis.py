@@ -11,27 +11,39 @@ import pytest
 from ddrl import analysis as an
 
 
-# ---------------------------------------------------------------- bands and confidence intervals
+def _problems():
+    # N = 4 samples each; "a" is correct in p0 (3 of 4), wrong "b" once; p1: two wrong answers + one None
+    return [
+        {"id": "p0", "keys": ["a", "a", "b", "a"], "correct": [True, True, False, True]},
+        {"id": "p1", "keys": ["c", None, "d", "d"], "correct": [False, False, False, False]},
+    ]
 
 
-def test_scale_bands_64_to_30():
+def _groups_for_advantages():
+    # N = 8, K = 4 (random subset). p0: label "a" right with 6 of 8; p1: wrong label "w" with 3 of 8 votes.
+    return [
+        {"id": "p0", "keys": ["a"] * 6 + ["b", "c"], "correct": [True] * 6 + [False, False]},
+        {"id": "p1", "keys": ["w", "w", "w", "r", "r", "x", "y", None], "correct": [False] * 3 + [True, True] + [False] * 3},
+    ]
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda: an.scale_bands(((1, 1), (2, 2), (3, 64)), 64, 8), "band \\(1, 1\\) of N=64 is empty at N=8"),
+    (lambda: an.check_bands(((1, 5), (5, 10)), 10), "non-overlapping"),
+    (lambda: an.check_bands(((1, 5), (6, 11)), 10), "ranges in 1..10"),
+    (lambda: an.answer_groups([{"id": "x", "keys": ["a", "a"], "correct": [True, False]}]), "'x'.*both right and wrong"),
+    (lambda: an.posterior(np.array([1.0]), np.array([1.0]), 1.0), "prior p\\(C\\) must be in \\(0, 1\\)"),
+    (lambda: an.kde_density([0.5, 0.5], np.linspace(0, 1, 5)), "two distinct"),
+    (lambda: an.group_advantages(_groups_for_advantages(), k=16), "'p0' has 8 samples, fewer than k=16"),
+], ids=["band-collapse", "overlap", "beyond-n", "mixed-grading", "prior", "kde-one-value", "k"])
+def test_bad_input_is_refused_by_name(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_bands_and_confidence_intervals_by_hand():
     assert an.scale_bands(an.BANDS_64, 64, 30) == ((1, 2), (3, 6), (7, 11), (12, 19), (20, 30))
     assert an.scale_bands(an.BANDS_64, 64, 64) == an.BANDS_64
-
-
-def test_scale_bands_collapse_is_error():
-    with pytest.raises(ValueError, match="empty"):
-        an.scale_bands(((1, 1), (2, 2), (3, 64)), 64, 8)
-
-
-def test_check_bands_rejects_overlap():
-    with pytest.raises(ValueError, match="non-overlapping"):
-        an.check_bands(((1, 5), (5, 10)), 10)
-    with pytest.raises(ValueError):
-        an.check_bands(((1, 5), (6, 11)), 10)
-
-
-def test_wilson_interval_hand_worked():
     # Wilson 95% for 5/10: centre 0.5, half-width z*sqrt(.25/10 + z^2/400)/(1+z^2/10)
     z = 1.959963984540054
     half = z * math.sqrt(0.25 / 10 + z * z / 400) / (1 + z * z / 10)
@@ -43,31 +55,12 @@ def test_wilson_interval_hand_worked():
     assert all(math.isnan(v) for v in an.binomial_ci(0, 0))
 
 
-# ---------------------------------------------------------------- answer groups and the frequency table
-
-
-def _problems():
-    # N = 4 samples each; "a" is correct in p0 (3 of 4), wrong "b" once; p1: two wrong answers + one None
-    return [
-        {"id": "p0", "keys": ["a", "a", "b", "a"], "correct": [True, True, False, True]},
-        {"id": "p1", "keys": ["c", None, "d", "d"], "correct": [False, False, False, False]},
-    ]
-
-
-def test_answer_groups_counts_and_frequency():
-    g = an.answer_groups(_problems()).set_index(["problem", "answer"])
-    assert g.loc[("p0", "a"), "count"] == 3 and g.loc[("p0", "a"), "x"] == 0.75 and g.loc[("p0", "a"), "correct"]
-    assert g.loc[("p1", "d"), "count"] == 2 and g.loc[("p1", "d"), "n"] == 4 and not g.loc[("p1", "d"), "correct"]
-    assert len(g) == 4  # None forms no group
-
-
-def test_answer_groups_rejects_mixed_grading():
-    with pytest.raises(ValueError, match="both right and wrong"):
-        an.answer_groups([{"id": "x", "keys": ["a", "a"], "correct": [True, False]}])
-
-
-def test_frequency_table_by_hand():
+def test_answer_groups_and_the_frequency_table_by_hand():
     g = an.answer_groups(_problems())
+    gi = g.set_index(["problem", "answer"])
+    assert gi.loc[("p0", "a"), "count"] == 3 and gi.loc[("p0", "a"), "x"] == 0.75 and gi.loc[("p0", "a"), "correct"]
+    assert gi.loc[("p1", "d"), "count"] == 2 and gi.loc[("p1", "d"), "n"] == 4 and not gi.loc[("p1", "d"), "correct"]
+    assert len(g) == 4  # None forms no group
     t = an.frequency_table(g, ((1, 1), (2, 4))).set_index("band")
     # band 1: answers b (wrong), c (wrong) -> 0/2; band 2-4: a (right, 3 samples), d (wrong, 2 samples)
     assert t.loc["1", "n_distinct"] == 2 and t.loc["1", "frac_correct"] == 0.0
@@ -75,20 +68,21 @@ def test_frequency_table_by_hand():
     assert t.loc["2-4", "n_samples"] == 5 and t.loc["2-4", "frac_correct_samples"] == pytest.approx(3 / 5)
     assert t.loc["2-4", "ci_low"] < 0.5 < t.loc["2-4", "ci_high"]
     assert an.ambiguous_bands(t.reset_index()) == ["2-4"]
+    s = an.summary(_problems())  # majority vote, SVAMP style
+    assert (s["problems"], s["samples"], s["maj_accuracy"]) == (2, 8, 0.5)
+    assert s["mean_accuracy"] == pytest.approx(3 / 8) and s["no_answer_rate"] == pytest.approx(1 / 8)
+    (p,) = an.svamp_problems([{"id": "chal-1", "answers": [1.0, None, 1.0], "correct": [True, False, True]}])
+    g = an.answer_groups([p])
+    assert g["count"].tolist() == [2] and g["correct"].tolist() == [True]
 
 
 # ---------------------------------------------------------------- Bayes view
 
 
-def test_posterior_bayes_rule_by_hand():
+def test_posterior_and_log_odds_by_hand():
     # p(x|C)=2, p(x|~C)=0.5, p(C)=0.2: 0.4 / (0.4 + 0.4) = 0.5
     assert an.posterior(np.array([2.0]), np.array([0.5]), 0.2)[0] == pytest.approx(0.5)
     assert an.posterior(np.array([1.0]), np.array([1.0]), 0.3)[0] == pytest.approx(0.3)  # no evidence: prior
-    with pytest.raises(ValueError, match="prior"):
-        an.posterior(np.array([1.0]), np.array([1.0]), 1.0)
-
-
-def test_log_odds_decomposition_adds_up():
     pc, pnc, prior = np.array([2.0, 0.1]), np.array([0.5, 0.4]), 0.2
     d = an.log_odds_decomposition(pc, pnc, prior)
     assert d["log_likelihood_ratio"][0] == pytest.approx(math.log(4))
@@ -97,14 +91,10 @@ def test_log_odds_decomposition_adds_up():
     assert np.allclose(d["log_posterior_odds"], np.log(post / (1 - post)))
 
 
-def test_derivative_of_a_line_and_a_parabola():
+def test_derivative_and_the_ambiguous_region():
     x = np.linspace(0, 1, 11)
     assert np.allclose(an.derivative(3 * x + 1, x), 3.0)
     assert np.allclose(an.derivative(x ** 2, x)[1:-1], 2 * x[1:-1])
-
-
-def test_ambiguous_region_intervals():
-    x = np.linspace(0, 1, 11)
     post = np.array([0.0, 0.1, 0.3, 0.5, 0.9, 0.95, 0.5, 0.6, 0.9, 1.0, 1.0])
     assert np.allclose(an.ambiguous_region(x, post, 0.2, 0.8), [(0.2, 0.3), (0.6, 0.7)])
     assert an.ambiguous_region(x, np.full(11, 0.5)) == [(0.0, 1.0)]
@@ -112,18 +102,11 @@ def test_ambiguous_region_intervals():
 
 
 def test_kde_reflected_density_integrates_to_one():
-    rng = np.random.default_rng(0)
-    x = rng.uniform(0.6, 1.0, size=200)
+    x = np.random.default_rng(0).uniform(0.6, 1.0, size=200)
     grid = np.linspace(0, 1, 2001)
     dens = an.kde_density(x, grid)
     assert np.trapezoid(dens, grid) == pytest.approx(1.0, abs=1e-3)
-    unreflected = an.kde_density(x, grid, reflect=False)
-    assert dens[-1] > unreflected[-1]  # mass near the edge is kept
-
-
-def test_kde_needs_two_distinct_values():
-    with pytest.raises(ValueError, match="two distinct"):
-        an.kde_density([0.5, 0.5], np.linspace(0, 1, 5))
+    assert dens[-1] > an.kde_density(x, grid, reflect=False)[-1]  # mass near the edge is kept
 
 
 def test_bayes_analysis_separated_classes():
@@ -168,15 +151,7 @@ def test_closed_form_matches_ddrl_advantages():
     assert set(fixed["measured_pos"]) == {1.0} and set(fixed["measured_neg"]) == {-1.0}
 
 
-def _groups_for_advantages():
-    # N = 8, K = 4 (random subset). p0: label "a" right with 6 of 8; p1: wrong label "w" with 3 of 8 votes.
-    return [
-        {"id": "p0", "keys": ["a"] * 6 + ["b", "c"], "correct": [True] * 6 + [False, False]},
-        {"id": "p1", "keys": ["w", "w", "w", "r", "r", "x", "y", None], "correct": [False] * 3 + [True, True] + [False] * 3},
-    ]
-
-
-def test_group_advantages_rewards_and_labels():
+def test_group_advantages_rewards_labels_and_mass():
     adv = an.group_advantages(_groups_for_advantages(), k=8, seed=0)  # k = N: every rollout kept
     p1 = adv[adv["problem"] == "p1"]
     assert p1["consensus"].iloc[0] == 3 / 8 and not p1["label_correct"].iloc[0]
@@ -185,10 +160,6 @@ def test_group_advantages_rewards_and_labels():
     assert p1.loc[p1["reward"] == 1, "grpo"].iloc[0] == pytest.approx(0.625 / math.sqrt(15 / 56), rel=1e-5)
     # spurious: rewarded but wrong (3 "w") and unrewarded but right (2 "r")
     assert ((p1["reward"] == 1) != p1["truly_correct"]).sum() == 5
-
-
-def test_advantage_by_label_and_mass():
-    adv = an.group_advantages(_groups_for_advantages(), k=8, seed=0)
     by = an.advantage_by_label(adv).set_index("pseudo_label")
     s6 = math.sqrt(6 * 2 / (8 * 7))
     assert by.loc["right", "mean_pos_adv_grpo"] == pytest.approx(0.25 / s6, rel=1e-5)
@@ -199,28 +170,6 @@ def test_advantage_by_label_and_mass():
     assert mass.loc["1-4", "pos_mass_wrong_share_grpo"] == 1.0 and mass.loc["5-8", "pos_mass_wrong_share_grpo"] == 0.0
     # p1 under fixed: |A| = 1 each, 5 of 8 rollouts spurious
     assert mass.loc["1-4", "spurious_share_fixed"] == pytest.approx(5 / 8)
-
-
-def test_group_advantages_needs_k_samples():
-    with pytest.raises(ValueError, match="fewer than k"):
-        an.group_advantages(_groups_for_advantages(), k=16)
-
-
-# ---------------------------------------------------------------- grading and summaries
-
-
-def test_summary_votes_svamp_style():
-    s = an.summary(_problems())
-    assert s["problems"] == 2 and s["samples"] == 8
-    assert s["mean_accuracy"] == pytest.approx(3 / 8)
-    assert s["maj_accuracy"] == 0.5 and s["no_answer_rate"] == pytest.approx(1 / 8)
-
-
-def test_svamp_problems_shape():
-    recs = [{"id": "chal-1", "answers": [1.0, None, 1.0], "correct": [True, False, True]}]
-    (p,) = an.svamp_problems(recs)
-    g = an.answer_groups([p])
-    assert g["count"].tolist() == [2] and g["correct"].tolist() == [True]
 
 
 @pytest.mark.slow

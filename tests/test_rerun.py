@@ -25,9 +25,6 @@ def test_compare_questions_names_each_differing_question_and_nothing_else():
     lost = R.compare_questions(_questions([0.25, 0.5, 0.0, 1.0]), short)
     assert set(zip(lost["split"], lost["question"])) == {("heldout", "a")}
     assert lost["rerun"].isna().all()
-
-
-def test_compare_questions_refuses_rows_without_pass1():
     with pytest.raises(ValueError, match="rerun rows lack.*pass@1"):
         R.compare_questions(_questions([0, 0, 0, 0]), _questions([0, 0, 0, 0]).drop(columns="pass@1"))
 
@@ -46,18 +43,15 @@ def test_compare_steps_finds_the_first_divergence_within_k():
         R.compare_steps(log, fresh, 0)
 
 
-def test_cpu_info_reads_family_model_and_avx512():
+def test_report_names_the_cpu_and_says_identical_or_shows_the_differences():
     text = "processor\t: 0\nmodel name\t: AMD EPYC\ncpu family\t: 25\nmodel\t\t: 17\nflags\t\t: fpu avx2 avx512f\n" \
            "processor\t: 1\nmodel name\t: other\n"
     info = R.cpu_info(text)
     assert info == {"model name": "AMD EPYC", "family": "25", "model": "17", "avx512": True}
     assert R.cpu_line(info) == "AMD EPYC, family 25 model 17, AVX-512"
     assert R.cpu_info(text.replace(" avx512f", ""))["avx512"] is False
-
-
-def test_report_says_identical_or_shows_the_differences():
     t = R.locate("registered", "aime_like", "no_adaptation", 0)
-    cpu = {"model name": "X", "family": "1", "model": "2", "avx512": False}
+    cpu = {**info, "avx512": False}
     assert "identical: all 4 compared" in R.report(t, R.compare_questions(_questions([0] * 4), _questions([0] * 4)),
                                                    4, "x", cpu)
     d = R.compare_steps(pd.DataFrame({"step": [0, 1], "lr": [1.0, 1.0]}), pd.DataFrame({"step": [0, 1], "lr": [1.0, 2.0]}), 2)
@@ -125,9 +119,8 @@ def test_verdict_sentences_one_per_verdict_present():
                  "Contradicted (the interval excludes zero on the other side): b (R, -2.0 points)."]
 
 
-def test_parse_rerun_and_seed_position():
+def test_parse_rerun_and_seed_position():  # the notebooks' own entries parse: tests/test_notebooks.py
     assert Lsn.parse_rerun("registered amc_like ddrl 3 --steps 2") == ("registered", "amc_like", "ddrl", 3, 2)
-    assert Lsn.parse_rerun("registered amc_like ddrl 3") == ("registered", "amc_like", "ddrl", 3, None)
     for bad in ("registered amc_like ddrl", "registered amc_like ddrl x", "registered amc_like ddrl 3 --steps 0"):
         with pytest.raises(ValueError, match="DESIGN REGIME METHOD SEED"):
             Lsn.parse_rerun(bad)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 
 import numpy as np
 import pandas as pd
@@ -22,6 +23,12 @@ def synthetic_steps(regimes=("aime_like", "math500_like"), seeds=3, steps=6) -> 
                                  "phase": "rl" if t < steps else "extra", "episode": t // 3,
                                  "label/majority_ratio": 0.5 + 0.05 * t, "gt/label_acc": 0.6})
     return pd.DataFrame(rows)
+
+
+def write_steps(runs):
+    for (r, m, s), g in synthetic_steps().groupby(["regime", "method", "seed"]):
+        (runs / r).mkdir(parents=True, exist_ok=True)
+        g.to_csv(runs / r / f"{m}-seed{s:02d}-steps.csv.gz", index=False)
 
 
 def test_advantage_dynamics_keeps_the_rl_steps_of_the_asked_methods():
@@ -72,7 +79,6 @@ def test_selection_by_label_count_bins_each_rule_by_the_labels_count(tmp_path):
     t = F.selection_by_label_count(sel).set_index(["rule", "bin"])
     assert t.loc[("bcs", "6-14"), "fp_per_question"] == 10 and t.loc[("bcs", "6-14"), "fn_share"] == 0
     assert abs(t.loc[("random", "6-14"), "fp_per_question"] - 5) < 0.5
-    assert abs(t.loc[("random", "6-14"), "fn_share"] - 100 * 3 / 27) < 3
     assert t.loc[("bcs", "45-54"), "fp_per_question"] == 0 and t.loc[("bcs", "45-54"), "questions"] == 6
     assert t.loc[("bcs", "1"), "questions"] == 0 and np.isnan(t.loc[("bcs", "1"), "fp_per_question"])
     assert (t.regimes == 1).all() and (t.seeds == 2).all() and (t.orders == 32).all()  # the figure's title
@@ -108,23 +114,12 @@ def test_transfer_averages_the_h1x_seeds_on_both_question_sets():
     assert F.transfer_figure(F.transfer(synthetic_transfer().query("split != 'heldout_x'"))) is None
 
 
-def test_scorecard_panels_by_unit():
-    assert claims.unit("pass@1 DDRL - TTRL [points]") == "points"
-    assert claims.unit("wall time additional RL - COR [% of the RL phase]") == "% of the RL phase"
-    entries = [claims.entry("M1", "aime_like", 5.0, 3.2, 6.8, 8, 64),
-               claims.entry("C2", "amc_like", 40.0, 30.0, 50.0, 4, 128)]
-    fig = claims.scorecard_figure(entries)
-    assert len(fig.axes) == 2 and fig.axes[0].get_xlabel().startswith("effect [points]")
-
-
-def test_render_results_writes_every_figure(tmp_path):
-    runs = tmp_path / "runs"
-    for (r, m), g in synthetic_steps().groupby(["regime", "method"]):
-        for s, gs in g.groupby("seed"):
-            p = runs / r / f"{m}-seed{s:02d}-steps.csv.gz"
-            p.parent.mkdir(parents=True, exist_ok=True)
-            gs.to_csv(p, index=False)
-    paths = F.render_results([claims.entry("M1", "aime_like", 5.0, 3.2, 6.8, 8, 64)], runs, tmp_path / "docs",
+def test_render_results_writes_every_figure_and_reads_its_tables_back_only_for_their_inputs(tmp_path):
+    """render_results writes what the runs allow, every table of TABLES and a manifest; committed_tables reads them
+    back equal to study_tables' and refuses them (None) once a run CSV, a new run or the scorecard differs."""
+    runs, docs = tmp_path / "runs", tmp_path / "docs"
+    write_steps(runs)
+    paths = F.render_results([claims.entry("M1", "aime_like", 5.0, 3.2, 6.8, 8, 64)], runs, docs,
                              missing=["M2 aime_like: fewer than 2 seeds with the runs it needs"])
     assert paths["missing.md"].read_text() == "- M2 aime_like: fewer than 2 seeds with the runs it needs\n"
     assert {"scorecard.png", "scorecard.md", "advantage_dynamics.png", "advantage_dynamics.pdf", "labels.md"} <= set(paths)
@@ -138,25 +133,11 @@ def test_render_results_writes_every_figure(tmp_path):
         for s in (0, 1):
             pd.DataFrame({"regime": "amc_like", "method": m, "seed": s, "split": "adapted", "question": ["q1", "q2"],
                           "pass@1": v}).to_csv(runs / "amc_like" / f"{m}-seed{s:02d}.csv.gz", index=False)
-    paths = F.render_results([claims.entry("M1", "amc_like", 25.0, 25.0, 25.0, 2, 2)], runs, tmp_path / "docs")
+    entries = [claims.entry("M1", "amc_like", 25.0, 25.0, 25.0, 2, 2)]
+    paths = F.render_results(entries, runs, docs)
     seeds = pd.read_csv(paths["claims_seeds.csv"])
     assert seeds[["id", "regime", "n_seeds", "ahead", "behind", "min", "max"]].values.tolist() == [["M1", "amc_like", 2, 2, 0, 25.0, 25.0]]
     assert "| M1   | amc_like |" in paths["seeds.md"].read_text()
-    with pytest.raises(ValueError, match="missing field"):
-        F.render_results([{"id": "M1"}], runs, tmp_path / "docs")
-
-
-def test_committed_tables_are_read_back_only_for_the_inputs_they_came_from(tmp_path):
-    """render_results writes every table of TABLES and a manifest; committed_tables reads them back equal to
-    study_tables' and refuses them (None) once a run CSV, a new run or the scorecard differs."""
-    runs, docs = tmp_path / "runs", tmp_path / "docs"
-    for (r, m), g in synthetic_steps().groupby(["regime", "method"]):
-        for s, gs in g.groupby("seed"):
-            p = runs / r / f"{m}-seed{s:02d}-steps.csv.gz"
-            p.parent.mkdir(parents=True, exist_ok=True)
-            gs.to_csv(p, index=False)
-    entries = [claims.entry("M1", "aime_like", 5.0, 3.2, 6.8, 8, 64)]
-    paths = F.render_results(entries, runs, docs)
     assert {f"{n}.csv" for n in F.TABLES} | {"tables.json"} <= set(paths)
     got, want = F.committed_tables(docs, runs, entries), F.study_tables(runs, entries)
     assert set(got) == set(F.TABLES)
@@ -173,6 +154,8 @@ def test_committed_tables_are_read_back_only_for_the_inputs_they_came_from(tmp_p
     assert F.committed_tables(docs, runs, entries) is not None
     (docs / F.TABLES["base_bands"]).unlink()
     assert F.committed_tables(docs, runs, entries) is None
+    with pytest.raises(ValueError, match="missing field"):
+        F.render_results([{"id": "M1"}], runs, docs)
 
 
 @pytest.mark.slow  # replays the selection rules over ~2,000 committed run CSVs (~30 s): make test-slow, CI when time allows
@@ -183,8 +166,6 @@ def test_committed_study_tables_equal_a_fresh_computation():
     from conftest import REPO
 
     entries = claims.load(REPO / "results" / "claims.json")
-    if entries is None:
-        pytest.skip("results/claims.json is not committed yet")
     docs, runs = REPO / "docs" / "results", REPO / "results" / "runs"
     got = F.committed_tables(docs, runs, entries)
     assert got is not None, "docs/results/tables.json does not name the committed runs and claims.json"
@@ -193,34 +174,20 @@ def test_committed_study_tables_equal_a_fresh_computation():
         pd.testing.assert_frame_equal(got[name], want[name], check_dtype=False, obj=name)
 
 
-def test_the_committed_scorecard_files_are_the_committed_claims():
-    """The scorecard files under docs/results/ are the committed results/claims.json's own."""
+def test_the_committed_scorecard_and_shortfall_pages_are_the_committed_claims():
+    """docs/results/claims_scorecard.md is the committed results/claims.json's scorecard, power_shortfall.md the page
+    of the committed shortfall table (the slow test above recomputes that table; --analyse claims wrote both)."""
     from conftest import REPO
 
     entries = claims.load(REPO / "results" / "claims.json")
-    if entries is None:
-        pytest.skip("results/claims.json is not committed yet: no scorecard to check")
     table = claims.scorecard(entries).to_markdown(index=False, floatfmt=".1f")
     assert (REPO / "docs" / "results" / "claims_scorecard.md").read_text().strip() == table.strip()
-    for name in ("claims_scorecard", "advantage_dynamics"):
-        assert (REPO / "docs" / "results" / f"{name}.png").stat().st_size > 0
-
-
-def test_the_committed_power_shortfall_page_is_the_committed_table():
-    """docs/results/power_shortfall.md is the page of the shortfall table that power_shortfall computes from the
-    committed runs and claims (the committed table: the test above recomputes it; --analyse claims wrote both)."""
-    from conftest import REPO
-
-    entries = claims.load(REPO / "results" / "claims.json")
-    if entries is None:
-        pytest.skip("results/claims.json is not committed yet")
     tables = F.committed_tables(REPO / "docs" / "results", REPO / "results" / "runs", entries)
     assert tables is not None, "docs/results/tables.json does not name the committed runs and claims.json"
-    page = F.shortfall_page(tables["power_shortfall"])
-    assert (REPO / "docs" / "results" / "power_shortfall.md").read_text() == page
+    assert (REPO / "docs" / "results" / "power_shortfall.md").read_text() == F.shortfall_page(tables["power_shortfall"])
 
 
-def test_replication_table_sets_each_study_beside_the_registered_one():
+def test_replication_table_sets_each_study_beside_the_registered_one(tmp_path):
     reg = [claims.entry("M1", "amc_like", -0.2, -2.0, 1.6, 19, 128), claims.entry("M2", "amc_like", 1.0, -3.0, 5.0, 6, 128)]
     rep = [claims.entry("M1", "amc_like", -1.9, -4.5, 0.7, 12, 128), claims.entry("H1", "amc_like", -5.5, -9.6, -1.5, 12, 128)]
     t = claims.replication_table({"registered": reg, "rep": rep})
@@ -232,12 +199,8 @@ def test_replication_table_sets_each_study_beside_the_registered_one():
     assert len(fig.axes[0].get_yticklabels()) == 2
     with pytest.raises(ValueError, match="at least one replication"):
         claims.replication_table({"registered": reg})
-
-
-def test_a_new_registered_scorecard_rerenders_every_committed_replication(tmp_path):
-    import json
-
-    rep = [claims.entry("M1", "amc_like", -1.9, -4.5, 0.7, 12, 128)]
+    # a new registered scorecard rerenders every committed replication's table beside it
+    rep = rep[:1]
     for name in ("replication_a", "replication_b"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "claims.json").write_text(json.dumps(rep))
@@ -256,8 +219,6 @@ def test_each_committed_replication_table_is_its_claims_beside_the_registered_st
     from conftest import REPO
 
     rep = claims.load(REPO / "results" / name / "claims.json")
-    if rep is None:
-        pytest.skip(f"results/{name}/claims.json is not committed yet")
     table = claims.replication_table({"registered": claims.load(REPO / "results" / "claims.json"), name: rep})
     md = claims.replication_markdown(table)
     assert (REPO / "results" / name / "figures" / "replication_vs_registered.md").read_text().strip() == md.strip()
