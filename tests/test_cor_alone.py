@@ -12,10 +12,10 @@ import pytest
 from conftest import committed_json
 
 from ddrl.study.amendments import cor_alone as K
-from ddrl.study.amendments import small_lr
 from ddrl.study import runner as study
 from ddrl.study.analysis import paired_matrix
-from ddrl.study.plan import COR_ONLY, NO_RL, SCALES, SMALL_LR, Job, csv_path, heldout_x_path, load_regimes, same_base
+from ddrl.study.plan import (COR_ONLY, NO_RL, RESULTS, SCALES, SMALL_LR, Job, csv_path, heldout_x_path, load_regimes,
+                             same_base)
 
 SMOKE_SEEDS = {"amc_like": (0, 1), "aime_like": (0, 1)}
 C49D = K.DESIGNS["c49d"]
@@ -276,7 +276,7 @@ def test_smoke_amendment_38_refuses_to_train_then_evaluates_finished_runs(smoke,
 
 
 def _csvs(regime: str, methods: tuple[str, ...], seeds) -> pd.DataFrame:
-    paths = [p for m in methods for p in sorted((small_lr.RUNS / regime).glob(f"{m}-seed[0-9][0-9].csv.gz"))]
+    paths = [p for m in methods for p in sorted((RESULTS / "runs" / regime).glob(f"{m}-seed[0-9][0-9].csv.gz"))]
     df = pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths], ignore_index=True)
     return df[df.seed.isin(seeds)]
 
@@ -300,12 +300,12 @@ def test_the_plans_predicted_half_widths_are_the_measured_components():
     assert K.PREDICTED["K5", "aime_like"] == f"{hw('M1', 'aime_like', df, 6, 64)}-{hw('P2', 'aime_like', df, 6, 64)}"
     for r, ss in K.SEEDS.items():
         held = pd.concat([pd.read_csv(p, dtype={"question": str}) for m in ("no_adaptation", "ttrl", "ddrl", "bcs_dae")
-                          for p in sorted((small_lr.RUNS / "heldout_x" / r).glob(f"{m}-seed*.csv.gz"))])
+                          for p in sorted((RESULTS / "runs" / "heldout_x" / r).glob(f"{m}-seed*.csv.gz"))])
         held = held[held.seed.isin(ss)]
         family = [hw(c, r, held, len(ss), 1536) for c in ("H1x", "H1xT", "H1xD", "H1xC", "H1xR")]
         span = f"{min(family, key=float)}-{max(family, key=float)}"
         assert K.PREDICTED["K3x", r] == K.PREDICTED["K5x", r] == span, r
-    plan = " ".join((small_lr.RESULTS / "plan.md").read_text().split())
+    plan = " ".join((RESULTS / "plan.md").read_text().split())
     assert "K3 from P2's components 3.98; K5 from M1's 1.81 to P2's 3.98; K4 (lr/10) from `amc_like_small_lr`'s M1 2.03 to P2 3.93" in plan
     assert "19 x 1,536 in AMC-like from the H1x family's components 0.28 (H1xC) to 1.41 (H1x); 6 x 1,536 in AIME-like 0.13 to 0.55" in plan
 
@@ -317,11 +317,11 @@ def test_amendment_38s_predicted_half_widths_are_the_measured_components():
 
     def hw(regime: str, a: str, b: str) -> str:
         df = pd.concat([pd.read_csv(p, dtype={"question": str}) for m in (a, b)
-                        for p in sorted((small_lr.RUNS / "heldout_x" / regime).glob(f"{m}-seed[0-9][0-9].csv.gz"))])
+                        for p in sorted((RESULTS / "runs" / "heldout_x" / regime).glob(f"{m}-seed[0-9][0-9].csv.gz"))])
         d = paired_matrix(df, regime, a, b, "heldout_x")
         return f"{predicted_half_width(variance_components(d.to_numpy()), 12, 1536):.2f}"
 
-    plan = " ".join((small_lr.RESULTS / "plan.md").read_text().split())
+    plan = " ".join((RESULTS / "plan.md").read_text().split())
     for (cid, r), (a, b, _) in K.HELDOUT_LR10.items():
         want = f"{hw('amc_like', a, b)} / {hw('math500_like_small_lr', a, b)}"
         assert K.PREDICTED_LR10[cid, r] == want, cid

@@ -65,12 +65,6 @@ def _call(module: str, fn: str, **kw):
     return getattr(importlib.import_module(f"ddrl.study.amendments.{module}"), fn)(**kw)
 
 
-def _small_lr_claims() -> dict:
-    from ddrl.study.amendments import small_lr
-
-    return small_lr.analyse(seeds=json.loads((RESULTS / "small_lr" / "claims.json").read_text())["seeds"])
-
-
 def _table() -> dict:
     """The designs of :data:`ddrl.study.designs.DESIGNS`: each analysis by the one generic computation."""
     from ddrl.study import designs
@@ -101,14 +95,6 @@ REGENERATE = {
     # Amendments 26, 27: the wide regime
     "wide/claims.json": lambda: _call("wide", "analyse"),
     "wide/arms.json": lambda: _call("wide", "analyse_arms"),
-    # Amendments 28-33, 49-62: the small learning rate
-    "small_lr/claims.json": _small_lr_claims,
-    "small_lr/table1.json": lambda: _call("small_lr", "analyse_t1"),
-    "small_lr/table1_fixed.json": lambda: _call("small_lr", "analyse_t1f"),
-    "small_lr/table1_fixed_more.json": lambda: _call("small_lr", "analyse_t1f_more"),
-    "small_lr/cor4x_lr10_amc.json": lambda: _call("small_lr_refine", "analyse_gentle", regime="amc_like_small_lr"),
-    "small_lr/cor4x_lr10_math500.json": lambda: _call("small_lr_refine", "analyse_gentle",
-                                                      regime="math500_like_small_lr"),
     # Amendments 34-38: COR alone on each build
     "cor_alone/adapted.json": lambda: _cor_alone("registered"),
     "cor_alone/heldout.json": lambda: _cor_alone("registered", heldout=True),

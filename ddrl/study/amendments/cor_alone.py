@@ -51,7 +51,6 @@ from ddrl.run.pool import clock_budget, minutes_to
 from ddrl.report.plotting import color, label, save_docs_figure
 from ddrl.run.storage import cache_root, write_json
 from ddrl.seeds import numpy_generator
-from ddrl.study.amendments.small_lr import RUNS, add_run_arguments, seeds_line
 from ddrl.study.analysis import paired_matrix, same_as_registered
 from ddrl.study.plan import (COR_ONLY, HELDOUT_X, NO_RL, PAIRED, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, adapted_x_path,
                              check_weights, csv_path, heldout_x_path, regimes_path, untrained)
@@ -63,6 +62,7 @@ from ddrl.study.amendments.wide import (VERDICT_MD, below_cell, level_table, lev
 #: The regimes COR alone runs in, each on its registered seeds (Amendment 34)
 SEEDS = {"amc_like": tuple(range(19)), "aime_like": tuple(range(6))}
 OUT = RESULTS / "cor_alone"
+RUNS = RESULTS / "runs"  # the CSVs, beside the registered regimes'
 #: A regime whose claims read COR alone from another regime's CSVs (the same computation: it runs no RL)
 READS_FROM = {SMALL_LR: SAME_BASE[SMALL_LR]}
 #: Amendment 34's claims on the adapted questions: (id, regime) -> (a, b, comparison); pass@1 a - b per seed and
@@ -436,6 +436,8 @@ def figure(res: dict, held: dict | None = None, design: Design = REGISTERED):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from ddrl.study.designs import add_run_arguments, seeds_line  # designs imports this module
+
     ap = argparse.ArgumentParser(prog="python -m ddrl.study.amendments.cor_alone", description=__doc__.split("\n\n")[0])
     ap.add_argument("what", choices=("run", "heldout", "status", "analyse", "figure"))
     add_run_arguments(ap, "run, heldout: seeds N-M in every regime (default: each regime's registered seeds)")
