@@ -1076,7 +1076,7 @@ def _t1f(d: Design, r: Reading) -> dict:
     if missing:
         raise ValueError(f"{r.out}: {d.tag} incomplete, seeds missing per regime {missing}; the plan reads no estimate "
                          "before all are complete")
-    seen = [s for s in DESIGNS["table1_fixed"].seeds if s not in r.seeds]
+    seen = [s for s in DESIGNS["table1_fixed"].seeds if s not in d.seeds]
     both = sorted({*seen, *r.seeds})
     df = read_csvs([*(csv_path(r.out, g, m, s) for g in d.level_regimes for s in both for m in ("ttrl", "grpo_no_std")),
                     *(csv_path(Path(r.out, T1F_DIR), g, "dae", s) for g in d.level_regimes for s in both)])
