@@ -50,7 +50,7 @@ from ddrl.study.claims import amendment_entry, load as load_claims
 from ddrl.run.pool import clock_budget, minutes_to
 from ddrl.report.plotting import color, label, save_docs_figure
 from ddrl.run.storage import cache_root, write_json
-from ddrl.seeds import numpy_generator
+from ddrl.seeds import numpy_generator, seed_range
 from ddrl.study.analysis import paired_matrix, same_as_registered
 from ddrl.study.plan import (COR_ONLY, HELDOUT_X, NO_RL, PAIRED, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, adapted_x_path,
                              check_weights, csv_path, heldout_x_path, regimes_path, untrained)
@@ -435,9 +435,24 @@ def figure(res: dict, held: dict | None = None, design: Design = REGISTERED):
     return fig
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    from ddrl.study.designs import add_run_arguments, seeds_line  # designs imports this module
+def seeds_line(what: str, total: int, missing: Sequence[int], cutoff: str | None = None) -> str:
+    """:func:`ddrl.study.designs.seeds_line`, copied until this module's designs are rows (designs imports it)."""
+    clock = "" if cutoff is None else f"; minutes to the clock {minutes_to(cutoff):.0f}"
+    return f"{what}: {total - len(missing)} of {total} seeds complete; missing {list(missing)}{clock}"
 
+
+def add_run_arguments(ap: argparse.ArgumentParser, seeds_help: str) -> None:
+    """:func:`ddrl.study.designs.add_run_arguments`, copied until this module's designs are rows."""
+    ap.add_argument("--seeds", type=seed_range, default=None, help=seeds_help)
+    ap.add_argument("--scale", choices=sorted(SCALES), default="default")
+    ap.add_argument("--workers", type=int, default=None)
+    ap.add_argument("--budget-min", type=float, default=None, help="jobs starting later are skipped")
+    ap.add_argument("--out", type=Path, default=RUNS, help=f"the CSVs (default {RUNS})")
+    ap.add_argument("--runs-root", type=Path, default=None, help="run directories (default: <cache>/runs)")
+    ap.add_argument("--json", type=Path, default=None, help="analyse: write the result here")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.study.amendments.cor_alone", description=__doc__.split("\n\n")[0])
     ap.add_argument("what", choices=("run", "heldout", "status", "analyse", "figure"))
     add_run_arguments(ap, "run, heldout: seeds N-M in every regime (default: each regime's registered seeds)")
