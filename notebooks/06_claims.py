@@ -357,7 +357,7 @@ if wide_path.is_file():
     display(wd[["id", "seeds", "paper", "interval", "half_width", "verdict", "n_seeds", "n_questions"]].round(2))
     display(pd.DataFrame(wres["device_check"]).T.round(2))
 else:
-    display(Markdown("Amendment 26's analysis is not committed yet (`python -m ddrl.study.amendments.wide status` says how far it is)."))
+    display(Markdown("Amendment 26's analysis is not committed yet (`python -m ddrl.study status wide` says how far it is)."))
 
 # %% [markdown]
 # Why longer runs lose: left, each run's adapted pass@1; right, the vote over the four quarters of each run's RL
@@ -366,18 +366,16 @@ else:
 # 100x stronger KL penalty are set beside them (Q1-Q4): does holding the policy near the untrained model stop it?
 
 # %%
-from ddrl.study.amendments import wide
+from ddrl.study import designs
+from ddrl.study.analysis import level_table
 
-arms_path = R / "wide" / "arms.json"
 if wide_path.is_file():
-    sp, vote = wide.figure_tables(R / "wide")  # the arms only once arms.json is written
-    rep.draw("wide_vote", wide.vote_figure, sp, vote, data=vote)
-if arms_path.is_file():
-    display(Markdown(wide.arms_markdown(json.loads(arms_path.read_text()))))  # the table docs/results.md quotes
+    sp, vote = designs.wide_figure_tables(R / "wide")  # the arms only once arms.json is written
+    rep.draw("wide_vote", designs.wide_vote_figure, sp, vote, data=vote)
+display(Markdown(designs.committed_table("wide_arms")))  # the table docs/results.md quotes
+if (R / "wide" / "arms.json").is_file():
     # descriptive: each method's adapted pass@1 over Amendment 27's seeds (unpenalised runs: CPU seeds 200-211)
-    display(wide.levels(R / "wide", seeds=wide.ARM_SEEDS).round(2))
-else:
-    display(Markdown("Amendment 27's analysis is not committed yet (`python -m ddrl.study.amendments.wide status` says how far it is)."))
+    display(level_table(designs.seed_levels(R / "wide", seeds=designs.DESIGNS["wide_arms"].seeds)).round(2))
 
 # %% [markdown]
 # ## The main table at the paper's small learning rate (lr/10)

@@ -790,6 +790,268 @@ def test_amendments_30_and_31_smoke_run_and_analyse(smoke, tmp_path):
     assert held["registered_checked"] == 8 and held["registered_reproduced"] == 8
 
 
+# --- 768 MATH-500-like questions (Amendments 26, 27: designs wide, wide_arms; from tests/test_wide.py) ---
+import torch  # noqa: E402
+
+from ddrl.report.reporter import save_figure  # noqa: E402
+from ddrl.report.tables import amendment_cells, predicted_text  # noqa: E402
+from ddrl.study import jobs as study_jobs  # noqa: E402
+from ddrl.study.analysis import level_table  # noqa: E402
+from ddrl.study.figures import vote_by_quarter  # noqa: E402
+from ddrl.study.plan import MATH500_768, WIDE_OUT, csv_method_seed, load_regimes, seeds_to_analyse  # noqa: E402
+from ddrl.study.regimes import MATH_MAJ_MIN, wide_regime  # noqa: E402
+
+WIDE, ARMS = D.DESIGNS["wide"], D.DESIGNS["wide_arms"]
+
+
+def test_the_wide_regime_is_the_registered_math500_like_one_on_more_questions():
+    regs = load_regimes()
+    math, w = regs["math500_like"], regs[MATH500_768]
+    assert w == wide_regime(math, 768) and w.n_adapted == 768
+    assert (w.num_ops, w.episodes, w.lr, w.overrides) == (math.num_ops, math.episodes, math.lr, math.overrides)
+    assert [r["id"] for r in w.records()[0][:256]] == [r["id"] for r in math.records()[0]]  # the registered 256 first
+    base = json.loads((RESULTS / "regimes_wide.json").read_text())
+    assert base["weights"] == json.loads((RESULTS / "regimes_base.json").read_text())["weights"]
+    assert base["regimes"][0]["base"]["n_questions"] == 768 and base["regimes"][0]["base"]["maj@64"] >= MATH_MAJ_MIN
+    with pytest.raises(ValueError, match="must exceed"):
+        wide_regime(math, 256)
+    assert MATH500_768 not in {j.regime for j in study.stage1_jobs(list(regs), SCALES["default"])}  # never registered
+    assert D.jobs(WIDE, (200, 201)) == [Job(MATH500_768, s, (m,), "wide") for s in (200, 201) for m in WIDE.methods]
+    assert D.jobs(ARMS)[:3] == [Job(MATH500_768, 200, (m,), "wide") for m in ("no_adaptation", *D.WIDE_ARMS)]
+
+
+def _run_csvs(out, rows: pd.DataFrame) -> None:
+    for (m, s), g in rows.groupby(["method", "seed"]):
+        p = csv_path(out, MATH500_768, m, s)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        g.to_csv(p, index=False)
+
+
+def _world(out, shift_gpu_ttrl: float, n_seeds: int = 8, n_q: int = 40) -> dict[int, str]:
+    """Synthetic CSVs (made up here, never results): per question a base pass@1; TTRL +2 points and DDRL +3 on every
+    seed, TTRL shifted by ``shift_gpu_ttrl`` on the "GPU" seeds (the upper half), recorded in devices.json."""
+    rng = np.random.default_rng(0)
+    base = rng.uniform(0.2, 0.8, n_q)
+    gpu = {s: "FakeGPU" for s in range(n_seeds // 2, n_seeds)}
+    _run_csvs(out, pd.concat([pd.DataFrame({
+        "regime": MATH500_768, "method": m, "seed": s, "split": "adapted", "question": [f"q{i}" for i in range(n_q)],
+        "pass@1": np.clip(base + gain + (shift_gpu_ttrl if s in gpu and m == "ttrl" else 0) + rng.normal(0, 0.01, n_q),
+                          0, 1)}) for s in range(n_seeds) for m, gain in (("no_adaptation", 0.0), ("ttrl", 0.02),
+                                                                          ("ddrl", 0.03))]))
+    (out / D.DEVICES_FILE).write_text(json.dumps({str(k): v for k, v in gpu.items()}))
+    return gpu
+
+
+@pytest.mark.parametrize("shift", [0.0, 0.10])
+def test_the_device_check_takes_the_cpu_seeds_only_where_the_gpu_shifted(tmp_path, shift):
+    _world(tmp_path, shift)
+    with pytest.raises(ValueError, match=r"incomplete, seeds missing \[8\]"):
+        D.analyse(WIDE, tmp_path, n_boot=400, seeds=range(9))
+    res = D.analyse(WIDE, tmp_path, n_boot=400, seeds=range(8))
+    by = {e["id"]: e for e in res["entries"]}
+    p1 = res["device_check"]["P1"]
+    assert p1["gpu_minus_cpu"] == pytest.approx(100 * shift, abs=1.0) and p1["shifted"] == (shift > 0)
+    assert not res["device_check"]["P2"]["shifted"]  # DDRL has no shift
+    assert by["P1"]["n_seeds"] == (4 if shift else 8) and ("note" in by["P1"]) == (shift > 0)
+    assert by["P2"]["n_seeds"] == 8 and by["P2"]["estimate"] == pytest.approx(3.0, abs=0.5)
+    if shift:
+        assert by["P1"]["estimate"] == pytest.approx(2.0, abs=0.5)  # the CPU seeds' +2, not the pooled +7
+    assert all(e["paper"] == {"P1": 40.3, "P2": 48.0, "M1": 7.7}[e["id"]] for e in res["entries"])  # MATH-500's
+    assert [e["n_seeds"] for e in res["cpu_seeds"]] == [4] * 3 and [e["n_seeds"] for e in res["all_seeds"]] == [8] * 3
+    md = D.markdown(WIDE, res, []).splitlines()
+    assert md[0] == WIDE.header and md[-3].startswith("| P1 | ") and md[-3].endswith(f"| 4 / 4 | {'yes' if shift else 'no'} |")
+
+
+def test_the_arms_analysis_reads_only_complete_cpu_seeds(tmp_path):
+    """Amendment 27 on synthetic tables: the arms +4 (TTRL's) and +5 (DDRL's) points over the untrained model,
+    +2 over their methods; Q3/Q4 only where the method's run exists; refused while a seed lacks a run or when a
+    seed came from a GPU; its table marks each verdict."""
+    _world(tmp_path, 0.0)
+    (tmp_path / D.DEVICES_FILE).unlink()
+    rng = np.random.default_rng(1)
+    base = pd.read_csv(csv_path(tmp_path, MATH500_768, "no_adaptation", 0))
+    _run_csvs(tmp_path, pd.concat([base.assign(seed=s) for s in (8, 9)] + [  # new seeds: the untrained run only
+        base.assign(method=m, seed=s, **{"pass@1": np.clip(base["pass@1"] + gain + rng.normal(0, 0.01, len(base)), 0, 1)})
+        for s in range(10) for m, gain in (("ttrl_kl100x", 0.04), ("ddrl_kl100x", 0.05))]))
+    with pytest.raises(ValueError, match=r"incomplete, seeds missing \[10\]"):
+        D.analyse(ARMS, tmp_path, n_boot=400, seeds=range(11))
+    got = {e["id"]: e for e in D.analyse(ARMS, tmp_path, n_boot=400, seeds=range(10))}
+    assert [got[k]["n_seeds"] for k in ("Q1", "Q2", "Q3", "Q4")] == [10, 10, 8, 8]
+    for k, want in (("Q1", 4.0), ("Q2", 5.0), ("Q3", 2.0), ("Q4", 2.0)):
+        assert got[k]["estimate"] == pytest.approx(want, abs=0.5) and got[k]["verdict"] == "reproduced"
+    e = [{**got[q], "verdict": v} for q, v in zip(got, ("reproduced", "contradicted", "no effect", "not resolved"))]
+    rows = D.markdown(ARMS, e, []).splitlines()[2:]
+    assert len(rows) == 4 and rows[0].startswith("| Q1 TTRL (100x KL) - no adaptation | 10 | +4.")
+    assert [r.split("|")[-2].strip() for r in rows] == ["**reproduced**", "***contradicted***", "**no effect**",
+                                                        "*not resolved*"]
+    (tmp_path / D.DEVICES_FILE).write_text(json.dumps({"3": "FakeGPU"}))
+    with pytest.raises(ValueError, match="CPU-only"):
+        D.analyse(ARMS, tmp_path, n_boot=400, seeds=range(10))
+
+
+def test_import_takes_a_gpu_machines_complete_seeds_one_device_per_seed(tmp_path):
+    """Seed 20's files are no clash with seed 200's (``-seed20`` is a prefix of ``-seed200``); a seed missing a method
+    is left out, one imported before with the same files skipped, any other seed the folder holds refused."""
+    src, out = tmp_path / "src", tmp_path / "out"
+    for folder, seed in ((src, 20), (src, 21), (out, 200)):
+        for m in WIDE.methods[:2 if seed == 21 else 3]:
+            p = csv_path(folder, MATH500_768, m, seed)
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(f"made up: {m} {seed}\n")
+    assert study.main(["import", "wide", str(src), "--device", "FakeGPU", "--out", str(out)]) == 0
+    assert D.import_runs(src, "FakeGPU", out) == []  # the same files again: nothing to do
+    assert D.complete_seeds(out, MATH500_768) == [20, 200] and D.gpu_seeds(out) == {20: "FakeGPU"}
+    with pytest.raises(ValueError, match="one device per seed"):
+        D.import_runs(src, "OtherGPU", out)
+    assert study.main(["import", "wide", str(src)]) == 2  # no device named
+
+
+def test_committed_wide_csvs_are_the_registered_configuration_on_their_device(monkeypatch):
+    """Every committed CSV's key is :func:`ddrl.study.jobs.job_key` of the regime's registered configuration, computed
+    for the device ``devices.json`` names (the GPU seeds' keys name ``cuda``), and has all 768 questions."""
+    files = sorted(p for p in (WIDE_OUT / MATH500_768).glob("*-seed*.csv.gz") if not p.name.endswith("-steps.csv.gz"))
+    study.check_weights()  # the measured base build (the keys hash its weights)
+    regime, scale, gpu = load_regimes(names=[MATH500_768])[MATH500_768], SCALES["default"], D.gpu_seeds()
+    assert len(files) == 3 * 24 + 2 * 24 + 12 and len(gpu) == 12
+    for p in files:
+        method, seed = csv_method_seed(p)
+        df = pd.read_csv(p, usecols=["key", "question"], dtype=str)
+        with monkeypatch.context() as m:
+            if seed in gpu:
+                m.setattr(study_jobs, "resolve_device", lambda d: torch.device("cuda"))
+            want = study_jobs.job_key(regime, scale, method, seed)
+        assert set(df.key) == {want} and df.question.nunique() == 768, p.name
+
+
+@pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
+def test_wide_smoke_run_import_arms_and_analyse_end_to_end(tmp_path):
+    """The real entry points on the tiny testbed: CPU seeds 200-202, "GPU" seeds 203-205 from another folder (seed 205
+    incomplete there, so it runs here), one device per seed, the analysis; then the arms on the CPU seeds, reusing
+    the untrained runs (same key)."""
+    out, other, runs = tmp_path / "out", tmp_path / "other", str(tmp_path / "runs")
+    common = ["--scale", "smoke", "--workers", "2", "--runs-root", runs]
+    assert study.main(["run", "wide", "--seeds", "200-202", "--out", str(out), *common]) == 0
+    assert study.main(["run", "wide", "--seeds", "203-205", "--out", str(other), *common]) == 0
+    csv_path(other, MATH500_768, "ttrl", 205).unlink()
+    assert D.import_runs(other, "FakeGPU", out) == [203, 204]
+    gpu = csv_path(out, MATH500_768, "ttrl", 203)  # keyed as a GPU's run: this machine's job would differ
+    pd.read_csv(gpu).assign(key="made up: a GPU's key").to_csv(gpu, index=False)
+    before = gpu.read_bytes()
+    untrained = csv_path(out, MATH500_768, "no_adaptation", 200).read_bytes()
+    assert study.main(["run", "wide", "--seeds", "203-205", "--out", str(out), *common]) == 0  # seed 205 only
+    assert gpu.read_bytes() == before  # an imported seed is not redone
+    res = D.analyse(WIDE, out, n_boot=200, seeds=range(200, 206))
+    assert [e["id"] for e in res["entries"]] == ["P1", "P2", "M1"] and {e["regime"] for e in res["entries"]} == {MATH500_768}
+    assert [e["n_seeds"] for e in res["all_seeds"]] == [6] * 3 and [e["n_seeds"] for e in res["cpu_seeds"]] == [4] * 3
+    assert all(c["n_gpu"] == 2 and c["n_cpu"] == 4 for c in res["device_check"].values())
+    assert study.main(["run", "wide_arms", "--seeds", "200-201", "--out", str(out), *common]) == 0
+    assert csv_path(out, MATH500_768, "no_adaptation", 200).read_bytes() == untrained
+    assert len(D.analyse(ARMS, out, n_boot=200, seeds=(200, 201))) == 4
+
+
+def _steps(out, method: str, seed: int, rows: list[dict]) -> None:
+    p = csv_path(out, MATH500_768, method, seed, steps=True)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame([{"regime": MATH500_768, "method": method, "seed": seed, **r} for r in rows]).to_csv(p, index=False)
+
+
+def test_vote_by_quarter_splits_each_runs_rl_steps_in_four(tmp_path):
+    """8 RL steps per run: quarters of 2 steps each; a seed's quarter mean, then the mean over seeds; the COR phase
+    and other regimes' logs are left out."""
+    for seed, shift in ((0, 0.0), (1, 0.1)):
+        _steps(tmp_path, "ttrl", seed, [{"step": s, "phase": "rl", "label/majority_ratio": 0.5 + 0.05 * s + shift,
+                                          "gt/label_acc": 0.9 - 0.1 * (s // 2)} for s in range(8)]
+               + [{"step": 8, "phase": "cor", "label/majority_ratio": 0.5, "gt/label_acc": 99.0}])
+    other = tmp_path / "math500_like" / "ttrl-seed00-steps.csv.gz"
+    other.parent.mkdir()
+    pd.DataFrame([{"regime": "math500_like", "method": "ttrl", "seed": 0, "step": 0, "phase": "rl",
+                   "label/majority_ratio": 0.5, "gt/label_acc": 99.0}]).to_csv(other, index=False)
+    got = vote_by_quarter(tmp_path)
+    assert list(got.quarter) == [1, 2, 3, 4] and set(got.n_seeds) == {2}
+    assert got.label_acc.to_numpy() == pytest.approx([0.9, 0.8, 0.7, 0.6])
+    assert got.majority_ratio.to_numpy() == pytest.approx([0.575, 0.675, 0.775, 0.875])
+    assert vote_by_quarter(tmp_path, seeds=[0]).majority_ratio.iloc[0] == pytest.approx(0.525)
+
+
+def test_levels_are_per_seed_means_over_seeds_and_the_figure_shows_the_arms_once_analysed(tmp_path):
+    """Two seeds x two questions: TTRL below the untrained run in seed 0 only, another split left out; the figure's
+    tables leave Amendment 27's arms out until ``arms.json`` is written (the plan reads nothing of them before)."""
+    rows = [{"regime": MATH500_768, "method": m, "seed": s, "split": "adapted", "question": q, "pass@1": p + dq}
+            for s, ps in enumerate(((0.6, 0.4, 0.5), (0.5, 0.7, 0.5)))
+            for m, p in zip(("no_adaptation", "ttrl", "ttrl_kl100x"), ps) for q, dq in (("a", 0.1), ("b", -0.1))]
+    _run_csvs(tmp_path, pd.DataFrame(rows + [{**rows[0], "split": "heldout", "pass@1": 9.0}]))
+    got = level_table(D.seed_levels(tmp_path)).set_index("method")
+    assert got.loc["ttrl", "pass1"] == pytest.approx(55.0) and got.loc["no_adaptation", "pass1"] == pytest.approx(55.0)
+    assert got.loc["ttrl", "sd"] == pytest.approx(np.std([40, 70], ddof=1))
+    assert got.loc["ttrl", "below_reference"] == 1 and got.loc["no_adaptation", "below_reference"] == 0
+    assert level_table(D.seed_levels(tmp_path, seeds=[1])).set_index("method").loc["ttrl", "pass1"] == pytest.approx(70.0)
+    for m in ("ttrl", "ttrl_kl100x"):
+        _steps(tmp_path, m, 0, [{"step": 0, "phase": "rl", "label/majority_ratio": 0.6, "gt/label_acc": 0.7}])
+    sp, vote = D.wide_figure_tables(tmp_path)
+    assert set(sp.method) == {"no_adaptation", "ttrl"} and set(vote.method) == {"ttrl"}
+    (tmp_path / "arms.json").write_text("[]")
+    sp, vote = D.wide_figure_tables(tmp_path)
+    assert set(sp.method) == {"no_adaptation", "ttrl", "ttrl_kl100x"} and set(vote.method) == {"ttrl", "ttrl_kl100x"}
+
+
+def test_wide_vote_figure_draws_levels_and_the_vote_its_jitter_from_its_own_generator(tmp_path):
+    """The dots' sideways jitter is drawn from the figure's own generator: NumPy's global state (which
+    ``sns.stripplot`` would read) changes nothing, so a committed figure redraws the same from the same tables."""
+    sp = pd.DataFrame({"method": ["no_adaptation", "ttrl"] * 3, "seed": [0, 0, 1, 1, 2, 2],
+                       "pass1": [60.0, 55.0, 61.0, 54.0, 60.5, 56.0]})
+    vote = pd.DataFrame({"regime": MATH500_768, "method": "ttrl", "quarter": [1, 2, 3, 4], "n_seeds": 3,
+                         "majority_ratio": [0.55, 0.6, 0.7, 0.72], "label_acc": [0.7, 0.6, 0.58, 0.57]})
+    dots = []
+    for global_seed in (1, 2):
+        np.random.seed(global_seed)
+        fig = D.wide_vote_figure(sp, vote)
+        ax = fig.axes[0]
+        dots.append(np.concatenate([c.get_offsets() for c in ax.collections if len(c.get_offsets()) == 3]))
+    assert len(fig.axes) == 3 and ax.get_title() == "after adaptation (3 seeds)"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["No adaptation", "TTRL"]
+    assert list(fig.axes[2].get_lines()[0].get_ydata()) == [0.7, 0.6, 0.58, 0.57]
+    assert dots[0].shape == (6, 2) and np.array_equal(dots[0], dots[1])
+    assert sorted(dots[0][:, 1]) == sorted(sp.pass1)
+    assert np.all(np.abs(dots[0][:, 0] - np.round(dots[0][:, 0])) <= 0.15) and len(set(dots[0][:, 0])) == 6
+    save_figure(fig, tmp_path, "v")
+    assert (tmp_path / "v.png").stat().st_size > 0
+    plt.close("all")
+
+
+def test_amendment_27_predicted_half_widths_are_the_plans():
+    plan = (RESULTS / "plan.md").read_text()
+    amendment = plan[plan.index("do the penalised methods gain over the untrained model?"):]
+    p = ARMS.predicted
+    assert f"{p['Q1']} / {p['Q2']} points" in amendment and f"{p['Q3']} / {p['Q4']}" in amendment
+
+
+def test_seeds_to_analyse_is_the_amendments_reading_rule():
+    """Every seed once all are complete; before that nothing until the clock, then the complete seeds up to the first
+    missing one, at least min_seeds; without a clock, every seed."""
+    cutoff = "2026-12-02T12:30:00+00:00"
+    clock = datetime.fromisoformat(cutoff).timestamp()
+    seeds = tuple(range(10))
+    assert seeds_to_analyse(seeds, range(12), "A", cutoff, now=clock - 60) == list(seeds)
+    with pytest.raises(ValueError, match=r"^A seeds missing \[7, 9\] before its clock"):
+        seeds_to_analyse(seeds, [0, 1, 2, 3, 4, 5, 6, 8], "A", cutoff, now=clock - 60)
+    assert seeds_to_analyse(seeds, [0, 1, 2, 3, 4, 5, 6, 8], "A", cutoff, now=clock + 1) == list(range(7))
+    with pytest.raises(ValueError, match=r"^A: 5 complete seeds from 0, the plan needs 6"):
+        seeds_to_analyse(seeds, [0, 1, 2, 3, 4, 8], "A", cutoff, now=clock + 1)
+    assert seeds_to_analyse(seeds, [0, 1, 2, 3, 4, 8], "A", cutoff, now=clock + 1, min_seeds=5) == list(range(5))
+    with pytest.raises(ValueError, match=r"^A incomplete, seeds missing \[9\]"):
+        seeds_to_analyse(seeds, range(9), "A")  # no clock: every seed
+
+
+def test_amendment_cells_close_a_claim_row_as_the_docs_print_it():
+    """The estimate in bold with its seeds, the half-width beside the plan's predictions, the verdict's mark-up."""
+    e = {"estimate": -2.93212, "ci_low": -3.5889, "ci_high": -2.2933, "n_seeds": 10, "half_width": 0.64779,
+         "verdict": "contradicted"}
+    assert predicted_text((0.534, 0.5)) == "0.53 / 0.50"
+    assert amendment_cells(e, predicted_text((0.53, 0.51))) == (
+        "**-2.93 [-3.59, -2.29]**, 10 seeds | 0.65 (0.53 / 0.51) | ***contradicted*** |")
+    assert amendment_cells({**e, "verdict": "not resolved"}, "-").endswith("| 0.65 (-) | *not resolved* |")
+
+
 # ---------------------------------------------------------------------------------------------------------
 # MATH-500-like at lr/10, Table 1, COR 4x at 1e-6 (Amendments 28, 49-51, 62; and 56's check and predictions)
 # ---------------------------------------------------------------------------------------------------------
@@ -1038,7 +1300,7 @@ def test_amendment_28s_figure_draws_each_run_and_the_vote():
 
 
 def test_levels_count_the_seeds_below_their_own_untrained_run():
-    from ddrl.study.amendments.wide import level_table, run_levels
+    from ddrl.study.analysis import level_table, run_levels
 
     rows = [{"regime": r, "method": m, "seed": s, "split": "adapted", "question": q, "pass@1": p}
             for s, (u, t) in enumerate(((0.5, 0.4), (0.5, 0.6), (0.3, 0.2)))

@@ -58,13 +58,6 @@ def _cor_alone(build: str, heldout: bool = False) -> dict:
     return K.analyse(d.out, seeds=K.analysis_seeds(d.out, d), design=d)
 
 
-
-def _call(module: str, fn: str, **kw):
-    import importlib
-
-    return getattr(importlib.import_module(f"ddrl.study.amendments.{module}"), fn)(**kw)
-
-
 def _table() -> dict:
     """The designs of :data:`ddrl.study.designs.DESIGNS`: each analysis by the one generic computation."""
     from ddrl.study import designs
@@ -92,9 +85,6 @@ REGENERATE = {
     "drift/math500_like_cpu_methods.json": lambda: _drift_arms("results/drift/cpu", "math500_like", "methods"),
     "drift/amc_like_cpu_penalty.json": lambda: _drift_arms("results/drift/cpu", "amc_like", "penalty"),
     "drift/math500_like_cpu_penalty.json": lambda: _drift_arms("results/drift/cpu", "math500_like", "penalty"),
-    # Amendments 26, 27: the wide regime
-    "wide/claims.json": lambda: _call("wide", "analyse"),
-    "wide/arms.json": lambda: _call("wide", "analyse_arms"),
     # Amendments 34-38: COR alone on each build
     "cor_alone/adapted.json": lambda: _cor_alone("registered"),
     "cor_alone/heldout.json": lambda: _cor_alone("registered", heldout=True),

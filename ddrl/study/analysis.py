@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -19,8 +19,9 @@ from ddrl.seeds import derive_seed
 from ddrl.report.stats import (TARGET_HALF_WIDTH, advantage_statistic, choose_design, eval_noise_variance,
                         hierarchical_bootstrap, mean_ci, paired_differences, power_table, predicted_half_width,
                         question_bootstrap, variance_components)
-from ddrl.study.plan import (BANDS_64, BASE, CSV, HELDOUT_X, NO_RL, PAIRED, QUESTION_COLUMNS, REAL,
-                             SELECTION_K, SELECTION_ORDERS, SHARES_DDRL_RL, STAGE1_COMPARISONS, STEP_COLUMNS, THREE,
+from ddrl.study.plan import (BANDS_64, BASE, CSV, HELDOUT_X, MATH500_768, NO_RL, PAIRED, QUESTION_COLUMNS, REAL,
+                             SELECTION_K, SELECTION_ORDERS, SHARES_DDRL_RL, STAGE1_COMPARISONS, STAGE1_METHODS, STEP_COLUMNS,
+                             THREE,
                              Scale, csv_method_seed, same_base, selection_k)
 
 # --- Reading the results ----------------------------------------------------------------------------------
@@ -126,6 +127,68 @@ def bootstrap_entry(cid: str, regime: str, d: pd.DataFrame, n_boot: int = 4000) 
     iv = (question_bootstrap(d.to_numpy()[0], rng, n_boot) if d.shape[0] == 1
           else hierarchical_bootstrap(d.to_numpy(), rng, n_boot))
     return entry(cid, regime, iv.estimate, iv.ci_low, iv.ci_high, iv.n_seeds, iv.n_questions)
+
+
+def complete_seeds(out: str | Path, regime: str = MATH500_768,
+                   methods: Sequence[str] = STAGE1_METHODS) -> list[int]:
+    """Seeds with a written CSV of every method (``<out>/<regime>/<method>-seedNN.csv.gz``)."""
+    have = [{csv_method_seed(p)[1] for p in method_csvs(Path(out, regime), m)} for m in methods]
+    return sorted(set.intersection(*have)) if have else []
+
+
+def missing_seeds(out: str | Path, regime: str, methods: Sequence[str], seeds: Iterable[int]) -> list[int]:
+    """The seeds of ``seeds`` without a written CSV of every method (:func:`complete_seeds`' complement): what a plan
+    amendment has still to run or evaluate (``out``: a runs folder, or its ``heldout_x`` one)."""
+    return sorted(set(seeds) - set(complete_seeds(out, regime, methods)))
+
+
+def read_csvs(paths: Iterable[str | Path]) -> pd.DataFrame:
+    """The written files among ``paths`` (:func:`~ddrl.study.plan.csv_path`'s question or step CSVs; ``question``
+    read as text, so "07" stays "07"), each once, in order, as one table; an error when none is written."""
+    files = [Path(p) for p in dict.fromkeys(map(str, paths)) if Path(p).is_file()]
+    if not files:
+        raise FileNotFoundError("none of the CSVs asked for is written")
+    return pd.concat([pd.read_csv(p, dtype={"question": str}) for p in files], ignore_index=True)
+
+
+def run_levels(df: pd.DataFrame, split: str = "adapted", value: str = "pass@1", name: str = "pass1") -> pd.DataFrame:
+    """Each run's pass@1 (or another per-question ``value``, as column ``name``) on ``split`` in points (the mean
+    over its questions) from per-question rows: one row per regime x method x seed, in the order the rows come."""
+    a = df[df.split == split]
+    return (100 * a.groupby(["regime", "method", "seed"], sort=False)[value].mean()).rename(name).reset_index()
+
+
+def reproduced_counts(runs: pd.DataFrame) -> dict[str, int]:
+    """How many of ``runs`` (one row per run, its ``registered_reproduced`` flag: None/NaN where no committed CSV
+    exists to compare with) have adapted rows equal to their committed CSV, of how many could be checked."""
+    checked = runs["registered_reproduced"].dropna()
+    return {"registered_reproduced": int(checked.astype(bool).sum()), "registered_checked": int(len(checked))}
+
+
+def level_table(per: pd.DataFrame, by: Sequence[str] = ("method",), reference: str = "no_adaptation",
+                sort: bool = True) -> pd.DataFrame:
+    """Descriptive, no verdict: runs' levels (:func:`run_levels` rows: ``by`` columns, ``seed``, ``pass1``) as the
+    mean and SD over seeds per ``by`` group, with the number of seeds and how many of them end below ``reference``'s
+    run of the same seed (of the seeds both have)."""
+    ref = per[per.method == reference].set_index("seed")["pass1"]
+    rows = []
+    for keys, g in per.groupby(list(by), sort=sort):
+        keys = keys if isinstance(keys, tuple) else (keys,)
+        rows.append({**dict(zip(by, keys)), "pass1": g.pass1.mean(), "sd": g.pass1.std(ddof=1),
+                     "n_seeds": int(g.seed.nunique()),
+                     "below_reference": int((g.set_index("seed")["pass1"] < ref.reindex(g.seed)).sum())})
+    return pd.DataFrame(rows)
+
+
+def wide_entry(cid: str, d: pd.DataFrame, n_boot: int = 4000, regime: str = MATH500_768,
+               stands_for: str = "math500_like") -> dict:
+    """A ``claims.json`` entry of claim ``cid`` in ``regime`` (default Amendment 26's :data:`~ddrl.study.plan.MATH500_768`; Amendment 28's
+    ``math500_like_small_lr`` too) from its seeds x questions matrix of differences (points): the registered
+    hierarchical bootstrap (stream ``derive_seed(0, "claims", cid, regime)``) and rule, the paper's number and sign
+    those of the benchmark it stands for (``stands_for``'s: MATH-500)."""
+    rng = np.random.default_rng(derive_seed(0, "claims", cid, regime))
+    iv = hierarchical_bootstrap(d.to_numpy(), rng, n_boot)
+    return {**entry(cid, stands_for, iv.estimate, iv.ci_low, iv.ci_high, iv.n_seeds, iv.n_questions), "regime": regime}
 
 
 #: What a run's RL trajectory is compared on: the schedule and the logged per-step signal (plan Amendment 9).

@@ -14,6 +14,7 @@ another build reads its own results tree (``results``: its CSVs and the regimes 
     python -m ddrl.study run ttrl_heldout_amc --workers 2
     DDRL_CACHE_DIR=<the Xeon build's cache> python -m ddrl.study run small_lr_etmr_xeon --workers 2
     python -m ddrl.study render ttrl_heldout_amc       # its table from the committed analysis, as notebook 06 shows it
+    python -m ddrl.study import wide DIR --device NAME  # a GPU machine's complete seeds (its run --out DIR) into results/wide
 
 Designs not yet in this table keep their amendment module (:mod:`ddrl.study.amendments`); they move here one
 family at a time.
@@ -31,26 +32,27 @@ from typing import Callable, NamedTuple, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import scipy.stats as sps
 import seaborn as sns
 from scipy.optimize import least_squares
 
 from ddrl.report.plotting import color, label
-from ddrl.report.stats import advantage_quarters, advantage_statistic, mean_ci, verdict
-from ddrl.report.tables import committed_markdown, entry_cell, entry_ci
+from ddrl.report.stats import advantage_quarters, advantage_statistic, decided, mean_ci, verdict
+from ddrl.report.tables import (amendment_cells, below_cell, claim_row, committed_markdown, entry_cell, entry_ci,
+                                fmt_ci)
 from ddrl.run.pool import clock_budget, minutes_to
-from ddrl.run.storage import cache_root, write_json
-from ddrl.seeds import numpy_generator, seed_range
+from ddrl.run.storage import atomic_write_bytes, cache_root, write_json
+from ddrl.seeds import derive_seed, numpy_generator, seed_range
 from ddrl.study.amendments.cor_alone import HELDOUT_LR10
-from ddrl.study.amendments.wide import (MIN_SEEDS, amendment_cells, below_cell, claim_row, complete_seeds,
-                                        cor_level_rows, held_level_rows, level_table, levels_panel, levels_vote_figure,
-                                        missing_seeds, read_csvs, reproduced_counts, run_levels, seeds_to_analyse,
-                                        seeds_to_start, vote_by_quarter, wide_entry)
-from ddrl.study.analysis import claim_matrix, paired_matrix, rl_divergence
+from ddrl.study.analysis import (claim_matrix, complete_seeds, level_table, load_questions, missing_seeds,
+                                 paired_matrix, read_csvs, reproduced_counts, rl_divergence, run_levels, wide_entry)
+from ddrl.study.figures import levels_panel, levels_vote_figure, vote_by_quarter
 from ddrl.study import claims
 from ddrl.study.claims import amendment_entry, entry, get as get_claim, table2_difference, validate, with_half_width
 from ddrl.study.plan import (RESULTS, COR_4X, COR_LR10, HELDOUT_CLAIMS, HELDOUT_X, KNOWN_DIVERGENCES, NO_RL, PAIRED,
                              SAME_BASE, SCALES, SHARES_DDRL_RL, SMALL_LR, Job, check_weights, csv_path, heldout_x_path,
-                             COR_ONLY, HELDOUT_X_METHODS, adapted_x_path, regimes_path, untrained)
+                             COR_ONLY, CSV, HELDOUT_X_METHODS, MATH500_768, MIN_SEEDS, STAGE1_METHODS, WIDE_OUT,
+                             adapted_x_path, regimes_path, seeds_to_analyse, seeds_to_start, untrained)
 from ddrl.study.plan import COR_4X_LR10, MATH500_SMALL_LR, SMALL_LR_OUT as OUT
 from ddrl.study.pool import run_jobs, status_counts
 from ddrl.study.drift import (HINGE_B, HINGE_K0, LINE, LR_LABELS, LR_METHODS, LR_TEXT, kl_fit, paired_t, reading,
@@ -97,7 +99,7 @@ class Design:
     paper: bool = False  # its table prints the paper's number of each claim
     beside: tuple[str, ...] | None = ()  # the committed analyses whose entries its table sets beside its own: designs
     # by name or files under results/ (empty: the registered ones; None: no such column, the rows of
-    # :func:`~ddrl.study.amendments.wide.claim_row`)
+    # :func:`~ddrl.report.tables.claim_row`)
     header: str = ""  # its table's header row ({span}: the seeds analysed)
     level_name: str = "run (lr/10)"  # its level table's first column (without ``level_header``; "": no level table)
     unmeasured: str = "-"  # its table's cell where no entry is set beside
@@ -114,9 +116,10 @@ class Design:
     twin_runs: tuple[str, ...] | None = None  # the runs read in ``level_regimes``' other regimes (None: ``methods``)
     in_base: tuple[str, ...] = ()  # ours decided in the regime's base (SAME_BASE; its ``a``: the twin's run there)
     level_header: str = ""  # the level table's header row ({span}: the seeds it covers), its columns
-    # :func:`_level_rows`'; "": :func:`~ddrl.study.amendments.wide.held_level_rows`' (or the COR table's)
+    # :func:`_level_rows`'; "": :func:`held_level_rows`' (or the COR table's)
     whole: str | None = None  # a named measure that is the whole analysis (its own reading of its files: across
     # learning rates, KLs, fits, step logs), and :data:`TABLES`' table of that name its table; None: the generic one
+    folder: str = "runs"  # the folder of ``results`` that holds its CSVs ("": ``results`` itself)
     beside_regimes: tuple[str, ...] = ()  # the registered regimes whose entries its table sets beside, a column each
     # (Amendment 28: MATH-500-like at the default lr, AMC-like at lr/10); (): :data:`~ddrl.study.plan.SAME_BASE`'s
     job_regimes: tuple[str, ...] = ()  # its jobs' regimes, in this order (Amendment 50: both learning rates); (): its own
@@ -128,7 +131,7 @@ class Design:
 
     @property
     def runs(self) -> Path:
-        return self.results / "runs"
+        return self.results / self.folder
 
     def what(self, cid: str) -> str:
         if self.names and cid in self.names:
@@ -180,6 +183,8 @@ _ETMR_HELD = {"job_per_run": False, "measures": ("seed_pass1", "reproduced"), "r
                               "run |"}
 _ETMR_HELD_HEADER = ("| claim (held-out pass@1 on 1,536 fresh {name} questions, points; {build}, lr/10) | seeds | "
                      "estimate [95% CI] | half-width (predicted) | verdict |")
+
+WIDE_ARMS = ("ttrl_kl100x", "ddrl_kl100x")  # Amendment 27: Amendment 25's arms (kl_coef 0.1)
 
 #: Amendments 49-51: the level table against TTRL; T1f's table and folder (its CSVs apart from the regimes')
 _T1_LEVELS = "| method | learning rate | adapted pass@1, mean over {span} (SD) | seeds below TTRL at its lr |"
@@ -439,6 +444,32 @@ DESIGNS = {d.id: d for d in (
                   "K4x": "DDRL - COR alone"},
            header=_HELD_HEADER.format(where="MATH-500-like ", beside="default lr (registered)",
                                       this="lr/10 (Amendments 31, 33)", at="")),
+    # --- 768 MATH-500-like questions (Amendments 26, 27) ---
+    # Amendment 26: P1, P2 and M1, bound by their questions, on the stream's first 768 (the registered 256 first), the
+    # rest the registered regime's; each seed's runs on one device: the CPU, or a GPU machine's imported
+    # (python -m ddrl.study import wide DIR --device NAME). The device check decides whether the CPU seeds alone give
+    # the verdicts (:func:`_device_check`)
+    Design("wide", 26, MATH500_768, tuple(range(200, 224)), None, STAGE1_METHODS, STAGE1_METHODS, ("P1", "P2", "M1"),
+           {}, {}, WIDE_OUT / "claims.json",
+           "## P1, P2 and M1 on three times the questions (plan Amendment 26)", split="adapted", job_kind="wide",
+           measures=(), cached_ddrl=False, whole="device_check", results=WIDE_OUT, folder="",
+           header="| claim (MATH-500-like, 768 questions, adapted pass@1, points) | seeds | estimate [95% CI] | "
+                  "half-width (predicted) | verdict |"),
+    # Amendment 27: Amendment 25's penalised arms (the registered presets with kl_coef 0.1) on Amendment 26's CPU seeds
+    # and 12 new ones (their untrained runs new too), all on this machine's CPU, against the untrained model (Q1, Q2)
+    # and their own methods (Q3, Q4: the seeds with the method's run). Predicted: Q1, Q2 from the registered P1, P2
+    # components at 24 x 768, Q3, Q4 from Amendment 25's L4 matrices at 12 x 768
+    Design("wide_arms", 27, MATH500_768, tuple(range(200, 212)) + tuple(range(224, 236)), None,
+           ("no_adaptation", *WIDE_ARMS), ("no_adaptation", *WIDE_ARMS, "ttrl", "ddrl"), (),
+           {"Q1": ("ttrl_kl100x", "no_adaptation", "TTRL (100x KL) - no adaptation"),
+            "Q2": ("ddrl_kl100x", "no_adaptation", "DDRL (100x KL) - no adaptation"),
+            "Q3": ("ttrl_kl100x", "ttrl", "TTRL (100x KL) - TTRL"), "Q4": ("ddrl_kl100x", "ddrl", "DDRL (100x KL) - DDRL")},
+           {"Q1": "1.58", "Q2": "1.86", "Q3": "0.54", "Q4": "0.97"}, WIDE_OUT / "arms.json",
+           "## Do the penalised methods gain over the untrained model? (plan Amendment 27)", split="adapted",
+           job_kind="wide", measures=(), cached_ddrl=False, optional=("ttrl", "ddrl"), whole="wide_arms",
+           results=WIDE_OUT, folder="",
+           header="| comparison (MATH-500-like, 768 questions, adapted pass@1, points) | seeds | estimate [95% CI] | "
+                  "half-width (predicted) | verdict |"),
     # --- MATH-500-like at lr/10, Table 1, COR 4x at 1e-6 (Amendments 28, 49-51, 62) ---
     # Amendment 28: P1, P2 and M1 in MATH-500-like under the registered lr/10 rule (its regime: python -m ddrl.study
     # --small-lr-regime), each seed's untrained run the registered MATH-500-like one. Predicted at 18 seeds x 256
@@ -573,7 +604,7 @@ def _reeval_check(d: Design, r: Reading) -> dict:
 
 def _levels(d: Design, r: Reading) -> dict:
     """Each run's mean pass@1 on the split over the seeds, its SD and the seeds below :attr:`Design.reference`'s run
-    (:func:`~ddrl.study.amendments.wide.level_table`): by run, or per regime of :attr:`Design.level_regimes` (against
+    (:func:`~ddrl.study.analysis.level_table`): by run, or per regime of :attr:`Design.level_regimes` (against
     an untrained reference, one computation, across them)."""
     per = run_levels(r.df[r.df.seed.isin(r.seeds)], d.split)
     if not d.level_regimes:
@@ -1016,14 +1047,156 @@ def _dynamics_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
     return "\n".join(rows) + "\n"
 
 
+# 768 MATH-500-like questions (Amendments 26, 27): each seed's runs on one device, the GPU seeds named in
+# :data:`DEVICES_FILE`; the analyses are whole measures (``claims.json``'s three lists and device check, ``arms.json``'s
+# list of entries), both tables :func:`_wide_table`
+
+DEVICES_FILE = "devices.json"  # {seed: device name} of the seeds computed on a GPU
+
+
+def gpu_seeds(out: str | Path = WIDE_OUT) -> dict[int, str]:
+    """The seeds whose runs were imported from a GPU (:func:`import_runs`), with the device's name."""
+    path = Path(out) / DEVICES_FILE
+    return {int(k): v for k, v in json.loads(path.read_text()).items()} if path.is_file() else {}
+
+
+def import_runs(src: str | Path, device: str, out: str | Path = WIDE_OUT, regime: str = MATH500_768,
+                methods: Sequence[str] = STAGE1_METHODS) -> list[int]:
+    """Copy the complete seeds of a GPU machine's ``run --out src`` into ``out`` and record them in
+    :data:`DEVICES_FILE` as computed on ``device``. A seed missing a method there is left out (its runs are
+    redone on the CPU); a seed imported before with the same files is skipped, any other seed that ``out``
+    already holds a CSV of is refused (one device per seed). Returns the seeds imported now."""
+    dest, devices = Path(out) / regime, gpu_seeds(out)
+    seeds = [s for s in complete_seeds(src, regime, methods) if not (devices.get(s) == device and all(
+        csv_path(out, regime, m, s).is_file() and csv_path(out, regime, m, s).read_bytes() ==
+        csv_path(src, regime, m, s).read_bytes() for m in methods))]  # imported before: nothing to do
+    clash = [s for s in seeds if any(dest.glob(f"*-seed{s:02d}{CSV}")) or any(dest.glob(f"*-seed{s:02d}-steps{CSV}"))]
+    if clash:
+        raise ValueError(f"import_runs: {dest} already holds CSVs of seed(s) {clash}; one device per seed")
+    dest.mkdir(parents=True, exist_ok=True)
+    for s in seeds:
+        for m in methods:
+            for steps in (False, True):
+                p = csv_path(src, regime, m, s, steps)
+                if p.is_file():
+                    atomic_write_bytes(csv_path(out, regime, m, s, steps), p.read_bytes())
+        devices[s] = device
+    write_json(Path(out) / DEVICES_FILE, {str(k): v for k, v in sorted(devices.items())})
+    return seeds
+
+
+def device_check(d: pd.DataFrame, devices: dict[int, str], confidence: float = 0.95) -> dict | None:
+    """The registered device check: mean per-seed effect (a row mean of ``d``) of the GPU seeds minus the CPU
+    seeds', Welch's t interval; ``shifted`` when it excludes 0. None with fewer than 2 seeds on either device."""
+    eff = d.mean(axis=1)
+    gpu = eff[[s in devices for s in eff.index]]
+    cpu = eff[[s not in devices for s in eff.index]]
+    if len(gpu) < 2 or len(cpu) < 2:
+        return None
+    ci = sps.ttest_ind(gpu, cpu, equal_var=False).confidence_interval(confidence)
+    return {"gpu_minus_cpu": float(gpu.mean() - cpu.mean()), "ci_low": float(ci.low), "ci_high": float(ci.high),
+            "n_gpu": int(len(gpu)), "n_cpu": int(len(cpu)), "shifted": bool(ci.low > 0 or ci.high < 0)}
+
+
+def _device_check(d: Design, r: Reading) -> dict:
+    """Amendment 26: the registered claims over every seed of the reading, each complete (the plan reads no mean
+    before): ``entries`` (the verdicts: CPU seeds alone where the device check shifted), ``all_seeds`` and
+    ``cpu_seeds`` entries, and each claim's :func:`device_check`."""
+    done = analysed_seeds(d, r.out, r.seeds)
+    df = load_questions(r.out)
+    df = df[df.seed.isin(done)]
+    devices = {s: v for s, v in gpu_seeds(r.out).items() if s in done}
+    res: dict = {"regime": d.regime, "seeds": done, "gpu_seeds": devices, "entries": [], "all_seeds": [],
+                 "cpu_seeds": [], "device_check": {}}
+    for cid in d.registered:
+        m = claim_matrix(df, cid, d.regime)
+        if m is None:
+            continue
+        every = wide_entry(cid, m, r.n_boot, d.regime)
+        cpu_rows = [s for s in m.index if s not in devices]
+        cpu = wide_entry(cid, m.loc[cpu_rows], r.n_boot, d.regime) if devices and len(cpu_rows) >= 2 else every
+        check = device_check(m, devices)
+        use = cpu if check and check["shifted"] else every
+        note = "GPU seeds shifted the effect (device check): CPU seeds only" if use is not every else ""
+        res["entries"].append({**use, **({"note": note} if note else {})})
+        res["all_seeds"].append(every)
+        res["cpu_seeds"].append(cpu)
+        res["device_check"][cid] = check
+    for k in ("entries", "all_seeds", "cpu_seeds"):
+        with_half_width(validate(res[k], f"{d.regime} {k}"))
+    return res
+
+
+def _wide_arms(d: Design, r: Reading) -> list[dict]:
+    """Amendment 27: its claims (a - b adapted pass@1 per seed and question, sign +1, margin :data:`MARGIN`; stream
+    ``derive_seed(0, "wide-arms", id)``) once every seed has its untrained run and both arms on the CPU (the plan reads
+    no mean before): Q1, Q2 over all of them, Q3, Q4 over those that also have the method's CPU run."""
+    seeds = analysed_seeds(d, r.out, r.seeds)
+    gpu = set(gpu_seeds(r.out))
+    if gpu & set(seeds):
+        raise ValueError(f"Amendment 27 is CPU-only; seeds {sorted(gpu & set(seeds))} were computed on a GPU")
+    df = load_questions(r.out)
+    df = df[df.seed.isin(set(seeds))]
+    entries = []
+    for cid, (a, b, what) in d.claims.items():
+        m = paired_matrix(df, d.regime, a, b, "adapted")
+        if m is not None:
+            rng = np.random.default_rng(derive_seed(0, "wide-arms", cid))
+            entries.append({"id": cid, "metric": f"adapted pass@1, {what} [points]", "regime": d.regime, "a": a,
+                            "b": b, "sign": +1, **decided(m.to_numpy(), rng, +1, MARGIN, r.n_boot)})
+    return entries
+
+
+def _wide_table(d: Design, res: dict | list, beside: Sequence[dict]) -> str:
+    """The claims (``arms.json``: a list of entries); under Amendment 26's, each claim's device check."""
+    rows = _claims_table(d, {"entries": res} if isinstance(res, list) else res, lambda e: d.what(e["id"]))
+    if isinstance(res, dict):
+        rows += ["", "| device check (GPU - CPU seeds, per-seed effect, points) | difference [95% CI] | seeds (GPU / "
+                 "CPU) | shifted |", "|---|---|---|---|"]
+        rows += [f"| {cid} | {fmt_ci(c['gpu_minus_cpu'], c['ci_low'], c['ci_high'], '+.2f')} | {c['n_gpu']} / "
+                 f"{c['n_cpu']} | {'yes' if c['shifted'] else 'no'} |" for cid, c in res["device_check"].items() if c]
+    return "\n".join(rows) + "\n"
+
+
+def seed_levels(out: str | Path = WIDE_OUT, seeds: Sequence[int] | None = None, regime: str = MATH500_768) -> pd.DataFrame:
+    """:func:`~ddrl.study.analysis.run_levels` of ``regime``'s CSVs under ``out`` (on ``seeds``): one row per method
+    x seed (notebook 06 shows Amendment 27's :func:`~ddrl.study.analysis.level_table`)."""
+    df = load_questions(out)
+    df = df[df.regime == regime]
+    if seeds is not None:
+        df = df[df.seed.isin(set(seeds))]
+    return run_levels(df).drop(columns="regime").sort_values(["method", "seed"], ignore_index=True)
+
+
+def wide_figure_tables(out: str | Path = WIDE_OUT) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`wide_vote_figure`'s two tables (:func:`seed_levels`, :func:`~ddrl.study.figures.vote_by_quarter`) for
+    Amendment 26's methods, and for Amendment 27's arms only once ``arms.json`` is written (the plan reads nothing of
+    them before)."""
+    methods = (*STAGE1_METHODS, *WIDE_ARMS) if (Path(out) / "arms.json").is_file() else STAGE1_METHODS
+    sp, vote = seed_levels(out), vote_by_quarter(out)
+    return sp[sp.method.isin(methods)], vote[vote.method.isin(methods)]
+
+
+def wide_vote_figure(seed_pass1: pd.DataFrame, vote: pd.DataFrame):
+    """:func:`~ddrl.study.figures.levels_vote_figure` of :func:`seed_levels` and
+    :func:`~ddrl.study.figures.vote_by_quarter`, one run per method (notebook 06's ``wide_vote``). Each method is shown
+    on the seeds it has (the untrained model on Amendment 26's and 27's; TTRL and DDRL on 26's; the arms on 27's).
+    Descriptive; the paired intervals are ``claims.json``'s and ``arms.json``'s."""
+    order = [m for m in (*STAGE1_METHODS, *WIDE_ARMS) if m in set(seed_pass1.method)]
+    return levels_vote_figure(seed_pass1.assign(run=seed_pass1.method.map(label)), vote.assign(run=vote.method.map(label)),
+                              [label(m) for m in order], {label(m): color(m) for m in order},
+                              f"{MATH500_768}: what the runs end at, and how their vote changes over training (descriptive)",
+                              numpy_generator(0, "figure", MATH500_768))
+
+
 #: The tables of the designs whose analysis is one named measure (:attr:`Design.whole`), by that measure's name
 TABLES: dict[str, Callable[[Design, dict, Sequence[dict]], str]] = {
     "lr_heldout": _lr_heldout_table, "lr_drift": _lr_drift_table, "cor_alone_drift": _cor_drift_table,
-    "lr_curve": _lr_curve_table, "dynamics": _dynamics_table}
+    "lr_curve": _lr_curve_table, "dynamics": _dynamics_table, "device_check": _wide_table, "wide_arms": _wide_table}
 
 
 def _seed_pass1(d: Design, r: Reading) -> dict:
-    """Each run's pass@1 on the split (:func:`~ddrl.study.amendments.wide.run_levels`): run by run, or with
+    """Each run's pass@1 on the split (:func:`~ddrl.study.analysis.run_levels`): run by run, or with
     :attr:`Design.level_regimes` seed by seed (each seed's runs in those regimes' order)."""
     per = run_levels(r.df, d.split)
     per = per.sort_values("seed", kind="stable") if d.level_regimes else per.drop(columns="regime")
@@ -1031,7 +1204,7 @@ def _seed_pass1(d: Design, r: Reading) -> dict:
 
 
 def _vote(d: Design, r: Reading) -> dict:
-    """The vote by quarter of the RL steps (:func:`~ddrl.study.amendments.wide.vote_by_quarter`) of each run read, in
+    """The vote by quarter of the RL steps (:func:`~ddrl.study.figures.vote_by_quarter`) of each run read, in
     each of :attr:`Design.level_regimes` (its learning rates)."""
     steps = read_csvs(csv_path(r.out, g, m, s, steps=True) for s in r.seeds for g in d.level_regimes for m in d.methods)
     vote = pd.concat([vote_by_quarter(seeds=r.seeds, regime=g, steps=steps) for g in d.level_regimes],
@@ -1043,6 +1216,25 @@ def _rl_minutes(d: Design, r: Reading) -> dict:
     """Each run's mean RL wall time in the design's regime, in minutes."""
     rl = r.df[(r.df.regime == d.regime) & (r.df.split == "adapted")].groupby(["method", "seed"]).rl_seconds.first()
     return {"rl_minutes": (rl.groupby("method").mean() / 60).round(2).to_dict()}
+
+
+def held_level_rows(levels: Sequence[dict], first: str = "run (lr/10)",
+                    mean: str = "held-out pass@1, mean over seeds (SD)") -> list[str]:
+    """The held-out level table the lr/10 amendments print under their claims (a blank line first): per
+    :func:`~ddrl.study.analysis.level_table` row (``levels``, as records) ``first``'s value (the method), the ``mean`` (SD) over seeds and
+    :func:`below_cell` against the untrained run."""
+    return ["", f"| {first} | {mean} | seeds below the untrained run |", "|---|---|---|",
+            *(f"| {r['method']} | {r['pass1']:.1f} ({r['sd']:.1f}) | {below_cell(r)} |" for r in levels)]
+
+
+def cor_level_rows(levels: Sequence[dict], cor_kept: dict[str, float], first: str = "method") -> list[str]:
+    """The adapted level table the COR amendments print under their claims (a blank line first): per
+    :func:`~ddrl.study.analysis.level_table` row (``levels``, as records, DDRL the reference) the method, its mean adapted pass@1 (SD) over
+    seeds, :func:`below_cell` against DDRL and COR's mean kept rollouts (``cor_kept``; "-" for a run without COR)."""
+    kept = {m: f"{k:.0f}" for m, k in cor_kept.items()}
+    return ["", f"| {first} | adapted pass@1, mean over seeds (SD) | seeds below DDRL | COR's kept rollouts |",
+            "|---|---|---|---|", *(f"| {r['method']} | {r['pass1']:.1f} ({r['sd']:.1f}) | {below_cell(r, 'ddrl')} | "
+                                   f"{kept.get(r['method'], '-')} |" for r in levels)]
 
 
 # MATH-500-like at lr/10, Table 1, COR 4x at 1e-6 (Amendments 28, 49-51, 62): T1f's and COR's size x rate square's
@@ -1137,7 +1329,7 @@ def trade(levels: dict[str, Sequence[dict]]) -> list[dict]:
 
 
 def _cor_trade(d: Design, r: Reading) -> dict:
-    """Amendment 62 on :func:`~ddrl.study.amendments.wide.seeds_to_analyse`'s seeds (complete on both splits, to the
+    """Amendment 62 on :func:`~ddrl.study.plan.seeds_to_analyse`'s seeds (complete on both splits, to the
     design's clock): ``entries`` (:data:`COR_TRADE_CLAIMS` by :func:`~ddrl.study.claims.amendment_entry`, streams
     ``derive_seed(0, "claims", id, regime)``, ``half_width`` added); descriptive, ``levels`` per split, :func:`trade`,
     and how many recomputed held-out COR runs' adapted rows equal the adapted job's CSV."""
@@ -1209,7 +1401,7 @@ def _name(regime: str, method: str) -> str:
 
 def figure(res: dict, title: str = "MATH-500-like at the default learning rate and at lr/10 (plan Amendment 28; "
                                    "descriptive)"):
-    """:func:`ddrl.study.amendments.wide.levels_vote_figure` of the committed analysis (descriptive; the paired intervals are the
+    """:func:`ddrl.study.figures.levels_vote_figure` of the committed analysis (descriptive; the paired intervals are the
     entries'): each run's adapted pass@1 (``seed_pass1``) of the untrained model and of TTRL and DDRL at both learning
     rates on the same seeds, and the vote by quarter of the RL steps (``vote``), lines styled by learning rate."""
     per, vote = pd.DataFrame(res["seed_pass1"]), pd.DataFrame(res["vote"])
@@ -1286,7 +1478,7 @@ MEASURES: dict[str, Callable[[Design, Reading], dict]] = {
     "vote": _vote, "rl_minutes": _rl_minutes,
     # whole analyses (Design.whole), each with its table in TABLES
     "lr_heldout": _lr_heldout, "lr_drift": _lr_drift, "cor_alone_drift": _cor_drift, "lr_curve": _lr_curve,
-    "dynamics": _dynamics, "t1f": _t1f, "cor_trade": _cor_trade}
+    "dynamics": _dynamics, "device_check": _device_check, "wide_arms": _wide_arms, "t1f": _t1f, "cor_trade": _cor_trade}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -1354,7 +1546,7 @@ def missing(d: Design, out: str | Path | None = None, seeds: Sequence[int] | Non
 
 def analysed_seeds(d: Design, out: str | Path | None = None, seeds: Sequence[int] | None = None,
                    now: float | None = None) -> list[int] | dict[str, list[int]]:
-    """The seeds the plan reads (:func:`ddrl.study.amendments.wide.seeds_to_analyse`; ``seeds``: the design's unless
+    """The seeds the plan reads (:func:`ddrl.study.plan.seeds_to_analyse`; ``seeds``: the design's unless
     given), complete in every run it needs; with :attr:`Design.claim_seeds` per claim: without a clock each claim every
     one of its own seeds, complete in its pair; with one, the complete seeds in every run, the same for every claim."""
     out = d.runs if out is None else out
@@ -1485,7 +1677,7 @@ ARM_LABELS = {COR_LR10: "DDRL with COR at lr/10", COR_ONLY: "COR alone (no RL)"}
 def cor_figure(cor: dict, held: dict):
     """Descriptive (the paired intervals are the entries'): each run's adapted pass@1 of the seven runs K1-K5 read
     (``cor``: design ``cor_math500``'s analysis) and each run's held-out pass@1 on the fresh questions (``held``:
-    ``heldout_math500``'s), one dot per seed, :func:`ddrl.study.amendments.wide.levels_panel`."""
+    ``heldout_math500``'s), one dot per seed, :func:`ddrl.study.figures.levels_panel`."""
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1.5, 1]})
     rng = numpy_generator(0, "figure", MATH500_SMALL_LR, "cor")
     for ax, res, ylabel, title in ((axes[0], cor, "adapted pass@1 (%)", "adapted questions"),
@@ -1522,6 +1714,7 @@ def run(d: Design, args: argparse.Namespace) -> str:
     loading finished runs (:attr:`Design.finished`), refuses a seed without one before any job (it must not train one
     anew)."""
     seeds = d.seeds if args.seeds is None else tuple(s for s in d.seeds if s in set(args.seeds))
+    seeds = tuple(s for s in seeds if s not in gpu_seeds(args.out))  # a GPU machine's imported seeds (Amendment 26)
     regimes = regimes_path(d.results)
     check_weights(regimes, SCALES[args.scale])
     root = args.runs_root or cache_root() / "runs"
@@ -1550,8 +1743,10 @@ def run(d: Design, args: argparse.Namespace) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.study", description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", choices=("run", "status", "analyse", "render"))
+    ap.add_argument("what", choices=("run", "status", "analyse", "render", "import"))
     ap.add_argument("design", help=f"one of {', '.join(DESIGNS)}")
+    ap.add_argument("src", nargs="?", type=Path, help="import: a GPU machine's run --out folder")
+    ap.add_argument("--device", default=None, help="import: the GPU's name (nvidia-smi), recorded per seed")
     add_run_arguments(ap, "run: seeds N-M (default: the design's)")
     ap.set_defaults(out=None)
     args = ap.parse_args(argv)
@@ -1565,6 +1760,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(seeds_line(f"{d.tag} ({', '.join(where)})", len(d.seeds), missing(d, args.out), d.cutoff))
         elif args.what == "render":
             sys.stdout.write(committed_table(d.id))
+        elif args.what == "import":  # its complete seeds, each recorded as computed on the device
+            if args.src is None or not args.device:
+                raise ValueError("import needs a GPU machine's run --out folder and --device NAME")
+            print(f"imported seeds {import_runs(args.src, args.device, args.out, d.regime, d.evaluates)} as {args.device}")
         else:
             sys.stdout.write(write_json(args.json or d.analysis, analyse(d, args.out)))
     except ValueError as e:

@@ -40,7 +40,7 @@ from ddrl.study.analysis import (SHORTFALL_MAX_QUESTIONS, SHORTFALL_MAX_SEEDS, c
                                  load_questions, load_steps, power_shortfall, rl_divergence, seed_directions,
                                  selection_errors, study_inputs)
 from ddrl.study.reward_noise import BAND_NAMES, description
-from ddrl.study.plan import BANDS_64, HELDOUT_X, REAL, SMALL_LR, THREE
+from ddrl.study.plan import BANDS_64, HELDOUT_X, MATH500_768, REAL, SMALL_LR, THREE, WIDE_OUT
 
 #: Answer-count bins (of 64) for :func:`band_accuracy_figure`: finer than F1-F3's bands, with their edges.
 COUNT_BINS_64 = ((1, 1), (2, 5), (6, 14), (15, 24), (25, 34), (35, 44), (45, 54), (55, 64))
@@ -289,7 +289,7 @@ def pseudo_labels_by_episode(steps: pd.DataFrame, methods: Sequence[str] = ("ttr
     mean over seeds and steps of the vote's confidence (``label/majority_ratio``, c*/N) and of the share of a
     step's questions whose pseudo-label is correct (``gt/label_acc``). Every episode visits each adapted question
     once, so episodes compare the same questions. ``by``: another column of ``steps`` to group the steps by (e.g.
-    :func:`ddrl.study.amendments.wide.vote_by_quarter`'s quarters). Descriptive: no claim uses it."""
+    :func:`vote_by_quarter`'s quarters). Descriptive: no claim uses it."""
     s = steps[(steps.phase == "rl") & steps.method.isin(methods) & steps.regime.isin(regimes)]
     g = s.groupby(["regime", "method", by], as_index=False)
     return g.agg(n_seeds=("seed", "nunique"), majority_ratio=("label/majority_ratio", "mean"),
@@ -306,6 +306,63 @@ def pseudo_label_drift(by_episode: pd.DataFrame) -> pd.DataFrame:
                      "majority_ratio_first": a.majority_ratio, "majority_ratio_last": b.majority_ratio,
                      "label_acc_first": a.label_acc, "label_acc_last": b.label_acc})
     return pd.DataFrame(rows)
+
+
+def vote_by_quarter(out: str | Path = WIDE_OUT, seeds: Sequence[int] | None = None, regime: str = MATH500_768,
+                    steps: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Descriptive, no verdict: the course of the vote over each run's RL phase, from the committed step logs:
+    :func:`pseudo_labels_by_episode` by quarter of each run's RL steps (1-4) instead of by
+    episode (this regime has 2) - per method and quarter the mean ``label/majority_ratio`` (the share of rollouts
+    agreeing with the majority answer) and ``gt/label_acc`` (how often that answer is right), and the seeds.
+    ``steps``: the step logs when already read (else every one under ``out``)."""
+    steps = load_steps(out) if steps is None else steps
+    steps = steps[(steps.regime == regime) & (steps.phase == "rl")]
+    if seeds is not None:
+        steps = steps[steps.seed.isin(set(seeds))]
+    steps = steps.assign(quarter=steps.groupby(["method", "seed"]).step.transform(
+        lambda s: 1 + (4 * s.rank(method="first") - 1) // s.size).astype(int))
+    return pseudo_labels_by_episode(steps, sorted(set(steps.method)), (regime,), by="quarter")
+
+
+def levels_panel(ax, per: pd.DataFrame, order: Sequence[str], palette: dict[str, str], rng: np.random.Generator,
+                 ylabel: str, title: str) -> None:
+    """One dot per seed of each run's level (``per``: ``run``, ``seed``, ``pass1``), jittered sideways by ``rng``, and
+    the mean over seeds with a 95% bootstrap interval over seeds (seaborn ``seed=0``), runs in ``order``; the seed
+    count goes into the title. The dots are drawn here, not by ``sns.stripplot``, whose jitter draws from NumPy's
+    global random state: with ``rng`` the same tables give the same picture."""
+    for x, run in enumerate(order):
+        y = per.loc[per.run == run, "pass1"].to_numpy()
+        ax.scatter(x + rng.uniform(-0.15, 0.15, y.size), y, s=9, color=palette[run], alpha=0.35, linewidths=0)
+    sns.pointplot(per, x="run", y="pass1", hue="run", order=order, palette=palette, errorbar=("ci", 95),
+                  seed=0, linestyle="none", markersize=6, capsize=0.15, ax=ax, legend=False)
+    n = per.groupby("run").seed.nunique()
+    seeds = f"{n.min()} seeds" if n.min() == n.max() else f"{n.min()}-{n.max()} seeds"
+    ax.set(xlabel="", ylabel=ylabel, title=f"{title} ({seeds})")
+    ax.tick_params(axis="x", labelrotation=25, labelsize=7)
+
+
+def levels_vote_figure(per: pd.DataFrame, vote: pd.DataFrame, order: Sequence[str], palette: dict[str, str],
+                       suptitle: str, rng: np.random.Generator, style: str | None = None):
+    """Left, each run's adapted pass@1 (``per``: ``run``, ``seed``, ``pass1``; the mean over seeds with a 95%
+    bootstrap interval over seeds, seaborn ``seed=0``, one dot per seed, jittered sideways by ``rng``), runs in
+    ``order``; middle and right, the vote by quarter of the RL steps (``vote``: ``run``, ``quarter``,
+    ``majority_ratio``, ``label_acc``; the untrained model has none; its runs named as in ``order``, or by names of
+    their own, then in the order they come, all in ``palette``), lines styled by the column ``style`` if given.
+    Descriptive: Amendments 26-27's and 28's figures. The left panel is :func:`levels_panel`'s."""
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), gridspec_kw={"width_ratios": [1.3, 1, 1]})
+    levels_panel(axes[0], per, order, palette, rng, "adapted pass@1 (%)", "after adaptation")
+    lines = [r for r in dict.fromkeys((*order, *vote.run)) if r != label("no_adaptation") and r in set(vote.run)]
+    for ax, col, ylab in ((axes[1], "majority_ratio", "share agreeing with the majority"),
+                          (axes[2], "label_acc", "majority label correct")):
+        sns.lineplot(vote[vote.run.isin(lines)], x="quarter", y=col, hue="run", style=style, palette=palette,
+                     hue_order=lines, marker="o", ax=ax, legend=ax is axes[1])  # one legend serves both panels
+        ax.set(xlabel="quarter of the RL steps", ylabel=ylab, xticks=[1, 2, 3, 4])
+    axes[1].legend(fontsize=7, frameon=False, handlelength=3)
+    for ax in axes:
+        sns.despine(ax=ax)
+    fig.suptitle(suptitle, fontsize=10)
+    fig.tight_layout()
+    return fig
 
 
 def _entry_text(e: dict | None) -> str:

@@ -56,6 +56,7 @@ from typing import Iterable, Sequence
 from ddrl.accel.logprob_backends import pinned_backend
 from ddrl.config import METHODS as PRESETS
 from ddrl.run.fingerprints import model_fingerprint
+from ddrl.run.pool import minutes_to
 from ddrl.run.rundir import RunDir
 from ddrl.study.regimes import WEAK_REGIME, Regime, candidate_records, small_lr_regime
 from ddrl.run.storage import REPO
@@ -124,6 +125,8 @@ def same_base(regime: str) -> list[str]:
 #: Regimes defined after the study, beside ``regimes_base.json``: Amendment 26's (768 MATH-500-like questions), 28's
 #: (MATH-500-like at lr/10, nothing new measured; 44's on the Xeon build), 42's (AMC-like at lr/3, Xeon build only).
 EXTRA_REGIME_FILES = ("regimes_wide.json", "regimes_small_lr.json", "regimes_lr3.json")
+MATH500_768 = "math500_like_768"  # Amendment 26: the registered MATH-500-like regime on its stream's first 768 questions
+WIDE_OUT = RESULTS / "wide"  # Amendments 26, 27: its CSVs (<WIDE_OUT>/<regime>/) and analyses
 #: pass@1 claims: id -> (method a, method b, split); the effect is a - b per seed and question, in points.
 PAIRED: dict[str, tuple[str, str, str]] = {
     "P1": ("ttrl", "no_adaptation", "adapted"), "P2": ("ddrl", "no_adaptation", "adapted"),  # plan Amendment 16
@@ -531,3 +534,40 @@ def heldout_x_jobs(regimes: Sequence[str], scale: Scale) -> list[Job]:
     ``scale.heldout_x_seeds`` (the regimes whose DDRL runs must be trained first)."""
     return [Job(r, s, HELDOUT_X_METHODS + scale.heldout_x_extra.get(r, ()), "H1x")
             for r, seeds in scale.heldout_x_seeds.items() if r in regimes for s in seeds]
+
+
+#: A plan amendment with a clock analyses at least this many complete seeds (:func:`seeds_to_analyse`).
+MIN_SEEDS = 6
+
+
+def seeds_to_start(seeds: Sequence[int], planned: Sequence[int], cutoff: str | None, now: float | None = None,
+                   min_seeds: int = MIN_SEEDS) -> list[int]:
+    """The plan amendments' starting rule, the twin of :func:`seeds_to_analyse`: every one of ``seeds`` before the
+    plan's clock ``cutoff`` (None: no clock) has passed (``now``: epoch seconds), after it only those among the first
+    ``min_seeds`` of the plan's own seeds ``planned`` (a later session finishes them)."""
+    if cutoff is None or minutes_to(cutoff, now) > 0:
+        return list(seeds)
+    first = set(planned[:min_seeds])
+    return [s for s in seeds if s in first]
+
+
+def seeds_to_analyse(seeds: Sequence[int], complete: Iterable[int], what: str, cutoff: str | None = None,
+                     now: float | None = None, min_seeds: int = MIN_SEEDS) -> list[int]:
+    """The plan amendments' reading rule: every one of ``seeds`` once all are in ``complete``; before that no
+    estimate, until the plan's clock ``cutoff`` (UTC, ISO; None: no clock, so every seed) has passed (``now``: epoch
+    seconds, default the clock), then the complete ``seeds`` up to the first missing one, at least ``min_seeds``.
+    Otherwise a ValueError that starts with ``what`` (e.g. "results/small_lr/runs: Amendment 53")."""
+    done = set(complete)
+    gone = [s for s in seeds if s not in done]
+    if not gone:
+        return list(seeds)
+    if cutoff is None:
+        raise ValueError(f"{what} incomplete, seeds missing {gone}; the plan reads no estimate before every seed is "
+                         "complete")
+    if minutes_to(cutoff, now) > 0:
+        raise ValueError(f"{what} seeds missing {gone} before its clock ({cutoff}); the plan reads no estimate before "
+                         "the clock or every seed")
+    first = [s for s in seeds if s < min(gone)]
+    if len(first) < min_seeds:
+        raise ValueError(f"{what}: {len(first)} complete seeds from {seeds[0]}, the plan needs {min_seeds}")
+    return first

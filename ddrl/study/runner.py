@@ -13,6 +13,7 @@ per-run CSVs into ``results/stage1.json`` and ``results/claims.json`` is :mod:`d
     python -m ddrl.study --status                # CSVs written per stage and the measured worker time left
     python -m ddrl.study --small-lr-regime [--results R]   # R/regimes_small_lr.json (Amendments 28, 44; nothing measured)
     python -m ddrl.study status|analyse|run|render DESIGN   # a design of ddrl.study.designs.DESIGNS (plan amendments)
+    python -m ddrl.study import wide DIR --device NAME      # a GPU machine's complete seeds (plan Amendment 26)
     python -m ddrl.study render-page             # docs/results.md from the committed analyses (make docs)
     python -m ddrl.study rerun DESIGN REGIME METHOD SEED [--steps K]   # recompute one committed run and compare
 
@@ -96,7 +97,7 @@ def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, re
 
 
 #: The subcommands of the designs' table (:mod:`ddrl.study.designs`): ``python -m ddrl.study run|status|analyse DESIGN``
-DESIGN_COMMANDS = ("run", "status", "analyse", "render")
+DESIGN_COMMANDS = ("run", "status", "analyse", "render", "import")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -105,7 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] and argv[0] in subcommands:  # beside the registered stages' flags below
         return subcommands[argv[0]](argv if argv[0] in DESIGN_COMMANDS else argv[1:])
     ap = argparse.ArgumentParser(prog="python -m ddrl.study", description=__doc__.split("\n\n")[0],
-                                 epilog="subcommands: run|status|analyse|render DESIGN (a design of ddrl.study.designs); "
+                                 epilog="subcommands: run|status|analyse|render DESIGN (a design of ddrl.study.designs); import "
+                                 "DESIGN DIR --device NAME (a GPU machine's seeds); "
                                  "render-page [--help] (docs/results.md from the committed analyses, make docs); rerun "
                                  "DESIGN REGIME METHOD SEED [--steps K] (one committed run recomputed and compared question "
                                  "by question)")

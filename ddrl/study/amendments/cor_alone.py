@@ -55,9 +55,9 @@ from ddrl.study.analysis import paired_matrix, same_as_registered
 from ddrl.study.plan import (COR_ONLY, HELDOUT_X, NO_RL, PAIRED, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, adapted_x_path,
                              check_weights, csv_path, heldout_x_path, regimes_path, untrained)
 from ddrl.study.pool import run_jobs, status_counts
-from ddrl.report.tables import entry_cell, entry_ci
-from ddrl.study.amendments.wide import (VERDICT_MD, below_cell, level_table, levels_panel, missing_seeds, reproduced_counts,
-                       run_levels)
+from ddrl.report.tables import VERDICT_MD, below_cell, entry_cell, entry_ci
+from ddrl.study.analysis import level_table, missing_seeds, reproduced_counts, run_levels
+from ddrl.study.figures import levels_panel
 
 #: The regimes COR alone runs in, each on its registered seeds (Amendment 34)
 SEEDS = {"amc_like": tuple(range(19)), "aime_like": tuple(range(6))}
@@ -408,7 +408,7 @@ def report(got: Sequence[dict], design: Design) -> str:
 def figure(res: dict, held: dict | None = None, design: Design = REGISTERED):
     """Descriptive (the paired intervals are the entries'): each run's adapted pass@1 (and held-out pass@1, where the
     design has it), one dot per seed, one row per split and one column per regime shown
-    (:func:`ddrl.study.amendments.wide.levels_panel`)."""
+    (:func:`ddrl.study.figures.levels_panel`)."""
     splits = [(res, "adapted pass@1 (%)", "adapted"), *([(held, "held-out pass@1 (%)", "fresh")] if held else [])]
     rows = [[(r, *split) for r in shown(split[0]["seeds"], design)] for split in splits]
     n_cols = max(map(len, rows))
