@@ -1099,6 +1099,7 @@ def test_the_lr10_designs_jobs_go_seed_by_seed_in_their_regimes():
     a50 = D.DESIGNS["table1_fixed"]
     assert D.jobs(a50, (0, 1)) == [Job(g, s, ("dae",), "T1f") for g in ("math500_like", MATH500_SMALL_LR) for s in (0, 1)]
     assert a50.csv_dir == D.DESIGNS["table1_fixed_more"].csv_dir == D.T1F_DIR
+    assert D.missing(a50) == D.missing(D.DESIGNS["table1_fixed_more"]) == []  # status: dae read under table1_fixed/
     amc, m500 = D.DESIGNS["cor4x_lr10_amc"], D.DESIGNS["cor4x_lr10_math500"]
     clock = datetime.fromisoformat(amc.cutoff).timestamp()
     assert D.jobs(amc, now=clock - 60) == [Job(SMALL_LR, s, (COR_4X_LR10,), "R1g lr/10 (A62)") for s in range(10)]
