@@ -1316,7 +1316,8 @@ def test_levels_count_the_seeds_below_their_own_untrained_run():
 @pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
 def test_amendment_28_smoke_run_and_analyse(smoke):
     """``run small_lr`` on the tiny testbed (the fixture), then the generic analysis: P1, P2, M1 with MATH-500's
-    numbers, the levels at both learning rates against the untrained run, the vote; a rerun loads every job."""
+    numbers, the levels against the untrained run, the vote (the default-lr runs where the tests before trained them);
+    a rerun loads every job."""
     out, common = smoke
     before = csv_path(out, MATH500_SMALL_LR, "ttrl", 1).read_bytes()
     statuses = study.run_jobs(D.jobs(D.DESIGNS["small_lr"], (0, 1)), SCALES["smoke"], out, common[-3], workers=1,
@@ -1328,7 +1329,7 @@ def test_amendment_28_smoke_run_and_analyse(smoke):
         ("P1", MATH500_SMALL_LR, 40.3, 2), ("P2", MATH500_SMALL_LR, 48.0, 2), ("M1", MATH500_SMALL_LR, 7.7, 2)]
     assert {(r["regime"], r["method"]) for r in res["levels"]} >= {
         ("math500_like", "no_adaptation"), (MATH500_SMALL_LR, "ttrl"), (MATH500_SMALL_LR, "ddrl")}
-    assert {(v["regime"], v["method"]) for v in res["vote"]} == {(MATH500_SMALL_LR, "ttrl"), (MATH500_SMALL_LR, "ddrl")}
+    assert {(v["regime"], v["method"]) for v in res["vote"]} >= {(MATH500_SMALL_LR, "ttrl"), (MATH500_SMALL_LR, "ddrl")}
     assert len([r for r in res["seed_pass1"] if r["regime"] == MATH500_SMALL_LR]) == 2 * 2
 
 
