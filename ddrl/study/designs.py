@@ -500,17 +500,18 @@ DESIGNS = {d.id: d for d in (
     Design("table1_fixed", 50, "math500_like", tuple(range(12)), None, ("dae",), ("ttrl", "grpo_no_std", "dae"), (),
            {}, {"math500_like": "1.10 / 0.95", MATH500_SMALL_LR: "1.84 / 0.13"}, OUT / "table1_fixed.json",
            "## Table 1 as the paper's text reads it (plan Amendment 50)", split="adapted", job_kind="T1f",
-           measures=(), cached_ddrl=False, reference="ttrl", level_regimes=("math500_like", MATH500_SMALL_LR),
-           level_header=_T1_LEVELS, whole="t1f", job_regimes=("math500_like", MATH500_SMALL_LR), csv_dir=T1F_DIR,
-           header=_T1F_HEADER),
+           measures=(), cached_ddrl=False, reference="ttrl", optional=("grpo_no_std",),
+           level_regimes=("math500_like", MATH500_SMALL_LR), level_header=_T1_LEVELS, whole="t1f",
+           job_regimes=("math500_like", MATH500_SMALL_LR), csv_dir=T1F_DIR, header=_T1F_HEADER),
     # Amendment 51: T1f at the default lr on the fresh seeds 12-45, its verdict on them alone (Amendment 50's seeds
     # pooled beside, descriptive); its table is Amendment 50's with its row. Predicted at 34 seeds: (Amendment 50's
     # T1f matrix, the registered T1 matrix)
     Design("table1_fixed_more", 51, "math500_like", tuple(range(12, 46)), None, ("dae",), ("ttrl", "grpo_no_std", "dae"),
            (), {}, {"T1f": "1.28 / 0.69"}, OUT / "table1_fixed_more.json",
            "## Table 1 as the paper's text reads it, on fresh seeds (plan Amendment 51)", split="adapted",
-           job_kind="T1f", measures=(), cached_ddrl=False, reference="ttrl", level_regimes=("math500_like",),
-           level_header=_T1_LEVELS, whole="t1f", csv_dir=T1F_DIR, header=_T1F_HEADER),
+           job_kind="T1f", measures=(), cached_ddrl=False, reference="ttrl", optional=("grpo_no_std",),
+           level_regimes=("math500_like",), level_header=_T1_LEVELS, whole="t1f", csv_dir=T1F_DIR,
+           header=_T1F_HEADER),
     # Amendment 62: COR keeping 4x the rollouts at a tenth of its rate, from the cached RL-only weights (Amendments
     # 55, 59), on the adapted questions, then on H1x's fresh ones; COR's size x rate square. Predicted at 6 / 10
     # seeds, each from two committed lr/10 matrices of the same regime
@@ -1515,8 +1516,10 @@ def _needed(d: Design) -> tuple[str, ...]:
 
 
 def _complete(d: Design, out: str | Path, runs: Sequence[str]) -> list[int]:
-    """The seeds with a CSV of every one of ``runs`` where :func:`path` reads it."""
-    return sorted(set.intersection(*(set(complete_seeds(_csv_root(d, out), _folder(d, m), (m,))) for m in runs)))
+    """The seeds with a CSV of every one of ``runs`` where :func:`path` reads it (an evaluated run's under
+    :attr:`Design.csv_dir`)."""
+    return sorted(set.intersection(*(set(complete_seeds(_csv_root(d, Path(out, d.csv_dir) if m in d.evaluates else out),
+                                                        _folder(d, m), (m,))) for m in runs)))
 
 
 def _wants(d: Design, runs: Sequence[str], seed: int) -> bool:
