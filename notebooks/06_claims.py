@@ -385,16 +385,12 @@ if (R / "wide" / "arms.json").is_file():
 # the table, each run's level and the vote over training at both learning rates (descriptive).
 
 # %%
-from ddrl.study.amendments import small_lr
+from ddrl.study import designs
 
-small_path = R / "small_lr" / "claims.json"
-if small_path.is_file():
-    sres = json.loads(small_path.read_text())
-    display(Markdown(small_lr.markdown(sres, C.load(R / "claims.json"))))
-    display(Markdown(small_lr.levels_markdown(sres)))
-    rep.draw("small_lr", small_lr.figure, sres, data=pd.DataFrame(sres["vote"]))
-else:
-    display(Markdown("Amendment 28's analysis is not committed yet (`python -m ddrl.study.amendments.small_lr status` says how far it is)."))
+display(Markdown(designs.committed_table("small_lr")))  # Amendment 28: the claims, then each run's level
+if designs.DESIGNS["small_lr"].analysis.is_file():
+    sres = json.loads(designs.DESIGNS["small_lr"].analysis.read_text())
+    rep.draw("small_lr", designs.figure, sres, data=pd.DataFrame(sres["vote"]))
 
 # %% [markdown]
 # ## The ablation: which part of DDRL carries its margin over TTRL? (A1-A3)
@@ -453,8 +449,6 @@ display(Markdown(designs.committed_table("cor_math500")))
 # with COR at a tenth of its rate beside it: each arm is one COR call from each seed's cached RL-only weights.
 
 # %%
-from ddrl.study.amendments import small_lr_refine
-
 display(Markdown(designs.committed_table("refine_amc")))
 
 # %% [markdown]
@@ -485,13 +479,12 @@ display(Markdown(designs.committed_table("cor_lr10_heldout_math500")))
 # questions costs on fresh ones (description; the intervals are in the tables).
 
 # %%
-gentle = {r: R / "small_lr" / p.name for r, p in small_lr_refine.GENTLE_ANALYSIS.items()}
-for path in gentle.values():
-    display(Markdown(committed_markdown(path, small_lr_refine.gentle_markdown, 62,
-                                        "python -m ddrl.study.amendments.small_lr_refine status")))
-gentle_done = [json.loads(p.read_text()) for p in gentle.values() if p.is_file()]
+gentle = [designs.DESIGNS[name] for name in ("cor4x_lr10_amc", "cor4x_lr10_math500")]
+for design in gentle:
+    display(Markdown(designs.committed_table(design.id)))
+gentle_done = [json.loads(d.analysis.read_text()) for d in gentle if d.analysis.is_file()]
 if gentle_done:
-    rep.draw("cor_trade", small_lr_refine.trade_figure, gentle_done, data=small_lr_refine.trade_frame(gentle_done))
+    rep.draw("cor_trade", designs.trade_figure, gentle_done, data=designs.trade_frame(gentle_done))
 
 # %% [markdown]
 # ## Transfer at lr/10: what adaptation keeps on fresh questions

@@ -351,7 +351,7 @@ def test_architecture_doc_lists_every_module_and_no_other():
 
 
 def test_every_study_module_is_indexed_by_its_package():
-    """ddrl/study/__init__.py names each module of the study (the amendments as their package)."""
+    """ddrl/study/__init__.py names each module of the study."""
     doc = (PKG / "study" / "__init__.py").read_text()
     missing = sorted(p.stem for p in (PKG / "study").glob("*.py")
                      if p.stem not in ("__init__", "__main__") and f"ddrl.study.{p.stem}" not in doc and f"~ddrl.study.{p.stem}" not in doc)

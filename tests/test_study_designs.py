@@ -5,6 +5,7 @@ tests/test_study_regenerates.py."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from datetime import datetime
@@ -19,12 +20,10 @@ from ddrl.report.stats import predicted_half_width, variance_components
 from ddrl.study import designs as D
 from ddrl.study import drift, drift_data
 from ddrl.study import runner as study
-from ddrl.study.amendments import small_lr
-from ddrl.study.amendments.small_lr import REGIME as MATH500_SMALL_LR
 from ddrl.study.analysis import claim_matrix, paired_matrix
 from ddrl.study.drift import lr_curve_figure, lr_drift_figure, x3h_slope
-from ddrl.study.plan import (COR_4X, COR_LR10, COR_ONLY, HELDOUT_X, HELDOUT_X_METHODS, PAIRED, RESULTS, SAME_BASE,
-                             SCALES, SMALL_LR, Job, csv_path, heldout_x_path)
+from ddrl.study.plan import (COR_4X, COR_4X_LR10, COR_LR10, COR_ONLY, HELDOUT_X, HELDOUT_X_METHODS, MATH500_SMALL_LR,
+                             PAIRED, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, csv_path, heldout_x_path)
 
 RUNS, XEON = RESULTS / "runs", RESULTS / "replication_xeon" / "runs"
 
@@ -374,29 +373,30 @@ def test_the_retrain_check_counts_equal_questions_and_finds_the_first_divergent_
 def test_the_heldout_repeat_check_reads_the_fresh_questions_folders(tmp_path):
     """Amendment 60's check is Amendment 56's description on the ``heldout_x`` split, under each folder's
     ``heldout_x/``: the adapted CSVs there are not read."""
-    from ddrl.study.amendments.small_lr_refine import check_rows
-
     out, check = tmp_path / "out", tmp_path / "check"
     for s in (0, 1):
         _write(out, "ddrl", s, [0.5, 0.25, 1.0], HELDOUT_X)
         _write(out, COR_4X, s, [0.25, 0.25, 1.0], HELDOUT_X)
         _write(check, "ddrl", s, [0.0, 0.0])  # an adapted re-evaluation: not the held-out check's
     _write(check, "ddrl", 0, [0.5, 0.25, 1.0], HELDOUT_X)
-    assert check_rows(out, check, (0, 1), MATH500_SMALL_LR, HELDOUT_X) is None
+    assert D.check_rows(out, check, (0, 1), MATH500_SMALL_LR, HELDOUT_X) is None
     _write(check, "ddrl", 1, [0.5, 0.5, 1.0], HELDOUT_X)
-    assert check_rows(out, check, (0, 1), MATH500_SMALL_LR, HELDOUT_X) == {
+    assert D.check_rows(out, check, (0, 1), MATH500_SMALL_LR, HELDOUT_X) == {
         "questions_equal": 5, "questions": 6, "seeds_equal": 1,
         "r1_against_reevaluated": pytest.approx(100 * (-0.25 - 0.25 - 0.25) / 6)}
 
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
-    """The tiny testbed, seeds 0-1: Amendment 28's TTRL and DDRL in MATH-500-like at lr/10 (its entry point), TTRL and
-    DDRL in AMC-like at lr/10 (the registered study's runs there). (CSV folder, CLI arguments.)"""
+    """The tiny testbed, seeds 0-1: the registered MATH-500-like untrained runs, then Amendment 28's TTRL and DDRL in
+    MATH-500-like at lr/10 (``run small_lr``), TTRL and DDRL in AMC-like at lr/10 (the registered study's runs there).
+    (CSV folder, CLI arguments.)"""
     tmp = tmp_path_factory.mktemp("lr10_controls")
     out, runs = tmp / "out", str(tmp / "runs")
     common = ["--seeds", "0-1", "--scale", "smoke", "--workers", "2", "--runs-root", runs, "--out", str(out)]
-    assert small_lr.main(["run", *common]) == 0
+    study.run_jobs([Job("math500_like", s, ("no_adaptation",), "lr/10m") for s in (0, 1)], SCALES["smoke"], out, runs,
+                   workers=2, progress=False)
+    assert study.main(["run", "small_lr", *common]) == 0
     study.run_jobs([Job(SMALL_LR, s, (m,), "M1") for s in (0, 1) for m in ("ttrl", "ddrl")], SCALES["smoke"], out, runs,
                    workers=2, progress=False)
     return out, common
@@ -1307,3 +1307,344 @@ def test_the_drift_and_registered_designs_status_and_tables(capsys):
         rows = D.committed_table(d.id).splitlines()
         assert len(rows) == 2 + len(json.loads(d.analysis.read_text()))
         assert all(r.replace("\\|", "").count("|") == 7 for r in rows), d.id
+
+
+# ---------------------------------------------------------------------------------------------------------
+# MATH-500-like at lr/10, Table 1, COR 4x at 1e-6 (Amendments 28, 49-51, 62; and 56's check and predictions)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_the_small_lr_regime_is_math500_like_under_the_registered_lr10_rule_and_its_files_regenerate():
+    """Amendment 28's regime, and its file (``python -m ddrl.study --small-lr-regime``): the committed one and the Xeon
+    build's (Amendment 44: the same regime on that build's weights) byte for byte."""
+    from ddrl.run.storage import write_json
+    from ddrl.study import plan as study_plan
+    from ddrl.study.regimes import small_lr_regime
+
+    regs = study_plan.load_regimes()
+    math, r = regs["math500_like"], regs[MATH500_SMALL_LR]
+    assert r == small_lr_regime(math) and (r.lr, r.episodes) == (3e-6, 4)
+    assert (r.num_ops, r.n_adapted, r.overrides) == (math.num_ops, math.n_adapted, math.overrides)
+    assert r.records() == math.records()  # the same 256 adapted questions
+    assert small_lr_regime(regs["amc_like"]) == regs["amc_like_small_lr"]  # one rule: the registered lr/10 regime's
+    assert SAME_BASE[MATH500_SMALL_LR] == "math500_like"  # its untrained runs are MATH-500-like's
+    for root in (RESULTS, RESULTS / "replication_xeon"):
+        made = write_json(None, study_plan.small_lr_regime_file(root / "regimes_base.json"))
+        assert made == (root / "regimes_small_lr.json").read_text(), root
+    xeon, registered = (study_plan.small_lr_regime_file(root / "regimes_base.json")
+                        for root in (RESULTS / "replication_xeon", RESULTS))
+    assert xeon["regimes"] == registered["regimes"] and xeon["weights"] != registered["weights"]
+    cfg = study_plan.experiment(r, SCALES["default"], False).config("ttrl", 0)
+    assert (cfg.lr, cfg.episodes, cfg.max_new_tokens) == (3e-6, 4, 96)
+    assert MATH500_SMALL_LR not in {j.regime for j in study.stage1_jobs(list(regs), SCALES["default"])}
+
+
+def test_a_status_line_counts_the_complete_seeds_and_the_minutes_to_a_clock():
+    assert D.seeds_line("X", 10, [8, 9]) == "X: 8 of 10 seeds complete; missing [8, 9]"
+    line = D.seeds_line("X", 10, [], "2000-01-01T00:00:00+00:00")
+    assert line.startswith("X: 10 of 10 seeds complete; missing []; minutes to the clock -") and float(line.split()[-1]) < 0
+
+
+def test_the_lr10_designs_jobs_go_seed_by_seed_in_their_regimes():
+    """Amendment 28: TTRL and DDRL (the untrained runs are the registered ones); 49: grpo_no_std, then TTRL (loaded);
+    50: dae at the default lr, then at lr/10 (into runs/table1_fixed/); 62: COR 4x at 1e-6, after its clock only the
+    first six seeds, MATH-500-like's clock later than AMC-like's."""
+    assert D.jobs(D.DESIGNS["small_lr"], (0, 1)) == [Job(MATH500_SMALL_LR, s, (m,), "lr/10m") for s in (0, 1)
+                                                     for m in ("ttrl", "ddrl")]
+    assert D.jobs(D.DESIGNS["table1"]) == [Job(MATH500_SMALL_LR, s, (m,), "T1 lr/10") for s in range(12)
+                                           for m in ("grpo_no_std", "ttrl")]
+    a50 = D.DESIGNS["table1_fixed"]
+    assert D.jobs(a50, (0, 1)) == [Job(g, s, ("dae",), "T1f") for g in ("math500_like", MATH500_SMALL_LR) for s in (0, 1)]
+    assert a50.csv_dir == D.DESIGNS["table1_fixed_more"].csv_dir == D.T1F_DIR
+    assert D.missing(a50) == D.missing(D.DESIGNS["table1_fixed_more"]) == []  # status: dae read under table1_fixed/
+    amc, m500 = D.DESIGNS["cor4x_lr10_amc"], D.DESIGNS["cor4x_lr10_math500"]
+    clock = datetime.fromisoformat(amc.cutoff).timestamp()
+    assert D.jobs(amc, now=clock - 60) == [Job(SMALL_LR, s, (COR_4X_LR10,), "R1g lr/10 (A62)") for s in range(10)]
+    assert [j.seed for j in D.jobs(amc, now=clock + 1)] == list(range(6))
+    assert [j.seed for j in D.jobs(m500, now=clock + 1)] == list(range(10))  # MATH-500-like's clock is later
+    from ddrl.study.plan import REFINED, REUSES_RUN
+
+    assert REFINED[COR_4X_LR10] == (4, 10, "rl") and COR_4X_LR10 in REUSES_RUN
+
+
+def _registered(regime: str, methods: tuple[str, ...], base: str | None = None) -> pd.DataFrame:
+    paths = [p for m in methods for p in sorted((RUNS / regime).glob(f"{m}-seed[0-9][0-9].csv.gz"))]
+    if base:
+        paths += sorted((RUNS / base).glob("no_adaptation-seed[0-9][0-9].csv.gz"))
+    return pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths], ignore_index=True)
+
+
+def _predicted(matrices, n: int, q: int) -> str:
+    return " / ".join(f"{predicted_half_width(variance_components(m.to_numpy()), n, q):.2f}" for m in matrices)
+
+
+def test_amendments_28_and_49_to_51s_predicted_half_widths_are_the_measured_components():
+    """28 at 18 seeds x 256 questions: (registered MATH-500-like, AMC-like lr/10); 49 at 12: (registered MATH-500-like
+    T1, Amendment 28's M1, 29's A1); 50 at 12 per regime: (registered T1, A2) and (28's M1, 29's A2); 51 at 34:
+    (Amendment 50's T1f matrix at the default lr, the registered T1); as the plan states them."""
+    plan = (RESULTS / "plan.md").read_text()
+    said = {n: " ".join(plan.split(f"{n}. **Why**")[1].split()) for n in (49, 50, 51)}
+    frames = {"math500_like": _registered("math500_like", ("ttrl", "ddrl", "no_adaptation")),
+              SMALL_LR: _registered(SMALL_LR, ("ttrl", "ddrl"), base="amc_like")}
+    a28 = D.DESIGNS["small_lr"].predicted
+    for cid, want in a28.items():
+        assert _predicted([claim_matrix(df, cid, r) for r, df in frames.items()], 18, 256) == want, cid
+    section = plan[plan.index("28. **Why**"):]
+    assert "P1 2.42 / 1.92" in section and "P2 3.07 / 2.80" in section
+    assert "(1.98, MATH-500-like components; 1.45 from AMC-like lr/10's" in section
+    default = _registered("math500_like", ("ttrl", "grpo_no_std", "bcs", "bcs_dae"))
+    lr10 = _registered(MATH500_SMALL_LR, ("ttrl", "ddrl", "bcs", "bcs_dae"))
+    t1, m1 = claim_matrix(default, "T1", "math500_like"), claim_matrix(lr10[lr10.seed < 18], "M1", MATH500_SMALL_LR)
+    a1 = claim_matrix(lr10[lr10.seed < 18], "A1", MATH500_SMALL_LR)
+    assert _predicted([t1, m1, a1], 12, 256) == D.DESIGNS["table1"].predicted["T1"]
+    assert "At **12 seeds {} / {} / {}**".format(*D.DESIGNS["table1"].predicted["T1"].split(" / ")) in said[49]
+    a50 = {"math500_like": [t1, claim_matrix(default, "A2", "math500_like")],
+           MATH500_SMALL_LR: [m1, claim_matrix(lr10[lr10.seed < 12], "A2", MATH500_SMALL_LR)]}
+    assert {g: _predicted(ms, 12, 256) for g, ms in a50.items()} == D.DESIGNS["table1_fixed"].predicted
+    (a, b), (c, d) = (p.split(" / ") for p in D.DESIGNS["table1_fixed"].predicted.values())
+    assert f"T1 matrix **{a}** and the registered A2 matrix" in said[50] and f"M1 matrix **{c}**" in said[50]
+    assert f"subset) **{b}**" in said[50] and f"A2 matrix **{d}**" in said[50]
+    fixed = pd.concat([pd.read_csv(csv_path(RUNS / D.T1F_DIR, "math500_like", "dae", s), dtype={"question": str})
+                       for s in range(12)])
+    got = _predicted([paired_matrix(pd.concat([fixed, default[default.seed < 12]]), "math500_like", "dae", "ttrl",
+                                    "adapted"), t1], 34, 256)
+    assert got == D.DESIGNS["table1_fixed_more"].predicted["T1f"]
+    e, f = got.split(" / ")
+    assert f"the default lr **{e}**, from the registered T1 matrix (46 seeds) **{f}**" in said[51]
+
+
+def test_amendment_56s_predictions_are_the_measured_components():
+    """The plan's predictions at 10 seeds x 128 questions (``refine_amc``), from the committed matrices it names."""
+    def vc(regime, a, b, seeds):
+        df = pd.concat([pd.read_csv(csv_path(RUNS, regime, m, s), dtype={"question": str})
+                        for m in (a, b) for s in seeds])
+        return variance_components(paired_matrix(df, regime, a, b, "adapted").dropna().to_numpy())
+
+    a3 = vc(SMALL_LR, "ddrl", "bcs_dae", range(10))  # Amendment 55's lr/10 AMC-like A3
+    sources = {"R1": (vc("amc_like", COR_4X, "ddrl", range(6)), vc("math500_like", COR_4X, "ddrl", range(6)), a3),
+               "K1": (a3, vc(MATH500_SMALL_LR, COR_LR10, "bcs_dae", range(18))),
+               "K2": (a3, vc(MATH500_SMALL_LR, "ddrl", COR_LR10, range(18)))}
+    got = {cid: " / ".join(f"{predicted_half_width(v, 10, 128):.2f}" for v in vs) for cid, vs in sources.items()}
+    assert got == D.DESIGNS["refine_amc"].predicted
+    plan = " ".join((RESULTS / "plan.md").read_text().split("56. **Why**")[1].split())
+    assert "registered AMC-like R1 matrix (6 x 128) **0.20**" in plan and "30's K2 matrix **2.09**" in plan
+
+
+def test_amendment_62s_predictions_are_the_matrices_it_names():
+    """The predicted half-widths at 6 / 10 seeds, each from the two committed lr/10 matrices of the same regime it
+    names (Amendments 55-61), on the questions of its split."""
+    sources = {"K1g": ((COR_LR10, "bcs_dae", "adapted"), ("ddrl", "bcs_dae", "adapted")),
+               "R1g": ((COR_4X, "ddrl", "adapted"), (COR_LR10, "bcs_dae", "adapted")),
+               "K1gx": ((COR_LR10, "bcs_dae", HELDOUT_X), ("ddrl", "bcs_dae", HELDOUT_X)),
+               "R1gx": ((COR_4X, "ddrl", HELDOUT_X), (COR_LR10, "bcs_dae", HELDOUT_X))}
+    assert all(D.COR_TRADE_CLAIMS[c][2] == s[0][2] == s[1][2] for c, s in sources.items())
+    for name in ("cor4x_lr10_amc", "cor4x_lr10_math500"):
+        d = D.DESIGNS[name]
+        questions = {"adapted": 128 if d.regime == SMALL_LR else 256, HELDOUT_X: 1536}
+        got = {cid: ", ".join(_hw(RUNS, d.regime, a, b, (6, 10), range(10), sp, questions[sp]) for a, b, sp in src)
+               for cid, src in sources.items()}
+        assert got == d.predicted, name
+
+
+def test_the_cor_repeat_check_counts_equal_questions(tmp_path):
+    """Amendment 56's check: questions and whole seeds whose re-evaluated DDRL pass@1 equals the committed one, and R1
+    against the re-evaluated runs; None until every re-evaluation is written."""
+    out, check = tmp_path / "out", tmp_path / "check"
+    for s in (0, 1):
+        _write(out, "ddrl", s, [0.5, 0.25])
+        _write(out, COR_4X, s, [0.75, 0.25])
+    _write(check, "ddrl", 0, [0.5, 0.25])
+    assert D.check_rows(out, check, (0, 1), MATH500_SMALL_LR) is None
+    _write(check, "ddrl", 1, [0.5, 0.5])
+    assert D.check_rows(out, check, (0, 1), MATH500_SMALL_LR) == {
+        "questions_equal": 3, "questions": 4, "seeds_equal": 1,
+        "r1_against_reevaluated": pytest.approx(100 * (0.25 + 0 + 0.25 - 0.25) / 4)}
+
+
+def test_trade_is_each_cor_settings_gain_over_the_rl_only_weights_and_its_figure_draws_them():
+    levels = {"adapted": [{"method": m, "pass1": v, "below_reference": b} for m, v, b in
+                          (("bcs_dae", 50.0, 0), (COR_LR10, 51.0, 2), (COR_4X_LR10, 52.5, 1), ("ddrl", 54.0, 0),
+                           (COR_4X, 56.0, 0))],
+              HELDOUT_X: [{"method": m, "pass1": v, "below_reference": b} for m, v, b in
+                          (("no_adaptation", 40.0, 1), ("bcs_dae", 39.0, 0), (COR_LR10, 39.0, 5),
+                           (COR_4X_LR10, 38.5, 7), ("ddrl", 38.0, 9), (COR_4X, 36.0, 10))]}
+    got = D.trade(levels)
+    assert [(t["method"], t["keep"], t["cor_lr"], t["adapted"], t[HELDOUT_X]) for t in got] == [
+        (COR_LR10, 1, "1e-6", 1.0, 0.0), (COR_4X_LR10, 4, "1e-6", 2.5, -0.5), ("ddrl", 1, "1e-5", 4.0, -1.0),
+        (COR_4X, 4, "1e-5", 6.0, -3.0)]
+    assert [(t["adapted_below"], t[f"{HELDOUT_X}_below"]) for t in got] == [(2, 5), (1, 7), (0, 9), (0, 10)]
+    results = [{"regime": SMALL_LR, "seeds": list(range(10)), "trade": got},
+               {"regime": MATH500_SMALL_LR, "seeds": list(range(6)), "trade": got}]
+    df = D.trade_frame(results)
+    assert list(df.regime.unique()) == ["AMC-like", "MATH-500-like"] and len(df) == 8 and set(df.seeds) == {10, 6}
+    fig = D.trade_figure(results)
+    try:
+        axes = fig.get_axes()
+        assert [a.get_title() for a in axes] == ["AMC-like at lr/10 (10 seeds)", "MATH-500-like at lr/10 (6 seeds)"]
+        assert all(len(a.collections[0].get_offsets()) == 4 and len(a.texts) == 4 for a in axes)
+        assert axes[0].texts[1].get_text() == "COR 4x at 1e-6"
+    finally:
+        plt.close(fig)
+
+
+def _t1f_world(root, seeds, values):
+    """Made-up CSVs (TEST INPUT) of TTRL, grpo_no_std (beside the regimes') and dae (under table1_fixed/) in both
+    MATH-500-like regimes: per method, pass@1 of two questions, the same in every seed."""
+    for g in ("math500_like", MATH500_SMALL_LR):
+        for m, vals in values.items():
+            for s in seeds:
+                p = csv_path(root / D.T1F_DIR if m == "dae" else root, g, m, s)
+                p.parent.mkdir(parents=True, exist_ok=True)
+                pd.DataFrame({"regime": g, "method": m, "seed": s, "split": "adapted", "question": ["a", "b"],
+                              "pass@1": vals}).to_csv(p, index=False)
+
+
+def test_table1_fixed_pairs_dae_with_ttrl_per_regime_and_51_its_fresh_seeds_apart(tmp_path, monkeypatch):
+    """Amendment 50: T1f per learning rate (dae under runs/table1_fixed/, TTRL beside the regimes'), Table 1's MATH-500
+    number, refused while a regime misses a seed; Amendment 51: its verdict on the fresh seeds alone (stream
+    ``<regime>/fresh``), the pooled one apart without a verdict; its table is 50's with its row after the default
+    lr's."""
+    a50, a51 = D.DESIGNS["table1_fixed"], D.DESIGNS["table1_fixed_more"]
+    _t1f_world(tmp_path, (0, 1), {"ttrl": [0.5, 0.25], "grpo_no_std": [0.5, 0.5], "dae": [0.75, 0.5]})
+    with pytest.raises(ValueError, match=r"Amendment 50 incomplete, seeds missing per regime \{'math500_like': \[2\]"):
+        D.analyse(a50, tmp_path, n_boot=200, seeds=(0, 1, 2))
+    res = D.analyse(a50, tmp_path, n_boot=200, seeds=(0, 1))
+    assert [(e["id"], e["regime"], e["paper"], e["n_seeds"], e["estimate"]) for e in res["entries"]] == [
+        ("T1f", g, 2.0, 2, pytest.approx(25.0)) for g in ("math500_like", MATH500_SMALL_LR)]
+    assert [(r["regime"], r["method"], r["below_reference"]) for r in res["levels"]] == [
+        (g, m, 0) for g in ("math500_like", MATH500_SMALL_LR) for m in ("ttrl", "grpo_no_std", "dae")]
+    _t1f_world(tmp_path, (12, 13), {"ttrl": [0.5, 0.5], "grpo_no_std": [0.5, 0.5], "dae": [0.5, 0.25]})
+    streams, amendment_entry = [], D.amendment_entry
+    monkeypatch.setattr(D, "amendment_entry", lambda *a, **k: streams.append(k["stream"]) or amendment_entry(*a, **k))
+    monkeypatch.setattr(D, "DESIGNS", {**D.DESIGNS, "table1_fixed": dataclasses.replace(a50, seeds=(0, 1))})
+    more = D.analyse(a51, tmp_path, n_boot=200, seeds=(12, 13))
+    assert streams == ["math500_like/pooled", "math500_like/fresh"] and more["seen"] == [0, 1]
+    (fresh,) = more["entries"]
+    assert (fresh["regime"], fresh["n_seeds"], fresh["estimate"]) == ("math500_like", 2, pytest.approx(-12.5))
+    assert more["pooled"]["estimate"] == pytest.approx(6.25) and "verdict" not in more["pooled"]
+    assert {r["method"] for r in more["levels"]} == {"ttrl", "grpo_no_std", "dae"}
+    table, both = D.committed_table("table1_fixed").splitlines(), D.committed_table("table1_fixed_more").splitlines()
+    assert both[:3] == table[:3] and both[4:len(table) + 1] == table[3:] and both[len(table) + 1] == ""
+    assert both[3].startswith("| default (3e-5), fresh seeds 12-45 (Amendment 51) | +2.0 | +0.73") and "(1.28 / 0.69)" in both[3]
+
+
+def test_the_small_lr_tables_set_the_registered_entries_beside():
+    """Amendment 28's committed table: the paper's number, the registered entries at the default lr and AMC-like's at
+    lr/10, its half-width beside both predictions; then each run's level against its untrained run. Amendment 49's:
+    the registered T1 beside, the levels against TTRL at both learning rates. Amendment 62's: a claim per split."""
+    md = D.committed_table("small_lr").splitlines()
+    assert md[2].startswith("| P1 TTRL - no adaptation | +40.3 | -0.70 [-2.91, +1.42], 46 seeds, *not resolved* | "
+                            "+5.89 [+3.34, +8.61], 19 seeds, *reproduced* | **")
+    assert "(2.42 / 1.92)" in md[2] and "(1.98 / 1.45)" in md[4] and md[1] == "|---" * 7 + "|"
+    assert md[8] == "| no_adaptation | - | 63.8 (0.6) | - |" and md[-1].startswith("| ddrl | lr/10 (3e-6) |")
+    t1 = D.committed_table("table1").splitlines()
+    assert t1[2].startswith("| T1 TTRL without the std division - TTRL | +2.0 | +0.73 [+0.14, +1.34], 46 seeds, "
+                            "*reproduced* |") and "(1.10 / 1.84 / 0.46)" in t1[2]
+    assert t1[4] == "| method | learning rate | adapted pass@1, mean over seeds 0-11 (SD) | seeds below TTRL at its lr |"
+    g = D.committed_table("cor4x_lr10_amc").splitlines()
+    assert g[0].startswith("| claim (AMC-like at lr/10, pass@1, points) |") and "(0.53 / 0.51, 0.15 / 0.12)" in g[5]
+    assert g[4].startswith("| K1gx COR 4x at 1e-6 - BCS+DAE (its cost on fresh questions) | fresh (1,536) | **")
+    assert g[-1].startswith(f"| {COR_4X} | 4x | 1e-5 | ") and g[-1].endswith(" of 10) |")
+
+
+def test_amendment_28s_figure_draws_each_run_and_the_vote():
+    res = json.loads(D.DESIGNS["small_lr"].analysis.read_text())
+    fig = D.figure(res)
+    try:
+        assert len(fig.axes) == 3 and fig.axes[0].get_ylabel() == "adapted pass@1 (%)"
+        assert "TTRL\nlr/10" in {t.get_text() for t in fig.axes[0].get_xticklabels()}
+    finally:
+        plt.close(fig)
+
+
+def test_levels_count_the_seeds_below_their_own_untrained_run():
+    from ddrl.study.analysis import level_table, run_levels
+
+    rows = [{"regime": r, "method": m, "seed": s, "split": "adapted", "question": q, "pass@1": p}
+            for s, (u, t) in enumerate(((0.5, 0.4), (0.5, 0.6), (0.3, 0.2)))
+            for r, m, p in (("math500_like", "no_adaptation", u), (MATH500_SMALL_LR, "ttrl", t)) for q in ("a", "b")]
+    lv = level_table(run_levels(pd.DataFrame(rows)), ("regime", "method"), sort=False)
+    assert list(lv.method) == ["no_adaptation", "ttrl"]  # in the order the runs come
+    lv = lv.set_index("method")
+    assert lv.loc["ttrl", "below_reference"] == 2 and lv.loc["no_adaptation", "below_reference"] == 0
+    assert lv.loc["ttrl", "pass1"] == pytest.approx(40.0) and lv.loc["ttrl", "n_seeds"] == 3
+
+
+@pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
+def test_amendment_28_smoke_run_and_analyse(smoke):
+    """``run small_lr`` on the tiny testbed (the fixture), then the generic analysis: P1, P2, M1 with MATH-500's
+    numbers, the levels against the untrained run, the vote (the default-lr runs where the tests before trained them);
+    a rerun loads every job."""
+    out, common = smoke
+    before = csv_path(out, MATH500_SMALL_LR, "ttrl", 1).read_bytes()
+    statuses = study.run_jobs(D.jobs(D.DESIGNS["small_lr"], (0, 1)), SCALES["smoke"], out, common[-3], workers=1,
+                              progress=False)
+    assert {s["status"] for s in statuses} == {"loaded"}
+    assert csv_path(out, MATH500_SMALL_LR, "ttrl", 1).read_bytes() == before
+    res = D.analyse(D.DESIGNS["small_lr"], out, n_boot=200, seeds=(0, 1))
+    assert [(e["id"], e["regime"], e["paper"], e["n_seeds"]) for e in res["entries"]] == [
+        ("P1", MATH500_SMALL_LR, 40.3, 2), ("P2", MATH500_SMALL_LR, 48.0, 2), ("M1", MATH500_SMALL_LR, 7.7, 2)]
+    assert {(r["regime"], r["method"]) for r in res["levels"]} >= {
+        ("math500_like", "no_adaptation"), (MATH500_SMALL_LR, "ttrl"), (MATH500_SMALL_LR, "ddrl")}
+    assert {(v["regime"], v["method"]) for v in res["vote"]} >= {(MATH500_SMALL_LR, "ttrl"), (MATH500_SMALL_LR, "ddrl")}
+    assert len([r for r in res["seed_pass1"] if r["regime"] == MATH500_SMALL_LR]) == 2 * 2
+
+
+@pytest.fixture(scope="module")
+def amc_smoke(tmp_path_factory):
+    """The tiny testbed, seeds 0-1 in AMC-like at lr/10: BCS+DAE (which trains the DDRL run) and DDRL, as Amendment
+    55 left them. (CSV folder, run folder.)"""
+    tmp = tmp_path_factory.mktemp("amc_lr10")
+    out, runs = tmp / "out", str(tmp / "runs")
+    study.run_jobs([Job(SMALL_LR, s, (m,), "A3") for s in (0, 1) for m in ("bcs_dae", "ddrl")], SCALES["smoke"], out,
+                   runs, workers=2, progress=False)
+    return out, runs
+
+
+@pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
+def test_amendment_56_smoke_run_check_and_analyse(amc_smoke, tmp_path, monkeypatch, capsys):
+    """``refine_amc`` on the smoke runs: a runs root without the DDRL runs is refused by name before any job; then
+    both refinements, the check (into its own folder, the committed CSV untouched) and the generic analysis."""
+    out, runs = amc_smoke
+    d = D.DESIGNS["refine_amc"]
+    common = ["--seeds", "0-1", "--scale", "smoke", "--workers", "2", "--out", str(out)]
+    assert study.main(["run", d.id, *common, "--runs-root", str(tmp_path / "empty")]) == 2
+    assert "DDRL runs of seeds [0, 1] in amc_like_small_lr are not finished" in capsys.readouterr().err
+    assert not csv_path(out, SMALL_LR, COR_4X, 0).exists()
+    monkeypatch.setattr(D, "CHECK", tmp_path / "check")
+    committed = csv_path(out, SMALL_LR, "ddrl", 0).read_bytes()
+    assert study.main(["run", d.id, *common, "--runs-root", runs]) == 0
+    assert csv_path(out, SMALL_LR, "ddrl", 0).read_bytes() == committed
+    for s in (0, 1):  # both refine the DDRL run's RL-only weights: the run is the DDRL run's, the job another
+        ddrl, c4, lr10 = (pd.read_csv(csv_path(out, SMALL_LR, m, s)) for m in ("ddrl", COR_4X, COR_LR10))
+        assert set(c4.run) == set(ddrl.run) == set(lr10.run) and len({*c4.key, *ddrl.key, *lr10.key}) == 3
+    res = D.analyse(d, out, n_boot=200, seeds=(0, 1))
+    q = _pivot(out, SMALL_LR, d.methods)
+    assert res["entries"][0]["estimate"] == pytest.approx(100 * (q[COR_4X] - q.ddrl).mean())
+    assert res["check"]["questions_equal"] == res["check"]["questions"] == len(q) and res["check"]["seeds_equal"] == 2
+
+
+@pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
+def test_amendment_62_smoke_runs_both_splits_and_analyses(amc_smoke, tmp_path, capsys):
+    """``run cor4x_lr10_amc``: refused by name without the DDRL runs; then COR 4x at 1e-6 on the adapted questions,
+    then on the fresh ones (its held-out job's adapted rows equal the adapted job's CSV); the analysis once the arms
+    it pairs with are written."""
+    out, runs = amc_smoke
+    common = ["--seeds", "0-1", "--scale", "smoke", "--workers", "2", "--out", str(out)]
+    assert study.main(["run", "cor4x_lr10_amc", *common, "--runs-root", str(tmp_path / "empty")]) == 2
+    assert "Amendment 62 uses Amendment 55's cached runs" in capsys.readouterr().err
+    assert study.main(["run", "cor4x_lr10_amc", *common, "--runs-root", runs]) == 0
+    a = pd.read_csv(csv_path(out, SMALL_LR, COR_4X_LR10, 0))
+    assert set(a.split) == {"adapted"} and a.cor_kept.iloc[0] > 0
+    assert heldout_x_path(out, SMALL_LR, COR_4X_LR10, 1).is_file()
+    study.run_jobs([Job(SMALL_LR, s, (m,), "K1") for s in (0, 1) for m in (COR_LR10, COR_4X)] +
+                   [Job(SMALL_LR, s, D.COR_TRADE_RUNS[HELDOUT_X], "H1x") for s in (0, 1)], SCALES["smoke"], out,
+                   runs, workers=2, progress=False)
+    res = D.analyse(D.DESIGNS["cor4x_lr10_amc"], out, n_boot=200, seeds=(0, 1))
+    assert [(e["id"], e["n_seeds"]) for e in res["entries"]] == [(c, 2) for c in ("K1g", "R1g", "K1gx", "R1gx")]
+    assert res["registered_checked"] == res["registered_reproduced"] == 2
+    h = pd.concat([pd.read_csv(heldout_x_path(out, SMALL_LR, m, s)) for s in (0, 1)
+                   for m in (COR_4X_LR10, COR_LR10)]).pivot_table("pass@1", ["seed", "question"], "method")
+    assert res["entries"][3]["estimate"] == pytest.approx(100 * (h[COR_4X_LR10] - h[COR_LR10]).mean())
+    t = {r["method"]: r for r in res["trade"]}
+    assert t[COR_4X_LR10][HELDOUT_X] == pytest.approx(res["entries"][2]["estimate"])

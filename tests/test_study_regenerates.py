@@ -25,18 +25,6 @@ FLOATS = ("estimate", "ci_low", "ci_high", "half_width", "predicted")
 EXACT = ("id", "regime", "verdict", "n_seeds", "arm")
 
 
-def _call(module: str, fn: str, **kw):
-    import importlib
-
-    return getattr(importlib.import_module(f"ddrl.study.amendments.{module}"), fn)(**kw)
-
-
-def _small_lr_claims() -> dict:
-    from ddrl.study.amendments import small_lr
-
-    return small_lr.analyse(seeds=json.loads((RESULTS / "small_lr" / "claims.json").read_text())["seeds"])
-
-
 def _table() -> dict:
     """The designs of :data:`ddrl.study.designs.DESIGNS`: each analysis by the one generic computation."""
     from ddrl.study import designs
@@ -44,19 +32,8 @@ def _table() -> dict:
     return {d.analysis.relative_to(RESULTS).as_posix(): (lambda d=d: designs.analyse(d)) for d in designs.DESIGNS.values()}
 
 
-#: committed analysis (relative to results/) -> the computation that regenerates it from the committed CSVs
-TABLE = _table()
-REGENERATE = {
-    **TABLE,
-    # Amendments 28-33, 49-62: the small learning rate
-    "small_lr/claims.json": _small_lr_claims,
-    "small_lr/table1.json": lambda: _call("small_lr", "analyse_t1"),
-    "small_lr/table1_fixed.json": lambda: _call("small_lr", "analyse_t1f"),
-    "small_lr/table1_fixed_more.json": lambda: _call("small_lr", "analyse_t1f_more"),
-    "small_lr/cor4x_lr10_amc.json": lambda: _call("small_lr_refine", "analyse_gentle", regime="amc_like_small_lr"),
-    "small_lr/cor4x_lr10_math500.json": lambda: _call("small_lr_refine", "analyse_gentle",
-                                                      regime="math500_like_small_lr"),
-}
+#: committed analysis (relative to results/) -> its design's analysis (every committed analysis is a row of DESIGNS)
+REGENERATE = _table()
 
 #: The number of claim entries committed before issue 82 (results/**/*.json, every dict with a ``verdict``).
 COMMITTED_ENTRIES = 297

@@ -3,7 +3,7 @@
 - :mod:`ddrl.study.claims`    the claims, ``results/claims.json``'s schema, the scorecard
 - :mod:`ddrl.study.regimes`   testbed settings that stand for the paper's benchmarks
 - :mod:`ddrl.study.plan`      the registered design: methods, comparisons, scales, where each CSV goes
-- :mod:`ddrl.study.designs`   the plan's amendments as rows of one table, one generic runner (``run|status|analyse``)
+- :mod:`ddrl.study.designs`   every committed analysis as a row of one table, one generic runner (``run|status|analyse``)
 - :mod:`ddrl.study.jobs`      one job (regime x seed x methods): train, evaluate, write the per-run CSVs
 - :mod:`ddrl.study.pool`      the jobs through the pool of single-thread workers
 - :mod:`ddrl.study.analysis`  the CSVs read back, paired differences, verdicts
@@ -14,7 +14,6 @@
 - :mod:`ddrl.study.lesson`    what notebooks 03-05 show of the study: its decided comparisons beside the paper's
 - :mod:`ddrl.study.drift`, :mod:`~ddrl.study.drift_data`, :mod:`~ddrl.study.drift_kl`, :mod:`~ddrl.study.reward_noise`:
   measures of the plan's amendments
-- :mod:`ddrl.study.amendments`: the plan's amendments, one module each
 
 Nothing outside this package imports it (``tests/test_structure.py``); notebooks and tests read the committed
 runs through it.

@@ -16,8 +16,8 @@ another build reads its own results tree (``results``: its CSVs and the regimes 
     python -m ddrl.study render ttrl_heldout_amc       # its table from the committed analysis, as notebook 06 shows it
     python -m ddrl.study import wide DIR --device NAME  # a GPU machine's complete seeds (its run --out DIR) into results/wide
 
-Designs not yet in this table keep their amendment module (:mod:`ddrl.study.amendments`); they move here one
-family at a time.
+Every committed analysis under ``results/`` is a row: the registered analysis and its replications, the drift family,
+and every plan amendment.
 """
 
 from __future__ import annotations
@@ -41,23 +41,20 @@ from ddrl.report.plotting import color, label
 from ddrl.report.stats import advantage_quarters, advantage_statistic, decided, mean_ci, verdict
 from ddrl.report.tables import (VERDICT_MD, amendment_cells, below_cell, claim_row, committed_markdown, entry_cell,
                                 entry_ci, fmt_ci)
-from ddrl.run.pool import clock_budget
+from ddrl.run.pool import clock_budget, minutes_to
 from ddrl.run.storage import atomic_write_bytes, cache_root, write_json
-from ddrl.seeds import derive_seed, numpy_generator
-from ddrl.study.amendments.small_lr import (COMPARISON as AMENDMENT28_WHAT, LR_CELL, OUT, RUNS, add_run_arguments,
-                                            figure, seeds_line)
-from ddrl.study.analysis import (analyse_claims, claim_matrix, complete_seeds, level_table, load_questions, paired_matrix, read_csvs,
-                                 reproduced_counts, rl_divergence, run_levels, same_as_registered,
-                                 wide_entry)
+from ddrl.seeds import derive_seed, numpy_generator, seed_range
+from ddrl.study.analysis import (analyse_claims, claim_matrix, complete_seeds, level_table, load_questions,
+                                 missing_seeds, paired_matrix, read_csvs, reproduced_counts, rl_divergence, run_levels,
+                                 same_as_registered, wide_entry)
 from ddrl.study.figures import levels_panel, levels_vote_figure, vote_by_quarter
 from ddrl.study import claims
-from ddrl.study.claims import amendment_entry, entry, table2_difference, validate, with_half_width
-from ddrl.study.amendments.small_lr import REGIME as MATH500_SMALL_LR
-from ddrl.study.amendments.small_lr_refine import check_rows, refuse_untrained
+from ddrl.study.claims import amendment_entry, entry, get as get_claim, table2_difference, validate, with_half_width
 from ddrl.study.plan import (RESULTS, COR_4X, COR_LR10, HELDOUT_CLAIMS, HELDOUT_X, KNOWN_DIVERGENCES, NO_RL, PAIRED,
                              SAME_BASE, SCALES, SHARES_DDRL_RL, SMALL_LR, Job, check_weights, csv_path, heldout_x_path,
                              COR_ONLY, CSV, HELDOUT_X_METHODS, MATH500_768, MIN_SEEDS, STAGE1_METHODS, WIDE_OUT,
                              adapted_x_path, load_regimes, regimes_path, seeds_to_analyse, seeds_to_start, untrained)
+from ddrl.study.plan import COR_4X_LR10, MATH500_SMALL_LR, SMALL_LR_OUT as OUT
 from ddrl.study.pool import run_jobs, status_counts
 from ddrl.study.drift import (HINGE_B, HINGE_K0, LINE, LR_LABELS, LR_METHODS, LR_TEXT, kl_fit, paired_t, reading,
                               x3h_slope)
@@ -67,6 +64,12 @@ from ddrl.study.drift_data import PAIR, drift_path, heldout_rows, seed_table
 XEON = RESULTS / "replication_xeon"  # the Xeon build's analyses (Amendments 38-42)
 MARGIN = 1.0  # points: every amendment claim's margin (plan Sec. 4's rule)
 CHECK = OUT / "refine_check"  # the repeat checks' CSVs (<CHECK>/<regime>/ddrl-seedNN.csv.gz), never over a committed one
+#: The learning rate of each base regime and its lr/10 one, as figures name it and as the level tables' cell shows it
+LR_NAME = {"math500_like": "default lr", MATH500_SMALL_LR: "lr/10", "amc_like": "default lr", SMALL_LR: "lr/10"}
+LR_CELL = {"math500_like": "default (3e-5)", MATH500_SMALL_LR: "lr/10 (3e-6)", "amc_like": "default (3e-5)",
+           SMALL_LR: "lr/10 (3e-6)"}
+#: Amendment 28's claims, as its table names them
+COMPARISON = {"P1": "TTRL - no adaptation", "P2": "DDRL - no adaptation", "M1": "DDRL - TTRL"}
 
 
 @dataclass(frozen=True)
@@ -128,6 +131,10 @@ class Design:
     # of :data:`~ddrl.study.drift.ARMS`
     drift_dir: Path | None = None  # a drift design's step CSVs and held-out KLs, if not beside its CSVs
     exploratory: bool = False  # a drift design of the runs its predictions were read from: no verdicts
+    beside_regimes: tuple[str, ...] = ()  # the registered regimes whose entries its table sets beside, a column each
+    # (Amendment 28: MATH-500-like at the default lr, AMC-like at lr/10); (): :data:`~ddrl.study.plan.SAME_BASE`'s
+    job_regimes: tuple[str, ...] = ()  # its jobs' regimes, in this order (Amendment 50: both learning rates); (): its own
+    csv_dir: str = ""  # the folder under ``runs/`` its jobs write to (Amendments 50, 51: apart from the regimes' CSVs)
 
     @property
     def tag(self) -> str:
@@ -146,7 +153,7 @@ class Design:
 #: What the tables call the registered claims the designs decide
 REGISTERED_WHAT = {"R1": "COR keeping 4x the rollouts - DDRL (COR 1x)", "H1x": "DDRL - untrained", "H1xC": "DDRL - BCS+DAE (COR's cost)", "H1xT": "TTRL - untrained",
                    "H1xD": "DDRL - TTRL", "H1xR": "BCS+DAE - TTRL",
-                   "A1": "BCS - TTRL", "A2": "BCS+DAE - BCS", "A3": "DDRL - BCS+DAE", **AMENDMENT28_WHAT,
+                   "A1": "BCS - TTRL", "A2": "BCS+DAE - BCS", "A3": "DDRL - BCS+DAE", **COMPARISON,
                    "M2": "DDRL - ETMR",
                    "C1": "DDRL - (BCS+DAE + additional RL)",
                    "C2": "additional RL's extra steps - COR [% of each run's own RL phase]"}
@@ -206,6 +213,17 @@ COR_ALONE_RUNS = ("no_adaptation", "ttrl", "bcs_dae", "ddrl", COR_ONLY)  # the r
 _COR_ALONE_HEADER = ("| claim (pass@1, points) | regime | seeds x questions | estimate [95% CI] | half-width (predicted) "
                      "| verdict |")
 _COR_ALONE = {"measures": (), "cached_ddrl": False, "header": _COR_ALONE_HEADER}
+
+#: Amendments 49-51: the level table against TTRL; T1f's table and folder (its CSVs apart from the regimes')
+_T1_LEVELS = "| method | learning rate | adapted pass@1, mean over {span} (SD) | seeds below TTRL at its lr |"
+_T1F_HEADER = ("| learning rate | paper (MATH-500) | T1, the caption's reading (grpo_no_std - TTRL) | **T1f, the text's "
+               "reading (dae - TTRL; Amendment 50)** | half-width (predicted) | verdict |")
+T1F_DIR = "table1_fixed"
+#: Amendment 62: the runs each split's analysis reads, in the levels' order
+COR_TRADE_RUNS = {"adapted": ("bcs_dae", COR_LR10, COR_4X_LR10, "ddrl", COR_4X),
+                  HELDOUT_X: ("no_adaptation", "bcs_dae", COR_LR10, COR_4X_LR10, "ddrl", COR_4X)}
+_COR_TRADE_HEADER = ("| claim ({} at lr/10, pass@1, points) | questions | **Amendment 62** | half-width (predicted at 6 "
+                     "/ 10 seeds) | verdict |")
 
 DESIGNS = {d.id: d for d in (
     # Amendment 56: R1 (COR keeping 4x) and K1, K2 (COR at 1e-6) at lr/10 in AMC-like from the cached RL-only weights of
@@ -566,6 +584,63 @@ DESIGNS = {d.id: d for d in (
                                               ("claims_xeon", 5, XEON, "amc_like", 12, "Xeon build"),
                                               ("claims_c49d", 6, RESULTS / "replication_c49d", SMALL_LR, 19,
                                                "c49d994e build"))),
+    # --- MATH-500-like at lr/10, Table 1, COR 4x at 1e-6 (Amendments 28, 49-51, 62) ---
+    # Amendment 28: P1, P2 and M1 in MATH-500-like under the registered lr/10 rule (its regime: python -m ddrl.study
+    # --small-lr-regime), each seed's untrained run the registered MATH-500-like one. Predicted at 18 seeds x 256
+    # questions: (registered MATH-500-like components, AMC-like lr/10's)
+    Design("small_lr", 28, MATH500_SMALL_LR, tuple(range(18)), None, ("ttrl", "ddrl"), ("no_adaptation", "ttrl", "ddrl"),
+           ("P1", "P2", "M1"), {}, {"P1": "2.42 / 1.92", "P2": "3.07 / 2.80", "M1": "1.98 / 1.45"}, OUT / "claims.json",
+           "## The main table at the paper's small learning rate (plan Amendment 28)", split="adapted",
+           job_kind="lr/10m", measures=("levels", "seed_pass1", "vote"), cached_ddrl=False, paper=True,
+           level_regimes=("math500_like", MATH500_SMALL_LR), beside_regimes=("math500_like", SMALL_LR),
+           header="| claim (adapted pass@1, points) | paper (MATH-500) | MATH-500-like, default lr (registered) | "
+                  "AMC-like at lr/10 (registered) | **MATH-500-like at lr/10 (Amendment 28)** | half-width (predicted) | "
+                  "verdict |",
+           level_header="| method | learning rate | adapted pass@1, mean over seeds (SD) | seeds below their untrained "
+                        "run |"),
+    # Amendment 49: Table 1 (T1: TTRL without GRPO's std division - TTRL) at lr/10, grpo_no_std a new run per seed
+    # against Amendment 28's TTRL runs. Predicted at 12 seeds: (registered MATH-500-like T1, Amendment 28's M1,
+    # Amendment 29's A1)
+    Design("table1", 49, MATH500_SMALL_LR, tuple(range(12)), None, ("grpo_no_std", "ttrl"), ("ttrl", "grpo_no_std"),
+           ("T1",), {}, {"T1": "1.10 / 1.84 / 0.46"}, OUT / "table1.json",
+           "## Table 1 at the small learning rate (plan Amendment 49)", split="adapted", job_kind="T1 lr/10",
+           measures=("levels", "vote"), cached_ddrl=False, reference="ttrl", paper=True,
+           names={"T1": "TTRL without the std division - TTRL"}, level_regimes=("math500_like", MATH500_SMALL_LR),
+           level_header=_T1_LEVELS,
+           header=_LR10_HEADER.format(what=" (adapted pass@1, points)", bench="MATH-500", name="MATH-500-like", n=49)),
+    # Amendment 50: T1f, Table 1 as the paper's text reads it (fixed +1/-1 advantages, preset dae, against TTRL) at
+    # both learning rates, its CSVs under runs/table1_fixed/, its TTRL partners the committed runs. Predicted at 12
+    # seeds, per regime: (the registered T1, A2) at the default lr, (Amendment 28's M1, 29's A2) at lr/10
+    Design("table1_fixed", 50, "math500_like", tuple(range(12)), None, ("dae",), ("ttrl", "grpo_no_std", "dae"), (),
+           {}, {"math500_like": "1.10 / 0.95", MATH500_SMALL_LR: "1.84 / 0.13"}, OUT / "table1_fixed.json",
+           "## Table 1 as the paper's text reads it (plan Amendment 50)", split="adapted", job_kind="T1f",
+           measures=(), cached_ddrl=False, reference="ttrl", optional=("grpo_no_std",),
+           level_regimes=("math500_like", MATH500_SMALL_LR), level_header=_T1_LEVELS, whole="t1f",
+           job_regimes=("math500_like", MATH500_SMALL_LR), csv_dir=T1F_DIR, header=_T1F_HEADER),
+    # Amendment 51: T1f at the default lr on the fresh seeds 12-45, its verdict on them alone (Amendment 50's seeds
+    # pooled beside, descriptive); its table is Amendment 50's with its row. Predicted at 34 seeds: (Amendment 50's
+    # T1f matrix, the registered T1 matrix)
+    Design("table1_fixed_more", 51, "math500_like", tuple(range(12, 46)), None, ("dae",), ("ttrl", "grpo_no_std", "dae"),
+           (), {}, {"T1f": "1.28 / 0.69"}, OUT / "table1_fixed_more.json",
+           "## Table 1 as the paper's text reads it, on fresh seeds (plan Amendment 51)", split="adapted",
+           job_kind="T1f", measures=(), cached_ddrl=False, reference="ttrl", optional=("grpo_no_std",),
+           level_regimes=("math500_like",), level_header=_T1_LEVELS, whole="t1f", csv_dir=T1F_DIR,
+           header=_T1F_HEADER),
+    # Amendment 62: COR keeping 4x the rollouts at a tenth of its rate, from the cached RL-only weights (Amendments
+    # 55, 59), on the adapted questions, then on H1x's fresh ones; COR's size x rate square. Predicted at 6 / 10
+    # seeds, each from two committed lr/10 matrices of the same regime
+    Design("cor4x_lr10_amc", 62, SMALL_LR, tuple(range(10)), "2026-12-03T20:05:00+00:00", (COR_4X_LR10,),
+           COR_TRADE_RUNS[HELDOUT_X], (), {},
+           {"K1g": "0.42 / 0.36, 1.97 / 1.87", "R1g": "1.44 / 1.41, 0.42 / 0.36", "K1gx": "0.15 / 0.12, 0.56 / 0.50",
+            "R1gx": "0.53 / 0.51, 0.15 / 0.12"}, OUT / "cor4x_lr10_amc.json",
+           "## COR keeping 4x the rollouts at a tenth of its rate, at the small learning rate (plan Amendment 62)",
+           job_kind="R1g lr/10 (A62)", measures=(), whole="cor_trade", header=_COR_TRADE_HEADER.format("AMC-like")),
+    Design("cor4x_lr10_math500", 62, MATH500_SMALL_LR, tuple(range(10)), "2026-12-03T20:25:00+00:00", (COR_4X_LR10,),
+           COR_TRADE_RUNS[HELDOUT_X], (), {},
+           {"K1g": "0.59 / 0.55, 1.96 / 1.91", "R1g": "1.04 / 1.01, 0.59 / 0.55", "K1gx": "0.20 / 0.18, 0.71 / 0.70",
+            "R1gx": "0.67 / 0.64, 0.20 / 0.18"}, OUT / "cor4x_lr10_math500.json",
+           "### In MATH-500-like (plan Amendment 62)",
+           job_kind="R1g lr/10 (A62)", measures=(), whole="cor_trade", header=_COR_TRADE_HEADER.format("MATH-500-like")),
 )}
 
 
@@ -603,7 +678,7 @@ def _reproduced_by_method(d: Design, r: Reading) -> dict:
 
 def _heldout_check(d: Design, r: Reading) -> dict:
     """The repeat check on the fresh questions: each cached DDRL run evaluated again into :data:`CHECK`
-    (:func:`ddrl.study.amendments.small_lr_refine.check_rows`)."""
+    (:func:`check_rows`)."""
     return {"check": check_rows(r.out, CHECK, r.seeds, d.regime, HELDOUT_X)}
 
 
@@ -619,7 +694,7 @@ AGAIN = "ddrl_again"  # the retrain check's name for a retrained DDRL run's step
 
 def retrain_check(out: str | Path, check: str | Path, seeds: Sequence[int], regime: str) -> dict | None:
     """The repeat check of retrained DDRL runs, or None before every re-evaluation is written: Amendment 56's
-    description (:func:`ddrl.study.amendments.small_lr_refine.check_rows`: questions and whole seeds whose re-evaluated
+    description (:func:`check_rows`: questions and whole seeds whose re-evaluated
     DDRL pass@1 equals the committed CSV's, R1 against the re-evaluated runs) and each retrained run's first RL step off
     the committed trajectory (``diverged_at``, -1: none; :func:`ddrl.study.analysis.rl_divergence`)."""
     rows = check_rows(out, check, seeds, regime)
@@ -638,7 +713,7 @@ def _retrain_check(d: Design, r: Reading) -> dict:
 
 
 def _reeval_check(d: Design, r: Reading) -> dict:
-    """The repeat check of cached DDRL runs evaluated again (:func:`ddrl.study.amendments.small_lr_refine.check_rows`)."""
+    """The repeat check of cached DDRL runs evaluated again (:func:`check_rows`)."""
     return {"check": check_rows(r.out, CHECK, r.seeds, d.regime)}
 
 
@@ -1379,7 +1454,7 @@ COR_ALONE_FIGURES = {"cor_alone": ("cor_alone_heldout", "the registered runs", "
 def cor_alone_figure(res: dict, held: dict | None, d: Design):
     """Descriptive (the paired intervals are the entries'): each run's adapted pass@1 (``res``: adapted design ``d``'s
     analysis; and held-out pass@1, ``held``: its held-out design's, where it has one), one dot per seed, one row per
-    split and one column per regime shown (:func:`ddrl.study.amendments.wide.levels_panel`)."""
+    split and one column per regime shown (:func:`ddrl.study.figures.levels_panel`)."""
     splits = [(res, "adapted pass@1 (%)", "adapted"), *([(held, "held-out pass@1 (%)", "fresh")] if held else [])]
     rows = [[(r, *split) for r in _panels(d, split[0]["seeds"])] for split in splits]
     n_cols = max(map(len, rows))
@@ -1495,6 +1570,240 @@ def cor_level_rows(levels: Sequence[dict], cor_kept: dict[str, float], first: st
                                    f"{kept.get(r['method'], '-')} |" for r in levels)]
 
 
+# MATH-500-like at lr/10, Table 1, COR 4x at 1e-6 (Amendments 28, 49-51, 62): T1f's and COR's size x rate square's
+# analyses (each the whole analysis of its designs), their tables and figures, and what the lr/10 designs share: the
+# repeat check of cached DDRL runs, the refusal of a seed whose DDRL run is not cached, the command line's options
+
+
+def t1f_missing(out: str | Path, seeds: Sequence[int], regimes: Sequence[str]) -> dict[str, list[int]]:
+    """Per regime, the seeds of ``seeds`` whose ``dae`` CSV (under ``<out>/table1_fixed``) or TTRL CSV is missing."""
+    return {r: sorted(set(seeds) - (set(complete_seeds(Path(out, T1F_DIR), r, ("dae",)))
+                                    & set(complete_seeds(out, r, ("ttrl",))))) for r in regimes}
+
+
+def t1f_entry(df: pd.DataFrame, regime: str, n_boot: int = 4000, stream: str | None = None) -> dict:
+    """T1f (``dae`` - TTRL) in ``regime`` over the seeds of ``df``, with T1's Table 1 row (its MATH-500 number, sign +1
+    and margin): Amendments 50 (stream: the regime) and 51 (streams ``<regime>/fresh``, ``<regime>/pooled``)."""
+    t1 = get_claim("T1")
+    return {**amendment_entry("T1f", regime, "fixed +1/-1 advantages instead of GRPO's help TTRL (Table 1, the paper's "
+                              "text)", "pass@1 dae - GRPO [points]", "dae", "ttrl",
+                              paired_matrix(df, regime, "dae", "ttrl", "adapted"), t1.margin, n_boot, stream=stream),
+            "paper": t1.paper["math500_like"]}
+
+
+def _t1f(d: Design, r: Reading) -> dict:
+    """Amendment 50: T1f in each of :attr:`Design.level_regimes` over the design's seeds, once all are complete in
+    each (``entries``, the paper's number Table 1's MATH-500 row); Amendment 51 (the design whose fresh seeds Amendment
+    50's design did not run): T1f on them alone (the verdict) and, descriptive, ``pooled`` with Amendment 50's seeds
+    (no verdict: they prompted the amendment). Descriptive, ``levels``: TTRL, ``grpo_no_std`` and ``dae`` per learning
+    rate on the design's seeds, with the seeds in which each ends below TTRL."""
+    missing = {g: m for g, m in t1f_missing(r.out, r.seeds, d.level_regimes).items() if m}
+    if missing:
+        raise ValueError(f"{r.out}: {d.tag} incomplete, seeds missing per regime {missing}; the plan reads no estimate "
+                         "before all are complete")
+    seen = [s for s in DESIGNS["table1_fixed"].seeds if s not in d.seeds]
+    both = sorted({*seen, *r.seeds})
+    df = read_csvs([*(csv_path(r.out, g, m, s) for g in d.level_regimes for s in both for m in ("ttrl", "grpo_no_std")),
+                    *(csv_path(Path(r.out, T1F_DIR), g, "dae", s) for g in d.level_regimes for s in both)])
+    levels = _levels(d, r._replace(df=df))["levels"]
+    if not seen:
+        return {"seeds": list(r.seeds), "entries": validate([t1f_entry(df, g, r.n_boot) for g in d.level_regimes],
+                                                            "table1_fixed"), "levels": levels}
+    fresh = df[df.seed.isin(set(r.seeds))]
+    pooled = {k: v for k, v in t1f_entry(df, d.regime, r.n_boot, f"{d.regime}/pooled").items() if k != "verdict"}
+    return {"seeds": list(r.seeds), "seen": seen,
+            "entries": validate([t1f_entry(fresh, d.regime, r.n_boot, f"{d.regime}/fresh")], "table1_fixed_more"),
+            "pooled": pooled, "levels": levels}
+
+
+def _t1f_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
+    """Amendment 50's table: per learning rate the paper's MATH-500 number (Table 1), the caption's reading there
+    (T1: the registered entry at the default lr, ``beside``; Amendment 49's at lr/10), T1f, its half-width beside the
+    plan's predictions and its verdict; then the levels. Amendment 51's (``res`` with ``seen``): Amendment 50's with
+    its fresh seeds' row after the default lr's and its levels after 50's."""
+    a50, more = DESIGNS["table1_fixed"], res if "seen" in res else None
+    res = json.loads(a50.analysis.read_text()) if more else res
+    t1 = {"math500_like": next(e for e in beside if (e["id"], e["regime"]) == ("T1", "math500_like")),
+          MATH500_SMALL_LR: next(e for e in json.loads(DESIGNS["table1"].analysis.read_text())["entries"]
+                                 if e["id"] == "T1")}
+    rows = [d.header, "|---|---|---|---|---|---|"]
+    fresh = [(f"{LR_CELL['math500_like']}, fresh seeds {more['seeds'][0]}-{more['seeds'][-1]} (Amendment 51)", e,
+              d.predicted["T1f"]) for e in (more or {"entries": []})["entries"]]
+    for name, e, pred in sorted([(LR_CELL[e["regime"]], e, a50.predicted[e["regime"]]) for e in res["entries"]]
+                                + fresh, key=lambda x: x[1]["regime"] != "math500_like"):  # stable: default lr first
+        rows.append(f"| {name} | {e['paper']:+.1f} | {entry_cell(t1[e['regime']])} | {amendment_cells(e, pred)}")
+    return "\n".join([*rows, *_level_rows(a50, res, res["seeds"]),
+                      *(_level_rows(d, more, more["seeds"]) if more else [])]) + "\n"
+
+
+#: Amendment 62's claims (id -> a, b, split, what: pass@1 a - b on the split; ours, sign +1) and COR's four settings
+#: (method -> kept multiple, learning rate)
+COR_TRADE_CLAIMS = {
+    "K1g": (COR_4X_LR10, "bcs_dae", "adapted", "COR 4x at 1e-6 - BCS+DAE (the RL-only weights)"),
+    "R1g": (COR_4X_LR10, COR_LR10, "adapted", "COR 4x at 1e-6 - COR 1x at 1e-6"),
+    "K1gx": (COR_4X_LR10, "bcs_dae", HELDOUT_X, "COR 4x at 1e-6 - BCS+DAE (its cost on fresh questions)"),
+    "R1gx": (COR_4X_LR10, COR_LR10, HELDOUT_X, "COR 4x at 1e-6 - COR 1x at 1e-6")}
+COR_SETTINGS = {COR_LR10: (1, "1e-6"), COR_4X_LR10: (4, "1e-6"), "ddrl": (1, "1e-5"), COR_4X: (4, "1e-5")}
+
+
+def _split_dir(out: str | Path, split: str) -> Path:
+    """Where a split's CSVs lie under a runs folder ``out``: adapted ones in it, the others (``heldout_x``) below it."""
+    return Path(out) / ("" if split == "adapted" else split)
+
+
+def trade(levels: dict[str, Sequence[dict]]) -> list[dict]:
+    """Descriptive, no verdict: per COR setting (:data:`COR_SETTINGS`) its mean adapted gain and mean held-out change
+    over the RL-only weights (BCS+DAE), in points, and the seeds below them on each split (``<split>_below``), from the
+    two splits' level tables (``levels``: split -> records, BCS+DAE the reference)."""
+    by = {sp: {r["method"]: r for r in rows} for sp, rows in levels.items()}
+    return [{"method": m, "keep": k, "cor_lr": lr,
+             **{sp: by[sp][m]["pass1"] - by[sp]["bcs_dae"]["pass1"] for sp in by},
+             **{f"{sp}_below": by[sp][m]["below_reference"] for sp in by}} for m, (k, lr) in COR_SETTINGS.items()]
+
+
+def _cor_trade(d: Design, r: Reading) -> dict:
+    """Amendment 62 on :func:`~ddrl.study.plan.seeds_to_analyse`'s seeds (complete on both splits, to the
+    design's clock): ``entries`` (:data:`COR_TRADE_CLAIMS` by :func:`~ddrl.study.claims.amendment_entry`, streams
+    ``derive_seed(0, "claims", id, regime)``, ``half_width`` added); descriptive, ``levels`` per split, :func:`trade`,
+    and how many recomputed held-out COR runs' adapted rows equal the adapted job's CSV."""
+    gone = set().union(*(missing_seeds(_split_dir(r.out, sp), d.regime, ms, r.seeds)
+                         for sp, ms in COR_TRADE_RUNS.items()))
+    done = seeds_to_analyse(r.seeds, set(r.seeds) - gone, f"{r.out}: {d.tag}", d.cutoff)
+    df = {sp: read_csvs(csv_path(_split_dir(r.out, sp), d.regime, m, s) for m in ms for s in done)
+          for sp, ms in COR_TRADE_RUNS.items()}
+    entries = [amendment_entry(cid, d.regime, what, f"{'adapted' if sp == 'adapted' else 'held-out'} pass@1, {what} "
+                               "[points]", a, b, paired_matrix(df[sp], d.regime, a, b, sp).to_numpy(), MARGIN, r.n_boot)
+               for cid, (a, b, sp, what) in COR_TRADE_CLAIMS.items()]
+    levels = {sp: level_table(run_levels(x, sp), ("method",), reference="bcs_dae", sort=False).to_dict(orient="records")
+              for sp, x in df.items()}
+    held = df[HELDOUT_X]
+    return {"regime": d.regime, "seeds": list(done), "entries": with_half_width(validate(entries, d.regime)),
+            "levels": levels, "trade": trade(levels),
+            **reproduced_counts(held[held.method == COR_4X_LR10].drop_duplicates("seed"))}
+
+
+def _cor_trade_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
+    """Amendment 62's tables: per claim its split, estimate, half-width beside the plan's predictions and verdict; then
+    COR's four settings, their adapted gain and held-out change over BCS+DAE."""
+    rows = [d.header, "|---|---|---|---|---|"]
+    for e in res["entries"]:
+        a, b, sp, what = COR_TRADE_CLAIMS[e["id"]]
+        rows.append(f"| {e['id']} {what} | {'adapted' if sp == 'adapted' else 'fresh'} ({e['n_questions']:,}) | "
+                    f"{amendment_cells(e, d.predicted[e['id']])}")
+    n = len(res["seeds"])
+    rows += ["", "| COR setting (from the same RL-only weights) | kept rollouts | learning rate | adapted gain over "
+             "BCS+DAE (seeds below it) | held-out change over BCS+DAE (seeds below it) |", "|---|---|---|---|---|"]
+    rows += [f"| {t['method']} | {t['keep']}x | {t['cor_lr']} | {t['adapted']:+.2f} ({t['adapted_below']} of {n}) | "
+             f"{t[HELDOUT_X]:+.2f} ({t[HELDOUT_X + '_below']} of {n}) |" for t in res["trade"]]
+    return "\n".join(rows) + "\n"
+
+
+def trade_frame(results: Sequence[dict]) -> pd.DataFrame:
+    """Amendment 62's analyses (one per regime) as one table: per regime and COR setting its :func:`trade` row."""
+    return pd.DataFrame([{"regime": REGIME_NAME[res["regime"]], "seeds": len(res["seeds"]), **t}
+                         for res in results for t in res["trade"]])
+
+
+def trade_figure(results: Sequence[dict]):
+    """Descriptive: per regime (a panel each) the four COR settings' mean adapted gain over the RL-only weights (x)
+    against their mean held-out change (y), in points, from Amendment 62's analyses (``results``); the zero lines
+    dashed. A figure, no verdict: the claims' intervals are in the tables."""
+    df = trade_frame(results)
+    fig, axes = plt.subplots(1, len(results), figsize=(5.2 * len(results), 4), squeeze=False, sharey=True)
+    for ax, (regime, g) in zip(axes[0], df.groupby("regime", sort=False)):
+        sns.scatterplot(g, x="adapted", y=HELDOUT_X, hue="method", palette={m: color(m) for m in g.method}, s=90,
+                        legend=False, ax=ax)
+        for t in g.itertuples():
+            ax.annotate(f"COR {t.keep}x at {t.cor_lr}", (t.adapted, getattr(t, HELDOUT_X)), textcoords="offset points",
+                        xytext=(6, 6), fontsize=8)
+        ax.axhline(0, color="grey", ls="--", lw=0.8)
+        ax.axvline(0, color="grey", ls="--", lw=0.8)
+        ax.margins(x=0.2, y=0.12)
+        ax.set(xlabel="adapted pass@1 gain over BCS+DAE (points)",
+               ylabel="held-out pass@1 change over BCS+DAE (points)", title=f"{regime} at lr/10 ({g.seeds.iloc[0]} seeds)")
+    fig.tight_layout()
+    return fig
+
+
+def _name(regime: str, method: str) -> str:
+    """A run's tick label: the method's short name (DDRL's parts are in the vote panels' legend; the full label made the
+    rotated tick labels overlap), then the learning rate."""
+    name = label(method).split(" (")[0]
+    return name if method == "no_adaptation" else f"{name}\n{LR_NAME[regime]}"
+
+
+def figure(res: dict, title: str = "MATH-500-like at the default learning rate and at lr/10 (plan Amendment 28; "
+                                   "descriptive)"):
+    """:func:`ddrl.study.figures.levels_vote_figure` of the committed analysis (descriptive; the paired intervals are the
+    entries'): each run's adapted pass@1 (``seed_pass1``) of the untrained model and of TTRL and DDRL at both learning
+    rates on the same seeds, and the vote by quarter of the RL steps (``vote``), lines styled by learning rate."""
+    per, vote = pd.DataFrame(res["seed_pass1"]), pd.DataFrame(res["vote"])
+    per["run"] = [_name(r, m) for r, m in zip(per.regime, per.method)]
+    vote["run"], vote["learning rate"] = vote.method.map(label), vote.regime.map(LR_NAME)  # colour: method, line: lr
+    palette = {n: color(m) for n, m in (*zip(per.run, per.method), *zip(vote.run, vote.method))}
+    return levels_vote_figure(per, vote, list(dict.fromkeys(per.run)), palette,
+                              title, numpy_generator(0, "figure", MATH500_SMALL_LR), style="learning rate")
+
+
+#: Where each lr/10 regime's cached DDRL runs come from, for :func:`refuse_untrained`'s message: (the amendment that
+#: trained them, the command that trains them again)
+CACHED_BY = {SMALL_LR: (55, "python -m ddrl.study run ablation_amc trains them, ~12 worker-minutes a seed"),
+             MATH500_SMALL_LR: (59, "python -m ddrl.study run refine_math500 trains them, ~14 worker-minutes a seed")}
+
+
+def refuse_untrained(seeds: Sequence[int], runs_root: str | Path, scale: str,
+                     amendment: int = 56, regime: str = SMALL_LR) -> None:
+    """A ValueError naming the seeds whose DDRL run in ``regime`` is not finished under ``runs_root``, before any job:
+    ``amendment`` (56-58, 60, 62) refines (or evaluates) the cached runs of :data:`CACHED_BY`'s amendment and must not
+    train one anew."""
+    gone = untrained(seeds, runs_root, scale, regime, ("ddrl",))
+    if gone:
+        by, how = CACHED_BY[regime]
+        raise ValueError(f"{runs_root}: the DDRL runs of seeds {[s for _, s in gone]} in {regime} are not finished "
+                         f"there; Amendment {amendment} uses Amendment {by}'s cached runs and trains none ({how})")
+
+
+def check_rows(out: str | Path, check: str | Path, seeds: Sequence[int], regime: str = SMALL_LR,
+               split: str = "adapted") -> dict | None:
+    """The check's description on ``seeds`` in ``regime`` and ``split`` (Amendment 56's; Amendment 59's MATH-500-like
+    one; Amendment 60's on H1x's fresh questions, ``split`` :data:`~ddrl.study.plan.HELDOUT_X`, its CSVs under
+    ``<out>/heldout_x/`` and ``<check>/heldout_x/``), or None before every re-evaluation is written: how many of the
+    seeds x questions re-evaluated DDRL pass@1 values equal the committed CSV's, how many seeds match in full, and R1
+    (R1x) against the re-evaluated runs (its mean, as description)."""
+    out, check = _split_dir(out, split), _split_dir(check, split)
+    if missing_seeds(check, regime, ("ddrl",), seeds):
+        return None
+    again = read_csvs(csv_path(check, regime, "ddrl", s) for s in seeds)
+    again = again[again.split == split].set_index(["seed", "question"])["pass@1"]
+    df = read_csvs(csv_path(out, regime, m, s) for s in seeds for m in ("ddrl", COR_4X))
+    a = df[df.split == split].set_index(["method", "seed", "question"])["pass@1"]
+    committed, cor4x = a.loc["ddrl"], a.loc[COR_4X]
+    equal = (committed - again.reindex(committed.index)).abs() < 1e-12
+    return {"questions_equal": int(equal.sum()), "questions": int(len(equal)),
+            "seeds_equal": int(equal.groupby(level="seed").all().sum()),
+            "r1_against_reevaluated": float(100 * (cor4x - again.reindex(cor4x.index)).mean())}
+
+
+def seeds_line(what: str, total: int, missing: Sequence[int], cutoff: str | None = None) -> str:
+    """A status line of the designs' command line: how many of ``total`` seeds are complete, which are not, and with a
+    plan's clock (``cutoff``) the minutes left to it."""
+    clock = "" if cutoff is None else f"; minutes to the clock {minutes_to(cutoff):.0f}"
+    return f"{what}: {total - len(missing)} of {total} seeds complete; missing {list(missing)}{clock}"
+
+
+def add_run_arguments(ap: argparse.ArgumentParser, seeds_help: str) -> None:
+    """The options every design's command line shares."""
+    runs = RESULTS / "runs"
+    ap.add_argument("--seeds", type=seed_range, default=None, help=seeds_help)
+    ap.add_argument("--scale", choices=sorted(SCALES), default="default")
+    ap.add_argument("--workers", type=int, default=None)
+    ap.add_argument("--budget-min", type=float, default=None, help="jobs starting later are skipped")
+    ap.add_argument("--out", type=Path, default=runs, help=f"the CSVs (default {runs})")
+    ap.add_argument("--runs-root", type=Path, default=None, help="run directories (default: <cache>/runs)")
+    ap.add_argument("--json", type=Path, default=None, help="analyse: write the result here")
+
+
+TABLES |= {"t1f": _t1f_table, "cor_trade": _cor_trade_table}  # (defined after TABLES' literal)
 MEASURES: dict[str, Callable[[Design, Reading], dict]] = {
     "reproduced": _reproduced, "reproduced_by_method": _reproduced_by_method, "heldout_check": _heldout_check,
     "cor_kept": _cor_kept, "retrain_check": _retrain_check, "reeval_check": _reeval_check, "levels": _levels,
@@ -1503,7 +1812,7 @@ MEASURES: dict[str, Callable[[Design, Reading], dict]] = {
     # whole analyses (Design.whole), each with its table in TABLES
     "lr_heldout": _lr_heldout, "lr_drift": _lr_drift, "cor_alone_drift": _cor_drift, "lr_curve": _lr_curve,
     "dynamics": _dynamics, "device_check": _device_check, "wide_arms": _wide_arms, "cor_alone": _cor_alone,
-    "cor_alone_heldout": _cor_alone_heldout, "drift": _drift, "claims": _claims}
+    "cor_alone_heldout": _cor_alone_heldout, "drift": _drift, "claims": _claims, "t1f": _t1f, "cor_trade": _cor_trade}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -1540,8 +1849,10 @@ def _needed(d: Design) -> tuple[str, ...]:
 
 
 def _complete(d: Design, out: str | Path, runs: Sequence[str]) -> list[int]:
-    """The seeds with a CSV of every one of ``runs`` where :func:`path` reads it."""
-    return sorted(set.intersection(*(set(complete_seeds(_csv_root(d, out), _folder(d, m), (m,))) for m in runs)))
+    """The seeds with a CSV of every one of ``runs`` where :func:`path` reads it (an evaluated run's under
+    :attr:`Design.csv_dir`)."""
+    return sorted(set.intersection(*(set(complete_seeds(_csv_root(d, Path(out, d.csv_dir) if m in d.evaluates else out),
+                                                        _folder(d, m), (m,))) for m in runs)))
 
 
 def _wants(d: Design, runs: Sequence[str], seed: int) -> bool:
@@ -1556,7 +1867,7 @@ def jobs(d: Design, seeds: Sequence[int] | None = None, now: float | None = None
         return [j for p in regime_designs(d) for j in jobs(p, seeds and [s for s in seeds if s in p.seeds], now)]
     groups = [((m,), d.kinds[i] if d.kinds else d.job_kind) for i, m in enumerate(d.evaluates)] if d.job_per_run \
         else [(d.evaluates, d.job_kind)]
-    return [Job(d.regime, s, g, kind)
+    return [Job(regime, s, g, kind) for regime in d.job_regimes or (d.regime,)
             for s in seeds_to_start(d.seeds if seeds is None else seeds, d.seeds, d.cutoff, now, d.late_seeds)
             for g, kind in groups if _wants(d, g, s)]
 
@@ -1658,7 +1969,9 @@ def markdown(d: Design, res: dict, beside: Sequence[dict]) -> str:
         return TABLES[d.whole](d, res, beside)
     by = {e["id"]: e for e in beside if d.beside or e["regime"] == SAME_BASE[d.regime]}
     seeds = next(iter(res["seeds"].values())) if isinstance(res["seeds"], dict) else res["seeds"]
-    rows = [d.header.format(span=f"seeds {seeds[0]}-{seeds[-1]}"), "|---" * (6 if d.paper else 5) + "|"]
+    rows = [d.header.format(span=f"seeds {seeds[0]}-{seeds[-1]}"),
+            "|---" * ((6 if d.paper else 5) + max(0, len(d.beside_regimes) - 1)) + "|"]
+    at = {(e["id"], e["regime"]): e for e in beside}
     for e in res["entries"]:
         predicted = d.predicted.get(e["id"], "-")
         if d.beside is None:
@@ -1666,8 +1979,9 @@ def markdown(d: Design, res: dict, beside: Sequence[dict]) -> str:
             continue
         b = by.get(e["id"])
         paper = (" n/a |" if e["paper"] is None else f" {e['paper']:+.1f} |") if d.paper else ""
-        rows.append(f"| {e['id']} {d.what(e['id'])} |{paper} {d.unmeasured if b is None else entry_cell(b)} | "
-                    f"{amendment_cells(e, predicted)}")
+        cells = " | ".join(entry_cell(at[(e["id"], g)]) for g in d.beside_regimes) if d.beside_regimes else \
+            d.unmeasured if b is None else entry_cell(b)
+        rows.append(f"| {e['id']} {d.what(e['id'])} |{paper} {cells} | {amendment_cells(e, predicted)}")
     levels = (_level_rows(d, res, seeds) if d.level_header else
               cor_level_rows(res["levels"], res["cor_kept"], d.level_name) if "cor_kept" in res else
               held_level_rows(res["levels"], d.level_name) if d.level_name else [])
@@ -1690,7 +2004,7 @@ REGIME_NAME = {MATH500_SMALL_LR: "MATH-500-like", SMALL_LR: "AMC-like"}
 
 
 def etmr_figure(res: dict, d: Design):
-    """:func:`ddrl.study.amendments.small_lr.figure`'s panels (descriptive; the paired intervals are the entries'): each
+    """:func:`figure`'s panels (descriptive; the paired intervals are the entries'): each
     run's adapted pass@1 of the untrained model and of TTRL, ETMR and DDRL at both learning rates on the same seeds, and
     the vote by quarter of the RL steps (an ETMR design's committed analysis, notebook 06)."""
     return figure(res, f"{REGIME_NAME[d.regime]}, {d.build}: ETMR beside TTRL and DDRL (plan Amendment {d.amendment}, "
@@ -1750,8 +2064,11 @@ def run(d: Design, args: argparse.Namespace) -> str:
     gone = untrained(seeds, root, args.scale, d.regime, d.finished, regimes) if d.finished else []
     if gone:
         raise ValueError(f"{root}: {d.tag} evaluates finished runs and trains none; not finished there: {gone}")
-    status = run_jobs(jobs(d, seeds), SCALES[args.scale], args.out, root, clock_budget(d.cutoff, args.budget_min),
-                      args.workers, desc=f"{d.tag} run", regimes=regimes)
+    status = run_jobs(jobs(d, seeds), SCALES[args.scale], Path(args.out, d.csv_dir), root,
+                      clock_budget(d.cutoff, args.budget_min), args.workers, desc=f"{d.tag} run", regimes=regimes)
+    if d.whole == "cor_trade":  # then the same runs on H1x's fresh questions (checked against the adapted jobs' CSVs)
+        status += run_jobs([replace(j, label="H1x") for j in jobs(d, seeds)], SCALES[args.scale], args.out, root,
+                           clock_budget(d.cutoff, args.budget_min), args.workers, desc=f"{d.tag} H1x", regimes=regimes)
     if {"retrain_check", "reeval_check"} & set(d.measures):  # each DDRL run evaluated again (finished ones: none trains)
 
         gone = {s for _, s in untrained(seeds, root, args.scale, d.regime, ("ddrl",))}
@@ -1776,7 +2093,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         d = design(args.design)
-        args.out = d.runs if args.out == RUNS else args.out  # a design of another build: its own runs/
+        args.out = d.runs if args.out == RESULTS / "runs" else args.out  # a design of another build: its own runs/
         if args.what == "run":
             print(run(d, args))
         elif args.what == "status":

@@ -58,7 +58,7 @@ from ddrl.config import METHODS as PRESETS
 from ddrl.run.fingerprints import model_fingerprint
 from ddrl.run.pool import minutes_to
 from ddrl.run.rundir import RunDir
-from ddrl.study.regimes import WEAK_REGIME, Regime, candidate_records
+from ddrl.study.regimes import WEAK_REGIME, Regime, candidate_records, small_lr_regime
 from ddrl.run.storage import REPO
 from ddrl.run.cache import owner_lock
 from ddrl.testbed.builds import COMMITTED, META_FILE, cache_root, committed_dir, copy_build, install_build
@@ -75,6 +75,8 @@ COR_4X = "ddrl_cor4x"  # R1: COR keeping 4x the rollouts, from the DDRL run's RL
 COR_LR10 = "ddrl_cor_lr10"  # plan Amendment 30: COR at a tenth of its learning rate, from the same weights
 COR_ONLY = "cor_only"  # plan Amendment 30: COR from the untrained model (no RL phase)
 COR_4X_LR10 = "ddrl_cor4x_lr10"  # plan Amendment 62: COR keeping 4x the rollouts at a tenth of its rate, same weights
+MATH500_SMALL_LR = "math500_like_small_lr"  # plan Amendment 28: MATH-500-like under the registered lr/10 rule
+SMALL_LR_OUT = RESULTS / "small_lr"  # the lr/10 amendments' analyses (Amendments 28-33, 43, 49-62)
 #: One COR call on other weights, then evaluated (:meth:`~ddrl.run.experiments.Experiment.refined`): method -> (kept
 #: rollouts as a multiple of ``cor_keep``, divisor of ``cor_lr``, start weights)
 REFINED = {COR_4X: (4, 1, "rl"), COR_LR10: (1, 10, "rl"), COR_ONLY: (1, 1, "base"), COR_4X_LR10: (4, 10, "rl")}
@@ -383,6 +385,18 @@ def write_replication(results_dir: str | Path, note: str, names: Sequence[str] |
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text(json.dumps(out, indent=1) + "\n")
     return dest
+
+
+def small_lr_regime_file(base: str | Path = RESULTS / "regimes_base.json") -> dict:
+    """``results/regimes_small_lr.json`` (plan Amendment 28; the Xeon build's, Amendment 44, from its own ``base``): the
+    registered MATH-500-like regime of ``base`` under the lr/10 rule, on the same base weights (its base properties are
+    MATH-500-like's: same build, same questions). ``python -m ddrl.study --small-lr-regime [--results R]`` writes it."""
+    data = json.loads(Path(base).read_text())
+    reg = small_lr_regime(load_regimes(base, names=["math500_like"])["math500_like"])
+    return {"model": data["model"], "weights": data["weights"], "base_regime": "math500_like",
+            "rule": "plan Amendment 28: the registered lr/10 rule (lr / 10, twice the episodes) on the MATH-500-like "
+                    "regime; base properties those of math500_like (same build, same questions)",
+            "regimes": [reg.to_dict()]}
 
 
 def experiment(regime: Regime, scale: Scale, heldout: bool, runs_root: str | Path | None = None,

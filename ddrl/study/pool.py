@@ -1,8 +1,8 @@
 """The claims study's jobs through the pool of single-thread workers (:func:`run_jobs`, one progress bar), how they
 ended (:func:`status_counts`).
 
-Every plan amendment (:mod:`ddrl.study.designs`, :mod:`ddrl.study.amendments.small_lr`, ...) runs its jobs with these; notebook 06
-imports those modules to render the committed results, so nothing here loads torch until jobs run: the jobs'
+Every design of :mod:`ddrl.study.designs` runs its jobs with these; notebook 06
+imports it to render the committed results, so nothing here loads torch until jobs run: the jobs'
 code (:func:`ddrl.study.jobs.run_job`: train or load, evaluate, write the CSVs) is imported by :func:`run_jobs`.
 """
 

@@ -11,6 +11,7 @@ per-run CSVs into ``results/stage1.json`` and ``results/claims.json`` is :mod:`d
     python -m ddrl.study --real-rollouts         # F1-F3, G1, E1, E2's inputs on SVAMP Codex samples (Amendment 18)
     python -m ddrl.study --analyse claims        # every claim's estimate, interval, verdict -> results/claims.json
     python -m ddrl.study --status                # CSVs written per stage and the measured worker time left
+    python -m ddrl.study --small-lr-regime [--results R]   # R/regimes_small_lr.json (Amendments 28, 44; nothing measured)
     python -m ddrl.study status|analyse|run|render DESIGN   # a design of ddrl.study.designs.DESIGNS (plan amendments)
     python -m ddrl.study import wide DIR --device NAME      # a GPU machine's complete seeds (plan Amendment 26)
     python -m ddrl.study render-page             # docs/results.md from the committed analyses (make docs)
@@ -46,8 +47,8 @@ from ddrl.run.storage import REPO, write_json
 from ddrl.study.analysis import analyse_claims, analyse_stage1
 from ddrl.study.figures import render_results
 from ddrl.study.plan import (HELDOUT_X_AMENDMENTS, REAL, RESULTS, SCALES, SVAMP_REGIME, Scale, check_weights,
-                             export_base_models, heldout_x_jobs, load_regimes, regimes_path, stage1_jobs, stage2_jobs,
-                             write_replication)
+                             export_base_models, heldout_x_jobs, load_regimes, regimes_path, small_lr_regime_file,
+                             stage1_jobs, stage2_jobs, write_replication)
 from ddrl.study.jobs import run_real_rollouts_job
 from ddrl.study.rerun import main as rerun_main
 from ddrl.study.pool import run_jobs, status_counts
@@ -125,6 +126,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     what.add_argument("--new-replication", metavar="NOTE",
                       help="write <results>/regimes_base.json for a replication on this machine's build (the "
                            "registered regimes named by --regimes, verbatim), then stop")
+    what.add_argument("--small-lr-regime", action="store_true", help="write <results>/regimes_small_lr.json: the "
+                      "MATH-500-like regime of <results>/regimes_base.json under the lr/10 rule (plan Amendments 28, "
+                      "44), then stop")
     ap.add_argument("--scale", choices=sorted(SCALES), default="default")
     ap.add_argument("--regimes", nargs="+", default=None, help="default: every regime of regimes_base.json")
     ap.add_argument("--budget-min", type=float, default=None, help="wall-time budget; later jobs are skipped")
@@ -159,6 +163,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"ddrl.study: {e}", file=sys.stderr)
             return 2
         print(f"ddrl.study: a replication's regimes on this machine's build -> {path}")
+        return 0
+    if args.small_lr_regime:
+        sys.stdout.write(write_json(args.results / "regimes_small_lr.json",
+                                    small_lr_regime_file(regimes_path(args.results))))
         return 0
     regimes = load_regimes(regimes_path(args.results), scale=scale, names=args.regimes)
     stage1_file, claims_file = args.results / "stage1.json", args.results / "claims.json"
