@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shutil
 from datetime import datetime
 
@@ -44,6 +45,45 @@ def test_every_design_reads_what_its_claims_pair_and_predicts_each():
         assert not d.level_regimes or d.regime in d.level_regimes, d.id  # its own runs are read in its regime
     with pytest.raises(ValueError, match="no design 'nope'.*ttrl_heldout_amc"):
         D.design("nope")
+
+
+def test_every_prediction_and_clock_is_the_plans():
+    """Each design's predicted half-widths are numbers its amendment (or the next two) states; 55-61 state the clock.
+    (Where they came from, the committed matrices, is the plan's record: results/plan.md.)"""
+    plan = " ".join((RESULTS / "plan.md").read_text().split())
+    later = {"3.36", "3.62"}  # cor_alone_xeon's K4 at the 12 seeds Amendment 37 ran (commit 4070103); the plan: 3.40 / 3.65
+    for d in D.DESIGNS.values():
+        if isinstance(d.amendment, int):
+            said = plan.split(f"{d.amendment}. **Why**")[1].split(f"{d.amendment + 3}. **Why**")[0]
+            got = {x for v in d.predicted.values() for x in re.findall(r"\d+\.\d\d", v)}
+            assert got - set(re.findall(r"\d+\.\d\d", said)) - later == set(), d.id
+            assert not 55 <= d.amendment <= 61 or f"{d.cutoff[:10]} {d.cutoff[11:16]} UTC" in said, d.id
+    assert len([d for d in D.DESIGNS.values() if d.predicted]) >= 36
+
+
+@pytest.mark.parametrize("name,line,text", [  # a row of each kind of committed table (markdown: not in the JSON)
+    ("ablation", 2, "| A1 BCS - TTRL | +1.1 | -1.47 [-2.76, -0.19], 46 seeds, *contradicted* | **-0.42 "),
+    ("ablation", 6, "| part of DDRL - TTRL (seeds 0-11) | points |"),
+    ("ablation", 22, "| ddrl | lr/10 (3e-6) | 69.5 (0.7) | 0 of 12 |"),
+    ("extra_rl_amc", 3, "| C2 additional RL's extra steps - COR [% of each run's own RL phase] | n/a | -0.60 "),
+    ("small_lr_etmr_xeon", 0, "| claim (adapted pass@1, points) | paper (MATH-500) | registered build at lr/10 "
+                              "(Amendments 28, 43) | **Xeon build, MATH-500-like at lr/10 (Amendment 44, seeds 0-9)**"),
+    ("small_lr_etmr_xeon", -1, "| ddrl | lr/10 (3e-6) | 70.4 (0.7) | 0 of 10 | 4.7 |"),
+    ("small_lr_etmr", 3, "| M3 ETMR - TTRL | +3.9 | not measured | **"),
+    ("etmr_heldout_xeon", 2, "| H1x DDRL at lr/10 - no adaptation, held-out | 10 | -0.49 [-1.33, +0.39] | 0.86 (0.97 / "
+                             "1.12) | *not resolved* |"),
+    ("cor_lr10_heldout_math500", 3, "| K2x DDRL (COR at 1e-5) - COR at 1e-6 | -0.8"),
+    ("cor_alone", 7, "| K3x COR alone (no RL) - no adaptation, held-out | AMC-like | 19 x 1,536 | +0.94 [+0.35, +1.55] "
+                     "| 0.60 (0.28-1.41) | **reproduced** |"),
+    ("cor_alone_xeon_heldout", 8, "| K4x DDRL at lr/10 - COR alone, held-out | -10.04 [-11.36, -8.78], 19 seeds, "
+                                  "*contradicted* | **-1.85 [-2.73, -1.02]**, 12 x 1,536 | 0.85 (1.39 / 0.49) |"),
+    ("small_lr", 2, "| P1 TTRL - no adaptation | +40.3 | -0.70 [-2.91, +1.42], 46 seeds, *not resolved* | +5.89 [+3.34, "
+                    "+8.61], 19 seeds, *reproduced* | **"),
+    ("table1", 4, "| method | learning rate | adapted pass@1, mean over seeds 0-11 (SD) | seeds below TTRL at its lr |"),
+    ("table1_fixed_more", 3, "| default (3e-5), fresh seeds 12-45 (Amendment 51) | +2.0 | +0.73"),
+    ("cor4x_lr10_amc", 4, "| K1gx COR 4x at 1e-6 - BCS+DAE (its cost on fresh questions) | fresh (1,536) | **")])
+def test_the_committed_tables(name, line, text):
+    assert D.committed_table(name).splitlines()[line].startswith(text)
 
 
 @pytest.mark.parametrize("name,groups", [
@@ -103,127 +143,6 @@ def test_amendment_55_reads_the_same_complete_seeds_for_every_claim(tmp_path):
     assert D.missing(d, tmp_path) == [8, 9, 10, 11]
 
 
-def _hw(root, regime, a, b, ns, seeds=None, split=HELDOUT_X, questions=1536) -> str:
-    """A paired matrix's predicted half-widths at ``ns`` seeds x ``questions``, as the tables print them: on the fresh
-    questions, or the adapted ones (the untrained run from the regime's base); on ``seeds`` or every committed one."""
-    def files(m):
-        folder = (root / HELDOUT_X / regime if split == HELDOUT_X else
-                  root / (SAME_BASE.get(regime, regime) if m == "no_adaptation" else regime))
-        return ([folder / f"{m}-seed{s:02d}.csv.gz" for s in seeds] if seeds is not None else
-                sorted(folder.glob(f"{m}-seed[0-9][0-9].csv.gz")))
-
-    df = pd.concat([pd.read_csv(p, dtype={"question": str}) for m in (a, b) for p in files(m)])
-    vc = variance_components(paired_matrix(df, regime, a, b, split).dropna().to_numpy())
-    return " / ".join(f"{predicted_half_width(vc, n, questions):.2f}" for n in ns)
-
-
-def _hw_adapted(regime, a, b, seeds) -> str:
-    """An adapted paired matrix's predicted half-widths at 6 / 10 seeds x 256 questions."""
-    return _hw(RUNS, regime, a, b, (6, 10), seeds, "adapted", 256)
-
-
-def test_predicted_half_widths_are_the_matrices_the_plan_names():
-    """Each design's predictions from the committed matrices its plan amendment names (57: the Xeon build's lr/10
-    AMC-like H1x matrices; 58: those for TTRL's claims, Amendment 57's H1xC for K1x, K2x; 60, 61: Amendments 57's and
-    58's AMC-like matrices, then Amendment 31's MATH-500-like H1xC; 59: the registered MATH-500-like R1, Amendment 56's
-    lr/10 AMC-like R1, Amendment 29's lr/10 MATH-500-like A3; 45, 48: the lr/10 held-out matrices of Amendment 31
-    (MATH-500-like) and 38 (the Xeon build's AMC-like), H1xT's for P3x, H1xD's for M2x, H1xR's for M3x, 48's beside the
-    default-lr AMC-like H1xT); 58-61's plan text prints them and the clock, 45's and 48's the numbers."""
-    cor_m500 = _hw(RUNS, MATH500_SMALL_LR, "ddrl", "bcs_dae", (6, 10), range(18))
-    cor = _hw(RUNS, SMALL_LR, "ddrl", "bcs_dae", (10, 6))
-    want = {"refine_heldout_amc": {"H1x": _hw(XEON, SMALL_LR, "ddrl", "no_adaptation", (10,)),
-                                   "H1xC": _hw(XEON, SMALL_LR, "ddrl", "bcs_dae", (10,)),
-                                   "R1x": _hw(XEON, SMALL_LR, "ddrl", "bcs_dae", (10,))},
-            "ttrl_heldout_amc": {"H1xT": _hw(XEON, SMALL_LR, "ttrl", "no_adaptation", (10, 6)),
-                                 "H1xD": _hw(XEON, SMALL_LR, "ddrl", "ttrl", (10, 6)),
-                                 "H1xR": _hw(XEON, SMALL_LR, "bcs_dae", "ttrl", (10, 6)), "K1x": cor, "K2x": cor},
-            "refine_heldout_math500": {"R1x": f"{_hw(RUNS, SMALL_LR, COR_4X, 'ddrl', (6, 10), range(10))}, {cor_m500}"},
-            "cor_lr10_heldout_math500": {
-                cid: f"{_hw(RUNS, SMALL_LR, a, b, (6, 10), range(10))}, {cor_m500}"
-                for cid, (a, b, _) in D.COR_LR10_HELDOUT.items()}}
-    stand_in = {"P3x": "H1xT", "M2x": "H1xD", "M3x": "H1xR"}
-    m500, amc = (lambda c, n: _hw(RUNS, MATH500_SMALL_LR, *PAIRED[stand_in.get(c, c)][:2], (n,), range(18)),
-                 lambda c, n: _hw(XEON, SMALL_LR, *PAIRED[stand_in.get(c, c)][:2], (n,), range(12)))
-    amc_default = _hw(RUNS, "amc_like", "ttrl", "no_adaptation", (12,), range(19))
-    want |= {"etmr_heldout": {c: m500(c, 18) for c in D.ETMR_HELDOUT},
-             "etmr_heldout_xeon": {c: f"{m500(c, 10)} / {amc(c, 10)}"
-                                   for c in ("H1x", "H1xT", "H1xD", "H1xC", "H1xR", *D.ETMR_HELDOUT)},
-             "etmr_heldout_amc": {"P3x": f"{amc('P3x', 12)} / {amc_default}"}}
-    adapted = {"refine_math500": {"R1": ", ".join([_hw_adapted("math500_like", COR_4X, "ddrl", range(6)),
-                                                   _hw_adapted(SMALL_LR, COR_4X, "ddrl", range(10)),
-                                                   _hw_adapted(MATH500_SMALL_LR, "ddrl", "bcs_dae", range(18))])}}
-    plan = (RESULTS / "plan.md").read_text()
-    for name, predicted in (want | adapted).items():
-        d = D.DESIGNS[name]
-        assert d.predicted == predicted, name
-        if d.amendment in (45, 48, 57):
-            continue  # their plan texts state the numbers otherwise, or only the matrices (57)
-        said = " ".join(plan.split(f"{d.amendment}. **Why**")[1].split())
-        assert all(f"**{v}**" in said for p in predicted.values() for v in p.split(", ")), name
-        assert f"{d.cutoff[:10]} {d.cutoff[11:16]} UTC" in said, name
-    plan = " ".join(plan.split())
-    a45, a48 = plan[plan.index("45. **Why**"):plan.index("46. **Why**")], plan[plan.index("48. **Why**"):]
-    assert "seeds **P3x** 0.36, **M2x** 0.71, **M3x** 0.16" in a45
-    assert all(f"**{c}** {p}" in a45 for c, p in D.DESIGNS["etmr_heldout_xeon"].predicted.items())
-    assert "lr/10 AMC-like H1xT matrix (Amendment 38, TTRL - no adaptation) **0.73**" in a48
-    assert "default-lr AMC-like H1xT matrix (19 seeds) **1.47**" in a48
-
-
-def test_the_etmr_predictions_are_the_matrices_the_plan_names():
-    """Amendments 43, 44, 46, 47 at the seeds their tables name x 256 (AMC-like: 128) questions: the registered
-    default-lr matrix of the same difference (Amendment 44's P1, P2, M1: the Xeon build's own) and the build's lr/10
-    M1 and P1 standing in for ETMR's claims (MATH-500-like: Amendment 28's; AMC-like: the lr/10 runs the ETMR runs
-    join), in the order the plan states them."""
-    stand_in = {"P1": "P1", "P2": "P2", "M1": "M1", "M2": "M1", "M3": "M1", "P3": "P1"}
-    plan = " ".join((RESULTS / "plan.md").read_text().split())
-    for name in ("small_lr_etmr", "small_lr_etmr_xeon", "small_lr_etmr_xeon_amc", "small_lr_etmr_amc"):
-        d = D.DESIGNS[name]
-        amc, q = d.regime == SMALL_LR, 128 if d.regime == SMALL_LR else 256
-        ns = tuple(int(n) for n in d.header.split("predicted at ")[1].split(" seeds")[0].split(" / "))
-        section = plan[plan.index(f"{d.amendment}. **Why**"):]
-        for cid in d.predicted:
-            lr10 = _hw(d.runs if amc else RUNS, d.regime, *_pair(d, stand_in[cid]), ns, None, "adapted", q)
-            own = name == "small_lr_etmr_xeon" and cid in ("P1", "P2", "M1")  # the Xeon build's own default-lr matrix
-            default = _hw(XEON if own else RUNS, SAME_BASE[d.regime], *_pair(d, cid), ns, None, "adapted", q)
-            want = (default, lr10) if name == "small_lr_etmr" else (lr10, default)
-            assert d.predicted[cid] == "; ".join(want), (name, cid)
-            assert f"**{cid}** {want[0]} vs {want[1] if amc else ''}" in section and f"vs {want[1]}" in section, name
-
-
-def _components(regime, cid, seeds=None):
-    """The variance components of claim ``cid``'s committed matrix in ``regime`` (on ``seeds``: default every one)."""
-    df = pd.concat([pd.read_csv(p, dtype={"question": str}) for m in PAIRED[cid][:2]
-                    for p in sorted((RUNS / regime).glob(f"{m}-seed[0-9][0-9].csv.gz"))])
-    return variance_components(claim_matrix(df if seeds is None else df[df.seed.isin(seeds)], cid, regime).to_numpy())
-
-
-def test_the_lr10_controls_predictions_are_the_matrices_the_plan_names():
-    """55 at 6 (and 12) seeds x 128 questions: the lr/10 AMC-like M1 matrix, the registered default-lr AMC-like A1-A3,
-    Amendment 29's lr/10 MATH-500-like A1-A3; 52 at 12 x 256: Amendment 29's A3, the registered MATH-500-like C1; 53
-    at 12 x 128: the lr/10 AMC-like M1, Amendment 52's C1, the registered AMC-like C1 (at 19 seeds the first two)."""
-    plan = (RESULTS / "plan.md").read_text()
-    said = {n: " ".join(plan.split(f"{n}. **Why**")[1].split()) for n in (52, 53, 55)}
-    m1 = _components(SMALL_LR, "M1", range(19))
-    a29 = D.DESIGNS["ablation"].claim_seeds
-    a55 = {c: (m1, _components("amc_like", c, range(19)), _components(MATH500_SMALL_LR, c, a29[c])) for c in a29}
-    for n in (6, 12):
-        hw = {c: " / ".join(f"{predicted_half_width(vc, n, 128):.2f}" for vc in vcs) for c, vcs in a55.items()}
-        assert n == 12 or hw == D.DESIGNS["ablation_amc"].predicted
-        assert f"{n} seeds**: A1 {hw['A1']}, A2 {hw['A2']}, A3 {hw['A3']}" in said[55]
-    a52 = [predicted_half_width(vc, 12, 256) for vc in (_components(MATH500_SMALL_LR, "A3", range(18)),
-                                                         _components("math500_like", "C1"))]
-    assert D.DESIGNS["extra_rl"].predicted == {"C1": f"{a52[0]:.2f} / {a52[1]:.2f}"}
-    assert f"lr/10 (DDRL - BCS+DAE, 18 seeds; additional RL is BCS+DAE plus 13 steps) **{a52[0]:.2f}**" in said[52]
-    assert f"the registered C1 matrix at the default lr (46 seeds) **{a52[1]:.2f}**" in said[52]
-    vcs = (m1, _components(MATH500_SMALL_LR, "C1", range(12)), _components("amc_like", "C1"))
-    a53, at19 = ([predicted_half_width(vc, n, 128) for vc in vcs] for n in (12, 19))
-    assert D.DESIGNS["extra_rl_amc"].predicted == {"C1": " / ".join(f"{x:.2f}" for x in a53)}
-    assert (f"(DDRL - TTRL, 19 seeds; two RL runs at lr/10 in this regime) **{a53[0]:.2f}**; from Amendment 52's C1 "
-            f"matrix (lr/10, MATH-500-like, 12 seeds; its components at 128 questions) **{a53[1]:.2f}**; from the "
-            f"registered default-lr AMC-like C1 matrix (19 seeds) **{a53[2]:.2f}**") in said[53]
-    assert f"at 19 seeds the first two would be {at19[0]:.2f} and {at19[1]:.2f}" in said[53]
-
-
 def _made_up(out, d, seeds=(0, 1), questions=3) -> pd.DataFrame:
     """The committed held-out CSVs of ``d``'s runs, cut to ``questions`` questions of ``seeds`` (TEST INPUT), under
     ``out``; returns them as one table."""
@@ -255,27 +174,6 @@ def test_the_generic_analysis_pairs_each_claim_on_made_up_csvs(tmp_path):
     md = D.markdown(d, res, D.beside_entries(d)).splitlines()
     assert md[0] == d.header and md[2].startswith("| H1xT TTRL - untrained | ") and "(0.73 / 0.74)" in md[2]
     assert md[5].startswith("| K1x COR at lr 1e-6 - BCS+DAE (its cost on fresh questions) | - | **")
-    m61 = D.DESIGNS["cor_lr10_heldout_math500"]
-    md = D.markdown(m61, json.loads(m61.analysis.read_text()), D.beside_entries(m61)).splitlines()
-    assert "(Amendment 58) | **lr/10 MATH-500-like (Amendment 61)**" in md[0]
-    assert md[3].startswith("| K2x DDRL (COR at 1e-5) - COR at 1e-6 | -0.8") and "(0.46 / 0.42, 0.71 / 0.69)" in md[3]
-
-
-def test_the_lr10_controls_tables_set_the_paper_and_the_registered_entry_beside_theirs():
-    """Amendments 29 and 53's committed tables: the paper's number (n/a: none), the registered default-lr entry, the
-    half-width beside the plan's predictions (-: none), then the split of M1 and the levels at both learning rates."""
-    md = D.committed_table("ablation").splitlines()
-    assert md[0] == D.DESIGNS["ablation"].header and len(md) == 23
-    assert md[2].startswith("| A1 BCS - TTRL | +1.1 | -1.47 [-2.76, -0.19], 46 seeds, *contradicted* | **-0.42 ")
-    assert "(1.90 / 1.84)" in md[2] and "**+4.21 [+2.38, +6.11]**, 18 seeds" in md[4]
-    assert md[6] == "| part of DDRL - TTRL (seeds 0-11) | points |" and md[11] == "| DDRL - TTRL (M1) | +3.86 |"
-    assert md[15] == "| ttrl | default (3e-5) | 62.9 (3.3) | - |"
-    assert md[22] == "| ddrl | lr/10 (3e-6) | 69.5 (0.7) | 0 of 12 |"
-    md = D.committed_table("extra_rl_amc").splitlines()
-    assert md[3].startswith("| C2 additional RL's extra steps - COR [% of each run's own RL phase] | n/a | -0.60 ")
-    assert md[3].endswith("| 0.67 (-) | **reproduced** |") and "(2.10 / 2.53 / 0.42)" in md[2]
-    assert "mean over those of seeds 0-11 it ran (SD) | seeds below DDRL |" in md[5]
-    assert md[7] == "| bcs_dae | lr/10 (3e-6) | 57.7 (1.1) | 10 of 10 |"
 
 
 def test_the_commands_report_refuse_and_write(tmp_path, capsys):
@@ -316,32 +214,6 @@ def test_the_held_out_etmr_designs_evaluate_the_seeds_their_runs_were_analysed_o
         assert set(d.finished) == set(evaluates) - {"no_adaptation", "bcs_dae"} and not d.cached_ddrl, name
 
 
-def test_the_etmr_tables_and_figure():
-    """ETMR's tables: the paper's Table 2 difference, the entries beside (Amendment 44's: the registered build's at
-    lr/10; "not measured" where none), the levels at both learning rates with the RL minutes; Amendment 45's on the
-    Xeon build with Amendment 38's texts of the H1x family and the seeds in the levels' header. The figure names its
-    design."""
-    xeon = D.committed_table("small_lr_etmr_xeon").splitlines()
-    assert xeon[0].startswith("| claim (adapted pass@1, points) | paper (MATH-500) | registered build at lr/10 "
-                              "(Amendments 28, 43) | **Xeon build, MATH-500-like at lr/10 (Amendment 44, seeds 0-9)**")
-    assert xeon[6].startswith("| M3 ETMR - TTRL | +3.9 | -0.06 [-0.30, +0.19], 18 seeds, *no effect* | **-0.12")
-    assert xeon[-4:] == ["| ddrl | default (3e-5) | 65.1 (1.9) | - | - |",
-                         "| ttrl | lr/10 (3e-6) | 66.5 (0.3) | 4 of 10 | 4.6 |",
-                         "| etmr | lr/10 (3e-6) | 66.4 (0.3) | - | 4.2 |",
-                         "| ddrl | lr/10 (3e-6) | 70.4 (0.7) | 0 of 10 | 4.7 |"]
-    assert "| M3 ETMR - TTRL | +3.9 | not measured | **" in D.committed_table("small_lr_etmr")
-    held = D.committed_table("etmr_heldout_xeon").splitlines()
-    assert held[2] == ("| H1x DDRL at lr/10 - no adaptation, held-out | 10 | -0.49 [-1.33, +0.39] | 0.86 (0.97 / 1.12) "
-                       "| *not resolved* |")
-    assert held[-7] == "| run (lr/10) | held-out pass@1, mean over seeds 0-9 (SD) | seeds below the untrained run |"
-    d = D.DESIGNS["small_lr_etmr_xeon_amc"]
-    fig = D.etmr_figure(json.loads(d.analysis.read_text()), d)
-    title = "AMC-like, Xeon build: ETMR beside TTRL and DDRL (plan Amendment 46, seeds 0-7; descriptive)"
-    assert fig._suptitle.get_text() == title
-    assert len(fig.axes) == 3 and "ETMR\nlr/10" in {t.get_text() for t in fig.axes[0].get_xticklabels()}
-    plt.close(fig)
-
-
 def _write(root, method, seed, values, split="adapted", steps=None):
     """A made-up CSV (TEST INPUT) of ``values`` (pass@1 per question) in MATH-500-like at lr/10, with its steps."""
     p = (csv_path if split == "adapted" else heldout_x_path)(root, MATH500_SMALL_LR, method, seed)
@@ -370,20 +242,20 @@ def test_the_retrain_check_counts_equal_questions_and_finds_the_first_divergent_
         "r1_against_reevaluated": pytest.approx(100 * (0.25 + 0 + 0.25 - 0.25) / 4)}
 
 
-def test_the_heldout_repeat_check_reads_the_fresh_questions_folders(tmp_path):
-    """Amendment 60's check is Amendment 56's description on the ``heldout_x`` split, under each folder's
-    ``heldout_x/``: the adapted CSVs there are not read."""
+@pytest.mark.parametrize("split", ["adapted", HELDOUT_X])
+def test_the_repeat_check_counts_equal_questions_on_its_split(tmp_path, split):
+    """Amendment 56's check (60's: on ``heldout_x/``, the other split's CSVs not read): the questions and whole seeds
+    whose re-evaluated DDRL pass@1 equals the committed one, R1 against the re-evaluated runs; None until all are in."""
     out, check = tmp_path / "out", tmp_path / "check"
     for s in (0, 1):
-        _write(out, "ddrl", s, [0.5, 0.25, 1.0], HELDOUT_X)
-        _write(out, COR_4X, s, [0.25, 0.25, 1.0], HELDOUT_X)
-        _write(check, "ddrl", s, [0.0, 0.0])  # an adapted re-evaluation: not the held-out check's
-    _write(check, "ddrl", 0, [0.5, 0.25, 1.0], HELDOUT_X)
-    assert D.check_rows(out, check, (0, 1), MATH500_SMALL_LR, HELDOUT_X) is None
-    _write(check, "ddrl", 1, [0.5, 0.5, 1.0], HELDOUT_X)
-    assert D.check_rows(out, check, (0, 1), MATH500_SMALL_LR, HELDOUT_X) == {
-        "questions_equal": 5, "questions": 6, "seeds_equal": 1,
-        "r1_against_reevaluated": pytest.approx(100 * (-0.25 - 0.25 - 0.25) / 6)}
+        _write(out, "ddrl", s, [0.5, 0.25], split)
+        _write(out, COR_4X, s, [0.75, 0.25], split)
+        _write(check, "ddrl", s, [0.0, 0.0], HELDOUT_X if split == "adapted" else "adapted")  # not read
+    _write(check, "ddrl", 0, [0.5, 0.25], split)
+    assert D.check_rows(out, check, (0, 1), MATH500_SMALL_LR, split) is None
+    _write(check, "ddrl", 1, [0.5, 0.5], split)
+    assert D.check_rows(out, check, (0, 1), MATH500_SMALL_LR, split) == {
+        "questions_equal": 3, "questions": 4, "seeds_equal": 1, "r1_against_reevaluated": pytest.approx(6.25)}
 
 
 @pytest.fixture(scope="module")
@@ -532,12 +404,6 @@ def test_amendment_39_pairs_a_method_across_learning_rates_and_reads_complete_se
         D.analyse(d, tmp_path, seeds=(0, 1))
 
 
-def test_amendment_39s_committed_analysis_reads_its_seeds_and_every_retrain_reproduced():
-    """Every retrained default-lr run reproduces Amendment 5's adapted rows (TTRL, DDRL, untrained)."""
-    res = json.loads(D.DESIGNS["lr_heldout"].analysis.read_text())
-    assert res["seeds"] == list(range(10)) and res["registered_reproduced"] == res["registered_checked"] == 30
-
-
 def test_amendment_40_recovers_a_known_world(tmp_path):
     """On one line of slope X3h with lr/10 on it, W4 is the slope, W5, W6 and W7-W9 are 0 and W1-W3 the distance
     differences; lr/10 2 points above the line moves W5 and W7-W9 by exactly 2; complete seeds only, at least 3."""
@@ -668,14 +534,6 @@ def test_amendment_42_recovers_a_known_world(tmp_path, reading):
         D.analyse(d, tmp_path / "on" / "runs")
 
 
-def test_amendment_42s_committed_analysis_reads_every_seed_and_draws():
-    res = json.loads(D.DESIGNS["lr_curve"].analysis.read_text())
-    assert res["seeds"] == list(range(12)) and len(res["runs"]) == 36 and {r["lr"] for r in res["runs"]} == {"lr3"}
-    assert {(t["lr"], t["method"]) for t in res["tradeoff"]} == {(lr, m) for lr in ("default", "lr3", "lr10")
-                                                                 for m in LR3_KL}
-    assert len(lr_curve_figure(res, D.amendment40_runs(), x3h_slope()).get_axes()) == 2
-
-
 def test_amendment_54s_statistic_is_last_minus_first_quarter_of_the_rl_steps(tmp_path):
     """D2 = 100 x (last quarter's mean - first quarter's) in step order, the RL phase alone (extra steps left out);
     a missing log is named."""
@@ -688,25 +546,6 @@ def test_amendment_54s_statistic_is_last_minus_first_quarter_of_the_rl_steps(tmp
     assert per.iloc[0][["steps", "d2", "first", "last"]].tolist() == pytest.approx([8, -60.0, 45.0, -15.0])
     with pytest.raises(FileNotFoundError, match="ddrl-seed01-steps.csv.gz: the committed DDRL step log of seed 1"):
         D.advantage_runs(tmp_path, MATH500_SMALL_LR, [0, 1])
-
-
-def test_amendment_54s_default_lr_row_is_the_registered_d2_and_its_spread_the_prediction():
-    """The descriptive default-lr MATH-500-like row, from the same committed step logs, is the registered D2 entry;
-    the plan's predicted half-width at 18 seeds is t_17 x its per-seed SD / sqrt(18), as the plan prints it."""
-    import scipy.stats as sps
-
-    from ddrl.study import claims
-
-    registered = {(e["id"], e["regime"]): e for e in claims.load(RESULTS / "claims.json")}[("D2", "math500_like")]
-    per = D.advantage_runs(RUNS, "math500_like", range(registered["n_seeds"]))
-    row = D.advantage_summary(per)
-    assert (row["estimate"], row["ci_low"], row["ci_high"]) == pytest.approx(
-        (registered["estimate"], registered["ci_low"], registered["ci_high"]), abs=1e-9)
-    sd = per.d2.std(ddof=1)
-    got = float(sps.t.ppf(0.975, 17) * sd / np.sqrt(18))
-    assert f"{got:.2f}" == D.DESIGNS["dynamics"].predicted["D2"] and len(D.DESIGNS["dynamics"].seeds) == 18
-    section = " ".join((RESULTS / "plan.md").read_text().split("54. **Why**")[1].split())
-    assert f"per-seed SD ({sd:.2f}, 46 seeds) predicts a half-width of **{got:.2f}** at 18 seeds" in section
 
 
 # --- COR alone (Amendments 30, 31, 34-38) ---
@@ -734,60 +573,6 @@ def test_refined_rejects_a_bad_start_or_learning_rate():
         exp.refined(0, 4, start="sft")
     with pytest.raises(ValueError, match="lr must be > 0"):
         exp.refined(0, 4, lr=0.0)
-
-
-def test_amendments_30_to_32s_predicted_half_widths_are_the_measured_components():
-    """30's from the committed lr/10 matrices (K1, K2: A3's; K3: P2's; K4: M1's), 32's from the default-lr M1 and P2
-    matrices of seeds 0-17, 31's from the default-lr MATH-500-like H1x matrices, at 18 seeds, as the plan states them."""
-    d, h = D.DESIGNS["cor_math500"], D.DESIGNS["heldout_math500"]
-    source = {"K1": (("A3", d.regime),), "K2": (("A3", d.regime),), "K3": (("P2", d.regime),), "K4": (("M1", d.regime),),
-              "K5": (("M1", "math500_like"), ("P2", "math500_like"))}
-    df = pd.concat([pd.read_csv(p, dtype={"question": str}) for r, ms in (
-        (d.regime, ("ttrl", "bcs_dae", "ddrl")), ("math500_like", ("no_adaptation", "ttrl", "ddrl")))
-                    for m in ms for p in sorted((RUNS / r).glob(f"{m}-seed[0-9][0-9].csv.gz"))])
-    df = df[df.seed.isin(d.seeds)]
-    for cid, want in d.predicted.items():
-        hw = [predicted_half_width(variance_components(claim_matrix(df, c, r).to_numpy()), len(d.seeds), 256)
-              for c, r in source[cid]]
-        assert " / ".join(f"{x:.2f}" for x in hw) == want, cid
-    for cid in PAIRED.keys() & set(h.registered):
-        held = pd.concat([pd.read_csv(p, dtype={"question": str}) for m in PAIRED[cid][:2]
-                          for p in sorted((RUNS / HELDOUT_X / "math500_like").glob(f"{m}-seed*.csv.gz"))])
-        vc = variance_components(claim_matrix(held, cid, "math500_like").to_numpy())
-        assert f"{predicted_half_width(vc, len(h.seeds), 1536):.2f}" == h.predicted[cid], cid
-    plan = " ".join((RESULTS / "plan.md").read_text().split())
-    assert "K1 and K2 from A3's (COR against no COR on the same weights) 1.84; K3 from P2's" in plan
-    assert "H1x 1.36, H1xT 1.06, H1xD 0.85, H1xC 0.45, H1xR 0.80" in plan
-    assert "2.08 (M1's components, two trained methods) to 3.16 (P2's" in plan
-
-
-@pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
-def test_amendments_30_and_31_smoke_run_and_analyse(smoke, tmp_path):
-    """On Amendment 28's smoke runs and 29's BCS+DAE: Amendment 31 refuses before DDRL is trained; COR at lr/10 refines
-    the DDRL run's RL-only weights (its CSV names that run), COR alone names no run and no RL time; K1 + K2 = A3 and
-    K5 pairs the default-lr DDRL run with COR alone's lr/10 CSV; the held-out job reproduces each run's adapted rows."""
-    out, common = smoke
-    reg = MATH500_SMALL_LR
-    assert study.main(["run", "heldout_math500", *common[:-4], "--runs-root", str(tmp_path / "none"),
-                       "--out", str(tmp_path)]) == 2  # nothing trained there: refused, not trained anew
-    assert study.main(["run", "ablation", *common]) == 0
-    study.run_jobs([Job("math500_like", s, ("ddrl",), "K5") for s in (0, 1)], SCALES["smoke"], out, common[-3],
-                   workers=2, progress=False)  # the default-lr DDRL runs K5 reads
-    assert study.main(["run", "cor_math500", *common]) == 0 and study.main(["run", "heldout_math500", *common]) == 0
-    for s in (0, 1):
-        ddrl, lr10, alone = (pd.read_csv(csv_path(out, reg, m, s)) for m in ("ddrl", COR_LR10, COR_ONLY))
-        assert set(lr10.run) == set(ddrl.run)
-        assert alone.run.isna().all() and set(alone.rl_seconds) == {0.0} and (alone.cor_seconds > 0).all()
-    d = D.DESIGNS["cor_math500"]
-    res = D.analyse(d, out, n_boot=200, seeds=(0, 1))
-    assert [e["regime"] for e in res["entries"]] == [reg] * 4 + ["math500_like"]
-    q = _pivot(out, reg, ("ddrl", "bcs_dae", COR_LR10, COR_ONLY))
-    k = {e["id"]: e["estimate"] for e in res["entries"]}
-    assert k["K1"] + k["K2"] == pytest.approx(100 * (q.ddrl - q.bcs_dae).mean())  # K1 + K2 = A3
-    base = _pivot(out, "math500_like", ("ddrl",))
-    assert k["K5"] == pytest.approx(100 * (base.ddrl - q[COR_ONLY]).mean())
-    held = D.analyse(D.DESIGNS["heldout_math500"], out, n_boot=200, seeds=(0, 1))
-    assert held["registered_checked"] == 8 and held["registered_reproduced"] == 8
 
 
 # --- 768 MATH-500-like questions (Amendments 26, 27: designs wide, wide_arms; from tests/test_wide.py) ---
@@ -1018,13 +803,6 @@ def test_wide_vote_figure_draws_levels_and_the_vote_its_jitter_from_its_own_gene
     plt.close("all")
 
 
-def test_amendment_27_predicted_half_widths_are_the_plans():
-    plan = (RESULTS / "plan.md").read_text()
-    amendment = plan[plan.index("do the penalised methods gain over the untrained model?"):]
-    p = ARMS.predicted
-    assert f"{p['Q1']} / {p['Q2']} points" in amendment and f"{p['Q3']} / {p['Q4']}" in amendment
-
-
 def test_seeds_to_analyse_is_the_amendments_reading_rule():
     """Every seed once all are complete; before that nothing until the clock, then the complete seeds up to the first
     missing one, at least min_seeds; without a clock, every seed."""
@@ -1138,64 +916,6 @@ def test_paired_matrix_reads_a_method_without_rl_from_its_same_base_regime():
     assert paired_matrix(df[df.method != "ttrl"], "amc_like", COR_ONLY, "ttrl", "adapted") is None
 
 
-def _csvs(root, regime: str, methods: tuple[str, ...], seeds) -> pd.DataFrame:
-    df = pd.concat([pd.read_csv(p, dtype={"question": str}) for m in methods
-                    for p in sorted((root / regime).glob(f"{m}-seed[0-9][0-9].csv.gz"))], ignore_index=True)
-    return df[df.seed.isin(seeds)]
-
-
-def test_amendment_34s_predicted_half_widths_are_the_measured_components():
-    """From the committed P2 / M1 matrices and H1x families at the registered seeds, as the plan states them."""
-    amc, aime = CA.regime_seeds["amc_like"], CA.regime_seeds["aime_like"]
-    df = pd.concat([_csvs(RUNS, "amc_like", ("no_adaptation", "ttrl", "ddrl"), amc),
-                    _csvs(RUNS, SMALL_LR, ("ttrl", "ddrl"), amc),
-                    _csvs(RUNS, "aime_like", ("no_adaptation", "ttrl", "ddrl"), aime)])
-
-    def hw(cid, regime, frame, n_seeds, n_questions):
-        return f"{predicted_half_width(variance_components(claim_matrix(frame, cid, regime).to_numpy()), n_seeds, n_questions):.2f}"
-
-    p = CA.predicted
-    assert p["K3", "amc_like"] == hw("P2", "amc_like", df, 19, 128)
-    assert p["K5", "amc_like"] == f"{hw('M1', 'amc_like', df, 19, 128)}-{hw('P2', 'amc_like', df, 19, 128)}"
-    assert p["K4", SMALL_LR] == f"{hw('M1', SMALL_LR, df, 19, 128)}-{hw('P2', SMALL_LR, df, 19, 128)}"
-    assert p["K3", "aime_like"] == hw("P2", "aime_like", df, 6, 64)
-    assert p["K5", "aime_like"] == f"{hw('M1', 'aime_like', df, 6, 64)}-{hw('P2', 'aime_like', df, 6, 64)}"
-    for r, ss in CA_HELD.regime_seeds.items():
-        held = _csvs(RUNS / HELDOUT_X, r, ("no_adaptation", "ttrl", "ddrl", "bcs_dae"), ss)
-        family = [hw(c, r, held, len(ss), 1536) for c in ("H1x", "H1xT", "H1xD", "H1xC", "H1xR")]
-        assert CA_HELD.predicted["K3x", r] == CA_HELD.predicted["K5x", r] == \
-            f"{min(family, key=float)}-{max(family, key=float)}", r
-    plan = " ".join((RESULTS / "plan.md").read_text().split())
-    assert "K3 from P2's components 3.98; K5 from M1's 1.81 to P2's 3.98; K4 (lr/10) from `amc_like_small_lr`'s M1 2.03 to P2 3.93" in plan
-    assert "19 x 1,536 in AMC-like from the H1x family's components 0.28 (H1xC) to 1.41 (H1x); 6 x 1,536 in AIME-like 0.13 to 0.55" in plan
-
-
-def test_amendment_38s_predicted_half_widths_are_the_measured_components():
-    """At 12 x 1,536: the registered build's default-lr AMC-like H1x matrices (K4x from K5x's: DDRL at the default lr -
-    COR alone) / its MATH-500-like lr/10 ones, as the plan states them."""
-    def hw(regime: str, a: str, b: str) -> str:
-        d = paired_matrix(_csvs(RUNS / HELDOUT_X, regime, (a, b), range(100)), regime, a, b, HELDOUT_X)
-        return f"{predicted_half_width(variance_components(d.to_numpy()), 12, 1536):.2f}"
-
-    plan = " ".join((RESULTS / "plan.md").read_text().split())
-    for (cid, r), (a, b, _) in CA_XEON_HELD.claims.items():
-        want = f"{hw('amc_like', a, b)} / {hw(MATH500_SMALL_LR, a, b)}"
-        assert CA_XEON_HELD.predicted[cid, r] == want and f"{cid} {want}" in plan, cid
-
-
-def test_cor_alones_committed_tables_and_amendment_38s_reloads():
-    """Amendment 34's table lists its held-out claims after its own; Amendment 38's sets each beside the registered
-    build's default-lr AMC-like entry (K4x beside K5x), and every reloaded run reproduced its committed rows."""
-    res = json.loads(CA_XEON_HELD.analysis.read_text())
-    assert (res["registered_reproduced"], res["registered_checked"], res["same_as_base"]) == (24, 24, 24)
-    table = D.committed_table("cor_alone_xeon_heldout").splitlines()
-    assert table[8].startswith("| K4x DDRL at lr/10 - COR alone, held-out | -10.04 [-11.36, -8.78], 19 seeds, "
-                               "*contradicted* | **-1.85 [-2.73, -1.02]**, 12 x 1,536 | 0.85 (1.39 / 0.49) |")
-    table = D.committed_table("cor_alone").splitlines()
-    assert table[7] == ("| K3x COR alone (no RL) - no adaptation, held-out | AMC-like | 19 x 1,536 | +0.94 [+0.35, "
-                        "+1.55] | 0.60 (0.28-1.41) | **reproduced** |") and table[14].endswith("| 61.5 | - |")
-
-
 @pytest.fixture(scope="module")
 def cor_alone_smoke(tmp_path_factory):
     """The tiny testbed, seeds 0-1: the registered runs and H1x evaluations Amendment 34 pairs with (the study's own
@@ -1244,22 +964,6 @@ def test_cor_alone_smoke_runs_cor_from_the_untrained_model_analyses_and_draws(co
     plt.close(fig)
     assert study.main(["status", "cor_alone_heldout", "--out", str(out)]) == 0
     assert "Amendment 34 (amc_like, aime_like, held-out): 2 of 19 seeds complete" in capsys.readouterr().out
-
-
-@pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
-def test_cor_alone_smoke_second_build_matches_the_registered_computation(cor_alone_smoke):
-    """Amendment 35: the untrained model and COR alone computed in the lr/10 regime give the rows they give in
-    AMC-like (no RL: one computation), so its K4 is the registered design's K4 here."""
-    out, _, _ = cor_alone_smoke
-    keep = ["seed", "question", "pass@1", "maj@n", "mean_tokens", "cor_kept"]
-    for m in ("no_adaptation", COR_ONLY):
-        for s in (0, 1):
-            own, base = (pd.read_csv(csv_path(out, r, m, s), dtype={"question": str}) for r in (SMALL_LR, "amc_like"))
-            pd.testing.assert_frame_equal(own[keep], base[base.split == "adapted"].reset_index(drop=True)[keep],
-                                          check_dtype=False)
-    res, reg = D.analyse(C49D, out, n_boot=200, seeds=(0, 1)), D.analyse(CA, out, n_boot=200, seeds=(0, 1))
-    assert [e for e in res["entries"] if e["id"] == "K4"] == [e for e in reg["entries"] if e["id"] == "K4"]
-    assert D.markdown(C49D, res, []).splitlines()[3].startswith("| K4 DDRL at lr/10 - COR alone | AMC-like at lr/10 |")
 
 
 @pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
@@ -1367,100 +1071,6 @@ def test_the_lr10_designs_jobs_go_seed_by_seed_in_their_regimes():
     assert REFINED[COR_4X_LR10] == (4, 10, "rl") and COR_4X_LR10 in REUSES_RUN
 
 
-def _registered(regime: str, methods: tuple[str, ...], base: str | None = None) -> pd.DataFrame:
-    paths = [p for m in methods for p in sorted((RUNS / regime).glob(f"{m}-seed[0-9][0-9].csv.gz"))]
-    if base:
-        paths += sorted((RUNS / base).glob("no_adaptation-seed[0-9][0-9].csv.gz"))
-    return pd.concat([pd.read_csv(p, dtype={"question": str}) for p in paths], ignore_index=True)
-
-
-def _predicted(matrices, n: int, q: int) -> str:
-    return " / ".join(f"{predicted_half_width(variance_components(m.to_numpy()), n, q):.2f}" for m in matrices)
-
-
-def test_amendments_28_and_49_to_51s_predicted_half_widths_are_the_measured_components():
-    """28 at 18 seeds x 256 questions: (registered MATH-500-like, AMC-like lr/10); 49 at 12: (registered MATH-500-like
-    T1, Amendment 28's M1, 29's A1); 50 at 12 per regime: (registered T1, A2) and (28's M1, 29's A2); 51 at 34:
-    (Amendment 50's T1f matrix at the default lr, the registered T1); as the plan states them."""
-    plan = (RESULTS / "plan.md").read_text()
-    said = {n: " ".join(plan.split(f"{n}. **Why**")[1].split()) for n in (49, 50, 51)}
-    frames = {"math500_like": _registered("math500_like", ("ttrl", "ddrl", "no_adaptation")),
-              SMALL_LR: _registered(SMALL_LR, ("ttrl", "ddrl"), base="amc_like")}
-    a28 = D.DESIGNS["small_lr"].predicted
-    for cid, want in a28.items():
-        assert _predicted([claim_matrix(df, cid, r) for r, df in frames.items()], 18, 256) == want, cid
-    section = plan[plan.index("28. **Why**"):]
-    assert "P1 2.42 / 1.92" in section and "P2 3.07 / 2.80" in section
-    assert "(1.98, MATH-500-like components; 1.45 from AMC-like lr/10's" in section
-    default = _registered("math500_like", ("ttrl", "grpo_no_std", "bcs", "bcs_dae"))
-    lr10 = _registered(MATH500_SMALL_LR, ("ttrl", "ddrl", "bcs", "bcs_dae"))
-    t1, m1 = claim_matrix(default, "T1", "math500_like"), claim_matrix(lr10[lr10.seed < 18], "M1", MATH500_SMALL_LR)
-    a1 = claim_matrix(lr10[lr10.seed < 18], "A1", MATH500_SMALL_LR)
-    assert _predicted([t1, m1, a1], 12, 256) == D.DESIGNS["table1"].predicted["T1"]
-    assert "At **12 seeds {} / {} / {}**".format(*D.DESIGNS["table1"].predicted["T1"].split(" / ")) in said[49]
-    a50 = {"math500_like": [t1, claim_matrix(default, "A2", "math500_like")],
-           MATH500_SMALL_LR: [m1, claim_matrix(lr10[lr10.seed < 12], "A2", MATH500_SMALL_LR)]}
-    assert {g: _predicted(ms, 12, 256) for g, ms in a50.items()} == D.DESIGNS["table1_fixed"].predicted
-    (a, b), (c, d) = (p.split(" / ") for p in D.DESIGNS["table1_fixed"].predicted.values())
-    assert f"T1 matrix **{a}** and the registered A2 matrix" in said[50] and f"M1 matrix **{c}**" in said[50]
-    assert f"subset) **{b}**" in said[50] and f"A2 matrix **{d}**" in said[50]
-    fixed = pd.concat([pd.read_csv(csv_path(RUNS / D.T1F_DIR, "math500_like", "dae", s), dtype={"question": str})
-                       for s in range(12)])
-    got = _predicted([paired_matrix(pd.concat([fixed, default[default.seed < 12]]), "math500_like", "dae", "ttrl",
-                                    "adapted"), t1], 34, 256)
-    assert got == D.DESIGNS["table1_fixed_more"].predicted["T1f"]
-    e, f = got.split(" / ")
-    assert f"the default lr **{e}**, from the registered T1 matrix (46 seeds) **{f}**" in said[51]
-
-
-def test_amendment_56s_predictions_are_the_measured_components():
-    """The plan's predictions at 10 seeds x 128 questions (``refine_amc``), from the committed matrices it names."""
-    def vc(regime, a, b, seeds):
-        df = pd.concat([pd.read_csv(csv_path(RUNS, regime, m, s), dtype={"question": str})
-                        for m in (a, b) for s in seeds])
-        return variance_components(paired_matrix(df, regime, a, b, "adapted").dropna().to_numpy())
-
-    a3 = vc(SMALL_LR, "ddrl", "bcs_dae", range(10))  # Amendment 55's lr/10 AMC-like A3
-    sources = {"R1": (vc("amc_like", COR_4X, "ddrl", range(6)), vc("math500_like", COR_4X, "ddrl", range(6)), a3),
-               "K1": (a3, vc(MATH500_SMALL_LR, COR_LR10, "bcs_dae", range(18))),
-               "K2": (a3, vc(MATH500_SMALL_LR, "ddrl", COR_LR10, range(18)))}
-    got = {cid: " / ".join(f"{predicted_half_width(v, 10, 128):.2f}" for v in vs) for cid, vs in sources.items()}
-    assert got == D.DESIGNS["refine_amc"].predicted
-    plan = " ".join((RESULTS / "plan.md").read_text().split("56. **Why**")[1].split())
-    assert "registered AMC-like R1 matrix (6 x 128) **0.20**" in plan and "30's K2 matrix **2.09**" in plan
-
-
-def test_amendment_62s_predictions_are_the_matrices_it_names():
-    """The predicted half-widths at 6 / 10 seeds, each from the two committed lr/10 matrices of the same regime it
-    names (Amendments 55-61), on the questions of its split."""
-    sources = {"K1g": ((COR_LR10, "bcs_dae", "adapted"), ("ddrl", "bcs_dae", "adapted")),
-               "R1g": ((COR_4X, "ddrl", "adapted"), (COR_LR10, "bcs_dae", "adapted")),
-               "K1gx": ((COR_LR10, "bcs_dae", HELDOUT_X), ("ddrl", "bcs_dae", HELDOUT_X)),
-               "R1gx": ((COR_4X, "ddrl", HELDOUT_X), (COR_LR10, "bcs_dae", HELDOUT_X))}
-    assert all(D.COR_TRADE_CLAIMS[c][2] == s[0][2] == s[1][2] for c, s in sources.items())
-    for name in ("cor4x_lr10_amc", "cor4x_lr10_math500"):
-        d = D.DESIGNS[name]
-        questions = {"adapted": 128 if d.regime == SMALL_LR else 256, HELDOUT_X: 1536}
-        got = {cid: ", ".join(_hw(RUNS, d.regime, a, b, (6, 10), range(10), sp, questions[sp]) for a, b, sp in src)
-               for cid, src in sources.items()}
-        assert got == d.predicted, name
-
-
-def test_the_cor_repeat_check_counts_equal_questions(tmp_path):
-    """Amendment 56's check: questions and whole seeds whose re-evaluated DDRL pass@1 equals the committed one, and R1
-    against the re-evaluated runs; None until every re-evaluation is written."""
-    out, check = tmp_path / "out", tmp_path / "check"
-    for s in (0, 1):
-        _write(out, "ddrl", s, [0.5, 0.25])
-        _write(out, COR_4X, s, [0.75, 0.25])
-    _write(check, "ddrl", 0, [0.5, 0.25])
-    assert D.check_rows(out, check, (0, 1), MATH500_SMALL_LR) is None
-    _write(check, "ddrl", 1, [0.5, 0.5])
-    assert D.check_rows(out, check, (0, 1), MATH500_SMALL_LR) == {
-        "questions_equal": 3, "questions": 4, "seeds_equal": 1,
-        "r1_against_reevaluated": pytest.approx(100 * (0.25 + 0 + 0.25 - 0.25) / 4)}
-
-
 def test_trade_is_each_cor_settings_gain_over_the_rl_only_weights_and_its_figure_draws_them():
     levels = {"adapted": [{"method": m, "pass1": v, "below_reference": b} for m, v, b in
                           (("bcs_dae", 50.0, 0), (COR_LR10, 51.0, 2), (COR_4X_LR10, 52.5, 1), ("ddrl", 54.0, 0),
@@ -1528,35 +1138,6 @@ def test_table1_fixed_pairs_dae_with_ttrl_per_regime_and_51_its_fresh_seeds_apar
     assert both[3].startswith("| default (3e-5), fresh seeds 12-45 (Amendment 51) | +2.0 | +0.73") and "(1.28 / 0.69)" in both[3]
 
 
-def test_the_small_lr_tables_set_the_registered_entries_beside():
-    """Amendment 28's committed table: the paper's number, the registered entries at the default lr and AMC-like's at
-    lr/10, its half-width beside both predictions; then each run's level against its untrained run. Amendment 49's:
-    the registered T1 beside, the levels against TTRL at both learning rates. Amendment 62's: a claim per split."""
-    md = D.committed_table("small_lr").splitlines()
-    assert md[2].startswith("| P1 TTRL - no adaptation | +40.3 | -0.70 [-2.91, +1.42], 46 seeds, *not resolved* | "
-                            "+5.89 [+3.34, +8.61], 19 seeds, *reproduced* | **")
-    assert "(2.42 / 1.92)" in md[2] and "(1.98 / 1.45)" in md[4] and md[1] == "|---" * 7 + "|"
-    assert md[8] == "| no_adaptation | - | 63.8 (0.6) | - |" and md[-1].startswith("| ddrl | lr/10 (3e-6) |")
-    t1 = D.committed_table("table1").splitlines()
-    assert t1[2].startswith("| T1 TTRL without the std division - TTRL | +2.0 | +0.73 [+0.14, +1.34], 46 seeds, "
-                            "*reproduced* |") and "(1.10 / 1.84 / 0.46)" in t1[2]
-    assert t1[4] == "| method | learning rate | adapted pass@1, mean over seeds 0-11 (SD) | seeds below TTRL at its lr |"
-    g = D.committed_table("cor4x_lr10_amc").splitlines()
-    assert g[0].startswith("| claim (AMC-like at lr/10, pass@1, points) |") and "(0.53 / 0.51, 0.15 / 0.12)" in g[5]
-    assert g[4].startswith("| K1gx COR 4x at 1e-6 - BCS+DAE (its cost on fresh questions) | fresh (1,536) | **")
-    assert g[-1].startswith(f"| {COR_4X} | 4x | 1e-5 | ") and g[-1].endswith(" of 10) |")
-
-
-def test_amendment_28s_figure_draws_each_run_and_the_vote():
-    res = json.loads(D.DESIGNS["small_lr"].analysis.read_text())
-    fig = D.figure(res)
-    try:
-        assert len(fig.axes) == 3 and fig.axes[0].get_ylabel() == "adapted pass@1 (%)"
-        assert "TTRL\nlr/10" in {t.get_text() for t in fig.axes[0].get_xticklabels()}
-    finally:
-        plt.close(fig)
-
-
 def test_levels_count_the_seeds_below_their_own_untrained_run():
     from ddrl.study.analysis import level_table, run_levels
 
@@ -1568,26 +1149,6 @@ def test_levels_count_the_seeds_below_their_own_untrained_run():
     lv = lv.set_index("method")
     assert lv.loc["ttrl", "below_reference"] == 2 and lv.loc["no_adaptation", "below_reference"] == 0
     assert lv.loc["ttrl", "pass1"] == pytest.approx(40.0) and lv.loc["ttrl", "n_seeds"] == 3
-
-
-@pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
-def test_amendment_28_smoke_run_and_analyse(smoke):
-    """``run small_lr`` on the tiny testbed (the fixture), then the generic analysis: P1, P2, M1 with MATH-500's
-    numbers, the levels against the untrained run, the vote (the default-lr runs where the tests before trained them);
-    a rerun loads every job."""
-    out, common = smoke
-    before = csv_path(out, MATH500_SMALL_LR, "ttrl", 1).read_bytes()
-    statuses = study.run_jobs(D.jobs(D.DESIGNS["small_lr"], (0, 1)), SCALES["smoke"], out, common[-3], workers=1,
-                              progress=False)
-    assert {s["status"] for s in statuses} == {"loaded"}
-    assert csv_path(out, MATH500_SMALL_LR, "ttrl", 1).read_bytes() == before
-    res = D.analyse(D.DESIGNS["small_lr"], out, n_boot=200, seeds=(0, 1))
-    assert [(e["id"], e["regime"], e["paper"], e["n_seeds"]) for e in res["entries"]] == [
-        ("P1", MATH500_SMALL_LR, 40.3, 2), ("P2", MATH500_SMALL_LR, 48.0, 2), ("M1", MATH500_SMALL_LR, 7.7, 2)]
-    assert {(r["regime"], r["method"]) for r in res["levels"]} >= {
-        ("math500_like", "no_adaptation"), (MATH500_SMALL_LR, "ttrl"), (MATH500_SMALL_LR, "ddrl")}
-    assert {(v["regime"], v["method"]) for v in res["vote"]} >= {(MATH500_SMALL_LR, "ttrl"), (MATH500_SMALL_LR, "ddrl")}
-    assert len([r for r in res["seed_pass1"] if r["regime"] == MATH500_SMALL_LR]) == 2 * 2
 
 
 @pytest.fixture(scope="module")
@@ -1624,27 +1185,3 @@ def test_amendment_56_smoke_run_check_and_analyse(amc_smoke, tmp_path, monkeypat
     assert res["check"]["questions_equal"] == res["check"]["questions"] == len(q) and res["check"]["seeds_equal"] == 2
 
 
-@pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
-def test_amendment_62_smoke_runs_both_splits_and_analyses(amc_smoke, tmp_path, capsys):
-    """``run cor4x_lr10_amc``: refused by name without the DDRL runs; then COR 4x at 1e-6 on the adapted questions,
-    then on the fresh ones (its held-out job's adapted rows equal the adapted job's CSV); the analysis once the arms
-    it pairs with are written."""
-    out, runs = amc_smoke
-    common = ["--seeds", "0-1", "--scale", "smoke", "--workers", "2", "--out", str(out)]
-    assert study.main(["run", "cor4x_lr10_amc", *common, "--runs-root", str(tmp_path / "empty")]) == 2
-    assert "Amendment 62 uses Amendment 55's cached runs" in capsys.readouterr().err
-    assert study.main(["run", "cor4x_lr10_amc", *common, "--runs-root", runs]) == 0
-    a = pd.read_csv(csv_path(out, SMALL_LR, COR_4X_LR10, 0))
-    assert set(a.split) == {"adapted"} and a.cor_kept.iloc[0] > 0
-    assert heldout_x_path(out, SMALL_LR, COR_4X_LR10, 1).is_file()
-    study.run_jobs([Job(SMALL_LR, s, (m,), "K1") for s in (0, 1) for m in (COR_LR10, COR_4X)] +
-                   [Job(SMALL_LR, s, D.COR_TRADE_RUNS[HELDOUT_X], "H1x") for s in (0, 1)], SCALES["smoke"], out,
-                   runs, workers=2, progress=False)
-    res = D.analyse(D.DESIGNS["cor4x_lr10_amc"], out, n_boot=200, seeds=(0, 1))
-    assert [(e["id"], e["n_seeds"]) for e in res["entries"]] == [(c, 2) for c in ("K1g", "R1g", "K1gx", "R1gx")]
-    assert res["registered_checked"] == res["registered_reproduced"] == 2
-    h = pd.concat([pd.read_csv(heldout_x_path(out, SMALL_LR, m, s)) for s in (0, 1)
-                   for m in (COR_4X_LR10, COR_LR10)]).pivot_table("pass@1", ["seed", "question"], "method")
-    assert res["entries"][3]["estimate"] == pytest.approx(100 * (h[COR_4X_LR10] - h[COR_LR10]).mean())
-    t = {r["method"]: r for r in res["trade"]}
-    assert t[COR_4X_LR10][HELDOUT_X] == pytest.approx(res["entries"][2]["estimate"])
