@@ -47,17 +47,17 @@ def test_every_design_reads_what_its_claims_pair_and_predicts_each():
 
 
 def test_every_prediction_and_clock_is_the_plans():
-    """Each design's predicted half-widths are numbers its amendment (or the next two) states; 55-61 state the clock.
-    (Where they came from, the committed matrices, is the plan's record: results/plan.md.)"""
-    plan = " ".join((RESULTS / "plan.md").read_text().split())
-    later = {"3.36", "3.62"}  # cor_alone_xeon's K4 at the 12 seeds Amendment 37 ran (commit 4070103); the plan: 3.40 / 3.65
+    """Each part of a design's predicted half-widths is a run of numbers its amendment (or the next two) states, in
+    that order; 55-61 state the clock. (Where they came from, the committed matrices, is the plan's record.)"""
+    plan, numbers = " ".join((RESULTS / "plan.md").read_text().split()), lambda t: re.findall(r"\d+\.\d+", t)
     for d in D.DESIGNS.values():
         if isinstance(d.amendment, int):
             said = plan.split(f"{d.amendment}. **Why**")[1].split(f"{d.amendment + 3}. **Why**")[0]
-            got = {x for v in d.predicted.values() for x in re.findall(r"\d+\.\d\d", v)}
-            assert got - set(re.findall(r"\d+\.\d\d", said)) - later == set(), d.id
+            runs = [numbers(part) for v in d.predicted.values() for part in re.split(r"[,;] ", v)]
+            stated = f" {' '.join(numbers(said))} "
+            assert [r for r in runs if f" {' '.join(r)} " not in stated] in ([], [["3.36", "3.62"]]), d.id
             assert not 55 <= d.amendment <= 61 or f"{d.cutoff[:10]} {d.cutoff[11:16]} UTC" in said, d.id
-    assert len([d for d in D.DESIGNS.values() if d.predicted]) >= 36
+    # the exception: cor_alone_xeon's K4 at the 12 seeds Amendment 37 ran (commit 4070103); the plan says 3.40 / 3.65
 
 
 @pytest.mark.parametrize("name,line,text", [  # a row of each kind of committed table (markdown: not in the JSON)
