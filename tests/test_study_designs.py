@@ -396,8 +396,6 @@ def test_amendment_40_recovers_a_known_world(tmp_path):
     assert e["W4"]["estimate"] == pytest.approx(s) and e["W4"]["verdict"] == "reproduced"
     for cid in ("W5", "W6", "W7", "W8", "W9"):
         assert e[cid]["estimate"] == pytest.approx(0, abs=1e-9) and e[cid]["verdict"] == "reproduced", cid
-    g = {x["method"]: x for x in res["gains"]}
-    assert g["ttrl"]["measured_gain"] == pytest.approx(g["ttrl"]["predicted_gain"]) == pytest.approx(s * -15.0)
     off = D.analyse(d, _drift_world(tmp_path / "off", s, 2.0, -3.0))
     e = {x["id"]: x for x in off["entries"]}
     for cid in ("W5", "W7", "W8", "W9"):
@@ -430,8 +428,6 @@ def test_amendment_41_is_cor_alones_residual_from_each_line(tmp_path):
         want = np.mean(np.array(gains) - res["slopes"][which] * np.array(kls))
         assert e[cid]["estimate"] == pytest.approx(want) and e[cid]["n_seeds"] == 4
         assert e[cid]["ci_low"] < want < e[cid]["ci_high"]
-    assert res["kl_mean"] == pytest.approx(2.0) and [r["heldout"] for r in res["runs"]] == pytest.approx(
-        [50.0 + g for g in gains])
     assert D.markdown(d, res, []).count("\n| Y") == 2
     with pytest.raises(ValueError, match="at least 3"):
         D.analyse(d, out, seeds=[0, 1])
@@ -490,7 +486,6 @@ def test_amendment_42_recovers_a_known_world(tmp_path, reading):
         half_r = float(np.mean((drift.reading("H", k) - drift.reading("R", k)) / 2))
         assert e["Z2"]["estimate"] == pytest.approx(half_r, abs=1e-9)
     assert res["rmse"][reading] == pytest.approx(0, abs=1e-9)
-    assert {(r["lr"], r["method"]) for r in res["levels"]} >= {("lr3", m) for m in LR3_KL}
     moved = D.analyse(d, _lr3_world(tmp_path / "off", reading, offset=2.0))
     for x in moved["entries"]:
         assert x["estimate"] == pytest.approx(e[x["id"]]["estimate"] + 2.0, abs=1e-9)
