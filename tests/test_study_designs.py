@@ -368,6 +368,7 @@ def _drift_world(tmp, slope: float, lr_term: float, base_term: float, seeds=rang
 
 def test_amendment_39_pairs_a_method_across_learning_rates_and_reads_complete_seeds(tmp_path):
     d = D.DESIGNS["lr_heldout"]
+    assert {j.label for j in D.jobs(d, now=0)} == {"H1x"}  # the study's H1x job: an evaluation of the runs it trains
     rows = lambda g, m, vals: [{"regime": g, "method": m, "seed": s, "split": HELDOUT_X, "question": q, "pass@1": v}
                                for s in (0, 1) for q, v in zip("ab", vals)]
     df = pd.DataFrame(rows(SMALL_LR, "ddrl", (0.5, 0.75)) + rows("amc_like", "ddrl", (0.25, 0.75))
