@@ -25,7 +25,7 @@ from ddrl.study.drift import x3h_slope
 from ddrl.study.plan import (COR_4X, COR_4X_LR10, COR_LR10, COR_ONLY, HELDOUT_X, HELDOUT_X_METHODS, MATH500_SMALL_LR,
                              PAIRED, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, csv_path, heldout_x_path)
 
-RUNS, XEON = RESULTS / "runs", RESULTS / "replication_xeon" / "runs"
+RUNS = RESULTS / "runs"
 
 
 def _pair(d: D.Design, cid: str) -> tuple[str, str]:
