@@ -1652,3 +1652,13 @@ def test_amendment_62_smoke_runs_both_splits_and_analyses(amc_smoke, tmp_path, c
     assert res["entries"][3]["estimate"] == pytest.approx(100 * (h[COR_4X_LR10] - h[COR_LR10]).mean())
     t = {r["method"]: r for r in res["trade"]}
     assert t[COR_4X_LR10][HELDOUT_X] == pytest.approx(res["entries"][2]["estimate"])
+
+
+# --- the split (designs / measures / runner / figures) ---
+
+
+def test_a_design_command_without_out_reads_the_designs_runs(capsys):
+    """``run``, ``status`` without ``--out``: the design's own ``runs/`` (here no seed of the design: no job)."""
+    assert study.main(["run", "ablation", "--seeds", "999"]) == 0
+    assert study.main(["status", "small_lr_etmr_xeon"]) == 0
+    assert "Amendment 44 (math500_like_small_lr, Xeon build): 10 of 12 seeds complete; missing [10, 11]" in capsys.readouterr().out

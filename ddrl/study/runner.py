@@ -314,7 +314,7 @@ def design_main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         d = design(args.design)
-        args.out = d.runs if args.out == RESULTS / "runs" else args.out  # a design of another build: its own runs/
+        args.out = d.runs if args.out is None else args.out  # default: the design's runs/ (another build: its own)
         if args.what == "run":
             print(run(d, args))
         elif args.what == "status":
