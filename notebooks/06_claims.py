@@ -367,15 +367,16 @@ else:
 
 # %%
 from ddrl.study import designs
+from ddrl.study.runner import committed_table
 from ddrl.study.analysis import level_table
 
 if wide_path.is_file():
-    sp, vote = designs.wide_figure_tables(R / "wide")  # the arms only once arms.json is written
-    rep.draw("wide_vote", designs.wide_vote_figure, sp, vote, data=vote)
-display(Markdown(designs.committed_table("wide_arms")))  # the table docs/results.md quotes
+    sp, vote = SF.wide_figure_tables(R / "wide")  # the arms only once arms.json is written
+    rep.draw("wide_vote", SF.wide_vote_figure, sp, vote, data=vote)
+display(Markdown(committed_table("wide_arms")))  # the table docs/results.md quotes
 if (R / "wide" / "arms.json").is_file():
     # descriptive: each method's adapted pass@1 over Amendment 27's seeds (unpenalised runs: CPU seeds 200-211)
-    display(level_table(designs.seed_levels(R / "wide", seeds=designs.DESIGNS["wide_arms"].seeds)).round(2))
+    display(level_table(SF.seed_levels(R / "wide", seeds=designs.DESIGNS["wide_arms"].seeds)).round(2))
 
 # %% [markdown]
 # ## The main table at the paper's small learning rate (lr/10)
@@ -386,11 +387,12 @@ if (R / "wide" / "arms.json").is_file():
 
 # %%
 from ddrl.study import designs
+from ddrl.study.runner import committed_table
 
-display(Markdown(designs.committed_table("small_lr")))  # Amendment 28: the claims, then each run's level
+display(Markdown(committed_table("small_lr")))  # Amendment 28: the claims, then each run's level
 if designs.DESIGNS["small_lr"].analysis.is_file():
     sres = json.loads(designs.DESIGNS["small_lr"].analysis.read_text())
-    rep.draw("small_lr", designs.figure, sres, data=pd.DataFrame(sres["vote"]))
+    rep.draw("small_lr", SF.figure, sres, data=pd.DataFrame(sres["vote"]))
 
 # %% [markdown]
 # ## The ablation: which part of DDRL carries its margin over TTRL? (A1-A3)
@@ -401,9 +403,10 @@ if designs.DESIGNS["small_lr"].analysis.is_file():
 
 # %%
 from ddrl.study import designs
+from ddrl.study.runner import committed_table
 
 for name in ("ablation", "ablation_amc"):  # Amendment 29 (MATH-500-like), 55 (AMC-like)
-    display(Markdown(designs.committed_table(name)))
+    display(Markdown(committed_table(name)))
 
 # %% [markdown]
 # ## DDRL against ETMR, the stronger baseline (P3, M2, M3)
@@ -415,11 +418,11 @@ for name in ("ablation", "ablation_amc"):  # Amendment 29 (MATH-500-like), 55 (A
 
 # %%
 for name in ("small_lr_etmr", "small_lr_etmr_xeon", "small_lr_etmr_xeon_amc", "small_lr_etmr_amc"):  # A43, 44, 46, 47
-    display(Markdown(designs.committed_table(name)))
+    display(Markdown(committed_table(name)))
     design = designs.DESIGNS[name]
     if design.analysis.is_file():
         eres = json.loads(design.analysis.read_text())
-        rep.draw(name, designs.etmr_figure, eres, design, data=pd.DataFrame(eres["seed_pass1"]))
+        rep.draw(name, SF.etmr_figure, eres, design, data=pd.DataFrame(eres["seed_pass1"]))
 
 # %% [markdown]
 # The same runs on the 1,536 fresh questions, nothing trained: P3x asks whether ETMR's adaptation transfers, M2x and
@@ -427,10 +430,10 @@ for name in ("small_lr_etmr", "small_lr_etmr_xeon", "small_lr_etmr_xeon_amc", "s
 
 # %%
 for name in ("etmr_heldout", "etmr_heldout_xeon"):  # Amendment 45 (registered build, Xeon build)
-    display(Markdown(designs.committed_table(name)))
+    display(Markdown(committed_table(name)))
 display(Markdown("Amendment 46's held-out part (Xeon build, amc_like_small_lr) was not run: its ETMR runs' weights were "
                  "lost with the Xeon machine's cache (plan note of 2026-12-01)."))
-display(Markdown(designs.committed_table("etmr_heldout_amc")))  # Amendment 48
+display(Markdown(committed_table("etmr_heldout_amc")))  # Amendment 48
 
 # %% [markdown]
 # ## COR: its learning rate, its size, and what it costs
@@ -442,35 +445,35 @@ display(Markdown(designs.committed_table("etmr_heldout_amc")))  # Amendment 48
 # add to it?).
 
 # %%
-display(Markdown(designs.committed_table("cor_math500")))
+display(Markdown(committed_table("cor_math500")))
 
 # %% [markdown]
 # **Refinement size** (R1, the paper's Table 6: keeping four times the rollouts barely matters), in AMC-like at lr/10,
 # with COR at a tenth of its rate beside it: each arm is one COR call from each seed's cached RL-only weights.
 
 # %%
-display(Markdown(designs.committed_table("refine_amc")))
+display(Markdown(committed_table("refine_amc")))
 
 # %% [markdown]
 # R1 in the paper's own setting for Table 6, MATH-500-like at lr/10: each seed's DDRL run is trained again (a check
 # compares it with the committed run) and refined keeping four times the rollouts.
 
 # %%
-display(Markdown(designs.committed_table("refine_math500")))
+display(Markdown(committed_table("refine_math500")))
 
 # %% [markdown]
 # Does the larger refinement's extra gain hold on questions the model did not adapt on? R1x: COR 4x - DDRL on the
 # 1,536 fresh MATH-500-like questions, beside AMC-like's.
 
 # %%
-display(Markdown(designs.committed_table("refine_heldout_math500")))
+display(Markdown(committed_table("refine_heldout_math500")))
 
 # %% [markdown]
 # And a gentler COR on fresh questions: K1x (COR at a tenth of its rate - the RL-only weights) and K2x (DDRL's COR
 # at the full rate - the gentle one), beside AMC-like's.
 
 # %%
-display(Markdown(designs.committed_table("cor_lr10_heldout_math500")))
+display(Markdown(committed_table("cor_lr10_heldout_math500")))
 
 # %% [markdown]
 # The four corners of COR's size x rate square, on the adapted questions and on the fresh ones: K1g / K1gx (COR 4x at
@@ -481,10 +484,10 @@ display(Markdown(designs.committed_table("cor_lr10_heldout_math500")))
 # %%
 gentle = [designs.DESIGNS[name] for name in ("cor4x_lr10_amc", "cor4x_lr10_math500")]
 for design in gentle:
-    display(Markdown(designs.committed_table(design.id)))
+    display(Markdown(committed_table(design.id)))
 gentle_done = [json.loads(d.analysis.read_text()) for d in gentle if d.analysis.is_file()]
 if gentle_done:
-    rep.draw("cor_trade", designs.trade_figure, gentle_done, data=designs.trade_frame(gentle_done))
+    rep.draw("cor_trade", SF.trade_figure, gentle_done, data=SF.trade_frame(gentle_done))
 
 # %% [markdown]
 # ## Transfer at lr/10: what adaptation keeps on fresh questions
@@ -493,14 +496,14 @@ if gentle_done:
 # DDRL - BCS+DAE), R1x (COR 4x - DDRL).
 
 # %%
-display(Markdown(designs.committed_table("refine_heldout_amc")))
+display(Markdown(committed_table("refine_heldout_amc")))
 
 # %% [markdown]
 # TTRL beside DDRL on the same fresh AMC-like questions, and COR at a tenth of its rate: H1xT (TTRL - untrained), H1xD
 # (DDRL - TTRL), H1xR (BCS+DAE - TTRL), K1x and K2x.
 
 # %%
-display(Markdown(designs.committed_table("ttrl_heldout_amc")))
+display(Markdown(committed_table("ttrl_heldout_amc")))
 
 # %% [markdown]
 # The same in MATH-500-like at lr/10: TTRL, DDRL and DDRL's RL-only weights on the fresh questions, beside the
@@ -508,11 +511,11 @@ display(Markdown(designs.committed_table("ttrl_heldout_amc")))
 # on the fresh questions, with COR's arms.
 
 # %%
-display(Markdown(designs.committed_table("heldout_math500")))
+display(Markdown(committed_table("heldout_math500")))
 cor_path, heldout_path = designs.DESIGNS["cor_math500"].analysis, designs.DESIGNS["heldout_math500"].analysis
 if cor_path.is_file() and heldout_path.is_file():
     hres = json.loads(heldout_path.read_text())
-    rep.draw("small_lr_cor", designs.cor_figure, json.loads(cor_path.read_text()), hres,
+    rep.draw("small_lr_cor", SF.cor_figure, json.loads(cor_path.read_text()), hres,
              data=pd.DataFrame(hres["seed_pass1"]))
 
 # %% [markdown]
@@ -525,13 +528,13 @@ if cor_path.is_file() and heldout_path.is_file():
 # CPUs), each with its own seeds and verdicts, never pooled.
 
 # %%
-for name, (held, _, _) in designs.COR_ALONE_FIGURES.items():  # the registered build (Amendment 34), then the two others
+for name, (held, _, _) in SF.COR_ALONE_FIGURES.items():  # the registered build (Amendment 34), then the two others
     d = designs.DESIGNS[name]  # its held-out claims in its table or in their own after it
-    display(Markdown("\n".join(designs.committed_table(t) for t in (name, held) if t and t not in (d.beside or ()))))
+    display(Markdown("\n".join(committed_table(t) for t in (name, held) if t and t not in (d.beside or ()))))
     got = [json.loads(designs.DESIGNS[t].analysis.read_text()) if designs.DESIGNS[t].analysis.is_file() else None
            for t in (name, held) if t]
     if all(got):
-        rep.draw(name, designs.cor_alone_figure, got[0], got[1] if held else None, d,
+        rep.draw(name, SF.cor_alone_figure, got[0], got[1] if held else None, d,
                  data=pd.DataFrame(got[0]["seed_pass1"]))
 
 # %% [markdown]
@@ -541,7 +544,7 @@ for name, (held, _, _) in designs.COR_ALONE_FIGURES.items():  # the registered b
 # question, on the fresh questions (LxT, LxD): does the smaller rate keep more?
 
 # %%
-display(Markdown(designs.committed_table("lr_heldout")))  # Amendment 39
+display(Markdown(committed_table("lr_heldout")))  # Amendment 39
 
 # %% [markdown]
 # Is that the distance from the base? Each run's KL to the untrained model on the fresh questions against its
@@ -551,14 +554,15 @@ display(Markdown(designs.committed_table("lr_heldout")))  # Amendment 39
 
 # %%
 from ddrl.study.drift import lr_curve_figure, lr_drift_figure, x3h_slope
+from ddrl.study.measures import amendment40_runs
 
 lr_drift_path, cor_drift_path = designs.XEON / "lr_drift.json", designs.XEON / "cor_alone_drift.json"
 cor_drift = json.loads(cor_drift_path.read_text()) if cor_drift_path.is_file() else None
-display(Markdown(designs.committed_table("lr_drift")))  # Amendment 40
+display(Markdown(committed_table("lr_drift")))  # Amendment 40
 if lr_drift_path.is_file():
     lr_drift_res = json.loads(lr_drift_path.read_text())
     if cor_drift is not None:  # Amendment 41: where COR alone (no RL) lies on the same line
-        display(Markdown(designs.committed_table("cor_alone_drift")))
+        display(Markdown(committed_table("cor_alone_drift")))
     rep.draw("lr_drift", lr_drift_figure, lr_drift_res, cor_drift, data=pd.DataFrame(lr_drift_res["runs"]))
 
 # %% [markdown]
@@ -569,10 +573,10 @@ if lr_drift_path.is_file():
 
 # %%
 lr_curve_path = designs.XEON / "lr_curve.json"
-display(Markdown(designs.committed_table("lr_curve")))  # Amendment 42
+display(Markdown(committed_table("lr_curve")))  # Amendment 42
 if lr_curve_path.is_file():
     lr_curve_res = json.loads(lr_curve_path.read_text())
-    rep.draw("lr_curve", lr_curve_figure, lr_curve_res, designs.amendment40_runs(), x3h_slope(),
+    rep.draw("lr_curve", lr_curve_figure, lr_curve_res, amendment40_runs(), x3h_slope(),
              data=pd.DataFrame(lr_curve_res["runs"]))
 
 # %% [markdown]

@@ -169,6 +169,10 @@ LAZY_OK = {
     ("ddrl/study/plan.py", "ddrl.run.experiments"): "the design and its readings without torch; an Experiment needs it",
     ("ddrl/study/pool.py", "ddrl.study.jobs"): "the amendment modules list and read their jobs; running them needs torch",
     ("ddrl/study/pool.py", "ddrl.models"): "as above (resolve_device: is CUDA there?)",
+    ("ddrl/study/runner.py", "ddrl.study.rerun"): "notebook 06 renders the designs' tables through the runner; "
+                                                  "recomputing a run needs torch",
+    ("ddrl/study/runner.py", "ddrl.study.jobs"): "as above (the real LLM's sample job)",
+    ("ddrl/study/runner.py", "ddrl.models"): "as above (resolve_device: the status's workers per device)",
     ("ddrl/study/drift.py", "ddrl.study.drift_kl"): "the drift analyses and figures without torch; measuring a held-out KL samples",
 }
 #: The verl integration runs in its own environment (.venv-verl, `make test-verl`); left as it is.

@@ -26,10 +26,12 @@ EXACT = ("id", "regime", "verdict", "n_seeds", "arm")
 
 
 def _table() -> dict:
-    """The designs of :data:`ddrl.study.designs.DESIGNS`: each analysis by the one generic computation."""
-    from ddrl.study import designs
+    """The designs of :data:`ddrl.study.designs.DESIGNS`: each analysis by the one generic computation
+    (:func:`ddrl.study.runner.analyse`)."""
+    from ddrl.study.designs import DESIGNS
+    from ddrl.study.runner import analyse
 
-    return {d.analysis.relative_to(RESULTS).as_posix(): (lambda d=d: designs.analyse(d)) for d in designs.DESIGNS.values()}
+    return {d.analysis.relative_to(RESULTS).as_posix(): (lambda d=d: analyse(d)) for d in DESIGNS.values()}
 
 
 #: committed analysis (relative to results/) -> its design's analysis (every committed analysis is a row of DESIGNS)

@@ -263,7 +263,7 @@ def arms_figure(table: pd.DataFrame, slope: float, which: str = "dose"):
 # held-out gain against held-out KL, and the two figures notebook 06 draws from their committed analyses
 
 #: The two readings as registered (fitted on Amendment 40's 60 RL runs before any lr/3 run existed, rounded as the
-#: plan writes them; :func:`ddrl.study.designs.fit_readings` refits them): L's slope, and H's free start and slope
+#: plan writes them; :func:`ddrl.study.measures.fit_readings` refits them): L's slope, and H's free start and slope
 LINE = -0.3636
 HINGE_K0, HINGE_B = 3.443, 0.4530
 LR_METHODS = ("ttrl", "bcs_dae", "ddrl")  # Amendment 40's methods, at each learning rate
@@ -319,7 +319,7 @@ def lr_drift_figure(res: dict, cor: dict | None = None):
 
 def lr_curve_figure(res: dict, old: pd.DataFrame, slope: float):
     """Left: held-out gain against held-out KL, one point per run (colour: learning rate; marker: method), Amendment
-    40's runs (``old``, :func:`ddrl.study.designs.amendment40_runs`) and Amendment 42's (``res``), with the readings L,
+    40's runs (``old``, :func:`ddrl.study.measures.amendment40_runs`) and Amendment 42's (``res``), with the readings L,
     R (X3h's ``slope``, :func:`x3h_slope`) and H. Right: each learning rate's and method's mean adapted gain against
     its mean held-out gain (what a smaller learning rate trades). Draws from its arguments alone (no file read)."""
     t = pd.concat([old, pd.DataFrame(res["runs"])], ignore_index=True)

@@ -12,7 +12,10 @@
 - :func:`regime_candidates_figure` and :func:`power_figure`: the design (the base model by operations per chain, the
   regimes' thresholds; the predicted 95% half-width by seeds, the 2-point target);
 - :func:`transfer_figure`: pass@1 of no adaptation, TTRL, BCS (AMC-like), BCS+DAE and DDRL on the adapted questions
-  beside the 1,536 fresh held-out ones, per regime (claims H1x and its family; plan Amendments 11-17, 19, 20).
+  beside the 1,536 fresh held-out ones, per regime (claims H1x and its family; plan Amendments 11-17, 19, 20);
+- the designs' figures (:data:`ddrl.study.designs.DESIGNS`, drawn by notebook 06 from their committed analyses):
+  :func:`figure` and :func:`etmr_figure` (the lr/10 levels and vote), :func:`wide_vote_figure` (768 questions),
+  :func:`cor_figure`, :func:`cor_alone_figure` and :func:`trade_figure` (COR's arms, COR alone, COR's size x rate).
 
 :func:`render_results` writes all of them from the committed results (``results/claims.json`` and
 ``results/runs/``); ``python -m ddrl.study --analyse claims`` calls it after writing the scorecard.
@@ -21,6 +24,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 from typing import Sequence
 
@@ -35,12 +39,15 @@ from ddrl.report.plotting import bootstrap_ci95, color, label
 from ddrl.run.cache import content_key
 from ddrl.report.reporter import save_figure
 from ddrl.run.storage import sha256_file, write_csv, write_json
+from ddrl.seeds import numpy_generator
 from ddrl.report.stats import TARGET_HALF_WIDTH
 from ddrl.study.analysis import (SHORTFALL_MAX_QUESTIONS, SHORTFALL_MAX_SEEDS, claim_on_seeds, load_base,
                                  load_questions, load_steps, power_shortfall, rl_divergence, seed_directions,
-                                 selection_errors, study_inputs)
+                                 run_levels, selection_errors, study_inputs)
 from ddrl.study.reward_noise import BAND_NAMES, description
-from ddrl.study.plan import BANDS_64, HELDOUT_X, MATH500_768, REAL, SMALL_LR, THREE, WIDE_OUT
+from ddrl.study.plan import (BANDS_64, COR_LR10, COR_ONLY, HELDOUT_X, MATH500_768, MATH500_SMALL_LR, REAL, SAME_BASE,
+                             SMALL_LR, STAGE1_METHODS, THREE, WIDE_OUT)
+from ddrl.study.designs import WIDE_ARMS, Design, _panels
 
 #: Answer-count bins (of 64) for :func:`band_accuracy_figure`: finer than F1-F3's bands, with their edges.
 COUNT_BINS_64 = ((1, 1), (2, 5), (6, 14), (15, 24), (25, 34), (35, 44), (45, 54), (55, 64))
@@ -521,3 +528,171 @@ def render_results(entries: Sequence[dict], runs_dir: str | Path, out_dir: str |
         if (fig := draw(t[name])) is not None:
             paths.update({f"{name}.{k}": p for k, p in _save(fig, out_dir, name).items()})
     return paths
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The designs' figures (:data:`ddrl.study.designs.DESIGNS`; notebook 06 draws them from the committed analyses)
+# ---------------------------------------------------------------------------------------------------------
+
+
+#: The learning rate of each base regime and its lr/10 one, as figures name it
+LR_NAME = {"math500_like": "default lr", MATH500_SMALL_LR: "lr/10", "amc_like": "default lr", SMALL_LR: "lr/10"}
+
+
+#: How COR alone's tables and figures name the regimes
+REGIME_TEXT = {"amc_like": "AMC-like", SMALL_LR: "AMC-like at lr/10", "aime_like": "AIME-like",
+               "math500_like": "MATH-500-like"}
+
+
+#: How the figures name the regimes
+REGIME_NAME = {MATH500_SMALL_LR: "MATH-500-like", SMALL_LR: "AMC-like"}
+
+
+#: COR's arms' names in figures (they are COR calls, not trainer presets, so ddrl.report.plotting's labels do not name them)
+ARM_LABELS = {COR_LR10: "DDRL with COR at lr/10", COR_ONLY: "COR alone (no RL)"}
+
+
+#: COR alone's figures (notebook 06), by adapted design: its held-out design (None: none), what the title calls the
+#: runs COR alone stands beside, and the amendments it names
+COR_ALONE_FIGURES = {"cor_alone": ("cor_alone_heldout", "the registered runs", "Amendment 34"),
+                     "cor_alone_c49d": (None, "the c49d994e build's runs", "Amendment 35"),
+                     "cor_alone_xeon": ("cor_alone_xeon_heldout", "the Xeon build's runs",
+                                        "Amendments 36 and 37; held-out: Amendment 38")}
+
+
+def seed_levels(out: str | Path = WIDE_OUT, seeds: Sequence[int] | None = None, regime: str = MATH500_768) -> pd.DataFrame:
+    """:func:`~ddrl.study.analysis.run_levels` of ``regime``'s CSVs under ``out`` (on ``seeds``): one row per method
+    x seed (notebook 06 shows Amendment 27's :func:`~ddrl.study.analysis.level_table`)."""
+    df = load_questions(out)
+    df = df[df.regime == regime]
+    if seeds is not None:
+        df = df[df.seed.isin(set(seeds))]
+    return run_levels(df).drop(columns="regime").sort_values(["method", "seed"], ignore_index=True)
+
+
+def wide_figure_tables(out: str | Path = WIDE_OUT) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`wide_vote_figure`'s two tables (:func:`seed_levels`, :func:`~ddrl.study.figures.vote_by_quarter`) for
+    Amendment 26's methods, and for Amendment 27's arms only once ``arms.json`` is written (the plan reads nothing of
+    them before)."""
+    methods = (*STAGE1_METHODS, *WIDE_ARMS) if (Path(out) / "arms.json").is_file() else STAGE1_METHODS
+    sp, vote = seed_levels(out), vote_by_quarter(out)
+    return sp[sp.method.isin(methods)], vote[vote.method.isin(methods)]
+
+
+def wide_vote_figure(seed_pass1: pd.DataFrame, vote: pd.DataFrame):
+    """:func:`~ddrl.study.figures.levels_vote_figure` of :func:`seed_levels` and
+    :func:`~ddrl.study.figures.vote_by_quarter`, one run per method (notebook 06's ``wide_vote``). Each method is shown
+    on the seeds it has (the untrained model on Amendment 26's and 27's; TTRL and DDRL on 26's; the arms on 27's).
+    Descriptive; the paired intervals are ``claims.json``'s and ``arms.json``'s."""
+    order = [m for m in (*STAGE1_METHODS, *WIDE_ARMS) if m in set(seed_pass1.method)]
+    return levels_vote_figure(seed_pass1.assign(run=seed_pass1.method.map(label)), vote.assign(run=vote.method.map(label)),
+                              [label(m) for m in order], {label(m): color(m) for m in order},
+                              f"{MATH500_768}: what the runs end at, and how their vote changes over training (descriptive)",
+                              numpy_generator(0, "figure", MATH500_768))
+
+
+def cor_alone_figure(res: dict, held: dict | None, d: Design):
+    """Descriptive (the paired intervals are the entries'): each run's adapted pass@1 (``res``: adapted design ``d``'s
+    analysis; and held-out pass@1, ``held``: its held-out design's, where it has one), one dot per seed, one row per
+    split and one column per regime shown (:func:`ddrl.study.figures.levels_panel`)."""
+    splits = [(res, "adapted pass@1 (%)", "adapted"), *([(held, "held-out pass@1 (%)", "fresh")] if held else [])]
+    rows = [[(r, *split) for r in _panels(d, split[0]["seeds"])] for split in splits]
+    n_cols = max(map(len, rows))
+    fig, axes = plt.subplots(len(rows), n_cols, figsize=(5.5 * n_cols, 4.2 * len(rows)), squeeze=False)
+    rng = numpy_generator(0, "figure", d.id)
+    for ax_row, panels in zip(axes, rows):
+        for ax in ax_row[len(panels):]:
+            ax.set_axis_off()
+        for ax, (r, data, ylabel, what) in zip(ax_row, panels):
+            per = pd.DataFrame(data["seed_pass1"])
+            per = per[per.regime.isin(_panels(d, data["seeds"])[r])]
+            name = per.method.map(lambda m: "COR alone (no RL)" if m == COR_ONLY else label(m))
+            per["run"] = name.where(per.regime == r, name + "\nlr/10")
+            palette = dict(zip(per.run, per.method.map(color)))
+            n_q = next(e["n_questions"] for e in data["entries"] if e["regime"] == r)
+            levels_panel(ax, per, list(dict.fromkeys(per.run)), palette, rng, ylabel,
+                         f"{REGIME_TEXT[r]}: {n_q:,} {what} questions")
+            sns.despine(ax=ax)
+    _, called, tag = COR_ALONE_FIGURES[d.id]
+    title = (f"COR alone (consensus SFT from the untrained model) beside {called} "
+             f"(plan {tag}; descriptive)")
+    fig.suptitle(textwrap.fill(title, 16 * fig.get_figwidth()), fontsize=10)  # ~16 characters an inch at 10 pt
+    fig.tight_layout()
+    return fig
+
+
+def trade_frame(results: Sequence[dict]) -> pd.DataFrame:
+    """Amendment 62's analyses (one per regime) as one table: per regime and COR setting its :func:`trade` row."""
+    return pd.DataFrame([{"regime": REGIME_NAME[res["regime"]], "seeds": len(res["seeds"]), **t}
+                         for res in results for t in res["trade"]])
+
+
+def trade_figure(results: Sequence[dict]):
+    """Descriptive: per regime (a panel each) the four COR settings' mean adapted gain over the RL-only weights (x)
+    against their mean held-out change (y), in points, from Amendment 62's analyses (``results``); the zero lines
+    dashed. A figure, no verdict: the claims' intervals are in the tables."""
+    df = trade_frame(results)
+    fig, axes = plt.subplots(1, len(results), figsize=(5.2 * len(results), 4), squeeze=False, sharey=True)
+    for ax, (regime, g) in zip(axes[0], df.groupby("regime", sort=False)):
+        sns.scatterplot(g, x="adapted", y=HELDOUT_X, hue="method", palette={m: color(m) for m in g.method}, s=90,
+                        legend=False, ax=ax)
+        for t in g.itertuples():
+            ax.annotate(f"COR {t.keep}x at {t.cor_lr}", (t.adapted, getattr(t, HELDOUT_X)), textcoords="offset points",
+                        xytext=(6, 6), fontsize=8)
+        ax.axhline(0, color="grey", ls="--", lw=0.8)
+        ax.axvline(0, color="grey", ls="--", lw=0.8)
+        ax.margins(x=0.2, y=0.12)
+        ax.set(xlabel="adapted pass@1 gain over BCS+DAE (points)",
+               ylabel="held-out pass@1 change over BCS+DAE (points)", title=f"{regime} at lr/10 ({g.seeds.iloc[0]} seeds)")
+    fig.tight_layout()
+    return fig
+
+
+def _name(regime: str, method: str) -> str:
+    """A run's tick label: the method's short name (DDRL's parts are in the vote panels' legend; the full label made the
+    rotated tick labels overlap), then the learning rate."""
+    name = label(method).split(" (")[0]
+    return name if method == "no_adaptation" else f"{name}\n{LR_NAME[regime]}"
+
+
+def figure(res: dict, title: str = "MATH-500-like at the default learning rate and at lr/10 (plan Amendment 28; "
+                                   "descriptive)"):
+    """:func:`ddrl.study.figures.levels_vote_figure` of the committed analysis (descriptive; the paired intervals are the
+    entries'): each run's adapted pass@1 (``seed_pass1``) of the untrained model and of TTRL and DDRL at both learning
+    rates on the same seeds, and the vote by quarter of the RL steps (``vote``), lines styled by learning rate."""
+    per, vote = pd.DataFrame(res["seed_pass1"]), pd.DataFrame(res["vote"])
+    per["run"] = [_name(r, m) for r, m in zip(per.regime, per.method)]
+    vote["run"], vote["learning rate"] = vote.method.map(label), vote.regime.map(LR_NAME)  # colour: method, line: lr
+    palette = {n: color(m) for n, m in (*zip(per.run, per.method), *zip(vote.run, vote.method))}
+    return levels_vote_figure(per, vote, list(dict.fromkeys(per.run)), palette,
+                              title, numpy_generator(0, "figure", MATH500_SMALL_LR), style="learning rate")
+
+
+def etmr_figure(res: dict, d: Design):
+    """:func:`figure`'s panels (descriptive; the paired intervals are the entries'): each
+    run's adapted pass@1 of the untrained model and of TTRL, ETMR and DDRL at both learning rates on the same seeds, and
+    the vote by quarter of the RL steps (an ETMR design's committed analysis, notebook 06)."""
+    return figure(res, f"{REGIME_NAME[d.regime]}, {d.build}: ETMR beside TTRL and DDRL (plan Amendment {d.amendment}, "
+                       f"seeds 0-{len(res['seeds']) - 1}; descriptive)")
+
+
+def cor_figure(cor: dict, held: dict):
+    """Descriptive (the paired intervals are the entries'): each run's adapted pass@1 of the seven runs K1-K5 read
+    (``cor``: design ``cor_math500``'s analysis) and each run's held-out pass@1 on the fresh questions (``held``:
+    ``heldout_math500``'s), one dot per seed, :func:`ddrl.study.figures.levels_panel`."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1.5, 1]})
+    rng = numpy_generator(0, "figure", MATH500_SMALL_LR, "cor")
+    for ax, res, ylabel, title in ((axes[0], cor, "adapted pass@1 (%)", "adapted questions"),
+                                   (axes[1], held, "held-out pass@1 (%)", "fresh questions")):
+        title = f"{res['entries'][0]['n_questions']:,} {title}"
+        per = pd.DataFrame(res["seed_pass1"])
+        default = (per.get("regime") == SAME_BASE[MATH500_SMALL_LR]) & (per.method != "no_adaptation")
+        name = per.method.map(lambda m: ARM_LABELS.get(m) or label(m))
+        per["run"] = name.where(~default, name + "\ndefault lr")
+        palette = dict(zip(per.run, per.method.map(color)))
+        levels_panel(ax, per, list(dict.fromkeys(per.run)), palette, rng, ylabel, title)
+        sns.despine(ax=ax)
+    fig.suptitle("MATH-500-like at lr/10: COR's learning rate, COR without RL, and held-out transfer "
+                 "(plan Amendments 30-33; descriptive)", fontsize=10)
+    fig.tight_layout()
+    return fig

@@ -1,6 +1,9 @@
 """The claims study (issue 17) as ``results/plan.md`` registers it: running its jobs and the CLI. The design
 (constants, regimes, job lists, the readings of the plan) is :mod:`ddrl.study.plan`; the analysis that turns the
-per-run CSVs into ``results/stage1.json`` and ``results/claims.json`` is :mod:`ddrl.study.analysis`.
+per-run CSVs into ``results/stage1.json`` and ``results/claims.json`` is :mod:`ddrl.study.analysis`. The designs of
+:data:`ddrl.study.designs.DESIGNS` (every committed analysis) go through one generic job list (:func:`jobs`), analysis
+(:func:`analyse`, their named measures :mod:`ddrl.study.measures`), table (:func:`markdown`, :func:`committed_table`)
+and command line (:func:`design_main`), here.
 
 ::
 
@@ -38,21 +41,29 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
+import pandas as pd
+
 from ddrl.study import claims as C
 from ddrl.data import DataError
-from ddrl.models import resolve_device
-from ddrl.run.pool import default_workers
+from ddrl.report.tables import amendment_cells, claim_row, committed_markdown, entry_cell
+from ddrl.run.pool import clock_budget, default_workers, minutes_to
 from ddrl.study.regimes import Regime
-from ddrl.run.storage import REPO, write_json
-from ddrl.study.analysis import analyse_claims, analyse_stage1
+from ddrl.run.storage import REPO, atomic_write_bytes, cache_root, write_json
+from ddrl.seeds import seed_range
+from ddrl.study.analysis import (analyse_claims, analyse_stage1, claim_matrix, complete_seeds, paired_matrix, read_csvs,
+                                 wide_entry)
+from ddrl.study.claims import amendment_entry, validate, with_half_width
+from ddrl.study.designs import (DESIGNS, MARGIN, Design, _complete, _needed, _unwritten, _wants, analysed_seeds, design,
+                                path, regime_designs)
+from ddrl.study.measures import (CHECK, DEVICES_FILE, MEASURES, TABLES, Reading, _level_rows, cor_level_rows, gpu_seeds,
+                                 held_level_rows)
 from ddrl.study.figures import render_results
-from ddrl.study.plan import (HELDOUT_X_AMENDMENTS, REAL, RESULTS, SCALES, SVAMP_REGIME, Scale, check_weights,
-                             export_base_models, heldout_x_jobs, load_regimes, regimes_path, small_lr_regime_file,
-                             stage1_jobs, stage2_jobs, write_replication)
-from ddrl.study.jobs import run_real_rollouts_job
-from ddrl.study.rerun import main as rerun_main
+from ddrl.study.plan import (CSV, HELDOUT_X, HELDOUT_X_AMENDMENTS, MATH500_768, MATH500_SMALL_LR, PAIRED, REAL, RESULTS,
+                             SAME_BASE, SCALES, SMALL_LR, STAGE1_METHODS, SVAMP_REGIME, WIDE_OUT, Job, Scale,
+                             check_weights, csv_path, export_base_models, heldout_x_jobs, load_regimes, regimes_path,
+                             seeds_to_start, small_lr_regime_file, stage1_jobs, stage2_jobs, untrained,
+                             write_replication)
 from ddrl.study.pool import run_jobs, status_counts
-from ddrl.study.designs import main as design_main
 from ddrl.study.page import main as render_page
 from ddrl.study.status import status_text
 
@@ -81,6 +92,8 @@ def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, re
     s3 = run_jobs(heldout_x_jobs(list(regimes), scale), scale, runs_dir, runs_root, left(), workers, progress,
                   desc="study H1x")
     if scale.name == "default":  # the sample claims on a real LLM (Amendment 18), where its samples are found
+        from ddrl.study.jobs import run_real_rollouts_job  # torch (as rerun's, below)
+
         try:
             run_real_rollouts_job(runs_dir)
         except DataError as e:
@@ -89,6 +102,237 @@ def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, re
     write_json(results_dir / "claims.json", entries)
     status = status_counts(s1 + s2 + s3)
     return {"stage1": stage1, "claims": entries, "missing": missing, "jobs": status}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The designs (:data:`ddrl.study.designs.DESIGNS`): one generic job list, analysis, table and command line
+# ---------------------------------------------------------------------------------------------------------
+
+
+#: Where each lr/10 regime's cached DDRL runs come from, for :func:`refuse_untrained`'s message: (the amendment that
+#: trained them, the command that trains them again)
+CACHED_BY = {SMALL_LR: (55, "python -m ddrl.study run ablation_amc trains them, ~12 worker-minutes a seed"),
+             MATH500_SMALL_LR: (59, "python -m ddrl.study run refine_math500 trains them, ~14 worker-minutes a seed")}
+
+
+def refuse_untrained(seeds: Sequence[int], runs_root: str | Path, scale: str,
+                     amendment: int = 56, regime: str = SMALL_LR) -> None:
+    """A ValueError naming the seeds whose DDRL run in ``regime`` is not finished under ``runs_root``, before any job:
+    ``amendment`` (56-58, 60, 62) refines (or evaluates) the cached runs of :data:`CACHED_BY`'s amendment and must not
+    train one anew."""
+    gone = untrained(seeds, runs_root, scale, regime, ("ddrl",))
+    if gone:
+        by, how = CACHED_BY[regime]
+        raise ValueError(f"{runs_root}: the DDRL runs of seeds {[s for _, s in gone]} in {regime} are not finished "
+                         f"there; Amendment {amendment} uses Amendment {by}'s cached runs and trains none ({how})")
+
+
+def seeds_line(what: str, total: int, missing: Sequence[int], cutoff: str | None = None) -> str:
+    """A status line of the designs' command line: how many of ``total`` seeds are complete, which are not, and with a
+    plan's clock (``cutoff``) the minutes left to it."""
+    clock = "" if cutoff is None else f"; minutes to the clock {minutes_to(cutoff):.0f}"
+    return f"{what}: {total - len(missing)} of {total} seeds complete; missing {list(missing)}{clock}"
+
+
+def import_runs(src: str | Path, device: str, out: str | Path = WIDE_OUT, regime: str = MATH500_768,
+                methods: Sequence[str] = STAGE1_METHODS) -> list[int]:
+    """Copy the complete seeds of a GPU machine's ``run --out src`` into ``out`` and record them in
+    :data:`DEVICES_FILE` as computed on ``device``. A seed missing a method there is left out (its runs are
+    redone on the CPU); a seed imported before with the same files is skipped, any other seed that ``out``
+    already holds a CSV of is refused (one device per seed). Returns the seeds imported now."""
+    dest, devices = Path(out) / regime, gpu_seeds(out)
+    seeds = [s for s in complete_seeds(src, regime, methods) if not (devices.get(s) == device and all(
+        csv_path(out, regime, m, s).is_file() and csv_path(out, regime, m, s).read_bytes() ==
+        csv_path(src, regime, m, s).read_bytes() for m in methods))]  # imported before: nothing to do
+    clash = [s for s in seeds if any(dest.glob(f"*-seed{s:02d}{CSV}")) or any(dest.glob(f"*-seed{s:02d}-steps{CSV}"))]
+    if clash:
+        raise ValueError(f"import_runs: {dest} already holds CSVs of seed(s) {clash}; one device per seed")
+    dest.mkdir(parents=True, exist_ok=True)
+    for s in seeds:
+        for m in methods:
+            for steps in (False, True):
+                p = csv_path(src, regime, m, s, steps)
+                if p.is_file():
+                    atomic_write_bytes(csv_path(out, regime, m, s, steps), p.read_bytes())
+        devices[s] = device
+    write_json(Path(out) / DEVICES_FILE, {str(k): v for k, v in sorted(devices.items())})
+    return seeds
+
+
+def jobs(d: Design, seeds: Sequence[int] | None = None, now: float | None = None) -> list[Job]:
+    """Seed by seed, a job per evaluated run (on the seeds of the claims that pair it); once the design's clock has
+    passed (``now``: epoch seconds) only the first :attr:`Design.late_seeds` of its seeds."""
+    if d.regime_seeds:  # regime by regime (:func:`regime_designs`)
+        return [j for p in regime_designs(d) for j in jobs(p, seeds and [s for s in seeds if s in p.seeds], now)]
+    groups = [((m,), d.kinds[i] if d.kinds else d.job_kind) for i, m in enumerate(d.evaluates)] if d.job_per_run \
+        else [(d.evaluates, d.job_kind)]
+    return [Job(regime, s, g, kind) for regime in d.job_regimes or (d.regime,)
+            for s in seeds_to_start(d.seeds if seeds is None else seeds, d.seeds, d.cutoff, now, d.late_seeds)
+            for g, kind in groups if _wants(d, g, s)]
+
+
+def missing(d: Design, out: str | Path | None = None, seeds: Sequence[int] | None = None) -> list[int]:
+    """Seeds without every CSV the design's analysis needs (with :attr:`Design.claim_seeds`: some claim's pair on one of
+    its seeds; ``out``: default its ``runs/``)."""
+    out, among = d.runs if out is None else out, d.seeds if seeds is None else seeds
+    if d.regime_seeds:  # in any of its regimes
+        return sorted({s for ss in _unwritten(d, out, {g: [s for s in ss if s in among] for g, ss in
+                                                        d.regime_seeds.items()}).values() for s in ss})
+    if d.claim_seeds is None:
+        return sorted(set(among) - set(_complete(d, out, _needed(d))))
+    return sorted({s for c, cs in d.claim_seeds.items()
+                   for s in (set(cs) & set(among)) - set(_complete(d, out, PAIRED[c][:2]))})
+
+
+def analyse(d: Design, out: str | Path | None = None, n_boot: int = 4000, now: float | None = None,
+            seeds: Sequence[int] | None = None) -> dict:
+    """The design's claims on :func:`analysed_seeds`: ``entries`` (``claims.json``'s schema with ``half_width``: the
+    registered ones by their matrices and rule, each on its own seeds, ours by
+    :func:`~ddrl.study.claims.amendment_entry`); then, descriptive, the design's named measures (:data:`MEASURES`;
+    ``levels``: each run's mean pass@1 on the split, first where not named); a design's :attr:`Design.whole`
+    measure instead, on ``seeds`` (default the design's). ``out``: its ``runs/`` unless given."""
+    out = d.runs if out is None else Path(out)
+    if d.whole:
+        return MEASURES[d.whole](d, Reading(pd.DataFrame(), out, list(d.seeds if seeds is None else seeds), n_boot, {}))
+    seeds = analysed_seeds(d, out, seeds, now)
+    per_claim = seeds if isinstance(seeds, dict) else {}
+    done = next(iter(per_claim.values())) if per_claim else seeds
+    every = sorted(set().union(*per_claim.values())) if per_claim else done
+    # in the levels' regimes' order; the default-lr twin's runs (the levels only) where written, on ``done``
+    df = read_csvs(path(d, out, m, s, g) for g in d.level_regimes or (d.regime,)
+                   for m in (d.methods if g == d.regime or d.twin_runs is None else d.twin_runs)
+                   for s in (every if g == d.regime else done))
+    entries = [wide_entry(cid, claim_matrix(df[df.seed.isin(per_claim[cid])] if per_claim else df, cid, d.regime),
+                          n_boot, d.regime, SAME_BASE[d.regime]) for cid in d.registered]
+    metric = "held-out pass@1" if d.split == HELDOUT_X else "adapted pass@1"
+    for cid, (a, b, what, *own) in d.claims.items():
+        claim, said, paper = own or (what, f"{metric}, {what} [points]", None)
+        at = SAME_BASE[d.regime] if cid in d.in_base else d.regime
+        entries.append({**amendment_entry(cid, at, claim, said, a, b, paired_matrix(df, at, a, b, d.split).to_numpy(),
+                                          MARGIN, n_boot), "paper": paper})
+    res = {"regime": d.regime, **({"build": d.build} if d.build else {}), "seeds": seeds,
+           **({"cutoff": d.cutoff} if d.build and d.cutoff else {}),
+           "entries": with_half_width(validate(entries, d.regime))}
+    for m in d.measures if "levels" in d.measures else ("levels", *d.measures):
+        res |= MEASURES[m](d, Reading(df, out, done, n_boot, res))
+    return res
+
+
+def markdown(d: Design, res: dict, beside: Sequence[dict]) -> str:
+    """The table docs/results.md quotes: per claim the entry beside it (the registered one at the default lr in the
+    same benchmark, or the entries of :attr:`Design.beside`'s analyses; with none, the seeds), the design's, its
+    half-width beside the plan's predictions ("-": none), its verdict; then the levels. ``beside``: those entries."""
+    if d.whole:
+        return TABLES[d.whole](d, res, beside)
+    by = {e["id"]: e for e in beside if d.beside or e["regime"] == SAME_BASE[d.regime]}
+    seeds = next(iter(res["seeds"].values())) if isinstance(res["seeds"], dict) else res["seeds"]
+    rows = [d.header.format(span=f"seeds {seeds[0]}-{seeds[-1]}"),
+            "|---" * ((6 if d.paper else 5) + max(0, len(d.beside_regimes) - 1)) + "|"]
+    at = {(e["id"], e["regime"]): e for e in beside}
+    for e in res["entries"]:
+        predicted = d.predicted.get(e["id"], "-")
+        if d.beside is None:
+            rows.append(claim_row(e, d.what(e["id"]), predicted))
+            continue
+        b = by.get(e["id"])
+        paper = (" n/a |" if e["paper"] is None else f" {e['paper']:+.1f} |") if d.paper else ""
+        cells = " | ".join(entry_cell(at[(e["id"], g)]) for g in d.beside_regimes) if d.beside_regimes else \
+            d.unmeasured if b is None else entry_cell(b)
+        rows.append(f"| {e['id']} {d.what(e['id'])} |{paper} {cells} | {amendment_cells(e, predicted)}")
+    levels = (_level_rows(d, res, seeds) if d.level_header else
+              cor_level_rows(res["levels"], res["cor_kept"], d.level_name) if "cor_kept" in res else
+              held_level_rows(res["levels"], d.level_name) if d.level_name else [])
+    return "\n".join(rows + levels) + "\n"
+
+
+def beside_entries(d: Design, results: Path | None = None) -> list[dict]:
+    """The committed entries :func:`markdown` sets beside the design's: the registered ``claims.json``'s, or those of
+    :attr:`Design.beside`'s committed analyses or claims files (none for a design without that column)."""
+    if d.beside is None:
+        return []
+    if not d.beside:
+        return C.load((results or RESULTS) / "claims.json")
+    got = [json.loads((DESIGNS[b].analysis if b in DESIGNS else RESULTS / b).read_text()) for b in d.beside]
+    return [e for x in got for e in (x if isinstance(x, list) else x["entries"])]  # a list: a claims.json
+
+
+def committed_table(name: str) -> str:
+    """The table of design ``name``'s committed analysis as notebook 06 shows it (:func:`markdown` beside its
+    :func:`beside_entries`), or a sentence saying it is not committed yet, with the command that tells how far it is."""
+    d = DESIGNS[name]
+    return committed_markdown(d.analysis, lambda res: markdown(d, res, beside_entries(d)), d.amendment,
+                              f"python -m ddrl.study status {name}")
+
+
+def run(d: Design, args: argparse.Namespace) -> str:
+    """The design's jobs on its build's measured weights, to its clock; a design reading the cached DDRL runs, or
+    loading finished runs (:attr:`Design.finished`), refuses a seed without one before any job (it must not train one
+    anew)."""
+    seeds = d.seeds if args.seeds is None else tuple(s for s in d.seeds if s in set(args.seeds))
+    seeds = tuple(s for s in seeds if s not in gpu_seeds(args.out))  # a GPU machine's imported seeds (Amendment 26)
+    regimes = regimes_path(d.results)
+    check_weights(regimes, SCALES[args.scale])
+    root = args.runs_root or cache_root() / "runs"
+    if d.cached_ddrl:
+        refuse_untrained(seeds, root, args.scale, d.amendment, d.regime)
+    gone = untrained(seeds, root, args.scale, d.regime, d.finished, regimes) if d.finished else []
+    if gone:
+        raise ValueError(f"{root}: {d.tag} evaluates finished runs and trains none; not finished there: {gone}")
+    status = run_jobs(jobs(d, seeds), SCALES[args.scale], Path(args.out, d.csv_dir), root,
+                      clock_budget(d.cutoff, args.budget_min), args.workers, desc=f"{d.tag} run", regimes=regimes)
+    if d.whole == "cor_trade":  # then the same runs on H1x's fresh questions (checked against the adapted jobs' CSVs)
+        status += run_jobs([replace(j, label="H1x") for j in jobs(d, seeds)], SCALES[args.scale], args.out, root,
+                           clock_budget(d.cutoff, args.budget_min), args.workers, desc=f"{d.tag} H1x", regimes=regimes)
+    if {"retrain_check", "reeval_check"} & set(d.measures):  # each DDRL run evaluated again (finished ones: none trains)
+
+        gone = {s for _, s in untrained(seeds, root, args.scale, d.regime, ("ddrl",))}
+        status += run_jobs([Job(d.regime, s, ("ddrl",), f"COR repeat check (A{d.amendment})") for s in seeds
+                            if s not in gone], SCALES[args.scale], CHECK, root, args.budget_min, args.workers,
+                           desc=f"{d.tag} check")
+    if "heldout_check" in d.measures:  # the check: the cached DDRL runs of the seeds whose evaluation is written
+        evaluated = [s for s in seeds if all(path(d, args.out, m, s).is_file() for m in d.evaluates)]
+        status += run_jobs([Job(d.regime, s, ("ddrl",), "H1x") for s in evaluated], SCALES[args.scale], CHECK, root,
+                           args.budget_min, args.workers, desc=f"{d.tag} check")
+    return str(status_counts(status))
+
+
+def design_main(argv: Sequence[str] | None = None) -> int:
+    """``python -m ddrl.study run|status|analyse|render|import DESIGN``."""
+    ap = argparse.ArgumentParser(prog="python -m ddrl.study", description="a design of ddrl.study.designs.DESIGNS: its "
+                                 "jobs, status, analysis, table, or a GPU machine's seeds")
+    ap.add_argument("what", choices=("run", "status", "analyse", "render", "import"))
+    ap.add_argument("design", help=f"one of {', '.join(DESIGNS)}")
+    ap.add_argument("src", nargs="?", type=Path, help="import: a GPU machine's run --out folder")
+    ap.add_argument("--device", default=None, help="import: the GPU's name (nvidia-smi), recorded per seed")
+    ap.add_argument("--seeds", type=seed_range, default=None, help="run: seeds N-M (default: the design's)")
+    ap.add_argument("--scale", choices=sorted(SCALES), default="default")
+    ap.add_argument("--workers", type=int, default=None)
+    ap.add_argument("--budget-min", type=float, default=None, help="jobs starting later are skipped")
+    ap.add_argument("--out", type=Path, default=None, help="the CSVs (default: the design's runs/)")
+    ap.add_argument("--runs-root", type=Path, default=None, help="run directories (default: <cache>/runs)")
+    ap.add_argument("--json", type=Path, default=None, help="analyse: write the result here")
+    args = ap.parse_args(argv)
+    try:
+        d = design(args.design)
+        args.out = d.runs if args.out is None else args.out  # default: the design's runs/ (another build: its own)
+        if args.what == "run":
+            print(run(d, args))
+        elif args.what == "status":
+            where = [*(d.regime_seeds or (d.regime,)), *([d.build] if d.build else []),
+                     *(["held-out"] if d.split == HELDOUT_X else [])]
+            print(seeds_line(f"{d.tag} ({', '.join(where)})", len(d.seeds), missing(d, args.out), d.cutoff))
+        elif args.what == "render":
+            sys.stdout.write(committed_table(d.id))
+        elif args.what == "import":  # its complete seeds, each recorded as computed on the device
+            if args.src is None or not args.device:
+                raise ValueError("import needs a GPU machine's run --out folder and --device NAME")
+            print(f"imported seeds {import_runs(args.src, args.device, args.out, d.regime, d.evaluates)} as {args.device}")
+        else:
+            sys.stdout.write(write_json(args.json or d.analysis, analyse(d, args.out)))
+    except ValueError as e:
+        print(f"ddrl.study: {e}", file=sys.stderr)
+        return 2
+    return 0
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -102,7 +346,11 @@ DESIGN_COMMANDS = ("run", "status", "analyse", "render", "import")
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    subcommands = {"render-page": render_page, "rerun": rerun_main, **{c: design_main for c in DESIGN_COMMANDS}}
+    if argv[:1] == ["rerun"]:
+        from ddrl.study.rerun import main as rerun_main  # torch: notebook 06 renders through this module without it
+
+        return rerun_main(argv[1:])
+    subcommands = {"render-page": render_page, **{c: design_main for c in DESIGN_COMMANDS}}
     if argv[:1] and argv[0] in subcommands:  # beside the registered stages' flags below
         return subcommands[argv[0]](argv if argv[0] in DESIGN_COMMANDS else argv[1:])
     ap = argparse.ArgumentParser(prog="python -m ddrl.study", description=__doc__.split("\n\n")[0],
@@ -149,6 +397,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.stage1_seeds is not None:  # only which seeds stage 1 lists: the runs and their keys stay the scale's
         scale = replace(scale, stage1_seeds=args.stage1_seeds)
     if args.real_rollouts:
+        from ddrl.study.jobs import run_real_rollouts_job
+
         try:
             status = run_real_rollouts_job(args.out, args.data_dir)
         except DataError as e:
@@ -171,6 +421,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     regimes = load_regimes(regimes_path(args.results), scale=scale, names=args.regimes)
     stage1_file, claims_file = args.results / "stage1.json", args.results / "claims.json"
     if args.status:
+        from ddrl.models import resolve_device
+
         workers = args.workers or default_workers(99, str(resolve_device(scale.knobs.get("device", "auto"))))
         print(status_text(args.out, regimes, scale, stage1_file, workers, args.runs_root))
         return 0

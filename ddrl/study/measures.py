@@ -1,0 +1,1035 @@
+"""The designs' named measures (issue 82): what a design of :data:`ddrl.study.designs.DESIGNS` reports beyond its
+claims, each written once and referred to by name (:data:`MEASURES`; :attr:`~ddrl.study.designs.Design.measures`),
+and the tables of the designs whose whole analysis is one named measure (:data:`TABLES`;
+:attr:`~ddrl.study.designs.Design.whole`), with the level tables the generic table prints under its claims. Each
+measure reads a :class:`Reading`; the generic analysis that calls them is :func:`ddrl.study.runner.analyse`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable, NamedTuple, Sequence
+
+import numpy as np
+import pandas as pd
+import scipy.stats as sps
+from scipy.optimize import least_squares
+
+from ddrl.report.plotting import label
+from ddrl.report.stats import advantage_quarters, advantage_statistic, decided, mean_ci, verdict
+from ddrl.report.tables import VERDICT_MD, amendment_cells, below_cell, claim_row, entry_cell, entry_ci, fmt_ci
+from ddrl.seeds import derive_seed
+from ddrl.study.analysis import (analyse_claims, claim_matrix, complete_seeds, level_table, load_questions,
+                                 missing_seeds, paired_matrix, read_csvs, reproduced_counts, rl_divergence, run_levels,
+                                 same_as_registered, wide_entry)
+from ddrl.study import claims
+from ddrl.study.claims import amendment_entry, entry, get as get_claim, validate, with_half_width
+from ddrl.study.plan import (RESULTS, COR_4X, COR_LR10, HELDOUT_X, KNOWN_DIVERGENCES, NO_RL, SAME_BASE, SHARES_DDRL_RL,
+                             SMALL_LR, csv_path, heldout_x_path, COR_ONLY, HELDOUT_X_METHODS, WIDE_OUT, adapted_x_path,
+                             load_regimes, regimes_path, seeds_to_analyse)
+from ddrl.study.plan import COR_4X_LR10, MATH500_SMALL_LR, SMALL_LR_OUT as OUT
+from ddrl.study.drift import (HINGE_B, HINGE_K0, LINE, LR_LABELS, LR_METHODS, LR_TEXT, kl_fit, paired_t, reading,
+                              x3h_slope)
+from ddrl.study.drift import ARMS, PREDICTED_FROM_SLOPE, analyse as drift_analysis, analyse_arms
+from ddrl.study.drift_data import drift_path, heldout_rows, seed_table
+from ddrl.study.designs import (COR_TRADE_RUNS, DESIGNS, MARGIN, T1F_DIR, Design, _panels, _reads, _unwritten,
+                                analysed_seeds, regime_designs)
+from ddrl.study.figures import REGIME_TEXT, vote_by_quarter
+
+CHECK = OUT / "refine_check"  # the repeat checks' CSVs (<CHECK>/<regime>/ddrl-seedNN.csv.gz), never over a committed one
+#: The learning rate of each base regime and its lr/10 one, as the level tables' cell shows it
+LR_CELL = {"math500_like": "default (3e-5)", MATH500_SMALL_LR: "lr/10 (3e-6)", "amc_like": "default (3e-5)",
+           SMALL_LR: "lr/10 (3e-6)"}
+
+
+class Reading(NamedTuple):
+    """What a named measure reads: the CSV rows, their folder, the seeds (the first claim's where each has its own),
+    the bootstrap's draws and the analysis so far (its entries and the earlier measures)."""
+
+    df: pd.DataFrame
+    out: Path
+    seeds: list[int]
+    n_boot: int
+    analysis: dict
+
+
+def _evaluated(d: Design, df: pd.DataFrame) -> pd.DataFrame:
+    runs = df if d.reproduced_of is None else df[df.method.isin(d.reproduced_of)]
+    return runs.drop_duplicates(["method", "seed"])
+
+
+def _reproduced(d: Design, r: Reading) -> dict:
+    """How many runs the design computed have adapted rows equal to their committed CSV (the H1x job's check)."""
+    return reproduced_counts(_evaluated(d, r.df))
+
+
+def _reproduced_by_method(d: Design, r: Reading) -> dict:
+    """:func:`_reproduced` per evaluated run."""
+    ev = _evaluated(d, r.df)
+    return {"reproduced_by_method": {m: reproduced_counts(ev[ev.method == m]) for m in d.reproduced_of}}
+
+
+def _heldout_check(d: Design, r: Reading) -> dict:
+    """The repeat check on the fresh questions: each cached DDRL run evaluated again into :data:`CHECK`
+    (:func:`check_rows`)."""
+    return {"check": check_rows(r.out, CHECK, r.seeds, d.regime, HELDOUT_X)}
+
+
+def _cor_kept(d: Design, r: Reading) -> dict:
+    """COR's mean kept rollouts per run of :attr:`Design.cor_runs` over the seeds (adapted rows)."""
+    own = r.df[(r.df.split == "adapted") & (r.df.regime == d.regime)]
+    kept = own.drop_duplicates(["method", "seed"]).groupby("method", sort=False)["cor_kept"]
+    return {"cor_kept": {m: float(kept.mean()[m]) for m in d.cor_runs}}
+
+
+AGAIN = "ddrl_again"  # the retrain check's name for a retrained DDRL run's steps, beside the committed run's
+
+
+def retrain_check(out: str | Path, check: str | Path, seeds: Sequence[int], regime: str) -> dict | None:
+    """The repeat check of retrained DDRL runs, or None before every re-evaluation is written: Amendment 56's
+    description (:func:`check_rows`: questions and whole seeds whose re-evaluated
+    DDRL pass@1 equals the committed CSV's, R1 against the re-evaluated runs) and each retrained run's first RL step off
+    the committed trajectory (``diverged_at``, -1: none; :func:`ddrl.study.analysis.rl_divergence`)."""
+    rows = check_rows(out, check, seeds, regime)
+    if rows is None:
+        return None
+    steps = pd.concat([read_csvs(csv_path(out, regime, "ddrl", s, steps=True) for s in seeds),
+                       read_csvs(csv_path(check, regime, "ddrl", s, steps=True) for s in seeds).assign(method=AGAIN)])
+    div = rl_divergence(steps, (AGAIN,))
+    diverged = {int(r.seed): int(r.diverged_at) for r in div.itertuples()}
+    r1 = rows.pop("r1_against_reevaluated")
+    return {**rows, "diverged_at": diverged, "r1_against_reevaluated": r1}  # the committed analysis' key order
+
+
+def _retrain_check(d: Design, r: Reading) -> dict:
+    return {"check": retrain_check(r.out, CHECK, r.seeds, d.regime)}
+
+
+def _reeval_check(d: Design, r: Reading) -> dict:
+    """The repeat check of cached DDRL runs evaluated again (:func:`check_rows`)."""
+    return {"check": check_rows(r.out, CHECK, r.seeds, d.regime)}
+
+
+def _levels(d: Design, r: Reading) -> dict:
+    """Each run's mean pass@1 on the split over the seeds, its SD and the seeds below :attr:`Design.reference`'s run
+    (:func:`~ddrl.study.analysis.level_table`): by run, or per regime of :attr:`Design.level_regimes` (against
+    an untrained reference, one computation, across them)."""
+    per = run_levels(r.df[r.df.seed.isin(r.seeds)], d.split)
+    if not d.level_regimes:
+        return {"levels": level_table(per, ("method",), d.reference, sort=False).to_dict(orient="records")}
+    parts = [per] if d.reference in NO_RL else [per[per.regime == g] for g in d.level_regimes]  # untrained: every lr's
+    return {"levels": pd.concat([level_table(p, ("regime", "method"), d.reference, sort=False) for p in parts],
+                                ignore_index=True).to_dict(orient="records")}
+
+
+def _split(d: Design, r: Reading) -> dict:
+    """DDRL - TTRL (M1) and its parts, the design's claims, on the first claim's seeds (descriptive: per seed and
+    question the parts sum to M1)."""
+    few = r.df[r.df.seed.isin(r.seeds)]
+    return {"split": [{"part": d.what(c), "claim": c, "points": float(claim_matrix(few, c, d.regime).to_numpy().mean())}
+                      for c in (*d.registered, "M1")]}
+
+
+def c2_values(questions: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
+    """Amendment 52's C2 per seed, each time divided by the RL phase of the run it was measured in: ``c2`` = 100 x
+    (the additional-RL run's extra-step seconds / its own RL-phase seconds - the DDRL run's ``cor_seconds`` / its own
+    RL-phase seconds); beside it, descriptive, the registered formula 100 x (extra - COR) / the DDRL run's RL phase
+    (``registered``). ``questions``: both methods' per-question rows; ``steps``: their step rows. (The two sets of
+    runs were timed on different nights, and the machine's speed varies between nights by more than C2's effect.)"""
+    t = steps.groupby(["method", "seed", "phase"])["time/step_s"].sum()
+    cor = questions[questions.method == "ddrl"].groupby("seed")["cor_seconds"].first()
+    rows = []
+    for s in sorted(cor.index):
+        extra, rl_add, rl_ddrl = t.get(("additional_rl", s, "extra")), t.get(("additional_rl", s, "rl")), t.get(
+            ("ddrl", s, "rl"))
+        if None in (extra, rl_add, rl_ddrl):
+            continue
+        rows.append({"seed": int(s), "extra_s": extra, "rl_additional_s": rl_add, "cor_s": cor[s], "rl_ddrl_s": rl_ddrl,
+                     "c2": 100 * (extra / rl_add - cor[s] / rl_ddrl), "registered": 100 * (extra - cor[s]) / rl_ddrl})
+    return pd.DataFrame(rows)
+
+
+def _c2(d: Design, r: Reading) -> dict:
+    """C2, appended to the entries: a t-interval over seeds of :func:`c2_values` (every seed needs its step times and
+    COR seconds), as many questions as C1; and the per-seed times, the registered formula beside."""
+    steps = read_csvs(csv_path(r.out, d.regime, m, s, steps=True) for s in r.seeds for m in ("ddrl", "additional_rl"))
+    c2 = c2_values(r.df, steps)
+    if sorted(c2.seed) != sorted(r.seeds):
+        raise ValueError(f"{r.out}: C2 needs every seed's step times and COR seconds; have seeds {sorted(c2.seed)}")
+    est, lo, hi = mean_ci(c2.c2)
+    e = {**entry("C2", SAME_BASE[d.regime], est, lo, hi, len(c2), r.analysis["entries"][0]["n_questions"]),
+         "regime": d.regime}
+    return {"entries": [*r.analysis["entries"], *with_half_width(validate([e], d.regime))],
+            "c2": c2.to_dict(orient="records")}
+
+
+def _divergence(d: Design, r: Reading) -> dict:
+    """Each evaluated run that repeats DDRL's RL phase (:data:`~ddrl.study.plan.SHARES_DDRL_RL`) beside the committed
+    DDRL run of its seed: its first RL step off that trajectory (:func:`ddrl.study.analysis.rl_divergence`, -1: none).
+    One not in :data:`~ddrl.study.plan.KNOWN_DIVERGENCES` raises (plan Amendment 9: list it there, name it in the
+    results)."""
+    runs = [m for m in d.evaluates if m in SHARES_DDRL_RL]
+    steps = read_csvs(csv_path(r.out, d.regime, m, s, steps=True) for s in r.seeds for m in (*runs, "ddrl"))
+    div = rl_divergence(steps, runs)
+    new = [(d.regime, x.method, int(x.seed)) for x in div.itertuples() if x.diverged_at >= 0
+           and KNOWN_DIVERGENCES.get((d.regime, x.method, int(x.seed))) != x.diverged_at]
+    if new:
+        raise ValueError(f"{', '.join(runs)} runs off their DDRL run's trajectory, not in "
+                         f"study_plan.KNOWN_DIVERGENCES: {new} (plan Amendment 9: list them there and name them in the "
+                         "results)")
+    return {"divergence": div.to_dict(orient="records")}
+
+
+def _agreeing(d: Design, r: Reading) -> dict:
+    """The first claim again on the seeds whose runs never left DDRL's trajectory (``divergence``), without a verdict;
+    None below two such seeds."""
+    same = sorted(x["seed"] for x in r.analysis["divergence"] if x["diverged_at"] < 0)
+    if len(same) < 2:
+        return {"agreeing": None}
+    first = r.analysis["entries"][0]  # where every seed agrees: the same matrix and stream, so the entry itself
+    if same != sorted(r.seeds):
+        first = wide_entry(first["id"], claim_matrix(r.df[r.df.seed.isin(same)], first["id"], d.regime), r.n_boot,
+                           d.regime, SAME_BASE[d.regime])
+    return {"agreeing": {k: v for k, v in first.items() if k not in ("verdict", "half_width")} | {"seeds": same}}
+
+
+# The learning rate (Amendments 39-42, 54): analyses that pair no two runs of one regime (a run across learning rates,
+# against its held-out KL, fits, step logs), each the whole analysis of its design (:attr:`Design.whole`), with its
+# table in :data:`TABLES`; they read the seeds complete among the design's, at least a few
+
+
+#: Amendment 39: held-out pass@1 of the method's lr/10 run minus its default-lr run, same seed and fresh question
+#: (one build, one evaluation stream per seed), sign +1 (lr/10 keeps more), margin 1 point
+LR_HELDOUT = {"LxT": ("ttrl", "TTRL at lr/10 - TTRL at the default lr, held-out"),
+              "LxD": ("ddrl", "DDRL at lr/10 - DDRL at the default lr, held-out")}
+
+
+#: Amendment 40: id -> (what, kind, method or None, expected sign, margin). Kinds: "dist" the held-out KL at lr/10 minus
+#: the default lr, paired by seed (1e-3 nats/token); "slope" held-out pass@1 per 1e-3 of held-out KL within learning
+#: rates (the three methods' runs, one intercept per learning rate); "adjusted" a group minus the default-lr runs at
+#: equal held-out KL; "residual" the method's lr/10 held-out gain minus x3h_slope() x its distance difference (points)
+LR_DRIFT = {
+    "W1": ("held-out KL, TTRL at lr/10 - TTRL at the default lr [1e-3 nats/token]", "dist", "ttrl", -1, 0.0),
+    "W2": ("held-out KL, BCS+DAE at lr/10 - BCS+DAE at the default lr [1e-3 nats/token]", "dist", "bcs_dae", -1, 0.0),
+    "W3": ("held-out KL, DDRL at lr/10 - DDRL at the default lr [1e-3 nats/token]", "dist", "ddrl", -1, 0.0),
+    "W4": ("held-out pass@1 per 1e-3 of held-out KL, within learning rates [points]", "slope", None, -1, 0.0),
+    "W5": ("held-out pass@1 at equal held-out KL, lr/10 runs - default-lr runs [points]", "adjusted", "lr10", 0, 1.0),
+    "W6": ("held-out pass@1 at zero held-out KL, untrained model - default-lr runs' line [points]", "adjusted", "none",
+           0, 1.0),
+    "W7": ("held-out gain of TTRL at lr/10 minus the registered slope x its KL difference [points]", "residual", "ttrl",
+           0, 1.0),
+    "W8": ("held-out gain of BCS+DAE at lr/10 minus the registered slope x its KL difference [points]", "residual",
+           "bcs_dae", 0, 1.0),
+    "W9": ("held-out gain of DDRL at lr/10 minus the registered slope x its KL difference [points]", "residual", "ddrl",
+           0, 1.0),
+}
+
+
+#: Amendment 41: id -> (what, slope: "registered" = Amendment 21's X3h, "w4" = this build's W4); null claims (sign 0,
+#: margin 1): COR alone lies on the RL runs' line through the untrained model
+COR_DRIFT = {"Y1": ("held-out pass@1, COR alone - (untrained + registered slope x COR alone's held-out KL) [points]",
+                    "registered"),
+             "Y2": ("held-out pass@1, COR alone - (untrained + this build's slope W4 x COR alone's held-out KL) "
+                    "[points]", "w4")}
+
+
+#: Amendment 42: id -> (what, kind, line, expected sign, margin). "mid": the run's gain above the midpoint of H and the
+#: named line (L, or R = Amendment 21's registered X3h); "resid": the run's gain minus the named reading; per seed the
+#: three runs' mean
+LR_CURVE = {
+    "Z1": ("held-out gain minus the midpoint of H (free start) and L (line through the base) at the run's KL [points]",
+           "mid", "L", +1, 0.0),
+    "Z2": ("held-out gain minus the midpoint of H and R (the registered slope X3h through the base) [points]", "mid",
+           "R", +1, 0.0),
+    "Z3": ("held-out gain minus H (free start, then a line) at the run's KL [points]", "resid", "H", 0, 1.0),
+    "Z4": ("held-out gain minus L (straight line through the base) at the run's KL [points]", "resid", "L", 0, 1.0),
+}
+
+
+LR_GROUPS = {"amc_like": "default", "amc_like_lr3": "lr3", SMALL_LR: "lr10"}  # regime -> its learning rate's group
+
+
+#: Amendment 54: the descriptive runs beside the decided ones, each (regime, seeds); Fig. 4 has no AMC panel
+DYNAMICS_DESCRIBED = (("math500_like", tuple(range(46))), (SMALL_LR, tuple(range(19))), ("amc_like", tuple(range(19))))
+
+
+def _written(d: Design, r: Reading, written: Callable[[int], bool], least: int) -> list[int]:
+    """The seeds among the reading's with every file the analysis reads (``written``), or a ValueError below
+    ``least``."""
+    seeds = [s for s in r.seeds if written(s)]
+    if len(seeds) < least:
+        raise ValueError(f"{r.out}: {d.tag} reads seeds with every file written (at least {least}); seeds {r.seeds}, "
+                         f"complete {seeds}")
+    return seeds
+
+
+def _t_entry(cid: str, regime: str, metric: str, sign: int, margin: float, r: dict, n_seeds: int) -> dict:
+    """A claim's entry from its estimate and interval ``r`` (t interval over seeds), with the registered verdict."""
+    return {"id": cid, "regime": regime, "metric": metric, "expected_sign": sign, "estimate": r["estimate"],
+            "ci_low": r["ci_low"], "ci_high": r["ci_high"], "n_seeds": n_seeds,
+            "verdict": verdict(r["ci_low"], r["ci_high"], sign, margin)}
+
+
+def across_lr(df: pd.DataFrame, method: str, default: str) -> pd.DataFrame:
+    """Seeds x questions (points): ``method``'s lr/10 run minus its run in ``default``, same seed and question."""
+    a = df[df.split == HELDOUT_X]
+
+    def pivot(regime: str) -> pd.DataFrame:
+        return a[(a.regime == regime) & (a.method == method)].pivot(index="seed", columns="question", values="pass@1")
+
+    small, base = pivot(SMALL_LR), pivot(default)
+    if not (small.index.equals(base.index) and small.columns.equals(base.columns)):
+        raise ValueError(f"{method}: the lr/10 and default-lr runs cover other seeds or questions")
+    return 100 * (small - base)
+
+
+def _lr_heldout(d: Design, r: Reading) -> dict:
+    """Amendment 39: :data:`LR_HELDOUT` (``half_width`` added); descriptive, each run's held-out pass@1 over the seeds
+    at both learning rates (``levels``, ``seed_pass1``) and how many retrained default-lr runs' adapted rows equal
+    Amendment 5's committed CSVs (``registered_reproduced`` of ``registered_checked``)."""
+    reads = ((d.regime, HELDOUT_X_METHODS), (SMALL_LR, tuple(m for m, _ in LR_HELDOUT.values())))
+    paths = lambda s: [heldout_x_path(r.out, g, m, s) for g, ms in reads for m in ms]
+    seeds = _written(d, r, lambda s: all(p.is_file() for p in paths(s)), 2)
+    df = pd.concat([pd.read_csv(heldout_x_path(r.out, g, m, s), dtype={"question": str})
+                    for g, ms in reads for m in ms for s in seeds], ignore_index=True)
+    entries = [amendment_entry(cid, d.regime, what, f"held-out pass@1, {what} [points]", f"{m} ({SMALL_LR})",
+                               f"{m} ({d.regime})", across_lr(df, m, d.regime).to_numpy(), MARGIN, r.n_boot)
+               for cid, (m, what) in LR_HELDOUT.items()]
+    per = run_levels(df, HELDOUT_X)
+    lv = level_table(per, ("regime", "method"), sort=False)  # the untrained run (default regime) is every row's reference
+    trained = df[df.regime == d.regime].drop_duplicates(["method", "seed"])
+    return {"seeds": seeds, "entries": with_half_width(entries), "levels": lv.to_dict(orient="records"),
+            "seed_pass1": per.to_dict(orient="records"), **reproduced_counts(trained)}
+
+
+def untrained_rows(out: str | Path, regime: str) -> pd.DataFrame:
+    """The untrained model's rows of a drift table: per seed of its H1x CSVs in ``regime``, its held-out pass@1
+    (points), ``lr`` "none" and held-out KL 0 (its distance from itself)."""
+    base = heldout_rows(out, regime, ("no_adaptation",)).groupby("seed")["accuracy"].mean()
+    return pd.DataFrame({"method": "no_adaptation", "seed": base.index, "heldout": base.to_numpy(), "kl_heldout": 0.0,
+                         "lr": "none"})
+
+
+def heldout_gains(runs: pd.DataFrame) -> pd.DataFrame:
+    """The trained runs of a drift table (``lr`` not "none"), each with ``gain``: its held-out pass@1 minus its seed's
+    untrained model's (points)."""
+    base = runs[runs["lr"] == "none"].set_index("seed")["heldout"]
+    rl = runs[runs["lr"] != "none"]
+    return rl.assign(gain=rl["heldout"] - base.loc[rl["seed"]].to_numpy()).reset_index(drop=True)
+
+
+def _kl_dir(r: Reading) -> Path:
+    """Where Amendments 40-42's held-out KLs and step CSVs lie: ``lr_drift`` beside the runs' folder."""
+    return Path(r.out).parent / "lr_drift"
+
+
+def _lr_drift(d: Design, r: Reading) -> dict:
+    """Amendment 40: :data:`LR_DRIFT`, each with its verdict (Sec. 4's rule, its sign and margin) and ``half_width``;
+    descriptive: each group's mean held-out pass@1 and KL, and per method the slope-predicted gain beside the measured
+    one. Every run's held-out KL (:func:`ddrl.study.drift_kl.heldout_kl`) against its held-out pass@1."""
+    groups = {g: lr for g, lr in LR_GROUPS.items() if g in (d.regime, SMALL_LR)}
+    dest = _kl_dir(r)
+    seeds = _written(d, r, lambda s: all(drift_path(dest, g, m, s, "kl").is_file() for g in groups
+                                          for m in LR_METHODS), 3)
+    t = pd.concat([*(seed_table(r.out, g, LR_METHODS, dest).assign(lr=lr) for g, lr in groups.items()),
+                   untrained_rows(r.out, d.regime)], ignore_index=True)
+    t = t[t["seed"].isin(seeds)].reset_index(drop=True)
+    slope = x3h_slope()
+    wide = t[t["lr"] != "none"].pivot_table(index=["method", "seed"], columns="lr", values=["heldout", "kl_heldout"])
+    by_lr = t.assign(method=t["lr"])  # kl_fit's groups: the learning rate (the three methods' runs pooled)
+    fit = kl_fit(by_lr[by_lr["lr"] != "none"], "lr10", "default", x="kl_heldout")
+    entries, gains = [], []
+    for cid, (what, kind, m, sign, margin) in LR_DRIFT.items():
+        if kind in ("dist", "residual"):
+            w = wide.loc[m]
+            dk = w[("kl_heldout", "lr10")] - w[("kl_heldout", "default")]
+            dh = w[("heldout", "lr10")] - w[("heldout", "default")]
+            x = paired_t(dk if kind == "dist" else dh - slope * dk)
+            if kind == "residual":
+                gains.append({"method": m, "measured_gain": float(dh.mean()), "predicted_gain": float(slope * dk.mean()),
+                              "kl_difference": float(dk.mean())})
+        elif kind == "slope":
+            x = fit["slope"]
+        else:
+            x = fit["adjusted"] if m == "lr10" else kl_fit(by_lr[by_lr["lr"] != "lr10"], "none", "default",
+                                                           x="kl_heldout")["adjusted"]
+        entries.append(_t_entry(cid, d.regime, what, sign, margin, x, len(seeds)))
+    levels = t.groupby(["lr", "method"], sort=False)[["heldout", "kl_heldout"]].agg(["mean", "std"])
+    levels.columns = [f"{a}_{b}" for a, b in levels.columns]
+    return {"seeds": seeds, "registered_slope": slope, "entries": with_half_width(entries), "gains": gains,
+            "levels": levels.reset_index().to_dict(orient="records"), "runs": t.to_dict(orient="records")}
+
+
+def _cor_drift(d: Design, r: Reading) -> dict:
+    """Amendment 41: :data:`COR_DRIFT` (each seed's measured JSON must reproduce its committed adapted rows): per seed,
+    COR alone's held-out pass@1 minus the untrained model's minus slope x its KL (paired t), with the slopes (W4 from
+    Amendment 40's committed analysis); descriptive, the mean KL and held-out difference, and Amendment 40's RL runs
+    measured the same way (added after Y1, Y2 were read)."""
+    kl_json = lambda s: drift_path(_kl_dir(r), "amc_like", COR_ONLY, s, "kl")
+    seeds = _written(d, r, lambda s: kl_json(s).is_file(), 3)
+    recs = {s: json.loads(kl_json(s).read_text()) for s in seeds}
+    if not all(x["adapted_reproduced"] for x in recs.values()):
+        raise ValueError(f"{r.out}: {d.tag} reads seeds each reproducing its committed adapted rows; seeds {seeds}")
+    held = heldout_rows(r.out, d.regime, (COR_ONLY, "no_adaptation")).groupby(["method", "seed"])["accuracy"].mean()
+    kl = pd.Series({s: x["kl"] for s, x in recs.items()})
+    gain = pd.Series({s: held[COR_ONLY, s] - held["no_adaptation", s] for s in seeds})
+    a40 = json.loads((Path(r.out).parent / "lr_drift.json").read_text())
+    slopes = {"registered": x3h_slope(), "w4": next(e for e in a40["entries"] if e["id"] == "W4")["estimate"]}
+    rl = heldout_gains(pd.DataFrame(a40["runs"]))
+    rl = rl.assign(resid=rl["gain"] - slopes["registered"] * rl["kl_heldout"])
+    beside = rl.groupby(["lr", "method"], sort=False).agg(kl=("kl_heldout", "mean"), residual=("resid", "mean"),
+                                                          residual_sd=("resid", "std")).reset_index()
+    entries = [_t_entry(cid, d.regime, what, 0, 1.0, paired_t(gain - slopes[which] * kl), len(seeds))
+               for cid, (what, which) in COR_DRIFT.items()]
+    return {"seeds": seeds, "slopes": slopes, "entries": with_half_width(entries), "kl_mean": float(kl.mean()),
+            "kl_sd": float(kl.std()), "heldout_gain_mean": float(gain.mean()),
+            "rl_beside": beside.to_dict(orient="records"),
+            "runs": [{"seed": s, "kl_heldout": float(kl[s]), "heldout": float(held[COR_ONLY, s]),
+                      "heldout_gain": float(gain[s])} for s in seeds]}
+
+
+def fit_readings(runs: pd.DataFrame) -> dict:
+    """L and H by least squares on ``runs`` (:func:`heldout_gains`' frame): L's slope through the origin; H's (k0, b)
+    of g = -b max(0, k - k0), from the start (3, 0.4); with each one's residual sum of squares. On Amendment 40's runs
+    this gives the registered :data:`ddrl.study.drift.LINE`, ``HINGE_K0``, ``HINGE_B`` (tested)."""
+    k, g = runs["kl_heldout"].to_numpy(float), runs["gain"].to_numpy(float)
+    line = float(k @ g / (k @ k))
+    fit = least_squares(lambda p: g + p[1] * np.maximum(0.0, k - p[0]), [3.0, 0.4])
+    return {"line": line, "hinge_k0": float(fit.x[0]), "hinge_b": float(fit.x[1]),
+            "rss_line": float(((g - line * k) ** 2).sum()), "rss_hinge": float((fit.fun ** 2).sum())}
+
+
+def amendment40_runs(xeon: str | Path = RESULTS / "replication_xeon") -> pd.DataFrame:
+    """Amendment 40's committed runs (``lr_drift.json``) with their held-out gains."""
+    return heldout_gains(pd.DataFrame(json.loads((Path(xeon) / "lr_drift.json").read_text())["runs"]))
+
+
+def _lr_curve(d: Design, r: Reading) -> dict:
+    """Amendment 42: :data:`LR_CURVE`, paired t over seeds of the three runs' mean; descriptive: the refit of both
+    readings on Amendment 40's runs, each reading's RMSE on the new runs, held-out KL and gain per learning rate and
+    method, and adapted beside held-out gain. The lr/3 runs' gain is over Amendment 38's untrained model (the same
+    weights, questions and stream: ``heldout_x/amc_like_small_lr/no_adaptation``)."""
+    dest = _kl_dir(r)
+    seeds = _written(d, r, lambda s: all(drift_path(dest, d.regime, m, s, "kl").is_file() and
+                                          heldout_x_path(r.out, d.regime, m, s).is_file() for m in LR_METHODS), 5)
+    new = pd.concat([seed_table(r.out, d.regime, d.methods, dest).assign(lr=LR_GROUPS[d.regime]),
+                     untrained_rows(r.out, SMALL_LR)], ignore_index=True)
+    new = heldout_gains(new[new["seed"].isin(seeds)])
+    k = new["kl_heldout"].to_numpy(float)
+    per_run = new.assign(**{f"pred_{x}": reading(x, k) for x in "LRH"})
+    entries = []
+    for cid, (what, kind, line, sign, margin) in LR_CURVE.items():
+        x = per_run["gain"] - (per_run[f"pred_{line}"] + per_run["pred_H"]) / 2 if kind == "mid" else \
+            per_run["gain"] - per_run[f"pred_{line}"]
+        entries.append(_t_entry(cid, d.regime, what, sign, margin, paired_t(x.groupby(per_run["seed"]).mean()
+                                                                             .to_numpy()), len(seeds)))
+    old = amendment40_runs(Path(r.out).parent)
+    both = pd.concat([old, new], ignore_index=True)
+    levels = both.groupby(["lr", "method"], sort=False).agg(
+        kl_mean=("kl_heldout", "mean"), kl_sd=("kl_heldout", "std"), gain_mean=("gain", "mean"),
+        gain_sd=("gain", "std"), n=("seed", "nunique")).reset_index()
+    rows = []  # adapted pass@1 (points) of every run at the three learning rates and of the untrained model
+    for g, lr, methods in (("amc_like", "none", ("no_adaptation",)), *((g, lr, d.methods) for g, lr in LR_GROUPS.items())):
+        for m in methods:
+            for s in sorted(set(seeds) | set(old["seed"])):
+                p = adapted_x_path(r.out, g, m, s)  # the H1x run's kept adapted rows, else its study CSV
+                p = p if p.is_file() else csv_path(r.out, g, m, s)
+                if p.is_file():
+                    x = pd.read_csv(p)
+                    rows.append({"lr": lr, "method": m, "seed": s,
+                                 "adapted": 100 * x.loc[x["split"] == "adapted", "pass@1"].mean()})
+    ad = pd.DataFrame(rows, columns=["lr", "method", "seed", "adapted"])
+    base = ad[ad["lr"] == "none"].set_index("seed")["adapted"]
+    ad = ad[ad["lr"] != "none"]
+    ad = ad.assign(adapted_gain=ad["adapted"] - base.loc[ad["seed"]].to_numpy())
+    ad = ad.merge(both[["lr", "method", "seed", "gain"]], on=["lr", "method", "seed"])
+    trade = ad.groupby(["lr", "method"], sort=False).agg(
+        adapted_gain=("adapted_gain", "mean"), adapted_gain_sd=("adapted_gain", "std"),
+        heldout_gain=("gain", "mean"), n=("seed", "nunique")).reset_index()
+    rmse = {x: float(np.sqrt(((per_run["gain"] - per_run[f"pred_{x}"]) ** 2).mean())) for x in "LRH"}
+    return {"seeds": seeds, "readings": {"L": LINE, "R": x3h_slope(), "H": [HINGE_K0, HINGE_B]},
+            "refit": fit_readings(old), "entries": with_half_width(entries), "rmse": rmse,
+            "levels": levels.to_dict(orient="records"), "tradeoff": trade.to_dict(orient="records"),
+            "runs": per_run.to_dict(orient="records")}
+
+
+def advantage_runs(out: str | Path, regime: str, seeds: Sequence[int]) -> pd.DataFrame:
+    """Per DDRL run of ``regime``: ``d2`` (:func:`~ddrl.report.stats.advantage_statistic`), the first and the last
+    quarter's mean advantage x 100 (``first``, ``last``: the claim's "from negative to positive") and the RL steps. A
+    missing step log is an error naming it: every run here is committed."""
+    rows = []
+    for s in seeds:
+        p = csv_path(out, regime, "ddrl", s, steps=True)
+        if not p.is_file():
+            raise FileNotFoundError(f"{p}: the committed DDRL step log of seed {s} in {regime} is missing")
+        st = pd.read_csv(p)
+        adv = st[st.phase == "rl"].sort_values("step")["adv/mean"].to_numpy(dtype=float)
+        first, last = advantage_quarters(adv)
+        rows.append({"regime": regime, "seed": int(s), "steps": len(adv), "d2": advantage_statistic("D2", adv),
+                     "first": first, "last": last})
+    return pd.DataFrame(rows)
+
+
+def advantage_summary(per: pd.DataFrame) -> dict:
+    """One regime's runs as Amendment 54's table reads them: D2's mean and t-interval over seeds, the quarters' means
+    and how many runs start below 0 and end above it."""
+    est, lo, hi = mean_ci(per.d2)
+    return {"regime": per.regime.iloc[0], "n_seeds": len(per), "steps": int(per.steps.iloc[0]), "estimate": est,
+            "ci_low": lo, "ci_high": hi, "first": float(per["first"].mean()), "last": float(per["last"].mean()),
+            "first_below_0": int((per["first"] < 0).sum()), "last_above_0": int((per["last"] > 0).sum())}
+
+
+def _dynamics(d: Design, r: Reading) -> dict:
+    """Amendment 54: D2 (the registered statistic, sign, margin and rule) on the design's DDRL runs from their
+    committed step logs (``entries``), ``summary`` (every regime's runs, the decided one first, then
+    :data:`DYNAMICS_DESCRIBED`) and ``runs`` (each run's statistics)."""
+    per = [advantage_runs(r.out, g, s) for g, s in ((d.regime, r.seeds), *DYNAMICS_DESCRIBED)]
+    n_q = pd.read_csv(csv_path(r.out, d.regime, "ddrl", r.seeds[0]), dtype={"question": str}).query(
+        "split == 'adapted'").question.nunique()
+    head = advantage_summary(per[0])
+    d2 = {**entry("D2", SAME_BASE[d.regime], head["estimate"], head["ci_low"], head["ci_high"], len(r.seeds), n_q),
+          "regime": d.regime}
+    return {"entries": with_half_width(validate([d2], d.regime)), "summary": [advantage_summary(p) for p in per],
+            "runs": pd.concat(per, ignore_index=True).to_dict(orient="records")}
+
+
+def _claims_table(d: Design, res: dict, text: Callable[[dict], str]) -> list[str]:
+    return [d.header, "|---|---|---|---|---|", *(claim_row(e, text(e), d.predicted.get(e["id"], "-"))
+                                                  for e in res["entries"])]
+
+
+def _lr_heldout_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
+    """The claims and each run's held-out level at both learning rates."""
+    rows = _claims_table(d, res, lambda e: e["claim"])
+    rows += ["", "| method | learning rate | held-out pass@1, mean over seeds (SD) | seeds below the untrained run |",
+             "|---|---|---|---|"]
+    rows += [f"| {r['method']} | {'-' if r['method'] == 'no_adaptation' else LR_CELL[r['regime']]} | {r['pass1']:.1f} "
+             f"({r['sd']:.1f}) | {below_cell(r)} |" for r in res["levels"]]
+    return "\n".join(rows) + "\n"
+
+
+def _lr_drift_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
+    """The claims, and each group's held-out pass@1 and distance."""
+    rows = _claims_table(d, res, lambda e: e["metric"])
+    rows += ["", "| learning rate | method | held-out pass@1, mean (SD) | held-out KL [1e-3 nats/token], mean (SD) |",
+             "|---|---|---|---|"]
+    rows += [f"| {r['lr']} | {r['method']} | {r['heldout_mean']:.1f} ({r['heldout_std']:.1f}) | "
+             f"{r['kl_heldout_mean']:.1f} ({r['kl_heldout_std']:.1f}) |" for r in res["levels"]]
+    return "\n".join(rows) + "\n"
+
+
+def _cor_drift_table(d: Design, cor: dict, beside: Sequence[dict]) -> str:
+    """Amendment 41's claims and COR alone's distance and held-out gain, Amendment 40's RL runs beside."""
+    rows = _claims_table(d, cor, lambda e: e["metric"])
+    rows += ["", f"COR alone's held-out KL: {cor['kl_mean']:.2f} (SD {cor['kl_sd']:.2f}) x 1e-3 nats/token; its held-out "
+             f"gain over the untrained model: {cor['heldout_gain_mean']:+.2f} points (mean over {len(cor['seeds'])} seeds).",
+             "", "| runs (descriptive, Y1's measure) | held-out KL, mean | held-out pass@1 - (untrained + X3h x KL), mean (SD) |",
+             "|---|---|---|", f"| COR alone | {cor['kl_mean']:.2f} | {cor['entries'][0]['estimate']:+.2f} |"]
+    rows += [f"| {r['method']} at {LR_LABELS[r['lr']]} | {r['kl']:.2f} | {r['residual']:+.2f} ({r['residual_sd']:.2f}) |"
+             for r in cor["rl_beside"]]
+    return "\n".join(rows) + "\n"
+
+
+def _lr_curve_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
+    """The claims, each reading's error on the new runs, and the three learning rates' distance, held-out and adapted
+    gains."""
+    rows = _claims_table(d, res, lambda e: e["metric"])
+    r = res["rmse"]
+    rows += ["", f"Root-mean-square error on the {len(res['runs'])} new runs (points): H {r['H']:.2f}, L {r['L']:.2f}, "
+             f"R {r['R']:.2f}.", "",
+             "| learning rate | method | seeds | held-out KL [1e-3 nats/token], mean (SD) | held-out gain, mean (SD) | "
+             "adapted gain, mean (SD) |", "|---|---|---|---|---|---|"]
+    trade = {(t["lr"], t["method"]): t for t in res["tradeoff"]}
+    for lr in ("default", "lr3", "lr10"):
+        for lv in [x for x in res["levels"] if x["lr"] == lr]:
+            t = trade.get((lr, lv["method"]))
+            ad = f"{t['adapted_gain']:+.1f} ({t['adapted_gain_sd']:.1f})" if t else "-"
+            rows.append(f"| {LR_TEXT[lr]} | {label(lv['method'])} | {lv['n']} | {lv['kl_mean']:.1f} ({lv['kl_sd']:.1f}) | "
+                        f"{lv['gain_mean']:+.1f} ({lv['gain_sd']:.1f}) | {ad} |")
+    return "\n".join(rows) + "\n"
+
+
+def _dynamics_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
+    """The verdict beside the registered default-lr D2, then each regime's runs (descriptive rows marked so)."""
+    e = res["entries"][0]
+    b = {(x["id"], x["regime"]): x for x in beside}[("D2", SAME_BASE[e["regime"]])]
+    rows = [d.header, "|---|---|---|---|---|",
+            f"| D2 DDRL's mean advantage, last - first quarter of the RL steps [x 100] | {entry_cell(b)} | "
+            f"{amendment_cells(e, d.predicted['D2'])}", "",
+            "| regime | learning rate | seeds | RL steps | D2 [x 100], 95% CI | first quarter | last quarter | "
+            "runs starting below 0 | runs ending above 0 |", "|---|---|---|---|---|---|---|---|---|"]
+    names = {"math500_like": "MATH-500-like", "amc_like": "AMC-like"}
+    for i, s in enumerate(res["summary"]):
+        name = names[SAME_BASE.get(s["regime"], s["regime"])] + ("" if i == 0 else " (descriptive)")
+        rows.append(f"| {name} | {LR_CELL[s['regime']]} | {s['n_seeds']} | {s['steps']} | {entry_ci(s)} | "
+                    f"{s['first']:+.1f} | {s['last']:+.1f} | {s['first_below_0']} | {s['last_above_0']} |")
+    return "\n".join(rows) + "\n"
+
+
+# 768 MATH-500-like questions (Amendments 26, 27): each seed's runs on one device, the GPU seeds named in
+# :data:`DEVICES_FILE`; the analyses are whole measures (``claims.json``'s three lists and device check, ``arms.json``'s
+# list of entries), both tables :func:`_wide_table`
+
+
+DEVICES_FILE = "devices.json"  # {seed: device name} of the seeds computed on a GPU
+
+
+def gpu_seeds(out: str | Path = WIDE_OUT) -> dict[int, str]:
+    """The seeds whose runs were imported from a GPU (:func:`import_runs`), with the device's name."""
+    path = Path(out) / DEVICES_FILE
+    return {int(k): v for k, v in json.loads(path.read_text()).items()} if path.is_file() else {}
+
+
+def device_check(d: pd.DataFrame, devices: dict[int, str], confidence: float = 0.95) -> dict | None:
+    """The registered device check: mean per-seed effect (a row mean of ``d``) of the GPU seeds minus the CPU
+    seeds', Welch's t interval; ``shifted`` when it excludes 0. None with fewer than 2 seeds on either device."""
+    eff = d.mean(axis=1)
+    gpu = eff[[s in devices for s in eff.index]]
+    cpu = eff[[s not in devices for s in eff.index]]
+    if len(gpu) < 2 or len(cpu) < 2:
+        return None
+    ci = sps.ttest_ind(gpu, cpu, equal_var=False).confidence_interval(confidence)
+    return {"gpu_minus_cpu": float(gpu.mean() - cpu.mean()), "ci_low": float(ci.low), "ci_high": float(ci.high),
+            "n_gpu": int(len(gpu)), "n_cpu": int(len(cpu)), "shifted": bool(ci.low > 0 or ci.high < 0)}
+
+
+def _device_check(d: Design, r: Reading) -> dict:
+    """Amendment 26: the registered claims over every seed of the reading, each complete (the plan reads no mean
+    before): ``entries`` (the verdicts: CPU seeds alone where the device check shifted), ``all_seeds`` and
+    ``cpu_seeds`` entries, and each claim's :func:`device_check`."""
+    done = analysed_seeds(d, r.out, r.seeds)
+    df = load_questions(r.out)
+    df = df[df.seed.isin(done)]
+    devices = {s: v for s, v in gpu_seeds(r.out).items() if s in done}
+    res: dict = {"regime": d.regime, "seeds": done, "gpu_seeds": devices, "entries": [], "all_seeds": [],
+                 "cpu_seeds": [], "device_check": {}}
+    for cid in d.registered:
+        m = claim_matrix(df, cid, d.regime)
+        if m is None:
+            continue
+        every = wide_entry(cid, m, r.n_boot, d.regime)
+        cpu_rows = [s for s in m.index if s not in devices]
+        cpu = wide_entry(cid, m.loc[cpu_rows], r.n_boot, d.regime) if devices and len(cpu_rows) >= 2 else every
+        check = device_check(m, devices)
+        use = cpu if check and check["shifted"] else every
+        note = "GPU seeds shifted the effect (device check): CPU seeds only" if use is not every else ""
+        res["entries"].append({**use, **({"note": note} if note else {})})
+        res["all_seeds"].append(every)
+        res["cpu_seeds"].append(cpu)
+        res["device_check"][cid] = check
+    for k in ("entries", "all_seeds", "cpu_seeds"):
+        with_half_width(validate(res[k], f"{d.regime} {k}"))
+    return res
+
+
+def _wide_arms(d: Design, r: Reading) -> list[dict]:
+    """Amendment 27: its claims (a - b adapted pass@1 per seed and question, sign +1, margin :data:`MARGIN`; stream
+    ``derive_seed(0, "wide-arms", id)``) once every seed has its untrained run and both arms on the CPU (the plan reads
+    no mean before): Q1, Q2 over all of them, Q3, Q4 over those that also have the method's CPU run."""
+    seeds = analysed_seeds(d, r.out, r.seeds)
+    gpu = set(gpu_seeds(r.out))
+    if gpu & set(seeds):
+        raise ValueError(f"Amendment 27 is CPU-only; seeds {sorted(gpu & set(seeds))} were computed on a GPU")
+    df = load_questions(r.out)
+    df = df[df.seed.isin(set(seeds))]
+    entries = []
+    for cid, (a, b, what) in d.claims.items():
+        m = paired_matrix(df, d.regime, a, b, "adapted")
+        if m is not None:
+            rng = np.random.default_rng(derive_seed(0, "wide-arms", cid))
+            entries.append({"id": cid, "metric": f"adapted pass@1, {what} [points]", "regime": d.regime, "a": a,
+                            "b": b, "sign": +1, **decided(m.to_numpy(), rng, +1, MARGIN, r.n_boot)})
+    return entries
+
+
+def _wide_table(d: Design, res: dict | list, beside: Sequence[dict]) -> str:
+    """The claims (``arms.json``: a list of entries); under Amendment 26's, each claim's device check."""
+    rows = _claims_table(d, {"entries": res} if isinstance(res, list) else res, lambda e: d.what(e["id"]))
+    if isinstance(res, dict):
+        rows += ["", "| device check (GPU - CPU seeds, per-seed effect, points) | difference [95% CI] | seeds (GPU / "
+                 "CPU) | shifted |", "|---|---|---|---|"]
+        rows += [f"| {cid} | {fmt_ci(c['gpu_minus_cpu'], c['ci_low'], c['ci_high'], '+.2f')} | {c['n_gpu']} / "
+                 f"{c['n_cpu']} | {'yes' if c['shifted'] else 'no'} |" for cid, c in res["device_check"].items() if c]
+    return "\n".join(rows) + "\n"
+
+
+# COR alone (Amendments 34-38): designs spanning regimes (:attr:`Design.regime_seeds`, claims keyed (id, regime)),
+# each analysis one named measure with its table in :data:`TABLES`
+
+
+#: A held-out claim's registered-build entry beside it, where another id (K4x: K5x, DDRL at the default lr - COR alone)
+ACROSS = {"K4x": "K5x"}
+
+
+def _cor_alone_seeds(d: Design, r: Reading, what: str) -> dict[str, tuple[int, ...]]:
+    """The design's seeds among the reading's, per regime: a regime it trains in to a clock its seeds with every CSV
+    the claims read and every run it made (at least 2), the others all of them, or a ValueError naming ``what``."""
+    seeds, need = {}, _reads(d)
+    for p in regime_designs(d):
+        ss = tuple(s for s in p.seeds if s in r.seeds)
+        if p.cutoff:
+            made = need[p.regime] + [(p.regime, m) for m in p.evaluates]
+            ss = tuple(s for s in ss if all(csv_path(r.out, f, m, s).is_file() for f, m in made))
+            if len(ss) < 2:
+                raise ValueError(f"{r.out}: {d.tag}'s {p.regime} has {len(ss)} complete seeds; its analysis needs at "
+                                 "least 2")
+        seeds[p.regime] = ss
+    left = {g: s for g, s in _unwritten(d, r.out, seeds).items() if s}
+    if left:
+        raise ValueError(f"{r.out}: {d.tag} incomplete, {what} missing for seeds {left}; the plan reads no estimate "
+                         "before every seed is complete")
+    return seeds
+
+
+def _keyed_entries(d: Design, df: pd.DataFrame, n_boot: int) -> list[dict]:
+    """The claims keyed (id, regime), each by :func:`~ddrl.study.claims.amendment_entry` on the design's split."""
+    metric = "held-out pass@1" if d.split == HELDOUT_X else "adapted pass@1"
+    return [amendment_entry(cid, g, what, f"{metric}, {what} [points]", a, b,
+                            paired_matrix(df, g, a, b, d.split).to_numpy(), MARGIN, n_boot)
+            for (cid, g), (a, b, what) in d.claims.items()]
+
+
+def _cor_alone(d: Design, r: Reading) -> dict:
+    """Amendments 34-37: the adapted claims of every regime once every CSV they read is written (:func:`_cor_alone_seeds`):
+    ``entries``; descriptive, ``levels`` (each run's mean adapted pass@1 and maj@16 over the seeds, with the seeds below
+    the untrained run: a regime's runs, then those reading its no-RL runs), ``cor_kept`` (COR alone's mean kept rollouts
+    per regime) and ``seed_pass1`` (each run's level)."""
+    seeds, need = _cor_alone_seeds(d, r, "a CSV the adapted claims read"), _reads(d)
+    df = read_csvs(csv_path(r.out, f, m, s) for own in (True, False) for g in seeds for s in seeds[g]
+                   for f, m in need[g] if (f == g) == own)
+    per = run_levels(df).merge(run_levels(df, value="maj@n", name="maj"), on=["regime", "method", "seed"])
+    lv = []
+    for regimes in _panels(d, seeds).values():
+        sub = per[per.regime.isin(regimes)]
+        t = level_table(sub, ("regime", "method"), sort=False)
+        t["maj"] = sub.groupby(["regime", "method"], sort=False)["maj"].mean().to_numpy()
+        lv += t.to_dict(orient="records")
+    a = df[(df.split == "adapted") & (df.method == COR_ONLY)]
+    kept = a.drop_duplicates(["regime", "seed"]).groupby("regime", sort=False)["cor_kept"].mean()
+    return {"seeds": {g: list(s) for g, s in seeds.items()}, "entries": _keyed_entries(d, df, r.n_boot), "levels": lv,
+            "cor_kept": {g: float(k) for g, k in kept.items()}, "seed_pass1": per.to_dict(orient="records")}
+
+
+def _cor_alone_heldout(d: Design, r: Reading) -> dict:
+    """Amendments 34 and 38: the held-out claims once every evaluation is written: ``entries``; descriptive, each run's
+    mean held-out pass@1 (``levels``; per run ``seed_pass1``), how many runs the design computed have adapted rows equal
+    to their committed CSV (``registered_reproduced`` of ``registered_checked``) and, in a regime of another base, how
+    many no-RL runs' adapted rows (beside their H1x CSV where no CSV of their own) equal the base's
+    (``same_as_base`` of ``same_as_base_checked``)."""
+    seeds, need = _cor_alone_seeds(d, r, "a held-out evaluation"), _reads(d)
+    df = read_csvs(heldout_x_path(r.out, g, m, s) for g in seeds for _, m in need[g] for s in seeds[g])
+    per = run_levels(df, HELDOUT_X)
+    lv = pd.concat([level_table(per[per.regime == g], ("method",), sort=False).assign(regime=g) for g in seeds])
+    res = {"seeds": {g: list(s) for g, s in seeds.items()}, "entries": _keyed_entries(d, df, r.n_boot),
+           "levels": lv.to_dict(orient="records"), "seed_pass1": per.to_dict(orient="records"),
+           **reproduced_counts(df[df.method.isin(d.evaluates)].drop_duplicates(["regime", "method", "seed"]))}
+    sides = [(adapted_x_path(r.out, g, m, s), csv_path(r.out, g, m, s), csv_path(r.out, SAME_BASE[g], m, s))
+             for g in seeds if g in SAME_BASE for _, m in need[g] if m in NO_RL for s in seeds[g]]
+    same = [same_as_registered(pd.read_csv(x if x.is_file() else own, dtype={"question": str}).query(
+        "split == 'adapted'"), base) for x, own, base in sides]
+    if same:
+        res |= {"same_as_base": sum(x is True for x in same), "same_as_base_checked": sum(x is not None for x in same)}
+    return res
+
+
+def _cor_alone_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
+    """COR alone's claims, each held-out one beside the registered build's default-lr AMC-like entry where the design
+    sets such entries beside (:data:`ACROSS`), else with the entries beside listed after its own; then each run's
+    level per regime (adapted: with maj@16)."""
+    held = d.split == HELDOUT_X
+    pred = {k: v for x in (d, *(DESIGNS[b] for b in d.beside or () if b in DESIGNS)) for k, v in x.predicted.items()}
+    reg = {(e["id"], e["regime"]): e for e in beside}
+    rows = [d.header, "|---" * (d.header.count("|") - 1) + "|"]
+    for e in (res["entries"] if held and beside else (*res["entries"], *beside)):
+        where = (f"{entry_cell(reg[ACROSS.get(e['id'], e['id']), 'amc_like'])} | **{entry_ci(e)}**, " if held and beside
+                 else f"{REGIME_TEXT[e['regime']]} | {e['n_seeds']} x {e['n_questions']:,} | {entry_ci(e)} | ")
+        if held and beside:
+            where += f"{e['n_seeds']} x {e['n_questions']:,} | "
+        rows.append(f"| {e['id']} {e['claim']} | {where}{e['half_width']:.2f} ({pred[e['id'], e['regime']]}) | "
+                    f"{VERDICT_MD[e['verdict']]} |")
+    maj = "" if held else " maj@16 |"
+    rows += ["", f"| regime | method | {'held-out' if held else 'adapted'} pass@1, mean over seeds (SD) |{maj} seeds "
+             "below the untrained run |", "|---" * (4 if held else 5) + "|"]
+    rows += [f"| {REGIME_TEXT[r['regime']]} | {r['method']} | {r['pass1']:.1f} ({r['sd']:.1f}) |"
+             f"{'' if held else ' %.1f |' % r['maj']} {below_cell(r)} |" for r in res["levels"]]
+    return "\n".join(rows) + "\n"
+
+
+# Policy drift (Amendments 21-25) and the registered analyses: designs whose analysis is a list of entries
+
+
+def _drift(d: Design, r: Reading) -> list[dict]:
+    """Amendments 21-25 (:mod:`ddrl.study.drift`): X1-X4 or X2h-X4h of BCS against its random negatives on the KL measure
+    :attr:`Design.drift` (:func:`~ddrl.study.drift.analyse`), or each arm of that set of :data:`~ddrl.study.drift.ARMS`
+    against its method (:func:`~ddrl.study.drift.analyse_arms`, K2's and L2's ``predicted`` from Amendment 21's X3h),
+    on every seed complete there; the bootstrap's generator ``default_rng(0)``."""
+    rng = np.random.default_rng(0)
+    if d.drift in ARMS:
+        return analyse_arms(r.out, d.regime, rng, d.drift, x3h_slope() if d.drift in PREDICTED_FROM_SLOPE else None)
+    return drift_analysis(r.out, d.regime, rng, d.drift_dir, exploratory=d.exploratory, measure=d.drift)
+
+
+def _claims(d: Design, r: Reading) -> list[dict]:
+    """The registered analysis (plan Sec. 4, :func:`ddrl.study.analysis.analyse_claims`) of every run under the
+    design's ``runs/``, its build's regimes: ``claims.json``'s entries."""
+    return analyse_claims(r.out, load_regimes(regimes_path(d.results)), r.n_boot)[0]
+
+
+def _scorecard_table(d: Design, res: list[dict], beside: Sequence[dict]) -> str:
+    """The registered build's scorecard (:func:`ddrl.study.claims.scorecard`, as ``--analyse claims`` writes it), or a
+    replication's entries beside the registered ones (:func:`~ddrl.study.claims.replication_table`, as notebook 06
+    prints it)."""
+    if d.results == RESULTS:
+        return claims.scorecard(res).to_markdown(index=False, floatfmt=".1f") + "\n"
+    return claims.replication_markdown(claims.replication_table({"registered": beside, d.results.name: res})) + "\n"
+
+
+def _drift_table(d: Design, res: list[dict], beside: Sequence[dict]) -> str:
+    """Each entry: its id and metric (its ``|`` escaped), the arm (``-``: X1-X4's pair), seeds, estimate [95% CI], the
+    slope's predicted value (``-``: none) and verdict."""
+    rows = ["| prediction | arm | seeds | estimate [95% CI] | predicted | verdict |", "|---|---|---|---|---|---|"]
+    for e in res:
+        predicted, metric = format(e["predicted"], "+.2f") if "predicted" in e else "-", e["metric"].replace("|", r"\|")
+        rows.append(f"| {e['id']} {metric} | {e.get('arm', '-')} | {e['n_seeds']} | {entry_ci(e)} | {predicted} | "
+                    f"{e['verdict']} |")
+    return "\n".join(rows) + "\n"
+
+
+def _seed_pass1(d: Design, r: Reading) -> dict:
+    """Each run's pass@1 on the split (:func:`~ddrl.study.analysis.run_levels`): run by run, or with
+    :attr:`Design.level_regimes` seed by seed (each seed's runs in those regimes' order)."""
+    per = run_levels(r.df, d.split)
+    per = per.sort_values("seed", kind="stable") if d.level_regimes else per.drop(columns="regime")
+    return {"seed_pass1": per.to_dict(orient="records")}
+
+
+def _vote(d: Design, r: Reading) -> dict:
+    """The vote by quarter of the RL steps (:func:`~ddrl.study.figures.vote_by_quarter`) of each run read, in
+    each of :attr:`Design.level_regimes` (its learning rates)."""
+    steps = read_csvs(csv_path(r.out, g, m, s, steps=True) for s in r.seeds for g in d.level_regimes for m in d.methods)
+    vote = pd.concat([vote_by_quarter(seeds=r.seeds, regime=g, steps=steps) for g in d.level_regimes],
+                     ignore_index=True)
+    return {"vote": vote.to_dict(orient="records")}
+
+
+def _rl_minutes(d: Design, r: Reading) -> dict:
+    """Each run's mean RL wall time in the design's regime, in minutes."""
+    rl = r.df[(r.df.regime == d.regime) & (r.df.split == "adapted")].groupby(["method", "seed"]).rl_seconds.first()
+    return {"rl_minutes": (rl.groupby("method").mean() / 60).round(2).to_dict()}
+
+
+def _level_rows(d: Design, res: dict, seeds: Sequence[int]) -> list[str]:
+    """The split of M1 (where measured) and the levels under :attr:`Design.level_header`, each under a blank line: per
+    run (``-``: untrained) its learning rate (with :attr:`Design.level_regimes`), mean pass@1 (SD) over the seeds, the
+    seeds below :attr:`Design.reference`'s run at the same lr (where there is one) and, with ``rl_minutes``, its mean
+    RL minutes in the design's regime and, with ``cor_kept``, COR's kept rollouts there. ``seeds``: those analysed (the
+    first claim's)."""
+    span = f"seeds {seeds[0]}-{seeds[-1]}"
+    split = ["", f"| part of DDRL - TTRL ({span}) | points |", "|---|---|",
+             *(f"| {p['part']} ({p['claim']}) | {p['points']:+.2f} |" for p in res["split"])] if "split" in res else []
+    if any(r["n_seeds"] != len(seeds) for r in res["levels"]):  # a run on fewer seeds (BCS+DAE in AMC-like) says so
+        span = f"those of {span} it ran"
+    head = d.level_header.format(span=span)
+    rows = [*split, "", head, "|---" * (head.count("|") - 1) + "|"]
+    with_ref = {r.get("regime") for r in res["levels"] if r["method"] == d.reference or d.reference in NO_RL}
+    for r in res["levels"]:
+        untrained = r["method"] == "no_adaptation"
+        cells = [r["method"], *(["-" if r["method"] in NO_RL else LR_CELL[r["regime"]]] if d.level_regimes else []),
+                 f"{r['pass1']:.1f} ({r['sd']:.1f})",
+                 "-" if untrained or r.get("regime") not in with_ref else below_cell(r, d.reference)]
+        own = r.get("regime", d.regime) == d.regime
+        if "rl_minutes" in res:
+            cells.append(f"{res['rl_minutes'][r['method']]:.1f}" if own else "-")
+        if "cor_kept" in res:
+            cells.append(f"{res['cor_kept'][r['method']]:.0f}" if own and r["method"] in res["cor_kept"] else "-")
+        rows.append(f"| {' | '.join(cells)} |")
+    return rows
+
+
+def held_level_rows(levels: Sequence[dict], first: str = "run (lr/10)",
+                    mean: str = "held-out pass@1, mean over seeds (SD)") -> list[str]:
+    """The held-out level table the lr/10 amendments print under their claims (a blank line first): per
+    :func:`~ddrl.study.analysis.level_table` row (``levels``, as records) ``first``'s value (the method), the ``mean`` (SD) over seeds and
+    :func:`below_cell` against the untrained run."""
+    return ["", f"| {first} | {mean} | seeds below the untrained run |", "|---|---|---|",
+            *(f"| {r['method']} | {r['pass1']:.1f} ({r['sd']:.1f}) | {below_cell(r)} |" for r in levels)]
+
+
+def cor_level_rows(levels: Sequence[dict], cor_kept: dict[str, float], first: str = "method") -> list[str]:
+    """The adapted level table the COR amendments print under their claims (a blank line first): per
+    :func:`~ddrl.study.analysis.level_table` row (``levels``, as records, DDRL the reference) the method, its mean adapted pass@1 (SD) over
+    seeds, :func:`below_cell` against DDRL and COR's mean kept rollouts (``cor_kept``; "-" for a run without COR)."""
+    kept = {m: f"{k:.0f}" for m, k in cor_kept.items()}
+    return ["", f"| {first} | adapted pass@1, mean over seeds (SD) | seeds below DDRL | COR's kept rollouts |",
+            "|---|---|---|---|", *(f"| {r['method']} | {r['pass1']:.1f} ({r['sd']:.1f}) | {below_cell(r, 'ddrl')} | "
+                                   f"{kept.get(r['method'], '-')} |" for r in levels)]
+
+
+# MATH-500-like at lr/10, Table 1, COR 4x at 1e-6 (Amendments 28, 49-51, 62): T1f's and COR's size x rate square's
+# analyses (each the whole analysis of its designs), their tables, and what the lr/10 designs share: the repeat check
+# of cached DDRL runs
+
+
+def t1f_missing(out: str | Path, seeds: Sequence[int], regimes: Sequence[str]) -> dict[str, list[int]]:
+    """Per regime, the seeds of ``seeds`` whose ``dae`` CSV (under ``<out>/table1_fixed``) or TTRL CSV is missing."""
+    return {r: sorted(set(seeds) - (set(complete_seeds(Path(out, T1F_DIR), r, ("dae",)))
+                                    & set(complete_seeds(out, r, ("ttrl",))))) for r in regimes}
+
+
+def t1f_entry(df: pd.DataFrame, regime: str, n_boot: int = 4000, stream: str | None = None) -> dict:
+    """T1f (``dae`` - TTRL) in ``regime`` over the seeds of ``df``, with T1's Table 1 row (its MATH-500 number, sign +1
+    and margin): Amendments 50 (stream: the regime) and 51 (streams ``<regime>/fresh``, ``<regime>/pooled``)."""
+    t1 = get_claim("T1")
+    return {**amendment_entry("T1f", regime, "fixed +1/-1 advantages instead of GRPO's help TTRL (Table 1, the paper's "
+                              "text)", "pass@1 dae - GRPO [points]", "dae", "ttrl",
+                              paired_matrix(df, regime, "dae", "ttrl", "adapted"), t1.margin, n_boot, stream=stream),
+            "paper": t1.paper["math500_like"]}
+
+
+def _t1f(d: Design, r: Reading) -> dict:
+    """Amendment 50: T1f in each of :attr:`Design.level_regimes` over the design's seeds, once all are complete in
+    each (``entries``, the paper's number Table 1's MATH-500 row); Amendment 51 (the design whose fresh seeds Amendment
+    50's design did not run): T1f on them alone (the verdict) and, descriptive, ``pooled`` with Amendment 50's seeds
+    (no verdict: they prompted the amendment). Descriptive, ``levels``: TTRL, ``grpo_no_std`` and ``dae`` per learning
+    rate on the design's seeds, with the seeds in which each ends below TTRL."""
+    missing = {g: m for g, m in t1f_missing(r.out, r.seeds, d.level_regimes).items() if m}
+    if missing:
+        raise ValueError(f"{r.out}: {d.tag} incomplete, seeds missing per regime {missing}; the plan reads no estimate "
+                         "before all are complete")
+    seen = [s for s in DESIGNS["table1_fixed"].seeds if s not in d.seeds]
+    both = sorted({*seen, *r.seeds})
+    df = read_csvs([*(csv_path(r.out, g, m, s) for g in d.level_regimes for s in both for m in ("ttrl", "grpo_no_std")),
+                    *(csv_path(Path(r.out, T1F_DIR), g, "dae", s) for g in d.level_regimes for s in both)])
+    levels = _levels(d, r._replace(df=df))["levels"]
+    if not seen:
+        return {"seeds": list(r.seeds), "entries": validate([t1f_entry(df, g, r.n_boot) for g in d.level_regimes],
+                                                            "table1_fixed"), "levels": levels}
+    fresh = df[df.seed.isin(set(r.seeds))]
+    pooled = {k: v for k, v in t1f_entry(df, d.regime, r.n_boot, f"{d.regime}/pooled").items() if k != "verdict"}
+    return {"seeds": list(r.seeds), "seen": seen,
+            "entries": validate([t1f_entry(fresh, d.regime, r.n_boot, f"{d.regime}/fresh")], "table1_fixed_more"),
+            "pooled": pooled, "levels": levels}
+
+
+def _t1f_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
+    """Amendment 50's table: per learning rate the paper's MATH-500 number (Table 1), the caption's reading there
+    (T1: the registered entry at the default lr, ``beside``; Amendment 49's at lr/10), T1f, its half-width beside the
+    plan's predictions and its verdict; then the levels. Amendment 51's (``res`` with ``seen``): Amendment 50's with
+    its fresh seeds' row after the default lr's and its levels after 50's."""
+    a50, more = DESIGNS["table1_fixed"], res if "seen" in res else None
+    res = json.loads(a50.analysis.read_text()) if more else res
+    t1 = {"math500_like": next(e for e in beside if (e["id"], e["regime"]) == ("T1", "math500_like")),
+          MATH500_SMALL_LR: next(e for e in json.loads(DESIGNS["table1"].analysis.read_text())["entries"]
+                                 if e["id"] == "T1")}
+    rows = [d.header, "|---|---|---|---|---|---|"]
+    fresh = [(f"{LR_CELL['math500_like']}, fresh seeds {more['seeds'][0]}-{more['seeds'][-1]} (Amendment 51)", e,
+              d.predicted["T1f"]) for e in (more or {"entries": []})["entries"]]
+    for name, e, pred in sorted([(LR_CELL[e["regime"]], e, a50.predicted[e["regime"]]) for e in res["entries"]]
+                                + fresh, key=lambda x: x[1]["regime"] != "math500_like"):  # stable: default lr first
+        rows.append(f"| {name} | {e['paper']:+.1f} | {entry_cell(t1[e['regime']])} | {amendment_cells(e, pred)}")
+    return "\n".join([*rows, *_level_rows(a50, res, res["seeds"]),
+                      *(_level_rows(d, more, more["seeds"]) if more else [])]) + "\n"
+
+
+#: Amendment 62's claims (id -> a, b, split, what: pass@1 a - b on the split; ours, sign +1) and COR's four settings
+#: (method -> kept multiple, learning rate)
+COR_TRADE_CLAIMS = {
+    "K1g": (COR_4X_LR10, "bcs_dae", "adapted", "COR 4x at 1e-6 - BCS+DAE (the RL-only weights)"),
+    "R1g": (COR_4X_LR10, COR_LR10, "adapted", "COR 4x at 1e-6 - COR 1x at 1e-6"),
+    "K1gx": (COR_4X_LR10, "bcs_dae", HELDOUT_X, "COR 4x at 1e-6 - BCS+DAE (its cost on fresh questions)"),
+    "R1gx": (COR_4X_LR10, COR_LR10, HELDOUT_X, "COR 4x at 1e-6 - COR 1x at 1e-6")}
+
+
+COR_SETTINGS = {COR_LR10: (1, "1e-6"), COR_4X_LR10: (4, "1e-6"), "ddrl": (1, "1e-5"), COR_4X: (4, "1e-5")}
+
+
+def _split_dir(out: str | Path, split: str) -> Path:
+    """Where a split's CSVs lie under a runs folder ``out``: adapted ones in it, the others (``heldout_x``) below it."""
+    return Path(out) / ("" if split == "adapted" else split)
+
+
+def trade(levels: dict[str, Sequence[dict]]) -> list[dict]:
+    """Descriptive, no verdict: per COR setting (:data:`COR_SETTINGS`) its mean adapted gain and mean held-out change
+    over the RL-only weights (BCS+DAE), in points, and the seeds below them on each split (``<split>_below``), from the
+    two splits' level tables (``levels``: split -> records, BCS+DAE the reference)."""
+    by = {sp: {r["method"]: r for r in rows} for sp, rows in levels.items()}
+    return [{"method": m, "keep": k, "cor_lr": lr,
+             **{sp: by[sp][m]["pass1"] - by[sp]["bcs_dae"]["pass1"] for sp in by},
+             **{f"{sp}_below": by[sp][m]["below_reference"] for sp in by}} for m, (k, lr) in COR_SETTINGS.items()]
+
+
+def _cor_trade(d: Design, r: Reading) -> dict:
+    """Amendment 62 on :func:`~ddrl.study.plan.seeds_to_analyse`'s seeds (complete on both splits, to the
+    design's clock): ``entries`` (:data:`COR_TRADE_CLAIMS` by :func:`~ddrl.study.claims.amendment_entry`, streams
+    ``derive_seed(0, "claims", id, regime)``, ``half_width`` added); descriptive, ``levels`` per split, :func:`trade`,
+    and how many recomputed held-out COR runs' adapted rows equal the adapted job's CSV."""
+    gone = set().union(*(missing_seeds(_split_dir(r.out, sp), d.regime, ms, r.seeds)
+                         for sp, ms in COR_TRADE_RUNS.items()))
+    done = seeds_to_analyse(r.seeds, set(r.seeds) - gone, f"{r.out}: {d.tag}", d.cutoff)
+    df = {sp: read_csvs(csv_path(_split_dir(r.out, sp), d.regime, m, s) for m in ms for s in done)
+          for sp, ms in COR_TRADE_RUNS.items()}
+    entries = [amendment_entry(cid, d.regime, what, f"{'adapted' if sp == 'adapted' else 'held-out'} pass@1, {what} "
+                               "[points]", a, b, paired_matrix(df[sp], d.regime, a, b, sp).to_numpy(), MARGIN, r.n_boot)
+               for cid, (a, b, sp, what) in COR_TRADE_CLAIMS.items()]
+    levels = {sp: level_table(run_levels(x, sp), ("method",), reference="bcs_dae", sort=False).to_dict(orient="records")
+              for sp, x in df.items()}
+    held = df[HELDOUT_X]
+    return {"regime": d.regime, "seeds": list(done), "entries": with_half_width(validate(entries, d.regime)),
+            "levels": levels, "trade": trade(levels),
+            **reproduced_counts(held[held.method == COR_4X_LR10].drop_duplicates("seed"))}
+
+
+def _cor_trade_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
+    """Amendment 62's tables: per claim its split, estimate, half-width beside the plan's predictions and verdict; then
+    COR's four settings, their adapted gain and held-out change over BCS+DAE."""
+    rows = [d.header, "|---|---|---|---|---|"]
+    for e in res["entries"]:
+        a, b, sp, what = COR_TRADE_CLAIMS[e["id"]]
+        rows.append(f"| {e['id']} {what} | {'adapted' if sp == 'adapted' else 'fresh'} ({e['n_questions']:,}) | "
+                    f"{amendment_cells(e, d.predicted[e['id']])}")
+    n = len(res["seeds"])
+    rows += ["", "| COR setting (from the same RL-only weights) | kept rollouts | learning rate | adapted gain over "
+             "BCS+DAE (seeds below it) | held-out change over BCS+DAE (seeds below it) |", "|---|---|---|---|---|"]
+    rows += [f"| {t['method']} | {t['keep']}x | {t['cor_lr']} | {t['adapted']:+.2f} ({t['adapted_below']} of {n}) | "
+             f"{t[HELDOUT_X]:+.2f} ({t[HELDOUT_X + '_below']} of {n}) |" for t in res["trade"]]
+    return "\n".join(rows) + "\n"
+
+
+def check_rows(out: str | Path, check: str | Path, seeds: Sequence[int], regime: str = SMALL_LR,
+               split: str = "adapted") -> dict | None:
+    """The check's description on ``seeds`` in ``regime`` and ``split`` (Amendment 56's; Amendment 59's MATH-500-like
+    one; Amendment 60's on H1x's fresh questions, ``split`` :data:`~ddrl.study.plan.HELDOUT_X`, its CSVs under
+    ``<out>/heldout_x/`` and ``<check>/heldout_x/``), or None before every re-evaluation is written: how many of the
+    seeds x questions re-evaluated DDRL pass@1 values equal the committed CSV's, how many seeds match in full, and R1
+    (R1x) against the re-evaluated runs (its mean, as description)."""
+    out, check = _split_dir(out, split), _split_dir(check, split)
+    if missing_seeds(check, regime, ("ddrl",), seeds):
+        return None
+    again = read_csvs(csv_path(check, regime, "ddrl", s) for s in seeds)
+    again = again[again.split == split].set_index(["seed", "question"])["pass@1"]
+    df = read_csvs(csv_path(out, regime, m, s) for s in seeds for m in ("ddrl", COR_4X))
+    a = df[df.split == split].set_index(["method", "seed", "question"])["pass@1"]
+    committed, cor4x = a.loc["ddrl"], a.loc[COR_4X]
+    equal = (committed - again.reindex(committed.index)).abs() < 1e-12
+    return {"questions_equal": int(equal.sum()), "questions": int(len(equal)),
+            "seeds_equal": int(equal.groupby(level="seed").all().sum()),
+            "r1_against_reevaluated": float(100 * (cor4x - again.reindex(cor4x.index)).mean())}
+
+
+#: The tables of the designs whose analysis is one named measure (:attr:`Design.whole`), by that measure's name
+TABLES: dict[str, Callable[[Design, dict, Sequence[dict]], str]] = {
+    "lr_heldout": _lr_heldout_table, "lr_drift": _lr_drift_table, "cor_alone_drift": _cor_drift_table,
+    "lr_curve": _lr_curve_table, "dynamics": _dynamics_table, "device_check": _wide_table, "wide_arms": _wide_table,
+    "cor_alone": _cor_alone_table, "cor_alone_heldout": _cor_alone_table, "drift": _drift_table,
+    "claims": _scorecard_table, "t1f": _t1f_table, "cor_trade": _cor_trade_table}
+#: The named measures, by name (:attr:`Design.measures`; :attr:`Design.whole`)
+MEASURES: dict[str, Callable[[Design, Reading], dict]] = {
+    "reproduced": _reproduced, "reproduced_by_method": _reproduced_by_method, "heldout_check": _heldout_check,
+    "cor_kept": _cor_kept, "retrain_check": _retrain_check, "reeval_check": _reeval_check, "levels": _levels,
+    "split": _split, "c2": _c2, "divergence": _divergence, "agreeing": _agreeing, "seed_pass1": _seed_pass1,
+    "vote": _vote, "rl_minutes": _rl_minutes,
+    # whole analyses (Design.whole), each with its table in TABLES
+    "lr_heldout": _lr_heldout, "lr_drift": _lr_drift, "cor_alone_drift": _cor_drift, "lr_curve": _lr_curve,
+    "dynamics": _dynamics, "device_check": _device_check, "wide_arms": _wide_arms, "cor_alone": _cor_alone,
+    "cor_alone_heldout": _cor_alone_heldout, "drift": _drift, "claims": _claims, "t1f": _t1f, "cor_trade": _cor_trade}
