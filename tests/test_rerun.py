@@ -62,8 +62,13 @@ def test_report_names_the_cpu_and_says_identical_or_shows_the_differences():
 def test_locate_names_what_exists_before_any_work(capsys):
     t = R.locate("registered", "amc_like", "ttrl", 0)
     assert t.csv.is_file() and t.steps_csv.is_file() and t.regimes_file == RESULTS / "regimes_base.json"
-    assert R.locate("replication_xeon", "amc_like", "ttrl", 0).regimes_file == \
-        RESULTS / "replication_xeon" / "regimes_base.json"
+    xeon = R.locate("replication_xeon", "amc_like", "ttrl", 0)
+    assert xeon.regimes_file == RESULTS / "replication_xeon" / "regimes_base.json"
+    files = lambda x: (x.csv, x.steps_csv, x.regimes_file)  # noqa: E731
+    assert files(R.locate("claims_xeon", "amc_like", "ttrl", 0)) == files(xeon)  # a row of the designs' table, by id
+    assert files(R.locate("claims", "amc_like", "ttrl", 0)) == files(t)
+    wide = R.locate("wide", "math500_like_768", "ddrl", 200)
+    assert wide.csv.parent == RESULTS / "wide" / "math500_like_768" and wide.regimes_file == t.regimes_file
     with pytest.raises(ValueError, match=r"no committed run of ttrl seed 999 in amc_like.*seeds: \[0, 1, 2"):
         R.locate("registered", "amc_like", "ttrl", 999)
     with pytest.raises(ValueError, match=r"methods of amc_like: \[.*'ttrl'"):

@@ -37,6 +37,7 @@ from ddrl.config import METHODS
 from ddrl.run.pool import environ
 from ddrl.run.rundir import RunDir
 from ddrl.run.storage import write_csv
+from ddrl.study.designs import DESIGNS
 from ddrl.study.jobs import _run_job, job_key, steps_frame
 from ddrl.study.plan import (
     CSV,
@@ -74,21 +75,30 @@ class Target:
     regimes_file: Path
 
 
-def design_dir(design: str, results: Path = RESULTS) -> Path:
-    """The folder of a design's per-run CSVs: ``registered`` is ``results/runs``; any other name is
-    ``results/<name>/runs`` (a replication) or ``results/<name>`` (an amendment's folder, e.g. ``wide``)."""
+def _tree(design: str, results: Path = RESULTS) -> tuple[Path, Path]:
+    """A design's folder of per-run CSVs and its results tree (whose regimes file names its build): a row of
+    :data:`ddrl.study.designs.DESIGNS` by its id (``claims``, ``claims_xeon``, ``small_lr``, ``wide``, ...); or by its
+    folder under ``results``: ``registered`` is ``results/runs``, any other name ``results/<name>/runs`` (a
+    replication) or ``results/<name>`` (an amendment's folder, e.g. ``wide``)."""
+    if design in DESIGNS and results == RESULTS:
+        return DESIGNS[design].runs, DESIGNS[design].results
     if design == "registered":
-        return results / "runs"
+        return results / "runs", results
     own = results / design
-    return own / "runs" if (own / "runs").is_dir() else own
+    return (own / "runs" if (own / "runs").is_dir() else own), own
+
+
+def design_dir(design: str, results: Path = RESULTS) -> Path:
+    """The folder of a design's per-run CSVs (:func:`_tree`)."""
+    return _tree(design, results)[0]
 
 
 def locate(design: str, regime: str, method: str, seed: int, results: Path = RESULTS) -> Target:
     """The committed run named on the command line; raises ``ValueError`` naming what is missing (no design
     folder, no CSV of that regime, method and seed, with the ones that exist) before anything is computed."""
-    folder = design_dir(design, results)
+    folder, own = _tree(design, results)
     if not folder.is_dir() or design in ("base_models", "runs"):
-        designs = ["registered"] + sorted(p.name for p in results.iterdir() if p.is_dir() and any(p.glob(f"**/*{CSV}"))
+        designs = [*DESIGNS, "registered"] + sorted(p.name for p in results.iterdir() if p.is_dir() and any(p.glob(f"**/*{CSV}"))
                                           and p.name != "runs")
         raise ValueError(f"no design {design!r} under {results}; designs with per-run CSVs: {designs}")
     path = csv_path(folder, regime, method, seed)
@@ -99,7 +109,6 @@ def locate(design: str, regime: str, method: str, seed: int, results: Path = RES
         where = (f"its committed seeds: {seeds}" if seeds else f"methods of {regime}: {sorted({m for m, _ in names})}"
                  if names else f"regimes of {design}: {sorted(p.name for p in folder.iterdir() if p.is_dir())}")
         raise ValueError(f"{path}: no committed run of {method} seed {seed} in {regime} ({design}); {where}")
-    own = results / design if design != "registered" else results
     return Target(design, regime, method, seed, path, csv_path(folder, regime, method, seed, steps=True),
                   regimes_path(own))
 
