@@ -120,13 +120,16 @@ def _shared_seeds(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> 
     return sub[sub.seed.isin(set(sub[sub.method == a].seed) & set(sub[sub.method == b].seed))]
 
 
-def bootstrap_entry(cid: str, regime: str, d: pd.DataFrame, n_boot: int = 4000) -> dict:
+def bootstrap_entry(cid: str, regime: str, d: pd.DataFrame, n_boot: int = 4000, stands_for: str | None = None) -> dict:
     """A ``claims.json`` entry from a seeds x questions matrix of differences (plan Sec. 4): the hierarchical bootstrap
-    (one seed, a real LLM's samples: over questions, Amendment 18), stream ``derive_seed(0, "claims", cid, regime)``."""
+    (one seed, a real LLM's samples: over questions, Amendment 18), stream ``derive_seed(0, "claims", cid, regime)``.
+    ``stands_for``: the registered regime whose paper number and sign a regime of the plan's amendments takes (its
+    benchmark's: e.g. ``math500_like`` for ``math500_like_small_lr``); default ``regime``'s own."""
     rng = np.random.default_rng(derive_seed(0, "claims", cid, regime))
     iv = (question_bootstrap(d.to_numpy()[0], rng, n_boot) if d.shape[0] == 1
           else hierarchical_bootstrap(d.to_numpy(), rng, n_boot))
-    return entry(cid, regime, iv.estimate, iv.ci_low, iv.ci_high, iv.n_seeds, iv.n_questions)
+    return {**entry(cid, stands_for or regime, iv.estimate, iv.ci_low, iv.ci_high, iv.n_seeds, iv.n_questions),
+            "regime": regime}
 
 
 def complete_seeds(out: str | Path, regime: str = MATH500_768,
@@ -178,17 +181,6 @@ def level_table(per: pd.DataFrame, by: Sequence[str] = ("method",), reference: s
                      "n_seeds": int(g.seed.nunique()),
                      "below_reference": int((g.set_index("seed")["pass1"] < ref.reindex(g.seed)).sum())})
     return pd.DataFrame(rows)
-
-
-def wide_entry(cid: str, d: pd.DataFrame, n_boot: int = 4000, regime: str = MATH500_768,
-               stands_for: str = "math500_like") -> dict:
-    """A ``claims.json`` entry of claim ``cid`` in ``regime`` (default Amendment 26's :data:`~ddrl.study.plan.MATH500_768`; Amendment 28's
-    ``math500_like_small_lr`` too) from its seeds x questions matrix of differences (points): the registered
-    hierarchical bootstrap (stream ``derive_seed(0, "claims", cid, regime)``) and rule, the paper's number and sign
-    those of the benchmark it stands for (``stands_for``'s: MATH-500)."""
-    rng = np.random.default_rng(derive_seed(0, "claims", cid, regime))
-    iv = hierarchical_bootstrap(d.to_numpy(), rng, n_boot)
-    return {**entry(cid, stands_for, iv.estimate, iv.ci_low, iv.ci_high, iv.n_seeds, iv.n_questions), "regime": regime}
 
 
 #: What a run's RL trajectory is compared on: the schedule and the logged per-step signal (plan Amendment 9).

@@ -20,9 +20,9 @@ from ddrl.report.plotting import label
 from ddrl.report.stats import advantage_quarters, advantage_statistic, decided, mean_ci, verdict
 from ddrl.report.tables import VERDICT_MD, amendment_cells, below_cell, claim_row, entry_cell, entry_ci, fmt_ci
 from ddrl.seeds import derive_seed
-from ddrl.study.analysis import (analyse_claims, claim_matrix, complete_seeds, level_table, load_questions,
-                                 missing_seeds, paired_matrix, read_csvs, reproduced_counts, rl_divergence, run_levels,
-                                 same_as_registered, wide_entry)
+from ddrl.study.analysis import (analyse_claims, bootstrap_entry, claim_matrix, complete_seeds, level_table,
+                                 load_questions, missing_seeds, paired_matrix, read_csvs, reproduced_counts, rl_divergence,
+                                 run_levels, same_as_registered)
 from ddrl.study import claims
 from ddrl.study.claims import amendment_entry, entry, get as get_claim, validate, with_half_width
 from ddrl.study.plan import (RESULTS, COR_4X, COR_LR10, HELDOUT_X, KNOWN_DIVERGENCES, NO_RL, SAME_BASE, SHARES_DDRL_RL,
@@ -189,8 +189,8 @@ def _agreeing(d: Design, r: Reading) -> dict:
         return {"agreeing": None}
     first = r.analysis["entries"][0]  # where every seed agrees: the same matrix and stream, so the entry itself
     if same != sorted(r.seeds):
-        first = wide_entry(first["id"], claim_matrix(r.df[r.df.seed.isin(same)], first["id"], d.regime), r.n_boot,
-                           d.regime, SAME_BASE[d.regime])
+        first = bootstrap_entry(first["id"], d.regime, claim_matrix(r.df[r.df.seed.isin(same)], first["id"], d.regime),
+                                r.n_boot, SAME_BASE[d.regime])
     return {"agreeing": {k: v for k, v in first.items() if k not in ("verdict", "half_width")} | {"seeds": same}}
 
 
@@ -608,9 +608,10 @@ def _device_check(d: Design, r: Reading) -> dict:
         m = claim_matrix(df, cid, d.regime)
         if m is None:
             continue
-        every = wide_entry(cid, m, r.n_boot, d.regime)
+        every = bootstrap_entry(cid, d.regime, m, r.n_boot, "math500_like")  # the paper's MATH-500 number and sign
         cpu_rows = [s for s in m.index if s not in devices]
-        cpu = wide_entry(cid, m.loc[cpu_rows], r.n_boot, d.regime) if devices and len(cpu_rows) >= 2 else every
+        cpu = bootstrap_entry(cid, d.regime, m.loc[cpu_rows], r.n_boot, "math500_like") \
+            if devices and len(cpu_rows) >= 2 else every
         check = device_check(m, devices)
         use = cpu if check and check["shifted"] else every
         note = "GPU seeds shifted the effect (device check): CPU seeds only" if use is not every else ""

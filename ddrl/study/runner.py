@@ -50,8 +50,8 @@ from ddrl.run.pool import clock_budget, default_workers, minutes_to
 from ddrl.study.regimes import Regime
 from ddrl.run.storage import REPO, atomic_write_bytes, cache_root, write_json
 from ddrl.seeds import seed_range
-from ddrl.study.analysis import (analyse_claims, analyse_stage1, claim_matrix, complete_seeds, paired_matrix, read_csvs,
-                                 wide_entry)
+from ddrl.study.analysis import (analyse_claims, analyse_stage1, bootstrap_entry, claim_matrix, complete_seeds,
+                                 paired_matrix, read_csvs)
 from ddrl.study.claims import amendment_entry, validate, with_half_width
 from ddrl.study.designs import (DESIGNS, MARGIN, Design, _complete, _needed, _unwritten, _wants, analysed_seeds, design,
                                 path, regime_designs)
@@ -202,8 +202,8 @@ def analyse(d: Design, out: str | Path | None = None, n_boot: int = 4000, now: f
     df = read_csvs(path(d, out, m, s, g) for g in d.level_regimes or (d.regime,)
                    for m in (d.methods if g == d.regime or d.twin_runs is None else d.twin_runs)
                    for s in (every if g == d.regime else done))
-    entries = [wide_entry(cid, claim_matrix(df[df.seed.isin(per_claim[cid])] if per_claim else df, cid, d.regime),
-                          n_boot, d.regime, SAME_BASE[d.regime]) for cid in d.registered]
+    entries = [bootstrap_entry(cid, d.regime, claim_matrix(df[df.seed.isin(per_claim[cid])] if per_claim else df, cid,
+                                                           d.regime), n_boot, SAME_BASE[d.regime]) for cid in d.registered]
     metric = "held-out pass@1" if d.split == HELDOUT_X else "adapted pass@1"
     for cid, (a, b, what, *own) in d.claims.items():
         claim, said, paper = own or (what, f"{metric}, {what} [points]", None)
@@ -284,7 +284,6 @@ def run(d: Design, args: argparse.Namespace) -> str:
         status += run_jobs([replace(j, label="H1x") for j in jobs(d, seeds)], SCALES[args.scale], args.out, root,
                            clock_budget(d.cutoff, args.budget_min), args.workers, desc=f"{d.tag} H1x", regimes=regimes)
     if {"retrain_check", "reeval_check"} & set(d.measures):  # each DDRL run evaluated again (finished ones: none trains)
-
         gone = {s for _, s in untrained(seeds, root, args.scale, d.regime, ("ddrl",))}
         status += run_jobs([Job(d.regime, s, ("ddrl",), f"COR repeat check (A{d.amendment})") for s in seeds
                             if s not in gone], SCALES[args.scale], CHECK, root, args.budget_min, args.workers,
