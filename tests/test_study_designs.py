@@ -545,7 +545,7 @@ from ddrl.report.tables import amendment_cells, predicted_text  # noqa: E402
 from ddrl.study import jobs as study_jobs  # noqa: E402
 from ddrl.study.analysis import level_table  # noqa: E402
 from ddrl.study.figures import vote_by_quarter  # noqa: E402
-from ddrl.study.plan import MATH500_768, WIDE_OUT, csv_method_seed, load_regimes, seeds_to_analyse  # noqa: E402
+from ddrl.study.plan import MATH500_768, STAGE1_METHODS, WIDE_OUT, csv_method_seed, load_regimes, seeds_to_analyse  # noqa: E402
 from ddrl.study.regimes import MATH_MAJ_MIN, wide_regime  # noqa: E402
 
 WIDE, ARMS = D.DESIGNS["wide"], D.DESIGNS["wide_arms"]
@@ -647,7 +647,7 @@ def test_import_takes_a_gpu_machines_complete_seeds_one_device_per_seed(tmp_path
             p.write_text(f"made up: {m} {seed}\n")
     assert study.main(["import", "wide", str(src), "--device", "FakeGPU", "--out", str(out)]) == 0
     assert study.import_runs(src, "FakeGPU", out) == []  # the same files again: nothing to do
-    assert D.complete_seeds(out, MATH500_768) == [20, 200] and study.gpu_seeds(out) == {20: "FakeGPU"}
+    assert D.complete_seeds(out, MATH500_768, STAGE1_METHODS) == [20, 200] and study.gpu_seeds(out) == {20: "FakeGPU"}
     with pytest.raises(ValueError, match="one device per seed"):
         study.import_runs(src, "OtherGPU", out)
     assert study.main(["import", "wide", str(src)]) == 2  # no device named

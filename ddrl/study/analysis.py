@@ -19,8 +19,8 @@ from ddrl.seeds import derive_seed
 from ddrl.report.stats import (TARGET_HALF_WIDTH, advantage_statistic, choose_design, eval_noise_variance,
                         hierarchical_bootstrap, mean_ci, paired_differences, power_table, predicted_half_width,
                         question_bootstrap, variance_components)
-from ddrl.study.plan import (BANDS_64, BASE, CSV, HELDOUT_X, MATH500_768, NO_RL, PAIRED, QUESTION_COLUMNS, REAL,
-                             SELECTION_K, SELECTION_ORDERS, SHARES_DDRL_RL, STAGE1_COMPARISONS, STAGE1_METHODS, STEP_COLUMNS,
+from ddrl.study.plan import (BANDS_64, BASE, CSV, HELDOUT_X, NO_RL, PAIRED, QUESTION_COLUMNS, REAL,
+                             SELECTION_K, SELECTION_ORDERS, SHARES_DDRL_RL, STAGE1_COMPARISONS, STEP_COLUMNS,
                              THREE,
                              Scale, csv_method_seed, same_base, selection_k)
 
@@ -132,8 +132,7 @@ def bootstrap_entry(cid: str, regime: str, d: pd.DataFrame, n_boot: int = 4000, 
             "regime": regime}
 
 
-def complete_seeds(out: str | Path, regime: str = MATH500_768,
-                   methods: Sequence[str] = STAGE1_METHODS) -> list[int]:
+def complete_seeds(out: str | Path, regime: str, methods: Sequence[str]) -> list[int]:
     """Seeds with a written CSV of every method (``<out>/<regime>/<method>-seedNN.csv.gz``)."""
     have = [{csv_method_seed(p)[1] for p in method_csvs(Path(out, regime), m)} for m in methods]
     return sorted(set.intersection(*have)) if have else []
