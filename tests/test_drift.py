@@ -14,8 +14,6 @@ import pandas as pd
 import pytest
 
 from ddrl.study import drift
-from ddrl.study import drift_data
-from ddrl.study import drift_kl
 from ddrl.models import load_model
 from ddrl.run.rundir import RunDir
 from ddrl.seeds import seed_range
@@ -53,38 +51,38 @@ def _world(tmp_path: Path, seeds=(100, 101, 102, 103), slope=-0.5, method_term=-
     q_eff = rng.normal(0, 5, n_q)
     truth = {}
     for s in seeds:
-        for m in drift_data.PAIR:
+        for m in drift.PAIR:
             kl = 20 + (bcs_kl if m == "bcs" else 0) + rng.normal(0, 2)  # late KL, units of 1e-3
             acc = 60 + slope * kl + (method_term if m == "bcs" else 0) + noise * rng.normal()
             truth[m, s] = (kl, acc + q_eff.mean())
-            _metrics(runs / f"{m}-{s}", [0.0] * 8 + [kl * drift_data.KL_UNIT] * 4, episodes=6)  # last 2 episodes = kl
+            _metrics(runs / f"{m}-{s}", [0.0] * 8 + [kl * drift.KL_UNIT] * 4, episodes=6)  # last 2 episodes = kl
             _h1x_csv(out, m, s, (acc + q_eff) / 100)
     return out, runs, truth
 
 
 def test_drift_steps_keep_rl_steps_and_the_columns(tmp_path):
     _metrics(tmp_path / "r", [0.001, 0.002, 0.003, 0.004], episodes=2)
-    df = drift_data.drift_steps(tmp_path / "r")
-    assert list(df.columns) == list(drift_data.DRIFT_COLUMNS) and len(df) == 4  # COR's row dropped, time/step_s not kept
-    assert drift_data.late_mean(df, "actor/kl", episodes=1) == pytest.approx(0.0035)
-    assert drift_data.late_mean(df, "actor/kl", episodes=2) == pytest.approx(0.0025)
+    df = drift.drift_steps(tmp_path / "r")
+    assert list(df.columns) == list(drift.DRIFT_COLUMNS) and len(df) == 4  # COR's row dropped, time/step_s not kept
+    assert drift.late_mean(df, "actor/kl", episodes=1) == pytest.approx(0.0035)
+    assert drift.late_mean(df, "actor/kl", episodes=2) == pytest.approx(0.0025)
 
 
 def test_drift_steps_errors_name_the_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="metrics.jsonl"):
-        drift_data.drift_steps(tmp_path / "absent")
+        drift.drift_steps(tmp_path / "absent")
     (tmp_path / "cor").mkdir()
     (tmp_path / "cor" / "metrics.jsonl").write_text(json.dumps({"step": 0, "cor/loss": 1.0}) + "\n")
     with pytest.raises(ValueError, match="no RL step"):
-        drift_data.drift_steps(tmp_path / "cor")
+        drift.drift_steps(tmp_path / "cor")
 
 
 def test_export_then_seed_table_recovers_each_run(tmp_path):
     out, runs, truth = _world(tmp_path)
     (runs / "bcs-103").rename(runs / "elsewhere")  # a run directory this machine does not hold
-    n, missing = drift_data.export_steps(out, runs, "amc_like")
+    n, missing = drift.export_steps(out, runs, "amc_like")
     assert n == 7 and missing == ["bcs-103"]
-    t = drift_data.seed_table(out, "amc_like")
+    t = drift.seed_table(out, "amc_like")
     assert len(t) == 7  # the run without a drift CSV is left out
     for r in t.itertuples():
         kl, acc = truth[r.method, r.seed]
@@ -93,8 +91,8 @@ def test_export_then_seed_table_recovers_each_run(tmp_path):
 
 def test_kl_fit_recovers_slope_and_method_term_exactly_without_noise(tmp_path):
     out, runs, _ = _world(tmp_path, slope=-0.6, method_term=-1.5)
-    drift_data.export_steps(out, runs, "amc_like")
-    fit = drift.kl_fit(drift_data.seed_table(out, "amc_like"))
+    drift.export_steps(out, runs, "amc_like")
+    fit = drift.kl_fit(drift.seed_table(out, "amc_like"))
     assert fit["slope"]["estimate"] == pytest.approx(-0.6, abs=1e-9)
     assert fit["adjusted"]["estimate"] == pytest.approx(-1.5, abs=1e-9)
     assert fit["n_runs"] == 8 and fit["dof"] == 5
@@ -127,7 +125,7 @@ def test_kl_fit_and_paired_t_reject_too_little_data():
 def test_analyse_gives_the_registered_verdicts(tmp_path):
     # KL higher under BCS by 3 (X2 +), slope -0.5 (X3 -), no method term: X4 inside +-1, X1 = -1.5 on average
     out, runs, _ = _world(tmp_path, seeds=tuple(range(100, 108)), slope=-0.5, method_term=0.0, noise=0.05)
-    drift_data.export_steps(out, runs, "amc_like")
+    drift.export_steps(out, runs, "amc_like")
     e = {x["id"]: x for x in drift.analyse(out, "amc_like", np.random.default_rng(0))}
     assert set(e) == {"X1", "X2", "X3", "X4"} and all(x["n_seeds"] == 8 for x in e.values())
     assert e["X2"]["verdict"] == "reproduced" and e["X2"]["estimate"] > 0
@@ -158,8 +156,8 @@ def test_smoke_run_export_and_analyse_end_to_end(tmp_path):
     out = tmp_path / "out"
     assert drift.main(["run", "--scale", "smoke", "--regime", "math500_like", "--seeds", "100-102", "--workers", "2",
                        "--out", str(out), "--runs-root", str(tmp_path / "runs")]) == 0
-    assert len(list((out / drift_data.DRIFT / "math500_like").glob("*-steps.csv"))) == 6
-    t = drift_data.seed_table(out, "math500_like")  # no registered CSV for seeds 100+: their adapted rows are kept
+    assert len(list((out / drift.DRIFT / "math500_like").glob("*-steps.csv"))) == 6
+    t = drift.seed_table(out, "math500_like")  # no registered CSV for seeds 100+: their adapted rows are kept
     assert len(t) == 6 and t["adapted"].between(0, 100).all()
     e = drift.analyse(out, "math500_like", np.random.default_rng(0))
     assert [x["id"] for x in e] == ["X1", "X2", "X3", "X4"]
@@ -169,8 +167,8 @@ def test_smoke_run_export_and_analyse_end_to_end(tmp_path):
 
 def test_drift_figure_has_a_panel_per_set_of_runs(tmp_path):
     out, runs, _ = _world(tmp_path, noise=0.3)
-    drift_data.export_steps(out, runs, "amc_like")
-    t = drift_data.seed_table(out, "amc_like")
+    drift.export_steps(out, runs, "amc_like")
+    t = drift.seed_table(out, "amc_like")
     fig = drift.drift_figure({"a": t, "b": t})
     axes = fig.get_axes()
     assert len(axes) == 2 and all("slope" in ax.get_title() for ax in axes)
@@ -184,32 +182,32 @@ def test_heldout_kl_is_zero_against_itself_and_positive_after_training(tmp_path)
     writes one JSON per run, reads them back into the seed table, and does not redo a measured run."""
     base, tok = load_model("testbed:tiny", "float32", "cpu")
     prompts = ["What is 2 + 3?", "What is 7 - 4?"]
-    kl, n_tok = drift_kl.heldout_kl(base, base, tok, prompts, 4, 16, seed=1)
+    kl, n_tok = drift.heldout_kl(base, base, tok, prompts, 4, 16, seed=1)
     assert kl == 0.0 and n_tok > 0
     out, runs = tmp_path / "out", tmp_path / "runs"
     assert drift.main(["run", "--scale", "smoke", "--regime", "math500_like", "--seeds", "100-102", "--workers", "1",
                        "--out", str(out), "--runs-root", str(runs)]) == 0
-    n, missing = drift_kl.measure_kl(out, runs, "math500_like", scale="smoke", progress=False)
+    n, missing = drift.measure_kl(out, runs, "math500_like", scale="smoke", progress=False)
     assert n == 6 and missing == []
-    recs = [json.loads(p.read_text()) for p in sorted((out / drift_data.DRIFT / "math500_like").glob("*-kl.json"))]
-    assert len(recs) == 6 and all(r["n_samples"] == drift_kl.KL_SAMPLES and r["n_tokens"] > 0 for r in recs)
+    recs = [json.loads(p.read_text()) for p in sorted((out / drift.DRIFT / "math500_like").glob("*-kl.json"))]
+    assert len(recs) == 6 and all(r["n_samples"] == drift.KL_SAMPLES and r["n_tokens"] > 0 for r in recs)
     assert np.mean([r["kl"] for r in recs]) > 0  # trained policies moved away from the base
-    assert drift_kl.measure_kl(out, runs, "math500_like", scale="smoke", progress=False) == (0, [])  # read, not redone
-    kp = drift_data.drift_path(out, "math500_like", "bcs", 100, "kl")  # a JSON of other weights is measured again
+    assert drift.measure_kl(out, runs, "math500_like", scale="smoke", progress=False) == (0, [])  # read, not redone
+    kp = drift.drift_path(out, "math500_like", "bcs", 100, "kl")  # a JSON of other weights is measured again
     kp.write_text(json.dumps(dict(json.loads(kp.read_text()), policy_fingerprint={"model.safetensors": "other"})))
-    assert drift_kl.measure_kl(out, runs, "math500_like", scale="smoke", progress=False) == (1, [])
+    assert drift.measure_kl(out, runs, "math500_like", scale="smoke", progress=False) == (1, [])
     assert json.loads(kp.read_text())["policy_fingerprint"] == recs[0]["policy_fingerprint"]
-    t = drift_data.seed_table(out, "math500_like")
+    t = drift.seed_table(out, "math500_like")
     assert t["kl_heldout"].notna().all() and len(t) == 6
     # BCS+DAE's weights are DDRL's rl/ snapshot, not its final ones: an rl/ holding the base measures exactly 0
     src = heldout_x_path(out, "math500_like", "bcs", 100)
     h = pd.read_csv(src)
     h.assign(method="bcs_dae").to_csv(heldout_x_path(out, "math500_like", "bcs_dae", 100), index=False)
     RunDir(runs / h["run"].iloc[0]).save_weights("rl", base)
-    assert drift_kl.measure_kl(out, runs, "math500_like", ("bcs_dae",), scale="smoke", progress=False,
+    assert drift.measure_kl(out, runs, "math500_like", ("bcs_dae",), scale="smoke", progress=False,
                             seeds=[100, 101]) == (1, [])
-    assert json.loads(drift_data.drift_path(out, "math500_like", "bcs_dae", 100, "kl").read_text())["kl"] == 0.0
-    assert drift_kl.measure_kl(out, runs, "math500_like", ("bcs",), scale="smoke", progress=False, seeds=[]) == (0, [])
+    assert json.loads(drift.drift_path(out, "math500_like", "bcs_dae", 100, "kl").read_text())["kl"] == 0.0
+    assert drift.measure_kl(out, runs, "math500_like", ("bcs",), scale="smoke", progress=False, seeds=[]) == (0, [])
     e = drift.analyse(out, "math500_like", np.random.default_rng(0), measure="kl_heldout")
     assert [x["id"] for x in e] == ["X2h", "X3h", "X4h"]
     with pytest.raises(ValueError, match="measure"):
@@ -230,11 +228,11 @@ def _dose_world(tmp_path: Path, off_line: float = 0.0, seeds=range(100, 108), n_
             _h1x_csv(out, m, s, (acc + q_eff) / 100)
             if adapted and m in adapted:
                 _h1x_csv(out, m, s, np.full(4, adapted[m] / 100), "adapted")
-            d = drift_data.drift_path(out, "amc_like", m, s)
+            d = drift.drift_path(out, "amc_like", m, s)
             d.parent.mkdir(parents=True, exist_ok=True)
-            pd.DataFrame({"step": range(4), "episode": [0, 0, 1, 1], "actor/kl": kl * drift_data.KL_UNIT,
+            pd.DataFrame({"step": range(4), "episode": [0, 0, 1, 1], "actor/kl": kl * drift.KL_UNIT,
                           "rollout/entropy": 0.03, "gt/bin0-0.125/n": 5}).to_csv(d, index=False)
-            drift_data.drift_path(out, "amc_like", m, s, "kl").write_text(json.dumps({"kl": kl}))
+            drift.drift_path(out, "amc_like", m, s, "kl").write_text(json.dumps({"kl": kl}))
     return out
 
 
@@ -256,7 +254,7 @@ def test_dose_analysis_recovers_a_known_line(tmp_path):
                                                                "amc_like", np.random.default_rng(0), slope=-0.5)}
     assert off["K3", "bcs_kl10x"]["estimate"] == pytest.approx(3.0, abs=0.6)
     assert off["K3", "bcs_kl10x"]["verdict"] == "contradicted" and off["K3", "bcs_kl100x"]["verdict"] == "reproduced"
-    fig = drift.arms_figure(drift_data.seed_table(tmp_path / "off" / "out", "amc_like", ("bcs",) + drift.DOSES), -0.5)
+    fig = drift.arms_figure(drift.seed_table(tmp_path / "off" / "out", "amc_like", ("bcs",) + drift.DOSES), -0.5)
     assert sum(len(c.get_offsets()) for c in fig.get_axes()[0].collections) == 24  # one point per run
 
 
@@ -270,7 +268,7 @@ def test_methods_against_bcs_give_z1_to_z4_and_a_descriptive_difference(tmp_path
     assert e["Z1", "ttrl"]["verdict"] == e["Z2", "ddrl"]["verdict"] == "reproduced"  # on the line, inside +-1
     assert e["Za", "ttrl"]["verdict"] == "descriptive" and e["Za", "ttrl"]["estimate"] > 0 > e["Za", "ddrl"]["estimate"]
     assert not any("predicted" in x for x in e.values())  # no slope given
-    fig = drift.arms_figure(drift_data.seed_table(out, "amc_like", ("bcs", "ttrl", "ddrl")), -0.5, "methods")
+    fig = drift.arms_figure(drift.seed_table(out, "amc_like", ("bcs", "ttrl", "ddrl")), -0.5, "methods")
     assert sum(len(c.get_offsets()) for c in fig.get_axes()[0].collections) == 24  # one point per run
     # the runs' kept adapted rows add a descriptive Ad per arm, drawn after the registered entries (unchanged)
     kept = _dose_world(tmp_path / "kept", arms=(("bcs", 0), ("ttrl", 5), ("ddrl", -4)),
@@ -281,9 +279,9 @@ def test_methods_against_bcs_give_z1_to_z4_and_a_descriptive_difference(tmp_path
     assert [x["id"] for x in got[6:]] == ["Ad", "Ad"] and ad["ttrl"]["verdict"] == "descriptive"
     assert ad["ttrl"]["estimate"] == pytest.approx(2.5) and ad["ddrl"]["estimate"] == pytest.approx(-1.0)
     assert ad["ttrl"]["n_questions"] == 4 and "adapted pass@1" in ad["ttrl"]["metric"]
-    t = drift_data.seed_table(kept, "amc_like", ("bcs", "ttrl"))
+    t = drift.seed_table(kept, "amc_like", ("bcs", "ttrl"))
     assert t.set_index("method")["adapted"].to_dict() == {"bcs": 70.0, "ttrl": 72.5}
-    assert drift_data.seed_table(out, "amc_like", ("bcs", "ttrl"))["adapted"].isna().all()  # none kept: NaN
+    assert drift.seed_table(out, "amc_like", ("bcs", "ttrl"))["adapted"].isna().all()  # none kept: NaN
 
 
 def test_penalty_arms_compare_each_method_with_itself_and_register_the_adapted_difference(tmp_path):
@@ -318,13 +316,11 @@ def test_cor_alone_recomputed_by_the_kl_command_equals_the_studys_cor_alone(tmp_
     """``kl --cor-alone`` (plan Amendment 41; the committed KLs under results/replication_xeon/lr_drift/) recomputes
     COR alone the way the study's job computed it: the same adapted evaluation on every question (so the same
     weights), a positive distance from the base, the same record twice."""
-    from ddrl.study.drift_kl import cor_alone_kl
-    from ddrl.study.drift_data import drift_path
     from ddrl.study.plan import COR_ONLY, RESULTS, SCALES, Job
     from ddrl.study.pool import run_jobs
 
     run_jobs([Job("amc_like", 0, (COR_ONLY,), "")], SCALES["smoke"], tmp_path, tmp_path / "runs", None, 1, desc="t")
     assert drift.main(["kl", "--cor-alone", "--seeds", "0-0", "--scale", "smoke", "--out", str(tmp_path)]) == 0
-    a = json.loads(drift_path(tmp_path, "amc_like", COR_ONLY, 0, "kl").read_text())
-    b = cor_alone_kl(0, RESULTS / "regimes_base.json", tmp_path, scale="smoke")
+    a = json.loads(drift.drift_path(tmp_path, "amc_like", COR_ONLY, 0, "kl").read_text())
+    b = drift.cor_alone_kl(0, RESULTS / "regimes_base.json", tmp_path, scale="smoke")
     assert a["adapted_reproduced"] and a == json.loads(json.dumps(b)) and a["kl"] > 0 and a["n_samples"] == 8
