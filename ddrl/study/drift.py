@@ -1,34 +1,26 @@
 """Policy drift and held-out accuracy (plan Amendments 21-25), each prediction one entry of :data:`PREDICTIONS`.
 
-Why do BCS's rarest-answer negatives cost held-out accuracy (Amendment 19's H1xN)? A run's distance from the base is
-read from its step logs (late ``actor/kl``: the k3 KL to the reference on the trained rollouts, mean of the last
-:data:`LATE_EPISODES` episodes) and from its final weights (:func:`heldout_kl` on fresh questions), and set against
-its held-out pass@1. Amendment 21 tests the link across seeds and rules (X1-X4, X2h-X4h); 22 moves the distance by
-hand, BCS with a 10x and 100x KL penalty (K1-K3); 23 asks whether TTRL and DDRL lie on BCS's line (Z1-Z4); 25 gives
-TTRL and DDRL the 100x penalty and asks what it wins back held out and what it costs on the adapted questions
-(L1-L4). Amendments 40-42 (the Xeon build's learning rates) read held-out gain against held-out KL (:func:`reading`).
-
-The step logs stay in the run directories; :func:`export_steps` copies the columns needed into small committed CSVs,
-read back one row per run (:func:`seed_table`). Runs of seeds 100+ (no registered CSV) keep their adapted-question
-rows too: 22 and 23 report each arm's adapted pass@1 beside (descriptive, "Ad"), 25 registers it (L4).
+Why do BCS's rarest-answer negatives cost held-out accuracy (Amendment 19's H1xN)? A run's distance from the base,
+its late ``actor/kl`` (the k3 KL to the reference on its trained rollouts, mean of the last :data:`LATE_EPISODES`
+episodes) or its held-out KL (:func:`heldout_kl`), set against its held-out pass@1: Amendment 21 tests the link
+(X1-X4, X2h-X4h); 22 moves the distance by hand, BCS with a 10x and 100x KL penalty (K1-K3); 23 asks whether TTRL and
+DDRL lie on BCS's line (Z1-Z4); 25 gives them the 100x penalty: what it wins back held out and costs on the adapted
+questions (L1-L4). Amendments 40-42 (the Xeon build's learning rates): held-out gain against held-out KL
+(:func:`reading`). The step logs stay in the run directories; small committed CSVs keep the columns needed, one row
+per run (:func:`seed_table`); runs of seeds 100+ keep their adapted-question rows ("Ad", L4).
 
     python -m ddrl.study.drift run --regime amc_like --seeds 100-131 --workers 8 --budget-min 5 --out DIR   # the runs
     python -m ddrl.study.drift export --out DIR   # step CSVs from the runs' directories
-    python -m ddrl.study.drift kl --out DIR       # the held-out KL of each run (needs torch and the runs' weights)
+    python -m ddrl.study.drift kl --out DIR       # the held-out KL of each run (torch, the runs' weights)
     python -m ddrl.study analyse drift_<name>     # -> results/drift/<name>.json (a row of ddrl.study.designs.DESIGNS)
-    python -m ddrl.study.drift figure             # docs/results/drift_kl_heldout, drift_heldout_kl, drift_kl_dose,
-                                                  # drift_methods, drift_penalty
-    (run, export, kl: --methods names the arms' runs)
-
-Amendments 40 and 41 (designs ``lr_drift`` and ``cor_alone_drift``; ``DDRL_CACHE_DIR``: the Xeon build's cache,
-holding the runs' weights)::
-
-    python -m ddrl.study.drift export --out results/replication_xeon/runs --drift-dir results/replication_xeon/lr_drift \
-        --regime amc_like --methods ttrl bcs_dae ddrl   # the step CSVs; and amc_like_small_lr
-    python -m ddrl.study.drift kl --out results/replication_xeon/runs --drift-dir results/replication_xeon/lr_drift \
-        --regimes results/replication_xeon/regimes_base.json --regime amc_like --methods ttrl bcs_dae ddrl   # and amc_like_small_lr
-    python -m ddrl.study.drift kl --cor-alone --seeds 0-11 --out results/replication_xeon/runs \
-        --drift-dir results/replication_xeon/lr_drift --regimes results/replication_xeon/regimes_base.json  # cor_alone_kl
+    python -m ddrl.study.drift figure             # docs/results/drift_*.{png,pdf}
+    # run, export, kl: --methods names the arms' runs. Amendments 40 and 41 (lr_drift, cor_alone_drift; with
+    # DDRL_CACHE_DIR the Xeon build's cache, holding the runs' weights):
+    X="--out results/replication_xeon/runs --drift-dir results/replication_xeon/lr_drift"
+    R=results/replication_xeon/regimes_base.json
+    python -m ddrl.study.drift export $X --regime amc_like --methods ttrl bcs_dae ddrl   # and amc_like_small_lr
+    python -m ddrl.study.drift kl $X --regimes $R --regime amc_like --methods ttrl bcs_dae ddrl   # and amc_like_small_lr
+    python -m ddrl.study.drift kl $X --regimes $R --cor-alone --seeds 0-11
 """
 
 from __future__ import annotations
@@ -59,9 +51,8 @@ from ddrl.study.plan import (ADAPTED_X, COR_ONLY, HELDOUT_X, RESULTS, SCALES, Jo
 from ddrl.study.pool import run_jobs, status_counts
 from ddrl.study.regimes import Regime
 
-#: The step-log columns a drift CSV keeps: the distance from the reference (``actor/kl``), the sampled rollouts'
-#: entropy, the share of a step's rollouts whose answer is rare (frequency <= 1/8: ``gt/bin0-0.125/n`` of the
-#: step's ``prompts_per_step`` x N rollouts), the majority's share and the pseudo-label's accuracy
+#: The step-log columns a drift CSV keeps: the KL to the reference, the rollouts' entropy, how many of a step's
+#: rollouts have a rare answer (frequency <= 1/8), the majority's share and the pseudo-label's accuracy
 DRIFT_COLUMNS = ("step", "episode", "actor/kl", "rollout/entropy", "gt/bin0-0.125/n", "label/majority_ratio",
                  "gt/label_acc")
 LATE_EPISODES = 2  # "late": the last two episodes of the schedule (AMC-like: episodes 6-7 of 8)
@@ -76,14 +67,12 @@ KL_SAMPLES = 8
 # --- the runs' data: step CSVs, H1x rows, one row per run ---
 
 def drift_path(out_dir: str | Path, regime: str, method: str, seed: int, kind: str = "steps") -> Path:
-    """A run's drift CSV, ``<out>/drift/<regime>/<method>-seedNN-steps.csv``, or (``kind="kl"``) its held-out KL,
-    ``...-seedNN-kl.json``."""
+    """A run's drift CSV (``<out>/drift/<regime>/<method>-seedNN-steps.csv``) or, ``kind="kl"``, its KL JSON."""
     return Path(out_dir) / DRIFT / regime / f"{method}-seed{seed:02d}-{kind}.{'json' if kind == 'kl' else 'csv'}"
 
 
 def drift_steps(run_dir: str | Path) -> pd.DataFrame:
-    """The :data:`DRIFT_COLUMNS` of a run directory's ``metrics.jsonl``, one row per RL step (COR's steps, which
-    log none of them, are left out)."""
+    """The :data:`DRIFT_COLUMNS` of a run directory's step log, one row per RL step (COR's steps left out)."""
     run = RunDir(run_dir)
     if not run.metrics_path.is_file():
         raise FileNotFoundError(f"{run.metrics_path}: no step log (the run directory is missing or unfinished)")
@@ -95,8 +84,7 @@ def drift_steps(run_dir: str | Path) -> pd.DataFrame:
 
 def h1x_files(out_dir: str | Path, regime: str, methods: Sequence[str] = PAIR,
               split: str = HELDOUT_X) -> list[tuple[str, Path]]:
-    """(method, path) of every H1x CSV of ``methods`` under ``out_dir`` of ``regime`` (``.csv.gz``; plain ``.csv``);
-    ``split=ADAPTED_X``: the files of those runs' adapted questions."""
+    """(method, path) of every H1x CSV of ``methods`` (``split=ADAPTED_X``: their runs' adapted questions)."""
     return [(m, p) for m in methods for p in sorted((Path(out_dir) / split / regime).glob(f"{m}-seed*.csv*"))]
 
 
@@ -108,8 +96,8 @@ def h1x_runs(out_dir: str | Path, regime: str, methods: Sequence[str] = PAIR) ->
 
 def export_steps(out_dir: str | Path, runs_root: str | Path, regime: str, methods: Sequence[str] = PAIR,
                  dest: str | Path | None = None) -> tuple[int, list[str]]:
-    """The drift CSV of every run an H1x CSV under ``out_dir`` names (a directory under ``runs_root``), written under
-    ``dest`` (default ``out_dir``). Returns how many were written and the runs not under ``runs_root`` (skipped)."""
+    """The drift CSV of every run an H1x CSV under ``out_dir`` names, written under ``dest`` (default ``out_dir``).
+    Returns how many were written and the runs not under ``runs_root`` (skipped)."""
     n, missing = 0, []
     for m, seed, run in h1x_runs(out_dir, regime, methods):
         if not (Path(runs_root) / run).is_dir():
@@ -129,9 +117,9 @@ def late_mean(steps: pd.DataFrame, column: str, episodes: int = LATE_EPISODES) -
     return float(steps.loc[steps["episode"] > last - episodes, column].mean())
 
 
-def heldout_rows(out_dir: str | Path, regime: str, methods: Sequence[str] = PAIR, split: str = HELDOUT_X) -> pd.DataFrame:
-    """The H1x rows (per method, seed and fresh question) of ``methods``, pass@1 in points as ``accuracy``;
-    ``split=ADAPTED_X``: the same runs' adapted questions, where kept."""
+def heldout_rows(out_dir: str | Path, regime: str, methods: Sequence[str] = PAIR,
+                 split: str = HELDOUT_X) -> pd.DataFrame:
+    """The H1x rows (method, seed, question) of ``methods`` with pass@1 in points as ``accuracy``."""
     files = [p for _, p in h1x_files(out_dir, regime, methods, split)]
     if not files:
         raise FileNotFoundError(f"{Path(out_dir) / split / regime}: no {split} CSV of {list(methods)}")
@@ -141,9 +129,8 @@ def heldout_rows(out_dir: str | Path, regime: str, methods: Sequence[str] = PAIR
 
 def seed_table(out_dir: str | Path, regime: str, methods: Sequence[str] = PAIR,
                drift_dir: str | Path | None = None, held: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per method and seed with both an H1x CSV and a drift CSV: held-out pass@1 (points), late KL
-    (units of :data:`KL_UNIT`), late rollout entropy, late rare-answer rollouts per step, the held-out KL (NaN
-    where not measured) and adapted pass@1 (points; NaN where not kept). ``held``: :func:`heldout_rows`, if read."""
+    """One row per method and seed with an H1x CSV and a drift CSV: held-out pass@1 (points), late KL (units of
+    :data:`KL_UNIT`), late entropy and rare-answer rollouts, held-out KL and adapted pass@1 (NaN where absent)."""
     if held is None:
         held = heldout_rows(out_dir, regime, methods)
     kept = [p for _, p in h1x_files(out_dir, regime, methods, ADAPTED_X)]
@@ -166,21 +153,18 @@ def seed_table(out_dir: str | Path, regime: str, methods: Sequence[str] = PAIR,
     return pd.DataFrame(rows).sort_values(["method", "seed"]).reset_index(drop=True)
 
 
-# --- the held-out KL (Amendment 21's addendum): torch and the models are imported in these functions only, so
-# the analyses and figures (notebook 06, the results page) load without them ---
+# --- the held-out KL (Amendment 21's addendum); torch is imported inside, so the analyses and figures load without it
 
 def kl_prompts(reg: Regime, sc, tokenizer, cue: str, model: str) -> list[str]:
-    """The first :data:`KL_QUESTIONS` of ``reg``'s fresh H1x questions at scale ``sc``, formatted with the run's
-    ``cue`` for ``model``."""
+    """The first :data:`KL_QUESTIONS` of ``reg``'s fresh H1x questions, formatted with the run's ``cue``."""
     records = heldout_x_records(reg, sc.n_heldout_x)[:KL_QUESTIONS]
     return [format_prompt(tokenizer, r["prompt"], resolve_cue(cue, model)) for r in records]
 
 
 def heldout_kl(policy, base, tokenizer, prompts: Sequence[str], n: int, max_new_tokens: int, seed: int,
                batch_size: int = 512) -> tuple[float, int]:
-    """KL(policy || base) per token on the policy's own samples of ``prompts``: the sequences' summed log-ratios
-    (k1; each sequence's sum is unbiased for its sequence-level KL) over all sampled tokens, ``n`` samples per
-    prompt at T = 1, top-p 1. Returns (KL in nats per token, tokens)."""
+    """KL(policy || base) in nats per token on ``n`` samples per prompt of the policy (T = 1): the summed log-ratios
+    (k1, unbiased per sequence) over all sampled tokens. Returns (KL, tokens)."""
     import torch
     from ddrl.logprobs import response_logprobs
     from ddrl.sampling import make_sampler
@@ -204,7 +188,7 @@ def heldout_kl(policy, base, tokenizer, prompts: Sequence[str], n: int, max_new_
 
 
 def _weights(name: str | Path) -> dict:
-    """sha256 of a model's weight files (its fingerprint without the local path)."""
+    """sha256 of a model's weight files."""
     return {k: v for k, v in model_fingerprint(str(name)).items() if k != "model"}
 
 
@@ -212,12 +196,10 @@ def measure_kl(out_dir: str | Path, runs_root: str | Path, regime: str, methods:
                dest: str | Path | None = None, scale: str = "default", progress: bool = True,
                regimes: str | Path = RESULTS / "regimes_base.json",
                seeds: Sequence[int] | None = None) -> tuple[int, list[str]]:
-    """The held-out KL (units of :data:`KL_UNIT`) of every run an H1x CSV under ``out_dir`` names (of ``seeds``,
-    default all) whose weights are under ``runs_root`` (the method's: ``final/``, or ``rl/`` for ``bcs_dae``),
-    against the base the runs started from (the scale's, checked against the build ``regimes`` measured), one JSON
-    per run beside its drift CSV under ``dest`` (default ``out_dir``). A JSON of the same base and policy weights
-    (sha256) and question and sample counts is kept, not redone. Returns how many were measured and the runs not
-    found."""
+    """The held-out KL (units of :data:`KL_UNIT`) of every run an H1x CSV under ``out_dir`` names (of ``seeds``)
+    whose weights (``final/``; ``rl/`` for ``bcs_dae``) are under ``runs_root``, against the build ``regimes``' base,
+    one JSON per run under ``dest`` (default ``out_dir``); one of the same weights and counts is kept, not redone.
+    Returns how many were measured and the runs not found."""
     from ddrl.models import load_model
 
     sc = SCALES[scale]
@@ -236,11 +218,9 @@ def measure_kl(out_dir: str | Path, runs_root: str | Path, regime: str, methods:
     base_fp = _weights(cfg["model"])
 
     def measured(path: Path, policy_fp: dict) -> bool:
-        if not path.is_file():
-            return False
-        r = json.loads(path.read_text())
-        return (r["base_fingerprint"], r["policy_fingerprint"], r["n_questions"], r["n_samples"]) == \
-            (base_fp, policy_fp, n_questions, KL_SAMPLES)
+        r = json.loads(path.read_text()) if path.is_file() else {}
+        return [r.get(k) for k in ("base_fingerprint", "policy_fingerprint", "n_questions", "n_samples")] == \
+            [base_fp, policy_fp, n_questions, KL_SAMPLES]
 
     todo = [(m, seed, run, fp) for m, seed, run in found
             if not measured(drift_path(dest or out_dir, regime, m, seed, "kl"), fp := _weights(run / METHODS[m][1]))]
@@ -264,11 +244,8 @@ def measure_kl(out_dir: str | Path, runs_root: str | Path, regime: str, methods:
 
 def cor_alone_kl(seed: int, regimes: str | Path, out: str | Path, regime: str = "amc_like",
                  scale: str = "default") -> dict:
-    """COR alone (plan Amendment 41; its weights were never kept) of ``seed`` recomputed as the study's job did (the
-    seed's DDRL config, COR from the untrained model, log-probs pinned to "hf"), then its held-out KL to the
-    untrained model (:func:`heldout_kl`, Amendment 21's questions, samples and seed stream) and whether its adapted
-    evaluation equals the committed CSV under ``out`` on every question (``adapted_reproduced``). ``regimes``: the
-    build's regimes file."""
+    """COR alone (plan Amendment 41; its weights were never kept) recomputed as the study's job did, its held-out KL,
+    and whether its adapted evaluation equals the committed CSV under ``out`` (``adapted_reproduced``)."""
     from ddrl.models import load_model
     from ddrl.run.experiments import weights_sha256
 
@@ -293,9 +270,8 @@ def cor_alone_kl(seed: int, regimes: str | Path, out: str | Path, regime: str = 
 
 def kl_fit(table: pd.DataFrame, a: str = PAIR[0], b: str = PAIR[1], confidence: float = 0.95,
            x: str = "kl_late") -> dict:
-    """Least squares of held-out pass@1 on a KL column ``x`` with one intercept per method (``a``, ``b``): the
-    within-method slope (points per :data:`KL_UNIT`) and ``a``'s intercept minus ``b``'s (the held-out difference at
-    equal KL), each with its t interval."""
+    """Least squares of held-out pass@1 on KL column ``x``, one intercept per method: the slope (points per
+    :data:`KL_UNIT`) and ``a``'s intercept minus ``b``'s (``adjusted``: at equal KL), each with its t interval."""
     t = table[table["method"].isin([a, b])]
     if t["method"].nunique() != 2:
         raise ValueError(f"kl_fit: need runs of both {a!r} and {b!r}; have {sorted(t['method'].unique())}")
@@ -379,8 +355,7 @@ def analyse(out_dir: str | Path, regime: str, rng: np.random.Generator, drift_di
             a: str = PAIR[0], b: str = PAIR[1], exploratory: bool = False, measure: str = "kl_late",
             ids: Sequence[str] | None = None) -> list[dict]:
     """The predictions ``ids`` (default :data:`MEASURES` ``[measure]``) of ``a`` against ``b`` on the seeds with both
-    methods' H1x CSVs and that measure, with their verdicts (the registered rule, each prediction's sign and
-    margin; ``exploratory``: the runs the predictions were read from, verdict ``"exploratory"``)."""
+    methods' runs and that measure, with their verdicts (``exploratory``: the runs the predictions were read from)."""
     if measure not in MEASURES:
         raise ValueError(f"analyse: measure must be one of {sorted(MEASURES)}, got {measure!r}")
     ids = tuple(ids or MEASURES[measure])
@@ -395,11 +370,9 @@ def analyse(out_dir: str | Path, regime: str, rng: np.random.Generator, drift_di
         rs["dist"] = paired_t(wide.loc[seeds, (measure, a)] - wide.loc[seeds, (measure, b)])
     if kinds & {"slope", "adjusted"}:
         rs.update(kl_fit(table[table["seed"].isin(seeds)], a, b, x=measure))
-    frames = {"acc": held}
-    if "adapted" in kinds:
-        frames["adapted"] = heldout_rows(out_dir, regime, (a, b), ADAPTED_X)
-    for kind, rows in frames.items():
-        if kind in kinds:  # a pass@1 difference, per seed and question
+    for kind in ("acc", "adapted"):  # a pass@1 difference per seed and question, held out or adapted
+        if kind in kinds:
+            rows = held if kind == "acc" else heldout_rows(out_dir, regime, (a, b), ADAPTED_X)
             d = paired_differences(rows[rows["seed"].isin(seeds)], a, b)
             rs[kind] = hierarchical_bootstrap(d.to_numpy(), rng).to_dict()  # with its n_questions
     out = []
@@ -426,10 +399,9 @@ def x3h_slope(path: str | Path = SLOPE_FROM) -> float:
 
 def analyse_arms(out_dir: str | Path, regime: str, rng: np.random.Generator, which: str = "dose",
                  slope: float | None = None) -> list[dict]:
-    """Each arm of :data:`ARMS` ``[which]`` against its method (held-out KL), entries naming their ``arm``; with
-    ``slope`` (X3h), the "acc" entry gets ``predicted`` = slope x the arm's KL difference (K2, L2). Then, where
-    both methods' adapted rows were kept and the arm registers no adapted entry, its descriptive "Ad" (drawn after
-    every registered entry, so those draw what they drew without it)."""
+    """Each arm of :data:`ARMS` ``[which]`` against its method (held-out KL); with ``slope`` (X3h), "acc" entries get
+    ``predicted`` = slope x the KL difference. Then, for arms registering no adapted entry, a descriptive "Ad" where
+    adapted rows were kept (after every registered entry, whose bootstrap draws it leaves unchanged)."""
     out = []
     for arm, (base, ids) in ARMS[which].items():
         e = analyse(out_dir, regime, rng, a=arm, b=base, measure="kl_heldout", ids=ids)
@@ -466,8 +438,8 @@ def _scatter(ax, t: pd.DataFrame, x: str, methods: Sequence[str], size: int) -> 
 
 
 def drift_figure(tables: dict[str, pd.DataFrame], x: str = "kl_late"):
-    """Held-out pass@1 against a KL column ``x``, one point per run, one panel per set of runs (``tables``: title ->
-    :func:`seed_table`; sets without ``x`` are left out), each method's line at the common slope (:func:`kl_fit`)."""
+    """Held-out pass@1 against KL column ``x``, one panel per set of runs (``tables``: title -> :func:`seed_table`)
+    that has ``x``, each method's line at the common slope (:func:`kl_fit`)."""
     tables = {k: t for k, t in tables.items() if t[x].notna().any()}
     fig, axes = plt.subplots(1, len(tables), figsize=(4.6 * len(tables), 3.8), sharey=True, squeeze=False)
     for ax, (title, t) in zip(axes[0], tables.items()):
@@ -487,8 +459,7 @@ def drift_figure(tables: dict[str, pd.DataFrame], x: str = "kl_late"):
 
 
 def arms_figure(table: pd.DataFrame, slope: float, which: str = "dose"):
-    """Held-out pass@1 against held-out KL, one point per run of :func:`arm_methods` ``(which)`` (``table``: their
-    :func:`seed_table`), with the line of Amendment 21's ``slope`` through BCS's runs, extended over every arm."""
+    """Held-out pass@1 against held-out KL per run of :func:`arm_methods` ``(which)``, with BCS's line at ``slope``."""
     t = table.dropna(subset=["kl_heldout"])
     fig, ax = plt.subplots(figsize=(5.2, 3.9))
     _scatter(ax, t, "kl_heldout", [m for m in arm_methods(which) if m in set(t["method"])], 30)
@@ -528,9 +499,8 @@ def reading(name: str, k, slope: float | None = None) -> np.ndarray:
 
 
 def lr_drift_figure(res: dict, cor: dict | None = None):
-    """Held-out pass@1 against held-out KL, one point per run of Amendment 40's analysis ``res`` (colour: method;
-    marker: learning rate; with ``cor``, Amendment 41's COR alone), with the default-lr runs' line at W4's slope and
-    X3h's slope through their mean, both extended to zero distance."""
+    """Held-out pass@1 against held-out KL per run of Amendment 40 (``res``; ``cor``: 41's COR alone), with the
+    default-lr runs' line at W4's slope and at X3h's, extended to zero distance."""
     t = pd.DataFrame(res["runs"])
     methods = ["no_adaptation", *LR_METHODS]
     if cor is not None:
@@ -558,9 +528,8 @@ def lr_drift_figure(res: dict, cor: dict | None = None):
 
 
 def lr_curve_figure(res: dict, old: pd.DataFrame, slope: float):
-    """Left: held-out gain against held-out KL, one point per run of Amendment 40 (``old``,
-    :func:`ddrl.study.measures.amendment40_runs`) and 42 (``res``), with the readings L, R (X3h's ``slope``) and H.
-    Right: each learning rate's and method's mean adapted gain against its mean held-out gain. Reads no file."""
+    """Left: held-out gain against held-out KL per run of Amendments 40 (``old``) and 42 (``res``), with the readings
+    L, R (``slope``) and H. Right: mean adapted gain against mean held-out gain per learning rate and method."""
     t = pd.concat([old, pd.DataFrame(res["runs"])], ignore_index=True)
     t = t.assign(**{"learning rate": t["lr"].map(LR_TEXT), "method ": t["method"].map(label)})
     order = [LR_TEXT[x] for x in ("lr10", "lr3", "default")]
@@ -582,8 +551,8 @@ def lr_curve_figure(res: dict, old: pd.DataFrame, slope: float):
         lr = LR_TEXT[row["lr"]]
         bx.scatter(row["heldout_gain"], row["adapted_gain"], color=pal[lr], s=40,
                    marker={"bcs_dae": "o", "ddrl": "X", "ttrl": "s"}[row["method"]])  # the left panel's markers
-        bx.annotate(f"{label(row['method']).split(' (')[0]}, {lr.split(' ')[0]}", (row["heldout_gain"], row["adapted_gain"]),
-                    fontsize=6.5, xytext=(3, 3), textcoords="offset points")
+        bx.annotate(f"{label(row['method']).split(' (')[0]}, {lr.split(' ')[0]}",
+                    (row["heldout_gain"], row["adapted_gain"]), fontsize=6.5, xytext=(3, 3), textcoords="offset points")
     bx.axhline(0, color="0.7", lw=0.6)
     bx.axvline(0, color="0.7", lw=0.6)
     bx.set_xlabel("held-out gain, mean over seeds [points]")
