@@ -13,7 +13,6 @@ per run (:func:`seed_table`); runs of seeds 100+ keep their adapted-question row
     python -m ddrl.study.drift export --out DIR   # step CSVs from the runs' directories
     python -m ddrl.study.drift kl --out DIR       # the held-out KL of each run (torch, the runs' weights)
     python -m ddrl.study analyse drift_<name>     # -> results/drift/<name>.json (a row of ddrl.study.designs.DESIGNS)
-    python -m ddrl.study.drift figure             # docs/results/drift_*.{png,pdf}
     # run, export, kl: --methods names the arms' runs. Amendments 40 and 41 (lr_drift, cor_alone_drift; with
     # DDRL_CACHE_DIR the Xeon build's cache, holding the runs' weights):
     X="--out results/replication_xeon/runs --drift-dir results/replication_xeon/lr_drift"
@@ -40,7 +39,7 @@ from tqdm.auto import tqdm
 from ddrl.accel.logprob_backends import pinned_backend
 from ddrl.config import METHODS, resolve_cue
 from ddrl.prompts import format_prompt
-from ddrl.report.plotting import color, label, save_docs_figure
+from ddrl.report.plotting import color, label
 from ddrl.report.stats import hierarchical_bootstrap, mean_ci, paired_differences, verdict
 from ddrl.run.fingerprints import model_fingerprint
 from ddrl.run.rundir import RunDir
@@ -409,9 +408,8 @@ def analyse_arms(out_dir: str | Path, regime: str, rng: np.random.Generator, whi
         out += [dict(x, arm=arm, **({"predicted": slope * dist} if slope is not None and
                                     PREDICTIONS[x["id"]][3] == "acc" else {})) for x in e]
     for arm, (base, ids) in ARMS[which].items():
-        if "adapted" in {PREDICTIONS[i][3] for i in ids}:
-            continue
-        if all(h1x_files(out_dir, regime, (m,), ADAPTED_X) for m in (arm, base)):
+        if "adapted" not in {PREDICTIONS[i][3] for i in ids} and \
+                all(h1x_files(out_dir, regime, (m,), ADAPTED_X) for m in (arm, base)):
             out += [dict(x, arm=arm) for x in analyse(out_dir, regime, rng, a=arm, b=base, measure="kl_heldout",
                                                       ids=("Ad",))]
     return out
@@ -571,14 +569,13 @@ def jobs(regime: str, seeds: Sequence[int], methods: Sequence[str] = PAIR) -> li
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.study.drift", description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", choices=("run", "export", "kl", "figure"))
+    ap.add_argument("what", choices=("run", "export", "kl"))
     ap.add_argument("--regime", default="amc_like")
     ap.add_argument("--scale", choices=sorted(SCALES), default="default")
     ap.add_argument("--seeds", type=seed_range, default="100-131", help="run: seeds N-M (plan Amendment 21: from 100)")
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--budget-min", type=float, default=None, help="run: jobs starting later are skipped")
-    ap.add_argument("--out", type=Path, default=None, help="holds heldout_x/ (H1x CSVs) and drift/ (step CSVs); "
-                    "needed by all but figure")
+    ap.add_argument("--out", type=Path, required=True, help="holds heldout_x/ (H1x CSVs) and drift/ (step CSVs)")
     ap.add_argument("--drift-dir", type=Path, default=None, help="export, kl: write drift/ here (default: --out)")
     ap.add_argument("--methods", nargs="+", default=list(PAIR), help="run, export, kl: whose runs (default: the "
                     "pair; Amendment 22: bcs_kl10x bcs_kl100x; 25: ttrl_kl100x ddrl_kl100x)")
@@ -586,19 +583,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--regimes", type=Path, default=RESULTS / "regimes_base.json",
                     help="kl: the build's regimes file (default: the registered build's)")
     ap.add_argument("--cor-alone", action="store_true", help="kl: Amendment 41's COR alone, recomputed per seed")
-    ap.add_argument("--slope-from", type=Path, default=SLOPE_FROM, help="figure: the JSON whose X3h slope the arms "
-                    "figures' line uses")
     args = ap.parse_args(argv)
-    if args.out is None and args.what != "figure":
-        ap.error(f"{args.what} needs --out DIR")
     runs_root = args.runs_root or cache_root() / "runs"  # where ddrl.run.experiments keeps them
     if args.what == "run":
         status = run_jobs(jobs(args.regime, args.seeds, args.methods), SCALES[args.scale], args.out, runs_root,
                           args.budget_min, args.workers, desc="drift runs")
         print(status_counts(status))
-        n, missing = export_steps(args.out, runs_root, args.regime, args.methods)
-        print(f"drift CSVs written: {n} (run directories not found: {missing})")
-    elif args.what == "export":
+    if args.what in ("run", "export"):
         n, missing = export_steps(args.out, runs_root, args.regime, args.methods, args.drift_dir)
         print(f"drift CSVs written: {n} (run directories not under {runs_root}: {len(missing)})")
     elif args.what == "kl" and args.cor_alone:  # Amendment 41: COR alone recomputed, then its KL
@@ -611,16 +602,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         n, missing = measure_kl(args.out, runs_root, args.regime, args.methods, args.drift_dir, args.scale,
                                 regimes=args.regimes)
         print(f"held-out KL measured: {n} runs (final weights not under {runs_root}: {len(missing)})")
-    elif args.what == "figure":  # the committed runs (PANELS)
-        sfx = "" if args.regime == "amc_like" else f"_{args.regime}"  # AMC-like's figures keep their names
-        tables = {t: seed_table(REPO / o, args.regime, drift_dir=REPO / d if d else None) for t, o, d in PANELS
-                  if (REPO / (d or o) / DRIFT / args.regime).is_dir() and h1x_files(REPO / o, args.regime, PAIR[1:])}
-        for x, name in (("kl_late", "drift_kl_heldout"), ("kl_heldout", "drift_heldout_kl")) if tables else ():
-            print(save_docs_figure(drift_figure(tables, x), name + sfx))
-        for which, name in (("dose", "drift_kl_dose"), ("methods", "drift_methods"), ("penalty", "drift_penalty")):
-            table = arms_table(REPO / DOSE_OUT, args.regime, which)
-            if table is not None:
-                print(save_docs_figure(arms_figure(table, x3h_slope(args.slope_from), which), name + sfx))
     return 0
 
 
