@@ -18,7 +18,7 @@ per run (:func:`seed_table`); runs of seeds 100+ keep their adapted-question row
     X="--out results/replication_xeon/runs --drift-dir results/replication_xeon/lr_drift"
     R=results/replication_xeon/regimes_base.json
     python -m ddrl.study.drift export $X --regime amc_like --methods ttrl bcs_dae ddrl   # and amc_like_small_lr
-    python -m ddrl.study.drift kl $X --regimes $R --regime amc_like --methods ttrl bcs_dae ddrl   # and amc_like_small_lr
+    python -m ddrl.study.drift kl $X --regimes $R --regime amc_like --methods ttrl bcs_dae ddrl  # and amc_like_small_lr
     python -m ddrl.study.drift kl $X --regimes $R --cor-alone --seeds 0-11
 """
 
