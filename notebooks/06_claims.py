@@ -590,7 +590,6 @@ if lr_curve_path.is_file():
 
 # %%
 from ddrl.study import drift
-from ddrl.study import drift_data
 
 drift_sets = {"exploratory": "amc_like_exploratory", "H100": "amc_like_gpu", "Xeon": "amc_like_cpu"}
 drift_files = [(k, R / "drift" / f"{f}{sfx}.json") for sfx in ("", "_heldout_kl") for k, f in drift_sets.items()]
@@ -600,8 +599,8 @@ if drift_rows:
     dt["interval"] = [fmt_ci(e, lo, hi, "+.2f") for e, lo, hi in zip(dt.estimate, dt.ci_low, dt.ci_high)]
     display(dt.pivot(index=["id", "metric"], columns="runs", values=["interval", "verdict"])
             .reindex(columns=[k for k in drift_sets if k in set(dt.runs)], level=1))
-    tables = {t: drift_data.seed_table(R.parent / o, "amc_like", drift_dir=R.parent / d if d else None)
-              for t, o, d in drift.PANELS if (R.parent / (d or o) / drift_data.DRIFT / "amc_like").is_dir()}
+    tables = {t: drift.seed_table(R.parent / o, "amc_like", drift_dir=R.parent / d if d else None)
+              for t, o, d in drift.PANELS if (R.parent / (d or o) / drift.DRIFT / "amc_like").is_dir()}
     for x, name in (("kl_late", "drift_kl_heldout"), ("kl_heldout", "drift_heldout_kl")):
         if any(t[x].notna().any() for t in tables.values()):
             rep.draw(name, drift.drift_figure, tables, x, data=pd.concat(tables, names=["runs"]).reset_index(level=0))

@@ -173,7 +173,11 @@ LAZY_OK = {
                                                   "recomputing a run needs torch",
     ("ddrl/study/runner.py", "ddrl.study.jobs"): "as above (the real LLM's sample job)",
     ("ddrl/study/runner.py", "ddrl.models"): "as above (resolve_device: the status's workers per device)",
-    ("ddrl/study/drift.py", "ddrl.study.drift_kl"): "the drift analyses and figures without torch; measuring a held-out KL samples",
+    ("ddrl/study/drift.py", "torch"): "the drift analyses and figures without torch; measuring a held-out KL samples",
+    ("ddrl/study/drift.py", "ddrl.logprobs"): "as above",
+    ("ddrl/study/drift.py", "ddrl.sampling"): "as above",
+    ("ddrl/study/drift.py", "ddrl.models"): "as above",
+    ("ddrl/study/drift.py", "ddrl.run.experiments"): "as above (COR alone recomputed)",
 }
 #: The verl integration runs in its own environment (.venv-verl, `make test-verl`); left as it is.
 LAZY_OK_UNDER = ("ddrl/integrations/verl/",)

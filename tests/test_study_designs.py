@@ -19,7 +19,7 @@ import pytest
 from conftest import write_h1x
 
 from ddrl.study import designs as D
-from ddrl.study import drift, drift_data
+from ddrl.study import drift
 from ddrl.study import figures as F
 from ddrl.study import measures as M
 from ddrl.study import runner as study
@@ -349,11 +349,11 @@ LR3_KL = {"ttrl": 4.6, "bcs_dae": 5.9, "ddrl": 9.9}
 
 def _kl_run(dest, regime: str, m: str, s: int, kl: float) -> None:
     """A made-up run's step CSV and held-out KL JSON under ``dest`` (Amendments 40-42's files)."""
-    steps = drift_data.drift_path(dest, regime, m, s)
+    steps = drift.drift_path(dest, regime, m, s)
     steps.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame({"method": m, "seed": s, "step": [0, 1], "episode": [0, 1], "actor/kl": kl * 1e-3,
                   "rollout/entropy": 0.03, "gt/bin0-0.125/n": 80}).to_csv(steps, index=False)
-    drift_data.drift_path(dest, regime, m, s, "kl").write_text(json.dumps({"kl": kl}))
+    drift.drift_path(dest, regime, m, s, "kl").write_text(json.dumps({"kl": kl}))
 
 
 def _drift_world(tmp, slope: float, lr_term: float, base_term: float, seeds=range(4)):
@@ -408,7 +408,7 @@ def test_amendment_40_recovers_a_known_world(tmp_path):
     assert e["W4"]["estimate"] == pytest.approx(s)  # one intercept per learning rate: the slope is unmoved
     md = study.markdown(d, off, [])
     assert md.count("\n| W") == len(M.LR_DRIFT) and "| lr10 | ddrl |" in md and "| none | no_adaptation |" in md
-    drift_data.drift_path(tmp_path / "on" / "lr_drift", SMALL_LR, "ddrl", 3, "kl").unlink()
+    drift.drift_path(tmp_path / "on" / "lr_drift", SMALL_LR, "ddrl", 3, "kl").unlink()
     assert study.analyse(d, tmp_path / "on" / "runs")["seeds"] == [0, 1, 2]
     with pytest.raises(ValueError, match="at least 3"):
         study.analyse(d, tmp_path / "on" / "runs", seeds=[0, 3])
@@ -422,7 +422,7 @@ def test_amendment_41_is_cor_alones_residual_from_each_line(tmp_path):
     for s, (g, k) in enumerate(zip(gains, kls)):
         for m, acc in (("no_adaptation", 50.0), ("cor_only", 50.0 + g)):
             write_h1x(out, SMALL_LR, m, s, acc, f"{m}-{s}")
-        path = drift_data.drift_path(tmp_path / "lr_drift", "amc_like", "cor_only", s, "kl")
+        path = drift.drift_path(tmp_path / "lr_drift", "amc_like", "cor_only", s, "kl")
         path.write_text(json.dumps({"kl": k, "adapted_reproduced": True}))
     res = study.analyse(d, out)
     e = {x["id"]: x for x in res["entries"]}
@@ -493,7 +493,7 @@ def test_amendment_42_recovers_a_known_world(tmp_path, reading):
     moved = study.analyse(d, _lr3_world(tmp_path / "off", reading, offset=2.0))
     for x in moved["entries"]:
         assert x["estimate"] == pytest.approx(e[x["id"]]["estimate"] + 2.0, abs=1e-9)
-    drift_data.drift_path(tmp_path / "on" / "lr_drift", "amc_like_lr3", "ttrl", 0, "kl").unlink()
+    drift.drift_path(tmp_path / "on" / "lr_drift", "amc_like_lr3", "ttrl", 0, "kl").unlink()
     with pytest.raises(ValueError, match="at least 5"):
         study.analyse(d, tmp_path / "on" / "runs")
 

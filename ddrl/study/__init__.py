@@ -14,7 +14,7 @@
   generic job list, analysis and table (``run|status|analyse|render DESIGN``)
 - :mod:`ddrl.study.rerun`     one committed run recomputed and compared question by question (``rerun``)
 - :mod:`ddrl.study.lesson`    what notebooks 03-05 show of the study: its decided comparisons beside the paper's
-- :mod:`ddrl.study.drift`, :mod:`~ddrl.study.drift_data`, :mod:`~ddrl.study.drift_kl`, :mod:`~ddrl.study.reward_noise`:
+- :mod:`ddrl.study.drift`, :mod:`~ddrl.study.reward_noise`:
   measures of the plan's amendments
 
 Nothing outside this package imports it (``tests/test_structure.py``); notebooks and tests read the committed

@@ -27,8 +27,7 @@ from ddrl.study.plan import (RESULTS, COR_4X, COR_LR10, HELDOUT_CLAIMS, HELDOUT_
                              csv_path, heldout_x_path, COR_ONLY, HELDOUT_X_METHODS, MATH500_768, MIN_SEEDS,
                              STAGE1_METHODS, WIDE_OUT, seeds_to_analyse)
 from ddrl.study.plan import COR_4X_LR10, MATH500_SMALL_LR, SMALL_LR_OUT as OUT
-from ddrl.study.drift import LR_METHODS, arm_methods
-from ddrl.study.drift_data import PAIR
+from ddrl.study.drift import LR_METHODS, PAIR, arm_methods
 
 XEON = RESULTS / "replication_xeon"  # the Xeon build's analyses (Amendments 38-42)
 
@@ -366,14 +365,14 @@ DESIGNS = {d.id: d for d in (
                   "half-width (predicted at 8 / 12 seeds) | verdict |"),
     # Amendment 40: each run's held-out KL from the base (TTRL, BCS+DAE, DDRL at both learning rates, seeds 0-9; nothing
     # trained or evaluated anew) against its held-out pass@1. Predicted: Amendment 23's registered-build runs. Its KLs:
-    # python -m ddrl.study.drift export|kl ... (ddrl.study.drift_kl's docstring gives the commands)
+    # python -m ddrl.study.drift export|kl ... (ddrl.study.drift's docstring gives the commands)
     Design("lr_drift", 40, "amc_like", tuple(range(10)), "2026-11-29T01:00:00+00:00", (), LR_METHODS, (), {},
            {"W5": "1.0-1.4", "W6": "1.5", "W7": "~0.6", "W8": "~0.6", "W9": "~0.6"}, XEON / "lr_drift.json",
            "## Distance from the base at both learning rates on one build (plan Amendment 40)", measures=(),
            cached_ddrl=False, whole="lr_drift", results=XEON,
            header="| claim (Xeon build, AMC-like) | seeds | estimate [95% CI] | half-width (predicted) | verdict |"),
     # Amendment 41: COR alone (recomputed per seed, its held-out KL measured: python -m ddrl.study.drift kl --cor-alone,
-    # ddrl.study.drift_kl.cor_alone_kl) on Amendment 40's line
+    # ddrl.study.drift.cor_alone_kl) on Amendment 40's line
     Design("cor_alone_drift", 41, SMALL_LR, tuple(range(12)), "2026-11-29T02:00:00+00:00", (), (COR_ONLY, "no_adaptation"),
            (), {}, {"Y1": "0.17-0.24", "Y2": "0.17-0.24"}, XEON / "cor_alone_drift.json",
            "## COR alone on the learning rates' line (plan Amendment 41)", measures=(), cached_ddrl=False,

@@ -1,22 +1,25 @@
 """Policy drift and held-out accuracy (plan Amendments 21-25), each prediction one entry of :data:`PREDICTIONS`.
 
-Why do BCS's rarest-answer negatives cost held-out accuracy (Amendment 19's H1xN)? A run's distance from the base is
-read from its step logs (late ``actor/kl``: the k3 KL to the reference on the trained rollouts, mean of the last
-:data:`LATE_EPISODES` episodes) and from its final weights (:func:`ddrl.study.drift_kl.heldout_kl` on fresh questions),
-and set against its held-out pass@1. Amendment 21 tests the link across seeds and rules (X1-X4, X2h-X4h); 22 moves
-the distance by hand, BCS with a 10x and 100x KL penalty (K1-K3); 23 asks whether TTRL and DDRL lie on BCS's line
-(Z1-Z4); 25 gives TTRL and DDRL the 100x penalty and asks what it wins back held out and what it costs on the
-adapted questions (L1-L4). The step logs stay in the run directories; :mod:`ddrl.study.drift_data` copies the columns it
-needs into small committed CSVs and reads them back, one row per run; where a run's seed has no registered CSV
-(seeds 100+), its adapted-question rows are kept too: 22 and 23 report each arm's adapted pass@1 beside
-(descriptive, "Ad"), 25 registers it (L4).
+Why do BCS's rarest-answer negatives cost held-out accuracy (Amendment 19's H1xN)? A run's distance from the base,
+its late ``actor/kl`` (the k3 KL to the reference on its trained rollouts, mean of the last :data:`LATE_EPISODES`
+episodes) or its held-out KL (:func:`heldout_kl`), set against its held-out pass@1: Amendment 21 tests the link
+(X1-X4, X2h-X4h); 22 moves the distance by hand, BCS with a 10x and 100x KL penalty (K1-K3); 23 asks whether TTRL and
+DDRL lie on BCS's line (Z1-Z4); 25 gives them the 100x penalty: what it wins back held out and costs on the adapted
+questions (L1-L4). Amendments 40-42 (the Xeon build's learning rates): held-out gain against held-out KL
+(:func:`reading`). The step logs stay in the run directories; small committed CSVs keep the columns needed, one row
+per run (:func:`seed_table`); runs of seeds 100+ keep their adapted-question rows ("Ad", L4).
 
     python -m ddrl.study.drift run --regime amc_like --seeds 100-131 --workers 8 --budget-min 5 --out DIR   # the runs
-    python -m ddrl.study.drift export --out DIR                   # step CSVs from the runs' directories
-    python -m ddrl.study.drift kl --out DIR                       # the held-out KL of each run
-    python -m ddrl.study analyse drift_<name>      # -> results/drift/<name>.json (a row of ddrl.study.designs.DESIGNS)
-    python -m ddrl.study.drift figure     # docs/results/drift_kl_heldout, drift_heldout_kl, drift_kl_dose, drift_methods,
-                                    # drift_penalty (run, export, kl: --methods names the arms' runs)
+    python -m ddrl.study.drift export --out DIR   # step CSVs from the runs' directories
+    python -m ddrl.study.drift kl --out DIR       # the held-out KL of each run (torch, the runs' weights)
+    python -m ddrl.study analyse drift_<name>     # -> results/drift/<name>.json (a row of ddrl.study.designs.DESIGNS)
+    # run, export, kl: --methods names the arms' runs. Amendments 40 and 41 (lr_drift, cor_alone_drift; with
+    # DDRL_CACHE_DIR the Xeon build's cache, holding the runs' weights):
+    X="--out results/replication_xeon/runs --drift-dir results/replication_xeon/lr_drift"
+    R=results/replication_xeon/regimes_base.json
+    python -m ddrl.study.drift export $X --regime amc_like --methods ttrl bcs_dae ddrl   # and amc_like_small_lr
+    python -m ddrl.study.drift kl $X --regimes $R --regime amc_like --methods ttrl bcs_dae ddrl  # and amc_like_small_lr
+    python -m ddrl.study.drift kl $X --regimes $R --cor-alone --seeds 0-11
 """
 
 from __future__ import annotations
@@ -31,21 +34,243 @@ import numpy as np
 import pandas as pd
 import scipy.stats as sps
 import seaborn as sns
+from tqdm.auto import tqdm
 
-from ddrl.study.drift_data import DRIFT, PAIR, drift_path, export_steps, h1x_files, heldout_rows, seed_table
-from ddrl.report.plotting import color, label, save_docs_figure
-from ddrl.run.storage import REPO, cache_root, write_json
-from ddrl.seeds import seed_range
+from ddrl.accel.logprob_backends import pinned_backend
+from ddrl.config import METHODS, resolve_cue
+from ddrl.prompts import format_prompt
+from ddrl.report.plotting import color, label
 from ddrl.report.stats import hierarchical_bootstrap, mean_ci, paired_differences, verdict
-from ddrl.study.plan import ADAPTED_X, COR_ONLY, RESULTS, SCALES, Job
+from ddrl.run.fingerprints import model_fingerprint
+from ddrl.run.rundir import RunDir
+from ddrl.run.storage import REPO, cache_root, write_csv, write_json
+from ddrl.seeds import derive_seed, seed_range
+from ddrl.study.plan import (ADAPTED_X, COR_ONLY, HELDOUT_X, RESULTS, SCALES, Job, check_weights, csv_path,
+                             experiment, heldout_x_records, load_regimes)
 from ddrl.study.pool import run_jobs, status_counts
+from ddrl.study.regimes import Regime
 
+#: The step-log columns a drift CSV keeps: the KL to the reference, the rollouts' entropy, how many of a step's
+#: rollouts have a rare answer (frequency <= 1/8), the majority's share and the pseudo-label's accuracy
+DRIFT_COLUMNS = ("step", "episode", "actor/kl", "rollout/entropy", "gt/bin0-0.125/n", "label/majority_ratio",
+                 "gt/label_acc")
+LATE_EPISODES = 2  # "late": the last two episodes of the schedule (AMC-like: episodes 6-7 of 8)
+KL_UNIT = 1e-3  # late and held-out KL are reported in units of 1e-3
+PAIR = ("bcs", "bcs_random_neg")  # X1, X2, X4: a - b
+DRIFT = "drift"  # <out>/drift/<regime>/<method>-seedNN-steps.csv
+#: Held-out KL (Amendment 21's addendum): samples of the final policy on the first questions of H1x's fresh ones
+KL_QUESTIONS = 256
+KL_SAMPLES = 8
+
+
+# --- the runs' data: step CSVs, H1x rows, one row per run ---
+
+def drift_path(out_dir: str | Path, regime: str, method: str, seed: int, kind: str = "steps") -> Path:
+    """A run's drift CSV (``<out>/drift/<regime>/<method>-seedNN-steps.csv``) or, ``kind="kl"``, its KL JSON."""
+    return Path(out_dir) / DRIFT / regime / f"{method}-seed{seed:02d}-{kind}.{'json' if kind == 'kl' else 'csv'}"
+
+
+def drift_steps(run_dir: str | Path) -> pd.DataFrame:
+    """The :data:`DRIFT_COLUMNS` of a run directory's step log, one row per RL step (COR's steps left out)."""
+    run = RunDir(run_dir)
+    if not run.metrics_path.is_file():
+        raise FileNotFoundError(f"{run.metrics_path}: no step log (the run directory is missing or unfinished)")
+    rows = [r for r in run.read_metrics() if "actor/kl" in r]
+    if not rows:
+        raise ValueError(f"{run.metrics_path}: no RL step with 'actor/kl'")
+    return pd.DataFrame([{k: r.get(k) for k in DRIFT_COLUMNS} for r in rows])
+
+
+def h1x_files(out_dir: str | Path, regime: str, methods: Sequence[str] = PAIR,
+              split: str = HELDOUT_X) -> list[tuple[str, Path]]:
+    """(method, path) of every H1x CSV of ``methods`` (``split=ADAPTED_X``: their runs' adapted questions)."""
+    return [(m, p) for m in methods for p in sorted((Path(out_dir) / split / regime).glob(f"{m}-seed*.csv*"))]
+
+
+def h1x_runs(out_dir: str | Path, regime: str, methods: Sequence[str] = PAIR) -> list[tuple[str, int, str]]:
+    """(method, seed, run directory name) of every H1x CSV (:func:`h1x_files`)."""
+    heads = [(m, pd.read_csv(p, nrows=1)) for m, p in h1x_files(out_dir, regime, methods)]
+    return [(m, int(h["seed"].iloc[0]), str(h["run"].iloc[0])) for m, h in heads]
+
+
+def export_steps(out_dir: str | Path, runs_root: str | Path, regime: str, methods: Sequence[str] = PAIR,
+                 dest: str | Path | None = None) -> tuple[int, list[str]]:
+    """The drift CSV of every run an H1x CSV under ``out_dir`` names, written under ``dest`` (default ``out_dir``).
+    Returns how many were written and the runs not under ``runs_root`` (skipped)."""
+    n, missing = 0, []
+    for m, seed, run in h1x_runs(out_dir, regime, methods):
+        if not (Path(runs_root) / run).is_dir():
+            missing.append(run)
+            continue
+        df = drift_steps(Path(runs_root) / run)
+        df.insert(0, "seed", seed)
+        df.insert(0, "method", m)
+        write_csv(drift_path(dest or out_dir, regime, m, seed), df)
+        n += 1
+    return n, missing
+
+
+def late_mean(steps: pd.DataFrame, column: str, episodes: int = LATE_EPISODES) -> float:
+    """Mean of ``column`` over the run's last ``episodes`` episodes."""
+    last = steps["episode"].max()
+    return float(steps.loc[steps["episode"] > last - episodes, column].mean())
+
+
+def heldout_rows(out_dir: str | Path, regime: str, methods: Sequence[str] = PAIR,
+                 split: str = HELDOUT_X) -> pd.DataFrame:
+    """The H1x rows (method, seed, question) of ``methods`` with pass@1 in points as ``accuracy``."""
+    files = [p for _, p in h1x_files(out_dir, regime, methods, split)]
+    if not files:
+        raise FileNotFoundError(f"{Path(out_dir) / split / regime}: no {split} CSV of {list(methods)}")
+    df = pd.concat([pd.read_csv(p, dtype={"question": str}) for p in files], ignore_index=True)
+    return df.assign(accuracy=100 * df["pass@1"])
+
+
+def seed_table(out_dir: str | Path, regime: str, methods: Sequence[str] = PAIR,
+               drift_dir: str | Path | None = None, held: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per method and seed with an H1x CSV and a drift CSV: held-out pass@1 (points), late KL (units of
+    :data:`KL_UNIT`), late entropy and rare-answer rollouts, held-out KL and adapted pass@1 (NaN where absent)."""
+    if held is None:
+        held = heldout_rows(out_dir, regime, methods)
+    kept = [p for _, p in h1x_files(out_dir, regime, methods, ADAPTED_X)]
+    adapted = (heldout_rows(out_dir, regime, methods, ADAPTED_X).groupby(["method", "seed"])["accuracy"].mean()
+               if kept else pd.Series(dtype=float))
+    rows = []
+    for (m, s), acc in held.groupby(["method", "seed"])["accuracy"].mean().items():
+        p = drift_path(drift_dir or out_dir, regime, m, s)
+        if not p.is_file():
+            continue
+        st = pd.read_csv(p)
+        kp = drift_path(drift_dir or out_dir, regime, m, s, "kl")
+        rows.append({"method": m, "seed": int(s), "heldout": float(acc), "kl_late": late_mean(st, "actor/kl") / KL_UNIT,
+                     "entropy_late": late_mean(st, "rollout/entropy"),
+                     "rare_late": late_mean(st, "gt/bin0-0.125/n"),
+                     "kl_heldout": json.loads(kp.read_text())["kl"] if kp.is_file() else np.nan,
+                     "adapted": float(adapted.get((m, s), np.nan))})
+    if not rows:
+        raise FileNotFoundError(f"{Path(drift_dir or out_dir) / DRIFT / regime}: no drift CSV for the H1x runs")
+    return pd.DataFrame(rows).sort_values(["method", "seed"]).reset_index(drop=True)
+
+
+# --- the held-out KL (Amendment 21's addendum); torch is imported inside, so the analyses and figures load without it
+
+def kl_prompts(reg: Regime, sc, tokenizer, cue: str, model: str) -> list[str]:
+    """The first :data:`KL_QUESTIONS` of ``reg``'s fresh H1x questions, formatted with the run's ``cue``."""
+    records = heldout_x_records(reg, sc.n_heldout_x)[:KL_QUESTIONS]
+    return [format_prompt(tokenizer, r["prompt"], resolve_cue(cue, model)) for r in records]
+
+
+def heldout_kl(policy, base, tokenizer, prompts: Sequence[str], n: int, max_new_tokens: int, seed: int,
+               batch_size: int = 512) -> tuple[float, int]:
+    """KL(policy || base) in nats per token on ``n`` samples per prompt of the policy (T = 1): the summed log-ratios
+    (k1, unbiased per sequence) over all sampled tokens. Returns (KL, tokens)."""
+    import torch
+    from ddrl.logprobs import response_logprobs
+    from ddrl.sampling import make_sampler
+
+    sampler = make_sampler("hf", policy, tokenizer, batch_size=batch_size)
+    ids = sampler.encode(prompts)
+    rollouts = sampler.sample_ids(ids, n, temperature=1.0, top_p=1.0, max_new_tokens=max_new_tokens, seed=seed)
+    pairs = [(ids[r.prompt_index], r.token_ids) for group in rollouts for r in group if r.token_ids]
+    pad = tokenizer.pad_token_id
+    total, tokens = 0.0, 0
+    for i in range(0, len(pairs), batch_size):
+        p, r = zip(*pairs[i:i + batch_size])
+        with torch.inference_mode():
+            lp, mask, _ = response_logprobs(policy, list(p), list(r), 1.0, pad)
+            lb, _, _ = response_logprobs(base, list(p), list(r), 1.0, pad)
+        total += float(((lp - lb) * mask).sum())
+        tokens += int(mask.sum())
+    if tokens == 0:
+        raise ValueError("heldout_kl: the policy sampled no token")
+    return total / tokens, tokens
+
+
+def _weights(name: str | Path) -> dict:
+    """sha256 of a model's weight files."""
+    return {k: v for k, v in model_fingerprint(str(name)).items() if k != "model"}
+
+
+def measure_kl(out_dir: str | Path, runs_root: str | Path, regime: str, methods: Sequence[str] = PAIR,
+               dest: str | Path | None = None, scale: str = "default", progress: bool = True,
+               regimes: str | Path = RESULTS / "regimes_base.json",
+               seeds: Sequence[int] | None = None) -> tuple[int, list[str]]:
+    """The held-out KL (units of :data:`KL_UNIT`) of every run an H1x CSV under ``out_dir`` names (of ``seeds``)
+    whose weights (``final/``; ``rl/`` for ``bcs_dae``) are under ``runs_root``, against the build ``regimes``' base,
+    one JSON per run under ``dest`` (default ``out_dir``); one of the same weights and counts is kept, not redone.
+    Returns how many were measured and the runs not found."""
+    from ddrl.models import load_model
+
+    sc = SCALES[scale]
+    check_weights(regimes, sc)
+    reg = load_regimes(regimes, sc, names=[regime])[regime]
+    n_questions = min(KL_QUESTIONS, sc.n_heldout_x)  # kl_prompts' count
+    found, missing = [], []
+    for m, seed, name in h1x_runs(out_dir, regime, methods):
+        run = Path(runs_root) / name
+        if seeds is None or seed in seeds:
+            (found if (run / METHODS[m][1] / "trainable.pt").is_file() else missing).append((m, seed, run))
+    missing = [run.name for *_, run in missing]
+    if not found:
+        return 0, missing
+    cfg = json.loads((found[0][2] / "config.json").read_text())
+    base_fp = _weights(cfg["model"])
+
+    def measured(path: Path, policy_fp: dict) -> bool:
+        r = json.loads(path.read_text()) if path.is_file() else {}
+        return [r.get(k) for k in ("base_fingerprint", "policy_fingerprint", "n_questions", "n_samples")] == \
+            [base_fp, policy_fp, n_questions, KL_SAMPLES]
+
+    todo = [(m, seed, run, fp) for m, seed, run in found
+            if not measured(drift_path(dest or out_dir, regime, m, seed, "kl"), fp := _weights(run / METHODS[m][1]))]
+    if not todo:
+        return 0, missing
+    base, tok = load_model(cfg["model"], "float32", "cpu")
+    prompts = kl_prompts(reg, sc, tok, cfg["cue"], cfg["model"])
+    for m, seed, run, fp in tqdm(todo, desc="held-out KL", unit="run", disable=not progress):
+        c = json.loads((run / "config.json").read_text())
+        if (c["model"], c["cue"], c["max_new_tokens"]) != (cfg["model"], cfg["cue"], cfg["max_new_tokens"]):
+            raise ValueError(f"{run}: model/cue/max_new_tokens differ from {found[0][2]}'s; measure them apart")
+        policy, _ = load_model(cfg["model"], "float32", "cpu")
+        RunDir(run).load_weights(METHODS[m][1], policy)  # the trained weights onto the base
+        s = derive_seed(seed, "drift", "kl")
+        kl, n_tok = heldout_kl(policy, base, tok, prompts, KL_SAMPLES, c["max_new_tokens"], s)
+        write_json(drift_path(dest or out_dir, regime, m, seed, "kl"),
+                   {"kl": kl / KL_UNIT, "n_tokens": n_tok, "n_questions": len(prompts), "n_samples": KL_SAMPLES,
+                    "seed": s, "base_fingerprint": base_fp, "policy_fingerprint": fp})
+    return len(todo), missing
+
+
+def cor_alone_kl(seed: int, regimes: str | Path, out: str | Path, regime: str = "amc_like",
+                 scale: str = "default") -> dict:
+    """COR alone (plan Amendment 41; its weights were never kept) recomputed as the study's job did, its held-out KL,
+    and whether its adapted evaluation equals the committed CSV under ``out`` (``adapted_reproduced``)."""
+    from ddrl.models import load_model
+    from ddrl.run.experiments import weights_sha256
+
+    sc = SCALES[scale]
+    reg = load_regimes(regimes, sc, names=[regime])[regime]
+    exp = experiment(reg, sc, False)
+    c = exp.config("ddrl", seed)
+    with pinned_backend("hf"), exp.threads({"device": c.device}):
+        model, tok, _, _ = exp.refine(c)  # Experiment.refined's own COR call, start="base"
+        ev = exp.evaluate(model, tok, c, seed)["adapted"]["per_question"]
+        base, _ = load_model(c.model, c.dtype, c.device)
+        prompts = kl_prompts(reg, sc, tok, c.cue, c.model)
+        s = derive_seed(seed, "drift", "kl")
+        kl, n_tok = heldout_kl(model, base, tok, prompts, KL_SAMPLES, c.max_new_tokens, s)
+    committed = pd.read_csv(csv_path(out, regime, COR_ONLY, seed), dtype={"question": str})
+    return {"kl": kl / KL_UNIT, "n_tokens": n_tok, "n_questions": len(prompts), "n_samples": KL_SAMPLES, "seed": s,
+            "weights_sha256": weights_sha256(model), "adapted_reproduced": bool(
+                committed["question"].tolist() == ev["id"] and committed["pass@1"].tolist() == ev["pass@1"])}
+
+
+# --- the predictions and their fits ---
 
 def kl_fit(table: pd.DataFrame, a: str = PAIR[0], b: str = PAIR[1], confidence: float = 0.95,
            x: str = "kl_late") -> dict:
-    """Least squares of held-out pass@1 on a KL column ``x`` (late KL, or held-out KL) with one intercept per
-    method (methods ``a`` and ``b``): the within-method slope (points per :data:`KL_UNIT`) and ``a``'s
-    intercept minus ``b``'s (the held-out difference at equal KL), each with its t interval."""
+    """Least squares of held-out pass@1 on KL column ``x``, one intercept per method: the slope (points per
+    :data:`KL_UNIT`) and ``a``'s intercept minus ``b``'s (``adjusted``: at equal KL), each with its t interval."""
     t = table[table["method"].isin([a, b])]
     if t["method"].nunique() != 2:
         raise ValueError(f"kl_fit: need runs of both {a!r} and {b!r}; have {sorted(t['method'].unique())}")
@@ -72,26 +297,25 @@ def paired_t(x: Sequence[float], confidence: float = 0.95) -> dict:
     return {"estimate": est, "ci_low": lo, "ci_high": hi}
 
 
-#: Each prediction (plan Amendments 21-25): what it measures (``{a}``: the arm, ``{b}``: the method it is compared
-#: with), its expected sign (0 = inside the margin), its no-effect margin (0: a sign claim without a no-effect band)
-#: and its kind: "acc" held-out pass@1 a - b (hierarchical bootstrap), "dist" the KL measure a - b (paired t),
-#: "slope" the within-method slope, "adjusted" a - b at equal KL (:func:`kl_fit`) and "adapted" pass@1 a - b on
-#: the questions both adapted on (hierarchical bootstrap)
+#: Each prediction: what it measures (``{a}``: the arm, ``{b}``: the method it is compared with), its expected sign
+#: (0 = inside the margin; None = descriptive), its no-effect margin (0: a sign claim) and its kind: "acc" held-out
+#: pass@1 a - b (hierarchical bootstrap), "dist" the KL measure a - b (paired t), "slope" the within-method slope,
+#: "adjusted" a - b at equal KL (:func:`kl_fit`), "adapted" pass@1 a - b on the adapted questions (bootstrap)
 PREDICTIONS = {
     "X1": ("held-out pass@1, BCS - BCS positives + random negatives [points]", -1, 1.0, "acc"),
     "X2": ("late KL(policy || reference), BCS - BCS positives + random negatives [1e-3]", +1, 0.0, "dist"),
     "X3": ("held-out pass@1 per 1e-3 of late KL, within methods [points]", -1, 0.0, "slope"),
     "X4": ("held-out pass@1 at equal late KL, BCS - BCS positives + random negatives [points]", 0, 1.0, "adjusted"),
-    # the addendum: the same three with the held-out KL (the policy's own samples of 256 fresh questions)
+    # Amendment 21's addendum: the same three with the held-out KL
     "X2h": ("held-out KL(policy || base), BCS - BCS positives + random negatives [1e-3 nats/token]", +1, 0.0, "dist"),
     "X3h": ("held-out pass@1 per 1e-3 of held-out KL, within methods [points]", -1, 0.0, "slope"),
     "X4h": ("held-out pass@1 at equal held-out KL, BCS - BCS positives + random negatives [points]", 0, 1.0,
             "adjusted"),
-    # Amendment 22: the KL penalty raised by hand (arm = bcs_kl10x or bcs_kl100x, against BCS)
+    # Amendment 22: BCS's KL penalty raised by hand (arm bcs_kl10x or bcs_kl100x)
     "K1": ("held-out KL(policy || base), {a} - {b} [1e-3 nats/token]", -1, 0.0, "dist"),
     "K2": ("held-out pass@1, {a} - {b} [points]", +1, 1.0, "acc"),
     "K3": ("held-out pass@1 at equal held-out KL, {a} - {b} [points]", 0, 1.0, "adjusted"),
-    # Amendment 23: TTRL (Z1, Z3) and DDRL (Z2, Z4) against BCS; Za descriptive (sign None: no verdict)
+    # Amendment 23: TTRL (Z1, Z3) and DDRL (Z2, Z4) against BCS
     "Z1": ("held-out pass@1 at equal held-out KL, {a} - {b} [points]", 0, 1.0, "adjusted"),
     "Z2": ("held-out pass@1 at equal held-out KL, {a} - {b} [points]", 0, 1.0, "adjusted"),
     "Z3": ("held-out KL(policy || base), {a} - {b} [1e-3 nats/token]", -1, 0.0, "dist"),
@@ -99,15 +323,13 @@ PREDICTIONS = {
     "Za": ("held-out pass@1, {a} - {b} [points]", None, 0.0, "acc"),
     # Amendments 22 and 23, descriptive (not registered): the arm's cost or gain on the questions it adapted on
     "Ad": ("adapted pass@1, {a} - {b} [points]", None, 0.0, "adapted"),
-    # Amendment 25: TTRL and DDRL with the 100x KL penalty, each against its own unpenalised runs: K1-K3's
-    # measures and rules (below), and the adapted difference registered as a null claim
+    # Amendment 25: the 100x penalty on TTRL and DDRL, each against itself: K1-K3's measures, and L4 a null claim
     "L4": ("adapted pass@1, {a} - {b} [points]", 0, 1.0, "adapted"),
 }
 PREDICTIONS.update({"L1": PREDICTIONS["K1"], "L2": PREDICTIONS["K2"], "L3": PREDICTIONS["K3"]})
 MEASURES = {"kl_late": ("X1", "X2", "X3", "X4"), "kl_heldout": ("X2h", "X3h", "X4h")}
 DOSES = ("bcs_kl10x", "bcs_kl100x")  # Amendment 22's arms, each against "bcs"
-#: Each set of arms: arm -> (the method it is compared with, its predictions). Amendment 22: BCS's KL-penalty
-#: doses; 23: the paper's methods against BCS; 25: the paper's methods with the 100x penalty against themselves
+#: Each set of arms: arm -> (the method it is compared with, its predictions) (Amendments 22, 23, 25)
 ARMS = {"dose": {a: ("bcs", ("K1", "K2", "K3")) for a in DOSES},
         "methods": {"ttrl": ("bcs", ("Z3", "Z1", "Za")), "ddrl": ("bcs", ("Z4", "Z2", "Za"))},
         "penalty": {"ttrl_kl100x": ("ttrl", ("L1", "L2", "L3", "L4")),
@@ -117,14 +339,12 @@ PREDICTED_FROM_SLOPE = ("dose", "penalty")
 
 
 def arm_methods(which: str) -> tuple[str, ...]:
-    """Every method a set of :data:`ARMS` involves, BCS (whose line the figures draw) and the compared-with
-    methods first, then the arms (for tables and figures)."""
+    """Every method a set of :data:`ARMS` involves: BCS and the compared-with methods first, then the arms."""
     return tuple(dict.fromkeys(("bcs", *(b for b, _ in ARMS[which].values()), *ARMS[which])))
 
 
 def arms_table(out_dir: str | Path, regime: str, which: str) -> pd.DataFrame | None:
-    """:func:`seed_table` of :func:`arm_methods` ``(which)`` under ``out_dir`` (what :func:`arms_figure` draws),
-    or None where the set's arms have no H1x CSVs there yet."""
+    """:func:`seed_table` of :func:`arm_methods` ``(which)``, or None where the set's arms have no H1x CSVs yet."""
     if not h1x_files(out_dir, regime, tuple(ARMS[which])):
         return None
     return seed_table(out_dir, regime, arm_methods(which))
@@ -133,11 +353,8 @@ def arms_table(out_dir: str | Path, regime: str, which: str) -> pd.DataFrame | N
 def analyse(out_dir: str | Path, regime: str, rng: np.random.Generator, drift_dir: str | Path | None = None,
             a: str = PAIR[0], b: str = PAIR[1], exploratory: bool = False, measure: str = "kl_late",
             ids: Sequence[str] | None = None) -> list[dict]:
-    """The predictions ``ids`` (default: X1-X4 for ``measure`` ``"kl_late"``, X2h-X4h for ``"kl_heldout"``, the
-    addendum) of ``a`` against ``b`` on the complete seeds (both methods' H1x CSVs and that measure), with their
-    verdicts (:func:`ddrl.report.stats.verdict`, the registered rule, each prediction's sign and margin).
-    ``exploratory``: the runs the predictions were read from, whose intervals are descriptive (verdict
-    ``"exploratory"``)."""
+    """The predictions ``ids`` (default :data:`MEASURES` ``[measure]``) of ``a`` against ``b`` on the seeds with both
+    methods' runs and that measure, with their verdicts (``exploratory``: the runs the predictions were read from)."""
     if measure not in MEASURES:
         raise ValueError(f"analyse: measure must be one of {sorted(MEASURES)}, got {measure!r}")
     ids = tuple(ids or MEASURES[measure])
@@ -152,11 +369,9 @@ def analyse(out_dir: str | Path, regime: str, rng: np.random.Generator, drift_di
         rs["dist"] = paired_t(wide.loc[seeds, (measure, a)] - wide.loc[seeds, (measure, b)])
     if kinds & {"slope", "adjusted"}:
         rs.update(kl_fit(table[table["seed"].isin(seeds)], a, b, x=measure))
-    frames = {"acc": held}
-    if "adapted" in kinds:  # the runs' kept adapted-question rows (Ad)
-        frames["adapted"] = heldout_rows(out_dir, regime, (a, b), ADAPTED_X)
-    for kind, rows in frames.items():
-        if kind in kinds:  # a pass@1 difference itself (held-out or adapted questions), per seed and question
+    for kind in ("acc", "adapted"):  # a pass@1 difference per seed and question, held out or adapted
+        if kind in kinds:
+            rows = held if kind == "acc" else heldout_rows(out_dir, regime, (a, b), ADAPTED_X)
             d = paired_differences(rows[rows["seed"].isin(seeds)], a, b)
             rs[kind] = hierarchical_bootstrap(d.to_numpy(), rng).to_dict()  # with its n_questions
     out = []
@@ -183,11 +398,9 @@ def x3h_slope(path: str | Path = SLOPE_FROM) -> float:
 
 def analyse_arms(out_dir: str | Path, regime: str, rng: np.random.Generator, which: str = "dose",
                  slope: float | None = None) -> list[dict]:
-    """Each arm of :data:`ARMS` ``[which]`` against the method it names (held-out KL), entries naming their
-    ``arm``; with ``slope`` (Amendment 21's X3h), the held-out pass@1 entry gets ``predicted`` = slope x the arm's
-    KL difference (K2, L2). Then, for arms whose predictions hold no adapted-question entry, where both methods'
-    adapted rows were kept, each arm's descriptive "Ad" (drawn after every registered entry, so those draw what
-    they drew without it)."""
+    """Each arm of :data:`ARMS` ``[which]`` against its method (held-out KL); with ``slope`` (X3h), "acc" entries get
+    ``predicted`` = slope x the KL difference. Then, for arms registering no adapted entry, a descriptive "Ad" where
+    adapted rows were kept (after every registered entry, whose bootstrap draws it leaves unchanged)."""
     out = []
     for arm, (base, ids) in ARMS[which].items():
         e = analyse(out_dir, regime, rng, a=arm, b=base, measure="kl_heldout", ids=ids)
@@ -195,13 +408,14 @@ def analyse_arms(out_dir: str | Path, regime: str, rng: np.random.Generator, whi
         out += [dict(x, arm=arm, **({"predicted": slope * dist} if slope is not None and
                                     PREDICTIONS[x["id"]][3] == "acc" else {})) for x in e]
     for arm, (base, ids) in ARMS[which].items():
-        if "adapted" in {PREDICTIONS[i][3] for i in ids}:
-            continue  # registered already
-        if all(h1x_files(out_dir, regime, (m,), ADAPTED_X) for m in (arm, base)):
+        if "adapted" not in {PREDICTIONS[i][3] for i in ids} and \
+                all(h1x_files(out_dir, regime, (m,), ADAPTED_X) for m in (arm, base)):
             out += [dict(x, arm=arm) for x in analyse(out_dir, regime, rng, a=arm, b=base, measure="kl_heldout",
                                                       ids=("Ad",))]
     return out
 
+
+# --- figures ---
 
 #: The figure's panels: (title, H1x folder, drift folder) relative to the repository, as committed
 PANELS = (("exploratory: seeds 0-18, Xeon", "results/runs", "results/drift/exploratory"),
@@ -222,9 +436,8 @@ def _scatter(ax, t: pd.DataFrame, x: str, methods: Sequence[str], size: int) -> 
 
 
 def drift_figure(tables: dict[str, pd.DataFrame], x: str = "kl_late"):
-    """Held-out pass@1 against a KL column ``x`` (late KL, or the addendum's held-out KL), one point per run, one
-    panel per set of runs (``tables``: title -> :func:`seed_table`; sets without ``x`` are left out), with each
-    method's least-squares line at the common slope (:func:`kl_fit`)."""
+    """Held-out pass@1 against KL column ``x``, one panel per set of runs (``tables``: title -> :func:`seed_table`)
+    that has ``x``, each method's line at the common slope (:func:`kl_fit`)."""
     tables = {k: t for k, t in tables.items() if t[x].notna().any()}
     fig, axes = plt.subplots(1, len(tables), figsize=(4.6 * len(tables), 3.8), sharey=True, squeeze=False)
     for ax, (title, t) in zip(axes[0], tables.items()):
@@ -244,9 +457,7 @@ def drift_figure(tables: dict[str, pd.DataFrame], x: str = "kl_late"):
 
 
 def arms_figure(table: pd.DataFrame, slope: float, which: str = "dose"):
-    """Amendments 22-25: held-out pass@1 against held-out KL, one point per run of the methods of
-    :func:`arm_methods` ``(which)`` (``table``: :func:`seed_table` of them), with the line Amendment 21's
-    within-method ``slope`` draws through BCS's runs, extended over every arm: where the drift reading puts them."""
+    """Held-out pass@1 against held-out KL per run of :func:`arm_methods` ``(which)``, with BCS's line at ``slope``."""
     t = table.dropna(subset=["kl_heldout"])
     fig, ax = plt.subplots(figsize=(5.2, 3.9))
     _scatter(ax, t, "kl_heldout", [m for m in arm_methods(which) if m in set(t["method"])], 30)
@@ -259,11 +470,10 @@ def arms_figure(table: pd.DataFrame, slope: float, which: str = "dose"):
     return fig
 
 
-# The learning rate on the Xeon build (Amendments 40-42, rows of :data:`ddrl.study.designs.DESIGNS`): the readings of
-# held-out gain against held-out KL, and the two figures notebook 06 draws from their committed analyses
+# --- the learning rate on the Xeon build (Amendments 40-42): held-out gain against held-out KL ---
 
-#: The two readings as registered (fitted on Amendment 40's 60 RL runs before any lr/3 run existed, rounded as the
-#: plan writes them; :func:`ddrl.study.measures.fit_readings` refits them): L's slope, and H's free start and slope
+#: The readings as registered (fitted on Amendment 40's 60 RL runs, rounded as the plan writes them;
+#: :func:`ddrl.study.measures.fit_readings` refits them): L's slope, and H's free start and slope
 LINE = -0.3636
 HINGE_K0, HINGE_B = 3.443, 0.4530
 LR_METHODS = ("ttrl", "bcs_dae", "ddrl")  # Amendment 40's methods, at each learning rate
@@ -287,10 +497,8 @@ def reading(name: str, k, slope: float | None = None) -> np.ndarray:
 
 
 def lr_drift_figure(res: dict, cor: dict | None = None):
-    """Held-out pass@1 against held-out KL, one point per run (colour: method; marker: learning rate; the untrained
-    model at 0; with ``cor``, Amendment 41's analysis, COR alone's runs), with the default-lr runs' line at W4's slope
-    and the registered build's slope (X3h) drawn through the default-lr runs' mean, both extended to zero distance:
-    where the lr/10 runs, the untrained model and COR alone would lie (Amendment 40's committed analysis ``res``)."""
+    """Held-out pass@1 against held-out KL per run of Amendment 40 (``res``; ``cor``: 41's COR alone), with the
+    default-lr runs' line at W4's slope and at X3h's, extended to zero distance."""
     t = pd.DataFrame(res["runs"])
     methods = ["no_adaptation", *LR_METHODS]
     if cor is not None:
@@ -318,10 +526,8 @@ def lr_drift_figure(res: dict, cor: dict | None = None):
 
 
 def lr_curve_figure(res: dict, old: pd.DataFrame, slope: float):
-    """Left: held-out gain against held-out KL, one point per run (colour: learning rate; marker: method), Amendment
-    40's runs (``old``, :func:`ddrl.study.measures.amendment40_runs`) and Amendment 42's (``res``), with the readings L,
-    R (X3h's ``slope``, :func:`x3h_slope`) and H. Right: each learning rate's and method's mean adapted gain against
-    its mean held-out gain (what a smaller learning rate trades). Draws from its arguments alone (no file read)."""
+    """Left: held-out gain against held-out KL per run of Amendments 40 (``old``) and 42 (``res``), with the readings
+    L, R (``slope``) and H. Right: mean adapted gain against mean held-out gain per learning rate and method."""
     t = pd.concat([old, pd.DataFrame(res["runs"])], ignore_index=True)
     t = t.assign(**{"learning rate": t["lr"].map(LR_TEXT), "method ": t["method"].map(label)})
     order = [LR_TEXT[x] for x in ("lr10", "lr3", "default")]
@@ -343,8 +549,8 @@ def lr_curve_figure(res: dict, old: pd.DataFrame, slope: float):
         lr = LR_TEXT[row["lr"]]
         bx.scatter(row["heldout_gain"], row["adapted_gain"], color=pal[lr], s=40,
                    marker={"bcs_dae": "o", "ddrl": "X", "ttrl": "s"}[row["method"]])  # the left panel's markers
-        bx.annotate(f"{label(row['method']).split(' (')[0]}, {lr.split(' ')[0]}", (row["heldout_gain"], row["adapted_gain"]),
-                    fontsize=6.5, xytext=(3, 3), textcoords="offset points")
+        bx.annotate(f"{label(row['method']).split(' (')[0]}, {lr.split(' ')[0]}",
+                    (row["heldout_gain"], row["adapted_gain"]), fontsize=6.5, xytext=(3, 3), textcoords="offset points")
     bx.axhline(0, color="0.7", lw=0.6)
     bx.axvline(0, color="0.7", lw=0.6)
     bx.set_xlabel("held-out gain, mean over seeds [points]")
@@ -354,6 +560,8 @@ def lr_curve_figure(res: dict, old: pd.DataFrame, slope: float):
     return fig
 
 
+# --- the command line ---
+
 def jobs(regime: str, seeds: Sequence[int], methods: Sequence[str] = PAIR) -> list[Job]:
     """One H1x job per seed and method, seed by seed (so a budget's cut leaves whole pairs behind)."""
     return [Job(regime, s, (m,), "H1x") for s in seeds for m in methods]
@@ -361,14 +569,13 @@ def jobs(regime: str, seeds: Sequence[int], methods: Sequence[str] = PAIR) -> li
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.study.drift", description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", choices=("run", "export", "kl", "figure"))
+    ap.add_argument("what", choices=("run", "export", "kl"))
     ap.add_argument("--regime", default="amc_like")
     ap.add_argument("--scale", choices=sorted(SCALES), default="default")
     ap.add_argument("--seeds", type=seed_range, default="100-131", help="run: seeds N-M (plan Amendment 21: from 100)")
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--budget-min", type=float, default=None, help="run: jobs starting later are skipped")
-    ap.add_argument("--out", type=Path, default=None, help="holds heldout_x/ (H1x CSVs) and drift/ (step CSVs); "
-                    "needed by all but figure")
+    ap.add_argument("--out", type=Path, required=True, help="holds heldout_x/ (H1x CSVs) and drift/ (step CSVs)")
     ap.add_argument("--drift-dir", type=Path, default=None, help="export, kl: write drift/ here (default: --out)")
     ap.add_argument("--methods", nargs="+", default=list(PAIR), help="run, export, kl: whose runs (default: the "
                     "pair; Amendment 22: bcs_kl10x bcs_kl100x; 25: ttrl_kl100x ddrl_kl100x)")
@@ -376,47 +583,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--regimes", type=Path, default=RESULTS / "regimes_base.json",
                     help="kl: the build's regimes file (default: the registered build's)")
     ap.add_argument("--cor-alone", action="store_true", help="kl: Amendment 41's COR alone, recomputed per seed")
-    ap.add_argument("--slope-from", type=Path, default=SLOPE_FROM, help="figure: the JSON whose X3h slope the arms "
-                    "figures' line uses")
     args = ap.parse_args(argv)
-    if args.out is None and args.what != "figure":
-        ap.error(f"{args.what} needs --out DIR")
     runs_root = args.runs_root or cache_root() / "runs"  # where ddrl.run.experiments keeps them
     if args.what == "run":
         status = run_jobs(jobs(args.regime, args.seeds, args.methods), SCALES[args.scale], args.out, runs_root,
                           args.budget_min, args.workers, desc="drift runs")
         print(status_counts(status))
-        n, missing = export_steps(args.out, runs_root, args.regime, args.methods)
-        print(f"drift CSVs written: {n} (run directories not found: {missing})")
-    elif args.what == "export":
+    if args.what in ("run", "export"):
         n, missing = export_steps(args.out, runs_root, args.regime, args.methods, args.drift_dir)
         print(f"drift CSVs written: {n} (run directories not under {runs_root}: {len(missing)})")
+    elif args.what == "kl" and args.cor_alone:  # Amendment 41: COR alone recomputed, then its KL
+        for s in args.seeds:
+            path = drift_path(args.drift_dir or args.out, args.regime, COR_ONLY, s, "kl")
+            if not path.is_file():
+                write_json(path, cor_alone_kl(s, args.regimes, args.out, args.regime, args.scale))
+        print(f"COR alone's held-out KL: {len(args.seeds)} seeds under {args.drift_dir or args.out}")
     elif args.what == "kl":
-        from ddrl.study.drift_kl import measure_kl  # torch: the policies are sampled (this module renders without it)
-
-        if args.cor_alone:  # Amendment 41: COR alone recomputed (its weights were never kept), then its KL
-            from ddrl.study.drift_kl import cor_alone_kl
-
-            for s in args.seeds:
-                path = drift_path(args.drift_dir or args.out, args.regime, COR_ONLY, s, "kl")
-                if not path.is_file():
-                    write_json(path, cor_alone_kl(s, args.regimes, args.out, args.regime, args.scale))
-            print(f"COR alone's held-out KL: {len(args.seeds)} seeds under {args.drift_dir or args.out}")
-        else:
-            n, missing = measure_kl(args.out, runs_root, args.regime, args.methods, args.drift_dir, args.scale,
-                                    regimes=args.regimes)
-            print(f"held-out KL measured: {n} runs (final weights not under {runs_root}: {len(missing)})")
-    elif args.what == "figure":  # the committed runs (PANELS) -> docs/results/drift_kl_heldout.{png,pdf}
-        sfx = "" if args.regime == "amc_like" else f"_{args.regime}"  # AMC-like's figures keep their names
-        tables = {t: seed_table(REPO / o, args.regime, drift_dir=REPO / d if d else None) for t, o, d in PANELS
-                  if (REPO / (d or o) / DRIFT / args.regime).is_dir() and h1x_files(REPO / o, args.regime, PAIR[1:])}
-        for x, name in (("kl_late", "drift_kl_heldout"), ("kl_heldout", "drift_heldout_kl")) if tables else ():
-            print(save_docs_figure(drift_figure(tables, x), name + sfx))
-        for which, name in (("dose", "drift_kl_dose"), ("methods", "drift_methods"),  # Amendments 22-24
-                            ("penalty", "drift_penalty")):  # Amendment 25
-            table = arms_table(REPO / DOSE_OUT, args.regime, which)
-            if table is not None:
-                print(save_docs_figure(arms_figure(table, x3h_slope(args.slope_from), which), name + sfx))
+        n, missing = measure_kl(args.out, runs_root, args.regime, args.methods, args.drift_dir, args.scale,
+                                regimes=args.regimes)
+        print(f"held-out KL measured: {n} runs (final weights not under {runs_root}: {len(missing)})")
     return 0
 
 

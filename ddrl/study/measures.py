@@ -32,7 +32,7 @@ from ddrl.study.plan import COR_4X_LR10, MATH500_SMALL_LR, SMALL_LR_OUT as OUT
 from ddrl.study.drift import (HINGE_B, HINGE_K0, LINE, LR_LABELS, LR_METHODS, LR_TEXT, kl_fit, paired_t, reading,
                               x3h_slope)
 from ddrl.study.drift import ARMS, PREDICTED_FROM_SLOPE, analyse as drift_analysis, analyse_arms
-from ddrl.study.drift_data import drift_path, heldout_rows, seed_table
+from ddrl.study.drift import drift_path, heldout_rows, seed_table
 from ddrl.study.designs import (COR_TRADE_RUNS, DESIGNS, MARGIN, T1F_DIR, Design, _panels, _reads, _unwritten,
                                 analysed_seeds, regime_designs)
 from ddrl.study.figures import REGIME_TEXT, vote_by_quarter
@@ -327,7 +327,7 @@ def _kl_dir(r: Reading) -> Path:
 def _lr_drift(d: Design, r: Reading) -> dict:
     """Amendment 40: :data:`LR_DRIFT`, each with its verdict (Sec. 4's rule, its sign and margin) and ``half_width``;
     descriptive: each group's mean held-out pass@1 and KL, and per method the slope-predicted gain beside the measured
-    one. Every run's held-out KL (:func:`ddrl.study.drift_kl.heldout_kl`) against its held-out pass@1."""
+    one. Every run's held-out KL (:func:`ddrl.study.drift.heldout_kl`) against its held-out pass@1."""
     groups = {g: lr for g, lr in LR_GROUPS.items() if g in (d.regime, SMALL_LR)}
     dest = _kl_dir(r)
     seeds = _written(d, r, lambda s: all(drift_path(dest, g, m, s, "kl").is_file() for g in groups
