@@ -212,9 +212,7 @@ BUILDS_ASKS = ("The same recipe trained on another kind of CPU gives another bas
 
 
 
-# ---------------------------------------------------------------------------------------------------------
 # The committed entries, per claim and regime
-# ---------------------------------------------------------------------------------------------------------
 
 def gather(results: str | Path = RESULTS, sources: Sequence[str] = SOURCES) -> dict[tuple[str, str], list[dict]]:
     """(claim id, regime) -> the validated entries of the files ``sources`` under ``results`` that exist, in order."""
@@ -292,9 +290,7 @@ def learning_rates(by: dict) -> dict[str, list[dict]]:
     return studies
 
 
-# ---------------------------------------------------------------------------------------------------------
 # Text
-# ---------------------------------------------------------------------------------------------------------
 
 def _wrap(text: str, prefix: str = "") -> list[str]:
     return textwrap.wrap(text, WIDTH, initial_indent=prefix, subsequent_indent=" " * len(prefix),
@@ -315,9 +311,7 @@ def _short(claim: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"\s*\[[^]]*\]|\s*\((?!ours\))[^)]*\)", "", claim)).strip()
 
 
-# ---------------------------------------------------------------------------------------------------------
 # The answer
-# ---------------------------------------------------------------------------------------------------------
 
 def _lr_entries(by: dict, small_id: str, default_id: str) -> dict[str, list[tuple[str, dict]]]:
     """A row's entries per learning rate: ``lr/10`` and ``default lr`` -> [(where, entry)]."""
@@ -442,9 +436,7 @@ def glance(by: dict) -> list[str]:
     return lines
 
 
-# ---------------------------------------------------------------------------------------------------------
-# The answer's figure: the paper's claims at lr/10, in words, beside the paper's numbers
-# ---------------------------------------------------------------------------------------------------------
+# The answer's figure: the paper's claims at lr/10 in words
 
 #: The claims the figure shows at lr/10: the paper's pass@1 claims, then whether DDRL's margin holds on fresh questions
 FIGURE_IDS = ("P1", "P2", "P3", "M1", "M2", "M3", "T1", "A1", "A2", "A3", "C1", "R1", "H1xD")
@@ -491,8 +483,7 @@ def claims_figure(rows: Sequence[dict]):
     ax.set_xlim(left, right)
     ax.set_yticks(range(len(rows))[::-1], [f"{r['claim']} ({r['regime']})" for r in rows], fontsize=8)
     ax.set_xlabel("pass@1 difference at lr/10, points (95% interval; grey: the +-1 no-effect band)")
-    handles = [plt.Line2D([], [], color=VERDICT_COLORS[v], marker="o", lw=2, label=v)
-               for v in ("reproduced", "contradicted", "no effect", "not resolved") if v in VERDICT_COLORS]
+    handles = [plt.Line2D([], [], color=c, marker="o", lw=2, label=v) for v, c in VERDICT_COLORS.items()]
     handles.append(plt.Line2D([], [], ls="", marker="D", mfc="none", mec="black", label="paper"))
     ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(handles), fontsize=8,
               frameon=False)
@@ -501,9 +492,7 @@ def claims_figure(rows: Sequence[dict]):
     return fig
 
 
-# ---------------------------------------------------------------------------------------------------------
 # The claim families
-# ---------------------------------------------------------------------------------------------------------
 
 def family_table(by: dict, fam: Family) -> pd.DataFrame:
     """A family's rows of :func:`table`, or for the sample claims one row per claim and :data:`SAMPLE_COLUMNS`."""
@@ -532,8 +521,7 @@ def builds_table(results: Path, registered: dict) -> pd.DataFrame:
     builds = {label: gather(results / folder, sources) for folder, (label, sources) in BUILDS.items()
               if (results / folder).is_dir()}
     names = {small: f"{name} at lr/10" for name, (small, _) in STANDS_FOR.items() if small}
-    names.update({reg: f"{name} at the default lr" for name, (_, d) in STANDS_FOR.items() for reg in d if reg in
-                  ("aime_like", "amc_like", "math500_like")})
+    names.update({reg: f"{name} at the default lr" for name, (_, d) in STANDS_FOR.items() for reg in d if not d[reg]})
     words = {i: _short(claim) for claim, *ids in ROWS for i in ids}
     rows = []
     for cid in BUILD_IDS:
@@ -557,9 +545,7 @@ def builds_lines(results: Path, by: dict) -> list[str]:
     return lines
 
 
-# ---------------------------------------------------------------------------------------------------------
 # The page
-# ---------------------------------------------------------------------------------------------------------
 
 INTRO = ("For every claim of the paper, the testbed's estimate, a 95% interval and a verdict decided by a rule "
          "registered before the runs. The testbed is a small model trained from scratch on step-by-step arithmetic "
