@@ -24,13 +24,7 @@ def rendered(tmp_path_factory) -> str:
 
 def test_make_docs_leaves_no_diff(rendered):
     """The committed page equals a fresh rendering byte for byte (`make docs` writes it again)."""
-    committed = PAGE.read_text()
-    if committed != rendered:
-        got, want = committed.splitlines(), rendered.splitlines()
-        first = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
-        pytest.fail(f"docs/results.md differs from its rendering from line {first + 1} (committed "
-                    f"{got[first] if first < len(got) else '<end>'!r}, rendered "
-                    f"{want[first] if first < len(want) else '<end>'!r}): run `make docs`")
+    assert PAGE.read_text() == rendered, "docs/results.md differs from its rendering: run `make docs`"
 
 
 def test_the_page_is_short_and_answers_first(rendered):

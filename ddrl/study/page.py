@@ -101,14 +101,11 @@ SAMPLE_ROWS = (("answers seen <= 5 of 64 times are mostly wrong [50 - their accu
                 "N2"))
 SAMPLE_COLUMNS = {"base": "testbed base model", "svamp_codex": "code-davinci-002 on SVAMP"}
 
-
-
 #: What each verdict means, in the page's words (the rule registered in ``results/plan.md``).
 VERDICTS = {"reproduced": "the paper's sign, the 95% interval excludes 0",
             "contradicted": "the opposite sign, the 95% interval excludes 0",
             "no effect": "the 95% interval lies inside +-1 point",
-            "not resolved": "none of these",
-            "floor": "both methods score 0 on every question of every seed, so the regime cannot test the claim"}
+            "not resolved": "none of these"}
 #: The order in which :func:`standing` groups verdicts, with each group's heading.
 GROUPS = (("reproduced", "Holds"), ("contradicted", "Contradicted"), ("no effect", "No effect"),
           ("not resolved", "Open (not resolved)"), ("floor", "Cannot be tested (floor)"))
@@ -384,8 +381,8 @@ def standing(by: dict, lr: str) -> dict[str, list[str]]:
 def standing_lines(by: dict) -> list[str]:
     lines = ["## What holds, what is contradicted, what stays open", ""]
     lines += _wrap("Every claim of the at-a-glance table below, grouped by its verdict. The verdict rule was "
-                   "registered before the runs (results/plan.md): " + "; ".join(
-                       f"*{v}*: {VERDICTS[v]}" for v in ("reproduced", "contradicted", "no effect", "not resolved"))
+                   "registered before the runs (results/plan.md): "
+                   + "; ".join(f"*{v}*: {w}" for v, w in VERDICTS.items())
                    + ". Claims marked (ours) are the companion's own questions, not the paper's.")
     for lr, words in (("lr/10", "At lr/10, the paper's small learning rate"),
                       ("default lr", "At the default learning rate (ten times larger)")):
