@@ -92,6 +92,11 @@ def test_a_row_per_claim_and_regime_with_both_learning_rates_side_by_side(result
     assert row["lr10"].startswith("+0.3 [") and row["default"].startswith("-1.7 [")
 
 
+def test_the_sample_claims_table_has_a_dash_where_nothing_was_measured(results):
+    samples = page.family_table(page.gather(results), page.FAMILIES[0])  # F1-F3: no real-LLM entry here
+    assert samples.iloc[0].tolist()[1:] == ["+49.4 [+49.1, +49.6] reproduced (2 x 435)", "-"]
+
+
 def test_a_bad_entry_is_refused_naming_its_file(results):
     (results / "small_lr" / "etmr.json").write_text(json.dumps({"entries": [
         _e("M2", "math500_like_small_lr", 5.0, 1.0, 4.0, "reproduced")]}))  # estimate outside its interval
