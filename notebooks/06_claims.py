@@ -74,7 +74,6 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from ddrl.study import claims as C
-from ddrl.study import digest as DG
 from ddrl.study import page as PG
 from ddrl.study import figures as SF
 from ddrl.report.plotting import set_style
@@ -100,8 +99,8 @@ D = Path(study_dir) if study_dir else (Path(output_dir) / "study" if study_scale
 # smaller almost everywhere, so read the sign and the verdict, not the size.
 
 # %%
-gathered = DG.gather(R)
-glance = pd.DataFrame(DG.table(gathered))
+gathered = PG.gather(R)
+glance = pd.DataFrame(PG.table(gathered))
 if not glance.empty:
     rep.table(glance, "at_a_glance")
 display(Markdown("\n".join(PG.answer(gathered, figure=False) + [""] + PG.standing_lines(gathered)[2:])), PG.glance_table(gathered))
@@ -109,7 +108,7 @@ in_words = PG.figure_rows(gathered)  # the paper's claims at lr/10 in words, bes
 if in_words:
     rep.draw(PG.FIGURE, PG.claims_figure, in_words, data=pd.DataFrame(in_words))
 if not glance.empty and (glance.lr10 != "-").any():  # the lr/10 comparisons beside their default-lr twins
-    rep.draw("at_a_glance", C.replication_figure, DG.learning_rates(gathered))
+    rep.draw("at_a_glance", C.replication_figure, PG.learning_rates(gathered))
 
 # %% [markdown]
 # ## Rerunning the study (presets `study` and `smoke` only)

@@ -51,7 +51,7 @@ def test_validate_names_the_bad_field():
         claims.validate([{**good[0], "n_seeds": 0}])
 
 
-def test_render_writes_table_and_figure(tmp_path):
+def test_render_writes_table_and_figure_and_load_reads_them_back(tmp_path):
     paths = claims.render(synthetic_entries(), tmp_path)
     for k in ("csv", "md", "png", "pdf"):
         assert paths[k].is_file() and paths[k].stat().st_size > 0
@@ -61,9 +61,6 @@ def test_render_writes_table_and_figure(tmp_path):
     assert list(table.verdict) == [e["verdict"] for e in synthetic_entries()]
     assert table.half_width.iloc[0] == pytest.approx(1.8)
     assert table.mde.iloc[0] == pytest.approx(1.8 * (1.959964 + 0.841621) / 1.959964, rel=1e-5)
-
-
-def test_load_reports_absent_results(tmp_path):
     assert claims.load(tmp_path / "claims.json") is None
     (tmp_path / "claims.json").write_text(json.dumps(synthetic_entries()))
     assert len(claims.load(tmp_path / "claims.json")) == 5

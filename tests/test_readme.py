@@ -1,6 +1,6 @@
 """README.md for a newcomer (issue 84): short, its answer table quoted from the committed analyses, its links alive.
 
-Every cell of the table under "## The answer" must be what :func:`ddrl.study.digest.cell` prints for a committed
+Every cell of the table under "## The answer" must be what :func:`ddrl.study.page.cell` prints for a committed
 entry of the same claim, regime and learning rate (the digest reads ``results/claims.json`` and the amendments'
 analysis files), and every signed number of that section's prose must be one of the table's; so a new analysis
 that moves an estimate fails here until the README says it.
@@ -13,7 +13,7 @@ import re
 import pytest
 
 from conftest import REPO
-from ddrl.study import digest
+from ddrl.study import page
 
 README = REPO / "README.md"
 NUMBER = re.compile(r"(?<![\w.])[+-]\d+\.\d\b")
@@ -41,16 +41,16 @@ def answer_rows(text: str) -> list[list[str]]:
 def expected_cells(by: dict, ids: str, regime: str) -> tuple[set[str], set[str], str]:
     """The digest's cells for a README row: (at lr/10, at the default lr, the paper's number), from the committed
     entries of the claim ``ids`` (``M1``, or ``K4 / K5`` where the learning rates' ids differ) in ``regime``
-    (``AMC-like``: :data:`ddrl.study.digest.STANDS_FOR`)."""
-    assert regime in digest.STANDS_FOR, f"README regime {regime!r} is none of {sorted(digest.STANDS_FOR)}"
+    (``AMC-like``: :data:`ddrl.study.page.STANDS_FOR`)."""
+    assert regime in page.STANDS_FOR, f"README regime {regime!r} is none of {sorted(page.STANDS_FOR)}"
     small_id, default_id = ids.split(" / ")[0], ids.split(" / ")[-1]
-    small, defaults = digest.STANDS_FOR[regime]
+    small, defaults = page.STANDS_FOR[regime]
     default = next(iter(defaults))  # the regime's registered questions, not the 768-question design
     at_small = by.get((small_id, small), []) if small else []
     at_default = by.get((default_id, default), [])
     papers = {e["paper"] for e in at_small + at_default if e["paper"] is not None}
     paper = " / ".join(f"{p:+.1f}" for p in sorted(papers)) if papers else "n/a"
-    return {digest.cell(e) for e in at_small} or {"-"}, {digest.cell(e) for e in at_default} or {"-"}, paper
+    return {page.cell(e) for e in at_small} or {"-"}, {page.cell(e) for e in at_default} or {"-"}, paper
 
 
 def test_readme_is_short():
@@ -67,7 +67,7 @@ def test_first_screen_says_what_it_is_the_two_commands_and_the_answer():
 
 
 def test_answer_table_quotes_the_committed_analyses():
-    by = digest.gather()
+    by = page.gather()
     rows = answer_rows(README.read_text())
     wrong = []
     for claim, ids, regime, paper, lr10, default in rows:

@@ -1,18 +1,17 @@
 """The results page, docs/results.md, is what ``make docs`` renders from the committed analyses (ddrl.study.page):
-no number on it is typed or pasted, so it cannot drift from results/. One check replaces the paste checks that held the
-hand-written page in place."""
+no number on it is typed or pasted, so it cannot drift from results/. Entries built here by ``_e`` are SYNTHETIC
+TEST INPUT."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import json
 
 import pytest
 
+from conftest import REPO
 from ddrl.study import page
-from ddrl.study.claims import interval
-from ddrl.study.digest import gather
+from ddrl.study.claims import FLOOR_NOTE, interval
 
-REPO = Path(__file__).resolve().parents[1]
 PAGE = REPO / "docs" / "results.md"
 
 
@@ -25,13 +24,7 @@ def rendered(tmp_path_factory) -> str:
 
 def test_make_docs_leaves_no_diff(rendered):
     """The committed page equals a fresh rendering byte for byte (`make docs` writes it again)."""
-    committed = PAGE.read_text()
-    if committed != rendered:
-        got, want = committed.splitlines(), rendered.splitlines()
-        first = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
-        pytest.fail(f"docs/results.md differs from its rendering from line {first + 1} (committed "
-                    f"{got[first] if first < len(got) else '<end>'!r}, rendered "
-                    f"{want[first] if first < len(want) else '<end>'!r}): run `make docs`")
+    assert PAGE.read_text() == rendered, "docs/results.md differs from its rendering: run `make docs`"
 
 
 def test_the_page_is_short_and_answers_first(rendered):
@@ -40,7 +33,7 @@ def test_the_page_is_short_and_answers_first(rendered):
     lines = rendered.splitlines()
     assert len(lines) <= 500, f"docs/results.md has {len(lines)} lines"
     top = "\n".join(lines[:40])
-    by = gather()
+    by = page.gather()
     assert "## Does DDRL beat TTRL?" in top
     for regime, name in (("amc_like_small_lr", "AMC-like"), ("math500_like_small_lr", "MATH-500-like")):
         e = by[("M1", regime)][0]
@@ -53,6 +46,85 @@ def test_a_family_with_no_committed_entry_is_an_error(tmp_path):
     """A results folder without the analyses a family reads names the family instead of rendering an empty section."""
     with pytest.raises(ValueError, match="no committed analysis"):
         page.render(tmp_path)
-    fam = page.Family("nothing here", ("Q9",), "asks")
     with pytest.raises(ValueError, match="nothing here"):
-        page.family_table(gather(), fam)
+        page.family_table(page.gather(), page.Family("nothing here", ("Q9",), "asks"))
+
+
+def _e(cid, regime, est, lo, hi, verdict, paper=None, seeds=4, questions=128, **extra):
+    return {"id": cid, "claim": "c", "regime": regime, "metric": "pass@1 a - b [points]", "paper": paper,
+            "estimate": est, "ci_low": lo, "ci_high": hi, "n_seeds": seeds, "n_questions": questions,
+            "verdict": verdict, **extra}
+
+
+@pytest.fixture
+def results(tmp_path):
+    """A results tree: the registered scorecard (a list) and amendments' analyses (dicts with ``entries``)."""
+    (tmp_path / "claims.json").write_text(json.dumps([
+        _e("M1", "amc_like", -0.2, -2.0, 1.6, "not resolved", 4.0, 19),
+        _e("M1", "aime_like", 0.0, 0.0, 0.0, "no effect", 9.2, 6, 64, note=FLOOR_NOTE),
+        _e("M1", "amc_like_small_lr", 3.0, 0.9, 5.0, "reproduced", 4.0, 19),
+        _e("F1", "base", 49.4, 49.1, 49.6, "reproduced", None, 2, 435)]))
+    (tmp_path / "small_lr").mkdir()
+    (tmp_path / "small_lr" / "claims.json").write_text(json.dumps({"regime": "math500_like_small_lr", "entries": [
+        _e("M1", "math500_like_small_lr", 3.9, 2.1, 5.8, "reproduced", 7.7, 18, 256)]}))
+    (tmp_path / "wide").mkdir()
+    (tmp_path / "wide" / "claims.json").write_text(json.dumps({"entries": [
+        _e("M1", "math500_like_768", 1.9, 0.0, 3.8, "reproduced", 7.7, 24, 768)]}))
+    return tmp_path
+
+
+def test_a_row_per_claim_and_regime_with_both_learning_rates_side_by_side(results):
+    rows = {(r["id"], r["regime"]): r for r in page.table(page.gather(results))}
+    assert set(rows) == {("M1", "AIME-like"), ("M1", "AMC-like"), ("M1", "MATH-500-like")}  # nothing else was measured
+    amc = rows["M1", "AMC-like"]
+    assert amc["paper"] == "+4.0" and amc["claim"] == "DDRL beats TTRL"
+    assert amc["lr10"] == "+3.0 [+0.9, +5.0] reproduced (19 x 128)"
+    assert amc["default"] == "-0.2 [-2.0, +1.6] not resolved (19 x 128)"
+    assert rows["M1", "AIME-like"] == {**rows["M1", "AIME-like"], "lr10": "-",
+                                       "default": "+0.0 [+0.0, +0.0] floor (6 x 64)"}  # AIME-like has no lr/10 regime
+    math = rows["M1", "MATH-500-like"]  # the 768-question design joins the default column with its label
+    assert math["lr10"] == "+3.9 [+2.1, +5.8] reproduced (18 x 256)"
+    assert math["default"] == "768 questions: +1.9 [+0.0, +3.8] reproduced (24 x 768)"
+    by = {("K4", "amc_like_small_lr"): [_e("K4", "amc_like_small_lr", 0.3, -3.0, 3.6, "not resolved")],
+          ("K5", "amc_like"): [_e("K5", "amc_like", -1.7, -5.5, 2.1, "not resolved")]}
+    (row,) = page.table(by)  # a row whose ids differ by learning rate names both
+    assert row["id"] == "K4 / K5" and row["paper"] == "n/a"
+    assert row["lr10"].startswith("+0.3 [") and row["default"].startswith("-1.7 [")
+
+
+def test_the_sample_claims_table_has_a_dash_where_nothing_was_measured(results):
+    samples = page.family_table(page.gather(results), page.FAMILIES[0])  # F1-F3: no real-LLM entry here
+    assert samples.iloc[0].tolist()[1:] == ["+49.4 [+49.1, +49.6] reproduced (2 x 435)", "-"]
+
+
+def test_a_bad_entry_is_refused_naming_its_file(results):
+    (results / "small_lr" / "etmr.json").write_text(json.dumps({"entries": [
+        _e("M2", "math500_like_small_lr", 5.0, 1.0, 4.0, "reproduced")]}))  # estimate outside its interval
+    with pytest.raises(ValueError, match="small_lr/etmr.json"):
+        page.gather(results)
+
+
+def test_the_lr_figure_sets_each_lr10_comparison_beside_its_default_lr_twin(results):
+    studies = page.learning_rates(page.gather(results))
+    assert [(e["id"], e["regime"], e["estimate"]) for e in studies["lr/10"]] == [("M1", "AMC-like", 3.0),
+                                                                                ("M1", "MATH-500-like", 3.9)]
+    # the default lr's 256/128-question design only (here none for MATH-500: the 768-question one is left out)
+    assert [(e["id"], e["regime"], e["estimate"]) for e in studies["default lr"]] == [("M1", "AMC-like", -0.2)]
+    assert all(e["paper"] is None for s in studies.values() for e in s)
+
+
+def test_every_committed_analysis_with_verdicts_is_in_sources_or_named_as_left_out():
+    """A new amendment's analysis file must join :data:`ddrl.study.page.SOURCES` (or :data:`~ddrl.study.page.ELSEWHERE`
+    with why not), so that the page never silently misses a committed result of the registered build."""
+    found = []
+    for path in sorted((REPO / "results").rglob("*.json")):
+        rel = path.relative_to(REPO / "results").as_posix()
+        if rel.startswith(("replication_", "runs/", "base_models/")):
+            continue  # other builds (their own section), per-run files
+        data = json.loads(path.read_text())
+        entries = data.get("entries") if isinstance(data, dict) else data
+        if isinstance(entries, list) and entries and isinstance(entries[0], dict) and "verdict" in entries[0]:
+            found.append(rel)
+    assert "claims.json" in found and "small_lr/etmr.json" in found  # the walk sees the committed analyses
+    unlisted = [f for f in found if f not in page.SOURCES and not any(f.startswith(k) for k in page.ELSEWHERE)]
+    assert not unlisted, f"committed analyses neither in ddrl.study.page.SOURCES nor in ELSEWHERE: {unlisted}"

@@ -8,8 +8,8 @@
 - :mod:`ddrl.study.jobs`      one job (regime x seed x methods): train, evaluate, write the per-run CSVs
 - :mod:`ddrl.study.pool`      the jobs through the pool of single-thread workers
 - :mod:`ddrl.study.analysis`  the CSVs read back, paired differences, verdicts
-- :mod:`ddrl.study.figures`   the study's figures (the designs' too); :mod:`ddrl.study.digest` the at-a-glance table
-- :mod:`ddrl.study.page`      ``docs/results.md`` rendered from the committed analyses (``make docs``)
+- :mod:`ddrl.study.figures`   the study's figures (the designs' too)
+- :mod:`ddrl.study.page`      ``docs/results.md``: what it answers, its at-a-glance table (``make docs``)
 - :mod:`ddrl.study.status`    where the study stands; :mod:`ddrl.study.runner` the command line, and the designs' one
   generic job list, analysis and table (``run|status|analyse|render DESIGN``)
 - :mod:`ddrl.study.rerun`     one committed run recomputed and compared question by question (``rerun``)

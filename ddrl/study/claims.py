@@ -1,17 +1,16 @@
-"""The claims study (issue 17): the paper's claims with ids, the ``results/claims.json`` schema, the scorecard.
+"""The paper's claims with ids, the ``results/claims.json`` schema, the scorecard, and the side by side of a
+replication on another build.
 
 Each claim is a signed effect whose 95% interval decides it by :func:`ddrl.report.stats.verdict`. ``paper`` holds
-the paper's own number(s) for the effect, read from its LaTeX (``../shared/paper/``; table and benchmark in
-``where``), as the difference the claim is about, in pass@1 points unless ``metric`` says otherwise.
-The pre-registration (regimes, seeds, questions, analysis) is ``results/plan.md``; this module is the
-machine-readable half of it plus the renderer of the results.
+the paper's number for the effect (Qwen2.5-Math-1.5B, read from :mod:`ddrl.paper`; table in ``where``), in pass@1
+points unless ``metric`` says otherwise. The pre-registration is ``results/plan.md``.
 
 ``results/claims.json`` is a list of entries (one per claim x regime)::
 
     {id, claim, regime, metric, paper, estimate, ci_low, ci_high, n_seeds, n_questions, verdict}
 
-``paper`` a number or null (no number in the paper), ``estimate``/``ci_*`` in the metric's units (pass@1 in
-percentage points), ``verdict`` one of :data:`ddrl.report.stats.VERDICTS`. :func:`validate` checks exactly this.
+``paper`` a number or null, ``estimate``/``ci_*`` in the metric's units, ``verdict`` one of
+:data:`ddrl.report.stats.VERDICTS`, an optional string ``note``. :func:`validate` checks exactly this.
 """
 
 from __future__ import annotations
@@ -33,14 +32,13 @@ from ddrl.report.stats import NO_EFFECT_MARGIN, VERDICTS, decided, detectable_ef
 
 FIELDS = ("id", "claim", "regime", "metric", "paper", "estimate", "ci_low", "ci_high", "n_seeds", "n_questions",
           "verdict")
-REGIMES = ("base", "svamp_codex", "aime_like", "amc_like", "math500_like", "amc_like_small_lr", "amc_like_weak_base")
 #: regime -> the paper's benchmark whose number stands beside it
 BENCHMARK = {"aime_like": "AIME 2024", "amc_like": "AMC", "math500_like": "MATH-500", "amc_like_small_lr": "AMC"}
 
 
 @dataclass(frozen=True)
 class Claim:
-    """One pre-registered claim: what is compared, where, and what the paper reports (Qwen2.5-Math-1.5B)."""
+    """One pre-registered claim: what is compared, where, and what the paper reports."""
 
     id: str
     claim: str
@@ -56,22 +54,20 @@ def _d(a: float, b: float) -> float:
     return round(a - b, 1)
 
 
-#: The paper's Qwen2.5-Math-1.5B numbers per regime, read from :mod:`ddrl.paper` (the one place they are written).
-_Q15 = "Qwen2.5-Math-1.5B"
-_REG3 = ("aime_like", "amc_like", "math500_like")
+THREE = ("aime_like", "amc_like", "math500_like")
 
 
-def _row(table: str, method: str, regimes: tuple[str, ...] = _REG3) -> dict[str, float]:
+def _row(table: str, method: str, regimes: tuple[str, ...] = THREE) -> dict[str, float]:
+    """The paper's Qwen2.5-Math-1.5B numbers of ``method`` in ``table`` per regime (:mod:`ddrl.paper`)."""
     if table == "table4":
         return {r: value(("table4", BENCHMARK[r], method, "pass@1")) for r in regimes}
     if table == "table6":
         return {r: value(("table6", method, BENCHMARK[r])) for r in regimes}
-    return {r: value((table, _Q15, BENCHMARK[r], method)) for r in regimes}
+    return {r: value((table, "Qwen2.5-Math-1.5B", BENCHMARK[r], method)) for r in regimes}
 
 
 def table2_difference(a: str, b: str, regime: str) -> float:
-    """The paper's Table 2 difference a - b in points (Qwen2.5-Math-1.5B) on the benchmark ``regime`` stands for: a
-    plan amendment's new claim between two of its methods (M3, P3)."""
+    """The paper's Table 2 difference a - b in points on the benchmark ``regime`` stands for (M3, P3)."""
     row = _row("table2", a, (regime,)), _row("table2", b, (regime,))
     return _d(row[0][regime], row[1][regime])
 
@@ -84,9 +80,6 @@ _NO_NORM = _row("table1", "grpo_no_norm", ("aime_like", "math500_like"))  # Tabl
 _WEAK = "Qwen2.5-3B"  # S1's weaker model: the paper's AMC gain of DDRL over TTRL there
 _S1 = _d(_DDRL["amc_like"] - _TTRL["amc_like"],
          value(("table2", _WEAK, "AMC", "ddrl")) - value(("table2", _WEAK, "AMC", "ttrl")))
-THREE = _REG3
-
-
 _WITH_SMALL_LR = THREE + ("amc_like_small_lr",)  # M1, P1, P2: the three regimes and AMC-like at lr/10
 
 
@@ -96,14 +89,14 @@ def _with_small_lr(a: dict[str, float], b: dict[str, float]) -> dict[str, float]
     return {**d, "amc_like_small_lr": d["amc_like"]}
 
 
-#: Where the claims about a model's own samples are measured (F1-F3, G1, E1, E2, N1, N2): the testbed's base (pooled
-#: over the three regimes) and a real LLM's samples, code-davinci-002 on SVAMP (plan Amendment 18); no paper number.
+#: Where the claims about a model's own samples are measured: the testbed's base (pooled over the three regimes) and
+#: code-davinci-002 on SVAMP; no paper number.
 _SAMPLES = ("base", "svamp_codex")
 _NO_PAPER = {r: None for r in _SAMPLES}
 
 
 def _ours(cid: str, claim: str, metric: str, source: str) -> Claim:
-    """A claim of ours (H1 and its H1x family): measured in the three regimes, no paper number, sign +1."""
+    """A claim of ours: measured in the three regimes, no paper number, sign +1."""
     return Claim(cid, claim, metric, THREE, {k: None for k in THREE}, +1, source)
 
 
@@ -131,7 +124,6 @@ CLAIMS: tuple[Claim, ...] = (
           "Sec. 1, contributions; Sec. 2.2 (plan Amendment 63)"),
     Claim("T1", "removing GRPO's normalisation helps TTRL", "pass@1 GRPO w/o norm. - GRPO [points]",
           ("aime_like", "math500_like"), {k: _d(_NO_NORM[k], _TTRL[k]) for k in _NO_NORM}, +1, "Table 1"),
-    # P1, P2: plan Amendment 16 (added after the study; Table 2's gains over the untrained model)
     Claim("P1", "TTRL improves on no adaptation", "pass@1 TTRL - no adaptation [points]", _WITH_SMALL_LR,
           _with_small_lr(_TTRL, _NONE), +1, "Table 2"),
     Claim("P2", "DDRL improves on no adaptation", "pass@1 DDRL - no adaptation [points]", _WITH_SMALL_LR,
@@ -197,10 +189,10 @@ CLAIMS: tuple[Claim, ...] = (
 
 
 def get(claim_id: str) -> Claim:
-    for c in CLAIMS:
-        if c.id == claim_id:
-            return c
-    raise KeyError(f"unknown claim {claim_id!r}; ids: {[c.id for c in CLAIMS]}")
+    c = next((c for c in CLAIMS if c.id == claim_id), None)
+    if c is None:
+        raise KeyError(f"unknown claim {claim_id!r}; ids: {[c.id for c in CLAIMS]}")
+    return c
 
 
 def entry(claim_id: str, regime: str, estimate: float, ci_low: float, ci_high: float, n_seeds: int,
@@ -217,25 +209,23 @@ def entry(claim_id: str, regime: str, estimate: float, ci_low: float, ci_high: f
 
 def amendment_entry(cid: str, regime: str, claim: str, metric: str, a: str, b: str, diffs,
                     margin: float = NO_EFFECT_MARGIN, n_boot: int = 4000, stream: str | None = None) -> dict:
-    """A claim a plan amendment adds (no paper number; expected sign +1: ``a`` above ``b``) in ``claims.json``'s
-    schema, from its seeds x questions matrix of ``a - b`` (points): Sec. 4's bootstrap on the stream
-    ``derive_seed(0, "claims", cid, stream or regime)``, ``margin`` and rule (:func:`ddrl.report.stats.decided`)."""
+    """A claim a plan amendment adds (no paper number, sign +1: ``a`` above ``b``) decided from its seeds x questions
+    matrix of ``a - b`` on the stream ``derive_seed(0, "claims", cid, stream or regime)``."""
     rng = np.random.default_rng(derive_seed(0, "claims", cid, stream or regime))
     return {"id": cid, "claim": claim, "regime": regime, "metric": metric, "paper": None, "a": a, "b": b,
             **decided(np.asarray(diffs), rng, +1, margin, n_boot)}
 
 
 def with_half_width(entries: list[dict]) -> list[dict]:
-    """Each entry given ``half_width`` = (ci_high - ci_low) / 2, the 95% half-width the plan's power target is
-    stated in (in place); returns ``entries``."""
+    """Each entry given ``half_width``, the 95% interval's (in place; the plan's power target is stated in it)."""
     for e in entries:
         e["half_width"] = (e["ci_high"] - e["ci_low"]) / 2
     return entries
 
 
 def paper_sign(c: Claim, regime: str) -> int:
-    """The sign the verdict tests: the sign of the paper's number in the benchmark the regime stands for
-    (A1's AMC is -2.0), else the claim's stated sign; null claims (R1) stay 0."""
+    """The sign the verdict tests: the paper's number's in the regime (A1's AMC is -2.0), else the claim's; null
+    claims (R1) stay 0."""
     p = c.paper.get(regime)
     if c.paper_sign == 0 or p is None or p == 0:
         return c.paper_sign
@@ -249,24 +239,25 @@ def validate(entries, where: str = "claims") -> list[dict]:
     for i, e in enumerate(entries):
         if not isinstance(e, dict):
             raise ValueError(f"{where}[{i}]: expected an object, got {type(e).__name__}")
+        at = f"{where}[{i}] ({e.get('id')})"
         missing = [f for f in FIELDS if f not in e]
         if missing:
-            raise ValueError(f"{where}[{i}] ({e.get('id')}): missing field(s) {missing}; expected {list(FIELDS)}")
+            raise ValueError(f"{at}: missing field(s) {missing}; expected {list(FIELDS)}")
         for f in ("estimate", "ci_low", "ci_high"):
             if not isinstance(e[f], (int, float)) or not np.isfinite(e[f]):
-                raise ValueError(f"{where}[{i}] ({e['id']}): {f} must be a finite number, got {e[f]!r}")
+                raise ValueError(f"{at}: {f} must be a finite number, got {e[f]!r}")
         if e["paper"] is not None and not isinstance(e["paper"], (int, float)):
-            raise ValueError(f"{where}[{i}] ({e['id']}): paper must be a number or null, got {e['paper']!r}")
+            raise ValueError(f"{at}: paper must be a number or null, got {e['paper']!r}")
         if not e["ci_low"] <= e["estimate"] <= e["ci_high"]:
-            raise ValueError(f"{where}[{i}] ({e['id']}): need ci_low <= estimate <= ci_high, got "
+            raise ValueError(f"{at}: need ci_low <= estimate <= ci_high, got "
                              f"{e['ci_low']} / {e['estimate']} / {e['ci_high']}")
         if e["verdict"] not in VERDICTS:
-            raise ValueError(f"{where}[{i}] ({e['id']}): verdict must be one of {VERDICTS}, got {e['verdict']!r}")
+            raise ValueError(f"{at}: verdict must be one of {VERDICTS}, got {e['verdict']!r}")
         for f in ("n_seeds", "n_questions"):
             if not isinstance(e[f], int) or e[f] < 1:
-                raise ValueError(f"{where}[{i}] ({e['id']}): {f} must be a positive integer, got {e[f]!r}")
+                raise ValueError(f"{at}: {f} must be a positive integer, got {e[f]!r}")
         if not isinstance(e.get("note", ""), str):
-            raise ValueError(f"{where}[{i}] ({e['id']}): note (optional) must be a string, got {e['note']!r}")
+            raise ValueError(f"{at}: note (optional) must be a string, got {e['note']!r}")
     return entries
 
 
@@ -282,15 +273,14 @@ FLOOR_NOTE = "floor: both methods score pass@1 0 on every question of every seed
 
 
 def floor_marks(df: pd.DataFrame) -> pd.Series:
-    """The mark `` (floor)`` for the entries whose ``note`` says both methods sat at pass@1 0 everywhere
-    (:func:`ddrl.study.analysis.at_floor`), else "": shown beside the verdict, which stays the rule's."""
+    """`` (floor)`` for the entries whose ``note`` is :data:`FLOOR_NOTE`, else "" (the verdict stays the rule's)."""
     notes = df["note"] if "note" in df else pd.Series("", index=df.index)
     return notes.map(lambda n: " (floor)" if n == FLOOR_NOTE else "")
 
 
 def scorecard(entries: Sequence[dict]) -> pd.DataFrame:
-    """The scorecard table: one row per claim x regime, the paper's number beside the testbed's, the 95%
-    half-width reached and the minimum detectable effect it implies (80% power, :func:`ddrl.report.stats.detectable_effect`)."""
+    """One row per claim x regime: the paper's number beside the testbed's, the 95% half-width reached and the
+    minimum detectable effect it implies (80% power)."""
     df = pd.DataFrame(validate(list(entries)))
     df["half_width"] = (df.ci_high - df.ci_low) / 2
     df["mde"] = df.half_width.map(detectable_effect)
@@ -307,16 +297,13 @@ VERDICT_COLORS = {"reproduced": "#2ca02c", "contradicted": "#d62728", "no effect
 
 
 def unit(metric: str) -> str:
-    """The units of a claim's metric: the text in its last brackets (``"pass@1 DDRL - TTRL [points]"`` ->
-    ``"points"``)."""
+    """A metric's units, in its last brackets (``"pass@1 DDRL - TTRL [points]"`` -> ``"points"``)."""
     return metric[metric.rindex("[") + 1:metric.rindex("]")] if "[" in metric else "points"
 
 
 def scorecard_figure(entries: Sequence[dict]):
-    """Forest plot, one panel per unit (points first): each claim x regime's estimate and 95% interval coloured
-    by verdict, the paper's number as a hollow diamond, the +-1 no-effect band shaded in the points panel.
-    Returns the matplotlib figure."""
-
+    """Forest plot, one panel per unit (points first): each entry's interval coloured by verdict, the paper's number
+    as a hollow diamond, the +-1 no-effect band shaded in the points panel."""
     df = pd.DataFrame(validate(list(entries)))
     df["label"] = df.id + "  " + df.regime + floor_marks(df)
     df["unit"] = df.metric.map(unit)
@@ -347,19 +334,22 @@ def scorecard_figure(entries: Sequence[dict]):
     return fig
 
 
-def render(entries: Sequence[dict], out_dir: str | Path, name: str = "claims_scorecard") -> dict[str, Path]:
-    """Write the scorecard as Markdown + CSV and the figure as PNG + PDF under ``out_dir``."""
-
+def _write(out_dir: str | Path, name: str, table: pd.DataFrame, md: str, fig) -> dict[str, Path]:
+    """``table`` as CSV, ``md`` as Markdown and ``fig`` as PNG + PDF under ``out_dir``."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    table = scorecard(entries)
     paths = {"csv": out_dir / f"{name}.csv", "md": out_dir / f"{name}.md"}
     table.to_csv(paths["csv"], index=False)
-    paths["md"].write_text(table.to_markdown(index=False, floatfmt=".1f") + "\n")
-    fig = scorecard_figure(entries)
+    paths["md"].write_text(md + "\n")
     paths.update(save_figure(fig, out_dir, name))
     plt.close(fig)
     return paths
+
+
+def render(entries: Sequence[dict], out_dir: str | Path, name: str = "claims_scorecard") -> dict[str, Path]:
+    """Write the scorecard as Markdown + CSV and its figure as PNG + PDF under ``out_dir``."""
+    table = scorecard(entries)
+    return _write(out_dir, name, table, table.to_markdown(index=False, floatfmt=".1f"), scorecard_figure(entries))
 
 
 def interval(e: dict) -> str:
@@ -368,12 +358,9 @@ def interval(e: dict) -> str:
 
 
 def replication_table(studies: dict[str, Sequence[dict]]) -> pd.DataFrame:
-    """The same claim x regime in several studies side by side (plan Amendments 5-6: replications on other builds
-    of the base model, never pooled). ``studies`` maps a name to its claims entries, the registered study first;
-    one row per claim x regime of any study *after* the first (the replications), with the paper's number and,
-    per study, the estimate [95% interval], seeds and verdict (``-`` where a study has no such entry). The
-    comparison is descriptive: each study's verdict is its own."""
-
+    """The same claim x regime in several studies side by side, descriptively (never pooled). ``studies``: name ->
+    entries, the registered study first; one row per claim x regime of the later studies, with the paper's number
+    and per study the interval, seeds and verdict ("-" where it has none)."""
     names = list(studies)
     if len(names) < 2:
         raise ValueError(f"replication_table needs the registered study and at least one replication, got {names}")
@@ -394,9 +381,8 @@ def replication_table(studies: dict[str, Sequence[dict]]) -> pd.DataFrame:
 
 
 def replication_figure(studies: dict[str, Sequence[dict]]):
-    """Forest plot of :func:`replication_table`'s rows: per claim x regime one interval per study (colour), the
-    paper's number as a hollow diamond. Returns the matplotlib figure."""
-
+    """Forest plot of :func:`replication_table`'s rows: one interval per study (colour), the paper's number as a
+    hollow diamond."""
     table = replication_table(studies)  # validates and picks the rows
     keys = list(zip(table.id, table.regime))
     names = list(studies)
@@ -433,33 +419,21 @@ def replication_figure(studies: dict[str, Sequence[dict]]):
 
 
 def replication_markdown(table: pd.DataFrame) -> str:
-    """:func:`replication_table` as Markdown, every cell as written: without ``disable_numparse`` tabulate reads a
-    column of signed strings such as the paper's ``+4.0`` as numbers and prints ``4``."""
+    """:func:`replication_table` as Markdown, every cell as written (tabulate would print the paper's ``+4.0`` as 4)."""
     return table.to_markdown(index=False, disable_numparse=True)
 
 
 def render_replication(studies: dict[str, Sequence[dict]], out_dir: str | Path,
                        name: str = "replication_vs_registered") -> dict[str, Path]:
     """Write :func:`replication_table` as Markdown + CSV and :func:`replication_figure` as PNG + PDF."""
-
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     table = replication_table(studies)
-    paths = {"csv": out_dir / f"{name}.csv", "md": out_dir / f"{name}.md"}
-    table.to_csv(paths["csv"], index=False)
-    paths["md"].write_text(replication_markdown(table) + "\n")
-    fig = replication_figure(studies)
-    paths.update(save_figure(fig, out_dir, name))
-    plt.close(fig)
-    return paths
+    return _write(out_dir, name, table, replication_markdown(table), replication_figure(studies))
 
 
 def render_replications(results: str | Path, registered: Sequence[dict],
                         name: str = "replication_vs_registered") -> dict[str, Path]:
-    """:func:`render_replication` for every committed replication (``<results>/replication_*/claims.json``)
-    against ``registered``, into each one's ``figures/``: a new registered scorecard moves every side-by-side
-    table, which docs/results.md quotes. Keys are ``<replication>.<kind>``."""
-
+    """:func:`render_replication` of every ``<results>/replication_*/claims.json`` against ``registered``, into each
+    one's ``figures/``; keys are ``<replication>.<kind>``."""
     paths = {}
     for f in sorted(Path(results).glob("replication_*/claims.json")):
         rep = f.parent.name

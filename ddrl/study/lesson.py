@@ -1,12 +1,5 @@
-"""What notebooks 03-05 teach from the claims study: the decided comparisons re-analysed live from the committed
+"""What notebooks 03-05 show of the claims study: its decided comparisons re-analysed live from the committed
 per-run CSVs, beside the paper's numbers and the committed entries, and where a rerun run sits among the seeds.
-
-:func:`decide` recomputes one pass@1 claim (:data:`ddrl.study.plan.PAIRED`: a - b per seed and question) in one
-regime by the registered hierarchical bootstrap, stream and verdict rule, reading only the CSVs it needs (seconds);
-:func:`committed_entry` finds the entry the study committed for it (``results/claims.json``, or an amendment's
-``results/small_lr/*.json`` for the lr/10 regimes, with the seeds that amendment used), and :func:`decided_table`
-puts both side by side with the paper's number. :func:`verdict_sentences` says in one sentence each what holds,
-what is contradicted and what stays open; :func:`decided_figure` draws the intervals with the paper's values.
 """
 
 from __future__ import annotations
@@ -23,24 +16,14 @@ import pandas as pd
 from ddrl.report.stats import hierarchical_bootstrap
 from ddrl.seeds import derive_seed
 from ddrl.study.analysis import paired_matrix
-from ddrl.study.claims import entry, get
-from ddrl.study.plan import (
-    CSV,
-    NO_RL,
-    PAIRED,
-    RESULTS,
-    SAME_BASE,
-    csv_method_seed,
-    csv_path,
-    same_base,
-)
+from ddrl.study.claims import entry, get, interval
+from ddrl.study.plan import CSV, NO_RL, PAIRED, RESULTS, SAME_BASE, csv_method_seed, csv_path, same_base
 from ddrl.study.rerun import check, design_dir
 
-#: Regimes in words (a regime whose name ends in ``_small_lr`` is its base regime at a tenth of the learning rate).
 REGIME_WORDS = {"aime_like": "AIME-like", "amc_like": "AMC-like", "math500_like": "MATH-500-like"}
-#: Where the study's amendments committed their entries of the lr/10 regimes (beside results/claims.json).
+#: Where the amendments committed their entries of the lr/10 regimes.
 AMENDMENT_ENTRIES = RESULTS / "small_lr"
-#: Claims in words for a table row (the registered claim text is longer; ``ddrl.study.claims.get(id).claim``).
+#: Claims in a few words for a table row (the registered text is longer).
 CLAIM_WORDS = {"P1": "TTRL beats no adaptation", "P2": "DDRL beats no adaptation", "M1": "DDRL beats TTRL",
                "M2": "DDRL is at least as good as ETMR", "H1": "DDRL's gain carries to held-out questions",
                "A1": "BCS beats TTRL's random K", "A2": "DAE's fixed ±1 beats GRPO (after BCS)",
@@ -55,7 +38,6 @@ def regime_words(regime: str) -> str:
 
 
 def claim_words(cid: str) -> str:
-    """A claim in a few words (:data:`CLAIM_WORDS`), else its registered text."""
     return CLAIM_WORDS.get(cid) or get(cid).claim
 
 
@@ -65,9 +47,8 @@ def _amendment_files(folder: str) -> tuple[tuple[str, str], ...]:
 
 
 def committed_entry(cid: str, regime: str, results: Path = RESULTS) -> tuple[dict | None, list[int] | None, str]:
-    """The entry the study committed for claim ``cid`` in ``regime``, the seeds its analysis was restricted to (None:
-    every seed with both runs) and the file it lies in: ``results/claims.json`` first, else the first amendment
-    file under ``results/small_lr/`` whose ``entries`` hold it (its ``seeds``). (None, None, "") when none does."""
+    """The entry committed for ``cid`` in ``regime`` (``results/claims.json`` first, else the first file of
+    :data:`AMENDMENT_ENTRIES` that holds it), the seeds its analysis used (None: all) and its file; (None, None, "")."""
     main = results / "claims.json"
     for e in json.loads(main.read_text()):
         if e["id"] == cid and e["regime"] == regime:
@@ -75,31 +56,34 @@ def committed_entry(cid: str, regime: str, results: Path = RESULTS) -> tuple[dic
     for path, text in _amendment_files(str(results / AMENDMENT_ENTRIES.name)):
         data = json.loads(text)
         for e in data.get("entries", []) if isinstance(data, dict) else []:
-            if e.get("id") == cid and e.get("regime") == regime and "a" not in e:  # a registered claim, re-run
-                seeds = data.get("seeds")  # a list, or per claim (the ablation amendment's)
+            if e.get("id") == cid and e.get("regime") == regime and "a" not in e:  # a registered claim
+                seeds = data.get("seeds")  # a list, or per claim
                 seeds = seeds.get(cid) if isinstance(seeds, dict) else seeds
                 return e, seeds, str(Path(path).relative_to(results.parent))
     return None, None, ""
 
 
 def committed_cells(claims: Sequence[str], regimes: Sequence[str], results: Path = RESULTS) -> list[tuple[str, str]]:
-    """The (claim, regime) cells of ``claims`` x ``regimes``, claim by claim in the given orders, that the study decided
-    and committed (:func:`committed_entry`); unknown claims (not a paired pass@1 claim) raise, naming them."""
+    """The cells of ``claims`` x ``regimes``, in order, with a committed entry; claims not in :data:`PAIRED` raise."""
     unknown = [c for c in claims if c not in PAIRED]
     if unknown:
         raise ValueError(f"claims {unknown} are not paired pass@1 claims of the study (one of {sorted(PAIRED)})")
     return [(c, r) for c in claims for r in regimes if committed_entry(c, r, results)[0] is not None]
 
 
+def _run_csvs(folder: Path, method: str) -> list[Path]:
+    """The committed per-run CSVs of ``method`` in ``folder`` (not the per-step ones)."""
+    return sorted(p for p in folder.glob(f"{method}-seed*{CSV}") if not p.name.endswith(f"-steps{CSV}")
+                  and csv_method_seed(p)[0] == method)
+
+
 def claim_rows(runs: Path, regime: str, a: str, b: str) -> pd.DataFrame:
     """The per-question rows of methods ``a`` and ``b`` in ``regime`` (a no-RL method absent there from its
-    same-base regime, as :func:`ddrl.study.analysis.paired_matrix` reads it), read file by file."""
+    same-base regime, as :func:`ddrl.study.analysis.paired_matrix` reads it)."""
     frames = []
     for m in (a, b):
-        regs = [regime] + (same_base(regime) if m in NO_RL else [])
-        for r in regs:
-            paths = sorted(p for p in (runs / r).glob(f"{m}-seed*{CSV}") if not p.name.endswith(f"-steps{CSV}")
-                           and csv_method_seed(p)[0] == m)
+        for r in [regime] + (same_base(regime) if m in NO_RL else []):
+            paths = _run_csvs(runs / r, m)
             if paths:
                 frames += [pd.read_csv(p, dtype={"question": str}) for p in paths]
                 break
@@ -110,11 +94,10 @@ def claim_rows(runs: Path, regime: str, a: str, b: str) -> pd.DataFrame:
 
 def decide(cid: str, regime: str, seeds: Sequence[int] | None = None, runs: Path = RESULTS / "runs",
            n_boot: int = 4000) -> dict:
-    """Claim ``cid`` (a :data:`PAIRED` pass@1 claim) in ``regime`` re-analysed from the committed CSVs as the study
-    decided it: the seeds x questions matrix of (a - b) in points over ``seeds`` (default: every seed with both
-    runs), the hierarchical bootstrap on stream ``derive_seed(0, "claims", cid, regime)`` and the registered
-    verdict rule with the paper's sign and margin (an lr/10 regime takes those of the benchmark its base regime
-    stands for, as the study's amendments did)."""
+    """Claim ``cid`` (of :data:`PAIRED`) in ``regime`` re-analysed from the committed CSVs as the study decided it:
+    (a - b) per seed and question over ``seeds`` (default: all with both runs), the hierarchical bootstrap on stream
+    ``derive_seed(0, "claims", cid, regime)`` and the verdict rule (an lr/10 regime takes its base regime's paper
+    sign and margin)."""
     if cid not in PAIRED:
         raise ValueError(f"decide: {cid!r} is not a paired pass@1 claim (one of {sorted(PAIRED)})")
     a, b, split = PAIRED[cid]
@@ -130,10 +113,9 @@ def decide(cid: str, regime: str, seeds: Sequence[int] | None = None, runs: Path
 
 
 def decided_table(cells: Sequence[tuple[str, str]], runs: Path = RESULTS / "runs", n_boot: int = 4000) -> pd.DataFrame:
-    """One row per (claim, regime) of ``cells``, re-analysed live (:func:`decide`, on the seeds its committed entry
-    used): the claim and regime in words, the paper's difference, the testbed's estimate and 95% interval
-    (points), seeds, verdict, and whether it equals the committed entry (estimate, interval and verdict; the
-    file named). Raises naming the cell when the study committed no entry for it."""
+    """One row per (claim, regime) of ``cells`` re-analysed live (:func:`decide`, on its committed entry's seeds): in
+    words, the paper's difference, the testbed's estimate and interval, seeds, verdict, and whether it equals the
+    committed entry (naming its file). Raises for a cell with no committed entry."""
     rows = []
     for cid, regime in cells:
         committed, seeds, source = committed_entry(cid, regime, Path(runs).parent)
@@ -151,18 +133,16 @@ def decided_table(cells: Sequence[tuple[str, str]], runs: Path = RESULTS / "runs
 
 
 def show_table(table: pd.DataFrame) -> pd.DataFrame:
-    """:func:`decided_table` for reading: differences in points with signs, the interval in brackets."""
+    """:func:`decided_table` for reading: signed differences in points, the interval in brackets."""
     out = table[["what", "regime"]].copy()
     out["paper (points)"] = [f"{v:+.1f}" if v is not None and not pd.isna(v) else "-" for v in table["paper"]]
-    out["testbed (points, 95%)"] = [f"{e:+.1f} [{lo:+.1f}, {hi:+.1f}]"
+    out["testbed (points, 95%)"] = [interval({"estimate": e, "ci_low": lo, "ci_high": hi})
                                     for e, lo, hi in zip(table["testbed"], table["ci_low"], table["ci_high"])]
     return out.join(table[["seeds", "verdict", "as committed"]])
 
 
 def verdict_sentences(table: pd.DataFrame) -> list[str]:
-    """At most four sentences, one per kind of verdict present in a :func:`decided_table`: what holds (reproduced),
-    what is contradicted, what is decided as no effect, what stays open (not resolved); each lists its claims with
-    regime and estimate."""
+    """One sentence per verdict present in a :func:`decided_table`, listing its claims with regime and estimate."""
     kinds = (("reproduced", "Holds on the testbed"),
              ("contradicted", "Contradicted (the interval excludes zero on the other side)"),
              ("no effect", "No effect (the interval inside the ±1 point margin)"),
@@ -178,8 +158,8 @@ def verdict_sentences(table: pd.DataFrame) -> list[str]:
 
 
 def summary_sentences(table: pd.DataFrame, reruns: pd.DataFrame) -> list[str]:
-    """Two sentences for a notebook's "What we measured": the decided comparisons by verdict and whether each equals
-    the committed entry, and how many rerun runs landed exactly on the committed ones."""
+    """A notebook's "What we measured": the comparisons by verdict, how many equal the committed entries, and how
+    many rerun runs landed exactly on the committed ones."""
     n = table["verdict"].value_counts()
     same = table["as committed"].str.startswith("yes").sum()
     out = [(f"Of {len(table)} comparisons re-analysed live from the committed runs, {n.get('reproduced', 0)} hold, "
@@ -192,7 +172,7 @@ def summary_sentences(table: pd.DataFrame, reruns: pd.DataFrame) -> list[str]:
 
 
 def decided_figure(table: pd.DataFrame, title: str):
-    """The decided comparisons as intervals (coloured by verdict) with the paper's difference marked (a cross)."""
+    """The decided comparisons as intervals coloured by verdict, the paper's difference as a cross."""
     colours = {"reproduced": "tab:green", "contradicted": "tab:red", "no effect": "tab:grey", "not resolved": "tab:orange"}
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(table) + 1.4))
     y = np.arange(len(table))[::-1]
@@ -214,10 +194,9 @@ def decided_figure(table: pd.DataFrame, title: str):
 
 def seed_position(regime: str, method: str, seed: int, value: float, runs: Path = RESULTS / "runs",
                   split: str = "adapted") -> dict:
-    """Where a run's mean pass@1 on ``split`` (``value``) sits among every committed seed of the same regime and
-    method: ``rank`` (1 = lowest), ``n`` seeds, their ``min``, ``median``, ``max``."""
-    paths = sorted(p for p in (Path(runs) / regime).glob(f"{method}-seed*{CSV}") if not p.name.endswith(f"-steps{CSV}")
-                   and csv_method_seed(p)[0] == method)
+    """Where a run's mean pass@1 on ``split`` (``value``) sits among the committed seeds of its regime and method:
+    ``rank`` (1 = lowest), ``n`` seeds, their ``min``, ``median``, ``max``."""
+    paths = _run_csvs(Path(runs) / regime, method)
     if not paths:
         raise ValueError(f"{runs}/{regime}: no committed runs of {method}")
     frames = {csv_method_seed(p)[1]: pd.read_csv(p, usecols=["split", "pass@1"]) for p in paths}
@@ -227,8 +206,7 @@ def seed_position(regime: str, method: str, seed: int, value: float, runs: Path 
 
 
 def seeds_needed(regime: str, results: Path = RESULTS) -> int:
-    """The seeds the study's power analysis chose for ``regime``'s DDRL - TTRL comparison to reach its half-width
-    target (``results/stage1.json``; an lr/10 regime takes its base regime's count, as the plan does)."""
+    """The seeds the power analysis chose for ``regime`` (``results/stage1.json``; an lr/10 regime: its base's)."""
     seeds = json.loads((results / "stage1.json").read_text())["seeds"]
     base = SAME_BASE.get(regime, regime)
     if base not in seeds:
@@ -237,8 +215,7 @@ def seeds_needed(regime: str, results: Path = RESULTS) -> int:
 
 
 def parse_rerun(spec: str) -> tuple[str, str, str, int, int | None]:
-    """A rerun as its command line's arguments, ``"DESIGN REGIME METHOD SEED [--steps K]"`` -> (design, regime,
-    method, seed, K or None); raises ``ValueError`` naming the spec when it is not of that form."""
+    """``"DESIGN REGIME METHOD SEED [--steps K]"`` -> (design, regime, method, seed, K or None), or ValueError."""
     words = spec.split()
     steps = None
     if len(words) == 6 and words[4] == "--steps" and words[5].isdigit() and int(words[5]) > 0:
@@ -250,16 +227,16 @@ def parse_rerun(spec: str) -> tuple[str, str, str, int, int | None]:
 
 
 def rerun_table(specs: Sequence[str], results: Path = RESULTS) -> tuple[pd.DataFrame, list[str]]:
-    """Each rerun of ``specs`` (:func:`parse_rerun`; all parsed before any runs) done by
-    :func:`ddrl.study.rerun.check` one at a time: a row per rerun (what, identical or how many values differ, and
-    for a whole run its adapted pass@1 and rank among the committed seeds) and the reports' texts."""
+    """Each rerun of ``specs`` (all parsed before any runs) by :func:`ddrl.study.rerun.check`: a row per rerun
+    (identical or how many values differ; for a whole run its adapted pass@1 and rank among the seeds) and the
+    reports' texts."""
     rows, texts = [], []
     for design, regime, method, seed, steps in [parse_rerun(s) for s in specs]:
         row = {"run": f"{design} {regime} {method} seed {seed}",
                "what": f"first {steps} RL steps" if steps else "whole run"}
         try:
             diff, text = check(design, regime, method, int(seed), int(steps) if steps else None)
-        except ValueError as e:  # not rerunnable here (a GPU run's key, an amendment's design): said, not raised
+        except ValueError as e:  # not rerunnable here: said, not raised
             rows.append({**row, "result": f"not rerun: {e}"})
             texts.append(f"rerun {row['run']}: {e}")
             continue

@@ -1,25 +1,16 @@
-"""The results page, ``docs/results.md``, rendered from the committed analyses and ordered by claim.
+"""The results page, ``docs/results.md``: what it answers, its at-a-glance table and one section per claim family,
+rendered from the committed analyses under ``results/`` (``make docs``, ``python -m ddrl.study render-page``).
 
-The page answers first: does DDRL beat TTRL, and where (the M1 entries at both learning rates and on fresh
-questions), then what holds, what is contradicted and what stays open, and one at-a-glance table; then one section
-per claim family (frequency bands, amplification, the main table, Table 1, the ablation, COR and its cost,
-refinement size, dynamics, transfer to fresh questions, builds), each with its table and its committed figure.
-
-Every number on the page is read from the committed files under ``results/`` (the entries gathered by
-:mod:`ddrl.study.digest`, the replications' analyses); the prose typed here says what each family asks and how to
-read it, never a result. ``make docs`` (``python -m ddrl.study render-page``) writes the page, and
-``tests/test_results_page.py`` fails while the committed page differs from a fresh rendering. The dated history, the
-amendment-by-amendment narrative, lives in ``docs/study/journal.md``; the registered plan and its amendments in
-``results/plan.md``.
-
-:func:`claims_figure` (the paper's claims in words beside the paper's numbers) is drawn by notebook 06 and kept in the
-committed figure store (``docs/results/figures.json``), which keys it by this module's code: after an edit of the code
-here (not of a docstring or comment), ``make figures`` commits the store again (tests/test_study.py says so).
+Every number on the page is read from the committed files; the prose here says what each family asks and how to
+read it, never a result. ``tests/test_results_page.py`` fails while the committed page differs from a fresh
+rendering. :func:`claims_figure` is drawn by notebook 06 and kept in the figure store (``docs/results/figures.json``),
+which keys it by this module's code: after a code edit here, ``make figures``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import textwrap
 from dataclasses import dataclass
@@ -31,25 +22,90 @@ import pandas as pd
 import seaborn as sns
 
 from ddrl.report.stats import NO_EFFECT_MARGIN
-from ddrl.study.claims import FLOOR_NOTE, VERDICT_COLORS, interval
-from ddrl.study.digest import ROWS, SAMPLE_COLUMNS, SAMPLE_ROWS, STANDS_FOR, cell, gather, table
+from ddrl.study.claims import FLOOR_NOTE, VERDICT_COLORS, interval, load, validate
 from ddrl.study.plan import RESULTS
 
 #: Where ``make docs`` writes the page.
 PAGE = RESULTS.parent / "docs" / "results.md"
-#: The page's figures, relative to the page.
+#: The page's figures and the journal, relative to the page.
 FIGURES = "results"
-#: The journal (the dated history and every amendment's section), relative to the page.
 JOURNAL = "study/journal.md"
 #: The page's width for prose (tables and links are not wrapped).
 WIDTH = 118
 
-#: What each verdict means, in the words the page uses (the rule registered in ``results/plan.md``).
+#: The registered build's analyses with verdicts, relative to ``results/``; a missing file is a design not yet
+#: analysed (its cells stay empty)
+SOURCES = ("claims.json", "wide/claims.json", "small_lr/claims.json", "small_lr/ablation.json",
+           "small_lr/ablation_amc.json", "small_lr/extra_rl.json", "small_lr/extra_rl_amc.json", "small_lr/table1.json",
+           "small_lr/table1_fixed_more.json", "small_lr/table1_fixed.json", "small_lr/etmr.json",
+           "small_lr/etmr_amc.json", "small_lr/cor.json", "small_lr/refine_amc.json", "small_lr/refine_math500.json",
+           "cor_alone/adapted.json",
+           "small_lr/heldout.json", "small_lr/etmr_heldout.json", "small_lr/etmr_heldout_amc.json",
+           "small_lr/refine_heldout_amc.json", "small_lr/refine_heldout_math500.json", "small_lr/ttrl_heldout_amc.json",
+           "small_lr/cor_lr10_heldout_math500.json", "small_lr/cor4x_lr10_amc.json",
+           "small_lr/cor4x_lr10_math500.json", "cor_alone/heldout.json",
+           "small_lr/dynamics.json")
+#: The registered build's other analyses with verdicts, which are no claims of the paper and reuse ids of their own
+#: (a test checks that every committed analysis with verdicts is here or in :data:`SOURCES`)
+ELSEWHERE = {"drift/": "why adaptation costs held-out accuracy: policy drift (plan Amendments 21-25, 42)",
+             "wide/arms.json": "TTRL and DDRL with a 100x KL penalty (plan Amendment 27), no method of the paper"}
+
+#: The regimes that stand for the paper's benchmarks -> (the regime at lr/10 or None, the regimes at the default lr
+#: with the label a cell gives each; the first is unlabelled)
+STANDS_FOR = {"AIME-like": (None, {"aime_like": ""}),
+              "AMC-like": ("amc_like_small_lr", {"amc_like": ""}),
+              "MATH-500-like": ("math500_like_small_lr", {"math500_like": "", "math500_like_768": "768 questions: "})}
+
+#: The page's claims: (the claim in words, its id at lr/10, its id at the default lr)
+ROWS = (("TTRL improves on no adaptation", "P1", "P1"),
+        ("DDRL improves on no adaptation", "P2", "P2"),
+        ("ETMR improves on no adaptation", "P3", "P3"),
+        ("DDRL beats TTRL", "M1", "M1"),
+        ("DDRL is at least as good as ETMR", "M2", "M2"),
+        ("ETMR beats TTRL", "M3", "M3"),
+        ("GRPO without its std normalisation helps TTRL (Table 1)", "T1", "T1"),
+        ("fixed +1/-1 advantages instead of GRPO's help TTRL (Table 1 as the paper's text describes it)", "T1f", "T1f"),
+        ("BCS alone changes TTRL (paper: + on AIME/MATH, - on AMC)", "A1", "A1"),
+        ("adding DAE to BCS helps", "A2", "A2"),
+        ("adding COR to BCS+DAE helps", "A3", "A3"),
+        ("COR beats additional RL", "C1", "C1"),
+        ("COR costs a fraction of additional RL [wall time, % of the RL phase]", "C2", "C2"),
+        ("refinement size barely matters (COR 4x - 1x kept rollouts)", "R1", "R1"),
+        ("DDRL's gain over TTRL is larger with a stronger base model", "S1", "S1"),
+        ("on AIME, DDRL's mean advantage stays negative (Fig. 4) [- mean advantage x 100]", "D1", "D1"),
+        ("on MATH-500, DDRL's mean advantage rises from negative to positive (Fig. 4) [last - first quarter, x 100]",
+         "D2", "D2"),
+        ("(ours) COR alone (SFT on the untrained model's majority answers, no RL phase: the column is the design "
+         "that measured it) improves on no adaptation", "K3", "K3"),
+        ("(ours) DDRL beats COR alone", "K4", "K5"),
+        ("(ours) TTRL's adaptation transfers: it gains on 1,536 fresh questions", "H1xT", "H1xT"),
+        ("(ours) DDRL's adaptation transfers: it gains on 1,536 fresh questions", "H1x", "H1x"),
+        ("(ours) DDRL beats TTRL on 1,536 fresh questions", "H1xD", "H1xD"),
+        ("(ours) COR does not cost accuracy on 1,536 fresh questions (DDRL - BCS+DAE)", "H1xC", "H1xC"),
+        ("(ours) COR 4x's extra gain holds on 1,536 fresh questions (COR 4x - COR 1x kept rollouts)", "R1x", "R1x"),
+        ("(ours) COR at a tenth of its rate gains on 1,536 fresh questions (COR at 1e-6 - BCS+DAE)", "K1x", "K1x"),
+        ("(ours) COR keeping 4x the rollouts at a tenth of its rate helps BCS+DAE (COR 4x at 1e-6 - BCS+DAE)", "K1g",
+         "K1g"),
+        ("(ours) COR keeping 4x the rollouts at a tenth of its rate gains on 1,536 fresh questions (COR 4x at 1e-6 - "
+         "BCS+DAE)", "K1gx", "K1gx"),
+        ("(ours) ETMR's adaptation transfers: it gains on 1,536 fresh questions", "P3x", "P3x"),
+        ("(ours) DDRL is at least as good as ETMR on 1,536 fresh questions", "M2x", "M2x"))
+
+#: The claims about a model's own samples (no learning rate): (claim, id), the testbed's base and a real LLM's
+SAMPLE_ROWS = (("answers seen <= 5 of 64 times are mostly wrong [50 - their accuracy, points]", "F1"),
+               ("answers seen >= 45 of 64 times are mostly right [their accuracy - 50, points]", "F2"),
+               ("the middle band is less reliable than the top band [accuracy difference, points]", "F3"),
+               ("GRPO gives larger positive advantages when the pseudo-label is wrong [advantage x 100]", "G1"),
+               ("the middle band is the primary source of TTRL's wrong rewards [its share of them - 50, points]", "N1"),
+               ("middle-band rollouts are rewarded wrongly more often [rate difference to the outer bands, points]",
+                "N2"))
+SAMPLE_COLUMNS = {"base": "testbed base model", "svamp_codex": "code-davinci-002 on SVAMP"}
+
+#: What each verdict means, in the page's words (the rule registered in ``results/plan.md``).
 VERDICTS = {"reproduced": "the paper's sign, the 95% interval excludes 0",
             "contradicted": "the opposite sign, the 95% interval excludes 0",
             "no effect": "the 95% interval lies inside +-1 point",
-            "not resolved": "none of these",
-            "floor": "both methods score 0 on every question of every seed, so the regime cannot test the claim"}
+            "not resolved": "none of these"}
 #: The order in which :func:`standing` groups verdicts, with each group's heading.
 GROUPS = (("reproduced", "Holds"), ("contradicted", "Contradicted"), ("no effect", "No effect"),
           ("not resolved", "Open (not resolved)"), ("floor", "Cannot be tested (floor)"))
@@ -59,15 +115,14 @@ BUILDS = {"replication_xeon": ("Xeon build", ("claims.json", "cor_alone.json", "
                                               "small_lr_etmr_amc.json", "cor_alone_heldout.json",
                                               "etmr_heldout.json")),
           "replication_c49d": ("c49d994e build", ("claims.json", "cor_alone.json"))}
-#: The claims the builds section compares (those the replications measured at the regimes of :data:`STANDS_FOR`).
+#: The claims the builds section compares.
 BUILD_IDS = ("P1", "P2", "P3", "M1", "M2", "M3", "K3", "K4", "K5", "H1xD", "H1x")
 
 
 @dataclass(frozen=True)
 class Family:
-    """One section of the page: its heading, the digest rows' ids it shows (:data:`ddrl.study.digest.ROWS`, or the
-    sample claims for ``samples``), what it asks in words (no numbers) and its committed figures (file, alt text,
-    caption in words)."""
+    """One section of the page: its heading, the ids of :data:`ROWS` it shows (of :data:`SAMPLE_ROWS` for
+    ``samples``), what it asks in words (no numbers) and its committed figures (file, alt text, caption)."""
     title: str
     ids: tuple[str, ...]
     asks: str
@@ -153,56 +208,126 @@ BUILDS_ASKS = ("The same recipe trained on another kind of CPU gives another bas
                "pooled with the registered one's.")
 
 
-def _wrap(text: str, prefix: str = "") -> list[str]:
-    return textwrap.wrap(text, WIDTH, initial_indent=prefix, subsequent_indent=" " * len(prefix),
-                         break_on_hyphens=False, break_long_words=False)
 
+# The committed entries, per claim and regime
 
-def _md(df: pd.DataFrame) -> list[str]:
-    """A table as Markdown (``DataFrame.to_markdown``; cells are printed as they are, never parsed as numbers)."""
-    return df.to_markdown(index=False, disable_numparse=True).splitlines()
+def gather(results: str | Path = RESULTS, sources: Sequence[str] = SOURCES) -> dict[tuple[str, str], list[dict]]:
+    """(claim id, regime) -> the validated entries of the files ``sources`` under ``results`` that exist, in order."""
+    by: dict[tuple[str, str], list[dict]] = {}
+    for name in sources:
+        path = Path(results) / name
+        if not path.is_file():
+            continue
+        if name == "claims.json":
+            entries = load(path)
+        else:
+            data = json.loads(path.read_text())
+            entries = validate(data["entries"] if isinstance(data, dict) else data, str(path))
+        for e in entries:
+            by.setdefault((e["id"], e["regime"]), []).append(e)
+    return by
 
 
 def _verdict(e: dict) -> str:
     return "floor" if e.get("note") == FLOOR_NOTE else e["verdict"]
 
 
+def cell(e: dict) -> str:
+    """An entry as the tables print it: estimate [95% CI], verdict (or ``floor``) and seeds x questions."""
+    return f"{interval(e)} {_verdict(e)} ({e['n_seeds']} x {e['n_questions']})"
+
+
+def _at(by: dict, small_id: str, default_id: str, name: str) -> tuple[list[tuple[str, dict]], list[tuple[str, dict]]]:
+    """A row of :data:`ROWS` in the regime ``name`` of :data:`STANDS_FOR`: its [(label, entry)] at lr/10 and at the
+    default lr."""
+    small, default = STANDS_FOR[name]
+    at_small = [("", e) for e in by.get((small_id, small), [])] if small else []
+    return at_small, [(label, e) for reg, label in default.items() for e in by.get((default_id, reg), [])]
+
+
+def _paper(pairs: Sequence[tuple[str, dict]]) -> str:
+    nums = sorted({e["paper"] for _, e in pairs if e["paper"] is not None})
+    return " / ".join(f"{p:+.1f}" for p in nums) or "n/a"
+
+
+def _row_id(small_id: str, default_id: str) -> str:
+    """``M1``, or ``K4 / K5`` where the learning rates' ids differ."""
+    return small_id if small_id == default_id else f"{small_id} / {default_id}"
+
+
+def table(by: dict) -> list[dict]:
+    """Per row of :data:`ROWS` and regime with an entry: the paper's number and the cells at lr/10 and at the default
+    lr ("-": no design measured it)."""
+    rows = []
+    for claim, small_id, default_id in ROWS:
+        for name in STANDS_FOR:
+            at_small, at_default = _at(by, small_id, default_id, name)
+            if at_small or at_default:
+                rows.append({"claim": claim, "id": _row_id(small_id, default_id), "regime": name,
+                             "paper": _paper(at_small + at_default),
+                             "lr10": "; ".join(label + cell(e) for label, e in at_small) or "-",
+                             "default": "; ".join(label + cell(e) for label, e in at_default) or "-"})
+    return rows
+
+
+def learning_rates(by: dict) -> dict[str, list[dict]]:
+    """The pass@1 comparisons at lr/10, each beside the same claim at the default lr on the same questions, as
+    :func:`ddrl.study.claims.replication_figure`'s studies: each entry's regime renamed to the regime's name and
+    its id to the row's; the paper's numbers (20-48 points) dropped so they do not squeeze the intervals."""
+    studies: dict[str, list[dict]] = {"default lr": [], "lr/10": []}
+    for _, small_id, default_id in ROWS:
+        for name in STANDS_FOR:
+            at_small, at_default = _at(by, small_id, default_id, name)
+            if not at_small or "[points]" not in at_small[0][1]["metric"]:
+                continue
+            # one entry per learning rate: the first source's, of the unlabelled regime at the default lr
+            for lr, pairs in (("lr/10", at_small[:1]), ("default lr", [p for p in at_default if not p[0]][:1])):
+                studies[lr] += [{**e, "id": _row_id(small_id, default_id), "regime": name, "paper": None}
+                                for _, e in pairs]
+    return studies
+
+
+# Text
+
+def _wrap(text: str, prefix: str = "") -> list[str]:
+    return textwrap.wrap(text, WIDTH, initial_indent=prefix, subsequent_indent=" " * len(prefix),
+                         break_on_hyphens=False, break_long_words=False)
+
+
+def _md(df: pd.DataFrame) -> list[str]:
+    return df.to_markdown(index=False, disable_numparse=True).splitlines()
+
+
 def _plain(claim: str) -> str:
-    """A digest row's claim for a table: without the asides that explain a column (a parenthesis with a colon)."""
+    """A claim without the asides that explain a column (a parenthesis with a colon)."""
     return re.sub(r"\s*\([^)]*:[^)]*\)", "", claim)
 
 
 def _short(claim: str) -> str:
-    """A digest row's claim without its metric in brackets or its parenthetical asides (``(ours)`` stays)."""
+    """A claim without its metric in brackets or its parenthetical asides (``(ours)`` stays)."""
     return re.sub(r"\s+", " ", re.sub(r"\s*\[[^]]*\]|\s*\((?!ours\))[^)]*\)", "", claim)).strip()
 
 
-# ---------------------------------------------------------------------------------------------------------
 # The answer
-# ---------------------------------------------------------------------------------------------------------
 
 def _lr_entries(by: dict, small_id: str, default_id: str) -> dict[str, list[tuple[str, dict]]]:
-    """The entries of one digest row per learning rate: ``lr/10`` and ``default lr`` -> [(regime label, entry)]."""
+    """A row's entries per learning rate: ``lr/10`` and ``default lr`` -> [(where, entry)]."""
     out: dict[str, list[tuple[str, dict]]] = {"lr/10": [], "default lr": []}
-    for name, (small, default) in STANDS_FOR.items():
-        if small:
-            out["lr/10"] += [(name, e) for e in by.get((small_id, small), [])]
-        for reg, label in default.items():
-            where = f"{name}, {label.rstrip(': ')}" if label else name
-            out["default lr"] += [(where, e) for e in by.get((default_id, reg), [])]
+    for name in STANDS_FOR:
+        at_small, at_default = _at(by, small_id, default_id, name)
+        out["lr/10"] += [(name, e) for _, e in at_small]
+        out["default lr"] += [(f"{name}, {label.rstrip(': ')}" if label else name, e) for label, e in at_default]
     return out
 
 
 def _quote(where: str, e: dict) -> str:
     """``+3.0 [+0.9, +5.0] in AMC-like (reproduced; 19 seeds x 128 questions; paper +4.0)``."""
     paper = "" if e["paper"] is None else f"; paper {e['paper']:+.1f}"
-    v = _verdict(e)
-    return f"{interval(e)} in {where} ({v}; {e['n_seeds']} seeds x {e['n_questions']} questions{paper})"
+    return f"{interval(e)} in {where} ({_verdict(e)}; {e['n_seeds']} seeds x {e['n_questions']} questions{paper})"
 
 
 def _gist(entries: Sequence[tuple[str, dict]]) -> str:
-    """One word for a set of verdicts: yes (all reproduced), no (all contradicted), no difference (all no
-    effect), not shown (otherwise; floors left aside)."""
+    """One phrase for a set of verdicts (floors left aside)."""
     vs = {_verdict(e) for _, e in entries} - {"floor"}
     if vs == {"reproduced"}:
         return "yes"
@@ -216,8 +341,8 @@ def _gist(entries: Sequence[tuple[str, dict]]) -> str:
 
 
 def answer(by: dict, figure: bool = True) -> list[str]:
-    """Does DDRL beat TTRL, and where: M1 at lr/10 and at the default lr, then H1xD on fresh questions, each with
-    its estimate, interval, verdict, size and the paper's number; then (``figure``) the link to :data:`FIGURE`."""
+    """Does DDRL beat TTRL, and where: M1 at both learning rates, then H1xD on fresh questions; then (``figure``)
+    the link to :data:`FIGURE`."""
     parts = []
     for cid, fresh in (("M1", ""), ("H1xD", " on 1,536 fresh questions")):
         for lr, entries in _lr_entries(by, cid, cid).items():
@@ -245,8 +370,7 @@ def answer(by: dict, figure: bool = True) -> list[str]:
 
 
 def standing(by: dict, lr: str) -> dict[str, list[str]]:
-    """At one learning rate (``lr/10`` or ``default lr``): verdict -> ["claim (regimes)"], every digest row's
-    claim in words with the regimes that gave it that verdict."""
+    """At ``lr`` (``lr/10`` or ``default lr``): verdict -> ["claim (regimes)"] over :data:`ROWS`."""
     out: dict[str, dict[str, list[str]]] = {}
     for claim, small_id, default_id in ROWS:
         for where, e in _lr_entries(by, small_id, default_id)[lr]:
@@ -255,11 +379,10 @@ def standing(by: dict, lr: str) -> dict[str, list[str]]:
 
 
 def standing_lines(by: dict) -> list[str]:
-    """What holds, what is contradicted, what stays open, per learning rate, in words (:func:`standing`)."""
     lines = ["## What holds, what is contradicted, what stays open", ""]
     lines += _wrap("Every claim of the at-a-glance table below, grouped by its verdict. The verdict rule was "
-                   "registered before the runs (results/plan.md): " + "; ".join(
-                       f"*{v}*: {VERDICTS[v]}" for v in ("reproduced", "contradicted", "no effect", "not resolved"))
+                   "registered before the runs (results/plan.md): "
+                   + "; ".join(f"*{v}*: {w}" for v, w in VERDICTS.items())
                    + ". Claims marked (ours) are the companion's own questions, not the paper's.")
     for lr, words in (("lr/10", "At lr/10, the paper's small learning rate"),
                       ("default lr", "At the default learning rate (ten times larger)")):
@@ -272,36 +395,29 @@ def standing_lines(by: dict) -> list[str]:
 
 
 def _brief(e: dict) -> str:
-    """An entry in the at-a-glance table: estimate and verdict (the interval is in its family's table)."""
+    """An entry in the at-a-glance table: estimate and verdict."""
     v = _verdict(e)
     return "floor" if v == "floor" else f"{e['estimate']:+.1f} {v}"
 
 
-def _paper(by: dict, small_id: str, default_id: str, small: str | None, default: dict) -> str:
-    """The paper's number for one digest row and regime (the first entry's that has one), or ``n/a``."""
-    keys = [(small_id, small)] * bool(small) + [(default_id, r) for r in default]
-    return next((f"{e['paper']:+.1f}" for k in keys for e in by.get(k, []) if e["paper"] is not None), "n/a")
-
-
 def glance_table(by: dict) -> pd.DataFrame:
-    """One row per claim (:data:`ddrl.study.digest.ROWS`): the paper's number per regime and the testbed's
-    estimate and verdict per regime and learning rate ("-": no design measured it)."""
+    """One row per claim of :data:`ROWS`: the paper's number per regime and the testbed's estimate and verdict per
+    regime and learning rate ("-": no design measured it)."""
     rows = []
     for claim, small_id, default_id in ROWS:
-        papers = [_paper(by, small_id, default_id, small, default) for small, default in STANDS_FOR.values()]
-        row = {"claim": _short(claim),
-               "paper (AIME / AMC / MATH-500)": " / ".join(papers) if set(papers) != {"n/a"} else "n/a"}
-        for name, (small, default) in STANDS_FOR.items():
+        papers, cells = [], {}
+        for name, (small, _) in STANDS_FOR.items():
+            at_small, at_default = _at(by, small_id, default_id, name)
+            papers.append(_paper(at_small + at_default))
             if small:
-                row[f"{name} lr/10"] = "; ".join(_brief(e) for e in by.get((small_id, small), [])) or "-"
-            at_default = [_brief(e) for reg in default for e in by.get((default_id, reg), [])]
-            row[f"{name} default lr"] = "; ".join(at_default) or "-"
-        rows.append(row)
+                cells[f"{name} lr/10"] = "; ".join(_brief(e) for _, e in at_small) or "-"
+            cells[f"{name} default lr"] = "; ".join(_brief(e) for _, e in at_default) or "-"
+        rows.append({"claim": _short(claim),
+                     "paper (AIME / AMC / MATH-500)": " / ".join(papers) if set(papers) != {"n/a"} else "n/a", **cells})
     return pd.DataFrame(rows)
 
 
 def glance(by: dict) -> list[str]:
-    """The at-a-glance table (:func:`glance_table`) and its figure."""
     lines = ["## At a glance", ""]
     lines += _wrap("One row per claim: the testbed's estimate and verdict per regime, at lr/10 and at the default "
                    "learning rate (in MATH-500-like at the default lr the second entry is the 768-question "
@@ -317,26 +433,23 @@ def glance(by: dict) -> list[str]:
     return lines
 
 
-# ---------------------------------------------------------------------------------------------------------
-# The answer's figure: the paper's claims at lr/10, in words, beside the paper's numbers
-# ---------------------------------------------------------------------------------------------------------
+# The answer's figure: the paper's claims at lr/10 in words
 
-#: The digest rows the figure shows (at lr/10, where the testbed reproduces the paper's setting): the paper's
-#: pass@1 claims, then the companion's question whether DDRL's margin holds on fresh questions
+#: The claims the figure shows at lr/10: the paper's pass@1 claims, then whether DDRL's margin holds on fresh questions
 FIGURE_IDS = ("P1", "P2", "P3", "M1", "M2", "M3", "T1", "A1", "A2", "A3", "C1", "R1", "H1xD")
-#: The figure's file under docs/results/ (drawn by notebook 06, committed by ``make figures``)
+#: The figure's file under docs/results/ (drawn by notebook 06)
 FIGURE = "claims_in_words"
 
 
 def figure_rows(by: dict) -> list[dict]:
-    """The figure's rows: per claim of :data:`FIGURE_IDS` and regime measured at lr/10, the claim in words, the
-    regime, the estimate and interval, the verdict and the paper's number (None for the companion's claims)."""
+    """Per claim of :data:`FIGURE_IDS` and regime measured at lr/10: the claim in words, regime, estimate, interval,
+    verdict and the paper's number."""
     rows = []
-    for claim, small_id, _ in ROWS:
+    for claim, small_id, default_id in ROWS:
         if small_id not in FIGURE_IDS:
             continue
-        for name, (small, _) in STANDS_FOR.items():
-            for e in by.get((small_id, small), [])[:1] if small else []:
+        for name in STANDS_FOR:
+            for _, e in _at(by, small_id, default_id, name)[0][:1]:
                 rows.append({"claim": _short(claim), "regime": name, "estimate": e["estimate"],
                              "ci_low": e["ci_low"], "ci_high": e["ci_high"], "verdict": _verdict(e),
                              "paper": e["paper"]})
@@ -344,10 +457,8 @@ def figure_rows(by: dict) -> list[dict]:
 
 
 def claims_figure(rows: Sequence[dict]):
-    """Forest plot of :func:`figure_rows`: one line per claim and regime, labelled in words, the testbed's estimate
-    and 95% interval coloured by its verdict, the paper's number as a hollow diamond (an arrow at the right edge with
-    its value where it lies beyond the testbed's range: the paper's gains over no adaptation are 20-48 points).
-    Returns the matplotlib figure."""
+    """Forest plot of :func:`figure_rows`: the testbed's intervals coloured by verdict, the paper's number as a hollow
+    diamond (an arrow with its value where it lies beyond the testbed's range)."""
     if not rows:
         raise ValueError("claims_figure: no rows (figure_rows found no lr/10 entry of FIGURE_IDS)")
     fig, ax = plt.subplots(figsize=(9.0, 0.32 * len(rows) + 1.4))
@@ -369,8 +480,7 @@ def claims_figure(rows: Sequence[dict]):
     ax.set_xlim(left, right)
     ax.set_yticks(range(len(rows))[::-1], [f"{r['claim']} ({r['regime']})" for r in rows], fontsize=8)
     ax.set_xlabel("pass@1 difference at lr/10, points (95% interval; grey: the +-1 no-effect band)")
-    handles = [plt.Line2D([], [], color=VERDICT_COLORS[v], marker="o", lw=2, label=v)
-               for v in ("reproduced", "contradicted", "no effect", "not resolved") if v in VERDICT_COLORS]
+    handles = [plt.Line2D([], [], color=c, marker="o", lw=2, label=v) for v, c in VERDICT_COLORS.items()]
     handles.append(plt.Line2D([], [], ls="", marker="D", mfc="none", mec="black", label="paper"))
     ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(handles), fontsize=8,
               frameon=False)
@@ -379,13 +489,10 @@ def claims_figure(rows: Sequence[dict]):
     return fig
 
 
-# ---------------------------------------------------------------------------------------------------------
 # The claim families
-# ---------------------------------------------------------------------------------------------------------
 
 def family_table(by: dict, fam: Family) -> pd.DataFrame:
-    """A family's rows: the digest's (claim, regime, paper, both learning rates), or for the sample claims one row
-    per claim with the testbed's untrained model and the real LLM."""
+    """A family's rows of :func:`table`, or for the sample claims one row per claim and :data:`SAMPLE_COLUMNS`."""
     if fam.samples:
         rows = [{"claim": claim, **{label: " ".join(cell(e) for e in by.get((cid, reg), [])) or "-"
                                     for reg, label in SAMPLE_COLUMNS.items()}}
@@ -407,12 +514,11 @@ def family_lines(by: dict, fam: Family) -> list[str]:
 
 def builds_table(results: Path, registered: dict) -> pd.DataFrame:
     """The registered build beside each replication (:data:`BUILDS`): one row per claim of :data:`BUILD_IDS` and
-    regime that a replication measured, each build's cell (:func:`ddrl.study.digest.cell`)."""
+    regime that a replication measured, each build's :func:`cell`."""
     builds = {label: gather(results / folder, sources) for folder, (label, sources) in BUILDS.items()
               if (results / folder).is_dir()}
     names = {small: f"{name} at lr/10" for name, (small, _) in STANDS_FOR.items() if small}
-    names.update({reg: f"{name} at the default lr" for name, (_, d) in STANDS_FOR.items() for reg in d if reg in
-                  ("aime_like", "amc_like", "math500_like")})
+    names.update({reg: f"{name} at the default lr" for name, (_, d) in STANDS_FOR.items() for reg in d if not d[reg]})
     words = {i: _short(claim) for claim, *ids in ROWS for i in ids}
     rows = []
     for cid in BUILD_IDS:
@@ -436,9 +542,7 @@ def builds_lines(results: Path, by: dict) -> list[str]:
     return lines
 
 
-# ---------------------------------------------------------------------------------------------------------
 # The page
-# ---------------------------------------------------------------------------------------------------------
 
 INTRO = ("For every claim of the paper, the testbed's estimate, a 95% interval and a verdict decided by a rule "
          "registered before the runs. The testbed is a small model trained from scratch on step-by-step arithmetic "
