@@ -172,7 +172,6 @@ LAZY_OK = {
     ("ddrl/study/runner.py", "ddrl.study.rerun"): "notebook 06 renders the designs' tables through the runner; "
                                                   "recomputing a run needs torch",
     ("ddrl/study/runner.py", "ddrl.study.jobs"): "as above (the real LLM's sample job)",
-    ("ddrl/study/runner.py", "ddrl.models"): "as above (resolve_device: the status's workers per device)",
     ("ddrl/study/drift.py", "ddrl.study.drift_kl"): "the drift analyses and figures without torch; measuring a held-out KL samples",
 }
 #: The verl integration runs in its own environment (.venv-verl, `make test-verl`); left as it is.
