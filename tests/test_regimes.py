@@ -1,10 +1,10 @@
-"""ddrl.study.regimes: the pre-stated rule that picks regimes from base-model properties, and their questions."""
+"""ddrl.study.plan's regimes: the pre-stated rule that picks regimes from base-model properties, and their questions."""
 
 from __future__ import annotations
 
 import pytest
 
-from ddrl.study import regimes
+from ddrl.study import plan as regimes
 
 
 def base(*pairs):

@@ -167,11 +167,11 @@ LAZY_OK = {
     ("ddrl/run/rundir.py", "torch"): "a run directory's config and metrics are read without torch; its checkpoints need it",
     ("ddrl/run/rundir.py", "transformers"): "as above (its version, in env.json, when a run starts)",
     ("ddrl/study/plan.py", "ddrl.run.experiments"): "the design and its readings without torch; an Experiment needs it",
-    ("ddrl/study/pool.py", "ddrl.study.jobs"): "the amendment modules list and read their jobs; running them needs torch",
-    ("ddrl/study/pool.py", "ddrl.models"): "as above (resolve_device: is CUDA there?)",
+    ("ddrl/study/jobs.py", "ddrl.models"): "the amendment modules list, run and read their jobs; running one needs torch",
+    ("ddrl/study/jobs.py", "ddrl.run.experiments"): "as above",
+    ("ddrl/study/jobs.py", "ddrl.train"): "as above",
     ("ddrl/study/runner.py", "ddrl.study.rerun"): "notebook 06 renders the designs' tables through the runner; "
                                                   "recomputing a run needs torch",
-    ("ddrl/study/runner.py", "ddrl.study.jobs"): "as above (the real LLM's sample job)",
     ("ddrl/study/drift.py", "ddrl.study.drift_kl"): "the drift analyses and figures without torch; measuring a held-out KL samples",
 }
 #: The verl integration runs in its own environment (.venv-verl, `make test-verl`); left as it is.

@@ -278,7 +278,7 @@ def test_heldout_x_records_are_fresh_and_skip_repeats():
     """Amendment 11's questions: the stream after the adapted and registered held-out records, no prompt of
     those again, the first n (the same first n whatever n), repeats skipped (one operation: few distinct chains;
     the registered regimes meet no repeat early enough for the committed H1x CSVs' keys to show it)."""
-    from ddrl.study.regimes import Regime, candidate_records
+    from ddrl.study.plan import Regime, candidate_records
 
     reg = Regime("r", "x", num_ops=1, n_adapted=40, n_heldout=20, episodes=1)
     seen = {r["prompt"] for r in candidate_records(1, 60)}
@@ -612,7 +612,7 @@ def test_s1_weaker_base_regime_jobs_and_difference_of_differences(tmp_path):
     the same on the weaker base, per seed and question."""
     import dataclasses
 
-    from ddrl.study.regimes import WEAK_REGIME, weak_base_regime
+    from ddrl.study.plan import WEAK_REGIME, weak_base_regime
     from ddrl.testbed.config import PRESETS
 
     d, w = PRESETS["default"], PRESETS["weak"]

@@ -38,7 +38,7 @@ from ddrl.run.storage import REPO, cache_root, write_json
 from ddrl.seeds import seed_range
 from ddrl.report.stats import hierarchical_bootstrap, mean_ci, paired_differences, verdict
 from ddrl.study.plan import ADAPTED_X, COR_ONLY, RESULTS, SCALES, Job
-from ddrl.study.pool import run_jobs, status_counts
+from ddrl.study.jobs import run_jobs, status_counts
 
 
 def kl_fit(table: pd.DataFrame, a: str = PAIR[0], b: str = PAIR[1], confidence: float = 0.95,

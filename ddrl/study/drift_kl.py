@@ -33,7 +33,7 @@ from ddrl.study.drift_data import KL_UNIT, PAIR, drift_path, h1x_runs
 from ddrl.logprobs import response_logprobs
 from ddrl.models import load_model
 from ddrl.prompts import format_prompt
-from ddrl.study.regimes import Regime
+from ddrl.study.plan import Regime
 from ddrl.run.experiments import weights_sha256
 from ddrl.run.fingerprints import model_fingerprint
 from ddrl.run.storage import write_json
@@ -153,7 +153,7 @@ def measure_kl(out_dir: str | Path, runs_root: str | Path, regime: str, methods:
 def cor_alone_kl(seed: int, regimes: str | Path, out: str | Path, regime: str = "amc_like",
                  scale: str = "default") -> dict:
     """COR alone (plan Amendment 41) of ``seed`` in ``regime`` recomputed as the study computed it
-    (:func:`ddrl.study.jobs.refined_rows`: the seed's DDRL config, :meth:`~ddrl.run.experiments.Experiment.refine` from
+    (:func:`ddrl.study.jobs.method_rows`: the seed's DDRL config, :meth:`~ddrl.run.experiments.Experiment.refine` from
     the untrained model, one thread, log-probs pinned to "hf"; its weights were never kept), then its held-out KL to the
     untrained model (:func:`heldout_kl`, Amendment 21's questions, samples and stream) and whether its adapted
     evaluation equals the committed CSV under ``out`` on every question (``adapted_reproduced``). ``regimes``: the

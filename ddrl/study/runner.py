@@ -19,7 +19,7 @@ and command line (:func:`design_main`), here.
     python -m ddrl.study render-page             # docs/results.md from the committed analyses (make docs)
     python -m ddrl.study rerun DESIGN REGIME METHOD SEED [--steps K]   # recompute one committed run and compare
 
-Runs go through :func:`ddrl.study.pool.run_jobs` (one single-thread worker per core, one progress bar). A job
+Runs go through :func:`ddrl.study.jobs.run_jobs` (one single-thread worker per core, one progress bar). A job
 (:mod:`ddrl.study.jobs`) is one regime x seed x the methods of one claim that share a run; it trains (or loads) the
 run through :class:`ddrl.run.experiments.Experiment` and writes one small CSV per method under
 ``results/runs/<regime>/``: pass@1 of every question (the mean of the evaluation samples) with run-level columns,
@@ -46,7 +46,7 @@ from ddrl.study import claims as C
 from ddrl.data import DataError
 from ddrl.report.tables import amendment_cells, claim_row, committed_markdown, entry_cell
 from ddrl.run.pool import clock_budget, minutes_to
-from ddrl.study.regimes import Regime
+from ddrl.study.plan import Regime
 from ddrl.run.storage import REPO, atomic_write_bytes, cache_root, write_json
 from ddrl.seeds import seed_range
 from ddrl.study.analysis import (analyse_claims, analyse_stage1, bootstrap_entry, claim_matrix, complete_seeds,
@@ -62,7 +62,7 @@ from ddrl.study.plan import (CSV, HELDOUT_X, HELDOUT_X_AMENDMENTS, MATH500_768, 
                              check_weights, csv_path, export_base_models, heldout_x_jobs, load_regimes, regimes_path,
                              seeds_to_start, small_lr_regime_file, stage1_jobs, stage2_jobs, untrained,
                              write_replication)
-from ddrl.study.pool import run_jobs, status_counts
+from ddrl.study.jobs import run_jobs, run_real_rollouts_job, status_counts
 from ddrl.study.page import main as render_page
 
 # ---------------------------------------------------------------------------------------------------------
@@ -90,8 +90,6 @@ def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, re
     s3 = run_jobs(heldout_x_jobs(list(regimes), scale), scale, runs_dir, runs_root, left(), workers, progress,
                   desc="study H1x")
     if scale.name == "default":  # the sample claims on a real LLM (Amendment 18), where its samples are found
-        from ddrl.study.jobs import run_real_rollouts_job  # torch (as rerun's, below)
-
         try:
             run_real_rollouts_job(runs_dir)
         except DataError as e:
@@ -393,8 +391,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.stage1_seeds is not None:  # only which seeds stage 1 lists: the runs and their keys stay the scale's
         scale = replace(scale, stage1_seeds=args.stage1_seeds)
     if args.real_rollouts:
-        from ddrl.study.jobs import run_real_rollouts_job
-
         try:
             status = run_real_rollouts_job(args.out, args.data_dir)
         except DataError as e:
