@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gzip
 import time
-from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 from typing import Sequence
@@ -45,10 +44,11 @@ def study_grader() -> dict:
     return dict(STUDY_GRADER) if same else now
 
 
-def _device_kind(device: str) -> str:
-    from ddrl.models import resolve_device  # torch
+def resolve_device(device: str):
+    """:func:`ddrl.models.resolve_device`, imported (with torch) only once a key or the pool asks."""
+    from ddrl.models import resolve_device as resolve
 
-    return resolve_device(device).type
+    return resolve(device)
 
 
 def job_key(regime: Regime, scale: Scale, method: str, seed: int) -> str:
@@ -62,7 +62,7 @@ def job_key(regime: Regime, scale: Scale, method: str, seed: int) -> str:
                         "config": asdict(cfg), "weights": model_fingerprint(cfg.model),
                         "adapted": records_key(exp.adapted), "heldout": records_key(exp.heldout),
                         "keep": 4 * cfg.cor_keep if method == COR_4X else None, "grader": study_grader(),
-                        "device": _device_kind(cfg.device), **refine})[:20]
+                        "device": resolve_device(cfg.device).type, **refine})[:20]
 
 
 def _done(path: Path, key: str) -> bool:
@@ -161,7 +161,7 @@ def base_job(regime: Regime, scale: Scale, seed: int):
                 "max_new_tokens": cfg.max_new_tokens, "seed": seed, "batch_size": cfg.sample_batch_size, "cue": cfg.cue}
     key = content_key({"what": "study-base-v1", "model": model_fingerprint(cfg.model), "regime": regime.to_dict(),
                        "adapted": records_key(exp.adapted), "k": cfg.k_train, "grader": study_grader(),
-                       "device": _device_kind(cfg.device), **settings})[:20]
+                       "device": resolve_device(cfg.device).type, **settings})[:20]
     return exp, cfg, settings, key
 
 
@@ -267,11 +267,14 @@ def run_jobs(jobs: Sequence[Job], scale: Scale, out_dir: str | Path, runs_root: 
         return []
     deadline = time.time() + 60 * budget_min if budget_min is not None else None
     if workers is None:
-        workers = default_workers(len(jobs), _device_kind(scale.knobs.get("device", "auto")))
+        workers = default_workers(len(jobs), str(resolve_device(scale.knobs.get("device", "auto"))))
     return run_pool(run_job, [(j, scale.name, str(out_dir), str(runs_root) if runs_root else None, deadline,
                                str(regimes) if regimes else None) for j in jobs], workers, desc=desc, progress=progress)
 
 
 def status_counts(statuses: Sequence[dict]) -> dict[str, int]:
     """How many of :func:`run_jobs`' jobs ended each way ("ran", "loaded", "skipped (budget)", ...), the most first."""
-    return dict(Counter(s["status"] for s in statuses).most_common())
+    counts: dict[str, int] = {}
+    for s in statuses:
+        counts[s["status"]] = counts.get(s["status"], 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))  # ties stay in the order first seen

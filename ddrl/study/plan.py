@@ -88,12 +88,9 @@ class Regime:
     lr: float = 3e-5  # ddrl.config.TrainConfig's default
     overrides: dict = field(default_factory=dict)
 
-    def split(self) -> str:
-        return f"ops{self.num_ops}"
-
-    def records(self, seed: int = 0) -> tuple[list[dict], list[dict]]:
+    def records(self) -> tuple[list[dict], list[dict]]:
         """(adapted, held-out) questions: one stream per operation count, adapted first."""
-        recs = candidate_records(self.num_ops, self.n_adapted + self.n_heldout, seed)
+        recs = candidate_records(self.num_ops, self.n_adapted + self.n_heldout)
         return recs[: self.n_adapted], recs[self.n_adapted:]
 
     def trainer_overrides(self) -> dict:
