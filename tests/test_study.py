@@ -343,37 +343,6 @@ def test_a_killed_study_resumes_without_retraining(tmp_path):
     assert len(list((tmp_path / "runs" / "math500_like").glob("*-seed0?.csv.gz"))) == 3 * 2
 
 
-def test_the_study_refuses_other_base_weights_than_the_measured_ones(tmp_path, monkeypatch):
-    """Never a build here (a fresh build differs bitwise); a build whose weights are not the measured ones, or a
-    missing one (S1's weaker base too, once measured), is refused by name."""
-    import ddrl.testbed.pretrain as pt
-
-    base = json.loads((study.RESULTS / "regimes_base.json").read_text())
-    monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(study_plan, "BASE_MODELS", tmp_path / "none")  # no committed build (tested below)
-    monkeypatch.setattr(pt, "build", lambda *a, **k: pytest.fail("check_weights must not build a testbed"))
-    with pytest.raises(ValueError, match="testbed:default is not built in"):
-        study.check_weights()
-    built = pt.cache_root() / f"default-{pt.get_config('default').config_hash()}"
-    built.mkdir(parents=True)
-    (built / pt.META_FILE).write_text("{}")  # a build is present (its weights are faked below)
-    only = tmp_path / "regimes_base.json"  # the default base alone (the committed results add S1's)
-    only.write_text(json.dumps(base))
-    monkeypatch.setattr(study_plan, "model_fingerprint", lambda name: {**base["weights"]})
-    study.check_weights(only)
-    monkeypatch.setattr(study_plan, "model_fingerprint",
-                        lambda name: {**base["weights"], "model.safetensors": "abc"})
-    with pytest.raises(ValueError, match="measured on other base weights"):
-        study.check_weights(only)
-    study.check_weights(scale=SMOKE)  # the smoke scale names its own model
-    # S1's weaker base, once measured, is checked the same way: not built here -> refused, naming it
-    monkeypatch.setattr(study_plan, "model_fingerprint", lambda name: {**base["weights"]})
-    (tmp_path / "regimes_weak.json").write_text(json.dumps({"weights": {"model": "testbed:weak", "model.safetensors": "x"},
-                                                            "regimes": []}))
-    with pytest.raises(ValueError, match="testbed:weak is not built"):
-        study.check_weights(only)
-
-
 @pytest.fixture(scope="module")
 def rendered_06(tmp_path_factory):
     """Notebook 06 rendered by the runner from the committed results, with an empty cache and no committed figure
@@ -485,8 +454,9 @@ def test_selection_errors_by_hand():
 
 def test_a_committed_base_build_is_installed_on_another_cpu_and_exported_only_when_measured(tmp_path, monkeypatch):
     """A testbed build's bits depend on the CPU (docs/testbed.md): the measured builds are committed under
-    results/base_models/ and installed into an empty cache instead of built; a cache holding another build,
-    or a committed build with other weights, is refused by name; --export-base copies only measured weights."""
+    results/base_models/ and installed into an empty cache, never built; no build, a cache holding another build,
+    a committed build with other weights, or S1's weaker base unbuilt, is refused by name; --export-base copies only
+    measured weights; the smoke scale (its own model) is not checked."""
     import hashlib
 
     import ddrl.testbed.pretrain as pt
@@ -497,14 +467,17 @@ def test_a_committed_base_build_is_installed_on_another_cpu_and_exported_only_wh
     name = f"default-{pt.get_config('default').config_hash()}"
     sha = hashlib.sha256(b"the measured bits").hexdigest()
     pin, cached = tmp_path / "pins" / f"{name}-{sha[:12]}", pt.cache_root() / name  # the pin names its weights
-    pin.mkdir(parents=True)
-    (pin / pt.META_FILE).write_text(json.dumps({"num_threads": pt.BUILD_THREADS}))
-    (pin / "model.safetensors").write_bytes(b"the measured bits")
-    (pin / "config.json").write_text("{}")
     measured = {"model": "testbed:default", "model.safetensors": sha}
     regimes = tmp_path / "results" / "regimes_base.json"
     regimes.parent.mkdir()
     regimes.write_text(json.dumps({"weights": measured, "regimes": []}))
+    with pytest.raises(ValueError, match="testbed:default is not built in"):  # nothing committed, nothing cached
+        study.check_weights(regimes)
+    study.check_weights(regimes, scale=SMOKE)
+    pin.mkdir(parents=True)
+    (pin / pt.META_FILE).write_text(json.dumps({"num_threads": pt.BUILD_THREADS}))
+    (pin / "model.safetensors").write_bytes(b"the measured bits")
+    (pin / "config.json").write_text("{}")
 
     study.check_weights(regimes)  # installs the committed build
     assert (cached / "model.safetensors").read_bytes() == b"the measured bits" and (cached / "config.json").is_file()
@@ -529,6 +502,10 @@ def test_a_committed_base_build_is_installed_on_another_cpu_and_exported_only_wh
     with pytest.raises(ValueError, match=f"{pin}: the committed build's weights"):
         study.check_weights(regimes)
     assert not cached.exists()  # nothing installed
+    (pin / "model.safetensors").write_bytes(b"the measured bits")
+    (regimes.parent / "regimes_weak.json").write_text(json.dumps({"weights": {"model": "testbed:weak"}, "regimes": []}))
+    with pytest.raises(ValueError, match="testbed:weak is not built"):  # S1's weaker base, once measured
+        study.check_weights(regimes)
 
 
 def test_a_replication_copies_the_registered_regimes_onto_this_machines_weights_and_is_read_instead(
