@@ -1,5 +1,5 @@
 """Measure the base testbed model on candidate difficulties and pick the claims study's regimes by the rule of
-``ddrl.study.regimes`` (stated in advance in results/plan.md; no method is run here).
+``ddrl.study.plan`` (stated in advance in results/plan.md; no method is run here).
 
 For each candidate (chains of 3, 4, 5, 6 operations; the first ``--n`` questions of each ``ops<k>`` stream):
 maj@64 and consensus (the majority answer's share of 64 samples at the RL rollout temperature 1.0, top-p 1)
@@ -58,9 +58,8 @@ def main() -> None:
 
     from ddrl.run.fingerprints import model_fingerprint
     from ddrl.evaluate import evaluate
-    from ddrl.study.regimes import (CANDIDATE_OPS, MATH_MAJ_MIN, MAX_NEW_TOKENS, WEAK_TESTBED, candidate_records,
-                              make_regimes, select_regimes, weak_base_regime, wide_regime)
-    from ddrl.study.plan import load_regimes
+    from ddrl.study.plan import (CANDIDATE_OPS, MATH_MAJ_MIN, MAX_NEW_TOKENS, WEAK_TESTBED, candidate_records,
+                                 load_regimes, make_regimes, select_regimes, weak_base_regime, wide_regime)
     from ddrl.seeds import derive_seed
     from ddrl.models import load_model
     from ddrl.config import resolve_cue
@@ -136,7 +135,7 @@ def main() -> None:
               "rule": "claim S1: the AMC-like regime on the weaker base build (no selection)" if amc else
                       f"plan Amendment 26: the MATH-500-like regime on {args.wide} questions, base maj@64 >= "
                       f"{MATH_MAJ_MIN}" if wide else
-                      "ddrl.study.regimes.select_regimes (AIME-like: fewest ops with maj@64 <= 0.35; MATH-500-like: "
+                      "ddrl.study.plan.select_regimes (AIME-like: fewest ops with maj@64 <= 0.35; MATH-500-like: "
                       "most ops with maj@64 >= 0.70; AMC-like: between them, maj@64 closest to 0.5)",
               "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"), "candidates": out, "selected": selected,
               "regimes": regimes}

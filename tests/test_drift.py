@@ -282,7 +282,7 @@ def test_cor_alone_recomputed_by_the_kl_command_equals_the_studys_cor_alone(tmp_
     COR alone the way the study's job computed it: the same adapted evaluation on every question (so the same
     weights), a positive distance from the base, the same record twice."""
     from ddrl.study.plan import COR_ONLY, RESULTS, SCALES, Job
-    from ddrl.study.pool import run_jobs
+    from ddrl.study.jobs import run_jobs
 
     run_jobs([Job("amc_like", 0, (COR_ONLY,), "")], SCALES["smoke"], tmp_path, tmp_path / "runs", None, 1, desc="t")
     assert drift.main(["kl", "--cor-alone", "--seeds", "0-0", "--scale", "smoke", "--out", str(tmp_path)]) == 0

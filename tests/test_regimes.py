@@ -1,28 +1,22 @@
-"""ddrl.study.regimes: the pre-stated rule that picks regimes from base-model properties, and their questions."""
+"""ddrl.study.plan's regimes: the pre-stated rule that picks regimes from base-model properties, and their questions."""
 
 from __future__ import annotations
 
 import pytest
 
-from ddrl.study import regimes
+from ddrl.study import plan as regimes
 
 
-def base(*pairs):
-    """Synthetic base properties (test input): (num_ops, maj@64)."""
-    return [{"num_ops": k, "maj@64": m} for k, m in pairs]
-
-
-def test_rule_picks_fewest_hard_most_easy_and_middle_closest_to_half():
-    sel = regimes.select_regimes(base((3, 0.85), (4, 0.72), (5, 0.45), (6, 0.6), (7, 0.3), (8, 0.1)))
-    assert sel == {"aime_like": 7, "amc_like": 5, "math500_like": 4}
-
-def test_rule_errors_name_the_missing_regime():
-    with pytest.raises(ValueError, match="AIME-like"):
-        regimes.select_regimes(base((3, 0.9), (4, 0.6)))
-    with pytest.raises(ValueError, match="MATH-500-like"):
-        regimes.select_regimes(base((4, 0.6), (5, 0.2)))
-    with pytest.raises(ValueError, match="AMC-like"):
-        regimes.select_regimes(base((3, 0.8), (4, 0.3)))
+@pytest.mark.parametrize("pairs,want", [
+    (((3, 0.85), (4, 0.72), (5, 0.45), (6, 0.6), (7, 0.3), (8, 0.1)), {"aime_like": 7, "amc_like": 5, "math500_like": 4}),
+    (((3, 0.9), (4, 0.6)), "AIME-like"), (((4, 0.6), (5, 0.2)), "MATH-500-like"), (((3, 0.8), (4, 0.3)), "AMC-like")])
+def test_rule_picks_fewest_hard_most_easy_and_middle_closest_to_half_or_names_the_missing_regime(pairs, want):
+    base = [{"num_ops": k, "maj@64": m} for k, m in pairs]  # synthetic base properties (test input)
+    if isinstance(want, str):
+        with pytest.raises(ValueError, match=want):
+            regimes.select_regimes(base)
+    else:
+        assert regimes.select_regimes(base) == want
 
 
 def test_regime_questions_are_fixed_disjoint_and_of_the_right_length():

@@ -25,7 +25,6 @@ from ddrl.study import runner as study
 from ddrl.study import analysis as study_analysis
 from ddrl.study import jobs as study_jobs
 from ddrl.study import plan as study_plan
-from ddrl.study import status as study_status
 from ddrl.study.claims import scorecard, scorecard_figure, validate
 from ddrl.report.stats import paired_differences, predicted_half_width, variance_components
 
@@ -279,7 +278,7 @@ def test_heldout_x_records_are_fresh_and_skip_repeats():
     """Amendment 11's questions: the stream after the adapted and registered held-out records, no prompt of
     those again, the first n (the same first n whatever n), repeats skipped (one operation: few distinct chains;
     the registered regimes meet no repeat early enough for the committed H1x CSVs' keys to show it)."""
-    from ddrl.study.regimes import Regime, candidate_records
+    from ddrl.study.plan import Regime, candidate_records
 
     reg = Regime("r", "x", num_ops=1, n_adapted=40, n_heldout=20, episodes=1)
     seen = {r["prompt"] for r in candidate_records(1, 60)}
@@ -342,37 +341,6 @@ def test_a_killed_study_resumes_without_retraining(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     assert {p: p.stat().st_mtime_ns for p in finished} == stamp, "a finished run was retrained"
     assert len(list((tmp_path / "runs" / "math500_like").glob("*-seed0?.csv.gz"))) == 3 * 2
-
-
-def test_the_study_refuses_other_base_weights_than_the_measured_ones(tmp_path, monkeypatch):
-    """Never a build here (a fresh build differs bitwise); a build whose weights are not the measured ones, or a
-    missing one (S1's weaker base too, once measured), is refused by name."""
-    import ddrl.testbed.pretrain as pt
-
-    base = json.loads((study.RESULTS / "regimes_base.json").read_text())
-    monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(study_plan, "BASE_MODELS", tmp_path / "none")  # no committed build (tested below)
-    monkeypatch.setattr(pt, "build", lambda *a, **k: pytest.fail("check_weights must not build a testbed"))
-    with pytest.raises(ValueError, match="testbed:default is not built in"):
-        study.check_weights()
-    built = pt.cache_root() / f"default-{pt.get_config('default').config_hash()}"
-    built.mkdir(parents=True)
-    (built / pt.META_FILE).write_text("{}")  # a build is present (its weights are faked below)
-    only = tmp_path / "regimes_base.json"  # the default base alone (the committed results add S1's)
-    only.write_text(json.dumps(base))
-    monkeypatch.setattr(study_plan, "model_fingerprint", lambda name: {**base["weights"]})
-    study.check_weights(only)
-    monkeypatch.setattr(study_plan, "model_fingerprint",
-                        lambda name: {**base["weights"], "model.safetensors": "abc"})
-    with pytest.raises(ValueError, match="measured on other base weights"):
-        study.check_weights(only)
-    study.check_weights(scale=SMOKE)  # the smoke scale names its own model
-    # S1's weaker base, once measured, is checked the same way: not built here -> refused, naming it
-    monkeypatch.setattr(study_plan, "model_fingerprint", lambda name: {**base["weights"]})
-    (tmp_path / "regimes_weak.json").write_text(json.dumps({"weights": {"model": "testbed:weak", "model.safetensors": "x"},
-                                                            "regimes": []}))
-    with pytest.raises(ValueError, match="testbed:weak is not built"):
-        study.check_weights(only)
 
 
 @pytest.fixture(scope="module")
@@ -486,8 +454,9 @@ def test_selection_errors_by_hand():
 
 def test_a_committed_base_build_is_installed_on_another_cpu_and_exported_only_when_measured(tmp_path, monkeypatch):
     """A testbed build's bits depend on the CPU (docs/testbed.md): the measured builds are committed under
-    results/base_models/ and installed into an empty cache instead of built; a cache holding another build,
-    or a committed build with other weights, is refused by name; --export-base copies only measured weights."""
+    results/base_models/ and installed into an empty cache, never built; no build, a cache holding another build,
+    a committed build with other weights, or S1's weaker base unbuilt, is refused by name; --export-base copies only
+    measured weights; the smoke scale (its own model) is not checked."""
     import hashlib
 
     import ddrl.testbed.pretrain as pt
@@ -498,14 +467,17 @@ def test_a_committed_base_build_is_installed_on_another_cpu_and_exported_only_wh
     name = f"default-{pt.get_config('default').config_hash()}"
     sha = hashlib.sha256(b"the measured bits").hexdigest()
     pin, cached = tmp_path / "pins" / f"{name}-{sha[:12]}", pt.cache_root() / name  # the pin names its weights
-    pin.mkdir(parents=True)
-    (pin / pt.META_FILE).write_text(json.dumps({"num_threads": pt.BUILD_THREADS}))
-    (pin / "model.safetensors").write_bytes(b"the measured bits")
-    (pin / "config.json").write_text("{}")
     measured = {"model": "testbed:default", "model.safetensors": sha}
     regimes = tmp_path / "results" / "regimes_base.json"
     regimes.parent.mkdir()
     regimes.write_text(json.dumps({"weights": measured, "regimes": []}))
+    with pytest.raises(ValueError, match="testbed:default is not built in"):  # nothing committed, nothing cached
+        study.check_weights(regimes)
+    study.check_weights(regimes, scale=SMOKE)
+    pin.mkdir(parents=True)
+    (pin / pt.META_FILE).write_text(json.dumps({"num_threads": pt.BUILD_THREADS}))
+    (pin / "model.safetensors").write_bytes(b"the measured bits")
+    (pin / "config.json").write_text("{}")
 
     study.check_weights(regimes)  # installs the committed build
     assert (cached / "model.safetensors").read_bytes() == b"the measured bits" and (cached / "config.json").is_file()
@@ -530,6 +502,10 @@ def test_a_committed_base_build_is_installed_on_another_cpu_and_exported_only_wh
     with pytest.raises(ValueError, match=f"{pin}: the committed build's weights"):
         study.check_weights(regimes)
     assert not cached.exists()  # nothing installed
+    (pin / "model.safetensors").write_bytes(b"the measured bits")
+    (regimes.parent / "regimes_weak.json").write_text(json.dumps({"weights": {"model": "testbed:weak"}, "regimes": []}))
+    with pytest.raises(ValueError, match="testbed:weak is not built"):  # S1's weaker base, once measured
+        study.check_weights(regimes)
 
 
 def test_a_replication_copies_the_registered_regimes_onto_this_machines_weights_and_is_read_instead(
@@ -547,10 +523,6 @@ def test_a_replication_copies_the_registered_regimes_onto_this_machines_weights_
     assert got["weights"] == here and got["registered_weights"] == reg["weights"] and got["replication"] == "a note"
     assert got["regimes"] == [r for r in reg["regimes"] if r["name"] == "math500_like"]
     assert study_plan.regimes_path(out) == out / "regimes_base.json"
-    assert study.main(["--status", "--results", str(out), "--out", str(tmp_path / "runs")]) == 0
-    assert "stage 1: 0/18 method x seed CSVs" in capsys.readouterr().out  # 1 regime x 3 methods x 6 seeds, not 54
-    assert study.main(["--status", "--results", str(out), "--out", str(tmp_path / "runs"), "--stage1-seeds", "12"]) == 0
-    assert "stage 1: 0/36 method x seed CSVs" in capsys.readouterr().out  # the replication's 12 seeds
     assert study.main(["--new-replication", "again", "--results", str(out)]) == 2
     assert "written once" in capsys.readouterr().err
     with pytest.raises(ValueError, match="unknown regime"):
@@ -574,61 +546,6 @@ def test_progress_counts_written_csvs_from_their_names_only(tmp_path):
                                     ("amc_like", "ttrl"): {"n_seeds": 2, "seeds": "0,2"},
                                     ("math500_like", "no_adaptation"): {"n_seeds": 1, "seeds": "10"}}
     assert study_analysis.progress(tmp_path / "nothing").empty
-
-
-def test_status_counts_written_jobs_and_prices_the_rest_from_measured_times(tmp_path):
-    """``--status``: stage 1's jobs written vs planned, and the time left from the written CSVs' own run-level
-    times (same regime and method; the method's mean elsewhere; unknown methods counted apart)."""
-    def write(regime, method, seed, rl, cor=0.0, n=2):  # a run's CSV: n splits evaluated in 30 s each
-        path = study_plan.csv_path(tmp_path, regime, method, seed)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        pd.DataFrame({"regime": regime, "method": method, "seed": seed, "split": ["adapted", "heldout"][:n], "question": "q0",
-                      "pass@1": 0.5, "eval_seconds": 30.0, "rl_seconds": rl, "cor_seconds": cor}).to_csv(path, index=False)
-
-    regs = study.load_regimes(names=["amc_like", "math500_like"])
-    for regime, method, seed, rl in (("amc_like", "ttrl", 0, 600.0), ("amc_like", "ttrl", 1, 840.0),
-                                     ("math500_like", "ttrl", 0, 300.0)):
-        write(regime, method, seed, rl)
-    text = study_status.status_text(tmp_path, regs, study.SCALES["default"], tmp_path / "stage1.json", workers=2)
-    assert "stage 1: 3/36 method x seed CSVs written" in text, text
-    # ttrl left: amc 4 seeds x 13 min (mean of 11 and 15) + math500 5 x 6 min = 82 min; ddrl and
-    # no_adaptation have never run: 12 + 12 runs not priced
-    assert "~1.4 worker-hours left (~0.7 h on 2 workers), plus 24 runs of methods not yet measured" in text, text
-    assert "stage 2: not planned yet" in text
-    assert "H1x (plan Amendments 11-17, 19, 20): 0/249 method x seed CSVs written" in text  # AMC-like 19 x 6, MATH-500 27 x 5
-    # a method that never ran is priced by its proxy in a regime with the same questions, scaled by episodes
-    regs = study.load_regimes(names=["amc_like", "amc_like_small_lr", "math500_like"])
-    mins = study_status.run_minutes(tmp_path)
-    amc_ttrl = mins[(mins.regime == "amc_like") & (mins.method == "ttrl")].minutes.mean()
-    assert study_status.estimate_minutes(mins, regs, "amc_like", "ttrl") == (pytest.approx(amc_ttrl), False)
-    est, proxy = study_status.estimate_minutes(mins, regs, "amc_like_small_lr", "etmr")
-    assert proxy and est == pytest.approx(amc_ttrl * regs["amc_like_small_lr"].episodes / regs["amc_like"].episodes)
-    assert study_status.estimate_minutes(mins, regs, "math500_like", "ddrl") == (None, False)  # neither it nor a proxy ran
-    write("amc_like", "bcs_dae", 0, 600.0, n=1)  # BCS+DAE reuses the DDRL run: that run's rl_seconds are not its cost
-    mins = study_status.run_minutes(tmp_path)
-    assert mins[mins.method == "bcs_dae"].minutes.tolist() == [0.5]
-    # stage 2 planned: its milestones, in job order, add up to the runs and the time left
-    (tmp_path / "stage1.json").write_text(json.dumps({"seeds": {"amc_like": 8, "math500_like": 7}}))
-    regs = study.load_regimes(names=["amc_like", "math500_like"])
-    text = study_status.status_text(tmp_path, regs, study.SCALES["default"], tmp_path / "stage1.json", workers=2)
-    assert "stage 2 milestones" in text and "S1 has no jobs yet" in text
-    jobs = study.stage2_jobs(list(regs), study.SCALES["default"], {"amc_like": 8, "math500_like": 7})
-    price = {(j.regime, m): study_status.estimate_minutes(mins, regs, j.regime, m) for j in jobs for m in j.methods}
-    todo = [(j, m) for j in jobs for m in j.methods
-            if m != "base" and not study_plan.csv_path(tmp_path, j.regime, m, j.seed).is_file()]
-    ms = study_status.milestones(todo, price, study.SCALES["default"].stage1_seeds, workers=2)
-    assert ms.runs_left.sum() == len(todo) and list(ms.done_after_h) == sorted(ms.done_after_h)  # cumulative
-    assert ms.done_after_h.iloc[-1] == round(sum(price[j.regime, m][0] or 0 for j, m in todo) / 120, 1)
-    assert set(ms.phase) == {"a", "b"} and ms.claim.iloc[0] == "A3"  # phase (a) opens with BCS+DAE (Amendment 3)
-    # a BCS+DAE job whose DDRL run is not in the cache retrains it (RL + COR as its ddrl CSV measured them), once
-    # for the two reusing jobs of a seed (BCS+DAE, COR 4x): the second finds it cached
-    write("amc_like", "ddrl", 1, 480.0, cor=60.0)
-    retrain = study_status.retrain_minutes(tmp_path, todo, regs, study.SCALES["default"], runs_root=tmp_path / "no-runs")
-    assert retrain[("amc_like", 1)] == 9.0 and retrain[("amc_like", 2)] == 0.0  # seed 2: its DDRL job is left
-    twice = [(j, m) for j, m in todo if m in study_plan.REUSES_RUN and (j.regime, j.seed) == ("amc_like", 1)]
-    flat = {("amc_like", "bcs_dae"): (30.0, False), ("amc_like", study_plan.COR_4X): (30.0, False)}
-    ms = study_status.milestones(twice, flat, 6, workers=1, retrain={("amc_like", 1): 60.0})
-    assert ms.done_after_h.iloc[-1] == 2.0  # 30 + 30 + the 60-min retrain once (twice would be 3.0)
 
 
 def _pair_table(diff: np.ndarray, regime="amc_like") -> pd.DataFrame:
@@ -672,7 +589,7 @@ def test_s1_weaker_base_regime_jobs_and_difference_of_differences(tmp_path):
     the same on the weaker base, per seed and question."""
     import dataclasses
 
-    from ddrl.study.regimes import WEAK_REGIME, weak_base_regime
+    from ddrl.study.plan import WEAK_REGIME, weak_base_regime
     from ddrl.testbed.config import PRESETS
 
     d, w = PRESETS["default"], PRESETS["weak"]

@@ -546,7 +546,7 @@ from ddrl.study import jobs as study_jobs  # noqa: E402
 from ddrl.study.analysis import level_table  # noqa: E402
 from ddrl.study.figures import vote_by_quarter  # noqa: E402
 from ddrl.study.plan import MATH500_768, STAGE1_METHODS, WIDE_OUT, csv_method_seed, load_regimes, seeds_to_analyse  # noqa: E402
-from ddrl.study.regimes import MATH_MAJ_MIN, wide_regime  # noqa: E402
+from ddrl.study.plan import MATH_MAJ_MIN, wide_regime  # noqa: E402
 
 WIDE, ARMS = D.DESIGNS["wide"], D.DESIGNS["wide_arms"]
 
@@ -928,7 +928,7 @@ def test_the_small_lr_regime_is_math500_like_under_the_registered_lr10_rule_and_
     build's (Amendment 44: the same regime on that build's weights) byte for byte."""
     from ddrl.run.storage import write_json
     from ddrl.study import plan as study_plan
-    from ddrl.study.regimes import small_lr_regime
+    from ddrl.study.plan import small_lr_regime
 
     regs = study_plan.load_regimes()
     math, r = regs["math500_like"], regs[MATH500_SMALL_LR]

@@ -13,7 +13,7 @@ import pandas as pd
 
 from ddrl.analysis import in_band, scale_bands, select_and_reward
 from ddrl.study.claims import CLAIMS, FLOOR_NOTE, entry, get, validate, with_half_width
-from ddrl.study.regimes import WEAK_REGIME, Regime
+from ddrl.study.plan import WEAK_REGIME, Regime
 from ddrl.study.reward_noise import noise_matrix, question_orders, wrong_rewards
 from ddrl.seeds import derive_seed
 from ddrl.report.stats import (TARGET_HALF_WIDTH, advantage_statistic, choose_design, eval_noise_variance,
@@ -254,7 +254,7 @@ def seed_directions(df: pd.DataFrame, pairs: dict[str, tuple[str, str, str]] = P
 
 def s1_matrix(df: pd.DataFrame, regime: str) -> pd.DataFrame | None:
     """Claim S1 (plan Sec. 4): the seeds x questions matrix of (DDRL - TTRL) on the default base minus the same
-    on the weaker base (:data:`~ddrl.study.regimes.WEAK_REGIME`: same questions and seed ids, independent runs), in
+    on the weaker base (:data:`~ddrl.study.plan.WEAK_REGIME`: same questions and seed ids, independent runs), in
     points, over the seeds and questions both have; None with fewer than 2 such seeds."""
     strong, weak = (paired_matrix(df, r, "ddrl", "ttrl", "adapted") for r in (regime, WEAK_REGIME))
     if strong is None or weak is None:

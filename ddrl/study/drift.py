@@ -46,9 +46,8 @@ from ddrl.run.rundir import RunDir
 from ddrl.run.storage import REPO, cache_root, write_csv, write_json
 from ddrl.seeds import derive_seed, seed_range
 from ddrl.study.plan import (ADAPTED_X, COR_ONLY, HELDOUT_X, RESULTS, SCALES, Job, check_weights, csv_path,
-                             experiment, heldout_x_records, load_regimes)
-from ddrl.study.pool import run_jobs, status_counts
-from ddrl.study.regimes import Regime
+                             experiment, heldout_x_records, load_regimes, Regime)
+from ddrl.study.jobs import run_jobs, status_counts
 
 #: The step-log columns a drift CSV keeps: the KL to the reference, the rollouts' entropy, how many of a step's
 #: rollouts have a rare answer (frequency <= 1/8), the majority's share and the pseudo-label's accuracy

@@ -1,9 +1,8 @@
-"""One job of the claims study (:mod:`ddrl.study`): a regime x seed x the methods of a claim that share a run, trained
-(or loaded) through :class:`ddrl.run.experiments.Experiment`, evaluated, and written as one small CSV per method under
-``results/runs/<regime>/`` (:func:`run_job`, what each pool worker runs), with the content keys that make a rerun
-skip what is written (:func:`job_key`); the untrained model's answer groups (:func:`run_base_job`), H1x's fresh
-questions (:func:`run_heldout_x_job`) and the real LLM's samples (:func:`run_real_rollouts_job`). The jobs go
-through the pool with :func:`ddrl.study.pool.run_jobs`.
+"""The claims study's jobs: one job (:func:`run_job`, a regime x seed x the methods of a claim that share a run) trains
+or loads its runs, evaluates them and writes one small CSV per method under ``results/runs/<regime>/``, content-keyed
+(:func:`job_key`) so that a rerun skips what is written; :func:`run_jobs` sends jobs through the pool of
+single-thread workers. Notebook 06 imports this module to render the committed results, so torch loads only where a
+job runs.
 """
 
 from __future__ import annotations
@@ -17,47 +16,45 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from ddrl.accel.logprob_backends import pinned_backend
 from ddrl.analysis import answer_groups, group_advantages, svamp_problems
 from ddrl.data import load_dataset
-from ddrl.run.experiments import cached_rollouts, question_rows
-from ddrl.run.fingerprints import model_fingerprint
-from ddrl.accel.logprob_backends import pinned_backend
-from ddrl.models import resolve_device
-from ddrl.study.regimes import Regime
-from ddrl.run.storage import atomic_write_bytes, write_csv
 from ddrl.run.cache import content_key, grader_fingerprint, records_key
+from ddrl.run.fingerprints import model_fingerprint
+from ddrl.run.pool import default_workers, run_pool
 from ddrl.run.rundir import RunDir
+from ddrl.run.storage import atomic_write_bytes, write_csv
 from ddrl.study.analysis import same_as_registered
 from ddrl.study.plan import (BASE, COR_4X, HELDOUT_X, REAL, REFINED, RESULTS, SCALES, STEP_COLUMNS, SVAMP_REGIME, Job,
-                             Scale, adapted_x_path, csv_path, experiment, heldout_x_path, heldout_x_records,
+                             Regime, Scale, adapted_x_path, csv_path, experiment, heldout_x_path, heldout_x_records,
                              load_regimes, selection_k, wants_heldout)
-from ddrl.train import steps_per_episode
 
-# ---------------------------------------------------------------------------------------------------------
-# One job: train / load, evaluate, write the CSVs
-# ---------------------------------------------------------------------------------------------------------
-
-
-#: The grader the committed study runs were scored with: their CSVs are keyed by this record. The study is finished, so
-#: its keys name that grader rather than today's source bytes of the grading modules: an edit that leaves grading
-#: as it was (the same :data:`ddrl.answers.GRADER_VERSION` and math-verify) keeps the committed runs current; one
-#: that changes what is graded bumps ``GRADER_VERSION``, and then every run is keyed anew and shows as not computed.
+#: The grader the committed study runs were scored with: their CSVs are keyed by this record, not by today's source
+#: bytes of the grading modules. An edit that grades as before (same :data:`ddrl.answers.GRADER_VERSION` and
+#: math-verify) keeps the committed runs current; one that changes grading bumps ``GRADER_VERSION`` and every run is
+#: keyed anew.
 STUDY_GRADER = {"grader_version": "2+math-verify-0.9.0", "math_verify": "0.9.0", "source": "95776d03367a0d36"}
 
 
 def study_grader() -> dict:
-    """:data:`STUDY_GRADER` while the grader grades as it did (same ``GRADER_VERSION`` and math-verify version),
-    else today's :func:`~ddrl.run.cache.grader_fingerprint` (every committed run then stale)."""
+    """:data:`STUDY_GRADER` while the grader grades as it did, else today's
+    :func:`~ddrl.run.cache.grader_fingerprint` (every committed run then stale)."""
     now = grader_fingerprint()
     same = all(now[k] == STUDY_GRADER[k] for k in ("grader_version", "math_verify"))
     return dict(STUDY_GRADER) if same else now
 
 
-def job_key(regime: Regime, scale: Scale, method: str, seed: int) -> str:
-    """What a method's CSV depends on: the regime, the full TrainConfig, the base weights, the questions
-    and answers (held-out ones where evaluated), COR 4x's keep, the grader, and the kind of device that
-    computes it (``cpu`` or ``cuda``: a GPU's kernels round differently, so its runs are other runs)."""
+def resolve_device(device: str):
+    """:func:`ddrl.models.resolve_device`, imported (with torch) only once a key or the pool asks."""
+    from ddrl.models import resolve_device as resolve
 
+    return resolve(device)
+
+
+def job_key(regime: Regime, scale: Scale, method: str, seed: int) -> str:
+    """What a method's CSV depends on: the regime, the full TrainConfig, the base weights, the questions and answers
+    (held-out ones where evaluated), COR 4x's keep, the grader, and the kind of device (``cpu`` or ``cuda``: a GPU's
+    kernels round differently, so its runs are other runs)."""
     exp = experiment(regime, scale, wants_heldout(regime.name, method))
     cfg = exp.config("ddrl" if method in REFINED else method, seed)
     refine = {"refine": REFINED[method]} if method in REFINED and method != COR_4X else {}  # R1's key as it was
@@ -84,16 +81,11 @@ def _done(path: Path, key: str) -> bool:
 
 
 def method_rows(exp, seed: int, method: str) -> list[dict]:
-    """A study job's per-question rows of ``method``: :func:`refined_rows` for a :data:`~ddrl.study.plan.REFINED`
-    method, else :meth:`ddrl.run.experiments.Experiment.run` (trains or loads the run, then evaluates)."""
-    return refined_rows(exp, seed, method) if method in REFINED else exp.run(method, seed, per_question=True)
-
-
-def refined_rows(exp, seed: int, method: str) -> list[dict]:
-    """A :data:`~ddrl.study.plan.REFINED` method's rows: :meth:`ddrl.run.experiments.Experiment.refined` with its keep,
-    learning rate and start weights, from the seed's DDRL config (R1, Table 6: COR keeping 4x the rollouts from the
-    RL-only weights, as notebook 05's; plan Amendment 30: COR at lr/10 from them, or COR from the untrained model),
-    the rows named ``method``."""
+    """A job's per-question rows of ``method``: :meth:`~ddrl.run.experiments.Experiment.run` (trains or loads the run,
+    then evaluates), or for a :data:`~ddrl.study.plan.REFINED` method one COR call from the seed's DDRL config
+    (:meth:`~ddrl.run.experiments.Experiment.refined`) with its keep, learning rate and start weights."""
+    if method not in REFINED:
+        return exp.run(method, seed, per_question=True)
     factor, divisor, start = REFINED[method]
     c = exp.config("ddrl", seed)
     lr = None if divisor == 1 else c.cor_lr / divisor
@@ -102,6 +94,7 @@ def refined_rows(exp, seed: int, method: str) -> list[dict]:
 
 def question_frame(rows: Sequence[dict], regime: str, key: str) -> pd.DataFrame:
     """A method's CSV: one row per split x question with pass@1, plus the run-level columns."""
+    from ddrl.run.experiments import question_rows  # torch
 
     df = question_rows(rows)
     df.insert(0, "regime", regime)
@@ -116,6 +109,7 @@ def question_frame(rows: Sequence[dict], regime: str, key: str) -> pd.DataFrame:
 def steps_frame(run_dir: str | Path, cfg, n_questions: int, regime: str, method: str, seed: int, key: str) -> pd.DataFrame:
     """Per-step metrics of a run (D1, D2: ``adv/mean``; C2: ``time/step_s``), ``phase`` = rl or extra (the
     additional-RL steps past the schedule)."""
+    from ddrl.train import steps_per_episode  # torch
 
     df = pd.DataFrame([{k: r.get(k) for k in STEP_COLUMNS} for r in RunDir(run_dir).read_metrics()])
     rl_steps = steps_per_episode(n_questions, cfg.prompts_per_step, cfg.drop_last) * cfg.episodes
@@ -134,7 +128,6 @@ def base_paths(out_dir: str | Path, regime: str, seed: int, folder: str = BASE) 
 def base_frames(problems: Sequence[dict], regime: str, seed: int, k: int, key: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """F1-F3's answer groups (one row per question x distinct answer: count of N, correct) and G1's per-question
     mean GRPO advantage of the positive rollouts among ``k`` selected (NaN without mixed rewards)."""
-
     groups = answer_groups(problems).rename(columns={"problem": "question"}).drop(columns=["answer"])
     adv = group_advantages(problems, k, ("grpo",), "random", seed)
     rows = []
@@ -150,10 +143,18 @@ def base_frames(problems: Sequence[dict], regime: str, seed: int, k: int, key: s
     return groups, g1
 
 
-def base_job(regime: Regime, scale: Scale, seed: int):
-    """The base rollouts' experiment, config, sampling settings and content key (what their CSVs depend on:
-    the base weights, the regime and its questions, the sampling settings, K, the grader, the device kind)."""
+def _write_base(paths: tuple[Path, Path], key: str, frames) -> str:
+    """``frames()``'s two :func:`base_frames` tables written to ``paths`` unless both hold ``key``: "ran" or "loaded"."""
+    if all(_done(p, key) for p in paths):
+        return "loaded"
+    for p, df in zip(paths, frames()):
+        write_csv(p, df)
+    return "ran"
 
+
+def base_job(regime: Regime, scale: Scale, seed: int):
+    """The base rollouts' experiment, config, sampling settings and content key (the base weights, the regime and its
+    questions, the sampling settings, K, the grader, the device kind)."""
     exp = experiment(regime, scale, False)
     cfg = exp.config("ttrl", seed)
     settings = {"n": cfg.n_votes, "temperature": cfg.rollout_temperature, "top_p": cfg.rollout_top_p,
@@ -166,51 +167,36 @@ def base_job(regime: Regime, scale: Scale, seed: int):
 
 def run_base_job(regime: Regime, scale: Scale, seed: int, out_dir: str | Path) -> str:
     """The base model's N rollouts per adapted question (sampling seed ``seed``), graded and cached, as CSVs."""
+    from ddrl.run.experiments import cached_rollouts  # torch
 
     exp, cfg, settings, key = base_job(regime, scale, seed)
-    gpath, apath = base_paths(out_dir, regime.name, seed)
-    if _done(gpath, key) and _done(apath, key):
-        return "loaded"
-    problems = cached_rollouts(cfg.model, list(exp.adapted), f"study-{regime.name}", device=cfg.device, **settings)
-    groups, g1 = base_frames(problems, regime.name, seed, cfg.k_train, key)
-    write_csv(gpath, groups)
-    write_csv(apath, g1)
-    return "ran"
+    return _write_base(base_paths(out_dir, regime.name, seed), key, lambda: base_frames(
+        cached_rollouts(cfg.model, list(exp.adapted), f"study-{regime.name}", device=cfg.device, **settings),
+        regime.name, seed, cfg.k_train, key))
 
 
 def run_real_rollouts_job(out_dir: str | Path, data_dir: str | Path | None = None) -> str:
-    """The inputs of F1-F3, G1, E1 and E2 on a real LLM's samples (plan Amendment 18): code-davinci-002's programs
-    for the SVAMP problems (``ddrl.data``'s ``svamp_codex_rollouts``, graded by ``ddrl.grading.pot_eval``), as
-    :func:`base_frames` CSVs of regime ``svamp_codex``, sampling seed 0, K = 32 rescaled to their N, under
-    ``<out>/real/svamp_codex/``; content-keyed by the answers, their correctness and K. Returns "ran" or "loaded".
-    Raises :class:`ddrl.data.DataError` (naming the file) when the samples are not found."""
+    """F1-F3, G1, E1 and E2's inputs on a real LLM's samples (plan Amendment 18): code-davinci-002's programs for the
+    SVAMP problems as :func:`base_frames` CSVs of regime ``svamp_codex`` (seed 0, K = 32 rescaled to their N) under
+    ``<out>/real/svamp_codex/``. Raises :class:`ddrl.data.DataError` when the samples are not found."""
     problems = svamp_problems(load_dataset("svamp_codex_rollouts", data_dir=data_dir))
     k = selection_k(len(problems[0]["keys"]))
     key = content_key({"what": "study-real-v1", "dataset": "svamp_codex_rollouts", "k": k,
                        "problems": [[p["id"], p["keys"], p["correct"]] for p in problems]})[:20]
-    gpath, apath = base_paths(out_dir, SVAMP_REGIME, 0, REAL)
-    if _done(gpath, key) and _done(apath, key):
-        return "loaded"
-    groups, g1 = base_frames(problems, SVAMP_REGIME, 0, k, key)
-    write_csv(gpath, groups)
-    write_csv(apath, g1)
-    return "ran"
+    return _write_base(base_paths(out_dir, SVAMP_REGIME, 0, REAL), key,
+                       lambda: base_frames(problems, SVAMP_REGIME, 0, k, key))
 
 
 def heldout_x_key(regime: Regime, scale: Scale, method: str, seed: int, held: Sequence[dict]) -> str:
-    """What an H1x CSV depends on: everything the method's registered CSV does (:func:`job_key`) and the fresh
-    questions with their answers."""
+    """What an H1x CSV depends on: the method's registered CSV's :func:`job_key` and the fresh questions."""
     return content_key({"what": "study-heldout-x-v1", "run": job_key(regime, scale, method, seed),
                         "questions": records_key(held)})[:20]
 
 
 def run_heldout_x_job(j: Job, regime: Regime, scale: Scale, out_dir: str | Path, runs_root: str | Path | None) -> str:
-    """H1x (plan Amendments 11, 12): each of the job's methods trained (or loaded) as the study does and evaluated on
-    the regime's fresh held-out questions (:func:`~ddrl.study.plan.heldout_x_records`); one CSV per method of
-    split ``heldout_x``, with ``registered_reproduced``: whether the run's adapted pass@1 equals the committed
-    run's (:func:`same_as_registered`); where the seed has no registered CSV, the run's adapted rows too
-    (:func:`~ddrl.study.plan.adapted_x_path`, same key). Returns "ran" or "loaded"."""
-
+    """H1x: each of the job's methods trained (or loaded) as the study does and evaluated on the fresh questions; one
+    CSV per method of split ``heldout_x`` with ``registered_reproduced`` (:func:`same_as_registered`), and where the
+    seed has no registered CSV the run's adapted rows too (:func:`~ddrl.study.plan.adapted_x_path`)."""
     held = heldout_x_records(regime, scale.n_heldout_x)
     exp, status = experiment(regime, scale, True, runs_root, held=held), "loaded"
     for m in j.methods:
@@ -235,10 +221,9 @@ def run_heldout_x_job(j: Job, regime: Regime, scale: Scale, out_dir: str | Path,
 def run_job(job: tuple[Job, str, str, str | None, float | None, str | None]) -> dict:
     """A pool worker's job: skip if past the deadline or already written; else every method of the job.
 
-    The update's log-probs are computed the ``"hf"`` way (:func:`ddrl.accel.logprob_backends.pinned_backend`), as for every
-    run of the study before the shared-prompt forward existed: its gradients round differently, so a run
-    computed the other way would follow another trajectory (the plan's Amendment 10). For the same reason the
-    sampler's decode attention is torch's, not the C loop written after the study (:mod:`ddrl.accel.native_attention`)."""
+    Log-probs are computed the ``"hf"`` way and decode attention is torch's
+    (:func:`ddrl.accel.logprob_backends.pinned_backend`), as for every run of the study: the faster paths written
+    after it round differently, so a run would follow another trajectory (plan Amendment 10)."""
     with pinned_backend("hf"):
         return _run_job(job)
 
@@ -268,3 +253,28 @@ def _run_job(job: tuple[Job, str, str, str | None, float | None, str | None]) ->
             write_csv(csv_path(out_dir, j.regime, m, j.seed, steps=True), steps)
         write_csv(path, question_frame(rows, j.regime, key))
     return {"job": asdict(j), "status": status}
+
+
+def run_jobs(jobs: Sequence[Job], scale: Scale, out_dir: str | Path, runs_root: str | Path | None = None,
+             budget_min: float | None = None, workers: int | None = None, progress: bool = True,
+             desc: str = "study", regimes: str | Path | None = None) -> list[dict]:
+    """Every job through :func:`ddrl.run.pool.run_pool` (one progress bar); jobs starting after ``budget_min`` minutes
+    are skipped. Each job's regime is read by name from ``regimes`` (a ``regimes_base.json`` and the files beside it;
+    default the registered study's). Returns one status per job."""
+    if budget_min is not None and budget_min <= 0:
+        raise ValueError(f"budget_min must be > 0 minutes, got {budget_min}")
+    if not jobs:
+        return []
+    deadline = time.time() + 60 * budget_min if budget_min is not None else None
+    if workers is None:
+        workers = default_workers(len(jobs), str(resolve_device(scale.knobs.get("device", "auto"))))
+    return run_pool(run_job, [(j, scale.name, str(out_dir), str(runs_root) if runs_root else None, deadline,
+                               str(regimes) if regimes else None) for j in jobs], workers, desc=desc, progress=progress)
+
+
+def status_counts(statuses: Sequence[dict]) -> dict[str, int]:
+    """How many of :func:`run_jobs`' jobs ended each way ("ran", "loaded", "skipped (budget)", ...), the most first."""
+    counts: dict[str, int] = {}
+    for s in statuses:
+        counts[s["status"]] = counts.get(s["status"], 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))  # ties stay in the order first seen

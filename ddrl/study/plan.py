@@ -1,47 +1,33 @@
-"""The claims study's design as ``results/plan.md`` registers it: the methods, claims and comparisons, the
-scales, the regimes (from ``results/regimes_base.json``) and the job lists of stages 1 and 2.
+"""What the claims study runs, as ``results/plan.md`` registers it: the regimes, methods, claims and comparisons, the
+scales, the job lists of stages 1 and 2, and where each per-run CSV goes.
 
-Readings of the plan (written down here, chosen from the text, never from method results):
+**Regimes** (plan Sec. 2): testbed settings that stand for the paper's benchmarks (AIME 2024: 30 questions, 80
+episodes; AMC: 83, 30; MATH-500: 500, 10), chosen ONLY from base-model properties measured before any method ran
+(:func:`select_regimes`). Difficulty is the number of operations per chain (``ddrl.testbed.task``): the testbed was
+pretrained on 1-4 (4 rare), so 3 is familiar, 4 the shifted test split, 5-6 beyond anything it saw. The study reads
+them from ``results/regimes_base.json`` (:func:`load_regimes`); S1's weaker base from ``regimes_weak.json`` beside it.
 
-- **Regimes**: ``results/regimes_base.json`` ``regimes`` (:class:`ddrl.study.regimes.Regime`: operations, adapted and
-  held-out counts, episodes, lr; max_new_tokens 96 and every other TrainConfig field at its default, Sec. 2).
-  The weaker-base regime of S1 (``amc_like_weak_base``: the AMC-like regime on the testbed preset ``weak``) is
-  read from ``results/regimes_weak.json`` (``bench/regimes.py --weak``) when that file exists; until it is
-  built and measured, S1 has no jobs and no entry in ``claims.json``. It uses the AMC-like seed count.
-- **Stage 1** (Sec. 6.1): seeds 0-5 of no adaptation, TTRL and DDRL in the three regimes. These three are also
-  H1's methods, so their runs are evaluated on the held-out questions too (one model load per run).
-  Only the DDRL run's final weights (= DDRL) are evaluated; its RL-only weights (BCS+DAE) in stage 2 (A2).
-- **Stage 1 analysis**: variance components of the paired differences DDRL - TTRL (the between-run class that
-  sets the seeds), DDRL - no adaptation and TTRL - no adaptation (pass@1 points^2), never a mean; the seeds per
-  regime = ``choose_design`` over 2-64 seeds at the regime's adapted questions for DDRL - TTRL; if no design
-  up to 64 seeds meets 2.0 points, 64 (the budget then decides). The lr/10 regime (not in stage 1) uses the
-  AMC-like count (same questions).
+Readings of the plan (chosen from its text, never from method results):
+
+- **Stage 1** (Sec. 6.1): seeds 0-5 of no adaptation, TTRL and DDRL in the three regimes, also evaluated on the
+  held-out questions (H1's methods). Its analysis: variance components (pass@1 points^2) of DDRL - TTRL (which sets
+  the seeds: ``choose_design`` over 2-64 seeds, else 64), DDRL - no adaptation, TTRL - no adaptation, never a mean.
+  Regimes on the AMC-like questions (lr/10, S1) take the AMC-like seed count.
 - **Stage 2** (Sec. 6.2): phase (a) the remaining methods on the stage-1 seeds, phase (b) more seeds up to the
-  stage-1 count; in each phase claim by claim in the order M1 > M2 > A1 > A2 > A3 > C1 > T1 > H1 > lr/10 (M1 at
-  lr/10) > S1 (TTRL and DDRL on the weaker base) and, within a claim, round-robin over its regimes one seed at
-  a time. Phase (a) opens (plan Amendment 3, a cost order fixed before any stage-2 run) with the jobs that
-  train nothing new, on the stage-1 seeds: BCS+DAE (the DDRL runs' RL-only weights: A3 within-run, A2's first
-  half), then R1 (COR keeping 4x rollouts from those weights; "needs no extra seeds", stage-1 seeds only), then
-  the base-model claims (F1-F3, G1; "need no extra seeds"): N = 64
-  rollouts per question at the RL rollout temperature (T = 1.0, top-p 1) on each of the three regimes'
-  adapted questions (448 together), sampling seeds 0 and 1 (the fewest the bootstrap takes; the plan names no
-  count), cached with notebooks 01-02's rollouts (:func:`ddrl.run.experiments.cached_rollouts`).
-- **F1-F3**: per (sampling seed, question) the share of correct answers among the question's distinct answers
-  in a band (counts <= 5, 6-44, >= 45 of 64); questions with no answer in a band in some seed are left out of
-  that claim (F3: of either band); regime ``base`` pools the three regimes' questions.
-- **G1**: per (seed, question) the mean GRPO advantage of the positive rollouts among K = 32 randomly selected
-  (TTRL's step, :func:`ddrl.analysis.group_advantages`), questions with mixed rewards only; effect = mean over
-  wrong-label cells - mean over right-label cells (x 100); interval: percentile bootstrap over questions
-  (each question keeps its seeds' cells), 4000 replicates.
-- **C2** wall times are the pool's: each run on one core with one thread, two runs at a time on 2 cores (the
-  plan asks for one run at a time; a wall-time amendment may rerun the C-runs alone). Additional RL time = the
-  additional-RL run's steps past the RL schedule; COR time = the DDRL run's COR; RL phase = the DDRL run's RL.
-- **H1x** (plan Amendments 11, 12; TTRL added by 13 for H1xT and H1xD, BCS+DAE by 14 for H1xC and H1xR): H1's
-  estimand on 1,536 fresh held-out questions per regime (:func:`heldout_x_records`), AMC-like seeds 0-18 (0-7 by
-  Amendment 11, 8-18 by 15) and AIME-like 0-5 (retrained), MATH-500-like 19-45 (weights kept),
-  written to ``results/runs/heldout_x/<regime>/`` (:data:`HELDOUT_X`, gzipped CSVs), beside the registered H1. BCS alone
-  joined in AMC-like (17: H1xB, H1xA) and MATH-500-like (20, retrained), BCS's positives with random negatives in
-  AMC-like (19: H1xN, H1xP).
+  stage-1 count; each claim by claim in :data:`PRIORITY`'s order, round-robin over its regimes one seed at a time.
+  Phase (a) opens with the jobs that train nothing new (plan Amendment 3): BCS+DAE (the DDRL runs' RL-only weights),
+  R1 (stage-1 seeds only), then the base rollouts of F1-F3 and G1: N = 64 per adapted question at T = 1.0, top-p 1,
+  sampling seeds 0 and 1 (the fewest the bootstrap takes).
+- **F1-F3**: per (sampling seed, question) the share of correct answers among the distinct answers in a band
+  (:data:`BANDS_64`); a question with no answer in a band in some seed is left out of that claim; regime ``base``
+  pools the three regimes' questions.
+- **G1**: per (seed, question) the mean GRPO advantage of the positive rollouts among K = 32 randomly selected,
+  questions with mixed rewards only; effect = wrong-label mean - right-label mean (x 100); percentile bootstrap over
+  questions, 4000 replicates.
+- **C2**: wall times of the pool (one single-thread run per core, two at a time); additional RL = its steps past the
+  RL schedule; COR = the DDRL run's COR; RL phase = the DDRL run's RL.
+- **H1x** (plan Amendments 11-17, 19, 20): H1's estimand on 1,536 fresh held-out questions per regime
+  (:func:`heldout_x_records`), CSVs under ``<runs>/heldout_x/<regime>/``.
 - **Units**: pass@1 differences in points (x 100); D1/D2 advantage x 100; C2 % of the RL phase.
 """
 
@@ -49,25 +35,136 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Sequence
 
 from ddrl.accel.logprob_backends import pinned_backend
 from ddrl.config import METHODS as PRESETS
+from ddrl.run.cache import owner_lock
 from ddrl.run.fingerprints import model_fingerprint
 from ddrl.run.pool import minutes_to
 from ddrl.run.rundir import RunDir
-from ddrl.study.regimes import WEAK_REGIME, Regime, candidate_records, small_lr_regime
 from ddrl.run.storage import REPO
-from ddrl.run.cache import owner_lock
 from ddrl.testbed.builds import COMMITTED, META_FILE, cache_root, committed_dir, copy_build, install_build
 from ddrl.testbed.config import get_config
+from ddrl.testbed.task import SplitSpec, generate_records
 
 RESULTS = REPO / "results"
-#: The measured base builds, committed (``python -m ddrl.study --export-base``): a testbed build's bits depend on
-#: the CPU it was trained on (docs/testbed.md), so a machine of another kind installs these instead of building.
+#: The measured base builds, committed: a testbed build's bits depend on the CPU that trained it (docs/testbed.md),
+#: so a machine of another kind installs these instead of building.
 BASE_MODELS = COMMITTED  # results/base_models
+
+# ---------------------------------------------------------------------------------------------------------
+# Regimes
+# ---------------------------------------------------------------------------------------------------------
+
+#: Candidate difficulties measured by ``bench/regimes.py`` (operations per chain).
+CANDIDATE_OPS = (3, 4, 5, 6)
+#: Response length limit for every regime: a 6-operation solution is ~75 tokens (the default 64 cuts it).
+MAX_NEW_TOKENS = 96
+AIME_MAJ_MAX = 0.35
+MATH_MAJ_MIN = 0.70
+MATH_MIN_QUESTIONS = 256
+#: Claim S1's regime: the AMC-like regime on the weaker base build (testbed preset ``weak``).
+WEAK_REGIME = "amc_like_weak_base"
+WEAK_TESTBED = "testbed:weak"
+#: Plan Amendment 26: the MATH-500-like regime on 3x its adapted questions (the first 256 are the registered ones).
+WIDE_QUESTIONS = 768
+#: The paper's small-learning-rate regime (plan Sec. 2): 10x below the regime's lr, twice its episodes.
+SMALL_LR_FACTOR, SMALL_LR_EPISODES = 10, 2
+
+
+@dataclass(frozen=True)
+class Regime:
+    """One setting of the study: which questions (``num_ops`` chains), how many, how long RL runs."""
+
+    name: str
+    stands_for: str
+    num_ops: int
+    n_adapted: int
+    n_heldout: int
+    episodes: int
+    lr: float = 3e-5  # ddrl.config.TrainConfig's default
+    overrides: dict = field(default_factory=dict)
+
+    def records(self) -> tuple[list[dict], list[dict]]:
+        """(adapted, held-out) questions: one stream per operation count, adapted first."""
+        recs = candidate_records(self.num_ops, self.n_adapted + self.n_heldout)
+        return recs[: self.n_adapted], recs[self.n_adapted:]
+
+    def trainer_overrides(self) -> dict:
+        return {"episodes": self.episodes, "lr": self.lr, "max_new_tokens": MAX_NEW_TOKENS, **self.overrides}
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def candidate_records(num_ops: int, n: int, seed: int = 0) -> list[dict]:
+    """The first ``n`` questions of the ``ops<k>`` stream (the same questions a regime adapts on)."""
+    return generate_records(SplitSpec((num_ops,), (1.0,)), n, seed, f"ops{num_ops}")
+
+
+def select_regimes(base: Sequence[dict]) -> dict[str, int]:
+    """The plan's rule (Sec. 2) on measured base properties ``[{num_ops, maj@64, ...}]``: AIME-like the fewest
+    operations with maj@64 <= 0.35, MATH-500-like the most with maj@64 >= 0.70, AMC-like the one strictly between
+    them closest to 0.5 (ties: fewer operations). Returns ``{"aime_like": ops, "amc_like": ops, "math500_like": ops}``;
+    raises ``ValueError`` naming the regime no candidate satisfies."""
+    by_ops = {int(b["num_ops"]): b for b in base}
+    ops = sorted(by_ops)
+    maj = {k: round(by_ops[k]["maj@64"], 3) for k in ops}
+    aime = [k for k in ops if by_ops[k]["maj@64"] <= AIME_MAJ_MAX]
+    math = [k for k in ops if by_ops[k]["maj@64"] >= MATH_MAJ_MIN]
+    if not aime:
+        raise ValueError(f"no candidate has base maj@64 <= {AIME_MAJ_MAX} (AIME-like); maj@64 by operations: {maj}")
+    if not math:
+        raise ValueError(f"no candidate has base maj@64 >= {MATH_MAJ_MIN} (MATH-500-like); maj@64 by operations: {maj}")
+    a, m = min(aime), max(math)
+    middle = [k for k in ops if m < k < a]
+    if not middle:
+        raise ValueError(f"no candidate lies between MATH-500-like ({m} ops) and AIME-like ({a} ops) for AMC-like")
+    amc = min(middle, key=lambda k: (abs(by_ops[k]["maj@64"] - 0.5), k))
+    return {"aime_like": a, "amc_like": amc, "math500_like": m}
+
+
+def weak_base_regime(amc: Regime) -> Regime:
+    """Claim S1's regime: the AMC-like regime adapted from the weaker base build (measured by
+    ``bench/regimes.py --weak`` before any of its method runs)."""
+    return replace(amc, name=WEAK_REGIME, stands_for="AMC with a weaker base model (claim S1)",
+                   overrides={**amc.overrides, "model": WEAK_TESTBED})
+
+
+def wide_regime(math: Regime, n: int = WIDE_QUESTIONS) -> Regime:
+    """Plan Amendment 26's regime: the MATH-500-like regime ``math`` on its stream's first ``n`` questions, named
+    ``<name>_<n>`` (measured by ``bench/regimes.py --wide``; it must keep maj@64 >= 0.70)."""
+    if n <= math.n_adapted:
+        raise ValueError(f"wide_regime: n={n} must exceed {math.name}'s {math.n_adapted} adapted questions")
+    return replace(math, name=f"{math.name}_{n}", stands_for=f"{math.stands_for} on {n} adapted questions "
+                   "(plan Amendment 26)", n_adapted=n)
+
+
+def small_lr_regime(reg: Regime) -> Regime:
+    """The registered lr/10 rule (plan Sec. 2) on ``reg``: lr / 10, twice the episodes, named ``<name>_small_lr``."""
+    return replace(reg, name=f"{reg.name}_small_lr", stands_for=f"{reg.stands_for} at the paper's small learning rate",
+                   lr=reg.lr / SMALL_LR_FACTOR, episodes=SMALL_LR_EPISODES * reg.episodes)
+
+
+def make_regimes(selected: dict[str, int], default_lr: float = 3e-5) -> list[Regime]:
+    """The study's regimes from :func:`select_regimes`, in the paper's shape (AIME: few questions, many episodes;
+    MATH-500: many questions, few episodes) at 512-1024 question-visits per RL run; 128 held-out questions each."""
+    amc = Regime("amc_like", "AMC", selected["amc_like"], 128, 128, 8, default_lr)
+    return [
+        Regime("aime_like", "AIME 2024", selected["aime_like"], 64, 128, 16, default_lr),
+        amc,
+        Regime("math500_like", "MATH-500", selected["math500_like"], MATH_MIN_QUESTIONS, 128, 2, default_lr),
+        small_lr_regime(amc),
+    ]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Methods, claims, comparisons
+# ---------------------------------------------------------------------------------------------------------
+
 STAGE1_METHODS = ("no_adaptation", "ttrl", "ddrl")
 THREE = ("aime_like", "amc_like", "math500_like")
 SMALL_LR = "amc_like_small_lr"
@@ -95,10 +192,8 @@ PRIORITY: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("lr/10", ("ttrl", "ddrl"), (SMALL_LR,)),
     ("S1", ("ttrl", "ddrl"), (WEAK_REGIME,)),
 )
-#: H1x (plan Amendment 11): H1's methods and estimand on fresh held-out questions; its split name, CSV folder
-#: (``<runs>/heldout_x/<regime>/``) and the regimes and seeds it is measured on (by scale, below). TTRL joined
-#: it in Amendment 13 (H1xT, H1xD) and BCS+DAE (the DDRL run's RL-only weights) in 14 (H1xC, H1xR), each after
-#: the methods before it: a job's DDRL runs (or loads) first.
+#: H1x (plan Amendment 11): its split name and CSV folder (``<runs>/heldout_x/<regime>/``); its methods, each after
+#: those before it (a job's DDRL run trains or loads first): TTRL by Amendment 13, BCS+DAE by 14.
 HELDOUT_X = "heldout_x"
 ADAPTED_X = "adapted_x"  # an H1x run's adapted questions, where no registered CSV holds them
 HELDOUT_X_AMENDMENTS = "11-17, 19, 20"  # the plan amendments that register H1x and its family
@@ -107,12 +202,11 @@ HELDOUT_X_METHODS = ("ddrl", "no_adaptation", "ttrl", "bcs_dae")
 HELDOUT_CLAIMS = ("H1x", "H1xT", "H1xD", "H1xC", "H1xR")
 #: Regimes on the AMC-like questions, which take the AMC-like seed count.
 AMC_SEEDED = (SMALL_LR, WEAK_REGIME)
-#: Regimes whose untrained model is another regime's: the same base weights, adapted questions and evaluation
-#: (``eval_n``, sampling, seeds ``derive_seed(seed, "eval", split)``), only the RL settings differ, so their
-#: no-adaptation rows are that regime's (plan Amendment 16: P1, P2 at lr/10).
-SAME_BASE = {SMALL_LR: "amc_like", "math500_like_small_lr": "math500_like"}  # the second: plan Amendment 28
-#: Methods that run no RL, so their rows are one computation in every regime of one base (untrained: Amendment 16;
-#: COR alone: Amendments 32, 34): a regime without them reads them from :func:`same_base`'s regimes.
+#: Regimes whose untrained model is another regime's (same base weights, adapted questions and evaluation; only the
+#: RL settings differ), so their no-adaptation rows are that regime's (plan Amendments 16, 28).
+SAME_BASE = {SMALL_LR: "amc_like", MATH500_SMALL_LR: "math500_like"}
+#: Methods that run no RL, so their rows are one computation in every regime of one base (Amendments 16, 32, 34): a
+#: regime without them reads them from :func:`same_base`'s regimes.
 NO_RL = ("no_adaptation", COR_ONLY)
 
 
@@ -123,7 +217,7 @@ def same_base(regime: str) -> list[str]:
 
 
 #: Regimes defined after the study, beside ``regimes_base.json``: Amendment 26's (768 MATH-500-like questions), 28's
-#: (MATH-500-like at lr/10, nothing new measured; 44's on the Xeon build), 42's (AMC-like at lr/3, Xeon build only).
+#: (MATH-500-like at lr/10; 44's on the Xeon build), 42's (AMC-like at lr/3, Xeon build only).
 EXTRA_REGIME_FILES = ("regimes_wide.json", "regimes_small_lr.json", "regimes_lr3.json")
 MATH500_768 = "math500_like_768"  # Amendment 26: the registered MATH-500-like regime on its stream's first 768 questions
 WIDE_OUT = RESULTS / "wide"  # Amendments 26, 27: its CSVs (<WIDE_OUT>/<regime>/) and analyses
@@ -148,9 +242,9 @@ BASE = "base"  # F1-F3, G1: the base model's rollouts on each regime's adapted q
 REAL = "real"  # F1-F3, G1, E1, E2 on a real LLM's samples (plan Amendment 18): <runs>/real/<regime>/
 SVAMP_REGIME = "svamp_codex"  # code-davinci-002's 30 programs per SVAMP problem (ddrl.data)
 BASE_SEEDS = 2  # sampling seeds of the base rollouts (the fewest the seeds x questions bootstrap takes)
-#: Stage 2 phase (a) opens with the jobs that need no new RL run (plan Amendment 3): (claim, method, seeds).
-#: BCS+DAE is the DDRL run's RL-only weights (A3 within-run), COR 4x refines them (R1), base rollouts (F, G).
-DERIVED_FIRST = (("A3", "bcs_dae", None), ("R1", COR_4X, None), ("F/G", BASE, BASE_SEEDS))  # None: all stage-1 seeds
+#: Stage 2 phase (a)'s opening jobs, which need no new RL run (plan Amendment 3): (claim, method, seeds; None: all
+#: stage-1 seeds).
+DERIVED_FIRST = (("A3", "bcs_dae", None), ("R1", COR_4X, None), ("F/G", BASE, BASE_SEEDS))
 #: Methods whose job reuses the same seed's DDRL run, no RL of its own (the ``rl_seconds`` they repeat are its).
 REUSES_RUN = ("bcs_dae", COR_4X, COR_LR10, COR_4X_LR10)
 #: F1-F3's answer-count bands at N = 64 (Sec. 2.2: <= 5 mostly wrong, >= 45 mostly right, the middle between)
@@ -172,8 +266,7 @@ SELECTION_ORDERS = 64
 
 
 def selection_k(n: int, k64: int = SELECTION_K) -> int:
-    """K for N = ``n`` samples per question: ``k64`` (given at N = 64) rescaled, at least 1 (E1, E2 at any N; G1 on a
-    real LLM's N, Amendment 18)."""
+    """K for N = ``n`` samples per question: ``k64`` (given at N = 64) rescaled, at least 1."""
     return max(1, round(k64 * n / 64))
 
 
@@ -183,7 +276,7 @@ def wants_heldout(regime: str, method: str) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Scale and regimes
+# Scales, the regimes files, the base builds
 # ---------------------------------------------------------------------------------------------------------
 
 
@@ -199,14 +292,12 @@ class Scale:
     n_heldout: int | None = None
     episodes: int | None = None
     n_heldout_x: int = 1536  # H1x's fresh held-out questions per regime (plan Amendment 11)
-    #: H1x's seeds per regime (Amendment 11: AMC-like 0-7 retrained, MATH-500-like 19-45 whose weights are kept;
-    #: Amendment 12: AIME-like 0-5 retrained; Amendment 15: AMC-like 8-18 too, its registered 19 seeds), the
-    #: regimes that train listed first (the order jobs run in)
+    #: H1x's seeds per regime, the regimes that train listed first (the order jobs run in): AMC-like 0-18 and
+    #: AIME-like 0-5 retrained (Amendments 11, 12, 15), MATH-500-like 19-45 whose weights are kept (11)
     heldout_x_seeds: dict = field(default_factory=lambda: {"amc_like": tuple(range(19)), "aime_like": tuple(range(6)),
                                                            "math500_like": tuple(range(19, 46))})
-    #: Methods H1x adds in some regimes only, after :data:`HELDOUT_X_METHODS`: BCS in AMC-like (Amendment 17:
-    #: claims H1xB and H1xA split H1xR there), then BCS's positives with random negatives (Amendment 19: claims
-    #: H1xN and H1xP split H1xB); BCS in MATH-500-like too (Amendment 20: H1xB and H1xA there)
+    #: Methods H1x adds in some regimes only, after :data:`HELDOUT_X_METHODS`: BCS (Amendments 17, 20) and BCS's
+    #: positives with random negatives (Amendment 19)
     heldout_x_extra: dict = field(default_factory=lambda: {"amc_like": ("bcs", "bcs_random_neg"),
                                                            "math500_like": ("bcs",)})
 
@@ -224,8 +315,7 @@ SCALES = {
 
 def load_regimes(path: str | Path = RESULTS / "regimes_base.json", scale: Scale = SCALES["default"],
                  names: Sequence[str] | None = None) -> dict[str, Regime]:
-    """The study's regimes from the committed base measurements (plan Sec. 2), resized for ``scale``; S1's
-    weaker-base regime too when ``regimes_weak.json`` lies beside ``path``."""
+    """The regimes of ``path`` and of the :func:`measurement_files` beside it, resized for ``scale``."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: the regimes' base measurements (bench/regimes.py writes them) are missing")
@@ -250,32 +340,24 @@ def load_regimes(path: str | Path = RESULTS / "regimes_base.json", scale: Scale 
 
 
 def regimes_path(results_dir: str | Path) -> Path:
-    """The base measurements a study reads: ``results_dir``'s own ``regimes_base.json`` (a replication on
-    other weights, plan Amendment 5), else the registered one."""
+    """``results_dir``'s own ``regimes_base.json`` (a replication on other weights, plan Amendment 5), else the
+    registered one."""
     own = Path(results_dir) / "regimes_base.json"
     return own if own.is_file() else RESULTS / "regimes_base.json"
 
 
-def weak_path(path: str | Path) -> Path:
-    """Where S1's weaker-base measurements lie: ``regimes_weak.json`` beside ``regimes_base.json``."""
-    return Path(path).with_name("regimes_weak.json")
-
-
 def measurement_files(path: str | Path) -> list[Path]:
-    """The base-measurement files the study reads: ``path`` (the default base), then S1's weaker base
-    (``weak_path``), plan Amendment 26's wider MATH-500-like regime and Amendment 28's MATH-500-like at lr/10
-    (:data:`EXTRA_REGIME_FILES`) when they lie beside it. Only the jobs that name a regime run it: stages 1-2 and
-    H1x name the registered ones."""
-    return [Path(path)] + [w for w in (weak_path(path), *(Path(path).with_name(n) for n in EXTRA_REGIME_FILES))
+    """``path`` (the default base's measurements), then those of the files beside it that exist: S1's weaker base
+    (``regimes_weak.json``) and :data:`EXTRA_REGIME_FILES`."""
+    return [Path(path)] + [w for w in (Path(path).with_name(n) for n in ("regimes_weak.json", *EXTRA_REGIME_FILES))
                            if w.is_file()]
 
 
 def check_weights(path: str | Path = RESULTS / "regimes_base.json", scale: Scale = SCALES["default"]) -> None:
-    """The regimes were measured on one build of the base model (``weights`` in ``regimes_base.json``; S1's
-    weaker base in ``regimes_weak.json``, when present); a study on other weights would not be the registered
-    one. Raises ``ValueError`` naming both hashes (a rebuilt testbed differs bitwise: 1 vs 2 threads). Scales
-    with their own ``model`` knob (smoke) are not checked."""
-
+    """Raise ``ValueError`` naming both hashes unless this machine's base builds have the weights the regimes were
+    measured on (``weights`` of each :func:`measurement_files`); a missing build is installed from
+    :data:`BASE_MODELS`, never built (a fresh build differs bitwise). Scales with their own ``model`` knob (smoke) are
+    not checked."""
     if "model" in scale.knobs:
         return
     for f in measurement_files(path):
@@ -287,12 +369,11 @@ def _check_build(path: Path) -> None:
     name = measured.get("model", "testbed:default")
     built = _cache_dir(name)
     pinned = _pin_dir(built, measured) if built else None
-    if not is_built(name):  # never build a testbed here: a fresh build differs
-        if not _install(pinned, built, measured):
-            raise ValueError(f"{name} is not built in {cache_root()} and {pinned} holds no committed build; the "
-                             f"regimes were measured on the build whose weights {path} names ({measured}). Copy "
-                             f"that build's directory to {built} (or re-measure the regimes on a new build and "
-                             "amend results/plan.md).")
+    if built is not None and not (built / META_FILE).is_file() and not _install(pinned, built, measured):
+        raise ValueError(f"{name} is not built in {cache_root()} and {pinned} holds no committed build; the "
+                         f"regimes were measured on the build whose weights {path} names ({measured}). Copy "
+                         f"that build's directory to {built} (or re-measure the regimes on a new build and "
+                         "amend results/plan.md).")
     have = model_fingerprint(name)
     diff = {k: (v, have.get(k)) for k, v in measured.items() if have.get(k) != v}
     if diff:
@@ -306,13 +387,6 @@ def _check_build(path: Path) -> None:
                          f"{measured.get('model')}: {diff} (measured, here). {fix}")
 
 
-def is_built(name: str) -> bool:
-    """Whether ``name``'s weights are on this machine without building anything: False only for a testbed whose
-    build is not in the cache (:func:`~ddrl.run.fingerprints.model_fingerprint` would pretrain it)."""
-    built = _cache_dir(name)
-    return built is None or (built / META_FILE).is_file()
-
-
 def _cache_dir(name: str) -> Path | None:
     """The testbed cache directory of ``testbed:<preset>`` (None for any other model)."""
     preset = name.removeprefix("testbed:")
@@ -321,14 +395,13 @@ def _cache_dir(name: str) -> Path | None:
 
 def _pin_dir(built: Path, measured: dict) -> Path:
     """Where the committed copy of a build lies: its cache name plus its weights' sha256 prefix, so builds of
-    one configuration on different CPUs (the registered study's, a replication's) never share a directory."""
+    one configuration on different CPUs never share a directory."""
     return committed_dir(built.name, measured.get("model.safetensors", "unknown"), BASE_MODELS)
 
 
 def _install(pinned: Path | None, built: Path, measured: dict) -> bool:
-    """Copy the committed build ``pinned`` into the testbed cache as ``built`` when its weights are the measured
-    ones (raises naming both otherwise); False when nothing is committed. Atomic and under the build's lock
-    (:func:`ddrl.testbed.builds.install_build`), so a concurrent build or install waits."""
+    """Install the committed build ``pinned`` as ``built`` if its weights are the measured ones (else raises),
+    atomically under the build's lock; False when nothing is committed."""
     if pinned is None or not (pinned / META_FILE).is_file():
         return False
     built.parent.mkdir(parents=True, exist_ok=True)
@@ -339,9 +412,8 @@ def _install(pinned: Path | None, built: Path, measured: dict) -> bool:
 
 
 def export_base_models(path: str | Path = RESULTS / "regimes_base.json", dest: Path | None = None) -> list[Path]:
-    """Copy the measured base builds (``measurement_files(path)``) from this machine's testbed cache into
-    ``dest`` (default :data:`BASE_MODELS`, committed) once :func:`check_weights` finds them the measured ones;
-    a build already there with the same weights is kept. Returns the committed directories."""
+    """Copy the measured base builds from this machine's testbed cache into ``dest`` (default :data:`BASE_MODELS`)
+    once :func:`check_weights` passes; a build already there with the same weights is kept. Returns the copies."""
     dest = Path(dest) if dest is not None else BASE_MODELS
     check_weights(path)
     out = []
@@ -363,11 +435,9 @@ def export_base_models(path: str | Path = RESULTS / "regimes_base.json", dest: P
 
 def write_replication(results_dir: str | Path, note: str, names: Sequence[str] | None = None,
                       registered: str | Path = RESULTS / "regimes_base.json") -> Path:
-    """A replication's ``regimes_base.json`` (plan Amendments 5 and 6): the registered regimes verbatim (the
-    ones in ``names``, default all; operations, questions, episodes, lr: never re-selected on the new build),
-    keyed to the weights of the default testbed as this machine's cache holds it (``model_fingerprint``: built
-    here if absent), with the registered weights beside them and ``note``. Refuses to overwrite an existing
-    file (a replication's key is fixed once its runs exist) and to write one on the registered weights."""
+    """A replication's ``regimes_base.json`` (plan Amendments 5, 6): the registered regimes (those in ``names``,
+    default all) verbatim, keyed to this machine's default testbed weights, with the registered weights and
+    ``note``. Refuses to overwrite one and to write one on the registered weights."""
     dest = Path(results_dir) / "regimes_base.json"
     if dest.is_file():
         raise FileExistsError(f"{dest} exists: a replication's regimes are written once, before its runs")
@@ -388,9 +458,8 @@ def write_replication(results_dir: str | Path, note: str, names: Sequence[str] |
 
 
 def small_lr_regime_file(base: str | Path = RESULTS / "regimes_base.json") -> dict:
-    """``results/regimes_small_lr.json`` (plan Amendment 28; the Xeon build's, Amendment 44, from its own ``base``): the
-    registered MATH-500-like regime of ``base`` under the lr/10 rule, on the same base weights (its base properties are
-    MATH-500-like's: same build, same questions). ``python -m ddrl.study --small-lr-regime [--results R]`` writes it."""
+    """``regimes_small_lr.json`` (plan Amendments 28, 44): ``base``'s MATH-500-like regime under the lr/10 rule, on
+    the same base weights (its base properties are MATH-500-like's)."""
     data = json.loads(Path(base).read_text())
     reg = small_lr_regime(load_regimes(base, names=["math500_like"])["math500_like"])
     return {"model": data["model"], "weights": data["weights"], "base_regime": "math500_like",
@@ -401,10 +470,10 @@ def small_lr_regime_file(base: str | Path = RESULTS / "regimes_base.json") -> di
 
 def experiment(regime: Regime, scale: Scale, heldout: bool, runs_root: str | Path | None = None,
                held: Sequence[dict] | None = None):
-    """The :class:`~ddrl.run.experiments.Experiment` of a regime: its adapted questions (and held-out ones when
-    ``heldout``: the registered ones, or ``held`` when given, as H1x's), the regime's trainer overrides, then the
-    scale's knobs. Held-out questions do not enter the run's key, so methods with and without them share their runs."""
-    from ddrl.run.experiments import Experiment  # torch: only a run needs it (notebook 06 imports this module)
+    """The :class:`~ddrl.run.experiments.Experiment` of a regime: its adapted questions, the held-out ones when
+    ``heldout`` (``held``, else the registered ones; not in the run's key, so runs are shared), the regime's
+    trainer overrides, then the scale's knobs."""
+    from ddrl.run.experiments import Experiment  # torch: only a run needs it
     adapted, registered = regime.records()
     held = registered if held is None else list(held)
     return Experiment(adapted, held if heldout else (), overrides={**regime.trainer_overrides(), **scale.knobs},
@@ -413,23 +482,26 @@ def experiment(regime: Regime, scale: Scale, heldout: bool, runs_root: str | Pat
 
 def untrained(seeds: Sequence[int], runs_root: str | Path, scale: str = "default", regime: str = "math500_like_small_lr",
               methods: Sequence[str] = ("ttrl", "ddrl"), regimes: str | Path | None = None) -> list[tuple[str, int]]:
-    """The (method, seed) pairs of ``methods`` whose run in ``regime`` (as the regimes file ``regimes`` defines it,
-    default the registered study's) is not finished under ``runs_root``: the amendments that evaluate or refine
-    finished runs (31, 38, 45, 56-61) must not train one anew."""
+    """The (method, seed) pairs whose run in ``regime`` (of the regimes file ``regimes``, default the registered)
+    is not finished under ``runs_root``: the amendments that evaluate or refine finished runs must not train one."""
     sc = SCALES[scale]
     listed = load_regimes(scale=sc, names=[regime]) if regimes is None else load_regimes(regimes, sc, [regime])
     exp = experiment(listed[regime], sc, False, runs_root)
-    with pinned_backend("hf"):  # as the study's jobs run (ddrl.study.jobs.run_job): the backend enters the run's key
+    with pinned_backend("hf"):  # as the study's jobs run: the backend enters the run's key
         return [(m, s) for s in seeds for m in methods
                 if not RunDir(exp.run_dir(PRESETS[m][0], exp.config(m, s))).finished()]
 
 
-#: The run CSVs' suffix: gzipped (~15x smaller; pandas reads them as they are), so the committed results stay small
+# ---------------------------------------------------------------------------------------------------------
+# The per-run CSVs
+# ---------------------------------------------------------------------------------------------------------
+
+#: The run CSVs' suffix: gzipped (~15x smaller; pandas reads them as they are)
 CSV = ".csv.gz"
 
 
 def csv_path(out_dir: str | Path, regime: str, method: str, seed: int, steps: bool = False) -> Path:
-    """A method's per-question CSV of one seed (its per-step one with ``steps``): ``<out>/<regime>/``, gzipped."""
+    """A method's per-question CSV of one seed (its per-step one with ``steps``): ``<out>/<regime>/``."""
     return Path(out_dir) / regime / f"{method}-seed{seed:02d}{'-steps' if steps else ''}{CSV}"
 
 
@@ -440,33 +512,30 @@ def csv_method_seed(path: str | Path) -> tuple[str, int]:
 
 
 def heldout_x_path(out_dir: str | Path, regime: str, method: str, seed: int) -> Path:
-    """H1x's CSV of a method and seed (plan Amendment 11): :func:`csv_path` under ``<out>/heldout_x/``."""
+    """H1x's CSV of a method and seed: :func:`csv_path` under ``<out>/heldout_x/``."""
     return csv_path(Path(out_dir) / HELDOUT_X, regime, method, seed)
 
 
 def adapted_x_path(out_dir: str | Path, regime: str, method: str, seed: int) -> Path:
-    """The adapted-question rows of an H1x run whose seed has no registered CSV (the drift amendments' seeds 100+):
-    :func:`heldout_x_path`'s name under ``<out>/adapted_x/``."""
-    return Path(out_dir) / ADAPTED_X / regime / heldout_x_path(out_dir, regime, method, seed).name
+    """The adapted-question rows of an H1x run whose seed has no registered CSV: under ``<out>/adapted_x/``."""
+    return csv_path(Path(out_dir) / ADAPTED_X, regime, method, seed)
 
 
 def heldout_x_records(regime: Regime, n: int) -> list[dict]:
-    """H1x's ``n`` fresh held-out questions (plan Amendment 11): the regime's question stream continued past its
-    adapted and registered held-out records, skipping every prompt equal to one of those, the first ``n`` kept."""
-
+    """H1x's ``n`` fresh held-out questions (plan Amendment 11): the regime's question stream past its adapted and
+    registered held-out records, every prompt equal to one of those skipped."""
     seen_n = regime.n_adapted + regime.n_heldout
     seen = {r["prompt"] for r in candidate_records(regime.num_ops, seen_n)}
-    out, m = [], seen_n + n
+    m = seen_n + n
     while True:
-        recs = candidate_records(regime.num_ops, m)
-        out = [r for r in recs[seen_n:] if r["prompt"] not in seen][:n]
+        out = [r for r in candidate_records(regime.num_ops, m)[seen_n:] if r["prompt"] not in seen][:n]
         if len(out) == n:
             return out
         m += n  # repeats were skipped: draw further along the same stream
 
 
 # ---------------------------------------------------------------------------------------------------------
-# The job list
+# The job lists
 # ---------------------------------------------------------------------------------------------------------
 
 
@@ -486,8 +555,8 @@ def _add(jobs: list[Job], seen: set, regime: str, seed: int, methods: Iterable[s
 
 
 def stage1_jobs(regimes: Sequence[str], scale: Scale) -> list[Job]:
-    """Stage 1: seeds 0..5 (``scale.stage1_seeds``) of no adaptation, TTRL and DDRL, one seed at a time
-    round-robin over the regimes (AIME-, AMC-, MATH-500-like; the lr/10 regime is not in stage 1)."""
+    """Stage 1: seeds 0..``scale.stage1_seeds``-1 of :data:`STAGE1_METHODS` in the three regimes, one seed at a time
+    round-robin over the regimes."""
     jobs: list[Job] = []
     seen: set = set()
     for seed in range(scale.stage1_seeds):
@@ -499,9 +568,7 @@ def stage1_jobs(regimes: Sequence[str], scale: Scale) -> list[Job]:
 
 
 def stage2_jobs(regimes: Sequence[str], scale: Scale, seeds: dict[str, int]) -> list[Job]:
-    """Stage 2 after stage 1 (whose jobs are marked seen): phase (a) the stage-1 seeds, phase (b) seeds up to
-    ``seeds[regime]``; claim by claim (:data:`PRIORITY`), round-robin over regimes one seed at a time. R1
-    closes phase (a). See the module docstring."""
+    """Stage 2 (see the module docstring): phase (a) on the stage-1 seeds, phase (b) up to ``seeds[regime]``."""
     jobs: list[Job] = []
     seen: set = {(j.regime, j.seed, m) for j in stage1_jobs(regimes, scale) for m in j.methods}
     n1 = scale.stage1_seeds
@@ -529,9 +596,8 @@ def stage2_jobs(regimes: Sequence[str], scale: Scale, seeds: dict[str, int]) -> 
 
 
 def heldout_x_jobs(regimes: Sequence[str], scale: Scale) -> list[Job]:
-    """H1x's jobs (plan Amendments 11-17, 19, 20), one per regime x seed, each evaluating :data:`HELDOUT_X_METHODS`
-    (and the regime's ``scale.heldout_x_extra``) on the fresh questions (label ``"H1x"``), in the order of
-    ``scale.heldout_x_seeds`` (the regimes whose DDRL runs must be trained first)."""
+    """H1x's jobs, one per regime x seed of ``scale.heldout_x_seeds`` in its order, each evaluating
+    :data:`HELDOUT_X_METHODS` and the regime's ``scale.heldout_x_extra`` on the fresh questions."""
     return [Job(r, s, HELDOUT_X_METHODS + scale.heldout_x_extra.get(r, ()), "H1x")
             for r, seeds in scale.heldout_x_seeds.items() if r in regimes for s in seeds]
 
@@ -542,9 +608,8 @@ MIN_SEEDS = 6
 
 def seeds_to_start(seeds: Sequence[int], planned: Sequence[int], cutoff: str | None, now: float | None = None,
                    min_seeds: int = MIN_SEEDS) -> list[int]:
-    """The plan amendments' starting rule, the twin of :func:`seeds_to_analyse`: every one of ``seeds`` before the
-    plan's clock ``cutoff`` (None: no clock) has passed (``now``: epoch seconds), after it only those among the first
-    ``min_seeds`` of the plan's own seeds ``planned`` (a later session finishes them)."""
+    """The plan amendments' starting rule: all ``seeds`` before the clock ``cutoff`` (None: no clock) has passed
+    (``now``: epoch seconds), after it only those among the first ``min_seeds`` of the plan's own ``planned``."""
     if cutoff is None or minutes_to(cutoff, now) > 0:
         return list(seeds)
     first = set(planned[:min_seeds])
@@ -553,10 +618,9 @@ def seeds_to_start(seeds: Sequence[int], planned: Sequence[int], cutoff: str | N
 
 def seeds_to_analyse(seeds: Sequence[int], complete: Iterable[int], what: str, cutoff: str | None = None,
                      now: float | None = None, min_seeds: int = MIN_SEEDS) -> list[int]:
-    """The plan amendments' reading rule: every one of ``seeds`` once all are in ``complete``; before that no
-    estimate, until the plan's clock ``cutoff`` (UTC, ISO; None: no clock, so every seed) has passed (``now``: epoch
-    seconds, default the clock), then the complete ``seeds`` up to the first missing one, at least ``min_seeds``.
-    Otherwise a ValueError that starts with ``what`` (e.g. "results/small_lr/runs: Amendment 53")."""
+    """The plan amendments' reading rule: all ``seeds`` once all are ``complete``; before that nothing until the
+    clock ``cutoff`` (UTC, ISO; None: no clock) has passed, then the complete seeds up to the first missing one, at
+    least ``min_seeds``. Otherwise a ValueError that starts with ``what``."""
     done = set(complete)
     gone = [s for s in seeds if s not in done]
     if not gone:

@@ -1,19 +1,13 @@
 """Any committed run of the claims study, checked by anyone: ``python -m ddrl.study rerun DESIGN REGIME METHOD SEED``.
 
-A committed run is one method's per-question CSV (``<design>/<regime>/<method>-seedNN.csv.gz``, written by
-:func:`ddrl.study.jobs.run_job`) and, for a trained method, its step log (``...-steps.csv.gz``). :func:`rerun_run`
-recomputes the CSV exactly as the study did (the same job code, the log-prob backend and decode attention pinned by
-:func:`ddrl.study.jobs.run_job`, the design's base build installed from ``results/base_models/`` into a fresh cache,
-nothing read from any earlier cache) and :func:`compare_questions` lists every question whose pass@1 differs.
-:func:`rerun_steps` is the cheap check: it trains only the first K RL steps of the run and
-:func:`compare_steps` compares them with the committed step log (majority ratio, mean advantage, label accuracy,
-learning rate), the same trajectory or not.
+A committed run is one method's per-question CSV and, for a trained method, its step log. :func:`rerun_run`
+recomputes the CSV with the study's own job code from a fresh cache holding the design's committed base build, and
+:func:`compare_questions` lists every value that differs; :func:`rerun_steps` (the cheap check) trains only the first
+K RL steps and :func:`compare_steps` compares them with the step log.
 
-The study records each run's base build (the weights' sha256 in the design's ``regimes_*.json``: a build's bits
-follow the CPU that pretrained it, docs/testbed.md) but not the CPU that ran it. Runs on a pinned build mostly
-repeat bitwise across CPUs, yet kernels of another instruction set (AVX-512) flip a sampled token now and then
-(plan Amendment 9). So a rerun never fails on a difference: it names this CPU and the CPU kind that built the
-design's weights, and shows what differs.
+The study records each run's base build but not the CPU that ran it: runs on a pinned build mostly repeat bitwise
+across CPUs, yet AVX-512 kernels flip a sampled token now and then (plan Amendment 9). So a rerun never fails on a
+difference: it names this CPU and the CPU kind that built the design's weights, and shows what differs.
 """
 
 from __future__ import annotations
@@ -39,20 +33,8 @@ from ddrl.run.rundir import RunDir
 from ddrl.run.storage import write_csv
 from ddrl.study.designs import DESIGNS
 from ddrl.study.jobs import _run_job, job_key, steps_frame
-from ddrl.study.plan import (
-    CSV,
-    REFINED,
-    RESULTS,
-    SCALES,
-    Job,
-    check_weights,
-    csv_method_seed,
-    csv_path,
-    experiment,
-    load_regimes,
-    regimes_path,
-    wants_heldout,
-)
+from ddrl.study.plan import (CSV, REFINED, RESULTS, SCALES, Job, check_weights, csv_method_seed, csv_path, experiment,
+                             load_regimes, regimes_path, wants_heldout)
 
 #: What a rerun compares of a step log: every logged step metric except its wall time.
 STEP_METRICS = ("episode", "lr", "adv/mean", "label/majority_ratio", "gt/label_acc")
@@ -77,9 +59,8 @@ class Target:
 
 def _tree(design: str, results: Path = RESULTS) -> tuple[Path, Path]:
     """A design's folder of per-run CSVs and its results tree (whose regimes file names its build): a row of
-    :data:`ddrl.study.designs.DESIGNS` by its id (``claims``, ``claims_xeon``, ``small_lr``, ``wide``, ...); or by its
-    folder under ``results``: ``registered`` is ``results/runs``, any other name ``results/<name>/runs`` (a
-    replication) or ``results/<name>`` (an amendment's folder, e.g. ``wide``)."""
+    :data:`ddrl.study.designs.DESIGNS` by id; ``registered`` (``results/runs``); or a folder ``results/<name>/runs``
+    (a replication) or ``results/<name>`` (an amendment's)."""
     if design in DESIGNS and results == RESULTS:
         return DESIGNS[design].runs, DESIGNS[design].results
     if design == "registered":
@@ -94,8 +75,8 @@ def design_dir(design: str, results: Path = RESULTS) -> Path:
 
 
 def locate(design: str, regime: str, method: str, seed: int, results: Path = RESULTS) -> Target:
-    """The committed run named on the command line; raises ``ValueError`` naming what is missing (no design
-    folder, no CSV of that regime, method and seed, with the ones that exist) before anything is computed."""
+    """The committed run named on the command line; raises ``ValueError`` naming what is missing, and what exists,
+    before anything is computed."""
     folder, own = _tree(design, results)
     if not folder.is_dir() or design in ("base_models", "runs"):
         designs = [*DESIGNS, "registered"] + sorted(p.name for p in results.iterdir() if p.is_dir() and any(p.glob(f"**/*{CSV}"))
@@ -113,14 +94,8 @@ def locate(design: str, regime: str, method: str, seed: int, results: Path = RES
                   regimes_path(own))
 
 
-# ---------------------------------------------------------------------------------------------------------
-# The machine: this CPU and the CPU kind that built the design's weights
-# ---------------------------------------------------------------------------------------------------------
-
-
 def cpu_info(text: str | None = None) -> dict:
-    """This CPU as /proc/cpuinfo names it: model name, family, model, whether it has AVX-512 (what decides a
-    testbed build's bits on the study's EPYCs, docs/testbed.md). ``text``: a cpuinfo text (tests)."""
+    """This CPU as /proc/cpuinfo (or ``text``) names it: model name, family, model, whether it has AVX-512."""
     if text is None:
         try:
             text = Path("/proc/cpuinfo").read_text()
@@ -144,8 +119,8 @@ def cpu_line(info: dict) -> str:
 
 
 def build_line(regimes_file: Path, regime: str | None = None) -> str:
-    """The base build a design ran ``regime`` on (the weights of the ``regimes_*.json`` beside ``regimes_file`` that
-    lists it; every one of them when ``regime`` is None) and the CPU kind that built it (:data:`BUILT_ON`)."""
+    """The base build a design ran ``regime`` on (every build beside ``regimes_file`` when None) and the CPU kind that
+    built it (:data:`BUILT_ON`)."""
     out = []
     for f in sorted({regimes_file, *regimes_file.parent.glob("regimes_*.json")}):
         data = json.loads(f.read_text())
@@ -159,15 +134,13 @@ def build_line(regimes_file: Path, regime: str | None = None) -> str:
     return "; ".join(out) or "not recorded"
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Comparisons (pure)
-# ---------------------------------------------------------------------------------------------------------
+def _differ(a: pd.Series, b: pd.Series) -> pd.Series:
+    return ~((a == b) | (a.isna() & b.isna()))
 
 
 def compare_questions(committed: pd.DataFrame, fresh: pd.DataFrame) -> pd.DataFrame:
     """Every (split, question, metric) of :data:`QUESTION_METRICS` whose value differs between a committed run's
-    CSV and its rerun, with both values; a question present in one only shows with NaN on the other side. Empty:
-    the rerun is the committed run, exactly (values compared as both CSVs store them)."""
+    CSV and its rerun, with both values (NaN for a question one side lacks). Empty: the same run, exactly."""
     for name, df in (("committed", committed), ("rerun", fresh)):
         missing = {"split", "question", "pass@1"} - set(df.columns)
         if missing:
@@ -178,7 +151,7 @@ def compare_questions(committed: pd.DataFrame, fresh: pd.DataFrame) -> pd.DataFr
     rows = []
     for c in cols:
         a, b = both[f"{c}_committed"], both[f"{c}_rerun"]
-        differ = ~((a == b) | (a.isna() & b.isna()))
+        differ = _differ(a, b)
         rows += [{"split": s, "question": q, "metric": c, "committed": x, "rerun": y}
                  for s, q, x, y in zip(both["split"][differ], both["question"][differ], a[differ], b[differ])]
     return pd.DataFrame(rows, columns=["split", "question", "metric", "committed", "rerun"])
@@ -186,7 +159,7 @@ def compare_questions(committed: pd.DataFrame, fresh: pd.DataFrame) -> pd.DataFr
 
 def compare_steps(committed: pd.DataFrame, fresh: pd.DataFrame, k: int) -> pd.DataFrame:
     """Every (step, metric) of :data:`STEP_METRICS` among the first ``k`` steps whose value differs between a
-    committed step log and a rerun's; a step the rerun lacks shows with NaN. Empty: the same trajectory."""
+    committed step log and a rerun's (NaN for a step the rerun lacks). Empty: the same trajectory."""
     if k < 1:
         raise ValueError(f"steps: k must be >= 1, got {k}")
     a = committed[committed["step"] < k].set_index("step")
@@ -194,7 +167,7 @@ def compare_steps(committed: pd.DataFrame, fresh: pd.DataFrame, k: int) -> pd.Da
     rows = []
     for c in (c for c in STEP_METRICS if c in a.columns):
         x, y = a[c], b[c] if c in b.columns else pd.Series(float("nan"), index=a.index)
-        differ = ~((x == y) | (x.isna() & y.isna()))
+        differ = _differ(x, y)
         rows += [{"step": s, "metric": c, "committed": u, "rerun": v}
                  for s, u, v in zip(a.index[differ], x[differ], y[differ])]
     return pd.DataFrame(rows, columns=["step", "metric", "committed", "rerun"])
@@ -205,19 +178,12 @@ def first_divergence(diff: pd.DataFrame) -> int | None:
     return None if diff.empty else int(diff["step"].min())
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Recomputing
-# ---------------------------------------------------------------------------------------------------------
-
-
 @contextlib.contextmanager
 def fresh_setting(target: Target, work: Path) -> Iterator[dict]:
-    """The study's setting for a rerun in ``work``: log-prob backend and decode attention pinned as the study's
-    (:func:`ddrl.accel.logprob_backends.pinned_backend`), an empty cache (``work/cache``: no cached run or
-    evaluation can stand in for the computation) with the design's base builds installed from
-    ``results/base_models/`` (:func:`~ddrl.study.plan.check_weights`). Yields ``{regime, scale, key}``: the
-    Regime, the default scale and the job's content key, which must be the committed CSV's (else ``ValueError``:
-    the CSV was written by other code or settings, e.g. on a GPU, and this command cannot recompute it)."""
+    """The study's setting for a rerun in ``work``: the backends pinned as the study's, an empty cache (no cached run
+    or evaluation can stand in for the computation) holding the design's committed base builds. Yields ``{regime,
+    scale, key}``; ``ValueError`` unless the job's content key is the committed CSV's (one written by other settings,
+    e.g. on a GPU, is not recomputed)."""
     scale = SCALES["default"]
     with pinned_backend("hf"), environ(DDRL_CACHE_DIR=str(work / "cache")):
         check_weights(target.regimes_file, scale)
@@ -231,15 +197,8 @@ def fresh_setting(target: Target, work: Path) -> Iterator[dict]:
         yield {"regime": regime, "scale": scale, "key": key}
 
 
-def _round_trip(df: pd.DataFrame, path: Path) -> pd.DataFrame:
-    """``df`` as the study writes and reads it (so a rerun is compared with the stored precision)."""
-    write_csv(path, df)
-    return pd.read_csv(path)
-
-
 def rerun_run(target: Target, work: Path) -> pd.DataFrame:
-    """The run recomputed from scratch in ``work`` by the study's own job (:func:`ddrl.study.jobs._run_job`: trains,
-    evaluates, writes the CSV), read back as stored."""
+    """The run recomputed from scratch in ``work`` by the study's own job, read back as stored."""
     with fresh_setting(target, work):
         job = Job(target.regime, target.seed, (target.method,), "rerun")
         _run_job((job, "default", str(work / "out"), str(work / "runs"), None, str(target.regimes_file)))
@@ -252,8 +211,7 @@ class _Enough(Exception):
 
 @contextlib.contextmanager
 def _stop_after(k: int) -> Iterator[None]:
-    """Stop :func:`ddrl.train.train` once it has logged ``k`` steps: its run directory's ``log`` raises after the
-    k-th row is written (the rows before are complete, nothing else of the run changes)."""
+    """Stop :func:`ddrl.train.train` once it has logged ``k`` steps (its run directory's ``log`` raises)."""
     base = ddrl.train.RunDir
 
     class Stopping(base):
@@ -267,8 +225,8 @@ def _stop_after(k: int) -> Iterator[None]:
 
 
 def rerun_steps(target: Target, k: int, work: Path) -> pd.DataFrame:
-    """The run's first ``k`` RL steps recomputed from scratch in ``work`` (the run's own config, lr schedule and
-    questions), as the study's step log (:func:`ddrl.study.jobs.steps_frame`), read back as stored."""
+    """The run's first ``k`` RL steps recomputed from scratch in ``work`` (its own config, lr schedule and questions),
+    as the study's step log, read back as stored (so it is compared at the stored precision)."""
     if target.method in REFINED or not target.steps_csv.is_file():
         raise ValueError(f"{target.steps_csv}: {target.method} has no step log of its own (a refinement reuses its "
                          "seed's DDRL run; rerun that one's steps, or the whole run)")
@@ -281,17 +239,13 @@ def rerun_steps(target: Target, k: int, work: Path) -> pd.DataFrame:
         if len(RunDir(run_dir).read_metrics()) < k:
             raise RuntimeError(f"{run_dir}: the run logged fewer than {k} steps")
         df = steps_frame(run_dir, cfg, len(exp.adapted), target.regime, target.method, target.seed, s["key"])
-    return _round_trip(df, work / f"steps{CSV}")
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Report
-# ---------------------------------------------------------------------------------------------------------
+    write_csv(work / f"steps{CSV}", df)
+    return pd.read_csv(work / f"steps{CSV}")
 
 
 def report(target: Target, diff: pd.DataFrame, n: int, what: str, cpu: dict | None = None) -> str:
-    """The rerun's verdict in a few lines: what was compared, this CPU and the design's build, and either
-    "identical" or the differing rows (at most 20 shown)."""
+    """The rerun's verdict: what was compared, this CPU and the design's build, "identical" or the first 20
+    differing rows."""
     cpu = cpu_info() if cpu is None else cpu
     head = (f"rerun {target.design} {target.regime} {target.method} seed {target.seed}: {what}\n"
             f"  this CPU: {cpu_line(cpu)}\n  the design's base build: {build_line(target.regimes_file, target.regime)}\n"
@@ -307,9 +261,8 @@ def report(target: Target, diff: pd.DataFrame, n: int, what: str, cpu: dict | No
 
 def check(design: str, regime: str, method: str, seed: int, steps: int | None = None,
           work: str | Path | None = None) -> tuple[pd.DataFrame, str]:
-    """Rerun one committed run (its first ``steps`` RL steps, or all of it when None) and compare: returns the
-    differences (empty when identical) and the report text. ``work``: where to compute (default a temporary
-    directory, removed after)."""
+    """Rerun one committed run (its first ``steps`` RL steps, or all of it) in ``work`` (default a temporary folder)
+    and compare: returns the differences (empty when identical) and the report."""
     target = locate(design, regime, method, seed)
     with tempfile.TemporaryDirectory(prefix="ddrl-rerun-") as tmp:
         w = Path(work) if work is not None else Path(tmp)

@@ -13,14 +13,13 @@ and command line (:func:`design_main`), here.
     python -m ddrl.study --heldout-x             # H1x (Amendments 11-17, 19, 20): H1 (+ TTRL, BCS+DAE, ...) on fresh questions
     python -m ddrl.study --real-rollouts         # F1-F3, G1, E1, E2's inputs on SVAMP Codex samples (Amendment 18)
     python -m ddrl.study --analyse claims        # every claim's estimate, interval, verdict -> results/claims.json
-    python -m ddrl.study --status                # CSVs written per stage and the measured worker time left
     python -m ddrl.study --small-lr-regime [--results R]   # R/regimes_small_lr.json (Amendments 28, 44; nothing measured)
     python -m ddrl.study status|analyse|run|render DESIGN   # a design of ddrl.study.designs.DESIGNS (plan amendments)
     python -m ddrl.study import wide DIR --device NAME      # a GPU machine's complete seeds (plan Amendment 26)
     python -m ddrl.study render-page             # docs/results.md from the committed analyses (make docs)
     python -m ddrl.study rerun DESIGN REGIME METHOD SEED [--steps K]   # recompute one committed run and compare
 
-Runs go through :func:`ddrl.study.pool.run_jobs` (one single-thread worker per core, one progress bar). A job
+Runs go through :func:`ddrl.study.jobs.run_jobs` (one single-thread worker per core, one progress bar). A job
 (:mod:`ddrl.study.jobs`) is one regime x seed x the methods of one claim that share a run; it trains (or loads) the
 run through :class:`ddrl.run.experiments.Experiment` and writes one small CSV per method under
 ``results/runs/<regime>/``: pass@1 of every question (the mean of the evaluation samples) with run-level columns,
@@ -46,8 +45,8 @@ import pandas as pd
 from ddrl.study import claims as C
 from ddrl.data import DataError
 from ddrl.report.tables import amendment_cells, claim_row, committed_markdown, entry_cell
-from ddrl.run.pool import clock_budget, default_workers, minutes_to
-from ddrl.study.regimes import Regime
+from ddrl.run.pool import clock_budget, minutes_to
+from ddrl.study.plan import Regime
 from ddrl.run.storage import REPO, atomic_write_bytes, cache_root, write_json
 from ddrl.seeds import seed_range
 from ddrl.study.analysis import (analyse_claims, analyse_stage1, bootstrap_entry, claim_matrix, complete_seeds,
@@ -63,9 +62,8 @@ from ddrl.study.plan import (CSV, HELDOUT_X, HELDOUT_X_AMENDMENTS, MATH500_768, 
                              check_weights, csv_path, export_base_models, heldout_x_jobs, load_regimes, regimes_path,
                              seeds_to_start, small_lr_regime_file, stage1_jobs, stage2_jobs, untrained,
                              write_replication)
-from ddrl.study.pool import run_jobs, status_counts
+from ddrl.study.jobs import run_jobs, run_real_rollouts_job, status_counts
 from ddrl.study.page import main as render_page
-from ddrl.study.status import status_text
 
 # ---------------------------------------------------------------------------------------------------------
 # The whole study in one call (notebook 06's ``study`` and ``smoke`` presets)
@@ -92,8 +90,6 @@ def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, re
     s3 = run_jobs(heldout_x_jobs(list(regimes), scale), scale, runs_dir, runs_root, left(), workers, progress,
                   desc="study H1x")
     if scale.name == "default":  # the sample claims on a real LLM (Amendment 18), where its samples are found
-        from ddrl.study.jobs import run_real_rollouts_job  # torch (as rerun's, below)
-
         try:
             run_real_rollouts_job(runs_dir)
         except DataError as e:
@@ -365,7 +361,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                       "AMC-like) on fresh held-out questions (resumable)")
     what.add_argument("--real-rollouts", action="store_true", help="F1-F3, G1, E1, E2's inputs on the SVAMP Codex "
                       "samples (plan Amendment 18) -> <out>/real/svamp_codex/ (reads --data-dir or $DDRL_DATA_DIR)")
-    what.add_argument("--status", action="store_true", help="jobs written per stage and the measured time left")
     what.add_argument("--analyse", choices=("stage1", "claims"), help="stage1: variance components and seeds "
                       "(no means) -> stage1.json; claims: every claim -> claims.json")
     what.add_argument("--export-base", action="store_true", help="copy the measured base builds from this "
@@ -396,8 +391,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.stage1_seeds is not None:  # only which seeds stage 1 lists: the runs and their keys stay the scale's
         scale = replace(scale, stage1_seeds=args.stage1_seeds)
     if args.real_rollouts:
-        from ddrl.study.jobs import run_real_rollouts_job
-
         try:
             status = run_real_rollouts_job(args.out, args.data_dir)
         except DataError as e:
@@ -419,12 +412,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     regimes = load_regimes(regimes_path(args.results), scale=scale, names=args.regimes)
     stage1_file, claims_file = args.results / "stage1.json", args.results / "claims.json"
-    if args.status:
-        from ddrl.models import resolve_device
-
-        workers = args.workers or default_workers(99, str(resolve_device(scale.knobs.get("device", "auto"))))
-        print(status_text(args.out, regimes, scale, stage1_file, workers, args.runs_root))
-        return 0
     if args.export_base:
         try:
             paths = export_base_models(regimes_path(args.results))

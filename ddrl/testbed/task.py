@@ -130,7 +130,7 @@ def generate_split(split: str, n: int, seed: int) -> list[dict]:
 def generate_records(spec: SplitSpec, n: int, seed: int, split: str) -> list[dict]:
     """``n`` records of chains drawn from ``spec``, from the random stream named ``split`` (ids
     ``testbed-<split>-<i>``). :func:`generate_split` is this with a registered spec; the claims study's
-    regimes (``ddrl.study.regimes``) use it for other operation counts.
+    regimes (``ddrl.study.plan``) use it for other operation counts.
 
     Each stream is drawn once per process and kept (:data:`_STREAMS`, the longest prefix asked for, extended
     in place): the study's content keys regenerate a regime's questions for every job, which cost ~100 s per
