@@ -1055,8 +1055,7 @@ def test_amendment_56_smoke_run_check_and_analyse(amc_smoke, tmp_path, monkeypat
     assert study.main(["run", d.id, *common, "--runs-root", str(tmp_path / "empty")]) == 2
     assert "DDRL runs of seeds [0, 1] in amc_like_small_lr are not finished" in capsys.readouterr().err
     assert not csv_path(out, SMALL_LR, COR_4X, 0).exists()
-    for module in (M, study):  # the check's folder: where run writes it and where the analysis reads it
-        monkeypatch.setattr(module, "CHECK", tmp_path / "check")
+    monkeypatch.setattr(D, "CHECK", tmp_path / "check")  # where run writes the check and the analysis reads it
     committed = csv_path(out, SMALL_LR, "ddrl", 0).read_bytes()
     assert study.main(["run", d.id, *common, "--runs-root", runs]) == 0
     assert csv_path(out, SMALL_LR, "ddrl", 0).read_bytes() == committed

@@ -103,6 +103,7 @@ class Design:
     # (Amendment 28: MATH-500-like at the default lr, AMC-like at lr/10); (): :data:`~ddrl.study.plan.SAME_BASE`'s
     job_regimes: tuple[str, ...] = ()  # its jobs' regimes, in this order (Amendment 50: both learning rates); (): its own
     csv_dir: str = ""  # the folder under ``runs/`` its jobs write to (Amendments 50, 51: apart from the regimes' CSVs)
+    then_heldout: bool = False  # after its jobs, the same runs on H1x's fresh questions (Amendment 62)
 
     @property
     def tag(self) -> str:
@@ -661,19 +662,24 @@ DESIGNS = {d.id: d for d in (
            {"K1g": "0.42 / 0.36, 1.97 / 1.87", "R1g": "1.44 / 1.41, 0.42 / 0.36", "K1gx": "0.15 / 0.12, 0.56 / 0.50",
             "R1gx": "0.53 / 0.51, 0.15 / 0.12"}, OUT / "cor4x_lr10_amc.json",
            "## COR keeping 4x the rollouts at a tenth of its rate, at the small learning rate (plan Amendment 62)",
-           job_kind="R1g lr/10 (A62)", measures=(), whole="cor_trade", header=_COR_TRADE_HEADER.format("AMC-like")),
+           job_kind="R1g lr/10 (A62)", measures=(), whole="cor_trade", then_heldout=True,
+           header=_COR_TRADE_HEADER.format("AMC-like")),
     Design("cor4x_lr10_math500", 62, MATH500_SMALL_LR, tuple(range(10)), "2026-12-03T20:25:00+00:00", (COR_4X_LR10,),
            COR_TRADE_RUNS[HELDOUT_X], (), {},
            {"K1g": "0.59 / 0.55, 1.96 / 1.91", "R1g": "1.04 / 1.01, 0.59 / 0.55", "K1gx": "0.20 / 0.18, 0.71 / 0.70",
             "R1gx": "0.67 / 0.64, 0.20 / 0.18"}, OUT / "cor4x_lr10_math500.json",
            "### In MATH-500-like (plan Amendment 62)",
-           job_kind="R1g lr/10 (A62)", measures=(), whole="cor_trade", header=_COR_TRADE_HEADER.format("MATH-500-like")),
+           job_kind="R1g lr/10 (A62)", measures=(), whole="cor_trade", then_heldout=True,
+           header=_COR_TRADE_HEADER.format("MATH-500-like")),
 )}
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Where a design's files are
 # ---------------------------------------------------------------------------------------------------------
+
+
+CHECK = OUT / "refine_check"  # the repeat checks' CSVs (<CHECK>/<regime>/ddrl-seedNN.csv.gz), never a committed one
 
 
 def design(name: str) -> Design:

@@ -44,7 +44,7 @@ from ddrl.report.stats import TARGET_HALF_WIDTH
 from ddrl.study.analysis import (SHORTFALL_MAX_QUESTIONS, SHORTFALL_MAX_SEEDS, claim_on_seeds, load_base,
                                  load_questions, load_steps, power_shortfall, rl_divergence, seed_directions,
                                  run_levels, selection_errors, study_inputs)
-from ddrl.study.reward_noise import BAND_NAMES, description
+from ddrl.study.analysis import BAND_NAMES, noise_description
 from ddrl.study.plan import (BANDS_64, COR_LR10, COR_ONLY, HELDOUT_X, MATH500_768, MATH500_SMALL_LR, REAL, SAME_BASE,
                              SMALL_LR, STAGE1_METHODS, THREE, WIDE_OUT)
 from ddrl.study.designs import WIDE_ARMS, Design, _panels
@@ -210,7 +210,7 @@ NOISE_BANDS = dict(zip(BAND_NAMES, ("seen <= 5 of 64", "6-44", ">= 45")))
 
 
 def reward_noise_figure(t: pd.DataFrame):
-    """Two panels per regime and band of the rollout's answer (``t``: :func:`ddrl.study.reward_noise.description`): the
+    """Two panels per regime and band of the rollout's answer (``t``: :func:`ddrl.study.analysis.noise_description`): the
     band's share of TTRL's wrong rewards (N1) and how often its rollouts are rewarded wrongly (N2). None without
     rows."""
     if t.empty:
@@ -450,7 +450,7 @@ def study_tables(runs_dir: str | Path, entries: Sequence[dict]) -> dict[str, pd.
     claims seed by seed, the comparisons that missed the half-width, the mean advantage per RL step, the
     pseudo-labels by episode, the base model's answers by count bin, what each selection rule keeps by the label's
     count (:func:`ddrl.study.analysis.selection_errors`: the slow one), the H1x levels and TTRL's wrong rewards by
-    band (:func:`ddrl.study.reward_noise.description`, the testbed's base and a real LLM's samples)."""
+    band (:func:`ddrl.study.analysis.noise_description`, the testbed's base and a real LLM's samples)."""
     return tables_from(*_load(runs_dir), entries)
 
 
@@ -467,7 +467,7 @@ def tables_from(questions: pd.DataFrame, steps: pd.DataFrame, groups: pd.DataFra
             "advantage_dynamics": advantage_dynamics(steps), "pseudo_labels": pseudo_labels_by_episode(steps),
             "base_bands": band_accuracy(groups),
             "selection_errors": selection_by_label_count(selection_errors(groups) if not groups.empty else groups),
-            "heldout_transfer": transfer(questions), "reward_noise": description(groups, real)}
+            "heldout_transfer": transfer(questions), "reward_noise": noise_description(groups, real)}
 
 
 def committed_tables(tables_dir: str | Path, runs_dir: str | Path, entries: Sequence[dict]) -> dict[str, pd.DataFrame] | None:
