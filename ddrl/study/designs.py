@@ -1,19 +1,7 @@
-"""The claims study's designs as data (issue 82): one frozen :class:`Design` per committed analysis, in one table,
-:data:`DESIGNS`, with the texts and constants its rows use and where each design's files are.
-
-A design names its regime, seeds and clock, the runs it evaluates (one job each per seed: its job kind), the CSVs its
-analysis reads (``methods``, in the levels' order; ``split``: adapted or H1x's fresh questions), the claims it decides
-(``registered``: ids decided by their registered matrices and rule, :data:`ddrl.study.plan.PAIRED`, each on its own
-seeds where ``claim_seeds`` says so; ``claims``: ours, id -> (a, b, what), pass@1 a - b per seed and question, sign +1,
-margin :data:`MARGIN`), where its analysis goes and the table docs/results.md prints. What a design measures beyond its
-claims (its levels too) is a named measure (:data:`ddrl.study.measures.MEASURES`), written once and referred to by
-name. A design of another build reads its own results tree (``results``: its CSVs and the regimes file that names the
-build). One generic analysis, job list and command line serve them all (:mod:`ddrl.study.runner`); their figures are
-:mod:`ddrl.study.figures`'.
-
-Every committed analysis under ``results/`` is a row: the registered analysis and its replications, the drift family,
-and every plan amendment.
-"""
+"""The claims study's designs as data: one frozen :class:`Design` per committed analysis, in one table,
+:data:`DESIGNS`, with the texts and constants its rows use and where each design's files are. What a design measures
+beyond its claims is a named measure (:data:`ddrl.study.measures.MEASURES`); one generic analysis, job list and command
+line serve every row (:mod:`ddrl.study.runner`)."""
 
 from __future__ import annotations
 
@@ -32,9 +20,7 @@ from ddrl.study.drift_data import PAIR
 
 XEON = RESULTS / "replication_xeon"  # the Xeon build's analyses (Amendments 38-42)
 
-
 MARGIN = 1.0  # points: every amendment claim's margin (plan Sec. 4's rule)
-
 
 #: Amendment 28's claims, as its table names them
 COMPARISON = {"P1": "TTRL - no adaptation", "P2": "DDRL - no adaptation", "M1": "DDRL - TTRL"}
@@ -51,58 +37,49 @@ class Design:
     cutoff: str | None  # the plan's clock (UTC, ISO): no job of a seed past the first ``late_seeds`` starts after it
     evaluates: tuple[str, ...]  # the runs its jobs compute, one job each per seed, in this order
     methods: tuple[str, ...]  # every run its analysis reads, in the levels' order (a seed needs all but ``optional``)
-    registered: tuple[str, ...]  # registered claims, by their matrices and rule
-    claims: dict  # ours: id -> (a, b, what), or (a, b, what, claim, metric, paper) where the entry states its own
+    registered: tuple[str, ...]  # registered claims (:data:`~ddrl.study.plan.PAIRED`), by their matrices and rule
+    claims: dict  # ours: id -> (a, b, what[, claim, metric, paper]): pass@1 a - b, sign +1, margin :data:`MARGIN`
     predicted: dict  # id -> the plan's predicted half-widths, as the table prints them
     analysis: Path
-    section: str  # its title, the plan amendment's question (documentation of the row: nothing renders it)
-    split: str = HELDOUT_X
+    section: str  # its title, the plan amendment's question (documentation only)
+    split: str = HELDOUT_X  # the CSVs its analysis reads: "adapted" or H1x's fresh questions
     job_kind: str = "H1x"
     job_per_run: bool = True  # a job per evaluated run and seed (False: one job of every evaluated run per seed)
     kinds: tuple[str, ...] = ()  # a job kind per evaluated run, where they differ (else ``job_kind``)
-    measures: tuple[str, ...] = ("reproduced",)  # named measures (:data:`MEASURES`), in the analysis' key order
-    # (``levels`` first where not named)
+    measures: tuple[str, ...] = ("reproduced",)  # named measures, in the analysis' key order (``levels`` first if absent)
     reproduced_of: tuple[str, ...] | None = None  # the runs ``reproduced`` counts (None: every run read)
     cached_ddrl: bool = True  # its jobs read the cached DDRL runs' RL-only weights: refuse a seed without one
     reference: str = "no_adaptation"  # the run its levels count the seeds below
     cor_runs: tuple[str, ...] = ()  # the runs ``cor_kept`` reports COR's mean kept rollouts of
     paper: bool = False  # its table prints the paper's number of each claim
-    beside: tuple[str, ...] | None = ()  # the committed analyses whose entries its table sets beside its own: designs
-    # by name or files under results/ (empty: the registered ones; None: no such column, the rows of
-    # :func:`~ddrl.report.tables.claim_row`)
+    beside: tuple[str, ...] | None = ()  # designs or files under results/ whose entries its table sets beside its own
+    # (empty: the registered ones; None: no such column)
     header: str = ""  # its table's header row ({span}: the seeds analysed)
     level_name: str = "run (lr/10)"  # its level table's first column (without ``level_header``; "": no level table)
     unmeasured: str = "-"  # its table's cell where no entry is set beside
     names: dict | None = None  # its table's texts of claims, where not ``claims``' or :data:`REGISTERED_WHAT`'s
     results: Path = RESULTS  # its results tree: ``runs/`` holds the CSVs, its regimes file names the build
-    build: str | None = None  # the build its analysis names (after the regime; with a clock, that after the seeds)
-    finished: tuple[str, ...] = ()  # trained runs its jobs load: refuse a seed whose run is not finished (none trains)
-    late_seeds: int = MIN_SEEDS  # the first seeds whose jobs still start after the clock (Amendment 53: none)
+    build: str | None = None  # the build its analysis names
+    finished: tuple[str, ...] = ()  # trained runs its jobs load: refuse a seed whose run is not finished
+    late_seeds: int = MIN_SEEDS  # the first seeds whose jobs still start after the clock
     optional: tuple[str, ...] = ()  # runs of ``methods`` read where written (the levels), not needed for a seed
-    claim_seeds: dict | None = None  # registered claim -> its own seeds: the analysis' ``seeds`` per claim (levels and
-    # measures on the first claim's; without a clock each claim waits for its own, with one all share the complete ones)
-    level_regimes: tuple[str, ...] = ()  # levels per regime of these, in this order (the default-lr twin's runs
-    # read where written, on the first claim's seeds), with a regime and learning-rate column; (): the design's, by run
+    claim_seeds: dict | None = None  # registered claim -> its own seeds (levels and measures on the first claim's;
+    # without a clock each claim waits for its own, with one all share the complete ones)
+    level_regimes: tuple[str, ...] = ()  # levels per regime, in this order, with regime and learning-rate columns
     twin_runs: tuple[str, ...] | None = None  # the runs read in ``level_regimes``' other regimes (None: ``methods``)
     in_base: tuple[str, ...] = ()  # ours decided in the regime's base (SAME_BASE; its ``a``: the twin's run there)
-    level_header: str = ""  # the level table's header row ({span}: the seeds it covers), its columns
-    # :func:`_level_rows`'; "": :func:`held_level_rows`' (or the COR table's)
-    whole: str | None = None  # a named measure that is the whole analysis (its own reading of its files: across
-    # learning rates, KLs, fits, step logs), and :data:`TABLES`' table of that name its table; None: the generic one
+    level_header: str = ""  # the level table's header row ({span}: its seeds); "": held-out (or COR) level rows
+    whole: str | None = None  # a named measure that is the whole analysis, with :data:`TABLES`' table of that name
     folder: str = "runs"  # the folder of ``results`` that holds its CSVs ("": ``results`` itself)
-    regime_seeds: dict | None = None  # regime -> its seeds, where the analysis spans regimes (COR alone): then
-    # ``claims`` and ``predicted`` are keyed (id, regime), ``seeds`` is every regime's, and a claim's regime whose base
-    # (SAME_BASE) is one of these reads its no-RL runs there (on the base's seeds where it has none of its own)
-    regime_runs: dict | None = None  # regime -> the runs its jobs compute there, where not ``evaluates`` (with a clock,
-    # a regime where it trains runs to the clock and is analysed on its complete seeds, at least 2)
-    drift: str = ""  # a drift design's pairs: a KL measure of :data:`ddrl.study.drift.MEASURES` (X1-X4's pair) or a set
-    # of :data:`~ddrl.study.drift.ARMS`
+    regime_seeds: dict | None = None  # regime -> its seeds, where the analysis spans regimes (COR alone): ``claims``
+    # and ``predicted`` keyed (id, regime); a claim's regime whose base is one of these reads its no-RL runs there
+    regime_runs: dict | None = None  # regime -> the runs its jobs compute there, where not ``evaluates``
+    drift: str = ""  # a drift design's pairs: a KL measure of :data:`ddrl.study.drift.MEASURES` or a set of ``ARMS``
     drift_dir: Path | None = None  # a drift design's step CSVs and held-out KLs, if not beside its CSVs
     exploratory: bool = False  # a drift design of the runs its predictions were read from: no verdicts
-    beside_regimes: tuple[str, ...] = ()  # the registered regimes whose entries its table sets beside, a column each
-    # (Amendment 28: MATH-500-like at the default lr, AMC-like at lr/10); (): :data:`~ddrl.study.plan.SAME_BASE`'s
-    job_regimes: tuple[str, ...] = ()  # its jobs' regimes, in this order (Amendment 50: both learning rates); (): its own
-    csv_dir: str = ""  # the folder under ``runs/`` its jobs write to (Amendments 50, 51: apart from the regimes' CSVs)
+    beside_regimes: tuple[str, ...] = ()  # registered regimes whose entries its table sets beside, a column each
+    job_regimes: tuple[str, ...] = ()  # its jobs' regimes, in this order (default: its own)
+    csv_dir: str = ""  # the folder under ``runs/`` its jobs write to, apart from the regimes' CSVs
     then_heldout: bool = False  # after its jobs, the same runs on H1x's fresh questions (Amendment 62)
 
     @property
@@ -127,37 +104,28 @@ REGISTERED_WHAT = {"R1": "COR keeping 4x the rollouts - DDRL (COR 1x)", "H1x": "
                    "C1": "DDRL - (BCS+DAE + additional RL)",
                    "C2": "additional RL's extra steps - COR [% of each run's own RL phase]"}
 
-
 #: Amendment 58's claims, measured again in MATH-500-like by Amendment 61
 COR_LR10_HELDOUT = {"K1x": (COR_LR10, "bcs_dae", "COR at lr 1e-6 - BCS+DAE (its cost on fresh questions)"),
                     "K2x": ("ddrl", COR_LR10, "DDRL (COR at 1e-5) - COR at 1e-6")}
 
-
 _HELD_HEADER = "| claim (held-out pass@1 on 1,536 fresh {where}questions, points) | {beside} | **{this}** | " \
                "half-width (predicted{at}) | verdict |"
-
 
 #: The lr/10 controls' tables (Amendments 29, 52, 53, 55): the paper's number, the registered default-lr entry, theirs
 _LR10_HEADER = "| claim{what} | paper ({bench}) | {name}, default lr (registered) | " \
                "**{name} at lr/10 (Amendment {n})** | half-width (predicted) | verdict |"
 
-
 _ABLATION = ("ttrl", "bcs", "bcs_dae", "ddrl")  # A1-A3's runs, in the levels' order
-
 
 _ABLATION_LEVELS = "| method | learning rate | adapted pass@1, mean over seeds (SD) | seeds below TTRL at its lr |"
 
-
 _EXTRA_RL_LEVELS = "| method | learning rate | adapted pass@1, mean over {span} (SD) | seeds below DDRL |"
-
 
 #: ETMR's designs: the runs each reads at lr/10 (at the default lr too: the levels) beside the untrained run, M3 and P3
 #: per benchmark the regime stands for (its Table 2 difference), and what their rows share
 ETMR_RUNS = ("ttrl", "etmr", "ddrl")
 
-
 _ETMR_READS = ("no_adaptation", *ETMR_RUNS)
-
 
 ETMR_CLAIMS = {base: {cid: (a, b, what, claim, f"pass@1 {what} [points]", table2_difference(a, b, base))
                       for cid, a, b, what, claim in (
@@ -165,55 +133,42 @@ ETMR_CLAIMS = {base: {cid: (a, b, what, claim, f"pass@1 {what} [points]", table2
                           ("P3", "etmr", "no_adaptation", "ETMR - no adaptation", "ETMR improves on no adaptation"))}
                for base in ("math500_like", "amc_like")}
 
-
 _ETMR = {"split": "adapted", "measures": ("seed_pass1", "vote", "rl_minutes"), "cached_ddrl": False,
          "reference": "etmr", "paper": True, "unmeasured": "not measured",
          "level_header": "| method | learning rate | adapted pass@1, mean over {span} (SD) | seeds below ETMR at its "
                          "lr | RL phase, mean minutes |"}
 
-
 _ETMR_HEADER = ("| claim (adapted pass@1, points) | paper ({paper}) | {beside} | **{this} at lr/10 (Amendment {a}, "
                 "{{span}})** | half-width (predicted at {at} seeds) | verdict |")
-
 
 #: Their held-out claims (Amendments 45, 48): held-out pass@1 a - b per seed and fresh question
 ETMR_HELDOUT = {"P3x": ("etmr", "no_adaptation", "ETMR at lr/10 - no adaptation, held-out"),
                 "M2x": ("ddrl", "etmr", "DDRL - ETMR at lr/10, held-out"),
                 "M3x": ("etmr", "ttrl", "ETMR - TTRL at lr/10, held-out")}
 
-
 ETMR_HELD_RUNS = ("no_adaptation", "ttrl", "bcs_dae", "etmr", "ddrl")
-
 
 _ETMR_HELD = {"job_per_run": False, "measures": ("seed_pass1", "reproduced"), "reproduced_of": ETMR_RUNS,
               "cached_ddrl": False, "beside": None,
               "level_header": "| run (lr/10) | held-out pass@1, mean over {span} (SD) | seeds below the untrained "
                               "run |"}
 
-
 _ETMR_HELD_HEADER = ("| claim (held-out pass@1 on 1,536 fresh {name} questions, points; {build}, lr/10) | seeds | "
                      "estimate [95% CI] | half-width (predicted) | verdict |")
 
-
 WIDE_ARMS = ("ttrl_kl100x", "ddrl_kl100x")  # Amendment 27: Amendment 25's arms (kl_coef 0.1)
-
 
 #: COR alone (Amendments 34-38): its claims, keyed (id, regime), pass@1 a - b per seed and question, sign +1, margin
 #: :data:`MARGIN` (the ids of Amendments 30 and 32; K4: DDRL at lr/10, K5: at the default lr)
 _K3 = (COR_ONLY, "no_adaptation", "COR alone (no RL) - no adaptation")
 
-
 _K4 = ("ddrl", COR_ONLY, "DDRL at lr/10 - COR alone")
-
 
 _K5 = ("ddrl", COR_ONLY, "DDRL at the default lr - COR alone")
 
-
 _K3X = (COR_ONLY, "no_adaptation", "COR alone (no RL) - no adaptation, held-out")
 
-
 _K5X = ("ddrl", COR_ONLY, "DDRL at the default lr - COR alone, held-out")
-
 
 #: Amendment 38 (the Xeon build): the registered H1x family (:data:`ddrl.study.plan.PAIRED`) and Amendment 33's K3x,
 #: K4x at lr/10 in AMC-like, held-out pass@1 a - b
@@ -222,36 +177,27 @@ HELDOUT_LR10 = {**{(cid, SMALL_LR): (*PAIRED[cid][:2], f"{what}, held-out") for 
     ("H1xC", "DDRL - BCS+DAE at lr/10"), ("H1xR", "BCS+DAE - TTRL at lr/10"))},
                 ("K3x", SMALL_LR): _K3X, ("K4x", SMALL_LR): ("ddrl", COR_ONLY, "DDRL at lr/10 - COR alone, held-out")}
 
-
 COR_ALONE_RUNS = ("no_adaptation", "ttrl", "bcs_dae", "ddrl", COR_ONLY)  # the runs COR alone's claims read, in order
-
 
 _COR_ALONE_HEADER = ("| claim (pass@1, points) | regime | seeds x questions | estimate [95% CI] | half-width (predicted) "
                      "| verdict |")
 
-
 _COR_ALONE = {"measures": (), "cached_ddrl": False, "header": _COR_ALONE_HEADER}
-
 
 #: Amendments 49-51: the level table against TTRL; T1f's table and folder (its CSVs apart from the regimes')
 _T1_LEVELS = "| method | learning rate | adapted pass@1, mean over {span} (SD) | seeds below TTRL at its lr |"
 
-
 _T1F_HEADER = ("| learning rate | paper (MATH-500) | T1, the caption's reading (grpo_no_std - TTRL) | **T1f, the text's "
                "reading (dae - TTRL; Amendment 50)** | half-width (predicted) | verdict |")
 
-
 T1F_DIR = "table1_fixed"
-
 
 #: Amendment 62: the runs each split's analysis reads, in the levels' order
 COR_TRADE_RUNS = {"adapted": ("bcs_dae", COR_LR10, COR_4X_LR10, "ddrl", COR_4X),
                   HELDOUT_X: ("no_adaptation", "bcs_dae", COR_LR10, COR_4X_LR10, "ddrl", COR_4X)}
 
-
 _COR_TRADE_HEADER = ("| claim ({} at lr/10, pass@1, points) | questions | **Amendment 62** | half-width (predicted at 6 "
                      "/ 10 seeds) | verdict |")
-
 
 DESIGNS = {d.id: d for d in (
     # Amendment 56: R1 (COR keeping 4x) and K1, K2 (COR at 1e-6) at lr/10 in AMC-like from the cached RL-only weights of
@@ -674,9 +620,7 @@ DESIGNS = {d.id: d for d in (
 )}
 
 
-# ---------------------------------------------------------------------------------------------------------
 # Where a design's files are
-# ---------------------------------------------------------------------------------------------------------
 
 
 CHECK = OUT / "refine_check"  # the repeat checks' CSVs (<CHECK>/<regime>/ddrl-seedNN.csv.gz), never a committed one
@@ -691,7 +635,7 @@ def design(name: str) -> Design:
 
 def _folder(d: Design, method: str, regime: str | None = None) -> str:
     """The regime whose folder holds a run's CSVs: ``regime`` (default the design's), but the untrained run's adapted
-    rows are those of its base (:data:`~ddrl.study.plan.NO_RL`: one computation for every learning rate)."""
+    rows are its base's (one computation for every learning rate)."""
     g = regime or d.regime
     return SAME_BASE.get(g, g) if method == "no_adaptation" and d.split != HELDOUT_X else g
 
@@ -711,8 +655,7 @@ def _needed(d: Design) -> tuple[str, ...]:
 
 
 def _complete(d: Design, out: str | Path, runs: Sequence[str]) -> list[int]:
-    """The seeds with a CSV of every one of ``runs`` where :func:`path` reads it (an evaluated run's under
-    :attr:`Design.csv_dir`)."""
+    """The seeds with a CSV of every one of ``runs`` where :func:`path` reads it."""
     return sorted(set.intersection(*(set(complete_seeds(_csv_root(d, Path(out, d.csv_dir) if m in d.evaluates else out),
                                                         _folder(d, m), (m,))) for m in runs)))
 
@@ -724,9 +667,9 @@ def _wants(d: Design, runs: Sequence[str], seed: int) -> bool:
 
 def analysed_seeds(d: Design, out: str | Path | None = None, seeds: Sequence[int] | None = None,
                    now: float | None = None) -> list[int] | dict[str, list[int]]:
-    """The seeds the plan reads (:func:`ddrl.study.plan.seeds_to_analyse`; ``seeds``: the design's unless
-    given), complete in every run it needs; with :attr:`Design.claim_seeds` per claim: without a clock each claim every
-    one of its own seeds, complete in its pair; with one, the complete seeds in every run, the same for every claim."""
+    """The seeds the plan reads (:func:`~ddrl.study.plan.seeds_to_analyse`) complete in every run needed; with
+    :attr:`Design.claim_seeds` per claim (without a clock each its own seeds complete in its pair, with one the complete
+    seeds for every claim)."""
     out = d.runs if out is None else out
     among, what = d.seeds if seeds is None else tuple(seeds), f"{out}: {d.tag}"
     if d.claim_seeds is not None and d.cutoff is None:
@@ -736,17 +679,14 @@ def analysed_seeds(d: Design, out: str | Path | None = None, seeds: Sequence[int
     return done if d.claim_seeds is None else {c: [s for s in cs if s in done] for c, cs in d.claim_seeds.items()}
 
 
-# COR alone (Amendments 34-38): a design spanning regimes (:attr:`Design.regime_seeds`), the CSVs each regime reads
-
-
 def _reads_from(d: Design) -> dict[str, str]:
     """The claims' regimes that read their no-RL runs from their base, one of the design's regimes."""
     return {g: SAME_BASE[g] for _, g in d.claims if SAME_BASE.get(g) in d.regime_seeds}
 
 
 def _reads(d: Design) -> dict[str, list[tuple[str, str]]]:
-    """Per regime of the design, the (folder's regime, run) CSVs its seeds' claims read, its own first, in
-    :data:`COR_ALONE_RUNS`' order: a claim in a regime without seeds of its own reads its base's (:func:`_reads_from`)."""
+    """Per regime of the design, the (folder's regime, run) CSVs its claims read, its own first: a claim's regime
+    without seeds reads its base's."""
     src = _reads_from(d)
     need: dict[str, list[tuple[str, str]]] = {g: [] for g in d.regime_seeds}
     for (_, g), (a, b, _) in d.claims.items():
@@ -755,21 +695,19 @@ def _reads(d: Design) -> dict[str, list[tuple[str, str]]]:
 
 
 def _unwritten(d: Design, out: str | Path, seeds: dict) -> dict[str, list[int]]:
-    """Per regime of ``seeds``, its seeds without a CSV of the split its claims read (:func:`_reads`)."""
+    """Per regime of ``seeds``, its seeds without a CSV its claims read."""
     at = heldout_x_path if d.split == HELDOUT_X else csv_path
     return {g: [s for s in ss if not all(at(out, f, m, s).is_file() for f, m in _reads(d)[g])] for g, ss in seeds.items()}
 
 
 def regime_designs(d: Design) -> list[Design]:
-    """A design spanning regimes as one design per regime: its seeds and runs there, its clock only where it trains
-    (a run outside :data:`~ddrl.study.plan.NO_RL`)."""
+    """A design spanning regimes as one design per regime, its clock only where it trains (a run outside NO_RL)."""
     return [replace(d, regime=g, seeds=ss, evaluates=runs, cutoff=d.cutoff if set(runs) - set(NO_RL) else None,
                     regime_seeds=None, regime_runs=None)
             for g, ss in d.regime_seeds.items() for runs in [(d.regime_runs or {}).get(g, d.evaluates)]]
 
 
 def _panels(d: Design, regimes: Sequence[str]) -> dict[str, list[str]]:
-    """The regimes a table block or figure panel shows on their own (not those reading their no-RL runs from one of
-    ``regimes``), each with the regimes whose runs it shows beside its own (lr/10)."""
+    """The regimes a table block or figure panel shows on their own, each with the regimes whose runs it shows beside."""
     src = _reads_from(d)
     return {g: [g, *(h for h, b in src.items() if b == g)] for g in regimes if src.get(g) not in regimes}

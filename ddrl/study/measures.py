@@ -193,7 +193,6 @@ def _agreeing(d: Design, r: Reading) -> dict:
 LR_HELDOUT = {"LxT": ("ttrl", "TTRL at lr/10 - TTRL at the default lr, held-out"),
               "LxD": ("ddrl", "DDRL at lr/10 - DDRL at the default lr, held-out")}
 
-
 #: Amendment 40: id -> (what, kind, method or None, expected sign, margin). Kinds: "dist" the held-out KL at lr/10 minus
 #: the default lr, paired by seed (1e-3 nats/token); "slope" held-out pass@1 per 1e-3 of held-out KL within learning
 #: rates (the three methods' runs, one intercept per learning rate); "adjusted" a group minus the default-lr runs at
@@ -214,14 +213,12 @@ LR_DRIFT = {
            0, 1.0),
 }
 
-
 #: Amendment 41: id -> (what, slope: "registered" = Amendment 21's X3h, "w4" = this build's W4); null claims (sign 0,
 #: margin 1): COR alone lies on the RL runs' line through the untrained model
 COR_DRIFT = {"Y1": ("held-out pass@1, COR alone - (untrained + registered slope x COR alone's held-out KL) [points]",
                     "registered"),
              "Y2": ("held-out pass@1, COR alone - (untrained + this build's slope W4 x COR alone's held-out KL) "
                     "[points]", "w4")}
-
 
 #: Amendment 42: id -> (what, kind, line, expected sign, margin). "mid": the run's gain above the midpoint of H and the
 #: named line (L, or R = Amendment 21's registered X3h); "resid": the run's gain minus the named reading; per seed the
@@ -235,9 +232,7 @@ LR_CURVE = {
     "Z4": ("held-out gain minus L (straight line through the base) at the run's KL [points]", "resid", "L", 0, 1.0),
 }
 
-
 LR_GROUPS = {"amc_like": "default", "amc_like_lr3": "lr3", SMALL_LR: "lr10"}  # regime -> its learning rate's group
-
 
 #: Amendment 54: the descriptive runs beside the decided ones, each (regime, seeds); Fig. 4 has no AMC panel
 DYNAMICS_DESCRIBED = (("math500_like", tuple(range(46))), (SMALL_LR, tuple(range(19))), ("amc_like", tuple(range(19))))
@@ -899,7 +894,6 @@ COR_TRADE_CLAIMS = {
     "R1g": (COR_4X_LR10, COR_LR10, "adapted", "COR 4x at 1e-6 - COR 1x at 1e-6"),
     "K1gx": (COR_4X_LR10, "bcs_dae", HELDOUT_X, "COR 4x at 1e-6 - BCS+DAE (its cost on fresh questions)"),
     "R1gx": (COR_4X_LR10, COR_LR10, HELDOUT_X, "COR 4x at 1e-6 - COR 1x at 1e-6")}
-
 
 COR_SETTINGS = {COR_LR10: (1, "1e-6"), COR_4X_LR10: (4, "1e-6"), "ddrl": (1, "1e-5"), COR_4X: (4, "1e-5")}
 
