@@ -27,9 +27,8 @@ from ddrl.study.plan import (BANDS_64, BASE, CSV, HELDOUT_X, NO_RL, PAIRED, QUES
 
 
 def method_csvs(out_dir: str | Path, names: str = "*/*") -> list[Path]:
-    """Every method CSV under ``out_dir`` (``<regime>/<method>-seedNN.csv.gz``, :func:`ddrl.study.plan.csv_path`; or
-    those named ``<names>-seed*``, a glob), sorted; not the per-step ones nor the base model's (``base/<regime>/``)
-    nor H1x's (:func:`heldout_x_csvs`)."""
+    """Every method CSV under ``out_dir`` (``<regime>/<method>-seedNN.csv.gz``, or ``<names>-seed*``), sorted; not the
+    step, base or H1x ones."""
     return sorted(p for p in Path(out_dir).glob(f"{names}-seed*{CSV}") if not p.name.endswith(f"-steps{CSV}"))
 
 
@@ -68,9 +67,7 @@ def base_csvs(out_dir: str | Path, folder: str = BASE) -> dict[str, list[Path]]:
 
 
 def study_inputs(out_dir: str | Path) -> list[Path]:
-    """Every file :func:`load_questions`, :func:`load_steps` and :func:`load_base` (the testbed's base and a real LLM's
-    answer groups) read under ``out_dir``: what the study's derived tables depend on
-    (:func:`ddrl.study.figures.tables_key`)."""
+    """Every file the study's derived tables read under ``out_dir`` (:func:`ddrl.study.figures.tables_key`)."""
     base = base_csvs(out_dir)
     return (method_csvs(out_dir) + heldout_x_csvs(out_dir) + step_csvs(out_dir) + base["groups"] + base["g1"]
             + base_csvs(out_dir, REAL)["groups"])
@@ -120,10 +117,9 @@ def _shared_seeds(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> 
 
 
 def bootstrap_entry(cid: str, regime: str, d: pd.DataFrame, n_boot: int = 4000, stands_for: str | None = None) -> dict:
-    """A ``claims.json`` entry from a seeds x questions matrix of differences (plan Sec. 4): the hierarchical bootstrap
-    (one seed, a real LLM's samples: over questions, Amendment 18), stream ``derive_seed(0, "claims", cid, regime)``.
-    ``stands_for``: the registered regime whose paper number and sign a regime of the plan's amendments takes (its
-    benchmark's: e.g. ``math500_like`` for ``math500_like_small_lr``); default ``regime``'s own."""
+    """A ``claims.json`` entry from a seeds x questions matrix (plan Sec. 4): the hierarchical bootstrap (one seed: over
+    questions), stream ``derive_seed(0, "claims", cid, regime)``; ``stands_for``: the registered regime whose paper
+    number and sign it takes (default ``regime``)."""
     rng = np.random.default_rng(derive_seed(0, "claims", cid, regime))
     iv = (question_bootstrap(d.to_numpy()[0], rng, n_boot) if d.shape[0] == 1
           else hierarchical_bootstrap(d.to_numpy(), rng, n_boot))
@@ -168,9 +164,8 @@ def reproduced_counts(runs: pd.DataFrame) -> dict[str, int]:
 
 def level_table(per: pd.DataFrame, by: Sequence[str] = ("method",), reference: str = "no_adaptation",
                 sort: bool = True) -> pd.DataFrame:
-    """Descriptive, no verdict: runs' levels (:func:`run_levels` rows: ``by`` columns, ``seed``, ``pass1``) as the
-    mean and SD over seeds per ``by`` group, with the number of seeds and how many of them end below ``reference``'s
-    run of the same seed (of the seeds both have)."""
+    """Descriptive: per ``by`` group the mean and SD over seeds of :func:`run_levels` rows, the seeds, and how many end
+    below ``reference``'s run of the same seed."""
     ref = per[per.method == reference].set_index("seed")["pass1"]
     rows = []
     for keys, g in per.groupby(list(by), sort=sort):
@@ -186,11 +181,8 @@ TRAJECTORY = ("step", "episode", "lr", "adv/mean", "label/majority_ratio", "gt/l
 
 
 def rl_divergence(steps: pd.DataFrame, methods: Sequence[str] = SHARES_DDRL_RL) -> pd.DataFrame:
-    """Each run of ``methods`` beside the DDRL run of its regime and seed (:func:`load_steps`): one row
-    ``regime, method, seed, rl_steps, diverged_at``, where ``diverged_at`` is the first RL step at which its
-    logged trajectory (the columns of :data:`TRAJECTORY` it has; NaN matches NaN) differs from the DDRL run's,
-    or -1 where it agrees at every step. Different RL lengths count as diverging at the shorter length. Plan
-    Amendment 9."""
+    """Per run of ``methods`` beside its seed's DDRL run (plan Amendment 9): ``diverged_at``, the first RL step whose
+    logged :data:`TRAJECTORY` differs (NaN matches NaN; a shorter run diverges at its end), -1 where none."""
 
     rl = steps[steps.phase == "rl"]
     cols = [c for c in TRAJECTORY if c in rl.columns]
@@ -210,28 +202,24 @@ def rl_divergence(steps: pd.DataFrame, methods: Sequence[str] = SHARES_DDRL_RL) 
 
 
 def claim_on_seeds(df: pd.DataFrame, cid: str, regime: str, seeds: Sequence[int], n_boot: int = 4000) -> dict | None:
-    """A pass@1 claim (:func:`claim_matrix`) on a subset of its seeds, by the registered bootstrap and rule: a
-    descriptive sensitivity check (plan Amendment 9: C1 on the seeds whose pairs share the RL phase); None
-    with fewer than 2 such seeds."""
+    """A pass@1 claim on a subset of its seeds by the registered bootstrap and rule (descriptive, Amendment 9); None
+    below 2 seeds."""
 
     d = claim_matrix(df[df.seed.isin(set(seeds))], cid, regime)
     return None if d is None else bootstrap_entry(cid, regime, d, n_boot)
 
 
 def at_floor(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> bool:
-    """True when methods ``a`` and ``b`` both have pass@1 0 on every question of every seed they share: their
-    difference is 0 with a zero-width interval, which the verdict rule reads as *no effect* (or, for a null
-    claim, *reproduced*) although such a regime cannot tell the methods apart. Marked, never re-decided."""
+    """True when ``a`` and ``b`` both score 0 on every question of every shared seed: a zero-width interval the rule
+    reads as no effect although the regime cannot tell them apart. Marked, never re-decided."""
 
     vals = _shared_seeds(df, regime, a, b, split)["pass@1"]
     return bool(len(vals)) and bool((vals == 0).all())
 
 
 def seed_directions(df: pd.DataFrame, pairs: dict[str, tuple[str, str, str]] = PAIRED) -> pd.DataFrame:
-    """For every pass@1 claim (``pairs``: id -> (a, b, split)) and each of its regimes with >= 2 shared seeds:
-    each method's mean pass@1 (points) and, per seed, the mean over questions of a - b: in how many seeds ``a``
-    is ahead, behind or level, and the smallest and largest such difference. A descriptive view beside the
-    scorecard's interval (how consistent the sign is across seeds), not a second test: no verdict uses it."""
+    """Descriptive, per pass@1 claim and regime with >= 2 shared seeds: each method's mean pass@1 (points) and in how
+    many seeds ``a`` is ahead, behind or level, with the smallest and largest per-seed difference."""
 
     rows, present, by_split = [], set(df.regime), dict(tuple(df.groupby("split", sort=False)))
     for cid, (a, b, split) in pairs.items():
@@ -252,9 +240,8 @@ def seed_directions(df: pd.DataFrame, pairs: dict[str, tuple[str, str, str]] = P
 
 
 def s1_matrix(df: pd.DataFrame, regime: str) -> pd.DataFrame | None:
-    """Claim S1 (plan Sec. 4): the seeds x questions matrix of (DDRL - TTRL) on the default base minus the same
-    on the weaker base (:data:`~ddrl.study.regimes.WEAK_REGIME`: same questions and seed ids, independent runs), in
-    points, over the seeds and questions both have; None with fewer than 2 such seeds."""
+    """S1: seeds x questions of (DDRL - TTRL) on the default base minus the same on
+    :data:`~ddrl.study.regimes.WEAK_REGIME`, in points; None below 2 shared seeds."""
     strong, weak = (paired_matrix(df, r, "ddrl", "ttrl", "adapted") for r in (regime, WEAK_REGIME))
     if strong is None or weak is None:
         return None
@@ -266,9 +253,8 @@ def s1_matrix(df: pd.DataFrame, regime: str) -> pd.DataFrame | None:
 
 
 def claim_matrix(df: pd.DataFrame, cid: str, regime: str) -> pd.DataFrame | None:
-    """The seeds x questions matrix of differences (points) that a pass@1 claim's interval is bootstrapped from:
-    :data:`PAIRED` claims' (a - b), S1's difference of differences (:func:`s1_matrix`); None for other claims or
-    with fewer than 2 seeds."""
+    """The seeds x questions matrix (points) a pass@1 claim is bootstrapped from (:data:`PAIRED`'s a - b, S1's
+    :func:`s1_matrix`); None otherwise or below 2 seeds."""
     if cid in PAIRED:
         return paired_matrix(df, regime, *PAIRED[cid])
     return s1_matrix(df, regime) if cid == "S1" else None
@@ -280,12 +266,9 @@ SHORTFALL_MAX_SEEDS, SHORTFALL_MAX_QUESTIONS = 1000, 100_000
 
 def power_shortfall(df: pd.DataFrame, entries: Sequence[dict], target: float = TARGET_HALF_WIDTH,
                     max_seeds: int = SHORTFALL_MAX_SEEDS, max_questions: int = SHORTFALL_MAX_QUESTIONS) -> pd.DataFrame:
-    """Why a pass@1 comparison missed the plan's half-width ``target`` (descriptive, after the fact; no verdict uses
-    it): for each entry of ``entries`` from a seeds x questions matrix (:func:`claim_matrix`) whose interval's
-    half-width exceeds ``target``, the variance components of its final matrix (as SDs in points,
-    :func:`ddrl.report.stats.variance_components`), the half-width they predict at the design that ran (beside the
-    bootstrap's), the floor more seeds alone cannot pass (``t sqrt(var_question / Q)``: unlimited seeds), and the
-    seeds (at these questions) or questions (at these seeds) the target needed (None: none up to the maxima)."""
+    """Descriptive: for each entry whose half-width exceeds ``target``, its variance components (SDs, points), the
+    half-width they predict, the floor more seeds cannot pass (``t sqrt(var_question / Q)``) and the seeds or questions
+    the target needed (None: none up to the maxima)."""
 
     def smallest(f, lo: int, hi: int) -> int | None:  # the smallest n in [lo, hi] with f(n) <= target (f decreasing)
         if f(hi) > target:
@@ -322,9 +305,8 @@ def power_shortfall(df: pd.DataFrame, entries: Sequence[dict], target: float = T
 
 
 def analyse_stage1(out_dir: str | Path, regimes: dict[str, Regime], scale: Scale, seeds_range=range(2, 65)) -> dict:
-    """Variance components (points^2) of the stage-1 comparisons and the seeds per regime from
-    :func:`ddrl.report.stats.choose_design` on DDRL - TTRL at the regime's adapted questions. Holds no mean, estimate
-    or interval of any method or difference (plan Sec. 6: the means are not looked at until the end)."""
+    """Variance components (points^2) of the stage-1 comparisons and the seeds per regime
+    (:func:`~ddrl.report.stats.choose_design` on DDRL - TTRL); no mean (plan Sec. 6)."""
 
     df = load_questions(out_dir)
     n_eval = int(scale.knobs.get("eval_n", 16))
@@ -387,17 +369,13 @@ def band_matrix(groups: pd.DataFrame, band: tuple[int, int], n: int) -> pd.DataF
 
 
 def selection_errors(groups: pd.DataFrame, k64: int = SELECTION_K, orders: int = SELECTION_ORDERS) -> pd.DataFrame:
-    """E1, E2 (plan Amendment 8): what TTRL's random K and DDRL's BCS keep of each question's N base rollouts.
+    """E1, E2 (plan Amendment 8): what TTRL's random K and DDRL's BCS keep of each question's N base rollouts
+    (:func:`load_base`'s groups; K = ``k64`` at N = 64, rescaled).
 
-    ``groups`` are :func:`load_base`'s answer groups (count of N and correctness per distinct answer; the
-    rollouts without an answer are N minus their sum). K is ``k64`` at N = 64, rescaled to the groups' N (as
-    the bands of F1-F3 are; the smoke scale samples N = 8, K = 4). Each question's rollouts are rebuilt, put in
-    ``orders`` random orders (the vote and BCS break ties by order; :func:`~ddrl.analysis.select_and_reward` votes,
-    selects and rewards them as the trainer does), the same orders for both rules, from
-    ``derive_seed(0, "claims", "selection", regime, seed)``. One row per (regime, seed, question, rule), sums
-    over the orders: ``neg`` selected reward-0 rollouts, ``fn`` of them correct (false negatives), ``fp``
-    selected reward-1 rollouts that are wrong (false positives), ``kept`` selected rollouts; ``label_count`` is
-    the label's count c* of ``n``. Questions whose rollouts carry no answer at all (no label) are left out."""
+    Each question's rollouts are rebuilt in ``orders`` random orders (ties break by order), the same for both rules,
+    stream ``derive_seed(0, "claims", "selection", regime, seed)``. One row per (regime, seed, question, rule), sums
+    over orders: ``neg`` selected reward-0 rollouts, ``fn`` correct ones among them, ``fp`` selected reward-1 wrong
+    ones, ``kept``; ``label_count`` the label's count of ``n``. Questions without any answer are left out."""
 
     rules = ("random", "bcs")
     rows = []
@@ -448,9 +426,8 @@ COLUMNS = ["regime", "seed", "question", "band", "n", "orders", "answered", "fp"
 
 
 def rebuild_rollouts(g: pd.DataFrame, where: str = "") -> tuple[list, np.ndarray, int]:
-    """One question's N rollouts rebuilt from its answer groups (rows ``count``, ``n``, ``correct`` per distinct
-    answer): the voting keys (the group's index, None for a rollout without an answer, last), each rollout's
-    correctness and N. Raises ValueError, naming ``where``, when the counts sum to more than N."""
+    """One question's rollouts rebuilt from its answer groups: the voting keys (group index; None, last, for no answer),
+    each one's correctness and N; a ValueError naming ``where`` if the counts exceed N."""
     n, counts = int(g["n"].iloc[0]), g["count"].to_numpy()
     keys = np.repeat(np.arange(len(g)), counts).tolist()
     if len(keys) > n:
@@ -461,11 +438,10 @@ def rebuild_rollouts(g: pd.DataFrame, where: str = "") -> tuple[list, np.ndarray
 
 
 def question_orders(groups: pd.DataFrame, stream: str, orders: int, where: str):
-    """Each question of the answer groups (sorted by regime, sampling seed, question) with its rollouts rebuilt
-    (:func:`rebuild_rollouts`) and ``orders`` random orders of them: yields ``(regime, seed, question, g, keys,
-    correct, n, rng, perms)``. One generator per (regime, seed), ``derive_seed(0, "claims", stream, regime, seed)``;
-    ``perms`` draws each order from it only when the caller asks for it, so the caller's own draws from ``rng`` (a
-    random selection) fall between them in the stream. Questions without any answer (no label) are skipped."""
+    """Each question (sorted by regime, seed, question) with its rollouts rebuilt and ``orders`` random orders: yields
+    ``(regime, seed, question, g, keys, correct, n, rng, perms)``, one generator per (regime, seed), ``derive_seed(0,
+    "claims", stream, regime, seed)``; ``perms`` draws lazily, so the caller's own draws interleave. Questions without
+    any answer are skipped."""
     for (regime, seed), part in groups.groupby(["regime", "seed"], sort=True):
         rng = np.random.default_rng(derive_seed(0, "claims", stream, regime, int(seed)))
         for q, g in part.groupby("question", sort=True):
@@ -482,12 +458,9 @@ def band_of(counts: np.ndarray, n: int) -> np.ndarray:
 
 
 def wrong_rewards(groups: pd.DataFrame, orders: int = SELECTION_ORDERS) -> pd.DataFrame:
-    """N1, N2's counts: one row per (regime, seed, question, band) of TTRL's pseudo-rewards on all N rollouts.
-
-    ``answered`` rollouts whose answer's count lies in the band, and among them ``fp`` (reward 1, wrong) and ``fn``
-    (reward 0, right), each the mean over ``orders`` random orders of the rollouts (the vote breaks ties by order),
-    stream ``derive_seed(0, "claims", "reward_noise", regime, seed)``. Rollouts without an answer are never rewarded
-    and never right, so never wrongly rewarded; questions without any answer (no label) are left out."""
+    """N1, N2's counts, one row per (regime, seed, question, band) of TTRL's rewards on all N rollouts: ``answered``
+    rollouts in the band, ``fp`` (reward 1, wrong) and ``fn`` (reward 0, right) among them, means over ``orders`` random
+    orders, stream ``derive_seed(0, "claims", "reward_noise", regime, seed)``."""
     rows = []
     for regime, seed, q, g, keys, correct, n, rng, perms in question_orders(groups, "reward_noise", orders,
                                                                              "wrong_rewards"):
@@ -523,11 +496,8 @@ def _linearised(num: pd.DataFrame, den: pd.DataFrame) -> pd.DataFrame | None:
 
 
 def noise_matrix(table: pd.DataFrame, cid: str) -> pd.DataFrame:
-    """seeds x questions of N1's or N2's linearised effect (points) from :func:`wrong_rewards`.
-
-    N1: 100 x (share of all wrong rewards carried by middle-band rollouts) - 50. N2: 100 x (wrong-reward rate of
-    the middle band's answered rollouts - the rate of the low and high bands' together). Empty where a ratio has no
-    denominator (no wrong reward at all for N1; no answered rollout in the middle or in the outer bands for N2)."""
+    """Seeds x questions of N1's or N2's linearised effect (points). N1: 100 x the middle band's share of wrong rewards
+    - 50; N2: 100 x (the middle band's wrong-reward rate - the outer bands'). Empty where a ratio has no denominator."""
     if cid not in ("N1", "N2"):
         raise ValueError(f"noise_matrix: claim must be 'N1' or 'N2', got {cid!r}")
     t = table.assign(wrong=table.fp + table.fn)
@@ -545,9 +515,8 @@ def noise_matrix(table: pd.DataFrame, cid: str) -> pd.DataFrame:
 
 
 def noise_description(groups: pd.DataFrame, real: pd.DataFrame | None = None, pooled: str = "base") -> pd.DataFrame:
-    """Amendment 63's description: :func:`by_band` of :func:`wrong_rewards`, first the testbed's regimes (``groups``)
-    pooled as ``pooled`` (as N1, N2 pool them), then each of them apart, then each regime of a real LLM's samples
-    (``real``, never pooled). Empty (with its columns) without any groups."""
+    """Amendment 63's description (:func:`by_band` of :func:`wrong_rewards`): the testbed's regimes pooled as
+    ``pooled``, each apart, then a real LLM's (``real``, never pooled)."""
     testbed, llm = (wrong_rewards(g) if g is not None and not g.empty else None for g in (groups, real))
     parts = ([by_band(testbed.assign(regime=pooled)), by_band(testbed)] if testbed is not None else []) + (
         [by_band(llm)] if llm is not None else [])
@@ -555,9 +524,8 @@ def noise_description(groups: pd.DataFrame, real: pd.DataFrame | None = None, po
 
 
 def by_band(table: pd.DataFrame) -> pd.DataFrame:
-    """The description of Amendment 63: per regime and band, answered rollouts, false positives and negatives (sums
-    over seeds and questions of the means over orders), the wrong-reward rate and the band's share of all wrong
-    rewards (%)."""
+    """Per regime and band: answered rollouts, false positives and negatives, the wrong-reward rate and the band's share
+    of wrong rewards (%)."""
     s = table.groupby(["regime", "band"], sort=False)[["answered", "fp", "fn"]].sum().reset_index()
     s["wrong"] = s.fp + s.fn
     s["rate_%"] = 100 * s.wrong / s.answered.where(s.answered > 0)
@@ -599,10 +567,8 @@ def _band_effect(groups: pd.DataFrame, cid: str) -> pd.DataFrame:
 
 
 def _g1_bootstrap(g: pd.DataFrame, qs: np.ndarray, rng: np.random.Generator, n_boot: int) -> tuple[float, np.ndarray]:
-    """G1's effect (points: mean positive GRPO advantage of wrong-labelled rollouts minus correct-labelled ones) and
-    its ``n_boot`` question-bootstrap replicates: each replicate draws ``len(qs)`` questions with replacement
-    (``rng.choice``, the registered stream) and pools their rows. Per question sums and counts make a replicate two
-    dot products instead of a concatenation (the same numbers, to rounding)."""
+    """G1's effect (points: mean positive GRPO advantage of wrong- minus correct-labelled rollouts) and its ``n_boot``
+    question-bootstrap replicates (``rng.choice``, the registered stream), from per-question sums."""
     wrong = ~g.label_correct.astype(bool)
     per = pd.DataFrame({"q": g.q, "sw": g.pos_adv_grpo.where(wrong, 0.0), "nw": wrong.astype(float),
                         "sr": g.pos_adv_grpo.where(~wrong, 0.0), "nr": (~wrong).astype(float)})
@@ -619,10 +585,9 @@ def _g1_bootstrap(g: pd.DataFrame, qs: np.ndarray, rng: np.random.Generator, n_b
 
 def base_claim(cid: str, groups: pd.DataFrame, g1: pd.DataFrame, n_boot: int = 4000,
                sel: pd.DataFrame | None = None, regime: str = BASE, noise: pd.DataFrame | None = None) -> dict | None:
-    """F1-F3, E1-E2, N1-N2 (:func:`bootstrap_entry`: over sampling seeds x questions, or questions for one seed) and
-    G1 (bootstrap over questions) of ``regime`` (``base`` pools the testbed's; a real LLM's, Amendment 18); None
-    when fewer than 2 questions carry the effect. ``sel``, ``noise``: :func:`selection_errors`, :func:`wrong_rewards`
-    of ``groups`` if computed."""
+    """F1-F3, E1-E2, N1-N2 (:func:`bootstrap_entry`) and G1 (over questions) of ``regime`` (``base`` pools the
+    testbed's); None below 2 questions. ``sel``, ``noise``: :func:`selection_errors`, :func:`wrong_rewards` if computed.
+    """
 
     if cid in ("E1", "E2", "F1", "F2", "F3", "N1", "N2"):
         if groups.empty:
