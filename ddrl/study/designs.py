@@ -200,8 +200,7 @@ _COR_TRADE_HEADER = ("| claim ({} at lr/10, pass@1, points) | questions | **Amen
                      "/ 10 seeds) | verdict |")
 
 DESIGNS = {d.id: d for d in (
-    # Amendment 56: R1 (COR keeping 4x) and K1, K2 (COR at 1e-6) at lr/10 in AMC-like from the cached RL-only weights of
-    # Amendment 55's DDRL runs, and the check: each cached DDRL run (after COR) evaluated again
+    # Amendment 56: R1 and K1, K2 at lr/10 in AMC-like from Amendment 55's cached RL-only weights; the repeat check
     Design("refine_amc", 56, SMALL_LR, tuple(range(10)), "2026-12-03T09:00:00+00:00", (COR_4X, COR_LR10),
            ("bcs_dae", COR_LR10, "ddrl", COR_4X), ("R1",),
            {"K1": (COR_LR10, "bcs_dae", "COR at lr 1e-6 - BCS+DAE (the RL-only weights)"),
@@ -212,8 +211,7 @@ DESIGNS = {d.id: d for d in (
            reference="ddrl", cor_runs=("ddrl", COR_4X, COR_LR10), paper=True, level_name="method",
            header="| claim (AMC-like, adapted pass@1, points) | paper (AMC) | default lr (registered) | "
                   "**lr/10 (Amendment 56)** | half-width (predicted) | verdict |"),
-    # Amendment 59: R1 at lr/10 in MATH-500-like (each seed's DDRL run trained again, then refined keeping 4x), and
-    # the repeat check of the retrained runs against the committed DDRL CSVs and steps
+    # Amendment 59: R1 at lr/10 in MATH-500-like (each DDRL run trained again, then refined), and the retrain check
     Design("refine_math500", 59, MATH500_SMALL_LR, tuple(range(10)), "2026-12-03T14:05:00+00:00", (COR_4X,),
            ("bcs_dae", "ddrl", COR_4X), ("R1",), {}, {"R1": "0.44 / 0.39, 1.01 / 0.99, 1.93 / 1.88"},
            OUT / "refine_math500.json",
@@ -261,9 +259,7 @@ DESIGNS = {d.id: d for d in (
            reproduced_of=(COR_LR10,), beside=("ttrl_heldout_amc",),
            header=_HELD_HEADER.format(where="", beside="lr/10 AMC-like (Amendment 58)",
                                       this="lr/10 MATH-500-like (Amendment 61)", at=" at 6 / 10 seeds")),
-    # Amendment 29: which part of DDRL carries M1 at lr/10 in MATH-500-like (A1-A3, A3 on all 18 seeds); BCS+DAE is the
-    # RL-only weights of Amendment 28's DDRL runs (an evaluation), BCS a new RL run. Predicted: (registered
-    # MATH-500-like A1-A3 matrices, Amendment 28's M1 at lr/10) at these seeds
+    # Amendment 29: which part of DDRL carries M1 at lr/10 in MATH-500-like (BCS+DAE: Amendment 28's RL-only weights)
     Design("ablation", 29, MATH500_SMALL_LR, tuple(range(18)), None, ("bcs_dae", "bcs"), _ABLATION, ("A1", "A2", "A3"),
            {}, {"A1": "1.90 / 1.84", "A2": "0.95 / 1.84", "A3": "0.78 / 1.82"}, OUT / "ablation.json",
            "## Which part of DDRL carries M1 at the small learning rate? (plan Amendment 29)", split="adapted",
@@ -272,9 +268,7 @@ DESIGNS = {d.id: d for d in (
            claim_seeds={"A1": tuple(range(12)), "A2": tuple(range(12)), "A3": tuple(range(18))},
            level_regimes=("math500_like", MATH500_SMALL_LR), level_header=_ABLATION_LEVELS,
            header=_LR10_HEADER.format(what=" (adapted pass@1, points)", bench="MATH-500", name="MATH-500-like", n=29)),
-    # Amendment 55: the same in AMC-like, BCS and BCS+DAE new runs seed by seed (BCS+DAE a DDRL run trained again,
-    # evaluated before COR: its RL steps beside the committed DDRL run's). Predicted at 6 seeds: (lr/10 AMC-like M1,
-    # registered default-lr AMC-like A1-A3, Amendment 29's)
+    # Amendment 55: the same in AMC-like, BCS and BCS+DAE new runs (BCS+DAE a DDRL run trained again)
     Design("ablation_amc", 55, SMALL_LR, tuple(range(12)), "2026-12-03T04:40:00+00:00", ("bcs_dae", "bcs"), _ABLATION,
            ("A1", "A2", "A3"), {}, {"A1": "2.26 / 2.64 / 0.71", "A2": "2.26 / 3.24 / 0.23", "A3": "2.26 / 0.63 / 2.74"},
            OUT / "ablation_amc.json",
@@ -284,8 +278,7 @@ DESIGNS = {d.id: d for d in (
            claim_seeds={c: tuple(range(12)) for c in ("A1", "A2", "A3")},
            level_regimes=("amc_like", SMALL_LR), level_header=_ABLATION_LEVELS,
            header=_LR10_HEADER.format(what=" (adapted pass@1, points)", bench="AMC", name="AMC-like", n=55)),
-    # Amendment 52: C1 and C2 at lr/10 in MATH-500-like, additional RL (BCS+DAE, then 13 more RL steps) beside Amendment
-    # 28's committed DDRL runs. Predicted at 12 seeds: (Amendment 29's A3 at lr/10, the registered C1 at the default lr)
+    # Amendment 52: C1 and C2 at lr/10 in MATH-500-like, additional RL beside Amendment 28's DDRL runs
     Design("extra_rl", 52, MATH500_SMALL_LR, tuple(range(12)), None, ("additional_rl",),
            ("bcs_dae", "additional_rl", "ddrl"), ("C1",), {}, {"C1": "1.86 / 0.92"}, OUT / "extra_rl.json",
            "## COR against additional RL at the small learning rate (plan Amendment 52)", split="adapted",
@@ -293,8 +286,7 @@ DESIGNS = {d.id: d for d in (
            reference="ddrl", paper=True, optional=("bcs_dae",), level_regimes=(MATH500_SMALL_LR,),
            level_header=_EXTRA_RL_LEVELS,
            header=_LR10_HEADER.format(what="", bench="MATH-500", name="MATH-500-like", n=52)),
-    # Amendment 53: the same in AMC-like (26 extra steps) beside the registered build's DDRL runs there, no job after
-    # its clock. Predicted at 12 seeds: (lr/10 AMC-like M1, Amendment 52's C1, the registered default-lr AMC-like C1)
+    # Amendment 53: the same in AMC-like beside the registered build's DDRL runs, no job after its clock
     Design("extra_rl_amc", 53, SMALL_LR, tuple(range(12)), "2026-12-02T12:30:00+00:00", ("additional_rl",),
            ("bcs_dae", "additional_rl", "ddrl"), ("C1",), {}, {"C1": "2.10 / 2.53 / 0.42"}, OUT / "extra_rl_amc.json",
            "## COR against additional RL at the small learning rate in AMC-like (plan Amendment 53)", split="adapted",
@@ -302,33 +294,28 @@ DESIGNS = {d.id: d for d in (
            reference="ddrl", paper=True, late_seeds=0, optional=("bcs_dae",), level_regimes=(SMALL_LR,),
            level_header=_EXTRA_RL_LEVELS, header=_LR10_HEADER.format(what="", bench="AMC", name="AMC-like", n=53)),
     # --- the learning rate (Amendments 39-42, 54) ---
-    # Amendment 39: the Xeon build's default-lr TTRL and DDRL trained anew in AMC-like (the study's H1x job), paired by
-    # seed and fresh question with Amendment 38's lr/10 runs. Predicted at 8 / 12 seeds: the registered build's
-    # default-lr AMC-like H1xT and H1x matrices
+    # Amendment 39: the Xeon build's default-lr TTRL and DDRL trained anew in AMC-like, paired by seed and fresh
+    # question with Amendment 38's lr/10 runs
     Design("lr_heldout", 39, "amc_like", tuple(range(12)), "2026-11-28T22:20:00+00:00", HELDOUT_X_METHODS,
            HELDOUT_X_METHODS, (), {}, {"LxT": "1.67 / 1.47", "LxD": "1.62 / 1.50"}, XEON / "lr_heldout.json",
            "## Held-out transfer at both learning rates on one build (plan Amendment 39)", job_per_run=False,
            measures=(), cached_ddrl=False, late_seeds=0, whole="lr_heldout", results=XEON,
            header="| claim (held-out pass@1 on 1,536 fresh AMC-like questions, points) | seeds | estimate [95% CI] | "
                   "half-width (predicted at 8 / 12 seeds) | verdict |"),
-    # Amendment 40: each run's held-out KL from the base (TTRL, BCS+DAE, DDRL at both learning rates, seeds 0-9; nothing
-    # trained or evaluated anew) against its held-out pass@1. Predicted: Amendment 23's registered-build runs. Its KLs:
-    # python -m ddrl.study.drift export|kl ... (ddrl.study.drift_kl's docstring gives the commands)
+    # Amendment 40: each run's held-out KL from the base (ddrl.study.drift_kl) against its held-out pass@1
     Design("lr_drift", 40, "amc_like", tuple(range(10)), "2026-11-29T01:00:00+00:00", (), LR_METHODS, (), {},
            {"W5": "1.0-1.4", "W6": "1.5", "W7": "~0.6", "W8": "~0.6", "W9": "~0.6"}, XEON / "lr_drift.json",
            "## Distance from the base at both learning rates on one build (plan Amendment 40)", measures=(),
            cached_ddrl=False, whole="lr_drift", results=XEON,
            header="| claim (Xeon build, AMC-like) | seeds | estimate [95% CI] | half-width (predicted) | verdict |"),
-    # Amendment 41: COR alone (recomputed per seed, its held-out KL measured: python -m ddrl.study.drift kl --cor-alone,
-    # ddrl.study.drift_kl.cor_alone_kl) on Amendment 40's line
+    # Amendment 41: COR alone's held-out KL (python -m ddrl.study.drift kl --cor-alone) on Amendment 40's line
     Design("cor_alone_drift", 41, SMALL_LR, tuple(range(12)), "2026-11-29T02:00:00+00:00", (), (COR_ONLY, "no_adaptation"),
            (), {}, {"Y1": "0.17-0.24", "Y2": "0.17-0.24"}, XEON / "cor_alone_drift.json",
            "## COR alone on the learning rates' line (plan Amendment 41)", measures=(), cached_ddrl=False,
            whole="cor_alone_drift", results=XEON,
            header="| claim (Xeon build, AMC-like, COR alone) | seeds | estimate [95% CI] | half-width (predicted) | "
                   "verdict |"),
-    # Amendment 42: the three methods at a third learning rate (regimes_lr3.json: amc_like at lr/3, nothing else
-    # changed), where the readings L and H of Amendment 40's runs differ most. Predicted at 12 / 8 seeds: per-seed SD 0.40
+    # Amendment 42: the three methods at lr/3 (regimes_lr3.json), where Amendment 40's readings L and H differ most
     Design("lr_curve", 42, "amc_like_lr3", tuple(range(12)), "2026-11-29T04:40:00+00:00", ("ddrl", "bcs_dae", "ttrl"),
            ("ddrl", "bcs_dae", "ttrl"), (), {},
            {"Z1": "0.25 / 0.33", "Z2": "0.25 / 0.33", "Z3": "~0.25 / 0.33", "Z4": "~0.25 / 0.33"},
@@ -336,16 +323,14 @@ DESIGNS = {d.id: d for d in (
            measures=(), cached_ddrl=False, late_seeds=0, whole="lr_curve", results=XEON,
            header="| claim (Xeon build, AMC-like, lr/3 runs) | seeds | estimate [95% CI] | half-width (predicted 12 / 8) | "
                   "verdict |"),
-    # Amendment 54: D2 at lr/10 from Amendment 28's committed DDRL step logs (no run). Predicted at 18 seeds: the
-    # registered default-lr D2's per-seed SD (46 seeds)
+    # Amendment 54: D2 at lr/10 from Amendment 28's committed DDRL step logs (no run)
     Design("dynamics", 54, MATH500_SMALL_LR, tuple(range(18)), None, (), ("ddrl",), (), {}, {"D2": "1.57"},
            OUT / "dynamics.json", "## Dynamics at the small learning rate (plan Amendment 54)", split="adapted",
            measures=(), cached_ddrl=False, whole="dynamics",
            header="| claim | MATH-500-like, default lr (registered) | **MATH-500-like at lr/10 (Amendment 54)** | "
                   "half-width (predicted) | verdict |"),
-    # Amendments 43, 44, 46, 47: ETMR, the paper's stronger baseline, beside TTRL and DDRL at lr/10 (both learning
-    # rates' levels, the vote, the RL minutes; the registered claims with the paper's numbers, M3 and P3 with Table 2's
-    # differences), each to its plan's clock. Their ids are their figures' names (:func:`etmr_figure`).
+    # Amendments 43, 44, 46, 47: ETMR, the paper's stronger baseline, beside TTRL and DDRL at lr/10, each to its clock
+    # (M3 and P3 with Table 2's differences). Their ids name their figures (:func:`etmr_figure`).
     # Amendment 43: MATH-500-like, registered build, ETMR beside Amendment 28's TTRL and DDRL runs
     Design("small_lr_etmr", 43, MATH500_SMALL_LR, tuple(range(18)), "2026-11-29T08:00:00+00:00", ("etmr",),
            _ETMR_READS, ("M2",), ETMR_CLAIMS["math500_like"],
@@ -385,9 +370,8 @@ DESIGNS = {d.id: d for d in (
            level_regimes=("amc_like", SMALL_LR),
            header=_ETMR_HEADER.format(paper="AMC", beside="AMC-like, default lr (registered)",
                                       this="registered build, AMC-like", a=47, at="8 / 12 / 16"), **_ETMR),
-    # Amendments 45, 48: the finished lr/10 runs on H1x's 1,536 fresh questions (one H1x job per seed, nothing
-    # trained): P3x, M2x, M3x (and on the Xeon build the H1x family, Amendment 38's texts). Amendment 46's held-out
-    # part was never run: its ETMR runs' weights were lost with the Xeon machine's cache (notebook 06 says so).
+    # Amendments 45, 48: the finished lr/10 runs on H1x's fresh questions (nothing trained). Amendment 46's held-out
+    # part was never run: its ETMR weights were lost with the Xeon machine's cache.
     # Amendment 45: ETMR's runs of Amendment 43 (the others' evaluations are Amendment 31's)
     Design("etmr_heldout", 45, MATH500_SMALL_LR, tuple(range(18)), None, ("etmr",),
            _ETMR_READS, (), ETMR_HELDOUT, {"P3x": "0.36", "M2x": "0.71", "M3x": "0.16"},
@@ -402,18 +386,15 @@ DESIGNS = {d.id: d for d in (
            XEON / "etmr_heldout.json", "### On fresh questions (plan Amendment 45)", finished=("ttrl", "etmr", "ddrl"),
            names={cid: HELDOUT_LR10[(cid, SMALL_LR)][2] for cid in HELDOUT_CLAIMS}, results=XEON, build="Xeon build",
            header=_ETMR_HELD_HEADER.format(name="MATH-500-like", build="Xeon build"), **_ETMR_HELD),
-    # Amendment 48: Amendment 47's ETMR runs (on the seeds they completed before their clock) and the untrained model:
-    # P3x only, the registered build's lr/10 TTRL and DDRL runs in AMC-like having no kept weights
+    # Amendment 48: Amendment 47's ETMR runs and the untrained model: P3x only (its TTRL, DDRL runs kept no weights)
     Design("etmr_heldout_amc", 48, SMALL_LR, tuple(range(12)), None, ("no_adaptation", "etmr"),
            ("no_adaptation", "etmr"), (), {"P3x": ETMR_HELDOUT["P3x"]}, {"P3x": "0.73 / 1.47"},
            OUT / "etmr_heldout_amc.json", "### In AMC-like (plan Amendments 46 and 47)", finished=("etmr",),
            build="registered build", header=_ETMR_HELD_HEADER.format(name="AMC-like", build="registered build"),
            **_ETMR_HELD),
     # --- COR alone (Amendments 30, 31, 34-38) ---
-    # Amendments 30 and 32: at lr/10 in MATH-500-like, COR at 1e-6 from the RL-only weights of Amendment 28's DDRL runs
-    # and COR alone (1e-5, from the untrained model, no RL), each one COR call; K5: DDRL at the default lr - COR alone
-    # (it runs no RL: its lr/10 CSVs are that computation). Predicted at 18 x 256: K1, K2 from the lr/10 A3 matrix, K3
-    # from P2's, K4 from M1's, K5 from the default-lr M1 and P2 matrices of seeds 0-17
+    # Amendments 30 and 32: at lr/10 in MATH-500-like, COR at 1e-6 from Amendment 28's RL-only weights, and COR alone
+    # (no RL: its lr/10 CSVs serve K5 at the default lr)
     Design("cor_math500", 30, MATH500_SMALL_LR, tuple(range(18)), None, (COR_LR10, COR_ONLY),
            ("no_adaptation", "ttrl", "bcs_dae", "ddrl", COR_LR10, COR_ONLY), (),
            {"K1": (COR_LR10, "bcs_dae", "COR at lr 1e-6 - BCS+DAE (the RL-only weights)"),
@@ -429,9 +410,7 @@ DESIGNS = {d.id: d for d in (
                   "verdict |",
            level_header="| method | RL learning rate | adapted pass@1, mean over seeds (SD) | seeds below the untrained "
                         "run | COR's kept rollouts |"),
-    # Amendments 31 and 33: Amendment 28's runs (and COR alone, recomputed) on H1x's 1,536 fresh MATH-500-like
-    # questions, the H1x family there, beside the default lr's (other seeds: read across). Predicted at 18 x 1,536 from
-    # the default-lr MATH-500-like H1x matrices (K3x, K4x: the family's range)
+    # Amendments 31 and 33: Amendment 28's runs (and COR alone, recomputed) on H1x's fresh MATH-500-like questions
     Design("heldout_math500", 31, MATH500_SMALL_LR, tuple(range(18)), None, (*HELDOUT_X_METHODS, COR_ONLY),
            ("no_adaptation", "ttrl", "bcs_dae", "ddrl", COR_ONLY), HELDOUT_CLAIMS,
            {"K3x": (COR_ONLY, "no_adaptation", "COR alone (no RL) - no adaptation, held-out"),
@@ -447,20 +426,16 @@ DESIGNS = {d.id: d for d in (
            header=_HELD_HEADER.format(where="MATH-500-like ", beside="default lr (registered)",
                                       this="lr/10 (Amendments 31, 33)", at="")),
     # --- 768 MATH-500-like questions (Amendments 26, 27) ---
-    # Amendment 26: P1, P2 and M1, bound by their questions, on the stream's first 768 (the registered 256 first), the
-    # rest the registered regime's; each seed's runs on one device: the CPU, or a GPU machine's imported
-    # (python -m ddrl.study import wide DIR --device NAME). The device check decides whether the CPU seeds alone give
-    # the verdicts (:func:`_device_check`)
+    # Amendment 26: P1, P2 and M1 on the stream's first 768 questions, each seed's runs on one device (the CPU or an
+    # imported GPU machine's); the device check decides whether the CPU seeds alone give the verdicts
     Design("wide", 26, MATH500_768, tuple(range(200, 224)), None, STAGE1_METHODS, STAGE1_METHODS, ("P1", "P2", "M1"),
            {}, {}, WIDE_OUT / "claims.json",
            "## P1, P2 and M1 on three times the questions (plan Amendment 26)", split="adapted", job_kind="wide",
            measures=(), cached_ddrl=False, whole="device_check", results=WIDE_OUT, folder="",
            header="| claim (MATH-500-like, 768 questions, adapted pass@1, points) | seeds | estimate [95% CI] | "
                   "half-width (predicted) | verdict |"),
-    # Amendment 27: Amendment 25's penalised arms (the registered presets with kl_coef 0.1) on Amendment 26's CPU seeds
-    # and 12 new ones (their untrained runs new too), all on this machine's CPU, against the untrained model (Q1, Q2)
-    # and their own methods (Q3, Q4: the seeds with the method's run). Predicted: Q1, Q2 from the registered P1, P2
-    # components at 24 x 768, Q3, Q4 from Amendment 25's L4 matrices at 12 x 768
+    # Amendment 27: Amendment 25's penalised arms (kl_coef 0.1) on the CPU, against the untrained model (Q1, Q2) and
+    # their own methods (Q3, Q4)
     Design("wide_arms", 27, MATH500_768, tuple(range(200, 212)) + tuple(range(224, 236)), None,
            ("no_adaptation", *WIDE_ARMS), ("no_adaptation", *WIDE_ARMS, "ttrl", "ddrl"), (),
            {"Q1": ("ttrl_kl100x", "no_adaptation", "TTRL (100x KL) - no adaptation"),
@@ -473,10 +448,7 @@ DESIGNS = {d.id: d for d in (
            header="| comparison (MATH-500-like, 768 questions, adapted pass@1, points) | seeds | estimate [95% CI] | "
                   "half-width (predicted) | verdict |"),
     # --- COR alone (Amendments 34-38) ---
-    # Amendment 34: COR alone (one COR call from the untrained model, no RL phase) in the registered study's AMC-like
-    # and AIME-like on their registered seeds, beside the registered runs (K4: the lr/10 DDRL runs against AMC-like's
-    # COR alone, the same computation); its table lists the held-out claims after its own. Predicted: the committed P2
-    # / M1 components at these seeds
+    # Amendment 34: COR alone (one COR call from the untrained model, no RL) in AMC-like and AIME-like
     Design("cor_alone", 34, "amc_like", tuple(range(19)), None, (COR_ONLY,), ("no_adaptation", "ddrl", COR_ONLY), (),
            {("K3", "amc_like"): _K3, ("K5", "amc_like"): _K5, ("K4", SMALL_LR): _K4, ("K3", "aime_like"): _K3,
             ("K5", "aime_like"): _K5},
@@ -485,8 +457,7 @@ DESIGNS = {d.id: d for d in (
            "## COR alone in AMC-like and AIME-like (plan Amendment 34)", split="adapted", job_kind="K cor alone",
            beside=("cor_alone_heldout",), whole="cor_alone",
            regime_seeds={"amc_like": tuple(range(19)), "aime_like": tuple(range(6))}, **_COR_ALONE),
-    # ... and on H1x's fresh questions: COR alone recomputed and evaluated (the other runs' H1x CSVs exist). Predicted:
-    # the H1x family's components, the smallest to the largest
+    # ... and on H1x's fresh questions (COR alone recomputed)
     Design("cor_alone_heldout", 34, "amc_like", tuple(range(19)), None, (COR_ONLY,), ("no_adaptation", "ddrl", COR_ONLY),
            (), {("K3x", "amc_like"): _K3X, ("K5x", "amc_like"): _K5X, ("K3x", "aime_like"): _K3X,
                 ("K5x", "aime_like"): _K5X},
@@ -494,17 +465,14 @@ DESIGNS = {d.id: d for d in (
             ("K5x", "aime_like"): "0.13-0.55"}, RESULTS / "cor_alone" / "heldout.json",
            "## COR alone on fresh questions (plan Amendment 34)", beside=None, whole="cor_alone_heldout",
            regime_seeds={"amc_like": tuple(range(19)), "aime_like": tuple(range(6))}, **_COR_ALONE),
-    # Amendment 35: K3 and K4 on the c49d994e build (Amendment 6's replication, its one regime amc_like_small_lr), with
-    # the untrained runs it lacked: both no-RL runs computed in that regime itself. Predicted: the registered build's
+    # Amendment 35: K3 and K4 on the c49d994e build, both no-RL runs computed in its one regime
     Design("cor_alone_c49d", 35, SMALL_LR, tuple(range(19)), None, ("no_adaptation", COR_ONLY),
            ("no_adaptation", "ddrl", COR_ONLY), (), {("K3", SMALL_LR): _K3, ("K4", SMALL_LR): _K4},
            {("K3", SMALL_LR): "3.04", ("K4", SMALL_LR): "3.30"}, RESULTS / "replication_c49d" / "cor_alone.json",
            "## COR alone on the c49d994e build (plan Amendment 35)", split="adapted", job_kind="K cor alone",
            job_per_run=False, beside=None, results=RESULTS / "replication_c49d", whole="cor_alone",
            regime_seeds={SMALL_LR: tuple(range(19))}, **_COR_ALONE),
-    # Amendments 36 and 37: the Xeon build (Amendment 5's replication): COR alone in AMC-like and MATH-500-like beside
-    # its 12 seeds (K3, K5), and TTRL and DDRL at lr/10 from seed 0 as far as the clock allowed (Amendment 37's 18:00
-    # UTC; no job there after it), K4 on their complete seeds against AMC-like's COR alone
+    # Amendments 36, 37 (Xeon build): COR alone in AMC-like and MATH-500-like (K3, K5), TTRL, DDRL at lr/10 (K4)
     Design("cor_alone_xeon", 36, "amc_like", tuple(range(12)), "2026-11-28T18:00:00+00:00", (COR_ONLY,),
            ("no_adaptation", "ddrl", COR_ONLY), (),
            {("K3", "amc_like"): _K3, ("K5", "amc_like"): _K5, ("K3", "math500_like"): _K3,
@@ -515,9 +483,7 @@ DESIGNS = {d.id: d for d in (
            beside=None, results=XEON, late_seeds=0, whole="cor_alone",
            regime_seeds={"amc_like": tuple(range(12)), "math500_like": tuple(range(12)), SMALL_LR: tuple(range(12))},
            regime_runs={SMALL_LR: ("ttrl", "ddrl")}, **_COR_ALONE),
-    # Amendment 38: those lr/10 runs (loaded, never trained), the untrained model and COR alone (recomputed) on H1x's
-    # fresh questions, one H1x job per seed, beside the registered build's default-lr AMC-like entries (K4x's: K5x).
-    # Predicted at 12 x 1,536: the registered build's default-lr AMC-like matrices / its MATH-500-like lr/10 ones
+    # Amendment 38: those lr/10 runs (loaded, never trained), the untrained model and COR alone on H1x's fresh questions
     Design("cor_alone_xeon_heldout", 38, SMALL_LR, tuple(range(12)), None, COR_ALONE_RUNS, COR_ALONE_RUNS, (),
            HELDOUT_LR10, dict(zip(HELDOUT_LR10, ("1.50 / 0.96", "1.47 / 0.37", "1.25 / 0.72", "0.33 / 0.69",
                                                  "1.20 / 0.16", "0.60 / 0.78", "1.39 / 0.49"))),
@@ -527,10 +493,9 @@ DESIGNS = {d.id: d for d in (
            **{**_COR_ALONE, "header": "| claim (held-out pass@1, points) | registered build, default lr, AMC-like | "
                                      "**the Xeon build's runs, Amendment 38** | half-width (predicted) | verdict |"}),
     # --- policy drift (Amendments 21-25) and the registered analyses ---
-    # Amendments 21-25 (ddrl.study.drift; their runs: python -m ddrl.study.drift run|export|kl): X1-X4 (late KL) and
-    # the addendum's X2h-X4h (held-out KL), BCS against its random negatives; then each arm of a set against its method
-    # (Amendment 22: BCS's KL-penalty doses, K1-K3; 23, 24: TTRL and DDRL against BCS, Z1-Z4; 25: TTRL and DDRL with
-    # the 100x penalty against themselves, L1-L4). One row per results/drift/<stem>.json, its id drift_<stem>
+    # Amendments 21-25 (ddrl.study.drift): X1-X4, X2h-X4h (BCS against its random negatives), then each arm of a set
+    # against its method (22: KL doses; 23, 24: TTRL and DDRL against BCS; 25: the 100x penalty). One row per
+    # results/drift/<stem>.json
     *(Design(f"drift_{stem}", a, regime, tuple(seeds), None, (), PAIR if pairs in ("kl_late", "kl_heldout") else
              arm_methods(pairs), (), {}, {}, RESULTS / "drift" / f"{stem}.json",
              f"## What costs held-out accuracy: the distance from the base (plan Amendment {a})", measures=(),
@@ -548,9 +513,7 @@ DESIGNS = {d.id: d for d in (
           ("math500_like_cpu_methods", 24, "math500_like", range(100, 132), "drift/cpu", "methods", False),
           ("amc_like_cpu_penalty", 25, "amc_like", range(100, 116), "drift/cpu", "penalty", False),
           ("math500_like_cpu_penalty", 25, "math500_like", range(100, 111), "drift/cpu", "penalty", False))),
-    # The registered analysis (plan Sec. 1-6; python -m ddrl.study --analyse claims computes it too, and draws its
-    # scorecard) and its replications on other builds (Amendments 5, 6), each of its own results tree. Their status:
-    # M1's pair in the build's first regime
+    # The registered analysis (python -m ddrl.study --analyse claims) and its replications (Amendments 5, 6)
     *(Design(name, a, regime, tuple(range(n)), None, (), ("ttrl", "ddrl"), (), {}, {}, root / "claims.json",
              f"## The registered claims on the {build or 'registered build'}", measures=(), cached_ddrl=False,
              results=root, build=build, whole="claims")
@@ -559,9 +522,7 @@ DESIGNS = {d.id: d for d in (
                                               ("claims_c49d", 6, RESULTS / "replication_c49d", SMALL_LR, 19,
                                                "c49d994e build"))),
     # --- MATH-500-like at lr/10, Table 1, COR 4x at 1e-6 (Amendments 28, 49-51, 62) ---
-    # Amendment 28: P1, P2 and M1 in MATH-500-like under the registered lr/10 rule (its regime: python -m ddrl.study
-    # --small-lr-regime), each seed's untrained run the registered MATH-500-like one. Predicted at 18 seeds x 256
-    # questions: (registered MATH-500-like components, AMC-like lr/10's)
+    # Amendment 28: P1, P2 and M1 in MATH-500-like at lr/10, each seed's untrained run the registered one
     Design("small_lr", 28, MATH500_SMALL_LR, tuple(range(18)), None, ("ttrl", "ddrl"), ("no_adaptation", "ttrl", "ddrl"),
            ("P1", "P2", "M1"), {}, {"P1": "2.42 / 1.92", "P2": "3.07 / 2.80", "M1": "1.98 / 1.45"}, OUT / "claims.json",
            "## The main table at the paper's small learning rate (plan Amendment 28)", split="adapted",
@@ -572,9 +533,7 @@ DESIGNS = {d.id: d for d in (
                   "verdict |",
            level_header="| method | learning rate | adapted pass@1, mean over seeds (SD) | seeds below their untrained "
                         "run |"),
-    # Amendment 49: Table 1 (T1: TTRL without GRPO's std division - TTRL) at lr/10, grpo_no_std a new run per seed
-    # against Amendment 28's TTRL runs. Predicted at 12 seeds: (registered MATH-500-like T1, Amendment 28's M1,
-    # Amendment 29's A1)
+    # Amendment 49: Table 1 (T1: TTRL without GRPO's std division - TTRL) at lr/10 against Amendment 28's TTRL runs
     Design("table1", 49, MATH500_SMALL_LR, tuple(range(12)), None, ("grpo_no_std", "ttrl"), ("ttrl", "grpo_no_std"),
            ("T1",), {}, {"T1": "1.10 / 1.84 / 0.46"}, OUT / "table1.json",
            "## Table 1 at the small learning rate (plan Amendment 49)", split="adapted", job_kind="T1 lr/10",
@@ -582,27 +541,21 @@ DESIGNS = {d.id: d for d in (
            names={"T1": "TTRL without the std division - TTRL"}, level_regimes=("math500_like", MATH500_SMALL_LR),
            level_header=_T1_LEVELS,
            header=_LR10_HEADER.format(what=" (adapted pass@1, points)", bench="MATH-500", name="MATH-500-like", n=49)),
-    # Amendment 50: T1f, Table 1 as the paper's text reads it (fixed +1/-1 advantages, preset dae, against TTRL) at
-    # both learning rates, its CSVs under runs/table1_fixed/, its TTRL partners the committed runs. Predicted at 12
-    # seeds, per regime: (the registered T1, A2) at the default lr, (Amendment 28's M1, 29's A2) at lr/10
+    # Amendment 50: T1f, Table 1 as the paper's text reads it (fixed +1/-1 advantages, preset dae), at both lrs
     Design("table1_fixed", 50, "math500_like", tuple(range(12)), None, ("dae",), ("ttrl", "grpo_no_std", "dae"), (),
            {}, {"math500_like": "1.10 / 0.95", MATH500_SMALL_LR: "1.84 / 0.13"}, OUT / "table1_fixed.json",
            "## Table 1 as the paper's text reads it (plan Amendment 50)", split="adapted", job_kind="T1f",
            measures=(), cached_ddrl=False, reference="ttrl", optional=("grpo_no_std",),
            level_regimes=("math500_like", MATH500_SMALL_LR), level_header=_T1_LEVELS, whole="t1f",
            job_regimes=("math500_like", MATH500_SMALL_LR), csv_dir=T1F_DIR, header=_T1F_HEADER),
-    # Amendment 51: T1f at the default lr on the fresh seeds 12-45, its verdict on them alone (Amendment 50's seeds
-    # pooled beside, descriptive); its table is Amendment 50's with its row. Predicted at 34 seeds: (Amendment 50's
-    # T1f matrix, the registered T1 matrix)
+    # Amendment 51: T1f on the fresh seeds 12-45, the verdict on them alone (Amendment 50's seeds pooled beside)
     Design("table1_fixed_more", 51, "math500_like", tuple(range(12, 46)), None, ("dae",), ("ttrl", "grpo_no_std", "dae"),
            (), {}, {"T1f": "1.28 / 0.69"}, OUT / "table1_fixed_more.json",
            "## Table 1 as the paper's text reads it, on fresh seeds (plan Amendment 51)", split="adapted",
            job_kind="T1f", measures=(), cached_ddrl=False, reference="ttrl", optional=("grpo_no_std",),
            level_regimes=("math500_like",), level_header=_T1_LEVELS, whole="t1f", csv_dir=T1F_DIR,
            header=_T1F_HEADER),
-    # Amendment 62: COR keeping 4x the rollouts at a tenth of its rate, from the cached RL-only weights (Amendments
-    # 55, 59), on the adapted questions, then on H1x's fresh ones; COR's size x rate square. Predicted at 6 / 10
-    # seeds, each from two committed lr/10 matrices of the same regime
+    # Amendment 62: COR keeping 4x at a tenth of its rate from the cached RL-only weights, adapted then fresh questions
     Design("cor4x_lr10_amc", 62, SMALL_LR, tuple(range(10)), "2026-12-03T20:05:00+00:00", (COR_4X_LR10,),
            COR_TRADE_RUNS[HELDOUT_X], (), {},
            {"K1g": "0.42 / 0.36, 1.97 / 1.87", "R1g": "1.44 / 1.41, 0.42 / 0.36", "K1gx": "0.15 / 0.12, 0.56 / 0.50",
