@@ -27,8 +27,7 @@ from ddrl.study.plan import (BANDS_64, BASE, CSV, HELDOUT_X, NO_RL, PAIRED, QUES
 
 
 def method_csvs(out_dir: str | Path, names: str = "*/*") -> list[Path]:
-    """Every method CSV under ``out_dir`` (``<regime>/<method>-seedNN.csv.gz``, or ``<names>-seed*``), sorted; not the
-    step, base or H1x ones."""
+    """Every method CSV under ``out_dir`` (or those named ``<names>-seed*``), sorted; not step, base or H1x ones."""
     return sorted(p for p in Path(out_dir).glob(f"{names}-seed*{CSV}") if not p.name.endswith(f"-steps{CSV}"))
 
 
@@ -48,8 +47,7 @@ def heldout_x_csvs(out_dir: str | Path) -> list[Path]:
 
 
 def load_questions(out_dir: str | Path) -> pd.DataFrame:
-    """Every method CSV under ``out_dir`` as one long table (regime, method, seed, split, question, pass@1, ...),
-    H1x's (split ``heldout_x``) included."""
+    """Every method CSV under ``out_dir`` as one long table, H1x's (split ``heldout_x``) included."""
     files = method_csvs(out_dir) + heldout_x_csvs(out_dir)  # as :func:`study_inputs` lists them
     if not files:
         return pd.DataFrame(columns=list(QUESTION_COLUMNS))
@@ -97,8 +95,7 @@ def progress(out_dir: str | Path) -> pd.DataFrame:
 
 
 def paired_matrix(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> pd.DataFrame | None:
-    """The seeds x questions matrix of (a - b) pass@1 in points over the seeds both methods have; None if
-    fewer than 2 such seeds."""
+    """Seeds x questions of (a - b) pass@1 in points over the seeds both have; None below 2 such seeds."""
     sub = _shared_seeds(df, regime, a, b, split)
     if sub.seed.nunique() < 2:
         return None
@@ -202,8 +199,7 @@ def rl_divergence(steps: pd.DataFrame, methods: Sequence[str] = SHARES_DDRL_RL) 
 
 
 def claim_on_seeds(df: pd.DataFrame, cid: str, regime: str, seeds: Sequence[int], n_boot: int = 4000) -> dict | None:
-    """A pass@1 claim on a subset of its seeds by the registered bootstrap and rule (descriptive, Amendment 9); None
-    below 2 seeds."""
+    """A pass@1 claim on some of its seeds (descriptive, Amendment 9); None below 2 seeds."""
 
     d = claim_matrix(df[df.seed.isin(set(seeds))], cid, regime)
     return None if d is None else bootstrap_entry(cid, regime, d, n_boot)
@@ -524,8 +520,7 @@ def noise_description(groups: pd.DataFrame, real: pd.DataFrame | None = None, po
 
 
 def by_band(table: pd.DataFrame) -> pd.DataFrame:
-    """Per regime and band: answered rollouts, false positives and negatives, the wrong-reward rate and the band's share
-    of wrong rewards (%)."""
+    """Per regime and band: answered rollouts, false positives, negatives, wrong-reward rate and share (%)."""
     s = table.groupby(["regime", "band"], sort=False)[["answered", "fp", "fn"]].sum().reset_index()
     s["wrong"] = s.fp + s.fn
     s["rate_%"] = 100 * s.wrong / s.answered.where(s.answered > 0)

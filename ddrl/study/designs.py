@@ -638,8 +638,7 @@ def _reads_from(d: Design) -> dict[str, str]:
 
 
 def _reads(d: Design) -> dict[str, list[tuple[str, str]]]:
-    """Per regime of the design, the (folder's regime, run) CSVs its claims read, its own first: a claim's regime
-    without seeds reads its base's."""
+    """Per regime, the (folder's regime, run) CSVs its claims read, its own first (a seedless regime: its base's)."""
     src = _reads_from(d)
     need: dict[str, list[tuple[str, str]]] = {g: [] for g in d.regime_seeds}
     for (_, g), (a, b, _) in d.claims.items():

@@ -70,8 +70,7 @@ def advantage_dynamics(steps: pd.DataFrame, methods: Sequence[str] = ("ttrl", "d
 
 def advantage_dynamics_figure(d: pd.DataFrame, methods: Sequence[str] = ("ttrl", "ddrl"),
                               regimes: Sequence[str] = THREE):
-    """One panel per regime: each method's mean advantage per RL step over seeds with a 95% bootstrap band. None without
-    runs."""
+    """Per regime, each method's mean advantage per RL step with a 95% bootstrap band; None without runs."""
     d = d[d.method.isin(methods)]
     present = [r for r in regimes if r in set(d.regime)]
     if not present:
@@ -157,8 +156,7 @@ def selection_by_label_count(sel: pd.DataFrame, bins: Sequence[tuple[int, int]] 
 
 
 def selection_errors_figure(t: pd.DataFrame):
-    """False positives kept per question (E2) and the share correct among kept negatives (E1) by the label's count,
-    random K beside BCS. None without rows."""
+    """E2's false positives and E1's correct negatives kept, by the label's count; None without rows."""
     if t.empty:
         return None
     t = t[t.bin.isin(set(t.bin[t.questions > 0]))]  # bins no question's label falls in are left out
@@ -189,8 +187,7 @@ NOISE_BANDS = dict(zip(BAND_NAMES, ("seen <= 5 of 64", "6-44", ">= 45")))
 
 
 def reward_noise_figure(t: pd.DataFrame):
-    """Per regime and band: the band's share of TTRL's wrong rewards (N1) and its wrong-reward rate (N2). None without
-    rows."""
+    """Per regime and band: the share of wrong rewards (N1) and the wrong-reward rate (N2); None without rows."""
     if t.empty:
         return None
     t = t[t.regime.isin(NOISE_REGIMES)].assign(regime=lambda x: x.regime.map(NOISE_REGIMES),
@@ -286,8 +283,7 @@ def pseudo_label_drift(by_episode: pd.DataFrame) -> pd.DataFrame:
 
 def vote_by_quarter(out: str | Path = WIDE_OUT, seeds: Sequence[int] | None = None, regime: str = MATH500_768,
                     steps: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Descriptive: :func:`pseudo_labels_by_episode` by quarter of each run's RL steps (1-4), from the step logs
-    (``steps`` when already read)."""
+    """Descriptive: :func:`pseudo_labels_by_episode` by quarter of each run's RL steps (``steps``: if read)."""
     steps = load_steps(out) if steps is None else steps
     steps = steps[(steps.regime == regime) & (steps.phase == "rl")]
     if seeds is not None:
@@ -479,27 +475,21 @@ def render_results(entries: Sequence[dict], runs_dir: str | Path, out_dir: str |
     return paths
 
 
-# ---------------------------------------------------------------------------------------------------------
 # The designs' figures (:data:`ddrl.study.designs.DESIGNS`; notebook 06 draws them from the committed analyses)
-# ---------------------------------------------------------------------------------------------------------
 
 
 #: The learning rate of each base regime and its lr/10 one, as figures name it
 LR_NAME = {"math500_like": "default lr", MATH500_SMALL_LR: "lr/10", "amc_like": "default lr", SMALL_LR: "lr/10"}
 
-
 #: How COR alone's tables and figures name the regimes
 REGIME_TEXT = {"amc_like": "AMC-like", SMALL_LR: "AMC-like at lr/10", "aime_like": "AIME-like",
                "math500_like": "MATH-500-like"}
 
-
 #: How the figures name the regimes
 REGIME_NAME = {MATH500_SMALL_LR: "MATH-500-like", SMALL_LR: "AMC-like"}
 
-
 #: COR's arms' names in figures (they are COR calls, not trainer presets, so ddrl.report.plotting's labels do not name them)
 ARM_LABELS = {COR_LR10: "DDRL with COR at lr/10", COR_ONLY: "COR alone (no RL)"}
-
 
 #: COR alone's figures (notebook 06), by adapted design: its held-out design (None: none), what the title calls the
 #: runs COR alone stands beside, and the amendments it names
@@ -520,16 +510,14 @@ def seed_levels(out: str | Path = WIDE_OUT, seeds: Sequence[int] | None = None, 
 
 
 def wide_figure_tables(out: str | Path = WIDE_OUT) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """:func:`wide_vote_figure`'s two tables for Amendment 26's methods, and Amendment 27's arms once ``arms.json`` is
-    written."""
+    """:func:`wide_vote_figure`'s tables: Amendment 26's methods, 27's arms once ``arms.json`` is written."""
     methods = (*STAGE1_METHODS, *WIDE_ARMS) if (Path(out) / "arms.json").is_file() else STAGE1_METHODS
     sp, vote = seed_levels(out), vote_by_quarter(out)
     return sp[sp.method.isin(methods)], vote[vote.method.isin(methods)]
 
 
 def wide_vote_figure(seed_pass1: pd.DataFrame, vote: pd.DataFrame):
-    """:func:`levels_vote_figure` of :func:`seed_levels` and :func:`vote_by_quarter`, each method on the seeds it has.
-    Descriptive."""
+    """:func:`levels_vote_figure` of each method on the seeds it has."""
     order = [m for m in (*STAGE1_METHODS, *WIDE_ARMS) if m in set(seed_pass1.method)]
     return levels_vote_figure(seed_pass1.assign(run=seed_pass1.method.map(label)), vote.assign(run=vote.method.map(label)),
                               [label(m) for m in order], {label(m): color(m) for m in order},
@@ -538,8 +526,7 @@ def wide_vote_figure(seed_pass1: pd.DataFrame, vote: pd.DataFrame):
 
 
 def cor_alone_figure(res: dict, held: dict | None, d: Design):
-    """Each run's adapted (``res``) and held-out (``held``) pass@1, one dot per seed, a row per split and a column per
-    regime. Descriptive."""
+    """Adapted and held-out pass@1, one dot per seed, a row per split and a column per regime."""
     splits = [(res, "adapted pass@1 (%)", "adapted"), *([(held, "held-out pass@1 (%)", "fresh")] if held else [])]
     rows = [[(r, *split) for r in _panels(d, split[0]["seeds"])] for split in splits]
     n_cols = max(map(len, rows))
@@ -618,8 +605,7 @@ def etmr_figure(res: dict, d: Design):
 
 
 def cor_figure(cor: dict, held: dict):
-    """Each run's adapted pass@1 of the runs K1-K5 read (``cor``) and held-out pass@1 (``held``), one dot per seed.
-    Descriptive."""
+    """Adapted pass@1 of K1-K5's runs and held-out pass@1, one dot per seed."""
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1.5, 1]})
     rng = numpy_generator(0, "figure", MATH500_SMALL_LR, "cor")
     for ax, res, ylabel, title in ((axes[0], cor, "adapted pass@1 (%)", "adapted questions"),

@@ -117,8 +117,7 @@ def _levels(d: Design, r: Reading) -> dict:
 
 
 def _split(d: Design, r: Reading) -> dict:
-    """M1 (DDRL - TTRL) and its parts, the design's claims, on the first claim's seeds (descriptive: the parts sum to
-    M1)."""
+    """M1 (DDRL - TTRL) and its parts, the design's claims, on the first claim's seeds (the parts sum to M1)."""
     few = r.df[r.df.seed.isin(r.seeds)]
     return {"split": [{"part": d.what(c), "claim": c, "points": float(claim_matrix(few, c, d.regime).to_numpy().mean())}
                       for c in (*d.registered, "M1")]}
@@ -142,8 +141,7 @@ def c2_values(questions: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
 
 
 def _c2(d: Design, r: Reading) -> dict:
-    """C2 appended to the entries (a t-interval over seeds of :func:`c2_values`; every seed needs its times), and the
-    per-seed times."""
+    """C2 appended to the entries (a t-interval over seeds of :func:`c2_values`), and the per-seed times."""
     steps = read_csvs(csv_path(r.out, d.regime, m, s, steps=True) for s in r.seeds for m in ("ddrl", "additional_rl"))
     c2 = c2_values(r.df, steps)
     if sorted(c2.seed) != sorted(r.seeds):
@@ -183,9 +181,7 @@ def _agreeing(d: Design, r: Reading) -> dict:
     return {"agreeing": {k: v for k, v in first.items() if k not in ("verdict", "half_width")} | {"seeds": same}}
 
 
-# The learning rate (Amendments 39-42, 54): analyses that pair no two runs of one regime (a run across learning rates,
-# against its held-out KL, fits, step logs), each the whole analysis of its design (:attr:`Design.whole`), with its
-# table in :data:`TABLES`; they read the seeds complete among the design's, at least a few
+# The learning rate (Amendments 39-42, 54): whole analyses pairing no two runs of one regime
 
 
 #: Amendment 39: held-out pass@1 of the method's lr/10 run minus its default-lr run, same seed and fresh question
@@ -286,16 +282,14 @@ def _lr_heldout(d: Design, r: Reading) -> dict:
 
 
 def untrained_rows(out: str | Path, regime: str) -> pd.DataFrame:
-    """The untrained model's rows of a drift table in ``regime``: held-out pass@1 (points) per seed, ``lr`` "none", KL
-    0."""
+    """The untrained model's drift-table rows in ``regime``: held-out pass@1 (points) per seed, KL 0."""
     base = heldout_rows(out, regime, ("no_adaptation",)).groupby("seed")["accuracy"].mean()
     return pd.DataFrame({"method": "no_adaptation", "seed": base.index, "heldout": base.to_numpy(), "kl_heldout": 0.0,
                          "lr": "none"})
 
 
 def heldout_gains(runs: pd.DataFrame) -> pd.DataFrame:
-    """A drift table's trained runs, each with ``gain``: its held-out pass@1 minus its seed's untrained model's
-    (points)."""
+    """A drift table's trained runs with ``gain``: held-out pass@1 minus the seed's untrained model's."""
     base = runs[runs["lr"] == "none"].set_index("seed")["heldout"]
     rl = runs[runs["lr"] != "none"]
     return rl.assign(gain=rl["heldout"] - base.loc[rl["seed"]].to_numpy()).reset_index(drop=True)
@@ -434,8 +428,7 @@ def _lr_curve(d: Design, r: Reading) -> dict:
 
 
 def advantage_runs(out: str | Path, regime: str, seeds: Sequence[int]) -> pd.DataFrame:
-    """Per DDRL run of ``regime``: ``d2``, the first and last quarter's mean advantage x 100 and the RL steps; a missing
-    (committed) step log raises."""
+    """Per DDRL run of ``regime``: ``d2``, the first and last quarter's mean advantage x 100, the RL steps."""
     rows = []
     for s in seeds:
         p = csv_path(out, regime, "ddrl", s, steps=True)
@@ -450,8 +443,7 @@ def advantage_runs(out: str | Path, regime: str, seeds: Sequence[int]) -> pd.Dat
 
 
 def advantage_summary(per: pd.DataFrame) -> dict:
-    """One regime's runs for Amendment 54's table: D2's mean and t interval, the quarters' means, the runs starting
-    below 0 and ending above."""
+    """One regime's runs: D2's mean and t interval, the quarters' means, runs starting below / ending above 0."""
     est, lo, hi = mean_ci(per.d2)
     return {"regime": per.regime.iloc[0], "n_seeds": len(per), "steps": int(per.steps.iloc[0]), "estimate": est,
             "ci_low": lo, "ci_high": hi, "first": float(per["first"].mean()), "last": float(per["last"].mean()),
@@ -546,9 +538,7 @@ def _dynamics_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
     return "\n".join(rows) + "\n"
 
 
-# 768 MATH-500-like questions (Amendments 26, 27): each seed's runs on one device, the GPU seeds named in
-# :data:`DEVICES_FILE`; the analyses are whole measures (``claims.json``'s three lists and device check, ``arms.json``'s
-# list of entries), both tables :func:`_wide_table`
+# 768 MATH-500-like questions (Amendments 26, 27): each seed's runs on one device, the GPU seeds in DEVICES_FILE
 
 
 DEVICES_FILE = "devices.json"  # {seed: device name} of the seeds computed on a GPU
@@ -603,8 +593,7 @@ def _device_check(d: Design, r: Reading) -> dict:
 
 
 def _wide_arms(d: Design, r: Reading) -> list[dict]:
-    """Amendment 27 (CPU only): Q1, Q2 over every complete seed, Q3, Q4 over those with the method's run; stream
-    ``derive_seed(0, "wide-arms", id)``."""
+    """Amendment 27 (CPU only): Q1, Q2 on every complete seed, Q3, Q4 on those with the method's run."""
     seeds = analysed_seeds(d, r.out, r.seeds)
     gpu = set(gpu_seeds(r.out))
     if gpu & set(seeds):
@@ -632,8 +621,7 @@ def _wide_table(d: Design, res: dict | list, beside: Sequence[dict]) -> str:
     return "\n".join(rows) + "\n"
 
 
-# COR alone (Amendments 34-38): designs spanning regimes (:attr:`Design.regime_seeds`, claims keyed (id, regime)),
-# each analysis one named measure with its table in :data:`TABLES`
+# COR alone (Amendments 34-38): designs spanning regimes, claims keyed (id, regime)
 
 
 #: A held-out claim's registered-build entry beside it, where another id (K4x: K5x, DDRL at the default lr - COR alone)
@@ -708,8 +696,7 @@ def _cor_alone_heldout(d: Design, r: Reading) -> dict:
 
 
 def _cor_alone_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
-    """The claims (held-out ones beside the registered default-lr AMC-like entry, :data:`ACROSS`), then each run's level
-    per regime."""
+    """The claims (held-out ones beside the registered entry, :data:`ACROSS`), then the levels per regime."""
     held = d.split == HELDOUT_X
     pred = {k: v for x in (d, *(DESIGNS[b] for b in d.beside or () if b in DESIGNS)) for k, v in x.predicted.items()}
     reg = {(e["id"], e["regime"]): e for e in beside}
@@ -729,7 +716,7 @@ def _cor_alone_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
     return "\n".join(rows) + "\n"
 
 
-# Policy drift (Amendments 21-25) and the registered analyses: designs whose analysis is a list of entries
+# Policy drift (Amendments 21-25) and the registered analyses: lists of entries
 
 
 def _drift(d: Design, r: Reading) -> list[dict]:
@@ -742,8 +729,7 @@ def _drift(d: Design, r: Reading) -> list[dict]:
 
 
 def _claims(d: Design, r: Reading) -> list[dict]:
-    """The registered analysis (:func:`ddrl.study.analysis.analyse_claims`) of the design's build: ``claims.json``'s
-    entries."""
+    """The registered analysis of the design's build: ``claims.json``'s entries."""
     return analyse_claims(r.out, load_regimes(regimes_path(d.results)), r.n_boot)[0]
 
 
@@ -813,8 +799,7 @@ def _level_rows(d: Design, res: dict, seeds: Sequence[int]) -> list[str]:
 
 def held_level_rows(levels: Sequence[dict], first: str = "run (lr/10)",
                     mean: str = "held-out pass@1, mean over seeds (SD)") -> list[str]:
-    """The held-out level table under the lr/10 amendments' claims: ``first`` (the run), ``mean`` (SD), seeds below the
-    untrained run."""
+    """The held-out level table: ``first`` (the run), ``mean`` (SD), seeds below the untrained run."""
     return ["", f"| {first} | {mean} | seeds below the untrained run |", "|---|---|---|",
             *(f"| {r['method']} | {r['pass1']:.1f} ({r['sd']:.1f}) | {below_cell(r)} |" for r in levels)]
 
@@ -827,9 +812,7 @@ def cor_level_rows(levels: Sequence[dict], cor_kept: dict[str, float], first: st
                                    f"{kept.get(r['method'], '-')} |" for r in levels)]
 
 
-# MATH-500-like at lr/10, Table 1, COR 4x at 1e-6 (Amendments 28, 49-51, 62): T1f's and COR's size x rate square's
-# analyses (each the whole analysis of its designs), their tables, and what the lr/10 designs share: the repeat check
-# of cached DDRL runs
+# MATH-500-like at lr/10, Table 1, COR 4x at 1e-6 (Amendments 28, 49-51, 62), and the repeat check of cached DDRL runs
 
 
 def t1f_missing(out: str | Path, seeds: Sequence[int], regimes: Sequence[str]) -> dict[str, list[int]]:
@@ -904,8 +887,7 @@ def _split_dir(out: str | Path, split: str) -> Path:
 
 
 def trade(levels: dict[str, Sequence[dict]]) -> list[dict]:
-    """Descriptive, per COR setting: its mean adapted gain and held-out change over BCS+DAE (points) and the seeds below
-    it on each split."""
+    """Per COR setting: mean adapted gain and held-out change over BCS+DAE (points), the seeds below it per split."""
     by = {sp: {r["method"]: r for r in rows} for sp, rows in levels.items()}
     return [{"method": m, "keep": k, "cor_lr": lr,
              **{sp: by[sp][m]["pass1"] - by[sp]["bcs_dae"]["pass1"] for sp in by},

@@ -151,8 +151,7 @@ def jobs(d: Design, seeds: Sequence[int] | None = None, now: float | None = None
 
 
 def missing(d: Design, out: str | Path | None = None, seeds: Sequence[int] | None = None) -> list[int]:
-    """Seeds without every CSV the design's analysis needs (with :attr:`Design.claim_seeds`: some claim's pair on one of
-    its seeds)."""
+    """Seeds without every CSV the design's analysis needs (per claim with :attr:`Design.claim_seeds`)."""
     out, among = d.runs if out is None else out, d.seeds if seeds is None else seeds
     if d.regime_seeds:  # in any of its regimes
         return sorted({s for ss in _unwritten(d, out, {g: [s for s in ss if s in among] for g, ss in
