@@ -528,13 +528,6 @@ def by_band(table: pd.DataFrame) -> pd.DataFrame:
     return s
 
 
-def noise_markdown(desc: pd.DataFrame) -> str:
-    """:func:`noise_description`'s table as docs/results.md quotes it (counts summed over sampling seeds and questions)."""
-    t = desc.rename(columns={"answered": "answered rollouts", "fp": "false positives", "fn": "false negatives",
-                             "wrong": "wrong rewards", "rate_%": "wrong-reward rate %", "share_%": "share of wrong %"})
-    return t.to_markdown(index=False, floatfmt=".1f") + "\n"
-
-
 def noise_summary(desc: pd.DataFrame, entries, regimes=("base", "svamp_codex")) -> str:
     """A sentence per regime of :func:`noise_description`'s table ``desc``: the middle band's share of TTRL's wrong rewards
     and the scorecard ``entries``' N1 and N2 there (or that a claim has no ratio to take, as on the smoke scale)."""
