@@ -1,4 +1,4 @@
-"""ddrl.study.analysis: where TTRL's wrong rewards come from, by the band of each rollout's answer (plan Amendment 63)."""
+"""ddrl.study.analysis: where TTRL's wrong rewards come from, by the band of each rollout's answer (Amendment 63)."""
 
 from __future__ import annotations
 

@@ -529,7 +529,8 @@ def by_band(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def noise_summary(desc: pd.DataFrame, entries, regimes=("base", "svamp_codex")) -> str:
-    """A sentence per regime of :func:`noise_description`'s table ``desc``: the middle band's share of TTRL's wrong rewards
+    """A sentence per regime of :func:`noise_description`'s table ``desc``: the middle band's share of TTRL's wrong
+    rewards
     and the scorecard ``entries``' N1 and N2 there (or that a claim has no ratio to take, as on the smoke scale)."""
     mid = desc[desc.band == "middle"].set_index("regime")["share_%"]
     found = {(e["id"], e["regime"]): e for e in entries if e["id"] in ("N1", "N2")}

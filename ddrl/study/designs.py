@@ -46,7 +46,7 @@ class Design:
     job_kind: str = "H1x"
     job_per_run: bool = True  # a job per evaluated run and seed (False: one job of every evaluated run per seed)
     kinds: tuple[str, ...] = ()  # a job kind per evaluated run, where they differ (else ``job_kind``)
-    measures: tuple[str, ...] = ("reproduced",)  # named measures, in the analysis' key order (``levels`` first if absent)
+    measures: tuple[str, ...] = ("reproduced",)  # named measures, in key order (``levels`` first if unlisted)
     reproduced_of: tuple[str, ...] | None = None  # the runs ``reproduced`` counts (None: every run read)
     cached_ddrl: bool = True  # its jobs read the cached DDRL runs' RL-only weights: refuse a seed without one
     reference: str = "no_adaptation"  # the run its levels count the seeds below
@@ -660,6 +660,6 @@ def regime_designs(d: Design) -> list[Design]:
 
 
 def _panels(d: Design, regimes: Sequence[str]) -> dict[str, list[str]]:
-    """The regimes a table block or figure panel shows on their own, each with the regimes whose runs it shows beside."""
+    """The regimes a table block or figure panel shows on their own, each with those whose runs it shows beside."""
     src = _reads_from(d)
     return {g: [g, *(h for h, b in src.items() if b == g)] for g in regimes if src.get(g) not in regimes}

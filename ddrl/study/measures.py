@@ -170,7 +170,7 @@ def _divergence(d: Design, r: Reading) -> dict:
 
 
 def _agreeing(d: Design, r: Reading) -> dict:
-    """The first claim again, without a verdict, on the seeds whose runs never left DDRL's trajectory; None below two."""
+    """The first claim again, without a verdict, on the seeds whose runs never left DDRL's trajectory (None below 2)."""
     same = sorted(x["seed"] for x in r.analysis["divergence"] if x["diverged_at"] < 0)
     if len(same) < 2:
         return {"agreeing": None}
@@ -477,10 +477,10 @@ def _levels_under(d: Design, res: dict, text: Callable[[dict], str], head: str, 
 
 def _lr_heldout_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
     """The claims and each run's held-out level at both learning rates."""
+    lr = lambda r: "-" if r["method"] == "no_adaptation" else LR_CELL[r["regime"]]  # noqa: E731
     return _levels_under(d, res, lambda e: e["claim"], "| method | learning rate | held-out pass@1, mean over seeds "
                          "(SD) | seeds below the untrained run |",
-                         lambda r: f"| {r['method']} | {'-' if r['method'] == 'no_adaptation' else LR_CELL[r['regime']]} "
-                                   f"| {r['pass1']:.1f} ({r['sd']:.1f}) | {below_cell(r)} |")
+                         lambda r: f"| {r['method']} | {lr(r)} | {r['pass1']:.1f} ({r['sd']:.1f}) | {below_cell(r)} |")
 
 
 def _lr_drift_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
