@@ -314,7 +314,7 @@ if results is not None:
 # outer bands'. Left, each band's share of the wrong rewards; right, how often its rollouts are rewarded wrongly.
 
 # %%
-from ddrl.study.reward_noise import summary as noise_summary
+from ddrl.study.analysis import noise_summary
 from ddrl.study.figures import reward_noise_figure
 
 if results is not None:

@@ -1,4 +1,4 @@
-"""ddrl.study.reward_noise: where TTRL's wrong rewards come from, by the band of each rollout's answer (plan Amendment 63)."""
+"""ddrl.study.analysis: where TTRL's wrong rewards come from, by the band of each rollout's answer (Amendment 63)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from ddrl.study import analysis as study_analysis
 from ddrl.study.claims import validate
-from ddrl.study.reward_noise import band_of, by_band, description, markdown, noise_matrix, summary, wrong_rewards
+from ddrl.study.analysis import band_of, by_band, noise_description, noise_matrix, noise_summary, wrong_rewards
 
 #: Answer groups of N = 64 whose wrong rewards are known by hand (count, correct) per distinct answer; the rest of the
 #: 64 rollouts carry no answer. A: a wrong label seen 30 times (middle band: 30 false positives), the right answer 20
@@ -97,14 +97,14 @@ def test_counts_beyond_n_are_refused_by_question():
 def test_description_pools_the_testbed_and_keeps_a_real_llm_apart():
     testbed = pd.concat([_groups({"A": 2, "B": 1}), _groups({"C": 1}, regime="math500_like")])
     real = _groups({"A": 1}, seeds=(0,), regime="svamp_codex")
-    d = description(testbed, real)
+    d = noise_description(testbed, real)
     assert list(dict.fromkeys(d.regime)) == ["base", "amc_like", "math500_like", "svamp_codex"]
     base = d[d.regime == "base"].set_index("band")
     assert base.loc["middle", "wrong"] == 2 * 2 * 50 and base.loc["high", "fp"] == 2 * 48  # 2 seeds
     assert d.groupby("regime")["share_%"].sum().round(6).eq(100).all()
-    assert description(pd.DataFrame(), None).empty and markdown(d).startswith("| regime")
+    assert noise_description(pd.DataFrame(), None).empty
     n1 = study_analysis.base_claim("N1", testbed, pd.DataFrame(), n_boot=200)
-    said = summary(d, [n1])  # N2 not in the entries: said so, not a KeyError (the smoke scale has no middle band)
+    said = noise_summary(d, [n1])  # N2 not in the entries: said so, not a KeyError (the smoke scale has no middle band)
     share = d[(d.regime == "base") & (d.band == "middle")]["share_%"].iloc[0]
     assert said.startswith(f"**base**: the middle band carries {share:.0f}% of TTRL's wrong rewards (N1 ")
     assert "N2 not computed" in said and "**svamp_codex**: " in said

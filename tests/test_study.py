@@ -68,9 +68,7 @@ def test_stage_jobs_follow_the_plan_priority_seeds_and_no_repeats():
         study.load_regimes(names=["nope"])
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Analysis on synthetic per-question tables (known answers)
-# ---------------------------------------------------------------------------------------------------------
+# --- Analysis on synthetic per-question tables (known answers) ---
 
 
 def synthetic(out: Path, methods: dict[str, float], seeds=range(4), n_q=12, regime="math500_like", rng_seed=0,
@@ -180,9 +178,7 @@ def test_seed_directions_counts_each_seeds_sign_and_the_methods_means():
     assert study_analysis.seed_directions(df[df.method == "etmr"]).empty
 
 
-# ---------------------------------------------------------------------------------------------------------
-# The smoke path end to end (tiny testbed), resume after a kill, the budget
-# ---------------------------------------------------------------------------------------------------------
+# --- The smoke path end to end (tiny testbed), resume after a kill, the budget ---
 
 
 @pytest.fixture(scope="module")

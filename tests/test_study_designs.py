@@ -195,6 +195,7 @@ def test_the_commands_report_refuse_and_write(tmp_path, capsys):
                        "--runs-root", str(tmp_path / "empty")]) == 2
     assert "DDRL runs of seeds [0, 1] in amc_like_small_lr are not finished" in capsys.readouterr().err
     assert not heldout_x_path(tmp_path, SMALL_LR, "ttrl", 0).exists()
+    assert study.main(["run", "ablation", "--seeds", "999"]) == 0  # no --out: the design's runs/ (no seed: no job)
     assert study.main(["status", "small_lr_etmr_xeon"]) == 0  # a design of another build: its own runs/
     assert "Amendment 44 (math500_like_small_lr, Xeon build): 10 of 12 seeds complete; missing [10, 11]" in \
         capsys.readouterr().out
@@ -232,36 +233,26 @@ def _write(root, method, seed, values, split="adapted", steps=None):
             csv_path(root, MATH500_SMALL_LR, method, seed, steps=True), index=False)
 
 
-def test_the_retrain_check_counts_equal_questions_and_finds_the_first_divergent_step(tmp_path):
-    """Amendment 59's check: questions and whole seeds whose re-evaluated DDRL pass@1 equals the committed one, each
-    retrained run's first RL step off the committed trajectory, and R1 against the re-evaluated runs; None until
-    every re-evaluation is written."""
-    out, check = tmp_path / "out", tmp_path / "check"
-    for s in (0, 1):
-        _write(out, "ddrl", s, [0.5, 0.25], steps=[0.1, 0.2, 0.3])
-        _write(out, COR_4X, s, [0.75, 0.25])
-    _write(check, "ddrl", 0, [0.5, 0.25], steps=[0.1, 0.2, 0.3])
-    assert M.retrain_check(out, check, (0, 1), MATH500_SMALL_LR) is None
-    _write(check, "ddrl", 1, [0.5, 0.5], steps=[0.1, 0.25, 0.3])
-    assert M.retrain_check(out, check, (0, 1), MATH500_SMALL_LR) == {
-        "questions_equal": 3, "questions": 4, "seeds_equal": 1, "diverged_at": {0: -1, 1: 1},
-        "r1_against_reevaluated": pytest.approx(100 * (0.25 + 0 + 0.25 - 0.25) / 4)}
-
-
-@pytest.mark.parametrize("split", ["adapted", HELDOUT_X])
+@pytest.mark.parametrize("split", ["adapted", HELDOUT_X, "retrain"])
 def test_the_repeat_check_counts_equal_questions_on_its_split(tmp_path, split):
-    """Amendment 56's check (60's: on ``heldout_x/``, the other split's CSVs not read): the questions and whole seeds
-    whose re-evaluated DDRL pass@1 equals the committed one, R1 against the re-evaluated runs; None until all are in."""
+    """Amendment 56's check (60's: on ``heldout_x/``, the other split's CSVs not read; 59's: of retrained runs, each
+    one's first RL step off the committed trajectory too): the questions and whole seeds whose re-evaluated DDRL pass@1
+    equals the committed one, R1 against the re-evaluated runs; None until all are in."""
     out, check = tmp_path / "out", tmp_path / "check"
+    retrain, split = split == "retrain", "adapted" if split == "retrain" else split
+    steps = (lambda s: [0.1, 0.2 + 0.05 * s, 0.3]) if retrain else (lambda s: None)
     for s in (0, 1):
-        _write(out, "ddrl", s, [0.5, 0.25], split)
+        _write(out, "ddrl", s, [0.5, 0.25], split, steps(0))
         _write(out, COR_4X, s, [0.75, 0.25], split)
         _write(check, "ddrl", s, [0.0, 0.0], HELDOUT_X if split == "adapted" else "adapted")  # not read
-    _write(check, "ddrl", 0, [0.5, 0.25], split)
-    assert M.check_rows(out, check, (0, 1), MATH500_SMALL_LR, split) is None
-    _write(check, "ddrl", 1, [0.5, 0.5], split)
-    assert M.check_rows(out, check, (0, 1), MATH500_SMALL_LR, split) == {
-        "questions_equal": 3, "questions": 4, "seeds_equal": 1, "r1_against_reevaluated": pytest.approx(6.25)}
+    _write(check, "ddrl", 0, [0.5, 0.25], split, steps(0))
+    check_of = (lambda: M.retrain_check(out, check, (0, 1), MATH500_SMALL_LR)) if retrain else \
+        (lambda: M.check_rows(out, check, (0, 1), MATH500_SMALL_LR, split))
+    assert check_of() is None
+    _write(check, "ddrl", 1, [0.5, 0.5], split, steps(1))
+    assert check_of() == {"questions_equal": 3, "questions": 4, "seeds_equal": 1,
+                          **({"diverged_at": {0: -1, 1: 1}} if retrain else {}),
+                          "r1_against_reevaluated": pytest.approx(6.25)}
 
 
 @pytest.fixture(scope="module")
@@ -1055,8 +1046,7 @@ def test_amendment_56_smoke_run_check_and_analyse(amc_smoke, tmp_path, monkeypat
     assert study.main(["run", d.id, *common, "--runs-root", str(tmp_path / "empty")]) == 2
     assert "DDRL runs of seeds [0, 1] in amc_like_small_lr are not finished" in capsys.readouterr().err
     assert not csv_path(out, SMALL_LR, COR_4X, 0).exists()
-    for module in (M, study):  # the check's folder: where run writes it and where the analysis reads it
-        monkeypatch.setattr(module, "CHECK", tmp_path / "check")
+    monkeypatch.setattr(D, "CHECK", tmp_path / "check")  # where run writes the check and the analysis reads it
     committed = csv_path(out, SMALL_LR, "ddrl", 0).read_bytes()
     assert study.main(["run", d.id, *common, "--runs-root", runs]) == 0
     assert csv_path(out, SMALL_LR, "ddrl", 0).read_bytes() == committed
@@ -1065,10 +1055,3 @@ def test_amendment_56_smoke_run_check_and_analyse(amc_smoke, tmp_path, monkeypat
         assert set(c4.run) == set(ddrl.run) == set(lr10.run) and len({*c4.key, *ddrl.key, *lr10.key}) == 3
     res = study.analyse(d, out, n_boot=200, seeds=(0, 1))
     assert res["check"]["questions_equal"] == res["check"]["questions"] > 0 and res["check"]["seeds_equal"] == 2
-
-
-def test_a_design_command_without_out_reads_the_designs_runs(capsys):
-    """``run``, ``status`` without ``--out``: the design's own ``runs/`` (here no seed of the design: no job)."""
-    assert study.main(["run", "ablation", "--seeds", "999"]) == 0
-    assert study.main(["status", "small_lr_etmr_xeon"]) == 0
-    assert "Amendment 44 (math500_like_small_lr, Xeon build): 10 of 12 seeds complete; missing [10, 11]" in capsys.readouterr().out

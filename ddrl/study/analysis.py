@@ -14,7 +14,6 @@ import pandas as pd
 from ddrl.analysis import in_band, scale_bands, select_and_reward
 from ddrl.study.claims import CLAIMS, FLOOR_NOTE, entry, get, validate, with_half_width
 from ddrl.study.plan import WEAK_REGIME, Regime
-from ddrl.study.reward_noise import noise_matrix, question_orders, wrong_rewards
 from ddrl.seeds import derive_seed
 from ddrl.report.stats import (TARGET_HALF_WIDTH, advantage_statistic, choose_design, eval_noise_variance,
                         hierarchical_bootstrap, mean_ci, paired_differences, power_table, predicted_half_width,
@@ -28,9 +27,7 @@ from ddrl.study.plan import (BANDS_64, BASE, CSV, HELDOUT_X, NO_RL, PAIRED, QUES
 
 
 def method_csvs(out_dir: str | Path, names: str = "*/*") -> list[Path]:
-    """Every method CSV under ``out_dir`` (``<regime>/<method>-seedNN.csv.gz``, :func:`ddrl.study.plan.csv_path`; or
-    those named ``<names>-seed*``, a glob), sorted; not the per-step ones nor the base model's (``base/<regime>/``)
-    nor H1x's (:func:`heldout_x_csvs`)."""
+    """Every method CSV under ``out_dir`` (or those named ``<names>-seed*``), sorted; not step, base or H1x ones."""
     return sorted(p for p in Path(out_dir).glob(f"{names}-seed*{CSV}") if not p.name.endswith(f"-steps{CSV}"))
 
 
@@ -50,8 +47,7 @@ def heldout_x_csvs(out_dir: str | Path) -> list[Path]:
 
 
 def load_questions(out_dir: str | Path) -> pd.DataFrame:
-    """Every method CSV under ``out_dir`` as one long table (regime, method, seed, split, question, pass@1, ...),
-    H1x's (split ``heldout_x``) included."""
+    """Every method CSV under ``out_dir`` as one long table, H1x's (split ``heldout_x``) included."""
     files = method_csvs(out_dir) + heldout_x_csvs(out_dir)  # as :func:`study_inputs` lists them
     if not files:
         return pd.DataFrame(columns=list(QUESTION_COLUMNS))
@@ -69,9 +65,7 @@ def base_csvs(out_dir: str | Path, folder: str = BASE) -> dict[str, list[Path]]:
 
 
 def study_inputs(out_dir: str | Path) -> list[Path]:
-    """Every file :func:`load_questions`, :func:`load_steps` and :func:`load_base` (the testbed's base and a real LLM's
-    answer groups) read under ``out_dir``: what the study's derived tables depend on
-    (:func:`ddrl.study.figures.tables_key`)."""
+    """Every file the study's derived tables read under ``out_dir`` (:func:`ddrl.study.figures.tables_key`)."""
     base = base_csvs(out_dir)
     return (method_csvs(out_dir) + heldout_x_csvs(out_dir) + step_csvs(out_dir) + base["groups"] + base["g1"]
             + base_csvs(out_dir, REAL)["groups"])
@@ -101,8 +95,7 @@ def progress(out_dir: str | Path) -> pd.DataFrame:
 
 
 def paired_matrix(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> pd.DataFrame | None:
-    """The seeds x questions matrix of (a - b) pass@1 in points over the seeds both methods have; None if
-    fewer than 2 such seeds."""
+    """Seeds x questions of (a - b) pass@1 in points over the seeds both have; None below 2 such seeds."""
     sub = _shared_seeds(df, regime, a, b, split)
     if sub.seed.nunique() < 2:
         return None
@@ -121,10 +114,9 @@ def _shared_seeds(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> 
 
 
 def bootstrap_entry(cid: str, regime: str, d: pd.DataFrame, n_boot: int = 4000, stands_for: str | None = None) -> dict:
-    """A ``claims.json`` entry from a seeds x questions matrix of differences (plan Sec. 4): the hierarchical bootstrap
-    (one seed, a real LLM's samples: over questions, Amendment 18), stream ``derive_seed(0, "claims", cid, regime)``.
-    ``stands_for``: the registered regime whose paper number and sign a regime of the plan's amendments takes (its
-    benchmark's: e.g. ``math500_like`` for ``math500_like_small_lr``); default ``regime``'s own."""
+    """A ``claims.json`` entry from a seeds x questions matrix (plan Sec. 4): the hierarchical bootstrap (one seed: over
+    questions), stream ``derive_seed(0, "claims", cid, regime)``; ``stands_for``: the registered regime whose paper
+    number and sign it takes (default ``regime``)."""
     rng = np.random.default_rng(derive_seed(0, "claims", cid, regime))
     iv = (question_bootstrap(d.to_numpy()[0], rng, n_boot) if d.shape[0] == 1
           else hierarchical_bootstrap(d.to_numpy(), rng, n_boot))
@@ -169,9 +161,8 @@ def reproduced_counts(runs: pd.DataFrame) -> dict[str, int]:
 
 def level_table(per: pd.DataFrame, by: Sequence[str] = ("method",), reference: str = "no_adaptation",
                 sort: bool = True) -> pd.DataFrame:
-    """Descriptive, no verdict: runs' levels (:func:`run_levels` rows: ``by`` columns, ``seed``, ``pass1``) as the
-    mean and SD over seeds per ``by`` group, with the number of seeds and how many of them end below ``reference``'s
-    run of the same seed (of the seeds both have)."""
+    """Descriptive: per ``by`` group the mean and SD over seeds of :func:`run_levels` rows, the seeds, and how many end
+    below ``reference``'s run of the same seed."""
     ref = per[per.method == reference].set_index("seed")["pass1"]
     rows = []
     for keys, g in per.groupby(list(by), sort=sort):
@@ -187,11 +178,8 @@ TRAJECTORY = ("step", "episode", "lr", "adv/mean", "label/majority_ratio", "gt/l
 
 
 def rl_divergence(steps: pd.DataFrame, methods: Sequence[str] = SHARES_DDRL_RL) -> pd.DataFrame:
-    """Each run of ``methods`` beside the DDRL run of its regime and seed (:func:`load_steps`): one row
-    ``regime, method, seed, rl_steps, diverged_at``, where ``diverged_at`` is the first RL step at which its
-    logged trajectory (the columns of :data:`TRAJECTORY` it has; NaN matches NaN) differs from the DDRL run's,
-    or -1 where it agrees at every step. Different RL lengths count as diverging at the shorter length. Plan
-    Amendment 9."""
+    """Per run of ``methods`` beside its seed's DDRL run (plan Amendment 9): ``diverged_at``, the first RL step whose
+    logged :data:`TRAJECTORY` differs (NaN matches NaN; a shorter run diverges at its end), -1 where none."""
 
     rl = steps[steps.phase == "rl"]
     cols = [c for c in TRAJECTORY if c in rl.columns]
@@ -211,28 +199,23 @@ def rl_divergence(steps: pd.DataFrame, methods: Sequence[str] = SHARES_DDRL_RL) 
 
 
 def claim_on_seeds(df: pd.DataFrame, cid: str, regime: str, seeds: Sequence[int], n_boot: int = 4000) -> dict | None:
-    """A pass@1 claim (:func:`claim_matrix`) on a subset of its seeds, by the registered bootstrap and rule: a
-    descriptive sensitivity check (plan Amendment 9: C1 on the seeds whose pairs share the RL phase); None
-    with fewer than 2 such seeds."""
+    """A pass@1 claim on some of its seeds (descriptive, Amendment 9); None below 2 seeds."""
 
     d = claim_matrix(df[df.seed.isin(set(seeds))], cid, regime)
     return None if d is None else bootstrap_entry(cid, regime, d, n_boot)
 
 
 def at_floor(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> bool:
-    """True when methods ``a`` and ``b`` both have pass@1 0 on every question of every seed they share: their
-    difference is 0 with a zero-width interval, which the verdict rule reads as *no effect* (or, for a null
-    claim, *reproduced*) although such a regime cannot tell the methods apart. Marked, never re-decided."""
+    """True when ``a`` and ``b`` both score 0 on every question of every shared seed: a zero-width interval the rule
+    reads as no effect although the regime cannot tell them apart. Marked, never re-decided."""
 
     vals = _shared_seeds(df, regime, a, b, split)["pass@1"]
     return bool(len(vals)) and bool((vals == 0).all())
 
 
 def seed_directions(df: pd.DataFrame, pairs: dict[str, tuple[str, str, str]] = PAIRED) -> pd.DataFrame:
-    """For every pass@1 claim (``pairs``: id -> (a, b, split)) and each of its regimes with >= 2 shared seeds:
-    each method's mean pass@1 (points) and, per seed, the mean over questions of a - b: in how many seeds ``a``
-    is ahead, behind or level, and the smallest and largest such difference. A descriptive view beside the
-    scorecard's interval (how consistent the sign is across seeds), not a second test: no verdict uses it."""
+    """Descriptive, per pass@1 claim and regime with >= 2 shared seeds: each method's mean pass@1 (points) and in how
+    many seeds ``a`` is ahead, behind or level, with the smallest and largest per-seed difference."""
 
     rows, present, by_split = [], set(df.regime), dict(tuple(df.groupby("split", sort=False)))
     for cid, (a, b, split) in pairs.items():
@@ -253,9 +236,8 @@ def seed_directions(df: pd.DataFrame, pairs: dict[str, tuple[str, str, str]] = P
 
 
 def s1_matrix(df: pd.DataFrame, regime: str) -> pd.DataFrame | None:
-    """Claim S1 (plan Sec. 4): the seeds x questions matrix of (DDRL - TTRL) on the default base minus the same
-    on the weaker base (:data:`~ddrl.study.plan.WEAK_REGIME`: same questions and seed ids, independent runs), in
-    points, over the seeds and questions both have; None with fewer than 2 such seeds."""
+    """S1: seeds x questions of (DDRL - TTRL) on the default base minus the same on
+    :data:`~ddrl.study.plan.WEAK_REGIME`, in points; None below 2 shared seeds."""
     strong, weak = (paired_matrix(df, r, "ddrl", "ttrl", "adapted") for r in (regime, WEAK_REGIME))
     if strong is None or weak is None:
         return None
@@ -267,9 +249,8 @@ def s1_matrix(df: pd.DataFrame, regime: str) -> pd.DataFrame | None:
 
 
 def claim_matrix(df: pd.DataFrame, cid: str, regime: str) -> pd.DataFrame | None:
-    """The seeds x questions matrix of differences (points) that a pass@1 claim's interval is bootstrapped from:
-    :data:`PAIRED` claims' (a - b), S1's difference of differences (:func:`s1_matrix`); None for other claims or
-    with fewer than 2 seeds."""
+    """The seeds x questions matrix (points) a pass@1 claim is bootstrapped from (:data:`PAIRED`'s a - b, S1's
+    :func:`s1_matrix`); None otherwise or below 2 seeds."""
     if cid in PAIRED:
         return paired_matrix(df, regime, *PAIRED[cid])
     return s1_matrix(df, regime) if cid == "S1" else None
@@ -281,12 +262,9 @@ SHORTFALL_MAX_SEEDS, SHORTFALL_MAX_QUESTIONS = 1000, 100_000
 
 def power_shortfall(df: pd.DataFrame, entries: Sequence[dict], target: float = TARGET_HALF_WIDTH,
                     max_seeds: int = SHORTFALL_MAX_SEEDS, max_questions: int = SHORTFALL_MAX_QUESTIONS) -> pd.DataFrame:
-    """Why a pass@1 comparison missed the plan's half-width ``target`` (descriptive, after the fact; no verdict uses
-    it): for each entry of ``entries`` from a seeds x questions matrix (:func:`claim_matrix`) whose interval's
-    half-width exceeds ``target``, the variance components of its final matrix (as SDs in points,
-    :func:`ddrl.report.stats.variance_components`), the half-width they predict at the design that ran (beside the
-    bootstrap's), the floor more seeds alone cannot pass (``t sqrt(var_question / Q)``: unlimited seeds), and the
-    seeds (at these questions) or questions (at these seeds) the target needed (None: none up to the maxima)."""
+    """Descriptive: for each entry whose half-width exceeds ``target``, its variance components (SDs, points), the
+    half-width they predict, the floor more seeds cannot pass (``t sqrt(var_question / Q)``) and the seeds or questions
+    the target needed (None: none up to the maxima)."""
 
     def smallest(f, lo: int, hi: int) -> int | None:  # the smallest n in [lo, hi] with f(n) <= target (f decreasing)
         if f(hi) > target:
@@ -323,9 +301,8 @@ def power_shortfall(df: pd.DataFrame, entries: Sequence[dict], target: float = T
 
 
 def analyse_stage1(out_dir: str | Path, regimes: dict[str, Regime], scale: Scale, seeds_range=range(2, 65)) -> dict:
-    """Variance components (points^2) of the stage-1 comparisons and the seeds per regime from
-    :func:`ddrl.report.stats.choose_design` on DDRL - TTRL at the regime's adapted questions. Holds no mean, estimate
-    or interval of any method or difference (plan Sec. 6: the means are not looked at until the end)."""
+    """Variance components (points^2) of the stage-1 comparisons and the seeds per regime
+    (:func:`~ddrl.report.stats.choose_design` on DDRL - TTRL); no mean (plan Sec. 6)."""
 
     df = load_questions(out_dir)
     n_eval = int(scale.knobs.get("eval_n", 16))
@@ -388,17 +365,13 @@ def band_matrix(groups: pd.DataFrame, band: tuple[int, int], n: int) -> pd.DataF
 
 
 def selection_errors(groups: pd.DataFrame, k64: int = SELECTION_K, orders: int = SELECTION_ORDERS) -> pd.DataFrame:
-    """E1, E2 (plan Amendment 8): what TTRL's random K and DDRL's BCS keep of each question's N base rollouts.
+    """E1, E2 (plan Amendment 8): what TTRL's random K and DDRL's BCS keep of each question's N base rollouts
+    (:func:`load_base`'s groups; K = ``k64`` at N = 64, rescaled).
 
-    ``groups`` are :func:`load_base`'s answer groups (count of N and correctness per distinct answer; the
-    rollouts without an answer are N minus their sum). K is ``k64`` at N = 64, rescaled to the groups' N (as
-    the bands of F1-F3 are; the smoke scale samples N = 8, K = 4). Each question's rollouts are rebuilt, put in
-    ``orders`` random orders (the vote and BCS break ties by order; :func:`~ddrl.analysis.select_and_reward` votes,
-    selects and rewards them as the trainer does), the same orders for both rules, from
-    ``derive_seed(0, "claims", "selection", regime, seed)``. One row per (regime, seed, question, rule), sums
-    over the orders: ``neg`` selected reward-0 rollouts, ``fn`` of them correct (false negatives), ``fp``
-    selected reward-1 rollouts that are wrong (false positives), ``kept`` selected rollouts; ``label_count`` is
-    the label's count c* of ``n``. Questions whose rollouts carry no answer at all (no label) are left out."""
+    Each question's rollouts are rebuilt in ``orders`` random orders (ties break by order), the same for both rules,
+    stream ``derive_seed(0, "claims", "selection", regime, seed)``. One row per (regime, seed, question, rule), sums
+    over orders: ``neg`` selected reward-0 rollouts, ``fn`` correct ones among them, ``fp`` selected reward-1 wrong
+    ones, ``kept``; ``label_count`` the label's count of ``n``. Questions without any answer are left out."""
 
     rules = ("random", "bcs")
     rows = []
@@ -436,6 +409,140 @@ def selection_matrix(sel: pd.DataFrame, cid: str) -> pd.DataFrame:
     return d.dropna(axis=1)
 
 
+# --- Where TTRL's wrong rewards come from, by the frequency band of each rollout's answer (plan Amendment 63) ---
+# The paper's first finding (Sec. 2.2): medium-frequency answers "constitute the primary source of reward noise". A
+# reward is wrong when it disagrees with the rollout's correctness (1 on a wrong answer: a false positive; 0 on the
+# right one: a false negative); a rollout's band is its own answer's count of N (:data:`BANDS_64` rescaled). N1 and N2
+# are ratios of sums over questions, so each matrix cell carries its linearised value (the delta method's influence
+# value plus the estimate): the matrix's mean is the pooled ratio, its bootstrap the ratio's first-order bootstrap.
+
+
+BAND_NAMES = ("low", "middle", "high")  # BANDS_64 in order: <= 5, 6-44, >= 45 of 64
+COLUMNS = ["regime", "seed", "question", "band", "n", "orders", "answered", "fp", "fn"]
+
+
+def rebuild_rollouts(g: pd.DataFrame, where: str = "") -> tuple[list, np.ndarray, int]:
+    """One question's rollouts rebuilt from its answer groups: the voting keys (group index; None, last, for no answer),
+    each one's correctness and N; a ValueError naming ``where`` if the counts exceed N."""
+    n, counts = int(g["n"].iloc[0]), g["count"].to_numpy()
+    keys = np.repeat(np.arange(len(g)), counts).tolist()
+    if len(keys) > n:
+        raise ValueError(f"{where}: answer counts sum to {len(keys)}, more than N = {n}")
+    correct = np.repeat(g["correct"].to_numpy(dtype=bool), counts)
+    missing = n - len(keys)
+    return keys + [None] * missing, np.concatenate([correct, np.zeros(missing, dtype=bool)]), n
+
+
+def question_orders(groups: pd.DataFrame, stream: str, orders: int, where: str):
+    """Each question (sorted by regime, seed, question) with its rollouts rebuilt and ``orders`` random orders: yields
+    ``(regime, seed, question, g, keys, correct, n, rng, perms)``, one generator per (regime, seed), ``derive_seed(0,
+    "claims", stream, regime, seed)``; ``perms`` draws lazily, so the caller's own draws interleave. Questions without
+    any answer are skipped."""
+    for (regime, seed), part in groups.groupby(["regime", "seed"], sort=True):
+        rng = np.random.default_rng(derive_seed(0, "claims", stream, regime, int(seed)))
+        for q, g in part.groupby("question", sort=True):
+            keys, correct, n = rebuild_rollouts(g, f"{where}: {regime} seed {seed} question {q!r}")
+            if keys[0] is None:
+                continue  # no answer at all: no label
+            yield regime, int(seed), q, g, keys, correct, n, rng, (rng.permutation(n) for _ in range(orders))
+
+
+def band_of(counts: np.ndarray, n: int) -> np.ndarray:
+    """The band index (0 low, 1 middle, 2 high) of each answer count of N = ``n`` (:data:`BANDS_64` rescaled)."""
+    edges = [hi for _, hi in scale_bands(BANDS_64, 64, n)]
+    return np.searchsorted(edges, counts)
+
+
+def wrong_rewards(groups: pd.DataFrame, orders: int = SELECTION_ORDERS) -> pd.DataFrame:
+    """N1, N2's counts, one row per (regime, seed, question, band) of TTRL's rewards on all N rollouts: ``answered``
+    rollouts in the band, ``fp`` (reward 1, wrong) and ``fn`` (reward 0, right) among them, means over ``orders`` random
+    orders, stream ``derive_seed(0, "claims", "reward_noise", regime, seed)``."""
+    rows = []
+    for regime, seed, q, g, keys, correct, n, rng, perms in question_orders(groups, "reward_noise", orders,
+                                                                             "wrong_rewards"):
+        group_band = band_of(g["count"].to_numpy(), n)
+        band = np.array([group_band[k] if k is not None else -1 for k in keys])  # -1: no answer
+        fp, fn = np.zeros(3), np.zeros(3)
+        for perm in perms:
+            _, idx, rew = select_and_reward([keys[i] for i in perm], n, "random", rng)
+            b, truth, pos = band[perm][idx], correct[perm][idx], rew == 1
+            fp += np.bincount(b[pos & ~truth], minlength=3)[:3]
+            fn += np.bincount(b[~pos & truth], minlength=3)[:3]
+        counted = np.bincount(band[band >= 0], minlength=3)
+        for i, name in enumerate(BAND_NAMES):
+            rows.append({"regime": regime, "seed": seed, "question": q, "band": name, "n": n, "orders": orders,
+                         "answered": int(counted[i]), "fp": fp[i] / orders, "fn": fn[i] / orders})
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _cells(table: pd.DataFrame, value: str, bands: tuple[str, ...]) -> pd.DataFrame:
+    """seeds x questions (``regime/question``) of ``value`` summed over ``bands``; a cell without rows is 0."""
+    t = table[table.band.isin(bands)]
+    return t.assign(q=t.regime + "/" + t.question.astype(str)).pivot_table(
+        index="seed", columns="q", values=value, aggfunc="sum", fill_value=0)
+
+
+def _linearised(num: pd.DataFrame, den: pd.DataFrame) -> pd.DataFrame | None:
+    """Per cell, the ratio of sums sum(num) / sum(den) plus the cell's influence value (num - ratio x den) /
+    mean(den): the matrix's mean is the pooled ratio exactly. None where the denominator sums to 0 (no ratio)."""
+    if den.to_numpy().sum() <= 0:
+        return None
+    ratio = num.to_numpy().sum() / den.to_numpy().sum()
+    return ratio + (num - ratio * den) / den.to_numpy().mean()
+
+
+def noise_matrix(table: pd.DataFrame, cid: str) -> pd.DataFrame:
+    """Seeds x questions of N1's or N2's linearised effect (points). N1: 100 x the middle band's share of wrong rewards
+    - 50; N2: 100 x (the middle band's wrong-reward rate - the outer bands'). Empty where a ratio has no denominator."""
+    if cid not in ("N1", "N2"):
+        raise ValueError(f"noise_matrix: claim must be 'N1' or 'N2', got {cid!r}")
+    t = table.assign(wrong=table.fp + table.fn)
+    every = _cells(t, "answered", BAND_NAMES)  # every (seed, question) cell with an answered rollout
+    cells = lambda value, bands: _cells(t, value, bands).reindex_like(every).fillna(0.0)  # noqa: E731
+    if cid == "N1":
+        parts = (_linearised(cells("wrong", ("middle",)), cells("wrong", BAND_NAMES)),)
+    else:
+        outer = ("low", "high")
+        parts = (_linearised(cells("wrong", ("middle",)), cells("answered", ("middle",))),
+                 _linearised(cells("wrong", outer), cells("answered", outer)))
+    if any(p is None for p in parts):
+        return pd.DataFrame()
+    return 100 * parts[0] - 50 if cid == "N1" else 100 * (parts[0] - parts[1])
+
+
+def noise_description(groups: pd.DataFrame, real: pd.DataFrame | None = None, pooled: str = "base") -> pd.DataFrame:
+    """Amendment 63's description (:func:`by_band` of :func:`wrong_rewards`): the testbed's regimes pooled as
+    ``pooled``, each apart, then a real LLM's (``real``, never pooled)."""
+    testbed, llm = (wrong_rewards(g) if g is not None and not g.empty else None for g in (groups, real))
+    parts = ([by_band(testbed.assign(regime=pooled)), by_band(testbed)] if testbed is not None else []) + (
+        [by_band(llm)] if llm is not None else [])
+    return pd.concat(parts, ignore_index=True) if parts else by_band(pd.DataFrame(columns=COLUMNS))
+
+
+def by_band(table: pd.DataFrame) -> pd.DataFrame:
+    """Per regime and band: answered rollouts, false positives, negatives, wrong-reward rate and share (%)."""
+    s = table.groupby(["regime", "band"], sort=False)[["answered", "fp", "fn"]].sum().reset_index()
+    s["wrong"] = s.fp + s.fn
+    s["rate_%"] = 100 * s.wrong / s.answered.where(s.answered > 0)
+    s["share_%"] = 100 * s.wrong / s.groupby("regime").wrong.transform("sum")
+    return s
+
+
+def noise_summary(desc: pd.DataFrame, entries, regimes=("base", "svamp_codex")) -> str:
+    """A sentence per regime of :func:`noise_description`'s table ``desc``: the middle band's share of TTRL's wrong
+    rewards
+    and the scorecard ``entries``' N1 and N2 there (or that a claim has no ratio to take, as on the smoke scale)."""
+    mid = desc[desc.band == "middle"].set_index("regime")["share_%"]
+    found = {(e["id"], e["regime"]): e for e in entries if e["id"] in ("N1", "N2")}
+
+    def said(cid: str, r: str) -> str:
+        e = found.get((cid, r))
+        return f"{cid} {e['estimate']:+.1f} points, {e['verdict']}" if e else f"{cid} not computed: no ratio to take"
+
+    return " ".join(f"**{r}**: the middle band carries {mid[r]:.0f}% of TTRL's wrong rewards ({said('N1', r)}; "
+                    f"{said('N2', r)})." for r in regimes if r in mid.index)
+
+
 def _band_effect(groups: pd.DataFrame, cid: str) -> pd.DataFrame:
     """seeds x questions of F1's, F2's or F3's effect (points) from the base answer groups (:func:`band_matrix`)."""
     n = int(groups["n"].iloc[0])
@@ -449,10 +556,8 @@ def _band_effect(groups: pd.DataFrame, cid: str) -> pd.DataFrame:
 
 
 def _g1_bootstrap(g: pd.DataFrame, qs: np.ndarray, rng: np.random.Generator, n_boot: int) -> tuple[float, np.ndarray]:
-    """G1's effect (points: mean positive GRPO advantage of wrong-labelled rollouts minus correct-labelled ones) and
-    its ``n_boot`` question-bootstrap replicates: each replicate draws ``len(qs)`` questions with replacement
-    (``rng.choice``, the registered stream) and pools their rows. Per question sums and counts make a replicate two
-    dot products instead of a concatenation (the same numbers, to rounding)."""
+    """G1's effect (points: mean positive GRPO advantage of wrong- minus correct-labelled rollouts) and its ``n_boot``
+    question-bootstrap replicates (``rng.choice``, the registered stream), from per-question sums."""
     wrong = ~g.label_correct.astype(bool)
     per = pd.DataFrame({"q": g.q, "sw": g.pos_adv_grpo.where(wrong, 0.0), "nw": wrong.astype(float),
                         "sr": g.pos_adv_grpo.where(~wrong, 0.0), "nr": (~wrong).astype(float)})
@@ -469,10 +574,9 @@ def _g1_bootstrap(g: pd.DataFrame, qs: np.ndarray, rng: np.random.Generator, n_b
 
 def base_claim(cid: str, groups: pd.DataFrame, g1: pd.DataFrame, n_boot: int = 4000,
                sel: pd.DataFrame | None = None, regime: str = BASE, noise: pd.DataFrame | None = None) -> dict | None:
-    """F1-F3, E1-E2, N1-N2 (:func:`bootstrap_entry`: over sampling seeds x questions, or questions for one seed) and
-    G1 (bootstrap over questions) of ``regime`` (``base`` pools the testbed's; a real LLM's, Amendment 18); None
-    when fewer than 2 questions carry the effect. ``sel``, ``noise``: :func:`selection_errors`, :func:`ddrl.
-    reward_noise.wrong_rewards` of ``groups`` if computed."""
+    """F1-F3, E1-E2, N1-N2 (:func:`bootstrap_entry`) and G1 (over questions) of ``regime`` (``base`` pools the
+    testbed's); None below 2 questions. ``sel``, ``noise``: :func:`selection_errors`, :func:`wrong_rewards` if computed.
+    """
 
     if cid in ("E1", "E2", "F1", "F2", "F3", "N1", "N2"):
         if groups.empty:

@@ -1,19 +1,7 @@
-"""The claims study's designs as data (issue 82): one frozen :class:`Design` per committed analysis, in one table,
-:data:`DESIGNS`, with the texts and constants its rows use and where each design's files are.
-
-A design names its regime, seeds and clock, the runs it evaluates (one job each per seed: its job kind), the CSVs its
-analysis reads (``methods``, in the levels' order; ``split``: adapted or H1x's fresh questions), the claims it decides
-(``registered``: ids decided by their registered matrices and rule, :data:`ddrl.study.plan.PAIRED`, each on its own
-seeds where ``claim_seeds`` says so; ``claims``: ours, id -> (a, b, what), pass@1 a - b per seed and question, sign +1,
-margin :data:`MARGIN`), where its analysis goes and the table docs/results.md prints. What a design measures beyond its
-claims (its levels too) is a named measure (:data:`ddrl.study.measures.MEASURES`), written once and referred to by
-name. A design of another build reads its own results tree (``results``: its CSVs and the regimes file that names the
-build). One generic analysis, job list and command line serve them all (:mod:`ddrl.study.runner`); their figures are
-:mod:`ddrl.study.figures`'.
-
-Every committed analysis under ``results/`` is a row: the registered analysis and its replications, the drift family,
-and every plan amendment.
-"""
+"""The claims study's designs as data: one frozen :class:`Design` per committed analysis, in one table,
+:data:`DESIGNS`, with the texts and constants its rows use and where each design's files are. What a design measures
+beyond its claims is a named measure (:data:`ddrl.study.measures.MEASURES`); one generic analysis, job list and command
+line serve every row (:mod:`ddrl.study.runner`)."""
 
 from __future__ import annotations
 
@@ -31,9 +19,7 @@ from ddrl.study.drift import LR_METHODS, PAIR, arm_methods
 
 XEON = RESULTS / "replication_xeon"  # the Xeon build's analyses (Amendments 38-42)
 
-
 MARGIN = 1.0  # points: every amendment claim's margin (plan Sec. 4's rule)
-
 
 #: Amendment 28's claims, as its table names them
 COMPARISON = {"P1": "TTRL - no adaptation", "P2": "DDRL - no adaptation", "M1": "DDRL - TTRL"}
@@ -50,58 +36,50 @@ class Design:
     cutoff: str | None  # the plan's clock (UTC, ISO): no job of a seed past the first ``late_seeds`` starts after it
     evaluates: tuple[str, ...]  # the runs its jobs compute, one job each per seed, in this order
     methods: tuple[str, ...]  # every run its analysis reads, in the levels' order (a seed needs all but ``optional``)
-    registered: tuple[str, ...]  # registered claims, by their matrices and rule
-    claims: dict  # ours: id -> (a, b, what), or (a, b, what, claim, metric, paper) where the entry states its own
+    registered: tuple[str, ...]  # registered claims (:data:`~ddrl.study.plan.PAIRED`), by their matrices and rule
+    claims: dict  # ours: id -> (a, b, what[, claim, metric, paper]): pass@1 a - b, sign +1, margin :data:`MARGIN`
     predicted: dict  # id -> the plan's predicted half-widths, as the table prints them
     analysis: Path
-    section: str  # its title, the plan amendment's question (documentation of the row: nothing renders it)
-    split: str = HELDOUT_X
+    section: str  # its title, the plan amendment's question (documentation only)
+    split: str = HELDOUT_X  # the CSVs its analysis reads: "adapted" or H1x's fresh questions
     job_kind: str = "H1x"
     job_per_run: bool = True  # a job per evaluated run and seed (False: one job of every evaluated run per seed)
     kinds: tuple[str, ...] = ()  # a job kind per evaluated run, where they differ (else ``job_kind``)
-    measures: tuple[str, ...] = ("reproduced",)  # named measures (:data:`MEASURES`), in the analysis' key order
-    # (``levels`` first where not named)
+    measures: tuple[str, ...] = ("reproduced",)  # named measures, in key order (``levels`` first if unlisted)
     reproduced_of: tuple[str, ...] | None = None  # the runs ``reproduced`` counts (None: every run read)
     cached_ddrl: bool = True  # its jobs read the cached DDRL runs' RL-only weights: refuse a seed without one
     reference: str = "no_adaptation"  # the run its levels count the seeds below
     cor_runs: tuple[str, ...] = ()  # the runs ``cor_kept`` reports COR's mean kept rollouts of
     paper: bool = False  # its table prints the paper's number of each claim
-    beside: tuple[str, ...] | None = ()  # the committed analyses whose entries its table sets beside its own: designs
-    # by name or files under results/ (empty: the registered ones; None: no such column, the rows of
-    # :func:`~ddrl.report.tables.claim_row`)
+    beside: tuple[str, ...] | None = ()  # designs or files under results/ whose entries its table sets beside its own
+    # (empty: the registered ones; None: no such column)
     header: str = ""  # its table's header row ({span}: the seeds analysed)
     level_name: str = "run (lr/10)"  # its level table's first column (without ``level_header``; "": no level table)
     unmeasured: str = "-"  # its table's cell where no entry is set beside
     names: dict | None = None  # its table's texts of claims, where not ``claims``' or :data:`REGISTERED_WHAT`'s
     results: Path = RESULTS  # its results tree: ``runs/`` holds the CSVs, its regimes file names the build
-    build: str | None = None  # the build its analysis names (after the regime; with a clock, that after the seeds)
-    finished: tuple[str, ...] = ()  # trained runs its jobs load: refuse a seed whose run is not finished (none trains)
-    late_seeds: int = MIN_SEEDS  # the first seeds whose jobs still start after the clock (Amendment 53: none)
+    build: str | None = None  # the build its analysis names
+    finished: tuple[str, ...] = ()  # trained runs its jobs load: refuse a seed whose run is not finished
+    late_seeds: int = MIN_SEEDS  # the first seeds whose jobs still start after the clock
     optional: tuple[str, ...] = ()  # runs of ``methods`` read where written (the levels), not needed for a seed
-    claim_seeds: dict | None = None  # registered claim -> its own seeds: the analysis' ``seeds`` per claim (levels and
-    # measures on the first claim's; without a clock each claim waits for its own, with one all share the complete ones)
-    level_regimes: tuple[str, ...] = ()  # levels per regime of these, in this order (the default-lr twin's runs
-    # read where written, on the first claim's seeds), with a regime and learning-rate column; (): the design's, by run
+    claim_seeds: dict | None = None  # registered claim -> its own seeds (levels and measures on the first claim's;
+    # without a clock each claim waits for its own, with one all share the complete ones)
+    level_regimes: tuple[str, ...] = ()  # levels per regime, in this order, with regime and learning-rate columns
     twin_runs: tuple[str, ...] | None = None  # the runs read in ``level_regimes``' other regimes (None: ``methods``)
     in_base: tuple[str, ...] = ()  # ours decided in the regime's base (SAME_BASE; its ``a``: the twin's run there)
-    level_header: str = ""  # the level table's header row ({span}: the seeds it covers), its columns
-    # :func:`_level_rows`'; "": :func:`held_level_rows`' (or the COR table's)
-    whole: str | None = None  # a named measure that is the whole analysis (its own reading of its files: across
-    # learning rates, KLs, fits, step logs), and :data:`TABLES`' table of that name its table; None: the generic one
+    level_header: str = ""  # the level table's header row ({span}: its seeds); "": held-out (or COR) level rows
+    whole: str | None = None  # a named measure that is the whole analysis, with :data:`TABLES`' table of that name
     folder: str = "runs"  # the folder of ``results`` that holds its CSVs ("": ``results`` itself)
-    regime_seeds: dict | None = None  # regime -> its seeds, where the analysis spans regimes (COR alone): then
-    # ``claims`` and ``predicted`` are keyed (id, regime), ``seeds`` is every regime's, and a claim's regime whose base
-    # (SAME_BASE) is one of these reads its no-RL runs there (on the base's seeds where it has none of its own)
-    regime_runs: dict | None = None  # regime -> the runs its jobs compute there, where not ``evaluates`` (with a clock,
-    # a regime where it trains runs to the clock and is analysed on its complete seeds, at least 2)
-    drift: str = ""  # a drift design's pairs: a KL measure of :data:`ddrl.study.drift.MEASURES` (X1-X4's pair) or a set
-    # of :data:`~ddrl.study.drift.ARMS`
+    regime_seeds: dict | None = None  # regime -> its seeds, where the analysis spans regimes (COR alone): ``claims``
+    # and ``predicted`` keyed (id, regime); a claim's regime whose base is one of these reads its no-RL runs there
+    regime_runs: dict | None = None  # regime -> the runs its jobs compute there, where not ``evaluates``
+    drift: str = ""  # a drift design's pairs: a KL measure of :data:`ddrl.study.drift.MEASURES` or a set of ``ARMS``
     drift_dir: Path | None = None  # a drift design's step CSVs and held-out KLs, if not beside its CSVs
     exploratory: bool = False  # a drift design of the runs its predictions were read from: no verdicts
-    beside_regimes: tuple[str, ...] = ()  # the registered regimes whose entries its table sets beside, a column each
-    # (Amendment 28: MATH-500-like at the default lr, AMC-like at lr/10); (): :data:`~ddrl.study.plan.SAME_BASE`'s
-    job_regimes: tuple[str, ...] = ()  # its jobs' regimes, in this order (Amendment 50: both learning rates); (): its own
-    csv_dir: str = ""  # the folder under ``runs/`` its jobs write to (Amendments 50, 51: apart from the regimes' CSVs)
+    beside_regimes: tuple[str, ...] = ()  # registered regimes whose entries its table sets beside, a column each
+    job_regimes: tuple[str, ...] = ()  # its jobs' regimes, in this order (default: its own)
+    csv_dir: str = ""  # the folder under ``runs/`` its jobs write to, apart from the regimes' CSVs
+    then_heldout: bool = False  # after its jobs, the same runs on H1x's fresh questions (Amendment 62)
 
     @property
     def tag(self) -> str:
@@ -125,37 +103,28 @@ REGISTERED_WHAT = {"R1": "COR keeping 4x the rollouts - DDRL (COR 1x)", "H1x": "
                    "C1": "DDRL - (BCS+DAE + additional RL)",
                    "C2": "additional RL's extra steps - COR [% of each run's own RL phase]"}
 
-
 #: Amendment 58's claims, measured again in MATH-500-like by Amendment 61
 COR_LR10_HELDOUT = {"K1x": (COR_LR10, "bcs_dae", "COR at lr 1e-6 - BCS+DAE (its cost on fresh questions)"),
                     "K2x": ("ddrl", COR_LR10, "DDRL (COR at 1e-5) - COR at 1e-6")}
 
-
 _HELD_HEADER = "| claim (held-out pass@1 on 1,536 fresh {where}questions, points) | {beside} | **{this}** | " \
                "half-width (predicted{at}) | verdict |"
-
 
 #: The lr/10 controls' tables (Amendments 29, 52, 53, 55): the paper's number, the registered default-lr entry, theirs
 _LR10_HEADER = "| claim{what} | paper ({bench}) | {name}, default lr (registered) | " \
                "**{name} at lr/10 (Amendment {n})** | half-width (predicted) | verdict |"
 
-
 _ABLATION = ("ttrl", "bcs", "bcs_dae", "ddrl")  # A1-A3's runs, in the levels' order
-
 
 _ABLATION_LEVELS = "| method | learning rate | adapted pass@1, mean over seeds (SD) | seeds below TTRL at its lr |"
 
-
 _EXTRA_RL_LEVELS = "| method | learning rate | adapted pass@1, mean over {span} (SD) | seeds below DDRL |"
-
 
 #: ETMR's designs: the runs each reads at lr/10 (at the default lr too: the levels) beside the untrained run, M3 and P3
 #: per benchmark the regime stands for (its Table 2 difference), and what their rows share
 ETMR_RUNS = ("ttrl", "etmr", "ddrl")
 
-
 _ETMR_READS = ("no_adaptation", *ETMR_RUNS)
-
 
 ETMR_CLAIMS = {base: {cid: (a, b, what, claim, f"pass@1 {what} [points]", table2_difference(a, b, base))
                       for cid, a, b, what, claim in (
@@ -163,55 +132,42 @@ ETMR_CLAIMS = {base: {cid: (a, b, what, claim, f"pass@1 {what} [points]", table2
                           ("P3", "etmr", "no_adaptation", "ETMR - no adaptation", "ETMR improves on no adaptation"))}
                for base in ("math500_like", "amc_like")}
 
-
 _ETMR = {"split": "adapted", "measures": ("seed_pass1", "vote", "rl_minutes"), "cached_ddrl": False,
          "reference": "etmr", "paper": True, "unmeasured": "not measured",
          "level_header": "| method | learning rate | adapted pass@1, mean over {span} (SD) | seeds below ETMR at its "
                          "lr | RL phase, mean minutes |"}
 
-
 _ETMR_HEADER = ("| claim (adapted pass@1, points) | paper ({paper}) | {beside} | **{this} at lr/10 (Amendment {a}, "
                 "{{span}})** | half-width (predicted at {at} seeds) | verdict |")
-
 
 #: Their held-out claims (Amendments 45, 48): held-out pass@1 a - b per seed and fresh question
 ETMR_HELDOUT = {"P3x": ("etmr", "no_adaptation", "ETMR at lr/10 - no adaptation, held-out"),
                 "M2x": ("ddrl", "etmr", "DDRL - ETMR at lr/10, held-out"),
                 "M3x": ("etmr", "ttrl", "ETMR - TTRL at lr/10, held-out")}
 
-
 ETMR_HELD_RUNS = ("no_adaptation", "ttrl", "bcs_dae", "etmr", "ddrl")
-
 
 _ETMR_HELD = {"job_per_run": False, "measures": ("seed_pass1", "reproduced"), "reproduced_of": ETMR_RUNS,
               "cached_ddrl": False, "beside": None,
               "level_header": "| run (lr/10) | held-out pass@1, mean over {span} (SD) | seeds below the untrained "
                               "run |"}
 
-
 _ETMR_HELD_HEADER = ("| claim (held-out pass@1 on 1,536 fresh {name} questions, points; {build}, lr/10) | seeds | "
                      "estimate [95% CI] | half-width (predicted) | verdict |")
 
-
 WIDE_ARMS = ("ttrl_kl100x", "ddrl_kl100x")  # Amendment 27: Amendment 25's arms (kl_coef 0.1)
-
 
 #: COR alone (Amendments 34-38): its claims, keyed (id, regime), pass@1 a - b per seed and question, sign +1, margin
 #: :data:`MARGIN` (the ids of Amendments 30 and 32; K4: DDRL at lr/10, K5: at the default lr)
 _K3 = (COR_ONLY, "no_adaptation", "COR alone (no RL) - no adaptation")
 
-
 _K4 = ("ddrl", COR_ONLY, "DDRL at lr/10 - COR alone")
-
 
 _K5 = ("ddrl", COR_ONLY, "DDRL at the default lr - COR alone")
 
-
 _K3X = (COR_ONLY, "no_adaptation", "COR alone (no RL) - no adaptation, held-out")
 
-
 _K5X = ("ddrl", COR_ONLY, "DDRL at the default lr - COR alone, held-out")
-
 
 #: Amendment 38 (the Xeon build): the registered H1x family (:data:`ddrl.study.plan.PAIRED`) and Amendment 33's K3x,
 #: K4x at lr/10 in AMC-like, held-out pass@1 a - b
@@ -220,40 +176,30 @@ HELDOUT_LR10 = {**{(cid, SMALL_LR): (*PAIRED[cid][:2], f"{what}, held-out") for 
     ("H1xC", "DDRL - BCS+DAE at lr/10"), ("H1xR", "BCS+DAE - TTRL at lr/10"))},
                 ("K3x", SMALL_LR): _K3X, ("K4x", SMALL_LR): ("ddrl", COR_ONLY, "DDRL at lr/10 - COR alone, held-out")}
 
-
 COR_ALONE_RUNS = ("no_adaptation", "ttrl", "bcs_dae", "ddrl", COR_ONLY)  # the runs COR alone's claims read, in order
-
 
 _COR_ALONE_HEADER = ("| claim (pass@1, points) | regime | seeds x questions | estimate [95% CI] | half-width (predicted) "
                      "| verdict |")
 
-
 _COR_ALONE = {"measures": (), "cached_ddrl": False, "header": _COR_ALONE_HEADER}
-
 
 #: Amendments 49-51: the level table against TTRL; T1f's table and folder (its CSVs apart from the regimes')
 _T1_LEVELS = "| method | learning rate | adapted pass@1, mean over {span} (SD) | seeds below TTRL at its lr |"
 
-
 _T1F_HEADER = ("| learning rate | paper (MATH-500) | T1, the caption's reading (grpo_no_std - TTRL) | **T1f, the text's "
                "reading (dae - TTRL; Amendment 50)** | half-width (predicted) | verdict |")
 
-
 T1F_DIR = "table1_fixed"
-
 
 #: Amendment 62: the runs each split's analysis reads, in the levels' order
 COR_TRADE_RUNS = {"adapted": ("bcs_dae", COR_LR10, COR_4X_LR10, "ddrl", COR_4X),
                   HELDOUT_X: ("no_adaptation", "bcs_dae", COR_LR10, COR_4X_LR10, "ddrl", COR_4X)}
 
-
 _COR_TRADE_HEADER = ("| claim ({} at lr/10, pass@1, points) | questions | **Amendment 62** | half-width (predicted at 6 "
                      "/ 10 seeds) | verdict |")
 
-
 DESIGNS = {d.id: d for d in (
-    # Amendment 56: R1 (COR keeping 4x) and K1, K2 (COR at 1e-6) at lr/10 in AMC-like from the cached RL-only weights of
-    # Amendment 55's DDRL runs, and the check: each cached DDRL run (after COR) evaluated again
+    # Amendment 56: R1 and K1, K2 at lr/10 in AMC-like from Amendment 55's cached RL-only weights; the repeat check
     Design("refine_amc", 56, SMALL_LR, tuple(range(10)), "2026-12-03T09:00:00+00:00", (COR_4X, COR_LR10),
            ("bcs_dae", COR_LR10, "ddrl", COR_4X), ("R1",),
            {"K1": (COR_LR10, "bcs_dae", "COR at lr 1e-6 - BCS+DAE (the RL-only weights)"),
@@ -264,8 +210,7 @@ DESIGNS = {d.id: d for d in (
            reference="ddrl", cor_runs=("ddrl", COR_4X, COR_LR10), paper=True, level_name="method",
            header="| claim (AMC-like, adapted pass@1, points) | paper (AMC) | default lr (registered) | "
                   "**lr/10 (Amendment 56)** | half-width (predicted) | verdict |"),
-    # Amendment 59: R1 at lr/10 in MATH-500-like (each seed's DDRL run trained again, then refined keeping 4x), and
-    # the repeat check of the retrained runs against the committed DDRL CSVs and steps
+    # Amendment 59: R1 at lr/10 in MATH-500-like (each DDRL run trained again, then refined), and the retrain check
     Design("refine_math500", 59, MATH500_SMALL_LR, tuple(range(10)), "2026-12-03T14:05:00+00:00", (COR_4X,),
            ("bcs_dae", "ddrl", COR_4X), ("R1",), {}, {"R1": "0.44 / 0.39, 1.01 / 0.99, 1.93 / 1.88"},
            OUT / "refine_math500.json",
@@ -313,9 +258,7 @@ DESIGNS = {d.id: d for d in (
            reproduced_of=(COR_LR10,), beside=("ttrl_heldout_amc",),
            header=_HELD_HEADER.format(where="", beside="lr/10 AMC-like (Amendment 58)",
                                       this="lr/10 MATH-500-like (Amendment 61)", at=" at 6 / 10 seeds")),
-    # Amendment 29: which part of DDRL carries M1 at lr/10 in MATH-500-like (A1-A3, A3 on all 18 seeds); BCS+DAE is the
-    # RL-only weights of Amendment 28's DDRL runs (an evaluation), BCS a new RL run. Predicted: (registered
-    # MATH-500-like A1-A3 matrices, Amendment 28's M1 at lr/10) at these seeds
+    # Amendment 29: which part of DDRL carries M1 at lr/10 in MATH-500-like (BCS+DAE: Amendment 28's RL-only weights)
     Design("ablation", 29, MATH500_SMALL_LR, tuple(range(18)), None, ("bcs_dae", "bcs"), _ABLATION, ("A1", "A2", "A3"),
            {}, {"A1": "1.90 / 1.84", "A2": "0.95 / 1.84", "A3": "0.78 / 1.82"}, OUT / "ablation.json",
            "## Which part of DDRL carries M1 at the small learning rate? (plan Amendment 29)", split="adapted",
@@ -324,9 +267,7 @@ DESIGNS = {d.id: d for d in (
            claim_seeds={"A1": tuple(range(12)), "A2": tuple(range(12)), "A3": tuple(range(18))},
            level_regimes=("math500_like", MATH500_SMALL_LR), level_header=_ABLATION_LEVELS,
            header=_LR10_HEADER.format(what=" (adapted pass@1, points)", bench="MATH-500", name="MATH-500-like", n=29)),
-    # Amendment 55: the same in AMC-like, BCS and BCS+DAE new runs seed by seed (BCS+DAE a DDRL run trained again,
-    # evaluated before COR: its RL steps beside the committed DDRL run's). Predicted at 6 seeds: (lr/10 AMC-like M1,
-    # registered default-lr AMC-like A1-A3, Amendment 29's)
+    # Amendment 55: the same in AMC-like, BCS and BCS+DAE new runs (BCS+DAE a DDRL run trained again)
     Design("ablation_amc", 55, SMALL_LR, tuple(range(12)), "2026-12-03T04:40:00+00:00", ("bcs_dae", "bcs"), _ABLATION,
            ("A1", "A2", "A3"), {}, {"A1": "2.26 / 2.64 / 0.71", "A2": "2.26 / 3.24 / 0.23", "A3": "2.26 / 0.63 / 2.74"},
            OUT / "ablation_amc.json",
@@ -336,8 +277,7 @@ DESIGNS = {d.id: d for d in (
            claim_seeds={c: tuple(range(12)) for c in ("A1", "A2", "A3")},
            level_regimes=("amc_like", SMALL_LR), level_header=_ABLATION_LEVELS,
            header=_LR10_HEADER.format(what=" (adapted pass@1, points)", bench="AMC", name="AMC-like", n=55)),
-    # Amendment 52: C1 and C2 at lr/10 in MATH-500-like, additional RL (BCS+DAE, then 13 more RL steps) beside Amendment
-    # 28's committed DDRL runs. Predicted at 12 seeds: (Amendment 29's A3 at lr/10, the registered C1 at the default lr)
+    # Amendment 52: C1 and C2 at lr/10 in MATH-500-like, additional RL beside Amendment 28's DDRL runs
     Design("extra_rl", 52, MATH500_SMALL_LR, tuple(range(12)), None, ("additional_rl",),
            ("bcs_dae", "additional_rl", "ddrl"), ("C1",), {}, {"C1": "1.86 / 0.92"}, OUT / "extra_rl.json",
            "## COR against additional RL at the small learning rate (plan Amendment 52)", split="adapted",
@@ -345,8 +285,7 @@ DESIGNS = {d.id: d for d in (
            reference="ddrl", paper=True, optional=("bcs_dae",), level_regimes=(MATH500_SMALL_LR,),
            level_header=_EXTRA_RL_LEVELS,
            header=_LR10_HEADER.format(what="", bench="MATH-500", name="MATH-500-like", n=52)),
-    # Amendment 53: the same in AMC-like (26 extra steps) beside the registered build's DDRL runs there, no job after
-    # its clock. Predicted at 12 seeds: (lr/10 AMC-like M1, Amendment 52's C1, the registered default-lr AMC-like C1)
+    # Amendment 53: the same in AMC-like beside the registered build's DDRL runs, no job after its clock
     Design("extra_rl_amc", 53, SMALL_LR, tuple(range(12)), "2026-12-02T12:30:00+00:00", ("additional_rl",),
            ("bcs_dae", "additional_rl", "ddrl"), ("C1",), {}, {"C1": "2.10 / 2.53 / 0.42"}, OUT / "extra_rl_amc.json",
            "## COR against additional RL at the small learning rate in AMC-like (plan Amendment 53)", split="adapted",
@@ -354,33 +293,28 @@ DESIGNS = {d.id: d for d in (
            reference="ddrl", paper=True, late_seeds=0, optional=("bcs_dae",), level_regimes=(SMALL_LR,),
            level_header=_EXTRA_RL_LEVELS, header=_LR10_HEADER.format(what="", bench="AMC", name="AMC-like", n=53)),
     # --- the learning rate (Amendments 39-42, 54) ---
-    # Amendment 39: the Xeon build's default-lr TTRL and DDRL trained anew in AMC-like (the study's H1x job), paired by
-    # seed and fresh question with Amendment 38's lr/10 runs. Predicted at 8 / 12 seeds: the registered build's
-    # default-lr AMC-like H1xT and H1x matrices
+    # Amendment 39: the Xeon build's default-lr TTRL and DDRL trained anew in AMC-like, paired by seed and fresh
+    # question with Amendment 38's lr/10 runs
     Design("lr_heldout", 39, "amc_like", tuple(range(12)), "2026-11-28T22:20:00+00:00", HELDOUT_X_METHODS,
            HELDOUT_X_METHODS, (), {}, {"LxT": "1.67 / 1.47", "LxD": "1.62 / 1.50"}, XEON / "lr_heldout.json",
            "## Held-out transfer at both learning rates on one build (plan Amendment 39)", job_per_run=False,
            measures=(), cached_ddrl=False, late_seeds=0, whole="lr_heldout", results=XEON,
            header="| claim (held-out pass@1 on 1,536 fresh AMC-like questions, points) | seeds | estimate [95% CI] | "
                   "half-width (predicted at 8 / 12 seeds) | verdict |"),
-    # Amendment 40: each run's held-out KL from the base (TTRL, BCS+DAE, DDRL at both learning rates, seeds 0-9; nothing
-    # trained or evaluated anew) against its held-out pass@1. Predicted: Amendment 23's registered-build runs. Its KLs:
-    # python -m ddrl.study.drift export|kl ... (ddrl.study.drift's docstring gives the commands)
+    # Amendment 40: each run's held-out KL from the base (ddrl.study.drift.heldout_kl) against its held-out pass@1
     Design("lr_drift", 40, "amc_like", tuple(range(10)), "2026-11-29T01:00:00+00:00", (), LR_METHODS, (), {},
            {"W5": "1.0-1.4", "W6": "1.5", "W7": "~0.6", "W8": "~0.6", "W9": "~0.6"}, XEON / "lr_drift.json",
            "## Distance from the base at both learning rates on one build (plan Amendment 40)", measures=(),
            cached_ddrl=False, whole="lr_drift", results=XEON,
            header="| claim (Xeon build, AMC-like) | seeds | estimate [95% CI] | half-width (predicted) | verdict |"),
-    # Amendment 41: COR alone (recomputed per seed, its held-out KL measured: python -m ddrl.study.drift kl --cor-alone,
-    # ddrl.study.drift.cor_alone_kl) on Amendment 40's line
+    # Amendment 41: COR alone's held-out KL (python -m ddrl.study.drift kl --cor-alone) on Amendment 40's line
     Design("cor_alone_drift", 41, SMALL_LR, tuple(range(12)), "2026-11-29T02:00:00+00:00", (), (COR_ONLY, "no_adaptation"),
            (), {}, {"Y1": "0.17-0.24", "Y2": "0.17-0.24"}, XEON / "cor_alone_drift.json",
            "## COR alone on the learning rates' line (plan Amendment 41)", measures=(), cached_ddrl=False,
            whole="cor_alone_drift", results=XEON,
            header="| claim (Xeon build, AMC-like, COR alone) | seeds | estimate [95% CI] | half-width (predicted) | "
                   "verdict |"),
-    # Amendment 42: the three methods at a third learning rate (regimes_lr3.json: amc_like at lr/3, nothing else
-    # changed), where the readings L and H of Amendment 40's runs differ most. Predicted at 12 / 8 seeds: per-seed SD 0.40
+    # Amendment 42: the three methods at lr/3 (regimes_lr3.json), where Amendment 40's readings L and H differ most
     Design("lr_curve", 42, "amc_like_lr3", tuple(range(12)), "2026-11-29T04:40:00+00:00", ("ddrl", "bcs_dae", "ttrl"),
            ("ddrl", "bcs_dae", "ttrl"), (), {},
            {"Z1": "0.25 / 0.33", "Z2": "0.25 / 0.33", "Z3": "~0.25 / 0.33", "Z4": "~0.25 / 0.33"},
@@ -388,16 +322,14 @@ DESIGNS = {d.id: d for d in (
            measures=(), cached_ddrl=False, late_seeds=0, whole="lr_curve", results=XEON,
            header="| claim (Xeon build, AMC-like, lr/3 runs) | seeds | estimate [95% CI] | half-width (predicted 12 / 8) | "
                   "verdict |"),
-    # Amendment 54: D2 at lr/10 from Amendment 28's committed DDRL step logs (no run). Predicted at 18 seeds: the
-    # registered default-lr D2's per-seed SD (46 seeds)
+    # Amendment 54: D2 at lr/10 from Amendment 28's committed DDRL step logs (no run)
     Design("dynamics", 54, MATH500_SMALL_LR, tuple(range(18)), None, (), ("ddrl",), (), {}, {"D2": "1.57"},
            OUT / "dynamics.json", "## Dynamics at the small learning rate (plan Amendment 54)", split="adapted",
            measures=(), cached_ddrl=False, whole="dynamics",
            header="| claim | MATH-500-like, default lr (registered) | **MATH-500-like at lr/10 (Amendment 54)** | "
                   "half-width (predicted) | verdict |"),
-    # Amendments 43, 44, 46, 47: ETMR, the paper's stronger baseline, beside TTRL and DDRL at lr/10 (both learning
-    # rates' levels, the vote, the RL minutes; the registered claims with the paper's numbers, M3 and P3 with Table 2's
-    # differences), each to its plan's clock. Their ids are their figures' names (:func:`etmr_figure`).
+    # Amendments 43, 44, 46, 47: ETMR, the paper's stronger baseline, beside TTRL and DDRL at lr/10, each to its clock
+    # (M3 and P3 with Table 2's differences). Their ids name their figures (:func:`etmr_figure`).
     # Amendment 43: MATH-500-like, registered build, ETMR beside Amendment 28's TTRL and DDRL runs
     Design("small_lr_etmr", 43, MATH500_SMALL_LR, tuple(range(18)), "2026-11-29T08:00:00+00:00", ("etmr",),
            _ETMR_READS, ("M2",), ETMR_CLAIMS["math500_like"],
@@ -437,9 +369,8 @@ DESIGNS = {d.id: d for d in (
            level_regimes=("amc_like", SMALL_LR),
            header=_ETMR_HEADER.format(paper="AMC", beside="AMC-like, default lr (registered)",
                                       this="registered build, AMC-like", a=47, at="8 / 12 / 16"), **_ETMR),
-    # Amendments 45, 48: the finished lr/10 runs on H1x's 1,536 fresh questions (one H1x job per seed, nothing
-    # trained): P3x, M2x, M3x (and on the Xeon build the H1x family, Amendment 38's texts). Amendment 46's held-out
-    # part was never run: its ETMR runs' weights were lost with the Xeon machine's cache (notebook 06 says so).
+    # Amendments 45, 48: the finished lr/10 runs on H1x's fresh questions (nothing trained). Amendment 46's held-out
+    # part was never run: its ETMR weights were lost with the Xeon machine's cache.
     # Amendment 45: ETMR's runs of Amendment 43 (the others' evaluations are Amendment 31's)
     Design("etmr_heldout", 45, MATH500_SMALL_LR, tuple(range(18)), None, ("etmr",),
            _ETMR_READS, (), ETMR_HELDOUT, {"P3x": "0.36", "M2x": "0.71", "M3x": "0.16"},
@@ -454,18 +385,15 @@ DESIGNS = {d.id: d for d in (
            XEON / "etmr_heldout.json", "### On fresh questions (plan Amendment 45)", finished=("ttrl", "etmr", "ddrl"),
            names={cid: HELDOUT_LR10[(cid, SMALL_LR)][2] for cid in HELDOUT_CLAIMS}, results=XEON, build="Xeon build",
            header=_ETMR_HELD_HEADER.format(name="MATH-500-like", build="Xeon build"), **_ETMR_HELD),
-    # Amendment 48: Amendment 47's ETMR runs (on the seeds they completed before their clock) and the untrained model:
-    # P3x only, the registered build's lr/10 TTRL and DDRL runs in AMC-like having no kept weights
+    # Amendment 48: Amendment 47's ETMR runs and the untrained model: P3x only (its TTRL, DDRL runs kept no weights)
     Design("etmr_heldout_amc", 48, SMALL_LR, tuple(range(12)), None, ("no_adaptation", "etmr"),
            ("no_adaptation", "etmr"), (), {"P3x": ETMR_HELDOUT["P3x"]}, {"P3x": "0.73 / 1.47"},
            OUT / "etmr_heldout_amc.json", "### In AMC-like (plan Amendments 46 and 47)", finished=("etmr",),
            build="registered build", header=_ETMR_HELD_HEADER.format(name="AMC-like", build="registered build"),
            **_ETMR_HELD),
     # --- COR alone (Amendments 30, 31, 34-38) ---
-    # Amendments 30 and 32: at lr/10 in MATH-500-like, COR at 1e-6 from the RL-only weights of Amendment 28's DDRL runs
-    # and COR alone (1e-5, from the untrained model, no RL), each one COR call; K5: DDRL at the default lr - COR alone
-    # (it runs no RL: its lr/10 CSVs are that computation). Predicted at 18 x 256: K1, K2 from the lr/10 A3 matrix, K3
-    # from P2's, K4 from M1's, K5 from the default-lr M1 and P2 matrices of seeds 0-17
+    # Amendments 30 and 32: at lr/10 in MATH-500-like, COR at 1e-6 from Amendment 28's RL-only weights, and COR alone
+    # (no RL: its lr/10 CSVs serve K5 at the default lr)
     Design("cor_math500", 30, MATH500_SMALL_LR, tuple(range(18)), None, (COR_LR10, COR_ONLY),
            ("no_adaptation", "ttrl", "bcs_dae", "ddrl", COR_LR10, COR_ONLY), (),
            {"K1": (COR_LR10, "bcs_dae", "COR at lr 1e-6 - BCS+DAE (the RL-only weights)"),
@@ -481,9 +409,7 @@ DESIGNS = {d.id: d for d in (
                   "verdict |",
            level_header="| method | RL learning rate | adapted pass@1, mean over seeds (SD) | seeds below the untrained "
                         "run | COR's kept rollouts |"),
-    # Amendments 31 and 33: Amendment 28's runs (and COR alone, recomputed) on H1x's 1,536 fresh MATH-500-like
-    # questions, the H1x family there, beside the default lr's (other seeds: read across). Predicted at 18 x 1,536 from
-    # the default-lr MATH-500-like H1x matrices (K3x, K4x: the family's range)
+    # Amendments 31 and 33: Amendment 28's runs (and COR alone, recomputed) on H1x's fresh MATH-500-like questions
     Design("heldout_math500", 31, MATH500_SMALL_LR, tuple(range(18)), None, (*HELDOUT_X_METHODS, COR_ONLY),
            ("no_adaptation", "ttrl", "bcs_dae", "ddrl", COR_ONLY), HELDOUT_CLAIMS,
            {"K3x": (COR_ONLY, "no_adaptation", "COR alone (no RL) - no adaptation, held-out"),
@@ -499,20 +425,16 @@ DESIGNS = {d.id: d for d in (
            header=_HELD_HEADER.format(where="MATH-500-like ", beside="default lr (registered)",
                                       this="lr/10 (Amendments 31, 33)", at="")),
     # --- 768 MATH-500-like questions (Amendments 26, 27) ---
-    # Amendment 26: P1, P2 and M1, bound by their questions, on the stream's first 768 (the registered 256 first), the
-    # rest the registered regime's; each seed's runs on one device: the CPU, or a GPU machine's imported
-    # (python -m ddrl.study import wide DIR --device NAME). The device check decides whether the CPU seeds alone give
-    # the verdicts (:func:`_device_check`)
+    # Amendment 26: P1, P2 and M1 on the stream's first 768 questions, each seed's runs on one device (the CPU or an
+    # imported GPU machine's); the device check decides whether the CPU seeds alone give the verdicts
     Design("wide", 26, MATH500_768, tuple(range(200, 224)), None, STAGE1_METHODS, STAGE1_METHODS, ("P1", "P2", "M1"),
            {}, {}, WIDE_OUT / "claims.json",
            "## P1, P2 and M1 on three times the questions (plan Amendment 26)", split="adapted", job_kind="wide",
            measures=(), cached_ddrl=False, whole="device_check", results=WIDE_OUT, folder="",
            header="| claim (MATH-500-like, 768 questions, adapted pass@1, points) | seeds | estimate [95% CI] | "
                   "half-width (predicted) | verdict |"),
-    # Amendment 27: Amendment 25's penalised arms (the registered presets with kl_coef 0.1) on Amendment 26's CPU seeds
-    # and 12 new ones (their untrained runs new too), all on this machine's CPU, against the untrained model (Q1, Q2)
-    # and their own methods (Q3, Q4: the seeds with the method's run). Predicted: Q1, Q2 from the registered P1, P2
-    # components at 24 x 768, Q3, Q4 from Amendment 25's L4 matrices at 12 x 768
+    # Amendment 27: Amendment 25's penalised arms (kl_coef 0.1) on the CPU, against the untrained model (Q1, Q2) and
+    # their own methods (Q3, Q4)
     Design("wide_arms", 27, MATH500_768, tuple(range(200, 212)) + tuple(range(224, 236)), None,
            ("no_adaptation", *WIDE_ARMS), ("no_adaptation", *WIDE_ARMS, "ttrl", "ddrl"), (),
            {"Q1": ("ttrl_kl100x", "no_adaptation", "TTRL (100x KL) - no adaptation"),
@@ -525,10 +447,7 @@ DESIGNS = {d.id: d for d in (
            header="| comparison (MATH-500-like, 768 questions, adapted pass@1, points) | seeds | estimate [95% CI] | "
                   "half-width (predicted) | verdict |"),
     # --- COR alone (Amendments 34-38) ---
-    # Amendment 34: COR alone (one COR call from the untrained model, no RL phase) in the registered study's AMC-like
-    # and AIME-like on their registered seeds, beside the registered runs (K4: the lr/10 DDRL runs against AMC-like's
-    # COR alone, the same computation); its table lists the held-out claims after its own. Predicted: the committed P2
-    # / M1 components at these seeds
+    # Amendment 34: COR alone (one COR call from the untrained model, no RL) in AMC-like and AIME-like
     Design("cor_alone", 34, "amc_like", tuple(range(19)), None, (COR_ONLY,), ("no_adaptation", "ddrl", COR_ONLY), (),
            {("K3", "amc_like"): _K3, ("K5", "amc_like"): _K5, ("K4", SMALL_LR): _K4, ("K3", "aime_like"): _K3,
             ("K5", "aime_like"): _K5},
@@ -537,8 +456,7 @@ DESIGNS = {d.id: d for d in (
            "## COR alone in AMC-like and AIME-like (plan Amendment 34)", split="adapted", job_kind="K cor alone",
            beside=("cor_alone_heldout",), whole="cor_alone",
            regime_seeds={"amc_like": tuple(range(19)), "aime_like": tuple(range(6))}, **_COR_ALONE),
-    # ... and on H1x's fresh questions: COR alone recomputed and evaluated (the other runs' H1x CSVs exist). Predicted:
-    # the H1x family's components, the smallest to the largest
+    # ... and on H1x's fresh questions (COR alone recomputed)
     Design("cor_alone_heldout", 34, "amc_like", tuple(range(19)), None, (COR_ONLY,), ("no_adaptation", "ddrl", COR_ONLY),
            (), {("K3x", "amc_like"): _K3X, ("K5x", "amc_like"): _K5X, ("K3x", "aime_like"): _K3X,
                 ("K5x", "aime_like"): _K5X},
@@ -546,17 +464,14 @@ DESIGNS = {d.id: d for d in (
             ("K5x", "aime_like"): "0.13-0.55"}, RESULTS / "cor_alone" / "heldout.json",
            "## COR alone on fresh questions (plan Amendment 34)", beside=None, whole="cor_alone_heldout",
            regime_seeds={"amc_like": tuple(range(19)), "aime_like": tuple(range(6))}, **_COR_ALONE),
-    # Amendment 35: K3 and K4 on the c49d994e build (Amendment 6's replication, its one regime amc_like_small_lr), with
-    # the untrained runs it lacked: both no-RL runs computed in that regime itself. Predicted: the registered build's
+    # Amendment 35: K3 and K4 on the c49d994e build, both no-RL runs computed in its one regime
     Design("cor_alone_c49d", 35, SMALL_LR, tuple(range(19)), None, ("no_adaptation", COR_ONLY),
            ("no_adaptation", "ddrl", COR_ONLY), (), {("K3", SMALL_LR): _K3, ("K4", SMALL_LR): _K4},
            {("K3", SMALL_LR): "3.04", ("K4", SMALL_LR): "3.30"}, RESULTS / "replication_c49d" / "cor_alone.json",
            "## COR alone on the c49d994e build (plan Amendment 35)", split="adapted", job_kind="K cor alone",
            job_per_run=False, beside=None, results=RESULTS / "replication_c49d", whole="cor_alone",
            regime_seeds={SMALL_LR: tuple(range(19))}, **_COR_ALONE),
-    # Amendments 36 and 37: the Xeon build (Amendment 5's replication): COR alone in AMC-like and MATH-500-like beside
-    # its 12 seeds (K3, K5), and TTRL and DDRL at lr/10 from seed 0 as far as the clock allowed (Amendment 37's 18:00
-    # UTC; no job there after it), K4 on their complete seeds against AMC-like's COR alone
+    # Amendments 36, 37 (Xeon build): COR alone in AMC-like and MATH-500-like (K3, K5), TTRL, DDRL at lr/10 (K4)
     Design("cor_alone_xeon", 36, "amc_like", tuple(range(12)), "2026-11-28T18:00:00+00:00", (COR_ONLY,),
            ("no_adaptation", "ddrl", COR_ONLY), (),
            {("K3", "amc_like"): _K3, ("K5", "amc_like"): _K5, ("K3", "math500_like"): _K3,
@@ -567,9 +482,7 @@ DESIGNS = {d.id: d for d in (
            beside=None, results=XEON, late_seeds=0, whole="cor_alone",
            regime_seeds={"amc_like": tuple(range(12)), "math500_like": tuple(range(12)), SMALL_LR: tuple(range(12))},
            regime_runs={SMALL_LR: ("ttrl", "ddrl")}, **_COR_ALONE),
-    # Amendment 38: those lr/10 runs (loaded, never trained), the untrained model and COR alone (recomputed) on H1x's
-    # fresh questions, one H1x job per seed, beside the registered build's default-lr AMC-like entries (K4x's: K5x).
-    # Predicted at 12 x 1,536: the registered build's default-lr AMC-like matrices / its MATH-500-like lr/10 ones
+    # Amendment 38: those lr/10 runs (loaded, never trained), the untrained model and COR alone on H1x's fresh questions
     Design("cor_alone_xeon_heldout", 38, SMALL_LR, tuple(range(12)), None, COR_ALONE_RUNS, COR_ALONE_RUNS, (),
            HELDOUT_LR10, dict(zip(HELDOUT_LR10, ("1.50 / 0.96", "1.47 / 0.37", "1.25 / 0.72", "0.33 / 0.69",
                                                  "1.20 / 0.16", "0.60 / 0.78", "1.39 / 0.49"))),
@@ -579,10 +492,9 @@ DESIGNS = {d.id: d for d in (
            **{**_COR_ALONE, "header": "| claim (held-out pass@1, points) | registered build, default lr, AMC-like | "
                                      "**the Xeon build's runs, Amendment 38** | half-width (predicted) | verdict |"}),
     # --- policy drift (Amendments 21-25) and the registered analyses ---
-    # Amendments 21-25 (ddrl.study.drift; their runs: python -m ddrl.study.drift run|export|kl): X1-X4 (late KL) and
-    # the addendum's X2h-X4h (held-out KL), BCS against its random negatives; then each arm of a set against its method
-    # (Amendment 22: BCS's KL-penalty doses, K1-K3; 23, 24: TTRL and DDRL against BCS, Z1-Z4; 25: TTRL and DDRL with
-    # the 100x penalty against themselves, L1-L4). One row per results/drift/<stem>.json, its id drift_<stem>
+    # Amendments 21-25 (ddrl.study.drift): X1-X4, X2h-X4h (BCS against its random negatives), then each arm of a set
+    # against its method (22: KL doses; 23, 24: TTRL and DDRL against BCS; 25: the 100x penalty). One row per
+    # results/drift/<stem>.json
     *(Design(f"drift_{stem}", a, regime, tuple(seeds), None, (), PAIR if pairs in ("kl_late", "kl_heldout") else
              arm_methods(pairs), (), {}, {}, RESULTS / "drift" / f"{stem}.json",
              f"## What costs held-out accuracy: the distance from the base (plan Amendment {a})", measures=(),
@@ -600,9 +512,7 @@ DESIGNS = {d.id: d for d in (
           ("math500_like_cpu_methods", 24, "math500_like", range(100, 132), "drift/cpu", "methods", False),
           ("amc_like_cpu_penalty", 25, "amc_like", range(100, 116), "drift/cpu", "penalty", False),
           ("math500_like_cpu_penalty", 25, "math500_like", range(100, 111), "drift/cpu", "penalty", False))),
-    # The registered analysis (plan Sec. 1-6; python -m ddrl.study --analyse claims computes it too, and draws its
-    # scorecard) and its replications on other builds (Amendments 5, 6), each of its own results tree. Their status:
-    # M1's pair in the build's first regime
+    # The registered analysis (python -m ddrl.study --analyse claims) and its replications (Amendments 5, 6)
     *(Design(name, a, regime, tuple(range(n)), None, (), ("ttrl", "ddrl"), (), {}, {}, root / "claims.json",
              f"## The registered claims on the {build or 'registered build'}", measures=(), cached_ddrl=False,
              results=root, build=build, whole="claims")
@@ -611,9 +521,7 @@ DESIGNS = {d.id: d for d in (
                                               ("claims_c49d", 6, RESULTS / "replication_c49d", SMALL_LR, 19,
                                                "c49d994e build"))),
     # --- MATH-500-like at lr/10, Table 1, COR 4x at 1e-6 (Amendments 28, 49-51, 62) ---
-    # Amendment 28: P1, P2 and M1 in MATH-500-like under the registered lr/10 rule (its regime: python -m ddrl.study
-    # --small-lr-regime), each seed's untrained run the registered MATH-500-like one. Predicted at 18 seeds x 256
-    # questions: (registered MATH-500-like components, AMC-like lr/10's)
+    # Amendment 28: P1, P2 and M1 in MATH-500-like at lr/10, each seed's untrained run the registered one
     Design("small_lr", 28, MATH500_SMALL_LR, tuple(range(18)), None, ("ttrl", "ddrl"), ("no_adaptation", "ttrl", "ddrl"),
            ("P1", "P2", "M1"), {}, {"P1": "2.42 / 1.92", "P2": "3.07 / 2.80", "M1": "1.98 / 1.45"}, OUT / "claims.json",
            "## The main table at the paper's small learning rate (plan Amendment 28)", split="adapted",
@@ -624,9 +532,7 @@ DESIGNS = {d.id: d for d in (
                   "verdict |",
            level_header="| method | learning rate | adapted pass@1, mean over seeds (SD) | seeds below their untrained "
                         "run |"),
-    # Amendment 49: Table 1 (T1: TTRL without GRPO's std division - TTRL) at lr/10, grpo_no_std a new run per seed
-    # against Amendment 28's TTRL runs. Predicted at 12 seeds: (registered MATH-500-like T1, Amendment 28's M1,
-    # Amendment 29's A1)
+    # Amendment 49: Table 1 (T1: TTRL without GRPO's std division - TTRL) at lr/10 against Amendment 28's TTRL runs
     Design("table1", 49, MATH500_SMALL_LR, tuple(range(12)), None, ("grpo_no_std", "ttrl"), ("ttrl", "grpo_no_std"),
            ("T1",), {}, {"T1": "1.10 / 1.84 / 0.46"}, OUT / "table1.json",
            "## Table 1 at the small learning rate (plan Amendment 49)", split="adapted", job_kind="T1 lr/10",
@@ -634,45 +540,42 @@ DESIGNS = {d.id: d for d in (
            names={"T1": "TTRL without the std division - TTRL"}, level_regimes=("math500_like", MATH500_SMALL_LR),
            level_header=_T1_LEVELS,
            header=_LR10_HEADER.format(what=" (adapted pass@1, points)", bench="MATH-500", name="MATH-500-like", n=49)),
-    # Amendment 50: T1f, Table 1 as the paper's text reads it (fixed +1/-1 advantages, preset dae, against TTRL) at
-    # both learning rates, its CSVs under runs/table1_fixed/, its TTRL partners the committed runs. Predicted at 12
-    # seeds, per regime: (the registered T1, A2) at the default lr, (Amendment 28's M1, 29's A2) at lr/10
+    # Amendment 50: T1f, Table 1 as the paper's text reads it (fixed +1/-1 advantages, preset dae), at both lrs
     Design("table1_fixed", 50, "math500_like", tuple(range(12)), None, ("dae",), ("ttrl", "grpo_no_std", "dae"), (),
            {}, {"math500_like": "1.10 / 0.95", MATH500_SMALL_LR: "1.84 / 0.13"}, OUT / "table1_fixed.json",
            "## Table 1 as the paper's text reads it (plan Amendment 50)", split="adapted", job_kind="T1f",
            measures=(), cached_ddrl=False, reference="ttrl", optional=("grpo_no_std",),
            level_regimes=("math500_like", MATH500_SMALL_LR), level_header=_T1_LEVELS, whole="t1f",
            job_regimes=("math500_like", MATH500_SMALL_LR), csv_dir=T1F_DIR, header=_T1F_HEADER),
-    # Amendment 51: T1f at the default lr on the fresh seeds 12-45, its verdict on them alone (Amendment 50's seeds
-    # pooled beside, descriptive); its table is Amendment 50's with its row. Predicted at 34 seeds: (Amendment 50's
-    # T1f matrix, the registered T1 matrix)
+    # Amendment 51: T1f on the fresh seeds 12-45, the verdict on them alone (Amendment 50's seeds pooled beside)
     Design("table1_fixed_more", 51, "math500_like", tuple(range(12, 46)), None, ("dae",), ("ttrl", "grpo_no_std", "dae"),
            (), {}, {"T1f": "1.28 / 0.69"}, OUT / "table1_fixed_more.json",
            "## Table 1 as the paper's text reads it, on fresh seeds (plan Amendment 51)", split="adapted",
            job_kind="T1f", measures=(), cached_ddrl=False, reference="ttrl", optional=("grpo_no_std",),
            level_regimes=("math500_like",), level_header=_T1_LEVELS, whole="t1f", csv_dir=T1F_DIR,
            header=_T1F_HEADER),
-    # Amendment 62: COR keeping 4x the rollouts at a tenth of its rate, from the cached RL-only weights (Amendments
-    # 55, 59), on the adapted questions, then on H1x's fresh ones; COR's size x rate square. Predicted at 6 / 10
-    # seeds, each from two committed lr/10 matrices of the same regime
+    # Amendment 62: COR keeping 4x at a tenth of its rate from the cached RL-only weights, adapted then fresh questions
     Design("cor4x_lr10_amc", 62, SMALL_LR, tuple(range(10)), "2026-12-03T20:05:00+00:00", (COR_4X_LR10,),
            COR_TRADE_RUNS[HELDOUT_X], (), {},
            {"K1g": "0.42 / 0.36, 1.97 / 1.87", "R1g": "1.44 / 1.41, 0.42 / 0.36", "K1gx": "0.15 / 0.12, 0.56 / 0.50",
             "R1gx": "0.53 / 0.51, 0.15 / 0.12"}, OUT / "cor4x_lr10_amc.json",
            "## COR keeping 4x the rollouts at a tenth of its rate, at the small learning rate (plan Amendment 62)",
-           job_kind="R1g lr/10 (A62)", measures=(), whole="cor_trade", header=_COR_TRADE_HEADER.format("AMC-like")),
+           job_kind="R1g lr/10 (A62)", measures=(), whole="cor_trade", then_heldout=True,
+           header=_COR_TRADE_HEADER.format("AMC-like")),
     Design("cor4x_lr10_math500", 62, MATH500_SMALL_LR, tuple(range(10)), "2026-12-03T20:25:00+00:00", (COR_4X_LR10,),
            COR_TRADE_RUNS[HELDOUT_X], (), {},
            {"K1g": "0.59 / 0.55, 1.96 / 1.91", "R1g": "1.04 / 1.01, 0.59 / 0.55", "K1gx": "0.20 / 0.18, 0.71 / 0.70",
             "R1gx": "0.67 / 0.64, 0.20 / 0.18"}, OUT / "cor4x_lr10_math500.json",
            "### In MATH-500-like (plan Amendment 62)",
-           job_kind="R1g lr/10 (A62)", measures=(), whole="cor_trade", header=_COR_TRADE_HEADER.format("MATH-500-like")),
+           job_kind="R1g lr/10 (A62)", measures=(), whole="cor_trade", then_heldout=True,
+           header=_COR_TRADE_HEADER.format("MATH-500-like")),
 )}
 
 
-# ---------------------------------------------------------------------------------------------------------
 # Where a design's files are
-# ---------------------------------------------------------------------------------------------------------
+
+
+CHECK = OUT / "refine_check"  # the repeat checks' CSVs (<CHECK>/<regime>/ddrl-seedNN.csv.gz), never a committed one
 
 
 def design(name: str) -> Design:
@@ -684,7 +587,7 @@ def design(name: str) -> Design:
 
 def _folder(d: Design, method: str, regime: str | None = None) -> str:
     """The regime whose folder holds a run's CSVs: ``regime`` (default the design's), but the untrained run's adapted
-    rows are those of its base (:data:`~ddrl.study.plan.NO_RL`: one computation for every learning rate)."""
+    rows are its base's (one computation for every learning rate)."""
     g = regime or d.regime
     return SAME_BASE.get(g, g) if method == "no_adaptation" and d.split != HELDOUT_X else g
 
@@ -704,8 +607,7 @@ def _needed(d: Design) -> tuple[str, ...]:
 
 
 def _complete(d: Design, out: str | Path, runs: Sequence[str]) -> list[int]:
-    """The seeds with a CSV of every one of ``runs`` where :func:`path` reads it (an evaluated run's under
-    :attr:`Design.csv_dir`)."""
+    """The seeds with a CSV of every one of ``runs`` where :func:`path` reads it."""
     return sorted(set.intersection(*(set(complete_seeds(_csv_root(d, Path(out, d.csv_dir) if m in d.evaluates else out),
                                                         _folder(d, m), (m,))) for m in runs)))
 
@@ -717,9 +619,9 @@ def _wants(d: Design, runs: Sequence[str], seed: int) -> bool:
 
 def analysed_seeds(d: Design, out: str | Path | None = None, seeds: Sequence[int] | None = None,
                    now: float | None = None) -> list[int] | dict[str, list[int]]:
-    """The seeds the plan reads (:func:`ddrl.study.plan.seeds_to_analyse`; ``seeds``: the design's unless
-    given), complete in every run it needs; with :attr:`Design.claim_seeds` per claim: without a clock each claim every
-    one of its own seeds, complete in its pair; with one, the complete seeds in every run, the same for every claim."""
+    """The seeds the plan reads (:func:`~ddrl.study.plan.seeds_to_analyse`) complete in every run needed; with
+    :attr:`Design.claim_seeds` per claim (without a clock each its own seeds complete in its pair, with one the complete
+    seeds for every claim)."""
     out = d.runs if out is None else out
     among, what = d.seeds if seeds is None else tuple(seeds), f"{out}: {d.tag}"
     if d.claim_seeds is not None and d.cutoff is None:
@@ -729,17 +631,13 @@ def analysed_seeds(d: Design, out: str | Path | None = None, seeds: Sequence[int
     return done if d.claim_seeds is None else {c: [s for s in cs if s in done] for c, cs in d.claim_seeds.items()}
 
 
-# COR alone (Amendments 34-38): a design spanning regimes (:attr:`Design.regime_seeds`), the CSVs each regime reads
-
-
 def _reads_from(d: Design) -> dict[str, str]:
     """The claims' regimes that read their no-RL runs from their base, one of the design's regimes."""
     return {g: SAME_BASE[g] for _, g in d.claims if SAME_BASE.get(g) in d.regime_seeds}
 
 
 def _reads(d: Design) -> dict[str, list[tuple[str, str]]]:
-    """Per regime of the design, the (folder's regime, run) CSVs its seeds' claims read, its own first, in
-    :data:`COR_ALONE_RUNS`' order: a claim in a regime without seeds of its own reads its base's (:func:`_reads_from`)."""
+    """Per regime, the (folder's regime, run) CSVs its claims read, its own first (a seedless regime: its base's)."""
     src = _reads_from(d)
     need: dict[str, list[tuple[str, str]]] = {g: [] for g in d.regime_seeds}
     for (_, g), (a, b, _) in d.claims.items():
@@ -748,21 +646,19 @@ def _reads(d: Design) -> dict[str, list[tuple[str, str]]]:
 
 
 def _unwritten(d: Design, out: str | Path, seeds: dict) -> dict[str, list[int]]:
-    """Per regime of ``seeds``, its seeds without a CSV of the split its claims read (:func:`_reads`)."""
+    """Per regime of ``seeds``, its seeds without a CSV its claims read."""
     at = heldout_x_path if d.split == HELDOUT_X else csv_path
     return {g: [s for s in ss if not all(at(out, f, m, s).is_file() for f, m in _reads(d)[g])] for g, ss in seeds.items()}
 
 
 def regime_designs(d: Design) -> list[Design]:
-    """A design spanning regimes as one design per regime: its seeds and runs there, its clock only where it trains
-    (a run outside :data:`~ddrl.study.plan.NO_RL`)."""
+    """A design spanning regimes as one design per regime, its clock only where it trains (a run outside NO_RL)."""
     return [replace(d, regime=g, seeds=ss, evaluates=runs, cutoff=d.cutoff if set(runs) - set(NO_RL) else None,
                     regime_seeds=None, regime_runs=None)
             for g, ss in d.regime_seeds.items() for runs in [(d.regime_runs or {}).get(g, d.evaluates)]]
 
 
 def _panels(d: Design, regimes: Sequence[str]) -> dict[str, list[str]]:
-    """The regimes a table block or figure panel shows on their own (not those reading their no-RL runs from one of
-    ``regimes``), each with the regimes whose runs it shows beside its own (lr/10)."""
+    """The regimes a table block or figure panel shows on their own, each with those whose runs it shows beside."""
     src = _reads_from(d)
     return {g: [g, *(h for h, b in src.items() if b == g)] for g in regimes if src.get(g) not in regimes}

@@ -1,25 +1,9 @@
-"""The claims study's figures, for ``docs/results/`` and notebook 06 (seaborn; each saved as PNG and PDF).
-
-- :func:`ddrl.study.claims.scorecard_figure`: every claim's estimate and 95% interval, coloured by verdict;
-- :func:`advantage_dynamics_figure`: TTRL's and DDRL's mean advantage per RL step, the mean over seeds with a
-  95% band (the paper's Fig. 4; claims D1, D2);
-- :func:`band_accuracy_figure`: the base model's distinct answers, share correct by how many of the N = 64
-  samples gave them (the paper's Fig. 2; claims F1-F3);
-- :func:`selection_errors_figure`: what TTRL's random K and BCS keep of the base rollouts, by the label's count
-  (false positives per question, correct answers among the negatives; claims E1, E2);
-- :func:`reward_noise_figure`: where TTRL's wrong rewards sit, by the band of the rollout's answer (claims N1, N2;
-  plan Amendment 63);
-- :func:`regime_candidates_figure` and :func:`power_figure`: the design (the base model by operations per chain, the
-  regimes' thresholds; the predicted 95% half-width by seeds, the 2-point target);
-- :func:`transfer_figure`: pass@1 of no adaptation, TTRL, BCS (AMC-like), BCS+DAE and DDRL on the adapted questions
-  beside the 1,536 fresh held-out ones, per regime (claims H1x and its family; plan Amendments 11-17, 19, 20);
-- the designs' figures (:data:`ddrl.study.designs.DESIGNS`, drawn by notebook 06 from their committed analyses):
-  :func:`figure` and :func:`etmr_figure` (the lr/10 levels and vote), :func:`wide_vote_figure` (768 questions),
-  :func:`cor_figure`, :func:`cor_alone_figure` and :func:`trade_figure` (COR's arms, COR alone, COR's size x rate).
-
-:func:`render_results` writes all of them from the committed results (``results/claims.json`` and
-``results/runs/``); ``python -m ddrl.study --analyse claims`` calls it after writing the scorecard.
-"""
+"""The claims study's figures, for ``docs/results/`` and notebook 06 (seaborn; PNG and PDF): the paper's Fig. 4
+(:func:`advantage_dynamics_figure`, D1, D2) and Fig. 2 (:func:`band_accuracy_figure`, F1-F3), the selection rules
+(:func:`selection_errors_figure`, E1, E2), wrong rewards by band (:func:`reward_noise_figure`, N1, N2), the design
+(:func:`regime_candidates_figure`, :func:`power_figure`), held-out transfer (:func:`transfer_figure`, H1x), and the
+designs' figures drawn from their committed analyses. :func:`render_results` writes the study's from ``results/``;
+``python -m ddrl.study --analyse claims`` calls it."""
 
 from __future__ import annotations
 
@@ -44,7 +28,7 @@ from ddrl.report.stats import TARGET_HALF_WIDTH
 from ddrl.study.analysis import (SHORTFALL_MAX_QUESTIONS, SHORTFALL_MAX_SEEDS, claim_on_seeds, load_base,
                                  load_questions, load_steps, power_shortfall, rl_divergence, seed_directions,
                                  run_levels, selection_errors, study_inputs)
-from ddrl.study.reward_noise import BAND_NAMES, description
+from ddrl.study.analysis import BAND_NAMES, noise_description
 from ddrl.study.plan import (BANDS_64, COR_LR10, COR_ONLY, HELDOUT_X, MATH500_768, MATH500_SMALL_LR, REAL, SAME_BASE,
                              SMALL_LR, STAGE1_METHODS, THREE, WIDE_OUT)
 from ddrl.study.designs import WIDE_ARMS, Design, _panels
@@ -86,9 +70,7 @@ def advantage_dynamics(steps: pd.DataFrame, methods: Sequence[str] = ("ttrl", "d
 
 def advantage_dynamics_figure(d: pd.DataFrame, methods: Sequence[str] = ("ttrl", "ddrl"),
                               regimes: Sequence[str] = THREE):
-    """One panel per regime that has runs in ``d`` (:func:`advantage_dynamics`' table): the mean advantage per RL step
-    of each method, the mean over seeds and a 95% bootstrap band (:func:`~ddrl.report.plotting.bootstrap_ci95`). None when
-    no run of ``methods`` is written."""
+    """Per regime, each method's mean advantage per RL step with a 95% bootstrap band; None without runs."""
     d = d[d.method.isin(methods)]
     present = [r for r in regimes if r in set(d.regime)]
     if not present:
@@ -111,9 +93,8 @@ def advantage_dynamics_figure(d: pd.DataFrame, methods: Sequence[str] = ("ttrl",
 
 
 def band_accuracy(groups: pd.DataFrame, bins: Sequence[tuple[int, int]] = COUNT_BINS_64) -> pd.DataFrame:
-    """Per regime and count bin (given at N = 64; groups sampled at another N are rescaled to 64), the share
-    of correct answers among the base model's distinct answers whose count lies in the bin, the number of such
-    answers and a Wilson 95% interval: :func:`ddrl.analysis.frequency_table` per regime."""
+    """Per regime and count bin (at N = 64, other N rescaled): the share of correct answers among the base model's
+    distinct answers in the bin, their number and a Wilson 95% interval."""
     columns = ["regime", "bin", "lo", "hi", "answers", "accuracy", "ci_lo", "ci_hi"]
     if groups.empty:
         return pd.DataFrame(columns=columns)
@@ -156,10 +137,8 @@ RULE_METHOD = {"random": ("ttrl", "random K of N (TTRL)"), "bcs": ("bcs", "BCS (
 
 
 def selection_by_label_count(sel: pd.DataFrame, bins: Sequence[tuple[int, int]] = COUNT_BINS_64) -> pd.DataFrame:
-    """Per selection rule and bin of the label's count c* (given at N = 64, rescaled from the groups' N), from
-    :func:`ddrl.study.analysis.selection_errors`: the questions in the bin, the mean false positives kept per
-    question (of K) and the share of correct answers among all kept reward-0 rollouts (%; NaN without any); the
-    table's regimes, sampling seeds and orders per question in every row. Empty without rows."""
+    """Per selection rule and bin of the label's count c* (at N = 64): the questions, mean false positives kept per
+    question and the share correct among kept reward-0 rollouts (%; NaN without any). Empty without rows."""
     if sel.empty:
         return pd.DataFrame(columns=["rule", "bin", "lo", "hi", "questions", "fp_per_question", "fn_share", "regimes",
                                      "seeds", "orders"])
@@ -177,9 +156,7 @@ def selection_by_label_count(sel: pd.DataFrame, bins: Sequence[tuple[int, int]] 
 
 
 def selection_errors_figure(t: pd.DataFrame):
-    """Two panels by the label's count c* (``t``: :func:`selection_by_label_count`'s table): false positives kept per
-    question (E2) and the share of correct answers among the kept negatives (E1), TTRL's random K beside BCS. None
-    without rows."""
+    """E2's false positives and E1's correct negatives kept, by the label's count; None without rows."""
     if t.empty:
         return None
     t = t[t.bin.isin(set(t.bin[t.questions > 0]))]  # bins no question's label falls in are left out
@@ -210,9 +187,7 @@ NOISE_BANDS = dict(zip(BAND_NAMES, ("seen <= 5 of 64", "6-44", ">= 45")))
 
 
 def reward_noise_figure(t: pd.DataFrame):
-    """Two panels per regime and band of the rollout's answer (``t``: :func:`ddrl.study.reward_noise.description`): the
-    band's share of TTRL's wrong rewards (N1) and how often its rollouts are rewarded wrongly (N2). None without
-    rows."""
+    """Per regime and band: the share of wrong rewards (N1) and the wrong-reward rate (N2); None without rows."""
     if t.empty:
         return None
     t = t[t.regime.isin(NOISE_REGIMES)].assign(regime=lambda x: x.regime.map(NOISE_REGIMES),
@@ -247,12 +222,8 @@ TRANSFER_SPLITS = {"adapted": "adapted questions", HELDOUT_X: "fresh held-out qu
 
 def transfer(questions: pd.DataFrame, methods: Sequence[str] = TRANSFER_METHODS,
              regimes: Sequence[str] = THREE) -> pd.DataFrame:
-    """Per regime x method x seed, pass@1 (points, the mean over questions) on the adapted questions (the
-    registered runs' split ``adapted``) and on H1x's fresh held-out questions (split ``heldout_x``), for the seeds
-    that have an H1x CSV of that method, so both columns average the same seeds. The adapted numbers are the
-    registered runs'; an H1x run retrained on another machine kind may have left their trajectory (its
-    ``registered_reproduced``), so the two columns are a run of the seed each, not always the same run. Columns:
-    regime, method, seed, split, pass@1."""
+    """Per regime x method x seed, pass@1 (points) on the adapted and on H1x's fresh questions, for the seeds with an
+    H1x CSV of that method (an H1x run retrained on another machine may differ from the adapted run of its seed)."""
     q = questions[questions.method.isin(methods) & questions.regime.isin(regimes)]
     held = q[q.split == HELDOUT_X]
     seeds = held[["regime", "method", "seed"]].drop_duplicates()
@@ -262,10 +233,8 @@ def transfer(questions: pd.DataFrame, methods: Sequence[str] = TRANSFER_METHODS,
 
 
 def transfer_figure(t: pd.DataFrame, methods: Sequence[str] = TRANSFER_METHODS, regimes: Sequence[str] = THREE):
-    """One panel per regime with H1x runs: each method's pass@1 on the adapted and on the fresh held-out
-    questions (``t``: :func:`transfer`'s table, which the caller also saves), the mean over seeds with a 95%
-    bootstrap interval over seeds (seaborn, ``seed=0``). The claims' paired intervals are the scorecard's; this
-    shows the levels. None without H1x rows."""
+    """One panel per regime with H1x runs: each method's pass@1 on the adapted and fresh questions, mean over seeds with
+    a 95% bootstrap interval (``seed=0``). None without H1x rows."""
     present = [r for r in regimes if r in set(t.regime)]
     if not present:
         return None
@@ -292,11 +261,8 @@ def transfer_figure(t: pd.DataFrame, methods: Sequence[str] = TRANSFER_METHODS, 
 
 def pseudo_labels_by_episode(steps: pd.DataFrame, methods: Sequence[str] = ("ttrl", "ddrl"),
                              regimes: Sequence[str] = (*THREE, SMALL_LR), by: str = "episode") -> pd.DataFrame:
-    """Per regime x method x episode of the RL phase (per-step CSVs, :func:`ddrl.study.analysis.load_steps`): the
-    mean over seeds and steps of the vote's confidence (``label/majority_ratio``, c*/N) and of the share of a
-    step's questions whose pseudo-label is correct (``gt/label_acc``). Every episode visits each adapted question
-    once, so episodes compare the same questions. ``by``: another column of ``steps`` to group the steps by (e.g.
-    :func:`vote_by_quarter`'s quarters). Descriptive: no claim uses it."""
+    """Per regime x method x episode of the RL phase (or ``by`` another column): the mean vote confidence
+    (``label/majority_ratio``) and share of correct pseudo-labels (``gt/label_acc``). Descriptive."""
     s = steps[(steps.phase == "rl") & steps.method.isin(methods) & steps.regime.isin(regimes)]
     g = s.groupby(["regime", "method", by], as_index=False)
     return g.agg(n_seeds=("seed", "nunique"), majority_ratio=("label/majority_ratio", "mean"),
@@ -317,11 +283,7 @@ def pseudo_label_drift(by_episode: pd.DataFrame) -> pd.DataFrame:
 
 def vote_by_quarter(out: str | Path = WIDE_OUT, seeds: Sequence[int] | None = None, regime: str = MATH500_768,
                     steps: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Descriptive, no verdict: the course of the vote over each run's RL phase, from the committed step logs:
-    :func:`pseudo_labels_by_episode` by quarter of each run's RL steps (1-4) instead of by
-    episode (this regime has 2) - per method and quarter the mean ``label/majority_ratio`` (the share of rollouts
-    agreeing with the majority answer) and ``gt/label_acc`` (how often that answer is right), and the seeds.
-    ``steps``: the step logs when already read (else every one under ``out``)."""
+    """Descriptive: :func:`pseudo_labels_by_episode` by quarter of each run's RL steps (``steps``: if read)."""
     steps = load_steps(out) if steps is None else steps
     steps = steps[(steps.regime == regime) & (steps.phase == "rl")]
     if seeds is not None:
@@ -333,10 +295,8 @@ def vote_by_quarter(out: str | Path = WIDE_OUT, seeds: Sequence[int] | None = No
 
 def levels_panel(ax, per: pd.DataFrame, order: Sequence[str], palette: dict[str, str], rng: np.random.Generator,
                  ylabel: str, title: str) -> None:
-    """One dot per seed of each run's level (``per``: ``run``, ``seed``, ``pass1``), jittered sideways by ``rng``, and
-    the mean over seeds with a 95% bootstrap interval over seeds (seaborn ``seed=0``), runs in ``order``; the seed
-    count goes into the title. The dots are drawn here, not by ``sns.stripplot``, whose jitter draws from NumPy's
-    global random state: with ``rng`` the same tables give the same picture."""
+    """One dot per seed of each run's level, jittered by ``rng`` (not ``sns.stripplot``, which draws from NumPy's global
+    state), and the mean with a 95% bootstrap interval (``seed=0``), runs in ``order``."""
     for x, run in enumerate(order):
         y = per.loc[per.run == run, "pass1"].to_numpy()
         ax.scatter(x + rng.uniform(-0.15, 0.15, y.size), y, s=9, color=palette[run], alpha=0.35, linewidths=0)
@@ -350,12 +310,9 @@ def levels_panel(ax, per: pd.DataFrame, order: Sequence[str], palette: dict[str,
 
 def levels_vote_figure(per: pd.DataFrame, vote: pd.DataFrame, order: Sequence[str], palette: dict[str, str],
                        suptitle: str, rng: np.random.Generator, style: str | None = None):
-    """Left, each run's adapted pass@1 (``per``: ``run``, ``seed``, ``pass1``; the mean over seeds with a 95%
-    bootstrap interval over seeds, seaborn ``seed=0``, one dot per seed, jittered sideways by ``rng``), runs in
-    ``order``; middle and right, the vote by quarter of the RL steps (``vote``: ``run``, ``quarter``,
-    ``majority_ratio``, ``label_acc``; the untrained model has none; its runs named as in ``order``, or by names of
-    their own, then in the order they come, all in ``palette``), lines styled by the column ``style`` if given.
-    Descriptive: Amendments 26-27's and 28's figures. The left panel is :func:`levels_panel`'s."""
+    """Left, each run's adapted pass@1 (:func:`levels_panel`); middle and right, the vote by quarter of the RL steps
+    (``vote``), runs named as in ``order`` or in the order they come, colours ``palette``, lines styled by ``style``.
+    Descriptive."""
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), gridspec_kw={"width_ratios": [1.3, 1, 1]})
     levels_panel(axes[0], per, order, palette, rng, "adapted pass@1 (%)", "after adaptation")
     lines = [r for r in dict.fromkeys((*order, *vote.run)) if r != label("no_adaptation") and r in set(vote.run)]
@@ -377,10 +334,8 @@ def _entry_text(e: dict | None) -> str:
 
 
 def divergence_report(df: pd.DataFrame, steps: pd.DataFrame, entries: Sequence[dict]) -> tuple[pd.DataFrame, str]:
-    """Plan Amendment 9: every BCS+DAE / additional-RL run beside its seed's DDRL run
-    (:func:`ddrl.study.analysis.rl_divergence`) and, in each regime where an additional-RL run left the DDRL
-    trajectory, C1 on the seeds whose pairs agree at every step beside the registered C1 (``entries``):
-    returns (the divergence table, its Markdown page). Descriptive: the verdict is the registered one's."""
+    """Plan Amendment 9: every BCS+DAE / additional-RL run beside its seed's DDRL run and, where an additional-RL run
+    left the trajectory, C1 on the agreeing seeds beside the registered C1: (the table, its Markdown page)."""
     div = rl_divergence(steps)
     gone = div[div.diverged_at >= 0]
     lines = ["# RL phases shared with the DDRL run (plan Amendment 9)", "",
@@ -437,20 +392,15 @@ MANIFEST = "tables.json"
 
 
 def tables_key(runs_dir: str | Path, entries: Sequence[dict]) -> str:
-    """A sha256 of everything :func:`study_tables` reads: the scorecard ``entries`` and every file under ``runs_dir``
-    that :func:`ddrl.study.analysis.study_inputs` lists, by its path there and the sha256 of its bytes. The code that
-    computes the tables is not in it: a test recomputes the committed tables and compares them."""
+    """A sha256 of the scorecard ``entries`` and every file :func:`ddrl.study.analysis.study_inputs` lists (path and
+    bytes' sha256); not the code (a test recomputes the tables)."""
     root = Path(runs_dir)
     return content_key({"entries": list(entries),
                         "files": [(p.relative_to(root).as_posix(), sha256_file(p)) for p in study_inputs(root)]})
 
 
 def study_tables(runs_dir: str | Path, entries: Sequence[dict]) -> dict[str, pd.DataFrame]:
-    """Every table of :data:`TABLES` from the runs under ``runs_dir`` and the scorecard ``entries``: the pass@1
-    claims seed by seed, the comparisons that missed the half-width, the mean advantage per RL step, the
-    pseudo-labels by episode, the base model's answers by count bin, what each selection rule keeps by the label's
-    count (:func:`ddrl.study.analysis.selection_errors`: the slow one), the H1x levels and TTRL's wrong rewards by
-    band (:func:`ddrl.study.reward_noise.description`, the testbed's base and a real LLM's samples)."""
+    """Every table of :data:`TABLES` from the runs under ``runs_dir`` and the scorecard ``entries``."""
     return tables_from(*_load(runs_dir), entries)
 
 
@@ -467,7 +417,7 @@ def tables_from(questions: pd.DataFrame, steps: pd.DataFrame, groups: pd.DataFra
             "advantage_dynamics": advantage_dynamics(steps), "pseudo_labels": pseudo_labels_by_episode(steps),
             "base_bands": band_accuracy(groups),
             "selection_errors": selection_by_label_count(selection_errors(groups) if not groups.empty else groups),
-            "heldout_transfer": transfer(questions), "reward_noise": description(groups, real)}
+            "heldout_transfer": transfer(questions), "reward_noise": noise_description(groups, real)}
 
 
 def committed_tables(tables_dir: str | Path, runs_dir: str | Path, entries: Sequence[dict]) -> dict[str, pd.DataFrame] | None:
@@ -489,14 +439,9 @@ def _save(fig, out_dir: Path, name: str) -> dict[str, Path]:
 
 def render_results(entries: Sequence[dict], runs_dir: str | Path, out_dir: str | Path,
                    missing: Sequence[str] = ()) -> dict[str, Path]:
-    """The scorecard (:func:`ddrl.study.claims.render`: Markdown, CSV, PNG, PDF), the claim x regime cells not computed
-    yet (``missing``, from :func:`ddrl.study.analysis.analyse_claims`, as ``claims_missing.md``), every table of
-    :data:`TABLES` (:func:`study_tables`) with the :data:`MANIFEST` of its inputs, the pages made of them (the pass@1
-    claims seed by seed, ``claims_seeds.md``; the comparisons that missed the plan's half-width,
-    ``power_shortfall.md``; the pseudo-labels' first and last episode, ``pseudo_labels.md``), the runs meant to
-    share the DDRL run's RL phase (:func:`divergence_report`, ``rl_divergence.md`` and ``.csv``) and, where their
-    runs exist, the advantage-dynamics, base-band, selection and held-out transfer figures, all under ``out_dir``;
-    returns every path written."""
+    """The scorecard, the cells not computed yet (``claims_missing.md``), every table of :data:`TABLES` with its
+    :data:`MANIFEST`, the pages made of them, :func:`divergence_report` and, where their runs exist, the figures, all
+    under ``out_dir``; returns every path written."""
     out_dir = Path(out_dir)
     paths = {f"scorecard.{k}": p for k, p in C.render(entries, out_dir).items()}
     paths["missing.md"] = out_dir / "claims_missing.md"
@@ -530,27 +475,21 @@ def render_results(entries: Sequence[dict], runs_dir: str | Path, out_dir: str |
     return paths
 
 
-# ---------------------------------------------------------------------------------------------------------
 # The designs' figures (:data:`ddrl.study.designs.DESIGNS`; notebook 06 draws them from the committed analyses)
-# ---------------------------------------------------------------------------------------------------------
 
 
 #: The learning rate of each base regime and its lr/10 one, as figures name it
 LR_NAME = {"math500_like": "default lr", MATH500_SMALL_LR: "lr/10", "amc_like": "default lr", SMALL_LR: "lr/10"}
 
-
 #: How COR alone's tables and figures name the regimes
 REGIME_TEXT = {"amc_like": "AMC-like", SMALL_LR: "AMC-like at lr/10", "aime_like": "AIME-like",
                "math500_like": "MATH-500-like"}
 
-
 #: How the figures name the regimes
 REGIME_NAME = {MATH500_SMALL_LR: "MATH-500-like", SMALL_LR: "AMC-like"}
 
-
 #: COR's arms' names in figures (they are COR calls, not trainer presets, so ddrl.report.plotting's labels do not name them)
 ARM_LABELS = {COR_LR10: "DDRL with COR at lr/10", COR_ONLY: "COR alone (no RL)"}
-
 
 #: COR alone's figures (notebook 06), by adapted design: its held-out design (None: none), what the title calls the
 #: runs COR alone stands beside, and the amendments it names
@@ -571,19 +510,14 @@ def seed_levels(out: str | Path = WIDE_OUT, seeds: Sequence[int] | None = None, 
 
 
 def wide_figure_tables(out: str | Path = WIDE_OUT) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """:func:`wide_vote_figure`'s two tables (:func:`seed_levels`, :func:`~ddrl.study.figures.vote_by_quarter`) for
-    Amendment 26's methods, and for Amendment 27's arms only once ``arms.json`` is written (the plan reads nothing of
-    them before)."""
+    """:func:`wide_vote_figure`'s tables: Amendment 26's methods, 27's arms once ``arms.json`` is written."""
     methods = (*STAGE1_METHODS, *WIDE_ARMS) if (Path(out) / "arms.json").is_file() else STAGE1_METHODS
     sp, vote = seed_levels(out), vote_by_quarter(out)
     return sp[sp.method.isin(methods)], vote[vote.method.isin(methods)]
 
 
 def wide_vote_figure(seed_pass1: pd.DataFrame, vote: pd.DataFrame):
-    """:func:`~ddrl.study.figures.levels_vote_figure` of :func:`seed_levels` and
-    :func:`~ddrl.study.figures.vote_by_quarter`, one run per method (notebook 06's ``wide_vote``). Each method is shown
-    on the seeds it has (the untrained model on Amendment 26's and 27's; TTRL and DDRL on 26's; the arms on 27's).
-    Descriptive; the paired intervals are ``claims.json``'s and ``arms.json``'s."""
+    """:func:`levels_vote_figure` of each method on the seeds it has."""
     order = [m for m in (*STAGE1_METHODS, *WIDE_ARMS) if m in set(seed_pass1.method)]
     return levels_vote_figure(seed_pass1.assign(run=seed_pass1.method.map(label)), vote.assign(run=vote.method.map(label)),
                               [label(m) for m in order], {label(m): color(m) for m in order},
@@ -592,9 +526,7 @@ def wide_vote_figure(seed_pass1: pd.DataFrame, vote: pd.DataFrame):
 
 
 def cor_alone_figure(res: dict, held: dict | None, d: Design):
-    """Descriptive (the paired intervals are the entries'): each run's adapted pass@1 (``res``: adapted design ``d``'s
-    analysis; and held-out pass@1, ``held``: its held-out design's, where it has one), one dot per seed, one row per
-    split and one column per regime shown (:func:`ddrl.study.figures.levels_panel`)."""
+    """Adapted and held-out pass@1, one dot per seed, a row per split and a column per regime."""
     splits = [(res, "adapted pass@1 (%)", "adapted"), *([(held, "held-out pass@1 (%)", "fresh")] if held else [])]
     rows = [[(r, *split) for r in _panels(d, split[0]["seeds"])] for split in splits]
     n_cols = max(map(len, rows))
@@ -628,9 +560,8 @@ def trade_frame(results: Sequence[dict]) -> pd.DataFrame:
 
 
 def trade_figure(results: Sequence[dict]):
-    """Descriptive: per regime (a panel each) the four COR settings' mean adapted gain over the RL-only weights (x)
-    against their mean held-out change (y), in points, from Amendment 62's analyses (``results``); the zero lines
-    dashed. A figure, no verdict: the claims' intervals are in the tables."""
+    """Per regime, the four COR settings' mean adapted gain over the RL-only weights (x) against their held-out change
+    (y), in points (Amendment 62). Descriptive."""
     df = trade_frame(results)
     fig, axes = plt.subplots(1, len(results), figsize=(5.2 * len(results), 4), squeeze=False, sharey=True)
     for ax, (regime, g) in zip(axes[0], df.groupby("regime", sort=False)):
@@ -657,9 +588,8 @@ def _name(regime: str, method: str) -> str:
 
 def figure(res: dict, title: str = "MATH-500-like at the default learning rate and at lr/10 (plan Amendment 28; "
                                    "descriptive)"):
-    """:func:`ddrl.study.figures.levels_vote_figure` of the committed analysis (descriptive; the paired intervals are the
-    entries'): each run's adapted pass@1 (``seed_pass1``) of the untrained model and of TTRL and DDRL at both learning
-    rates on the same seeds, and the vote by quarter of the RL steps (``vote``), lines styled by learning rate."""
+    """:func:`levels_vote_figure` of an lr/10 analysis: the untrained model, TTRL and DDRL at both learning rates, the
+    vote by quarter styled by learning rate. Descriptive."""
     per, vote = pd.DataFrame(res["seed_pass1"]), pd.DataFrame(res["vote"])
     per["run"] = [_name(r, m) for r, m in zip(per.regime, per.method)]
     vote["run"], vote["learning rate"] = vote.method.map(label), vote.regime.map(LR_NAME)  # colour: method, line: lr
@@ -669,17 +599,13 @@ def figure(res: dict, title: str = "MATH-500-like at the default learning rate a
 
 
 def etmr_figure(res: dict, d: Design):
-    """:func:`figure`'s panels (descriptive; the paired intervals are the entries'): each
-    run's adapted pass@1 of the untrained model and of TTRL, ETMR and DDRL at both learning rates on the same seeds, and
-    the vote by quarter of the RL steps (an ETMR design's committed analysis, notebook 06)."""
+    """:func:`figure`'s panels for an ETMR design (TTRL, ETMR and DDRL at both learning rates). Descriptive."""
     return figure(res, f"{REGIME_NAME[d.regime]}, {d.build}: ETMR beside TTRL and DDRL (plan Amendment {d.amendment}, "
                        f"seeds 0-{len(res['seeds']) - 1}; descriptive)")
 
 
 def cor_figure(cor: dict, held: dict):
-    """Descriptive (the paired intervals are the entries'): each run's adapted pass@1 of the seven runs K1-K5 read
-    (``cor``: design ``cor_math500``'s analysis) and each run's held-out pass@1 on the fresh questions (``held``:
-    ``heldout_math500``'s), one dot per seed, :func:`ddrl.study.figures.levels_panel`."""
+    """Adapted pass@1 of K1-K5's runs and held-out pass@1, one dot per seed."""
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1.5, 1]})
     rng = numpy_generator(0, "figure", MATH500_SMALL_LR, "cor")
     for ax, res, ylabel, title in ((axes[0], cor, "adapted pass@1 (%)", "adapted questions"),

@@ -1,9 +1,6 @@
-"""The designs' named measures (issue 82): what a design of :data:`ddrl.study.designs.DESIGNS` reports beyond its
-claims, each written once and referred to by name (:data:`MEASURES`; :attr:`~ddrl.study.designs.Design.measures`),
-and the tables of the designs whose whole analysis is one named measure (:data:`TABLES`;
-:attr:`~ddrl.study.designs.Design.whole`), with the level tables the generic table prints under its claims. Each
-measure reads a :class:`Reading`; the generic analysis that calls them is :func:`ddrl.study.runner.analyse`.
-"""
+"""The designs' named measures (:data:`MEASURES`, referred to by :attr:`~ddrl.study.designs.Design.measures`) and the
+tables of the designs whose whole analysis is one measure (:data:`TABLES`, :attr:`~ddrl.study.designs.Design.whole`).
+Each measure reads a :class:`Reading`; :func:`ddrl.study.runner.analyse` calls them."""
 
 from __future__ import annotations
 
@@ -28,24 +25,24 @@ from ddrl.study.claims import amendment_entry, entry, get as get_claim, validate
 from ddrl.study.plan import (RESULTS, COR_4X, COR_LR10, HELDOUT_X, KNOWN_DIVERGENCES, NO_RL, SAME_BASE, SHARES_DDRL_RL,
                              SMALL_LR, csv_path, heldout_x_path, COR_ONLY, HELDOUT_X_METHODS, WIDE_OUT, adapted_x_path,
                              load_regimes, regimes_path, seeds_to_analyse)
-from ddrl.study.plan import COR_4X_LR10, MATH500_SMALL_LR, SMALL_LR_OUT as OUT
+from ddrl.study.plan import COR_4X_LR10, MATH500_SMALL_LR
 from ddrl.study.drift import (HINGE_B, HINGE_K0, LINE, LR_LABELS, LR_METHODS, LR_TEXT, kl_fit, paired_t, reading,
                               x3h_slope)
 from ddrl.study.drift import ARMS, PREDICTED_FROM_SLOPE, analyse as drift_analysis, analyse_arms
 from ddrl.study.drift import drift_path, heldout_rows, seed_table
+from ddrl.study import designs
 from ddrl.study.designs import (COR_TRADE_RUNS, DESIGNS, MARGIN, T1F_DIR, Design, _panels, _reads, _unwritten,
                                 analysed_seeds, regime_designs)
 from ddrl.study.figures import REGIME_TEXT, vote_by_quarter
 
-CHECK = OUT / "refine_check"  # the repeat checks' CSVs (<CHECK>/<regime>/ddrl-seedNN.csv.gz), never over a committed one
 #: The learning rate of each base regime and its lr/10 one, as the level tables' cell shows it
 LR_CELL = {"math500_like": "default (3e-5)", MATH500_SMALL_LR: "lr/10 (3e-6)", "amc_like": "default (3e-5)",
            SMALL_LR: "lr/10 (3e-6)"}
 
 
 class Reading(NamedTuple):
-    """What a named measure reads: the CSV rows, their folder, the seeds (the first claim's where each has its own),
-    the bootstrap's draws and the analysis so far (its entries and the earlier measures)."""
+    """What a named measure reads: the CSV rows, their folder, the seeds (the first claim's where each has its own), the
+    bootstrap's draws and the analysis so far."""
 
     df: pd.DataFrame
     out: Path
@@ -71,9 +68,8 @@ def _reproduced_by_method(d: Design, r: Reading) -> dict:
 
 
 def _heldout_check(d: Design, r: Reading) -> dict:
-    """The repeat check on the fresh questions: each cached DDRL run evaluated again into :data:`CHECK`
-    (:func:`check_rows`)."""
-    return {"check": check_rows(r.out, CHECK, r.seeds, d.regime, HELDOUT_X)}
+    """The repeat check on the fresh questions (:func:`check_rows`)."""
+    return {"check": check_rows(r.out, designs.CHECK, r.seeds, d.regime, HELDOUT_X)}
 
 
 def _cor_kept(d: Design, r: Reading) -> dict:
@@ -87,10 +83,8 @@ AGAIN = "ddrl_again"  # the retrain check's name for a retrained DDRL run's step
 
 
 def retrain_check(out: str | Path, check: str | Path, seeds: Sequence[int], regime: str) -> dict | None:
-    """The repeat check of retrained DDRL runs, or None before every re-evaluation is written: Amendment 56's
-    description (:func:`check_rows`: questions and whole seeds whose re-evaluated
-    DDRL pass@1 equals the committed CSV's, R1 against the re-evaluated runs) and each retrained run's first RL step off
-    the committed trajectory (``diverged_at``, -1: none; :func:`ddrl.study.analysis.rl_divergence`)."""
+    """The repeat check of retrained DDRL runs (:func:`check_rows`) with each run's first RL step off the committed
+    trajectory (``diverged_at``, -1: none), or None before every re-evaluation is written."""
     rows = check_rows(out, check, seeds, regime)
     if rows is None:
         return None
@@ -103,18 +97,17 @@ def retrain_check(out: str | Path, check: str | Path, seeds: Sequence[int], regi
 
 
 def _retrain_check(d: Design, r: Reading) -> dict:
-    return {"check": retrain_check(r.out, CHECK, r.seeds, d.regime)}
+    return {"check": retrain_check(r.out, designs.CHECK, r.seeds, d.regime)}
 
 
 def _reeval_check(d: Design, r: Reading) -> dict:
     """The repeat check of cached DDRL runs evaluated again (:func:`check_rows`)."""
-    return {"check": check_rows(r.out, CHECK, r.seeds, d.regime)}
+    return {"check": check_rows(r.out, designs.CHECK, r.seeds, d.regime)}
 
 
 def _levels(d: Design, r: Reading) -> dict:
-    """Each run's mean pass@1 on the split over the seeds, its SD and the seeds below :attr:`Design.reference`'s run
-    (:func:`~ddrl.study.analysis.level_table`): by run, or per regime of :attr:`Design.level_regimes` (against
-    an untrained reference, one computation, across them)."""
+    """Each run's mean pass@1 on the split, its SD and the seeds below :attr:`Design.reference`'s run: by run, or per
+    regime of :attr:`Design.level_regimes` (an untrained reference across them)."""
     per = run_levels(r.df[r.df.seed.isin(r.seeds)], d.split)
     if not d.level_regimes:
         return {"levels": level_table(per, ("method",), d.reference, sort=False).to_dict(orient="records")}
@@ -124,19 +117,16 @@ def _levels(d: Design, r: Reading) -> dict:
 
 
 def _split(d: Design, r: Reading) -> dict:
-    """DDRL - TTRL (M1) and its parts, the design's claims, on the first claim's seeds (descriptive: per seed and
-    question the parts sum to M1)."""
+    """M1 (DDRL - TTRL) and its parts, the design's claims, on the first claim's seeds (the parts sum to M1)."""
     few = r.df[r.df.seed.isin(r.seeds)]
     return {"split": [{"part": d.what(c), "claim": c, "points": float(claim_matrix(few, c, d.regime).to_numpy().mean())}
                       for c in (*d.registered, "M1")]}
 
 
 def c2_values(questions: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
-    """Amendment 52's C2 per seed, each time divided by the RL phase of the run it was measured in: ``c2`` = 100 x
-    (the additional-RL run's extra-step seconds / its own RL-phase seconds - the DDRL run's ``cor_seconds`` / its own
-    RL-phase seconds); beside it, descriptive, the registered formula 100 x (extra - COR) / the DDRL run's RL phase
-    (``registered``). ``questions``: both methods' per-question rows; ``steps``: their step rows. (The two sets of
-    runs were timed on different nights, and the machine's speed varies between nights by more than C2's effect.)"""
+    """Amendment 52's C2 per seed: ``c2`` = 100 x (additional RL's extra-step seconds / its RL-phase seconds - the DDRL
+    run's ``cor_seconds`` / its RL-phase seconds), each time over the run it was measured in (the runs were timed on
+    different nights); beside it the registered formula 100 x (extra - COR) / DDRL's RL phase (``registered``)."""
     t = steps.groupby(["method", "seed", "phase"])["time/step_s"].sum()
     cor = questions[questions.method == "ddrl"].groupby("seed")["cor_seconds"].first()
     rows = []
@@ -151,8 +141,7 @@ def c2_values(questions: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
 
 
 def _c2(d: Design, r: Reading) -> dict:
-    """C2, appended to the entries: a t-interval over seeds of :func:`c2_values` (every seed needs its step times and
-    COR seconds), as many questions as C1; and the per-seed times, the registered formula beside."""
+    """C2 appended to the entries (a t-interval over seeds of :func:`c2_values`), and the per-seed times."""
     steps = read_csvs(csv_path(r.out, d.regime, m, s, steps=True) for s in r.seeds for m in ("ddrl", "additional_rl"))
     c2 = c2_values(r.df, steps)
     if sorted(c2.seed) != sorted(r.seeds):
@@ -165,10 +154,9 @@ def _c2(d: Design, r: Reading) -> dict:
 
 
 def _divergence(d: Design, r: Reading) -> dict:
-    """Each evaluated run that repeats DDRL's RL phase (:data:`~ddrl.study.plan.SHARES_DDRL_RL`) beside the committed
-    DDRL run of its seed: its first RL step off that trajectory (:func:`ddrl.study.analysis.rl_divergence`, -1: none).
-    One not in :data:`~ddrl.study.plan.KNOWN_DIVERGENCES` raises (plan Amendment 9: list it there, name it in the
-    results)."""
+    """Each evaluated run repeating DDRL's RL phase (:data:`~ddrl.study.plan.SHARES_DDRL_RL`): its first RL step off the
+    committed DDRL run's trajectory (-1: none). One not in :data:`~ddrl.study.plan.KNOWN_DIVERGENCES` raises (plan
+    Amendment 9)."""
     runs = [m for m in d.evaluates if m in SHARES_DDRL_RL]
     steps = read_csvs(csv_path(r.out, d.regime, m, s, steps=True) for s in r.seeds for m in (*runs, "ddrl"))
     div = rl_divergence(steps, runs)
@@ -182,8 +170,7 @@ def _divergence(d: Design, r: Reading) -> dict:
 
 
 def _agreeing(d: Design, r: Reading) -> dict:
-    """The first claim again on the seeds whose runs never left DDRL's trajectory (``divergence``), without a verdict;
-    None below two such seeds."""
+    """The first claim again, without a verdict, on the seeds whose runs never left DDRL's trajectory (None below 2)."""
     same = sorted(x["seed"] for x in r.analysis["divergence"] if x["diverged_at"] < 0)
     if len(same) < 2:
         return {"agreeing": None}
@@ -194,16 +181,13 @@ def _agreeing(d: Design, r: Reading) -> dict:
     return {"agreeing": {k: v for k, v in first.items() if k not in ("verdict", "half_width")} | {"seeds": same}}
 
 
-# The learning rate (Amendments 39-42, 54): analyses that pair no two runs of one regime (a run across learning rates,
-# against its held-out KL, fits, step logs), each the whole analysis of its design (:attr:`Design.whole`), with its
-# table in :data:`TABLES`; they read the seeds complete among the design's, at least a few
+# The learning rate (Amendments 39-42, 54): whole analyses pairing no two runs of one regime
 
 
 #: Amendment 39: held-out pass@1 of the method's lr/10 run minus its default-lr run, same seed and fresh question
 #: (one build, one evaluation stream per seed), sign +1 (lr/10 keeps more), margin 1 point
 LR_HELDOUT = {"LxT": ("ttrl", "TTRL at lr/10 - TTRL at the default lr, held-out"),
               "LxD": ("ddrl", "DDRL at lr/10 - DDRL at the default lr, held-out")}
-
 
 #: Amendment 40: id -> (what, kind, method or None, expected sign, margin). Kinds: "dist" the held-out KL at lr/10 minus
 #: the default lr, paired by seed (1e-3 nats/token); "slope" held-out pass@1 per 1e-3 of held-out KL within learning
@@ -225,14 +209,12 @@ LR_DRIFT = {
            0, 1.0),
 }
 
-
 #: Amendment 41: id -> (what, slope: "registered" = Amendment 21's X3h, "w4" = this build's W4); null claims (sign 0,
 #: margin 1): COR alone lies on the RL runs' line through the untrained model
 COR_DRIFT = {"Y1": ("held-out pass@1, COR alone - (untrained + registered slope x COR alone's held-out KL) [points]",
                     "registered"),
              "Y2": ("held-out pass@1, COR alone - (untrained + this build's slope W4 x COR alone's held-out KL) "
                     "[points]", "w4")}
-
 
 #: Amendment 42: id -> (what, kind, line, expected sign, margin). "mid": the run's gain above the midpoint of H and the
 #: named line (L, or R = Amendment 21's registered X3h); "resid": the run's gain minus the named reading; per seed the
@@ -246,17 +228,14 @@ LR_CURVE = {
     "Z4": ("held-out gain minus L (straight line through the base) at the run's KL [points]", "resid", "L", 0, 1.0),
 }
 
-
 LR_GROUPS = {"amc_like": "default", "amc_like_lr3": "lr3", SMALL_LR: "lr10"}  # regime -> its learning rate's group
-
 
 #: Amendment 54: the descriptive runs beside the decided ones, each (regime, seeds); Fig. 4 has no AMC panel
 DYNAMICS_DESCRIBED = (("math500_like", tuple(range(46))), (SMALL_LR, tuple(range(19))), ("amc_like", tuple(range(19))))
 
 
 def _written(d: Design, r: Reading, written: Callable[[int], bool], least: int) -> list[int]:
-    """The seeds among the reading's with every file the analysis reads (``written``), or a ValueError below
-    ``least``."""
+    """The reading's seeds with every file the analysis reads (``written``), or a ValueError below ``least``."""
     seeds = [s for s in r.seeds if written(s)]
     if len(seeds) < least:
         raise ValueError(f"{r.out}: {d.tag} reads seeds with every file written (at least {least}); seeds {r.seeds}, "
@@ -265,7 +244,7 @@ def _written(d: Design, r: Reading, written: Callable[[int], bool], least: int) 
 
 
 def _t_entry(cid: str, regime: str, metric: str, sign: int, margin: float, r: dict, n_seeds: int) -> dict:
-    """A claim's entry from its estimate and interval ``r`` (t interval over seeds), with the registered verdict."""
+    """A claim's entry from a t interval over seeds ``r``, with the registered verdict."""
     return {"id": cid, "regime": regime, "metric": metric, "expected_sign": sign, "estimate": r["estimate"],
             "ci_low": r["ci_low"], "ci_high": r["ci_high"], "n_seeds": n_seeds,
             "verdict": verdict(r["ci_low"], r["ci_high"], sign, margin)}
@@ -285,9 +264,8 @@ def across_lr(df: pd.DataFrame, method: str, default: str) -> pd.DataFrame:
 
 
 def _lr_heldout(d: Design, r: Reading) -> dict:
-    """Amendment 39: :data:`LR_HELDOUT` (``half_width`` added); descriptive, each run's held-out pass@1 over the seeds
-    at both learning rates (``levels``, ``seed_pass1``) and how many retrained default-lr runs' adapted rows equal
-    Amendment 5's committed CSVs (``registered_reproduced`` of ``registered_checked``)."""
+    """Amendment 39: :data:`LR_HELDOUT`; descriptive, each run's held-out level at both learning rates and how many
+    retrained default-lr runs reproduce Amendment 5's adapted rows."""
     reads = ((d.regime, HELDOUT_X_METHODS), (SMALL_LR, tuple(m for m, _ in LR_HELDOUT.values())))
     paths = lambda s: [heldout_x_path(r.out, g, m, s) for g, ms in reads for m in ms]
     seeds = _written(d, r, lambda s: all(p.is_file() for p in paths(s)), 2)
@@ -304,16 +282,14 @@ def _lr_heldout(d: Design, r: Reading) -> dict:
 
 
 def untrained_rows(out: str | Path, regime: str) -> pd.DataFrame:
-    """The untrained model's rows of a drift table: per seed of its H1x CSVs in ``regime``, its held-out pass@1
-    (points), ``lr`` "none" and held-out KL 0 (its distance from itself)."""
+    """The untrained model's drift-table rows in ``regime``: held-out pass@1 (points) per seed, KL 0."""
     base = heldout_rows(out, regime, ("no_adaptation",)).groupby("seed")["accuracy"].mean()
     return pd.DataFrame({"method": "no_adaptation", "seed": base.index, "heldout": base.to_numpy(), "kl_heldout": 0.0,
                          "lr": "none"})
 
 
 def heldout_gains(runs: pd.DataFrame) -> pd.DataFrame:
-    """The trained runs of a drift table (``lr`` not "none"), each with ``gain``: its held-out pass@1 minus its seed's
-    untrained model's (points)."""
+    """A drift table's trained runs with ``gain``: held-out pass@1 minus the seed's untrained model's."""
     base = runs[runs["lr"] == "none"].set_index("seed")["heldout"]
     rl = runs[runs["lr"] != "none"]
     return rl.assign(gain=rl["heldout"] - base.loc[rl["seed"]].to_numpy()).reset_index(drop=True)
@@ -325,9 +301,8 @@ def _kl_dir(r: Reading) -> Path:
 
 
 def _lr_drift(d: Design, r: Reading) -> dict:
-    """Amendment 40: :data:`LR_DRIFT`, each with its verdict (Sec. 4's rule, its sign and margin) and ``half_width``;
-    descriptive: each group's mean held-out pass@1 and KL, and per method the slope-predicted gain beside the measured
-    one. Every run's held-out KL (:func:`ddrl.study.drift.heldout_kl`) against its held-out pass@1."""
+    """Amendment 40: :data:`LR_DRIFT` from every run's held-out KL against its held-out pass@1; descriptive, each
+    group's mean held-out pass@1 and KL, and per method the slope-predicted gain beside the measured one."""
     groups = {g: lr for g, lr in LR_GROUPS.items() if g in (d.regime, SMALL_LR)}
     dest = _kl_dir(r)
     seeds = _written(d, r, lambda s: all(drift_path(dest, g, m, s, "kl").is_file() for g in groups
@@ -362,10 +337,9 @@ def _lr_drift(d: Design, r: Reading) -> dict:
 
 
 def _cor_drift(d: Design, r: Reading) -> dict:
-    """Amendment 41: :data:`COR_DRIFT` (each seed's measured JSON must reproduce its committed adapted rows): per seed,
-    COR alone's held-out pass@1 minus the untrained model's minus slope x its KL (paired t), with the slopes (W4 from
-    Amendment 40's committed analysis); descriptive, the mean KL and held-out difference, and Amendment 40's RL runs
-    measured the same way (added after Y1, Y2 were read)."""
+    """Amendment 41: :data:`COR_DRIFT`, paired t over seeds (each seed's KL JSON must reproduce its adapted rows), with
+    the slopes (W4 from Amendment 40's analysis); descriptive, means and Amendment 40's RL runs measured the same way.
+    """
     kl_json = lambda s: drift_path(_kl_dir(r), "amc_like", COR_ONLY, s, "kl")
     seeds = _written(d, r, lambda s: kl_json(s).is_file(), 3)
     recs = {s: json.loads(kl_json(s).read_text()) for s in seeds}
@@ -390,9 +364,9 @@ def _cor_drift(d: Design, r: Reading) -> dict:
 
 
 def fit_readings(runs: pd.DataFrame) -> dict:
-    """L and H by least squares on ``runs`` (:func:`heldout_gains`' frame): L's slope through the origin; H's (k0, b)
-    of g = -b max(0, k - k0), from the start (3, 0.4); with each one's residual sum of squares. On Amendment 40's runs
-    this gives the registered :data:`ddrl.study.drift.LINE`, ``HINGE_K0``, ``HINGE_B`` (tested)."""
+    """L (slope through the origin) and H ((k0, b) of g = -b max(0, k - k0), from (3, 0.4)) by least squares on
+    :func:`heldout_gains`' frame, with their residual sums of squares. On Amendment 40's runs:
+    :data:`ddrl.study.drift.LINE`, ``HINGE_K0``, ``HINGE_B``."""
     k, g = runs["kl_heldout"].to_numpy(float), runs["gain"].to_numpy(float)
     line = float(k @ g / (k @ k))
     fit = least_squares(lambda p: g + p[1] * np.maximum(0.0, k - p[0]), [3.0, 0.4])
@@ -401,15 +375,14 @@ def fit_readings(runs: pd.DataFrame) -> dict:
 
 
 def amendment40_runs(xeon: str | Path = RESULTS / "replication_xeon") -> pd.DataFrame:
-    """Amendment 40's committed runs (``lr_drift.json``) with their held-out gains."""
+    """Amendment 40's committed runs with their held-out gains."""
     return heldout_gains(pd.DataFrame(json.loads((Path(xeon) / "lr_drift.json").read_text())["runs"]))
 
 
 def _lr_curve(d: Design, r: Reading) -> dict:
-    """Amendment 42: :data:`LR_CURVE`, paired t over seeds of the three runs' mean; descriptive: the refit of both
-    readings on Amendment 40's runs, each reading's RMSE on the new runs, held-out KL and gain per learning rate and
-    method, and adapted beside held-out gain. The lr/3 runs' gain is over Amendment 38's untrained model (the same
-    weights, questions and stream: ``heldout_x/amc_like_small_lr/no_adaptation``)."""
+    """Amendment 42: :data:`LR_CURVE`, paired t over seeds of the three runs' mean; descriptive, both readings refit on
+    Amendment 40's runs, their RMSE on the new runs, KL and gains per learning rate and method. The lr/3 runs' gain is
+    over Amendment 38's untrained model (same weights, questions, stream)."""
     dest = _kl_dir(r)
     seeds = _written(d, r, lambda s: all(drift_path(dest, d.regime, m, s, "kl").is_file() and
                                           heldout_x_path(r.out, d.regime, m, s).is_file() for m in LR_METHODS), 5)
@@ -455,9 +428,7 @@ def _lr_curve(d: Design, r: Reading) -> dict:
 
 
 def advantage_runs(out: str | Path, regime: str, seeds: Sequence[int]) -> pd.DataFrame:
-    """Per DDRL run of ``regime``: ``d2`` (:func:`~ddrl.report.stats.advantage_statistic`), the first and the last
-    quarter's mean advantage x 100 (``first``, ``last``: the claim's "from negative to positive") and the RL steps. A
-    missing step log is an error naming it: every run here is committed."""
+    """Per DDRL run of ``regime``: ``d2``, the first and last quarter's mean advantage x 100, the RL steps."""
     rows = []
     for s in seeds:
         p = csv_path(out, regime, "ddrl", s, steps=True)
@@ -472,8 +443,7 @@ def advantage_runs(out: str | Path, regime: str, seeds: Sequence[int]) -> pd.Dat
 
 
 def advantage_summary(per: pd.DataFrame) -> dict:
-    """One regime's runs as Amendment 54's table reads them: D2's mean and t-interval over seeds, the quarters' means
-    and how many runs start below 0 and end above it."""
+    """One regime's runs: D2's mean and t interval, the quarters' means, runs starting below / ending above 0."""
     est, lo, hi = mean_ci(per.d2)
     return {"regime": per.regime.iloc[0], "n_seeds": len(per), "steps": int(per.steps.iloc[0]), "estimate": est,
             "ci_low": lo, "ci_high": hi, "first": float(per["first"].mean()), "last": float(per["last"].mean()),
@@ -481,9 +451,8 @@ def advantage_summary(per: pd.DataFrame) -> dict:
 
 
 def _dynamics(d: Design, r: Reading) -> dict:
-    """Amendment 54: D2 (the registered statistic, sign, margin and rule) on the design's DDRL runs from their
-    committed step logs (``entries``), ``summary`` (every regime's runs, the decided one first, then
-    :data:`DYNAMICS_DESCRIBED`) and ``runs`` (each run's statistics)."""
+    """Amendment 54: D2 on the design's DDRL runs from their step logs (``entries``), ``summary`` per regime (the
+    decided one, then :data:`DYNAMICS_DESCRIBED`) and ``runs``."""
     per = [advantage_runs(r.out, g, s) for g, s in ((d.regime, r.seeds), *DYNAMICS_DESCRIBED)]
     n_q = pd.read_csv(csv_path(r.out, d.regime, "ddrl", r.seeds[0]), dtype={"question": str}).query(
         "split == 'adapted'").question.nunique()
@@ -499,28 +468,31 @@ def _claims_table(d: Design, res: dict, text: Callable[[dict], str]) -> list[str
                                                   for e in res["entries"])]
 
 
+def _levels_under(d: Design, res: dict, text: Callable[[dict], str], head: str, row: Callable[[dict], str]) -> str:
+    """The claims (their text ``text(entry)``), then a level table: ``head``, a row ``row(level)`` per level."""
+    rows = _claims_table(d, res, text)
+    rows += ["", head, "|---" * (head.count("|") - 1) + "|", *(row(r) for r in res["levels"])]
+    return "\n".join(rows) + "\n"
+
+
 def _lr_heldout_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
     """The claims and each run's held-out level at both learning rates."""
-    rows = _claims_table(d, res, lambda e: e["claim"])
-    rows += ["", "| method | learning rate | held-out pass@1, mean over seeds (SD) | seeds below the untrained run |",
-             "|---|---|---|---|"]
-    rows += [f"| {r['method']} | {'-' if r['method'] == 'no_adaptation' else LR_CELL[r['regime']]} | {r['pass1']:.1f} "
-             f"({r['sd']:.1f}) | {below_cell(r)} |" for r in res["levels"]]
-    return "\n".join(rows) + "\n"
+    lr = lambda r: "-" if r["method"] == "no_adaptation" else LR_CELL[r["regime"]]  # noqa: E731
+    return _levels_under(d, res, lambda e: e["claim"], "| method | learning rate | held-out pass@1, mean over seeds "
+                         "(SD) | seeds below the untrained run |",
+                         lambda r: f"| {r['method']} | {lr(r)} | {r['pass1']:.1f} ({r['sd']:.1f}) | {below_cell(r)} |")
 
 
 def _lr_drift_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
-    """The claims, and each group's held-out pass@1 and distance."""
-    rows = _claims_table(d, res, lambda e: e["metric"])
-    rows += ["", "| learning rate | method | held-out pass@1, mean (SD) | held-out KL [1e-3 nats/token], mean (SD) |",
-             "|---|---|---|---|"]
-    rows += [f"| {r['lr']} | {r['method']} | {r['heldout_mean']:.1f} ({r['heldout_std']:.1f}) | "
-             f"{r['kl_heldout_mean']:.1f} ({r['kl_heldout_std']:.1f}) |" for r in res["levels"]]
-    return "\n".join(rows) + "\n"
+    """The claims and each group's held-out pass@1 and KL."""
+    return _levels_under(d, res, lambda e: e["metric"], "| learning rate | method | held-out pass@1, mean (SD) | "
+                         "held-out KL [1e-3 nats/token], mean (SD) |",
+                         lambda r: f"| {r['lr']} | {r['method']} | {r['heldout_mean']:.1f} ({r['heldout_std']:.1f}) | "
+                                   f"{r['kl_heldout_mean']:.1f} ({r['kl_heldout_std']:.1f}) |")
 
 
 def _cor_drift_table(d: Design, cor: dict, beside: Sequence[dict]) -> str:
-    """Amendment 41's claims and COR alone's distance and held-out gain, Amendment 40's RL runs beside."""
+    """The claims, COR alone's KL and held-out gain, Amendment 40's RL runs beside."""
     rows = _claims_table(d, cor, lambda e: e["metric"])
     rows += ["", f"COR alone's held-out KL: {cor['kl_mean']:.2f} (SD {cor['kl_sd']:.2f}) x 1e-3 nats/token; its held-out "
              f"gain over the untrained model: {cor['heldout_gain_mean']:+.2f} points (mean over {len(cor['seeds'])} seeds).",
@@ -532,8 +504,7 @@ def _cor_drift_table(d: Design, cor: dict, beside: Sequence[dict]) -> str:
 
 
 def _lr_curve_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
-    """The claims, each reading's error on the new runs, and the three learning rates' distance, held-out and adapted
-    gains."""
+    """The claims, each reading's RMSE and the three learning rates' KL, held-out and adapted gains."""
     rows = _claims_table(d, res, lambda e: e["metric"])
     r = res["rmse"]
     rows += ["", f"Root-mean-square error on the {len(res['runs'])} new runs (points): H {r['H']:.2f}, L {r['L']:.2f}, "
@@ -551,7 +522,7 @@ def _lr_curve_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
 
 
 def _dynamics_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
-    """The verdict beside the registered default-lr D2, then each regime's runs (descriptive rows marked so)."""
+    """The verdict beside the registered default-lr D2, then each regime's runs."""
     e = res["entries"][0]
     b = {(x["id"], x["regime"]): x for x in beside}[("D2", SAME_BASE[e["regime"]])]
     rows = [d.header, "|---|---|---|---|---|",
@@ -567,23 +538,21 @@ def _dynamics_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
     return "\n".join(rows) + "\n"
 
 
-# 768 MATH-500-like questions (Amendments 26, 27): each seed's runs on one device, the GPU seeds named in
-# :data:`DEVICES_FILE`; the analyses are whole measures (``claims.json``'s three lists and device check, ``arms.json``'s
-# list of entries), both tables :func:`_wide_table`
+# 768 MATH-500-like questions (Amendments 26, 27): each seed's runs on one device, the GPU seeds in DEVICES_FILE
 
 
 DEVICES_FILE = "devices.json"  # {seed: device name} of the seeds computed on a GPU
 
 
 def gpu_seeds(out: str | Path = WIDE_OUT) -> dict[int, str]:
-    """The seeds whose runs were imported from a GPU (:func:`import_runs`), with the device's name."""
+    """The seeds imported from a GPU (:func:`~ddrl.study.runner.import_runs`), with the device's name."""
     path = Path(out) / DEVICES_FILE
     return {int(k): v for k, v in json.loads(path.read_text()).items()} if path.is_file() else {}
 
 
 def device_check(d: pd.DataFrame, devices: dict[int, str], confidence: float = 0.95) -> dict | None:
-    """The registered device check: mean per-seed effect (a row mean of ``d``) of the GPU seeds minus the CPU
-    seeds', Welch's t interval; ``shifted`` when it excludes 0. None with fewer than 2 seeds on either device."""
+    """The registered device check: the GPU seeds' mean per-seed effect (row means of ``d``) minus the CPU seeds',
+    Welch's t interval; ``shifted`` when it excludes 0. None below 2 seeds on either device."""
     eff = d.mean(axis=1)
     gpu = eff[[s in devices for s in eff.index]]
     cpu = eff[[s not in devices for s in eff.index]]
@@ -595,9 +564,8 @@ def device_check(d: pd.DataFrame, devices: dict[int, str], confidence: float = 0
 
 
 def _device_check(d: Design, r: Reading) -> dict:
-    """Amendment 26: the registered claims over every seed of the reading, each complete (the plan reads no mean
-    before): ``entries`` (the verdicts: CPU seeds alone where the device check shifted), ``all_seeds`` and
-    ``cpu_seeds`` entries, and each claim's :func:`device_check`."""
+    """Amendment 26: the registered claims once every seed is complete: ``entries`` (CPU seeds alone where the device
+    check shifted), ``all_seeds``, ``cpu_seeds`` and each claim's :func:`device_check`."""
     done = analysed_seeds(d, r.out, r.seeds)
     df = load_questions(r.out)
     df = df[df.seed.isin(done)]
@@ -625,9 +593,7 @@ def _device_check(d: Design, r: Reading) -> dict:
 
 
 def _wide_arms(d: Design, r: Reading) -> list[dict]:
-    """Amendment 27: its claims (a - b adapted pass@1 per seed and question, sign +1, margin :data:`MARGIN`; stream
-    ``derive_seed(0, "wide-arms", id)``) once every seed has its untrained run and both arms on the CPU (the plan reads
-    no mean before): Q1, Q2 over all of them, Q3, Q4 over those that also have the method's CPU run."""
+    """Amendment 27 (CPU only): Q1, Q2 on every complete seed, Q3, Q4 on those with the method's run."""
     seeds = analysed_seeds(d, r.out, r.seeds)
     gpu = set(gpu_seeds(r.out))
     if gpu & set(seeds):
@@ -645,7 +611,7 @@ def _wide_arms(d: Design, r: Reading) -> list[dict]:
 
 
 def _wide_table(d: Design, res: dict | list, beside: Sequence[dict]) -> str:
-    """The claims (``arms.json``: a list of entries); under Amendment 26's, each claim's device check."""
+    """The claims; under Amendment 26's, each claim's device check."""
     rows = _claims_table(d, {"entries": res} if isinstance(res, list) else res, lambda e: d.what(e["id"]))
     if isinstance(res, dict):
         rows += ["", "| device check (GPU - CPU seeds, per-seed effect, points) | difference [95% CI] | seeds (GPU / "
@@ -655,8 +621,7 @@ def _wide_table(d: Design, res: dict | list, beside: Sequence[dict]) -> str:
     return "\n".join(rows) + "\n"
 
 
-# COR alone (Amendments 34-38): designs spanning regimes (:attr:`Design.regime_seeds`, claims keyed (id, regime)),
-# each analysis one named measure with its table in :data:`TABLES`
+# COR alone (Amendments 34-38): designs spanning regimes, claims keyed (id, regime)
 
 
 #: A held-out claim's registered-build entry beside it, where another id (K4x: K5x, DDRL at the default lr - COR alone)
@@ -664,8 +629,8 @@ ACROSS = {"K4x": "K5x"}
 
 
 def _cor_alone_seeds(d: Design, r: Reading, what: str) -> dict[str, tuple[int, ...]]:
-    """The design's seeds among the reading's, per regime: a regime it trains in to a clock its seeds with every CSV
-    the claims read and every run it made (at least 2), the others all of them, or a ValueError naming ``what``."""
+    """The design's seeds per regime: in a regime trained to a clock those with every CSV (at least 2), else all; a
+    ValueError naming ``what`` while any is missing."""
     seeds, need = {}, _reads(d)
     for p in regime_designs(d):
         ss = tuple(s for s in p.seeds if s in r.seeds)
@@ -684,7 +649,7 @@ def _cor_alone_seeds(d: Design, r: Reading, what: str) -> dict[str, tuple[int, .
 
 
 def _keyed_entries(d: Design, df: pd.DataFrame, n_boot: int) -> list[dict]:
-    """The claims keyed (id, regime), each by :func:`~ddrl.study.claims.amendment_entry` on the design's split."""
+    """The claims keyed (id, regime), each an :func:`~ddrl.study.claims.amendment_entry` on the design's split."""
     metric = "held-out pass@1" if d.split == HELDOUT_X else "adapted pass@1"
     return [amendment_entry(cid, g, what, f"{metric}, {what} [points]", a, b,
                             paired_matrix(df, g, a, b, d.split).to_numpy(), MARGIN, n_boot)
@@ -692,10 +657,8 @@ def _keyed_entries(d: Design, df: pd.DataFrame, n_boot: int) -> list[dict]:
 
 
 def _cor_alone(d: Design, r: Reading) -> dict:
-    """Amendments 34-37: the adapted claims of every regime once every CSV they read is written (:func:`_cor_alone_seeds`):
-    ``entries``; descriptive, ``levels`` (each run's mean adapted pass@1 and maj@16 over the seeds, with the seeds below
-    the untrained run: a regime's runs, then those reading its no-RL runs), ``cor_kept`` (COR alone's mean kept rollouts
-    per regime) and ``seed_pass1`` (each run's level)."""
+    """Amendments 34-37: the adapted claims (``entries``); descriptive, each run's adapted pass@1 and maj@16 per regime
+    (``levels``), COR alone's kept rollouts per regime and ``seed_pass1``."""
     seeds, need = _cor_alone_seeds(d, r, "a CSV the adapted claims read"), _reads(d)
     df = read_csvs(csv_path(r.out, f, m, s) for own in (True, False) for g in seeds for s in seeds[g]
                    for f, m in need[g] if (f == g) == own)
@@ -713,11 +676,9 @@ def _cor_alone(d: Design, r: Reading) -> dict:
 
 
 def _cor_alone_heldout(d: Design, r: Reading) -> dict:
-    """Amendments 34 and 38: the held-out claims once every evaluation is written: ``entries``; descriptive, each run's
-    mean held-out pass@1 (``levels``; per run ``seed_pass1``), how many runs the design computed have adapted rows equal
-    to their committed CSV (``registered_reproduced`` of ``registered_checked``) and, in a regime of another base, how
-    many no-RL runs' adapted rows (beside their H1x CSV where no CSV of their own) equal the base's
-    (``same_as_base`` of ``same_as_base_checked``)."""
+    """Amendments 34 and 38: the held-out claims; descriptive, ``levels``, ``seed_pass1``, how many computed runs
+    reproduce their committed adapted rows and, in a regime of another base, how many no-RL runs' adapted rows equal the
+    base's (``same_as_base``)."""
     seeds, need = _cor_alone_seeds(d, r, "a held-out evaluation"), _reads(d)
     df = read_csvs(heldout_x_path(r.out, g, m, s) for g in seeds for _, m in need[g] for s in seeds[g])
     per = run_levels(df, HELDOUT_X)
@@ -735,9 +696,7 @@ def _cor_alone_heldout(d: Design, r: Reading) -> dict:
 
 
 def _cor_alone_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
-    """COR alone's claims, each held-out one beside the registered build's default-lr AMC-like entry where the design
-    sets such entries beside (:data:`ACROSS`), else with the entries beside listed after its own; then each run's
-    level per regime (adapted: with maj@16)."""
+    """The claims (held-out ones beside the registered entry, :data:`ACROSS`), then the levels per regime."""
     held = d.split == HELDOUT_X
     pred = {k: v for x in (d, *(DESIGNS[b] for b in d.beside or () if b in DESIGNS)) for k, v in x.predicted.items()}
     reg = {(e["id"], e["regime"]): e for e in beside}
@@ -757,14 +716,12 @@ def _cor_alone_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
     return "\n".join(rows) + "\n"
 
 
-# Policy drift (Amendments 21-25) and the registered analyses: designs whose analysis is a list of entries
+# Policy drift (Amendments 21-25) and the registered analyses: lists of entries
 
 
 def _drift(d: Design, r: Reading) -> list[dict]:
-    """Amendments 21-25 (:mod:`ddrl.study.drift`): X1-X4 or X2h-X4h of BCS against its random negatives on the KL measure
-    :attr:`Design.drift` (:func:`~ddrl.study.drift.analyse`), or each arm of that set of :data:`~ddrl.study.drift.ARMS`
-    against its method (:func:`~ddrl.study.drift.analyse_arms`, K2's and L2's ``predicted`` from Amendment 21's X3h),
-    on every seed complete there; the bootstrap's generator ``default_rng(0)``."""
+    """Amendments 21-25 (:mod:`ddrl.study.drift`): the KL measure :attr:`Design.drift` or each arm of that set against
+    its method, on every complete seed; generator ``default_rng(0)``."""
     rng = np.random.default_rng(0)
     if d.drift in ARMS:
         return analyse_arms(r.out, d.regime, rng, d.drift, x3h_slope() if d.drift in PREDICTED_FROM_SLOPE else None)
@@ -772,23 +729,19 @@ def _drift(d: Design, r: Reading) -> list[dict]:
 
 
 def _claims(d: Design, r: Reading) -> list[dict]:
-    """The registered analysis (plan Sec. 4, :func:`ddrl.study.analysis.analyse_claims`) of every run under the
-    design's ``runs/``, its build's regimes: ``claims.json``'s entries."""
+    """The registered analysis of the design's build: ``claims.json``'s entries."""
     return analyse_claims(r.out, load_regimes(regimes_path(d.results)), r.n_boot)[0]
 
 
 def _scorecard_table(d: Design, res: list[dict], beside: Sequence[dict]) -> str:
-    """The registered build's scorecard (:func:`ddrl.study.claims.scorecard`, as ``--analyse claims`` writes it), or a
-    replication's entries beside the registered ones (:func:`~ddrl.study.claims.replication_table`, as notebook 06
-    prints it)."""
+    """The registered scorecard, or a replication's entries beside the registered ones."""
     if d.results == RESULTS:
         return claims.scorecard(res).to_markdown(index=False, floatfmt=".1f") + "\n"
     return claims.replication_markdown(claims.replication_table({"registered": beside, d.results.name: res})) + "\n"
 
 
 def _drift_table(d: Design, res: list[dict], beside: Sequence[dict]) -> str:
-    """Each entry: its id and metric (its ``|`` escaped), the arm (``-``: X1-X4's pair), seeds, estimate [95% CI], the
-    slope's predicted value (``-``: none) and verdict."""
+    """Each entry: id and metric, arm, seeds, estimate [95% CI], predicted value and verdict."""
     rows = ["| prediction | arm | seeds | estimate [95% CI] | predicted | verdict |", "|---|---|---|---|---|---|"]
     for e in res:
         predicted, metric = format(e["predicted"], "+.2f") if "predicted" in e else "-", e["metric"].replace("|", r"\|")
@@ -798,16 +751,14 @@ def _drift_table(d: Design, res: list[dict], beside: Sequence[dict]) -> str:
 
 
 def _seed_pass1(d: Design, r: Reading) -> dict:
-    """Each run's pass@1 on the split (:func:`~ddrl.study.analysis.run_levels`): run by run, or with
-    :attr:`Design.level_regimes` seed by seed (each seed's runs in those regimes' order)."""
+    """Each run's pass@1 on the split: run by run, or seed by seed with :attr:`Design.level_regimes`."""
     per = run_levels(r.df, d.split)
     per = per.sort_values("seed", kind="stable") if d.level_regimes else per.drop(columns="regime")
     return {"seed_pass1": per.to_dict(orient="records")}
 
 
 def _vote(d: Design, r: Reading) -> dict:
-    """The vote by quarter of the RL steps (:func:`~ddrl.study.figures.vote_by_quarter`) of each run read, in
-    each of :attr:`Design.level_regimes` (its learning rates)."""
+    """The vote by quarter of the RL steps of each run read, per regime of :attr:`Design.level_regimes`."""
     steps = read_csvs(csv_path(r.out, g, m, s, steps=True) for s in r.seeds for g in d.level_regimes for m in d.methods)
     vote = pd.concat([vote_by_quarter(seeds=r.seeds, regime=g, steps=steps) for g in d.level_regimes],
                      ignore_index=True)
@@ -821,11 +772,9 @@ def _rl_minutes(d: Design, r: Reading) -> dict:
 
 
 def _level_rows(d: Design, res: dict, seeds: Sequence[int]) -> list[str]:
-    """The split of M1 (where measured) and the levels under :attr:`Design.level_header`, each under a blank line: per
-    run (``-``: untrained) its learning rate (with :attr:`Design.level_regimes`), mean pass@1 (SD) over the seeds, the
-    seeds below :attr:`Design.reference`'s run at the same lr (where there is one) and, with ``rl_minutes``, its mean
-    RL minutes in the design's regime and, with ``cor_kept``, COR's kept rollouts there. ``seeds``: those analysed (the
-    first claim's)."""
+    """M1's split (where measured) and the levels under :attr:`Design.level_header`: per run its learning rate, mean
+    pass@1 (SD), the seeds below the reference at the same lr and, where measured, RL minutes and COR's kept rollouts.
+    """
     span = f"seeds {seeds[0]}-{seeds[-1]}"
     split = ["", f"| part of DDRL - TTRL ({span}) | points |", "|---|---|",
              *(f"| {p['part']} ({p['claim']}) | {p['points']:+.2f} |" for p in res["split"])] if "split" in res else []
@@ -850,37 +799,30 @@ def _level_rows(d: Design, res: dict, seeds: Sequence[int]) -> list[str]:
 
 def held_level_rows(levels: Sequence[dict], first: str = "run (lr/10)",
                     mean: str = "held-out pass@1, mean over seeds (SD)") -> list[str]:
-    """The held-out level table the lr/10 amendments print under their claims (a blank line first): per
-    :func:`~ddrl.study.analysis.level_table` row (``levels``, as records) ``first``'s value (the method), the ``mean`` (SD) over seeds and
-    :func:`below_cell` against the untrained run."""
+    """The held-out level table: ``first`` (the run), ``mean`` (SD), seeds below the untrained run."""
     return ["", f"| {first} | {mean} | seeds below the untrained run |", "|---|---|---|",
             *(f"| {r['method']} | {r['pass1']:.1f} ({r['sd']:.1f}) | {below_cell(r)} |" for r in levels)]
 
 
 def cor_level_rows(levels: Sequence[dict], cor_kept: dict[str, float], first: str = "method") -> list[str]:
-    """The adapted level table the COR amendments print under their claims (a blank line first): per
-    :func:`~ddrl.study.analysis.level_table` row (``levels``, as records, DDRL the reference) the method, its mean adapted pass@1 (SD) over
-    seeds, :func:`below_cell` against DDRL and COR's mean kept rollouts (``cor_kept``; "-" for a run without COR)."""
+    """The adapted level table under the COR amendments' claims: mean (SD), seeds below DDRL, COR's kept rollouts."""
     kept = {m: f"{k:.0f}" for m, k in cor_kept.items()}
     return ["", f"| {first} | adapted pass@1, mean over seeds (SD) | seeds below DDRL | COR's kept rollouts |",
             "|---|---|---|---|", *(f"| {r['method']} | {r['pass1']:.1f} ({r['sd']:.1f}) | {below_cell(r, 'ddrl')} | "
                                    f"{kept.get(r['method'], '-')} |" for r in levels)]
 
 
-# MATH-500-like at lr/10, Table 1, COR 4x at 1e-6 (Amendments 28, 49-51, 62): T1f's and COR's size x rate square's
-# analyses (each the whole analysis of its designs), their tables, and what the lr/10 designs share: the repeat check
-# of cached DDRL runs
+# MATH-500-like at lr/10, Table 1, COR 4x at 1e-6 (Amendments 28, 49-51, 62), and the repeat check of cached DDRL runs
 
 
 def t1f_missing(out: str | Path, seeds: Sequence[int], regimes: Sequence[str]) -> dict[str, list[int]]:
-    """Per regime, the seeds of ``seeds`` whose ``dae`` CSV (under ``<out>/table1_fixed``) or TTRL CSV is missing."""
+    """Per regime, the seeds whose ``dae`` (under ``table1_fixed``) or TTRL CSV is missing."""
     return {r: sorted(set(seeds) - (set(complete_seeds(Path(out, T1F_DIR), r, ("dae",)))
                                     & set(complete_seeds(out, r, ("ttrl",))))) for r in regimes}
 
 
 def t1f_entry(df: pd.DataFrame, regime: str, n_boot: int = 4000, stream: str | None = None) -> dict:
-    """T1f (``dae`` - TTRL) in ``regime`` over the seeds of ``df``, with T1's Table 1 row (its MATH-500 number, sign +1
-    and margin): Amendments 50 (stream: the regime) and 51 (streams ``<regime>/fresh``, ``<regime>/pooled``)."""
+    """T1f (``dae`` - TTRL) over ``df``'s seeds with T1's Table 1 number, sign and margin (Amendments 50, 51)."""
     t1 = get_claim("T1")
     return {**amendment_entry("T1f", regime, "fixed +1/-1 advantages instead of GRPO's help TTRL (Table 1, the paper's "
                               "text)", "pass@1 dae - GRPO [points]", "dae", "ttrl",
@@ -889,11 +831,8 @@ def t1f_entry(df: pd.DataFrame, regime: str, n_boot: int = 4000, stream: str | N
 
 
 def _t1f(d: Design, r: Reading) -> dict:
-    """Amendment 50: T1f in each of :attr:`Design.level_regimes` over the design's seeds, once all are complete in
-    each (``entries``, the paper's number Table 1's MATH-500 row); Amendment 51 (the design whose fresh seeds Amendment
-    50's design did not run): T1f on them alone (the verdict) and, descriptive, ``pooled`` with Amendment 50's seeds
-    (no verdict: they prompted the amendment). Descriptive, ``levels``: TTRL, ``grpo_no_std`` and ``dae`` per learning
-    rate on the design's seeds, with the seeds in which each ends below TTRL."""
+    """Amendments 50, 51: T1f per regime of :attr:`Design.level_regimes` once every seed is complete; on fresh seeds
+    (51) the verdict on them alone and, descriptive, ``pooled`` with 50's seeds; ``levels`` per learning rate."""
     missing = {g: m for g, m in t1f_missing(r.out, r.seeds, d.level_regimes).items() if m}
     if missing:
         raise ValueError(f"{r.out}: {d.tag} incomplete, seeds missing per regime {missing}; the plan reads no estimate "
@@ -914,10 +853,8 @@ def _t1f(d: Design, r: Reading) -> dict:
 
 
 def _t1f_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
-    """Amendment 50's table: per learning rate the paper's MATH-500 number (Table 1), the caption's reading there
-    (T1: the registered entry at the default lr, ``beside``; Amendment 49's at lr/10), T1f, its half-width beside the
-    plan's predictions and its verdict; then the levels. Amendment 51's (``res`` with ``seen``): Amendment 50's with
-    its fresh seeds' row after the default lr's and its levels after 50's."""
+    """Amendment 50's table (per learning rate the paper's Table 1 number, T1 beside, T1f), then the levels; Amendment
+    51's adds its fresh seeds' row and levels."""
     a50, more = DESIGNS["table1_fixed"], res if "seen" in res else None
     res = json.loads(a50.analysis.read_text()) if more else res
     t1 = {"math500_like": next(e for e in beside if (e["id"], e["regime"]) == ("T1", "math500_like")),
@@ -941,19 +878,16 @@ COR_TRADE_CLAIMS = {
     "K1gx": (COR_4X_LR10, "bcs_dae", HELDOUT_X, "COR 4x at 1e-6 - BCS+DAE (its cost on fresh questions)"),
     "R1gx": (COR_4X_LR10, COR_LR10, HELDOUT_X, "COR 4x at 1e-6 - COR 1x at 1e-6")}
 
-
 COR_SETTINGS = {COR_LR10: (1, "1e-6"), COR_4X_LR10: (4, "1e-6"), "ddrl": (1, "1e-5"), COR_4X: (4, "1e-5")}
 
 
 def _split_dir(out: str | Path, split: str) -> Path:
-    """Where a split's CSVs lie under a runs folder ``out``: adapted ones in it, the others (``heldout_x``) below it."""
+    """Where a split's CSVs lie under ``out``: adapted ones in it, the others below it."""
     return Path(out) / ("" if split == "adapted" else split)
 
 
 def trade(levels: dict[str, Sequence[dict]]) -> list[dict]:
-    """Descriptive, no verdict: per COR setting (:data:`COR_SETTINGS`) its mean adapted gain and mean held-out change
-    over the RL-only weights (BCS+DAE), in points, and the seeds below them on each split (``<split>_below``), from the
-    two splits' level tables (``levels``: split -> records, BCS+DAE the reference)."""
+    """Per COR setting: mean adapted gain and held-out change over BCS+DAE (points), the seeds below it per split."""
     by = {sp: {r["method"]: r for r in rows} for sp, rows in levels.items()}
     return [{"method": m, "keep": k, "cor_lr": lr,
              **{sp: by[sp][m]["pass1"] - by[sp]["bcs_dae"]["pass1"] for sp in by},
@@ -961,10 +895,8 @@ def trade(levels: dict[str, Sequence[dict]]) -> list[dict]:
 
 
 def _cor_trade(d: Design, r: Reading) -> dict:
-    """Amendment 62 on :func:`~ddrl.study.plan.seeds_to_analyse`'s seeds (complete on both splits, to the
-    design's clock): ``entries`` (:data:`COR_TRADE_CLAIMS` by :func:`~ddrl.study.claims.amendment_entry`, streams
-    ``derive_seed(0, "claims", id, regime)``, ``half_width`` added); descriptive, ``levels`` per split, :func:`trade`,
-    and how many recomputed held-out COR runs' adapted rows equal the adapted job's CSV."""
+    """Amendment 62 on the seeds complete on both splits (to the clock): :data:`COR_TRADE_CLAIMS`' entries; descriptive,
+    ``levels`` per split, :func:`trade` and how many recomputed held-out COR runs reproduce the adapted job's rows."""
     gone = set().union(*(missing_seeds(_split_dir(r.out, sp), d.regime, ms, r.seeds)
                          for sp, ms in COR_TRADE_RUNS.items()))
     done = seeds_to_analyse(r.seeds, set(r.seeds) - gone, f"{r.out}: {d.tag}", d.cutoff)
@@ -982,8 +914,7 @@ def _cor_trade(d: Design, r: Reading) -> dict:
 
 
 def _cor_trade_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
-    """Amendment 62's tables: per claim its split, estimate, half-width beside the plan's predictions and verdict; then
-    COR's four settings, their adapted gain and held-out change over BCS+DAE."""
+    """Amendment 62's claims (split, estimate, half-width, verdict), then COR's four settings over BCS+DAE."""
     rows = [d.header, "|---|---|---|---|---|"]
     for e in res["entries"]:
         a, b, sp, what = COR_TRADE_CLAIMS[e["id"]]
@@ -999,11 +930,9 @@ def _cor_trade_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
 
 def check_rows(out: str | Path, check: str | Path, seeds: Sequence[int], regime: str = SMALL_LR,
                split: str = "adapted") -> dict | None:
-    """The check's description on ``seeds`` in ``regime`` and ``split`` (Amendment 56's; Amendment 59's MATH-500-like
-    one; Amendment 60's on H1x's fresh questions, ``split`` :data:`~ddrl.study.plan.HELDOUT_X`, its CSVs under
-    ``<out>/heldout_x/`` and ``<check>/heldout_x/``), or None before every re-evaluation is written: how many of the
-    seeds x questions re-evaluated DDRL pass@1 values equal the committed CSV's, how many seeds match in full, and R1
-    (R1x) against the re-evaluated runs (its mean, as description)."""
+    """The repeat check on ``seeds`` (Amendments 56, 59; 60 on ``split`` :data:`~ddrl.study.plan.HELDOUT_X`), or None
+    before every re-evaluation is written: questions and whole seeds whose re-evaluated DDRL pass@1 equals the committed
+    CSV's, and R1 against the re-evaluated runs."""
     out, check = _split_dir(out, split), _split_dir(check, split)
     if missing_seeds(check, regime, ("ddrl",), seeds):
         return None

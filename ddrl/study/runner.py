@@ -1,9 +1,6 @@
-"""The claims study (issue 17) as ``results/plan.md`` registers it: running its jobs and the CLI. The design
-(constants, regimes, job lists, the readings of the plan) is :mod:`ddrl.study.plan`; the analysis that turns the
-per-run CSVs into ``results/stage1.json`` and ``results/claims.json`` is :mod:`ddrl.study.analysis`. The designs of
-:data:`ddrl.study.designs.DESIGNS` (every committed analysis) go through one generic job list (:func:`jobs`), analysis
-(:func:`analyse`, their named measures :mod:`ddrl.study.measures`), table (:func:`markdown`, :func:`committed_table`)
-and command line (:func:`design_main`), here.
+"""The claims study's command line (``results/plan.md``): the registered stages, and the designs of
+:data:`ddrl.study.designs.DESIGNS` through one generic job list (:func:`jobs`), analysis (:func:`analyse`, with
+:mod:`ddrl.study.measures`), table (:func:`markdown`, :func:`committed_table`) and command line (:func:`design_main`).
 
 ::
 
@@ -19,15 +16,10 @@ and command line (:func:`design_main`), here.
     python -m ddrl.study render-page             # docs/results.md from the committed analyses (make docs)
     python -m ddrl.study rerun DESIGN REGIME METHOD SEED [--steps K]   # recompute one committed run and compare
 
-Runs go through :func:`ddrl.study.jobs.run_jobs` (one single-thread worker per core, one progress bar). A job
-(:mod:`ddrl.study.jobs`) is one regime x seed x the methods of one claim that share a run; it trains (or loads) the
-run through :class:`ddrl.run.experiments.Experiment` and writes one small CSV per method under
-``results/runs/<regime>/``: pass@1 of every question (the mean of the evaluation samples) with run-level columns,
-and for trained methods a ``-steps.csv`` with the per-step mean advantage and wall time (D1, D2, C2). Killed and
-rerun, a job whose CSVs exist with the same content key is skipped, finished runs load and are never retrained (run
-directories, :mod:`ddrl.run.rundir`), evaluations come from their content-keyed cache. ``--budget-min``: jobs that would
-start after the budget is spent are skipped (the running ones finish), so the study stops cleanly between jobs;
-rerunning it continues where it stopped.
+A job (:mod:`ddrl.study.jobs`, run by :func:`ddrl.study.jobs.run_jobs`) is one regime x seed x the methods of one
+claim that share a run; it writes one CSV per method under ``results/runs/<regime>/`` (pass@1 per question, and a
+``-steps.csv`` per trained method). Killed and rerun, written jobs are skipped and finished runs load;
+``--budget-min`` skips jobs that would start after the budget.
 """
 
 from __future__ import annotations
@@ -52,9 +44,10 @@ from ddrl.seeds import seed_range
 from ddrl.study.analysis import (analyse_claims, analyse_stage1, bootstrap_entry, claim_matrix, complete_seeds,
                                  paired_matrix, read_csvs)
 from ddrl.study.claims import amendment_entry, validate, with_half_width
+from ddrl.study import designs
 from ddrl.study.designs import (DESIGNS, MARGIN, Design, _complete, _needed, _unwritten, _wants, analysed_seeds, design,
                                 path, regime_designs)
-from ddrl.study.measures import (CHECK, DEVICES_FILE, MEASURES, TABLES, Reading, _level_rows, cor_level_rows, gpu_seeds,
+from ddrl.study.measures import (DEVICES_FILE, MEASURES, TABLES, Reading, _level_rows, cor_level_rows, gpu_seeds,
                                  held_level_rows)
 from ddrl.study.figures import render_results
 from ddrl.study.plan import (CSV, HELDOUT_X, HELDOUT_X_AMENDMENTS, MATH500_768, MATH500_SMALL_LR, PAIRED, REAL, RESULTS,
@@ -65,18 +58,12 @@ from ddrl.study.plan import (CSV, HELDOUT_X, HELDOUT_X_AMENDMENTS, MATH500_768, 
 from ddrl.study.jobs import run_jobs, run_real_rollouts_job, status_counts
 from ddrl.study.page import main as render_page
 
-# ---------------------------------------------------------------------------------------------------------
-# The whole study in one call (notebook 06's ``study`` and ``smoke`` presets)
-# ---------------------------------------------------------------------------------------------------------
-
-
 def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, results_dir: str | Path,
               budget_min: float | None = None, runs_root: str | Path | None = None, workers: int | None = None,
               progress: bool = True) -> dict:
-    """Stage 1, its analysis (``stage1.json``: variance components and seeds, no means), stage 2 and H1x (plan
-    Amendments 11-17, 19, 20) with what is left of ``budget_min``, the real LLM's sample claims' inputs
-    (Amendment 18; the registered scale only), then every claim (``claims.json``); resumable (rerun after a kill:
-    written jobs are skipped, finished runs load). One progress bar per stage. Returns what was written and run."""
+    """Stage 1, its analysis (``stage1.json``), stage 2 and H1x with what is left of ``budget_min``, the real LLM's
+    sample claims' inputs (the registered scale only), then every claim (``claims.json``); resumable. Returns what was
+    written and run."""
     results_dir = Path(results_dir)
     check_weights(regimes_path(results_dir), scale)
     end = time.time() + 60 * budget_min if budget_min is not None else None
@@ -100,11 +87,6 @@ def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, re
     return {"stage1": stage1, "claims": entries, "missing": missing, "jobs": status}
 
 
-# ---------------------------------------------------------------------------------------------------------
-# The designs (:data:`ddrl.study.designs.DESIGNS`): one generic job list, analysis, table and command line
-# ---------------------------------------------------------------------------------------------------------
-
-
 #: Where each lr/10 regime's cached DDRL runs come from, for :func:`refuse_untrained`'s message: (the amendment that
 #: trained them, the command that trains them again)
 CACHED_BY = {SMALL_LR: (55, "python -m ddrl.study run ablation_amc trains them, ~12 worker-minutes a seed"),
@@ -114,8 +96,7 @@ CACHED_BY = {SMALL_LR: (55, "python -m ddrl.study run ablation_amc trains them, 
 def refuse_untrained(seeds: Sequence[int], runs_root: str | Path, scale: str,
                      amendment: int = 56, regime: str = SMALL_LR) -> None:
     """A ValueError naming the seeds whose DDRL run in ``regime`` is not finished under ``runs_root``, before any job:
-    ``amendment`` (56-58, 60, 62) refines (or evaluates) the cached runs of :data:`CACHED_BY`'s amendment and must not
-    train one anew."""
+    ``amendment`` uses the cached runs of :data:`CACHED_BY`'s amendment and trains none."""
     gone = untrained(seeds, runs_root, scale, regime, ("ddrl",))
     if gone:
         by, how = CACHED_BY[regime]
@@ -124,18 +105,16 @@ def refuse_untrained(seeds: Sequence[int], runs_root: str | Path, scale: str,
 
 
 def seeds_line(what: str, total: int, missing: Sequence[int], cutoff: str | None = None) -> str:
-    """A status line of the designs' command line: how many of ``total`` seeds are complete, which are not, and with a
-    plan's clock (``cutoff``) the minutes left to it."""
+    """A status line: how many of ``total`` seeds are complete, which are not and, with a clock, the minutes left."""
     clock = "" if cutoff is None else f"; minutes to the clock {minutes_to(cutoff):.0f}"
     return f"{what}: {total - len(missing)} of {total} seeds complete; missing {list(missing)}{clock}"
 
 
 def import_runs(src: str | Path, device: str, out: str | Path = WIDE_OUT, regime: str = MATH500_768,
                 methods: Sequence[str] = STAGE1_METHODS) -> list[int]:
-    """Copy the complete seeds of a GPU machine's ``run --out src`` into ``out`` and record them in
-    :data:`DEVICES_FILE` as computed on ``device``. A seed missing a method there is left out (its runs are
-    redone on the CPU); a seed imported before with the same files is skipped, any other seed that ``out``
-    already holds a CSV of is refused (one device per seed). Returns the seeds imported now."""
+    """Copy the complete seeds of a GPU machine's ``run --out src`` into ``out``, recorded in :data:`DEVICES_FILE` as
+    computed on ``device``; a seed missing a method is left out, one imported before with the same files skipped, and
+    one ``out`` already holds a CSV of refused (one device per seed). Returns the seeds imported now."""
     dest, devices = Path(out) / regime, gpu_seeds(out)
     seeds = [s for s in complete_seeds(src, regime, methods) if not (devices.get(s) == device and all(
         csv_path(out, regime, m, s).is_file() and csv_path(out, regime, m, s).read_bytes() ==
@@ -156,8 +135,8 @@ def import_runs(src: str | Path, device: str, out: str | Path = WIDE_OUT, regime
 
 
 def jobs(d: Design, seeds: Sequence[int] | None = None, now: float | None = None) -> list[Job]:
-    """Seed by seed, a job per evaluated run (on the seeds of the claims that pair it); once the design's clock has
-    passed (``now``: epoch seconds) only the first :attr:`Design.late_seeds` of its seeds."""
+    """Seed by seed, a job per evaluated run (on the seeds of the claims that pair it); once the clock has passed
+    (``now``: epoch seconds) only the first :attr:`Design.late_seeds` seeds."""
     if d.regime_seeds:  # regime by regime (:func:`regime_designs`)
         return [j for p in regime_designs(d) for j in jobs(p, seeds and [s for s in seeds if s in p.seeds], now)]
     groups = [((m,), d.kinds[i] if d.kinds else d.job_kind) for i, m in enumerate(d.evaluates)] if d.job_per_run \
@@ -168,8 +147,7 @@ def jobs(d: Design, seeds: Sequence[int] | None = None, now: float | None = None
 
 
 def missing(d: Design, out: str | Path | None = None, seeds: Sequence[int] | None = None) -> list[int]:
-    """Seeds without every CSV the design's analysis needs (with :attr:`Design.claim_seeds`: some claim's pair on one of
-    its seeds; ``out``: default its ``runs/``)."""
+    """Seeds without every CSV the design's analysis needs (per claim with :attr:`Design.claim_seeds`)."""
     out, among = d.runs if out is None else out, d.seeds if seeds is None else seeds
     if d.regime_seeds:  # in any of its regimes
         return sorted({s for ss in _unwritten(d, out, {g: [s for s in ss if s in among] for g, ss in
@@ -182,11 +160,9 @@ def missing(d: Design, out: str | Path | None = None, seeds: Sequence[int] | Non
 
 def analyse(d: Design, out: str | Path | None = None, n_boot: int = 4000, now: float | None = None,
             seeds: Sequence[int] | None = None) -> dict:
-    """The design's claims on :func:`analysed_seeds`: ``entries`` (``claims.json``'s schema with ``half_width``: the
-    registered ones by their matrices and rule, each on its own seeds, ours by
-    :func:`~ddrl.study.claims.amendment_entry`); then, descriptive, the design's named measures (:data:`MEASURES`;
-    ``levels``: each run's mean pass@1 on the split, first where not named); a design's :attr:`Design.whole`
-    measure instead, on ``seeds`` (default the design's). ``out``: its ``runs/`` unless given."""
+    """The design's claims on :func:`analysed_seeds` (``entries``: the registered ones by their matrices and rule, ours
+    by :func:`~ddrl.study.claims.amendment_entry`), then its named measures (``levels`` first where not named); a
+    :attr:`Design.whole` measure instead, on ``seeds``."""
     out = d.runs if out is None else Path(out)
     if d.whole:
         return MEASURES[d.whole](d, Reading(pd.DataFrame(), out, list(d.seeds if seeds is None else seeds), n_boot, {}))
@@ -215,9 +191,9 @@ def analyse(d: Design, out: str | Path | None = None, n_boot: int = 4000, now: f
 
 
 def markdown(d: Design, res: dict, beside: Sequence[dict]) -> str:
-    """The table docs/results.md quotes: per claim the entry beside it (the registered one at the default lr in the
-    same benchmark, or the entries of :attr:`Design.beside`'s analyses; with none, the seeds), the design's, its
-    half-width beside the plan's predictions ("-": none), its verdict; then the levels. ``beside``: those entries."""
+    """The table docs/results.md quotes: per claim the entry ``beside`` it (the registered default-lr one, or
+    :attr:`Design.beside`'s; with none, the seeds), the design's, its half-width beside the plan's predictions, its
+    verdict; then the levels."""
     if d.whole:
         return TABLES[d.whole](d, res, beside)
     by = {e["id"]: e for e in beside if d.beside or e["regime"] == SAME_BASE[d.regime]}
@@ -243,7 +219,7 @@ def markdown(d: Design, res: dict, beside: Sequence[dict]) -> str:
 
 def beside_entries(d: Design, results: Path | None = None) -> list[dict]:
     """The committed entries :func:`markdown` sets beside the design's: the registered ``claims.json``'s, or those of
-    :attr:`Design.beside`'s committed analyses or claims files (none for a design without that column)."""
+    :attr:`Design.beside`'s analyses or claims files."""
     if d.beside is None:
         return []
     if not d.beside:
@@ -253,41 +229,40 @@ def beside_entries(d: Design, results: Path | None = None) -> list[dict]:
 
 
 def committed_table(name: str) -> str:
-    """The table of design ``name``'s committed analysis as notebook 06 shows it (:func:`markdown` beside its
-    :func:`beside_entries`), or a sentence saying it is not committed yet, with the command that tells how far it is."""
+    """The table of design ``name``'s committed analysis (:func:`markdown`), or a sentence saying it is not committed
+    yet, with the command that tells how far it is."""
     d = DESIGNS[name]
     return committed_markdown(d.analysis, lambda res: markdown(d, res, beside_entries(d)), d.amendment,
                               f"python -m ddrl.study status {name}")
 
 
 def run(d: Design, args: argparse.Namespace) -> str:
-    """The design's jobs on its build's measured weights, to its clock; a design reading the cached DDRL runs, or
-    loading finished runs (:attr:`Design.finished`), refuses a seed without one before any job (it must not train one
-    anew)."""
+    """The design's jobs on its build's measured weights, to its clock; a design reading cached DDRL runs or loading
+    finished ones (:attr:`Design.finished`) refuses a seed without one before any job (it must not train one)."""
     seeds = d.seeds if args.seeds is None else tuple(s for s in d.seeds if s in set(args.seeds))
     seeds = tuple(s for s in seeds if s not in gpu_seeds(args.out))  # a GPU machine's imported seeds (Amendment 26)
-    regimes = regimes_path(d.results)
-    check_weights(regimes, SCALES[args.scale])
+    regimes, scale = regimes_path(d.results), SCALES[args.scale]
+    check_weights(regimes, scale)
     root = args.runs_root or cache_root() / "runs"
     if d.cached_ddrl:
         refuse_untrained(seeds, root, args.scale, d.amendment, d.regime)
     gone = untrained(seeds, root, args.scale, d.regime, d.finished, regimes) if d.finished else []
     if gone:
         raise ValueError(f"{root}: {d.tag} evaluates finished runs and trains none; not finished there: {gone}")
-    status = run_jobs(jobs(d, seeds), SCALES[args.scale], Path(args.out, d.csv_dir), root,
+    status = run_jobs(jobs(d, seeds), scale, Path(args.out, d.csv_dir), root,
                       clock_budget(d.cutoff, args.budget_min), args.workers, desc=f"{d.tag} run", regimes=regimes)
-    if d.whole == "cor_trade":  # then the same runs on H1x's fresh questions (checked against the adapted jobs' CSVs)
-        status += run_jobs([replace(j, label="H1x") for j in jobs(d, seeds)], SCALES[args.scale], args.out, root,
+    if d.then_heldout:  # checked against the adapted jobs' CSVs
+        status += run_jobs([replace(j, label="H1x") for j in jobs(d, seeds)], scale, args.out, root,
                            clock_budget(d.cutoff, args.budget_min), args.workers, desc=f"{d.tag} H1x", regimes=regimes)
-    if {"retrain_check", "reeval_check"} & set(d.measures):  # each DDRL run evaluated again (finished ones: none trains)
+    check = []  # the repeat checks: each DDRL run evaluated again (a finished one: none trains)
+    if {"retrain_check", "reeval_check"} & set(d.measures):
         gone = {s for _, s in untrained(seeds, root, args.scale, d.regime, ("ddrl",))}
-        status += run_jobs([Job(d.regime, s, ("ddrl",), f"COR repeat check (A{d.amendment})") for s in seeds
-                            if s not in gone], SCALES[args.scale], CHECK, root, args.budget_min, args.workers,
-                           desc=f"{d.tag} check")
-    if "heldout_check" in d.measures:  # the check: the cached DDRL runs of the seeds whose evaluation is written
-        evaluated = [s for s in seeds if all(path(d, args.out, m, s).is_file() for m in d.evaluates)]
-        status += run_jobs([Job(d.regime, s, ("ddrl",), "H1x") for s in evaluated], SCALES[args.scale], CHECK, root,
-                           args.budget_min, args.workers, desc=f"{d.tag} check")
+        check = [Job(d.regime, s, ("ddrl",), f"COR repeat check (A{d.amendment})") for s in seeds if s not in gone]
+    if "heldout_check" in d.measures:  # the cached DDRL runs of the seeds whose evaluation is written
+        check += [Job(d.regime, s, ("ddrl",), "H1x") for s in seeds
+                  if all(path(d, args.out, m, s).is_file() for m in d.evaluates)]
+    if check:
+        status += run_jobs(check, scale, designs.CHECK, root, args.budget_min, args.workers, desc=f"{d.tag} check")
     return str(status_counts(status))
 
 
@@ -328,11 +303,6 @@ def design_main(argv: Sequence[str] | None = None) -> int:
         print(f"ddrl.study: {e}", file=sys.stderr)
         return 2
     return 0
-
-
-# ---------------------------------------------------------------------------------------------------------
-# CLI
-# ---------------------------------------------------------------------------------------------------------
 
 
 #: The subcommands of the designs' table (:mod:`ddrl.study.designs`): ``python -m ddrl.study run|status|analyse DESIGN``
