@@ -34,20 +34,27 @@ def _h1x_csv(out: Path, method: str, seed: int, pass1: np.ndarray, split: str = 
                   "run": f"{method}-{seed}"}).to_csv(p, index=False)
 
 
-def _world(tmp_path: Path, seeds=(100, 101, 102, 103), slope=-0.5, method_term=-1.0, noise=0.0):
-    """Runs whose held-out pass@1 (points) = 60 + slope * KL + method_term * [bcs] + noise + 6 question effects;
-    BCS's late KL is 3 higher. Returns the output folder, the runs' root and each run's (late KL, held-out pass@1)."""
+def _world(tmp_path: Path, arms=(("bcs", -3), ("bcs_random_neg", 0)), seeds=range(100, 108), slope=-0.5,
+           term=0.0, noise=0.1, adapted: dict | None = None, export=True):
+    """Runs of each (method, drop): KL 20 - drop + N(0, 2) [1e-3] (late and held-out alike), held-out pass@1 (points)
+    60 + slope * KL + noise + 6 question effects (+ ``term`` for the second method); ``adapted``: method -> adapted
+    pass@1 on 4 kept questions. Returns the output folder, the runs' root and each run's (KL, held-out pass@1)."""
     rng = np.random.default_rng(0)
-    out, runs = tmp_path / "out", tmp_path / "runs"
-    q_eff = rng.normal(0, 5, 6)
-    truth = {}
+    out, runs, q_eff, truth = tmp_path / "out", tmp_path / "runs", rng.normal(0, 5, 6), {}
     for s in seeds:
-        for m in drift.PAIR:
-            kl = 20 + (3.0 if m == "bcs" else 0) + rng.normal(0, 2)  # late KL, units of 1e-3
-            acc = 60 + slope * kl + (method_term if m == "bcs" else 0) + noise * rng.normal()
+        for m, drop in arms:
+            kl = 20 - drop + rng.normal(0, 2)
+            acc = 60 + slope * kl + (term if m == arms[1][0] else 0) + noise * rng.normal()
             truth[m, s] = (kl, acc + q_eff.mean())
             _metrics(runs / f"{m}-{s}", [0.0] * 8 + [kl * drift.KL_UNIT] * 4, episodes=6)  # last 2 episodes = kl
             _h1x_csv(out, m, s, (acc + q_eff) / 100)
+            if adapted and m in adapted:
+                _h1x_csv(out, m, s, np.full(4, adapted[m] / 100), "adapted")
+            kp = drift.drift_path(out, "amc_like", m, s, "kl")  # the held-out KL
+            kp.parent.mkdir(parents=True, exist_ok=True)
+            kp.write_text(json.dumps({"kl": kl}))
+    if export:
+        drift.export_steps(out, runs, "amc_like", tuple(m for m, _ in arms))
     return out, runs, truth
 
 
@@ -66,19 +73,19 @@ def test_drift_steps_keep_rl_steps_and_the_columns_and_errors_name_the_file(tmp_
 
 
 def test_export_then_seed_table_and_kl_fit_recover_each_run(tmp_path):
-    out, runs, truth = _world(tmp_path, slope=-0.6, method_term=-1.5)
+    out, runs, truth = _world(tmp_path, slope=-0.6, term=1.5, noise=0.0, export=False)
     (runs / "bcs-103").rename(runs / "elsewhere")  # a run directory this machine does not hold
     n, missing = drift.export_steps(out, runs, "amc_like")
-    assert n == 7 and missing == ["bcs-103"]
+    assert n == 15 and missing == ["bcs-103"]
     t = drift.seed_table(out, "amc_like")
-    assert len(t) == 7  # the run without a drift CSV is left out
+    assert len(t) == 15  # the run without a drift CSV is left out
     for r in t.itertuples():
         kl, acc = truth[r.method, r.seed]
         assert r.kl_late == pytest.approx(kl) and r.heldout == pytest.approx(acc)
     fit = drift.kl_fit(t)  # no noise: the slope and the method term exactly
     assert fit["slope"]["estimate"] == pytest.approx(-0.6, abs=1e-9)
     assert fit["adjusted"]["estimate"] == pytest.approx(-1.5, abs=1e-9)
-    assert fit["n_runs"] == 7 and fit["dof"] == 4
+    assert fit["n_runs"] == 15 and fit["dof"] == 12
     axes = drift.drift_figure({"a": t, "b": t}).get_axes()
     assert len(axes) == 2 and all("slope" in ax.get_title() for ax in axes)
     assert sum(len(c.get_offsets()) for c in axes[0].collections) == len(t)  # one point per run
@@ -111,9 +118,7 @@ def test_kl_fit_and_paired_t_reject_too_little_data():
 
 
 def test_analyse_gives_the_registered_verdicts(tmp_path):
-    # KL higher under BCS by 3 (X2 +), slope -0.5 (X3 -), no method term: X4 inside +-1, X1 = -1.5 on average
-    out, runs, _ = _world(tmp_path, seeds=tuple(range(100, 108)), slope=-0.5, method_term=0.0, noise=0.05)
-    drift.export_steps(out, runs, "amc_like")
+    out, _, _ = _world(tmp_path)  # BCS's KL 3 higher (X2 +), slope -0.5 (X3 -), no term: X4 inside +-1, X1 -1.5
     e = {x["id"]: x for x in drift.analyse(out, "amc_like", np.random.default_rng(0))}
     assert set(e) == {"X1", "X2", "X3", "X4"} and all(x["n_seeds"] == 8 for x in e.values())
     assert e["X2"]["verdict"] == "reproduced" and e["X2"]["estimate"] > 0
@@ -176,27 +181,6 @@ def test_run_command_then_heldout_kl_on_the_tiny_model(tmp_path):
         drift.analyse(out, "math500_like", np.random.default_rng(0), measure="entropy")
 
 
-def _dose_world(tmp_path: Path, off_line: float = 0.0, seeds=range(100, 108),
-                arms=(("bcs", 0), ("bcs_kl10x", 6), ("bcs_kl100x", 12)), adapted: dict | None = None):
-    """Runs of each (arm, drop): held-out KL 20 - drop, held-out pass@1 60 - 0.5 KL (+ ``off_line``: second arm);
-    ``adapted``: method -> adapted pass@1 on 4 kept questions."""
-    rng = np.random.default_rng(1)
-    out, q_eff = tmp_path / "out", rng.normal(0, 5, 6)
-    for s in seeds:
-        for m, drop in arms:
-            kl = 20 - drop + rng.normal(0, 3)
-            acc = 60 - 0.5 * kl + (off_line if m == arms[1][0] else 0) + rng.normal(0, 0.1)
-            _h1x_csv(out, m, s, (acc + q_eff) / 100)
-            if adapted and m in adapted:
-                _h1x_csv(out, m, s, np.full(4, adapted[m] / 100), "adapted")
-            d = drift.drift_path(out, "amc_like", m, s)
-            d.parent.mkdir(parents=True, exist_ok=True)
-            pd.DataFrame({"step": range(4), "episode": [0, 0, 1, 1], "actor/kl": kl * drift.KL_UNIT,
-                          "rollout/entropy": 0.03, "gt/bin0-0.125/n": 5}).to_csv(d, index=False)
-            drift.drift_path(out, "amc_like", m, s, "kl").write_text(json.dumps({"kl": kl}))
-    return out
-
-
 def _by_arm(entries: list[dict]) -> dict:
     return {(x["id"], x["arm"]): x for x in entries}
 
@@ -214,7 +198,7 @@ def test_arms_move_by_their_drop_and_lie_on_the_line(tmp_path, which, arms, adap
     """K1-K3 (Amendment 22), Z1-Z4 and Za (23, no slope), L1-L4 (25): the KL falls by the arm's drop, held-out
     pass@1 follows the line; kept adapted rows give a descriptive Ad after the registered entries (unchanged)."""
     drop = dict(arms)
-    out = _dose_world(tmp_path, arms=arms, adapted=adapted)
+    out, _, _ = _world(tmp_path, arms=arms, adapted=adapted)
     got = drift.analyse_arms(out, "amc_like", np.random.default_rng(0), which, slope=slope)
     e = _by_arm(got)
     assert sorted(e) == sorted({(i, a) for a, (_, ids) in drift.ARMS[which].items() for i in ids} | set(extra))
@@ -229,7 +213,7 @@ def test_arms_move_by_their_drop_and_lie_on_the_line(tmp_path, which, arms, adap
     for key, (estimate, verdict) in extra.items():
         assert (e[key]["estimate"], e[key]["verdict"]) == (pytest.approx(estimate), verdict)
     if which == "methods":
-        bare = _dose_world(tmp_path / "bare", arms=arms)
+        bare, _, _ = _world(tmp_path / "bare", arms=arms)
         assert got[:6] == drift.analyse_arms(bare, "amc_like", np.random.default_rng(0), which)
     kept = drift.seed_table(out, "amc_like", drift.arm_methods(which)).groupby("method")["adapted"].mean()
     assert kept.dropna().to_dict() == pytest.approx(adapted or {})  # none kept: NaN
@@ -239,7 +223,7 @@ def test_arms_move_by_their_drop_and_lie_on_the_line(tmp_path, which, arms, adap
 
 
 def test_an_arm_off_the_line_is_caught(tmp_path):
-    out = _dose_world(tmp_path, off_line=3.0)
+    out, _, _ = _world(tmp_path, arms=(("bcs", 0), ("bcs_kl10x", 6), ("bcs_kl100x", 12)), term=3.0)
     off = _by_arm(drift.analyse_arms(out, "amc_like", np.random.default_rng(0), slope=-0.5))
     assert off["K3", "bcs_kl10x"]["estimate"] == pytest.approx(3.0, abs=0.6)
     assert off["K3", "bcs_kl10x"]["verdict"] == "contradicted" and off["K3", "bcs_kl100x"]["verdict"] == "reproduced"
