@@ -54,8 +54,8 @@ def test_report_names_the_cpu_and_says_identical_or_shows_the_differences():
     cpu = {**info, "avx512": False}
     assert "identical: all 4 compared" in R.report(t, R.compare_questions(_questions([0] * 4), _questions([0] * 4)),
                                                    4, "x", cpu)
-    d = R.compare_steps(pd.DataFrame({"step": [0, 1], "lr": [1.0, 1.0]}), pd.DataFrame({"step": [0, 1], "lr": [1.0, 2.0]}), 2)
-    text = R.report(t, d, 2, "x", cpu)
+    steps = pd.DataFrame({"step": [0, 1], "lr": [1.0, 1.0]})
+    text = R.report(t, R.compare_steps(steps, steps.assign(lr=[1.0, 2.0]), 2), 2, "x", cpu)
     assert "1 of 2 compared values differ" in text and "first at step 1" in text and "e4d7f1c9" in text
 
 
