@@ -1,7 +1,4 @@
-"""Policy drift and held-out accuracy (ddrl.study.drift, plan Amendments 21-25): step-log export, the fit, the
-analyses on made-up runs with known answers, the held-out KL and the run command on the tiny model.
-
-The synthetic tables below are TEST INPUT made up here, never results and never committed."""
+"""ddrl.study.drift (plan Amendments 21-25) on made-up runs with known answers (TEST INPUT) and on the tiny model."""
 
 from __future__ import annotations
 
@@ -29,8 +26,7 @@ def _metrics(path: Path, kl: list[float], episodes: int) -> None:
 
 
 def _h1x_csv(out: Path, method: str, seed: int, pass1: np.ndarray, split: str = "heldout_x") -> None:
-    """A made-up H1x CSV of AMC-like (one row per question q0, q1, ...; run directory ``<method>-<seed>``);
-    ``split="adapted"``: the run's kept adapted rows instead (a0, a1, ...)."""
+    """An AMC-like H1x CSV, one row per question (``split="adapted"``: the run's kept adapted rows)."""
     p = (heldout_x_path if split == "heldout_x" else adapted_x_path)(out, "amc_like", method, seed)
     p.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame({"regime": "amc_like", "method": method, "seed": seed, "split": split,
@@ -38,21 +34,27 @@ def _h1x_csv(out: Path, method: str, seed: int, pass1: np.ndarray, split: str = 
                   "run": f"{method}-{seed}"}).to_csv(p, index=False)
 
 
-def _world(tmp_path: Path, seeds=(100, 101, 102, 103), slope=-0.5, method_term=-1.0, noise=0.0):
-    """H1x CSVs and run directories where held-out pass@1 (points) = 60 + slope * KL + method_term * [bcs] + noise
-    per run, plus question effects (6 questions; they cancel in the paired difference); BCS's late KL is 3 higher.
-    Returns the output folder, the runs' root and each run's (late KL, mean held-out pass@1)."""
+def _world(tmp_path: Path, arms=(("bcs", -3), ("bcs_random_neg", 0)), seeds=range(100, 108), slope=-0.5,
+           term=0.0, noise=0.1, adapted: dict | None = None, export=True):
+    """Runs of each (method, drop): KL 20 - drop + N(0, 2) [1e-3] (late and held-out alike), held-out pass@1 (points)
+    60 + slope * KL + noise + 6 question effects (+ ``term`` for the second method); ``adapted``: method -> adapted
+    pass@1 on 4 kept questions. Returns the output folder, the runs' root and each run's (KL, held-out pass@1)."""
     rng = np.random.default_rng(0)
-    out, runs = tmp_path / "out", tmp_path / "runs"
-    q_eff = rng.normal(0, 5, 6)
-    truth = {}
+    out, runs, q_eff, truth = tmp_path / "out", tmp_path / "runs", rng.normal(0, 5, 6), {}
     for s in seeds:
-        for m in drift.PAIR:
-            kl = 20 + (3.0 if m == "bcs" else 0) + rng.normal(0, 2)  # late KL, units of 1e-3
-            acc = 60 + slope * kl + (method_term if m == "bcs" else 0) + noise * rng.normal()
+        for m, drop in arms:
+            kl = 20 - drop + rng.normal(0, 2)
+            acc = 60 + slope * kl + (term if m == arms[1][0] else 0) + noise * rng.normal()
             truth[m, s] = (kl, acc + q_eff.mean())
             _metrics(runs / f"{m}-{s}", [0.0] * 8 + [kl * drift.KL_UNIT] * 4, episodes=6)  # last 2 episodes = kl
             _h1x_csv(out, m, s, (acc + q_eff) / 100)
+            if adapted and m in adapted:
+                _h1x_csv(out, m, s, np.full(4, adapted[m] / 100), "adapted")
+            kp = drift.drift_path(out, "amc_like", m, s, "kl")  # the held-out KL
+            kp.parent.mkdir(parents=True, exist_ok=True)
+            kp.write_text(json.dumps({"kl": kl}))
+    if export:
+        drift.export_steps(out, runs, "amc_like", tuple(m for m, _ in arms))
     return out, runs, truth
 
 
@@ -71,19 +73,24 @@ def test_drift_steps_keep_rl_steps_and_the_columns_and_errors_name_the_file(tmp_
 
 
 def test_export_then_seed_table_and_kl_fit_recover_each_run(tmp_path):
-    out, runs, truth = _world(tmp_path, slope=-0.6, method_term=-1.5)
+    out, runs, truth = _world(tmp_path, slope=-0.6, term=1.5, noise=0.0, export=False)
     (runs / "bcs-103").rename(runs / "elsewhere")  # a run directory this machine does not hold
     n, missing = drift.export_steps(out, runs, "amc_like")
-    assert n == 7 and missing == ["bcs-103"]
+    assert n == 15 and missing == ["bcs-103"]
     t = drift.seed_table(out, "amc_like")
-    assert len(t) == 7  # the run without a drift CSV is left out
+    assert len(t) == 15  # the run without a drift CSV is left out
     for r in t.itertuples():
         kl, acc = truth[r.method, r.seed]
         assert r.kl_late == pytest.approx(kl) and r.heldout == pytest.approx(acc)
     fit = drift.kl_fit(t)  # no noise: the slope and the method term exactly
     assert fit["slope"]["estimate"] == pytest.approx(-0.6, abs=1e-9)
     assert fit["adjusted"]["estimate"] == pytest.approx(-1.5, abs=1e-9)
-    assert fit["n_runs"] == 7 and fit["dof"] == 4
+    assert fit["n_runs"] == 15 and fit["dof"] == 12
+    axes = drift.drift_figure({"a": t, "b": t}).get_axes()
+    assert len(axes) == 2 and all("slope" in ax.get_title() for ax in axes)
+    assert sum(len(c.get_offsets()) for c in axes[0].collections) == len(t)  # one point per run
+    fig = drift.drift_figure({"a": t.assign(kl_heldout=t.kl_late), "none": t.assign(kl_heldout=np.nan)}, "kl_heldout")
+    assert len(fig.get_axes()) == 1  # a set without the measure gets no panel
 
 
 def test_kl_fit_interval_covers_at_its_nominal_rate():
@@ -111,9 +118,7 @@ def test_kl_fit_and_paired_t_reject_too_little_data():
 
 
 def test_analyse_gives_the_registered_verdicts(tmp_path):
-    # KL higher under BCS by 3 (X2 +), slope -0.5 (X3 -), no method term: X4 inside +-1, X1 = -1.5 on average
-    out, runs, _ = _world(tmp_path, seeds=tuple(range(100, 108)), slope=-0.5, method_term=0.0, noise=0.05)
-    drift.export_steps(out, runs, "amc_like")
+    out, _, _ = _world(tmp_path)  # BCS's KL 3 higher (X2 +), slope -0.5 (X3 -), no term: X4 inside +-1, X1 -1.5
     e = {x["id"]: x for x in drift.analyse(out, "amc_like", np.random.default_rng(0))}
     assert set(e) == {"X1", "X2", "X3", "X4"} and all(x["n_seeds"] == 8 for x in e.values())
     assert e["X2"]["verdict"] == "reproduced" and e["X2"]["estimate"] > 0
@@ -137,22 +142,9 @@ def test_jobs_go_seed_by_seed_and_seeds_parse():
         drift.main(["run", "--seeds", "5-3", "--out", "x"])
 
 
-def test_drift_figure_has_a_panel_per_set_of_runs(tmp_path):
-    out, runs, _ = _world(tmp_path, noise=0.3)
-    drift.export_steps(out, runs, "amc_like")
-    t = drift.seed_table(out, "amc_like")
-    fig = drift.drift_figure({"a": t, "b": t})
-    axes = fig.get_axes()
-    assert len(axes) == 2 and all("slope" in ax.get_title() for ax in axes)
-    assert sum(len(c.get_offsets()) for c in axes[0].collections) == len(t)  # one point per run
-    fig = drift.drift_figure({"a": t.assign(kl_heldout=t.kl_late), "none": t.assign(kl_heldout=np.nan)}, "kl_heldout")
-    assert len(fig.get_axes()) == 1  # a set without the measure gets no panel
-
-
 def test_run_command_then_heldout_kl_on_the_tiny_model(tmp_path):
-    """The run command on the tiny testbed (three seeds of both rules, their step CSVs, X1-X4); the held-out KL of
-    the base against itself is exactly 0, a trained run's positive; measure_kl writes one JSON per run, read back
-    into the seed table, and does not redo a measured run."""
+    """The run command (3 seeds of both rules, X1-X4); held-out KL: base vs itself 0, trained runs > 0, one JSON per
+    run, read back into the seed table and not redone."""
     base, tok = load_model("testbed:tiny", "float32", "cpu")
     prompts = ["What is 2 + 3?", "What is 7 - 4?"]
     kl, n_tok = drift.heldout_kl(base, base, tok, prompts, 4, 16, seed=1)
@@ -160,7 +152,6 @@ def test_run_command_then_heldout_kl_on_the_tiny_model(tmp_path):
     out, runs = tmp_path / "out", tmp_path / "runs"
     assert drift.main(["run", "--scale", "smoke", "--regime", "math500_like", "--seeds", "100-102", "--workers", "1",
                        "--out", str(out), "--runs-root", str(runs)]) == 0
-    assert len(list((out / drift.DRIFT / "math500_like").glob("*-steps.csv"))) == 6
     e = drift.analyse(out, "math500_like", np.random.default_rng(0))
     assert [x["id"] for x in e] == ["X1", "X2", "X3", "X4"] and all(x["n_seeds"] == 3 for x in e)
     n, missing = drift.measure_kl(out, runs, "math500_like", scale="smoke", progress=False)
@@ -189,28 +180,6 @@ def test_run_command_then_heldout_kl_on_the_tiny_model(tmp_path):
         drift.analyse(out, "math500_like", np.random.default_rng(0), measure="entropy")
 
 
-def _dose_world(tmp_path: Path, off_line: float = 0.0, seeds=range(100, 108),
-                arms=(("bcs", 0), ("bcs_kl10x", 6), ("bcs_kl100x", 12)), adapted: dict | None = None):
-    """H1x CSVs, drift CSVs and held-out KL JSONs of BCS and Amendment 22's arms where held-out pass@1 (points) =
-    60 - 0.5 * held-out KL (+ ``off_line`` for the second arm) + small noise, each arm's KL lower by its ``drop``.
-    ``adapted``: method -> its adapted pass@1 (points, the same on each of 4 questions), kept beside its H1x CSVs."""
-    rng = np.random.default_rng(1)
-    out, q_eff = tmp_path / "out", rng.normal(0, 5, 6)
-    for s in seeds:
-        for m, drop in arms:
-            kl = 20 - drop + rng.normal(0, 3)
-            acc = 60 - 0.5 * kl + (off_line if m == arms[1][0] else 0) + rng.normal(0, 0.1)
-            _h1x_csv(out, m, s, (acc + q_eff) / 100)
-            if adapted and m in adapted:
-                _h1x_csv(out, m, s, np.full(4, adapted[m] / 100), "adapted")
-            d = drift.drift_path(out, "amc_like", m, s)
-            d.parent.mkdir(parents=True, exist_ok=True)
-            pd.DataFrame({"step": range(4), "episode": [0, 0, 1, 1], "actor/kl": kl * drift.KL_UNIT,
-                          "rollout/entropy": 0.03, "gt/bin0-0.125/n": 5}).to_csv(d, index=False)
-            drift.drift_path(out, "amc_like", m, s, "kl").write_text(json.dumps({"kl": kl}))
-    return out
-
-
 def _by_arm(entries: list[dict]) -> dict:
     return {(x["id"], x["arm"]): x for x in entries}
 
@@ -218,69 +187,52 @@ def _by_arm(entries: list[dict]) -> dict:
 ADAPTED_25 = {"ttrl": 70.0, "ttrl_kl100x": 70.5, "ddrl": 71.0, "ddrl_kl100x": 66.0}
 
 
-@pytest.mark.parametrize("which, arms, adapted, l4", [
-    ("dose", (("bcs", 0), ("bcs_kl10x", 6), ("bcs_kl100x", 12)), None, {}),
-    ("penalty", (("bcs", 0), ("ttrl", 5), ("ddrl", -4), ("ttrl_kl100x", 13), ("ddrl_kl100x", 6)), ADAPTED_25,
-     {"ttrl_kl100x": (0.5, "reproduced"), "ddrl_kl100x": (-5.0, "contradicted")})])
-def test_penalised_arms_move_less_far_and_lie_on_the_line(tmp_path, which, arms, adapted, l4):
-    """K1-K3 (Amendment 22, BCS's KL penalty) and L1-L4 (25, TTRL's and DDRL's, each against itself) on made-up runs
-    on one line: the KL falls by the arm's drop, held-out pass@1 rises as the slope predicts, at equal KL the arm is
-    on the line; L4 (adapted) is registered, its verdict drawn, no descriptive Ad beside it."""
+@pytest.mark.parametrize("which, arms, adapted, slope, extra", [
+    ("dose", (("bcs", 0), ("bcs_kl10x", 6), ("bcs_kl100x", 12)), None, -0.5, {}),
+    ("methods", (("bcs", 0), ("ttrl", 5), ("ddrl", -4)), {"bcs": 70.0, "ttrl": 72.5, "ddrl": 69.0}, None,
+     {("Ad", "ttrl"): (2.5, "descriptive"), ("Ad", "ddrl"): (-1.0, "descriptive")}),
+    ("penalty", (("bcs", 0), ("ttrl", 5), ("ddrl", -4), ("ttrl_kl100x", 13), ("ddrl_kl100x", 6)), ADAPTED_25, -0.5,
+     {("L4", "ttrl_kl100x"): (0.5, "reproduced"), ("L4", "ddrl_kl100x"): (-5.0, "contradicted")})])
+def test_arms_move_by_their_drop_and_lie_on_the_line(tmp_path, which, arms, adapted, slope, extra):
+    """K1-K3 (Amendment 22), Z1-Z4 and Za (23, no slope), L1-L4 (25): the KL falls by the arm's drop, held-out
+    pass@1 follows the line; kept adapted rows give a descriptive Ad after the registered entries (unchanged)."""
     drop = dict(arms)
-    out = _dose_world(tmp_path, arms=arms, adapted=adapted)
-    e = _by_arm(drift.analyse_arms(out, "amc_like", np.random.default_rng(0), which, slope=-0.5))
-    assert sorted(e) == sorted((i, a) for a, (_, ids) in drift.ARMS[which].items() for i in ids)
+    out, _, _ = _world(tmp_path, arms=arms, adapted=adapted)
+    got = drift.analyse_arms(out, "amc_like", np.random.default_rng(0), which, slope=slope)
+    e = _by_arm(got)
+    assert sorted(e) == sorted({(i, a) for a, (_, ids) in drift.ARMS[which].items() for i in ids} | set(extra))
     for arm, (base, ids) in drift.ARMS[which].items():
-        dist, acc, adj = (e[i, arm] for i in ids[:3])
+        dist, acc, adj = (e[i, arm] for k in ("dist", "acc", "adjusted") for i in ids if drift.PREDICTIONS[i][3] == k)
         assert dist["estimate"] == pytest.approx(drop[base] - drop[arm], abs=3.0) and dist["n_seeds"] == 8
-        assert acc["predicted"] == pytest.approx(-0.5 * dist["estimate"]) and acc["n_questions"] == 6
-        assert acc["estimate"] == pytest.approx(acc["predicted"], abs=0.3) and abs(adj["estimate"]) < 0.5
-        assert dist["verdict"] == acc["verdict"] == adj["verdict"] == "reproduced"
+        assert acc["estimate"] == pytest.approx(-0.5 * dist["estimate"], abs=0.3) and acc["n_questions"] == 6
+        assert acc.get("predicted") == (None if slope is None else pytest.approx(slope * dist["estimate"]))
+        assert abs(adj["estimate"]) < 0.5 and dist["verdict"] == adj["verdict"] == "reproduced"
+        assert acc["verdict"] == ("descriptive" if which == "methods" else "reproduced")
         assert dist["metric"].endswith(f"{drift.label(arm)} - {drift.label(base)} [1e-3 nats/token]")
-    for arm, (estimate, verdict) in l4.items():
-        assert (e["L4", arm]["estimate"], e["L4", arm]["verdict"]) == (pytest.approx(estimate), verdict)
+    for key, (estimate, verdict) in extra.items():
+        assert (e[key]["estimate"], e[key]["verdict"]) == (pytest.approx(estimate), verdict)
+    if which == "methods":
+        bare, _, _ = _world(tmp_path / "bare", arms=arms)
+        assert got[:6] == drift.analyse_arms(bare, "amc_like", np.random.default_rng(0), which)
+    kept = drift.seed_table(out, "amc_like", drift.arm_methods(which)).groupby("method")["adapted"].mean()
+    assert kept.dropna().to_dict() == pytest.approx(adapted or {})  # none kept: NaN
     assert drift.arm_methods(which) == tuple(m for m, _ in arms)  # the committed figures' order
     fig = drift.arms_figure(drift.arms_table(out, "amc_like", which), -0.5, which)
     assert sum(len(c.get_offsets()) for c in fig.get_axes()[0].collections) == 8 * len(arms)  # one point per run
 
 
 def test_an_arm_off_the_line_is_caught(tmp_path):
-    """K3 catches an arm put 3 points above BCS's line (the other arm stays on it)."""
-    out = _dose_world(tmp_path, off_line=3.0)
+    out, _, _ = _world(tmp_path, arms=(("bcs", 0), ("bcs_kl10x", 6), ("bcs_kl100x", 12)), term=3.0)
     off = _by_arm(drift.analyse_arms(out, "amc_like", np.random.default_rng(0), slope=-0.5))
     assert off["K3", "bcs_kl10x"]["estimate"] == pytest.approx(3.0, abs=0.6)
     assert off["K3", "bcs_kl10x"]["verdict"] == "contradicted" and off["K3", "bcs_kl100x"]["verdict"] == "reproduced"
     assert drift.arms_table(out, "amc_like", "penalty") is None  # no penalised TTRL or DDRL runs in this world
 
 
-def test_methods_against_bcs_give_z1_to_z4_and_a_descriptive_difference(tmp_path):
-    """Amendment 23's arms: TTRL drifting less and DDRL more than BCS, both on BCS's line."""
-    out = _dose_world(tmp_path, arms=(("bcs", 0), ("ttrl", 5), ("ddrl", -4)))
-    e = _by_arm(drift.analyse_arms(out, "amc_like", np.random.default_rng(0), "methods"))
-    assert sorted(e) == sorted((i, a) for a, (_, ids) in drift.ARMS["methods"].items() for i in ids)
-    assert e["Z3", "ttrl"]["verdict"] == e["Z4", "ddrl"]["verdict"] == "reproduced"  # less and more distance
-    assert e["Z1", "ttrl"]["verdict"] == e["Z2", "ddrl"]["verdict"] == "reproduced"  # on the line, inside +-1
-    assert e["Za", "ttrl"]["verdict"] == "descriptive" and e["Za", "ttrl"]["estimate"] > 0 > e["Za", "ddrl"]["estimate"]
-    assert not any("predicted" in x for x in e.values())  # no slope given
-    # the runs' kept adapted rows add a descriptive Ad per arm, drawn after the registered entries (unchanged)
-    kept = _dose_world(tmp_path / "kept", arms=(("bcs", 0), ("ttrl", 5), ("ddrl", -4)),
-                       adapted={"bcs": 70.0, "ttrl": 72.5, "ddrl": 69.0})
-    got = drift.analyse_arms(kept, "amc_like", np.random.default_rng(0), "methods")
-    assert got[:6] == drift.analyse_arms(out, "amc_like", np.random.default_rng(0), "methods")
-    ad = {x["arm"]: x for x in got[6:]}
-    assert [x["id"] for x in got[6:]] == ["Ad", "Ad"] and ad["ttrl"]["verdict"] == "descriptive"
-    assert ad["ttrl"]["estimate"] == pytest.approx(2.5) and ad["ddrl"]["estimate"] == pytest.approx(-1.0)
-    assert ad["ttrl"]["n_questions"] == 4 and "adapted pass@1" in ad["ttrl"]["metric"]
-    t = drift.seed_table(kept, "amc_like", ("bcs", "ttrl"))
-    assert t.set_index("method")["adapted"].to_dict() == {"bcs": 70.0, "ttrl": 72.5}
-    assert drift.seed_table(out, "amc_like", ("bcs", "ttrl"))["adapted"].isna().all()  # none kept: NaN
-
-
 @pytest.mark.slow  # COR alone trained twice on the tiny model: make test-slow, CI when time allows
 def test_cor_alone_recomputed_by_the_kl_command_equals_the_studys_cor_alone(tmp_path):
-    """``kl --cor-alone`` (plan Amendment 41; the committed KLs under results/replication_xeon/lr_drift/) recomputes
-    COR alone the way the study's job computed it: the same adapted evaluation on every question (so the same
-    weights), a positive distance from the base, the same record twice."""
+    """``kl --cor-alone`` (Amendment 41, results/replication_xeon/lr_drift/) recomputes the study's COR alone: the
+    same adapted evaluation (so the same weights), a positive KL, the same record twice."""
     from ddrl.study.plan import COR_ONLY, RESULTS, SCALES, Job
     from ddrl.study.jobs import run_jobs
 

@@ -1,9 +1,10 @@
-"""ddrl.study.rerun: the comparisons (fast) and one committed run recomputed on this machine (slow tier)."""
+"""ddrl.study.rerun (comparisons fast, one committed run recomputed: slow) and ddrl.study.lesson (notebooks 03-05)."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from ddrl.study import lesson as Lsn
 from ddrl.study import rerun as R
 from ddrl.study.plan import RESULTS
 from ddrl.study.runner import main as study_main
@@ -15,18 +16,17 @@ def _questions(p):
 
 
 def test_compare_questions_names_each_differing_question_and_nothing_else():
-    same = R.compare_questions(_questions([0.25, 0.5, 0.0, 1.0]), _questions([0.25, 0.5, 0.0, 1.0]))
-    assert same.empty
-    diff = R.compare_questions(_questions([0.25, 0.5, 0.0, 1.0]), _questions([0.25, 0.5, 0.125, 1.0]))
+    base = _questions([0.25, 0.5, 0.0, 1.0])
+    assert R.compare_questions(base, base.copy()).empty
+    diff = R.compare_questions(base, _questions([0.25, 0.5, 0.125, 1.0]))
     assert diff.to_dict("records") == [{"split": "adapted", "question": "c", "metric": "pass@1", "committed": 0.0,
                                         "rerun": 0.125}]
     # the same question id in another split is another row; a question the rerun lacks is shown, not dropped
-    short = _questions([0.25, 0.5, 0.0, 1.0]).iloc[:3]
-    lost = R.compare_questions(_questions([0.25, 0.5, 0.0, 1.0]), short)
+    lost = R.compare_questions(base, base.iloc[:3])
     assert set(zip(lost["split"], lost["question"])) == {("heldout", "a")}
     assert lost["rerun"].isna().all()
     with pytest.raises(ValueError, match="rerun rows lack.*pass@1"):
-        R.compare_questions(_questions([0, 0, 0, 0]), _questions([0, 0, 0, 0]).drop(columns="pass@1"))
+        R.compare_questions(base, base.drop(columns="pass@1"))
 
 
 def test_compare_steps_finds_the_first_divergence_within_k():
@@ -54,8 +54,8 @@ def test_report_names_the_cpu_and_says_identical_or_shows_the_differences():
     cpu = {**info, "avx512": False}
     assert "identical: all 4 compared" in R.report(t, R.compare_questions(_questions([0] * 4), _questions([0] * 4)),
                                                    4, "x", cpu)
-    d = R.compare_steps(pd.DataFrame({"step": [0, 1], "lr": [1.0, 1.0]}), pd.DataFrame({"step": [0, 1], "lr": [1.0, 2.0]}), 2)
-    text = R.report(t, d, 2, "x", cpu)
+    steps = pd.DataFrame({"step": [0, 1], "lr": [1.0, 1.0]})
+    text = R.report(t, R.compare_steps(steps, steps.assign(lr=[1.0, 2.0]), 2), 2, "x", cpu)
     assert "1 of 2 compared values differ" in text and "first at step 1" in text and "e4d7f1c9" in text
 
 
@@ -64,9 +64,8 @@ def test_locate_names_what_exists_before_any_work(capsys):
     assert t.csv.is_file() and t.steps_csv.is_file() and t.regimes_file == RESULTS / "regimes_base.json"
     xeon = R.locate("replication_xeon", "amc_like", "ttrl", 0)
     assert xeon.regimes_file == RESULTS / "replication_xeon" / "regimes_base.json"
-    files = lambda x: (x.csv, x.steps_csv, x.regimes_file)  # noqa: E731
-    assert files(R.locate("claims_xeon", "amc_like", "ttrl", 0)) == files(xeon)  # a row of the designs' table, by id
-    assert files(R.locate("claims", "amc_like", "ttrl", 0)) == files(t)
+    by_id = R.locate("claims_xeon", "amc_like", "ttrl", 0)  # a row of the designs' table, by its id
+    assert (by_id.csv, by_id.steps_csv, by_id.regimes_file) == (xeon.csv, xeon.steps_csv, xeon.regimes_file)
     wide = R.locate("wide", "math500_like_768", "ddrl", 200)
     assert wide.csv.parent == RESULTS / "wide" / "math500_like_768" and wide.regimes_file == t.regimes_file
     with pytest.raises(ValueError, match=r"no committed run of ttrl seed 999 in amc_like.*seeds: \[0, 1, 2"):
@@ -81,9 +80,8 @@ def test_locate_names_what_exists_before_any_work(capsys):
 
 @pytest.mark.slow
 def test_rerun_recomputes_a_committed_run_exactly(tmp_path):
-    """The cheapest whole run (AIME-like, no adaptation, seed 0: one evaluation, ~1 min) and the first 2 RL steps of
-    the AIME-like TTRL run of seed 0, each from a fresh cache on the pinned build: identical to the committed CSVs
-    on the CPU kinds that made them (AMD EPYC family 25; checked 2026-12-05 on model 17)."""
+    """AIME-like no-adaptation seed 0 (~1 min) and TTRL seed 0's first 2 RL steps, each from a fresh cache: identical
+    to the committed CSVs on the CPU kind that made them (AMD EPYC family 25; checked 2026-12-05 on model 17)."""
     diff, text = R.check("registered", "aime_like", "no_adaptation", 0, work=tmp_path / "run")
     assert diff.empty, text
     diff, text = R.check("registered", "aime_like", "ttrl", 0, steps=2, work=tmp_path / "steps")
@@ -91,16 +89,8 @@ def test_rerun_recomputes_a_committed_run_exactly(tmp_path):
     assert np.isfinite(pd.read_csv(tmp_path / "steps" / "steps.csv.gz")["adv/mean"]).all()
 
 
-# ---------------------------------------------------------------------------------------------------------
-# ddrl.study.lesson: what notebooks 03-05 read from the committed study
-# ---------------------------------------------------------------------------------------------------------
-
-from ddrl.study import lesson as Lsn
-
-
 def test_decide_recomputes_the_committed_entry_of_a_registered_and_an_amendment_cell():
-    """P1 in AIME-like (results/claims.json) and A1 in MATH-500-like at lr/10 (results/small_lr/ablation.json, on the
-    12 seeds that amendment used, the paper's sign of MATH-500): estimate, interval and verdict as committed."""
+    """P1 in AIME-like (results/claims.json) and A1 at lr/10 (results/small_lr/ablation.json, its 12 seeds)."""
     table = Lsn.decided_table([("P1", "aime_like"), ("A1", "math500_like_small_lr")], n_boot=4000)
     assert table["as committed"].tolist() == ["yes (results/claims.json)", "yes (results/small_lr/ablation.json)"]
     assert table["seeds"].tolist() == [6, 12] and table["regime"].tolist() == ["AIME-like", "MATH-500-like, lr/10"]

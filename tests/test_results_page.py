@@ -1,6 +1,4 @@
-"""The results page, docs/results.md, is what ``make docs`` renders from the committed analyses (ddrl.study.page):
-no number on it is typed or pasted, so it cannot drift from results/. Entries built here by ``_e`` are SYNTHETIC
-TEST INPUT."""
+"""docs/results.md, rendered from the committed analyses by ddrl.study.page. Entries made by ``_e`` are SYNTHETIC."""
 
 from __future__ import annotations
 
@@ -23,13 +21,11 @@ def rendered(tmp_path_factory) -> str:
 
 
 def test_make_docs_leaves_no_diff(rendered):
-    """The committed page equals a fresh rendering byte for byte (`make docs` writes it again)."""
     assert PAGE.read_text() == rendered, "docs/results.md differs from its rendering: run `make docs`"
 
 
 def test_the_page_is_short_and_answers_first(rendered):
-    """At most 500 lines, and its first 40 lines answer "does DDRL beat TTRL, and where": M1's committed estimate and
-    interval at lr/10 in AMC-like and MATH-500-like, with their verdicts; its figures exist."""
+    """At most 500 lines; the first 40 give M1's committed estimates at lr/10 with their verdicts; figures exist."""
     lines = rendered.splitlines()
     assert len(lines) <= 500, f"docs/results.md has {len(lines)} lines"
     top = "\n".join(lines[:40])
@@ -42,14 +38,6 @@ def test_the_page_is_short_and_answers_first(rendered):
         assert (PAGE.parent / link).is_file(), link
 
 
-def test_a_family_with_no_committed_entry_is_an_error(tmp_path):
-    """A results folder without the analyses a family reads names the family instead of rendering an empty section."""
-    with pytest.raises(ValueError, match="no committed analysis"):
-        page.render(tmp_path)
-    with pytest.raises(ValueError, match="nothing here"):
-        page.family_table(page.gather(), page.Family("nothing here", ("Q9",), "asks"))
-
-
 def _e(cid, regime, est, lo, hi, verdict, paper=None, seeds=4, questions=128, **extra):
     return {"id": cid, "claim": "c", "regime": regime, "metric": "pass@1 a - b [points]", "paper": paper,
             "estimate": est, "ci_low": lo, "ci_high": hi, "n_seeds": seeds, "n_questions": questions,
@@ -58,7 +46,7 @@ def _e(cid, regime, est, lo, hi, verdict, paper=None, seeds=4, questions=128, **
 
 @pytest.fixture
 def results(tmp_path):
-    """A results tree: the registered scorecard (a list) and amendments' analyses (dicts with ``entries``)."""
+    """The registered scorecard (a list) and amendments' analyses (dicts with ``entries``)."""
     (tmp_path / "claims.json").write_text(json.dumps([
         _e("M1", "amc_like", -0.2, -2.0, 1.6, "not resolved", 4.0, 19),
         _e("M1", "aime_like", 0.0, 0.0, 0.0, "no effect", 9.2, 6, 64, note=FLOOR_NOTE),
@@ -90,14 +78,15 @@ def test_a_row_per_claim_and_regime_with_both_learning_rates_side_by_side(result
     (row,) = page.table(by)  # a row whose ids differ by learning rate names both
     assert row["id"] == "K4 / K5" and row["paper"] == "n/a"
     assert row["lr10"].startswith("+0.3 [") and row["default"].startswith("-1.7 [")
-
-
-def test_the_sample_claims_table_has_a_dash_where_nothing_was_measured(results):
     samples = page.family_table(page.gather(results), page.FAMILIES[0])  # F1-F3: no real-LLM entry here
     assert samples.iloc[0].tolist()[1:] == ["+49.4 [+49.1, +49.6] reproduced (2 x 435)", "-"]
 
 
-def test_a_bad_entry_is_refused_naming_its_file(results):
+def test_a_bad_entry_or_a_family_with_no_entry_is_an_error_naming_it(results, tmp_path):
+    with pytest.raises(ValueError, match="no committed analysis"):
+        page.render(tmp_path / "empty")
+    with pytest.raises(ValueError, match="nothing here"):
+        page.family_table(page.gather(results), page.Family("nothing here", ("Q9",), "asks"))
     (results / "small_lr" / "etmr.json").write_text(json.dumps({"entries": [
         _e("M2", "math500_like_small_lr", 5.0, 1.0, 4.0, "reproduced")]}))  # estimate outside its interval
     with pytest.raises(ValueError, match="small_lr/etmr.json"):
@@ -114,8 +103,7 @@ def test_the_lr_figure_sets_each_lr10_comparison_beside_its_default_lr_twin(resu
 
 
 def test_every_committed_analysis_with_verdicts_is_in_sources_or_named_as_left_out():
-    """A new amendment's analysis file must join :data:`ddrl.study.page.SOURCES` (or :data:`~ddrl.study.page.ELSEWHERE`
-    with why not), so that the page never silently misses a committed result of the registered build."""
+    """A new analysis file must join page.SOURCES (or page.ELSEWHERE, saying why) so the page never misses it."""
     found = []
     for path in sorted((REPO / "results").rglob("*.json")):
         rel = path.relative_to(REPO / "results").as_posix()
