@@ -54,13 +54,13 @@ def test_pseudo_labels_by_episode_compare_the_first_and_last_visit_of_the_questi
 
 
 def test_band_accuracy_counts_and_rescales_to_64():
-    groups = pd.DataFrame({"regime": "amc_like", "seed": 0, "question": ["a", "a", "b", "b", "c"],
-                           "count": [1, 50, 3, 20, 8], "n": [64, 64, 64, 64, 16],  # 8 of 16 = 32 of 64
-                           "correct": [False, True, False, True, True]})
+    groups = pd.DataFrame({"regime": "amc_like", "seed": 0, "question": ["a", "a", "b", "b", "c", "d"],
+                           "count": [1, 50, 3, 20, 8, 7], "n": [64, 64, 64, 64, 16, 30],  # 8 of 16 = 32 of 64;
+                           "correct": [False, True, False, True, True, True]})  # 7 of 30 = 14.9 -> 15 of 64
     t = F.band_accuracy(groups).set_index("bin")
     assert t.loc["1", "answers"] == 1 and t.loc["1", "accuracy"] == 0.0
     assert t.loc["2-5", "answers"] == 1 and t.loc["45-54", "accuracy"] == 1.0
-    assert t.loc["25-34", "answers"] == 1 and t.loc["15-24", "answers"] == 1
+    assert t.loc["25-34", "answers"] == 1 and t.loc["15-24", "answers"] == 2
     assert np.isnan(t.loc["55-64", "accuracy"]) and t.loc["55-64", "answers"] == 0
     assert (t.ci_lo.dropna() <= t.accuracy.dropna()).all()
     assert F.band_accuracy_figure(F.band_accuracy(groups)) is not None
