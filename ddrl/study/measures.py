@@ -22,14 +22,12 @@ from ddrl.study.analysis import (analyse_claims, bootstrap_entry, claim_matrix, 
                                  run_levels, same_as_registered)
 from ddrl.study import claims
 from ddrl.study.claims import amendment_entry, entry, get as get_claim, validate, with_half_width
-from ddrl.study.plan import (RESULTS, COR_4X, COR_LR10, HELDOUT_X, KNOWN_DIVERGENCES, NO_RL, SAME_BASE, SHARES_DDRL_RL,
-                             SMALL_LR, csv_path, heldout_x_path, COR_ONLY, HELDOUT_X_METHODS, WIDE_OUT, adapted_x_path,
-                             load_regimes, regimes_path, seeds_to_analyse)
-from ddrl.study.plan import COR_4X_LR10, MATH500_SMALL_LR
-from ddrl.study.drift import (HINGE_B, HINGE_K0, LINE, LR_LABELS, LR_METHODS, LR_TEXT, kl_fit, paired_t, reading,
-                              x3h_slope)
-from ddrl.study.drift import ARMS, PREDICTED_FROM_SLOPE, analyse as drift_analysis, analyse_arms
-from ddrl.study.drift import drift_path, heldout_rows, seed_table
+from ddrl.study.plan import (COR_4X, COR_4X_LR10, COR_LR10, COR_ONLY, HELDOUT_X, HELDOUT_X_METHODS, KNOWN_DIVERGENCES,
+                             MATH500_SMALL_LR, NO_RL, RESULTS, SAME_BASE, SHARES_DDRL_RL, SMALL_LR, WIDE_OUT,
+                             adapted_x_path, csv_path, heldout_x_path, load_regimes, regimes_path, seeds_to_analyse)
+from ddrl.study.drift import (ARMS, HINGE_B, HINGE_K0, LINE, LR_LABELS, LR_METHODS, LR_TEXT, PREDICTED_FROM_SLOPE,
+                              analyse as drift_analysis, analyse_arms, drift_path, heldout_rows, kl_fit, paired_t,
+                              reading, seed_table, x3h_slope)
 from ddrl.study import designs
 from ddrl.study.designs import (COR_TRADE_RUNS, DESIGNS, MARGIN, T1F_DIR, Design, _panels, _reads, _unwritten,
                                 analysed_seeds, regime_designs)
