@@ -196,6 +196,10 @@ def test_the_commands_report_refuse_and_write(tmp_path, capsys):
     assert "DDRL runs of seeds [0, 1] in amc_like_small_lr are not finished" in capsys.readouterr().err
     assert not heldout_x_path(tmp_path, SMALL_LR, "ttrl", 0).exists()
     assert study.main(["run", "ablation", "--seeds", "999"]) == 0  # no --out: the design's runs/ (no seed: no job)
+    for name in ("claims_xeon", "drift_amc_like_cpu", "dynamics"):  # no jobs of its own: says where its runs come from
+        assert study.main(["run", name]) == 2
+    assert "--results results/replication_xeon" in capsys.readouterr().err
+    assert {d.whole for d in D.DESIGNS.values() if not (d.evaluates or d.regime_runs)} <= set(study.RUN_BY)
     assert study.main(["status", "small_lr_etmr_xeon"]) == 0  # a design of another build: its own runs/
     assert "Amendment 44 (math500_like_small_lr, Xeon build): 10 of 12 seeds complete; missing [10, 11]" in \
         capsys.readouterr().out

@@ -236,9 +236,22 @@ def committed_table(name: str) -> str:
                               f"python -m ddrl.study status {name}")
 
 
+#: Where the runs of a design whose jobs are not the generic ones come from (by :attr:`Design.whole`)
+RUN_BY = {"claims": "its runs are the registered stages': python -m ddrl.study --stage 1|2, --analyse stage1 and "
+                    "--heldout-x, each with --results {results}",
+          "drift": "its runs come from python -m ddrl.study.drift run|export|kl (ddrl.study.drift's docstring)",
+          "lr_drift": "its held-out KLs come from python -m ddrl.study.drift export|kl (ddrl.study.drift's docstring)",
+          "cor_alone_drift": "its runs come from python -m ddrl.study.drift kl --cor-alone (ddrl.study.drift's "
+                             "docstring)",
+          "dynamics": "it reads the step CSVs that other designs' runs wrote"}
+
+
 def run(d: Design, args: argparse.Namespace) -> str:
     """The design's jobs on its build's measured weights, to its clock; a design reading cached DDRL runs or loading
     finished ones (:attr:`Design.finished`) refuses a seed without one before any job (it must not train one)."""
+    if not (d.evaluates or d.regime_runs):
+        where = RUN_BY[d.whole].format(results=d.results.relative_to(REPO))
+        raise ValueError(f"{d.id} has no jobs of its own: {where}")
     seeds = d.seeds if args.seeds is None else tuple(s for s in d.seeds if s in set(args.seeds))
     seeds = tuple(s for s in seeds if s not in gpu_seeds(args.out))  # a GPU machine's imported seeds (Amendment 26)
     regimes, scale = regimes_path(d.results), SCALES[args.scale]
