@@ -120,9 +120,8 @@ def seed_table(out_dir: str | Path, regime: str, methods: Sequence[str] = PAIR,
     (:data:`KL_UNIT`; NaN where absent), late entropy and rare-answer rollouts."""
     if held is None:
         held = heldout_rows(out_dir, regime, methods)
-    kept = [p for _, p in h1x_files(out_dir, regime, methods, ADAPTED_X)]
     adapted = (heldout_rows(out_dir, regime, methods, ADAPTED_X).groupby(["method", "seed"])["accuracy"].mean()
-               if kept else pd.Series(dtype=float))
+               if h1x_files(out_dir, regime, methods, ADAPTED_X) else pd.Series(dtype=float))
     rows = []
     for (m, s), acc in held.groupby(["method", "seed"])["accuracy"].mean().items():
         p = drift_path(drift_dir or out_dir, regime, m, s)
@@ -182,9 +181,8 @@ def measure_kl(out_dir: str | Path, runs_root: str | Path, regime: str, methods:
                dest: str | Path | None = None, scale: str = "default", progress: bool = True,
                regimes: str | Path = RESULTS / "regimes_base.json",
                seeds: Sequence[int] | None = None) -> tuple[int, list[str]]:
-    """Write the held-out KL (:data:`KL_UNIT`) of every run an H1x CSV names whose weights are under ``runs_root``,
-    against the base of the build ``regimes``; returns how many were measured (a JSON of the same weights and counts is
-    kept) and the runs not found."""
+    """Write the held-out KL (:data:`KL_UNIT`) of each run an H1x CSV names whose weights are under ``runs_root``
+    (one already measured on the same weights is kept); returns how many were measured, and the runs not found."""
     from ddrl.models import load_model
 
     sc = SCALES[scale]
@@ -329,9 +327,7 @@ def arm_methods(which: str) -> tuple[str, ...]:
 
 def arms_table(out_dir: str | Path, regime: str, which: str) -> pd.DataFrame | None:
     """:func:`seed_table` of a set's methods, or None where its arms have no H1x CSVs yet."""
-    if not h1x_files(out_dir, regime, tuple(ARMS[which])):
-        return None
-    return seed_table(out_dir, regime, arm_methods(which))
+    return seed_table(out_dir, regime, arm_methods(which)) if h1x_files(out_dir, regime, tuple(ARMS[which])) else None
 
 
 def analyse(out_dir: str | Path, regime: str, rng: np.random.Generator, drift_dir: str | Path | None = None,
@@ -419,8 +415,7 @@ def _scatter(ax, t: pd.DataFrame, x: str, methods: Sequence[str], size: int) -> 
 
 
 def drift_figure(tables: dict[str, pd.DataFrame], x: str = "kl_late"):
-    """Held-out pass@1 against KL column ``x``, a panel per ``tables`` (title -> :func:`seed_table`) that has ``x``,
-    each method's line at the common slope."""
+    """Held-out pass@1 against KL ``x``, a panel per ``tables`` (title -> :func:`seed_table`), common-slope lines."""
     tables = {k: t for k, t in tables.items() if t[x].notna().any()}
     fig, axes = plt.subplots(1, len(tables), figsize=(4.6 * len(tables), 3.8), sharey=True, squeeze=False)
     for ax, (title, t) in zip(axes[0], tables.items()):
@@ -479,8 +474,7 @@ def reading(name: str, k, slope: float | None = None) -> np.ndarray:
 
 
 def lr_drift_figure(res: dict, cor: dict | None = None):
-    """Held-out pass@1 against held-out KL per run of Amendment 40 (``cor``: 41's COR alone), with the default-lr
-    runs' line at W4's slope and at X3h's."""
+    """Held-out pass@1 against held-out KL per run of Amendments 40 and 41 (``cor``), lines at W4's and X3h's slopes."""
     t = pd.DataFrame(res["runs"])
     methods = ["no_adaptation", *LR_METHODS]
     if cor is not None:

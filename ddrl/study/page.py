@@ -19,7 +19,7 @@ import pandas as pd
 import seaborn as sns
 
 from ddrl.report.stats import NO_EFFECT_MARGIN
-from ddrl.study.claims import FLOOR_NOTE, VERDICT_COLORS, interval, load, validate
+from ddrl.study.claims import FLOOR_NOTE, VERDICT_COLORS, interval, validate
 from ddrl.study.plan import RESULTS
 
 PAGE = RESULTS.parent / "docs" / "results.md"
@@ -209,12 +209,8 @@ def gather(results: str | Path = RESULTS, sources: Sequence[str] = SOURCES) -> d
         path = Path(results) / name
         if not path.is_file():
             continue
-        if name == "claims.json":
-            entries = load(path)
-        else:
-            data = json.loads(path.read_text())
-            entries = validate(data["entries"] if isinstance(data, dict) else data, str(path))
-        for e in entries:
+        data = json.loads(path.read_text())
+        for e in validate(data["entries"] if isinstance(data, dict) else data, str(path)):
             by.setdefault((e["id"], e["regime"]), []).append(e)
     return by
 
