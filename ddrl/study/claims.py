@@ -272,8 +272,7 @@ def floor_marks(df: pd.DataFrame) -> pd.Series:
 
 
 def scorecard(entries: Sequence[dict]) -> pd.DataFrame:
-    """One row per claim x regime: the paper's number, the testbed's, the 95% half-width and the minimum detectable
-    effect it implies (80% power)."""
+    """One row per claim x regime: paper, testbed, 95% half-width and the minimum detectable effect (80% power)."""
     df = pd.DataFrame(validate(list(entries)))
     df["half_width"] = (df.ci_high - df.ci_low) / 2
     df["mde"] = df.half_width.map(detectable_effect)
@@ -295,8 +294,7 @@ def unit(metric: str) -> str:
 
 
 def scorecard_figure(entries: Sequence[dict]):
-    """Forest plot, one panel per unit (points first): intervals coloured by verdict, the paper's number as a hollow
-    diamond."""
+    """Forest plot, a panel per unit (points first), coloured by verdict; the paper's number a hollow diamond."""
     df = pd.DataFrame(validate(list(entries)))
     df["label"] = df.id + "  " + df.regime + floor_marks(df)
     df["unit"] = df.metric.map(unit)
@@ -422,8 +420,7 @@ def render_replication(studies: dict[str, Sequence[dict]], out_dir: str | Path,
 
 def render_replications(results: str | Path, registered: Sequence[dict],
                         name: str = "replication_vs_registered") -> dict[str, Path]:
-    """:func:`render_replication` of every ``<results>/replication_*/claims.json`` into its ``figures/``; keys are
-    ``<replication>.<kind>``."""
+    """:func:`render_replication` of each ``replication_*/claims.json`` into its ``figures/``; keys ``<rep>.<kind>``."""
     paths = {}
     for f in sorted(Path(results).glob("replication_*/claims.json")):
         rep = f.parent.name

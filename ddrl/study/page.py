@@ -435,8 +435,7 @@ def figure_rows(by: dict) -> list[dict]:
 
 
 def claims_figure(rows: Sequence[dict]):
-    """Forest plot of :func:`figure_rows` coloured by verdict, the paper's number as a hollow diamond (an arrow where
-    it lies beyond the testbed's range)."""
+    """Forest plot of :func:`figure_rows` by verdict; the paper's number a hollow diamond, or an arrow beyond range."""
     if not rows:
         raise ValueError("claims_figure: no rows (figure_rows found no lr/10 entry of FIGURE_IDS)")
     fig, ax = plt.subplots(figsize=(9.0, 0.32 * len(rows) + 1.4))
@@ -491,8 +490,7 @@ def family_lines(by: dict, fam: Family) -> list[str]:
 
 
 def builds_table(results: Path, registered: dict) -> pd.DataFrame:
-    """The registered build beside each of :data:`BUILDS`: a row per claim of :data:`BUILD_IDS` and regime that a
-    replication measured."""
+    """The registered build beside each of :data:`BUILDS`, per claim of :data:`BUILD_IDS` and regime measured."""
     builds = {label: gather(results / folder, sources) for folder, (label, sources) in BUILDS.items()
               if (results / folder).is_dir()}
     names = {small: f"{name} at lr/10" for name, (small, _) in STANDS_FOR.items() if small}

@@ -54,8 +54,7 @@ class Target:
 
 
 def _tree(design: str, results: Path = RESULTS) -> tuple[Path, Path]:
-    """A design's folder of per-run CSVs and its results tree (whose regimes file names its build): a row of
-    ``DESIGNS``, ``registered``, or a folder ``results/<name>/runs`` (a replication) or ``results/<name>``."""
+    """A design's folder of per-run CSVs and its results tree (whose regimes file names its build)."""
     if design in DESIGNS and results == RESULTS:
         return DESIGNS[design].runs, DESIGNS[design].results
     if design == "registered":
