@@ -116,8 +116,8 @@ def heldout_rows(out_dir: str | Path, regime: str, methods: Sequence[str] = PAIR
 
 def seed_table(out_dir: str | Path, regime: str, methods: Sequence[str] = PAIR,
                drift_dir: str | Path | None = None, held: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per run with an H1x and a drift CSV: held-out and adapted pass@1 (points), late and held-out KL
-    (:data:`KL_UNIT`; NaN where absent), late entropy and rare-answer rollouts."""
+    """One row per run with an H1x and a drift CSV: held-out pass@1 (points), late KL (:data:`KL_UNIT`), late entropy
+    and rare-answer rollouts, held-out KL and adapted pass@1 (NaN where absent)."""
     if held is None:
         held = heldout_rows(out_dir, regime, methods)
     adapted = (heldout_rows(out_dir, regime, methods, ADAPTED_X).groupby(["method", "seed"])["accuracy"].mean()
@@ -188,7 +188,7 @@ def measure_kl(out_dir: str | Path, runs_root: str | Path, regime: str, methods:
     sc = SCALES[scale]
     check_weights(regimes, sc)
     reg = load_regimes(regimes, sc, names=[regime])[regime]
-    n_questions = min(KL_QUESTIONS, sc.n_heldout_x)
+    n_questions = min(KL_QUESTIONS, sc.n_heldout_x)  # kl_prompts' count
     found, missing = [], []
     for m, seed, name in h1x_runs(out_dir, regime, methods):
         run = Path(runs_root) / name
