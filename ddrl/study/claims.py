@@ -1,16 +1,11 @@
-"""The paper's claims with ids, the ``results/claims.json`` schema, the scorecard, and the side by side of a
-replication on another build.
+"""The paper's claims with ids (registered in ``results/plan.md``), the ``results/claims.json`` schema, the scorecard,
+and a replication on another build beside the registered study.
 
-Each claim is a signed effect whose 95% interval decides it by :func:`ddrl.report.stats.verdict`. ``paper`` holds
-the paper's number for the effect (Qwen2.5-Math-1.5B, read from :mod:`ddrl.paper`; table in ``where``), in pass@1
-points unless ``metric`` says otherwise. The pre-registration is ``results/plan.md``.
+Each claim is a signed effect decided by its 95% interval (:func:`ddrl.report.stats.verdict`); ``paper`` is the
+paper's number (Qwen2.5-Math-1.5B, :mod:`ddrl.paper`), in pass@1 points unless ``metric`` says otherwise.
+``results/claims.json`` is a list of entries, one per claim x regime, as :func:`validate` checks them::
 
-``results/claims.json`` is a list of entries (one per claim x regime)::
-
-    {id, claim, regime, metric, paper, estimate, ci_low, ci_high, n_seeds, n_questions, verdict}
-
-``paper`` a number or null, ``estimate``/``ci_*`` in the metric's units, ``verdict`` one of
-:data:`ddrl.report.stats.VERDICTS`, an optional string ``note``. :func:`validate` checks exactly this.
+    {id, claim, regime, metric, paper, estimate, ci_low, ci_high, n_seeds, n_questions, verdict[, note]}
 """
 
 from __future__ import annotations
@@ -58,7 +53,7 @@ THREE = ("aime_like", "amc_like", "math500_like")
 
 
 def _row(table: str, method: str, regimes: tuple[str, ...] = THREE) -> dict[str, float]:
-    """The paper's Qwen2.5-Math-1.5B numbers of ``method`` in ``table`` per regime (:mod:`ddrl.paper`)."""
+    """The paper's Qwen2.5-Math-1.5B numbers of ``method`` in ``table`` per regime."""
     if table == "table4":
         return {r: value(("table4", BENCHMARK[r], method, "pass@1")) for r in regimes}
     if table == "table6":
@@ -89,14 +84,13 @@ def _with_small_lr(a: dict[str, float], b: dict[str, float]) -> dict[str, float]
     return {**d, "amc_like_small_lr": d["amc_like"]}
 
 
-#: Where the claims about a model's own samples are measured: the testbed's base (pooled over the three regimes) and
-#: code-davinci-002 on SVAMP; no paper number.
+#: The testbed's base (pooled over the three regimes) and code-davinci-002 on SVAMP; no paper number
 _SAMPLES = ("base", "svamp_codex")
 _NO_PAPER = {r: None for r in _SAMPLES}
 
 
 def _ours(cid: str, claim: str, metric: str, source: str) -> Claim:
-    """A claim of ours: measured in the three regimes, no paper number, sign +1."""
+    """A claim of ours: the three regimes, no paper number, sign +1."""
     return Claim(cid, claim, metric, THREE, {k: None for k in THREE}, +1, source)
 
 
@@ -197,7 +191,7 @@ def get(claim_id: str) -> Claim:
 
 def entry(claim_id: str, regime: str, estimate: float, ci_low: float, ci_high: float, n_seeds: int,
           n_questions: int) -> dict:
-    """One ``claims.json`` entry, its verdict computed by the pre-registered rule (never typed in)."""
+    """One ``claims.json`` entry, its verdict computed by the registered rule."""
     c = get(claim_id)
     if regime not in c.regimes:
         raise ValueError(f"claim {claim_id} is registered for regimes {c.regimes}, not {regime!r}")
@@ -209,23 +203,22 @@ def entry(claim_id: str, regime: str, estimate: float, ci_low: float, ci_high: f
 
 def amendment_entry(cid: str, regime: str, claim: str, metric: str, a: str, b: str, diffs,
                     margin: float = NO_EFFECT_MARGIN, n_boot: int = 4000, stream: str | None = None) -> dict:
-    """A claim a plan amendment adds (no paper number, sign +1: ``a`` above ``b``) decided from its seeds x questions
-    matrix of ``a - b`` on the stream ``derive_seed(0, "claims", cid, stream or regime)``."""
+    """An amendment's claim (no paper number; sign +1: ``a`` above ``b``) decided from its seeds x questions matrix
+    of ``a - b`` on the stream ``derive_seed(0, "claims", cid, stream or regime)``."""
     rng = np.random.default_rng(derive_seed(0, "claims", cid, stream or regime))
     return {"id": cid, "claim": claim, "regime": regime, "metric": metric, "paper": None, "a": a, "b": b,
             **decided(np.asarray(diffs), rng, +1, margin, n_boot)}
 
 
 def with_half_width(entries: list[dict]) -> list[dict]:
-    """Each entry given ``half_width``, the 95% interval's (in place; the plan's power target is stated in it)."""
+    """Each entry given its 95% interval's ``half_width`` (in place)."""
     for e in entries:
         e["half_width"] = (e["ci_high"] - e["ci_low"]) / 2
     return entries
 
 
 def paper_sign(c: Claim, regime: str) -> int:
-    """The sign the verdict tests: the paper's number's in the regime (A1's AMC is -2.0), else the claim's; null
-    claims (R1) stay 0."""
+    """The sign the verdict tests: the paper's number's in the regime (A1's AMC is -2.0), else the claim's (R1: 0)."""
     p = c.paper.get(regime)
     if c.paper_sign == 0 or p is None or p == 0:
         return c.paper_sign
@@ -233,7 +226,7 @@ def paper_sign(c: Claim, regime: str) -> int:
 
 
 def validate(entries, where: str = "claims") -> list[dict]:
-    """Check a claims list against the schema; raise ``ValueError`` naming the entry and field."""
+    """The claims list, checked against the schema (``ValueError`` naming the entry and field)."""
     if not isinstance(entries, list):
         raise ValueError(f"{where}: expected a list of claim entries, got {type(entries).__name__}")
     for i, e in enumerate(entries):
@@ -262,7 +255,7 @@ def validate(entries, where: str = "claims") -> list[dict]:
 
 
 def load(path: str | Path) -> list[dict] | None:
-    """The committed results, validated; None when the study has not been run (no file)."""
+    """The committed results, validated; None when there is no file."""
     path = Path(path)
     if not path.is_file():
         return None
@@ -273,14 +266,13 @@ FLOOR_NOTE = "floor: both methods score pass@1 0 on every question of every seed
 
 
 def floor_marks(df: pd.DataFrame) -> pd.Series:
-    """`` (floor)`` for the entries whose ``note`` is :data:`FLOOR_NOTE`, else "" (the verdict stays the rule's)."""
+    """`` (floor)`` for the entries whose ``note`` is :data:`FLOOR_NOTE`, else ""."""
     notes = df["note"] if "note" in df else pd.Series("", index=df.index)
     return notes.map(lambda n: " (floor)" if n == FLOOR_NOTE else "")
 
 
 def scorecard(entries: Sequence[dict]) -> pd.DataFrame:
-    """One row per claim x regime: the paper's number beside the testbed's, the 95% half-width reached and the
-    minimum detectable effect it implies (80% power)."""
+    """One row per claim x regime: paper, testbed, 95% half-width and the minimum detectable effect (80% power)."""
     df = pd.DataFrame(validate(list(entries)))
     df["half_width"] = (df.ci_high - df.ci_low) / 2
     df["mde"] = df.half_width.map(detectable_effect)
@@ -297,13 +289,12 @@ VERDICT_COLORS = {"reproduced": "#2ca02c", "contradicted": "#d62728", "no effect
 
 
 def unit(metric: str) -> str:
-    """A metric's units, in its last brackets (``"pass@1 DDRL - TTRL [points]"`` -> ``"points"``)."""
+    """A metric's units: ``"pass@1 DDRL - TTRL [points]"`` -> ``"points"``."""
     return metric[metric.rindex("[") + 1:metric.rindex("]")] if "[" in metric else "points"
 
 
 def scorecard_figure(entries: Sequence[dict]):
-    """Forest plot, one panel per unit (points first): each entry's interval coloured by verdict, the paper's number
-    as a hollow diamond, the +-1 no-effect band shaded in the points panel."""
+    """Forest plot, a panel per unit (points first), coloured by verdict; the paper's number a hollow diamond."""
     df = pd.DataFrame(validate(list(entries)))
     df["label"] = df.id + "  " + df.regime + floor_marks(df)
     df["unit"] = df.metric.map(unit)
@@ -335,7 +326,6 @@ def scorecard_figure(entries: Sequence[dict]):
 
 
 def _write(out_dir: str | Path, name: str, table: pd.DataFrame, md: str, fig) -> dict[str, Path]:
-    """``table`` as CSV, ``md`` as Markdown and ``fig`` as PNG + PDF under ``out_dir``."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"csv": out_dir / f"{name}.csv", "md": out_dir / f"{name}.md"}
@@ -347,7 +337,7 @@ def _write(out_dir: str | Path, name: str, table: pd.DataFrame, md: str, fig) ->
 
 
 def render(entries: Sequence[dict], out_dir: str | Path, name: str = "claims_scorecard") -> dict[str, Path]:
-    """Write the scorecard as Markdown + CSV and its figure as PNG + PDF under ``out_dir``."""
+    """Write the scorecard (Markdown, CSV) and its figure (PNG, PDF) under ``out_dir``; returns the paths."""
     table = scorecard(entries)
     return _write(out_dir, name, table, table.to_markdown(index=False, floatfmt=".1f"), scorecard_figure(entries))
 
@@ -358,9 +348,8 @@ def interval(e: dict) -> str:
 
 
 def replication_table(studies: dict[str, Sequence[dict]]) -> pd.DataFrame:
-    """The same claim x regime in several studies side by side, descriptively (never pooled). ``studies``: name ->
-    entries, the registered study first; one row per claim x regime of the later studies, with the paper's number
-    and per study the interval, seeds and verdict ("-" where it has none)."""
+    """Per claim x regime of the later ``studies`` (name -> entries, the registered first), side by side and never
+    pooled: the paper's number and each study's interval, seeds and verdict ("-": none)."""
     names = list(studies)
     if len(names) < 2:
         raise ValueError(f"replication_table needs the registered study and at least one replication, got {names}")
@@ -381,15 +370,14 @@ def replication_table(studies: dict[str, Sequence[dict]]) -> pd.DataFrame:
 
 
 def replication_figure(studies: dict[str, Sequence[dict]]):
-    """Forest plot of :func:`replication_table`'s rows: one interval per study (colour), the paper's number as a
-    hollow diamond."""
-    table = replication_table(studies)  # validates and picks the rows
+    """Forest plot of :func:`replication_table`'s rows, a colour per study, the paper's number as a hollow diamond."""
+    table = replication_table(studies)
     keys = list(zip(table.id, table.regime))
     names = list(studies)
     colors = dict(zip(names, sns.color_palette("colorblind", len(names))))
     by = {n: {(e["id"], e["regime"]): e for e in studies[n]} for n in names}
     fig, ax = plt.subplots(figsize=(7.5, 0.55 * len(keys) * len(names) / 2 + 1.6))
-    step = 0.4 / max(len(names) - 1, 1)  # a claim's intervals within +-0.2 of its tick, 0.6 apart from the next claim's
+    step = 0.4 / max(len(names) - 1, 1)  # a claim's intervals within +-0.2 of its tick
     papers = 0
     for i, k in enumerate(keys):
         y0 = len(keys) - 1 - i
@@ -412,7 +400,7 @@ def replication_figure(studies: dict[str, Sequence[dict]]):
     if papers:
         handles.append(plt.Line2D([], [], ls="", marker="D", mfc="none", mec="black", label="paper"))
     ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(handles), fontsize=8,
-              frameon=False)  # above the axes: below them it met the x label on short plots
+              frameon=False)  # above the axes: below, it meets the x label on short plots
     sns.despine(ax=ax, left=True)
     fig.tight_layout()
     return fig
@@ -425,15 +413,14 @@ def replication_markdown(table: pd.DataFrame) -> str:
 
 def render_replication(studies: dict[str, Sequence[dict]], out_dir: str | Path,
                        name: str = "replication_vs_registered") -> dict[str, Path]:
-    """Write :func:`replication_table` as Markdown + CSV and :func:`replication_figure` as PNG + PDF."""
+    """Write :func:`replication_table` (Markdown, CSV) and :func:`replication_figure` (PNG, PDF)."""
     table = replication_table(studies)
     return _write(out_dir, name, table, replication_markdown(table), replication_figure(studies))
 
 
 def render_replications(results: str | Path, registered: Sequence[dict],
                         name: str = "replication_vs_registered") -> dict[str, Path]:
-    """:func:`render_replication` of every ``<results>/replication_*/claims.json`` against ``registered``, into each
-    one's ``figures/``; keys are ``<replication>.<kind>``."""
+    """:func:`render_replication` of each ``replication_*/claims.json`` into its ``figures/``; keys ``<rep>.<kind>``."""
     paths = {}
     for f in sorted(Path(results).glob("replication_*/claims.json")):
         rep = f.parent.name

@@ -1,20 +1,13 @@
-"""Policy drift and held-out accuracy (plan Amendments 21-25), each prediction one entry of :data:`PREDICTIONS`.
+"""Policy drift and held-out accuracy (plan Amendments 21-25, 40-42): step data, held-out KL, fits, figures.
 
-Why do BCS's rarest-answer negatives cost held-out accuracy (Amendment 19's H1xN)? A run's distance from the base,
-its late ``actor/kl`` (the k3 KL to the reference on its trained rollouts, mean of the last :data:`LATE_EPISODES`
-episodes) or its held-out KL (:func:`heldout_kl`), set against its held-out pass@1: Amendment 21 tests the link
-(X1-X4, X2h-X4h); 22 moves the distance by hand, BCS with a 10x and 100x KL penalty (K1-K3); 23 asks whether TTRL and
-DDRL lie on BCS's line (Z1-Z4); 25 gives them the 100x penalty: what it wins back held out and costs on the adapted
-questions (L1-L4). Amendments 40-42 (the Xeon build's learning rates): held-out gain against held-out KL
-(:func:`reading`). The step logs stay in the run directories; small committed CSVs keep the columns needed, one row
-per run (:func:`seed_table`); runs of seeds 100+ keep their adapted-question rows ("Ad", L4).
+A run's distance from the base (its late ``actor/kl`` or its held-out KL) against its held-out pass@1; each
+prediction is one entry of :data:`PREDICTIONS`. Committed CSVs keep one row per run (:func:`seed_table`).
 
     python -m ddrl.study.drift run --regime amc_like --seeds 100-131 --workers 8 --budget-min 5 --out DIR   # the runs
     python -m ddrl.study.drift export --out DIR   # step CSVs from the runs' directories
     python -m ddrl.study.drift kl --out DIR       # the held-out KL of each run (torch, the runs' weights)
-    python -m ddrl.study analyse drift_<name>     # -> results/drift/<name>.json (a row of ddrl.study.designs.DESIGNS)
-    # run, export, kl: --methods names the arms' runs. Amendments 40 and 41 (lr_drift, cor_alone_drift; with
-    # DDRL_CACHE_DIR the Xeon build's cache, holding the runs' weights):
+    python -m ddrl.study analyse drift_<name>     # -> results/drift/<name>.json
+    # --methods names the arms' runs. Amendments 40-41 (lr_drift, cor_alone_drift; DDRL_CACHE_DIR: the Xeon build's):
     X="--out results/replication_xeon/runs --drift-dir results/replication_xeon/lr_drift"
     R=results/replication_xeon/regimes_base.json
     python -m ddrl.study.drift export $X --regime amc_like --methods ttrl bcs_dae ddrl   # and amc_like_small_lr
@@ -49,20 +42,17 @@ from ddrl.study.plan import (ADAPTED_X, COR_ONLY, HELDOUT_X, RESULTS, SCALES, Jo
                              experiment, heldout_x_records, load_regimes, Regime)
 from ddrl.study.jobs import run_jobs, status_counts
 
-#: The step-log columns a drift CSV keeps: the KL to the reference, the rollouts' entropy, how many of a step's
-#: rollouts have a rare answer (frequency <= 1/8), the majority's share and the pseudo-label's accuracy
+#: The step-log columns a drift CSV keeps ("gt/bin0-0.125/n": rollouts whose answer has frequency <= 1/8)
 DRIFT_COLUMNS = ("step", "episode", "actor/kl", "rollout/entropy", "gt/bin0-0.125/n", "label/majority_ratio",
                  "gt/label_acc")
-LATE_EPISODES = 2  # "late": the last two episodes of the schedule (AMC-like: episodes 6-7 of 8)
+LATE_EPISODES = 2  # "late": the schedule's last two episodes (AMC-like: 6-7 of 8)
 KL_UNIT = 1e-3  # late and held-out KL are reported in units of 1e-3
-PAIR = ("bcs", "bcs_random_neg")  # X1, X2, X4: a - b
-DRIFT = "drift"  # <out>/drift/<regime>/<method>-seedNN-steps.csv
+PAIR = ("bcs", "bcs_random_neg")  # X1-X4: a - b
+DRIFT = "drift"
 #: Held-out KL (Amendment 21's addendum): samples of the final policy on the first questions of H1x's fresh ones
 KL_QUESTIONS = 256
 KL_SAMPLES = 8
 
-
-# --- the runs' data: step CSVs, H1x rows, one row per run ---
 
 def drift_path(out_dir: str | Path, regime: str, method: str, seed: int, kind: str = "steps") -> Path:
     """A run's drift CSV (``<out>/drift/<regime>/<method>-seedNN-steps.csv``) or, ``kind="kl"``, its KL JSON."""
@@ -70,7 +60,7 @@ def drift_path(out_dir: str | Path, regime: str, method: str, seed: int, kind: s
 
 
 def drift_steps(run_dir: str | Path) -> pd.DataFrame:
-    """The :data:`DRIFT_COLUMNS` of a run directory's step log, one row per RL step (COR's steps left out)."""
+    """The :data:`DRIFT_COLUMNS` of a run directory's step log, one row per RL step (not COR's)."""
     run = RunDir(run_dir)
     if not run.metrics_path.is_file():
         raise FileNotFoundError(f"{run.metrics_path}: no step log (the run directory is missing or unfinished)")
@@ -82,20 +72,19 @@ def drift_steps(run_dir: str | Path) -> pd.DataFrame:
 
 def h1x_files(out_dir: str | Path, regime: str, methods: Sequence[str] = PAIR,
               split: str = HELDOUT_X) -> list[tuple[str, Path]]:
-    """(method, path) of every H1x CSV of ``methods`` (``split=ADAPTED_X``: their runs' adapted questions)."""
+    """(method, path) of every H1x CSV of ``methods`` (``split=ADAPTED_X``: of their adapted questions)."""
     return [(m, p) for m in methods for p in sorted((Path(out_dir) / split / regime).glob(f"{m}-seed*.csv*"))]
 
 
 def h1x_runs(out_dir: str | Path, regime: str, methods: Sequence[str] = PAIR) -> list[tuple[str, int, str]]:
-    """(method, seed, run directory name) of every H1x CSV (:func:`h1x_files`)."""
+    """(method, seed, run directory name) of every H1x CSV."""
     heads = [(m, pd.read_csv(p, nrows=1)) for m, p in h1x_files(out_dir, regime, methods)]
     return [(m, int(h["seed"].iloc[0]), str(h["run"].iloc[0])) for m, h in heads]
 
 
 def export_steps(out_dir: str | Path, runs_root: str | Path, regime: str, methods: Sequence[str] = PAIR,
                  dest: str | Path | None = None) -> tuple[int, list[str]]:
-    """The drift CSV of every run an H1x CSV under ``out_dir`` names, written under ``dest`` (default ``out_dir``).
-    Returns how many were written and the runs not under ``runs_root`` (skipped)."""
+    """Write the drift CSV of every run an H1x CSV names; returns how many, and the runs not under ``runs_root``."""
     n, missing = 0, []
     for m, seed, run in h1x_runs(out_dir, regime, methods):
         if not (Path(runs_root) / run).is_dir():
@@ -117,7 +106,7 @@ def late_mean(steps: pd.DataFrame, column: str, episodes: int = LATE_EPISODES) -
 
 def heldout_rows(out_dir: str | Path, regime: str, methods: Sequence[str] = PAIR,
                  split: str = HELDOUT_X) -> pd.DataFrame:
-    """The H1x rows (method, seed, question) of ``methods`` with pass@1 in points as ``accuracy``."""
+    """The H1x rows (method, seed, question) of ``methods``, pass@1 in points as ``accuracy``."""
     files = [p for _, p in h1x_files(out_dir, regime, methods, split)]
     if not files:
         raise FileNotFoundError(f"{Path(out_dir) / split / regime}: no {split} CSV of {list(methods)}")
@@ -127,13 +116,12 @@ def heldout_rows(out_dir: str | Path, regime: str, methods: Sequence[str] = PAIR
 
 def seed_table(out_dir: str | Path, regime: str, methods: Sequence[str] = PAIR,
                drift_dir: str | Path | None = None, held: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per method and seed with an H1x CSV and a drift CSV: held-out pass@1 (points), late KL (units of
-    :data:`KL_UNIT`), late entropy and rare-answer rollouts, held-out KL and adapted pass@1 (NaN where absent)."""
+    """One row per run with an H1x and a drift CSV: held-out pass@1 (points), late KL (:data:`KL_UNIT`), late entropy
+    and rare-answer rollouts, held-out KL and adapted pass@1 (NaN where absent)."""
     if held is None:
         held = heldout_rows(out_dir, regime, methods)
-    kept = [p for _, p in h1x_files(out_dir, regime, methods, ADAPTED_X)]
     adapted = (heldout_rows(out_dir, regime, methods, ADAPTED_X).groupby(["method", "seed"])["accuracy"].mean()
-               if kept else pd.Series(dtype=float))
+               if h1x_files(out_dir, regime, methods, ADAPTED_X) else pd.Series(dtype=float))
     rows = []
     for (m, s), acc in held.groupby(["method", "seed"])["accuracy"].mean().items():
         p = drift_path(drift_dir or out_dir, regime, m, s)
@@ -151,18 +139,18 @@ def seed_table(out_dir: str | Path, regime: str, methods: Sequence[str] = PAIR,
     return pd.DataFrame(rows).sort_values(["method", "seed"]).reset_index(drop=True)
 
 
-# --- the held-out KL (Amendment 21's addendum); torch is imported inside, so the analyses and figures load without it
+# --- the held-out KL; torch is imported inside, so the analyses and figures load without it
 
 def kl_prompts(reg: Regime, sc, tokenizer, cue: str, model: str) -> list[str]:
-    """The first :data:`KL_QUESTIONS` of ``reg``'s fresh H1x questions, formatted with the run's ``cue``."""
+    """The first :data:`KL_QUESTIONS` of ``reg``'s fresh H1x questions as prompts with ``cue``."""
     records = heldout_x_records(reg, sc.n_heldout_x)[:KL_QUESTIONS]
     return [format_prompt(tokenizer, r["prompt"], resolve_cue(cue, model)) for r in records]
 
 
 def heldout_kl(policy, base, tokenizer, prompts: Sequence[str], n: int, max_new_tokens: int, seed: int,
                batch_size: int = 512) -> tuple[float, int]:
-    """KL(policy || base) in nats per token on ``n`` samples per prompt of the policy (T = 1): the summed log-ratios
-    (k1, unbiased per sequence) over all sampled tokens. Returns (KL, tokens)."""
+    """(KL(policy || base) in nats per token, tokens) on ``n`` policy samples per prompt (T = 1): the k1 log-ratios
+    summed over all sampled tokens (unbiased per sequence)."""
     import torch
     from ddrl.logprobs import response_logprobs
     from ddrl.sampling import make_sampler
@@ -186,7 +174,6 @@ def heldout_kl(policy, base, tokenizer, prompts: Sequence[str], n: int, max_new_
 
 
 def _weights(name: str | Path) -> dict:
-    """sha256 of a model's weight files."""
     return {k: v for k, v in model_fingerprint(str(name)).items() if k != "model"}
 
 
@@ -194,10 +181,8 @@ def measure_kl(out_dir: str | Path, runs_root: str | Path, regime: str, methods:
                dest: str | Path | None = None, scale: str = "default", progress: bool = True,
                regimes: str | Path = RESULTS / "regimes_base.json",
                seeds: Sequence[int] | None = None) -> tuple[int, list[str]]:
-    """The held-out KL (units of :data:`KL_UNIT`) of every run an H1x CSV under ``out_dir`` names (of ``seeds``)
-    whose weights (``final/``; ``rl/`` for ``bcs_dae``) are under ``runs_root``, against the build ``regimes``' base,
-    one JSON per run under ``dest`` (default ``out_dir``); one of the same weights and counts is kept, not redone.
-    Returns how many were measured and the runs not found."""
+    """Write the held-out KL (:data:`KL_UNIT`) of each run an H1x CSV names whose weights are under ``runs_root``
+    (one already measured on the same weights is kept); returns how many were measured, and the runs not found."""
     from ddrl.models import load_model
 
     sc = SCALES[scale]
@@ -231,7 +216,7 @@ def measure_kl(out_dir: str | Path, runs_root: str | Path, regime: str, methods:
         if (c["model"], c["cue"], c["max_new_tokens"]) != (cfg["model"], cfg["cue"], cfg["max_new_tokens"]):
             raise ValueError(f"{run}: model/cue/max_new_tokens differ from {found[0][2]}'s; measure them apart")
         policy, _ = load_model(cfg["model"], "float32", "cpu")
-        RunDir(run).load_weights(METHODS[m][1], policy)  # the trained weights onto the base
+        RunDir(run).load_weights(METHODS[m][1], policy)
         s = derive_seed(seed, "drift", "kl")
         kl, n_tok = heldout_kl(policy, base, tok, prompts, KL_SAMPLES, c["max_new_tokens"], s)
         write_json(drift_path(dest or out_dir, regime, m, seed, "kl"),
@@ -242,8 +227,8 @@ def measure_kl(out_dir: str | Path, runs_root: str | Path, regime: str, methods:
 
 def cor_alone_kl(seed: int, regimes: str | Path, out: str | Path, regime: str = "amc_like",
                  scale: str = "default") -> dict:
-    """COR alone (plan Amendment 41; its weights were never kept) recomputed as the study's job did, its held-out KL,
-    and whether its adapted evaluation equals the committed CSV under ``out`` (``adapted_reproduced``)."""
+    """COR alone (Amendment 41; its weights were never kept) recomputed as the study's job did: its held-out KL, and
+    whether its adapted evaluation equals the committed CSV under ``out`` (``adapted_reproduced``)."""
     from ddrl.models import load_model
     from ddrl.run.experiments import weights_sha256
 
@@ -252,7 +237,7 @@ def cor_alone_kl(seed: int, regimes: str | Path, out: str | Path, regime: str = 
     exp = experiment(reg, sc, False)
     c = exp.config("ddrl", seed)
     with pinned_backend("hf"), exp.threads({"device": c.device}):
-        model, tok, _, _ = exp.refine(c)  # Experiment.refined's own COR call, start="base"
+        model, tok, _, _ = exp.refine(c)  # start="base"
         ev = exp.evaluate(model, tok, c, seed)["adapted"]["per_question"]
         base, _ = load_model(c.model, c.dtype, c.device)
         prompts = kl_prompts(reg, sc, tok, c.cue, c.model)
@@ -264,12 +249,10 @@ def cor_alone_kl(seed: int, regimes: str | Path, out: str | Path, regime: str = 
                 committed["question"].tolist() == ev["id"] and committed["pass@1"].tolist() == ev["pass@1"])}
 
 
-# --- the predictions and their fits ---
-
 def kl_fit(table: pd.DataFrame, a: str = PAIR[0], b: str = PAIR[1], confidence: float = 0.95,
            x: str = "kl_late") -> dict:
-    """Least squares of held-out pass@1 on KL column ``x``, one intercept per method: the slope (points per
-    :data:`KL_UNIT`) and ``a``'s intercept minus ``b``'s (``adjusted``: at equal KL), each with its t interval."""
+    """Held-out pass@1 on KL column ``x``, one intercept per method: the slope (points per :data:`KL_UNIT`) and
+    ``adjusted`` (``a``'s intercept - ``b``'s: at equal KL), each with its t interval."""
     t = table[table["method"].isin([a, b])]
     if t["method"].nunique() != 2:
         raise ValueError(f"kl_fit: need runs of both {a!r} and {b!r}; have {sorted(t['method'].unique())}")
@@ -305,35 +288,35 @@ PREDICTIONS = {
     "X2": ("late KL(policy || reference), BCS - BCS positives + random negatives [1e-3]", +1, 0.0, "dist"),
     "X3": ("held-out pass@1 per 1e-3 of late KL, within methods [points]", -1, 0.0, "slope"),
     "X4": ("held-out pass@1 at equal late KL, BCS - BCS positives + random negatives [points]", 0, 1.0, "adjusted"),
-    # Amendment 21's addendum: the same three with the held-out KL
+    # Amendment 21's addendum
     "X2h": ("held-out KL(policy || base), BCS - BCS positives + random negatives [1e-3 nats/token]", +1, 0.0, "dist"),
     "X3h": ("held-out pass@1 per 1e-3 of held-out KL, within methods [points]", -1, 0.0, "slope"),
     "X4h": ("held-out pass@1 at equal held-out KL, BCS - BCS positives + random negatives [points]", 0, 1.0,
             "adjusted"),
-    # Amendment 22: BCS's KL penalty raised by hand (arm bcs_kl10x or bcs_kl100x)
+    # Amendment 22: BCS's KL penalty raised by hand
     "K1": ("held-out KL(policy || base), {a} - {b} [1e-3 nats/token]", -1, 0.0, "dist"),
     "K2": ("held-out pass@1, {a} - {b} [points]", +1, 1.0, "acc"),
     "K3": ("held-out pass@1 at equal held-out KL, {a} - {b} [points]", 0, 1.0, "adjusted"),
-    # Amendment 23: TTRL (Z1, Z3) and DDRL (Z2, Z4) against BCS
+    # Amendment 23: TTRL and DDRL against BCS
     "Z1": ("held-out pass@1 at equal held-out KL, {a} - {b} [points]", 0, 1.0, "adjusted"),
     "Z2": ("held-out pass@1 at equal held-out KL, {a} - {b} [points]", 0, 1.0, "adjusted"),
     "Z3": ("held-out KL(policy || base), {a} - {b} [1e-3 nats/token]", -1, 0.0, "dist"),
     "Z4": ("held-out KL(policy || base), {a} - {b} [1e-3 nats/token]", +1, 0.0, "dist"),
     "Za": ("held-out pass@1, {a} - {b} [points]", None, 0.0, "acc"),
-    # Amendments 22 and 23, descriptive (not registered): the arm's cost or gain on the questions it adapted on
+    # descriptive (not registered)
     "Ad": ("adapted pass@1, {a} - {b} [points]", None, 0.0, "adapted"),
-    # Amendment 25: the 100x penalty on TTRL and DDRL, each against itself: K1-K3's measures, and L4 a null claim
+    # Amendment 25: the 100x penalty on TTRL and DDRL, each against itself (L1-L3: K1-K3's measures)
     "L4": ("adapted pass@1, {a} - {b} [points]", 0, 1.0, "adapted"),
 }
 PREDICTIONS.update({"L1": PREDICTIONS["K1"], "L2": PREDICTIONS["K2"], "L3": PREDICTIONS["K3"]})
 MEASURES = {"kl_late": ("X1", "X2", "X3", "X4"), "kl_heldout": ("X2h", "X3h", "X4h")}
-DOSES = ("bcs_kl10x", "bcs_kl100x")  # Amendment 22's arms, each against "bcs"
-#: Each set of arms: arm -> (the method it is compared with, its predictions) (Amendments 22, 23, 25)
+DOSES = ("bcs_kl10x", "bcs_kl100x")
+#: Each set of arms: arm -> (the method it is compared with, its predictions)
 ARMS = {"dose": {a: ("bcs", ("K1", "K2", "K3")) for a in DOSES},
         "methods": {"ttrl": ("bcs", ("Z3", "Z1", "Za")), "ddrl": ("bcs", ("Z4", "Z2", "Za"))},
         "penalty": {"ttrl_kl100x": ("ttrl", ("L1", "L2", "L3", "L4")),
                     "ddrl_kl100x": ("ddrl", ("L1", "L2", "L3", "L4"))}}
-#: The slope-predicted held-out gain (``predicted``) goes with these sets' "acc" entries (Amendments 22, 25)
+#: The sets whose "acc" entries get the slope-predicted held-out gain (``predicted``)
 PREDICTED_FROM_SLOPE = ("dose", "penalty")
 
 
@@ -343,17 +326,15 @@ def arm_methods(which: str) -> tuple[str, ...]:
 
 
 def arms_table(out_dir: str | Path, regime: str, which: str) -> pd.DataFrame | None:
-    """:func:`seed_table` of :func:`arm_methods` ``(which)``, or None where the set's arms have no H1x CSVs yet."""
-    if not h1x_files(out_dir, regime, tuple(ARMS[which])):
-        return None
-    return seed_table(out_dir, regime, arm_methods(which))
+    """:func:`seed_table` of a set's methods, or None where its arms have no H1x CSVs yet."""
+    return seed_table(out_dir, regime, arm_methods(which)) if h1x_files(out_dir, regime, tuple(ARMS[which])) else None
 
 
 def analyse(out_dir: str | Path, regime: str, rng: np.random.Generator, drift_dir: str | Path | None = None,
             a: str = PAIR[0], b: str = PAIR[1], exploratory: bool = False, measure: str = "kl_late",
             ids: Sequence[str] | None = None) -> list[dict]:
     """The predictions ``ids`` (default :data:`MEASURES` ``[measure]``) of ``a`` against ``b`` on the seeds with both
-    methods' runs and that measure, with their verdicts (``exploratory``: the runs the predictions were read from)."""
+    runs and that measure, with their verdicts (``exploratory``: the runs the predictions were read from)."""
     if measure not in MEASURES:
         raise ValueError(f"analyse: measure must be one of {sorted(MEASURES)}, got {measure!r}")
     ids = tuple(ids or MEASURES[measure])
@@ -368,11 +349,11 @@ def analyse(out_dir: str | Path, regime: str, rng: np.random.Generator, drift_di
         rs["dist"] = paired_t(wide.loc[seeds, (measure, a)] - wide.loc[seeds, (measure, b)])
     if kinds & {"slope", "adjusted"}:
         rs.update(kl_fit(table[table["seed"].isin(seeds)], a, b, x=measure))
-    for kind in ("acc", "adapted"):  # a pass@1 difference per seed and question, held out or adapted
+    for kind in ("acc", "adapted"):
         if kind in kinds:
             rows = held if kind == "acc" else heldout_rows(out_dir, regime, (a, b), ADAPTED_X)
             d = paired_differences(rows[rows["seed"].isin(seeds)], a, b)
-            rs[kind] = hierarchical_bootstrap(d.to_numpy(), rng).to_dict()  # with its n_questions
+            rs[kind] = hierarchical_bootstrap(d.to_numpy(), rng).to_dict()
     out = []
     for cid in ids:
         metric, sign, margin, kind = PREDICTIONS[cid]
@@ -387,7 +368,7 @@ def analyse(out_dir: str | Path, regime: str, rng: np.random.Generator, drift_di
 
 
 SLOPE_FROM = REPO / "results" / "drift" / "amc_like_cpu_heldout_kl.json"  # Amendment 21's confirmed X3h
-DOSE_OUT = "results/drift/cpu"  # Amendment 22's runs, beside Amendment 21's CPU runs
+DOSE_OUT = "results/drift/cpu"  # Amendment 22's runs
 
 
 def x3h_slope(path: str | Path = SLOPE_FROM) -> float:
@@ -398,8 +379,8 @@ def x3h_slope(path: str | Path = SLOPE_FROM) -> float:
 def analyse_arms(out_dir: str | Path, regime: str, rng: np.random.Generator, which: str = "dose",
                  slope: float | None = None) -> list[dict]:
     """Each arm of :data:`ARMS` ``[which]`` against its method (held-out KL); with ``slope`` (X3h), "acc" entries get
-    ``predicted`` = slope x the KL difference. Then, for arms registering no adapted entry, a descriptive "Ad" where
-    adapted rows were kept (after every registered entry, whose bootstrap draws it leaves unchanged)."""
+    ``predicted`` = slope x the KL difference. Arms registering no adapted entry get a descriptive "Ad" where adapted
+    rows were kept, last, so the registered entries' bootstrap draws stay unchanged."""
     out = []
     for arm, (base, ids) in ARMS[which].items():
         e = analyse(out_dir, regime, rng, a=arm, b=base, measure="kl_heldout", ids=ids)
@@ -415,7 +396,6 @@ def analyse_arms(out_dir: str | Path, regime: str, rng: np.random.Generator, whi
 
 
 # --- figures ---
-
 #: The figure's panels: (title, H1x folder, drift folder) relative to the repository, as committed
 PANELS = (("exploratory: seeds 0-18, Xeon", "results/runs", "results/drift/exploratory"),
           ("confirmation: seeds 100+, H100", "results/drift/gpu", None),
@@ -423,7 +403,7 @@ PANELS = (("exploratory: seeds 0-18, Xeon", "results/runs", "results/drift/explo
 
 
 def _scatter(ax, t: pd.DataFrame, x: str, methods: Sequence[str], size: int) -> dict:
-    """Held-out pass@1 against ``x``, one point per run of ``methods``, axes labelled; returns the palette."""
+    """Held-out pass@1 against ``x``, one point per run; returns the palette."""
     pal = dict(zip(methods, sns.color_palette("colorblind", len(methods))))
     sns.scatterplot(t.assign(method_label=t["method"].map(label)), x=x, y="heldout", hue="method_label",
                     style="method_label", ax=ax, s=size, palette={label(m): pal[m] for m in methods},
@@ -435,8 +415,7 @@ def _scatter(ax, t: pd.DataFrame, x: str, methods: Sequence[str], size: int) -> 
 
 
 def drift_figure(tables: dict[str, pd.DataFrame], x: str = "kl_late"):
-    """Held-out pass@1 against KL column ``x``, one panel per set of runs (``tables``: title -> :func:`seed_table`)
-    that has ``x``, each method's line at the common slope (:func:`kl_fit`)."""
+    """Held-out pass@1 against KL ``x``, a panel per ``tables`` (title -> :func:`seed_table`), common-slope lines."""
     tables = {k: t for k, t in tables.items() if t[x].notna().any()}
     fig, axes = plt.subplots(1, len(tables), figsize=(4.6 * len(tables), 3.8), sharey=True, squeeze=False)
     for ax, (title, t) in zip(axes[0], tables.items()):
@@ -456,7 +435,7 @@ def drift_figure(tables: dict[str, pd.DataFrame], x: str = "kl_late"):
 
 
 def arms_figure(table: pd.DataFrame, slope: float, which: str = "dose"):
-    """Held-out pass@1 against held-out KL per run of :func:`arm_methods` ``(which)``, with BCS's line at ``slope``."""
+    """Held-out pass@1 against held-out KL per run of a set of :data:`ARMS`, with BCS's line at ``slope``."""
     t = table.dropna(subset=["kl_heldout"])
     fig, ax = plt.subplots(figsize=(5.2, 3.9))
     _scatter(ax, t, "kl_heldout", [m for m in arm_methods(which) if m in set(t["method"])], 30)
@@ -469,13 +448,13 @@ def arms_figure(table: pd.DataFrame, slope: float, which: str = "dose"):
     return fig
 
 
-# --- the learning rate on the Xeon build (Amendments 40-42): held-out gain against held-out KL ---
+# --- the learning rate on the Xeon build (Amendments 40-42) ---
 
-#: The readings as registered (fitted on Amendment 40's 60 RL runs, rounded as the plan writes them;
-#: :func:`ddrl.study.measures.fit_readings` refits them): L's slope, and H's free start and slope
+#: The readings as Amendment 42 registered them (fitted on Amendment 40's 60 RL runs; ``measures.fit_readings``
+#: refits them): L's slope, and H's free start and slope
 LINE = -0.3636
 HINGE_K0, HINGE_B = 3.443, 0.4530
-LR_METHODS = ("ttrl", "bcs_dae", "ddrl")  # Amendment 40's methods, at each learning rate
+LR_METHODS = ("ttrl", "bcs_dae", "ddrl")  # Amendment 40's methods
 LR_LABELS = {"none": "no RL", "default": "default lr (3e-5)", "lr10": "lr/10 (3e-6)"}
 LR_TEXT = {"default": "default lr (3e-5)", "lr3": "lr/3 (1e-5)", "lr10": "lr/10 (3e-6)"}  # Amendment 42's labels
 COR_ALONE_LABEL = "COR alone (no RL)"
@@ -483,8 +462,7 @@ COR_ALONE_LABEL = "COR alone (no RL)"
 
 def reading(name: str, k, slope: float | None = None) -> np.ndarray:
     """A reading's predicted held-out gain (points) at held-out KL ``k`` (1e-3 nats/token): "L" the line through the
-    base, "R" the registered slope through the base (X3h: ``slope``, or the committed one), "H" the free start, then
-    a line (plan Amendment 42)."""
+    base, "R" the slope X3h (``slope``, default the committed one) through the base, "H" a free start, then a line."""
     k = np.asarray(k, dtype=float)
     if name == "L":
         return LINE * k
@@ -496,8 +474,7 @@ def reading(name: str, k, slope: float | None = None) -> np.ndarray:
 
 
 def lr_drift_figure(res: dict, cor: dict | None = None):
-    """Held-out pass@1 against held-out KL per run of Amendment 40 (``res``; ``cor``: 41's COR alone), with the
-    default-lr runs' line at W4's slope and at X3h's, extended to zero distance."""
+    """Held-out pass@1 against held-out KL per run of Amendments 40 and 41 (``cor``), lines at W4's and X3h's slopes."""
     t = pd.DataFrame(res["runs"])
     methods = ["no_adaptation", *LR_METHODS]
     if cor is not None:
@@ -525,8 +502,8 @@ def lr_drift_figure(res: dict, cor: dict | None = None):
 
 
 def lr_curve_figure(res: dict, old: pd.DataFrame, slope: float):
-    """Left: held-out gain against held-out KL per run of Amendments 40 (``old``) and 42 (``res``), with the readings
-    L, R (``slope``) and H. Right: mean adapted gain against mean held-out gain per learning rate and method."""
+    """Left: held-out gain against held-out KL per run of Amendments 40 (``old``) and 42, with the readings. Right:
+    mean adapted against mean held-out gain per learning rate and method."""
     t = pd.concat([old, pd.DataFrame(res["runs"])], ignore_index=True)
     t = t.assign(**{"learning rate": t["lr"].map(LR_TEXT), "method ": t["method"].map(label)})
     order = [LR_TEXT[x] for x in ("lr10", "lr3", "default")]
@@ -547,7 +524,7 @@ def lr_curve_figure(res: dict, old: pd.DataFrame, slope: float):
     for row in res["tradeoff"]:
         lr = LR_TEXT[row["lr"]]
         bx.scatter(row["heldout_gain"], row["adapted_gain"], color=pal[lr], s=40,
-                   marker={"bcs_dae": "o", "ddrl": "X", "ttrl": "s"}[row["method"]])  # the left panel's markers
+                   marker={"bcs_dae": "o", "ddrl": "X", "ttrl": "s"}[row["method"]])
         bx.annotate(f"{label(row['method']).split(' (')[0]}, {lr.split(' ')[0]}",
                     (row["heldout_gain"], row["adapted_gain"]), fontsize=6.5, xytext=(3, 3), textcoords="offset points")
     bx.axhline(0, color="0.7", lw=0.6)
@@ -562,7 +539,7 @@ def lr_curve_figure(res: dict, old: pd.DataFrame, slope: float):
 # --- the command line ---
 
 def jobs(regime: str, seeds: Sequence[int], methods: Sequence[str] = PAIR) -> list[Job]:
-    """One H1x job per seed and method, seed by seed (so a budget's cut leaves whole pairs behind)."""
+    """One H1x job per seed and method, seed by seed (a budget's cut leaves whole pairs)."""
     return [Job(regime, s, (m,), "H1x") for s in seeds for m in methods]
 
 
@@ -583,7 +560,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="kl: the build's regimes file (default: the registered build's)")
     ap.add_argument("--cor-alone", action="store_true", help="kl: Amendment 41's COR alone, recomputed per seed")
     args = ap.parse_args(argv)
-    runs_root = args.runs_root or cache_root() / "runs"  # where ddrl.run.experiments keeps them
+    runs_root = args.runs_root or cache_root() / "runs"
     if args.what == "run":
         status = run_jobs(jobs(args.regime, args.seeds, args.methods), SCALES[args.scale], args.out, runs_root,
                           args.budget_min, args.workers, desc="drift runs")
@@ -591,7 +568,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.what in ("run", "export"):
         n, missing = export_steps(args.out, runs_root, args.regime, args.methods, args.drift_dir)
         print(f"drift CSVs written: {n} (run directories not under {runs_root}: {len(missing)})")
-    elif args.what == "kl" and args.cor_alone:  # Amendment 41: COR alone recomputed, then its KL
+    elif args.what == "kl" and args.cor_alone:
         for s in args.seeds:
             path = drift_path(args.drift_dir or args.out, args.regime, COR_ONLY, s, "kl")
             if not path.is_file():

@@ -1,6 +1,5 @@
-"""What notebooks 03-05 show of the claims study: its decided comparisons re-analysed live from the committed
-per-run CSVs, beside the paper's numbers and the committed entries, and where a rerun run sits among the seeds.
-"""
+"""What notebooks 03-05 show of the claims study: its decided comparisons re-analysed from the committed per-run CSVs
+beside the paper's numbers and the committed entries, and where a rerun run sits among the seeds."""
 
 from __future__ import annotations
 
@@ -21,9 +20,9 @@ from ddrl.study.plan import CSV, NO_RL, PAIRED, RESULTS, SAME_BASE, csv_method_s
 from ddrl.study.rerun import check, design_dir
 
 REGIME_WORDS = {"aime_like": "AIME-like", "amc_like": "AMC-like", "math500_like": "MATH-500-like"}
-#: Where the amendments committed their entries of the lr/10 regimes.
+#: The amendments' entries of the lr/10 regimes
 AMENDMENT_ENTRIES = RESULTS / "small_lr"
-#: Claims in a few words for a table row (the registered text is longer).
+#: Claims in a few words for a table row
 CLAIM_WORDS = {"P1": "TTRL beats no adaptation", "P2": "DDRL beats no adaptation", "M1": "DDRL beats TTRL",
                "M2": "DDRL is at least as good as ETMR", "H1": "DDRL's gain carries to held-out questions",
                "A1": "BCS beats TTRL's random K", "A2": "DAE's fixed ±1 beats GRPO (after BCS)",
@@ -47,8 +46,8 @@ def _amendment_files(folder: str) -> tuple[tuple[str, str], ...]:
 
 
 def committed_entry(cid: str, regime: str, results: Path = RESULTS) -> tuple[dict | None, list[int] | None, str]:
-    """The entry committed for ``cid`` in ``regime`` (``results/claims.json`` first, else the first file of
-    :data:`AMENDMENT_ENTRIES` that holds it), the seeds its analysis used (None: all) and its file; (None, None, "")."""
+    """The entry committed for ``cid`` in ``regime`` (``results/claims.json``, else :data:`AMENDMENT_ENTRIES`), the
+    seeds its analysis used (None: all) and its file; (None, None, "") where none is."""
     main = results / "claims.json"
     for e in json.loads(main.read_text()):
         if e["id"] == cid and e["regime"] == regime:
@@ -57,14 +56,14 @@ def committed_entry(cid: str, regime: str, results: Path = RESULTS) -> tuple[dic
         data = json.loads(text)
         for e in data.get("entries", []) if isinstance(data, dict) else []:
             if e.get("id") == cid and e.get("regime") == regime and "a" not in e:  # a registered claim
-                seeds = data.get("seeds")  # a list, or per claim
+                seeds = data.get("seeds")
                 seeds = seeds.get(cid) if isinstance(seeds, dict) else seeds
                 return e, seeds, str(Path(path).relative_to(results.parent))
     return None, None, ""
 
 
 def committed_cells(claims: Sequence[str], regimes: Sequence[str], results: Path = RESULTS) -> list[tuple[str, str]]:
-    """The cells of ``claims`` x ``regimes``, in order, with a committed entry; claims not in :data:`PAIRED` raise."""
+    """The cells of ``claims`` x ``regimes`` with a committed entry, in order (claims not in ``PAIRED`` raise)."""
     unknown = [c for c in claims if c not in PAIRED]
     if unknown:
         raise ValueError(f"claims {unknown} are not paired pass@1 claims of the study (one of {sorted(PAIRED)})")
@@ -72,14 +71,13 @@ def committed_cells(claims: Sequence[str], regimes: Sequence[str], results: Path
 
 
 def _run_csvs(folder: Path, method: str) -> list[Path]:
-    """The committed per-run CSVs of ``method`` in ``folder`` (not the per-step ones)."""
+    """The per-run CSVs of ``method`` in ``folder`` (not the step logs)."""
     return sorted(p for p in folder.glob(f"{method}-seed*{CSV}") if not p.name.endswith(f"-steps{CSV}")
                   and csv_method_seed(p)[0] == method)
 
 
 def claim_rows(runs: Path, regime: str, a: str, b: str) -> pd.DataFrame:
-    """The per-question rows of methods ``a`` and ``b`` in ``regime`` (a no-RL method absent there from its
-    same-base regime, as :func:`ddrl.study.analysis.paired_matrix` reads it)."""
+    """The per-question rows of ``a`` and ``b`` in ``regime`` (a no-RL method absent there: its same-base regime's)."""
     frames = []
     for m in (a, b):
         for r in [regime] + (same_base(regime) if m in NO_RL else []):
@@ -94,10 +92,8 @@ def claim_rows(runs: Path, regime: str, a: str, b: str) -> pd.DataFrame:
 
 def decide(cid: str, regime: str, seeds: Sequence[int] | None = None, runs: Path = RESULTS / "runs",
            n_boot: int = 4000) -> dict:
-    """Claim ``cid`` (of :data:`PAIRED`) in ``regime`` re-analysed from the committed CSVs as the study decided it:
-    (a - b) per seed and question over ``seeds`` (default: all with both runs), the hierarchical bootstrap on stream
-    ``derive_seed(0, "claims", cid, regime)`` and the verdict rule (an lr/10 regime takes its base regime's paper
-    sign and margin)."""
+    """Claim ``cid`` in ``regime`` re-analysed from the committed CSVs as the study decided it, over ``seeds``
+    (default: all with both runs); an lr/10 regime takes its base regime's paper sign and margin."""
     if cid not in PAIRED:
         raise ValueError(f"decide: {cid!r} is not a paired pass@1 claim (one of {sorted(PAIRED)})")
     a, b, split = PAIRED[cid]
@@ -113,9 +109,8 @@ def decide(cid: str, regime: str, seeds: Sequence[int] | None = None, runs: Path
 
 
 def decided_table(cells: Sequence[tuple[str, str]], runs: Path = RESULTS / "runs", n_boot: int = 4000) -> pd.DataFrame:
-    """One row per (claim, regime) of ``cells`` re-analysed live (:func:`decide`, on its committed entry's seeds): in
-    words, the paper's difference, the testbed's estimate and interval, seeds, verdict, and whether it equals the
-    committed entry (naming its file). Raises for a cell with no committed entry."""
+    """One row per (claim, regime) of ``cells`` re-analysed (:func:`decide`, on its committed entry's seeds): the
+    paper's difference, the testbed's estimate and interval, seeds, verdict, whether it is as committed."""
     rows = []
     for cid, regime in cells:
         committed, seeds, source = committed_entry(cid, regime, Path(runs).parent)
@@ -133,7 +128,7 @@ def decided_table(cells: Sequence[tuple[str, str]], runs: Path = RESULTS / "runs
 
 
 def show_table(table: pd.DataFrame) -> pd.DataFrame:
-    """:func:`decided_table` for reading: signed differences in points, the interval in brackets."""
+    """:func:`decided_table` for reading: signed points, the interval in brackets."""
     out = table[["what", "regime"]].copy()
     out["paper (points)"] = [f"{v:+.1f}" if v is not None and not pd.isna(v) else "-" for v in table["paper"]]
     out["testbed (points, 95%)"] = [interval({"estimate": e, "ci_low": lo, "ci_high": hi})
@@ -142,7 +137,7 @@ def show_table(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def verdict_sentences(table: pd.DataFrame) -> list[str]:
-    """One sentence per verdict present in a :func:`decided_table`, listing its claims with regime and estimate."""
+    """One sentence per verdict in a :func:`decided_table`, listing its claims."""
     kinds = (("reproduced", "Holds on the testbed"),
              ("contradicted", "Contradicted (the interval excludes zero on the other side)"),
              ("no effect", "No effect (the interval inside the ±1 point margin)"),
@@ -158,8 +153,7 @@ def verdict_sentences(table: pd.DataFrame) -> list[str]:
 
 
 def summary_sentences(table: pd.DataFrame, reruns: pd.DataFrame) -> list[str]:
-    """A notebook's "What we measured": the comparisons by verdict, how many equal the committed entries, and how
-    many rerun runs landed exactly on the committed ones."""
+    """A notebook's "What we measured": the comparisons by verdict, and how many equal the committed ones."""
     n = table["verdict"].value_counts()
     same = table["as committed"].str.startswith("yes").sum()
     out = [(f"Of {len(table)} comparisons re-analysed live from the committed runs, {n.get('reproduced', 0)} hold, "
@@ -194,8 +188,8 @@ def decided_figure(table: pd.DataFrame, title: str):
 
 def seed_position(regime: str, method: str, seed: int, value: float, runs: Path = RESULTS / "runs",
                   split: str = "adapted") -> dict:
-    """Where a run's mean pass@1 on ``split`` (``value``) sits among the committed seeds of its regime and method:
-    ``rank`` (1 = lowest), ``n`` seeds, their ``min``, ``median``, ``max``."""
+    """Where ``value`` (a run's mean pass@1 on ``split``) sits among the committed seeds of its regime and method:
+    ``rank`` (1 = lowest), ``n``, ``min``, ``median``, ``max``."""
     paths = _run_csvs(Path(runs) / regime, method)
     if not paths:
         raise ValueError(f"{runs}/{regime}: no committed runs of {method}")
@@ -227,9 +221,8 @@ def parse_rerun(spec: str) -> tuple[str, str, str, int, int | None]:
 
 
 def rerun_table(specs: Sequence[str], results: Path = RESULTS) -> tuple[pd.DataFrame, list[str]]:
-    """Each rerun of ``specs`` (all parsed before any runs) by :func:`ddrl.study.rerun.check`: a row per rerun
-    (identical or how many values differ; for a whole run its adapted pass@1 and rank among the seeds) and the
-    reports' texts."""
+    """Each rerun of ``specs`` (all parsed first) by :func:`ddrl.study.rerun.check`: a row per rerun (its result; a
+    whole run's adapted pass@1 and rank among the seeds) and the reports' texts."""
     rows, texts = [], []
     for design, regime, method, seed, steps in [parse_rerun(s) for s in specs]:
         row = {"run": f"{design} {regime} {method} seed {seed}",

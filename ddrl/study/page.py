@@ -1,10 +1,7 @@
-"""The results page, ``docs/results.md``: what it answers, its at-a-glance table and one section per claim family,
-rendered from the committed analyses under ``results/`` (``make docs``, ``python -m ddrl.study render-page``).
+"""The results page, ``docs/results.md``, rendered from the committed analyses under ``results/`` (``make docs``).
 
-Every number on the page is read from the committed files; the prose here says what each family asks and how to
-read it, never a result. ``tests/test_results_page.py`` fails while the committed page differs from a fresh
-rendering. :func:`claims_figure` is drawn by notebook 06 and kept in the figure store (``docs/results/figures.json``),
-which keys it by this module's code: after a code edit here, ``make figures``.
+Every number on the page is read from the committed files; the prose here says what each family asks, never a
+result. :func:`claims_figure` is drawn by notebook 06; after a code edit here, ``make figures``.
 """
 
 from __future__ import annotations
@@ -22,19 +19,16 @@ import pandas as pd
 import seaborn as sns
 
 from ddrl.report.stats import NO_EFFECT_MARGIN
-from ddrl.study.claims import FLOOR_NOTE, VERDICT_COLORS, interval, load, validate
+from ddrl.study.claims import FLOOR_NOTE, VERDICT_COLORS, interval, validate
 from ddrl.study.plan import RESULTS
 
-#: Where ``make docs`` writes the page.
 PAGE = RESULTS.parent / "docs" / "results.md"
-#: The page's figures and the journal, relative to the page.
+#: The page's figures and the journal, relative to the page
 FIGURES = "results"
 JOURNAL = "study/journal.md"
-#: The page's width for prose (tables and links are not wrapped).
 WIDTH = 118
 
-#: The registered build's analyses with verdicts, relative to ``results/``; a missing file is a design not yet
-#: analysed (its cells stay empty)
+#: The registered build's analyses with verdicts, relative to ``results/`` (a missing one leaves its cells empty)
 SOURCES = ("claims.json", "wide/claims.json", "small_lr/claims.json", "small_lr/ablation.json",
            "small_lr/ablation_amc.json", "small_lr/extra_rl.json", "small_lr/extra_rl_amc.json", "small_lr/table1.json",
            "small_lr/table1_fixed_more.json", "small_lr/table1_fixed.json", "small_lr/etmr.json",
@@ -45,13 +39,11 @@ SOURCES = ("claims.json", "wide/claims.json", "small_lr/claims.json", "small_lr/
            "small_lr/cor_lr10_heldout_math500.json", "small_lr/cor4x_lr10_amc.json",
            "small_lr/cor4x_lr10_math500.json", "cor_alone/heldout.json",
            "small_lr/dynamics.json")
-#: The registered build's other analyses with verdicts, which are no claims of the paper and reuse ids of their own
-#: (a test checks that every committed analysis with verdicts is here or in :data:`SOURCES`)
+#: The registered build's other analyses with verdicts: no claims of the paper, ids of their own
 ELSEWHERE = {"drift/": "why adaptation costs held-out accuracy: policy drift (plan Amendments 21-25, 42)",
              "wide/arms.json": "TTRL and DDRL with a 100x KL penalty (plan Amendment 27), no method of the paper"}
 
-#: The regimes that stand for the paper's benchmarks -> (the regime at lr/10 or None, the regimes at the default lr
-#: with the label a cell gives each; the first is unlabelled)
+#: Each benchmark's stand-in -> (its regime at lr/10 or None, {regime at the default lr: its cell's label})
 STANDS_FOR = {"AIME-like": (None, {"aime_like": ""}),
               "AMC-like": ("amc_like_small_lr", {"amc_like": ""}),
               "MATH-500-like": ("math500_like_small_lr", {"math500_like": "", "math500_like_768": "768 questions: "})}
@@ -91,7 +83,7 @@ ROWS = (("TTRL improves on no adaptation", "P1", "P1"),
         ("(ours) ETMR's adaptation transfers: it gains on 1,536 fresh questions", "P3x", "P3x"),
         ("(ours) DDRL is at least as good as ETMR on 1,536 fresh questions", "M2x", "M2x"))
 
-#: The claims about a model's own samples (no learning rate): (claim, id), the testbed's base and a real LLM's
+#: The claims about a model's own samples (no learning rate): (claim, id)
 SAMPLE_ROWS = (("answers seen <= 5 of 64 times are mostly wrong [50 - their accuracy, points]", "F1"),
                ("answers seen >= 45 of 64 times are mostly right [their accuracy - 50, points]", "F2"),
                ("the middle band is less reliable than the top band [accuracy difference, points]", "F3"),
@@ -101,12 +93,12 @@ SAMPLE_ROWS = (("answers seen <= 5 of 64 times are mostly wrong [50 - their accu
                 "N2"))
 SAMPLE_COLUMNS = {"base": "testbed base model", "svamp_codex": "code-davinci-002 on SVAMP"}
 
-#: What each verdict means, in the page's words (the rule registered in ``results/plan.md``).
+#: What each verdict means, in the page's words (the rule registered in ``results/plan.md``)
 VERDICTS = {"reproduced": "the paper's sign, the 95% interval excludes 0",
             "contradicted": "the opposite sign, the 95% interval excludes 0",
             "no effect": "the 95% interval lies inside +-1 point",
             "not resolved": "none of these"}
-#: The order in which :func:`standing` groups verdicts, with each group's heading.
+#: The order in which :func:`standing` groups verdicts, with each group's heading
 GROUPS = (("reproduced", "Holds"), ("contradicted", "Contradicted"), ("no effect", "No effect"),
           ("not resolved", "Open (not resolved)"), ("floor", "Cannot be tested (floor)"))
 
@@ -115,14 +107,14 @@ BUILDS = {"replication_xeon": ("Xeon build", ("claims.json", "cor_alone.json", "
                                               "small_lr_etmr_amc.json", "cor_alone_heldout.json",
                                               "etmr_heldout.json")),
           "replication_c49d": ("c49d994e build", ("claims.json", "cor_alone.json"))}
-#: The claims the builds section compares.
+#: The claims the builds section compares
 BUILD_IDS = ("P1", "P2", "P3", "M1", "M2", "M3", "K3", "K4", "K5", "H1xD", "H1x")
 
 
 @dataclass(frozen=True)
 class Family:
-    """One section of the page: its heading, the ids of :data:`ROWS` it shows (of :data:`SAMPLE_ROWS` for
-    ``samples``), what it asks in words (no numbers) and its committed figures (file, alt text, caption)."""
+    """One section of the page: heading, ids of :data:`ROWS` (``samples``: of :data:`SAMPLE_ROWS`), what it asks (no
+    numbers) and its figures (file, alt text, caption)."""
     title: str
     ids: tuple[str, ...]
     asks: str
@@ -208,7 +200,6 @@ BUILDS_ASKS = ("The same recipe trained on another kind of CPU gives another bas
                "pooled with the registered one's.")
 
 
-
 # The committed entries, per claim and regime
 
 def gather(results: str | Path = RESULTS, sources: Sequence[str] = SOURCES) -> dict[tuple[str, str], list[dict]]:
@@ -218,12 +209,8 @@ def gather(results: str | Path = RESULTS, sources: Sequence[str] = SOURCES) -> d
         path = Path(results) / name
         if not path.is_file():
             continue
-        if name == "claims.json":
-            entries = load(path)
-        else:
-            data = json.loads(path.read_text())
-            entries = validate(data["entries"] if isinstance(data, dict) else data, str(path))
-        for e in entries:
+        data = json.loads(path.read_text())
+        for e in validate(data["entries"] if isinstance(data, dict) else data, str(path)):
             by.setdefault((e["id"], e["regime"]), []).append(e)
     return by
 
@@ -233,13 +220,12 @@ def _verdict(e: dict) -> str:
 
 
 def cell(e: dict) -> str:
-    """An entry as the tables print it: estimate [95% CI], verdict (or ``floor``) and seeds x questions."""
+    """An entry as the tables print it: estimate [95% CI], verdict and seeds x questions."""
     return f"{interval(e)} {_verdict(e)} ({e['n_seeds']} x {e['n_questions']})"
 
 
 def _at(by: dict, small_id: str, default_id: str, name: str) -> tuple[list[tuple[str, dict]], list[tuple[str, dict]]]:
-    """A row of :data:`ROWS` in the regime ``name`` of :data:`STANDS_FOR`: its [(label, entry)] at lr/10 and at the
-    default lr."""
+    """A row's [(label, entry)] at lr/10 and at the default lr in the regimes standing for ``name``."""
     small, default = STANDS_FOR[name]
     at_small = [("", e) for e in by.get((small_id, small), [])] if small else []
     return at_small, [(label, e) for reg, label in default.items() for e in by.get((default_id, reg), [])]
@@ -256,8 +242,7 @@ def _row_id(small_id: str, default_id: str) -> str:
 
 
 def table(by: dict) -> list[dict]:
-    """Per row of :data:`ROWS` and regime with an entry: the paper's number and the cells at lr/10 and at the default
-    lr ("-": no design measured it)."""
+    """Per row of :data:`ROWS` and regime with an entry: the paper's number and the cells at both learning rates."""
     rows = []
     for claim, small_id, default_id in ROWS:
         for name in STANDS_FOR:
@@ -271,16 +256,15 @@ def table(by: dict) -> list[dict]:
 
 
 def learning_rates(by: dict) -> dict[str, list[dict]]:
-    """The pass@1 comparisons at lr/10, each beside the same claim at the default lr on the same questions, as
-    :func:`ddrl.study.claims.replication_figure`'s studies: each entry's regime renamed to the regime's name and
-    its id to the row's; the paper's numbers (20-48 points) dropped so they do not squeeze the intervals."""
+    """The pass@1 comparisons at lr/10 and the same at the default lr, as ``claims.replication_figure``'s studies; the
+    paper's numbers (20-48 points) dropped so they do not squeeze the intervals."""
     studies: dict[str, list[dict]] = {"default lr": [], "lr/10": []}
     for _, small_id, default_id in ROWS:
         for name in STANDS_FOR:
             at_small, at_default = _at(by, small_id, default_id, name)
             if not at_small or "[points]" not in at_small[0][1]["metric"]:
                 continue
-            # one entry per learning rate: the first source's, of the unlabelled regime at the default lr
+            # the first source's entry; at the default lr, the unlabelled regime's
             for lr, pairs in (("lr/10", at_small[:1]), ("default lr", [p for p in at_default if not p[0]][:1])):
                 studies[lr] += [{**e, "id": _row_id(small_id, default_id), "regime": name, "paper": None}
                                 for _, e in pairs]
@@ -299,19 +283,19 @@ def _md(df: pd.DataFrame) -> list[str]:
 
 
 def _plain(claim: str) -> str:
-    """A claim without the asides that explain a column (a parenthesis with a colon)."""
+    """A claim without its asides that contain a colon."""
     return re.sub(r"\s*\([^)]*:[^)]*\)", "", claim)
 
 
 def _short(claim: str) -> str:
-    """A claim without its metric in brackets or its parenthetical asides (``(ours)`` stays)."""
+    """A claim without its metric in brackets or its asides (``(ours)`` stays)."""
     return re.sub(r"\s+", " ", re.sub(r"\s*\[[^]]*\]|\s*\((?!ours\))[^)]*\)", "", claim)).strip()
 
 
 # The answer
 
 def _lr_entries(by: dict, small_id: str, default_id: str) -> dict[str, list[tuple[str, dict]]]:
-    """A row's entries per learning rate: ``lr/10`` and ``default lr`` -> [(where, entry)]."""
+    """A row's ``lr/10`` and ``default lr`` -> [(where, entry)]."""
     out: dict[str, list[tuple[str, dict]]] = {"lr/10": [], "default lr": []}
     for name in STANDS_FOR:
         at_small, at_default = _at(by, small_id, default_id, name)
@@ -327,7 +311,6 @@ def _quote(where: str, e: dict) -> str:
 
 
 def _gist(entries: Sequence[tuple[str, dict]]) -> str:
-    """One phrase for a set of verdicts (floors left aside)."""
     vs = {_verdict(e) for _, e in entries} - {"floor"}
     if vs == {"reproduced"}:
         return "yes"
@@ -341,8 +324,7 @@ def _gist(entries: Sequence[tuple[str, dict]]) -> str:
 
 
 def answer(by: dict, figure: bool = True) -> list[str]:
-    """Does DDRL beat TTRL, and where: M1 at both learning rates, then H1xD on fresh questions; then (``figure``)
-    the link to :data:`FIGURE`."""
+    """Does DDRL beat TTRL, and where: M1 at both learning rates, then H1xD on fresh questions, then the figure."""
     parts = []
     for cid, fresh in (("M1", ""), ("H1xD", " on 1,536 fresh questions")):
         for lr, entries in _lr_entries(by, cid, cid).items():
@@ -395,14 +377,12 @@ def standing_lines(by: dict) -> list[str]:
 
 
 def _brief(e: dict) -> str:
-    """An entry in the at-a-glance table: estimate and verdict."""
     v = _verdict(e)
     return "floor" if v == "floor" else f"{e['estimate']:+.1f} {v}"
 
 
 def glance_table(by: dict) -> pd.DataFrame:
-    """One row per claim of :data:`ROWS`: the paper's number per regime and the testbed's estimate and verdict per
-    regime and learning rate ("-": no design measured it)."""
+    """One row per claim: the paper's number per regime, the testbed's estimate and verdict per regime and lr."""
     rows = []
     for claim, small_id, default_id in ROWS:
         papers, cells = [], {}
@@ -435,15 +415,13 @@ def glance(by: dict) -> list[str]:
 
 # The answer's figure: the paper's claims at lr/10 in words
 
-#: The claims the figure shows at lr/10: the paper's pass@1 claims, then whether DDRL's margin holds on fresh questions
+#: The claims the figure shows at lr/10
 FIGURE_IDS = ("P1", "P2", "P3", "M1", "M2", "M3", "T1", "A1", "A2", "A3", "C1", "R1", "H1xD")
-#: The figure's file under docs/results/ (drawn by notebook 06)
 FIGURE = "claims_in_words"
 
 
 def figure_rows(by: dict) -> list[dict]:
-    """Per claim of :data:`FIGURE_IDS` and regime measured at lr/10: the claim in words, regime, estimate, interval,
-    verdict and the paper's number."""
+    """Per claim of :data:`FIGURE_IDS` and regime at lr/10: claim, regime, estimate, interval, verdict, paper."""
     rows = []
     for claim, small_id, default_id in ROWS:
         if small_id not in FIGURE_IDS:
@@ -457,12 +435,11 @@ def figure_rows(by: dict) -> list[dict]:
 
 
 def claims_figure(rows: Sequence[dict]):
-    """Forest plot of :func:`figure_rows`: the testbed's intervals coloured by verdict, the paper's number as a hollow
-    diamond (an arrow with its value where it lies beyond the testbed's range)."""
+    """Forest plot of :func:`figure_rows` by verdict; the paper's number a hollow diamond, or an arrow beyond range."""
     if not rows:
         raise ValueError("claims_figure: no rows (figure_rows found no lr/10 entry of FIGURE_IDS)")
     fig, ax = plt.subplots(figsize=(9.0, 0.32 * len(rows) + 1.4))
-    right = max(r["ci_high"] for r in rows) + 5.0  # room for the paper's numbers beyond it, right of every interval
+    right = max(r["ci_high"] for r in rows) + 5.0  # room for the paper's numbers
     left = min(min(r["ci_low"] for r in rows) - 1.0, -NO_EFFECT_MARGIN - 0.5)
     for i, r in enumerate(rows):
         y = len(rows) - 1 - i
@@ -492,7 +469,7 @@ def claims_figure(rows: Sequence[dict]):
 # The claim families
 
 def family_table(by: dict, fam: Family) -> pd.DataFrame:
-    """A family's rows of :func:`table`, or for the sample claims one row per claim and :data:`SAMPLE_COLUMNS`."""
+    """A family's rows of :func:`table` (sample claims: one row per claim, a column per :data:`SAMPLE_COLUMNS`)."""
     if fam.samples:
         rows = [{"claim": claim, **{label: " ".join(cell(e) for e in by.get((cid, reg), [])) or "-"
                                     for reg, label in SAMPLE_COLUMNS.items()}}
@@ -513,8 +490,7 @@ def family_lines(by: dict, fam: Family) -> list[str]:
 
 
 def builds_table(results: Path, registered: dict) -> pd.DataFrame:
-    """The registered build beside each replication (:data:`BUILDS`): one row per claim of :data:`BUILD_IDS` and
-    regime that a replication measured, each build's :func:`cell`."""
+    """The registered build beside each of :data:`BUILDS`, per claim of :data:`BUILD_IDS` and regime measured."""
     builds = {label: gather(results / folder, sources) for folder, (label, sources) in BUILDS.items()
               if (results / folder).is_dir()}
     names = {small: f"{name} at lr/10" for name, (small, _) in STANDS_FOR.items() if small}
@@ -573,7 +549,6 @@ def render(results: str | Path = RESULTS) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m ddrl.study render-page [--results DIR] [--out FILE]``: write the page (default docs/results.md)."""
     ap = argparse.ArgumentParser(prog="python -m ddrl.study render-page", description=__doc__.split("\n\n")[0])
     ap.add_argument("--results", type=Path, default=RESULTS, help="the committed analyses (default results/)")
     ap.add_argument("--out", type=Path, default=PAGE, help="the page (default docs/results.md)")

@@ -1,13 +1,9 @@
 """Any committed run of the claims study, checked by anyone: ``python -m ddrl.study rerun DESIGN REGIME METHOD SEED``.
 
-A committed run is one method's per-question CSV and, for a trained method, its step log. :func:`rerun_run`
-recomputes the CSV with the study's own job code from a fresh cache holding the design's committed base build, and
-:func:`compare_questions` lists every value that differs; :func:`rerun_steps` (the cheap check) trains only the first
-K RL steps and :func:`compare_steps` compares them with the step log.
-
-The study records each run's base build but not the CPU that ran it: runs on a pinned build mostly repeat bitwise
-across CPUs, yet AVX-512 kernels flip a sampled token now and then (plan Amendment 9). So a rerun never fails on a
-difference: it names this CPU and the CPU kind that built the design's weights, and shows what differs.
+A run (its per-question CSV, or with ``--steps K`` its first K RL steps) is recomputed by the study's own job code
+from a fresh cache holding the design's committed base build, and every value that differs is listed. Runs on a
+pinned build mostly repeat bitwise across CPUs, yet AVX-512 kernels flip a sampled token now and then (plan
+Amendment 9), so a report names this CPU and the one that built the weights, and shows what differs.
 """
 
 from __future__ import annotations
@@ -36,18 +32,18 @@ from ddrl.study.jobs import _run_job, job_key, steps_frame
 from ddrl.study.plan import (CSV, REFINED, RESULTS, SCALES, Job, check_weights, csv_method_seed, csv_path, experiment,
                              load_regimes, regimes_path, wants_heldout)
 
-#: What a rerun compares of a step log: every logged step metric except its wall time.
+#: What a rerun compares of a step log: every logged step metric except its wall time
 STEP_METRICS = ("episode", "lr", "adv/mean", "label/majority_ratio", "gt/label_acc")
-#: What a rerun compares of a run's CSV: each question's pass@1 and the run-level values that are not wall times.
+#: What a rerun compares of a run's CSV: each question's pass@1 and the run-level values that are not wall times
 QUESTION_METRICS = ("pass@1", "maj@n", "mean_tokens", "cor_kept")
-#: The CPU kind that built each committed base build (docs/testbed.md; ``model.safetensors`` sha256, 8 hex).
+#: The CPU kind that built each committed base build (docs/testbed.md; ``model.safetensors`` sha256, 8 hex)
 BUILT_ON = {"e4d7f1c9": "AMD EPYC family 25 model 1 (no AVX-512)", "1f745ffa": "AMD EPYC family 25 model 1 (no AVX-512)",
             "c49d994e": "AMD EPYC with AVX-512 (family 26; family 25 model 17)", "abcbf433": "Intel Xeon"}
 
 
 @dataclass(frozen=True)
 class Target:
-    """One committed run: where its CSVs lie and which base measurements (regimes, build) it was run on."""
+    """One committed run: its CSVs and the regimes file (hence the build) it was run on."""
     design: str
     regime: str
     method: str
@@ -58,9 +54,7 @@ class Target:
 
 
 def _tree(design: str, results: Path = RESULTS) -> tuple[Path, Path]:
-    """A design's folder of per-run CSVs and its results tree (whose regimes file names its build): a row of
-    :data:`ddrl.study.designs.DESIGNS` by id; ``registered`` (``results/runs``); or a folder ``results/<name>/runs``
-    (a replication) or ``results/<name>`` (an amendment's)."""
+    """A design's folder of per-run CSVs and its results tree (whose regimes file names its build)."""
     if design in DESIGNS and results == RESULTS:
         return DESIGNS[design].runs, DESIGNS[design].results
     if design == "registered":
@@ -70,13 +64,12 @@ def _tree(design: str, results: Path = RESULTS) -> tuple[Path, Path]:
 
 
 def design_dir(design: str, results: Path = RESULTS) -> Path:
-    """The folder of a design's per-run CSVs (:func:`_tree`)."""
+    """The folder of a design's per-run CSVs."""
     return _tree(design, results)[0]
 
 
 def locate(design: str, regime: str, method: str, seed: int, results: Path = RESULTS) -> Target:
-    """The committed run named on the command line; raises ``ValueError`` naming what is missing, and what exists,
-    before anything is computed."""
+    """The committed run named on the command line (``ValueError`` naming what is missing and what exists)."""
     folder, own = _tree(design, results)
     if not folder.is_dir() or design in ("base_models", "runs"):
         designs = [*DESIGNS, "registered"] + sorted(p.name for p in results.iterdir() if p.is_dir() and any(p.glob(f"**/*{CSV}"))
@@ -95,7 +88,7 @@ def locate(design: str, regime: str, method: str, seed: int, results: Path = RES
 
 
 def cpu_info(text: str | None = None) -> dict:
-    """This CPU as /proc/cpuinfo (or ``text``) names it: model name, family, model, whether it has AVX-512."""
+    """This CPU as /proc/cpuinfo (or ``text``) names it: model name, family, model, AVX-512."""
     if text is None:
         try:
             text = Path("/proc/cpuinfo").read_text()
@@ -112,15 +105,14 @@ def cpu_info(text: str | None = None) -> dict:
 
 
 def cpu_line(info: dict) -> str:
-    """One line naming a CPU (:func:`cpu_info`)."""
+    """One line naming a CPU."""
     fam = f", family {info['family']} model {info['model']}" if info.get("family") else ""
     avx = {True: ", AVX-512", False: ", no AVX-512", None: ""}[info.get("avx512")]
     return f"{info['model name']}{fam}{avx}"
 
 
 def build_line(regimes_file: Path, regime: str | None = None) -> str:
-    """The base build a design ran ``regime`` on (every build beside ``regimes_file`` when None) and the CPU kind that
-    built it (:data:`BUILT_ON`)."""
+    """The base build a design ran ``regime`` on (None: every build beside the file) and the CPU that built it."""
     out = []
     for f in sorted({regimes_file, *regimes_file.parent.glob("regimes_*.json")}):
         data = json.loads(f.read_text())
@@ -139,8 +131,8 @@ def _differ(a: pd.Series, b: pd.Series) -> pd.Series:
 
 
 def compare_questions(committed: pd.DataFrame, fresh: pd.DataFrame) -> pd.DataFrame:
-    """Every (split, question, metric) of :data:`QUESTION_METRICS` whose value differs between a committed run's
-    CSV and its rerun, with both values (NaN for a question one side lacks). Empty: the same run, exactly."""
+    """Every (split, question, metric) whose value differs between a committed run's CSV and its rerun, with both
+    values (NaN: a question one side lacks). Empty: the same run, exactly."""
     for name, df in (("committed", committed), ("rerun", fresh)):
         missing = {"split", "question", "pass@1"} - set(df.columns)
         if missing:
@@ -158,8 +150,8 @@ def compare_questions(committed: pd.DataFrame, fresh: pd.DataFrame) -> pd.DataFr
 
 
 def compare_steps(committed: pd.DataFrame, fresh: pd.DataFrame, k: int) -> pd.DataFrame:
-    """Every (step, metric) of :data:`STEP_METRICS` among the first ``k`` steps whose value differs between a
-    committed step log and a rerun's (NaN for a step the rerun lacks). Empty: the same trajectory."""
+    """Every (step, metric) of the first ``k`` steps whose value differs between a committed step log and a rerun's
+    (NaN: a step the rerun lacks). Empty: the same trajectory."""
     if k < 1:
         raise ValueError(f"steps: k must be >= 1, got {k}")
     a = committed[committed["step"] < k].set_index("step")
@@ -174,16 +166,15 @@ def compare_steps(committed: pd.DataFrame, fresh: pd.DataFrame, k: int) -> pd.Da
 
 
 def first_divergence(diff: pd.DataFrame) -> int | None:
-    """The first step a :func:`compare_steps` table names (None: none differs)."""
+    """The first step a :func:`compare_steps` table names (None: none)."""
     return None if diff.empty else int(diff["step"].min())
 
 
 @contextlib.contextmanager
 def fresh_setting(target: Target, work: Path) -> Iterator[dict]:
-    """The study's setting for a rerun in ``work``: the backends pinned as the study's, an empty cache (no cached run
-    or evaluation can stand in for the computation) holding the design's committed base builds. Yields ``{regime,
-    scale, key}``; ``ValueError`` unless the job's content key is the committed CSV's (one written by other settings,
-    e.g. on a GPU, is not recomputed)."""
+    """The study's setting in ``work``: its pinned backends and an empty cache (no cached run can stand in) holding
+    the design's base builds. Yields ``{regime, scale, key}``; ``ValueError`` unless the job's content key is the
+    committed CSV's (one written by other settings, e.g. on a GPU, is not recomputed)."""
     scale = SCALES["default"]
     with pinned_backend("hf"), environ(DDRL_CACHE_DIR=str(work / "cache")):
         check_weights(target.regimes_file, scale)
@@ -198,7 +189,7 @@ def fresh_setting(target: Target, work: Path) -> Iterator[dict]:
 
 
 def rerun_run(target: Target, work: Path) -> pd.DataFrame:
-    """The run recomputed from scratch in ``work`` by the study's own job, read back as stored."""
+    """The run recomputed in ``work`` by the study's own job, read back as stored."""
     with fresh_setting(target, work):
         job = Job(target.regime, target.seed, (target.method,), "rerun")
         _run_job((job, "default", str(work / "out"), str(work / "runs"), None, str(target.regimes_file)))
@@ -206,12 +197,12 @@ def rerun_run(target: Target, work: Path) -> pd.DataFrame:
 
 
 class _Enough(Exception):
-    """Raised by :func:`_stop_after` once the wanted steps are logged."""
+    pass
 
 
 @contextlib.contextmanager
 def _stop_after(k: int) -> Iterator[None]:
-    """Stop :func:`ddrl.train.train` once it has logged ``k`` steps (its run directory's ``log`` raises)."""
+    """Stop ``ddrl.train.train`` once it has logged ``k`` steps."""
     base = ddrl.train.RunDir
 
     class Stopping(base):
@@ -225,8 +216,8 @@ def _stop_after(k: int) -> Iterator[None]:
 
 
 def rerun_steps(target: Target, k: int, work: Path) -> pd.DataFrame:
-    """The run's first ``k`` RL steps recomputed from scratch in ``work`` (its own config, lr schedule and questions),
-    as the study's step log, read back as stored (so it is compared at the stored precision)."""
+    """The run's first ``k`` RL steps recomputed in ``work`` as the study's step log, read back as stored (so it is
+    compared at the stored precision)."""
     if target.method in REFINED or not target.steps_csv.is_file():
         raise ValueError(f"{target.steps_csv}: {target.method} has no step log of its own (a refinement reuses its "
                          "seed's DDRL run; rerun that one's steps, or the whole run)")
@@ -244,8 +235,7 @@ def rerun_steps(target: Target, k: int, work: Path) -> pd.DataFrame:
 
 
 def report(target: Target, diff: pd.DataFrame, n: int, what: str, cpu: dict | None = None) -> str:
-    """The rerun's verdict: what was compared, this CPU and the design's build, "identical" or the first 20
-    differing rows."""
+    """The rerun's report: what was compared, this CPU, the design's build, and "identical" or the first 20 rows."""
     cpu = cpu_info() if cpu is None else cpu
     head = (f"rerun {target.design} {target.regime} {target.method} seed {target.seed}: {what}\n"
             f"  this CPU: {cpu_line(cpu)}\n  the design's base build: {build_line(target.regimes_file, target.regime)}\n"
@@ -261,8 +251,7 @@ def report(target: Target, diff: pd.DataFrame, n: int, what: str, cpu: dict | No
 
 def check(design: str, regime: str, method: str, seed: int, steps: int | None = None,
           work: str | Path | None = None) -> tuple[pd.DataFrame, str]:
-    """Rerun one committed run (its first ``steps`` RL steps, or all of it) in ``work`` (default a temporary folder)
-    and compare: returns the differences (empty when identical) and the report."""
+    """(differences, report) of one committed run rerun (its first ``steps`` RL steps, or all of it) in ``work``."""
     target = locate(design, regime, method, seed)
     with tempfile.TemporaryDirectory(prefix="ddrl-rerun-") as tmp:
         w = Path(work) if work is not None else Path(tmp)
