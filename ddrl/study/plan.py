@@ -1,13 +1,7 @@
-"""What the claims study runs, as ``results/plan.md`` registers it: the regimes, methods, claims and comparisons, the
-scales, the job lists of stages 1 and 2, and where each per-run CSV goes.
-
-Regimes (plan Sec. 2) are testbed settings standing for the paper's benchmarks, chosen only from base-model
-properties measured before any method ran; difficulty is operations per chain (pretrained on 1-4, so 5-6 are beyond
-anything the model saw). Stage 1 (Sec. 6.1) runs seeds 0-5 of no adaptation, TTRL and DDRL and sets each regime's
-seeds from DDRL - TTRL's variance components, never a mean; stage 2 (Sec. 6.2) runs the other methods claim by claim
-in :data:`PRIORITY`'s order, first what trains nothing new (Amendment 3). Units: pass@1 differences in points (x 100);
-D1/D2 advantage x 100; C2 % of the RL phase.
-"""
+"""What the claims study runs, as ``results/plan.md`` registers it: the regimes (testbed settings standing for the
+paper's benchmarks, plan Sec. 2), methods, claims and comparisons, the scales, the job lists of stages 1 and 2 (Sec.
+6), and where each per-run CSV goes. Units: pass@1 differences in points (x 100); D1/D2 advantage x 100; C2 % of the
+RL phase."""
 
 from __future__ import annotations
 
@@ -29,13 +23,10 @@ from ddrl.testbed.config import get_config
 from ddrl.testbed.task import SplitSpec, generate_records
 
 RESULTS = REPO / "results"
-#: The measured base builds, committed (results/base_models): a build's bits depend on the CPU that trained it, so
-#: another machine installs these instead of building.
+#: The measured base builds, committed: a build's bits depend on the CPU, so another machine installs these.
 BASE_MODELS = COMMITTED
 
-# ---------------------------------------------------------------------------------------------------------
-# Regimes
-# ---------------------------------------------------------------------------------------------------------
+# --- Regimes ----------------------------------------------------------------------------------------------------------
 
 #: Candidate difficulties measured by ``bench/regimes.py`` (operations per chain).
 CANDIDATE_OPS = (3, 4, 5, 6)
@@ -49,7 +40,7 @@ WEAK_REGIME = "amc_like_weak_base"
 WEAK_TESTBED = "testbed:weak"
 #: Plan Amendment 26: the MATH-500-like regime on 3x its adapted questions.
 WIDE_QUESTIONS = 768
-#: The paper's small-learning-rate regime (plan Sec. 2): 10x below the regime's lr, twice its episodes.
+#: The lr/10 rule (plan Sec. 2): lr / 10, twice the episodes.
 SMALL_LR_FACTOR, SMALL_LR_EPISODES = 10, 2
 
 
@@ -67,7 +58,6 @@ class Regime:
     overrides: dict = field(default_factory=dict)
 
     def records(self) -> tuple[list[dict], list[dict]]:
-        """(adapted, held-out) questions of the ``ops<k>`` stream."""
         recs = candidate_records(self.num_ops, self.n_adapted + self.n_heldout)
         return recs[: self.n_adapted], recs[self.n_adapted:]
 
@@ -84,8 +74,7 @@ def candidate_records(num_ops: int, n: int, seed: int = 0) -> list[dict]:
 
 
 def select_regimes(base: Sequence[dict]) -> dict[str, int]:
-    """Each regime's operation count by the plan's rule (Sec. 2) on measured ``[{num_ops, maj@64}]``: AIME-like the
-    fewest ops with maj@64 <= 0.35, MATH-500-like the most with >= 0.70, AMC-like the one between closest to 0.5."""
+    """Each regime's operation count by the plan's rule (Sec. 2) on measured ``[{num_ops, maj@64}]``."""
     by_ops = {int(b["num_ops"]): b for b in base}
     ops = sorted(by_ops)
     maj = {k: round(by_ops[k]["maj@64"], 3) for k in ops}
@@ -134,9 +123,7 @@ def make_regimes(selected: dict[str, int], default_lr: float = 3e-5) -> list[Reg
     ]
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Methods, claims, comparisons
-# ---------------------------------------------------------------------------------------------------------
+# --- Methods, claims, comparisons -------------------------------------------------------------------------------------
 
 STAGE1_METHODS = ("no_adaptation", "ttrl", "ddrl")
 THREE = ("aime_like", "amc_like", "math500_like")
@@ -211,15 +198,13 @@ BASE = "base"  # F1-F3, G1: the base model's rollouts on each regime's adapted q
 REAL = "real"  # F1-F3, G1, E1, E2 on a real LLM's samples (plan Amendment 18)
 SVAMP_REGIME = "svamp_codex"  # code-davinci-002's 30 programs per SVAMP problem (ddrl.data)
 BASE_SEEDS = 2  # sampling seeds of the base rollouts (the fewest the seeds x questions bootstrap takes)
-#: Stage 2 phase (a)'s opening jobs, which need no new RL run (plan Amendment 3): (claim, method, seeds; None: all
-#: stage-1 seeds).
+#: Stage 2's opening jobs, which train nothing new (plan Amendment 3): (claim, method, seeds; None: stage 1's).
 DERIVED_FIRST = (("A3", "bcs_dae", None), ("R1", COR_4X, None), ("F/G", BASE, BASE_SEEDS))
-#: Methods whose job reuses the same seed's DDRL run, no RL of its own (the ``rl_seconds`` they repeat are its).
+#: Methods whose job reuses the same seed's DDRL run (the ``rl_seconds`` they repeat are its).
 REUSES_RUN = ("bcs_dae", COR_4X, COR_LR10, COR_4X_LR10)
 #: F1-F3's answer-count bands at N = 64 (Sec. 2.2: <= 5 mostly wrong, >= 45 mostly right, the middle between)
 BANDS_64 = ((1, 5), (6, 44), (45, 64))
-#: Methods whose RL phase is by design the same seed's DDRL run's: BCS+DAE is its RL-only weights, additional RL
-#: repeats it, then 10% more (C1).
+#: Methods whose RL phase is by design the same seed's DDRL run's (additional RL then runs 10% more).
 SHARES_DDRL_RL = ("bcs_dae", "additional_rl")
 #: Pairs whose RL phase left the DDRL run's (plan Amendments 9, 53): (regime, method, seed) -> the first differing step.
 KNOWN_DIVERGENCES: dict[tuple[str, str, int], int] = {
@@ -242,9 +227,7 @@ def wants_heldout(regime: str, method: str) -> bool:
     return method in HELDOUT_METHODS and regime in THREE
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Scales, the regimes files, the base builds
-# ---------------------------------------------------------------------------------------------------------
+# --- Scales, the regimes files, the base builds -----------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -259,10 +242,9 @@ class Scale:
     n_heldout: int | None = None
     episodes: int | None = None
     n_heldout_x: int = 1536  # H1x's fresh held-out questions per regime (plan Amendment 11)
-    #: H1x's seeds per regime in job order (Amendments 11, 12, 15)
     heldout_x_seeds: dict = field(default_factory=lambda: {"amc_like": tuple(range(19)), "aime_like": tuple(range(6)),
                                                            "math500_like": tuple(range(19, 46))})
-    #: Methods H1x adds in some regimes, after :data:`HELDOUT_X_METHODS` (Amendments 17, 19, 20)
+    #: Methods H1x adds in some regimes (Amendments 17, 19, 20)
     heldout_x_extra: dict = field(default_factory=lambda: {"amc_like": ("bcs", "bcs_random_neg"),
                                                            "math500_like": ("bcs",)})
 
@@ -317,8 +299,7 @@ def measurement_files(path: str | Path) -> list[Path]:
 
 
 def check_weights(path: str | Path = RESULTS / "regimes_base.json", scale: Scale = SCALES["default"]) -> None:
-    """Raise ``ValueError`` unless this machine's base builds have the weights the regimes were measured on; a missing
-    build is installed from :data:`BASE_MODELS`, never built (a fresh build differs bitwise)."""
+    """Raise ``ValueError`` unless the base builds have the measured weights; a missing one is installed, not built."""
     if "model" in scale.knobs:
         return
     for f in measurement_files(path):
@@ -354,12 +335,10 @@ def _cache_dir(name: str) -> Path | None:
 
 
 def _pin_dir(built: Path, measured: dict) -> Path:
-    """The committed copy's directory: cache name plus weights' sha256 prefix (CPUs never share one)."""
     return committed_dir(built.name, measured.get("model.safetensors", "unknown"), BASE_MODELS)
 
 
 def _install(pinned: Path | None, built: Path, measured: dict) -> bool:
-    """Install ``pinned`` as ``built`` under the build's lock; False when nothing is committed."""
     if pinned is None or not (pinned / META_FILE).is_file():
         return False
     built.parent.mkdir(parents=True, exist_ok=True)
@@ -392,8 +371,7 @@ def export_base_models(path: str | Path = RESULTS / "regimes_base.json", dest: P
 
 def write_replication(results_dir: str | Path, note: str, names: Sequence[str] | None = None,
                       registered: str | Path = RESULTS / "regimes_base.json") -> Path:
-    """A replication's ``regimes_base.json`` (plan Amendments 5, 6): the registered regimes keyed to this machine's
-    weights; refuses to overwrite one or to write one on the registered weights."""
+    """A replication's ``regimes_base.json`` (plan Amendments 5, 6): the registered regimes, this machine's weights."""
     dest = Path(results_dir) / "regimes_base.json"
     if dest.is_file():
         raise FileExistsError(f"{dest} exists: a replication's regimes are written once, before its runs")
@@ -425,8 +403,7 @@ def small_lr_regime_file(base: str | Path = RESULTS / "regimes_base.json") -> di
 
 def experiment(regime: Regime, scale: Scale, heldout: bool, runs_root: str | Path | None = None,
                held: Sequence[dict] | None = None):
-    """A regime's :class:`~ddrl.run.experiments.Experiment`; held-out questions (``held``, else the registered ones)
-    only when ``heldout``, and not in the run's key, so runs are shared."""
+    """A regime's :class:`~ddrl.run.experiments.Experiment`; held-out questions (not in its key) if ``heldout``."""
     from ddrl.run.experiments import Experiment  # torch
     adapted, registered = regime.records()
     held = registered if held is None else list(held)
@@ -445,9 +422,7 @@ def untrained(seeds: Sequence[int], runs_root: str | Path, scale: str = "default
                 if not RunDir(exp.run_dir(PRESETS[m][0], exp.config(m, s))).finished()]
 
 
-# ---------------------------------------------------------------------------------------------------------
-# The per-run CSVs
-# ---------------------------------------------------------------------------------------------------------
+# --- The per-run CSVs -------------------------------------------------------------------------------------------------
 
 #: The run CSVs' suffix: gzipped
 CSV = ".csv.gz"
@@ -475,8 +450,7 @@ def adapted_x_path(out_dir: str | Path, regime: str, method: str, seed: int) -> 
 
 
 def heldout_x_records(regime: Regime, n: int) -> list[dict]:
-    """H1x's ``n`` fresh held-out questions (plan Amendment 11): the regime's stream past its registered questions,
-    repeats of those skipped."""
+    """H1x's ``n`` fresh held-out questions (plan Amendment 11): the stream past the registered ones, no repeats."""
     seen_n = regime.n_adapted + regime.n_heldout
     seen = {r["prompt"] for r in candidate_records(regime.num_ops, seen_n)}
     m = seen_n + n
@@ -487,9 +461,7 @@ def heldout_x_records(regime: Regime, n: int) -> list[dict]:
         m += n
 
 
-# ---------------------------------------------------------------------------------------------------------
-# The job lists
-# ---------------------------------------------------------------------------------------------------------
+# --- The job lists ----------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -559,8 +531,7 @@ MIN_SEEDS = 6
 
 def seeds_to_start(seeds: Sequence[int], planned: Sequence[int], cutoff: str | None, now: float | None = None,
                    min_seeds: int = MIN_SEEDS) -> list[int]:
-    """The amendments' starting rule: all ``seeds`` before the clock ``cutoff`` (UTC; None: no clock), after it only
-    those among ``planned``'s first ``min_seeds``."""
+    """The amendments' starting rule: all ``seeds`` before the clock ``cutoff``, then only ``planned``'s first ones."""
     if cutoff is None or minutes_to(cutoff, now) > 0:
         return list(seeds)
     first = set(planned[:min_seeds])
