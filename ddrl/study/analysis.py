@@ -38,7 +38,6 @@ def same_as_registered(adapted: pd.DataFrame, registered: Path) -> bool | None:
 
 
 def heldout_x_csvs(out_dir: str | Path) -> list[Path]:
-    """H1x's method CSVs under ``out_dir``, sorted."""
     return sorted(Path(out_dir, HELDOUT_X).glob(f"*/*-seed*{CSV}"))
 
 
@@ -51,7 +50,6 @@ def load_questions(out_dir: str | Path) -> pd.DataFrame:
 
 
 def step_csvs(out_dir: str | Path) -> list[Path]:
-    """Every per-step CSV under ``out_dir``, sorted."""
     return sorted(Path(out_dir).glob(f"*/*-steps{CSV}"))
 
 
@@ -98,8 +96,7 @@ def paired_matrix(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> 
 
 
 def _shared_seeds(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> pd.DataFrame:
-    """The rows of ``a`` and ``b`` in ``regime`` / ``split`` over the seeds both have; a :data:`~ddrl.study.plan.NO_RL`
-    method absent from ``regime`` is read from its first same-base regime with it."""
+    """``a``'s and ``b``'s rows over their shared seeds; a missing NO_RL method's from a same-base regime."""
     sub = df[(df.regime == regime) & (df.split == split) & df.method.isin([a, b])]
     for m in [m for m in (a, b) if m in NO_RL and not (sub.method == m).any()]:
         rows = df[(df.split == split) & (df.method == m)]
@@ -109,8 +106,7 @@ def _shared_seeds(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> 
 
 
 def bootstrap_entry(cid: str, regime: str, d: pd.DataFrame, n_boot: int = 4000, stands_for: str | None = None) -> dict:
-    """A ``claims.json`` entry from a seeds x questions matrix by the hierarchical bootstrap (plan Sec. 4; one seed:
-    over questions); ``stands_for``: the regime whose paper number it takes (default ``regime``)."""
+    """A ``claims.json`` entry from a seeds x questions matrix by the hierarchical bootstrap (plan Sec. 4)."""
     rng = np.random.default_rng(derive_seed(0, "claims", cid, regime))
     iv = (question_bootstrap(d.to_numpy()[0], rng, n_boot) if d.shape[0] == 1
           else hierarchical_bootstrap(d.to_numpy(), rng, n_boot))
@@ -119,7 +115,6 @@ def bootstrap_entry(cid: str, regime: str, d: pd.DataFrame, n_boot: int = 4000, 
 
 
 def complete_seeds(out: str | Path, regime: str, methods: Sequence[str]) -> list[int]:
-    """Seeds with a written CSV of every method."""
     have = [{csv_method_seed(p)[1] for p in method_csvs(Path(out, regime), m)} for m in methods]
     return sorted(set.intersection(*have)) if have else []
 
@@ -130,8 +125,7 @@ def missing_seeds(out: str | Path, regime: str, methods: Sequence[str], seeds: I
 
 
 def read_csvs(paths: Iterable[str | Path]) -> pd.DataFrame:
-    """The written files among ``paths``, each once, in order, as one table (``question`` as text, so "07" stays "07");
-    FileNotFoundError when none is written."""
+    """The written files among ``paths``, each once, as one table (``question`` as text, so "07" stays "07")."""
     files = [Path(p) for p in dict.fromkeys(map(str, paths)) if Path(p).is_file()]
     if not files:
         raise FileNotFoundError("none of the CSVs asked for is written")
@@ -152,8 +146,7 @@ def reproduced_counts(runs: pd.DataFrame) -> dict[str, int]:
 
 def level_table(per: pd.DataFrame, by: Sequence[str] = ("method",), reference: str = "no_adaptation",
                 sort: bool = True) -> pd.DataFrame:
-    """Per ``by`` group of :func:`run_levels` rows: mean and SD over seeds, seeds, and how many end below
-    ``reference``'s run of the same seed."""
+    """Per ``by`` group of :func:`run_levels` rows: mean, SD, seeds, and how many end below ``reference``'s."""
     ref = per[per.method == reference].set_index("seed")["pass1"]
     rows = []
     for keys, g in per.groupby(list(by), sort=sort):
@@ -195,15 +188,13 @@ def claim_on_seeds(df: pd.DataFrame, cid: str, regime: str, seeds: Sequence[int]
 
 
 def at_floor(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> bool:
-    """Whether ``a`` and ``b`` both score 0 everywhere: a zero-width interval that cannot tell them apart (marked, never
-    re-decided)."""
+    """Whether ``a`` and ``b`` both score 0 everywhere: a zero-width interval that cannot tell them apart."""
     vals = _shared_seeds(df, regime, a, b, split)["pass@1"]
     return bool(len(vals)) and bool((vals == 0).all())
 
 
 def seed_directions(df: pd.DataFrame, pairs: dict[str, tuple[str, str, str]] = PAIRED) -> pd.DataFrame:
-    """Per pass@1 claim and regime: each method's mean pass@1 (points) and in how many seeds ``a`` is ahead, behind or
-    level, with the smallest and largest per-seed difference."""
+    """Per pass@1 claim and regime: mean pass@1 (points) and in how many seeds ``a`` is ahead, behind or level."""
     rows, present, by_split = [], set(df.regime), dict(tuple(df.groupby("split", sort=False)))
     for cid, (a, b, split) in pairs.items():
         part = by_split.get(split, df.iloc[:0])
@@ -331,8 +322,7 @@ def load_base(out_dir: str | Path, folder: str = BASE) -> tuple[pd.DataFrame, pd
 
 
 def band_matrix(groups: pd.DataFrame, band: tuple[int, int], n: int) -> pd.DataFrame:
-    """Seeds x questions: the share correct of the distinct answers whose count lies in ``band`` (at N = 64, rescaled
-    to ``n``); questions lacking such an answer in some seed dropped."""
+    """Seeds x questions: the share correct of the distinct answers whose count lies in ``band`` (at N = 64)."""
     lo, hi = scale_bands(BANDS_64, 64, n)[BANDS_64.index(band)]
     g = in_band(groups, lo, hi)
     m = g.assign(q=g.regime + "/" + g.question.astype(str)).pivot_table(index="seed", columns="q", values="correct",
@@ -387,7 +377,6 @@ COLUMNS = ["regime", "seed", "question", "band", "n", "orders", "answered", "fp"
 
 
 def rebuild_rollouts(g: pd.DataFrame, where: str = "") -> tuple[list, np.ndarray, int]:
-    """One question's rollouts from its answer groups: voting keys (None for no answer), correctness, N."""
     n, counts = int(g["n"].iloc[0]), g["count"].to_numpy()
     keys = np.repeat(np.arange(len(g)), counts).tolist()
     if len(keys) > n:
@@ -398,8 +387,7 @@ def rebuild_rollouts(g: pd.DataFrame, where: str = "") -> tuple[list, np.ndarray
 
 
 def question_orders(groups: pd.DataFrame, stream: str, orders: int, where: str):
-    """Each answered question's rebuilt rollouts and ``orders`` lazy random orders, one generator per (regime, seed);
-    the caller's own draws interleave with ``perms``'."""
+    """Each answered question's rebuilt rollouts and ``orders`` lazy random orders, one generator per (regime, seed)."""
     for (regime, seed), part in groups.groupby(["regime", "seed"], sort=True):
         rng = np.random.default_rng(derive_seed(0, "claims", stream, regime, int(seed)))
         for q, g in part.groupby("question", sort=True):
@@ -410,7 +398,7 @@ def question_orders(groups: pd.DataFrame, stream: str, orders: int, where: str):
 
 
 def band_of(counts: np.ndarray, n: int) -> np.ndarray:
-    """The band index (0 low, 1 middle, 2 high) of each answer count of ``n``."""
+    """The band index (0 low, 1 middle, 2 high) of each answer count of N = ``n``."""
     edges = [hi for _, hi in scale_bands(BANDS_64, 64, n)]
     return np.searchsorted(edges, counts)
 
@@ -443,7 +431,6 @@ def _cells(table: pd.DataFrame, value: str, bands: tuple[str, ...]) -> pd.DataFr
 
 
 def _linearised(num: pd.DataFrame, den: pd.DataFrame) -> pd.DataFrame | None:
-    """Per cell, sum(num) / sum(den) plus the cell's influence value; None where sum(den) is 0."""
     if den.to_numpy().sum() <= 0:
         return None
     ratio = num.to_numpy().sum() / den.to_numpy().sum()
@@ -500,7 +487,6 @@ def noise_summary(desc: pd.DataFrame, entries, regimes=("base", "svamp_codex")) 
 
 
 def _band_effect(groups: pd.DataFrame, cid: str) -> pd.DataFrame:
-    """Seeds x questions of F1's, F2's or F3's effect (points)."""
     n = int(groups["n"].iloc[0])
     low, mid, high = (band_matrix(groups, b, n) for b in BANDS_64)
     if cid == "F1":
@@ -512,8 +498,7 @@ def _band_effect(groups: pd.DataFrame, cid: str) -> pd.DataFrame:
 
 
 def _g1_bootstrap(g: pd.DataFrame, qs: np.ndarray, rng: np.random.Generator, n_boot: int) -> tuple[float, np.ndarray]:
-    """G1's effect (points: mean positive GRPO advantage, wrong- minus correct-labelled) and its ``n_boot``
-    question-bootstrap replicates."""
+    """G1's effect (points) and its ``n_boot`` question-bootstrap replicates."""
     wrong = ~g.label_correct.astype(bool)
     per = pd.DataFrame({"q": g.q, "sw": g.pos_adv_grpo.where(wrong, 0.0), "nw": wrong.astype(float),
                         "sr": g.pos_adv_grpo.where(~wrong, 0.0), "nr": (~wrong).astype(float)})
@@ -530,8 +515,7 @@ def _g1_bootstrap(g: pd.DataFrame, qs: np.ndarray, rng: np.random.Generator, n_b
 
 def base_claim(cid: str, groups: pd.DataFrame, g1: pd.DataFrame, n_boot: int = 4000,
                sel: pd.DataFrame | None = None, regime: str = BASE, noise: pd.DataFrame | None = None) -> dict | None:
-    """F1-F3, E1-E2, N1-N2 and G1 of ``regime`` (``base`` pools the testbed's); None below 2 questions. ``sel``,
-    ``noise``: :func:`selection_errors`, :func:`wrong_rewards` if computed."""
+    """F1-F3, E1-E2, N1-N2 and G1 of ``regime`` (``base`` pools the testbed's); None below 2 questions."""
     if cid in ("E1", "E2", "F1", "F2", "F3", "N1", "N2"):
         if groups.empty:
             return None
@@ -557,8 +541,7 @@ def base_claim(cid: str, groups: pd.DataFrame, g1: pd.DataFrame, n_boot: int = 4
 
 
 def analyse_claims(out_dir: str | Path, regimes: dict[str, Regime], n_boot: int = 4000) -> tuple[list[dict], list[str]]:
-    """Every claim's estimate, 95% interval and verdict from the runs under ``out_dir``: (entries, the claim x regime
-    cells that lack runs)."""
+    """Every claim's entry from the runs under ``out_dir``, and the claim x regime cells that lack runs."""
     df, steps = load_questions(out_dir), load_steps(out_dir)
     dd = df[(df.method == "ddrl") & (df.split == "adapted")]
     cor = {(r, int(seed)): float(g["cor_seconds"].iloc[0]) for (r, seed), g in dd.groupby(["regime", "seed"])}
@@ -602,8 +585,7 @@ def analyse_claims(out_dir: str | Path, regimes: dict[str, Regime], n_boot: int 
 
 def _run_level_claim(cid: str, regime: str, steps: pd.DataFrame, cor: dict[tuple[str, int], float],
                       reg: Regime) -> dict | None:
-    """D1, D2 (DDRL's mean advantage per step x 100) and C2 (% of the RL phase; ``cor``: the DDRL runs' COR seconds),
-    a t-interval over seeds."""
+    """D1, D2 (DDRL's mean advantage x 100) and C2 (% of the RL phase), a t-interval over seeds."""
     s = steps[steps.regime == regime]
     dd = s[(s.method == "ddrl") & (s.phase == "rl")]
     vals = []

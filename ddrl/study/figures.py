@@ -86,8 +86,7 @@ def advantage_dynamics_figure(d: pd.DataFrame, methods: Sequence[str] = ("ttrl",
 
 
 def band_accuracy(groups: pd.DataFrame, bins: Sequence[tuple[int, int]] = COUNT_BINS_64) -> pd.DataFrame:
-    """Per regime and count bin (at N = 64): the share correct of the base model's distinct answers, their number and a
-    Wilson 95% interval."""
+    """Per regime and count bin (at N = 64): the base model's distinct answers and their share correct (Wilson 95%)."""
     columns = ["regime", "bin", "lo", "hi", "answers", "accuracy", "ci_lo", "ci_hi"]
     if groups.empty:
         return pd.DataFrame(columns=columns)
@@ -129,8 +128,7 @@ RULE_METHOD = {"random": ("ttrl", "random K of N (TTRL)"), "bcs": ("bcs", "BCS (
 
 
 def selection_by_label_count(sel: pd.DataFrame, bins: Sequence[tuple[int, int]] = COUNT_BINS_64) -> pd.DataFrame:
-    """Per selection rule and bin of the label's count (at N = 64): questions, false positives kept per question and
-    the share correct among kept reward-0 rollouts (%)."""
+    """Per selection rule and bin of the label's count (at N = 64): false positives and correct negatives kept."""
     if sel.empty:
         return pd.DataFrame(columns=["rule", "bin", "lo", "hi", "questions", "fp_per_question", "fn_share", "regimes",
                                      "seeds", "orders"])
@@ -282,8 +280,7 @@ def vote_by_quarter(out: str | Path = WIDE_OUT, seeds: Sequence[int] | None = No
 
 def levels_panel(ax, per: pd.DataFrame, order: Sequence[str], palette: dict[str, str], rng: np.random.Generator,
                  ylabel: str, title: str) -> None:
-    """One dot per seed of each run's level and the mean with a 95% bootstrap interval; jittered by ``rng``, as
-    ``sns.stripplot`` draws from NumPy's global state."""
+    """One dot per seed and the mean with a 95% interval (jittered by ``rng``: sns.stripplot uses global state)."""
     for x, run in enumerate(order):
         y = per.loc[per.run == run, "pass1"].to_numpy()
         ax.scatter(x + rng.uniform(-0.15, 0.15, y.size), y, s=9, color=palette[run], alpha=0.35, linewidths=0)
@@ -319,8 +316,7 @@ def _entry_text(e: dict | None) -> str:
 
 
 def divergence_report(df: pd.DataFrame, steps: pd.DataFrame, entries: Sequence[dict]) -> tuple[pd.DataFrame, str]:
-    """Plan Amendment 9: :func:`~ddrl.study.analysis.rl_divergence` and, where a run left the trajectory, C1 on the
-    agreeing seeds beside the registered C1: (the table, its Markdown page)."""
+    """Plan Amendment 9's divergence table and its page, with C1 on the agreeing seeds where a run diverged."""
     div = rl_divergence(steps)
     gone = div[div.diverged_at >= 0]
     lines = ["# RL phases shared with the DDRL run (plan Amendment 9)", "",
@@ -401,8 +397,7 @@ def tables_from(questions: pd.DataFrame, steps: pd.DataFrame, groups: pd.DataFra
 
 
 def committed_tables(tables_dir: str | Path, runs_dir: str | Path, entries: Sequence[dict]) -> dict[str, pd.DataFrame] | None:
-    """The tables written under ``tables_dir``, if its :data:`MANIFEST` names the inputs now under ``runs_dir`` and
-    ``entries``; else None."""
+    """The tables written under ``tables_dir`` if their :data:`MANIFEST` names today's inputs, else None."""
     d = Path(tables_dir)
     if not (d / MANIFEST).is_file() or any(not (d / f).is_file() for f in TABLES.values()):
         return None
@@ -411,16 +406,9 @@ def committed_tables(tables_dir: str | Path, runs_dir: str | Path, entries: Sequ
     return {name: pd.read_csv(d / f) for name, f in TABLES.items()}
 
 
-def _save(fig, out_dir: Path, name: str) -> dict[str, Path]:
-    paths = save_figure(fig, out_dir, name)
-    plt.close(fig)
-    return paths
-
-
 def render_results(entries: Sequence[dict], runs_dir: str | Path, out_dir: str | Path,
                    missing: Sequence[str] = ()) -> dict[str, Path]:
-    """The scorecard, the cells not computed yet, every table of :data:`TABLES`, their pages and, where their runs
-    exist, the figures, under ``out_dir``; returns every path written."""
+    """The scorecard, every table of :data:`TABLES`, their pages and figures under ``out_dir``: the paths written."""
     out_dir = Path(out_dir)
     paths = {f"scorecard.{k}": p for k, p in C.render(entries, out_dir).items()}
     paths["missing.md"] = out_dir / "claims_missing.md"
@@ -450,7 +438,8 @@ def render_results(entries: Sequence[dict], runs_dir: str | Path, out_dir: str |
                "reward_noise": reward_noise_figure}
     for name, draw in figures.items():
         if (fig := draw(t[name])) is not None:
-            paths.update({f"{name}.{k}": p for k, p in _save(fig, out_dir, name).items()})
+            paths.update({f"{name}.{k}": p for k, p in save_figure(fig, out_dir, name).items()})
+            plt.close(fig)
     return paths
 
 
@@ -537,8 +526,7 @@ def trade_frame(results: Sequence[dict]) -> pd.DataFrame:
 
 
 def trade_figure(results: Sequence[dict]):
-    """Per regime, the COR settings' mean adapted gain over the RL-only weights against their held-out change, in
-    points."""
+    """Per regime, each COR setting's adapted gain against its held-out change over BCS+DAE (points)."""
     df = trade_frame(results)
     fig, axes = plt.subplots(1, len(results), figsize=(5.2 * len(results), 4), squeeze=False, sharey=True)
     for ax, (regime, g) in zip(axes[0], df.groupby("regime", sort=False)):
@@ -557,7 +545,6 @@ def trade_figure(results: Sequence[dict]):
 
 
 def _name(regime: str, method: str) -> str:
-    """A run's tick label: the method's short name (the full one overlaps when rotated), then the learning rate."""
     name = label(method).split(" (")[0]
     return name if method == "no_adaptation" else f"{name}\n{LR_NAME[regime]}"
 

@@ -47,8 +47,7 @@ def resolve_device(device: str):
 
 
 def job_key(regime: Regime, scale: Scale, method: str, seed: int) -> str:
-    """A method's CSV key: regime, TrainConfig, base weights, questions, COR 4x's keep, grader and device kind (a GPU's
-    kernels round differently, so its runs are other runs)."""
+    """A method's CSV key; it includes the device kind, as a GPU's kernels round differently."""
     exp = experiment(regime, scale, wants_heldout(regime.name, method))
     cfg = exp.config("ddrl" if method in REFINED else method, seed)
     refine = {"refine": REFINED[method]} if method in REFINED and method != COR_4X else {}  # R1's key as it was
@@ -74,8 +73,7 @@ def _done(path: Path, key: str) -> bool:
 
 
 def method_rows(exp, seed: int, method: str) -> list[dict]:
-    """A method's per-question rows: the run trained or loaded and evaluated, or for a
-    :data:`~ddrl.study.plan.REFINED` method one COR call from the seed's DDRL config."""
+    """A method's per-question rows; a REFINED method's from one COR call on the seed's DDRL run."""
     if method not in REFINED:
         return exp.run(method, seed, per_question=True)
     factor, divisor, start = REFINED[method]
@@ -117,8 +115,7 @@ def base_paths(out_dir: str | Path, regime: str, seed: int, folder: str = BASE) 
 
 
 def base_frames(problems: Sequence[dict], regime: str, seed: int, k: int, key: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """F1-F3's answer groups (question x distinct answer) and G1's per-question mean GRPO advantage of the positive
-    rollouts among ``k`` selected (NaN without mixed rewards)."""
+    """F1-F3's answer groups and G1's per-question mean GRPO advantage of the positives among ``k`` selected."""
     groups = answer_groups(problems).rename(columns={"problem": "question"}).drop(columns=["answer"])
     adv = group_advantages(problems, k, ("grpo",), "random", seed)
     rows = []
@@ -165,8 +162,7 @@ def run_base_job(regime: Regime, scale: Scale, seed: int, out_dir: str | Path) -
 
 
 def run_real_rollouts_job(out_dir: str | Path, data_dir: str | Path | None = None) -> str:
-    """Code-davinci-002's SVAMP programs as :func:`base_frames` CSVs under ``<out>/real/`` (plan Amendment 18).
-    Raises :class:`ddrl.data.DataError` when the samples are not found."""
+    """Code-davinci-002's SVAMP programs as :func:`base_frames` CSVs under ``<out>/real/`` (plan Amendment 18)."""
     problems = svamp_problems(load_dataset("svamp_codex_rollouts", data_dir=data_dir))
     k = selection_k(len(problems[0]["keys"]))
     key = content_key({"what": "study-real-v1", "dataset": "svamp_codex_rollouts", "k": k,
@@ -182,8 +178,7 @@ def heldout_x_key(regime: Regime, scale: Scale, method: str, seed: int, held: Se
 
 
 def run_heldout_x_job(j: Job, regime: Regime, scale: Scale, out_dir: str | Path, runs_root: str | Path | None) -> str:
-    """H1x: each method's run evaluated on the fresh questions, one CSV per method with ``registered_reproduced``, and
-    the adapted rows too where the seed has no registered CSV."""
+    """H1x: each method's run evaluated on the fresh questions, one CSV per method."""
     held = heldout_x_records(regime, scale.n_heldout_x)
     exp, status = experiment(regime, scale, True, runs_root, held=held), "loaded"
     for m in j.methods:
@@ -206,8 +201,7 @@ def run_heldout_x_job(j: Job, regime: Regime, scale: Scale, out_dir: str | Path,
 
 
 def run_job(job: tuple[Job, str, str, str | None, float | None, str | None]) -> dict:
-    """A pool worker's job: skipped past the deadline or if written, else every method of the job. Pinned to the
-    ``"hf"`` log-prob backend the study ran with: the faster ones round differently (plan Amendment 10)."""
+    """A pool worker's job, on the ``"hf"`` log-prob backend the study ran with (plan Amendment 10)."""
     with pinned_backend("hf"):
         return _run_job(job)
 
@@ -242,8 +236,7 @@ def _run_job(job: tuple[Job, str, str, str | None, float | None, str | None]) ->
 def run_jobs(jobs: Sequence[Job], scale: Scale, out_dir: str | Path, runs_root: str | Path | None = None,
              budget_min: float | None = None, workers: int | None = None, progress: bool = True,
              desc: str = "study", regimes: str | Path | None = None) -> list[dict]:
-    """One status per job, run through the pool; jobs starting after ``budget_min`` minutes are skipped. ``regimes``:
-    a ``regimes_base.json`` (default the registered one)."""
+    """One status per job, run through the pool; jobs starting after ``budget_min`` minutes are skipped."""
     if budget_min is not None and budget_min <= 0:
         raise ValueError(f"budget_min must be > 0 minutes, got {budget_min}")
     if not jobs:

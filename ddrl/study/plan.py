@@ -160,8 +160,7 @@ HELDOUT_X_METHODS = ("ddrl", "no_adaptation", "ttrl", "bcs_dae")
 HELDOUT_CLAIMS = ("H1x", "H1xT", "H1xD", "H1xC", "H1xR")
 #: Regimes on the AMC-like questions, which take the AMC-like seed count.
 AMC_SEEDED = (SMALL_LR, WEAK_REGIME)
-#: Regimes whose untrained model is another regime's (only the RL settings differ), so their no-adaptation rows are
-#: that regime's (plan Amendments 16, 28).
+#: Regimes whose untrained model is another's (only RL settings differ): its no-adaptation rows (Amendments 16, 28).
 SAME_BASE = {SMALL_LR: "amc_like", MATH500_SMALL_LR: "math500_like"}
 #: Methods that run no RL: a regime without their rows reads them from :func:`same_base`'s (Amendments 16, 32, 34).
 NO_RL = ("no_adaptation", COR_ONLY)
@@ -424,7 +423,6 @@ def untrained(seeds: Sequence[int], runs_root: str | Path, scale: str = "default
 
 # --- The per-run CSVs -------------------------------------------------------------------------------------------------
 
-#: The run CSVs' suffix: gzipped
 CSV = ".csv.gz"
 
 
