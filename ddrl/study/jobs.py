@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import gzip
 import time
-from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 from typing import Sequence
@@ -250,4 +249,7 @@ def run_jobs(jobs: Sequence[Job], scale: Scale, out_dir: str | Path, runs_root: 
 
 def status_counts(statuses: Sequence[dict]) -> dict[str, int]:
     """How many of :func:`run_jobs`' jobs ended each way, the most first (ties in the order first seen)."""
-    return dict(Counter(s["status"] for s in statuses).most_common())
+    counts: dict[str, int] = {}
+    for s in statuses:
+        counts[s["status"]] = counts.get(s["status"], 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
