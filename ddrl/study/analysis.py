@@ -1,6 +1,5 @@
-"""The claims study's analysis (plan Sec. 4 and 6): the per-run CSVs read back, stage 1's variance
-components and seeds per regime (never a mean), and every claim's estimate, interval and verdict for
-``results/claims.json``."""
+"""The claims study's analysis (plan Sec. 4, 6): the per-run CSVs read back, stage 1's variance components and seeds
+per regime (never a mean), and every claim's estimate, interval and verdict for ``results/claims.json``."""
 
 from __future__ import annotations
 
@@ -13,15 +12,13 @@ import pandas as pd
 
 from ddrl.analysis import in_band, scale_bands, select_and_reward
 from ddrl.study.claims import CLAIMS, FLOOR_NOTE, entry, get, validate, with_half_width
-from ddrl.study.plan import WEAK_REGIME, Regime
 from ddrl.seeds import derive_seed
 from ddrl.report.stats import (TARGET_HALF_WIDTH, advantage_statistic, choose_design, eval_noise_variance,
                         hierarchical_bootstrap, mean_ci, paired_differences, power_table, predicted_half_width,
                         question_bootstrap, variance_components)
-from ddrl.study.plan import (BANDS_64, BASE, CSV, HELDOUT_X, NO_RL, PAIRED, QUESTION_COLUMNS, REAL,
-                             SELECTION_K, SELECTION_ORDERS, SHARES_DDRL_RL, STAGE1_COMPARISONS, STEP_COLUMNS,
-                             THREE,
-                             Scale, csv_method_seed, same_base, selection_k)
+from ddrl.study.plan import (BANDS_64, BASE, CSV, HELDOUT_X, NO_RL, PAIRED, QUESTION_COLUMNS, REAL, SELECTION_K,
+                             SELECTION_ORDERS, SHARES_DDRL_RL, STAGE1_COMPARISONS, STEP_COLUMNS, THREE, WEAK_REGIME,
+                             Regime, Scale, csv_method_seed, same_base, selection_k)
 
 # --- Reading the results ----------------------------------------------------------------------------------
 
@@ -32,8 +29,7 @@ def method_csvs(out_dir: str | Path, names: str = "*/*") -> list[Path]:
 
 
 def same_as_registered(adapted: pd.DataFrame, registered: Path) -> bool | None:
-    """Whether a run's adapted pass@1 per question (``adapted``: :func:`ddrl.study.jobs.question_frame`'s adapted
-    rows) equals the committed CSV ``registered``'s on every question; None when that CSV is absent."""
+    """Whether ``adapted``'s pass@1 equals the committed CSV ``registered``'s on every question; None without it."""
     if not registered.is_file():
         return None
     reg = pd.read_csv(registered, dtype={"question": str}).query("split == 'adapted'").set_index("question")["pass@1"]
@@ -42,20 +38,18 @@ def same_as_registered(adapted: pd.DataFrame, registered: Path) -> bool | None:
 
 
 def heldout_x_csvs(out_dir: str | Path) -> list[Path]:
-    """H1x's gzipped method CSVs under ``out_dir``, sorted (Amendments 11, 12; :func:`~ddrl.study.plan.heldout_x_path`)."""
     return sorted(Path(out_dir, HELDOUT_X).glob(f"*/*-seed*{CSV}"))
 
 
 def load_questions(out_dir: str | Path) -> pd.DataFrame:
     """Every method CSV under ``out_dir`` as one long table, H1x's (split ``heldout_x``) included."""
-    files = method_csvs(out_dir) + heldout_x_csvs(out_dir)  # as :func:`study_inputs` lists them
+    files = method_csvs(out_dir) + heldout_x_csvs(out_dir)
     if not files:
         return pd.DataFrame(columns=list(QUESTION_COLUMNS))
     return pd.concat([pd.read_csv(p, dtype={"question": str}) for p in files], ignore_index=True)
 
 
 def step_csvs(out_dir: str | Path) -> list[Path]:
-    """Every per-step CSV under ``out_dir`` (``<regime>/<method>-seedNN-steps.csv.gz``), sorted."""
     return sorted(Path(out_dir).glob(f"*/*-steps{CSV}"))
 
 
@@ -65,7 +59,7 @@ def base_csvs(out_dir: str | Path, folder: str = BASE) -> dict[str, list[Path]]:
 
 
 def study_inputs(out_dir: str | Path) -> list[Path]:
-    """Every file the study's derived tables read under ``out_dir`` (:func:`ddrl.study.figures.tables_key`)."""
+    """Every file under ``out_dir`` the study's derived tables read."""
     base = base_csvs(out_dir)
     return (method_csvs(out_dir) + heldout_x_csvs(out_dir) + step_csvs(out_dir) + base["groups"] + base["g1"]
             + base_csvs(out_dir, REAL)["groups"])
@@ -79,13 +73,12 @@ def load_steps(out_dir: str | Path) -> pd.DataFrame:
 
 
 def progress(out_dir: str | Path) -> pd.DataFrame:
-    """How far the study has got, from the file names alone (no result is read): one row per regime x method
-    with the seeds whose CSV is written (the base model's rollouts as method ``base``)."""
+    """How far the study has got, from the file names alone: per regime x method the seeds whose CSV is written."""
     rows = []
     for p in method_csvs(out_dir):
         method, seed = csv_method_seed(p)
         rows.append({"regime": p.parent.name, "method": method, "seed": seed})
-    for p in base_csvs(out_dir)["groups"]:  # seedNN-groups.csv (study.base_paths)
+    for p in base_csvs(out_dir)["groups"]:  # seedNN-groups.csv
         rows.append({"regime": p.parent.name, "method": BASE, "seed": int(p.name.removeprefix("seed").split("-")[0])})
     if not rows:
         return pd.DataFrame(columns=["regime", "method", "n_seeds", "seeds"])
@@ -103,8 +96,7 @@ def paired_matrix(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> 
 
 
 def _shared_seeds(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> pd.DataFrame:
-    """The rows of methods ``a`` and ``b`` in ``regime`` / ``split`` over the seeds both have; a method that runs no RL
-    (:data:`~ddrl.study.plan.NO_RL`) absent from ``regime`` is read from the first of its same-base regimes with it."""
+    """``a``'s and ``b``'s rows over their shared seeds; a missing NO_RL method's from a same-base regime."""
     sub = df[(df.regime == regime) & (df.split == split) & df.method.isin([a, b])]
     for m in [m for m in (a, b) if m in NO_RL and not (sub.method == m).any()]:
         rows = df[(df.split == split) & (df.method == m)]
@@ -114,9 +106,7 @@ def _shared_seeds(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> 
 
 
 def bootstrap_entry(cid: str, regime: str, d: pd.DataFrame, n_boot: int = 4000, stands_for: str | None = None) -> dict:
-    """A ``claims.json`` entry from a seeds x questions matrix (plan Sec. 4): the hierarchical bootstrap (one seed: over
-    questions), stream ``derive_seed(0, "claims", cid, regime)``; ``stands_for``: the registered regime whose paper
-    number and sign it takes (default ``regime``)."""
+    """A ``claims.json`` entry from a seeds x questions matrix by the hierarchical bootstrap (plan Sec. 4)."""
     rng = np.random.default_rng(derive_seed(0, "claims", cid, regime))
     iv = (question_bootstrap(d.to_numpy()[0], rng, n_boot) if d.shape[0] == 1
           else hierarchical_bootstrap(d.to_numpy(), rng, n_boot))
@@ -125,20 +115,17 @@ def bootstrap_entry(cid: str, regime: str, d: pd.DataFrame, n_boot: int = 4000, 
 
 
 def complete_seeds(out: str | Path, regime: str, methods: Sequence[str]) -> list[int]:
-    """Seeds with a written CSV of every method (``<out>/<regime>/<method>-seedNN.csv.gz``)."""
     have = [{csv_method_seed(p)[1] for p in method_csvs(Path(out, regime), m)} for m in methods]
     return sorted(set.intersection(*have)) if have else []
 
 
 def missing_seeds(out: str | Path, regime: str, methods: Sequence[str], seeds: Iterable[int]) -> list[int]:
-    """The seeds of ``seeds`` without a written CSV of every method (:func:`complete_seeds`' complement): what a plan
-    amendment has still to run or evaluate (``out``: a runs folder, or its ``heldout_x`` one)."""
+    """The seeds of ``seeds`` without a written CSV of every method."""
     return sorted(set(seeds) - set(complete_seeds(out, regime, methods)))
 
 
 def read_csvs(paths: Iterable[str | Path]) -> pd.DataFrame:
-    """The written files among ``paths`` (:func:`~ddrl.study.plan.csv_path`'s question or step CSVs; ``question``
-    read as text, so "07" stays "07"), each once, in order, as one table; an error when none is written."""
+    """The written files among ``paths``, each once, as one table (``question`` as text, so "07" stays "07")."""
     files = [Path(p) for p in dict.fromkeys(map(str, paths)) if Path(p).is_file()]
     if not files:
         raise FileNotFoundError("none of the CSVs asked for is written")
@@ -146,23 +133,20 @@ def read_csvs(paths: Iterable[str | Path]) -> pd.DataFrame:
 
 
 def run_levels(df: pd.DataFrame, split: str = "adapted", value: str = "pass@1", name: str = "pass1") -> pd.DataFrame:
-    """Each run's pass@1 (or another per-question ``value``, as column ``name``) on ``split`` in points (the mean
-    over its questions) from per-question rows: one row per regime x method x seed, in the order the rows come."""
+    """Each run's mean pass@1 (or ``value``, as column ``name``) on ``split`` in points, per regime x method x seed."""
     a = df[df.split == split]
     return (100 * a.groupby(["regime", "method", "seed"], sort=False)[value].mean()).rename(name).reset_index()
 
 
 def reproduced_counts(runs: pd.DataFrame) -> dict[str, int]:
-    """How many of ``runs`` (one row per run, its ``registered_reproduced`` flag: None/NaN where no committed CSV
-    exists to compare with) have adapted rows equal to their committed CSV, of how many could be checked."""
+    """How many of ``runs`` reproduce their committed adapted rows, of how many could be checked."""
     checked = runs["registered_reproduced"].dropna()
     return {"registered_reproduced": int(checked.astype(bool).sum()), "registered_checked": int(len(checked))}
 
 
 def level_table(per: pd.DataFrame, by: Sequence[str] = ("method",), reference: str = "no_adaptation",
                 sort: bool = True) -> pd.DataFrame:
-    """Descriptive: per ``by`` group the mean and SD over seeds of :func:`run_levels` rows, the seeds, and how many end
-    below ``reference``'s run of the same seed."""
+    """Per ``by`` group of :func:`run_levels` rows: mean, SD, seeds, and how many end below ``reference``'s."""
     ref = per[per.method == reference].set_index("seed")["pass1"]
     rows = []
     for keys, g in per.groupby(list(by), sort=sort):
@@ -173,14 +157,13 @@ def level_table(per: pd.DataFrame, by: Sequence[str] = ("method",), reference: s
     return pd.DataFrame(rows)
 
 
-#: What a run's RL trajectory is compared on: the schedule and the logged per-step signal (plan Amendment 9).
+#: What a run's RL trajectory is compared on (plan Amendment 9).
 TRAJECTORY = ("step", "episode", "lr", "adv/mean", "label/majority_ratio", "gt/label_acc")
 
 
 def rl_divergence(steps: pd.DataFrame, methods: Sequence[str] = SHARES_DDRL_RL) -> pd.DataFrame:
-    """Per run of ``methods`` beside its seed's DDRL run (plan Amendment 9): ``diverged_at``, the first RL step whose
-    logged :data:`TRAJECTORY` differs (NaN matches NaN; a shorter run diverges at its end), -1 where none."""
-
+    """Per run of ``methods``, the first RL step whose :data:`TRAJECTORY` differs from its seed's DDRL run's
+    (``diverged_at``; a shorter run diverges at its end), -1 where none."""
     rl = steps[steps.phase == "rl"]
     cols = [c for c in TRAJECTORY if c in rl.columns]
     ref = {k: g.sort_values("step")[cols].reset_index(drop=True)
@@ -199,29 +182,24 @@ def rl_divergence(steps: pd.DataFrame, methods: Sequence[str] = SHARES_DDRL_RL) 
 
 
 def claim_on_seeds(df: pd.DataFrame, cid: str, regime: str, seeds: Sequence[int], n_boot: int = 4000) -> dict | None:
-    """A pass@1 claim on some of its seeds (descriptive, Amendment 9); None below 2 seeds."""
-
+    """A pass@1 claim on some of its seeds (descriptive); None below 2 seeds."""
     d = claim_matrix(df[df.seed.isin(set(seeds))], cid, regime)
     return None if d is None else bootstrap_entry(cid, regime, d, n_boot)
 
 
 def at_floor(df: pd.DataFrame, regime: str, a: str, b: str, split: str) -> bool:
-    """True when ``a`` and ``b`` both score 0 on every question of every shared seed: a zero-width interval the rule
-    reads as no effect although the regime cannot tell them apart. Marked, never re-decided."""
-
+    """Whether ``a`` and ``b`` both score 0 everywhere: a zero-width interval that cannot tell them apart."""
     vals = _shared_seeds(df, regime, a, b, split)["pass@1"]
     return bool(len(vals)) and bool((vals == 0).all())
 
 
 def seed_directions(df: pd.DataFrame, pairs: dict[str, tuple[str, str, str]] = PAIRED) -> pd.DataFrame:
-    """Descriptive, per pass@1 claim and regime with >= 2 shared seeds: each method's mean pass@1 (points) and in how
-    many seeds ``a`` is ahead, behind or level, with the smallest and largest per-seed difference."""
-
+    """Per pass@1 claim and regime: mean pass@1 (points) and in how many seeds ``a`` is ahead, behind or level."""
     rows, present, by_split = [], set(df.regime), dict(tuple(df.groupby("split", sort=False)))
     for cid, (a, b, split) in pairs.items():
-        part = by_split.get(split, df.iloc[:0])  # the claim's split: no scan of the whole table per regime
-        for r in (r for r in get(cid).regimes if r in present):  # the claim's own regimes, as the scorecard
-            sub = _shared_seeds(part, r, a, b, split)  # scanned once; paired_matrix re-selects from these rows only
+        part = by_split.get(split, df.iloc[:0])
+        for r in (r for r in get(cid).regimes if r in present):
+            sub = _shared_seeds(part, r, a, b, split)
             d = paired_matrix(sub, r, a, b, split)
             if d is None:
                 continue
@@ -236,8 +214,7 @@ def seed_directions(df: pd.DataFrame, pairs: dict[str, tuple[str, str, str]] = P
 
 
 def s1_matrix(df: pd.DataFrame, regime: str) -> pd.DataFrame | None:
-    """S1: seeds x questions of (DDRL - TTRL) on the default base minus the same on
-    :data:`~ddrl.study.plan.WEAK_REGIME`, in points; None below 2 shared seeds."""
+    """S1: seeds x questions of (DDRL - TTRL) on the default base minus the same on the weak one, in points."""
     strong, weak = (paired_matrix(df, r, "ddrl", "ttrl", "adapted") for r in (regime, WEAK_REGIME))
     if strong is None or weak is None:
         return None
@@ -249,8 +226,7 @@ def s1_matrix(df: pd.DataFrame, regime: str) -> pd.DataFrame | None:
 
 
 def claim_matrix(df: pd.DataFrame, cid: str, regime: str) -> pd.DataFrame | None:
-    """The seeds x questions matrix (points) a pass@1 claim is bootstrapped from (:data:`PAIRED`'s a - b, S1's
-    :func:`s1_matrix`); None otherwise or below 2 seeds."""
+    """The seeds x questions matrix (points) a pass@1 claim is bootstrapped from; None otherwise or below 2 seeds."""
     if cid in PAIRED:
         return paired_matrix(df, regime, *PAIRED[cid])
     return s1_matrix(df, regime) if cid == "S1" else None
@@ -262,11 +238,10 @@ SHORTFALL_MAX_SEEDS, SHORTFALL_MAX_QUESTIONS = 1000, 100_000
 
 def power_shortfall(df: pd.DataFrame, entries: Sequence[dict], target: float = TARGET_HALF_WIDTH,
                     max_seeds: int = SHORTFALL_MAX_SEEDS, max_questions: int = SHORTFALL_MAX_QUESTIONS) -> pd.DataFrame:
-    """Descriptive: for each entry whose half-width exceeds ``target``, its variance components (SDs, points), the
-    half-width they predict, the floor more seeds cannot pass (``t sqrt(var_question / Q)``) and the seeds or questions
-    the target needed (None: none up to the maxima)."""
+    """Per entry whose half-width exceeds ``target``: its variance components (SDs, points), the half-width they
+    predict, the floor more seeds cannot pass, and the seeds or questions the target needed (None: none up to max)."""
 
-    def smallest(f, lo: int, hi: int) -> int | None:  # the smallest n in [lo, hi] with f(n) <= target (f decreasing)
+    def smallest(f, lo: int, hi: int) -> int | None:  # the smallest n in [lo, hi] with f(n) <= target
         if f(hi) > target:
             return None
         while lo < hi:
@@ -297,13 +272,11 @@ def power_shortfall(df: pd.DataFrame, entries: Sequence[dict], target: float = T
     return pd.DataFrame(rows, columns=cols).astype({"seeds_needed": "Int64", "questions_needed": "Int64"})
 
 
-# --- Stage-1 analysis: variance components and seeds, never a mean (plan Sec. 6) --------------------------
+# --- Stage 1 (plan Sec. 6) ------------------------------------------------------------------------------------
 
 
 def analyse_stage1(out_dir: str | Path, regimes: dict[str, Regime], scale: Scale, seeds_range=range(2, 65)) -> dict:
-    """Variance components (points^2) of the stage-1 comparisons and the seeds per regime
-    (:func:`~ddrl.report.stats.choose_design` on DDRL - TTRL); no mean (plan Sec. 6)."""
-
+    """Variance components (points^2) of the stage-1 comparisons and the seeds per regime (from DDRL - TTRL)."""
     df = load_questions(out_dir)
     n_eval = int(scale.knobs.get("eval_n", 16))
     out: dict[str, Any] = {"what": "stage-1 variance components (plan Sec. 6); no means by design",
@@ -321,7 +294,7 @@ def analyse_stage1(out_dir: str | Path, regimes: dict[str, Regime], scale: Scale
             pb = sub[sub.method == b].groupby("question")["pass@1"].mean().reindex(d.columns)
             vc = variance_components(d.to_numpy(), eval_var=1e4 * eval_noise_variance(pa, pb, n_eval),
                                      source=f"stage 1: {d.shape[0]} seeds x {d.shape[1]} questions")
-            comps[label] = {"components": {k: v for k, v in asdict(vc).items()}, "n_seeds": int(d.shape[0]),
+            comps[label] = {"components": asdict(vc), "n_seeds": int(d.shape[0]),
                             "n_questions": int(d.shape[1])}
             if label == "ddrl-ttrl":
                 design = choose_design(power_table(vc, seeds_range, [reg.n_adapted]))
@@ -337,16 +310,11 @@ def analyse_stage1(out_dir: str | Path, regimes: dict[str, Regime], scale: Scale
     return out
 
 
-# --- Final analysis: every claim with runs -> claims.json (plan Sec. 4) -----------------------------------
-
-
-def _seed_interval(values: Sequence[float]) -> tuple[float, float, float] | None:
-    return mean_ci(values) if len(values) >= 2 else None
+# --- Every claim -> claims.json (plan Sec. 4) ---------------------------------------------------------------
 
 
 def load_base(out_dir: str | Path, folder: str = BASE) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The base rollouts' answer groups and G1 rows of every regime and sampling seed under ``out_dir``
-    (``<out>/base/``; a real LLM's under ``<out>/real/``, plan Amendment 18)."""
+    """The base rollouts' answer groups and G1 rows under ``<out_dir>/<folder>/``."""
     files = base_csvs(out_dir, folder)
     read = lambda ps: pd.concat([pd.read_csv(p, dtype={"question": str}) for p in ps],  # noqa: E731
                                 ignore_index=True) if ps else pd.DataFrame()
@@ -354,9 +322,7 @@ def load_base(out_dir: str | Path, folder: str = BASE) -> tuple[pd.DataFrame, pd
 
 
 def band_matrix(groups: pd.DataFrame, band: tuple[int, int], n: int) -> pd.DataFrame:
-    """seeds x questions: share of correct answers among a question's distinct answers whose count (of ``n``)
-    lies in ``band`` (given at N = 64, rescaled to ``n``); questions lacking such an answer in any seed dropped."""
-
+    """Seeds x questions: the share correct of the distinct answers whose count lies in ``band`` (at N = 64)."""
     lo, hi = scale_bands(BANDS_64, 64, n)[BANDS_64.index(band)]
     g = in_band(groups, lo, hi)
     m = g.assign(q=g.regime + "/" + g.question.astype(str)).pivot_table(index="seed", columns="q", values="correct",
@@ -365,14 +331,8 @@ def band_matrix(groups: pd.DataFrame, band: tuple[int, int], n: int) -> pd.DataF
 
 
 def selection_errors(groups: pd.DataFrame, k64: int = SELECTION_K, orders: int = SELECTION_ORDERS) -> pd.DataFrame:
-    """E1, E2 (plan Amendment 8): what TTRL's random K and DDRL's BCS keep of each question's N base rollouts
-    (:func:`load_base`'s groups; K = ``k64`` at N = 64, rescaled).
-
-    Each question's rollouts are rebuilt in ``orders`` random orders (ties break by order), the same for both rules,
-    stream ``derive_seed(0, "claims", "selection", regime, seed)``. One row per (regime, seed, question, rule), sums
-    over orders: ``neg`` selected reward-0 rollouts, ``fn`` correct ones among them, ``fp`` selected reward-1 wrong
-    ones, ``kept``; ``label_count`` the label's count of ``n``. Questions without any answer are left out."""
-
+    """E1, E2 (plan Amendment 8): what TTRL's random K and DDRL's BCS keep of each question's N base rollouts, summed
+    over ``orders`` random orders: ``neg`` kept reward-0, ``fn`` correct among them, ``fp`` kept reward-1 wrong."""
     rules = ("random", "bcs")
     rows = []
     for regime, seed, q, g, keys, correct, n, rng, perms in question_orders(groups, "selection", orders,
@@ -394,9 +354,7 @@ def selection_errors(groups: pd.DataFrame, k64: int = SELECTION_K, orders: int =
 
 
 def selection_matrix(sel: pd.DataFrame, cid: str) -> pd.DataFrame:
-    """seeds x questions of E1's or E2's effect (points; random - BCS) from :func:`selection_errors`. E1 drops
-    the questions where either rule keeps no reward-0 rollout in some seed."""
-
+    """Seeds x questions of E1's or E2's effect (points; random - BCS); E1 drops questions without kept negatives."""
     s = sel.assign(q=sel.regime + "/" + sel.question.astype(str))
     if cid == "E1":
         s = s.assign(v=100 * s.fn / s.neg.where(s.neg > 0))  # share of the kept negatives that are correct
@@ -409,12 +367,9 @@ def selection_matrix(sel: pd.DataFrame, cid: str) -> pd.DataFrame:
     return d.dropna(axis=1)
 
 
-# --- Where TTRL's wrong rewards come from, by the frequency band of each rollout's answer (plan Amendment 63) ---
-# The paper's first finding (Sec. 2.2): medium-frequency answers "constitute the primary source of reward noise". A
-# reward is wrong when it disagrees with the rollout's correctness (1 on a wrong answer: a false positive; 0 on the
-# right one: a false negative); a rollout's band is its own answer's count of N (:data:`BANDS_64` rescaled). N1 and N2
-# are ratios of sums over questions, so each matrix cell carries its linearised value (the delta method's influence
-# value plus the estimate): the matrix's mean is the pooled ratio, its bootstrap the ratio's first-order bootstrap.
+# --- TTRL's wrong rewards by the band of each rollout's answer (N1, N2; plan Amendment 63) ---------------------
+# N1 and N2 are ratios of sums over questions: each matrix cell carries its linearised value (delta method), so the
+# matrix's mean is the pooled ratio and its bootstrap the ratio's first-order bootstrap.
 
 
 BAND_NAMES = ("low", "middle", "high")  # BANDS_64 in order: <= 5, 6-44, >= 45 of 64
@@ -422,8 +377,6 @@ COLUMNS = ["regime", "seed", "question", "band", "n", "orders", "answered", "fp"
 
 
 def rebuild_rollouts(g: pd.DataFrame, where: str = "") -> tuple[list, np.ndarray, int]:
-    """One question's rollouts rebuilt from its answer groups: the voting keys (group index; None, last, for no answer),
-    each one's correctness and N; a ValueError naming ``where`` if the counts exceed N."""
     n, counts = int(g["n"].iloc[0]), g["count"].to_numpy()
     keys = np.repeat(np.arange(len(g)), counts).tolist()
     if len(keys) > n:
@@ -434,10 +387,7 @@ def rebuild_rollouts(g: pd.DataFrame, where: str = "") -> tuple[list, np.ndarray
 
 
 def question_orders(groups: pd.DataFrame, stream: str, orders: int, where: str):
-    """Each question (sorted by regime, seed, question) with its rollouts rebuilt and ``orders`` random orders: yields
-    ``(regime, seed, question, g, keys, correct, n, rng, perms)``, one generator per (regime, seed), ``derive_seed(0,
-    "claims", stream, regime, seed)``; ``perms`` draws lazily, so the caller's own draws interleave. Questions without
-    any answer are skipped."""
+    """Each answered question's rebuilt rollouts and ``orders`` lazy random orders, one generator per (regime, seed)."""
     for (regime, seed), part in groups.groupby(["regime", "seed"], sort=True):
         rng = np.random.default_rng(derive_seed(0, "claims", stream, regime, int(seed)))
         for q, g in part.groupby("question", sort=True):
@@ -448,15 +398,14 @@ def question_orders(groups: pd.DataFrame, stream: str, orders: int, where: str):
 
 
 def band_of(counts: np.ndarray, n: int) -> np.ndarray:
-    """The band index (0 low, 1 middle, 2 high) of each answer count of N = ``n`` (:data:`BANDS_64` rescaled)."""
+    """The band index (0 low, 1 middle, 2 high) of each answer count of N = ``n``."""
     edges = [hi for _, hi in scale_bands(BANDS_64, 64, n)]
     return np.searchsorted(edges, counts)
 
 
 def wrong_rewards(groups: pd.DataFrame, orders: int = SELECTION_ORDERS) -> pd.DataFrame:
-    """N1, N2's counts, one row per (regime, seed, question, band) of TTRL's rewards on all N rollouts: ``answered``
-    rollouts in the band, ``fp`` (reward 1, wrong) and ``fn`` (reward 0, right) among them, means over ``orders`` random
-    orders, stream ``derive_seed(0, "claims", "reward_noise", regime, seed)``."""
+    """N1, N2's counts per (regime, seed, question, band) of TTRL's rewards on all N rollouts: ``answered``, ``fp``
+    (reward 1, wrong) and ``fn`` (reward 0, right), means over ``orders`` random orders."""
     rows = []
     for regime, seed, q, g, keys, correct, n, rng, perms in question_orders(groups, "reward_noise", orders,
                                                                              "wrong_rewards"):
@@ -476,15 +425,12 @@ def wrong_rewards(groups: pd.DataFrame, orders: int = SELECTION_ORDERS) -> pd.Da
 
 
 def _cells(table: pd.DataFrame, value: str, bands: tuple[str, ...]) -> pd.DataFrame:
-    """seeds x questions (``regime/question``) of ``value`` summed over ``bands``; a cell without rows is 0."""
     t = table[table.band.isin(bands)]
     return t.assign(q=t.regime + "/" + t.question.astype(str)).pivot_table(
         index="seed", columns="q", values=value, aggfunc="sum", fill_value=0)
 
 
 def _linearised(num: pd.DataFrame, den: pd.DataFrame) -> pd.DataFrame | None:
-    """Per cell, the ratio of sums sum(num) / sum(den) plus the cell's influence value (num - ratio x den) /
-    mean(den): the matrix's mean is the pooled ratio exactly. None where the denominator sums to 0 (no ratio)."""
     if den.to_numpy().sum() <= 0:
         return None
     ratio = num.to_numpy().sum() / den.to_numpy().sum()
@@ -492,12 +438,12 @@ def _linearised(num: pd.DataFrame, den: pd.DataFrame) -> pd.DataFrame | None:
 
 
 def noise_matrix(table: pd.DataFrame, cid: str) -> pd.DataFrame:
-    """Seeds x questions of N1's or N2's linearised effect (points). N1: 100 x the middle band's share of wrong rewards
-    - 50; N2: 100 x (the middle band's wrong-reward rate - the outer bands'). Empty where a ratio has no denominator."""
+    """Seeds x questions of N1's or N2's linearised effect (points). N1: the middle band's % of wrong rewards - 50; N2:
+    its wrong-reward rate - the outer bands' (%). Empty where a ratio has no denominator."""
     if cid not in ("N1", "N2"):
         raise ValueError(f"noise_matrix: claim must be 'N1' or 'N2', got {cid!r}")
     t = table.assign(wrong=table.fp + table.fn)
-    every = _cells(t, "answered", BAND_NAMES)  # every (seed, question) cell with an answered rollout
+    every = _cells(t, "answered", BAND_NAMES)
     cells = lambda value, bands: _cells(t, value, bands).reindex_like(every).fillna(0.0)  # noqa: E731
     if cid == "N1":
         parts = (_linearised(cells("wrong", ("middle",)), cells("wrong", BAND_NAMES)),)
@@ -511,8 +457,7 @@ def noise_matrix(table: pd.DataFrame, cid: str) -> pd.DataFrame:
 
 
 def noise_description(groups: pd.DataFrame, real: pd.DataFrame | None = None, pooled: str = "base") -> pd.DataFrame:
-    """Amendment 63's description (:func:`by_band` of :func:`wrong_rewards`): the testbed's regimes pooled as
-    ``pooled``, each apart, then a real LLM's (``real``, never pooled)."""
+    """:func:`by_band` of the testbed's regimes pooled, each apart, then a real LLM's (never pooled)."""
     testbed, llm = (wrong_rewards(g) if g is not None and not g.empty else None for g in (groups, real))
     parts = ([by_band(testbed.assign(regime=pooled)), by_band(testbed)] if testbed is not None else []) + (
         [by_band(llm)] if llm is not None else [])
@@ -529,9 +474,7 @@ def by_band(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def noise_summary(desc: pd.DataFrame, entries, regimes=("base", "svamp_codex")) -> str:
-    """A sentence per regime of :func:`noise_description`'s table ``desc``: the middle band's share of TTRL's wrong
-    rewards
-    and the scorecard ``entries``' N1 and N2 there (or that a claim has no ratio to take, as on the smoke scale)."""
+    """A sentence per regime: the middle band's share of TTRL's wrong rewards and the ``entries``' N1 and N2 there."""
     mid = desc[desc.band == "middle"].set_index("regime")["share_%"]
     found = {(e["id"], e["regime"]): e for e in entries if e["id"] in ("N1", "N2")}
 
@@ -544,7 +487,6 @@ def noise_summary(desc: pd.DataFrame, entries, regimes=("base", "svamp_codex")) 
 
 
 def _band_effect(groups: pd.DataFrame, cid: str) -> pd.DataFrame:
-    """seeds x questions of F1's, F2's or F3's effect (points) from the base answer groups (:func:`band_matrix`)."""
     n = int(groups["n"].iloc[0])
     low, mid, high = (band_matrix(groups, b, n) for b in BANDS_64)
     if cid == "F1":
@@ -556,8 +498,7 @@ def _band_effect(groups: pd.DataFrame, cid: str) -> pd.DataFrame:
 
 
 def _g1_bootstrap(g: pd.DataFrame, qs: np.ndarray, rng: np.random.Generator, n_boot: int) -> tuple[float, np.ndarray]:
-    """G1's effect (points: mean positive GRPO advantage of wrong- minus correct-labelled rollouts) and its ``n_boot``
-    question-bootstrap replicates (``rng.choice``, the registered stream), from per-question sums."""
+    """G1's effect (points) and its ``n_boot`` question-bootstrap replicates."""
     wrong = ~g.label_correct.astype(bool)
     per = pd.DataFrame({"q": g.q, "sw": g.pos_adv_grpo.where(wrong, 0.0), "nw": wrong.astype(float),
                         "sr": g.pos_adv_grpo.where(~wrong, 0.0), "nr": (~wrong).astype(float)})
@@ -574,16 +515,13 @@ def _g1_bootstrap(g: pd.DataFrame, qs: np.ndarray, rng: np.random.Generator, n_b
 
 def base_claim(cid: str, groups: pd.DataFrame, g1: pd.DataFrame, n_boot: int = 4000,
                sel: pd.DataFrame | None = None, regime: str = BASE, noise: pd.DataFrame | None = None) -> dict | None:
-    """F1-F3, E1-E2, N1-N2 (:func:`bootstrap_entry`) and G1 (over questions) of ``regime`` (``base`` pools the
-    testbed's); None below 2 questions. ``sel``, ``noise``: :func:`selection_errors`, :func:`wrong_rewards` if computed.
-    """
-
+    """F1-F3, E1-E2, N1-N2 and G1 of ``regime`` (``base`` pools the testbed's); None below 2 questions."""
     if cid in ("E1", "E2", "F1", "F2", "F3", "N1", "N2"):
         if groups.empty:
             return None
         if cid in ("E1", "E2"):
             d = selection_matrix(selection_errors(groups) if sel is None else sel, cid)
-        elif cid in ("N1", "N2"):  # plan Amendment 63
+        elif cid in ("N1", "N2"):
             d = noise_matrix(wrong_rewards(groups) if noise is None else noise, cid)
         else:
             d = _band_effect(groups, cid)
@@ -603,14 +541,12 @@ def base_claim(cid: str, groups: pd.DataFrame, g1: pd.DataFrame, n_boot: int = 4
 
 
 def analyse_claims(out_dir: str | Path, regimes: dict[str, Regime], n_boot: int = 4000) -> tuple[list[dict], list[str]]:
-    """Every claim's estimate, 95% interval and verdict (:func:`ddrl.study.claims.entry`) from the runs under
-    ``out_dir``; returns (entries with ``half_width``, the claim x regime cells that lack runs)."""
-
+    """Every claim's entry from the runs under ``out_dir``, and the claim x regime cells that lack runs."""
     df, steps = load_questions(out_dir), load_steps(out_dir)
     dd = df[(df.method == "ddrl") & (df.split == "adapted")]
     cor = {(r, int(seed)): float(g["cor_seconds"].iloc[0]) for (r, seed), g in dd.groupby(["regime", "seed"])}
     groups, g1 = load_base(out_dir)
-    rg, rg1 = load_base(out_dir, REAL)  # a real LLM's samples, one regime each (Amendment 18)
+    rg, rg1 = load_base(out_dir, REAL)
     frames = {BASE: (groups, g1), **{r: (rg[rg.regime == r], rg1[rg1.regime == r])
                                      for r in sorted(set(rg.get("regime", ())))}}
     sels = {r: selection_errors(g) if not g.empty else None for r, (g, _) in frames.items()}  # E1, E2
@@ -636,7 +572,7 @@ def analyse_claims(out_dir: str | Path, regimes: dict[str, Regime], n_boot: int 
                 d = claim_matrix(df, c.id, r)
             elif c.id in ("D1", "D2", "C2"):
                 e = _run_level_claim(c.id, r, steps, cor, regimes[r])
-            if d is not None:  # a seeds x questions matrix of differences (points)
+            if d is not None:
                 e = bootstrap_entry(c.id, r, d, n_boot)
                 if c.id in PAIRED and at_floor(df, r, *PAIRED[c.id]):
                     e["note"] = FLOOR_NOTE
@@ -649,9 +585,7 @@ def analyse_claims(out_dir: str | Path, regimes: dict[str, Regime], n_boot: int 
 
 def _run_level_claim(cid: str, regime: str, steps: pd.DataFrame, cor: dict[tuple[str, int], float],
                       reg: Regime) -> dict | None:
-    """D1, D2 (DDRL's mean advantage per step x 100) and C2 (wall time, % of the RL phase; ``cor`` = the DDRL
-    runs' COR seconds by (regime, seed)), a t-interval over seeds (plan Sec. 4)."""
-
+    """D1, D2 (DDRL's mean advantage x 100) and C2 (% of the RL phase), a t-interval over seeds."""
     s = steps[steps.regime == regime]
     dd = s[(s.method == "ddrl") & (s.phase == "rl")]
     vals = []
@@ -664,7 +598,7 @@ def _run_level_claim(cid: str, regime: str, steps: pd.DataFrame, cor: dict[tuple
         for seed in sorted(set(ex.index) & set(rl.index)):
             if (regime, int(seed)) in cor:
                 vals.append(100 * (ex[seed] - cor[regime, int(seed)]) / rl[seed])
-    ci = _seed_interval(vals)
+    ci = mean_ci(vals) if len(vals) >= 2 else None
     if ci is None:
         return None
     return entry(cid, regime, ci[0], ci[1], ci[2], len(vals), reg.n_adapted)

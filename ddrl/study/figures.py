@@ -1,9 +1,6 @@
-"""The claims study's figures, for ``docs/results/`` and notebook 06 (seaborn; PNG and PDF): the paper's Fig. 4
-(:func:`advantage_dynamics_figure`, D1, D2) and Fig. 2 (:func:`band_accuracy_figure`, F1-F3), the selection rules
-(:func:`selection_errors_figure`, E1, E2), wrong rewards by band (:func:`reward_noise_figure`, N1, N2), the design
-(:func:`regime_candidates_figure`, :func:`power_figure`), held-out transfer (:func:`transfer_figure`, H1x), and the
-designs' figures drawn from their committed analyses. :func:`render_results` writes the study's from ``results/``;
-``python -m ddrl.study --analyse claims`` calls it."""
+"""The claims study's figures and the tables behind them (seaborn; PNG and PDF), for ``docs/results/`` and notebook
+06, and the designs' figures drawn from their committed analyses. :func:`render_results` writes the study's
+(``python -m ddrl.study --analyse claims``)."""
 
 from __future__ import annotations
 
@@ -25,21 +22,19 @@ from ddrl.report.reporter import save_figure
 from ddrl.run.storage import sha256_file, write_csv, write_json
 from ddrl.seeds import numpy_generator
 from ddrl.report.stats import TARGET_HALF_WIDTH
-from ddrl.study.analysis import (SHORTFALL_MAX_QUESTIONS, SHORTFALL_MAX_SEEDS, claim_on_seeds, load_base,
-                                 load_questions, load_steps, power_shortfall, rl_divergence, seed_directions,
-                                 run_levels, selection_errors, study_inputs)
-from ddrl.study.analysis import BAND_NAMES, noise_description
+from ddrl.study.analysis import (BAND_NAMES, SHORTFALL_MAX_QUESTIONS, SHORTFALL_MAX_SEEDS, claim_on_seeds, load_base,
+                                 load_questions, load_steps, noise_description, power_shortfall, rl_divergence,
+                                 run_levels, seed_directions, selection_errors, study_inputs)
 from ddrl.study.plan import (BANDS_64, COR_LR10, COR_ONLY, HELDOUT_X, MATH500_768, MATH500_SMALL_LR, REAL, SAME_BASE,
                              SMALL_LR, STAGE1_METHODS, THREE, WIDE_OUT)
 from ddrl.study.designs import WIDE_ARMS, Design, _panels
 
-#: Answer-count bins (of 64) for :func:`band_accuracy_figure`: finer than F1-F3's bands, with their edges.
+#: Answer-count bins (of 64): finer than F1-F3's bands, with their edges.
 COUNT_BINS_64 = ((1, 1), (2, 5), (6, 14), (15, 24), (25, 34), (35, 44), (45, 54), (55, 64))
 
 
 def regime_candidates_figure(long: pd.DataFrame):
-    """The base model's maj@64, pass@1 and mean consensus by operations per chain (``long``: ``num_ops``, ``metric``,
-    ``value``), with the regimes' thresholds (maj@64 0.35 and 0.70)."""
+    """The base model's maj@64, pass@1 and consensus by operations per chain, with the regimes' thresholds."""
     fig, ax = plt.subplots(figsize=(5.5, 3.5))
     sns.lineplot(data=long, x="num_ops", y="value", hue="metric", marker="o", ax=ax)
     for y in (0.35, 0.70):
@@ -49,8 +44,7 @@ def regime_candidates_figure(long: pd.DataFrame):
 
 
 def power_figure(pw: pd.DataFrame):
-    """The predicted 95% half-width by seeds (``pw``: ``regime``, ``comparison``, ``seeds``, ``half_width``), one
-    panel per regime, log-log, with the 2-point target."""
+    """The predicted 95% half-width by seeds, one log-log panel per regime, with the target."""
     g = sns.relplot(data=pw, x="seeds", y="half_width", hue="comparison", col="regime", kind="line", marker="o",
                     height=3, aspect=1.0, facet_kws={"sharey": True})
     for ax in g.axes.flat:
@@ -62,8 +56,7 @@ def power_figure(pw: pd.DataFrame):
 
 def advantage_dynamics(steps: pd.DataFrame, methods: Sequence[str] = ("ttrl", "ddrl"),
                        regimes: Sequence[str] = THREE) -> pd.DataFrame:
-    """The RL-phase rows of the per-step CSVs (:func:`ddrl.study.analysis.load_steps`) of ``methods`` in
-    ``regimes``: one row per regime x method x seed x step with ``adv/mean`` (the batch's mean advantage)."""
+    """The batch's mean advantage (``adv/mean``) per regime x method x seed x RL step."""
     s = steps[(steps.phase == "rl") & steps.method.isin(methods) & steps.regime.isin(regimes)]
     return s[["regime", "method", "seed", "step", "adv/mean"]].reset_index(drop=True)
 
@@ -93,8 +86,7 @@ def advantage_dynamics_figure(d: pd.DataFrame, methods: Sequence[str] = ("ttrl",
 
 
 def band_accuracy(groups: pd.DataFrame, bins: Sequence[tuple[int, int]] = COUNT_BINS_64) -> pd.DataFrame:
-    """Per regime and count bin (at N = 64, other N rescaled): the share of correct answers among the base model's
-    distinct answers in the bin, their number and a Wilson 95% interval."""
+    """Per regime and count bin (at N = 64): the base model's distinct answers and their share correct (Wilson 95%)."""
     columns = ["regime", "bin", "lo", "hi", "answers", "accuracy", "ci_lo", "ci_hi"]
     if groups.empty:
         return pd.DataFrame(columns=columns)
@@ -106,8 +98,7 @@ def band_accuracy(groups: pd.DataFrame, bins: Sequence[tuple[int, int]] = COUNT_
 
 
 def band_accuracy_figure(t: pd.DataFrame):
-    """Share correct of the base model's answers by count bin (``t``: :func:`band_accuracy`'s table), one line per
-    regime with Wilson 95% bars; the claims' bands (<= 5, 6-44, >= 45 of 64) shaded. None without base rollouts."""
+    """:func:`band_accuracy`, one line per regime, the claims' bands shaded; None without base rollouts."""
     if t.empty:
         return None
     fig, ax = plt.subplots(figsize=(7.0, 3.6))
@@ -137,8 +128,7 @@ RULE_METHOD = {"random": ("ttrl", "random K of N (TTRL)"), "bcs": ("bcs", "BCS (
 
 
 def selection_by_label_count(sel: pd.DataFrame, bins: Sequence[tuple[int, int]] = COUNT_BINS_64) -> pd.DataFrame:
-    """Per selection rule and bin of the label's count c* (at N = 64): the questions, mean false positives kept per
-    question and the share correct among kept reward-0 rollouts (%; NaN without any). Empty without rows."""
+    """Per selection rule and bin of the label's count (at N = 64): false positives and correct negatives kept."""
     if sel.empty:
         return pd.DataFrame(columns=["rule", "bin", "lo", "hi", "questions", "fp_per_question", "fn_share", "regimes",
                                      "seeds", "orders"])
@@ -159,7 +149,7 @@ def selection_errors_figure(t: pd.DataFrame):
     """E2's false positives and E1's correct negatives kept, by the label's count; None without rows."""
     if t.empty:
         return None
-    t = t[t.bin.isin(set(t.bin[t.questions > 0]))]  # bins no question's label falls in are left out
+    t = t[t.bin.isin(set(t.bin[t.questions > 0]))]
     bins = list(dict.fromkeys(t.bin))
     fig, axes = plt.subplots(1, 2, figsize=(10.0, 3.6))
     for ax, col, ylab in ((axes[0], "fp_per_question", "false positives kept per question (of K = 32)"),
@@ -180,7 +170,7 @@ def selection_errors_figure(t: pd.DataFrame):
     return fig
 
 
-#: :func:`reward_noise_figure`'s regime names (the pooled testbed first, the real LLM's last) and band names
+#: :func:`reward_noise_figure`'s regime and band names
 NOISE_REGIMES = {"base": "testbed\n(pooled)", "aime_like": "AIME-like", "amc_like": "AMC-like",
                  "math500_like": "MATH-500-\nlike", "svamp_codex": "Codex on\nSVAMP"}
 NOISE_BANDS = dict(zip(BAND_NAMES, ("seen <= 5 of 64", "6-44", ">= 45")))
@@ -213,17 +203,15 @@ def reward_noise_figure(t: pd.DataFrame):
     return fig
 
 
-#: :func:`transfer_figure`'s methods, in the order DDRL builds up (no adaptation, + RL, + BCS, + DAE, + COR;
-#: BCS alone has H1x runs in AMC-like and MATH-500-like only, plan Amendments 17, 20).
+#: :func:`transfer_figure`'s methods, in the order DDRL builds up.
 TRANSFER_METHODS = ("no_adaptation", "ttrl", "bcs", "bcs_dae", "ddrl")
-#: :func:`transfer`'s two question sets: the regime's adapted questions, H1x's fresh held-out ones.
+#: :func:`transfer`'s two question sets.
 TRANSFER_SPLITS = {"adapted": "adapted questions", HELDOUT_X: "fresh held-out questions"}
 
 
 def transfer(questions: pd.DataFrame, methods: Sequence[str] = TRANSFER_METHODS,
              regimes: Sequence[str] = THREE) -> pd.DataFrame:
-    """Per regime x method x seed, pass@1 (points) on the adapted and on H1x's fresh questions, for the seeds with an
-    H1x CSV of that method (an H1x run retrained on another machine may differ from the adapted run of its seed)."""
+    """Per regime x method x seed with an H1x CSV, pass@1 (points) on the adapted and on the fresh questions."""
     q = questions[questions.method.isin(methods) & questions.regime.isin(regimes)]
     held = q[q.split == HELDOUT_X]
     seeds = held[["regime", "method", "seed"]].drop_duplicates()
@@ -233,8 +221,7 @@ def transfer(questions: pd.DataFrame, methods: Sequence[str] = TRANSFER_METHODS,
 
 
 def transfer_figure(t: pd.DataFrame, methods: Sequence[str] = TRANSFER_METHODS, regimes: Sequence[str] = THREE):
-    """One panel per regime with H1x runs: each method's pass@1 on the adapted and fresh questions, mean over seeds with
-    a 95% bootstrap interval (``seed=0``). None without H1x rows."""
+    """:func:`transfer`, one panel per regime, mean over seeds with a 95% bootstrap interval; None without H1x rows."""
     present = [r for r in regimes if r in set(t.regime)]
     if not present:
         return None
@@ -261,8 +248,7 @@ def transfer_figure(t: pd.DataFrame, methods: Sequence[str] = TRANSFER_METHODS, 
 
 def pseudo_labels_by_episode(steps: pd.DataFrame, methods: Sequence[str] = ("ttrl", "ddrl"),
                              regimes: Sequence[str] = (*THREE, SMALL_LR), by: str = "episode") -> pd.DataFrame:
-    """Per regime x method x episode of the RL phase (or ``by`` another column): the mean vote confidence
-    (``label/majority_ratio``) and share of correct pseudo-labels (``gt/label_acc``). Descriptive."""
+    """Per regime x method x episode (or ``by``) of the RL phase: mean majority ratio and pseudo-label accuracy."""
     s = steps[(steps.phase == "rl") & steps.method.isin(methods) & steps.regime.isin(regimes)]
     g = s.groupby(["regime", "method", by], as_index=False)
     return g.agg(n_seeds=("seed", "nunique"), majority_ratio=("label/majority_ratio", "mean"),
@@ -270,8 +256,7 @@ def pseudo_labels_by_episode(steps: pd.DataFrame, methods: Sequence[str] = ("ttr
 
 
 def pseudo_label_drift(by_episode: pd.DataFrame) -> pd.DataFrame:
-    """:func:`pseudo_labels_by_episode`'s first and last episode side by side, one row per regime x method: does
-    the vote grow more confident (majority ratio) while its labels grow more or less often right (label acc)?"""
+    """:func:`pseudo_labels_by_episode`'s first and last episode side by side, per regime x method."""
     rows = []
     for (r, m), g in by_episode.groupby(["regime", "method"], sort=False):
         a, b = g.loc[g.episode.idxmin()], g.loc[g.episode.idxmax()]
@@ -283,7 +268,7 @@ def pseudo_label_drift(by_episode: pd.DataFrame) -> pd.DataFrame:
 
 def vote_by_quarter(out: str | Path = WIDE_OUT, seeds: Sequence[int] | None = None, regime: str = MATH500_768,
                     steps: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Descriptive: :func:`pseudo_labels_by_episode` by quarter of each run's RL steps (``steps``: if read)."""
+    """:func:`pseudo_labels_by_episode` by quarter of each run's RL steps."""
     steps = load_steps(out) if steps is None else steps
     steps = steps[(steps.regime == regime) & (steps.phase == "rl")]
     if seeds is not None:
@@ -295,8 +280,7 @@ def vote_by_quarter(out: str | Path = WIDE_OUT, seeds: Sequence[int] | None = No
 
 def levels_panel(ax, per: pd.DataFrame, order: Sequence[str], palette: dict[str, str], rng: np.random.Generator,
                  ylabel: str, title: str) -> None:
-    """One dot per seed of each run's level, jittered by ``rng`` (not ``sns.stripplot``, which draws from NumPy's global
-    state), and the mean with a 95% bootstrap interval (``seed=0``), runs in ``order``."""
+    """One dot per seed and the mean with a 95% interval (jittered by ``rng``: sns.stripplot uses global state)."""
     for x, run in enumerate(order):
         y = per.loc[per.run == run, "pass1"].to_numpy()
         ax.scatter(x + rng.uniform(-0.15, 0.15, y.size), y, s=9, color=palette[run], alpha=0.35, linewidths=0)
@@ -310,16 +294,14 @@ def levels_panel(ax, per: pd.DataFrame, order: Sequence[str], palette: dict[str,
 
 def levels_vote_figure(per: pd.DataFrame, vote: pd.DataFrame, order: Sequence[str], palette: dict[str, str],
                        suptitle: str, rng: np.random.Generator, style: str | None = None):
-    """Left, each run's adapted pass@1 (:func:`levels_panel`); middle and right, the vote by quarter of the RL steps
-    (``vote``), runs named as in ``order`` or in the order they come, colours ``palette``, lines styled by ``style``.
-    Descriptive."""
+    """Each run's adapted pass@1 (:func:`levels_panel`), then the vote by quarter of the RL steps."""
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), gridspec_kw={"width_ratios": [1.3, 1, 1]})
     levels_panel(axes[0], per, order, palette, rng, "adapted pass@1 (%)", "after adaptation")
     lines = [r for r in dict.fromkeys((*order, *vote.run)) if r != label("no_adaptation") and r in set(vote.run)]
     for ax, col, ylab in ((axes[1], "majority_ratio", "share agreeing with the majority"),
                           (axes[2], "label_acc", "majority label correct")):
         sns.lineplot(vote[vote.run.isin(lines)], x="quarter", y=col, hue="run", style=style, palette=palette,
-                     hue_order=lines, marker="o", ax=ax, legend=ax is axes[1])  # one legend serves both panels
+                     hue_order=lines, marker="o", ax=ax, legend=ax is axes[1])
         ax.set(xlabel="quarter of the RL steps", ylabel=ylab, xticks=[1, 2, 3, 4])
     axes[1].legend(fontsize=7, frameon=False, handlelength=3)
     for ax in axes:
@@ -334,8 +316,7 @@ def _entry_text(e: dict | None) -> str:
 
 
 def divergence_report(df: pd.DataFrame, steps: pd.DataFrame, entries: Sequence[dict]) -> tuple[pd.DataFrame, str]:
-    """Plan Amendment 9: every BCS+DAE / additional-RL run beside its seed's DDRL run and, where an additional-RL run
-    left the trajectory, C1 on the agreeing seeds beside the registered C1: (the table, its Markdown page)."""
+    """Plan Amendment 9's divergence table and its page, with C1 on the agreeing seeds where a run diverged."""
     div = rl_divergence(steps)
     gone = div[div.diverged_at >= 0]
     lines = ["# RL phases shared with the DDRL run (plan Amendment 9)", "",
@@ -349,7 +330,7 @@ def divergence_report(df: pd.DataFrame, steps: pd.DataFrame, entries: Sequence[d
         rows = []
         reg = {(e["id"], e["regime"]): e for e in entries}
         extra = div[div.method == "additional_rl"]
-        for r in sorted(set(gone[gone.method == "additional_rl"].regime) & set(C.get("C1").regimes)):  # C1's own
+        for r in sorted(set(gone[gone.method == "additional_rl"].regime) & set(C.get("C1").regimes)):
             ok = extra[(extra.regime == r) & (extra.diverged_at < 0)].seed.tolist()
             left = extra[(extra.regime == r) & (extra.diverged_at >= 0)].seed.tolist()
             rows.append({"regime": r, "C1, every seed (registered)": _entry_text(reg.get(("C1", r))),
@@ -362,8 +343,7 @@ def divergence_report(df: pd.DataFrame, steps: pd.DataFrame, entries: Sequence[d
 
 
 def shortfall_page(short: pd.DataFrame) -> str:
-    """The Markdown page of :func:`ddrl.study.analysis.power_shortfall`: which pass@1 comparisons missed the plan's
-    half-width and what design their own variance components say would have reached it."""
+    """The Markdown page of :func:`ddrl.study.analysis.power_shortfall`."""
     lines = [f"# Comparisons whose 95% half-width exceeds {TARGET_HALF_WIDTH:.1f} points (descriptive)", "",
              "Variance components (as SDs, points) of each comparison's final seeds x questions matrix "
              "(`ddrl.report.stats.variance_components`): `sd_seed` a run's shift common to all its questions, `sd_question` "
@@ -381,19 +361,17 @@ def shortfall_page(short: pd.DataFrame) -> str:
     return "\n".join(lines + [shown.to_markdown(index=False, floatfmt=".1f"), ""])
 
 
-#: The tables behind the study's figures and pages (:func:`study_tables`), each written by :func:`render_results`
-#: under ``docs/results/`` by this file name and read back by notebook 06 (:func:`committed_tables`).
+#: The tables behind the study's figures and pages, by their file name under ``docs/results/``.
 TABLES = {"claims_seeds": "claims_seeds.csv", "power_shortfall": "power_shortfall.csv",
           "advantage_dynamics": "advantage_dynamics.csv.gz", "pseudo_labels": "pseudo_labels.csv",
           "base_bands": "base_bands.csv", "selection_errors": "selection_errors.csv",
           "heldout_transfer": "heldout_transfer.csv", "reward_noise": "reward_noise.csv"}
-#: The file beside them that says which inputs they were computed from (:func:`tables_key`).
+#: The file beside them naming the inputs they were computed from.
 MANIFEST = "tables.json"
 
 
 def tables_key(runs_dir: str | Path, entries: Sequence[dict]) -> str:
-    """A sha256 of the scorecard ``entries`` and every file :func:`ddrl.study.analysis.study_inputs` lists (path and
-    bytes' sha256); not the code (a test recomputes the tables)."""
+    """A sha256 of ``entries`` and every input file's path and bytes; not the code (a test recomputes the tables)."""
     root = Path(runs_dir)
     return content_key({"entries": list(entries),
                         "files": [(p.relative_to(root).as_posix(), sha256_file(p)) for p in study_inputs(root)]})
@@ -405,14 +383,12 @@ def study_tables(runs_dir: str | Path, entries: Sequence[dict]) -> dict[str, pd.
 
 
 def _load(runs_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """The question rows, step logs, base answer groups and a real LLM's answer groups (plan Amendment 18) under
-    ``runs_dir``: what :func:`tables_from` reads."""
     return load_questions(runs_dir), load_steps(runs_dir), load_base(runs_dir)[0], load_base(runs_dir, REAL)[0]
 
 
 def tables_from(questions: pd.DataFrame, steps: pd.DataFrame, groups: pd.DataFrame, real: pd.DataFrame,
                 entries: Sequence[dict]) -> dict[str, pd.DataFrame]:
-    """:func:`study_tables` from the runs already read (:func:`_load`)."""
+    """:func:`study_tables` from the runs already read."""
     return {"claims_seeds": seed_directions(questions), "power_shortfall": power_shortfall(questions, entries),
             "advantage_dynamics": advantage_dynamics(steps), "pseudo_labels": pseudo_labels_by_episode(steps),
             "base_bands": band_accuracy(groups),
@@ -421,8 +397,7 @@ def tables_from(questions: pd.DataFrame, steps: pd.DataFrame, groups: pd.DataFra
 
 
 def committed_tables(tables_dir: str | Path, runs_dir: str | Path, entries: Sequence[dict]) -> dict[str, pd.DataFrame] | None:
-    """:func:`study_tables` as :func:`render_results` wrote them under ``tables_dir``, read without computing anything,
-    if its :data:`MANIFEST` names the inputs now under ``runs_dir`` and ``entries`` (:func:`tables_key`); else None."""
+    """The tables written under ``tables_dir`` if their :data:`MANIFEST` names today's inputs, else None."""
     d = Path(tables_dir)
     if not (d / MANIFEST).is_file() or any(not (d / f).is_file() for f in TABLES.values()):
         return None
@@ -431,24 +406,16 @@ def committed_tables(tables_dir: str | Path, runs_dir: str | Path, entries: Sequ
     return {name: pd.read_csv(d / f) for name, f in TABLES.items()}
 
 
-def _save(fig, out_dir: Path, name: str) -> dict[str, Path]:
-    paths = save_figure(fig, out_dir, name)
-    plt.close(fig)
-    return paths
-
-
 def render_results(entries: Sequence[dict], runs_dir: str | Path, out_dir: str | Path,
                    missing: Sequence[str] = ()) -> dict[str, Path]:
-    """The scorecard, the cells not computed yet (``claims_missing.md``), every table of :data:`TABLES` with its
-    :data:`MANIFEST`, the pages made of them, :func:`divergence_report` and, where their runs exist, the figures, all
-    under ``out_dir``; returns every path written."""
+    """The scorecard, every table of :data:`TABLES`, their pages and figures under ``out_dir``: the paths written."""
     out_dir = Path(out_dir)
     paths = {f"scorecard.{k}": p for k, p in C.render(entries, out_dir).items()}
     paths["missing.md"] = out_dir / "claims_missing.md"
     paths["missing.md"].write_text("".join(f"- {m}\n" for m in missing) or "- none: every claim x regime is computed\n")
     questions, steps, groups, real = _load(runs_dir)
     t = tables_from(questions, steps, groups, real, entries)
-    for name, f in TABLES.items():  # every table, empty or not, and what it was computed from
+    for name, f in TABLES.items():
         write_csv(out_dir / f, t[name])
         paths[f"{name}.csv"] = out_dir / f
     write_json(out_dir / MANIFEST, {"key": tables_key(runs_dir, entries), "tables": TABLES})
@@ -463,19 +430,20 @@ def render_results(entries: Sequence[dict], runs_dir: str | Path, out_dir: str |
         paths["divergence.csv"], paths["divergence.md"] = out_dir / "rl_divergence.csv", out_dir / "rl_divergence.md"
         div.to_csv(paths["divergence.csv"], index=False)
         paths["divergence.md"].write_text(page)
-    if not t["pseudo_labels"].empty:  # the vote's confidence and correctness over the episodes (descriptive)
+    if not t["pseudo_labels"].empty:
         paths["labels.md"] = out_dir / "pseudo_labels.md"
         paths["labels.md"].write_text(pseudo_label_drift(t["pseudo_labels"]).to_markdown(index=False, floatfmt=".3f") + "\n")
     figures = {"advantage_dynamics": advantage_dynamics_figure, "base_bands": band_accuracy_figure,
                "selection_errors": selection_errors_figure, "heldout_transfer": transfer_figure,
                "reward_noise": reward_noise_figure}
-    for name, draw in figures.items():  # F1-F3's bands and E1-E2's selection need base rollouts; H1x's levels runs
+    for name, draw in figures.items():
         if (fig := draw(t[name])) is not None:
-            paths.update({f"{name}.{k}": p for k, p in _save(fig, out_dir, name).items()})
+            paths.update({f"{name}.{k}": p for k, p in save_figure(fig, out_dir, name).items()})
+            plt.close(fig)
     return paths
 
 
-# The designs' figures (:data:`ddrl.study.designs.DESIGNS`; notebook 06 draws them from the committed analyses)
+# The designs' figures (:data:`ddrl.study.designs.DESIGNS`)
 
 
 #: The learning rate of each base regime and its lr/10 one, as figures name it
@@ -488,11 +456,10 @@ REGIME_TEXT = {"amc_like": "AMC-like", SMALL_LR: "AMC-like at lr/10", "aime_like
 #: How the figures name the regimes
 REGIME_NAME = {MATH500_SMALL_LR: "MATH-500-like", SMALL_LR: "AMC-like"}
 
-#: COR's arms' names in figures (they are COR calls, not trainer presets, so ddrl.report.plotting's labels do not name them)
+#: COR's arms' names in figures (COR calls, not trainer presets, so ddrl.report.plotting has no label for them)
 ARM_LABELS = {COR_LR10: "DDRL with COR at lr/10", COR_ONLY: "COR alone (no RL)"}
 
-#: COR alone's figures (notebook 06), by adapted design: its held-out design (None: none), what the title calls the
-#: runs COR alone stands beside, and the amendments it names
+#: COR alone's figures by adapted design: its held-out design, what the title calls the runs beside, its amendments
 COR_ALONE_FIGURES = {"cor_alone": ("cor_alone_heldout", "the registered runs", "Amendment 34"),
                      "cor_alone_c49d": (None, "the c49d994e build's runs", "Amendment 35"),
                      "cor_alone_xeon": ("cor_alone_xeon_heldout", "the Xeon build's runs",
@@ -500,8 +467,7 @@ COR_ALONE_FIGURES = {"cor_alone": ("cor_alone_heldout", "the registered runs", "
 
 
 def seed_levels(out: str | Path = WIDE_OUT, seeds: Sequence[int] | None = None, regime: str = MATH500_768) -> pd.DataFrame:
-    """:func:`~ddrl.study.analysis.run_levels` of ``regime``'s CSVs under ``out`` (on ``seeds``): one row per method
-    x seed (notebook 06 shows Amendment 27's :func:`~ddrl.study.analysis.level_table`)."""
+    """:func:`~ddrl.study.analysis.run_levels` of ``regime``'s CSVs under ``out``: one row per method x seed."""
     df = load_questions(out)
     df = df[df.regime == regime]
     if seeds is not None:
@@ -554,14 +520,13 @@ def cor_alone_figure(res: dict, held: dict | None, d: Design):
 
 
 def trade_frame(results: Sequence[dict]) -> pd.DataFrame:
-    """Amendment 62's analyses (one per regime) as one table: per regime and COR setting its :func:`trade` row."""
+    """Amendment 62's analyses as one table: a row per regime and COR setting."""
     return pd.DataFrame([{"regime": REGIME_NAME[res["regime"]], "seeds": len(res["seeds"]), **t}
                          for res in results for t in res["trade"]])
 
 
 def trade_figure(results: Sequence[dict]):
-    """Per regime, the four COR settings' mean adapted gain over the RL-only weights (x) against their held-out change
-    (y), in points (Amendment 62). Descriptive."""
+    """Per regime, each COR setting's adapted gain against its held-out change over BCS+DAE (points)."""
     df = trade_frame(results)
     fig, axes = plt.subplots(1, len(results), figsize=(5.2 * len(results), 4), squeeze=False, sharey=True)
     for ax, (regime, g) in zip(axes[0], df.groupby("regime", sort=False)):
@@ -580,16 +545,13 @@ def trade_figure(results: Sequence[dict]):
 
 
 def _name(regime: str, method: str) -> str:
-    """A run's tick label: the method's short name (DDRL's parts are in the vote panels' legend; the full label made the
-    rotated tick labels overlap), then the learning rate."""
     name = label(method).split(" (")[0]
     return name if method == "no_adaptation" else f"{name}\n{LR_NAME[regime]}"
 
 
 def figure(res: dict, title: str = "MATH-500-like at the default learning rate and at lr/10 (plan Amendment 28; "
                                    "descriptive)"):
-    """:func:`levels_vote_figure` of an lr/10 analysis: the untrained model, TTRL and DDRL at both learning rates, the
-    vote by quarter styled by learning rate. Descriptive."""
+    """:func:`levels_vote_figure` of an lr/10 analysis, the vote styled by learning rate."""
     per, vote = pd.DataFrame(res["seed_pass1"]), pd.DataFrame(res["vote"])
     per["run"] = [_name(r, m) for r, m in zip(per.regime, per.method)]
     vote["run"], vote["learning rate"] = vote.method.map(label), vote.regime.map(LR_NAME)  # colour: method, line: lr
@@ -599,7 +561,7 @@ def figure(res: dict, title: str = "MATH-500-like at the default learning rate a
 
 
 def etmr_figure(res: dict, d: Design):
-    """:func:`figure`'s panels for an ETMR design (TTRL, ETMR and DDRL at both learning rates). Descriptive."""
+    """:func:`figure` for an ETMR design."""
     return figure(res, f"{REGIME_NAME[d.regime]}, {d.build}: ETMR beside TTRL and DDRL (plan Amendment {d.amendment}, "
                        f"seeds 0-{len(res['seeds']) - 1}; descriptive)")
 

@@ -1,9 +1,6 @@
-"""The claims study's jobs: one job (:func:`run_job`, a regime x seed x the methods of a claim that share a run) trains
-or loads its runs, evaluates them and writes one small CSV per method under ``results/runs/<regime>/``, content-keyed
-(:func:`job_key`) so that a rerun skips what is written; :func:`run_jobs` sends jobs through the pool of
-single-thread workers. Notebook 06 imports this module to render the committed results, so torch loads only where a
-job runs.
-"""
+"""The claims study's jobs: one job (a regime x seed x the methods that share a run) trains or loads its runs,
+evaluates them and writes one CSV per method under ``results/runs/<regime>/``, content-keyed so a rerun skips what is
+written; :func:`run_jobs` sends jobs through the pool. Torch loads only where a job runs (notebook 06 imports this)."""
 
 from __future__ import annotations
 
@@ -29,32 +26,27 @@ from ddrl.study.plan import (BASE, COR_4X, HELDOUT_X, REAL, REFINED, RESULTS, SC
                              Regime, Scale, adapted_x_path, csv_path, experiment, heldout_x_path, heldout_x_records,
                              load_regimes, selection_k, wants_heldout)
 
-#: The grader the committed study runs were scored with: their CSVs are keyed by this record, not by today's source
-#: bytes of the grading modules. An edit that grades as before (same :data:`ddrl.answers.GRADER_VERSION` and
-#: math-verify) keeps the committed runs current; one that changes grading bumps ``GRADER_VERSION`` and every run is
-#: keyed anew.
+#: The grader the committed runs were scored with, as their keys record it: an edit that keeps
+#: :data:`ddrl.answers.GRADER_VERSION` and math-verify keeps them current; one that changes grading bumps it.
 STUDY_GRADER = {"grader_version": "2+math-verify-0.9.0", "math_verify": "0.9.0", "source": "95776d03367a0d36"}
 
 
 def study_grader() -> dict:
-    """:data:`STUDY_GRADER` while the grader grades as it did, else today's
-    :func:`~ddrl.run.cache.grader_fingerprint` (every committed run then stale)."""
+    """:data:`STUDY_GRADER` while the grader grades as it did, else today's fingerprint (every committed run stale)."""
     now = grader_fingerprint()
     same = all(now[k] == STUDY_GRADER[k] for k in ("grader_version", "math_verify"))
     return dict(STUDY_GRADER) if same else now
 
 
 def resolve_device(device: str):
-    """:func:`ddrl.models.resolve_device`, imported (with torch) only once a key or the pool asks."""
+    """:func:`ddrl.models.resolve_device`, importing torch only when called."""
     from ddrl.models import resolve_device as resolve
 
     return resolve(device)
 
 
 def job_key(regime: Regime, scale: Scale, method: str, seed: int) -> str:
-    """What a method's CSV depends on: the regime, the full TrainConfig, the base weights, the questions and answers
-    (held-out ones where evaluated), COR 4x's keep, the grader, and the kind of device (``cpu`` or ``cuda``: a GPU's
-    kernels round differently, so its runs are other runs)."""
+    """A method's CSV key; it includes the device kind, as a GPU's kernels round differently."""
     exp = experiment(regime, scale, wants_heldout(regime.name, method))
     cfg = exp.config("ddrl" if method in REFINED else method, seed)
     refine = {"refine": REFINED[method]} if method in REFINED and method != COR_4X else {}  # R1's key as it was
@@ -66,8 +58,7 @@ def job_key(regime: Regime, scale: Scale, method: str, seed: int) -> str:
 
 
 def _done(path: Path, key: str) -> bool:
-    """Whether ``path`` holds the rows of ``key``; an uncompressed CSV of earlier code beside it is compressed into
-    it first (not recomputed)."""
+    """Whether ``path`` holds the rows of ``key`` (an uncompressed CSV beside it is compressed into it first)."""
     plain = path.with_suffix("")
     if not path.is_file() and plain.suffix == ".csv" and plain.is_file():
         atomic_write_bytes(path, gzip.compress(plain.read_bytes(), mtime=0))
@@ -81,9 +72,7 @@ def _done(path: Path, key: str) -> bool:
 
 
 def method_rows(exp, seed: int, method: str) -> list[dict]:
-    """A job's per-question rows of ``method``: :meth:`~ddrl.run.experiments.Experiment.run` (trains or loads the run,
-    then evaluates), or for a :data:`~ddrl.study.plan.REFINED` method one COR call from the seed's DDRL config
-    (:meth:`~ddrl.run.experiments.Experiment.refined`) with its keep, learning rate and start weights."""
+    """A method's per-question rows; a REFINED method's from one COR call on the seed's DDRL run."""
     if method not in REFINED:
         return exp.run(method, seed, per_question=True)
     factor, divisor, start = REFINED[method]
@@ -107,8 +96,7 @@ def question_frame(rows: Sequence[dict], regime: str, key: str) -> pd.DataFrame:
 
 
 def steps_frame(run_dir: str | Path, cfg, n_questions: int, regime: str, method: str, seed: int, key: str) -> pd.DataFrame:
-    """Per-step metrics of a run (D1, D2: ``adv/mean``; C2: ``time/step_s``), ``phase`` = rl or extra (the
-    additional-RL steps past the schedule)."""
+    """A run's per-step metrics; ``phase`` is rl, or extra for the additional-RL steps past the schedule."""
     from ddrl.train import steps_per_episode  # torch
 
     df = pd.DataFrame([{k: r.get(k) for k in STEP_COLUMNS} for r in RunDir(run_dir).read_metrics()])
@@ -126,8 +114,7 @@ def base_paths(out_dir: str | Path, regime: str, seed: int, folder: str = BASE) 
 
 
 def base_frames(problems: Sequence[dict], regime: str, seed: int, k: int, key: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """F1-F3's answer groups (one row per question x distinct answer: count of N, correct) and G1's per-question
-    mean GRPO advantage of the positive rollouts among ``k`` selected (NaN without mixed rewards)."""
+    """F1-F3's answer groups and G1's per-question mean GRPO advantage of the positives among ``k`` selected."""
     groups = answer_groups(problems).rename(columns={"problem": "question"}).drop(columns=["answer"])
     adv = group_advantages(problems, k, ("grpo",), "random", seed)
     rows = []
@@ -144,7 +131,6 @@ def base_frames(problems: Sequence[dict], regime: str, seed: int, k: int, key: s
 
 
 def _write_base(paths: tuple[Path, Path], key: str, frames) -> str:
-    """``frames()``'s two :func:`base_frames` tables written to ``paths`` unless both hold ``key``: "ran" or "loaded"."""
     if all(_done(p, key) for p in paths):
         return "loaded"
     for p, df in zip(paths, frames()):
@@ -153,8 +139,7 @@ def _write_base(paths: tuple[Path, Path], key: str, frames) -> str:
 
 
 def base_job(regime: Regime, scale: Scale, seed: int):
-    """The base rollouts' experiment, config, sampling settings and content key (the base weights, the regime and its
-    questions, the sampling settings, K, the grader, the device kind)."""
+    """The base rollouts' experiment, config, sampling settings and content key."""
     exp = experiment(regime, scale, False)
     cfg = exp.config("ttrl", seed)
     settings = {"n": cfg.n_votes, "temperature": cfg.rollout_temperature, "top_p": cfg.rollout_top_p,
@@ -166,7 +151,7 @@ def base_job(regime: Regime, scale: Scale, seed: int):
 
 
 def run_base_job(regime: Regime, scale: Scale, seed: int, out_dir: str | Path) -> str:
-    """The base model's N rollouts per adapted question (sampling seed ``seed``), graded and cached, as CSVs."""
+    """The base model's N rollouts per adapted question, graded, as :func:`base_frames` CSVs."""
     from ddrl.run.experiments import cached_rollouts  # torch
 
     exp, cfg, settings, key = base_job(regime, scale, seed)
@@ -176,9 +161,7 @@ def run_base_job(regime: Regime, scale: Scale, seed: int, out_dir: str | Path) -
 
 
 def run_real_rollouts_job(out_dir: str | Path, data_dir: str | Path | None = None) -> str:
-    """F1-F3, G1, E1 and E2's inputs on a real LLM's samples (plan Amendment 18): code-davinci-002's programs for the
-    SVAMP problems as :func:`base_frames` CSVs of regime ``svamp_codex`` (seed 0, K = 32 rescaled to their N) under
-    ``<out>/real/svamp_codex/``. Raises :class:`ddrl.data.DataError` when the samples are not found."""
+    """Code-davinci-002's SVAMP programs as :func:`base_frames` CSVs under ``<out>/real/`` (plan Amendment 18)."""
     problems = svamp_problems(load_dataset("svamp_codex_rollouts", data_dir=data_dir))
     k = selection_k(len(problems[0]["keys"]))
     key = content_key({"what": "study-real-v1", "dataset": "svamp_codex_rollouts", "k": k,
@@ -188,15 +171,13 @@ def run_real_rollouts_job(out_dir: str | Path, data_dir: str | Path | None = Non
 
 
 def heldout_x_key(regime: Regime, scale: Scale, method: str, seed: int, held: Sequence[dict]) -> str:
-    """What an H1x CSV depends on: the method's registered CSV's :func:`job_key` and the fresh questions."""
+    """An H1x CSV's key: the method's :func:`job_key` and the fresh questions."""
     return content_key({"what": "study-heldout-x-v1", "run": job_key(regime, scale, method, seed),
                         "questions": records_key(held)})[:20]
 
 
 def run_heldout_x_job(j: Job, regime: Regime, scale: Scale, out_dir: str | Path, runs_root: str | Path | None) -> str:
-    """H1x: each of the job's methods trained (or loaded) as the study does and evaluated on the fresh questions; one
-    CSV per method of split ``heldout_x`` with ``registered_reproduced`` (:func:`same_as_registered`), and where the
-    seed has no registered CSV the run's adapted rows too (:func:`~ddrl.study.plan.adapted_x_path`)."""
+    """H1x: each method's run evaluated on the fresh questions, one CSV per method."""
     held = heldout_x_records(regime, scale.n_heldout_x)
     exp, status = experiment(regime, scale, True, runs_root, held=held), "loaded"
     for m in j.methods:
@@ -206,7 +187,7 @@ def run_heldout_x_job(j: Job, regime: Regime, scale: Scale, out_dir: str | Path,
         side = None if registered.is_file() else adapted_x_path(out_dir, j.regime, m, j.seed)
         if done and (side is None or _done(side, key)):
             continue
-        status = "ran"  # trains the run, or reads a finished one's cached evaluation (adapted rows only missing)
+        status = "ran"
         df = question_frame(method_rows(exp, j.seed, m), j.regime, key)
         adapted = df[df.split == "adapted"]
         if side is not None:
@@ -219,11 +200,7 @@ def run_heldout_x_job(j: Job, regime: Regime, scale: Scale, out_dir: str | Path,
 
 
 def run_job(job: tuple[Job, str, str, str | None, float | None, str | None]) -> dict:
-    """A pool worker's job: skip if past the deadline or already written; else every method of the job.
-
-    Log-probs are computed the ``"hf"`` way and decode attention is torch's
-    (:func:`ddrl.accel.logprob_backends.pinned_backend`), as for every run of the study: the faster paths written
-    after it round differently, so a run would follow another trajectory (plan Amendment 10)."""
+    """A pool worker's job, on the ``"hf"`` log-prob backend the study ran with (plan Amendment 10)."""
     with pinned_backend("hf"):
         return _run_job(job)
 
@@ -248,7 +225,7 @@ def _run_job(job: tuple[Job, str, str, str | None, float | None, str | None]) ->
         exp = experiment(regime, scale, wants_heldout(j.regime, m), runs_root)
         rows = method_rows(exp, j.seed, m)
         run_dir = rows[0].get("run_dir")
-        if run_dir and m not in REFINED:  # a refinement's run (if any) is the DDRL run's: its steps are DDRL's
+        if run_dir and m not in REFINED:  # a refinement's steps are its DDRL run's
             steps = steps_frame(run_dir, exp.config(m, j.seed), len(exp.adapted), j.regime, m, j.seed, key)
             write_csv(csv_path(out_dir, j.regime, m, j.seed, steps=True), steps)
         write_csv(path, question_frame(rows, j.regime, key))
@@ -258,9 +235,7 @@ def _run_job(job: tuple[Job, str, str, str | None, float | None, str | None]) ->
 def run_jobs(jobs: Sequence[Job], scale: Scale, out_dir: str | Path, runs_root: str | Path | None = None,
              budget_min: float | None = None, workers: int | None = None, progress: bool = True,
              desc: str = "study", regimes: str | Path | None = None) -> list[dict]:
-    """Every job through :func:`ddrl.run.pool.run_pool` (one progress bar); jobs starting after ``budget_min`` minutes
-    are skipped. Each job's regime is read by name from ``regimes`` (a ``regimes_base.json`` and the files beside it;
-    default the registered study's). Returns one status per job."""
+    """One status per job, run through the pool; jobs starting after ``budget_min`` minutes are skipped."""
     if budget_min is not None and budget_min <= 0:
         raise ValueError(f"budget_min must be > 0 minutes, got {budget_min}")
     if not jobs:
@@ -273,8 +248,8 @@ def run_jobs(jobs: Sequence[Job], scale: Scale, out_dir: str | Path, runs_root: 
 
 
 def status_counts(statuses: Sequence[dict]) -> dict[str, int]:
-    """How many of :func:`run_jobs`' jobs ended each way ("ran", "loaded", "skipped (budget)", ...), the most first."""
+    """How many of :func:`run_jobs`' jobs ended each way, the most first (ties in the order first seen)."""
     counts: dict[str, int] = {}
     for s in statuses:
         counts[s["status"]] = counts.get(s["status"], 0) + 1
-    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))  # ties stay in the order first seen
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))

@@ -1,35 +1,7 @@
-"""What the claims study runs, as ``results/plan.md`` registers it: the regimes, methods, claims and comparisons, the
-scales, the job lists of stages 1 and 2, and where each per-run CSV goes.
-
-**Regimes** (plan Sec. 2): testbed settings that stand for the paper's benchmarks (AIME 2024: 30 questions, 80
-episodes; AMC: 83, 30; MATH-500: 500, 10), chosen ONLY from base-model properties measured before any method ran
-(:func:`select_regimes`). Difficulty is the number of operations per chain (``ddrl.testbed.task``): the testbed was
-pretrained on 1-4 (4 rare), so 3 is familiar, 4 the shifted test split, 5-6 beyond anything it saw. The study reads
-them from ``results/regimes_base.json`` (:func:`load_regimes`); S1's weaker base from ``regimes_weak.json`` beside it.
-
-Readings of the plan (chosen from its text, never from method results):
-
-- **Stage 1** (Sec. 6.1): seeds 0-5 of no adaptation, TTRL and DDRL in the three regimes, also evaluated on the
-  held-out questions (H1's methods). Its analysis: variance components (pass@1 points^2) of DDRL - TTRL (which sets
-  the seeds: ``choose_design`` over 2-64 seeds, else 64), DDRL - no adaptation, TTRL - no adaptation, never a mean.
-  Regimes on the AMC-like questions (lr/10, S1) take the AMC-like seed count.
-- **Stage 2** (Sec. 6.2): phase (a) the remaining methods on the stage-1 seeds, phase (b) more seeds up to the
-  stage-1 count; each claim by claim in :data:`PRIORITY`'s order, round-robin over its regimes one seed at a time.
-  Phase (a) opens with the jobs that train nothing new (plan Amendment 3): BCS+DAE (the DDRL runs' RL-only weights),
-  R1 (stage-1 seeds only), then the base rollouts of F1-F3 and G1: N = 64 per adapted question at T = 1.0, top-p 1,
-  sampling seeds 0 and 1 (the fewest the bootstrap takes).
-- **F1-F3**: per (sampling seed, question) the share of correct answers among the distinct answers in a band
-  (:data:`BANDS_64`); a question with no answer in a band in some seed is left out of that claim; regime ``base``
-  pools the three regimes' questions.
-- **G1**: per (seed, question) the mean GRPO advantage of the positive rollouts among K = 32 randomly selected,
-  questions with mixed rewards only; effect = wrong-label mean - right-label mean (x 100); percentile bootstrap over
-  questions, 4000 replicates.
-- **C2**: wall times of the pool (one single-thread run per core, two at a time); additional RL = its steps past the
-  RL schedule; COR = the DDRL run's COR; RL phase = the DDRL run's RL.
-- **H1x** (plan Amendments 11-17, 19, 20): H1's estimand on 1,536 fresh held-out questions per regime
-  (:func:`heldout_x_records`), CSVs under ``<runs>/heldout_x/<regime>/``.
-- **Units**: pass@1 differences in points (x 100); D1/D2 advantage x 100; C2 % of the RL phase.
-"""
+"""What the claims study runs, as ``results/plan.md`` registers it: the regimes (testbed settings standing for the
+paper's benchmarks, plan Sec. 2), methods, claims and comparisons, the scales, the job lists of stages 1 and 2 (Sec.
+6), and where each per-run CSV goes. Units: pass@1 differences in points (x 100); D1/D2 advantage x 100; C2 % of the
+RL phase."""
 
 from __future__ import annotations
 
@@ -51,13 +23,10 @@ from ddrl.testbed.config import get_config
 from ddrl.testbed.task import SplitSpec, generate_records
 
 RESULTS = REPO / "results"
-#: The measured base builds, committed: a testbed build's bits depend on the CPU that trained it (docs/testbed.md),
-#: so a machine of another kind installs these instead of building.
-BASE_MODELS = COMMITTED  # results/base_models
+#: The measured base builds, committed: a build's bits depend on the CPU, so another machine installs these.
+BASE_MODELS = COMMITTED
 
-# ---------------------------------------------------------------------------------------------------------
-# Regimes
-# ---------------------------------------------------------------------------------------------------------
+# --- Regimes ----------------------------------------------------------------------------------------------------------
 
 #: Candidate difficulties measured by ``bench/regimes.py`` (operations per chain).
 CANDIDATE_OPS = (3, 4, 5, 6)
@@ -66,18 +35,18 @@ MAX_NEW_TOKENS = 96
 AIME_MAJ_MAX = 0.35
 MATH_MAJ_MIN = 0.70
 MATH_MIN_QUESTIONS = 256
-#: Claim S1's regime: the AMC-like regime on the weaker base build (testbed preset ``weak``).
+#: Claim S1's regime: AMC-like on the weaker base build.
 WEAK_REGIME = "amc_like_weak_base"
 WEAK_TESTBED = "testbed:weak"
-#: Plan Amendment 26: the MATH-500-like regime on 3x its adapted questions (the first 256 are the registered ones).
+#: Plan Amendment 26: the MATH-500-like regime on 3x its adapted questions.
 WIDE_QUESTIONS = 768
-#: The paper's small-learning-rate regime (plan Sec. 2): 10x below the regime's lr, twice its episodes.
+#: The lr/10 rule (plan Sec. 2): lr / 10, twice the episodes.
 SMALL_LR_FACTOR, SMALL_LR_EPISODES = 10, 2
 
 
 @dataclass(frozen=True)
 class Regime:
-    """One setting of the study: which questions (``num_ops`` chains), how many, how long RL runs."""
+    """One setting of the study: which questions, how many, how long RL runs."""
 
     name: str
     stands_for: str
@@ -89,7 +58,6 @@ class Regime:
     overrides: dict = field(default_factory=dict)
 
     def records(self) -> tuple[list[dict], list[dict]]:
-        """(adapted, held-out) questions: one stream per operation count, adapted first."""
         recs = candidate_records(self.num_ops, self.n_adapted + self.n_heldout)
         return recs[: self.n_adapted], recs[self.n_adapted:]
 
@@ -101,15 +69,12 @@ class Regime:
 
 
 def candidate_records(num_ops: int, n: int, seed: int = 0) -> list[dict]:
-    """The first ``n`` questions of the ``ops<k>`` stream (the same questions a regime adapts on)."""
+    """The first ``n`` questions of the ``ops<k>`` stream."""
     return generate_records(SplitSpec((num_ops,), (1.0,)), n, seed, f"ops{num_ops}")
 
 
 def select_regimes(base: Sequence[dict]) -> dict[str, int]:
-    """The plan's rule (Sec. 2) on measured base properties ``[{num_ops, maj@64, ...}]``: AIME-like the fewest
-    operations with maj@64 <= 0.35, MATH-500-like the most with maj@64 >= 0.70, AMC-like the one strictly between
-    them closest to 0.5 (ties: fewer operations). Returns ``{"aime_like": ops, "amc_like": ops, "math500_like": ops}``;
-    raises ``ValueError`` naming the regime no candidate satisfies."""
+    """Each regime's operation count by the plan's rule (Sec. 2) on measured ``[{num_ops, maj@64}]``."""
     by_ops = {int(b["num_ops"]): b for b in base}
     ops = sorted(by_ops)
     maj = {k: round(by_ops[k]["maj@64"], 3) for k in ops}
@@ -128,15 +93,13 @@ def select_regimes(base: Sequence[dict]) -> dict[str, int]:
 
 
 def weak_base_regime(amc: Regime) -> Regime:
-    """Claim S1's regime: the AMC-like regime adapted from the weaker base build (measured by
-    ``bench/regimes.py --weak`` before any of its method runs)."""
+    """Claim S1's regime: ``amc`` adapted from the weaker base build."""
     return replace(amc, name=WEAK_REGIME, stands_for="AMC with a weaker base model (claim S1)",
                    overrides={**amc.overrides, "model": WEAK_TESTBED})
 
 
 def wide_regime(math: Regime, n: int = WIDE_QUESTIONS) -> Regime:
-    """Plan Amendment 26's regime: the MATH-500-like regime ``math`` on its stream's first ``n`` questions, named
-    ``<name>_<n>`` (measured by ``bench/regimes.py --wide``; it must keep maj@64 >= 0.70)."""
+    """Plan Amendment 26's regime: ``math`` on its stream's first ``n`` questions, named ``<name>_<n>``."""
     if n <= math.n_adapted:
         raise ValueError(f"wide_regime: n={n} must exceed {math.name}'s {math.n_adapted} adapted questions")
     return replace(math, name=f"{math.name}_{n}", stands_for=f"{math.stands_for} on {n} adapted questions "
@@ -144,14 +107,13 @@ def wide_regime(math: Regime, n: int = WIDE_QUESTIONS) -> Regime:
 
 
 def small_lr_regime(reg: Regime) -> Regime:
-    """The registered lr/10 rule (plan Sec. 2) on ``reg``: lr / 10, twice the episodes, named ``<name>_small_lr``."""
+    """``reg`` under the lr/10 rule (plan Sec. 2): lr / 10, twice the episodes, named ``<name>_small_lr``."""
     return replace(reg, name=f"{reg.name}_small_lr", stands_for=f"{reg.stands_for} at the paper's small learning rate",
                    lr=reg.lr / SMALL_LR_FACTOR, episodes=SMALL_LR_EPISODES * reg.episodes)
 
 
 def make_regimes(selected: dict[str, int], default_lr: float = 3e-5) -> list[Regime]:
-    """The study's regimes from :func:`select_regimes`, in the paper's shape (AIME: few questions, many episodes;
-    MATH-500: many questions, few episodes) at 512-1024 question-visits per RL run; 128 held-out questions each."""
+    """The study's regimes in the paper's shape (AIME: few questions, many episodes; MATH-500 the reverse)."""
     amc = Regime("amc_like", "AMC", selected["amc_like"], 128, 128, 8, default_lr)
     return [
         Regime("aime_like", "AIME 2024", selected["aime_like"], 64, 128, 16, default_lr),
@@ -161,21 +123,18 @@ def make_regimes(selected: dict[str, int], default_lr: float = 3e-5) -> list[Reg
     ]
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Methods, claims, comparisons
-# ---------------------------------------------------------------------------------------------------------
+# --- Methods, claims, comparisons -------------------------------------------------------------------------------------
 
 STAGE1_METHODS = ("no_adaptation", "ttrl", "ddrl")
 THREE = ("aime_like", "amc_like", "math500_like")
 SMALL_LR = "amc_like_small_lr"
 COR_4X = "ddrl_cor4x"  # R1: COR keeping 4x the rollouts, from the DDRL run's RL-only weights
-COR_LR10 = "ddrl_cor_lr10"  # plan Amendment 30: COR at a tenth of its learning rate, from the same weights
-COR_ONLY = "cor_only"  # plan Amendment 30: COR from the untrained model (no RL phase)
-COR_4X_LR10 = "ddrl_cor4x_lr10"  # plan Amendment 62: COR keeping 4x the rollouts at a tenth of its rate, same weights
-MATH500_SMALL_LR = "math500_like_small_lr"  # plan Amendment 28: MATH-500-like under the registered lr/10 rule
-SMALL_LR_OUT = RESULTS / "small_lr"  # the lr/10 amendments' analyses (Amendments 28-33, 43, 49-62)
-#: One COR call on other weights, then evaluated (:meth:`~ddrl.run.experiments.Experiment.refined`): method -> (kept
-#: rollouts as a multiple of ``cor_keep``, divisor of ``cor_lr``, start weights)
+COR_LR10 = "ddrl_cor_lr10"  # plan Amendment 30: COR at lr / 10, same weights
+COR_ONLY = "cor_only"  # plan Amendment 30: COR from the untrained model
+COR_4X_LR10 = "ddrl_cor4x_lr10"  # plan Amendment 62: COR keeping 4x at lr / 10, same weights
+MATH500_SMALL_LR = "math500_like_small_lr"  # plan Amendment 28
+SMALL_LR_OUT = RESULTS / "small_lr"  # the lr/10 amendments' analyses
+#: One COR call on other weights: method -> (kept rollouts as a multiple of ``cor_keep``, divisor of ``cor_lr``, start)
 REFINED = {COR_4X: (4, 1, "rl"), COR_LR10: (1, 10, "rl"), COR_ONLY: (1, 1, "base"), COR_4X_LR10: (4, 10, "rl")}
 #: Methods evaluated on the held-out questions too in the three regimes (H1: DDRL vs no adaptation, TTRL alongside).
 HELDOUT_METHODS = ("no_adaptation", "ttrl", "ddrl")
@@ -192,21 +151,18 @@ PRIORITY: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("lr/10", ("ttrl", "ddrl"), (SMALL_LR,)),
     ("S1", ("ttrl", "ddrl"), (WEAK_REGIME,)),
 )
-#: H1x (plan Amendment 11): its split name and CSV folder (``<runs>/heldout_x/<regime>/``); its methods, each after
-#: those before it (a job's DDRL run trains or loads first): TTRL by Amendment 13, BCS+DAE by 14.
+#: H1x (plan Amendment 11): its split name and CSV folder; its methods in run order (DDRL's run trains first).
 HELDOUT_X = "heldout_x"
 ADAPTED_X = "adapted_x"  # an H1x run's adapted questions, where no registered CSV holds them
 HELDOUT_X_AMENDMENTS = "11-17, 19, 20"  # the plan amendments that register H1x and its family
 HELDOUT_X_METHODS = ("ddrl", "no_adaptation", "ttrl", "bcs_dae")
-#: The H1x family, as the lr/10 amendments decide it on the fresh questions (Amendments 31, 38, 45)
+#: The H1x family the lr/10 amendments decide on the fresh questions
 HELDOUT_CLAIMS = ("H1x", "H1xT", "H1xD", "H1xC", "H1xR")
 #: Regimes on the AMC-like questions, which take the AMC-like seed count.
 AMC_SEEDED = (SMALL_LR, WEAK_REGIME)
-#: Regimes whose untrained model is another regime's (same base weights, adapted questions and evaluation; only the
-#: RL settings differ), so their no-adaptation rows are that regime's (plan Amendments 16, 28).
+#: Regimes whose untrained model is another's (only RL settings differ): its no-adaptation rows (Amendments 16, 28).
 SAME_BASE = {SMALL_LR: "amc_like", MATH500_SMALL_LR: "math500_like"}
-#: Methods that run no RL, so their rows are one computation in every regime of one base (Amendments 16, 32, 34): a
-#: regime without them reads them from :func:`same_base`'s regimes.
+#: Methods that run no RL: a regime without their rows reads them from :func:`same_base`'s (Amendments 16, 32, 34).
 NO_RL = ("no_adaptation", COR_ONLY)
 
 
@@ -216,11 +172,10 @@ def same_base(regime: str) -> list[str]:
     return [r for r in (base, *SAME_BASE) if r != regime and SAME_BASE.get(r, r) == base]
 
 
-#: Regimes defined after the study, beside ``regimes_base.json``: Amendment 26's (768 MATH-500-like questions), 28's
-#: (MATH-500-like at lr/10; 44's on the Xeon build), 42's (AMC-like at lr/3, Xeon build only).
+#: Regimes defined after the study, beside ``regimes_base.json`` (plan Amendments 26, 28, 42).
 EXTRA_REGIME_FILES = ("regimes_wide.json", "regimes_small_lr.json", "regimes_lr3.json")
-MATH500_768 = "math500_like_768"  # Amendment 26: the registered MATH-500-like regime on its stream's first 768 questions
-WIDE_OUT = RESULTS / "wide"  # Amendments 26, 27: its CSVs (<WIDE_OUT>/<regime>/) and analyses
+MATH500_768 = "math500_like_768"  # Amendment 26
+WIDE_OUT = RESULTS / "wide"  # Amendments 26, 27: its CSVs and analyses
 #: pass@1 claims: id -> (method a, method b, split); the effect is a - b per seed and question, in points.
 PAIRED: dict[str, tuple[str, str, str]] = {
     "P1": ("ttrl", "no_adaptation", "adapted"), "P2": ("ddrl", "no_adaptation", "adapted"),  # plan Amendment 16
@@ -239,50 +194,44 @@ STAGE1_COMPARISONS = {"ddrl-ttrl": ("ddrl", "ttrl"), "ddrl-no_adaptation": ("ddr
 STEP_COLUMNS = ("step", "episode", "lr", "adv/mean", "label/majority_ratio", "gt/label_acc", "time/step_s")
 QUESTION_COLUMNS = ("regime", "method", "seed", "split", "question", "pass@1")
 BASE = "base"  # F1-F3, G1: the base model's rollouts on each regime's adapted questions
-REAL = "real"  # F1-F3, G1, E1, E2 on a real LLM's samples (plan Amendment 18): <runs>/real/<regime>/
+REAL = "real"  # F1-F3, G1, E1, E2 on a real LLM's samples (plan Amendment 18)
 SVAMP_REGIME = "svamp_codex"  # code-davinci-002's 30 programs per SVAMP problem (ddrl.data)
 BASE_SEEDS = 2  # sampling seeds of the base rollouts (the fewest the seeds x questions bootstrap takes)
-#: Stage 2 phase (a)'s opening jobs, which need no new RL run (plan Amendment 3): (claim, method, seeds; None: all
-#: stage-1 seeds).
+#: Stage 2's opening jobs, which train nothing new (plan Amendment 3): (claim, method, seeds; None: stage 1's).
 DERIVED_FIRST = (("A3", "bcs_dae", None), ("R1", COR_4X, None), ("F/G", BASE, BASE_SEEDS))
-#: Methods whose job reuses the same seed's DDRL run, no RL of its own (the ``rl_seconds`` they repeat are its).
+#: Methods whose job reuses the same seed's DDRL run (the ``rl_seconds`` they repeat are its).
 REUSES_RUN = ("bcs_dae", COR_4X, COR_LR10, COR_4X_LR10)
 #: F1-F3's answer-count bands at N = 64 (Sec. 2.2: <= 5 mostly wrong, >= 45 mostly right, the middle between)
 BANDS_64 = ((1, 5), (6, 44), (45, 64))
-#: Methods whose RL phase is, by design, the DDRL run's of the same regime and seed: BCS+DAE *is* that run's
-#: RL-only weights (A3 within-run) and additional RL repeats its BCS + DAE schedule, then 10% more (C1).
+#: Methods whose RL phase is by design the same seed's DDRL run's (additional RL then runs 10% more).
 SHARES_DDRL_RL = ("bcs_dae", "additional_rl")
-#: Pairs whose RL phase left the DDRL run's (plan Amendment 9): (regime, method, seed) -> the first RL step whose
-#: logged majority ratio or mean advantage differs. Every other committed pair agrees at every step (a test).
+#: Pairs whose RL phase left the DDRL run's (plan Amendments 9, 53): (regime, method, seed) -> the first differing step.
 KNOWN_DIVERGENCES: dict[tuple[str, str, int], int] = {
     ("amc_like", "additional_rl", 6): 71, ("amc_like", "additional_rl", 7): 57, ("amc_like", "additional_rl", 8): 104,
     ("amc_like", "additional_rl", 9): 61, ("amc_like", "additional_rl", 12): 63, ("amc_like", "additional_rl", 13): 103,
     ("amc_like", "additional_rl", 16): 105, ("amc_like", "additional_rl", 17): 91, ("amc_like", "additional_rl", 18): 121,
-    ("amc_like_small_lr", "additional_rl", 11): 231}  # plan Amendment 53 (of 256 RL steps; 2026-12-02, EPYC 25/1)
-#: E1, E2 (plan Amendment 8): K of the selection rules compared on the base rollouts, and how many random orders
-#: of a question's rollouts each (seed, question) is averaged over (BCS and the vote break ties by order).
+    ("amc_like_small_lr", "additional_rl", 11): 231}
+#: E1, E2 (plan Amendment 8): K at N = 64, and the random orders each question is averaged over (ties break by order).
 SELECTION_K = 32
 SELECTION_ORDERS = 64
 
 
 def selection_k(n: int, k64: int = SELECTION_K) -> int:
-    """K for N = ``n`` samples per question: ``k64`` (given at N = 64) rescaled, at least 1."""
+    """K for ``n`` samples per question: ``k64`` (at N = 64) rescaled, at least 1."""
     return max(1, round(k64 * n / 64))
 
 
 def wants_heldout(regime: str, method: str) -> bool:
-    """Is this run evaluated on the held-out questions too? H1's methods in H1's regimes (the three)."""
+    """Whether the run is evaluated on the held-out questions too (H1's methods in the three regimes)."""
     return method in HELDOUT_METHODS and regime in THREE
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Scales, the regimes files, the base builds
-# ---------------------------------------------------------------------------------------------------------
+# --- Scales, the regimes files, the base builds -----------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Scale:
-    """How big the study is: the registered one (``default``) or the tiny testbed's smoke path."""
+    """How big the study is: registered (``default``) or the tiny testbed's ``smoke``."""
 
     name: str
     stage1_seeds: int = 6  # seeds 0..stage1_seeds-1 (plan Sec. 6.1)
@@ -292,12 +241,9 @@ class Scale:
     n_heldout: int | None = None
     episodes: int | None = None
     n_heldout_x: int = 1536  # H1x's fresh held-out questions per regime (plan Amendment 11)
-    #: H1x's seeds per regime, the regimes that train listed first (the order jobs run in): AMC-like 0-18 and
-    #: AIME-like 0-5 retrained (Amendments 11, 12, 15), MATH-500-like 19-45 whose weights are kept (11)
     heldout_x_seeds: dict = field(default_factory=lambda: {"amc_like": tuple(range(19)), "aime_like": tuple(range(6)),
                                                            "math500_like": tuple(range(19, 46))})
-    #: Methods H1x adds in some regimes only, after :data:`HELDOUT_X_METHODS`: BCS (Amendments 17, 20) and BCS's
-    #: positives with random negatives (Amendment 19)
+    #: Methods H1x adds in some regimes (Amendments 17, 19, 20)
     heldout_x_extra: dict = field(default_factory=lambda: {"amc_like": ("bcs", "bcs_random_neg"),
                                                            "math500_like": ("bcs",)})
 
@@ -340,24 +286,19 @@ def load_regimes(path: str | Path = RESULTS / "regimes_base.json", scale: Scale 
 
 
 def regimes_path(results_dir: str | Path) -> Path:
-    """``results_dir``'s own ``regimes_base.json`` (a replication on other weights, plan Amendment 5), else the
-    registered one."""
+    """``results_dir``'s own ``regimes_base.json`` (a replication, plan Amendment 5), else the registered one."""
     own = Path(results_dir) / "regimes_base.json"
     return own if own.is_file() else RESULTS / "regimes_base.json"
 
 
 def measurement_files(path: str | Path) -> list[Path]:
-    """``path`` (the default base's measurements), then those of the files beside it that exist: S1's weaker base
-    (``regimes_weak.json``) and :data:`EXTRA_REGIME_FILES`."""
+    """``path``, then the regimes files beside it that exist (S1's weaker base and :data:`EXTRA_REGIME_FILES`)."""
     return [Path(path)] + [w for w in (Path(path).with_name(n) for n in ("regimes_weak.json", *EXTRA_REGIME_FILES))
                            if w.is_file()]
 
 
 def check_weights(path: str | Path = RESULTS / "regimes_base.json", scale: Scale = SCALES["default"]) -> None:
-    """Raise ``ValueError`` naming both hashes unless this machine's base builds have the weights the regimes were
-    measured on (``weights`` of each :func:`measurement_files`); a missing build is installed from
-    :data:`BASE_MODELS`, never built (a fresh build differs bitwise). Scales with their own ``model`` knob (smoke) are
-    not checked."""
+    """Raise ``ValueError`` unless the base builds have the measured weights; a missing one is installed, not built."""
     if "model" in scale.knobs:
         return
     for f in measurement_files(path):
@@ -388,20 +329,15 @@ def _check_build(path: Path) -> None:
 
 
 def _cache_dir(name: str) -> Path | None:
-    """The testbed cache directory of ``testbed:<preset>`` (None for any other model)."""
     preset = name.removeprefix("testbed:")
     return cache_root() / f"{preset}-{get_config(preset).config_hash()}" if preset != name else None
 
 
 def _pin_dir(built: Path, measured: dict) -> Path:
-    """Where the committed copy of a build lies: its cache name plus its weights' sha256 prefix, so builds of
-    one configuration on different CPUs never share a directory."""
     return committed_dir(built.name, measured.get("model.safetensors", "unknown"), BASE_MODELS)
 
 
 def _install(pinned: Path | None, built: Path, measured: dict) -> bool:
-    """Install the committed build ``pinned`` as ``built`` if its weights are the measured ones (else raises),
-    atomically under the build's lock; False when nothing is committed."""
     if pinned is None or not (pinned / META_FILE).is_file():
         return False
     built.parent.mkdir(parents=True, exist_ok=True)
@@ -412,8 +348,7 @@ def _install(pinned: Path | None, built: Path, measured: dict) -> bool:
 
 
 def export_base_models(path: str | Path = RESULTS / "regimes_base.json", dest: Path | None = None) -> list[Path]:
-    """Copy the measured base builds from this machine's testbed cache into ``dest`` (default :data:`BASE_MODELS`)
-    once :func:`check_weights` passes; a build already there with the same weights is kept. Returns the copies."""
+    """The measured base builds copied from this machine's cache into ``dest`` (default :data:`BASE_MODELS`)."""
     dest = Path(dest) if dest is not None else BASE_MODELS
     check_weights(path)
     out = []
@@ -435,9 +370,7 @@ def export_base_models(path: str | Path = RESULTS / "regimes_base.json", dest: P
 
 def write_replication(results_dir: str | Path, note: str, names: Sequence[str] | None = None,
                       registered: str | Path = RESULTS / "regimes_base.json") -> Path:
-    """A replication's ``regimes_base.json`` (plan Amendments 5, 6): the registered regimes (those in ``names``,
-    default all) verbatim, keyed to this machine's default testbed weights, with the registered weights and
-    ``note``. Refuses to overwrite one and to write one on the registered weights."""
+    """A replication's ``regimes_base.json`` (plan Amendments 5, 6): the registered regimes, this machine's weights."""
     dest = Path(results_dir) / "regimes_base.json"
     if dest.is_file():
         raise FileExistsError(f"{dest} exists: a replication's regimes are written once, before its runs")
@@ -458,8 +391,7 @@ def write_replication(results_dir: str | Path, note: str, names: Sequence[str] |
 
 
 def small_lr_regime_file(base: str | Path = RESULTS / "regimes_base.json") -> dict:
-    """``regimes_small_lr.json`` (plan Amendments 28, 44): ``base``'s MATH-500-like regime under the lr/10 rule, on
-    the same base weights (its base properties are MATH-500-like's)."""
+    """``regimes_small_lr.json`` (plan Amendments 28, 44): ``base``'s MATH-500-like regime under the lr/10 rule."""
     data = json.loads(Path(base).read_text())
     reg = small_lr_regime(load_regimes(base, names=["math500_like"])["math500_like"])
     return {"model": data["model"], "weights": data["weights"], "base_regime": "math500_like",
@@ -470,10 +402,8 @@ def small_lr_regime_file(base: str | Path = RESULTS / "regimes_base.json") -> di
 
 def experiment(regime: Regime, scale: Scale, heldout: bool, runs_root: str | Path | None = None,
                held: Sequence[dict] | None = None):
-    """The :class:`~ddrl.run.experiments.Experiment` of a regime: its adapted questions, the held-out ones when
-    ``heldout`` (``held``, else the registered ones; not in the run's key, so runs are shared), the regime's
-    trainer overrides, then the scale's knobs."""
-    from ddrl.run.experiments import Experiment  # torch: only a run needs it
+    """A regime's :class:`~ddrl.run.experiments.Experiment`; held-out questions (not in its key) if ``heldout``."""
+    from ddrl.run.experiments import Experiment  # torch
     adapted, registered = regime.records()
     held = registered if held is None else list(held)
     return Experiment(adapted, held if heldout else (), overrides={**regime.trainer_overrides(), **scale.knobs},
@@ -482,48 +412,43 @@ def experiment(regime: Regime, scale: Scale, heldout: bool, runs_root: str | Pat
 
 def untrained(seeds: Sequence[int], runs_root: str | Path, scale: str = "default", regime: str = "math500_like_small_lr",
               methods: Sequence[str] = ("ttrl", "ddrl"), regimes: str | Path | None = None) -> list[tuple[str, int]]:
-    """The (method, seed) pairs whose run in ``regime`` (of the regimes file ``regimes``, default the registered)
-    is not finished under ``runs_root``: the amendments that evaluate or refine finished runs must not train one."""
+    """The (method, seed) pairs whose run in ``regime`` is not finished under ``runs_root``."""
     sc = SCALES[scale]
     listed = load_regimes(scale=sc, names=[regime]) if regimes is None else load_regimes(regimes, sc, [regime])
     exp = experiment(listed[regime], sc, False, runs_root)
-    with pinned_backend("hf"):  # as the study's jobs run: the backend enters the run's key
+    with pinned_backend("hf"):  # the backend enters the run's key
         return [(m, s) for s in seeds for m in methods
                 if not RunDir(exp.run_dir(PRESETS[m][0], exp.config(m, s))).finished()]
 
 
-# ---------------------------------------------------------------------------------------------------------
-# The per-run CSVs
-# ---------------------------------------------------------------------------------------------------------
+# --- The per-run CSVs -------------------------------------------------------------------------------------------------
 
-#: The run CSVs' suffix: gzipped (~15x smaller; pandas reads them as they are)
 CSV = ".csv.gz"
 
 
 def csv_path(out_dir: str | Path, regime: str, method: str, seed: int, steps: bool = False) -> Path:
-    """A method's per-question CSV of one seed (its per-step one with ``steps``): ``<out>/<regime>/``."""
+    """A method's per-question CSV of one seed, or its per-step one."""
     return Path(out_dir) / regime / f"{method}-seed{seed:02d}{'-steps' if steps else ''}{CSV}"
 
 
 def csv_method_seed(path: str | Path) -> tuple[str, int]:
-    """The method and seed a :func:`csv_path` name carries (a per-step CSV's too)."""
+    """The method and seed a :func:`csv_path` name carries."""
     method, seed = Path(path).name.removesuffix(CSV).rsplit("-seed", 1)
     return method, int(seed.removesuffix("-steps"))
 
 
 def heldout_x_path(out_dir: str | Path, regime: str, method: str, seed: int) -> Path:
-    """H1x's CSV of a method and seed: :func:`csv_path` under ``<out>/heldout_x/``."""
+    """H1x's CSV of a method and seed."""
     return csv_path(Path(out_dir) / HELDOUT_X, regime, method, seed)
 
 
 def adapted_x_path(out_dir: str | Path, regime: str, method: str, seed: int) -> Path:
-    """The adapted-question rows of an H1x run whose seed has no registered CSV: under ``<out>/adapted_x/``."""
+    """The adapted rows of an H1x run whose seed has no registered CSV."""
     return csv_path(Path(out_dir) / ADAPTED_X, regime, method, seed)
 
 
 def heldout_x_records(regime: Regime, n: int) -> list[dict]:
-    """H1x's ``n`` fresh held-out questions (plan Amendment 11): the regime's question stream past its adapted and
-    registered held-out records, every prompt equal to one of those skipped."""
+    """H1x's ``n`` fresh held-out questions (plan Amendment 11): the stream past the registered ones, no repeats."""
     seen_n = regime.n_adapted + regime.n_heldout
     seen = {r["prompt"] for r in candidate_records(regime.num_ops, seen_n)}
     m = seen_n + n
@@ -531,12 +456,10 @@ def heldout_x_records(regime: Regime, n: int) -> list[dict]:
         out = [r for r in candidate_records(regime.num_ops, m)[seen_n:] if r["prompt"] not in seen][:n]
         if len(out) == n:
             return out
-        m += n  # repeats were skipped: draw further along the same stream
+        m += n
 
 
-# ---------------------------------------------------------------------------------------------------------
-# The job lists
-# ---------------------------------------------------------------------------------------------------------
+# --- The job lists ----------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -555,8 +478,7 @@ def _add(jobs: list[Job], seen: set, regime: str, seed: int, methods: Iterable[s
 
 
 def stage1_jobs(regimes: Sequence[str], scale: Scale) -> list[Job]:
-    """Stage 1: seeds 0..``scale.stage1_seeds``-1 of :data:`STAGE1_METHODS` in the three regimes, one seed at a time
-    round-robin over the regimes."""
+    """Stage 1's jobs: :data:`STAGE1_METHODS` in the three regimes, round-robin one seed at a time."""
     jobs: list[Job] = []
     seen: set = set()
     for seed in range(scale.stage1_seeds):
@@ -568,7 +490,7 @@ def stage1_jobs(regimes: Sequence[str], scale: Scale) -> list[Job]:
 
 
 def stage2_jobs(regimes: Sequence[str], scale: Scale, seeds: dict[str, int]) -> list[Job]:
-    """Stage 2 (see the module docstring): phase (a) on the stage-1 seeds, phase (b) up to ``seeds[regime]``."""
+    """Stage 2's jobs: phase (a) on the stage-1 seeds, phase (b) up to ``seeds[regime]``."""
     jobs: list[Job] = []
     seen: set = {(j.regime, j.seed, m) for j in stage1_jobs(regimes, scale) for m in j.methods}
     n1 = scale.stage1_seeds
@@ -580,7 +502,7 @@ def stage2_jobs(regimes: Sequence[str], scale: Scale, seeds: dict[str, int]) -> 
         return min(int(n), scale.max_seeds)
 
     for lo, hi in ((0, lambda r: n1), (n1, n_seeds)):
-        if lo == 0:  # plan Amendment 3: what reuses the stage-1 runs (no new RL run) comes first
+        if lo == 0:  # plan Amendment 3: what trains nothing new comes first
             for label, method, n in DERIVED_FIRST:
                 for seed in range(n1 if n is None else min(n, n1)):
                     for r in THREE:
@@ -596,8 +518,7 @@ def stage2_jobs(regimes: Sequence[str], scale: Scale, seeds: dict[str, int]) -> 
 
 
 def heldout_x_jobs(regimes: Sequence[str], scale: Scale) -> list[Job]:
-    """H1x's jobs, one per regime x seed of ``scale.heldout_x_seeds`` in its order, each evaluating
-    :data:`HELDOUT_X_METHODS` and the regime's ``scale.heldout_x_extra`` on the fresh questions."""
+    """H1x's jobs, one per regime x seed of ``scale.heldout_x_seeds``."""
     return [Job(r, s, HELDOUT_X_METHODS + scale.heldout_x_extra.get(r, ()), "H1x")
             for r, seeds in scale.heldout_x_seeds.items() if r in regimes for s in seeds]
 
@@ -608,8 +529,7 @@ MIN_SEEDS = 6
 
 def seeds_to_start(seeds: Sequence[int], planned: Sequence[int], cutoff: str | None, now: float | None = None,
                    min_seeds: int = MIN_SEEDS) -> list[int]:
-    """The plan amendments' starting rule: all ``seeds`` before the clock ``cutoff`` (None: no clock) has passed
-    (``now``: epoch seconds), after it only those among the first ``min_seeds`` of the plan's own ``planned``."""
+    """The amendments' starting rule: all ``seeds`` before the clock ``cutoff``, then only ``planned``'s first ones."""
     if cutoff is None or minutes_to(cutoff, now) > 0:
         return list(seeds)
     first = set(planned[:min_seeds])
@@ -618,9 +538,8 @@ def seeds_to_start(seeds: Sequence[int], planned: Sequence[int], cutoff: str | N
 
 def seeds_to_analyse(seeds: Sequence[int], complete: Iterable[int], what: str, cutoff: str | None = None,
                      now: float | None = None, min_seeds: int = MIN_SEEDS) -> list[int]:
-    """The plan amendments' reading rule: all ``seeds`` once all are ``complete``; before that nothing until the
-    clock ``cutoff`` (UTC, ISO; None: no clock) has passed, then the complete seeds up to the first missing one, at
-    least ``min_seeds``. Otherwise a ValueError that starts with ``what``."""
+    """The amendments' reading rule: all ``seeds`` once complete; else, once the clock ``cutoff`` has passed, those
+    before the first missing one, at least ``min_seeds``. Otherwise a ValueError starting with ``what``."""
     done = set(complete)
     gone = [s for s in seeds if s not in done]
     if not gone:
