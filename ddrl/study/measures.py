@@ -171,7 +171,6 @@ def _agreeing(d: Design, r: Reading) -> dict:
 
 # The learning rate (Amendments 39-42, 54)
 
-
 #: Amendment 39: held-out pass@1 of the method's lr/10 run minus its default-lr run, paired by seed and question;
 #: sign +1, margin 1 point
 LR_HELDOUT = {"LxT": ("ttrl", "TTRL at lr/10 - TTRL at the default lr, held-out"),
@@ -510,7 +509,6 @@ def _dynamics_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
 
 # 768 MATH-500-like questions (Amendments 26, 27)
 
-
 DEVICES_FILE = "devices.json"  # {seed: device name} of the seeds computed on a GPU
 
 
@@ -590,7 +588,6 @@ def _wide_table(d: Design, res: dict | list, beside: Sequence[dict]) -> str:
 
 
 # COR alone (Amendments 34-38): designs spanning regimes, claims keyed (id, regime)
-
 
 #: A held-out claim's registered-build entry beside it, where another id
 ACROSS = {"K4x": "K5x"}
@@ -680,7 +677,6 @@ def _cor_alone_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
 
 # Policy drift (Amendments 21-25) and the registered analyses
 
-
 def _drift(d: Design, r: Reading) -> list[dict]:
     """Amendments 21-25: :attr:`Design.drift`'s KL measure, or each arm of that set against its method."""
     rng = np.random.default_rng(0)
@@ -709,7 +705,6 @@ def _drift_table(d: Design, res: list[dict], beside: Sequence[dict]) -> str:
 
 
 def _seed_pass1(d: Design, r: Reading) -> dict:
-    """Each run's pass@1 per seed on the split."""
     per = run_levels(r.df, d.split)
     per = per.sort_values("seed", kind="stable") if d.level_regimes else per.drop(columns="regime")
     return {"seed_pass1": per.to_dict(orient="records")}
@@ -724,7 +719,7 @@ def _vote(d: Design, r: Reading) -> dict:
 
 
 def _rl_minutes(d: Design, r: Reading) -> dict:
-    """Each run's mean RL wall time in the design's regime, in minutes."""
+    """Each run's mean RL wall time in the design's regime (minutes)."""
     rl = r.df[(r.df.regime == d.regime) & (r.df.split == "adapted")].groupby(["method", "seed"]).rl_seconds.first()
     return {"rl_minutes": (rl.groupby("method").mean() / 60).round(2).to_dict()}
 
@@ -769,7 +764,6 @@ def cor_level_rows(levels: Sequence[dict], cor_kept: dict[str, float], first: st
 
 
 # Table 1, COR 4x at 1e-6 (Amendments 49-51, 62), and the repeat check
-
 
 def t1f_missing(out: str | Path, seeds: Sequence[int], regimes: Sequence[str]) -> dict[str, list[int]]:
     """Per regime, the seeds whose ``dae`` (under ``table1_fixed``) or TTRL CSV is missing."""

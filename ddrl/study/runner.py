@@ -3,19 +3,14 @@
 
 ::
 
-    python -m ddrl.study --stage 1 [--budget-min N] [--regimes aime_like ...]   # no adaptation, TTRL, DDRL, seeds 0-5
-    python -m ddrl.study --analyse stage1        # variance components + seeds per regime -> results/stage1.json
-    python -m ddrl.study --stage 2 [--budget-min N]                            # the rest, in the plan's priority order
-    python -m ddrl.study --heldout-x             # H1x (Amendments 11-17, 19, 20): H1 (+ TTRL, BCS+DAE, ...) on fresh questions
-    python -m ddrl.study --real-rollouts         # F1-F3, G1, E1, E2's inputs on SVAMP Codex samples (Amendment 18)
+    python -m ddrl.study --stage 1 [--budget-min N] [--regimes ...]   # no adaptation, TTRL, DDRL, seeds 0-5; resumable
+    python -m ddrl.study --analyse stage1        # variance components, seeds per regime -> results/stage1.json
+    python -m ddrl.study --stage 2 | --heldout-x | --real-rollouts   # the rest; H1x's fresh questions; SVAMP samples
     python -m ddrl.study --analyse claims        # every claim's estimate, interval, verdict -> results/claims.json
-    python -m ddrl.study --small-lr-regime [--results R]   # R/regimes_small_lr.json (Amendments 28, 44; nothing measured)
-    python -m ddrl.study status|analyse|run|render DESIGN   # a design of ddrl.study.designs.DESIGNS (plan amendments)
-    python -m ddrl.study import wide DIR --device NAME      # a GPU machine's complete seeds (plan Amendment 26)
-    python -m ddrl.study render-page             # docs/results.md from the committed analyses (make docs)
-    python -m ddrl.study rerun DESIGN REGIME METHOD SEED [--steps K]   # recompute one committed run and compare
-
-Jobs (:mod:`ddrl.study.jobs`) write one CSV per run under ``results/runs/<regime>/``; rerun, written jobs are skipped.
+    python -m ddrl.study --small-lr-regime [--results R]   # R/regimes_small_lr.json (Amendments 28, 44)
+    python -m ddrl.study status|analyse|run|render DESIGN   # a design of ddrl.study.designs.DESIGNS
+    python -m ddrl.study import DESIGN DIR --device NAME    # a GPU machine's complete seeds (Amendment 26)
+    python -m ddrl.study render-page | rerun DESIGN REGIME METHOD SEED   # docs/results.md; one run recomputed
 """
 
 from __future__ import annotations
