@@ -560,8 +560,8 @@ def path(d: Design, out: str | Path, method: str, seed: int, regime: str | None 
     return heldout_x_path(*where) if d.split == HELDOUT_X else csv_path(*where)
 
 
-def _csv_root(d: Design, out: str | Path) -> Path:
-    return Path(out) / HELDOUT_X if d.split == HELDOUT_X else Path(out)
+def _split_dir(out: str | Path, split: str) -> Path:
+    return Path(out) / ("" if split == "adapted" else split)
 
 
 def _needed(d: Design) -> tuple[str, ...]:
@@ -569,8 +569,8 @@ def _needed(d: Design) -> tuple[str, ...]:
 
 
 def _complete(d: Design, out: str | Path, runs: Sequence[str]) -> list[int]:
-    return sorted(set.intersection(*(set(complete_seeds(_csv_root(d, Path(out, d.csv_dir) if m in d.evaluates else out),
-                                                        _folder(d, m), (m,))) for m in runs)))
+    roots = {m: _split_dir(Path(out, d.csv_dir) if m in d.evaluates else out, d.split) for m in runs}
+    return sorted(set.intersection(*(set(complete_seeds(roots[m], _folder(d, m), (m,))) for m in runs)))
 
 
 def _wants(d: Design, runs: Sequence[str], seed: int) -> bool:

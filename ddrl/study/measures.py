@@ -28,8 +28,8 @@ from ddrl.study.drift import (ARMS, HINGE_B, HINGE_K0, LINE, LR_LABELS, LR_METHO
                               analyse as drift_analysis, analyse_arms, drift_path, heldout_rows, kl_fit, paired_t,
                               reading, seed_table, x3h_slope)
 from ddrl.study import designs
-from ddrl.study.designs import (COR_TRADE_RUNS, DESIGNS, MARGIN, T1F_DIR, Design, _panels, _reads, _unwritten,
-                                analysed_seeds, regime_designs)
+from ddrl.study.designs import (COR_TRADE_RUNS, DESIGNS, MARGIN, T1F_DIR, Design, _panels, _reads, _split_dir,
+                                _unwritten, analysed_seeds, regime_designs)
 from ddrl.study.figures import REGIME_TEXT, vote_by_quarter
 
 #: regime -> its learning rate, as the level tables show it
@@ -748,10 +748,9 @@ def _level_rows(d: Design, res: dict, seeds: Sequence[int]) -> list[str]:
     return rows
 
 
-def held_level_rows(levels: Sequence[dict], first: str = "run (lr/10)",
-                    mean: str = "held-out pass@1, mean over seeds (SD)") -> list[str]:
+def held_level_rows(levels: Sequence[dict], first: str = "run (lr/10)") -> list[str]:
     """The held-out level table: run, mean (SD), seeds below the untrained run."""
-    return ["", f"| {first} | {mean} | seeds below the untrained run |", "|---|---|---|",
+    return ["", f"| {first} | held-out pass@1, mean over seeds (SD) | seeds below the untrained run |", "|---|---|---|",
             *(f"| {r['method']} | {r['pass1']:.1f} ({r['sd']:.1f}) | {below_cell(r)} |" for r in levels)]
 
 
@@ -827,10 +826,6 @@ COR_TRADE_CLAIMS = {
     "R1gx": (COR_4X_LR10, COR_LR10, HELDOUT_X, "COR 4x at 1e-6 - COR 1x at 1e-6")}
 
 COR_SETTINGS = {COR_LR10: (1, "1e-6"), COR_4X_LR10: (4, "1e-6"), "ddrl": (1, "1e-5"), COR_4X: (4, "1e-5")}
-
-
-def _split_dir(out: str | Path, split: str) -> Path:
-    return Path(out) / ("" if split == "adapted" else split)
 
 
 def trade(levels: dict[str, Sequence[dict]]) -> list[dict]:

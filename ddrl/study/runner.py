@@ -261,7 +261,7 @@ def design_main(argv: Sequence[str] | None = None) -> int:
     """``python -m ddrl.study run|status|analyse|render|import DESIGN``."""
     ap = argparse.ArgumentParser(prog="python -m ddrl.study", description="a design of ddrl.study.designs.DESIGNS: its "
                                  "jobs, status, analysis, table, or a GPU machine's seeds")
-    ap.add_argument("what", choices=("run", "status", "analyse", "render", "import"))
+    ap.add_argument("what", choices=DESIGN_COMMANDS)
     ap.add_argument("design", help=f"one of {', '.join(DESIGNS)}")
     ap.add_argument("src", nargs="?", type=Path, help="import: a GPU machine's run --out folder")
     ap.add_argument("--device", default=None, help="import: the GPU's name (nvidia-smi), recorded per seed")
@@ -386,16 +386,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ValueError as e:
             print(f"ddrl.study: {e}", file=sys.stderr)
             return 2
-    if args.stage == 1:
-        jobs = stage1_jobs(list(regimes), scale)
-    elif args.stage == 2:
-        if not stage1_file.is_file():
-            print(f"ddrl.study: {stage1_file} missing: run --stage 1 and --analyse stage1 first", file=sys.stderr)
-            return 2
-        jobs = stage2_jobs(list(regimes), scale, json.loads(stage1_file.read_text())["seeds"])
-    elif args.heldout_x:
-        jobs = heldout_x_jobs(list(regimes), scale)
-    if args.stage or args.heldout_x:
+        if args.stage == 1:
+            jobs = stage1_jobs(list(regimes), scale)
+        elif args.stage == 2:
+            if not stage1_file.is_file():
+                print(f"ddrl.study: {stage1_file} missing: run --stage 1 and --analyse stage1 first", file=sys.stderr)
+                return 2
+            jobs = stage2_jobs(list(regimes), scale, json.loads(stage1_file.read_text())["seeds"])
+        else:
+            jobs = heldout_x_jobs(list(regimes), scale)
         what = f"stage {args.stage}" if args.stage else "H1x"
         t0 = time.perf_counter()
         done = run_jobs(jobs, scale, args.out, args.runs_root, args.budget_min, args.workers,
