@@ -363,7 +363,7 @@ def _lr_curve(d: Design, r: Reading) -> dict:
     seeds = _written(d, r, lambda s: all(drift_path(dest, d.regime, m, s, "kl").is_file() and
                                           heldout_x_path(r.out, d.regime, m, s).is_file() for m in LR_METHODS), 5)
     new = pd.concat([seed_table(r.out, d.regime, d.methods, dest).assign(lr=LR_GROUPS[d.regime]),
-                     untrained_rows(r.out, SMALL_LR)], ignore_index=True)
+                     untrained_rows(r.out, SMALL_LR)], ignore_index=True)  # Amendment 38's untrained model
     new = heldout_gains(new[new["seed"].isin(seeds)])
     k = new["kl_heldout"].to_numpy(float)
     per_run = new.assign(**{f"pred_{x}": reading(x, k) for x in "LRH"})

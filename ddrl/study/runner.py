@@ -9,7 +9,7 @@
     python -m ddrl.study --analyse claims        # every claim's estimate, interval, verdict -> results/claims.json
     python -m ddrl.study --small-lr-regime [--results R]   # R/regimes_small_lr.json (Amendments 28, 44)
     python -m ddrl.study status|analyse|run|render DESIGN   # a design of ddrl.study.designs.DESIGNS
-    python -m ddrl.study import DESIGN DIR --device NAME    # a GPU machine's complete seeds (Amendment 26)
+    python -m ddrl.study import wide DIR --device NAME      # a GPU machine's complete seeds (Amendment 26)
     python -m ddrl.study render-page | rerun DESIGN REGIME METHOD SEED   # docs/results.md; one run recomputed
 """
 
