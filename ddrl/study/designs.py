@@ -50,7 +50,7 @@ class Design:
     reference: str = "no_adaptation"  # the run its levels count the seeds below
     cor_runs: tuple[str, ...] = ()  # the runs ``cor_kept`` reports COR's mean kept rollouts of
     paper: bool = False  # its table prints the paper's number of each claim
-    beside: tuple[str, ...] | None = ()  # designs or results/ files set beside its entries (): registered; None: none
+    beside: tuple[str, ...] | None = ()  # designs or results/ files set beside it ((): the registered ones; None: none)
     header: str = ""  # its table's header row ({span}: the seeds analysed)
     level_name: str = "run (lr/10)"  # its level table's first column (without ``level_header``; "": no level table)
     unmeasured: str = "-"  # its table's cell where no entry is set beside
@@ -549,7 +549,8 @@ def design(name: str) -> Design:
 
 
 def _folder(d: Design, method: str, regime: str | None = None) -> str:
-    """The regime whose folder holds a run's CSVs; the untrained run's adapted rows are its base regime's."""
+    """The regime whose folder holds a run's CSVs; the untrained run's adapted rows are its base regime's (one
+    computation for every learning rate)."""
     g = regime or d.regime
     return SAME_BASE.get(g, g) if method == "no_adaptation" and d.split != HELDOUT_X else g
 
