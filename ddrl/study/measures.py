@@ -252,8 +252,7 @@ def _lr_heldout(d: Design, r: Reading) -> dict:
     reads = ((d.regime, HELDOUT_X_METHODS), (SMALL_LR, tuple(m for m, _ in LR_HELDOUT.values())))
     paths = lambda s: [heldout_x_path(r.out, g, m, s) for g, ms in reads for m in ms]
     seeds = _written(d, r, lambda s: all(p.is_file() for p in paths(s)), 2)
-    df = pd.concat([pd.read_csv(heldout_x_path(r.out, g, m, s), dtype={"question": str})
-                    for g, ms in reads for m in ms for s in seeds], ignore_index=True)
+    df = read_csvs(heldout_x_path(r.out, g, m, s) for g, ms in reads for m in ms for s in seeds)
     entries = [amendment_entry(cid, d.regime, what, f"held-out pass@1, {what} [points]", f"{m} ({SMALL_LR})",
                                f"{m} ({d.regime})", across_lr(df, m, d.regime).to_numpy(), MARGIN, r.n_boot)
                for cid, (m, what) in LR_HELDOUT.items()]
