@@ -1,7 +1,6 @@
-"""The claims study's designs as data: one frozen :class:`Design` per committed analysis, in one table,
-:data:`DESIGNS`, with the texts and constants its rows use and where each design's files are. What a design measures
-beyond its claims is a named measure (:data:`ddrl.study.measures.MEASURES`); one generic analysis, job list and command
-line serve every row (:mod:`ddrl.study.runner`)."""
+"""The claims study's designs as data: one frozen :class:`Design` per committed analysis in one table, :data:`DESIGNS`,
+with the constants its rows use and where each design's files are. Their named measures are
+:data:`ddrl.study.measures.MEASURES`; :mod:`ddrl.study.runner` runs, analyses and prints every row."""
 
 from __future__ import annotations
 
@@ -17,7 +16,7 @@ from ddrl.study.plan import (RESULTS, COR_4X, COR_LR10, HELDOUT_CLAIMS, HELDOUT_
 from ddrl.study.plan import COR_4X_LR10, MATH500_SMALL_LR, SMALL_LR_OUT as OUT
 from ddrl.study.drift import LR_METHODS, PAIR, arm_methods
 
-XEON = RESULTS / "replication_xeon"  # the Xeon build's analyses (Amendments 38-42)
+XEON = RESULTS / "replication_xeon"  # the Xeon build's results tree
 
 MARGIN = 1.0  # points: every amendment claim's margin (plan Sec. 4's rule)
 
@@ -27,17 +26,17 @@ COMPARISON = {"P1": "TTRL - no adaptation", "P2": "DDRL - no adaptation", "M1": 
 
 @dataclass(frozen=True)
 class Design:
-    """One committed analysis: what it runs, reads, decides and prints (module docstring)."""
+    """One committed analysis: what it runs, reads, decides and prints."""
 
     id: str
     amendment: int
     regime: str
     seeds: tuple[int, ...]
-    cutoff: str | None  # the plan's clock (UTC, ISO): no job of a seed past the first ``late_seeds`` starts after it
+    cutoff: str | None  # the plan's clock (UTC, ISO): after it only the first ``late_seeds`` seeds' jobs start
     evaluates: tuple[str, ...]  # the runs its jobs compute, one job each per seed, in this order
     methods: tuple[str, ...]  # every run its analysis reads, in the levels' order (a seed needs all but ``optional``)
-    registered: tuple[str, ...]  # registered claims (:data:`~ddrl.study.plan.PAIRED`), by their matrices and rule
-    claims: dict  # ours: id -> (a, b, what[, claim, metric, paper]): pass@1 a - b, sign +1, margin :data:`MARGIN`
+    registered: tuple[str, ...]  # registered claims (:data:`~ddrl.study.plan.PAIRED`)
+    claims: dict  # ours: id -> (a, b, what[, claim, metric, paper]): pass@1 a - b, sign +1, margin MARGIN
     predicted: dict  # id -> the plan's predicted half-widths, as the table prints them
     analysis: Path
     section: str  # its title, the plan amendment's question (documentation only)
@@ -51,8 +50,7 @@ class Design:
     reference: str = "no_adaptation"  # the run its levels count the seeds below
     cor_runs: tuple[str, ...] = ()  # the runs ``cor_kept`` reports COR's mean kept rollouts of
     paper: bool = False  # its table prints the paper's number of each claim
-    beside: tuple[str, ...] | None = ()  # designs or files under results/ whose entries its table sets beside its own
-    # (empty: the registered ones; None: no such column)
+    beside: tuple[str, ...] | None = ()  # designs or results/ files set beside it ((): the registered ones; None: none)
     header: str = ""  # its table's header row ({span}: the seeds analysed)
     level_name: str = "run (lr/10)"  # its level table's first column (without ``level_header``; "": no level table)
     unmeasured: str = "-"  # its table's cell where no entry is set beside
@@ -62,16 +60,14 @@ class Design:
     finished: tuple[str, ...] = ()  # trained runs its jobs load: refuse a seed whose run is not finished
     late_seeds: int = MIN_SEEDS  # the first seeds whose jobs still start after the clock
     optional: tuple[str, ...] = ()  # runs of ``methods`` read where written (the levels), not needed for a seed
-    claim_seeds: dict | None = None  # registered claim -> its own seeds (levels and measures on the first claim's;
-    # without a clock each claim waits for its own, with one all share the complete ones)
+    claim_seeds: dict | None = None  # registered claim -> its own seeds (levels and measures: the first claim's)
     level_regimes: tuple[str, ...] = ()  # levels per regime, in this order, with regime and learning-rate columns
     twin_runs: tuple[str, ...] | None = None  # the runs read in ``level_regimes``' other regimes (None: ``methods``)
     in_base: tuple[str, ...] = ()  # ours decided in the regime's base (SAME_BASE; its ``a``: the twin's run there)
     level_header: str = ""  # the level table's header row ({span}: its seeds); "": held-out (or COR) level rows
     whole: str | None = None  # a named measure that is the whole analysis, with :data:`TABLES`' table of that name
     folder: str = "runs"  # the folder of ``results`` that holds its CSVs ("": ``results`` itself)
-    regime_seeds: dict | None = None  # regime -> its seeds, where the analysis spans regimes (COR alone): ``claims``
-    # and ``predicted`` keyed (id, regime); a claim's regime whose base is one of these reads its no-RL runs there
+    regime_seeds: dict | None = None  # regime -> seeds, for an analysis spanning regimes: claims keyed (id, regime)
     regime_runs: dict | None = None  # regime -> the runs its jobs compute there, where not ``evaluates``
     drift: str = ""  # a drift design's pairs: a KL measure of :data:`ddrl.study.drift.MEASURES` or a set of ``ARMS``
     drift_dir: Path | None = None  # a drift design's step CSVs and held-out KLs, if not beside its CSVs
@@ -109,97 +105,76 @@ COR_LR10_HELDOUT = {"K1x": (COR_LR10, "bcs_dae", "COR at lr 1e-6 - BCS+DAE (its 
 
 _HELD_HEADER = "| claim (held-out pass@1 on 1,536 fresh {where}questions, points) | {beside} | **{this}** | " \
                "half-width (predicted{at}) | verdict |"
-
-#: The lr/10 controls' tables (Amendments 29, 52, 53, 55): the paper's number, the registered default-lr entry, theirs
+#: The lr/10 controls' tables (Amendments 29, 52, 53, 55)
 _LR10_HEADER = "| claim{what} | paper ({bench}) | {name}, default lr (registered) | " \
                "**{name} at lr/10 (Amendment {n})** | half-width (predicted) | verdict |"
 
 _ABLATION = ("ttrl", "bcs", "bcs_dae", "ddrl")  # A1-A3's runs, in the levels' order
-
 _ABLATION_LEVELS = "| method | learning rate | adapted pass@1, mean over seeds (SD) | seeds below TTRL at its lr |"
-
 _EXTRA_RL_LEVELS = "| method | learning rate | adapted pass@1, mean over {span} (SD) | seeds below DDRL |"
 
-#: ETMR's designs: the runs each reads at lr/10 (at the default lr too: the levels) beside the untrained run, M3 and P3
-#: per benchmark the regime stands for (its Table 2 difference), and what their rows share
+#: ETMR's designs (Amendments 43-48): the runs each reads at lr/10, M3 and P3 per benchmark (with its Table 2
+#: difference), and what their rows share
 ETMR_RUNS = ("ttrl", "etmr", "ddrl")
-
 _ETMR_READS = ("no_adaptation", *ETMR_RUNS)
-
 ETMR_CLAIMS = {base: {cid: (a, b, what, claim, f"pass@1 {what} [points]", table2_difference(a, b, base))
                       for cid, a, b, what, claim in (
                           ("M3", "etmr", "ttrl", "ETMR - TTRL", "ETMR is the stronger baseline: it beats TTRL"),
                           ("P3", "etmr", "no_adaptation", "ETMR - no adaptation", "ETMR improves on no adaptation"))}
                for base in ("math500_like", "amc_like")}
-
 _ETMR = {"split": "adapted", "measures": ("seed_pass1", "vote", "rl_minutes"), "cached_ddrl": False,
          "reference": "etmr", "paper": True, "unmeasured": "not measured",
          "level_header": "| method | learning rate | adapted pass@1, mean over {span} (SD) | seeds below ETMR at its "
                          "lr | RL phase, mean minutes |"}
-
 _ETMR_HEADER = ("| claim (adapted pass@1, points) | paper ({paper}) | {beside} | **{this} at lr/10 (Amendment {a}, "
                 "{{span}})** | half-width (predicted at {at} seeds) | verdict |")
 
-#: Their held-out claims (Amendments 45, 48): held-out pass@1 a - b per seed and fresh question
+#: Their held-out claims (Amendments 45, 48): held-out pass@1 a - b
 ETMR_HELDOUT = {"P3x": ("etmr", "no_adaptation", "ETMR at lr/10 - no adaptation, held-out"),
                 "M2x": ("ddrl", "etmr", "DDRL - ETMR at lr/10, held-out"),
                 "M3x": ("etmr", "ttrl", "ETMR - TTRL at lr/10, held-out")}
-
 ETMR_HELD_RUNS = ("no_adaptation", "ttrl", "bcs_dae", "etmr", "ddrl")
-
 _ETMR_HELD = {"job_per_run": False, "measures": ("seed_pass1", "reproduced"), "reproduced_of": ETMR_RUNS,
               "cached_ddrl": False, "beside": None,
               "level_header": "| run (lr/10) | held-out pass@1, mean over {span} (SD) | seeds below the untrained "
                               "run |"}
-
 _ETMR_HELD_HEADER = ("| claim (held-out pass@1 on 1,536 fresh {name} questions, points; {build}, lr/10) | seeds | "
                      "estimate [95% CI] | half-width (predicted) | verdict |")
 
 WIDE_ARMS = ("ttrl_kl100x", "ddrl_kl100x")  # Amendment 27: Amendment 25's arms (kl_coef 0.1)
 
-#: COR alone (Amendments 34-38): its claims, keyed (id, regime), pass@1 a - b per seed and question, sign +1, margin
-#: :data:`MARGIN` (the ids of Amendments 30 and 32; K4: DDRL at lr/10, K5: at the default lr)
+#: COR alone's claims (Amendments 30, 32, 34-38), keyed (id, regime) in its designs: (a, b, what), pass@1 a - b
 _K3 = (COR_ONLY, "no_adaptation", "COR alone (no RL) - no adaptation")
-
 _K4 = ("ddrl", COR_ONLY, "DDRL at lr/10 - COR alone")
-
 _K5 = ("ddrl", COR_ONLY, "DDRL at the default lr - COR alone")
-
 _K3X = (COR_ONLY, "no_adaptation", "COR alone (no RL) - no adaptation, held-out")
-
 _K5X = ("ddrl", COR_ONLY, "DDRL at the default lr - COR alone, held-out")
 
-#: Amendment 38 (the Xeon build): the registered H1x family (:data:`ddrl.study.plan.PAIRED`) and Amendment 33's K3x,
-#: K4x at lr/10 in AMC-like, held-out pass@1 a - b
+#: Amendment 38 (the Xeon build): the registered H1x family and Amendment 33's K3x, K4x at lr/10 in AMC-like
 HELDOUT_LR10 = {**{(cid, SMALL_LR): (*PAIRED[cid][:2], f"{what}, held-out") for cid, what in (
     ("H1x", "DDRL at lr/10 - no adaptation"), ("H1xT", "TTRL at lr/10 - no adaptation"), ("H1xD", "DDRL - TTRL at lr/10"),
     ("H1xC", "DDRL - BCS+DAE at lr/10"), ("H1xR", "BCS+DAE - TTRL at lr/10"))},
                 ("K3x", SMALL_LR): _K3X, ("K4x", SMALL_LR): ("ddrl", COR_ONLY, "DDRL at lr/10 - COR alone, held-out")}
 
 COR_ALONE_RUNS = ("no_adaptation", "ttrl", "bcs_dae", "ddrl", COR_ONLY)  # the runs COR alone's claims read, in order
-
 _COR_ALONE_HEADER = ("| claim (pass@1, points) | regime | seeds x questions | estimate [95% CI] | half-width (predicted) "
                      "| verdict |")
-
 _COR_ALONE = {"measures": (), "cached_ddrl": False, "header": _COR_ALONE_HEADER}
 
 #: Amendments 49-51: the level table against TTRL; T1f's table and folder (its CSVs apart from the regimes')
 _T1_LEVELS = "| method | learning rate | adapted pass@1, mean over {span} (SD) | seeds below TTRL at its lr |"
-
 _T1F_HEADER = ("| learning rate | paper (MATH-500) | T1, the caption's reading (grpo_no_std - TTRL) | **T1f, the text's "
                "reading (dae - TTRL; Amendment 50)** | half-width (predicted) | verdict |")
-
 T1F_DIR = "table1_fixed"
 
 #: Amendment 62: the runs each split's analysis reads, in the levels' order
 COR_TRADE_RUNS = {"adapted": ("bcs_dae", COR_LR10, COR_4X_LR10, "ddrl", COR_4X),
                   HELDOUT_X: ("no_adaptation", "bcs_dae", COR_LR10, COR_4X_LR10, "ddrl", COR_4X)}
-
 _COR_TRADE_HEADER = ("| claim ({} at lr/10, pass@1, points) | questions | **Amendment 62** | half-width (predicted at 6 "
                      "/ 10 seeds) | verdict |")
 
 DESIGNS = {d.id: d for d in (
-    # Amendment 56: R1 and K1, K2 at lr/10 in AMC-like from Amendment 55's cached RL-only weights; the repeat check
+    # Amendment 56: R1, K1, K2 at lr/10 in AMC-like from cached RL-only weights, and the repeat check
     Design("refine_amc", 56, SMALL_LR, tuple(range(10)), "2026-12-03T09:00:00+00:00", (COR_4X, COR_LR10),
            ("bcs_dae", COR_LR10, "ddrl", COR_4X), ("R1",),
            {"K1": (COR_LR10, "bcs_dae", "COR at lr 1e-6 - BCS+DAE (the RL-only weights)"),
@@ -210,7 +185,7 @@ DESIGNS = {d.id: d for d in (
            reference="ddrl", cor_runs=("ddrl", COR_4X, COR_LR10), paper=True, level_name="method",
            header="| claim (AMC-like, adapted pass@1, points) | paper (AMC) | default lr (registered) | "
                   "**lr/10 (Amendment 56)** | half-width (predicted) | verdict |"),
-    # Amendment 59: R1 at lr/10 in MATH-500-like (each DDRL run trained again, then refined), and the retrain check
+    # Amendment 59: R1 at lr/10 in MATH-500-like (DDRL trained again, then refined), and the retrain check
     Design("refine_math500", 59, MATH500_SMALL_LR, tuple(range(10)), "2026-12-03T14:05:00+00:00", (COR_4X,),
            ("bcs_dae", "ddrl", COR_4X), ("R1",), {}, {"R1": "0.44 / 0.39, 1.01 / 0.99, 1.93 / 1.88"},
            OUT / "refine_math500.json",
@@ -219,7 +194,7 @@ DESIGNS = {d.id: d for d in (
            reference="ddrl", cor_runs=("ddrl", COR_4X), paper=True,
            header="| claim (MATH-500-like, adapted pass@1, points) | paper (MATH-500) | default lr (registered) | "
                   "**lr/10 (Amendment 59)** | half-width (predicted at 6 / 10 seeds) | verdict |"),
-    # Amendment 57: DDRL at lr/10 in AMC-like on H1x's fresh questions (COR 4x from the cached RL-only weights)
+    # Amendment 57: DDRL and COR 4x at lr/10 in AMC-like on H1x's fresh questions
     Design("refine_heldout_amc", 57, SMALL_LR, tuple(range(10)), "2026-12-03T08:45:00+00:00",
            ("no_adaptation", "bcs_dae", "ddrl", COR_4X), ("no_adaptation", "bcs_dae", "ddrl", COR_4X), ("H1x", "H1xC"),
            {"R1x": (COR_4X, "ddrl", "COR keeping 4x the rollouts - DDRL (COR 1x)")},
@@ -228,7 +203,7 @@ DESIGNS = {d.id: d for d in (
            header=_HELD_HEADER.format(where="AMC-like ", beside="default lr (registered)", this="lr/10 (Amendment 57)",
                                       at=""),
            job_per_run=False, level_name="method (lr/10)"),
-    # Amendment 58: TTRL (trained again) and COR at 1e-6 (from the cached RL-only weights) at lr/10 in AMC-like
+    # Amendment 58: TTRL and COR at 1e-6 at lr/10 in AMC-like on fresh questions
     Design("ttrl_heldout_amc", 58, SMALL_LR, tuple(range(10)), "2026-12-03T11:25:00+00:00", ("ttrl", COR_LR10),
            ("no_adaptation", "ttrl", "bcs_dae", COR_LR10, "ddrl"), ("H1xT", "H1xD", "H1xR"), COR_LR10_HELDOUT,
            {"H1xT": "0.73 / 0.74", "H1xD": "0.64 / 0.68", "H1xR": "0.32 / 0.36", "K1x": "0.50 / 0.56",
@@ -238,7 +213,7 @@ DESIGNS = {d.id: d for d in (
            measures=("reproduced", "reproduced_by_method"), reproduced_of=("ttrl", COR_LR10),
            header=_HELD_HEADER.format(where="AMC-like ", beside="default lr (registered)", this="lr/10 (Amendment 58)",
                                       at=" at 10 / 6 seeds")),
-    # Amendment 60: COR 4x on MATH-500-like's fresh questions, and the repeat check of the cached DDRL runs
+    # Amendment 60: COR 4x on MATH-500-like's fresh questions, and the repeat check
     Design("refine_heldout_math500", 60, MATH500_SMALL_LR, tuple(range(10)), "2026-12-03T16:40:00+00:00", (COR_4X,),
            ("no_adaptation", "bcs_dae", "ddrl", COR_4X), (),
            {"R1x": (COR_4X, "ddrl", "COR keeping 4x the rollouts - DDRL (COR 1x)")},
@@ -248,7 +223,7 @@ DESIGNS = {d.id: d for d in (
            measures=("reproduced", "heldout_check"), reproduced_of=(COR_4X,), beside=("refine_heldout_amc",),
            header=_HELD_HEADER.format(where="", beside="lr/10 AMC-like (Amendment 57)",
                                       this="lr/10 MATH-500-like (Amendment 60)", at=" at 6 / 10 seeds")),
-    # Amendment 61: COR at 1e-6 on MATH-500-like's fresh questions (Amendment 58's claims)
+    # Amendment 61: COR at 1e-6 on MATH-500-like's fresh questions
     Design("cor_lr10_heldout_math500", 61, MATH500_SMALL_LR, tuple(range(10)), "2026-12-03T17:15:00+00:00",
            (COR_LR10,), ("no_adaptation", "bcs_dae", COR_LR10, "ddrl"), (), COR_LR10_HELDOUT,
            {"K1x": "0.15 / 0.12, 0.71 / 0.69", "K2x": "0.46 / 0.42, 0.71 / 0.69"},
@@ -258,7 +233,7 @@ DESIGNS = {d.id: d for d in (
            reproduced_of=(COR_LR10,), beside=("ttrl_heldout_amc",),
            header=_HELD_HEADER.format(where="", beside="lr/10 AMC-like (Amendment 58)",
                                       this="lr/10 MATH-500-like (Amendment 61)", at=" at 6 / 10 seeds")),
-    # Amendment 29: which part of DDRL carries M1 at lr/10 in MATH-500-like (BCS+DAE: Amendment 28's RL-only weights)
+    # Amendment 29: which part of DDRL carries M1 at lr/10 in MATH-500-like
     Design("ablation", 29, MATH500_SMALL_LR, tuple(range(18)), None, ("bcs_dae", "bcs"), _ABLATION, ("A1", "A2", "A3"),
            {}, {"A1": "1.90 / 1.84", "A2": "0.95 / 1.84", "A3": "0.78 / 1.82"}, OUT / "ablation.json",
            "## Which part of DDRL carries M1 at the small learning rate? (plan Amendment 29)", split="adapted",
@@ -267,7 +242,7 @@ DESIGNS = {d.id: d for d in (
            claim_seeds={"A1": tuple(range(12)), "A2": tuple(range(12)), "A3": tuple(range(18))},
            level_regimes=("math500_like", MATH500_SMALL_LR), level_header=_ABLATION_LEVELS,
            header=_LR10_HEADER.format(what=" (adapted pass@1, points)", bench="MATH-500", name="MATH-500-like", n=29)),
-    # Amendment 55: the same in AMC-like, BCS and BCS+DAE new runs (BCS+DAE a DDRL run trained again)
+    # Amendment 55: the same in AMC-like
     Design("ablation_amc", 55, SMALL_LR, tuple(range(12)), "2026-12-03T04:40:00+00:00", ("bcs_dae", "bcs"), _ABLATION,
            ("A1", "A2", "A3"), {}, {"A1": "2.26 / 2.64 / 0.71", "A2": "2.26 / 3.24 / 0.23", "A3": "2.26 / 0.63 / 2.74"},
            OUT / "ablation_amc.json",
@@ -277,7 +252,7 @@ DESIGNS = {d.id: d for d in (
            claim_seeds={c: tuple(range(12)) for c in ("A1", "A2", "A3")},
            level_regimes=("amc_like", SMALL_LR), level_header=_ABLATION_LEVELS,
            header=_LR10_HEADER.format(what=" (adapted pass@1, points)", bench="AMC", name="AMC-like", n=55)),
-    # Amendment 52: C1 and C2 at lr/10 in MATH-500-like, additional RL beside Amendment 28's DDRL runs
+    # Amendment 52: C1 and C2 at lr/10 in MATH-500-like
     Design("extra_rl", 52, MATH500_SMALL_LR, tuple(range(12)), None, ("additional_rl",),
            ("bcs_dae", "additional_rl", "ddrl"), ("C1",), {}, {"C1": "1.86 / 0.92"}, OUT / "extra_rl.json",
            "## COR against additional RL at the small learning rate (plan Amendment 52)", split="adapted",
@@ -285,7 +260,7 @@ DESIGNS = {d.id: d for d in (
            reference="ddrl", paper=True, optional=("bcs_dae",), level_regimes=(MATH500_SMALL_LR,),
            level_header=_EXTRA_RL_LEVELS,
            header=_LR10_HEADER.format(what="", bench="MATH-500", name="MATH-500-like", n=52)),
-    # Amendment 53: the same in AMC-like beside the registered build's DDRL runs, no job after its clock
+    # Amendment 53: the same in AMC-like
     Design("extra_rl_amc", 53, SMALL_LR, tuple(range(12)), "2026-12-02T12:30:00+00:00", ("additional_rl",),
            ("bcs_dae", "additional_rl", "ddrl"), ("C1",), {}, {"C1": "2.10 / 2.53 / 0.42"}, OUT / "extra_rl_amc.json",
            "## COR against additional RL at the small learning rate in AMC-like (plan Amendment 53)", split="adapted",
@@ -293,28 +268,27 @@ DESIGNS = {d.id: d for d in (
            reference="ddrl", paper=True, late_seeds=0, optional=("bcs_dae",), level_regimes=(SMALL_LR,),
            level_header=_EXTRA_RL_LEVELS, header=_LR10_HEADER.format(what="", bench="AMC", name="AMC-like", n=53)),
     # --- the learning rate (Amendments 39-42, 54) ---
-    # Amendment 39: the Xeon build's default-lr TTRL and DDRL trained anew in AMC-like, paired by seed and fresh
-    # question with Amendment 38's lr/10 runs
+    # Amendment 39: default-lr TTRL and DDRL on the Xeon build against its lr/10 runs, on fresh questions
     Design("lr_heldout", 39, "amc_like", tuple(range(12)), "2026-11-28T22:20:00+00:00", HELDOUT_X_METHODS,
            HELDOUT_X_METHODS, (), {}, {"LxT": "1.67 / 1.47", "LxD": "1.62 / 1.50"}, XEON / "lr_heldout.json",
            "## Held-out transfer at both learning rates on one build (plan Amendment 39)", job_per_run=False,
            measures=(), cached_ddrl=False, late_seeds=0, whole="lr_heldout", results=XEON,
            header="| claim (held-out pass@1 on 1,536 fresh AMC-like questions, points) | seeds | estimate [95% CI] | "
                   "half-width (predicted at 8 / 12 seeds) | verdict |"),
-    # Amendment 40: each run's held-out KL from the base (ddrl.study.drift.heldout_kl) against its held-out pass@1
+    # Amendment 40: each run's held-out KL from the base against its held-out pass@1
     Design("lr_drift", 40, "amc_like", tuple(range(10)), "2026-11-29T01:00:00+00:00", (), LR_METHODS, (), {},
            {"W5": "1.0-1.4", "W6": "1.5", "W7": "~0.6", "W8": "~0.6", "W9": "~0.6"}, XEON / "lr_drift.json",
            "## Distance from the base at both learning rates on one build (plan Amendment 40)", measures=(),
            cached_ddrl=False, whole="lr_drift", results=XEON,
            header="| claim (Xeon build, AMC-like) | seeds | estimate [95% CI] | half-width (predicted) | verdict |"),
-    # Amendment 41: COR alone's held-out KL (python -m ddrl.study.drift kl --cor-alone) on Amendment 40's line
+    # Amendment 41: COR alone's held-out KL on Amendment 40's line
     Design("cor_alone_drift", 41, SMALL_LR, tuple(range(12)), "2026-11-29T02:00:00+00:00", (), (COR_ONLY, "no_adaptation"),
            (), {}, {"Y1": "0.17-0.24", "Y2": "0.17-0.24"}, XEON / "cor_alone_drift.json",
            "## COR alone on the learning rates' line (plan Amendment 41)", measures=(), cached_ddrl=False,
            whole="cor_alone_drift", results=XEON,
            header="| claim (Xeon build, AMC-like, COR alone) | seeds | estimate [95% CI] | half-width (predicted) | "
                   "verdict |"),
-    # Amendment 42: the three methods at lr/3 (regimes_lr3.json), where Amendment 40's readings L and H differ most
+    # Amendment 42: the three methods at lr/3 (regimes_lr3.json)
     Design("lr_curve", 42, "amc_like_lr3", tuple(range(12)), "2026-11-29T04:40:00+00:00", ("ddrl", "bcs_dae", "ttrl"),
            ("ddrl", "bcs_dae", "ttrl"), (), {},
            {"Z1": "0.25 / 0.33", "Z2": "0.25 / 0.33", "Z3": "~0.25 / 0.33", "Z4": "~0.25 / 0.33"},
@@ -322,15 +296,14 @@ DESIGNS = {d.id: d for d in (
            measures=(), cached_ddrl=False, late_seeds=0, whole="lr_curve", results=XEON,
            header="| claim (Xeon build, AMC-like, lr/3 runs) | seeds | estimate [95% CI] | half-width (predicted 12 / 8) | "
                   "verdict |"),
-    # Amendment 54: D2 at lr/10 from Amendment 28's committed DDRL step logs (no run)
+    # Amendment 54: D2 at lr/10 from Amendment 28's DDRL step logs
     Design("dynamics", 54, MATH500_SMALL_LR, tuple(range(18)), None, (), ("ddrl",), (), {}, {"D2": "1.57"},
            OUT / "dynamics.json", "## Dynamics at the small learning rate (plan Amendment 54)", split="adapted",
            measures=(), cached_ddrl=False, whole="dynamics",
            header="| claim | MATH-500-like, default lr (registered) | **MATH-500-like at lr/10 (Amendment 54)** | "
                   "half-width (predicted) | verdict |"),
-    # Amendments 43, 44, 46, 47: ETMR, the paper's stronger baseline, beside TTRL and DDRL at lr/10, each to its clock
-    # (M3 and P3 with Table 2's differences). Their ids name their figures (:func:`etmr_figure`).
-    # Amendment 43: MATH-500-like, registered build, ETMR beside Amendment 28's TTRL and DDRL runs
+    # --- ETMR, the paper's stronger baseline, beside TTRL and DDRL at lr/10 (Amendments 43-48) ---
+    # Amendment 43: MATH-500-like, registered build
     Design("small_lr_etmr", 43, MATH500_SMALL_LR, tuple(range(18)), "2026-11-29T08:00:00+00:00", ("etmr",),
            _ETMR_READS, ("M2",), ETMR_CLAIMS["math500_like"],
            {"M2": "2.32 / 2.21 / 2.05; 1.84 / 1.83 / 1.82", "M3": "2.17 / 2.00 / 1.76; 1.84 / 1.83 / 1.82",
@@ -339,7 +312,7 @@ DESIGNS = {d.id: d for d in (
            build="registered build", level_regimes=("math500_like", MATH500_SMALL_LR),
            header=_ETMR_HEADER.format(paper="MATH-500", beside="MATH-500-like, default lr (registered)",
                                       this="registered build, MATH-500-like", a=43, at="12 / 14 / 18"), **_ETMR),
-    # Amendment 44: Amendments 28 and 43 again on the Xeon build (TTRL, DDRL and ETMR at lr/10)
+    # Amendment 44: Amendments 28 and 43 again on the Xeon build
     Design("small_lr_etmr_xeon", 44, MATH500_SMALL_LR, tuple(range(12)), "2026-11-29T08:15:00+00:00",
            ("ttrl", "ddrl", "etmr"), _ETMR_READS, ("P1", "P2", "M1", "M2"), ETMR_CLAIMS["math500_like"],
            {"P1": "1.03 / 1.02 / 1.01; 2.49 / 2.37 / 2.29", "P2": "2.54 / 2.52 / 2.51; 2.70 / 2.64 / 2.60",
@@ -350,7 +323,7 @@ DESIGNS = {d.id: d for d in (
            level_regimes=("math500_like", MATH500_SMALL_LR),
            header=_ETMR_HEADER.format(paper="MATH-500", beside="registered build at lr/10 (Amendments 28, 43)",
                                       this="Xeon build, MATH-500-like", a=44, at="8 / 10 / 12"), **_ETMR),
-    # Amendment 46: AMC-like, Xeon build, ETMR beside Amendments 36-37's TTRL and DDRL runs
+    # Amendment 46: AMC-like, Xeon build
     Design("small_lr_etmr_xeon_amc", 46, SMALL_LR, tuple(range(12)), "2026-11-29T11:40:00+00:00", ("etmr",),
            _ETMR_READS, ("M2",), ETMR_CLAIMS["amc_like"],
            {"M2": "2.51 / 2.40 / 2.33 / 2.28; 4.81 / 4.16 / 3.75 / 3.47",
@@ -360,7 +333,7 @@ DESIGNS = {d.id: d for d in (
            level_regimes=("amc_like", SMALL_LR),
            header=_ETMR_HEADER.format(paper="AMC", beside="AMC-like, default lr (registered)",
                                       this="Xeon build, AMC-like", a=46, at="6 / 8 / 10 / 12"), **_ETMR),
-    # Amendment 47: the same on the registered build, beside Amendment 6's TTRL and DDRL runs
+    # Amendment 47: AMC-like, registered build
     Design("small_lr_etmr_amc", 47, SMALL_LR, tuple(range(19)), "2026-12-01T15:30:00+00:00", ("etmr",),
            _ETMR_READS, ("M2",), ETMR_CLAIMS["amc_like"],
            {"M2": "2.18 / 2.10 / 2.05; 4.16 / 3.47 / 3.09", "M3": "2.18 / 2.10 / 2.05; 3.84 / 3.10 / 2.68",
@@ -369,15 +342,13 @@ DESIGNS = {d.id: d for d in (
            level_regimes=("amc_like", SMALL_LR),
            header=_ETMR_HEADER.format(paper="AMC", beside="AMC-like, default lr (registered)",
                                       this="registered build, AMC-like", a=47, at="8 / 12 / 16"), **_ETMR),
-    # Amendments 45, 48: the finished lr/10 runs on H1x's fresh questions (nothing trained). Amendment 46's held-out
-    # part was never run: its ETMR weights were lost with the Xeon machine's cache.
-    # Amendment 45: ETMR's runs of Amendment 43 (the others' evaluations are Amendment 31's)
+    # Amendment 45: Amendment 43's ETMR runs on H1x's fresh questions
     Design("etmr_heldout", 45, MATH500_SMALL_LR, tuple(range(18)), None, ("etmr",),
            _ETMR_READS, (), ETMR_HELDOUT, {"P3x": "0.36", "M2x": "0.71", "M3x": "0.16"},
            OUT / "etmr_heldout.json", "### On fresh questions (plan Amendment 45)", finished=("etmr",),
            build="registered build", header=_ETMR_HELD_HEADER.format(name="MATH-500-like", build="registered build"),
            **_ETMR_HELD),
-    # Amendment 45: every run of Amendment 44 and the untrained model, on the Xeon build
+    # Amendment 45: Amendment 44's runs and the untrained model on fresh questions, Xeon build
     Design("etmr_heldout_xeon", 45, MATH500_SMALL_LR, tuple(range(10)), None, ETMR_HELD_RUNS, ETMR_HELD_RUNS,
            HELDOUT_CLAIMS, ETMR_HELDOUT,
            {"H1x": "0.97 / 1.12", "H1xT": "0.38 / 0.73", "H1xD": "0.72 / 0.64", "H1xC": "0.69 / 0.49",
@@ -385,15 +356,14 @@ DESIGNS = {d.id: d for d in (
            XEON / "etmr_heldout.json", "### On fresh questions (plan Amendment 45)", finished=("ttrl", "etmr", "ddrl"),
            names={cid: HELDOUT_LR10[(cid, SMALL_LR)][2] for cid in HELDOUT_CLAIMS}, results=XEON, build="Xeon build",
            header=_ETMR_HELD_HEADER.format(name="MATH-500-like", build="Xeon build"), **_ETMR_HELD),
-    # Amendment 48: Amendment 47's ETMR runs and the untrained model: P3x only (its TTRL, DDRL runs kept no weights)
+    # Amendment 48: Amendment 47's ETMR runs and the untrained model on fresh questions (P3x only)
     Design("etmr_heldout_amc", 48, SMALL_LR, tuple(range(12)), None, ("no_adaptation", "etmr"),
            ("no_adaptation", "etmr"), (), {"P3x": ETMR_HELDOUT["P3x"]}, {"P3x": "0.73 / 1.47"},
            OUT / "etmr_heldout_amc.json", "### In AMC-like (plan Amendments 46 and 47)", finished=("etmr",),
            build="registered build", header=_ETMR_HELD_HEADER.format(name="AMC-like", build="registered build"),
            **_ETMR_HELD),
     # --- COR alone (Amendments 30, 31, 34-38) ---
-    # Amendments 30 and 32: at lr/10 in MATH-500-like, COR at 1e-6 from Amendment 28's RL-only weights, and COR alone
-    # (no RL: its lr/10 CSVs serve K5 at the default lr)
+    # Amendments 30 and 32: COR at 1e-6 and COR alone (no RL) at lr/10 in MATH-500-like
     Design("cor_math500", 30, MATH500_SMALL_LR, tuple(range(18)), None, (COR_LR10, COR_ONLY),
            ("no_adaptation", "ttrl", "bcs_dae", "ddrl", COR_LR10, COR_ONLY), (),
            {"K1": (COR_LR10, "bcs_dae", "COR at lr 1e-6 - BCS+DAE (the RL-only weights)"),
@@ -409,7 +379,7 @@ DESIGNS = {d.id: d for d in (
                   "verdict |",
            level_header="| method | RL learning rate | adapted pass@1, mean over seeds (SD) | seeds below the untrained "
                         "run | COR's kept rollouts |"),
-    # Amendments 31 and 33: Amendment 28's runs (and COR alone, recomputed) on H1x's fresh MATH-500-like questions
+    # Amendments 31 and 33: Amendment 28's runs and COR alone on H1x's fresh MATH-500-like questions
     Design("heldout_math500", 31, MATH500_SMALL_LR, tuple(range(18)), None, (*HELDOUT_X_METHODS, COR_ONLY),
            ("no_adaptation", "ttrl", "bcs_dae", "ddrl", COR_ONLY), HELDOUT_CLAIMS,
            {"K3x": (COR_ONLY, "no_adaptation", "COR alone (no RL) - no adaptation, held-out"),
@@ -425,16 +395,14 @@ DESIGNS = {d.id: d for d in (
            header=_HELD_HEADER.format(where="MATH-500-like ", beside="default lr (registered)",
                                       this="lr/10 (Amendments 31, 33)", at="")),
     # --- 768 MATH-500-like questions (Amendments 26, 27) ---
-    # Amendment 26: P1, P2 and M1 on the stream's first 768 questions, each seed's runs on one device (the CPU or an
-    # imported GPU machine's); the device check decides whether the CPU seeds alone give the verdicts
+    # Amendment 26: P1, P2 and M1 on the stream's first 768 questions, each seed's runs on one device
     Design("wide", 26, MATH500_768, tuple(range(200, 224)), None, STAGE1_METHODS, STAGE1_METHODS, ("P1", "P2", "M1"),
            {}, {}, WIDE_OUT / "claims.json",
            "## P1, P2 and M1 on three times the questions (plan Amendment 26)", split="adapted", job_kind="wide",
            measures=(), cached_ddrl=False, whole="device_check", results=WIDE_OUT, folder="",
            header="| claim (MATH-500-like, 768 questions, adapted pass@1, points) | seeds | estimate [95% CI] | "
                   "half-width (predicted) | verdict |"),
-    # Amendment 27: Amendment 25's penalised arms (kl_coef 0.1) on the CPU, against the untrained model (Q1, Q2) and
-    # their own methods (Q3, Q4)
+    # Amendment 27: Amendment 25's penalised arms against the untrained model and their own methods
     Design("wide_arms", 27, MATH500_768, tuple(range(200, 212)) + tuple(range(224, 236)), None,
            ("no_adaptation", *WIDE_ARMS), ("no_adaptation", *WIDE_ARMS, "ttrl", "ddrl"), (),
            {"Q1": ("ttrl_kl100x", "no_adaptation", "TTRL (100x KL) - no adaptation"),
@@ -447,7 +415,7 @@ DESIGNS = {d.id: d for d in (
            header="| comparison (MATH-500-like, 768 questions, adapted pass@1, points) | seeds | estimate [95% CI] | "
                   "half-width (predicted) | verdict |"),
     # --- COR alone (Amendments 34-38) ---
-    # Amendment 34: COR alone (one COR call from the untrained model, no RL) in AMC-like and AIME-like
+    # Amendment 34: COR alone (one COR call from the untrained model) in AMC-like and AIME-like
     Design("cor_alone", 34, "amc_like", tuple(range(19)), None, (COR_ONLY,), ("no_adaptation", "ddrl", COR_ONLY), (),
            {("K3", "amc_like"): _K3, ("K5", "amc_like"): _K5, ("K4", SMALL_LR): _K4, ("K3", "aime_like"): _K3,
             ("K5", "aime_like"): _K5},
@@ -456,7 +424,7 @@ DESIGNS = {d.id: d for d in (
            "## COR alone in AMC-like and AIME-like (plan Amendment 34)", split="adapted", job_kind="K cor alone",
            beside=("cor_alone_heldout",), whole="cor_alone",
            regime_seeds={"amc_like": tuple(range(19)), "aime_like": tuple(range(6))}, **_COR_ALONE),
-    # ... and on H1x's fresh questions (COR alone recomputed)
+    # ... and on H1x's fresh questions
     Design("cor_alone_heldout", 34, "amc_like", tuple(range(19)), None, (COR_ONLY,), ("no_adaptation", "ddrl", COR_ONLY),
            (), {("K3x", "amc_like"): _K3X, ("K5x", "amc_like"): _K5X, ("K3x", "aime_like"): _K3X,
                 ("K5x", "aime_like"): _K5X},
@@ -464,14 +432,14 @@ DESIGNS = {d.id: d for d in (
             ("K5x", "aime_like"): "0.13-0.55"}, RESULTS / "cor_alone" / "heldout.json",
            "## COR alone on fresh questions (plan Amendment 34)", beside=None, whole="cor_alone_heldout",
            regime_seeds={"amc_like": tuple(range(19)), "aime_like": tuple(range(6))}, **_COR_ALONE),
-    # Amendment 35: K3 and K4 on the c49d994e build, both no-RL runs computed in its one regime
+    # Amendment 35: K3 and K4 on the c49d994e build
     Design("cor_alone_c49d", 35, SMALL_LR, tuple(range(19)), None, ("no_adaptation", COR_ONLY),
            ("no_adaptation", "ddrl", COR_ONLY), (), {("K3", SMALL_LR): _K3, ("K4", SMALL_LR): _K4},
            {("K3", SMALL_LR): "3.04", ("K4", SMALL_LR): "3.30"}, RESULTS / "replication_c49d" / "cor_alone.json",
            "## COR alone on the c49d994e build (plan Amendment 35)", split="adapted", job_kind="K cor alone",
            job_per_run=False, beside=None, results=RESULTS / "replication_c49d", whole="cor_alone",
            regime_seeds={SMALL_LR: tuple(range(19))}, **_COR_ALONE),
-    # Amendments 36, 37 (Xeon build): COR alone in AMC-like and MATH-500-like (K3, K5), TTRL, DDRL at lr/10 (K4)
+    # Amendments 36, 37: COR alone in AMC-like and MATH-500-like, TTRL and DDRL at lr/10, Xeon build
     Design("cor_alone_xeon", 36, "amc_like", tuple(range(12)), "2026-11-28T18:00:00+00:00", (COR_ONLY,),
            ("no_adaptation", "ddrl", COR_ONLY), (),
            {("K3", "amc_like"): _K3, ("K5", "amc_like"): _K5, ("K3", "math500_like"): _K3,
@@ -482,7 +450,7 @@ DESIGNS = {d.id: d for d in (
            beside=None, results=XEON, late_seeds=0, whole="cor_alone",
            regime_seeds={"amc_like": tuple(range(12)), "math500_like": tuple(range(12)), SMALL_LR: tuple(range(12))},
            regime_runs={SMALL_LR: ("ttrl", "ddrl")}, **_COR_ALONE),
-    # Amendment 38: those lr/10 runs (loaded, never trained), the untrained model and COR alone on H1x's fresh questions
+    # Amendment 38: those lr/10 runs, the untrained model and COR alone on H1x's fresh questions
     Design("cor_alone_xeon_heldout", 38, SMALL_LR, tuple(range(12)), None, COR_ALONE_RUNS, COR_ALONE_RUNS, (),
            HELDOUT_LR10, dict(zip(HELDOUT_LR10, ("1.50 / 0.96", "1.47 / 0.37", "1.25 / 0.72", "0.33 / 0.69",
                                                  "1.20 / 0.16", "0.60 / 0.78", "1.39 / 0.49"))),
@@ -492,9 +460,7 @@ DESIGNS = {d.id: d for d in (
            **{**_COR_ALONE, "header": "| claim (held-out pass@1, points) | registered build, default lr, AMC-like | "
                                      "**the Xeon build's runs, Amendment 38** | half-width (predicted) | verdict |"}),
     # --- policy drift (Amendments 21-25) and the registered analyses ---
-    # Amendments 21-25 (ddrl.study.drift): X1-X4, X2h-X4h (BCS against its random negatives), then each arm of a set
-    # against its method (22: KL doses; 23, 24: TTRL and DDRL against BCS; 25: the 100x penalty). One row per
-    # results/drift/<stem>.json
+    # Amendments 21-25 (ddrl.study.drift): one row per results/drift/<stem>.json
     *(Design(f"drift_{stem}", a, regime, tuple(seeds), None, (), PAIR if pairs in ("kl_late", "kl_heldout") else
              arm_methods(pairs), (), {}, {}, RESULTS / "drift" / f"{stem}.json",
              f"## What costs held-out accuracy: the distance from the base (plan Amendment {a})", measures=(),
@@ -512,7 +478,7 @@ DESIGNS = {d.id: d for d in (
           ("math500_like_cpu_methods", 24, "math500_like", range(100, 132), "drift/cpu", "methods", False),
           ("amc_like_cpu_penalty", 25, "amc_like", range(100, 116), "drift/cpu", "penalty", False),
           ("math500_like_cpu_penalty", 25, "math500_like", range(100, 111), "drift/cpu", "penalty", False))),
-    # The registered analysis (python -m ddrl.study --analyse claims) and its replications (Amendments 5, 6)
+    # The registered analysis and its replications (Amendments 5, 6)
     *(Design(name, a, regime, tuple(range(n)), None, (), ("ttrl", "ddrl"), (), {}, {}, root / "claims.json",
              f"## The registered claims on the {build or 'registered build'}", measures=(), cached_ddrl=False,
              results=root, build=build, whole="claims")
@@ -521,7 +487,7 @@ DESIGNS = {d.id: d for d in (
                                               ("claims_c49d", 6, RESULTS / "replication_c49d", SMALL_LR, 19,
                                                "c49d994e build"))),
     # --- MATH-500-like at lr/10, Table 1, COR 4x at 1e-6 (Amendments 28, 49-51, 62) ---
-    # Amendment 28: P1, P2 and M1 in MATH-500-like at lr/10, each seed's untrained run the registered one
+    # Amendment 28: P1, P2 and M1 in MATH-500-like at lr/10
     Design("small_lr", 28, MATH500_SMALL_LR, tuple(range(18)), None, ("ttrl", "ddrl"), ("no_adaptation", "ttrl", "ddrl"),
            ("P1", "P2", "M1"), {}, {"P1": "2.42 / 1.92", "P2": "3.07 / 2.80", "M1": "1.98 / 1.45"}, OUT / "claims.json",
            "## The main table at the paper's small learning rate (plan Amendment 28)", split="adapted",
@@ -532,7 +498,7 @@ DESIGNS = {d.id: d for d in (
                   "verdict |",
            level_header="| method | learning rate | adapted pass@1, mean over seeds (SD) | seeds below their untrained "
                         "run |"),
-    # Amendment 49: Table 1 (T1: TTRL without GRPO's std division - TTRL) at lr/10 against Amendment 28's TTRL runs
+    # Amendment 49: Table 1 (T1: TTRL without GRPO's std division - TTRL) at lr/10
     Design("table1", 49, MATH500_SMALL_LR, tuple(range(12)), None, ("grpo_no_std", "ttrl"), ("ttrl", "grpo_no_std"),
            ("T1",), {}, {"T1": "1.10 / 1.84 / 0.46"}, OUT / "table1.json",
            "## Table 1 at the small learning rate (plan Amendment 49)", split="adapted", job_kind="T1 lr/10",
@@ -540,21 +506,21 @@ DESIGNS = {d.id: d for d in (
            names={"T1": "TTRL without the std division - TTRL"}, level_regimes=("math500_like", MATH500_SMALL_LR),
            level_header=_T1_LEVELS,
            header=_LR10_HEADER.format(what=" (adapted pass@1, points)", bench="MATH-500", name="MATH-500-like", n=49)),
-    # Amendment 50: T1f, Table 1 as the paper's text reads it (fixed +1/-1 advantages, preset dae), at both lrs
+    # Amendment 50: T1f, Table 1 as the paper's text reads it (fixed +1/-1 advantages), at both lrs
     Design("table1_fixed", 50, "math500_like", tuple(range(12)), None, ("dae",), ("ttrl", "grpo_no_std", "dae"), (),
            {}, {"math500_like": "1.10 / 0.95", MATH500_SMALL_LR: "1.84 / 0.13"}, OUT / "table1_fixed.json",
            "## Table 1 as the paper's text reads it (plan Amendment 50)", split="adapted", job_kind="T1f",
            measures=(), cached_ddrl=False, reference="ttrl", optional=("grpo_no_std",),
            level_regimes=("math500_like", MATH500_SMALL_LR), level_header=_T1_LEVELS, whole="t1f",
            job_regimes=("math500_like", MATH500_SMALL_LR), csv_dir=T1F_DIR, header=_T1F_HEADER),
-    # Amendment 51: T1f on the fresh seeds 12-45, the verdict on them alone (Amendment 50's seeds pooled beside)
+    # Amendment 51: T1f on the fresh seeds 12-45
     Design("table1_fixed_more", 51, "math500_like", tuple(range(12, 46)), None, ("dae",), ("ttrl", "grpo_no_std", "dae"),
            (), {}, {"T1f": "1.28 / 0.69"}, OUT / "table1_fixed_more.json",
            "## Table 1 as the paper's text reads it, on fresh seeds (plan Amendment 51)", split="adapted",
            job_kind="T1f", measures=(), cached_ddrl=False, reference="ttrl", optional=("grpo_no_std",),
            level_regimes=("math500_like",), level_header=_T1_LEVELS, whole="t1f", csv_dir=T1F_DIR,
            header=_T1F_HEADER),
-    # Amendment 62: COR keeping 4x at a tenth of its rate from the cached RL-only weights, adapted then fresh questions
+    # Amendment 62: COR keeping 4x at a tenth of its rate, adapted then fresh questions, in AMC-like, MATH-500-like
     Design("cor4x_lr10_amc", 62, SMALL_LR, tuple(range(10)), "2026-12-03T20:05:00+00:00", (COR_4X_LR10,),
            COR_TRADE_RUNS[HELDOUT_X], (), {},
            {"K1g": "0.42 / 0.36, 1.97 / 1.87", "R1g": "1.44 / 1.41, 0.42 / 0.36", "K1gx": "0.15 / 0.12, 0.56 / 0.50",
@@ -572,10 +538,7 @@ DESIGNS = {d.id: d for d in (
 )}
 
 
-# Where a design's files are
-
-
-CHECK = OUT / "refine_check"  # the repeat checks' CSVs (<CHECK>/<regime>/ddrl-seedNN.csv.gz), never a committed one
+CHECK = OUT / "refine_check"  # the repeat checks' CSVs (<CHECK>/<regime>/ddrl-seedNN.csv.gz), never committed
 
 
 def design(name: str) -> Design:
@@ -586,20 +549,20 @@ def design(name: str) -> Design:
 
 
 def _folder(d: Design, method: str, regime: str | None = None) -> str:
-    """The regime whose folder holds a run's CSVs: ``regime`` (default the design's), but the untrained run's adapted
-    rows are its base's (one computation for every learning rate)."""
+    """The regime whose folder holds a run's CSVs; the untrained run's adapted rows are its base regime's (one
+    computation for every learning rate)."""
     g = regime or d.regime
     return SAME_BASE.get(g, g) if method == "no_adaptation" and d.split != HELDOUT_X else g
 
 
 def path(d: Design, out: str | Path, method: str, seed: int, regime: str | None = None) -> Path:
-    """A run's CSV on the design's split (in ``regime``: default the design's; :func:`_folder`)."""
+    """A run's CSV on the design's split."""
     where = (out, _folder(d, method, regime), method, seed)
     return heldout_x_path(*where) if d.split == HELDOUT_X else csv_path(*where)
 
 
-def _csv_root(d: Design, out: str | Path) -> Path:
-    return Path(out) / HELDOUT_X if d.split == HELDOUT_X else Path(out)
+def _split_dir(out: str | Path, split: str) -> Path:
+    return Path(out) / ("" if split == "adapted" else split)
 
 
 def _needed(d: Design) -> tuple[str, ...]:
@@ -607,21 +570,18 @@ def _needed(d: Design) -> tuple[str, ...]:
 
 
 def _complete(d: Design, out: str | Path, runs: Sequence[str]) -> list[int]:
-    """The seeds with a CSV of every one of ``runs`` where :func:`path` reads it."""
-    return sorted(set.intersection(*(set(complete_seeds(_csv_root(d, Path(out, d.csv_dir) if m in d.evaluates else out),
-                                                        _folder(d, m), (m,))) for m in runs)))
+    roots = {m: _split_dir(Path(out, d.csv_dir) if m in d.evaluates else out, d.split) for m in runs}
+    return sorted(set.intersection(*(set(complete_seeds(roots[m], _folder(d, m), (m,))) for m in runs)))
 
 
 def _wants(d: Design, runs: Sequence[str], seed: int) -> bool:
-    """Whether ``seed`` needs a job of ``runs``: with :attr:`Design.claim_seeds`, a claim pairing one of them has it."""
     return d.claim_seeds is None or any(seed in cs for c, cs in d.claim_seeds.items() if set(runs) & set(PAIRED[c][:2]))
 
 
 def analysed_seeds(d: Design, out: str | Path | None = None, seeds: Sequence[int] | None = None,
                    now: float | None = None) -> list[int] | dict[str, list[int]]:
-    """The seeds the plan reads (:func:`~ddrl.study.plan.seeds_to_analyse`) complete in every run needed; with
-    :attr:`Design.claim_seeds` per claim (without a clock each its own seeds complete in its pair, with one the complete
-    seeds for every claim)."""
+    """The seeds the plan reads, complete in every run needed; per claim with :attr:`Design.claim_seeds` (without a
+    clock each claim waits for its own seeds, with one all share the complete ones)."""
     out = d.runs if out is None else out
     among, what = d.seeds if seeds is None else tuple(seeds), f"{out}: {d.tag}"
     if d.claim_seeds is not None and d.cutoff is None:
@@ -632,12 +592,12 @@ def analysed_seeds(d: Design, out: str | Path | None = None, seeds: Sequence[int
 
 
 def _reads_from(d: Design) -> dict[str, str]:
-    """The claims' regimes that read their no-RL runs from their base, one of the design's regimes."""
+    """A claim's regime without seeds of its own -> its base among the design's regimes, whose no-RL runs it reads."""
     return {g: SAME_BASE[g] for _, g in d.claims if SAME_BASE.get(g) in d.regime_seeds}
 
 
 def _reads(d: Design) -> dict[str, list[tuple[str, str]]]:
-    """Per regime, the (folder's regime, run) CSVs its claims read, its own first (a seedless regime: its base's)."""
+    """Per regime, the (folder's regime, run) CSVs its claims read, its own first."""
     src = _reads_from(d)
     need: dict[str, list[tuple[str, str]]] = {g: [] for g in d.regime_seeds}
     for (_, g), (a, b, _) in d.claims.items():
@@ -646,19 +606,18 @@ def _reads(d: Design) -> dict[str, list[tuple[str, str]]]:
 
 
 def _unwritten(d: Design, out: str | Path, seeds: dict) -> dict[str, list[int]]:
-    """Per regime of ``seeds``, its seeds without a CSV its claims read."""
     at = heldout_x_path if d.split == HELDOUT_X else csv_path
     return {g: [s for s in ss if not all(at(out, f, m, s).is_file() for f, m in _reads(d)[g])] for g, ss in seeds.items()}
 
 
 def regime_designs(d: Design) -> list[Design]:
-    """A design spanning regimes as one design per regime, its clock only where it trains (a run outside NO_RL)."""
+    """A design spanning regimes as one design per regime, with its clock only where it trains."""
     return [replace(d, regime=g, seeds=ss, evaluates=runs, cutoff=d.cutoff if set(runs) - set(NO_RL) else None,
                     regime_seeds=None, regime_runs=None)
             for g, ss in d.regime_seeds.items() for runs in [(d.regime_runs or {}).get(g, d.evaluates)]]
 
 
 def _panels(d: Design, regimes: Sequence[str]) -> dict[str, list[str]]:
-    """The regimes a table block or figure panel shows on their own, each with those whose runs it shows beside."""
+    """The regimes a table block or figure panel shows, each with those whose runs it shows beside."""
     src = _reads_from(d)
     return {g: [g, *(h for h, b in src.items() if b == g)] for g in regimes if src.get(g) not in regimes}

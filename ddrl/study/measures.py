@@ -1,6 +1,5 @@
-"""The designs' named measures (:data:`MEASURES`, referred to by :attr:`~ddrl.study.designs.Design.measures`) and the
-tables of the designs whose whole analysis is one measure (:data:`TABLES`, :attr:`~ddrl.study.designs.Design.whole`).
-Each measure reads a :class:`Reading`; :func:`ddrl.study.runner.analyse` calls them."""
+"""The designs' named measures (:data:`MEASURES`), each reading a :class:`Reading`, and the tables of the designs whose
+whole analysis is one measure (:data:`TABLES`)."""
 
 from __future__ import annotations
 
@@ -29,18 +28,17 @@ from ddrl.study.drift import (ARMS, HINGE_B, HINGE_K0, LINE, LR_LABELS, LR_METHO
                               analyse as drift_analysis, analyse_arms, drift_path, heldout_rows, kl_fit, paired_t,
                               reading, seed_table, x3h_slope)
 from ddrl.study import designs
-from ddrl.study.designs import (COR_TRADE_RUNS, DESIGNS, MARGIN, T1F_DIR, Design, _panels, _reads, _unwritten,
-                                analysed_seeds, regime_designs)
+from ddrl.study.designs import (COR_TRADE_RUNS, DESIGNS, MARGIN, T1F_DIR, Design, _panels, _reads, _split_dir,
+                                _unwritten, analysed_seeds, regime_designs)
 from ddrl.study.figures import REGIME_TEXT, vote_by_quarter
 
-#: The learning rate of each base regime and its lr/10 one, as the level tables' cell shows it
+#: regime -> its learning rate, as the level tables show it
 LR_CELL = {"math500_like": "default (3e-5)", MATH500_SMALL_LR: "lr/10 (3e-6)", "amc_like": "default (3e-5)",
            SMALL_LR: "lr/10 (3e-6)"}
 
 
 class Reading(NamedTuple):
-    """What a named measure reads: the CSV rows, their folder, the seeds (the first claim's where each has its own), the
-    bootstrap's draws and the analysis so far."""
+    """What a named measure reads: the CSV rows, their folder, the seeds, the bootstrap's draws, the analysis so far."""
 
     df: pd.DataFrame
     out: Path
@@ -55,34 +53,31 @@ def _evaluated(d: Design, df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _reproduced(d: Design, r: Reading) -> dict:
-    """How many runs the design computed have adapted rows equal to their committed CSV (the H1x job's check)."""
+    """How many computed runs' adapted rows equal their committed CSV's."""
     return reproduced_counts(_evaluated(d, r.df))
 
 
 def _reproduced_by_method(d: Design, r: Reading) -> dict:
-    """:func:`_reproduced` per evaluated run."""
     ev = _evaluated(d, r.df)
     return {"reproduced_by_method": {m: reproduced_counts(ev[ev.method == m]) for m in d.reproduced_of}}
 
 
 def _heldout_check(d: Design, r: Reading) -> dict:
-    """The repeat check on the fresh questions (:func:`check_rows`)."""
     return {"check": check_rows(r.out, designs.CHECK, r.seeds, d.regime, HELDOUT_X)}
 
 
 def _cor_kept(d: Design, r: Reading) -> dict:
-    """COR's mean kept rollouts per run of :attr:`Design.cor_runs` over the seeds (adapted rows)."""
+    """COR's mean kept rollouts per run of :attr:`Design.cor_runs`."""
     own = r.df[(r.df.split == "adapted") & (r.df.regime == d.regime)]
     kept = own.drop_duplicates(["method", "seed"]).groupby("method", sort=False)["cor_kept"]
     return {"cor_kept": {m: float(kept.mean()[m]) for m in d.cor_runs}}
 
 
-AGAIN = "ddrl_again"  # the retrain check's name for a retrained DDRL run's steps, beside the committed run's
+AGAIN = "ddrl_again"  # the retrain check's name for a retrained DDRL run
 
 
 def retrain_check(out: str | Path, check: str | Path, seeds: Sequence[int], regime: str) -> dict | None:
-    """The repeat check of retrained DDRL runs (:func:`check_rows`) with each run's first RL step off the committed
-    trajectory (``diverged_at``, -1: none), or None before every re-evaluation is written."""
+    """:func:`check_rows` of retrained DDRL runs with each one's first RL step off the committed one (-1: none)."""
     rows = check_rows(out, check, seeds, regime)
     if rows is None:
         return None
@@ -91,7 +86,7 @@ def retrain_check(out: str | Path, check: str | Path, seeds: Sequence[int], regi
     div = rl_divergence(steps, (AGAIN,))
     diverged = {int(r.seed): int(r.diverged_at) for r in div.itertuples()}
     r1 = rows.pop("r1_against_reevaluated")
-    return {**rows, "diverged_at": diverged, "r1_against_reevaluated": r1}  # the committed analysis' key order
+    return {**rows, "diverged_at": diverged, "r1_against_reevaluated": r1}  # the committed key order
 
 
 def _retrain_check(d: Design, r: Reading) -> dict:
@@ -99,13 +94,11 @@ def _retrain_check(d: Design, r: Reading) -> dict:
 
 
 def _reeval_check(d: Design, r: Reading) -> dict:
-    """The repeat check of cached DDRL runs evaluated again (:func:`check_rows`)."""
     return {"check": check_rows(r.out, designs.CHECK, r.seeds, d.regime)}
 
 
 def _levels(d: Design, r: Reading) -> dict:
-    """Each run's mean pass@1 on the split, its SD and the seeds below :attr:`Design.reference`'s run: by run, or per
-    regime of :attr:`Design.level_regimes` (an untrained reference across them)."""
+    """Each run's mean pass@1 (SD) and seeds below :attr:`Design.reference`, per regime of ``level_regimes``."""
     per = run_levels(r.df[r.df.seed.isin(r.seeds)], d.split)
     if not d.level_regimes:
         return {"levels": level_table(per, ("method",), d.reference, sort=False).to_dict(orient="records")}
@@ -115,16 +108,15 @@ def _levels(d: Design, r: Reading) -> dict:
 
 
 def _split(d: Design, r: Reading) -> dict:
-    """M1 (DDRL - TTRL) and its parts, the design's claims, on the first claim's seeds (the parts sum to M1)."""
+    """M1 (DDRL - TTRL) and its parts, the design's claims, on the first claim's seeds."""
     few = r.df[r.df.seed.isin(r.seeds)]
     return {"split": [{"part": d.what(c), "claim": c, "points": float(claim_matrix(few, c, d.regime).to_numpy().mean())}
                       for c in (*d.registered, "M1")]}
 
 
 def c2_values(questions: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
-    """Amendment 52's C2 per seed: ``c2`` = 100 x (additional RL's extra-step seconds / its RL-phase seconds - the DDRL
-    run's ``cor_seconds`` / its RL-phase seconds), each time over the run it was measured in (the runs were timed on
-    different nights); beside it the registered formula 100 x (extra - COR) / DDRL's RL phase (``registered``)."""
+    """Amendment 52's C2 per seed: 100 x (extra-step s / its RL phase s - COR s / DDRL's RL phase s), ``c2``.
+    Each time is over its own run (timed on different nights); ``registered``: 100 x (extra - COR) / DDRL's."""
     t = steps.groupby(["method", "seed", "phase"])["time/step_s"].sum()
     cor = questions[questions.method == "ddrl"].groupby("seed")["cor_seconds"].first()
     rows = []
@@ -139,7 +131,7 @@ def c2_values(questions: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
 
 
 def _c2(d: Design, r: Reading) -> dict:
-    """C2 appended to the entries (a t-interval over seeds of :func:`c2_values`), and the per-seed times."""
+    """C2's entry (t interval over seeds of :func:`c2_values`) appended, and the per-seed times."""
     steps = read_csvs(csv_path(r.out, d.regime, m, s, steps=True) for s in r.seeds for m in ("ddrl", "additional_rl"))
     c2 = c2_values(r.df, steps)
     if sorted(c2.seed) != sorted(r.seeds):
@@ -152,9 +144,7 @@ def _c2(d: Design, r: Reading) -> dict:
 
 
 def _divergence(d: Design, r: Reading) -> dict:
-    """Each evaluated run repeating DDRL's RL phase (:data:`~ddrl.study.plan.SHARES_DDRL_RL`): its first RL step off the
-    committed DDRL run's trajectory (-1: none). One not in :data:`~ddrl.study.plan.KNOWN_DIVERGENCES` raises (plan
-    Amendment 9)."""
+    """Each run repeating DDRL's RL phase: first RL step off DDRL's (-1: none); unlisted ones raise (Amendment 9)."""
     runs = [m for m in d.evaluates if m in SHARES_DDRL_RL]
     steps = read_csvs(csv_path(r.out, d.regime, m, s, steps=True) for s in r.seeds for m in (*runs, "ddrl"))
     div = rl_divergence(steps, runs)
@@ -168,22 +158,21 @@ def _divergence(d: Design, r: Reading) -> dict:
 
 
 def _agreeing(d: Design, r: Reading) -> dict:
-    """The first claim again, without a verdict, on the seeds whose runs never left DDRL's trajectory (None below 2)."""
+    """The first claim again, no verdict, on the seeds whose runs never left DDRL's trajectory (None below 2)."""
     same = sorted(x["seed"] for x in r.analysis["divergence"] if x["diverged_at"] < 0)
     if len(same) < 2:
         return {"agreeing": None}
-    first = r.analysis["entries"][0]  # where every seed agrees: the same matrix and stream, so the entry itself
+    first = r.analysis["entries"][0]
     if same != sorted(r.seeds):
         first = bootstrap_entry(first["id"], d.regime, claim_matrix(r.df[r.df.seed.isin(same)], first["id"], d.regime),
                                 r.n_boot, SAME_BASE[d.regime])
     return {"agreeing": {k: v for k, v in first.items() if k not in ("verdict", "half_width")} | {"seeds": same}}
 
 
-# The learning rate (Amendments 39-42, 54): whole analyses pairing no two runs of one regime
+# The learning rate (Amendments 39-42, 54)
 
-
-#: Amendment 39: held-out pass@1 of the method's lr/10 run minus its default-lr run, same seed and fresh question
-#: (one build, one evaluation stream per seed), sign +1 (lr/10 keeps more), margin 1 point
+#: Amendment 39: held-out pass@1 of the method's lr/10 run minus its default-lr run, paired by seed and question;
+#: sign +1, margin 1 point
 LR_HELDOUT = {"LxT": ("ttrl", "TTRL at lr/10 - TTRL at the default lr, held-out"),
               "LxD": ("ddrl", "DDRL at lr/10 - DDRL at the default lr, held-out")}
 
@@ -207,8 +196,7 @@ LR_DRIFT = {
            0, 1.0),
 }
 
-#: Amendment 41: id -> (what, slope: "registered" = Amendment 21's X3h, "w4" = this build's W4); null claims (sign 0,
-#: margin 1): COR alone lies on the RL runs' line through the untrained model
+#: Amendment 41: id -> (what, slope: "registered" = Amendment 21's X3h, "w4" = this build's W4); sign 0, margin 1
 COR_DRIFT = {"Y1": ("held-out pass@1, COR alone - (untrained + registered slope x COR alone's held-out KL) [points]",
                     "registered"),
              "Y2": ("held-out pass@1, COR alone - (untrained + this build's slope W4 x COR alone's held-out KL) "
@@ -228,12 +216,11 @@ LR_CURVE = {
 
 LR_GROUPS = {"amc_like": "default", "amc_like_lr3": "lr3", SMALL_LR: "lr10"}  # regime -> its learning rate's group
 
-#: Amendment 54: the descriptive runs beside the decided ones, each (regime, seeds); Fig. 4 has no AMC panel
+#: Amendment 54: the descriptive runs beside the decided ones, each (regime, seeds)
 DYNAMICS_DESCRIBED = (("math500_like", tuple(range(46))), (SMALL_LR, tuple(range(19))), ("amc_like", tuple(range(19))))
 
 
 def _written(d: Design, r: Reading, written: Callable[[int], bool], least: int) -> list[int]:
-    """The reading's seeds with every file the analysis reads (``written``), or a ValueError below ``least``."""
     seeds = [s for s in r.seeds if written(s)]
     if len(seeds) < least:
         raise ValueError(f"{r.out}: {d.tag} reads seeds with every file written (at least {least}); seeds {r.seeds}, "
@@ -242,7 +229,6 @@ def _written(d: Design, r: Reading, written: Callable[[int], bool], least: int) 
 
 
 def _t_entry(cid: str, regime: str, metric: str, sign: int, margin: float, r: dict, n_seeds: int) -> dict:
-    """A claim's entry from a t interval over seeds ``r``, with the registered verdict."""
     return {"id": cid, "regime": regime, "metric": metric, "expected_sign": sign, "estimate": r["estimate"],
             "ci_low": r["ci_low"], "ci_high": r["ci_high"], "n_seeds": n_seeds,
             "verdict": verdict(r["ci_low"], r["ci_high"], sign, margin)}
@@ -262,18 +248,16 @@ def across_lr(df: pd.DataFrame, method: str, default: str) -> pd.DataFrame:
 
 
 def _lr_heldout(d: Design, r: Reading) -> dict:
-    """Amendment 39: :data:`LR_HELDOUT`; descriptive, each run's held-out level at both learning rates and how many
-    retrained default-lr runs reproduce Amendment 5's adapted rows."""
+    """Amendment 39: :data:`LR_HELDOUT`; descriptive, held-out levels at both learning rates, runs reproduced."""
     reads = ((d.regime, HELDOUT_X_METHODS), (SMALL_LR, tuple(m for m, _ in LR_HELDOUT.values())))
     paths = lambda s: [heldout_x_path(r.out, g, m, s) for g, ms in reads for m in ms]
     seeds = _written(d, r, lambda s: all(p.is_file() for p in paths(s)), 2)
-    df = pd.concat([pd.read_csv(heldout_x_path(r.out, g, m, s), dtype={"question": str})
-                    for g, ms in reads for m in ms for s in seeds], ignore_index=True)
+    df = read_csvs(heldout_x_path(r.out, g, m, s) for g, ms in reads for m in ms for s in seeds)
     entries = [amendment_entry(cid, d.regime, what, f"held-out pass@1, {what} [points]", f"{m} ({SMALL_LR})",
                                f"{m} ({d.regime})", across_lr(df, m, d.regime).to_numpy(), MARGIN, r.n_boot)
                for cid, (m, what) in LR_HELDOUT.items()]
     per = run_levels(df, HELDOUT_X)
-    lv = level_table(per, ("regime", "method"), sort=False)  # the untrained run (default regime) is every row's reference
+    lv = level_table(per, ("regime", "method"), sort=False)  # every row against the untrained run
     trained = df[df.regime == d.regime].drop_duplicates(["method", "seed"])
     return {"seeds": seeds, "entries": with_half_width(entries), "levels": lv.to_dict(orient="records"),
             "seed_pass1": per.to_dict(orient="records"), **reproduced_counts(trained)}
@@ -294,13 +278,11 @@ def heldout_gains(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def _kl_dir(r: Reading) -> Path:
-    """Where Amendments 40-42's held-out KLs and step CSVs lie: ``lr_drift`` beside the runs' folder."""
     return Path(r.out).parent / "lr_drift"
 
 
 def _lr_drift(d: Design, r: Reading) -> dict:
-    """Amendment 40: :data:`LR_DRIFT` from every run's held-out KL against its held-out pass@1; descriptive, each
-    group's mean held-out pass@1 and KL, and per method the slope-predicted gain beside the measured one."""
+    """Amendment 40: :data:`LR_DRIFT`; descriptive, each group's held-out pass@1 and KL, predicted and actual gains."""
     groups = {g: lr for g, lr in LR_GROUPS.items() if g in (d.regime, SMALL_LR)}
     dest = _kl_dir(r)
     seeds = _written(d, r, lambda s: all(drift_path(dest, g, m, s, "kl").is_file() for g in groups
@@ -310,7 +292,7 @@ def _lr_drift(d: Design, r: Reading) -> dict:
     t = t[t["seed"].isin(seeds)].reset_index(drop=True)
     slope = x3h_slope()
     wide = t[t["lr"] != "none"].pivot_table(index=["method", "seed"], columns="lr", values=["heldout", "kl_heldout"])
-    by_lr = t.assign(method=t["lr"])  # kl_fit's groups: the learning rate (the three methods' runs pooled)
+    by_lr = t.assign(method=t["lr"])  # kl_fit's groups: the learning rates, methods pooled
     fit = kl_fit(by_lr[by_lr["lr"] != "none"], "lr10", "default", x="kl_heldout")
     entries, gains = [], []
     for cid, (what, kind, m, sign, margin) in LR_DRIFT.items():
@@ -335,9 +317,7 @@ def _lr_drift(d: Design, r: Reading) -> dict:
 
 
 def _cor_drift(d: Design, r: Reading) -> dict:
-    """Amendment 41: :data:`COR_DRIFT`, paired t over seeds (each seed's KL JSON must reproduce its adapted rows), with
-    the slopes (W4 from Amendment 40's analysis); descriptive, means and Amendment 40's RL runs measured the same way.
-    """
+    """Amendment 41: :data:`COR_DRIFT`, paired t over seeds; descriptive, means and Amendment 40's RL runs beside."""
     kl_json = lambda s: drift_path(_kl_dir(r), "amc_like", COR_ONLY, s, "kl")
     seeds = _written(d, r, lambda s: kl_json(s).is_file(), 3)
     recs = {s: json.loads(kl_json(s).read_text()) for s in seeds}
@@ -362,9 +342,8 @@ def _cor_drift(d: Design, r: Reading) -> dict:
 
 
 def fit_readings(runs: pd.DataFrame) -> dict:
-    """L (slope through the origin) and H ((k0, b) of g = -b max(0, k - k0), from (3, 0.4)) by least squares on
-    :func:`heldout_gains`' frame, with their residual sums of squares. On Amendment 40's runs:
-    :data:`ddrl.study.drift.LINE`, ``HINGE_K0``, ``HINGE_B``."""
+    """Least-squares L (slope through 0) and H ((k0, b) of g = -b max(0, k - k0)) on gains, with their RSS.
+    On Amendment 40's runs they give :data:`ddrl.study.drift.LINE`, ``HINGE_K0`` and ``HINGE_B``."""
     k, g = runs["kl_heldout"].to_numpy(float), runs["gain"].to_numpy(float)
     line = float(k @ g / (k @ k))
     fit = least_squares(lambda p: g + p[1] * np.maximum(0.0, k - p[0]), [3.0, 0.4])
@@ -378,14 +357,12 @@ def amendment40_runs(xeon: str | Path = RESULTS / "replication_xeon") -> pd.Data
 
 
 def _lr_curve(d: Design, r: Reading) -> dict:
-    """Amendment 42: :data:`LR_CURVE`, paired t over seeds of the three runs' mean; descriptive, both readings refit on
-    Amendment 40's runs, their RMSE on the new runs, KL and gains per learning rate and method. The lr/3 runs' gain is
-    over Amendment 38's untrained model (same weights, questions, stream)."""
+    """Amendment 42: :data:`LR_CURVE`, paired t over seeds; descriptive, the readings refit, RMSE, KL and gains."""
     dest = _kl_dir(r)
     seeds = _written(d, r, lambda s: all(drift_path(dest, d.regime, m, s, "kl").is_file() and
                                           heldout_x_path(r.out, d.regime, m, s).is_file() for m in LR_METHODS), 5)
     new = pd.concat([seed_table(r.out, d.regime, d.methods, dest).assign(lr=LR_GROUPS[d.regime]),
-                     untrained_rows(r.out, SMALL_LR)], ignore_index=True)
+                     untrained_rows(r.out, SMALL_LR)], ignore_index=True)  # Amendment 38's untrained model
     new = heldout_gains(new[new["seed"].isin(seeds)])
     k = new["kl_heldout"].to_numpy(float)
     per_run = new.assign(**{f"pred_{x}": reading(x, k) for x in "LRH"})
@@ -426,7 +403,7 @@ def _lr_curve(d: Design, r: Reading) -> dict:
 
 
 def advantage_runs(out: str | Path, regime: str, seeds: Sequence[int]) -> pd.DataFrame:
-    """Per DDRL run of ``regime``: ``d2``, the first and last quarter's mean advantage x 100, the RL steps."""
+    """Per DDRL run of ``regime``: ``d2``, the first and last quarter's mean advantage (x 100), the RL steps."""
     rows = []
     for s in seeds:
         p = csv_path(out, regime, "ddrl", s, steps=True)
@@ -449,8 +426,7 @@ def advantage_summary(per: pd.DataFrame) -> dict:
 
 
 def _dynamics(d: Design, r: Reading) -> dict:
-    """Amendment 54: D2 on the design's DDRL runs from their step logs (``entries``), ``summary`` per regime (the
-    decided one, then :data:`DYNAMICS_DESCRIBED`) and ``runs``."""
+    """Amendment 54: D2 from the DDRL runs' step logs, a ``summary`` per regime and the ``runs``."""
     per = [advantage_runs(r.out, g, s) for g, s in ((d.regime, r.seeds), *DYNAMICS_DESCRIBED)]
     n_q = pd.read_csv(csv_path(r.out, d.regime, "ddrl", r.seeds[0]), dtype={"question": str}).query(
         "split == 'adapted'").question.nunique()
@@ -467,14 +443,12 @@ def _claims_table(d: Design, res: dict, text: Callable[[dict], str]) -> list[str
 
 
 def _levels_under(d: Design, res: dict, text: Callable[[dict], str], head: str, row: Callable[[dict], str]) -> str:
-    """The claims (their text ``text(entry)``), then a level table: ``head``, a row ``row(level)`` per level."""
     rows = _claims_table(d, res, text)
     rows += ["", head, "|---" * (head.count("|") - 1) + "|", *(row(r) for r in res["levels"])]
     return "\n".join(rows) + "\n"
 
 
 def _lr_heldout_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
-    """The claims and each run's held-out level at both learning rates."""
     lr = lambda r: "-" if r["method"] == "no_adaptation" else LR_CELL[r["regime"]]  # noqa: E731
     return _levels_under(d, res, lambda e: e["claim"], "| method | learning rate | held-out pass@1, mean over seeds "
                          "(SD) | seeds below the untrained run |",
@@ -482,7 +456,6 @@ def _lr_heldout_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
 
 
 def _lr_drift_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
-    """The claims and each group's held-out pass@1 and KL."""
     return _levels_under(d, res, lambda e: e["metric"], "| learning rate | method | held-out pass@1, mean (SD) | "
                          "held-out KL [1e-3 nats/token], mean (SD) |",
                          lambda r: f"| {r['lr']} | {r['method']} | {r['heldout_mean']:.1f} ({r['heldout_std']:.1f}) | "
@@ -490,7 +463,6 @@ def _lr_drift_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
 
 
 def _cor_drift_table(d: Design, cor: dict, beside: Sequence[dict]) -> str:
-    """The claims, COR alone's KL and held-out gain, Amendment 40's RL runs beside."""
     rows = _claims_table(d, cor, lambda e: e["metric"])
     rows += ["", f"COR alone's held-out KL: {cor['kl_mean']:.2f} (SD {cor['kl_sd']:.2f}) x 1e-3 nats/token; its held-out "
              f"gain over the untrained model: {cor['heldout_gain_mean']:+.2f} points (mean over {len(cor['seeds'])} seeds).",
@@ -502,7 +474,6 @@ def _cor_drift_table(d: Design, cor: dict, beside: Sequence[dict]) -> str:
 
 
 def _lr_curve_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
-    """The claims, each reading's RMSE and the three learning rates' KL, held-out and adapted gains."""
     rows = _claims_table(d, res, lambda e: e["metric"])
     r = res["rmse"]
     rows += ["", f"Root-mean-square error on the {len(res['runs'])} new runs (points): H {r['H']:.2f}, L {r['L']:.2f}, "
@@ -520,7 +491,6 @@ def _lr_curve_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
 
 
 def _dynamics_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
-    """The verdict beside the registered default-lr D2, then each regime's runs."""
     e = res["entries"][0]
     b = {(x["id"], x["regime"]): x for x in beside}[("D2", SAME_BASE[e["regime"]])]
     rows = [d.header, "|---|---|---|---|---|",
@@ -536,21 +506,20 @@ def _dynamics_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
     return "\n".join(rows) + "\n"
 
 
-# 768 MATH-500-like questions (Amendments 26, 27): each seed's runs on one device, the GPU seeds in DEVICES_FILE
-
+# 768 MATH-500-like questions (Amendments 26, 27)
 
 DEVICES_FILE = "devices.json"  # {seed: device name} of the seeds computed on a GPU
 
 
 def gpu_seeds(out: str | Path = WIDE_OUT) -> dict[int, str]:
-    """The seeds imported from a GPU (:func:`~ddrl.study.runner.import_runs`), with the device's name."""
+    """The seeds imported from a GPU, with the device's name."""
     path = Path(out) / DEVICES_FILE
     return {int(k): v for k, v in json.loads(path.read_text()).items()} if path.is_file() else {}
 
 
 def device_check(d: pd.DataFrame, devices: dict[int, str], confidence: float = 0.95) -> dict | None:
-    """The registered device check: the GPU seeds' mean per-seed effect (row means of ``d``) minus the CPU seeds',
-    Welch's t interval; ``shifted`` when it excludes 0. None below 2 seeds on either device."""
+    """The GPU seeds' mean effect (row means of ``d``) minus the CPU seeds', Welch's t interval; ``shifted``: it
+    excludes 0. None below 2 seeds on either device."""
     eff = d.mean(axis=1)
     gpu = eff[[s in devices for s in eff.index]]
     cpu = eff[[s not in devices for s in eff.index]]
@@ -562,8 +531,7 @@ def device_check(d: pd.DataFrame, devices: dict[int, str], confidence: float = 0
 
 
 def _device_check(d: Design, r: Reading) -> dict:
-    """Amendment 26: the registered claims once every seed is complete: ``entries`` (CPU seeds alone where the device
-    check shifted), ``all_seeds``, ``cpu_seeds`` and each claim's :func:`device_check`."""
+    """Amendment 26: the claims, on the CPU seeds alone where the :func:`device_check` shifted."""
     done = analysed_seeds(d, r.out, r.seeds)
     df = load_questions(r.out)
     df = df[df.seed.isin(done)]
@@ -591,7 +559,7 @@ def _device_check(d: Design, r: Reading) -> dict:
 
 
 def _wide_arms(d: Design, r: Reading) -> list[dict]:
-    """Amendment 27 (CPU only): Q1, Q2 on every complete seed, Q3, Q4 on those with the method's run."""
+    """Amendment 27 (CPU only): its claims, each on the seeds with both runs."""
     seeds = analysed_seeds(d, r.out, r.seeds)
     gpu = set(gpu_seeds(r.out))
     if gpu & set(seeds):
@@ -609,7 +577,6 @@ def _wide_arms(d: Design, r: Reading) -> list[dict]:
 
 
 def _wide_table(d: Design, res: dict | list, beside: Sequence[dict]) -> str:
-    """The claims; under Amendment 26's, each claim's device check."""
     rows = _claims_table(d, {"entries": res} if isinstance(res, list) else res, lambda e: d.what(e["id"]))
     if isinstance(res, dict):
         rows += ["", "| device check (GPU - CPU seeds, per-seed effect, points) | difference [95% CI] | seeds (GPU / "
@@ -621,14 +588,12 @@ def _wide_table(d: Design, res: dict | list, beside: Sequence[dict]) -> str:
 
 # COR alone (Amendments 34-38): designs spanning regimes, claims keyed (id, regime)
 
-
-#: A held-out claim's registered-build entry beside it, where another id (K4x: K5x, DDRL at the default lr - COR alone)
+#: A held-out claim's registered-build entry beside it, where another id
 ACROSS = {"K4x": "K5x"}
 
 
 def _cor_alone_seeds(d: Design, r: Reading, what: str) -> dict[str, tuple[int, ...]]:
-    """The design's seeds per regime: in a regime trained to a clock those with every CSV (at least 2), else all; a
-    ValueError naming ``what`` while any is missing."""
+    """Seeds per regime (to a clock: those with every CSV); a ValueError naming ``what`` while any is missing."""
     seeds, need = {}, _reads(d)
     for p in regime_designs(d):
         ss = tuple(s for s in p.seeds if s in r.seeds)
@@ -647,7 +612,6 @@ def _cor_alone_seeds(d: Design, r: Reading, what: str) -> dict[str, tuple[int, .
 
 
 def _keyed_entries(d: Design, df: pd.DataFrame, n_boot: int) -> list[dict]:
-    """The claims keyed (id, regime), each an :func:`~ddrl.study.claims.amendment_entry` on the design's split."""
     metric = "held-out pass@1" if d.split == HELDOUT_X else "adapted pass@1"
     return [amendment_entry(cid, g, what, f"{metric}, {what} [points]", a, b,
                             paired_matrix(df, g, a, b, d.split).to_numpy(), MARGIN, n_boot)
@@ -655,8 +619,7 @@ def _keyed_entries(d: Design, df: pd.DataFrame, n_boot: int) -> list[dict]:
 
 
 def _cor_alone(d: Design, r: Reading) -> dict:
-    """Amendments 34-37: the adapted claims (``entries``); descriptive, each run's adapted pass@1 and maj@16 per regime
-    (``levels``), COR alone's kept rollouts per regime and ``seed_pass1``."""
+    """Amendments 34-37: the adapted claims; descriptive, levels with maj@16 and COR alone's kept rollouts."""
     seeds, need = _cor_alone_seeds(d, r, "a CSV the adapted claims read"), _reads(d)
     df = read_csvs(csv_path(r.out, f, m, s) for own in (True, False) for g in seeds for s in seeds[g]
                    for f, m in need[g] if (f == g) == own)
@@ -674,9 +637,7 @@ def _cor_alone(d: Design, r: Reading) -> dict:
 
 
 def _cor_alone_heldout(d: Design, r: Reading) -> dict:
-    """Amendments 34 and 38: the held-out claims; descriptive, ``levels``, ``seed_pass1``, how many computed runs
-    reproduce their committed adapted rows and, in a regime of another base, how many no-RL runs' adapted rows equal the
-    base's (``same_as_base``)."""
+    """Amendments 34 and 38: the held-out claims; descriptive, levels, runs reproduced and ``same_as_base``."""
     seeds, need = _cor_alone_seeds(d, r, "a held-out evaluation"), _reads(d)
     df = read_csvs(heldout_x_path(r.out, g, m, s) for g in seeds for _, m in need[g] for s in seeds[g])
     per = run_levels(df, HELDOUT_X)
@@ -694,7 +655,6 @@ def _cor_alone_heldout(d: Design, r: Reading) -> dict:
 
 
 def _cor_alone_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
-    """The claims (held-out ones beside the registered entry, :data:`ACROSS`), then the levels per regime."""
     held = d.split == HELDOUT_X
     pred = {k: v for x in (d, *(DESIGNS[b] for b in d.beside or () if b in DESIGNS)) for k, v in x.predicted.items()}
     reg = {(e["id"], e["regime"]): e for e in beside}
@@ -714,12 +674,10 @@ def _cor_alone_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
     return "\n".join(rows) + "\n"
 
 
-# Policy drift (Amendments 21-25) and the registered analyses: lists of entries
-
+# Policy drift (Amendments 21-25) and the registered analyses
 
 def _drift(d: Design, r: Reading) -> list[dict]:
-    """Amendments 21-25 (:mod:`ddrl.study.drift`): the KL measure :attr:`Design.drift` or each arm of that set against
-    its method, on every complete seed; generator ``default_rng(0)``."""
+    """Amendments 21-25: :attr:`Design.drift`'s KL measure, or each arm of that set against its method."""
     rng = np.random.default_rng(0)
     if d.drift in ARMS:
         return analyse_arms(r.out, d.regime, rng, d.drift, x3h_slope() if d.drift in PREDICTED_FROM_SLOPE else None)
@@ -727,19 +685,16 @@ def _drift(d: Design, r: Reading) -> list[dict]:
 
 
 def _claims(d: Design, r: Reading) -> list[dict]:
-    """The registered analysis of the design's build: ``claims.json``'s entries."""
     return analyse_claims(r.out, load_regimes(regimes_path(d.results)), r.n_boot)[0]
 
 
 def _scorecard_table(d: Design, res: list[dict], beside: Sequence[dict]) -> str:
-    """The registered scorecard, or a replication's entries beside the registered ones."""
     if d.results == RESULTS:
         return claims.scorecard(res).to_markdown(index=False, floatfmt=".1f") + "\n"
     return claims.replication_markdown(claims.replication_table({"registered": beside, d.results.name: res})) + "\n"
 
 
 def _drift_table(d: Design, res: list[dict], beside: Sequence[dict]) -> str:
-    """Each entry: id and metric, arm, seeds, estimate [95% CI], predicted value and verdict."""
     rows = ["| prediction | arm | seeds | estimate [95% CI] | predicted | verdict |", "|---|---|---|---|---|---|"]
     for e in res:
         predicted, metric = format(e["predicted"], "+.2f") if "predicted" in e else "-", e["metric"].replace("|", r"\|")
@@ -749,14 +704,13 @@ def _drift_table(d: Design, res: list[dict], beside: Sequence[dict]) -> str:
 
 
 def _seed_pass1(d: Design, r: Reading) -> dict:
-    """Each run's pass@1 on the split: run by run, or seed by seed with :attr:`Design.level_regimes`."""
     per = run_levels(r.df, d.split)
     per = per.sort_values("seed", kind="stable") if d.level_regimes else per.drop(columns="regime")
     return {"seed_pass1": per.to_dict(orient="records")}
 
 
 def _vote(d: Design, r: Reading) -> dict:
-    """The vote by quarter of the RL steps of each run read, per regime of :attr:`Design.level_regimes`."""
+    """The vote by quarter of the RL steps, per regime of ``level_regimes``."""
     steps = read_csvs(csv_path(r.out, g, m, s, steps=True) for s in r.seeds for g in d.level_regimes for m in d.methods)
     vote = pd.concat([vote_by_quarter(seeds=r.seeds, regime=g, steps=steps) for g in d.level_regimes],
                      ignore_index=True)
@@ -764,19 +718,17 @@ def _vote(d: Design, r: Reading) -> dict:
 
 
 def _rl_minutes(d: Design, r: Reading) -> dict:
-    """Each run's mean RL wall time in the design's regime, in minutes."""
+    """Each run's mean RL wall time in the design's regime (minutes)."""
     rl = r.df[(r.df.regime == d.regime) & (r.df.split == "adapted")].groupby(["method", "seed"]).rl_seconds.first()
     return {"rl_minutes": (rl.groupby("method").mean() / 60).round(2).to_dict()}
 
 
 def _level_rows(d: Design, res: dict, seeds: Sequence[int]) -> list[str]:
-    """M1's split (where measured) and the levels under :attr:`Design.level_header`: per run its learning rate, mean
-    pass@1 (SD), the seeds below the reference at the same lr and, where measured, RL minutes and COR's kept rollouts.
-    """
+    """M1's split (where measured), then the level table under :attr:`Design.level_header`."""
     span = f"seeds {seeds[0]}-{seeds[-1]}"
     split = ["", f"| part of DDRL - TTRL ({span}) | points |", "|---|---|",
              *(f"| {p['part']} ({p['claim']}) | {p['points']:+.2f} |" for p in res["split"])] if "split" in res else []
-    if any(r["n_seeds"] != len(seeds) for r in res["levels"]):  # a run on fewer seeds (BCS+DAE in AMC-like) says so
+    if any(r["n_seeds"] != len(seeds) for r in res["levels"]):  # a run on fewer seeds
         span = f"those of {span} it ran"
     head = d.level_header.format(span=span)
     rows = [*split, "", head, "|---" * (head.count("|") - 1) + "|"]
@@ -795,23 +747,21 @@ def _level_rows(d: Design, res: dict, seeds: Sequence[int]) -> list[str]:
     return rows
 
 
-def held_level_rows(levels: Sequence[dict], first: str = "run (lr/10)",
-                    mean: str = "held-out pass@1, mean over seeds (SD)") -> list[str]:
-    """The held-out level table: ``first`` (the run), ``mean`` (SD), seeds below the untrained run."""
-    return ["", f"| {first} | {mean} | seeds below the untrained run |", "|---|---|---|",
+def held_level_rows(levels: Sequence[dict], first: str = "run (lr/10)") -> list[str]:
+    """The held-out level table: run, mean (SD), seeds below the untrained run."""
+    return ["", f"| {first} | held-out pass@1, mean over seeds (SD) | seeds below the untrained run |", "|---|---|---|",
             *(f"| {r['method']} | {r['pass1']:.1f} ({r['sd']:.1f}) | {below_cell(r)} |" for r in levels)]
 
 
 def cor_level_rows(levels: Sequence[dict], cor_kept: dict[str, float], first: str = "method") -> list[str]:
-    """The adapted level table under the COR amendments' claims: mean (SD), seeds below DDRL, COR's kept rollouts."""
+    """The COR level table: adapted mean (SD), seeds below DDRL, COR's kept rollouts."""
     kept = {m: f"{k:.0f}" for m, k in cor_kept.items()}
     return ["", f"| {first} | adapted pass@1, mean over seeds (SD) | seeds below DDRL | COR's kept rollouts |",
             "|---|---|---|---|", *(f"| {r['method']} | {r['pass1']:.1f} ({r['sd']:.1f}) | {below_cell(r, 'ddrl')} | "
                                    f"{kept.get(r['method'], '-')} |" for r in levels)]
 
 
-# MATH-500-like at lr/10, Table 1, COR 4x at 1e-6 (Amendments 28, 49-51, 62), and the repeat check of cached DDRL runs
-
+# Table 1, COR 4x at 1e-6 (Amendments 49-51, 62), and the repeat check
 
 def t1f_missing(out: str | Path, seeds: Sequence[int], regimes: Sequence[str]) -> dict[str, list[int]]:
     """Per regime, the seeds whose ``dae`` (under ``table1_fixed``) or TTRL CSV is missing."""
@@ -820,7 +770,7 @@ def t1f_missing(out: str | Path, seeds: Sequence[int], regimes: Sequence[str]) -
 
 
 def t1f_entry(df: pd.DataFrame, regime: str, n_boot: int = 4000, stream: str | None = None) -> dict:
-    """T1f (``dae`` - TTRL) over ``df``'s seeds with T1's Table 1 number, sign and margin (Amendments 50, 51)."""
+    """T1f (``dae`` - TTRL) with T1's Table 1 number, sign and margin (Amendments 50, 51)."""
     t1 = get_claim("T1")
     return {**amendment_entry("T1f", regime, "fixed +1/-1 advantages instead of GRPO's help TTRL (Table 1, the paper's "
                               "text)", "pass@1 dae - GRPO [points]", "dae", "ttrl",
@@ -829,8 +779,7 @@ def t1f_entry(df: pd.DataFrame, regime: str, n_boot: int = 4000, stream: str | N
 
 
 def _t1f(d: Design, r: Reading) -> dict:
-    """Amendments 50, 51: T1f per regime of :attr:`Design.level_regimes` once every seed is complete; on fresh seeds
-    (51) the verdict on them alone and, descriptive, ``pooled`` with 50's seeds; ``levels`` per learning rate."""
+    """Amendments 50, 51: T1f per regime; on fresh seeds (51) decided on them alone, ``pooled`` with 50's beside."""
     missing = {g: m for g, m in t1f_missing(r.out, r.seeds, d.level_regimes).items() if m}
     if missing:
         raise ValueError(f"{r.out}: {d.tag} incomplete, seeds missing per regime {missing}; the plan reads no estimate "
@@ -851,8 +800,7 @@ def _t1f(d: Design, r: Reading) -> dict:
 
 
 def _t1f_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
-    """Amendment 50's table (per learning rate the paper's Table 1 number, T1 beside, T1f), then the levels; Amendment
-    51's adds its fresh seeds' row and levels."""
+    """Amendment 50's table (Table 1's number, T1, T1f per learning rate) and levels, Amendment 51's rows added."""
     a50, more = DESIGNS["table1_fixed"], res if "seen" in res else None
     res = json.loads(a50.analysis.read_text()) if more else res
     t1 = {"math500_like": next(e for e in beside if (e["id"], e["regime"]) == ("T1", "math500_like")),
@@ -868,7 +816,7 @@ def _t1f_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
                       *(_level_rows(d, more, more["seeds"]) if more else [])]) + "\n"
 
 
-#: Amendment 62's claims (id -> a, b, split, what: pass@1 a - b on the split; ours, sign +1) and COR's four settings
+#: Amendment 62's claims (id -> a, b, split, what: pass@1 a - b on the split, sign +1) and COR's four settings
 #: (method -> kept multiple, learning rate)
 COR_TRADE_CLAIMS = {
     "K1g": (COR_4X_LR10, "bcs_dae", "adapted", "COR 4x at 1e-6 - BCS+DAE (the RL-only weights)"),
@@ -877,11 +825,6 @@ COR_TRADE_CLAIMS = {
     "R1gx": (COR_4X_LR10, COR_LR10, HELDOUT_X, "COR 4x at 1e-6 - COR 1x at 1e-6")}
 
 COR_SETTINGS = {COR_LR10: (1, "1e-6"), COR_4X_LR10: (4, "1e-6"), "ddrl": (1, "1e-5"), COR_4X: (4, "1e-5")}
-
-
-def _split_dir(out: str | Path, split: str) -> Path:
-    """Where a split's CSVs lie under ``out``: adapted ones in it, the others below it."""
-    return Path(out) / ("" if split == "adapted" else split)
 
 
 def trade(levels: dict[str, Sequence[dict]]) -> list[dict]:
@@ -893,8 +836,7 @@ def trade(levels: dict[str, Sequence[dict]]) -> list[dict]:
 
 
 def _cor_trade(d: Design, r: Reading) -> dict:
-    """Amendment 62 on the seeds complete on both splits (to the clock): :data:`COR_TRADE_CLAIMS`' entries; descriptive,
-    ``levels`` per split, :func:`trade` and how many recomputed held-out COR runs reproduce the adapted job's rows."""
+    """Amendment 62: :data:`COR_TRADE_CLAIMS` on seeds complete on both splits; levels, :func:`trade`, reproduced."""
     gone = set().union(*(missing_seeds(_split_dir(r.out, sp), d.regime, ms, r.seeds)
                          for sp, ms in COR_TRADE_RUNS.items()))
     done = seeds_to_analyse(r.seeds, set(r.seeds) - gone, f"{r.out}: {d.tag}", d.cutoff)
@@ -912,7 +854,6 @@ def _cor_trade(d: Design, r: Reading) -> dict:
 
 
 def _cor_trade_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
-    """Amendment 62's claims (split, estimate, half-width, verdict), then COR's four settings over BCS+DAE."""
     rows = [d.header, "|---|---|---|---|---|"]
     for e in res["entries"]:
         a, b, sp, what = COR_TRADE_CLAIMS[e["id"]]
@@ -928,9 +869,8 @@ def _cor_trade_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
 
 def check_rows(out: str | Path, check: str | Path, seeds: Sequence[int], regime: str = SMALL_LR,
                split: str = "adapted") -> dict | None:
-    """The repeat check on ``seeds`` (Amendments 56, 59; 60 on ``split`` :data:`~ddrl.study.plan.HELDOUT_X`), or None
-    before every re-evaluation is written: questions and whole seeds whose re-evaluated DDRL pass@1 equals the committed
-    CSV's, and R1 against the re-evaluated runs."""
+    """The repeat check (Amendments 56, 59, 60): questions and seeds whose re-evaluated DDRL pass@1 equals the committed
+    one, and R1 against the re-evaluated runs; None before every re-evaluation is written."""
     out, check = _split_dir(out, split), _split_dir(check, split)
     if missing_seeds(check, regime, ("ddrl",), seeds):
         return None
@@ -945,19 +885,18 @@ def check_rows(out: str | Path, check: str | Path, seeds: Sequence[int], regime:
             "r1_against_reevaluated": float(100 * (cor4x - again.reindex(cor4x.index)).mean())}
 
 
-#: The tables of the designs whose analysis is one named measure (:attr:`Design.whole`), by that measure's name
+#: The tables of the whole analyses (:attr:`Design.whole`), by name
 TABLES: dict[str, Callable[[Design, dict, Sequence[dict]], str]] = {
     "lr_heldout": _lr_heldout_table, "lr_drift": _lr_drift_table, "cor_alone_drift": _cor_drift_table,
     "lr_curve": _lr_curve_table, "dynamics": _dynamics_table, "device_check": _wide_table, "wide_arms": _wide_table,
     "cor_alone": _cor_alone_table, "cor_alone_heldout": _cor_alone_table, "drift": _drift_table,
     "claims": _scorecard_table, "t1f": _t1f_table, "cor_trade": _cor_trade_table}
-#: The named measures, by name (:attr:`Design.measures`; :attr:`Design.whole`)
+#: The named measures, by name (:attr:`Design.measures`, :attr:`Design.whole`)
 MEASURES: dict[str, Callable[[Design, Reading], dict]] = {
     "reproduced": _reproduced, "reproduced_by_method": _reproduced_by_method, "heldout_check": _heldout_check,
     "cor_kept": _cor_kept, "retrain_check": _retrain_check, "reeval_check": _reeval_check, "levels": _levels,
     "split": _split, "c2": _c2, "divergence": _divergence, "agreeing": _agreeing, "seed_pass1": _seed_pass1,
     "vote": _vote, "rl_minutes": _rl_minutes,
-    # whole analyses (Design.whole), each with its table in TABLES
     "lr_heldout": _lr_heldout, "lr_drift": _lr_drift, "cor_alone_drift": _cor_drift, "lr_curve": _lr_curve,
     "dynamics": _dynamics, "device_check": _device_check, "wide_arms": _wide_arms, "cor_alone": _cor_alone,
     "cor_alone_heldout": _cor_alone_heldout, "drift": _drift, "claims": _claims, "t1f": _t1f, "cor_trade": _cor_trade}

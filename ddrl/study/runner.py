@@ -1,25 +1,16 @@
-"""The claims study's command line (``results/plan.md``): the registered stages, and the designs of
-:data:`ddrl.study.designs.DESIGNS` through one generic job list (:func:`jobs`), analysis (:func:`analyse`, with
-:mod:`ddrl.study.measures`), table (:func:`markdown`, :func:`committed_table`) and command line (:func:`design_main`).
+"""The claims study's command line (``results/plan.md``): the registered stages, and every design of
+:data:`ddrl.study.designs.DESIGNS` through one generic job list, analysis and table.
 
 ::
 
-    python -m ddrl.study --stage 1 [--budget-min N] [--regimes aime_like ...]   # no adaptation, TTRL, DDRL, seeds 0-5
-    python -m ddrl.study --analyse stage1        # variance components + seeds per regime -> results/stage1.json
-    python -m ddrl.study --stage 2 [--budget-min N]                            # the rest, in the plan's priority order
-    python -m ddrl.study --heldout-x             # H1x (Amendments 11-17, 19, 20): H1 (+ TTRL, BCS+DAE, ...) on fresh questions
-    python -m ddrl.study --real-rollouts         # F1-F3, G1, E1, E2's inputs on SVAMP Codex samples (Amendment 18)
+    python -m ddrl.study --stage 1 [--budget-min N] [--regimes ...]   # no adaptation, TTRL, DDRL, seeds 0-5; resumable
+    python -m ddrl.study --analyse stage1        # variance components, seeds per regime -> results/stage1.json
+    python -m ddrl.study --stage 2 | --heldout-x | --real-rollouts   # the rest; H1x's fresh questions; SVAMP samples
     python -m ddrl.study --analyse claims        # every claim's estimate, interval, verdict -> results/claims.json
-    python -m ddrl.study --small-lr-regime [--results R]   # R/regimes_small_lr.json (Amendments 28, 44; nothing measured)
-    python -m ddrl.study status|analyse|run|render DESIGN   # a design of ddrl.study.designs.DESIGNS (plan amendments)
-    python -m ddrl.study import wide DIR --device NAME      # a GPU machine's complete seeds (plan Amendment 26)
-    python -m ddrl.study render-page             # docs/results.md from the committed analyses (make docs)
-    python -m ddrl.study rerun DESIGN REGIME METHOD SEED [--steps K]   # recompute one committed run and compare
-
-A job (:mod:`ddrl.study.jobs`, run by :func:`ddrl.study.jobs.run_jobs`) is one regime x seed x the methods of one
-claim that share a run; it writes one CSV per method under ``results/runs/<regime>/`` (pass@1 per question, and a
-``-steps.csv`` per trained method). Killed and rerun, written jobs are skipped and finished runs load;
-``--budget-min`` skips jobs that would start after the budget.
+    python -m ddrl.study --small-lr-regime [--results R]   # R/regimes_small_lr.json (Amendments 28, 44)
+    python -m ddrl.study status|analyse|run|render DESIGN   # a design of ddrl.study.designs.DESIGNS
+    python -m ddrl.study import wide DIR --device NAME      # a GPU machine's complete seeds (Amendment 26)
+    python -m ddrl.study render-page | rerun DESIGN REGIME METHOD SEED   # docs/results.md; one run recomputed
 """
 
 from __future__ import annotations
@@ -61,9 +52,7 @@ from ddrl.study.page import main as render_page
 def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, results_dir: str | Path,
               budget_min: float | None = None, runs_root: str | Path | None = None, workers: int | None = None,
               progress: bool = True) -> dict:
-    """Stage 1, its analysis (``stage1.json``), stage 2 and H1x with what is left of ``budget_min``, the real LLM's
-    sample claims' inputs (the registered scale only), then every claim (``claims.json``); resumable. Returns what was
-    written and run."""
+    """The registered study, resumable: stage 1, ``stage1.json``, stage 2, H1x, the SVAMP samples, ``claims.json``."""
     results_dir = Path(results_dir)
     check_weights(regimes_path(results_dir), scale)
     end = time.time() + 60 * budget_min if budget_min is not None else None
@@ -76,7 +65,7 @@ def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, re
                   progress, desc="study stage 2")
     s3 = run_jobs(heldout_x_jobs(list(regimes), scale), scale, runs_dir, runs_root, left(), workers, progress,
                   desc="study H1x")
-    if scale.name == "default":  # the sample claims on a real LLM (Amendment 18), where its samples are found
+    if scale.name == "default":  # the real LLM's sample claims (Amendment 18)
         try:
             run_real_rollouts_job(runs_dir)
         except DataError as e:
@@ -87,16 +76,14 @@ def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, re
     return {"stage1": stage1, "claims": entries, "missing": missing, "jobs": status}
 
 
-#: Where each lr/10 regime's cached DDRL runs come from, for :func:`refuse_untrained`'s message: (the amendment that
-#: trained them, the command that trains them again)
+#: lr/10 regime -> (the amendment that trained its cached DDRL runs, the command that trains them again)
 CACHED_BY = {SMALL_LR: (55, "python -m ddrl.study run ablation_amc trains them, ~12 worker-minutes a seed"),
              MATH500_SMALL_LR: (59, "python -m ddrl.study run refine_math500 trains them, ~14 worker-minutes a seed")}
 
 
 def refuse_untrained(seeds: Sequence[int], runs_root: str | Path, scale: str,
                      amendment: int = 56, regime: str = SMALL_LR) -> None:
-    """A ValueError naming the seeds whose DDRL run in ``regime`` is not finished under ``runs_root``, before any job:
-    ``amendment`` uses the cached runs of :data:`CACHED_BY`'s amendment and trains none."""
+    """Raise a ValueError naming the seeds whose cached DDRL run in ``regime`` is not finished under ``runs_root``."""
     gone = untrained(seeds, runs_root, scale, regime, ("ddrl",))
     if gone:
         by, how = CACHED_BY[regime]
@@ -105,20 +92,19 @@ def refuse_untrained(seeds: Sequence[int], runs_root: str | Path, scale: str,
 
 
 def seeds_line(what: str, total: int, missing: Sequence[int], cutoff: str | None = None) -> str:
-    """A status line: how many of ``total`` seeds are complete, which are not and, with a clock, the minutes left."""
+    """A status line: seeds complete of ``total``, those missing and, with a clock, the minutes left."""
     clock = "" if cutoff is None else f"; minutes to the clock {minutes_to(cutoff):.0f}"
     return f"{what}: {total - len(missing)} of {total} seeds complete; missing {list(missing)}{clock}"
 
 
 def import_runs(src: str | Path, device: str, out: str | Path = WIDE_OUT, regime: str = MATH500_768,
                 methods: Sequence[str] = STAGE1_METHODS) -> list[int]:
-    """Copy the complete seeds of a GPU machine's ``run --out src`` into ``out``, recorded in :data:`DEVICES_FILE` as
-    computed on ``device``; a seed missing a method is left out, one imported before with the same files skipped, and
-    one ``out`` already holds a CSV of refused (one device per seed). Returns the seeds imported now."""
+    """Copy a GPU machine's complete seeds from ``src`` into ``out`` as computed on ``device``; returns those copied.
+    One device per seed (Amendment 26): a seed with a CSV in ``out`` already is refused."""
     dest, devices = Path(out) / regime, gpu_seeds(out)
     seeds = [s for s in complete_seeds(src, regime, methods) if not (devices.get(s) == device and all(
         csv_path(out, regime, m, s).is_file() and csv_path(out, regime, m, s).read_bytes() ==
-        csv_path(src, regime, m, s).read_bytes() for m in methods))]  # imported before: nothing to do
+        csv_path(src, regime, m, s).read_bytes() for m in methods))]  # not imported before
     clash = [s for s in seeds if any(dest.glob(f"*-seed{s:02d}{CSV}")) or any(dest.glob(f"*-seed{s:02d}-steps{CSV}"))]
     if clash:
         raise ValueError(f"import_runs: {dest} already holds CSVs of seed(s) {clash}; one device per seed")
@@ -135,9 +121,8 @@ def import_runs(src: str | Path, device: str, out: str | Path = WIDE_OUT, regime
 
 
 def jobs(d: Design, seeds: Sequence[int] | None = None, now: float | None = None) -> list[Job]:
-    """Seed by seed, a job per evaluated run (on the seeds of the claims that pair it); once the clock has passed
-    (``now``: epoch seconds) only the first :attr:`Design.late_seeds` seeds."""
-    if d.regime_seeds:  # regime by regime (:func:`regime_designs`)
+    """The design's jobs; past its clock (``now``: epoch seconds) only those of its first ``late_seeds`` seeds."""
+    if d.regime_seeds:
         return [j for p in regime_designs(d) for j in jobs(p, seeds and [s for s in seeds if s in p.seeds], now)]
     groups = [((m,), d.kinds[i] if d.kinds else d.job_kind) for i, m in enumerate(d.evaluates)] if d.job_per_run \
         else [(d.evaluates, d.job_kind)]
@@ -147,9 +132,9 @@ def jobs(d: Design, seeds: Sequence[int] | None = None, now: float | None = None
 
 
 def missing(d: Design, out: str | Path | None = None, seeds: Sequence[int] | None = None) -> list[int]:
-    """Seeds without every CSV the design's analysis needs (per claim with :attr:`Design.claim_seeds`)."""
+    """Seeds without every CSV the design's analysis needs."""
     out, among = d.runs if out is None else out, d.seeds if seeds is None else seeds
-    if d.regime_seeds:  # in any of its regimes
+    if d.regime_seeds:
         return sorted({s for ss in _unwritten(d, out, {g: [s for s in ss if s in among] for g, ss in
                                                         d.regime_seeds.items()}).values() for s in ss})
     if d.claim_seeds is None:
@@ -160,9 +145,7 @@ def missing(d: Design, out: str | Path | None = None, seeds: Sequence[int] | Non
 
 def analyse(d: Design, out: str | Path | None = None, n_boot: int = 4000, now: float | None = None,
             seeds: Sequence[int] | None = None) -> dict:
-    """The design's claims on :func:`analysed_seeds` (``entries``: the registered ones by their matrices and rule, ours
-    by :func:`~ddrl.study.claims.amendment_entry`), then its named measures (``levels`` first where not named); a
-    :attr:`Design.whole` measure instead, on ``seeds``."""
+    """The design's analysis: its claims' ``entries``, then its named measures (``levels`` first where not named)."""
     out = d.runs if out is None else Path(out)
     if d.whole:
         return MEASURES[d.whole](d, Reading(pd.DataFrame(), out, list(d.seeds if seeds is None else seeds), n_boot, {}))
@@ -191,9 +174,7 @@ def analyse(d: Design, out: str | Path | None = None, n_boot: int = 4000, now: f
 
 
 def markdown(d: Design, res: dict, beside: Sequence[dict]) -> str:
-    """The table docs/results.md quotes: per claim the entry ``beside`` it (the registered default-lr one, or
-    :attr:`Design.beside`'s; with none, the seeds), the design's, its half-width beside the plan's predictions, its
-    verdict; then the levels."""
+    """The table docs/results.md quotes: per claim the entries beside it, the design's and its verdict; the levels."""
     if d.whole:
         return TABLES[d.whole](d, res, beside)
     by = {e["id"]: e for e in beside if d.beside or e["regime"] == SAME_BASE[d.regime]}
@@ -218,8 +199,7 @@ def markdown(d: Design, res: dict, beside: Sequence[dict]) -> str:
 
 
 def beside_entries(d: Design, results: Path | None = None) -> list[dict]:
-    """The committed entries :func:`markdown` sets beside the design's: the registered ``claims.json``'s, or those of
-    :attr:`Design.beside`'s analyses or claims files."""
+    """The committed entries :func:`markdown` sets beside the design's (:attr:`Design.beside`)."""
     if d.beside is None:
         return []
     if not d.beside:
@@ -229,8 +209,7 @@ def beside_entries(d: Design, results: Path | None = None) -> list[dict]:
 
 
 def committed_table(name: str) -> str:
-    """The table of design ``name``'s committed analysis (:func:`markdown`), or a sentence saying it is not committed
-    yet, with the command that tells how far it is."""
+    """Design ``name``'s committed table, or a sentence saying it is not committed yet."""
     d = DESIGNS[name]
     return committed_markdown(d.analysis, lambda res: markdown(d, res, beside_entries(d)), d.amendment,
                               f"python -m ddrl.study status {name}")
@@ -247,13 +226,12 @@ RUN_BY = {"claims": "its runs are the registered stages': python -m ddrl.study -
 
 
 def run(d: Design, args: argparse.Namespace) -> str:
-    """The design's jobs on its build's measured weights, to its clock; a design reading cached DDRL runs or loading
-    finished ones (:attr:`Design.finished`) refuses a seed without one before any job (it must not train one)."""
+    """Run the design's jobs to its clock; a seed lacking a cached or finished run it loads is refused first."""
     if not (d.evaluates or d.regime_runs):
         where = RUN_BY[d.whole].format(results=d.results.relative_to(REPO))
         raise ValueError(f"{d.id} has no jobs of its own: {where}")
     seeds = d.seeds if args.seeds is None else tuple(s for s in d.seeds if s in set(args.seeds))
-    seeds = tuple(s for s in seeds if s not in gpu_seeds(args.out))  # a GPU machine's imported seeds (Amendment 26)
+    seeds = tuple(s for s in seeds if s not in gpu_seeds(args.out))  # imported from a GPU (Amendment 26)
     regimes, scale = regimes_path(d.results), SCALES[args.scale]
     check_weights(regimes, scale)
     root = args.runs_root or cache_root() / "runs"
@@ -267,11 +245,11 @@ def run(d: Design, args: argparse.Namespace) -> str:
     if d.then_heldout:  # checked against the adapted jobs' CSVs
         status += run_jobs([replace(j, label="H1x") for j in jobs(d, seeds)], scale, args.out, root,
                            clock_budget(d.cutoff, args.budget_min), args.workers, desc=f"{d.tag} H1x", regimes=regimes)
-    check = []  # the repeat checks: each DDRL run evaluated again (a finished one: none trains)
+    check = []  # the repeat checks: each finished DDRL run evaluated again
     if {"retrain_check", "reeval_check"} & set(d.measures):
         gone = {s for _, s in untrained(seeds, root, args.scale, d.regime, ("ddrl",))}
         check = [Job(d.regime, s, ("ddrl",), f"COR repeat check (A{d.amendment})") for s in seeds if s not in gone]
-    if "heldout_check" in d.measures:  # the cached DDRL runs of the seeds whose evaluation is written
+    if "heldout_check" in d.measures:
         check += [Job(d.regime, s, ("ddrl",), "H1x") for s in seeds
                   if all(path(d, args.out, m, s).is_file() for m in d.evaluates)]
     if check:
@@ -283,7 +261,7 @@ def design_main(argv: Sequence[str] | None = None) -> int:
     """``python -m ddrl.study run|status|analyse|render|import DESIGN``."""
     ap = argparse.ArgumentParser(prog="python -m ddrl.study", description="a design of ddrl.study.designs.DESIGNS: its "
                                  "jobs, status, analysis, table, or a GPU machine's seeds")
-    ap.add_argument("what", choices=("run", "status", "analyse", "render", "import"))
+    ap.add_argument("what", choices=DESIGN_COMMANDS)
     ap.add_argument("design", help=f"one of {', '.join(DESIGNS)}")
     ap.add_argument("src", nargs="?", type=Path, help="import: a GPU machine's run --out folder")
     ap.add_argument("--device", default=None, help="import: the GPU's name (nvidia-smi), recorded per seed")
@@ -297,7 +275,7 @@ def design_main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         d = design(args.design)
-        args.out = d.runs if args.out is None else args.out  # default: the design's runs/ (another build: its own)
+        args.out = d.runs if args.out is None else args.out
         if args.what == "run":
             print(run(d, args))
         elif args.what == "status":
@@ -306,7 +284,7 @@ def design_main(argv: Sequence[str] | None = None) -> int:
             print(seeds_line(f"{d.tag} ({', '.join(where)})", len(d.seeds), missing(d, args.out), d.cutoff))
         elif args.what == "render":
             sys.stdout.write(committed_table(d.id))
-        elif args.what == "import":  # its complete seeds, each recorded as computed on the device
+        elif args.what == "import":
             if args.src is None or not args.device:
                 raise ValueError("import needs a GPU machine's run --out folder and --device NAME")
             print(f"imported seeds {import_runs(args.src, args.device, args.out, d.regime, d.evaluates)} as {args.device}")
@@ -318,18 +296,17 @@ def design_main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-#: The subcommands of the designs' table (:mod:`ddrl.study.designs`): ``python -m ddrl.study run|status|analyse DESIGN``
 DESIGN_COMMANDS = ("run", "status", "analyse", "render", "import")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["rerun"]:
-        from ddrl.study.rerun import main as rerun_main  # torch: notebook 06 renders through this module without it
+        from ddrl.study.rerun import main as rerun_main  # imports torch: only when asked
 
         return rerun_main(argv[1:])
     subcommands = {"render-page": render_page, **{c: design_main for c in DESIGN_COMMANDS}}
-    if argv[:1] and argv[0] in subcommands:  # beside the registered stages' flags below
+    if argv[:1] and argv[0] in subcommands:
         return subcommands[argv[0]](argv if argv[0] in DESIGN_COMMANDS else argv[1:])
     ap = argparse.ArgumentParser(prog="python -m ddrl.study", description=__doc__.split("\n\n")[0],
                                  epilog="subcommands: run|status|analyse|render DESIGN (a design of ddrl.study.designs); import "
@@ -371,7 +348,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     scale = SCALES[args.scale]
-    if args.stage1_seeds is not None:  # only which seeds stage 1 lists: the runs and their keys stay the scale's
+    if args.stage1_seeds is not None:  # which seeds stage 1 lists; the runs' keys stay the scale's
         scale = replace(scale, stage1_seeds=args.stage1_seeds)
     if args.real_rollouts:
         try:
@@ -409,16 +386,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ValueError as e:
             print(f"ddrl.study: {e}", file=sys.stderr)
             return 2
-    if args.stage == 1:
-        jobs = stage1_jobs(list(regimes), scale)
-    elif args.stage == 2:
-        if not stage1_file.is_file():
-            print(f"ddrl.study: {stage1_file} missing: run --stage 1 and --analyse stage1 first", file=sys.stderr)
-            return 2
-        jobs = stage2_jobs(list(regimes), scale, json.loads(stage1_file.read_text())["seeds"])
-    elif args.heldout_x:
-        jobs = heldout_x_jobs(list(regimes), scale)
-    if args.stage or args.heldout_x:
+        if args.stage == 1:
+            jobs = stage1_jobs(list(regimes), scale)
+        elif args.stage == 2:
+            if not stage1_file.is_file():
+                print(f"ddrl.study: {stage1_file} missing: run --stage 1 and --analyse stage1 first", file=sys.stderr)
+                return 2
+            jobs = stage2_jobs(list(regimes), scale, json.loads(stage1_file.read_text())["seeds"])
+        else:
+            jobs = heldout_x_jobs(list(regimes), scale)
         what = f"stage {args.stage}" if args.stage else "H1x"
         t0 = time.perf_counter()
         done = run_jobs(jobs, scale, args.out, args.runs_root, args.budget_min, args.workers,
@@ -439,7 +415,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if entries:
         docs = args.docs or (REPO / "docs" / "results" if args.results == RESULTS else args.results / "figures")
         paths = render_results(entries, args.out, docs, missing)
-        if args.results == RESULTS:  # the registered scorecard changed: so did every replication's side by side
+        if args.results == RESULTS:  # every replication's side by side shows the registered scorecard
             paths.update(C.render_replications(RESULTS, entries))
         elif ("registered_weights" in json.loads(regimes_path(args.results).read_text())
               and (registered := C.load(RESULTS / "claims.json"))):
@@ -451,5 +427,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":  # pragma: no cover  (python -m ddrl.study runs ddrl/study/__main__.py)
+if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
