@@ -282,6 +282,14 @@ def _ipc_kernel_manager(sockets: str) -> type:
         def _socket_prefix(self) -> str:
             return os.path.join(sockets, "kernel")
 
+        async def _async_interrupt_kernel(self) -> None:
+            # jupyter_client interrupts the kernel before every shutdown; a SIGINT that reaches the idle kernel between
+            # two messages puts "[IPKernelApp] ERROR | KeyboardInterrupt caught in kernel" into the batch log (seen
+            # under load). The shutdown request goes over the control channel, which a busy kernel still serves, and a
+            # kernel that does not stop in time is killed: no interrupt is needed once shutting down.
+            if not self.shutting_down:
+                await super()._async_interrupt_kernel()
+
     return IPCKernelManager
 
 
