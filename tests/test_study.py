@@ -503,16 +503,6 @@ def test_a_committed_base_build_is_installed_on_another_cpu(tmp_path, monkeypatc
         study.check_weights(regimes)
 
 
-def test_a_results_tree_with_its_own_regimes_file_reads_it_else_the_registered_one(tmp_path):
-    """A replication (plan Amendments 5, 6) is a results tree with its own regimes_base.json (the registered regimes
-    on its build's weights): its analyses and runs read that file; a tree without one reads the registered file."""
-    assert study_plan.regimes_path(tmp_path) == study.RESULTS / "regimes_base.json"
-    (tmp_path / "regimes_base.json").write_text("{}")
-    assert study_plan.regimes_path(tmp_path) == tmp_path / "regimes_base.json"
-    xeon = study.RESULTS / "replication_xeon"
-    assert study_plan.regimes_path(xeon) == xeon / "regimes_base.json"
-
-
 def test_progress_counts_written_csvs_from_their_names_only(tmp_path):
     """The progress table (notebook 06, docs/results.md) reads file names, never a result: a CSV whose
     content is not even a table still counts as written; steps CSVs and other files do not."""

@@ -208,7 +208,8 @@ def study_dir(d: Design, out: Path) -> Path:
 def run_claims(d: Design, args: argparse.Namespace) -> str:
     """The registered stages of ``d``'s results tree (:func:`run_study`), from the scale's stage-1 seeds."""
     if args.seeds is not None:
-        raise ValueError(f"{d.id}: the registered stages take the scale's stage-1 seeds, then stage1.json's; no --seeds")
+        raise ValueError(f"{d.id}: the registered stages take the scale's stage-1 seeds, then stage1.json's; "
+                         "no --seeds")
     scale, regimes = SCALES[args.scale], regimes_path(d.results)
     to = study_dir(d, args.out)
     res = run_study(load_regimes(regimes, scale), scale, args.out, to, args.budget_min, args.runs_root, args.workers,
