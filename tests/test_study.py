@@ -286,17 +286,22 @@ def test_heldout_x_records_are_fresh_and_skip_repeats():
     assert study_plan.heldout_x_records(reg, 50) == x[:50]
 
 
-def test_cli_claims_renders_beside_its_results_not_into_the_docs(smoke, capsys):
-    """``--analyse claims`` with another ``--results`` renders under ``<results>/figures``; only the committed
-    results render into docs/results/ (a smoke run must never overwrite the published scorecard)."""
+def test_run_claims_smoke_writes_beside_its_out_and_analyse_renders_there_never_into_results(smoke, capsys):
+    """``run claims --scale smoke --out DIR``: the registered stages (every regime; the fixture's runs load),
+    ``stage1.json`` and ``claims.json`` beside DIR; ``analyse claims`` renders the scorecard and figures under
+    ``<DIR>/../figures``. Nothing under results/ or docs/results/ is written (a smoke run must never overwrite them)."""
     root = smoke["root"]
-    docs = REPO / "docs" / "results" / "claims_scorecard.md"
-    before = docs.stat().st_mtime_ns if docs.is_file() else None
-    assert study.main(["--analyse", "claims", "--scale", "smoke", "--regimes", *ONE, "--out", str(root / "runs"),
-                       "--results", str(root / "res")]) == 0
-    assert (root / "res" / "claims.json").is_file() and (root / "res" / "figures" / "claims_scorecard.png").is_file()
-    assert (docs.stat().st_mtime_ns if docs.is_file() else None) == before
-    assert str(root / "res" / "figures") in capsys.readouterr().out
+    committed = [REPO / "docs" / "results" / "claims_scorecard.md", study.RESULTS / "claims.json",
+                 study.RESULTS / "stage1.json"]
+    before = [p.stat().st_mtime_ns for p in committed]
+    common = ["--scale", "smoke", "--out", str(root / "runs")]
+    assert study.main(["run", "claims", *common, "--runs-root", str(root / "rr"), "--workers", "2"]) == 0
+    assert set(json.loads((root / "stage1.json").read_text())["seeds"]) == set(study_plan.THREE)
+    got = {(e["id"], e["regime"]) for e in json.loads((root / "claims.json").read_text())}
+    assert {("M1", r) for r in study_plan.THREE} | {("M1", study_plan.SMALL_LR), ("S1", "amc_like")} <= got
+    assert study.main(["analyse", "claims", *common]) == 0
+    assert (root / "figures" / "claims_scorecard.png").is_file() and str(root / "figures") in capsys.readouterr().out
+    assert [p.stat().st_mtime_ns for p in committed] == before
 
 
 def test_a_rerun_skips_written_jobs(smoke, monkeypatch):
@@ -322,21 +327,22 @@ def test_a_spent_budget_starts_no_job(tmp_path, monkeypatch):
 
 @pytest.mark.slow  # kills a study mid-run and resumes it (minutes): make test-slow, CI when time allows
 def test_a_killed_study_resumes_without_retraining(tmp_path):
-    """SIGKILL the CLI (parent and workers) once a first run has finished; the rerun keeps it (not retrained)
+    """SIGKILL ``run claims`` (parent and workers) once a first run has finished; the rerun keeps it (not retrained)
     and writes every CSV."""
     env = {**os.environ, "DDRL_CACHE_DIR": str(tmp_path / "cache")}
-    cmd = [sys.executable, "-m", "ddrl.study", "--stage", "1", "--scale", "smoke", "--regimes", *ONE, "--out",
-           str(tmp_path / "runs"), "--results", str(tmp_path), "--runs-root", str(tmp_path / "rr"), "--workers", "2",
-           "--no-progress"]
+    cmd = [sys.executable, "-m", "ddrl.study", "run", "claims", "--scale", "smoke", "--out", str(tmp_path / "runs"),
+           "--runs-root", str(tmp_path / "rr"), "--workers", "2"]
     runs = tmp_path / "rr"
     finished = kill_after_first_run(cmd, env, runs)
     assert finished, "no run finished before the study ended or the deadline"
-    assert len(list(runs.glob("*/final/result.json"))) < 2 * 2, "the stage finished before the kill"
+    assert len(list(runs.glob("*/final/result.json"))) < 3 * 2 * 2, "stage 1 finished before the kill"
     stamp = {p: p.stat().st_mtime_ns for p in finished}
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     assert {p: p.stat().st_mtime_ns for p in finished} == stamp, "a finished run was retrained"
-    assert len(list((tmp_path / "runs" / "math500_like").glob("*-seed0?.csv.gz"))) == 3 * 2
+    assert all(study_plan.csv_path(tmp_path / "runs", r, m, s).is_file()
+               for r in study_plan.THREE for m in study_plan.STAGE1_METHODS for s in (0, 1))
+    assert (tmp_path / "claims.json").is_file()
 
 
 @pytest.fixture(scope="module")
@@ -448,11 +454,11 @@ def test_selection_errors_by_hand():
     assert -9.5 < e2["estimate"] < -6 and e2["verdict"] == "contradicted"
 
 
-def test_a_committed_base_build_is_installed_on_another_cpu_and_exported_only_when_measured(tmp_path, monkeypatch):
+def test_a_committed_base_build_is_installed_on_another_cpu(tmp_path, monkeypatch):
     """A testbed build's bits depend on the CPU (docs/testbed.md): the measured builds are committed under
     results/base_models/ and installed into an empty cache, never built; no build, a cache holding another build,
-    a committed build with other weights, or S1's weaker base unbuilt, is refused by name; --export-base copies only
-    measured weights; the smoke scale (its own model) is not checked."""
+    a committed build with other weights, or S1's weaker base unbuilt, is refused by name; the smoke scale (its own
+    model) is not checked."""
     import hashlib
 
     import ddrl.testbed.pretrain as pt
@@ -480,18 +486,11 @@ def test_a_committed_base_build_is_installed_on_another_cpu_and_exported_only_wh
     assert not [p for p in cached.parent.iterdir() if p.name.startswith(".tmp-")]
     study.check_weights(regimes)  # installed once: the second check reads it
 
-    exported = study.main(["--export-base", "--results", str(regimes.parent)])
-    assert exported == 0 and (pin / "model.safetensors").read_bytes() == b"the measured bits"
-    assert study_plan.export_base_models(regimes, tmp_path / "out") == [tmp_path / "out" / pin.name]
-    assert sorted(p.name for p in (tmp_path / "out" / pin.name).iterdir()) == sorted(p.name for p in cached.iterdir())
 
     (cached / "model.safetensors").write_bytes(b"this CPU's own build")  # another machine's build in the cache
     with pytest.raises(ValueError, match=f"committed build {pin} has the measured weights: move {cached} aside.*"
                        r"own cache \(DDRL_CACHE_DIR"):
         study.check_weights(regimes)
-    with pytest.raises(ValueError, match="measured on other base weights"):
-        study_plan.export_base_models(regimes, tmp_path / "out2")
-    assert not (tmp_path / "out2").exists()  # nothing exported from unmeasured weights
 
     shutil.rmtree(cached)
     (pin / "model.safetensors").write_bytes(b"a committed build with other bits")
@@ -502,31 +501,6 @@ def test_a_committed_base_build_is_installed_on_another_cpu_and_exported_only_wh
     (regimes.parent / "regimes_weak.json").write_text(json.dumps({"weights": {"model": "testbed:weak"}, "regimes": []}))
     with pytest.raises(ValueError, match="testbed:weak is not built"):  # S1's weaker base, once measured
         study.check_weights(regimes)
-
-
-def test_a_replication_copies_the_registered_regimes_onto_this_machines_weights_and_is_read_instead(
-        tmp_path, monkeypatch, capsys):
-    """plan Amendments 5-6: ``--new-replication`` writes the registered regimes verbatim (those named), keyed to this
-    machine's build, once (an unknown regime, a second write and the registered weights themselves are refused);
-    ``--results`` naming a directory with its own regimes_base.json reads those regimes, without one the registered."""
-    reg = json.loads((study.RESULTS / "regimes_base.json").read_text())
-    here = {"model": "testbed:default", "model.safetensors": "this-cpu"}
-    monkeypatch.setattr(study_plan, "model_fingerprint", lambda name: {**here})
-    out = tmp_path / "rep"
-    assert study_plan.regimes_path(out) == study.RESULTS / "regimes_base.json"
-    assert study.main(["--new-replication", "a note", "--regimes", "math500_like", "--results", str(out)]) == 0
-    got = json.loads((out / "regimes_base.json").read_text())
-    assert got["weights"] == here and got["registered_weights"] == reg["weights"] and got["replication"] == "a note"
-    assert got["regimes"] == [r for r in reg["regimes"] if r["name"] == "math500_like"]
-    assert study_plan.regimes_path(out) == out / "regimes_base.json"
-    assert study.main(["--new-replication", "again", "--results", str(out)]) == 2
-    assert "written once" in capsys.readouterr().err
-    with pytest.raises(ValueError, match="unknown regime"):
-        study_plan.write_replication(tmp_path / "x", "n", ["amc_like", "gsm8k_like"])
-    monkeypatch.setattr(study_plan, "model_fingerprint", lambda name: {**reg["weights"]})
-    with pytest.raises(ValueError, match="continue the registered study"):
-        study_plan.write_replication(tmp_path / "y", "n")
-    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
 
 
 def test_progress_counts_written_csvs_from_their_names_only(tmp_path):
@@ -639,7 +613,7 @@ TABLE1_FIXED = (study.RESULTS, study.RESULTS / "runs" / "table1_fixed", 116)  # 
 def test_every_committed_run_is_current_under_this_code(monkeypatch, results_dir, runs, min_files):
     """The committed CSVs under results/runs/ are the study. Each carries the content key of what it depends on
     (regime, the full TrainConfig, questions, grader, device kind, base weights: ``study_jobs.job_key``,
-    ``study_jobs.base_job``). A change to any of those makes every committed CSV stale: the next ``--stage`` would
+    ``study_jobs.base_job``). A change to any of those makes every committed CSV stale: the next ``run claims`` would
     recompute the whole study and until then the scorecard would mix runs computed two ways; it fails here instead.
     Trainer numerics are not in the key: a change to them needs a plan amendment and a new ``"what"`` version in
     ``job_key``. A replication (plan Amendment 5) is keyed against the weights of its own ``regimes_base.json``."""
@@ -714,9 +688,3 @@ def test_real_rollouts_job_writes_the_svamp_inputs_and_their_claims(shared_data,
     assert set(got) == {"F1", "F2", "F3", "G1", "E1", "E2", "N1", "N2"} and {e["regime"] for e in entries} == {"svamp_codex"}
     assert all(e["n_seeds"] == 1 and e["ci_low"] <= e["estimate"] <= e["ci_high"] for e in entries)
     assert any(m.startswith("F1 base:") for m in missing)  # no testbed rollouts here: base is missing, not pooled
-
-
-def test_cli_real_rollouts_names_the_missing_file(tmp_path, capsys):
-    rc = study.main(["--real-rollouts", "--data-dir", str(tmp_path), "--out", str(tmp_path / "runs")])
-    assert rc == 2 and "svamp" in capsys.readouterr().err
-    assert not (tmp_path / "runs").exists()

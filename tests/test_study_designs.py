@@ -196,10 +196,13 @@ def test_the_commands_report_refuse_and_write(tmp_path, capsys):
     assert "DDRL runs of seeds [0, 1] in amc_like_small_lr are not finished" in capsys.readouterr().err
     assert not heldout_x_path(tmp_path, SMALL_LR, "ttrl", 0).exists()
     assert study.main(["run", "ablation", "--seeds", "999"]) == 0  # no --out: the design's runs/ (no seed: no job)
-    for name in ("claims_xeon", "drift_amc_like_cpu", "dynamics"):  # no jobs of its own: says where its runs come from
+    for name in ("drift_amc_like_cpu", "dynamics"):  # no jobs of its own: says where its runs come from
         assert study.main(["run", name]) == 2
-    assert "--results results/replication_xeon" in capsys.readouterr().err
-    assert {d.whole for d in D.DESIGNS.values() if not (d.evaluates or d.regime_runs)} <= set(study.RUN_BY)
+    assert "python -m ddrl.study.drift run|export|kl" in capsys.readouterr().err
+    assert {d.whole for d in D.DESIGNS.values() if not (d.evaluates or d.regime_runs)} - {"claims"} <= set(study.RUN_BY)
+    assert study.main(["run", "claims_xeon", "--seeds", "0"]) == 2  # the registered stages choose their seeds
+    assert study.main(["run", "claims", "--scale", "smoke", "--out", str(RESULTS / "smoke" / "runs")]) == 2
+    assert "no --seeds" in (err := capsys.readouterr().err) and "into results/" in err
     assert study.main(["status", "small_lr_etmr_xeon"]) == 0  # a design of another build: its own runs/
     assert "Amendment 44 (math500_like_small_lr, Xeon build): 10 of 12 seeds complete; missing [10, 11]" in \
         capsys.readouterr().out
@@ -631,23 +634,6 @@ def test_the_arms_analysis_reads_only_complete_cpu_seeds(tmp_path):
         study.analyse(ARMS, tmp_path, n_boot=400, seeds=range(10))
 
 
-def test_import_takes_a_gpu_machines_complete_seeds_one_device_per_seed(tmp_path):
-    """Seed 20's files are no clash with seed 200's (``-seed20`` is a prefix of ``-seed200``); a seed missing a method
-    is left out, one imported before with the same files skipped, any other seed the folder holds refused."""
-    src, out = tmp_path / "src", tmp_path / "out"
-    for folder, seed in ((src, 20), (src, 21), (out, 200)):
-        for m in WIDE.methods[:2 if seed == 21 else 3]:
-            p = csv_path(folder, MATH500_768, m, seed)
-            p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_text(f"made up: {m} {seed}\n")
-    assert study.main(["import", "wide", str(src), "--device", "FakeGPU", "--out", str(out)]) == 0
-    assert study.import_runs(src, "FakeGPU", out) == []  # the same files again: nothing to do
-    assert D.complete_seeds(out, MATH500_768, STAGE1_METHODS) == [20, 200] and study.gpu_seeds(out) == {20: "FakeGPU"}
-    with pytest.raises(ValueError, match="one device per seed"):
-        study.import_runs(src, "OtherGPU", out)
-    assert study.main(["import", "wide", str(src)]) == 2  # no device named
-
-
 def test_committed_wide_csvs_are_the_registered_configuration_on_their_device(monkeypatch):
     """Every committed CSV's key is :func:`ddrl.study.jobs.job_key` of the regime's registered configuration, computed
     for the device ``devices.json`` names (the GPU seeds' keys name ``cuda``), and has all 768 questions."""
@@ -667,15 +653,17 @@ def test_committed_wide_csvs_are_the_registered_configuration_on_their_device(mo
 
 @pytest.mark.slow  # an amendment's run command on the tiny model (study machinery): make test-slow, CI when time allows
 def test_wide_smoke_run_import_arms_and_analyse_end_to_end(tmp_path):
-    """The real entry points on the tiny testbed: CPU seeds 200-202, "GPU" seeds 203-205 from another folder (seed 205
-    incomplete there, so it runs here), one device per seed, the analysis; then the arms on the CPU seeds, reusing
+    """The real entry points on the tiny testbed: CPU seeds 200-202, "GPU" seeds 203-204 from another folder (seed 205
+    incomplete there, so it runs here) not redone, the analysis; then the arms on the CPU seeds, reusing
     the untrained runs (same key)."""
     out, other, runs = tmp_path / "out", tmp_path / "other", str(tmp_path / "runs")
     common = ["--scale", "smoke", "--workers", "2", "--runs-root", runs]
     assert study.main(["run", "wide", "--seeds", "200-202", "--out", str(out), *common]) == 0
     assert study.main(["run", "wide", "--seeds", "203-205", "--out", str(other), *common]) == 0
     csv_path(other, MATH500_768, "ttrl", 205).unlink()
-    assert study.import_runs(other, "FakeGPU", out) == [203, 204]
+    for p in other.rglob("*-seed20[34]*"):  # a GPU machine's complete seeds, copied in as Amendment 26's were
+        shutil.copy(p, out / p.relative_to(other))
+    (out / study.DEVICES_FILE).write_text(json.dumps({"203": "FakeGPU", "204": "FakeGPU"}))
     gpu = csv_path(out, MATH500_768, "ttrl", 203)  # keyed as a GPU's run: this machine's job would differ
     pd.read_csv(gpu).assign(key="made up: a GPU's key").to_csv(gpu, index=False)
     before = gpu.read_bytes()
@@ -899,7 +887,7 @@ def test_cor_alone_smoke_runs_cor_from_the_untrained_model_and_analyses(cor_alon
 
 
 def test_the_drift_and_registered_designs_status_and_tables(capsys):
-    """A drift design counts the seeds in its own runs' folder; the registered analyses print the markdown ``--analyse
+    """A drift design counts the seeds in its own runs' folder; the registered analyses print the markdown ``analyse
     claims`` wrote; a drift design a row per committed entry, six cells each (a metric's ``|`` escaped)."""
     assert study.main(["status", "drift_amc_like_cpu_penalty"]) == 0
     assert "Amendment 25 (amc_like, held-out): 13 of 16 seeds complete; missing [113, 114, 115]" in capsys.readouterr().out
@@ -919,7 +907,7 @@ def test_the_drift_and_registered_designs_status_and_tables(capsys):
 
 
 def test_the_small_lr_regime_is_math500_like_under_the_registered_lr10_rule_and_its_files_regenerate():
-    """Amendment 28's regime, and its file (``python -m ddrl.study --small-lr-regime``): the committed one and the Xeon
+    """Amendment 28's regime, and its file (``plan.small_lr_regime_file``): the committed one and the Xeon
     build's (Amendment 44: the same regime on that build's weights) byte for byte."""
     from ddrl.run.storage import write_json
     from ddrl.study import plan as study_plan

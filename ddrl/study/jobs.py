@@ -49,7 +49,7 @@ def job_key(regime: Regime, scale: Scale, method: str, seed: int) -> str:
     """A method's CSV key; it includes the device kind, as a GPU's kernels round differently."""
     exp = experiment(regime, scale, wants_heldout(regime.name, method))
     cfg = exp.config("ddrl" if method in REFINED else method, seed)
-    refine = {"refine": REFINED[method]} if method in REFINED and method != COR_4X else {}  # R1's key as it was
+    refine = {"refine": REFINED[method]} if method in REFINED and method != COR_4X else {}  # R1's committed keys carry none
     return content_key({"what": "study-run-v1", "regime": regime.to_dict(), "method": method, "seed": seed,
                         "config": asdict(cfg), "weights": model_fingerprint(cfg.model),
                         "adapted": records_key(exp.adapted), "heldout": records_key(exp.heldout),

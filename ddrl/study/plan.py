@@ -6,7 +6,6 @@ RL phase."""
 from __future__ import annotations
 
 import json
-import shutil
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -18,7 +17,7 @@ from ddrl.run.fingerprints import model_fingerprint
 from ddrl.run.pool import minutes_to
 from ddrl.run.rundir import RunDir
 from ddrl.run.storage import REPO
-from ddrl.testbed.builds import COMMITTED, META_FILE, cache_root, committed_dir, copy_build, install_build
+from ddrl.testbed.builds import COMMITTED, META_FILE, cache_root, committed_dir, install_build
 from ddrl.testbed.config import get_config
 from ddrl.testbed.task import SplitSpec, generate_records
 
@@ -154,7 +153,6 @@ PRIORITY: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
 #: H1x (plan Amendment 11): its split name and CSV folder; its methods in run order (DDRL's run trains first).
 HELDOUT_X = "heldout_x"
 ADAPTED_X = "adapted_x"  # an H1x run's adapted questions, where no registered CSV holds them
-HELDOUT_X_AMENDMENTS = "11-17, 19, 20"  # the plan amendments that register H1x and its family
 HELDOUT_X_METHODS = ("ddrl", "no_adaptation", "ttrl", "bcs_dae")
 #: The H1x family the lr/10 amendments decide on the fresh questions
 HELDOUT_CLAIMS = ("H1x", "H1xT", "H1xD", "H1xC", "H1xR")
@@ -345,49 +343,6 @@ def _install(pinned: Path | None, built: Path, measured: dict) -> bool:
         if not (built / META_FILE).is_file():
             install_build(pinned, built, {k: v for k, v in measured.items() if k != "model"})
     return True
-
-
-def export_base_models(path: str | Path = RESULTS / "regimes_base.json", dest: Path | None = None) -> list[Path]:
-    """The measured base builds copied from this machine's cache into ``dest`` (default :data:`BASE_MODELS`)."""
-    dest = Path(dest) if dest is not None else BASE_MODELS
-    check_weights(path)
-    out = []
-    for f in measurement_files(path):
-        measured = json.loads(f.read_text())["weights"]
-        built = _cache_dir(measured["model"])
-        if built is None:
-            raise ValueError(f"{f}: {measured['model']} is not a testbed build; only testbed builds are committed")
-        target = dest / _pin_dir(built, measured).name
-        if not (target / META_FILE).is_file() or \
-                {**model_fingerprint(str(target)), "model": measured["model"]} != measured:  # its weight files' sha256
-            if target.exists():
-                shutil.rmtree(target)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            copy_build(built, target)
-        out.append(target)
-    return out
-
-
-def write_replication(results_dir: str | Path, note: str, names: Sequence[str] | None = None,
-                      registered: str | Path = RESULTS / "regimes_base.json") -> Path:
-    """A replication's ``regimes_base.json`` (plan Amendments 5, 6): the registered regimes, this machine's weights."""
-    dest = Path(results_dir) / "regimes_base.json"
-    if dest.is_file():
-        raise FileExistsError(f"{dest} exists: a replication's regimes are written once, before its runs")
-    reg = json.loads(Path(registered).read_text())
-    regimes = [r for r in reg["regimes"] if names is None or r["name"] in names]
-    unknown = sorted(set(names or ()) - {r["name"] for r in regimes})
-    if unknown:
-        raise ValueError(f"unknown regime(s) {unknown}; {registered} defines {[r['name'] for r in reg['regimes']]}")
-    weights = model_fingerprint(reg["model"])
-    if weights == reg["weights"]:
-        raise ValueError(f"this machine's {reg['model']} has the registered weights: continue the registered "
-                         "study instead of replicating it")
-    out = {"model": reg["model"], "weights": weights, "replication": note, "registered_weights": reg["weights"],
-           "regimes": regimes}
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    dest.write_text(json.dumps(out, indent=1) + "\n")
-    return dest
 
 
 def small_lr_regime_file(base: str | Path = RESULTS / "regimes_base.json") -> dict:

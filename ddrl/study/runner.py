@@ -1,16 +1,13 @@
-"""The claims study's command line (``results/plan.md``): the registered stages, and every design of
-:data:`ddrl.study.designs.DESIGNS` through one generic job list, analysis and table.
+"""The claims study's command line (``results/plan.md``): every design of :data:`ddrl.study.designs.DESIGNS`
+through one generic job list, analysis and table; the registered stages (``claims*``) through :func:`run_study`.
 
 ::
 
-    python -m ddrl.study --stage 1 [--budget-min N] [--regimes ...]   # no adaptation, TTRL, DDRL, seeds 0-5; resumable
-    python -m ddrl.study --analyse stage1        # variance components, seeds per regime -> results/stage1.json
-    python -m ddrl.study --stage 2 | --heldout-x | --real-rollouts   # the rest; H1x's fresh questions; SVAMP samples
-    python -m ddrl.study --analyse claims        # every claim's estimate, interval, verdict -> results/claims.json
-    python -m ddrl.study --small-lr-regime [--results R]   # R/regimes_small_lr.json (Amendments 28, 44)
-    python -m ddrl.study status|analyse|run|render DESIGN   # a design of ddrl.study.designs.DESIGNS
-    python -m ddrl.study import wide DIR --device NAME      # a GPU machine's complete seeds (Amendment 26)
-    python -m ddrl.study render-page | rerun DESIGN REGIME METHOD SEED   # docs/results.md; one run recomputed
+    python -m ddrl.study run|status|analyse|render DESIGN   # its jobs (resumable), seeds, analysis, committed table
+    python -m ddrl.study run claims [--scale smoke --out DIR]   # the registered stages, H1x, SVAMP, claims.json
+    python -m ddrl.study analyse claims    # claims.json, the scorecard and the study's figures (docs/results/)
+    python -m ddrl.study render-page       # docs/results.md from the committed analyses (make docs)
+    python -m ddrl.study rerun DESIGN REGIME METHOD SEED [--steps K]   # one committed run recomputed and compared
 """
 
 from __future__ import annotations
@@ -25,46 +22,43 @@ from typing import Sequence
 
 import pandas as pd
 
-from ddrl.study import claims as C
 from ddrl.data import DataError
 from ddrl.report.tables import amendment_cells, claim_row, committed_markdown, entry_cell
 from ddrl.run.pool import clock_budget, minutes_to
-from ddrl.study.plan import Regime
-from ddrl.run.storage import REPO, atomic_write_bytes, cache_root, write_json
+from ddrl.run.storage import REPO, cache_root, write_json
 from ddrl.seeds import seed_range
-from ddrl.study.analysis import (analyse_claims, analyse_stage1, bootstrap_entry, claim_matrix, complete_seeds,
-                                 paired_matrix, read_csvs)
-from ddrl.study.claims import amendment_entry, validate, with_half_width
+from ddrl.study import claims as C
 from ddrl.study import designs
+from ddrl.study.analysis import (analyse_claims, analyse_stage1, bootstrap_entry, claim_matrix, paired_matrix,
+                                 read_csvs)
+from ddrl.study.claims import amendment_entry, validate, with_half_width
 from ddrl.study.designs import (DESIGNS, MARGIN, Design, _complete, _needed, _unwritten, _wants, analysed_seeds, design,
                                 path, regime_designs)
-from ddrl.study.measures import (DEVICES_FILE, MEASURES, TABLES, Reading, _level_rows, cor_level_rows, gpu_seeds,
-                                 held_level_rows)
 from ddrl.study.figures import render_results
-from ddrl.study.plan import (CSV, HELDOUT_X, HELDOUT_X_AMENDMENTS, MATH500_768, MATH500_SMALL_LR, PAIRED, REAL, RESULTS,
-                             SAME_BASE, SCALES, SMALL_LR, STAGE1_METHODS, SVAMP_REGIME, WIDE_OUT, Job, Scale,
-                             check_weights, csv_path, export_base_models, heldout_x_jobs, load_regimes, regimes_path,
-                             seeds_to_start, small_lr_regime_file, stage1_jobs, stage2_jobs, untrained,
-                             write_replication)
 from ddrl.study.jobs import run_jobs, run_real_rollouts_job, status_counts
+from ddrl.study.measures import (DEVICES_FILE, MEASURES, TABLES, Reading, _level_rows, cor_level_rows,  # noqa: F401
+                                 gpu_seeds, held_level_rows)
+from ddrl.study.plan import (HELDOUT_X, MATH500_SMALL_LR, PAIRED, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, Regime,
+                             Scale, check_weights, heldout_x_jobs, load_regimes, regimes_path, seeds_to_start,
+                             stage1_jobs, stage2_jobs, untrained)
 from ddrl.study.page import main as render_page
 
 def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, results_dir: str | Path,
               budget_min: float | None = None, runs_root: str | Path | None = None, workers: int | None = None,
-              progress: bool = True) -> dict:
-    """The registered study, resumable: stage 1, ``stage1.json``, stage 2, H1x, the SVAMP samples, ``claims.json``."""
+              progress: bool = True, regimes_file: str | Path | None = None) -> dict:
+    """The registered study, resumable: stage 1, ``stage1.json``, stage 2, H1x, the SVAMP samples, ``claims.json``.
+    ``regimes_file``: where ``regimes`` came from (default: ``results_dir``'s, else the registered one)."""
     results_dir = Path(results_dir)
-    check_weights(regimes_path(results_dir), scale)
+    check_weights(regimes_file or regimes_path(results_dir), scale)
     end = time.time() + 60 * budget_min if budget_min is not None else None
     left = lambda: None if end is None else max(1e-3, (end - time.time()) / 60)  # noqa: E731
-    s1 = run_jobs(stage1_jobs(list(regimes), scale), scale, runs_dir, runs_root, left(), workers, progress,
-                  desc="study stage 1")
+    go = lambda jobs, what: run_jobs(jobs, scale, runs_dir, runs_root, left(), workers, progress,  # noqa: E731
+                                     desc=f"study {what}", regimes=regimes_file)
+    s1 = go(stage1_jobs(list(regimes), scale), "stage 1")
     stage1 = analyse_stage1(runs_dir, regimes, scale)
     write_json(results_dir / "stage1.json", stage1)
-    s2 = run_jobs(stage2_jobs(list(regimes), scale, stage1["seeds"]), scale, runs_dir, runs_root, left(), workers,
-                  progress, desc="study stage 2")
-    s3 = run_jobs(heldout_x_jobs(list(regimes), scale), scale, runs_dir, runs_root, left(), workers, progress,
-                  desc="study H1x")
+    s2 = go(stage2_jobs(list(regimes), scale, stage1["seeds"]), "stage 2")
+    s3 = go(heldout_x_jobs(list(regimes), scale), "H1x")
     if scale.name == "default":  # the real LLM's sample claims (Amendment 18)
         try:
             run_real_rollouts_job(runs_dir)
@@ -95,29 +89,6 @@ def seeds_line(what: str, total: int, missing: Sequence[int], cutoff: str | None
     """A status line: seeds complete of ``total``, those missing and, with a clock, the minutes left."""
     clock = "" if cutoff is None else f"; minutes to the clock {minutes_to(cutoff):.0f}"
     return f"{what}: {total - len(missing)} of {total} seeds complete; missing {list(missing)}{clock}"
-
-
-def import_runs(src: str | Path, device: str, out: str | Path = WIDE_OUT, regime: str = MATH500_768,
-                methods: Sequence[str] = STAGE1_METHODS) -> list[int]:
-    """Copy a GPU machine's complete seeds from ``src`` into ``out`` as computed on ``device``; returns those copied.
-    One device per seed (Amendment 26): a seed with a CSV in ``out`` already is refused."""
-    dest, devices = Path(out) / regime, gpu_seeds(out)
-    seeds = [s for s in complete_seeds(src, regime, methods) if not (devices.get(s) == device and all(
-        csv_path(out, regime, m, s).is_file() and csv_path(out, regime, m, s).read_bytes() ==
-        csv_path(src, regime, m, s).read_bytes() for m in methods))]  # not imported before
-    clash = [s for s in seeds if any(dest.glob(f"*-seed{s:02d}{CSV}")) or any(dest.glob(f"*-seed{s:02d}-steps{CSV}"))]
-    if clash:
-        raise ValueError(f"import_runs: {dest} already holds CSVs of seed(s) {clash}; one device per seed")
-    dest.mkdir(parents=True, exist_ok=True)
-    for s in seeds:
-        for m in methods:
-            for steps in (False, True):
-                p = csv_path(src, regime, m, s, steps)
-                if p.is_file():
-                    atomic_write_bytes(csv_path(out, regime, m, s, steps), p.read_bytes())
-        devices[s] = device
-    write_json(Path(out) / DEVICES_FILE, {str(k): v for k, v in sorted(devices.items())})
-    return seeds
 
 
 def jobs(d: Design, seeds: Sequence[int] | None = None, now: float | None = None) -> list[Job]:
@@ -216,22 +187,60 @@ def committed_table(name: str) -> str:
 
 
 #: Where the runs of a design whose jobs are not the generic ones come from (by :attr:`Design.whole`)
-RUN_BY = {"claims": "its runs are the registered stages': python -m ddrl.study --stage 1|2, --analyse stage1 and "
-                    "--heldout-x, each with --results {results}",
-          "drift": "its runs come from python -m ddrl.study.drift run|export|kl (ddrl.study.drift's docstring)",
+RUN_BY = {"drift": "its runs come from python -m ddrl.study.drift run|export|kl (ddrl.study.drift's docstring)",
           "lr_drift": "its held-out KLs come from python -m ddrl.study.drift export|kl (ddrl.study.drift's docstring)",
           "cor_alone_drift": "its runs come from python -m ddrl.study.drift kl --cor-alone (ddrl.study.drift's "
                              "docstring)",
           "dynamics": "it reads the step CSVs that other designs' runs wrote"}
 
 
+def study_dir(d: Design, out: Path) -> Path:
+    """Where a ``claims*`` design's stage1.json, claims.json and figures go: its results tree for its own runs, else
+    beside ``out`` (never into results/: a smoke run must not overwrite the committed analyses)."""
+    if Path(out).resolve() == d.runs.resolve():
+        return d.results
+    if Path(out).resolve().parent.is_relative_to(RESULTS.resolve()):
+        raise ValueError(f"{out}: {d.id}'s analyses would go beside it, into results/; use its own runs or another "
+                         "folder")
+    return Path(out).parent
+
+
+def run_claims(d: Design, args: argparse.Namespace) -> str:
+    """The registered stages of ``d``'s results tree (:func:`run_study`), from the scale's stage-1 seeds."""
+    if args.seeds is not None:
+        raise ValueError(f"{d.id}: the registered stages take the scale's stage-1 seeds, then stage1.json's; "
+                         "no --seeds")
+    scale, regimes = SCALES[args.scale], regimes_path(d.results)
+    to = study_dir(d, args.out)
+    res = run_study(load_regimes(regimes, scale), scale, args.out, to, args.budget_min, args.runs_root, args.workers,
+                    regimes_file=regimes)
+    return f"{res['jobs']}; {len(res['claims'])} claim entries -> {to / 'claims.json'}"
+
+
+def analyse_claims_tree(d: Design, out: Path, scale: str = "default") -> str:
+    """``claims.json`` of a ``claims*`` design's runs ``out``, its scorecard and the study's figures beside it
+    (docs/results/ for the registered tree, which also redraws each replication's side by side; else ``figures/``)."""
+    to = study_dir(d, out)
+    entries, gone = analyse_claims(out, load_regimes(regimes_path(d.results), SCALES[scale]))
+    write_json(to / "claims.json", entries)
+    docs = REPO / "docs" / "results" if to == RESULTS else to / "figures"
+    if entries:
+        render_results(entries, out, docs, gone)
+        if to == RESULTS:
+            C.render_replications(RESULTS, entries)
+        elif d.results != RESULTS and (registered := C.load(RESULTS / "claims.json")):
+            C.render_replication({"registered": registered, to.name: entries}, docs)
+    return "".join(f"not computed: {m}\n" for m in gone) + f"{len(entries)} entries -> {to / 'claims.json'}, {docs}\n"
+
+
 def run(d: Design, args: argparse.Namespace) -> str:
     """Run the design's jobs to its clock; a seed lacking a cached or finished run it loads is refused first."""
+    if d.whole == "claims":
+        return run_claims(d, args)
     if not (d.evaluates or d.regime_runs):
-        where = RUN_BY[d.whole].format(results=d.results.relative_to(REPO))
-        raise ValueError(f"{d.id} has no jobs of its own: {where}")
+        raise ValueError(f"{d.id} has no jobs of its own: {RUN_BY[d.whole]}")
     seeds = d.seeds if args.seeds is None else tuple(s for s in d.seeds if s in set(args.seeds))
-    seeds = tuple(s for s in seeds if s not in gpu_seeds(args.out))  # imported from a GPU (Amendment 26)
+    seeds = tuple(s for s in seeds if s not in gpu_seeds(args.out))  # computed on a GPU (Amendment 26)
     regimes, scale = regimes_path(d.results), SCALES[args.scale]
     check_weights(regimes, scale)
     root = args.runs_root or cache_root() / "runs"
@@ -257,19 +266,21 @@ def run(d: Design, args: argparse.Namespace) -> str:
     return str(status_counts(status))
 
 
+DESIGN_COMMANDS = ("run", "status", "analyse", "render")
+
+
 def design_main(argv: Sequence[str] | None = None) -> int:
-    """``python -m ddrl.study run|status|analyse|render|import DESIGN``."""
-    ap = argparse.ArgumentParser(prog="python -m ddrl.study", description="a design of ddrl.study.designs.DESIGNS: its "
-                                 "jobs, status, analysis, table, or a GPU machine's seeds")
+    """``python -m ddrl.study run|status|analyse|render DESIGN``."""
+    ap = argparse.ArgumentParser(prog="python -m ddrl.study", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", choices=DESIGN_COMMANDS)
     ap.add_argument("design", help=f"one of {', '.join(DESIGNS)}")
-    ap.add_argument("src", nargs="?", type=Path, help="import: a GPU machine's run --out folder")
-    ap.add_argument("--device", default=None, help="import: the GPU's name (nvidia-smi), recorded per seed")
     ap.add_argument("--seeds", type=seed_range, default=None, help="run: seeds N-M (default: the design's)")
     ap.add_argument("--scale", choices=sorted(SCALES), default="default")
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--budget-min", type=float, default=None, help="jobs starting later are skipped")
-    ap.add_argument("--out", type=Path, default=None, help="the CSVs (default: the design's runs/)")
+    ap.add_argument("--out", type=Path, default=None, help="the CSVs (default: the design's runs/); claims*: its "
+                    "stage1.json, claims.json and figures go beside another folder")
     ap.add_argument("--runs-root", type=Path, default=None, help="run directories (default: <cache>/runs)")
     ap.add_argument("--json", type=Path, default=None, help="analyse: write the result here")
     args = ap.parse_args(argv)
@@ -284,10 +295,10 @@ def design_main(argv: Sequence[str] | None = None) -> int:
             print(seeds_line(f"{d.tag} ({', '.join(where)})", len(d.seeds), missing(d, args.out), d.cutoff))
         elif args.what == "render":
             sys.stdout.write(committed_table(d.id))
-        elif args.what == "import":
-            if args.src is None or not args.device:
-                raise ValueError("import needs a GPU machine's run --out folder and --device NAME")
-            print(f"imported seeds {import_runs(args.src, args.device, args.out, d.regime, d.evaluates)} as {args.device}")
+        elif d.whole == "claims":
+            if args.json:
+                raise ValueError(f"{d.id}: its claims.json and figures go beside --out; no --json")
+            sys.stdout.write(analyse_claims_tree(d, args.out, args.scale))
         else:
             sys.stdout.write(write_json(args.json or d.analysis, analyse(d, args.out)))
     except ValueError as e:
@@ -296,135 +307,16 @@ def design_main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-DESIGN_COMMANDS = ("run", "status", "analyse", "render", "import")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m ddrl.study COMMAND ...`` (this module's docstring)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["rerun"]:
         from ddrl.study.rerun import main as rerun_main  # imports torch: only when asked
 
         return rerun_main(argv[1:])
-    subcommands = {"render-page": render_page, **{c: design_main for c in DESIGN_COMMANDS}}
-    if argv[:1] and argv[0] in subcommands:
-        return subcommands[argv[0]](argv if argv[0] in DESIGN_COMMANDS else argv[1:])
-    ap = argparse.ArgumentParser(prog="python -m ddrl.study", description=__doc__.split("\n\n")[0],
-                                 epilog="subcommands: run|status|analyse|render DESIGN (a design of ddrl.study.designs); import "
-                                 "DESIGN DIR --device NAME (a GPU machine's seeds); "
-                                 "render-page [--help] (docs/results.md from the committed analyses, make docs); rerun "
-                                 "DESIGN REGIME METHOD SEED [--steps K] (one committed run recomputed and compared question "
-                                 "by question)")
-    what = ap.add_mutually_exclusive_group(required=True)
-    what.add_argument("--stage", type=int, choices=(1, 2), help="run a stage's jobs (resumable)")
-    what.add_argument("--heldout-x", action="store_true", help=f"H1x (plan Amendments {HELDOUT_X_AMENDMENTS}): DDRL, no "
-                      "adaptation, TTRL, BCS+DAE (and BCS in AMC-like and MATH-500-like, BCS with random negatives in "
-                      "AMC-like) on fresh held-out questions (resumable)")
-    what.add_argument("--real-rollouts", action="store_true", help="F1-F3, G1, E1, E2's inputs on the SVAMP Codex "
-                      "samples (plan Amendment 18) -> <out>/real/svamp_codex/ (reads --data-dir or $DDRL_DATA_DIR)")
-    what.add_argument("--analyse", choices=("stage1", "claims"), help="stage1: variance components and seeds "
-                      "(no means) -> stage1.json; claims: every claim -> claims.json")
-    what.add_argument("--export-base", action="store_true", help="copy the measured base builds from this "
-                      "machine's testbed cache into results/base_models/ (to commit: then any CPU runs the study)")
-    what.add_argument("--new-replication", metavar="NOTE",
-                      help="write <results>/regimes_base.json for a replication on this machine's build (the "
-                           "registered regimes named by --regimes, verbatim), then stop")
-    what.add_argument("--small-lr-regime", action="store_true", help="write <results>/regimes_small_lr.json: the "
-                      "MATH-500-like regime of <results>/regimes_base.json under the lr/10 rule (plan Amendments 28, "
-                      "44), then stop")
-    ap.add_argument("--scale", choices=sorted(SCALES), default="default")
-    ap.add_argument("--regimes", nargs="+", default=None, help="default: every regime of regimes_base.json")
-    ap.add_argument("--budget-min", type=float, default=None, help="wall-time budget; later jobs are skipped")
-    ap.add_argument("--stage1-seeds", type=int, default=None, help="stage 1's seeds 0..N-1 (default: the scale's, the "
-                    "plan's 6; Amendment 5's replication runs more)")
-    ap.add_argument("--workers", type=int, default=None, help="default: one per core (ddrl.run.pool)")
-    ap.add_argument("--out", type=Path, default=RESULTS / "runs", help="per-run CSVs (default results/runs)")
-    ap.add_argument("--results", type=Path, default=RESULTS, help="stage1.json / claims.json go here")
-    ap.add_argument("--docs", type=Path, default=None, help="--analyse claims also renders the scorecard and "
-                    "figures here (default: docs/results for the committed results, else <results>/figures)")
-    ap.add_argument("--runs-root", type=Path, default=None, help="run directories (default: <cache>/runs)")
-    ap.add_argument("--data-dir", type=Path, default=None, help="--real-rollouts: a folder holding rollouts/ "
-                    "(as shared/data; default: ddrl.data's search order)")
-    ap.add_argument("--no-progress", action="store_true")
-    args = ap.parse_args(argv)
-
-    scale = SCALES[args.scale]
-    if args.stage1_seeds is not None:  # which seeds stage 1 lists; the runs' keys stay the scale's
-        scale = replace(scale, stage1_seeds=args.stage1_seeds)
-    if args.real_rollouts:
-        try:
-            status = run_real_rollouts_job(args.out, args.data_dir)
-        except DataError as e:
-            print(f"ddrl.study: {e}", file=sys.stderr)
-            return 2
-        print(f"ddrl.study: SVAMP Codex answer groups and G1 rows ({status}) -> {args.out / REAL / SVAMP_REGIME}")
-        return 0
-    if args.new_replication:
-        try:
-            path = write_replication(args.results, args.new_replication, args.regimes)
-        except (ValueError, FileExistsError) as e:
-            print(f"ddrl.study: {e}", file=sys.stderr)
-            return 2
-        print(f"ddrl.study: a replication's regimes on this machine's build -> {path}")
-        return 0
-    if args.small_lr_regime:
-        sys.stdout.write(write_json(args.results / "regimes_small_lr.json",
-                                    small_lr_regime_file(regimes_path(args.results))))
-        return 0
-    regimes = load_regimes(regimes_path(args.results), scale=scale, names=args.regimes)
-    stage1_file, claims_file = args.results / "stage1.json", args.results / "claims.json"
-    if args.export_base:
-        try:
-            paths = export_base_models(regimes_path(args.results))
-        except ValueError as e:
-            print(f"ddrl.study: {e}", file=sys.stderr)
-            return 2
-        print("ddrl.study: the measured base builds -> " + ", ".join(str(p) for p in paths))
-        return 0
-    if args.stage or args.heldout_x:
-        try:
-            check_weights(regimes_path(args.results), scale=scale)
-        except ValueError as e:
-            print(f"ddrl.study: {e}", file=sys.stderr)
-            return 2
-        if args.stage == 1:
-            jobs = stage1_jobs(list(regimes), scale)
-        elif args.stage == 2:
-            if not stage1_file.is_file():
-                print(f"ddrl.study: {stage1_file} missing: run --stage 1 and --analyse stage1 first", file=sys.stderr)
-                return 2
-            jobs = stage2_jobs(list(regimes), scale, json.loads(stage1_file.read_text())["seeds"])
-        else:
-            jobs = heldout_x_jobs(list(regimes), scale)
-        what = f"stage {args.stage}" if args.stage else "H1x"
-        t0 = time.perf_counter()
-        done = run_jobs(jobs, scale, args.out, args.runs_root, args.budget_min, args.workers,
-                        progress=not args.no_progress, desc=f"study {what}")
-        counts = status_counts(done)
-        print(f"ddrl.study: {what}, {len(jobs)} jobs in {time.perf_counter() - t0:.0f} s: {counts}")
-        return 0
-    if args.analyse == "stage1":
-        res = analyse_stage1(args.out, regimes, scale)
-        write_json(stage1_file, res)
-        print(f"ddrl.study: variance components -> {stage1_file}; seeds per regime {res['seeds']}")
-        return 0
-    entries, missing = analyse_claims(args.out, regimes)
-    write_json(claims_file, entries)
-    hw = [e["half_width"] for e in entries]
-    print(f"ddrl.study: {len(entries)} claim x regime entries -> {claims_file}"
-          + (f"; half-widths {min(hw):.1f}-{max(hw):.1f}" if hw else ""))
-    if entries:
-        docs = args.docs or (REPO / "docs" / "results" if args.results == RESULTS else args.results / "figures")
-        paths = render_results(entries, args.out, docs, missing)
-        if args.results == RESULTS:  # every replication's side by side shows the registered scorecard
-            paths.update(C.render_replications(RESULTS, entries))
-        elif ("registered_weights" in json.loads(regimes_path(args.results).read_text())
-              and (registered := C.load(RESULTS / "claims.json"))):
-            paths.update({f"replication.{k}": p for k, p in
-                          C.render_replication({"registered": registered, args.results.name: entries}, docs).items()})
-        print(f"ddrl.study: scorecard and figures -> {docs} ({', '.join(sorted(p.name for p in paths.values()))})")
-    if missing:
-        print("not computed:\n  " + "\n  ".join(missing))
-    return 0
+    if argv[:1] == ["render-page"]:
+        return render_page(argv[1:])
+    return design_main(argv)
 
 
 if __name__ == "__main__":  # pragma: no cover
