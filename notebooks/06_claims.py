@@ -56,7 +56,7 @@ seed = 0  # ddrl.seeds.DEFAULT_SEED (unused: this notebook only reads committed 
 # --- committed results ---
 results_dir = "../results"  # regimes_base.json, power.json, claims.json (relative to notebooks/)
 claims_file = "claims.json"  # the study's scorecard; absent until the study has run
-tables_dir = "../docs/results"  # the tables behind the study's figures, as --analyse claims wrote them (empty: compute)
+tables_dir = "../docs/results"  # the tables behind the study's figures, as `analyse claims` wrote them (empty: compute)
 
 # --- rerunning the study (preset `study`; `smoke` runs its smoke path) ---
 run_study = False  # run the study's jobs (ddrl.study) before rendering; finished runs and written CSVs are reused
@@ -222,7 +222,7 @@ display(Markdown(msg)) if msg else None
 # difference (points). A view of how consistent the sign is, not a second test: the verdict is the scorecard's.
 #
 # This table and those below come from every run CSV of the study (about 2,000 files; the selection rules are
-# replayed on every base question 64 times): about a minute of computing. `python -m ddrl.study --analyse claims`
+# replayed on every base question 64 times): about a minute of computing. `python -m ddrl.study analyse claims`
 # writes them beside the scorecard (`docs/results/`, `ddrl.study.figures.TABLES`) with `tables.json`, a sha256 of
 # the runs and scorecard they came from; where that matches the runs and scorecard read here, they are read back
 # instead of computed (a test recomputes the committed ones and compares).

@@ -304,6 +304,25 @@ def test_run_claims_smoke_writes_beside_its_out_and_analyse_renders_there_never_
     assert [p.stat().st_mtime_ns for p in committed] == before
 
 
+def test_stage1_json_is_written_once_stage_1_is_complete_and_then_kept(tmp_path, monkeypatch):
+    """A budget-cut stage 1 writes no ``stage1.json``; a complete one writes it; a later run reads it, never
+    recomputes it (the committed one holds the seeds later amendments set)."""
+    status = {"status": "skipped (budget)"}
+    monkeypatch.setattr(study, "check_weights", lambda *a: None)
+    monkeypatch.setattr(study, "run_jobs", lambda jobs, *a, **k: [dict(status) for _ in jobs])
+    monkeypatch.setattr(study, "analyse_stage1", lambda *a: {"seeds": {"math500_like": 2}})
+    monkeypatch.setattr(study, "analyse_claims", lambda *a: ([], []))
+    regs = study.load_regimes(study.RESULTS / "regimes_base.json", SMOKE, ONE)
+    study.run_study(regs, SMOKE, tmp_path / "runs", tmp_path)
+    assert not (tmp_path / "stage1.json").exists()
+    status["status"] = "loaded"
+    study.run_study(regs, SMOKE, tmp_path / "runs", tmp_path)
+    assert json.loads((tmp_path / "stage1.json").read_text()) == {"seeds": {"math500_like": 2}}
+    study.write_json(tmp_path / "stage1.json", {"seeds": {"math500_like": 1}})
+    assert study.run_study(regs, SMOKE, tmp_path / "runs", tmp_path)["stage1"] == {"seeds": {"math500_like": 1}}
+    assert json.loads((tmp_path / "stage1.json").read_text()) == {"seeds": {"math500_like": 1}}
+
+
 def test_a_rerun_skips_written_jobs(smoke, monkeypatch):
     root = smoke["root"]
     files = {p: p.stat().st_mtime_ns for p in (root / "runs").rglob("*.csv*")}

@@ -481,7 +481,7 @@ DESIGNS = {d.id: d for d in (
     # The registered analysis and its replications (Amendments 5, 6)
     *(Design(name, a, regime, tuple(range(n)), None, (), ("ttrl", "ddrl"), (), {}, {}, root / "claims.json",
              f"## The registered claims on the {build or 'registered build'}", measures=(), cached_ddrl=False,
-             results=root, build=build, whole="claims")
+             results=root, build=build, whole="claims", split="adapted")
       for name, a, root, regime, n, build in (("claims", 0, RESULTS, "amc_like", 19, None),
                                               ("claims_xeon", 5, XEON, "amc_like", 12, "Xeon build"),
                                               ("claims_c49d", 6, RESULTS / "replication_c49d", SMALL_LR, 19,

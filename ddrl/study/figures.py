@@ -1,6 +1,6 @@
 """The claims study's figures and the tables behind them (seaborn; PNG and PDF), for ``docs/results/`` and notebook
 06, and the designs' figures drawn from their committed analyses. :func:`render_results` writes the study's
-(``python -m ddrl.study --analyse claims``)."""
+(``python -m ddrl.study analyse claims``)."""
 
 from __future__ import annotations
 

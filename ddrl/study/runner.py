@@ -55,8 +55,10 @@ def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, re
     go = lambda jobs, what: run_jobs(jobs, scale, runs_dir, runs_root, left(), workers, progress,  # noqa: E731
                                      desc=f"study {what}", regimes=regimes_file)
     s1 = go(stage1_jobs(list(regimes), scale), "stage 1")
-    stage1 = analyse_stage1(runs_dir, regimes, scale)
-    write_json(results_dir / "stage1.json", stage1)
+    path = results_dir / "stage1.json"  # the seeds per regime, fixed once stage 1 is complete (amendments add to them)
+    stage1 = json.loads(path.read_text()) if path.is_file() else analyse_stage1(runs_dir, regimes, scale)
+    if not path.is_file() and not any(s["status"] == "skipped (budget)" for s in s1):
+        write_json(path, stage1)
     s2 = go(stage2_jobs(list(regimes), scale, stage1["seeds"]), "stage 2")
     s3 = go(heldout_x_jobs(list(regimes), scale), "H1x")
     if scale.name == "default":  # the real LLM's sample claims (Amendment 18)
