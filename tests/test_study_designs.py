@@ -16,17 +16,23 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from conftest import write_h1x
 
+from ddrl.report.tables import amendment_cells, predicted_text
+from ddrl.run.experiments import Experiment
 from ddrl.study import designs as D
 from ddrl.study import drift
 from ddrl.study import figures as F
+from ddrl.study import jobs as study_jobs
 from ddrl.study import measures as M
 from ddrl.study import runner as study
-from ddrl.study.analysis import paired_matrix
+from ddrl.study.analysis import level_table, paired_matrix, run_levels
 from ddrl.study.drift import x3h_slope
-from ddrl.study.plan import (COR_4X, COR_4X_LR10, COR_LR10, COR_ONLY, HELDOUT_X, HELDOUT_X_METHODS, MATH500_SMALL_LR,
-                             PAIRED, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, csv_path, heldout_x_path)
+from ddrl.study.plan import (COR_4X, COR_4X_LR10, COR_LR10, COR_ONLY, HELDOUT_X, HELDOUT_X_METHODS, MATH500_768,
+                             MATH500_SMALL_LR, MATH_MAJ_MIN, NO_RL, PAIRED, REFINED, RESULTS, REUSES_RUN, SAME_BASE,
+                             SCALES, SMALL_LR, STAGE1_METHODS, WIDE_OUT, Job, csv_method_seed, csv_path, heldout_x_path,
+                             heldout_x_records, load_regimes, regimes_path, same_base, wide_regime)
 
 RUNS = RESULTS / "runs"
 
@@ -98,7 +104,9 @@ def test_the_committed_tables(name, line, text):
     ("small_lr_etmr_amc", [("etmr",)]), ("cor4x_lr10_amc", [(COR_4X_LR10,)]),
     ("lr_heldout", [HELDOUT_X_METHODS]),  # the study's H1x job
     ("small_lr", [("ttrl",), ("ddrl",)]), ("table1", [("grpo_no_std",), ("ttrl",)]),  # no clock: never closed
-    ("cor_math500", [(COR_LR10,), (COR_ONLY,)])])
+    ("cor_math500", [(COR_LR10,), (COR_ONLY,)]), ("heldout_math500", [(*HELDOUT_X_METHODS, COR_ONLY)]),
+    ("etmr_heldout", [("etmr",)]), ("etmr_heldout_xeon", [D.ETMR_HELD_RUNS]),  # A45, A48: evaluations of finished runs
+    ("etmr_heldout_amc", [("no_adaptation", "etmr")])])
 def test_jobs_go_seed_by_seed_and_stop_at_the_clock_after_the_first_late_seeds(name, groups):
     d = D.DESIGNS[name]
     kinds = d.kinds or (d.job_kind,) * len(groups)
@@ -111,6 +119,14 @@ def test_jobs_go_seed_by_seed_and_stop_at_the_clock_after_the_first_late_seeds(n
                                                 for g, k in zip(groups, kinds)]
 
 
+def _touch(root, regime, methods, seeds, path=csv_path) -> None:
+    """Empty run CSVs (TEST INPUT): where only a run's presence is read."""
+    for m in methods:
+        for s in seeds:
+            path(root, regime, m, s).parent.mkdir(parents=True, exist_ok=True)
+            path(root, regime, m, s).touch()
+
+
 def test_amendment_29s_runs_are_on_the_seeds_of_the_claims_pairing_them(tmp_path):
     """No clock: BCS+DAE (A2, A3) on 18 seeds, BCS (A1, A2) on 12, seed by seed; each claim waits for every one of its
     own seeds, and is then read on them (written CSVs stand in for runs)."""
@@ -119,34 +135,31 @@ def test_amendment_29s_runs_are_on_the_seeds_of_the_claims_pairing_them(tmp_path
            for m, c in (("bcs_dae", "A3"), ("bcs", "A1"))}
     assert study.jobs(d) == [job[m](s) for s in range(18) for m in job if m == "bcs_dae" or s < 12]
     assert study.jobs(d, (0, 13)) == [job["bcs_dae"](0), job["bcs"](0), job["bcs_dae"](13)]
-    for s in range(17):
-        for m in d.methods if s < 12 else ("ttrl", "bcs_dae", "ddrl"):
-            csv_path(tmp_path, d.regime, m, s).parent.mkdir(parents=True, exist_ok=True)
-            csv_path(tmp_path, d.regime, m, s).write_bytes(b"")
+    _touch(tmp_path, d.regime, d.methods, range(12))
+    _touch(tmp_path, d.regime, ("ttrl", "bcs_dae", "ddrl"), range(12, 17))
     assert study.missing(d, tmp_path) == [17]
     with pytest.raises(ValueError, match=r"Amendment 29 A3 incomplete, seeds missing \[17\]"):
         D.analysed_seeds(d, tmp_path)
-    csv_path(tmp_path, d.regime, "bcs_dae", 17).write_bytes(b"")
-    csv_path(tmp_path, d.regime, "ddrl", 17).write_bytes(b"")
+    _touch(tmp_path, d.regime, ("bcs_dae", "ddrl"), (17,))
     assert D.analysed_seeds(d, tmp_path) == {c: list(s) for c, s in d.claim_seeds.items()}
 
 
 def test_amendment_55_reads_the_same_complete_seeds_for_every_claim(tmp_path):
-    """Its clock: before it no estimate unless all 12 seeds are complete in all four methods; after it the complete
-    seeds from 0, at least 6, the same for A1-A3 (written CSVs stand in for runs)."""
+    """Before its clock every seed or none; after it those before the first missing one (complete in all four
+    methods), at least 6, the same for A1-A3."""
     d = D.DESIGNS["ablation_amc"]
     clock = datetime.fromisoformat(d.cutoff).timestamp()
-    for s in range(8):
-        for m in d.methods if s != 3 else ("ttrl", "ddrl", "bcs"):  # seed 3: BCS+DAE missing
-            csv_path(tmp_path, d.regime, m, s).parent.mkdir(parents=True, exist_ok=True)
-            csv_path(tmp_path, d.regime, m, s).write_bytes(b"")
-    with pytest.raises(ValueError, match=r"seeds missing \[3, 8, 9, 10, 11\] before its clock"):
+    _touch(tmp_path, d.regime, d.methods, (0, 1, 2, 4, 5, 6, 7, 9))
+    _touch(tmp_path, d.regime, ("ttrl", "ddrl", "bcs"), (3,))  # seed 3: BCS+DAE missing
+    with pytest.raises(ValueError, match=r": Amendment 55 seeds missing \[3, 8, 10, 11\] before its clock"):
         D.analysed_seeds(d, tmp_path, now=clock - 60)
     with pytest.raises(ValueError, match=r"Amendment 55: 3 complete seeds from 0, the plan needs 6"):
         D.analysed_seeds(d, tmp_path, now=clock + 1)
-    csv_path(tmp_path, d.regime, "bcs_dae", 3).write_bytes(b"")
-    assert D.analysed_seeds(d, tmp_path, now=clock + 1) == {c: list(range(8)) for c in d.registered}
-    assert study.missing(d, tmp_path) == [8, 9, 10, 11]
+    _touch(tmp_path, d.regime, ("bcs_dae",), (3,))
+    assert D.analysed_seeds(d, tmp_path, now=clock + 1) == {c: list(range(8)) for c in d.registered}  # not seed 9
+    assert study.missing(d, tmp_path) == [8, 10, 11]
+    _touch(tmp_path, d.regime, d.methods, (8, 10, 11))
+    assert D.analysed_seeds(d, tmp_path, now=clock - 60) == {c: list(range(12)) for c in d.registered}
 
 
 def _made_up(out, d, seeds=(0, 1), questions=3) -> pd.DataFrame:
@@ -214,23 +227,21 @@ def test_the_commands_report_refuse_and_write(tmp_path, capsys):
 
 
 def test_the_held_out_etmr_designs_evaluate_the_seeds_their_runs_were_analysed_on():
-    """Amendments 45 and 48: one H1x job per seed of the runs no committed CSV holds, loaded (never trained), on the
-    seeds the analysis of those runs decided on (Amendment 48: the seeds Amendment 47's runs completed by its clock)."""
+    """Amendments 45, 48: they load (never train) the runs no committed CSV holds, on the seeds those runs' analysis read."""
     for name, runs, evaluates in (("etmr_heldout", "small_lr_etmr", ("etmr",)),
                                   ("etmr_heldout_xeon", "small_lr_etmr_xeon", D.ETMR_HELD_RUNS),
                                   ("etmr_heldout_amc", "small_lr_etmr_amc", ("no_adaptation", "etmr"))):
         d = D.DESIGNS[name]
         assert list(d.seeds) == json.loads(D.DESIGNS[runs].analysis.read_text())["seeds"], name
-        assert study.jobs(d) == [Job(d.regime, s, evaluates, "H1x") for s in d.seeds], name
         assert set(d.finished) == set(evaluates) - {"no_adaptation", "bcs_dae"} and not d.cached_ddrl, name
 
 
-def _write(root, method, seed, values, split="adapted", steps=None):
-    """A made-up CSV (TEST INPUT) of ``values`` (pass@1 per question) in MATH-500-like at lr/10, with its steps."""
-    p = (csv_path if split == "adapted" else heldout_x_path)(root, MATH500_SMALL_LR, method, seed)
+def _write(root, method, seed, values, split="adapted", steps=None, regime=MATH500_SMALL_LR):
+    """A made-up CSV (TEST INPUT) of ``values`` (pass@1 per question), with its RL steps' ``adv/mean``."""
+    p = (csv_path if split == "adapted" else heldout_x_path)(root, regime, method, seed)
     p.parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame({"regime": MATH500_SMALL_LR, "method": method, "seed": seed, "split": split,
-                  "question": [f"{split[0]}{i}" for i in range(len(values))], "pass@1": values}).to_csv(p, index=False)
+    pd.DataFrame({"regime": regime, "method": method, "seed": seed, "split": split,
+                  "question": [f"q{i}" for i in range(len(values))], "pass@1": values}).to_csv(p, index=False)
     if steps is not None:
         pd.DataFrame({"regime": MATH500_SMALL_LR, "method": method, "seed": seed, "phase": "rl",
                       "step": range(len(steps)), "adv/mean": steps}).to_csv(
@@ -374,10 +385,8 @@ def test_amendment_39_pairs_a_method_across_learning_rates_and_reads_complete_se
     assert M.across_lr(df, "ddrl", "amc_like").to_numpy().tolist() == [[25.0, 0.0], [25.0, 0.0]]
     with pytest.raises(ValueError, match="ttrl: the lr/10 and default-lr runs cover other seeds or questions"):
         M.across_lr(df, "ttrl", "amc_like")
-    for g, ms in (("amc_like", HELDOUT_X_METHODS), (SMALL_LR, ("ttrl", "ddrl"))):
-        for m in ms:
-            heldout_x_path(tmp_path, g, m, 0).parent.mkdir(parents=True, exist_ok=True)
-            heldout_x_path(tmp_path, g, m, 0).touch()
+    _touch(tmp_path, "amc_like", HELDOUT_X_METHODS, (0,), heldout_x_path)
+    _touch(tmp_path, SMALL_LR, ("ttrl", "ddrl"), (0,), heldout_x_path)
     with pytest.raises(ValueError, match=r"Amendment 39 reads .*at least 2\); seeds \[0, 1\], complete \[0\]"):
         study.analyse(d, tmp_path, seeds=(0, 1))
 
@@ -438,8 +447,6 @@ def test_amendment_41_is_cor_alones_residual_from_each_line(tmp_path):
 def test_amendment_42s_readings_and_its_regime_only_a_third_the_rate():
     """H is flat to its knee, then falls; L and H cross where the plan says; the lr/3 regime (committed
     regimes_lr3.json) is amc_like at a third of its lr."""
-    from ddrl.study.plan import load_regimes, regimes_path
-
     assert drift.reading("H", [0.0, drift.HINGE_K0, drift.HINGE_K0 + 2]).tolist() == pytest.approx(
         [0, 0, -2 * drift.HINGE_B])
     # the two readings cross where the plan says (17.5 units): H above L nearer the base
@@ -511,21 +518,14 @@ def test_amendment_54s_statistic_is_last_minus_first_quarter_of_the_rl_steps(tmp
 
 
 def test_cors_arms_start_where_the_plan_says_and_are_evaluated_on_math500_likes_fresh_questions():
-    """Amendment 30's arms, seed by seed: COR at lr/10 refines the RL-only weights, COR alone the untrained model
-    (:data:`~ddrl.study.plan.REFINED`); Amendment 31's one H1x job per seed, on MATH-500-like's fresh questions."""
-    from ddrl.study.plan import REFINED, heldout_x_records, load_regimes
-
-    h = D.DESIGNS["heldout_math500"]
-    assert [(j.seed, set(j.methods), j.label) for j in study.jobs(h, (3,))] == [
-        (3, {"no_adaptation", "ttrl", "ddrl", "bcs_dae", COR_ONLY}, "H1x")]
+    """Amendment 30: COR refines the RL-only weights, COR alone the untrained model; 31: MATH-500-like's fresh ones."""
     assert REFINED[COR_4X] == (4, 1, "rl") and REFINED[COR_LR10] == (1, 10, "rl") and REFINED[COR_ONLY] == (1, 1, "base")
+    assert REFINED[COR_4X_LR10] == (4, 10, "rl") and COR_4X_LR10 in REUSES_RUN  # Amendment 62
     regs = load_regimes(names=["math500_like", MATH500_SMALL_LR])
     assert heldout_x_records(regs[MATH500_SMALL_LR], 64) == heldout_x_records(regs["math500_like"], 64)
 
 
 def test_refined_rejects_a_bad_start_or_learning_rate():
-    from ddrl.run.experiments import Experiment
-
     exp = Experiment([{"prompt": "1+1", "answer": "2", "id": "q"}], (), overrides={})
     with pytest.raises(ValueError, match="start must be 'rl' or 'base'"):
         exp.refined(0, 4, start="sft")
@@ -533,15 +533,7 @@ def test_refined_rejects_a_bad_start_or_learning_rate():
         exp.refined(0, 4, lr=0.0)
 
 
-# --- 768 MATH-500-like questions (Amendments 26, 27: designs wide, wide_arms; from tests/test_wide.py) ---
-import torch  # noqa: E402
-
-from ddrl.report.tables import amendment_cells, predicted_text  # noqa: E402
-from ddrl.study import jobs as study_jobs  # noqa: E402
-from ddrl.study.analysis import level_table  # noqa: E402
-from ddrl.study.figures import vote_by_quarter  # noqa: E402
-from ddrl.study.plan import MATH500_768, STAGE1_METHODS, WIDE_OUT, csv_method_seed, load_regimes, seeds_to_analyse  # noqa: E402
-from ddrl.study.plan import MATH_MAJ_MIN, wide_regime  # noqa: E402
+# --- 768 MATH-500-like questions (Amendments 26, 27: designs wide, wide_arms) ---
 
 WIDE, ARMS = D.DESIGNS["wide"], D.DESIGNS["wide_arms"]
 
@@ -708,11 +700,11 @@ def test_vote_by_quarter_splits_each_runs_rl_steps_in_four(tmp_path):
     other.parent.mkdir()
     pd.DataFrame([{"regime": "math500_like", "method": "ttrl", "seed": 0, "step": 0, "phase": "rl",
                    "label/majority_ratio": 0.5, "gt/label_acc": 99.0}]).to_csv(other, index=False)
-    got = vote_by_quarter(tmp_path)
+    got = F.vote_by_quarter(tmp_path)
     assert list(got.quarter) == [1, 2, 3, 4] and set(got.n_seeds) == {2}
     assert got.label_acc.to_numpy() == pytest.approx([0.9, 0.8, 0.7, 0.6])
     assert got.majority_ratio.to_numpy() == pytest.approx([0.575, 0.675, 0.775, 0.875])
-    assert vote_by_quarter(tmp_path, seeds=[0]).majority_ratio.iloc[0] == pytest.approx(0.525)
+    assert F.vote_by_quarter(tmp_path, seeds=[0]).majority_ratio.iloc[0] == pytest.approx(0.525)
 
 
 def test_levels_are_per_seed_means_over_seeds_and_the_figure_shows_the_arms_once_analysed(tmp_path):
@@ -750,23 +742,6 @@ def test_wide_vote_figures_jitter_is_drawn_from_its_own_generator():
         dots.append(np.concatenate([c.get_offsets() for c in ax.collections if len(c.get_offsets()) == 3]))
     assert dots[0].shape == (6, 2) and np.array_equal(dots[0], dots[1]) and len(set(dots[0][:, 0])) == 6
     plt.close("all")
-
-
-def test_seeds_to_analyse_is_the_amendments_reading_rule():
-    """Every seed once all are complete; before that nothing until the clock, then the complete seeds up to the first
-    missing one, at least min_seeds; without a clock, every seed."""
-    cutoff = "2026-12-02T12:30:00+00:00"
-    clock = datetime.fromisoformat(cutoff).timestamp()
-    seeds = tuple(range(10))
-    assert seeds_to_analyse(seeds, range(12), "A", cutoff, now=clock - 60) == list(seeds)
-    with pytest.raises(ValueError, match=r"^A seeds missing \[7, 9\] before its clock"):
-        seeds_to_analyse(seeds, [0, 1, 2, 3, 4, 5, 6, 8], "A", cutoff, now=clock - 60)
-    assert seeds_to_analyse(seeds, [0, 1, 2, 3, 4, 5, 6, 8], "A", cutoff, now=clock + 1) == list(range(7))
-    with pytest.raises(ValueError, match=r"^A: 5 complete seeds from 0, the plan needs 6"):
-        seeds_to_analyse(seeds, [0, 1, 2, 3, 4, 8], "A", cutoff, now=clock + 1)
-    assert seeds_to_analyse(seeds, [0, 1, 2, 3, 4, 8], "A", cutoff, now=clock + 1, min_seeds=5) == list(range(5))
-    with pytest.raises(ValueError, match=r"^A incomplete, seeds missing \[9\]"):
-        seeds_to_analyse(seeds, range(9), "A")  # no clock: every seed
 
 
 def test_amendment_cells_close_a_claim_row_as_the_docs_print_it():
@@ -817,16 +792,10 @@ def test_each_cor_alone_design_reads_its_claims_csvs_and_a_no_rl_run_only_from_i
 
 def test_a_regime_run_as_far_as_the_clock_allowed_is_analysed_on_its_complete_seeds(tmp_path):
     """Amendments 36 and 37: lr/10 seeds count where TTRL and DDRL (and what K4 reads) are all written; at least 2."""
-    def touch(regime, method, seeds):
-        for s in seeds:
-            csv_path(tmp_path, regime, method, s).parent.mkdir(parents=True, exist_ok=True)
-            csv_path(tmp_path, regime, method, s).touch()
-
     for r in ("amc_like", "math500_like"):
-        for m in ("no_adaptation", "ddrl", COR_ONLY):
-            touch(r, m, range(12))
-    touch(SMALL_LR, "ddrl", range(4))
-    touch(SMALL_LR, "ttrl", (0, 2))
+        _touch(tmp_path, r, ("no_adaptation", "ddrl", COR_ONLY), range(12))
+    _touch(tmp_path, SMALL_LR, ("ddrl",), range(4))
+    _touch(tmp_path, SMALL_LR, ("ttrl",), (0, 2))
     read = study.Reading(pd.DataFrame(), tmp_path, list(range(12)), 200, {})
     assert M._cor_alone_seeds(CA_XEON, read, "") == {"amc_like": tuple(range(12)), "math500_like": tuple(range(12)),
                                                      SMALL_LR: (0, 2)}
@@ -840,8 +809,6 @@ def test_a_regime_run_as_far_as_the_clock_allowed_is_analysed_on_its_complete_se
 
 
 def test_paired_matrix_reads_a_method_without_rl_from_its_same_base_regime():
-    from ddrl.study.plan import NO_RL, same_base
-
     assert same_base(SMALL_LR) == ["amc_like"] and same_base("math500_like") == ["math500_like_small_lr"]
     assert same_base("aime_like") == [] and set(NO_RL) == {"no_adaptation", COR_ONLY}
     rows = [{"regime": r, "method": m, "seed": s, "split": "adapted", "question": q, "pass@1": v}
@@ -959,9 +926,6 @@ def test_the_lr10_designs_jobs_go_seed_by_seed_in_their_regimes():
     amc, m500 = D.DESIGNS["cor4x_lr10_amc"], D.DESIGNS["cor4x_lr10_math500"]
     clock = datetime.fromisoformat(amc.cutoff).timestamp()
     assert [j.seed for j in study.jobs(m500, now=clock + 1)] == list(range(10))  # MATH-500-like's clock is later
-    from ddrl.study.plan import REFINED, REUSES_RUN
-
-    assert REFINED[COR_4X_LR10] == (4, 10, "rl") and COR_4X_LR10 in REUSES_RUN
 
 
 def test_trade_is_each_cor_settings_gain_over_the_rl_only_weights():
@@ -979,15 +943,11 @@ def test_trade_is_each_cor_settings_gain_over_the_rl_only_weights():
 
 
 def _t1f_world(root, seeds, values):
-    """Made-up CSVs (TEST INPUT) of TTRL, grpo_no_std (beside the regimes') and dae (under table1_fixed/) in both
-    MATH-500-like regimes: per method, pass@1 of two questions, the same in every seed."""
+    """Per method the same pass@1 ``values`` in every seed of both MATH-500-like regimes (dae under table1_fixed/)."""
     for g in ("math500_like", MATH500_SMALL_LR):
         for m, vals in values.items():
             for s in seeds:
-                p = csv_path(root / D.T1F_DIR if m == "dae" else root, g, m, s)
-                p.parent.mkdir(parents=True, exist_ok=True)
-                pd.DataFrame({"regime": g, "method": m, "seed": s, "split": "adapted", "question": ["a", "b"],
-                              "pass@1": vals}).to_csv(p, index=False)
+                _write(root / D.T1F_DIR if m == "dae" else root, m, s, vals, regime=g)
 
 
 def test_table1_fixed_pairs_dae_with_ttrl_per_regime_and_51_its_fresh_seeds_apart(tmp_path, monkeypatch):
@@ -1017,8 +977,6 @@ def test_table1_fixed_pairs_dae_with_ttrl_per_regime_and_51_its_fresh_seeds_apar
 
 
 def test_levels_count_the_seeds_below_their_own_untrained_run():
-    from ddrl.study.analysis import level_table, run_levels
-
     rows = [{"regime": r, "method": m, "seed": s, "split": "adapted", "question": q, "pass@1": p}
             for s, (u, t) in enumerate(((0.5, 0.4), (0.5, 0.6), (0.3, 0.2)))
             for r, m, p in (("math500_like", "no_adaptation", u), (MATH500_SMALL_LR, "ttrl", t)) for q in ("a", "b")]
