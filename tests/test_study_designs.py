@@ -245,7 +245,7 @@ def _write(root, method, seed, values, split="adapted", steps=None, regime=MATH5
 @pytest.mark.parametrize("split", ["adapted", HELDOUT_X, "retrain"])
 def test_the_repeat_check_counts_equal_questions_on_its_split(tmp_path, split):
     """Amendment 56's check (60's on ``heldout_x/``; 59's of retrained runs, with each one's first step off the
-    committed trajectory): questions and seeds whose re-evaluated DDRL pass@1 equals the committed; None until all in."""
+    committed trajectory): questions and seeds whose re-evaluated DDRL pass@1 equals the committed; None till all in."""
     out, check = tmp_path / "out", tmp_path / "check"
     retrain, split = split == "retrain", "adapted" if split == "retrain" else split
     steps = (lambda s: [0.1, 0.2 + 0.05 * s, 0.3]) if retrain else (lambda s: None)
