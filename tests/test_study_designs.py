@@ -504,25 +504,6 @@ def test_amendment_54s_statistic_is_last_minus_first_quarter_of_the_rl_steps(tmp
         M.advantage_runs(tmp_path, MATH500_SMALL_LR, [0, 1])
 
 
-# --- COR alone (Amendments 30, 31, 34-38) ---
-
-
-def test_cors_arms_start_where_the_plan_says_and_are_evaluated_on_math500_likes_fresh_questions():
-    """Amendment 30: COR refines the RL-only weights, COR alone the untrained model; 31: MATH-500-like's fresh ones."""
-    assert REFINED[COR_4X] == (4, 1, "rl") and REFINED[COR_LR10] == (1, 10, "rl") and REFINED[COR_ONLY] == (1, 1, "base")
-    assert REFINED[COR_4X_LR10] == (4, 10, "rl") and COR_4X_LR10 in REUSES_RUN  # Amendment 62
-    regs = load_regimes(names=["math500_like", MATH500_SMALL_LR])
-    assert heldout_x_records(regs[MATH500_SMALL_LR], 64) == heldout_x_records(regs["math500_like"], 64)
-
-
-def test_refined_rejects_a_bad_start_or_learning_rate():
-    exp = Experiment([{"prompt": "1+1", "answer": "2", "id": "q"}], (), overrides={})
-    with pytest.raises(ValueError, match="start must be 'rl' or 'base'"):
-        exp.refined(0, 4, start="sft")
-    with pytest.raises(ValueError, match="lr must be > 0"):
-        exp.refined(0, 4, lr=0.0)
-
-
 # --- 768 MATH-500-like questions (Amendments 26, 27: designs wide, wide_arms) ---
 
 WIDE, ARMS = D.DESIGNS["wide"], D.DESIGNS["wide_arms"]
@@ -741,7 +722,24 @@ def test_amendment_cells_close_a_claim_row_as_the_docs_print_it():
     assert amendment_cells({**e, "verdict": "not resolved"}, "-").endswith("| 0.65 (-) | *not resolved* |")
 
 
-# --- COR alone (Amendments 34-38): designs spanning regimes (Design.regime_seeds) ---
+# --- COR alone (Amendments 30, 31, 34-38; designs spanning regimes: Design.regime_seeds) ---
+
+
+def test_cors_arms_start_where_the_plan_says_and_are_evaluated_on_math500_likes_fresh_questions():
+    """Amendment 30: COR refines the RL-only weights, COR alone the untrained model; 31: MATH-500-like's fresh ones."""
+    assert REFINED[COR_4X] == (4, 1, "rl") and REFINED[COR_LR10] == (1, 10, "rl") and REFINED[COR_ONLY] == (1, 1, "base")
+    assert REFINED[COR_4X_LR10] == (4, 10, "rl") and COR_4X_LR10 in REUSES_RUN  # Amendment 62
+    regs = load_regimes(names=["math500_like", MATH500_SMALL_LR])
+    assert heldout_x_records(regs[MATH500_SMALL_LR], 64) == heldout_x_records(regs["math500_like"], 64)
+
+
+def test_refined_rejects_a_bad_start_or_learning_rate():
+    exp = Experiment([{"prompt": "1+1", "answer": "2", "id": "q"}], (), overrides={})
+    with pytest.raises(ValueError, match="start must be 'rl' or 'base'"):
+        exp.refined(0, 4, start="sft")
+    with pytest.raises(ValueError, match="lr must be > 0"):
+        exp.refined(0, 4, lr=0.0)
+
 
 CA, CA_HELD, C49D, CA_XEON, CA_XEON_HELD = (D.DESIGNS[n] for n in (
     "cor_alone", "cor_alone_heldout", "cor_alone_c49d", "cor_alone_xeon", "cor_alone_xeon_heldout"))
