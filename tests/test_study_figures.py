@@ -89,8 +89,7 @@ def test_selection_by_label_count_bins_each_rule_by_the_labels_count(tmp_path):
 
 
 def synthetic_transfer() -> pd.DataFrame:
-    """Two seeds of five methods: adapted rows for seeds 0-2 (the registered runs), H1x rows for seeds 0-1 only;
-    a method's pass@1 is ``level`` on every question, the held-out one 10 points lower."""
+    """Six methods, seeds 0-2: pass@1 ``level`` on every question, 10 points lower on H1x's (seeds 0-1, no ETMR)."""
     rows = []
     for m, level in (("no_adaptation", 0.5), ("ttrl", 0.6), ("bcs", 0.55), ("bcs_dae", 0.6), ("ddrl", 0.7), ("etmr", 0.9)):
         for s in (0, 1, 2):
@@ -115,8 +114,8 @@ def test_transfer_averages_the_h1x_seeds_on_both_question_sets():
 
 
 def test_render_results_writes_every_figure_and_reads_its_tables_back_only_for_their_inputs(tmp_path):
-    """render_results writes what the runs allow, every table of TABLES and a manifest; committed_tables reads them
-    back equal to study_tables' and refuses them (None) once a run CSV, a new run or the scorecard differs."""
+    """render_results writes what the runs allow, every table and a manifest; committed_tables reads them back equal
+    to study_tables' and refuses them (None) once a run CSV, a new run or the scorecard differs."""
     runs, docs = tmp_path / "runs", tmp_path / "docs"
     write_steps(runs)
     paths = F.render_results([claims.entry("M1", "aime_like", 5.0, 3.2, 6.8, 8, 64)], runs, docs,
@@ -160,9 +159,8 @@ def test_render_results_writes_every_figure_and_reads_its_tables_back_only_for_t
 
 @pytest.mark.slow  # replays the selection rules over ~2,000 committed run CSVs (~30 s): make test-slow, CI when time allows
 def test_committed_study_tables_equal_a_fresh_computation():
-    """The tables notebook 06 reads from docs/results/ (the slow ones: ~2,000 run CSVs, the selection rules replayed)
-    are study_tables' on the committed runs and scorecard, and their manifest names those inputs: code that
-    changes a table without `python -m ddrl.study --analyse claims` rewriting it fails here."""
+    """The tables notebook 06 reads from docs/results/ are study_tables' on the committed runs and scorecard, and their
+    manifest names those inputs (a table changed without ``--analyse claims`` rewriting it fails here)."""
     from conftest import REPO
 
     entries = claims.load(REPO / "results" / "claims.json")
@@ -175,8 +173,7 @@ def test_committed_study_tables_equal_a_fresh_computation():
 
 
 def test_the_committed_shortfall_page_is_the_committed_claims():
-    """docs/results/power_shortfall.md is the page of the committed shortfall table (the slow test above recomputes
-    that table; the scorecard page: test_the_drift_and_registered_designs_status_and_tables)."""
+    """docs/results/power_shortfall.md is the page of the committed shortfall table (recomputed by the slow test)."""
     from conftest import REPO
 
     entries = claims.load(REPO / "results" / "claims.json")
