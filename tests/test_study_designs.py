@@ -29,7 +29,7 @@ from ddrl.study.analysis import level_table, paired_matrix
 from ddrl.study.drift import x3h_slope
 from ddrl.study.plan import (COR_4X, COR_4X_LR10, COR_LR10, COR_ONLY, HELDOUT_X, HELDOUT_X_METHODS, MATH500_768,
                              MATH500_SMALL_LR, MATH_MAJ_MIN, NO_RL, PAIRED, REFINED, RESULTS, REUSES_RUN, SAME_BASE,
-                             SCALES, SMALL_LR, STAGE1_METHODS, WIDE_OUT, Job, csv_method_seed, csv_path, heldout_x_path,
+                             SCALES, SMALL_LR, WIDE_OUT, Job, csv_method_seed, csv_path, heldout_x_path,
                              heldout_x_records, load_regimes, regimes_path, same_base, wide_regime)
 
 RUNS = RESULTS / "runs"

@@ -160,7 +160,7 @@ def test_render_results_writes_every_figure_and_reads_its_tables_back_only_for_t
 @pytest.mark.slow  # replays the selection rules over ~2,000 committed run CSVs (~30 s): make test-slow, CI when time allows
 def test_committed_study_tables_equal_a_fresh_computation():
     """The tables notebook 06 reads from docs/results/ are study_tables' on the committed runs and scorecard, and their
-    manifest names those inputs (a table changed without ``--analyse claims`` rewriting it fails here)."""
+    manifest names those inputs (a table changed without ``analyse claims`` rewriting it fails here)."""
     from conftest import REPO
 
     entries = claims.load(REPO / "results" / "claims.json")
