@@ -210,6 +210,8 @@ def test_the_commands_report_refuse_and_write(tmp_path, capsys):
     assert study.main(["run", "claims_xeon", "--seeds", "0"]) == 2  # the registered stages choose their seeds
     assert study.main(["run", "claims", "--scale", "smoke", "--out", str(RESULTS / "smoke" / "runs")]) == 2
     assert "no --seeds" in (err := capsys.readouterr().err) and "into results/" in err
+    assert study.main(["--stage", "2", "--results", "results/replication_c49d"]) == 2  # as results/plan.md quotes it
+    assert "--stage is retired; now: python -m ddrl.study run claims" in capsys.readouterr().err
     assert study.main(["status", "small_lr_etmr_xeon"]) == 0  # a design of another build: its own runs/
     assert "Amendment 44 (math500_like_small_lr, Xeon build): 10 of 12 seeds complete; missing [10, 11]" in \
         capsys.readouterr().out

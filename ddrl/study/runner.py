@@ -309,9 +309,19 @@ def design_main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+#: The flags results/plan.md quotes, as the study ran them -> what does that now
+RETIRED = {**dict.fromkeys(("--stage", "--heldout-x", "--real-rollouts"), "python -m ddrl.study run claims"),
+           "--analyse": "python -m ddrl.study analyse claims (a replication: claims_xeon, claims_c49d)",
+           **dict.fromkeys(("--export-base", "--new-replication", "--small-lr-regime"),
+                           "nothing: it wrote a file the finished study committed once")}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m ddrl.study COMMAND ...`` (this module's docstring)."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] and argv[0] in RETIRED:
+        print(f"ddrl.study: {argv[0]} is retired; now: {RETIRED[argv[0]]}", file=sys.stderr)
+        return 2
     if argv[:1] == ["rerun"]:
         from ddrl.study.rerun import main as rerun_main  # imports torch: only when asked
 
