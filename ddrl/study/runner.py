@@ -43,6 +43,7 @@ from ddrl.study.plan import (HELDOUT_X, MATH500_SMALL_LR, PAIRED, RESULTS, SAME_
                              stage1_jobs, stage2_jobs, untrained)
 from ddrl.study.page import main as render_page
 
+
 def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, results_dir: str | Path,
               budget_min: float | None = None, runs_root: str | Path | None = None, workers: int | None = None,
               progress: bool = True, regimes_file: str | Path | None = None) -> dict:
