@@ -143,8 +143,7 @@ def test_jobs_go_seed_by_seed_and_seeds_parse():
 
 
 def test_run_command_then_heldout_kl_on_the_tiny_model(tmp_path):
-    """The run command (3 seeds of both rules, X1-X4); held-out KL: base vs itself 0, trained runs > 0, one JSON per
-    run, read back into the seed table and not redone."""
+    """``run`` (X1-X4), then held-out KL: base vs itself 0, trained runs > 0, one JSON per run, not redone."""
     base, tok = load_model("testbed:tiny", "float32", "cpu")
     prompts = ["What is 2 + 3?", "What is 7 - 4?"]
     kl, n_tok = drift.heldout_kl(base, base, tok, prompts, 4, 16, seed=1)
@@ -194,8 +193,7 @@ ADAPTED_25 = {"ttrl": 70.0, "ttrl_kl100x": 70.5, "ddrl": 71.0, "ddrl_kl100x": 66
     ("penalty", (("bcs", 0), ("ttrl", 5), ("ddrl", -4), ("ttrl_kl100x", 13), ("ddrl_kl100x", 6)), ADAPTED_25, -0.5,
      {("L4", "ttrl_kl100x"): (0.5, "reproduced"), ("L4", "ddrl_kl100x"): (-5.0, "contradicted")})])
 def test_arms_move_by_their_drop_and_lie_on_the_line(tmp_path, which, arms, adapted, slope, extra):
-    """K1-K3 (Amendment 22), Z1-Z4 and Za (23, no slope), L1-L4 (25): the KL falls by the arm's drop, held-out
-    pass@1 follows the line; kept adapted rows give a descriptive Ad after the registered entries (unchanged)."""
+    """K (Amendment 22), Z (23, no slope), L (25): KL falls by the arm's drop, pass@1 follows the line; Ad extra."""
     drop = dict(arms)
     out, _, _ = _world(tmp_path, arms=arms, adapted=adapted)
     got = drift.analyse_arms(out, "amc_like", np.random.default_rng(0), which, slope=slope)
@@ -231,8 +229,7 @@ def test_an_arm_off_the_line_is_caught(tmp_path):
 
 @pytest.mark.slow  # COR alone trained twice on the tiny model: make test-slow, CI when time allows
 def test_cor_alone_recomputed_by_the_kl_command_equals_the_studys_cor_alone(tmp_path):
-    """``kl --cor-alone`` (Amendment 41, results/replication_xeon/lr_drift/) recomputes the study's COR alone: the
-    same adapted evaluation (so the same weights), a positive KL, the same record twice."""
+    """``kl --cor-alone`` (Amendment 41) recomputes the study's COR alone (same weights), the same record twice."""
     from ddrl.study.plan import COR_ONLY, RESULTS, SCALES, Job
     from ddrl.study.jobs import run_jobs
 

@@ -1,8 +1,5 @@
-"""The claims study's runner (ddrl.study): job lists from the plan, the smoke path end to end, resume after a kill,
-the wall-time budget, an analysis that reads exactly what it should, and the committed runs current under this code.
-Each committed analysis is recomputed whole by the regeneration tier (tests/test_study_regenerates.py), not here.
-
-The synthetic per-question tables below are TEST INPUT made up here, never results and never committed."""
+"""The claims study's runner, plan, jobs and analysis: job lists, the smoke path end to end, resume, the budget, and
+the committed runs current under this code. The synthetic tables below are TEST INPUT, never results."""
 
 from __future__ import annotations
 
@@ -128,8 +125,7 @@ def test_claims_analysis_on_known_differences(tmp_path):
 
 
 def test_lr10_compares_with_the_amc_like_untrained_model(tmp_path):
-    """P1, P2 at lr/10 (plan Amendment 16): the regime has no no-adaptation runs; AMC-like's, the same base on
-    the same questions with the same evaluation seeds, stand in (``SAME_BASE``). A regime with its own never borrows."""
+    """P1, P2 at lr/10 (Amendment 16) borrow AMC-like's no-adaptation runs; a regime with its own never borrows."""
     amc = synthetic(tmp_path, {"no_adaptation": 0.0}, regime="amc_like")
     lr10 = synthetic(tmp_path, {"ttrl": 0.1, "ddrl": 0.2}, regime="amc_like_small_lr", rng_seed=1)
     df = study_analysis.load_questions(tmp_path)
@@ -181,6 +177,10 @@ def test_seed_directions_counts_each_seeds_sign_and_the_methods_means():
 # --- The smoke path end to end (tiny testbed), resume after a kill, the budget ---
 
 
+def _run(root: Path, jobs, workers=2) -> list[dict]:
+    return study.run_jobs(jobs, SMOKE, root / "runs", root / "rr", workers=workers, progress=False)
+
+
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
     root = tmp_path_factory.mktemp("study")
@@ -188,12 +188,10 @@ def smoke(tmp_path_factory):
     mp.setenv("DDRL_CACHE_DIR", str(root / "cache"))
     try:
         regs = study.load_regimes(scale=SMOKE, names=ONE)
-        s1 = study.run_jobs(study.stage1_jobs(ONE, SMOKE), SMOKE, root / "runs", root / "rr", workers=2, progress=False)
+        s1 = _run(root, study.stage1_jobs(ONE, SMOKE))
         stage1 = study.analyse_stage1(root / "runs", regs, SMOKE)
-        s2 = study.run_jobs(study.stage2_jobs(ONE, SMOKE, stage1["seeds"]), SMOKE, root / "runs", root / "rr",
-                            workers=2, progress=False)
-        s3 = study.run_jobs(study.heldout_x_jobs(ONE, SMOKE), SMOKE, root / "runs", root / "rr", workers=2,
-                            progress=False)
+        s2 = _run(root, study.stage2_jobs(ONE, SMOKE, stage1["seeds"]))
+        s3 = _run(root, study.heldout_x_jobs(ONE, SMOKE))
         yield {"root": root, "regimes": regs, "stage1": stage1, "s1": s1, "s2": s2, "s3": s3}
     finally:
         mp.undo()
@@ -226,9 +224,7 @@ def test_smoke_study_writes_per_question_rows_and_valid_claims(smoke):
 
 
 def test_smoke_heldout_x_evaluates_the_registered_runs_on_fresh_questions(smoke):
-    """H1x (plan Amendments 11, 13, 14, 17, 19): each method's registered run of each seed evaluated on the fresh
-    questions only (its adapted pass@1 reproduced; the random-negatives rule has no registered CSV: its adapted rows
-    are kept beside), into its own folder; a lost side file is rewritten from the cached evaluation alone."""
+    """H1x (Amendments 11-19): registered runs on fresh questions; a lost side file is rewritten from the cache."""
     root, reg = smoke["root"], smoke["regimes"]["math500_like"]
     assert [d["status"] for d in smoke["s3"]] == ["ran", "ran"]
     fresh = [r["id"] for r in study_plan.heldout_x_records(reg, SMOKE.n_heldout_x)]
@@ -257,7 +253,7 @@ def test_smoke_heldout_x_evaluates_the_registered_runs_on_fresh_questions(smoke)
     packed = gz.read_bytes()
     gz.with_suffix("").write_bytes(gzip.decompress(packed))
     gz.unlink()
-    again = study.run_jobs(study.heldout_x_jobs(ONE, SMOKE), SMOKE, root / "runs", root / "rr", workers=1, progress=False)
+    again = _run(root, study.heldout_x_jobs(ONE, SMOKE), workers=1)
     assert [d["status"] for d in again] == ["loaded", "loaded"]
     assert gz.read_bytes() == packed and not gz.with_suffix("").exists()
     # a missing adapted file is written from the run's cached evaluation; its H1x CSV stays as it was
@@ -265,15 +261,13 @@ def test_smoke_heldout_x_evaluates_the_registered_runs_on_fresh_questions(smoke)
     kept, h1x = side.read_bytes(), study_plan.heldout_x_path(root / "runs", "math500_like", "bcs_random_neg", 1)
     before = (h1x.read_bytes(), h1x.stat().st_mtime_ns)
     side.unlink()
-    again = study.run_jobs(study.heldout_x_jobs(ONE, SMOKE), SMOKE, root / "runs", root / "rr", workers=1, progress=False)
+    again = _run(root, study.heldout_x_jobs(ONE, SMOKE), workers=1)
     assert sorted(d["status"] for d in again) == ["loaded", "ran"]
     assert side.read_bytes() == kept and (h1x.read_bytes(), h1x.stat().st_mtime_ns) == before
 
 
 def test_heldout_x_records_are_fresh_and_skip_repeats():
-    """Amendment 11's questions: the stream after the adapted and registered held-out records, no prompt of
-    those again, the first n (the same first n whatever n), repeats skipped (one operation: few distinct chains;
-    the registered regimes meet no repeat early enough for the committed H1x CSVs' keys to show it)."""
+    """Amendment 11's questions: the stream after the adapted and held-out records, repeats skipped, prefix-stable."""
     from ddrl.study.plan import Regime, candidate_records
 
     reg = Regime("r", "x", num_ops=1, n_adapted=40, n_heldout=20, episodes=1)
@@ -287,13 +281,12 @@ def test_heldout_x_records_are_fresh_and_skip_repeats():
 
 
 def test_run_claims_smoke_writes_beside_its_out_and_analyse_renders_there_never_into_results(smoke, capsys):
-    """``run claims --scale smoke --out DIR``: the registered stages (every regime; the fixture's runs load),
-    ``stage1.json`` and ``claims.json`` beside DIR; ``analyse claims`` renders the scorecard and figures under
-    ``<DIR>/../figures``. Nothing under results/ or docs/results/ is written (a smoke run must never overwrite them)."""
+    """``run claims``/``analyse claims`` with ``--out DIR`` write beside DIR, never under results/ or docs/results/."""
     root = smoke["root"]
     committed = [REPO / "docs" / "results" / "claims_scorecard.md", study.RESULTS / "claims.json",
                  study.RESULTS / "stage1.json"]
     before = [p.stat().st_mtime_ns for p in committed]
+    written = {p: p.stat().st_mtime_ns for p in (root / "runs").rglob("*.csv*")}  # the fixture's: loaded, not rewritten
     common = ["--scale", "smoke", "--out", str(root / "runs")]
     assert study.main(["run", "claims", *common, "--runs-root", str(root / "rr"), "--workers", "2"]) == 0
     assert set(json.loads((root / "stage1.json").read_text())["seeds"]) == set(study_plan.THREE)
@@ -302,11 +295,11 @@ def test_run_claims_smoke_writes_beside_its_out_and_analyse_renders_there_never_
     assert study.main(["analyse", "claims", *common]) == 0
     assert (root / "figures" / "claims_scorecard.png").is_file() and str(root / "figures") in capsys.readouterr().out
     assert [p.stat().st_mtime_ns for p in committed] == before
+    assert {p: p.stat().st_mtime_ns for p in written} == written
 
 
 def test_stage1_json_is_written_once_stage_1_is_complete_and_then_kept(tmp_path, monkeypatch):
-    """A budget-cut stage 1 writes no ``stage1.json``; a complete one writes it; a later run reads it, never
-    recomputes it (the committed one holds the seeds later amendments set)."""
+    """A budget-cut stage 1 writes no ``stage1.json``; a complete one writes it; a later run reads it."""
     status = {"status": "skipped (budget)"}
     monkeypatch.setattr(study, "check_weights", lambda *a: None)
     monkeypatch.setattr(study, "run_jobs", lambda jobs, *a, **k: [dict(status) for _ in jobs])
@@ -323,15 +316,6 @@ def test_stage1_json_is_written_once_stage_1_is_complete_and_then_kept(tmp_path,
     assert json.loads((tmp_path / "stage1.json").read_text()) == {"seeds": {"math500_like": 1}}
 
 
-def test_a_rerun_skips_written_jobs(smoke, monkeypatch):
-    root = smoke["root"]
-    files = {p: p.stat().st_mtime_ns for p in (root / "runs").rglob("*.csv*")}
-    monkeypatch.setenv("DDRL_CACHE_DIR", str(root / "cache"))
-    again = study.run_jobs(study.stage1_jobs(ONE, SMOKE), SMOKE, root / "runs", root / "rr", workers=1, progress=False)
-    assert {d["status"] for d in again} == {"loaded"}
-    assert {p: p.stat().st_mtime_ns for p in (root / "runs").rglob("*.csv*")} == files
-
-
 def test_a_spent_budget_starts_no_job(tmp_path, monkeypatch):
     monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path / "cache"))
     jobs = study.stage1_jobs(ONE, SMOKE)
@@ -346,8 +330,7 @@ def test_a_spent_budget_starts_no_job(tmp_path, monkeypatch):
 
 @pytest.mark.slow  # kills a study mid-run and resumes it (minutes): make test-slow, CI when time allows
 def test_a_killed_study_resumes_without_retraining(tmp_path):
-    """SIGKILL ``run claims`` (parent and workers) once a first run has finished; the rerun keeps it (not retrained)
-    and writes every CSV."""
+    """SIGKILL ``run claims`` after a first run finished; the rerun keeps that run and writes every CSV."""
     env = {**os.environ, "DDRL_CACHE_DIR": str(tmp_path / "cache")}
     cmd = [sys.executable, "-m", "ddrl.study", "run", "claims", "--scale", "smoke", "--out", str(tmp_path / "runs"),
            "--runs-root", str(tmp_path / "rr"), "--workers", "2"]
@@ -366,8 +349,7 @@ def test_a_killed_study_resumes_without_retraining(tmp_path):
 
 @pytest.fixture(scope="module")
 def rendered_06(tmp_path_factory):
-    """Notebook 06 rendered by the runner from the committed results, with an empty cache and no committed figure
-    store (every figure drawn)."""
+    """Notebook 06 rendered from the committed results, empty cache, no figure store (every figure drawn)."""
     out = tmp_path_factory.mktemp("render_06")
     r = subprocess.run([sys.executable, "-m", "ddrl.run.reproduce", "--preset", "default", "--only", "06", "--output-dir",
                         str(out), "--no-html"], cwd=REPO, capture_output=True, text=True, timeout=300,
@@ -378,19 +360,14 @@ def rendered_06(tmp_path_factory):
 
 
 def test_the_committed_figure_store_is_what_notebook_06_draws(rendered_06):
-    """A fresh clone's render of notebook 06 copies its figures from ``docs/results/`` (``ddrl.report.figure_store``:
-    the entries in ``figures.json``) instead of drawing them, and docs/results.md shows the same files. That store is
-    what this code draws, figure by figure: the same names, keys (function, style, libraries, the arguments'
-    content), code (the sha256 of the syntax tree of every module a figure can run) and bytes. An edit of such code,
-    a changed input or a figure drawn anew fails here until ``make figures`` commits the store again."""
+    """docs/results/figures.json is what this code draws (names, keys, code, bytes); ``make figures`` renews it."""
     from importlib.metadata import version
 
     from ddrl.report import figure_keys
     from ddrl.report import figure_store
     from ddrl.run import lockfile
 
-    # The keys name matplotlib's, seaborn's and pandas' versions (tests/test_environment.py checks that the lock pins
-    # them): the store is drawn in the locked environment, and another one keys every figure differently.
+    # the keys name the plotting libraries' versions: only the locked environment draws the store's keys
     lock = lockfile.read()
     locked = {p: lock[p][0] for p in figure_keys.KEYED_LIBRARIES}
     here = {p: version(p) for p in locked}
@@ -410,8 +387,7 @@ def test_the_committed_figure_store_is_what_notebook_06_draws(rendered_06):
 
 
 def test_base_claims_on_synthetic_answer_groups():
-    """F1-F3 and G1 from answer groups with a known structure: answers seen <= 5/64 wrong 80% of the time, >= 45/64
-    right 90%, the middle right half the time; GRPO's positive advantage larger under wrong labels."""
+    """F1-F3, G1: answers seen <= 5/64 right 20%, >= 45/64 right 90%, between 50%; GRPO's advantage larger if wrong."""
     rng = np.random.default_rng(0)
     rows, g1 = [], []
     for seed in (0, 1):
@@ -437,8 +413,7 @@ def test_base_claims_on_synthetic_answer_groups():
 
 
 def _selection_groups(kinds: dict[str, int], seeds=(0, 1)) -> pd.DataFrame:
-    """Answer groups of N = 64 with a known selection: kind "A" = wrong label seen 10 times, the correct answer 6
-    times, 48 wrong singletons; "B" = right label seen 50 times, 14 wrong singletons; "C" = all 64 agree (right)."""
+    """N = 64 groups: "A" wrong label x10, truth x6, 48 wrong singletons; "B" right label x50, 14 wrong; "C" all right."""
     shapes = {"A": [(10, False), (6, True)] + [(1, False)] * 48, "B": [(50, True)] + [(1, False)] * 14,
               "C": [(64, True)]}
     rows = [{"regime": "amc_like", "seed": seed, "question": f"{kind}{i}", "count": c, "n": 64, "correct": ok}
@@ -447,11 +422,8 @@ def _selection_groups(kinds: dict[str, int], seeds=(0, 1)) -> pd.DataFrame:
 
 
 def test_selection_errors_by_hand():
-    """E1, E2 (plan Amendment 8) where the answer is known by hand. Kind A (wrong label c* = 10, the truth a
-    minority of 6, 48 wrong singletons): BCS keeps all 10 label copies (FP 10 of 32) and 22 singletons (no correct
-    answer among its negatives); random keeps 5 label copies and 27 others in expectation, 3 of them correct
-    (FN share 3/27 = 11.1%). Kind B (right label c* = 50): no false reward either way; BCS's tail reaches into
-    the majority (2 of its last 16 carry the label: reward 1, not negatives). Kind C: no rollout of reward 0."""
+    """E1, E2 (Amendment 8). A: BCS keeps 10 label copies (FP 10/32), 22 wrong singletons; random 5 copies and 27
+    others, 3 correct (FN 3/27). B: no false reward; BCS's 14 negatives are the singletons. C: no reward-0 rollout."""
     sel = study_analysis.selection_errors(_selection_groups({"A": 3, "B": 2, "C": 1}), orders=64)
     one = lambda kind, rule: sel[(sel.question == f"{kind}0") & (sel.rule == rule)].iloc[0]  # noqa: E731
     a_bcs, b_bcs, c_bcs = one("A", "bcs"), one("B", "bcs"), one("C", "bcs")
@@ -474,10 +446,7 @@ def test_selection_errors_by_hand():
 
 
 def test_a_committed_base_build_is_installed_on_another_cpu(tmp_path, monkeypatch):
-    """A testbed build's bits depend on the CPU (docs/testbed.md): the measured builds are committed under
-    results/base_models/ and installed into an empty cache, never built; no build, a cache holding another build,
-    a committed build with other weights, or S1's weaker base unbuilt, is refused by name; the smoke scale (its own
-    model) is not checked."""
+    """The committed measured build is installed into an empty cache, never built; any other state is refused."""
     import hashlib
 
     import ddrl.testbed.pretrain as pt
@@ -504,8 +473,6 @@ def test_a_committed_base_build_is_installed_on_another_cpu(tmp_path, monkeypatc
     assert (cached / "model.safetensors").read_bytes() == b"the measured bits" and (cached / "config.json").is_file()
     assert not [p for p in cached.parent.iterdir() if p.name.startswith(".tmp-")]
     study.check_weights(regimes)  # installed once: the second check reads it
-
-
     (cached / "model.safetensors").write_bytes(b"this CPU's own build")  # another machine's build in the cache
     with pytest.raises(ValueError, match=f"committed build {pin} has the measured weights: move {cached} aside.*"
                        r"own cache \(DDRL_CACHE_DIR"):
@@ -523,8 +490,7 @@ def test_a_committed_base_build_is_installed_on_another_cpu(tmp_path, monkeypatc
 
 
 def test_progress_counts_written_csvs_from_their_names_only(tmp_path):
-    """The progress table (notebook 06, docs/results.md) reads file names, never a result: a CSV whose
-    content is not even a table still counts as written; steps CSVs and other files do not."""
+    """The progress table reads file names, never a result; steps CSVs and other files do not count."""
     for rel in ("amc_like/ttrl-seed00.csv.gz", "amc_like/ttrl-seed02.csv.gz", "amc_like/ttrl-seed00-steps.csv.gz",
                 "math500_like/no_adaptation-seed10.csv.gz", "amc_like/notes.txt", "base/amc_like/seed00-groups.csv",
                 "base/amc_like/seed00-g1.csv", "base/amc_like/seed01-groups.csv"):
@@ -546,9 +512,7 @@ def _pair_table(diff: np.ndarray, regime="amc_like") -> pd.DataFrame:
 
 
 def test_power_shortfall_says_whether_seeds_or_questions_would_have_reached_the_target():
-    """A comparison whose true difference varies between questions (SD 10 points, 20 questions) cannot reach a
-    2-point half-width with more seeds, only with ~100 questions; one with a run-level shift (SD 5 points,
-    4 seeds) needs seeds, and no number of questions helps. Comparisons inside the target are not listed."""
+    """Question-level spread (SD 10) needs questions, seed-level (SD 5) needs seeds; those inside 2 points: none."""
     rng = np.random.default_rng(0)
     by_question = rng.normal(0, 0.10, 20)[None, :] + rng.normal(0, 0.01, (6, 20))
     by_seed = np.array([-0.06, -0.02, 0.02, 0.06])[:, None] + rng.normal(0, 0.01, (4, 50))  # SD 5.2 points
@@ -572,10 +536,8 @@ def test_power_shortfall_says_whether_seeds_or_questions_would_have_reached_the_
 
 
 def test_s1_weaker_base_regime_jobs_and_difference_of_differences(tmp_path):
-    """S1 (plan Sec. 2, 4): the weaker base is the default build stopped at dev pass@1 0.30; its regime is the
-    AMC-like one on that build, read from regimes_weak.json beside regimes_base.json; its TTRL and DDRL runs
-    come last in each phase with the AMC-like seed count; the effect is (DDRL - TTRL) on the default base minus
-    the same on the weaker base, per seed and question."""
+    """S1: the default build stopped at dev pass@1 0.30, AMC-like's questions, jobs last in each phase, and the
+    difference of (DDRL - TTRL) between the bases."""
     import dataclasses
 
     from ddrl.study.plan import WEAK_REGIME, weak_base_regime
@@ -614,28 +576,22 @@ def test_s1_weaker_base_regime_jobs_and_difference_of_differences(tmp_path):
     assert any(m.startswith("S1 amc_like: the weaker base is not built") for m in missing)
 
 
-#: Every committed study: (results dir, its per-run CSVs, the fewest CSVs it must hold). The registered study and
-#: Amendment 5's replication on the Xeon build and Amendment 6's on c49d994e (complete), each keyed against the
-#: weights its own regimes file names.
+#: Every committed study: (results dir, its per-run CSVs, the fewest CSVs it must hold).
 COMMITTED_STUDIES = (
     (study.RESULTS, study.RESULTS / "runs", 200),
     (study.RESULTS / "replication_xeon", study.RESULTS / "replication_xeon" / "runs", 288),  # 120, +40 (Am. 36), +32 (37), +96 (38)
     (study.RESULTS / "replication_c49d", study.RESULTS / "replication_c49d" / "runs", 114),  # 38 runs, +38 (Amendment 35)
 )
-#: Plan Amendment 50's runs (registered build), apart from the registered regimes' folders: their keys only (no DDRL
-#: run lies beside them)
+#: Amendments 50-51's runs: their keys only (no DDRL run lies beside them)
 TABLE1_FIXED = (study.RESULTS, study.RESULTS / "runs" / "table1_fixed", 116)  # Amendments 50, 51: 58 runs, CSV + steps CSV
 
 
 @pytest.mark.parametrize("results_dir,runs,min_files", (*COMMITTED_STUDIES, TABLE1_FIXED),
                          ids=[str(r.relative_to(study.RESULTS.parent)) for _, r, _ in (*COMMITTED_STUDIES, TABLE1_FIXED)])
 def test_every_committed_run_is_current_under_this_code(monkeypatch, results_dir, runs, min_files):
-    """The committed CSVs under results/runs/ are the study. Each carries the content key of what it depends on
-    (regime, the full TrainConfig, questions, grader, device kind, base weights: ``study_jobs.job_key``,
-    ``study_jobs.base_job``). A change to any of those makes every committed CSV stale: the next ``run claims`` would
-    recompute the whole study and until then the scorecard would mix runs computed two ways; it fails here instead.
-    Trainer numerics are not in the key: a change to them needs a plan amendment and a new ``"what"`` version in
-    ``job_key``. A replication (plan Amendment 5) is keyed against the weights of its own ``regimes_base.json``."""
+    """Each committed CSV carries the content key this code gives it (``job_key``, ``base_job``, ``heldout_x_key``):
+    a change to what a key covers would make ``run claims`` recompute the study. Trainer numerics need a new
+    ``"what"`` version in ``job_key``."""
     base_file = study_plan.regimes_path(results_dir)
     measured = {w["model"]: w for w in (json.loads(f.read_text())["weights"]  # the default base; S1's weaker one
                                         for f in study_plan.measurement_files(base_file))}
@@ -665,12 +621,8 @@ def test_every_committed_run_is_current_under_this_code(monkeypatch, results_dir
 @pytest.mark.parametrize("results_dir,runs,min_files", COMMITTED_STUDIES,
                          ids=[str(r.relative_to(study.RESULTS.parent)) for _, r, _ in COMMITTED_STUDIES])
 def test_committed_runs_that_share_the_ddrl_rl_phase_repeat_its_trajectory(results_dir, runs, min_files):
-    """A3 and C1 read as within-run comparisons only if the BCS+DAE and additional-RL runs of a seed went
-    through the very RL steps of that seed's DDRL run. They are not always computed together: a session whose
-    cache lacks the DDRL run retrains it (on another machine, days later), and an additional-RL run trains its
-    RL phase itself. Every committed pair must agree at every logged step, exactly, except the divergences plan
-    Amendment 9 lists (``study_plan.KNOWN_DIVERGENCES``, each at its step): a new one fails here until an
-    amendment names it."""
+    """A3, C1 are within-run only if BCS+DAE and additional RL repeat their DDRL run's RL steps exactly, except
+    Amendment 9's ``KNOWN_DIVERGENCES``."""
     div = study_analysis.rl_divergence(study_analysis.load_steps(runs))
     found = {(r.regime, r.method, int(r.seed)): int(r.diverged_at) for r in div.itertuples() if r.diverged_at >= 0}
     known = study_plan.KNOWN_DIVERGENCES if results_dir == study.RESULTS else {}
@@ -693,8 +645,7 @@ def test_rl_divergence_finds_the_first_step_that_differs():
 
 
 def test_real_rollouts_job_writes_the_svamp_inputs_and_their_claims(shared_data, tmp_path):
-    """Plan Amendment 18: the SVAMP Codex samples' answer groups and G1 rows (N = 30), content-keyed (a second call
-    loads), and F1-F3, G1, E1, E2, N1, N2 in regime ``svamp_codex`` with one seed, never pooled into ``base``."""
+    """Amendment 18: SVAMP Codex answer groups (N = 30), content-keyed, their base claims in ``svamp_codex`` only."""
     if not (shared_data / "rollouts").is_dir():
         pytest.skip(f"no rollouts/ under {shared_data}")
     assert study_jobs.run_real_rollouts_job(tmp_path, shared_data) == "ran"
