@@ -548,7 +548,7 @@ def _world(out, shift_gpu_ttrl: float, n_seeds: int = 8, n_q: int = 40) -> dict[
         "pass@1": np.clip(base + gain + (shift_gpu_ttrl if s in gpu and m == "ttrl" else 0) + rng.normal(0, 0.01, n_q),
                           0, 1)}) for s in range(n_seeds) for m, gain in (("no_adaptation", 0.0), ("ttrl", 0.02),
                                                                           ("ddrl", 0.03))]))
-    (out / study.DEVICES_FILE).write_text(json.dumps({str(k): v for k, v in gpu.items()}))
+    (out / M.DEVICES_FILE).write_text(json.dumps({str(k): v for k, v in gpu.items()}))
     return gpu
 
 
@@ -576,7 +576,7 @@ def test_the_arms_analysis_reads_only_complete_cpu_seeds(tmp_path):
     """Amendment 27: the arms +4 (TTRL's) and +5 (DDRL's) over the untrained model, +2 over their methods; Q3/Q4 only
     where the method's run exists; refused while a seed lacks a run or came from a GPU; its table marks each verdict."""
     _world(tmp_path, 0.0)
-    (tmp_path / study.DEVICES_FILE).unlink()
+    (tmp_path / M.DEVICES_FILE).unlink()
     rng = np.random.default_rng(1)
     base = pd.read_csv(csv_path(tmp_path, MATH500_768, "no_adaptation", 0))
     _run_csvs(tmp_path, pd.concat([base.assign(seed=s) for s in (8, 9)] + [  # new seeds: the untrained run only
@@ -593,7 +593,7 @@ def test_the_arms_analysis_reads_only_complete_cpu_seeds(tmp_path):
     assert len(rows) == 4 and rows[0].startswith("| Q1 TTRL (100x KL) - no adaptation | 10 | +4.")
     assert [r.split("|")[-2].strip() for r in rows] == ["**reproduced**", "***contradicted***", "**no effect**",
                                                         "*not resolved*"]
-    (tmp_path / study.DEVICES_FILE).write_text(json.dumps({"3": "FakeGPU"}))
+    (tmp_path / M.DEVICES_FILE).write_text(json.dumps({"3": "FakeGPU"}))
     with pytest.raises(ValueError, match="CPU-only"):
         study.analyse(ARMS, tmp_path, n_boot=400, seeds=range(10))
 
@@ -626,7 +626,7 @@ def test_wide_smoke_run_import_arms_and_analyse_end_to_end(tmp_path):
     csv_path(other, MATH500_768, "ttrl", 205).unlink()
     for p in other.rglob("*-seed20[34]*"):  # a GPU machine's complete seeds, copied in as Amendment 26's were
         shutil.copy(p, out / p.relative_to(other))
-    (out / study.DEVICES_FILE).write_text(json.dumps({"203": "FakeGPU", "204": "FakeGPU"}))
+    (out / M.DEVICES_FILE).write_text(json.dumps({"203": "FakeGPU", "204": "FakeGPU"}))
     gpu = csv_path(out, MATH500_768, "ttrl", 203)  # keyed as a GPU's run: this machine's job would differ
     pd.read_csv(gpu).assign(key="made up: a GPU's key").to_csv(gpu, index=False)
     before = gpu.read_bytes()

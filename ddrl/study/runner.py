@@ -36,8 +36,8 @@ from ddrl.study.designs import (DESIGNS, MARGIN, Design, _complete, _needed, _un
                                 path, regime_designs)
 from ddrl.study.figures import render_results
 from ddrl.study.jobs import run_jobs, run_real_rollouts_job, status_counts
-from ddrl.study.measures import (DEVICES_FILE, MEASURES, TABLES, Reading, _level_rows, cor_level_rows,  # noqa: F401
-                                 gpu_seeds, held_level_rows)
+from ddrl.study.measures import (MEASURES, TABLES, Reading, _level_rows, cor_level_rows, gpu_seeds,
+                                 held_level_rows)
 from ddrl.study.plan import (HELDOUT_X, MATH500_SMALL_LR, PAIRED, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, Regime,
                              Scale, check_weights, heldout_x_jobs, load_regimes, regimes_path, seeds_to_start,
                              stage1_jobs, stage2_jobs, untrained)
