@@ -302,7 +302,9 @@ def test_stage1_json_is_written_once_stage_1_is_complete_and_then_kept(tmp_path,
     """A budget-cut stage 1 writes no ``stage1.json``; a complete one writes it; a later run reads it."""
     status = {"status": "skipped (budget)"}
     monkeypatch.setattr(study, "check_weights", lambda *a: None)
-    monkeypatch.setattr(study, "run_jobs", lambda jobs, *a, **k: [dict(status) for _ in jobs])
+    given = []  # the regimes file each stage's jobs read: the one the weights were checked against
+    monkeypatch.setattr(study, "run_jobs",
+                        lambda jobs, *a, **k: given.append(k["regimes"]) or [dict(status) for _ in jobs])
     monkeypatch.setattr(study, "analyse_stage1", lambda *a: {"seeds": {"math500_like": 2}})
     monkeypatch.setattr(study, "analyse_claims", lambda *a: ([], []))
     regs = study.load_regimes(study.RESULTS / "regimes_base.json", SMOKE, ONE)
@@ -314,6 +316,7 @@ def test_stage1_json_is_written_once_stage_1_is_complete_and_then_kept(tmp_path,
     study.write_json(tmp_path / "stage1.json", {"seeds": {"math500_like": 1}})
     assert study.run_study(regs, SMOKE, tmp_path / "runs", tmp_path)["stage1"] == {"seeds": {"math500_like": 1}}
     assert json.loads((tmp_path / "stage1.json").read_text()) == {"seeds": {"math500_like": 1}}
+    assert set(given) == {study.RESULTS / "regimes_base.json"}
 
 
 def test_a_spent_budget_starts_no_job(tmp_path, monkeypatch):

@@ -49,8 +49,8 @@ def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, re
               progress: bool = True, regimes_file: str | Path | None = None) -> dict:
     """The registered study, resumable: stage 1, ``stage1.json``, stage 2, H1x, the SVAMP samples, ``claims.json``.
     ``regimes_file``: where ``regimes`` came from (default: ``results_dir``'s, else the registered one)."""
-    results_dir = Path(results_dir)
-    check_weights(regimes_file or regimes_path(results_dir), scale)
+    results_dir, regimes_file = Path(results_dir), regimes_file or regimes_path(results_dir)
+    check_weights(regimes_file, scale)
     end = time.time() + 60 * budget_min if budget_min is not None else None
     left = lambda: None if end is None else max(1e-3, (end - time.time()) / 60)  # noqa: E731
     go = lambda jobs, what: run_jobs(jobs, scale, runs_dir, runs_root, left(), workers, progress,  # noqa: E731
