@@ -28,7 +28,7 @@ from ddrl.study import runner as study
 from ddrl.study.analysis import level_table, paired_matrix
 from ddrl.study.drift import x3h_slope
 from ddrl.study.plan import (COR_4X, COR_4X_LR10, COR_LR10, COR_ONLY, HELDOUT_X, HELDOUT_X_METHODS, MATH500_768,
-                             MATH500_SMALL_LR, MATH_MAJ_MIN, NO_RL, PAIRED, REFINED, RESULTS, REUSES_RUN, SAME_BASE,
+                             MATH500_SMALL_LR, MATH_MAJ_MIN, NO_RL, PAIRED, REFINED, RESULTS, SAME_BASE,
                              SCALES, SMALL_LR, WIDE_OUT, Job, csv_method_seed, csv_path, heldout_x_path,
                              heldout_x_records, load_regimes, regimes_path, same_base, wide_regime)
 
@@ -718,7 +718,7 @@ def test_amendment_cells_close_a_claim_row_as_the_docs_print_it():
 def test_cors_arms_start_where_the_plan_says_and_are_evaluated_on_math500_likes_fresh_questions():
     """Amendment 30: COR refines the RL-only weights, COR alone the untrained model; 31: MATH-500-like's fresh ones."""
     assert REFINED[COR_4X] == (4, 1, "rl") and REFINED[COR_LR10] == (1, 10, "rl") and REFINED[COR_ONLY] == (1, 1, "base")
-    assert REFINED[COR_4X_LR10] == (4, 10, "rl") and COR_4X_LR10 in REUSES_RUN  # Amendment 62
+    assert REFINED[COR_4X_LR10] == (4, 10, "rl")  # Amendment 62
     regs = load_regimes(names=["math500_like", MATH500_SMALL_LR])
     assert heldout_x_records(regs[MATH500_SMALL_LR], 64) == heldout_x_records(regs["math500_like"], 64)
 

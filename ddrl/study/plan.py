@@ -197,8 +197,6 @@ SVAMP_REGIME = "svamp_codex"  # code-davinci-002's 30 programs per SVAMP problem
 BASE_SEEDS = 2  # sampling seeds of the base rollouts (the fewest the seeds x questions bootstrap takes)
 #: Stage 2's opening jobs, which train nothing new (plan Amendment 3): (claim, method, seeds; None: stage 1's).
 DERIVED_FIRST = (("A3", "bcs_dae", None), ("R1", COR_4X, None), ("F/G", BASE, BASE_SEEDS))
-#: Methods whose job reuses the same seed's DDRL run (the ``rl_seconds`` they repeat are its).
-REUSES_RUN = ("bcs_dae", COR_4X, COR_LR10, COR_4X_LR10)
 #: F1-F3's answer-count bands at N = 64 (Sec. 2.2: <= 5 mostly wrong, >= 45 mostly right, the middle between)
 BANDS_64 = ((1, 5), (6, 44), (45, 64))
 #: Methods whose RL phase is by design the same seed's DDRL run's (additional RL then runs 10% more).
