@@ -372,7 +372,7 @@ from ddrl.study.analysis import level_table
 if wide_path.is_file():
     sp, vote = SF.wide_figure_tables(R / "wide")  # the arms only once arms.json is written
     rep.draw("wide_vote", SF.wide_vote_figure, sp, vote, data=vote)
-display(Markdown(committed_table("wide_arms")))  # the table docs/results.md quotes
+display(Markdown(committed_table("wide_arms")))  # Amendment 27
 if (R / "wide" / "arms.json").is_file():
     # descriptive: each method's adapted pass@1 over Amendment 27's seeds (unpenalised runs: CPU seeds 200-211)
     display(level_table(SF.seed_levels(R / "wide", seeds=designs.DESIGNS["wide_arms"].seeds)).round(2))
@@ -381,8 +381,8 @@ if (R / "wide" / "arms.json").is_file():
 # ## The main table at the paper's small learning rate (lr/10)
 #
 # The paper's setting uses a small learning rate. At a tenth of the testbed's default rate and twice the episodes,
-# the same rule decides P1, P2 and M1 in MATH-500-like, beside the default-lr entries and AMC-like's lr/10 ones; under
-# the table, each run's level and the vote over training at both learning rates (descriptive).
+# the same rule decides P1, P2 and M1 in MATH-500-like (the default-lr entries are in the at-a-glance table above);
+# after the claims, each run's level and the vote over training at both learning rates (descriptive).
 
 # %%
 from ddrl.study import designs
@@ -398,7 +398,8 @@ if designs.DESIGNS["small_lr"].analysis.is_file():
 #
 # The paper's Table 3 adds DDRL's parts to TTRL one at a time: BCS (A1: BCS - TTRL), then DAE (A2: BCS+DAE - BCS),
 # then COR (A3: DDRL - BCS+DAE, where BCS+DAE is the DDRL runs' own weights before COR), at lr/10 in MATH-500-like and
-# AMC-like. Under each table, descriptive: how DDRL - TTRL splits into the three parts, and each method's level.
+# AMC-like. After each design's claims, descriptive: how DDRL - TTRL splits into the three parts, and each method's
+# level.
 
 # %%
 from ddrl.study import designs
@@ -462,14 +463,14 @@ display(Markdown(committed_table("refine_math500")))
 
 # %% [markdown]
 # Does the larger refinement's extra gain hold on questions the model did not adapt on? R1x: COR 4x - DDRL on the
-# 1,536 fresh MATH-500-like questions, beside AMC-like's.
+# 1,536 fresh MATH-500-like questions (AMC-like's is Amendment 57's, in the transfer section below).
 
 # %%
 display(Markdown(committed_table("refine_heldout_math500")))
 
 # %% [markdown]
 # And a gentler COR on fresh questions: K1x (COR at a tenth of its rate - the RL-only weights) and K2x (DDRL's COR
-# at the full rate - the gentle one), beside AMC-like's.
+# at the full rate - the gentle one); AMC-like's are Amendment 58's, below.
 
 # %%
 display(Markdown(committed_table("cor_lr10_heldout_math500")))
@@ -505,9 +506,9 @@ display(Markdown(committed_table("refine_heldout_amc")))
 display(Markdown(committed_table("ttrl_heldout_amc")))
 
 # %% [markdown]
-# The same in MATH-500-like at lr/10: TTRL, DDRL and DDRL's RL-only weights on the fresh questions, beside the
-# default learning rate's entries (other seeds: read across). The figure shows each run's level on the adapted and
-# on the fresh questions, with COR's arms.
+# The same in MATH-500-like at lr/10: TTRL, DDRL and DDRL's RL-only weights on the fresh questions (the default
+# learning rate's entries, on other seeds, are in the at-a-glance table). The figure shows each run's level on the
+# adapted and on the fresh questions, with COR's arms.
 
 # %%
 display(Markdown(committed_table("heldout_math500")))
@@ -520,7 +521,7 @@ if cor_path.is_file() and heldout_path.is_file():
 # %% [markdown]
 # **COR alone** in every regime and on three builds of the base model: does the consensus fine-tuning alone, with no
 # RL phase, gain over the untrained model (K3), and does DDRL beat it (K4 at lr/10, K5 at the default rate)? Then the
-# same on each regime's fresh questions (K3x, K5x). Under each table, each run's level and its majority vote.
+# same on each regime's fresh questions (K3x, K5x). After each design's claims, each run's level and its majority vote.
 
 # %% [markdown]
 # The cell renders the registered build first, then the two other builds (the same pretraining recipe on other
@@ -528,8 +529,8 @@ if cor_path.is_file() and heldout_path.is_file():
 
 # %%
 for name, (held, _, _) in SF.COR_ALONE_FIGURES.items():  # the registered build (Amendment 34), then the two others
-    d = designs.DESIGNS[name]  # its held-out claims in its table or in their own after it
-    display(Markdown("\n".join(committed_table(t) for t in (name, held) if t and t not in (d.beside or ()))))
+    d = designs.DESIGNS[name]
+    display(Markdown("\n".join(committed_table(t) for t in (name, held) if t)))  # adapted, then held-out claims
     got = [json.loads(designs.DESIGNS[t].analysis.read_text()) if designs.DESIGNS[t].analysis.is_file() else None
            for t in (name, held) if t]
     if all(got):

@@ -17,7 +17,7 @@ import pytest
 import torch
 from conftest import write_h1x
 
-from ddrl.report.tables import amendment_cells, predicted_text
+from ddrl.report import tables as T
 from ddrl.run.experiments import Experiment
 from ddrl.study import designs as D
 from ddrl.study import drift
@@ -44,10 +44,9 @@ def test_every_design_reads_what_its_claims_pair_and_predicts_each():
         pairs = [_pair(d, c) for c in (*d.registered, *d.claims)]
         assert {m for p in pairs for m in p} <= set(d.methods), d.id
         assert d.whole or set(d.predicted) == set(d.registered) | set(d.claims), d.id
-        assert d.whole is None or (d.whole in study.MEASURES and d.whole in study.TABLES), d.id
+        assert d.whole is None or d.whole in study.MEASURES, d.id
         assert set(d.evaluates) | set(d.optional) <= set(d.methods) and set(d.measures) <= set(study.MEASURES), d.id
         assert d.claim_seeds is None or set(d.claim_seeds) == set(d.registered), d.id
-        assert d.beside is None or all(b in D.DESIGNS or (RESULTS / b).is_file() for b in d.beside), d.id
         assert not d.level_regimes or d.regime in d.level_regimes, d.id  # its own runs are read in its regime
     with pytest.raises(ValueError, match="no design 'nope'.*ttrl_heldout_amc"):
         D.design("nope")
@@ -66,29 +65,29 @@ def test_every_prediction_and_clock_is_the_plans():
     # the exception: cor_alone_xeon's K4 at the 12 seeds Amendment 37 ran (commit 4070103); the plan says 3.40 / 3.65
 
 
-@pytest.mark.parametrize("name,line,text", [  # a row of each kind of committed table (markdown: not in the JSON)
-    ("ablation", 2, "| A1 BCS - TTRL | +1.1 | -1.47 [-2.76, -0.19], 46 seeds, *contradicted* | **-0.42 "),
-    ("ablation", 6, "| part of DDRL - TTRL (seeds 0-11) | points |"),
-    ("ablation", 22, "| ddrl | lr/10 (3e-6) | 69.5 (0.7) | 0 of 12 |"),
-    ("extra_rl_amc", 3, "| C2 additional RL's extra steps - COR [% of each run's own RL phase] | n/a | -0.60 "),
-    ("small_lr_etmr_xeon", 0, "| claim (adapted pass@1, points) | paper (MATH-500) | registered build at lr/10 "
-                              "(Amendments 28, 43) | **Xeon build, MATH-500-like at lr/10 (Amendment 44, seeds 0-9)**"),
-    ("small_lr_etmr_xeon", -1, "| ddrl | lr/10 (3e-6) | 70.4 (0.7) | 0 of 10 | 4.7 |"),
-    ("small_lr_etmr", 3, "| M3 ETMR - TTRL | +3.9 | not measured | **"),
-    ("etmr_heldout_xeon", 2, "| H1x DDRL at lr/10 - no adaptation, held-out | 10 | -0.49 [-1.33, +0.39] | 0.86 (0.97 / "
-                             "1.12) | *not resolved* |"),
-    ("cor_lr10_heldout_math500", 3, "| K2x DDRL (COR at 1e-5) - COR at 1e-6 | -0.8"),
-    ("cor_alone", 7, "| K3x COR alone (no RL) - no adaptation, held-out | AMC-like | 19 x 1,536 | +0.94 [+0.35, +1.55] "
-                     "| 0.60 (0.28-1.41) | **reproduced** |"),
-    ("cor_alone_xeon_heldout", 8, "| K4x DDRL at lr/10 - COR alone, held-out | -10.04 [-11.36, -8.78], 19 seeds, "
-                                  "*contradicted* | **-1.85 [-2.73, -1.02]**, 12 x 1,536 | 0.85 (1.39 / 0.49) |"),
-    ("small_lr", 2, "| P1 TTRL - no adaptation | +40.3 | -0.70 [-2.91, +1.42], 46 seeds, *not resolved* | +5.89 [+3.34, "
-                    "+8.61], 19 seeds, *reproduced* | **"),
-    ("table1", 4, "| method | learning rate | adapted pass@1, mean over seeds 0-11 (SD) | seeds below TTRL at its lr |"),
-    ("table1_fixed_more", 3, "| default (3e-5), fresh seeds 12-45 (Amendment 51) | +2.0 | +0.73"),
-    ("cor4x_lr10_amc", 4, "| K1gx COR 4x at 1e-6 - BCS+DAE (its cost on fresh questions) | fresh (1,536) | **")])
-def test_the_committed_tables(name, line, text):
-    assert study.committed_table(name).splitlines()[line].startswith(text)
+def test_render_prints_every_committed_entry_and_measure():
+    """``render DESIGN`` for every design: a row per committed claim entry (its interval, verdict and the plan's
+    predicted half-width), every other measure by its key, short records as a table and long ones counted."""
+    for d in D.DESIGNS.values():
+        res = json.loads(d.analysis.read_text())
+        md = study.committed_table(d.id)
+        res = {"entries": res} if isinstance(res, list) else res
+        rows = [r for r in md.splitlines() if r.startswith(("| ", "`", "- `"))]
+        for e in [x for v in res.values() if isinstance(v, list) for x in v if isinstance(x, dict) and "verdict" in x]:
+            row = next(r for r in rows if r.startswith(f"| {e['id']} ") and f" {e['regime']} " in r
+                       and f" {T.entry_ci(e)} " in r)
+            assert f" {e['verdict']} " in row, (d.id, e["id"])
+        for key, value in res.items():
+            assert key == "entries" or f"`{key}`" in md, (d.id, key)
+            records = isinstance(value, list) and isinstance(value[0], dict) and "verdict" not in value[0]
+            if records and len(value) > study.SHOWN_RECORDS:
+                assert f"`{key}`: {len(value)} records" in md, (d.id, key)
+    small = study.committed_table("small_lr")
+    p1 = next(r for r in small.splitlines() if r.startswith("| P1 "))
+    assert [c.strip() for c in p1.split("|")[1:-1]] == [
+        "P1 TTRL improves on no adaptation", "math500_like_small_lr", "18 x 256", "+1.90 [+0.92, +2.88]",
+        "0.98 (2.42 / 1.92)", "reproduced", "+40.3"]
+    assert '- `seeds`: "0-17"' in small and "`seed_pass1`: 90 records" in small
 
 
 @pytest.mark.parametrize("name,groups", [
@@ -184,9 +183,6 @@ def test_the_generic_analysis_pairs_each_claim_on_made_up_csvs(tmp_path):
     assert [r["method"] for r in res["levels"]] == list(d.methods)
     assert res["reproduced_by_method"] == {m: {"registered_reproduced": 2, "registered_checked": 2}
                                            for m in d.reproduced_of}
-    md = study.markdown(d, res, study.beside_entries(d)).splitlines()
-    assert md[0] == d.header and md[2].startswith("| H1xT TTRL - untrained | ") and "(0.73 / 0.74)" in md[2]
-    assert md[5].startswith("| K1x COR at lr 1e-6 - BCS+DAE (its cost on fresh questions) | - | **")
 
 
 def test_the_commands_report_refuse_and_write(tmp_path, capsys):
@@ -338,7 +334,7 @@ def test_render_prints_the_committed_table_and_refuses_an_unknown_design(capsys)
     refused (exit 2) with the table's names."""
     assert study.main(["render", "refine_heldout_amc"]) == 0
     out = capsys.readouterr().out
-    assert out == study.committed_table("refine_heldout_amc") and out.startswith(D.DESIGNS["refine_heldout_amc"].header)
+    assert out == study.committed_table("refine_heldout_amc") and out.startswith("**Amendment 57** (`refine_heldout_amc`)")
     assert study.main(["render", "no_such_design"]) == 2
     assert "no design 'no_such_design'" in capsys.readouterr().err
 
@@ -407,8 +403,6 @@ def test_amendment_40_recovers_a_known_world(tmp_path):
         assert e[cid]["estimate"] == pytest.approx(2.0) and e[cid]["verdict"] == "contradicted", cid
     assert e["W6"]["estimate"] == pytest.approx(-3.0) and e["W6"]["verdict"] == "contradicted"
     assert e["W4"]["estimate"] == pytest.approx(s)  # one intercept per learning rate: the slope is unmoved
-    md = study.markdown(d, off, [])
-    assert md.count("\n| W") == len(M.LR_DRIFT) and "| lr10 | ddrl |" in md and "| none | no_adaptation |" in md
     drift.drift_path(tmp_path / "on" / "lr_drift", SMALL_LR, "ddrl", 3, "kl").unlink()
     assert study.analyse(d, tmp_path / "on" / "runs")["seeds"] == [0, 1, 2]
     with pytest.raises(ValueError, match="at least 3"):
@@ -433,7 +427,6 @@ def test_amendment_41_is_cor_alones_residual_from_each_line(tmp_path):
         want = np.mean(np.array(gains) - res["slopes"][which] * np.array(kls))
         assert e[cid]["estimate"] == pytest.approx(want) and e[cid]["n_seeds"] == 4
         assert e[cid]["ci_low"] < want < e[cid]["ci_high"]
-    assert study.markdown(d, res, []).count("\n| Y") == 2
     with pytest.raises(ValueError, match="at least 3"):
         study.analyse(d, out, seeds=[0, 1])
     path.write_text(json.dumps({"kl": 1.0, "adapted_reproduced": False}))
@@ -568,8 +561,6 @@ def test_the_device_check_takes_the_cpu_seeds_only_where_the_gpu_shifted(tmp_pat
         assert by["P1"]["estimate"] == pytest.approx(2.0, abs=0.5)  # the CPU seeds' +2, not the pooled +7
     assert all(e["paper"] == {"P1": 40.3, "P2": 48.0, "M1": 7.7}[e["id"]] for e in res["entries"])  # MATH-500's
     assert [e["n_seeds"] for e in res["cpu_seeds"]] == [4] * 3 and [e["n_seeds"] for e in res["all_seeds"]] == [8] * 3
-    md = study.markdown(WIDE, res, []).splitlines()
-    assert md[0] == WIDE.header and md[-3].startswith("| P1 | ") and md[-3].endswith(f"| 4 / 4 | {'yes' if shift else 'no'} |")
 
 
 def test_the_arms_analysis_reads_only_complete_cpu_seeds(tmp_path):
@@ -588,11 +579,6 @@ def test_the_arms_analysis_reads_only_complete_cpu_seeds(tmp_path):
     assert [got[k]["n_seeds"] for k in ("Q1", "Q2", "Q3", "Q4")] == [10, 10, 8, 8]
     for k, want in (("Q1", 4.0), ("Q2", 5.0), ("Q3", 2.0), ("Q4", 2.0)):
         assert got[k]["estimate"] == pytest.approx(want, abs=0.5) and got[k]["verdict"] == "reproduced"
-    e = [{**got[q], "verdict": v} for q, v in zip(got, ("reproduced", "contradicted", "no effect", "not resolved"))]
-    rows = study.markdown(ARMS, e, []).splitlines()[2:]
-    assert len(rows) == 4 and rows[0].startswith("| Q1 TTRL (100x KL) - no adaptation | 10 | +4.")
-    assert [r.split("|")[-2].strip() for r in rows] == ["**reproduced**", "***contradicted***", "**no effect**",
-                                                        "*not resolved*"]
     (tmp_path / M.DEVICES_FILE).write_text(json.dumps({"3": "FakeGPU"}))
     with pytest.raises(ValueError, match="CPU-only"):
         study.analyse(ARMS, tmp_path, n_boot=400, seeds=range(10))
@@ -700,16 +686,6 @@ def test_wide_vote_figures_jitter_is_drawn_from_its_own_generator():
         dots.append(np.concatenate([c.get_offsets() for c in ax.collections if len(c.get_offsets()) == 3]))
     assert dots[0].shape == (6, 2) and np.array_equal(dots[0], dots[1]) and len(set(dots[0][:, 0])) == 6
     plt.close("all")
-
-
-def test_amendment_cells_close_a_claim_row_as_the_docs_print_it():
-    """The estimate in bold with its seeds, the half-width beside the plan's predictions, the verdict's mark-up."""
-    e = {"estimate": -2.93212, "ci_low": -3.5889, "ci_high": -2.2933, "n_seeds": 10, "half_width": 0.64779,
-         "verdict": "contradicted"}
-    assert predicted_text((0.534, 0.5)) == "0.53 / 0.50"
-    assert amendment_cells(e, predicted_text((0.53, 0.51))) == (
-        "**-2.93 [-3.59, -2.29]**, 10 seeds | 0.65 (0.53 / 0.51) | ***contradicted*** |")
-    assert amendment_cells({**e, "verdict": "not resolved"}, "-").endswith("| 0.65 (-) | *not resolved* |")
 
 
 # --- COR alone (Amendments 30, 31, 34-38; designs spanning regimes: Design.regime_seeds) ---
@@ -840,18 +816,14 @@ def test_cor_alone_smoke_runs_cor_from_the_untrained_model_and_analyses(cor_alon
 
 
 def test_the_drift_and_registered_designs_status_and_tables(capsys):
-    """A drift design counts the seeds in its own runs' folder; the registered analyses print the markdown ``analyse
-    claims`` wrote; a drift design a row per committed entry, six cells each (a metric's ``|`` escaped)."""
+    """A drift design counts the seeds in its own runs' folder; its table has a row per committed entry, six cells each
+    (a metric's ``|`` escaped)."""
     assert study.main(["status", "drift_amc_like_cpu_penalty"]) == 0
     assert "Amendment 25 (amc_like, held-out): 13 of 16 seeds complete; missing [113, 114, 115]" in capsys.readouterr().out
-    assert study.committed_table("claims") == (RESULTS.parent / "docs" / "results" / "claims_scorecard.md").read_text()
-    for b in ("c49d", "xeon"):
-        assert study.committed_table(f"claims_{b}") == (RESULTS / f"replication_{b}" / "figures" /
-                                                    "replication_vs_registered.md").read_text()
     drifts = [d for d in D.DESIGNS.values() if d.whole == "drift"]
     assert len(drifts) == 11
     for d in drifts:
-        rows = study.committed_table(d.id).splitlines()
+        rows = study.committed_table(d.id).splitlines()[2:]
         assert len(rows) == 2 + len(json.loads(d.analysis.read_text()))
         assert all(r.replace("\\|", "").count("|") == 7 for r in rows), d.id
 
@@ -945,8 +917,6 @@ def test_table1_fixed_pairs_dae_with_ttrl_per_regime_and_51_its_fresh_seeds_apar
     assert (fresh["regime"], fresh["n_seeds"], fresh["estimate"]) == ("math500_like", 2, pytest.approx(-12.5))
     assert more["pooled"]["estimate"] == pytest.approx(6.25) and "verdict" not in more["pooled"]
     assert {r["method"] for r in more["levels"]} == {"ttrl", "grpo_no_std", "dae"}
-    table, both = study.committed_table("table1_fixed").splitlines(), study.committed_table("table1_fixed_more").splitlines()
-    assert both[:3] == table[:3] and both[4:len(table) + 1] == table[3:] and both[len(table) + 1] == ""
 
 
 @pytest.fixture(scope="module")

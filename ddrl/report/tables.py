@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import pandas as pd
 
@@ -59,12 +59,6 @@ def fmt_ci(mean: float, lo: float, hi: float, spec: str = ".3f") -> str:
 def entry_ci(e: dict, spec: str = "+.2f") -> str:
     """A ``claims.json``-schema entry's estimate and interval as the tables print them (:func:`fmt_ci`, signed)."""
     return fmt_ci(e["estimate"], e["ci_low"], e["ci_high"], spec)
-
-
-def entry_cell(e: dict) -> str:
-    """A ``claims.json``-schema entry as one cell of an amendment's table beside its own: ``estimate [CI], n seeds,
-    *verdict*``."""
-    return f"{entry_ci(e)}, {e['n_seeds']} seeds, *{e['verdict']}*"
 
 
 def ci_relation(a: tuple[float, float, float], b: tuple[float, float, float]) -> str:
@@ -238,31 +232,3 @@ def committed_markdown(path: str | Path, render: Callable[[dict], str], amendmen
     if path.is_file():
         return render(json.loads(path.read_text()))
     return f"Amendment {amendment}'s analysis is not committed yet (`{command}`)."
-
-
-VERDICT_MD = {"reproduced": "**reproduced**", "contradicted": "***contradicted***", "no effect": "**no effect**",
-              "not resolved": "*not resolved*"}
-
-
-def amendment_cells(e: dict, predicted: str) -> str:
-    """The closing cells of a claim's row in an lr/10 amendment's table: estimate [95% CI] in bold with its seeds, the
-    half-width beside the plan's ``predicted`` ones, the verdict."""
-    return f"**{entry_ci(e)}**, {e['n_seeds']} seeds | {e['half_width']:.2f} ({predicted}) | {VERDICT_MD[e['verdict']]} |"
-
-
-def predicted_text(half_widths: Iterable[float]) -> str:
-    """A plan's predicted half-widths as the tables print them: ``0.44 / 0.39``."""
-    return " / ".join(f"{x:.2f}" for x in half_widths)
-
-
-def claim_row(e: dict, text: str, predicted: str) -> str:
-    """One claim's row of an amendment's table: id and ``text`` | seeds | estimate [95% CI] | half-width
-    (``predicted``) | verdict."""
-    return (f"| {e['id']} {text} | {e['n_seeds']} | {entry_ci(e)} | {e['half_width']:.2f} ({predicted}) | "
-            f"{VERDICT_MD[e['verdict']]} |")
-
-
-def below_cell(row: dict, reference: str = "no_adaptation") -> str:
-    """A :func:`ddrl.study.analysis.level_table` row's "seeds below the reference" cell as the level tables print it: ``k of n``, or
-    ``-`` for the reference's own row."""
-    return "-" if row["method"] == reference else f"{row['below_reference']} of {row['n_seeds']}"

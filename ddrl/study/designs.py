@@ -20,10 +20,6 @@ XEON = RESULTS / "replication_xeon"  # the Xeon build's results tree
 
 MARGIN = 1.0  # points: every amendment claim's margin (plan Sec. 4's rule)
 
-#: Amendment 28's claims, as its table names them
-COMPARISON = {"P1": "TTRL - no adaptation", "P2": "DDRL - no adaptation", "M1": "DDRL - TTRL"}
-
-
 @dataclass(frozen=True)
 class Design:
     """One committed analysis: what it runs, reads, decides and prints."""
@@ -39,7 +35,7 @@ class Design:
     claims: dict  # ours: id -> (a, b, what[, claim, metric, paper]): pass@1 a - b, sign +1, margin MARGIN
     predicted: dict  # id -> the plan's predicted half-widths, as the table prints them
     analysis: Path
-    section: str  # its title, the plan amendment's question (documentation only)
+    section: str  # its title, the plan amendment's question (``render DESIGN`` prints it)
     split: str = HELDOUT_X  # the CSVs its analysis reads: "adapted" or H1x's fresh questions
     job_kind: str = "H1x"
     job_per_run: bool = True  # a job per evaluated run and seed (False: one job of every evaluated run per seed)
@@ -49,12 +45,6 @@ class Design:
     cached_ddrl: bool = True  # its jobs read the cached DDRL runs' RL-only weights: refuse a seed without one
     reference: str = "no_adaptation"  # the run its levels count the seeds below
     cor_runs: tuple[str, ...] = ()  # the runs ``cor_kept`` reports COR's mean kept rollouts of
-    paper: bool = False  # its table prints the paper's number of each claim
-    beside: tuple[str, ...] | None = ()  # designs or results/ files set beside it ((): the registered ones; None: none)
-    header: str = ""  # its table's header row ({span}: the seeds analysed)
-    level_name: str = "run (lr/10)"  # its level table's first column (without ``level_header``; "": no level table)
-    unmeasured: str = "-"  # its table's cell where no entry is set beside
-    names: dict | None = None  # its table's texts of claims, where not ``claims``' or :data:`REGISTERED_WHAT`'s
     results: Path = RESULTS  # its results tree: ``runs/`` holds the CSVs, its regimes file names the build
     build: str | None = None  # the build its analysis names
     finished: tuple[str, ...] = ()  # trained runs its jobs load: refuse a seed whose run is not finished
@@ -64,7 +54,6 @@ class Design:
     level_regimes: tuple[str, ...] = ()  # levels per regime, in this order, with regime and learning-rate columns
     twin_runs: tuple[str, ...] | None = None  # the runs read in ``level_regimes``' other regimes (None: ``methods``)
     in_base: tuple[str, ...] = ()  # ours decided in the regime's base (SAME_BASE; its ``a``: the twin's run there)
-    level_header: str = ""  # the level table's header row ({span}: its seeds); "": held-out (or COR) level rows
     whole: str | None = None  # a named measure that is the whole analysis, with :data:`TABLES`' table of that name
     folder: str = "runs"  # the folder of ``results`` that holds its CSVs ("": ``results`` itself)
     regime_seeds: dict | None = None  # regime -> seeds, for an analysis spanning regimes: claims keyed (id, regime)
@@ -72,7 +61,6 @@ class Design:
     drift: str = ""  # a drift design's pairs: a KL measure of :data:`ddrl.study.drift.MEASURES` or a set of ``ARMS``
     drift_dir: Path | None = None  # a drift design's step CSVs and held-out KLs, if not beside its CSVs
     exploratory: bool = False  # a drift design of the runs its predictions were read from: no verdicts
-    beside_regimes: tuple[str, ...] = ()  # registered regimes whose entries its table sets beside, a column each
     job_regimes: tuple[str, ...] = ()  # its jobs' regimes, in this order (default: its own)
     csv_dir: str = ""  # the folder under ``runs/`` its jobs write to, apart from the regimes' CSVs
     then_heldout: bool = False  # after its jobs, the same runs on H1x's fresh questions (Amendment 62)
@@ -85,33 +73,12 @@ class Design:
     def runs(self) -> Path:
         return self.results / self.folder
 
-    def what(self, cid: str) -> str:
-        if self.names and cid in self.names:
-            return self.names[cid]
-        return self.claims[cid][2] if cid in self.claims else REGISTERED_WHAT[cid]
-
-
-#: What the tables call the registered claims the designs decide
-REGISTERED_WHAT = {"R1": "COR keeping 4x the rollouts - DDRL (COR 1x)", "H1x": "DDRL - untrained", "H1xC": "DDRL - BCS+DAE (COR's cost)", "H1xT": "TTRL - untrained",
-                   "H1xD": "DDRL - TTRL", "H1xR": "BCS+DAE - TTRL",
-                   "A1": "BCS - TTRL", "A2": "BCS+DAE - BCS", "A3": "DDRL - BCS+DAE", **COMPARISON,
-                   "M2": "DDRL - ETMR",
-                   "C1": "DDRL - (BCS+DAE + additional RL)",
-                   "C2": "additional RL's extra steps - COR [% of each run's own RL phase]"}
 
 #: Amendment 58's claims, measured again in MATH-500-like by Amendment 61
 COR_LR10_HELDOUT = {"K1x": (COR_LR10, "bcs_dae", "COR at lr 1e-6 - BCS+DAE (its cost on fresh questions)"),
                     "K2x": ("ddrl", COR_LR10, "DDRL (COR at 1e-5) - COR at 1e-6")}
 
-_HELD_HEADER = "| claim (held-out pass@1 on 1,536 fresh {where}questions, points) | {beside} | **{this}** | " \
-               "half-width (predicted{at}) | verdict |"
-#: The lr/10 controls' tables (Amendments 29, 52, 53, 55)
-_LR10_HEADER = "| claim{what} | paper ({bench}) | {name}, default lr (registered) | " \
-               "**{name} at lr/10 (Amendment {n})** | half-width (predicted) | verdict |"
-
 _ABLATION = ("ttrl", "bcs", "bcs_dae", "ddrl")  # A1-A3's runs, in the levels' order
-_ABLATION_LEVELS = "| method | learning rate | adapted pass@1, mean over seeds (SD) | seeds below TTRL at its lr |"
-_EXTRA_RL_LEVELS = "| method | learning rate | adapted pass@1, mean over {span} (SD) | seeds below DDRL |"
 
 #: ETMR's designs (Amendments 43-48): the runs each reads at lr/10, M3 and P3 per benchmark (with its Table 2
 #: difference), and what their rows share
@@ -123,11 +90,7 @@ ETMR_CLAIMS = {base: {cid: (a, b, what, claim, f"pass@1 {what} [points]", table2
                           ("P3", "etmr", "no_adaptation", "ETMR - no adaptation", "ETMR improves on no adaptation"))}
                for base in ("math500_like", "amc_like")}
 _ETMR = {"split": "adapted", "measures": ("seed_pass1", "vote", "rl_minutes"), "cached_ddrl": False,
-         "reference": "etmr", "paper": True, "unmeasured": "not measured",
-         "level_header": "| method | learning rate | adapted pass@1, mean over {span} (SD) | seeds below ETMR at its "
-                         "lr | RL phase, mean minutes |"}
-_ETMR_HEADER = ("| claim (adapted pass@1, points) | paper ({paper}) | {beside} | **{this} at lr/10 (Amendment {a}, "
-                "{{span}})** | half-width (predicted at {at} seeds) | verdict |")
+         "reference": "etmr"}
 
 #: Their held-out claims (Amendments 45, 48): held-out pass@1 a - b
 ETMR_HELDOUT = {"P3x": ("etmr", "no_adaptation", "ETMR at lr/10 - no adaptation, held-out"),
@@ -135,11 +98,7 @@ ETMR_HELDOUT = {"P3x": ("etmr", "no_adaptation", "ETMR at lr/10 - no adaptation,
                 "M3x": ("etmr", "ttrl", "ETMR - TTRL at lr/10, held-out")}
 ETMR_HELD_RUNS = ("no_adaptation", "ttrl", "bcs_dae", "etmr", "ddrl")
 _ETMR_HELD = {"job_per_run": False, "measures": ("seed_pass1", "reproduced"), "reproduced_of": ETMR_RUNS,
-              "cached_ddrl": False, "beside": None,
-              "level_header": "| run (lr/10) | held-out pass@1, mean over {span} (SD) | seeds below the untrained "
-                              "run |"}
-_ETMR_HELD_HEADER = ("| claim (held-out pass@1 on 1,536 fresh {name} questions, points; {build}, lr/10) | seeds | "
-                     "estimate [95% CI] | half-width (predicted) | verdict |")
+              "cached_ddrl": False}
 
 WIDE_ARMS = ("ttrl_kl100x", "ddrl_kl100x")  # Amendment 27: Amendment 25's arms (kl_coef 0.1)
 
@@ -157,21 +116,14 @@ HELDOUT_LR10 = {**{(cid, SMALL_LR): (*PAIRED[cid][:2], f"{what}, held-out") for 
                 ("K3x", SMALL_LR): _K3X, ("K4x", SMALL_LR): ("ddrl", COR_ONLY, "DDRL at lr/10 - COR alone, held-out")}
 
 COR_ALONE_RUNS = ("no_adaptation", "ttrl", "bcs_dae", "ddrl", COR_ONLY)  # the runs COR alone's claims read, in order
-_COR_ALONE_HEADER = ("| claim (pass@1, points) | regime | seeds x questions | estimate [95% CI] | half-width (predicted) "
-                     "| verdict |")
-_COR_ALONE = {"measures": (), "cached_ddrl": False, "header": _COR_ALONE_HEADER}
+_COR_ALONE = {"measures": (), "cached_ddrl": False}
 
-#: Amendments 49-51: the level table against TTRL; T1f's table and folder (its CSVs apart from the regimes')
-_T1_LEVELS = "| method | learning rate | adapted pass@1, mean over {span} (SD) | seeds below TTRL at its lr |"
-_T1F_HEADER = ("| learning rate | paper (MATH-500) | T1, the caption's reading (grpo_no_std - TTRL) | **T1f, the text's "
-               "reading (dae - TTRL; Amendment 50)** | half-width (predicted) | verdict |")
+#: Amendments 50, 51: T1f's folder (its CSVs apart from the regimes')
 T1F_DIR = "table1_fixed"
 
 #: Amendment 62: the runs each split's analysis reads, in the levels' order
 COR_TRADE_RUNS = {"adapted": ("bcs_dae", COR_LR10, COR_4X_LR10, "ddrl", COR_4X),
                   HELDOUT_X: ("no_adaptation", "bcs_dae", COR_LR10, COR_4X_LR10, "ddrl", COR_4X)}
-_COR_TRADE_HEADER = ("| claim ({} at lr/10, pass@1, points) | questions | **Amendment 62** | half-width (predicted at 6 "
-                     "/ 10 seeds) | verdict |")
 
 DESIGNS = {d.id: d for d in (
     # Amendment 56: R1, K1, K2 at lr/10 in AMC-like from cached RL-only weights, and the repeat check
@@ -182,27 +134,21 @@ DESIGNS = {d.id: d for d in (
            {"R1": "0.20 / 0.54 / 1.87", "K1": "1.87 / 0.76", "K2": "1.87 / 2.09"}, OUT / "refine_amc.json",
            "## COR's refinement size and learning rate at the small learning rate in AMC-like (plan Amendment 56)",
            split="adapted", kinds=("R1 lr/10 (A56)", "K1 lr/10 (A56)"), measures=("cor_kept", "reeval_check"),
-           reference="ddrl", cor_runs=("ddrl", COR_4X, COR_LR10), paper=True, level_name="method",
-           header="| claim (AMC-like, adapted pass@1, points) | paper (AMC) | default lr (registered) | "
-                  "**lr/10 (Amendment 56)** | half-width (predicted) | verdict |"),
+           reference="ddrl", cor_runs=("ddrl", COR_4X, COR_LR10)),
     # Amendment 59: R1 at lr/10 in MATH-500-like (DDRL trained again, then refined), and the retrain check
     Design("refine_math500", 59, MATH500_SMALL_LR, tuple(range(10)), "2026-12-03T14:05:00+00:00", (COR_4X,),
            ("bcs_dae", "ddrl", COR_4X), ("R1",), {}, {"R1": "0.44 / 0.39, 1.01 / 0.99, 1.93 / 1.88"},
            OUT / "refine_math500.json",
            "## COR's refinement size at the small learning rate in MATH-500-like (plan Amendment 59)",
            split="adapted", job_kind="R1 lr/10 (A59)", measures=("cor_kept", "retrain_check"), cached_ddrl=False,
-           reference="ddrl", cor_runs=("ddrl", COR_4X), paper=True,
-           header="| claim (MATH-500-like, adapted pass@1, points) | paper (MATH-500) | default lr (registered) | "
-                  "**lr/10 (Amendment 59)** | half-width (predicted at 6 / 10 seeds) | verdict |"),
+           reference="ddrl", cor_runs=("ddrl", COR_4X)),
     # Amendment 57: DDRL and COR 4x at lr/10 in AMC-like on H1x's fresh questions
     Design("refine_heldout_amc", 57, SMALL_LR, tuple(range(10)), "2026-12-03T08:45:00+00:00",
            ("no_adaptation", "bcs_dae", "ddrl", COR_4X), ("no_adaptation", "bcs_dae", "ddrl", COR_4X), ("H1x", "H1xC"),
            {"R1x": (COR_4X, "ddrl", "COR keeping 4x the rollouts - DDRL (COR 1x)")},
            {"H1x": "1.12", "H1xC": "0.49", "R1x": "0.49"}, OUT / "refine_heldout_amc.json",
            "## Does COR's gain at the small learning rate in AMC-like hold on fresh questions? (plan Amendment 57)",
-           header=_HELD_HEADER.format(where="AMC-like ", beside="default lr (registered)", this="lr/10 (Amendment 57)",
-                                      at=""),
-           job_per_run=False, level_name="method (lr/10)"),
+           job_per_run=False),
     # Amendment 58: TTRL and COR at 1e-6 at lr/10 in AMC-like on fresh questions
     Design("ttrl_heldout_amc", 58, SMALL_LR, tuple(range(10)), "2026-12-03T11:25:00+00:00", ("ttrl", COR_LR10),
            ("no_adaptation", "ttrl", "bcs_dae", COR_LR10, "ddrl"), ("H1xT", "H1xD", "H1xR"), COR_LR10_HELDOUT,
@@ -210,9 +156,7 @@ DESIGNS = {d.id: d for d in (
             "K2x": "0.50 / 0.56"}, OUT / "ttrl_heldout_amc.json",
            "## TTRL, and COR at a tenth of its rate, on fresh AMC-like questions at the small learning rate "
            "(plan Amendment 58)",
-           measures=("reproduced", "reproduced_by_method"), reproduced_of=("ttrl", COR_LR10),
-           header=_HELD_HEADER.format(where="AMC-like ", beside="default lr (registered)", this="lr/10 (Amendment 58)",
-                                      at=" at 10 / 6 seeds")),
+           measures=("reproduced", "reproduced_by_method"), reproduced_of=("ttrl", COR_LR10)),
     # Amendment 60: COR 4x on MATH-500-like's fresh questions, and the repeat check
     Design("refine_heldout_math500", 60, MATH500_SMALL_LR, tuple(range(10)), "2026-12-03T16:40:00+00:00", (COR_4X,),
            ("no_adaptation", "bcs_dae", "ddrl", COR_4X), (),
@@ -220,9 +164,7 @@ DESIGNS = {d.id: d for d in (
            {"R1x": "0.53 / 0.51, 0.71 / 0.69"}, OUT / "refine_heldout_math500.json",
            "## Does COR 4x's extra gain at the small learning rate in MATH-500-like hold on fresh questions? "
            "(plan Amendment 60)",
-           measures=("reproduced", "heldout_check"), reproduced_of=(COR_4X,), beside=("refine_heldout_amc",),
-           header=_HELD_HEADER.format(where="", beside="lr/10 AMC-like (Amendment 57)",
-                                      this="lr/10 MATH-500-like (Amendment 60)", at=" at 6 / 10 seeds")),
+           measures=("reproduced", "heldout_check"), reproduced_of=(COR_4X,)),
     # Amendment 61: COR at 1e-6 on MATH-500-like's fresh questions
     Design("cor_lr10_heldout_math500", 61, MATH500_SMALL_LR, tuple(range(10)), "2026-12-03T17:15:00+00:00",
            (COR_LR10,), ("no_adaptation", "bcs_dae", COR_LR10, "ddrl"), (), COR_LR10_HELDOUT,
@@ -230,78 +172,62 @@ DESIGNS = {d.id: d for d in (
            OUT / "cor_lr10_heldout_math500.json",
            "## COR at a tenth of its rate on fresh MATH-500-like questions at the small learning rate "
            "(plan Amendment 61)",
-           reproduced_of=(COR_LR10,), beside=("ttrl_heldout_amc",),
-           header=_HELD_HEADER.format(where="", beside="lr/10 AMC-like (Amendment 58)",
-                                      this="lr/10 MATH-500-like (Amendment 61)", at=" at 6 / 10 seeds")),
+           reproduced_of=(COR_LR10,)),
     # Amendment 29: which part of DDRL carries M1 at lr/10 in MATH-500-like
     Design("ablation", 29, MATH500_SMALL_LR, tuple(range(18)), None, ("bcs_dae", "bcs"), _ABLATION, ("A1", "A2", "A3"),
            {}, {"A1": "1.90 / 1.84", "A2": "0.95 / 1.84", "A3": "0.78 / 1.82"}, OUT / "ablation.json",
            "## Which part of DDRL carries M1 at the small learning rate? (plan Amendment 29)", split="adapted",
            kinds=("A3 lr/10 (A29)", "A1 lr/10 (A29)"), measures=("split", "levels"), cached_ddrl=False,
-           reference="ttrl", paper=True,
+           reference="ttrl",
            claim_seeds={"A1": tuple(range(12)), "A2": tuple(range(12)), "A3": tuple(range(18))},
-           level_regimes=("math500_like", MATH500_SMALL_LR), level_header=_ABLATION_LEVELS,
-           header=_LR10_HEADER.format(what=" (adapted pass@1, points)", bench="MATH-500", name="MATH-500-like", n=29)),
+           level_regimes=("math500_like", MATH500_SMALL_LR)),
     # Amendment 55: the same in AMC-like
     Design("ablation_amc", 55, SMALL_LR, tuple(range(12)), "2026-12-03T04:40:00+00:00", ("bcs_dae", "bcs"), _ABLATION,
            ("A1", "A2", "A3"), {}, {"A1": "2.26 / 2.64 / 0.71", "A2": "2.26 / 3.24 / 0.23", "A3": "2.26 / 0.63 / 2.74"},
            OUT / "ablation_amc.json",
            "## Which part of DDRL carries M1 at the small learning rate in AMC-like? (plan Amendment 55)",
            split="adapted", kinds=("A3 lr/10 (A55)", "A1 lr/10 (A55)"), measures=("split", "levels", "divergence"),
-           cached_ddrl=False, reference="ttrl", paper=True,
+           cached_ddrl=False, reference="ttrl",
            claim_seeds={c: tuple(range(12)) for c in ("A1", "A2", "A3")},
-           level_regimes=("amc_like", SMALL_LR), level_header=_ABLATION_LEVELS,
-           header=_LR10_HEADER.format(what=" (adapted pass@1, points)", bench="AMC", name="AMC-like", n=55)),
+           level_regimes=("amc_like", SMALL_LR)),
     # Amendment 52: C1 and C2 at lr/10 in MATH-500-like
     Design("extra_rl", 52, MATH500_SMALL_LR, tuple(range(12)), None, ("additional_rl",),
            ("bcs_dae", "additional_rl", "ddrl"), ("C1",), {}, {"C1": "1.86 / 0.92"}, OUT / "extra_rl.json",
            "## COR against additional RL at the small learning rate (plan Amendment 52)", split="adapted",
            job_kind="C1 lr/10 (A52)", measures=("c2", "divergence", "agreeing", "levels"), cached_ddrl=False,
-           reference="ddrl", paper=True, optional=("bcs_dae",), level_regimes=(MATH500_SMALL_LR,),
-           level_header=_EXTRA_RL_LEVELS,
-           header=_LR10_HEADER.format(what="", bench="MATH-500", name="MATH-500-like", n=52)),
+           reference="ddrl", optional=("bcs_dae",), level_regimes=(MATH500_SMALL_LR,)),
     # Amendment 53: the same in AMC-like
     Design("extra_rl_amc", 53, SMALL_LR, tuple(range(12)), "2026-12-02T12:30:00+00:00", ("additional_rl",),
            ("bcs_dae", "additional_rl", "ddrl"), ("C1",), {}, {"C1": "2.10 / 2.53 / 0.42"}, OUT / "extra_rl_amc.json",
            "## COR against additional RL at the small learning rate in AMC-like (plan Amendment 53)", split="adapted",
            job_kind="C1 lr/10 (A53)", measures=("c2", "divergence", "agreeing", "levels"), cached_ddrl=False,
-           reference="ddrl", paper=True, late_seeds=0, optional=("bcs_dae",), level_regimes=(SMALL_LR,),
-           level_header=_EXTRA_RL_LEVELS, header=_LR10_HEADER.format(what="", bench="AMC", name="AMC-like", n=53)),
+           reference="ddrl", late_seeds=0, optional=("bcs_dae",), level_regimes=(SMALL_LR,)),
     # --- the learning rate (Amendments 39-42, 54) ---
     # Amendment 39: default-lr TTRL and DDRL on the Xeon build against its lr/10 runs, on fresh questions
     Design("lr_heldout", 39, "amc_like", tuple(range(12)), "2026-11-28T22:20:00+00:00", HELDOUT_X_METHODS,
            HELDOUT_X_METHODS, (), {}, {"LxT": "1.67 / 1.47", "LxD": "1.62 / 1.50"}, XEON / "lr_heldout.json",
            "## Held-out transfer at both learning rates on one build (plan Amendment 39)", job_per_run=False,
-           measures=(), cached_ddrl=False, late_seeds=0, whole="lr_heldout", results=XEON,
-           header="| claim (held-out pass@1 on 1,536 fresh AMC-like questions, points) | seeds | estimate [95% CI] | "
-                  "half-width (predicted at 8 / 12 seeds) | verdict |"),
+           measures=(), cached_ddrl=False, late_seeds=0, whole="lr_heldout", results=XEON),
     # Amendment 40: each run's held-out KL from the base against its held-out pass@1
     Design("lr_drift", 40, "amc_like", tuple(range(10)), "2026-11-29T01:00:00+00:00", (), LR_METHODS, (), {},
            {"W5": "1.0-1.4", "W6": "1.5", "W7": "~0.6", "W8": "~0.6", "W9": "~0.6"}, XEON / "lr_drift.json",
            "## Distance from the base at both learning rates on one build (plan Amendment 40)", measures=(),
-           cached_ddrl=False, whole="lr_drift", results=XEON,
-           header="| claim (Xeon build, AMC-like) | seeds | estimate [95% CI] | half-width (predicted) | verdict |"),
+           cached_ddrl=False, whole="lr_drift", results=XEON),
     # Amendment 41: COR alone's held-out KL on Amendment 40's line
     Design("cor_alone_drift", 41, SMALL_LR, tuple(range(12)), "2026-11-29T02:00:00+00:00", (), (COR_ONLY, "no_adaptation"),
            (), {}, {"Y1": "0.17-0.24", "Y2": "0.17-0.24"}, XEON / "cor_alone_drift.json",
            "## COR alone on the learning rates' line (plan Amendment 41)", measures=(), cached_ddrl=False,
-           whole="cor_alone_drift", results=XEON,
-           header="| claim (Xeon build, AMC-like, COR alone) | seeds | estimate [95% CI] | half-width (predicted) | "
-                  "verdict |"),
+           whole="cor_alone_drift", results=XEON),
     # Amendment 42: the three methods at lr/3 (regimes_lr3.json)
     Design("lr_curve", 42, "amc_like_lr3", tuple(range(12)), "2026-11-29T04:40:00+00:00", ("ddrl", "bcs_dae", "ttrl"),
            ("ddrl", "bcs_dae", "ttrl"), (), {},
            {"Z1": "0.25 / 0.33", "Z2": "0.25 / 0.33", "Z3": "~0.25 / 0.33", "Z4": "~0.25 / 0.33"},
            XEON / "lr_curve.json", "## A third learning rate between the two (plan Amendment 42)", job_per_run=False,
-           measures=(), cached_ddrl=False, late_seeds=0, whole="lr_curve", results=XEON,
-           header="| claim (Xeon build, AMC-like, lr/3 runs) | seeds | estimate [95% CI] | half-width (predicted 12 / 8) | "
-                  "verdict |"),
+           measures=(), cached_ddrl=False, late_seeds=0, whole="lr_curve", results=XEON),
     # Amendment 54: D2 at lr/10 from Amendment 28's DDRL step logs
     Design("dynamics", 54, MATH500_SMALL_LR, tuple(range(18)), None, (), ("ddrl",), (), {}, {"D2": "1.57"},
            OUT / "dynamics.json", "## Dynamics at the small learning rate (plan Amendment 54)", split="adapted",
-           measures=(), cached_ddrl=False, whole="dynamics",
-           header="| claim | MATH-500-like, default lr (registered) | **MATH-500-like at lr/10 (Amendment 54)** | "
-                  "half-width (predicted) | verdict |"),
+           measures=(), cached_ddrl=False, whole="dynamics"),
     # --- ETMR, the paper's stronger baseline, beside TTRL and DDRL at lr/10 (Amendments 43-48) ---
     # Amendment 43: MATH-500-like, registered build
     Design("small_lr_etmr", 43, MATH500_SMALL_LR, tuple(range(18)), "2026-11-29T08:00:00+00:00", ("etmr",),
@@ -309,9 +235,7 @@ DESIGNS = {d.id: d for d in (
            {"M2": "2.32 / 2.21 / 2.05; 1.84 / 1.83 / 1.82", "M3": "2.17 / 2.00 / 1.76; 1.84 / 1.83 / 1.82",
             "P3": "2.53 / 2.46 / 2.36; 1.01 / 1.00 / 0.99"}, OUT / "etmr.json",
            "## DDRL against ETMR at the small learning rate (plan Amendments 43 and 44)", job_kind="A43 lr/10",
-           build="registered build", level_regimes=("math500_like", MATH500_SMALL_LR),
-           header=_ETMR_HEADER.format(paper="MATH-500", beside="MATH-500-like, default lr (registered)",
-                                      this="registered build, MATH-500-like", a=43, at="12 / 14 / 18"), **_ETMR),
+           build="registered build", level_regimes=("math500_like", MATH500_SMALL_LR), **_ETMR),
     # Amendment 44: Amendments 28 and 43 again on the Xeon build
     Design("small_lr_etmr_xeon", 44, MATH500_SMALL_LR, tuple(range(12)), "2026-11-29T08:15:00+00:00",
            ("ttrl", "ddrl", "etmr"), _ETMR_READS, ("P1", "P2", "M1", "M2"), ETMR_CLAIMS["math500_like"],
@@ -319,10 +243,8 @@ DESIGNS = {d.id: d for d in (
             "M1": "1.88 / 1.86 / 1.84; 1.99 / 1.79 / 1.66", "M2": "1.88 / 1.86 / 1.84; 2.70 / 2.48 / 2.32",
             "M3": "1.88 / 1.86 / 1.84; 2.73 / 2.40 / 2.17", "P3": "1.03 / 1.02 / 1.01; 2.77 / 2.63 / 2.53"},
            XEON / "small_lr_etmr.json", "### The same on the Xeon build (plan Amendment 44)", job_kind="A44 lr/10",
-           results=XEON, build="Xeon build", beside=("small_lr/claims.json", "small_lr_etmr"),
-           level_regimes=("math500_like", MATH500_SMALL_LR),
-           header=_ETMR_HEADER.format(paper="MATH-500", beside="registered build at lr/10 (Amendments 28, 43)",
-                                      this="Xeon build, MATH-500-like", a=44, at="8 / 10 / 12"), **_ETMR),
+           results=XEON, build="Xeon build",
+           level_regimes=("math500_like", MATH500_SMALL_LR), **_ETMR),
     # Amendment 46: AMC-like, Xeon build
     Design("small_lr_etmr_xeon_amc", 46, SMALL_LR, tuple(range(12)), "2026-11-29T11:40:00+00:00", ("etmr",),
            _ETMR_READS, ("M2",), ETMR_CLAIMS["amc_like"],
@@ -330,23 +252,19 @@ DESIGNS = {d.id: d for d in (
             "M3": "2.51 / 2.40 / 2.33 / 2.28; 4.53 / 3.84 / 3.41 / 3.10",
             "P3": "3.11 / 3.07 / 3.05 / 3.03; 3.67 / 3.46 / 3.33 / 3.24"}, XEON / "small_lr_etmr_amc.json",
            "### In AMC-like (plan Amendments 46 and 47)", job_kind="A46 lr/10", results=XEON, build="Xeon build",
-           level_regimes=("amc_like", SMALL_LR),
-           header=_ETMR_HEADER.format(paper="AMC", beside="AMC-like, default lr (registered)",
-                                      this="Xeon build, AMC-like", a=46, at="6 / 8 / 10 / 12"), **_ETMR),
+           level_regimes=("amc_like", SMALL_LR), **_ETMR),
     # Amendment 47: AMC-like, registered build
     Design("small_lr_etmr_amc", 47, SMALL_LR, tuple(range(19)), "2026-12-01T15:30:00+00:00", ("etmr",),
            _ETMR_READS, ("M2",), ETMR_CLAIMS["amc_like"],
            {"M2": "2.18 / 2.10 / 2.05; 4.16 / 3.47 / 3.09", "M3": "2.18 / 2.10 / 2.05; 3.84 / 3.10 / 2.68",
             "P3": "2.80 / 2.74 / 2.71; 3.46 / 3.24 / 3.12"}, OUT / "etmr_amc.json",
            "### In AMC-like (plan Amendments 46 and 47)", job_kind="A47 lr/10", build="registered build",
-           level_regimes=("amc_like", SMALL_LR),
-           header=_ETMR_HEADER.format(paper="AMC", beside="AMC-like, default lr (registered)",
-                                      this="registered build, AMC-like", a=47, at="8 / 12 / 16"), **_ETMR),
+           level_regimes=("amc_like", SMALL_LR), **_ETMR),
     # Amendment 45: Amendment 43's ETMR runs on H1x's fresh questions
     Design("etmr_heldout", 45, MATH500_SMALL_LR, tuple(range(18)), None, ("etmr",),
            _ETMR_READS, (), ETMR_HELDOUT, {"P3x": "0.36", "M2x": "0.71", "M3x": "0.16"},
            OUT / "etmr_heldout.json", "### On fresh questions (plan Amendment 45)", finished=("etmr",),
-           build="registered build", header=_ETMR_HELD_HEADER.format(name="MATH-500-like", build="registered build"),
+           build="registered build",
            **_ETMR_HELD),
     # Amendment 45: Amendment 44's runs and the untrained model on fresh questions, Xeon build
     Design("etmr_heldout_xeon", 45, MATH500_SMALL_LR, tuple(range(10)), None, ETMR_HELD_RUNS, ETMR_HELD_RUNS,
@@ -354,13 +272,12 @@ DESIGNS = {d.id: d for d in (
            {"H1x": "0.97 / 1.12", "H1xT": "0.38 / 0.73", "H1xD": "0.72 / 0.64", "H1xC": "0.69 / 0.49",
             "H1xR": "0.17 / 0.32", "P3x": "0.38 / 0.73", "M2x": "0.72 / 0.64", "M3x": "0.17 / 0.32"},
            XEON / "etmr_heldout.json", "### On fresh questions (plan Amendment 45)", finished=("ttrl", "etmr", "ddrl"),
-           names={cid: HELDOUT_LR10[(cid, SMALL_LR)][2] for cid in HELDOUT_CLAIMS}, results=XEON, build="Xeon build",
-           header=_ETMR_HELD_HEADER.format(name="MATH-500-like", build="Xeon build"), **_ETMR_HELD),
+           results=XEON, build="Xeon build", **_ETMR_HELD),
     # Amendment 48: Amendment 47's ETMR runs and the untrained model on fresh questions (P3x only)
     Design("etmr_heldout_amc", 48, SMALL_LR, tuple(range(12)), None, ("no_adaptation", "etmr"),
            ("no_adaptation", "etmr"), (), {"P3x": ETMR_HELDOUT["P3x"]}, {"P3x": "0.73 / 1.47"},
            OUT / "etmr_heldout_amc.json", "### In AMC-like (plan Amendments 46 and 47)", finished=("etmr",),
-           build="registered build", header=_ETMR_HELD_HEADER.format(name="AMC-like", build="registered build"),
+           build="registered build",
            **_ETMR_HELD),
     # --- COR alone (Amendments 30, 31, 34-38) ---
     # Amendments 30 and 32: COR at 1e-6 and COR alone (no RL) at lr/10 in MATH-500-like
@@ -373,12 +290,8 @@ DESIGNS = {d.id: d for d in (
            {"K1": "1.84", "K2": "1.84", "K3": "2.49", "K4": "1.82", "K5": "2.08 / 3.16"}, OUT / "cor.json",
            "## COR's learning rate, and COR without RL, at the small learning rate (plan Amendments 30 and 32)",
            split="adapted", job_kind="K lr/10", measures=("levels", "cor_kept", "seed_pass1"), cached_ddrl=False,
-           cor_runs=("ddrl", COR_LR10, COR_ONLY), beside=None, level_regimes=("math500_like", MATH500_SMALL_LR),
-           twin_runs=("no_adaptation", "ddrl"), in_base=("K5",),
-           header="| claim (MATH-500-like, adapted pass@1, points) | seeds | estimate [95% CI] | half-width (predicted) | "
-                  "verdict |",
-           level_header="| method | RL learning rate | adapted pass@1, mean over seeds (SD) | seeds below the untrained "
-                        "run | COR's kept rollouts |"),
+           cor_runs=("ddrl", COR_LR10, COR_ONLY), level_regimes=("math500_like", MATH500_SMALL_LR),
+           twin_runs=("no_adaptation", "ddrl"), in_base=("K5",)),
     # Amendments 31 and 33: Amendment 28's runs and COR alone on H1x's fresh MATH-500-like questions
     Design("heldout_math500", 31, MATH500_SMALL_LR, tuple(range(18)), None, (*HELDOUT_X_METHODS, COR_ONLY),
            ("no_adaptation", "ttrl", "bcs_dae", "ddrl", COR_ONLY), HELDOUT_CLAIMS,
@@ -388,20 +301,13 @@ DESIGNS = {d.id: d for d in (
             "K4x": "0.45-1.36"}, OUT / "heldout.json",
            "## Held-out transfer at the small learning rate (plan Amendments 31 and 33)", job_per_run=False,
            cached_ddrl=False, finished=("ttrl", "ddrl"),
-           measures=("levels", "seed_pass1", "reproduced"), level_name="",
-           names={"H1x": "DDRL - no adaptation", "H1xT": "TTRL - no adaptation", "H1xD": "DDRL - TTRL",
-                  "H1xC": "DDRL - BCS+DAE", "H1xR": "BCS+DAE - TTRL", "K3x": "COR alone (no RL) - no adaptation",
-                  "K4x": "DDRL - COR alone"},
-           header=_HELD_HEADER.format(where="MATH-500-like ", beside="default lr (registered)",
-                                      this="lr/10 (Amendments 31, 33)", at="")),
+           measures=("levels", "seed_pass1", "reproduced")),
     # --- 768 MATH-500-like questions (Amendments 26, 27) ---
     # Amendment 26: P1, P2 and M1 on the stream's first 768 questions, each seed's runs on one device
     Design("wide", 26, MATH500_768, tuple(range(200, 224)), None, STAGE1_METHODS, STAGE1_METHODS, ("P1", "P2", "M1"),
            {}, {}, WIDE_OUT / "claims.json",
            "## P1, P2 and M1 on three times the questions (plan Amendment 26)", split="adapted", job_kind="wide",
-           measures=(), cached_ddrl=False, whole="device_check", results=WIDE_OUT, folder="",
-           header="| claim (MATH-500-like, 768 questions, adapted pass@1, points) | seeds | estimate [95% CI] | "
-                  "half-width (predicted) | verdict |"),
+           measures=(), cached_ddrl=False, whole="device_check", results=WIDE_OUT, folder=""),
     # Amendment 27: Amendment 25's penalised arms against the untrained model and their own methods
     Design("wide_arms", 27, MATH500_768, tuple(range(200, 212)) + tuple(range(224, 236)), None,
            ("no_adaptation", *WIDE_ARMS), ("no_adaptation", *WIDE_ARMS, "ttrl", "ddrl"), (),
@@ -411,9 +317,7 @@ DESIGNS = {d.id: d for d in (
            {"Q1": "1.58", "Q2": "1.86", "Q3": "0.54", "Q4": "0.97"}, WIDE_OUT / "arms.json",
            "## Do the penalised methods gain over the untrained model? (plan Amendment 27)", split="adapted",
            job_kind="wide", measures=(), cached_ddrl=False, optional=("ttrl", "ddrl"), whole="wide_arms",
-           results=WIDE_OUT, folder="",
-           header="| comparison (MATH-500-like, 768 questions, adapted pass@1, points) | seeds | estimate [95% CI] | "
-                  "half-width (predicted) | verdict |"),
+           results=WIDE_OUT, folder=""),
     # --- COR alone (Amendments 34-38) ---
     # Amendment 34: COR alone (one COR call from the untrained model) in AMC-like and AIME-like
     Design("cor_alone", 34, "amc_like", tuple(range(19)), None, (COR_ONLY,), ("no_adaptation", "ddrl", COR_ONLY), (),
@@ -422,7 +326,7 @@ DESIGNS = {d.id: d for d in (
            {("K3", "amc_like"): "3.98", ("K5", "amc_like"): "1.81-3.98", ("K4", SMALL_LR): "2.03-3.93",
             ("K3", "aime_like"): "0.98", ("K5", "aime_like"): "0.00-0.98"}, RESULTS / "cor_alone" / "adapted.json",
            "## COR alone in AMC-like and AIME-like (plan Amendment 34)", split="adapted", job_kind="K cor alone",
-           beside=("cor_alone_heldout",), whole="cor_alone",
+           whole="cor_alone",
            regime_seeds={"amc_like": tuple(range(19)), "aime_like": tuple(range(6))}, **_COR_ALONE),
     # ... and on H1x's fresh questions
     Design("cor_alone_heldout", 34, "amc_like", tuple(range(19)), None, (COR_ONLY,), ("no_adaptation", "ddrl", COR_ONLY),
@@ -430,14 +334,14 @@ DESIGNS = {d.id: d for d in (
                 ("K5x", "aime_like"): _K5X},
            {("K3x", "amc_like"): "0.28-1.41", ("K5x", "amc_like"): "0.28-1.41", ("K3x", "aime_like"): "0.13-0.55",
             ("K5x", "aime_like"): "0.13-0.55"}, RESULTS / "cor_alone" / "heldout.json",
-           "## COR alone on fresh questions (plan Amendment 34)", beside=None, whole="cor_alone_heldout",
+           "## COR alone on fresh questions (plan Amendment 34)", whole="cor_alone_heldout",
            regime_seeds={"amc_like": tuple(range(19)), "aime_like": tuple(range(6))}, **_COR_ALONE),
     # Amendment 35: K3 and K4 on the c49d994e build
     Design("cor_alone_c49d", 35, SMALL_LR, tuple(range(19)), None, ("no_adaptation", COR_ONLY),
            ("no_adaptation", "ddrl", COR_ONLY), (), {("K3", SMALL_LR): _K3, ("K4", SMALL_LR): _K4},
            {("K3", SMALL_LR): "3.04", ("K4", SMALL_LR): "3.30"}, RESULTS / "replication_c49d" / "cor_alone.json",
            "## COR alone on the c49d994e build (plan Amendment 35)", split="adapted", job_kind="K cor alone",
-           job_per_run=False, beside=None, results=RESULTS / "replication_c49d", whole="cor_alone",
+           job_per_run=False, results=RESULTS / "replication_c49d", whole="cor_alone",
            regime_seeds={SMALL_LR: tuple(range(19))}, **_COR_ALONE),
     # Amendments 36, 37: COR alone in AMC-like and MATH-500-like, TTRL and DDRL at lr/10, Xeon build
     Design("cor_alone_xeon", 36, "amc_like", tuple(range(12)), "2026-11-28T18:00:00+00:00", (COR_ONLY,),
@@ -447,7 +351,7 @@ DESIGNS = {d.id: d for d in (
            {("K3", "amc_like"): "3.08", ("K5", "amc_like"): "3.95", ("K3", "math500_like"): "2.19",
             ("K5", "math500_like"): "3.51", ("K4", SMALL_LR): "3.36 / 3.62"}, XEON / "cor_alone.json",
            "## COR alone on the Xeon build (plan Amendments 36 and 37)", split="adapted", job_kind="K cor alone",
-           beside=None, results=XEON, late_seeds=0, whole="cor_alone",
+           results=XEON, late_seeds=0, whole="cor_alone",
            regime_seeds={"amc_like": tuple(range(12)), "math500_like": tuple(range(12)), SMALL_LR: tuple(range(12))},
            regime_runs={SMALL_LR: ("ttrl", "ddrl")}, **_COR_ALONE),
     # Amendment 38: those lr/10 runs, the untrained model and COR alone on H1x's fresh questions
@@ -455,10 +359,9 @@ DESIGNS = {d.id: d for d in (
            HELDOUT_LR10, dict(zip(HELDOUT_LR10, ("1.50 / 0.96", "1.47 / 0.37", "1.25 / 0.72", "0.33 / 0.69",
                                                  "1.20 / 0.16", "0.60 / 0.78", "1.39 / 0.49"))),
            XEON / "cor_alone_heldout.json", "### Held-out, on the Xeon build (plan Amendment 38)", job_per_run=False,
-           finished=("ttrl", "ddrl"), beside=("claims.json", "cor_alone_heldout"), results=XEON,
+           finished=("ttrl", "ddrl"), results=XEON,
            whole="cor_alone_heldout", regime_seeds={SMALL_LR: tuple(range(12))},
-           **{**_COR_ALONE, "header": "| claim (held-out pass@1, points) | registered build, default lr, AMC-like | "
-                                     "**the Xeon build's runs, Amendment 38** | half-width (predicted) | verdict |"}),
+           **_COR_ALONE),
     # --- policy drift (Amendments 21-25) and the registered analyses ---
     # Amendments 21-25 (ddrl.study.drift): one row per results/drift/<stem>.json
     *(Design(f"drift_{stem}", a, regime, tuple(seeds), None, (), PAIR if pairs in ("kl_late", "kl_heldout") else
@@ -491,50 +394,40 @@ DESIGNS = {d.id: d for d in (
     Design("small_lr", 28, MATH500_SMALL_LR, tuple(range(18)), None, ("ttrl", "ddrl"), ("no_adaptation", "ttrl", "ddrl"),
            ("P1", "P2", "M1"), {}, {"P1": "2.42 / 1.92", "P2": "3.07 / 2.80", "M1": "1.98 / 1.45"}, OUT / "claims.json",
            "## The main table at the paper's small learning rate (plan Amendment 28)", split="adapted",
-           job_kind="lr/10m", measures=("levels", "seed_pass1", "vote"), cached_ddrl=False, paper=True,
-           level_regimes=("math500_like", MATH500_SMALL_LR), beside_regimes=("math500_like", SMALL_LR),
-           header="| claim (adapted pass@1, points) | paper (MATH-500) | MATH-500-like, default lr (registered) | "
-                  "AMC-like at lr/10 (registered) | **MATH-500-like at lr/10 (Amendment 28)** | half-width (predicted) | "
-                  "verdict |",
-           level_header="| method | learning rate | adapted pass@1, mean over seeds (SD) | seeds below their untrained "
-                        "run |"),
+           job_kind="lr/10m", measures=("levels", "seed_pass1", "vote"), cached_ddrl=False,
+           level_regimes=("math500_like", MATH500_SMALL_LR)),
     # Amendment 49: Table 1 (T1: TTRL without GRPO's std division - TTRL) at lr/10
     Design("table1", 49, MATH500_SMALL_LR, tuple(range(12)), None, ("grpo_no_std", "ttrl"), ("ttrl", "grpo_no_std"),
            ("T1",), {}, {"T1": "1.10 / 1.84 / 0.46"}, OUT / "table1.json",
            "## Table 1 at the small learning rate (plan Amendment 49)", split="adapted", job_kind="T1 lr/10",
-           measures=("levels", "vote"), cached_ddrl=False, reference="ttrl", paper=True,
-           names={"T1": "TTRL without the std division - TTRL"}, level_regimes=("math500_like", MATH500_SMALL_LR),
-           level_header=_T1_LEVELS,
-           header=_LR10_HEADER.format(what=" (adapted pass@1, points)", bench="MATH-500", name="MATH-500-like", n=49)),
+           measures=("levels", "vote"), cached_ddrl=False, reference="ttrl",
+           level_regimes=("math500_like", MATH500_SMALL_LR)),
     # Amendment 50: T1f, Table 1 as the paper's text reads it (fixed +1/-1 advantages), at both lrs
     Design("table1_fixed", 50, "math500_like", tuple(range(12)), None, ("dae",), ("ttrl", "grpo_no_std", "dae"), (),
            {}, {"math500_like": "1.10 / 0.95", MATH500_SMALL_LR: "1.84 / 0.13"}, OUT / "table1_fixed.json",
            "## Table 1 as the paper's text reads it (plan Amendment 50)", split="adapted", job_kind="T1f",
            measures=(), cached_ddrl=False, reference="ttrl", optional=("grpo_no_std",),
-           level_regimes=("math500_like", MATH500_SMALL_LR), level_header=_T1_LEVELS, whole="t1f",
-           job_regimes=("math500_like", MATH500_SMALL_LR), csv_dir=T1F_DIR, header=_T1F_HEADER),
+           level_regimes=("math500_like", MATH500_SMALL_LR), whole="t1f",
+           job_regimes=("math500_like", MATH500_SMALL_LR), csv_dir=T1F_DIR),
     # Amendment 51: T1f on the fresh seeds 12-45
     Design("table1_fixed_more", 51, "math500_like", tuple(range(12, 46)), None, ("dae",), ("ttrl", "grpo_no_std", "dae"),
            (), {}, {"T1f": "1.28 / 0.69"}, OUT / "table1_fixed_more.json",
            "## Table 1 as the paper's text reads it, on fresh seeds (plan Amendment 51)", split="adapted",
            job_kind="T1f", measures=(), cached_ddrl=False, reference="ttrl", optional=("grpo_no_std",),
-           level_regimes=("math500_like",), level_header=_T1_LEVELS, whole="t1f", csv_dir=T1F_DIR,
-           header=_T1F_HEADER),
+           level_regimes=("math500_like",), whole="t1f", csv_dir=T1F_DIR),
     # Amendment 62: COR keeping 4x at a tenth of its rate, adapted then fresh questions, in AMC-like, MATH-500-like
     Design("cor4x_lr10_amc", 62, SMALL_LR, tuple(range(10)), "2026-12-03T20:05:00+00:00", (COR_4X_LR10,),
            COR_TRADE_RUNS[HELDOUT_X], (), {},
            {"K1g": "0.42 / 0.36, 1.97 / 1.87", "R1g": "1.44 / 1.41, 0.42 / 0.36", "K1gx": "0.15 / 0.12, 0.56 / 0.50",
             "R1gx": "0.53 / 0.51, 0.15 / 0.12"}, OUT / "cor4x_lr10_amc.json",
            "## COR keeping 4x the rollouts at a tenth of its rate, at the small learning rate (plan Amendment 62)",
-           job_kind="R1g lr/10 (A62)", measures=(), whole="cor_trade", then_heldout=True,
-           header=_COR_TRADE_HEADER.format("AMC-like")),
+           job_kind="R1g lr/10 (A62)", measures=(), whole="cor_trade", then_heldout=True),
     Design("cor4x_lr10_math500", 62, MATH500_SMALL_LR, tuple(range(10)), "2026-12-03T20:25:00+00:00", (COR_4X_LR10,),
            COR_TRADE_RUNS[HELDOUT_X], (), {},
            {"K1g": "0.59 / 0.55, 1.96 / 1.91", "R1g": "1.04 / 1.01, 0.59 / 0.55", "K1gx": "0.20 / 0.18, 0.71 / 0.70",
             "R1gx": "0.67 / 0.64, 0.20 / 0.18"}, OUT / "cor4x_lr10_math500.json",
            "### In MATH-500-like (plan Amendment 62)",
-           job_kind="R1g lr/10 (A62)", measures=(), whole="cor_trade", then_heldout=True,
-           header=_COR_TRADE_HEADER.format("MATH-500-like")),
+           job_kind="R1g lr/10 (A62)", measures=(), whole="cor_trade", then_heldout=True),
 )}
 
 

@@ -1,5 +1,5 @@
-"""The designs' named measures (:data:`MEASURES`), each reading a :class:`Reading`, and the tables of the designs whose
-whole analysis is one measure (:data:`TABLES`)."""
+"""The designs' named measures (:data:`MEASURES`), each reading a :class:`Reading`; some are a design's whole
+analysis (:attr:`~ddrl.study.designs.Design.whole`)."""
 
 from __future__ import annotations
 
@@ -12,29 +12,22 @@ import pandas as pd
 import scipy.stats as sps
 from scipy.optimize import least_squares
 
-from ddrl.report.plotting import label
 from ddrl.report.stats import advantage_quarters, advantage_statistic, decided, mean_ci, verdict
-from ddrl.report.tables import VERDICT_MD, amendment_cells, below_cell, claim_row, entry_cell, entry_ci, fmt_ci
 from ddrl.seeds import derive_seed
 from ddrl.study.analysis import (analyse_claims, bootstrap_entry, claim_matrix, complete_seeds, level_table,
                                  load_questions, missing_seeds, paired_matrix, read_csvs, reproduced_counts, rl_divergence,
                                  run_levels, same_as_registered)
-from ddrl.study import claims
 from ddrl.study.claims import amendment_entry, entry, get as get_claim, validate, with_half_width
 from ddrl.study.plan import (COR_4X, COR_4X_LR10, COR_LR10, COR_ONLY, HELDOUT_X, HELDOUT_X_METHODS, KNOWN_DIVERGENCES,
-                             MATH500_SMALL_LR, NO_RL, RESULTS, SAME_BASE, SHARES_DDRL_RL, SMALL_LR, WIDE_OUT,
+                             NO_RL, RESULTS, SAME_BASE, SHARES_DDRL_RL, SMALL_LR, WIDE_OUT,
                              adapted_x_path, csv_path, heldout_x_path, load_regimes, regimes_path, seeds_to_analyse)
-from ddrl.study.drift import (ARMS, HINGE_B, HINGE_K0, LINE, LR_LABELS, LR_METHODS, LR_TEXT, PREDICTED_FROM_SLOPE,
+from ddrl.study.drift import (ARMS, HINGE_B, HINGE_K0, LINE, LR_METHODS, PREDICTED_FROM_SLOPE,
                               analyse as drift_analysis, analyse_arms, drift_path, heldout_rows, kl_fit, paired_t,
                               reading, seed_table, x3h_slope)
 from ddrl.study import designs
 from ddrl.study.designs import (COR_TRADE_RUNS, DESIGNS, MARGIN, T1F_DIR, Design, _panels, _reads, _split_dir,
                                 _unwritten, analysed_seeds, regime_designs)
-from ddrl.study.figures import REGIME_TEXT, vote_by_quarter
-
-#: regime -> its learning rate, as the level tables show it
-LR_CELL = {"math500_like": "default (3e-5)", MATH500_SMALL_LR: "lr/10 (3e-6)", "amc_like": "default (3e-5)",
-           SMALL_LR: "lr/10 (3e-6)"}
+from ddrl.study.figures import vote_by_quarter
 
 
 class Reading(NamedTuple):
@@ -107,10 +100,14 @@ def _levels(d: Design, r: Reading) -> dict:
                                 ignore_index=True).to_dict(orient="records")}
 
 
+#: What the ``split`` measure calls DDRL - TTRL and its parts
+PARTS = {"A1": "BCS - TTRL", "A2": "BCS+DAE - BCS", "A3": "DDRL - BCS+DAE", "M1": "DDRL - TTRL"}
+
+
 def _split(d: Design, r: Reading) -> dict:
     """M1 (DDRL - TTRL) and its parts, the design's claims, on the first claim's seeds."""
     few = r.df[r.df.seed.isin(r.seeds)]
-    return {"split": [{"part": d.what(c), "claim": c, "points": float(claim_matrix(few, c, d.regime).to_numpy().mean())}
+    return {"split": [{"part": PARTS[c], "claim": c, "points": float(claim_matrix(few, c, d.regime).to_numpy().mean())}
                       for c in (*d.registered, "M1")]}
 
 
@@ -437,75 +434,6 @@ def _dynamics(d: Design, r: Reading) -> dict:
             "runs": pd.concat(per, ignore_index=True).to_dict(orient="records")}
 
 
-def _claims_table(d: Design, res: dict, text: Callable[[dict], str]) -> list[str]:
-    return [d.header, "|---|---|---|---|---|", *(claim_row(e, text(e), d.predicted.get(e["id"], "-"))
-                                                  for e in res["entries"])]
-
-
-def _levels_under(d: Design, res: dict, text: Callable[[dict], str], head: str, row: Callable[[dict], str]) -> str:
-    rows = _claims_table(d, res, text)
-    rows += ["", head, "|---" * (head.count("|") - 1) + "|", *(row(r) for r in res["levels"])]
-    return "\n".join(rows) + "\n"
-
-
-def _lr_heldout_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
-    lr = lambda r: "-" if r["method"] == "no_adaptation" else LR_CELL[r["regime"]]  # noqa: E731
-    return _levels_under(d, res, lambda e: e["claim"], "| method | learning rate | held-out pass@1, mean over seeds "
-                         "(SD) | seeds below the untrained run |",
-                         lambda r: f"| {r['method']} | {lr(r)} | {r['pass1']:.1f} ({r['sd']:.1f}) | {below_cell(r)} |")
-
-
-def _lr_drift_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
-    return _levels_under(d, res, lambda e: e["metric"], "| learning rate | method | held-out pass@1, mean (SD) | "
-                         "held-out KL [1e-3 nats/token], mean (SD) |",
-                         lambda r: f"| {r['lr']} | {r['method']} | {r['heldout_mean']:.1f} ({r['heldout_std']:.1f}) | "
-                                   f"{r['kl_heldout_mean']:.1f} ({r['kl_heldout_std']:.1f}) |")
-
-
-def _cor_drift_table(d: Design, cor: dict, beside: Sequence[dict]) -> str:
-    rows = _claims_table(d, cor, lambda e: e["metric"])
-    rows += ["", f"COR alone's held-out KL: {cor['kl_mean']:.2f} (SD {cor['kl_sd']:.2f}) x 1e-3 nats/token; its held-out "
-             f"gain over the untrained model: {cor['heldout_gain_mean']:+.2f} points (mean over {len(cor['seeds'])} seeds).",
-             "", "| runs (descriptive, Y1's measure) | held-out KL, mean | held-out pass@1 - (untrained + X3h x KL), mean (SD) |",
-             "|---|---|---|", f"| COR alone | {cor['kl_mean']:.2f} | {cor['entries'][0]['estimate']:+.2f} |"]
-    rows += [f"| {r['method']} at {LR_LABELS[r['lr']]} | {r['kl']:.2f} | {r['residual']:+.2f} ({r['residual_sd']:.2f}) |"
-             for r in cor["rl_beside"]]
-    return "\n".join(rows) + "\n"
-
-
-def _lr_curve_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
-    rows = _claims_table(d, res, lambda e: e["metric"])
-    r = res["rmse"]
-    rows += ["", f"Root-mean-square error on the {len(res['runs'])} new runs (points): H {r['H']:.2f}, L {r['L']:.2f}, "
-             f"R {r['R']:.2f}.", "",
-             "| learning rate | method | seeds | held-out KL [1e-3 nats/token], mean (SD) | held-out gain, mean (SD) | "
-             "adapted gain, mean (SD) |", "|---|---|---|---|---|---|"]
-    trade = {(t["lr"], t["method"]): t for t in res["tradeoff"]}
-    for lr in ("default", "lr3", "lr10"):
-        for lv in [x for x in res["levels"] if x["lr"] == lr]:
-            t = trade.get((lr, lv["method"]))
-            ad = f"{t['adapted_gain']:+.1f} ({t['adapted_gain_sd']:.1f})" if t else "-"
-            rows.append(f"| {LR_TEXT[lr]} | {label(lv['method'])} | {lv['n']} | {lv['kl_mean']:.1f} ({lv['kl_sd']:.1f}) | "
-                        f"{lv['gain_mean']:+.1f} ({lv['gain_sd']:.1f}) | {ad} |")
-    return "\n".join(rows) + "\n"
-
-
-def _dynamics_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
-    e = res["entries"][0]
-    b = {(x["id"], x["regime"]): x for x in beside}[("D2", SAME_BASE[e["regime"]])]
-    rows = [d.header, "|---|---|---|---|---|",
-            f"| D2 DDRL's mean advantage, last - first quarter of the RL steps [x 100] | {entry_cell(b)} | "
-            f"{amendment_cells(e, d.predicted['D2'])}", "",
-            "| regime | learning rate | seeds | RL steps | D2 [x 100], 95% CI | first quarter | last quarter | "
-            "runs starting below 0 | runs ending above 0 |", "|---|---|---|---|---|---|---|---|---|"]
-    names = {"math500_like": "MATH-500-like", "amc_like": "AMC-like"}
-    for i, s in enumerate(res["summary"]):
-        name = names[SAME_BASE.get(s["regime"], s["regime"])] + ("" if i == 0 else " (descriptive)")
-        rows.append(f"| {name} | {LR_CELL[s['regime']]} | {s['n_seeds']} | {s['steps']} | {entry_ci(s)} | "
-                    f"{s['first']:+.1f} | {s['last']:+.1f} | {s['first_below_0']} | {s['last_above_0']} |")
-    return "\n".join(rows) + "\n"
-
-
 # 768 MATH-500-like questions (Amendments 26, 27)
 
 DEVICES_FILE = "devices.json"  # {seed: device name} of the seeds computed on a GPU
@@ -576,20 +504,7 @@ def _wide_arms(d: Design, r: Reading) -> list[dict]:
     return entries
 
 
-def _wide_table(d: Design, res: dict | list, beside: Sequence[dict]) -> str:
-    rows = _claims_table(d, {"entries": res} if isinstance(res, list) else res, lambda e: d.what(e["id"]))
-    if isinstance(res, dict):
-        rows += ["", "| device check (GPU - CPU seeds, per-seed effect, points) | difference [95% CI] | seeds (GPU / "
-                 "CPU) | shifted |", "|---|---|---|---|"]
-        rows += [f"| {cid} | {fmt_ci(c['gpu_minus_cpu'], c['ci_low'], c['ci_high'], '+.2f')} | {c['n_gpu']} / "
-                 f"{c['n_cpu']} | {'yes' if c['shifted'] else 'no'} |" for cid, c in res["device_check"].items() if c]
-    return "\n".join(rows) + "\n"
-
-
 # COR alone (Amendments 34-38): designs spanning regimes, claims keyed (id, regime)
-
-#: A held-out claim's registered-build entry beside it, where another id
-ACROSS = {"K4x": "K5x"}
 
 
 def _cor_alone_seeds(d: Design, r: Reading, what: str) -> dict[str, tuple[int, ...]]:
@@ -654,26 +569,6 @@ def _cor_alone_heldout(d: Design, r: Reading) -> dict:
     return res
 
 
-def _cor_alone_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
-    held = d.split == HELDOUT_X
-    pred = {k: v for x in (d, *(DESIGNS[b] for b in d.beside or () if b in DESIGNS)) for k, v in x.predicted.items()}
-    reg = {(e["id"], e["regime"]): e for e in beside}
-    rows = [d.header, "|---" * (d.header.count("|") - 1) + "|"]
-    for e in (res["entries"] if held and beside else (*res["entries"], *beside)):
-        where = (f"{entry_cell(reg[ACROSS.get(e['id'], e['id']), 'amc_like'])} | **{entry_ci(e)}**, " if held and beside
-                 else f"{REGIME_TEXT[e['regime']]} | {e['n_seeds']} x {e['n_questions']:,} | {entry_ci(e)} | ")
-        if held and beside:
-            where += f"{e['n_seeds']} x {e['n_questions']:,} | "
-        rows.append(f"| {e['id']} {e['claim']} | {where}{e['half_width']:.2f} ({pred[e['id'], e['regime']]}) | "
-                    f"{VERDICT_MD[e['verdict']]} |")
-    maj = "" if held else " maj@16 |"
-    rows += ["", f"| regime | method | {'held-out' if held else 'adapted'} pass@1, mean over seeds (SD) |{maj} seeds "
-             "below the untrained run |", "|---" * (4 if held else 5) + "|"]
-    rows += [f"| {REGIME_TEXT[r['regime']]} | {r['method']} | {r['pass1']:.1f} ({r['sd']:.1f}) |"
-             f"{'' if held else ' %.1f |' % r['maj']} {below_cell(r)} |" for r in res["levels"]]
-    return "\n".join(rows) + "\n"
-
-
 # Policy drift (Amendments 21-25) and the registered analyses
 
 def _drift(d: Design, r: Reading) -> list[dict]:
@@ -686,21 +581,6 @@ def _drift(d: Design, r: Reading) -> list[dict]:
 
 def _claims(d: Design, r: Reading) -> list[dict]:
     return analyse_claims(r.out, load_regimes(regimes_path(d.results)), r.n_boot)[0]
-
-
-def _scorecard_table(d: Design, res: list[dict], beside: Sequence[dict]) -> str:
-    if d.results == RESULTS:
-        return claims.scorecard(res).to_markdown(index=False, floatfmt=".1f") + "\n"
-    return claims.replication_markdown(claims.replication_table({"registered": beside, d.results.name: res})) + "\n"
-
-
-def _drift_table(d: Design, res: list[dict], beside: Sequence[dict]) -> str:
-    rows = ["| prediction | arm | seeds | estimate [95% CI] | predicted | verdict |", "|---|---|---|---|---|---|"]
-    for e in res:
-        predicted, metric = format(e["predicted"], "+.2f") if "predicted" in e else "-", e["metric"].replace("|", r"\|")
-        rows.append(f"| {e['id']} {metric} | {e.get('arm', '-')} | {e['n_seeds']} | {entry_ci(e)} | {predicted} | "
-                    f"{e['verdict']} |")
-    return "\n".join(rows) + "\n"
 
 
 def _seed_pass1(d: Design, r: Reading) -> dict:
@@ -721,44 +601,6 @@ def _rl_minutes(d: Design, r: Reading) -> dict:
     """Each run's mean RL wall time in the design's regime (minutes)."""
     rl = r.df[(r.df.regime == d.regime) & (r.df.split == "adapted")].groupby(["method", "seed"]).rl_seconds.first()
     return {"rl_minutes": (rl.groupby("method").mean() / 60).round(2).to_dict()}
-
-
-def _level_rows(d: Design, res: dict, seeds: Sequence[int]) -> list[str]:
-    """M1's split (where measured), then the level table under :attr:`Design.level_header`."""
-    span = f"seeds {seeds[0]}-{seeds[-1]}"
-    split = ["", f"| part of DDRL - TTRL ({span}) | points |", "|---|---|",
-             *(f"| {p['part']} ({p['claim']}) | {p['points']:+.2f} |" for p in res["split"])] if "split" in res else []
-    if any(r["n_seeds"] != len(seeds) for r in res["levels"]):  # a run on fewer seeds
-        span = f"those of {span} it ran"
-    head = d.level_header.format(span=span)
-    rows = [*split, "", head, "|---" * (head.count("|") - 1) + "|"]
-    with_ref = {r.get("regime") for r in res["levels"] if r["method"] == d.reference or d.reference in NO_RL}
-    for r in res["levels"]:
-        untrained = r["method"] == "no_adaptation"
-        cells = [r["method"], *(["-" if r["method"] in NO_RL else LR_CELL[r["regime"]]] if d.level_regimes else []),
-                 f"{r['pass1']:.1f} ({r['sd']:.1f})",
-                 "-" if untrained or r.get("regime") not in with_ref else below_cell(r, d.reference)]
-        own = r.get("regime", d.regime) == d.regime
-        if "rl_minutes" in res:
-            cells.append(f"{res['rl_minutes'][r['method']]:.1f}" if own else "-")
-        if "cor_kept" in res:
-            cells.append(f"{res['cor_kept'][r['method']]:.0f}" if own and r["method"] in res["cor_kept"] else "-")
-        rows.append(f"| {' | '.join(cells)} |")
-    return rows
-
-
-def held_level_rows(levels: Sequence[dict], first: str = "run (lr/10)") -> list[str]:
-    """The held-out level table: run, mean (SD), seeds below the untrained run."""
-    return ["", f"| {first} | held-out pass@1, mean over seeds (SD) | seeds below the untrained run |", "|---|---|---|",
-            *(f"| {r['method']} | {r['pass1']:.1f} ({r['sd']:.1f}) | {below_cell(r)} |" for r in levels)]
-
-
-def cor_level_rows(levels: Sequence[dict], cor_kept: dict[str, float], first: str = "method") -> list[str]:
-    """The COR level table: adapted mean (SD), seeds below DDRL, COR's kept rollouts."""
-    kept = {m: f"{k:.0f}" for m, k in cor_kept.items()}
-    return ["", f"| {first} | adapted pass@1, mean over seeds (SD) | seeds below DDRL | COR's kept rollouts |",
-            "|---|---|---|---|", *(f"| {r['method']} | {r['pass1']:.1f} ({r['sd']:.1f}) | {below_cell(r, 'ddrl')} | "
-                                   f"{kept.get(r['method'], '-')} |" for r in levels)]
 
 
 # Table 1, COR 4x at 1e-6 (Amendments 49-51, 62), and the repeat check
@@ -799,23 +641,6 @@ def _t1f(d: Design, r: Reading) -> dict:
             "pooled": pooled, "levels": levels}
 
 
-def _t1f_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
-    """Amendment 50's table (Table 1's number, T1, T1f per learning rate) and levels, Amendment 51's rows added."""
-    a50, more = DESIGNS["table1_fixed"], res if "seen" in res else None
-    res = json.loads(a50.analysis.read_text()) if more else res
-    t1 = {"math500_like": next(e for e in beside if (e["id"], e["regime"]) == ("T1", "math500_like")),
-          MATH500_SMALL_LR: next(e for e in json.loads(DESIGNS["table1"].analysis.read_text())["entries"]
-                                 if e["id"] == "T1")}
-    rows = [d.header, "|---|---|---|---|---|---|"]
-    fresh = [(f"{LR_CELL['math500_like']}, fresh seeds {more['seeds'][0]}-{more['seeds'][-1]} (Amendment 51)", e,
-              d.predicted["T1f"]) for e in (more or {"entries": []})["entries"]]
-    for name, e, pred in sorted([(LR_CELL[e["regime"]], e, a50.predicted[e["regime"]]) for e in res["entries"]]
-                                + fresh, key=lambda x: x[1]["regime"] != "math500_like"):  # stable: default lr first
-        rows.append(f"| {name} | {e['paper']:+.1f} | {entry_cell(t1[e['regime']])} | {amendment_cells(e, pred)}")
-    return "\n".join([*rows, *_level_rows(a50, res, res["seeds"]),
-                      *(_level_rows(d, more, more["seeds"]) if more else [])]) + "\n"
-
-
 #: Amendment 62's claims (id -> a, b, split, what: pass@1 a - b on the split, sign +1) and COR's four settings
 #: (method -> kept multiple, learning rate)
 COR_TRADE_CLAIMS = {
@@ -853,20 +678,6 @@ def _cor_trade(d: Design, r: Reading) -> dict:
             **reproduced_counts(held[held.method == COR_4X_LR10].drop_duplicates("seed"))}
 
 
-def _cor_trade_table(d: Design, res: dict, beside: Sequence[dict]) -> str:
-    rows = [d.header, "|---|---|---|---|---|"]
-    for e in res["entries"]:
-        a, b, sp, what = COR_TRADE_CLAIMS[e["id"]]
-        rows.append(f"| {e['id']} {what} | {'adapted' if sp == 'adapted' else 'fresh'} ({e['n_questions']:,}) | "
-                    f"{amendment_cells(e, d.predicted[e['id']])}")
-    n = len(res["seeds"])
-    rows += ["", "| COR setting (from the same RL-only weights) | kept rollouts | learning rate | adapted gain over "
-             "BCS+DAE (seeds below it) | held-out change over BCS+DAE (seeds below it) |", "|---|---|---|---|---|"]
-    rows += [f"| {t['method']} | {t['keep']}x | {t['cor_lr']} | {t['adapted']:+.2f} ({t['adapted_below']} of {n}) | "
-             f"{t[HELDOUT_X]:+.2f} ({t[HELDOUT_X + '_below']} of {n}) |" for t in res["trade"]]
-    return "\n".join(rows) + "\n"
-
-
 def check_rows(out: str | Path, check: str | Path, seeds: Sequence[int], regime: str = SMALL_LR,
                split: str = "adapted") -> dict | None:
     """The repeat check (Amendments 56, 59, 60): questions and seeds whose re-evaluated DDRL pass@1 equals the committed
@@ -885,12 +696,6 @@ def check_rows(out: str | Path, check: str | Path, seeds: Sequence[int], regime:
             "r1_against_reevaluated": float(100 * (cor4x - again.reindex(cor4x.index)).mean())}
 
 
-#: The tables of the whole analyses (:attr:`Design.whole`), by name
-TABLES: dict[str, Callable[[Design, dict, Sequence[dict]], str]] = {
-    "lr_heldout": _lr_heldout_table, "lr_drift": _lr_drift_table, "cor_alone_drift": _cor_drift_table,
-    "lr_curve": _lr_curve_table, "dynamics": _dynamics_table, "device_check": _wide_table, "wide_arms": _wide_table,
-    "cor_alone": _cor_alone_table, "cor_alone_heldout": _cor_alone_table, "drift": _drift_table,
-    "claims": _scorecard_table, "t1f": _t1f_table, "cor_trade": _cor_trade_table}
 #: The named measures, by name (:attr:`Design.measures`, :attr:`Design.whole`)
 MEASURES: dict[str, Callable[[Design, Reading], dict]] = {
     "reproduced": _reproduced, "reproduced_by_method": _reproduced_by_method, "heldout_check": _heldout_check,

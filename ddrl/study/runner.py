@@ -23,7 +23,7 @@ from typing import Sequence
 import pandas as pd
 
 from ddrl.data import DataError
-from ddrl.report.tables import amendment_cells, claim_row, committed_markdown, entry_cell
+from ddrl.report.tables import committed_markdown, entry_ci
 from ddrl.run.pool import clock_budget, minutes_to
 from ddrl.run.storage import REPO, cache_root, write_json
 from ddrl.seeds import seed_range
@@ -36,8 +36,7 @@ from ddrl.study.designs import (DESIGNS, MARGIN, Design, _complete, _needed, _un
                                 path, regime_designs)
 from ddrl.study.figures import render_results
 from ddrl.study.jobs import run_jobs, run_real_rollouts_job, status_counts
-from ddrl.study.measures import (MEASURES, TABLES, Reading, _level_rows, cor_level_rows, gpu_seeds,
-                                 held_level_rows)
+from ddrl.study.measures import MEASURES, Reading, gpu_seeds
 from ddrl.study.plan import (HELDOUT_X, MATH500_SMALL_LR, PAIRED, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, Regime,
                              Scale, check_weights, heldout_x_jobs, load_regimes, regimes_path, seeds_to_start,
                              stage1_jobs, stage2_jobs, untrained)
@@ -147,45 +146,84 @@ def analyse(d: Design, out: str | Path | None = None, n_boot: int = 4000, now: f
     return res
 
 
-def markdown(d: Design, res: dict, beside: Sequence[dict]) -> str:
-    """The table docs/results.md quotes: per claim the entries beside it, the design's and its verdict; the levels."""
-    if d.whole:
-        return TABLES[d.whole](d, res, beside)
-    by = {e["id"]: e for e in beside if d.beside or e["regime"] == SAME_BASE[d.regime]}
-    seeds = next(iter(res["seeds"].values())) if isinstance(res["seeds"], dict) else res["seeds"]
-    rows = [d.header.format(span=f"seeds {seeds[0]}-{seeds[-1]}"),
-            "|---" * ((6 if d.paper else 5) + max(0, len(d.beside_regimes) - 1)) + "|"]
-    at = {(e["id"], e["regime"]): e for e in beside}
-    for e in res["entries"]:
-        predicted = d.predicted.get(e["id"], "-")
-        if d.beside is None:
-            rows.append(claim_row(e, d.what(e["id"]), predicted))
-            continue
-        b = by.get(e["id"])
-        paper = (" n/a |" if e["paper"] is None else f" {e['paper']:+.1f} |") if d.paper else ""
-        cells = " | ".join(entry_cell(at[(e["id"], g)]) for g in d.beside_regimes) if d.beside_regimes else \
-            d.unmeasured if b is None else entry_cell(b)
-        rows.append(f"| {e['id']} {d.what(e['id'])} |{paper} {cells} | {amendment_cells(e, predicted)}")
-    levels = (_level_rows(d, res, seeds) if d.level_header else
-              cor_level_rows(res["levels"], res["cor_kept"], d.level_name) if "cor_kept" in res else
-              held_level_rows(res["levels"], d.level_name) if d.level_name else [])
-    return "\n".join(rows + levels) + "\n"
+#: How many records of a measure :func:`markdown` prints as a table (longer ones: per seed, drawn in the figures)
+SHOWN_RECORDS = 16
 
 
-def beside_entries(d: Design, results: Path | None = None) -> list[dict]:
-    """The committed entries :func:`markdown` sets beside the design's (:attr:`Design.beside`)."""
-    if d.beside is None:
-        return []
-    if not d.beside:
-        return C.load((results or RESULTS) / "claims.json")
-    got = [json.loads((DESIGNS[b].analysis if b in DESIGNS else RESULTS / b).read_text()) for b in d.beside]
-    return [e for x in got for e in (x if isinstance(x, list) else x["entries"])]  # a list: a claims.json
+def _predicted(d: Design, e: dict) -> str:
+    p = d.predicted
+    return p.get((e["id"], e["regime"])) or p.get(e["id"]) or p.get(e["regime"]) or "-"
+
+
+def _half_width(d: Design, e: dict) -> str:
+    if e.get("half_width") is None:
+        return "-"
+    p = _predicted(d, e)
+    return f"{e['half_width']:.2f}" + ("" if p == "-" else f" ({p})")
+
+
+def _md(t: pd.DataFrame, **kw) -> str:
+    return t.replace(r"\|", r"\\|", regex=True).to_markdown(index=False, **kw)
+
+
+def _size(e: dict) -> str:
+    return f"{e['n_seeds']} x {e['n_questions']:,}" if e.get("n_questions") else str(e["n_seeds"])
+
+
+def _compact(value):
+    """``value`` with each run of consecutive seeds written ``first-last``."""
+    if isinstance(value, dict):
+        return {k: _compact(v) for k, v in value.items()}
+    if isinstance(value, list) and len(value) > 2 and all(type(v) is int for v in value) \
+            and value == list(range(value[0], value[-1] + 1)):
+        return f"{value[0]}-{value[-1]}"
+    return value
+
+
+def entries_table(d: Design, entries: Sequence[dict]) -> pd.DataFrame:
+    """One row per claim entry: claim, regime, seeds x questions, estimate [95% CI], half-width (the plan's predicted
+    ones), verdict, and the paper's number where an entry has one."""
+    rows = [{"claim": f"{e['id']} {e.get('claim') or e['metric']}", "regime": e["regime"],
+             "seeds x questions": _size(e),
+             "estimate [95% CI]": entry_ci(e), "half-width (predicted)": _half_width(d, e),
+             "verdict": e["verdict"], "paper": "-" if e.get("paper") is None else f"{e['paper']:+.1f}"}
+            for e in entries]
+    t = pd.DataFrame(rows)
+    return t.drop(columns="paper") if t.empty or (t.paper == "-").all() else t
+
+
+def _records(d: Design, key: str, value) -> list[str]:
+    """A measure's value as markdown: records as a table (:data:`SHOWN_RECORDS` at most), else one line."""
+    if isinstance(value, dict) and value and all(isinstance(v, dict) or v is None for v in value.values()):
+        value = [{key: k, **(v or {})} for k, v in value.items()]
+    if isinstance(value, dict) and "estimate" in value:  # an entry set beside the claims, without a verdict
+        return [f"- `{key}`: {value['id']} {entry_ci(value)} ({_size(value)})"]
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        if all("estimate" in v and "verdict" in v for v in value):  # entries: on other seeds, or undecided
+            return ["", f"`{key}`:", "", _md(entries_table(d, value), disable_numparse=True), ""]
+        if len(value) > SHOWN_RECORDS:
+            return [f"- `{key}`: {len(value)} records (in the analysis file)"]
+        table = _md(pd.DataFrame(value), floatfmt=".2f")
+        return ["", f"`{key}`:", "", table, ""]
+    return [f"- `{key}`: {json.dumps(_compact(value))}"]
+
+
+def markdown(d: Design, res: dict | list) -> str:
+    """A design's committed analysis as ``render DESIGN`` prints it: its question, its claim entries, then every
+    other measure it wrote (descriptive)."""
+    res = {"entries": res} if isinstance(res, list) else res
+    lines = [f"**{d.tag}** (`{d.id}`): {d.section.lstrip('# ')}", "",
+             _md(entries_table(d, res["entries"]), disable_numparse=True), ""]
+    for key, value in res.items():
+        if key != "entries":
+            lines += _records(d, key, value)
+    return "\n".join(lines).strip() + "\n"
 
 
 def committed_table(name: str) -> str:
-    """Design ``name``'s committed table, or a sentence saying it is not committed yet."""
+    """Design ``name``'s committed analysis (:func:`markdown`), or a sentence saying it is not committed yet."""
     d = DESIGNS[name]
-    return committed_markdown(d.analysis, lambda res: markdown(d, res, beside_entries(d)), d.amendment,
+    return committed_markdown(d.analysis, lambda res: markdown(d, res), d.amendment,
                               f"python -m ddrl.study status {name}")
 
 
