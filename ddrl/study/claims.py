@@ -404,26 +404,3 @@ def replication_figure(studies: dict[str, Sequence[dict]]):
     sns.despine(ax=ax, left=True)
     fig.tight_layout()
     return fig
-
-
-def replication_markdown(table: pd.DataFrame) -> str:
-    """:func:`replication_table` as Markdown, every cell as written (tabulate would print the paper's ``+4.0`` as 4)."""
-    return table.to_markdown(index=False, disable_numparse=True)
-
-
-def render_replication(studies: dict[str, Sequence[dict]], out_dir: str | Path,
-                       name: str = "replication_vs_registered") -> dict[str, Path]:
-    """Write :func:`replication_table` (Markdown, CSV) and :func:`replication_figure` (PNG, PDF)."""
-    table = replication_table(studies)
-    return _write(out_dir, name, table, replication_markdown(table), replication_figure(studies))
-
-
-def render_replications(results: str | Path, registered: Sequence[dict],
-                        name: str = "replication_vs_registered") -> dict[str, Path]:
-    """:func:`render_replication` of each ``replication_*/claims.json`` into its ``figures/``; keys ``<rep>.<kind>``."""
-    paths = {}
-    for f in sorted(Path(results).glob("replication_*/claims.json")):
-        rep = f.parent.name
-        out = render_replication({"registered": registered, rep: load(f)}, f.parent / "figures", name)
-        paths.update({f"{rep}.{k}": v for k, v in out.items()})
-    return paths

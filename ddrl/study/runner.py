@@ -27,7 +27,6 @@ from ddrl.report.tables import committed_markdown, entry_ci
 from ddrl.run.pool import clock_budget, minutes_to
 from ddrl.run.storage import REPO, cache_root, write_json
 from ddrl.seeds import seed_range
-from ddrl.study import claims as C
 from ddrl.study import designs
 from ddrl.study.analysis import (analyse_claims, analyse_stage1, bootstrap_entry, claim_matrix, paired_matrix,
                                  read_csvs)
@@ -260,17 +259,13 @@ def run_claims(d: Design, args: argparse.Namespace) -> str:
 
 def analyse_claims_tree(d: Design, out: Path, scale: str = "default") -> str:
     """``claims.json`` of a ``claims*`` design's runs ``out``, its scorecard and the study's figures beside it
-    (docs/results/ for the registered tree, which also redraws each replication's side by side; else ``figures/``)."""
+    (docs/results/ for the registered tree, else ``figures/``; notebook 06 draws each build beside the registered)."""
     to = study_dir(d, out)
     entries, gone = analyse_claims(out, load_regimes(regimes_path(d.results), SCALES[scale]))
     write_json(to / "claims.json", entries)
     docs = REPO / "docs" / "results" if to == RESULTS else to / "figures"
     if entries:
         render_results(entries, out, docs, gone)
-        if to == RESULTS:
-            C.render_replications(RESULTS, entries)
-        elif d.results != RESULTS and (registered := C.load(RESULTS / "claims.json")):
-            C.render_replication({"registered": registered, to.name: entries}, docs)
     return "".join(f"not computed: {m}\n" for m in gone) + f"{len(entries)} entries -> {to / 'claims.json'}, {docs}\n"
 
 
