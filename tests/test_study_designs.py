@@ -65,9 +65,10 @@ def test_every_prediction_and_clock_is_the_plans():
     # the exception: cor_alone_xeon's K4 at the 12 seeds Amendment 37 ran (commit 4070103); the plan says 3.40 / 3.65
 
 
-def test_render_prints_every_committed_entry_and_measure():
+def test_render_prints_every_committed_entry_and_measure(capsys):
     """``render DESIGN`` for every design: a row per committed claim entry (its interval, verdict and the plan's
-    predicted half-width), every other measure by its key, short records as a table and long ones counted."""
+    predicted half-width), every other measure by its key, short records as a table and long ones counted; an
+    unknown name is refused (exit 2) with the table's names."""
     for d in D.DESIGNS.values():
         res = json.loads(d.analysis.read_text())
         md = study.committed_table(d.id)
@@ -88,6 +89,9 @@ def test_render_prints_every_committed_entry_and_measure():
         "P1 TTRL improves on no adaptation", "math500_like_small_lr", "18 x 256", "+1.90 [+0.92, +2.88]",
         "0.98 (2.42 / 1.92)", "reproduced", "+40.3"]
     assert '- `seeds`: "0-17"' in small and "`seed_pass1`: 90 records" in small
+    assert study.main(["render", "small_lr"]) == 0 and capsys.readouterr().out == small
+    assert study.main(["render", "no_such_design"]) == 2
+    assert "no design 'no_such_design'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("name,groups", [
@@ -327,16 +331,6 @@ def test_amendment_55_smoke_run_analyse_and_divergence_check(smoke, tmp_path):
     st.to_csv(p, index=False)
     with pytest.raises(ValueError, match=r"KNOWN_DIVERGENCES: \[\('amc_like_small_lr', 'bcs_dae', 1\)\]"):
         study.analyse(d, moved, n_boot=200, seeds=(0, 1))
-
-
-def test_render_prints_the_committed_table_and_refuses_an_unknown_design(capsys):
-    """``render DESIGN``: the design's table from its committed analysis, as notebook 06 shows it; an unknown name is
-    refused (exit 2) with the table's names."""
-    assert study.main(["render", "refine_heldout_amc"]) == 0
-    out = capsys.readouterr().out
-    assert out == study.committed_table("refine_heldout_amc") and out.startswith("**Amendment 57** (`refine_heldout_amc`)")
-    assert study.main(["render", "no_such_design"]) == 2
-    assert "no design 'no_such_design'" in capsys.readouterr().err
 
 
 # --- the learning rate (Amendments 39-42, 54): one named measure each; the tables below are made-up TEST INPUT ---
