@@ -43,7 +43,7 @@ class Design:
     measures: tuple[str, ...] = ("reproduced",)  # named measures, in key order (``levels`` first if unlisted)
     reproduced_of: tuple[str, ...] | None = None  # the runs ``reproduced`` counts (None: every run read)
     cached_ddrl: bool = True  # its jobs read the cached DDRL runs' RL-only weights: refuse a seed without one
-    reference: str = "no_adaptation"  # the run its levels count the seeds below
+    reference: str = "no_adaptation"  # the run its levels count the seeds below (``render`` names it)
     cor_runs: tuple[str, ...] = ()  # the runs ``cor_kept`` reports COR's mean kept rollouts of
     results: Path = RESULTS  # its results tree: ``runs/`` holds the CSVs, its regimes file names the build
     build: str | None = None  # the build its analysis names
@@ -421,13 +421,15 @@ DESIGNS = {d.id: d for d in (
            {"K1g": "0.42 / 0.36, 1.97 / 1.87", "R1g": "1.44 / 1.41, 0.42 / 0.36", "K1gx": "0.15 / 0.12, 0.56 / 0.50",
             "R1gx": "0.53 / 0.51, 0.15 / 0.12"}, OUT / "cor4x_lr10_amc.json",
            "## COR keeping 4x the rollouts at a tenth of its rate, at the small learning rate (plan Amendment 62)",
-           job_kind="R1g lr/10 (A62)", measures=(), whole="cor_trade", then_heldout=True),
+           job_kind="R1g lr/10 (A62)", measures=(), reference="bcs_dae", whole="cor_trade",
+           then_heldout=True),
     Design("cor4x_lr10_math500", 62, MATH500_SMALL_LR, tuple(range(10)), "2026-12-03T20:25:00+00:00", (COR_4X_LR10,),
            COR_TRADE_RUNS[HELDOUT_X], (), {},
            {"K1g": "0.59 / 0.55, 1.96 / 1.91", "R1g": "1.04 / 1.01, 0.59 / 0.55", "K1gx": "0.20 / 0.18, 0.71 / 0.70",
             "R1gx": "0.67 / 0.64, 0.20 / 0.18"}, OUT / "cor4x_lr10_math500.json",
            "### In MATH-500-like (plan Amendment 62)",
-           job_kind="R1g lr/10 (A62)", measures=(), whole="cor_trade", then_heldout=True),
+           job_kind="R1g lr/10 (A62)", measures=(), reference="bcs_dae", whole="cor_trade",
+           then_heldout=True),
 )}
 
 

@@ -670,7 +670,7 @@ def _cor_trade(d: Design, r: Reading) -> dict:
     entries = [amendment_entry(cid, d.regime, what, f"{'adapted' if sp == 'adapted' else 'held-out'} pass@1, {what} "
                                "[points]", a, b, paired_matrix(df[sp], d.regime, a, b, sp).to_numpy(), MARGIN, r.n_boot)
                for cid, (a, b, sp, what) in COR_TRADE_CLAIMS.items()]
-    levels = {sp: level_table(run_levels(x, sp), ("method",), reference="bcs_dae", sort=False).to_dict(orient="records")
+    levels = {sp: level_table(run_levels(x, sp), ("method",), d.reference, sort=False).to_dict(orient="records")
               for sp, x in df.items()}
     held = df[HELDOUT_X]
     return {"regime": d.regime, "seeds": list(done), "entries": with_half_width(validate(entries, d.regime)),

@@ -161,8 +161,10 @@ def _half_width(d: Design, e: dict) -> str:
     return f"{e['half_width']:.2f}" + ("" if p == "-" else f" ({p})")
 
 
-def _md(t: pd.DataFrame, **kw) -> str:
-    return t.replace(r"\|", r"\\|", regex=True).to_markdown(index=False, **kw)
+def _md(t: pd.DataFrame) -> str:
+    """A table as markdown, every cell as written (floats to 2 decimals; tabulate would read ``1e-6`` as a number)."""
+    t = t.apply(lambda c: c.map(lambda v: f"{v:.2f}" if isinstance(v, float) else str(v).replace("|", r"\|")))
+    return t.to_markdown(index=False, disable_numparse=True)
 
 
 def _size(e: dict) -> str:
@@ -182,7 +184,8 @@ def _compact(value):
 def entries_table(d: Design, entries: Sequence[dict]) -> pd.DataFrame:
     """One row per claim entry: claim, regime, seeds x questions, estimate [95% CI], half-width (the plan's predicted
     ones), verdict, and the paper's number where an entry has one."""
-    rows = [{"claim": f"{e['id']} {e.get('claim') or e['metric']}", "regime": e["regime"],
+    rows = [{"claim": f"{e['id']} {e.get('claim') or e['metric']}" + (f" ({e['arm']})" if e.get("arm") else ""),
+             "regime": e["regime"],
              "seeds x questions": _size(e),
              "estimate [95% CI]": entry_ci(e), "half-width (predicted)": _half_width(d, e),
              "verdict": e["verdict"], "paper": "-" if e.get("paper") is None else f"{e['paper']:+.1f}"}
@@ -191,28 +194,36 @@ def entries_table(d: Design, entries: Sequence[dict]) -> pd.DataFrame:
     return t.drop(columns="paper") if t.empty or (t.paper == "-").all() else t
 
 
+def _listed(v) -> list:
+    return v if isinstance(v, list) else [v or {}]
+
+
+def _is_records(v) -> bool:
+    return isinstance(v, list) and all(isinstance(r, dict) for r in v)
+
+
 def _records(d: Design, key: str, value) -> list[str]:
     """A measure's value as markdown: records as a table (:data:`SHOWN_RECORDS` at most), else one line."""
-    if isinstance(value, dict) and value and all(isinstance(v, dict) or v is None for v in value.values()):
-        value = [{key: k, **(v or {})} for k, v in value.items()]
+    if isinstance(value, dict) and value and all(_is_records(_listed(v)) for v in value.values()):
+        value = [{key: k, **r} for k, v in value.items() for r in _listed(v)]  # records per key: one table
     if isinstance(value, dict) and "estimate" in value:  # an entry set beside the claims, without a verdict
         return [f"- `{key}`: {value['id']} {entry_ci(value)} ({_size(value)})"]
-    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-        if all("estimate" in v and "verdict" in v for v in value):  # entries: on other seeds, or undecided
-            return ["", f"`{key}`:", "", _md(entries_table(d, value), disable_numparse=True), ""]
-        if len(value) > SHOWN_RECORDS:
-            return [f"- `{key}`: {len(value)} records (in the analysis file)"]
-        table = _md(pd.DataFrame(value), floatfmt=".2f")
-        return ["", f"`{key}`:", "", table, ""]
-    return [f"- `{key}`: {json.dumps(_compact(value))}"]
+    if not (value and _is_records(value)):
+        return [f"- `{key}`: {json.dumps(_compact(value))}"]
+    if all("estimate" in v and "verdict" in v for v in value):  # entries: on other seeds, or undecided
+        return ["", f"`{key}`:", "", _md(entries_table(d, value)), ""]
+    if len(value) > SHOWN_RECORDS:
+        return [f"- `{key}`: {len(value)} records (in the analysis file)"]
+    names = {"pass1": "pass@1, mean over seeds", "sd": "SD", "below_reference": f"seeds below {d.reference}"}
+    return ["", f"`{key}`:", "", _md(pd.DataFrame(value).rename(columns=names)), ""]
 
 
 def markdown(d: Design, res: dict | list) -> str:
     """A design's committed analysis as ``render DESIGN`` prints it: its question, its claim entries, then every
     other measure it wrote (descriptive)."""
     res = {"entries": res} if isinstance(res, list) else res
-    lines = [f"**{d.tag}** (`{d.id}`): {d.section.lstrip('# ')}", "",
-             _md(entries_table(d, res["entries"]), disable_numparse=True), ""]
+    lines = [f"**{d.tag if d.amendment else 'The registered plan'}** (`{d.id}`): {d.section.lstrip('# ')}", "",
+             _md(entries_table(d, res["entries"])), ""]
     for key, value in res.items():
         if key != "entries":
             lines += _records(d, key, value)
