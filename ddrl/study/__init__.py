@@ -3,7 +3,7 @@
 - :mod:`ddrl.study.claims`    the claims, ``results/claims.json``'s schema, the scorecard
 - :mod:`ddrl.study.plan`      what the study runs: regimes, methods, comparisons, scales, job lists, where each CSV goes
 - :mod:`ddrl.study.designs`   every committed analysis as a row of one table, and where each design's files are
-- :mod:`ddrl.study.measures`  the designs' named measures and the tables of those that are a whole analysis
+- :mod:`ddrl.study.measures`  the designs' named measures, some of them a design's whole analysis
 - :mod:`ddrl.study.jobs`      one job (regime x seed x methods): train, evaluate, write the per-run CSVs; the pool
 - :mod:`ddrl.study.analysis`  the CSVs read back, paired differences, verdicts; the base answer groups' measures
 - :mod:`ddrl.study.figures`   the study's figures (the designs' too)

@@ -33,7 +33,7 @@ class Design:
     methods: tuple[str, ...]  # every run its analysis reads, in the levels' order (a seed needs all but ``optional``)
     registered: tuple[str, ...]  # registered claims (:data:`~ddrl.study.plan.PAIRED`)
     claims: dict  # ours: id -> (a, b, what[, claim, metric, paper]): pass@1 a - b, sign +1, margin MARGIN
-    predicted: dict  # id -> the plan's predicted half-widths, as the table prints them
+    predicted: dict  # id, (id, regime) or regime -> the plan's predicted half-widths, as ``render`` prints them
     analysis: Path
     section: str  # its title, the plan amendment's question (``render DESIGN`` prints it)
     split: str = HELDOUT_X  # the CSVs its analysis reads: "adapted" or H1x's fresh questions
@@ -54,7 +54,7 @@ class Design:
     level_regimes: tuple[str, ...] = ()  # levels per regime, in this order, with regime and learning-rate columns
     twin_runs: tuple[str, ...] | None = None  # the runs read in ``level_regimes``' other regimes (None: ``methods``)
     in_base: tuple[str, ...] = ()  # ours decided in the regime's base (SAME_BASE; its ``a``: the twin's run there)
-    whole: str | None = None  # a named measure that is the whole analysis, with :data:`TABLES`' table of that name
+    whole: str | None = None  # a named measure (:data:`~ddrl.study.measures.MEASURES`) that is the whole analysis
     folder: str = "runs"  # the folder of ``results`` that holds its CSVs ("": ``results`` itself)
     regime_seeds: dict | None = None  # regime -> seeds, for an analysis spanning regimes: claims keyed (id, regime)
     regime_runs: dict | None = None  # regime -> the runs its jobs compute there, where not ``evaluates``

@@ -254,7 +254,7 @@ def _lr_heldout(d: Design, r: Reading) -> dict:
                                f"{m} ({d.regime})", across_lr(df, m, d.regime).to_numpy(), MARGIN, r.n_boot)
                for cid, (m, what) in LR_HELDOUT.items()]
     per = run_levels(df, HELDOUT_X)
-    lv = level_table(per, ("regime", "method"), sort=False)  # every row against the untrained run
+    lv = level_table(per, ("regime", "method"), d.reference, sort=False)  # every row against the untrained run
     trained = df[df.regime == d.regime].drop_duplicates(["method", "seed"])
     return {"seeds": seeds, "entries": with_half_width(entries), "levels": lv.to_dict(orient="records"),
             "seed_pass1": per.to_dict(orient="records"), **reproduced_counts(trained)}
@@ -542,7 +542,7 @@ def _cor_alone(d: Design, r: Reading) -> dict:
     lv = []
     for regimes in _panels(d, seeds).values():
         sub = per[per.regime.isin(regimes)]
-        t = level_table(sub, ("regime", "method"), sort=False)
+        t = level_table(sub, ("regime", "method"), d.reference, sort=False)
         t["maj"] = sub.groupby(["regime", "method"], sort=False)["maj"].mean().to_numpy()
         lv += t.to_dict(orient="records")
     a = df[(df.split == "adapted") & (df.method == COR_ONLY)]
@@ -556,7 +556,8 @@ def _cor_alone_heldout(d: Design, r: Reading) -> dict:
     seeds, need = _cor_alone_seeds(d, r, "a held-out evaluation"), _reads(d)
     df = read_csvs(heldout_x_path(r.out, g, m, s) for g in seeds for _, m in need[g] for s in seeds[g])
     per = run_levels(df, HELDOUT_X)
-    lv = pd.concat([level_table(per[per.regime == g], ("method",), sort=False).assign(regime=g) for g in seeds])
+    lv = pd.concat([level_table(per[per.regime == g], ("method",), d.reference, sort=False).assign(regime=g)
+                    for g in seeds])
     res = {"seeds": {g: list(s) for g, s in seeds.items()}, "entries": _keyed_entries(d, df, r.n_boot),
            "levels": lv.to_dict(orient="records"), "seed_pass1": per.to_dict(orient="records"),
            **reproduced_counts(df[df.method.isin(d.evaluates)].drop_duplicates(["regime", "method", "seed"]))}
