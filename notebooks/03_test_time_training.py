@@ -118,7 +118,7 @@ fig = L.decided_figure(decided_table, "Test-time training on the testbed, as the
 rep.figure(fig, "decided", data=decided_table)
 
 # %% [markdown]
-# **What to look for.** Where each bar sits relative to zero and to the cross (the paper's difference). The
+# **What to look for.** Where each bar sits relative to zero and to the hollow diamond (the paper's difference). The
 # DDRL - TTRL rows differ most between the two learning rates; the held-out row asks whether adapting helps
 # on questions the model never trained on.
 #

@@ -346,7 +346,7 @@ if results is not None:
 # more questions; some seeds ran on a GPU, with a check that the device does not shift the effect.
 
 # %%
-from ddrl.report.tables import committed_markdown, fmt_ci
+from ddrl.report.tables import fmt_ci
 
 wide_path = R / "wide" / "claims.json"
 if wide_path.is_file():
@@ -370,8 +370,8 @@ from ddrl.study.runner import committed_table
 from ddrl.study.analysis import level_table
 
 if wide_path.is_file():
-    sp, vote = SF.wide_figure_tables(R / "wide")  # the arms only once arms.json is written
-    rep.draw("wide_vote", SF.wide_vote_figure, sp, vote, data=vote)
+    wide = SF.wide_figure_tables(R / "wide")  # the arms only once arms.json is written
+    rep.draw("wide_vote", SF.design_figure, designs.DESIGNS["wide_arms"], wide, data=pd.DataFrame(wide["vote"]))
 display(Markdown(committed_table("wide_arms")))  # Amendment 27
 if (R / "wide" / "arms.json").is_file():
     # descriptive: each method's adapted pass@1 over Amendment 27's seeds (unpenalised runs: CPU seeds 200-211)
@@ -389,9 +389,8 @@ from ddrl.study import designs
 from ddrl.study.runner import committed_table
 
 display(Markdown(committed_table("small_lr")))  # Amendment 28: the claims, then each run's level
-if designs.DESIGNS["small_lr"].analysis.is_file():
-    sres = json.loads(designs.DESIGNS["small_lr"].analysis.read_text())
-    rep.draw("small_lr", SF.figure, sres, data=pd.DataFrame(sres["vote"]))
+if args := SF.design_figure_args("small_lr"):
+    rep.draw("small_lr", SF.design_figure, *args, data=pd.DataFrame(args[1]["vote"]))
 
 # %% [markdown]
 # ## The ablation: which part of DDRL carries its margin over TTRL? (A1-A3)
@@ -419,10 +418,8 @@ for name in ("ablation", "ablation_amc"):  # Amendment 29 (MATH-500-like), 55 (A
 # %%
 for name in ("small_lr_etmr", "small_lr_etmr_xeon", "small_lr_etmr_xeon_amc", "small_lr_etmr_amc"):  # A43, 44, 46, 47
     display(Markdown(committed_table(name)))
-    design = designs.DESIGNS[name]
-    if design.analysis.is_file():
-        eres = json.loads(design.analysis.read_text())
-        rep.draw(name, SF.etmr_figure, eres, design, data=pd.DataFrame(eres["seed_pass1"]))
+    if args := SF.design_figure_args(name):
+        rep.draw(name, SF.design_figure, *args, data=pd.DataFrame(args[1]["seed_pass1"]))
 
 # %% [markdown]
 # The same runs on the 1,536 fresh questions, nothing trained: P3x asks whether ETMR's adaptation transfers, M2x and
@@ -512,11 +509,8 @@ display(Markdown(committed_table("ttrl_heldout_amc")))
 
 # %%
 display(Markdown(committed_table("heldout_math500")))
-cor_path, heldout_path = designs.DESIGNS["cor_math500"].analysis, designs.DESIGNS["heldout_math500"].analysis
-if cor_path.is_file() and heldout_path.is_file():
-    hres = json.loads(heldout_path.read_text())
-    rep.draw("small_lr_cor", SF.cor_figure, json.loads(cor_path.read_text()), hres,
-             data=pd.DataFrame(hres["seed_pass1"]))
+if args := SF.design_figure_args("small_lr_cor"):
+    rep.draw("small_lr_cor", SF.design_figure, *args, data=pd.DataFrame(args[2]["seed_pass1"]))
 
 # %% [markdown]
 # **COR alone** in every regime and on three builds of the base model: does the consensus fine-tuning alone, with no
@@ -528,14 +522,10 @@ if cor_path.is_file() and heldout_path.is_file():
 # CPUs), each with its own seeds and verdicts, never pooled.
 
 # %%
-for name, (held, _, _) in SF.COR_ALONE_FIGURES.items():  # the registered build (Amendment 34), then the two others
-    d = designs.DESIGNS[name]
-    display(Markdown("\n".join(committed_table(t) for t in (name, held) if t)))  # adapted, then held-out claims
-    got = [json.loads(designs.DESIGNS[t].analysis.read_text()) if designs.DESIGNS[t].analysis.is_file() else None
-           for t in (name, held) if t]
-    if all(got):
-        rep.draw(name, SF.cor_alone_figure, got[0], got[1] if held else None, d,
-                 data=pd.DataFrame(got[0]["seed_pass1"]))
+for name in ("cor_alone", "cor_alone_c49d", "cor_alone_xeon"):  # the registered build (Amendment 34), then the others
+    display(Markdown("\n".join(committed_table(t) for t in SF.DESIGN_FIGURES[name] if t)))  # adapted, then held-out
+    if args := SF.design_figure_args(name):
+        rep.draw(name, SF.design_figure, *args, data=pd.DataFrame(args[1]["seed_pass1"]))
 
 # %% [markdown]
 # ## Why adaptation costs on fresh questions: the distance from the untrained model

@@ -57,3 +57,21 @@ def test_render_writes_table_and_figure_and_load_reads_them_back(tmp_path):
     assert claims.load(tmp_path / "claims.json") is None
     (tmp_path / "claims.json").write_text(json.dumps(synthetic_entries()))
     assert len(claims.load(tmp_path / "claims.json")) == 5
+
+
+def test_forest_draws_each_interval_its_colour_and_the_papers_number_or_an_arrow_past_the_range():
+    """Each row: its interval and estimate in its colour at its y; the paper's number a hollow diamond, past ``right``
+    an arrow at the edge with the value written; none where the paper gives none."""
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    rows = pd.DataFrame({"y": [1, 0, 2], "estimate": [1.0, -2.0, 0.5], "ci_low": [0.0, -3.0, 0.2],
+                         "ci_high": [2.0, -1.0, 0.8], "color": ["red", "blue", "green"], "paper": [1.5, 40.0, None]})
+    fig, ax = plt.subplots()
+    claims.forest(ax, rows, right=10.0)
+    lines = [(tuple(ln.get_xdata()), tuple(ln.get_ydata()), ln.get_marker(), ln.get_color()) for ln in ax.lines]
+    for r in rows.itertuples():
+        assert ((r.ci_low, r.ci_high), (r.y, r.y), "None", r.color) in lines and ((r.estimate,), (r.y,), "o", r.color) in lines
+    assert ((1.5,), (1,), "D") in [x[:3] for x in lines] and ((9.85,), (0,), ">") in [x[:3] for x in lines]
+    assert [t.get_text() for t in ax.texts] == ["paper +40"] and len([x for x in lines if x[2] in "D>"]) == 2
+    plt.close(fig)

@@ -659,27 +659,41 @@ def test_levels_are_per_seed_means_over_seeds_and_the_figure_shows_the_arms_once
     assert level_table(F.seed_levels(tmp_path, seeds=[1])).set_index("method").loc["ttrl", "pass1"] == pytest.approx(70.0)
     for m in ("ttrl", "ttrl_kl100x"):
         _steps(tmp_path, m, 0, [{"step": 0, "phase": "rl", "label/majority_ratio": 0.6, "gt/label_acc": 0.7}])
-    sp, vote = F.wide_figure_tables(tmp_path)
-    assert set(sp.method) == {"no_adaptation", "ttrl"} and set(vote.method) == {"ttrl"}
+    methods = lambda t: [{r["method"] for r in t[k]} for k in ("seed_pass1", "vote")]  # noqa: E731
+    assert methods(F.wide_figure_tables(tmp_path)) == [{"no_adaptation", "ttrl"}, {"ttrl"}]
     (tmp_path / "arms.json").write_text("[]")
-    sp, vote = F.wide_figure_tables(tmp_path)
-    assert set(sp.method) == {"no_adaptation", "ttrl", "ttrl_kl100x"} and set(vote.method) == {"ttrl", "ttrl_kl100x"}
+    assert methods(F.wide_figure_tables(tmp_path)) == [{"no_adaptation", "ttrl", "ttrl_kl100x"}, {"ttrl", "ttrl_kl100x"}]
 
 
-def test_wide_vote_figures_jitter_is_drawn_from_its_own_generator():
+def test_design_figures_jitter_is_drawn_from_its_own_generator():
     """NumPy's global state (which ``sns.stripplot`` would read) changes nothing: a figure redraws the same."""
-    sp = pd.DataFrame({"method": ["no_adaptation", "ttrl"] * 3, "seed": [0, 0, 1, 1, 2, 2],
-                       "pass1": [60.0, 55.0, 61.0, 54.0, 60.5, 56.0]})
-    vote = pd.DataFrame({"regime": MATH500_768, "method": "ttrl", "quarter": [1, 2, 3, 4], "n_seeds": 3,
-                         "majority_ratio": [0.55, 0.6, 0.7, 0.72], "label_acc": [0.7, 0.6, 0.58, 0.57]})
+    res = {"seed_pass1": [{"method": m, "seed": s, "pass1": 60.0 - 5 * (m == "ttrl") + s}
+                          for s in range(3) for m in ("no_adaptation", "ttrl")],
+           "vote": [{"regime": MATH500_768, "method": "ttrl", "quarter": q, "n_seeds": 3, "majority_ratio": 0.5 + q / 10,
+                     "label_acc": 0.7 - q / 20} for q in (1, 2, 3, 4)]}
     dots = []
     for global_seed in (1, 2):
         np.random.seed(global_seed)
-        fig = F.wide_vote_figure(sp, vote)
-        ax = fig.axes[0]
-        dots.append(np.concatenate([c.get_offsets() for c in ax.collections if len(c.get_offsets()) == 3]))
+        fig = F.design_figure(D.DESIGNS["wide_arms"], res)
+        assert len(fig.axes) == 3  # the levels, then the vote's two panels
+        dots.append(np.concatenate([c.get_offsets() for c in fig.axes[0].collections if len(c.get_offsets()) == 3]))
     assert dots[0].shape == (6, 2) and np.array_equal(dots[0], dots[1]) and len(set(dots[0][:, 0])) == 6
     plt.close("all")
+
+
+@pytest.mark.parametrize("name", list(F.DESIGN_FIGURES))
+def test_each_design_figure_draws_a_panel_per_regime_and_split_naming_each_runs_learning_rate(name):
+    """From the committed analyses: a panel per regime shown and per split, the vote beside where analysed, every run
+    of the analysis once per panel that shows its regime, its learning rate named where a panel holds two."""
+    d, res, held = F.design_figure_args(name)
+    fig = F.design_figure(d, res, held)
+    drawn = [ax for ax in fig.axes if ax.axison]
+    regimes = list(res["seeds"]) if isinstance(res["seeds"], dict) else [d.regime]
+    n_held = 0 if held is None else len(held["seeds"]) if isinstance(held["seeds"], dict) else 1
+    assert len(drawn) == len(D._panels(d, regimes) if d.regime_seeds else [d.regime]) + n_held + 2 * ("vote" in res)
+    ticks = [t.get_text() for t in drawn[0].get_xticklabels()]
+    assert len(ticks) == len(set(ticks)) and any("lr/10" in t for t in ticks) == (name != "cor_alone_c49d")
+    plt.close(fig)
 
 
 # --- COR alone (Amendments 30, 31, 34-38; designs spanning regimes: Design.regime_seeds) ---

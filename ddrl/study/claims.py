@@ -293,8 +293,34 @@ def unit(metric: str) -> str:
     return metric[metric.rindex("[") + 1:metric.rindex("]")] if "[" in metric else "points"
 
 
+def forest(ax, rows: pd.DataFrame, band: bool = True, right: float | None = None) -> None:
+    """Each row's 95% interval and estimate at its ``y`` in its ``color``; its ``paper`` number a hollow diamond (past
+    ``right``: an arrow and the value); the +-1 no-effect band in grey where ``band``."""
+    for r in rows.itertuples():
+        ax.plot([r.ci_low, r.ci_high], [r.y, r.y], color=r.color, lw=2.2)
+        ax.plot(r.estimate, r.y, "o", color=r.color)
+        if r.paper is None or pd.isna(r.paper):
+            continue
+        if right is None or r.paper <= right:
+            ax.plot(r.paper, r.y, "D", mfc="none", mec="black", ms=6)
+        else:
+            ax.plot(right - 0.15, r.y, ">", mfc="none", mec="black", ms=6)
+            ax.annotate(f"paper {r.paper:+.0f}", (right - 0.5, r.y), ha="right", va="center", fontsize=7)
+    if band:
+        ax.axvspan(-NO_EFFECT_MARGIN, NO_EFFECT_MARGIN, color="#dddddd", zorder=0)
+    ax.axvline(0, color="black", lw=0.8)
+    sns.despine(ax=ax, left=True)
+
+
+def legend(where, colors: dict, paper: bool = True, **kw) -> None:
+    """A legend of ``colors`` (name -> colour) and, with ``paper``, the paper's hollow diamond."""
+    handles = [plt.Line2D([], [], color=c, marker="o", lw=2, label=v) for v, c in colors.items()]
+    handles += [plt.Line2D([], [], ls="", marker="D", mfc="none", mec="black", label="paper")] if paper else []
+    where.legend(handles=handles, **{"ncol": len(handles), "fontsize": 8, "frameon": False, **kw})
+
+
 def scorecard_figure(entries: Sequence[dict]):
-    """Forest plot, a panel per unit (points first), coloured by verdict; the paper's number a hollow diamond."""
+    """:func:`forest` of every entry, a panel per unit (points first), coloured by verdict."""
     df = pd.DataFrame(validate(list(entries)))
     df["label"] = df.id + "  " + df.regime + floor_marks(df)
     df["unit"] = df.metric.map(unit)
@@ -304,23 +330,12 @@ def scorecard_figure(entries: Sequence[dict]):
                              gridspec_kw={"height_ratios": [n + 1.2 for n in sizes]})
     for ax, u in zip(axes[:, 0], units):
         d = df[df.unit == u]
-        y = np.arange(len(d))[::-1]
-        if u == "points":
-            ax.axvspan(-NO_EFFECT_MARGIN, NO_EFFECT_MARGIN, color="#dddddd", zorder=0)
-        ax.axvline(0, color="black", lw=0.8)
-        for yi, (_, r) in zip(y, d.iterrows()):
-            col = VERDICT_COLORS[r.verdict]
-            ax.plot([r.ci_low, r.ci_high], [yi, yi], color=col, lw=2.2)
-            ax.plot(r.estimate, yi, "o", color=col)
-            if r.paper is not None and not pd.isna(r.paper):
-                ax.plot(r.paper, yi, "D", mfc="none", mec="black", ms=6)
-        ax.set_yticks(y, d.label)
+        d = d.assign(y=np.arange(len(d))[::-1], color=d.verdict.map(VERDICT_COLORS))
+        forest(ax, d, band=u == "points")
+        ax.set_yticks(d.y, d.label)
         ax.set_ylim(-0.7, len(d) - 0.3)
         ax.set_xlabel(f"effect [{u}]" + (" (grey: the +-1 no-effect band)" if u == "points" else ""))
-        sns.despine(ax=ax, left=True)
-    handles = [plt.Line2D([], [], color=c, marker="o", lw=2, label=v) for v, c in VERDICT_COLORS.items()]
-    handles.append(plt.Line2D([], [], ls="", marker="D", mfc="none", mec="black", label="paper"))
-    fig.legend(handles=handles, loc="lower center", ncol=5, fontsize=8, frameon=False)
+    legend(fig, VERDICT_COLORS, loc="lower center")
     fig.tight_layout(rect=(0, 0.05, 1, 1))
     return fig
 
@@ -370,37 +385,20 @@ def replication_table(studies: dict[str, Sequence[dict]]) -> pd.DataFrame:
 
 
 def replication_figure(studies: dict[str, Sequence[dict]]):
-    """Forest plot of :func:`replication_table`'s rows, a colour per study, the paper's number as a hollow diamond."""
+    """:func:`forest` of :func:`replication_table`'s rows, a colour per study, within +-0.2 of the claim's tick."""
     table = replication_table(studies)
     keys = list(zip(table.id, table.regime))
     names = list(studies)
     colors = dict(zip(names, sns.color_palette("colorblind", len(names))))
     by = {n: {(e["id"], e["regime"]): e for e in studies[n]} for n in names}
+    step = 0.4 / max(len(names) - 1, 1)
+    rows = pd.DataFrame([{**by[n][k], "y": len(keys) - 1 - i + 0.2 - j * step, "color": colors[n]}
+                         for i, k in enumerate(keys) for j, n in enumerate(names) if k in by[n]])
+    rows["paper"] = rows.paper.where(~rows.duplicated(["id", "regime"]), None)  # the paper's number once per claim
     fig, ax = plt.subplots(figsize=(7.5, 0.55 * len(keys) * len(names) / 2 + 1.6))
-    step = 0.4 / max(len(names) - 1, 1)  # a claim's intervals within +-0.2 of its tick
-    papers = 0
-    for i, k in enumerate(keys):
-        y0 = len(keys) - 1 - i
-        for j, n in enumerate(names):
-            e = by[n].get(k)
-            if e is None:
-                continue
-            y = y0 + 0.2 - j * step
-            ax.plot([e["ci_low"], e["ci_high"]], [y, y], color=colors[n], lw=2.2)
-            ax.plot(e["estimate"], y, "o", color=colors[n])
-        paper = next(by[n][k]["paper"] for n in names if k in by[n])
-        if paper is not None:
-            ax.plot(paper, y0, "D", mfc="none", mec="black", ms=6)
-            papers += 1
-    ax.axvspan(-NO_EFFECT_MARGIN, NO_EFFECT_MARGIN, color="#dddddd", zorder=0)
-    ax.axvline(0, color="black", lw=0.8)
+    forest(ax, rows)
     ax.set_yticks(range(len(keys))[::-1], [f"{i}  {r}" for i, r in keys])
     ax.set_xlabel("effect, in each metric's units (grey: the +-1 no-effect band)")
-    handles = [plt.Line2D([], [], color=colors[n], marker="o", lw=2, label=n) for n in names]
-    if papers:
-        handles.append(plt.Line2D([], [], ls="", marker="D", mfc="none", mec="black", label="paper"))
-    ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(handles), fontsize=8,
-              frameon=False)  # above the axes: below, it meets the x label on short plots
-    sns.despine(ax=ax, left=True)
+    legend(ax, colors, paper=rows.paper.notna().any(), loc="lower center", bbox_to_anchor=(0.5, 1.0))
     fig.tight_layout()
     return fig

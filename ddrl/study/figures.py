@@ -25,9 +25,9 @@ from ddrl.report.stats import TARGET_HALF_WIDTH
 from ddrl.study.analysis import (BAND_NAMES, SHORTFALL_MAX_QUESTIONS, SHORTFALL_MAX_SEEDS, claim_on_seeds, load_base,
                                  load_questions, load_steps, noise_description, power_shortfall, rl_divergence,
                                  run_levels, seed_directions, selection_errors, study_inputs)
-from ddrl.study.plan import (BANDS_64, COR_LR10, COR_ONLY, HELDOUT_X, MATH500_768, MATH500_SMALL_LR, REAL, SAME_BASE,
-                             SMALL_LR, STAGE1_METHODS, THREE, WIDE_OUT)
-from ddrl.study.designs import WIDE_ARMS, Design, _panels
+from ddrl.study.plan import (BANDS_64, COR_LR10, COR_ONLY, HELDOUT_X, MATH500_768, NO_RL, REAL, SMALL_LR,
+                             STAGE1_METHODS, THREE, WIDE_OUT)
+from ddrl.study.designs import DESIGNS, WIDE_ARMS, Design, _panels
 
 #: Answer-count bins (of 64): finer than F1-F3's bands, with their edges.
 COUNT_BINS_64 = ((1, 1), (2, 5), (6, 14), (15, 24), (25, 34), (35, 44), (45, 54), (55, 64))
@@ -292,25 +292,6 @@ def levels_panel(ax, per: pd.DataFrame, order: Sequence[str], palette: dict[str,
     ax.tick_params(axis="x", labelrotation=25, labelsize=7)
 
 
-def levels_vote_figure(per: pd.DataFrame, vote: pd.DataFrame, order: Sequence[str], palette: dict[str, str],
-                       suptitle: str, rng: np.random.Generator, style: str | None = None):
-    """Each run's adapted pass@1 (:func:`levels_panel`), then the vote by quarter of the RL steps."""
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), gridspec_kw={"width_ratios": [1.3, 1, 1]})
-    levels_panel(axes[0], per, order, palette, rng, "adapted pass@1 (%)", "after adaptation")
-    lines = [r for r in dict.fromkeys((*order, *vote.run)) if r != label("no_adaptation") and r in set(vote.run)]
-    for ax, col, ylab in ((axes[1], "majority_ratio", "share agreeing with the majority"),
-                          (axes[2], "label_acc", "majority label correct")):
-        sns.lineplot(vote[vote.run.isin(lines)], x="quarter", y=col, hue="run", style=style, palette=palette,
-                     hue_order=lines, marker="o", ax=ax, legend=ax is axes[1])
-        ax.set(xlabel="quarter of the RL steps", ylabel=ylab, xticks=[1, 2, 3, 4])
-    axes[1].legend(fontsize=7, frameon=False, handlelength=3)
-    for ax in axes:
-        sns.despine(ax=ax)
-    fig.suptitle(suptitle, fontsize=10)
-    fig.tight_layout()
-    return fig
-
-
 def _entry_text(e: dict | None) -> str:
     return "-" if e is None else f"{C.interval(e)} ({e['n_seeds']} seeds, {e['verdict']})"
 
@@ -446,24 +427,24 @@ def render_results(entries: Sequence[dict], runs_dir: str | Path, out_dir: str |
 # The designs' figures (:data:`ddrl.study.designs.DESIGNS`)
 
 
-#: The learning rate of each base regime and its lr/10 one, as figures name it
-LR_NAME = {"math500_like": "default lr", MATH500_SMALL_LR: "lr/10", "amc_like": "default lr", SMALL_LR: "lr/10"}
-
-#: How COR alone's tables and figures name the regimes
-REGIME_TEXT = {"amc_like": "AMC-like", SMALL_LR: "AMC-like at lr/10", "aime_like": "AIME-like",
-               "math500_like": "MATH-500-like"}
-
-#: How the figures name the regimes
-REGIME_NAME = {MATH500_SMALL_LR: "MATH-500-like", SMALL_LR: "AMC-like"}
-
 #: COR's arms' names in figures (COR calls, not trainer presets, so ddrl.report.plotting has no label for them)
 ARM_LABELS = {COR_LR10: "DDRL with COR at lr/10", COR_ONLY: "COR alone (no RL)"}
 
-#: COR alone's figures by adapted design: its held-out design, what the title calls the runs beside, its amendments
-COR_ALONE_FIGURES = {"cor_alone": ("cor_alone_heldout", "the registered runs", "Amendment 34"),
-                     "cor_alone_c49d": (None, "the c49d994e build's runs", "Amendment 35"),
-                     "cor_alone_xeon": ("cor_alone_xeon_heldout", "the Xeon build's runs",
-                                        "Amendments 36 and 37; held-out: Amendment 38")}
+#: The designs' figures (:func:`design_figure`): name -> (the design, the design of the same runs on fresh questions)
+DESIGN_FIGURES = {"small_lr": ("small_lr", None), "small_lr_etmr": ("small_lr_etmr", None),
+                  "small_lr_etmr_xeon": ("small_lr_etmr_xeon", None),
+                  "small_lr_etmr_xeon_amc": ("small_lr_etmr_xeon_amc", None),
+                  "small_lr_etmr_amc": ("small_lr_etmr_amc", None), "small_lr_cor": ("cor_math500", "heldout_math500"),
+                  "cor_alone": ("cor_alone", "cor_alone_heldout"), "cor_alone_c49d": ("cor_alone_c49d", None),
+                  "cor_alone_xeon": ("cor_alone_xeon", "cor_alone_xeon_heldout")}
+
+
+def design_figure_args(name: str) -> tuple[Design, dict, dict | None] | None:
+    """:func:`design_figure`'s arguments for :data:`DESIGN_FIGURES` ``[name]``; None before its analyses are committed."""
+    got = [DESIGNS[i] if i else None for i in DESIGN_FIGURES[name]]
+    if not all(d.analysis.is_file() for d in got if d):
+        return None
+    return got[0], *(json.loads(d.analysis.read_text()) if d else None for d in got)
 
 
 def seed_levels(out: str | Path = WIDE_OUT, seeds: Sequence[int] | None = None, regime: str = MATH500_768) -> pd.DataFrame:
@@ -472,56 +453,74 @@ def seed_levels(out: str | Path = WIDE_OUT, seeds: Sequence[int] | None = None, 
     df = df[df.regime == regime]
     if seeds is not None:
         df = df[df.seed.isin(set(seeds))]
-    return run_levels(df).drop(columns="regime").sort_values(["method", "seed"], ignore_index=True)
+    return run_levels(df).sort_values(["method", "seed"], ignore_index=True)
 
 
-def wide_figure_tables(out: str | Path = WIDE_OUT) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """:func:`wide_vote_figure`'s tables: Amendment 26's methods, 27's arms once ``arms.json`` is written."""
+def wide_figure_tables(out: str | Path = WIDE_OUT) -> dict:
+    """Amendment 26's runs (27's arms once ``arms.json`` is written) as an analysis :func:`design_figure` draws."""
     methods = (*STAGE1_METHODS, *WIDE_ARMS) if (Path(out) / "arms.json").is_file() else STAGE1_METHODS
     sp, vote = seed_levels(out), vote_by_quarter(out)
-    return sp[sp.method.isin(methods)], vote[vote.method.isin(methods)]
+    order = {m: i for i, m in enumerate((*STAGE1_METHODS, *WIDE_ARMS))}
+    sp = sp[sp.method.isin(methods)].sort_values("method", key=lambda m: m.map(order), kind="stable")
+    return {"seed_pass1": sp.to_dict(orient="records"), "vote": vote[vote.method.isin(methods)].to_dict(orient="records")}
 
 
-def wide_vote_figure(seed_pass1: pd.DataFrame, vote: pd.DataFrame):
-    """:func:`levels_vote_figure` of each method on the seeds it has."""
-    order = [m for m in (*STAGE1_METHODS, *WIDE_ARMS) if m in set(seed_pass1.method)]
-    return levels_vote_figure(seed_pass1.assign(run=seed_pass1.method.map(label)), vote.assign(run=vote.method.map(label)),
-                              [label(m) for m in order], {label(m): color(m) for m in order},
-                              f"{MATH500_768}: what the runs end at, and how their vote changes over training (descriptive)",
-                              numpy_generator(0, "figure", MATH500_768))
+def _runs(records: Sequence[dict], regime: str) -> pd.DataFrame:
+    """``records`` (a regime's own where they name none), each named for its method (``name``) and its run (``run``:
+    with its learning rate where they span two)."""
+    per = pd.DataFrame(records)
+    per["regime"] = per["regime"].fillna(regime) if "regime" in per else regime
+    lr = per.regime.map(lambda r: "lr/10" if r.endswith("_small_lr") else "default lr")
+    per["name"] = per.method.map(lambda m: ARM_LABELS.get(m) or label(m).split(" (")[0])
+    per["run"] = per.name if lr.nunique() < 2 else per.name.where(per.method.isin(NO_RL), per.name + "\n" + lr)
+    return per.assign(**{"learning rate": lr})
 
 
-def cor_alone_figure(res: dict, held: dict | None, d: Design):
-    """Adapted and held-out pass@1, one dot per seed, a row per split and a column per regime."""
-    splits = [(res, "adapted pass@1 (%)", "adapted"), *([(held, "held-out pass@1 (%)", "fresh")] if held else [])]
-    rows = [[(r, *split) for r in _panels(d, split[0]["seeds"])] for split in splits]
-    n_cols = max(map(len, rows))
-    fig, axes = plt.subplots(len(rows), n_cols, figsize=(5.5 * n_cols, 4.2 * len(rows)), squeeze=False)
+def design_figure(d: Design, res: dict, held: dict | None = None):
+    """Each run's pass@1, one dot per seed (a panel per regime; a row per split: ``res``'s, then ``held``'s fresh
+    questions); beside, where ``res`` has it, the vote by quarter of the RL steps (descriptive)."""
+    rows = []
+    for data, what in ((res, "adapted" if d.split == "adapted" else "fresh"), *([(held, "fresh")] if held else [])):
+        regimes = list(data["seeds"]) if isinstance(data.get("seeds"), dict) else [d.regime]
+        panels = _panels(d, regimes) if d.regime_seeds else {d.regime: None}
+        rows.append([(g, shown, data, what) for g, shown in panels.items()])
+    vote = "vote" in res
+    n_runs = max(_runs(data["seed_pass1"], d.regime).run.nunique() for data in (res, held) if data)
+    widths = [max(4.6, 0.75 * n_runs + 1.5)] * max(map(len, rows)) + [4.0] * 2 * vote
+    fig, axes = plt.subplots(len(rows), len(widths), figsize=(sum(widths), 4.0 * len(rows)), squeeze=False,
+                             gridspec_kw={"width_ratios": widths})
     rng = numpy_generator(0, "figure", d.id)
     for ax_row, panels in zip(axes, rows):
         for ax in ax_row[len(panels):]:
             ax.set_axis_off()
-        for ax, (r, data, ylabel, what) in zip(ax_row, panels):
-            per = pd.DataFrame(data["seed_pass1"])
-            per = per[per.regime.isin(_panels(d, data["seeds"])[r])]
-            name = per.method.map(lambda m: "COR alone (no RL)" if m == COR_ONLY else label(m))
-            per["run"] = name.where(per.regime == r, name + "\nlr/10")
-            palette = dict(zip(per.run, per.method.map(color)))
-            n_q = next(e["n_questions"] for e in data["entries"] if e["regime"] == r)
-            levels_panel(ax, per, list(dict.fromkeys(per.run)), palette, rng, ylabel,
-                         f"{REGIME_TEXT[r]}: {n_q:,} {what} questions")
+        for ax, (g, shown, data, what) in zip(ax_row, panels):
+            per = _runs(data["seed_pass1"], d.regime)
+            per = per if shown is None else per[per.regime.isin(shown)]
+            n_q = next((e["n_questions"] for e in data.get("entries", ()) if e["regime"] == g), None)
+            levels_panel(ax, per, list(dict.fromkeys(per.run)), dict(zip(per.run, per.method.map(color))), rng,
+                         f"{what} pass@1 (%)", f"{g}" + (f": {n_q:,} {what} questions" if n_q else ""))
             sns.despine(ax=ax)
-    _, called, tag = COR_ALONE_FIGURES[d.id]
-    title = (f"COR alone (consensus SFT from the untrained model) beside {called} "
-             f"(plan {tag}; descriptive)")
-    fig.suptitle(textwrap.fill(title, 16 * fig.get_figwidth()), fontsize=10)  # ~16 characters an inch at 10 pt
+    if vote:
+        v = _runs(res["vote"], d.regime)
+        lines = [n for n in dict.fromkeys(v.name) if n != label("no_adaptation")]
+        palette = dict(zip(v.name, v.method.map(color)))
+        for ax, col, ylab in ((axes[0, -2], "majority_ratio", "share agreeing with the majority"),
+                              (axes[0, -1], "label_acc", "majority label correct")):
+            ax.set_axis_on()
+            sns.lineplot(v[v.name.isin(lines)], x="quarter", y=col, hue="name", style="learning rate", palette=palette,
+                         hue_order=lines, marker="o", ax=ax, legend=ax is axes[0, -2])
+            ax.set(xlabel="quarter of the RL steps", ylabel=ylab, xticks=[1, 2, 3, 4])
+            sns.despine(ax=ax)
+        axes[0, -2].legend(fontsize=7, frameon=False, handlelength=3)
+    title = f"{d.section.lstrip('# ')}; {d.build + ', ' if d.build else ''}descriptive"
+    fig.suptitle(textwrap.fill(title, 13 * fig.get_figwidth()), fontsize=10)  # ~13 characters an inch at 10 pt
     fig.tight_layout()
     return fig
 
 
 def trade_frame(results: Sequence[dict]) -> pd.DataFrame:
     """Amendment 62's analyses as one table: a row per regime and COR setting."""
-    return pd.DataFrame([{"regime": REGIME_NAME[res["regime"]], "seeds": len(res["seeds"]), **t}
+    return pd.DataFrame([{"regime": res["regime"], "seeds": len(res["seeds"]), **t}
                          for res in results for t in res["trade"]])
 
 
@@ -539,48 +538,6 @@ def trade_figure(results: Sequence[dict]):
         ax.axvline(0, color="grey", ls="--", lw=0.8)
         ax.margins(x=0.2, y=0.12)
         ax.set(xlabel="adapted pass@1 gain over BCS+DAE (points)",
-               ylabel="held-out pass@1 change over BCS+DAE (points)", title=f"{regime} at lr/10 ({g.seeds.iloc[0]} seeds)")
-    fig.tight_layout()
-    return fig
-
-
-def _name(regime: str, method: str) -> str:
-    name = label(method).split(" (")[0]
-    return name if method == "no_adaptation" else f"{name}\n{LR_NAME[regime]}"
-
-
-def figure(res: dict, title: str = "MATH-500-like at the default learning rate and at lr/10 (plan Amendment 28; "
-                                   "descriptive)"):
-    """:func:`levels_vote_figure` of an lr/10 analysis, the vote styled by learning rate."""
-    per, vote = pd.DataFrame(res["seed_pass1"]), pd.DataFrame(res["vote"])
-    per["run"] = [_name(r, m) for r, m in zip(per.regime, per.method)]
-    vote["run"], vote["learning rate"] = vote.method.map(label), vote.regime.map(LR_NAME)  # colour: method, line: lr
-    palette = {n: color(m) for n, m in (*zip(per.run, per.method), *zip(vote.run, vote.method))}
-    return levels_vote_figure(per, vote, list(dict.fromkeys(per.run)), palette,
-                              title, numpy_generator(0, "figure", MATH500_SMALL_LR), style="learning rate")
-
-
-def etmr_figure(res: dict, d: Design):
-    """:func:`figure` for an ETMR design."""
-    return figure(res, f"{REGIME_NAME[d.regime]}, {d.build}: ETMR beside TTRL and DDRL (plan Amendment {d.amendment}, "
-                       f"seeds 0-{len(res['seeds']) - 1}; descriptive)")
-
-
-def cor_figure(cor: dict, held: dict):
-    """Adapted pass@1 of K1-K5's runs and held-out pass@1, one dot per seed."""
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1.5, 1]})
-    rng = numpy_generator(0, "figure", MATH500_SMALL_LR, "cor")
-    for ax, res, ylabel, title in ((axes[0], cor, "adapted pass@1 (%)", "adapted questions"),
-                                   (axes[1], held, "held-out pass@1 (%)", "fresh questions")):
-        title = f"{res['entries'][0]['n_questions']:,} {title}"
-        per = pd.DataFrame(res["seed_pass1"])
-        default = (per.get("regime") == SAME_BASE[MATH500_SMALL_LR]) & (per.method != "no_adaptation")
-        name = per.method.map(lambda m: ARM_LABELS.get(m) or label(m))
-        per["run"] = name.where(~default, name + "\ndefault lr")
-        palette = dict(zip(per.run, per.method.map(color)))
-        levels_panel(ax, per, list(dict.fromkeys(per.run)), palette, rng, ylabel, title)
-        sns.despine(ax=ax)
-    fig.suptitle("MATH-500-like at lr/10: COR's learning rate, COR without RL, and held-out transfer "
-                 "(plan Amendments 30-33; descriptive)", fontsize=10)
+               ylabel="held-out pass@1 change over BCS+DAE (points)", title=f"{regime} ({g.seeds.iloc[0]} seeds)")
     fig.tight_layout()
     return fig

@@ -12,10 +12,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ddrl.report.stats import hierarchical_bootstrap
-from ddrl.seeds import derive_seed
-from ddrl.study.analysis import paired_matrix
-from ddrl.study.claims import entry, get, interval
+from ddrl.study.analysis import bootstrap_entry, paired_matrix
+from ddrl.study.claims import VERDICT_COLORS, forest, get, interval, legend
 from ddrl.study.plan import CSV, NO_RL, PAIRED, RESULTS, SAME_BASE, csv_method_seed, csv_path, same_base
 from ddrl.study.rerun import check, design_dir
 
@@ -103,9 +101,7 @@ def decide(cid: str, regime: str, seeds: Sequence[int] | None = None, runs: Path
     d = paired_matrix(df, regime, a, b, split)
     if d is None:
         raise ValueError(f"decide: {cid} in {regime} has fewer than 2 seeds with both {a} and {b}")
-    iv = hierarchical_bootstrap(d.to_numpy(), np.random.default_rng(derive_seed(0, "claims", cid, regime)), n_boot)
-    reg = regime if regime in get(cid).regimes else SAME_BASE.get(regime, regime)
-    return {**entry(cid, reg, iv.estimate, iv.ci_low, iv.ci_high, iv.n_seeds, iv.n_questions), "regime": regime}
+    return bootstrap_entry(cid, regime, d, n_boot, regime if regime in get(cid).regimes else SAME_BASE.get(regime))
 
 
 def decided_table(cells: Sequence[tuple[str, str]], runs: Path = RESULTS / "runs", n_boot: int = 4000) -> pd.DataFrame:
@@ -166,21 +162,13 @@ def summary_sentences(table: pd.DataFrame, reruns: pd.DataFrame) -> list[str]:
 
 
 def decided_figure(table: pd.DataFrame, title: str):
-    """The decided comparisons as intervals coloured by verdict, the paper's difference as a cross."""
-    colours = {"reproduced": "tab:green", "contradicted": "tab:red", "no effect": "tab:grey", "not resolved": "tab:orange"}
+    """:func:`~ddrl.study.claims.forest` of a :func:`decided_table`, coloured by verdict."""
+    t = table.assign(y=np.arange(len(table))[::-1], estimate=table.testbed, color=table.verdict.map(VERDICT_COLORS))
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(table) + 1.4))
-    y = np.arange(len(table))[::-1]
-    for yi, r in zip(y, table.itertuples()):
-        ax.plot([r.ci_low, r.ci_high], [yi, yi], color=colours.get(r.verdict, "k"), lw=3)
-        ax.plot(r.testbed, yi, "o", color=colours.get(r.verdict, "k"))
-        if r.paper is not None and not pd.isna(r.paper):
-            ax.plot(r.paper, yi, "x", color="k", ms=7)
-    ax.axvline(0, color="grey", lw=0.8)
-    ax.set_yticks(y, [f"{w} ({g})" for w, g in zip(table["what"], table["regime"])])
-    ax.set_xlabel("difference in pass@1, points (dot and bar: testbed and 95% interval; x: the paper)")
-    handles = [plt.Line2D([], [], color=c, lw=3, label=v) for v, c in colours.items() if v in set(table["verdict"])]
-    ax.legend(handles=handles + [plt.Line2D([], [], color="k", marker="x", ls="", label="paper")], fontsize=8,
-              loc="lower right")
+    forest(ax, t)
+    ax.set_yticks(t.y, [f"{w} ({g})" for w, g in zip(t["what"], t["regime"])])
+    ax.set_xlabel("difference in pass@1, points (dot and bar: testbed and 95% interval; diamond: the paper)")
+    legend(ax, {v: c for v, c in VERDICT_COLORS.items() if v in set(t.verdict)}, ncol=1, loc="lower right")
     ax.set_title(title)
     fig.tight_layout()
     return fig

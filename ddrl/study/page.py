@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Sequence
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
-import seaborn as sns
 
 from ddrl.report.stats import NO_EFFECT_MARGIN
-from ddrl.study.claims import FLOOR_NOTE, VERDICT_COLORS, interval, validate
+from ddrl.study.claims import FLOOR_NOTE, VERDICT_COLORS, forest, interval, legend, validate
 from ddrl.study.plan import RESULTS
 
 PAGE = RESULTS.parent / "docs" / "results.md"
@@ -435,33 +435,19 @@ def figure_rows(by: dict) -> list[dict]:
 
 
 def claims_figure(rows: Sequence[dict]):
-    """Forest plot of :func:`figure_rows` by verdict; the paper's number a hollow diamond, or an arrow beyond range."""
+    """:func:`~ddrl.study.claims.forest` of :func:`figure_rows` by verdict; the paper's number past the testbed's range
+    an arrow with its value."""
     if not rows:
         raise ValueError("claims_figure: no rows (figure_rows found no lr/10 entry of FIGURE_IDS)")
+    df = pd.DataFrame(rows)
+    df = df.assign(y=np.arange(len(df))[::-1], color=df.verdict.map(VERDICT_COLORS).fillna("grey"))
+    right = df.ci_high.max() + 5.0  # room for the paper's numbers
     fig, ax = plt.subplots(figsize=(9.0, 0.32 * len(rows) + 1.4))
-    right = max(r["ci_high"] for r in rows) + 5.0  # room for the paper's numbers
-    left = min(min(r["ci_low"] for r in rows) - 1.0, -NO_EFFECT_MARGIN - 0.5)
-    for i, r in enumerate(rows):
-        y = len(rows) - 1 - i
-        c = VERDICT_COLORS.get(r["verdict"], "grey")
-        ax.plot([r["ci_low"], r["ci_high"]], [y, y], color=c, lw=2.2)
-        ax.plot(r["estimate"], y, "o", color=c)
-        p = r["paper"]
-        if p is not None and p <= right:
-            ax.plot(p, y, "D", mfc="none", mec="black", ms=6)
-        elif p is not None:
-            ax.plot(right - 0.15, y, ">", mfc="none", mec="black", ms=6)
-            ax.annotate(f"paper {p:+.0f}", (right - 0.5, y), ha="right", va="center", fontsize=7)
-    ax.axvspan(-NO_EFFECT_MARGIN, NO_EFFECT_MARGIN, color="#dddddd", zorder=0)
-    ax.axvline(0, color="black", lw=0.8)
-    ax.set_xlim(left, right)
-    ax.set_yticks(range(len(rows))[::-1], [f"{r['claim']} ({r['regime']})" for r in rows], fontsize=8)
+    forest(ax, df, right=right)
+    ax.set_xlim(min(df.ci_low.min() - 1.0, -NO_EFFECT_MARGIN - 0.5), right)
+    ax.set_yticks(df.y, [f"{r['claim']} ({r['regime']})" for r in rows], fontsize=8)
     ax.set_xlabel("pass@1 difference at lr/10, points (95% interval; grey: the +-1 no-effect band)")
-    handles = [plt.Line2D([], [], color=c, marker="o", lw=2, label=v) for v, c in VERDICT_COLORS.items()]
-    handles.append(plt.Line2D([], [], ls="", marker="D", mfc="none", mec="black", label="paper"))
-    ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(handles), fontsize=8,
-              frameon=False)
-    sns.despine(ax=ax, left=True)
+    legend(ax, VERDICT_COLORS, loc="lower center", bbox_to_anchor=(0.5, 1.0))
     fig.tight_layout()
     return fig
 
