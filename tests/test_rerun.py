@@ -90,10 +90,13 @@ def test_rerun_recomputes_a_committed_run_exactly(tmp_path):
 
 
 def test_decide_recomputes_the_committed_entry_of_a_registered_and_an_amendment_cell():
-    """P1 in AIME-like (results/claims.json) and A1 at lr/10 (results/small_lr/ablation.json, its 12 seeds)."""
-    table = Lsn.decided_table([("P1", "aime_like"), ("A1", "math500_like_small_lr")], n_boot=4000)
-    assert table["as committed"].tolist() == ["yes (results/claims.json)", "yes (results/small_lr/ablation.json)"]
-    assert table["seeds"].tolist() == [6, 12] and table["regime"].tolist() == ["AIME-like", "MATH-500-like, lr/10"]
+    """P1 in AIME-like (results/claims.json), A1 at lr/10 (results/small_lr/ablation.json, its 12 seeds) and P1 at lr/10
+    (its untrained runs: AMC-like's, the same base)."""
+    table = Lsn.decided_table([("P1", "aime_like"), ("A1", "math500_like_small_lr"), ("P1", "amc_like_small_lr")])
+    assert table["as committed"].tolist() == ["yes (results/claims.json)", "yes (results/small_lr/ablation.json)",
+                                              "yes (results/claims.json)"]
+    assert table["seeds"].tolist()[:2] == [6, 12] and table["regime"].tolist() == [
+        "AIME-like", "MATH-500-like, lr/10", "AMC-like, lr/10"]
     # on other seeds the same cell is another estimate, and the table says it is not the committed one
     other = Lsn.decide("A1", "math500_like_small_lr", seeds=range(6))
     assert other["n_seeds"] == 6 and other["estimate"] != table["testbed"].iloc[1]

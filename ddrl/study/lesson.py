@@ -12,9 +12,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ddrl.study.analysis import bootstrap_entry, paired_matrix
+from ddrl.study.analysis import bootstrap_entry, method_csvs, paired_matrix, read_csvs
 from ddrl.study.claims import VERDICT_COLORS, forest, get, interval, legend
-from ddrl.study.plan import CSV, NO_RL, PAIRED, RESULTS, SAME_BASE, csv_method_seed, csv_path, same_base
+from ddrl.study.plan import NO_RL, PAIRED, RESULTS, SAME_BASE, csv_method_seed, csv_path, same_base
 from ddrl.study.rerun import check, design_dir
 
 REGIME_WORDS = {"aime_like": "AIME-like", "amc_like": "AMC-like", "math500_like": "MATH-500-like"}
@@ -68,24 +68,14 @@ def committed_cells(claims: Sequence[str], regimes: Sequence[str], results: Path
     return [(c, r) for c in claims for r in regimes if committed_entry(c, r, results)[0] is not None]
 
 
-def _run_csvs(folder: Path, method: str) -> list[Path]:
-    """The per-run CSVs of ``method`` in ``folder`` (not the step logs)."""
-    return sorted(p for p in folder.glob(f"{method}-seed*{CSV}") if not p.name.endswith(f"-steps{CSV}")
-                  and csv_method_seed(p)[0] == method)
-
-
 def claim_rows(runs: Path, regime: str, a: str, b: str) -> pd.DataFrame:
-    """The per-question rows of ``a`` and ``b`` in ``regime`` (a no-RL method absent there: its same-base regime's)."""
-    frames = []
-    for m in (a, b):
-        for r in [regime] + (same_base(regime) if m in NO_RL else []):
-            paths = _run_csvs(runs / r, m)
-            if paths:
-                frames += [pd.read_csv(p, dtype={"question": str}) for p in paths]
-                break
-    if not frames:
+    """The per-question rows of ``a`` and ``b`` in ``regime``, a no-RL method's also in the regimes on its base (where
+    :func:`~ddrl.study.analysis.paired_matrix` reads them when ``regime`` has none)."""
+    paths = [p for m in (a, b) for r in (regime, *(same_base(regime) if m in NO_RL else ())) for p in
+             method_csvs(runs / r, m)]
+    if not paths:
         raise ValueError(f"{runs}: no committed runs of {a} or {b} in {regime}")
-    return pd.concat(frames, ignore_index=True)
+    return read_csvs(paths)
 
 
 def decide(cid: str, regime: str, seeds: Sequence[int] | None = None, runs: Path = RESULTS / "runs",
@@ -178,7 +168,7 @@ def seed_position(regime: str, method: str, seed: int, value: float, runs: Path 
                   split: str = "adapted") -> dict:
     """Where ``value`` (a run's mean pass@1 on ``split``) sits among the committed seeds of its regime and method:
     ``rank`` (1 = lowest), ``n``, ``min``, ``median``, ``max``."""
-    paths = _run_csvs(Path(runs) / regime, method)
+    paths = method_csvs(Path(runs) / regime, method)
     if not paths:
         raise ValueError(f"{runs}/{regime}: no committed runs of {method}")
     frames = {csv_method_seed(p)[1]: pd.read_csv(p, usecols=["split", "pass@1"]) for p in paths}
