@@ -64,6 +64,8 @@ class Design:
     job_regimes: tuple[str, ...] = ()  # its jobs' regimes, in this order (default: its own)
     csv_dir: str = ""  # the folder under ``runs/`` its jobs write to, apart from the regimes' CSVs
     then_heldout: bool = False  # after its jobs, the same runs on H1x's fresh questions (Amendment 62)
+    figure: str = ""  # the figure of its runs (``ddrl.study.figures.design_figure``), by file name
+    fresh: str = ""  # the design of the same runs on fresh questions, drawn under them in its figure
 
     @property
     def tag(self) -> str:
@@ -235,7 +237,7 @@ DESIGNS = {d.id: d for d in (
            {"M2": "2.32 / 2.21 / 2.05; 1.84 / 1.83 / 1.82", "M3": "2.17 / 2.00 / 1.76; 1.84 / 1.83 / 1.82",
             "P3": "2.53 / 2.46 / 2.36; 1.01 / 1.00 / 0.99"}, OUT / "etmr.json",
            "## DDRL against ETMR at the small learning rate (plan Amendments 43 and 44)", job_kind="A43 lr/10",
-           build="registered build", level_regimes=("math500_like", MATH500_SMALL_LR), **_ETMR),
+           build="registered build", level_regimes=("math500_like", MATH500_SMALL_LR), figure="small_lr_etmr", **_ETMR),
     # Amendment 44: Amendments 28 and 43 again on the Xeon build
     Design("small_lr_etmr_xeon", 44, MATH500_SMALL_LR, tuple(range(12)), "2026-11-29T08:15:00+00:00",
            ("ttrl", "ddrl", "etmr"), _ETMR_READS, ("P1", "P2", "M1", "M2"), ETMR_CLAIMS["math500_like"],
@@ -244,7 +246,7 @@ DESIGNS = {d.id: d for d in (
             "M3": "1.88 / 1.86 / 1.84; 2.73 / 2.40 / 2.17", "P3": "1.03 / 1.02 / 1.01; 2.77 / 2.63 / 2.53"},
            XEON / "small_lr_etmr.json", "### The same on the Xeon build (plan Amendment 44)", job_kind="A44 lr/10",
            results=XEON, build="Xeon build",
-           level_regimes=("math500_like", MATH500_SMALL_LR), **_ETMR),
+           level_regimes=("math500_like", MATH500_SMALL_LR), figure="small_lr_etmr_xeon", **_ETMR),
     # Amendment 46: AMC-like, Xeon build
     Design("small_lr_etmr_xeon_amc", 46, SMALL_LR, tuple(range(12)), "2026-11-29T11:40:00+00:00", ("etmr",),
            _ETMR_READS, ("M2",), ETMR_CLAIMS["amc_like"],
@@ -252,14 +254,14 @@ DESIGNS = {d.id: d for d in (
             "M3": "2.51 / 2.40 / 2.33 / 2.28; 4.53 / 3.84 / 3.41 / 3.10",
             "P3": "3.11 / 3.07 / 3.05 / 3.03; 3.67 / 3.46 / 3.33 / 3.24"}, XEON / "small_lr_etmr_amc.json",
            "### In AMC-like (plan Amendments 46 and 47)", job_kind="A46 lr/10", results=XEON, build="Xeon build",
-           level_regimes=("amc_like", SMALL_LR), **_ETMR),
+           level_regimes=("amc_like", SMALL_LR), figure="small_lr_etmr_xeon_amc", **_ETMR),
     # Amendment 47: AMC-like, registered build
     Design("small_lr_etmr_amc", 47, SMALL_LR, tuple(range(19)), "2026-12-01T15:30:00+00:00", ("etmr",),
            _ETMR_READS, ("M2",), ETMR_CLAIMS["amc_like"],
            {"M2": "2.18 / 2.10 / 2.05; 4.16 / 3.47 / 3.09", "M3": "2.18 / 2.10 / 2.05; 3.84 / 3.10 / 2.68",
             "P3": "2.80 / 2.74 / 2.71; 3.46 / 3.24 / 3.12"}, OUT / "etmr_amc.json",
            "### In AMC-like (plan Amendments 46 and 47)", job_kind="A47 lr/10", build="registered build",
-           level_regimes=("amc_like", SMALL_LR), **_ETMR),
+           level_regimes=("amc_like", SMALL_LR), figure="small_lr_etmr_amc", **_ETMR),
     # Amendment 45: Amendment 43's ETMR runs on H1x's fresh questions
     Design("etmr_heldout", 45, MATH500_SMALL_LR, tuple(range(18)), None, ("etmr",),
            _ETMR_READS, (), ETMR_HELDOUT, {"P3x": "0.36", "M2x": "0.71", "M3x": "0.16"},
@@ -291,7 +293,7 @@ DESIGNS = {d.id: d for d in (
            "## COR's learning rate, and COR without RL, at the small learning rate (plan Amendments 30 and 32)",
            split="adapted", job_kind="K lr/10", measures=("levels", "cor_kept", "seed_pass1"), cached_ddrl=False,
            cor_runs=("ddrl", COR_LR10, COR_ONLY), level_regimes=("math500_like", MATH500_SMALL_LR),
-           twin_runs=("no_adaptation", "ddrl"), in_base=("K5",)),
+           twin_runs=("no_adaptation", "ddrl"), in_base=("K5",), figure="small_lr_cor", fresh="heldout_math500"),
     # Amendments 31 and 33: Amendment 28's runs and COR alone on H1x's fresh MATH-500-like questions
     Design("heldout_math500", 31, MATH500_SMALL_LR, tuple(range(18)), None, (*HELDOUT_X_METHODS, COR_ONLY),
            ("no_adaptation", "ttrl", "bcs_dae", "ddrl", COR_ONLY), HELDOUT_CLAIMS,
@@ -327,7 +329,8 @@ DESIGNS = {d.id: d for d in (
             ("K3", "aime_like"): "0.98", ("K5", "aime_like"): "0.00-0.98"}, RESULTS / "cor_alone" / "adapted.json",
            "## COR alone in AMC-like and AIME-like (plan Amendment 34)", split="adapted", job_kind="K cor alone",
            whole="cor_alone",
-           regime_seeds={"amc_like": tuple(range(19)), "aime_like": tuple(range(6))}, **_COR_ALONE),
+           regime_seeds={"amc_like": tuple(range(19)), "aime_like": tuple(range(6))}, **_COR_ALONE,
+           figure="cor_alone", fresh="cor_alone_heldout"),
     # ... and on H1x's fresh questions
     Design("cor_alone_heldout", 34, "amc_like", tuple(range(19)), None, (COR_ONLY,), ("no_adaptation", "ddrl", COR_ONLY),
            (), {("K3x", "amc_like"): _K3X, ("K5x", "amc_like"): _K5X, ("K3x", "aime_like"): _K3X,
@@ -342,7 +345,7 @@ DESIGNS = {d.id: d for d in (
            {("K3", SMALL_LR): "3.04", ("K4", SMALL_LR): "3.30"}, RESULTS / "replication_c49d" / "cor_alone.json",
            "## COR alone on the c49d994e build (plan Amendment 35)", split="adapted", job_kind="K cor alone",
            job_per_run=False, results=RESULTS / "replication_c49d", whole="cor_alone",
-           regime_seeds={SMALL_LR: tuple(range(19))}, **_COR_ALONE),
+           regime_seeds={SMALL_LR: tuple(range(19))}, **_COR_ALONE, figure="cor_alone_c49d"),
     # Amendments 36, 37: COR alone in AMC-like and MATH-500-like, TTRL and DDRL at lr/10, Xeon build
     Design("cor_alone_xeon", 36, "amc_like", tuple(range(12)), "2026-11-28T18:00:00+00:00", (COR_ONLY,),
            ("no_adaptation", "ddrl", COR_ONLY), (),
@@ -353,7 +356,8 @@ DESIGNS = {d.id: d for d in (
            "## COR alone on the Xeon build (plan Amendments 36 and 37)", split="adapted", job_kind="K cor alone",
            results=XEON, late_seeds=0, whole="cor_alone",
            regime_seeds={"amc_like": tuple(range(12)), "math500_like": tuple(range(12)), SMALL_LR: tuple(range(12))},
-           regime_runs={SMALL_LR: ("ttrl", "ddrl")}, **_COR_ALONE),
+           regime_runs={SMALL_LR: ("ttrl", "ddrl")}, **_COR_ALONE,
+           figure="cor_alone_xeon", fresh="cor_alone_xeon_heldout"),
     # Amendment 38: those lr/10 runs, the untrained model and COR alone on H1x's fresh questions
     Design("cor_alone_xeon_heldout", 38, SMALL_LR, tuple(range(12)), None, COR_ALONE_RUNS, COR_ALONE_RUNS, (),
            HELDOUT_LR10, dict(zip(HELDOUT_LR10, ("1.50 / 0.96", "1.47 / 0.37", "1.25 / 0.72", "0.33 / 0.69",
@@ -395,7 +399,7 @@ DESIGNS = {d.id: d for d in (
            ("P1", "P2", "M1"), {}, {"P1": "2.42 / 1.92", "P2": "3.07 / 2.80", "M1": "1.98 / 1.45"}, OUT / "claims.json",
            "## The main table at the paper's small learning rate (plan Amendment 28)", split="adapted",
            job_kind="lr/10m", measures=("levels", "seed_pass1", "vote"), cached_ddrl=False,
-           level_regimes=("math500_like", MATH500_SMALL_LR)),
+           level_regimes=("math500_like", MATH500_SMALL_LR), figure="small_lr"),
     # Amendment 49: Table 1 (T1: TTRL without GRPO's std division - TTRL) at lr/10
     Design("table1", 49, MATH500_SMALL_LR, tuple(range(12)), None, ("grpo_no_std", "ttrl"), ("ttrl", "grpo_no_std"),
            ("T1",), {}, {"T1": "1.10 / 1.84 / 0.46"}, OUT / "table1.json",

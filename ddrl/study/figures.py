@@ -430,13 +430,8 @@ def render_results(entries: Sequence[dict], runs_dir: str | Path, out_dir: str |
 #: COR's arms' names in figures (COR calls, not trainer presets, so ddrl.report.plotting has no label for them)
 ARM_LABELS = {COR_LR10: "DDRL with COR at lr/10", COR_ONLY: "COR alone (no RL)"}
 
-#: The designs' figures (:func:`design_figure`): name -> (the design, the design of the same runs on fresh questions)
-DESIGN_FIGURES = {"small_lr": ("small_lr", None), "small_lr_etmr": ("small_lr_etmr", None),
-                  "small_lr_etmr_xeon": ("small_lr_etmr_xeon", None),
-                  "small_lr_etmr_xeon_amc": ("small_lr_etmr_xeon_amc", None),
-                  "small_lr_etmr_amc": ("small_lr_etmr_amc", None), "small_lr_cor": ("cor_math500", "heldout_math500"),
-                  "cor_alone": ("cor_alone", "cor_alone_heldout"), "cor_alone_c49d": ("cor_alone_c49d", None),
-                  "cor_alone_xeon": ("cor_alone_xeon", "cor_alone_xeon_heldout")}
+#: The designs' figures (:func:`design_figure`, :attr:`Design.figure`): name -> (the design, its runs' on fresh questions)
+DESIGN_FIGURES = {d.figure: (d.id, d.fresh or None) for d in DESIGNS.values() if d.figure}
 
 
 def design_figure_args(name: str) -> tuple[Design, dict, dict | None] | None:
