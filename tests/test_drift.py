@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ddrl.study import drift
+from ddrl.study import drift, runner
+from ddrl.study.designs import DESIGNS
 from ddrl.models import load_model
 from ddrl.run.rundir import RunDir
 from ddrl.seeds import seed_range
@@ -130,53 +131,54 @@ def test_analyse_gives_the_registered_verdicts(tmp_path):
 
 
 def test_jobs_go_seed_by_seed_and_seeds_parse():
-    js = drift.jobs("amc_like", [100, 101])
-    assert [(j.seed, j.methods) for j in js] == [(100, ("bcs",)), (100, ("bcs_random_neg",)),
-                                                 (101, ("bcs",)), (101, ("bcs_random_neg",))]
-    assert all(j.label == "H1x" for j in js)
+    js = runner.jobs(DESIGNS["drift_amc_like_cpu"], [100, 101])  # the generic job list of a drift design
+    assert [(j.regime, j.seed, j.methods) for j in js] == [(r, s, (m,)) for r in ["amc_like"] for s in (100, 101)
+                                                           for m in ("bcs", "bcs_random_neg")]
+    assert all(j.label == "H1x" for j in js) and not runner.jobs(DESIGNS["drift_amc_like_gpu"])  # an H100's runs
     assert seed_range("100-103") == [100, 101, 102, 103] and seed_range("7") == [7]
     for bad in ("a-b", "5-3", "-2"):
         with pytest.raises(ValueError, match="expected N or N-M"):
             seed_range(bad)
     with pytest.raises(SystemExit):  # the CLIs' argparse reports it before any work
-        drift.main(["run", "--seeds", "5-3", "--out", "x"])
+        drift.main(["kl", "--seeds", "5-3", "--out", "x"])
 
 
 def test_run_command_then_heldout_kl_on_the_tiny_model(tmp_path):
-    """``run`` (X1-X4), then held-out KL: base vs itself 0, trained runs > 0, one JSON per run, not redone."""
+    """``run drift_amc_like_cpu`` (X1-X4), then held-out KL: base vs itself 0, trained runs > 0, one JSON per run, not
+    redone."""
     base, tok = load_model("testbed:tiny", "float32", "cpu")
     prompts = ["What is 2 + 3?", "What is 7 - 4?"]
     kl, n_tok = drift.heldout_kl(base, base, tok, prompts, 4, 16, seed=1)
     assert kl == 0.0 and n_tok > 0
     out, runs = tmp_path / "out", tmp_path / "runs"
-    assert drift.main(["run", "--scale", "smoke", "--regime", "math500_like", "--seeds", "100-102", "--workers", "1",
-                       "--out", str(out), "--runs-root", str(runs)]) == 0
-    e = drift.analyse(out, "math500_like", np.random.default_rng(0))
+    assert runner.main(["run", "drift_amc_like_cpu", "--scale", "smoke", "--seeds", "100-102", "--workers", "1",
+                        "--out", str(out), "--runs-root", str(runs)]) == 0
+    e = drift.analyse(out, "amc_like", np.random.default_rng(0))
     assert [x["id"] for x in e] == ["X1", "X2", "X3", "X4"] and all(x["n_seeds"] == 3 for x in e)
-    n, missing = drift.measure_kl(out, runs, "math500_like", scale="smoke", progress=False)
+    n, missing = drift.measure_kl(out, runs, "amc_like", scale="smoke", progress=False)
     assert n == 6 and missing == []
-    recs = [json.loads(p.read_text()) for p in sorted((out / drift.DRIFT / "math500_like").glob("*-kl.json"))]
+    recs = [json.loads(p.read_text()) for p in sorted((out / drift.DRIFT / "amc_like").glob("*-kl.json"))]
     assert len(recs) == 6 and all(r["n_samples"] == drift.KL_SAMPLES and r["n_tokens"] > 0 for r in recs)
     assert np.mean([r["kl"] for r in recs]) > 0  # trained policies moved away from the base
-    assert drift.measure_kl(out, runs, "math500_like", scale="smoke", progress=False) == (0, [])  # read, not redone
-    kp = drift.drift_path(out, "math500_like", "bcs", 100, "kl")  # a JSON of other weights is measured again
+    assert drift.measure_kl(out, runs, "amc_like", scale="smoke", progress=False) == (0, [])  # read, not redone
+    kp = drift.drift_path(out, "amc_like", "bcs", 100, "kl")  # a JSON of other weights is measured again
     kp.write_text(json.dumps(dict(json.loads(kp.read_text()), policy_fingerprint={"model.safetensors": "other"})))
-    assert drift.measure_kl(out, runs, "math500_like", scale="smoke", progress=False) == (1, [])
+    assert drift.measure_kl(out, runs, "amc_like", scale="smoke", progress=False) == (1, [])
     assert json.loads(kp.read_text())["policy_fingerprint"] == recs[0]["policy_fingerprint"]
-    t = drift.seed_table(out, "math500_like")  # no registered CSV for seeds 100+: their adapted rows are kept
+    t = drift.seed_table(out, "amc_like")  # no registered CSV for seeds 100+: their adapted rows are kept
     assert t["kl_heldout"].notna().all() and len(t) == 6 and t["adapted"].between(0, 100).all()
     # BCS+DAE's weights are DDRL's rl/ snapshot, not its final ones: an rl/ holding the base measures exactly 0
-    h = pd.read_csv(heldout_x_path(out, "math500_like", "bcs", 100))
-    h.assign(method="bcs_dae").to_csv(heldout_x_path(out, "math500_like", "bcs_dae", 100), index=False)
+    h = pd.read_csv(heldout_x_path(out, "amc_like", "bcs", 100))
+    h.assign(method="bcs_dae").to_csv(heldout_x_path(out, "amc_like", "bcs_dae", 100), index=False)
     RunDir(runs / h["run"].iloc[0]).save_weights("rl", base)
-    assert drift.measure_kl(out, runs, "math500_like", ("bcs_dae",), scale="smoke", progress=False,
+    assert drift.measure_kl(out, runs, "amc_like", ("bcs_dae",), scale="smoke", progress=False,
                             seeds=[100, 101]) == (1, [])
-    assert json.loads(drift.drift_path(out, "math500_like", "bcs_dae", 100, "kl").read_text())["kl"] == 0.0
-    assert drift.measure_kl(out, runs, "math500_like", ("bcs",), scale="smoke", progress=False, seeds=[]) == (0, [])
-    e = drift.analyse(out, "math500_like", np.random.default_rng(0), measure="kl_heldout")
+    assert json.loads(drift.drift_path(out, "amc_like", "bcs_dae", 100, "kl").read_text())["kl"] == 0.0
+    assert drift.measure_kl(out, runs, "amc_like", ("bcs",), scale="smoke", progress=False, seeds=[]) == (0, [])
+    e = drift.analyse(out, "amc_like", np.random.default_rng(0), measure="kl_heldout")
     assert [x["id"] for x in e] == ["X2h", "X3h", "X4h"]
     with pytest.raises(ValueError, match="measure"):
-        drift.analyse(out, "math500_like", np.random.default_rng(0), measure="entropy")
+        drift.analyse(out, "amc_like", np.random.default_rng(0), measure="entropy")
 
 
 def _by_arm(entries: list[dict]) -> dict:

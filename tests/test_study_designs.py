@@ -203,9 +203,9 @@ def test_the_commands_report_refuse_and_write(tmp_path, capsys):
     assert "DDRL runs of seeds [0, 1] in amc_like_small_lr are not finished" in capsys.readouterr().err
     assert not heldout_x_path(tmp_path, SMALL_LR, "ttrl", 0).exists()
     assert study.main(["run", "ablation", "--seeds", "999"]) == 0  # no --out: the design's runs/ (no seed: no job)
-    for name in ("drift_amc_like_cpu", "dynamics"):  # no jobs of its own: says where its runs come from
+    for name in ("drift_amc_like_gpu", "dynamics"):  # no jobs of its own: says where its runs come from
         assert study.main(["run", name]) == 2
-    assert "python -m ddrl.study.drift run|export|kl" in capsys.readouterr().err
+    assert "its runs were computed on an H100" in capsys.readouterr().err
     assert {d.whole for d in D.DESIGNS.values() if not (d.evaluates or d.regime_runs)} - {"claims"} <= set(study.RUN_BY)
     assert study.main(["run", "claims_xeon", "--seeds", "0"]) == 2  # the registered stages choose their seeds
     assert study.main(["run", "claims", "--scale", "smoke", "--out", str(RESULTS / "smoke" / "runs")]) == 2

@@ -367,9 +367,10 @@ DESIGNS = {d.id: d for d in (
            whole="cor_alone_heldout", regime_seeds={SMALL_LR: tuple(range(12))},
            **_COR_ALONE),
     # --- policy drift (Amendments 21-25) and the registered analyses ---
-    # Amendments 21-25 (ddrl.study.drift): one row per results/drift/<stem>.json
-    *(Design(f"drift_{stem}", a, regime, tuple(seeds), None, (), PAIR if pairs in ("kl_late", "kl_heldout") else
-             arm_methods(pairs), (), {}, {}, RESULTS / "drift" / f"{stem}.json",
+    # Amendments 21-25 (ddrl.study.drift): one row per results/drift/<stem>.json; its runs are H1x jobs, one per method
+    # (those of drift/gpu* ran on an H100: no job here recomputes them)
+    *(Design(f"drift_{stem}", a, regime, tuple(seeds), None, () if "gpu" in folder else runs, runs, (), {}, {},
+             RESULTS / "drift" / f"{stem}.json",
              f"## What costs held-out accuracy: the distance from the base (plan Amendment {a})", measures=(),
              cached_ddrl=False, whole="drift", folder=folder, drift=pairs,
              drift_dir=RESULTS / "drift" / "exploratory" if folder == "runs" else None, exploratory=exploratory)
@@ -384,7 +385,8 @@ DESIGNS = {d.id: d for d in (
           ("amc_like_cpu_methods", 23, "amc_like", range(100, 116), "drift/cpu", "methods", False),
           ("math500_like_cpu_methods", 24, "math500_like", range(100, 132), "drift/cpu", "methods", False),
           ("amc_like_cpu_penalty", 25, "amc_like", range(100, 116), "drift/cpu", "penalty", False),
-          ("math500_like_cpu_penalty", 25, "math500_like", range(100, 111), "drift/cpu", "penalty", False))),
+          ("math500_like_cpu_penalty", 25, "math500_like", range(100, 111), "drift/cpu", "penalty", False))
+      for runs in [PAIR if pairs in ("kl_late", "kl_heldout") else arm_methods(pairs)]),
     # The registered analysis and its replications (Amendments 5, 6)
     *(Design(name, a, regime, tuple(range(n)), None, (), ("ttrl", "ddrl"), (), {}, {}, root / "claims.json",
              f"## The registered claims on the {build or 'registered build'}", measures=(), cached_ddrl=False,

@@ -3,8 +3,8 @@
 A run's distance from the base (its late ``actor/kl`` or its held-out KL) against its held-out pass@1; each
 prediction is one entry of :data:`PREDICTIONS`. Committed CSVs keep one row per run (:func:`seed_table`).
 
-    python -m ddrl.study.drift run --regime amc_like --seeds 100-131 --workers 8 --budget-min 5 --out DIR   # the runs
-    python -m ddrl.study.drift export --out DIR   # step CSVs from the runs' directories
+    python -m ddrl.study run drift_amc_like_cpu   # a design's runs (H1x jobs) and their step CSVs
+    python -m ddrl.study.drift export --out DIR   # step CSVs from the runs' directories, of any --methods
     python -m ddrl.study.drift kl --out DIR       # the held-out KL of each run (torch, the runs' weights)
     python -m ddrl.study analyse drift_<name>     # -> results/drift/<name>.json
     # --methods names the arms' runs. Amendments 40-41 (lr_drift, cor_alone_drift; DDRL_CACHE_DIR: the Xeon build's):
@@ -38,9 +38,8 @@ from ddrl.run.fingerprints import model_fingerprint
 from ddrl.run.rundir import RunDir
 from ddrl.run.storage import REPO, cache_root, write_csv, write_json
 from ddrl.seeds import derive_seed, seed_range
-from ddrl.study.plan import (ADAPTED_X, COR_ONLY, HELDOUT_X, RESULTS, SCALES, Job, check_weights, csv_path,
+from ddrl.study.plan import (ADAPTED_X, COR_ONLY, HELDOUT_X, RESULTS, SCALES, check_weights, csv_path,
                              experiment, heldout_x_records, load_regimes, Regime)
-from ddrl.study.jobs import run_jobs, status_counts
 
 #: The step-log columns a drift CSV keeps ("gt/bin0-0.125/n": rollouts whose answer has frequency <= 1/8)
 DRIFT_COLUMNS = ("step", "episode", "actor/kl", "rollout/entropy", "gt/bin0-0.125/n", "label/majority_ratio",
@@ -538,22 +537,15 @@ def lr_curve_figure(res: dict, old: pd.DataFrame, slope: float):
 
 # --- the command line ---
 
-def jobs(regime: str, seeds: Sequence[int], methods: Sequence[str] = PAIR) -> list[Job]:
-    """One H1x job per seed and method, seed by seed (a budget's cut leaves whole pairs)."""
-    return [Job(regime, s, (m,), "H1x") for s in seeds for m in methods]
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.study.drift", description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", choices=("run", "export", "kl"))
+    ap.add_argument("what", choices=("export", "kl"))
     ap.add_argument("--regime", default="amc_like")
     ap.add_argument("--scale", choices=sorted(SCALES), default="default")
-    ap.add_argument("--seeds", type=seed_range, default="100-131", help="run: seeds N-M (plan Amendment 21: from 100)")
-    ap.add_argument("--workers", type=int, default=None)
-    ap.add_argument("--budget-min", type=float, default=None, help="run: jobs starting later are skipped")
+    ap.add_argument("--seeds", type=seed_range, default="0-11", help="kl --cor-alone: seeds N-M (Amendment 41's)")
     ap.add_argument("--out", type=Path, required=True, help="holds heldout_x/ (H1x CSVs) and drift/ (step CSVs)")
     ap.add_argument("--drift-dir", type=Path, default=None, help="export, kl: write drift/ here (default: --out)")
-    ap.add_argument("--methods", nargs="+", default=list(PAIR), help="run, export, kl: whose runs (default: the "
+    ap.add_argument("--methods", nargs="+", default=list(PAIR), help="export, kl: whose runs (default: the "
                     "pair; Amendment 22: bcs_kl10x bcs_kl100x; 25: ttrl_kl100x ddrl_kl100x)")
     ap.add_argument("--runs-root", type=Path, default=None, help="run directories (default: <cache>/runs)")
     ap.add_argument("--regimes", type=Path, default=RESULTS / "regimes_base.json",
@@ -561,11 +553,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--cor-alone", action="store_true", help="kl: Amendment 41's COR alone, recomputed per seed")
     args = ap.parse_args(argv)
     runs_root = args.runs_root or cache_root() / "runs"
-    if args.what == "run":
-        status = run_jobs(jobs(args.regime, args.seeds, args.methods), SCALES[args.scale], args.out, runs_root,
-                          args.budget_min, args.workers, desc="drift runs")
-        print(status_counts(status))
-    if args.what in ("run", "export"):
+    if args.what == "export":
         n, missing = export_steps(args.out, runs_root, args.regime, args.methods, args.drift_dir)
         print(f"drift CSVs written: {n} (run directories not under {runs_root}: {len(missing)})")
     elif args.what == "kl" and args.cor_alone:

@@ -33,6 +33,7 @@ from ddrl.study.analysis import (analyse_claims, analyse_stage1, bootstrap_entry
 from ddrl.study.claims import amendment_entry, validate, with_half_width
 from ddrl.study.designs import (DESIGNS, MARGIN, Design, _complete, _needed, _unwritten, _wants, analysed_seeds, design,
                                 path, regime_designs)
+from ddrl.study.drift import export_steps
 from ddrl.study.figures import render_results
 from ddrl.study.jobs import run_jobs, run_real_rollouts_job, status_counts
 from ddrl.study.measures import MEASURES, Reading, gpu_seeds
@@ -238,7 +239,8 @@ def committed_table(name: str) -> str:
 
 
 #: Where the runs of a design whose jobs are not the generic ones come from (by :attr:`Design.whole`)
-RUN_BY = {"drift": "its runs come from python -m ddrl.study.drift run|export|kl (ddrl.study.drift's docstring)",
+RUN_BY = {"drift": "its runs were computed on an H100 (device.txt beside them); this machine's jobs would compute "
+                   "others",
           "lr_drift": "its held-out KLs come from python -m ddrl.study.drift export|kl (ddrl.study.drift's docstring)",
           "cor_alone_drift": "its runs come from python -m ddrl.study.drift kl --cor-alone (ddrl.study.drift's "
                              "docstring)",
@@ -310,6 +312,9 @@ def run(d: Design, args: argparse.Namespace) -> str:
                   if all(path(d, args.out, m, s).is_file() for m in d.evaluates)]
     if check:
         status += run_jobs(check, scale, designs.CHECK, root, args.budget_min, args.workers, desc=f"{d.tag} check")
+    if d.drift:  # the runs' step CSVs (into the design's own drift folder only from its own runs)
+        n, gone = export_steps(args.out, root, d.regime, d.evaluates, d.drift_dir if args.out == d.runs else None)
+        return f"{status_counts(status)}; drift CSVs written: {n} (run directories not under {root}: {len(gone)})"
     return str(status_counts(status))
 
 
