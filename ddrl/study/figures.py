@@ -25,7 +25,7 @@ from ddrl.report.stats import TARGET_HALF_WIDTH
 from ddrl.study.analysis import (BAND_NAMES, SHORTFALL_MAX_QUESTIONS, SHORTFALL_MAX_SEEDS, claim_on_seeds, load_base,
                                  load_questions, load_steps, noise_description, power_shortfall, rl_divergence,
                                  run_levels, seed_directions, selection_errors, study_inputs)
-from ddrl.study.plan import (BANDS_64, COR_LR10, COR_ONLY, HELDOUT_X, MATH500_768, NO_RL, REAL, SMALL_LR,
+from ddrl.study.plan import (BANDS_64, COR_LR10, COR_ONLY, HELDOUT_X, MATH500_768, NO_RL, REAL, SAME_BASE, SMALL_LR,
                              STAGE1_METHODS, THREE, WIDE_OUT)
 from ddrl.study.designs import DESIGNS, WIDE_ARMS, Design, _panels
 
@@ -465,7 +465,7 @@ def _runs(records: Sequence[dict], regime: str) -> pd.DataFrame:
     with its learning rate where they span two)."""
     per = pd.DataFrame(records)
     per["regime"] = per["regime"].fillna(regime) if "regime" in per else regime
-    lr = per.regime.map(lambda r: "lr/10" if r.endswith("_small_lr") else "default lr")
+    lr = per.regime.map(lambda r: "lr/10" if r in SAME_BASE else "default lr")  # the lr/10 regimes share a base
     per["name"] = per.method.map(lambda m: ARM_LABELS.get(m) or label(m).split(" (")[0])
     per["run"] = per.name if lr.nunique() < 2 else per.name.where(per.method.isin(NO_RL), per.name + "\n" + lr)
     return per.assign(**{"learning rate": lr})
@@ -478,9 +478,11 @@ def design_figure(d: Design, res: dict, held: dict | None = None):
     for data, what in ((res, "adapted" if d.split == "adapted" else "fresh"), *([(held, "fresh")] if held else [])):
         regimes = list(data["seeds"]) if isinstance(data.get("seeds"), dict) else [d.regime]
         panels = _panels(d, regimes) if d.regime_seeds else {d.regime: None}
-        rows.append([(g, shown, data, what) for g, shown in panels.items()])
+        per = _runs(data["seed_pass1"], d.regime)
+        rows.append([(g, per if shown is None else per[per.regime.isin(shown)], data, what)
+                     for g, shown in panels.items()])
     vote = "vote" in res
-    n_runs = max(_runs(data["seed_pass1"], d.regime).run.nunique() for data in (res, held) if data)
+    n_runs = max(per.run.nunique() for panels in rows for _, per, _, _ in panels)
     widths = [max(4.6, 0.75 * n_runs + 1.5)] * max(map(len, rows)) + [4.0] * 2 * vote
     fig, axes = plt.subplots(len(rows), len(widths), figsize=(sum(widths), 4.0 * len(rows)), squeeze=False,
                              gridspec_kw={"width_ratios": widths})
@@ -488,9 +490,7 @@ def design_figure(d: Design, res: dict, held: dict | None = None):
     for ax_row, panels in zip(axes, rows):
         for ax in ax_row[len(panels):]:
             ax.set_axis_off()
-        for ax, (g, shown, data, what) in zip(ax_row, panels):
-            per = _runs(data["seed_pass1"], d.regime)
-            per = per if shown is None else per[per.regime.isin(shown)]
+        for ax, (g, per, data, what) in zip(ax_row, panels):
             n_q = next((e["n_questions"] for e in data.get("entries", ()) if e["regime"] == g), None)
             levels_panel(ax, per, list(dict.fromkeys(per.run)), dict(zip(per.run, per.method.map(color))), rng,
                          f"{what} pass@1 (%)", f"{g}" + (f": {n_q:,} {what} questions" if n_q else ""))

@@ -313,7 +313,8 @@ def run(d: Design, args: argparse.Namespace) -> str:
     if check:
         status += run_jobs(check, scale, designs.CHECK, root, args.budget_min, args.workers, desc=f"{d.tag} check")
     if d.drift:  # the runs' step CSVs (into the design's own drift folder only from its own runs)
-        n, gone = export_steps(args.out, root, d.regime, d.evaluates, d.drift_dir if args.out == d.runs else None)
+        own = Path(args.out).resolve() == d.runs.resolve()  # as study_dir tells a design's own runs
+        n, gone = export_steps(args.out, root, d.regime, d.evaluates, d.drift_dir if own else None)
         return f"{status_counts(status)}; drift CSVs written: {n} (run directories not under {root}: {len(gone)})"
     return str(status_counts(status))
 
