@@ -103,20 +103,21 @@ def test_render_prints_every_committed_entry_and_measure(capsys):
     ("small_lr_etmr", [("etmr",)]), ("small_lr_etmr_xeon", [("ttrl",), ("ddrl",), ("etmr",)]),
     ("small_lr_etmr_amc", [("etmr",)]), ("cor4x_lr10_amc", [(COR_4X_LR10,)]),
     ("lr_heldout", [HELDOUT_X_METHODS]),  # the study's H1x job
-    ("small_lr", [("ttrl",), ("ddrl",)]), ("table1", [("grpo_no_std",), ("ttrl",)]),  # no clock: never closed
+    ("small_lr", [("ttrl",), ("ddrl",)]), ("table1", [("grpo_no_std",), ("ttrl",)]),  # no clock
     ("cor_math500", [(COR_LR10,), (COR_ONLY,)]), ("heldout_math500", [(*HELDOUT_X_METHODS, COR_ONLY)]),
     ("etmr_heldout", [("etmr",)]), ("etmr_heldout_xeon", [D.ETMR_HELD_RUNS]),  # A45, A48: evaluations of finished runs
     ("etmr_heldout_amc", [("no_adaptation", "etmr")])])
-def test_jobs_go_seed_by_seed_and_stop_at_the_clock_after_the_first_late_seeds(name, groups):
+def test_jobs_go_seed_by_seed_and_are_the_runs_behind_the_committed_analysis(name, groups, tmp_path):
+    """The jobs of the seeds the committed analysis read (not those the clock or the budget left out), seed by seed;
+    a design whose analysis is not committed yet (a new row) runs every seed."""
     d = D.DESIGNS[name]
     kinds = d.kinds or (d.job_kind,) * len(groups)
-    clock = datetime.fromisoformat(d.cutoff or "2999-01-01T00:00:00+00:00").timestamp()
-    late = 0 if name in ("extra_rl_amc", "lr_heldout") else 6 if d.cutoff else len(d.seeds)  # A53: none started late
-    before, after = study.jobs(d, now=clock - 60), study.jobs(d, now=clock + 1)
-    assert before == [Job(d.regime, s, g, k) for s in d.seeds for g, k in zip(groups, kinds)]
-    assert after == before[:late * len(groups)]
-    assert study.jobs(d, (7, 2), now=clock + 1) == [Job(d.regime, s, g, k) for s in (7, 2) if s < late
-                                                for g, k in zip(groups, kinds)]
+    read = json.loads(d.analysis.read_text())["seeds"]
+    read = sorted(set().union(*read.values())) if isinstance(read, dict) else read
+    assert study.jobs(d) == [Job(d.regime, s, g, k) for s in read for g, k in zip(groups, kinds)]
+    assert study.jobs(d, (7, 2)) == [Job(d.regime, s, g, k) for s in (7, 2) if s in read for g, k in zip(groups, kinds)]
+    new = dataclasses.replace(d, analysis=tmp_path / "not_yet.json")
+    assert study.jobs(new) == [Job(d.regime, s, g, k) for s in d.seeds for g, k in zip(groups, kinds)]
 
 
 def _touch(root, regime, methods, seeds, path=csv_path) -> None:
@@ -364,7 +365,7 @@ def _drift_world(tmp, slope: float, lr_term: float, base_term: float, seeds=rang
 
 def test_amendment_39_pairs_a_method_across_learning_rates_and_reads_complete_seeds(tmp_path):
     d = D.DESIGNS["lr_heldout"]
-    assert {j.label for j in study.jobs(d, now=0)} == {"H1x"}  # the study's H1x job: an evaluation of the runs it trains
+    assert {j.label for j in study.jobs(d)} == {"H1x"}  # the study's H1x job: an evaluation of the runs it trains
     rows = lambda g, m, vals: [{"regime": g, "method": m, "seed": s, "split": HELDOUT_X, "question": q, "pass@1": v}
                                for s in (0, 1) for q, v in zip("ab", vals)]
     df = pd.DataFrame(rows(SMALL_LR, "ddrl", (0.5, 0.75)) + rows("amc_like", "ddrl", (0.25, 0.75))
@@ -709,19 +710,17 @@ CA, CA_HELD, C49D, CA_XEON, CA_XEON_HELD = (D.DESIGNS[n] for n in (
     "cor_alone", "cor_alone_heldout", "cor_alone_c49d", "cor_alone_xeon", "cor_alone_xeon_heldout"))
 
 
-def test_cor_alones_jobs_go_regime_by_regime_and_its_clock_closes_only_the_regime_it_trains_in():
+def test_cor_alones_jobs_go_regime_by_regime():
     assert [(j.regime, j.seed) for j in study.jobs(CA, (0, 1, 6))] == [("amc_like", 0), ("amc_like", 1), ("amc_like", 6),
                                                                    ("aime_like", 0), ("aime_like", 1)]
     assert {(j.methods, j.label) for j in study.jobs(CA)} == {((COR_ONLY,), "K cor alone")} and len(study.jobs(CA)) == 19 + 6
     assert {(j.methods, j.label) for j in study.jobs(CA_HELD)} == {((COR_ONLY,), "H1x")}  # the other runs' CSVs exist
     assert study.jobs(C49D, (3,)) == [Job(SMALL_LR, 3, ("no_adaptation", COR_ONLY), "K cor alone")]  # none of its own
     assert study.jobs(CA_XEON_HELD, (0,)) == [Job(SMALL_LR, 0, D.COR_ALONE_RUNS, "H1x")] and len(study.jobs(CA_XEON_HELD)) == 12
-    clock = datetime.fromisoformat(CA_XEON.cutoff).timestamp()  # Amendment 37's 18:00 UTC
-    before, after = (study.jobs(CA_XEON, now=clock + t) for t in (-1, 1))
-    assert [(j.regime, j.seed, j.methods) for j in before[-3:]] == [
+    xeon = study.jobs(CA_XEON)  # its analysis read all 12 seeds in each regime (none after Amendment 37's clock)
+    assert [(j.regime, j.seed, j.methods) for j in xeon[-3:]] == [
         (SMALL_LR, 10, ("ddrl",)), (SMALL_LR, 11, ("ttrl",)), (SMALL_LR, 11, ("ddrl",))]  # seed-major, a job a run
-    assert len(before) == 24 + 24 and len(after) == 24 and {j.regime for j in after} == {"amc_like", "math500_like"}
-    assert len(study.jobs(C49D, now=clock + 1e9)) == 19  # no clock: never closed
+    assert len(xeon) == 24 + 24 and len(study.jobs(C49D)) == 19
 
 
 def test_each_cor_alone_design_reads_its_claims_csvs_and_a_no_rl_run_only_from_its_base_among_its_regimes():
@@ -861,14 +860,11 @@ def test_a_status_line_counts_the_complete_seeds_and_the_minutes_to_a_clock():
 
 
 def test_the_lr10_designs_jobs_go_seed_by_seed_in_their_regimes():
-    """Amendment 50: dae at the default lr, then at lr/10 (into runs/table1_fixed/); 62: MATH-500-like's later clock."""
+    """Amendment 50: dae at the default lr, then at lr/10 (into runs/table1_fixed/)."""
     a50 = D.DESIGNS["table1_fixed"]
     assert study.jobs(a50, (0, 1)) == [Job(g, s, ("dae",), "T1f") for g in ("math500_like", MATH500_SMALL_LR) for s in (0, 1)]
     assert a50.csv_dir == D.DESIGNS["table1_fixed_more"].csv_dir == D.T1F_DIR
     assert study.missing(a50) == study.missing(D.DESIGNS["table1_fixed_more"]) == []  # status: dae read under table1_fixed/
-    amc, m500 = D.DESIGNS["cor4x_lr10_amc"], D.DESIGNS["cor4x_lr10_math500"]
-    clock = datetime.fromisoformat(amc.cutoff).timestamp()
-    assert [j.seed for j in study.jobs(m500, now=clock + 1)] == list(range(10))  # MATH-500-like's clock is later
 
 
 def test_trade_is_each_cor_settings_gain_over_the_rl_only_weights():

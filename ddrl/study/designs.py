@@ -11,7 +11,7 @@ from typing import Sequence
 from ddrl.study.analysis import complete_seeds
 from ddrl.study.claims import table2_difference
 from ddrl.study.plan import (RESULTS, COR_4X, COR_LR10, HELDOUT_CLAIMS, HELDOUT_X, NO_RL, PAIRED, SAME_BASE, SMALL_LR,
-                             csv_path, heldout_x_path, COR_ONLY, HELDOUT_X_METHODS, MATH500_768, MIN_SEEDS,
+                             csv_path, heldout_x_path, COR_ONLY, HELDOUT_X_METHODS, MATH500_768,
                              STAGE1_METHODS, WIDE_OUT, seeds_to_analyse)
 from ddrl.study.plan import COR_4X_LR10, MATH500_SMALL_LR, SMALL_LR_OUT as OUT
 from ddrl.study.drift import LR_METHODS, PAIR, arm_methods
@@ -28,7 +28,8 @@ class Design:
     amendment: int
     regime: str
     seeds: tuple[int, ...]
-    cutoff: str | None  # the plan's clock (UTC, ISO): after it only the first ``late_seeds`` seeds' jobs start
+    cutoff: str | None  # the plan's clock (UTC, ISO): no job starts after it; the analysis then reads the seeds
+    # complete before the first missing one (at least ``MIN_SEEDS``)
     evaluates: tuple[str, ...]  # the runs its jobs compute, one job each per seed, in this order
     methods: tuple[str, ...]  # every run its analysis reads, in the levels' order (a seed needs all but ``optional``)
     registered: tuple[str, ...]  # registered claims (:data:`~ddrl.study.plan.PAIRED`)
@@ -48,7 +49,6 @@ class Design:
     results: Path = RESULTS  # its results tree: ``runs/`` holds the CSVs, its regimes file names the build
     build: str | None = None  # the build its analysis names
     finished: tuple[str, ...] = ()  # trained runs its jobs load: refuse a seed whose run is not finished
-    late_seeds: int = MIN_SEEDS  # the first seeds whose jobs still start after the clock
     optional: tuple[str, ...] = ()  # runs of ``methods`` read where written (the levels), not needed for a seed
     claim_seeds: dict | None = None  # registered claim -> its own seeds (levels and measures: the first claim's)
     level_regimes: tuple[str, ...] = ()  # levels per regime, in this order, with regime and learning-rate columns
@@ -203,13 +203,13 @@ DESIGNS = {d.id: d for d in (
            ("bcs_dae", "additional_rl", "ddrl"), ("C1",), {}, {"C1": "2.10 / 2.53 / 0.42"}, OUT / "extra_rl_amc.json",
            "## COR against additional RL at the small learning rate in AMC-like (plan Amendment 53)", split="adapted",
            job_kind="C1 lr/10 (A53)", measures=("c2", "divergence", "agreeing", "levels"), cached_ddrl=False,
-           reference="ddrl", late_seeds=0, optional=("bcs_dae",), level_regimes=(SMALL_LR,)),
+           reference="ddrl", optional=("bcs_dae",), level_regimes=(SMALL_LR,)),
     # --- the learning rate (Amendments 39-42, 54) ---
     # Amendment 39: default-lr TTRL and DDRL on the Xeon build against its lr/10 runs, on fresh questions
     Design("lr_heldout", 39, "amc_like", tuple(range(12)), "2026-11-28T22:20:00+00:00", HELDOUT_X_METHODS,
            HELDOUT_X_METHODS, (), {}, {"LxT": "1.67 / 1.47", "LxD": "1.62 / 1.50"}, XEON / "lr_heldout.json",
            "## Held-out transfer at both learning rates on one build (plan Amendment 39)", job_per_run=False,
-           measures=(), cached_ddrl=False, late_seeds=0, whole="lr_heldout", results=XEON),
+           measures=(), cached_ddrl=False, whole="lr_heldout", results=XEON),
     # Amendment 40: each run's held-out KL from the base against its held-out pass@1
     Design("lr_drift", 40, "amc_like", tuple(range(10)), "2026-11-29T01:00:00+00:00", (), LR_METHODS, (), {},
            {"W5": "1.0-1.4", "W6": "1.5", "W7": "~0.6", "W8": "~0.6", "W9": "~0.6"}, XEON / "lr_drift.json",
@@ -225,7 +225,7 @@ DESIGNS = {d.id: d for d in (
            ("ddrl", "bcs_dae", "ttrl"), (), {},
            {"Z1": "0.25 / 0.33", "Z2": "0.25 / 0.33", "Z3": "~0.25 / 0.33", "Z4": "~0.25 / 0.33"},
            XEON / "lr_curve.json", "## A third learning rate between the two (plan Amendment 42)", job_per_run=False,
-           measures=(), cached_ddrl=False, late_seeds=0, whole="lr_curve", results=XEON),
+           measures=(), cached_ddrl=False, whole="lr_curve", results=XEON),
     # Amendment 54: D2 at lr/10 from Amendment 28's DDRL step logs
     Design("dynamics", 54, MATH500_SMALL_LR, tuple(range(18)), None, (), ("ddrl",), (), {}, {"D2": "1.57"},
            OUT / "dynamics.json", "## Dynamics at the small learning rate (plan Amendment 54)", split="adapted",
@@ -354,7 +354,7 @@ DESIGNS = {d.id: d for d in (
            {("K3", "amc_like"): "3.08", ("K5", "amc_like"): "3.95", ("K3", "math500_like"): "2.19",
             ("K5", "math500_like"): "3.51", ("K4", SMALL_LR): "3.36 / 3.62"}, XEON / "cor_alone.json",
            "## COR alone on the Xeon build (plan Amendments 36 and 37)", split="adapted", job_kind="K cor alone",
-           results=XEON, late_seeds=0, whole="cor_alone",
+           results=XEON, whole="cor_alone",
            regime_seeds={"amc_like": tuple(range(12)), "math500_like": tuple(range(12)), SMALL_LR: tuple(range(12))},
            regime_runs={SMALL_LR: ("ttrl", "ddrl")}, **_COR_ALONE,
            figure="cor_alone_xeon", fresh="cor_alone_xeon_heldout"),

@@ -480,15 +480,6 @@ def heldout_x_jobs(regimes: Sequence[str], scale: Scale) -> list[Job]:
 MIN_SEEDS = 6
 
 
-def seeds_to_start(seeds: Sequence[int], planned: Sequence[int], cutoff: str | None, now: float | None = None,
-                   min_seeds: int = MIN_SEEDS) -> list[int]:
-    """The amendments' starting rule: all ``seeds`` before the clock ``cutoff``, then only ``planned``'s first ones."""
-    if cutoff is None or minutes_to(cutoff, now) > 0:
-        return list(seeds)
-    first = set(planned[:min_seeds])
-    return [s for s in seeds if s in first]
-
-
 def seeds_to_analyse(seeds: Sequence[int], complete: Iterable[int], what: str, cutoff: str | None = None,
                      now: float | None = None, min_seeds: int = MIN_SEEDS) -> list[int]:
     """The amendments' reading rule: all ``seeds`` once complete; else, once the clock ``cutoff`` has passed, those

@@ -38,7 +38,7 @@ from ddrl.study.figures import render_results
 from ddrl.study.jobs import run_jobs, run_real_rollouts_job, status_counts
 from ddrl.study.measures import MEASURES, Reading, gpu_seeds
 from ddrl.study.plan import (HELDOUT_X, MATH500_SMALL_LR, PAIRED, RESULTS, SAME_BASE, SCALES, SMALL_LR, Job, Regime,
-                             Scale, check_weights, heldout_x_jobs, load_regimes, regimes_path, seeds_to_start,
+                             Scale, check_weights, csv_path, heldout_x_jobs, heldout_x_path, load_regimes, regimes_path,
                              stage1_jobs, stage2_jobs, untrained)
 from ddrl.study.page import main as render_page
 
@@ -93,15 +93,18 @@ def seeds_line(what: str, total: int, missing: Sequence[int], cutoff: str | None
     return f"{what}: {total - len(missing)} of {total} seeds complete; missing {list(missing)}{clock}"
 
 
-def jobs(d: Design, seeds: Sequence[int] | None = None, now: float | None = None) -> list[Job]:
-    """The design's jobs; past its clock (``now``: epoch seconds) only those of its first ``late_seeds`` seeds."""
+def jobs(d: Design, seeds: Sequence[int] | None = None) -> list[Job]:
+    """The design's jobs, seed by seed. Once its analysis is committed, only those whose CSVs are committed too: the
+    study is finished, so ``run`` recomputes the runs behind a committed result and never starts a seed the plan's
+    clock or budget left out (which the analysis, reading every complete seed, would then add)."""
     if d.regime_seeds:
-        return [j for p in regime_designs(d) for j in jobs(p, seeds and [s for s in seeds if s in p.seeds], now)]
+        return [j for p in regime_designs(d) for j in jobs(p, seeds and [s for s in seeds if s in p.seeds])]
     groups = [((m,), d.kinds[i] if d.kinds else d.job_kind) for i, m in enumerate(d.evaluates)] if d.job_per_run \
         else [(d.evaluates, d.job_kind)]
+    at, done = heldout_x_path if d.split == HELDOUT_X else csv_path, d.analysis.is_file()  # where a job writes
     return [Job(regime, s, g, kind) for regime in d.job_regimes or (d.regime,)
-            for s in seeds_to_start(d.seeds if seeds is None else seeds, d.seeds, d.cutoff, now, d.late_seeds)
-            for g, kind in groups if _wants(d, g, s)]
+            for s in (d.seeds if seeds is None else seeds) for g, kind in groups if _wants(d, g, s)
+            and not (done and not all(at(Path(d.runs, d.csv_dir), regime, m, s).is_file() for m in g))]
 
 
 def missing(d: Design, out: str | Path | None = None, seeds: Sequence[int] | None = None) -> list[int]:
@@ -283,13 +286,14 @@ def analyse_claims_tree(d: Design, out: Path, scale: str = "default") -> str:
 
 
 def run(d: Design, args: argparse.Namespace) -> str:
-    """Run the design's jobs to its clock; a seed lacking a cached or finished run it loads is refused first."""
+    """Run the design's :func:`jobs` to its clock; a seed lacking a cached or finished run it loads is refused first."""
     if d.whole == "claims":
         return run_claims(d, args)
     if not (d.evaluates or d.regime_runs):
         raise ValueError(f"{d.id} has no jobs of its own: {RUN_BY[d.whole]}")
     seeds = d.seeds if args.seeds is None else tuple(s for s in d.seeds if s in set(args.seeds))
-    seeds = tuple(s for s in seeds if s not in gpu_seeds(args.out))  # computed on a GPU (Amendment 26)
+    todo = [j for j in jobs(d, seeds) if j.seed not in gpu_seeds(args.out)]  # not those computed on a GPU (A26)
+    seeds = tuple(sorted({j.seed for j in todo}))
     regimes, scale = regimes_path(d.results), SCALES[args.scale]
     check_weights(regimes, scale)
     root = args.runs_root or cache_root() / "runs"
@@ -298,10 +302,10 @@ def run(d: Design, args: argparse.Namespace) -> str:
     gone = untrained(seeds, root, args.scale, d.regime, d.finished, regimes) if d.finished else []
     if gone:
         raise ValueError(f"{root}: {d.tag} evaluates finished runs and trains none; not finished there: {gone}")
-    status = run_jobs(jobs(d, seeds), scale, Path(args.out, d.csv_dir), root,
+    status = run_jobs(todo, scale, Path(args.out, d.csv_dir), root,
                       clock_budget(d.cutoff, args.budget_min), args.workers, desc=f"{d.tag} run", regimes=regimes)
     if d.then_heldout:  # checked against the adapted jobs' CSVs
-        status += run_jobs([replace(j, label="H1x") for j in jobs(d, seeds)], scale, args.out, root,
+        status += run_jobs([replace(j, label="H1x") for j in todo], scale, args.out, root,
                            clock_budget(d.cutoff, args.budget_min), args.workers, desc=f"{d.tag} H1x", regimes=regimes)
     check = []  # the repeat checks: each finished DDRL run evaluated again
     if {"retrain_check", "reeval_check"} & set(d.measures):
