@@ -208,7 +208,12 @@ def test_the_commands_report_refuse_and_write(tmp_path, capsys):
         assert study.main(["run", name]) == 2
     assert "its runs were computed on an H100" in capsys.readouterr().err
     assert {d.whole for d in D.DESIGNS.values() if not (d.evaluates or d.regime_runs)} - {"claims"} <= set(study.RUN_BY)
-    assert study.main(["run", "claims_xeon", "--seeds", "0"]) == 2  # the registered stages choose their seeds
+    assert study.main(["run", "claims", "--seeds", "0"]) == 2  # the registered stages choose their seeds
+    # a replication's jobs are the runs its amendment ran (A5: stage 1, seeds 0-11, two regimes; A6: M1 at lr/10)
+    assert study.jobs(D.DESIGNS["claims_xeon"]) == [Job(g, s, (m,), "stage 1 (A5)") for g in ("amc_like", "math500_like")
+                                                    for s in range(12) for m in ("no_adaptation", "ttrl", "ddrl")]
+    assert study.jobs(D.DESIGNS["claims_c49d"]) == [Job(SMALL_LR, s, (m,), "lr/10 (A6)") for s in range(19)
+                                                    for m in ("ttrl", "ddrl")]
     assert study.main(["run", "claims", "--scale", "smoke", "--out", str(RESULTS / "smoke" / "runs")]) == 2
     assert "no --seeds" in (err := capsys.readouterr().err) and "into results/" in err
     assert study.main(["--stage", "2", "--results", "results/replication_c49d"]) == 2  # as results/plan.md quotes it

@@ -387,14 +387,17 @@ DESIGNS = {d.id: d for d in (
           ("amc_like_cpu_penalty", 25, "amc_like", range(100, 116), "drift/cpu", "penalty", False),
           ("math500_like_cpu_penalty", 25, "math500_like", range(100, 111), "drift/cpu", "penalty", False))
       for runs in [PAIR if pairs in ("kl_late", "kl_heldout") else arm_methods(pairs)]),
-    # The registered analysis and its replications (Amendments 5, 6)
-    *(Design(name, a, regime, tuple(range(n)), None, (), ("ttrl", "ddrl"), (), {}, {}, root / "claims.json",
+    # The registered analysis (its jobs: the registered stages, ``runner.run_claims``) and its replications (Amendments
+    # 5, 6: the runs each ran, in its own results tree; every run there enters its claims.json)
+    *(Design(name, a, regime, tuple(range(n)), None, runs, runs or ("ttrl", "ddrl"), (), {}, {}, root / "claims.json",
              f"## The registered claims on the {build or 'registered build'}", measures=(), cached_ddrl=False,
-             results=root, build=build, whole="claims", split="adapted")
-      for name, a, root, regime, n, build in (("claims", 0, RESULTS, "amc_like", 19, None),
-                                              ("claims_xeon", 5, XEON, "amc_like", 12, "Xeon build"),
-                                              ("claims_c49d", 6, RESULTS / "replication_c49d", SMALL_LR, 19,
-                                               "c49d994e build"))),
+             results=root, build=build, whole="claims", split="adapted", job_kind=kind, job_regimes=where)
+      for name, a, root, regime, n, build, runs, where, kind in (
+          ("claims", 0, RESULTS, "amc_like", 19, None, (), (), ""),
+          ("claims_xeon", 5, XEON, "amc_like", 12, "Xeon build", STAGE1_METHODS, ("amc_like", "math500_like"),
+           "stage 1 (A5)"),
+          ("claims_c49d", 6, RESULTS / "replication_c49d", SMALL_LR, 19, "c49d994e build", ("ttrl", "ddrl"), (),
+           "lr/10 (A6)"))),
     # --- MATH-500-like at lr/10, Table 1, COR 4x at 1e-6 (Amendments 28, 49-51, 62) ---
     # Amendment 28: P1, P2 and M1 in MATH-500-like at lr/10
     Design("small_lr", 28, MATH500_SMALL_LR, tuple(range(18)), None, ("ttrl", "ddrl"), ("no_adaptation", "ttrl", "ddrl"),

@@ -5,6 +5,7 @@ through one generic job list, analysis and table; the registered stages (``claim
 
     python -m ddrl.study run|status|analyse|render DESIGN   # its jobs (resumable), seeds, analysis, committed table
     python -m ddrl.study run claims [--scale smoke --out DIR]   # the registered stages, H1x, SVAMP, claims.json
+    python -m ddrl.study run claims_xeon   # a replication: the runs it ran (then analyse claims_xeon)
     python -m ddrl.study analyse claims    # claims.json, the scorecard and the study's figures (docs/results/)
     python -m ddrl.study render-page       # docs/results.md from the committed analyses (make docs)
     python -m ddrl.study rerun DESIGN REGIME METHOD SEED [--steps K]   # one committed run recomputed and compared
@@ -287,7 +288,7 @@ def analyse_claims_tree(d: Design, out: Path, scale: str = "default") -> str:
 
 def run(d: Design, args: argparse.Namespace) -> str:
     """Run the design's :func:`jobs` to its clock; a seed lacking a cached or finished run it loads is refused first."""
-    if d.whole == "claims":
+    if d.whole == "claims" and not d.evaluates:
         return run_claims(d, args)
     if not (d.evaluates or d.regime_runs):
         raise ValueError(f"{d.id} has no jobs of its own: {RUN_BY[d.whole]}")
