@@ -102,10 +102,16 @@ def jobs(d: Design, seeds: Sequence[int] | None = None) -> list[Job]:
         return [j for p in regime_designs(d) for j in jobs(p, seeds and [s for s in seeds if s in p.seeds])]
     groups = [((m,), d.kinds[i] if d.kinds else d.job_kind) for i, m in enumerate(d.evaluates)] if d.job_per_run \
         else [(d.evaluates, d.job_kind)]
-    at, done = heldout_x_path if d.split == HELDOUT_X else csv_path, d.analysis.is_file()  # where a job writes
+    done = d.analysis.is_file()
     return [Job(regime, s, g, kind) for regime in d.job_regimes or (d.regime,)
-            for s in (d.seeds if seeds is None else seeds) for g, kind in groups if _wants(d, g, s)
-            and not (done and not all(at(Path(d.runs, d.csv_dir), regime, m, s).is_file() for m in g))]
+            for s in (d.seeds if seeds is None else seeds) for g, kind in groups
+            if _wants(d, g, s) and (not done or _committed(d, regime, g, s))]
+
+
+def _committed(d: Design, regime: str, runs: Sequence[str], seed: int) -> bool:
+    """Whether the CSVs a job of ``runs`` writes are committed in the design's own folder."""
+    at = heldout_x_path if d.split == HELDOUT_X else csv_path
+    return all(at(Path(d.runs, d.csv_dir), regime, m, seed).is_file() for m in runs)
 
 
 def missing(d: Design, out: str | Path | None = None, seeds: Sequence[int] | None = None) -> list[int]:
