@@ -1,15 +1,18 @@
 """The trainer's settings: :class:`TrainConfig` (every knob of Algorithm 1, with the paper's defaults), the
-presets that make the paper's rows (:data:`PRESETS`), the methods a comparison names (:data:`METHODS`),
+presets that make the paper's rows (:data:`PRESETS`) and the methods a comparison names (:data:`METHODS`), both read
+from ``ddrl/methods.yaml`` (:mod:`ddrl.methods`), what a content key hashes of a config (:func:`key_fields`),
 :func:`make_config` and :func:`validate_config` (clear errors before any work), and :func:`resolve_cue`. No torch
 here: the notebook runner checks parameters with it at once.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from typing import Any
 
+from ddrl import methods
 from ddrl.advantages import ADVANTAGES, RESHAPES
+from ddrl.rewards import REWARDS, is_binary
 from ddrl.selection import SELECTIONS
 
 
@@ -31,6 +34,8 @@ class TrainConfig:
     threads: int = 0  # torch.set_num_threads; 0 = OMP_NUM_THREADS if set, else torch's default
 
     # --- algorithm (the paper's rows differ only here) ---
+    reward: str = "vote"  # what a rollout is rewarded with (ddrl.rewards): "vote" (TTRL, DDRL) | "random" | ...
+    reward_gate: float = 0.5  # "gated_vote": the majority share c(y*)/N a question needs for its vote to reward
     selection: str = "random"  # which K of N rollouts are trained: "random" (TTRL) | "bcs" (DDRL) | "bcs_random_neg"
     advantage: str = "grpo"  # "grpo" (TTRL) | "grpo_no_std" | "fixed" (DDRL's DAE: +1 / -1)
     cor: bool = False  # consensus-based off-policy refinement after RL (DDRL's COR)
@@ -95,50 +100,45 @@ class TrainConfig:
     save_every: int = 1  # checkpoint every this many steps (the last step is always saved)
 
 
-#: Overrides of :class:`TrainConfig` for the paper's rows (Tables 1-3) and the COR comparison (Table 4).
-#: Table 1's "GRPO (w/o norm.)" has two readings: ``grpo_no_std`` (r - mean r, the caption's "removes the
-#: normalization") and ``dae`` (fixed +1 / -1 on the random subset without BCS, the text's "fixed,
-#: label-dependent advantage").
-PRESETS: dict[str, dict[str, Any]] = {
-    "no_adaptation": {"episodes": 0},
-    "ttrl": {"selection": "random", "advantage": "grpo", "cor": False},
-    "grpo_no_std": {"selection": "random", "advantage": "grpo_no_std", "cor": False},
-    "dae": {"selection": "random", "advantage": "fixed", "cor": False},
-    "bcs": {"selection": "bcs", "advantage": "grpo", "cor": False},
-    # BCS's positives with random negatives (plan Amendment 19, not in the paper): BCS's balance alone
-    "bcs_random_neg": {"selection": "bcs_random_neg", "advantage": "grpo", "cor": False},
-    # BCS with a 10x / 100x stronger KL penalty (plan Amendment 22, not in the paper): the distance moved by hand
-    "bcs_kl10x": {"selection": "bcs", "advantage": "grpo", "cor": False, "kl_coef": 0.01},
-    "bcs_kl100x": {"selection": "bcs", "advantage": "grpo", "cor": False, "kl_coef": 0.1},
-    # TTRL and DDRL with the 100x KL penalty (plan Amendment 25, not in the paper); COR's SFT has no KL term
-    "ttrl_kl100x": {"selection": "random", "advantage": "grpo", "cor": False, "kl_coef": 0.1},
-    "ddrl_kl100x": {"selection": "bcs", "advantage": "fixed", "cor": True, "kl_coef": 0.1},
-    "bcs_dae": {"selection": "bcs", "advantage": "fixed", "cor": False},
-    "ddrl": {"selection": "bcs", "advantage": "fixed", "cor": True},
-    "additional_rl": {"selection": "bcs", "advantage": "fixed", "cor": False, "extra_rl_fraction": 0.1},
-    # ETTRL's baselines (Liu et al. 2025): tree rollouts vote and TTRL trains on K leaves; "etmr_ear" adds
-    # entropy-based advantage reshaping.
-    "etmr": {"rollout": "etmr", "selection": "random", "advantage": "grpo", "cor": False},
-    "etmr_ear": {"rollout": "etmr", "selection": "random", "advantage": "grpo", "reshape": "entropy", "cor": False},
-}
+#: Overrides of :class:`TrainConfig` for the paper's rows (Tables 1-3), the COR comparison (Table 4), the study's
+#: amendments and the label-free rewards: the ``trainer`` settings of ``ddrl/methods.yaml``, one preset per row that
+#: trains a run of its own. Table 1's "GRPO (w/o norm.)" has two readings: ``grpo_no_std`` (r - mean r, the
+#: caption's "removes the normalization") and ``dae`` (fixed +1 / -1 on the random subset without BCS, the text's
+#: "fixed, label-dependent advantage").
+PRESETS: dict[str, dict[str, Any]] = methods.trainer_presets()
 
-#: method -> (trainer preset of :data:`PRESETS`, weights to evaluate: "final" or "rl" = before COR, extra overrides)
-METHODS: dict[str, tuple[str, str, dict[str, Any]]] = {
-    "no_adaptation": ("no_adaptation", "base", {}),
-    "ttrl": ("ttrl", "final", {}),
-    "etmr": ("etmr", "final", {}),
-    "grpo_no_std": ("grpo_no_std", "final", {}),
-    "dae": ("dae", "final", {}),
-    "bcs": ("bcs", "final", {}),
-    "bcs_random_neg": ("bcs_random_neg", "final", {}),  # BCS's positives, random negatives (plan Amendment 19)
-    "bcs_kl10x": ("bcs_kl10x", "final", {}),  # BCS, kl_coef x10 (plan Amendment 22)
-    "bcs_kl100x": ("bcs_kl100x", "final", {}),  # BCS, kl_coef x100 (plan Amendment 22)
-    "ttrl_kl100x": ("ttrl_kl100x", "final", {}),  # TTRL, kl_coef x100 (plan Amendment 25)
-    "ddrl_kl100x": ("ddrl_kl100x", "final", {}),  # DDRL, kl_coef x100 in its RL phase (plan Amendment 25)
-    "bcs_dae": ("ddrl", "rl", {}),  # the RL-only weights of the DDRL run: identical to a BCS+DAE run
-    "ddrl": ("ddrl", "final", {}),  # BCS + DAE + COR
-    "additional_rl": ("additional_rl", "final", {}),
-}
+#: method -> (trainer preset of :data:`PRESETS`, weights to evaluate: "base", "final" or "rl" = before COR, extra
+#: overrides): ``ddrl/methods.yaml``'s rows (``bcs_dae`` evaluates the DDRL run's RL-only weights).
+METHODS: dict[str, tuple[str, str, dict[str, Any]]] = methods.evaluated()
+
+#: The :class:`TrainConfig` fields every content key has hashed since the claims study began (``asdict`` of the config
+#: as it was on 2026-12-07): always in :func:`key_fields`, so every key made before stays what it was. A field added
+#: later enters a key only where it differs from its default, so a new knob whose default reproduces today's
+#: behaviour moves no key (``tests/test_study.py`` adds one by hand and finds every committed CSV current).
+KEYED_FIELDS = (
+    "seed", "model", "cue", "dtype", "device", "threads", "selection", "advantage", "cor", "reshape", "rollout", "etmr_m",
+    "etmr_forks", "etmr_branches", "n_votes", "k_train", "prompts_per_step", "episodes", "drop_last",
+    "rollout_temperature", "rollout_top_p", "max_new_tokens", "sample_batch_size", "lr", "warmup_steps", "warmup_ratio",
+    "weight_decay", "adam_beta1", "adam_beta2", "adam_eps", "grad_clip", "clip_ratio", "dual_clip", "kl_coef",
+    "ppo_epochs", "mini_batch_size", "micro_batch_size", "lora_rank", "lora_alpha", "lora_dropout", "lora_target",
+    "eval_n", "eval_temperature", "eval_top_p", "cor_m", "cor_keep", "cor_epochs", "cor_lr", "cor_batch_size",
+    "extra_rl_fraction", "extra_rl_lr", "save_every",
+)
+
+
+def key_fields(cfg: TrainConfig) -> dict[str, Any]:
+    """What a content key hashes of ``cfg``: every field of :data:`KEYED_FIELDS`, and each later field whose value is
+    not its default (``asdict`` order). Every key of a run, a cache entry or a committed study CSV reads the config
+    through this, never through ``asdict`` alone."""
+    out = {}
+    for f in fields(cfg):
+        v = getattr(cfg, f.name)
+        default = f.default if f.default is not MISSING else (f.default_factory() if f.default_factory is not MISSING
+                                                             else MISSING)
+        if f.name in KEYED_FIELDS or v != default:
+            out[f.name] = v
+    return out
+
 
 CUES = ("system", "suffix", "none", "auto")
 
@@ -158,6 +158,13 @@ def make_config(preset: str | None = None, **overrides: Any) -> TrainConfig:
 
 def validate_config(cfg: TrainConfig) -> None:
     """Clear errors for settings that cannot work."""
+    if cfg.reward not in REWARDS:
+        raise ValueError(f"TrainConfig.reward must be one of {sorted(REWARDS)}, got {cfg.reward!r}")
+    if cfg.advantage == "fixed" and not is_binary(cfg.reward):
+        raise ValueError(f"TrainConfig: advantage='fixed' (DAE's +1/-1) needs a 0/1 reward, and reward "
+                         f"{cfg.reward!r} is not; use advantage='grpo' or a binary reward")
+    if not 0.0 <= cfg.reward_gate <= 1.0:
+        raise ValueError(f"TrainConfig.reward_gate must be a share in [0, 1], got {cfg.reward_gate}")
     if cfg.selection not in SELECTIONS:
         raise ValueError(f"TrainConfig.selection must be one of {sorted(SELECTIONS)}, got {cfg.selection!r}")
     if cfg.advantage not in ADVANTAGES:

@@ -67,11 +67,13 @@ def grade(answer: str | None, truth: str) -> bool:
 
 def reward_counts(answers: Sequence[str | None], label: str | None, truth: str,
                   pseudo_rewards: Sequence[float] | None = None) -> dict:
-    """Confusion counts of one question's pseudo-rewards against the true rewards.
+    """Confusion counts of one question's rewards against the true rewards.
 
-    pseudo-reward: given (the trainer's), or 1 iff the rollout is in the cluster of the label's voting key
-    (all 0 when the label is None); true reward: 1 iff the rollout's answer cluster is equivalent to the
-    ground truth. Answer frequencies are the vote's cluster counts. Returns counts (so steps can
+    pseudo-reward: given (the trainer's, any :mod:`ddrl.rewards` reward), or 1 iff the rollout is in the cluster of
+    the label's voting key (all 0 when the label is None); true reward: 1 iff the rollout's answer cluster is
+    equivalent to the ground truth. A rollout counts as *rewarded* (the "p" of tp/fp) when its reward is 1, for a 0/1
+    reward, and when it is above the question's mean reward (a positive GRPO advantage) for any other reward: what
+    the counts measure is how often the reward favours a wrong answer or passes over a right one. Answer frequencies are the vote's cluster counts. Returns counts (so steps can
     be aggregated by summing) overall and per answer-frequency bin (:data:`FREQ_BINS`), plus whether the
     label itself is correct.
     """
@@ -87,8 +89,10 @@ def reward_counts(answers: Sequence[str | None], label: str | None, truth: str,
     true = grade_answers(answers, truth, keys)  # each cluster graded once (math-verify is the slow part)
     out = {"n": n, "label_correct": int(label is not None and grade(label, truth)), "label_none": int(label is None),
            "tp": 0, "fp": 0, "tn": 0, "fn": 0, "bins": [{"tp": 0, "fp": 0, "tn": 0, "fn": 0} for _ in FREQ_BINS]}
-    for count, p, t in zip(vote.counts, pseudo_rewards, true):  # count 0: no answer
-        cell = ("t" if (p > 0.5) == t else "f") + ("p" if p > 0.5 else "n")
+    r = np.asarray(pseudo_rewards, dtype=np.float64)
+    rewarded = r > 0.5 if np.all((r == 0.0) | (r == 1.0)) else r > r.mean()
+    for count, p, t in zip(vote.counts, rewarded, true):  # count 0: no answer
+        cell = ("t" if bool(p) == t else "f") + ("p" if p else "n")
         out[cell] += 1
         out["bins"][frequency_bin(count / n)][cell] += 1
     return out

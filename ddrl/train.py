@@ -8,8 +8,8 @@ Its settings are :class:`ddrl.config.TrainConfig`; one training function, CleanR
 1. take ``prompts_per_step`` unlabeled questions (a fresh deterministic shuffle of all of them per episode; with
    ``drop_last``, as the official loader, the last partial step of an episode is dropped);
 2. sample N rollouts per question at the rollout temperature; extract each ``\\boxed{}`` answer;
-3. majority vote -> pseudo-label; pseudo-reward r_i = 1 iff rollout i's voting key equals the label's
-   (all 0 when no rollout has an answer);
+3. majority vote -> pseudo-label; reward r_i (``reward``, :mod:`ddrl.rewards`): for TTRL and DDRL the
+   pseudo-reward 1 iff rollout i's voting key equals the label's (all 0 when no rollout has an answer);
 4. keep K of the N rollouts (``selection``: random = TTRL, bcs = DDRL's balanced confidence-aware sampling);
 5. advantages within each question's K (``advantage``: grpo = TTRL, grpo_no_std, fixed = DDRL's DAE);
 6. one PPO epoch over mini-batches: clipped surrogate (dual clip) + kl_coef * k3 KL to the initial model,
@@ -29,7 +29,7 @@ import copy
 import math
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -38,7 +38,7 @@ import torch
 
 from ddrl.advantages import clip_advantages, entropy_reshape, get_advantage
 from ddrl.answers import extract_boxed
-from ddrl.config import TrainConfig, resolve_cue, validate_config
+from ddrl.config import TrainConfig, key_fields, resolve_cue, validate_config
 from ddrl.cor import refine_with_config
 from ddrl.etmr import tree_sample
 from ddrl.evaluate import reward_counts, summarize_reward_counts
@@ -50,8 +50,9 @@ from ddrl.prompts import format_prompt
 from ddrl.run.rundir import RunDir, fingerprint
 from ddrl.sampling import make_sampler
 from ddrl.seeds import derive_seed, numpy_generator
+from ddrl.rewards import Group, get_reward
 from ddrl.selection import get_selection
-from ddrl.voting import majority_vote, pseudo_rewards  # the reward of Algorithm 1 and the vote
+from ddrl.voting import majority_vote
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -156,6 +157,7 @@ def collect_rollouts(sampler, tokenizer, questions: Sequence[dict], cfg: TrainCo
     if any("answer" in q for q in questions):
         raise ValueError("collect_rollouts: questions must not carry ground truth ('answer'); use strip_truth")
     select, advantage_fn = get_selection(cfg.selection), get_advantage(cfg.advantage)
+    reward_fn = get_reward(cfg.reward)
     prompts = [format_prompt(tokenizer, q["prompt"], cue) for q in questions]
     prompt_ids = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
     seed = derive_seed(cfg.seed, "rollouts", step)
@@ -173,7 +175,9 @@ def collect_rollouts(sampler, tokenizer, questions: Sequence[dict], cfg: TrainCo
     for q, rs in enumerate(rollouts):
         a = [extract_boxed(r.text) for r in rs]
         vote = majority_vote(a)
-        rew = pseudo_rewards(vote)
+        ents = None if any(r.entropies is None for r in rs) else [float(np.mean(r.entropies)) if len(r.entropies)
+                                                                   else 0.0 for r in rs]
+        rew = np.asarray(reward_fn(Group(vote, ents, numpy_generator(cfg.seed, "reward", step, q)), cfg), np.float64)
         idx = select(vote.counts, min(cfg.k_train, len(rs)), numpy_generator(cfg.seed, "select", step, q))
         adv = np.asarray(advantage_fn(rew[idx]), dtype=np.float64)
         if cfg.reshape == "entropy":
@@ -408,7 +412,7 @@ def _train(config: TrainConfig, records: Sequence[dict], rd, progress: bool, mod
     """:func:`train`'s body, run by the owner of ``rd`` (or on a finished ``rd``, which it only reads)."""
     cfg = config
     device = resolve_device(cfg.device)
-    rd.prepare({**asdict(cfg), "questions_fingerprint": fingerprint(records), "num_questions": len(records)},
+    rd.prepare({**key_fields(cfg), "questions_fingerprint": fingerprint(records), "num_questions": len(records)},
                device=str(device))
 
     # Split ground truth off: everything below except the metric call works on `questions` only.

@@ -53,7 +53,7 @@ testbed_preset = "default"  # ddrl.testbed.build preset: "tiny" | "default"
 dataset = "testbed_test"  # ddrl.data dataset name (testbed_test, math500, aime2024, amc)
 n_adapted = 32  # questions adapted to (and evaluated on)
 n_heldout = 64  # further questions of the same split, never adapted to (0: none)
-methods = ["no_adaptation", "ttrl", "ddrl"]  # ddrl.config.METHODS
+methods = ["no_adaptation", "ttrl", "ddrl"]  # rows of ddrl/methods.yaml (e.g. "random_reward", "soft_vote")
 seeds = [0]  # training seeds (one run per method and seed)
 episodes = 4  # passes over the adapted questions
 progress = True  # tqdm progress bars
@@ -82,6 +82,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from ddrl import analysis as an
+from ddrl.methods import trains
 from ddrl.report import tables as T
 from ddrl.report.plotting import ci_yerr, color, set_style
 from ddrl.report.reporter import Reporter
@@ -231,7 +232,7 @@ rep.figure(fig, "main_table_pass1", data=pass1)
 # trainer never sees it): `gt/label_acc` is the share of a step's questions whose majority-vote label is right.
 
 # %%
-curve_methods = [m for m in ("ttrl", "etmr", "ddrl") if m in methods]
+curve_methods = [m for m in methods if trains(m)]  # the methods with an RL run of their own
 curves = pd.concat([exp.training_curves(m, seeds) for m in curve_methods], ignore_index=True)
 bands = pd.concat([T.curve_band(curves, "adv/mean").assign(metric="mean advantage of trained rollouts"),
                    T.curve_band(curves, "gt/label_acc").assign(metric="pseudo-label accuracy")], ignore_index=True)

@@ -38,7 +38,7 @@ def test_yaml_strings_are_coerced_to_the_declared_float(declared03):
     ("seeds", "[]", "a non-empty list of whole numbers"),
     ("seeds", "[0, 0]", "without repeats"),
     ("seeds", "[0, -1]", ">= 0"),
-    ("methods", "[no_adaptation]", "at least one of 'ttrl', 'etmr', 'ddrl'"),
+    ("methods", "[no_adaptation]", "at least one method with an RL run of its own"),
     ("methods", "[ttrl, bogus]", "unknown: ['bogus']"),
     ("lr", "fast", "a number"),
     ("lr", "-1e-4", "a number in (0"),

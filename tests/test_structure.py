@@ -8,6 +8,7 @@ import ast
 import re
 from pathlib import Path
 
+from ddrl import methods
 from ddrl.config import METHODS, PRESETS
 from ddrl.report.plotting import METHOD_LABELS, label
 
@@ -17,17 +18,21 @@ PKG = REPO / "ddrl"
 
 def test_method_names_equal_preset_names_and_have_one_label():
     assert set(METHODS) <= set(PRESETS), sorted(set(METHODS) - set(PRESETS))
-    assert set(METHOD_LABELS) == set(PRESETS), set(METHOD_LABELS) ^ set(PRESETS)
+    assert set(METHOD_LABELS) == set(methods.TABLE) and set(PRESETS) <= set(methods.TABLE)
     assert label("ddrl") == "DDRL (BCS + DAE + COR)" and label("bcs_dae") == "BCS + DAE"
 
 
-def test_no_second_table_of_method_labels():
-    """A dict literal mapping "ttrl" to "TTRL" exists once (ddrl/report/plotting.py) in the package, bench and notebooks."""
+def test_one_table_of_methods():
+    """Method words and colours live in ddrl/methods.yaml alone: no module, bench script or notebook maps "ttrl" to its
+    words or colour in a literal of its own, and the verl launcher's methods are the table's ``verl`` rows."""
     hits = []
     for path in [*PKG.rglob("*.py"), *(REPO / "bench").glob("*.py"), *(REPO / "notebooks").glob("*.py")]:
-        if re.search(r'"ttrl"\s*:\s*"TTRL"', path.read_text()):
+        if re.search(r'"ttrl"\s*:\s*"(TTRL|#[0-9a-fA-F]{6})"', path.read_text()):
             hits.append(path.relative_to(REPO).as_posix())
-    assert hits == ["ddrl/report/plotting.py"]
+    assert hits == []
+    from ddrl.integrations.verl.launch import METHODS as VERL
+
+    assert set(VERL) == {m.name for m in methods.TABLE.values() if m.verl} == {"ttrl", "ddrl"}
 
 
 def test_one_git_sha_and_one_data_env_variable():

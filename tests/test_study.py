@@ -4,6 +4,7 @@ the committed runs current under this code. The synthetic tables below are TEST 
 from __future__ import annotations
 
 import gzip
+import dataclasses
 import json
 import os
 import re
@@ -589,12 +590,32 @@ COMMITTED_STUDIES = (
 TABLE1_FIXED = (study.RESULTS, study.RESULTS / "runs" / "table1_fixed", 116)  # Amendments 50, 51: 58 runs, CSV + steps CSV
 
 
-@pytest.mark.parametrize("results_dir,runs,min_files", (*COMMITTED_STUDIES, TABLE1_FIXED),
-                         ids=[str(r.relative_to(study.RESULTS.parent)) for _, r, _ in (*COMMITTED_STUDIES, TABLE1_FIXED)])
-def test_every_committed_run_is_current_under_this_code(monkeypatch, results_dir, runs, min_files):
+def _with_a_new_knob(monkeypatch) -> None:
+    """``TrainConfig`` with one more field, defaulted to what reproduces today's behaviour, as a researcher adds one."""
+    import ddrl.config as config
+
+    patched = dataclasses.make_dataclass("TrainConfig", [("new_knob", float, dataclasses.field(default=0.25))],
+                                         bases=(config.TrainConfig,))
+    monkeypatch.setattr(config, "TrainConfig", patched)
+    assert config.make_config("ttrl").new_knob == 0.25
+    assert "new_knob" not in config.key_fields(config.make_config("ttrl"))
+    assert config.key_fields(config.make_config("ttrl", new_knob=1.0))["new_knob"] == 1.0  # set, it is keyed
+
+
+STUDIES_AND_KNOB = [(*c, knob) for c in (*COMMITTED_STUDIES, TABLE1_FIXED) for knob in (False, True)
+                    if not knob or c[1] == study.RESULTS / "runs"]
+
+
+@pytest.mark.parametrize("results_dir,runs,min_files,new_knob", STUDIES_AND_KNOB,
+                         ids=[str(r.relative_to(study.RESULTS.parent)) + ("+new_knob" if k else "")
+                              for _, r, _, k in STUDIES_AND_KNOB])
+def test_every_committed_run_is_current_under_this_code(monkeypatch, results_dir, runs, min_files, new_knob):
     """Each committed CSV carries the content key this code gives it (``job_key``, ``base_job``, ``heldout_x_key``):
     a change to what a key covers would make ``run claims`` recompute the study. Trainer numerics need a new
-    ``"what"`` version in ``job_key``."""
+    ``"what"`` version in ``job_key``. With ``new_knob``, ``TrainConfig`` has gained a defaulted field (issue 96):
+    every committed CSV of the registered tree stays current (``ddrl.config.key_fields``)."""
+    if new_knob:
+        _with_a_new_knob(monkeypatch)
     base_file = study_plan.regimes_path(results_dir)
     measured = {w["model"]: w for w in (json.loads(f.read_text())["weights"]  # the default base; S1's weaker one
                                         for f in study_plan.measurement_files(base_file))}

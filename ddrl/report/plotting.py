@@ -1,4 +1,4 @@
-"""One plotting style for every figure: seaborn, fixed method colours, no TeX needed.
+"""One plotting style for every figure: seaborn, each method's colour from the method table, no TeX needed.
 
 Importing this module applies the style (:func:`set_style`), so a figure looks the same wherever it is drawn: in a
 notebook, by a module's ``figure`` command into ``docs/results/``, in a test. Until 2026-12-03 only the notebooks
@@ -17,55 +17,21 @@ matplotlib.rcParams["text.usetex"] = False
 import matplotlib.pyplot as plt  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from ddrl import methods  # noqa: E402
 from ddrl.report.stats import percentile_bootstrap  # noqa: E402
 from ddrl.run.storage import REPO  # noqa: E402
 from ddrl.report.reporter import FIGURE_DPI, save_figure  # noqa: E402
 
-#: Fixed colours, so a method looks the same in every figure of every notebook.
-METHOD_COLORS = {
-    "no_adaptation": "#7f7f7f",
-    "ttrl": "#d62728",
-    "etmr": "#9467bd",
-    "grpo_no_std": "#ff7f0e",
-    "dae": "#bcbd22",
-    "bcs": "#17becf",
-    "bcs_random_neg": "#aec7e8",
-    "bcs_kl10x": "#0e7c8a",
-    "bcs_kl100x": "#08454d",
-    "ttrl_kl100x": "#8c1a1b",
-    "ddrl_kl100x": "#1a661a",
-    "bcs_dae": "#1f77b4",
-    "ddrl": "#2ca02c",
-    "additional_rl": "#8c564b",
-    "ddrl_cor_lr10": "#98df8a",
-    "ddrl_cor4x_lr10": "#bcbd22",
-    "cor_only": "#e377c2",
+#: Colours of what is not a method (a method's colour is its row's in ``ddrl/methods.yaml``, :func:`color`).
+COLORS = {
     "correct": "#2ca02c",
     "incorrect": "#d62728",
     "positive": "#2ca02c",
     "negative": "#d62728",
 }
 
-#: The one table of human-readable method names (legends, tables, sentences, bench output). Keys are the
-#: names of :data:`ddrl.config.METHODS`, which equal the trainer's presets (:data:`ddrl.config.PRESETS`);
-#: "ddrl" is always the full method (BCS + DAE, then COR) and "bcs_dae" its RL-only weights.
-METHOD_LABELS = {
-    "no_adaptation": "No adaptation",
-    "ttrl": "TTRL",
-    "etmr": "ETMR",
-    "etmr_ear": "ETMR + EAR",
-    "grpo_no_std": "GRPO w/o norm.",
-    "dae": "DAE",
-    "bcs": "BCS",
-    "bcs_random_neg": "BCS positives, random negatives",
-    "bcs_kl10x": "BCS, KL penalty x10",
-    "bcs_kl100x": "BCS, KL penalty x100",
-    "ttrl_kl100x": "TTRL, KL penalty x100",
-    "ddrl_kl100x": "DDRL, KL penalty x100",
-    "bcs_dae": "BCS + DAE",
-    "ddrl": "DDRL (BCS + DAE + COR)",
-    "additional_rl": "BCS + DAE + additional RL",
-}
+#: The methods' words (legends, tables, sentences), from the one method table ``ddrl/methods.yaml``.
+METHOD_LABELS = {name: m.words for name, m in methods.TABLE.items()}
 
 
 def set_style(context: str = "notebook") -> None:
@@ -86,13 +52,14 @@ def save_docs_figure(fig, name: str) -> dict[str, Path]:
     return paths
 
 
-def color(method: str) -> str:
-    return METHOD_COLORS.get(method, "#333333")
+def color(name: str) -> str:
+    """A method's colour (``ddrl/methods.yaml``), else one of :data:`COLORS` ("correct", ...), else dark grey."""
+    return methods.color(name, COLORS.get(name, "#333333"))
 
 
 def label(method: str) -> str:
-    """The paper's row name of a method (unknown names are returned unchanged)."""
-    return METHOD_LABELS.get(method, method)
+    """A method's name in words (``ddrl/methods.yaml``; unknown names are returned unchanged)."""
+    return methods.words(method)
 
 
 def ci_yerr(summary) -> np.ndarray:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -38,7 +38,7 @@ from ddrl.run.rundir import RunDir, fingerprint
 from ddrl.sampling import make_sampler
 from ddrl.seeds import derive_seed
 from ddrl.report.stats import mean_ci
-from ddrl.config import METHODS, make_config, resolve_cue
+from ddrl.config import METHODS, key_fields, make_config, resolve_cue
 from ddrl.cor import refine_with_config
 from ddrl.train import prepare_policy, strip_truth, train
 
@@ -70,7 +70,7 @@ class Experiment:
         the grader's answer normalisation. So is the log-prob backend unless it is ``"hf"``
         (:func:`ddrl.accel.logprob_backends.backend_key`): the other rounds the update's gradients differently; and so is the
         device kind unless it is the CPU (:func:`ddrl.models.device_key`)."""
-        key = content_key({"config": asdict(cfg), "weights": model_fingerprint(cfg.model),
+        key = content_key({"config": key_fields(cfg), "weights": model_fingerprint(cfg.model),
                            "questions": fingerprint(self.adapted), "answers": records_key(self.adapted, ("answer",)),
                            "grader": grader_fingerprint(), **backend_key(), **device_key(cfg.device)})
         return Path(self.runs_root or cache_root() / "runs") / f"{preset}-{key[:16]}"
@@ -191,7 +191,7 @@ class Experiment:
         key = {"what": "cor-size-v1", "run": run_name, "keep": keep, "adapted": records_key(self.adapted),
                "heldout": records_key(self.heldout), "grader": grader_fingerprint(), **device_key(c.device)}
         if lr is not None or start != "rl":
-            key.update({"cor_lr": c.cor_lr, "start": start, "config": asdict(c)})
+            key.update({"cor_lr": c.cor_lr, "start": start, "config": key_fields(c)})
         with self.threads({"device": c.device}):
             return cached(key, run, namespace="evaluations")
 

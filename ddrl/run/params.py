@@ -19,6 +19,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any, Callable
 
+from ddrl import methods
 from ddrl.config import METHODS, TrainConfig, make_config, validate_config
 from ddrl.selection import SELECTIONS
 from ddrl.testbed.config import PRESETS as TESTBED_PRESETS
@@ -240,8 +241,9 @@ WARN_RULES: dict[str, Callable[[Any], str | None]] = {
 LIST_RULES: dict[str, Callable[[Any], str | None]] = {"methods": _methods}
 #: Notebook-specific needs: (notebook name prefix, parameter) -> rule.
 NOTEBOOK_RULES: dict[tuple[str, str], Callable[[Any], str | None]] = {
-    ("03", "methods"): lambda v: None if {"ttrl", "etmr", "ddrl"} & set(v) else
-    "a list that includes at least one of 'ttrl', 'etmr', 'ddrl' (section 2 draws their training curves)",
+    ("03", "methods"): lambda v: None if any(methods.trains(m) for m in v if m in METHODS) else
+    "a list that includes at least one method with an RL run of its own (section 2 draws their training curves), "
+    f"one of {sorted(m for m in METHODS if methods.trains(m))}",
 }
 
 

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ddrl.accel.logprob_backends import pinned_backend
+from ddrl.config import key_fields
 from ddrl.analysis import answer_groups, group_advantages, svamp_problems
 from ddrl.data import load_dataset
 from ddrl.run.cache import content_key, grader_fingerprint, records_key
@@ -51,7 +52,7 @@ def job_key(regime: Regime, scale: Scale, method: str, seed: int) -> str:
     cfg = exp.config("ddrl" if method in REFINED else method, seed)
     refine = {"refine": REFINED[method]} if method in REFINED and method != COR_4X else {}  # R1's committed keys carry none
     return content_key({"what": "study-run-v1", "regime": regime.to_dict(), "method": method, "seed": seed,
-                        "config": asdict(cfg), "weights": model_fingerprint(cfg.model),
+                        "config": key_fields(cfg), "weights": model_fingerprint(cfg.model),
                         "adapted": records_key(exp.adapted), "heldout": records_key(exp.heldout),
                         "keep": 4 * cfg.cor_keep if method == COR_4X else None, "grader": study_grader(),
                         "device": resolve_device(cfg.device).type, **refine})[:20]

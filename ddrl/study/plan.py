@@ -12,6 +12,7 @@ from typing import Iterable, Sequence
 
 from ddrl.accel.logprob_backends import pinned_backend
 from ddrl.config import METHODS as PRESETS
+from ddrl.methods import TABLE as METHOD_TABLE
 from ddrl.run.cache import owner_lock
 from ddrl.run.fingerprints import model_fingerprint
 from ddrl.run.pool import minutes_to
@@ -133,8 +134,12 @@ COR_ONLY = "cor_only"  # plan Amendment 30: COR from the untrained model
 COR_4X_LR10 = "ddrl_cor4x_lr10"  # plan Amendment 62: COR keeping 4x at lr / 10, same weights
 MATH500_SMALL_LR = "math500_like_small_lr"  # plan Amendment 28
 SMALL_LR_OUT = RESULTS / "small_lr"  # the lr/10 amendments' analyses
-#: One COR call on other weights: method -> (kept rollouts as a multiple of ``cor_keep``, divisor of ``cor_lr``, start)
-REFINED = {COR_4X: (4, 1, "rl"), COR_LR10: (1, 10, "rl"), COR_ONLY: (1, 1, "base"), COR_4X_LR10: (4, 10, "rl")}
+#: One COR call on other weights: method -> (kept rollouts as a multiple of ``cor_keep``, divisor of ``cor_lr``, start),
+#: the ``refine`` rows of ``ddrl/methods.yaml``.
+REFINED = {m.name: (m.refine["keep_factor"], m.refine["lr_divisor"], m.refine["start"])
+           for m in METHOD_TABLE.values() if m.refine is not None}
+if not {COR_4X, COR_LR10, COR_ONLY, COR_4X_LR10} <= set(REFINED):
+    raise ValueError(f"ddrl/methods.yaml lacks a refinement the study ran: {sorted({COR_4X, COR_LR10, COR_ONLY, COR_4X_LR10} - set(REFINED))}")
 #: Methods evaluated on the held-out questions too in the three regimes (H1: DDRL vs no adaptation, TTRL alongside).
 HELDOUT_METHODS = ("no_adaptation", "ttrl", "ddrl")
 #: Stage 2's priority (plan Sec. 6.2): (claim label, methods it adds, regimes it runs in).

@@ -17,14 +17,35 @@ import sys
 from pathlib import Path
 
 from ddrl.integrations.verl import ADV_ESTIMATOR_NAME
+from ddrl.methods import TABLE
 from ddrl.models import BENCHMARKS, get_preset
 
 __all__ = ["METHODS", "OFFICIAL_GPUS", "CONFIG_DIR", "overrides", "compose", "main"]
 
 CONFIG_DIR = Path(__file__).resolve().parent / "config"
 REWARD_FILE = Path(__file__).resolve().parent / "reward.py"
+#: ddrl.advantages name -> verl's algorithm.adv_estimator
+ADV_ESTIMATORS = {"grpo": "grpo", "fixed": ADV_ESTIMATOR_NAME}
+
+
+def _verl_methods() -> dict[str, tuple[str, str]]:
+    """method -> (ddrl.selection, algorithm.adv_estimator): the rows of ``ddrl/methods.yaml`` marked ``verl: true``,
+    each checked to be something this launcher runs (the vote reward, a selection and an advantage it maps)."""
+    out = {}
+    for m in TABLE.values():
+        if not m.verl:
+            continue
+        t = {**m.trainer} if m.trainer else {}
+        reward, adv = t.get("reward", "vote"), t.get("advantage", "grpo")
+        if reward != "vote" or adv not in ADV_ESTIMATORS:
+            raise ValueError(f"ddrl/methods.yaml: {m.name!r} is marked verl: true, but the verl launcher runs the vote "
+                             f"reward with advantage in {sorted(ADV_ESTIMATORS)} (got reward {reward!r}, advantage {adv!r})")
+        out[m.name] = (t.get("selection", "random"), ADV_ESTIMATORS[adv])
+    return out
+
+
 #: method -> (ddrl.selection, algorithm.adv_estimator)
-METHODS = {"ddrl": ("bcs", ADV_ESTIMATOR_NAME), "ttrl": ("random", "grpo")}
+METHODS = _verl_methods()
 #: trainer.n_gpus_per_node in the official scripts, per (model, benchmark).
 OFFICIAL_GPUS = {
     ("qwen2.5-math-1.5b", "aime2024"): 2, ("qwen2.5-math-1.5b", "amc"): 8, ("qwen2.5-math-1.5b", "math500"): 8,

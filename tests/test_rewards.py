@@ -1,0 +1,98 @@
+"""The label-free rewards (ddrl/rewards.py) against values computed by hand, the method table (ddrl/methods.yaml) they are
+picked from, and the reward diagnostics for rewards that are not 0/1."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ddrl import methods, rewards
+from ddrl.config import make_config
+from ddrl.evaluate import reward_counts
+from ddrl.voting import count_votes
+
+# Six rollouts: answers 7, 7, 7, 3, 3, none. c(7) = 3, c(3) = 2; the label is 7, its majority share 3/6 = 0.5.
+KEYS = ["7", "7", "7", "3", "3", None]
+ENTROPIES = [0.5, 0.25, 1.0, 2.0, 0.0, 1.5]
+
+
+def group(keys=KEYS, ents=ENTROPIES, seed=0):
+    return rewards.Group(count_votes(keys), ents, np.random.default_rng(seed))
+
+
+def test_vote_rewards_agreement_with_the_majority():
+    assert rewards.vote(group()).tolist() == [1, 1, 1, 0, 0, 0]
+
+
+def test_random_reward_is_a_fair_coin_blind_to_the_answers():
+    g = group()
+    r = rewards.random_coin(g)
+    assert set(r.tolist()) <= {0.0, 1.0} and len(r) == 6
+    # the same generator state gives the same coins; other answers with the same generator give them too
+    assert r.tolist() == rewards.random_coin(group(keys=["1"] * 6)).tolist()
+    big = rewards.random_coin(rewards.Group(count_votes(["1"] * 20000), None, np.random.default_rng(1)))
+    assert abs(big.mean() - 0.5) < 0.02  # Bernoulli(1/2): 4 standard errors of 0.0035 is 0.014
+
+
+def test_gated_vote_rewards_only_confident_questions():
+    cfg = make_config("gated_vote")
+    assert cfg.reward_gate == 0.5
+    assert rewards.gated_vote(group(), cfg).tolist() == [1, 1, 1, 0, 0, 0]  # share 3/6 = 0.5 >= 0.5
+    assert rewards.gated_vote(group(), cfg, threshold=0.51).tolist() == [0] * 6
+    assert rewards.gated_vote(group(keys=[None] * 4), cfg, threshold=0.0).tolist() == [0] * 4  # no answer: no label
+
+
+def test_soft_vote_is_the_share_of_the_rollouts_cluster():
+    assert rewards.soft_vote(group()).tolist() == [3 / 6, 3 / 6, 3 / 6, 2 / 6, 2 / 6, 0.0]
+
+
+def test_negative_entropy_rewards_confident_rollouts():
+    assert rewards.neg_entropy(group()).tolist() == [-0.5, -0.25, -1.0, -2.0, -0.0, -1.5]
+    with pytest.raises(ValueError, match="reported no token entropies"):
+        rewards.neg_entropy(group(ents=None))
+
+
+def test_a_reward_is_picked_by_name_and_an_unknown_one_is_named():
+    assert rewards.get_reward("soft_vote") is rewards.soft_vote
+    with pytest.raises(KeyError, match="unknown reward 'nope'"):
+        rewards.get_reward("nope")
+    with pytest.raises(ValueError, match="TrainConfig.reward must be one of"):
+        make_config("ttrl", reward="nope")
+
+
+def test_dae_refuses_a_reward_that_is_not_0_or_1():
+    make_config("ttrl", reward="random", advantage="fixed")  # a coin is 0/1: DAE's +1/-1 applies
+    with pytest.raises(ValueError, match="needs a 0/1 reward"):
+        make_config("ttrl", reward="soft_vote", advantage="fixed")
+
+
+def test_each_label_free_method_is_one_row_naming_its_reward():
+    for name, reward in (("random_reward", "random"), ("gated_vote", "gated_vote"), ("soft_vote", "soft_vote"),
+                         ("neg_entropy", "neg_entropy")):
+        cfg = make_config(name)
+        assert (cfg.reward, cfg.selection, cfg.advantage, cfg.cor) == (reward, "random", "grpo", False), name
+        assert methods.trains(name) and methods.words(name) != name
+
+
+def test_reward_counts_of_a_graded_reward_count_what_it_favours():
+    """A 0/1 reward counts rollouts with reward 1 as rewarded; any other reward those above the question's mean."""
+    answers = ["7", "7", "7", "3", "3", None]
+    binary = reward_counts(answers, "7", "3", [1, 1, 1, 0, 0, 0])
+    assert (binary["tp"], binary["fp"], binary["tn"], binary["fn"]) == (0, 3, 1, 2)
+    soft = reward_counts(answers, "7", "3", [3 / 6, 3 / 6, 3 / 6, 2 / 6, 2 / 6, 0.0])  # mean 13/36: 7s above it
+    assert (soft["tp"], soft["fp"], soft["tn"], soft["fn"]) == (0, 3, 1, 2)
+    ent = reward_counts(answers, "7", "3", [-0.5, -0.25, -1.0, -2.0, -0.0, -1.5])  # mean -0.875
+    assert (ent["tp"], ent["fp"], ent["tn"], ent["fn"]) == (1, 2, 2, 1)
+
+
+def test_a_bad_method_row_is_named(tmp_path):
+    bad = tmp_path / "methods.yaml"
+    bad.write_text('x: {words: X, color: "#123456", trainer: {}, colour: red}\n')
+    with pytest.raises(ValueError, match=r"method 'x' has unknown field\(s\) \['colour'\]"):
+        methods.load_table(bad)
+    bad.write_text('x: {words: X, color: red, trainer: {}}\n')
+    with pytest.raises(ValueError, match="color must be '#rrggbb'"):
+        methods.load_table(bad)
+    bad.write_text('x: {words: X, color: "#123456", run: y}\n')
+    with pytest.raises(ValueError, match="run 'y' must name a method with a trainer row"):
+        methods.load_table(bad)
