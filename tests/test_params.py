@@ -91,3 +91,12 @@ def test_the_runner_refuses_a_bad_value_before_any_work(capsys, tmp_path):
     assert rc == 2 and time.perf_counter() - t0 < 5
     assert "parameter episodes = 1.5: expected a whole number" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_paper_settings_refuses_a_learning_rate_it_would_replace(declared03):
+    """With ``paper_settings`` the official scripts' trainer values replace the notebook's: a given ``lr`` is refused by
+    name instead of being dropped (issue 96); the other knobs it keeps (``device``, ``cor_m``, ...) stay allowed."""
+    with pytest.raises(ParameterError, match=r"paper_settings = 'qwen2.5-math-1.5b' and lr do not fit together"):
+        resolve(declared03, paper_settings="qwen2.5-math-1.5b", lr="1e-6")
+    assert resolve(declared03, paper_settings="qwen2.5-math-1.5b", cor_m="64")["cor_m"] == 64
+    assert resolve(declared03, lr="1e-6")["lr"] == 1e-6

@@ -369,6 +369,11 @@ def _why(rule: Callable[[Any], str | None], value: Any) -> str | None:
         return f"a value of the documented kind (its check failed: {type(e).__name__}: {e})"
 
 
+#: The trainer knobs a notebook's ``paper_settings`` replaces with the official scripts' values whatever they are set to:
+#: set to anything but the notebook's default beside it, they are refused by name rather than dropped.
+_PAPER_REPLACES = ("lr",)
+
+
 def check_together(notebook: str, declared: dict[str, str], params: dict) -> None:
     """:data:`CROSS_RULES` on ``params`` (already checked one by one), the declared defaults standing in for
     what is not given; a :class:`ParameterError` naming every parameter of the broken rule and its value."""
@@ -380,6 +385,12 @@ def check_together(notebook: str, declared: dict[str, str], params: dict) -> Non
             continue
         given = " and ".join(f"{n} = {v!r}" + ("" if n in params else " (default)") for n, v in zip(names, values))
         raise ParameterError(f"{notebook}: parameters {given} do not fit together: expected {expected}")
+    paper = params.get("paper_settings", default_value(declared["paper_settings"]) if "paper_settings" in declared else None)
+    dropped = sorted(k for k in params if k in declared and k in _PAPER_REPLACES and params[k] != default_value(declared[k]))
+    if paper and dropped:  # ddrl.run.experiments.notebook_experiment would replace them with the official values
+        raise ParameterError(f"{notebook}: parameters paper_settings = {paper!r} and {', '.join(dropped)} do not fit "
+                             f"together: paper_settings trains with the official scripts' values of "
+                             f"{', '.join(dropped)}; leave them out, or set paper_settings = None to train with yours")
 
 
 def warn_absurd(notebook: str, params: dict) -> list[str]:
