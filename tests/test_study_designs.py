@@ -65,11 +65,21 @@ def test_every_prediction_and_clock_is_the_plans():
     # the exception: cor_alone_xeon's K4 at the 12 seeds Amendment 37 ran (commit 4070103); the plan says 3.40 / 3.65
 
 
-def test_render_prints_every_committed_entry_and_measure(capsys):
+def committed(name: str) -> D.Design:
+    """The design ``name``, or a skip saying that its analysis is not committed yet (a row declared before its runs,
+    as a registered stage's are: issue 96)."""
+    d = D.DESIGNS[name]
+    if not d.committed:
+        pytest.skip(f"{name}: declared before its runs, no committed analysis yet ({d.analysis.relative_to(RESULTS)}; "
+                    f"python -m ddrl.study run {name}, then analyse {name})")
+    return d
+
+
+@pytest.mark.parametrize("name", sorted(D.DESIGNS))
+def test_render_prints_every_committed_entry_and_measure(name):
     """``render DESIGN`` for every design: a row per committed claim entry (its interval, verdict and the plan's
-    predicted half-width), every other measure by its key, short records as a table and long ones counted; an
-    unknown name is refused (exit 2) with the table's names."""
-    for d in D.DESIGNS.values():
+    predicted half-width), every other measure by its key, short records as a table and long ones counted."""
+    for d in [committed(name)]:
         res = json.loads(d.analysis.read_text())
         md = study.committed_table(d.id)
         res = {"entries": res} if isinstance(res, list) else res
@@ -83,6 +93,10 @@ def test_render_prints_every_committed_entry_and_measure(capsys):
             records = isinstance(value, list) and isinstance(value[0], dict) and "verdict" not in value[0]
             if records and len(value) > study.SHOWN_RECORDS:
                 assert f"`{key}`: {len(value)} records" in md, (d.id, key)
+
+
+def test_render_prints_small_lrs_row_and_refuses_an_unknown_name(capsys):
+    """One row read whole; an unknown name is refused (exit 2) with the table's names."""
     small = study.committed_table("small_lr")
     p1 = next(r for r in small.splitlines() if r.startswith("| P1 "))
     assert [c.strip() for c in p1.split("|")[1:-1]] == [

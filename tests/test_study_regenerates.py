@@ -25,17 +25,20 @@ FLOATS = ("estimate", "ci_low", "ci_high", "half_width", "predicted")
 EXACT = ("id", "regime", "verdict", "n_seeds", "arm")
 
 
-def _table() -> dict:
-    """The designs of :data:`ddrl.study.designs.DESIGNS`: each analysis by the one generic computation
-    (:func:`ddrl.study.runner.analyse`)."""
+def _table(committed: bool = True) -> dict:
+    """The designs of :data:`ddrl.study.designs.DESIGNS` whose analysis is committed (or, ``committed=False``, those
+    declared before their runs): each analysis by the one generic computation (:func:`ddrl.study.runner.analyse`)."""
     from ddrl.study.designs import DESIGNS
     from ddrl.study.runner import analyse
 
-    return {d.analysis.relative_to(RESULTS).as_posix(): (lambda d=d: analyse(d)) for d in DESIGNS.values()}
+    return {d.analysis.relative_to(RESULTS).as_posix(): (lambda d=d: analyse(d)) for d in DESIGNS.values()
+            if d.committed == committed}
 
 
 #: committed analysis (relative to results/) -> its design's analysis (every committed analysis is a row of DESIGNS)
 REGENERATE = _table()
+#: the rows declared before their runs (a registered stage's): nothing to regenerate yet, each skipped by name
+DECLARED = _table(committed=False)
 
 #: The number of claim entries committed before issue 82 (results/**/*.json, every dict with a ``verdict``).
 COMMITTED_ENTRIES = 297
@@ -85,10 +88,12 @@ def test_every_committed_entry_has_a_regeneration_and_they_are_all_counted():
 
 
 @pytest.mark.regenerate
-@pytest.mark.parametrize("name", sorted(REGENERATE))
+@pytest.mark.parametrize("name", sorted(REGENERATE) + sorted(DECLARED))
 def test_committed_entries_regenerate_from_the_committed_csvs(name):
     """Every entry on estimate, interval, verdict and sample sizes (named differences first), then the whole analysis
     (levels, reproduced counts, checks, fits: what the results page and notebook 06 quote beside the entries)."""
+    if name in DECLARED:
+        pytest.skip(f"{name}: its design is declared before its runs; no committed analysis to regenerate yet")
     committed = json.loads((RESULTS / name).read_text())
     got = json.loads(json.dumps(REGENERATE[name]()))
     assert differences(entries(got), entries(committed)) == []

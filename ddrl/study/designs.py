@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
+from ddrl.methods import words
 from ddrl.study.analysis import complete_seeds
 from ddrl.study.claims import table2_difference
 from ddrl.study.plan import (RESULTS, COR_4X, COR_LR10, HELDOUT_CLAIMS, HELDOUT_X, NO_RL, PAIRED, SAME_BASE, SMALL_LR,
@@ -25,7 +26,7 @@ class Design:
     """One committed analysis: what it runs, reads, decides and prints."""
 
     id: str
-    amendment: int
+    amendment: int | str  # the plan amendment that registered it, or a registered stage's name ("Stage 3")
     regime: str
     seeds: tuple[int, ...]
     cutoff: str | None  # the plan's clock (UTC, ISO): no job starts after it; the analysis then reads the seeds
@@ -69,7 +70,12 @@ class Design:
 
     @property
     def tag(self) -> str:
-        return f"Amendment {self.amendment}"
+        return self.amendment if isinstance(self.amendment, str) else f"Amendment {self.amendment}"
+
+    @property
+    def committed(self) -> bool:
+        """Whether its analysis is committed: a row can be declared before its runs exist (a registered stage's)."""
+        return self.analysis.is_file()
 
     @property
     def runs(self) -> Path:
@@ -126,6 +132,29 @@ T1F_DIR = "table1_fixed"
 #: Amendment 62: the runs each split's analysis reads, in the levels' order
 COR_TRADE_RUNS = {"adapted": ("bcs_dae", COR_LR10, COR_4X_LR10, "ddrl", COR_4X),
                   HELDOUT_X: ("no_adaptation", "bcs_dae", COR_LR10, COR_4X_LR10, "ddrl", COR_4X)}
+
+#: Stage 3 (plan, "which reward without labels?"): TTRL's training with four label-free rewards, paired with the
+#: committed no-adaptation, TTRL and DDRL runs. L0 = TTRL - random reward; L1x, L2x, L3x = reward x - TTRL, - DDRL,
+#: - no adaptation, x = r (random), g (gated vote), s (soft vote), e (negative entropy).
+REWARD_RUNS = ("random_reward", "gated_vote", "soft_vote", "neg_entropy")
+REWARDS_OUT = RESULTS / "rewards"
+_REWARD_X = dict(zip(REWARD_RUNS, "rgse"))
+REWARD_CLAIMS = {"L0": ("ttrl", "random_reward", "TTRL - random reward", "TTRL beats a random reward (its gain needs the vote)"),
+                 **{f"{cid}{_REWARD_X[m]}": (m, b, f"{words(m)} - {what}", f"{words(m)} {claim}")
+                    for m in REWARD_RUNS for cid, b, what, claim in (
+                        ("L1", "ttrl", "TTRL", "beats TTRL"), ("L2", "ddrl", "DDRL", "beats DDRL"),
+                        ("L3", "no_adaptation", "no adaptation", "improves on no adaptation"))}}
+
+
+def _reward_design(did: str, regime: str, base: str, hw: tuple[str, str]) -> "Design":
+    """One regime of Stage 3: its ten seeds of the four rewards, read beside the committed arms; ``hw`` the plan's
+    predicted half-widths at 10 seeds (L0-L2, L3)."""
+    return Design(did, "Stage 3", regime, tuple(range(10)), None, REWARD_RUNS, ("no_adaptation", "ttrl", "ddrl",
+                  *REWARD_RUNS), (), REWARD_CLAIMS, {c: hw[c.startswith("L3")] for c in REWARD_CLAIMS},
+                  REWARDS_OUT / f"{did}.json", f"## Which reward without labels? {regime} (plan Stage 3)",
+                  split="adapted", job_kind="Stage 3", measures=("levels", "seed_pass1"), cached_ddrl=False,
+                  reference="ttrl", level_regimes=(regime,) if regime == base else (base, regime))
+
 
 DESIGNS = {d.id: d for d in (
     # Amendment 56: R1, K1, K2 at lr/10 in AMC-like from cached RL-only weights, and the repeat check
@@ -439,6 +468,10 @@ DESIGNS = {d.id: d for d in (
            "### In MATH-500-like (plan Amendment 62)",
            job_kind="R1g lr/10 (A62)", measures=(), reference="bcs_dae", whole="cor_trade",
            then_heldout=True),
+    # Stage 3 (registered 2026-12-07 before any of its runs): the label-free rewards against TTRL and DDRL
+    _reward_design("rewards_amc", "amc_like", "amc_like", ("2.15", "3.88")),
+    _reward_design("rewards_amc_lr10", SMALL_LR, "amc_like", ("2.13", "2.77")),
+    _reward_design("rewards_math500_lr10", MATH500_SMALL_LR, "math500_like", ("1.86", "1.02")),
 )}
 
 
