@@ -498,3 +498,69 @@ def subsample(problems: Sequence[dict], n: int) -> list[dict]:
             raise ValueError(f"subsample: n must be in 1..{len(p['keys'])} (problem {p.get('id', i)!r}), got {n}")
         out.append({"id": p.get("id", i), "keys": list(p["keys"][:n]), "correct": list(p["correct"][:n])})
     return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Label-free rewards on measured groups (plan Stage 3, item 7)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def problems_from_groups(groups: pd.DataFrame) -> list[dict]:
+    """The problems (``{"id", "keys", "correct"}``, :func:`answer_groups`' input) behind answer-group rows: each row's
+    ``count`` copies of one answer, then ``n - sum(count)`` rollouts without an answer. One row per (question,
+    answer) with ``question`` (or ``problem``), ``count``, ``n`` and ``correct``: the committed base rollouts' CSVs."""
+    qcol = "question" if "question" in groups else "problem"
+    out = []
+    for q, g in groups.groupby(qcol, sort=False):
+        n = int(g["n"].iloc[0])
+        if (g["n"] != n).any() or int(g["count"].sum()) > n:
+            raise ValueError(f"problems_from_groups: question {q!r} has counts {g['count'].tolist()} for n = {n}")
+        keys = [k for k, c in enumerate(g["count"]) for _ in range(int(c))]
+        correct = [bool(ok) for ok, c in zip(g["correct"], g["count"]) for _ in range(int(c))]
+        out.append({"id": q, "keys": keys + [None] * (n - len(keys)), "correct": correct + [False] * (n - len(keys))})
+    return out
+
+
+def reward_signal(problems: Sequence[dict], rewards: Sequence[str], k: int, bands: Sequence[tuple[int, int]],
+                  seed: int = 0, gate: float = 0.5) -> pd.DataFrame:
+    """How often each label-free reward (:mod:`ddrl.rewards`) favours a wrong answer, by frequency band, and how much
+    GRPO advantage TTRL's step gives the wrong answers it favours (the paper's Fig. 3a question, per reward).
+
+    Per problem, every reward is computed on all N rollouts (``entropies`` per rollout where the problem has them,
+    else ``neg_entropy`` is skipped); a rollout is *favoured* when its reward is 1 (a 0/1 reward) or above the
+    question's mean (any other). TTRL's random K of N (one draw per problem and reward, ``seed``) gets GRPO
+    advantages. Rows per (reward, band of the rollout's answer count; "none" without an answer): ``rollouts``,
+    ``wrong``, ``favoured``, ``favoured_wrong``, ``fp_rate`` (favoured wrong / wrong: the spurious positive rate),
+    ``wrong_share`` (favoured wrong / favoured), ``pos_adv_wrong`` (the GRPO advantage > 0 given to wrong rollouts in
+    the band, over all positive advantage of the reward: where the amplified wrong signal sits)."""
+    from types import SimpleNamespace
+
+    from ddrl.rewards import Group, get_reward, is_binary
+
+    band_of = {c: f"{lo}-{hi}" for lo, hi in bands for c in range(lo, hi + 1)}
+    cfg, grpo, rows = SimpleNamespace(reward_gate=gate), get_advantage("grpo"), []
+    for name in rewards:
+        for i, p in enumerate(problems):
+            ents = p.get("entropies")
+            if name == "neg_entropy" and ents is None:
+                continue
+            vote = count_votes(list(p["keys"]))
+            r = np.asarray(get_reward(name)(Group(vote, ents, numpy_generator(seed, "reward_signal", name, i)), cfg),
+                           dtype=np.float64)
+            favoured = r > 0.5 if is_binary(name) else r > r.mean()
+            idx = get_selection("random")(vote.counts, k, numpy_generator(seed, "reward_signal_k", name, i))
+            adv = np.zeros(len(r))
+            adv[idx] = grpo(r[idx])
+            for c, ok, f, a in zip(vote.counts, p["correct"], favoured, adv):
+                rows.append((name, band_of.get(c, "none"), bool(ok), bool(f), max(float(a), 0.0)))
+    df = pd.DataFrame(rows, columns=["reward", "band", "correct", "favoured", "pos_adv"])
+    df["wrong"], df["favoured_wrong"] = ~df["correct"], df["favoured"] & ~df["correct"]
+    df["pos_adv_wrong"] = df["pos_adv"].where(df["wrong"], 0.0)
+    out = df.groupby(["reward", "band"], sort=False).agg(
+        rollouts=("correct", "size"), wrong=("wrong", "sum"), favoured=("favoured", "sum"),
+        favoured_wrong=("favoured_wrong", "sum"), pos_adv_wrong=("pos_adv_wrong", "sum")).reset_index()
+    total_pos = df.groupby("reward", sort=False)["pos_adv"].sum()
+    out["fp_rate"] = out["favoured_wrong"] / out["wrong"].where(out["wrong"] > 0)
+    out["wrong_share"] = out["favoured_wrong"] / out["favoured"].where(out["favoured"] > 0)
+    out["pos_adv_wrong"] = out["pos_adv_wrong"] / out["reward"].map(total_pos).where(lambda s: s > 0)
+    return out

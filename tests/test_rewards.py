@@ -4,6 +4,7 @@ picked from, and the reward diagnostics for rewards that are not 0/1."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from ddrl import methods, rewards
@@ -96,3 +97,22 @@ def test_a_bad_method_row_is_named(tmp_path):
     bad.write_text('x: {words: X, color: "#123456", run: y}\n')
     with pytest.raises(ValueError, match="run 'y' must name a method with a trainer row"):
         methods.load_table(bad)
+
+
+def test_reward_signal_counts_what_each_reward_favours_by_band():
+    """Hand-computed: answers a, a, a (wrong), b, b (right), none; K = N = 6 so TTRL's K is every rollout."""
+    from ddrl.analysis import problems_from_groups, reward_signal
+
+    groups = pd.DataFrame({"question": ["q", "q"], "count": [3, 2], "n": [6, 6], "correct": [False, True]})
+    (p,) = problems_from_groups(groups)
+    assert p["keys"] == [0, 0, 0, 1, 1, None] and p["correct"] == [False, False, False, True, True, False]
+    out = reward_signal([p], ["vote", "soft_vote", "gated_vote"], k=6, bands=((1, 2), (3, 6)), gate=0.6)
+    row = {(r.reward, r.band): r for r in out.itertuples()}
+    vote = row["vote", "3-6"]  # the wrong answer is the label: all three copies rewarded, all GRPO's positive mass
+    assert (vote.rollouts, vote.wrong, vote.favoured, vote.favoured_wrong) == (3, 3, 3, 3)
+    assert vote.fp_rate == 1.0 and vote.wrong_share == 1.0 and vote.pos_adv_wrong == pytest.approx(1.0)
+    assert row["vote", "1-2"].favoured == 0 and row["vote", "none"].wrong == 1
+    soft = row["soft_vote", "3-6"]  # rewards 1/2 (a), 1/3 (b), 0: above the mean 13/36 only a's copies
+    assert (soft.favoured, soft.favoured_wrong) == (3, 3) and soft.pos_adv_wrong == pytest.approx(1.0)
+    gated = row["gated_vote", "3-6"]  # share 3/6 < 0.6: no reward, no advantage
+    assert gated.favoured == 0 and np.isnan(gated.pos_adv_wrong)
