@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -41,6 +42,7 @@ from scipy.stats import binomtest, gaussian_kde
 
 from ddrl.advantages import get_advantage
 from ddrl.answers import extract_boxed, grade_answers
+from ddrl.rewards import Group, get_reward, is_binary
 from ddrl.seeds import numpy_generator
 from ddrl.selection import get_selection
 from ddrl.voting import count_votes, majority_vote, pseudo_rewards
@@ -533,10 +535,6 @@ def reward_signal(problems: Sequence[dict], rewards: Sequence[str], k: int, band
     ``wrong``, ``favoured``, ``favoured_wrong``, ``fp_rate`` (favoured wrong / wrong: the spurious positive rate),
     ``wrong_share`` (favoured wrong / favoured), ``pos_adv_wrong`` (the GRPO advantage > 0 given to wrong rollouts in
     the band, over all positive advantage of the reward: where the amplified wrong signal sits)."""
-    from types import SimpleNamespace
-
-    from ddrl.rewards import Group, get_reward, is_binary
-
     band_of = {c: f"{lo}-{hi}" for lo, hi in bands for c in range(lo, hi + 1)}
     cfg, grpo, rows = SimpleNamespace(reward_gate=gate), get_advantage("grpo"), []
     for name in rewards:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import re
 from pathlib import Path
+from typing import Iterable
 
 from ddrl import methods
 from ddrl.config import METHODS, PRESETS
@@ -289,6 +290,51 @@ def test_the_core_imports_only_the_machinery_it_needs():
     used = {d for m, deps in graph.items() if _level(m) == "core" for d in deps if _level(d) in MACHINERY}
     assert used - set(CORE_MAY_USE) == set(), sorted(used - set(CORE_MAY_USE))
     assert set(CORE_MAY_USE) - used == set(), "CORE_MAY_USE entries no longer needed"
+
+
+#: What the core reaches through the machinery it uses (transitively), beyond :data:`CORE_MAY_USE`: the embedded testbed
+#: model ``ddrl.models`` loads (``ddrl/testbed/``, every module of it) and what a testbed build needs, each with its
+#: reason. Nothing else: the core never reaches the notebooks' runner, the reports or the study, however indirectly.
+CORE_REACHES = {
+    **{f"ddrl.testbed{s}": "the embedded model: ddrl.models loads it, ddrl.data generates its questions"
+       for s in ("", ".builds", ".config", ".model", ".pretrain", ".task", ".tokenizer")},
+    "ddrl.run.cache": "a testbed build is made by one process at a time (owner_lock) and verified by its weight files",
+    "ddrl.run.pool": "a testbed build computes with a fixed thread count (compute_threads), so its bits do not depend "
+                     "on the machine's",
+}
+
+
+def reach(graph: dict[str, set[str]], start: Iterable[str]) -> set[str]:
+    """Every module reachable from ``start`` through the import graph (``start`` excluded unless on a cycle)."""
+    seen, stack = set(), list(start)
+    while stack:
+        for d in graph.get(stack.pop(), ()):
+            if d not in seen:
+                seen.add(d)
+                stack.append(d)
+    return seen
+
+
+def test_the_core_reaches_only_the_machinery_it_needs_through_any_path():
+    """Transitively: a core module importing the testbed, which imports the cache, reaches the cache (issue 96: the
+    direct-import check did not see ddrl.models -> testbed.pretrain -> run.cache / run.pool)."""
+    graph = import_graph()
+    reached = {d for d in reach(graph, [m for m in graph if _level(m) == "core"]) if _level(d) != "core"}
+    allowed = set(CORE_MAY_USE) | set(CORE_REACHES) | set(LEAVES)
+    assert sorted(reached - allowed) == [], "the core reaches these through its imports"
+    assert sorted((set(CORE_REACHES) | set(CORE_MAY_USE)) - reached) == [], "entries no longer reached"
+    planted = {**graph, "ddrl.testbed.task": graph["ddrl.testbed.task"] | {"ddrl.run.experiments"}}
+    assert "ddrl.run.experiments" in reach(planted, ["ddrl.data"])  # the check follows paths, not single imports
+
+
+def test_the_testbed_sits_below_running_reporting_and_the_study():
+    """The embedded model is part of what the core loads: it may use the core and the low-level machinery the core
+    reaches (:data:`CORE_REACHES`), never the runner, the reports or the study."""
+    graph = import_graph()
+    bad = sorted(f"{m} -> {d}" for m, deps in graph.items() if _level(m) == "testbed" for d in deps
+                 if _level(d) in ("run", "report", "study", "integrations")
+                 and d not in set(CORE_MAY_USE) | set(CORE_REACHES) | set(LEAVES))
+    assert bad == []
 
 
 def test_accelerators_and_grading_sit_below_running_and_reporting():
