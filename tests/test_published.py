@@ -27,8 +27,8 @@ def published(stem: str):
     return nbformat.read(path, as_version=4)
 
 
-def test_six_notebooks_to_publish():
-    assert len(STEMS) == 6, STEMS
+def test_seven_notebooks_to_publish():
+    assert len(STEMS) == 7, STEMS
 
 
 @pytest.mark.parametrize("stem", STEMS)

@@ -116,3 +116,21 @@ def test_reward_signal_counts_what_each_reward_favours_by_band():
     assert (soft.favoured, soft.favoured_wrong) == (3, 3) and soft.pos_adv_wrong == pytest.approx(1.0)
     gated = row["gated_vote", "3-6"]  # share 3/6 < 0.6: no reward, no advantage
     assert gated.favoured == 0 and np.isnan(gated.pos_adv_wrong)
+
+
+def test_notebook_07s_sentences_follow_the_numbers():
+    """The middle band's sentences name each reward on the side of the vote its share lies (a number moved past the
+    vote's moves the reward's word), and the stage's status counts the committed runs."""
+    from ddrl.study import designs as D
+    from ddrl.study import lesson as L
+
+    sig = pd.DataFrame({"reward": ["vote", "random", "gated vote", "soft vote"], "band": ["6-44"] * 4,
+                        "fp_rate": [0.36, 0.5, 0.11, 0.56], "pos_adv_wrong": [0.39, 0.385, 0.21, 0.41]})
+    text = " ".join(L.reward_signal_sentences(sig, "6-44"))
+    assert "the vote favours 36% of the wrong rollouts, and 39%" in text
+    assert "lower under the gated vote (21%), and higher under the soft vote (41%), and within a point under the " \
+           "random (38%)" in text
+    flipped = " ".join(L.reward_signal_sentences(sig.assign(pos_adv_wrong=[0.39, 0.385, 0.5, 0.41]), "6-44"))
+    assert "higher under the gated vote (50%) and the soft vote (41%)" in flipped and "lower" not in flipped
+    status = L.stage_status([D.DESIGNS["rewards_amc"]])
+    assert status.loc[0, "runs needed"] == 40 and status.loc[0, "regime"] == "AMC-like"
