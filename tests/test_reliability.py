@@ -420,6 +420,47 @@ def test_an_entry_of_the_old_layout_is_computed_again(tmp_path):
         assert cached("k", lambda: [0.0], cache_dir=tmp_path) == [0.0]
 
 
+@pytest.mark.parametrize("legacy", [False, True], ids=["installed", "recorded-weights-only"])
+def test_every_file_a_testbed_build_loads_is_verified(tmp_path, legacy):
+    """Issue 98: not only the weights: an edited ``rope_theta`` in config.json (which changed results with exit 0),
+    a changed byte of tokenizer.json, another chat template, an edited generation_config.json are each named in a
+    warning and the build made again with the recorded bytes. ``legacy``: a build whose testbed.json recorded its
+    weights only (pretrained before issue 98), whose other files are compared with what its configuration makes."""
+    import warnings
+
+    from ddrl.testbed.builds import file_sha256s, weight_sha256s
+    from ddrl.testbed.pretrain import build
+
+    path = build("default", cache_dir=tmp_path, progress=False)
+    if legacy:  # as pretrained here before issue 98: its own record, weights only (no reference record is used)
+        meta = json.loads((path / "testbed.json").read_text())
+        meta["weights"] = weight_sha256s(path)
+        (path / "testbed.json").write_text(json.dumps(meta))
+    good = {**file_sha256s(path), "testbed.json": None}
+    edits = {
+        "config.json": lambda b: b.replace(b'"rope_theta": ', b'"rope_theta": 1') if b'"rope_theta": ' in b
+        else b.replace(b'"rope_parameters": {', b'"rope_parameters": {"rope_theta": 1.0, '),
+        "tokenizer.json": lambda b: b.replace(b'"<|end|>"', b'"<|End|>"', 1),
+        "chat_template.jinja": lambda b: b + b"{{ 'x' }}",
+        "generation_config.json": lambda b: b.replace(b'"temperature": 1.0', b'"temperature": 0.7'),
+    }
+    for name, edit in edits.items():
+        before = (path / name).read_bytes()
+        assert edit(before) != before, name
+        (path / name).write_bytes(edit(before))
+        if legacy:
+            (path / "testbed.json").write_text(json.dumps(meta))  # a rebuild installs the reference's record
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            again = build("default", cache_dir=tmp_path, progress=False)
+        assert again == path and {**file_sha256s(again), "testbed.json": None} == good, name
+        said = [str(w.message) for w in caught if "is damaged" in str(w.message)]
+        assert said and str(path) in said[0] and name in said[0], (name, said)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an intact build is used without a word
+        build("default", cache_dir=tmp_path, progress=False)
+
+
 def test_a_damaged_testbed_build_is_named_and_built_again(tmp_path):
     """The finished weights every later step loads (the testbed build in the cache) verify themselves: one flipped
     bit in model.safetensors is named in a warning and the build is installed again from the committed reference
