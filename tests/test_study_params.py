@@ -19,6 +19,16 @@ def test_the_datasets_are_ddrl_datas():
     assert SP.dataset_names() == tuple(sorted(DATASETS))
 
 
+def test_the_paired_claims_and_a_registered_runs_csv_are_the_studys():
+    from ddrl.study import plan
+    from ddrl.study.rerun import locate
+
+    assert SP.PAIRED_CLAIMS == tuple(plan.PAIRED)
+    for regime, method, seed in [("aime_like", "ttrl", 0), ("amc_like_small_lr", "ddrl", 3), ("math500_like", "x", 77)]:
+        assert SP.registered_csv(regime, method, seed) == plan.csv_path(plan.RESULTS / "runs", regime, method, seed)
+    assert SP.registered_csv("aime_like", "ttrl", 0) == locate("registered", "aime_like", "ttrl", 0).csv
+
+
 def test_the_committed_cells_are_the_lessons():
     """Every claim x every regime: the cheap reading finds exactly the cells ddrl.study.lesson.committed_cells finds."""
     from ddrl.study import lesson
@@ -107,5 +117,5 @@ def test_a_rerun_of_a_run_that_is_not_committed_is_refused_before_any_work(tmp_p
                          "[registered aime_like ttrl 77]"])
     assert rc == 2 and not out.exists()
     err = capsys.readouterr().err
-    assert "parameter rerun = ['registered aime_like ttrl 77']: expected runs that are committed" in err
-    assert "its committed seeds: [0, 1, 2, 3, 4, 5]" in err
+    assert ("parameter rerun = ['registered aime_like ttrl 77']: expected committed runs; 'registered aime_like ttrl "
+            "77': results/runs/aime_like/ttrl-seed77.csv.gz is not there (its committed seeds: [0, 1, 2, 3, 4, 5])") in err

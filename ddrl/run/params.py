@@ -213,8 +213,7 @@ RULES: dict[str, Callable[[Any], str | None]] = {
 DEFERRED_RULES: dict[str, Callable[[Any], str | None]] = {"testbed_preset": _testbed_preset,
                                                           "paper_settings": _paper_settings,
                                                           "device": _cuda_device,
-                                                          "model": _model_preset_or_cached,
-                                                          "rerun": study_params.rerun_committed_rule}
+                                                          "model": _model_preset_or_cached}
 #: List parameters whose elements have a rule of their own (by the name's suffix).
 ELEMENT_RULES: dict[str, Callable[[Any], str | None]] = {
     "seeds": _whole(0), "lrs": _real(0), "multipliers": _whole(1),

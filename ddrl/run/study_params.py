@@ -3,10 +3,10 @@ regimes they were decided in, runs to rerun. Checked before any work, in well un
 :mod:`ddrl.run.params` (issue 98): each error names the parameter and the values allowed.
 
 The notebooks read these through :mod:`ddrl.data` and :mod:`ddrl.study.lesson`, which import pandas and torch
-(seconds); the checks here read the same files (the data registry, the committed claim entries) with the standard
-library and :mod:`ddrl.study.plan` (a fraction of a second), and ``tests/test_study_params.py`` holds them to the
-modules the notebooks use: the same datasets, the same committed cells, the same reading of a rerun line. Whether a
-named run is committed (:func:`ddrl.study.rerun.locate`) is a deferred check: it imports the study's runner.
+(seconds), and the run layer does not import the study (``tests/test_structure.py``); the checks here read the same
+files (the data registry, the committed claim entries, the committed per-run CSVs) with the standard library, and
+``tests/test_study_params.py`` holds them to the modules the notebooks use: the same datasets, the same paired
+claims, the same committed cells, the same reading of a rerun line, the same CSV of a registered run.
 """
 
 from __future__ import annotations
@@ -25,6 +25,12 @@ RESULTS = REPO / "results"
 REGISTRIES = (REPO / "data" / "registry.yaml", Path(__file__).resolve().parents[1] / "registry.yaml")
 #: Where claims decided in an amendment are committed (``ddrl.study.lesson.AMENDMENT_ENTRIES``).
 AMENDMENT_FOLDER = "small_lr"
+#: The study's paired pass@1 claims, the ids ``study_claims`` takes: ``ddrl.study.plan.PAIRED``'s keys (a test
+#: checks they agree).
+PAIRED_CLAIMS = ("P1", "P2", "M1", "M2", "A1", "A2", "A3", "C1", "T1", "R1", "H1", "H1x", "H1xT", "H1xD", "H1xC",
+                 "H1xR", "H1xB", "H1xA", "H1xN", "H1xP")
+#: The design whose runs are results/runs/ (``ddrl.study.rerun``'s ``registered``).
+REGISTERED = "registered"
 
 
 @functools.lru_cache(maxsize=None)
@@ -37,10 +43,8 @@ def dataset_names() -> tuple[str, ...]:
 
 
 def paired_claims() -> tuple[str, ...]:
-    """The paired pass@1 claims of the study (``ddrl.study.plan.PAIRED``), the ids ``study_claims`` takes."""
-    from ddrl.study.plan import PAIRED  # ~0.15 s: plain data and the testbed's configuration, no torch
-
-    return tuple(PAIRED)
+    """The paired pass@1 claims of the study (:data:`PAIRED_CLAIMS`), the ids ``study_claims`` takes."""
+    return PAIRED_CLAIMS
 
 
 @functools.lru_cache(maxsize=None)
@@ -107,19 +111,29 @@ def rerun_rule(v) -> str | None:
             parse_rerun(spec)
         except (ValueError, AttributeError):
             return f"{form}; not one: {spec!r}"
-    return None
+    return registered_rule(v)
 
 
-def rerun_committed_rule(v) -> str | None:
-    """The deferred half: every rerun names a committed run (``ddrl.study.rerun.locate``; imports the runner)."""
-    from ddrl.study.rerun import locate
+def registered_csv(regime: str, method: str, seed: int, results: Path = RESULTS) -> Path:
+    """The per-question CSV of a registered run (``ddrl.study.plan.csv_path`` under ``results/runs``)."""
+    return results / "runs" / regime / f"{method}-seed{seed:02d}.csv.gz"
 
+
+def registered_rule(v) -> str | None:
+    """Every rerun of the registered design names a committed run (its CSV is there); the other designs' runs
+    (``wide``, ``small_lr``, ...) are found by ``ddrl.study.rerun.locate`` in the notebook, which says in its rerun
+    table why a run is not rerun."""
     for spec in v:
         design, regime, method, seed, _ = parse_rerun(spec)
-        try:
-            locate(design, regime, method, seed)
-        except ValueError as e:
-            return f"runs that are committed; {spec!r}: {e}"
+        path = registered_csv(regime, method, seed)
+        if design == REGISTERED and not path.is_file():
+            folder = path.parent
+            seeds = sorted(int(p.name.removesuffix(".csv.gz").rsplit("-seed", 1)[1]) for p in
+                           folder.glob(f"{method}-seed[0-9][0-9].csv.gz")) if folder.is_dir() else []
+            there = (f"its committed seeds: {seeds}" if seeds else f"committed regimes: "
+                     f"{sorted(p.name for p in folder.parent.iterdir() if p.is_dir())}" if not folder.is_dir() else
+                     f"methods of {regime}: {sorted({p.name.rsplit('-seed', 1)[0] for p in folder.glob('*.csv.gz')})}")
+            return f"committed runs; {spec!r}: {path.relative_to(REPO)} is not there ({there})"
     return None
 
 

@@ -28,6 +28,7 @@ import json
 import math
 import os
 import shutil
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -352,8 +353,6 @@ def _made_by_configuration(path: Path, cfg: PretrainConfig) -> list[str]:
     """The files of a build (recorded before its files were) that are not what ``cfg`` makes: the tokenizer's files
     byte for byte, ``config.json`` and ``generation_config.json`` as values (:data:`SAVE_KEYS` aside). Builds the
     configuration's tokenizer and untrained model (tens of milliseconds for the presets)."""
-    import tempfile
-
     tokenizer = build_tokenizer(model_max_length=cfg.max_positions)
     model = initial_model(cfg, tokenizer)
     bad = []
