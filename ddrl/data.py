@@ -38,7 +38,7 @@ import yaml
 
 from ddrl import analysis
 from ddrl.run.datafiles import (  # noqa: F401 (the data API: errors, lookup)
-    CACHE_DIR_ENV, DATA_DIR_ENV, MIRROR_ENV, ChecksumError, DataError, DataFile, RecordError, RegistryError,
+    CACHE_DIR_ENV, DATA_DIR_ENV, MIRROR_ENV, ChecksumError, DataError, DataFile, DataUnavailable, RecordError, RegistryError,
     default_cache_dir, download, locate, read_verified, resolve_data_dir, sha256_hex,
 )
 from ddrl.grading.pot_eval import program_answer

@@ -79,7 +79,7 @@ from IPython.display import Markdown, display
 from ddrl import analysis as an
 from ddrl import paper
 from ddrl.report import tables as T
-from ddrl.data import DataError, load_dataset, load_questions, resolve_data_dir
+from ddrl.data import DataUnavailable, load_dataset, load_questions, resolve_data_dir
 from ddrl.run.experiments import cached_rollouts
 from ddrl.report.plotting import color, set_style
 from ddrl.report.reporter import Reporter
@@ -128,9 +128,9 @@ display(table.round(3))
 if svamp:
     try:
         sv_records = load_dataset("svamp_codex_rollouts", data_dir=data_dir)[:svamp_questions]
-    except DataError as e:  # offline and no local copy: say so and go on with the testbed only
-        print(f"SVAMP rollouts unavailable, skipping the real-LLM analysis. {e}\n"
-              "Set DDRL_DATA_DIR (or the data_dir parameter) to a folder holding rollouts/, or go online.")
+    except DataUnavailable as e:  # offline and no local copy: say so (batch log, manifest), go on with the testbed
+        rep.skipped("SVAMP tables and figures", f"{e}; set DDRL_DATA_DIR (or data_dir) to a folder holding rollouts/, "
+                    "or go online", file="svamp_codex_rollouts")  # a damaged file is an error, not a skip
         svamp = False
 if svamp:
     sv_problems = an.svamp_problems(sv_records)

@@ -606,3 +606,24 @@ def test_wheel_carries_the_registry(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(tmp_path / "site")}, check=True).stdout.split()
     assert out == [str(tmp_path / "site" / "ddrl" / "registry.yaml"), str(len(D.DATASETS))]
+
+
+def test_a_missing_file_is_unavailable_a_damaged_one_is_not(tmp_path):
+    """Issue 98: the one data error a notebook may answer by skipping a section is DataUnavailable (not here, not
+    fetchable); a damaged copy (a zlib error inside a .gz, another file's bytes) is a ChecksumError, never that."""
+    from ddrl.run.datafiles import DataFile, DataUnavailable, locate
+
+    raw = b'{"a": 1}\n' * 3000
+    file = DataFile("x/test.json", "https://example.invalid/x", hashlib.sha256(raw).hexdigest())
+    for where in ({"data_dir": tmp_path}, {"cache_dir": tmp_path, "allow_download": False}):
+        with pytest.raises(DataUnavailable, match=r"x/test\.json not found"):
+            locate(file, **where)
+    (tmp_path / "x").mkdir()
+    data = bytearray(gzip.compress(raw, mtime=0))
+    data[20] ^= 0xFF  # a zlib error inside the deflate stream
+    (tmp_path / "x" / "test.json.gz").write_bytes(bytes(data))
+    with pytest.raises(D.ChecksumError, match=r"test\.json\.gz: not a valid gzip file") as e:
+        locate(file, data_dir=tmp_path)
+    assert not isinstance(e.value, DataUnavailable)
+    (tmp_path / "x" / "test.json.gz").write_bytes(gzip.compress(raw, mtime=0))
+    assert locate(file, data_dir=tmp_path)[1] == raw

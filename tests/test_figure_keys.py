@@ -179,10 +179,13 @@ def test_a_store_deleted_while_copying_is_drawn_instead(tmp_path, monkeypatch):
     Reporter(tmp_path / "a", "nb").draw("cand", draw, LONG)
     plt.close("all")
 
-    def gone(src, dst):
+    found = reporter.figure_store.find
+
+    def found_then_gone(key):
+        hit = found(key)
         shutil.rmtree(tmp_path / "cache")
-        raise FileNotFoundError(src)
-    monkeypatch.setattr(reporter.shutil, "copyfile", gone)
+        return hit
+    monkeypatch.setattr(reporter.figure_store, "find", found_then_gone)
     png = Reporter(tmp_path / "b", "nb").draw("cand", draw, LONG)
     assert draw.calls == 2 and png.read_bytes() == (tmp_path / "a" / "figures" / "cand.png").read_bytes()
     plt.close("all")

@@ -65,7 +65,7 @@ def smoke_run(tmp_path_factory):
 @pytest.mark.e2e
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_smoke_run_produces_metrics_and_artifacts(smoke_run, path):
-    metrics = smoke_run / "metrics" / f"{path.stem}.json"
+    metrics = smoke_run / path.stem / "metrics" / f"{path.stem}.json"
     assert metrics.is_file() and json.loads(metrics.read_text()), f"{metrics} missing or empty"
     manifest = json.loads((smoke_run / "manifest.json").read_text())
     mine = [a for a in manifest["artifacts"] if a["notebook"] == path.stem]
@@ -76,6 +76,61 @@ def test_smoke_run_produces_metrics_and_artifacts(smoke_run, path):
     # the executed copy shows its figures although the caller's MPLBACKEND is Agg (the kernel's is inline)
     outputs = [o for c in json.loads((smoke_run / f"{path.stem}.ipynb").read_text())["cells"] for o in c.get("outputs", [])]
     assert any("image/png" in o.get("data", {}) for o in outputs), f"{path.stem}: no figure in the executed notebook"
+
+
+@pytest.mark.e2e
+def test_smoke_run_leaves_every_artifact_path_to_one_notebook_and_its_sha256_in_the_manifest(smoke_run):
+    """Issue 98: a solo batch lost 03's decided table to 04 and 05 (the same names), and the manifest listed the
+    survivor under each with the last writer's sha256. Each notebook writes in its own folder now: no path is
+    claimed twice, every listed file is there with the listed sha256, and every file of the output folder is listed."""
+    from ddrl.run.storage import sha256_file
+
+    manifest = json.loads((smoke_run / "manifest.json").read_text())
+    paths = [a["path"] for a in manifest["artifacts"]]
+    assert len(paths) == len(set(paths)), sorted(p for p in paths if paths.count(p) > 1)
+    for a in manifest["artifacts"]:
+        assert a["path"].startswith(f"{a['notebook']}/") or a["kind"] in ("executed-notebook", "html"), a
+        assert sha256_file(smoke_run / a["path"]) == a["sha256"], a["path"]
+    made = {str(p.relative_to(smoke_run)) for p in smoke_run.rglob("*") if p.is_file()
+            and p.parent.name in ("figures", "tables", "metrics") and "study" not in p.relative_to(smoke_run).parts}
+    assert made <= set(paths), sorted(made - set(paths))
+    for stem in ("03_test_time_training", "04_ablations", "05_offpolicy_cost"):
+        assert f"{stem}/tables/decided.csv" in paths and f"{stem}/figures/decided.png" in paths
+    # every notebook ran whole; only 01's SVAMP part may be left out, said so, where the data is not here (offline)
+    assert all(n["status"] == "ok" or k.startswith("01") and "svamp_codex_rollouts: " in n["status"]
+               for k, n in manifest["notebooks"].items()), {k: n["status"] for k, n in manifest["notebooks"].items()}
+
+
+@pytest.mark.slow
+def test_notebook_01_fails_on_a_damaged_data_file_and_says_when_it_skips(tmp_path):
+    """Issue 98's attack: a zlib error inside the SVAMP rollouts' .gz made notebook 01 skip its SVAMP part and the
+    batch read "1/1 ok". Now the damaged file fails the notebook, naming it (exit 1); an empty data folder (the data
+    absent, as offline) is a skip said in the log and the manifest. Needs no real data: the damaged file is made here."""
+    from ddrl.data import DATASETS
+
+    relpath = DATASETS["svamp_codex_rollouts"].files[0].relpath
+    damaged = tmp_path / "damaged" / f"{relpath}.gz"
+    damaged.parent.mkdir(parents=True)
+    data = bytearray(__import__("gzip").compress(b'{"question": "1"}\n' * 5000, mtime=0))
+    data[20] ^= 0xFF  # inside the deflate stream: a zlib error
+    damaged.write_bytes(bytes(data))
+    (tmp_path / "empty").mkdir()
+    runs = {}
+    for name in ("damaged", "empty"):
+        runs[name] = subprocess.run(
+            [sys.executable, "-m", "ddrl.run.reproduce", "--preset", "smoke", "--only", "01", "--no-html",
+             "-p", "data_dir", str(tmp_path / name), "--output-dir", str(tmp_path / f"out-{name}")],
+            cwd=REPO, env=dict(os.environ, MPLBACKEND="Agg"), capture_output=True, text=True, timeout=900)
+    bad, empty = runs["damaged"], runs["empty"]
+    assert bad.returncode == 1, bad.stdout[-3000:]
+    assert "ChecksumError" in bad.stdout + bad.stderr and str(damaged) in bad.stderr, bad.stderr[-3000:]
+    assert "0/1 notebook(s)" in bad.stdout
+    assert empty.returncode == 0, empty.stderr[-3000:]
+    said = "ok, 1 section skipped: svamp_codex_rollouts: "
+    assert said in empty.stdout and "(1 with sections skipped)" in empty.stdout, empty.stdout[-3000:]
+    manifest = json.loads((tmp_path / "out-empty" / "manifest.json").read_text())
+    assert manifest["notebooks"]["01_frequency_and_bayes"]["status"].startswith(said)
+    assert not [a for a in manifest["artifacts"] if "svamp" in a["path"]]  # what was skipped is not there
 
 
 @pytest.mark.parametrize("stem", ["03_test_time_training", "04_ablations", "05_offpolicy_cost"])

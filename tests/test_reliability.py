@@ -409,6 +409,56 @@ def test_a_planted_pickle_with_a_valid_digest_is_not_executed(tmp_path):
     assert not marker.exists()
 
 
+def _global_pickle(module: str, name: str) -> bytes:
+    """A pickle (protocol 2) whose only content is the global ``module.name``, as a crafted file would hold."""
+    return b"\x80\x02c" + module.encode() + b"\n" + name.encode() + b"\nq\x00."
+
+
+@pytest.mark.parametrize("module,name", [("ddrl.study.__main__", "main"), ("ddrl.study.runner", "main"),
+                                         ("ddrl.voting", "Vote.__init__"), ("numpy.f2py", "scalar"),
+                                         ("torch.serialization", "load"), ("builtins", "getattr")])
+def test_the_unpickler_decides_before_it_imports(tmp_path, module, name):
+    """Issue 98: a sealed pickle naming a module that does work at import (ddrl.study.__main__ ran the study's command
+    line and its SystemExit killed the notebook), a dotted name past a permitted class, or another library's name is
+    refused before anything is imported: the warning names the cache file and what it named, and the entry is
+    computed again. Run in a fresh interpreter, so "not imported" means what it says."""
+    code = f"""
+import sys, warnings
+from pathlib import Path
+from ddrl.run.cache import cached, content_key
+from ddrl.run.storage import seal
+root = Path({str(tmp_path)!r})
+path = root / "results" / f"{{content_key('k')}}.pkl"
+path.parent.mkdir(parents=True)
+path.write_bytes(seal({_global_pickle(module, name)!r}))
+before = set(sys.modules)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    assert cached("k", lambda: (1, 2), cache_dir=root) == (1, 2)
+print([str(w.message) for w in caught])
+print(sorted(m for m in set(sys.modules) - before if m.startswith(({module.split('.')[0]!r}, "ddrl.study"))))
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert run.returncode == 0, run.stderr
+    said, imported = run.stdout.strip().splitlines()[-2:]
+    assert "is damaged" in said and f"refusing to load {module}.{name}" in said and "content_key" not in said
+    assert "/results/" in said and ".pkl" in said  # the cache file is named
+    assert imported == "[]", imported  # nothing imported to decide
+
+
+def test_what_the_companion_pickles_still_loads(tmp_path):
+    """The allow-list holds what a cached result can be: containers, numpy arrays and scalars, ddrl's data classes."""
+    import collections
+
+    from ddrl.voting import Vote
+
+    value = (collections.OrderedDict(a=np.arange(3.0)), np.float32(2), np.int64(3), {1, 2}, frozenset("ab"), b"x",
+             Vote(label="4", label_count=2, counts=[2, 2], keys=["4", "4"], label_key="4", tied=False), 1 + 2j)
+    assert cached("k", lambda: value, cache_dir=tmp_path) is not None
+    again = cached("k", lambda: pytest.fail("recomputed"), cache_dir=tmp_path)
+    assert repr(again) == repr(value)
+
+
 def test_an_entry_of_the_old_layout_is_computed_again(tmp_path):
     """A bare pickle without a digest (the layout before issue 85) is never unpickled."""
     from ddrl.run.cache import content_key
@@ -418,6 +468,47 @@ def test_an_entry_of_the_old_layout_is_computed_again(tmp_path):
     path.write_bytes(pickle.dumps([0.5]))
     with pytest.warns(RuntimeWarning, match="no sha256 header"):
         assert cached("k", lambda: [0.0], cache_dir=tmp_path) == [0.0]
+
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["installed", "recorded-weights-only"])
+def test_every_file_a_testbed_build_loads_is_verified(tmp_path, legacy):
+    """Issue 98: not only the weights: an edited ``rope_theta`` in config.json (which changed results with exit 0),
+    a changed byte of tokenizer.json, another chat template, an edited generation_config.json are each named in a
+    warning and the build made again with the recorded bytes. ``legacy``: a build whose testbed.json recorded its
+    weights only (pretrained before issue 98), whose other files are compared with what its configuration makes."""
+    import warnings
+
+    from ddrl.testbed.builds import file_sha256s, weight_sha256s
+    from ddrl.testbed.pretrain import build
+
+    path = build("default", cache_dir=tmp_path, progress=False)
+    if legacy:  # as pretrained here before issue 98: its own record, weights only (no reference record is used)
+        meta = json.loads((path / "testbed.json").read_text())
+        meta["weights"] = weight_sha256s(path)
+        (path / "testbed.json").write_text(json.dumps(meta))
+    good = {**file_sha256s(path), "testbed.json": None}
+    edits = {
+        "config.json": lambda b: b.replace(b'"rope_theta": ', b'"rope_theta": 1') if b'"rope_theta": ' in b
+        else b.replace(b'"rope_parameters": {', b'"rope_parameters": {"rope_theta": 1.0, '),
+        "tokenizer.json": lambda b: b.replace(b'"<|end|>"', b'"<|End|>"', 1),
+        "chat_template.jinja": lambda b: b + b"{{ 'x' }}",
+        "generation_config.json": lambda b: b.replace(b'"temperature": 1.0', b'"temperature": 0.7'),
+    }
+    for name, edit in edits.items():
+        before = (path / name).read_bytes()
+        assert edit(before) != before, name
+        (path / name).write_bytes(edit(before))
+        if legacy:
+            (path / "testbed.json").write_text(json.dumps(meta))  # a rebuild installs the reference's record
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            again = build("default", cache_dir=tmp_path, progress=False)
+        assert again == path and {**file_sha256s(again), "testbed.json": None} == good, name
+        said = [str(w.message) for w in caught if "is damaged" in str(w.message)]
+        assert said and str(path) in said[0] and name in said[0], (name, said)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an intact build is used without a word
+        build("default", cache_dir=tmp_path, progress=False)
 
 
 def test_a_damaged_testbed_build_is_named_and_built_again(tmp_path):

@@ -71,7 +71,7 @@ def test_runs_and_writes_manifest(workspace):
     out = workspace / "out"
     rc = reproduce.main(["--preset", "smoke", "-p", "n", "5", "--output-dir", str(out)])
     assert rc == 0
-    metrics = json.loads((out / "metrics" / "01_squares.json").read_text())
+    metrics = json.loads((out / "01_squares" / "metrics" / "01_squares.json").read_text())
     assert metrics == {"n": 5, "sum": 30}  # the -p override beat the preset file's n: 2
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["notebooks"]["01_squares"]["parameters"]["n"] == 5
@@ -137,8 +137,161 @@ def test_rerunning_one_notebook_keeps_the_others_in_the_manifest(workspace):
     assert second["notebooks"]["01_squares"] == first["notebooks"]["01_squares"]
     assert second["notebooks"]["02_squares"]["parameters"]["n"] == 4
     assert {a["notebook"] for a in second["artifacts"]} == {"01_squares", "02_squares"}
-    assert any(a["path"] == "metrics/02_squares.json" for a in second["artifacts"])
+    assert any(a["path"] == "02_squares/metrics/02_squares.json" for a in second["artifacts"])
     assert set(json.loads((out / "timings.json").read_text())) == {"01_squares", "02_squares"}
+
+
+def full_disk_open(after_bytes: int):
+    """``open`` whose files opened for writing raise ENOSPC once ``after_bytes`` are written, as a full disk does."""
+    import builtins
+    import errno
+
+    real_open = builtins.open
+
+    class Full:
+        def __init__(self, f):
+            self.f, self.n = f, 0
+
+        def write(self, b):
+            self.n += len(b)
+            if self.n > after_bytes:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return self.f.write(b)
+
+        def __getattr__(self, name):
+            return getattr(self.f, name)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+    def fake(file, mode="r", *a, **k):
+        f = real_open(file, mode, *a, **k)
+        return Full(f) if any(c in mode for c in "wa") else f
+    return fake
+
+
+def _twin(workspace, stem: str, extra: str = "", n: int = 3) -> None:
+    """A second notebook ``stem``: 01_squares's code (the same table and metrics names) under its own name."""
+    nb_dir = workspace / "notebooks"
+    nb = jupytext.reads(NOTEBOOK.replace("01_squares", stem) + extra, fmt="py:percent")
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    jupytext.write(nb, nb_dir / f"{stem}.ipynb")
+    (workspace / "params" / "smoke" / f"{stem}.yaml").write_text(f"n: {n}\n")
+
+
+def test_notebooks_writing_one_name_keep_both_files_and_the_manifest_matches_them(workspace):
+    """Issue 98: two notebooks writing the table "squares" each keep theirs (each writes in its own folder); every
+    artifact path of the manifest is claimed once and every sha256 is its file's."""
+    from ddrl.run.storage import sha256_file
+
+    _twin(workspace, "02_squares", n=4)
+    out = workspace / "out"
+    assert reproduce.main(["--preset", "smoke", "--no-html", "--output-dir", str(out)]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    paths = [a["path"] for a in manifest["artifacts"]]
+    assert len(paths) == len(set(paths)), paths
+    for a in manifest["artifacts"]:
+        assert sha256_file(out / a["path"]) == a["sha256"], a
+    one, two = ((out / stem / "tables" / "squares.csv").read_text() for stem in ("01_squares", "02_squares"))
+    assert one.splitlines()[-1] == "1,1" and two.splitlines()[-1] == "3,9"  # n: 2 and n: 4, both kept
+
+
+def test_a_path_claimed_by_two_notebooks_fails_the_batch_by_name(workspace, capsys):
+    """A manifest listing a path under two notebooks (here: an older manifest says 02_squares wrote what 01_squares
+    writes now) is refused: the batch fails naming the path and both notebooks, and no manifest claims it twice."""
+    out = workspace / "out"
+    out.mkdir()
+    (out / "manifest.json").write_text(json.dumps({"notebooks": {"02_squares": {"seconds": 1.0}}, "artifacts": [
+        {"path": "01_squares/tables/squares.csv", "kind": "table", "notebook": "02_squares"}]}))
+    assert reproduce.main(["--preset", "smoke", "--no-html", "--output-dir", str(out)]) == 1
+    captured = capsys.readouterr()
+    assert "01_squares/tables/squares.csv: 02_squares, 01_squares" in captured.err
+    assert "FAILED: its artifacts' paths are another notebook's" in captured.out
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert not reproduce.claimed_twice(manifest["artifacts"])
+
+
+def test_a_skipped_section_is_said_in_the_log_the_table_and_the_manifest(workspace, capsys):
+    """Issue 98: a notebook that leaves a section out (data absent by design) does not read as a plain "ok"."""
+    _twin(workspace, "02_squares", extra='\n# %%\nrep.skipped("the SVAMP part", "offline, no local copy", '
+                                         'file="rollouts/svamp.jsonl")\n')
+    out = workspace / "out"
+    assert reproduce.main(["--preset", "smoke", "--no-html", "--output-dir", str(out)]) == 0
+    log = capsys.readouterr().out
+    said = "ok, 1 section skipped: rollouts/svamp.jsonl: offline, no local copy"
+    assert f"02_squares.ipynb: " in log and said in log.split("| 02_squares")[0]  # the notebook's own line
+    row = next(line for line in log.splitlines() if line.startswith("| 02_squares"))
+    assert said in row and "1/1" not in row
+    assert "2/2 ok (1 with sections skipped)" in log
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["notebooks"]["02_squares"]["status"] == said
+    assert manifest["notebooks"]["02_squares"]["skipped"][0]["file"] == "rollouts/svamp.jsonl"
+    assert manifest["notebooks"]["01_squares"]["status"] == "ok"
+
+
+def test_a_missing_preset_file_is_an_error_naming_it(workspace, capsys):
+    """Issue 98: a notebook run without its preset file never runs at its built-in scale."""
+    _twin(workspace, "02_squares")
+    (workspace / "params" / "smoke" / "02_squares.yaml").unlink()
+    out = workspace / "out"
+    assert reproduce.main(["--preset", "smoke", "--output-dir", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{workspace / 'params' / 'smoke' / '02_squares.yaml'}: no such preset file" in err
+    assert "['01_squares.yaml']" in err and not out.exists()
+    assert reproduce.main(["--preset", "smoke", "--only", "01", "--no-html", "--output-dir", str(out)]) == 0
+
+
+def test_a_preset_folder_of_ones_own_is_a_preset(workspace, capsys):
+    mine = workspace / "mine"
+    mine.mkdir()
+    (mine / "01_squares.yaml").write_text("n: 6\n")
+    out = workspace / "out"
+    assert reproduce.main(["--preset", str(mine), "--no-html", "--output-dir", str(out)]) == 0
+    assert json.loads((out / "01_squares" / "metrics" / "01_squares.json").read_text()) == {"n": 6, "sum": 55}
+    assert reproduce.preset_label(str(mine)) == "mine"
+    assert reproduce.main(["--preset", str(workspace / "nope"), "--output-dir", str(out)]) == 2
+    assert "neither a built-in preset ['smoke', 'default', 'paper', 'study'] nor a folder" in capsys.readouterr().err
+
+
+def test_a_full_disk_while_writing_the_executed_notebook_names_it_and_leaves_nothing(workspace, monkeypatch, capsys):
+    """Issue 98: the executed notebook is written whole (a temporary file, then a rename): a full disk is an error
+    naming the file, and neither a truncated notebook nor a temporary file is left."""
+    import builtins
+
+    real_open = builtins.open
+    full = full_disk_open(after_bytes=100)
+    monkeypatch.setattr(builtins, "open", lambda f, mode="r", *a, **k: (full if str(f).endswith(".tmp") and
+                                                                        "01_squares.ipynb" in str(f) else real_open)(
+        f, mode, *a, **k))
+    out = workspace / "out"
+    assert reproduce.main(["--preset", "smoke", "--no-html", "--output-dir", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"No space left on device (ENOSPC) while writing {out / '01_squares.ipynb'}" in err
+    assert not (out / "01_squares.ipynb").exists()
+    assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_a_failed_table_write_names_the_path_and_leaves_nothing(tmp_path, monkeypatch):
+    import builtins
+    import errno
+
+    import pandas as pd
+
+    from ddrl.report.reporter import Reporter
+
+    rep = Reporter(tmp_path, "01_x")
+    monkeypatch.setattr(builtins, "open", full_disk_open(after_bytes=10))
+    with pytest.raises(OSError, match=f"ENOSPC.*{tmp_path / 'tables' / 't.csv'}") as e:
+        rep.table(pd.DataFrame({"x": range(100)}), "t")
+    assert e.value.errno == errno.ENOSPC
+    monkeypatch.undo()
+    assert not [p for p in (tmp_path / "tables").iterdir()]  # no truncated t.csv, no temporary file
+    monkeypatch.setattr(builtins, "open", lambda *a, **k: (_ for _ in ()).throw(PermissionError(13, "Permission denied")))
+    with pytest.raises(OSError, match=f"Permission denied while writing {tmp_path / 'tables' / 't.csv'}"):
+        rep.table(pd.DataFrame({"x": [1]}), "t")
 
 
 def test_no_notebooks_says_so(tmp_path, monkeypatch, capsys):
@@ -240,6 +393,7 @@ def test_live_progress_reports_cell_and_kernel_bar(workspace, capsys):
     nb = jupytext.reads(SLOW_NOTEBOOK, fmt="py:percent")
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     jupytext.write(nb, workspace / "notebooks" / "02_slow.ipynb")
+    (workspace / "params" / "smoke" / "02_slow.yaml").write_text("# no parameters: the declared defaults\n")
     out = workspace / "out"
     rc = reproduce.main(["--preset", "smoke", "--only", "02", "--no-html", "--progress-interval", "0.5",
                          "--output-dir", str(out)])

@@ -159,6 +159,7 @@ LAZY_OK = {
     ("ddrl/run/pool.py", "torch"): "a pool worker sets OMP_NUM_THREADS before torch starts its thread pool",
     ("ddrl/run/reproduce.py", "papermill"): "papermill/nbconvert take seconds to import: after the parameter check",
     ("ddrl/run/reproduce.py", "papermill.engines"): "as above",
+    ("ddrl/run/reproduce.py", "papermill.iorw"): "as above (the handler that writes executed notebooks whole)",
     ("ddrl/run/reproduce.py", "nbconvert"): "as above",
     ("ddrl/run/reproduce.py", "jupyter_client.manager"): "papermill's kernel manager, imported where papermill is",
     ("ddrl/run/reproduce.py", "traitlets"): "as above",

@@ -233,6 +233,17 @@ def test_tiny_build_cached_and_loadable(tmp_path):
     # the tiny build's size is its step count; its time is recorded, not bounded (a wall-clock bound failed at
     # 50 s on two cores shared with a study's workers: timing belongs to bench/, not to the tests)
     assert meta["steps"] == PRESETS["tiny"].steps and meta["pretrain_seconds"] > 0
+    # every file loading reads is recorded (issue 98), and a changed one is told from the record
+    from ddrl.testbed.builds import file_sha256s
+    from ddrl.testbed.pretrain import _intact
+
+    assert set(meta["files"]) == {"config.json", "generation_config.json", "model.safetensors", "tokenizer.json",
+                                  "tokenizer_config.json", "chat_template.jinja"} and meta["files"] == file_sha256s(a)
+    assert _intact(a, "tiny", PRESETS["tiny"], warn=False)
+    config = (a / "config.json").read_bytes()
+    (a / "config.json").write_bytes(config.replace(b'"hidden_act": "silu"', b'"hidden_act": "gelu"'))
+    assert not _intact(a, "tiny", PRESETS["tiny"], warn=False)
+    (a / "config.json").write_bytes(config)
 
     tok = AutoTokenizer.from_pretrained(a)
     model = AutoModelForCausalLM.from_pretrained(a)

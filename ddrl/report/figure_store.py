@@ -108,10 +108,18 @@ def put(e: dict, png: Path) -> None:
     atomic_write_bytes(stem.with_suffix(".json"), json.dumps(e).encode())
 
 
+def render_dir(output_dir: Path, notebook: str = NOTEBOOK) -> Path:
+    """Where the notebook of a render into ``output_dir`` wrote its figures: its own folder
+    ``<output_dir>/<notebook>/`` (:func:`ddrl.run.reproduce.notebook_dir`), or ``output_dir`` itself when the notebook
+    was run with it as its ``output_dir`` (by hand, papermill)."""
+    own = Path(output_dir) / notebook
+    return own if (own / "artifacts").is_dir() else Path(output_dir)
+
+
 def recorded(output_dir: Path, notebook: str = NOTEBOOK) -> list[dict]:
-    """The entries a render recorded (``<output_dir>/artifacts/<notebook>.figures.jsonl``), sorted by name: every
-    figure it drew or copied whose function draws from its arguments alone."""
-    log = Path(output_dir) / "artifacts" / f"{notebook}.figures.jsonl"
+    """The entries a render recorded (``<notebook's folder>/artifacts/<notebook>.figures.jsonl``, :func:`render_dir`),
+    sorted by name: every figure it drew or copied whose function draws from its arguments alone."""
+    log = render_dir(output_dir, notebook) / "artifacts" / f"{notebook}.figures.jsonl"
     if not log.is_file():
         raise FileNotFoundError(f"{log}: no figure entries; render the notebook first ({RENDER})")
     return sorted((json.loads(x) for x in log.read_text().splitlines() if x.strip()), key=lambda e: e["name"])
@@ -134,7 +142,7 @@ def commit(output_dir: Path, directory: Path = COMMITTED, notebook: str = NOTEBO
     before = {e["name"]: e for e in manifest(directory)}
     changed = []
     for e in entries:
-        src = Path(output_dir) / "figures" / f"{e['name']}.png"
+        src = render_dir(output_dir, notebook) / "figures" / f"{e['name']}.png"
         if sha256_file(src) != e["png"] or sha256_file(src.with_suffix(".pdf")) != e["pdf"]:
             raise ValueError(f"{src}: the file is not the one its entry records (another render wrote it since)")
         if same(before.get(e["name"])) != same(e) or not (directory / src.name).is_file():

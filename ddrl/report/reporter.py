@@ -14,8 +14,8 @@ and the committed one), so a render copies a figure whose inputs, code and style
 
 from __future__ import annotations
 
+import io
 import json
-import shutil
 import sys
 from pathlib import Path
 from typing import Callable
@@ -28,6 +28,20 @@ from ddrl.run.storage import atomic_write_bytes
 FIGURE_DPI = 150
 
 
+def write_named(path: str | Path, data: bytes) -> Path:
+    """``data`` written to ``path`` atomically (:func:`ddrl.run.storage.atomic_write_bytes`: a temporary sibling,
+    fsync, rename; never a truncated file, and nothing left behind when it fails), and an ``OSError`` while writing
+    that does not name ``path`` re-raised naming it (a full disk already does)."""
+    path = Path(path)
+    try:
+        atomic_write_bytes(path, data)
+    except OSError as e:
+        if str(path) in str(e):
+            raise
+        raise OSError(e.errno, f"{e.strerror or e} while writing {path}", str(path)) from e
+    return path
+
+
 def save_figure(fig, out_dir: str | Path, name: str) -> dict[str, Path]:
     """Save ``fig`` as ``<out_dir>/<name>.png`` and ``.pdf`` (150 dpi, tight): the one way figures are written.
     The PDF carries no creation date, so rendering the same figure again writes the same bytes (a committed
@@ -35,8 +49,11 @@ def save_figure(fig, out_dir: str | Path, name: str) -> dict[str, Path]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {ext: out_dir / f"{name}.{ext}" for ext in ("png", "pdf")}
-    for ext, p in paths.items():
-        fig.savefig(p, dpi=FIGURE_DPI, bbox_inches="tight", metadata={"CreationDate": None} if ext == "pdf" else None)
+    for ext, p in paths.items():  # drawn into memory, then written whole (:func:`write_named`)
+        buf = io.BytesIO()
+        fig.savefig(buf, format=ext, dpi=FIGURE_DPI, bbox_inches="tight",
+                    metadata={"CreationDate": None} if ext == "pdf" else None)
+        write_named(p, buf.getvalue())
     return paths
 
 
@@ -101,8 +118,8 @@ class Reporter:
     def _figure_data(self, name: str, data) -> None:
         """``data`` (a DataFrame, or None) as ``figures/<name>.csv``, the data behind the figure."""
         if data is not None:
-            data.to_csv(self.output_dir / "figures" / f"{name}.csv", index=False)
-            self._record(self.output_dir / "figures" / f"{name}.csv", "figure-data")
+            self._record(write_named(self.output_dir / "figures" / f"{name}.csv", data.to_csv(index=False).encode()),
+                         "figure-data")
 
     def draw(self, name: str, draw: Callable, *args, data=None, **kwargs) -> Path | None:
         """``self.figure(draw(*args, **kwargs), name, data)``, unless that figure was drawn before: a stored figure
@@ -121,13 +138,12 @@ class Reporter:
             e, stored = hit
             d.mkdir(parents=True, exist_ok=True)
             try:
-                for ext in ("png", "pdf"):
-                    shutil.copyfile(stored.with_suffix(f".{ext}"), d / f"{name}.{ext}")
+                copies = {ext: stored.with_suffix(f".{ext}").read_bytes() for ext in ("png", "pdf")}
             except FileNotFoundError:  # the store deleted meanwhile: draw it
                 pass
             else:
-                for ext in ("png", "pdf"):
-                    self._record(d / f"{name}.{ext}", "figure")
+                for ext, data_ in copies.items():
+                    self._record(write_named(d / f"{name}.{ext}", data_), "figure")
                 self._figure_data(name, data)
                 self._record_entry({**e, "name": name})
                 show_png(d / f"{name}.png", e["dpi"])
@@ -150,15 +166,23 @@ class Reporter:
     def table(self, df, name: str, floatfmt: str = ".3f") -> Path:
         """Save a DataFrame as CSV and Markdown."""
         d = self.output_dir / "tables"
-        d.mkdir(parents=True, exist_ok=True)
-        df.to_csv(d / f"{name}.csv", index=False)
-        (d / f"{name}.md").write_text(df.to_markdown(index=False, floatfmt=floatfmt) + "\n")
-        self._record(d / f"{name}.csv", "table")
-        self._record(d / f"{name}.md", "table")
+        self._record(write_named(d / f"{name}.csv", df.to_csv(index=False).encode()), "table")
+        self._record(write_named(d / f"{name}.md", (df.to_markdown(index=False, floatfmt=floatfmt) + "\n").encode()),
+                     "table")
         return d / f"{name}.csv"
 
     def metrics(self, values: dict) -> Path:
         """Save the notebook's measured numbers (JSON) — the source of its generated conclusions."""
         path = self.output_dir / "metrics" / f"{self.notebook}.json"
-        atomic_write_bytes(path, json.dumps(values, indent=2, sort_keys=True, default=float).encode())
+        write_named(path, json.dumps(values, indent=2, sort_keys=True, default=float).encode())
         return self._record(path, "metrics")
+
+    def skipped(self, section: str, why: str, file: str | Path | None = None) -> None:
+        """Record that ``section`` of the notebook was left out and why (data absent by design: offline, an optional
+        download not made), with the file it needed: the runner prints it in the batch log and the summary table and
+        keeps it in the manifest, so a notebook that skipped a part never reads as a plain "ok". Damaged data is an
+        error, never a skip (:class:`ddrl.run.datafiles.ChecksumError` propagates)."""
+        entry = {"kind": "skipped", "section": section, "why": str(why), "file": None if file is None else str(file)}
+        with open(self.log, "a") as f:
+            f.write(json.dumps(entry) + "\n")
+        print(f"skipped: {section}: {f'{file}: ' if file else ''}{why}")

@@ -13,7 +13,6 @@ Where files live and how they are written durably is :mod:`ddrl.run.storage`.
 
 from __future__ import annotations
 
-import dataclasses
 import fcntl
 import hashlib
 import io
@@ -133,30 +132,33 @@ class owner_lock:
 
 _DAMAGED = object()
 
-#: The builtins a cached pickle may name (plain data types; nothing that evaluates, imports or reaches attributes).
-_SAFE_BUILTINS = frozenset({"dict", "list", "tuple", "set", "frozenset", "str", "bytes", "bytearray", "int", "float",
-                            "complex", "bool", "slice", "range"})
-#: numpy's names a pickled array or scalar needs.
-_SAFE_NUMPY = frozenset({"_reconstruct", "scalar", "dtype", "ndarray", "_frombuffer"})
+#: Every global a cached pickle may name, as (module, name) exactly as the pickle spells them: builtins' plain data
+#: types (nothing that evaluates, imports or reaches attributes), ``collections``' containers, the numpy names a
+#: pickled array or scalar needs (numpy 2's ``numpy._core`` and numpy 1's ``numpy.core``), and ddrl's plain-data
+#: dataclasses. Decided before anything is imported (issue 98): a name not here is refused without importing its
+#: module, so a pickle naming ``ddrl.study.__main__`` (or any module that does work at import) runs nothing.
+SAFE_GLOBALS = frozenset(
+    {("builtins", n) for n in ("dict", "list", "tuple", "set", "frozenset", "str", "bytes", "bytearray", "int",
+                                "float", "complex", "bool", "slice", "range")}
+    | {("collections", n) for n in ("OrderedDict", "defaultdict", "Counter", "deque")}
+    | {("numpy", "dtype"), ("numpy", "ndarray")}
+    | {(f"numpy.{core}.multiarray", n) for core in ("_core", "core") for n in ("_reconstruct", "scalar")}
+    | {(f"numpy.{core}.numeric", "_frombuffer") for core in ("_core", "core")}
+    | {("ddrl.voting", "Vote"), ("ddrl.rollouts", "Rollout"), ("ddrl.etmr", "TreeRollouts"), ("ddrl.cor", "CORResult"),
+       ("ddrl.report.stats", "Interval"), ("ddrl.report.stats", "VarianceComponents")}
+)
 
 
 class _PlainUnpickler(pickle.Unpickler):
-    """An unpickler that builds plain data only: the builtins of :data:`_SAFE_BUILTINS`, ``collections``' containers,
-    numpy arrays and scalars, and ddrl's own dataclasses. A crafted pickle that names anything else (``os.system``,
-    ``builtins.eval``, ...) is refused instead of run: digests stop corruption, this stops a planted payload."""
+    """An unpickler that builds plain data only: the exact names of :data:`SAFE_GLOBALS`. A crafted pickle that names
+    anything else (``os.system``, ``builtins.eval``, a module that runs code at import, a dotted path into another
+    library) is refused before its module is imported: digests stop corruption, this stops a planted payload."""
 
     def find_class(self, module: str, name: str) -> Any:
-
-        ok = ((module == "builtins" and name in _SAFE_BUILTINS)
-              or (module == "collections" and name in ("OrderedDict", "defaultdict", "Counter", "deque"))
-              or (module.split(".")[0] == "numpy" and name in _SAFE_NUMPY))
-        if ok:
-            return super().find_class(module, name)
-        if module.split(".")[0] == "ddrl":
-            obj = super().find_class(module, name)
-            if isinstance(obj, type) and dataclasses.is_dataclass(obj):
-                return obj
-        raise pickle.UnpicklingError(f"refusing to load {module}.{name}: a cached result holds plain data only")
+        if (module, name) not in SAFE_GLOBALS:
+            raise pickle.UnpicklingError(f"refusing to load {module}.{name}: a cached result holds plain data only "
+                                         "(not one of ddrl.run.cache.SAFE_GLOBALS; nothing was imported)")
+        return super().find_class(module, name)
 
 
 def _json_exact(value: Any) -> bool:

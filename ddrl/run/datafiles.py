@@ -28,6 +28,13 @@ class DataError(ValueError):
     """A data file is missing, unreachable or malformed."""
 
 
+class DataUnavailable(DataError):
+    """A data file that is not here and cannot be fetched (not in the data folder or the cache; offline or downloads
+    disabled): absent, not damaged. The one data error a notebook may answer by skipping a section, saying so
+    (:meth:`ddrl.report.reporter.Reporter.skipped`); a damaged file (:class:`ChecksumError`, :class:`RecordError`)
+    is always an error."""
+
+
 class ChecksumError(DataError):
     """A data file's bytes do not have the registered sha256."""
 
@@ -133,7 +140,7 @@ def download(
                         out.write(chunk)
                         bar.update(len(chunk))
         except (urllib.error.URLError, OSError) as e:
-            raise DataError(
+            raise DataUnavailable(
                 f"could not download {file.relpath} from {url}: {e}. Offline? Point {DATA_DIR_ENV} (or data_dir=) "
                 f"at a directory holding {file.relpath} (or {file.relpath}.gz)"
             ) from e
@@ -166,7 +173,7 @@ def locate(
         for p in _candidates(Path(data_dir), file):
             if p.is_file():
                 return p, read_verified(p, file)
-        raise DataError(
+        raise DataUnavailable(
             f"{file.relpath} not found in data_dir={data_dir}: looked for "
             + " and ".join(str(p) for p in _candidates(Path(data_dir), file))
         )
@@ -186,7 +193,7 @@ def locate(
         except ChecksumError as e:
             raise ChecksumError(f"{e}. Delete the cached copy to download it again") from e
     if not allow_download:
-        raise DataError(
+        raise DataUnavailable(
             f"{file.relpath} not found (looked in {', '.join(map(str, looked))}) and downloads are disabled; "
             f"set {DATA_DIR_ENV} to a directory holding it"
         )

@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 from ddrl import methods
 from ddrl.config import METHODS, TrainConfig, make_config, validate_config
+from ddrl.run import study_params
 from ddrl.selection import SELECTIONS
 from ddrl.testbed.config import PRESETS as TESTBED_PRESETS
 
@@ -203,6 +204,9 @@ RULES: dict[str, Callable[[Any], str | None]] = {
     # the type here, the preset name in DEFERRED_RULES (it imports ddrl.models)
     "paper_settings": lambda v: None if isinstance(v, str) else "None or one of the ddrl.models presets (a name)",
     "data_dir": _data_dir, "kde_bandwidth": _bandwidth,
+    # names of the repository's data and study, read from its files (ddrl.run.study_params; tests hold them to
+    # ddrl.data and ddrl.study.lesson, which the notebooks use)
+    "dataset": study_params.dataset_rule, "rerun": study_params.rerun_rule,
 }
 #: Rules that import part of the package: applied once every cheap check has passed, so a mistyped value fails
 #: in well under a second (measured 0.3-0.4 s); these and the TrainConfig cross-check import torch and
@@ -393,6 +397,24 @@ def check_together(notebook: str, declared: dict[str, str], params: dict) -> Non
                              f"{', '.join(dropped)}; leave them out, or set paper_settings = None to train with yours")
 
 
+def check_study(notebook: str, declared: dict[str, str], params: dict) -> None:
+    """The study's claims and regimes of a notebook that re-analyses committed claims (03-05 declare
+    ``study_claims`` and ``study_regimes``): each claim a paired claim of the study, each regime one a claim was
+    decided in, and together at least one committed cell; the declared defaults stand in for what is not given.
+    A :class:`ParameterError` naming the parameter, its value and the names allowed."""
+    names = ("study_claims", "study_regimes")
+    if not set(names) <= set(declared):
+        return
+    values = {n: params[n] if n in params else default_value(declared[n]) for n in names}
+    for name, rule in zip(names, (study_params.claims_rule, study_params.regimes_rule)):
+        if isinstance(values[name], list) and (why := _why(rule, values[name])):
+            raise ParameterError(f"{notebook}: parameter {name} = {values[name]!r}: expected {why}")
+    if all(isinstance(v, list) for v in values.values()) and (why := _why(lambda _: study_params.cells_rule(
+            values["study_claims"], values["study_regimes"]), None)):
+        raise ParameterError(f"{notebook}: parameters study_claims = {values['study_claims']!r} and study_regimes = "
+                             f"{values['study_regimes']!r} name no committed claim: expected {why}")
+
+
 def warn_absurd(notebook: str, params: dict) -> list[str]:
     """A :class:`ParameterWarning` for each value :data:`WARN_RULES` calls almost surely a mistake (for a list, each
     element); returns the messages."""
@@ -431,6 +453,7 @@ def check_parameters(notebook: str, declared: dict[str, str], params: dict, defe
     mistyped value in the last notebook does not wait for an import made for the first."""
     out = {name: _check(notebook, name, value, declared[name], deferred=False) for name, value in params.items()}
     check_together(notebook, declared, out)
+    check_study(notebook, declared, out)
     warn_absurd(notebook, out)
     return check_deferred(notebook, declared, out) if deferred else out
 

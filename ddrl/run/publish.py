@@ -12,7 +12,7 @@ against the sources the same way (:func:`stale_cells`), so a copy left behind by
 To keep the committed folder small, each copy is slimmed (:func:`slim`): a figure keeps its PNG only (no PDF or
 SVG twin), re-encoded with a 256-colour palette where that is smaller and the figure is opaque (:func:`palette_png`:
 a third of the bytes for notebook 06's 27 figures, same pixel size; the full-colour figures stay in
-``outputs/<preset>/figures/``), widget views and widget state are dropped (their ``text/plain`` fallback stays), and
+``outputs/<preset>/<notebook>/figures/``), widget views and widget state are dropped (their ``text/plain`` fallback stays), and
 papermill's per-cell timing metadata and jupytext's pairing metadata go (the published copy is no notebook to edit).
 """
 

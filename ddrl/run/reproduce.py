@@ -1,15 +1,18 @@
 """Run the companion's notebooks with papermill, as one reproducible batch job.
 
-    python -m ddrl.run.reproduce --preset {smoke,default,paper} [--only 03] [-p name value ...]
+    python -m ddrl.run.reproduce --preset {smoke,default,paper,study,FOLDER} [--only 03] [-p name value ...]
 
-- Notebooks are ``notebooks/NN_*.ipynb``; parameters come from ``params/<preset>/<notebook>.yaml`` and then
-  ``-p`` overrides (values parsed as YAML: ``-p lr 3e-5 -p seeds "[0, 1, 2]"``).
+- Notebooks are ``notebooks/NN_*.ipynb``; parameters come from ``params/<preset>/<notebook>.yaml`` (or
+  ``FOLDER/<notebook>.yaml`` for a preset folder of one's own; a notebook that is run without its file is an error
+  naming it) and then ``-p`` overrides (values parsed as YAML: ``-p lr 3e-5 -p seeds "[0, 1, 2]"``).
 - A parameter a notebook does not declare in its ``parameters`` cell is an error listing the valid ones.
 - Always ``kernel_name="python3"`` and the explicit working directory ``notebooks/``.
-- Output, under ``outputs/<preset>/``: executed notebooks, an HTML rendering of each, ``figures/``,
-  ``tables/``, ``metrics/``, ``timings.json`` (wall seconds and peak resident memory of each notebook) and
-  ``manifest.json`` (every artifact with its sha256, the notebook that made it, its parameters and the git
-  sha).
+- Output, under ``outputs/<preset>/``: executed notebooks, an HTML rendering of each, a folder per notebook
+  (``<notebook>/figures/``, ``tables/``, ``metrics/``: the notebook's ``output_dir``, so no notebook writes over
+  another's file), ``timings.json`` (wall seconds and peak resident memory of each notebook) and ``manifest.json``
+  (every artifact with its sha256, the notebook that made it, the sections it skipped and why, its parameters and
+  the git sha; a path claimed by two notebooks fails the batch). Every file is written whole (a temporary file,
+  then a rename): a failed write names its path and leaves nothing truncated.
 """
 
 from __future__ import annotations
@@ -35,11 +38,14 @@ from tabulate import tabulate
 from ddrl.run.params import ParameterError, ParameterWarning, check_deferred, check_parameters
 from ddrl.run.pool import environ
 from ddrl.run.progress import PROGRESS_FILE_ENV, latest_bar
+from ddrl.report.reporter import write_named
 from ddrl.run.storage import REPO, atomic_write_bytes, git_sha, sha256_file
 
 NOTEBOOK_DIR = REPO / "notebooks"
 PARAMS_DIR = REPO / "params"
 PRESETS = ("smoke", "default", "paper", "study")  # study: notebook 06 only (--only 06)
+#: The preset files of a folder: one per notebook, named as the notebook.
+PRESET_GLOB = "[0-9][0-9]_*.yaml"
 #: Parameters the runner itself sets in every notebook (each notebook declares them).
 RUNNER_PARAMS = ("preset", "output_dir")
 #: The kernel's matplotlib backend: inline, so every executed notebook and its HTML show their figures. The kernel
@@ -123,12 +129,38 @@ def read_yaml(text: str, where: str) -> object:
         raise ParameterError(f"{where}: not valid YAML: {_yaml_problem(e)}") from None
 
 
+def preset_dir(preset: str, params_dir: Path | None = None) -> Path:
+    """The folder of ``--preset``: a built-in name (:data:`PRESETS`, ``params/<name>/``) or a folder of one's own
+    holding ``NN_<notebook>.yaml`` files; a :class:`ParameterError` naming both kinds otherwise."""
+    if preset in PRESETS or params_dir is not None:
+        return (params_dir or PARAMS_DIR) / preset
+    path = Path(preset).expanduser()
+    if path.is_dir():
+        return path.resolve()
+    raise ParameterError(f"--preset {preset}: neither a built-in preset {list(PRESETS)} nor a folder "
+                         f"(a folder of {PRESET_GLOB} files, one per notebook, is a preset too)")
+
+
+def preset_label(preset: str) -> str:
+    """The preset's short name: a built-in name as it is, a folder by its own name (the default output folder)."""
+    return preset if preset in PRESETS else Path(preset).expanduser().resolve().name
+
+
+def preset_file(preset: str, notebook: Path, params_dir: Path | None = None) -> Path:
+    """The preset file of ``notebook``: ``<preset folder>/<notebook>.yaml``."""
+    return preset_dir(preset, params_dir) / f"{notebook.stem}.yaml"
+
+
 def load_preset(preset: str, notebook: Path, params_dir: Path | None = None) -> dict:
-    """The parameter values of ``params/<preset>/<notebook>.yaml`` ({} when there is none); a YAML error or a
-    parameter given twice is a :class:`ParameterError` naming the file and the line."""
-    path = (params_dir or PARAMS_DIR) / preset / f"{notebook.stem}.yaml"
+    """The parameter values of ``params/<preset>/<notebook>.yaml`` (or ``<folder>/<notebook>.yaml``); a missing
+    file, a YAML error or a parameter given twice is a :class:`ParameterError` naming the file (and the line): a
+    notebook never runs at its built-in scale because its preset file is not there."""
+    path = preset_file(preset, notebook, params_dir)
     if not path.is_file():
-        return {}
+        there = sorted(p.name for p in path.parent.glob(PRESET_GLOB)) if path.parent.is_dir() else []
+        raise ParameterError(f"{path}: no such preset file, so {notebook.stem} has no parameters for preset {preset!r} "
+                             f"(that folder holds {there or 'no preset files'}); write it, or leave the notebook out "
+                             "(--only)")
     values = read_yaml(path.read_text(), str(path))
     if values is None:
         return {}
@@ -184,9 +216,7 @@ def render_html(executed: Path) -> Path:
     from nbconvert import HTMLExporter  # papermill and nbconvert load in seconds: after the parameter check
 
     body, _ = HTMLExporter().from_filename(str(executed))
-    out = executed.with_suffix(".html")
-    out.write_text(body)
-    return out
+    return write_named(executed.with_suffix(".html"), body.encode())
 
 
 class PeakMemory:
@@ -257,6 +287,7 @@ def run_notebook(notebook: Path, params: dict, out_dir: Path, progress: bool = T
     import papermill  # seconds to import (nbformat's schema): after the parameter check
 
     executed = out_dir / notebook.name
+    _write_whole(out_dir)
     with environ(**KERNEL_ENV), tempfile.TemporaryDirectory(prefix="ddrl-kernel-") as sockets:
         papermill.execute_notebook(
             str(notebook), str(executed), parameters=params, kernel_name="python3", engine_name=_tracking_engine(),
@@ -264,6 +295,24 @@ def run_notebook(notebook: Path, params: dict, out_dir: Path, progress: bool = T
             kernel_manager_class=_ipc_kernel_manager(sockets),
         )
     return executed
+
+
+def _write_whole(out_dir: Path) -> None:
+    """Make papermill write every notebook under ``out_dir`` whole: its I/O handler for paths below the folder
+    writes through :func:`ddrl.report.reporter.write_named` (a temporary file, then a rename), so a full disk or a kill
+    never leaves a truncated executed notebook, and a failed write names the file. Papermill picks a handler by the
+    path's prefix (the last registered first); once per folder."""
+    from papermill.iorw import LocalHandler, papermill_io
+
+    prefix = str(Path(out_dir).resolve()) + os.sep
+    if any(scheme == prefix for scheme, _ in papermill_io._handlers):
+        return
+
+    class WholeFileHandler(LocalHandler):
+        def write(self, buf, path):
+            write_named(path, buf.encode("utf-8"))
+
+    papermill_io.register(prefix, WholeFileHandler())
 
 
 def _ipc_kernel_manager(sockets: str) -> type:
@@ -444,6 +493,22 @@ def _tracking_engine() -> str:
     return "ddrl"
 
 
+def skipped_sections(out_dir: Path, stem: str) -> list[dict]:
+    """The sections notebook ``stem`` recorded as skipped (:meth:`ddrl.report.reporter.Reporter.skipped`)."""
+    log = notebook_dir(out_dir, stem) / "artifacts" / f"{stem}.jsonl"
+    lines = [json.loads(x) for x in log.read_text().splitlines() if x.strip()] if log.is_file() else []
+    return [x for x in lines if x.get("kind") == "skipped"]
+
+
+def run_status(skipped: list[dict]) -> str:
+    """``"ok"``, or ``"ok, 2 sections skipped: <file>: <why>; ..."``: a notebook that left a part out never reads
+    as a plain ok."""
+    if not skipped:
+        return "ok"
+    said = "; ".join(f"{s['file']}: {s['why']}" if s.get("file") else f"{s['section']}: {s['why']}" for s in skipped)
+    return f"ok, {len(skipped)} section{'s' if len(skipped) > 1 else ''} skipped: {said}"
+
+
 def summary_table(names: list[str], runs: dict[str, dict], failed: dict[str, str]) -> str:
     """Every planned notebook's status, wall time and peak memory, as a GitHub-style table."""
 
@@ -451,50 +516,82 @@ def summary_table(names: list[str], runs: dict[str, dict], failed: dict[str, str
     for name in names:
         if name in runs:
             r = runs[name]
-            rows.append([name, "ok", f"{r['seconds']:.1f}", r["peak_rss_mib"]])
+            rows.append([name, run_status(r.get("skipped", []))[:160], f"{r['seconds']:.1f}", r["peak_rss_mib"]])
         elif name in failed:
             rows.append([name, f"FAILED: {failed[name]}"[:70], "", ""])
         else:
             rows.append([name, "not run", "", ""])
     total = sum(r["seconds"] for r in runs.values())
-    rows.append(["total", f"{len(runs)}/{len(names)} ok", f"{total:.1f}", max((r["peak_rss_mib"] for r in runs.values()), default="")])
+    partial = sum(bool(r.get("skipped")) for r in runs.values())
+    rows.append(["total", f"{len(runs)}/{len(names)} ok" + (f" ({partial} with sections skipped)" if partial else ""), f"{total:.1f}", max((r["peak_rss_mib"] for r in runs.values()), default="")])
     return tabulate(rows, headers=["notebook", "status", "seconds", "peak MiB"], tablefmt="github", disable_numparse=True)
 
 
+def notebook_dir(out_dir: Path, stem: str) -> Path:
+    """Where notebook ``stem`` writes its figures, tables and metrics: its own folder of the batch's output folder
+    (the notebook's ``output_dir`` parameter), so two notebooks never write one file."""
+    return Path(out_dir) / stem
+
+
+class OwnershipError(RuntimeError):
+    """Two notebooks claim one artifact path: the later one wrote over the earlier one's file."""
+
+
+def claimed_twice(entries: list[dict]) -> dict[str, list[str]]:
+    """``{path: [notebooks]}`` for every artifact path more than one notebook claims."""
+    owners: dict[str, list[str]] = {}
+    for e in entries:
+        if e["notebook"] not in owners.setdefault(e["path"], []):
+            owners[e["path"]].append(e["notebook"])
+    return {p: nbs for p, nbs in owners.items() if len(nbs) > 1}
+
+
 def build_manifest(out_dir: Path, runs: dict[str, dict], previous: dict | None = None) -> dict:
-    """Every artifact under ``out_dir`` with sha256, size and the notebook that made it.
+    """Every artifact under ``out_dir`` with sha256, size and the notebook that made it, and every notebook's
+    skipped sections (:func:`skipped_sections`).
 
     ``previous`` (the manifest already in ``out_dir``) keeps the entries of notebooks this run did not
     execute, so ``--only 04`` into a full output directory updates notebook 04 and leaves the others listed.
-    Each notebook entry carries the git sha it was executed at.
+    Each notebook entry carries the git sha it was executed at. A path written twice by one notebook is listed
+    once; a path two notebooks claim is an :class:`OwnershipError` naming it and them.
     """
     sha = git_sha()
     entries = []
     for stem, info in runs.items():
         files = [(info["executed"], "executed-notebook"), (info["html"], "html")]
-        log = out_dir / "artifacts" / f"{stem}.jsonl"
+        own = notebook_dir(out_dir, stem)
+        log = own / "artifacts" / f"{stem}.jsonl"
         if log.is_file():
-            files += [(str(out_dir / json.loads(line)["path"]), json.loads(line)["kind"])
-                      for line in log.read_text().splitlines() if line.strip()]
+            lines = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+            files += [(str(own / x["path"]), x["kind"]) for x in lines if "path" in x]
+        listed = {}
         for path, kind in files:
             p = Path(path)
-            entries.append({
+            listed[str(p.relative_to(out_dir))] = {
                 "path": str(p.relative_to(out_dir)), "kind": kind, "notebook": stem,
                 "bytes": p.stat().st_size if p.exists() else None,
                 "sha256": sha256_file(p) if p.exists() else None,
-            })
+            }
+        entries += listed.values()
     notebooks = {stem: {"parameters": info["parameters"], "seconds": info["seconds"],
-                        "peak_rss_mib": info.get("peak_rss_mib"), "git_sha": sha} for stem, info in runs.items()}
+                        "peak_rss_mib": info.get("peak_rss_mib"), "git_sha": sha,
+                        "status": run_status(info.get("skipped", [])), "skipped": info.get("skipped", [])}
+                 for stem, info in runs.items()}
     if previous:
         kept = {k: v for k, v in previous.get("notebooks", {}).items() if k not in runs}
         notebooks = {**kept, **notebooks}
         entries = [a for a in previous.get("artifacts", []) if a.get("notebook") in kept] + entries
+    twice = claimed_twice(entries)
+    if twice:
+        raise OwnershipError("artifact path(s) claimed by more than one notebook (the last writer wins, the others' "
+                             "files are lost): " + "; ".join(f"{p}: {', '.join(nbs)}" for p, nbs in twice.items()))
     return {"git_sha": sha, "notebooks": dict(sorted(notebooks.items())), "artifacts": entries}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ddrl.run.reproduce", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--preset", choices=PRESETS, default="default")
+    ap.add_argument("--preset", default="default", metavar="{" + ",".join(PRESETS) + ",FOLDER}",
+                    help="a built-in preset (params/<name>/) or a folder holding one NN_<notebook>.yaml per notebook run")
     ap.add_argument("--only", action="append", help="notebook number or name prefix (repeatable), e.g. 03")
     ap.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"),
                     help="override a notebook parameter (value parsed as YAML)")
@@ -504,8 +601,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="seconds between two status lines of a running notebook (default 10)")
     args = ap.parse_args(argv)
 
-    out_dir = (args.output_dir or REPO / "outputs" / args.preset).resolve()
     try:
+        preset_dir(args.preset)
+        out_dir = (args.output_dir or REPO / "outputs" / preset_label(args.preset)).resolve()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ParameterWarning)
             plan = plan_batch(args.preset, args.only, args.parameter, out_dir)
@@ -538,11 +636,11 @@ def plan_batch(preset: str, only: list[str] | None, pairs: list[list[str]] | Non
             valid = sorted(set().union(*[set(d) for d in declared.values()]) - set(RUNNER_PARAMS))
             raise ParameterError(f"-p {name}: no selected notebook declares it; valid parameters: {valid}")
     cheap = [(nb, resolve_parameters(nb, load_preset(preset, nb), overrides, deferred=False,
-                                     source=str(PARAMS_DIR / preset / f"{nb.stem}.yaml"))) for nb in notebooks]
+                                     source=str(preset_file(preset, nb)))) for nb in notebooks]
     plan = []
     for nb, params in cheap:
         params = check_deferred(nb.stem, declared[nb.stem], params)
-        params.update(preset=preset, output_dir=str(out_dir))
+        params.update(preset=preset, output_dir=str(notebook_dir(out_dir, nb.stem)))
         plan.append((nb, params))
     return plan
 
@@ -589,12 +687,25 @@ def run_batch(args: argparse.Namespace, plan: list[tuple[Path, dict]], out_dir: 
             failed[nb.stem] = getattr(e, "ename", type(e).__name__) + f" after {time.perf_counter() - start:.0f} s"
             status = 1
             break
-        html = None if args.no_html else render_html(executed)
+        try:
+            html = None if args.no_html else render_html(executed)
+        except OSError as e:
+            print(f"ddrl.run.reproduce: {nb.name}: the HTML rendering failed: {e}", file=sys.stderr)
+            failed[nb.stem], status = f"{type(e).__name__} writing its HTML", 1
+            break
         seconds = time.perf_counter() - start
+        skipped = skipped_sections(out_dir, nb.stem)
         runs[nb.stem] = {"parameters": params, "seconds": round(seconds, 1), "peak_rss_mib": round(mem.peak_mib),
-                         "executed": str(executed), "html": str(html) if html else str(executed)}
-        print(f"{nb.name}: {seconds:.1f} s, peak memory {mem.peak_mib:.0f} MiB", flush=True)
-        manifest = build_manifest(out_dir, runs, previous)
+                         "executed": str(executed), "html": str(html) if html else str(executed), "skipped": skipped}
+        print(f"{nb.name}: {seconds:.1f} s, peak memory {mem.peak_mib:.0f} MiB"
+              + (f"; {run_status(skipped)}" if skipped else ""), flush=True)
+        try:
+            manifest = build_manifest(out_dir, runs, previous)
+        except OwnershipError as e:
+            print(f"ddrl.run.reproduce: {e}", file=sys.stderr)
+            failed[nb.stem], status = "its artifacts' paths are another notebook's", 1
+            del runs[nb.stem]
+            break
         timings = {k: {"seconds": v["seconds"], "peak_rss_mib": v["peak_rss_mib"]} for k, v in manifest["notebooks"].items()}
         atomic_write_bytes(timings_path, json.dumps(timings, indent=2).encode())
         atomic_write_bytes(manifest_path, json.dumps(manifest, indent=2).encode())

@@ -4,4 +4,5 @@ import sys
 
 from ddrl.study.runner import main
 
-sys.exit(main())
+if __name__ == "__main__":  # `python -m ddrl.study` runs it; an import (a crafted pickle, a tool) does nothing
+    sys.exit(main())

@@ -43,6 +43,13 @@ def weight_sha256s(directory: str | os.PathLike) -> dict[str, str]:
     return {f.name: sha256_file(f) for f in weight_files(directory)}
 
 
+def file_sha256s(directory: str | os.PathLike) -> dict[str, str]:
+    """sha256 of every file of a build directory but its record (``testbed.json``), by file name: the weights and
+    all that loading reads besides (``config.json``, ``generation_config.json``, ``tokenizer.json``,
+    ``tokenizer_config.json``, ``chat_template.jinja``)."""
+    return {f.name: sha256_file(f) for f in sorted(Path(directory).iterdir()) if f.is_file() and f.name != META_FILE}
+
+
 def committed_dir(name: str, sha256: str, root: Path | None = None) -> Path:
     """Where the committed copy of the build ``name`` (``<preset>-<config hash>``) with these weights lies."""
     return (COMMITTED if root is None else Path(root)) / f"{name}-{sha256[:12]}"

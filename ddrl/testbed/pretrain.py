@@ -28,6 +28,7 @@ import json
 import math
 import os
 import shutil
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -43,7 +44,8 @@ from ddrl.prompts import format_prompt
 from ddrl.run.cache import owner_lock
 from ddrl.sampling import HFSampler
 from ddrl.seeds import derive_seed, numpy_generator
-from ddrl.testbed.builds import META_FILE, SOURCES, cache_root, install_build, reference_build, weight_sha256s
+from ddrl.testbed.builds import (META_FILE, SOURCES, cache_root, file_sha256s, install_build, reference_build,
+                                 weight_sha256s)
 from ddrl.testbed.config import BUILD_THREADS, PRESETS, TESTBED_VERSION, PretrainConfig, get_config  # noqa: F401
 from ddrl.testbed.model import build_model
 from ddrl.testbed.task import SPLITS, generate_split, sample_problems
@@ -284,7 +286,7 @@ def build(preset: str = "default", cache_dir: str | os.PathLike | None = None, p
             model.save_pretrained(tmp)
             tokenizer.save_pretrained(tmp)
             meta = {"preset": preset, "hash": cfg.config_hash(), "version": TESTBED_VERSION, "config": cfg.to_dict(),
-                    "torch": torch.__version__, **info, "weights": weight_sha256s(tmp)}
+                    "torch": torch.__version__, **info, "weights": weight_sha256s(tmp), "files": file_sha256s(tmp)}
             (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
             if final.exists():  # a build made under another thread count (before BUILD_THREADS): replace it
                 stale = root / f".stale-{final.name}-{os.getpid()}-{time.time_ns()}"
@@ -306,26 +308,74 @@ def _current(path: Path) -> bool:
         return False
 
 
+#: Keys of a saved ``config.json`` / ``generation_config.json`` that record how it was saved, not the model: left out
+#: when a build recorded before its files were (:func:`_made_by_configuration`) is compared with its configuration.
+SAVE_KEYS = ("architectures", "dtype", "torch_dtype", "transformers_version")
+
+
 def _intact(path: Path, preset: str, cfg: PretrainConfig, warn: bool = True) -> bool:
-    """Whether a finished build's weight files are the bytes it was made with: the sha256s its ``testbed.json``
-    recorded when it was pretrained, or the committed reference build's when it was installed from one (its
-    ``testbed.json`` is the reference's). A build
-    whose weights differ (a flipped bit, a file copied over) is not used: with ``warn``, a one-line warning names it
-    and :func:`build` makes it again. A build pretrained before its weights were recorded (another CPU's bits, by
-    design) has nothing to be checked against and is used as it is."""
+    """Whether every file of a finished build that loading reads is the bytes it was made with (issue 98: the
+    weights, ``config.json``, ``generation_config.json``, the tokenizer and its chat template): the sha256s its
+    ``testbed.json`` recorded when it was pretrained (``files``), or the committed reference build's files when it
+    was installed from one (its ``testbed.json`` is the reference's; the reference's weights are the measured ones).
+    A build whose files differ (a flipped bit, an edited ``rope_theta``, another template) is not used: with
+    ``warn``, a one-line warning names the files and :func:`build` makes it again.
+
+    A build pretrained before its files were recorded has its weights' sha256s only: its other files are compared
+    with what its configuration makes (:func:`_made_by_configuration`). One pretrained before its weights were
+    recorded (another CPU's bits, by design) has nothing its weights can be checked against; its other files are
+    checked the same way."""
     meta = read_meta(path)
-    want = meta.get("weights")
-    if want is None and (reference := reference_build(preset, cfg)) is not None and read_meta(reference[0]) == meta:
-        want = reference[1]  # installed from the committed reference build (its testbed.json is that build's)
-    if want is None:
-        return True
-    got = weight_sha256s(path)
-    if got != want:
+    want, got = meta.get("files"), None
+    if want is None and meta.get("weights") is None and (reference := reference_build(preset, cfg)) is not None \
+            and read_meta(reference[0]) == meta:  # installed from the committed reference build
+        want = file_sha256s(reference[0])
+        if any(want.get(name) != sha for name, sha in reference[1].items()):
+            want = {**want, **reference[1]}  # the committed copy itself differs from the measured weights
+    if want is None:  # recorded before issue 98: the weights' sha256s, if any; the rest by the configuration
+        weights = meta.get("weights")
+        got = weight_sha256s(path)
+        bad = sorted(n for n in set(got) | set(weights or {}) if weights is not None and got.get(n) != weights.get(n))
+        bad += _made_by_configuration(path, cfg)
+    else:
+        got = file_sha256s(path)
+        bad = sorted(n for n in set(got) | set(want) if got.get(n) != want.get(n))
+    if bad:
         if warn:
-            warnings.warn(f"testbed build {path} is damaged: its weight files hash to {got}, not the recorded {want}; "
-                          "building it again", RuntimeWarning, stacklevel=3)
+            warnings.warn(f"testbed build {path} is damaged: {', '.join(bad)} "
+                          f"{'is' if len(bad) == 1 else 'are'} not the bytes recorded when it was made; building it again",
+                          RuntimeWarning, stacklevel=3)
         return False
     return True
+
+
+def _made_by_configuration(path: Path, cfg: PretrainConfig) -> list[str]:
+    """The files of a build (recorded before its files were) that are not what ``cfg`` makes: the tokenizer's files
+    byte for byte, ``config.json`` and ``generation_config.json`` as values (:data:`SAVE_KEYS` aside). Builds the
+    configuration's tokenizer and untrained model (tens of milliseconds for the presets)."""
+    tokenizer = build_tokenizer(model_max_length=cfg.max_positions)
+    model = initial_model(cfg, tokenizer)
+    bad = []
+    with tempfile.TemporaryDirectory(prefix="ddrl-testbed-files-") as tmp:
+        tokenizer.save_pretrained(tmp)
+        model.config.save_pretrained(tmp)
+        model.generation_config.save_pretrained(tmp)
+        for made in sorted(Path(tmp).iterdir()):
+            have = path / made.name
+            if not have.is_file():
+                bad.append(made.name)
+            elif made.suffix == ".json" and made.name in ("config.json", "generation_config.json"):
+                try:
+                    values = json.loads(have.read_text())
+                except (UnicodeDecodeError, json.JSONDecodeError):
+                    bad.append(made.name)
+                    continue
+                strip = lambda d: {k: v for k, v in d.items() if k not in SAVE_KEYS}  # noqa: E731
+                if not isinstance(values, dict) or strip(values) != strip(json.loads(made.read_text())):
+                    bad.append(made.name)
+            elif have.read_bytes() != made.read_bytes():
+                bad.append(made.name)
+    return bad
 
 
 def load(path: str | os.PathLike):
