@@ -1,5 +1,5 @@
 """What a notebook's successive ``Experiment.grid`` calls cost in starting workers: a fresh pool per call
-(what :func:`ddrl.run.pool.run_pool` did before its pool was kept) against one pool reused by every call,
+(what :func:`ddrl.infra.pool.run_pool` did before its pool was kept) against one pool reused by every call,
 timed in one process in alternating rounds.
 
 The batch is the shape of notebook 04's four grid calls: ``--calls`` grid calls, each over ``--methods`` x
@@ -7,7 +7,7 @@ The batch is the shape of notebook 04's four grid calls: ``--calls`` grid calls,
 trained and evaluated (the first, untimed call trains them into a temporary cache), so what is timed is
 what the pool adds to a call: starting the workers (a fresh Python each, importing torch, transformers and
 ``ddrl``), loading each run's weights and reading its cached scores. In a round, ``fresh`` ends the pool
-before every call (:func:`ddrl.run.pool.shutdown_pool`), ``reused`` only before the first; rounds alternate
+before every call (:func:`ddrl.infra.pool.shutdown_pool`), ``reused`` only before the first; rounds alternate
 which goes first. Writes ``bench/results/pool_reuse.json``::
 
     OMP_NUM_THREADS=2 .venv/bin/python bench/pool_reuse.py --rounds 4
@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 def calls(exp, args, fresh: bool) -> list[float]:
     """Seconds of each of ``args.calls`` grid calls; the pool is ended before each (``fresh``) or only
     before the first."""
-    from ddrl.run.pool import shutdown_pool
+    from ddrl.infra.pool import shutdown_pool
 
     out = []
     for i in range(args.calls):
@@ -56,7 +56,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from ddrl.run.experiments import Experiment
-    from ddrl.run.pool import shutdown_pool
+    from ddrl.infra.pool import shutdown_pool
     from ddrl.testbed import build, generate_split
 
     testbed = build(args.preset, progress=True).parent

@@ -70,8 +70,8 @@ MICRO_BATCH = 64
 
 
 def with_env(fn, **env):
-    """``fn`` run with these environment variables set (``ddrl.run.pool.environ``)."""
-    from ddrl.run.pool import environ
+    """``fn`` run with these environment variables set (``ddrl.infra.pool.environ``)."""
+    from ddrl.infra.pool import environ
 
     def run(*a, **k):
         with environ(**env):

@@ -1,5 +1,5 @@
 """Runs per hour: one batch of independent runs, serial (one process) vs a pool of single-thread workers
-(:mod:`ddrl.run.pool`), and the same serial batch on the code of ``--baseline-ref`` (the commit before issue 16's
+(:mod:`ddrl.infra.pool`), and the same serial batch on the code of ``--baseline-ref`` (the commit before issue 16's
 changes: full three-pass update, no pool, 2 threads), all measured in the same invocation. (Since 2026-11-26
 ``Experiment`` computes CPU runs with one thread wherever they run, so today's serial mode is one process at one
 thread; the results recorded before that, ``serial`` at 2 threads, predate it.)

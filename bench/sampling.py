@@ -172,7 +172,7 @@ def main() -> None:
         torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
     from ddrl.accel.fast_sampling import StaticCacheSampler
-    from ddrl.run.pool import environ
+    from ddrl.infra.pool import environ
     from ddrl.prompts import format_prompt
     from ddrl.sampling import HFSampler
     from ddrl.testbed import build, generate_split, load

@@ -22,7 +22,7 @@ from ddrl.answers import extract_boxed
 from ddrl.config import TrainConfig, resolve_cue
 from ddrl.logprobs import response_logprobs
 from ddrl.losses import sft_nll
-from ddrl.run.progress import tqdm
+from ddrl.infra.progress import tqdm
 from ddrl.prompts import format_prompt
 from ddrl.sampling import make_sampler
 from ddrl.seeds import derive_seed, numpy_generator

@@ -37,12 +37,12 @@ from typing import Any, Callable, Sequence
 import yaml
 
 from ddrl import analysis
-from ddrl.run.datafiles import (  # noqa: F401 (the data API: errors, lookup)
+from ddrl.infra.datafiles import (  # noqa: F401 (the data API: errors, lookup)
     CACHE_DIR_ENV, DATA_DIR_ENV, MIRROR_ENV, ChecksumError, DataError, DataFile, DataUnavailable, RecordError, RegistryError,
     default_cache_dir, download, locate, read_verified, resolve_data_dir, sha256_hex,
 )
 from ddrl.grading.pot_eval import program_answer
-from ddrl.run.progress import tqdm
+from ddrl.infra.progress import tqdm
 from ddrl.seeds import DEFAULT_SEED
 from ddrl.testbed import generate_split
 from ddrl.voting import count_votes

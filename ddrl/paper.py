@@ -31,7 +31,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from ddrl.run.storage import REPO
+from ddrl.infra.storage import REPO
 
 ARXIV_ID = "2604.21327"
 TEX_NAME = "000_45b6899f74069425.txt"

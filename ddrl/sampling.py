@@ -28,7 +28,7 @@ import torch
 
 from ddrl.accel.fast_sampling import StaticCacheSampler, unsupported_reason
 from ddrl.accel.hf_compat import cache_kwarg, output_cache
-from ddrl.run.progress import tqdm
+from ddrl.infra.progress import tqdm
 from ddrl.rollouts import (LocalSampler, Rollout, Sampler, entropy_from_logprobs, request_limits,  # noqa: F401
                            sampler_device, sampling_logprobs, sequence_logprob)  # Rollout, Sampler, sequence_logprob: re-exported (their old home)
 from ddrl.seeds import derive_seed, torch_generator

@@ -45,9 +45,9 @@ from ddrl.evaluate import reward_counts, summarize_reward_counts
 from ddrl.logprobs import old_logprobs_from_sampler, response_logprobs
 from ddrl.losses import kl_low_var, masked_token_mean, policy_loss
 from ddrl.models import load_model, resolve_device
-from ddrl.run.progress import tqdm
+from ddrl.infra.progress import tqdm
 from ddrl.prompts import format_prompt
-from ddrl.run.rundir import RunDir, fingerprint
+from ddrl.infra.rundir import RunDir, fingerprint
 from ddrl.sampling import make_sampler
 from ddrl.seeds import derive_seed, numpy_generator
 from ddrl.rewards import Group, get_reward

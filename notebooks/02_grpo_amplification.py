@@ -87,7 +87,7 @@ from ddrl.data import load_questions, resolve_data_dir
 from ddrl.run.experiments import cached_rollouts, train_and_evaluate
 from ddrl.report.plotting import color, set_style
 from ddrl.report.reporter import Reporter
-from ddrl.run.storage import cache_root
+from ddrl.infra.storage import cache_root
 
 set_style()
 rep = Reporter(output_dir, "02_grpo_amplification")

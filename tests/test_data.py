@@ -611,7 +611,7 @@ def test_wheel_carries_the_registry(tmp_path):
 def test_a_missing_file_is_unavailable_a_damaged_one_is_not(tmp_path):
     """Issue 98: the one data error a notebook may answer by skipping a section is DataUnavailable (not here, not
     fetchable); a damaged copy (a zlib error inside a .gz, another file's bytes) is a ChecksumError, never that."""
-    from ddrl.run.datafiles import DataFile, DataUnavailable, locate
+    from ddrl.infra.datafiles import DataFile, DataUnavailable, locate
 
     raw = b'{"a": 1}\n' * 3000
     file = DataFile("x/test.json", "https://example.invalid/x", hashlib.sha256(raw).hexdigest())

@@ -12,7 +12,7 @@ import pytest
 from ddrl.study import drift, runner
 from ddrl.study.designs import DESIGNS
 from ddrl.models import load_model
-from ddrl.run.rundir import RunDir
+from ddrl.infra.rundir import RunDir
 from ddrl.seeds import seed_range
 from ddrl.study.plan import adapted_x_path, heldout_x_path
 

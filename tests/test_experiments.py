@@ -104,11 +104,11 @@ def test_no_cached_score_is_reused_when_seed_answers_or_grader_change(testbed_ca
 def test_cached_rollouts_key_on_prompts_answers_and_grader(tmp_path, monkeypatch):
     import ddrl.run.experiments as an
     import ddrl.answers
-    import ddrl.run.cache
+    import ddrl.infra.cache
 
     monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path))
     keys = []
-    monkeypatch.setattr(an, "cached", lambda key, fn, namespace: keys.append(ddrl.run.cache.content_key(key)))
+    monkeypatch.setattr(an, "cached", lambda key, fn, namespace: keys.append(ddrl.infra.cache.content_key(key)))
     recs = [{"id": 0, "prompt": "1+1", "answer": "2"}]
     an.cached_rollouts("some/hub-model", recs, "x", 4)
     an.cached_rollouts("some/hub-model", [{**recs[0], "prompt": "1+2"}], "x", 4)

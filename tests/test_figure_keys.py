@@ -147,7 +147,7 @@ def test_a_stored_figure_is_shown_inline_as_drawn(tmp_path):
     from nbclient import NotebookClient
 
     from ddrl.run import reproduce
-    from ddrl.run.pool import environ
+    from ddrl.infra.pool import environ
 
     data = tmp_path / "long.csv"
     LONG.to_csv(data, index=False)

@@ -24,8 +24,9 @@ from ddrl.answers import (
     voting_key,
 )
 from ddrl.run import params as P
-from ddrl.run import progress, reproduce
-from ddrl.run.datafiles import ChecksumError, DataFile, read_verified
+from ddrl.infra import progress
+from ddrl.run import reproduce
+from ddrl.infra.datafiles import ChecksumError, DataFile, read_verified
 from ddrl.voting import count_votes, majority_vote
 
 # ------------------------------------------------------------------------ long numbers (deliverable 3)
@@ -349,7 +350,7 @@ def test_a_bar_never_recreates_a_removed_progress_file(tmp_path, monkeypatch):
 QUIET_SCRIPT = """
 import os, sys
 from transformers.utils import logging
-from ddrl.run import progress
+from ddrl.infra import progress
 print("transformers bars:", logging.is_progress_bar_enabled())
 for _ in progress.tqdm(range(4), desc="ours", mininterval=0):
     pass

@@ -83,7 +83,7 @@ def test_smoke_run_leaves_every_artifact_path_to_one_notebook_and_its_sha256_in_
     """Issue 98: a solo batch lost 03's decided table to 04 and 05 (the same names), and the manifest listed the
     survivor under each with the last writer's sha256. Each notebook writes in its own folder now: no path is
     claimed twice, every listed file is there with the listed sha256, and every file of the output folder is listed."""
-    from ddrl.run.storage import sha256_file
+    from ddrl.infra.storage import sha256_file
 
     manifest = json.loads((smoke_run / "manifest.json").read_text())
     paths = [a["path"] for a in manifest["artifacts"]]

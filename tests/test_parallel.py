@@ -1,4 +1,4 @@
-"""Parallel runs (ddrl.run.pool through Experiment.grid): the same numbers as the serial path, and a killed
+"""Parallel runs (ddrl.infra.pool through Experiment.grid): the same numbers as the serial path, and a killed
 batch resumes."""
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from conftest import kill_after_first_run
 import torch
 
 from ddrl.run.experiments import notebook_experiment
-from ddrl.run import pool as parallel
-from ddrl.run.pool import (clock_budget, compute_threads, default_workers, minutes_to, pool_pids, run_pool,
+from ddrl.infra import pool as parallel
+from ddrl.infra.pool import (clock_budget, compute_threads, default_workers, minutes_to, pool_pids, run_pool,
                            shutdown_pool)
 
 KNOBS = dict(episodes=1, prompts_per_step=2, n_votes=8, k_train=4, lr=1e-3, warmup_steps=1, eval_n=2, cor_m=4,
@@ -259,7 +259,7 @@ def test_the_pool_bar_counts_each_job_as_it_finishes(tmp_path, monkeypatch):
     of the last print, 1 s in batch runs, and a quick first job then showed 0/2 until the batch ended.)"""
     import threading
 
-    from ddrl.run import progress
+    from ddrl.infra import progress
 
     path, release = tmp_path / "bars.txt", tmp_path / "release"
     path.write_text("")  # the runner makes the file; a bar never does
@@ -298,7 +298,7 @@ def _children(pid: int) -> list[int]:
 #: asynchronous commands ignore SIGINT) would hand the ignore down to it. SIGUSR1 dumps every thread's stack.
 SLEEPING_BATCH = ("import faulthandler, signal, time\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
                   "faulthandler.register(signal.SIGUSR1, all_threads=True)\n"
-                  "from ddrl.run.pool import run_pool\nrun_pool(time.sleep, [120.0, 120.0], 2, progress=False)")
+                  "from ddrl.infra.pool import run_pool\nrun_pool(time.sleep, [120.0, 120.0], 2, progress=False)")
 
 
 @contextlib.contextmanager
@@ -349,7 +349,7 @@ def test_an_interrupted_batch_kills_its_workers():
 
 
 def test_environ_sets_variables_for_the_block_and_restores_them(monkeypatch):
-    from ddrl.run.pool import environ
+    from ddrl.infra.pool import environ
     from ddrl.run.reproduce import KERNEL_MPLBACKEND
 
     monkeypatch.setenv("MPLBACKEND", "Agg")

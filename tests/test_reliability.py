@@ -21,9 +21,9 @@ import pytest
 import torch
 
 from conftest import make_tiny_lm
-from ddrl.run.cache import LockBusy, cached, owner_lock
-from ddrl.run.storage import atomic_write_bytes
-from ddrl.run.rundir import DamagedRunError, RunDir
+from ddrl.infra.cache import LockBusy, cached, owner_lock
+from ddrl.infra.storage import atomic_write_bytes
+from ddrl.infra.rundir import DamagedRunError, RunDir
 from ddrl.config import make_config
 from ddrl.train import train
 
@@ -137,7 +137,7 @@ def test_a_busy_owner_is_named_when_not_waiting(tmp_path):
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f'''
         import sys, time
         sys.path.insert(0, {str(REPO)!r})
-        from ddrl.run.cache import owner_lock
+        from ddrl.infra.cache import owner_lock
         with owner_lock({str(lock)!r}, "x"):
             print("held", flush=True)
             time.sleep(30)
@@ -319,7 +319,7 @@ def test_a_full_disk_names_enospc_and_the_path(tmp_path, monkeypatch):
 
 
 def test_a_damaged_cache_entry_is_named_and_computed_again(tmp_path):
-    from ddrl.run.cache import content_key
+    from ddrl.infra.cache import content_key
 
     assert cached("k", lambda: [1, 2], cache_dir=tmp_path) == [1, 2]
     path = tmp_path / "results" / f"{content_key('k')}.json"
@@ -361,7 +361,7 @@ def test_a_cache_entry_altered_by_any_one_bit_is_named_and_computed_again(tmp_pa
     """Issue 85: two bytes changed in an evaluation pickle turned pass@1 0.0 into 0.5 with exit 0. Every bit of
     each kind of entry is flipped in turn: each read gives the value first computed (recomputed, with a warning
     naming the file), never another one. One bit of every byte, the bit's place cycling through 0..7."""
-    from ddrl.run.cache import content_key
+    from ddrl.infra.cache import content_key
 
     monkeypatch.setattr(os, "fsync", lambda fd: None)  # thousands of rewrites: durability is not what is tested
     value = CACHE_VALUES[kind]
@@ -392,8 +392,8 @@ def test_a_fresh_and_a_cached_result_have_the_same_types(tmp_path):
 def test_a_planted_pickle_with_a_valid_digest_is_not_executed(tmp_path):
     """A digest stops corruption, not a writer of the cache folder, who can seal anything: a crafted pickle
     (here one that would create a marker file) is refused by the allow-list and computed again, never run."""
-    from ddrl.run.cache import content_key
-    from ddrl.run.storage import seal
+    from ddrl.infra.cache import content_key
+    from ddrl.infra.storage import seal
 
     marker = tmp_path / "payload-ran"
 
@@ -425,8 +425,8 @@ def test_the_unpickler_decides_before_it_imports(tmp_path, module, name):
     code = f"""
 import sys, warnings
 from pathlib import Path
-from ddrl.run.cache import cached, content_key
-from ddrl.run.storage import seal
+from ddrl.infra.cache import cached, content_key
+from ddrl.infra.storage import seal
 root = Path({str(tmp_path)!r})
 path = root / "results" / f"{{content_key('k')}}.pkl"
 path.parent.mkdir(parents=True)
@@ -461,7 +461,7 @@ def test_what_the_companion_pickles_still_loads(tmp_path):
 
 def test_an_entry_of_the_old_layout_is_computed_again(tmp_path):
     """A bare pickle without a digest (the layout before issue 85) is never unpickled."""
-    from ddrl.run.cache import content_key
+    from ddrl.infra.cache import content_key
 
     path = tmp_path / "results" / f"{content_key('k')}.pkl"
     path.parent.mkdir(parents=True)

@@ -185,7 +185,7 @@ def _twin(workspace, stem: str, extra: str = "", n: int = 3) -> None:
 def test_notebooks_writing_one_name_keep_both_files_and_the_manifest_matches_them(workspace):
     """Issue 98: two notebooks writing the table "squares" each keep theirs (each writes in its own folder); every
     artifact path of the manifest is claimed once and every sha256 is its file's."""
-    from ddrl.run.storage import sha256_file
+    from ddrl.infra.storage import sha256_file
 
     _twin(workspace, "02_squares", n=4)
     out = workspace / "out"
@@ -335,7 +335,7 @@ def test_declared_parameters_agree_with_papermills_inspector():
 
 
 def test_progress_bars_go_to_the_progress_file(tmp_path, monkeypatch):
-    from ddrl.run import progress
+    from ddrl.infra import progress
 
     path = tmp_path / "bars.txt"
     path.write_text("")  # the runner makes the file; a bar never does
@@ -352,7 +352,7 @@ def test_progress_bars_go_to_the_progress_file(tmp_path, monkeypatch):
 def test_a_testbed_build_made_on_first_use_shows_its_bar(tmp_path, monkeypatch):
     """The first notebook builds the default testbed (minutes) inside ``model_fingerprint``; its bar reaches the
     runner's status line through the progress file. A build already made shows none."""
-    from ddrl.run import progress
+    from ddrl.infra import progress
     from ddrl.run.fingerprints import model_fingerprint
 
     path = tmp_path / "bars.txt"
@@ -382,7 +382,7 @@ output_dir = "../outputs/interactive"
 
 # %%
 import time
-from ddrl.run.progress import tqdm
+from ddrl.infra.progress import tqdm
 for _ in tqdm(range(8), desc="busy work", mininterval=0):
     time.sleep(0.25)
 '''
@@ -444,7 +444,7 @@ def test_reporter_figure_in_an_inline_kernel_shows_the_saved_png_once(tmp_path):
     import nbformat
     from nbclient import NotebookClient
 
-    from ddrl.run.pool import environ
+    from ddrl.infra.pool import environ
 
     code = (f"import matplotlib.pyplot as plt\nfrom ddrl.report.reporter import Reporter\n"
             f"fig, ax = plt.subplots(dpi=110)\nax.plot([0, 1], [1, 0])\n"

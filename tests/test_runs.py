@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from ddrl.run.rundir import DamagedRunError, RunDir, config_diff, fingerprint
+from ddrl.infra.rundir import DamagedRunError, RunDir, config_diff, fingerprint
 
 
 def test_prepare_writes_config_and_env_and_rejects_changes(tmp_path):

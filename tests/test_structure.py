@@ -38,7 +38,7 @@ def test_one_table_of_methods():
 
 def test_one_git_sha_and_one_data_env_variable():
     defs = [p.relative_to(REPO).as_posix() for p in PKG.rglob("*.py") if re.search(r"^def git_sha\(", p.read_text(), re.M)]
-    assert defs == ["ddrl/run/storage.py"]
+    assert defs == ["ddrl/infra/storage.py"]
     users = [p.relative_to(REPO).as_posix() for p in [*PKG.rglob("*.py"), *(REPO / "tests").glob("*.py")]
              if "DDRL_SHARED_DATA" in p.read_text() and p.name != "test_structure.py"]
     assert users == []
@@ -156,7 +156,7 @@ OPTIONAL = ("peft", "vllm", "verl", "hydra", "omegaconf", "pyarrow")
 LAZY_OK = {
     ("ddrl/run/params.py", "ddrl.models"): "the parameter check loads torch only for a parameter naming a model preset",
     ("ddrl/seeds.py", "torch"): "ddrl.run.params imports ddrl.seeds (through the testbed presets) and must not load torch",
-    ("ddrl/run/pool.py", "torch"): "a pool worker sets OMP_NUM_THREADS before torch starts its thread pool",
+    ("ddrl/infra/pool.py", "torch"): "a pool worker sets OMP_NUM_THREADS before torch starts its thread pool",
     ("ddrl/run/reproduce.py", "papermill"): "papermill/nbconvert take seconds to import: after the parameter check",
     ("ddrl/run/reproduce.py", "papermill.engines"): "as above",
     ("ddrl/run/reproduce.py", "papermill.iorw"): "as above (the handler that writes executed notebooks whole)",
@@ -171,8 +171,8 @@ LAZY_OK = {
     ("ddrl/grading/grader_pool.py", "sympy.logic.boolalg"): "as above",
     # notebook 06 renders the committed results by importing every plan amendment module: torch (~3.5 s) loads
     # only where a run is built, trained, sampled or checkpointed (test_the_claims_renderer_does_not_load_torch)
-    ("ddrl/run/rundir.py", "torch"): "a run directory's config and metrics are read without torch; its checkpoints need it",
-    ("ddrl/run/rundir.py", "transformers"): "as above (its version, in env.json, when a run starts)",
+    ("ddrl/infra/rundir.py", "torch"): "a run directory's config and metrics are read without torch; its checkpoints need it",
+    ("ddrl/infra/rundir.py", "transformers"): "as above (its version, in env.json, when a run starts)",
     ("ddrl/study/plan.py", "ddrl.run.experiments"): "the design and its readings without torch; an Experiment needs it",
     ("ddrl/study/jobs.py", "ddrl.models"): "the amendment modules list, run and read their jobs; running one needs torch",
     ("ddrl/study/jobs.py", "ddrl.run.experiments"): "as above",
@@ -248,7 +248,7 @@ def test_the_claims_renderer_does_not_load_torch():
 
 
 #: The subpackages that hold machinery, each named for its job (docs/architecture.md).
-MACHINERY = ("accel", "grading", "run", "report")
+MACHINERY = ("infra", "accel", "grading", "run", "report")
 #: The machinery the paper's ideas may use, each with its reason; everything else of ddrl/run and ddrl/report (the
 #: cache, the pool, the papermill runner, parameters, plotting, the figure store) stays out of the core.
 CORE_MAY_USE = {
@@ -258,10 +258,10 @@ CORE_MAY_USE = {
     "ddrl.accel.logprob_backends": "which way the update's log-probs are computed",
     "ddrl.grading.grader_pool": "math-verify in killable helper processes: the slow half of is_equivalent",
     "ddrl.grading.pot_eval": "SVAMP's Program-of-Thought samples evaluated without exec",
-    "ddrl.run.progress": "progress bars on the long loops (sampling, training, COR)",
-    "ddrl.run.rundir": "Algorithm 1 checkpoints and resumes through its run directory",
-    "ddrl.run.datafiles": "a data file found and its sha256 checked before it is parsed",
-    "ddrl.run.storage": "where the repository is (the paper's LaTeX) and durable writes",
+    "ddrl.infra.progress": "progress bars on the long loops (sampling, training, COR)",
+    "ddrl.infra.rundir": "Algorithm 1 checkpoints and resumes through its run directory",
+    "ddrl.infra.datafiles": "a data file found and its sha256 checked before it is parsed",
+    "ddrl.infra.storage": "where the repository is (the paper's LaTeX) and durable writes",
 }
 
 
@@ -276,7 +276,7 @@ def _level(module: str) -> str:
 def test_levels_are_what_the_layout_says():
     graph = import_graph()
     levels = {m: _level(m) for m in graph}
-    assert levels["ddrl.train"] == "core" and levels["ddrl.run.cache"] == "run" and levels["ddrl.study.plan"] == "study"
+    assert levels["ddrl.train"] == "core" and levels["ddrl.infra.cache"] == "infra" and levels["ddrl.study.plan"] == "study"
     assert {levels[m] for m in graph} == {"core", "study", "testbed", "integrations", *MACHINERY}
 
 
@@ -299,8 +299,8 @@ def test_the_core_imports_only_the_machinery_it_needs():
 CORE_REACHES = {
     **{f"ddrl.testbed{s}": "the embedded model: ddrl.models loads it, ddrl.data generates its questions"
        for s in ("", ".builds", ".config", ".model", ".pretrain", ".task", ".tokenizer")},
-    "ddrl.run.cache": "a testbed build is made by one process at a time (owner_lock) and verified by its weight files",
-    "ddrl.run.pool": "a testbed build computes with a fixed thread count (compute_threads), so its bits do not depend "
+    "ddrl.infra.cache": "a testbed build is made by one process at a time (owner_lock) and verified by its weight files",
+    "ddrl.infra.pool": "a testbed build computes with a fixed thread count (compute_threads), so its bits do not depend "
                      "on the machine's",
 }
 
@@ -349,10 +349,50 @@ def test_accelerators_and_grading_sit_below_running_and_reporting():
 
 
 #: Machinery every level may use: durable files and progress bars import nothing of ddrl.
-LEAVES = ("ddrl.run.storage", "ddrl.run.progress")
+LEAVES = ("ddrl.infra.storage", "ddrl.infra.progress")
 #: Other edges from accel/grading into run, each with its reason.
-BELOW_OK = {("ddrl.accel.logprob_backends", "ddrl.run.pool"): "pinned_backend sets its variables with pool.environ, "
+BELOW_OK = {("ddrl.accel.logprob_backends", "ddrl.infra.pool"): "pinned_backend sets its variables with pool.environ, "
             "the one way an environment change reaches the pool's workers"}
+
+
+#: The layers, bottom up (docs/architecture.md): a module imports only from its own layer or below. The core shares its
+#: layer with what implements its functions (the accelerators behind make_sampler, math-verify's grading, the embedded
+#: testbed model); the notebooks' runner uses the reports, never the reverse.
+LAYERS = {"infra": 0, "core": 1, "accel": 1, "grading": 1, "testbed": 1, "report": 2, "run": 3, "study": 4,
+          "integrations": 4}
+
+
+def package_graph(graph: dict[str, set[str]], merge_layers: bool = False) -> dict[str, set[str]]:
+    """Level -> the levels it imports (``merge_layers``: each layer one node, named by its lowest-sorted level)."""
+    name = {lv: min(x for x in LAYERS if LAYERS[x] == LAYERS[lv]) if merge_layers else lv for lv in LAYERS}
+    out: dict[str, set[str]] = {}
+    for m, deps in graph.items():
+        for d in deps:
+            a, b = name[_level(m)], name[_level(d)]
+            if a != b:
+                out.setdefault(a, set()).add(b)
+    return out
+
+
+def test_no_import_runs_up_the_layers_and_the_packages_form_no_cycle():
+    """Issue 96: ddrl/run/ held two layers (low-level helpers and orchestration), so run <-> testbed, run <-> report and
+    run <-> accel were cycles. The helpers are ddrl/infra/ now: no import runs up a layer, the subpackages outside the
+    core's layer form no cycle, and the layers none. (Planted: an infra module importing the core fails both.)"""
+    graph = import_graph()
+    assert {_level(m) for m in graph} == set(LAYERS)
+    up = sorted(f"{m} -> {d}" for m, deps in graph.items() for d in deps if LAYERS[_level(d)] > LAYERS[_level(m)])
+    assert up == []
+    pkg = package_graph(graph)
+    outside = {a: {b for b in bs if LAYERS[b] != 1} for a, bs in pkg.items() if LAYERS[a] != 1}
+    assert find_cycle(outside) is None and find_cycle(package_graph(graph, merge_layers=True)) is None
+    planted = {**graph, "ddrl.infra.cache": graph["ddrl.infra.cache"] | {"ddrl.answers"}}
+    assert find_cycle(package_graph(planted, merge_layers=True)) is not None
+
+
+def test_infra_imports_nothing_above_it():
+    graph = import_graph()
+    assert sorted(f"{m} -> {d}" for m, deps in graph.items() if _level(m) == "infra" for d in deps
+                  if _level(d) != "infra") == []
 
 
 def test_the_thin_core_stays_thin():

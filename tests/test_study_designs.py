@@ -850,7 +850,7 @@ def test_the_drift_and_registered_designs_status_and_tables(capsys):
 def test_the_small_lr_regime_is_math500_like_under_the_registered_lr10_rule_and_its_files_regenerate():
     """Amendment 28's regime, and its file (``plan.small_lr_regime_file``): the committed one and the Xeon
     build's (Amendment 44: the same regime on that build's weights) byte for byte."""
-    from ddrl.run.storage import write_json
+    from ddrl.infra.storage import write_json
     from ddrl.study import plan as study_plan
     from ddrl.study.plan import small_lr_regime
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from ddrl.run import study_params as SP
-from ddrl.run.storage import REPO
+from ddrl.infra.storage import REPO
 
 
 def test_the_datasets_are_ddrl_datas():

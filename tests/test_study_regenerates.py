@@ -16,7 +16,7 @@ import json
 import pytest
 from conftest import same_json
 
-from ddrl.run.storage import REPO
+from ddrl.infra.storage import REPO
 
 RESULTS = REPO / "results"
 #: The fields an entry is compared on: the estimate and its interval to 1e-9 (a least-squares fit's last digits

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from conftest import make_tiny_lm, requires_peft
-from ddrl.run.rundir import RunDir
+from ddrl.infra.rundir import RunDir
 from ddrl.logprobs import collate, response_logprobs
 from ddrl.config import PRESETS, TrainConfig, make_config
 from ddrl.train import lr_factor, step_question_indices, strip_truth, train

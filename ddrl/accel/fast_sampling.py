@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from ddrl.accel.native_attention import library, use_native
-from ddrl.run.progress import tqdm
+from ddrl.infra.progress import tqdm
 from ddrl.rollouts import LocalSampler, Rollout, entropy_from_logprobs, request_limits, sampling_logprobs
 from ddrl.seeds import torch_generator
 

@@ -10,7 +10,7 @@ import contextlib
 import os
 from typing import Iterator
 
-from ddrl.run.pool import environ
+from ddrl.infra.pool import environ
 
 #: what ``DDRL_LOGPROBS`` / :func:`ddrl.logprobs.logprob_backend` accept
 LOGPROB_BACKENDS = ("auto", "hf", "shared-prompt")

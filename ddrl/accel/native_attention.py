@@ -45,7 +45,7 @@ from pathlib import Path
 
 import torch
 
-from ddrl.run.storage import atomic_write_bytes, cache_root, sha256_bytes, unique_tmp
+from ddrl.infra.storage import atomic_write_bytes, cache_root, sha256_bytes, unique_tmp
 
 SOURCE = Path(__file__).with_name("decode_attention.c")
 #: what ``DDRL_DECODE_ATTENTION`` accepts

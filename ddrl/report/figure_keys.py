@@ -18,7 +18,7 @@ A figure ``draw(*args, **kwargs)`` depends on three things, each recorded here:
   inputs is never stored under a key that does not hold them.
 
 numpy, pandas and matplotlib are looked up, not imported (an argument of theirs, or a figure, means they are loaded):
-the module costs :mod:`ddrl.run.cache`, which every process imports, nothing.
+the module costs :mod:`ddrl.infra.cache`, which every process imports, nothing.
 """
 
 from __future__ import annotations

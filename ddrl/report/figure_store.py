@@ -12,7 +12,7 @@ entry serves only while every module of ``deps`` has that code (:func:`ddrl.repo
 of a module a figure never ran, or of a docstring or comment, leaves it stored. ``files`` (the modules' bytes when
 it was drawn) only spares parsing the unchanged ones. Two stores are asked, in order:
 
-- **this machine's**: ``<cache>/figures/<key>-<deps>.{png,pdf,json}`` (:func:`ddrl.run.storage.cache_root`), written
+- **this machine's**: ``<cache>/figures/<key>-<deps>.{png,pdf,json}`` (:func:`ddrl.infra.storage.cache_root`), written
   by every figure drawn there (atomic writes, the JSON last; read without writing; never pruned: two checkouts may
   share it, and the folder can be deleted at any time);
 - **the committed one**: ``docs/results/figures.json``, the entries of notebook 06's figures, whose files are
@@ -35,9 +35,9 @@ import os
 from pathlib import Path
 
 from ddrl.report.figure_keys import deps_current, file_shas
-from ddrl.run.storage import REPO, atomic_write_bytes, cache_root, sha256_file
+from ddrl.infra.storage import REPO, atomic_write_bytes, cache_root, sha256_file
 
-#: This machine's store, under :func:`ddrl.run.storage.cache_root`.
+#: This machine's store, under :func:`ddrl.infra.storage.cache_root`.
 FIGURE_CACHE = "figures"
 #: The committed store: notebook 06's figures as docs/results.md shows them, and their entries.
 COMMITTED = REPO / "docs" / "results"

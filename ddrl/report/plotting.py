@@ -19,7 +19,7 @@ import seaborn as sns  # noqa: E402
 
 from ddrl import methods  # noqa: E402
 from ddrl.report.stats import percentile_bootstrap  # noqa: E402
-from ddrl.run.storage import REPO  # noqa: E402
+from ddrl.infra.storage import REPO  # noqa: E402
 from ddrl.report.reporter import FIGURE_DPI, save_figure  # noqa: E402
 
 #: Colours of what is not a method (a method's colour is its row's in ``ddrl/methods.yaml``, :func:`color`).

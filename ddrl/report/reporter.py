@@ -22,14 +22,14 @@ from typing import Callable
 
 from ddrl.report import figure_store
 from ddrl.report.figure_keys import code_deps, figure_key, reads_while
-from ddrl.run.storage import atomic_write_bytes
+from ddrl.infra.storage import atomic_write_bytes
 
 #: The resolution every saved figure is written at.
 FIGURE_DPI = 150
 
 
 def write_named(path: str | Path, data: bytes) -> Path:
-    """``data`` written to ``path`` atomically (:func:`ddrl.run.storage.atomic_write_bytes`: a temporary sibling,
+    """``data`` written to ``path`` atomically (:func:`ddrl.infra.storage.atomic_write_bytes`: a temporary sibling,
     fsync, rename; never a truncated file, and nothing left behind when it fails), and an ``OSError`` while writing
     that does not name ``path`` re-raised naming it (a full disk already does)."""
     path = Path(path)
@@ -181,7 +181,7 @@ class Reporter:
         """Record that ``section`` of the notebook was left out and why (data absent by design: offline, an optional
         download not made), with the file it needed: the runner prints it in the batch log and the summary table and
         keeps it in the manifest, so a notebook that skipped a part never reads as a plain "ok". Damaged data is an
-        error, never a skip (:class:`ddrl.run.datafiles.ChecksumError` propagates)."""
+        error, never a skip (:class:`ddrl.infra.datafiles.ChecksumError` propagates)."""
         entry = {"kind": "skipped", "section": section, "why": str(why), "file": None if file is None else str(file)}
         with open(self.log, "a") as f:
             f.write(json.dumps(entry) + "\n")

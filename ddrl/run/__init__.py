@@ -1,5 +1,4 @@
-"""Running experiments: content keys and the cache (:mod:`~ddrl.run.cache`), durable files
-(:mod:`~ddrl.run.storage`), run directories (:mod:`~ddrl.run.rundir`), the worker pool (:mod:`~ddrl.run.pool`),
-notebook parameters (:mod:`~ddrl.run.params`), the papermill runner (:mod:`~ddrl.run.reproduce`), progress bars,
-data-file lookup, model fingerprints, the methods x seeds loop of notebooks 03-05 (:mod:`~ddrl.run.experiments`)
-and the package lock."""
+"""Running experiments: notebook parameters (:mod:`~ddrl.run.params`), the papermill runner (:mod:`~ddrl.run.reproduce`)
+and the publisher, model fingerprints, the methods x seeds loop of notebooks 03-05 (:mod:`~ddrl.run.experiments`) and
+the package lock. The low-level machinery they use (durable files, the cache, run directories, the worker pool,
+progress bars, data files) is :mod:`ddrl.infra`."""

@@ -29,12 +29,13 @@ from ddrl.evaluate import evaluate
 from ddrl.run.fingerprints import model_fingerprint
 from ddrl.accel.logprob_backends import backend_key
 from ddrl.models import device_key, load_model, paper_overrides, resolve_device
-from ddrl.run.pool import compute_threads, default_workers, run_pool
-from ddrl.run.progress import tqdm
+from ddrl.infra.pool import compute_threads, default_workers, run_pool
+from ddrl.infra.progress import tqdm
 from ddrl.prompts import format_prompt
-from ddrl.run.storage import cache_root
-from ddrl.run.cache import cached, content_key, grader_fingerprint, records_key
-from ddrl.run.rundir import RunDir, fingerprint
+from ddrl.infra.storage import cache_root
+from ddrl.infra.cache import cached, content_key, records_key
+from ddrl.grading.fingerprint import grader_fingerprint
+from ddrl.infra.rundir import RunDir, fingerprint
 from ddrl.sampling import make_sampler
 from ddrl.seeds import derive_seed
 from ddrl.report.stats import mean_ci
@@ -51,7 +52,7 @@ class Experiment:
     overrides: dict[str, Any] = field(default_factory=dict)  # TrainConfig overrides shared by every method
     runs_root: Path | None = None  # default: <cache>/runs
     progress: bool = True
-    workers: int | None = None  # processes for a grid's independent runs; None = ddrl.run.pool.default_workers
+    workers: int | None = None  # processes for a grid's independent runs; None = ddrl.infra.pool.default_workers
 
     def config(self, method: str, seed: int, **extra: Any):
         if method not in METHODS:
@@ -65,7 +66,7 @@ class Experiment:
 
         The base model's weight hashes are part of the key (``cfg.model`` names ``testbed:default`` whatever its
         build), so a rebuilt testbed never resumes or reuses a run trained from the previous weights. The
-        answers and :func:`~ddrl.run.cache.grader_fingerprint` are too: training never sees the answers, but the
+        answers and :func:`~ddrl.grading.fingerprint.grader_fingerprint` are too: training never sees the answers, but the
         run's ground-truth diagnostics (``gt/*`` in metrics.jsonl) are graded against them, and the vote uses
         the grader's answer normalisation. So is the log-prob backend unless it is ``"hf"``
         (:func:`ddrl.accel.logprob_backends.backend_key`): the other rounds the update's gradients differently; and so is the
@@ -84,7 +85,7 @@ class Experiment:
 
     def threads(self, extra: dict[str, Any] | None = None):
         """The compute-thread count of this experiment's work: on the CPU one thread, in a pool worker and in
-        this process alike (:func:`ddrl.run.pool.compute_threads`), so a run's and an evaluation's numbers do
+        this process alike (:func:`ddrl.infra.pool.compute_threads`), so a run's and an evaluation's numbers do
         not depend on whether they were computed alone or in a batch (the cache keys do not name a thread
         count; docs/reliability.md). A config's explicit ``threads`` still applies to its training. Other
         devices: unchanged."""
@@ -93,7 +94,7 @@ class Experiment:
     def evaluation_key(self, weights: dict, cfg, seed: int, split: str, recs: Sequence[dict]) -> dict:
         """What an evaluation's scores depend on: the evaluated weights (:func:`weights_sha256`
         of the model in memory), the questions' ids, prompts and answers, every sampling setting, the seed
-        and :func:`~ddrl.run.cache.grader_fingerprint`, and the device kind off the CPU
+        and :func:`~ddrl.grading.fingerprint.grader_fingerprint`, and the device kind off the CPU
         (:func:`ddrl.models.device_key`). Nothing else may serve a cached score. (v3: the cached
         value holds the per-question accuracies too, so v2 entries, which lack them, are not read.)"""
         return {"what": "evaluation-v3", "weights": weights, "split": split, "questions": records_key(recs),
@@ -231,7 +232,7 @@ class Experiment:
     def map(self, fn: Callable[[Experiment, Any], Any], items: Sequence[Any], extra: dict[str, Any],
             desc: str = "runs") -> list[Any]:
         """``[fn(self, item) for item in items]``, independent jobs: with ``workers`` > 1 (by default one per
-        core on a CPU, when there are >= 2 jobs) in :func:`ddrl.run.pool.run_pool`'s single-thread workers
+        core on a CPU, when there are >= 2 jobs) in :func:`ddrl.infra.pool.run_pool`'s single-thread workers
         (each gets a quiet copy of this experiment), else here. ``fn`` is a module-level function."""
         workers = self.workers if self.workers is not None else default_workers(len(items), self._device(extra))
         if workers <= 1:  # the serial path
@@ -383,9 +384,9 @@ def weights_sha256(model) -> str:
 def cached_rollouts(model_name: str, records: Sequence[dict], dataset: str, n: int, *, temperature: float = 1.0,
                     top_p: float = 1.0, max_new_tokens: int = 64, seed: int = 0, batch_size: int = 512,
                     cue: str = "auto", backend: str = "hf", device: str = "auto", progress: bool = False) -> list[dict]:
-    """:func:`sample_and_grade` through :func:`ddrl.run.cache.cached`, keyed by the model's weight hashes
+    """:func:`sample_and_grade` through :func:`ddrl.infra.cache.cached`, keyed by the model's weight hashes
     (:func:`model_fingerprint`), the questions' ids, prompts and answers, the grader
-    (:func:`ddrl.run.cache.grader_fingerprint`), every sampling parameter and the device kind off the CPU
+    (:func:`ddrl.grading.fingerprint.grader_fingerprint`), every sampling parameter and the device kind off the CPU
     (:func:`ddrl.models.device_key`; notebooks 01 and 02 share the cache). ``model_name`` is
     ``"testbed:<preset>"``, a hub id or a local directory."""
     def _sample() -> list[dict]:
@@ -411,7 +412,7 @@ def train_and_evaluate(preset: str, records: Sequence[dict], run_root: str, *, e
     """Train one of :data:`ddrl.config.PRESETS` (e.g. "ttrl", "grpo_no_std") on ``records`` with
     :func:`ddrl.train.train`, then evaluate pass@1 / maj@n (:func:`ddrl.evaluate.evaluate`).
 
-    Cached (:func:`ddrl.run.cache.cached`) by the config, the base weights, the questions (ids, prompts,
+    Cached (:func:`ddrl.infra.cache.cached`) by the config, the base weights, the questions (ids, prompts,
     answers) and the grader; the run
     directory ``run_root/<preset>-<hash>`` also makes an interrupted run resume. Returns
     ``{"preset", "pass@1", "maj@n", "rl_seconds", "steps", "final": last step's metrics}``.

@@ -1,7 +1,7 @@
 """What a cache key records of a model's weights (:func:`model_fingerprint`): the sha256 of each weight file of a
 local model directory, the testbed's build included (made on first use), or a hub id as it is. Torch-free, so that
 the claims study's weight checks import without it; its own module because the testbed's build imports
-:mod:`ddrl.run.cache`, whose helpers this uses.
+:mod:`ddrl.infra.cache`, whose helpers this uses.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import functools
 from pathlib import Path
 
 from ddrl import testbed
-from ddrl.run.storage import sha256_file
-from ddrl.run.cache import weight_files
+from ddrl.infra.storage import sha256_file
+from ddrl.infra.cache import weight_files
 
 
 @functools.lru_cache(maxsize=256)

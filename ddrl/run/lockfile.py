@@ -28,7 +28,7 @@ from packaging.markers import Marker
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from ddrl.run.storage import atomic_write_bytes
+from ddrl.infra.storage import atomic_write_bytes
 
 LOCK = Path(__file__).resolve().parents[2] / "constraints.txt"
 #: The verl test environment's lock (``make lock-verl``; ``ddrl/integrations/verl/install_venv.sh`` reads it).

@@ -29,7 +29,7 @@ import jupytext
 import nbformat
 from PIL import Image
 
-from ddrl.run.storage import REPO, atomic_write_bytes, git_sha
+from ddrl.infra.storage import REPO, atomic_write_bytes, git_sha
 
 SOURCE_DIR = REPO / "notebooks"
 PUBLISHED_DIR = REPO / "docs" / "notebooks"

@@ -36,10 +36,10 @@ import yaml
 from tabulate import tabulate
 
 from ddrl.run.params import ParameterError, ParameterWarning, check_deferred, check_parameters
-from ddrl.run.pool import environ
-from ddrl.run.progress import PROGRESS_FILE_ENV, latest_bar
+from ddrl.infra.pool import environ
+from ddrl.infra.progress import PROGRESS_FILE_ENV, latest_bar
 from ddrl.report.reporter import write_named
-from ddrl.run.storage import REPO, atomic_write_bytes, git_sha, sha256_file
+from ddrl.infra.storage import REPO, atomic_write_bytes, git_sha, sha256_file
 
 NOTEBOOK_DIR = REPO / "notebooks"
 PARAMS_DIR = REPO / "params"
@@ -56,7 +56,7 @@ KERNEL_MPLBACKEND = "module://matplotlib_inline.backend_inline"
 #: runner's terminal directly, not into the notebook). Besides the backend: no third-party progress bars, so the batch
 #: log holds the runner's own status lines only. ``HF_HUB_DISABLE_PROGRESS_BARS`` turns off huggingface_hub's bars and,
 #: read at import by ``transformers.utils.logging``, transformers' "Loading weights" and "Writing model shards" bars;
-#: the project's own bars (:func:`ddrl.run.progress.tqdm`, plain tqdm into the progress file) are unaffected.
+#: the project's own bars (:func:`ddrl.infra.progress.tqdm`, plain tqdm into the progress file) are unaffected.
 KERNEL_ENV = {"MPLBACKEND": KERNEL_MPLBACKEND, "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
 
 
@@ -360,7 +360,7 @@ class LiveProgress:
     rate and tqdm's ETA) and, when the previous run's time is known, the time that should be left.
 
     The bars reach the runner through a file: ``$DDRL_PROGRESS_FILE`` is set for the kernel (it inherits the
-    runner's environment) and :func:`ddrl.run.progress.tqdm` writes text bars there (see that module).
+    runner's environment) and :func:`ddrl.infra.progress.tqdm` writes text bars there (see that module).
     """
 
     def __init__(self, name: str, interval: float = 10.0, expected_s: float | None = None, stream=None):

@@ -18,7 +18,7 @@ from typing import Sequence
 
 import yaml
 
-from ddrl.run.storage import REPO
+from ddrl.infra.storage import REPO
 
 RESULTS = REPO / "results"
 #: The data registry :mod:`ddrl.data` reads (``data/registry.yaml``; the copy beside the package when installed).

@@ -35,8 +35,8 @@ from ddrl.prompts import format_prompt
 from ddrl.report.plotting import color, label
 from ddrl.report.stats import hierarchical_bootstrap, mean_ci, paired_differences, verdict
 from ddrl.run.fingerprints import model_fingerprint
-from ddrl.run.rundir import RunDir
-from ddrl.run.storage import REPO, cache_root, write_csv, write_json
+from ddrl.infra.rundir import RunDir
+from ddrl.infra.storage import REPO, cache_root, write_csv, write_json
 from ddrl.seeds import derive_seed, seed_range
 from ddrl.study.plan import (ADAPTED_X, COR_ONLY, HELDOUT_X, RESULTS, SCALES, check_weights, csv_path,
                              experiment, heldout_x_records, load_regimes, Regime)

@@ -17,9 +17,9 @@ import seaborn as sns
 from ddrl.study import claims as C
 from ddrl.analysis import frequency_table
 from ddrl.report.plotting import bootstrap_ci95, color, label
-from ddrl.run.cache import content_key
+from ddrl.infra.cache import content_key
 from ddrl.report.reporter import save_figure
-from ddrl.run.storage import sha256_file, write_csv, write_json
+from ddrl.infra.storage import sha256_file, write_csv, write_json
 from ddrl.seeds import numpy_generator
 from ddrl.report.stats import TARGET_HALF_WIDTH
 from ddrl.study.analysis import (BAND_NAMES, SHORTFALL_MAX_QUESTIONS, SHORTFALL_MAX_SEEDS, claim_on_seeds, load_base,

@@ -17,11 +17,12 @@ from ddrl.accel.logprob_backends import pinned_backend
 from ddrl.config import key_fields
 from ddrl.analysis import answer_groups, group_advantages, svamp_problems
 from ddrl.data import load_dataset
-from ddrl.run.cache import content_key, grader_fingerprint, records_key
+from ddrl.infra.cache import content_key, records_key
+from ddrl.grading.fingerprint import grader_fingerprint
 from ddrl.run.fingerprints import model_fingerprint
-from ddrl.run.pool import default_workers, run_pool
-from ddrl.run.rundir import RunDir
-from ddrl.run.storage import atomic_write_bytes, write_csv
+from ddrl.infra.pool import default_workers, run_pool
+from ddrl.infra.rundir import RunDir
+from ddrl.infra.storage import atomic_write_bytes, write_csv
 from ddrl.study.analysis import same_as_registered
 from ddrl.study.plan import (BASE, COR_4X, HELDOUT_X, REAL, REFINED, RESULTS, SCALES, STEP_COLUMNS, SVAMP_REGIME, Job,
                              Regime, Scale, adapted_x_path, csv_path, experiment, heldout_x_path, heldout_x_records,

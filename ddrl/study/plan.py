@@ -13,11 +13,11 @@ from typing import Iterable, Sequence
 from ddrl.accel.logprob_backends import pinned_backend
 from ddrl.config import METHODS as PRESETS
 from ddrl.methods import TABLE as METHOD_TABLE
-from ddrl.run.cache import owner_lock
+from ddrl.infra.cache import owner_lock
 from ddrl.run.fingerprints import model_fingerprint
-from ddrl.run.pool import minutes_to
-from ddrl.run.rundir import RunDir
-from ddrl.run.storage import REPO
+from ddrl.infra.pool import minutes_to
+from ddrl.infra.rundir import RunDir
+from ddrl.infra.storage import REPO
 from ddrl.testbed.builds import COMMITTED, META_FILE, cache_root, committed_dir, install_build
 from ddrl.testbed.config import get_config
 from ddrl.testbed.task import SplitSpec, generate_records

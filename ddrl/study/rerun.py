@@ -24,9 +24,9 @@ import pandas as pd
 import ddrl.train
 from ddrl.accel.logprob_backends import pinned_backend
 from ddrl.config import METHODS
-from ddrl.run.pool import environ
-from ddrl.run.rundir import RunDir
-from ddrl.run.storage import write_csv
+from ddrl.infra.pool import environ
+from ddrl.infra.rundir import RunDir
+from ddrl.infra.storage import write_csv
 from ddrl.study.designs import DESIGNS
 from ddrl.study.jobs import _run_job, job_key, steps_frame
 from ddrl.study.plan import (CSV, REFINED, RESULTS, SCALES, Job, check_weights, csv_method_seed, csv_path, experiment,

@@ -25,8 +25,8 @@ import pandas as pd
 
 from ddrl.data import DataError
 from ddrl.report.tables import committed_markdown, entry_ci
-from ddrl.run.pool import clock_budget, minutes_to
-from ddrl.run.storage import REPO, cache_root, write_json
+from ddrl.infra.pool import clock_budget, minutes_to
+from ddrl.infra.storage import REPO, cache_root, write_json
 from ddrl.seeds import seed_range
 from ddrl.study import designs
 from ddrl.study.analysis import (analyse_claims, analyse_stage1, bootstrap_entry, claim_matrix, paired_matrix,

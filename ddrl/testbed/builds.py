@@ -13,8 +13,8 @@ import shutil
 import time
 from pathlib import Path
 
-from ddrl.run.storage import sha256_file
-from ddrl.run.cache import weight_files
+from ddrl.infra.storage import sha256_file
+from ddrl.infra.cache import weight_files
 from ddrl.testbed.config import PretrainConfig
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,7 +39,7 @@ SOURCES = ("committed", "pretrain")
 
 
 def weight_sha256s(directory: str | os.PathLike) -> dict[str, str]:
-    """sha256 of each weight file of a build directory (:func:`ddrl.run.cache.weight_files`), by file name."""
+    """sha256 of each weight file of a build directory (:func:`ddrl.infra.cache.weight_files`), by file name."""
     return {f.name: sha256_file(f) for f in weight_files(directory)}
 
 

@@ -38,10 +38,10 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from ddrl.answers import extract_boxed, voting_key
-from ddrl.run.pool import compute_threads
-from ddrl.run.progress import tqdm
+from ddrl.infra.pool import compute_threads
+from ddrl.infra.progress import tqdm
 from ddrl.prompts import format_prompt
-from ddrl.run.cache import owner_lock
+from ddrl.infra.cache import owner_lock
 from ddrl.sampling import HFSampler
 from ddrl.seeds import derive_seed, numpy_generator
 from ddrl.testbed.builds import (META_FILE, SOURCES, cache_root, file_sha256s, install_build, reference_build,

@@ -15,7 +15,7 @@ for :data:`IDLE_S` seconds leaves (loky's ``timeout``); an interrupted batch (Ct
 they do not train on unseen.
 
 What makes this safe and resumable is not here but in the run directories the jobs write
-(:class:`ddrl.run.rundir.RunDir`): every file is written atomically, one process owns a run directory while it
+(:class:`ddrl.infra.rundir.RunDir`): every file is written atomically, one process owns a run directory while it
 trains (a second one waits on its lock, then finds it finished), and a killed run resumes from its last
 checkpoint. So a batch killed midway is rerun by calling :func:`run_pool` again: finished runs load, broken
 ones resume. Determinism: every random draw of a run derives from its seed (:mod:`ddrl.seeds`), and every
@@ -38,7 +38,7 @@ from typing import Any, Callable, Iterator, Sequence
 import psutil
 from loky import get_reusable_executor
 
-from ddrl.run.progress import tqdm
+from ddrl.infra.progress import tqdm
 
 
 def minutes_to(cutoff: str, now: float | None = None) -> float:

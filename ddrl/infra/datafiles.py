@@ -16,7 +16,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from ddrl.run.progress import tqdm
+from ddrl.infra.progress import tqdm
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DATA_DIR_ENV = "DDRL_DATA_DIR"
@@ -67,7 +67,7 @@ def sha256_hex(data: bytes) -> str:
 
 
 def default_cache_dir() -> Path:
-    """``$DDRL_CACHE_DIR/data``, by default ``<repo>/.cache/data`` (the same root as ddrl.run.cache's cache)."""
+    """``$DDRL_CACHE_DIR/data``, by default ``<repo>/.cache/data`` (the same root as ddrl.infra.cache's cache)."""
     return Path(os.environ.get(CACHE_DIR_ENV) or REPO_ROOT / ".cache") / "data"
 
 

@@ -2,7 +2,7 @@
 writes (a unique temporary file, fsync, rename, fsync of the folder; a full disk named as such), the sha256 of a
 file, and files that verify themselves (:func:`seal`/:func:`unseal`, :func:`json_with_digest`/:func:`read_json`:
 a damaged one is a :class:`DamagedFileError` naming it). The lowest layer of the package's file handling: it imports nothing of ddrl, so every other module (among
-them :mod:`ddrl.run.cache`, which re-exports these names, and :mod:`ddrl.report.figure_store`) can build on it.
+them :mod:`ddrl.infra.cache`, which re-exports these names, and :mod:`ddrl.report.figure_store`) can build on it.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ place; a damaged checkpoint or metrics line is named in a warning and the run fa
 it can restore exactly; reading a finished run writes nothing.
 
 Every file a later step reads verifies itself (issue 85): ``config.json``, ``result.json`` and each
-``metrics.jsonl`` row carry the sha256 of their own text (``_sha256``, :func:`ddrl.run.storage.json_with_digest`;
+``metrics.jsonl`` row carry the sha256 of their own text (``_sha256``, :func:`ddrl.infra.storage.json_with_digest`;
 stripped on reading), and each weights folder (a checkpoint, ``final/``, a :meth:`RunDir.save_weights` snapshot)
 holds ``digests.json``, the sha256 of each of its files, written before the folder is renamed into place. A file
 that does not verify or parse is a :class:`DamagedRunError` naming it and what to do (or, for a checkpoint or a
@@ -45,9 +45,9 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy
 
-from ddrl.run.storage import (DIGEST_KEY, DamagedFileError, atomic_write_bytes, disk_error, fsync_dir, git_sha,
+from ddrl.infra.storage import (DIGEST_KEY, DamagedFileError, atomic_write_bytes, disk_error, fsync_dir, git_sha,
                                json_with_digest, read_json, sha256_file, unique_tmp, verify_json_digest)
-from ddrl.run.cache import owner_lock
+from ddrl.infra.cache import owner_lock
 
 if TYPE_CHECKING:  # torch is imported where a checkpoint is written or read: the metrics are read without it
     import torch
@@ -114,7 +114,7 @@ class RunDir:
 
     def lock(self, wait: bool = True, timeout: float | None = None) -> owner_lock:
         """Exclusive ownership of this directory while a process trains in it (``with rd.lock(): ...``): a
-        second process waits (or, with ``wait=False``, raises :class:`ddrl.run.cache.LockBusy` naming the
+        second process waits (or, with ``wait=False``, raises :class:`ddrl.infra.cache.LockBusy` naming the
         directory and the owner's pid)."""
         self.path.mkdir(parents=True, exist_ok=True)
         return owner_lock(self.path / LOCK_FILE, f"run directory {self.path}", wait=wait, timeout=timeout)

@@ -2,13 +2,13 @@
 processes share one entry.
 
 - :func:`content_key`: the sha256 of a JSON description of a computation's inputs; :func:`records_key` of the
-  questions it saw; :func:`grader_fingerprint` of the grader that scored it; :func:`weight_files` of a model.
+  questions it saw (:func:`ddrl.grading.fingerprint.grader_fingerprint`: the grader that scored it); :func:`weight_files` of a model.
 - :func:`cached`: ``fn()`` computed once per key, stored under ``<cache>/<namespace>/<key>.json`` (or ``.pkl``) with
   the sha256 of its bytes, reused after only when they verify.
 - :class:`owner_lock`: one process owns a run directory or cache entry at a time (``flock``; the kernel drops it
   when its owner dies).
 
-Where files live and how they are written durably is :mod:`ddrl.run.storage`.
+Where files live and how they are written durably is :mod:`ddrl.infra.storage`.
 """
 
 from __future__ import annotations
@@ -22,14 +22,12 @@ import pickle
 import sys
 import time
 import warnings
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy
 
-from ddrl import answers
-from ddrl.run.storage import DamagedFileError, atomic_write_bytes, cache_root, seal, unseal
+from ddrl.infra.storage import DamagedFileError, atomic_write_bytes, cache_root, seal, unseal
 
 #: What counts as a weight file of a model directory (what a fingerprint of its weights hashes).
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt")
@@ -43,25 +41,6 @@ def weight_files(directory: str | Path) -> list[Path]:
 def content_key(obj: Any) -> str:
     """A stable sha256 of a JSON-serialisable description of a computation's inputs."""
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
-
-
-#: The grading modules whose source is hashed into :func:`grader_fingerprint`: an edit there invalidates
-#: every cached graded result, on top of :data:`ddrl.answers.GRADER_VERSION` (the one version number).
-_GRADER_SOURCES = ("answers.py", "voting.py", "grading/grader_pool.py")
-
-
-def grader_fingerprint() -> dict[str, Any]:
-    """What a graded result depends on besides its inputs: :data:`ddrl.answers.GRADER_VERSION`, the
-    math-verify version and the sha256 of the grading modules' source (``answers.py``, ``voting.py``,
-    ``grader_pool.py``)."""
-
-    try:
-        mv = version("math-verify")
-    except PackageNotFoundError:  # pragma: no cover
-        mv = None
-    here = Path(__file__).resolve().parents[1]  # the ddrl package
-    src = hashlib.sha256(b"".join((here / f).read_bytes() for f in _GRADER_SOURCES)).hexdigest()[:16]
-    return {"grader_version": answers.GRADER_VERSION, "math_verify": mv, "source": src}
 
 
 def records_key(records: Any, fields: tuple[str, ...] = ("id", "prompt", "answer")) -> str:
@@ -157,7 +136,7 @@ class _PlainUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) not in SAFE_GLOBALS:
             raise pickle.UnpicklingError(f"refusing to load {module}.{name}: a cached result holds plain data only "
-                                         "(not one of ddrl.run.cache.SAFE_GLOBALS; nothing was imported)")
+                                         "(not one of ddrl.infra.cache.SAFE_GLOBALS; nothing was imported)")
         return super().find_class(module, name)
 
 
@@ -187,7 +166,7 @@ def _decode(suffix: str, payload: bytes) -> Any:
 
 def _load_entry(path: Path, quiet: bool = False) -> Any:
     """The stored result, or ``_DAMAGED`` (with a one-line warning naming the file) when its bytes are not the
-    ones written (the sha256 in its first line, :func:`ddrl.run.storage.unseal`) or it does not decode."""
+    ones written (the sha256 in its first line, :func:`ddrl.infra.storage.unseal`) or it does not decode."""
     try:
         return _decode(path.suffix, unseal(path.read_bytes(), path))
     except DamagedFileError as e:
@@ -220,7 +199,7 @@ def cached(key: Any, fn: Callable[[], Any], namespace: str = "results", cache_di
     waits, then reads the first one's result instead of computing it again.
 
     Every entry verifies itself (issue 85): its first line holds the sha256 of the rest, written atomically with
-    it (:func:`ddrl.run.storage.seal`); an entry whose bytes do not match is named in a one-line warning and
+    it (:func:`ddrl.infra.storage.seal`); an entry whose bytes do not match is named in a one-line warning and
     computed again, never used. Results that JSON holds exactly (all of the companion's evaluations and
     rollouts) are stored as ``<key>.json``, which cannot execute, and returned as JSON gives them back on the
     first call too (so a fresh and a cached call return the same types); anything else is a ``<key>.pkl`` read
