@@ -8,6 +8,7 @@ through one generic job list, analysis and table; the registered stages (``claim
     python -m ddrl.study run claims_xeon   # a replication: the runs it ran (then analyse claims_xeon)
     python -m ddrl.study analyse claims    # claims.json, the scorecard and the study's figures (docs/results/)
     python -m ddrl.study render-page       # docs/results.md from the committed analyses (make docs)
+    python -m ddrl.study correct           # the confirmatory family corrected (results/multiplicity.json)
     python -m ddrl.study rerun DESIGN REGIME METHOD SEED [--steps K]   # one committed run recomputed and compared
 """
 
@@ -390,6 +391,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return rerun_main(argv[1:])
     if argv[:1] == ["render-page"]:
         return render_page(argv[1:])
+    if argv[:1] == ["correct"]:
+        from ddrl.study.strength import main as correct_main
+
+        return correct_main(argv[1:])
     return design_main(argv)
 
 
