@@ -43,6 +43,7 @@ from ddrl.study.plan import (HELDOUT_X, MATH500_SMALL_LR, PAIRED, RESULTS, SAME_
                              Scale, check_weights, csv_path, heldout_x_jobs, heldout_x_path, load_regimes, regimes_path,
                              stage1_jobs, stage2_jobs, untrained)
 from ddrl.study.page import main as render_page
+from ddrl.study.strength import main as correct_main
 
 
 def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, results_dir: str | Path,
@@ -392,8 +393,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["render-page"]:
         return render_page(argv[1:])
     if argv[:1] == ["correct"]:
-        from ddrl.study.strength import main as correct_main
-
         return correct_main(argv[1:])
     return design_main(argv)
 

@@ -31,6 +31,7 @@ from scipy.stats import false_discovery_control
 
 from ddrl.report.stats import NO_EFFECT_MARGIN, bootstrap_p, hierarchical_draws, percentile_draws, t_p
 from ddrl.seeds import derive_seed
+from ddrl.study.analysis import _band_effect, _g1_bootstrap, claim_matrix, load_base, load_questions
 from ddrl.study.claims import FLOOR_NOTE, THREE, get, paper_sign
 from ddrl.study.plan import RESULTS
 
@@ -95,8 +96,6 @@ def test_of(e: dict) -> str:
 def _draws(e: dict, df, groups, g1, n_boot: int) -> np.ndarray:
     """The bootstrap replicates the registered analysis drew for ``e`` (``ddrl.study.analysis``'s own matrices and
     streams), checked against the committed interval."""
-    from ddrl.study.analysis import _band_effect, _g1_bootstrap, claim_matrix
-
     cid, regime = e["id"], e["regime"]
     rng = np.random.default_rng(derive_seed(0, "claims", cid, regime))
     if cid == "G1":
@@ -132,8 +131,6 @@ def correct(results: str | Path = RESULTS, runs: str | Path | None = None, n_boo
     """The confirmatory family of ``results``' registered analysis: each entry's p-value (from its own draws) and its
     Benjamini-Hochberg adjusted p-value (Holm's beside it), and whether its verdict survives. An entry at the floor is
     no test (the regime cannot tell the methods apart) and stays out of the family (``p`` None)."""
-    from ddrl.study.analysis import load_base, load_questions
-
     results = Path(results)
     runs = Path(runs) if runs is not None else results / "runs"
     entries = [e for e in json.loads((results / REGISTERED).read_text()) if registration(e) == "confirmatory"]
