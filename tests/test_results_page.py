@@ -180,9 +180,9 @@ def test_the_amplification_section_says_what_e2_found(rendered):
     by = page.gather()
     sentence = page.said(by, "E2")
     assert _flat(sentence) in _flat(rendered)
-    for reg, label in page.SAMPLE_COLUMNS.items():
+    for reg in page.SAMPLE_COLUMNS:
         for e in by.get(("E2", reg), []):
-            assert f"on the {label} {page.SAID[e['verdict']]} ({interval(e)}" in sentence
+            assert f"on {page.SAID_WHERE[reg]} {page.SAID[e['verdict']]} ({interval(e)}" in sentence
     assert "keeps fewer of those false positives" not in _flat(rendered)
 
 

@@ -554,12 +554,16 @@ SAID = {"reproduced": "it holds", "contradicted": "the opposite holds", "no effe
         "not resolved": "not resolved"}
 
 
+#: Where :func:`said` says a sample claim was measured
+SAID_WHERE = {"base": "the testbed's base model", "svamp_codex": "code-davinci-002's SVAMP rollouts"}
+
+
 def said(by: dict, cid: str) -> str:
     """A sample claim's finding in a sentence written from its entries, regime by regime: ``BCS keeps fewer false
     positives than TTRL's random K (E2): on the testbed base model the opposite holds (-3.8 [-4.5, -3.0],
     contradicted); ...``."""
-    parts = [f"on the {label} {SAID[e['verdict']]} ({interval(e)}, {verdict_words(e)})"
-             for reg, label in SAMPLE_COLUMNS.items() for e in by.get((cid, reg), [])]
+    parts = [f"on {SAID_WHERE[reg]} {SAID[e['verdict']]} ({interval(e)}, {verdict_words(e)})"
+             for reg in SAMPLE_COLUMNS for e in by.get((cid, reg), [])]
     if not parts:
         raise ValueError(f"said: no committed entry of {cid}")
     return f"{claim_name(cid)} ({cid}): " + "; ".join(parts) + "."
