@@ -104,6 +104,7 @@ def test_the_docs_name_commands():
     assert ("ddrl.study", "analyse") in cmds and ("ddrl.run.reproduce", "") in cmds and len(cmds) >= 8
 
 
+@pytest.mark.filterwarnings("ignore:.*found in sys.modules:RuntimeWarning")  # runpy on a module imported before
 @pytest.mark.parametrize("mod,sub", commands())
 def test_every_command_in_readme_and_docs_runs(mod, sub, monkeypatch):
     """``python -m MODULE [SUBCOMMAND] --help`` exits 0 (run in this process: the imports are shared)."""
