@@ -80,11 +80,28 @@ def test_answer_table_quotes_the_committed_analyses():
     assert {r[1] for r in rows} >= {"M1"}, "the answer table answers 'does DDRL beat TTRL?' (M1)"
 
 
+def answer_paragraph(text: str) -> str:
+    """The bold paragraph that opens README's answer, its whitespace and bold marks normalised."""
+    first = section(text, "The answer").strip().split("\n\n")[0]
+    assert first.startswith("**") and first.endswith("**"), "README's answer opens with its answer in bold"
+    return " ".join(first.strip("*").split())
+
+
+def test_the_answer_is_the_results_pages_generated_from_the_numbers():
+    """README's answer to "does DDRL beat TTRL?" is :func:`ddrl.study.page.answer_text` word for word, the sentence
+    the results page opens with, written from the committed M1 and H1xD entries (fresh questions included)."""
+    want = page.answer_text(page.gather())
+    got = answer_paragraph(README.read_text())
+    assert got == want, ("README.md's answer differs from the one written from the numbers; paste "
+                         f"ddrl.study.page.answer_text(page.gather()) in bold:\n{want}")
+    assert f"**{want}**" in " ".join(page.render().split()), "the results page opens with the same answer"
+
+
 def test_answer_prose_quotes_only_the_table():
-    """Each signed number in the answer's sentences is an estimate or a paper's number of the table (not a bound:
-    a sentence quoting a size quotes an estimate)."""
+    """Each signed number in the answer's other sentences is an estimate or a paper's number of the table (not a
+    bound: a sentence quoting a size quotes an estimate); the generated answer paragraph is checked above."""
     text = README.read_text()
-    body = section(text, "The answer")
+    body = section(text, "The answer").strip().split("\n\n", 1)[1]
     prose = "\n".join(line for line in body.splitlines() if not line.startswith("|"))
     quoted = {NUMBER.match(cell).group(0) for row in answer_rows(text) for cell in (row[3], row[4], row[5])
               if NUMBER.match(cell)}

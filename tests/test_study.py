@@ -390,6 +390,22 @@ def test_the_committed_figure_store_is_what_notebook_06_draws(rendered_06):
     assert files == [], f"docs/results/ files that are not their entries' (`make figures` commits them again): {files}"
 
 
+def test_every_figure_notebook_06_draws_is_legible(rendered_06):
+    """Issue 95: every figure of notebook 06 (the committed ones in docs/results/, drawn by ddrl.study.figures, page,
+    claims and drift) has no overlapping text boxes and no legend on its data, as matplotlib lays them out
+    (:mod:`ddrl.report.legibility`, recorded by the Reporter for each figure it draws)."""
+    import json
+
+    from ddrl.report import figure_store
+
+    log = rendered_06 / "artifacts" / "06_claims.legibility.jsonl"
+    checked = [json.loads(line) for line in log.read_text().splitlines()]
+    names = {c["name"] for c in checked}
+    assert names >= {e["name"] for e in figure_store.manifest()}, "every committed figure was drawn and checked"
+    bad = {c["name"]: c["overlaps"] + c["legend_on_data"] for c in checked if c["overlaps"] or c["legend_on_data"]}
+    assert not bad, f"figures with overlapping text or a legend on the data (fix the drawing code, `make figures`): {bad}"
+
+
 def test_base_claims_on_synthetic_answer_groups():
     """F1-F3, G1: answers seen <= 5/64 right 20%, >= 45/64 right 90%, between 50%; GRPO's advantage larger if wrong."""
     rng = np.random.default_rng(0)

@@ -17,6 +17,7 @@ import pytest
 from conftest import same_json
 
 from ddrl.infra.storage import REPO
+from ddrl.study.strength import CORRECTION
 
 RESULTS = REPO / "results"
 #: The fields an entry is compared on: the estimate and its interval to 1e-9 (a least-squares fit's last digits
@@ -59,8 +60,8 @@ def committed_analyses() -> dict[str, dict[tuple, dict]]:
     """Each committed JSON under results/ that holds claim entries (not the per-run KL files or base builds)."""
     out = {}
     for p in sorted(RESULTS.rglob("*.json")):
-        if "base_models" in p.parts or p.name.endswith("-kl.json"):
-            continue
+        if "base_models" in p.parts or p.name.endswith("-kl.json") or p == RESULTS / CORRECTION:
+            continue  # the correction beside the registered entries: test_the_correction_regenerates
         got = entries(json.loads(p.read_text()))
         if got:
             out[p.relative_to(RESULTS).as_posix()] = got
@@ -98,3 +99,13 @@ def test_committed_entries_regenerate_from_the_committed_csvs(name):
     got = json.loads(json.dumps(REGENERATE[name]()))
     assert differences(entries(got), entries(committed)) == []
     assert same_json(got, committed)
+
+
+@pytest.mark.regenerate
+def test_the_correction_regenerates_from_the_committed_csvs():
+    """results/multiplicity.json (``python -m ddrl.study correct``): the confirmatory family's p-values drawn again
+    from the committed runs (each entry's draws checked against its committed interval), BH and Holm adjusted."""
+    from ddrl.study.strength import correct
+
+    committed = json.loads((RESULTS / CORRECTION).read_text())
+    assert same_json(json.loads(json.dumps(correct(RESULTS))), committed)

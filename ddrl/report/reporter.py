@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from ddrl.report import figure_store
+from ddrl.report.legibility import legend_on_data, overlaps
 from ddrl.report.figure_keys import code_deps, figure_key, reads_while
 from ddrl.infra.storage import atomic_write_bytes
 
@@ -95,8 +96,9 @@ class Reporter:
         self.notebook = notebook
         self.log = self.output_dir / "artifacts" / f"{notebook}.jsonl"
         self.figure_log = self.log.with_suffix(".figures.jsonl")  # the stored figures' entries (ddrl.report.figure_store)
+        self.legibility_log = self.log.with_suffix(".legibility.jsonl")  # each drawn figure's overlapping texts
         self.log.parent.mkdir(parents=True, exist_ok=True)
-        for log in (self.log, self.figure_log):
+        for log in (self.log, self.figure_log, self.legibility_log):
             log.write_text("")  # a rerun of the notebook replaces its artifact list
 
     def _record(self, path: Path, kind: str) -> Path:
@@ -112,6 +114,8 @@ class Reporter:
         for p in paths.values():
             self._record(p, "figure")
         self._figure_data(name, data)
+        with open(self.legibility_log, "a") as f:  # after saving: the check's draw cannot touch the files
+            f.write(json.dumps({"name": name, "overlaps": overlaps(fig), "legend_on_data": legend_on_data(fig)}) + "\n")
         show_saved(fig, paths["png"])
         return paths["png"]
 

@@ -148,12 +148,76 @@ def hierarchical_bootstrap(diffs, rng: np.random.Generator, n_boot: int = 4000,
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     S, Q = d.shape
     est = float(d.mean())
+    reps = hierarchical_draws(d, rng, n_boot, confidence)
+    q = 1 - (1 - confidence) / 2
+    lo, hi = np.quantile(reps, [1 - q, q])
+    return Interval(est, float(lo), float(hi), S, Q)
+
+
+def hierarchical_draws(diffs, rng: np.random.Generator, n_boot: int = 4000, confidence: float = 0.95) -> np.ndarray:
+    """The replicates :func:`hierarchical_bootstrap` takes its interval from: :func:`bootstrap_means` widened around
+    the estimate by ``t_df / z`` at ``confidence``. The same ``rng`` state gives the same draws, so a p-value read from
+    them (:func:`bootstrap_p`) belongs to the committed interval."""
+    d = _as_matrix(diffs)
+    S, Q = d.shape
+    est = float(d.mean())
     reps = bootstrap_means(d, rng, n_boot)
     q = 1 - (1 - confidence) / 2
     df = _satterthwaite_df(variance_components(d), S, Q)
-    reps = est + (reps - est) * (sps.t.ppf(q, df) / sps.norm.ppf(q))
-    lo, hi = np.quantile(reps, [1 - q, q])
-    return Interval(est, float(lo), float(hi), S, Q)
+    return est + (reps - est) * (sps.t.ppf(q, df) / sps.norm.ppf(q))
+
+
+def percentile_draws(values, rng: np.random.Generator, n_boot: int = 4000) -> np.ndarray:
+    """The resampled means :func:`percentile_bootstrap` takes its interval from (the same draws for the same ``rng``)."""
+    v = np.asarray(values, dtype=float).ravel()
+    return rng.multinomial(v.size, np.full(v.size, 1 / v.size), size=n_boot) @ v / v.size
+
+
+def bootstrap_p(reps, test: str = "sign", margin: float = NO_EFFECT_MARGIN) -> float:
+    """A two-sided p-value read from bootstrap replicates, by inverting the percentile interval: the smallest level
+    at which the equal-tailed interval decides as the verdict rule does (``(k + 1) / (n + 1)`` per tail).
+
+    ``sign``: the interval excludes 0 (``reproduced`` / ``contradicted``); ``inside``: it lies inside
+    ``[-margin, margin]`` (``no effect``, a null claim's ``reproduced``; the two one-sided tests, the larger p);
+    ``beyond``: it lies entirely beyond ``+-margin`` (a null claim's ``contradicted``). Replicates that are NaN are
+    dropped. A 95% interval decides iff p < 0.05 (up to the quantiles' interpolation)."""
+    r = np.asarray(reps, dtype=float)
+    r = r[np.isfinite(r)]
+    n = r.size
+    if n == 0:
+        raise ValueError("bootstrap_p: no finite replicate")
+
+    def tail(k) -> float:
+        return (int(k) + 1) / (n + 1)
+
+    if test == "sign":
+        p = 2 * min(tail((r <= 0).sum()), tail((r >= 0).sum()))
+    elif test == "inside":
+        p = 2 * max(tail((r <= -margin).sum()), tail((r >= margin).sum()))
+    elif test == "beyond":
+        p = 2 * min(tail((r <= margin).sum()), tail((r >= -margin).sum()))
+    else:
+        raise ValueError(f"bootstrap_p: test must be sign, inside or beyond, got {test!r}")
+    return float(min(1.0, p))
+
+
+def t_p(estimate: float, ci_low: float, ci_high: float, n: int, test: str = "sign",
+        margin: float = NO_EFFECT_MARGIN, confidence: float = 0.95) -> float:
+    """:func:`bootstrap_p`'s p-value for an interval from :func:`mean_ci` (a t-interval over ``n`` values), recovered
+    from the interval itself: its standard error is the half-width over ``t_{n-1}``."""
+    df = n - 1
+    se = (ci_high - ci_low) / 2 / sps.t.ppf(0.5 + confidence / 2, df)
+    if se <= 0:
+        return 1.0 if test == "sign" and estimate == 0 else 0.0
+    if test == "sign":
+        p = 2 * sps.t.sf(abs(estimate) / se, df)
+    elif test == "inside":
+        p = 2 * max(sps.t.sf((estimate + margin) / se, df), sps.t.sf((margin - estimate) / se, df))
+    elif test == "beyond":
+        p = 2 * min(sps.t.cdf((margin - estimate) / se, df), sps.t.cdf((estimate + margin) / se, df))
+    else:
+        raise ValueError(f"t_p: test must be sign, inside or beyond, got {test!r}")
+    return float(min(1.0, p))
 
 
 def percentile_bootstrap(values, rng: np.random.Generator, n_boot: int = 4000,
@@ -165,7 +229,7 @@ def percentile_bootstrap(values, rng: np.random.Generator, n_boot: int = 4000,
     v = np.asarray(values, dtype=float).ravel()
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    reps = rng.multinomial(v.size, np.full(v.size, 1 / v.size), size=n_boot) @ v / v.size
+    reps = percentile_draws(v, rng, n_boot)
     q = 1 - (1 - confidence) / 2
     lo, hi = np.quantile(reps, [1 - q, q])
     return float(lo), float(hi)

@@ -8,6 +8,8 @@
 - :mod:`ddrl.study.analysis`  the CSVs read back, paired differences, verdicts; the base answer groups' measures
 - :mod:`ddrl.study.figures`   the study's figures, and one figure of any design's runs (``Design.figure``)
 - :mod:`ddrl.study.page`      ``docs/results.md``: what it answers, its at-a-glance table (``make docs``)
+- :mod:`ddrl.study.strength`  each verdict's strength beside it: floor / below 1 point, confirmatory or exploratory,
+  the confirmatory family's correction (``correct``)
 - :mod:`ddrl.study.runner`    the command line, and the designs' one generic job list, analysis and table
   (``run|status|analyse|render DESIGN``)
 - :mod:`ddrl.study.rerun`     one committed run recomputed and compared question by question (``rerun``)

@@ -182,6 +182,63 @@ CLAIMS: tuple[Claim, ...] = (
 )
 
 
+#: One name for each claim, in the words README.md, docs/results.md and the notebooks print (issue 95): read it with
+#: :func:`claim_name`, never retype it. A claim of ours starts with "(ours)"; a claim without a name here is named by
+#: its registered words (:data:`CLAIMS`).
+NAMES: dict[str, str] = {
+    "F1": "answers seen <= 5 of 64 times are mostly wrong",
+    "F2": "answers seen >= 45 of 64 times are mostly right",
+    "F3": "the middle band is less reliable than the top band",
+    "G1": "GRPO gives larger positive advantages when the pseudo-label is wrong",
+    "E1": "BCS keeps fewer correct answers among its negatives than TTRL's random K",
+    "E2": "BCS keeps fewer false positives than TTRL's random K",
+    "N1": "the middle band is the primary source of TTRL's wrong rewards",
+    "N2": "middle-band rollouts are rewarded wrongly more often",
+    "P1": "TTRL improves on no adaptation",
+    "P2": "DDRL improves on no adaptation",
+    "P3": "ETMR improves on no adaptation",
+    "M1": "DDRL beats TTRL",
+    "M2": "DDRL is at least as good as ETMR",
+    "M3": "ETMR beats TTRL",
+    "T1": "GRPO without its std normalisation helps TTRL",
+    "T1f": "fixed +1/-1 advantages instead of GRPO's help TTRL",
+    "A1": "BCS alone changes TTRL",
+    "A2": "adding DAE to BCS helps",
+    "A3": "adding COR to BCS+DAE helps",
+    "C1": "COR beats additional RL",
+    "C2": "COR costs a fraction of additional RL",
+    "R1": "refinement size barely matters",
+    "S1": "DDRL's gain over TTRL is larger with a stronger base model",
+    "D1": "on AIME, DDRL's mean advantage stays negative",
+    "D2": "on MATH-500, DDRL's mean advantage rises from negative to positive",
+    "H1": "(ours) DDRL's adaptation transfers: it gains on 128 held-out questions",
+    "K3": "(ours) COR alone improves on no adaptation",
+    "K4": "(ours) DDRL beats COR alone",
+    "K5": "(ours) DDRL beats COR alone",
+    "H1xT": "(ours) TTRL's adaptation transfers: it gains on 1,536 fresh questions",
+    "H1x": "(ours) DDRL's adaptation transfers: it gains on 1,536 fresh questions",
+    "H1xD": "(ours) DDRL beats TTRL on 1,536 fresh questions",
+    "H1xC": "(ours) COR does not cost accuracy on 1,536 fresh questions",
+    "R1x": "(ours) COR 4x's extra gain holds on 1,536 fresh questions",
+    "K1x": "(ours) COR at a tenth of its rate gains on 1,536 fresh questions",
+    "K1g": "(ours) COR keeping 4x the rollouts at a tenth of its rate helps BCS+DAE",
+    "K1gx": "(ours) COR keeping 4x the rollouts at a tenth of its rate gains on 1,536 fresh questions",
+    "P3x": "(ours) ETMR's adaptation transfers: it gains on 1,536 fresh questions",
+    "M2x": "(ours) DDRL is at least as good as ETMR on 1,536 fresh questions",
+}
+
+
+def claim_name(cid: str) -> str:
+    """A claim's one name (:data:`NAMES`; else its registered words in :data:`CLAIMS`): ``A1`` -> "BCS alone changes
+    TTRL". README.md, docs/results.md and notebooks 03-06 print this, so a claim reads the same everywhere."""
+    if cid in NAMES:
+        return NAMES[cid]
+    c = next((c for c in CLAIMS if c.id == cid), None)
+    if c is None:
+        raise KeyError(f"no name for claim {cid!r}: add it to ddrl.study.claims.NAMES")
+    return c.claim
+
+
 def get(claim_id: str) -> Claim:
     c = next((c for c in CLAIMS if c.id == claim_id), None)
     if c is None:
@@ -357,9 +414,30 @@ def render(entries: Sequence[dict], out_dir: str | Path, name: str = "claims_sco
     return _write(out_dir, name, table, table.to_markdown(index=False, floatfmt=".1f"), scorecard_figure(entries))
 
 
+def bounds(metric: str) -> tuple[float, float] | None:
+    """What a claim's quantity can take, in its units: a difference of two accuracies or rates in points +-100, an
+    accuracy or share minus 50 +-50, a difference of two differences (S1) +-200; None where the metric is no such
+    difference (advantages, wall time)."""
+    if not metric.endswith("[points]"):
+        return None
+    half = 50.0 if (metric.startswith("50 - ") or metric.removesuffix(" [points]").endswith(" - 50")) else 100.0
+    half = 200.0 if metric.count(" - ") >= 3 else half
+    return -half, half
+
+
+def shown(e: dict) -> tuple[float, float]:
+    """An entry's 95% interval as shown: the committed one, cut at its quantity's :func:`bounds` (the bootstrap's
+    small-sample ``t / z`` widening can carry it past what the quantity can take; the committed numbers are kept)."""
+    lo, hi = e["ci_low"], e["ci_high"]
+    b = bounds(e.get("metric", ""))
+    return (lo, hi) if b is None else (max(lo, b[0]), min(hi, b[1]))
+
+
 def interval(e: dict) -> str:
-    """An entry's estimate and 95% interval as the tables print them: ``+3.0 [+0.9, +5.0]``."""
-    return f"{e['estimate']:+.1f} [{e['ci_low']:+.1f}, {e['ci_high']:+.1f}]"
+    """An entry's estimate and 95% interval as the tables print them: ``+3.0 [+0.9, +5.0]`` (cut at the quantity's
+    bounds, :func:`shown`)."""
+    lo, hi = shown(e)
+    return f"{e['estimate']:+.1f} [{lo:+.1f}, {hi:+.1f}]"
 
 
 def replication_table(studies: dict[str, Sequence[dict]]) -> pd.DataFrame:

@@ -32,6 +32,7 @@ from tqdm.auto import tqdm
 from ddrl.accel.logprob_backends import pinned_backend
 from ddrl.config import METHODS, resolve_cue
 from ddrl.prompts import format_prompt
+from ddrl.report.legibility import spread
 from ddrl.report.plotting import color, label
 from ddrl.report.stats import hierarchical_bootstrap, mean_ci, paired_differences, verdict
 from ddrl.run.fingerprints import model_fingerprint
@@ -409,7 +410,7 @@ def _scatter(ax, t: pd.DataFrame, x: str, methods: Sequence[str], size: int) -> 
                     hue_order=[label(m) for m in methods])
     ax.set_xlabel({"kl_late": "late KL to the reference, trained rollouts [1e-3]",
                    "kl_heldout": "held-out KL to the base [1e-3 nats/token]"}.get(x, x))
-    ax.set_ylabel("held-out pass@1 (1,536 fresh questions) [points]")
+    ax.set_ylabel("held-out pass@1\n(1,536 fresh questions) [points]")
     return pal
 
 
@@ -481,7 +482,7 @@ def lr_drift_figure(res: dict, cor: dict | None = None):
         methods.append(COR_ONLY)
     name = {m: COR_ALONE_LABEL if m == COR_ONLY else label(m) for m in methods}
     t = t.assign(**{"method ": t["method"].map(name), "learning rate": t["lr"].map(LR_LABELS)})
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    fig, ax = plt.subplots(figsize=(8.6, 4.2))
     sns.scatterplot(t, x="kl_heldout", y="heldout", hue="method ", style="learning rate", s=34, ax=ax,
                     hue_order=[name[m] for m in methods], palette={name[m]: color(m) for m in methods},
                     style_order=list(LR_LABELS.values()))
@@ -492,10 +493,10 @@ def lr_drift_figure(res: dict, cor: dict | None = None):
                            (res["registered_slope"], "--", f"registered slope {res['registered_slope']:+.2f} (X3h)")):
         ax.plot(xs, d["heldout"].mean() + b * (xs - d["kl_heldout"].mean()), color="0.3", ls=style, lw=1.1, label=name)
     ax.set_xlabel("held-out KL to the untrained model [1e-3 nats/token]")
-    ax.set_ylabel("held-out pass@1 (1,536 fresh questions) [points]")
+    ax.set_ylabel("held-out pass@1\n(1,536 fresh questions) [points]")
     ax.set_title("Xeon build, AMC-like: TTRL, BCS+DAE, DDRL at two learning rates (Amendment 40)"
                  + (", COR alone (41)" if cor is not None else ""), fontsize=9)
-    ax.legend(fontsize=7, title=None, loc="lower left")
+    ax.legend(fontsize=7, title=None, loc="upper left", bbox_to_anchor=(1.02, 1.0))  # beside: inside, it covered a line
     fig.tight_layout()
     return fig
 
@@ -520,18 +521,21 @@ def lr_curve_figure(res: dict, old: pd.DataFrame, slope: float):
     ax.set_ylabel("held-out gain over the untrained model [points]")
     ax.set_title("Xeon build, AMC-like: three learning rates (Amendments 40, 42)", fontsize=9)
     ax.legend(fontsize=6.5, loc="lower left")
+    notes = []
     for row in res["tradeoff"]:
         lr = LR_TEXT[row["lr"]]
         bx.scatter(row["heldout_gain"], row["adapted_gain"], color=pal[lr], s=40,
                    marker={"bcs_dae": "o", "ddrl": "X", "ttrl": "s"}[row["method"]])
-        bx.annotate(f"{label(row['method']).split(' (')[0]}, {lr.split(' ')[0]}",
-                    (row["heldout_gain"], row["adapted_gain"]), fontsize=6.5, xytext=(3, 3), textcoords="offset points")
+        notes.append(bx.annotate(f"{label(row['method']).split(' (')[0]}, {lr.split(' ')[0]}",
+                                 (row["heldout_gain"], row["adapted_gain"]), fontsize=6.5, xytext=(3, 3),
+                                 textcoords="offset points"))
     bx.axhline(0, color="0.7", lw=0.6)
     bx.axvline(0, color="0.7", lw=0.6)
     bx.set_xlabel("held-out gain, mean over seeds [points]")
     bx.set_ylabel("adapted gain, mean over seeds [points]")
     bx.set_title("what the learning rate trades: adapted vs held-out gain", fontsize=9)
     fig.tight_layout()
+    spread(fig, notes)  # two runs' points lie close: their names apart
     return fig
 
 

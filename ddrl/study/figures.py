@@ -47,10 +47,17 @@ def power_figure(pw: pd.DataFrame):
     """The predicted 95% half-width by seeds, one log-log panel per regime, with the target."""
     g = sns.relplot(data=pw, x="seeds", y="half_width", hue="comparison", col="regime", kind="line", marker="o",
                     height=3, aspect=1.0, facet_kws={"sharey": True})
+    xs = [s for s in (4, 8, 16, 32, 64) if pw.seeds.min() <= s <= pw.seeds.max()]
+    ys = [y for y in (1, 2, 5, 10, 20, 50) if pw.half_width.min() <= y <= pw.half_width.max()]
     for ax in g.axes.flat:
         ax.axhline(TARGET_HALF_WIDTH, ls="--", color="black", lw=0.8)
         ax.set(xscale="log", yscale="log")
+        ax.set_xticks(xs, [str(x) for x in xs], minor=False)  # plain numbers: a log axis's minor labels collide
+        ax.set_yticks(ys, [str(y) for y in ys], minor=False)
+        ax.set_xticks([], minor=True)
+        ax.set_yticks([], minor=True)
     g.set_axis_labels("seeds", "predicted 95% half-width (points)")
+    g.set_titles("{col_name}")
     return g.figure
 
 
@@ -152,8 +159,8 @@ def selection_errors_figure(t: pd.DataFrame):
     t = t[t.bin.isin(set(t.bin[t.questions > 0]))]
     bins = list(dict.fromkeys(t.bin))
     fig, axes = plt.subplots(1, 2, figsize=(10.0, 3.6))
-    for ax, col, ylab in ((axes[0], "fp_per_question", "false positives kept per question (of K = 32)"),
-                          (axes[1], "fn_share", "correct answers among kept negatives (%)")):
+    for ax, col, ylab in ((axes[0], "fp_per_question", "false positives kept\nper question (of K = 32)"),
+                          (axes[1], "fn_share", "correct answers among\nkept negatives (%)")):
         for rule, (m, name) in RULE_METHOD.items():
             tr = t[t.rule == rule]
             ax.plot(range(len(bins)), tr[col], marker="o", color=color(m), label=name)
@@ -225,8 +232,9 @@ def transfer_figure(t: pd.DataFrame, methods: Sequence[str] = TRANSFER_METHODS, 
     present = [r for r in regimes if r in set(t.regime)]
     if not present:
         return None
-    t = t.assign(split=t.split.map(TRANSFER_SPLITS), method=t.method.map(label))
-    order, hue_order = list(TRANSFER_SPLITS.values()), [label(m) for m in methods]
+    names = {k: v.replace(" questions", "\nquestions") for k, v in TRANSFER_SPLITS.items()}  # narrow panels
+    t = t.assign(split=t.split.map(names), method=t.method.map(label))
+    order, hue_order = list(names.values()), [label(m) for m in methods]
     palette = {label(m): color(m) for m in methods}
     fig, axes = plt.subplots(1, len(present), figsize=(4.3 * len(present), 3.6), squeeze=False)
     for ax, r in zip(axes[0], present):
@@ -288,8 +296,9 @@ def levels_panel(ax, per: pd.DataFrame, order: Sequence[str], palette: dict[str,
                   seed=0, linestyle="none", markersize=6, capsize=0.15, ax=ax, legend=False)
     n = per.groupby("run").seed.nunique()
     seeds = f"{n.min()} seeds" if n.min() == n.max() else f"{n.min()}-{n.max()} seeds"
-    ax.set(xlabel="", ylabel=ylabel, title=f"{title} ({seeds})")
-    ax.tick_params(axis="x", labelrotation=25, labelsize=7)
+    ax.set(xlabel="", ylabel=ylabel, title=textwrap.fill(f"{title} ({seeds})", 40))  # a long title in lines
+    ax.set_xticks(range(len(order)), [textwrap.fill(r, 14) for r in order])  # wrapped: long run names collide
+    ax.tick_params(axis="x", labelrotation=0, labelsize=7)
 
 
 def _entry_text(e: dict | None) -> str:
@@ -483,7 +492,7 @@ def design_figure(d: Design, res: dict, held: dict | None = None):
                      for g, shown in panels.items()])
     vote = "vote" in res
     n_runs = max(per.run.nunique() for panels in rows for _, per, _, _ in panels)
-    widths = [max(4.6, 0.75 * n_runs + 1.5)] * max(map(len, rows)) + [4.0] * 2 * vote
+    widths = [max(4.6, 0.9 * n_runs + 1.5)] * max(map(len, rows)) + [4.0] * 2 * vote
     fig, axes = plt.subplots(len(rows), len(widths), figsize=(sum(widths), 4.0 * len(rows)), squeeze=False,
                              gridspec_kw={"width_ratios": widths})
     rng = numpy_generator(0, "figure", d.id)
@@ -499,17 +508,19 @@ def design_figure(d: Design, res: dict, held: dict | None = None):
         v = _runs(res["vote"], d.regime)
         lines = [n for n in dict.fromkeys(v.name) if n != label("no_adaptation")]
         palette = dict(zip(v.name, v.method.map(color)))
-        for ax, col, ylab in ((axes[0, -2], "majority_ratio", "share agreeing with the majority"),
-                              (axes[0, -1], "label_acc", "majority label correct")):
+        for ax, col, ylab in ((axes[0, -2], "majority_ratio", "share agreeing\nwith the majority"),
+                              (axes[0, -1], "label_acc", "majority label\ncorrect")):
             ax.set_axis_on()
             sns.lineplot(v[v.name.isin(lines)], x="quarter", y=col, hue="name", style="learning rate", palette=palette,
                          hue_order=lines, marker="o", ax=ax, legend=ax is axes[0, -2])
             ax.set(xlabel="quarter of the RL steps", ylabel=ylab, xticks=[1, 2, 3, 4])
             sns.despine(ax=ax)
-        axes[0, -2].legend(fontsize=7, frameon=False, handlelength=3)
+        handles, names = axes[0, -2].get_legend_handles_labels()
+        axes[0, -2].get_legend().remove()  # beside the panels: inside one, it covered a line
+        fig.legend(handles, names, loc="center right", fontsize=7, frameon=False, handlelength=3)
     title = f"{d.section.lstrip('# ')}; {d.build + ', ' if d.build else ''}descriptive"
     fig.suptitle(textwrap.fill(title, 13 * fig.get_figwidth()), fontsize=10)  # ~13 characters an inch at 10 pt
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1 - 1.5 * vote / fig.get_figwidth(), 1))  # the legend's 1.5 inches kept free
     return fig
 
 

@@ -13,21 +13,13 @@ import numpy as np
 import pandas as pd
 
 from ddrl.study.analysis import bootstrap_entry, method_csvs, paired_matrix, read_csvs
-from ddrl.study.claims import VERDICT_COLORS, forest, get, interval, legend
+from ddrl.study.claims import VERDICT_COLORS, claim_name, forest, get, interval, legend
 from ddrl.study.plan import NO_RL, PAIRED, RESULTS, SAME_BASE, csv_method_seed, csv_path, same_base
 from ddrl.study.rerun import check, design_dir
 
 REGIME_WORDS = {"aime_like": "AIME-like", "amc_like": "AMC-like", "math500_like": "MATH-500-like"}
 #: The amendments' entries of the lr/10 regimes
 AMENDMENT_ENTRIES = RESULTS / "small_lr"
-#: Claims in a few words for a table row
-CLAIM_WORDS = {"P1": "TTRL beats no adaptation", "P2": "DDRL beats no adaptation", "M1": "DDRL beats TTRL",
-               "M2": "DDRL is at least as good as ETMR", "H1": "DDRL's gain carries to held-out questions",
-               "A1": "BCS beats TTRL's random K", "A2": "DAE's fixed ±1 beats GRPO (after BCS)",
-               "A3": "COR adds to BCS + DAE", "T1": "GRPO without std-normalisation beats TTRL",
-               "C1": "COR beats as much more RL", "R1": "the refinement size barely matters (4x vs 1x)"}
-
-
 def regime_words(regime: str) -> str:
     """``math500_like_small_lr`` -> ``MATH-500-like, lr/10``."""
     base = SAME_BASE.get(regime, regime)
@@ -35,7 +27,8 @@ def regime_words(regime: str) -> str:
 
 
 def claim_words(cid: str) -> str:
-    return CLAIM_WORDS.get(cid) or get(cid).claim
+    """A claim's one name (:func:`ddrl.study.claims.claim_name`), as README.md and the results page print it."""
+    return claim_name(cid)
 
 
 @cache

@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 from ddrl.report.stats import NO_EFFECT_MARGIN
-from ddrl.study.claims import FLOOR_NOTE, VERDICT_COLORS, forest, interval, legend, validate
+from ddrl.study import strength as ST
+from ddrl.study.claims import FLOOR_NOTE, VERDICT_COLORS, claim_name, forest, interval, legend, validate
 from ddrl.study.plan import RESULTS
 
 PAGE = RESULTS.parent / "docs" / "results.md"
@@ -41,56 +42,39 @@ SOURCES = ("claims.json", "wide/claims.json", "small_lr/claims.json", "small_lr/
            "small_lr/dynamics.json")
 #: The registered build's other analyses with verdicts: no claims of the paper, ids of their own
 ELSEWHERE = {"drift/": "why adaptation costs held-out accuracy: policy drift (plan Amendments 21-25, 42)",
-             "wide/arms.json": "TTRL and DDRL with a 100x KL penalty (plan Amendment 27), no method of the paper"}
+             "wide/arms.json": "TTRL and DDRL with a 100x KL penalty (plan Amendment 27), no method of the paper",
+             "multiplicity.json": "the confirmatory family's correction (ddrl.study.strength), shown beside each "
+                                  "entry of claims.json, no entry of its own"}
 
 #: Each benchmark's stand-in -> (its regime at lr/10 or None, {regime at the default lr: its cell's label})
 STANDS_FOR = {"AIME-like": (None, {"aime_like": ""}),
               "AMC-like": ("amc_like_small_lr", {"amc_like": ""}),
               "MATH-500-like": ("math500_like_small_lr", {"math500_like": "", "math500_like_768": "768 questions: "})}
 
-#: The page's claims: (the claim in words, its id at lr/10, its id at the default lr)
-ROWS = (("TTRL improves on no adaptation", "P1", "P1"),
-        ("DDRL improves on no adaptation", "P2", "P2"),
-        ("ETMR improves on no adaptation", "P3", "P3"),
-        ("DDRL beats TTRL", "M1", "M1"),
-        ("DDRL is at least as good as ETMR", "M2", "M2"),
-        ("ETMR beats TTRL", "M3", "M3"),
-        ("GRPO without its std normalisation helps TTRL (Table 1)", "T1", "T1"),
-        ("fixed +1/-1 advantages instead of GRPO's help TTRL (Table 1 as the paper's text describes it)", "T1f", "T1f"),
-        ("BCS alone changes TTRL (paper: + on AIME/MATH, - on AMC)", "A1", "A1"),
-        ("adding DAE to BCS helps", "A2", "A2"),
-        ("adding COR to BCS+DAE helps", "A3", "A3"),
-        ("COR beats additional RL", "C1", "C1"),
-        ("COR costs a fraction of additional RL [wall time, % of the RL phase]", "C2", "C2"),
-        ("refinement size barely matters (COR 4x - 1x kept rollouts)", "R1", "R1"),
-        ("DDRL's gain over TTRL is larger with a stronger base model", "S1", "S1"),
-        ("on AIME, DDRL's mean advantage stays negative (Fig. 4) [- mean advantage x 100]", "D1", "D1"),
-        ("on MATH-500, DDRL's mean advantage rises from negative to positive (Fig. 4) [last - first quarter, x 100]",
-         "D2", "D2"),
-        ("(ours) COR alone (SFT on the untrained model's majority answers, no RL phase: the column is the design "
-         "that measured it) improves on no adaptation", "K3", "K3"),
-        ("(ours) DDRL beats COR alone", "K4", "K5"),
-        ("(ours) TTRL's adaptation transfers: it gains on 1,536 fresh questions", "H1xT", "H1xT"),
-        ("(ours) DDRL's adaptation transfers: it gains on 1,536 fresh questions", "H1x", "H1x"),
-        ("(ours) DDRL beats TTRL on 1,536 fresh questions", "H1xD", "H1xD"),
-        ("(ours) COR does not cost accuracy on 1,536 fresh questions (DDRL - BCS+DAE)", "H1xC", "H1xC"),
-        ("(ours) COR 4x's extra gain holds on 1,536 fresh questions (COR 4x - COR 1x kept rollouts)", "R1x", "R1x"),
-        ("(ours) COR at a tenth of its rate gains on 1,536 fresh questions (COR at 1e-6 - BCS+DAE)", "K1x", "K1x"),
-        ("(ours) COR keeping 4x the rollouts at a tenth of its rate helps BCS+DAE (COR 4x at 1e-6 - BCS+DAE)", "K1g",
-         "K1g"),
-        ("(ours) COR keeping 4x the rollouts at a tenth of its rate gains on 1,536 fresh questions (COR 4x at 1e-6 - "
-         "BCS+DAE)", "K1gx", "K1gx"),
-        ("(ours) ETMR's adaptation transfers: it gains on 1,536 fresh questions", "P3x", "P3x"),
-        ("(ours) DDRL is at least as good as ETMR on 1,536 fresh questions", "M2x", "M2x"))
+#: The page's claims: (its id at lr/10, its id at the default lr, what the page adds to its name: the metric in brackets,
+#: asides in parentheses); the name is :func:`~ddrl.study.claims.claim_name`'s
+_ROWS = (("P1", "P1", ""), ("P2", "P2", ""), ("P3", "P3", ""), ("M1", "M1", ""), ("M2", "M2", ""), ("M3", "M3", ""),
+         ("T1", "T1", " (Table 1)"), ("T1f", "T1f", " (Table 1 as the paper's text describes it)"),
+         ("A1", "A1", " (paper: + on AIME/MATH, - on AMC)"), ("A2", "A2", ""), ("A3", "A3", ""), ("C1", "C1", ""),
+         ("C2", "C2", " [wall time, % of the RL phase]"), ("R1", "R1", " (COR 4x - 1x kept rollouts)"),
+         ("S1", "S1", ""), ("D1", "D1", " (Fig. 4) [- mean advantage x 100]"),
+         ("D2", "D2", " (Fig. 4) [last - first quarter, x 100]"),
+         ("K3", "K3", " (SFT on the untrained model's majority answers, no RL phase: the column is the design that "
+                      "measured it)"),
+         ("K4", "K5", ""), ("H1xT", "H1xT", ""), ("H1x", "H1x", ""), ("H1xD", "H1xD", ""),
+         ("H1xC", "H1xC", " (DDRL - BCS+DAE)"), ("R1x", "R1x", " (COR 4x - COR 1x kept rollouts)"),
+         ("K1x", "K1x", " (COR at 1e-6 - BCS+DAE)"), ("K1g", "K1g", " (COR 4x at 1e-6 - BCS+DAE)"),
+         ("K1gx", "K1gx", " (COR 4x at 1e-6 - BCS+DAE)"), ("P3x", "P3x", ""), ("M2x", "M2x", ""))
+#: (the claim in words, its id at lr/10, its id at the default lr)
+ROWS = tuple((claim_name(small) + aside, small, default) for small, default, aside in _ROWS)
 
 #: The claims about a model's own samples (no learning rate): (claim, id)
-SAMPLE_ROWS = (("answers seen <= 5 of 64 times are mostly wrong [50 - their accuracy, points]", "F1"),
-               ("answers seen >= 45 of 64 times are mostly right [their accuracy - 50, points]", "F2"),
-               ("the middle band is less reliable than the top band [accuracy difference, points]", "F3"),
-               ("GRPO gives larger positive advantages when the pseudo-label is wrong [advantage x 100]", "G1"),
-               ("the middle band is the primary source of TTRL's wrong rewards [its share of them - 50, points]", "N1"),
-               ("middle-band rollouts are rewarded wrongly more often [rate difference to the outer bands, points]",
-                "N2"))
+SAMPLE_ROWS = tuple((claim_name(cid) + aside, cid) for cid, aside in (
+    ("F1", " [50 - their accuracy, points]"), ("F2", " [their accuracy - 50, points]"),
+    ("F3", " [accuracy difference, points]"), ("G1", " [advantage x 100]"),
+    ("E1", " [share of correct answers among the kept negatives, random - BCS, points]"),
+    ("E2", " [share of kept rollouts that are false positives, random - BCS, points]"),
+    ("N1", " [its share of them - 50, points]"), ("N2", " [rate difference to the outer bands, points]")))
 SAMPLE_COLUMNS = {"base": "testbed base model", "svamp_codex": "code-davinci-002 on SVAMP"}
 
 #: What each verdict means, in the page's words (the rule registered in ``results/plan.md``)
@@ -100,7 +84,7 @@ VERDICTS = {"reproduced": "the paper's sign, the 95% interval excludes 0",
             "not resolved": "none of these"}
 #: The order in which :func:`standing` groups verdicts, with each group's heading
 GROUPS = (("reproduced", "Holds"), ("contradicted", "Contradicted"), ("no effect", "No effect"),
-          ("not resolved", "Open (not resolved)"), ("floor", "Cannot be tested (floor)"))
+          ("not resolved", "Open (not resolved)"))
 
 #: The replications on other builds of the base model: folder under ``results/`` -> (its label, its analyses)
 BUILDS = {"replication_xeon": ("Xeon build", ("claims.json", "cor_alone.json", "small_lr_etmr.json",
@@ -114,12 +98,14 @@ BUILD_IDS = ("P1", "P2", "P3", "M1", "M2", "M3", "K3", "K4", "K5", "H1xD", "H1x"
 @dataclass(frozen=True)
 class Family:
     """One section of the page: heading, ids of :data:`ROWS` (``samples``: of :data:`SAMPLE_ROWS`), what it asks (no
-    numbers) and its figures (file, alt text, caption)."""
+    numbers), its figures (file, alt text, caption) and the ids whose finding it says in a sentence written from the
+    entries (:func:`said`)."""
     title: str
     ids: tuple[str, ...]
     asks: str
     figures: tuple[tuple[str, str, str], ...] = ()
     samples: bool = False
+    said: tuple[str, ...] = ()
 
 
 FAMILIES = (
@@ -131,11 +117,12 @@ FAMILIES = (
              "The untrained model's answers grouped by how many of 64 samples give them: the share that is right, "
              "with 95% intervals; the red and green bands are the low and high bands of F1 and F2."),),
            samples=True),
-    Family("Amplification: where TTRL's wrong rewards come from", ("G1", "N1", "N2"),
+    Family("Amplification: where TTRL's wrong rewards come from", ("G1", "N1", "N2", "E1", "E2"),
            "TTRL rewards the majority answer. When that pseudo-label is wrong, GRPO's normalisation gives the "
            "rollouts that agree with it larger positive advantages, so the error is amplified; the paper traces "
-           "the wrong rewards to the middle frequency band. BCS (DDRL's selection) keeps fewer of those false "
-           "positives and takes its negatives from the rarest answers.",
+           "the wrong rewards to the middle frequency band. BCS (DDRL's selection) takes its negatives from the "
+           "rarest answers; the paper's appendix says it keeps fewer false positives (E2) and fewer correct answers "
+           "among its negatives (E1) than TTRL's random K.",
            (("reward_noise.png", "TTRL's wrong rewards by band",
              "Left: each band's share of TTRL's wrong rewards (N1; the dotted line is half). Right: how often a "
              "band's rollouts are rewarded wrongly (N2)."),
@@ -143,7 +130,7 @@ FAMILIES = (
              "On the untrained model's rollouts: false positives kept per question (left) and correct answers "
              "among the kept negatives (right), TTRL's random selection against BCS, by the pseudo-label's "
              "frequency.")),
-           samples=True),
+           samples=True, said=("E2", "E1")),
     Family("The main table: TTRL, ETMR and DDRL against no adaptation and against each other",
            ("P1", "P2", "P3", "M1", "M2", "M3", "S1"),
            "The paper's Table 2: each method's gain over the untrained model (P1-P3) and the differences between "
@@ -202,26 +189,46 @@ BUILDS_ASKS = ("The same recipe trained on another kind of CPU gives another bas
 
 # The committed entries, per claim and regime
 
-def gather(results: str | Path = RESULTS, sources: Sequence[str] = SOURCES) -> dict[tuple[str, str], list[dict]]:
-    """(claim id, regime) -> the validated entries of the files ``sources`` under ``results`` that exist, in order."""
+def gather(results: str | Path = RESULTS, sources: Sequence[str] = SOURCES,
+           registered: bool = True) -> dict[tuple[str, str], list[dict]]:
+    """(claim id, regime) -> the validated entries of the files ``sources`` under ``results`` that exist, in order,
+    each with its ``strength``, ``registration`` and ``correction`` (:mod:`ddrl.study.strength`, from ``results``'
+    committed correction); ``registered`` False (another build's): every entry exploratory."""
     by: dict[tuple[str, str], list[dict]] = {}
+    rows = ST.load(results) if registered else {}
     for name in sources:
         path = Path(results) / name
         if not path.is_file():
             continue
         data = json.loads(path.read_text())
         for e in validate(data["entries"] if isinstance(data, dict) else data, str(path)):
-            by.setdefault((e["id"], e["regime"]), []).append(e)
+            reg = ST.registration(e) if registered and name == ST.REGISTERED else "exploratory"
+            by.setdefault((e["id"], e["regime"]), []).append(
+                {**e, "strength": ST.strength(e), "registration": reg,
+                 "correction": ST.correction(e, rows) if reg == "confirmatory" else "n/a"})
     return by
 
 
-def _verdict(e: dict) -> str:
-    return "floor" if e.get("note") == FLOOR_NOTE else e["verdict"]
+def _floor(e: dict) -> bool:
+    return e.get("note") == FLOOR_NOTE
+
+
+def verdict_words(e: dict) -> str:
+    """The registered verdict and, beside it, its strength: ``reproduced, below 1 point``, ``no effect, floor``."""
+    st = e.get("strength", ST.strength(e))
+    return e["verdict"] + ("" if st == "-" else f", {st}")
+
+
+def registration_words(e: dict) -> str:
+    """``exploratory``, ``confirmatory``, or ``confirmatory, survives BH`` / ``confirmatory, does not survive BH``."""
+    reg, c = e.get("registration", "exploratory"), e.get("correction", "n/a")
+    return f"{reg}, {c} BH" if reg == "confirmatory" and c in ("survives", "does not survive") else reg
 
 
 def cell(e: dict) -> str:
-    """An entry as the tables print it: estimate [95% CI], verdict and seeds x questions."""
-    return f"{interval(e)} {_verdict(e)} ({e['n_seeds']} x {e['n_questions']})"
+    """An entry as the tables print it: estimate [95% CI], the registered verdict with its strength, seeds x
+    questions, and confirmatory or exploratory (confirmatory: whether it survives the correction)."""
+    return f"{interval(e)} {verdict_words(e)} ({e['n_seeds']} x {e['n_questions']}; {registration_words(e)})"
 
 
 def _at(by: dict, small_id: str, default_id: str, name: str) -> tuple[list[tuple[str, dict]], list[tuple[str, dict]]]:
@@ -305,39 +312,81 @@ def _lr_entries(by: dict, small_id: str, default_id: str) -> dict[str, list[tupl
 
 
 def _quote(where: str, e: dict) -> str:
-    """``+3.0 [+0.9, +5.0] in AMC-like (reproduced; 19 seeds x 128 questions; paper +4.0)``."""
+    """``+3.0 [+0.9, +5.0] in AMC-like (reproduced; 19 seeds x 128 questions; paper +4.0; confirmatory, survives
+    BH)``."""
     paper = "" if e["paper"] is None else f"; paper {e['paper']:+.1f}"
-    return f"{interval(e)} in {where} ({_verdict(e)}; {e['n_seeds']} seeds x {e['n_questions']} questions{paper})"
+    return (f"{interval(e)} in {where} ({verdict_words(e)}; {e['n_seeds']} seeds x {e['n_questions']} questions"
+            f"{paper}; {registration_words(e)})")
 
 
 def _gist(entries: Sequence[tuple[str, dict]]) -> str:
-    vs = {_verdict(e) for _, e in entries} - {"floor"}
-    if vs == {"reproduced"}:
+    """What the entries (not at the floor) say to "does DDRL beat TTRL?", counted: ``yes``, ``in part (ahead in 1 of
+    3 comparisons)``, ``no, the opposite``, ``no (behind in 2 of 3 comparisons)``, ``no difference``, ``not shown``."""
+    tested = [e for _, e in entries if not _floor(e)]
+    n = len(tested)
+    rep, con = (sum(e["verdict"] == v for e in tested) for v in ("reproduced", "contradicted"))
+    if not n:
+        return "cannot be tested"
+    if rep == n:
         return "yes"
-    if vs == {"contradicted"}:
+    if con == n:
         return "no, the opposite"
-    if vs == {"no effect"}:
-        return "no difference"
-    if "reproduced" in vs:
-        return "in part"
-    return "not shown" if vs else "cannot be tested"
+    if rep and con:
+        return f"mixed (ahead in {rep}, behind in {con} of {n} comparisons)"
+    if rep:
+        return f"in part (ahead in {rep} of {n} comparisons)"
+    if con:
+        return f"no (behind in {con} of {n} comparisons)"
+    return "no difference" if all(e["verdict"] == "no effect" for e in tested) else "not shown"
+
+
+#: The answer's learning rates in words
+LR_WORDS = {"lr/10": "at lr/10 (the paper's small learning rate)", "default lr": "at the default learning rate"}
+#: The answer's two questions: (claim id, on which questions)
+ANSWER_IDS = (("M1", "the questions it adapts on"), ("H1xD", "1,536 fresh questions"))
+
+
+def _says(lr: str, entries: Sequence[tuple[str, dict]]) -> str:
+    """``at lr/10 (...), yes: +3.0 in AMC-like (reproduced; confirmatory, survives BH) and ...; AIME-like cannot
+    tell (both methods at pass@1 0)``."""
+    tested = [f"{e['estimate']:+.1f} in {w} ({verdict_words(e)}; {registration_words(e)})"
+              for w, e in entries if not _floor(e)]
+    floors = [w for w, e in entries if _floor(e)]
+    said = f"{LR_WORDS[lr]}, {_gist(entries)}"
+    if tested:
+        said += ": " + (", ".join(tested[:-1]) + " and " + tested[-1] if len(tested) > 1 else tested[0])
+    if floors:
+        said += f"; {', '.join(floors)} cannot tell (both methods at pass@1 0)"
+    return said
+
+
+def answer_text(by: dict) -> str:
+    """The answer to "does DDRL beat TTRL?" in one paragraph, written from the committed entries: M1 on the adapted
+    questions and H1xD on fresh ones, at both learning rates. README.md's answer is this paragraph
+    (``tests/test_readme.py``) and the results page opens with it."""
+    parts = []
+    for cid, where in ANSWER_IDS:
+        said = [_says(lr, entries) for lr, entries in _lr_entries(by, cid, cid).items() if entries]
+        if said:
+            parts.append(f"On {where}, " + "; ".join(said) + ".")
+    if not parts:
+        raise ValueError("answer_text: no committed M1 or H1xD entry")
+    return "Does DDRL beat TTRL? " + " ".join(parts)
 
 
 def answer(by: dict, figure: bool = True) -> list[str]:
-    """Does DDRL beat TTRL, and where: M1 at both learning rates, then H1xD on fresh questions, then the figure."""
+    """Does DDRL beat TTRL: :func:`answer_text`, then M1 and H1xD at each learning rate in detail, then the figure."""
     parts = []
     for cid, fresh in (("M1", ""), ("H1xD", " on 1,536 fresh questions")):
         for lr, entries in _lr_entries(by, cid, cid).items():
             if entries:
-                lrw = "at lr/10 (the paper's small learning rate)" if lr == "lr/10" else \
-                    "at the default learning rate"
-                tested = [(w, e) for w, e in entries if _verdict(e) != "floor"]
-                floors = [w for w, e in entries if _verdict(e) == "floor"]
-                parts.append(f"**{lrw.capitalize()}{fresh}: {_gist(entries)}**. DDRL - TTRL is "
-                             + "; ".join(_quote(w, e) for w, e in tested) + "."
+                tested = [(w, e) for w, e in entries if not _floor(e)]
+                floors = [w for w, e in entries if _floor(e)]
+                parts.append(f"**{LR_WORDS[lr][0].upper() + LR_WORDS[lr][1:]}{fresh}: {_gist(entries)}**. "
+                             "DDRL - TTRL is " + "; ".join(_quote(w, e) for w, e in tested) + "."
                              + (f" {', '.join(floors)} cannot test it (both methods score 0 everywhere)."
                                 if floors else ""))
-    lines = ["## Does DDRL beat TTRL?", ""]
+    lines = ["## Does DDRL beat TTRL?", ""] + _wrap(f"**{answer_text(by)}**") + [""]
     lines += _wrap("Pass@1 differences in points, with a 95% interval from a hierarchical bootstrap over seeds and "
                    "questions; the paper's number is Qwen2.5-Math-1.5B's on the benchmark the regime stands for.")
     for p in parts:
@@ -351,21 +400,43 @@ def answer(by: dict, figure: bool = True) -> list[str]:
     return lines
 
 
+def _marked(where: str, e: dict) -> str:
+    """``AMC-like: below 1 point, exploratory``: where, with the entry's strength and registration."""
+    st = e.get("strength", "-")
+    return f"{where}: " + ("" if st == "-" else f"{st}, ") + registration_words(e)
+
+
 def standing(by: dict, lr: str) -> dict[str, list[str]]:
-    """At ``lr`` (``lr/10`` or ``default lr``): verdict -> ["claim (regimes)"] over :data:`ROWS`."""
+    """At ``lr`` (``lr/10`` or ``default lr``): registered verdict -> ["claim (regime: strength; registration, ...)"]
+    over :data:`ROWS`."""
     out: dict[str, dict[str, list[str]]] = {}
     for claim, small_id, default_id in ROWS:
         for where, e in _lr_entries(by, small_id, default_id)[lr]:
-            out.setdefault(_verdict(e), {}).setdefault(_short(claim), []).append(where)
-    return {v: [f"{c} ({', '.join(w)})" for c, w in out[v].items()] for v, _ in GROUPS if v in out}
+            out.setdefault(e["verdict"], {}).setdefault(_short(claim), []).append(_marked(where, e))
+    return {v: [f"{c} ({'; '.join(w)})" for c, w in out[v].items()] for v, _ in GROUPS if v in out}
 
 
-def standing_lines(by: dict) -> list[str]:
+#: What the page's words beside a verdict mean (README.md says the same in its own paragraph)
+STRENGTH_WORDS = (
+    "Beside each registered verdict, never instead of it: *floor*: both methods score pass@1 0 on every question "
+    "of every seed, so the regime cannot test the claim whatever the rule printed; *below 1 point*: the verdict "
+    "gives a sign but the whole interval lies inside the +-1-point band, so the effect is real and small; "
+    "no mark: neither. *Confirmatory*: a claim and regime of the plan's Sec. 1, registered before any run; "
+    "*exploratory*: added by a later amendment, after earlier results were known (the lr/10 regimes but AMC-like's "
+    "M1, the companion's own claims, the real LLM's samples, other builds). The confirmatory entries not at the "
+    "floor form one family: each entry's p-value read from the same bootstrap draws as its interval, adjusted by "
+    "Benjamini-Hochberg (false discovery rate 5%); *survives BH* / *does not survive BH* say whether its verdict "
+    "holds after that. An interval that the small-sample widening carries past what its quantity can take (a "
+    "difference of two accuracies cannot pass +-100 points) is shown cut at the bound.")
+
+
+def standing_lines(by: dict, rows: dict | None = None) -> list[str]:
     lines = ["## What holds, what is contradicted, what stays open", ""]
     lines += _wrap("Every claim of the at-a-glance table below, grouped by its verdict. The verdict rule was "
                    "registered before the runs (results/plan.md): "
                    + "; ".join(f"*{v}*: {w}" for v, w in VERDICTS.items())
                    + ". Claims marked (ours) are the companion's own questions, not the paper's.")
+    lines += [""] + _wrap(STRENGTH_WORDS + " " + correction_sentence(rows if rows is not None else ST.load()))
     for lr, words in (("lr/10", "At lr/10, the paper's small learning rate"),
                       ("default lr", "At the default learning rate (ten times larger)")):
         lines += ["", f"**{words}:**", ""]
@@ -376,9 +447,19 @@ def standing_lines(by: dict) -> list[str]:
     return lines
 
 
+def correction_sentence(rows: dict) -> str:
+    """How many confirmatory entries there are, how many the correction tested and decided, and how many survive
+    it (Holm's stricter count beside), from the committed correction."""
+    if not rows:
+        return "No correction is committed (`python -m ddrl.study correct` writes it)."
+    s = ST.summary(rows)
+    return (f"Of the {s['confirmatory']} confirmatory entries, {s['floor']} sit at the floor; of the other "
+            f"{s['family']}, {s['decided']} are decided and {s['survive']} of them survive Benjamini-Hochberg "
+            f"({s['survive_holm']} survive Holm's stricter family-wise correction).")
+
+
 def _brief(e: dict) -> str:
-    v = _verdict(e)
-    return "floor" if v == "floor" else f"{e['estimate']:+.1f} {v}"
+    return f"{e['estimate']:+.1f} {verdict_words(e)} ({registration_words(e)})"
 
 
 def glance_table(by: dict) -> pd.DataFrame:
@@ -429,7 +510,7 @@ def figure_rows(by: dict) -> list[dict]:
         for name in STANDS_FOR:
             for _, e in _at(by, small_id, default_id, name)[0][:1]:
                 rows.append({"claim": _short(claim), "regime": name, "estimate": e["estimate"],
-                             "ci_low": e["ci_low"], "ci_high": e["ci_high"], "verdict": _verdict(e),
+                             "ci_low": e["ci_low"], "ci_high": e["ci_high"], "verdict": e["verdict"],
                              "paper": e["paper"]})
     return rows
 
@@ -468,8 +549,29 @@ def family_table(by: dict, fam: Family) -> pd.DataFrame:
             .rename(columns={"lr10": "testbed at lr/10", "default": "testbed at the default lr"}))
 
 
+#: What a sentence of :func:`said` writes for each verdict
+SAID = {"reproduced": "it holds", "contradicted": "the opposite holds", "no effect": "no difference is shown",
+        "not resolved": "not resolved"}
+
+
+#: Where :func:`said` says a sample claim was measured
+SAID_WHERE = {"base": "the testbed's base model", "svamp_codex": "code-davinci-002's SVAMP rollouts"}
+
+
+def said(by: dict, cid: str) -> str:
+    """A sample claim's finding in a sentence written from its entries, regime by regime: ``BCS keeps fewer false
+    positives than TTRL's random K (E2): on the testbed base model the opposite holds (-3.8 [-4.5, -3.0],
+    contradicted); ...``."""
+    parts = [f"on {SAID_WHERE[reg]} {SAID[e['verdict']]} ({interval(e)}, {verdict_words(e)})"
+             for reg in SAMPLE_COLUMNS for e in by.get((cid, reg), [])]
+    if not parts:
+        raise ValueError(f"said: no committed entry of {cid}")
+    return f"{claim_name(cid)} ({cid}): " + "; ".join(parts) + "."
+
+
 def family_lines(by: dict, fam: Family) -> list[str]:
-    lines = [f"## {fam.title}", ""] + _wrap(fam.asks) + [""] + _md(family_table(by, fam))
+    asks = " ".join([fam.asks, *(said(by, cid) for cid in fam.said if any(k[0] == cid for k in by))])
+    lines = [f"## {fam.title}", ""] + _wrap(asks) + [""] + _md(family_table(by, fam))
     for png, alt, caption in fam.figures:
         lines += ["", f"![{alt}]({FIGURES}/{png})", ""] + _wrap(f"*{caption}*")
     return lines
@@ -477,7 +579,7 @@ def family_lines(by: dict, fam: Family) -> list[str]:
 
 def builds_table(results: Path, registered: dict) -> pd.DataFrame:
     """The registered build beside each of :data:`BUILDS`, per claim of :data:`BUILD_IDS` and regime measured."""
-    builds = {label: gather(results / folder, sources) for folder, (label, sources) in BUILDS.items()
+    builds = {label: gather(results / folder, sources, registered=False) for folder, (label, sources) in BUILDS.items()
               if (results / folder).is_dir()}
     names = {small: f"{name} at lr/10" for name, (small, _) in STANDS_FOR.items() if small}
     names.update({reg: f"{name} at the default lr" for name, (_, d) in STANDS_FOR.items() for reg in d if not d[reg]})
@@ -527,7 +629,7 @@ def render(results: str | Path = RESULTS) -> str:
     lines += _wrap(INTRO) + [""] + answer(by) + [""]
     lines += _wrap(f"How this was decided, run by run, and every plan amendment: [the study's journal]({JOURNAL}); "
                    "the registered plan and its amendments: [results/plan.md](../results/plan.md).")
-    lines += [""] + standing_lines(by) + [""] + glance(by)
+    lines += [""] + standing_lines(by, ST.load(results)) + [""] + glance(by)
     for fam in FAMILIES:
         lines += [""] + family_lines(by, fam)
     lines += [""] + builds_lines(results, by)

@@ -8,6 +8,7 @@ through one generic job list, analysis and table; the registered stages (``claim
     python -m ddrl.study run claims_xeon   # a replication: the runs it ran (then analyse claims_xeon)
     python -m ddrl.study analyse claims    # claims.json, the scorecard and the study's figures (docs/results/)
     python -m ddrl.study render-page       # docs/results.md from the committed analyses (make docs)
+    python -m ddrl.study correct           # the confirmatory family corrected (results/multiplicity.json)
     python -m ddrl.study rerun DESIGN REGIME METHOD SEED [--steps K]   # one committed run recomputed and compared
 """
 
@@ -42,6 +43,7 @@ from ddrl.study.plan import (HELDOUT_X, MATH500_SMALL_LR, PAIRED, RESULTS, SAME_
                              Scale, check_weights, csv_path, heldout_x_jobs, heldout_x_path, load_regimes, regimes_path,
                              stage1_jobs, stage2_jobs, untrained)
 from ddrl.study.page import main as render_page
+from ddrl.study.strength import main as correct_main
 
 
 def run_study(regimes: dict[str, Regime], scale: Scale, runs_dir: str | Path, results_dir: str | Path,
@@ -390,6 +392,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return rerun_main(argv[1:])
     if argv[:1] == ["render-page"]:
         return render_page(argv[1:])
+    if argv[:1] == ["correct"]:
+        return correct_main(argv[1:])
     return design_main(argv)
 
 
