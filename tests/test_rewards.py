@@ -134,3 +134,17 @@ def test_notebook_07s_sentences_follow_the_numbers():
     assert "higher under the gated vote (50%) and the soft vote (41%)" in flipped and "lower" not in flipped
     status = L.stage_status([D.DESIGNS["rewards_amc"]])
     assert status.loc[0, "runs needed"] == 40 and status.loc[0, "regime"] == "AMC-like"
+
+
+def test_the_results_pages_reward_section_counts_the_committed_runs(tmp_path):
+    """Answer first, from the files: with no Stage 3 run it says so; a committed run moves the count."""
+    from ddrl.study import page
+    from ddrl.study.plan import RESULTS
+
+    (tmp_path / "runs" / "base").mkdir(parents=True)
+    (tmp_path / "runs" / "base" / "amc_like").symlink_to(RESULTS / "runs" / "base" / "amc_like")
+    text = "\n".join(page.rewards_lines(tmp_path))
+    assert "**Not decided yet: 0 of the 120 registered runs" in text and "the vote favours" in text
+    (tmp_path / "runs" / "amc_like").mkdir()
+    (tmp_path / "runs" / "amc_like" / "random_reward-seed00.csv.gz").touch()
+    assert "**Not decided yet: 1 of the 120 registered runs" in "\n".join(page.rewards_lines(tmp_path))

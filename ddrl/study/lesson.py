@@ -15,19 +15,13 @@ import pandas as pd
 from ddrl.study.analysis import bootstrap_entry, method_csvs, paired_matrix, read_csvs
 from ddrl.study.claims import VERDICT_COLORS, claim_name, forest, get, interval, legend
 from ddrl.study.plan import NO_RL, PAIRED, RESULTS, SAME_BASE, csv_method_seed, csv_path, same_base
+from ddrl.study.page import REGIME_WORDS, regime_words, reward_signal_sentences, stage_status  # noqa: F401
 from ddrl.study.rerun import check, design_dir
 
-REGIME_WORDS = {"aime_like": "AIME-like", "amc_like": "AMC-like", "math500_like": "MATH-500-like"}
 #: The amendments' entries of the lr/10 regimes
 AMENDMENT_ENTRIES = RESULTS / "small_lr"
 def regime_words(regime: str) -> str:
-    """``math500_like_small_lr`` -> ``MATH-500-like, lr/10``."""
-    base = SAME_BASE.get(regime, regime)
-    return REGIME_WORDS.get(base, base) + (", lr/10" if base != regime else "")
-
-
-def claim_words(cid: str) -> str:
-    """A claim's one name (:func:`ddrl.study.claims.claim_name`), as README.md and the results page print it."""
+    """``math500_like_small_lr`` -> ``MATH-500-like, lr/10``. as README.md and the results page print it."""
     return claim_name(cid)
 
 
@@ -215,49 +209,3 @@ def rerun_table(specs: Sequence[str], results: Path = RESULTS) -> tuple[pd.DataF
         rows.append(row)
     cols = ["run", "what", "result", "adapted pass@1", "among committed seeds"]
     return pd.DataFrame(rows, columns=cols).astype(object).fillna(""), texts
-
-
-# --- notebook 07: rewards without labels ---
-
-
-def reward_signal_sentences(sig: pd.DataFrame, band: str, reference: str = "vote") -> list[str]:
-    """What :func:`ddrl.analysis.reward_signal`'s table says of ``band``, in words that follow its numbers: the
-    ``reference`` reward's (the vote's) share of wrong rollouts favoured and of positive advantage landing on them, then
-    which rewards put less, more, or within a point as much of their positive advantage on those wrong rollouts."""
-    rows = sig[sig["band"] == band].set_index("reward")
-    ref = rows.loc[reference]
-    out = [f"In the middle band (answers seen {band} times of 64), the {reference} favours "
-           f"{100 * ref.fp_rate:.0f}% of the wrong rollouts, and {100 * ref.pos_adv_wrong:.0f}% of all the positive "
-           "advantage it gives lands on them."]
-    groups: dict[str, list[str]] = {"less": [], "more": [], "same": [], "none": []}
-    for name, r in rows.drop(index=reference).iterrows():
-        if np.isnan(r.pos_adv_wrong):
-            groups["none"].append(name)
-            continue
-        d = 100 * (r.pos_adv_wrong - ref.pos_adv_wrong)
-        groups["same" if abs(d) < 1 else "less" if d < 0 else "more"].append(f"the {name} ({100 * r.pos_adv_wrong:.0f}%)")
-
-    def some(xs: list[str]) -> str:
-        return xs[0] if len(xs) == 1 else ", ".join(xs[:-1]) + " and " + xs[-1]
-
-    parts = [f"lower under {some(groups['less'])}" if groups["less"] else "",
-             f"higher under {some(groups['more'])}" if groups["more"] else "",
-             f"within a point under {some(groups['same'])}" if groups["same"] else ""]
-    parts = [p for p in parts if p]
-    if parts:
-        out.append(f"Against the {reference}'s {100 * ref.pos_adv_wrong:.0f}%, that share is " + ", and ".join(parts) + ".")
-    if groups["none"]:
-        out.append(f"The {', '.join(groups['none'])} gives no positive advantage at all here.")
-    return out
-
-
-def stage_status(designs: Sequence, runs: Path = RESULTS / "runs") -> pd.DataFrame:
-    """Per design of a registered stage: its regime, the runs it needs (its evaluated methods x seeds), how many of
-    them are committed, and whether its analysis is."""
-    rows = []
-    for d in designs:
-        need = [(m, s) for m in d.evaluates for s in d.seeds]
-        have = sum(csv_path(runs, d.regime, m, s).is_file() for m, s in need)
-        rows.append({"design": d.id, "regime": regime_words(d.regime), "runs needed": len(need), "runs committed": have,
-                     "analysed": d.analysis.is_file()})
-    return pd.DataFrame(rows)

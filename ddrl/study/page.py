@@ -18,10 +18,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ddrl.analysis import problems_from_groups, reward_signal
 from ddrl.report.stats import NO_EFFECT_MARGIN
 from ddrl.study import strength as ST
 from ddrl.study.claims import FLOOR_NOTE, VERDICT_COLORS, claim_name, forest, interval, legend, validate
-from ddrl.study.plan import RESULTS
+from ddrl.study.designs import DESIGNS, REWARD_RUNS
+from ddrl.study.plan import BANDS_64, RESULTS, SAME_BASE, csv_path
 
 PAGE = RESULTS.parent / "docs" / "results.md"
 #: The page's figures and the journal, relative to the page
@@ -616,6 +618,88 @@ INTRO = ("For every claim of the paper, the testbed's estimate, a 95% interval a
          "with the same seeds.")
 
 
+# --- Stage 3: which reward without labels (notebook 07 reads these too) ---
+
+REGIME_WORDS = {"aime_like": "AIME-like", "amc_like": "AMC-like", "math500_like": "MATH-500-like"}
+
+
+def regime_words(regime: str) -> str:
+    """``math500_like_small_lr`` -> ``MATH-500-like, lr/10``."""
+    base = SAME_BASE.get(regime, regime)
+    return REGIME_WORDS.get(base, base) + (", lr/10" if base != regime else "")
+
+
+def reward_signal_sentences(sig: pd.DataFrame, band: str, reference: str = "vote") -> list[str]:
+    """What :func:`ddrl.analysis.reward_signal`'s table says of ``band``, in words that follow its numbers: the
+    ``reference`` reward's (the vote's) share of wrong rollouts favoured and of positive advantage landing on them, then
+    which rewards put less, more, or within a point as much of their positive advantage on those wrong rollouts."""
+    rows = sig[sig["band"] == band].set_index("reward")
+    ref = rows.loc[reference]
+    out = [f"In the middle band (answers seen {band} times of 64), the {reference} favours "
+           f"{100 * ref.fp_rate:.0f}% of the wrong rollouts, and {100 * ref.pos_adv_wrong:.0f}% of all the positive "
+           "advantage it gives lands on them."]
+    groups: dict[str, list[str]] = {"less": [], "more": [], "same": [], "none": []}
+    for name, r in rows.drop(index=reference).iterrows():
+        if np.isnan(r.pos_adv_wrong):
+            groups["none"].append(name)
+            continue
+        d = 100 * (r.pos_adv_wrong - ref.pos_adv_wrong)
+        groups["same" if abs(d) < 1 else "less" if d < 0 else "more"].append(f"the {name} ({100 * r.pos_adv_wrong:.0f}%)")
+
+    def some(xs: list[str]) -> str:
+        return xs[0] if len(xs) == 1 else ", ".join(xs[:-1]) + " and " + xs[-1]
+
+    parts = [f"lower under {some(groups['less'])}" if groups["less"] else "",
+             f"higher under {some(groups['more'])}" if groups["more"] else "",
+             f"within a point under {some(groups['same'])}" if groups["same"] else ""]
+    parts = [p for p in parts if p]
+    if parts:
+        out.append(f"Against the {reference}'s {100 * ref.pos_adv_wrong:.0f}%, that share is " + ", and ".join(parts) + ".")
+    if groups["none"]:
+        out.append(f"The {', '.join(groups['none'])} gives no positive advantage at all here.")
+    return out
+
+
+def stage_status(designs: Sequence, runs: Path = RESULTS / "runs") -> pd.DataFrame:
+    """Per design of a registered stage: its regime, the runs it needs (its evaluated methods x seeds), how many of
+    them are committed, and whether its analysis is."""
+    rows = []
+    for d in designs:
+        need = [(m, s) for m in d.evaluates for s in d.seeds]
+        have = sum(csv_path(runs, d.regime, m, s).is_file() for m, s in need)
+        rows.append({"design": d.id, "regime": regime_words(d.regime), "runs needed": len(need), "runs committed": have,
+                     "analysed": d.analysis.is_file()})
+    return pd.DataFrame(rows)
+
+
+REWARDS_ASKS = ("When there are no labels, what should the reward be? The registered Stage 3 (results/plan.md) "
+                "trains TTRL with four label-free rewards (a random coin, the gated vote of SRT, the soft vote of EMPO, "
+                "minus the token entropy of RENT) and pairs each with the committed TTRL, DDRL and untrained runs. "
+                "Notebook 07 teaches it.")
+
+
+def rewards_lines(results: Path) -> list[str]:
+    """Stage 3's section, answer first: its verdicts where analysed, else how far its runs are; then what the untrained
+    model's committed rollouts say of each reward in the middle band (no training: how each reward would mislead)."""
+    stage = [d for d in DESIGNS.values() if d.amendment == "Stage 3"]
+    status = stage_status(stage, results / "runs")
+    done, runs, need = int(status["analysed"].sum()), int(status["runs committed"].sum()), int(status["runs needed"].sum())
+    if done:
+        head = (f"**{done} of {len(stage)} regimes analysed; the verdicts are in the analyses "
+                f"({', '.join(f'`results/{d.analysis.relative_to(results).as_posix()}`' for d in stage if d.committed)}).**")
+    else:
+        head = (f"**Not decided yet: {runs} of the {need} registered runs ({len(REWARD_RUNS)} rewards x 10 seeds x "
+                f"{len(stage)} regimes) are committed, and no verdict exists.**")
+    groups = pd.concat(pd.read_csv(p) for p in sorted((results / "runs" / "base" / "amc_like").glob("seed*-groups.csv")))
+    problems = [p for _, g in groups.groupby("seed") for p in problems_from_groups(g)]
+    sig = reward_signal(problems, ["vote", "random", "gated_vote", "soft_vote"], 32, BANDS_64)
+    sig["reward"] = sig["reward"].str.replace("_", " ")
+    said = " ".join(reward_signal_sentences(sig, "6-44"))
+    return (["## Which reward without labels?", ""] + _wrap(head) + [""] + _wrap(REWARDS_ASKS) + [""]
+            + _wrap(f"Before any run, on the AMC-like untrained model's committed rollouts: {said} (TTRL's random K = 32, "
+                    "GRPO advantages; a graded reward favours what is above its question's mean.)"))
+
+
 def render(results: str | Path = RESULTS) -> str:
     """The whole page from the committed analyses under ``results``."""
     results = Path(results)
@@ -626,7 +710,7 @@ def render(results: str | Path = RESULTS) -> str:
     lines = ["# Results: the paper's claims on the testbed", "",
              "<!-- Written by `make docs` (python -m ddrl.study render-page) from the committed analyses under "
              "results/; do not edit by hand. -->", ""]
-    lines += _wrap(INTRO) + [""] + answer(by) + [""]
+    lines += _wrap(INTRO) + [""] + answer(by) + [""] + rewards_lines(results) + [""]
     lines += _wrap(f"How this was decided, run by run, and every plan amendment: [the study's journal]({JOURNAL}); "
                    "the registered plan and its amendments: [results/plan.md](../results/plan.md).")
     lines += [""] + standing_lines(by, ST.load(results)) + [""] + glance(by)
