@@ -409,41 +409,43 @@ def test_a_planted_pickle_with_a_valid_digest_is_not_executed(tmp_path):
     assert not marker.exists()
 
 
-def _global_pickle(module: str, name: str) -> bytes:
-    """A pickle (protocol 2) whose only content is the global ``module.name``, as a crafted file would hold."""
-    return b"\x80\x02c" + module.encode() + b"\n" + name.encode() + b"\nq\x00."
+#: Crafted pickles' globals: a module that does work at import, the study's runner, a dotted name past a permitted
+#: class, another library's module, torch's loader, a builtin that reaches attributes.
+CRAFTED = [("ddrl.study.__main__", "main"), ("ddrl.study.runner", "main"), ("ddrl.voting", "Vote.__init__"),
+           ("numpy.f2py", "scalar"), ("torch.serialization", "load"), ("builtins", "getattr")]
 
 
-@pytest.mark.parametrize("module,name", [("ddrl.study.__main__", "main"), ("ddrl.study.runner", "main"),
-                                         ("ddrl.voting", "Vote.__init__"), ("numpy.f2py", "scalar"),
-                                         ("torch.serialization", "load"), ("builtins", "getattr")])
-def test_the_unpickler_decides_before_it_imports(tmp_path, module, name):
+def test_the_unpickler_decides_before_it_imports(tmp_path):
     """Issue 98: a sealed pickle naming a module that does work at import (ddrl.study.__main__ ran the study's command
     line and its SystemExit killed the notebook), a dotted name past a permitted class, or another library's name is
     refused before anything is imported: the warning names the cache file and what it named, and the entry is
     computed again. Run in a fresh interpreter, so "not imported" means what it says."""
     code = f"""
-import sys, warnings
+import json, sys, warnings
 from pathlib import Path
 from ddrl.infra.cache import cached, content_key
 from ddrl.infra.storage import seal
-root = Path({str(tmp_path)!r})
-path = root / "results" / f"{{content_key('k')}}.pkl"
-path.parent.mkdir(parents=True)
-path.write_bytes(seal({_global_pickle(module, name)!r}))
-before = set(sys.modules)
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    assert cached("k", lambda: (1, 2), cache_dir=root) == (1, 2)
-print([str(w.message) for w in caught])
-print(sorted(m for m in set(sys.modules) - before if m.startswith(({module.split('.')[0]!r}, "ddrl.study"))))
+out = []
+for i, (module, name) in enumerate({CRAFTED!r}):
+    root = Path({str(tmp_path)!r}) / str(i)
+    path = root / "results" / f"{{content_key('k')}}.pkl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(seal(b"\\x80\\x02c" + module.encode() + b"\\n" + name.encode() + b"\\nq\\x00."))
+    before = set(sys.modules)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        value = cached("k", lambda: [1, 2], cache_dir=root)
+    new = sorted(m for m in set(sys.modules) - before if m.startswith((module.split(".")[0], "ddrl.study")))
+    out.append([str(path), value, [str(w.message) for w in caught], new])
+print(json.dumps(out))
 """
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
-    assert run.returncode == 0, run.stderr
-    said, imported = run.stdout.strip().splitlines()[-2:]
-    assert "is damaged" in said and f"refusing to load {module}.{name}" in said and "content_key" not in said
-    assert "/results/" in said and ".pkl" in said  # the cache file is named
-    assert imported == "[]", imported  # nothing imported to decide
+    assert run.returncode == 0, run.stderr[-3000:]
+    for (module, name), (path, value, said, imported) in zip(CRAFTED, json.loads(run.stdout.splitlines()[-1])):
+        assert value == [1, 2], (module, name)  # computed again
+        assert len(said) == 1 and f"cache entry {path} is damaged" in said[0], said
+        assert f"refusing to load {module}.{name}" in said[0], said
+        assert imported == [], (module, name, imported)  # nothing imported to decide
 
 
 def test_what_the_companion_pickles_still_loads(tmp_path):
