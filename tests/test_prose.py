@@ -1,0 +1,56 @@
+"""ddrl.report.prose: every sentence that states a result says what its numbers say (hand-written cases)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from ddrl.report import prose as P
+
+
+def test_numbers_as_printed():
+    assert P.signed(3.04) == "+3.0" and P.signed(-3.76, 2) == "-3.76"
+    assert P.signed(-0.04) == "0.0" and P.signed(0.04) == "0.0"  # never a sign on a rounded zero
+    assert P.points(0.37, 2) == "+0.37 points"
+    assert P.pass1_points(0.424) == "42.4" and P.pass1_points(0.4531) == "45.3"
+    assert P.signed(math.nan) == "n/a" and P.pass1_points(math.nan) == "n/a"
+
+
+def test_counts_and_lists():
+    assert P.count_words(1, "seed") == "one seed"
+    assert P.count_words(2, "learning rate") == "two learning rates"
+    assert P.count_words(46, "seed") == "46 seeds"
+    assert P.count_words(3, "family", "families") == "three families"
+    assert P.join_words(["a", "b", "c"]) == "a, b and c" and P.join_words(["a"]) == "a" and P.join_words([]) == ""
+
+
+@pytest.mark.parametrize("a,b,word", [(0.424, 0.453, "below"), (0.453, 0.424, "above"), (0.5, 0.5, "level with")])
+def test_order_follows_the_numbers(a, b, word):
+    assert P.order_word(a, b) == word
+    assert P.compare("DDRL", a, "BCS + DAE", b) == f"DDRL ({P.pass1_points(a)}) ends {word} BCS + DAE ({P.pass1_points(b)})"
+
+
+def test_compare_calls_equal_what_prints_equal():
+    # 0.4241 and 0.4239 both print 42.4: the sentence must not call one above the other
+    assert P.compare("A", 0.4241, "B", 0.4239) == "A (42.4) ends level with B (42.4)"
+    assert P.compare("DDRL", 0.424, "additional RL", 0.436) == "DDRL (42.4) ends below additional RL (43.6)"
+
+
+def test_sign_word():
+    assert [P.sign_word(x) for x in (0.12, -0.13, 0.0)] == ["positive", "negative", "zero"]
+    assert P.sign_word(0.004, tol=0.005) == "zero"
+
+
+def test_runs_words_from_parameters():
+    assert P.runs_words(["ttrl", "bcs", "bcs_dae", "ddrl"], [0]) == "four methods x one seed"
+    assert P.runs_words(["ttrl", "bcs_dae"], [0], [3e-5, 1e-3]) == "two methods x two learning rates (3e-05 and 0.001) x one seed"
+    assert P.runs_words(["ttrl"], [0, 1, 2], [3e-5]) == "one method x one learning rate (3e-05) x three seeds"
+
+
+def test_one_seed_note_and_caption_match_the_seeds():
+    one = P.one_seed_note(1, needed=46)
+    assert "single training run" in one and "46 seeds" in one and "no interval" in one.lower()
+    assert "interval" in P.one_seed_note(3) and "three seeds" in P.one_seed_note(3)
+    assert P.interval_caption(1) == "one seed per bar (no interval)"
+    assert P.interval_caption(2) == "mean and 95% interval over two seeds (dots: each seed)"
