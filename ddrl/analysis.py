@@ -28,7 +28,8 @@ What BCS keeps (paper Sec. 3.1, Fig. 4; the claims E1, E2):
 
 - :func:`bcs_label_copies`, :func:`random_label_copies`  label copies kept by BCS / TTRL's random K
 - :func:`dae_mean_advantage`, :func:`dae_zones`  DAE's mean advantage over BCS's K, and where its sign changes
-- :func:`label_counts`, :func:`dae_advantage_by_question`  the same on measured answer groups
+- :func:`label_counts`, :func:`dae_advantage_by_question`, :func:`dae_zone_shares`  the same on measured answer
+                               groups; :func:`advantage_course` the mean advantage at a run's start and end
 - :func:`selection_by_band`, :func:`selection_summary`  false positives kept per rule, by the label's band
 
 Grading: :func:`vote_and_grade` / :func:`grade_problem` vote on and grade one question's answers. The
@@ -313,7 +314,7 @@ def bayes_analysis(groups: pd.DataFrame, grid_points: int = 201, bw_method: floa
 
     ``curves["supported"]`` marks the x where both classes have data (:func:`supported`; ``support`` is its
     first and last x, None where it is empty). The ambiguity ``region``, the 0.5 ``crossing`` and the x of the
-    ``steepest`` rise of the log-odds are read inside it only: beyond it the KDE's tails, not answers, shape the
+    ``steepest`` rise of the log-odds (at least ``half_width`` inside the supported stretch) are read inside it only: beyond it the KDE's tails, not answers, shape the
     ratio. The curves themselves cover the whole grid; ``min_count=0`` reads everything on the whole grid.
     Classes that never meet (no x with data of both) have no supported range, hence no region and no crossing:
     the data cannot say where between them the posterior passes 0.5.
@@ -333,7 +334,17 @@ def bayes_analysis(groups: pd.DataFrame, grid_points: int = 201, bw_method: floa
     return {"curves": curves, "prior": kde["prior"], "region": ambiguous_region(grid, inside, lo, hi),
             "crossing": crossing(grid, inside, 0.5),
             "support": (float(grid[ok][0]), float(grid[ok][-1])) if ok.any() else None,
-            "steepest": float(grid[ok][np.argmax(slope[ok])]) if ok.any() else math.nan}
+            "steepest": _steepest(grid, slope, ok, half_width)}
+
+
+def _steepest(grid: np.ndarray, slope: np.ndarray, ok: np.ndarray, margin: float) -> float:
+    """The x of the largest slope among the supported points at least ``margin`` inside the supported stretch they
+    belong to (a slope needs data on both sides of x; at the stretch's ends one class thins out and the ratio
+    turns into a kernel tail); nan where no such point exists."""
+    inner = np.zeros_like(ok)
+    for a, z in ambiguous_region(grid, np.where(ok, 0.5, np.nan), 0.0, 1.0):
+        inner |= (grid >= a + margin - 1e-12) & (grid <= z - margin + 1e-12)
+    return float(grid[inner][np.argmax(slope[inner])]) if inner.any() else math.nan
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -545,6 +556,36 @@ def dae_advantage_by_question(counts: pd.DataFrame, k64: int = 32) -> pd.DataFra
     adv = [float(dae_mean_advantage(c, n, kk)) for c, n, kk in zip(counts["c"], counts["n"], k)]
     zone = np.select([np.array(adv) < 0, np.array(adv) > 0], ["negative", "positive"], "zero")
     return counts.assign(k=k, dae_mean_advantage=adv, zone=zone)
+
+
+def dae_zone_shares(by_question: pd.DataFrame) -> pd.DataFrame:
+    """Per regime of :func:`dae_advantage_by_question` rows: ``questions``, the share (%) of them in each zone
+    (``negative``, ``zero``, ``positive``) and ``predicted``, DAE's mean advantage over BCS's picks averaged over
+    the questions (what a step's mean advantage is on average, before training moves the counts)."""
+    g = by_question if "regime" in by_question.columns else by_question.assign(regime="all")
+    rows = []
+    for r, part in g.groupby("regime", sort=False):
+        share = part["zone"].value_counts(normalize=True)
+        rows.append({"regime": r, "questions": len(part),
+                     **{z: 100 * float(share.get(z, 0.0)) for z in ("negative", "zero", "positive")},
+                     "predicted": float(part["dae_mean_advantage"].mean())})
+    return pd.DataFrame(rows)
+
+
+def advantage_course(steps: pd.DataFrame, window: int = 8) -> pd.DataFrame:
+    """Per regime of step logs (``regime``, ``seed``, ``step``, ``adv/mean``, ``label/majority_ratio``): how many
+    ``runs`` and ``steps``, and the mean over runs and the first / last ``window`` steps of the batch's mean
+    advantage (``adv_start``, ``adv_end``) and of the share of rollouts agreeing with the label (``maj_start``,
+    ``maj_end``)."""
+    rows = []
+    for r, part in steps.groupby("regime", sort=False):
+        last = int(part["step"].max())
+        head, tail = part[part["step"] < window], part[part["step"] > last - window]
+        rows.append({"regime": r, "runs": part["seed"].nunique(), "steps": last + 1,
+                     "adv_start": float(head["adv/mean"].mean()), "adv_end": float(tail["adv/mean"].mean()),
+                     "maj_start": float(head["label/majority_ratio"].mean()),
+                     "maj_end": float(tail["label/majority_ratio"].mean())})
+    return pd.DataFrame(rows)
 
 
 #: Bands of the pseudo-label's count (of 64) for :func:`selection_by_band`: the claims' rare (<= 5) and frequent

@@ -230,7 +230,7 @@ def test_bayes_analysis_reads_region_and_slope_inside_the_support():
     assert lo <= 0.16 + 1e-9 and 0.45 <= hi <= 0.56  # both classes have >= 5 answers within ±0.05 only there
     c = res["curves"]
     assert c["supported"].sum() == round((hi - lo) / 0.01) + 1
-    assert lo <= res["steepest"] <= hi
+    assert lo + 0.05 - 1e-9 <= res["steepest"] <= hi - 0.05 + 1e-9  # a slope needs data on both sides
     assert c["d_log_odds_dx"].idxmax() > c.index[c["supported"]].max()  # unrestricted, the peak is in the tail
     assert all(lo <= a and z <= hi for a, z in res["region"])
 
@@ -292,3 +292,19 @@ def test_selection_by_band_hand_worked():
     assert t.loc[("bcs", "1-5"), "questions"] == 0 and t.loc[("bcs", "45-64"), "weight"] == 0.5
     s = an.selection_summary(sel)
     assert s["bcs"] == pytest.approx(100 * 20 / 64 / 2) and s["e2"] == pytest.approx(-100 * 10 / 64 / 2)
+
+
+def test_dae_zone_shares_and_advantage_course_hand_worked():
+    q = an.dae_advantage_by_question(pd.DataFrame({"regime": ["a"] * 4 + ["b"], "question": list("wxyzv"),
+                                                   "c": [8, 32, 56, 64, 40], "n": [64] * 5}))
+    z = an.dae_zone_shares(q).set_index("regime")
+    assert z.loc["a", ["negative", "zero", "positive"]].tolist() == [25.0, 25.0, 50.0]
+    assert z.loc["a", "predicted"] == pytest.approx((-0.5 + 0.0 + 0.5 + 1.0) / 4)
+    assert z.loc["b", "zero"] == 100.0 and z.loc["b", "questions"] == 1
+    steps = pd.DataFrame({"regime": "a", "seed": [0, 0, 0, 1, 1, 1], "step": [0, 1, 2] * 2,
+                          "adv/mean": [-0.2, 0.0, 0.4, -0.4, 0.2, 0.6],
+                          "label/majority_ratio": [0.3, 0.5, 0.8, 0.4, 0.6, 0.9]})
+    c = an.advantage_course(steps, window=1).iloc[0]
+    assert (c["runs"], c["steps"]) == (2, 3)
+    assert c["adv_start"] == pytest.approx(-0.3) and c["adv_end"] == pytest.approx(0.5)
+    assert c["maj_start"] == pytest.approx(0.35) and c["maj_end"] == pytest.approx(0.85)
