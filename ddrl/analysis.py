@@ -621,10 +621,17 @@ def selection_by_band(sel: pd.DataFrame, bands64: Sequence[tuple[int, int]] = SE
 
 
 def selection_summary(sel: pd.DataFrame) -> dict[str, float]:
-    """Per rule, the mean over questions of the share of kept rollouts that are false positives (%), and E2's
-    point estimate ``random - bcs`` (points; positive: BCS keeps fewer false positives)."""
+    """Per rule, the mean over questions of the share of kept rollouts that are false positives (``random``,
+    ``bcs``, %) and E2's point estimate ``e2`` = random - bcs (points; positive: BCS keeps fewer false positives);
+    the mean share of correct answers among the kept negatives (``fn_random``, ``fn_bcs``, %; over the questions
+    where both rules keep a negative) and E1's ``e1`` = fn_random - fn_bcs."""
     share = (100 * sel["fp"] / sel["kept"]).groupby(sel["rule"]).mean()
-    return {"random": float(share["random"]), "bcs": float(share["bcs"]), "e2": float(share["random"] - share["bcs"])}
+    q = [c for c in ("regime", "seed", "question") if c in sel.columns]
+    fn = sel.assign(v=100 * sel["fn"] / sel["neg"].where(sel["neg"] > 0)).pivot_table(
+        index=q, columns="rule", values="v", aggfunc="first").dropna()
+    return {"random": float(share["random"]), "bcs": float(share["bcs"]), "e2": float(share["random"] - share["bcs"]),
+            "fn_random": float(fn["random"].mean()), "fn_bcs": float(fn["bcs"].mean()),
+            "e1": float((fn["random"] - fn["bcs"]).mean())}
 
 
 # ---------------------------------------------------------------------------------------------------------

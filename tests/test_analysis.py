@@ -279,10 +279,10 @@ def test_dae_advantage_by_question_from_groups():
 def test_selection_by_band_hand_worked():
     # two questions (label counts 10 and 50 of 64), each rule's sums over 2 orders of K = 32 kept rollouts
     sel = pd.DataFrame([
-        {"rule": "random", "n": 64, "label_count": 10, "orders": 2, "kept": 64, "neg": 54, "fn": 6, "fp": 10},
-        {"rule": "bcs", "n": 64, "label_count": 10, "orders": 2, "kept": 64, "neg": 44, "fn": 0, "fp": 20},
-        {"rule": "random", "n": 64, "label_count": 50, "orders": 2, "kept": 64, "neg": 14, "fn": 0, "fp": 0},
-        {"rule": "bcs", "n": 64, "label_count": 50, "orders": 2, "kept": 64, "neg": 28, "fn": 0, "fp": 0},
+        {"question": "q1", "rule": "random", "n": 64, "label_count": 10, "orders": 2, "kept": 64, "neg": 54, "fn": 6, "fp": 10},
+        {"question": "q1", "rule": "bcs", "n": 64, "label_count": 10, "orders": 2, "kept": 64, "neg": 44, "fn": 0, "fp": 20},
+        {"question": "q2", "rule": "random", "n": 64, "label_count": 50, "orders": 2, "kept": 64, "neg": 14, "fn": 0, "fp": 0},
+        {"question": "q2", "rule": "bcs", "n": 64, "label_count": 50, "orders": 2, "kept": 64, "neg": 28, "fn": 0, "fp": 0},
     ])
     t = an.selection_by_band(sel).set_index(["rule", "band"])
     assert t.loc[("bcs", "6-15"), "fp_share"] == pytest.approx(100 * 20 / 64)
@@ -292,6 +292,7 @@ def test_selection_by_band_hand_worked():
     assert t.loc[("bcs", "1-5"), "questions"] == 0 and t.loc[("bcs", "45-64"), "weight"] == 0.5
     s = an.selection_summary(sel)
     assert s["bcs"] == pytest.approx(100 * 20 / 64 / 2) and s["e2"] == pytest.approx(-100 * 10 / 64 / 2)
+    assert s["fn_random"] == pytest.approx(100 * 6 / 54 / 2) and s["fn_bcs"] == 0 and s["e1"] == s["fn_random"]
 
 
 def test_dae_zone_shares_and_advantage_course_hand_worked():

@@ -54,3 +54,24 @@ def test_one_seed_note_and_caption_match_the_seeds():
     assert "interval" in P.one_seed_note(3) and "three seeds" in P.one_seed_note(3)
     assert P.interval_caption(1) == "one seed per bar (no interval)"
     assert P.interval_caption(2) == "mean and 95% interval over two seeds (dots: each seed)"
+
+
+def test_for_students_drops_machine_lines():
+    report = ("rerun registered aime_like no_adaptation seed 0: the whole run, 192 questions x splits\n"
+              "  this CPU: AMD EPYC, family 25 model 17, AVX-512\n"
+              "  the design's base build: testbed:default e4d7f1c9 (built on AMD EPYC family 25 model 1)\n"
+              "  (the study records each run's build, not the CPU that ran it)\n"
+              "  identical: all 768 compared values equal the committed ones")
+    out = P.for_students(report)
+    assert out.splitlines() == [report.splitlines()[0], report.splitlines()[-1]]
+    assert "family" not in out and "EPYC" not in out
+
+
+def test_claim_digest_groups_regimes_by_their_verdict():
+    import pandas as pd
+
+    t = pd.DataFrame({"what": ["DDRL beats TTRL"] * 3 + ["other"], "regime": ["AMC-like, lr/10", "AMC-like", "MATH-500-like", "x"],
+                      "testbed": [3.04, -0.2, -0.04, 1.0], "verdict": ["reproduced", "not resolved", "not resolved", "reproduced"]})
+    assert P.claim_digest(t, "DDRL beats TTRL") == ("DDRL beats TTRL: it holds in AMC-like, lr/10 (+3.0 points); it stays open "
+                                                    "in AMC-like (-0.2 points) and MATH-500-like (0.0 points).")
+    assert P.claim_digest(t, "absent") == ""

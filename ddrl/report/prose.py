@@ -9,6 +9,8 @@ hand-written cases (tests/test_prose.py): a helper that says "above" where the n
 - :func:`sign_word`, :func:`order_word`, :func:`compare`  positive / negative / zero; above / below / level with
 - :func:`runs_words`, :func:`one_seed_note`  what a grid ran, and what one seed can and cannot show
 - :func:`interval_caption`  "mean and 95% interval over 3 seeds" or "one seed, no interval"
+- :func:`for_students`  a rerun report without the machine's name and the build's hash
+- :func:`claim_digest`  one claim's verdicts across regimes, in one sentence
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import math
 from collections.abc import Sequence
 
 __all__ = ["signed", "points", "pass1_points", "count_words", "join_words", "sign_word", "order_word", "compare",
-           "runs_words", "one_seed_note", "interval_caption"]
+           "runs_words", "one_seed_note", "interval_caption", "for_students", "claim_digest"]
 
 _SMALL = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
 
@@ -107,3 +109,33 @@ def interval_caption(n_seeds: int) -> str:
     if n_seeds == 1:
         return "one seed per bar (no interval)"
     return f"mean and 95% interval over {count_words(n_seeds, 'seed')} (dots: each seed)"
+
+
+#: Lines of a rerun report (``ddrl.study.lesson.rerun_table``) that name the machine or the base build's hash: the
+#: record for a log, noise in a lecture (the verdict line after them says whether the rerun matched).
+MACHINE_LINE_STARTS = ("this CPU:", "the design's base build:", "(the study records each run's build")
+
+
+def for_students(report: str) -> str:
+    """A rerun report without its machine lines (:data:`MACHINE_LINE_STARTS`): the CPU's family and model numbers
+    and the build's hash are for the log, not the lecture."""
+    return "\n".join(line for line in report.splitlines() if not line.strip().startswith(MACHINE_LINE_STARTS))
+
+
+#: How :func:`claim_digest` says each registered verdict of the claims study.
+VERDICT_VERBS = {"reproduced": "holds", "contradicted": "is contradicted", "no effect": "shows no effect (inside ±1 point)",
+                 "not resolved": "stays open"}
+
+
+def claim_digest(table, what: str) -> str:
+    """One claim's verdicts across regimes in one sentence, from a ``ddrl.study.lesson.decided_table`` (columns
+    ``what``, ``regime``, ``testbed`` in points, ``verdict``): ``"DDRL beats TTRL: it holds in AMC-like, lr/10
+    (+3.0 points) and MATH-500-like, lr/10 (+3.9 points); it stays open in AMC-like (-0.2 points)."``"""
+    rows = table[table["what"] == what]
+    if rows.empty:
+        return ""
+    parts = []
+    for verdict, g in rows.groupby("verdict", sort=False):
+        where = join_words([f"{r} ({points(e)})" for r, e in zip(g["regime"], g["testbed"])])
+        parts.append(f"it {VERDICT_VERBS.get(verdict, verdict)} in {where}")
+    return f"{what[0].upper()}{what[1:]}: {'; '.join(parts)}."
