@@ -65,6 +65,8 @@ def test_for_students_drops_machine_lines():
     out = P.for_students(report)
     assert out.splitlines() == [report.splitlines()[0], report.splitlines()[-1]]
     assert "family" not in out and "EPYC" not in out
+    titled = P.for_students(report, "AIME-like, No adaptation, seed 0")
+    assert titled.splitlines()[0] == "AIME-like, No adaptation, seed 0: the whole run, 192 questions x splits"
 
 
 def test_claim_digest_groups_regimes_by_their_verdict():
@@ -75,3 +77,18 @@ def test_claim_digest_groups_regimes_by_their_verdict():
     assert P.claim_digest(t, "DDRL beats TTRL") == ("DDRL beats TTRL: it holds in AMC-like, lr/10 (+3.0 points); it stays open "
                                                     "in AMC-like (-0.2 points) and MATH-500-like (0.0 points).")
     assert P.claim_digest(t, "absent") == ""
+
+
+def test_for_students_table_drops_file_paths():
+    import pandas as pd
+
+    t = pd.DataFrame({"what": ["a", "b"], "as committed": ["yes (results/small_lr/claims.json)", "no: +0.1 vs +0.2"]})
+    assert P.for_students_table(t)["as committed"].tolist() == ["yes", "no: +0.1 vs +0.2"]
+    assert P.for_students_table(t[["what"]]).equals(t[["what"]])
+
+
+def test_rerun_words():
+    words = {"aime_like": "AIME-like", "amc_like_small_lr": "AMC-like, lr/10"}.get
+    assert P.rerun_words("aime_like", "no_adaptation", 0, None, words, {"no_adaptation": "No adaptation"}.get) == \
+        "AIME-like, No adaptation, seed 0"
+    assert P.rerun_words("amc_like_small_lr", "ddrl", 0, 3, words, str.upper) == "AMC-like, lr/10, DDRL, seed 0, first three RL steps"

@@ -11,6 +11,7 @@ hand-written cases (tests/test_prose.py): a helper that says "above" where the n
 - :func:`interval_caption`  "mean and 95% interval over 3 seeds" or "one seed, no interval"
 - :func:`for_students`  a rerun report without the machine's name and the build's hash
 - :func:`claim_digest`  one claim's verdicts across regimes, in one sentence
+- :func:`for_students_table`, :func:`rerun_words`  the study's tables without file paths and regime ids
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import math
 from collections.abc import Sequence
 
 __all__ = ["signed", "points", "pass1_points", "count_words", "join_words", "sign_word", "order_word", "compare",
-           "runs_words", "one_seed_note", "interval_caption", "for_students", "claim_digest"]
+           "runs_words", "one_seed_note", "interval_caption", "for_students", "claim_digest", "for_students_table",
+           "rerun_words"]
 
 _SMALL = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
 
@@ -116,10 +118,14 @@ def interval_caption(n_seeds: int) -> str:
 MACHINE_LINE_STARTS = ("this CPU:", "the design's base build:", "(the study records each run's build")
 
 
-def for_students(report: str) -> str:
+def for_students(report: str, title: str | None = None) -> str:
     """A rerun report without its machine lines (:data:`MACHINE_LINE_STARTS`): the CPU's family and model numbers
-    and the build's hash are for the log, not the lecture."""
-    return "\n".join(line for line in report.splitlines() if not line.strip().startswith(MACHINE_LINE_STARTS))
+    and the build's hash are for the log, not the lecture. With ``title``, the first line's "rerun DESIGN REGIME
+    METHOD seed S" before its first ": " becomes ``title`` (e.g. :func:`rerun_words`)."""
+    lines = [line for line in report.splitlines() if not line.strip().startswith(MACHINE_LINE_STARTS)]
+    if title and lines and ": " in lines[0]:
+        lines[0] = f"{title}: {lines[0].split(': ', 1)[1]}"
+    return "\n".join(lines)
 
 
 #: How :func:`claim_digest` says each registered verdict of the claims study.
@@ -139,3 +145,18 @@ def claim_digest(table, what: str) -> str:
         where = join_words([f"{r} ({points(e)})" for r, e in zip(g["regime"], g["testbed"])])
         parts.append(f"it {VERDICT_VERBS.get(verdict, verdict)} in {where}")
     return f"{what[0].upper()}{what[1:]}: {'; '.join(parts)}."
+
+
+def for_students_table(table):
+    """A ``ddrl.study.lesson.show_table`` for the lecture: the "as committed" column says yes / no without the
+    results file it was checked against (a path for the log, not the student)."""
+    if "as committed" not in table.columns:
+        return table
+    return table.assign(**{"as committed": table["as committed"].astype(str).str.replace(r"\s*\(.*\)$", "", regex=True)})
+
+
+def rerun_words(regime: str, method: str, seed: int, steps: int | None, regime_words, method_words) -> str:
+    """A rerun (``ddrl.study.lesson.parse_rerun``'s regime, method, seed, steps) in words: "AIME-like, No
+    adaptation, seed 0" or "AMC-like, lr/10, DDRL, seed 0, first 3 RL steps"."""
+    return (f"{regime_words(regime)}, {method_words(method)}, seed {seed}"
+            + (f", first {count_words(steps, 'RL step')}" if steps else ""))
