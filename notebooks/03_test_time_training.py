@@ -203,15 +203,15 @@ def draw_main(pass1):
     splits = list(dict.fromkeys(pass1["split"]))
     fig, axes = plt.subplots(1, len(splits), figsize=(5.5 * len(splits), 3.8), squeeze=False)
     for ax, s in zip(axes[0], splits):
-        part = pass1[pass1["split"] == s].set_index("method").reindex(methods)
+        part = T.in_points(pass1[pass1["split"] == s]).set_index("method").reindex(methods)
         x = np.arange(len(part))
         ax.bar(x, part["mean"], color=[color(m) for m in part.index], yerr=ci_yerr(part), capsize=4)
         raw = df[df["split"] == s]
         for i, m in enumerate(part.index):
-            ys = raw.loc[raw["method"] == m, "pass@1"]
+            ys = 100 * raw.loc[raw["method"] == m, "pass@1"]
             ax.plot(np.full(len(ys), i) + np.linspace(-0.12, 0.12, len(ys)), ys, "k.", ms=4)
         ax.set_xticks(x, [label(m) for m in part.index], rotation=20, ha="right")
-        ax.set(ylabel="pass@1 (fraction of samples correct)",
+        ax.set(ylabel="pass@1 (points)",
                title=f"{s} questions ({len(adapted) if s == 'adapted' else len(heldout)})")
     fig.suptitle(f"The fresh grid: {P.interval_caption(len(seeds))}")
     fig.tight_layout()
@@ -341,7 +341,7 @@ for ax, (what, part) in zip(axes, bands.groupby("metric", sort=False)):
         ax.fill_between(g["step"], g["lo"], g["hi"], color=color(m), alpha=0.2)
     ax.set(xlabel="RL step", ylabel=what, title=what)
 axes[0].axhline(0, color="grey", lw=0.7)
-axes[0].legend()
+axes[0].legend(loc="upper left", fontsize=8)
 fig.suptitle(f"The fresh grid ({P.count_words(len(seeds), 'seed')}; "
              + ("band: the seeds' range)" if len(seeds) > 1 else "no band)"), fontsize=10)
 fig.tight_layout()
@@ -355,7 +355,8 @@ def fresh_sentence(curves):
     for m, g in curves.groupby("method", sort=False):
         per = g.groupby("step")[["adv/mean", "gt/label_acc", "label/majority_ratio"]].mean()
         out.append(f"{label(m)}: mean advantage from {P.signed(per['adv/mean'].iloc[0], 2)} at the first step to "
-                   f"{P.signed(per['adv/mean'].iloc[-1], 2)} at the last (median over its {P.count_words(len(per), 'step')}: "
+                   f"{P.signed(per['adv/mean'].iloc[-1], 2)} at the last (between {P.signed(per['adv/mean'].min(), 2)} and "
+                   f"{P.signed(per['adv/mean'].max(), 2)} over its {P.count_words(len(per), 'step')}, median "
                    f"{P.signed(per['adv/mean'].median(), 2)}), agreement with the label {per['label/majority_ratio'].iloc[0]:.2f} → "
                    f"{per['label/majority_ratio'].iloc[-1]:.2f}, pseudo-label accuracy {per['gt/label_acc'].iloc[0]:.2f} → "
                    f"{per['gt/label_acc'].iloc[-1]:.2f}.")

@@ -292,15 +292,15 @@ display(Markdown(f"On the adapted questions, {P.join_words(steps3)} (pass@1 in p
 
 # %%
 def draw_rows(ax, summ, rows, split, raw):
-    part = summ[summ["split"] == split].set_index("method").reindex(rows)
+    part = T.in_points(summ[summ["split"] == split]).set_index("method").reindex(rows)
     x = np.arange(len(rows))
     ax.bar(x, part["mean"], color=[color(m) for m in rows], yerr=ci_yerr(part), capsize=4)
     r = raw[raw["split"] == split]
     for i, m in enumerate(rows):
-        ys = r.loc[r["method"] == m, "pass@1"]
+        ys = 100 * r.loc[r["method"] == m, "pass@1"]
         ax.plot(np.full(len(ys), i) + np.linspace(-0.1, 0.1, len(ys)), ys, "k.", ms=4)
     ax.set_xticks(x, ["none (TTRL)" if m == "ttrl" else label(m) for m in rows], rotation=20, ha="right")
-    ax.set(ylabel="pass@1 (fraction of samples correct)", title=f"{split} questions")
+    ax.set(ylabel="pass@1 (points)", title=f"{split} questions")
 
 
 splits = list(dict.fromkeys(t3["split"]))
@@ -340,9 +340,9 @@ band = T.curve_band(hi_curves, "gt/label_acc")
 
 fig, axes = plt.subplots(1, 2, figsize=(12, 3.8))
 ax = axes[0]
-for mth, g in s_sum[s_sum["split"] == "adapted"].groupby("method", sort=False):
+for mth, g in T.in_points(s_sum[s_sum["split"] == "adapted"]).groupby("method", sort=False):
     ax.errorbar(g["lr"], g["mean"], yerr=ci_yerr(g), marker="o", capsize=4, color=color(mth), label=label(mth))
-ax.set(xscale="log", xlabel="peak learning rate", ylabel="pass@1 (adapted)", title="pass@1 vs learning rate")
+ax.set(xscale="log", xlabel="peak learning rate", ylabel="pass@1, adapted (points)", title="pass@1 vs learning rate")
 ax.set_xticks(sweep_lrs, [f"{x:g}" for x in sweep_lrs])
 ax.minorticks_off()
 ax.legend()

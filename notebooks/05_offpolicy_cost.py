@@ -295,12 +295,12 @@ display(Markdown(f"On the adapted questions (pass@1 in points), "
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))
 ax = axes[0]
-part = t3[t3["split"] == "adapted"].set_index("method").reindex(table4_methods)
+part = T.in_points(t3[t3["split"] == "adapted"]).set_index("method").reindex(table4_methods)
 x = np.arange(len(part))
 ax.bar(x, part["mean"], color=[color(mm) for mm in table4_methods],
        yerr=ci_yerr(part), capsize=4)
 ax.set_xticks(x, [label(mm) for mm in table4_methods], rotation=15, ha="right")
-ax.set(ylabel="pass@1 (adapted questions)", title=f"Table 4: pass@1, {P.interval_caption(len(table4_seeds))}")
+ax.set(ylabel="pass@1, adapted (points)", title=f"Table 4: pass@1, {P.interval_caption(len(table4_seeds))}")
 ax = axes[1]
 ax.bar(x, [times[mm]["RL s"] for mm in table4_methods], color="#bbbbbb")
 ax.bar(x, [times[mm]["after-RL s"] for mm in table4_methods], bottom=[times[mm]["RL s"] for mm in table4_methods],
@@ -310,11 +310,11 @@ ax.set(ylabel="wall-clock seconds", title="Table 4: measured cost")
 ax.legend(handles=[Patch(facecolor="#bbbbbb", label="RL schedule"),
                    Patch(facecolor="#666666", hatch="//", edgecolor="white", label="after RL (extra RL or COR)")], fontsize=8)
 ax = axes[2]
-for sp, g in t6.groupby("split", sort=False):
+for sp, g in T.in_points(t6).groupby("split", sort=False):
     g = g.set_index("size").reindex(sizes)
     ax.errorbar(size_multipliers, g["mean"], yerr=ci_yerr(g), marker="o", capsize=4, label=sp)
 ax.set(xscale="log", xticks=size_multipliers, xticklabels=[f"{x}x ({keep_1x * x})" for x in size_multipliers],
-       xlabel="refinement size (kept per question)", ylabel="pass@1",
+       xlabel="refinement size (kept per question)", ylabel="pass@1 (points)",
        title=f"Table 6: refinement size, {P.interval_caption(len(table6_seeds))}")
 ax.legend(fontsize=8)
 fig.tight_layout()
