@@ -381,11 +381,12 @@ if table1:
                  f"{paper.fmt(('table1', 'Qwen2.5-Math-1.5B', 'MATH-500', 'grpo_no_norm'), '.1f')} on MATH-500 (Qwen2.5-Math-1.5B).")
     diffs = {p: 100 * (m[f"table1_{p}_pass@1"] - g) for p in table1_readings}
     small = [p for p, d in diffs.items() if abs(d) < 100 * se]
-    lines.append(f"Against GRPO, {P.join_words([f'{T.TABLE1_READINGS[p]} differs by {P.points(d)}' for p, d in diffs.items()])}"
-                 + (f"; {P.join_words([T.TABLE1_READINGS[p] for p in small])} "
-                    f"{'lies' if len(small) == 1 else 'lie'} within one standard error of pass@1 (about "
-                    f"{100 * se:.1f} points), indistinguishable at this scale" if small else "") + ". "
-                 + T.direction_sentences(table_1_dir)[-1])
+    sentence = f"Against GRPO, {P.join_words([f'{T.TABLE1_READINGS[p]} differs by {P.points(d)}' for p, d in diffs.items()])}"
+    if small:
+        verb = "lies" if len(small) == 1 else "lie"
+        sentence += (f"; {P.join_words([T.TABLE1_READINGS[p] for p in small])} {verb} within one standard error of "
+                     f"pass@1 (about {100 * se:.1f} points), indistinguishable at this scale")
+    lines.append(f"{sentence}. {T.direction_sentences(table_1_dir)[-1]}")
 display(Markdown("\n\n".join(lines)))
 
 # %% [markdown]

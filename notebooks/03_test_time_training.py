@@ -287,7 +287,7 @@ ax.legend(fontsize=8)
 fig.tight_layout()
 rep.figure(fig, "dae_advantage_zones", data=dynamics)
 
-# %%
+
 def zone_sentence(r):
     """One regime's start and end of DDRL's mean advantage, from the table's numbers."""
     return (f"In {r['regime words']}, {r['negative']:.0f}% of the base model's questions sit below c = "
@@ -348,7 +348,6 @@ fig.tight_layout()
 rep.figure(fig, "fig4_mean_advantage", data=bands)
 
 
-# %%
 def fresh_sentence(curves):
     """What the fresh runs' mean advantage and label accuracy did, from their step logs."""
     out = []

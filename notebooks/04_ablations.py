@@ -202,7 +202,6 @@ fig.tight_layout()
 rep.figure(fig, "bcs_selection_by_band", data=kept)
 
 
-# %%
 def selection_sentence(data, regime):
     """One dataset's result, from the committed entry and the table: sign, size, verdict and where it comes from."""
     e = L.committed_entry("E2", regime)[0]
