@@ -24,6 +24,14 @@ Amplification (paper Sec. 3.2, Fig. 3a; Table 1):
 - :func:`advantage_by_label`, :func:`advantage_mass_by_consensus`  how much advantage lands on wrong
                                pseudo-labels, by consensus level
 
+What BCS keeps (paper Sec. 3.1, Fig. 4; the claims E1, E2):
+
+- :func:`bcs_label_copies`, :func:`random_label_copies`  label copies kept by BCS / TTRL's random K
+- :func:`dae_mean_advantage`, :func:`dae_zones`  DAE's mean advantage over BCS's K, and where its sign changes
+- :func:`label_counts`, :func:`dae_advantage_by_question`, :func:`dae_zone_shares`  the same on measured answer
+                               groups; :func:`advantage_course` the mean advantage at a run's start and end
+- :func:`selection_by_band`, :func:`selection_summary`  false positives kept per rule, by the label's band
+
 Grading: :func:`vote_and_grade` / :func:`grade_problem` vote on and grade one question's answers. The
 sampling/caching/training pipeline that feeds these analyses (:func:`ddrl.run.experiments.cached_rollouts`,
 model fingerprints) lives in :mod:`ddrl.run.experiments`.
@@ -279,18 +287,66 @@ def crossing(grid: np.ndarray, post: np.ndarray, level: float = 0.5) -> float:
     return math.nan
 
 
+def supported(grid: np.ndarray, x_c: Sequence[float], x_nc: Sequence[float], half_width: float = 0.05,
+              min_count: int = 5) -> np.ndarray:
+    """Where a ratio of the two class-conditional KDEs is backed by data: the grid points x with at least
+    ``min_count`` observations of *each* class within ``[x - half_width, x + half_width]``.
+
+    Outside this range one density is only the tail of kernels centred elsewhere, so the log-likelihood
+    ratio (and its slope) there is an extrapolation of the kernel's shape, not evidence: on the testbed,
+    where almost no wrong answer is sampled more than half the time, the slope of the log-odds otherwise peaks
+    at x = 1 and the posterior wiggles with single answers above x = 0.6.
+    """
+    grid = np.asarray(grid, dtype=float)
+    if half_width <= 0 or min_count < 0:
+        raise ValueError(f"supported: need half_width > 0 and min_count >= 0, got {half_width}, {min_count}")
+
+    def near(x):
+        x = np.sort(np.asarray(x, dtype=float))
+        return np.searchsorted(x, grid + half_width, side="right") - np.searchsorted(x, grid - half_width, side="left")
+
+    return (near(x_c) >= min_count) & (near(x_nc) >= min_count)
+
+
 def bayes_analysis(groups: pd.DataFrame, grid_points: int = 201, bw_method: float | str | None = None,
-                   lo: float = 0.2, hi: float = 0.8, weight: str = "distinct") -> dict[str, Any]:
+                   lo: float = 0.2, hi: float = 0.8, weight: str = "distinct", half_width: float = 0.05,
+                   min_count: int = 5) -> dict[str, Any]:
     """All of appendix Fig. 5 at once: densities, posterior, log-odds terms, derivative and the ambiguity
-    region, as ``{"curves": DataFrame over the grid, "prior", "region", "crossing"}``."""
+    region, as ``{"curves": DataFrame over the grid, "prior", "region", "crossing", "support", "steepest"}``.
+
+    ``curves["supported"]`` marks the x where both classes have data (:func:`supported`; ``support`` is its
+    first and last x, None where it is empty). The ambiguity ``region``, the 0.5 ``crossing`` and the x of the
+    ``steepest`` rise of the log-odds (at least ``half_width`` inside the supported stretch) are read inside it only: beyond it the KDE's tails, not answers, shape the
+    ratio. The curves themselves cover the whole grid; ``min_count=0`` reads everything on the whole grid.
+    Classes that never meet (no x with data of both) have no supported range, hence no region and no crossing:
+    the data cannot say where between them the posterior passes 0.5.
+    """
     grid = np.linspace(0.0, 1.0, grid_points)
     kde = class_conditional_kde(groups, grid, bw_method=bw_method, weight=weight)
     post = posterior(kde["p_x_c"], kde["p_x_nc"], kde["prior"])
     terms = log_odds_decomposition(kde["p_x_c"], kde["p_x_nc"], kde["prior"])
+    reps = groups["count"].to_numpy() if weight == "samples" else np.ones(len(groups), dtype=int)
+    x = np.repeat(groups["x"].to_numpy(dtype=float), reps)
+    c = np.repeat(groups["correct"].to_numpy(dtype=bool), reps)
+    ok = supported(grid, x[c], x[~c], half_width, min_count)
+    slope = derivative(terms["log_posterior_odds"], grid)
     curves = pd.DataFrame({"x": grid, "p_x_c": kde["p_x_c"], "p_x_nc": kde["p_x_nc"], "posterior": post, **terms,
-                           "d_log_odds_dx": derivative(terms["log_posterior_odds"], grid)})
-    return {"curves": curves, "prior": kde["prior"], "region": ambiguous_region(grid, post, lo, hi),
-            "crossing": crossing(grid, post, 0.5)}
+                           "d_log_odds_dx": slope, "supported": ok})
+    inside = np.where(ok, post, np.nan)
+    return {"curves": curves, "prior": kde["prior"], "region": ambiguous_region(grid, inside, lo, hi),
+            "crossing": crossing(grid, inside, 0.5),
+            "support": (float(grid[ok][0]), float(grid[ok][-1])) if ok.any() else None,
+            "steepest": _steepest(grid, slope, ok, half_width)}
+
+
+def _steepest(grid: np.ndarray, slope: np.ndarray, ok: np.ndarray, margin: float) -> float:
+    """The x of the largest slope among the supported points at least ``margin`` inside the supported stretch they
+    belong to (a slope needs data on both sides of x; at the stretch's ends one class thins out and the ratio
+    turns into a kernel tail); nan where no such point exists."""
+    inner = np.zeros_like(ok)
+    for a, z in ambiguous_region(grid, np.where(ok, 0.5, np.nan), 0.0, 1.0):
+        inner |= (grid >= a + margin - 1e-12) & (grid <= z - margin + 1e-12)
+    return float(grid[inner][np.argmax(slope[inner])]) if inner.any() else math.nan
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -436,6 +492,148 @@ def advantage_mass_by_consensus(adv: pd.DataFrame, bands: Sequence[tuple[int, in
             row[f"spurious_share_{name}"] = float(np.abs(a)[spurious.to_numpy()].sum() / total_abs) if total_abs > 0 else math.nan
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# What BCS keeps: label copies, DAE's mean advantage, false positives by band (Sec. 3.1, Fig. 4; E1, E2)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _check_cnk(c, n: int, k: int, where: str) -> np.ndarray:
+    c = np.asarray(c)
+    if not 1 <= k <= n:
+        raise ValueError(f"{where}: expected 1 <= k <= n, got n={n}, k={k}")
+    if np.any((c < 0) | (c > n)):
+        raise ValueError(f"{where}: label counts must lie in [0, {n}], got {c}")
+    return c
+
+
+def bcs_label_copies(c: int | np.ndarray, n: int, k: int) -> np.ndarray:
+    """How many rollouts carrying the pseudo-label BCS keeps among its ``k`` when ``c`` of the ``n`` carry it
+    (no other answer tied with it; :func:`ddrl.selection.bcs`).
+
+    BCS takes K+ = min(c, floor(k/2)) label copies as positives and fills its k - K+ "negative" slots from the
+    rarest answers. Only n - c rollouts carry another answer, so when n - c < k - K+ the negatives run out and
+    the remaining slots go to further label copies (rewarded 1 like the positives):
+    ``K+ + max(0, k - K+ - (n - c))``. With n = 64, k = 32: c copies for c < 16, 16 for 16 <= c <= 48, and
+    c - 32 above 48 (all 32 at c = 64).
+    """
+    c = _check_cnk(c, n, k, "bcs_label_copies")
+    k_pos = np.minimum(c, k // 2)
+    return k_pos + np.maximum(0, k - k_pos - (n - c))
+
+
+def random_label_copies(c: int | np.ndarray, n: int, k: int) -> np.ndarray:
+    """The expected number of label copies among TTRL's random ``k`` of ``n`` (hypergeometric mean, c k / n)."""
+    c = _check_cnk(c, n, k, "random_label_copies")
+    return c * k / n
+
+
+def dae_mean_advantage(c: int | np.ndarray, n: int, k: int) -> np.ndarray:
+    """The mean of DAE's fixed +1 / -1 advantages over the ``k`` rollouts BCS keeps of one question whose label
+    ``c`` of ``n`` rollouts carry: ``2 * copies / k - 1`` with copies = :func:`bcs_label_copies`. Negative for
+    c < floor(k/2), zero from there to n - k + floor(k/2), positive above (BCS's negatives have run out)."""
+    return 2.0 * bcs_label_copies(c, n, k) / k - 1.0
+
+
+def dae_zones(n: int, k: int) -> dict[str, int]:
+    """The label counts where :func:`dae_mean_advantage` changes sign: negative for c < ``negative_below``,
+    positive for c > ``positive_above`` (n = 64, k = 32: 16 and 48)."""
+    _check_cnk(0, n, k, "dae_zones")
+    return {"negative_below": k // 2, "positive_above": n - k + k // 2}
+
+
+def label_counts(groups: pd.DataFrame) -> pd.DataFrame:
+    """One row per (regime, seed, question) of :func:`answer_groups`-style rows (``count``, ``n``; optional
+    ``regime``, ``seed``): the pseudo-label's count ``c`` (the largest answer count) and ``n``."""
+    keys = [col for col in ("regime", "seed") if col in groups.columns] + ["question"]
+    g = groups.rename(columns={"problem": "question"}) if "question" not in groups.columns else groups
+    return g.groupby(keys, sort=False).agg(c=("count", "max"), n=("n", "first")).reset_index()
+
+
+def dae_advantage_by_question(counts: pd.DataFrame, k64: int = 32) -> pd.DataFrame:
+    """:func:`label_counts` with the zone of each question and DAE's mean advantage after BCS (``k`` = ``k64``
+    rescaled to the question's N, as the claims study does): ``zone`` is "negative", "zero" or "positive"."""
+    k = np.maximum(1, np.round(k64 * counts["n"] / 64)).astype(int)
+    adv = [float(dae_mean_advantage(c, n, kk)) for c, n, kk in zip(counts["c"], counts["n"], k)]
+    zone = np.select([np.array(adv) < 0, np.array(adv) > 0], ["negative", "positive"], "zero")
+    return counts.assign(k=k, dae_mean_advantage=adv, zone=zone)
+
+
+def dae_zone_shares(by_question: pd.DataFrame) -> pd.DataFrame:
+    """Per regime of :func:`dae_advantage_by_question` rows: ``questions``, the share (%) of them in each zone
+    (``negative``, ``zero``, ``positive``) and ``predicted``, DAE's mean advantage over BCS's picks averaged over
+    the questions (what a step's mean advantage is on average, before training moves the counts)."""
+    g = by_question if "regime" in by_question.columns else by_question.assign(regime="all")
+    rows = []
+    for r, part in g.groupby("regime", sort=False):
+        share = part["zone"].value_counts(normalize=True)
+        rows.append({"regime": r, "questions": len(part),
+                     **{z: 100 * float(share.get(z, 0.0)) for z in ("negative", "zero", "positive")},
+                     "predicted": float(part["dae_mean_advantage"].mean())})
+    return pd.DataFrame(rows)
+
+
+def advantage_course(steps: pd.DataFrame, window: int = 8) -> pd.DataFrame:
+    """Per regime of step logs (``regime``, ``seed``, ``step``, ``adv/mean``, ``label/majority_ratio``): how many
+    ``runs`` and ``steps``, and the mean over runs and the first / last ``window`` steps of the batch's mean
+    advantage (``adv_start``, ``adv_end``) and of the share of rollouts agreeing with the label (``maj_start``,
+    ``maj_end``)."""
+    rows = []
+    for r, part in steps.groupby("regime", sort=False):
+        last = int(part["step"].max())
+        head, tail = part[part["step"] < window], part[part["step"] > last - window]
+        rows.append({"regime": r, "runs": part["seed"].nunique(), "steps": last + 1,
+                     "adv_start": float(head["adv/mean"].mean()), "adv_end": float(tail["adv/mean"].mean()),
+                     "maj_start": float(head["label/majority_ratio"].mean()),
+                     "maj_end": float(tail["label/majority_ratio"].mean())})
+    return pd.DataFrame(rows)
+
+
+#: Bands of the pseudo-label's count (of 64) for :func:`selection_by_band`: the claims' rare (<= 5) and frequent
+#: (>= 45) bands, their middle split where BCS's quota K+ = min(c, 16) stops growing.
+SELECTION_BANDS_64: tuple[tuple[int, int], ...] = ((1, 5), (6, 15), (16, 44), (45, 64))
+
+
+def selection_by_band(sel: pd.DataFrame, bands64: Sequence[tuple[int, int]] = SELECTION_BANDS_64) -> pd.DataFrame:
+    """What each selection rule keeps, by the band of the pseudo-label's count (at N = 64).
+
+    ``sel`` has one row per (question, rule) as :func:`ddrl.study.analysis.selection_errors` returns it: ``rule``,
+    ``n``, ``label_count``, ``orders`` and the sums over ``orders`` random orders of ``kept`` rollouts, ``neg``
+    (reward 0), ``fn`` (reward 0, right) and ``fp`` (reward 1, wrong). Per rule and band: ``questions``, the share
+    of all questions in the band (``weight``), the mean per question of the share of kept rollouts that are false
+    positives (``fp_share``, %; E2's measure), of label copies kept (``copies``, per question and order) and of
+    correct answers among the kept negatives (``fn_share``, %; E1's). A rule's mean of ``fp_share`` over all
+    questions is the weight-averaged band values (:func:`selection_summary`).
+    """
+    c64 = np.clip(np.round(64 * sel["label_count"] / sel["n"]).astype(int), 1, 64)
+    rows = []
+    total = sel.groupby("rule").size()
+    for rule in dict.fromkeys(sel["rule"]):
+        for lo, hi in bands64:
+            b = sel[(sel["rule"] == rule) & (c64 >= lo) & (c64 <= hi)]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                fn_share = (100 * b["fn"] / b["neg"].where(b["neg"] > 0)).mean() if len(b) else np.nan
+            rows.append({"rule": rule, "band": band_label(lo, hi), "lo": lo, "hi": hi, "questions": len(b),
+                         "weight": len(b) / total[rule],
+                         "fp_share": float((100 * b["fp"] / b["kept"]).mean()) if len(b) else np.nan,
+                         "copies": float(((b["kept"] - b["neg"]) / b["orders"]).mean()) if len(b) else np.nan,
+                         "fn_share": float(fn_share)})
+    return pd.DataFrame(rows)
+
+
+def selection_summary(sel: pd.DataFrame) -> dict[str, float]:
+    """Per rule, the mean over questions of the share of kept rollouts that are false positives (``random``,
+    ``bcs``, %) and E2's point estimate ``e2`` = random - bcs (points; positive: BCS keeps fewer false positives);
+    the mean share of correct answers among the kept negatives (``fn_random``, ``fn_bcs``, %; over the questions
+    where both rules keep a negative) and E1's ``e1`` = fn_random - fn_bcs."""
+    share = (100 * sel["fp"] / sel["kept"]).groupby(sel["rule"]).mean()
+    q = [c for c in ("regime", "seed", "question") if c in sel.columns]
+    fn = sel.assign(v=100 * sel["fn"] / sel["neg"].where(sel["neg"] > 0)).pivot_table(
+        index=q, columns="rule", values="v", aggfunc="first").dropna()
+    return {"random": float(share["random"]), "bcs": float(share["bcs"]), "e2": float(share["random"] - share["bcs"]),
+            "fn_random": float(fn["random"].mean()), "fn_bcs": float(fn["bcs"].mean()),
+            "e1": float((fn["random"] - fn["bcs"]).mean())}
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -77,6 +77,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from ddrl import analysis as an
+from ddrl.report import prose as P
 from ddrl import paper
 from ddrl.report import tables as T
 from ddrl.data import DataUnavailable, load_dataset, load_questions, resolve_data_dir
@@ -151,9 +152,16 @@ if svamp:
 # \log\frac{p(C\mid x)}{1-p(C\mid x)}=\underbrace{\log\frac{p(x\mid C)}{p(x\mid\neg C)}}_{\text{evidence}}
 # +\underbrace{\log\frac{p(C)}{p(\neg C)}}_{\text{prior}}.$$
 #
-# The densities are Gaussian KDEs (`scipy.stats.gaussian_kde`, reflected at 0 and 1). The **ambiguity
-# region** is where the posterior lies in [`ambiguous_lo`, `ambiguous_hi`]; the derivative of the
-# log-odds in x shows where one more agreeing sample changes our belief most.
+# The densities are Gaussian KDEs (`scipy.stats.gaussian_kde`, reflected at 0 and 1 so no mass leaks past
+# the edges). The **ambiguity region** is where the posterior lies in [`ambiguous_lo`, `ambiguous_hi`]; the
+# derivative of the log-odds in x shows where one more agreeing sample changes our belief most.
+#
+# **Where the KDE can be trusted.** A ratio of two densities is only as good as the scarcer of them. Where one
+# class has (almost) no answers, for instance wrong answers sampled by more than half of the 64 rollouts, its
+# "density" is just the tail of Gaussian kernels centred elsewhere, and the log of a tail falls like a parabola:
+# the log-odds then climb steeply and wiggle with single answers, an artefact of the kernel, not evidence. So
+# the region, the 0.5 crossing and the steepest rise are read only where **both** classes have at least 5 answers
+# within ±0.05 of x (`ddrl.analysis.supported`); the figures hatch the rest.
 
 # %%
 def _bayes(g):
@@ -170,12 +178,23 @@ if svamp:
 for name, b in bayes.items():
     if b is not None:
         print(f"{name}: prior p(C) = {b['prior']:.3f}, p(C|x) crosses 0.5 at x = {b['crossing']:.3f}, "
-              f"ambiguity region {[(round(a, 3), round(z, 3)) for a, z in b['region']]}")
+              f"ambiguity region {[(round(a, 3), round(z, 3)) for a, z in b['region']]}, both classes have "
+              f"answers for x in {b['support']}")
 
 # %%
 tables = {list(bayes)[0]: (table, n_samples)}
 if svamp:
     tables["SVAMP (Codex)"] = (sv_table, 30)
+
+
+def hatch_unsupported(ax, c, label=False):
+    """Hatch the x where one class has fewer than 5 answers nearby (the KDE ratio is a kernel tail there)."""
+    x, ok = c["x"].to_numpy(), c["supported"].to_numpy()
+    step = x[1] - x[0]
+    runs = an.ambiguous_region(x, np.where(ok, 0.0, 1.0), 0.5, 1.0)  # the unsupported stretches
+    for i, (a, z) in enumerate(runs):
+        ax.axvspan(a - step / 2, z + step / 2, facecolor="none", edgecolor="0.6", hatch="//", lw=0,
+                   label="one class too sparse: KDE tail" if label and i == 0 else None)
 
 
 def draw_frequency(tables, bayes, lo=ambiguous_lo, hi=ambiguous_hi):
@@ -192,10 +211,12 @@ def draw_frequency(tables, bayes, lo=ambiguous_lo, hi=ambiguous_hi):
         b = bayes.get(name)
         if b is not None:
             c = b["curves"]
-            ax.plot(c["x"], c["posterior"], "--", color="black", lw=1.2, label="p(C | x), KDE + Bayes")
-            region = an.ambiguous_region(c["x"].to_numpy(), c["posterior"].to_numpy(), lo, hi)
+            ax.plot(c["x"], c["posterior"].where(c["supported"]), "--", color="black", lw=1.2,
+                    label="p(C | x), KDE + Bayes")
+            region = an.ambiguous_region(c["x"].to_numpy(), c["posterior"].where(c["supported"]).to_numpy(), lo, hi)
             for i, (a, z) in enumerate(region):
                 ax.axvspan(a, z, color="grey", alpha=0.2, label="ambiguity region" if i == 0 else None)
+            hatch_unsupported(ax, c)
         ax.axhline(lo, color="grey", lw=0.6, ls=":")
         ax.axhline(hi, color="grey", lw=0.6, ls=":")
         ax.set(xlim=(0, 1), ylim=(-0.02, 1.02), xlabel=f"answer frequency x = count / N (N = {n})",
@@ -226,6 +247,7 @@ def draw_bayes(bayes):
         ax.plot(c["x"], c["p_x_c"], color=color("correct"), label="p(x | correct)")
         ax.plot(c["x"], c["p_x_nc"], color=color("incorrect"), label="p(x | incorrect)")
         ax.set(ylabel="density", title=f"{name}: p(C) = {b['prior']:.2f}")
+        hatch_unsupported(ax, c, label=True)
         ax.legend(fontsize=8)
         ax = axes[1][j]
         ax.plot(c["x"], c["log_likelihood_ratio"], label="log p(x|C)/p(x|¬C)")
@@ -234,11 +256,22 @@ def draw_bayes(bayes):
         ax.axhline(0, color="grey", lw=0.6)
         for a, z in b["region"]:
             ax.axvspan(a, z, color="grey", alpha=0.2)
+        hatch_unsupported(ax, c)
         ax.set(ylabel="log-odds", ylim=(-8, 8))
         ax.legend(fontsize=8)
         ax = axes[2][j]
-        ax.plot(c["x"], c["d_log_odds_dx"], color="tab:purple")
-        ax.axhline(0, color="grey", lw=0.6)
+        ax.plot(c["x"], c["d_log_odds_dx"].where(c["supported"]), color="tab:purple",
+                label="where both classes have answers")
+        ax.plot(c["x"], c["d_log_odds_dx"].where(~c["supported"]), color="tab:purple", lw=0.8, alpha=0.35,
+                label="elsewhere (kernel tails)")
+        if np.isfinite(b["steepest"]):
+            ax.axvline(b["steepest"], color="tab:purple", ls=":", lw=0.8)
+        inside = c["d_log_odds_dx"][c["supported"]]
+        if len(inside):
+            pad = 0.25 * (inside.max() - inside.min() + 1)
+            ax.set_ylim(inside.min() - pad, inside.max() + pad)  # the tails' slopes run off the panel
+        hatch_unsupported(ax, c)
+        ax.legend(fontsize=8, loc="upper right")
         ax.set(xlabel="answer frequency x", ylabel="d/dx log-odds")
     fig.tight_layout()
     return fig
@@ -252,8 +285,13 @@ if any(b is not None for b in bayes.values()):
 # %% [markdown]
 # **What to look for.** Top row: where p(x | correct) overtakes p(x | incorrect), a frequency starts to favour
 # "correct". Middle row: the log-posterior odds are the log-likelihood ratio shifted by the (constant) log-prior
-# odds, so a low prior moves the 50% crossing to higher x. Bottom row: the peak of the derivative is the frequency
-# at which one more agreeing sample changes the belief most.
+# odds, so a low prior moves the 50% crossing to higher x. Bottom row: the peak of the derivative (dotted line),
+# read where both classes have answers, is the frequency at which one more agreeing sample changes the belief
+# most; it is read at least 0.05 inside the unhatched stretch, since a slope needs answers on both sides of x.
+# In the hatched stretches the curves go on, but they show the kernels' tails: on the testbed the slope there runs
+# off the panel and the log-odds wiggle with single answers. Even inside, the slope's smaller peaks and dips are
+# wiggles of the KDE (a few answers each, and a derivative doubles a density's noise): read its trend, and the
+# tallest peak only where it stands well above the rest.
 
 # %% [markdown]
 # ## 4. Try it yourself (interactive)
@@ -349,8 +387,8 @@ def bayes_metrics(b, prefix):
     if b is None:
         return {f"{prefix}bayes_available": False}
     return {f"{prefix}bayes_available": True, f"{prefix}prior": b["prior"], f"{prefix}crossing": b["crossing"],
-            f"{prefix}region": [list(r) for r in b["region"]],
-            f"{prefix}max_slope_x": float(b["curves"].loc[b["curves"]["d_log_odds_dx"].idxmax(), "x"])}
+            f"{prefix}region": [list(r) for r in b["region"]], f"{prefix}support": b["support"],
+            f"{prefix}max_slope_x": b["steepest"]}
 
 
 metrics = {"model": model_name, "dataset": dataset, "n_questions": len(problems), "n_samples": n_samples,
@@ -407,11 +445,18 @@ def shape_sentence(t, name, n, lo, hi):
 def bayes_sentence(m, prefix, name):
     if not m.get(f"{prefix}bayes_available"):
         return f"The KDE/Bayes analysis could not be run on {name} (too few distinct frequencies in a class)."
-    region = ", ".join(f"{a:.2f}-{z:.2f}" for a, z in m[f"{prefix}region"]) or "nowhere"
-    return (f"On {name}, a distinct answer is correct with prior probability {m[f'{prefix}prior']:.2f}; the KDE posterior "
-            f"p(C | x) crosses 0.5 at x = {m[f'{prefix}crossing']:.2f} and lies within [{ambiguous_lo}, {ambiguous_hi}] "
-            f"for x in {region}. The log-odds rise fastest at x = {m[f'{prefix}max_slope_x']:.2f}: that is where one "
-            f"more agreeing sample moves the belief most.")
+    if m[f"{prefix}support"] is None:
+        return (f"On {name} no frequency has at least 5 correct and 5 wrong answers nearby: the KDE posterior there is "
+                "kernel tails, and this notebook reads nothing off it.")
+    a, z = m[f"{prefix}support"]
+    region = P.join_words([f"{r0:.2f}-{r1:.2f}" for r0, r1 in m[f"{prefix}region"]]) or "nowhere"
+    pieces = len(m[f"{prefix}region"])
+    shape = "" if pieces <= 1 else f" ({P.count_words(pieces, 'separate stretch', 'separate stretches')})"
+    return (f"On {name}, a distinct answer is correct with prior probability {m[f'{prefix}prior']:.2f}. Both classes "
+            f"have answers for x from {a:.2f} to {z:.2f}; there, the KDE posterior p(C | x) crosses 0.5 at "
+            f"x = {m[f'{prefix}crossing']:.2f}, lies within [{ambiguous_lo}, {ambiguous_hi}] for x in {region}{shape}, "
+            f"and its log-odds rise fastest at x = {m[f'{prefix}max_slope_x']:.2f}, where one more agreeing sample "
+            "moves the belief most.")
 
 
 lines = [shape_sentence(table, "the " + ("testbed" if model == "testbed" else model_name), n_samples, ambiguous_lo, ambiguous_hi),

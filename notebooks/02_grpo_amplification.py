@@ -82,6 +82,7 @@ from IPython.display import Markdown, display
 
 from ddrl import analysis as an
 from ddrl import paper
+from ddrl.report import prose as P
 from ddrl.report import tables as T
 from ddrl.data import load_questions, resolve_data_dir
 from ddrl.run.experiments import cached_rollouts, train_and_evaluate
@@ -250,7 +251,8 @@ if table1:
     t1_names = {"no_adaptation": "No adaptation", "ttrl": "GRPO (TTRL)", **T.TABLE1_READINGS}
     t1_paper_row = {"no_adaptation": None, "ttrl": "grpo", "grpo_no_std": "grpo_no_norm", "dae": "grpo_no_norm"}
     table_1 = pd.DataFrame([{"row": t1_names[r["preset"]], "trainer preset": r["preset"],
-                             "pass@1 (measured)": r["pass@1"], f"maj@{table1_eval_n} (measured)": r["maj@n"],
+                             "pass@1 (measured, points)": round(100 * r["pass@1"], 1),
+                             f"maj@{table1_eval_n} (measured, points)": round(100 * r["maj@n"], 1),
                              "steps": r["steps"], "rl_seconds": r["rl_seconds"]} for r in [before] + t1_rows])
     for bench in ("AIME 2024", "MATH-500"):  # the paper's Table 1: Qwen2.5-Math-1.5B, pass@1 in %
         table_1[f"paper pass@1 % ({bench})"] = [
@@ -261,12 +263,12 @@ if table1:
     display(table_1.round(3))
 
     # The difference the paper reports, w/o norm. - GRPO > 0 on both benchmarks: does the testbed have its sign?
-    t1_measured = {r["preset"]: (r["pass@1"], float("nan"), float("nan")) for r in t1_rows}  # one seed: no interval
+    t1_measured = {r["preset"]: (100 * r["pass@1"], float("nan"), float("nan")) for r in t1_rows}  # points; one seed: no interval
     t1_dirs = []
     for bench in ("AIME 2024", "MATH-500"):
         pv = {p: paper.value(("table1", "Qwen2.5-Math-1.5B", bench, t1_paper_row[p])) for p in ["ttrl", *table1_readings]}
         d = T.direction_table([(p, "ttrl") for p in table1_readings], pv, t1_measured, labels=t1_names.get,
-                              paper_unit="points")
+                              paper_unit="points", measured_unit="points")
         d["difference"] = d["difference"] + f" (paper: {bench})"
         t1_dirs.append(d)
     table_1_dir = pd.concat(t1_dirs, ignore_index=True)
@@ -368,20 +370,23 @@ if table1:
     g, b0 = m["table1_ttrl_pass@1"], m["table1_before_pass@1"]
     # binomial standard error over questions x samples (samples of one question are correlated: an underestimate)
     se = float(np.sqrt(max(g * (1 - g), 1e-12) / (m["table1_questions"] * table1_eval_n)))
-    lines.append(f"Table 1 on the testbed ({m['table1_questions']} questions, {m['table1_episodes']} episodes, one seed): "
-                 f"pass@1 goes from {b0:.3f} (no adaptation) to {g:.3f} with GRPO, "
-                 + ", ".join(f"{m[f'table1_{p}_pass@1']:.3f} with {T.TABLE1_READINGS[p]}" for p in table1_readings)
+    lines.append(f"Table 1 on the testbed ({m['table1_questions']} questions, "
+                 f"{P.count_words(m['table1_episodes'], 'episode')}, one seed): "
+                 f"pass@1 goes from {P.pass1_points(b0)} (no adaptation) to {P.pass1_points(g)} points with GRPO, "
+                 + P.join_words([f"{P.pass1_points(m[f'table1_{p}_pass@1'])} with {T.TABLE1_READINGS[p]}"
+                                 for p in table1_readings])
                  + f". The paper reports GRPO {paper.fmt(('table1', 'Qwen2.5-Math-1.5B', 'AIME 2024', 'grpo'), '.1f')} and "
                  f"w/o norm. {paper.fmt(('table1', 'Qwen2.5-Math-1.5B', 'AIME 2024', 'grpo_no_norm'), '.1f')} on AIME 2024, "
                  f"{paper.fmt(('table1', 'Qwen2.5-Math-1.5B', 'MATH-500', 'grpo'), '.1f')} and "
                  f"{paper.fmt(('table1', 'Qwen2.5-Math-1.5B', 'MATH-500', 'grpo_no_norm'), '.1f')} on MATH-500 (Qwen2.5-Math-1.5B).")
-    for p in table1_readings:
-        diff = m[f"table1_{p}_pass@1"] - g
-        sentence = f"{T.TABLE1_READINGS[p]} minus GRPO is {diff:+.3f}"
-        if abs(diff) < se:
-            sentence += f", less than one standard error of pass@1 (about {se:.3f}): indistinguishable at this scale"
-        lines.append(sentence + ".")
-    lines += T.direction_sentences(table_1_dir)
+    diffs = {p: 100 * (m[f"table1_{p}_pass@1"] - g) for p in table1_readings}
+    small = [p for p, d in diffs.items() if abs(d) < 100 * se]
+    sentence = f"Against GRPO, {P.join_words([f'{T.TABLE1_READINGS[p]} differs by {P.points(d)}' for p, d in diffs.items()])}"
+    if small:
+        verb = "lies" if len(small) == 1 else "lie"
+        sentence += (f"; {P.join_words([T.TABLE1_READINGS[p] for p in small])} {verb} within one standard error of "
+                     f"pass@1 (about {100 * se:.1f} points), indistinguishable at this scale")
+    lines.append(f"{sentence}. {T.direction_sentences(table_1_dir)[-1]}")
 display(Markdown("\n\n".join(lines)))
 
 # %% [markdown]

@@ -103,6 +103,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
+from ddrl.report import prose as P
 from ddrl.report import tables as T
 from ddrl.run.experiments import notebook_experiment, summarize
 from ddrl.report.plotting import ci_yerr, color, set_style
@@ -140,7 +141,7 @@ print(f"{len(adapted)} adapted + {len(heldout)} held-out questions; model {overr
 # %%
 decided_table = L.decided_table(L.committed_cells(study_claims, study_regimes))
 rep.table(decided_table, "decided")
-display(L.show_table(decided_table))
+display(P.for_students_table(L.show_table(decided_table)))
 
 # %%
 fig = L.decided_figure(decided_table, "COR vs more RL and the refinement size, as the claims study decided them")
@@ -150,13 +151,24 @@ rep.figure(fig, "decided", data=decided_table)
 # **What to look for.** Whether COR beats the same run trained longer (C1) by about the paper's margin, and
 # whether a 4x larger refinement set moves pass@1 at all (R1).
 #
-# **In plain words.** COR's gain is real on the testbed and is not something a little more RL would buy: the
-# extra RL steps do not close the gap. At the testbed's learning rate a 4x larger refinement set changes
-# little, as the paper says; at lr/10 it adds more than the ±1 point margin allows, so there that null claim
-# stays open (the paper's "barely matters" is not confirmed). What COR costs is another matter: the study's
-# claim C2 (wall time of the extra RL minus COR's, `results/claims.json`) finds COR cheaper only in
-# AIME-like; in MATH-500-like, where RL steps are short, COR's sampling of M answers per question costs more
-# than the extra RL steps. At paper scale, with long responses, an RL step is far costlier.
+# **In plain words**, generated from the table: first the two claims above, then what COR costs. The study's C2
+# compares wall time (the extra RL minus COR, in % of the RL phase; positive: COR is cheaper), measured on this
+# testbed's short responses; at paper scale, with long responses, an RL step is far costlier.
+
+# %%
+def cost_sentence():
+    """C2 from its committed entries: where COR is cheaper, where dearer, where undecided."""
+    es = [e for e in (L.committed_entry("C2", r)[0] for r in ("aime_like", "amc_like", "math500_like")) if e]
+    cheaper = [f"{L.regime_words(e['regime'])} ({P.signed(e['estimate'])}%)" for e in es if e["ci_low"] > 0]
+    dearer = [f"{L.regime_words(e['regime'])} ({P.signed(e['estimate'])}%)" for e in es if e["ci_high"] < 0]
+    open_ = [f"{L.regime_words(e['regime'])} ({P.signed(e['estimate'])}%)" for e in es if e["ci_low"] <= 0 <= e["ci_high"]]
+    return (f"What it costs ({L.claim_words('C2')}): COR is cheaper than the extra RL in {P.join_words(cheaper) or 'no regime'}, "
+            f"dearer in {P.join_words(dearer) or 'no regime'}" + (f", and the interval crosses zero in {P.join_words(open_)}"
+                                                                   if open_ else "") + ".")
+
+
+display(Markdown(" ".join([d for d in (P.claim_digest(decided_table, L.claim_words(c)) for c in ("C1", "R1")) if d]
+                          + [cost_sentence()])))
 
 # %%
 display(Markdown("\n\n".join(L.verdict_sentences(decided_table))))
@@ -173,16 +185,19 @@ display(Markdown("\n\n".join(L.verdict_sentences(decided_table))))
 # %%
 reruns, texts = L.rerun_table(rerun)
 rep.table(reruns, "rerun")
-display(reruns)
-print("\n\n".join(texts))
+rerun_names = [P.rerun_words(*L.parse_rerun(spec)[1:], L.regime_words,
+                             lambda m: "COR alone from the untrained model" if m == "cor_only" else label(m))
+               for spec in rerun]
+display(reruns.assign(run=rerun_names))
+print("\n\n".join(P.for_students(t, name) for t, name in zip(texts, rerun_names)))
 
 # %% [markdown]
 # ## 3. A fresh Table 4 and Table 6 on this machine: a pipeline demonstration
 #
 # The cells below run the additional RL and COR at several sizes from the DDRL runs of notebook 03 and time
-# them on your machine. They show what each stage costs here, but **they cannot decide anything**: with one
-# or two seeds the run-to-run spread is as large as the effects above. The sentence after the first table says
-# how many seeds the study's power analysis needed.
+# them on your machine. They show what each stage costs here, but **they cannot decide anything**: with
+# a few seeds the run-to-run spread is as large as the effects above. The sentence after the first table says
+# what this run's seeds can show and how many the study's power analysis needed.
 
 
 # %% [markdown]
@@ -221,7 +236,7 @@ t3 = summarize(df3, "pass@1", by=("method", "split"))
 _, PAPER_BENCH = T.paper_reference(dataset, paper_settings)
 paper_t4 = {q: {m: T.paper_value(("table4", PAPER_BENCH, m, q)) for m in table4_methods}
             for q in ("pass@1", "epochs", "minutes")}
-table_4 = T.measured_vs_paper(t3, table4_methods, paper_t4["pass@1"], labels=label,
+table_4 = T.measured_vs_paper(T.in_points(t3), table4_methods, paper_t4["pass@1"], labels=label, measured_spec=".1f",
                               paper_header=f"paper pass@1 % (Table 4, {PAPER_BENCH})", paper_spec=".1f")
 table_4["RL s (measured)"] = [round(times[m]["RL s"], 1) for m in table4_methods]
 table_4["after-RL s (measured)"] = [round(times[m]["after-RL s"], 1) for m in table4_methods]
@@ -232,9 +247,13 @@ display(table_4)
 print(f"RL schedule: {base_steps} steps at peak lr {cfg.lr:g}; additional RL: {extra_steps} steps at constant lr "
       f"{extra_lr_used:g}" + (" (the run's own peak lr)" if extra_rl_lr is None else " (set by extra_rl_lr)"))
 
-display(Markdown(f"With {len(table4_seeds)} seed(s) these rows demonstrate the pipeline; the study needed "
-                 f"{L.seeds_needed('math500_like')} seeds in MATH-500-like to decide COR vs additional RL within "
-                 "±2 points (`results/stage1.json`)."))
+ad4 = t3[t3["split"] == "adapted"].set_index("method")["mean"]
+pairs4 = [(a, b) for a, b in (("ddrl", "additional_rl"), ("ddrl", "bcs_dae"), ("additional_rl", "bcs_dae"))
+          if a in ad4.index and b in ad4.index]
+display(Markdown(f"On the adapted questions (pass@1 in points), "
+                 f"{P.join_words([P.compare(label(a), ad4[a], label(b), ad4[b]) for a, b in pairs4])}. "
+                 + P.one_seed_note(len(table4_seeds), L.seeds_needed("math500_like"))
+                 + " The study's comparisons in section 1 are the answer."))
 
 # %% [markdown]
 # ## 4. Table 6 anew: refinement size
@@ -260,24 +279,28 @@ rep.table(df6, "table6_runs")
 t6 = summarize(df6, "pass@1", by=("size", "split"))
 sizes = [f"{x}x" for x in size_multipliers]
 paper_t6 = {x: T.paper_value(("table6", x, PAPER_BENCH)) for x in sizes}
-table_6 = T.measured_vs_paper(t6, sizes, paper_t6, row_col="size",
+table_6 = T.measured_vs_paper(T.in_points(t6), sizes, paper_t6, row_col="size", measured_spec=".1f",
                               paper_header=f"paper pass@1 % (Table 6, {PAPER_BENCH})", paper_spec=".1f")
 table_6.insert(1, "kept per question", [keep_1x * x for x in size_multipliers])
 table_6["COR s (measured)"] = [round(df6.loc[(df6["size"] == x) & (df6["split"] == "adapted"), "cor_seconds"].mean(), 1) for x in sizes]
 table_6["rollouts kept, all questions (mean over seeds)"] = [df6.loc[(df6["size"] == x) & (df6["split"] == "adapted"), "cor_kept"].mean() for x in sizes]
 rep.table(table_6, "table6_refinement_size")
 display(table_6)
+ad6 = t6[t6["split"] == "adapted"].set_index("size")["mean"]
+display(Markdown(f"On the adapted questions (pass@1 in points), "
+                 f"{P.join_words([P.compare(f'COR keeping {x}', ad6[x], f'keeping {sizes[0]}', ad6[sizes[0]]) for x in sizes[1:]])}"
+                 f" ({P.count_words(len(table6_seeds), 'seed')} per size)."))
 
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))
 ax = axes[0]
-part = t3[t3["split"] == "adapted"].set_index("method").reindex(table4_methods)
+part = T.in_points(t3[t3["split"] == "adapted"]).set_index("method").reindex(table4_methods)
 x = np.arange(len(part))
 ax.bar(x, part["mean"], color=[color(mm) for mm in table4_methods],
        yerr=ci_yerr(part), capsize=4)
 ax.set_xticks(x, [label(mm) for mm in table4_methods], rotation=15, ha="right")
-ax.set(ylabel="pass@1 (adapted)", title="Table 4: pass@1")
+ax.set(ylabel="pass@1, adapted (points)", title=f"Table 4: pass@1, {P.interval_caption(len(table4_seeds))}")
 ax = axes[1]
 ax.bar(x, [times[mm]["RL s"] for mm in table4_methods], color="#bbbbbb")
 ax.bar(x, [times[mm]["after-RL s"] for mm in table4_methods], bottom=[times[mm]["RL s"] for mm in table4_methods],
@@ -287,11 +310,12 @@ ax.set(ylabel="wall-clock seconds", title="Table 4: measured cost")
 ax.legend(handles=[Patch(facecolor="#bbbbbb", label="RL schedule"),
                    Patch(facecolor="#666666", hatch="//", edgecolor="white", label="after RL (extra RL or COR)")], fontsize=8)
 ax = axes[2]
-for sp, g in t6.groupby("split", sort=False):
+for sp, g in T.in_points(t6).groupby("split", sort=False):
     g = g.set_index("size").reindex(sizes)
     ax.errorbar(size_multipliers, g["mean"], yerr=ci_yerr(g), marker="o", capsize=4, label=sp)
 ax.set(xscale="log", xticks=size_multipliers, xticklabels=[f"{x}x ({keep_1x * x})" for x in size_multipliers],
-       xlabel="refinement size (kept per question)", ylabel="pass@1", title="Table 6: refinement size")
+       xlabel="refinement size (kept per question)", ylabel="pass@1 (points)",
+       title=f"Table 6: refinement size, {P.interval_caption(len(table6_seeds))}")
 ax.legend(fontsize=8)
 fig.tight_layout()
 rep.figure(fig, "table4_table6", data=pd.concat([t3.assign(table="4"), t6.assign(table="6")], ignore_index=True))

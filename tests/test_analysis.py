@@ -116,7 +116,8 @@ def test_bayes_analysis_separated_classes():
             for i, c in enumerate(rng.integers(40, 65, 100))]
     rows += [{"problem": 1000 + i, "answer": "w", "count": c, "n": 64, "x": c / 64, "correct": False}
              for i, c in enumerate(rng.integers(1, 20, 300))]
-    res = an.bayes_analysis(pd.DataFrame(rows), grid_points=101)
+    assert an.bayes_analysis(pd.DataFrame(rows), grid_points=101)["support"] is None  # no x has data of both
+    res = an.bayes_analysis(pd.DataFrame(rows), grid_points=101, min_count=0)  # the KDEs read everywhere
     assert res["prior"] == pytest.approx(0.25)
     post = res["curves"]["posterior"].to_numpy()
     assert post[5] < 0.1 and post[-1] > 0.9
@@ -200,3 +201,111 @@ def test_model_fingerprint_hashes_each_weight_file_once_and_follows_changes(tmp_
     b = model_fingerprint(str(tmp_path))
     assert b["model.safetensors"] == real(w) != a["model.safetensors"] and len(calls) == 2
     assert model_fingerprint("org/hub-model") == {"model": "org/hub-model"}
+
+
+# ---------------------------------------------------------------- the KDE's supported range
+
+
+def test_supported_needs_both_classes_nearby():
+    grid = np.array([0.0, 0.1, 0.5, 0.9, 1.0])
+    x_c = [0.1] * 5 + [0.9] * 5 + [1.0] * 5       # correct answers near 0.1, 0.9 and 1
+    x_nc = [0.0] * 5 + [0.12] * 5                  # wrong answers only near 0 and 0.1
+    # within ±0.05: x = 0.1 sees 5 correct (0.1) and 5 wrong (0.12); x = 0 sees no correct; 0.9, 1 no wrong
+    assert an.supported(grid, x_c, x_nc, half_width=0.05, min_count=5).tolist() == [False, True, False, False, False]
+    assert an.supported(grid, x_c, x_nc, half_width=0.11, min_count=5).tolist() == [True, True, False, False, False]
+    with pytest.raises(ValueError):
+        an.supported(grid, x_c, x_nc, half_width=0.0)
+    assert an.supported(grid, x_c, x_nc, min_count=0).all()
+
+
+def test_bayes_analysis_reads_region_and_slope_inside_the_support():
+    # wrong answers stop at x = 0.5; correct ones run to 1: beyond ~0.55 the wrong-answer density is a kernel tail,
+    # so the steepest rise of the log-odds must not be reported at the edge (the tail's artefact)
+    rng = np.random.default_rng(2)
+    rows = [{"problem": i, "count": c, "n": 64, "x": c / 64, "correct": True} for i, c in enumerate(rng.integers(10, 65, 200))]
+    rows += [{"problem": 1000 + i, "count": c, "n": 64, "x": c / 64, "correct": False}
+             for i, c in enumerate(rng.integers(1, 33, 400))]
+    res = an.bayes_analysis(pd.DataFrame(rows), grid_points=101)
+    lo, hi = res["support"]
+    assert lo <= 0.16 + 1e-9 and 0.45 <= hi <= 0.56  # both classes have >= 5 answers within ±0.05 only there
+    c = res["curves"]
+    assert c["supported"].sum() == round((hi - lo) / 0.01) + 1
+    assert lo + 0.05 - 1e-9 <= res["steepest"] <= hi - 0.05 + 1e-9  # a slope needs data on both sides
+    assert c["d_log_odds_dx"].idxmax() > c.index[c["supported"]].max()  # unrestricted, the peak is in the tail
+    assert all(lo <= a and z <= hi for a, z in res["region"])
+
+
+# ---------------------------------------------------------------- what BCS keeps
+
+
+@pytest.mark.parametrize("c,copies", [(0, 0), (1, 1), (8, 8), (15, 15), (16, 16), (40, 16), (48, 16), (49, 17),
+                                      (56, 24), (64, 32)])
+def test_bcs_label_copies_hand_worked(c, copies):
+    # N = 64, K = 32: K+ = min(c, 16); the 16 negative slots take the 64 - c other rollouts first, label copies after
+    assert int(an.bcs_label_copies(c, 64, 32)) == copies
+
+
+def test_bcs_label_copies_equals_ddrl_selection():
+    from ddrl.selection import bcs
+
+    for n, k in ((64, 32), (30, 15), (8, 4)):
+        for c in range(2, n + 1):  # the label, then singletons (no tie with the label for c >= 2)
+            counts = [c] * c + [1] * (n - c)
+            kept = sum(1 for i in bcs(counts, k) if i < c)
+            assert kept == an.bcs_label_copies(c, n, k), (n, k, c)
+
+
+def test_dae_mean_advantage_and_zones():
+    # c = 8: 8 positives of 32 -> 2 * 8/32 - 1 = -0.5; c = 32: 16 -> 0; c = 56: 24 -> +0.5; c = 64: all 32 -> +1
+    assert an.dae_mean_advantage(np.array([8, 32, 56, 64]), 64, 32).tolist() == [-0.5, 0.0, 0.5, 1.0]
+    assert an.dae_zones(64, 32) == {"negative_below": 16, "positive_above": 48}
+    assert an.dae_zones(30, 15) == {"negative_below": 7, "positive_above": 22}
+    z = an.dae_zones(64, 32)
+    assert an.dae_mean_advantage(z["negative_below"] - 1, 64, 32) < 0 == an.dae_mean_advantage(z["negative_below"], 64, 32)
+    assert an.dae_mean_advantage(z["positive_above"], 64, 32) == 0 < an.dae_mean_advantage(z["positive_above"] + 1, 64, 32)
+    assert float(an.random_label_copies(40, 64, 32)) == 20.0
+    with pytest.raises(ValueError):
+        an.bcs_label_copies(65, 64, 32)
+
+
+def test_dae_advantage_by_question_from_groups():
+    groups = pd.DataFrame({"question": ["a", "a", "b", "c", "c"], "count": [8, 56, 10, 30, 34], "n": [64] * 5})
+    t = an.dae_advantage_by_question(an.label_counts(groups))
+    assert t["c"].tolist() == [56, 10, 34]
+    assert t["dae_mean_advantage"].tolist() == [0.5, 2 * 10 / 32 - 1, 0.0]
+    assert t["zone"].tolist() == ["positive", "negative", "zero"]
+
+
+def test_selection_by_band_hand_worked():
+    # two questions (label counts 10 and 50 of 64), each rule's sums over 2 orders of K = 32 kept rollouts
+    sel = pd.DataFrame([
+        {"question": "q1", "rule": "random", "n": 64, "label_count": 10, "orders": 2, "kept": 64, "neg": 54, "fn": 6, "fp": 10},
+        {"question": "q1", "rule": "bcs", "n": 64, "label_count": 10, "orders": 2, "kept": 64, "neg": 44, "fn": 0, "fp": 20},
+        {"question": "q2", "rule": "random", "n": 64, "label_count": 50, "orders": 2, "kept": 64, "neg": 14, "fn": 0, "fp": 0},
+        {"question": "q2", "rule": "bcs", "n": 64, "label_count": 50, "orders": 2, "kept": 64, "neg": 28, "fn": 0, "fp": 0},
+    ])
+    t = an.selection_by_band(sel).set_index(["rule", "band"])
+    assert t.loc[("bcs", "6-15"), "fp_share"] == pytest.approx(100 * 20 / 64)
+    assert t.loc[("random", "6-15"), "fp_share"] == pytest.approx(100 * 10 / 64)
+    assert t.loc[("bcs", "6-15"), "copies"] == 10 and t.loc[("random", "45-64"), "copies"] == 25
+    assert t.loc[("random", "6-15"), "fn_share"] == pytest.approx(100 * 6 / 54)
+    assert t.loc[("bcs", "1-5"), "questions"] == 0 and t.loc[("bcs", "45-64"), "weight"] == 0.5
+    s = an.selection_summary(sel)
+    assert s["bcs"] == pytest.approx(100 * 20 / 64 / 2) and s["e2"] == pytest.approx(-100 * 10 / 64 / 2)
+    assert s["fn_random"] == pytest.approx(100 * 6 / 54 / 2) and s["fn_bcs"] == 0 and s["e1"] == s["fn_random"]
+
+
+def test_dae_zone_shares_and_advantage_course_hand_worked():
+    q = an.dae_advantage_by_question(pd.DataFrame({"regime": ["a"] * 4 + ["b"], "question": list("wxyzv"),
+                                                   "c": [8, 32, 56, 64, 40], "n": [64] * 5}))
+    z = an.dae_zone_shares(q).set_index("regime")
+    assert z.loc["a", ["negative", "zero", "positive"]].tolist() == [25.0, 25.0, 50.0]
+    assert z.loc["a", "predicted"] == pytest.approx((-0.5 + 0.0 + 0.5 + 1.0) / 4)
+    assert z.loc["b", "zero"] == 100.0 and z.loc["b", "questions"] == 1
+    steps = pd.DataFrame({"regime": "a", "seed": [0, 0, 0, 1, 1, 1], "step": [0, 1, 2] * 2,
+                          "adv/mean": [-0.2, 0.0, 0.4, -0.4, 0.2, 0.6],
+                          "label/majority_ratio": [0.3, 0.5, 0.8, 0.4, 0.6, 0.9]})
+    c = an.advantage_course(steps, window=1).iloc[0]
+    assert (c["runs"], c["steps"]) == (2, 3)
+    assert c["adv_start"] == pytest.approx(-0.3) and c["adv_end"] == pytest.approx(0.5)
+    assert c["maj_start"] == pytest.approx(0.35) and c["maj_end"] == pytest.approx(0.85)

@@ -155,3 +155,19 @@ def test_training_notebooks_name_committed_runs_and_decided_cells(stem):
             design, regime, method, seed, _ = lesson.parse_rerun(spec)
             assert locate(design, regime, method, seed).csv.is_file()
         assert lesson.committed_cells(s["study_claims"], s["study_regimes"])
+
+
+#: What a student should not read in a lecture's prose: the study's regime ids, a CPU's family and model numbers or
+#: brand, and the results files' paths (the decided tables say "yes", not which JSON; issue 95).
+INTERNAL_IDS = r"\b(?:aime|amc|math500)_like\w*|family \d+ model \d+|\bEPYC\b|\bXeon\b|results/[\w/]+\.json"
+
+
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.stem[:2] in ("01", "02", "03", "04", "05")],
+                         ids=lambda p: p.stem)
+def test_teaching_prose_has_no_internal_ids(path):
+    import re
+
+    nb = nbformat.read(path, as_version=4)
+    hits = [(i, m.group(0)) for i, c in enumerate(nb.cells) if c.cell_type == "markdown"
+            for m in re.finditer(INTERNAL_IDS, c.source)]
+    assert not hits, f"{path.name}: markdown cells name internal ids or machines {hits}; say them in words"

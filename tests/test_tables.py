@@ -112,6 +112,12 @@ def test_direction_table_and_sentences():
     assert "+7.7 points" in lines[0] and "+0.200 pass@1" in lines[0] and "reproduced" in lines[0]
     assert "-0.050" in lines[1] and "not reproduced" in lines[1]
     assert lines[2] == "Of the paper's 2 differences here, the testbed has the same sign for 1 (1 of them with 95% intervals apart)."
+    # rows of one verdict share one sentence (no sentence shape repeated per row)
+    two = T.direction_table([("ddrl", "ttrl"), ("etmr", "ttrl")], paper, {**measured, "etmr": (0.45, 0.43, 0.47)})
+    assert list(two["direction reproduced"]) == ["yes", "yes"]
+    lines = T.direction_sentences(two)
+    assert len(lines) == 2 and lines[0].startswith("The same direction, with the 95% intervals apart: reproduced: ")
+    assert "DDRL (BCS + DAE + COR) − TTRL (paper +7.7 points" in lines[0] and "ETMR − TTRL (paper +3.9 points" in lines[0]
     with pytest.raises(KeyError, match="no paper value for 'bcs'"):
         T.direction_table([("bcs", "ttrl")], paper, measured)
     with pytest.raises(KeyError, match="no measured value"):

@@ -92,9 +92,12 @@ def lookup(summary: pd.DataFrame, **where) -> tuple[float, float, float]:
 def measured_vs_paper(summary: pd.DataFrame, rows: Sequence[str], paper: Mapping[str, float | None],
                       row_col: str = "method", split_col: str | None = "split",
                       labels: Callable[[str], str] | Mapping[str, str] | None = None,
-                      paper_header: str = "paper", metric: str = "pass@1", paper_spec: str = ".3g") -> pd.DataFrame:
+                      paper_header: str = "paper", metric: str = "pass@1", paper_spec: str = ".3g",
+                      measured_spec: str = ".3f") -> pd.DataFrame:
     """One table row per entry of ``rows``: the measured mean [95% CI] per split (or one column without
-    ``split_col``), the number of seeds, and the paper's number beside it (:data:`NOT_REPORTED` if None)."""
+    ``split_col``, formatted with ``measured_spec``), the number of seeds, and the paper's number beside it
+    (:data:`NOT_REPORTED` if None). For pass@1 in points beside the paper's percentages, pass
+    :func:`in_points` of the summary and ``measured_spec=".1f"``."""
     name = (labels if callable(labels) else (lambda r: (labels or {}).get(r, r)))
     splits = list(dict.fromkeys(summary[split_col])) if split_col else [None]
     out = []
@@ -106,11 +109,16 @@ def measured_vs_paper(summary: pd.DataFrame, rows: Sequence[str], paper: Mapping
         for s in splits:
             p = part if s is None else part[part[split_col] == s]
             col = f"{metric} (measured)" if s is None else f"{metric} {s} (measured)"
-            rec[col] = fmt_ci(*p[["mean", "ci_lo", "ci_hi"]].iloc[0].astype(float)) if len(p) else "n/a"
+            rec[col] = fmt_ci(*p[["mean", "ci_lo", "ci_hi"]].iloc[0].astype(float), spec=measured_spec) if len(p) else "n/a"
         rec["seeds"] = int(part["seeds"].max())
         rec[paper_header] = paper_cell(paper.get(r), paper_spec)
         out.append(rec)
     return pd.DataFrame(out)
+
+
+def in_points(summary: pd.DataFrame, cols: Sequence[str] = ("mean", "ci_lo", "ci_hi")) -> pd.DataFrame:
+    """A summary of fractions (pass@1 0.424) in points (42.4), as the paper prints pass@1."""
+    return summary.assign(**{c: 100 * summary[c].astype(float) for c in cols})
 
 
 def curve_band(curves: pd.DataFrame, metric: str, by: Sequence[str] = ("method", "step")) -> pd.DataFrame:
@@ -183,11 +191,17 @@ def direction_table(pairs: Sequence[tuple[str, str]], paper: Mapping[str, float]
 
 
 def direction_sentences(table: pd.DataFrame) -> list[str]:
-    """Sentences for a :func:`direction_table`: one per row, then a count of the directions reproduced."""
+    """Sentences for a :func:`direction_table`: one per verdict, listing its differences with the paper's and the
+    measured value (so four rows of one verdict make one sentence, not four of one shape), then a count of the
+    directions reproduced."""
     out = []
-    for _, r in table.iterrows():
-        out.append(f"{r['difference']}: the paper reports {r['paper Δ']:+g} {r['paper unit']}, the testbed "
-                   f"{r['measured Δ']:+.3f} {r['measured unit']}, {DIRECTION_WORDS[r['direction reproduced']]}.")
+    for verdict, rows in table.groupby("direction reproduced", sort=False):
+        items = [f"{r['difference']} (paper {r['paper Δ']:+g} {r['paper unit']}, testbed {r['measured Δ']:+.1f} "
+                 f"{r['measured unit']})" if r["measured unit"] == "points" else
+                 f"{r['difference']} (paper {r['paper Δ']:+g} {r['paper unit']}, testbed {r['measured Δ']:+.3f} "
+                 f"{r['measured unit']})" for _, r in rows.iterrows()]
+        words = DIRECTION_WORDS[verdict]
+        out.append(f"{words[0].upper()}{words[1:]}: {'; '.join(items)}.")
     same = int(table["direction reproduced"].isin(["yes", "same sign, within noise"]).sum())
     apart = int((table["direction reproduced"] == "yes").sum())
     summary = f"Of the paper's {len(table)} differences here, the testbed has the same sign for {same}"

@@ -204,8 +204,8 @@ def rerun_table(specs: Sequence[str], results: Path = RESULTS) -> tuple[pd.DataF
             committed = pd.read_csv(csv_path(design_dir(design, results), regime, method, int(seed)))
             v = committed.query("split == 'adapted'")["pass@1"].mean()
             pos = seed_position(regime, method, int(seed), v, design_dir(design, results))
-            row["adapted pass@1"] = f"{v:.3f}"
-            row["among committed seeds"] = f"{pos['rank']} of {pos['n']} (range {pos['min']:.3f}-{pos['max']:.3f})"
+            row["adapted pass@1"] = f"{100 * v:.1f}"  # points, as the paper prints pass@1
+            row["among committed seeds"] = f"{pos['rank']} of {pos['n']} (range {100 * pos['min']:.1f}-{100 * pos['max']:.1f})"
         rows.append(row)
     cols = ["run", "what", "result", "adapted pass@1", "among committed seeds"]
     return pd.DataFrame(rows, columns=cols).astype(object).fillna(""), texts
