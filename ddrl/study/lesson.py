@@ -20,8 +20,10 @@ from ddrl.study.rerun import check, design_dir
 
 #: The amendments' entries of the lr/10 regimes
 AMENDMENT_ENTRIES = RESULTS / "small_lr"
-def regime_words(regime: str) -> str:
-    """``math500_like_small_lr`` -> ``MATH-500-like, lr/10``. as README.md and the results page print it."""
+
+
+def claim_words(cid: str) -> str:
+    """A claim's one name (:func:`ddrl.study.claims.claim_name`), as README.md and the results page print it."""
     return claim_name(cid)
 
 
