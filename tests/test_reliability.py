@@ -513,6 +513,27 @@ def test_every_file_a_testbed_build_loads_is_verified(tmp_path, legacy):
         build("default", cache_dir=tmp_path, progress=False)
 
 
+def test_a_build_installed_from_another_committed_build_is_checked_against_it(tmp_path):
+    """The study installs other CPUs' committed builds (results/base_models/, a replication's base): such a build is
+    compared file by file with the committed one it carries the record of."""
+    import shutil
+
+    from ddrl.testbed.builds import COMMITTED, reference_build
+    from ddrl.testbed.pretrain import _intact, get_config
+
+    cfg = get_config("default")
+    name = f"default-{cfg.config_hash()}"
+    reference = reference_build("default", cfg)[0].resolve()
+    pins = [p for p in sorted(COMMITTED.glob(f"{name}-*")) if p.resolve() != reference]
+    assert pins, "no other committed build of the default configuration"
+    build = tmp_path / name
+    shutil.copytree(pins[0], build)
+    assert _intact(build, "default", cfg, warn=False)
+    config = build / "config.json"
+    config.write_text(config.read_text().replace('"rope_theta": 10000.0', '"rope_theta": 20000.0'))
+    assert not _intact(build, "default", cfg, warn=False)
+
+
 def test_a_damaged_testbed_build_is_named_and_built_again(tmp_path):
     """The finished weights every later step loads (the testbed build in the cache) verify themselves: one flipped
     bit in model.safetensors is named in a warning and the build is installed again from the committed reference

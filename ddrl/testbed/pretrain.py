@@ -44,8 +44,8 @@ from ddrl.prompts import format_prompt
 from ddrl.infra.cache import owner_lock
 from ddrl.sampling import HFSampler
 from ddrl.seeds import derive_seed, numpy_generator
-from ddrl.testbed.builds import (META_FILE, SOURCES, cache_root, file_sha256s, install_build, reference_build,
-                                 weight_sha256s)
+from ddrl.testbed.builds import (COMMITTED, META_FILE, SOURCES, cache_root, file_sha256s, install_build,
+                                 reference_build, weight_sha256s)
 from ddrl.testbed.config import BUILD_THREADS, PRESETS, TESTBED_VERSION, PretrainConfig, get_config  # noqa: F401
 from ddrl.testbed.model import build_model
 from ddrl.testbed.task import SPLITS, generate_split, sample_problems
@@ -315,27 +315,34 @@ SAVE_KEYS = ("architectures", "dtype", "torch_dtype", "transformers_version")
 
 def _intact(path: Path, preset: str, cfg: PretrainConfig, warn: bool = True) -> bool:
     """Whether every file of a finished build that loading reads is the bytes it was made with (issue 98: the
-    weights, ``config.json``, ``generation_config.json``, the tokenizer and its chat template): the sha256s its
-    ``testbed.json`` recorded when it was pretrained (``files``), or the committed reference build's files when it
-    was installed from one (its ``testbed.json`` is the reference's; the reference's weights are the measured ones).
-    A build whose files differ (a flipped bit, an edited ``rope_theta``, another template) is not used: with
-    ``warn``, a one-line warning names the files and :func:`build` makes it again.
+    weights, ``config.json``, ``generation_config.json``, the tokenizer and its chat template), against its record:
 
-    A build pretrained before its files were recorded has its weights' sha256s only: its other files are compared
-    with what its configuration makes (:func:`_made_by_configuration`). One pretrained before its weights were
-    recorded (another CPU's bits, by design) has nothing its weights can be checked against; its other files are
-    checked the same way."""
+    - a build pretrained here records the sha256 of every file in its ``testbed.json`` (``files``);
+    - a build installed from a committed build (``results/base_models/``: the reference build of
+      ``results/regimes_*.json``, or another CPU's the study installs) carries that build's ``testbed.json``, and is
+      compared file by file with it (the reference's weights with the measured sha256s);
+    - a build pretrained before its files were recorded has its weights' sha256s only: those are checked, and its
+      other files are compared with what its configuration makes (:func:`_made_by_configuration`);
+    - a build with no record at all (pretrained before its weights were recorded: another CPU's bits, by design) has
+      nothing to be checked against and is used as it is.
+
+    A build whose files differ (a flipped bit, an edited ``rope_theta``, another template) is not used: with
+    ``warn``, a one-line warning names the files and :func:`build` makes it again."""
     meta = read_meta(path)
-    want, got = meta.get("files"), None
-    if want is None and meta.get("weights") is None and (reference := reference_build(preset, cfg)) is not None \
-            and read_meta(reference[0]) == meta:  # installed from the committed reference build
-        want = file_sha256s(reference[0])
-        if any(want.get(name) != sha for name, sha in reference[1].items()):
-            want = {**want, **reference[1]}  # the committed copy itself differs from the measured weights
-    if want is None:  # recorded before issue 98: the weights' sha256s, if any; the rest by the configuration
-        weights = meta.get("weights")
-        got = weight_sha256s(path)
-        bad = sorted(n for n in set(got) | set(weights or {}) if weights is not None and got.get(n) != weights.get(n))
+    want = meta.get("files")
+    if want is None and meta.get("weights") is None:
+        pin = next((p for p in sorted(COMMITTED.glob(f"{path.name}-*")) if (p / META_FILE).is_file()
+                    and read_meta(p) == meta), None)
+        if pin is not None:  # installed from this committed build
+            want = file_sha256s(pin)
+            reference = reference_build(preset, cfg)
+            if reference is not None and reference[0].resolve() == pin.resolve():
+                want = {**want, **reference[1]}  # the reference's weights are the measured ones
+        else:
+            return True
+    if want is None:  # recorded before issue 98: the weights' sha256s; the rest by the configuration
+        weights, got = meta["weights"], weight_sha256s(path)
+        bad = sorted(n for n in set(got) | set(weights) if got.get(n) != weights.get(n))
         bad += _made_by_configuration(path, cfg)
     else:
         got = file_sha256s(path)
