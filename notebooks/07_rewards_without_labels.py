@@ -132,7 +132,7 @@ display(Markdown(" ".join(L.reward_signal_sentences(sig, "6-44"))))
 stage = [D.DESIGNS[name] for name in ("rewards_amc", "rewards_amc_lr10", "rewards_math500_lr10")]
 status = L.stage_status(stage)
 rep.table(status, "stage3_status")
-display(status)
+display(status.drop(columns="design"))
 done = status[status["analysed"]]
 for d in stage:
     if d.analysis.is_file():

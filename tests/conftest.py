@@ -165,3 +165,37 @@ def kill_after_first_run(cmd: list[str], env: dict, runs: Path, deadline_s: floa
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     return finished
+
+
+def full_disk_open(after_bytes: int = 0):
+    """``open`` whose files opened for writing raise ENOSPC once ``after_bytes`` are written, as a full disk does
+    (tests/test_reliability.py, tests/test_reproduce.py: monkeypatch it over ``builtins.open``)."""
+    import builtins
+    import errno
+
+    real_open = builtins.open
+
+    class Full:
+        def __init__(self, f):
+            self.f, self.n = f, 0
+
+        def write(self, b):
+            self.n += len(b)
+            if self.n > after_bytes:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return self.f.write(b)
+
+        def __getattr__(self, name):
+            return getattr(self.f, name)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+    def fake(file, mode="r", *a, **k):
+        f = real_open(file, mode, *a, **k)
+        return Full(f) if any(c in mode for c in "wa") else f
+
+    return fake

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import make_tiny_lm
+from conftest import full_disk_open, make_tiny_lm
 from ddrl.infra.cache import LockBusy, cached, owner_lock
 from ddrl.infra.storage import atomic_write_bytes
 from ddrl.infra.rundir import DamagedRunError, RunDir
@@ -266,36 +266,6 @@ def test_reading_a_finished_run_and_cache_writes_nothing(tmp_path, monkeypatch, 
 
 
 # --- a full disk ------------------------------------------------------------------------------------------
-
-
-def full_disk_open(after_bytes: int = 0):
-    """``open`` whose files raise ENOSPC once ``after_bytes`` are written, as a full disk does."""
-    real_open = builtins.open
-
-    class Full:
-        def __init__(self, f):
-            self.f, self.n = f, 0
-
-        def write(self, b):
-            self.n += len(b)
-            if self.n > after_bytes:
-                raise OSError(errno.ENOSPC, "No space left on device")
-            return self.f.write(b)
-
-        def __getattr__(self, name):
-            return getattr(self.f, name)
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            self.f.close()
-
-    def fake(file, mode="r", *a, **k):
-        f = real_open(file, mode, *a, **k)
-        return Full(f) if any(c in mode for c in "wa") else f
-
-    return fake
 
 
 def test_a_full_disk_names_enospc_and_the_path(tmp_path, monkeypatch):

@@ -6,6 +6,7 @@ import json
 
 import jupytext
 import pytest
+from conftest import full_disk_open
 
 from ddrl.run import reproduce
 
@@ -141,36 +142,6 @@ def test_rerunning_one_notebook_keeps_the_others_in_the_manifest(workspace):
     assert set(json.loads((out / "timings.json").read_text())) == {"01_squares", "02_squares"}
 
 
-def full_disk_open(after_bytes: int):
-    """``open`` whose files opened for writing raise ENOSPC once ``after_bytes`` are written, as a full disk does."""
-    import builtins
-    import errno
-
-    real_open = builtins.open
-
-    class Full:
-        def __init__(self, f):
-            self.f, self.n = f, 0
-
-        def write(self, b):
-            self.n += len(b)
-            if self.n > after_bytes:
-                raise OSError(errno.ENOSPC, "No space left on device")
-            return self.f.write(b)
-
-        def __getattr__(self, name):
-            return getattr(self.f, name)
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            self.f.close()
-
-    def fake(file, mode="r", *a, **k):
-        f = real_open(file, mode, *a, **k)
-        return Full(f) if any(c in mode for c in "wa") else f
-    return fake
 
 
 def _twin(workspace, stem: str, extra: str = "", n: int = 3) -> None:

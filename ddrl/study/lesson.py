@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ddrl.run.study_params import parse_rerun  # noqa: F401  (the notebooks' reading of a rerun line)
 from ddrl.study.analysis import bootstrap_entry, method_csvs, paired_matrix, read_csvs
 from ddrl.study.claims import VERDICT_COLORS, claim_name, forest, get, interval, legend
 from ddrl.study.plan import NO_RL, PAIRED, RESULTS, SAME_BASE, csv_method_seed, csv_path, same_base
@@ -173,18 +174,6 @@ def seeds_needed(regime: str, results: Path = RESULTS) -> int:
     if base not in seeds:
         raise ValueError(f"results/stage1.json has no seed count for {base!r} (it has {sorted(seeds)})")
     return int(seeds[base])
-
-
-def parse_rerun(spec: str) -> tuple[str, str, str, int, int | None]:
-    """``"DESIGN REGIME METHOD SEED [--steps K]"`` -> (design, regime, method, seed, K or None), or ValueError."""
-    words = spec.split()
-    steps = None
-    if len(words) == 6 and words[4] == "--steps" and words[5].isdigit() and int(words[5]) > 0:
-        steps, words = int(words[5]), words[:4]
-    if len(words) != 4 or not words[3].isdigit():
-        raise ValueError(f"rerun {spec!r}: expected 'DESIGN REGIME METHOD SEED [--steps K]' (K >= 1), "
-                         "e.g. 'registered aime_like no_adaptation 0'")
-    return words[0], words[1], words[2], int(words[3]), steps
 
 
 def rerun_table(specs: Sequence[str], results: Path = RESULTS) -> tuple[pd.DataFrame, list[str]]:
