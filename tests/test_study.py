@@ -398,7 +398,7 @@ def test_every_figure_notebook_06_draws_is_legible(rendered_06):
 
     from ddrl.report import figure_store
 
-    log = rendered_06 / "artifacts" / "06_claims.legibility.jsonl"
+    log = figure_store.render_dir(rendered_06, "06_claims") / "artifacts" / "06_claims.legibility.jsonl"
     checked = [json.loads(line) for line in log.read_text().splitlines()]
     names = {c["name"] for c in checked}
     assert names >= {e["name"] for e in figure_store.manifest()}, "every committed figure was drawn and checked"
