@@ -50,7 +50,7 @@ from scipy.stats import binomtest, gaussian_kde
 
 from ddrl.advantages import get_advantage
 from ddrl.answers import extract_boxed, grade_answers
-from ddrl.rewards import Group, get_reward, is_binary
+from ddrl.rewards import Group, favoured, get_reward, is_binary
 from ddrl.seeds import numpy_generator
 from ddrl.selection import get_selection
 from ddrl.voting import count_votes, majority_vote, pseudo_rewards
@@ -743,11 +743,10 @@ def reward_signal(problems: Sequence[dict], rewards: Sequence[str], k: int, band
             vote = count_votes(list(p["keys"]))
             r = np.asarray(get_reward(name)(Group(vote, ents, numpy_generator(seed, "reward_signal", name, i)), cfg),
                            dtype=np.float64)
-            favoured = r > 0.5 if is_binary(name) else r > r.mean()
             idx = get_selection("random")(vote.counts, k, numpy_generator(seed, "reward_signal_k", name, i))
             adv = np.zeros(len(r))
             adv[idx] = grpo(r[idx])
-            for c, ok, f, a in zip(vote.counts, p["correct"], favoured, adv):
+            for c, ok, f, a in zip(vote.counts, p["correct"], favoured(r, is_binary(name)), adv):
                 rows.append((name, band_of.get(c, "none"), bool(ok), bool(f), max(float(a), 0.0)))
     df = pd.DataFrame(rows, columns=["reward", "band", "correct", "favoured", "pos_adv"])
     df["wrong"], df["favoured_wrong"] = ~df["correct"], df["favoured"] & ~df["correct"]

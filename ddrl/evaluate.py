@@ -19,6 +19,7 @@ import numpy as np
 from ddrl.answers import extract_boxed, grade_answers, is_equivalent, voting_key
 from ddrl.prompts import format_prompt
 from ddrl.sampling import make_sampler
+from ddrl.rewards import favoured
 from ddrl.voting import majority_vote
 
 #: Upper edges of the answer-frequency bins used to split reward diagnostics. A rollout's answer
@@ -66,14 +67,15 @@ def grade(answer: str | None, truth: str) -> bool:
 
 
 def reward_counts(answers: Sequence[str | None], label: str | None, truth: str,
-                  pseudo_rewards: Sequence[float] | None = None) -> dict:
+                  pseudo_rewards: Sequence[float] | None = None, binary: bool | None = None) -> dict:
     """Confusion counts of one question's rewards against the true rewards.
 
     pseudo-reward: given (the trainer's, any :mod:`ddrl.rewards` reward), or 1 iff the rollout is in the cluster of
     the label's voting key (all 0 when the label is None); true reward: 1 iff the rollout's answer cluster is
-    equivalent to the ground truth. A rollout counts as *rewarded* (the "p" of tp/fp) when its reward is 1, for a 0/1
-    reward, and when it is above the question's mean reward (a positive GRPO advantage) for any other reward: what
-    the counts measure is how often the reward favours a wrong answer or passes over a right one. Answer frequencies are the vote's cluster counts. Returns counts (so steps can
+    equivalent to the ground truth. A rollout counts as *rewarded* (the "p" of tp/fp) when the reward favours it
+    (:func:`ddrl.rewards.favoured`: reward 1 for a 0/1 reward, ``binary`` as the reward's registry says or else read
+    from the values; above the question's mean for any other): how often the reward favours a wrong answer or passes
+    over a right one. Answer frequencies are the vote's cluster counts. Returns counts (so steps can
     be aggregated by summing) overall and per answer-frequency bin (:data:`FREQ_BINS`), plus whether the
     label itself is correct.
     """
@@ -89,9 +91,7 @@ def reward_counts(answers: Sequence[str | None], label: str | None, truth: str,
     true = grade_answers(answers, truth, keys)  # each cluster graded once (math-verify is the slow part)
     out = {"n": n, "label_correct": int(label is not None and grade(label, truth)), "label_none": int(label is None),
            "tp": 0, "fp": 0, "tn": 0, "fn": 0, "bins": [{"tp": 0, "fp": 0, "tn": 0, "fn": 0} for _ in FREQ_BINS]}
-    r = np.asarray(pseudo_rewards, dtype=np.float64)
-    rewarded = r > 0.5 if np.all((r == 0.0) | (r == 1.0)) else r > r.mean()
-    for count, p, t in zip(vote.counts, rewarded, true):  # count 0: no answer
+    for count, p, t in zip(vote.counts, favoured(pseudo_rewards, binary), true):  # count 0: no answer
         cell = ("t" if bool(p) == t else "f") + ("p" if p else "n")
         out[cell] += 1
         out["bins"][frequency_bin(count / n)][cell] += 1

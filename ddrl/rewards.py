@@ -30,7 +30,7 @@ import numpy as np
 
 from ddrl.voting import Vote, pseudo_rewards
 
-__all__ = ["Group", "Reward", "REWARDS", "register", "get_reward", "is_binary", "vote", "random_coin", "gated_vote",
+__all__ = ["Group", "Reward", "REWARDS", "register", "get_reward", "is_binary", "favoured", "vote", "random_coin", "gated_vote",
            "soft_vote", "neg_entropy"]
 
 
@@ -89,6 +89,17 @@ def get_reward(name: str) -> Callable[[Group, Any], np.ndarray]:
 def is_binary(name: str) -> bool:
     """Whether the reward ``name`` is always 0 or 1."""
     return REWARDS[name].binary
+
+
+def favoured(rewards: Sequence[float] | np.ndarray, binary: bool | None = None) -> np.ndarray:
+    """Which of one question's rollouts a reward favours: reward 1 for a 0/1 reward, above the question's mean (a
+    positive GRPO advantage) for any other. ``binary`` None: 0/1 when every value is 0 or 1. The one rule the reward
+    diagnostics (:func:`ddrl.evaluate.reward_counts`) and the signal analysis (:func:`ddrl.analysis.reward_signal`)
+    count by."""
+    r = np.asarray(rewards, dtype=np.float64)
+    if binary is None:
+        binary = bool(np.all((r == 0.0) | (r == 1.0)))
+    return r > 0.5 if binary else r > r.mean()
 
 
 # ---------------------------------------------------------------------------------------------------------

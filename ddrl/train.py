@@ -50,7 +50,7 @@ from ddrl.prompts import format_prompt
 from ddrl.infra.rundir import RunDir, fingerprint
 from ddrl.sampling import make_sampler
 from ddrl.seeds import derive_seed, numpy_generator
-from ddrl.rewards import Group, get_reward
+from ddrl.rewards import Group, get_reward, is_binary
 from ddrl.selection import get_selection
 from ddrl.voting import majority_vote
 
@@ -467,7 +467,8 @@ def _train(config: TrainConfig, records: Sequence[dict], rd, progress: bool, mod
         row: dict[str, Any] = {"step": step, "episode": step // spe, "lr": lr_now, **ro.metrics, **upd}
         if all(truths[i] is not None for i in batch):
             row.update(summarize_reward_counts(
-                [reward_counts(ro.answers[j], ro.votes[j].label, truths[i], ro.rewards[j]) for j, i in enumerate(batch)]))
+                [reward_counts(ro.answers[j], ro.votes[j].label, truths[i], ro.rewards[j], is_binary(cfg.reward))
+                 for j, i in enumerate(batch)]))
         t3 = time.perf_counter()
         row.update({"time/sample_s": t1 - t0, "time/update_s": t2 - t1, "time/metrics_s": t3 - t2,
                     "time/step_s": t3 - t0})

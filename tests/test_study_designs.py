@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import write_h1x
+from conftest import committed_json, write_h1x
 
 from ddrl.report import tables as T
 from ddrl.run.experiments import Experiment
@@ -69,9 +69,7 @@ def committed(name: str) -> D.Design:
     """The design ``name``, or a skip saying that its analysis is not committed yet (a row declared before its runs,
     as a registered stage's are: issue 96)."""
     d = D.DESIGNS[name]
-    if not d.committed:
-        pytest.skip(f"{name}: declared before its runs, no committed analysis yet ({d.analysis.relative_to(RESULTS)}; "
-                    f"python -m ddrl.study run {name}, then analyse {name})")
+    committed_json(d.analysis, f"declared before its runs: python -m ddrl.study run {name}, then analyse {name}")
     return d
 
 

@@ -138,8 +138,8 @@ SMALL_LR_OUT = RESULTS / "small_lr"  # the lr/10 amendments' analyses
 #: the ``refine`` rows of ``ddrl/methods.yaml``.
 REFINED = {m.name: (m.refine["keep_factor"], m.refine["lr_divisor"], m.refine["start"])
            for m in METHOD_TABLE.values() if m.refine is not None}
-if not {COR_4X, COR_LR10, COR_ONLY, COR_4X_LR10} <= set(REFINED):
-    raise ValueError(f"ddrl/methods.yaml lacks a refinement the study ran: {sorted({COR_4X, COR_LR10, COR_ONLY, COR_4X_LR10} - set(REFINED))}")
+if _missing := sorted({COR_4X, COR_LR10, COR_ONLY, COR_4X_LR10} - set(REFINED)):
+    raise ValueError(f"ddrl/methods.yaml lacks a refinement the study ran: {_missing}")
 #: Methods evaluated on the held-out questions too in the three regimes (H1: DDRL vs no adaptation, TTRL alongside).
 HELDOUT_METHODS = ("no_adaptation", "ttrl", "ddrl")
 #: Stage 2's priority (plan Sec. 6.2): (claim label, methods it adds, regimes it runs in).
