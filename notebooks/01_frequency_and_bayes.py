@@ -38,35 +38,19 @@
 preset = "default"  # which params/<preset>/ file the runner used
 output_dir = "../outputs/interactive"  # figures/, tables/, metrics/ go here
 seed = 0  # ddrl.seeds.DEFAULT_SEED: every random draw derives from it
-
-# --- model and data ---
-model = "testbed"  # "testbed" (the testbed model of `testbed_preset`), a Hugging Face id or a local directory
-testbed_preset = "default"  # ddrl.testbed.build preset: "tiny" | "default"
-dataset = "testbed_test"  # any ddrl.data dataset name (testbed_test, math500, aime2024, amc, ...)
+# --- sampling: N answers to each of n_questions questions ---
 n_questions = 200  # questions analysed (a prefix of the dataset)
-data_dir = None  # where the real data lies (None: $DDRL_DATA_DIR, ../../shared/data, then the download cache)
-
-# --- sampling ---
 n_samples = 64  # N: samples per question (the paper's 64)
 temperature = 1.0  # rollout temperature (TTRL's 1.0)
-top_p = 1.0  # nucleus
-max_new_tokens = 64  # response budget (the testbed needs ~50 tokens; real models ~3072)
-batch_size = 512  # sequences decoded together (HF backend)
-backend = "hf"  # "hf" (CPU or GPU) or "vllm" (GPU)
-cue = "auto"  # instruction placement: "auto" | "system" | "suffix" | "none"
-device = "auto"  # "auto" | "cpu" | "cuda"
-
 # --- analysis ---
-bands = [[1, 4], [5, 12], [13, 24], [25, 40], [41, 64]]  # frequency bands: inclusive counts out of 64 samples, rescaled for other N
+bands = [[1, 4], [5, 12], [13, 24], [25, 40], [41, 64]]  # frequency bands: inclusive counts out of 64, rescaled for other N
 ambiguous_lo = 0.2  # the ambiguity region: where p(correct | x) lies in [ambiguous_lo, ambiguous_hi]
 ambiguous_hi = 0.8
 kde_bandwidth = None  # gaussian_kde bw_method (None: Scott's rule)
 kde_weight = "distinct"  # "distinct" (one point per distinct answer, the paper's unit) or "samples"
-confidence = 0.95  # confidence level of the binomial intervals (Wilson)
 svamp = True  # also analyse the real SVAMP Codex rollouts (30 samples each)
-svamp_questions = 999  # how many of the 999 SVAMP problems
-
-# --- notebook ---
+# --- the rest: model, dataset, device, ... (ddrl/run/settings.py has each with its default), e.g. {"dataset": "math500"} ---
+settings = {}
 interactive = True  # ipywidgets controls (presets set False: papermill draws the static figures)
 progress = True  # tqdm progress bars
 
@@ -82,15 +66,17 @@ from ddrl import paper
 from ddrl.report import tables as T
 from ddrl.data import DataUnavailable, load_dataset, load_questions, resolve_data_dir
 from ddrl.run.experiments import cached_rollouts
+from ddrl.run.settings import notebook_settings
 from ddrl.report.plotting import color, set_style
 from ddrl.report.reporter import Reporter
 
 set_style()
 rep = Reporter(output_dir, "01_frequency_and_bayes")
-model_name = f"testbed:{testbed_preset}" if model == "testbed" else model
-data_dir = resolve_data_dir(data_dir)
+S = notebook_settings("01_frequency_and_bayes", settings)  # knobs the cell does not show (ddrl/run/settings.py), checked
+model_name = f"testbed:{S['testbed_preset']}" if S["model"] == "testbed" else S["model"]
+data_dir = resolve_data_dir(S["data_dir"])
 bands_n = an.scale_bands([tuple(b) for b in bands], 64, n_samples)
-print(f"model {model_name}, dataset {dataset}, {n_questions} questions x N={n_samples}; bands {bands_n}")
+print(f"model {model_name}, dataset {S['dataset']}, {n_questions} questions x N={n_samples}; bands {bands_n}")
 
 # %% [markdown]
 # ## 1. Sample N answers per question
@@ -102,10 +88,10 @@ print(f"model {model_name}, dataset {dataset}, {n_questions} questions x N={n_sa
 # The result is cached, keyed by the model's weight hashes and every sampling parameter.
 
 # %%
-records = load_questions(dataset, n_questions, seed=seed, data_dir=data_dir)
-problems = cached_rollouts(model_name, records, dataset, n_samples, temperature=temperature, top_p=top_p,
-                             max_new_tokens=max_new_tokens, seed=seed, batch_size=batch_size, cue=cue,
-                             backend=backend, device=device, progress=progress)
+records = load_questions(S["dataset"], n_questions, seed=seed, data_dir=data_dir)
+problems = cached_rollouts(model_name, records, S["dataset"], n_samples, temperature=temperature, top_p=S["top_p"],
+                             max_new_tokens=S["max_new_tokens"], seed=seed, batch_size=S["batch_size"], cue=S["cue"],
+                             backend=S["backend"], device=S["device"], progress=progress)
 tb_summary = an.summary(problems)
 print({k: round(v, 4) if isinstance(v, float) else v for k, v in tb_summary.items()})
 
@@ -118,7 +104,7 @@ print({k: round(v, 4) if isinstance(v, float) else v for k, v in tb_summary.item
 
 # %%
 groups = an.answer_groups(problems)
-table = an.frequency_table(groups, bands_n, confidence=confidence)
+table = an.frequency_table(groups, bands_n, confidence=S["confidence"])
 rep.table(table, "frequency_table_testbed")
 display(table.round(3))
 
@@ -128,7 +114,7 @@ display(table.round(3))
 # %%
 if svamp:
     try:
-        sv_records = load_dataset("svamp_codex_rollouts", data_dir=data_dir)[:svamp_questions]
+        sv_records = load_dataset("svamp_codex_rollouts", data_dir=data_dir)[:S["svamp_questions"]]
     except DataUnavailable as e:  # offline and no local copy: say so (batch log, manifest), go on with the testbed
         rep.skipped("SVAMP tables and figures", f"{e}; set DDRL_DATA_DIR (or data_dir) to a folder holding rollouts/, "
                     "or go online", file="svamp_codex_rollouts")  # a damaged file is an error, not a skip
@@ -137,7 +123,7 @@ if svamp:
     sv_problems = an.svamp_problems(sv_records)
     sv_bands = an.scale_bands([tuple(b) for b in bands], 64, 30)
     sv_groups = an.answer_groups(sv_problems)
-    sv_table = an.frequency_table(sv_groups, sv_bands, confidence=confidence)
+    sv_table = an.frequency_table(sv_groups, sv_bands, confidence=S["confidence"])
     sv_summary = an.summary(sv_problems)
     rep.table(sv_table, "frequency_table_svamp")
     display(sv_table.round(3))
@@ -172,7 +158,7 @@ def _bayes(g):
         return None
 
 
-bayes = {"testbed" if model == "testbed" else model_name: _bayes(groups)}
+bayes = {"testbed" if S["model"] == "testbed" else model_name: _bayes(groups)}
 if svamp:
     bayes["SVAMP (Codex)"] = _bayes(sv_groups)
 for name, b in bayes.items():
@@ -203,7 +189,7 @@ def draw_frequency(tables, bayes, lo=ambiguous_lo, hi=ambiguous_hi):
     for ax, (name, (tab, n)) in zip(axes[0], tables.items()):
         mid = tab["x_mean"].where(tab["n_distinct"] > 0, (tab["lo"] + tab["hi"]) / 2 / n)
         ax.fill_between(mid, tab["ci_low"], tab["ci_high"], color=color("correct"), alpha=0.2,
-                        label=f"{int(confidence * 100)}% Wilson CI")
+                        label=f"{int(S['confidence'] * 100)}% Wilson CI")
         ax.plot(mid, tab["frac_correct"], "o-", color=color("correct"), label="fraction correct (binned)")
         for m, f, k in zip(mid, tab["frac_correct"], tab["n_distinct"]):
             if np.isfinite(f):
@@ -304,7 +290,7 @@ if any(b is not None for b in bayes.values()):
 def explore(N=n_samples, lo=ambiguous_lo, hi=ambiguous_hi, bandwidth=0.0):
     sub = an.subsample(problems, N)
     g = an.answer_groups(sub)
-    t = an.frequency_table(g, an.scale_bands([tuple(b) for b in bands], 64, N), confidence=confidence)
+    t = an.frequency_table(g, an.scale_bands([tuple(b) for b in bands], 64, N), confidence=S["confidence"])
     try:
         b = an.bayes_analysis(g, bw_method=bandwidth or None, lo=lo, hi=hi, weight=kde_weight)
     except ValueError:
@@ -339,7 +325,7 @@ first, last = table.iloc[0], table.iloc[-1]
 b_tb = bayes[list(bayes)[0]]
 lo_c, hi_c = paper.value(("band", "reliable_low_max_count")), paper.value(("band", "reliable_high_min_count"))
 paper_bands = an.scale_bands([(1, lo_c), (lo_c + 1, hi_c - 1), (hi_c, 64)], 64, n_samples)
-paper_band_table = an.frequency_table(groups, paper_bands, confidence=confidence)
+paper_band_table = an.frequency_table(groups, paper_bands, confidence=S["confidence"])
 rows = [
     ("N, samples per question", ("setting", "n_votes"), n_samples),
     (f"reliable low-frequency band ends at count (of 64); measured: where p(C|x) rises above {ambiguous_lo}",
@@ -391,7 +377,7 @@ def bayes_metrics(b, prefix):
             f"{prefix}max_slope_x": b["steepest"]}
 
 
-metrics = {"model": model_name, "dataset": dataset, "n_questions": len(problems), "n_samples": n_samples,
+metrics = {"model": model_name, "dataset": S["dataset"], "n_questions": len(problems), "n_samples": n_samples,
            "bands": [list(b) for b in bands_n], "ambiguous_lo": ambiguous_lo, "ambiguous_hi": ambiguous_hi,
            **{f"testbed_{k}": v for k, v in tb_summary.items()}, **band_metrics(table, "testbed_"),
            **bayes_metrics(b_tb, "testbed_"),
@@ -459,8 +445,8 @@ def bayes_sentence(m, prefix, name):
             "moves the belief most.")
 
 
-lines = [shape_sentence(table, "the " + ("testbed" if model == "testbed" else model_name), n_samples, ambiguous_lo, ambiguous_hi),
-         bayes_sentence(metrics, "testbed_", "the testbed" if model == "testbed" else model_name)]
+lines = [shape_sentence(table, "the " + ("testbed" if S["model"] == "testbed" else model_name), n_samples, ambiguous_lo, ambiguous_hi),
+         bayes_sentence(metrics, "testbed_", "the testbed" if S["model"] == "testbed" else model_name)]
 if svamp:
     lines += [shape_sentence(sv_table, "the SVAMP Codex rollouts", 30, ambiguous_lo, ambiguous_hi),
               bayes_sentence(metrics, "svamp_", "SVAMP")]

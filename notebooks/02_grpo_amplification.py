@@ -37,40 +37,21 @@
 preset = "default"  # which params/<preset>/ file the runner used
 output_dir = "../outputs/interactive"  # figures/, tables/, metrics/ go here
 seed = 0  # ddrl.seeds.DEFAULT_SEED
-
-# --- Fig. 3a ---
+# --- Fig. 3a: GRPO's advantages on notebook 01's cached rollouts (n_questions x N, voted; K of them trained) ---
 k = 32  # K: rollouts per group that are trained on
 eps = 1e-6  # GRPO's epsilon in the std denominator
-
-# --- measured groups (the same cached rollouts as notebook 01) ---
-model = "testbed"  # "testbed" (the model of `testbed_preset`), a Hugging Face id or a local directory
-testbed_preset = "default"  # ddrl.testbed.build preset: "tiny" | "default"
-dataset = "testbed_test"  # ddrl.data dataset name
-n_questions = 200  # questions
-n_samples = 64  # N: rollouts per question for the vote
-temperature = 1.0  # rollout temperature
-top_p = 1.0  # nucleus
-max_new_tokens = 64  # response budget
-batch_size = 512  # sequences decoded together
-backend = "hf"  # "hf" or "vllm"
-cue = "auto"  # "auto" | "system" | "suffix" | "none"
-device = "auto"  # "auto" | "cpu" | "cuda"
-data_dir = None  # real data location (None: ddrl.data's lookup)
 selection = "random"  # which K of N are trained: "random" (TTRL) or "bcs" (DDRL)
 bands = [[1, 4], [5, 12], [13, 24], [25, 40], [41, 64]]  # consensus bands: label counts out of 64, rescaled for other N
-
+n_questions = 200  # questions
+n_samples = 64  # N: rollouts per question for the vote
 # --- Table 1 (GRPO vs GRPO w/o norm., trained on the testbed) ---
 table1 = True  # run the training runs (cached): GRPO and both readings of "w/o norm."
 table1_readings = ["grpo_no_std", "dae"]  # reading A (caption: r - mean r), reading B (text: fixed ±1, no BCS)
 table1_questions = 32  # test questions adapted to (and evaluated on)
 table1_episodes = 2  # passes over those questions
-table1_prompts_per_step = 8  # questions per RL step
-table1_n_votes = 64  # N during training
-table1_k_train = 32  # K during training
-table1_eval_n = 16  # samples per question for pass@1 (the paper's 16)
 table1_lr = 3e-5  # learning rate (the trainer's testbed default)
-
-# --- notebook ---
+# --- the rest: model, dataset, sampling, Table 1's N and K, ... (ddrl/run/settings.py), e.g. {"table1_k_train": 16} ---
+settings = {}
 interactive = True  # ipywidgets controls (presets set False)
 progress = True  # tqdm progress bars
 
@@ -86,14 +67,16 @@ from ddrl.report import prose as P
 from ddrl.report import tables as T
 from ddrl.data import load_questions, resolve_data_dir
 from ddrl.run.experiments import cached_rollouts, train_and_evaluate
+from ddrl.run.settings import notebook_settings
 from ddrl.report.plotting import color, set_style
 from ddrl.report.reporter import Reporter
 from ddrl.infra.storage import cache_root
 
 set_style()
 rep = Reporter(output_dir, "02_grpo_amplification")
-model_name = f"testbed:{testbed_preset}" if model == "testbed" else model
-data_dir = resolve_data_dir(data_dir)
+S = notebook_settings("02_grpo_amplification", settings)  # knobs the cell does not show (ddrl/run/settings.py), checked
+model_name = f"testbed:{S['testbed_preset']}" if S["model"] == "testbed" else S["model"]
+data_dir = resolve_data_dir(S["data_dir"])
 
 # %% [markdown]
 # ## 1. Advantage vs number of positives (Fig. 3a): closed form and `ddrl.advantages`
@@ -162,10 +145,10 @@ if interactive:
 # pseudo-label is right.
 
 # %%
-records = load_questions(dataset, n_questions, seed=seed, data_dir=data_dir)
-problems = cached_rollouts(model_name, records, dataset, n_samples, temperature=temperature, top_p=top_p,
-                             max_new_tokens=max_new_tokens, seed=seed, batch_size=batch_size, cue=cue,
-                             backend=backend, device=device, progress=progress)
+records = load_questions(S["dataset"], n_questions, seed=seed, data_dir=data_dir)
+problems = cached_rollouts(model_name, records, S["dataset"], n_samples, temperature=S["temperature"], top_p=S["top_p"],
+                             max_new_tokens=S["max_new_tokens"], seed=seed, batch_size=S["batch_size"], cue=S["cue"],
+                             backend=S["backend"], device=S["device"], progress=progress)
 adv = an.group_advantages(problems, k, ("grpo", "grpo_no_std", "fixed"), selection=selection, seed=seed)
 by_label = an.advantage_by_label(adv, ("grpo", "grpo_no_std", "fixed"))
 rep.table(by_label, "positive_advantage_by_label")
@@ -239,20 +222,20 @@ rep.figure(fig, "advantage_mass_by_consensus", data=mass)
 # %%
 t1_rows = []
 if table1:
-    t1_records = load_questions(dataset, table1_questions, seed=seed, data_dir=data_dir)
-    common = dict(model=model_name, seed=seed, episodes=table1_episodes, prompts_per_step=table1_prompts_per_step,
-                  n_votes=table1_n_votes, k_train=table1_k_train, lr=table1_lr, max_new_tokens=max_new_tokens,
-                  sample_batch_size=batch_size, device=device)
+    t1_records = load_questions(S["dataset"], table1_questions, seed=seed, data_dir=data_dir)
+    common = dict(model=model_name, seed=seed, episodes=table1_episodes, prompts_per_step=S["table1_prompts_per_step"],
+                  n_votes=S["table1_n_votes"], k_train=S["table1_k_train"], lr=table1_lr, max_new_tokens=S["max_new_tokens"],
+                  sample_batch_size=S["batch_size"], device=S["device"])
     run_root = str(cache_root() / "runs" / "02_table1")
-    before = train_and_evaluate("no_adaptation", t1_records, run_root, eval_n=table1_eval_n, progress=progress,
+    before = train_and_evaluate("no_adaptation", t1_records, run_root, eval_n=S["table1_eval_n"], progress=progress,
                                    **{**common, "episodes": 0})
     for p in ["ttrl", *table1_readings]:
-        t1_rows.append(train_and_evaluate(p, t1_records, run_root, eval_n=table1_eval_n, progress=progress, **common))
+        t1_rows.append(train_and_evaluate(p, t1_records, run_root, eval_n=S["table1_eval_n"], progress=progress, **common))
     t1_names = {"no_adaptation": "No adaptation", "ttrl": "GRPO (TTRL)", **T.TABLE1_READINGS}
     t1_paper_row = {"no_adaptation": None, "ttrl": "grpo", "grpo_no_std": "grpo_no_norm", "dae": "grpo_no_norm"}
     table_1 = pd.DataFrame([{"row": t1_names[r["preset"]], "trainer preset": r["preset"],
                              "pass@1 (measured, points)": round(100 * r["pass@1"], 1),
-                             f"maj@{table1_eval_n} (measured, points)": round(100 * r["maj@n"], 1),
+                             f"maj@{S['table1_eval_n']} (measured, points)": round(100 * r["maj@n"], 1),
                              "steps": r["steps"], "rl_seconds": r["rl_seconds"]} for r in [before] + t1_rows])
     for bench in ("AIME 2024", "MATH-500"):  # the paper's Table 1: Qwen2.5-Math-1.5B, pass@1 in %
         table_1[f"paper pass@1 % ({bench})"] = [
@@ -369,7 +352,7 @@ lines.append(
 if table1:
     g, b0 = m["table1_ttrl_pass@1"], m["table1_before_pass@1"]
     # binomial standard error over questions x samples (samples of one question are correlated: an underestimate)
-    se = float(np.sqrt(max(g * (1 - g), 1e-12) / (m["table1_questions"] * table1_eval_n)))
+    se = float(np.sqrt(max(g * (1 - g), 1e-12) / (m["table1_questions"] * S["table1_eval_n"])))
     lines.append(f"Table 1 on the testbed ({m['table1_questions']} questions, "
                  f"{P.count_words(m['table1_episodes'], 'episode')}, one seed): "
                  f"pass@1 goes from {P.pass1_points(b0)} (no adaptation) to {P.pass1_points(g)} points with GRPO, "

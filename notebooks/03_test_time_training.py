@@ -40,38 +40,20 @@
 preset = "default"  # which params/<preset>/ file the runner used
 output_dir = "../outputs/interactive"  # figures/, tables/, metrics/ go here
 seed = 0  # ddrl.seeds.DEFAULT_SEED (the question draw; training seeds are `seeds`)
-
 # --- 1. the answer: the claims study's decided comparisons, re-analysed live from its committed runs ---
 study_claims = ["M1", "M2", "P1", "H1"]  # ddrl.study.plan.PAIRED ids (M1: DDRL - TTRL, P1: TTRL - no adaptation, ...)
 study_regimes = ["amc_like_small_lr", "math500_like_small_lr", "amc_like", "math500_like"]  # where they were decided
 # --- 2. your rerun: `python -m ddrl.study rerun` arguments, DESIGN REGIME METHOD SEED [--steps K] ---
 rerun = ["registered aime_like no_adaptation 0", "registered amc_like_small_lr ddrl 0 --steps 3"]
-
 # --- 3. a fresh grid on this machine: a pipeline demonstration (runs shared with 04 and 05) ---
-model = "testbed"  # "testbed" (the model of `testbed_preset`), a Hugging Face id, a ddrl.models preset or a directory
-testbed_preset = "default"  # ddrl.testbed.build preset: "tiny" | "default"
-dataset = "testbed_test"  # ddrl.data dataset name (testbed_test, math500, aime2024, amc)
 n_adapted = 32  # questions adapted to (and evaluated on)
 n_heldout = 64  # further questions of the same split, never adapted to (0: none)
 methods = ["no_adaptation", "ttrl", "ddrl"]  # rows of ddrl/methods.yaml (e.g. "random_reward", "soft_vote")
 seeds = [0]  # training seeds (one run per method and seed)
 episodes = 4  # passes over the adapted questions
+# --- the rest: model, dataset, trainer, device (ddrl/run/settings.py has each with its default), e.g. {"lr": 3e-4} ---
+settings = {}
 progress = True  # tqdm progress bars
-# rarely changed (the presets params/<preset>/03_*.yaml set them; 04 and 05 share runs when they agree)
-data_dir = None
-paper_settings = None
-paper_temperature = "paper"
-lr = 3e-5
-prompts_per_step = 8
-n_votes = 64
-k_train = 32
-eval_n = 16
-cor_m = 128
-cor_keep = 4
-etmr_m = 12
-max_new_tokens = 64
-sample_batch_size = 512
-device = "auto"
 
 # %%
 import time
@@ -87,7 +69,8 @@ from ddrl.report import prose as P
 from ddrl.report import tables as T
 from ddrl.report.plotting import ci_yerr, color, set_style
 from ddrl.report.reporter import Reporter
-from ddrl.run.experiments import cached_rollouts, notebook_experiment, summarize
+from ddrl.run.experiments import cached_rollouts, shared_experiment, summarize
+from ddrl.run.settings import notebook_settings
 from ddrl.study import lesson as L
 
 label = T.method_label
@@ -163,17 +146,15 @@ print("\n\n".join(P.for_students(t, name) for t, name in zip(texts, rerun_names)
 # vote TTRL rewards is right before any training, the ceiling test-time RL is trained toward.
 
 # %%
-exp = notebook_experiment(
-    model=model, testbed_preset=testbed_preset, dataset=dataset, data_dir=data_dir, n_adapted=n_adapted,
-    n_heldout=n_heldout, seed=seed, paper_settings=paper_settings, paper_temperature=paper_temperature, progress=progress,
-    trainer=dict(episodes=episodes, prompts_per_step=prompts_per_step, n_votes=n_votes, k_train=k_train, lr=lr,
-                 eval_n=eval_n, cor_m=cor_m, cor_keep=cor_keep, etmr_m=etmr_m, max_new_tokens=max_new_tokens,
-                 sample_batch_size=sample_batch_size, device=device))
+# every knob of this notebook: those of its cell and its settings (ddrl/run/settings.py), checked
+S = notebook_settings("03_test_time_training", settings,
+                      n_adapted=n_adapted, n_heldout=n_heldout, seed=seed, episodes=episodes, progress=progress)
+exp = shared_experiment(S)
 adapted, heldout = exp.adapted, exp.heldout
 df = exp.grid(methods, seeds)
 rep.table(df.drop(columns=["run_dir"]), "runs")
 pass1 = summarize(df, "pass@1", by=("method", "split"))
-PAPER_MODEL, PAPER_BENCH = T.paper_reference(dataset, paper_settings)
+PAPER_MODEL, PAPER_BENCH = T.paper_reference(S["dataset"], S["paper_settings"])
 paper_main = {m: T.paper_pass1(m, PAPER_MODEL, PAPER_BENCH) for m in methods}
 main_table = T.measured_vs_paper(T.in_points(pass1), methods, paper_main, labels=label, measured_spec=".1f",
                                  paper_header=f"paper pass@1 % ({PAPER_MODEL}, {PAPER_BENCH})", paper_spec=".1f")
@@ -181,7 +162,7 @@ cfg0 = exp.config("ttrl", seeds[0])
 base_maj = {}
 for split_name, recs in (("adapted", adapted), ("heldout", heldout)):
     if len(recs):
-        voting = cached_rollouts(cfg0.model, recs, dataset, cfg0.n_votes, temperature=cfg0.rollout_temperature,
+        voting = cached_rollouts(cfg0.model, recs, S["dataset"], cfg0.n_votes, temperature=cfg0.rollout_temperature,
                                  top_p=cfg0.rollout_top_p, max_new_tokens=cfg0.max_new_tokens, seed=seed,
                                  batch_size=cfg0.sample_batch_size, cue=cfg0.cue, device=cfg0.device,
                                  progress=progress)

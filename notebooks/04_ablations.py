@@ -41,47 +41,20 @@
 preset = "default"  # which params/<preset>/ file the runner used
 output_dir = "../outputs/interactive"  # figures/, tables/, metrics/ go here
 seed = 0  # ddrl.seeds.DEFAULT_SEED (the question draw; training seeds are listed below)
-
 # --- 1. the answer: the claims study's decided comparisons, re-analysed live from its committed runs ---
 study_claims = ["A1", "A2", "A3", "T1"]  # ddrl.study.plan.PAIRED ids
 study_regimes = ["math500_like_small_lr", "amc_like_small_lr", "math500_like", "amc_like"]
 # --- 2. your rerun: `python -m ddrl.study rerun` arguments, DESIGN REGIME METHOD SEED [--steps K] ---
 rerun = ["registered math500_like_small_lr bcs 0 --steps 3"]
-
-# --- questions (as in notebook 03) ---
-model = "testbed"  # "testbed" (the model of `testbed_preset`), a Hugging Face id, a ddrl.models preset or a directory
-testbed_preset = "default"  # ddrl.testbed.build preset: "tiny" | "default"
-dataset = "testbed_test"  # ddrl.data dataset name (testbed_test, math500, aime2024, amc)
-data_dir = None  # real data location (None: ddrl.data's lookup)
+# --- 3. Table 3 (ablation) and a learning-rate sweep, fresh, on notebook 03's questions ---
 n_adapted = 32  # questions adapted to (and evaluated on)
-n_heldout = 64  # further questions of the same split, never adapted to (0: none)
-
-# --- Table 3 (ablation) ---
 table3_methods = ["ttrl", "bcs", "bcs_dae", "ddrl", "dae"]  # rows, in the paper's order, then DAE alone
 table3_seeds = [0, 1]  # training seeds
-
-# --- learning-rate sweep ---
 sweep_methods = ["ttrl", "bcs_dae"]  # TTRL vs DDRL's RL stage
 sweep_lrs = [3e-5, 3e-4, 1e-3]  # peak learning rates (the first is the shared default)
 sweep_seeds = [0, 1]  # training seeds
-
-# --- trainer (TrainConfig fields shared by every method; the same values in 04 and 05 share runs) ---
-paper_settings = None  # a ddrl.models preset (e.g. "qwen2.5-math-1.5b"): use its official settings instead of the knobs below
-paper_temperature = "paper"  # with paper_settings: rollout temperature of the text ("paper": 1.0 math, 0.6 others) or "scripts" (1.0)
-episodes = 4  # passes over the adapted questions
-prompts_per_step = 8  # questions per RL step
-n_votes = 64  # N: rollouts voted on per question
-k_train = 32  # K: rollouts trained on per question
-lr = 3e-5  # peak learning rate (testbed default)
-eval_n = 16  # samples per question for pass@1 and maj@n (the paper's 16)
-cor_m = 128  # COR: M samples per question
-cor_keep = 4  # COR: agreeing rollouts kept per question
-etmr_m = 12  # ETMR: root responses per tree (leaves are 5x this)
-max_new_tokens = 64  # response budget
-sample_batch_size = 512  # sequences decoded together
-device = "auto"  # "auto" | "cpu" | "cuda"
-
-# --- notebook ---
+# --- the rest: model, dataset, trainer, device (ddrl/run/settings.py; as in 03 they share runs), e.g. {"episodes": 2} ---
+settings = {}
 progress = True  # tqdm progress bars
 
 # %%
@@ -95,7 +68,8 @@ from IPython.display import Markdown, display
 from ddrl import analysis as an
 from ddrl.report import prose as P
 from ddrl.report import tables as T
-from ddrl.run.experiments import notebook_experiment, summarize
+from ddrl.run.experiments import shared_experiment, summarize
+from ddrl.run.settings import notebook_settings
 from ddrl.report.plotting import ci_yerr, color, set_style
 from ddrl.report.reporter import Reporter
 from ddrl.study import lesson as L
@@ -105,12 +79,9 @@ set_style()
 rep = Reporter(output_dir, "04_ablations")
 t_start = time.perf_counter()
 
-exp = notebook_experiment(
-    model=model, testbed_preset=testbed_preset, dataset=dataset, data_dir=data_dir, n_adapted=n_adapted,
-    n_heldout=n_heldout, seed=seed, paper_settings=paper_settings, paper_temperature=paper_temperature, progress=progress,
-    trainer=dict(episodes=episodes, prompts_per_step=prompts_per_step, n_votes=n_votes, k_train=k_train, lr=lr,
-                 eval_n=eval_n, cor_m=cor_m, cor_keep=cor_keep, etmr_m=etmr_m, max_new_tokens=max_new_tokens,
-                 sample_batch_size=sample_batch_size, device=device))
+# every knob of this notebook: those of its cell and its settings (ddrl/run/settings.py), checked
+S = notebook_settings("04_ablations", settings, n_adapted=n_adapted, seed=seed, progress=progress)
+exp = shared_experiment(S)
 adapted, heldout, overrides = exp.adapted, exp.heldout, exp.overrides
 display(Markdown(
     f"This run: {len(adapted)} adapted + {len(heldout)} held-out questions, "
@@ -275,7 +246,7 @@ print("\n\n".join(P.for_students(t, name) for t, name in zip(texts, rerun_names)
 df3 = exp.grid(table3_methods, table3_seeds)
 rep.table(df3.drop(columns=["run_dir"]), "table3_runs")
 t3 = summarize(df3, "pass@1", by=("method", "split"))
-PAPER_MODEL, PAPER_BENCH = T.paper_reference(dataset, paper_settings)
+PAPER_MODEL, PAPER_BENCH = T.paper_reference(S["dataset"], S["paper_settings"])
 paper_t3 = {m: T.paper_value(("table3", PAPER_MODEL, PAPER_BENCH, m)) for m in table3_methods}
 table_3 = T.measured_vs_paper(T.in_points(t3), table3_methods, paper_t3,
                               labels=lambda m: "none (TTRL)" if m == "ttrl" else label(m), measured_spec=".1f",

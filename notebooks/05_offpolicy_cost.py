@@ -50,48 +50,21 @@
 preset = "default"  # which params/<preset>/ file the runner used
 output_dir = "../outputs/interactive"  # figures/, tables/, metrics/ go here
 seed = 0  # ddrl.seeds.DEFAULT_SEED (the question draw; training seeds are listed below)
-
 # --- 1. the answer: the claims study's decided comparisons, re-analysed live from its committed runs ---
 study_claims = ["C1", "R1", "A3"]  # ddrl.study.plan.PAIRED ids
 study_regimes = ["math500_like_small_lr", "amc_like_small_lr", "math500_like", "amc_like"]
 # --- 2. your rerun: `python -m ddrl.study rerun` arguments, DESIGN REGIME METHOD SEED [--steps K] ---
 rerun = ["registered aime_like cor_only 0", "registered amc_like additional_rl 0 --steps 2"]
-
-# --- questions (as in notebook 03) ---
-model = "testbed"  # "testbed" (the model of `testbed_preset`), a Hugging Face id, a ddrl.models preset or a directory
-testbed_preset = "default"  # ddrl.testbed.build preset: "tiny" | "default"
-dataset = "testbed_test"  # ddrl.data dataset name (testbed_test, math500, aime2024, amc)
-data_dir = None  # real data location (None: ddrl.data's lookup)
+# --- 3. Tables 4 and 6, fresh, on notebook 03's questions ---
 n_adapted = 32  # questions adapted to (and evaluated on)
-n_heldout = 64  # further questions of the same split, never adapted to (0: none)
-
-# --- Table 4 (COR vs additional RL) ---
 table4_methods = ["bcs_dae", "additional_rl", "ddrl"]  # BCS+DAE, + additional RL, + COR
 table4_seeds = [0, 1]  # training seeds
 extra_rl_fraction = 0.1  # additional RL: this fraction of the RL steps again
 extra_rl_lr = None  # additional RL: constant learning rate (None: the peak RL learning rate, lr)
-
-# --- Table 6 ---
-size_multipliers = [1, 2, 4]  # refinement size: multiples of cor_keep (1 is the DDRL run itself)
+size_multipliers = [1, 2, 4]  # Table 6, refinement size: multiples of cor_keep (1 is the DDRL run itself)
 table6_seeds = [0, 1]  # training seeds
-
-# --- trainer (TrainConfig fields shared by every method; the same values in 04 and 05 share runs) ---
-paper_settings = None  # a ddrl.models preset (e.g. "qwen2.5-math-1.5b"): use its official settings instead of the knobs below
-paper_temperature = "paper"  # with paper_settings: rollout temperature of the text ("paper": 1.0 math, 0.6 others) or "scripts" (1.0)
-episodes = 4  # passes over the adapted questions
-prompts_per_step = 8  # questions per RL step
-n_votes = 64  # N: rollouts voted on per question
-k_train = 32  # K: rollouts trained on per question
-lr = 3e-5  # peak learning rate (testbed default)
-eval_n = 16  # samples per question for pass@1 and maj@n (the paper's 16)
-cor_m = 128  # COR: M samples per question
-cor_keep = 4  # COR: agreeing rollouts kept per question (with paper_settings: the paper's 4 MATH-500 / 16 AMC, AIME)
-etmr_m = 12  # ETMR: root responses per tree (leaves are 5x this)
-max_new_tokens = 64  # response budget
-sample_batch_size = 512  # sequences decoded together
-device = "auto"  # "auto" | "cpu" | "cuda"
-
-# --- notebook ---
+# --- the rest: model, dataset, trainer, device (ddrl/run/settings.py; as in 03 they share runs), e.g. {"cor_keep": 8} ---
+settings = {}
 progress = True  # tqdm progress bars
 
 # %%
@@ -105,7 +78,8 @@ from IPython.display import Markdown, display
 
 from ddrl.report import prose as P
 from ddrl.report import tables as T
-from ddrl.run.experiments import notebook_experiment, summarize
+from ddrl.run.experiments import shared_experiment, summarize
+from ddrl.run.settings import notebook_settings
 from ddrl.report.plotting import ci_yerr, color, set_style
 from ddrl.report.reporter import Reporter
 from ddrl.study import lesson as L
@@ -116,12 +90,9 @@ set_style()
 rep = Reporter(output_dir, "05_offpolicy_cost")
 t_start = time.perf_counter()
 
-exp = notebook_experiment(
-    model=model, testbed_preset=testbed_preset, dataset=dataset, data_dir=data_dir, n_adapted=n_adapted,
-    n_heldout=n_heldout, seed=seed, paper_settings=paper_settings, paper_temperature=paper_temperature, progress=progress,
-    trainer=dict(episodes=episodes, prompts_per_step=prompts_per_step, n_votes=n_votes, k_train=k_train, lr=lr,
-                 eval_n=eval_n, cor_m=cor_m, cor_keep=cor_keep, etmr_m=etmr_m, max_new_tokens=max_new_tokens,
-                 sample_batch_size=sample_batch_size, device=device))
+# every knob of this notebook: those of its cell and its settings (ddrl/run/settings.py), checked
+S = notebook_settings("05_offpolicy_cost", settings, n_adapted=n_adapted, seed=seed, progress=progress)
+exp = shared_experiment(S)
 adapted, heldout, overrides = exp.adapted, exp.heldout, exp.overrides
 print(f"{len(adapted)} adapted + {len(heldout)} held-out questions; model {overrides['model']}; "
       f"{exp.config('ttrl', table4_seeds[0]).episodes} episodes")
@@ -233,7 +204,7 @@ times = {
     "ddrl": {"RL s": ddrl_rows["rl_seconds"].mean(), "after-RL s": ddrl_rows["cor_seconds"].mean()},
 }
 t3 = summarize(df3, "pass@1", by=("method", "split"))
-_, PAPER_BENCH = T.paper_reference(dataset, paper_settings)
+_, PAPER_BENCH = T.paper_reference(S["dataset"], S["paper_settings"])
 paper_t4 = {q: {m: T.paper_value(("table4", PAPER_BENCH, m, q)) for m in table4_methods}
             for q in ("pass@1", "epochs", "minutes")}
 table_4 = T.measured_vs_paper(T.in_points(t3), table4_methods, paper_t4["pass@1"], labels=label, measured_spec=".1f",
@@ -349,7 +320,7 @@ display(Markdown(" ".join(lines)))
 # %% [markdown]
 # ## Try this
 #
-# 1. COR's sampling of M = 128 answers per question is most of its cost. Set `cor_m = 32`: how much of the
+# 1. COR's sampling of M = 128 answers per question is most of its cost. Set `settings = {"cor_m": 32}`: how much of the
 #    gain is left, and how much time is saved?
 # 2. Raise `extra_rl_fraction` until additional RL costs as much as COR. Does it then match COR's gain?
 # 3. With 16 kept rollouts per question, COR fine-tunes on many near-duplicates of the majority answer.

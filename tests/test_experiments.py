@@ -123,7 +123,7 @@ SHARING = ("03_test_time_training", "04_ablations", "05_offpolicy_cost")
 
 def test_notebooks_03_to_05_share_their_trainer_settings():
     """Same knob names and defaults in the three parameters cells, the same value in every preset file that sets
-    one, and each notebook passes exactly TRAINER_KNOBS as ``trainer=`` (so the three train the same runs)."""
+    one, and each notebook builds its experiment from all of them (so the three train the same runs)."""
     import ast
     import re
 
@@ -143,12 +143,11 @@ def test_notebooks_03_to_05_share_their_trainer_settings():
         for k in knobs:  # the value each notebook runs with: the preset's, else its declared default
             got = {nb: repr(values[nb][k] if k in values[nb] else ast.literal_eval(declared[nb][k])) for nb in SHARING}
             assert len(set(got.values())) == 1, (preset_dir.name, k, got)
-    for nb in SHARING:
+    for nb in SHARING:  # each builds its runs from all its knobs through the one function
         src = (REPO / "notebooks" / f"{nb}.py").read_text()
-        call = re.search(r"trainer=(dict\([^)]*\))", src)
-        assert call, nb
-        names = [kw.arg for kw in ast.parse(call.group(1), mode="eval").body.keywords]
-        assert names == list(TRAINER_KNOBS), (nb, names)
+        assert set(knobs) <= set(declared[nb]), (nb, sorted(set(knobs) - set(declared[nb])))
+        assert re.search(r"^exp = shared_experiment\(S\)$", src, re.M), nb
+        assert "notebook_experiment(" not in src, nb
 
 
 def test_run_records_per_question_pass_at_1(testbed_cache, monkeypatch):

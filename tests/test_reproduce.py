@@ -302,7 +302,7 @@ def test_declared_parameters_agree_with_papermills_inspector():
 
     for nb in reproduce.discover():
         ref = {name: info["default"] for name, info in papermill.inspect_notebook(str(nb)).items()}
-        assert reproduce.declared_parameters(nb) == ref, nb.name
+        assert reproduce.cell_parameters(nb) == ref, nb.name
 
 
 def test_progress_bars_go_to_the_progress_file(tmp_path, monkeypatch):

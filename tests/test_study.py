@@ -345,6 +345,8 @@ def test_a_killed_study_resumes_without_retraining(tmp_path):
     stamp = {p: p.stat().st_mtime_ns for p in finished}
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
+    third_party = [bar for bar in ("Loading weights", "Writing model shards") if bar in r.stdout + r.stderr]
+    assert not third_party, f"third-party progress bars in the study's log: {third_party}"
     assert {p: p.stat().st_mtime_ns for p in finished} == stamp, "a finished run was retrained"
     assert all(study_plan.csv_path(tmp_path / "runs", r, m, s).is_file()
                for r in study_plan.THREE for m in study_plan.STAGE1_METHODS for s in (0, 1))

@@ -308,7 +308,7 @@ def notebook_experiment(*, model: str, testbed_preset: str, dataset: str, data_d
     shared by every method; with ``paper_settings`` (a :mod:`ddrl.models` preset) the official settings of
     the paper's launch scripts and text replace them (:func:`ddrl.models.paper_overrides`; its rollout
     temperature from the text or the scripts as ``paper_temperature`` says), except the knobs in
-    :data:`PAPER_KEEP`. Notebooks 03-05 pass :data:`TRAINER_KNOBS`; an unknown name is an error of
+    :data:`PAPER_KEEP`. Notebooks 03-05 pass :data:`TRAINER_KNOBS` (:func:`shared_experiment`); an unknown name is an error of
     :func:`ddrl.config.make_config`.
     """
     records = load_questions(dataset, n_adapted + n_heldout, seed=seed, data_dir=resolve_data_dir(data_dir))
@@ -317,6 +317,14 @@ def notebook_experiment(*, model: str, testbed_preset: str, dataset: str, data_d
     else:
         overrides = {"model": f"testbed:{testbed_preset}" if model == "testbed" else model, **trainer}
     return Experiment(records[:n_adapted], records[n_adapted:], overrides=overrides, progress=progress)
+
+
+def shared_experiment(knobs: dict[str, Any]) -> Experiment:
+    """:func:`notebook_experiment` from one notebook's knobs, flat (:func:`ddrl.run.settings.notebook_settings`: what
+    its cell shows and its settings): :data:`SETTING_KNOBS` as the arguments, :data:`TRAINER_KNOBS` as ``trainer``.
+    Notebooks 03-05 build their experiment this way, so the same knobs give the same runs in the three."""
+    return notebook_experiment(**{k: knobs[k] for k in SETTING_KNOBS}, progress=knobs.get("progress", True),
+                               trainer={k: knobs[k] for k in TRAINER_KNOBS})
 
 
 def question_rows(rows: Sequence[dict], keep: Sequence[str] = ("method", "seed", "split")) -> pd.DataFrame:

@@ -36,6 +36,7 @@ import yaml
 from tabulate import tabulate
 
 from ddrl.run.params import ParameterError, ParameterWarning, check_deferred, check_parameters
+from ddrl.run.settings import flatten, nest, settings_of
 from ddrl.infra.pool import environ
 from ddrl.infra.progress import PROGRESS_FILE_ENV, latest_bar
 from ddrl.report.reporter import write_named
@@ -72,6 +73,17 @@ def discover(only: list[str] | None = None, notebook_dir: Path | None = None) ->
 
 
 def declared_parameters(notebook: Path) -> dict:
+    """Every parameter a preset or ``-p`` may set for ``notebook``, name -> default source text: its ``parameters``
+    cell's (:func:`cell_parameters`), its ``settings`` mapping spread into the names of
+    :data:`ddrl.run.settings.SETTINGS` (the knobs the cell does not show)."""
+    cell = cell_parameters(notebook)
+    if "settings" not in cell:
+        return cell
+    return {**{k: v for k, v in cell.items() if k != "settings"},
+            **{k: repr(v) for k, v in settings_of(Path(notebook).stem).items()}}
+
+
+def cell_parameters(notebook: Path) -> dict:
     """Names and default source text of the notebook's ``parameters`` cell, as ``papermill.inspect_notebook``
     reports them (a test checks they agree), read with ``json`` and ``ast``: importing papermill costs 3 s
     (nbformat -> jsonschema compiles a grammar), and a bad ``-p`` value must fail at once."""
@@ -196,11 +208,13 @@ def check_output_dir(path: Path) -> None:
 def resolve_parameters(notebook: Path, preset_values: dict, overrides: dict, source: str, deferred: bool = True) -> dict:
     """Preset values then overrides, checked against the notebook's declared parameters.
 
-    Preset-file entries must all be declared by the notebook; a ``-p`` override is applied where the
+    Preset-file entries must all be declared by the notebook (a cell parameter or a setting, by name or inside a
+    ``settings`` mapping); a ``-p`` override is applied where the
     notebook declares it (the caller checks that every override is declared by at least one notebook).
     Every value is then coerced to its declared type and checked (:func:`ddrl.run.params.check_parameters`).
     """
     valid = declared_parameters(notebook)
+    preset_values = flatten(preset_values, source)
     unknown = sorted(set(preset_values) - set(valid))
     if unknown:
         raise ParameterError(
@@ -290,7 +304,7 @@ def run_notebook(notebook: Path, params: dict, out_dir: Path, progress: bool = T
     _write_whole(out_dir)
     with environ(**KERNEL_ENV), tempfile.TemporaryDirectory(prefix="ddrl-kernel-") as sockets:
         papermill.execute_notebook(
-            str(notebook), str(executed), parameters=params, kernel_name="python3", engine_name=_tracking_engine(),
+            str(notebook), str(executed), parameters=nest(notebook.stem, params), kernel_name="python3", engine_name=_tracking_engine(),
             cwd=str(notebook.parent), progress_bar=progress, request_save_on_cell_execute=True,
             kernel_manager_class=_ipc_kernel_manager(sockets),
         )
@@ -627,7 +641,7 @@ def plan_batch(preset: str, only: list[str] | None, pairs: list[list[str]] | Non
     if not notebooks:
         return []
     check_output_dir(out_dir)
-    overrides = parse_overrides(pairs)
+    overrides = flatten(parse_overrides(pairs), "-p settings")
     declared = {nb.stem: declared_parameters(nb) for nb in notebooks}
     for name in overrides:
         if name in RUNNER_PARAMS:
