@@ -143,8 +143,11 @@ def test_the_results_pages_reward_section_counts_the_committed_runs(tmp_path):
 
     (tmp_path / "runs" / "base").mkdir(parents=True)
     (tmp_path / "runs" / "base" / "amc_like").symlink_to(RESULTS / "runs" / "base" / "amc_like")
-    text = "\n".join(page.rewards_lines(tmp_path))
+    text = " ".join(" ".join(page.rewards_lines(tmp_path)).split())
     assert "**Not decided yet: 0 of the 120 registered runs" in text and "the vote favours" in text
+    assert "(0.0 of its 20 worker-hours spent)" in text
     (tmp_path / "runs" / "amc_like").mkdir()
-    (tmp_path / "runs" / "amc_like" / "random_reward-seed00.csv.gz").touch()
-    assert "**Not decided yet: 1 of the 120 registered runs" in "\n".join(page.rewards_lines(tmp_path))
+    pd.DataFrame({"question": ["q1", "q2"], "eval_seconds": [360.0] * 2, "rl_seconds": [3240.0] * 2,
+                  "cor_seconds": [0.0] * 2}).to_csv(tmp_path / "runs" / "amc_like" / "random_reward-seed00.csv.gz")
+    text = " ".join(" ".join(page.rewards_lines(tmp_path)).split())
+    assert "**Not decided yet: 1 of the 120 registered runs" in text and "(1.0 of its 20 worker-hours spent)" in text

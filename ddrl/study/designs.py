@@ -138,6 +138,8 @@ COR_TRADE_RUNS = {"adapted": ("bcs_dae", COR_LR10, COR_4X_LR10, "ddrl", COR_4X),
 #: - no adaptation, x = r (random), g (gated vote), s (soft vote), e (negative entropy).
 REWARD_RUNS = ("random_reward", "gated_vote", "soft_vote", "neg_entropy")
 REWARDS_OUT = RESULTS / "rewards"
+#: Stage 3's registered budget (plan, Stage 3 item 5): CPU worker-hours, as its runs' CSV time columns sum them.
+STAGE3_BUDGET_H = 20
 _REWARD_X = dict(zip(REWARD_RUNS, "rgse"))
 REWARD_CLAIMS = {"L0": ("ttrl", "random_reward", "TTRL - random reward", "TTRL beats a random reward (its gain needs the vote)"),
                  **{f"{cid}{_REWARD_X[m]}": (m, b, f"{words(m)} - {what}", f"{words(m)} {claim}")

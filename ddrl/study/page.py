@@ -22,7 +22,7 @@ from ddrl.analysis import problems_from_groups, reward_signal
 from ddrl.report.stats import NO_EFFECT_MARGIN
 from ddrl.study import strength as ST
 from ddrl.study.claims import FLOOR_NOTE, VERDICT_COLORS, claim_name, forest, interval, legend, validate
-from ddrl.study.designs import DESIGNS, REWARD_RUNS
+from ddrl.study.designs import DESIGNS, REWARD_RUNS, STAGE3_BUDGET_H
 from ddrl.study.plan import BANDS_64, RESULTS, SAME_BASE, csv_path
 
 PAGE = RESULTS.parent / "docs" / "results.md"
@@ -660,14 +660,24 @@ def reward_signal_sentences(sig: pd.DataFrame, band: str, reference: str = "vote
     return out
 
 
+#: The time columns of a run's CSV (each run's one value, repeated on its rows): what a stage's budget counts.
+TIME_COLUMNS = ("eval_seconds", "rl_seconds", "cor_seconds")
+
+
+def run_hours(path: Path) -> float:
+    """A committed run's worker-hours: the sum of its CSV's :data:`TIME_COLUMNS` (one run, one worker)."""
+    first = pd.read_csv(path, nrows=1, usecols=list(TIME_COLUMNS))
+    return float(first.iloc[0].sum()) / 3600
+
+
 def stage_status(designs: Sequence, runs: Path = RESULTS / "runs") -> pd.DataFrame:
     """Per design of a registered stage: its regime, the runs it needs (its evaluated methods x seeds), how many of
-    them are committed, and whether its analysis is."""
+    them are committed, the worker-hours those took (:func:`run_hours`), and whether its analysis is committed."""
     rows = []
     for d in designs:
-        need = [(m, s) for m in d.evaluates for s in d.seeds]
-        have = sum(csv_path(runs, d.regime, m, s).is_file() for m, s in need)
-        rows.append({"design": d.id, "regime": regime_words(d.regime), "runs needed": len(need), "runs committed": have,
+        have = [p for m in d.evaluates for s in d.seeds if (p := csv_path(runs, d.regime, m, s)).is_file()]
+        rows.append({"design": d.id, "regime": regime_words(d.regime), "runs needed": len(d.evaluates) * len(d.seeds),
+                     "runs committed": len(have), "worker-hours": round(sum(map(run_hours, have)), 2),
                      "analysed": d.analysis.is_file()})
     return pd.DataFrame(rows)
 
@@ -684,12 +694,13 @@ def rewards_lines(results: Path) -> list[str]:
     stage = [d for d in DESIGNS.values() if d.amendment == "Stage 3"]
     status = stage_status(stage, results / "runs")
     done, runs, need = int(status["analysed"].sum()), int(status["runs committed"].sum()), int(status["runs needed"].sum())
+    hours = f"{status['worker-hours'].sum():.1f} of its {STAGE3_BUDGET_H} worker-hours spent"
     if done:
         head = (f"**{done} of {len(stage)} regimes analysed; the verdicts are in the analyses "
                 f"({', '.join(f'`results/{d.analysis.relative_to(results).as_posix()}`' for d in stage if d.committed)}).**")
     else:
         head = (f"**Not decided yet: {runs} of the {need} registered runs ({len(REWARD_RUNS)} rewards x 10 seeds x "
-                f"{len(stage)} regimes) are committed, and no verdict exists.**")
+                f"{len(stage)} regimes) are committed ({hours}), and no verdict exists.**")
     groups = pd.concat(pd.read_csv(p) for p in sorted((results / "runs" / "base" / "amc_like").glob("seed*-groups.csv")))
     problems = [p for _, g in groups.groupby("seed") for p in problems_from_groups(g)]
     sig = reward_signal(problems, ["vote", "random", "gated_vote", "soft_vote"], 32, BANDS_64)
