@@ -181,6 +181,21 @@ def test_the_committed_shortfall_page_is_the_committed_claims():
     assert (REPO / "docs" / "results" / "power_shortfall.md").read_text() == F.shortfall_page(tables["power_shortfall"])
 
 
+def test_the_committed_scorecard_is_the_committed_claims_rendered(tmp_path):
+    """docs/results/claims_scorecard.md and .csv are ``claims.render`` of results/claims.json (``python -m ddrl.study
+    analyse claims`` writes them): a scorecard left behind by a change to its code fails here. Its intervals are the
+    results page's (cut at their bounds by ``claims.shown``), and the Markdown says why once."""
+    from conftest import REPO
+
+    entries = claims.load(REPO / "results" / "claims.json")
+    got = claims.render(entries, tmp_path)
+    for ext in ("md", "csv"):
+        committed = REPO / "docs" / "results" / f"claims_scorecard.{ext}"
+        assert committed.read_text() == got[ext].read_text(), f"{committed} is stale: python -m ddrl.study analyse claims"
+    md = got["md"].read_text()
+    assert md.count(claims.BOUND_WORDS) == (1 if claims.cut_words(entries) else 0)
+
+
 def test_replication_table_sets_each_study_beside_the_registered_one():
     reg = [claims.entry("M1", "amc_like", -0.2, -2.0, 1.6, 19, 128), claims.entry("M2", "amc_like", 1.0, -3.0, 5.0, 6, 128)]
     rep = [claims.entry("M1", "amc_like", -1.9, -4.5, 0.7, 12, 128), claims.entry("H1", "amc_like", -5.5, -9.6, -1.5, 12, 128)]
