@@ -21,7 +21,6 @@ import pandas as pd
 import seaborn as sns
 
 from ddrl.paper import value
-from ddrl.report.prose import join_words
 from ddrl.report.reporter import save_figure
 from ddrl.seeds import derive_seed
 from ddrl.report.stats import NO_EFFECT_MARGIN, VERDICTS, decided, detectable_effect, verdict
@@ -452,8 +451,8 @@ def cut_words(entries: Sequence[dict]) -> str:
            if shown(e) != (e["ci_low"], e["ci_high"])]
     if not cut:
         return ""
-    return (f"{BOUND_WORDS} This table and its figure cut {join_words(cut)}; the analysis file keeps the committed "
-            "numbers.")
+    return (f"{BOUND_WORDS} This table and its figure cut {' and '.join(cut)}; the analysis file keeps the committed "
+            "numbers.")  # (not prose.join_words: every figure of this module would depend on that module's code)
 
 
 def interval(e: dict) -> str:
