@@ -257,7 +257,7 @@ def draw_bayes(bayes):
             pad = 0.25 * (inside.max() - inside.min() + 1)
             ax.set_ylim(inside.min() - pad, inside.max() + pad)  # the tails' slopes run off the panel
         hatch_unsupported(ax, c)
-        ax.legend(fontsize=8, loc="upper right")
+        ax.legend(fontsize=8, loc="lower right", bbox_to_anchor=(1, 1), ncol=2)  # above the panel: its lines fill it
         ax.set(xlabel="answer frequency x", ylabel="d/dx log-odds")
     fig.tight_layout()
     return fig

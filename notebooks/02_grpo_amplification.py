@@ -90,7 +90,7 @@ print(f"max |closed form - ddrl.advantages| over m = 1..{k - 1}: {max_gap:.2e}")
 
 def draw_fig3a(k, m_mark=None, eps=eps):
     c = an.advantage_curves(k, ("grpo", "grpo_no_std", "fixed"))
-    fig, ax = plt.subplots(figsize=(6.5, 4))
+    fig, ax = plt.subplots(figsize=(6.5, 4), layout="constrained")  # makes room for the legend below the x label
     for est, ls, name in (("grpo", "-", "ttrl"), ("grpo_no_std", "--", "grpo_no_std"), ("fixed", ":", "dae")):
         part = c[c["estimator"] == est]
         what = {"grpo": "GRPO", "grpo_no_std": "GRPO w/o norm.", "fixed": "fixed (DAE)"}[est]
@@ -105,8 +105,7 @@ def draw_fig3a(k, m_mark=None, eps=eps):
                     textcoords="offset points", xytext=(8, 8), fontsize=8)
     ax.axhline(0, color="grey", lw=0.6)
     ax.set(xlabel=f"positives m out of K = {k}", ylabel="advantage", title="Fig. 3a: advantage vs positives")
-    ax.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.18))
-    fig.tight_layout()
+    fig.legend(fontsize=7, ncol=3, loc="outside lower center")
     return fig
 
 

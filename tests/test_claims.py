@@ -75,3 +75,32 @@ def test_forest_draws_each_interval_its_colour_and_the_papers_number_or_an_arrow
     assert ((1.5,), (1,), "D") in [x[:3] for x in lines] and ((9.85,), (0,), ">") in [x[:3] for x in lines]
     assert [t.get_text() for t in ax.texts] == ["paper +40"] and len([x for x in lines if x[2] in "D>"]) == 2
     plt.close(fig)
+
+
+def bounded_entries() -> list[dict]:
+    """F3's committed situation: a difference of accuracies whose widened interval passes +100; an advantage with no
+    bound that passes it too; a pass@1 difference inside its bounds."""
+    f3 = {**claims.entry("F3", "base", 80.8, 56.0, 101.4, 4, 200), "metric": "accuracy(>= 45/64) - accuracy(6-44/64) [points]"}
+    d1 = {**claims.entry("M1", "amc_like", 90.0, 70.0, 120.0, 8, 128), "metric": "advantage [units]"}  # no bound
+    return [f3, d1, claims.entry("M1", "aime_like", 5.0, 3.2, 6.8, 8, 64)]
+
+
+def test_the_scorecard_and_its_forest_plot_show_intervals_cut_at_their_bounds_and_say_why_once(tmp_path):
+    """The scorecard's table, its Markdown and its figure show F3's [+56.0, +101.4] as [+56.0, +100.0] (``shown``,
+    the results page's one function); the Markdown states the reason once, naming what it cut and the committed
+    interval; an interval of a quantity without bounds, and one inside its bounds, are drawn as committed."""
+    import matplotlib.pyplot as plt
+
+    entries = bounded_entries()
+    table = claims.scorecard(entries)
+    assert table.testbed.tolist() == ["+80.8 [+56.0, +100.0]", "+90.0 [+70.0, +120.0]", "+5.0 [+3.2, +6.8]"]
+    assert table.half_width.iloc[0] == pytest.approx((101.4 - 56.0) / 2)  # the committed interval's precision
+    md = claims.render(entries, tmp_path)["md"].read_text()
+    assert md.count(claims.BOUND_WORDS) == 1 and "cut F3 (base), committed as [+56.0, +101.4];" in md
+    assert "+101.4]" not in md.split(claims.BOUND_WORDS)[0]  # the table itself
+    assert claims.cut_words(entries[1:]) == "" and claims.BOUND_WORDS not in claims.render(entries[1:], tmp_path)["md"].read_text()
+    fig = claims.scorecard_figure(entries)
+    spans = sorted(tuple(ln.get_xdata()) for ax in fig.axes for ln in ax.lines if len(ln.get_xdata()) == 2
+                   and ln.get_ydata()[0] == ln.get_ydata()[1])  # each row's interval (the lines of two points)
+    assert spans == [(3.2, 6.8), (56.0, 100.0), (70.0, 120.0)], spans
+    plt.close(fig)

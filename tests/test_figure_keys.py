@@ -191,6 +191,25 @@ def test_a_store_deleted_while_copying_is_drawn_instead(tmp_path, monkeypatch):
     plt.close("all")
 
 
+def test_a_copied_figure_records_the_legibility_found_when_it_was_drawn(tmp_path, monkeypatch):
+    """A figure copied from a store is not drawn, so not checked: its entry keeps the findings of when it was drawn
+    and the copying render records them (``"stored": true``); an entry stored without them is drawn again."""
+    monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("DDRL_FIGURE_STORE", "")
+    draw = _counting(SF.regime_candidates_figure)
+
+    def render(run):
+        Reporter(tmp_path / run, "nb").draw("cand", draw, LONG)
+        plt.close("all")
+        return [json.loads(x) for x in (tmp_path / run / "artifacts" / "nb.legibility.jsonl").read_text().splitlines()]
+    drawn = render("a")
+    assert draw.calls == 1 and [list(d) for d in drawn] == [["name", "overlaps", "legend_on_data"]]
+    assert render("b") == [{**drawn[0], "stored": True}] and draw.calls == 1
+    [stored] = (tmp_path / "cache" / FIGURE_CACHE).glob("*.json")
+    stored.write_text(json.dumps({k: v for k, v in json.loads(stored.read_text()).items() if k != "legibility"}))
+    assert render("c") == drawn and draw.calls == 2  # kept before the findings were: drawn and checked again
+
+
 def test_the_code_a_figure_depends_on_is_what_it_can_run():
     """code_deps: the modules a figure function can reach (its own, the ddrl functions and modules its code names,
     to the end) and what those import (their constants), not the whole package; an edit of one of them retires it."""

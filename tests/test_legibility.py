@@ -35,6 +35,27 @@ def test_crowded_tick_labels_and_a_suptitle_on_a_label_are_found():
     plt.close(fig)
 
 
+def test_slanted_tick_labels_are_compared_as_drawn():
+    """Tick labels slanted 20 degrees: the upright boxes around them overlap although the letters stand apart (not a
+    finding); crowded into a narrow axes, their own rectangles overlap (a finding)."""
+    names = ["No adaptation", "TTRL", "ETMR", "BCS + DAE", "DDRL (BCS + DAE + COR)"]
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    ax.set_xticks(range(5), names, rotation=20, ha="right")
+    fig.tight_layout()
+    fig.canvas.draw()
+    boxes = [t.get_window_extent() for t in ax.get_xticklabels()]
+    upright = [(i, j) for i in range(5) for j in range(i + 1, 5) if boxes[i].overlaps(boxes[j])]
+    assert upright  # what the upright boxes would have called an overlap
+    assert overlaps(fig) == []
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(2.0, 3.8))
+    ax.set_xticks(range(5), names, rotation=20, ha="right")
+    fig.tight_layout()
+    assert "'BCS + DAE' overlaps 'DDRL (BCS + DAE + COR)'" in overlaps(fig)
+    assert ax.get_xticklabels()[0].get_rotation() == 20  # the check leaves the figure as it was
+    plt.close(fig)
+
+
 def test_a_legend_on_the_data_is_found():
     fig, ax = plt.subplots(figsize=(3, 3))
     ax.plot([0, 1], [1, 1], label="across the top")
@@ -43,6 +64,33 @@ def test_a_legend_on_the_data_is_found():
     assert legend_on_data(fig)
     ax.legend(loc="lower center")
     assert legend_on_data(fig) == []
+    plt.close(fig)
+
+
+def test_a_legend_outside_the_axes_covers_no_clipped_data():
+    """A line that runs off the panel is clipped where it leaves it: a legend above the panel covers none of it, one
+    inside over the line does."""
+    fig, ax = plt.subplots(figsize=(3, 3))
+    ax.plot([0, 0.8, 1], [0.05, 0.05, 5], label="runs off the top")
+    ax.set_ylim(0, 1)
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0))
+    assert legend_on_data(fig) == []
+    ax.legend(loc="lower left")
+    assert legend_on_data(fig) == ["the legend of '' covers 'runs off the top'"]
+    plt.close(fig)
+
+
+def test_a_guide_across_the_axes_is_not_data():
+    """A legend over the zero line (``axhline``) covers no data; over a data line at the same height it does."""
+    fig, ax = plt.subplots(figsize=(3, 3))
+    ax.plot([0, 1], [-1, -0.5], label="data, low")
+    ax.axhline(0, color="grey")
+    ax.set_ylim(-1.1, 0.05)
+    ax.legend(loc="upper center")
+    assert legend_on_data(fig) == []
+    ax.plot([0, 1], [0, 0], label="data at zero")
+    ax.legend(loc="upper center")
+    assert legend_on_data(fig) == ["the legend of '' covers 'data at zero'"]
     plt.close(fig)
 
 

@@ -181,6 +181,74 @@ def test_the_committed_shortfall_page_is_the_committed_claims():
     assert (REPO / "docs" / "results" / "power_shortfall.md").read_text() == F.shortfall_page(tables["power_shortfall"])
 
 
+def test_the_committed_scorecard_is_the_committed_claims_rendered(tmp_path):
+    """docs/results/claims_scorecard.md and .csv are ``claims.render`` of results/claims.json (``python -m ddrl.study
+    analyse claims`` writes them): a scorecard left behind by a change to its code fails here. Its intervals are the
+    results page's (cut at their bounds by ``claims.shown``), and the Markdown says why once."""
+    from conftest import REPO
+
+    entries = claims.load(REPO / "results" / "claims.json")
+    got = claims.render(entries, tmp_path)
+    for ext in ("md", "csv"):
+        committed = REPO / "docs" / "results" / f"claims_scorecard.{ext}"
+        assert committed.read_text() == got[ext].read_text(), f"{committed} is stale: python -m ddrl.study analyse claims"
+    md = got["md"].read_text()
+    assert md.count(claims.BOUND_WORDS) == (1 if claims.cut_words(entries) else 0)
+
+
+def committed_figures_drawn_here() -> dict:
+    """Every committed figure no notebook draws (``analyse claims`` of the registered study and its replications: the
+    scorecard and the tables' figures; drift's MATH-500-like arms) -> a function that draws it again from the
+    committed results with the code that drew it. Notebook 06's figures (the store, ``docs/results/figures.json``)
+    are drawn by its render (tests/test_study.py)."""
+    from conftest import REPO
+    from ddrl.study import drift
+
+    out = {}
+    for folder, results in ((REPO / "docs" / "results", REPO / "results"),
+                            *((d / "figures", d) for d in sorted((REPO / "results").glob("replication_*")))):
+        entries = claims.load(results / "claims.json")
+        if entries:
+            out[folder / "claims_scorecard.png"] = lambda e=entries: claims.scorecard_figure(e)
+        for name, draw in F.RESULT_FIGURES.items():
+            if (folder / F.TABLES[name]).is_file():
+                out[folder / f"{name}.png"] = lambda d=draw, f=folder / F.TABLES[name]: d(pd.read_csv(f))
+    for which in ("methods", "penalty"):  # drawn for MATH-500-like by drift's retired `figure --regime` command
+        out[REPO / "docs" / "results" / f"drift_{which}_math500_like.png"] = lambda w=which: drift.arms_figure(
+            drift.arms_table(REPO / drift.DOSE_OUT, "math500_like", w), drift.x3h_slope(), w)
+    return out
+
+
+def test_every_committed_figure_no_notebook_draws_is_legible():
+    """Issue 95: each committed PNG outside notebook 06's store, drawn again from the committed results, has no
+    overlapping text and no legend on its data (ddrl.report.legibility); a committed figure neither here nor in the
+    store fails (no figure goes unchecked)."""
+    import subprocess
+
+    import matplotlib.pyplot as plt
+
+    from conftest import REPO
+    from ddrl.report import figure_store
+    from ddrl.report.legibility import findings
+
+    tracked = subprocess.run(["git", "ls-files", "*.png"], cwd=REPO, capture_output=True, text=True).stdout.split()
+    if not tracked:
+        pytest.skip("not a git checkout: the committed figures are not listed")
+    store = {figure_store.COMMITTED / f"{e['name']}.png" for e in figure_store.manifest()}
+    drawers = committed_figures_drawn_here()
+    committed = {REPO / p for p in tracked if p.startswith(("docs/results/", "results/"))} - store
+    assert committed <= set(drawers), f"committed figures no test draws: {sorted(map(str, committed - set(drawers)))}"
+    bad = {}
+    for png in sorted(committed):
+        fig = drawers[png]()
+        assert fig is not None, f"{png}: its code draws nothing from the committed results"
+        found = findings(fig)
+        plt.close(fig)
+        if found["overlaps"] or found["legend_on_data"]:
+            bad[str(png.relative_to(REPO))] = found["overlaps"] + found["legend_on_data"]
+    assert not bad, f"figures with overlapping text or a legend on the data (fix the drawing code, redraw): {bad}"
+
+
 def test_replication_table_sets_each_study_beside_the_registered_one():
     reg = [claims.entry("M1", "amc_like", -0.2, -2.0, 1.6, 19, 128), claims.entry("M2", "amc_like", 1.0, -3.0, 5.0, 6, 128)]
     rep = [claims.entry("M1", "amc_like", -1.9, -4.5, 0.7, 12, 128), claims.entry("H1", "amc_like", -5.5, -9.6, -1.5, 12, 128)]

@@ -4,13 +4,15 @@
 *entry* (a JSON object) and its PNG and PDF::
 
     {"name": ..., "key": figure_key, "deps": {module: sha256}, "files": {module: sha256}, "dpi": ...,
-     "png": sha256, "pdf": sha256}
+     "png": sha256, "pdf": sha256, "legibility": {"overlaps": [...], "legend_on_data": [...]}}
 
 ``key`` is :func:`ddrl.report.figure_keys.figure_key` (the function, the style, the libraries' versions, the arguments'
 content) and ``deps`` the code the figure ran (:func:`ddrl.report.figure_keys.code_deps`, each module's syntax tree); an
 entry serves only while every module of ``deps`` has that code (:func:`ddrl.report.figure_keys.deps_current`), so an edit
 of a module a figure never ran, or of a docstring or comment, leaves it stored. ``files`` (the modules' bytes when
-it was drawn) only spares parsing the unchanged ones. Two stores are asked, in order:
+it was drawn) only spares parsing the unchanged ones. ``legibility`` is what :func:`ddrl.report.legibility.findings`
+found when it was drawn, which a render that copies the figure records as its own check; an entry without it (stored
+before the findings were kept) serves no render: the figure is drawn again. Two stores are asked, in order:
 
 - **this machine's**: ``<cache>/figures/<key>-<deps>.{png,pdf,json}`` (:func:`ddrl.infra.storage.cache_root`), written
   by every figure drawn there (atomic writes, the JSON last; read without writing; never pruned: two checkouts may
@@ -54,10 +56,10 @@ def committed_dir() -> Path | None:
     return COMMITTED if d is None else (Path(d) if d else None)
 
 
-def entry(name: str, key: str, deps: dict[str, str], dpi: float, png: Path) -> dict:
-    """The entry of the figure ``name`` saved as ``png`` and the PDF beside it."""
+def entry(name: str, key: str, deps: dict[str, str], dpi: float, png: Path, legibility: dict) -> dict:
+    """The entry of the figure ``name`` saved as ``png`` and the PDF beside it, with its ``legibility`` findings."""
     return {"name": name, "key": key, "deps": deps, "files": file_shas(deps), "dpi": dpi,
-            "png": sha256_file(png), "pdf": sha256_file(png.with_suffix(".pdf"))}
+            "png": sha256_file(png), "pdf": sha256_file(png.with_suffix(".pdf")), "legibility": legibility}
 
 
 def _local_stem(key: str, deps: dict[str, str]) -> str:
@@ -81,19 +83,19 @@ def manifest(directory: Path | None = None) -> list[dict]:
 
 def find(key: str) -> tuple[dict, Path] | None:
     """``(entry, its PNG)`` of a stored figure with ``key`` whose code is unchanged, this machine's store first, then
-    the committed one (whose files must still have the entry's sha256); None if neither has one. The PDF lies beside
-    the PNG."""
+    the committed one (whose files must still have the entry's sha256); None if neither has one. An entry without its
+    ``legibility`` findings is passed over (drawn again). The PDF lies beside the PNG."""
     for j in sorted((cache_root() / FIGURE_CACHE).glob(f"{key}-*.json")):
         try:
             e = json.loads(j.read_text())
         except (OSError, ValueError):  # deleted meanwhile, or another process's partial write (none: atomic)
             continue
-        if deps_current(e["deps"], e.get("files")):
+        if "legibility" in e and deps_current(e["deps"], e.get("files")):
             return e, j.with_suffix(".png")
     d = committed_dir()
     for e in manifest(d) if d is not None else []:
         png = d / f"{e['name']}.png"
-        if (e["key"] == key and deps_current(e["deps"], e.get("files")) and png.is_file()
+        if (e["key"] == key and "legibility" in e and deps_current(e["deps"], e.get("files")) and png.is_file()
                 and png.with_suffix(".pdf").is_file() and sha256_file(png) == e["png"]
                 and sha256_file(png.with_suffix(".pdf")) == e["pdf"]):
             return e, png

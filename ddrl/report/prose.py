@@ -12,16 +12,19 @@ hand-written cases (tests/test_prose.py): a helper that says "above" where the n
 - :func:`for_students`  a rerun report without the machine's name and the build's hash
 - :func:`claim_digest`  one claim's verdicts across regimes, in one sentence
 - :func:`for_students_table`, :func:`rerun_words`  the study's tables without file paths and regime ids
+- :func:`sentences`, :func:`sentence_shape`, :func:`repeated_shapes`  generated prose still reads as a person wrote it:
+  no sentence shape more than :data:`SHAPE_LIMIT` times in a notebook (tests/test_sentence_shapes.py)
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 
 __all__ = ["signed", "points", "pass1_points", "count_words", "join_words", "sign_word", "order_word", "compare",
            "runs_words", "one_seed_note", "interval_caption", "for_students", "claim_digest", "for_students_table",
-           "rerun_words"]
+           "rerun_words", "SHAPE_LIMIT", "sentences", "sentence_shape", "repeated_shapes"]
 
 _SMALL = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
 
@@ -160,3 +163,97 @@ def rerun_words(regime: str, method: str, seed: int, steps: int | None, regime_w
     adaptation, seed 0" or "AMC-like, lr/10, DDRL, seed 0, first 3 RL steps"."""
     return (f"{regime_words(regime)}, {method_words(method)}, seed {seed}"
             + (f", first {count_words(steps, 'RL step')}" if steps else ""))
+
+
+# Sentence shapes (issue 95: "generated sentences still read as a person wrote them"). A shape is a sentence with what
+# a generator fills in replaced by placeholders; the same shape many times in one notebook reads as a log.
+
+#: The most times one sentence shape may occur in a notebook.
+SHAPE_LIMIT = 3
+
+_NUM = r"[+\-−±]?\d+(?:[.,]\d+)*(?:e[+\-]?\d+)?"
+_ACRONYMS = r"\b[A-Z][A-Z0-9]+\b(?:\s*\+\s*[A-Z][A-Z0-9]+\b)*"
+_NUM_WORDS = r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b"
+#: Placeholders, in the order they replace (each pattern sees the text the ones before it left).
+_SHAPE_STEPS = (
+    (r"<[^<>\n]*>", ""),  # HTML tags
+    (r"!\[[^\]]*\]\([^)]*\)", ""),  # images
+    (r"\[([^\]]*)\]\([^)]*\)", r"\1"),  # a link: its words
+    (r"`[^`]*`", " ‹code› "),  # identifiers, commands, paths
+    (r"(?<![\w'])'[^'\n]*'(?![\w'])|\"[^\"\n]*\"|“[^”\n]*”", " ‹quoted› "),  # quoted names
+    (r"[*_]{1,2}(?=\S)|(?<=\S)[*_]{1,2}", ""),  # emphasis
+    (rf"[\[(]\s*{_NUM}\s*%?\s*(?:,|to|–|-)\s*{_NUM}\s*%?\s*[\])]", " ‹interval› "),  # [+0.1, +0.9], (0.19, 0.55)
+    (rf"{_NUM}\s*%", " ‹percent› "),
+    (r"\b[A-Z][\w.-]*?-like\b(?:,\s*lr/\d+)?", " ‹regime› "),  # AMC-like, MATH-500-like, lr/10
+    (r"\b[A-Z]{1,3}\d+[A-Za-z]*\b", " ‹claim› "),  # claim ids: A1, F3, H1x, H1xT
+    (rf"{_ACRONYMS}(?:\s*\({_ACRONYMS}\))?", " ‹method› "),  # TTRL, GRPO, BCS + DAE, DDRL (BCS + DAE + COR)
+    (rf"(?<![\w.]){_NUM}x?(?![\w])", " ‹number› "),  # 3, -0.2, +3.04, 1,536, 5.6x, 3e-05
+    (_NUM_WORDS, " ‹number› "),  # count_words' "three seeds"
+    (r"(‹number›\s+\w*[^\Ws])s\b", r"\1"),  # "one seed", "18 seeds": one shape
+)
+_PLACEHOLDER = re.compile(r"‹[a-z]+›")
+#: Abbreviations a sentence does not end at.
+_ABBREVIATIONS = ("e.g.", "i.e.", "vs.", "cf.", "Fig.", "Figs.", "Eq.", "Sec.", "Tab.", "al.", "approx.", "norm.")
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences a reader reads in ``text`` (Markdown, or printed lines), a list item or a paragraph at a time.
+
+    Not sentences, and dropped: code blocks, headings (``#``) and a paragraph's run-in heading in bold
+    (``**What to look for.**``), table rows (``|``), and a list item or printed line that is a key and its value
+    (`` `key`: value``, as ``python -m ddrl.study render DESIGN`` lists a measure). A paragraph's wrapped lines join;
+    a sentence ends at ``.``, ``!`` or ``?`` and a space (not after "e.g.", "Fig." ...). Fragments with fewer
+    than three words are dropped by :func:`sentence_shape`, not here."""
+    text = re.sub(r"```.*?```|<!--.*?-->", "\n\n", text, flags=re.S)
+    blocks, cur = [], []
+    for line in text.splitlines():
+        st = re.sub(r"^(?:>\s?)+", "", line.strip())  # a quote's marker
+        item = re.match(r"^(?:[-*+]|\d+[.)])\s+", st)
+        if not st or item or st.startswith(("#", "|")):
+            if cur:
+                blocks.append(" ".join(cur))
+            cur = [st[item.end():]] if item else []
+            if st.startswith(("#", "|")):
+                cur = []
+            continue
+        cur.append(st)
+    if cur:
+        blocks.append(" ".join(cur))
+    out = []
+    for b in blocks:
+        b = re.sub(r"^(\*\*|__)[^*_]+?[.:!?]\1\s*", "", b)  # a run-in heading
+        if not b or re.match(r"^`[^`]+`\s*:", b):  # a key and its value
+            continue
+        ends = re.sub(r"(?<=[.!?])([\"”')\]*_]*)\s+(?=\S)", "\\1\0", b)
+        for piece in ends.split("\0"):
+            if out and out[-1][1] is b and out[-1][0].endswith(_ABBREVIATIONS):
+                out[-1] = (f"{out[-1][0]} {piece}", b)
+            elif piece.strip():
+                out.append((piece.strip(), b))
+    return [s for s, _ in out]
+
+
+def sentence_shape(sentence: str) -> str | None:
+    """``sentence`` with what a generator fills in replaced by placeholders, lower case, spaces normalised: numbers
+    (signed, decimal, "1,536", "5.6x", the words one-twelve) ``‹number›``, intervals ``‹interval›``, percentages
+    ``‹percent›``, regimes ("AMC-like, lr/10") ``‹regime›``, claim ids ``‹claim›``, method names and other
+    capitalised acronyms ("BCS + DAE") ``‹method›``, quoted names ``‹quoted›``, code ``‹code›``. None for a fragment
+    with fewer than three words of two or more letters besides the placeholders (a list of values, a repr, "seed 0:
+    identical")."""
+    s = sentence
+    for pattern, repl in _SHAPE_STEPS:
+        s = re.sub(pattern, repl, s)
+    s = re.sub(r"\s+([.,;:!?)\]])", r"\1", re.sub(r"([(\[])\s+", r"\1", re.sub(r"\s+", " ", s))).strip()
+    if len(re.findall(r"\b[a-z]{2,}\b", _PLACEHOLDER.sub(" ", s), flags=re.I)) < 3:
+        return None
+    return s.lower()
+
+
+def repeated_shapes(texts: Iterable[str], limit: int = SHAPE_LIMIT) -> dict[str, int]:
+    """The sentence shapes (:func:`sentence_shape`) that occur more than ``limit`` times in ``texts`` (one notebook's
+    Markdown and printed outputs), with their counts, the most frequent first."""
+    counts: dict[str, int] = {}  # (not a Counter: tests/test_structure.py keeps tallies of answers in ddrl.voting)
+    for sh in (sentence_shape(s) for t in texts for s in sentences(t)):
+        if sh is not None:
+            counts[sh] = counts.get(sh, 0) + 1
+    return dict(sorted(((sh, n) for sh, n in counts.items() if n > limit), key=lambda x: -x[1]))

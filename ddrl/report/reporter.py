@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from ddrl.report import figure_store
-from ddrl.report.legibility import legend_on_data, overlaps
+from ddrl.report.legibility import findings
 from ddrl.report.figure_keys import code_deps, figure_key, reads_while
 from ddrl.infra.storage import atomic_write_bytes
 
@@ -96,7 +96,8 @@ class Reporter:
         self.notebook = notebook
         self.log = self.output_dir / "artifacts" / f"{notebook}.jsonl"
         self.figure_log = self.log.with_suffix(".figures.jsonl")  # the stored figures' entries (ddrl.report.figure_store)
-        self.legibility_log = self.log.with_suffix(".legibility.jsonl")  # each drawn figure's overlapping texts
+        self.legibility_log = self.log.with_suffix(".legibility.jsonl")  # each figure's overlapping texts
+        self.legible: dict[str, dict] = {}  # name -> the findings of each figure drawn here
         self.log.parent.mkdir(parents=True, exist_ok=True)
         for log in (self.log, self.figure_log, self.legibility_log):
             log.write_text("")  # a rerun of the notebook replaces its artifact list
@@ -114,10 +115,16 @@ class Reporter:
         for p in paths.values():
             self._record(p, "figure")
         self._figure_data(name, data)
-        with open(self.legibility_log, "a") as f:  # after saving: the check's draw cannot touch the files
-            f.write(json.dumps({"name": name, "overlaps": overlaps(fig), "legend_on_data": legend_on_data(fig)}) + "\n")
+        self.legible[name] = findings(fig)  # after saving: the check's draw cannot touch the files
+        self._record_legibility(name, self.legible[name])
         show_saved(fig, paths["png"])
         return paths["png"]
+
+    def _record_legibility(self, name: str, found: dict, stored: bool = False) -> None:
+        """One line of ``artifacts/<notebook>.legibility.jsonl``: the figure's findings (:mod:`ddrl.report.legibility`),
+        ``stored`` where they are those its store entry kept from when it was drawn (the figure was copied)."""
+        with open(self.legibility_log, "a") as f:
+            f.write(json.dumps({"name": name, **found, **({"stored": True} if stored else {})}) + "\n")
 
     def _figure_data(self, name: str, data) -> None:
         """``data`` (a DataFrame, or None) as ``figures/<name>.csv``, the data behind the figure."""
@@ -149,6 +156,7 @@ class Reporter:
                 for ext, data_ in copies.items():
                     self._record(write_named(d / f"{name}.{ext}", data_), "figure")
                 self._figure_data(name, data)
+                self._record_legibility(name, e["legibility"], stored=True)
                 self._record_entry({**e, "name": name})
                 show_png(d / f"{name}.png", e["dpi"])
                 return d / f"{name}.png"
@@ -158,7 +166,7 @@ class Reporter:
         dpi = fig.dpi
         png = self.figure(fig, name, data)
         if key is not None and not opened:  # what a function read while drawing is not in its key
-            e = figure_store.entry(name, key, code_deps(draw), dpi, png)
+            e = figure_store.entry(name, key, code_deps(draw), dpi, png, self.legible[name])
             figure_store.put(e, png)
             self._record_entry(e)
         return png

@@ -329,11 +329,12 @@ def floor_marks(df: pd.DataFrame) -> pd.Series:
 
 
 def scorecard(entries: Sequence[dict]) -> pd.DataFrame:
-    """One row per claim x regime: paper, testbed, 95% half-width and the minimum detectable effect (80% power)."""
+    """One row per claim x regime: paper, testbed (its interval as :func:`shown`), 95% half-width and the minimum
+    detectable effect (80% power), both of the committed interval."""
     df = pd.DataFrame(validate(list(entries)))
     df["half_width"] = (df.ci_high - df.ci_low) / 2
     df["mde"] = df.half_width.map(detectable_effect)
-    df["testbed"] = [f"{e:+.1f} [{lo:+.1f}, {hi:+.1f}]" for e, lo, hi in zip(df.estimate, df.ci_low, df.ci_high)]
+    df["testbed"] = [interval(e) for e in df.to_dict(orient="records")]  # cut at its quantity's bounds
     df["paper_"] = [("n/a" if p is None or pd.isna(p) else f"{p:+.1f}") for p in df.paper]
     df["verdict"] = df.verdict + floor_marks(df)
     out = df[["id", "claim", "regime", "metric", "paper_", "testbed", "half_width", "mde", "n_seeds", "n_questions",
@@ -351,10 +352,11 @@ def unit(metric: str) -> str:
 
 
 def forest(ax, rows: pd.DataFrame, band: bool = True, right: float | None = None) -> None:
-    """Each row's 95% interval and estimate at its ``y`` in its ``color``; its ``paper`` number a hollow diamond (past
-    ``right``: an arrow and the value); the +-1 no-effect band in grey where ``band``."""
+    """Each row's 95% interval (as :func:`shown`: cut at its ``metric``'s bounds) and estimate at its ``y`` in its
+    ``color``; its ``paper`` number a hollow diamond (past ``right``: an arrow and the value); the +-1 no-effect band
+    in grey where ``band``."""
     for r in rows.itertuples():
-        ax.plot([r.ci_low, r.ci_high], [r.y, r.y], color=r.color, lw=2.2)
+        ax.plot(shown(r._asdict()), [r.y, r.y], color=r.color, lw=2.2)
         ax.plot(r.estimate, r.y, "o", color=r.color)
         if r.paper is None or pd.isna(r.paper):
             continue
@@ -409,9 +411,11 @@ def _write(out_dir: str | Path, name: str, table: pd.DataFrame, md: str, fig) ->
 
 
 def render(entries: Sequence[dict], out_dir: str | Path, name: str = "claims_scorecard") -> dict[str, Path]:
-    """Write the scorecard (Markdown, CSV) and its figure (PNG, PDF) under ``out_dir``; returns the paths."""
+    """Write the scorecard (Markdown, CSV) and its figure (PNG, PDF) under ``out_dir``; returns the paths. The
+    Markdown says below the table which intervals it shows cut at their bounds, and why (:func:`cut_words`)."""
     table = scorecard(entries)
-    return _write(out_dir, name, table, table.to_markdown(index=False, floatfmt=".1f"), scorecard_figure(entries))
+    md = table.to_markdown(index=False, floatfmt=".1f") + "".join(f"\n\n{w}" for w in [cut_words(entries)] if w)
+    return _write(out_dir, name, table, md, scorecard_figure(entries))
 
 
 def bounds(metric: str) -> tuple[float, float] | None:
@@ -425,12 +429,30 @@ def bounds(metric: str) -> tuple[float, float] | None:
     return -half, half
 
 
+#: Why an interval is shown cut, in the words of the results page and the scorecard.
+BOUND_WORDS = ("An interval that the small-sample widening carries past what its quantity can take (a difference of "
+               "two accuracies cannot pass +-100 points) is shown cut at the bound.")
+
+
 def shown(e: dict) -> tuple[float, float]:
     """An entry's 95% interval as shown: the committed one, cut at its quantity's :func:`bounds` (the bootstrap's
-    small-sample ``t / z`` widening can carry it past what the quantity can take; the committed numbers are kept)."""
+    small-sample ``t / z`` widening can carry it past what the quantity can take; the committed numbers are kept).
+    Every table, page and forest plot of an interval shows it through this function."""
     lo, hi = e["ci_low"], e["ci_high"]
-    b = bounds(e.get("metric", ""))
+    metric = e.get("metric")
+    b = bounds(metric) if isinstance(metric, str) else None
     return (lo, hi) if b is None else (max(lo, b[0]), min(hi, b[1]))
+
+
+def cut_words(entries: Sequence[dict]) -> str:
+    """:data:`BOUND_WORDS` and the entries whose interval :func:`shown` cuts, with the committed interval; "" where
+    none is cut."""
+    cut = [f"{e['id']} ({e['regime']}), committed as [{e['ci_low']:+.1f}, {e['ci_high']:+.1f}]" for e in entries
+           if shown(e) != (e["ci_low"], e["ci_high"])]
+    if not cut:
+        return ""
+    return (f"{BOUND_WORDS} This table and its figure cut {' and '.join(cut)}; the analysis file keeps the committed "
+            "numbers.")  # (not prose.join_words: every figure of this module would depend on that module's code)
 
 
 def interval(e: dict) -> str:

@@ -358,6 +358,10 @@ TABLES = {"claims_seeds": "claims_seeds.csv", "power_shortfall": "power_shortfal
           "heldout_transfer": "heldout_transfer.csv", "reward_noise": "reward_noise.csv"}
 #: The file beside them naming the inputs they were computed from.
 MANIFEST = "tables.json"
+#: The figures :func:`render_results` draws, each from the table of :data:`TABLES` of its name (None: not drawn).
+RESULT_FIGURES = {"advantage_dynamics": advantage_dynamics_figure, "base_bands": band_accuracy_figure,
+                  "selection_errors": selection_errors_figure, "heldout_transfer": transfer_figure,
+                  "reward_noise": reward_noise_figure}
 
 
 def tables_key(runs_dir: str | Path, entries: Sequence[dict]) -> str:
@@ -423,10 +427,7 @@ def render_results(entries: Sequence[dict], runs_dir: str | Path, out_dir: str |
     if not t["pseudo_labels"].empty:
         paths["labels.md"] = out_dir / "pseudo_labels.md"
         paths["labels.md"].write_text(pseudo_label_drift(t["pseudo_labels"]).to_markdown(index=False, floatfmt=".3f") + "\n")
-    figures = {"advantage_dynamics": advantage_dynamics_figure, "base_bands": band_accuracy_figure,
-               "selection_errors": selection_errors_figure, "heldout_transfer": transfer_figure,
-               "reward_noise": reward_noise_figure}
-    for name, draw in figures.items():
+    for name, draw in RESULT_FIGURES.items():
         if (fig := draw(t[name])) is not None:
             paths.update({f"{name}.{k}": p for k, p in save_figure(fig, out_dir, name).items()})
             plt.close(fig)

@@ -148,7 +148,8 @@ def decided_figure(table: pd.DataFrame, title: str):
     forest(ax, t)
     ax.set_yticks(t.y, [f"{w} ({g})" for w, g in zip(t["what"], t["regime"])])
     ax.set_xlabel("difference in pass@1, points (dot and bar: testbed and 95% interval; diamond: the paper)")
-    legend(ax, {v: c for v, c in VERDICT_COLORS.items() if v in set(t.verdict)}, ncol=1, loc="lower right")
+    legend(ax, {v: c for v, c in VERDICT_COLORS.items() if v in set(t.verdict)}, ncol=1, loc="center left",
+           bbox_to_anchor=(1.0, 0.5))  # beside the rows: a row's interval can reach any x
     ax.set_title(title)
     fig.tight_layout()
     return fig

@@ -21,7 +21,7 @@ import pandas as pd
 from ddrl.analysis import problems_from_groups, reward_signal
 from ddrl.report.stats import NO_EFFECT_MARGIN
 from ddrl.study import strength as ST
-from ddrl.study.claims import FLOOR_NOTE, VERDICT_COLORS, claim_name, forest, interval, legend, validate
+from ddrl.study.claims import BOUND_WORDS, FLOOR_NOTE, VERDICT_COLORS, claim_name, forest, interval, legend, validate
 from ddrl.study.designs import DESIGNS, REWARD_RUNS, STAGE3_BUDGET_H
 from ddrl.study.plan import BANDS_64, RESULTS, SAME_BASE, csv_path
 
@@ -428,8 +428,7 @@ STRENGTH_WORDS = (
     "M1, the companion's own claims, the real LLM's samples, other builds). The confirmatory entries not at the "
     "floor form one family: each entry's p-value read from the same bootstrap draws as its interval, adjusted by "
     "Benjamini-Hochberg (false discovery rate 5%); *survives BH* / *does not survive BH* say whether its verdict "
-    "holds after that. An interval that the small-sample widening carries past what its quantity can take (a "
-    "difference of two accuracies cannot pass +-100 points) is shown cut at the bound.")
+    "holds after that. " + BOUND_WORDS)
 
 
 def standing_lines(by: dict, rows: dict | None = None) -> list[str]:
