@@ -15,6 +15,7 @@ import jupytext
 import nbformat
 import pytest
 from conftest import REPO
+from ddrl.report.legibility import run_findings
 
 NOTEBOOKS = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
@@ -78,21 +79,6 @@ def test_smoke_run_produces_metrics_and_artifacts(smoke_run, path):
     assert any("image/png" in o.get("data", {}) for o in outputs), f"{path.stem}: no figure in the executed notebook"
 
 
-def legibility_findings(notebook_dir, stem: str) -> dict[str, list[str]]:
-    """Issue 95: the figures of one notebook's run (``<notebook_dir>/figures/*.png``) whose text boxes overlap or whose
-    legend covers data, as its Reporter recorded them (``artifacts/<stem>.legibility.jsonl``: drawn and checked, or
-    copied from a store with the findings of when they were drawn); a figure saved with no record is a finding too."""
-    log = notebook_dir / "artifacts" / f"{stem}.legibility.jsonl"
-    if not log.is_file():
-        return {"(the notebook)": [f"{log} is missing: its Reporter recorded no legibility check"]}
-    checked = {r["name"]: r for r in map(json.loads, log.read_text().splitlines())}
-    out = {n: r["overlaps"] + r["legend_on_data"] for n, r in checked.items() if r["overlaps"] or r["legend_on_data"]}
-    for png in sorted((notebook_dir / "figures").glob("*.png")):
-        if png.stem not in checked:
-            out[png.stem] = ["saved without a legibility check (save it through Reporter.figure or Reporter.draw)"]
-    return out
-
-
 def test_legibility_findings_name_overlaps_legends_on_data_and_unchecked_figures(tmp_path):
     """The smoke batch's check on a planted notebook folder: a real figure with two texts on one spot, drawn through
     the Reporter, is named with its texts; a figure saved beside it without the Reporter, and a missing log, too."""
@@ -112,11 +98,11 @@ def test_legibility_findings_name_overlaps_legends_on_data_and_unchecked_figures
     ax.text(0.5, 0.5, "one note")
     ax.text(0.5, 0.5, "another note")
     rep.figure(fig, "crowded")
-    assert legibility_findings(tmp_path, "nb") == {"crowded": ["'one note' overlaps 'another note'"]}
+    assert run_findings(tmp_path, "nb") == {"crowded": ["'one note' overlaps 'another note'"]}
     save_figure(fig, tmp_path / "figures", "by_hand")
-    assert list(legibility_findings(tmp_path, "nb")) == ["crowded", "by_hand"]
+    assert list(run_findings(tmp_path, "nb")) == ["crowded", "by_hand"]
     plt.close("all")
-    assert "is missing" in legibility_findings(tmp_path, "other")["(the notebook)"][0]
+    assert "is missing" in run_findings(tmp_path, "other")["(the notebook)"][0]
 
 
 @pytest.mark.e2e
@@ -124,7 +110,7 @@ def test_legibility_findings_name_overlaps_legends_on_data_and_unchecked_figures
 def test_smoke_run_figures_are_legible(smoke_run, path):
     """Every figure each notebook draws on the smoke preset's data has no overlapping text and no legend on its data
     (ddrl.report.legibility, as matplotlib lays the figure out)."""
-    bad = legibility_findings(smoke_run / path.stem, path.stem)
+    bad = run_findings(smoke_run / path.stem, path.stem)
     assert not bad, f"{path.stem}: figures with overlapping text or a legend on the data (fix the drawing code): {bad}"
 
 

@@ -124,6 +124,9 @@ def executed(tmp_path):
     manifest = {"notebooks": {"01_demo": {"git_sha": "abc" * 13 + "a", "seconds": 3.0,
                                           "parameters": {"preset": "default"}}}}
     (out / "manifest.json").write_text(json.dumps(manifest))
+    (out / "01_demo" / "artifacts").mkdir(parents=True)  # its Reporter's legibility log: one clean figure
+    (out / "01_demo" / "artifacts" / "01_demo.legibility.jsonl").write_text(
+        json.dumps({"name": "curve", "overlaps": [], "legend_on_data": []}) + "\n")
     return src, out
 
 
@@ -145,6 +148,8 @@ def test_check_accepts_a_current_run_and_slims_it(executed):
     ("other preset", "executed on preset 'smoke', not 'default'"),
     ("missing notebook", "not executed in"),
     ("stale code", "code cell 2 differs from notebooks/01_demo.py"),
+    ("illegible figure", "01_demo: figure curve is not legible: 'a' overlaps 'b'"),
+    ("no legibility log", "01_demo.legibility.jsonl is missing"),
 ])
 def test_check_refuses_naming_the_problem(executed, problem, expected):
     src, out = executed
@@ -161,6 +166,11 @@ def test_check_refuses_naming_the_problem(executed, problem, expected):
         (out / "01_demo.ipynb").unlink()
     elif problem == "stale code":
         nbformat.write(executed_copy(src, "01_demo", code_edit="print(n + 3)"), out / "01_demo.ipynb")
+    elif problem == "illegible figure":
+        (out / "01_demo" / "artifacts" / "01_demo.legibility.jsonl").write_text(
+            json.dumps({"name": "curve", "overlaps": ["'a' overlaps 'b'"], "legend_on_data": []}) + "\n")
+    elif problem == "no legibility log":
+        (out / "01_demo" / "artifacts" / "01_demo.legibility.jsonl").unlink()
     with pytest.raises(publish.PublishError, match=re.escape(expected)):
         publish.check_executed(out, "default", sha, ["01_demo"], src)
 

@@ -9,11 +9,15 @@ names the legends that sit on an axes' lines or markers (a softer finding: "clea
 in ``artifacts/<notebook>.legibility.jsonl``; a stored figure (:mod:`ddrl.report.figure_store`) keeps the findings of
 when it was drawn in its entry, and a render that copies it records those. ``tests/test_study.py`` draws every figure
 of notebook 06 (the committed ones, ``docs/results/``), ``tests/test_notebooks.py`` reads the logs of the smoke batch
-of every notebook, and ``tests/test_study_figures.py`` draws the committed figures no notebook draws: each fails on
+of every notebook (:func:`run_findings`, which ``make publish`` also asks of the batch it publishes), and
+``tests/test_study_figures.py`` draws the committed figures no notebook draws: each fails on
 an overlap or a legend on the data, naming the figure and the texts.
 """
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import numpy as np
 from matplotlib.text import Text
@@ -172,3 +176,20 @@ def spread(fig, texts, step: float = 2.0, rounds: int = 100) -> None:
             for k, sign in ((hi, 1), (lo, -1)):
                 x, y = texts[k].xyann
                 texts[k].xyann = (x, y + sign * step / 2)
+
+
+def run_findings(notebook_dir: str | Path, stem: str) -> dict[str, list[str]]:
+    """The figures of one notebook's run (``<notebook_dir>/figures/*.png``) whose text boxes overlap or whose legend
+    covers data, as its Reporter recorded them (``artifacts/<stem>.legibility.jsonl``: drawn and checked, or copied
+    from a store with the findings of when they were drawn); a figure saved with no record is a finding too, and so
+    is a missing log. ``{}``: every figure of the run is legible."""
+    notebook_dir = Path(notebook_dir)
+    log = notebook_dir / "artifacts" / f"{stem}.legibility.jsonl"
+    if not log.is_file():
+        return {"(the notebook)": [f"{log} is missing: its Reporter recorded no legibility check"]}
+    checked = {r["name"]: r for r in map(json.loads, log.read_text().splitlines())}
+    out = {n: r["overlaps"] + r["legend_on_data"] for n, r in checked.items() if r["overlaps"] or r["legend_on_data"]}
+    for png in sorted((notebook_dir / "figures").glob("*.png")):
+        if png.stem not in checked:
+            out[png.stem] = ["saved without a legibility check (save it through Reporter.figure or Reporter.draw)"]
+    return out

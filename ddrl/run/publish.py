@@ -30,6 +30,7 @@ import nbformat
 from PIL import Image
 
 from ddrl.infra.storage import REPO, atomic_write_bytes, git_sha
+from ddrl.report.legibility import run_findings
 
 SOURCE_DIR = REPO / "notebooks"
 PUBLISHED_DIR = REPO / "docs" / "notebooks"
@@ -77,8 +78,9 @@ def stale_cells(stem: str, nb, source_dir: Path = SOURCE_DIR) -> str | None:
 def check_executed(out_dir: Path, preset: str, sha: str | None, stems: list[str],
                    source_dir: Path = SOURCE_DIR) -> dict[str, dict]:
     """The manifest entries of ``out_dir`` (``make reproduce``'s output) for every notebook of ``stems``, after
-    checking each: executed file present, run at commit ``sha`` on ``preset``, code equal to the source. Every
-    problem is collected and raised as one :class:`PublishError` before anything is written."""
+    checking each: executed file present, run at commit ``sha`` on ``preset``, code equal to the source, every figure
+    of its run legible (:func:`ddrl.report.legibility.run_findings`). Every problem is collected and raised as one
+    :class:`PublishError` before anything is written."""
 
     manifest_path = out_dir / "manifest.json"
     if not manifest_path.is_file():
@@ -100,6 +102,8 @@ def check_executed(out_dir: Path, preset: str, sha: str | None, stems: list[str]
         stale = stale_cells(stem, nbformat.read(executed, as_version=4), source_dir)
         if stale:
             problems.append(f"{stem}: {stale}")
+        for figure, found in run_findings(out_dir / stem, stem).items():
+            problems.append(f"{stem}: figure {figure} is not legible: {'; '.join(found)}")
         entries[stem] = run
     if problems:
         raise PublishError("nothing published; rerun `make reproduce PRESET=" + preset + "`:\n  " + "\n  ".join(problems))
