@@ -171,6 +171,20 @@ def test_committed_study_tables_equal_a_fresh_computation():
         pd.testing.assert_frame_equal(got[name], want[name], check_dtype=False, obj=name)
 
 
+def test_stage3_runs_are_neither_read_nor_keyed_by_the_claims_studys_tables(tmp_path):
+    """Stage 3's runs are committed beside the claims study's: adding one leaves the tables' key as it was (so the
+    committed tables stay current), while a change to a claims-study run moves it."""
+    runs = tmp_path / "runs" / "amc_like"
+    runs.mkdir(parents=True)
+    (runs / "ttrl-seed00.csv.gz").write_bytes(b"one")
+    before = F.tables_key(tmp_path / "runs", [])
+    (runs / "soft_vote-seed00.csv.gz").write_bytes(b"two")
+    (runs / "soft_vote-seed00-steps.csv.gz").write_bytes(b"three")
+    assert F.tables_key(tmp_path / "runs", []) == before
+    (runs / "ttrl-seed00.csv.gz").write_bytes(b"changed")
+    assert F.tables_key(tmp_path / "runs", []) != before
+
+
 def test_the_committed_shortfall_page_is_the_committed_claims():
     """docs/results/power_shortfall.md is the page of the committed shortfall table (recomputed by the slow test)."""
     from conftest import REPO

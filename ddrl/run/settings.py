@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ddrl.run.params import ParameterError, check_parameters
+
 #: Where the model and the questions come from, and the hardware (every notebook that samples or trains).
 SOURCE: dict[str, Any] = {
     "model": "testbed",  # "testbed" (the model of testbed_preset), a Hugging Face id, a ddrl.models preset or a directory
@@ -86,8 +88,6 @@ def notebook_settings(notebook: str, settings: dict | None = None, **shown: Any)
     ``settings`` parameter), then the values its cell ``shown`` passes, checked by :mod:`ddrl.run.params`'s rules
     (one by one, then together). A name that is not one of the notebook's settings, or a shown name given again in
     ``settings``, is a :class:`~ddrl.run.params.ParameterError` naming it and the valid settings."""
-    from ddrl.run.params import ParameterError, check_parameters
-
     defaults = settings_of(notebook)
     settings = {} if settings is None else settings
     if not isinstance(settings, dict):
@@ -116,8 +116,6 @@ def nest(notebook: str, params: dict) -> dict:
 def flatten(values: dict, where: str) -> dict:
     """``values`` (a preset file's or the ``-p`` overrides) with a ``settings`` mapping spread into flat names, as the
     runner checks them; a setting given both ways is a :class:`~ddrl.run.params.ParameterError` naming ``where``."""
-    from ddrl.run.params import ParameterError
-
     if "settings" not in values:
         return dict(values)
     inner = values["settings"]

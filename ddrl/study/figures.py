@@ -27,7 +27,7 @@ from ddrl.study.analysis import (BAND_NAMES, SHORTFALL_MAX_QUESTIONS, SHORTFALL_
                                  run_levels, seed_directions, selection_errors, study_inputs)
 from ddrl.study.plan import (BANDS_64, COR_LR10, COR_ONLY, HELDOUT_X, MATH500_768, NO_RL, REAL, SAME_BASE, SMALL_LR,
                              STAGE1_METHODS, THREE, WIDE_OUT)
-from ddrl.study.designs import DESIGNS, WIDE_ARMS, Design, _panels
+from ddrl.study.designs import DESIGNS, REWARD_RUNS, WIDE_ARMS, Design, _panels
 
 #: Answer-count bins (of 64): finer than F1-F3's bands, with their edges.
 COUNT_BINS_64 = ((1, 1), (2, 5), (6, 14), (15, 24), (25, 34), (35, 44), (45, 54), (55, 64))
@@ -364,11 +364,17 @@ RESULT_FIGURES = {"advantage_dynamics": advantage_dynamics_figure, "base_bands":
                   "reward_noise": reward_noise_figure}
 
 
+def _stage3_run(path: Path) -> bool:
+    """Whether a CSV is one of Stage 3's label-free reward runs (its own analysis reads them, ``results/rewards/``)."""
+    return path.name.split("-seed")[0] in REWARD_RUNS
+
+
 def tables_key(runs_dir: str | Path, entries: Sequence[dict]) -> str:
-    """A sha256 of ``entries`` and every input file's path and bytes; not the code (a test recomputes the tables)."""
+    """A sha256 of ``entries`` and every input file's path and bytes; not the code (a test recomputes the tables).
+    The claims study's tables read its own runs: Stage 3's runs, committed beside them, are neither read nor keyed."""
     root = Path(runs_dir)
-    return content_key({"entries": list(entries),
-                        "files": [(p.relative_to(root).as_posix(), sha256_file(p)) for p in study_inputs(root)]})
+    return content_key({"entries": list(entries), "files": [(p.relative_to(root).as_posix(), sha256_file(p))
+                                                            for p in study_inputs(root) if not _stage3_run(p)]})
 
 
 def study_tables(runs_dir: str | Path, entries: Sequence[dict]) -> dict[str, pd.DataFrame]:
@@ -377,7 +383,10 @@ def study_tables(runs_dir: str | Path, entries: Sequence[dict]) -> dict[str, pd.
 
 
 def _load(runs_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    return load_questions(runs_dir), load_steps(runs_dir), load_base(runs_dir)[0], load_base(runs_dir, REAL)[0]
+    """The runs the tables read: every committed run but Stage 3's (:func:`tables_key`), and the base rollouts."""
+    questions, steps = load_questions(runs_dir), load_steps(runs_dir)
+    questions, steps = (df[~df["method"].isin(REWARD_RUNS)] for df in (questions, steps))
+    return questions, steps, load_base(runs_dir)[0], load_base(runs_dir, REAL)[0]
 
 
 def tables_from(questions: pd.DataFrame, steps: pd.DataFrame, groups: pd.DataFrame, real: pd.DataFrame,
