@@ -31,6 +31,7 @@ from PIL import Image
 
 from ddrl.infra.storage import REPO, atomic_write_bytes, git_sha
 from ddrl.report.legibility import run_findings
+from ddrl.run.reproduce import notebook_dir
 
 SOURCE_DIR = REPO / "notebooks"
 PUBLISHED_DIR = REPO / "docs" / "notebooks"
@@ -102,7 +103,7 @@ def check_executed(out_dir: Path, preset: str, sha: str | None, stems: list[str]
         stale = stale_cells(stem, nbformat.read(executed, as_version=4), source_dir)
         if stale:
             problems.append(f"{stem}: {stale}")
-        for figure, found in run_findings(out_dir / stem, stem).items():
+        for figure, found in run_findings(notebook_dir(out_dir, stem), stem).items():
             problems.append(f"{stem}: figure {figure} is not legible: {'; '.join(found)}")
         entries[stem] = run
     if problems:

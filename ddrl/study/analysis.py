@@ -23,9 +23,16 @@ from ddrl.study.plan import (BANDS_64, BASE, CSV, HELDOUT_X, NO_RL, PAIRED, QUES
 # --- Reading the results ----------------------------------------------------------------------------------
 
 
-def method_csvs(out_dir: str | Path, names: str = "*/*") -> list[Path]:
-    """Every method CSV under ``out_dir`` (or those named ``<names>-seed*``), sorted; not step, base or H1x ones."""
-    return sorted(p for p in Path(out_dir).glob(f"{names}-seed*{CSV}") if not p.name.endswith(f"-steps{CSV}"))
+def _kept(path: Path, skip: Sequence[str]) -> bool:
+    """Whether a run's CSV is not one of ``skip``'s methods (its name is read only when there is something to skip)."""
+    return not skip or csv_method_seed(path)[0] not in skip
+
+
+def method_csvs(out_dir: str | Path, names: str = "*/*", skip: Sequence[str] = ()) -> list[Path]:
+    """Every method CSV under ``out_dir`` (or those named ``<names>-seed*``), sorted; not step, base or H1x ones, nor
+    those of the methods in ``skip``."""
+    return sorted(p for p in Path(out_dir).glob(f"{names}-seed*{CSV}")
+                  if not p.name.endswith(f"-steps{CSV}") and _kept(p, skip))
 
 
 def same_as_registered(adapted: pd.DataFrame, registered: Path) -> bool | None:
@@ -41,16 +48,17 @@ def heldout_x_csvs(out_dir: str | Path) -> list[Path]:
     return sorted(Path(out_dir, HELDOUT_X).glob(f"*/*-seed*{CSV}"))
 
 
-def load_questions(out_dir: str | Path) -> pd.DataFrame:
-    """Every method CSV under ``out_dir`` as one long table, H1x's (split ``heldout_x``) included."""
-    files = method_csvs(out_dir) + heldout_x_csvs(out_dir)
+def load_questions(out_dir: str | Path, skip: Sequence[str] = ()) -> pd.DataFrame:
+    """Every method CSV under ``out_dir`` (but those of the methods in ``skip``) as one long table, H1x's (split
+    ``heldout_x``) included."""
+    files = method_csvs(out_dir, skip=skip) + heldout_x_csvs(out_dir)
     if not files:
         return pd.DataFrame(columns=list(QUESTION_COLUMNS))
     return pd.concat([pd.read_csv(p, dtype={"question": str}) for p in files], ignore_index=True)
 
 
-def step_csvs(out_dir: str | Path) -> list[Path]:
-    return sorted(Path(out_dir).glob(f"*/*-steps{CSV}"))
+def step_csvs(out_dir: str | Path, skip: Sequence[str] = ()) -> list[Path]:
+    return sorted(p for p in Path(out_dir).glob(f"*/*-steps{CSV}") if _kept(p, skip))
 
 
 def base_csvs(out_dir: str | Path, folder: str = BASE) -> dict[str, list[Path]]:
@@ -58,15 +66,15 @@ def base_csvs(out_dir: str | Path, folder: str = BASE) -> dict[str, list[Path]]:
     return {kind: sorted((Path(out_dir) / folder).glob(f"*/seed*-{kind}.csv")) for kind in ("groups", "g1")}
 
 
-def study_inputs(out_dir: str | Path) -> list[Path]:
-    """Every file under ``out_dir`` the study's derived tables read."""
+def study_inputs(out_dir: str | Path, skip: Sequence[str] = ()) -> list[Path]:
+    """Every file under ``out_dir`` the study's derived tables read (the runs of the methods in ``skip`` left out)."""
     base = base_csvs(out_dir)
-    return (method_csvs(out_dir) + heldout_x_csvs(out_dir) + step_csvs(out_dir) + base["groups"] + base["g1"]
-            + base_csvs(out_dir, REAL)["groups"])
+    return (method_csvs(out_dir, skip=skip) + heldout_x_csvs(out_dir) + step_csvs(out_dir, skip) + base["groups"]
+            + base["g1"] + base_csvs(out_dir, REAL)["groups"])
 
 
-def load_steps(out_dir: str | Path) -> pd.DataFrame:
-    files = step_csvs(out_dir)
+def load_steps(out_dir: str | Path, skip: Sequence[str] = ()) -> pd.DataFrame:
+    files = step_csvs(out_dir, skip)
     if not files:
         return pd.DataFrame(columns=["regime", "method", "seed", *STEP_COLUMNS, "phase"])
     return pd.concat([pd.read_csv(p) for p in files], ignore_index=True)

@@ -364,17 +364,16 @@ RESULT_FIGURES = {"advantage_dynamics": advantage_dynamics_figure, "base_bands":
                   "reward_noise": reward_noise_figure}
 
 
-def _stage3_run(path: Path) -> bool:
-    """Whether a CSV is one of Stage 3's label-free reward runs (its own analysis reads them, ``results/rewards/``)."""
-    return path.name.split("-seed")[0] in REWARD_RUNS
+#: Methods whose runs, committed beside the claims study's, its tables neither read nor key: Stage 3's label-free
+#: rewards (their own analysis reads them, ``results/rewards/``).
+NOT_READ = REWARD_RUNS
 
 
 def tables_key(runs_dir: str | Path, entries: Sequence[dict]) -> str:
-    """A sha256 of ``entries`` and every input file's path and bytes; not the code (a test recomputes the tables).
-    The claims study's tables read its own runs: Stage 3's runs, committed beside them, are neither read nor keyed."""
+    """A sha256 of ``entries`` and every input file's path and bytes; not the code (a test recomputes the tables)."""
     root = Path(runs_dir)
-    return content_key({"entries": list(entries), "files": [(p.relative_to(root).as_posix(), sha256_file(p))
-                                                            for p in study_inputs(root) if not _stage3_run(p)]})
+    files = [(p.relative_to(root).as_posix(), sha256_file(p)) for p in study_inputs(root, NOT_READ)]
+    return content_key({"entries": list(entries), "files": files})
 
 
 def study_tables(runs_dir: str | Path, entries: Sequence[dict]) -> dict[str, pd.DataFrame]:
@@ -383,10 +382,9 @@ def study_tables(runs_dir: str | Path, entries: Sequence[dict]) -> dict[str, pd.
 
 
 def _load(runs_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """The runs the tables read: every committed run but Stage 3's (:func:`tables_key`), and the base rollouts."""
-    questions, steps = load_questions(runs_dir), load_steps(runs_dir)
-    questions, steps = (df[~df["method"].isin(REWARD_RUNS)] for df in (questions, steps))
-    return questions, steps, load_base(runs_dir)[0], load_base(runs_dir, REAL)[0]
+    """The files of :func:`tables_key`, read: every committed run but :data:`NOT_READ`'s, and the base rollouts."""
+    return (load_questions(runs_dir, NOT_READ), load_steps(runs_dir, NOT_READ), load_base(runs_dir)[0],
+            load_base(runs_dir, REAL)[0])
 
 
 def tables_from(questions: pd.DataFrame, steps: pd.DataFrame, groups: pd.DataFrame, real: pd.DataFrame,
