@@ -151,3 +151,82 @@ def test_the_results_pages_reward_section_counts_the_committed_runs(tmp_path):
                   "cor_seconds": [0.0] * 2}).to_csv(tmp_path / "runs" / "amc_like" / "random_reward-seed00.csv.gz")
     text = " ".join(" ".join(page.rewards_lines(tmp_path)).split())
     assert "**Not decided yet: 1 of the 120 registered runs" in text and "(1.0 of its 20 worker-hours spent)" in text
+
+
+def _synthetic_stage3(root, regime="amc_like", seeds=range(10), n_q=64, shift=None):
+    """SYNTHETIC runs of Stage 3's seven arms in ``regime``: pass@1 = a question's level + the method's shift + noise."""
+    from ddrl.study.designs import REWARD_RUNS
+    from ddrl.study.plan import csv_path
+
+    rng = np.random.default_rng(0)
+    level = rng.uniform(0, 1, n_q)
+    for m in ("no_adaptation", "ttrl", "ddrl", *REWARD_RUNS):
+        for s in seeds:
+            p = np.clip(level + (shift or {}).get(m, 0) + rng.normal(0, 0.1, n_q), 0, 1)
+            path = csv_path(root / "runs", regime, m, s)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            pd.DataFrame({"regime": regime, "method": m, "seed": s, "split": "adapted", "question": range(n_q),
+                          "pass@1": p, "eval_seconds": 1.0, "rl_seconds": 2.0, "cor_seconds": 0.0}).to_csv(path, index=False)
+
+
+def test_stage3s_analysis_page_and_live_recomputation_follow_the_entries(tmp_path):
+    """On SYNTHETIC runs (TTRL and DDRL 5 points above the others): the registered analysis decides the 13 entries
+    with their p-values; the results page states each verdict from the committed analysis, in its words (a verdict
+    edited in the file changes the sentence); notebook 07's live recomputation equals the committed analysis, and
+    names an entry whose committed number was moved."""
+    import json
+
+    from ddrl.study import designs as D
+    from ddrl.study import lesson as L
+    from ddrl.study import page, runner
+    from ddrl.study.claims import interval
+    from ddrl.study.plan import RESULTS
+
+    _synthetic_stage3(tmp_path, shift={"ttrl": 0.05, "ddrl": 0.05})
+    (tmp_path / "runs" / "base").mkdir()
+    (tmp_path / "runs" / "base" / "amc_like").symlink_to(RESULTS / "runs" / "base" / "amc_like")
+    d = D.DESIGNS["rewards_amc"]
+    res = runner.analyse(d, tmp_path / "runs", n_boot=1000)
+    assert [e["id"] for e in res["entries"]] == list(D.REWARD_CLAIMS) and set(res["p"]) == set(D.REWARD_CLAIMS)
+    by = {e["id"]: e for e in res["entries"]}
+    assert by["L0"]["verdict"] == "reproduced" and by["L1g"]["verdict"] == "contradicted"
+    out = tmp_path / "rewards" / "rewards_amc.json"
+    out.parent.mkdir()
+    out.write_text(json.dumps(res))
+
+    text = " ".join(" ".join(page.rewards_lines(tmp_path)).split())
+    assert f"TTRL beats a random reward (L0): it holds in AMC-like ({interval(by['L0'])})" in text
+    assert "(1 of 3 regimes analysed; 40 of the 120 runs" in text and "waits for all three regimes" in text
+    assert "Each reward against TTRL (L1) or DDRL (L2), 8 entries: 0 favour the reward; 8 favour the vote's method" in text
+    res["entries"][0]["verdict"] = "contradicted"
+    out.write_text(json.dumps(res))
+    assert "TTRL beats a random reward (L0): the opposite holds in AMC-like" in " ".join(page.rewards_lines(tmp_path))
+
+    res["entries"][0]["verdict"] = "reproduced"
+    res["entries"][1]["estimate"] += 0.01
+    out.write_text(json.dumps(res))
+    table, live, rows = L.stage3_decided([d], tmp_path, n_boot=1000)
+    assert table["as committed"].tolist() == ["yes (rewards_amc)"] + ["NO (rewards_amc)"] + ["yes (rewards_amc)"] * 11
+    assert table.loc[0, "marks"] == "confirmatory, survives Holm" and len(rows) == 13
+    assert L.reward_answer(live, rows)[-1].startswith("Holm's correction over the stage's 13 entries:")
+    shown = L.show_stage3(table)
+    assert shown.loc[0, "testbed (points, 95%)"] == interval(by["L0"]) and shown.loc[0, "MDE"] == ""
+    assert (shown["MDE"] != "").sum() == (table["verdict"] == "not resolved").sum()
+    fig = L.stage3_figure(table)
+    from ddrl.report.legibility import findings
+    assert not any(findings(fig).values()), findings(fig)
+
+
+def test_stage3s_minimum_detectable_effects_are_the_plans():
+    """STAGE3_MDE is the last column of results/plan.md's Stage 3 power table (item 3), regime by regime."""
+    import re
+
+    from ddrl.study.designs import STAGE3_MDE
+    from ddrl.study.plan import RESULTS
+
+    plan = (RESULTS / "plan.md").read_text()
+    stage = plan[plan.index("## Stage 3, registered"):]
+    rows = re.findall(r"^ *\| (\w+) \| (L0-L2|L3) \(as \w+\) \|.*\| ([\d.]+) \|$", stage, flags=re.M)
+    assert len(rows) == 6
+    assert {(g, w): float(v) for g, w, v in rows} == {(g, w): v for g, (a, b) in STAGE3_MDE.items()
+                                                        for w, v in (("L0-L2", a), ("L3", b))}

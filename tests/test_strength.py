@@ -99,3 +99,28 @@ def test_the_committed_correction_is_the_confirmatory_family_of_the_committed_cl
             assert r["p"] < 0.05 + 2 / (data["n_boot"] + 1), r  # the interval decided at 95%
     s = ST.summary(ST.load())
     assert s["confirmatory"] == len(claims) and s["floor"] == len(floors) and 0 < s["survive_holm"] <= s["survive"]
+
+
+def test_stage3s_family_is_corrected_by_holm_from_each_entrys_own_draws():
+    """Stage 3 (plan item 4): each entry's p comes from the draws of its interval (a matrix that is not the entry's
+    is refused), Holm runs over every entry of the stage's regimes, and a decided verdict survives iff Holm's p is
+    below 0.05. SYNTHETIC matrices: one clear effect, one too noisy to resolve."""
+    from ddrl.study.claims import amendment_entry
+
+    rng = np.random.default_rng(3)
+    clear, null = 4 + rng.normal(0, 3, (10, 64)), rng.normal(0.5, 25, (10, 64))
+    e1 = amendment_entry("L0", "amc_like", "c", "adapted pass@1, a - b [points]", "ttrl", "random_reward", clear)
+    e2 = amendment_entry("L1r", "amc_like", "c", "adapted pass@1, a - b [points]", "random_reward", "ttrl", null)
+    p1, p2 = ST.entry_p(e1, clear), ST.entry_p(e2, null)
+    assert (e1["verdict"], e2["verdict"]) == ("reproduced", "not resolved") and p1 < 0.05 <= p2
+    with pytest.raises(ValueError, match="L0 amc_like: the draws give"):
+        ST.entry_p(e1, null)
+    rows = ST.stage_correction([{"entries": [e1, e2], "p": {"L0": p1, "L1r": p2}}])
+    assert rows["L0", "amc_like"]["p_holm"] == pytest.approx(min(1, 2 * min(p1, p2)))
+    assert rows["L0", "amc_like"]["survives"] is True
+    assert rows["L1r", "amc_like"]["survives"] is None  # not resolved: nothing to lose
+    assert ST.stage_marks(e1, rows) == ["confirmatory, survives Holm"] and ST.stage_marks(e2, rows) == ["confirmatory"]
+    weak = ST.stage_correction([{"entries": [e1, e2], "p": {"L0": 0.03, "L1r": 0.5}}])  # 2 x 0.03 > 0.05
+    assert ST.stage_marks(e1, weak) == ["confirmatory, does not survive Holm"]
+    with pytest.raises(ValueError, match="entry L1r has no p-value"):
+        ST.stage_correction([{"entries": [e1, e2], "p": {"L0": p1}}])

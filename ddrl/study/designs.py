@@ -140,12 +140,15 @@ REWARD_RUNS = ("random_reward", "gated_vote", "soft_vote", "neg_entropy")
 REWARDS_OUT = RESULTS / "rewards"
 #: Stage 3's registered budget (plan, Stage 3 item 5): CPU worker-hours, as its runs' CSV time columns sum them.
 STAGE3_BUDGET_H = 20
+#: Stage 3's minimum detectable effects at its 10 seeds, 80% power (plan Stage 3 item 3): regime -> (L0-L2, L3), points
+STAGE3_MDE = {"amc_like": (3.08, 5.53), "amc_like_small_lr": (3.04, 3.95), "math500_like_small_lr": (2.66, 1.45)}
 _REWARD_X = dict(zip(REWARD_RUNS, "rgse"))
-REWARD_CLAIMS = {"L0": ("ttrl", "random_reward", "TTRL - random reward", "TTRL beats a random reward (its gain needs the vote)"),
-                 **{f"{cid}{_REWARD_X[m]}": (m, b, f"{words(m)} - {what}", f"{words(m)} {claim}")
-                    for m in REWARD_RUNS for cid, b, what, claim in (
-                        ("L1", "ttrl", "TTRL", "beats TTRL"), ("L2", "ddrl", "DDRL", "beats DDRL"),
-                        ("L3", "no_adaptation", "no adaptation", "improves on no adaptation"))}}
+_L = (("L0", "ttrl", "random_reward", "TTRL - random reward", "TTRL beats a random reward (its gain needs the vote)"),
+      *((f"{cid}{_REWARD_X[m]}", m, b, f"{words(m)} - {what}", f"{words(m)} {claim}") for m in REWARD_RUNS
+        for cid, b, what, claim in (("L1", "ttrl", "TTRL", "beats TTRL"), ("L2", "ddrl", "DDRL", "beats DDRL"),
+                                    ("L3", "no_adaptation", "no adaptation", "improves on no adaptation"))))
+#: id -> (a, b, what, claim, metric, paper): the stage's 13 entries per regime, a - b pass@1 on the adapted questions
+REWARD_CLAIMS = {cid: (a, b, what, claim, f"adapted pass@1, {what} [points]", None) for cid, a, b, what, claim in _L}
 
 
 def _reward_design(did: str, regime: str, base: str, hw: tuple[str, str]) -> "Design":
@@ -154,7 +157,7 @@ def _reward_design(did: str, regime: str, base: str, hw: tuple[str, str]) -> "De
     return Design(did, "Stage 3", regime, tuple(range(10)), None, REWARD_RUNS, ("no_adaptation", "ttrl", "ddrl",
                   *REWARD_RUNS), (), REWARD_CLAIMS, {c: hw[c.startswith("L3")] for c in REWARD_CLAIMS},
                   REWARDS_OUT / f"{did}.json", f"## Which reward without labels? {regime} (plan Stage 3)",
-                  split="adapted", job_kind="Stage 3", measures=("levels", "seed_pass1"), cached_ddrl=False,
+                  split="adapted", job_kind="Stage 3", measures=("levels", "seed_pass1", "p"), cached_ddrl=False,
                   reference="ttrl", level_regimes=(regime,) if regime == base else (base, regime))
 
 

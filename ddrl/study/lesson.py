@@ -16,8 +16,11 @@ from ddrl.run.study_params import parse_rerun  # noqa: F401  (the notebooks' rea
 from ddrl.study.analysis import bootstrap_entry, method_csvs, paired_matrix, read_csvs
 from ddrl.study.claims import VERDICT_COLORS, claim_name, forest, get, interval, legend
 from ddrl.study.plan import NO_RL, PAIRED, RESULTS, SAME_BASE, csv_method_seed, csv_path, same_base
-from ddrl.study.page import REGIME_WORDS, regime_words, reward_signal_sentences, stage_status  # noqa: F401
+from ddrl.study.page import (REGIME_WORDS, mde, regime_words, reward_answer, reward_signal_sentences,  # noqa: F401
+                             stage3_analyses, stage_status)
+from ddrl.study.strength import stage_correction, stage_marks
 from ddrl.study.rerun import check, design_dir
+from ddrl.study.runner import analyse
 
 #: The amendments' entries of the lr/10 regimes
 AMENDMENT_ENTRIES = RESULTS / "small_lr"
@@ -201,3 +204,61 @@ def rerun_table(specs: Sequence[str], results: Path = RESULTS) -> tuple[pd.DataF
         rows.append(row)
     cols = ["run", "what", "result", "adapted pass@1", "among committed seeds"]
     return pd.DataFrame(rows, columns=cols).astype(object).fillna(""), texts
+
+
+# --- Stage 3 (notebook 07): the registered comparison of label-free rewards, re-analysed live ---
+
+def _same(live: dict, committed: dict) -> bool:
+    keys = ("estimate", "ci_low", "ci_high")
+    return live["verdict"] == committed["verdict"] and np.allclose([live[k] for k in keys],
+                                                                    [committed[k] for k in keys], rtol=0, atol=1e-9)
+
+
+def stage3_decided(designs: Sequence, results: Path = RESULTS, n_boot: int = 4000) -> tuple[pd.DataFrame, dict, dict]:
+    """Each analysed regime of Stage 3 (``designs``) re-analysed from the committed CSVs under ``results/runs`` on its
+    committed analysis's seeds (:func:`ddrl.study.runner.analyse`, the registered rule): a row per entry (estimate,
+    interval, verdict, its marks, whether it equals the committed entry and p-value), the live analyses (design id ->
+    analysis) and Holm's rows over them (empty until every regime is analysed)."""
+    committed = stage3_analyses(results)
+    live = {d.id: analyse(d, Path(results) / "runs", n_boot, seeds=committed[d.id]["seeds"])
+            for d in designs if d.id in committed}
+    rows = stage_correction(live.values()) if live and len(live) == len(designs) else {}
+    out = []
+    for did, res in live.items():
+        was = {e["id"]: e for e in committed[did]["entries"]}
+        for e in res["entries"]:
+            same = e["id"] in was and _same(e, was[e["id"]]) and \
+                np.isclose(res["p"][e["id"]], committed[did].get("p", {}).get(e["id"], np.nan), rtol=0, atol=1e-12)
+            out.append({"id": e["id"], "what": e["claim"], "regime": regime_words(e["regime"]), "testbed": e["estimate"],
+                        "ci_low": e["ci_low"], "ci_high": e["ci_high"], "metric": e["metric"], "seeds": e["n_seeds"],
+                        "verdict": e["verdict"], "marks": ", ".join(stage_marks(e, rows)),
+                        "MDE": mde(e) if e["verdict"] == "not resolved" else None,
+                        "as committed": f"yes ({did})" if same else f"NO ({did})"})
+    return pd.DataFrame(out), live, rows
+
+
+def show_stage3(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`stage3_decided` for reading: the interval in brackets, the marks and the MDE of a not resolved entry."""
+    out = table[["what", "regime"]].copy()
+    out["testbed (points, 95%)"] = [interval(r) for r in table.rename(columns={"testbed": "estimate"}).to_dict("records")]
+    out = out.join(table[["seeds", "verdict", "marks"]])
+    out["MDE"] = [f"{v:.2f}" if v is not None and not pd.isna(v) else "" for v in table["MDE"]]
+    return out.join(table[["as committed"]])
+
+
+def stage3_figure(table: pd.DataFrame):
+    """:func:`~ddrl.study.claims.forest` of :func:`stage3_decided`'s rows, a panel per regime, coloured by verdict."""
+    regimes = list(dict.fromkeys(table["regime"]))
+    fig, axes = plt.subplots(1, len(regimes), figsize=(5.2 * len(regimes) + 2.6, 0.42 * table["id"].nunique() + 2),
+                             sharey=True, squeeze=False)
+    for ax, g in zip(axes[0], regimes):
+        t = table[table["regime"] == g]
+        t = t.assign(y=np.arange(len(t))[::-1], estimate=t.testbed, paper=None, color=t.verdict.map(VERDICT_COLORS))
+        forest(ax, t)
+        ax.set_yticks(t.y, t["what"])
+        ax.set(title=g, xlabel="difference in pass@1, points")
+    legend(fig, {v: c for v, c in VERDICT_COLORS.items() if v in set(table.verdict)}, paper=False,
+           loc="lower center", ncol=4)
+    fig.suptitle("Which reward without labels? Each entry's estimate and 95% interval (grey: +-1 point)")
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    return fig

@@ -25,6 +25,7 @@ from ddrl.study.drift import (ARMS, HINGE_B, HINGE_K0, LINE, LR_METHODS, PREDICT
                               analyse as drift_analysis, analyse_arms, drift_path, heldout_rows, kl_fit, paired_t,
                               reading, seed_table, x3h_slope)
 from ddrl.study import designs
+from ddrl.study.strength import entry_p
 from ddrl.study.designs import (COR_TRADE_RUNS, DESIGNS, MARGIN, T1F_DIR, Design, _panels, _reads, _split_dir,
                                 _unwritten, analysed_seeds, regime_designs)
 from ddrl.study.figures import vote_by_quarter
@@ -590,6 +591,13 @@ def _seed_pass1(d: Design, r: Reading) -> dict:
     return {"seed_pass1": per.to_dict(orient="records")}
 
 
+def _p_values(d: Design, r: Reading) -> dict:
+    """Each claim entry's p-value from the draws of its interval (:func:`ddrl.study.strength.entry_p`): what Stage
+    3's correction over its regimes reads (plan Stage 3 item 4; :func:`ddrl.study.strength.stage_correction`)."""
+    return {"p": {e["id"]: entry_p(e, paired_matrix(r.df, e["regime"], e["a"], e["b"], d.split).to_numpy(), r.n_boot)
+                  for e in r.analysis["entries"]}}
+
+
 def _vote(d: Design, r: Reading) -> dict:
     """The vote by quarter of the RL steps, per regime of ``level_regimes``."""
     steps = read_csvs(csv_path(r.out, g, m, s, steps=True) for s in r.seeds for g in d.level_regimes for m in d.methods)
@@ -705,4 +713,5 @@ MEASURES: dict[str, Callable[[Design, Reading], dict]] = {
     "vote": _vote, "rl_minutes": _rl_minutes,
     "lr_heldout": _lr_heldout, "lr_drift": _lr_drift, "cor_alone_drift": _cor_drift, "lr_curve": _lr_curve,
     "dynamics": _dynamics, "device_check": _device_check, "wide_arms": _wide_arms, "cor_alone": _cor_alone,
-    "cor_alone_heldout": _cor_alone_heldout, "drift": _drift, "claims": _claims, "t1f": _t1f, "cor_trade": _cor_trade}
+    "cor_alone_heldout": _cor_alone_heldout, "drift": _drift, "claims": _claims, "t1f": _t1f, "cor_trade": _cor_trade,
+    "p": _p_values}

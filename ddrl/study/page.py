@@ -22,7 +22,7 @@ from ddrl.analysis import problems_from_groups, reward_signal
 from ddrl.report.stats import NO_EFFECT_MARGIN
 from ddrl.study import strength as ST
 from ddrl.study.claims import BOUND_WORDS, FLOOR_NOTE, VERDICT_COLORS, claim_name, forest, interval, legend, validate
-from ddrl.study.designs import DESIGNS, REWARD_RUNS, STAGE3_BUDGET_H
+from ddrl.study.designs import DESIGNS, REWARD_CLAIMS, REWARD_RUNS, STAGE3_BUDGET_H, STAGE3_MDE
 from ddrl.study.plan import BANDS_64, RESULTS, SAME_BASE, csv_path
 
 PAGE = RESULTS.parent / "docs" / "results.md"
@@ -628,13 +628,14 @@ def regime_words(regime: str) -> str:
     return REGIME_WORDS.get(base, base) + (", lr/10" if base != regime else "")
 
 
-def reward_signal_sentences(sig: pd.DataFrame, band: str, reference: str = "vote") -> list[str]:
+def reward_signal_sentences(sig: pd.DataFrame, band: str, reference: str = "vote", of: int = 64) -> list[str]:
     """What :func:`ddrl.analysis.reward_signal`'s table says of ``band``, in words that follow its numbers: the
     ``reference`` reward's (the vote's) share of wrong rollouts favoured and of positive advantage landing on them, then
-    which rewards put less, more, or within a point as much of their positive advantage on those wrong rollouts."""
+    which rewards put less, more, or within a point as much of their positive advantage on those wrong rollouts
+    (``of``: the rollouts per question the bands count)."""
     rows = sig[sig["band"] == band].set_index("reward")
     ref = rows.loc[reference]
-    out = [f"In the middle band (answers seen {band} times of 64), the {reference} favours "
+    out = [f"In the middle band (answers seen {band} times of {of}), the {reference} favours "
            f"{100 * ref.fp_rate:.0f}% of the wrong rollouts, and {100 * ref.pos_adv_wrong:.0f}% of all the positive "
            "advantage it gives lands on them."]
     groups: dict[str, list[str]] = {"less": [], "more": [], "same": [], "none": []}
@@ -681,22 +682,130 @@ def stage_status(designs: Sequence, runs: Path = RESULTS / "runs") -> pd.DataFra
     return pd.DataFrame(rows)
 
 
+#: What the marks beside a Stage 3 verdict mean
+STAGE3_WORDS = ("Every entry of the stage is *confirmatory* (registered before its runs); the 39 form one family, "
+                "each p-value read from the same bootstrap draws as its interval, adjusted by Holm's step-down method; "
+                "*survives Holm* / *does not survive Holm* say whether a decided verdict holds after it. A *not "
+                "resolved* entry carries its registered minimum detectable effect (MDE, 80% power at 10 seeds): a "
+                "smaller true difference was expected to come out not resolved.")
+
 REWARDS_ASKS = ("When there are no labels, what should the reward be? The registered Stage 3 (results/plan.md) "
                 "trains TTRL with four label-free rewards (a random coin, the gated vote of SRT, the soft vote of EMPO, "
                 "minus the token entropy of RENT) and pairs each with the committed TTRL, DDRL and untrained runs. "
                 "Notebook 07 teaches it.")
 
 
+def stage3_designs() -> list:
+    """Stage 3's designs, in the plan's regime order."""
+    return [d for d in DESIGNS.values() if d.amendment == "Stage 3"]
+
+
+def stage3_analyses(results: Path = RESULTS) -> dict[str, dict]:
+    """Stage 3's committed analyses under ``results`` (``rewards/<design>.json``), design id -> analysis."""
+    out = {}
+    for d in stage3_designs():
+        path = Path(results) / d.analysis.relative_to(RESULTS)
+        if path.is_file():
+            out[d.id] = json.loads(path.read_text())
+    return out
+
+
+def mde(e: dict) -> float:
+    """The registered minimum detectable effect of a Stage 3 entry (plan Stage 3 item 3), in points."""
+    return STAGE3_MDE[e["regime"]][e["id"].startswith("L3")]
+
+
+def reward_cell(e: dict, rows: dict) -> str:
+    """A Stage 3 entry as its table prints it: ``+3.7 [+1.5, +6.0] reproduced (10 x 128; confirmatory, survives
+    Holm)``; a *not resolved* one with its registered MDE."""
+    aside = "; ".join([_size_words(e), *ST.stage_marks(e, rows)]
+                      + ([f"MDE {mde(e):.2f}"] if e["verdict"] == "not resolved" else []))
+    return f"{interval(e)} {e['verdict']} ({aside})"
+
+
+def _size_words(e: dict) -> str:
+    return f"{e['n_seeds']} x {e['n_questions']}"
+
+
+#: A Stage 3 entry's question, in words, by its id's letters (the reward's letter follows)
+REWARD_QUESTIONS = {"L0": "TTRL beats a random reward (its gain needs the vote)", "L1": "beats TTRL",
+                    "L2": "beats DDRL", "L3": "improves on no adaptation"}
+
+
+def reward_table(analyses: dict[str, dict], rows: dict) -> pd.DataFrame:
+    """One row per Stage 3 entry (its claim), one column per analysed regime: :func:`reward_cell`."""
+    cols = {regime_words(a["regime"]): {e["id"]: reward_cell(e, rows) for e in a["entries"]} for a in analyses.values()}
+    return pd.DataFrame([{"entry": f"{cid} {REWARD_CLAIMS[cid][3]}", **{c: v.get(cid, "-") for c, v in cols.items()}}
+                         for cid in REWARD_CLAIMS])
+
+
+def _names(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+#: A Stage 3 entry's other arm, by the letters of its id
+ARMS = {"L1": "TTRL", "L2": "DDRL", "L3": "no adaptation"}
+
+
+def _reward(e: dict) -> str:
+    """``soft vote``: an entry's reward in lower case, without its paper."""
+    return REWARD_CLAIMS[e["id"]][2].split(" - ")[0].split(" (")[0].lower()
+
+
+def _which(es: Sequence[dict]) -> str:
+    """``AMC-like: soft vote vs DDRL (+3.1); MATH-500-like, lr/10: ...``: the entries named, regime by regime."""
+    by: dict[str, list[str]] = {}
+    for e in es:
+        by.setdefault(regime_words(e["regime"]), []).append(f"{_reward(e)} vs {ARMS[e['id'][:2]]} ({e['estimate']:+.1f})")
+    return "; ".join(f"{g}: {', '.join(xs)}" for g, xs in by.items())
+
+
+def reward_answer(analyses: dict[str, dict], rows: dict) -> list[str]:
+    """Stage 3's answer in sentences written from its entries: L0 regime by regime, then the rewards against the
+    vote's methods (L1, L2) and against no adaptation (L3), counted by verdict with the decided ones named, then
+    Holm's count (where every regime is analysed)."""
+    entries = [e for a in analyses.values() for e in a["entries"]]
+    l0 = [f"{SAID[e['verdict']]} in {regime_words(e['regime'])} ({interval(e)}"
+          + (f", MDE {mde(e):.2f}" if e["verdict"] == "not resolved" else "") + ")"
+          for e in entries if e["id"] == "L0"]
+    out = [f"Does TTRL's gain need the vote? TTRL beats a random reward (L0): {'; '.join(l0)}."]
+    for ids, against, other in ((("L1", "L2"), "TTRL (L1) or DDRL (L2)", "the vote's method"),
+                                (("L3",), "no adaptation (L3)", "no adaptation")):
+        es = [e for e in entries if e["id"][:2] in ids]
+        n = {v: [e for e in es if e["verdict"] == v] for v in VERDICTS}
+        mdes = sorted({f"{mde(e):.2f}" for e in n["not resolved"]})
+        parts = [f"{len(n['reproduced'])} favour the reward" + (f" ({_which(n['reproduced'])})" if n["reproduced"] else ""),
+                 f"{len(n['contradicted'])} favour {other}" + (f" ({_which(n['contradicted'])})" if n["contradicted"] else ""),
+                 f"{len(n['no effect'])} show no effect (inside +-1 point)",
+                 f"{len(n['not resolved'])} are not resolved" + (f" (registered MDE {'-'.join([mdes[0], mdes[-1]][:len(mdes)])} "
+                                                                "points)" if mdes else "")]
+        out.append(f"Each reward against {against}, {len(es)} entries: " + "; ".join(parts) + ".")
+    if rows:
+        decided = [r for r in rows.values() if r["survives"] is not None]
+        out.append(f"Holm's correction over the stage's {len(rows)} entries: {sum(r['survives'] for r in decided)} of "
+                   f"the {len(decided)} decided verdicts survive it.")
+    else:
+        out.append("Holm's correction over the stage's 39 entries waits for all three regimes' analyses.")
+    return out
+
+
 def rewards_lines(results: Path) -> list[str]:
     """Stage 3's section, answer first: its verdicts where analysed, else how far its runs are; then what the untrained
     model's committed rollouts say of each reward in the middle band (no training: how each reward would mislead)."""
-    stage = [d for d in DESIGNS.values() if d.amendment == "Stage 3"]
+    stage = stage3_designs()
     status = stage_status(stage, results / "runs")
-    done, runs, need = int(status["analysed"].sum()), int(status["runs committed"].sum()), int(status["runs needed"].sum())
+    analyses = stage3_analyses(results)
+    runs, need = int(status["runs committed"].sum()), int(status["runs needed"].sum())
     hours = f"{status['worker-hours'].sum():.1f} of its {STAGE3_BUDGET_H} worker-hours spent"
-    if done:
-        head = (f"**{done} of {len(stage)} regimes analysed; the verdicts are in the analyses "
-                f"({', '.join(f'`results/{d.analysis.relative_to(results).as_posix()}`' for d in stage if d.committed)}).**")
+    table: list[str] = []
+    if analyses:
+        rows = ST.stage_correction(analyses.values()) if len(analyses) == len(stage) else {}
+        first, *rest = reward_answer(analyses, rows)
+        head = (f"**{first}** {' '.join(rest)} ({len(analyses)} of {len(stage)} regimes analysed; {runs} of the {need} "
+                f"runs, {hours}.)")
+        table = [""] + _md(reward_table(analyses, rows)) + [""] + _wrap(
+            "A reward's entry is pass@1 of its method minus the other arm's, in points: *reproduced* says the "
+            "reward is better, *contradicted* that the other arm is. " + STAGE3_WORDS)
     else:
         head = (f"**Not decided yet: {runs} of the {need} registered runs ({len(REWARD_RUNS)} rewards x 10 seeds x "
                 f"{len(stage)} regimes) are committed ({hours}), and no verdict exists.**")
@@ -705,7 +814,7 @@ def rewards_lines(results: Path) -> list[str]:
     sig = reward_signal(problems, ["vote", "random", "gated_vote", "soft_vote"], 32, BANDS_64)
     sig["reward"] = sig["reward"].str.replace("_", " ")
     said = " ".join(reward_signal_sentences(sig, "6-44"))
-    return (["## Which reward without labels?", ""] + _wrap(head) + [""] + _wrap(REWARDS_ASKS) + [""]
+    return (["## Which reward without labels?", ""] + _wrap(head) + table + [""] + _wrap(REWARDS_ASKS) + [""]
             + _wrap(f"Before any run, on the AMC-like untrained model's committed rollouts: {said} (TTRL's random K = 32, "
                     "GRPO advantages; a graded reward favours what is above its question's mean.)"))
 

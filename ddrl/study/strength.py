@@ -127,6 +127,52 @@ def holm(ps: Sequence[float]) -> np.ndarray:
     return out
 
 
+def entry_p(e: dict, diffs, n_boot: int = 4000) -> float:
+    """An amendment-style entry's p-value (:func:`test_of`), read from the draws its interval was taken from: its
+    seeds x questions matrix ``diffs`` on its own stream, ``derive_seed(0, "claims", id, regime)``, checked against
+    the entry's interval (a ``ValueError`` where they are not the same draws)."""
+    rng = np.random.default_rng(derive_seed(0, "claims", e["id"], e["regime"]))
+    reps = hierarchical_draws(np.asarray(diffs, dtype=float), rng, n_boot)
+    lo, hi = np.quantile(reps, [0.025, 0.975])
+    if abs(lo - e["ci_low"]) > 1e-6 or abs(hi - e["ci_high"]) > 1e-6:
+        raise ValueError(f"{e['id']} {e['regime']}: the draws give [{lo}, {hi}], the entry's interval is "
+                         f"[{e['ci_low']}, {e['ci_high']}]: not the draws of its analysis")
+    return bootstrap_p(reps, test_of(e), NO_EFFECT_MARGIN)
+
+
+#: Stage 3's family (results/plan.md, Stage 3 item 4): all its entries, corrected by Holm's step-down method
+STAGE3_METHOD = "Holm"
+
+
+def stage_correction(analyses: Sequence[dict]) -> dict[tuple[str, str], dict]:
+    """Stage 3's confirmatory family (every entry of its regimes' ``analyses``, each with its ``p`` measure): (claim
+    id, regime) -> ``p``, Holm's ``p_holm`` over the whole family, and whether a decided verdict ``survives`` it (None:
+    not resolved, nothing to lose). A ``ValueError`` names an entry without its p-value."""
+    rows = []
+    for res in analyses:
+        ps = res.get("p", {})
+        for e in res["entries"]:
+            if e["id"] not in ps:
+                raise ValueError(f"Stage 3 {e['regime']}: entry {e['id']} has no p-value (its analysis lacks the "
+                                 "p measure); rerun python -m ddrl.study analyse")
+            rows.append({"id": e["id"], "regime": e["regime"], "verdict": e["verdict"], "p": float(ps[e["id"]])})
+    for r, h in zip(rows, holm([r["p"] for r in rows]) if rows else []):
+        r["p_holm"] = float(h)
+        r["survives"] = bool(h < ALPHA) if r["verdict"] != "not resolved" else None
+    return {(r["id"], r["regime"]): r for r in rows}
+
+
+def stage_marks(e: dict, rows: dict[tuple[str, str], dict]) -> list[str]:
+    """What a Stage 3 cell prints beside its verdict: its strength (if any), then ``confirmatory, survives Holm`` /
+    ``confirmatory, does not survive Holm`` (decided) or ``confirmatory`` (not resolved): every entry of the stage
+    was registered before its runs."""
+    out = [] if strength(e) == "-" else [strength(e)]
+    r = rows.get((e["id"], e["regime"]))
+    if r is None or r["survives"] is None:
+        return out + ["confirmatory"]
+    return out + [f"confirmatory, {'survives' if r['survives'] else 'does not survive'} {STAGE3_METHOD}"]
+
+
 def correct(results: str | Path = RESULTS, runs: str | Path | None = None, n_boot: int = 4000) -> dict:
     """The confirmatory family of ``results``' registered analysis: each entry's p-value (from its own draws) and its
     Benjamini-Hochberg adjusted p-value (Holm's beside it), and whether its verdict survives. An entry at the floor is
