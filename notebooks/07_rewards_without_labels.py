@@ -193,10 +193,7 @@ pass1 = summarize(df.assign(**{"pass@1": 100 * df["pass@1"]}), "pass@1", by=("me
 pass1["method"] = pass1["method"].map(words)
 rep.table(pass1, "fresh_run")
 display(pass1[["method", "seeds", "mean"]].rename(columns={"mean": "pass@1 (points)"}).round(1))
-base = float(pass1.loc[pass1["method"] == words("no_adaptation"), "mean"].iloc[0])
-display(Markdown("; ".join(f"{r.method}: {r.mean - base:+.1f} points against no adaptation"
-                           for r in pass1.itertuples() if r.method != words("no_adaptation"))
-                 + f" (one seed, {n_adapted} questions: a demonstration, not a comparison)."))
+display(Markdown(L.fresh_run_sentence(dict(zip(pass1["method"], pass1["mean"])), words("no_adaptation"), n_adapted)))
 rep.metrics({"fresh_pass1": dict(zip(pass1["method"], pass1["mean"])), "runs_committed": int(status["runs committed"].sum())})
 
 # %% [markdown]

@@ -230,3 +230,12 @@ def test_stage3s_minimum_detectable_effects_are_the_plans():
     assert len(rows) == 6
     assert {(g, w): float(v) for g, w, v in rows} == {(g, w): v for g, (a, b) in STAGE3_MDE.items()
                                                         for w, v in (("L0-L2", a), ("L3", b))}
+
+
+def test_a_fresh_runs_sentence_says_floor_and_below_1_point_where_they_apply():
+    from ddrl.study.lesson import fresh_run_sentence
+
+    assert "the floor" in fresh_run_sentence({"No adaptation": 0.0, "TTRL": 0.0}, "No adaptation", 4)
+    text = fresh_run_sentence({"No adaptation": 37.1, "TTRL": 35.9, "Random reward": 36.7}, "No adaptation", 16)
+    assert text.startswith("TTRL: -1.2 points against no adaptation; Random reward: -0.4 points against no adaptation "
+                           "(below 1 point)") and "floor" not in text

@@ -208,6 +208,17 @@ def rerun_table(specs: Sequence[str], results: Path = RESULTS) -> tuple[pd.DataF
 
 # --- Stage 3 (notebook 07): the registered comparison of label-free rewards, re-analysed live ---
 
+def fresh_run_sentence(means: dict[str, float], reference: str, n: int) -> str:
+    """A fresh run's one-seed differences against ``reference`` (method -> pass@1 in points) in words that follow
+    them: the *floor* where every method scores 0, *below 1 point* where a difference is."""
+    if all(v == 0 for v in means.values()):
+        return (f"Every method scores pass@1 0 on these {n} questions: the floor, where this run cannot tell the "
+                "rewards apart (one seed: a demonstration, not a comparison).")
+    parts = [f"{m}: {v - means[reference]:+.1f} points against {reference.lower()}"
+             + (" (below 1 point)" if abs(v - means[reference]) < 1 else "") for m, v in means.items() if m != reference]
+    return "; ".join(parts) + f" (one seed, {n} questions: a demonstration, not a comparison)."
+
+
 def _same(live: dict, committed: dict) -> bool:
     keys = ("estimate", "ci_low", "ci_high")
     return live["verdict"] == committed["verdict"] and np.allclose([live[k] for k in keys],
