@@ -727,20 +727,11 @@ def _size_words(e: dict) -> str:
     return f"{e['n_seeds']} x {e['n_questions']}"
 
 
-#: A Stage 3 entry's question, in words, by its id's letters (the reward's letter follows)
-REWARD_QUESTIONS = {"L0": "TTRL beats a random reward (its gain needs the vote)", "L1": "beats TTRL",
-                    "L2": "beats DDRL", "L3": "improves on no adaptation"}
-
-
 def reward_table(analyses: dict[str, dict], rows: dict) -> pd.DataFrame:
     """One row per Stage 3 entry (its claim), one column per analysed regime: :func:`reward_cell`."""
     cols = {regime_words(a["regime"]): {e["id"]: reward_cell(e, rows) for e in a["entries"]} for a in analyses.values()}
     return pd.DataFrame([{"entry": f"{cid} {REWARD_CLAIMS[cid][3]}", **{c: v.get(cid, "-") for c, v in cols.items()}}
                          for cid in REWARD_CLAIMS])
-
-
-def _names(items: Sequence[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 #: A Stage 3 entry's other arm, by the letters of its id
@@ -756,7 +747,8 @@ def _which(es: Sequence[dict]) -> str:
     """``AMC-like: soft vote vs DDRL (+3.1); MATH-500-like, lr/10: ...``: the entries named, regime by regime."""
     by: dict[str, list[str]] = {}
     for e in es:
-        by.setdefault(regime_words(e["regime"]), []).append(f"{_reward(e)} vs {ARMS[e['id'][:2]]} ({e['estimate']:+.1f})")
+        said = f"{_reward(e)} vs {ARMS[e['id'][:2]]} ({e['estimate']:+.1f})"
+        by.setdefault(regime_words(e["regime"]), []).append(said)
     return "; ".join(f"{g}: {', '.join(xs)}" for g, xs in by.items())
 
 
@@ -773,12 +765,16 @@ def reward_answer(analyses: dict[str, dict], rows: dict) -> list[str]:
                                 (("L3",), "no adaptation (L3)", "no adaptation")):
         es = [e for e in entries if e["id"][:2] in ids]
         n = {v: [e for e in es if e["verdict"] == v] for v in VERDICTS}
-        mdes = sorted({f"{mde(e):.2f}" for e in n["not resolved"]})
-        parts = [f"{len(n['reproduced'])} favour the reward" + (f" ({_which(n['reproduced'])})" if n["reproduced"] else ""),
-                 f"{len(n['contradicted'])} favour {other}" + (f" ({_which(n['contradicted'])})" if n["contradicted"] else ""),
+        mdes = sorted({mde(e) for e in n["not resolved"]})
+        span = "" if not mdes else f"{mdes[0]:.2f}" + (f"-{mdes[-1]:.2f}" if len(mdes) > 1 else "")
+
+        def named(v: str) -> str:
+            return f" ({_which(n[v])})" if n[v] else ""
+
+        parts = [f"{len(n['reproduced'])} favour the reward{named('reproduced')}",
+                 f"{len(n['contradicted'])} favour {other}{named('contradicted')}",
                  f"{len(n['no effect'])} show no effect (inside +-1 point)",
-                 f"{len(n['not resolved'])} are not resolved" + (f" (registered MDE {'-'.join([mdes[0], mdes[-1]][:len(mdes)])} "
-                                                                "points)" if mdes else "")]
+                 f"{len(n['not resolved'])} are not resolved" + (f" (registered MDE {span} points)" if mdes else "")]
         out.append(f"Each reward against {against}, {len(es)} entries: " + "; ".join(parts) + ".")
     if rows:
         decided = [r for r in rows.values() if r["survives"] is not None]
