@@ -170,11 +170,13 @@ if status["analysed"].any():  # re-analysed here from the committed runs, by the
                      "equal the committed analyses (`results/rewards/`)."))
 else:
     hw = sorted(float(v) for d in stage for c, v in d.predicted.items() if not c.startswith("L3"))
+    mdes = sorted(vote_arms for vote_arms, _ in D.STAGE3_MDE.values())
     display(Markdown(f"**Not decided yet.** {int(status['runs committed'].sum())} of {int(status['runs needed'].sum())} "
                      "registered runs are committed and no analysis is: nothing here says which reward is better. "
                      f"Once run, the plan predicts 95% intervals {hw[0]:.2f}-{hw[-1]:.2f} points wide on either side "
-                     "for a reward against TTRL or DDRL (a smaller true difference is expected to come out *not "
-                     "resolved*)."))
+                     f"for a reward against TTRL or DDRL, which detect differences of {mdes[0]:.2f}-{mdes[-1]:.2f} "
+                     "points with 80% power (the registered MDE): a smaller true difference is expected to come out "
+                     "*not resolved*."))
 
 # %% [markdown]
 # ## 3. A fresh run: TTRL beside another reward
