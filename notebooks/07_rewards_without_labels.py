@@ -44,7 +44,7 @@ seed = 0  # the question draw and the fresh runs' seed
 regime = "amc_like"  # the testbed regime whose untrained rollouts are read: aime_like | amc_like | math500_like
 rewards = ["vote", "random", "gated_vote", "soft_vote"]  # ddrl.rewards names (neg_entropy needs token entropies)
 k = 32  # K: TTRL's trained rollouts per question
-svamp = True  # also read code-davinci-002's SVAMP rollouts (N = 30; K scaled to K/64 of them)
+svamp = True  # also read the SVAMP rollouts of code-davinci-002 (30 per problem, K scaled by 30/64)
 # --- 3. a fresh run: TTRL beside rewards of your choice ---
 methods = ["ttrl", "random_reward"]  # rows of ddrl/methods.yaml
 n_adapted = 16  # questions adapted to and evaluated on
