@@ -53,6 +53,13 @@ def committed_entry(cid: str, regime: str, results: Path = RESULTS) -> tuple[dic
     return None, None, ""
 
 
+def _same(live: dict, committed: dict) -> bool:
+    """Whether an entry re-analysed live has the committed entry's verdict, estimate and interval."""
+    keys = ("estimate", "ci_low", "ci_high")
+    return live["verdict"] == committed["verdict"] and np.allclose([live[k] for k in keys],
+                                                                    [committed[k] for k in keys], rtol=0, atol=1e-9)
+
+
 def committed_cells(claims: Sequence[str], regimes: Sequence[str], results: Path = RESULTS) -> list[tuple[str, str]]:
     """The cells of ``claims`` x ``regimes`` with a committed entry, in order (claims not in ``PAIRED`` raise)."""
     unknown = [c for c in claims if c not in PAIRED]
@@ -97,9 +104,7 @@ def decided_table(cells: Sequence[tuple[str, str]], runs: Path = RESULTS / "runs
             raise ValueError(f"no committed entry of claim {cid} in {regime} (results/claims.json, "
                              f"{AMENDMENT_ENTRIES.name}/*.json)")
         e = decide(cid, regime, seeds, runs, n_boot)
-        same = (e["verdict"] == committed["verdict"] and
-                np.allclose([e[k] for k in ("estimate", "ci_low", "ci_high")],
-                            [committed[k] for k in ("estimate", "ci_low", "ci_high")], rtol=0, atol=1e-9))
+        same = _same(e, committed)
         rows.append({"claim": cid, "what": claim_words(cid), "regime": regime_words(regime), "paper": e["paper"],
                      "testbed": e["estimate"], "ci_low": e["ci_low"], "ci_high": e["ci_high"], "seeds": e["n_seeds"],
                      "verdict": e["verdict"], "as committed": f"yes ({source})" if same else f"NO ({source})"})
@@ -217,12 +222,6 @@ def fresh_run_sentence(means: dict[str, float], reference: str, n: int) -> str:
     parts = [f"{m}: {v - means[reference]:+.1f} points against {reference.lower()}"
              + (" (below 1 point)" if abs(v - means[reference]) < 1 else "") for m, v in means.items() if m != reference]
     return "; ".join(parts) + f" (one seed, {n} questions: a demonstration, not a comparison)."
-
-
-def _same(live: dict, committed: dict) -> bool:
-    keys = ("estimate", "ci_low", "ci_high")
-    return live["verdict"] == committed["verdict"] and np.allclose([live[k] for k in keys],
-                                                                    [committed[k] for k in keys], rtol=0, atol=1e-9)
 
 
 def stage3_decided(designs: Sequence, results: Path = RESULTS, n_boot: int = 4000) -> tuple[pd.DataFrame, dict, dict]:

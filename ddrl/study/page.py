@@ -230,7 +230,12 @@ def registration_words(e: dict) -> str:
 def cell(e: dict) -> str:
     """An entry as the tables print it: estimate [95% CI], the registered verdict with its strength, seeds x
     questions, and confirmatory or exploratory (confirmatory: whether it survives the correction)."""
-    return f"{interval(e)} {verdict_words(e)} ({e['n_seeds']} x {e['n_questions']}; {registration_words(e)})"
+    return f"{interval(e)} {verdict_words(e)} ({size_words(e)}; {registration_words(e)})"
+
+
+def size_words(e: dict) -> str:
+    """``10 x 128``: an entry's seeds x questions."""
+    return f"{e['n_seeds']} x {e['n_questions']}"
 
 
 def _at(by: dict, small_id: str, default_id: str, name: str) -> tuple[list[tuple[str, dict]], list[tuple[str, dict]]]:
@@ -716,15 +721,10 @@ def mde(e: dict) -> float:
 
 
 def reward_cell(e: dict, rows: dict) -> str:
-    """A Stage 3 entry as its table prints it: ``+3.7 [+1.5, +6.0] reproduced (10 x 128; confirmatory, survives
-    Holm)``; a *not resolved* one with its registered MDE."""
-    aside = "; ".join([_size_words(e), *ST.stage_marks(e, rows)]
-                      + ([f"MDE {mde(e):.2f}"] if e["verdict"] == "not resolved" else []))
-    return f"{interval(e)} {e['verdict']} ({aside})"
-
-
-def _size_words(e: dict) -> str:
-    return f"{e['n_seeds']} x {e['n_questions']}"
+    """A Stage 3 entry as :func:`cell` prints an entry, Holm's correction for its registration: ``+3.7 [+1.5, +6.0]
+    reproduced (10 x 128; confirmatory, survives Holm)``; a *not resolved* one with its registered MDE."""
+    also = f"; MDE {mde(e):.2f}" if e["verdict"] == "not resolved" else ""
+    return f"{interval(e)} {verdict_words(e)} ({size_words(e)}; {ST.stage_registration(e, rows)}{also})"
 
 
 def reward_table(analyses: dict[str, dict], rows: dict) -> pd.DataFrame:

@@ -110,9 +110,15 @@ def _draws(e: dict, df, groups, g1, n_boot: int) -> np.ndarray:
         d = d.to_numpy()
         reps = percentile_draws(d[0], rng, n_boot) if d.shape[0] == 1 else hierarchical_draws(d, rng, n_boot)
         lo, hi = np.quantile(reps, [0.025, 0.975])
+    return _checked(e, reps, lo, hi)
+
+
+def _checked(e: dict, reps: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """``reps``, whose 95% interval is [``lo``, ``hi``], where that is ``e``'s interval; else a ``ValueError``: they
+    are not the draws of its analysis."""
     if abs(lo - e["ci_low"]) > 1e-6 or abs(hi - e["ci_high"]) > 1e-6:
-        raise ValueError(f"{cid} {regime}: the draws give [{lo}, {hi}], the committed interval is "
-                         f"[{e['ci_low']}, {e['ci_high']}]: not the registered analysis's draws")
+        raise ValueError(f"{e['id']} {e['regime']}: the draws give [{lo}, {hi}], the committed interval is "
+                         f"[{e['ci_low']}, {e['ci_high']}]: not the draws of its analysis")
     return reps
 
 
@@ -133,11 +139,7 @@ def entry_p(e: dict, diffs, n_boot: int = 4000) -> float:
     the entry's interval (a ``ValueError`` where they are not the same draws)."""
     rng = np.random.default_rng(derive_seed(0, "claims", e["id"], e["regime"]))
     reps = hierarchical_draws(np.asarray(diffs, dtype=float), rng, n_boot)
-    lo, hi = np.quantile(reps, [0.025, 0.975])
-    if abs(lo - e["ci_low"]) > 1e-6 or abs(hi - e["ci_high"]) > 1e-6:
-        raise ValueError(f"{e['id']} {e['regime']}: the draws give [{lo}, {hi}], the entry's interval is "
-                         f"[{e['ci_low']}, {e['ci_high']}]: not the draws of its analysis")
-    return bootstrap_p(reps, test_of(e), NO_EFFECT_MARGIN)
+    return bootstrap_p(_checked(e, reps, *np.quantile(reps, [0.025, 0.975])), test_of(e), NO_EFFECT_MARGIN)
 
 
 #: Stage 3's family (results/plan.md, Stage 3 item 4): all its entries, corrected by Holm's step-down method
@@ -162,15 +164,18 @@ def stage_correction(analyses: Sequence[dict]) -> dict[tuple[str, str], dict]:
     return {(r["id"], r["regime"]): r for r in rows}
 
 
-def stage_marks(e: dict, rows: dict[tuple[str, str], dict]) -> list[str]:
-    """What a Stage 3 cell prints beside its verdict: its strength (if any), then ``confirmatory, survives Holm`` /
-    ``confirmatory, does not survive Holm`` (decided) or ``confirmatory`` (not resolved): every entry of the stage
-    was registered before its runs."""
-    out = [] if strength(e) == "-" else [strength(e)]
+def stage_registration(e: dict, rows: dict[tuple[str, str], dict]) -> str:
+    """``confirmatory, survives Holm`` / ``confirmatory, does not survive Holm`` (decided) or ``confirmatory`` (not
+    resolved, or no correction yet): every entry of Stage 3 was registered before its runs."""
     r = rows.get((e["id"], e["regime"]))
     if r is None or r["survives"] is None:
-        return out + ["confirmatory"]
-    return out + [f"confirmatory, {'survives' if r['survives'] else 'does not survive'} {STAGE3_METHOD}"]
+        return "confirmatory"
+    return f"confirmatory, {'survives' if r['survives'] else 'does not survive'} {STAGE3_METHOD}"
+
+
+def stage_marks(e: dict, rows: dict[tuple[str, str], dict]) -> list[str]:
+    """What a Stage 3 entry prints beside its verdict: its strength (if any), then :func:`stage_registration`."""
+    return ([] if strength(e) == "-" else [strength(e)]) + [stage_registration(e, rows)]
 
 
 def correct(results: str | Path = RESULTS, runs: str | Path | None = None, n_boot: int = 4000) -> dict:
