@@ -128,9 +128,10 @@ if svamp:
                     file="svamp_codex_rollouts")
         svamp = False
 if svamp:
-    sv_bands = [f"{lo}-{hi}" for lo, hi in an.scale_bands(BANDS_64, 64, 30)]
+    sv_band_edges = an.scale_bands(BANDS_64, 64, 30)
+    sv_bands = [f"{lo}-{hi}" for lo, hi in sv_band_edges]
     sv_sig = an.reward_signal(an.svamp_problems(sv_records), [r for r in rewards if r != "neg_entropy"],
-                              round(k * 30 / 64), an.scale_bands(BANDS_64, 64, 30), seed=seed)
+                              round(k * 30 / 64), sv_band_edges, seed=seed)
     sv_sig["reward"] = sv_sig["reward"].str.replace("_", " ")
     rep.table(sv_sig, "reward_signal_svamp")
     sv_shown = sv_sig[sv_sig["band"].isin(sv_bands)]
