@@ -46,7 +46,9 @@ SOURCES = ("claims.json", "wide/claims.json", "small_lr/claims.json", "small_lr/
 ELSEWHERE = {"drift/": "why adaptation costs held-out accuracy: policy drift (plan Amendments 21-25, 42)",
              "wide/arms.json": "TTRL and DDRL with a 100x KL penalty (plan Amendment 27), no method of the paper",
              "multiplicity.json": "the confirmatory family's correction (ddrl.study.strength), shown beside each "
-                                  "entry of claims.json, no entry of its own"}
+                                  "entry of claims.json, no entry of its own",
+             "rewards/": "Stage 3's label-free rewards (plan Stage 3): their own section, 'Which reward without "
+                         "labels?' (page.rewards_lines), not the paper's claims"}
 
 #: Each benchmark's stand-in -> (its regime at lr/10 or None, {regime at the default lr: its cell's label})
 STANDS_FOR = {"AIME-like": (None, {"aime_like": ""}),
@@ -771,10 +773,13 @@ def reward_answer(analyses: dict[str, dict], rows: dict) -> list[str]:
         def named(v: str) -> str:
             return f" ({_which(n[v])})" if n[v] else ""
 
-        parts = [f"{len(n['reproduced'])} favour the reward{named('reproduced')}",
-                 f"{len(n['contradicted'])} favour {other}{named('contradicted')}",
-                 f"{len(n['no effect'])} show no effect (inside +-1 point)",
-                 f"{len(n['not resolved'])} are not resolved" + (f" (registered MDE {span} points)" if mdes else "")]
+        def count(v: str, one: str, many: str) -> str:  # "1 shows", "2 show"
+            return f"{len(n[v])} {one if len(n[v]) == 1 else many}"
+
+        parts = [f"{count('reproduced', 'favours', 'favour')} the reward{named('reproduced')}",
+                 f"{count('contradicted', 'favours', 'favour')} {other}{named('contradicted')}",
+                 f"{count('no effect', 'shows', 'show')} no effect (inside +-1 point)",
+                 count("not resolved", "is", "are") + " not resolved" + (f" (registered MDE {span} points)" if mdes else "")]
         out.append(f"Each reward against {against}, {len(es)} entries: " + "; ".join(parts) + ".")
     if rows:
         decided = [r for r in rows.values() if r["survives"] is not None]
